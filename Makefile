@@ -1,0 +1,149 @@
+# spotrun - top-level build.  GNU make, non-recursive.
+#
+#   make            build everything into build/
+#   make check      every test, then the whole suite again under ASan+UBSan,
+#                   then the fuzz targets for a bounded time
+#   make bench      the benchmarks
+#   make clean
+#
+# Layout rules (see CONTRIBUTING.md):
+#   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
+#   lib/ckpt + lib/common -> build/lib/libspotckpt.so    (the public library)
+#   src/cli/*.c           -> build/bin/spotrun
+#   src/spotrund/*.c      -> build/bin/spotrund
+#   src/agent/*.c         -> build/bin/spotrun-agent
+#   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   bench/bench_*.c       -> build/bench/bench_*
+#   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+BUILD ?= build
+SAN ?=
+FUZZ ?=
+DEPS_STAMP := .deps-ok
+
+OPT ?= -O2
+CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
+	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP
+ifeq ($(SAN),1)
+CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+LDSAN := -fsanitize=address,undefined
+endif
+ifeq ($(FUZZ),1)
+CFLAGS_BASE += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+LDSAN := -fsanitize=address,undefined
+endif
+CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
+
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml \
+	-lssl -lcrypto -lpthread -ldl -lm
+
+# ---- libraries ---------------------------------------------------------
+LIBDIRS := $(patsubst lib/%/,%,$(sort $(dir $(wildcard lib/*/*.c))))
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_A = $(BUILD)/lib/libspot$(1).a
+STATIC_LIBS := $(foreach l,$(LIBDIRS),$(call LIB_A,$(l)))
+
+define lib_rule
+$(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c))
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LIBDIRS),$(eval $(call lib_rule,$(l))))
+
+CKPT_SO := $(BUILD)/lib/libspotckpt.so
+CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/common/*.c))
+ifneq ($(wildcard lib/ckpt/*.c),)
+SHARED_LIBS := $(CKPT_SO)
+endif
+$(CKPT_SO): $(CKPT_SO_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(LDSAN) $(EXTLIBS)
+
+LINK_LIBS = -Wl,--start-group $(STATIC_LIBS) -Wl,--end-group $(EXTLIBS)
+
+# ---- programs ----------------------------------------------------------
+BIN_spotrun := src/cli
+BIN_spotrund := src/spotrund
+BIN_spotrun-agent := src/agent
+BINS := $(foreach b,spotrun spotrund spotrun-agent,$(if $(wildcard $(BIN_$(b))/*.c),$(BUILD)/bin/$(b)))
+
+define bin_rule
+$(BUILD)/bin/$(1): $(call obj,$(wildcard $(BIN_$(1))/*.c)) $(STATIC_LIBS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -o $$@ $(call obj,$(wildcard $(BIN_$(1))/*.c)) $$(LDSAN) $$(LINK_LIBS)
+endef
+$(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
+
+# ---- tests, benches ----------------------------------------------------
+TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+# ---- fuzz targets (built with clang in build/fuzz) ----------------------
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzzbin/%,$(FUZZ_SRCS))
+$(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
+
+# ---- top-level targets -------------------------------------------------
+.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build \
+	bench clean
+.DEFAULT_GOAL := all
+
+all: deps
+	@$(MAKE) --no-print-directory build
+
+deps:
+	@scripts/install-deps -q
+
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS)
+
+# The whole suite, plain build.
+test-run: build
+	@scripts/run-tests $(BUILD) plain
+
+check: deps
+	@rm -f build/.results
+	@$(MAKE) --no-print-directory build
+	@echo "== check: plain build (gcc -O2, -Werror) =="
+	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
+	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
+	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
+	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
+	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
+	@$(MAKE) --no-print-directory fuzz-build
+	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
+	@scripts/summarize build/.results
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang FUZZ=1 \
+		$(if $(FUZZ_SRCS),fuzz-bins)
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-60} scripts/run-fuzz build/fuzz
+
+bench: all
+	@scripts/run-bench build
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

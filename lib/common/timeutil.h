@@ -1,0 +1,35 @@
+/*
+ * timeutil.h - clocks, RFC 3339 and durations.
+ *
+ * Time is int64 nanoseconds: monotonic for intervals, Unix epoch (UTC)
+ * for wall-clock instants.
+ */
+#ifndef SR_COMMON_TIMEUTIL_H
+#define SR_COMMON_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+
+#define SR_NS_PER_SEC INT64_C(1000000000)
+
+int64_t sr_time_mono_ns(void);  /* CLOCK_MONOTONIC */
+int64_t sr_time_real_ns(void);  /* CLOCK_REALTIME, ns since the epoch */
+
+/* Parse RFC 3339: "2026-11-29T14:14:28Z", fractional seconds and
+ * "+hh:mm"/"-hh:mm" offsets accepted; 't'/'z' lower case accepted. */
+int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e);
+
+/* Format UTC as "YYYY-MM-DDTHH:MM:SSZ" (frac_digits 0) or with 3/6/9
+ * fractional digits.  Returns the length written, or -ENOSPC. */
+int sr_time_format_rfc3339(int64_t ns, int frac_digits, char *buf, size_t n);
+
+/* Durations: "90s", "2h", "1d", "1h30m", "500ms", "1.5h", "0".  Units:
+ * ns us ms s m h d.  Negative and unit-less values are rejected. */
+int sr_dur_parse(const char *s, int64_t *out_ns, struct sr_err *e);
+
+/* Format the shortest exact form: "90s" -> "1m30s", 7200s -> "2h",
+ * 86400s -> "1d", sub-second -> "250ms".  Returns length or -ENOSPC. */
+int sr_dur_format(int64_t ns, char *buf, size_t n);
+
+#endif
