@@ -57,7 +57,13 @@ struct policy_ops {
 	const char *name;
 	const char *summary;
 	size_t state_size;
+	int self_guarded; /* 1: the simulator does not apply policy_guard() */
 	void (*reset)(void *state, const struct policy_job *job);
+	/* Optional (may be NULL): learn from one tick of market history from
+	 * before the job started (a live controller feeds what it recorded;
+	 * the simulator feeds the ticks before the window). */
+	void (*observe)(void *state, const struct policy_job *job,
+			const uint8_t *avail, const double *spot_price);
 	struct policy_choice (*decide)(void *state, const struct policy_job *job,
 				       const struct policy_obs *obs);
 };

@@ -2,55 +2,51 @@
  * policy_spotrun.c - `spotrun`, the default policy: deadline-safe slack
  * budgeting against the market it has observed.
  *
- * Idea.  Let C be the work left, L the time left and S = L - C the slack
- * left.  If the job ran on spot alone from now on, idling through
- * outages, it would use about
+ * Let C be the work left, L the time left and S = L - C the slack left:
+ * the time the job may still spend not working (idle, restarting) and
+ * finish by the deadline.  Spot is cheap but comes in runs separated by
+ * outages; during an outage the job either waits (spending slack) or
+ * runs on-demand (spending money, plus a restart R each way).  The
+ * offline optimum waits through short outages and buys on-demand through
+ * long ones.  Online, an outage's length is unknown when it starts, so
+ * spotrun budgets:
  *
- *     need(C) = C * (1 - a) / a  +  (C / mu + 1) * R
+ *   runs   = max(1, C / mu)        spot runs still needed, mu = mean run
+ *   budget = (S - reserve - runs * R) / runs
+ *                                  slack each coming outage may use,
+ *                                  after paying one restart per run and
+ *                                  keeping `reserve` = R + one tick for
+ *                                  the final fall-back to on-demand
  *
- * of slack: the outage time while C of spot work gets done (a = the
- * fraction of time some region offers spot) plus one restart per spot
- * run (mu = mean length of a spot run in the region used) and one to get
- * going.  As long as S comfortably covers need(C), waiting for spot is
- * expected to finish in time and on-demand would be wasted money; when it
- * does not, every hour of on-demand now lowers C, hence need(C), by more
- * than it spends, so on-demand during outages is the cheapest way back
- * to a plan that spot alone can finish.  This is Uniform Progress's
- * idea with the line drawn from the observed market instead of a uniform
- * spread, which is what lets it wait through long outages when the
- * market has been good and buy on-demand early when it has been bad.
+ * and in an outage it waits while the wait so far plus one tick stays
+ * within budget, then starts on-demand (a ski-rental rule: rent = wait,
+ * buy = on-demand).  It stays on on-demand until spot returns, and moves
+ * back to spot only if it can pay that restart and still afford one more
+ * to get back (S - R >= reserve + R).  Spot is taken in the region with
+ * the lowest restart-amortised price p * (1 + R/mu) plus the checkpoint
+ * egress spread over a run; a running spot instance is kept while its
+ * region has spot.  Last, policy_guard() forbids any choice that could
+ * make the deadline unreachable by on-demand, so no meetable deadline is
+ * missed.
  *
- * Rules at each boundary (margin = one tick + R, the cost of acting one
- * boundary late plus one extra restart):
- *   - spot usable and cheaper than on-demand:
- *       on spot there -> stay (a restart costs R; nothing is gained)
- *       idle          -> take it, in the region with the lowest
- *                        restart-amortised price p * (1 + R/mu) plus the
- *                        checkpoint egress spread over a run
- *       on-demand     -> switch only if S - R >= need(C) + margin
- *   - no usable spot:
- *       on-demand     -> stay while S < need(C) + margin + R
- *       idle          -> start on-demand if S < need(C) + margin
- *   - then policy_guard(): never a choice that could make the deadline
- *     unreachable by on-demand, so no meetable deadline is missed.
- *
- * The estimates are counts of what was observed (ticks seen, ticks with
- * spot, up->down transitions) with one pseudo-observation so that they
- * are defined at the first tick: a = (up + 1) / (seen + 2) and
- * mu = gap * (up + 1) / (downs + 1).  Nothing in it is fitted to a trace.
+ * mu per region is an exposure estimate over what was observed (history
+ * before the job, if the caller has it, then every tick seen):
+ * mu = gap * (up ticks + 1) / (up->down transitions + 1).  The only
+ * constants are the pseudo-counts that keep it defined at the first tick;
+ * nothing is fitted to a particular trace.
  */
 #include <math.h>
 
 #include "sim/policy.h"
 
 struct region_stats {
-	double seen, up, downs;
-	uint8_t last;
+	double up, downs;
+	uint8_t last, seen;
 };
 
 struct spotrun_state {
 	struct region_stats reg[SIM_MAX_REGIONS];
-	double any_seen, any_up;
+	double wait_s; /* idle time in the current outage */
 };
 
 static void spotrun_reset(void *state, const struct policy_job *job)
@@ -59,23 +55,21 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 	(void)job;
 }
 
-static void observe(struct spotrun_state *s, const struct policy_job *job,
-		    const uint8_t *avail)
+static void spotrun_observe(void *state, const struct policy_job *job,
+			    const uint8_t *avail, const double *price)
 {
-	int any = 0;
+	struct spotrun_state *s = state;
 
+	(void)price;
 	for (int r = 0; r < job->nregions; r++) {
 		struct region_stats *g = &s->reg[r];
 
-		if (g->seen > 0 && g->last && !avail[r])
+		if (g->seen && g->last && !avail[r])
 			g->downs++;
-		g->seen++;
+		g->seen = 1;
 		g->up += avail[r] ? 1 : 0;
 		g->last = avail[r] ? 1 : 0;
-		any |= avail[r];
 	}
-	s->any_seen++;
-	s->any_up += any ? 1 : 0;
 }
 
 /* Mean length of a spot run in region r, seconds. */
@@ -98,13 +92,42 @@ static double eff_price(const struct spotrun_state *s,
 	return p;
 }
 
-static double need_slack(const struct spotrun_state *s,
-			 const struct policy_job *job, double C, int r)
+/* The region with the cheapest usable spot now, or -1. */
+static int pick_region(const struct spotrun_state *s,
+		       const struct policy_job *job, const struct policy_obs *o)
 {
-	double a = (s->any_up + 1) / (s->any_seen + 2);
-	double mu = run_mean_s(s, job, r);
+	int best = -1;
 
-	return C * (1 - a) / a + (C / mu + 1) * job->restart_s;
+	if (o->hold == SIM_SPOT && o->avail[o->region])
+		return o->region;
+	for (int r = 0; r < job->nregions; r++) {
+		if (o->avail[r] && (best < 0 || eff_price(s, job, o, r) <
+						  eff_price(s, job, o, best)))
+			best = r;
+	}
+	if (best >= 0 && eff_price(s, job, o, best) >= job->od_price)
+		return -1;
+	return best;
+}
+
+/* Slack one coming outage may spend waiting. */
+static double outage_budget(const struct spotrun_state *s,
+			    const struct policy_job *job,
+			    const struct policy_obs *o)
+{
+	double mu = 0, S = o->time_left_s - o->work_left_s, runs;
+	double reserve = job->restart_s + (double)job->gap_s;
+
+	for (int r = 0; r < job->nregions; r++) {
+		double m = run_mean_s(s, job, r);
+
+		if (m > mu)
+			mu = m;
+	}
+	runs = o->work_left_s / mu;
+	if (runs < 1)
+		runs = 1;
+	return (S - reserve - runs * job->restart_s) / runs;
 }
 
 static struct policy_choice spotrun_decide(void *state,
@@ -114,36 +137,27 @@ static struct policy_choice spotrun_decide(void *state,
 	struct spotrun_state *s = state;
 	struct policy_choice none = { SIM_NONE, -1 };
 	struct policy_choice od = { SIM_OD, job->od_region };
-	double C = o->work_left_s, S = o->time_left_s - o->work_left_s;
-	double margin = (double)job->gap_s + job->restart_s, need;
-	int best = -1, ref;
+	double S = o->time_left_s - o->work_left_s, R = job->restart_s;
+	double reserve = R + (double)job->gap_s;
+	int best;
 
-	observe(s, job, o->avail);
-	if (C <= 1e-6)
+	spotrun_observe(s, job, o->avail, o->spot_price);
+	if (o->work_left_s <= 1e-6)
 		return none;
-	for (int r = 0; r < job->nregions; r++) {
-		if (o->avail[r] && (best < 0 || eff_price(s, job, o, r) <
-						  eff_price(s, job, o, best)))
-			best = r;
-	}
-	if (o->hold == SIM_SPOT && o->avail[o->region])
-		best = o->region;
-	if (best >= 0 && eff_price(s, job, o, best) >= job->od_price)
-		best = -1;
-	/* The region whose runs the plan would rely on. */
-	ref = best >= 0 ? best : (o->ckpt_region >= 0 ? o->ckpt_region : 0);
-	need = need_slack(s, job, C, ref);
-
+	best = pick_region(s, job, o);
 	if (best >= 0) {
-		struct policy_choice spot = { SIM_SPOT, best };
-
-		if (o->hold == SIM_OD && S - job->restart_s < need + margin)
+		s->wait_s = 0;
+		if (o->hold == SIM_OD && S - R < reserve + R)
 			return od;
-		return spot;
+		return (struct policy_choice){ SIM_SPOT, best };
 	}
 	if (o->hold == SIM_OD)
-		return S < need + margin + job->restart_s ? od : none;
-	return S < need + margin ? od : none;
+		return od;
+	if (s->wait_s + (double)job->gap_s <= outage_budget(s, job, o)) {
+		s->wait_s += (double)job->gap_s;
+		return none;
+	}
+	return od;
 }
 
 const struct policy_ops policy_spotrun = {
@@ -151,5 +165,6 @@ const struct policy_ops policy_spotrun = {
 	.summary = "deadline-safe slack budgeting on the observed market (default)",
 	.state_size = sizeof(struct spotrun_state),
 	.reset = spotrun_reset,
+	.observe = spotrun_observe,
 	.decide = spotrun_decide,
 };

@@ -48,6 +48,8 @@ struct sim_params {
 	double work_h, deadline_h, restart_h;
 	double ckpt_interval_h; /* 0 = continuous (the paper's model) */
 	double ckpt_gb, egress_per_gb;
+	double history_h;       /* market history shown to policies before the
+				 * window starts (policy_ops.observe) */
 };
 
 /* The policy_job a window of this market runs with. */
