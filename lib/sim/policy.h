@@ -66,6 +66,9 @@ struct policy_ops {
 			const uint8_t *avail, const double *spot_price);
 	struct policy_choice (*decide)(void *state, const struct policy_job *job,
 				       const struct policy_obs *obs);
+	/* Optional (may be NULL): release what the state allocated.  Called
+	 * once when the job ends; the state's bytes are then discarded. */
+	void (*destroy)(void *state);
 };
 
 extern const struct policy_ops policy_od, policy_greedy, policy_up,

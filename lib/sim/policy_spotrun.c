@@ -1,52 +1,49 @@
 /*
- * policy_spotrun.c - `spotrun`, the default policy: deadline-safe slack
- * budgeting against the market it has observed.
+ * policy_spotrun.c - `spotrun`, the default policy: plan against the
+ * market as observed, act on the plan, never risk the deadline.
  *
- * Let C be the work left, L the time left and S = L - C the slack left:
- * the time the job may still spend not working (idle, restarting) and
- * finish by the deadline.  Spot is cheap but comes in runs separated by
- * outages; during an outage the job either waits (spending slack) or
- * runs on-demand (spending money, plus a restart R each way).  The
- * offline optimum waits through short outages and buys on-demand through
- * long ones.  Online, an outage's length is unknown when it starts, so
- * spotrun budgets:
- *
- *   runs   = max(1, C / mu)        spot runs still needed, mu = mean run
- *   budget = (S - reserve - runs * R) / runs
- *                                  slack each coming outage may use,
- *                                  after paying one restart per run and
- *                                  keeping `reserve` = R + one tick for
- *                                  the final fall-back to on-demand
- *
- * and in an outage it waits while the wait so far plus one tick stays
- * within budget, then starts on-demand (a ski-rental rule: rent = wait,
- * buy = on-demand).  It stays on on-demand until spot returns, and moves
- * back to spot only if it can pay that restart and still afford one more
- * to get back (S - R >= reserve + R).  Spot is taken in the region with
- * the lowest restart-amortised price p * (1 + R/mu) plus the checkpoint
- * egress spread over a run; a running spot instance is kept while its
- * region has spot.  Last, policy_guard() forbids any choice that could
- * make the deadline unreachable by on-demand, so no meetable deadline is
- * missed.
- *
- * mu per region is an exposure estimate over what was observed (history
- * before the job, if the caller has it, then every tick seen):
- * mu = gap * (up ticks + 1) / (up->down transitions + 1).  The only
- * constants are the pseudo-counts that keep it defined at the first tick;
- * nothing is fitted to a particular trace.
+ * 1. Observe.  Every tick it sees (and, if the caller has it, the market
+ *    history before the job) updates counts per region - ticks with spot,
+ *    up->down transitions, prices - and for "spot somewhere": ticks up and
+ *    down and the transitions between them.
+ * 2. Plan.  At its first decision it fits a two-state availability chain
+ *    to those counts (Laplace pseudo-counts keep every estimate defined on
+ *    the first tick) and solves the job's Markov decision process exactly
+ *    (policy_spotrun_plan.c): over work left x slack left x what is held x
+ *    whether spot is up, the least expected cost of finishing by the
+ *    deadline, where any outcome that misses it costs infinity.  This is
+ *    the textbook certainty-equivalent controller; it trades slack against
+ *    money by the observed outage and preemption rates, the restart
+ *    overhead and the two prices, and has no constant tuned to any trace.
+ * 3. Act.  Each tick it takes the plan's action for the present state
+ *    (work and slack rounded against itself), puts spot in the region with
+ *    the lowest restart-amortised price p * (1 + R / mean run) plus the
+ *    egress spread over a run, keeps a running spot instance where it is,
+ *    and finally passes policy_guard(), so no meetable deadline is missed
+ *    even where the model is wrong.
  */
 #include <math.h>
+#include <string.h>
 
 #include "sim/policy.h"
+#include "sim/policy_spotrun_plan.h"
+
+#ifndef MEMORY_HALF_LIFE_H
+#define MEMORY_HALF_LIFE_H 12.0
+#endif
 
 struct region_stats {
-	double up, downs;
-	uint8_t last, seen;
+	double up, downs, price_sum, seen;
+	uint8_t last;
 };
 
 struct spotrun_state {
 	struct region_stats reg[SIM_MAX_REGIONS];
-	double wait_s; /* idle time in the current outage */
+	double any_up, any_down, any_downs, any_ups; /* ticks, transitions */
+	uint8_t any_last, seen;
+	int planned;
+	uint8_t plan_any; /* spot-somewhere state when the plan was made */
+	struct plan plan;
 };
 
 static void spotrun_reset(void *state, const struct policy_job *job)
@@ -55,21 +52,51 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 	(void)job;
 }
 
+static void spotrun_destroy(void *state)
+{
+	struct spotrun_state *s = state;
+
+	policy__plan_free(&s->plan);
+}
+
 static void spotrun_observe(void *state, const struct policy_job *job,
 			    const uint8_t *avail, const double *price)
 {
 	struct spotrun_state *s = state;
+	uint8_t any = 0;
+	double f = exp2(-(double)job->gap_s / (MEMORY_HALF_LIFE_H * 3600.0));
 
-	(void)price;
+	/* Older ticks weigh less: the market drifts. */
+	for (int r = 0; r < job->nregions; r++) {
+		s->reg[r].up *= f;
+		s->reg[r].downs *= f;
+	}
+	s->any_up *= f;
+	s->any_down *= f;
+	s->any_downs *= f;
+	s->any_ups *= f;
+
 	for (int r = 0; r < job->nregions; r++) {
 		struct region_stats *g = &s->reg[r];
 
-		if (g->seen && g->last && !avail[r])
+		if (s->seen && g->last && !avail[r])
 			g->downs++;
-		g->seen = 1;
 		g->up += avail[r] ? 1 : 0;
 		g->last = avail[r] ? 1 : 0;
+		g->price_sum += price[r];
+		g->seen++;
+		any |= avail[r];
 	}
+	if (s->seen && s->any_last && !any)
+		s->any_downs++;
+	if (s->seen && !s->any_last && any)
+		s->any_ups++;
+	if (any)
+		s->any_up++;
+	else
+		s->any_down++;
+	s->any_last = any;
+	s->seen = 1;
 }
 
 /* Mean length of a spot run in region r, seconds. */
@@ -79,55 +106,47 @@ static double run_mean_s(const struct spotrun_state *s,
 	return (double)job->gap_s * (s->reg[r].up + 1) / (s->reg[r].downs + 1);
 }
 
-/* Restart-amortised $/h of spot in region r, egress included. */
+/* Restart-amortised $/h of spot in region r at price p, egress included. */
 static double eff_price(const struct spotrun_state *s,
-			const struct policy_job *job,
-			const struct policy_obs *o, int r)
+			const struct policy_job *job, int ckpt_region, int r,
+			double p)
 {
 	double mu_h = run_mean_s(s, job, r) / 3600.0;
-	double p = o->spot_price[r] * (1 + job->restart_s / 3600.0 / mu_h);
+	double e = p * (1 + job->restart_s / 3600.0 / mu_h);
 
-	if (o->ckpt_region >= 0 && o->ckpt_region != r)
-		p += job->egress_usd / mu_h;
-	return p;
+	if (ckpt_region >= 0 && ckpt_region != r)
+		e += job->egress_usd / mu_h;
+	return e;
 }
 
-/* The region with the cheapest usable spot now, or -1. */
-static int pick_region(const struct spotrun_state *s,
-		       const struct policy_job *job, const struct policy_obs *o)
+static int plan_build(struct spotrun_state *s, const struct policy_job *job,
+		      const struct policy_obs *o)
 {
-	int best = -1;
+	struct plan_model m = { 0 };
+	int best = 0;
+	double best_e = INFINITY;
 
-	if (o->hold == SIM_SPOT && o->avail[o->region])
-		return o->region;
 	for (int r = 0; r < job->nregions; r++) {
-		if (o->avail[r] && (best < 0 || eff_price(s, job, o, r) <
-						  eff_price(s, job, o, best)))
+		double mp = s->reg[r].price_sum / s->reg[r].seen;
+		double e = eff_price(s, job, -1, r, mp);
+
+		if (e < best_e) {
+			best_e = e;
 			best = r;
+		}
 	}
-	if (best >= 0 && eff_price(s, job, o, best) >= job->od_price)
-		return -1;
-	return best;
-}
-
-/* Slack one coming outage may spend waiting. */
-static double outage_budget(const struct spotrun_state *s,
-			    const struct policy_job *job,
-			    const struct policy_obs *o)
-{
-	double mu = 0, S = o->time_left_s - o->work_left_s, runs;
-	double reserve = job->restart_s + (double)job->gap_s;
-
-	for (int r = 0; r < job->nregions; r++) {
-		double m = run_mean_s(s, job, r);
-
-		if (m > mu)
-			mu = m;
-	}
-	runs = o->work_left_s / mu;
-	if (runs < 1)
-		runs = 1;
-	return (S - reserve - runs * job->restart_s) / runs;
+	m.unit_s = (double)job->gap_s;
+	m.gap_s = (double)job->gap_s;
+	m.p_fail = (s->reg[best].downs + 1) / (s->reg[best].up + 2);
+	m.p_outage = (s->any_downs + 1) / (s->any_up + 2);
+	if (m.p_outage > m.p_fail)
+		m.p_outage = m.p_fail;
+	m.p_recover = (s->any_ups + 1) / (s->any_down + 2);
+	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
+	m.od_price = job->od_price;
+	m.restart_s = job->restart_s;
+	return policy__plan_build(&s->plan, &m, o->work_left_s,
+				  o->time_left_s - o->work_left_s);
 }
 
 static struct policy_choice spotrun_decide(void *state,
@@ -135,36 +154,55 @@ static struct policy_choice spotrun_decide(void *state,
 					   const struct policy_obs *o)
 {
 	struct spotrun_state *s = state;
-	struct policy_choice none = { SIM_NONE, -1 };
 	struct policy_choice od = { SIM_OD, job->od_region };
-	double S = o->time_left_s - o->work_left_s, R = job->restart_s;
-	double reserve = R + (double)job->gap_s;
-	int best;
+	enum sim_hold want;
+	int best = -1;
+	double best_e = INFINITY;
 
 	spotrun_observe(s, job, o->avail, o->spot_price);
 	if (o->work_left_s <= 1e-6)
-		return none;
-	best = pick_region(s, job, o);
-	if (best >= 0) {
-		s->wait_s = 0;
-		if (o->hold == SIM_OD && S - R < reserve + R)
-			return od;
+		return (struct policy_choice){ SIM_NONE, -1 };
+	/* (Re)plan at the start and whenever an outage begins or ends: the
+	 * moments the estimates move. */
+	if (!s->planned || s->plan_any != s->any_last) {
+		policy__plan_free(&s->plan);
+		s->planned = 0;
+		if (plan_build(s, job, o))
+			return od; /* out of memory: the safe choice */
+		s->planned = 1;
+		s->plan_any = s->any_last;
+	}
+	for (int r = 0; r < job->nregions; r++) {
+		double e;
+
+		if (!o->avail[r])
+			continue;
+		e = eff_price(s, job, o->ckpt_region, r, o->spot_price[r]);
+		if (e < best_e) {
+			best_e = e;
+			best = r;
+		}
+	}
+	if (o->hold == SIM_SPOT && o->avail[o->region])
+		best = o->region;
+	else if (best >= 0 && best_e >= job->od_price)
+		best = -1; /* spot no cheaper than on-demand after restarts */
+	want = policy__plan_choose(&s->plan, o->work_left_s,
+				   o->time_left_s - o->work_left_s,
+				   o->hold, best >= 0);
+	if (want == SIM_SPOT && best >= 0)
 		return (struct policy_choice){ SIM_SPOT, best };
-	}
-	if (o->hold == SIM_OD)
-		return od;
-	if (s->wait_s + (double)job->gap_s <= outage_budget(s, job, o)) {
-		s->wait_s += (double)job->gap_s;
-		return none;
-	}
+	if (want == SIM_NONE)
+		return (struct policy_choice){ SIM_NONE, -1 };
 	return od;
 }
 
 const struct policy_ops policy_spotrun = {
 	.name = "spotrun",
-	.summary = "deadline-safe slack budgeting on the observed market (default)",
+	.summary = "plans on the observed market, never risks the deadline (default)",
 	.state_size = sizeof(struct spotrun_state),
 	.reset = spotrun_reset,
 	.observe = spotrun_observe,
 	.decide = spotrun_decide,
+	.destroy = spotrun_destroy,
 };

@@ -96,10 +96,10 @@ static double finish_on_od(const struct policy_job *job, double left,
 	return ticks * (double)job->gap_s / 3600.0 * job->od_price;
 }
 
-int sim_run(const struct sim_market *m, size_t start,
-	    const struct sim_params *p, const struct policy_ops *pol,
-	    void *state, struct sim_result *r, struct policy_choice *log,
-	    size_t log_cap)
+static int run_window(const struct sim_market *m, size_t start,
+		      const struct sim_params *p, const struct policy_ops *pol,
+		      void *state, struct sim_result *r,
+		      struct policy_choice *log, size_t log_cap)
 {
 	struct policy_job job;
 	struct policy_obs o;
@@ -211,4 +211,16 @@ int sim_run(const struct sim_market *m, size_t start,
 		}
 		work += prog;
 	}
+}
+
+int sim_run(const struct sim_market *m, size_t start,
+	    const struct sim_params *p, const struct policy_ops *pol,
+	    void *state, struct sim_result *r, struct policy_choice *log,
+	    size_t log_cap)
+{
+	int rc = run_window(m, start, p, pol, state, r, log, log_cap);
+
+	if (!rc && pol->destroy)
+		pol->destroy(state);
+	return rc;
 }
