@@ -2,19 +2,22 @@
  * policy_spotrun.c - `spotrun`, the default policy: plan against the
  * market as observed, act on the plan, never risk the deadline.
  *
- * 1. Observe.  Every tick it sees (and, if the caller has it, the market
- *    history before the job) updates counts per region - ticks with spot,
- *    up->down transitions, prices - and for "spot somewhere": ticks up and
- *    down and the transitions between them.
- * 2. Plan.  At its first decision it fits a two-state availability chain
- *    to those counts (Laplace pseudo-counts keep every estimate defined on
- *    the first tick) and solves the job's Markov decision process exactly
- *    (policy_spotrun_plan.c): over work left x slack left x what is held x
- *    whether spot is up, the least expected cost of finishing by the
- *    deadline, where any outcome that misses it costs infinity.  This is
- *    the textbook certainty-equivalent controller; it trades slack against
- *    money by the observed outage and preemption rates, the restart
- *    overhead and the two prices, and has no constant tuned to any trace.
+ * 1. Observe.  Every tick it sees (and the market history before the job,
+ *    when the caller has it) updates, for "spot somewhere": how long
+ *    spells of availability and of outage have lasted and at what age they
+ *    ended; per region: spot ticks, losses while spot stayed up elsewhere
+ *    (region hops), up->down transitions and prices.  Counts decay with a
+ *    half-life of half a day, so the estimates follow a drifting market.
+ * 2. Plan.  It turns those counts into age-dependent end probabilities
+ *    (each age bucket shrunk toward the pooled rate by one planning step
+ *    of pseudo-exposure) and solves the job's semi-Markov decision process
+ *    exactly (policy_spotrun_plan.c): over work left x slack left x what
+ *    is held x spot up or not x the spell's age, the least expected cost
+ *    of finishing by the deadline, where any outcome that could miss it
+ *    costs infinity.  It replans whenever an outage begins or ends - the
+ *    moments the estimates move.  Nothing in it is fitted to a trace: the
+ *    only constants are the half-life, the pseudo-counts and the planning
+ *    table's size.
  * 3. Act.  Each tick it takes the plan's action for the present state
  *    (work and slack rounded against itself), puts spot in the region with
  *    the lowest restart-amortised price p * (1 + R / mean run) plus the
@@ -28,28 +31,32 @@
 #include "sim/policy.h"
 #include "sim/policy_spotrun_plan.h"
 
-#ifndef MEMORY_HALF_LIFE_H
 #define MEMORY_HALF_LIFE_H 12.0
-#endif
+/* Replan when an estimate moved by more than this fraction. */
+#define REPLAN_TOLERANCE 0.25
 
 struct region_stats {
-	double up, downs, price_sum, seen;
+	double up, downs, hops, price_sum, seen;
 	uint8_t last;
 };
 
 struct spotrun_state {
 	struct region_stats reg[SIM_MAX_REGIONS];
-	double any_up, any_down, any_downs, any_ups; /* ticks, transitions */
+	/* "Spot somewhere" spells, [0] outages, [1] availability. */
+	double expo[2][PLAN_AGES], ends[2][PLAN_AGES];
+	double age_s;     /* age of the current spell */
 	uint8_t any_last, seen;
+	double unit_s;
 	int planned;
-	uint8_t plan_any; /* spot-somewhere state when the plan was made */
+	uint8_t plan_any; /* spell type when the plan was made */
 	struct plan plan;
 };
 
 static void spotrun_reset(void *state, const struct policy_job *job)
 {
-	(void)state;
-	(void)job;
+	struct spotrun_state *s = state;
+
+	s->unit_s = policy__plan_unit(job);
 }
 
 static void spotrun_destroy(void *state)
@@ -63,38 +70,44 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			    const uint8_t *avail, const double *price)
 {
 	struct spotrun_state *s = state;
-	uint8_t any = 0;
 	double f = exp2(-(double)job->gap_s / (MEMORY_HALF_LIFE_H * 3600.0));
+	uint8_t any = 0;
 
-	/* Older ticks weigh less: the market drifts. */
-	for (int r = 0; r < job->nregions; r++) {
-		s->reg[r].up *= f;
-		s->reg[r].downs *= f;
+	for (int r = 0; r < job->nregions; r++)
+		any |= avail[r];
+	for (int k = 0; k < 2; k++) {
+		for (int b = 0; b < PLAN_AGES; b++) {
+			s->expo[k][b] *= f;
+			s->ends[k][b] *= f;
+		}
 	}
-	s->any_up *= f;
-	s->any_down *= f;
-	s->any_downs *= f;
-	s->any_ups *= f;
-
 	for (int r = 0; r < job->nregions; r++) {
 		struct region_stats *g = &s->reg[r];
 
-		if (s->seen && g->last && !avail[r])
+		g->up *= f;
+		g->downs *= f;
+		g->hops *= f;
+		if (s->seen && g->last && !avail[r]) {
 			g->downs++;
+			if (any)
+				g->hops++;
+		}
 		g->up += avail[r] ? 1 : 0;
 		g->last = avail[r] ? 1 : 0;
 		g->price_sum += price[r];
 		g->seen++;
-		any |= avail[r];
 	}
-	if (s->seen && s->any_last && !any)
-		s->any_downs++;
-	if (s->seen && !s->any_last && any)
-		s->any_ups++;
-	if (any)
-		s->any_up++;
-	else
-		s->any_down++;
+	if (s->seen) {
+		int b = policy__plan_age(s->age_s, s->unit_s);
+
+		s->expo[s->any_last][b]++;
+		if (any != s->any_last) {
+			s->ends[s->any_last][b]++;
+			s->age_s = 0;
+		} else {
+			s->age_s += (double)job->gap_s;
+		}
+	}
 	s->any_last = any;
 	s->seen = 1;
 }
@@ -119,34 +132,69 @@ static double eff_price(const struct spotrun_state *s,
 	return e;
 }
 
-static int plan_build(struct spotrun_state *s, const struct policy_job *job,
-		      const struct policy_obs *o)
+/* Per-step probability from per-tick counts, shrunk toward the pool. */
+static double per_step(double ends, double expo, double pool, double ticks)
+{
+	double lam = (ends + pool * ticks) / (expo + ticks);
+
+	return 1 - pow(1 - lam, ticks);
+}
+
+static void model_fit(struct spotrun_state *s, const struct policy_job *job,
+		      struct plan_model *out)
 {
 	struct plan_model m = { 0 };
+	double ticks = s->unit_s / (double)job->gap_s, best_e = INFINITY;
 	int best = 0;
-	double best_e = INFINITY;
 
 	for (int r = 0; r < job->nregions; r++) {
-		double mp = s->reg[r].price_sum / s->reg[r].seen;
-		double e = eff_price(s, job, -1, r, mp);
+		double e = eff_price(s, job, -1, r, s->reg[r].price_sum / s->reg[r].seen);
 
 		if (e < best_e) {
 			best_e = e;
 			best = r;
 		}
 	}
-	m.unit_s = (double)job->gap_s;
-	m.gap_s = (double)job->gap_s;
-	m.p_fail = (s->reg[best].downs + 1) / (s->reg[best].up + 2);
-	m.p_outage = (s->any_downs + 1) / (s->any_up + 2);
-	if (m.p_outage > m.p_fail)
-		m.p_outage = m.p_fail;
-	m.p_recover = (s->any_ups + 1) / (s->any_down + 2);
+	for (int k = 0; k < 2; k++) {
+		double te = 0, tx = 0, pool;
+
+		for (int b = 0; b < PLAN_AGES; b++) {
+			te += s->ends[k][b];
+			tx += s->expo[k][b];
+		}
+		pool = (te + 1) / (tx + 2);
+		for (int b = 0; b < PLAN_AGES; b++) {
+			double p = per_step(s->ends[k][b], s->expo[k][b], pool, ticks);
+
+			if (k)
+				m.end_up[b] = p;
+			else
+				m.end_down[b] = p;
+		}
+	}
+	m.hop = 1 - pow(1 - s->reg[best].hops / (s->reg[best].up + 1), ticks);
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
 	m.od_price = job->od_price;
 	m.restart_s = job->restart_s;
-	return policy__plan_build(&s->plan, &m, o->work_left_s,
-				  o->time_left_s - o->work_left_s);
+	*out = m;
+}
+
+static int moved(double a, double b)
+{
+	return fabs(a - b) > REPLAN_TOLERANCE * (fabs(b) + 0.01);
+}
+
+/* Has the market moved enough since the plan was made to redo it? */
+static int model_moved(const struct plan_model *now, const struct plan_model *was)
+{
+	if (moved(now->hop, was->hop) || moved(now->spot_price, was->spot_price))
+		return 1;
+	for (int b = 0; b < PLAN_AGES; b++) {
+		if (moved(now->end_up[b], was->end_up[b]) ||
+		    moved(now->end_down[b], was->end_down[b]))
+			return 1;
+	}
+	return 0;
 }
 
 static struct policy_choice spotrun_decide(void *state,
@@ -162,15 +210,21 @@ static struct policy_choice spotrun_decide(void *state,
 	spotrun_observe(s, job, o->avail, o->spot_price);
 	if (o->work_left_s <= 1e-6)
 		return (struct policy_choice){ SIM_NONE, -1 };
-	/* (Re)plan at the start and whenever an outage begins or ends: the
-	 * moments the estimates move. */
+	/* (Re)plan at the start, and when an outage begins or ends if the
+	 * estimates have moved since the plan was made. */
 	if (!s->planned || s->plan_any != s->any_last) {
-		policy__plan_free(&s->plan);
-		s->planned = 0;
-		if (plan_build(s, job, o))
-			return od; /* out of memory: the safe choice */
-		s->planned = 1;
+		struct plan_model m;
+
+		model_fit(s, job, &m);
 		s->plan_any = s->any_last;
+		if (!s->planned || model_moved(&m, &s->plan.m)) {
+			policy__plan_free(&s->plan);
+			s->planned = 0;
+			if (policy__plan_build(&s->plan, &m, s->unit_s, o->work_left_s,
+					       o->time_left_s - o->work_left_s))
+				return od; /* out of memory: the safe choice */
+			s->planned = 1;
+		}
 	}
 	for (int r = 0; r < job->nregions; r++) {
 		double e;
@@ -188,8 +242,8 @@ static struct policy_choice spotrun_decide(void *state,
 	else if (best >= 0 && best_e >= job->od_price)
 		best = -1; /* spot no cheaper than on-demand after restarts */
 	want = policy__plan_choose(&s->plan, o->work_left_s,
-				   o->time_left_s - o->work_left_s,
-				   o->hold, best >= 0);
+				   o->time_left_s - o->work_left_s, o->hold,
+				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
 	if (want == SIM_SPOT && best >= 0)
 		return (struct policy_choice){ SIM_SPOT, best };
 	if (want == SIM_NONE)

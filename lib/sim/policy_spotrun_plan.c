@@ -1,32 +1,36 @@
 /*
  * policy_spotrun_plan.c - the plan behind `spotrun`.
  *
- * A certainty-equivalent Markov decision process: the market is modelled
- * as a two-state chain (spot available somewhere / nowhere) with the
- * transition probabilities the policy has observed, plus the chance that
- * the held spot instance is lost while other regions still have spot (a
- * region hop).  Time is cut into planning steps of unit_s seconds.
+ * A certainty-equivalent semi-Markov decision process.  The market is a
+ * two-state process - spot available somewhere, or nowhere - whose spells
+ * end with a probability that depends on how old the spell is (spot
+ * traces are heavy-tailed: most runs and outages are short, the few long
+ * ones hold most of the time, so a fresh run is fragile and an old outage
+ * tends to persist).  A held spot instance can also be lost to a region
+ * hop while spot stays up elsewhere.  Time is cut into planning steps.
  *
- * State (c, s, h, a): c = work steps left, s = slack steps left (time left
- * minus work left), h = held (none / on-demand / spot), a = spot available
- * now.  Time left is c + s, so the process is stationary and one pass in
- * increasing (c, s) order solves it exactly; no value iteration.
+ * State (c, s, h, a, b): c = work steps left, s = slack steps left (time
+ * left minus work left), h = held (none / on-demand / spot), a = spot up
+ * somewhere, b = age bucket of the current spell.  Time left is c + s, so
+ * the process is stationary and one pass in increasing (c, s) solves it
+ * exactly; there is no value iteration.
  *
- *   idle        (c, s-1, none)                                cost 0
- *   on-demand   keep: (c-1, s, od)                             od * unit
- *               start: (c-1, s-K, od)                          od * (R + unit)
- *   spot (a=1)  keep: (c-1, s, spot), lost w.p. p_fail         spot * unit
- *               start: (c-1, s-K, spot)                        spot * (R + unit)
+ *   idle        (c, s-1, none)                       cost 0
+ *   on-demand   keep (c-1, s, od) / start (c-1, s-K, od)
+ *                                                   od * (unit [+ R])
+ *   spot (a=1)  keep (c-1, s, spot) / start (c-1, s-K, spot)
+ *                                                   spot * (unit [+ R])
  *
- * with K = R / unit (fractional: V is interpolated linearly in s), the
- * next a drawn from the chain, and a lost spot instance landing in
- * (none, a = 1) if the loss was a region hop (another region still has
- * spot) or (none, a = 0) if it was an outage.  V(0, .) = 0; s < 0 is
- * infeasible (V = inf), and an expectation over an infeasible outcome is
- * inf, so the plan never takes a risk that could miss the deadline.
+ * K = R / unit is fractional: values are interpolated linearly in s.  The
+ * spell moves on as the chain says: it ends with end_up/end_down[b]
+ * (landing in the other state at age 0, a held spot instance lost), or
+ * ages into the next bucket with probability 1 / (bucket width).  V = 0
+ * when c = 0; s < 0 is infeasible (V = inf), and any expectation over an
+ * infeasible outcome is inf, so the plan never takes a chance on missing
+ * the deadline.
  *
- * Tables v[k][c][s], k = 0: none & a=0, 1: none & a=1, 2: od & a=0,
- * 3: od & a=1, 4: spot (a=1).  nc, ns <= PLAN_MAX_*.
+ * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
+ * spot}, b < PLAN_AGES.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,18 +38,45 @@
 
 #include "sim/policy_spotrun_plan.h"
 
-#define PLAN_MAX_C 1024
-#define PLAN_MAX_S 256
+#define PLAN_MAX_C 256
+#define PLAN_MAX_S 64
 
 enum { VN0, VN1, VO0, VO1, VS, NV };
 
-static double *cell(const struct plan *pl, int k, size_t c, size_t s)
+/* Probability of moving to the next age bucket in one step. */
+static const double advance[PLAN_AGES] = { 1, 1, 0.5, 0.25, 0.125, 0 };
+
+double policy__plan_unit(const struct policy_job *job)
 {
-	return pl->v + ((size_t)k * (pl->nc + 1) + c) * (pl->ns + 1) + s;
+	double u = (double)job->gap_s, slack = job->deadline_s - job->work_s;
+
+	if (u < job->work_s / PLAN_MAX_C)
+		u = job->work_s / PLAN_MAX_C;
+	if (slack > 0 && u < slack / PLAN_MAX_S)
+		u = slack / PLAN_MAX_S;
+	return u;
 }
 
-/* V_k(c, s) for fractional s; inf below 0. */
-static double at(const struct plan *pl, int k, size_t c, double s)
+int policy__plan_age(double age_s, double unit_s)
+{
+	double x = age_s / unit_s;
+	int b = 0;
+
+	if (x < 1)
+		return 0;
+	for (double lim = 2; b < PLAN_AGES - 2 && x >= lim; lim *= 2)
+		b++;
+	return b + 1;
+}
+
+static double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
+{
+	return pl->v + (((size_t)k * PLAN_AGES + (size_t)b) * (pl->nc + 1) + c) *
+			       (pl->ns + 1) + s;
+}
+
+/* V_k,b(c, s) for fractional s; inf below 0. */
+static double at(const struct plan *pl, int k, int b, size_t c, double s)
 {
 	double f;
 	size_t lo;
@@ -53,74 +84,70 @@ static double at(const struct plan *pl, int k, size_t c, double s)
 	if (s < -1e-9)
 		return INFINITY;
 	if (s >= (double)pl->ns)
-		return *cell(pl, k, c, pl->ns);
+		return *cell(pl, k, b, c, pl->ns);
 	lo = (size_t)floor(s + 1e-9);
 	f = s - (double)lo;
 	if (f < 1e-9)
-		return *cell(pl, k, c, lo);
-	return (1 - f) * *cell(pl, k, c, lo) + f * *cell(pl, k, c, lo + 1);
+		return *cell(pl, k, b, c, lo);
+	return (1 - f) * *cell(pl, k, b, c, lo) + f * *cell(pl, k, b, c, lo + 1);
 }
 
-static double mix(double p, double x, double y)
+/* p * x, with 0 * inf = 0. */
+static double w(double p, double x)
 {
-	/* p*x + (1-p)*y with 0 * inf = 0. */
-	if (p <= 0)
-		return y;
-	if (p >= 1)
-		return x;
-	return p * x + (1 - p) * y;
+	return p > 0 ? p * x : 0;
 }
 
-/* Expected value of arriving at (c, s) holding nothing, given a now. */
-static double e_none(const struct plan *pl, size_t c, double s, int a)
+/* Expected value after one step that leaves the job in table k (none or
+ * od; k0/k1 = the a=0/a=1 variants) or on spot, from availability a and
+ * age bucket b. */
+static double expect(const struct plan *pl, int k0, int k1, int a, int b,
+		     size_t c, double s)
 {
-	double p1 = a ? 1 - pl->m.p_outage : pl->m.p_recover;
+	double end = a ? pl->m.end_up[b] : pl->m.end_down[b];
+	double stay = 1 - end, adv = advance[b];
+	int k = a ? k1 : k0, ko = a ? k0 : k1;
+	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
 
-	return mix(p1, at(pl, VN1, c, s), at(pl, VN0, c, s));
+	return w(end, at(pl, ko, 0, c, s)) +
+	       w(stay * adv, at(pl, k, nb, c, s)) +
+	       w(stay * (1 - adv), at(pl, k, b, c, s));
 }
 
-static double e_od(const struct plan *pl, size_t c, double s, int a)
+static double expect_spot(const struct plan *pl, int b, size_t c, double s)
 {
-	double p1 = a ? 1 - pl->m.p_outage : pl->m.p_recover;
+	double end = pl->m.end_up[b], stay = 1 - end, adv = advance[b];
+	double hop = pl->m.hop;
+	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
 
-	return mix(p1, at(pl, VO1, c, s), at(pl, VO0, c, s));
+	/* The spell ends: outage, instance lost.  It goes on: the instance
+	 * survives, or hops away (none, spot still up). */
+	return w(end, at(pl, VN0, 0, c, s)) +
+	       w(stay * adv * (1 - hop), at(pl, VS, nb, c, s)) +
+	       w(stay * adv * hop, at(pl, VN1, nb, c, s)) +
+	       w(stay * (1 - adv) * (1 - hop), at(pl, VS, b, c, s)) +
+	       w(stay * (1 - adv) * hop, at(pl, VN1, b, c, s));
 }
 
-/* After a productive spot step: kept, hopped, or in an outage. */
-static double e_spot(const struct plan *pl, size_t c, double s)
-{
-	double keep = 1 - pl->m.p_fail;
-	double hop = pl->m.p_fail - pl->m.p_outage;
-	double v = 0;
-
-	if (keep > 0)
-		v += keep * at(pl, VS, c, s);
-	if (hop > 0)
-		v += hop * at(pl, VN1, c, s);
-	if (pl->m.p_outage > 0)
-		v += pl->m.p_outage * at(pl, VN0, c, s);
-	return v;
-}
-
-/* Q-values of the three actions at (c, s), holding h, availability a. */
 static void qvals(const struct plan *pl, size_t c, size_t s, enum sim_hold h,
-		  int a, double q[3])
+		  int a, int b, double q[3])
 {
-	double u_h = pl->m.unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
+	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
 	double sd = (double)s;
 
-	q[SIM_NONE] = s >= 1 ? e_none(pl, c, sd - 1, a) : INFINITY;
+	q[SIM_NONE] = s >= 1 ? expect(pl, VN0, VN1, a, b, c, sd - 1) : INFINITY;
 	if (h == SIM_OD)
-		q[SIM_OD] = pl->m.od_price * u_h + e_od(pl, c - 1, sd, a);
+		q[SIM_OD] = pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, sd);
 	else
-		q[SIM_OD] = pl->m.od_price * (u_h + r_h) + e_od(pl, c - 1, sd - pl->K, a);
+		q[SIM_OD] = pl->m.od_price * (u_h + r_h) +
+			    expect(pl, VO0, VO1, a, b, c - 1, sd - pl->K);
 	q[SIM_SPOT] = INFINITY;
 	if (a) {
 		if (h == SIM_SPOT)
-			q[SIM_SPOT] = pl->m.spot_price * u_h + e_spot(pl, c - 1, sd);
+			q[SIM_SPOT] = pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, sd);
 		else
 			q[SIM_SPOT] = pl->m.spot_price * (u_h + r_h) +
-				      e_spot(pl, c - 1, sd - pl->K);
+				      expect_spot(pl, b, c - 1, sd - pl->K);
 	}
 }
 
@@ -132,44 +159,39 @@ static double qmin(const double q[3])
 }
 
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
-		       double work_s, double slack_s)
+		       double unit_s, double work_s, double slack_s)
 {
 	pl->m = *m;
-	if (pl->m.unit_s < work_s / PLAN_MAX_C)
-		pl->m.unit_s = work_s / PLAN_MAX_C;
-	if (slack_s > 0 && pl->m.unit_s < slack_s / PLAN_MAX_S)
-		pl->m.unit_s = slack_s / PLAN_MAX_S;
-	pl->nc = (size_t)ceil(work_s / pl->m.unit_s - 1e-9);
-	pl->ns = slack_s > 0 ? (size_t)floor(slack_s / pl->m.unit_s + 1e-9) : 0;
-	pl->K = m->restart_s / pl->m.unit_s;
-	{
-		double n = pl->m.unit_s / m->gap_s; /* ticks per step */
-
-		pl->m.p_fail = 1 - pow(1 - m->p_fail, n);
-		pl->m.p_outage = 1 - pow(1 - m->p_outage, n);
-		pl->m.p_recover = 1 - pow(1 - m->p_recover, n);
-	}
-	pl->v = malloc((size_t)NV * (pl->nc + 1) * (pl->ns + 1) * sizeof(double));
+	pl->unit_s = unit_s;
+	pl->nc = (size_t)ceil(work_s / unit_s - 1e-9);
+	pl->ns = slack_s > 0 ? (size_t)floor(slack_s / unit_s + 1e-9) : 0;
+	pl->K = m->restart_s / unit_s;
+	pl->v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
+		       sizeof(double));
 	if (!pl->v)
 		return -ENOMEM;
-	for (size_t s = 0; s <= pl->ns; s++) {
-		for (int k = 0; k < NV; k++)
-			*cell(pl, k, 0, s) = 0;
+	for (int k = 0; k < NV; k++) {
+		for (int b = 0; b < PLAN_AGES; b++) {
+			for (size_t s = 0; s <= pl->ns; s++)
+				*cell(pl, k, b, 0, s) = 0;
+		}
 	}
 	for (size_t c = 1; c <= pl->nc; c++) {
 		for (size_t s = 0; s <= pl->ns; s++) {
-			double q[3];
+			for (int b = 0; b < PLAN_AGES; b++) {
+				double q[3];
 
-			qvals(pl, c, s, SIM_NONE, 0, q);
-			*cell(pl, VN0, c, s) = qmin(q);
-			qvals(pl, c, s, SIM_NONE, 1, q);
-			*cell(pl, VN1, c, s) = qmin(q);
-			qvals(pl, c, s, SIM_OD, 0, q);
-			*cell(pl, VO0, c, s) = qmin(q);
-			qvals(pl, c, s, SIM_OD, 1, q);
-			*cell(pl, VO1, c, s) = qmin(q);
-			qvals(pl, c, s, SIM_SPOT, 1, q);
-			*cell(pl, VS, c, s) = qmin(q);
+				qvals(pl, c, s, SIM_NONE, 0, b, q);
+				*cell(pl, VN0, b, c, s) = qmin(q);
+				qvals(pl, c, s, SIM_NONE, 1, b, q);
+				*cell(pl, VN1, b, c, s) = qmin(q);
+				qvals(pl, c, s, SIM_OD, 0, b, q);
+				*cell(pl, VO0, b, c, s) = qmin(q);
+				qvals(pl, c, s, SIM_OD, 1, b, q);
+				*cell(pl, VO1, b, c, s) = qmin(q);
+				qvals(pl, c, s, SIM_SPOT, 1, b, q);
+				*cell(pl, VS, b, c, s) = qmin(q);
+			}
 		}
 	}
 	return 0;
@@ -184,7 +206,7 @@ void policy__plan_free(struct plan *pl)
 }
 
 enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
-				  enum sim_hold h, int a)
+				  enum sim_hold h, int a, int b)
 {
 	double q[3];
 	size_t c, s;
@@ -192,15 +214,17 @@ enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
 
 	if (C <= 0)
 		return SIM_NONE;
-	c = (size_t)ceil(C / pl->m.unit_s - 1e-9);
+	if (S < 0 || !pl->v)
+		return SIM_OD;
+	c = (size_t)ceil(C / pl->unit_s - 1e-9);
 	if (c > pl->nc)
 		c = pl->nc;
-	if (S < 0)
-		return SIM_OD;
-	s = (size_t)floor(S / pl->m.unit_s + 1e-9);
+	if (c < 1)
+		c = 1;
+	s = (size_t)floor(S / pl->unit_s + 1e-9);
 	if (s > pl->ns)
 		s = pl->ns;
-	qvals(pl, c, s, h, a, q);
+	qvals(pl, c, s, h, a, b, q);
 	if (q[SIM_SPOT] < q[best])
 		best = SIM_SPOT;
 	if (q[SIM_NONE] < q[best])
