@@ -40,6 +40,9 @@ static int fail(struct ctx *c, yaml_node_t *n, const char *path,
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof reason, fmt, ap);
 	va_end(ap);
+	if (!path[0])
+		return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s", c->name, LINE(n),
+				  reason);
 	return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s: %s", c->name, LINE(n),
 			  path, reason);
 }
