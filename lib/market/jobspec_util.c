@@ -117,7 +117,7 @@ int jobspec_parse_size(const char *s, uint64_t *out)
 		if (!strcmp(s + k, units[i].u)) {
 			double b = v * units[i].m;
 
-			if (!(b < 1.8e19) || b != floor(b))
+			if (!(b < 9.2e18) || b != floor(b))
 				return -EINVAL;
 			*out = (uint64_t)b;
 			return 0;
