@@ -250,11 +250,11 @@ static void test_json_roundtrip(void **state)
 	/* unknown keys and wrong types are refused */
 	json_object_set_new(j, "colour", json_string("blue"));
 	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
-	assert_non_null(strstr(e.msg, "job: unknown key 'colour'"));
+	assert_non_null(strstr(e.msg, "job: unknown field 'colour'"));
 	json_object_del(j, "colour");
 	json_object_set_new(json_object_get(j, "spotrun"), "work_h", json_string("x"));
 	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
-	assert_non_null(strstr(e.msg, "spotrun.work_h: expected a number"));
+	assert_non_null(strstr(e.msg, "spotrun: work_h: expected number"));
 	json_decref(j);
 	jobspec_free(&js);
 
