@@ -178,8 +178,6 @@ static double *n_pmf(const struct model *m, size_t *n, double *tail)
 		cum += c;
 		if (cum >= 1 - PMF_EPS || j >= PMF_MAX)
 			break;
-		if (c == 0 && j > 10 && nb == 0 && (1 - ql) < 1e-300)
-			break;
 	}
 	*n = j;
 	*tail = fmax(0, 1 - cum);

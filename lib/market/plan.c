@@ -103,37 +103,61 @@ static int push(struct ctx *c, const struct plan_placement *p)
 	return 0;
 }
 
-static void base_params(const struct ctx *c, struct cost_params *cp,
-			sr_micros price, double hazard)
+static double resume_h(const struct jobspec *js)
 {
-	const struct jobspec *js = c->js;
+	return (double)(js->provision_ns + js->image_pull_ns) / 3600e9 +
+	       cost_restore_h(js->ckpt_bytes, js->restore_bps);
+}
+
+int plan_cost_params(const struct jobspec *js, const struct catalog_offering *o,
+		     enum plan_mode mode, struct cost_params *cp)
+{
+	sr_micros per_node;
+	double hazard = 0;
 
 	memset(cp, 0, sizeof *cp);
+	switch (mode) {
+	case PLAN_SPOT:
+	case PLAN_SPOT_FALLBACK:
+		per_node = o->spot_per_h;
+		hazard = o->hazard_per_h;
+		break;
+	case PLAN_ONDEMAND:
+		per_node = o->ondemand_per_h;
+		break;
+	case PLAN_RESERVED:
+		per_node = o->reserved_per_h;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (per_node < 0 || !(js->work_h > 0) || js->num_nodes < 1)
+		return -EINVAL;
 	cp->work_h = js->work_h;
 	cp->nodes = js->num_nodes;
 	cp->hazard_per_h = hazard;
-	cp->price_per_h = price;
-	cp->ckpt_stall_h = c->r->stall_h;
-	cp->resume_h = c->r->resume_h;
+	cp->price_per_h = gang(per_node, js->num_nodes);
+	cp->ckpt_stall_h = jobspec_stall_h(js);
+	cp->resume_h = resume_h(js);
 	cp->ckpt_interval_h = (double)js->ckpt_interval_ns / 3600e9;
 	if (hazard > 0 && js->ckpt_interval_ns == 0) {
-		double tau = cost_daly_interval_h(c->r->stall_h,
+		double tau = cost_daly_interval_h(cp->ckpt_stall_h,
 						  1.0 / (hazard * js->num_nodes));
 
 		cp->ckpt_interval_h = fmax(tau, PLAN_MIN_CKPT_INTERVAL_H);
 	}
+	return cost_params_check(cp);
 }
 
 static int add_fixed(struct ctx *c, const struct catalog_offering *o,
-		     enum plan_mode mode, sr_micros per_node)
+		     enum plan_mode mode)
 {
 	struct plan_placement p = { .o = *o, .mode = mode };
 	struct cost_params cp;
 
-	p.price_per_h = gang(per_node, c->js->num_nodes);
-	base_params(c, &cp, p.price_per_h, 0);
-	if (cost_estimate(&cp, &p.est))
+	if (plan_cost_params(c->js, o, mode, &cp) || cost_estimate(&cp, &p.est))
 		return -EINVAL;
+	p.price_per_h = cp.price_per_h;
 	p.ckpt_interval_h = p.est.n_ckpt ? cp.ckpt_interval_h : 0;
 	p.expected_cost = p.est.netc;
 	p.p_meet = p.est.makespan_h <= c->r->deadline_h ? 1 : 0;
@@ -147,10 +171,9 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 	double D = c->r->deadline_h;
 
 	p.mode = fallback ? PLAN_SPOT_FALLBACK : PLAN_SPOT;
-	p.price_per_h = gang(o->spot_per_h, c->js->num_nodes);
-	base_params(c, &cp, p.price_per_h, o->hazard_per_h);
-	if (cost_estimate(&cp, &p.est))
+	if (plan_cost_params(c->js, o, p.mode, &cp) || cost_estimate(&cp, &p.est))
 		return -EINVAL;
+	p.price_per_h = cp.price_per_h;
 	p.ckpt_interval_h = p.est.n_ckpt ? cp.ckpt_interval_h : 0;
 	p.expected_cost = p.est.netc;
 	p.p_meet = isinf(D) ? 1 : cost_p_finish_by(&cp, D);
@@ -233,9 +256,9 @@ static int place_offering(struct ctx *c, const struct catalog_offering *o,
 	int rc = 0;
 
 	if (allow[PLAN_ONDEMAND] && o->ondemand_per_h >= 0)
-		rc = add_fixed(c, o, PLAN_ONDEMAND, o->ondemand_per_h);
+		rc = add_fixed(c, o, PLAN_ONDEMAND);
 	if (!rc && allow[PLAN_RESERVED] && o->reserved_per_h >= 0)
-		rc = add_fixed(c, o, PLAN_RESERVED, o->reserved_per_h);
+		rc = add_fixed(c, o, PLAN_RESERVED);
 	if (!rc && o->spot_per_h >= 0) {
 		if (allow[PLAN_SPOT])
 			rc = add_spot(c, o, 0);
@@ -283,8 +306,7 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 	if (!(out->deadline_h > 0))
 		return sr_err_set(e, -SR_EPARSE, "spotrun.deadline: already passed");
 	out->stall_h = jobspec_stall_h(js);
-	out->resume_h = (double)(js->provision_ns + js->image_pull_ns) / 3600e9 +
-			cost_restore_h(js->ckpt_bytes, js->restore_bps);
+	out->resume_h = resume_h(js);
 	f.accelerator = js->accel;
 	f.accel_count = js->accel_count;
 	baselines(cat, js, out, &f);

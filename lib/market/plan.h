@@ -74,6 +74,16 @@ int plan_make(const struct catalog *c, const struct jobspec *js,
 	      int64_t now_ns, struct plan_result *out, struct sr_err *e);
 void plan_result_free(struct plan_result *r); /* NULL-safe */
 
+/* The cost-model inputs of running js on offering o in `mode`, exactly as
+ * plan_make() uses them: gang price, gang hazard (0 unless spot), the
+ * job's checkpoint stall, resume time (provisioning + image pull +
+ * restore) and checkpoint interval (the job's, else Daly's optimum, at
+ * least PLAN_MIN_CKPT_INTERVAL_H).  For the control plane, to re-derive
+ * a placement's interval or cost.  0, or -EINVAL when the mode has no
+ * price on o or js lacks work. */
+int plan_cost_params(const struct jobspec *js, const struct catalog_offering *o,
+		     enum plan_mode mode, struct cost_params *cp);
+
 const char *plan_mode_name(enum plan_mode m);
 /* "low" (P(miss) < 1%), "medium" (< 5%), "high"; "n/a" without deadline. */
 const char *plan_risk(const struct plan_result *r, const struct plan_placement *p);

@@ -276,6 +276,18 @@ static void test_interval(void **state)
 
 		assert_true(fabs(r.items[i].ckpt_interval_h - want) < 1e-12);
 	}
+	/* the control plane re-derives the same inputs */
+	struct cost_params cp;
+	struct cost_estimate est;
+	assert_int_equal(plan_cost_params(&js, &r.items[0].o, r.items[0].mode, &cp), 0);
+	assert_true(cp.ckpt_interval_h == r.items[0].ckpt_interval_h);
+	assert_true(fabs(cp.resume_h - r.resume_h) < 1e-15);
+	assert_int_equal(cost_estimate(&cp, &est), 0);
+	assert_int_equal(est.netc, r.items[0].est.netc);
+	assert_int_equal(cp.price_per_h, r.items[0].price_per_h);
+	struct catalog_offering no_res = r.items[0].o;
+	no_res.reserved_per_h = -1;
+	assert_int_equal(plan_cost_params(&js, &no_res, PLAN_RESERVED, &cp), -EINVAL);
 	plan_result_free(&r);
 	js.ckpt_interval_ns = 1800 * INT64_C(1000000000);
 	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
