@@ -16,9 +16,10 @@
  *                        P(meet) = 1 when on-demand alone finishes in
  *                        time (T_train + R <= D), else P(T <= D).
  *
- * The fallback cost charges on-demand for the whole spot overrun past D',
- * which overstates it a little (on-demand makes progress without
- * preemptions); the simulator (lib/sim) models the switch exactly.
+ * The fallback cost is an approximation: it charges on-demand for the
+ * whole spot overrun past D' (preemption losses included, which on-demand
+ * would not have) and ignores the uncheckpointed progress the switch
+ * loses; the simulator (lib/sim) models the switch tick by tick.
  */
 #include <errno.h>
 #include <math.h>
