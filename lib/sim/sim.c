@@ -139,7 +139,8 @@ static int run_window(const struct sim_market *m, size_t start,
 		double price, prog, used;
 
 		now = (double)k * gap;
-		if (hold == SIM_SPOT && !m->avail[region][i]) {
+		/* At k == ticks, i is one past the window: only the miss below. */
+		if (k < ticks && hold == SIM_SPOT && !m->avail[region][i]) {
 			preempted = 1;
 			r->preemptions++;
 			hold = SIM_NONE;
