@@ -42,8 +42,8 @@
  * with a checkpoint interval the optimum may stop at the boundary of a
  * preemption without losing work; checkpoint egress between regions is
  * not charged.  With continuous checkpointing, no egress and q | R (all
- * of the paper's settings except the 70 h deadline on the 30-34 s traces,
- * where R is rounded down to whole ticks: 16 s or 12 s less per start)
+ * of the paper's settings except the 32 s traces at 70 h and the 34 s
+ * traces, where R is rounded down to whole ticks: 6-20 s less per start)
  * the value is exact.
  */
 #include <errno.h>
