@@ -8,6 +8,15 @@
  * makes the same code usable by the simulator (sim.c) and by a live
  * controller, which builds a policy_obs from what the cloud reports.
  *
+ * Driving a policy (what sim_run() does, and what a live caller must do):
+ *   memset(state, 0, ops->state_size); ops->reset(state, &job);
+ *   for each recorded past tick: ops->observe(state, &job, avail, price)
+ *                                (if ops->observe is not NULL);
+ *   at each boundary: c = ops->decide(state, &job, &obs);
+ *                     SPOT in a region without spot -> NONE;
+ *                     if (!ops->self_guarded) c = policy_guard(&job, &obs, c);
+ *   at the end: ops->destroy(state) if not NULL.
+ *
  * Units: seconds for time and work, $/h for prices, $ for egress.
  */
 #ifndef SR_SIM_POLICY_H
@@ -102,7 +111,7 @@ double policy_tick_progress(const struct policy_job *job,
 struct policy_choice policy_guard(const struct policy_job *job,
 				  const struct policy_obs *o,
 				  struct policy_choice c);
-int policy_is_new_start(const struct policy_obs *o, struct policy_choice c,
-			int od_region);
+/* Would choice c start a new instance (and owe the restart overhead)? */
+int policy_is_new_start(const struct policy_obs *o, struct policy_choice c);
 
 #endif

@@ -182,7 +182,7 @@ static int run_window(const struct sim_market *m, size_t start,
 		if (log && k < log_cap)
 			log[k] = c;
 
-		if (policy_is_new_start(&o, c, job.od_region)) {
+		if (policy_is_new_start(&o, c)) {
 			ovh = job.restart_s;
 			r->starts++;
 			if (ckpt_region >= 0 && ckpt_region != c.region && work > 0)

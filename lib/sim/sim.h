@@ -69,7 +69,8 @@ struct sim_result {
 };
 
 /* Run one window starting at trace tick `start` with an online policy.
- * state must hold pol->state_size bytes (it is zeroed and reset here).
+ * state must hold pol->state_size bytes (it is zeroed, reset, fed the
+ * history and, at the end, destroyed here).
  * If log is non-NULL, the choice made at tick k (after the guard and the
  * simulator's sanitising) is stored in log[k] for k < log_cap, and unused
  * entries are set to hold = -1.  Returns 0, or -EINVAL if the window does
