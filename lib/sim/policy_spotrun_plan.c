@@ -69,31 +69,53 @@ int policy__plan_age(double age_s, double unit_s)
 	return b + 1;
 }
 
-static double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
+#define HOT static inline __attribute__((always_inline))
+
+HOT double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
 {
 	return pl->v + (((size_t)k * PLAN_AGES + (size_t)b) * (pl->nc + 1) + c) *
 			       (pl->ns + 1) + s;
 }
 
-/* V_k,b(c, s) for fractional s; inf below 0. */
-static double at(const struct plan *pl, int k, int b, size_t c, double s)
-{
-	double f;
+/* A slack coordinate resolved once: infeasible, a cell, or between two. */
+struct spt {
+	int kind; /* 0: s < 0 (inf), 1: cell lo, 2: interpolate lo, lo+1 */
 	size_t lo;
+	double f;
+};
 
-	if (s < -1e-9)
+static struct spt spt_make(const struct plan *pl, double s)
+{
+	struct spt p = { 1, 0, 0 };
+
+	if (s < -1e-9) {
+		p.kind = 0;
+	} else if (s >= (double)pl->ns) {
+		p.lo = pl->ns;
+	} else {
+		p.lo = (size_t)floor(s + 1e-9);
+		p.f = s - (double)p.lo;
+		if (p.f >= 1e-9)
+			p.kind = 2;
+	}
+	return p;
+}
+
+/* V_k,b(c, s) at a resolved slack coordinate; inf below 0. */
+HOT double at(const struct plan *pl, int k, int b, size_t c, const struct spt *p)
+{
+	const double *v;
+
+	if (p->kind == 0)
 		return INFINITY;
-	if (s >= (double)pl->ns)
-		return *cell(pl, k, b, c, pl->ns);
-	lo = (size_t)floor(s + 1e-9);
-	f = s - (double)lo;
-	if (f < 1e-9)
-		return *cell(pl, k, b, c, lo);
-	return (1 - f) * *cell(pl, k, b, c, lo) + f * *cell(pl, k, b, c, lo + 1);
+	v = cell(pl, k, b, c, p->lo);
+	if (p->kind == 1)
+		return *v;
+	return (1 - p->f) * v[0] + p->f * v[1];
 }
 
 /* p * x, with 0 * inf = 0. */
-static double w(double p, double x)
+HOT double w(double p, double x)
 {
 	return p > 0 ? p * x : 0;
 }
@@ -101,8 +123,8 @@ static double w(double p, double x)
 /* Expected value after one step that leaves the job in table k (none or
  * od; k0/k1 = the a=0/a=1 variants) or on spot, from availability a and
  * age bucket b. */
-static double expect(const struct plan *pl, int k0, int k1, int a, int b,
-		     size_t c, double s)
+HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
+		  size_t c, const struct spt *s)
 {
 	double end = a ? pl->m.end_up[b] : pl->m.end_down[b];
 	double stay = 1 - end, adv = advance[b];
@@ -114,7 +136,8 @@ static double expect(const struct plan *pl, int k0, int k1, int a, int b,
 	       w(stay * (1 - adv), at(pl, k, b, c, s));
 }
 
-static double expect_spot(const struct plan *pl, int b, size_t c, double s)
+HOT double expect_spot(const struct plan *pl, int b, size_t c,
+		       const struct spt *s)
 {
 	double end = pl->m.end_up[b], stay = 1 - end, adv = advance[b];
 	double hop = pl->m.hop;
@@ -129,25 +152,39 @@ static double expect_spot(const struct plan *pl, int b, size_t c, double s)
 	       w(stay * (1 - adv) * hop, at(pl, VN1, b, c, s));
 }
 
-static void qvals(const struct plan *pl, size_t c, size_t s, enum sim_hold h,
-		  int a, int b, double q[3])
+/* Slack coordinates of one (s): idle -> s-1, keep -> s, start -> s-K. */
+struct spts {
+	struct spt idle, keep, start;
+};
+
+static struct spts spts_make(const struct plan *pl, size_t s)
+{
+	struct spts p;
+
+	p.idle = spt_make(pl, (double)s - 1);
+	p.keep = spt_make(pl, (double)s);
+	p.start = spt_make(pl, (double)s - pl->K);
+	return p;
+}
+
+HOT void qvals(const struct plan *pl, size_t c, size_t s,
+	       const struct spts *sp, enum sim_hold h, int a, int b, double q[3])
 {
 	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
-	double sd = (double)s;
 
-	q[SIM_NONE] = s >= 1 ? expect(pl, VN0, VN1, a, b, c, sd - 1) : INFINITY;
+	q[SIM_NONE] = s >= 1 ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
 	if (h == SIM_OD)
-		q[SIM_OD] = pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, sd);
+		q[SIM_OD] = pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
 	else
 		q[SIM_OD] = pl->m.od_price * (u_h + r_h) +
-			    expect(pl, VO0, VO1, a, b, c - 1, sd - pl->K);
+			    expect(pl, VO0, VO1, a, b, c - 1, &sp->start);
 	q[SIM_SPOT] = INFINITY;
 	if (a) {
 		if (h == SIM_SPOT)
-			q[SIM_SPOT] = pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, sd);
+			q[SIM_SPOT] = pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, &sp->keep);
 		else
 			q[SIM_SPOT] = pl->m.spot_price * (u_h + r_h) +
-				      expect_spot(pl, b, c - 1, sd - pl->K);
+				      expect_spot(pl, b, c - 1, &sp->start);
 	}
 }
 
@@ -178,18 +215,20 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 	}
 	for (size_t c = 1; c <= pl->nc; c++) {
 		for (size_t s = 0; s <= pl->ns; s++) {
+			struct spts sp = spts_make(pl, s);
+
 			for (int b = 0; b < PLAN_AGES; b++) {
 				double q[3];
 
-				qvals(pl, c, s, SIM_NONE, 0, b, q);
+				qvals(pl, c, s, &sp, SIM_NONE, 0, b, q);
 				*cell(pl, VN0, b, c, s) = qmin(q);
-				qvals(pl, c, s, SIM_NONE, 1, b, q);
+				qvals(pl, c, s, &sp, SIM_NONE, 1, b, q);
 				*cell(pl, VN1, b, c, s) = qmin(q);
-				qvals(pl, c, s, SIM_OD, 0, b, q);
+				qvals(pl, c, s, &sp, SIM_OD, 0, b, q);
 				*cell(pl, VO0, b, c, s) = qmin(q);
-				qvals(pl, c, s, SIM_OD, 1, b, q);
+				qvals(pl, c, s, &sp, SIM_OD, 1, b, q);
 				*cell(pl, VO1, b, c, s) = qmin(q);
-				qvals(pl, c, s, SIM_SPOT, 1, b, q);
+				qvals(pl, c, s, &sp, SIM_SPOT, 1, b, q);
 				*cell(pl, VS, b, c, s) = qmin(q);
 			}
 		}
@@ -224,7 +263,11 @@ enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
 	s = (size_t)floor(S / pl->unit_s + 1e-9);
 	if (s > pl->ns)
 		s = pl->ns;
-	qvals(pl, c, s, h, a, b, q);
+	{
+		struct spts sp = spts_make(pl, s);
+
+		qvals(pl, c, s, &sp, h, a, b, q);
+	}
 	if (q[SIM_SPOT] < q[best])
 		best = SIM_SPOT;
 	if (q[SIM_NONE] < q[best])
