@@ -57,6 +57,8 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 
+void (*ckpt__test_before_commit)(int64_t step);
+
 int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp)
 {
 	int64_t v = 0;
@@ -353,6 +355,8 @@ int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 	int dfd = -1, tfd = -1, rc;
 
 	memset(res, 0, sizeof *res);
+	if (ckpt__test_before_commit)
+		ckpt__test_before_commit(step);
 	res->uring_used = ckpt__io_uring_used(io);
 	snprintf(final, sizeof final, "step-%08" PRId64, step);
 	snprintf(tmp, sizeof tmp, "%s.tmp", final);

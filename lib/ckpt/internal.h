@@ -141,6 +141,9 @@ int ckpt__manifest_render(int64_t step, int64_t time_ns,
 int ckpt__manifest_parse(const char *buf, size_t len, const char *name,
 			 struct ckpt_manifest *m, struct sr_err *e);
 void ckpt__manifest_free(struct ckpt_manifest *m);
+/* Recompute and store the self-checksum of a manifest buffer in place
+ * (tests and fuzzing craft semantically bad but well-summed manifests). */
+void ckpt__manifest_fix_checksum(char *buf, size_t len);
 
 /* ---- dio.c ---------------------------------------------------------------- */
 struct ckpt_dio {
@@ -202,6 +205,8 @@ int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 		 const char *meta_json, struct ckpt_layout *l,
 		 const uint8_t *image, const struct ckpt_commit_opts *o,
 		 struct ckpt_commit_res *res, struct sr_err *e);
+/* Test hook: called by the writer before each commit (NULL normally). */
+extern void (*ckpt__test_before_commit)(int64_t step);
 /* Remove leftover step-*.tmp directories. */
 void ckpt__cleanup_tmp(const char *dir);
 /* Keep the newest `keep` committed checkpoints; never removes `protect`. */

@@ -44,6 +44,17 @@ static uint64_t manifest_hash(const char *buf, size_t len)
 	return XXH3_64bits_digest(&st);
 }
 
+void ckpt__manifest_fix_checksum(char *buf, size_t len)
+{
+	char hex[17];
+
+	if (len < CK_PREFIX_LEN + CK_HEX_LEN + 2 ||
+	    memcmp(buf, CK_PREFIX, CK_PREFIX_LEN))
+		return;
+	snprintf(hex, sizeof hex, "%016" PRIx64, manifest_hash(buf, len));
+	memcpy(buf + CK_PREFIX_LEN, hex, CK_HEX_LEN);
+}
+
 static json_t *hex64(uint64_t v)
 {
 	char b[17];
