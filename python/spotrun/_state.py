@@ -211,12 +211,12 @@ class _Encoder:
                 "shape": list(src.shape), "device": str(t.device)}
 
     def _numpy(self, a, path):
-        np = sys.modules["numpy"]
         st = _NP_TO_ST.get(a.dtype.name)
         if st is None or not a.dtype.isnative:
             raise StateError("numpy dtype %s at %s has no safetensors "
                              "equivalent" % (a.dtype, _path_str(path)))
-        src = np.ascontiguousarray(a)
+        # (not np.ascontiguousarray: it turns a 0-d array into 1-d)
+        src = a if a.flags.c_contiguous else a.copy(order="C")
         name = self._name(path)
         self.tensors.append(TensorRef(name, st, src.shape, src.nbytes,
                                       src.ctypes.data, src, "cpu"))
@@ -258,10 +258,11 @@ class Plan:
             else:
                 dst[...] = src
         value = _resolve(self.value) if self._moved else self.value
-        if isinstance(state, dict) and isinstance(value, dict):
-            _mirror(state, value)
-            return state
-        return value
+        if _mirror(state, value) is not state:
+            raise TypeError("the checkpoint holds a %s, cannot restore it "
+                            "into a %s" % (type(value).__name__,
+                                           type(state).__name__))
+        return state
 
 
 def _mirror(dst, src):

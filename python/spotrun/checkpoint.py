@@ -287,6 +287,9 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=False):
     fails verification is skipped (the library logs which file and
     tensor) and the previous one is used; if it fails after tensors in
     `state` were overwritten, they are overwritten again by that one."""
+    if not isinstance(state, (dict, list)):
+        raise TypeError("restore() fills a dict (or list) in place, not a %s"
+                        % type(state).__name__)
     lib = _lib.lib()
     limit = _lib.NEWEST if max_step is None else int(max_step)
     while True:

@@ -73,7 +73,7 @@ def as_bits(t):
     """A torch tensor's raw bytes as a numpy array (bf16 as uint16)."""
     if t.dtype == torch.bfloat16:
         t = t.view(torch.int16)
-    return t.contiguous().numpy().view(np.uint8)
+    return t.contiguous().reshape(-1).numpy().view(np.uint8)
 
 
 def test_every_shard_loads_with_an_independent_reader(tmp_path):

@@ -182,7 +182,8 @@ def flip_byte(path, offset_from_end):
 
 
 @pytest.mark.parametrize("where", ["shard", "manifest"])
-def test_corrupt_newest_falls_back_to_previous(tmp_path, where, caplog):
+def test_corrupt_newest_falls_back_to_previous(tmp_path, where, caplog,
+                                               capfd):
     d = tmp_path / "ck"
     with spotrun.Checkpointer(d, keep=3) as ck:
         for s in (1, 2):
@@ -190,7 +191,7 @@ def test_corrupt_newest_falls_back_to_previous(tmp_path, where, caplog):
             ck.wait()
     newest = [e for e in spotrun.list_checkpoints(d) if e["step"] == 2]
     assert newest and newest[0]["committed"]
-    cdir = [os.path.join(d, e) for e in os.listdir(d) if "2" in e][0]
+    cdir = [os.path.join(d, e) for e in os.listdir(d) if e.endswith("2")][0]
     if where == "shard":
         flip_byte(shard_files(cdir)[0], 100)   # inside the tensor data
     else:
@@ -200,9 +201,15 @@ def test_corrupt_newest_falls_back_to_previous(tmp_path, where, caplog):
                                if '"step":2' in text else text[:-5])
     with pytest.raises(spotrun.CheckpointError):
         spotrun.verify(d, 2)
+    capfd.readouterr()
     st = {}
     assert spotrun.restore(d, st) == 1
     assert st["step"] == 1 and torch.equal(st["w"], torch.full((1000,), 1.))
+    if where == "shard":   # caught while reading: named file and tensor
+        assert "shard-" in caplog.text and "tensor w" in caplog.text
+    else:                  # caught when opening: the library logs it
+        err = capfd.readouterr().err
+        assert "step-00000002" in err and "manifest.json" in err
 
 
 def test_unsupported_value_names_its_path(tmp_path):
@@ -253,3 +260,34 @@ def test_metadata_is_plain_json(tmp_path):
         text = f.read()
     assert "spotrun.python/1" in text
     json.loads(text)
+
+
+def test_save_returns_after_the_staging_copy(tmp_path):
+    """Once save() returns, training may overwrite the tensors: the
+    checkpoint holds the values at the time of the call."""
+    w = torch.arange(100000, dtype=torch.float32)
+    a = np.arange(1000, dtype=np.int64)
+    with spotrun.Checkpointer(tmp_path) as ck:
+        ck.save(1, {"w": w, "a": a})
+        w.fill_(-1)
+        a.fill(-1)
+        ck.wait()
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 1
+    assert torch.equal(out["w"], torch.arange(100000, dtype=torch.float32))
+    assert np.array_equal(out["a"], np.arange(1000))
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="backpressure"):
+        spotrun.Checkpointer(tmp_path, backpressure="drop")
+    with pytest.raises(spotrun.CheckpointError) as ei:
+        spotrun.Checkpointer(tmp_path / "no" / "parent")
+    assert ei.value.errno is not None and "no/parent" in str(ei.value)
+    ck = spotrun.Checkpointer(tmp_path)
+    ck.close()
+    ck.close()
+    with pytest.raises(ValueError, match="closed"):
+        ck.save(1, {"w": torch.ones(1)})
+    with pytest.raises(TypeError, match="dict"):
+        spotrun.restore(tmp_path, torch.ones(1))
