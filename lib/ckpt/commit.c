@@ -283,6 +283,7 @@ static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
 		goto out;
 	}
 	sh->xxh3 = XXH3_64bits_digest(&h->file);
+	sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
 	res->direct_used = fd_dir >= 0;
 	res->bytes += sh->file_bytes;
 out:

@@ -74,6 +74,7 @@ struct ckpt_shard {
 	char *header;          /* the first data_start bytes of the file */
 	uint32_t first, count; /* its tensors: t[first .. first+count-1] */
 	uint64_t xxh3;         /* whole-file hash, filled by a write */
+	uint64_t header_xxh3;  /* hash of bytes [0, data_start) */
 };
 
 /* Immutable once built; shared by the slots that hold a copy of it. */

@@ -9,7 +9,7 @@
  *
  *   {"checksum":"<hex16>","format":"spotrun-ckpt","version":1,
  *    "step":N,"time_ns":T,"time":"<RFC 3339>",
- *    "shards":[{"file","bytes","data_start","xxh3"}...],
+ *    "shards":[{"file","bytes","data_start","xxh3","header_xxh3"}...],
  *    "tensors":[{"name","shard","offset","nbytes","dtype","shape","xxh3"}...],
  *    "meta":{...user metadata...}}
  *
@@ -102,10 +102,11 @@ int ckpt__manifest_render(int64_t step, int64_t time_ns,
 	for (size_t i = 0; i < l->ns; i++) {
 		const struct ckpt_shard *sh = &l->s[i];
 
-		json_array_append_new(shards, json_pack("{s:s,s:I,s:I,s:o}",
+		json_array_append_new(shards, json_pack("{s:s,s:I,s:I,s:o,s:o}",
 			"file", sh->file, "bytes", (json_int_t)sh->file_bytes,
 			"data_start", (json_int_t)sh->data_start,
-			"xxh3", hex64(sh->xxh3)));
+			"xxh3", hex64(sh->xxh3),
+			"header_xxh3", hex64(sh->header_xxh3)));
 	}
 	for (size_t i = 0; i < l->nt; i++) {
 		const struct ckpt_tensor *t = &l->t[i];
@@ -198,9 +199,12 @@ static int parse_shards(json_t *arr, const char *name, struct ckpt_layout *l,
 		    sh->data_start < 10 || sh->data_start > sh->file_bytes)
 			return sr_err_set(e, -SR_EPARSE, "%s: shards[%zu]: bad "
 					  "bytes/data_start", name, i);
-		if (parse_hex64(json_object_get(v, "xxh3"), &sh->xxh3))
-			return sr_err_set(e, -SR_EPARSE, "%s: shards[%zu].xxh3: "
-					  "expected 16 hex digits", name, i);
+		if (parse_hex64(json_object_get(v, "xxh3"), &sh->xxh3) ||
+		    parse_hex64(json_object_get(v, "header_xxh3"),
+				&sh->header_xxh3))
+			return sr_err_set(e, -SR_EPARSE, "%s: shards[%zu].xxh3/"
+					  "header_xxh3: expected 16 hex digits",
+					  name, i);
 	}
 	return 0;
 }

@@ -84,6 +84,11 @@ static int check_shard(const struct spotckpt_reader *r, uint32_t i,
 		close(fd);
 		hl = got < 0 ? 0 : (size_t)got;
 	}
+	if (hl != sh->data_start || XXH3_64bits(hdr, hl) != sh->header_xxh3) {
+		rc = sr_err_set(e, -SR_ECHECKSUM, "%s: header checksum mismatch "
+				"(damaged or torn)", path);
+		goto out;
+	}
 	rc = ckpt__st_header_parse((const uint8_t *)hdr, hl, sh->file_bytes,
 				   path, &ents, &n, &ds, e);
 	if (rc)
