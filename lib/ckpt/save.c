@@ -196,9 +196,11 @@ static int start_copy(struct spotckpt *e, struct slot *s, ckpt_done_fn done)
 							 l->t[i].ptr, l->t[i].nbytes,
 							 CKPT_CUDA_D2H, e->stream);
 		}
-		if (rc)
+		if (rc) {
+			e->cu->stream_sync(e->stream); /* nothing left in flight */
 			return ckpt__fail(-SR_EUNSUPPORTED, "save: cudaMemcpyAsync:"
 					  " %s", e->cu->get_error_string(rc));
+		}
 	}
 	for (size_t i = 0; i < l->nt; i++) {
 		if (l->t[i].device != SPOTCKPT_DEV_CPU || !l->t[i].nbytes)
