@@ -6,8 +6,10 @@ DESIGN
     write a final checkpoint before the machine disappears.  It does so
     through this contract, also documented in docs/python.md:
 
-      signal       SIGTERM or SIGUSR1 sent to the training process means
-                   "a preemption notice arrived: checkpoint and exit".
+      signal       SIGTERM or SIGUSR1 (or the signal named by
+                   $SPOTRUN_PREEMPT_SIGNAL, e.g. "TERM") sent to the
+                   training process means "a preemption notice arrived:
+                   checkpoint and exit".
       notice file  $SPOTRUN_NOTICE_FILE, when set, names a file the agent
                    creates (atomically) for the same purpose, for trainers
                    it cannot signal.  Its content, optional, is the
@@ -101,11 +103,36 @@ def _handler(signum, frame):
     _notify(signum, time.time(), None)
 
 
+def _env_signal():
+    """The signal named by $SPOTRUN_PREEMPT_SIGNAL ("TERM", "SIGUSR2",
+    "15"), or None when unset."""
+    raw = os.environ.get("SPOTRUN_PREEMPT_SIGNAL", "").strip()
+    if not raw:
+        return None
+    if raw.isdigit():
+        try:
+            return signal.Signals(int(raw))
+        except ValueError:
+            pass
+    else:
+        name = raw.upper()
+        name = name if name.startswith("SIG") else "SIG" + name
+        sig = getattr(signal.Signals, name, None)
+        if sig is not None and name not in ("SIGKILL", "SIGSTOP"):
+            return sig
+    raise ValueError("SPOTRUN_PREEMPT_SIGNAL=%r is not a signal that can be "
+                     "caught" % raw)
+
+
 def install(signals=(signal.SIGTERM, signal.SIGUSR1)):
-    """Install the notice handlers.  Call once, from the main thread,
+    """Install the notice handlers for `signals` plus the one named by
+    $SPOTRUN_PREEMPT_SIGNAL, if set.  Call once, from the main thread,
     before training starts.  Idempotent.  The previous handlers are kept
     and restored by uninstall()."""
     _grace_s()  # reject a malformed SPOTRUN_GRACE_S now, not mid-notice
+    extra = _env_signal()
+    signals = tuple(signals) + ((extra,) if extra is not None and
+                                extra not in signals else ())
     with _lock:
         if _state["installed"]:
             return

@@ -26,6 +26,7 @@ def child_env(**extra):
     same library, no inherited preemption settings."""
     env = dict(os.environ)
     for k in ("SPOTRUN_NOTICE_FILE", "SPOTRUN_GRACE_S", "SPOTRUN_CKPT_DIR",
+              "SPOTRUN_PREEMPT_SIGNAL", "SPOTRUN_STATUS_FILE",
               "SPOTRUN_STEPS", "SPOTRUN_CKPT_EVERY", "SPOTRUN_STEP_SLEEP_MS",
               "SPOTRUN_RESULT_FILE", "SPOTRUN_SEED"):
         env.pop(k, None)

@@ -19,6 +19,7 @@ from conftest import read_until, start_train
 def clean_preemption(monkeypatch):
     monkeypatch.delenv("SPOTRUN_NOTICE_FILE", raising=False)
     monkeypatch.delenv("SPOTRUN_GRACE_S", raising=False)
+    monkeypatch.delenv("SPOTRUN_PREEMPT_SIGNAL", raising=False)
     preemption.uninstall()
     yield monkeypatch
     preemption.uninstall()
@@ -48,6 +49,23 @@ def test_uninstall_restores_previous_handler(clean_preemption):
     assert signal.getsignal(signal.SIGTERM) is not before
     preemption.uninstall()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("name", ["USR2", "SIGUSR2", "%d" % signal.SIGUSR2])
+def test_preempt_signal_from_environment(clean_preemption, name):
+    clean_preemption.setenv("SPOTRUN_PREEMPT_SIGNAL", name)
+    preemption.install()
+    os.kill(os.getpid(), signal.SIGUSR2)
+    time.sleep(0.01)
+    assert preemption.should_checkpoint()
+    assert preemption.notice_signal() == signal.SIGUSR2
+
+
+@pytest.mark.parametrize("name", ["KILL", "NOPE", "999"])
+def test_preempt_signal_rejects(clean_preemption, name):
+    clean_preemption.setenv("SPOTRUN_PREEMPT_SIGNAL", name)
+    with pytest.raises(ValueError, match="SPOTRUN_PREEMPT_SIGNAL"):
+        preemption.install()
 
 
 def test_notice_file_with_deadline(clean_preemption, tmp_path):
