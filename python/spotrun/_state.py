@@ -43,6 +43,7 @@ DESIGN
 
 import base64
 import math
+import re
 import sys
 
 TAG = "__spotrun__"
@@ -70,6 +71,9 @@ _NP_TO_ST = {v[1]: k for k, v in DTYPES.items() if v[1]}
 # signed type of the same width, and the metadata's "dtype" names the
 # numpy type to view them as again.
 _NP_TO_ST.update(uint16="I16", uint32="I32", uint64="I64")
+_TDTYPE_CACHE = {}   # torch.dtype -> (name, safetensors dtype or None)
+_NAME_OK = re.compile(r"[ !#-\[\]-~]{1,240}")
+_NAME_BAD = re.compile(r"[^ !#-\[\]-~]")
 
 
 class StateError(TypeError):
@@ -127,10 +131,11 @@ class _Encoder:
         self.cuda_direct = cuda_direct
 
     def _name(self, path):
-        # libspotckpt names: 1..255 bytes of printable ASCII, no '"' or '\\'
-        base = ".".join(str(p) for p in path) or "tensor"
-        base = "".join(c if " " <= c <= "~" and c not in "\"\\" else "_"
-                       for c in base)[:240]
+        base = ".".join(map(str, path)) or "tensor"
+        if not _NAME_OK.fullmatch(base):
+            # libspotckpt names: 1..255 bytes of printable ASCII, no '"'
+            # or '\\'; keep room for a "~N" suffix
+            base = _NAME_BAD.sub("_", base)[:240] or "tensor"
         name, n = base, 1
         while name in self.names:
             name = "%s~%d" % (base, n)
@@ -186,29 +191,40 @@ class _Encoder:
                          % (type(x).__name__, _path_str(path)))
 
     def _torch(self, t, path):
-        dname = str(t.dtype).replace("torch.", "")
-        st = _TORCH_TO_ST.get(dname)
+        torch = sys.modules["torch"]
+        info = _TDTYPE_CACHE.get(t.dtype)
+        if info is None:
+            dname = str(t.dtype).replace("torch.", "")
+            info = _TDTYPE_CACHE[t.dtype] = (dname, _TORCH_TO_ST.get(dname))
+        dname, st = info
         if st is None:
             raise StateError("tensor dtype %s at %s has no safetensors "
                              "equivalent" % (t.dtype, _path_str(path)))
-        if t.is_sparse or t.layout != sys.modules["torch"].strided:
-            raise StateError("sparse tensor at %s is not supported"
-                             % _path_str(path))
-        src = t.detach()
-        device = "cpu"
-        if src.device.type == "cuda" and self.cuda_direct and \
-                src.device.index == sys.modules["torch"].cuda.current_device():
-            device = "cuda"
-        elif src.device.type != "cpu":
-            src = src.cpu()
+        if t.layout is not torch.strided:
+            raise StateError("%s tensor at %s is not supported (only dense "
+                             "tensors)" % (t.layout, _path_str(path)))
+        # t itself is registered (no detach(): data_ptr() does not care
+        # about autograd, and a new Python object per tensor costs time)
+        src, device, devname = t, "cpu", "cpu"
+        if t.is_cuda:
+            devname = str(t.device)
+            if self.cuda_direct and \
+                    t.get_device() == torch.cuda.current_device():
+                device = "cuda"
+            else:
+                src = t.detach().cpu()
+        elif not t.is_cpu:
+            devname = str(t.device)
+            src = t.detach().cpu()
         if not src.is_contiguous():
-            src = src.contiguous()
+            src = src.detach().contiguous()
         name = self._name(path)
-        nbytes = src.numel() * src.element_size()
-        self.tensors.append(TensorRef(name, st, src.shape, nbytes,
+        shape = list(src.shape)
+        self.tensors.append(TensorRef(name, st, shape,
+                                      src.numel() * src.element_size(),
                                       src.data_ptr(), src, device))
         return {TAG: "tensor", "name": name, "dtype": dname,
-                "shape": list(src.shape), "device": str(t.device)}
+                "shape": shape, "device": devname}
 
     def _numpy(self, a, path):
         st = _NP_TO_ST.get(a.dtype.name)
