@@ -291,3 +291,20 @@ def test_bad_arguments(tmp_path):
         ck.save(1, {"w": torch.ones(1)})
     with pytest.raises(TypeError, match="dict"):
         spotrun.restore(tmp_path, torch.ones(1))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_round_trip(tmp_path):
+    w = torch.randn(1000, device="cuda")
+    host = torch.arange(10.)
+    save_and_wait(tmp_path, 1, {"w": w, "h": host, "t": w.view(10, 100).t()})
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 1
+    assert out["w"].is_cuda and torch.equal(out["w"], w)
+    assert torch.equal(out["t"], w.view(10, 100).t())
+    into = {"w": torch.zeros(1000, device="cuda"), "h": host,
+            "t": torch.zeros(100, 10, device="cuda")}
+    target = into["w"]
+    with spotrun.Checkpointer(tmp_path) as ck:
+        assert ck.restore(into) == 1
+    assert into["w"] is target and torch.equal(target, w)
