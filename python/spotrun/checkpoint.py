@@ -271,7 +271,7 @@ def _restore_one(lib, r, state, cuda_direct):
     return rc, plan
 
 
-def restore(dir, state, max_step=None, step=None, cuda_direct=False):
+def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     """Fill `state` in place from the newest valid checkpoint in `dir`.
 
     Tensors already in `state` with the saved dtype and shape are
@@ -282,8 +282,11 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=False):
     passes the parts to load_state_dict().
 
     max_step: only consider checkpoints with step <= max_step.  step: that
-    exact checkpoint, no fallback.  Returns the step restored, or None when
-    `dir` holds no valid checkpoint (or does not exist).  A checkpoint that
+    exact checkpoint, no fallback (CheckpointError if it is missing or
+    invalid).  cuda_direct: read straight into CUDA tensors of the current
+    device (default: when libcudart is loadable).  Returns the step
+    restored, or None when `dir` holds no valid checkpoint (or does not
+    exist).  A checkpoint that
     fails verification is skipped (the library logs which file and
     tensor) and the previous one is used; if it fails after tensors in
     `state` were overwritten, they are overwritten again by that one."""
@@ -291,6 +294,8 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=False):
         raise TypeError("restore() fills a dict (or list) in place, not a %s"
                         % type(state).__name__)
     lib = _lib.lib()
+    if cuda_direct is None:
+        cuda_direct = bool(lib.spotckpt_cuda_available())
     limit = _lib.NEWEST if max_step is None else int(max_step)
     while True:
         r = ctypes.c_void_p()
