@@ -166,6 +166,11 @@ def test_no_checkpoint_returns_none(tmp_path):
         assert ck.restore(st) is None
         assert ck.last_saved_step() is None
     assert torch.equal(st["x"], torch.ones(1))
+    save_and_wait(tmp_path / "one", 4, st)
+    with pytest.raises(spotrun.CheckpointError):
+        spotrun.restore(tmp_path / "one", st, step=3)
+    assert spotrun.restore(tmp_path / "one", st, step=4) == 4
+    assert spotrun.restore(tmp_path / "one", st, max_step=3) is None
 
 
 def shard_files(cdir):
