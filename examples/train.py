@@ -15,6 +15,9 @@ Environment (a command-line flag of the same name in lower case, e.g.
   SPOTRUN_CKPT_DIR       checkpoint directory (required)
   SPOTRUN_STEPS          total optimizer steps (default 400)
   SPOTRUN_CKPT_EVERY     steps between asynchronous checkpoints (default 50)
+  SPOTRUN_CKPT_LAZY      1: lazy saves (return at once; the copy overlaps the
+                         next forward/backward and is waited for just
+                         before the optimizer step) (default 0)
   SPOTRUN_STEP_SLEEP_MS  sleep per step, to stretch a demo (default 0)
   SPOTRUN_SEED           seed of data, model and RNGs (default 1234)
   SPOTRUN_RESULT_FILE    write the final JSON result line there too
@@ -64,6 +67,8 @@ def env_args(argv):
     p.add_argument("--steps", type=int, default=int(env("STEPS", 400)))
     p.add_argument("--ckpt-every", type=int,
                    default=int(env("CKPT_EVERY", 50)))
+    p.add_argument("--ckpt-lazy", type=int, choices=(0, 1),
+                   default=int(env("CKPT_LAZY", 0)))
     p.add_argument("--step-sleep-ms", type=float,
                    default=float(env("STEP_SLEEP_MS", 0)))
     p.add_argument("--seed", type=int, default=int(env("SEED", 1234)))
@@ -131,7 +136,7 @@ class Job:
         random.setstate(st["rng"]["python"])
         self.step, self.loss = st["step"], st["loss"]
 
-    def train_step(self):
+    def train_step(self, before_update=None):
         self.model.train()
         idx = torch.from_numpy(np.random.randint(0, N_SAMPLES, size=BATCH))
         xb = self.x[idx]
@@ -140,6 +145,8 @@ class Job:
         loss = torch.nn.functional.cross_entropy(self.model(xb), self.y[idx])
         self.opt.zero_grad()
         loss.backward()
+        if before_update is not None:
+            before_update()     # e.g. wait for a lazy checkpoint's copy
         self.opt.step()
         self.sched.step()
         self.step += 1
@@ -186,9 +193,9 @@ def main(argv=None):
                   flush=True)
             ckpt.close()
             return preemption.EXIT_OK
-        job.train_step()
+        job.train_step(ckpt.wait_staged if args.ckpt_lazy else None)
         if job.step % args.ckpt_every == 0 or job.step == args.steps:
-            ckpt.save(job.step, job.state())
+            ckpt.save(job.step, job.state(), lazy=bool(args.ckpt_lazy))
         last = ckpt.last_saved_step()
         if last != committed:
             committed = last

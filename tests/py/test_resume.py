@@ -11,6 +11,7 @@ import json
 import os
 import signal
 
+import pytest
 import torch
 
 from conftest import ASAN, read_until, start_train
@@ -45,11 +46,13 @@ def run_to_end(args):
     return out
 
 
-def test_kill9_resume_is_bit_exact(tmp_path):
+@pytest.mark.parametrize("lazy", [0, 1], ids=["eager", "lazy"])
+def test_kill9_resume_is_bit_exact(tmp_path, lazy):
     half = N // 2
     straight = tmp_path / "straight.pt"
     resumed = tmp_path / "resumed.pt"
-    common = ["--steps", str(N), "--ckpt-every", str(half), "--seed", "7"]
+    common = ["--steps", str(N), "--ckpt-every", str(half), "--seed", "7",
+              "--ckpt-lazy", str(lazy)]
 
     out = run_to_end(common + ["--ckpt-dir", str(tmp_path / "a"),
                                "--dump", str(straight)])
