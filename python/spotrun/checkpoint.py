@@ -27,6 +27,7 @@ DESIGN
 import ctypes
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -92,6 +93,7 @@ class Checkpointer:
         _lib.check(lib.spotckpt_open(ctypes.byref(o), ctypes.byref(h)),
                    "cannot open checkpoint directory %s" % self.dir)
         self._handle = h
+        self._pid = os.getpid()
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
@@ -100,6 +102,10 @@ class Checkpointer:
         with self._lock:
             h, self._handle = self._handle, None
             if h is None:
+                return
+            if os.getpid() != self._pid:
+                # a forked child (e.g. a DataLoader worker): the engine's
+                # threads live in the parent only; leave it alone
                 return
             rc = _lib.lib().spotckpt_close(h)
             self._keep_alive = []
@@ -129,6 +135,9 @@ class Checkpointer:
     def _h(self):
         if self._handle is None:
             raise ValueError("Checkpointer is closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("a Checkpointer cannot be used in a forked "
+                               "child process; open a new one there")
         return self._handle
 
     # -- saving -----------------------------------------------------------

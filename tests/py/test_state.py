@@ -313,3 +313,21 @@ def test_cuda_tensors_round_trip(tmp_path):
     with spotrun.Checkpointer(tmp_path) as ck:
         assert ck.restore(into) == 1
     assert into["w"] is target and torch.equal(target, w)
+
+
+def test_forked_child_neither_uses_nor_closes_the_engine(tmp_path):
+    ck = spotrun.Checkpointer(tmp_path)
+    pid = os.fork()
+    if pid == 0:   # child: must not touch the parent's engine threads
+        code = 1
+        try:
+            ck.save(1, {"w": torch.ones(1)})
+        except RuntimeError:
+            ck.close()
+            code = 0
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    ck.save(2, {"w": torch.ones(1)})
+    ck.close()
+    assert spotrun.restore(tmp_path, {}) == 2
