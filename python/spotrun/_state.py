@@ -228,11 +228,13 @@ class _Encoder:
 
     def _numpy(self, a, path):
         st = _NP_TO_ST.get(a.dtype.name)
-        if st is None or not a.dtype.isnative:
+        if st is None:
             raise StateError("numpy dtype %s at %s has no safetensors "
                              "equivalent" % (a.dtype, _path_str(path)))
         # (not np.ascontiguousarray: it turns a 0-d array into 1-d)
         src = a if a.flags.c_contiguous else a.copy(order="C")
+        if not a.dtype.isnative:   # stored, and restored, little-endian
+            src = src.astype(a.dtype.newbyteorder("="))
         name = self._name(path)
         self.tensors.append(TensorRef(name, st, src.shape, src.nbytes,
                                       src.ctypes.data, src, "cpu"))
@@ -258,8 +260,9 @@ class Plan:
     """The result of plan_restore(): where each saved tensor's bytes go.
 
     buffers: name -> (ptr, nbytes, owner, device) for every tensor the
-    metadata refers to; device is "cpu" or "cuda".  commit(state) applies the decoded tree to `state` (call it
-    only after every buffer has been filled)."""
+    metadata refers to; device is "cpu" or "cuda".  commit(state) applies
+    the decoded tree to `state`: call it only after every buffer has been
+    filled."""
 
     def __init__(self, value, buffers, copies, moved):
         self.value = value

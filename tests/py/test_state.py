@@ -50,7 +50,8 @@ def test_plain_values_rng_and_numpy_round_trip(tmp_path):
             "u64": np.array([2**64 - 1, 0], dtype=np.uint64),
             "zero_d": np.array(3.25, dtype=np.float32),
             "fortran": np.asfortranarray(np.arange(12.).reshape(3, 4)),
-            "empty": np.zeros((0, 5), dtype=np.int64)},
+            "empty": np.zeros((0, 5), dtype=np.int64),
+            "big_endian": np.arange(5, dtype=">i4")},
         "nested": {"a": {"b": {"c": [1, 2.5, None, True, "x"]}}},
         "int_keys": {0: "zero", 7: [1, 2], (1, "t"): b"\x00\xffbytes"},
         "tuple": (1, (2, 3), []),
@@ -73,7 +74,7 @@ def test_plain_values_rng_and_numpy_round_trip(tmp_path):
     assert a[1].dtype == np.uint32
     assert out["rng"]["python"] == state["rng"]["python"]
     for k, v in state["arrays"].items():
-        assert out["arrays"][k].dtype == v.dtype, k
+        assert out["arrays"][k].dtype == v.dtype.newbyteorder("="), k
         assert np.array_equal(out["arrays"][k], v), k
     for k in ("nested", "int_keys", "tuple", "reserved", "blob", "dtype"):
         assert out[k] == state[k] and type(out[k]) is type(state[k]), k
