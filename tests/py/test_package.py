@@ -67,3 +67,19 @@ def test_bench_tensor_sizes_cover_the_total():
     assert set(b.SIZES) <= set(sizes)   # mixed sizes
     assert sizes[:3] == [16 << 20] * 3
     assert sum(b.tensor_sizes(1001)) == 1000
+
+
+def test_default_build_is_loaded_without_spotrun_lib():
+    default = os.path.join(ROOT, "build", "lib", "libspotckpt.so")
+    if not os.path.exists(default):
+        import pytest
+        pytest.skip("no default build (make) in this checkout")
+    e = child_env()
+    e.pop("SPOTRUN_LIB", None)
+    e["PYTHONPATH"] = "python"
+    r = subprocess.run([PYTHON, "-c", "import spotrun; "
+                        "print(spotrun._lib.lib().path)"],
+                       cwd=ROOT, env=e, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == default
