@@ -216,9 +216,9 @@ void ckpt__retention(const char *dir, int keep, int64_t protect)
 	free(steps);
 }
 
-/* Hashers fed in file order: the whole file, and each tensor. */
+/* The hasher, fed in file order: each tensor's bytes. */
 struct hasher {
-	XXH3_state_t file, tensor;
+	XXH3_state_t tensor;
 	struct ckpt_layout *l;
 	uint32_t k, end;  /* current tensor, one past the shard's last */
 	int open;         /* tensor state reset and in use */
@@ -229,7 +229,6 @@ static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 	struct hasher *h = ud;
 	uint64_t end = off + n;
 
-	XXH3_64bits_update(&h->file, p, n);
 	while (h->k < h->end) {
 		struct ckpt_tensor *t = &h->l->t[h->k];
 		uint64_t tb = t->offset, te = tb + t->nbytes;
@@ -271,7 +270,6 @@ static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
 		goto out;
 	}
 	memset(h, 0, sizeof *h);
-	XXH3_64bits_reset(&h->file);
 	h->l = l;
 	h->k = sh->first;
 	h->end = sh->first + sh->count;
@@ -282,8 +280,8 @@ static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
 		sr_err_set(e, rc, "%s: write: %s", sh->file, sr_strerror(rc));
 		goto out;
 	}
-	sh->xxh3 = XXH3_64bits_digest(&h->file);
 	sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
+	sh->xxh3 = ckpt__shard_hash(l, sh);
 	res->direct_used = fd_dir >= 0;
 	res->bytes += sh->file_bytes;
 out:

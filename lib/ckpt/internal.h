@@ -73,7 +73,7 @@ struct ckpt_shard {
 	uint64_t data_start;   /* 8 + header length (multiple of 4096) */
 	char *header;          /* the first data_start bytes of the file */
 	uint32_t first, count; /* its tensors: t[first .. first+count-1] */
-	uint64_t xxh3;         /* whole-file hash, filled by a write */
+	uint64_t xxh3;         /* ckpt__shard_hash, filled by a write */
 	uint64_t header_xxh3;  /* hash of bytes [0, data_start) */
 };
 
@@ -95,6 +95,11 @@ struct ckpt_layout *ckpt__layout_build(const struct ckpt_tensor *t, size_t nt,
 				       uint64_t shard_bytes);
 struct ckpt_layout *ckpt__layout_ref(struct ckpt_layout *l);
 void ckpt__layout_unref(struct ckpt_layout *l); /* NULL-safe */
+/* The shard checksum: XXH3-64 of the little-endian u64 sequence
+ * header_xxh3, then each of its tensors' xxh3 in file order.  Header and
+ * tensors tile the file, so it covers every byte. */
+uint64_t ckpt__shard_hash(const struct ckpt_layout *l,
+			  const struct ckpt_shard *sh);
 uint64_t ckpt__tensor_nbytes(int32_t dtype, int32_t ndim, const int64_t *shape);
 /* 0 if name is acceptable, else -EINVAL. */
 int ckpt__name_check(const char *name);

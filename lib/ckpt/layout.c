@@ -16,7 +16,10 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 #include "internal.h"
 
@@ -52,6 +55,23 @@ uint64_t ckpt__tensor_nbytes(int32_t dtype, int32_t ndim, const int64_t *shape)
 			return UINT64_MAX;
 	}
 	return (uint64_t)n;
+}
+
+uint64_t ckpt__shard_hash(const struct ckpt_layout *l,
+			  const struct ckpt_shard *sh)
+{
+	XXH3_state_t st;
+	uint8_t le[8];
+
+	XXH3_64bits_reset(&st);
+	for (uint32_t k = 0; k <= sh->count; k++) {
+		uint64_t v = k == 0 ? sh->header_xxh3 : l->t[sh->first + k - 1].xxh3;
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (uint8_t)(v >> (8 * b));
+		XXH3_64bits_update(&st, le, 8);
+	}
+	return XXH3_64bits_digest(&st);
 }
 
 struct ckpt_layout *ckpt__layout_ref(struct ckpt_layout *l)

@@ -118,13 +118,18 @@ out:
 	return rc;
 }
 
-/* ---- reading shard ranges ------------------------------------------------ */
+/* ---- reading tensor ranges ------------------------------------------------
+ * A job is a run of consecutive tensors of one shard, about JOB_BYTES of
+ * data (a bigger tensor is a job of its own), so that hashing and copying
+ * spread over threads even when the state is one shard. */
+#define JOB_BYTES (64ull << 20)
+
 struct shard_job {
 	const struct spotckpt_reader *r;
-	uint32_t shard;
+	uint32_t shard, first, last; /* tensors [first, last) */
 	const struct spotckpt_dest **dest; /* per tensor of the reader, or NULL */
-	int verify_all;    /* hash every tensor and the file */
-	XXH3_state_t *tst, *fst;
+	int verify_all;    /* hash every tensor, wanted or not */
+	XXH3_state_t *tst;
 	uint32_t k;        /* cursor: current tensor */
 	int open;
 	const struct ckpt_cuda_ops *cu;
@@ -152,9 +157,7 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 	const struct ckpt_shard *sh = &l->s[j->shard];
 	uint64_t end = off + n;
 
-	if (j->fst)
-		XXH3_64bits_update(j->fst, p, n);
-	while (j->k < sh->first + sh->count) {
+	while (j->k < j->last) {
 		const struct ckpt_tensor *t = &l->t[j->k];
 		const struct spotckpt_dest *d = j->dest ? j->dest[j->k] : NULL;
 		uint64_t tb = t->offset, te = tb + t->nbytes;
@@ -195,8 +198,6 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 	return 0;
 }
 
-static void *shard_thread(void *arg);
-
 struct job_set {
 	struct shard_job *jobs;
 	size_t n, next;
@@ -206,43 +207,25 @@ struct job_set {
 
 static int run_job(struct shard_job *j, struct ckpt_io *io)
 {
-	const struct spotckpt_reader *r = j->r;
-	const struct ckpt_layout *l = r->m.l;
+	const struct ckpt_layout *l = j->r->m.l;
 	const struct ckpt_shard *sh = &l->s[j->shard];
-	char *path = path_join(r->dir, sh->file);
-	uint64_t lo = 0, hi = sh->file_bytes;
-	uint32_t first = sh->first, last = sh->first + sh->count;
+	char *path = path_join(j->r->dir, sh->file);
+	uint64_t lo = l->t[j->first].offset;
+	uint64_t hi = l->t[j->last - 1].offset + l->t[j->last - 1].nbytes;
 	int rc;
-
-	if (!j->verify_all) { /* only the span of the wanted tensors */
-		while (first < last && !j->dest[first])
-			first++;
-		while (last > first && !j->dest[last - 1])
-			last--;
-		lo = first < last ? l->t[first].offset : sh->data_start;
-		hi = first < last ? l->t[last - 1].offset + l->t[last - 1].nbytes
-				  : lo;
-	}
 
 	if (!path)
 		return -ENOMEM;
-	if (posix_memalign((void **)&j->tst, 64, sizeof *j->tst) ||
-	    (j->verify_all &&
-	     posix_memalign((void **)&j->fst, 64, sizeof *j->fst))) {
+	if (posix_memalign((void **)&j->tst, 64, sizeof *j->tst)) {
 		free(path);
 		return -ENOMEM;
 	}
-	if (j->fst)
-		XXH3_64bits_reset(j->fst);
-	j->k = j->verify_all ? sh->first : first;
+	j->k = j->first;
 	rc = ckpt__io_read_range(io, path, lo, hi - lo, sink, j);
 	if (rc == 0) /* completes empty tensors at the end of the span */
 		rc = sink(j, hi, (const uint8_t *)"", 0);
 	if (rc && !j->err.code)
 		sr_err_set(&j->err, rc, "%s: read: %s", path, sr_strerror(rc));
-	if (rc == 0 && j->fst && XXH3_64bits_digest(j->fst) != sh->xxh3)
-		rc = sr_err_set(&j->err, -SR_ECHECKSUM, "%s: file checksum "
-				"mismatch", path);
 	free(path);
 	return rc;
 }
@@ -274,35 +257,66 @@ static void *shard_thread(void *arg)
 	return NULL;
 }
 
-/* Run one job per shard that has work, on up to READ_THREADS_MAX threads.
+static int wanted(const struct spotckpt_dest **dest, int verify_all,
+		  uint32_t k)
+{
+	return verify_all || (dest && dest[k]);
+}
+
+/* Cut the wanted tensors into jobs; returns the number of jobs. */
+static size_t plan_jobs(struct spotckpt_reader *r,
+			const struct spotckpt_dest **dest, int verify_all,
+			struct shard_job *jobs)
+{
+	const struct ckpt_layout *l = r->m.l;
+	size_t n = 0;
+
+	for (uint32_t s = 0; s < l->ns; s++) {
+		uint32_t k = l->s[s].first, end = k + l->s[s].count;
+
+		while (k < end) {
+			uint64_t bytes = 0;
+			uint32_t first;
+
+			while (k < end && !wanted(dest, verify_all, k))
+				k++;
+			if (k == end)
+				break;
+			first = k;
+			/* a run of wanted tensors, up to JOB_BYTES */
+			while (k < end && wanted(dest, verify_all, k) &&
+			       (bytes == 0 || bytes + l->t[k].nbytes <= JOB_BYTES))
+				bytes += l->t[k++].nbytes;
+			jobs[n].r = r;
+			jobs[n].shard = s;
+			jobs[n].first = first;
+			jobs[n].last = k;
+			jobs[n].dest = dest;
+			jobs[n].verify_all = verify_all;
+			jobs[n].cu = ckpt__cuda();
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Read (and verify) the wanted tensors on up to READ_THREADS_MAX threads.
  * The first failure's message goes to the caller's errmsg. */
 static int run_shards(struct spotckpt_reader *r,
 		      const struct spotckpt_dest **dest, int verify_all)
 {
 	struct job_set js = { 0 };
 	pthread_t th[READ_THREADS_MAX];
-	int nth = 0, rc = 0;
-	const struct ckpt_layout *l = r->m.l;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nth = 0, rc = 0, want;
 
-	js.jobs = calloc(l->ns, sizeof *js.jobs);
+	js.jobs = calloc(r->m.l->nt + 1, sizeof *js.jobs);
 	if (!js.jobs)
 		return -ENOMEM;
 	pthread_mutex_init(&js.mu, NULL);
-	for (uint32_t s = 0; s < l->ns; s++) {
-		int need = verify_all;
-
-		for (uint32_t k = 0; !need && dest && k < l->s[s].count; k++)
-			need = dest[l->s[s].first + k] != NULL;
-		if (!need)
-			continue;
-		js.jobs[js.n].r = r;
-		js.jobs[js.n].shard = s;
-		js.jobs[js.n].dest = dest;
-		js.jobs[js.n].verify_all = verify_all;
-		js.jobs[js.n].cu = ckpt__cuda();
-		js.n++;
-	}
-	for (int i = 0; i < READ_THREADS_MAX && (size_t)i < js.n; i++) {
+	js.n = plan_jobs(r, dest, verify_all, js.jobs);
+	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
+	for (int i = 0; i < want && (size_t)i < js.n; i++) {
 		if (pthread_create(&th[nth], NULL, shard_thread, &js) == 0)
 			nth++;
 	}
@@ -314,7 +328,6 @@ static int run_shards(struct spotckpt_reader *r,
 		if (js.jobs[i].rc && !rc)
 			rc = ckpt__fail_err(&js.jobs[i].err, js.jobs[i].rc);
 		free(js.jobs[i].tst);
-		free(js.jobs[i].fst);
 	}
 	pthread_mutex_destroy(&js.mu);
 	free(js.jobs);
@@ -357,6 +370,16 @@ static int try_open(const char *ckdir, uint32_t flags,
 		if (rc) {
 			sr_err_set(e, rc, "%s", spotckpt_errmsg());
 			goto out;
+		}
+		/* every tensor and header hash matched; so must their digest */
+		for (uint32_t i = 0; i < r->m.l->ns; i++) {
+			if (ckpt__shard_hash(r->m.l, &r->m.l->s[i]) !=
+			    r->m.l->s[i].xxh3) {
+				rc = sr_err_set(e, -SR_ECHECKSUM, "%s/%s: shard "
+						"checksum mismatch", ckdir,
+						r->m.l->s[i].file);
+				goto out;
+			}
 		}
 	}
 	*out = r;

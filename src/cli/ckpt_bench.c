@@ -30,7 +30,8 @@
 static const char *const BUSAGE =
 	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
-	"                          [--torch-script PATH]\n\n"
+	"                          [--torch-script PATH] [--io-depth N]\n"
+	"                          [--io-chunk SIZE]\n\n"
 	"Measure libspotckpt against plain peers on a model-like state of SIZE\n"
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
@@ -41,12 +42,15 @@ static const char *const BUSAGE =
 	"  --reps N           repetitions per measurement, median kept (3)\n"
 	"  --train-seconds S  length of each training-loop run (default 90)\n"
 	"  --interval S       checkpoint interval in the loop (default 30)\n"
-	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n";
+	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
+	"  --io-depth N       engine writes in flight (library default)\n"
+	"  --io-chunk SIZE    engine bytes per write (library default)\n";
 
 struct bopts {
 	uint64_t size;
 	const char *dir, *script;
-	int json, threads, reps;
+	int json, threads, reps, io_depth;
+	uint32_t io_chunk;
 	double train_s, interval_s;
 };
 
@@ -110,6 +114,18 @@ static int parse(int argc, char **argv, struct bopts *o)
 			if (*end || o->threads < 1 || o->threads > 64)
 				return cli_usage_error("ckpt", "bench: --threads: '%s'"
 						       " is not 1..64", v);
+		} else if (!strcmp(a, "--io-depth")) {
+			o->io_depth = (int)strtol(v, &end, 10);
+			if (*end || o->io_depth < 1 || o->io_depth > 64)
+				return cli_usage_error("ckpt", "bench: --io-depth: "
+						       "'%s' is not 1..64", v);
+		} else if (!strcmp(a, "--io-chunk")) {
+			uint64_t c = 0;
+
+			if (parse_size(v, &c) || c > (1u << 30))
+				return cli_usage_error("ckpt", "bench: --io-chunk: "
+						       "'%s' is not a size", v);
+			o->io_chunk = (uint32_t)c;
 		} else if (!strcmp(a, "--reps")) {
 			o->reps = (int)strtol(v, &end, 10);
 			if (*end || o->reps < 1 || o->reps > 100)
@@ -173,6 +189,8 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 	spotckpt_opts_init(&eo);
 	eo.dir = wdir;
 	eo.copy_threads = o->threads;
+	eo.io_depth = o->io_depth;
+	eo.io_chunk_bytes = o->io_chunk;
 	rc = spotckpt_open(&eo, out);
 	for (size_t i = 0; rc == 0 && i < st->n; i++) {
 		int64_t shape[1] = { (int64_t)(st->nbytes[i] / 4) };
