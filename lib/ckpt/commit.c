@@ -145,7 +145,8 @@ int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
 		v[cnt++] = s * 2 + (tmp ? 0 : 1);
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof *v, cmp_desc);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof *v, cmp_desc);
 	if (tmpflags && cnt) {
 		*tmpflags = calloc(cnt, sizeof **tmpflags);
 		if (!*tmpflags) {

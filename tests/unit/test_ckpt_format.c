@@ -288,6 +288,20 @@ static void test_bad_arguments(void **st)
 	int64_t shape[1] = { 1 }, neg[1] = { -1 };
 
 	(void)st;
+	{ /* an empty directory: nothing to read, clearly */
+		struct spotckpt_reader *r = NULL;
+		size_t n = 9;
+
+		assert_int_equal(spotckpt_reader_open(dir, SPOTCKPT_NEWEST,
+						      SPOTCKPT_NEWEST, 0, &r),
+				 -SPOTCKPT_ENOTFOUND);
+		assert_non_null(strstr(spotckpt_errmsg(), "no valid checkpoint"));
+		assert_int_equal(spotckpt_verify(dir, SPOTCKPT_NEWEST, NULL),
+				 -SPOTCKPT_ENOTFOUND);
+		assert_int_equal(spotckpt_list(dir, NULL, 0, &n), 0);
+		assert_int_equal(n, 0);
+		assert_int_equal(spotckpt_list("/nonexistent-dir", NULL, 0, &n), -ENOENT);
+	}
 	spotckpt_opts_init(&o);
 	assert_int_equal(spotckpt_open(&o, &e), -EINVAL);
 	assert_non_null(strstr(spotckpt_errmsg(), "dir"));
