@@ -45,6 +45,7 @@ _state = {
     "signal": None,        # signal number that delivered the notice
     "notice_time": None,   # time.time() when the notice was seen
     "deadline": None,      # time.time() of the expected hard kill
+    "explicit": False,     # deadline came from the agent, not the grace
     "next_poll": 0.0,
     "previous": {},
 }
@@ -95,6 +96,7 @@ def _notify(signum, when, deadline):
             _state["notice_time"] = when
         if deadline is not None:
             _state["deadline"] = deadline
+            _state["explicit"] = True
         elif _state["deadline"] is None:
             _state["deadline"] = _state["notice_time"] + _grace_s()
 
@@ -149,15 +151,15 @@ def uninstall():
         _state["previous"].clear()
         _state["installed"] = False
         _state.update(signal=None, notice_time=None, deadline=None,
-                      next_poll=0.0)
+                      explicit=False, next_poll=0.0)
 
 
-def _poll_notice_file():
+def _poll_notice_file(force=False):
     path = os.environ.get("SPOTRUN_NOTICE_FILE")
     if not path:
         return
     now = time.monotonic()
-    if now < _state["next_poll"]:
+    if now < _state["next_poll"] and not force:
         return
     _state["next_poll"] = now + poll_interval_s
     try:
@@ -181,15 +183,28 @@ def should_checkpoint():
     return _state["notice_time"] is not None
 
 
+def _refresh_deadline():
+    # A signal carries no deadline.  The agent writes the notice file
+    # before it signals, so once a notice is in, the file (if any) is the
+    # authority on the deadline; the grace period is only the fallback.
+    if _state["notice_time"] is not None and not _state["explicit"]:
+        try:
+            _poll_notice_file(force=True)
+        except (ValueError, OSError):
+            pass  # a bad file must not stop the final checkpoint: grace
+
+
 def deadline():
     """time.time() seconds at which the hard kill is expected, or None
-    when no notice has arrived."""
+    when no notice has arrived.  The agent's deadline in the notice file
+    wins over the SPOTRUN_GRACE_S fallback, also after a signal."""
+    _refresh_deadline()
     return _state["deadline"]
 
 
 def time_left():
     """Seconds until deadline() (may be negative), or None."""
-    d = _state["deadline"]
+    d = deadline()
     return None if d is None else d - time.time()
 
 

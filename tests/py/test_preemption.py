@@ -78,6 +78,34 @@ def test_notice_file_with_deadline(clean_preemption, tmp_path):
     assert preemption.deadline() == 1893553445.0
 
 
+def test_signal_then_notice_file_deadline_wins(clean_preemption, tmp_path):
+    # The agent writes the deadline into the notice file and then signals:
+    # the file's deadline, not the grace fallback, is the one to meet.
+    f = tmp_path / "notice"
+    clean_preemption.setenv("SPOTRUN_NOTICE_FILE", str(f))
+    clean_preemption.setenv("SPOTRUN_GRACE_S", "600")
+    preemption.install()
+    f.write_text("2030-01-02T03:04:05Z\n")
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.01)
+    assert preemption.should_checkpoint()
+    assert preemption.deadline() == 1893553445.0
+    assert preemption.notice_signal() == signal.SIGTERM
+
+
+def test_signal_with_bad_notice_file_keeps_grace(clean_preemption, tmp_path):
+    f = tmp_path / "notice"
+    f.write_text("not a time")
+    clean_preemption.setenv("SPOTRUN_NOTICE_FILE", str(f))
+    clean_preemption.setenv("SPOTRUN_GRACE_S", "5")
+    preemption.install()
+    t0 = time.time()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.01)
+    assert preemption.should_checkpoint()
+    assert t0 + 4.5 <= preemption.deadline() <= time.time() + 5
+
+
 def test_notice_file_empty_uses_grace(clean_preemption, tmp_path):
     f = tmp_path / "notice"
     f.write_text("")
