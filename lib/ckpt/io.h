@@ -14,7 +14,8 @@ struct ckpt_io {
 	int have_ring;
 	uint32_t depth;     /* requests in flight */
 	uint32_t chunk;     /* bytes per request, multiple of 4096 */
-	uint8_t *bounce;    /* depth * chunk bytes, 4096-aligned (reads) */
+	uint8_t *bounce;    /* reads: mmap'd, huge pages when the kernel can */
+	uint64_t bounce_bytes;
 };
 
 int ckpt__pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off);

@@ -2,7 +2,8 @@
  * ioread.c - reading a byte range of a file in order, in parallel chunks.
  *
  * The range is widened to the O_DIRECT alignment and read in `chunk`-sized
- * requests, up to `depth` in flight, into the io's bounce buffers; chunks
+ * requests, up to `depth` in flight, into the io's read buffers (huge
+ * pages, see bounce_alloc); chunks
  * are handed to the sink strictly in file order (the hashers need order),
  * each completed chunk's slot then being reused for the next request.
  * Without O_DIRECT the same path reads through the page cache; without
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,6 +169,35 @@ static int read_sync(struct ckpt_io *io, int fd, uint64_t a0, uint64_t a1,
 	return 0;
 }
 
+/* The read buffers: depth * chunk bytes of anonymous memory on transparent
+ * huge pages.  An O_DIRECT read pins its buffer page by page and the
+ * block layer splits a request at the device's segment limit, so with
+ * 4 KiB pages a 4 MiB read became 1024 pinned pages and several device
+ * requests (virtio-blk here: 254 segments each); on 2 MiB pages it is two
+ * segments.  Measured on the development VM, restore went from 0.5-0.75
+ * to 0.85-1.0 of a raw read into a huge-page buffer. */
+#define HUGE_PAGE (2ull << 20)
+
+static int bounce_alloc(struct ckpt_io *io)
+{
+	uint64_t n = (uint64_t)io->depth * io->chunk, map = n + HUGE_PAGE;
+	uint8_t *p = mmap(NULL, map, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
+
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	/* trim to a 2 MiB-aligned start so that every huge page is whole */
+	a = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + n < p + map)
+		munmap(a + n, (size_t)(p + map - (a + n)));
+	madvise(a, n, MADV_HUGEPAGE); /* best effort */
+	io->bounce = a;
+	io->bounce_bytes = n;
+	return 0;
+}
+
 int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
 			uint64_t len, ckpt_sink_fn sink, void *ud)
 {
@@ -176,11 +207,9 @@ int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
 	struct stat st;
 
 	if (!io->bounce) {
-		void *p = NULL;
-
-		if (posix_memalign(&p, 4096, (size_t)io->depth * io->chunk))
-			return -ENOMEM;
-		io->bounce = p;
+		rc = bounce_alloc(io);
+		if (rc)
+			return rc;
 	}
 	fd_buf = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd_buf < 0)

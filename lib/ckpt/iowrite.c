@@ -14,6 +14,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -44,7 +45,8 @@ void ckpt__io_free(struct ckpt_io *io)
 		return;
 	if (io->have_ring)
 		io_uring_queue_exit(&io->ring);
-	free(io->bounce);
+	if (io->bounce)
+		munmap(io->bounce, io->bounce_bytes);
 	free(io);
 }
 

@@ -119,10 +119,15 @@ out:
 }
 
 /* ---- reading tensor ranges ------------------------------------------------
- * A job is a run of consecutive tensors of one shard, about JOB_BYTES of
+ * A job is a run of consecutive tensors of one shard, about job_bytes of
  * data (a bigger tensor is a job of its own), so that hashing and copying
- * spread over threads even when the state is one shard. */
-#define JOB_BYTES (64ull << 20)
+ * spread over threads even when the state is one shard.  Each job is one
+ * sequential stream whose read queue fills at its start and drains at its
+ * end, so jobs are as long as the balance allows: a twice-the-threads
+ * share of the wanted bytes, at least JOB_BYTES_MIN.  (On the development
+ * VM, 512 MiB jobs for a 2 GiB state read 0.99-1.05 of the raw rate where
+ * fixed 64 MiB jobs read 0.93-0.97.) */
+#define JOB_BYTES_MIN (64ull << 20)
 
 struct shard_job {
 	const struct spotckpt_reader *r;
@@ -150,6 +155,26 @@ static int tensor_done(struct shard_job *j, const struct ckpt_tensor *t,
 	return 0;
 }
 
+/* Copy n bytes to dst and hash them a cache-sized block at a time: the
+ * block memcpy has just pulled in from the read buffer is hashed while it
+ * is still in L1/L2, so the buffer is read from memory once, not twice
+ * (restore CPU time 0.61 -> 0.52 s per 2 GiB on the development VM). */
+#define COPY_HASH_BLOCK (64u << 10)
+
+static void copy_hash(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
+		      uint64_t n)
+{
+	while (n > 0) {
+		size_t k = n < COPY_HASH_BLOCK ? (size_t)n : COPY_HASH_BLOCK;
+
+		memcpy(dst, src, k);
+		XXH3_64bits_update(st, src, k);
+		dst += k;
+		src += k;
+		n -= k;
+	}
+}
+
 static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 {
 	struct shard_job *j = ud;
@@ -170,7 +195,10 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 			XXH3_64bits_reset(j->tst);
 			j->open = 1;
 		}
-		if (want && hi > lo) {
+		if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
+			copy_hash(j->tst, (uint8_t *)d->ptr + (lo - tb),
+				  p + (lo - off), hi - lo);
+		} else if (want && hi > lo) {
 			XXH3_64bits_update(j->tst, p + (lo - off), hi - lo);
 			if (d && d->device == SPOTCKPT_DEV_CUDA) {
 				if (j->cu->memcpy((uint8_t *)d->ptr + (lo - tb),
@@ -179,9 +207,6 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 					return sr_err_set(&j->err, -SR_EUNSUPPORTED,
 							  "tensor %s: cudaMemcpy "
 							  "failed", t->name);
-			} else if (d) {
-				memcpy((uint8_t *)d->ptr + (lo - tb), p + (lo - off),
-				       hi - lo);
 			}
 		}
 		if (te > end)
@@ -266,10 +291,17 @@ static int wanted(const struct spotckpt_dest **dest, int verify_all,
 /* Cut the wanted tensors into jobs; returns the number of jobs. */
 static size_t plan_jobs(struct spotckpt_reader *r,
 			const struct spotckpt_dest **dest, int verify_all,
-			struct shard_job *jobs)
+			int nthreads, struct shard_job *jobs)
 {
 	const struct ckpt_layout *l = r->m.l;
+	uint64_t job_bytes = 0;
 	size_t n = 0;
+
+	for (uint32_t k = 0; k < l->nt; k++)
+		job_bytes += wanted(dest, verify_all, k) ? l->t[k].nbytes : 0;
+	job_bytes /= 2 * (uint64_t)nthreads;
+	if (job_bytes < JOB_BYTES_MIN)
+		job_bytes = JOB_BYTES_MIN;
 
 	for (uint32_t s = 0; s < l->ns; s++) {
 		uint32_t k = l->s[s].first, end = k + l->s[s].count;
@@ -283,9 +315,9 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			if (k == end)
 				break;
 			first = k;
-			/* a run of wanted tensors, up to JOB_BYTES */
+			/* a run of wanted tensors, up to job_bytes */
 			while (k < end && wanted(dest, verify_all, k) &&
-			       (bytes == 0 || bytes + l->t[k].nbytes <= JOB_BYTES))
+			       (bytes == 0 || bytes + l->t[k].nbytes <= job_bytes))
 				bytes += l->t[k++].nbytes;
 			jobs[n].r = r;
 			jobs[n].shard = s;
@@ -314,8 +346,8 @@ static int run_shards(struct spotckpt_reader *r,
 	if (!js.jobs)
 		return -ENOMEM;
 	pthread_mutex_init(&js.mu, NULL);
-	js.n = plan_jobs(r, dest, verify_all, js.jobs);
 	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
+	js.n = plan_jobs(r, dest, verify_all, want, js.jobs);
 	for (int i = 0; i < want && (size_t)i < js.n; i++) {
 		if (pthread_create(&th[nth], NULL, shard_thread, &js) == 0)
 			nth++;

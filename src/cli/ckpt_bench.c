@@ -5,12 +5,16 @@
  * numbers.  Phases:
  *
  *   1. build a model-like state (transformer blocks + Adam moments)
- *   2. peers: raw sequential write (O_DIRECT where possible) + fsync, and
- *      raw read, of the same bytes
+ *   2. peer: raw sequential write (O_DIRECT where possible) + fsync of the
+ *      same bytes
  *   3. engine (peak RSS tracked from here): sync saves, each right after
  *      the memcpy peer (threaded memcpy of the same tensors into faulted
  *      memory) so both see the same load (stall, tier-2 write
- *      throughput), lazy saves (stall), restore into the tensors
+ *      throughput), lazy saves (stall), restores into the tensors, each
+ *      right after the raw-read peer (O_DIRECT sequential read of the
+ *      raw file); before each such pair every file of the work directory
+ *      is dropped from the page cache, so neither reads cached pages even
+ *      where O_DIRECT is refused
  *   4. torch.save + fsync of the same bytes (/usr/bin/python3 peer)
  *   5. a training loop with and without a lazy checkpoint every interval
  *
@@ -209,15 +213,15 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 /* Phase 3: the engine.  Fills stall/write/lazy/restore/rss. */
 static int run_engine(const struct bopts *o, struct bench_state *st,
 		      const char *wdir, json_t *root, uint8_t *dst,
-		      uint64_t dst_bytes, double raw_w_s, double raw_r_s,
+		      uint64_t dst_bytes, double raw_w_s, const char *raw,
 		      int raw_direct, double *stall_out, double *lazy_out)
 {
 	double mc[100], memcpy_s;
 	struct spotckpt *e = NULL;
 	struct spotckpt_stats s;
-	double stall[100], wr[100], lazy[100], rest[100];
+	double stall[100], wr[100], lazy[100], rest[100], rr[100], rrat[100];
 	uint64_t rss0, peak, bytes = 0;
-	int rc, step = 0;
+	int rc, step = 0, rdirect = 0;
 
 	bench_reset_hwm();
 	rss0 = bench_proc_bytes("VmRSS:");
@@ -243,13 +247,23 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			rc = spotckpt_wait(e);
 	}
 	peak = bench_proc_bytes("VmHWM:");
-	progress(o, "engine: restores");
+	progress(o, "engine: restores, each after a raw read of the same bytes");
 	for (int r = 0; rc == 0 && r < o->reps; r++) {
-		double t0 = bench_now();
+		double t0;
 		int64_t got = -1;
 
+		bench_drop_cache(wdir);
+		rc = bench_raw_read(raw, dst, st->total, &rr[r], &rdirect);
+		if (rc) {
+			fprintf(stderr, "spotrun ckpt: bench: raw read of %s: %s\n",
+				raw, strerror(-rc));
+			spotckpt_close(e);
+			return rc;
+		}
+		t0 = bench_now();
 		rc = spotckpt_restore(e, SPOTCKPT_NEWEST, &got);
 		rest[r] = bench_now() - t0;
+		rrat[r] = rr[r] / rest[r];
 	}
 	if (rc) {
 		fprintf(stderr, "spotrun ckpt: bench: engine: %s (%s)\n",
@@ -262,8 +276,15 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	{
 		double st_m = median(stall, o->reps), lz = median(lazy, o->reps);
 		double w = median(wr, o->reps), rs = median(rest, o->reps);
+		double raw_r_s = median(rr, o->reps);
 		double wg = gbps(bytes, w), rwg = gbps(st->total, raw_w_s);
 		double rg = gbps(st->total, rs), rrg = gbps(st->total, raw_r_s);
+		double rmin = 0, rmax = 0;
+
+		for (int r = 0; r < o->reps; r++) {
+			rmin = r == 0 || rrat[r] < rmin ? rrat[r] : rmin;
+			rmax = rrat[r] > rmax ? rrat[r] : rmax;
+		}
 
 		*stall_out = st_m;
 		*lazy_out = lz;
@@ -282,8 +303,10 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			"raw_direct_io", raw_direct, "io_uring", s.uring_used,
 			"goal_min", 0.90));
 		put(root, "restore_vs_raw", rg / rrg, json_pack(
-			"{s:f,s:f,s:f,s:f,s:f}", "restore_gbps", rg, "raw_read_gbps",
-			rrg, "restore_s", rs, "raw_read_s", raw_r_s, "goal_min", 0.90));
+			"{s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:f}", "restore_gbps", rg,
+			"raw_read_gbps", rrg, "restore_s", rs, "raw_read_s", raw_r_s,
+			"pair_ratio_min", rmin, "pair_ratio_max", rmax,
+			"raw_direct_io", rdirect, "goal_min", 0.90));
 		put(root, "peak_rss_vs_state",
 		    (double)(peak > rss0 ? peak - rss0 : 0) / (double)st->total,
 		    json_pack("{s:I,s:I,s:I,s:I,s:f,s:s}", "state_bytes",
@@ -406,7 +429,7 @@ int ckpt_bench_main(int argc, char **argv)
 	struct bench_state st = { 0 };
 	json_t *root = json_object();
 	char wdir[4096], raw[4200], reason[256] = "";
-	double rw[100], rr[100], stall = 0, lazy = 0, tsave = 0;
+	double rw[100], stall = 0, lazy = 0, tsave = 0;
 	uint8_t *dst = NULL;
 	int rc, direct = 0;
 
@@ -428,23 +451,23 @@ int ckpt_bench_main(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto out;
 	}
-	progress(&o, "peers: raw write, raw read");
+	progress(&o, "peer: raw write");
 	bench_memcpy(&st, dst, o.threads); /* the written bytes: the state */
 	for (int r = 0; rc == 0 && r < o.reps; r++) {
 		unlink(raw);
 		rc = bench_raw_write(raw, dst, st.total, &rw[r], &direct);
-		if (rc == 0)
-			rc = bench_raw_read(raw, dst, st.total, &rr[r]);
 	}
-	unlink(raw);
 	if (rc) {
+		unlink(raw);
 		fprintf(stderr, "spotrun ckpt: bench: raw I/O in %s: %s\n", wdir,
 			strerror(-rc));
 		rc = CLI_FAIL;
 		goto out;
 	}
+	/* raw.bin stays for the raw reads paired with the restores */
 	rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
-			median(rw, o.reps), median(rr, o.reps), direct, &stall, &lazy);
+			median(rw, o.reps), raw, direct, &stall, &lazy);
+	unlink(raw);
 	bench_unmap(dst, st.total + 4096);
 	dst = NULL;
 	if (rc) {

@@ -30,10 +30,15 @@ void bench_unmap(void *p, uint64_t n);
  * by bytes, the way the engine splits its copy; returns seconds. */
 double bench_memcpy(const struct bench_state *s, uint8_t *dst, int threads);
 /* Sequential write of buf to path (O_DIRECT when the file system takes
- * it, 64 MiB requests) + fsync; read back the same way. */
+ * it, 64 MiB requests) + fsync; read back the same way (without O_DIRECT,
+ * after dropping the file's cached pages). */
 int bench_raw_write(const char *path, const uint8_t *buf, uint64_t n,
 		    double *secs, int *direct);
-int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs);
+int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs,
+		   int *direct);
+/* posix_fadvise(DONTNEED) every file under dir: reads that follow come
+ * from the disk, as the raw read's do, even where O_DIRECT is refused. */
+void bench_drop_cache(const char *dir);
 /* Run the torch.save peer; *secs or a reason why not. */
 int bench_torch_save(const char *script, uint64_t bytes, const char *dir,
 		     double *secs, char *reason, size_t rn);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,12 +231,14 @@ int bench_raw_write(const char *path, const uint8_t *buf, uint64_t n,
 	return rc;
 }
 
-int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs)
+int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs,
+		   int *direct)
 {
 	int fd = open(path, O_RDONLY | O_DIRECT);
 	uint64_t off = 0, want = (n + 4095) / 4096 * 4096;
 	double t0;
 
+	*direct = fd >= 0;
 	if (fd < 0) {
 		fd = open(path, O_RDONLY);
 		if (fd >= 0)
@@ -258,6 +262,28 @@ int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs)
 	*secs = bench_now() - t0;
 	close(fd);
 	return off >= n ? 0 : -EIO;
+}
+
+static int drop_entry(const char *path, const struct stat *sb, int flag,
+		      struct FTW *ftw)
+{
+	int fd;
+
+	(void)sb;
+	(void)ftw;
+	if (flag != FTW_F)
+		return 0;
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+	return 0;
+}
+
+void bench_drop_cache(const char *dir)
+{
+	nftw(dir, drop_entry, 16, FTW_PHYS);
 }
 
 int bench_torch_save(const char *script, uint64_t bytes, const char *dir,
