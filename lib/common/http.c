@@ -1,0 +1,316 @@
+/*
+ * http.c - one libcurl easy handle per request, retried with backoff.
+ *
+ * Retry policy, per attempt:
+ *     transport error that may be transient (connect, send/recv, timeout,
+ *       empty reply, DNS)                      -> retry
+ *     HTTP 429 or 5xx                          -> retry
+ *     any other status (2xx, 3xx, other 4xx)   -> return at once
+ *     local errors (bad URL, out of memory, body over max_body) -> fail
+ * Before retry k (1-based) we sleep sr_http_backoff_ms(opts, k): full
+ * jitter, uniform in [0, min(max, base * 2^(k-1))].  After the last
+ * attempt a 429/5xx response is returned as a response (rc 0); a
+ * transport failure is returned as -SR_ETIMEOUT or -SR_EHTTP.
+ * URLs in error messages are cut at '?' (presigned queries are secrets).
+ */
+#include "http.h"
+#include "timeutil.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static pthread_once_t http_once = PTHREAD_ONCE_INIT;
+
+static void http_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void sr_http_global_init(void)
+{
+	pthread_once(&http_once, http_init_once);
+}
+
+void sr_http_opts_default(struct sr_http_opts *o)
+{
+	o->timeout_ms = 10000;
+	o->connect_timeout_ms = 2000;
+	o->max_retries = 3;
+	o->backoff_base_ms = 100;
+	o->backoff_max_ms = 5000;
+	o->max_body = (size_t)64 << 20;
+}
+
+long sr_http_backoff_ms(const struct sr_http_opts *o, int attempt,
+			unsigned *seed)
+{
+	static __thread unsigned tl_seed;
+	static __thread bool tl_seeded;
+	struct sr_http_opts d;
+	long ceil_ms;
+	uint64_t r;
+
+	if (o == NULL) {
+		sr_http_opts_default(&d);
+		o = &d;
+	}
+	if (attempt < 1 || o->backoff_base_ms <= 0 || o->backoff_max_ms <= 0)
+		return 0;
+	ceil_ms = o->backoff_base_ms;
+	for (int i = 1; i < attempt && ceil_ms < o->backoff_max_ms; i++)
+		ceil_ms *= 2;
+	if (ceil_ms > o->backoff_max_ms)
+		ceil_ms = o->backoff_max_ms;
+	if (seed == NULL) {
+		if (!tl_seeded) {
+			tl_seed = (unsigned)sr_time_mono_ns() ^
+				  (unsigned)(uintptr_t)&tl_seed;
+			tl_seeded = true;
+		}
+		seed = &tl_seed;
+	}
+	/* two draws: rand_r gives only 31 bits */
+	r = ((uint64_t)rand_r(seed) << 31) | (uint64_t)rand_r(seed);
+	return (long)(r % ((uint64_t)ceil_ms + 1));
+}
+
+struct buf {
+	char *p;
+	size_t len, cap, max;
+	bool too_big, oom;
+};
+
+static bool buf_put(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n > b->max) {
+		b->too_big = true;
+		return false;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *np;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (np == NULL) {
+			b->oom = true;
+			return false;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return true;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	size_t n = size * nmemb;
+
+	return buf_put(ud, ptr, n) ? n : 0;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct buf *b = ud;
+	size_t n = size * nmemb;
+
+	/* a new status line starts a new block (100 Continue, redirects) */
+	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
+		b->len = 0;
+	return buf_put(b, ptr, n) ? n : 0;
+}
+
+static bool transient(CURLcode c)
+{
+	switch (c) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void resp_reset(struct sr_http_resp *r)
+{
+	free(r->body);
+	free(r->headers);
+	r->body = NULL;
+	r->headers = NULL;
+	r->body_len = 0;
+	r->status = 0;
+}
+
+/* One attempt.  Fills resp; returns the curl code, or -ENOMEM / -EFBIG
+ * (negative) for local failures that must not be retried. */
+static int attempt_once(const char *method, const char *url,
+			struct curl_slist *hdrs, const void *body,
+			size_t body_len, const struct sr_http_opts *o,
+			struct sr_http_resp *resp, char *errbuf)
+{
+	struct buf bb = { .max = o->max_body }, hb = { .max = 1 << 20 };
+	CURL *c = curl_easy_init();
+	int rc;
+
+	if (c == NULL)
+		return -ENOMEM;
+	errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &bb);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "spotrun");
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(method, "GET") != 0 || body != NULL) {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body != NULL ? body : "");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(body != NULL ? body_len : 0));
+	}
+	rc = (int)curl_easy_perform(c);
+	if (bb.oom || hb.oom)
+		rc = -ENOMEM;
+	else if (bb.too_big)
+		rc = -EFBIG;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	curl_easy_cleanup(c);
+	if (rc == CURLE_OK && bb.p == NULL && !buf_put(&bb, "", 0))
+		rc = -ENOMEM;
+	resp->body = bb.p;
+	resp->body_len = bb.len;
+	resp->headers = hb.p;
+	return rc;
+}
+
+int sr_http_request(const char *method, const char *url,
+		    const char *const *headers, const void *body,
+		    size_t body_len, const struct sr_http_opts *opts,
+		    struct sr_http_resp *resp, struct sr_err *e)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	struct curl_slist *hdrs = NULL, *t;
+	struct sr_http_opts d;
+	int ulen, rc = 0, cc = 0;
+
+	memset(resp, 0, sizeof(*resp));
+	if (opts == NULL) {
+		sr_http_opts_default(&d);
+		opts = &d;
+	}
+	ulen = (int)strcspn(url, "?");
+	sr_http_global_init();
+	/* no "Expect: 100-continue" round trip for large bodies */
+	t = curl_slist_append(hdrs, "Expect:");
+	if (t == NULL)
+		goto oom;
+	hdrs = t;
+	for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
+		t = curl_slist_append(hdrs, headers[i]);
+		if (t == NULL)
+			goto oom;
+		hdrs = t;
+	}
+	for (int a = 0; a <= opts->max_retries; a++) {
+		if (a > 0)
+			sleep_ms(sr_http_backoff_ms(opts, a, NULL));
+		resp_reset(resp);
+		resp->attempts = a + 1;
+		cc = attempt_once(method, url, hdrs, body, body_len, opts, resp,
+				  errbuf);
+		if (cc == -ENOMEM)
+			goto oom;
+		if (cc == -EFBIG) {
+			rc = sr_err_set(e, -EFBIG, "%s %.*s: response larger than %zu bytes",
+					method, ulen, url, opts->max_body);
+			goto out;
+		}
+		if (cc == CURLE_OK) {
+			if (resp->status == 429 || resp->status >= 500)
+				continue;
+			goto out;
+		}
+		if (!transient((CURLcode)cc))
+			break;
+	}
+	if (cc == CURLE_OK) /* retries exhausted on 429/5xx: hand it back */
+		goto out;
+	rc = cc == CURLE_OPERATION_TIMEDOUT ? -SR_ETIMEOUT : -SR_EHTTP;
+	sr_err_set(e, rc, "%s %.*s: %s (after %d attempt%s)", method, ulen, url,
+		   errbuf[0] ? errbuf : curl_easy_strerror((CURLcode)cc),
+		   resp->attempts, resp->attempts == 1 ? "" : "s");
+	resp_reset(resp);
+	goto out;
+oom:
+	resp_reset(resp);
+	rc = sr_err_set(e, -ENOMEM, "%s %.*s: out of memory", method, ulen, url);
+out:
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+int sr_http_resp_header(const struct sr_http_resp *r, const char *name,
+			char *buf, size_t n)
+{
+	size_t nl = strlen(name);
+	const char *p = r != NULL ? r->headers : NULL;
+
+	while (p != NULL && *p != '\0') {
+		const char *eol = strchr(p, '\n');
+		size_t ll = eol != NULL ? (size_t)(eol - p) : strlen(p);
+
+		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1, *end = p + ll;
+
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			while (end > v && (end[-1] == '\r' || end[-1] == ' '))
+				end--;
+			if (n > 0) {
+				size_t k = (size_t)(end - v) < n - 1 ? (size_t)(end - v) : n - 1;
+
+				memcpy(buf, v, k);
+				buf[k] = '\0';
+			}
+			return 0;
+		}
+		p = eol != NULL ? eol + 1 : NULL;
+	}
+	return -SR_ENOTFOUND;
+}
+
+void sr_http_resp_free(struct sr_http_resp *r)
+{
+	if (r == NULL)
+		return;
+	resp_reset(r);
+}
