@@ -103,6 +103,7 @@ struct ledger_event {
 	const char *provider;     /* where it happened; may be NULL */
 	const char *region;
 	const char *zone;
+	const char *instance_type;
 	int64_t at_ns;            /* Unix epoch ns */
 	int64_t value_ns;         /* see kind, >= 0 (time-scaled, like billed_ns) */
 	/* $/h of the lost resource: for a preemption the (sum over the gang
