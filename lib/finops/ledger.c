@@ -45,8 +45,8 @@ static const char *const schema_v1[] = {
 	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
 	" list_price INTEGER NOT NULL CHECK (list_price >= 0),"
 	" reserved_price INTEGER CHECK (reserved_price >= 0),"
-	" job_id TEXT,"
-	" node_id TEXT NOT NULL CHECK (node_id <> ''),"
+	" job_id INTEGER CHECK (job_id > 0),"
+	" node_id INTEGER NOT NULL CHECK (node_id > 0),"
 	" busy INTEGER NOT NULL CHECK (busy IN (0, 1)),"
 	" util_permille INTEGER CHECK (util_permille BETWEEN 0 AND 1000),"
 	" start_ns INTEGER NOT NULL,"
@@ -67,8 +67,8 @@ static const char *const schema_v1[] = {
 	"CREATE TABLE IF NOT EXISTS ledger_event ("
 	" id INTEGER PRIMARY KEY,"
 	" kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),"
-	" job_id TEXT NOT NULL CHECK (job_id <> ''),"
-	" node_id TEXT,"
+	" job_id INTEGER NOT NULL CHECK (job_id > 0),"
+	" node_id INTEGER CHECK (node_id > 0),"
 	" provider TEXT,"
 	" region TEXT,"
 	" zone TEXT,"
@@ -202,10 +202,12 @@ static int validate_row(const struct ledger_row *r, struct sr_err *e)
 		rc = check_str(r->region, "region", e);
 	if (!rc)
 		rc = check_str(r->instance_type, "instance_type", e);
-	if (!rc)
-		rc = check_str(r->node_id, "node_id", e);
 	if (rc)
 		return rc;
+	if (r->node_id <= 0)
+		return sr_err_set(e, -EINVAL, "ledger row: node_id: not positive");
+	if (r->job_id < 0)
+		return sr_err_set(e, -EINVAL, "ledger row: job_id: negative");
 	if (!ledger_pricing_name(r->pricing))
 		return sr_err_set(e, -EINVAL, "ledger row: pricing: unknown value %d",
 				  (int)r->pricing);
@@ -263,8 +265,9 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 	sqlite3_bind_int64(st, 9, r->list_price);
 	if (r->reserved_price >= 0)
 		sqlite3_bind_int64(st, 10, r->reserved_price);
-	finops__bind_text_or_null(st, 11, r->job_id);
-	sqlite3_bind_text(st, 12, r->node_id, -1, SQLITE_STATIC);
+	if (r->job_id > 0)
+		sqlite3_bind_int64(st, 11, r->job_id);
+	sqlite3_bind_int64(st, 12, r->node_id);
 	sqlite3_bind_int(st, 13, r->busy ? 1 : 0);
 	if (r->util_permille >= 0)
 		sqlite3_bind_int(st, 14, r->util_permille);
@@ -281,8 +284,9 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		rc = finops__db_err(db, sqlite3_extended_errcode(db), e,
 				    "ledger_append");
 		if (rc == -SR_ECONFLICT)
-			sr_err_set(e, rc, "ledger_append: node %s already billed "
-				   "from %lld", r->node_id, (long long)r->start_ns);
+			sr_err_set(e, rc, "ledger_append: node %lld already billed "
+				   "from %lld", (long long)r->node_id,
+				   (long long)r->start_ns);
 		goto out;
 	}
 	if (out_cost)
@@ -305,9 +309,10 @@ int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 	if (ev->kind < LEDGER_EV_PREEMPTION || ev->kind > LEDGER_EV_CKPT_STALL)
 		return sr_err_set(e, -EINVAL, "ledger event: kind: unknown value %d",
 				  (int)ev->kind);
-	rc = check_str(ev->job_id, "job_id", e);
-	if (rc)
-		return rc;
+	if (ev->job_id <= 0)
+		return sr_err_set(e, -EINVAL, "ledger event: job_id: not positive");
+	if (ev->node_id < 0)
+		return sr_err_set(e, -EINVAL, "ledger event: node_id: negative");
 	if (ev->value_ns < 0)
 		return sr_err_set(e, -EINVAL, "ledger event: value_ns: negative");
 	if (ev->unit_price < 0)
@@ -316,8 +321,9 @@ int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 	if (rc)
 		return rc;
 	sqlite3_bind_int(st, 1, (int)ev->kind);
-	sqlite3_bind_text(st, 2, ev->job_id, -1, SQLITE_STATIC);
-	finops__bind_text_or_null(st, 3, ev->node_id);
+	sqlite3_bind_int64(st, 2, ev->job_id);
+	if (ev->node_id > 0)
+		sqlite3_bind_int64(st, 3, ev->node_id);
 	finops__bind_text_or_null(st, 4, ev->provider);
 	finops__bind_text_or_null(st, 5, ev->region);
 	finops__bind_text_or_null(st, 6, ev->zone);

@@ -65,8 +65,8 @@ struct ledger_row {
 	sr_micros reserved_price;   /* reserved $/h baseline, or LEDGER_PRICE_UNKNOWN */
 
 	/* what */
-	const char *job_id;         /* NULL if the node served no job */
-	const char *node_id;        /* required */
+	int64_t job_id;             /* the job's id, 0 if the node served none */
+	int64_t node_id;            /* the node's id, > 0 */
 	bool busy;                  /* a workload ran and utilisation >= threshold */
 	int util_permille;          /* mean utilisation 0..1000, -1 if unknown */
 
@@ -98,8 +98,8 @@ enum ledger_event_kind {
 
 struct ledger_event {
 	enum ledger_event_kind kind;
-	const char *job_id;       /* required */
-	const char *node_id;      /* may be NULL */
+	int64_t job_id;           /* > 0 */
+	int64_t node_id;          /* 0 if not about one node */
 	const char *provider;     /* where it happened; may be NULL */
 	const char *region;
 	const char *zone;
