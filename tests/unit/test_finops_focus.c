@@ -1,0 +1,518 @@
+/*
+ * test_finops_focus.c - the FOCUS 1.2 export: every value rule we
+ * implement is checked on every row, and the cost columns add up to the
+ * report totals that `spotrun cost --json` prints.
+ */
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/timeutil.h"
+#include "finops/focus.h"
+#include "finops/ledger.h"
+#include "finops/report.h"
+
+#define HOUR_NS (INT64_C(3600) * SR_NS_PER_SEC)
+/* 2026-11-30T23:59:58.5Z: rows start just before a month boundary */
+#define T0 (INT64_C(1796083198) * SR_NS_PER_SEC + 500000000)
+
+#define MAXF 64
+#define MAXR 64
+
+struct csv {
+	int nrows;            /* including the header */
+	int nf[MAXR];
+	char *f[MAXR][MAXF];  /* NULL-free; "" for empty */
+	int quoted[MAXR][MAXF];
+};
+
+/* Minimal RFC 4180 parser; requires CRLF line ends. */
+static void csv_parse(const char *s, struct csv *c)
+{
+	memset(c, 0, sizeof *c);
+	while (*s) {
+		int r = c->nrows++;
+
+		assert_true(r < MAXR);
+		for (;;) {
+			char buf[1024];
+			size_t n = 0;
+			int q = 0;
+
+			if (*s == '"') {
+				q = 1;
+				s++;
+				for (;;) {
+					assert_true(*s != '\0');
+					if (*s == '"' && s[1] == '"') {
+						buf[n++] = '"';
+						s += 2;
+					} else if (*s == '"') {
+						s++;
+						break;
+					} else {
+						buf[n++] = *s++;
+					}
+					assert_true(n < sizeof buf);
+				}
+			} else {
+				while (*s && *s != ',' && *s != '\r' && *s != '\n') {
+					assert_true(*s != '"');
+					buf[n++] = *s++;
+					assert_true(n < sizeof buf);
+				}
+			}
+			buf[n] = '\0';
+			assert_true(c->nf[r] < MAXF);
+			c->quoted[r][c->nf[r]] = q;
+			c->f[r][c->nf[r]++] = strdup(buf);
+			if (*s == ',') {
+				s++;
+				continue;
+			}
+			assert_true(s[0] == '\r' && s[1] == '\n'); /* CRLF */
+			s += 2;
+			break;
+		}
+	}
+}
+
+static void csv_free(struct csv *c)
+{
+	for (int r = 0; r < c->nrows; r++)
+		for (int i = 0; i < c->nf[r]; i++)
+			free(c->f[r][i]);
+}
+
+static int col(const struct csv *c, const char *name)
+{
+	for (int i = 0; i < c->nf[0]; i++)
+		if (!strcmp(c->f[0][i], name))
+			return i;
+	fail_msg("no column %s", name);
+	return -1;
+}
+
+static const char *val(const struct csv *c, int r, const char *name)
+{
+	return c->f[r][col(c, name)];
+}
+
+/* NumericFormat: optional '-', digits, optional '.digits'; no '+', no
+ * separators, exponent, currency or unit. */
+static int is_focus_number(const char *s)
+{
+	const char *p = s;
+
+	if (*p == '-')
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return *p == '\0';
+}
+
+/* DateTimeFormat: exactly YYYY-MM-DDTHH:mm:ssZ. */
+static int is_focus_datetime(const char *s)
+{
+	static const char pat[] = "dddd-dd-ddTdd:dd:ddZ";
+
+	if (strlen(s) != sizeof pat - 1)
+		return 0;
+	for (size_t i = 0; pat[i]; i++) {
+		if (pat[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != pat[i])
+			return 0;
+	}
+	return 1;
+}
+
+static int64_t ts(const char *s)
+{
+	int64_t ns = 0;
+
+	assert_int_equal(sr_time_parse_rfc3339(s, &ns, NULL), 0);
+	return ns;
+}
+
+/* Decimal string to micro-units exactly (up to 6 decimals) - only for
+ * money columns. */
+static int64_t micros(const char *s)
+{
+	sr_micros m = 0;
+
+	assert_int_equal(sr_money_parse(s, &m, NULL), 0);
+	return m;
+}
+
+static sqlite3 *fixture(void)
+{
+	sqlite3 *db = NULL;
+	struct sr_err e;
+	struct ledger_row r = {
+		.provider = "aws", .region = "us-east-1", .zone = "us-east-1a",
+		.instance_type = "p3.2xlarge", .accelerator = "V100", .gpus = 1,
+		.pricing = LEDGER_DYNAMIC, .unit_price = 918700,
+		.list_price = 3060000, .reserved_price = 1950000, .job_id = 4,
+		.node_id = 9, .busy = true, .util_permille = 873,
+		.start_ns = T0, .end_ns = T0 + 1 * SR_NS_PER_SEC,
+		.billed_ns = HOUR_NS,
+	};
+
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+	assert_int_equal(ledger_migrate(db, &e), 0);
+	/* 40 one-second intervals, time-scaled to odd durations, crossing
+	 * into December; a mix of pricing categories, idle rows, a node
+	 * with no job, a CPU-only node, unknown reserved price/utilisation,
+	 * and a zone name that needs CSV quoting. */
+	for (int i = 0; i < 40; i++) {
+		r.start_ns = T0 + (int64_t)i * SR_NS_PER_SEC;
+		r.end_ns = r.start_ns + SR_NS_PER_SEC - (i % 3) * 1000;
+		r.billed_ns = HOUR_NS + (int64_t)i * 1234567891;
+		r.node_id = 9 + i % 4;
+		r.busy = i % 5 != 0;
+		r.pricing = (enum ledger_pricing)(i % 3);
+		r.unit_price = r.pricing == LEDGER_DYNAMIC ? 918700 + i :
+			       r.pricing == LEDGER_COMMITTED ? 1950000 : 3060000;
+		r.job_id = i % 7 == 0 ? 0 : 4 + i % 2;
+		r.reserved_price = i % 6 == 0 ? LEDGER_PRICE_UNKNOWN : 1950000;
+		r.util_permille = i % 4 == 0 ? -1 : 10 * i;
+		r.accelerator = i % 8 == 3 ? NULL : "V100";
+		r.gpus = r.accelerator ? 1 + i % 2 : 0;
+		r.zone = i % 9 == 4 ? "zone \"b\", east" : (i % 10 == 5 ? NULL : "us-east-1a");
+		assert_int_equal(ledger_append(db, &r, NULL, &e), 0);
+	}
+	return db;
+}
+
+static char *export(sqlite3 *db, const struct finops_filter *f, size_t *n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	struct finops_focus_opts o = { "acct-1", "Research" };
+	struct sr_err e;
+
+	assert_non_null(mem);
+	assert_int_equal(finops_focus_write(db, f, &o, mem, n, &e), 0);
+	fclose(mem);
+	return buf;
+}
+
+static void test_columns(void **state)
+{
+	static const char *const mandatory[] = {
+		"BilledCost", "BillingAccountId", "BillingAccountName",
+		"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+		"ChargeCategory", "ChargeClass", "ChargeDescription",
+		"ChargePeriodStart", "ChargePeriodEnd", "ContractedCost",
+		"EffectiveCost", "InvoiceIssuerName", "ListCost",
+		"PricingQuantity", "PricingUnit", "ProviderName",
+		"PublisherName", "ServiceCategory", "ServiceName",
+	};
+	static const char *const extra[] = {
+		"PricingCategory", "RegionId", "RegionName", "ResourceId",
+		"ResourceType", "ConsumedQuantity", "ConsumedUnit",
+		"ListUnitPrice", "SkuId", "Tags",
+	};
+	size_t n = finops_focus_ncolumns(), nmand = sizeof mandatory / sizeof mandatory[0];
+	int seen_custom = 0;
+
+	(void)state;
+	/* the 21 mandatory columns come first */
+	for (size_t i = 0; i < nmand; i++)
+		assert_string_equal(finops_focus_columns[i], mandatory[i]);
+	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+		size_t j;
+
+		for (j = 0; j < n && strcmp(finops_focus_columns[j], extra[i]); j++)
+			;
+		assert_true(j < n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *c = finops_focus_columns[i];
+
+		/* custom columns last, x_ prefixed; all ids alphanumeric
+		 * PascalCase (after the prefix), unique, <= 50 chars */
+		if (!strncmp(c, "x_", 2)) {
+			seen_custom = 1;
+			c += 2;
+		} else {
+			assert_false(seen_custom);
+		}
+		assert_true(isupper((unsigned char)c[0]));
+		for (const char *p = c; *p; p++)
+			assert_true(isalnum((unsigned char)*p));
+		assert_true(strlen(finops_focus_columns[i]) <= 50);
+		for (size_t j = i + 1; j < n; j++)
+			assert_string_not_equal(finops_focus_columns[i],
+						finops_focus_columns[j]);
+	}
+	assert_true(seen_custom);
+}
+
+static void test_number_format(void **state)
+{
+	char b[64];
+
+	(void)state;
+	assert_int_equal(finops_fmt_micros(460000, b, sizeof b), 4);
+	assert_string_equal(b, "0.46");
+	finops_fmt_micros(12000000, b, sizeof b);
+	assert_string_equal(b, "12");
+	finops_fmt_micros(0, b, sizeof b);
+	assert_string_equal(b, "0");
+	finops_fmt_micros(-500000, b, sizeof b);
+	assert_string_equal(b, "-0.5");
+	finops_fmt_micros(1234567890123, b, sizeof b);
+	assert_string_equal(b, "1234567.890123"); /* no separators */
+	finops_fmt_hours(HOUR_NS / 2, b, sizeof b);
+	assert_string_equal(b, "0.5");
+	finops_fmt_hours(SR_NS_PER_SEC, b, sizeof b);
+	assert_string_equal(b, "0.000277777778");
+	finops_fmt_hours(0, b, sizeof b);
+	assert_string_equal(b, "0");
+	assert_int_equal(finops_fmt_micros(1, b, 3), -ENOSPC);
+}
+
+static void test_rows_follow_rules(void **state)
+{
+	sqlite3 *db = fixture();
+	size_t n = 0;
+	char *buf = export(db, NULL, &n);
+	struct csv c;
+	int ncols = (int)finops_focus_ncolumns();
+
+	(void)state;
+	csv_parse(buf, &c);
+	assert_int_equal(n, 40);
+	assert_int_equal(c.nrows, 41);
+	for (int i = 0; i < ncols; i++)
+		assert_string_equal(c.f[0][i], finops_focus_columns[i]);
+	for (int r = 1; r < c.nrows; r++) {
+		static const char *const numeric[] = {
+			"BilledCost", "ContractedCost", "EffectiveCost", "ListCost",
+			"PricingQuantity", "ConsumedQuantity", "ListUnitPrice",
+			"x_AcceleratorCount", "x_Utilization", "x_ReservedUnitPrice",
+			"x_ReservedCost", "x_IdleCost", "x_JobId", "x_NodeId",
+		};
+		static const char *const dates[] = {
+			"BillingPeriodStart", "BillingPeriodEnd",
+			"ChargePeriodStart", "ChargePeriodEnd",
+		};
+		static const char *const not_null[] = {
+			"BilledCost", "BillingAccountId", "BillingAccountName",
+			"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+			"ChargeCategory", "ChargeDescription", "ChargePeriodStart",
+			"ChargePeriodEnd", "ContractedCost", "EffectiveCost",
+			"InvoiceIssuerName", "ListCost", "PricingQuantity",
+			"PricingUnit", "ProviderName", "PublisherName",
+			"ServiceCategory", "ServiceName", "PricingCategory",
+			"RegionId", "RegionName", "ResourceId", "ResourceType",
+			"ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "SkuId",
+			"Tags", "x_NodeId", "x_UsageState", "x_IdleCost",
+		};
+		int64_t bps, bpe, cps, cpe;
+
+		assert_int_equal(c.nf[r], ncols);
+		/* NullHandling: a value is either absent (empty, unquoted)
+		 * or a real value - never whitespace or a placeholder */
+		for (int i = 0; i < ncols; i++) {
+			const char *v = c.f[r][i];
+
+			if (!*v) {
+				assert_false(c.quoted[r][i]);
+				continue;
+			}
+			assert_true(strspn(v, " \t") < strlen(v));
+			assert_string_not_equal(v, "NULL");
+			assert_string_not_equal(v, "N/A");
+			assert_string_not_equal(v, "Not Applicable");
+		}
+		for (size_t i = 0; i < sizeof not_null / sizeof not_null[0]; i++)
+			assert_true(*val(&c, r, not_null[i]));
+		for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+			const char *v = val(&c, r, numeric[i]);
+
+			assert_true(!*v || is_focus_number(v));
+		}
+		for (size_t i = 0; i < sizeof dates / sizeof dates[0]; i++)
+			assert_true(is_focus_datetime(val(&c, r, dates[i])));
+		/* allowed values */
+		assert_string_equal(val(&c, r, "ChargeCategory"), "Usage");
+		assert_string_equal(val(&c, r, "ChargeClass"), "");
+		assert_string_equal(val(&c, r, "BillingCurrency"), "USD");
+		assert_string_equal(val(&c, r, "ServiceCategory"), "Compute");
+		assert_string_equal(val(&c, r, "PricingUnit"), "Hours");
+		assert_string_equal(val(&c, r, "ConsumedUnit"), "Hours");
+		assert_string_equal(val(&c, r, "ProviderName"), "Amazon Web Services");
+		assert_string_equal(val(&c, r, "BillingAccountId"), "acct-1");
+		assert_true(!strcmp(val(&c, r, "PricingCategory"), "Standard") ||
+			    !strcmp(val(&c, r, "PricingCategory"), "Dynamic") ||
+			    !strcmp(val(&c, r, "PricingCategory"), "Committed"));
+		assert_true(!strcmp(val(&c, r, "x_UsageState"), "Busy") ||
+			    !strcmp(val(&c, r, "x_UsageState"), "Idle"));
+		/* periods: start < end, charge period inside the billing
+		 * period, billing period = one calendar month */
+		bps = ts(val(&c, r, "BillingPeriodStart"));
+		bpe = ts(val(&c, r, "BillingPeriodEnd"));
+		cps = ts(val(&c, r, "ChargePeriodStart"));
+		cpe = ts(val(&c, r, "ChargePeriodEnd"));
+		assert_true(cps < cpe);
+		assert_true(bps <= cps && cpe <= bpe + SR_NS_PER_SEC);
+		assert_true(bps < cps + 1 && cps < bpe);
+		assert_string_equal(val(&c, r, "BillingPeriodStart") + 7, "-01T00:00:00Z");
+		assert_string_equal(val(&c, r, "BillingPeriodEnd") + 7, "-01T00:00:00Z");
+		/* ListUnitPrice x PricingQuantity = ListCost to the micro-dollar;
+		 * ContractedCost = ListCost; EffectiveCost = BilledCost */
+		{
+			double lup = strtod(val(&c, r, "ListUnitPrice"), NULL);
+			double qty = strtod(val(&c, r, "PricingQuantity"), NULL);
+			double lc = strtod(val(&c, r, "ListCost"), NULL);
+
+			assert_true(lup * qty - lc < 0.0000005 + 1e-9 &&
+				    lc - lup * qty < 0.0000005 + 1e-9);
+			assert_string_equal(val(&c, r, "ConsumedQuantity"),
+					    val(&c, r, "PricingQuantity"));
+		}
+		assert_string_equal(val(&c, r, "ContractedCost"), val(&c, r, "ListCost"));
+		assert_string_equal(val(&c, r, "EffectiveCost"), val(&c, r, "BilledCost"));
+		/* idle cost is the billed cost of idle rows, 0 otherwise */
+		if (!strcmp(val(&c, r, "x_UsageState"), "Idle"))
+			assert_string_equal(val(&c, r, "x_IdleCost"), val(&c, r, "BilledCost"));
+		else
+			assert_string_equal(val(&c, r, "x_IdleCost"), "0");
+		/* Tags: a JSON object of unique keys with scalar values */
+		{
+			json_t *t = json_loads(val(&c, r, "Tags"), 0, NULL);
+			const char *k;
+			json_t *v;
+
+			assert_non_null(t);
+			assert_true(json_is_object(t));
+			json_object_foreach(t, k, v) {
+				assert_false(json_is_object(v) || json_is_array(v));
+				assert_int_equal(strncmp(k, "spotrun/", 8), 0);
+			}
+			json_decref(t);
+		}
+		/* RegionName filled whenever RegionId is */
+		assert_true(!*val(&c, r, "RegionId") == !*val(&c, r, "RegionName"));
+	}
+	/* the row whose zone needs quoting round-trips exactly */
+	{
+		int found = 0;
+
+		for (int r = 1; r < c.nrows; r++)
+			found |= !strcmp(val(&c, r, "AvailabilityZone"), "zone \"b\", east");
+		assert_true(found);
+	}
+	/* rows crossing into December get December's billing period */
+	assert_string_equal(val(&c, 1, "BillingPeriodStart"), "2026-11-01T00:00:00Z");
+	assert_string_equal(val(&c, 1, "BillingPeriodEnd"), "2026-12-01T00:00:00Z");
+	assert_string_equal(val(&c, 40, "BillingPeriodStart"), "2026-12-01T00:00:00Z");
+	csv_free(&c);
+	free(buf);
+	sqlite3_close(db);
+}
+
+/* The report totals (what `spotrun cost --json` prints) equal the column
+ * sums of the FOCUS rows, for the same filter. */
+static void test_sums_match_report(void **state)
+{
+	sqlite3 *db = fixture();
+	struct finops_filter filters[] = {
+		{ 0, 0, 0 },
+		{ T0 + 10 * SR_NS_PER_SEC, 0, 0 },
+		{ 0, 0, 5 },
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
+		struct finops_report rep;
+		struct sr_err e;
+		size_t n;
+		char *buf = export(db, &filters[k], &n);
+		struct csv c;
+		int64_t billed = 0, eff = 0, list = 0, idle = 0, rcost = 0;
+
+		csv_parse(buf, &c);
+		for (int r = 1; r < c.nrows; r++) {
+			billed += micros(val(&c, r, "BilledCost"));
+			eff += micros(val(&c, r, "EffectiveCost"));
+			list += micros(val(&c, r, "ListCost"));
+			idle += micros(val(&c, r, "x_IdleCost"));
+			if (*val(&c, r, "x_ReservedCost"))
+				rcost += micros(val(&c, r, "x_ReservedCost"));
+		}
+		assert_int_equal(finops_report_build(db, &filters[k], FINOPS_BY_DAY,
+						     &rep, &e), 0);
+		assert_int_equal((int64_t)n, rep.total.rows);
+		assert_int_equal(billed, rep.total.cost);
+		assert_int_equal(eff, rep.total.cost);
+		assert_int_equal(list, rep.total.list_cost);
+		assert_int_equal(list - eff, rep.total.savings_vs_list);
+		assert_int_equal(idle, rep.total.idle_cost);
+		assert_int_equal(rcost, rep.total.reserved_cost);
+		assert_true(n > 0);
+		finops_report_free(&rep);
+		csv_free(&c);
+		free(buf);
+	}
+	sqlite3_close(db);
+}
+
+static void test_export_file(void **state)
+{
+	sqlite3 *db = fixture();
+	char dir[] = "/tmp/focus-XXXXXX", path[64];
+	struct sr_err e;
+	size_t n = 0;
+	FILE *f;
+	char head[32];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/out.csv", dir);
+	assert_int_equal(finops_focus_export(db, NULL, NULL, path, &n, &e), 0);
+	assert_int_equal(n, 40);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(head, sizeof head, f));
+	assert_int_equal(strncmp(head, "BilledCost,BillingAccountId", 27), 0);
+	fclose(f);
+	unlink(path);
+	/* an unwritable destination is an error naming the path */
+	snprintf(path, sizeof path, "%s/missing/out.csv", dir);
+	assert_true(finops_focus_export(db, NULL, NULL, path, &n, &e) < 0);
+	assert_non_null(strstr(e.msg, "missing"));
+	rmdir(dir);
+	sqlite3_close(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_columns),
+		cmocka_unit_test(test_number_format),
+		cmocka_unit_test(test_rows_follow_rules),
+		cmocka_unit_test(test_sums_match_report),
+		cmocka_unit_test(test_export_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
