@@ -19,7 +19,9 @@
  *   - cost = sr_money_cost(unit_price, billed_ns), and the same for
  *     list_cost / reserved_cost, computed once here so every report
  *     derived from the table agrees to the micro-dollar;
- *   - end_ns > start_ns, billed_ns >= 0, prices >= 0.
+ *   - end_ns > start_ns, billed_ns >= 0, prices >= 0;
+ *   - a row never crosses a UTC month boundary (FOCUS billing periods are
+ *     calendar months): ledger_append splits such an interval.
  *
  * Schema history: version 1 = the tables above.
  */
@@ -27,6 +29,9 @@
 #include <strings.h>
 
 #include <stdio.h>
+#include <time.h>
+
+#include "common/timeutil.h"
 #include "dbutil.h"
 #include "ledger.h"
 
@@ -231,8 +236,8 @@ static int validate_row(const struct ledger_row *r, struct sr_err *e)
 	return 0;
 }
 
-int ledger_append(sqlite3 *db, const struct ledger_row *r,
-		  sr_micros *out_cost, struct sr_err *e)
+static int insert_row(sqlite3 *db, const struct ledger_row *r,
+		      sr_micros *out_cost, struct sr_err *e)
 {
 	static const char sql[] =
 		"INSERT INTO ledger (provider, region, zone, instance_type,"
@@ -245,11 +250,6 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 	sr_micros cost;
 	int rc, src;
 
-	if (out_cost)
-		*out_cost = 0;
-	rc = validate_row(r, e);
-	if (rc)
-		return rc;
 	rc = finops__prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
@@ -293,6 +293,69 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		*out_cost = cost;
 out:
 	sqlite3_finalize(st);
+	return rc;
+}
+
+/* First instant of the UTC month after the one containing ns. */
+static int64_t next_month_ns(int64_t ns)
+{
+	time_t t = (time_t)(ns / SR_NS_PER_SEC);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_mon += 1;
+	return (int64_t)timegm(&tm) * SR_NS_PER_SEC;
+}
+
+/* An interval that crosses a UTC month boundary is stored as one row per
+ * month, with billed_ns split in proportion to wall-clock time, so that
+ * every row - and every FOCUS row - lies inside one billing period.  The
+ * parts are inserted under one savepoint: all or none. */
+int ledger_append(sqlite3 *db, const struct ledger_row *r,
+		  sr_micros *out_cost, struct sr_err *e)
+{
+	struct ledger_row part = *r;
+	sr_micros total = 0, c;
+	int64_t billed_left = r->billed_ns;
+	int rc, nested = 0;
+
+	if (out_cost)
+		*out_cost = 0;
+	rc = validate_row(r, e);
+	if (rc)
+		return rc;
+	if (next_month_ns(r->start_ns) >= r->end_ns)
+		return insert_row(db, r, out_cost, e);
+	rc = sqlite3_exec(db, "SAVEPOINT ledger_split", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return finops__db_err(db, rc, e, "ledger_append");
+	nested = 1;
+	while (part.start_ns < r->end_ns) {
+		part.end_ns = next_month_ns(part.start_ns);
+		if (part.end_ns >= r->end_ns) {
+			part.end_ns = r->end_ns;
+			part.billed_ns = billed_left;
+		} else {
+			part.billed_ns = (int64_t)((__int128)r->billed_ns *
+						   (part.end_ns - part.start_ns) /
+						   (r->end_ns - r->start_ns));
+		}
+		billed_left -= part.billed_ns;
+		rc = insert_row(db, &part, &c, e);
+		if (rc)
+			goto out;
+		total += c;
+		part.start_ns = part.end_ns;
+	}
+	if (out_cost)
+		*out_cost = total;
+out:
+	if (nested && rc)
+		sqlite3_exec(db, "ROLLBACK TO ledger_split", NULL, NULL, NULL);
+	if (nested)
+		sqlite3_exec(db, "RELEASE ledger_split", NULL, NULL, NULL);
 	return rc;
 }
 

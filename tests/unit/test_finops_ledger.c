@@ -111,6 +111,50 @@ static void test_append_only(void **state)
 	sqlite3_close(db);
 }
 
+static void test_append_splits_at_month_end(void **state)
+{
+	sqlite3 *db = open_db();
+	/* 2026-11-30T23:00:00Z .. 2026-12-01T01:00:00Z, billed 2 h */
+	int64_t start = INT64_C(1796079600) * SR_NS_PER_SEC;
+	struct ledger_row r = row(7, 3, start, 2 * HOUR_NS, 920000, true);
+	struct ledger_row blocker = row(8, 3, start + HOUR_NS, HOUR_NS, 1, true);
+	sqlite3_stmt *st;
+	sr_micros cost = 0;
+	struct sr_err e;
+
+	(void)state;
+	r.end_ns = start + 2 * HOUR_NS;
+	assert_int_equal(ledger_append(db, &r, &cost, &e), 0);
+	assert_int_equal(cost, 1840000);
+	assert_int_equal(sqlite3_prepare_v2(db,
+		"SELECT start_ns, end_ns, billed_ns, cost FROM ledger ORDER BY start_ns",
+		-1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), start);
+	assert_int_equal(sqlite3_column_int64(st, 1), start + HOUR_NS);
+	assert_int_equal(sqlite3_column_int64(st, 2), HOUR_NS);
+	assert_int_equal(sqlite3_column_int64(st, 3), 920000);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), start + HOUR_NS);
+	assert_int_equal(sqlite3_column_int64(st, 1), start + 2 * HOUR_NS);
+	assert_int_equal(sqlite3_column_int64(st, 2), HOUR_NS);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	/* a conflict on the December part rolls back the November part:
+	 * node 8 already has a row starting at midnight */
+	assert_int_equal(ledger_append(db, &blocker, NULL, &e), 0);
+	r.node_id = 8;
+	r.start_ns = start - HOUR_NS;
+	assert_int_equal(ledger_append(db, &r, NULL, &e), -SR_ECONFLICT);
+	assert_int_equal(sqlite3_prepare_v2(db,
+		"SELECT count(*) FROM ledger WHERE node_id = 8", -1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 static void test_append_validates(void **state)
 {
 	sqlite3 *db = open_db();
@@ -335,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_append_computes_cost),
 		cmocka_unit_test(test_append_only),
 		cmocka_unit_test(test_append_validates),
+		cmocka_unit_test(test_append_splits_at_month_end),
 		cmocka_unit_test(test_pricing_names),
 		cmocka_unit_test(test_report_total),
 		cmocka_unit_test(test_report_groups),
