@@ -38,6 +38,15 @@ LDSAN := -fsanitize=address,undefined
 endif
 CFLAGS_ALL := $(CFLAGS_BASE) $(CFLAGS)
 
+# Quiet by default; `make V=1` prints every command.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
 EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml \
 	-lssl -lcrypto -lpthread -ldl -lm
 
@@ -50,7 +59,8 @@ STATIC_LIBS := $(foreach l,$(LIBDIRS),$(call LIB_A,$(l)))
 define lib_rule
 $(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c))
 	@mkdir -p $$(dir $$@)
-	rm -f $$@ && ar rcs $$@ $$^
+	$$(call say,AR,$$@)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
 endef
 $(foreach l,$(LIBDIRS),$(eval $(call lib_rule,$(l))))
 
@@ -61,7 +71,8 @@ SHARED_LIBS := $(CKPT_SO)
 endif
 $(CKPT_SO): $(CKPT_SO_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ $(LDSAN) $(EXTLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -o $@ $^ $(LDSAN) $(EXTLIBS)
 
 LINK_LIBS = -Wl,--start-group $(STATIC_LIBS) -Wl,--end-group $(EXTLIBS)
 
@@ -74,7 +85,8 @@ BINS := $(foreach b,spotrun spotrund spotrun-agent,$(if $(wildcard $(BIN_$(b))/*
 define bin_rule
 $(BUILD)/bin/$(1): $(call obj,$(wildcard $(BIN_$(1))/*.c)) $(STATIC_LIBS)
 	@mkdir -p $$(dir $$@)
-	$$(CC) -o $$@ $(call obj,$(wildcard $(BIN_$(1))/*.c)) $$(LDSAN) $$(LINK_LIBS)
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) -o $$@ $(call obj,$(wildcard $(BIN_$(1))/*.c)) $$(LDSAN) $$(LINK_LIBS)
 endef
 $(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
 
@@ -84,27 +96,32 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 # ---- fuzz targets (built with clang in build/fuzz) ----------------------
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzzbin/%,$(FUZZ_SRCS))
 $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build \
 	bench clean
 .DEFAULT_GOAL := all
+.SECONDARY:
 
 all: deps
 	@$(MAKE) --no-print-directory build

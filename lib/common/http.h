@@ -37,8 +37,13 @@ struct sr_http_resp {
  * NULL for defaults.
  * Returns 0 when a response was received (any status; check resp->status),
  * or a negative code (-SR_EHTTP, -SR_ETIMEOUT, -ENOMEM) with *e set when
- * every attempt failed at the transport level.  On return *resp is always
- * initialised and must be passed to sr_http_resp_free(). */
+ * every attempt failed at the transport level; a response body larger
+ * than opts->max_body fails with -EFBIG (not retried).  When retries run
+ * out on 429/5xx the last response is returned (rc 0).  Messages name the
+ * method and the URL without its query string.  On return *resp is always
+ * initialised and must be passed to sr_http_resp_free().
+ * A body with GET/DELETE/... is sent as given; POST/PUT without a body
+ * send an empty one.  "Expect: 100-continue" is never used. */
 int sr_http_request(const char *method, const char *url,
 		    const char *const *headers, const void *body,
 		    size_t body_len, const struct sr_http_opts *opts,

@@ -59,8 +59,9 @@ int sr_json_check_keys(json_t *obj, const char *const *allowed,
  * frees) or NULL on out-of-memory. */
 char *sr_json_dump(const json_t *v);
 
-/* Durably write v to path (temp file, fsync, rename, fsync dir), pretty
- * printed with sorted keys. */
+/* Durably write v to path (temp file, fsync, rename, fsync dir; see
+ * fsutil.h), pretty printed with sorted keys and a final newline, mode
+ * 0644.  Loading accepts any top-level value and rejects duplicate keys. */
 int sr_json_write_file(const json_t *v, const char *path, struct sr_err *e);
 
 #endif

@@ -50,7 +50,7 @@ struct sr_testsrv {
 	size_t nreqs;
 	sr_testsrv_fn fn;
 	void *ud;
-	volatile int stopping;
+	int stopping;       /* atomic: set by stop, read by delayed replies */
 };
 
 struct pending {
@@ -214,7 +214,7 @@ static struct route *route_find(struct sr_testsrv *s, const char *method,
 
 static void delay(struct sr_testsrv *s, int ms)
 {
-	while (ms > 0 && !s->stopping) {
+	while (ms > 0 && !__atomic_load_n(&s->stopping, __ATOMIC_RELAXED)) {
 		int step = ms < 10 ? ms : 10;
 		struct timespec ts = { 0, step * 1000000L };
 
@@ -250,6 +250,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	struct sr_testsrv_req *r;
 	struct reply rep = { 0 };
 	struct route *rt;
+	sr_testsrv_fn fn;
+	void *ud;
 	char *dbody = NULL, *dctype = NULL;
 	size_t dlen = 0;
 	int dstatus = 404;
@@ -288,6 +290,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 		if (rt->next + 1 < rt->n)
 			rt->next++;
 	}
+	fn = s->fn;
+	ud = s->ud;
 	pthread_mutex_unlock(&s->mu);
 
 	if (rt != NULL) {
@@ -295,8 +299,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 		return respond(c, rep.status, rep.ctype, rep.body,
 			       rep.body != NULL ? strlen(rep.body) : 0);
 	}
-	if (s->fn != NULL &&
-	    s->fn(s->ud, r, &dstatus, &dctype, &dbody, &dlen) == 0) {
+	if (fn != NULL && fn(ud, r, &dstatus, &dctype, &dbody, &dlen) == 0) {
 		ret = respond(c, dstatus, dctype, dbody != NULL ? dbody : "",
 			      dbody != NULL ? dlen : 0);
 		free(dbody);
@@ -476,7 +479,7 @@ void sr_testsrv_stop(struct sr_testsrv *s)
 {
 	if (s == NULL)
 		return;
-	s->stopping = 1;
+	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELAXED);
 	if (s->d != NULL)
 		MHD_stop_daemon(s->d);
 	for (size_t i = 0; i < s->nroutes; i++) {

@@ -88,7 +88,8 @@ int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e)
 {
 	const char *p = s, *why = "expected YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)";
 	int Y, M, D, h, mi, sec, oh = 0, om = 0, sign = 0;
-	int64_t frac = 0, secs, ns;
+	int64_t frac = 0, secs;
+	__int128 wide;
 	int nfrac = 0;
 
 	if (s == NULL)
@@ -148,10 +149,10 @@ int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e)
 		goto bad;
 	secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec;
 	secs -= sign * (oh * 3600 + om * 60);
-	if (__builtin_mul_overflow(secs, SR_NS_PER_SEC, &ns) ||
-	    __builtin_add_overflow(ns, frac, &ns))
+	wide = (__int128)secs * SR_NS_PER_SEC + frac;
+	if (wide > INT64_MAX || wide < INT64_MIN)
 		return sr_err_set(e, -ERANGE, "time '%s': outside the int64 nanosecond range", s);
-	*out_ns = ns;
+	*out_ns = (int64_t)wide;
 	return 0;
 bad:
 	return sr_err_set(e, -SR_EPARSE, "time '%.64s': %s", s, why);

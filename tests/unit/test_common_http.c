@@ -1,0 +1,354 @@
+/* Unit tests: lib/common/http.c against lib/common/testsrv.c */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/http.h"
+#include "common/testsrv.h"
+
+struct fx {
+	struct sr_testsrv *srv;
+	struct sr_http_opts o;
+	char url[256];
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return -1;
+	f->srv = sr_testsrv_start(0);
+	if (f->srv == NULL) {
+		free(f);
+		return -1;
+	}
+	sr_http_opts_default(&f->o);
+	f->o.backoff_base_ms = 1; /* keep retries quick */
+	f->o.backoff_max_ms = 5;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	sr_testsrv_stop(f->srv);
+	free(f);
+	return 0;
+}
+
+static const char *url(struct fx *f, const char *path)
+{
+	snprintf(f->url, sizeof(f->url), "%s%s", sr_testsrv_url(f->srv), path);
+	return f->url;
+}
+
+static void test_get_headers(void **state)
+{
+	struct fx *f = *state;
+	const char *const hdrs[] = { "X-Trace: abc-123", "Accept: application/json", NULL };
+	struct sr_http_resp r;
+	const struct sr_testsrv_req *q;
+	char v[64];
+
+	assert_int_equal(sr_testsrv_port(f->srv) > 0, 1);
+	assert_int_equal(sr_testsrv_reply(f->srv, "GET", "/meta", 200,
+					  "application/json", "{\"ok\":true}", 0), 0);
+	assert_int_equal(sr_http_request("GET", url(f, "/meta?x=1&y=%20"), hdrs,
+					 NULL, 0, &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.attempts, 1);
+	assert_string_equal(r.body, "{\"ok\":true}");
+	assert_int_equal(r.body_len, 11);
+	assert_int_equal(sr_http_resp_header(&r, "content-type", v, sizeof(v)), 0);
+	assert_string_equal(v, "application/json");
+	assert_int_equal(sr_http_resp_header(&r, "X-None", v, sizeof(v)), -SR_ENOTFOUND);
+	sr_http_resp_free(&r);
+
+	assert_int_equal(sr_testsrv_nreq(f->srv), 1);
+	q = sr_testsrv_req(f->srv, 0);
+	assert_non_null(q);
+	assert_null(sr_testsrv_req(f->srv, 1));
+	assert_string_equal(q->method, "GET");
+	assert_string_equal(q->path, "/meta");
+	assert_string_equal(q->query, "x=1&y=%20");
+	assert_int_equal(q->body_len, 0);
+	assert_int_equal(sr_testsrv_req_header(q, "x-trace", v, sizeof(v)), 0);
+	assert_string_equal(v, "abc-123");
+	assert_int_equal(sr_testsrv_req_header(q, "ACCEPT", v, sizeof(v)), 0);
+	assert_string_equal(v, "application/json");
+	assert_int_equal(sr_testsrv_req_header(q, "x-missing", v, sizeof(v)), -1);
+	assert_non_null(strstr(q->headers, "x-trace: abc-123\n"));
+}
+
+static void test_post_put_body(void **state)
+{
+	struct fx *f = *state;
+	const char *const hdrs[] = { "Content-Type: application/json", NULL };
+	size_t big_len = 3 << 20;
+	char *big = malloc(big_len);
+	struct sr_http_resp r;
+	const struct sr_testsrv_req *q;
+	char v[64];
+
+	assert_non_null(big);
+	for (size_t i = 0; i < big_len; i++)
+		big[i] = (char)('a' + i % 26);
+	sr_testsrv_reply(f->srv, "POST", "/hook", 201, "text/plain", "created", 0);
+	sr_testsrv_reply(f->srv, "PUT", "/bucket/obj", 200, NULL, "", 0);
+
+	assert_int_equal(sr_http_request("POST", url(f, "/hook"), hdrs,
+					 "{\"a\":1}", 7, &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(r.body, "created");
+	sr_http_resp_free(&r);
+
+	assert_int_equal(sr_http_request("PUT", url(f, "/bucket/obj"), NULL,
+					 big, big_len, &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "");
+	sr_http_resp_free(&r);
+
+	q = sr_testsrv_req(f->srv, 0);
+	assert_string_equal(q->method, "POST");
+	assert_int_equal(q->body_len, 7);
+	assert_string_equal(q->body, "{\"a\":1}");
+	assert_int_equal(sr_testsrv_req_header(q, "content-type", v, sizeof(v)), 0);
+	assert_string_equal(v, "application/json");
+	q = sr_testsrv_req(f->srv, 1);
+	assert_string_equal(q->method, "PUT");
+	assert_int_equal(q->body_len, big_len);
+	assert_memory_equal(q->body, big, big_len);
+	assert_int_equal(sr_testsrv_count(f->srv, "PUT", "/bucket/obj"), 1);
+	free(big);
+}
+
+static void test_retry_503_then_ok(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+
+	sr_testsrv_reply(f->srv, "GET", "/flaky", 503, NULL, "busy", 0);
+	sr_testsrv_reply(f->srv, "GET", "/flaky", 429, NULL, "slow down", 0);
+	sr_testsrv_reply(f->srv, "GET", "/flaky", 200, NULL, "fine", 0);
+	assert_int_equal(sr_http_request("GET", url(f, "/flaky"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.attempts, 3);
+	assert_string_equal(r.body, "fine");
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", "/flaky"), 3);
+	sr_http_resp_free(&r);
+}
+
+static void test_retries_exhausted(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+
+	f->o.max_retries = 2;
+	sr_testsrv_reply(f->srv, "GET", "/down", 500, NULL, "boom", 0);
+	assert_int_equal(sr_http_request("GET", url(f, "/down"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 500);
+	assert_int_equal(r.attempts, 3);
+	assert_string_equal(r.body, "boom");
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", "/down"), 3);
+	sr_http_resp_free(&r);
+}
+
+static void test_no_retry_on_4xx(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+
+	/* unrouted path: the server's 404 */
+	assert_int_equal(sr_http_request("GET", url(f, "/missing"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 404);
+	assert_int_equal(r.attempts, 1);
+	sr_http_resp_free(&r);
+	sr_testsrv_reply(f->srv, "DELETE", "/x", 403, NULL, "no", 0);
+	assert_int_equal(sr_http_request("DELETE", url(f, "/x"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 403);
+	assert_int_equal(r.attempts, 1);
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", "/missing"), 1);
+	assert_int_equal(sr_testsrv_count(f->srv, "DELETE", "/x"), 1);
+	sr_http_resp_free(&r);
+}
+
+static void test_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+
+	f->o.timeout_ms = 200;
+	f->o.max_retries = 1;
+	sr_testsrv_reply(f->srv, "GET", "/slow", 200, NULL, "late", 3000);
+	assert_int_equal(sr_http_request("GET", url(f, "/slow?sig=SECRET"), NULL,
+					 NULL, 0, &f->o, &r, &e), -SR_ETIMEOUT);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.attempts, 2);
+	assert_null(r.body);
+	assert_non_null(strstr(e.msg, "GET "));
+	assert_non_null(strstr(e.msg, "/slow"));
+	assert_null(strstr(e.msg, "SECRET"));
+	assert_non_null(strstr(e.msg, "after 2 attempts"));
+	sr_http_resp_free(&r);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+	char u[64];
+	struct sr_testsrv *tmp = sr_testsrv_start(0);
+
+	/* a port that was just free: start then stop a server on it */
+	assert_non_null(tmp);
+	snprintf(u, sizeof(u), "%s/", sr_testsrv_url(tmp));
+	sr_testsrv_stop(tmp);
+	f->o.max_retries = 2;
+	assert_int_equal(sr_http_request("GET", u, NULL, NULL, 0, &f->o, &r, &e),
+			 -SR_EHTTP);
+	assert_int_equal(r.attempts, 3);
+	assert_int_equal(e.code, -SR_EHTTP);
+	sr_http_resp_free(&r);
+	/* malformed URL: not retried */
+	assert_int_equal(sr_http_request("GET", "nope://x", NULL, NULL, 0, &f->o,
+					 &r, &e), -SR_EHTTP);
+	assert_int_equal(r.attempts, 1);
+	sr_http_resp_free(&r);
+}
+
+static void test_max_body(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+
+	f->o.max_body = 4;
+	sr_testsrv_reply(f->srv, "GET", "/big", 200, NULL, "0123456789", 0);
+	assert_int_equal(sr_http_request("GET", url(f, "/big"), NULL, NULL, 0,
+					 &f->o, &r, &e), -EFBIG);
+	assert_int_equal(r.attempts, 1);
+	assert_non_null(strstr(e.msg, "larger than 4 bytes"));
+	sr_http_resp_free(&r);
+}
+
+static int echo_handler(void *ud, const struct sr_testsrv_req *req,
+			int *status, char **ctype, char **body, size_t *len)
+{
+	int *calls = ud;
+
+	(*calls)++;
+	if (strcmp(req->path, "/echo") != 0)
+		return -1;
+	*status = 202;
+	*ctype = strdup("text/plain");
+	*body = strdup(req->body);
+	*len = req->body_len;
+	return 0;
+}
+
+static void test_handler_and_queue(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	int calls = 0;
+
+	sr_testsrv_set_handler(f->srv, echo_handler, &calls);
+	assert_int_equal(sr_http_request("POST", url(f, "/echo"), NULL, "ping", 4,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 202);
+	assert_string_equal(r.body, "ping");
+	sr_http_resp_free(&r);
+	assert_int_equal(sr_http_request("GET", url(f, "/other"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 404);
+	sr_http_resp_free(&r);
+	assert_int_equal(calls, 2);
+
+	/* queue: served in order, the last one repeats */
+	sr_testsrv_reply(f->srv, "GET", "/q", 200, NULL, "one", 0);
+	sr_testsrv_reply(f->srv, "GET", "/q", 200, NULL, "two", 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sr_http_request("GET", url(f, "/q"), NULL, NULL, 0,
+						 NULL, &r, NULL), 0);
+		assert_string_equal(r.body, i == 0 ? "one" : "two");
+		sr_http_resp_free(&r);
+	}
+	/* HEAD */
+	sr_testsrv_reply(f->srv, "HEAD", "/h", 200, "text/plain", "", 0);
+	assert_int_equal(sr_http_request("HEAD", url(f, "/h"), NULL, NULL, 0,
+					 NULL, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	sr_http_resp_free(&r);
+	sr_http_resp_free(NULL);
+	sr_testsrv_stop(NULL);
+}
+
+static void test_backoff_bounds(void **state)
+{
+	struct sr_http_opts o;
+	unsigned seed = 12345;
+	long maxseen[8] = { 0 };
+
+	(void)state;
+	sr_http_opts_default(&o);
+	assert_int_equal(o.timeout_ms, 10000);
+	assert_int_equal(o.connect_timeout_ms, 2000);
+	assert_int_equal(o.max_retries, 3);
+	assert_int_equal(o.backoff_base_ms, 100);
+	assert_int_equal(o.backoff_max_ms, 5000);
+	assert_int_equal(o.max_body, (size_t)64 << 20);
+	for (int i = 0; i < 2000; i++) {
+		for (int a = 1; a <= 7; a++) {
+			long ceil_ms = 100L << (a - 1);
+			long b = sr_http_backoff_ms(&o, a, &seed);
+
+			if (ceil_ms > 5000)
+				ceil_ms = 5000;
+			assert_true(b >= 0 && b <= ceil_ms);
+			if (b > maxseen[a])
+				maxseen[a] = b;
+		}
+	}
+	/* jitter spans the range: over 2000 draws the max nears the ceiling */
+	assert_true(maxseen[1] >= 90);
+	assert_true(maxseen[3] >= 360);
+	assert_true(maxseen[7] >= 4500);
+	assert_true(sr_http_backoff_ms(&o, 40, NULL) <= 5000);
+	assert_int_equal(sr_http_backoff_ms(&o, 0, &seed), 0);
+	/* same seed, same sequence */
+	{
+		unsigned s1 = 7, s2 = 7;
+
+		assert_int_equal(sr_http_backoff_ms(&o, 5, &s1), sr_http_backoff_ms(&o, 5, &s2));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_get_headers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_put_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_503_then_ok, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_retry_on_4xx, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handler_and_queue, setup, teardown),
+		cmocka_unit_test(test_backoff_bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
