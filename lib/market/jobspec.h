@@ -1,0 +1,141 @@
+/*
+ * jobspec.h - job files: a SkyPilot-compatible subset plus `spotrun:`.
+ *
+ *   name: llama-8b-ft
+ *   num_nodes: 2
+ *   resources:
+ *     accelerators: H100:8          # or {H100: 8}
+ *     use_spot: true
+ *     infra: aws/us-east-1          # or any_of: [{infra: gcp}, ...]
+ *   envs: {HF_HOME: /data/hf}
+ *   setup: pip install -r requirements.txt
+ *   run: torchrun train.py
+ *   spotrun:
+ *     deadline: 36h                 # or RFC 3339, e.g. 2026-12-01T12:00:00Z
+ *     work: 20h                     # compute hours (duration or number)
+ *     criticality: standard         # critical | standard | best-effort
+ *     checkpoint: {size: 40GB, interval: 30m, stall: 20s,
+ *                  restore_bandwidth: 1GB/s}
+ *     max_hourly_cost: 120          # $/h for the whole gang
+ *     max_cost: 3000                # $ for the job
+ *     max_restarts: 20
+ *     network: rdma                 # any | ethernet | rdma | infiniband
+ *     autostop: 30m
+ *     p_target: 0.99
+ *     provisioning: 5m              # resume overheads (defaults below)
+ *     image_pull: 3m
+ *
+ * Unknown keys and bad values fail with "file:line: key.path: reason".
+ * The same struct serialises to JSON (jobspec_to_json / _from_json), the
+ * form in which the daemon stores jobs.
+ *
+ * Ownership: jobspec_parse*() and jobspec_from_json() fill a caller-owned
+ * struct jobspec whose strings and arrays it owns; release them with
+ * jobspec_free().  On failure the struct is left freed (empty).
+ */
+#ifndef SR_MARKET_JOBSPEC_H
+#define SR_MARKET_JOBSPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/money.h"
+#include "market/catalog.h"
+
+enum jobspec_crit {
+	JOBSPEC_CRIT_STANDARD = 0, /* spot with on-demand fallback */
+	JOBSPEC_CRIT_CRITICAL,     /* reserved or on-demand only */
+	JOBSPEC_CRIT_BEST_EFFORT,  /* spot only */
+};
+
+enum jobspec_deadline {
+	JOBSPEC_DEADLINE_NONE = 0,
+	JOBSPEC_DEADLINE_RELATIVE, /* deadline_ns is a duration from submit */
+	JOBSPEC_DEADLINE_ABSOLUTE, /* deadline_ns is Unix-epoch ns (UTC) */
+};
+
+/* One allowed location: "aws", "aws/us-east-1", "aws/us-east-1/use1-az5";
+ * empty fields mean "any". */
+struct jobspec_infra {
+	char cloud[16];
+	char region[40];
+	char zone[40];
+};
+
+struct jobspec_env {
+	char *key, *value; /* owned */
+};
+
+/* Defaults the parser fills in when a key is absent. */
+#define JOBSPEC_DEFAULT_P_TARGET 0.99
+#define JOBSPEC_DEFAULT_PROVISION_S 300
+#define JOBSPEC_DEFAULT_IMAGE_PULL_S 180
+#define JOBSPEC_DEFAULT_RESTORE_BPS 1e9  /* 1 GB/s */
+#define JOBSPEC_DEFAULT_STALL_BPS 2e9    /* stall = size / 2 GB/s */
+
+struct jobspec {
+	char *name;                 /* owned; NULL if absent */
+	/* resources */
+	char accel[24];             /* "" if absent */
+	int accel_count;            /* per node; 0 if absent */
+	int use_spot;               /* -1 unset, 0, 1 */
+	struct jobspec_infra *infra;/* owned; n_infra == 0: anywhere */
+	size_t n_infra;
+	int num_nodes;              /* >= 1 */
+	struct jobspec_env *envs;   /* owned */
+	size_t n_envs;
+	char *setup, *run;          /* owned; NULL if absent */
+	/* spotrun: */
+	enum jobspec_deadline deadline_kind;
+	int64_t deadline_ns;
+	double work_h;              /* 0 if absent */
+	enum jobspec_crit criticality;
+	uint64_t ckpt_bytes;        /* 0 if absent */
+	int64_t ckpt_interval_ns;   /* 0: choose the optimal interval */
+	int64_t ckpt_stall_ns;      /* -1: size / JOBSPEC_DEFAULT_STALL_BPS */
+	double restore_bps;         /* bytes per second */
+	int64_t provision_ns, image_pull_ns;
+	sr_micros max_hourly_cost;  /* -1: no limit */
+	sr_micros max_cost;         /* -1: no limit */
+	int max_restarts;           /* -1: no limit */
+	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
+	int64_t autostop_ns;        /* 0: none */
+	double p_target;            /* (0, 1] */
+};
+
+/* Set every field to its default (no allocation). */
+void jobspec_init(struct jobspec *js);
+void jobspec_free(struct jobspec *js); /* NULL-safe; leaves js initialised */
+
+/* Parse a YAML job file.  `name` is the file name used in messages. */
+int jobspec_parse_file(const char *path, struct jobspec *js, struct sr_err *e);
+int jobspec_parse_buf(const char *buf, size_t len, const char *name,
+		      struct jobspec *js, struct sr_err *e);
+
+/* Cross-field checks also run by the parsers: accelerators present,
+ * use_spot vs criticality, ... `name` prefixes messages. */
+int jobspec_validate(const struct jobspec *js, const char *name,
+		     struct sr_err *e);
+
+/* JSON: a new reference (caller json_decref()s), NULL on out-of-memory.
+ * Money in micro-dollars (_micros), durations in ns (_ns), sizes in
+ * bytes; keys follow the YAML layout (docs/market.md). */
+json_t *jobspec_to_json(const struct jobspec *js);
+int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e);
+
+/* The deadline as hours after `submit_ns` (Unix ns); +inf if none. */
+double jobspec_deadline_h(const struct jobspec *js, int64_t submit_ns);
+
+/* Checkpoint stall in hours (explicit, or derived from the size). */
+double jobspec_stall_h(const struct jobspec *js);
+
+/* Parse "40GB", "40GiB", "1.5TB", "512MB", "4096" (bytes).  Decimal
+ * units are powers of 1000, binary (KiB..TiB) of 1024. */
+int jobspec_parse_size(const char *s, uint64_t *out);
+
+const char *jobspec_crit_name(enum jobspec_crit c);
+int jobspec_crit_parse(const char *s, enum jobspec_crit *out);
+
+#endif

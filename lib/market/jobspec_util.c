@@ -1,0 +1,155 @@
+/*
+ * jobspec_util.c - struct jobspec lifetime, checks, units and names.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "catalog_csv.h"
+#include "jobspec.h"
+
+void jobspec_init(struct jobspec *js)
+{
+	memset(js, 0, sizeof *js);
+	js->use_spot = -1;
+	js->num_nodes = 1;
+	js->criticality = JOBSPEC_CRIT_STANDARD;
+	js->ckpt_stall_ns = -1;
+	js->restore_bps = JOBSPEC_DEFAULT_RESTORE_BPS;
+	js->provision_ns = (int64_t)JOBSPEC_DEFAULT_PROVISION_S * 1000000000;
+	js->image_pull_ns = (int64_t)JOBSPEC_DEFAULT_IMAGE_PULL_S * 1000000000;
+	js->max_hourly_cost = -1;
+	js->max_cost = -1;
+	js->max_restarts = -1;
+	js->network = CATALOG_NET_UNKNOWN;
+	js->p_target = JOBSPEC_DEFAULT_P_TARGET;
+}
+
+void jobspec_free(struct jobspec *js)
+{
+	if (!js)
+		return;
+	free(js->name);
+	free(js->infra);
+	for (size_t i = 0; i < js->n_envs; i++) {
+		free(js->envs[i].key);
+		free(js->envs[i].value);
+	}
+	free(js->envs);
+	free(js->setup);
+	free(js->run);
+	jobspec_init(js);
+}
+
+int jobspec_validate(const struct jobspec *js, const char *name,
+		     struct sr_err *e)
+{
+	if (js->num_nodes < 1)
+		return sr_err_set(e, -SR_EPARSE, "%s: num_nodes: must be at least 1", name);
+	if (js->accel[0] && js->accel_count < 1)
+		return sr_err_set(e, -SR_EPARSE, "%s: resources.accelerators: count must be at least 1",
+				  name);
+	if (js->criticality == JOBSPEC_CRIT_CRITICAL && js->use_spot == 1)
+		return sr_err_set(e, -SR_EPARSE,
+				  "%s: resources.use_spot: spot is not allowed for criticality critical",
+				  name);
+	if (js->criticality == JOBSPEC_CRIT_BEST_EFFORT && js->use_spot == 0)
+		return sr_err_set(e, -SR_EPARSE,
+				  "%s: resources.use_spot: best-effort jobs run on spot only", name);
+	if (!(js->p_target > 0 && js->p_target <= 1))
+		return sr_err_set(e, -SR_EPARSE, "%s: spotrun.p_target: must be in (0, 1]", name);
+	if (js->work_h < 0 || !isfinite(js->work_h))
+		return sr_err_set(e, -SR_EPARSE, "%s: spotrun.work: must be positive", name);
+	if (js->ckpt_interval_ns < 0 || js->provision_ns < 0 ||
+	    js->image_pull_ns < 0 || js->autostop_ns < 0 ||
+	    js->ckpt_stall_ns < -1 || !(js->restore_bps > 0))
+		return sr_err_set(e, -SR_EPARSE, "%s: spotrun: durations and bandwidths must be positive",
+				  name);
+	return 0;
+}
+
+double jobspec_deadline_h(const struct jobspec *js, int64_t submit_ns)
+{
+	switch (js->deadline_kind) {
+	case JOBSPEC_DEADLINE_RELATIVE:
+		return (double)js->deadline_ns / 3600e9;
+	case JOBSPEC_DEADLINE_ABSOLUTE:
+		return (double)(js->deadline_ns - submit_ns) / 3600e9;
+	case JOBSPEC_DEADLINE_NONE:
+		break;
+	}
+	return INFINITY;
+}
+
+double jobspec_stall_h(const struct jobspec *js)
+{
+	if (js->ckpt_stall_ns >= 0)
+		return (double)js->ckpt_stall_ns / 3600e9;
+	return (double)js->ckpt_bytes / JOBSPEC_DEFAULT_STALL_BPS / 3600.0;
+}
+
+int jobspec_parse_size(const char *s, uint64_t *out)
+{
+	static const struct { const char *u; double m; } units[] = {
+		{ "", 1 },      { "B", 1 },       { "KB", 1e3 },   { "MB", 1e6 },
+		{ "GB", 1e9 },  { "TB", 1e12 },   { "KiB", 1024.0 },
+		{ "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
+		{ "TiB", 1099511627776.0 },
+	};
+	char num[64];
+	size_t k = 0;
+	double v;
+
+	while (s[k] && (isdigit((unsigned char)s[k]) || s[k] == '.'))
+		k++;
+	if (k == 0 || k >= sizeof num)
+		return -EINVAL;
+	memcpy(num, s, k);
+	num[k] = '\0';
+	if (catalog__parse_num(num, &v))
+		return -EINVAL;
+	while (s[k] == ' ')
+		k++;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (!strcmp(s + k, units[i].u)) {
+			double b = v * units[i].m;
+
+			if (!(b < 1.8e19) || b != floor(b))
+				return -EINVAL;
+			*out = (uint64_t)b;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const char *const crit_names[] = {
+	[JOBSPEC_CRIT_STANDARD] = "standard",
+	[JOBSPEC_CRIT_CRITICAL] = "critical",
+	[JOBSPEC_CRIT_BEST_EFFORT] = "best-effort",
+};
+
+const char *jobspec_crit_name(enum jobspec_crit c)
+{
+	if ((unsigned)c > JOBSPEC_CRIT_BEST_EFFORT)
+		return "standard";
+	return crit_names[c];
+}
+
+int jobspec_crit_parse(const char *s, enum jobspec_crit *out)
+{
+	for (int i = 0; i <= JOBSPEC_CRIT_BEST_EFFORT; i++) {
+		if (!strcmp(s, crit_names[i])) {
+			*out = (enum jobspec_crit)i;
+			return 0;
+		}
+	}
+	if (!strcmp(s, "best_effort")) {
+		*out = JOBSPEC_CRIT_BEST_EFFORT;
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,175 @@
+/*
+ * cmd_catalog.c - `spotrun catalog`: list GPU offerings, cheapest first.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "market/catalog.h"
+
+static void usage(void)
+{
+	printf("usage: spotrun catalog [--gpu NAME[:COUNT]] [--spot] [--cloud C]\n"
+	       "                       [--region R] [--limit N] [--data DIR] [--json]\n\n"
+	       "List GPU offerings from the SkyPilot catalog and data/offerings.csv,\n"
+	       "cheapest first (by spot price with --spot, else by on-demand price).\n\n"
+	       "  --gpu H100:8   accelerator name and per-node count (count optional)\n"
+	       "  --spot         only offerings with a spot price\n"
+	       "  --cloud C      aws, gcp, azure, lambda, coreweave\n"
+	       "  --region R     exact region name\n"
+	       "  --limit N      print at most N rows (default all)\n"
+	       "  --data DIR     data directory (default $SPOTRUN_DATA or ./data)\n"
+	       "  --json         one JSON document on stdout\n\n"
+	       "Prices are USD per instance-hour; PREEMPT/24H is the expected number of\n"
+	       "spot preemptions per node per day and its source.\n");
+}
+
+static void price_str(sr_micros m, char *buf, size_t n)
+{
+	if (m < 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.3f", sr_money_to_usd(m));
+}
+
+static json_t *offer_json(const struct catalog_offering *o)
+{
+	json_t *j = json_object();
+
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "cloud", json_string(o->cloud));
+	json_object_set_new(j, "region", json_string(o->region));
+	json_object_set_new(j, "zone", json_string(o->zone));
+	json_object_set_new(j, "instance_type", json_string(o->instance_type));
+	json_object_set_new(j, "accelerator", json_string(o->accelerator));
+	json_object_set_new(j, "accel_count", json_real(o->accel_count));
+	json_object_set_new(j, "ondemand_per_h_micros",
+			    o->ondemand_per_h < 0 ? json_null() : json_integer(o->ondemand_per_h));
+	json_object_set_new(j, "spot_per_h_micros",
+			    o->spot_per_h < 0 ? json_null() : json_integer(o->spot_per_h));
+	json_object_set_new(j, "reserved_per_h_micros",
+			    o->reserved_per_h < 0 ? json_null() : json_integer(o->reserved_per_h));
+	json_object_set_new(j, "hazard_per_h", json_real(o->hazard_per_h));
+	json_object_set_new(j, "preempt_per_24h", json_real(o->hazard_per_h * 24.0));
+	json_object_set_new(j, "hazard_source",
+			    json_string(catalog_hazard_src_name(o->hazard_src)));
+	json_object_set_new(j, "network", json_string(catalog_net_name(o->net)));
+	json_object_set_new(j, "source", json_string(o->source));
+	return j;
+}
+
+static int cmd_catalog(int argc, char **argv)
+{
+	struct catalog cat;
+	struct catalog_filter f = { 0 };
+	struct sr_err err = { 0 };
+	char accel[24], datadir[PATH_MAX];
+	const char *data = NULL;
+	size_t *idx = NULL, n = 0;
+	long limit = 0;
+	int json = 0, rc = CLI_FAIL;
+
+	catalog_init(&cat);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage();
+			return CLI_OK;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "--spot")) {
+			f.spot_only = 1;
+		} else if (!strcmp(a, "--gpu") || !strcmp(a, "--cloud") ||
+			   !strcmp(a, "--region") || !strcmp(a, "--limit") ||
+			   !strcmp(a, "--data")) {
+			if (!v)
+				return cli_usage_error("catalog", "%s needs a value", a);
+			i++;
+			if (!strcmp(a, "--gpu")) {
+				if (catalog_parse_accel(v, accel, sizeof accel, &f.accel_count))
+					return cli_usage_error("catalog", "--gpu '%s': expected NAME or NAME:COUNT", v);
+				f.accelerator = accel;
+				if (!strchr(v, ':'))
+					f.accel_count = 0;
+			} else if (!strcmp(a, "--cloud")) {
+				f.cloud = v;
+			} else if (!strcmp(a, "--region")) {
+				f.region = v;
+			} else if (!strcmp(a, "--data")) {
+				data = v;
+			} else {
+				char *end;
+
+				limit = strtol(v, &end, 10);
+				if (*end || limit < 0)
+					return cli_usage_error("catalog", "--limit '%s': expected a count", v);
+			}
+		} else {
+			return cli_usage_error("catalog", "unknown argument '%s'", a);
+		}
+	}
+	if (!data) {
+		if (catalog_find_data_dir(datadir, sizeof datadir)) {
+			fprintf(stderr, "spotrun catalog: no data directory (set SPOTRUN_DATA or use --data)\n");
+			return CLI_FAIL;
+		}
+		data = datadir;
+	}
+	if (catalog_load_dir(&cat, data, &err) ||
+	    catalog_select(&cat, &f, &idx, &n)) {
+		fprintf(stderr, "spotrun catalog: %s\n", sr_err_str(&err, err.code));
+		goto out;
+	}
+	if (limit > 0 && (size_t)limit < n)
+		n = (size_t)limit;
+	if (json) {
+		json_t *arr = json_array(), *doc = json_object();
+		char *s;
+
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, offer_json(&cat.items[idx[i]]));
+		json_object_set_new(doc, "offerings", arr);
+		s = json_dumps(doc, JSON_COMPACT);
+		json_decref(doc);
+		if (!s)
+			goto out;
+		printf("%s\n", s);
+		free(s);
+	} else {
+		printf("%-9s %-16s %-20s %-26s %-10s %9s %9s %9s %-14s %s\n",
+		       "CLOUD", "REGION", "ZONE", "INSTANCE", "GPU", "ONDEMAND",
+		       "SPOT", "RESERVED", "PREEMPT/24H", "NET");
+		for (size_t i = 0; i < n; i++) {
+			const struct catalog_offering *o = &cat.items[idx[i]];
+			char od[24], sp[24], rs[24], gpu[40], pre[32];
+
+			price_str(o->ondemand_per_h, od, sizeof od);
+			price_str(o->spot_per_h, sp, sizeof sp);
+			price_str(o->reserved_per_h, rs, sizeof rs);
+			snprintf(gpu, sizeof gpu, "%s:%g", o->accelerator, o->accel_count);
+			if (o->hazard_src == CATALOG_HAZARD_NONE)
+				snprintf(pre, sizeof pre, "-");
+			else
+				snprintf(pre, sizeof pre, "%.2f (%s)", o->hazard_per_h * 24,
+					 catalog_hazard_src_name(o->hazard_src));
+			printf("%-9s %-16s %-20s %-26s %-10s %9s %9s %9s %-14s %s\n",
+			       o->cloud, o->region, o->zone[0] ? o->zone : "-",
+			       o->instance_type, gpu, od, sp, rs, pre,
+			       catalog_net_name(o->net));
+		}
+	}
+	rc = CLI_OK;
+out:
+	free(idx);
+	catalog_free(&cat);
+	return rc;
+}
+
+CLI_COMMAND("catalog", "list GPU offerings, cheapest first", cmd_catalog)
