@@ -1,0 +1,285 @@
+/*
+ * cmd_sim.c - `spotrun sim`: replay spot traces against policies.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/json.h"
+#include "sim/sim_sweep.h"
+
+#define MAX_STARTS 4096
+
+static const char usage_text[] =
+	"usage: spotrun sim --trace FILE... [--policy P ...]\n"
+	"                   [--work-hours H --deadline-hours D --restart-hours R]\n"
+	"                   [--ckpt-interval-hours I --ckpt-gb S --egress-per-gb $]\n"
+	"                   [--od-price $ --spot-price $] [--trace-format cbl|skynomad|csv]\n"
+	"                   [--windows N --window-hours W --seed S | --start-tick T ...] [--json]\n"
+	"\n"
+	"Replay spot-market traces and compare policies on the same windows.\n"
+	"Several traces are several regions, aligned in time.\n"
+	"\n"
+	"  --trace FILE...         trace files (CBL JSON, SkyNomad JSON or CSV)\n"
+	"  --trace-format F        override format detection\n"
+	"  --policy P ...          od greedy up ups optimal spotrun (default: all)\n"
+	"  --work-hours H          work to do (default 48)\n"
+	"  --deadline-hours D      deadline from the window start (default 52)\n"
+	"  --restart-hours R       zero-progress time of every new start (default 0.2)\n"
+	"  --ckpt-interval-hours I 0 = continuous checkpointing (default 0)\n"
+	"  --ckpt-gb S, --egress-per-gb $   checkpoint egress on region moves (default 0)\n"
+	"  --od-price $            on-demand $/h (default: the traces' own, else 3.06)\n"
+	"  --spot-price $          spot $/h for traces without prices (default 0.9731)\n"
+	"  --windows N             sampled windows (default 100)\n"
+	"  --window-hours W        window length, >= deadline (default: the deadline)\n"
+	"  --seed S                window sampling seed (default 1)\n"
+	"  --start-tick T          run exactly the window starting at tick T (repeatable)\n"
+	"  --json                  one JSON document on stdout\n"
+	"\n"
+	"The model is described in docs/simulator.md, the policies in docs/policies.md.\n";
+
+static const char *const all_policies[] = {
+	"od", "greedy", "up", "ups", "optimal", "spotrun", NULL
+};
+
+static int parse_num(const char *flag, const char *s, double lo, double *out)
+{
+	char *end;
+	double v;
+
+	if (*s == '$')
+		s++;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < lo)
+		return cli_usage_error("sim", "%s: expected a number >= %g, got '%s'",
+				       flag, lo, s);
+	*out = v;
+	return 0;
+}
+
+static int parse_count(const char *flag, const char *s, unsigned long long max,
+		       unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return cli_usage_error("sim", "%s: expected a whole number <= %llu, got '%s'",
+				       flag, max, s);
+	*out = v;
+	return 0;
+}
+
+static int known_policy(const char *p)
+{
+	for (int i = 0; all_policies[i]; i++) {
+		if (!strcmp(all_policies[i], p))
+			return 1;
+	}
+	return 0;
+}
+
+static void progress_bar(void *arg, size_t done, size_t total)
+{
+	int width = 40, fill = (int)((double)done / (double)total * width);
+
+	(void)arg;
+	fprintf(stderr, "\r[%.*s%*s] %zu/%zu windows", fill,
+		"########################################", width - fill, "", done, total);
+	if (done == total)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void print_table(json_t *doc, struct sim_sweep_opts *o)
+{
+	json_t *pols = json_object_get(doc, "policies");
+	json_t *params = json_object_get(doc, "params");
+
+	printf("trace: %s\n", o->label);
+	printf("work %.2f h, deadline %.2f h, restart %.3f h, on-demand $%.4f/h, %zu windows\n\n",
+	       o->p.work_h, o->p.deadline_h, o->p.restart_h, num(params, "od_price"),
+	       (size_t)num(params, "windows"));
+	printf("%-8s %10s %10s %10s %9s %7s %6s %8s %6s\n", "policy", "mean $",
+	       "median $", "p95 $", "xoptimal", "xod", "misses", "preempt", "spot%");
+	for (int i = 0; i < o->npolicies; i++) {
+		json_t *s = json_object_get(pols, o->policies[i]);
+		double pre = num(s, "mean_preemptions"), sf = num(s, "spot_fraction");
+		char pbuf[16] = "-", sbuf[16] = "-";
+
+		if (!isnan(pre))
+			snprintf(pbuf, sizeof pbuf, "%.2f", pre);
+		if (!isnan(sf))
+			snprintf(sbuf, sizeof sbuf, "%.1f", 100 * sf);
+		printf("%-8s %10.2f %10.2f %10.2f %9.3f %7.3f %6d %8s %6s\n",
+		       o->policies[i], num(s, "mean_cost"), num(s, "median_cost"),
+		       num(s, "p95_cost"), num(s, "ratio_to_optimal"),
+		       num(s, "ratio_to_od"), (int)num(s, "misses"), pbuf, sbuf);
+	}
+}
+
+static int cmd_sim(int argc, char **argv)
+{
+	struct sim_sweep_opts o = {
+		.p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2 },
+		.nwindows = 100, .seed = 1,
+	};
+	const char *files[SIM_MAX_REGIONS];
+	struct trace *tr[SIM_MAX_REGIONS] = { 0 };
+	static size_t starts[MAX_STARTS];
+	enum trace_format fmt = TRACE_FMT_AUTO;
+	double od_price = 3.06, spot_price = 0.9731;
+	int nfiles = 0, json = 0, force_od = 0, rc = CLI_OK;
+	char label[1024] = "";
+	struct sim_market m;
+	struct sr_err e = { 0 };
+	json_t *doc = NULL;
+	unsigned long long u;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int r = 0;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return CLI_OK;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+			continue;
+		} else if (!strcmp(a, "--trace") || !strcmp(a, "--policy")) {
+			int is_trace = a[2] == 't', n = 0;
+
+			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+				const char *x = argv[++i];
+
+				n++;
+				if (is_trace) {
+					if (nfiles == SIM_MAX_REGIONS)
+						return cli_usage_error("sim", "--trace: at most %d files",
+								       SIM_MAX_REGIONS);
+					files[nfiles++] = x;
+				} else {
+					if (!known_policy(x))
+						return cli_usage_error("sim", "--policy: unknown policy '%s'", x);
+					if (o.npolicies == SIM_SWEEP_MAX_POLICIES)
+						return cli_usage_error("sim", "--policy: too many");
+					o.policies[o.npolicies++] = x;
+				}
+			}
+			if (!n)
+				return cli_usage_error("sim", "%s: needs a value", a);
+			continue;
+		}
+		if (!v)
+			return cli_usage_error("sim", "unknown argument or missing value: '%s'", a);
+		i++;
+		if (!strcmp(a, "--work-hours"))
+			r = parse_num(a, v, 1e-6, &o.p.work_h);
+		else if (!strcmp(a, "--deadline-hours"))
+			r = parse_num(a, v, 1e-6, &o.p.deadline_h);
+		else if (!strcmp(a, "--restart-hours"))
+			r = parse_num(a, v, 0, &o.p.restart_h);
+		else if (!strcmp(a, "--ckpt-interval-hours"))
+			r = parse_num(a, v, 0, &o.p.ckpt_interval_h);
+		else if (!strcmp(a, "--ckpt-gb"))
+			r = parse_num(a, v, 0, &o.p.ckpt_gb);
+		else if (!strcmp(a, "--egress-per-gb"))
+			r = parse_num(a, v, 0, &o.p.egress_per_gb);
+		else if (!strcmp(a, "--od-price")) {
+			r = parse_num(a, v, 1e-9, &od_price);
+			force_od = 1;
+		} else if (!strcmp(a, "--spot-price"))
+			r = parse_num(a, v, 0, &spot_price);
+		else if (!strcmp(a, "--window-hours"))
+			r = parse_num(a, v, 1e-6, &o.window_h);
+		else if (!strcmp(a, "--windows")) {
+			r = parse_count(a, v, 1000000, &u);
+			o.nwindows = (size_t)u;
+			if (!r && !u)
+				r = cli_usage_error("sim", "--windows: must be at least 1");
+		} else if (!strcmp(a, "--seed")) {
+			r = parse_count(a, v, UINT64_MAX, &u);
+			o.seed = u;
+		} else if (!strcmp(a, "--start-tick")) {
+			if (o.nstarts == MAX_STARTS)
+				return cli_usage_error("sim", "--start-tick: at most %d", MAX_STARTS);
+			r = parse_count(a, v, SIZE_MAX, &u);
+			starts[o.nstarts++] = (size_t)u;
+		} else if (!strcmp(a, "--trace-format")) {
+			if (trace_format_parse(v, &fmt) || fmt == TRACE_FMT_AUTO)
+				return cli_usage_error("sim", "--trace-format: expected cbl, skynomad or csv, got '%s'", v);
+		} else {
+			return cli_usage_error("sim", "unknown argument '%s'", a);
+		}
+		if (r)
+			return r;
+	}
+	if (!nfiles)
+		return cli_usage_error("sim", "--trace: at least one trace file is needed");
+	if (o.window_h && o.window_h < o.p.deadline_h)
+		return cli_usage_error("sim", "--window-hours: %g is shorter than the deadline (%g h)",
+				       o.window_h, o.p.deadline_h);
+	if (!o.npolicies) {
+		for (int i = 0; all_policies[i]; i++)
+			o.policies[o.npolicies++] = all_policies[i];
+	}
+	o.starts = starts;
+	for (int f = 0; f < nfiles; f++) {
+		int r = trace_load(files[f], fmt, &tr[f], &e);
+
+		if (r) {
+			fprintf(stderr, "spotrun sim: %s\n", sr_err_str(&e, r));
+			rc = CLI_FAIL;
+			goto out;
+		}
+		snprintf(label + strlen(label), sizeof label - strlen(label), "%s%s",
+			 f ? "+" : "", files[f]);
+	}
+	o.label = label;
+	if (sim_market_init(&m, tr, nfiles, spot_price, od_price, force_od, &e)) {
+		fprintf(stderr, "spotrun sim: %s\n", e.msg);
+		rc = CLI_FAIL;
+		goto out;
+	}
+	if (isatty(STDERR_FILENO) && (o.nstarts ? o.nstarts : o.nwindows) > 1)
+		o.progress = progress_bar;
+	if (sim_sweep_run(&m, &o, &doc, &e)) {
+		fprintf(stderr, "spotrun sim: %s\n", e.msg);
+		rc = CLI_FAIL;
+		goto out;
+	}
+	if (json) {
+		char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
+
+		if (!s) {
+			rc = CLI_FAIL;
+			goto out;
+		}
+		puts(s);
+		free(s);
+	} else {
+		print_table(doc, &o);
+	}
+out:
+	json_decref(doc);
+	for (int f = 0; f < nfiles; f++)
+		trace_free(tr[f]);
+	return rc;
+}
+
+CLI_COMMAND("sim", "replay spot traces against policies", cmd_sim)
