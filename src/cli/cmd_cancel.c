@@ -1,0 +1,64 @@
+/*
+ * cmd_cancel.c - `spotrun cancel JOB` (POST /v1/jobs/{id}/cancel).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ctlcli.h"
+
+static void usage(void)
+{
+	printf("usage: spotrun cancel JOB [--api URL] [--state-dir DIR]\n\n"
+	       "Cancel a job: spotrund stops its nodes and marks it CANCELLED.\n"
+	       "A job that has already finished cannot be cancelled.\n\n"
+	       CTLCLI_COMMON_HELP);
+}
+
+static int cmd_cancel(int argc, char **argv)
+{
+	struct ctlcli o = { .cmd = "cancel" };
+	const char *job = NULL;
+	json_t *reply = NULL, *body;
+	char path[64];
+	int64_t id;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return CLI_OK;
+		}
+		rc = ctlcli_common_opt(&o, argc, argv, &i);
+		if (rc < 0)
+			return CLI_USAGE;
+		if (rc)
+			continue;
+		if (argv[i][0] == '-' || job)
+			return cli_usage_error("cancel", "unexpected argument '%s'",
+					       argv[i]);
+		job = argv[i];
+	}
+	if (!job)
+		return cli_usage_error("cancel", "which job? (a job id)");
+	if (ctlcli_job_id(&o, job, &id) < 0)
+		return CLI_USAGE;
+	if (ctlcli_open(&o) < 0)
+		return CLI_FAIL;
+	snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);
+	body = json_object();
+	rc = ctlcli_call(&o, "POST", path, body, &reply);
+	json_decref(body);
+	if (rc == 0) {
+		if (o.json)
+			ctlcli_print_json(reply);
+		else
+			printf("job %lld: cancel requested (state %s)\n", (long long)id,
+			       ctlcli_str(json_object_get(reply, "job"), "state", "?"));
+	}
+	json_decref(reply);
+	ctlcli_close(&o);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}
+
+CLI_COMMAND("cancel", "cancel a job", cmd_cancel)
