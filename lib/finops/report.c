@@ -381,3 +381,112 @@ fail:
 	json_decref(o);
 	return NULL;
 }
+
+int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+		       int64_t bucket_ns, int max_buckets, json_t **out,
+		       struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT * FROM (SELECT start_ns / ?4 AS b, sum(cost), sum(list_cost),"
+		" sum(CASE busy WHEN 0 THEN cost ELSE 0 END) FROM ledger"
+		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		" AND (?3 = 0 OR job_id = ?3) GROUP BY b ORDER BY b DESC LIMIT ?5)"
+		" ORDER BY b";
+	sqlite3_stmt *st = NULL;
+	json_t *pts = NULL;
+	int rc, src;
+
+	*out = NULL;
+	if (bucket_ns <= 0 || max_buckets <= 0)
+		return sr_err_set(e, -EINVAL, "series: bucket and count must be positive");
+	rc = finops__prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	bind_filter(st, f);
+	sqlite3_bind_int64(st, 4, bucket_ns);
+	sqlite3_bind_int(st, 5, max_buckets);
+	pts = json_array();
+	if (!pts)
+		goto oom;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		char ts[40];
+		json_t *p;
+
+		sr_time_format_rfc3339(sqlite3_column_int64(st, 0) * bucket_ns, 0, ts,
+				       sizeof ts);
+		p = json_pack("{s:s, s:I, s:I, s:I}", "t", ts,
+			      "cost_micros", (json_int_t)sqlite3_column_int64(st, 1),
+			      "list_cost_micros", (json_int_t)sqlite3_column_int64(st, 2),
+			      "idle_cost_micros", (json_int_t)sqlite3_column_int64(st, 3));
+		if (!p || json_array_append_new(pts, p))
+			goto oom;
+	}
+	if (src != SQLITE_DONE) {
+		rc = finops__db_err(db, src, e, "series");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	*out = json_pack("{s:f, s:o}", "bucket_s", (double)bucket_ns / 1e9,
+			 "points", pts);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "series: out of memory");
+oom:
+	rc = sr_err_set(e, -ENOMEM, "series: out of memory");
+fail:
+	sqlite3_finalize(st);
+	json_decref(pts);
+	return rc;
+}
+
+int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+			 int limit, json_t **out, struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT at_ns, kind, job_id, COALESCE(node_id, 0),"
+		" COALESCE(provider, '') || '/' || COALESCE(region, '') || '/' ||"
+		" COALESCE(zone, '-') || '/' || COALESCE(instance_type, ''),"
+		" value_ns, value_cost FROM ledger_event"
+		" WHERE kind IN (1, 2) AND at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		" AND (?3 = 0 OR job_id = ?3) ORDER BY at_ns DESC, id DESC LIMIT ?4";
+	sqlite3_stmt *st = NULL;
+	json_t *evs;
+	int rc, src;
+
+	*out = NULL;
+	rc = finops__prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	bind_filter(st, f);
+	sqlite3_bind_int(st, 4, limit > 0 ? limit : 100);
+	evs = json_array();
+	if (!evs)
+		goto oom;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		char ts[40];
+		json_t *o;
+
+		sr_time_format_rfc3339(sqlite3_column_int64(st, 0), 3, ts, sizeof ts);
+		o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:f, s:I}", "t", ts,
+			      "kind", sqlite3_column_int(st, 1) == 1 ? "preemption"
+								    : "recovery",
+			      "job_id", (json_int_t)sqlite3_column_int64(st, 2),
+			      "node_id", (json_int_t)sqlite3_column_int64(st, 3),
+			      "pool", finops__col_text(st, 4),
+			      "value_s", (double)sqlite3_column_int64(st, 5) / 1e9,
+			      "lost_work_micros", (json_int_t)sqlite3_column_int64(st, 6));
+		if (!o || json_array_append_new(evs, o))
+			goto oom;
+	}
+	if (src != SQLITE_DONE) {
+		rc = finops__db_err(db, src, e, "timeline");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	*out = json_pack("{s:o}", "events", evs);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "timeline: out of memory");
+oom:
+	rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
+fail:
+	sqlite3_finalize(st);
+	json_decref(evs);
+	return rc;
+}

@@ -96,4 +96,19 @@ json_t *finops_report_json(const struct finops_report *r,
 			   const struct finops_filter *f);
 json_t *finops_totals_json(const struct finops_totals *t);
 
+/* Cost over time for charts: ledger rows bucketed by start time into
+ * buckets of bucket_ns, oldest first, at most max_buckets (the newest are
+ * kept).  {"bucket_s": N, "points": [{"t": RFC3339, "cost_micros": ..,
+ * "list_cost_micros": .., "idle_cost_micros": ..}, ...]}.  *out is a new
+ * reference. */
+int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+		       int64_t bucket_ns, int max_buckets, json_t **out,
+		       struct sr_err *e);
+
+/* Preemptions and recoveries, newest first (at most `limit`):
+ * {"events": [{"t": RFC3339, "kind": "preemption"|"recovery", "job_id",
+ * "node_id", "pool", "value_s", "lost_work_micros"}]}. */
+int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+			 int limit, json_t **out, struct sr_err *e);
+
 #endif

@@ -372,6 +372,56 @@ static void test_report_json(void **state)
 	sqlite3_close(db);
 }
 
+static void test_series_and_timeline(void **state)
+{
+	sqlite3 *db = fixture();
+	struct sr_err e;
+	json_t *j, *pts, *evs;
+
+	(void)state;
+	/* one bucket per day: two days of rows */
+	assert_int_equal(finops_series_json(db, NULL, 86400 * SR_NS_PER_SEC, 100,
+					    &j, &e), 0);
+	pts = json_object_get(j, "points");
+	assert_int_equal(json_array_size(pts), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(pts, 0),
+							      "t")),
+			    "2026-11-18T00:00:00Z");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(pts, 0),
+							    "cost_micros")),
+			 2760000 + 500000);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(pts, 1),
+							    "cost_micros")),
+			 12000000);
+	json_decref(j);
+	/* at most one bucket: the newest is kept */
+	assert_int_equal(finops_series_json(db, NULL, 86400 * SR_NS_PER_SEC, 1,
+					    &j, &e), 0);
+	pts = json_object_get(j, "points");
+	assert_int_equal(json_array_size(pts), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(pts, 0),
+							    "cost_micros")),
+			 12000000);
+	json_decref(j);
+	assert_int_equal(finops_series_json(db, NULL, 0, 1, &j, &e), -EINVAL);
+	/* timeline: recovery (newer id) first, then the preemption */
+	assert_int_equal(finops_timeline_json(db, NULL, 10, &j, &e), 0);
+	evs = json_object_get(j, "events");
+	assert_int_equal(json_array_size(evs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 0),
+							      "kind")), "recovery");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 1),
+							      "kind")), "preemption");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 1),
+							      "pool")),
+			    "aws/us-east-1/us-east-1a/p3.2xlarge");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(evs, 1),
+							    "lost_work_micros")),
+			 230000);
+	json_decref(j);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_report_total),
 		cmocka_unit_test(test_report_groups),
 		cmocka_unit_test(test_report_json),
+		cmocka_unit_test(test_series_and_timeline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
