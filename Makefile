@@ -109,6 +109,9 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# Files pulled in with .incbin (the dashboard) are not seen by -MMD.
+$(BUILD)/obj/src/spotrund/web_assets.o: $(wildcard src/spotrund/web/*)
+
 # ---- fuzz targets (built with clang in build/fuzz) ----------------------
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzzbin/%,$(FUZZ_SRCS))

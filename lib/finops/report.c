@@ -38,6 +38,26 @@ int finops_by_parse(const char *s, enum finops_by *out)
 	return -EINVAL;
 }
 
+int finops_parse_when(const char *s, int64_t now_ns, int64_t *out)
+{
+	char buf[40];
+	int64_t d;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strlen(s) == 10 && s[4] == '-' && s[7] == '-') {
+		snprintf(buf, sizeof buf, "%sT00:00:00Z", s);
+		return sr_time_parse_rfc3339(buf, out, NULL) ? -EINVAL : 0;
+	}
+	if (sr_time_parse_rfc3339(s, out, NULL) == 0)
+		return 0;
+	if (sr_dur_parse(s, &d, NULL) == 0) {
+		*out = now_ns - d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* Group-key SQL expression; `t` is the time column of the table. */
 static const char *key_sql(enum finops_by by, int events)
 {

@@ -42,6 +42,11 @@ enum finops_by {
 const char *finops_by_name(enum finops_by by);
 int finops_by_parse(const char *s, enum finops_by *out); /* -EINVAL */
 
+/* A point in time for --since/--until and ?since=: an RFC 3339 time, a
+ * UTC date "YYYY-MM-DD", or a duration before now_ns ("24h", "7d").
+ * 0 or -EINVAL. */
+int finops_parse_when(const char *s, int64_t now_ns, int64_t *out);
+
 struct finops_filter {
 	int64_t since_ns;   /* include rows starting at or after; 0 = all */
 	int64_t until_ns;   /* ... and before; 0 = no bound */

@@ -44,25 +44,6 @@ static void usage(void)
 	       "  --db FILE        the database file itself\n");
 }
 
-/* RFC 3339, YYYY-MM-DD, or a duration before now. */
-static int parse_when(const char *s, int64_t *out)
-{
-	char buf[40];
-	int64_t d;
-
-	if (strlen(s) == 10 && s[4] == '-' && s[7] == '-') {
-		snprintf(buf, sizeof buf, "%sT00:00:00Z", s);
-		return sr_time_parse_rfc3339(buf, out, NULL);
-	}
-	if (sr_time_parse_rfc3339(s, out, NULL) == 0)
-		return 0;
-	if (sr_dur_parse(s, &d, NULL) == 0) {
-		*out = sr_time_real_ns() - d;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int db_path(const char *db, const char *state_dir, char *buf, size_t n)
 {
 	const char *home = getenv("HOME");
@@ -180,7 +161,8 @@ static int cmd_cost(int argc, char **argv)
 			return CLI_OK;
 		case 's':
 		case 'u':
-			if (parse_when(optarg, c == 's' ? &f.since_ns : &f.until_ns))
+			if (finops_parse_when(optarg, sr_time_real_ns(),
+					      c == 's' ? &f.since_ns : &f.until_ns))
 				return cli_usage_error(CMD, "--%s: '%s' is not an RFC 3339 "
 						       "time, a date or a duration",
 						       c == 's' ? "since" : "until", optarg);
