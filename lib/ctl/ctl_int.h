@@ -21,7 +21,7 @@ struct ctl {
 	char state_dir[2048];
 	char db_path[2304];
 	char data_dir[2048];
-	char agent_path[2048];
+	char agent_path[4200];
 	char url[128];               /* http://host:port as agents see it */
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];

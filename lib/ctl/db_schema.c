@@ -34,6 +34,7 @@ static const char m1[] =
 	" spec_yaml TEXT NOT NULL,"
 	" spec_json TEXT NOT NULL,"       /* normalised spec, see spec.h */
 	" workdir TEXT,"
+	" envs TEXT,"                      /* JSON object: API env overrides */
 	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN 1 AND 1024),"
 	" max_restarts INTEGER NOT NULL CHECK(max_restarts >= 0),"
 	" restarts INTEGER NOT NULL DEFAULT 0,"
@@ -56,6 +57,12 @@ static const char m1[] =
 	" run_s REAL NOT NULL DEFAULT 0," /* cloud seconds spent RUNNING */
 	" placement TEXT,"                /* JSON of the last placement */
 	" recover_reason TEXT,"           /* preempted|lost|crash */
+	" candidates TEXT,"               /* JSON {"spot":[pool..],"od":pool} */
+	" policy_state BLOB,"             /* the sim policy's memory */
+	" policy_tick INTEGER NOT NULL DEFAULT -1," /* last tick decided */
+	" decision TEXT,"                 /* JSON {"hold":..,"pool":..} */
+	" down_since_ns INTEGER,"         /* training stopped at (recovery) */
+	" cost_micros INTEGER NOT NULL DEFAULT 0," /* running sum of ledger costs */
 	" message TEXT NOT NULL DEFAULT '') STRICT;"
 	"CREATE INDEX jobs_state ON jobs(state);"
 
@@ -81,11 +88,13 @@ static const char m1[] =
 	" notice_ns INTEGER, kill_ns INTEGER,"
 	" terminated_ns INTEGER, end_reason TEXT,"
 	" billed_until_ns INTEGER,"
+	" cost_micros INTEGER NOT NULL DEFAULT 0,"
 	" workload TEXT NOT NULL DEFAULT 'idle',"
 	" wl_attempt INTEGER NOT NULL DEFAULT 0,"
 	" wl_pgid INTEGER,"
 	" cpu_util REAL, gpu_util REAL,"
 	" util_sum REAL NOT NULL DEFAULT 0, util_n INTEGER NOT NULL DEFAULT 0,"
+	" setup_rc INTEGER,"              /* setup's exit code once reported */
 	" agent_exited INTEGER NOT NULL DEFAULT 0) STRICT;"
 	"CREATE INDEX nodes_job ON nodes(job_id, rank);"
 	"CREATE INDEX nodes_state ON nodes(state);"

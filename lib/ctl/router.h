@@ -108,5 +108,16 @@ void ctl_event_hook_register(ctl_event_fn fn);
 /* Daemon-wide facts a route may need. */
 double ctl_time_scale(const struct ctl *c);     /* cloud s per real s */
 const char *ctl_state_dir(const struct ctl *c);
+/* The database file, for components that open their own connection
+ * (e.g. a background alert sender). */
+const char *ctl_db_path(const struct ctl *c);
+
+/* The job objects exactly as GET /v1/jobs serves them (without "nodes"),
+ * newest first.  state_filter: NULL or a comma list ("RUNNING,PENDING");
+ * limit <= 0 means 1000.  New reference; NULL on error. */
+json_t *ctl_jobs_json(struct ctl *c, sqlite3 *db, const char *state_filter,
+		      int limit);
+/* Node objects as GET /v1/nodes serves them; all = include ended nodes. */
+json_t *ctl_nodes_json(sqlite3 *db, int all);
 
 #endif

@@ -1,0 +1,222 @@
+/*
+ * recon_place.c - the reconciler's market side: feed the policy once per
+ * policy tick and create the nodes it asks for.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "ctl/auth.h"
+#include "ctl/db.h"
+#include "ctl/recon_int.h"
+
+double recon__work_total(const struct rjob *j)
+{
+	/* Once the workload has done 5 % of its steps, the observed pace
+	 * (cloud seconds of RUNNING per step) beats the job file's guess. */
+	if (j->total_steps > 0 && j->step > 0 && j->run_s > 0 &&
+	    (double)j->step / (double)j->total_steps >= 0.05)
+		return j->run_s * (double)j->total_steps / (double)j->step;
+	return j->work_s;
+}
+
+double recon__work_done(const struct rjob *j)
+{
+	double total = recon__work_total(j);
+
+	if (j->total_steps > 0 && j->ckpt_step >= 0)
+		return total * fmin(1.0, (double)j->ckpt_step / (double)j->total_steps);
+	if (j->total_steps > 0)
+		return 0;
+	return fmin(j->run_s, 0.99 * total);
+}
+
+static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
+		      struct place_choice *last)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -SR_ENOTFOUND;
+
+	*blob = NULL;
+	*len = 0;
+	memset(last, 0, sizeof *last);
+	last->pool = -1;
+	if (sqlite3_prepare_v2(db, "SELECT policy_state, decision FROM jobs "
+			       "WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(st, 0);
+		int n = sqlite3_column_bytes(st, 0);
+		json_t *d = json_loads(ctl_db_text(st, 1), 0, NULL);
+
+		rc = 0;
+		if (b && n > 0) {
+			*blob = malloc((size_t)n);
+			if (!*blob)
+				rc = -ENOMEM;
+			else {
+				memcpy(*blob, b, (size_t)n);
+				*len = (size_t)n;
+			}
+		}
+		if (d) {
+			last->hold = (enum sim_hold)json_integer_value(json_object_get(d, "hold"));
+			last->pool = (int)json_integer_value(json_object_get(d, "pool"));
+			last->spot = json_is_true(json_object_get(d, "spot"));
+			snprintf(last->why, sizeof last->why, "%s",
+				 json_string_value(json_object_get(d, "why")) ?: "");
+			json_decref(d);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
+		      size_t len, const struct place_choice *ch, struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
+			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
+	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
+	int rc;
+
+	json_decref(d);
+	rc = ctl_db_begin(db, e);
+	if (!rc)
+		rc = ctl_db_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
+				    " policy_tick=?3 WHERE id=?4", &st, e);
+	if (!rc) {
+		sqlite3_bind_blob(st, 1, blob, (int)len, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, ds, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, tick);
+		sqlite3_bind_int64(st, 4, id);
+		rc = ctl_db_step_done(db, st, e, "policy state");
+		sqlite3_finalize(st);
+	}
+	if (!rc)
+		rc = ctl_db_commit(db, e);
+	else
+		ctl_db_rollback(db);
+	free(ds);
+	return rc;
+}
+
+int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
+		       const struct rnode *live, size_t nlive,
+		       struct place_choice *ch, struct sr_err *e)
+{
+	struct place_now now = { 0 };
+	double sim = ctl__sim_now(c);
+	void *blob = NULL;
+	size_t len = 0;
+	int64_t tick;
+	int rc;
+
+	if (!j->plan_ok)
+		return sr_err_set(e, -SR_ECORRUPT, "job %" PRId64 ": bad plan", j->id);
+	tick = (int64_t)floor((sim - j->sim_start_s) / (double)j->plan.gap_s);
+	if (tick < 0)
+		tick = 0;
+	rc = load_state(db, j->id, &blob, &len, ch);
+	if (rc || tick <= j->policy_tick)
+		goto out;
+	now.tick = tick;
+	j->plan.work_s = recon__work_total(j);
+	now.work_done_s = recon__work_done(j);
+	now.time_left_s = j->deadline_s - (sim - j->sim_start_s);
+	now.held_pool = -1;
+	for (size_t i = 0; i < nlive; i++) {
+		if (!live[i].notice_ns) {
+			now.held_pool = live[i].pool;
+			now.held_spot = live[i].spot;
+			break;
+		}
+	}
+	now.ckpt_pool = j->last_pool;
+	now.preempted = j->state == JOB_RECOVERING &&
+			strcmp(j->recover_reason, "preempted") == 0;
+	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
+	if (!rc)
+		rc = save_state(db, j->id, tick, blob, len, ch, e);
+	if (!rc)
+		j->policy_tick = tick;
+out:
+	free(blob);
+	return rc;
+}
+
+static int write_token(const char *dir, const char *tok, struct sr_err *e)
+{
+	char path[2500];
+	int rc = sr_fs_mkdir_p(dir, 0700);
+
+	if (rc)
+		return sr_err_set(e, rc, "%s: %s", dir, sr_strerror(rc));
+	snprintf(path, sizeof path, "%s/node.token", dir);
+	return ctl_token_write(path, tok, e);
+}
+
+int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
+			const int *ranks, int nranks, int pool, bool spot,
+			int64_t now, struct sr_err *e)
+{
+	struct prov_offering o;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = c->prov.ops->describe(c->prov.st, pool, ctl__sim_at(c, now), &o);
+	if (rc)
+		return sr_err_set(e, rc, "pool %d: not in the market", pool);
+	rc = ctl_db_prepare(db, "INSERT INTO nodes(job_id, rank, state, token_hash,"
+			    " provider, cloud, region, zone, instance_type,"
+			    " accelerator, accel_count, spot, pool, price_micros,"
+			    " list_micros, reserved_micros, created_ns, boot_at_ns)"
+			    " VALUES(?1,?2,'REQUESTED',?3,?4,?5,?6,?7,?8,?9,?10,?11,"
+			    "?12,?13,?14,?15,?16,?17)", &st, e);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nranks && !rc; i++) {
+		char tok[CTL_TOKEN_HEX + 1], dir[2400];
+		unsigned char dg[CTL_DIGEST_LEN];
+		int64_t id;
+
+		rc = ctl_token_new(tok);
+		if (rc)
+			break;
+		ctl_token_digest(tok, dg);
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, j->id);
+		sqlite3_bind_int(st, 2, ranks[i]);
+		sqlite3_bind_blob(st, 3, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, c->prov.ops->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, o.cloud, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, o.region, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, o.zone, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 8, o.instance_type, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, o.accelerator, -1, SQLITE_STATIC);
+		sqlite3_bind_double(st, 10, o.accel_count);
+		sqlite3_bind_int(st, 11, spot);
+		sqlite3_bind_int(st, 12, pool);
+		sqlite3_bind_int64(st, 13, spot ? o.spot_per_h : o.ondemand_per_h);
+		sqlite3_bind_int64(st, 14, o.ondemand_per_h);
+		sqlite3_bind_int64(st, 15, o.reserved_per_h);
+		sqlite3_bind_int64(st, 16, now);
+		sqlite3_bind_int64(st, 17, now + c->cfg.provision_ms * 1000000);
+		rc = ctl_db_step_done(db, st, e, "insert node");
+		if (rc)
+			break;
+		id = sqlite3_last_insert_rowid(db);
+		snprintf(dir, sizeof dir, "%s/nodes/%" PRId64, c->state_dir, id);
+		rc = write_token(dir, tok, e);
+		explicit_bzero(tok, sizeof tok);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
