@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/timeutil.h"
 #include "dbutil.h"
+#include "market/jobspec.h"
 #include "policy.h"
 
 void finops_policy_default(struct finops_policy *p)
@@ -144,6 +145,18 @@ int finops_policy_parse(json_t *spotrun, struct finops_policy *p,
 		return rc;
 	}
 	return 0;
+}
+
+void finops_policy_from_jobspec(const struct jobspec *js, struct finops_policy *p)
+{
+	finops_policy_default(p);
+	if (js->max_cost > 0)
+		p->max_cost = js->max_cost;
+	if (js->max_hourly_cost > 0)
+		p->max_hourly_cost = js->max_hourly_cost;
+	if (js->autostop_ns > 0)
+		p->autostop_idle_ns = js->autostop_ns;
+	p->stop_on_exceed = p->max_cost > 0 || p->max_hourly_cost > 0;
 }
 
 bool finops_node_is_busy(bool workload_running, int util_permille,

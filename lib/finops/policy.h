@@ -50,6 +50,13 @@ void finops_policy_default(struct finops_policy *p);
 int finops_policy_parse(json_t *spotrun, struct finops_policy *p,
 			struct sr_err *e);
 
+struct jobspec;
+
+/* From a parsed job file (lib/market/jobspec.h): spotrun.max_cost,
+ * spotrun.max_hourly_cost and spotrun.autostop.  Limits given there are
+ * hard: alert at alert_at (80 %), stop at 100 %. */
+void finops_policy_from_jobspec(const struct jobspec *js, struct finops_policy *p);
+
 /* A node is busy when a workload runs on it and its utilisation (GPU if
  * it has GPUs and the agent reports it, else CPU; permille, -1 unknown)
  * is at least the threshold.  Unknown utilisation with a running

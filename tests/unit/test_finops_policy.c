@@ -12,6 +12,7 @@
 #include "common/timeutil.h"
 #include "finops/ledger.h"
 #include "finops/policy.h"
+#include "market/jobspec.h"
 
 #define MIN_NS (60 * SR_NS_PER_SEC)
 
@@ -80,6 +81,32 @@ static void test_parse_errors(void **state)
 		assert_int_equal(p.max_cost, 0);
 		json_decref(j);
 	}
+}
+
+static void test_from_jobspec(void **state)
+{
+	static const char yaml[] =
+		"name: t\n"
+		"resources: {accelerators: V100:1, use_spot: true}\n"
+		"run: echo hi\n"
+		"spotrun:\n"
+		"  max_cost: 50\n"
+		"  max_hourly_cost: 4.5\n"
+		"  autostop: 30m\n";
+	struct jobspec js;
+	struct finops_policy p;
+	struct sr_err e;
+
+	(void)state;
+	if (jobspec_parse_buf(yaml, strlen(yaml), "t.yaml", &js, &e))
+		fail_msg("%s", e.msg);
+	finops_policy_from_jobspec(&js, &p);
+	assert_int_equal(p.max_cost, 50000000);
+	assert_int_equal(p.max_hourly_cost, 4500000);
+	assert_int_equal(p.autostop_idle_ns, 30 * MIN_NS);
+	assert_true(p.stop_on_exceed);
+	assert_int_equal(p.alert_at_permille, 800);
+	jobspec_free(&js);
 }
 
 static void test_busy(void **state)
@@ -210,6 +237,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_from_jobspec),
 		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_autostop),
 		cmocka_unit_test(test_idle_since_from_ledger),
