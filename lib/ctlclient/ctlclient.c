@@ -14,25 +14,25 @@
 #define TOKEN_MIN 16
 #define TOKEN_MAX 256
 
-struct ctl_client {
+struct ctlc {
 	char *url;
 	char *auth; /* "Authorization: Bearer <token>" */
-	struct ctl_client_opts o;
+	struct ctlc_opts o;
 };
 
-struct ctl_client *ctl_client_create(const char *url, const char *token,
-				     const struct ctl_client_opts *opts)
+struct ctlc *ctlc_create(const char *url, const char *token,
+				     const struct ctlc_opts *opts)
 {
-	struct ctl_client *c = calloc(1, sizeof *c);
+	struct ctlc *c = calloc(1, sizeof *c);
 	size_t n;
 
 	if (!c)
 		return NULL;
-	c->url = strdup(url ? url : CTL_DEFAULT_URL);
+	c->url = strdup(url ? url : CTLC_DEFAULT_URL);
 	if (!c->url || asprintf(&c->auth, "Authorization: Bearer %s",
 				token ? token : "") < 0) {
 		c->auth = NULL;
-		ctl_client_destroy(c);
+		ctlc_destroy(c);
 		return NULL;
 	}
 	n = strlen(c->url);
@@ -49,7 +49,7 @@ struct ctl_client *ctl_client_create(const char *url, const char *token,
 	return c;
 }
 
-void ctl_client_destroy(struct ctl_client *c)
+void ctlc_destroy(struct ctlc *c)
 {
 	if (!c)
 		return;
@@ -61,7 +61,7 @@ void ctl_client_destroy(struct ctl_client *c)
 	free(c);
 }
 
-const char *ctl_client_url(const struct ctl_client *c)
+const char *ctlc_url(const struct ctlc *c)
 {
 	return c->url;
 }
@@ -106,7 +106,7 @@ static int reply_error(const struct sr_http_resp *r, const char *method,
 	return rc;
 }
 
-int ctl_call(const struct ctl_client *c, const char *method, const char *path,
+int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	     json_t *body, json_t **reply, long *status, struct sr_err *e)
 {
 	const char *hdr[] = { c->auth, "Accept: application/json", NULL, NULL };
@@ -171,7 +171,7 @@ out:
 	return rc;
 }
 
-char *ctl_state_dir(const char *flag)
+char *ctlc_state_dir(const char *flag)
 {
 	const char *v;
 	char *out = NULL;
@@ -205,7 +205,7 @@ static char *first_line(const char *path, size_t max)
 	return buf;
 }
 
-char *ctl_api_url(const char *flag, const char *state_dir)
+char *ctlc_api_url(const char *flag, const char *state_dir)
 {
 	const char *v = flag;
 	char *path = NULL, *line = NULL;
@@ -222,10 +222,10 @@ char *ctl_api_url(const char *flag, const char *state_dir)
 			return line;
 		free(line);
 	}
-	return strdup(CTL_DEFAULT_URL);
+	return strdup(CTLC_DEFAULT_URL);
 }
 
-int ctl_read_token_file(const char *path, char **out, struct sr_err *e)
+int ctlc_read_token_file(const char *path, char **out, struct sr_err *e)
 {
 	char *t = NULL;
 	size_t n;
@@ -257,7 +257,7 @@ fail:
 	return rc;
 }
 
-int ctl_admin_token(const char *state_dir, char **out, struct sr_err *e)
+int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e)
 {
 	const char *v = getenv("SPOTRUN_TOKEN");
 	char *path = NULL;
@@ -270,7 +270,7 @@ int ctl_admin_token(const char *state_dir, char **out, struct sr_err *e)
 	}
 	if (asprintf(&path, "%s/api.token", state_dir) < 0)
 		return -ENOMEM;
-	rc = ctl_read_token_file(path, out, e);
+	rc = ctlc_read_token_file(path, out, e);
 	if (rc == -ENOENT)
 		rc = sr_err_set(e, rc, "no API token at %s: spotrund has not "
 				"been started with this state dir (start it with "
@@ -284,28 +284,28 @@ int ctl_admin_token(const char *state_dir, char **out, struct sr_err *e)
 	return rc;
 }
 
-int ctl_client_open_cli(const char *api, const char *state_dir,
-			struct ctl_client **out, struct sr_err *e)
+int ctlc_open_cli(const char *api, const char *state_dir,
+			struct ctlc **out, struct sr_err *e)
 {
 	char *dir = NULL, *url = NULL, *tok = NULL;
 	int rc;
 
 	*out = NULL;
-	dir = ctl_state_dir(state_dir);
+	dir = ctlc_state_dir(state_dir);
 	if (!dir) {
 		rc = sr_err_set(e, -EINVAL, "no state dir: set $HOME, "
 				"$SPOTRUN_STATE_DIR or --state-dir");
 		goto out;
 	}
-	url = ctl_api_url(api, dir);
+	url = ctlc_api_url(api, dir);
 	if (!url) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = ctl_admin_token(dir, &tok, e);
+	rc = ctlc_admin_token(dir, &tok, e);
 	if (rc < 0)
 		goto out;
-	*out = ctl_client_create(url, tok, NULL);
+	*out = ctlc_create(url, tok, NULL);
 	rc = *out ? 0 : -ENOMEM;
 out:
 	if (tok) {

@@ -13,7 +13,8 @@
  *   400 -> -EINVAL   401/403 -> -EACCES   404 -> -SR_ENOTFOUND
  *   409 -> -SR_ECONFLICT   413 -> -E2BIG   other -> -SR_EHTTP
  *
- * Thread-safe: a client is immutable after creation.
+ * Prefix ctlc_ (the daemon library owns ctl_).  Thread-safe: a client is
+ * immutable after creation.
  */
 #ifndef SR_CTLCLIENT_H
 #define SR_CTLCLIENT_H
@@ -22,28 +23,28 @@
 
 #include "common/err.h"
 
-#define CTL_DEFAULT_URL "http://127.0.0.1:7077"
+#define CTLC_DEFAULT_URL "http://127.0.0.1:7077"
 
-struct ctl_client;
+struct ctlc;
 
-struct ctl_client_opts {
+struct ctlc_opts {
 	long timeout_ms;   /* per request; default 10000 */
 	int max_retries;   /* transport/5xx retries; default 2 */
 };
 
 /* Create a client for `url` ("http://host:port", no trailing path) with
  * bearer `token` (both copied).  opts may be NULL.  Returns NULL on
- * out-of-memory.  Caller owns; ctl_client_destroy(). */
-struct ctl_client *ctl_client_create(const char *url, const char *token,
-				     const struct ctl_client_opts *opts);
-void ctl_client_destroy(struct ctl_client *c); /* NULL-safe */
-const char *ctl_client_url(const struct ctl_client *c);
+ * out-of-memory.  Caller owns; ctlc_destroy(). */
+struct ctlc *ctlc_create(const char *url, const char *token,
+				     const struct ctlc_opts *opts);
+void ctlc_destroy(struct ctlc *c); /* NULL-safe */
+const char *ctlc_url(const struct ctlc *c);
 
 /* `method path` with body (may be NULL; not consumed).  On 2xx returns 0
  * and, when reply is non-NULL, a new reference in *reply (caller
  * json_decref()s).  On any failure *reply is NULL and *e says why.
  * status (may be NULL) gets the HTTP status, 0 if none arrived. */
-int ctl_call(const struct ctl_client *c, const char *method, const char *path,
+int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	     json_t *body, json_t **reply, long *status, struct sr_err *e);
 
 /* ---- locating the daemon (CLI) ---------------------------------------- */
@@ -51,25 +52,25 @@ int ctl_call(const struct ctl_client *c, const char *method, const char *path,
 /* The state dir: `flag` if non-NULL, else $SPOTRUN_STATE_DIR, else
  * $XDG_STATE_HOME/spotrun, else $HOME/.local/state/spotrun.  Returns a
  * malloc'd string (caller frees) or NULL on out-of-memory / no $HOME. */
-char *ctl_state_dir(const char *flag);
+char *ctlc_state_dir(const char *flag);
 
 /* The API URL: `flag`, else $SPOTRUN_API, else the first line of
  * <state_dir>/api.url (written by spotrund after it binds), else
- * CTL_DEFAULT_URL.  Returns malloc'd (caller frees) or NULL on OOM. */
-char *ctl_api_url(const char *flag, const char *state_dir);
+ * CTLC_DEFAULT_URL.  Returns malloc'd (caller frees) or NULL on OOM. */
+char *ctlc_api_url(const char *flag, const char *state_dir);
 
 /* The admin token: $SPOTRUN_TOKEN, else <state_dir>/api.token.  Returns 0
  * and a malloc'd string in *out, or a negative code with *e saying which
  * file is missing and how to start the daemon. */
-int ctl_admin_token(const char *state_dir, char **out, struct sr_err *e);
+int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e);
 
 /* Read a token file (first line; 16..256 printable characters).  Returns
  * 0 and a malloc'd string, or a negative code naming the file. */
-int ctl_read_token_file(const char *path, char **out, struct sr_err *e);
+int ctlc_read_token_file(const char *path, char **out, struct sr_err *e);
 
 /* Create a CLI client: state dir + URL + admin token, as above.  `api`
  * and `state_dir` are the command-line flags (may be NULL). */
-int ctl_client_open_cli(const char *api, const char *state_dir,
-			struct ctl_client **out, struct sr_err *e);
+int ctlc_open_cli(const char *api, const char *state_dir,
+			struct ctlc **out, struct sr_err *e);
 
 #endif

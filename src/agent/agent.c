@@ -63,7 +63,7 @@ volatile sig_atomic_t agent_quit_signal; /* set by main.c's handler */
 
 struct agent {
 	const struct agent_opts *o;
-	struct ctl_client *cli;
+	struct ctlc *cli;
 	struct assignment a;
 	char node_dir[4096], status_path[4200], wlog_path[4200];
 	char path_prefix[64]; /* "/v1/nodes/<id>" */
@@ -158,7 +158,7 @@ static int post(struct agent *ag, const char *what, json_t *body,
 
 	sr_err_clear(&e);
 	snprintf(path, sizeof path, "%s/%s", ag->path_prefix, what);
-	rc = ctl_call(ag->cli, "POST", path, body, reply, &status, &e);
+	rc = ctlc_call(ag->cli, "POST", path, body, reply, &status, &e);
 	if (rc < 0) {
 		if (status == 409) {
 			if (!ag->node_gone)
@@ -661,7 +661,7 @@ static void loop_once(struct agent *ag)
 static int agent_init(struct agent *ag, const struct agent_opts *o,
 		      const char *token)
 {
-	struct ctl_client_opts co = { .timeout_ms = 3000, .max_retries = 0 };
+	struct ctlc_opts co = { .timeout_ms = 3000, .max_retries = 0 };
 	struct sr_err e;
 	int rc;
 
@@ -678,7 +678,7 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 		 o->workdir);
 	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
 		 (long long)o->node_id);
-	ag->cli = ctl_client_create(o->api, token, &co);
+	ag->cli = ctlc_create(o->api, token, &co);
 	ag->logs = logbatch_create();
 	ag->events = json_array();
 	if (!ag->cli || !ag->logs || !ag->events)
@@ -702,7 +702,7 @@ static void agent_fini(struct agent *ag)
 	gpustat_close(ag->gpu);
 	json_decref(ag->events);
 	logbatch_destroy(ag->logs);
-	ctl_client_destroy(ag->cli);
+	ctlc_destroy(ag->cli);
 	assignment_free(&ag->a);
 }
 

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	env = getenv("SPOTRUN_AGENT_TOKEN");
 	if (o.token_file) {
 		sr_err_clear(&e);
-		rc = ctl_read_token_file(o.token_file, &token, &e);
+		rc = ctlc_read_token_file(o.token_file, &token, &e);
 		if (rc < 0) {
 			fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
 			return 1;

@@ -182,7 +182,7 @@ static int do_start(const char *dir, const char *listen, char **extra, int nextr
 	}
 	running = read_pid(dir);
 	if (running) {
-		url = ctl_api_url(NULL, dir);
+		url = ctlc_api_url(NULL, dir);
 		if (url && healthz(url, &body) == 0) {
 			printf("spotrund already running (pid %d) at %s\n", (int)running,
 			       url);
@@ -245,7 +245,7 @@ static int do_start(const char *dir, const char *listen, char **extra, int nextr
 		free(url);
 		url = NULL;
 		if (access(urlfile, R_OK) == 0)
-			url = ctl_api_url(NULL, dir);
+			url = ctlc_api_url(NULL, dir);
 		else if (listen && !strstr(listen, ":0") &&
 			 asprintf(&url, "http://%s", listen) < 0)
 			url = NULL;
@@ -308,7 +308,7 @@ static int do_stop(const char *dir)
 static int do_status(const char *dir, int json)
 {
 	pid_t pid = read_pid(dir);
-	char *url = ctl_api_url(NULL, dir), *body = NULL;
+	char *url = ctlc_api_url(NULL, dir), *body = NULL;
 	int up = url && healthz(url, &body) == 0;
 	json_t *h = body ? json_loads(body, 0, NULL) : NULL;
 
@@ -376,7 +376,7 @@ static int cmd_daemon(int argc, char **argv)
 		return cli_usage_error("daemon", "--listen and '--' go with 'start'");
 	if (strcmp(verb, "status") && json)
 		return cli_usage_error("daemon", "--json goes with 'status'");
-	dir = ctl_state_dir(dirflag);
+	dir = ctlc_state_dir(dirflag);
 	if (!dir) {
 		fprintf(stderr, "spotrun daemon: no state dir: set $HOME, "
 			"$SPOTRUN_STATE_DIR or --state-dir\n");

@@ -138,7 +138,7 @@ static int follow(struct ctlcli *o, int64_t id)
 		snprintf(path, sizeof path, "/v1/jobs/%lld/events?after=%lld&limit=1000",
 			 (long long)id, (long long)after);
 		sr_err_clear(&e);
-		r = ctl_call(o->c, "GET", path, NULL, &reply, NULL, &e);
+		r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
 		if (r == 0) {
 			evs = json_object_get(reply, "events");
 			if (tty && json_array_size(evs))
@@ -150,7 +150,7 @@ static int follow(struct ctlcli *o, int64_t id)
 			json_decref(reply);
 			reply = NULL;
 			snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
-			r = ctl_call(o->c, "GET", path, NULL, &reply, NULL, &e);
+			r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
 		}
 		if (r < 0) {
 			/* a daemon restart is survivable: keep trying a while */

@@ -46,7 +46,7 @@ int ctlcli_open(struct ctlcli *o)
 	int rc;
 
 	sr_err_clear(&e);
-	rc = ctl_client_open_cli(o->api, o->state_dir, &o->c, &e);
+	rc = ctlc_open_cli(o->api, o->state_dir, &o->c, &e);
 	if (rc < 0) {
 		fprintf(stderr, "spotrun %s: %s\n", o->cmd, sr_err_str(&e, rc));
 		return -1;
@@ -56,7 +56,7 @@ int ctlcli_open(struct ctlcli *o)
 
 void ctlcli_close(struct ctlcli *o)
 {
-	ctl_client_destroy(o->c);
+	ctlc_destroy(o->c);
 	o->c = NULL;
 }
 
@@ -67,7 +67,7 @@ int ctlcli_call(struct ctlcli *o, const char *method, const char *path,
 	int rc;
 
 	sr_err_clear(&e);
-	rc = ctl_call(o->c, method, path, body, reply, NULL, &e);
+	rc = ctlc_call(o->c, method, path, body, reply, NULL, &e);
 	if (rc < 0)
 		fprintf(stderr, "spotrun %s: %s\n", o->cmd, sr_err_str(&e, rc));
 	return rc;

@@ -17,12 +17,12 @@ struct ctlcli {
 	const char *api;       /* --api */
 	const char *state_dir; /* --state-dir */
 	int json;              /* --json */
-	struct ctl_client *c;
+	struct ctlc *c;
 };
 
 #define CTLCLI_COMMON_HELP                                                     \
 	"  --api URL        spotrund URL (default: $SPOTRUN_API, else the\n"   \
-	"                   daemon's <state-dir>/api.url, else " CTL_DEFAULT_URL ")\n" \
+	"                   daemon's <state-dir>/api.url, else " CTLC_DEFAULT_URL ")\n" \
 	"  --state-dir DIR  spotrund's state dir (default: $SPOTRUN_STATE_DIR\n" \
 	"                   or ~/.local/state/spotrun); the token is read there\n"
 
@@ -35,7 +35,7 @@ int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i);
 int ctlcli_open(struct ctlcli *o);
 void ctlcli_close(struct ctlcli *o);
 
-/* ctl_call plus printing the error as "spotrun CMD: message".  Returns 0
+/* ctlc_call plus printing the error as "spotrun CMD: message".  Returns 0
  * or the negative code (already printed). */
 int ctlcli_call(struct ctlcli *o, const char *method, const char *path,
 		json_t *body, json_t **reply);
