@@ -3,23 +3,25 @@
  *
  * Family                                    type       labels
  * ----------------------------------------  ---------  ----------------------
- * spotrun_node_hourly_price_dollars         gauge      node, job, cloud, region,
+ * spotrun_node_hourly_price_dollars         gauge      node, job_id, cloud, region,
  *                                                      zone, instance_type, pricing
- * spotrun_job_cost_dollars_total            counter    job
- * spotrun_job_on_demand_cost_dollars_total  counter    job   (same hours at list)
- * spotrun_job_savings_dollars_total         counter    job   (on-demand - cost)
- * spotrun_job_savings_vs_reserved_dollars   gauge      job   (may go down)
- * spotrun_job_lost_work_dollars_total       counter    job
- * spotrun_job_lost_work_seconds_total       counter    job
- * spotrun_job_idle_gpu_seconds_total        counter    job
- * spotrun_job_idle_cost_dollars_total       counter    job
- * spotrun_preemptions_total                 counter    job
- * spotrun_recoveries_total                  counter    job
- * spotrun_recovery_downtime_seconds_total   counter    job
+ * spotrun_job_cost_dollars_total            counter    job_id
+ * spotrun_job_on_demand_cost_dollars_total  counter    job_id   (same hours at list)
+ * spotrun_job_savings_dollars_total         counter    job_id   (on-demand - cost)
+ * spotrun_job_savings_vs_reserved_dollars   gauge      job_id   (may go down)
+ * spotrun_job_lost_work_dollars_total       counter    job_id
+ * spotrun_job_lost_work_seconds_total       counter    job_id
+ * spotrun_job_idle_gpu_seconds_total        counter    job_id
+ * spotrun_job_idle_cost_dollars_total       counter    job_id
+ * spotrun_preemptions_total                 counter    job_id
+ * spotrun_recoveries_total                  counter    job_id
+ * spotrun_recovery_downtime_seconds_total   counter    job_id
  * spotrun_checkpoint_stall_seconds          histogram  -
- * spotrun_job_deadline_slack_seconds        gauge      job
+ * spotrun_job_deadline_slack_seconds        gauge      job_id
  * spotrun_cost_dollars_total                counter    -     (all jobs)
  * spotrun_idle_gpu_seconds_total            counter    -     (all jobs)
+ *
+ * The job label is `job_id`: `job` belongs to Prometheus (the scrape job).
  *
  * Durations billed or lost are in cloud seconds (the local cloud's time
  * scale), like the ledger.
@@ -172,7 +174,7 @@ static void job_family(FILE *f, const struct job_agg *a, size_t n,
 
 		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
 		fprintf(f, "%s{", name);
-		put_label(f, "job", job, 1);
+		put_label(f, "job_id", job, 1);
 		fputs("} ", f);
 		if (is_ns)
 			secs(f, v);
@@ -186,7 +188,7 @@ static void count_family(FILE *f, const struct job_agg *a, size_t n,
 {
 	family(f, name, "counter", help);
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%s{job=\"%lld\"} %lld\n", name, (long long)a[i].job,
+		fprintf(f, "%s{job_id=\"%lld\"} %lld\n", name, (long long)a[i].job,
 			(long long)*(const int64_t *)((const char *)&a[i] + field_off));
 	}
 }
@@ -243,7 +245,7 @@ static void live_families(FILE *f, const struct finops_live *live)
 		snprintf(job, sizeof job, "%lld", (long long)n->job_id);
 		fprintf(f, "%s{", price);
 		put_label(f, "node", id, 1);
-		put_label(f, "job", job, 0);
+		put_label(f, "job_id", job, 0);
 		put_label(f, "cloud", n->provider, 0);
 		put_label(f, "region", n->region, 0);
 		put_label(f, "zone", n->zone, 0);
@@ -262,7 +264,7 @@ static void live_families(FILE *f, const struct finops_live *live)
 			continue;
 		snprintf(id, sizeof id, "%lld", (long long)j->id);
 		fprintf(f, "%s{", slack);
-		put_label(f, "job", id, 1);
+		put_label(f, "job_id", id, 1);
 		fprintf(f, "} %.3f\n", j->deadline_slack_s);
 	}
 }

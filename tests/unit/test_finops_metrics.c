@@ -101,31 +101,31 @@ static void test_values(void **state)
 	char *m = render(db);
 
 	(void)state;
-	expect_line(m, "spotrun_job_cost_dollars_total{job=\"3\"} 1.840000");
-	expect_line(m, "spotrun_job_cost_dollars_total{job=\"4\"} 3.060000");
-	expect_line(m, "spotrun_job_on_demand_cost_dollars_total{job=\"3\"} 6.120000");
-	expect_line(m, "spotrun_job_savings_dollars_total{job=\"3\"} 4.280000");
-	expect_line(m, "spotrun_job_savings_dollars_total{job=\"4\"} 0.000000");
-	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job=\"3\"} 2.060000");
-	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job=\"4\"} -1.110000");
-	expect_line(m, "spotrun_job_lost_work_dollars_total{job=\"3\"} 0.460000");
-	expect_line(m, "spotrun_job_lost_work_seconds_total{job=\"3\"} 1800.000000000");
-	expect_line(m, "spotrun_job_idle_gpu_seconds_total{job=\"3\"} 3600.000000000");
-	expect_line(m, "spotrun_job_idle_gpu_seconds_total{job=\"4\"} 0.000000000");
-	expect_line(m, "spotrun_job_idle_cost_dollars_total{job=\"3\"} 0.920000");
-	expect_line(m, "spotrun_preemptions_total{job=\"3\"} 1");
-	expect_line(m, "spotrun_preemptions_total{job=\"4\"} 0");
-	expect_line(m, "spotrun_recoveries_total{job=\"3\"} 1");
-	expect_line(m, "spotrun_recovery_downtime_seconds_total{job=\"3\"} 95.000000000");
+	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"3\"} 1.840000");
+	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"4\"} 3.060000");
+	expect_line(m, "spotrun_job_on_demand_cost_dollars_total{job_id=\"3\"} 6.120000");
+	expect_line(m, "spotrun_job_savings_dollars_total{job_id=\"3\"} 4.280000");
+	expect_line(m, "spotrun_job_savings_dollars_total{job_id=\"4\"} 0.000000");
+	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"3\"} 2.060000");
+	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"4\"} -1.110000");
+	expect_line(m, "spotrun_job_lost_work_dollars_total{job_id=\"3\"} 0.460000");
+	expect_line(m, "spotrun_job_lost_work_seconds_total{job_id=\"3\"} 1800.000000000");
+	expect_line(m, "spotrun_job_idle_gpu_seconds_total{job_id=\"3\"} 3600.000000000");
+	expect_line(m, "spotrun_job_idle_gpu_seconds_total{job_id=\"4\"} 0.000000000");
+	expect_line(m, "spotrun_job_idle_cost_dollars_total{job_id=\"3\"} 0.920000");
+	expect_line(m, "spotrun_preemptions_total{job_id=\"3\"} 1");
+	expect_line(m, "spotrun_preemptions_total{job_id=\"4\"} 0");
+	expect_line(m, "spotrun_recoveries_total{job_id=\"3\"} 1");
+	expect_line(m, "spotrun_recovery_downtime_seconds_total{job_id=\"3\"} 95.000000000");
 	expect_line(m, "spotrun_cost_dollars_total 4.900000");
 	expect_line(m, "spotrun_idle_gpu_seconds_total 3600.000000000");
-	expect_line(m, "spotrun_node_hourly_price_dollars{node=\"9\",job=\"3\",cloud=\"aws\","
+	expect_line(m, "spotrun_node_hourly_price_dollars{node=\"9\",job_id=\"3\",cloud=\"aws\","
 		       "region=\"us-west-2\",zone=\"us-west-2a\",instance_type=\"p3.2xlarge\","
 		       "pricing=\"spot\"} 0.920000");
 	/* label values are escaped */
 	assert_non_null(strstr(m, "region=\"us-c\\\"1\",zone=\"z\\\\1\""));
-	expect_line(m, "spotrun_job_deadline_slack_seconds{job=\"3\"} -42.500");
-	assert_null(strstr(m, "spotrun_job_deadline_slack_seconds{job=\"4\"}"));
+	expect_line(m, "spotrun_job_deadline_slack_seconds{job_id=\"3\"} -42.500");
+	assert_null(strstr(m, "spotrun_job_deadline_slack_seconds{job_id=\"4\"}"));
 	/* histogram: cumulative buckets, +Inf = count, sum in seconds */
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.001\"} 0");
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.005\"} 1");

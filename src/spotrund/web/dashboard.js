@@ -59,7 +59,9 @@
     cell(tr, usd(cost ? cost.cost_micros : j.cost_micros));
     cell(tr, cost ? usd(cost.savings_vs_list_micros) : '–');
     let dl = '–';
-    if (j.sim_deadline_s != null && j.sim_elapsed_s != null) {
+    if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state)) {
+      dl = j.finished_at ? 'finished' : '–';
+    } else if (j.sim_deadline_s != null && j.sim_elapsed_s != null) {
       dl = ((j.sim_deadline_s - j.sim_elapsed_s) / 3600).toFixed(1) + ' h left';
     }
     cell(tr, dl);
