@@ -43,7 +43,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
 	cfg->boot_timeout_ms = 30000;
 	cfg->bill_interval_ms = 1000;
 	cfg->tick_ms = 100;
-	cfg->trace_start_h = 0;
+	cfg->trace_start_h = 48; /* leaves two days of market history */
 	cfg->http_threads = 4;
 	cfg->restart_guess_ms = 3000;
 	cfg->policy = "spotrun";

@@ -139,33 +139,71 @@ out:
 	return rc;
 }
 
-/* Rule 1 of localmkt.h: a trace named after this place and accelerator. */
-static int match_trace(const struct localmkt *m, const struct catalog_offering *o)
+/* The trace's file name ("us-west-2c_v100_1.json", or the directory of
+ * a SkyNomad "full.json"). */
+static const char *trace_file(const char *rel, char *buf, size_t n)
 {
-	char acc[32];
-	size_t i;
+	const char *base = strrchr(rel, '/');
+	const char *file = base ? base + 1 : rel;
+
+	if (strcmp(file, "full.json") == 0 && base) {
+		const char *dir = base;
+
+		while (dir > rel && dir[-1] != '/')
+			dir--;
+		snprintf(buf, n, "%.*s", (int)(base - dir), dir);
+		return buf;
+	}
+	snprintf(buf, n, "%s", file);
+	return buf;
+}
+
+/* Rules 1 and 2 of localmkt.h.  Candidates: traces naming the pool's
+ * accelerator (all traces if none does); among them those of the pool's
+ * zone, else of its region ("us-west-2" + zone letter); pick by hash. */
+static int pick_trace(const struct localmkt *m, const struct catalog_offering *o,
+		      uint64_t h, bool *exact)
+{
+	char acc[32], buf[256];
+	int place_n = 0, acc_n = 0, pass;
+	size_t rl = strlen(o->region);
 
 	snprintf(acc, sizeof acc, "_%s_", o->accelerator);
-	for (char *p = acc; *p; p++)
-		*p = (char)((*p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p);
-	for (i = 0; i < m->ntraces; i++) {
-		const char *base = strrchr(m->trace_rel[i], '/');
-		const char *file = base ? base + 1 : m->trace_rel[i];
-		const char *place = o->zone[0] ? o->zone : o->region;
+	*exact = false;
+	for (size_t i = 0; i < m->ntraces; i++) {
+		const char *f = trace_file(m->trace_rel[i], buf, sizeof buf);
 
-		/* skynomad traces sit in "<zone>_v100_1/full.json" */
-		if (strcmp(file, "full.json") == 0 && base) {
-			const char *dir = base;
-
-			while (dir > m->trace_rel[i] && dir[-1] != '/')
-				dir--;
-			file = dir;
-		}
-		if (strncmp(file, place, strlen(place)) == 0 &&
-		    file[strlen(place)] == '_' && strcasestr(file, acc))
-			return (int)i;
+		if (!strcasestr(f, acc))
+			continue;
+		acc_n++;
+		if ((o->zone[0] && strncmp(f, o->zone, strlen(o->zone)) == 0 &&
+		     f[strlen(o->zone)] == '_') ||
+		    (strncmp(f, o->region, rl) == 0 && f[rl] >= 'a' && f[rl] <= 'z' &&
+		     f[rl + 1] == '_'))
+			place_n++;
 	}
-	return -1;
+	for (pass = 0; pass < 2; pass++) {
+		int want = place_n ? place_n : acc_n ? acc_n : (int)m->ntraces;
+		int k = (int)(h % (uint64_t)want), seen = 0;
+
+		for (size_t i = 0; i < m->ntraces; i++) {
+			const char *f = trace_file(m->trace_rel[i], buf, sizeof buf);
+			bool ok = true;
+
+			if (acc_n)
+				ok = strcasestr(f, acc) != NULL;
+			if (ok && place_n)
+				ok = (o->zone[0] && strncmp(f, o->zone, strlen(o->zone)) == 0 &&
+				      f[strlen(o->zone)] == '_') ||
+				     (strncmp(f, o->region, rl) == 0 && f[rl] >= 'a' &&
+				      f[rl] <= 'z' && f[rl + 1] == '_');
+			if (ok && seen++ == k) {
+				*exact = place_n > 0;
+				return (int)i;
+			}
+		}
+	}
+	return (int)(h % m->ntraces);
 }
 
 static void assign_pools(struct localmkt *m)
@@ -174,6 +212,7 @@ static void assign_pools(struct localmkt *m)
 		const struct catalog_offering *o = &m->cat.items[i];
 		struct pool *p = &m->pools[i];
 		uint64_t h = fnv1a(o->cloud, UINT64_C(14695981039346656037));
+		bool exact;
 		int t;
 
 		h = fnv1a(o->region, h);
@@ -184,11 +223,9 @@ static void assign_pools(struct localmkt *m)
 		p->price_scale = 1.0;
 		if (m->ntraces == 0 || o->spot_per_h < 0)
 			continue;
-		t = match_trace(m, o);
-		if (t < 0) {
-			t = (int)(h % m->ntraces);
+		t = pick_trace(m, o, h, &exact);
+		if (!exact)
 			p->phase = (size_t)((h >> 20) % m->traces[t]->n);
-		}
 		p->trace = t;
 		if (m->traces[t]->price) {
 			double sum = 0;

@@ -4,13 +4,14 @@
  *
  * Every catalog offering is a pool.  A pool replays one trace from
  * <data>/traces, chosen deterministically:
- *   1. a trace whose file name starts with the pool's zone or region and
- *      names its accelerator ("us-west-2a_v100_1.json" for an AWS V100
- *      pool in us-west-2a), if one exists; else
- *   2. trace number hash(cloud/region/zone/type) mod (number of traces).
- * Each pool also gets a phase offset, hash2(pool) mod trace length, so that
- * pools sharing a trace are not preempted in lock-step (a rule-1 match
- * keeps phase 0: the real history of that place).  The trace is replayed
+ *   1. among the traces naming the pool's accelerator in their file name
+ *      ("_v100_"), or all traces if none does,
+ *   2. those recorded in the pool's zone or region ("us-west-2c_v100_1"
+ *      for an AWS V100 pool in us-west-2) if any, and
+ *   3. of these, number hash(cloud/region/zone/type) mod their count.
+ * A pool matched by place keeps phase 0 (the real history of that place);
+ * the others get a phase offset, hash mod trace length, so that pools
+ * sharing a trace are not preempted in lock-step.  The trace is replayed
  * cyclically: at cloud time t the pool is in tick
  * (floor(t / gap) + phase) mod n.
  *

@@ -213,8 +213,6 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	obs.preempted = now->preempted;
 	obs.avail = avail;
 	obs.spot_price = price;
-	if (now->tick == 0 && ops->reset)
-		ops->reset(*state, &job);
 	ch = ops->decide(*state, &job, &obs);
 	if (p->crit == JOBSPEC_CRIT_BEST_EFFORT && ch.hold == SIM_OD) {
 		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
@@ -248,6 +246,64 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		snprintf(out->why, sizeof out->why, "%s: wait for spot capacity",
 			 ops->name);
 		break;
+	}
+	return 0;
+}
+
+int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
+		 double sim_s, int ticks, void **state, size_t *state_len,
+		 struct sr_err *e)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+	struct policy_job job = { 0 };
+	struct policy_obs obs = { 0 };
+	uint8_t avail[SIM_MAX_REGIONS];
+	double price[SIM_MAX_REGIONS];
+
+	if (!ops)
+		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
+	if (p->nspot == 0)
+		return 0;
+	free(*state);
+	*state = calloc(1, ops->state_size ? ops->state_size : 1);
+	if (!*state)
+		return sr_err_set(e, -ENOMEM, "policy state");
+	*state_len = ops->state_size;
+	/* A job with all the time in the world: the choice is irrelevant,
+	 * only the observation it records matters. */
+	job.work_s = p->work_s;
+	job.deadline_s = 1e15;
+	job.restart_s = p->restart_s;
+	job.gap_s = p->gap_s;
+	job.nregions = p->nspot;
+	job.od_price = p->od >= 0 ? p->od_price_usd : 1e9;
+	if (ops->reset)
+		ops->reset(*state, &job);
+	for (int t = ticks; t >= 1; t--) {
+		double at = sim_s - (double)t * (double)p->gap_s;
+
+		if (at < 0)
+			continue;
+		for (int i = 0; i < p->nspot; i++) {
+			struct prov_offering o;
+
+			avail[i] = 0;
+			price[i] = 0;
+			if (c->prov.ops->describe(c->prov.st, p->spot[i],
+							     at, &o) == 0) {
+				avail[i] = o.spot_available;
+				price[i] = sr_money_to_usd(o.spot_per_h);
+			}
+		}
+		obs.tick = ticks - t;
+		obs.work_left_s = p->work_s;
+		obs.time_left_s = 1e15;
+		obs.hold = SIM_NONE;
+		obs.region = -1;
+		obs.ckpt_region = -1;
+		obs.avail = avail;
+		obs.spot_price = price;
+		ops->decide(*state, &job, &obs);
 	}
 	return 0;
 }

@@ -81,4 +81,13 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		 const struct place_now *now, void **state, size_t *state_len,
 		 struct place_choice *out, struct sr_err *e);
 
+/* Show the policy the market's recent past before its first decision, as
+ * a controller watching the market before the job arrived would have
+ * seen it: `ticks` policy ticks ending just before cloud time sim_s.
+ * Only the policy's observation statistics change; no decision is used.
+ * Allocates *state like place_decide. */
+int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
+		 double sim_s, int ticks, void **state, size_t *state_len,
+		 struct sr_err *e);
+
 #endif

@@ -74,9 +74,10 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
 
 /* Placement side (recon_place.c). */
 /* Run the policy for the current tick if not done yet; fills *ch with the
- * decision of the current tick. */
+ * decision of the current tick.  `fresh`: the decision is about to be
+ * acted on, so a spot choice whose pool has no capacity now is redone. */
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
-		       const struct rnode *live, size_t nlive,
+		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e);
 /* Inside a transaction: create nodes for `ranks` in `pool`. */
 int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,

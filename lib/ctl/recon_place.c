@@ -15,6 +15,10 @@
 #include "ctl/db.h"
 #include "ctl/recon_int.h"
 
+/* Policy ticks of market history shown before the first decision:
+ * two days at the 10-minute tick. */
+#define WARMUP_TICKS 288
+
 double recon__work_total(const struct rjob *j)
 {
 	/* Once the workload has done 5 % of its steps, the observed pace
@@ -109,7 +113,7 @@ static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
 }
 
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
-		       const struct rnode *live, size_t nlive,
+		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e)
 {
 	struct place_now now = { 0 };
@@ -121,12 +125,25 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 
 	if (!j->plan_ok)
 		return sr_err_set(e, -SR_ECORRUPT, "job %" PRId64 ": bad plan", j->id);
-	tick = (int64_t)floor((sim - j->sim_start_s) / (double)j->plan.gap_s);
+	/* Ticks on the absolute cloud grid, like the traces' 10-minute
+	 * ticks, so the market cannot change in the middle of one. */
+	tick = (int64_t)floor(sim / (double)j->plan.gap_s) -
+	       (int64_t)floor(j->sim_start_s / (double)j->plan.gap_s);
 	if (tick < 0)
 		tick = 0;
 	rc = load_state(db, j->id, &blob, &len, ch);
-	if (rc || tick <= j->policy_tick)
+	if (rc)
 		goto out;
+	if (tick <= j->policy_tick) {
+		struct prov_offering o;
+
+		/* A decision for spot in a pool that has lost its capacity
+		 * since (a finer-grained trace) is stale: decide again. */
+		if (!fresh || ch->hold != SIM_SPOT ||
+		    (c->prov.ops->describe(c->prov.st, ch->pool, sim, &o) == 0 &&
+		     o.spot_available))
+			goto out;
+	}
 	now.tick = tick;
 	j->plan.work_s = recon__work_total(j);
 	now.work_done_s = recon__work_done(j);
@@ -140,6 +157,13 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		}
 	}
 	now.ckpt_pool = j->last_pool;
+	if (j->policy_tick < 0 && !blob) {
+		rc = place_warmup(c, &j->plan, c->cfg.policy,
+				  j->sim_start_s + (double)tick * (double)j->plan.gap_s,
+				  WARMUP_TICKS, &blob, &len, e);
+		if (rc)
+			goto out;
+	}
 	now.preempted = j->state == JOB_RECOVERING &&
 			strcmp(j->recover_reason, "preempted") == 0;
 	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);

@@ -316,7 +316,7 @@ static int place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	}
 	if (nr == 0)
 		return 1;
-	rc = recon__policy_tick(c, db, j, live, nlive, &ch, &e);
+	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
 	if (rc)
 		goto fail;
 	if (ch.hold == SIM_NONE || ch.pool < 0) {
@@ -751,7 +751,7 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 		live = NULL;
 		if (recon__nodes_live(c, db, id, &live, &n) == 0 &&
 		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok)
-			recon__policy_tick(c, db, &j, live, n, &ch, &e);
+			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
 	}
 out:
 	free(live);

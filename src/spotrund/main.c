@@ -30,7 +30,7 @@ static const char usage[] =
 	"                           catalog finds it, or $SPOTRUN_DATA)\n"
 	"  --agent PATH             spotrun-agent binary (default: beside spotrund)\n"
 	"  --time-scale N           cloud seconds per real second (3600)\n"
-	"  --trace-start HOURS      cloud clock at first start, in trace hours (0)\n"
+	"  --trace-start HOURS      cloud clock at first start, in trace hours (48)\n"
 	"  --provision-ms N         local provisioning delay, real ms (1000)\n"
 	"  --notice-ms N            preemption notice lead time, real ms (5000)\n"
 	"  --heartbeat-ms N         agent heartbeat period (1000)\n"
