@@ -159,7 +159,7 @@ def micros(s):
 def test_cost_cli_matches_api_and_focus(daemon, tmp_path):
     # a fixed window that no row can still be added to
     until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
-    time.sleep(2.5)
+    time.sleep(4)  # rows are billed each second; let those before `until` land
     spotrun = bin_path("spotrun")
     base = [spotrun, "cost", "--state-dir", daemon.state, "--until", until]
     out = subprocess.run(base + ["--json", "--by", "job"], capture_output=True,
@@ -173,7 +173,9 @@ def test_cost_cli_matches_api_and_focus(daemon, tmp_path):
     out = subprocess.run(base + ["--focus", str(focus)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    rows = list(csv.DictReader(io.StringIO(focus.read_text(), newline="")))
+    raw = focus.read_bytes()
+    assert raw.endswith(b"\r\n")  # RFC 4180 line ends
+    rows = list(csv.DictReader(io.StringIO(raw.decode(), newline="")))
     assert len(rows) == cli["total"]["rows"] > 0
     assert sum(micros(r["BilledCost"]) for r in rows) == cli["total"]["cost_micros"]
     assert sum(micros(r["EffectiveCost"]) for r in rows) == cli["total"]["cost_micros"]
@@ -181,7 +183,7 @@ def test_cost_cli_matches_api_and_focus(daemon, tmp_path):
     assert sum(micros(r["x_IdleCost"]) for r in rows) == cli["total"]["idle_cost_micros"]
     # and the API serves the same CSV
     status, text = daemon.req("GET", "/v1/cost/focus?until=" + until, raw=True)
-    assert status == 200 and text.decode() == focus.read_text()
+    assert status == 200 and text == raw
     # every row belongs to our job and is dated like FOCUS wants
     for r in rows:
         assert r["x_JobId"] == str(daemon.job_id)
