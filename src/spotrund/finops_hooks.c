@@ -9,8 +9,8 @@
  *   event                                         alert
  *   type "preempted"                              preemption
  *   transition -> RUNNING after a preemption      recovery
- *   type "deadline_risk", or a placement/move
- *     whose message mentions the deadline         deadline at risk
+ *   type "deadline_risk" (the policy fell back
+ *     to on-demand to meet the deadline)          deadline at risk
  *   type "budget"                                 budget
  *   transition -> SUCCEEDED/FAILED/CANCELLED      job done (dollars saved)
  *
@@ -103,9 +103,7 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 		*k = FINOPS_ALERT_PREEMPTION;
 		return 1;
 	}
-	if (!strcmp(type, "deadline_risk") ||
-	    ((!strcmp(type, "placement") || !strcmp(type, "move")) &&
-	     strstr(msg, "deadline"))) {
+	if (!strcmp(type, "deadline_risk")) {
 		*k = FINOPS_ALERT_DEADLINE_RISK;
 		*sev = FINOPS_SEV_ERROR;
 		return 1;

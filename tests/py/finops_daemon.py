@@ -90,7 +90,7 @@ class Daemon:
             return status, text
         return status, json.loads(text) if text else None
 
-    def launch(self, name, seconds, extra_yaml=""):
+    def launch(self, name, seconds, extra_yaml="", deadline="48h"):
         work = os.path.join(self.tmp, "work-" + name)
         os.makedirs(work, exist_ok=True)
         with open(os.path.join(work, "burn.py"), "w") as f:
@@ -98,7 +98,8 @@ class Daemon:
         spec = ("name: %s\n"
                 "resources: {accelerators: V100:1, use_spot: true}\n"
                 "run: /usr/bin/python3 burn.py %s\n"
-                "spotrun:\n  deadline: 48h\n  work: 4h\n%s" % (name, seconds, extra_yaml))
+                "spotrun:\n  deadline: %s\n  work: 4h\n%s"
+                % (name, seconds, deadline, extra_yaml))
         status, body = self.req("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
         assert status == 201, body
         return body["job"]["id"]
