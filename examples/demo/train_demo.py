@@ -248,6 +248,7 @@ def main():
         last = ckpt.last_saved_step()
         if last is not None and last != committed:
             committed = last
+        # written right after a save: its stall belongs to this step
         if tr.step % 100 == 0:
             rate = (tr.step - (resumed or 0)) / max(
                 1e-9, time.monotonic() - t_start)

@@ -7,7 +7,10 @@
  *   {"seq": 17,              optional, +1 per write (dedupes stall_ms)
  *    "step": 1200, "total_steps": 3000, "ckpt_step": 1100,
  *    "restored_step": 1000,
- *    "stall_ms": [12.5, 9.1]}   stalls of checkpoints since the last write
+ *    "stall_ms": [12.5]}     stalls of the saves since the last write
+ *
+ * A workload writes the file right after each save, so the agent reports
+ * each stall as a checkpoint of `step`.
  *
  * Every field is optional; unknown fields are ignored (the workload is
  * user code, and a newer binding may add some).  A wrong type is an error

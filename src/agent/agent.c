@@ -45,6 +45,7 @@
 #include "agent.h"
 #include "agent/ckscan.h"
 #include "agent/gpustat.h"
+#include "common/fsutil.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -66,6 +67,7 @@ struct agent {
 	struct ctlc *cli;
 	struct assignment a;
 	char node_dir[4096], status_path[4200], wlog_path[4200];
+	char notice_path[4200];
 	char path_prefix[64]; /* "/v1/nodes/<id>" */
 	int wlog_fd;
 
@@ -277,11 +279,12 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 	sr_err_clear(&e);
 	if (kind == W_RUN) {
 		unlink(ag->status_path); /* a new attempt writes its own */
+		unlink(ag->notice_path);
 		status_reader_init(&ag->st, ag->status_path);
 		ag->w_attempt = attempt;
 	}
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
-			  ag->status_path, &e);
+			  ag->status_path, ag->notice_path, &e);
 	if (!envp) {
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;
@@ -395,10 +398,11 @@ static void workload_finished(struct agent *ag)
 		if (!ag->setup_ok)
 			ag->want_attempt = 0; /* counted as a crash upstream */
 	} else {
-		if (ag->stopping == STOP_NOTICE) {
+		if (ag->stopping != STOP_NONE) {
 			int64_t now_step = ckscan_newest_step(ag->a.ckpt_dir);
 
-			cause = "preempted";
+			/* a stop for any reason asks for a final checkpoint */
+			cause = ag->notice_handled ? "preempted" : "stopped";
 			if (now_step >= 0 && now_step > ag->ckpt_before) {
 				json_t *ev = json_pack(
 					"{s:s, s:i, s:I, s:b, s:b}", "type",
@@ -413,8 +417,6 @@ static void workload_finished(struct agent *ag)
 					   "deadline (newest committed: %lld)",
 					   (long long)now_step);
 			}
-		} else if (ag->stopping == STOP_DIRECTIVE) {
-			cause = "stopped";
 		} else {
 			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
 		}
@@ -480,6 +482,8 @@ static void check_status(struct agent *ag)
 		return;
 	ag->last_status = si;
 	if (si.nstalls > 0) {
+		/* the workload writes the file right after a save, so the
+		 * stalls belong to the saves at `step` (status.h) */
 		int64_t committed = ckscan_newest_step(ag->a.ckpt_dir);
 
 		for (int i = 0; i < si.nstalls; i++) {
@@ -488,12 +492,10 @@ static void check_status(struct agent *ag)
 					       ag->w_attempt, "stall_ms",
 					       si.stall_ms[i], "final", 0,
 					       "durable",
-					       si.ckpt_step >= 0 &&
-						       committed >= si.ckpt_step);
+					       si.step >= 0 && committed >= si.step);
 
-			if (ev && si.ckpt_step >= 0)
-				json_object_set_new(ev, "step",
-						    json_integer(si.ckpt_step));
+			if (ev && si.step >= 0)
+				json_object_set_new(ev, "step", json_integer(si.step));
 			push_event(ag, ev, 0);
 		}
 	}
@@ -537,6 +539,23 @@ static void handle_directive(struct agent *ag, json_t *reply)
 	/* "idle" and unknown actions: nothing to do */
 }
 
+/* The notice file of the spotrun.preemption contract (docs/python.md):
+ * the deadline as Unix seconds, for a trainer that cannot be signalled
+ * (and so that save_final() knows the real deadline, not a default). */
+static void write_notice_file(struct agent *ag, int64_t t_ns)
+{
+	char buf[64];
+	struct sr_err e;
+	int rc;
+
+	snprintf(buf, sizeof buf, "%lld.%03lld\n", (long long)(t_ns / SR_NS_PER_SEC),
+		 (long long)(t_ns % SR_NS_PER_SEC / 1000000));
+	sr_err_clear(&e);
+	rc = sr_fs_write_atomic(ag->notice_path, buf, strlen(buf), 0644, &e);
+	if (rc < 0)
+		agent_line(ag, "cannot write the notice file: %s", sr_err_str(&e, rc));
+}
+
 static void check_notice(struct agent *ag)
 {
 	char buf[16], msg[SR_ERR_MSG_MAX], ts[40];
@@ -560,6 +579,13 @@ static void check_notice(struct agent *ag)
 	/* keep a fifth of the lead (at most 1 s) to report before the kill */
 	margin = lead / 5 < SR_NS_PER_SEC ? lead / 5 : SR_NS_PER_SEC;
 	deadline = sr_time_mono_ns() + (lead > 0 ? lead - margin : 0);
+	write_notice_file(ag, t_ns);
+	if (ag->stopping != STOP_NONE) {
+		/* already stopping on a directive: the notice sets the pace */
+		ag->stopping = STOP_NOTICE;
+		if (deadline < ag->stop_deadline_ns)
+			ag->stop_deadline_ns = deadline;
+	}
 	begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
 	push_event(ag, json_pack("{s:s, s:s, s:s}", "type", "notice", "action",
@@ -675,6 +701,8 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	snprintf(ag->status_path, sizeof ag->status_path, "%s/status.json",
 		 o->workdir);
 	snprintf(ag->wlog_path, sizeof ag->wlog_path, "%s/workload.log",
+		 o->workdir);
+	snprintf(ag->notice_path, sizeof ag->notice_path, "%s/notice",
 		 o->workdir);
 	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
 		 (long long)o->node_id);

@@ -55,7 +55,7 @@ void assignment_free(struct assignment *a);
  * envp_free) or NULL on out-of-memory / a bad env name (*e says which). */
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		  const char *node_dir, const char *status_file,
-		  struct sr_err *e);
+		  const char *notice_file, struct sr_err *e);
 void envp_free(char **envp);
 
 /* The IMDS polling thread. */

@@ -85,7 +85,7 @@ void envp_free(char **envp)
 
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		  const char *node_dir, const char *status_file,
-		  struct sr_err *e)
+		  const char *notice_file, struct sr_err *e)
 {
 	struct envv ev = { NULL, 0, 0 };
 	const char *k;
@@ -133,6 +133,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_NODE_DIR", node_dir);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_STATUS_FILE", status_file);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", notice_file);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
 	if (rc == 0)

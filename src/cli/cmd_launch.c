@@ -143,8 +143,16 @@ static int follow(struct ctlcli *o, int64_t id)
 			evs = json_object_get(reply, "events");
 			if (tty && json_array_size(evs))
 				fprintf(stderr, "\r\033[K");
-			json_array_foreach(evs, i, ev)
+			json_array_foreach(evs, i, ev) {
+				json_t *d = json_object_get(ev, "data");
+
+				/* periodic checkpoints are in 'spotrun events';
+				 * here only the final one after a notice */
+				if (!strcmp(ctlcli_str(ev, "type", ""), "checkpoint") &&
+				    !json_is_true(json_object_get(d, "final")))
+					continue;
 				events_print_line(stdout, ev);
+			}
 			fflush(stdout);
 			after = ctlcli_int(reply, "next", after);
 			json_decref(reply);
