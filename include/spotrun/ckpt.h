@@ -1,0 +1,456 @@
+/*
+ * spotrun/ckpt.h - libspotckpt, spotrun's checkpoint engine.  The whole
+ * public API; everything else in lib/ckpt is private.
+ *
+ * SAVING.  Training code opens an engine on a directory, registers its
+ * tensors (name, pointer, dtype, shape, device), and calls spotckpt_save()
+ * at a step boundary.  A save has two tiers:
+ *
+ *   tier 1  the registered tensors are copied, by a pool of threads, into a
+ *           pre-faulted host staging buffer allocated once (pinned memory
+ *           when CUDA is present).  spotckpt_save() returns when this copy
+ *           is done; in lazy mode (SPOTCKPT_SAVE_LAZY) it returns at once
+ *           and the caller must not modify the tensors until
+ *           spotckpt_wait_staged() returns.
+ *   tier 2  a background writer streams the staging buffer into
+ *           DIR/step-NNNNNNNN.tmp/ with io_uring (O_DIRECT where the file
+ *           system allows it), hashing with XXH3 as it goes, writes
+ *           manifest.json last, renames the directory to step-NNNNNNNN/ and
+ *           fsyncs DIR.  Then retention deletes all but the newest `keep`
+ *           complete checkpoints.
+ *
+ * RESTORING.  A reader opens the newest checkpoint of a directory whose
+ * manifest and shard headers are valid (or a given step), lists its tensors
+ * and reads them, in parallel, into caller buffers, verifying each tensor's
+ * XXH3 checksum.  spotckpt_restore() and spotckpt_restore_cb() add the
+ * fallback: a torn or corrupt checkpoint is skipped with a log line naming
+ * the file and the tensor, and the previous one is used.
+ *
+ * The on-disk format is described in docs/checkpoint-format.md: one
+ * directory per checkpoint holding safetensors shard files and a
+ * manifest.json.
+ *
+ * ERRORS.  Every fallible function returns int: 0 on success, or a
+ * negative code: a negative errno (-ENOMEM, -EINVAL, -ENOSPC, ...) or one
+ * of -SPOTCKPT_E* below.  spotckpt_strerror() turns any code into words.
+ * When a call fails, spotckpt_errmsg() returns a message that names the
+ * file, field or tensor at fault, for the calling thread.  Failures of the
+ * background writer are reported by spotckpt_wait(), spotckpt_stats() and
+ * spotckpt_last_error().
+ *
+ * OWNERSHIP.  Handles (struct spotckpt, struct spotckpt_reader) are opaque;
+ * the caller owns them and frees them with spotckpt_close() /
+ * spotckpt_reader_close(), which accept NULL.  Strings passed in are
+ * copied unless stated otherwise; strings returned are borrowed from the
+ * handle and stay valid until it is closed (or until the call that says it
+ * invalidates them).
+ *
+ * THREADS.  An engine's functions may be called from any thread; calls are
+ * serialised by a lock inside the engine (a save in progress delays a
+ * concurrent register, for instance).  Stats and status queries never wait
+ * for a save or a write.  A reader is not thread-safe: use it from one
+ * thread at a time (its read functions use their own internal threads).
+ * Different handles are independent.
+ *
+ * All integer types are fixed-width so that the ctypes binding
+ * (python/spotrun/) can mirror every struct exactly.
+ */
+#ifndef SPOTRUN_CKPT_H
+#define SPOTRUN_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SPOTCKPT_API __attribute__((visibility("default")))
+#else
+#define SPOTCKPT_API
+#endif
+
+/* Bumped whenever a struct below changes layout. */
+#define SPOTCKPT_ABI_VERSION 1
+
+/* Highest tensor rank accepted (0 = scalar). */
+#define SPOTCKPT_MAX_NDIM 16
+
+/* ---- error codes (negated when returned) --------------------------------
+ * The values equal the spotrun-wide SR_E* codes of lib/common/err.h. */
+enum spotckpt_errcode {
+	SPOTCKPT_EPARSE = 10001,    /* malformed manifest or shard header */
+	SPOTCKPT_ECHECKSUM = 10002, /* data read back does not match XXH3 */
+	SPOTCKPT_ECORRUPT = 10003,  /* structurally invalid checkpoint */
+	SPOTCKPT_ETIMEOUT = 10005,  /* a deadline passed */
+	SPOTCKPT_ENOTFOUND = 10006, /* no such checkpoint / tensor */
+	SPOTCKPT_ECONFLICT = 10007, /* not allowed in the current state */
+	SPOTCKPT_EUNSUPPORTED = 10008, /* e.g. CUDA tensor but no libcudart */
+};
+
+/* ---- enums --------------------------------------------------------------- */
+enum spotckpt_dtype {
+	SPOTCKPT_F32 = 0,  /* safetensors "F32" */
+	SPOTCKPT_F16 = 1,  /* "F16" */
+	SPOTCKPT_BF16 = 2, /* "BF16" */
+	SPOTCKPT_F64 = 3,  /* "F64" */
+	SPOTCKPT_I64 = 4,  /* "I64" */
+	SPOTCKPT_I32 = 5,  /* "I32" */
+	SPOTCKPT_I16 = 6,  /* "I16" */
+	SPOTCKPT_I8 = 7,   /* "I8" */
+	SPOTCKPT_U8 = 8,   /* "U8" */
+	SPOTCKPT_BOOL = 9, /* "BOOL", one byte per element */
+	SPOTCKPT_DTYPE_COUNT
+};
+
+enum spotckpt_device {
+	SPOTCKPT_DEV_CPU = 0,  /* host memory */
+	SPOTCKPT_DEV_CUDA = 1, /* CUDA device pointer (current device) */
+};
+
+/* What spotckpt_save() does when no staging slot is free because tier 2
+ * has not finished writing earlier saves. */
+enum spotckpt_backpressure {
+	/* The new save replaces a staged save that the writer has not started
+	 * (counted as coalesced).  Needs a staging budget of at least two
+	 * states; with one slot it behaves like SKIP. */
+	SPOTCKPT_BP_COALESCE = 0,
+	/* The new save is dropped (counted as skipped); training never waits
+	 * longer than the staging copy. */
+	SPOTCKPT_BP_SKIP = 1,
+	/* spotckpt_save() waits until a slot is free, then copies. */
+	SPOTCKPT_BP_BLOCK = 2,
+};
+
+enum spotckpt_direct_io {
+	SPOTCKPT_DIO_AUTO = 0, /* O_DIRECT where the file system accepts it */
+	SPOTCKPT_DIO_OFF = 1,  /* always buffered writes */
+};
+
+/* spotckpt_save() flags. */
+#define SPOTCKPT_SAVE_LAZY 0x1u /* return at once; copy in the background */
+
+/* Outcome of an accepted spotckpt_save() call. */
+enum spotckpt_outcome {
+	SPOTCKPT_STAGED = 0,    /* staged (or being staged, lazy) for writing */
+	SPOTCKPT_SKIPPED = 1,   /* dropped by back-pressure (BP_SKIP) */
+	SPOTCKPT_COALESCED = 2, /* staged, replacing an unwritten older save */
+};
+
+/* spotckpt_reader_open() flags. */
+#define SPOTCKPT_OPEN_VERIFY 0x1u /* also verify every byte's checksum */
+
+/* Pass as `step` / `max_step` to mean "the newest". */
+#define SPOTCKPT_NEWEST INT64_C(-1)
+
+/* ---- engine --------------------------------------------------------------- */
+struct spotckpt;
+
+struct spotckpt_opts {
+	const char *dir;        /* checkpoint directory; created if missing
+				 * (its parent must exist).  Copied. */
+	int32_t keep;           /* complete checkpoints to keep, >= 1; def. 2 */
+	int32_t copy_threads;   /* tier-1 copy threads; 0 = auto (cores, <= 8) */
+	uint64_t staging_bytes; /* staging budget in bytes; 0 = auto: one slot
+				 * sized to the registered state.  The number of
+				 * slots is budget / state size (at least 1). */
+	uint64_t shard_bytes;   /* target shard file size; 0 = 1 GiB */
+	int32_t backpressure;   /* enum spotckpt_backpressure; def. COALESCE */
+	int32_t direct_io;      /* enum spotckpt_direct_io; default AUTO */
+	int32_t io_depth;       /* io_uring writes in flight; 0 = 8 */
+	uint32_t io_chunk_bytes;/* bytes per write; 0 = 4 MiB */
+};
+
+/* Fill *o with the defaults above (dir = NULL).  Never fails. */
+SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o);
+
+/* Open an engine on o->dir.  Starts the copy threads and the writer
+ * thread; allocates no staging memory yet (see spotckpt_prepare()).
+ * Leftover step-*.tmp directories from a crashed run are removed.
+ * On success *out is a new engine owned by the caller (spotckpt_close()).
+ * Errors: -EINVAL (NULL dir, keep < 1, bad enum), -ENOTDIR / -EACCES /
+ * other errno from creating the directory, -ENOMEM.  *out is NULL on
+ * failure. */
+SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
+			       struct spotckpt **out);
+
+/* Wait for every accepted save to be committed or to fail, stop the
+ * threads and free everything.  Registered memory is not touched.  Returns
+ * the result of that wait (0 or the last writer error); the engine is
+ * freed either way.  NULL-safe (returns 0). */
+SPOTCKPT_API int spotckpt_close(struct spotckpt *e);
+
+/* Register a tensor for the next saves.  `name` is copied (1..255 bytes of
+ * printable ASCII, no '"' or '\\', unique within the engine); `ptr` is
+ * borrowed: it must stay valid and readable until the tensor is cleared or
+ * the engine closed.  `shape` has `ndim` entries (ndim 0 = a scalar of one
+ * element); each must be >= 0.  `nbytes` is computed as dtype size x the
+ * product of shape.  For SPOTCKPT_DEV_CUDA, libcudart is loaded on first
+ * use.  Waits for a lazy copy in progress (it reads registered memory).
+ * Errors: -EINVAL (bad name/dtype/ndim/shape, NULL ptr with nbytes > 0),
+ * -EEXIST (duplicate name), -SPOTCKPT_EUNSUPPORTED (CUDA tensor and no
+ * usable libcudart), -ENOMEM. */
+SPOTCKPT_API int spotckpt_register(struct spotckpt *e, const char *name,
+				   const void *ptr, int32_t dtype,
+				   int32_t ndim, const int64_t *shape,
+				   int32_t device);
+
+/* Forget every registered tensor, so that a different set can be
+ * registered (e.g. once an optimizer has created its state).  Waits for a
+ * lazy copy in progress; saves already staged are unaffected.  The staging
+ * buffer is kept and re-used if the new state fits.  Returns 0. */
+SPOTCKPT_API int spotckpt_clear(struct spotckpt *e);
+
+/* Allocate and pre-fault the staging buffer for the current registration
+ * now rather than on the first save (optional; keeps the first save's
+ * stall down).  Errors: -ENOBUFS (the state exceeds a non-zero
+ * staging_bytes), -ENOMEM, -SPOTCKPT_ECONFLICT (no tensor registered). */
+SPOTCKPT_API int spotckpt_prepare(struct spotckpt *e);
+
+/* Save the registered tensors as checkpoint `step` (>= 0, normally
+ * increasing) with the user metadata `meta_json` (a JSON object as a
+ * string, copied; NULL = {}).  Returns after tier 1, i.e. once the tensors
+ * are in the staging buffer; with SPOTCKPT_SAVE_LAZY at once (the copy
+ * continues in the background; call spotckpt_wait_staged() before
+ * modifying registered tensors).  *outcome (may be NULL) receives an enum
+ * spotckpt_outcome.  A skipped save returns 0 with SPOTCKPT_SKIPPED.
+ * Persistence errors arrive later (spotckpt_wait()).
+ * Errors: -EINVAL (step < 0, meta_json not a JSON object),
+ * -SPOTCKPT_ECONFLICT (no tensor registered), -ENOBUFS (state exceeds
+ * staging_bytes), -ENOMEM (staging allocation), a CUDA copy error. */
+SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
+			       const char *meta_json, uint32_t flags,
+			       int32_t *outcome);
+
+/* Block until the copy of the last lazy save has finished, so the
+ * registered tensors may be modified again.  Returns 0 at once when none
+ * is in progress, else the copy's result. */
+SPOTCKPT_API int spotckpt_wait_staged(struct spotckpt *e);
+
+/* Block until every save accepted so far is committed on disk or has
+ * failed.  Returns 0 if the newest of them committed, else its error
+ * (e.g. -ENOSPC), with spotckpt_errmsg() set to the writer's message. */
+SPOTCKPT_API int spotckpt_wait(struct spotckpt *e);
+
+/* Final checkpoint for a preemption notice: cancels any tier-2 write in
+ * progress (its temporary directory is discarded; committed checkpoints are
+ * untouched), drops staged saves not yet written, copies the registered
+ * tensors and writes + commits them synchronously in the calling thread.
+ * `deadline_mono_ns` is an absolute CLOCK_MONOTONIC time in ns (Python:
+ * time.monotonic_ns()), 0 = none; the write is completed even when the
+ * deadline passes.  *met_deadline (may be NULL) is set to 1 if the
+ * commit finished by the deadline, else 0.  Returns 0 once committed,
+ * or the error that stopped it (older checkpoints stay intact). */
+SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
+				     const char *meta_json,
+				     int64_t deadline_mono_ns,
+				     int32_t *met_deadline);
+
+/* Step of the newest checkpoint committed by this engine, or -1. */
+SPOTCKPT_API int64_t spotckpt_last_saved_step(struct spotckpt *e);
+
+/* Code of the newest background failure (0 if the newest finished save
+ * committed) and its message copied into buf (NUL-terminated, truncated to
+ * n; buf may be NULL when n is 0). */
+SPOTCKPT_API int spotckpt_last_error(struct spotckpt *e, char *buf,
+				     size_t n);
+
+struct spotckpt_stats {
+	uint64_t saves_requested; /* spotckpt_save + save_final calls */
+	uint64_t saves_staged;    /* copies completed into staging */
+	uint64_t saves_committed; /* checkpoints committed to disk */
+	uint64_t saves_skipped;   /* dropped by back-pressure */
+	uint64_t saves_coalesced; /* staged saves replaced before writing */
+	uint64_t saves_failed;    /* tier-2 or final writes that failed */
+	int64_t last_stall_ns;    /* time the last save blocked its caller */
+	int64_t max_stall_ns;
+	int64_t total_stall_ns;
+	int64_t last_copy_ns;     /* duration of the last tier-1 copy */
+	int64_t last_write_ns;    /* duration of the last tier-2 write+commit */
+	uint64_t last_write_bytes;/* bytes of the last committed checkpoint */
+	uint64_t bytes_written;   /* total over all commits */
+	uint64_t staging_bytes;   /* staging memory currently allocated */
+	uint64_t state_bytes;     /* bytes of the registered tensors */
+	int64_t last_saved_step;  /* as spotckpt_last_saved_step() */
+	int32_t last_error;       /* as spotckpt_last_error() */
+	int32_t direct_io_used;   /* 1 if the last write used O_DIRECT */
+	int32_t uring_used;       /* 1 if the last write used io_uring */
+	int32_t cuda_loaded;      /* 1 if libcudart was loaded */
+};
+
+/* Snapshot of the counters.  Never waits for a save.  Returns 0, or
+ * -EINVAL when e or out is NULL. */
+SPOTCKPT_API int spotckpt_stats(struct spotckpt *e, struct spotckpt_stats *out);
+
+/* Fill the registered tensors from the newest valid checkpoint in the
+ * engine's directory with step <= max_step (SPOTCKPT_NEWEST = any).  Every
+ * registered tensor must be present with the same dtype and shape (extra
+ * tensors in the checkpoint are ignored).  A checkpoint that fails to
+ * parse or verify is skipped with a log line naming file and tensor, and
+ * the previous one is tried; registered memory may then hold data from the
+ * rejected attempt until the next one overwrites it.  *step (may be NULL)
+ * receives the step restored.  Errors: -SPOTCKPT_ENOTFOUND (no valid
+ * checkpoint, or a registered tensor missing / mismatched in all of them),
+ * I/O errors. */
+SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
+				  int64_t *step);
+
+/* ---- reader ---------------------------------------------------------------- */
+struct spotckpt_reader;
+
+struct spotckpt_tensor_info {
+	const char *name;     /* borrowed from the reader */
+	int32_t dtype;        /* enum spotckpt_dtype */
+	int32_t ndim;
+	int64_t shape[SPOTCKPT_MAX_NDIM];
+	uint64_t nbytes;
+	uint64_t xxh3;        /* checksum recorded in the manifest */
+	int32_t shard;        /* index of its shard file */
+	int32_t pad_;
+	uint64_t offset;      /* byte offset of its data in the shard file */
+};
+
+/* Open a checkpoint of `dir` for reading.  step = SPOTCKPT_NEWEST opens
+ * the newest checkpoint with step <= max_step whose manifest parses and
+ * whose shard files have the recorded sizes and headers (checkpoints that
+ * do not are skipped, with a log line); otherwise exactly `step` (max_step
+ * ignored).  With SPOTCKPT_OPEN_VERIFY every shard's full-file XXH3 is
+ * checked too (reads all data once) and failing checkpoints are skipped
+ * the same way.  On success *out is a new reader owned by the caller
+ * (spotckpt_reader_close()).  Errors: -SPOTCKPT_ENOTFOUND (none),
+ * -SPOTCKPT_EPARSE / -SPOTCKPT_ECORRUPT / -SPOTCKPT_ECHECKSUM (an explicit
+ * step that is invalid; spotckpt_errmsg() names file and field/tensor),
+ * -ENOENT, -ENOMEM. */
+SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
+				      int64_t max_step, uint32_t flags,
+				      struct spotckpt_reader **out);
+
+SPOTCKPT_API void spotckpt_reader_close(struct spotckpt_reader *r); /* NULL-safe */
+
+/* Step of the open checkpoint. */
+SPOTCKPT_API int64_t spotckpt_reader_step(const struct spotckpt_reader *r);
+/* Commit wall-clock time, ns since the Unix epoch. */
+SPOTCKPT_API int64_t spotckpt_reader_time_ns(const struct spotckpt_reader *r);
+/* The user metadata as compact JSON (borrowed; "{}" when none). */
+SPOTCKPT_API const char *spotckpt_reader_meta(const struct spotckpt_reader *r);
+/* Path of the checkpoint directory (borrowed). */
+SPOTCKPT_API const char *spotckpt_reader_path(const struct spotckpt_reader *r);
+/* Number of tensors / total bytes of tensor data. */
+SPOTCKPT_API int64_t spotckpt_reader_ntensors(const struct spotckpt_reader *r);
+SPOTCKPT_API uint64_t spotckpt_reader_nbytes(const struct spotckpt_reader *r);
+
+/* Describe tensor `idx` (0 .. ntensors-1, in manifest order).  Returns 0
+ * or -EINVAL for a bad index. */
+SPOTCKPT_API int spotckpt_reader_tensor(const struct spotckpt_reader *r,
+					int64_t idx,
+					struct spotckpt_tensor_info *out);
+
+/* Index of the tensor called `name`, or -SPOTCKPT_ENOTFOUND. */
+SPOTCKPT_API int64_t spotckpt_reader_find(const struct spotckpt_reader *r,
+					  const char *name);
+
+/* Read tensor `idx` into dst (host memory, dst_len >= its nbytes) and
+ * verify its checksum.  Errors: -EINVAL, -ENOBUFS (dst_len too small),
+ * -SPOTCKPT_ECHECKSUM (errmsg names the file and tensor), I/O errors. */
+SPOTCKPT_API int spotckpt_reader_read(struct spotckpt_reader *r, int64_t idx,
+				      void *dst, uint64_t dst_len);
+
+struct spotckpt_dest {
+	int64_t index;   /* tensor index in the reader */
+	void *ptr;       /* destination: host memory, or a CUDA device
+			  * pointer when device == SPOTCKPT_DEV_CUDA */
+	uint64_t len;    /* bytes available at ptr, >= the tensor's nbytes */
+	int32_t device;  /* enum spotckpt_device */
+	int32_t pad_;
+};
+
+/* Read n tensors in parallel (io_uring, several threads) into the given
+ * destinations, verifying every checksum.  Stops at the first error and
+ * returns it (-SPOTCKPT_ECHECKSUM names file and tensor); destinations may
+ * then be partly written. */
+SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
+					  const struct spotckpt_dest *d,
+					  size_t n);
+
+/* Callback form: called once per tensor, in manifest order, from the
+ * calling thread, with the verified bytes in `data` (valid only during the
+ * call).  Return 0 to continue, anything else to stop; that value is then
+ * returned by spotckpt_reader_foreach(). */
+typedef int (*spotckpt_tensor_fn)(void *ud,
+				  const struct spotckpt_tensor_info *info,
+				  const void *data);
+SPOTCKPT_API int spotckpt_reader_foreach(struct spotckpt_reader *r,
+					 spotckpt_tensor_fn fn, void *ud);
+
+/* Restore with fallback, without an engine: for the newest valid
+ * checkpoint of dir with step <= max_step, `lookup` is called once per
+ * tensor (calling thread) and returns where to put it (fill *dest's ptr,
+ * len and device and return 0; return 1 to skip the tensor, or a negative
+ * code to abort everything).  The data is then read in parallel and
+ * verified; if that fails with a checksum or format error the checkpoint
+ * is skipped (log line naming file and tensor) and the previous one is
+ * tried, calling `lookup` again for its tensors.  *step receives the step
+ * restored (may be NULL).  Errors: -SPOTCKPT_ENOTFOUND, lookup's code,
+ * I/O errors. */
+typedef int (*spotckpt_lookup_fn)(void *ud,
+				  const struct spotckpt_tensor_info *info,
+				  struct spotckpt_dest *dest);
+SPOTCKPT_API int spotckpt_restore_cb(const char *dir, int64_t max_step,
+				     spotckpt_lookup_fn lookup, void *ud,
+				     int64_t *step);
+
+/* ---- directory ---------------------------------------------------------- */
+enum spotckpt_entry_state {
+	SPOTCKPT_ENTRY_COMMITTED = 0, /* step-N/ with a manifest */
+	SPOTCKPT_ENTRY_INCOMPLETE = 1,/* step-N.tmp/, or step-N/ lacking one */
+};
+
+struct spotckpt_entry {
+	int64_t step;
+	int64_t time_ns;   /* manifest time, or directory mtime */
+	uint64_t bytes;    /* sum of file sizes in the directory */
+	int32_t state;     /* enum spotckpt_entry_state */
+	int32_t ntensors;  /* from the manifest, -1 if unreadable */
+};
+
+/* List the checkpoints of dir, newest step first, into out[0..cap-1]
+ * (no checksum verification).  *n receives the total number found, which
+ * may exceed cap (call with cap 0 to size the array).  Errors: -ENOENT,
+ * -ENOTDIR, -ENOMEM. */
+SPOTCKPT_API int spotckpt_list(const char *dir, struct spotckpt_entry *out,
+			       size_t cap, size_t *n);
+
+/* Fully verify one checkpoint: manifest, every shard header and every
+ * byte's checksum (shard and tensor).  step = SPOTCKPT_NEWEST checks the
+ * newest committed one.  *step_out (may be NULL) receives the step checked.
+ * Returns 0 when valid, else the first problem (-SPOTCKPT_ECHECKSUM,
+ * -SPOTCKPT_EPARSE, -SPOTCKPT_ECORRUPT, -SPOTCKPT_ENOTFOUND, ...) with
+ * spotckpt_errmsg() naming the file and tensor or field. */
+SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
+				 int64_t *step_out);
+
+/* ---- misc ---------------------------------------------------------------- */
+/* Words for any code returned by this library.  Never NULL; static. */
+SPOTCKPT_API const char *spotckpt_strerror(int code);
+
+/* Detail of the last failing call made by the calling thread: names the
+ * file, field or tensor.  Thread-local, never NULL ("" if none); valid
+ * until the thread's next failing call. */
+SPOTCKPT_API const char *spotckpt_errmsg(void);
+
+/* Size in bytes of one element of dtype, or 0 if it is not a valid enum. */
+SPOTCKPT_API uint32_t spotckpt_dtype_size(int32_t dtype);
+/* Safetensors name ("F32", ...) of dtype, or NULL. */
+SPOTCKPT_API const char *spotckpt_dtype_name(int32_t dtype);
+
+/* SPOTCKPT_ABI_VERSION of the built library (bindings check it). */
+SPOTCKPT_API int32_t spotckpt_abi_version(void);
+
+/* 1 if libcudart could be loaded (tries once; never fails). */
+SPOTCKPT_API int32_t spotckpt_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

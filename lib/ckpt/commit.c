@@ -1,0 +1,409 @@
+/*
+ * commit.c - writing a checkpoint directory so that a crash never leaves a
+ * torn one under a committed name, and retention.
+ *
+ * Names in DIR:
+ *   step-NNNNNNNN/         committed (N in decimal, at least 8 digits)
+ *   step-NNNNNNNN.<x>/     anything with a suffix is uncommitted scratch:
+ *                          .tmp (being written), .del.tmp (being deleted)
+ *
+ * Commit sequence for step N:
+ *   1. mkdir step-N.tmp/ (a leftover from a crash is removed first)
+ *   2. write each shard file (O_EXCL), fsync it, close it
+ *   3. write manifest.json (O_EXCL), fsync it, close it
+ *   4. fsync step-N.tmp/ so its directory entries are durable
+ *   5. rename step-N.tmp -> step-N (RENAME_NOREPLACE; if step-N already
+ *      exists, RENAME_EXCHANGE swaps them and the old one is deleted)
+ *   6. fsync DIR, making the rename durable
+ *   7. retention: for each checkpoint beyond the newest `keep`, rename it
+ *      to step-M.del.tmp, fsync DIR, then delete its files.
+ *
+ * Why this is crash-consistent.  A reader only looks at directories named
+ * step-N with no suffix.  Such a name comes into existence only through
+ * the rename of step 5 (or the exchange, which is equally atomic), and
+ * rename is atomic across a crash on the journalled file systems we
+ * support: after a crash the directory is found under the old name or the
+ * new one, never both or neither.  Everything under it - every shard's
+ * data and size, the manifest, the directory entries - was made durable
+ * by the fsyncs of steps 2-4 before the rename was issued, so when the
+ * new name survives, so does complete content.  The manifest is written
+ * last, so even a directory renamed by something else is only trusted
+ * with a manifest whose own checksum verifies and whose shard sizes and
+ * per-tensor XXH3 checksums match.  Step 6 orders the commit before
+ * retention: an older checkpoint is deleted only after the newer one's
+ * rename is durable, so at every instant at least one complete checkpoint
+ * is reachable (the newest committed one is never a deletion victim).
+ * Deletion itself first renames the victim to a scratch name, so a
+ * half-deleted checkpoint is never visible as committed.  Anything a crash
+ * leaves under a scratch name is removed by the next engine's open.
+ * Data damaged after commit (bit rot, a disk that lied about fsync) is
+ * caught by the checksums at restore, which then falls back to the
+ * previous checkpoint.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "internal.h"
+#include "io.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+
+void (*ckpt__test_before_commit)(int64_t step);
+
+int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp)
+{
+	int64_t v = 0;
+	const char *p = s + 5;
+
+	if (strncmp(s, "step-", 5) || *p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (*p != '\0' && *p != '.')
+		return -1;
+	*step = v;
+	*tmp = *p == '.';
+	return 0;
+}
+
+int ckpt__rmdir_flat(int parentfd, const char *name)
+{
+	int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	closedir(d);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+		rc = -errno;
+	return rc;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
+	       int **tmpflags)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int64_t *v = NULL;
+	size_t cnt = 0, cap = 0;
+
+	*steps = NULL;
+	*n = 0;
+	if (tmpflags)
+		*tmpflags = NULL;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		int64_t s;
+		int tmp;
+
+		if (ckpt__parse_dirname(de->d_name, &s, &tmp) || (tmp && !with_tmp))
+			continue;
+		if (cnt == cap) {
+			int64_t *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
+
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		/* encode the tmp flag in the low bit of a doubled step */
+		v[cnt++] = s * 2 + (tmp ? 0 : 1);
+	}
+	closedir(d);
+	qsort(v, cnt, sizeof *v, cmp_desc);
+	if (tmpflags && cnt) {
+		*tmpflags = calloc(cnt, sizeof **tmpflags);
+		if (!*tmpflags) {
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		if (tmpflags)
+			(*tmpflags)[i] = !(v[i] & 1);
+		v[i] /= 2;
+	}
+	*steps = v;
+	*n = cnt;
+	return 0;
+}
+
+void ckpt__cleanup_tmp(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int dfd;
+
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		int64_t s;
+		int tmp;
+
+		if (ckpt__parse_dirname(de->d_name, &s, &tmp) == 0 && tmp) {
+			sr_info("ckpt", "removing incomplete checkpoint",
+				"dir=%s name=%s", dir, de->d_name);
+			ckpt__rmdir_flat(dfd, de->d_name);
+		}
+	}
+	fsync(dfd);
+	closedir(d);
+}
+
+void ckpt__retention(const char *dir, int keep, int64_t protect)
+{
+	int64_t *steps = NULL;
+	size_t n = 0;
+	int dfd = -1, kept = 0;
+
+	if (ckpt__scan(dir, &steps, &n, 0, NULL))
+		return;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; dfd >= 0 && i < n; i++) {
+		char name[48], del[64];
+
+		if (kept < keep || steps[i] == protect) {
+			kept++;
+			continue;
+		}
+		snprintf(name, sizeof name, "step-%08" PRId64, steps[i]);
+		snprintf(del, sizeof del, "%s.del.tmp", name);
+		if (renameat(dfd, name, dfd, del) != 0)
+			continue;
+		fsync(dfd);
+		ckpt__rmdir_flat(dfd, del);
+		sr_debug("ckpt", "retention removed checkpoint", "dir=%s step=%"
+			 PRId64, dir, steps[i]);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(steps);
+}
+
+/* The hasher, fed in file order: each tensor's bytes. */
+struct hasher {
+	XXH3_state_t tensor;
+	struct ckpt_layout *l;
+	uint32_t k, end;  /* current tensor, one past the shard's last */
+	int open;         /* tensor state reset and in use */
+};
+
+static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+{
+	struct hasher *h = ud;
+	uint64_t end = off + n;
+
+	while (h->k < h->end) {
+		struct ckpt_tensor *t = &h->l->t[h->k];
+		uint64_t tb = t->offset, te = tb + t->nbytes;
+		uint64_t lo = tb > off ? tb : off, hi = te < end ? te : end;
+
+		if (tb > end)
+			break;
+		if (!h->open) {
+			XXH3_64bits_reset(&h->tensor);
+			h->open = 1;
+		}
+		if (hi > lo)
+			XXH3_64bits_update(&h->tensor, p + (lo - off), hi - lo);
+		if (te > end)
+			break;
+		t->xxh3 = XXH3_64bits_digest(&h->tensor);
+		h->open = 0;
+		h->k++;
+	}
+}
+
+static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
+		       struct ckpt_shard *sh, const uint8_t *image,
+		       const struct ckpt_commit_opts *o,
+		       struct ckpt_commit_res *res, struct sr_err *e)
+{
+	struct hasher *h = NULL;
+	struct ckpt_dio d;
+	int fd_buf = -1, fd_dir = -1, rc;
+
+	rc = ckpt__dio_open_write(tfd, sh->file, o->direct, &fd_buf, &fd_dir, &d);
+	if (rc) {
+		sr_err_set(e, rc, "%s: create: %s", sh->file, sr_strerror(rc));
+		goto out;
+	}
+	/* XXH3 states want 64-byte alignment; too big for some stacks */
+	if (posix_memalign((void **)&h, 64, sizeof *h)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(h, 0, sizeof *h);
+	h->l = l;
+	h->k = sh->first;
+	h->end = sh->first + sh->count;
+	/* the header region of the image is copied in by the engine */
+	rc = ckpt__io_write_file(io, fd_buf, fd_dir, &d, image + sh->img_off,
+				 sh->file_bytes, feed, h, o->cancel);
+	if (rc) {
+		sr_err_set(e, rc, "%s: write: %s", sh->file, sr_strerror(rc));
+		goto out;
+	}
+	sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
+	sh->xxh3 = ckpt__shard_hash(l, sh);
+	res->direct_used = fd_dir >= 0;
+	res->bytes += sh->file_bytes;
+out:
+	free(h);
+	if (fd_dir >= 0)
+		close(fd_dir);
+	if (fd_buf >= 0 && close(fd_buf) != 0 && rc == 0)
+		rc = sr_err_set(e, -errno, "%s: close: %s", sh->file,
+				strerror(errno));
+	return rc;
+}
+
+static int write_manifest(int tfd, int64_t step, const char *meta,
+			  struct ckpt_layout *l, uint64_t *bytes,
+			  struct sr_err *e)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int fd = -1, rc;
+
+	rc = ckpt__manifest_render(step, sr_time_real_ns(), l, meta, &buf, &len, e);
+	if (rc)
+		goto out;
+	fd = openat(tfd, CKPT_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0644);
+	if (fd < 0) {
+		rc = sr_err_set(e, -errno, "%s: create: %s", CKPT_MANIFEST,
+				strerror(errno));
+		goto out;
+	}
+	rc = ckpt__pwrite_all(fd, (const uint8_t *)buf, len, 0);
+	if (rc == 0 && fsync(fd) != 0)
+		rc = -errno;
+	if (rc)
+		sr_err_set(e, rc, "%s: write: %s", CKPT_MANIFEST, sr_strerror(rc));
+	*bytes += len;
+out:
+	if (fd >= 0 && close(fd) != 0 && rc == 0)
+		rc = sr_err_set(e, -errno, "%s: close: %s", CKPT_MANIFEST,
+				strerror(errno));
+	free(buf);
+	return rc;
+}
+
+/* Step 5: move tmp to final, replacing an existing final atomically. */
+static int publish(int dfd, const char *tmp, const char *final,
+		   struct sr_err *e)
+{
+	if (renameat2(dfd, tmp, dfd, final, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno == EEXIST &&
+	    renameat2(dfd, tmp, dfd, final, RENAME_EXCHANGE) == 0) {
+		ckpt__rmdir_flat(dfd, tmp); /* now holds the replaced one */
+		return 0;
+	}
+	if (errno == EINVAL || errno == ENOSYS) { /* no renameat2 flags */
+		if (renameat(dfd, tmp, dfd, final) == 0)
+			return 0;
+	}
+	return sr_err_set(e, -errno, "rename %s -> %s: %s", tmp, final,
+			  strerror(errno));
+}
+
+int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
+		 const char *meta_json, struct ckpt_layout *l,
+		 const uint8_t *image, const struct ckpt_commit_opts *o,
+		 struct ckpt_commit_res *res, struct sr_err *e)
+{
+	char tmp[64], final[40];
+	int dfd = -1, tfd = -1, rc;
+
+	memset(res, 0, sizeof *res);
+	if (ckpt__test_before_commit)
+		ckpt__test_before_commit(step);
+	res->uring_used = ckpt__io_uring_used(io);
+	snprintf(final, sizeof final, "step-%08" PRId64, step);
+	snprintf(tmp, sizeof tmp, "%s.tmp", final);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = sr_err_set(e, -errno, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	ckpt__rmdir_flat(dfd, tmp);
+	if (mkdirat(dfd, tmp, 0755) != 0) {
+		rc = sr_err_set(e, -errno, "%s/%s: mkdir: %s", dir, tmp,
+				strerror(errno));
+		goto out;
+	}
+	tfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0) {
+		rc = sr_err_set(e, -errno, "%s/%s: %s", dir, tmp, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < l->ns; i++) {
+		rc = write_shard(io, tfd, l, &l->s[i], image, o, res, e);
+		if (rc)
+			goto out;
+	}
+	rc = write_manifest(tfd, step, meta_json, l, &res->bytes, e);
+	if (rc)
+		goto out;
+	if (fsync(tfd) != 0) {
+		rc = sr_err_set(e, -errno, "%s/%s: fsync: %s", dir, tmp,
+				strerror(errno));
+		goto out;
+	}
+	rc = publish(dfd, tmp, final, e);
+	if (rc)
+		goto out;
+	if (fsync(dfd) != 0) {
+		rc = sr_err_set(e, -errno, "%s: fsync: %s", dir, strerror(errno));
+		goto out;
+	}
+	ckpt__retention(dir, o->keep, step);
+out:
+	if (tfd >= 0)
+		close(tfd);
+	if (rc && dfd >= 0) {
+		ckpt__rmdir_flat(dfd, tmp);
+		sr_err_prefix(e, "%s step %" PRId64, dir, step);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}

@@ -1,0 +1,86 @@
+/*
+ * engine.h - the engine's state, shared by engine.c and save.c (private).
+ *
+ * Slot state machine (one slot = one staged copy of the whole state):
+ *
+ *            save (copy done)            writer picks lowest seq
+ *   FREE ----------------------> STAGED -------------------------> WRITING
+ *     |  save (lazy)                ^  \ coalesce / save_final drop    |
+ *     +-----------> COPYING --------+   \-----------> FREE             |
+ *                   (pool done hook)                                   |
+ *     ^--------------------- commit done / failed / cancelled ---------+
+ *
+ * Locks: `api` serialises public calls and is held through a tier-1 copy;
+ * `mu` guards slots, counters and the writer's state and is never held
+ * across a copy or I/O, so stats queries never wait for a save.  Lock
+ * order: api before mu.  The writer thread takes only mu.
+ */
+#ifndef SPOTCKPT_ENGINE_H
+#define SPOTCKPT_ENGINE_H
+
+#include "internal.h"
+
+#define CKPT_MAX_SLOTS 8
+
+enum slot_state { SLOT_FREE, SLOT_COPYING, SLOT_STAGED, SLOT_WRITING };
+
+struct slot {
+	int state;
+	uint64_t seq;               /* order of acceptance */
+	int64_t step;
+	char *meta;                 /* user metadata, grown as needed */
+	size_t meta_cap;
+	struct ckpt_layout *l;      /* layout of the image (a reference) */
+	uint8_t *base;              /* image in the staging buffer */
+	int64_t t_start;            /* mono ns when the copy started */
+	int copy_rc;                /* CUDA copy result */
+	struct spotckpt *e;         /* back pointer for the pool hook */
+};
+
+struct spotckpt {
+	char *dir;
+	struct spotckpt_opts o;
+	pthread_mutex_t api, mu;
+	pthread_cond_t cv;
+
+	/* registration (under api) */
+	struct ckpt_tensor *reg;
+	size_t nreg, capreg;
+	int dirty;
+	struct ckpt_layout *layout; /* for the current registration */
+	struct ckpt_seg *segs;      /* scratch, one per registered tensor */
+
+	/* staging (under api; slot fields under mu) */
+	struct ckpt_staging stg;
+	uint64_t slot_bytes;
+	int nslots;
+	struct slot slots[CKPT_MAX_SLOTS];
+	struct ckpt_pool *pool;
+	int lazy_slot;              /* slot being copied lazily, or -1 */
+
+	/* writer (under mu) */
+	pthread_t writer;
+	int writer_started, stop;
+	uint64_t seq;               /* last seq handed out */
+	uint64_t accepted;          /* seq of the newest accepted save */
+	uint64_t finished;          /* seq of the newest finished save */
+	int last_rc;                /* result of that save */
+	char last_msg[SR_ERR_MSG_MAX];
+	atomic_int cancel;
+	struct ckpt_io *io;
+
+	/* CUDA (under api) */
+	const struct ckpt_cuda_ops *cu;
+	void *stream, *event;
+
+	struct spotckpt_stats st;   /* under mu */
+};
+
+/* save.c */
+void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
+			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct sr_err *err);
+int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
+int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * internal.h - what lib/ckpt's files share.  Not installed; the public API
+ * is include/spotrun/ckpt.h.
+ *
+ * Files and their one job each:
+ *   errmsg.c      thread-local error message, spotckpt_strerror
+ *   dtype.c       dtype table (size, safetensors name)
+ *   staging.c     the pre-faulted staging allocation
+ *   copypool.c    threads that split a tier-1 copy between them
+ *   cuda.c        libcudart loaded with dlopen; fakeable for tests
+ *   layout.c      registered tensors -> shard files -> staging image
+ *   safetensors.c shard header writer and parser
+ *   manifest.c    manifest.json writer and parser (self-checksummed)
+ *   dio.c         O_DIRECT probing and alignment (statx STATX_DIOALIGN)
+ *   iowrite.c     io_uring / pwrite shard writer hashing as it goes
+ *   ioread.c      io_uring / pread parallel shard reader verifying hashes
+ *   commit.c      the commit protocol and retention
+ *   engine.c      the engine: slots, back-pressure, writer thread
+ *   reader.c      opening and reading a checkpoint
+ *   restore.c     restore with fallback, verify, list
+ */
+#ifndef SPOTCKPT_INTERNAL_H
+#define SPOTCKPT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "spotrun/ckpt.h"
+#include "common/err.h"
+
+#define CKPT_FORMAT_NAME "spotrun-ckpt"
+#define CKPT_FORMAT_VERSION 1
+#define CKPT_NAME_MAX 255
+#define CKPT_HDR_ALIGN 4096u       /* shard data starts at a multiple */
+#define CKPT_IMG_ALIGN 4096u       /* shard images in the staging slot */
+#define CKPT_MANIFEST "manifest.json"
+#define CKPT_MANIFEST_MAX (256u << 20)
+#define CKPT_HEADER_MAX (100u << 20) /* safetensors' own limit */
+
+/* ---- errmsg.c ------------------------------------------------------------ */
+/* Set the calling thread's message and return code. */
+int ckpt__fail(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Copy an sr_err's message (or strerror(code)) to the thread's message. */
+int ckpt__fail_err(const struct sr_err *e, int code);
+void ckpt__errmsg_clear(void);
+
+/* ---- dtype.c ------------------------------------------------------------- */
+/* Dtype of a safetensors name, or -1. */
+int ckpt__dtype_parse(const char *s);
+
+/* ---- layout.c ------------------------------------------------------------ */
+struct ckpt_tensor {
+	char *name;
+	const void *ptr;       /* registered memory (NULL in a parsed layout) */
+	int32_t dtype, ndim, device;
+	int64_t shape[SPOTCKPT_MAX_NDIM];
+	uint64_t nbytes;
+	uint32_t shard;        /* shard index */
+	uint64_t offset;       /* data offset in the shard file */
+	uint64_t img_off;      /* data offset in the staging slot image */
+	uint64_t xxh3;         /* filled by a write, or parsed */
+};
+
+struct ckpt_shard {
+	char file[32];         /* "shard-00000.safetensors" */
+	uint64_t img_off;      /* offset of the file image in the slot */
+	uint64_t file_bytes;   /* total size of the file */
+	uint64_t data_start;   /* 8 + header length (multiple of 4096) */
+	char *header;          /* the first data_start bytes of the file */
+	uint32_t first, count; /* its tensors: t[first .. first+count-1] */
+	uint64_t xxh3;         /* ckpt__shard_hash, filled by a write */
+	uint64_t header_xxh3;  /* hash of bytes [0, data_start) */
+};
+
+/* Immutable once built; shared by the slots that hold a copy of it. */
+struct ckpt_layout {
+	atomic_int refs;
+	struct ckpt_tensor *t;
+	size_t nt;
+	struct ckpt_shard *s;
+	size_t ns;
+	uint64_t state_bytes;  /* sum of tensor nbytes */
+	uint64_t image_bytes;  /* bytes of one staging slot */
+	int has_cuda;
+};
+
+/* Build a layout for tensors t[0..nt-1] (copied) with shards of about
+ * shard_bytes.  Returns a layout with one reference, or NULL (-ENOMEM). */
+struct ckpt_layout *ckpt__layout_build(const struct ckpt_tensor *t, size_t nt,
+				       uint64_t shard_bytes);
+struct ckpt_layout *ckpt__layout_ref(struct ckpt_layout *l);
+void ckpt__layout_unref(struct ckpt_layout *l); /* NULL-safe */
+/* The shard checksum: XXH3-64 of the little-endian u64 sequence
+ * header_xxh3, then each of its tensors' xxh3 in file order.  Header and
+ * tensors tile the file, so it covers every byte. */
+uint64_t ckpt__shard_hash(const struct ckpt_layout *l,
+			  const struct ckpt_shard *sh);
+uint64_t ckpt__tensor_nbytes(int32_t dtype, int32_t ndim, const int64_t *shape);
+/* 0 if name is acceptable, else -EINVAL. */
+int ckpt__name_check(const char *name);
+
+/* ---- safetensors.c ------------------------------------------------------- */
+/* Render the header region of shard s (8-byte length, JSON, spaces up to
+ * a multiple of CKPT_HDR_ALIGN) into a malloc'd buffer (*out, *len). */
+int ckpt__st_header_build(const struct ckpt_tensor *t, size_t nt,
+			  uint32_t shard, uint32_t nshards,
+			  char **out, uint64_t *len);
+
+struct ckpt_st_entry {
+	char name[CKPT_NAME_MAX + 1];
+	int32_t dtype, ndim;
+	int64_t shape[SPOTCKPT_MAX_NDIM];
+	uint64_t begin, end;   /* data_offsets, relative to data start */
+};
+
+/* Parse a safetensors header.  buf holds the first `len` bytes of a file
+ * of `file_size` bytes (len >= 8 + header length).  On success *ents is a
+ * malloc'd array of *n entries sorted by begin, *data_start = 8 + N.
+ * Checks: length sane, JSON object, dtype known, shape non-negative and
+ * matching the byte range, ranges contiguous from 0 and ending at
+ * file_size - data_start.  `name` names the file in messages. */
+int ckpt__st_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
+			  const char *name, struct ckpt_st_entry **ents,
+			  size_t *n, uint64_t *data_start, struct sr_err *e);
+/* Header length from the first 8 bytes, validated against file size. */
+int ckpt__st_header_len(const uint8_t *buf8, uint64_t file_size,
+			const char *name, uint64_t *hlen, struct sr_err *e);
+
+/* ---- manifest.c ---------------------------------------------------------- */
+struct ckpt_manifest {
+	int64_t step;
+	int64_t time_ns;
+	struct ckpt_layout *l; /* tensors and shards, ptr NULL */
+	char *meta;            /* compact JSON of the user metadata */
+};
+
+/* Render the manifest (malloc'd, *len bytes, self-checksummed). */
+int ckpt__manifest_render(int64_t step, int64_t time_ns,
+			  const struct ckpt_layout *l, const char *meta_json,
+			  char **out, size_t *len, struct sr_err *e);
+/* Parse and check a manifest buffer; `name` is used in messages. */
+int ckpt__manifest_parse(const char *buf, size_t len, const char *name,
+			 struct ckpt_manifest *m, struct sr_err *e);
+void ckpt__manifest_free(struct ckpt_manifest *m);
+/* Recompute and store the self-checksum of a manifest buffer in place
+ * (tests and fuzzing craft semantically bad but well-summed manifests). */
+void ckpt__manifest_fix_checksum(char *buf, size_t len);
+
+/* ---- dio.c ---------------------------------------------------------------- */
+struct ckpt_dio {
+	int direct;            /* 1 if fd_direct is usable */
+	uint32_t mem_align;    /* buffer alignment for O_DIRECT */
+	uint32_t off_align;    /* offset / length alignment */
+};
+/* Given an fd opened with O_DIRECT, find its alignment (statx
+ * STATX_DIOALIGN, else the block size).  d->direct = 0 if the file system
+ * reports no direct I/O support. */
+void ckpt__dio_probe(int fd, struct ckpt_dio *d);
+/* Open dirfd/name for writing (O_CREAT|O_EXCL); with want_direct also
+ * try O_DIRECT.  *fd_buf is always a buffered fd; *fd_dir is an O_DIRECT fd
+ * or -1. */
+int ckpt__dio_open_write(int dirfd, const char *name, int want_direct,
+			 int *fd_buf, int *fd_dir, struct ckpt_dio *d);
+
+/* ---- iowrite.c / ioread.c -------------------------------------------------- */
+struct ckpt_io;  /* an io_uring (or the pwrite fallback) for one thread */
+int ckpt__io_new(uint32_t depth, uint32_t chunk, struct ckpt_io **out);
+void ckpt__io_free(struct ckpt_io *io);
+int ckpt__io_uring_used(const struct ckpt_io *io);
+
+/* Called for each chunk in file order before it is submitted. */
+typedef void (*ckpt_feed_fn)(void *ud, uint64_t off, const uint8_t *p,
+			     uint64_t n);
+
+/* Write buf[0..len) to the file; feed sees every byte in order; stops
+ * early with -ECANCELED when *cancel becomes non-zero.  Then fsync. */
+int ckpt__io_write_file(struct ckpt_io *io, int fd_buf, int fd_dir,
+			const struct ckpt_dio *d, const uint8_t *buf,
+			uint64_t len, ckpt_feed_fn feed, void *ud,
+			atomic_int *cancel);
+
+/* A byte range of a file to read, delivered in order to a sink. */
+typedef int (*ckpt_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
+			    uint64_t n);
+/* Read [off, off+len) of path in aligned chunks (O_DIRECT if possible),
+ * calling sink for consecutive pieces in order.  A sink's non-zero return
+ * stops the read and is returned. */
+int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
+			uint64_t len, ckpt_sink_fn sink, void *ud);
+
+/* ---- commit.c ---------------------------------------------------------------- */
+struct ckpt_commit_opts {
+	int direct;            /* try O_DIRECT */
+	int keep;              /* retention */
+	atomic_int *cancel;    /* may be NULL */
+};
+struct ckpt_commit_res {
+	uint64_t bytes;
+	int direct_used;
+	int uring_used;
+};
+/* Write `image` (a staging slot laid out by l) as checkpoint `step` of
+ * dir, commit it, then apply retention.  Fills l's tensor and shard
+ * hashes.  On failure the temporary directory is removed. */
+int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
+		 const char *meta_json, struct ckpt_layout *l,
+		 const uint8_t *image, const struct ckpt_commit_opts *o,
+		 struct ckpt_commit_res *res, struct sr_err *e);
+/* Test hook: called by the writer before each commit (NULL normally). */
+extern void (*ckpt__test_before_commit)(int64_t step);
+/* Remove leftover step-*.tmp directories. */
+void ckpt__cleanup_tmp(const char *dir);
+/* Keep the newest `keep` committed checkpoints; never removes `protect`. */
+void ckpt__retention(const char *dir, int keep, int64_t protect);
+/* rm -r of a directory tree one level deep (checkpoint dirs are flat). */
+int ckpt__rmdir_flat(int parentfd, const char *name);
+/* Parse "step-N" (committed, *tmp = 0) or "step-N.tmp" (*tmp = 1). */
+int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp);
+/* ---- restore.c ---------------------------------------------------------- */
+/* The restore loop shared by spotckpt_restore and spotckpt_restore_cb:
+ * after lookup ran for every tensor of a candidate, check(ud) (may be NULL)
+ * may reject the candidate (non-zero), e.g. when a required tensor was not
+ * in it; the previous checkpoint is then tried. */
+int ckpt__restore_loop(const char *dir, int64_t max_step,
+		       spotckpt_lookup_fn lookup, int (*check)(void *ud),
+		       void *ud, int64_t *step);
+
+/* Steps of committed checkpoints in dir, newest first (malloc'd). */
+int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
+	       int **tmpflags);
+
+/* ---- staging.c / copypool.c / cuda.c ------------------------------------------ */
+struct ckpt_staging {
+	uint8_t *base;
+	uint64_t bytes;
+	int pinned;            /* cudaHostAlloc'd */
+	int locked;            /* mlock succeeded */
+};
+struct ckpt_pool;
+/* Allocate `bytes` (a multiple of 4096) of staging memory, pinned through
+ * CUDA when use_cuda, and pre-fault every page (MADV_POPULATE_WRITE, else
+ * the pool's threads touch them); mlock is attempted, best effort. */
+int ckpt__staging_alloc(struct ckpt_staging *s, uint64_t bytes, int use_cuda,
+			struct ckpt_pool *pool);
+void ckpt__staging_free(struct ckpt_staging *s); /* NULL-safe, idempotent */
+
+/* One contiguous copy; src NULL means "write zeros" (pre-faulting). */
+struct ckpt_seg { uint8_t *dst; const uint8_t *src; uint64_t n; };
+typedef void (*ckpt_done_fn)(void *ud);
+int ckpt__pool_new(int nthreads, struct ckpt_pool **out);
+void ckpt__pool_free(struct ckpt_pool *p);
+/* Start copying segs (borrowed until done) split across the threads by
+ * bytes.  The thread that finishes last calls done(ud) (may be NULL)
+ * before the job counts as finished.  Waits for a previous job first. */
+void ckpt__pool_start(struct ckpt_pool *p, const struct ckpt_seg *segs,
+		      size_t n, ckpt_done_fn done, void *ud);
+/* Wait for the copy started last; returns immediately if none. */
+void ckpt__pool_wait(struct ckpt_pool *p);
+int ckpt__pool_busy(struct ckpt_pool *p);
+int ckpt__pool_nthreads(const struct ckpt_pool *p);
+
+/* The part of the CUDA runtime the engine uses. */
+struct ckpt_cuda_ops {
+	int (*malloc_host)(void **p, size_t n, unsigned flags);
+	int (*free_host)(void *p);
+	int (*stream_create)(void **stream, unsigned flags);
+	int (*stream_destroy)(void *stream);
+	int (*memcpy_async)(void *dst, const void *src, size_t n, int kind,
+			    void *stream);
+	int (*memcpy)(void *dst, const void *src, size_t n, int kind);
+	int (*stream_sync)(void *stream);
+	int (*event_create)(void **ev, unsigned flags);
+	int (*event_destroy)(void *ev);
+	int (*event_record)(void *ev, void *stream);
+	int (*stream_wait_event)(void *stream, void *ev, unsigned flags);
+	const char *(*get_error_string)(int err);
+};
+enum { CKPT_CUDA_H2D = 1, CKPT_CUDA_D2H = 2 };
+/* The loaded runtime or NULL.  Loads once: $SPOTCKPT_CUDART, else
+ * libcudart.so, libcudart.so.12, libcudart.so.11.0.  */
+const struct ckpt_cuda_ops *ckpt__cuda(void);
+/* Tests: replace the runtime (NULL = unload / absent).  */
+void ckpt__cuda_set_ops(const struct ckpt_cuda_ops *ops);
+/* Tests: forget the runtime so the next ckpt__cuda() loads again. */
+void ckpt__cuda_reload(void);
+/* Name of the library that was tried last and why it failed. */
+const char *ckpt__cuda_error(void);
+
+#endif

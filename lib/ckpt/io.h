@@ -1,0 +1,22 @@
+/*
+ * io.h - the io_uring context shared by iowrite.c and ioread.c (private).
+ */
+#ifndef SPOTCKPT_IO_H
+#define SPOTCKPT_IO_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+#define CKPT_IO_MAX_DEPTH 64
+
+struct ckpt_io {
+	struct io_uring ring;
+	int have_ring;
+	uint32_t depth;     /* requests in flight */
+	uint32_t chunk;     /* bytes per request, multiple of 4096 */
+	uint8_t *bounce;    /* depth * chunk bytes, 4096-aligned (reads) */
+};
+
+int ckpt__pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off);
+
+#endif

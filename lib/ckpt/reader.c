@@ -1,0 +1,582 @@
+/*
+ * reader.c - opening a checkpoint and reading its tensors, verified.
+ *
+ * Opening checks everything that is cheap: the manifest's own checksum and
+ * schema, that each shard file has the recorded size, and that each
+ * shard's safetensors header agrees with the manifest (names, dtypes,
+ * shapes, offsets).  Tensor data is verified as it is read: every tensor's
+ * bytes are hashed with XXH3 on the way to the caller's buffer and
+ * compared with the manifest.  SPOTCKPT_OPEN_VERIFY additionally reads
+ * every shard whole and checks the file hash and every tensor hash before
+ * returning.  Reads of different shards run in parallel threads, each
+ * with its own io_uring.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "internal.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+
+#define READ_THREADS_MAX 4
+
+struct spotckpt_reader {
+	char *dir;               /* the checkpoint's own directory */
+	struct ckpt_manifest m;
+	uint32_t io_depth, io_chunk;
+};
+
+static char *path_join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s/%s", a, b);
+	return p;
+}
+
+/* Shard file i against the manifest: size, header, every entry. */
+static int check_shard(const struct spotckpt_reader *r, uint32_t i,
+		       struct sr_err *e)
+{
+	const struct ckpt_shard *sh = &r->m.l->s[i];
+	struct ckpt_st_entry *ents = NULL;
+	char *path = path_join(r->dir, sh->file), *hdr = NULL;
+	size_t n = 0, hl = 0;
+	uint64_t ds = 0;
+	struct stat st;
+	int rc = 0;
+
+	if (!path)
+		return -ENOMEM;
+	if (stat(path, &st) != 0) {
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size != sh->file_bytes) {
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: %" PRIu64 " bytes, manifest "
+				"says %" PRIu64 " (torn write?)", path,
+				(uint64_t)st.st_size, sh->file_bytes);
+		goto out;
+	}
+	{
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t got;
+
+		hdr = malloc(sh->data_start);
+		if (fd < 0 || !hdr) {
+			rc = fd < 0 ? sr_err_set(e, -errno, "%s: %s", path,
+						 strerror(errno)) : -ENOMEM;
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		got = pread(fd, hdr, sh->data_start, 0);
+		close(fd);
+		hl = got < 0 ? 0 : (size_t)got;
+	}
+	if (hl != sh->data_start || XXH3_64bits(hdr, hl) != sh->header_xxh3) {
+		rc = sr_err_set(e, -SR_ECHECKSUM, "%s: header checksum mismatch "
+				"(damaged or torn)", path);
+		goto out;
+	}
+	rc = ckpt__st_header_parse((const uint8_t *)hdr, hl, sh->file_bytes,
+				   path, &ents, &n, &ds, e);
+	if (rc)
+		goto out;
+	if (ds != sh->data_start || n != sh->count) {
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: header lists %zu tensors "
+				"from byte %" PRIu64 ", manifest %u from %" PRIu64,
+				path, n, ds, sh->count, sh->data_start);
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct ckpt_tensor *t = &r->m.l->t[sh->first + k];
+		const struct ckpt_st_entry *en = &ents[k];
+
+		if (strcmp(en->name, t->name) || en->dtype != t->dtype ||
+		    en->ndim != t->ndim || en->begin + ds != t->offset ||
+		    memcmp(en->shape, t->shape, (size_t)t->ndim * sizeof t->shape[0])) {
+			rc = sr_err_set(e, -SR_ECORRUPT, "%s: tensor %s: header "
+					"and manifest disagree", path, t->name);
+			goto out;
+		}
+	}
+out:
+	free(ents);
+	free(hdr);
+	free(path);
+	return rc;
+}
+
+/* ---- reading tensor ranges ------------------------------------------------
+ * A job is a run of consecutive tensors of one shard, about JOB_BYTES of
+ * data (a bigger tensor is a job of its own), so that hashing and copying
+ * spread over threads even when the state is one shard. */
+#define JOB_BYTES (64ull << 20)
+
+struct shard_job {
+	const struct spotckpt_reader *r;
+	uint32_t shard, first, last; /* tensors [first, last) */
+	const struct spotckpt_dest **dest; /* per tensor of the reader, or NULL */
+	int verify_all;    /* hash every tensor, wanted or not */
+	XXH3_state_t *tst;
+	uint32_t k;        /* cursor: current tensor */
+	int open;
+	const struct ckpt_cuda_ops *cu;
+	struct sr_err err;
+	int rc;
+};
+
+static int tensor_done(struct shard_job *j, const struct ckpt_tensor *t,
+		       const char *file)
+{
+	uint64_t h = XXH3_64bits_digest(j->tst);
+
+	if (h != t->xxh3)
+		return sr_err_set(&j->err, -SR_ECHECKSUM, "%s/%s: tensor %s: "
+				  "checksum mismatch (xxh3 %016" PRIx64 ", manifest "
+				  "%016" PRIx64 ")", j->r->dir, file, t->name, h,
+				  t->xxh3);
+	return 0;
+}
+
+static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+{
+	struct shard_job *j = ud;
+	const struct ckpt_layout *l = j->r->m.l;
+	const struct ckpt_shard *sh = &l->s[j->shard];
+	uint64_t end = off + n;
+
+	while (j->k < j->last) {
+		const struct ckpt_tensor *t = &l->t[j->k];
+		const struct spotckpt_dest *d = j->dest ? j->dest[j->k] : NULL;
+		uint64_t tb = t->offset, te = tb + t->nbytes;
+		uint64_t lo = tb > off ? tb : off, hi = te < end ? te : end;
+		int want = d || j->verify_all;
+
+		if (tb > end)
+			break;
+		if (want && !j->open) {
+			XXH3_64bits_reset(j->tst);
+			j->open = 1;
+		}
+		if (want && hi > lo) {
+			XXH3_64bits_update(j->tst, p + (lo - off), hi - lo);
+			if (d && d->device == SPOTCKPT_DEV_CUDA) {
+				if (j->cu->memcpy((uint8_t *)d->ptr + (lo - tb),
+						  p + (lo - off), hi - lo,
+						  CKPT_CUDA_H2D))
+					return sr_err_set(&j->err, -SR_EUNSUPPORTED,
+							  "tensor %s: cudaMemcpy "
+							  "failed", t->name);
+			} else if (d) {
+				memcpy((uint8_t *)d->ptr + (lo - tb), p + (lo - off),
+				       hi - lo);
+			}
+		}
+		if (te > end)
+			break;
+		if (want) {
+			int rc = tensor_done(j, t, sh->file);
+
+			if (rc)
+				return rc;
+		}
+		j->open = 0;
+		j->k++;
+	}
+	return 0;
+}
+
+struct job_set {
+	struct shard_job *jobs;
+	size_t n, next;
+	pthread_mutex_t mu;
+	int failed;
+};
+
+static int run_job(struct shard_job *j, struct ckpt_io *io)
+{
+	const struct ckpt_layout *l = j->r->m.l;
+	const struct ckpt_shard *sh = &l->s[j->shard];
+	char *path = path_join(j->r->dir, sh->file);
+	uint64_t lo = l->t[j->first].offset;
+	uint64_t hi = l->t[j->last - 1].offset + l->t[j->last - 1].nbytes;
+	int rc;
+
+	if (!path)
+		return -ENOMEM;
+	if (posix_memalign((void **)&j->tst, 64, sizeof *j->tst)) {
+		free(path);
+		return -ENOMEM;
+	}
+	j->k = j->first;
+	rc = ckpt__io_read_range(io, path, lo, hi - lo, sink, j);
+	if (rc == 0) /* completes empty tensors at the end of the span */
+		rc = sink(j, hi, (const uint8_t *)"", 0);
+	if (rc && !j->err.code)
+		sr_err_set(&j->err, rc, "%s: read: %s", path, sr_strerror(rc));
+	free(path);
+	return rc;
+}
+
+static void *shard_thread(void *arg)
+{
+	struct job_set *js = arg;
+	struct ckpt_io *io = NULL;
+
+	if (ckpt__io_new(js->jobs[0].r->io_depth, js->jobs[0].r->io_chunk, &io))
+		io = NULL;
+	for (;;) {
+		struct shard_job *j = NULL;
+
+		pthread_mutex_lock(&js->mu);
+		if (!js->failed && js->next < js->n)
+			j = &js->jobs[js->next++];
+		pthread_mutex_unlock(&js->mu);
+		if (!j)
+			break;
+		j->rc = io ? run_job(j, io) : -ENOMEM;
+		if (j->rc) {
+			pthread_mutex_lock(&js->mu);
+			js->failed = 1;
+			pthread_mutex_unlock(&js->mu);
+		}
+	}
+	ckpt__io_free(io);
+	return NULL;
+}
+
+static int wanted(const struct spotckpt_dest **dest, int verify_all,
+		  uint32_t k)
+{
+	return verify_all || (dest && dest[k]);
+}
+
+/* Cut the wanted tensors into jobs; returns the number of jobs. */
+static size_t plan_jobs(struct spotckpt_reader *r,
+			const struct spotckpt_dest **dest, int verify_all,
+			struct shard_job *jobs)
+{
+	const struct ckpt_layout *l = r->m.l;
+	size_t n = 0;
+
+	for (uint32_t s = 0; s < l->ns; s++) {
+		uint32_t k = l->s[s].first, end = k + l->s[s].count;
+
+		while (k < end) {
+			uint64_t bytes = 0;
+			uint32_t first;
+
+			while (k < end && !wanted(dest, verify_all, k))
+				k++;
+			if (k == end)
+				break;
+			first = k;
+			/* a run of wanted tensors, up to JOB_BYTES */
+			while (k < end && wanted(dest, verify_all, k) &&
+			       (bytes == 0 || bytes + l->t[k].nbytes <= JOB_BYTES))
+				bytes += l->t[k++].nbytes;
+			jobs[n].r = r;
+			jobs[n].shard = s;
+			jobs[n].first = first;
+			jobs[n].last = k;
+			jobs[n].dest = dest;
+			jobs[n].verify_all = verify_all;
+			jobs[n].cu = ckpt__cuda();
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Read (and verify) the wanted tensors on up to READ_THREADS_MAX threads.
+ * The first failure's message goes to the caller's errmsg. */
+static int run_shards(struct spotckpt_reader *r,
+		      const struct spotckpt_dest **dest, int verify_all)
+{
+	struct job_set js = { 0 };
+	pthread_t th[READ_THREADS_MAX];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nth = 0, rc = 0, want;
+
+	js.jobs = calloc(r->m.l->nt + 1, sizeof *js.jobs);
+	if (!js.jobs)
+		return -ENOMEM;
+	pthread_mutex_init(&js.mu, NULL);
+	js.n = plan_jobs(r, dest, verify_all, js.jobs);
+	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
+	for (int i = 0; i < want && (size_t)i < js.n; i++) {
+		if (pthread_create(&th[nth], NULL, shard_thread, &js) == 0)
+			nth++;
+	}
+	if (nth == 0 && js.n > 0)
+		shard_thread(&js);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	for (size_t i = 0; i < js.n; i++) {
+		if (js.jobs[i].rc && !rc)
+			rc = ckpt__fail_err(&js.jobs[i].err, js.jobs[i].rc);
+		free(js.jobs[i].tst);
+	}
+	pthread_mutex_destroy(&js.mu);
+	free(js.jobs);
+	return rc;
+}
+
+/* ---- opening ------------------------------------------------------------- */
+static int try_open(const char *ckdir, uint32_t flags,
+		    struct spotckpt_reader **out, struct sr_err *e)
+{
+	struct spotckpt_reader *r = calloc(1, sizeof *r);
+	char *mpath = NULL, *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->io_depth = 8;
+	r->io_chunk = 4u << 20;
+	r->dir = strdup(ckdir);
+	mpath = path_join(ckdir, CKPT_MANIFEST);
+	if (!r->dir || !mpath) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = sr_fs_read_file(mpath, CKPT_MANIFEST_MAX, &buf, &len, e);
+	if (rc)
+		goto out;
+	rc = ckpt__manifest_parse(buf, len, mpath, &r->m, e);
+	if (rc)
+		goto out;
+	for (uint32_t i = 0; i < r->m.l->ns; i++) {
+		rc = check_shard(r, i, e);
+		if (rc)
+			goto out;
+	}
+	if (flags & SPOTCKPT_OPEN_VERIFY) {
+		rc = run_shards(r, NULL, 1);
+		if (rc) {
+			sr_err_set(e, rc, "%s", spotckpt_errmsg());
+			goto out;
+		}
+		/* every tensor and header hash matched; so must their digest */
+		for (uint32_t i = 0; i < r->m.l->ns; i++) {
+			if (ckpt__shard_hash(r->m.l, &r->m.l->s[i]) !=
+			    r->m.l->s[i].xxh3) {
+				rc = sr_err_set(e, -SR_ECHECKSUM, "%s/%s: shard "
+						"checksum mismatch", ckdir,
+						r->m.l->s[i].file);
+				goto out;
+			}
+		}
+	}
+	*out = r;
+	r = NULL;
+out:
+	spotckpt_reader_close(r);
+	free(mpath);
+	free(buf);
+	return rc;
+}
+
+SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
+				      int64_t max_step, uint32_t flags,
+				      struct spotckpt_reader **out)
+{
+	struct sr_err e = { 0 };
+	int64_t *steps = NULL;
+	size_t n = 0;
+	char path[4096];
+	int rc;
+
+	if (out)
+		*out = NULL;
+	ckpt__errmsg_clear();
+	if (!dir || !out)
+		return ckpt__fail(-EINVAL, "reader_open: NULL argument");
+	if (step >= 0) {
+		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, step);
+		rc = try_open(path, flags, out, &e);
+		return rc ? ckpt__fail_err(&e, rc) : 0;
+	}
+	rc = ckpt__scan(dir, &steps, &n, 0, NULL);
+	if (rc)
+		return ckpt__fail(rc, "%s: %s", dir, sr_strerror(rc));
+	rc = -SR_ENOTFOUND;
+	for (size_t i = 0; i < n; i++) {
+		if (max_step >= 0 && steps[i] > max_step)
+			continue;
+		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, steps[i]);
+		sr_err_clear(&e);
+		rc = try_open(path, flags, out, &e);
+		if (rc == 0 || rc == -ENOMEM)
+			break;
+		sr_warn("ckpt", "skipping invalid checkpoint", "dir=%s step=%"
+			PRId64 " err=\"%s\"", dir, steps[i], sr_err_str(&e, rc));
+		rc = -SR_ENOTFOUND;
+	}
+	free(steps);
+	if (rc == -SR_ENOTFOUND)
+		return ckpt__fail(rc, "%s: no valid checkpoint%s", dir,
+				  max_step >= 0 ? " at or below the given step" : "");
+	return rc ? ckpt__fail_err(&e, rc) : 0;
+}
+
+SPOTCKPT_API void spotckpt_reader_close(struct spotckpt_reader *r)
+{
+	if (!r)
+		return;
+	ckpt__manifest_free(&r->m);
+	free(r->dir);
+	free(r);
+}
+
+SPOTCKPT_API int64_t spotckpt_reader_step(const struct spotckpt_reader *r)
+{
+	return r ? r->m.step : -1;
+}
+
+SPOTCKPT_API int64_t spotckpt_reader_time_ns(const struct spotckpt_reader *r)
+{
+	return r ? r->m.time_ns : 0;
+}
+
+SPOTCKPT_API const char *spotckpt_reader_meta(const struct spotckpt_reader *r)
+{
+	return r && r->m.meta ? r->m.meta : "{}";
+}
+
+SPOTCKPT_API const char *spotckpt_reader_path(const struct spotckpt_reader *r)
+{
+	return r ? r->dir : "";
+}
+
+SPOTCKPT_API int64_t spotckpt_reader_ntensors(const struct spotckpt_reader *r)
+{
+	return r ? (int64_t)r->m.l->nt : 0;
+}
+
+SPOTCKPT_API uint64_t spotckpt_reader_nbytes(const struct spotckpt_reader *r)
+{
+	return r ? r->m.l->state_bytes : 0;
+}
+
+SPOTCKPT_API int spotckpt_reader_tensor(const struct spotckpt_reader *r,
+					int64_t idx,
+					struct spotckpt_tensor_info *out)
+{
+	const struct ckpt_tensor *t;
+
+	if (!r || !out || idx < 0 || (size_t)idx >= r->m.l->nt)
+		return ckpt__fail(-EINVAL, "reader_tensor: index out of range");
+	t = &r->m.l->t[idx];
+	memset(out, 0, sizeof *out);
+	out->name = t->name;
+	out->dtype = t->dtype;
+	out->ndim = t->ndim;
+	memcpy(out->shape, t->shape, sizeof out->shape);
+	out->nbytes = t->nbytes;
+	out->xxh3 = t->xxh3;
+	out->shard = (int32_t)t->shard;
+	out->offset = t->offset;
+	return 0;
+}
+
+SPOTCKPT_API int64_t spotckpt_reader_find(const struct spotckpt_reader *r,
+					  const char *name)
+{
+	for (size_t i = 0; r && name && i < r->m.l->nt; i++) {
+		if (!strcmp(r->m.l->t[i].name, name))
+			return (int64_t)i;
+	}
+	return ckpt__fail(-SR_ENOTFOUND, "tensor %s: not in the checkpoint",
+			  name ? name : "(null)");
+}
+
+SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
+					  const struct spotckpt_dest *d,
+					  size_t n)
+{
+	const struct spotckpt_dest **map;
+	int rc;
+
+	if (!r || (n && !d))
+		return ckpt__fail(-EINVAL, "read_all: NULL argument");
+	map = calloc(r->m.l->nt + 1, sizeof *map);
+	if (!map)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct ckpt_tensor *t;
+
+		if (d[i].index < 0 || (size_t)d[i].index >= r->m.l->nt) {
+			rc = ckpt__fail(-EINVAL, "read_all: dest %zu: bad index",
+					i);
+			goto out;
+		}
+		t = &r->m.l->t[d[i].index];
+		if (d[i].len < t->nbytes || (!d[i].ptr && t->nbytes)) {
+			rc = ckpt__fail(-ENOBUFS, "read_all: tensor %s: needs %"
+					PRIu64 " bytes, dest has %" PRIu64,
+					t->name, t->nbytes, d[i].len);
+			goto out;
+		}
+		if (d[i].device == SPOTCKPT_DEV_CUDA && !ckpt__cuda()) {
+			rc = ckpt__fail(-SR_EUNSUPPORTED, "read_all: tensor %s: "
+					"CUDA destination but no CUDA runtime: %s",
+					t->name, ckpt__cuda_error());
+			goto out;
+		}
+		map[d[i].index] = &d[i];
+	}
+	rc = run_shards(r, map, 0);
+out:
+	free(map);
+	return rc;
+}
+
+SPOTCKPT_API int spotckpt_reader_read(struct spotckpt_reader *r, int64_t idx,
+				      void *dst, uint64_t dst_len)
+{
+	struct spotckpt_dest d = { .index = idx, .ptr = dst, .len = dst_len };
+
+	return spotckpt_reader_read_all(r, &d, 1);
+}
+
+SPOTCKPT_API int spotckpt_reader_foreach(struct spotckpt_reader *r,
+					 spotckpt_tensor_fn fn, void *ud)
+{
+	uint64_t max = 0;
+	void *buf = NULL;
+	int rc = 0;
+
+	if (!r || !fn)
+		return ckpt__fail(-EINVAL, "foreach: NULL argument");
+	for (size_t i = 0; i < r->m.l->nt; i++)
+		max = r->m.l->t[i].nbytes > max ? r->m.l->t[i].nbytes : max;
+	buf = malloc(max ? max : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < r->m.l->nt; i++) {
+		struct spotckpt_tensor_info info;
+
+		rc = spotckpt_reader_read(r, (int64_t)i, buf, max);
+		if (rc == 0)
+			rc = spotckpt_reader_tensor(r, (int64_t)i, &info);
+		if (rc == 0)
+			rc = fn(ud, &info, buf);
+	}
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,362 @@
+"""spotrun.Checkpointer: the PyTorch-facing checkpoint API over libspotckpt.
+
+DESIGN
+    save(step, state) flattens `state` (_state.encode) into named tensors
+    and one JSON document.  The tensors are registered with the engine by
+    pointer -- no copy on the Python side -- and re-registered only when the
+    set changes (the optimizer creates its state after the first step;
+    torch.get_rng_state() returns a fresh tensor every call, so its buffer
+    is re-registered each save, which is cheap: the staging buffer is kept
+    when the new state fits).  The engine then copies them into its
+    pre-faulted staging buffer (tier 1) and returns; the disk write (tier 2)
+    runs in the background.  Objects whose memory is registered are kept
+    referenced until the next registration or close().
+
+    restore(state) walks the checkpoints newest first with the reader API:
+    the manifest and metadata say what the state looked like; _state
+    plans where each tensor's bytes go (the caller's own tensors when they
+    match, zero copy); read_all reads and verifies them in parallel; only
+    then is the caller's dict updated.  A checkpoint that fails its
+    checksums or format checks is skipped (logged by the library) and the
+    next older one is tried.
+
+    The metadata stored in each checkpoint is
+        {"format": "spotrun.python/1", "state": <encoded tree>}.
+"""
+
+import ctypes
+import json
+import logging
+import os
+import sys
+import threading
+import time
+
+from . import _lib, _state, preemption
+
+FORMAT = "spotrun.python/1"
+log = logging.getLogger("spotrun")
+_FALLBACK_CODES = (-_lib.ECHECKSUM, -_lib.EPARSE, -_lib.ECORRUPT)
+
+
+def _meta_json(tree):
+    return json.dumps({"format": FORMAT, "state": tree},
+                      separators=(",", ":"), allow_nan=False).encode()
+
+
+def _sync_cuda(tensors):
+    if any(t.device == "cuda" for t in tensors):
+        # the engine copies on its own stream: finish pending kernels first
+        sys.modules["torch"].cuda.synchronize()
+
+
+class Checkpointer:
+    """Asynchronous checkpoints of a training state into `dir`.
+
+    Options (see include/spotrun/ckpt.h, struct spotckpt_opts):
+      keep            complete checkpoints kept (default 2)
+      copy_threads    tier-1 copy threads (0 = auto)
+      staging_bytes   staging memory budget (0 = one state's size)
+      shard_bytes     target shard size (0 = 1 GiB)
+      backpressure    "coalesce" | "skip" | "block" when tier 2 lags
+      direct_io       use O_DIRECT where the file system allows it
+      io_depth, io_chunk_bytes   io_uring tuning (0 = defaults)
+
+    Thread-safety: the methods may be called from any thread; they are
+    serialised by a lock.  Use as a context manager or call close()."""
+
+    def __init__(self, dir, keep=2, copy_threads=0, staging_bytes=0,
+                 shard_bytes=0, backpressure="coalesce", direct_io=True,
+                 io_depth=0, io_chunk_bytes=0):
+        lib = _lib.lib()
+        if backpressure not in _lib.BACKPRESSURE:
+            raise ValueError("backpressure must be one of %s, not %r"
+                             % ("/".join(_lib.BACKPRESSURE), backpressure))
+        self.dir = str(dir)
+        self._lock = threading.RLock()
+        self._handle = None
+        self._registered = None   # signature of the current registration
+        self._keep_alive = []
+        self._cuda = bool(lib.spotckpt_cuda_available())
+        o = _lib.Opts()
+        lib.spotckpt_opts_init(ctypes.byref(o))
+        o.dir = self.dir.encode()
+        o.keep = keep
+        o.copy_threads = copy_threads
+        o.staging_bytes = staging_bytes
+        o.shard_bytes = shard_bytes
+        o.backpressure = _lib.BACKPRESSURE[backpressure]
+        o.direct_io = 0 if direct_io else 1
+        o.io_depth = io_depth
+        o.io_chunk_bytes = io_chunk_bytes
+        h = ctypes.c_void_p()
+        _lib.check(lib.spotckpt_open(ctypes.byref(o), ctypes.byref(h)),
+                   "cannot open checkpoint directory %s" % self.dir)
+        self._handle = h
+        self._pid = os.getpid()
+
+    # -- lifetime ---------------------------------------------------------
+    def close(self):
+        """Wait for pending writes, stop the engine.  Raises
+        CheckpointError if the newest pending save failed.  Idempotent."""
+        with self._lock:
+            h, self._handle = self._handle, None
+            if h is None:
+                return
+            if os.getpid() != self._pid:
+                # a forked child (e.g. a DataLoader worker): the engine's
+                # threads live in the parent only; leave it alone
+                return
+            rc = _lib.lib().spotckpt_close(h)
+            self._keep_alive = []
+            self._registered = None
+            _lib.check(rc, "checkpoint write failed")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.close()
+        else:
+            try:
+                self.close()
+            except _lib.CheckpointError:
+                pass  # do not mask the exception in flight
+        return False
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            try:
+                self.close()
+            except Exception:
+                pass
+
+    def _h(self):
+        if self._handle is None:
+            raise ValueError("Checkpointer is closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("a Checkpointer cannot be used in a forked "
+                               "child process; open a new one there")
+        return self._handle
+
+    # -- saving -----------------------------------------------------------
+    def _register(self, tensors):
+        sig = [(t.name, t.ptr, t.dtype, t.shape, t.device) for t in tensors]
+        if sig == self._registered:
+            self._keep_alive = [t.keep for t in tensors]
+            return
+        lib, h = _lib.lib(), self._h()
+        lib.spotckpt_clear(h)
+        self._registered = None
+        for t in tensors:
+            shape = (ctypes.c_int64 * max(1, len(t.shape)))(*t.shape)
+            dev = _lib.DEV_CUDA if t.device == "cuda" else _lib.DEV_CPU
+            _lib.check(lib.spotckpt_register(
+                h, t.name.encode(), ctypes.c_void_p(t.ptr),
+                _lib.DTYPE_IDS[t.dtype], len(t.shape), shape, dev),
+                "cannot register tensor %s" % t.name)
+        self._registered = sig
+        self._keep_alive = [t.keep for t in tensors]
+
+    def _prepare(self, state):
+        tree, tensors = _state.encode(state, cuda_direct=self._cuda)
+        if not tensors:
+            raise ValueError("the state holds no tensor to checkpoint")
+        meta = _meta_json(tree)
+        _sync_cuda(tensors)
+        self._register(tensors)
+        return meta
+
+    def save(self, step, state, lazy=False):
+        """Checkpoint `state` as `step`.  Returns once the tensors are
+        copied into staging memory (tier 1); the write to disk continues in
+        the background (see wait()).  With lazy=True it returns at once and
+        the tensors must not be modified until wait_staged() returns.
+
+        Returns "staged", "coalesced" (replaced an older save not yet
+        written) or "skipped" (dropped by back-pressure)."""
+        with self._lock:
+            meta = self._prepare(state)
+            out = ctypes.c_int32(-1)
+            flags = _lib.SAVE_LAZY if lazy else 0
+            _lib.check(_lib.lib().spotckpt_save(
+                self._h(), int(step), meta, flags, ctypes.byref(out)),
+                "cannot save step %d" % step)
+            return _lib.OUTCOMES.get(out.value, str(out.value))
+
+    def wait_staged(self):
+        """Block until a lazy save's copy is done (tensors modifiable)."""
+        with self._lock:
+            _lib.check(_lib.lib().spotckpt_wait_staged(self._h()),
+                       "staging copy failed")
+
+    def wait(self):
+        """Block until every save so far is committed on disk.  Raises
+        CheckpointError (e.g. errno ENOSPC) if the newest one failed."""
+        with self._lock:
+            _lib.check(_lib.lib().spotckpt_wait(self._h()),
+                       "checkpoint write failed")
+
+    def save_final(self, step, state, deadline=None):
+        """Final checkpoint on a preemption notice: cancels writes in
+        flight and writes `state` synchronously at full disk speed.
+
+        deadline: time.time() seconds of the expected hard kill; default
+        spotrun.preemption.deadline().  Returns True if the commit finished
+        by the deadline (always True without one); raises CheckpointError
+        if it could not commit."""
+        if deadline is None:
+            deadline = preemption.deadline()
+        mono_ns = 0
+        if deadline is not None:
+            left = deadline - time.time()
+            mono_ns = max(1, time.monotonic_ns() + int(left * 1e9))
+        with self._lock:
+            meta = self._prepare(state)
+            met = ctypes.c_int32(1)
+            _lib.check(_lib.lib().spotckpt_save_final(
+                self._h(), int(step), meta, mono_ns, ctypes.byref(met)),
+                "final checkpoint of step %d failed" % step)
+            return bool(met.value)
+
+    def last_saved_step(self):
+        """Newest step committed by this Checkpointer, or None."""
+        with self._lock:
+            s = _lib.lib().spotckpt_last_saved_step(self._h())
+            return None if s < 0 else s
+
+    def stats(self):
+        """The engine's counters as a dict (struct spotckpt_stats)."""
+        st = _lib.Stats()
+        with self._lock:
+            _lib.check(_lib.lib().spotckpt_stats(self._h(),
+                                                  ctypes.byref(st)), "stats")
+        return {f: getattr(st, f) for f, _ in _lib.Stats._fields_}
+
+    # -- restoring --------------------------------------------------------
+    def restore(self, state, max_step=None, step=None):
+        """Fill `state` from the newest valid checkpoint; see restore()."""
+        with self._lock:
+            return restore(self.dir, state, max_step=max_step, step=step,
+                           cuda_direct=self._cuda)
+
+
+def _read_infos(lib, r):
+    infos, index = {}, {}
+    ti = _lib.TensorInfo()
+    for i in range(lib.spotckpt_reader_ntensors(r)):
+        _lib.check(lib.spotckpt_reader_tensor(r, i, ctypes.byref(ti)),
+                   "cannot describe tensor %d" % i)
+        name = ti.name.decode()
+        infos[name] = (_lib.DTYPE_NAMES.get(ti.dtype, "?%d" % ti.dtype),
+                       tuple(ti.shape[:ti.ndim]))
+        index[name] = i
+    return infos, index
+
+
+def _restore_one(lib, r, state, cuda_direct):
+    """Plan and read the checkpoint open in reader r; commit into state."""
+    path = lib.spotckpt_reader_path(r).decode(errors="replace")
+    try:
+        meta = json.loads(lib.spotckpt_reader_meta(r))
+    except ValueError as exc:
+        raise ValueError("%s: metadata is not JSON: %s" % (path, exc)) \
+            from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError("%s was not written by spotrun.Checkpointer (its "
+                         "metadata has no %r state)" % (path, FORMAT))
+    infos, index = _read_infos(lib, r)
+    plan = _state.plan_restore(meta["state"], infos, state, cuda_direct)
+    dests = (_lib.Dest * max(1, len(plan.buffers)))()
+    for i, (name, (ptr, nbytes, _owner, dev)) in \
+            enumerate(plan.buffers.items()):
+        d = dests[i]
+        d.index = index[name]
+        d.ptr = ptr
+        d.len = nbytes
+        d.device = _lib.DEV_CUDA if dev == "cuda" else _lib.DEV_CPU
+    rc = lib.spotckpt_reader_read_all(r, dests, len(plan.buffers))
+    return rc, plan
+
+
+def restore(dir, state, max_step=None, step=None, cuda_direct=None):
+    """Fill `state` in place from the newest valid checkpoint in `dir`.
+
+    Tensors already in `state` with the saved dtype and shape are
+    overwritten in place (zero copy when on the CPU and contiguous);
+    missing ones are created (e.g. optimizer state before the first step);
+    dicts and lists are made equal to the saved ones, keeping their
+    identity; tuples and plain values are replaced.  The caller then
+    passes the parts to load_state_dict().
+
+    max_step: only consider checkpoints with step <= max_step.  step: that
+    exact checkpoint, no fallback (CheckpointError if it is missing or
+    invalid).  cuda_direct: read straight into CUDA tensors of the current
+    device (default: when libcudart is loadable).  Returns the step
+    restored, or None when `dir` holds no valid checkpoint (or does not
+    exist).  A checkpoint that
+    fails verification is skipped (the library logs which file and
+    tensor) and the previous one is used; if it fails after tensors in
+    `state` were overwritten, they are overwritten again by that one."""
+    if not isinstance(state, (dict, list)):
+        raise TypeError("restore() fills a dict (or list) in place, not a %s"
+                        % type(state).__name__)
+    lib = _lib.lib()
+    if cuda_direct is None:
+        cuda_direct = bool(lib.spotckpt_cuda_available())
+    limit = _lib.NEWEST if max_step is None else int(max_step)
+    while True:
+        r = ctypes.c_void_p()
+        if step is None:
+            rc = lib.spotckpt_reader_open(str(dir).encode(), _lib.NEWEST,
+                                          limit, 0, ctypes.byref(r))
+        else:
+            rc = lib.spotckpt_reader_open(str(dir).encode(), int(step), 0,
+                                          0, ctypes.byref(r))
+        if step is None and rc in (-_lib.ENOTFOUND, -2):  # -ENOENT
+            return None
+        _lib.check(rc, "cannot open a checkpoint in %s" % dir)
+        try:
+            found = lib.spotckpt_reader_step(r)
+            rc, plan = _restore_one(lib, r, state, cuda_direct)
+            if rc in _FALLBACK_CODES and step is None:
+                log.warning("skipping checkpoint step %d in %s: %s (%s)",
+                            found, dir, lib.spotckpt_strerror(rc).decode(),
+                            lib.spotckpt_errmsg().decode(errors="replace"))
+                if found <= 0:
+                    return None
+                limit = found - 1
+                continue
+            _lib.check(rc, "cannot read checkpoint step %d in %s"
+                       % (found, dir))
+            plan.commit(state)
+            return found
+        finally:
+            lib.spotckpt_reader_close(r)
+
+
+def list_checkpoints(dir):
+    """The checkpoints of `dir`, newest first, as dicts (step, time_ns,
+    bytes, committed, ntensors); no checksum verification."""
+    lib = _lib.lib()
+    n = ctypes.c_size_t(0)
+    _lib.check(lib.spotckpt_list(str(dir).encode(), None, 0,
+                                 ctypes.byref(n)), "cannot list %s" % dir)
+    arr = (_lib.Entry * max(1, n.value))()
+    _lib.check(lib.spotckpt_list(str(dir).encode(), arr, n.value,
+                                 ctypes.byref(n)), "cannot list %s" % dir)
+    return [{"step": e.step, "time_ns": e.time_ns, "bytes": e.bytes,
+             "committed": e.state == 0, "ntensors": e.ntensors}
+            for e in arr[:min(n.value, len(arr))]]
+
+
+def verify(dir, step=None):
+    """Fully verify a checkpoint (newest committed by default).  Returns
+    the step checked; raises CheckpointError naming the damage."""
+    out = ctypes.c_int64(-1)
+    s = _lib.NEWEST if step is None else int(step)
+    _lib.check(_lib.lib().spotckpt_verify(str(dir).encode(), s,
+                                          ctypes.byref(out)),
+               "checkpoint in %s is invalid" % dir)
+    return out.value

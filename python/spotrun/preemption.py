@@ -1,0 +1,199 @@
+"""Preemption notices for a training loop: the contract with the node agent.
+
+DESIGN
+    The node agent learns that the instance will be reclaimed (cloud
+    metadata notice, spot interruption warning) and must get the trainer to
+    write a final checkpoint before the machine disappears.  It does so
+    through this contract, also documented in docs/python.md:
+
+      signal       SIGTERM or SIGUSR1 (or the signal named by
+                   $SPOTRUN_PREEMPT_SIGNAL, e.g. "TERM") sent to the
+                   training process means "a preemption notice arrived:
+                   checkpoint and exit".
+      notice file  $SPOTRUN_NOTICE_FILE, when set, names a file the agent
+                   creates (atomically) for the same purpose, for trainers
+                   it cannot signal.  Its content, optional, is the
+                   deadline: Unix seconds (e.g. "1767225600.5") or an RFC
+                   3339 UTC time ("2026-01-01T00:00:00Z").
+      grace        $SPOTRUN_GRACE_S (seconds, default 30) is the time from
+                   the notice to the hard kill when the agent gives no
+                   explicit deadline.
+      exit code    the trainer exits 0 once its final checkpoint is
+                   committed; EXIT_CKPT_FAILED (75) if it could not commit
+                   one.  Any other exit is a crash.
+
+    install() sets the handlers (the main thread only: Python delivers
+    signals there), should_checkpoint() is polled at each step boundary --
+    a flag test, plus a stat() of the notice file at most every
+    `poll_interval_s` -- and deadline() says when the hard kill is
+    expected, in time.time() seconds.
+"""
+
+import datetime
+import os
+import signal
+import threading
+import time
+
+EXIT_OK = 0
+EXIT_CKPT_FAILED = 75  # EX_TEMPFAIL: the final checkpoint did not commit
+DEFAULT_GRACE_S = 30.0
+
+_lock = threading.Lock()
+_state = {
+    "installed": False,
+    "signal": None,        # signal number that delivered the notice
+    "notice_time": None,   # time.time() when the notice was seen
+    "deadline": None,      # time.time() of the expected hard kill
+    "next_poll": 0.0,
+    "previous": {},
+}
+poll_interval_s = 0.5
+
+
+def _grace_s():
+    raw = os.environ.get("SPOTRUN_GRACE_S", "")
+    if not raw:
+        return DEFAULT_GRACE_S
+    try:
+        val = float(raw)
+    except ValueError:
+        raise ValueError("SPOTRUN_GRACE_S=%r is not a number of seconds"
+                         % raw) from None
+    if not val >= 0:
+        raise ValueError("SPOTRUN_GRACE_S=%r must be >= 0" % raw)
+    return val
+
+
+def parse_deadline(text):
+    """Parse a notice file's content: Unix seconds or RFC 3339 UTC time.
+
+    Returns time.time()-comparable seconds, or None for empty content.
+    Raises ValueError naming the bad text."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        dt = datetime.datetime.fromisoformat(iso)
+    except ValueError:
+        raise ValueError("notice deadline %r is neither Unix seconds nor "
+                         "an RFC 3339 time" % text) from None
+    if dt.tzinfo is None:
+        raise ValueError("notice deadline %r has no time zone" % text)
+    return dt.timestamp()
+
+
+def _notify(signum, when, deadline):
+    with _lock:
+        if _state["notice_time"] is None:
+            _state["signal"] = signum
+            _state["notice_time"] = when
+        if deadline is not None:
+            _state["deadline"] = deadline
+        elif _state["deadline"] is None:
+            _state["deadline"] = _state["notice_time"] + _grace_s()
+
+
+def _handler(signum, frame):
+    _notify(signum, time.time(), None)
+
+
+def _env_signal():
+    """The signal named by $SPOTRUN_PREEMPT_SIGNAL ("TERM", "SIGUSR2",
+    "15"), or None when unset."""
+    raw = os.environ.get("SPOTRUN_PREEMPT_SIGNAL", "").strip()
+    if not raw:
+        return None
+    if raw.isdigit():
+        try:
+            return signal.Signals(int(raw))
+        except ValueError:
+            pass
+    else:
+        name = raw.upper()
+        name = name if name.startswith("SIG") else "SIG" + name
+        sig = getattr(signal.Signals, name, None)
+        if sig is not None and name not in ("SIGKILL", "SIGSTOP"):
+            return sig
+    raise ValueError("SPOTRUN_PREEMPT_SIGNAL=%r is not a signal that can be "
+                     "caught" % raw)
+
+
+def install(signals=(signal.SIGTERM, signal.SIGUSR1)):
+    """Install the notice handlers for `signals` plus the one named by
+    $SPOTRUN_PREEMPT_SIGNAL, if set.  Call once, from the main thread,
+    before training starts.  Idempotent.  The previous handlers are kept
+    and restored by uninstall()."""
+    _grace_s()  # reject a malformed SPOTRUN_GRACE_S now, not mid-notice
+    extra = _env_signal()
+    signals = tuple(signals) + ((extra,) if extra is not None and
+                                extra not in signals else ())
+    with _lock:
+        if _state["installed"]:
+            return
+        for sig in signals:
+            _state["previous"][sig] = signal.signal(sig, _handler)
+        _state["installed"] = True
+
+
+def uninstall():
+    """Restore the handlers that install() replaced and forget any notice."""
+    with _lock:
+        for sig, prev in _state["previous"].items():
+            signal.signal(sig, prev)
+        _state["previous"].clear()
+        _state["installed"] = False
+        _state.update(signal=None, notice_time=None, deadline=None,
+                      next_poll=0.0)
+
+
+def _poll_notice_file():
+    path = os.environ.get("SPOTRUN_NOTICE_FILE")
+    if not path:
+        return
+    now = time.monotonic()
+    if now < _state["next_poll"]:
+        return
+    _state["next_poll"] = now + poll_interval_s
+    try:
+        with open(path) as f:
+            text = f.read(256)
+    except FileNotFoundError:
+        return
+    _notify(None, time.time(), parse_deadline(text))
+
+
+def notify(deadline=None):
+    """Record a notice from inside the process (e.g. a watchdog thread)."""
+    _notify(None, time.time(), deadline)
+
+
+def should_checkpoint():
+    """True once a preemption notice has arrived.  Cheap: poll it at every
+    step boundary, then take the final checkpoint and exit."""
+    if _state["notice_time"] is None:
+        _poll_notice_file()
+    return _state["notice_time"] is not None
+
+
+def deadline():
+    """time.time() seconds at which the hard kill is expected, or None
+    when no notice has arrived."""
+    return _state["deadline"]
+
+
+def time_left():
+    """Seconds until deadline() (may be negative), or None."""
+    d = _state["deadline"]
+    return None if d is None else d - time.time()
+
+
+def notice_signal():
+    """The signal number that delivered the notice (None for the notice
+    file or notify())."""
+    return _state["signal"]

@@ -1,0 +1,279 @@
+/*
+ * cmd_ckpt.c - `spotrun ckpt`: list, verify, inspect and benchmark
+ * checkpoint directories written by libspotckpt.
+ *
+ *   spotrun ckpt ls DIR [--json]
+ *   spotrun ckpt verify DIR [--step N] [--json]     exit 0 valid, 1 invalid
+ *   spotrun ckpt inspect DIR [--step N] [--json]
+ *   spotrun ckpt bench --size 2G --dir DIR [--json] (see ckpt_bench.c)
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_bench.h"
+#include "cli.h"
+#include "common/timeutil.h"
+#include "spotrun/ckpt.h"
+
+static const char *const USAGE =
+	"usage: spotrun ckpt ls DIR [--json]\n"
+	"       spotrun ckpt verify DIR [--step N] [--json]\n"
+	"       spotrun ckpt inspect DIR [--step N] [--json]\n"
+	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n\n"
+	"Checkpoint directories written by libspotckpt (docs/checkpoint-format.md).\n"
+	"  ls       list checkpoints, newest first, without reading their data\n"
+	"  verify   check one checkpoint (default: the newest committed) byte\n"
+	"           for byte against its checksums; exit 0 if valid, 1 if not\n"
+	"  inspect  show a checkpoint's metadata and tensors (default: the\n"
+	"           newest one whose manifest and headers are valid)\n"
+	"  bench    measure the engine against its peers ('ckpt bench --help')\n";
+
+struct args {
+	const char *dir;
+	int64_t step;
+	int json;
+};
+
+static int parse_args(const char *sub, int argc, char **argv, int allow_step,
+		      struct args *a)
+{
+	a->dir = NULL;
+	a->step = SPOTCKPT_NEWEST;
+	a->json = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			a->json = 1;
+		} else if (allow_step && !strcmp(argv[i], "--step")) {
+			char *end;
+
+			if (i + 1 >= argc)
+				return cli_usage_error("ckpt", "%s: --step needs a "
+						       "value", sub);
+			errno = 0;
+			a->step = strtoll(argv[++i], &end, 10);
+			if (*end || errno || a->step < 0)
+				return cli_usage_error("ckpt", "%s: --step: '%s' "
+						       "is not a step number", sub,
+						       argv[i]);
+		} else if (argv[i][0] == '-' || a->dir) {
+			return cli_usage_error("ckpt", "%s: unexpected argument "
+					       "'%s'", sub, argv[i]);
+		} else {
+			a->dir = argv[i];
+		}
+	}
+	if (!a->dir)
+		return cli_usage_error("ckpt", "%s: DIR is required", sub);
+	return 0;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t n)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	struct spotckpt_entry *ents = NULL;
+	struct args a;
+	size_t n = 0;
+	int rc = parse_args("ls", argc, argv, 0, &a);
+
+	if (rc)
+		return rc;
+	rc = spotckpt_list(a.dir, NULL, 0, &n);
+	if (rc == 0 && n) {
+		ents = calloc(n, sizeof *ents);
+		rc = ents ? spotckpt_list(a.dir, ents, n, &n) : -ENOMEM;
+	}
+	if (rc) {
+		fprintf(stderr, "spotrun ckpt: %s\n", spotckpt_errmsg());
+		free(ents);
+		return CLI_FAIL;
+	}
+	if (a.json) {
+		json_t *arr = json_array();
+		char *s;
+
+		for (size_t i = 0; i < n; i++) {
+			char ts[40] = "";
+
+			sr_time_format_rfc3339(ents[i].time_ns, 0, ts, sizeof ts);
+			json_array_append_new(arr, json_pack("{s:I,s:s,s:i,s:I,s:s}",
+				"step", (json_int_t)ents[i].step,
+				"state", ents[i].state == SPOTCKPT_ENTRY_COMMITTED ?
+					"committed" : "incomplete",
+				"tensors", ents[i].ntensors,
+				"bytes", (json_int_t)ents[i].bytes, "time", ts));
+		}
+		s = json_dumps(arr, JSON_INDENT(2));
+		printf("%s\n", s ? s : "[]");
+		free(s);
+		json_decref(arr);
+	} else {
+		printf("%-12s %-10s %8s %12s  %s\n", "STEP", "STATE", "TENSORS",
+		       "SIZE", "TIME");
+		for (size_t i = 0; i < n; i++) {
+			char ts[40] = "", sz[32];
+
+			sr_time_format_rfc3339(ents[i].time_ns, 0, ts, sizeof ts);
+			human_bytes(ents[i].bytes, sz, sizeof sz);
+			printf("%-12" PRId64 " %-10s %8d %12s  %s\n", ents[i].step,
+			       ents[i].state == SPOTCKPT_ENTRY_COMMITTED ?
+			       "committed" : "incomplete", ents[i].ntensors, sz, ts);
+		}
+	}
+	free(ents);
+	return CLI_OK;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+	struct args a;
+	int64_t step = -1;
+	int rc = parse_args("verify", argc, argv, 1, &a);
+
+	if (rc)
+		return rc;
+	rc = spotckpt_verify(a.dir, a.step, &step);
+	if (a.json) {
+		json_t *o = json_pack("{s:s,s:I,s:b}", "dir", a.dir,
+				      "step", (json_int_t)step, "valid", rc == 0);
+		char *s;
+
+		if (rc)
+			json_object_set_new(o, "error", json_string(spotckpt_errmsg()));
+		s = json_dumps(o, JSON_INDENT(2));
+		printf("%s\n", s);
+		free(s);
+		json_decref(o);
+	} else if (rc == 0) {
+		printf("%s: step %" PRId64 ": valid\n", a.dir, step);
+	} else {
+		printf("%s: step %" PRId64 ": INVALID: %s\n", a.dir, step,
+		       spotckpt_errmsg());
+	}
+	return rc ? CLI_FAIL : CLI_OK;
+}
+
+static json_t *tensor_json(const struct spotckpt_tensor_info *ti)
+{
+	json_t *shape = json_array();
+
+	for (int d = 0; d < ti->ndim; d++)
+		json_array_append_new(shape, json_integer(ti->shape[d]));
+	return json_pack("{s:s,s:s,s:o,s:I,s:i,s:I}", "name", ti->name,
+			 "dtype", spotckpt_dtype_name(ti->dtype), "shape", shape,
+			 "nbytes", (json_int_t)ti->nbytes, "shard", ti->shard,
+			 "offset", (json_int_t)ti->offset);
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+	struct spotckpt_reader *r = NULL;
+	struct args a;
+	char ts[40] = "", sz[32];
+	int rc = parse_args("inspect", argc, argv, 1, &a);
+	int64_t nt;
+
+	if (rc)
+		return rc;
+	rc = spotckpt_reader_open(a.dir, a.step, SPOTCKPT_NEWEST, 0, &r);
+	if (rc) {
+		fprintf(stderr, "spotrun ckpt: %s\n", spotckpt_errmsg());
+		return CLI_FAIL;
+	}
+	nt = spotckpt_reader_ntensors(r);
+	sr_time_format_rfc3339(spotckpt_reader_time_ns(r), 3, ts, sizeof ts);
+	if (a.json) {
+		json_error_t je;
+		json_t *o = json_pack("{s:s,s:I,s:s,s:I,s:I}", "path",
+				      spotckpt_reader_path(r), "step",
+				      (json_int_t)spotckpt_reader_step(r), "time", ts,
+				      "bytes", (json_int_t)spotckpt_reader_nbytes(r),
+				      "ntensors", (json_int_t)nt);
+		json_t *arr = json_array();
+		char *s;
+
+		json_object_set_new(o, "meta", json_loads(spotckpt_reader_meta(r),
+							  0, &je));
+		for (int64_t i = 0; i < nt; i++) {
+			struct spotckpt_tensor_info ti;
+
+			spotckpt_reader_tensor(r, i, &ti);
+			json_array_append_new(arr, tensor_json(&ti));
+		}
+		json_object_set_new(o, "tensors", arr);
+		s = json_dumps(o, JSON_INDENT(2));
+		printf("%s\n", s);
+		free(s);
+		json_decref(o);
+	} else {
+		human_bytes(spotckpt_reader_nbytes(r), sz, sizeof sz);
+		printf("path:     %s\nstep:     %" PRId64 "\ntime:     %s\n"
+		       "tensors:  %" PRId64 " (%s)\nmetadata: %s\n\n",
+		       spotckpt_reader_path(r), spotckpt_reader_step(r), ts, nt,
+		       sz, spotckpt_reader_meta(r));
+		printf("%-40s %-5s %-20s %12s %5s\n", "NAME", "DTYPE", "SHAPE",
+		       "BYTES", "SHARD");
+		for (int64_t i = 0; i < nt; i++) {
+			struct spotckpt_tensor_info ti;
+			char shape[128] = "[";
+			size_t off = 1;
+
+			spotckpt_reader_tensor(r, i, &ti);
+			for (int d = 0; d < ti.ndim && off < sizeof shape - 24; d++)
+				off += (size_t)snprintf(shape + off, sizeof shape - off,
+							"%s%" PRId64, d ? "," : "",
+							ti.shape[d]);
+			snprintf(shape + off, sizeof shape - off, "]");
+			printf("%-40s %-5s %-20s %12" PRIu64 " %5d\n", ti.name,
+			       spotckpt_dtype_name(ti.dtype), shape, ti.nbytes,
+			       ti.shard);
+		}
+	}
+	spotckpt_reader_close(r);
+	return CLI_OK;
+}
+
+static int cmd_ckpt(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(USAGE, stderr);
+		return CLI_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(USAGE, stdout);
+		return CLI_OK;
+	}
+	for (int i = 2; i < argc; i++) {
+		if ((!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) &&
+		    strcmp(argv[1], "bench")) {
+			fputs(USAGE, stdout);
+			return CLI_OK;
+		}
+	}
+	if (!strcmp(argv[1], "ls"))
+		return cmd_ls(argc, argv);
+	if (!strcmp(argv[1], "verify"))
+		return cmd_verify(argc, argv);
+	if (!strcmp(argv[1], "inspect"))
+		return cmd_inspect(argc, argv);
+	if (!strcmp(argv[1], "bench"))
+		return ckpt_bench_main(argc - 1, argv + 1);
+	return cli_usage_error("ckpt", "unknown subcommand '%s'", argv[1]);
+}
+
+CLI_COMMAND("ckpt", "list, verify, inspect and benchmark checkpoints", cmd_ckpt)

@@ -1,0 +1,75 @@
+"""Shared fixtures for the Python binding tests.
+
+scripts/run-tests sets SPOTRUN_LIB (the libspotckpt.so under test),
+SPOTRUN_BUILD and SPOTRUN_CHECK_MODE (plain | asan; under asan the
+interpreter runs with libasan preloaded and sizes are cut down).
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+PYDIR = os.path.join(ROOT, "python")
+if PYDIR not in sys.path:
+    sys.path.insert(0, PYDIR)
+
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
+PYTHON = "/usr/bin/python3"
+
+
+def child_env(**extra):
+    """Environment for a child interpreter: the package on PYTHONPATH, the
+    same library, no inherited preemption settings."""
+    env = dict(os.environ)
+    for k in ("SPOTRUN_NOTICE_FILE", "SPOTRUN_GRACE_S", "SPOTRUN_CKPT_DIR",
+              "SPOTRUN_PREEMPT_SIGNAL", "SPOTRUN_STATUS_FILE",
+              "SPOTRUN_STEPS", "SPOTRUN_CKPT_EVERY", "SPOTRUN_STEP_SLEEP_MS",
+              "SPOTRUN_RESULT_FILE", "SPOTRUN_SEED"):
+        env.pop(k, None)
+    env["PYTHONPATH"] = PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_train(args, **env):
+    """Start examples/train.py; stdout is a pipe of text lines."""
+    return subprocess.Popen(
+        [PYTHON, os.path.join(ROOT, "examples", "train.py")] + list(args),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=child_env(**env), cwd=ROOT)
+
+
+def read_until(proc, prefix, timeout=60):
+    """Read proc's stdout lines until one starts with prefix; return it.
+    Fails the test (with the child's stderr) on EOF."""
+    import selectors
+    import time
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    end = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < end:
+        if not sel.select(timeout=max(0.0, end - time.monotonic())):
+            break
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith(prefix):
+            return line.strip()
+    proc.kill()
+    _, err = proc.communicate()
+    pytest.fail("no line starting with %r from train.py; stdout:\n%s\n"
+                "stderr:\n%s" % (prefix, "".join(seen), err[-3000:]))
+
+
+@pytest.fixture(scope="session")
+def lib():
+    """The library under test, loaded (fails clearly when it is not
+    built)."""
+    from spotrun import _lib
+    return _lib.lib()
