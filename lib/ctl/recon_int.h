@@ -83,6 +83,16 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e);
+/* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
+int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+		   struct sr_err *e);
+/* Update the job's human message (no event). */
+void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg);
+/* Create nodes for the ranks without a live node where the policy says,
+ * moving the job to PROVISIONING.  1 = created (or none missing), 0 =
+ * the policy waits, < 0 on error. */
+int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 const struct rnode *live, size_t nlive);
 /* Estimated total work and safely kept work, cloud seconds. */
 double recon__work_total(const struct rjob *j);
 double recon__work_done(const struct rjob *j);

@@ -402,6 +402,7 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	size_t n = 0, i;
 	int rc;
 
+	proc_reap(); /* agents that exited since the last pass */
 	rc = recon__nodes_live(c, db, 0, &v, &n);
 	if (rc || n == 0)
 		goto out;

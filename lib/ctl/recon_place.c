@@ -11,8 +11,10 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/db.h"
+#include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
 
 /* Policy ticks of market history shown before the first decision:
@@ -244,3 +246,164 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	sqlite3_finalize(st);
 	return rc;
 }
+
+/* ---- job rows ---------------------------------------------------------------- */
+
+int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+		   struct sr_err *e)
+{
+	char sql[256];
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	snprintf(sql, sizeof sql, "UPDATE jobs SET %s WHERE id=?2", assign);
+	rc = ctl_db_prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, id);
+	rc = ctl_db_step_done(db, st, e, assign);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- placement of missing ranks ---------------------------------------------- */
+
+/* Update the job's human message (no event: nothing changed state). */
+void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
+			       " message<>?1", -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, msg, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
+{
+	struct prov_offering o;
+
+	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
+		return NULL;
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
+		"provider", c->prov.ops->name, "pool", pool, "cloud", o.cloud,
+		"region", o.region, "zone", o.zone, "instance_type", o.instance_type,
+		"accelerator", o.accelerator, "accelerator_count", o.accel_count,
+		"spot", spot, "price_micros_per_hour",
+		(json_int_t)(spot ? o.spot_per_h : o.ondemand_per_h), "why", why);
+}
+
+static bool same_place(struct ctl *c, int a, int b)
+{
+	struct prov_offering x, y;
+	double s = ctl__sim_now(c);
+
+	if (c->prov.ops->describe(c->prov.st, a, s, &x) ||
+	    c->prov.ops->describe(c->prov.st, b, s, &y))
+		return false;
+	return strcmp(x.cloud, y.cloud) == 0 && strcmp(x.region, y.region) == 0 &&
+	       strcmp(x.zone, y.zone) == 0;
+}
+
+/* Create nodes for the ranks that have none, where the policy says.
+ * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
+int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 const struct rnode *live, size_t nlive)
+{
+	struct place_choice ch;
+	struct sr_err e = { 0 };
+	int ranks[RECON_MAX_NODES], nr = 0;
+	int64_t now = sr_time_real_ns();
+	double sim = ctl__sim_at(c, now);
+	json_t *pl = NULL, *d = NULL;
+	char *pls = NULL, msg[320];
+	bool moved;
+	int rc;
+
+	for (int r = 0; r < j->num_nodes && r < RECON_MAX_NODES; r++) {
+		bool have = false;
+
+		for (size_t i = 0; i < nlive; i++)
+			have |= live[i].rank == r && !live[i].notice_ns;
+		if (!have)
+			ranks[nr++] = r;
+	}
+	if (nr == 0)
+		return 1;
+	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
+	if (rc)
+		goto fail;
+	if (ch.hold == SIM_NONE || ch.pool < 0) {
+		recon__job_set_msg(db, j->id, ch.why);
+		return 0;
+	}
+	pl = placement_json(c, ch.pool, ch.spot, ch.why);
+	pls = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
+	if (!pls) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	moved = j->last_pool >= 0 && !same_place(c, j->last_pool, ch.pool);
+	rc = ctl_db_begin(db, &e);
+	if (rc)
+		goto fail;
+	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
+	if (!rc) {
+		sqlite3_stmt *st = NULL;
+
+		rc = ctl_db_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
+				    " WHERE id=?3", &st, &e);
+		if (!rc) {
+			sqlite3_bind_text(st, 1, pls, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 2, moved);
+			sqlite3_bind_int64(st, 3, j->id);
+			rc = ctl_db_step_done(db, st, &e, "placement");
+			sqlite3_finalize(st);
+		}
+	}
+	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
+		 json_string_value(json_object_get(pl, "cloud")),
+		 json_string_value(json_object_get(pl, "region")),
+		 json_string_value(json_object_get(pl, "zone")),
+		 json_string_value(json_object_get(pl, "instance_type")),
+		 ch.spot ? "spot" : "on-demand", ch.why);
+	if (!rc)
+		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
+				   0, now, sim, pl, msg, &e);
+	if (!rc && ch.hold == SIM_OD && j->plan.crit == JOBSPEC_CRIT_STANDARD &&
+	    j->plan.use_spot != 0 && j->plan.nspot > 0) {
+		d = json_pack("{s:f,s:f}", "time_left_s", j->deadline_s -
+			      (sim - j->sim_start_s), "work_left_s",
+			      recon__work_total(j) - recon__work_done(j));
+		rc = ctl_event_add(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
+				   d, "deadline at risk on spot: falling back to "
+				   "on-demand", &e);
+	}
+	if (!rc && j->state != JOB_PROVISIONING)
+		rc = jobsm_transition(db, j->id, j->state, JOB_PROVISIONING, now, sim,
+				      msg, &e);
+	if (!rc)
+		rc = ctl_db_commit(db, &e);
+	else
+		ctl_db_rollback(db);
+	if (rc)
+		goto fail;
+	sr_info("recon", moved ? "job moves" : "job placed", "job=%" PRId64
+		" pool=%d spot=%d nodes=%d", j->id, ch.pool, ch.spot, nr);
+	json_decref(pl);
+	json_decref(d);
+	free(pls);
+	return 1;
+fail:
+	sr_error("recon", "placement failed", "job=%" PRId64 " err=\"%s\"", j->id,
+		 sr_err_str(&e, rc));
+	json_decref(pl);
+	json_decref(d);
+	free(pls);
+	return rc < 0 ? rc : -EIO;
+}
+

@@ -109,24 +109,6 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 
 /* ---- small SQL helpers ------------------------------------------------------- */
 
-static int job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
-		   struct sr_err *e)
-{
-	char sql[256];
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	snprintf(sql, sizeof sql, "UPDATE jobs SET %s WHERE id=?2", assign);
-	rc = ctl_db_prepare(db, sql, &st, e);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, a);
-	sqlite3_bind_int64(st, 2, id);
-	rc = ctl_db_step_done(db, st, e, assign);
-	sqlite3_finalize(st);
-	return rc;
-}
-
 struct exits_sum {
 	int n, ok, crashed, other;
 	int64_t crash_code;
@@ -205,7 +187,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc && code != INT64_MIN)
-		rc = job_set(db, j->id, "exit_code=?1", code, &e);
+		rc = recon__job_set(db, j->id, "exit_code=?1", code, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -235,7 +217,7 @@ static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	int rc = ctl_db_begin(db, &e);
 
 	if (!rc && extra)
-		rc = job_set(db, j->id, extra, arg, &e);
+		rc = recon__job_set(db, j->id, extra, arg, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -247,146 +229,6 @@ static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sr_error("recon", "transition failed", "job=%" PRId64 " to=%s "
 			 "err=\"%s\"", j->id, jobsm_name(to), sr_err_str(&e, rc));
 	return rc;
-}
-
-/* ---- placement of missing ranks ---------------------------------------------- */
-
-/* Update the job's human message (no event: nothing changed state). */
-static void job_set_msg(sqlite3 *db, int64_t id, const char *msg)
-{
-	sqlite3_stmt *st = NULL;
-
-	if (sqlite3_prepare_v2(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
-			       " message<>?1", -1, &st, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(st, 1, msg, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, id);
-	sqlite3_step(st);
-	sqlite3_finalize(st);
-}
-
-static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
-{
-	struct prov_offering o;
-
-	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
-		return NULL;
-	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
-		"provider", c->prov.ops->name, "pool", pool, "cloud", o.cloud,
-		"region", o.region, "zone", o.zone, "instance_type", o.instance_type,
-		"accelerator", o.accelerator, "accelerator_count", o.accel_count,
-		"spot", spot, "price_micros_per_hour",
-		(json_int_t)(spot ? o.spot_per_h : o.ondemand_per_h), "why", why);
-}
-
-static bool same_place(struct ctl *c, int a, int b)
-{
-	struct prov_offering x, y;
-	double s = ctl__sim_now(c);
-
-	if (c->prov.ops->describe(c->prov.st, a, s, &x) ||
-	    c->prov.ops->describe(c->prov.st, b, s, &y))
-		return false;
-	return strcmp(x.cloud, y.cloud) == 0 && strcmp(x.region, y.region) == 0 &&
-	       strcmp(x.zone, y.zone) == 0;
-}
-
-/* Create nodes for the ranks that have none, where the policy says.
- * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
-static int place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
-			 const struct rnode *live, size_t nlive)
-{
-	struct place_choice ch;
-	struct sr_err e = { 0 };
-	int ranks[RECON_MAX_NODES], nr = 0;
-	int64_t now = sr_time_real_ns();
-	double sim = ctl__sim_at(c, now);
-	json_t *pl = NULL, *d = NULL;
-	char *pls = NULL, msg[320];
-	bool moved;
-	int rc;
-
-	for (int r = 0; r < j->num_nodes && r < RECON_MAX_NODES; r++) {
-		bool have = false;
-
-		for (size_t i = 0; i < nlive; i++)
-			have |= live[i].rank == r && !live[i].notice_ns;
-		if (!have)
-			ranks[nr++] = r;
-	}
-	if (nr == 0)
-		return 1;
-	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
-	if (rc)
-		goto fail;
-	if (ch.hold == SIM_NONE || ch.pool < 0) {
-		job_set_msg(db, j->id, ch.why);
-		return 0;
-	}
-	pl = placement_json(c, ch.pool, ch.spot, ch.why);
-	pls = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
-	if (!pls) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	moved = j->last_pool >= 0 && !same_place(c, j->last_pool, ch.pool);
-	rc = ctl_db_begin(db, &e);
-	if (rc)
-		goto fail;
-	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
-	if (!rc) {
-		sqlite3_stmt *st = NULL;
-
-		rc = ctl_db_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
-				    " WHERE id=?3", &st, &e);
-		if (!rc) {
-			sqlite3_bind_text(st, 1, pls, -1, SQLITE_STATIC);
-			sqlite3_bind_int(st, 2, moved);
-			sqlite3_bind_int64(st, 3, j->id);
-			rc = ctl_db_step_done(db, st, &e, "placement");
-			sqlite3_finalize(st);
-		}
-	}
-	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
-		 json_string_value(json_object_get(pl, "cloud")),
-		 json_string_value(json_object_get(pl, "region")),
-		 json_string_value(json_object_get(pl, "zone")),
-		 json_string_value(json_object_get(pl, "instance_type")),
-		 ch.spot ? "spot" : "on-demand", ch.why);
-	if (!rc)
-		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
-				   0, now, sim, pl, msg, &e);
-	if (!rc && ch.hold == SIM_OD && j->plan.crit == JOBSPEC_CRIT_STANDARD &&
-	    j->plan.use_spot != 0 && j->plan.nspot > 0) {
-		d = json_pack("{s:f,s:f}", "time_left_s", j->deadline_s -
-			      (sim - j->sim_start_s), "work_left_s",
-			      recon__work_total(j) - recon__work_done(j));
-		rc = ctl_event_add(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
-				   d, "deadline at risk on spot: falling back to "
-				   "on-demand", &e);
-	}
-	if (!rc && j->state != JOB_PROVISIONING)
-		rc = jobsm_transition(db, j->id, j->state, JOB_PROVISIONING, now, sim,
-				      msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
-	if (rc)
-		goto fail;
-	sr_info("recon", moved ? "job moves" : "job placed", "job=%" PRId64
-		" pool=%d spot=%d nodes=%d", j->id, ch.pool, ch.spot, nr);
-	json_decref(pl);
-	json_decref(d);
-	free(pls);
-	return 1;
-fail:
-	sr_error("recon", "placement failed", "job=%" PRId64 " err=\"%s\"", j->id,
-		 sr_err_str(&e, rc));
-	json_decref(pl);
-	json_decref(d);
-	free(pls);
-	return rc < 0 ? rc : -EIO;
 }
 
 /* ---- per-state steps ------------------------------------------------------------ */
@@ -425,7 +267,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 			rc = recon__node_end(c, db, &live[i], "TERMINATED", "preempted",
 					     now, &e);
 		if (!rc)
-			rc = job_set(db, j->id, "preemptions=preemptions+?1", 1, &e);
+			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, &e);
 		if (!rc)
 			rc = ctl_event_add(db, j->id, "preempted", NULL, NULL,
 					   live[i].id, now, sim, NULL, "node "
@@ -438,7 +280,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 			recon__kill(c, &live[i]);
 		return rc ? rc : 1;
 	}
-	rc = place_missing(c, db, j, live, n);
+	rc = recon__place_missing(c, db, j, live, n);
 	if (rc <= 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -447,9 +289,9 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 		return 0;
 	rc = ctl_db_begin(db, &e);
 	if (!rc)
-		rc = job_set(db, j->id, "attempt=attempt+?1", 1, &e);
+		rc = recon__job_set(db, j->id, "attempt=attempt+?1", 1, &e);
 	if (!rc)
-		rc = job_set(db, j->id, "run_started_ns=?1", now, &e);
+		rc = recon__job_set(db, j->id, "run_started_ns=?1", now, &e);
 	if (!rc && j->down_since_ns) {
 		int64_t down = (int64_t)((double)(now - j->down_since_ns) *
 					 c->cfg.time_scale);
@@ -472,7 +314,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 			rc = ctl_event_add(db, j->id, "recovered", NULL, NULL, 0, now,
 					   sim, d, msg, &e);
 		if (!rc)
-			rc = job_set(db, j->id, "recoveries=recoveries+?1, "
+			rc = recon__job_set(db, j->id, "recoveries=recoveries+?1, "
 				     "down_since_ns=NULL", 1, &e);
 		json_decref(d);
 	}
@@ -716,7 +558,7 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 			rc = rc ? rc : 1;
 			break;
 		}
-		rc = place_missing(c, db, &j, live, n);
+		rc = recon__place_missing(c, db, &j, live, n);
 		break;
 	case JOB_PROVISIONING:
 		rc = step_provisioning(c, db, &j, live, n);
