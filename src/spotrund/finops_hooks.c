@@ -8,7 +8,7 @@
  *
  *   event                                         alert
  *   type "preempted"                              preemption
- *   transition -> RUNNING after a preemption      recovery
+ *   type "recovered" (training resumed)           recovery
  *   type "deadline_risk" (the policy fell back
  *     to on-demand to meet the deadline)          deadline at risk
  *   type "budget"                                 budget
@@ -27,6 +27,8 @@
 #include "finops/alert.h"
 #include "finops/report.h"
 #include "router.h"
+
+#include "finops_watch.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct ctl *g_ctl;
@@ -91,16 +93,21 @@ static const char *str(const json_t *ev, const char *key)
 	return s ? s : "";
 }
 
-/* Which alert (if any) an event is.  0 = none. */
+/* Which alert (if any) an event is: 1 and *k, or 0 = none. */
 static int classify(const json_t *ev, enum finops_alert_kind *k,
 		    enum finops_severity *sev)
 {
 	const char *type = str(ev, "type"), *to = str(ev, "to");
-	const char *from = str(ev, "from"), *msg = str(ev, "message");
+	const char *msg = str(ev, "message");
 
 	*sev = FINOPS_SEV_WARNING;
 	if (!strcmp(type, "preempted")) {
 		*k = FINOPS_ALERT_PREEMPTION;
+		return 1;
+	}
+	if (!strcmp(type, "recovered")) {
+		*k = FINOPS_ALERT_RECOVERY;
+		*sev = FINOPS_SEV_INFO;
 		return 1;
 	}
 	if (!strcmp(type, "deadline_risk")) {
@@ -108,7 +115,7 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 		*sev = FINOPS_SEV_ERROR;
 		return 1;
 	}
-	if (!strcmp(type, "budget")) {
+	if (!strcmp(type, "budget") || !strcmp(type, "autostop")) {
 		*k = FINOPS_ALERT_BUDGET;
 		*sev = strstr(msg, "stop") ? FINOPS_SEV_CRITICAL : FINOPS_SEV_WARNING;
 		return 1;
@@ -121,12 +128,6 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 		*sev = strcmp(to, "SUCCEEDED") ? FINOPS_SEV_WARNING : FINOPS_SEV_INFO;
 		return 1;
 	}
-	if (!strcmp(to, "RUNNING") &&
-	    (!strcmp(from, "PROVISIONING") || !strcmp(from, "RECOVERING"))) {
-		*k = FINOPS_ALERT_RECOVERY;
-		*sev = FINOPS_SEV_INFO;
-		return 2; /* only if the job was preempted before: checked below */
-	}
 	return 0;
 }
 
@@ -137,14 +138,17 @@ static void on_event(struct ctl *c, const json_t *ev)
 	enum finops_severity sev;
 	sqlite3 *db;
 	char host[64] = "localhost";
-	int cls;
 
 	g_ctl = c;
+#ifndef CTL_TICK_HOOK
+	/* no tick hook in this daemon: check budgets as events flow */
+	if (ctl__db(c))
+		finops_watch_tick(c, ctl__db(c));
+#endif
 	pthread_once(&g_once, alerts_init);
 	if (!g_alerter)
 		return;
-	cls = classify(ev, &k, &sev);
-	if (!cls)
+	if (!classify(ev, &k, &sev))
 		return;
 	memset(&a, 0, sizeof a);
 	a.kind = k;
@@ -153,8 +157,6 @@ static void on_event(struct ctl *c, const json_t *ev)
 	db = ctl__db(c);
 	if (!db || job_facts(db, a.job_id, &a))
 		return;
-	if (cls == 2 && a.preemptions == 0)
-		return; /* first start, not a recovery */
 	gethostname(host, sizeof host - 1);
 	snprintf(a.source, sizeof a.source, "spotrund@%s", host);
 	a.resolve_all = k == FINOPS_ALERT_JOB_DONE;
