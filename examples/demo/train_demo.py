@@ -185,7 +185,7 @@ def main():
     args = p.parse_args()
     total = env_int("DEMO_STEPS", 1500)
     every = env_int("DEMO_CKPT_EVERY", 50)
-    hidden = env_int("DEMO_HIDDEN", 768)
+    hidden = env_int("DEMO_HIDDEN", 256)
     seed = env_int("DEMO_SEED", 1234)
     if total < 1 or every < 1 or hidden < 1:
         p.error("DEMO_STEPS, DEMO_CKPT_EVERY and DEMO_HIDDEN must be >= 1")

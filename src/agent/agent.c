@@ -94,6 +94,7 @@ struct agent {
 	int node_gone;      /* spotrund answered 409: stop everything */
 	int64_t next_hb_ns, next_report_ns;
 	int64_t give_up_ns; /* when quitting on a signal: stop flushing then */
+	int64_t last_ok_ns; /* last call spotrund answered (monotonic) */
 	int urgent;
 };
 
@@ -161,6 +162,8 @@ static int post(struct agent *ag, const char *what, json_t *body,
 	sr_err_clear(&e);
 	snprintf(path, sizeof path, "%s/%s", ag->path_prefix, what);
 	rc = ctlc_call(ag->cli, "POST", path, body, reply, &status, &e);
+	if (status != 0)
+		ag->last_ok_ns = sr_time_mono_ns(); /* it answered */
 	if (rc < 0) {
 		if (status == 409) {
 			if (!ag->node_gone)
@@ -377,6 +380,29 @@ static void reap_children(struct agent *ag)
 	}
 }
 
+/* Read the status file one last time after a stop: earlier stalls are
+ * reported as periodic checkpoints, the last one is returned as the final
+ * save's duration (-1 if none). */
+static double final_stall(struct agent *ag)
+{
+	struct status_info si;
+	double last;
+
+	if (status_read(&ag->st, &si, NULL) != 1 || si.nstalls == 0)
+		return -1;
+	ag->last_status = si;
+	last = si.stall_ms[si.nstalls - 1];
+	for (int i = 0; i + 1 < si.nstalls; i++) {
+		json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
+				       "checkpoint", "attempt", ag->w_attempt,
+				       "stall_ms", si.stall_ms[i], "final", 0,
+				       "durable", 0);
+
+		push_event(ag, ev, 0);
+	}
+	return last;
+}
+
 /* The workload is over: the leader exited and the group is empty, or
  * stragglers were killed.  Report it. */
 static void workload_finished(struct agent *ag)
@@ -400,7 +426,11 @@ static void workload_finished(struct agent *ag)
 	} else {
 		if (ag->stopping != STOP_NONE) {
 			int64_t now_step = ckscan_newest_step(ag->a.ckpt_dir);
+			double final_ms = -1;
 
+			/* the workload's last status write carries the final
+			 * save's duration: take it for the final event */
+			final_ms = final_stall(ag);
 			/* a stop for any reason asks for a final checkpoint */
 			cause = ag->notice_handled ? "preempted" : "stopped";
 			if (now_step >= 0 && now_step > ag->ckpt_before) {
@@ -409,6 +439,10 @@ static void workload_finished(struct agent *ag)
 					"checkpoint", "attempt", ag->w_attempt,
 					"step", (json_int_t)now_step, "final", 1,
 					"durable", 1);
+
+				if (ev && final_ms >= 0)
+					json_object_set_new(ev, "stall_ms",
+							    json_real(final_ms));
 				push_event(ag, ev, 1);
 				agent_line(ag, "final checkpoint at step %lld is "
 					   "durable", (long long)now_step);
@@ -470,8 +504,8 @@ static void check_status(struct agent *ag)
 	struct sr_err e;
 	int rc;
 
-	if (ag->w_attempt == 0)
-		return;
+	if (ag->w_attempt == 0 || ag->stopping != STOP_NONE)
+		return; /* while stopping, final_stall() reads it at the end */
 	sr_err_clear(&e);
 	rc = status_read(&ag->st, &si, &e);
 	if (rc < 0) {
@@ -667,6 +701,18 @@ static void loop_once(struct agent *ag)
 		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
 	}
+	if (!ag->exit_after && ag->o->orphan_timeout_ns > 0 &&
+	    now - ag->last_ok_ns > ag->o->orphan_timeout_ns) {
+		/* spotrund has been gone for long: do not run unsupervised
+		 * (and unbilled) forever; checkpoint and leave */
+		agent_line(ag, "spotrund unreachable for %lld s: stopping the "
+			   "workload and exiting",
+			   (long long)(ag->o->orphan_timeout_ns / SR_NS_PER_SEC));
+		ag->exit_after = 1;
+		ag->want_attempt = 0;
+		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
+	}
 	if (ag->node_gone && ag->kind != W_NONE && ag->stopping == STOP_NONE) {
 		ag->exit_after = 1;
 		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
@@ -760,6 +806,7 @@ int agent_run(const struct agent_opts *o, const char *token)
 		goto out;
 	}
 	ag.next_hb_ns = sr_time_mono_ns();
+	ag.last_ok_ns = ag.next_hb_ns;
 	ag.next_report_ns = ag.next_hb_ns + REPORT_EVERY_NS;
 	advance(&ag);
 	for (;;) {

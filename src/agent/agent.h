@@ -31,6 +31,8 @@ struct agent_opts {
 	const char *token_file; /* or $SPOTRUN_AGENT_TOKEN */
 	const char *workdir;    /* node's private dir */
 	const char *imds;       /* IMDS base URL */
+	int64_t orphan_timeout_ns; /* exit after this long without spotrund;
+				      0 = never */
 };
 
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */

@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 
 extern volatile sig_atomic_t agent_quit_signal;
 
@@ -41,7 +42,10 @@ static void usage(FILE *f)
 		"  --token-file PATH  file holding the node token (or set\n"
 		"                     $SPOTRUN_AGENT_TOKEN)\n"
 		"  --workdir DIR      the node's private directory\n"
-		"  --imds URL         metadata endpoint (default %s)\n",
+		"  --imds URL         metadata endpoint (default %s)\n"
+		"  --orphan-timeout D stop the workload (final checkpoint) and exit\n"
+		"                     when spotrund has not answered for D (default\n"
+		"                     10m; 0 = never)\n",
 		IMDS_DEFAULT_URL);
 }
 
@@ -67,10 +71,12 @@ int main(int argc, char **argv)
 		{ "token-file", required_argument, NULL, 't' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "imds", required_argument, NULL, 'i' },
+		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct agent_opts o = { .imds = IMDS_DEFAULT_URL };
+	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
+				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
 	struct sigaction sa;
 	struct sr_err e;
 	char *token = NULL, *end;
@@ -84,6 +90,11 @@ int main(int argc, char **argv)
 		case 't': o.token_file = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
+		case 'o':
+			sr_err_clear(&e);
+			if (sr_dur_parse(optarg, &o.orphan_timeout_ns, &e) < 0)
+				return bad("--orphan-timeout: %s", sr_err_str(&e, -EINVAL));
+			break;
 		case 'n':
 			errno = 0;
 			o.node_id = strtoll(optarg, &end, 10);
