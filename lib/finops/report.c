@@ -210,12 +210,14 @@ static int query_events(sqlite3 *db, const struct finops_filter *f,
 	if (rc)
 		return rc;
 	bind_filter(st, f);
-	qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+	if (r->ngroups > 1) /* groups may be NULL when empty */
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		struct finops_group probe, *g;
 
 		snprintf(probe.key, sizeof probe.key, "%s", finops__col_text(st, 0));
-		g = bsearch(&probe, r->groups, nsorted, sizeof probe, cmp_group);
+		g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
+				      cmp_group) : NULL;
 		if (!g)
 			g = add_group(r, cap, probe.key);
 		if (!g) {
@@ -280,7 +282,8 @@ int finops_report_build(sqlite3 *db, const struct finops_filter *f,
 		out->by = by;
 		return rc;
 	}
-	qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
+	if (out->ngroups > 1)
+		qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
 	for (size_t i = 0; i < out->ngroups; i++)
 		totals_add(&out->total, &out->groups[i].t);
 	return 0;

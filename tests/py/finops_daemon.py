@@ -149,6 +149,35 @@ class Daemon:
                     self.proc.kill()
                     self.proc.wait()
             self.proc = None
+            self.kill_leftover_nodes()
+
+    def kill_leftover_nodes(self):
+        """If the daemon died before it could stop its nodes, kill the
+        agents it started (their command line names our private state dir)
+        and every process in their sessions."""
+        agents = set()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if self.state.encode() + b"/nodes/" in cmd and b"spotrun-agent" in cmd:
+                agents.add(int(pid))
+        victims = set(agents)
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    sid = int(f.read().rsplit(")", 1)[1].split()[4])
+            except (OSError, ValueError, IndexError):
+                continue
+            if sid in agents:
+                victims.add(int(pid))
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def free_port():

@@ -422,6 +422,31 @@ static void test_series_and_timeline(void **state)
 	sqlite3_close(db);
 }
 
+/* An empty ledger (a daemon before its first bill) gives empty reports,
+ * not errors - and no NULL reaches qsort/bsearch (UBSan). */
+static void test_empty_ledger(void **state)
+{
+	sqlite3 *db = open_db();
+	struct finops_report rep;
+	struct sr_err e;
+	json_t *j;
+
+	(void)state;
+	for (int by = FINOPS_BY_TOTAL; by <= FINOPS_BY_DAY; by++) {
+		assert_int_equal(finops_report_build(db, NULL, (enum finops_by)by, &rep,
+						     &e), 0);
+		assert_int_equal(rep.ngroups, 0);
+		assert_int_equal(rep.total.cost, 0);
+		finops_report_free(&rep);
+	}
+	assert_int_equal(finops_series_json(db, NULL, SR_NS_PER_SEC, 10, &j, &e), 0);
+	assert_int_equal(json_array_size(json_object_get(j, "points")), 0);
+	json_decref(j);
+	assert_int_equal(finops_timeline_json(db, NULL, 10, &j, &e), 0);
+	json_decref(j);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_report_groups),
 		cmocka_unit_test(test_report_json),
 		cmocka_unit_test(test_series_and_timeline),
+		cmocka_unit_test(test_empty_ledger),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
