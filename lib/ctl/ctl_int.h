@@ -86,6 +86,7 @@ extern const char ctl__node_cols[];
 /* Fire event hooks for committed events (reconcile.c). */
 void ctl__hooks_run(struct ctl *c, sqlite3 *db);
 void ctl__hooks_call(struct ctl *c, const json_t *ev);
+void ctl__ticks_call(struct ctl *c, sqlite3 *db);
 size_t ctl__hooks_count(void);
 
 /* Directive for a node, from the database (routes_nodes.c). */

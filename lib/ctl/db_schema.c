@@ -136,5 +136,12 @@ static const char m1[] =
 	" truncated INTEGER NOT NULL DEFAULT 0) STRICT;"
 	"CREATE INDEX logs_job ON logs(job_id, seq);";
 
-const char *const ctl_db_migrations[] = { m1 };
+/* 2: what the job's billed node-hours would have cost at list and at
+ * reserved prices (reserved_unknown: some offering had no reserved price). */
+static const char m2[] =
+	"ALTER TABLE jobs ADD COLUMN list_cost_micros INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN reserved_cost_micros INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN reserved_unknown INTEGER NOT NULL DEFAULT 0;";
+
+const char *const ctl_db_migrations[] = { m1, m2 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

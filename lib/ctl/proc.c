@@ -9,8 +9,8 @@
  * second one for the same node.
  *
  * Everything the child runs between fork and execve is async-signal-safe
- * (read, setsid, chdir, dup2, close_range, execve, _exit): the daemon is
- * multi-threaded.
+ * (sigaction, sigprocmask, read, setsid, chdir, dup2, close_range, execve,
+ * _exit): the daemon is multi-threaded.
  */
 #include "ctl/proc.h"
 
@@ -150,8 +150,17 @@ int proc_spawn(char *const argv[], char *const envp[], const char *dir,
 		goto out;
 	}
 	if (child == 0) {
+		struct sigaction dfl;
+		sigset_t none;
 		char c;
 
+		/* The daemon blocks its stop signals and ignores SIGPIPE; both
+		 * survive execve, so give the program a clean slate. */
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction(SIGPIPE, &dfl, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		close(gatefd[1]);
 		if (read(gatefd[0], &c, 1) != 1)
 			_exit(127);

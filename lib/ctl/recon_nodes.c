@@ -154,13 +154,15 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 	struct ledger_row r = { 0 };
 	struct prov_offering o;
 	sqlite3_stmt *st = NULL;
-	sr_micros cost = 0;
+	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
 	int rc;
 
 	if (n->billed_until_ns <= 0 || until <= n->billed_until_ns)
 		return 0;
-	r.provider = c->prov.ops->name;
+	/* The simulated cloud is the provider a bill names (FOCUS
+	 * ProviderName); "local" is only how it is simulated. */
+	r.provider = n->cloud;
 	r.region = n->region;
 	r.zone = n->zone;
 	r.instance_type = n->itype;
@@ -190,6 +192,10 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 	}
 	if (rc)
 		return rc;
+	if (cost)
+		list_cost = sr_money_cost(r.list_price, r.billed_ns);
+	if (cost && n->reserved >= 0)
+		res_cost = sr_money_cost(n->reserved, r.billed_ns);
 	rc = ctl_db_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
 			    " cost_micros=cost_micros+?2, util_sum=0, util_n=0"
 			    " WHERE id=?3", &st, e);
@@ -201,11 +207,17 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 		sqlite3_finalize(st);
 	}
 	if (!rc) {
-		rc = ctl_db_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1"
+		rc = ctl_db_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
+				    " list_cost_micros=list_cost_micros+?3,"
+				    " reserved_cost_micros=reserved_cost_micros+?4,"
+				    " reserved_unknown=max(reserved_unknown, ?5)"
 				    " WHERE id=?2", &st, e);
 		if (!rc) {
 			sqlite3_bind_int64(st, 1, cost);
 			sqlite3_bind_int64(st, 2, n->job);
+			sqlite3_bind_int64(st, 3, list_cost);
+			sqlite3_bind_int64(st, 4, res_cost);
+			sqlite3_bind_int(st, 5, n->reserved < 0);
 			rc = ctl_db_step_done(db, st, e, "bill job");
 			sqlite3_finalize(st);
 		}

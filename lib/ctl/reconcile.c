@@ -297,7 +297,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 					 c->cfg.time_scale);
 		struct ledger_event le = {
 			.kind = LEDGER_EV_RECOVERY, .job_id = j->id,
-			.provider = c->prov.ops->name, .region = live[0].region,
+			.provider = live[0].cloud, .region = live[0].region,
 			.zone = live[0].zone, .instance_type = live[0].itype,
 			.at_ns = now, .value_ns = down,
 		};
@@ -485,7 +485,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc) {
 		struct ledger_event le = {
 			.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
-			.provider = c->prov.ops->name,
+			.provider = n ? live[0].cloud : c->prov.ops->name,
 			.region = n ? live[0].region : NULL,
 			.zone = n ? live[0].zone : NULL,
 			.instance_type = n ? live[0].itype : NULL,
@@ -685,6 +685,7 @@ int ctl__reconcile_once(struct ctl *c)
 			sr_warn("recon", "job step failed", "job=%" PRId64 " err=\"%s\"",
 				ids[i], sr_strerror(rc));
 	}
+	ctl__ticks_call(c, db);
 	ctl__hooks_run(c, db);
 	return 0;
 }

@@ -30,6 +30,24 @@ static const struct ctl_route *routes[CTL_ROUTES_MAX];
 static size_t nroutes;
 static ctl_event_fn hooks[16];
 static size_t nhooks;
+static ctl_tick_fn ticks[8];
+static size_t nticks;
+
+void ctl_tick_hook_register(ctl_tick_fn fn)
+{
+	for (size_t i = 0; i < nticks; i++) {
+		if (ticks[i] == fn)
+			return;
+	}
+	if (nticks < sizeof ticks / sizeof ticks[0])
+		ticks[nticks++] = fn;
+}
+
+void ctl__ticks_call(struct ctl *c, sqlite3 *db)
+{
+	for (size_t i = 0; i < nticks; i++)
+		ticks[i](c, db);
+}
 
 void ctl_route_register(const struct ctl_route *r)
 {

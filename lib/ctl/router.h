@@ -105,6 +105,19 @@ void ctl_event_hook_register(ctl_event_fn fn);
 		ctl_event_hook_register(FN);                                \
 	}
 
+/* --- tick hooks: called once per reconciler pass, on the reconciler
+ * thread, outside any transaction and before the event hooks of that pass
+ * (so events a tick hook adds are delivered in the same pass).  `db` is
+ * the reconciler's connection.  At most 8 hooks. */
+typedef void (*ctl_tick_fn)(struct ctl *c, sqlite3 *db);
+void ctl_tick_hook_register(ctl_tick_fn fn);
+
+#define CTL_TICK_HOOK(FN)                                                   \
+	__attribute__((constructor)) static void ctl__tick_##FN(void)       \
+	{                                                                   \
+		ctl_tick_hook_register(FN);                                 \
+	}
+
 /* Daemon-wide facts a route may need. */
 double ctl_time_scale(const struct ctl *c);     /* cloud s per real s */
 const char *ctl_state_dir(const struct ctl *c);

@@ -438,7 +438,7 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		if (!rc && ev->stall_ms >= 0) {
 			struct ledger_event le = {
 				.kind = LEDGER_EV_CKPT_STALL, .job_id = n->job,
-				.node_id = n->id, .provider = c->prov.ops->name,
+				.node_id = n->id, .provider = n->cloud,
 				.region = n->region, .zone = n->zone,
 				.instance_type = n->itype, .at_ns = now,
 				.value_ns = (int64_t)(ev->stall_ms * 1e6),

@@ -107,7 +107,8 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		" finished_ns, num_nodes, attempt, restarts, max_restarts,"
 		" preemptions, moves, recoveries, exit_code, step, total_steps,"
 		" ckpt_step, placement, message, sim_start_s, deadline_s,"
-		" spec_json, cost_micros, spec_name, workdir FROM jobs WHERE id=?";
+		" spec_json, cost_micros, spec_name, workdir, list_cost_micros,"
+		" reserved_cost_micros, reserved_unknown FROM jobs WHERE id=?";
 	sqlite3_stmt *st = NULL;
 	json_t *j = NULL, *spec, *pl;
 	double sim_now = ctl__sim_now(c), elapsed;
@@ -172,6 +173,14 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		json_object_set(j, "criticality",
 				json_object_get(json_object_get(spec, "spotrun"),
 						"criticality") ?: json_null());
+	}
+	if (j) {
+		json_object_set_new(j, "list_cost_micros",
+				    json_integer(sqlite3_column_int64(st, 26)));
+		/* null when some node's offering has no reserved price */
+		json_object_set_new(j, "reserved_cost_micros",
+				    sqlite3_column_int(st, 28) ? json_null() :
+				    json_integer(sqlite3_column_int64(st, 27)));
 	}
 	if (j && with_nodes) {
 		json_t *n = nodes_of(db, id);

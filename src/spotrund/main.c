@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
 	struct sr_err e = { 0 };
 	char state[2048], host[64], path[2400], buf[256];
 	struct sigaction sa;
+	sigset_t block, old;
 	int64_t v;
 	int opt, rc;
 
@@ -192,11 +194,18 @@ int main(int argc, char **argv)
 	cfg.state_dir = state;
 	cfg.listen_host = host;
 
+	/* Block the stop signals in every thread (they inherit the mask);
+	 * the main thread waits for them with sigsuspend, so a signal that
+	 * arrives before the wait is not lost. */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
 
 	rc = ctl_start(&cfg, &c, &e);
 	if (rc) {
@@ -216,7 +225,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	while (!stop_sig)
-		pause();
+		sigsuspend(&old);
 	sr_info("ctl", "stopping", "signal=%d", (int)stop_sig);
 	/* Nodes keep running: the next start adopts them (docs/api.md). */
 	ctl_stop(c);

@@ -276,3 +276,37 @@ def test_crashing_workload_restarts_then_fails(daemon_factory):
     assert j["attempt"] == 3
     with open(os.path.join(d.state, "jobs", str(jid), "ckpt", "runs")) as f:
         assert f.read().split() == ["attempt", "1", "attempt", "2", "attempt", "3"]
+
+
+def test_gang_loses_one_node_keeps_the_other(daemon_factory):
+    d = daemon_factory([1], "--time-scale", "600", "--heartbeat-timeout", "2s")
+    d.start()
+    yaml = spot_job("gang", 80).replace("name: gang\n", "name: gang\nnum_nodes: 2\n")
+    # only rank 0 writes the shared checkpoint and the completion line
+    yaml = yaml.replace("  d=$SPOTRUN_CKPT_DIR;",
+                        "  d=$SPOTRUN_CKPT_DIR; [ $SPOTRUN_NODE_RANK = 0 ] || "
+                        "d=$SPOTRUN_NODE_DIR;")
+    jid = d.submit(yaml)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        j = d.job(jid)
+        if j["state"] == "RUNNING" and (j["step"] or 0) >= 5:
+            break
+        time.sleep(0.1)
+    assert j["state"] == "RUNNING", j
+    ready = {n["rank"]: n for n in j["nodes"] if n["state"] == "READY"}
+    assert sorted(ready) == [0, 1]
+    os.kill(ready[1]["pid"], signal.SIGKILL)
+    j = d.wait([jid], 120)[0]
+    assert j["state"] == "SUCCEEDED", j["message"]
+    assert j["attempt"] >= 2
+    nodes = {}
+    for n in j["nodes"]:
+        nodes.setdefault(n["rank"], []).append(n)
+    # rank 0 kept its node through the recovery; rank 1 got a new one
+    assert [n["id"] for n in nodes[0]] == [ready[0]["id"]]
+    assert len(nodes[1]) == 2
+    assert nodes[1][0]["end_reason"] == "heartbeat timeout"
+    lost = [e for e in d.events(jid) if e["type"] == "node_lost"]
+    assert [e["node_id"] for e in lost] == [ready[1]["id"]]
+    assert len(completions(d, jid)) == 1

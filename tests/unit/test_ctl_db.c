@@ -66,7 +66,7 @@ static void test_migrate_idempotent(void **state)
 	assert_true(ctl_db_version(db) >= 1);
 	/* running again changes nothing and fails nothing */
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
-	assert_int_equal(ctl_db_version(db), 1);
+	assert_int_equal(ctl_db_version(db), 2);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st,
 					    NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -86,8 +86,35 @@ static void test_newer_schema_refused(void **state)
 				     "WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), -SR_EUNSUPPORTED);
 	assert_non_null(strstr(e.msg, "newer"));
-	assert_int_equal(ctl_db_exec(db, "UPDATE schema_version SET version=1 "
+	assert_int_equal(ctl_db_exec(db, "UPDATE schema_version SET version=2 "
 				     "WHERE component='ctl'", &e), 0);
+	sqlite3_close_v2(db);
+}
+
+/* A database at version 1 (as the first release left it) is brought up to
+ * date, keeping its rows. */
+static void test_upgrade_from_v1(void **state)
+{
+	struct sr_err e = { 0 };
+	sqlite3 *db = open_migrated();
+	sqlite3_stmt *st = NULL;
+	int64_t id;
+
+	(void)state;
+	id = insert_job(db, "PENDING");
+	assert_int_equal(ctl_db_exec(db, "ALTER TABLE jobs DROP COLUMN "
+		"list_cost_micros; ALTER TABLE jobs DROP COLUMN reserved_cost_micros;"
+		" ALTER TABLE jobs DROP COLUMN reserved_unknown; UPDATE schema_version"
+		" SET version=1 WHERE component='ctl'", &e), 0);
+	assert_int_equal(ctl_db_migrate(db, &e), 0);
+	assert_int_equal(ctl_db_version(db), 2);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, list_cost_micros "
+					    "FROM jobs WHERE id=?", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "j");
+	assert_int_equal(sqlite3_column_int64(st, 1), 0);
+	sqlite3_finalize(st);
 	sqlite3_close_v2(db);
 }
 
@@ -245,6 +272,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_migrate_idempotent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strict_and_checks, setup, teardown),
 		cmocka_unit_test(test_transition_table),
 		cmocka_unit_test_setup_teardown(test_transition_cas_and_event, setup, teardown),
