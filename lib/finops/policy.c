@@ -169,6 +169,21 @@ bool finops_node_is_busy(bool workload_running, int util_permille,
 	return util_permille >= threshold_permille;
 }
 
+int finops_util_permille(double gpu_util, double cpu_util, int ncpu)
+{
+	double u;
+
+	if (gpu_util >= 0)
+		u = gpu_util;
+	else if (cpu_util >= 0)
+		u = cpu_util * (ncpu > 0 ? ncpu : 1);
+	else
+		return -1;
+	if (u > 1)
+		u = 1;
+	return (int)(u * 1000 + 0.5);
+}
+
 bool finops_autostop_due(const struct finops_policy *p, int64_t idle_since_ns,
 			 int64_t now_ns)
 {

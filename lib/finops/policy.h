@@ -64,6 +64,13 @@ void finops_policy_from_jobspec(const struct jobspec *js, struct finops_policy *
 bool finops_node_is_busy(bool workload_running, int util_permille,
 			 int threshold_permille);
 
+/* The utilisation to compare with the threshold, permille: GPU
+ * utilisation (0..1) when the agent reports it; else CPU utilisation
+ * (0..1 of the whole machine) scaled to one core - a local-cloud node
+ * shares the host's CPUs, so a workload keeping one of 8 cores busy is
+ * busy, not 12 % utilised; capped at 1000.  -1 when neither is known. */
+int finops_util_permille(double gpu_util, double cpu_util, int ncpu);
+
 /* Autostop: true when the node has been idle for at least the policy's
  * idle time.  idle_since_ns is when its current idle streak began (see
  * finops_idle_since); -1 = not idle. */
