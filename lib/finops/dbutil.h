@@ -19,6 +19,14 @@ int finops__db_err(sqlite3 *db, int src, struct sr_err *e, const char *what);
 int finops__prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 		    struct sr_err *e);
 
+struct finops_filter;
+
+/* Prepare `sql`, whose ?1 ?2 ?3 are since_ns, until_ns and job_id, and
+ * bind them from f (NULL = no filter).  Lives in report.c. */
+int finops__prepare_filtered(sqlite3 *db, const char *sql,
+			     const struct finops_filter *f, sqlite3_stmt **st,
+			     struct sr_err *e);
+
 /* Bind a string, or NULL when s is NULL or "". */
 int finops__bind_text_or_null(sqlite3_stmt *st, int idx, const char *s);
 

@@ -308,12 +308,9 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		if (o->billing_account_name && *o->billing_account_name)
 			def.billing_account_name = o->billing_account_name;
 	}
-	rc = finops__prepare(db, sql, &st, e);
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, f ? f->since_ns : 0);
-	sqlite3_bind_int64(st, 2, f ? f->until_ns : 0);
-	sqlite3_bind_int64(st, 3, f ? f->job_id : 0);
 	for (size_t i = 0; finops_focus_columns[i]; i++)
 		put_field(out, finops_focus_columns[i], i == 0);
 	fputs("\r\n", out);

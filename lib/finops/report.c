@@ -129,11 +129,18 @@ static struct finops_group *add_group(struct finops_report *r, size_t *cap,
 	return g;
 }
 
-static void bind_filter(sqlite3_stmt *st, const struct finops_filter *f)
+int finops__prepare_filtered(sqlite3 *db, const char *sql,
+			     const struct finops_filter *f, sqlite3_stmt **st,
+			     struct sr_err *e)
 {
-	sqlite3_bind_int64(st, 1, f ? f->since_ns : 0);
-	sqlite3_bind_int64(st, 2, f ? f->until_ns : 0);
-	sqlite3_bind_int64(st, 3, f ? f->job_id : 0);
+	int rc = finops__prepare(db, sql, st, e);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(*st, 1, f ? f->since_ns : 0);
+	sqlite3_bind_int64(*st, 2, f ? f->until_ns : 0);
+	sqlite3_bind_int64(*st, 3, f ? f->job_id : 0);
+	return 0;
 }
 
 static int query_rows(sqlite3 *db, const struct finops_filter *f,
@@ -155,10 +162,9 @@ static int query_rows(sqlite3 *db, const struct finops_filter *f,
 		 " FROM ledger WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
 		 key_sql(by, 0));
-	rc = finops__prepare(db, sql, &st, e);
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	bind_filter(st, f);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		struct finops_group *g = add_group(r, cap, finops__col_text(st, 0));
 		sr_micros cost_reserved_rows;
@@ -206,10 +212,9 @@ static int query_events(sqlite3 *db, const struct finops_filter *f,
 		 " FROM ledger_event WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
 		 key_sql(by, 1));
-	rc = finops__prepare(db, sql, &st, e);
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	bind_filter(st, f);
 	if (r->ngroups > 1) /* groups may be NULL when empty */
 		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -422,10 +427,9 @@ int finops_series_json(sqlite3 *db, const struct finops_filter *f,
 	*out = NULL;
 	if (bucket_ns <= 0 || max_buckets <= 0)
 		return sr_err_set(e, -EINVAL, "series: bucket and count must be positive");
-	rc = finops__prepare(db, sql, &st, e);
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	bind_filter(st, f);
 	sqlite3_bind_int64(st, 4, bucket_ns);
 	sqlite3_bind_int(st, 5, max_buckets);
 	pts = json_array();
@@ -475,10 +479,9 @@ int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
 	int rc, src;
 
 	*out = NULL;
-	rc = finops__prepare(db, sql, &st, e);
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	bind_filter(st, f);
 	sqlite3_bind_int(st, 4, limit > 0 ? limit : 100);
 	evs = json_array();
 	if (!evs)
