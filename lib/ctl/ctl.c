@@ -136,10 +136,7 @@ static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
 		rc = ctl_db_setting_set(db, "clock_sim0_s", b, e);
 	if (!rc)
 		rc = ctl_db_setting_set(db, "clock_scale", s, e);
-	if (!rc)
-		rc = ctl_db_commit(db, e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, e);
 	return rc;
 }
 

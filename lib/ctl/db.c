@@ -130,6 +130,15 @@ void ctl_db_rollback(sqlite3 *db)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
+{
+	if (rc) {
+		ctl_db_rollback(db);
+		return rc;
+	}
+	return ctl_db_commit(db, e);
+}
+
 int ctl_db_version(sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;

@@ -36,6 +36,9 @@ int ctl_db_version(sqlite3 *db);
 int ctl_db_begin(sqlite3 *db, struct sr_err *e); /* BEGIN IMMEDIATE */
 int ctl_db_commit(sqlite3 *db, struct sr_err *e);
 void ctl_db_rollback(sqlite3 *db);                /* no-op outside a tx */
+/* End the transaction: commit if rc is 0, else roll back.  Returns rc,
+ * or the commit's error. */
+int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e);
 
 /* Map a SQLite code to ours and describe it in *e as "<what>: <msg>":
  * constraint(unique) -> -SR_ECONFLICT, other constraint -> -EINVAL,

@@ -303,10 +303,7 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 
 	if (!rc)
 		rc = recon__node_end(c, db, n, state, reason, now, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
@@ -377,10 +374,7 @@ static void notice_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 				   ctl__sim_at(c, now), d, msg, &e);
 		json_decref(d);
 	}
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (!rc)
 		sr_info("recon", "preemption notice", "node=%" PRId64 " job=%" PRId64
 			" pool=%d", n->id, n->job, n->pool);
@@ -393,10 +387,7 @@ static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t n
 
 	if (!rc)
 		rc = bill(c, db, n, now, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "billing failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));

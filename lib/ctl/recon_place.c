@@ -106,10 +106,7 @@ static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
 		rc = ctl_db_step_done(db, st, e, "policy state");
 		sqlite3_finalize(st);
 	}
-	if (!rc)
-		rc = ctl_db_commit(db, e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, e);
 	free(ds);
 	return rc;
 }
@@ -386,10 +383,7 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc && j->state != JOB_PROVISIONING)
 		rc = jobsm_transition(db, j->id, j->state, JOB_PROVISIONING, now, sim,
 				      msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		goto fail;
 	sr_info("recon", moved ? "job moves" : "job placed", "job=%" PRId64

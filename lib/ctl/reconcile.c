@@ -191,10 +191,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (!rc) {
 		sr_info("recon", "job finished", "job=%" PRId64 " state=%s msg=\"%s\"",
 			j->id, jobsm_name(to), msg);
@@ -221,10 +218,7 @@ static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "transition failed", "job=%" PRId64 " to=%s "
 			 "err=\"%s\"", j->id, jobsm_name(to), sr_err_str(&e, rc));
@@ -272,10 +266,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 			rc = ctl_event_add(db, j->id, "preempted", NULL, NULL,
 					   live[i].id, now, sim, NULL, "node "
 					   "preempted while provisioning", &e);
-		if (!rc)
-			rc = ctl_db_commit(db, &e);
-		else
-			ctl_db_rollback(db);
+		rc = ctl_db_end(db, rc, &e);
 		if (!rc)
 			recon__kill(c, &live[i]);
 		return rc ? rc : 1;
@@ -323,10 +314,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, JOB_RUNNING, now, sim,
 				      msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	return rc ? rc : 1;
 }
 
@@ -374,10 +362,7 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	return rc ? rc : 1;
 }
 
@@ -509,10 +494,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,
 				      msg, &e);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
 			if (live[i].notice_ns)

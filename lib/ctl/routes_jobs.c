@@ -295,10 +295,7 @@ static int jobs_cancel(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = ctl_event_add(db, id, "cancel_requested", NULL, NULL, 0, now,
 				   ctl__sim_at(c, now), NULL, "cancel requested", &e);
 	sqlite3_finalize(st);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		return internal(rs, &e, rc);
 	ctl__wake(c);

@@ -205,10 +205,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = ctl_event_add(db, n.job, "node_ready", NULL, NULL, n.id, now,
 				   ctl__sim_at(c, now), NULL, "node registered", &e);
 	sqlite3_finalize(st);
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	sr_info("api", "node registered", "node=%" PRId64 " job=%" PRId64
@@ -300,10 +297,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		}
 		sqlite3_finalize(st);
 	}
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "directive",
@@ -503,10 +497,7 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = apply_event(c, db, &n, &b.ev[i], now, &e);
 		wake |= b.ev[i].type != EV_LOG && b.ev[i].type != EV_UTIL;
 	}
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = ctl_db_end(db, rc, &e);
 	api_report_free(&b);
 	json_decref(root);
 	if (rc)
