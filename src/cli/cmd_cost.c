@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "common/money.h"
 #include "common/timeutil.h"
+#include "ctlclient/ctlclient.h"
 #include "finops/focus.h"
 #include "finops/report.h"
 
@@ -39,25 +40,28 @@ static void usage(void)
 	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
 	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
 	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
-	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR or\n"
-	       "                   ~/.local/state/spotrun)\n"
+	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR,\n"
+	       "                   $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
 	       "  --db FILE        the database file itself\n");
 }
 
+/* <state-dir>/spotrun.db, the state dir found as every command finds it
+ * (--state-dir, $SPOTRUN_STATE_DIR, $XDG_STATE_HOME/spotrun,
+ * ~/.local/state/spotrun), unless --db names the file. */
 static int db_path(const char *db, const char *state_dir, char *buf, size_t n)
 {
-	const char *home = getenv("HOME");
+	char *dir;
 	int len;
 
-	if (db)
+	if (db) {
 		len = snprintf(buf, n, "%s", db);
-	else if (state_dir)
-		len = snprintf(buf, n, "%s/spotrun.db", state_dir);
-	else if (getenv("SPOTRUN_STATE_DIR") && *getenv("SPOTRUN_STATE_DIR"))
-		len = snprintf(buf, n, "%s/spotrun.db", getenv("SPOTRUN_STATE_DIR"));
-	else
-		len = snprintf(buf, n, "%s/.local/state/spotrun/spotrun.db",
-			       home ? home : ".");
+	} else {
+		dir = ctlc_state_dir(state_dir);
+		if (!dir)
+			return -ENOMEM;
+		len = snprintf(buf, n, "%s/spotrun.db", dir);
+		free(dir);
+	}
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
@@ -208,8 +212,10 @@ static int cmd_cost(int argc, char **argv)
 				       json ? "--json" : "--by");
 	if (f.until_ns && f.until_ns <= f.since_ns)
 		return cli_usage_error(CMD, "--until: not after --since");
-	if (db_path(dbfile, state_dir, path, sizeof path))
-		return cli_usage_error(CMD, "--state-dir: path too long");
+	if (db_path(dbfile, state_dir, path, sizeof path)) {
+		fprintf(stderr, "spotrun cost: cannot locate the state dir\n");
+		return CLI_FAIL;
+	}
 	if (open_ro(path, &db))
 		return CLI_FAIL;
 	if (focus) {

@@ -125,7 +125,11 @@ def test_dashboard_shows_running_job(daemon):
     # nothing is fetched from another origin: every src/href is local
     for ref in (b'src="http', b'href="http', b"//cdn", b"@import"):
         assert ref not in html
-    url = "%s/#token=%s" % (daemon.url, daemon.token)
+    # the URL a user gets from `spotrun dashboard`
+    out = subprocess.run([bin_path("spotrun"), "dashboard", "--state-dir", daemon.state],
+                         capture_output=True, text=True, timeout=30)
+    url = out.stdout.strip()
+    assert out.returncode == 0 and url == "%s/#token=%s" % (daemon.url, daemon.token)
     r = chromium("--virtual-time-budget=8000", "--dump-dom", url)
     dom = r.stdout
     assert 'data-loaded="true"' in dom, r.stderr[-2000:]
