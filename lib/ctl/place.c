@@ -214,6 +214,14 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	obs.avail = avail;
 	obs.spot_price = price;
 	ch = ops->decide(*state, &job, &obs);
+	if (ch.hold == SIM_SPOT && (ch.region < 0 || ch.region >= p->nspot ||
+				    !avail[ch.region]))
+		ch = (struct policy_choice){ SIM_NONE, -1 };
+	/* The deadline guard the simulator applies to every policy but
+	 * greedy: never a choice that could make the deadline unreachable
+	 * by on-demand. */
+	if (strcmp(ops->name, "greedy") != 0)
+		ch = policy_guard(&job, &obs, ch);
 	if (p->crit == JOBSPEC_CRIT_BEST_EFFORT && ch.hold == SIM_OD) {
 		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
 		ch.region = any;
