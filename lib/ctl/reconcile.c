@@ -451,8 +451,11 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
-	/* Healthy ranks get until the notice deadline (plus the same again
-	 * as grace) to checkpoint and stop. */
+	/* Every rank gets until the notice deadline, plus the same again as
+	 * grace, to checkpoint and stop (the noticed node may already be gone
+	 * while a healthy gang member is still writing). */
+	if (deadline < j->notice_ns + c->cfg.notice_ms * 1000000)
+		deadline = j->notice_ns + c->cfg.notice_ms * 1000000;
 	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
 		return 0;
 	lost_s = 0;
