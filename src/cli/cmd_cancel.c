@@ -18,31 +18,15 @@ static void usage(void)
 static int cmd_cancel(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "cancel" };
-	const char *job = NULL;
 	json_t *reply = NULL, *body;
 	char path[64];
 	int64_t id;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
-			continue;
-		if (argv[i][0] == '-' || job)
-			return cli_usage_error("cancel", "unexpected argument '%s'",
-					       argv[i]);
-		job = argv[i];
-	}
-	if (!job)
-		return cli_usage_error("cancel", "which job? (a job id)");
-	if (ctlcli_job_id(&o, job, &id) < 0)
-		return CLI_USAGE;
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	id = o.job;
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
 	snprintf(path, sizeof path, "/v1/jobs/%lld/cancel", (long long)id);

@@ -50,30 +50,14 @@ void events_print_line(FILE *f, json_t *ev)
 static int cmd_events(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "events" };
-	const char *job = NULL;
 	json_t *all = NULL;
 	int64_t id, after = 0;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
-			continue;
-		if (argv[i][0] == '-' || job)
-			return cli_usage_error("events", "unexpected argument '%s'",
-					       argv[i]);
-		job = argv[i];
-	}
-	if (!job)
-		return cli_usage_error("events", "which job? (a job id)");
-	if (ctlcli_job_id(&o, job, &id) < 0)
-		return CLI_USAGE;
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	id = o.job;
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
 	all = json_array();

@@ -42,51 +42,52 @@ static void print_line(json_t *l, int multi)
 	fprintf(f, "%s\n", ctlcli_str(l, "line", ""));
 }
 
+struct logs_opts {
+	int follow;
+	int64_t rank;
+};
+
+static int logs_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
+{
+	struct logs_opts *lo = ud;
+	char *end;
+
+	(void)o;
+	if (!strcmp(argv[*i], "-f") || !strcmp(argv[*i], "--follow")) {
+		lo->follow = 1;
+		return 1;
+	}
+	if (strcmp(argv[*i], "--rank"))
+		return 0;
+	if (*i + 1 >= argc) {
+		cli_usage_error("logs", "--rank needs a value");
+		return -1;
+	}
+	lo->rank = strtoll(argv[++*i], &end, 10);
+	if (*end || end == argv[*i] || lo->rank < 0) {
+		cli_usage_error("logs", "--rank: '%s' is not a rank", argv[*i]);
+		return -1;
+	}
+	return 1;
+}
+
 static int cmd_logs(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "logs" };
-	const char *job = NULL;
+	struct logs_opts lo = { 0, -1 };
 	json_t *all = NULL;
-	int64_t id, after = 0, rank = -1;
-	int follow = 0, rc, multi = 0;
+	int64_t id, after = 0;
+	int rc, multi = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
-			continue;
-		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow")) {
-			follow = 1;
-		} else if (!strcmp(argv[i], "--rank")) {
-			char *end;
-
-			if (i + 1 >= argc)
-				return cli_usage_error("logs", "--rank needs a value");
-			rank = strtoll(argv[++i], &end, 10);
-			if (*end || rank < 0)
-				return cli_usage_error("logs", "--rank: '%s' is not a "
-						       "rank", argv[i]);
-		} else if (argv[i][0] == '-' || job) {
-			return cli_usage_error("logs", "unexpected argument '%s'",
-					       argv[i]);
-		} else {
-			job = argv[i];
-		}
-	}
-	if (!job)
-		return cli_usage_error("logs", "which job? (a job id)");
-	if (ctlcli_job_id(&o, job, &id) < 0)
-		return CLI_USAGE;
-	if (follow && o.json)
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, logs_opt, &lo);
+	if (rc >= 0)
+		return rc;
+	id = o.job;
+	if (lo.follow && o.json)
 		return cli_usage_error("logs", "--json cannot be combined with -f");
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
-	if (follow)
+	if (lo.follow)
 		signal(SIGINT, on_int);
 	all = json_array();
 	while (!g_stop) {
@@ -97,9 +98,9 @@ static int cmd_logs(int argc, char **argv)
 
 		snprintf(path, sizeof path, "/v1/jobs/%lld/logs?after=%lld&limit=5000",
 			 (long long)id, (long long)after);
-		if (rank >= 0)
+		if (lo.rank >= 0)
 			snprintf(path + strlen(path), sizeof path - strlen(path),
-				 "&rank=%lld", (long long)rank);
+				 "&rank=%lld", (long long)lo.rank);
 		rc = ctlcli_call(&o, "GET", path, NULL, &reply);
 		if (rc < 0)
 			break;
@@ -120,7 +121,7 @@ static int cmd_logs(int argc, char **argv)
 		json_decref(reply);
 		if (n == 5000)
 			continue; /* more right away */
-		if (!follow || done)
+		if (!lo.follow || done)
 			break;
 		usleep(500000);
 	}

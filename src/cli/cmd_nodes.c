@@ -55,42 +55,45 @@ static void print_table(json_t *nodes)
 	}
 }
 
+struct nodes_opts {
+	int all;
+	int64_t job;
+};
+
+static int nodes_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
+{
+	struct nodes_opts *no = ud;
+
+	if (!strcmp(argv[*i], "--all")) {
+		no->all = 1;
+		return 1;
+	}
+	if (strcmp(argv[*i], "--job"))
+		return 0;
+	if (*i + 1 >= argc) {
+		cli_usage_error("nodes", "--job needs a value");
+		return -1;
+	}
+	return ctlcli_job_id(o, argv[++*i], &no->job) < 0 ? -1 : 1;
+}
+
 static int cmd_nodes(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "nodes" };
+	struct nodes_opts no = { 0, 0 };
 	json_t *reply = NULL;
 	char path[96];
-	int64_t job = 0;
-	int all = 0, rc;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
-			continue;
-		if (!strcmp(argv[i], "--all")) {
-			all = 1;
-		} else if (!strcmp(argv[i], "--job")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("nodes", "--job needs a value");
-			if (ctlcli_job_id(&o, argv[++i], &job) < 0)
-				return CLI_USAGE;
-		} else {
-			return cli_usage_error("nodes", "unexpected argument '%s'",
-					       argv[i]);
-		}
-	}
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, nodes_opt, &no);
+	if (rc >= 0)
+		return rc;
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
-	snprintf(path, sizeof path, "/v1/nodes?all=%d", all);
-	if (job)
+	snprintf(path, sizeof path, "/v1/nodes?all=%d", no.all);
+	if (no.job)
 		snprintf(path + strlen(path), sizeof path - strlen(path), "&job=%lld",
-			 (long long)job);
+			 (long long)no.job);
 	rc = ctlcli_call(&o, "GET", path, NULL, &reply);
 	if (rc == 0) {
 		if (o.json)

@@ -119,29 +119,15 @@ static void print_job(json_t *j)
 static int cmd_status(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "status" };
-	const char *job = NULL;
 	json_t *reply = NULL;
 	char path[64];
 	int64_t id = 0;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
-			continue;
-		if (argv[i][0] == '-' || job)
-			return cli_usage_error("status", "unexpected argument '%s'",
-					       argv[i]);
-		job = argv[i];
-	}
-	if (job && ctlcli_job_id(&o, job, &id) < 0)
-		return CLI_USAGE;
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_OPTIONAL, usage, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	id = o.job;
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
 	if (id)

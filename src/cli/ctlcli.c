@@ -40,6 +40,38 @@ int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i)
 	return 1;
 }
 
+int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
+		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
+		 void *ud)
+{
+	const char *jobarg = NULL;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return CLI_OK;
+		}
+		rc = ctlcli_common_opt(o, argc, argv, &i);
+		if (rc == 0 && fn)
+			rc = fn(o, ud, argc, argv, &i);
+		if (rc < 0)
+			return CLI_USAGE;
+		if (rc)
+			continue;
+		if (argv[i][0] == '-' || jobarg || job == CTLCLI_NO_JOB)
+			return cli_usage_error(o->cmd, "unexpected argument '%s'",
+					       argv[i]);
+		jobarg = argv[i];
+	}
+	if (!jobarg && job == CTLCLI_JOB_REQUIRED)
+		return cli_usage_error(o->cmd, "which job? (a job id)");
+	o->job = 0;
+	if (jobarg && ctlcli_job_id(o, jobarg, &o->job) < 0)
+		return CLI_USAGE;
+	return -1;
+}
+
 int ctlcli_open(struct ctlcli *o)
 {
 	struct sr_err e;

@@ -17,8 +17,16 @@ struct ctlcli {
 	const char *api;       /* --api */
 	const char *state_dir; /* --state-dir */
 	int json;              /* --json */
+	int64_t job;           /* the JOB argument, 0 if none */
 	struct ctlc *c;
 };
+
+enum ctlcli_job_arg { CTLCLI_NO_JOB, CTLCLI_JOB_OPTIONAL, CTLCLI_JOB_REQUIRED };
+
+/* A command's own options: return 1 when argv[*i] is one (advancing *i
+ * past its value), 0 when it is not, -1 after printing a usage error. */
+typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud, int argc, char **argv,
+			     int *i);
 
 #define CTLCLI_COMMON_HELP                                                     \
 	"  --api URL        spotrund URL (default: $SPOTRUN_API, else the\n"   \
@@ -30,6 +38,14 @@ struct ctlcli {
  * 1; return 0 if it is not one; CLI_USAGE-style negative (-2) after
  * printing a usage error when its value is missing. */
 int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i);
+
+/* Parse a command line: --help/-h (prints usage()), the common options,
+ * the command's own (fn, may be NULL), and the JOB id as `job` says.
+ * Returns -1 to go on, or the exit status to return at once (CLI_OK after
+ * --help, CLI_USAGE after a usage error, already printed). */
+int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
+		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
+		 void *ud);
 
 /* Open the client; on failure print "spotrun CMD: why" and return -1. */
 int ctlcli_open(struct ctlcli *o);
