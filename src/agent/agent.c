@@ -39,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -50,61 +49,12 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 
-#define MS (INT64_C(1000000))
-#define STOP_GRACE_NS (60 * SR_NS_PER_SEC)   /* stop/exit directive */
-#define SIGNAL_GRACE_NS (3 * SR_NS_PER_SEC)  /* agent itself told to quit */
-#define REPORT_EVERY_NS (500 * MS)
-#define MAX_EVENTS_PER_REPORT 1000
-#define MAX_PENDING_EVENTS 5000
-
-enum wkind { W_NONE, W_SETUP, W_RUN };
-enum stop_why { STOP_NONE, STOP_NOTICE, STOP_DIRECTIVE };
-
 volatile sig_atomic_t agent_quit_signal; /* set by main.c's handler */
-
-struct agent {
-	const struct agent_opts *o;
-	struct ctlc *cli;
-	struct assignment a;
-	char node_dir[4096], status_path[4200], wlog_path[4200];
-	char notice_path[4200];
-	char path_prefix[64]; /* "/v1/nodes/<id>" */
-	int wlog_fd;
-
-	struct notice_watch nw;
-	int nw_err_gen;
-	struct logbatch *logs;
-	struct status_reader st;
-	struct status_info last_status;
-	json_t *events; /* pending report events other than workload logs */
-	struct gpustat *gpu;
-	struct procstat_sample cpu_prev;
-
-	struct workload w;
-	enum wkind kind;
-	int w_attempt;      /* attempt of the current/last RUN */
-	int setup_ok;
-	int want_attempt;   /* a run directive not yet acted on, 0 none */
-	enum stop_why stopping;
-	int64_t stop_deadline_ns; /* monotonic */
-	int64_t ckpt_before;
-
-	int notice_handled;
-	int exit_after;     /* exit once the workload is gone and reported */
-	int node_gone;      /* spotrund answered 409: stop everything */
-	int64_t next_hb_ns, next_report_ns;
-	int64_t give_up_ns; /* when quitting on a signal: stop flushing then */
-	int64_t last_ok_ns; /* last call spotrund answered (monotonic) */
-	int urgent;
-};
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static void agent_line(struct agent *ag, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* A line from the agent itself into the job's log (stream "agent"). */
-static void agent_line(struct agent *ag, const char *fmt, ...)
+void agent__line(struct agent *ag, const char *fmt, ...)
 {
 	char ts[40], line[1024];
 	va_list ap;
@@ -123,7 +73,7 @@ static void agent_line(struct agent *ag, const char *fmt, ...)
 		json_array_append_new(ag->events, ev);
 }
 
-static void push_event(struct agent *ag, json_t *ev, int urgent)
+void agent__push(struct agent *ag, json_t *ev, int urgent)
 {
 	if (!ev)
 		return;
@@ -269,272 +219,6 @@ out:
 	return rc;
 }
 
-/* ---- the workload ----------------------------------------------------- */
-
-static int start_child(struct agent *ag, enum wkind kind, int attempt)
-{
-	const char *script = kind == W_SETUP ? ag->a.setup : ag->a.run;
-	const char *cwd = ag->a.workdir ? ag->a.workdir : ag->node_dir;
-	struct sr_err e;
-	char **envp;
-	int rc;
-
-	sr_err_clear(&e);
-	if (kind == W_RUN) {
-		unlink(ag->status_path); /* a new attempt writes its own */
-		unlink(ag->notice_path);
-		status_reader_init(&ag->st, ag->status_path);
-		ag->w_attempt = attempt;
-	}
-	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
-			  ag->status_path, ag->notice_path, &e);
-	if (!envp) {
-		rc = e.code ? e.code : -ENOMEM;
-		goto fail;
-	}
-	rc = workload_start(&ag->w, script, cwd, envp, &e);
-	envp_free(envp);
-	if (rc < 0)
-		goto fail;
-	ag->kind = kind;
-	ag->stopping = STOP_NONE;
-	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
-	agent_line(ag, "started %s of attempt %d (pid %d)",
-		   kind == W_SETUP ? "setup" : "run", attempt, (int)ag->w.pid);
-	return 0;
-fail:
-	agent_line(ag, "cannot start %s: %s", kind == W_SETUP ? "setup" : "run",
-		   sr_err_str(&e, rc));
-	/* report it as the workload failing, so the job's restart policy
-	 * applies rather than the job hanging */
-	if (kind == W_SETUP)
-		push_event(ag, json_pack("{s:s, s:i}", "type", "setup_done",
-					 "exit_code", 127), 1);
-	else
-		push_event(ag, json_pack("{s:s, s:i, s:i, s:n, s:s}", "type",
-					 "exit", "attempt", attempt, "exit_code",
-					 127, "signal", "cause", "crashed"), 1);
-	return rc;
-}
-
-/* Start what the wanted attempt needs next: setup first, then run. */
-static void advance(struct agent *ag)
-{
-	int want = ag->want_attempt;
-
-	if (ag->kind != W_NONE || want == 0 || ag->notice_handled || ag->exit_after)
-		return;
-	ag->want_attempt = 0;
-	if (!ag->setup_ok && ag->a.setup && *ag->a.setup) {
-		ag->want_attempt = want; /* run after setup */
-		ag->w_attempt = want;
-		start_child(ag, W_SETUP, want);
-		return;
-	}
-	ag->setup_ok = 1;
-	start_child(ag, W_RUN, want);
-}
-
-static void begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
-{
-	if (ag->kind == W_NONE || ag->stopping != STOP_NONE)
-		return;
-	ag->stopping = why;
-	ag->stop_deadline_ns = deadline;
-	ag->ckpt_before = ckscan_newest_step(ag->a.ckpt_dir);
-	if (workload_signal(&ag->w, SIGTERM) < 0 && !ag->w.exited)
-		sr_warn("agent", "SIGTERM to workload failed", "pgid=%d",
-			(int)ag->w.pid);
-}
-
-static void drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s)
-{
-	char buf[16384];
-
-	while (*fd >= 0) {
-		ssize_t n = read(*fd, buf, sizeof buf);
-
-		if (n > 0) {
-			logbatch_feed(ag->logs, s, ag->w_attempt, buf, (size_t)n,
-				      sr_time_real_ns());
-			if (ag->wlog_fd >= 0 && write(ag->wlog_fd, buf, (size_t)n) < 0)
-				(void)0; /* the local copy is best effort */
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		close(*fd); /* EOF or error */
-		*fd = -1;
-	}
-}
-
-static void reap_children(struct agent *ag)
-{
-	for (;;) {
-		int st;
-		pid_t p = waitpid(-1, &st, WNOHANG);
-
-		if (p <= 0)
-			return;
-		workload_note_exit(&ag->w, p, st);
-	}
-}
-
-/* Read the status file one last time after a stop: earlier stalls are
- * reported as periodic checkpoints, the last one is returned as the final
- * save's duration (-1 if none). */
-static double final_stall(struct agent *ag)
-{
-	struct status_info si;
-	double last;
-
-	if (status_read(&ag->st, &si, NULL) != 1 || si.nstalls == 0)
-		return -1;
-	ag->last_status = si;
-	last = si.stall_ms[si.nstalls - 1];
-	for (int i = 0; i + 1 < si.nstalls; i++) {
-		json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
-				       "checkpoint", "attempt", ag->w_attempt,
-				       "stall_ms", si.stall_ms[i], "final", 0,
-				       "durable", 0);
-
-		push_event(ag, ev, 0);
-	}
-	return last;
-}
-
-/* The workload is over: the leader exited and the group is empty, or
- * stragglers were killed.  Report it. */
-static void workload_finished(struct agent *ag)
-{
-	char how[64];
-	const char *cause;
-	enum wkind kind = ag->kind;
-
-	drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
-	drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
-	workload_close_fds(&ag->w);
-	logbatch_flush_partial(ag->logs, sr_time_real_ns());
-	workload_status_str(&ag->w, how, sizeof how);
-	if (kind == W_SETUP) {
-		agent_line(ag, "setup ended: %s", how);
-		push_event(ag, json_pack("{s:s, s:i}", "type", "setup_done",
-					 "exit_code", ag->w.exit_code), 1);
-		ag->setup_ok = ag->w.exit_code == 0 && !ag->w.signal;
-		if (!ag->setup_ok)
-			ag->want_attempt = 0; /* counted as a crash upstream */
-	} else {
-		if (ag->stopping != STOP_NONE) {
-			int64_t now_step = ckscan_newest_step(ag->a.ckpt_dir);
-			double final_ms = -1;
-
-			/* the workload's last status write carries the final
-			 * save's duration: take it for the final event */
-			final_ms = final_stall(ag);
-			/* a stop for any reason asks for a final checkpoint */
-			cause = ag->notice_handled ? "preempted" : "stopped";
-			if (now_step >= 0 && now_step > ag->ckpt_before) {
-				json_t *ev = json_pack(
-					"{s:s, s:i, s:I, s:b, s:b}", "type",
-					"checkpoint", "attempt", ag->w_attempt,
-					"step", (json_int_t)now_step, "final", 1,
-					"durable", 1);
-
-				if (ev && final_ms >= 0)
-					json_object_set_new(ev, "stall_ms",
-							    json_real(final_ms));
-				push_event(ag, ev, 1);
-				agent_line(ag, "final checkpoint at step %lld is "
-					   "durable", (long long)now_step);
-			} else {
-				agent_line(ag, "no final checkpoint before the "
-					   "deadline (newest committed: %lld)",
-					   (long long)now_step);
-			}
-		} else {
-			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
-		}
-		agent_line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
-			   how, cause);
-		push_event(ag, json_pack("{s:s, s:i, s:i, s:o, s:s}", "type",
-					 "exit", "attempt", ag->w_attempt,
-					 "exit_code", ag->w.exit_code, "signal",
-					 ag->w.signal ? json_integer(ag->w.signal)
-						      : json_null(),
-					 "cause", cause), 1);
-	}
-	ag->kind = W_NONE;
-	ag->stopping = STOP_NONE;
-	memset(&ag->w, 0, sizeof ag->w);
-	ag->w.pid = -1;
-	ag->w.out_fd = ag->w.err_fd = -1;
-}
-
-/* Move the workload along: reap, kill stragglers, detect the end. */
-static void check_workload(struct agent *ag, int64_t now)
-{
-	if (ag->kind == W_NONE)
-		return;
-	reap_children(ag);
-	if (ag->stopping != STOP_NONE && now >= ag->stop_deadline_ns &&
-	    workload_group_alive(&ag->w)) {
-		agent_line(ag, "workload did not exit by the deadline: SIGKILL");
-		workload_signal(&ag->w, SIGKILL);
-		ag->stop_deadline_ns = INT64_MAX;
-	}
-	if (!ag->w.exited)
-		return;
-	if (workload_group_alive(&ag->w)) {
-		if (ag->stopping == STOP_NONE) {
-			/* the script is done; leftovers do not outlive it */
-			workload_signal(&ag->w, SIGKILL);
-		}
-		return;
-	}
-	/* group empty: wait for the pipes' EOF, which is immediate now */
-	drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
-	drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
-	workload_finished(ag);
-	advance(ag);
-}
-
-static void check_status(struct agent *ag)
-{
-	struct status_info si;
-	struct sr_err e;
-	int rc;
-
-	if (ag->w_attempt == 0 || ag->stopping != STOP_NONE)
-		return; /* while stopping, final_stall() reads it at the end */
-	sr_err_clear(&e);
-	rc = status_read(&ag->st, &si, &e);
-	if (rc < 0) {
-		agent_line(ag, "ignoring status file: %s", sr_err_str(&e, rc));
-		return;
-	}
-	if (rc == 0)
-		return;
-	ag->last_status = si;
-	if (si.nstalls > 0) {
-		/* the workload writes the file right after a save, so the
-		 * stalls belong to the saves at `step` (status.h) */
-		int64_t committed = ckscan_newest_step(ag->a.ckpt_dir);
-
-		for (int i = 0; i < si.nstalls; i++) {
-			json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
-					       "checkpoint", "attempt",
-					       ag->w_attempt, "stall_ms",
-					       si.stall_ms[i], "final", 0,
-					       "durable",
-					       si.step >= 0 && committed >= si.step);
-
-			if (ev && si.step >= 0)
-				json_object_set_new(ev, "step", json_integer(si.step));
-			push_event(ag, ev, 0);
-		}
-	}
-}
-
 /* ---- directives and notices ------------------------------------------ */
 
 static void handle_directive(struct agent *ag, json_t *reply)
@@ -559,16 +243,16 @@ static void handle_directive(struct agent *ag, json_t *reply)
 			return; /* a stale directive */
 		ag->want_attempt = (int)attempt;
 		if (ag->kind == W_RUN) /* an older attempt still runs */
-			begin_stop(ag, STOP_DIRECTIVE,
+			agent__begin_stop(ag, STOP_DIRECTIVE,
 				   sr_time_mono_ns() + STOP_GRACE_NS);
-		advance(ag);
+		agent__advance(ag);
 	} else if (!strcmp(action, "stop")) {
 		ag->want_attempt = 0;
-		begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
+		agent__begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
 	} else if (!strcmp(action, "exit")) {
 		ag->want_attempt = 0;
 		ag->exit_after = 1;
-		begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
+		agent__begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
 	}
 	/* "idle" and unknown actions: nothing to do */
 }
@@ -587,7 +271,7 @@ static void write_notice_file(struct agent *ag, int64_t t_ns)
 	sr_err_clear(&e);
 	rc = sr_fs_write_atomic(ag->notice_path, buf, strlen(buf), 0644, &e);
 	if (rc < 0)
-		agent_line(ag, "cannot write the notice file: %s", sr_err_str(&e, rc));
+		agent__line(ag, "cannot write the notice file: %s", sr_err_str(&e, rc));
 }
 
 static void check_notice(struct agent *ag)
@@ -600,7 +284,7 @@ static void check_notice(struct agent *ag)
 		;
 	if (notice_watch_error(&ag->nw, &ag->nw_err_gen, msg, sizeof msg) &&
 	    msg[0])
-		agent_line(ag, "preemption endpoint: %s", msg);
+		agent__line(ag, "preemption endpoint: %s", msg);
 	if (ag->notice_handled || !atomic_load(&ag->nw.have))
 		return;
 	ag->notice_handled = 1;
@@ -620,12 +304,12 @@ static void check_notice(struct agent *ag)
 		if (deadline < ag->stop_deadline_ns)
 			ag->stop_deadline_ns = deadline;
 	}
-	begin_stop(ag, STOP_NOTICE, deadline);
+	agent__begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
-	push_event(ag, json_pack("{s:s, s:s, s:s}", "type", "notice", "action",
+	agent__push(ag, json_pack("{s:s, s:s, s:s}", "type", "notice", "action",
 				 imds_action_name((enum imds_action)action),
 				 "time", ts), 1);
-	agent_line(ag, "spot interruption notice: %s at %s (%.1f s from now)",
+	agent__line(ag, "spot interruption notice: %s at %s (%.1f s from now)",
 		   imds_action_name((enum imds_action)action), ts,
 		   (double)lead / 1e9);
 }
@@ -689,36 +373,36 @@ static void loop_once(struct agent *ag)
 		pfd[n++] = (struct pollfd){ ag->w.err_fd, POLLIN, 0 };
 	if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR)
 		sr_warn("agent", "poll failed", "errno=%d", errno);
-	drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
-	drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
 	check_notice(ag);
 	now = sr_time_mono_ns();
 	if (agent_quit_signal && !ag->exit_after) {
 		ag->exit_after = 1;
 		ag->want_attempt = 0;
-		agent_line(ag, "agent received signal %d: stopping the workload",
+		agent__line(ag, "agent received signal %d: stopping the workload",
 			   (int)agent_quit_signal);
-		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
 	}
 	if (!ag->exit_after && ag->o->orphan_timeout_ns > 0 &&
 	    now - ag->last_ok_ns > ag->o->orphan_timeout_ns) {
 		/* spotrund has been gone for long: do not run unsupervised
 		 * (and unbilled) forever; checkpoint and leave */
-		agent_line(ag, "spotrund unreachable for %lld s: stopping the "
+		agent__line(ag, "spotrund unreachable for %lld s: stopping the "
 			   "workload and exiting",
 			   (long long)(ag->o->orphan_timeout_ns / SR_NS_PER_SEC));
 		ag->exit_after = 1;
 		ag->want_attempt = 0;
-		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
 	}
 	if (ag->node_gone && ag->kind != W_NONE && ag->stopping == STOP_NONE) {
 		ag->exit_after = 1;
-		begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 	}
-	check_workload(ag, now);
-	check_status(ag);
+	agent__check_workload(ag, now);
+	agent__check_status(ag);
 	now = sr_time_mono_ns();
 	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone) {
 		heartbeat(ag);
@@ -808,7 +492,7 @@ int agent_run(const struct agent_opts *o, const char *token)
 	ag.next_hb_ns = sr_time_mono_ns();
 	ag.last_ok_ns = ag.next_hb_ns;
 	ag.next_report_ns = ag.next_hb_ns + REPORT_EVERY_NS;
-	advance(&ag);
+	agent__advance(&ag);
 	for (;;) {
 		loop_once(&ag);
 		if (ag.kind != W_NONE)

@@ -20,8 +20,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 
-extern volatile sig_atomic_t agent_quit_signal;
-
 static void on_quit(int sig)
 {
 	agent_quit_signal = sig;
