@@ -23,11 +23,14 @@
 
 double recon__work_total(const struct rjob *j)
 {
-	/* Once the workload has done 5 % of its steps, the observed pace
-	 * (cloud seconds of RUNNING per step) beats the job file's guess. */
-	if (j->total_steps > 0 && j->step > 0 && j->run_s > 0 &&
-	    (double)j->step / (double)j->total_steps >= 0.05)
-		return j->run_s * (double)j->total_steps / (double)j->step;
+	/* Once 5 % of the steps are safely checkpointed, the observed pace
+	 * (cloud seconds spent RUNNING per checkpointed step, restarts
+	 * included, so on the safe side) beats the job file's guess.  The
+	 * checkpointed step only grows; the live step can go back after a
+	 * restore, which would make the estimate jump. */
+	if (j->total_steps > 0 && j->ckpt_step > 0 && j->run_s > 0 &&
+	    (double)j->ckpt_step / (double)j->total_steps >= 0.05)
+		return j->run_s * (double)j->total_steps / (double)j->ckpt_step;
 	return j->work_s;
 }
 
