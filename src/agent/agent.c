@@ -115,10 +115,13 @@ static int post(struct agent *ag, const char *what, json_t *body,
 	if (status != 0)
 		ag->last_ok_ns = sr_time_mono_ns(); /* it answered */
 	if (rc < 0) {
-		if (status == 409) {
+		if (status == 409 || status == 401 || status == 403) {
+			/* terminated, lost, or its token revoked: either way
+			 * this node has no business running the workload */
 			if (!ag->node_gone)
 				sr_warn("agent", "spotrund says this node is gone",
-					"error=\"%s\"", sr_err_str(&e, rc));
+					"status=%ld error=\"%s\"", status,
+					sr_err_str(&e, rc));
 			ag->node_gone = 1;
 		} else {
 			sr_warn("agent", "request failed", "path=%s error=\"%s\"",

@@ -63,6 +63,7 @@ class Plane:
         self.notice = None        # None, "good" or "bad"
         self.notice_time = None
         self.directive = {"action": "run", "attempt": 1}
+        self.revoked = False      # answer 401 to the node from now on
         plane = self
 
         class H(BaseHTTPRequestHandler):
@@ -108,6 +109,10 @@ class Plane:
                 with plane.lock:
                     plane.auth.add(self.headers.get("Authorization"))
                     d = dict(plane.directive)
+                    revoked = plane.revoked
+                if revoked:
+                    return self.reply(401, {"error": {"code": "unauthorized",
+                                                      "message": "bad token"}})
                 if self.path == "/v1/nodes/%d/register" % NODE:
                     return self.reply(200, plane.assignment(d))
                 if self.path == "/v1/nodes/%d/heartbeat" % NODE:
@@ -287,3 +292,17 @@ def test_crashing_workload_is_reported_with_its_code(tmp_path):
         assert len([e for e in p.events if e["type"] == "exit"]) == 1
     finally:
         p.close()
+
+
+def test_revoked_node_stops_its_workload_and_exits(plane):
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload running")
+    pgid = [h for h in plane.heartbeats if h.get("step") == 10][0]["workload_pgid"]
+    with plane.lock:
+        plane.revoked = True
+    assert plane.proc.wait(timeout=20) == 0, plane.agent_log()
+    # the workload's process group is gone with it
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert "node is gone" in plane.agent_log()
