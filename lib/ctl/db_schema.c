@@ -143,5 +143,14 @@ static const char m2[] =
 	"ALTER TABLE jobs ADD COLUMN reserved_cost_micros INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN reserved_unknown INTEGER NOT NULL DEFAULT 0;";
 
-const char *const ctl_db_migrations[] = { m1, m2 };
+/* 3: the workload's pace, measured within one attempt from rank 0's
+ * heartbeats (so agent start, interpreter start and restore do not
+ * count): wall ns per step. */
+static const char m3[] =
+	"ALTER TABLE jobs ADD COLUMN pace_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN pace_step0 INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN pace_t0_ns INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN step_ns REAL;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

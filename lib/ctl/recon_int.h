@@ -25,6 +25,7 @@ struct rjob {
 	int num_nodes;
 	int64_t attempt, restarts, max_restarts;
 	int64_t step, total_steps, ckpt_step;   /* -1 unknown */
+	double step_ns;                         /* measured pace; 0 unknown */
 	double sim_start_s, deadline_s, work_s, run_s; /* deadline INF if none */
 	int64_t run_started_ns, down_since_ns, notice_ns; /* 0 if unset */
 	char recover_reason[16];
@@ -94,7 +95,7 @@ void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg);
 int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 			 const struct rnode *live, size_t nlive);
 /* Estimated total work and safely kept work, cloud seconds. */
-double recon__work_total(const struct rjob *j);
-double recon__work_done(const struct rjob *j);
+double recon__work_total(const struct rjob *j, double scale);
+double recon__work_done(const struct rjob *j, double scale);
 
 #endif

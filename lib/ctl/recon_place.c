@@ -21,22 +21,19 @@
  * two days at the 10-minute tick. */
 #define WARMUP_TICKS 288
 
-double recon__work_total(const struct rjob *j)
+double recon__work_total(const struct rjob *j, double scale)
 {
-	/* Once 5 % of the steps are safely checkpointed, the observed pace
-	 * (cloud seconds spent RUNNING per checkpointed step, restarts
-	 * included, so on the safe side) beats the job file's guess.  The
-	 * checkpointed step only grows; the live step can go back after a
-	 * restore, which would make the estimate jump. */
-	if (j->total_steps > 0 && j->ckpt_step > 0 && j->run_s > 0 &&
-	    (double)j->ckpt_step / (double)j->total_steps >= 0.05)
-		return j->run_s * (double)j->total_steps / (double)j->ckpt_step;
+	/* Once the workload's pace has been measured (routes_nodes.c: wall
+	 * time per step within one attempt, starts and restores excluded),
+	 * it beats the job file's guess. */
+	if (j->total_steps > 0 && j->step_ns > 0)
+		return j->step_ns / 1e9 * scale * (double)j->total_steps;
 	return j->work_s;
 }
 
-double recon__work_done(const struct rjob *j)
+double recon__work_done(const struct rjob *j, double scale)
 {
-	double total = recon__work_total(j);
+	double total = recon__work_total(j, scale);
 
 	if (j->total_steps > 0 && j->ckpt_step >= 0)
 		return total * fmin(1.0, (double)j->ckpt_step / (double)j->total_steps);
@@ -147,8 +144,8 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 			goto out;
 	}
 	now.tick = tick;
-	j->plan.work_s = recon__work_total(j);
-	now.work_done_s = recon__work_done(j);
+	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
+	now.work_done_s = recon__work_done(j, c->cfg.time_scale);
 	now.time_left_s = j->deadline_s - (sim - j->sim_start_s);
 	now.held_pool = -1;
 	for (size_t i = 0; i < nlive; i++) {
@@ -378,7 +375,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	    j->plan.use_spot != 0 && j->plan.nspot > 0) {
 		d = json_pack("{s:f,s:f}", "time_left_s", j->deadline_s -
 			      (sim - j->sim_start_s), "work_left_s",
-			      recon__work_total(j) - recon__work_done(j));
+			      recon__work_total(j, c->cfg.time_scale) -
+			      recon__work_done(j, c->cfg.time_scale));
 		rc = ctl_event_add(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
 				   d, "deadline at risk on spot: falling back to "
 				   "on-demand", &e);

@@ -60,8 +60,8 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		" coalesce(ckpt_step, -1), sim_start_s, deadline_s, work_s, run_s,"
 		" coalesce(run_started_ns, 0), coalesce(down_since_ns, 0),"
 		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
-		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick"
-		" FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
+		" coalesce(step_ns, 0) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -91,6 +91,7 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 					      j->work_s, &j->plan) == 0;
 		snprintf(j->placement, sizeof j->placement, "%s", ctl_db_text(st, 19));
 		j->policy_tick = sqlite3_column_int64(st, 20);
+		j->step_ns = sqlite3_column_double(st, 21);
 		j->last_pool = -1;
 		pl = json_loads(j->placement, 0, NULL);
 		if (pl) {
@@ -461,7 +462,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	lost_s = 0;
 	if (j->total_steps > 0 && j->step >= 0)
 		lost_s = (double)(j->step - (j->ckpt_step >= 0 ? j->ckpt_step : 0)) /
-			 (double)j->total_steps * recon__work_total(j);
+			 (double)j->total_steps * recon__work_total(j, c->cfg.time_scale);
 	if (lost_s < 0)
 		lost_s = 0;
 	rc = ctl_db_begin(db, &e);

@@ -281,11 +281,25 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	/* Progress comes from rank 0 of the current attempt. */
 	if (!rc && n.rank == 0 && b.attempt == n.attempt && n.attempt > 0 &&
 	    (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0)) {
+		/* Pace: from the first step this attempt reported, once it has
+		 * moved by 2 % of the steps (at least one). */
 		rc = ctl_db_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
 				    " total_steps=coalesce(?2, total_steps),"
 				    " ckpt_step=max(coalesce(?3, ckpt_step),"
-				    " coalesce(ckpt_step, ?3)) WHERE id=?4", &st, &e);
+				    " coalesce(ckpt_step, ?3)),"
+				    " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
+				    "  AND ?1 - pace_step0 >= max(1, coalesce(?2, total_steps,"
+				    "  0) / 50) THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
+				    "  ELSE step_ns END,"
+				    " pace_step0=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
+				    "  THEN pace_step0 ELSE ?1 END,"
+				    " pace_t0_ns=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
+				    "  THEN pace_t0_ns ELSE ?6 END,"
+				    " pace_attempt=CASE WHEN ?1 IS NULL THEN pace_attempt"
+				    "  ELSE ?5 END WHERE id=?4", &st, &e);
 		if (!rc) {
+			sqlite3_bind_int64(st, 5, b.attempt);
+			sqlite3_bind_int64(st, 6, now);
 			if (b.step >= 0)
 				sqlite3_bind_int64(st, 1, b.step);
 			if (b.total_steps >= 0)

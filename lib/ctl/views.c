@@ -108,7 +108,7 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		" preemptions, moves, recoveries, exit_code, step, total_steps,"
 		" ckpt_step, placement, message, sim_start_s, deadline_s,"
 		" spec_json, cost_micros, spec_name, workdir, list_cost_micros,"
-		" reserved_cost_micros, reserved_unknown FROM jobs WHERE id=?";
+		" reserved_cost_micros, reserved_unknown, step_ns FROM jobs WHERE id=?";
 	sqlite3_stmt *st = NULL;
 	json_t *j = NULL, *spec, *pl;
 	double sim_now = ctl__sim_now(c), elapsed;
@@ -182,6 +182,10 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 				    sqlite3_column_int(st, 28) ? json_null() :
 				    json_integer(sqlite3_column_int64(st, 27)));
 	}
+	if (j) /* measured pace, cloud seconds per step */
+		json_object_set_new(j, "sim_step_s", sqlite3_column_type(st, 29) ==
+				    SQLITE_NULL ? json_null() : json_real(
+				    sqlite3_column_double(st, 29) / 1e9 * c->cfg.time_scale));
 	if (j && with_nodes) {
 		json_t *n = nodes_of(db, id);
 

@@ -345,6 +345,19 @@ static void test_job_lifecycle_node_api(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
 				"directive"), "action")), "run");
 	json_decref(v);
+	/* a second progress report of the same attempt measures the pace */
+	j = get_job(id);
+	assert_true(json_is_null(json_object_get(j, "sim_step_s")));
+	json_decref(j);
+	usleep(20000);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s,s:i,s:i,s:i}",
+			      "workload", "running", "attempt", 1, "step", 9,
+			      "total_steps", 10), &v), 200);
+	json_decref(v);
+	j = get_job(id);
+	assert_true(json_real_value(json_object_get(j, "sim_step_s")) > 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "step")), 9);
+	json_decref(j);
 	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s}", "workload",
 			      "dancing"), &v), 400);
 	assert_non_null(strstr(err_msg(v), "workload"));
