@@ -390,6 +390,7 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		       const struct api_event *ev, int64_t now, struct sr_err *e)
 {
 	double sim = ctl__sim_at(c, now);
+	sqlite3_stmt *st = NULL;
 	char msg[160];
 	json_t *d = NULL;
 	int rc = 0;
@@ -400,7 +401,6 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 	case EV_UTIL:
 		if (ev->cpu_util >= 0 || ev->gpu_util >= 0) {
 			double u = ev->gpu_util >= 0 ? ev->gpu_util : ev->cpu_util;
-			sqlite3_stmt *st = NULL;
 
 			rc = ctl_db_prepare(db, "UPDATE nodes SET cpu_util=?1, "
 					    "util_sum=util_sum+?2, util_n=util_n+1 "
@@ -418,13 +418,17 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 	case EV_NOTICE:
 		/* The provider normally recorded the notice first; a cloud that
 		 * tells only the node is covered here. */
-		rc = exec_bind2(db, "UPDATE nodes SET notice_ns=coalesce(notice_ns, ?1),"
-				" kill_ns=coalesce(kill_ns, ?1) WHERE id=?2",
-				ev->time_ns ? ev->time_ns : now + c->cfg.notice_ms * 1000000,
-				n->id, e);
-		if (!rc)
-			rc = exec_bind2(db, "UPDATE nodes SET notice_ns=?1 WHERE id=?2"
-					" AND notice_ns > ?1", now, n->id, e);
+		rc = ctl_db_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
+				    "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
+				    " WHERE id=?3", &st, e);
+		if (!rc) {
+			sqlite3_bind_int64(st, 1, now);
+			sqlite3_bind_int64(st, 2, ev->time_ns ? ev->time_ns :
+					   now + c->cfg.notice_ms * 1000000);
+			sqlite3_bind_int64(st, 3, n->id);
+			rc = ctl_db_step_done(db, st, e, "notice");
+			sqlite3_finalize(st);
+		}
 		d = json_pack("{s:s}", "time", ev->time ? ev->time : "");
 		rc = rc ? rc : ctl_event_add(db, n->job, "notice_ack", NULL, NULL,
 					     n->id, now, sim, d, "agent saw the "
