@@ -27,6 +27,16 @@ while time.time() < end:
 """
 
 
+def tool_env():
+    """Environment for third-party tools (chromium, prometheus, promtool):
+    without the sanitizer runtime the asan test pass preloads into the
+    interpreter, which is meant for our binaries only."""
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        env.pop(k, None)
+    return env
+
+
 def bin_path(name):
     return os.path.join(BUILD, "bin", name)
 

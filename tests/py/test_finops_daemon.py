@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import pytest
 
-from finops_daemon import ASAN, BUILD, Daemon, bin_path, free_port
+from finops_daemon import BUILD, Daemon, bin_path, free_port, tool_env
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_metrics_pass_promtool(daemon):
     assert status == 200
     text = text.decode()
     r = subprocess.run(["promtool", "check", "metrics"], input=text,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=tool_env())
     assert r.returncode == 0 and r.stdout + r.stderr == "", r.stdout + r.stderr
     job = str(daemon.job_id)
     assert 'spotrun_job_cost_dollars_total{job_id="%s"}' % job in text
@@ -74,7 +74,7 @@ def test_prometheus_scrapes_spotrund(daemon, tmp_path):
         ["prometheus", "--config.file=%s" % cfg,
          "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
          "--web.listen-address=127.0.0.1:%d" % port],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=tool_env())
     try:
         deadline = time.time() + 90
         result = []
@@ -114,7 +114,8 @@ def chromium(*args, timeout=120):
             ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update",
              "--no-first-run", "--disable-sync", "--user-data-dir=" + user_dir]
-            + list(args), capture_output=True, text=True, timeout=timeout)
+            + list(args), capture_output=True, text=True, timeout=timeout,
+            env=tool_env())
     finally:
         shutil.rmtree(user_dir, ignore_errors=True)
 
