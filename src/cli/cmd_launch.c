@@ -60,7 +60,7 @@ static int terminal(const char *state)
 
 static void status_line(json_t *job, int tty)
 {
-	char cost[32], rate[32], step[96] = "";
+	char cost[32], rate[32], step[96] = "", where[128];
 	json_t *pl = json_object_get(job, "placement");
 	json_t *list = json_object_get(job, "list_cost_micros");
 	int64_t s = ctlcli_int(job, "step", -1), t = ctlcli_int(job, "total_steps", -1);
@@ -80,8 +80,7 @@ static void status_line(json_t *job, int tty)
 		fprintf(stderr, "  saved %.0f%% vs on-demand",
 			100.0 * (1.0 - (double)c / (double)json_integer_value(list)));
 	if (json_is_object(pl))
-		fprintf(stderr, "  on %s/%s %s %s/h", ctlcli_str(pl, "cloud", "?"),
-			ctlcli_str(pl, "zone", "?"),
+		fprintf(stderr, "  on %s %s %s/h", ctlcli_where(pl, where, sizeof where),
 			json_is_true(json_object_get(pl, "spot")) ? "spot" : "on-demand",
 			ctlcli_money(json_object_get(pl, "price_micros_per_hour"), rate,
 				     sizeof rate));
@@ -108,11 +107,11 @@ static void summary(json_t *job)
 	printf(", %lld preemptions, %lld moves, %s of cloud time",
 	       (long long)ctlcli_int(job, "preemptions", 0),
 	       (long long)ctlcli_int(job, "moves", 0),
-	       ctlcli_secs((double)ctlcli_int(job, "sim_elapsed_s", -1), el, sizeof el));
+	       ctlcli_secs(ctlcli_num(job, "sim_elapsed_s", -1), el, sizeof el));
 	if (json_is_number(dl))
 		printf(" (deadline %s: %s)", ctlcli_secs(json_number_value(dl), list,
 							 sizeof list),
-		       (double)ctlcli_int(job, "sim_elapsed_s", 0) <= json_number_value(dl)
+		       ctlcli_num(job, "sim_elapsed_s", 0) <= json_number_value(dl)
 			       ? "met" : "missed");
 	printf("\n");
 }

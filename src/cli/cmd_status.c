@@ -33,13 +33,14 @@ static const char *step_str(json_t *j, char *buf, size_t n)
 static const char *place_str(json_t *j, char *buf, size_t n)
 {
 	json_t *p = json_object_get(j, "placement");
+	char where[128];
 
 	if (!json_is_object(p)) {
 		snprintf(buf, n, "-");
 		return buf;
 	}
-	snprintf(buf, n, "%s/%s/%s%s", ctlcli_str(p, "cloud", "?"),
-		 ctlcli_str(p, "zone", "?"), ctlcli_str(p, "instance_type", "?"),
+	snprintf(buf, n, "%s %s%s", ctlcli_where(p, where, sizeof where),
+		 ctlcli_str(p, "instance_type", "?"),
 		 json_is_true(json_object_get(p, "spot")) ? " spot" : " on-demand");
 	return buf;
 }
@@ -92,8 +93,8 @@ static void print_job(json_t *j)
 	       (long long)ctlcli_int(j, "moves", 0),
 	       (long long)ctlcli_int(j, "recoveries", 0));
 	dl = json_object_get(j, "sim_deadline_s");
-	printf("  cloud time   %s elapsed", ctlcli_secs((double)ctlcli_int(
-				       j, "sim_elapsed_s", -1), b1, sizeof b1));
+	printf("  cloud time   %s elapsed",
+	       ctlcli_secs(ctlcli_num(j, "sim_elapsed_s", -1), b1, sizeof b1));
 	if (json_is_number(dl))
 		printf(" of a %s deadline", ctlcli_secs(json_number_value(dl), b2,
 						       sizeof b2));
@@ -105,10 +106,10 @@ static void print_job(json_t *j)
 		return;
 	printf("  nodes:\n");
 	json_array_foreach(nodes, i, n) {
-		printf("    node %-4lld rank %-3lld %-10s %s/%s %s%s  heartbeat %s\n",
+		printf("    node %-4lld rank %-3lld %-10s %s %s%s  heartbeat %s\n",
 		       (long long)ctlcli_int(n, "id", 0),
 		       (long long)ctlcli_int(n, "rank", 0), ctlcli_str(n, "state", "?"),
-		       ctlcli_str(n, "cloud", "?"), ctlcli_str(n, "zone", "?"),
+		       ctlcli_where(n, pl, sizeof pl),
 		       ctlcli_str(n, "instance_type", "?"),
 		       json_is_true(json_object_get(n, "spot")) ? " spot" : "",
 		       ctlcli_age(ctlcli_str(n, "last_heartbeat_at", NULL), b1,

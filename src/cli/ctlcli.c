@@ -192,3 +192,32 @@ int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt)
 
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
 }
+
+double ctlcli_num(json_t *obj, const char *key, double dflt)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+const char *ctlcli_where(json_t *obj, char *buf, size_t n)
+{
+	static const char *const keys[] = { "cloud", "region", "zone" };
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < 3; k++) {
+		const char *v = ctlcli_str(obj, keys[k], "");
+		int w;
+
+		if (!*v)
+			continue;
+		w = snprintf(buf + used, n - used, "%s%s", used ? "/" : "", v);
+		if (w < 0 || (size_t)w >= n - used)
+			break;
+		used += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, n, "?");
+	return buf;
+}

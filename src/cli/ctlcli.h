@@ -68,5 +68,8 @@ const char *ctlcli_secs(double s, char *buf, size_t n);         /* "1h02m" */
 const char *ctlcli_age(const char *rfc3339, char *buf, size_t n); /* "5s ago" */
 const char *ctlcli_str(json_t *obj, const char *key, const char *dflt);
 int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt);
+double ctlcli_num(json_t *obj, const char *key, double dflt); /* int or real */
+/* "cloud/region/zone" of a placement or node (empty parts skipped). */
+const char *ctlcli_where(json_t *obj, char *buf, size_t n);
 
 #endif
