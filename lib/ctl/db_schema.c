@@ -152,5 +152,10 @@ static const char m3[] =
 	"ALTER TABLE jobs ADD COLUMN pace_t0_ns INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN step_ns REAL;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3 };
+/* 4: a node the policy moves the job off (spot <-> on-demand): its agent
+ * is told to checkpoint and stop, then the node is replaced. */
+static const char m4[] =
+	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

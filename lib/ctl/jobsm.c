@@ -34,6 +34,10 @@
  *                               while the others were still booting.
  *   NOTICE -> PREEMPTED         the node was killed before any agent
  *                               acknowledged the notice.
+ *   RUNNING -> NOTICE           also when the policy moves the job between
+ *                               spot and on-demand (reason "migrate"): the
+ *                               same checkpoint-stop-replace path, not
+ *                               counted as a preemption.
  *   CHECKPOINTING -> SUCCEEDED  the workload finished its last step while
  *   CHECKPOINTING -> FAILED     being checkpointed (or crashed for good).
  *

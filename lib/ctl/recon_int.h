@@ -52,6 +52,7 @@ struct rnode {
 	double util_sum;
 	int64_t util_n;
 	int64_t setup_rc;                               /* INT64_MIN unset */
+	bool retire;                                    /* policy moves off it */
 	char work_dir[2400];
 };
 

@@ -42,8 +42,8 @@ static const char node_sql[] =
 	" coalesce(notice_ns, 0), coalesce(kill_ns, 0),"
 	" coalesce(billed_until_ns, 0), price_micros, list_micros,"
 	" reserved_micros, cloud, region, zone, instance_type, accelerator,"
-	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999)"
-	" FROM nodes";
+	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
+	" retire FROM nodes";
 
 static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 {
@@ -78,6 +78,7 @@ static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 	n->setup_rc = sqlite3_column_int64(st, 27);
 	if (n->setup_rc == -9999)
 		n->setup_rc = INT64_MIN;
+	n->retire = sqlite3_column_int(st, 28);
 	snprintf(n->work_dir, sizeof n->work_dir, "%s/nodes/%" PRId64,
 		 c->state_dir, n->id);
 }

@@ -332,16 +332,35 @@ static bool rank_missing(const struct rjob *j, const struct rnode *live, size_t 
 	return false;
 }
 
-/* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE. */
+static int exec_set_retire(sqlite3 *db, int64_t node, struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ctl_db_prepare(db, "UPDATE nodes SET retire=1 WHERE id=?", &st, e);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, node);
+	rc = ctl_db_step_done(db, st, e, "retire node");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE (a
+ * preemption notice, or the policy moving the job: then the nodes in
+ * `retire` with .retire set are marked in the same transaction). */
 static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 			 enum job_state to, const char *reason, const char *msg,
-			 bool restart)
+			 bool restart, const struct rnode *retire, size_t nretire)
 {
 	struct sr_err e = { 0 };
 	int64_t now = sr_time_real_ns();
 	sqlite3_stmt *st = NULL;
 	int rc = ctl_db_begin(db, &e);
 
+	for (size_t i = 0; !rc && i < nretire; i++) {
+		if (retire[i].retire)
+			rc = exec_set_retire(db, retire[i].id, &e);
+	}
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc)
@@ -349,7 +368,7 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 				    " recover_reason=?2, restarts=restarts+?3,"
 				    " notice_ns=CASE WHEN ?4 THEN ?1 ELSE notice_ns END,"
 				    " notice_step=CASE WHEN ?4 THEN step ELSE notice_step"
-				    " END, preemptions=preemptions+?4 WHERE id=?5",
+				    " END, preemptions=preemptions+?6 WHERE id=?5",
 				    &st, &e);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, now);
@@ -357,6 +376,7 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 		sqlite3_bind_int(st, 3, restart);
 		sqlite3_bind_int(st, 4, to == JOB_NOTICE);
 		sqlite3_bind_int64(st, 5, j->id);
+		sqlite3_bind_int(st, 6, strcmp(reason, "preempted") == 0);
 		rc = ctl_db_step_done(db, st, &e, "leave running");
 		sqlite3_finalize(st);
 	}
@@ -366,6 +386,9 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = ctl_db_end(db, rc, &e);
 	return rc ? rc : 1;
 }
+
+static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 struct rnode *live, size_t n);
 
 static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 			struct rnode *live, size_t n)
@@ -393,21 +416,50 @@ static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 		snprintf(msg, sizeof msg, "workload exited with code %" PRId64
 			 ": restart %" PRId64 " of %" PRId64, code, j->restarts + 1,
 			 j->max_restarts);
-		return leave_running(c, db, j, JOB_RECOVERING, "crash", msg, true);
+		return leave_running(c, db, j, JOB_RECOVERING, "crash", msg, true,
+				     NULL, 0);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns) {
 			snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64
 				 ") got a preemption notice", live[i].id, live[i].rank);
 			return leave_running(c, db, j, JOB_NOTICE, "preempted", msg,
-					     false);
+					     false, NULL, 0);
 		}
 	}
 	if (rank_missing(j, live, n))
 		return leave_running(c, db, j, JOB_RECOVERING, "lost",
 				     "a node was lost: recovering from the last "
-				     "checkpoint", false);
-	return 0;
+				     "checkpoint", false, NULL, 0);
+	return maybe_migrate(c, db, j, live, n);
+}
+
+/* The policy's decision for this tick says the job should hold something
+ * else than it does: spot -> on-demand when the deadline is at risk on
+ * spot (the deadline guard), on-demand -> spot when the slack allows.  The
+ * nodes to leave are told to checkpoint and stop (a `stop` directive), and
+ * are replaced through the usual CHECKPOINTING -> RECOVERING path; this is
+ * not a preemption. */
+static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 struct rnode *live, size_t n)
+{
+	struct place_choice ch;
+	struct sr_err e = { 0 };
+	size_t k = 0;
+	char msg[240];
+
+	if (recon__policy_tick(c, db, j, live, n, false, &ch, &e) ||
+	    (ch.hold != SIM_OD && ch.hold != SIM_SPOT) || ch.pool < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		live[i].retire = ch.hold == SIM_OD ? live[i].spot : !live[i].spot;
+		k += live[i].retire;
+	}
+	if (k == 0 || (ch.hold == SIM_SPOT && k != n))
+		return 0;
+	snprintf(msg, sizeof msg, "moving %zu node(s) to %s: %s", k,
+		 ch.hold == SIM_OD ? "on-demand" : "spot", ch.why);
+	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);
 }
 
 static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
@@ -436,6 +488,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	double sim = ctl__sim_at(c, now), lost_s;
 	sr_micros price = 0;
 	int waiting = 0, rc;
+	bool migrate;
 	json_t *d;
 	char msg[200];
 
@@ -459,6 +512,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		deadline = j->notice_ns + c->cfg.notice_ms * 1000000;
 	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
 		return 0;
+	migrate = strcmp(j->recover_reason, "migrate") == 0;
 	lost_s = 0;
 	if (j->total_steps > 0 && j->step >= 0)
 		lost_s = (double)(j->step - (j->ckpt_step >= 0 ? j->ckpt_step : 0)) /
@@ -467,11 +521,12 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		lost_s = 0;
 	rc = ctl_db_begin(db, &e);
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (live[i].notice_ns)
+		if (live[i].notice_ns || live[i].retire)
 			rc = recon__node_end(c, db, &live[i], "TERMINATED",
-					     "preempted", now, &e);
+					     live[i].notice_ns ? "preempted" :
+					     "migrated", now, &e);
 	}
-	if (!rc) {
+	if (!rc && !migrate) {
 		struct ledger_event le = {
 			.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
 			.provider = n ? live[0].cloud : c->prov.ops->name,
@@ -488,12 +543,13 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		      "ckpt_step", (json_int_t)j->ckpt_step, "lost_work_s", lost_s,
 		      "notice_to_stop_real_s", j->notice_ns ?
 		      (double)(now - j->notice_ns) / 1e9 : 0.0);
-	snprintf(msg, sizeof msg, "preempted at step %" PRId64 ", checkpoint at "
-		 "step %" PRId64 " (%.0f s of cloud work lost)", j->step,
+	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", checkpoint at "
+		 "step %" PRId64 " (%.0f s of cloud work lost)",
+		 migrate ? "left the old nodes" : "preempted", j->step,
 		 j->ckpt_step, lost_s);
 	if (!rc)
-		rc = ctl_event_add(db, j->id, "preempted", NULL, NULL, 0, now, sim, d,
-				   msg, &e);
+		rc = ctl_event_add(db, j->id, migrate ? "migrated" : "preempted",
+				   NULL, NULL, 0, now, sim, d, msg, &e);
 	json_decref(d);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,
@@ -501,7 +557,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = ctl_db_end(db, rc, &e);
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
-			if (live[i].notice_ns)
+			if (live[i].notice_ns || live[i].retire)
 				recon__kill(c, &live[i]);
 		}
 	}

@@ -9,6 +9,7 @@
  *   node TERMINATED/LOST                  -> 409 (the agent exits)
  *   job terminal, or cancel requested     -> exit
  *   node has a preemption notice          -> exit (after its own stop)
+ *   node is being retired by the policy   -> stop (then it is replaced)
  *   job RUNNING and node READY            -> run  (attempt = job.attempt)
  *   job never ran yet (attempt 0)         -> idle
  *   otherwise                             -> stop (attempt = job.attempt)
@@ -30,7 +31,7 @@
 struct nodeinfo {
 	int64_t id, job, rank, attempt, num_nodes;
 	char state[16], job_state[16], desired[8];
-	bool notice;
+	bool notice, retire;
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
@@ -45,7 +46,7 @@ static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
 	if (sqlite3_prepare_v2(db, "SELECT n.id, n.job_id, n.rank, n.state,"
 			       " j.state, j.desired, j.attempt, j.num_nodes,"
 			       " n.notice_ns IS NOT NULL, n.cloud, n.region, n.zone,"
-			       " n.instance_type, n.spot, n.price_micros"
+			       " n.instance_type, n.spot, n.price_micros, n.retire"
 			       " FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			       " WHERE n.id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
@@ -66,6 +67,7 @@ static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
 		snprintf(n->itype, sizeof n->itype, "%s", ctl_db_text(st, 12));
 		n->spot = sqlite3_column_int(st, 13);
 		n->price = sqlite3_column_int64(st, 14);
+		n->retire = sqlite3_column_int(st, 15);
 		rc = 0;
 	}
 	sqlite3_finalize(st);
@@ -85,6 +87,8 @@ static json_t *directive_of(const struct nodeinfo *n)
 	jobsm_parse(n->job_state, &js);
 	if (jobsm_terminal(js) || strcmp(n->desired, "cancel") == 0 || n->notice)
 		a = "exit";
+	else if (n->retire)
+		a = "stop";
 	else if (js == JOB_RUNNING && strcmp(n->state, "READY") == 0)
 		a = "run";
 	else if (n->attempt == 0)

@@ -8,7 +8,7 @@ cloud with a synthetic market (see test_ctl_crash.py for the fixture):
 
 import time
 
-from test_ctl_crash import daemon_factory, spot_job  # noqa: F401  (fixture)
+from test_ctl_crash import completions, daemon_factory, spot_job  # noqa: F401
 
 
 def first_placement(d, jid):
@@ -81,3 +81,30 @@ def test_reclaimed_pool_moves_the_job(daemon_factory):
     # nodes billed: the ledger sums to the job's cost
     assert j["cost_micros"] > 0
     assert j["list_cost_micros"] > j["cost_micros"]
+
+
+def test_slow_job_on_spot_migrates_to_on_demand(daemon_factory):
+    # The job file says 10 minutes of work; the workload needs ~1.7 cloud
+    # hours (100 steps of 0.1 s at 600x).  It starts on spot; once its
+    # pace is measured the deadline guard finds spot unsafe and the job is
+    # moved to on-demand while running - checkpoint, stop, replace - which
+    # is not a preemption.
+    d = daemon_factory([1], "--time-scale", "600", "--restart-guess-ms", "500")
+    d.start()
+    yaml = spot_job("slow", 100).replace("deadline: 1000h", "deadline: 2h") \
+                                .replace("work: 10h", "work: 10m")
+    jid = d.submit(yaml)
+    p = first_placement(d, jid)
+    assert p["data"]["spot"] is True, p
+    j = d.wait([jid], 120)[0]
+    assert j["state"] == "SUCCEEDED", j["message"]
+    assert j["preemptions"] == 0
+    assert j["sim_step_s"] and j["sim_step_s"] > 0
+    ev = d.events(jid)
+    kinds = [e["type"] for e in ev]
+    assert "migrated" in kinds and "preempted" not in kinds, kinds
+    retired = [n for n in j["nodes"] if n["end_reason"] == "migrated"]
+    assert retired and all(n["spot"] for n in retired)
+    last = max(j["nodes"], key=lambda n: n["id"])
+    assert last["spot"] is False
+    assert len(completions(d, jid)) == 1
