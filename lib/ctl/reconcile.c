@@ -20,7 +20,10 @@
  *                  (nothing runs on it yet).
  *   RUNNING        all ranks exited 0 -> SUCCEEDED; a rank crashed ->
  *                  RECOVERING (or FAILED past max_restarts); a node got a
- *                  notice -> NOTICE; a node was lost -> RECOVERING
+ *                  notice -> NOTICE; a node was lost -> RECOVERING; the
+ *                  policy's decision of this tick differs from what the
+ *                  job holds (spot vs on-demand) -> NOTICE, reason
+ *                  "migrate", the nodes to leave get `stop`
  *   NOTICE         -> CHECKPOINTING (the agents stop their workloads: the
  *                  noticed one on its own IMDS poll, the others on their
  *                  next heartbeat's `stop` directive)
