@@ -23,10 +23,15 @@ Environment:
   SPOTRUN_CKPT_DIR     checkpoint directory (set by the agent; required
                        unless --reference)
   SPOTRUN_STATUS_FILE  progress for the agent (optional)
-  DEMO_STEPS           optimizer steps (default 1200)
+  DEMO_STEPS           optimizer steps (default 1000)
   DEMO_CKPT_EVERY      steps between checkpoints (default 50)
-  DEMO_HIDDEN          hidden width (default 768; sets the cost of a step)
+  DEMO_HIDDEN          hidden width (default 192; sets the cost of a step)
   DEMO_SEED            seed (default 1234)
+  DEMO_STEP_MS         pace: at most one step per this many ms (default 50;
+                       0 = as fast as the CPU goes).  A real accelerator
+                       sets the pace of a real job; here it keeps the run
+                       the same length in cloud time on a fast or a slow
+                       machine.  It changes no bit of the result.
 Flags:
   --reference          run uninterrupted, no checkpoints, print the result
   --result PATH        also write the result JSON to PATH
@@ -183,12 +188,14 @@ def main():
     p.add_argument("--reference", action="store_true")
     p.add_argument("--result", default=None)
     args = p.parse_args()
-    total = env_int("DEMO_STEPS", 1200)
+    total = env_int("DEMO_STEPS", 1000)
     every = env_int("DEMO_CKPT_EVERY", 50)
-    hidden = env_int("DEMO_HIDDEN", 256)
+    hidden = env_int("DEMO_HIDDEN", 192)
     seed = env_int("DEMO_SEED", 1234)
-    if total < 1 or every < 1 or hidden < 1:
-        p.error("DEMO_STEPS, DEMO_CKPT_EVERY and DEMO_HIDDEN must be >= 1")
+    step_ms = env_int("DEMO_STEP_MS", 50)
+    if total < 1 or every < 1 or hidden < 1 or step_ms < 0:
+        p.error("DEMO_STEPS, DEMO_CKPT_EVERY and DEMO_HIDDEN must be >= 1, "
+                "DEMO_STEP_MS >= 0")
     torch.set_num_threads(1)
     tr = Trainer(seed, hidden, total)
 
@@ -223,6 +230,7 @@ def main():
         committed = resumed
     status.write(tr.step, committed, resumed, force=True)
     t_start = time.monotonic()
+    pace = t_start
     while tr.step < total:
         if preemption.should_checkpoint():
             t0 = time.monotonic()
@@ -255,6 +263,13 @@ def main():
             print("step %d/%d loss %.4f (%.0f steps/s)" %
                   (tr.step, total, tr.loss, rate), flush=True)
         status.write(tr.step, committed, resumed)
+        if step_ms:
+            pace += step_ms / 1000.0
+            now = time.monotonic()
+            if pace > now:
+                time.sleep(pace - now)
+            elif now - pace > step_ms / 1000.0:
+                pace = now      # behind (a slow machine): no burst to catch up
     # the final state is checkpointed too, so a late preemption or a
     # restart after success restores the finished model
     ckpt.save(tr.step, tr.state())

@@ -30,7 +30,7 @@ struct logbatch {
 	struct line *ring;
 	size_t head, count;
 	uint64_t dropped;
-	struct partial part[2];
+	struct partial part[LOGBATCH_NSTREAMS];
 };
 
 struct logbatch *logbatch_create(void)
@@ -145,8 +145,12 @@ static int enqueue(struct logbatch *b, int stream, int attempt,
 int logbatch_feed(struct logbatch *b, enum logbatch_stream stream,
 		  int attempt, const char *buf, size_t len, int64_t ts_ns)
 {
-	struct partial *pt = &b->part[stream == LOGBATCH_STDERR];
+	struct partial *pt;
 	int rc;
+
+	if ((unsigned)stream >= LOGBATCH_NSTREAMS)
+		return -EINVAL;
+	pt = &b->part[stream];
 
 	if (pt->len > 0 && pt->attempt != attempt) {
 		/* a new attempt's bytes: the old partial line is complete */
@@ -182,7 +186,7 @@ int logbatch_flush_partial(struct logbatch *b, int64_t ts_ns)
 {
 	int rc;
 
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < LOGBATCH_NSTREAMS; s++) {
 		struct partial *pt = &b->part[s];
 
 		if (pt->len == 0)
@@ -208,6 +212,8 @@ uint64_t logbatch_dropped(const struct logbatch *b)
 
 int logbatch_peek_json(struct logbatch *b, size_t max_lines, json_t *events)
 {
+	static const char *const names[LOGBATCH_NSTREAMS] = { "stdout", "stderr",
+							       "agent" };
 	size_t n = b->count < max_lines ? b->count : max_lines;
 
 	for (size_t i = 0; i < n; i++) {
@@ -218,7 +224,7 @@ int logbatch_peek_json(struct logbatch *b, size_t max_lines, json_t *events)
 		sr_time_format_rfc3339(l->ts_ns, 3, ts, sizeof ts);
 		o = json_pack("{s:s, s:i, s:s, s:s, s:s}", "type", "log",
 			      "attempt", l->attempt, "stream",
-			      l->stream ? "stderr" : "stdout", "ts", ts,
+			      names[l->stream], "ts", ts,
 			      "line", l->text);
 		if (!o || json_array_append_new(events, o) < 0)
 			return -ENOMEM;

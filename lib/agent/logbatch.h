@@ -23,7 +23,9 @@
 #define LOGBATCH_LINE_MAX 4096 /* api.md: longer lines are cut */
 #define LOGBATCH_MAX_QUEUED 20000
 
-enum logbatch_stream { LOGBATCH_STDOUT = 0, LOGBATCH_STDERR = 1 };
+/* stdout/stderr of the workload, and the agent's own lines about it */
+enum logbatch_stream { LOGBATCH_STDOUT = 0, LOGBATCH_STDERR = 1, LOGBATCH_AGENT = 2 };
+#define LOGBATCH_NSTREAMS 3
 
 struct logbatch;
 
@@ -43,7 +45,7 @@ uint64_t logbatch_dropped(const struct logbatch *b);
 
 /* Append up to max_lines of the oldest queued lines to the JSON array
  * `events` as node-report log events (docs/api.md):
- * {"type":"log","attempt":N,"stream":"stdout"|"stderr","ts":"RFC3339",
+ * {"type":"log","attempt":N,"stream":"stdout"|"stderr"|"agent","ts":"RFC3339",
  *  "line":"..."}.  The lines stay queued until logbatch_ack(b, n) removes
  * the first n, so a failed report can be retried.  Returns the number
  * appended, or -ENOMEM. */

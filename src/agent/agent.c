@@ -56,21 +56,23 @@ volatile sig_atomic_t agent_quit_signal; /* set by main.c's handler */
 /* A line from the agent itself into the job's log (stream "agent"). */
 void agent__line(struct agent *ag, const char *fmt, ...)
 {
-	char ts[40], line[1024];
+	char line[1024];
 	va_list ap;
-	json_t *ev;
+	size_t n;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	sr_info("agent", "job log", "line=\"%s\"", line);
-	if (json_array_size(ag->events) >= MAX_PENDING_EVENTS)
-		return;
-	sr_time_format_rfc3339(sr_time_real_ns(), 3, ts, sizeof ts);
-	ev = json_pack("{s:s, s:i, s:s, s:s, s:s}", "type", "log", "attempt",
-		       ag->w_attempt, "stream", "agent", "ts", ts, "line", line);
-	if (ev)
-		json_array_append_new(ag->events, ev);
+	/* the workload's output read so far goes first, so the job's log
+	 * keeps the order in which things happened */
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	n = strlen(line);
+	line[n < sizeof line - 1 ? n : sizeof line - 2] = '\n';
+	logbatch_feed(ag->logs, LOGBATCH_AGENT, ag->w_attempt, line,
+		      (n < sizeof line - 1 ? n : sizeof line - 2) + 1,
+		      sr_time_real_ns());
 }
 
 void agent__push(struct agent *ag, json_t *ev, int urgent)
