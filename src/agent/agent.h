@@ -126,6 +126,8 @@ struct agent {
 	enum wkind kind;
 	int w_attempt;      /* attempt of the current/last RUN */
 	int setup_ok;
+	int orphan_status;  /* wait status of the last reaped orphan of the
+			       workload (its trainer after sh died), -1 none */
 	int want_attempt;   /* a run directive not yet acted on, 0 none */
 	enum stop_why stopping;
 	int64_t stop_deadline_ns; /* monotonic */

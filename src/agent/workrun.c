@@ -43,6 +43,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		goto fail;
 	ag->kind = kind;
 	ag->stopping = STOP_NONE;
+	ag->orphan_status = -1;
 	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
 	agent__line(ag, "started %s of attempt %d (pid %d)",
 		   kind == W_SETUP ? "setup" : "run", attempt, (int)ag->w.pid);
@@ -121,7 +122,10 @@ static void reap_children(struct agent *ag)
 
 		if (p <= 0)
 			return;
-		workload_note_exit(&ag->w, p, st);
+		/* the agent has no children but the workload's leader and,
+		 * being a subreaper, the leader's orphans */
+		if (!workload_note_exit(&ag->w, p, st))
+			ag->orphan_status = st;
 	}
 }
 
@@ -160,6 +164,15 @@ static void workload_finished(struct agent *ag)
 	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
 	workload_close_fds(&ag->w);
 	logbatch_flush_partial(ag->logs, sr_time_real_ns());
+	/* Stopping signals the whole group, so a `/bin/sh -c` leader dies
+	 * of the SIGTERM while the trainer it started checkpoints and exits
+	 * on its own: its exit status is the workload's (0, or 75 when the
+	 * final checkpoint failed - docs/python.md). */
+	if (ag->stopping != STOP_NONE && ag->w.signal == SIGTERM &&
+	    ag->orphan_status >= 0 && WIFEXITED(ag->orphan_status)) {
+		ag->w.signal = 0;
+		ag->w.exit_code = WEXITSTATUS(ag->orphan_status);
+	}
 	workload_status_str(&ag->w, how, sizeof how);
 	if (kind == W_SETUP) {
 		agent__line(ag, "setup ended: %s", how);

@@ -306,3 +306,28 @@ def test_revoked_node_stops_its_workload_and_exits(plane):
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
     assert "node is gone" in plane.agent_log()
+
+
+@pytest.mark.parametrize("code", [0, 75])
+def test_trainer_exit_status_survives_the_sh_wrapper(tmp_path, code):
+    # the trainer is a child of the run script's /bin/sh: SIGTERM to the
+    # group kills that sh at once, the trainer exits on its own afterwards
+    # (0 = final checkpoint committed, 75 = it failed); the agent reports
+    # the trainer's status, not the shell's death by signal
+    run = ("sh -c 'trap \"sleep 0.3; exit %d\" TERM; echo ready; "
+           "while :; do sleep 0.05; done'\necho never-reached\n" % code)
+    p = Plane(tmp_path, run=run)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "ready" in p.lines("stdout"), what="the trainer")
+        t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "preempted"
+        assert ex["exit_code"] == code and ex["signal"] is None, ex
+        assert "never-reached" not in p.lines("stdout")
+    finally:
+        p.close()
