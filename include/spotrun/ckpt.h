@@ -155,7 +155,7 @@ struct spotckpt_opts {
 	uint64_t staging_bytes; /* staging budget in bytes; 0 = auto: one slot
 				 * sized to the registered state.  The number of
 				 * slots is budget / state size (at least 1). */
-	uint64_t shard_bytes;   /* target shard file size; 0 = 1 GiB */
+	uint64_t shard_bytes;   /* target shard file size; 0 = 4 GiB */
 	int32_t backpressure;   /* enum spotckpt_backpressure; def. COALESCE */
 	int32_t direct_io;      /* enum spotckpt_direct_io; default AUTO */
 	int32_t io_depth;       /* io_uring writes in flight; 0 = 8 */

@@ -92,7 +92,7 @@ int ckpt__rmdir_flat(int parentfd, const char *name)
 		close(fd);
 		return -errno;
 	}
-	while ((de = readdir(d)) != NULL) {
+	for (de = readdir(d); de; de = readdir(d)) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT)
@@ -125,7 +125,7 @@ int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
 		*tmpflags = NULL;
 	if (!d)
 		return -errno;
-	while ((de = readdir(d)) != NULL) {
+	for (de = readdir(d); de; de = readdir(d)) {
 		int64_t s;
 		int tmp;
 
@@ -145,7 +145,8 @@ int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
 		v[cnt++] = s * 2 + (tmp ? 0 : 1);
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof *v, cmp_desc);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof *v, cmp_desc);
 	if (tmpflags && cnt) {
 		*tmpflags = calloc(cnt, sizeof **tmpflags);
 		if (!*tmpflags) {
@@ -172,7 +173,7 @@ void ckpt__cleanup_tmp(const char *dir)
 	if (!d)
 		return;
 	dfd = dirfd(d);
-	while ((de = readdir(d)) != NULL) {
+	for (de = readdir(d); de; de = readdir(d)) {
 		int64_t s;
 		int tmp;
 

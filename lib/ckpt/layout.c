@@ -136,7 +136,7 @@ struct ckpt_layout *ckpt__layout_build(const struct ckpt_tensor *t, size_t nt,
 			l->has_cuda = 1;
 	}
 	l->nt = nt;
-	l->ns = assign_shards(l->t, nt, shard_bytes ? shard_bytes : 1ull << 30);
+	l->ns = assign_shards(l->t, nt, shard_bytes ? shard_bytes : 4ull << 30);
 	l->s = calloc(l->ns, sizeof *l->s);
 	if (!l->s)
 		goto fail;

@@ -213,7 +213,7 @@ static uint64_t dir_bytes(const char *path)
 
 	if (!d)
 		return 0;
-	while ((de = readdir(d)) != NULL) {
+	for (de = readdir(d); de; de = readdir(d)) {
 		struct stat st;
 
 		if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&

@@ -176,6 +176,48 @@ int catalog__csv_col(char *const *hdr, size_t n, const char *name)
 	return -1;
 }
 
+int catalog__csv_header(struct catalog__csv *r, const char *const *names,
+			int n, unsigned optional_mask, int *col, size_t *nfields,
+			struct sr_err *e)
+{
+	int line = 1, rc = catalog__csv_next(r, &line, e);
+
+	if (rc == 0)
+		return sr_err_set(e, -SR_EPARSE, "%s:1: empty file, expected a header",
+				  r->name);
+	if (rc < 0)
+		return rc;
+	*nfields = r->nfields;
+	for (int k = 0; k < n; k++) {
+		col[k] = catalog__csv_col(r->fields, r->nfields, names[k]);
+		if (col[k] < 0 && !(optional_mask & (1u << k)))
+			return sr_err_set(e, -SR_EPARSE, "%s:%d: header: no column %s",
+					  r->name, line, names[k]);
+	}
+	return 0;
+}
+
+int catalog__csv_row(struct catalog__csv *r, size_t nfields, int *line,
+		     struct sr_err *e)
+{
+	int rc;
+
+	do
+		rc = catalog__csv_next(r, line, e);
+	while (rc == 1 && r->nfields == 1 && !r->fields[0][0]);
+	if (rc == 1 && r->nfields != nfields)
+		return sr_err_set(e, -SR_EPARSE, "%s:%d: expected %zu fields, got %zu",
+				  r->name, *line, nfields, r->nfields);
+	return rc;
+}
+
+const char *catalog__basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 int catalog__parse_num(const char *s, double *out)
 {
 	char *end = NULL;

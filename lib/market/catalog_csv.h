@@ -31,6 +31,22 @@ void catalog__csv_open(struct catalog__csv *r, const char *buf, size_t len,
 int catalog__csv_next(struct catalog__csv *r, int *line, struct sr_err *e);
 void catalog__csv_close(struct catalog__csv *r); /* NULL-safe */
 
+/* Read the header record and find names[0..n) in it: col[k] = index, or
+ * -1 for an absent name whose bit k is set in optional_mask (a missing
+ * required name is "name:line: header: no column X").  *nfields = the
+ * header's field count, which every data row must match. */
+int catalog__csv_header(struct catalog__csv *r, const char *const *names,
+			int n, unsigned optional_mask, int *col, size_t *nfields,
+			struct sr_err *e);
+
+/* Next data record with exactly nfields fields, skipping blank lines:
+ * 1 with *line set, 0 at the end, or a negative code. */
+int catalog__csv_row(struct catalog__csv *r, size_t nfields, int *line,
+		     struct sr_err *e);
+
+/* The part of path after its last '/'. */
+const char *catalog__basename(const char *path);
+
 /* Index of column `name` in a header record, or -1. */
 int catalog__csv_col(char *const *hdr, size_t n, const char *name);
 

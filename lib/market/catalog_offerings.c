@@ -175,62 +175,32 @@ int catalog_load_offerings_buf(struct catalog *c, const char *buf,
 {
 	struct catalog__csv r;
 	struct catalog_offering *pending = NULL;
-	size_t npend = 0, n_before = c->n;
+	size_t npend = 0, cap = 0, nhdr = 0, n_before = c->n;
 	int col[O_NCOLS], rc, line = 0;
 
 	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_next(&r, &line, e);
-	if (rc <= 0) {
-		if (rc == 0)
-			rc = sr_err_set(e, -SR_EPARSE, "%s:1: empty file, expected a header",
-					name);
-		goto out;
-	}
-	for (int k = 0; k < O_NCOLS; k++) {
-		col[k] = catalog__csv_col(r.fields, r.nfields, ocol[k]);
-		if (col[k] < 0) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: header: no column %s",
-					name, line, ocol[k]);
-			goto out;
-		}
-	}
-	pending = malloc(sizeof *pending);
-	if (!pending) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	{
-		size_t nhdr = r.nfields, cap = 1;
+	rc = catalog__csv_header(&r, ocol, O_NCOLS, 0, col, &nhdr, e);
+	while (rc == 0) {
+		struct catalog_offering o;
 
-		for (;;) {
-			struct catalog_offering o;
+		rc = catalog__csv_row(&r, nhdr, &line, e);
+		if (rc <= 0)
+			break;
+		rc = parse_orow(r.fields, col, name, line, &o, e);
+		if (rc)
+			break;
+		if (npend == cap) {
+			size_t ncap = cap ? 2 * cap : 8;
+			struct catalog_offering *p = realloc(pending, ncap * sizeof *p);
 
-			rc = catalog__csv_next(&r, &line, e);
-			if (rc <= 0)
-				break;
-			if (r.nfields == 1 && !r.fields[0][0])
-				continue;
-			if (r.nfields != nhdr) {
-				rc = sr_err_set(e, -SR_EPARSE, "%s:%d: expected %zu fields, got %zu",
-						name, line, nhdr, r.nfields);
+			if (!p) {
+				rc = -ENOMEM;
 				break;
 			}
-			rc = parse_orow(r.fields, col, name, line, &o, e);
-			if (rc)
-				break;
-			if (npend == cap) {
-				struct catalog_offering *p =
-					realloc(pending, 2 * cap * sizeof *p);
-
-				if (!p) {
-					rc = -ENOMEM;
-					break;
-				}
-				pending = p;
-				cap *= 2;
-			}
-			pending[npend++] = o;
+			pending = p;
+			cap = ncap;
 		}
+		pending[npend++] = o;
 	}
 	if (rc < 0)
 		goto out;
@@ -251,13 +221,13 @@ int catalog_load_offerings(struct catalog *c, const char *path,
 			   struct sr_err *e)
 {
 	char *buf = NULL;
-	const char *base = strrchr(path, '/');
 	size_t len = 0;
 	int rc;
 
 	rc = catalog__read_file(path, &buf, &len, e);
 	if (!rc)
-		rc = catalog_load_offerings_buf(c, buf, len, base ? base + 1 : path, e);
+		rc = catalog_load_offerings_buf(c, buf, len,
+						catalog__basename(path), e);
 	free(buf);
 	return rc;
 }

@@ -190,57 +190,21 @@ int catalog_load_skypilot_buf(struct catalog *c, const char *buf,
 {
 	struct catalog__csv r;
 	struct rows hosts = { 0 }, accs = { 0 };
-	char **hdr = NULL;
 	size_t nhdr = 0, n0 = c->n;
 	int col[C_NCOLS], rc, line = 0, is_gcp = !strcmp(cloud, "gcp");
 
 	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_next(&r, &line, e);
-	if (rc <= 0) {
-		if (rc == 0)
-			rc = sr_err_set(e, -SR_EPARSE, "%s:1: empty file, expected a header",
-					name);
-		goto out;
-	}
-	nhdr = r.nfields;
-	hdr = calloc(nhdr, sizeof *hdr);
-	if (!hdr) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < nhdr; i++) {
-		hdr[i] = strdup(r.fields[i]);
-		if (!hdr[i]) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	for (int k = 0; k < C_NCOLS; k++) {
-		col[k] = catalog__csv_col(hdr, nhdr, col_names[k]);
-		if (col[k] < 0 && k != C_ZONE) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: header: no column %s",
-					name, line, col_names[k]);
-			goto out;
-		}
-	}
-	for (;;) {
+	rc = catalog__csv_header(&r, col_names, C_NCOLS, 1u << C_ZONE, col,
+				 &nhdr, e);
+	while (rc == 0) {
 		struct row row;
 
-		rc = catalog__csv_next(&r, &line, e);
+		rc = catalog__csv_row(&r, nhdr, &line, e);
 		if (rc <= 0)
 			break;
-		if (r.nfields == 1 && !r.fields[0][0])
-			continue; /* blank line */
-		if (r.nfields != nhdr) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: expected %zu fields, got %zu",
-					name, line, nhdr, r.nfields);
-			break;
-		}
 		rc = parse_row(r.fields, col, name, line, cloud, &row, e);
-		if (rc < 0)
-			break;
-		if (rc == 0)
-			continue;
+		if (rc <= 0)
+			continue; /* 0: not a GPU row; < 0 ends the loop */
 		if (!row.o.instance_type[0] && !is_gcp) {
 			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: column InstanceType: empty",
 					name, line);
@@ -250,21 +214,15 @@ int catalog_load_skypilot_buf(struct catalog *c, const char *buf,
 			rc = rows_push(row.o.instance_type[0] ? &hosts : &accs, &row);
 		else
 			rc = catalog_add(c, &row.o);
-		if (rc)
-			break;
 	}
 	if (rc == 0 && is_gcp)
 		rc = gcp_join(c, &hosts, &accs, name);
-out:
 	if (rc < 0)
 		c->n = n0;
 	else
 		rc = 0;
 	if (rc == -ENOMEM && e && !e->code)
 		sr_err_set(e, rc, "%s: out of memory", name);
-	for (size_t i = 0; hdr && i < nhdr; i++)
-		free(hdr[i]);
-	free(hdr);
 	free(hosts.v);
 	free(accs.v);
 	catalog__csv_close(&r);
@@ -275,11 +233,10 @@ int catalog_load_skypilot(struct catalog *c, const char *path,
 			  const char *cloud, struct sr_err *e)
 {
 	char *buf = NULL, cl[16];
-	const char *base = strrchr(path, '/');
+	const char *base = catalog__basename(path);
 	size_t len = 0;
 	int rc;
 
-	base = base ? base + 1 : path;
 	if (!cloud) {
 		size_t k = strcspn(base, ".");
 

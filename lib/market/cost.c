@@ -178,8 +178,6 @@ static double *n_pmf(const struct model *m, size_t *n, double *tail)
 		cum += c;
 		if (cum >= 1 - PMF_EPS || j >= PMF_MAX)
 			break;
-		if (c == 0 && j > 10 && nb == 0 && (1 - ql) < 1e-300)
-			break;
 	}
 	*n = j;
 	*tail = fmax(0, 1 - cum);
@@ -231,10 +229,21 @@ static double lost_cdf(const struct model *m, size_t j, double x)
 	return norm_cdf((x - (double)j * m->mu) / sd);
 }
 
+/* E[(X - a)^+] for X ~ Normal(mean, sd^2). */
+static double norm_excess(double mean, double sd, double a)
+{
+	double z;
+
+	if (sd <= 0)
+		return mean > a ? mean - a : 0;
+	z = (mean - a) / sd;
+	return (mean - a) * norm_cdf(z) + sd * exp(-0.5 * z * z) / sqrt(2 * M_PI);
+}
+
 /* E[(S_j - a)^+]. */
 static double lost_excess(const struct model *m, size_t j, double a)
 {
-	double mean = (double)j * m->mu, sd, z;
+	double mean = (double)j * m->mu;
 
 	if (j == 0)
 		return a < 0 ? -a : 0;
@@ -243,20 +252,14 @@ static double lost_excess(const struct model *m, size_t j, double a)
 		       (1 - m->wf) * trunc_excess(&m->l, m->lam, a);
 	if (a <= 0)
 		return mean - a;
-	sd = sqrt((double)j * m->var);
-	if (sd <= 0)
-		return mean > a ? mean - a : 0;
-	z = (mean - a) / sd;
-	return (mean - a) * norm_cdf(z) + sd * exp(-0.5 * z * z) / sqrt(2 * M_PI);
+	return norm_excess(mean, sqrt((double)j * m->var), a);
 }
 
-/* Large expected counts: one normal approximation of T. */
-static int use_global_normal(const struct model *m)
-{
-	return m->n_full * m->f.en + m->l.en > 5000;
-}
+enum dist_kind { DIST_CDF, DIST_EXCESS };
 
-double cost_p_finish_by(const struct cost_params *p, double deadline_h)
+/* P(T <= D) or E[(T - D)^+]; < 0 if p is invalid or out of memory. */
+static double dist_eval(const struct cost_params *p, double D,
+			enum dist_kind kind)
 {
 	struct model m;
 	struct cost_estimate est;
@@ -265,48 +268,42 @@ double cost_p_finish_by(const struct cost_params *p, double deadline_h)
 
 	if (model_init(p, &m) || cost_estimate(p, &est))
 		return -1;
-	if (m.lam <= 0 || (m.f.en <= 0 && m.l.en <= 0))
-		return m.t_train <= deadline_h ? 1 : 0;
-	if (use_global_normal(&m))
-		return norm_cdf((deadline_h - est.makespan_h) /
-				fmax(est.makespan_sd_h, 1e-9));
-	pmf = n_pmf(&m, &n, &tail);
-	if (!pmf)
-		return -1;
-	for (size_t j = 0; j < n; j++)
-		sum += pmf[j] * lost_cdf(&m, j, deadline_h - m.t_train - (double)j * m.R);
-	free(pmf);
-	return fmin(1, fmax(0, sum));
-}
-
-double cost_expected_overrun_h(const struct cost_params *p, double deadline_h)
-{
-	struct model m;
-	struct cost_estimate est;
-	double *pmf, tail, sum = 0;
-	size_t n;
-
-	if (model_init(p, &m) || cost_estimate(p, &est))
-		return -1;
-	if (m.lam <= 0 || (m.f.en <= 0 && m.l.en <= 0))
-		return fmax(0, m.t_train - deadline_h);
-	if (use_global_normal(&m)) {
+	if (m.lam <= 0 || (m.f.en <= 0 && m.l.en <= 0)) {
+		if (kind == DIST_CDF)
+			return m.t_train <= D ? 1 : 0;
+		return fmax(0, m.t_train - D);
+	}
+	if (m.n_full * m.f.en + m.l.en > 5000) {
+		/* large expected counts: one normal approximation of T */
 		double sd = fmax(est.makespan_sd_h, 1e-9);
-		double z = (est.makespan_h - deadline_h) / sd;
 
-		return (est.makespan_h - deadline_h) * norm_cdf(z) +
-		       sd * exp(-0.5 * z * z) / sqrt(2 * M_PI);
+		if (kind == DIST_CDF)
+			return norm_cdf((D - est.makespan_h) / sd);
+		return norm_excess(est.makespan_h, sd, D);
 	}
 	pmf = n_pmf(&m, &n, &tail);
 	if (!pmf)
 		return -1;
 	for (size_t j = 0; j < n; j++) {
-		double base = m.t_train + (double)j * m.R;
+		double a = D - m.t_train - (double)j * m.R;
 
-		sum += pmf[j] * lost_excess(&m, j, deadline_h - base);
+		sum += pmf[j] * (kind == DIST_CDF ? lost_cdf(&m, j, a)
+						  : lost_excess(&m, j, a));
 	}
 	free(pmf);
 	return sum;
+}
+
+double cost_p_finish_by(const struct cost_params *p, double deadline_h)
+{
+	double v = dist_eval(p, deadline_h, DIST_CDF);
+
+	return v < 0 ? -1 : fmin(1, v);
+}
+
+double cost_expected_overrun_h(const struct cost_params *p, double deadline_h)
+{
+	return dist_eval(p, deadline_h, DIST_EXCESS);
 }
 
 double cost_young_interval_h(double delta_h, double mtbf_h)

@@ -40,6 +40,9 @@ static int fail(struct ctx *c, yaml_node_t *n, const char *path,
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof reason, fmt, ap);
 	va_end(ap);
+	if (!path[0])
+		return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s", c->name, LINE(n),
+				  reason);
 	return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s: %s", c->name, LINE(n),
 			  path, reason);
 }
@@ -185,31 +188,12 @@ static int parse_infra(struct ctx *c, yaml_node_t *n, const char *path,
 		       struct jobspec_infra *out)
 {
 	const char *s;
-	char buf[160], *parts[3] = { 0 }, *save = NULL, *tok;
-	int np = 0, rc = want_scalar(c, n, path, &s);
+	int rc = want_scalar(c, n, path, &s);
 
 	if (rc)
 		return rc;
-	memset(out, 0, sizeof *out);
-	if (strlen(s) >= sizeof buf)
-		return fail(c, n, path, "'%s' is too long", s);
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (np == 3)
-			return fail(c, n, path, "'%s' is not CLOUD[/REGION[/ZONE]]", s);
-		parts[np++] = tok;
-	}
-	if (np == 0 || strlen(parts[0]) >= sizeof out->cloud ||
-	    (parts[1] && strlen(parts[1]) >= sizeof out->region) ||
-	    (parts[2] && strlen(parts[2]) >= sizeof out->zone))
+	if (jobspec_infra_parse(s, out))
 		return fail(c, n, path, "'%s' is not CLOUD[/REGION[/ZONE]]", s);
-	for (char *p = parts[0]; *p; p++)
-		*p = (char)tolower((unsigned char)*p);
-	strcpy(out->cloud, strcmp(parts[0], "*") ? parts[0] : "");
-	if (parts[1])
-		strcpy(out->region, strcmp(parts[1], "*") ? parts[1] : "");
-	if (parts[2])
-		strcpy(out->zone, parts[2]);
 	return 0;
 }
 

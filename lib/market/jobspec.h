@@ -135,6 +135,12 @@ double jobspec_stall_h(const struct jobspec *js);
  * units are powers of 1000, binary (KiB..TiB) of 1024. */
 int jobspec_parse_size(const char *s, uint64_t *out);
 
+/* "aws", "aws/us-east-1", "aws/us-east-1/use1-az5"; "*" = any.  The
+ * cloud is lower-cased.  0 or -EINVAL. */
+int jobspec_infra_parse(const char *s, struct jobspec_infra *out);
+/* The inverse, into buf ("*" for an empty cloud).  Returns buf. */
+char *jobspec_infra_format(const struct jobspec_infra *in, char *buf, size_t n);
+
 const char *jobspec_crit_name(enum jobspec_crit c);
 int jobspec_crit_parse(const char *s, enum jobspec_crit *out);
 

@@ -21,20 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/timeutil.h"
 #include "jobspec.h"
 
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
-}
-
-static void infra_str(const struct jobspec_infra *in, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s%s%s%s%s", in->cloud[0] ? in->cloud : "*",
-		 in->region[0] || in->zone[0] ? "/" : "",
-		 in->region[0] ? in->region : (in->zone[0] ? "*" : ""),
-		 in->zone[0] ? "/" : "", in->zone);
 }
 
 json_t *jobspec_to_json(const struct jobspec *js)
@@ -65,7 +58,7 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	for (size_t i = 0; i < js->n_infra; i++) {
 		json_t *it = json_object();
 
-		infra_str(&js->infra[i], buf, sizeof buf);
+		jobspec_infra_format(&js->infra[i], buf, sizeof buf);
 		bad |= !it || json_object_set_new(it, "infra", json_string(buf));
 		bad |= json_array_append_new(any, it);
 	}
@@ -117,56 +110,24 @@ fail:
 
 /* ---- reading -------------------------------------------------------------- */
 
-static int check_keys(json_t *obj, const char *const *allowed, const char *ctx,
-		      struct sr_err *e)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(obj))
-		return sr_err_set(e, -SR_EPARSE, "%s: expected an object", ctx);
-	json_object_foreach(obj, k, v) {
-		size_t i = 0;
-
-		while (allowed[i] && strcmp(allowed[i], k))
-			i++;
-		if (!allowed[i])
-			return sr_err_set(e, -SR_EPARSE, "%s: unknown key '%s'", ctx, k);
-	}
-	return 0;
-}
-
+/* Optional string, copied (the jobspec owns its strings). */
 static int get_str(json_t *o, const char *k, char **out, const char *ctx,
 		   struct sr_err *e)
 {
-	json_t *v = json_object_get(o, k);
+	const char *v = NULL;
+	int rc = sr_json_get_str_opt(o, k, &v, ctx, e);
 
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return sr_err_set(e, -SR_EPARSE, "%s.%s: expected a string", ctx, k);
-	*out = strdup(json_string_value(v));
+	if (rc || !v)
+		return rc;
+	*out = strdup(v);
 	return *out ? 0 : -ENOMEM;
-}
-
-static int get_i64(json_t *o, const char *k, int64_t *out, const char *ctx,
-		   struct sr_err *e)
-{
-	json_t *v = json_object_get(o, k);
-
-	if (!v)
-		return 0;
-	if (!json_is_integer(v))
-		return sr_err_set(e, -SR_EPARSE, "%s.%s: expected an integer", ctx, k);
-	*out = json_integer_value(v);
-	return 0;
 }
 
 static int get_int(json_t *o, const char *k, int *out, const char *ctx,
 		   struct sr_err *e)
 {
 	int64_t v = *out;
-	int rc = get_i64(o, k, &v, ctx, e);
+	int rc = sr_json_get_int_opt(o, k, &v, ctx, e);
 
 	if (!rc && (v < -1 || v > 1000000))
 		rc = sr_err_set(e, -SR_EPARSE, "%s.%s: out of range", ctx, k);
@@ -175,25 +136,12 @@ static int get_int(json_t *o, const char *k, int *out, const char *ctx,
 	return rc;
 }
 
-static int get_num(json_t *o, const char *k, double *out, const char *ctx,
-		   struct sr_err *e)
-{
-	json_t *v = json_object_get(o, k);
-
-	if (!v)
-		return 0;
-	if (!json_is_number(v))
-		return sr_err_set(e, -SR_EPARSE, "%s.%s: expected a number", ctx, k);
-	*out = json_number_value(v);
-	return 0;
-}
-
 static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 {
 	static const char *const keys[] = { "accelerators", "use_spot", "any_of", NULL };
 	json_t *v;
 	size_t i;
-	int rc = check_keys(r, keys, "resources", e);
+	int rc = sr_json_check_keys(r, keys, "resources", e);
 
 	if (rc)
 		return rc;
@@ -224,26 +172,10 @@ static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 	}
 	for (i = 0; v && i < json_array_size(v); i++) {
 		json_t *it = json_array_get(v, i), *s = json_object_get(it, "infra");
-		struct jobspec_infra *in = &js->infra[i];
-		char buf[160], *save = NULL, *parts[3] = { 0 };
-		int np = 0;
 
 		if (!json_is_string(s) || json_object_size(it) != 1 ||
-		    strlen(json_string_value(s)) >= sizeof buf)
+		    jobspec_infra_parse(json_string_value(s), &js->infra[i]))
 			return sr_err_set(e, -SR_EPARSE, "resources.any_of[%zu]: expected {\"infra\": \"CLOUD[/REGION[/ZONE]]\"}", i);
-		strcpy(buf, json_string_value(s));
-		for (char *t = strtok_r(buf, "/", &save); t && np < 3;
-		     t = strtok_r(NULL, "/", &save))
-			parts[np++] = t;
-		if (!np || strlen(parts[0]) >= sizeof in->cloud ||
-		    (parts[1] && strlen(parts[1]) >= sizeof in->region) ||
-		    (parts[2] && strlen(parts[2]) >= sizeof in->zone))
-			return sr_err_set(e, -SR_EPARSE, "resources.any_of[%zu].infra: bad value", i);
-		strcpy(in->cloud, strcmp(parts[0], "*") ? parts[0] : "");
-		if (parts[1])
-			strcpy(in->region, strcmp(parts[1], "*") ? parts[1] : "");
-		if (parts[2])
-			strcpy(in->zone, parts[2]);
 		js->n_infra++;
 	}
 	return 0;
@@ -261,10 +193,10 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 					     "restore_bps", NULL };
 	json_t *v, *ck;
 	int64_t size = 0;
-	int rc = check_keys(s, keys, "spotrun", e);
+	int rc = sr_json_check_keys(s, keys, "spotrun", e);
 
 	if (!rc && json_object_get(s, "deadline_ns")) {
-		rc = get_i64(s, "deadline_ns", &js->deadline_ns, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "deadline_ns", &js->deadline_ns, "spotrun", e);
 		js->deadline_kind = JOBSPEC_DEADLINE_RELATIVE;
 	}
 	v = json_object_get(s, "deadline_at");
@@ -275,30 +207,30 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		js->deadline_kind = JOBSPEC_DEADLINE_ABSOLUTE;
 	}
 	if (!rc)
-		rc = get_num(s, "work_h", &js->work_h, "spotrun", e);
+		rc = sr_json_get_num_opt(s, "work_h", &js->work_h, "spotrun", e);
 	v = json_object_get(s, "criticality");
 	if (!rc && v && (!json_is_string(v) ||
 			 jobspec_crit_parse(json_string_value(v), &js->criticality)))
 		rc = sr_err_set(e, -SR_EPARSE, "spotrun.criticality: expected critical, standard or best-effort");
 	ck = json_object_get(s, "checkpoint");
 	if (!rc && ck) {
-		rc = check_keys(ck, ckeys, "spotrun.checkpoint", e);
+		rc = sr_json_check_keys(ck, ckeys, "spotrun.checkpoint", e);
 		if (!rc)
-			rc = get_i64(ck, "size_bytes", &size, "spotrun.checkpoint", e);
+			rc = sr_json_get_int_opt(ck, "size_bytes", &size, "spotrun.checkpoint", e);
 		if (!rc && size < 0)
 			rc = sr_err_set(e, -SR_EPARSE, "spotrun.checkpoint.size_bytes: negative");
 		js->ckpt_bytes = (uint64_t)size;
 		if (!rc)
-			rc = get_i64(ck, "interval_ns", &js->ckpt_interval_ns, "spotrun.checkpoint", e);
+			rc = sr_json_get_int_opt(ck, "interval_ns", &js->ckpt_interval_ns, "spotrun.checkpoint", e);
 		if (!rc)
-			rc = get_i64(ck, "stall_ns", &js->ckpt_stall_ns, "spotrun.checkpoint", e);
+			rc = sr_json_get_int_opt(ck, "stall_ns", &js->ckpt_stall_ns, "spotrun.checkpoint", e);
 		if (!rc)
-			rc = get_num(ck, "restore_bps", &js->restore_bps, "spotrun.checkpoint", e);
+			rc = sr_json_get_num_opt(ck, "restore_bps", &js->restore_bps, "spotrun.checkpoint", e);
 	}
 	if (!rc)
-		rc = get_i64(s, "max_hourly_cost_micros", &js->max_hourly_cost, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "max_hourly_cost_micros", &js->max_hourly_cost, "spotrun", e);
 	if (!rc)
-		rc = get_i64(s, "max_cost_micros", &js->max_cost, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "max_cost_micros", &js->max_cost, "spotrun", e);
 	if (!rc)
 		rc = get_int(s, "max_restarts", &js->max_restarts, "spotrun", e);
 	v = json_object_get(s, "network");
@@ -306,13 +238,13 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 			 catalog_net_parse(json_string_value(v), &js->network)))
 		rc = sr_err_set(e, -SR_EPARSE, "spotrun.network: expected any, ethernet, rdma or infiniband");
 	if (!rc)
-		rc = get_i64(s, "autostop_ns", &js->autostop_ns, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "autostop_ns", &js->autostop_ns, "spotrun", e);
 	if (!rc)
-		rc = get_num(s, "p_target", &js->p_target, "spotrun", e);
+		rc = sr_json_get_num_opt(s, "p_target", &js->p_target, "spotrun", e);
 	if (!rc)
-		rc = get_i64(s, "provisioning_ns", &js->provision_ns, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "provisioning_ns", &js->provision_ns, "spotrun", e);
 	if (!rc)
-		rc = get_i64(s, "image_pull_ns", &js->image_pull_ns, "spotrun", e);
+		rc = sr_json_get_int_opt(s, "image_pull_ns", &js->image_pull_ns, "spotrun", e);
 	return rc;
 }
 
@@ -324,7 +256,7 @@ int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e)
 	int rc;
 
 	jobspec_init(js);
-	rc = check_keys(obj, keys, "job", e);
+	rc = sr_json_check_keys(obj, keys, "job", e);
 	if (!rc)
 		rc = get_str(obj, "name", &js->name, "job", e);
 	if (!rc)

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -117,13 +118,50 @@ int jobspec_parse_size(const char *s, uint64_t *out)
 		if (!strcmp(s + k, units[i].u)) {
 			double b = v * units[i].m;
 
-			if (!(b < 1.8e19) || b != floor(b))
+			if (!(b < 9.2e18) || b != floor(b))
 				return -EINVAL;
 			*out = (uint64_t)b;
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+int jobspec_infra_parse(const char *s, struct jobspec_infra *out)
+{
+	char buf[160], *parts[3] = { 0 }, *save = NULL, *tok;
+	int np = 0;
+
+	memset(out, 0, sizeof *out);
+	if (strlen(s) >= sizeof buf)
+		return -EINVAL;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (np == 3)
+			return -EINVAL;
+		parts[np++] = tok;
+	}
+	if (np == 0 || strlen(parts[0]) >= sizeof out->cloud ||
+	    (parts[1] && strlen(parts[1]) >= sizeof out->region) ||
+	    (parts[2] && strlen(parts[2]) >= sizeof out->zone))
+		return -EINVAL;
+	for (char *p = parts[0]; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	strcpy(out->cloud, strcmp(parts[0], "*") ? parts[0] : "");
+	if (parts[1])
+		strcpy(out->region, strcmp(parts[1], "*") ? parts[1] : "");
+	if (parts[2])
+		strcpy(out->zone, parts[2]);
+	return 0;
+}
+
+char *jobspec_infra_format(const struct jobspec_infra *in, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s%s%s", in->cloud[0] ? in->cloud : "*",
+		 in->region[0] || in->zone[0] ? "/" : "",
+		 in->region[0] ? in->region : (in->zone[0] ? "*" : ""),
+		 in->zone[0] ? "/" : "", in->zone);
+	return buf;
 }
 
 static const char *const crit_names[] = {

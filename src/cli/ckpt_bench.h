@@ -43,11 +43,15 @@ void bench_reset_hwm(void);
 
 /* The synthetic training loop: `steps` steps of ~step_s seconds of
  * single-threaded compute plus an optimizer-like update of 1/16 of the
- * state; with e, a lazy checkpoint every interval_s seconds. */
+ * state; with e, a lazy checkpoint every interval_s seconds of loop time.
+ * Accumulates into *out (zero it first), so a run can be split into
+ * segments interleaved with another run. */
 struct bench_train {
 	double seconds;
 	long steps;
 	int saves;
+	double since_save;   /* loop time since the last checkpoint */
+	long step_no;
 };
 long bench_calibrate(double step_s);       /* compute iterations per step */
 int bench_train_run(struct bench_state *s, struct spotckpt *e, long steps,

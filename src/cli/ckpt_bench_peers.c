@@ -400,22 +400,29 @@ static void update(struct bench_state *s, long step)
 int bench_train_run(struct bench_state *s, struct spotckpt *e, long steps,
 		    long iters, double interval_s, struct bench_train *out)
 {
-	double t0 = bench_now(), last = t0;
+	double t0 = bench_now(), prev = t0;
 	int rc = 0;
 
-	memset(out, 0, sizeof *out);
 	for (long k = 0; k < steps && rc == 0; k++) {
+		double now;
+
 		compute(iters);            /* forward/backward */
 		if (e)
 			rc = spotckpt_wait_staged(e); /* before modifying */
-		update(s, k);              /* optimizer step */
-		if (e && rc == 0 && bench_now() - last >= interval_s) {
-			rc = spotckpt_save(e, k + 1, NULL, SPOTCKPT_SAVE_LAZY, NULL);
-			last = bench_now();
+		update(s, out->step_no++);  /* optimizer step */
+		now = bench_now();
+		out->since_save += now - prev;
+		prev = now;
+		if (e && rc == 0 && out->since_save >= interval_s) {
+			rc = spotckpt_save(e, out->step_no, NULL,
+					   SPOTCKPT_SAVE_LAZY, NULL);
 			out->saves++;
+			out->since_save = 0;
+			prev = bench_now();
+			out->since_save += prev - now;
 		}
 	}
-	out->seconds = bench_now() - t0;
-	out->steps = steps;
+	out->seconds += bench_now() - t0;
+	out->steps += steps;
 	return rc;
 }

@@ -42,7 +42,7 @@ static inline void ct_rmtree(const char *path)
 		unlink(path);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
+	for (de = readdir(d); de; de = readdir(d)) {
 		struct stat st;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

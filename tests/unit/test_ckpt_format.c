@@ -61,7 +61,7 @@ static void reg_all(struct spotckpt *e, struct state *s)
 						   s->shape[i], SPOTCKPT_DEV_CPU), 0);
 }
 
-static void round_trip(uint64_t shard_bytes)
+static void round_trip_opts(uint64_t shard_bytes, int direct_io)
 {
 	char *dir = ct_tmpdir();
 	struct spotckpt_opts o;
@@ -74,12 +74,23 @@ static void round_trip(uint64_t shard_bytes)
 	spotckpt_opts_init(&o);
 	o.dir = dir;
 	o.shard_bytes = shard_bytes;
+	o.direct_io = direct_io;
 	assert_int_equal(spotckpt_open(&o, &e), 0);
 	reg_all(e, &s);
 	assert_int_equal(spotckpt_save(e, 42, "{\"lr\":0.001,\"epoch\":3}", 0, &oc), 0);
 	assert_int_equal(oc, SPOTCKPT_STAGED);
 	assert_int_equal(spotckpt_wait(e), 0);
 	assert_int_equal(spotckpt_last_saved_step(e), 42);
+	{
+		struct spotckpt_stats stt;
+
+		assert_int_equal(spotckpt_stats(e, &stt), 0);
+		assert_int_equal(stt.uring_used, getenv("SPOTCKPT_NO_URING") == NULL);
+		if (direct_io == SPOTCKPT_DIO_OFF)
+			assert_int_equal(stt.direct_io_used, 0);
+		assert_int_equal(stt.saves_committed, 1);
+		assert_true(stt.last_write_bytes > stt.state_bytes);
+	}
 
 	assert_int_equal(spotckpt_reader_open(dir, SPOTCKPT_NEWEST, SPOTCKPT_NEWEST,
 					      SPOTCKPT_OPEN_VERIFY, &r), 0);
@@ -124,6 +135,24 @@ static void round_trip(uint64_t shard_bytes)
 	state_free(&s);
 	ct_rmtree(dir);
 	free(dir);
+}
+
+static void round_trip(uint64_t shard_bytes)
+{
+	round_trip_opts(shard_bytes, SPOTCKPT_DIO_AUTO);
+}
+
+/* The fallbacks: buffered writes, and pwrite/pread without io_uring. */
+static void test_round_trip_fallbacks(void **st)
+{
+	(void)st;
+	round_trip_opts(0, SPOTCKPT_DIO_OFF);
+	setenv("SPOTCKPT_NO_URING", "1", 1);
+	setenv("SPOTCKPT_NO_DIRECT", "1", 1);
+	round_trip_opts(20000, SPOTCKPT_DIO_AUTO);
+	round_trip_opts(0, SPOTCKPT_DIO_OFF);
+	unsetenv("SPOTCKPT_NO_URING");
+	unsetenv("SPOTCKPT_NO_DIRECT");
 }
 
 static void test_round_trip_one_shard(void **st)
@@ -288,6 +317,20 @@ static void test_bad_arguments(void **st)
 	int64_t shape[1] = { 1 }, neg[1] = { -1 };
 
 	(void)st;
+	{ /* an empty directory: nothing to read, clearly */
+		struct spotckpt_reader *r = NULL;
+		size_t n = 9;
+
+		assert_int_equal(spotckpt_reader_open(dir, SPOTCKPT_NEWEST,
+						      SPOTCKPT_NEWEST, 0, &r),
+				 -SPOTCKPT_ENOTFOUND);
+		assert_non_null(strstr(spotckpt_errmsg(), "no valid checkpoint"));
+		assert_int_equal(spotckpt_verify(dir, SPOTCKPT_NEWEST, NULL),
+				 -SPOTCKPT_ENOTFOUND);
+		assert_int_equal(spotckpt_list(dir, NULL, 0, &n), 0);
+		assert_int_equal(n, 0);
+		assert_int_equal(spotckpt_list("/nonexistent-dir", NULL, 0, &n), -ENOENT);
+	}
 	spotckpt_opts_init(&o);
 	assert_int_equal(spotckpt_open(&o, &e), -EINVAL);
 	assert_non_null(strstr(spotckpt_errmsg(), "dir"));
@@ -342,6 +385,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_one_shard),
 		cmocka_unit_test(test_round_trip_many_shards),
+		cmocka_unit_test(test_round_trip_fallbacks),
 		cmocka_unit_test(test_callbacks_and_list),
 		cmocka_unit_test(test_safetensors_framing),
 		cmocka_unit_test(test_bad_arguments),

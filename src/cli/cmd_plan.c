@@ -1,0 +1,163 @@
+/*
+ * cmd_plan.c - `spotrun plan JOB.yaml`: rank placements for a job.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/timeutil.h"
+#include "market/plan.h"
+
+static void usage(void)
+{
+	printf("usage: spotrun plan JOB.yaml [--all] [--limit N] [--data DIR] [--json]\n\n"
+	       "Rank every placement of the job (spot, on-demand, reserved) across the\n"
+	       "catalog by expected cost, subject to P(meet deadline) >= p_target and the\n"
+	       "governance rules of its criticality (docs/market.md).\n\n"
+	       "  --all        also list infeasible placements (after the feasible ones)\n"
+	       "  --limit N    print at most N rows (default 15; 0 = all)\n"
+	       "  --data DIR   data directory (default $SPOTRUN_DATA or ./data)\n"
+	       "  --json       one JSON document on stdout (every placement)\n");
+}
+
+static void pct(double v, char *buf, size_t n)
+{
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.0f%%", v * 100);
+}
+
+static void print_table(const struct plan_result *r, const struct jobspec *js,
+			int all, long limit)
+{
+	char dl[32];
+	size_t shown = 0;
+
+	if (isinf(r->deadline_h))
+		snprintf(dl, sizeof dl, "none");
+	else
+		snprintf(dl, sizeof dl, "%.1fh", r->deadline_h);
+	printf("job %s: %s:%d x %d node(s), %.1f compute-h, deadline %s, %s, P target %.3f\n",
+	       js->name ? js->name : "(unnamed)", js->accel, js->accel_count,
+	       js->num_nodes, js->work_h, dl, jobspec_crit_name(js->criticality),
+	       js->p_target);
+	printf("resume %.2fh per preemption, checkpoint stall %.0fs; %zu feasible of %zu placements\n\n",
+	       r->resume_h, r->stall_h * 3600, r->n_feasible, r->n);
+	printf("%-4s %-9s %-9s %-16s %-17s %-25s %8s %10s %5s %5s %6s %5s %7s %s\n",
+	       "#", "MODE", "CLOUD", "REGION", "ZONE", "INSTANCE", "$/H",
+	       "EXP.COST", "vsOD", "vsRES", "E[PRE]", "CKPT", "P(MEET)", "RISK");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct plan_placement *p = &r->items[i];
+		char od[16], rs[16], ck[16];
+
+		if (!p->feasible && !all)
+			break;
+		if (limit > 0 && shown >= (size_t)limit)
+			break;
+		pct(p->savings_vs_od, od, sizeof od);
+		pct(p->savings_vs_reserved, rs, sizeof rs);
+		if (p->ckpt_interval_h > 0)
+			snprintf(ck, sizeof ck, "%.0fm", p->ckpt_interval_h * 60);
+		else
+			snprintf(ck, sizeof ck, "-");
+		printf("%-4zu %-9s %-9s %-16s %-17s %-25s %8.2f %10.2f %5s %5s %6.2f %5s %7.4f %s%s%s\n",
+		       i + 1, plan_mode_name(p->mode), p->o.cloud, p->o.region,
+		       p->o.zone[0] ? p->o.zone : "-", p->o.instance_type,
+		       sr_money_to_usd(p->price_per_h),
+		       sr_money_to_usd(p->expected_cost), od, rs, p->est.n_preempt,
+		       ck, p->p_meet, plan_risk(r, p), p->feasible ? "" : "  ",
+		       p->why);
+		shown++;
+	}
+	if (r->n_feasible == 0)
+		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+	struct catalog cat;
+	struct jobspec js;
+	struct plan_result res = { 0 };
+	struct sr_err err = { 0 };
+	char datadir[PATH_MAX];
+	const char *data = NULL, *file = NULL;
+	long limit = 15;
+	int json = 0, all = 0, rc = CLI_FAIL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage();
+			return CLI_OK;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "--all")) {
+			all = 1;
+		} else if (!strcmp(a, "--data") || !strcmp(a, "--limit")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("plan", "%s needs a value", a);
+			if (!strcmp(a, "--data")) {
+				data = argv[++i];
+			} else {
+				char *end;
+
+				limit = strtol(argv[++i], &end, 10);
+				if (*end || limit < 0)
+					return cli_usage_error("plan", "--limit '%s': expected a count",
+							       argv[i]);
+			}
+		} else if (a[0] == '-' && a[1]) {
+			return cli_usage_error("plan", "unknown argument '%s'", a);
+		} else if (file) {
+			return cli_usage_error("plan", "extra argument '%s'", a);
+		} else {
+			file = a;
+		}
+	}
+	if (!file)
+		return cli_usage_error("plan", "missing JOB.yaml");
+	if (!data) {
+		if (catalog_find_data_dir(datadir, sizeof datadir)) {
+			fprintf(stderr, "spotrun plan: no data directory (set SPOTRUN_DATA or use --data)\n");
+			return CLI_FAIL;
+		}
+		data = datadir;
+	}
+	catalog_init(&cat);
+	jobspec_init(&js);
+	if (jobspec_parse_file(file, &js, &err) || catalog_load_dir(&cat, data, &err)) {
+		fprintf(stderr, "spotrun plan: %s\n", sr_err_str(&err, err.code));
+		goto out;
+	}
+	if (plan_make(&cat, &js, sr_time_real_ns(), &res, &err)) {
+		fprintf(stderr, "spotrun plan: %s: %s\n", file, sr_err_str(&err, err.code));
+		goto out;
+	}
+	if (json) {
+		json_t *doc = plan_to_json(&res, &js);
+		char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+		json_decref(doc);
+		if (!s) {
+			fprintf(stderr, "spotrun plan: out of memory\n");
+			goto out;
+		}
+		printf("%s\n", s);
+		free(s);
+	} else {
+		print_table(&res, &js, all, limit);
+	}
+	rc = CLI_OK;
+out:
+	plan_result_free(&res);
+	jobspec_free(&js);
+	catalog_free(&cat);
+	return rc;
+}
+
+CLI_COMMAND("plan", "rank placements of a job by expected cost", cmd_plan)

@@ -1,0 +1,71 @@
+"""CLI behaviour of `spotrun catalog` and `spotrun plan`: help, usage
+errors, JSON documents, ordering, and file:line errors for bad job files."""
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def spotrun(*args):
+    return subprocess.run(["spotrun", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_help_and_usage_errors():
+    for cmd in ("catalog", "plan"):
+        r = spotrun(cmd, "--help")
+        assert r.returncode == 0 and "usage: spotrun " + cmd in r.stdout
+    r = spotrun("catalog", "--gpu")
+    assert r.returncode == 2 and "--gpu needs a value" in r.stderr
+    r = spotrun("catalog", "--bogus")
+    assert r.returncode == 2 and "'--bogus'" in r.stderr
+    r = spotrun("plan")
+    assert r.returncode == 2 and "missing JOB.yaml" in r.stderr
+
+
+def test_catalog_json_cheapest_first():
+    r = spotrun("catalog", "--gpu", "H100:8", "--spot", "--json")
+    assert r.returncode == 0, r.stderr
+    offers = json.loads(r.stdout)["offerings"]
+    assert len(offers) > 10
+    spots = [o["spot_per_h_micros"] for o in offers]
+    assert spots == sorted(spots)
+    assert all(o["accelerator"] == "H100" and o["accel_count"] == 8 for o in offers)
+    clouds = {o["cloud"] for o in offers}
+    assert {"aws", "gcp"} <= clouds
+
+
+def test_catalog_table_lists_every_headline_cloud():
+    r = spotrun("catalog", "--gpu", "H100:8")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("CLOUD")
+    clouds = {ln.split()[0] for ln in lines[1:]}
+    assert {"aws", "gcp", "azure", "lambda", "coreweave"} <= clouds
+
+
+def test_plan_json():
+    r = spotrun("plan", "examples/jobs/h100x8.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["job"] == "llama-8b-pretrain"
+    assert doc["n_feasible"] > 0
+    feas = [p for p in doc["placements"] if p["feasible"]]
+    costs = [p["expected_cost_micros"] for p in feas]
+    assert costs == sorted(costs)
+    assert all(p["p_meet"] >= 0.99 for p in feas)
+    assert all(p["mode"] in ("spot+od", "on-demand") for p in doc["placements"])
+
+
+def test_plan_critical_never_spot():
+    r = spotrun("plan", "examples/jobs/critical.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    modes = {p["mode"] for p in json.loads(r.stdout)["placements"]}
+    assert modes and modes <= {"reserved", "on-demand"}
+
+
+def test_plan_bad_file_names_line():
+    r = spotrun("plan", "examples/jobs/bad.yaml")
+    assert r.returncode == 1
+    assert "examples/jobs/bad.yaml:4: resources.accelerators" in r.stderr
