@@ -23,7 +23,7 @@ Environment:
   SPOTRUN_CKPT_DIR     checkpoint directory (set by the agent; required
                        unless --reference)
   SPOTRUN_STATUS_FILE  progress for the agent (optional)
-  DEMO_STEPS           optimizer steps (default 1000)
+  DEMO_STEPS           optimizer steps (default 1200)
   DEMO_CKPT_EVERY      steps between checkpoints (default 50)
   DEMO_HIDDEN          hidden width (default 192; sets the cost of a step)
   DEMO_SEED            seed (default 1234)
@@ -188,7 +188,7 @@ def main():
     p.add_argument("--reference", action="store_true")
     p.add_argument("--result", default=None)
     args = p.parse_args()
-    total = env_int("DEMO_STEPS", 1000)
+    total = env_int("DEMO_STEPS", 1200)
     every = env_int("DEMO_CKPT_EVERY", 50)
     hidden = env_int("DEMO_HIDDEN", 192)
     seed = env_int("DEMO_SEED", 1234)
