@@ -31,8 +31,7 @@ const struct policy_ops *policy_find(const char *name)
 	return NULL;
 }
 
-int policy_is_new_start(const struct policy_obs *o, struct policy_choice c,
-			int od_region)
+int policy_is_new_start(const struct policy_obs *o, struct policy_choice c)
 {
 	if (c.hold == SIM_NONE)
 		return 0;
@@ -40,7 +39,6 @@ int policy_is_new_start(const struct policy_obs *o, struct policy_choice c,
 		return 1;
 	if (c.hold == SIM_SPOT)
 		return c.region != o->region;
-	(void)od_region;
 	return 0;
 }
 
@@ -51,8 +49,7 @@ double policy_tick_progress(const struct policy_job *job,
 
 	if (c.hold == SIM_NONE)
 		return 0;
-	ovh = policy_is_new_start(o, c, job->od_region) ? job->restart_s
-							 : o->overhead_left_s;
+	ovh = policy_is_new_start(o, c) ? job->restart_s : o->overhead_left_s;
 	prog = (double)job->gap_s - ovh;
 	if (prog < 0)
 		prog = 0;

@@ -8,6 +8,15 @@
  * makes the same code usable by the simulator (sim.c) and by a live
  * controller, which builds a policy_obs from what the cloud reports.
  *
+ * Driving a policy (what sim_run() does, and what a live caller must do):
+ *   memset(state, 0, ops->state_size); ops->reset(state, &job);
+ *   for each recorded past tick: ops->observe(state, &job, avail, price)
+ *                                (if ops->observe is not NULL);
+ *   at each boundary: c = ops->decide(state, &job, &obs);
+ *                     SPOT in a region without spot -> NONE;
+ *                     if (!ops->self_guarded) c = policy_guard(&job, &obs, c);
+ *   at the end: ops->destroy(state) if not NULL.
+ *
  * Units: seconds for time and work, $/h for prices, $ for egress.
  */
 #ifndef SR_SIM_POLICY_H
@@ -57,9 +66,18 @@ struct policy_ops {
 	const char *name;
 	const char *summary;
 	size_t state_size;
+	int self_guarded; /* 1: the simulator does not apply policy_guard() */
 	void (*reset)(void *state, const struct policy_job *job);
+	/* Optional (may be NULL): learn from one tick of market history from
+	 * before the job started (a live controller feeds what it recorded;
+	 * the simulator feeds the ticks before the window). */
+	void (*observe)(void *state, const struct policy_job *job,
+			const uint8_t *avail, const double *spot_price);
 	struct policy_choice (*decide)(void *state, const struct policy_job *job,
 				       const struct policy_obs *obs);
+	/* Optional (may be NULL): release what the state allocated.  Called
+	 * once when the job ends; the state's bytes are then discarded. */
+	void (*destroy)(void *state);
 };
 
 extern const struct policy_ops policy_od, policy_greedy, policy_up,
@@ -93,7 +111,7 @@ double policy_tick_progress(const struct policy_job *job,
 struct policy_choice policy_guard(const struct policy_job *job,
 				  const struct policy_obs *o,
 				  struct policy_choice c);
-int policy_is_new_start(const struct policy_obs *o, struct policy_choice c,
-			int od_region);
+/* Would choice c start a new instance (and owe the restart overhead)? */
+int policy_is_new_start(const struct policy_obs *o, struct policy_choice c);
 
 #endif

@@ -47,6 +47,7 @@ const struct policy_ops policy_greedy = {
 	.name = "greedy",
 	.summary = "spot until the slack runs out, then on-demand",
 	.state_size = sizeof(struct greedy_state),
+	.self_guarded = 1,
 	.reset = greedy_reset,
 	.decide = greedy_decide,
 };

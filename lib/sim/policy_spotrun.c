@@ -1,81 +1,115 @@
 /*
- * policy_spotrun.c - `spotrun`, the default policy: deadline-safe slack
- * budgeting against the market it has observed.
+ * policy_spotrun.c - `spotrun`, the default policy: plan against the
+ * market as observed, act on the plan, never risk the deadline.
  *
- * Idea.  Let C be the work left, L the time left and S = L - C the slack
- * left.  If the job ran on spot alone from now on, idling through
- * outages, it would use about
- *
- *     need(C) = C * (1 - a) / a  +  (C / mu + 1) * R
- *
- * of slack: the outage time while C of spot work gets done (a = the
- * fraction of time some region offers spot) plus one restart per spot
- * run (mu = mean length of a spot run in the region used) and one to get
- * going.  As long as S comfortably covers need(C), waiting for spot is
- * expected to finish in time and on-demand would be wasted money; when it
- * does not, every hour of on-demand now lowers C, hence need(C), by more
- * than it spends, so on-demand during outages is the cheapest way back
- * to a plan that spot alone can finish.  This is Uniform Progress's
- * idea with the line drawn from the observed market instead of a uniform
- * spread, which is what lets it wait through long outages when the
- * market has been good and buy on-demand early when it has been bad.
- *
- * Rules at each boundary (margin = one tick + R, the cost of acting one
- * boundary late plus one extra restart):
- *   - spot usable and cheaper than on-demand:
- *       on spot there -> stay (a restart costs R; nothing is gained)
- *       idle          -> take it, in the region with the lowest
- *                        restart-amortised price p * (1 + R/mu) plus the
- *                        checkpoint egress spread over a run
- *       on-demand     -> switch only if S - R >= need(C) + margin
- *   - no usable spot:
- *       on-demand     -> stay while S < need(C) + margin + R
- *       idle          -> start on-demand if S < need(C) + margin
- *   - then policy_guard(): never a choice that could make the deadline
- *     unreachable by on-demand, so no meetable deadline is missed.
- *
- * The estimates are counts of what was observed (ticks seen, ticks with
- * spot, up->down transitions) with one pseudo-observation so that they
- * are defined at the first tick: a = (up + 1) / (seen + 2) and
- * mu = gap * (up + 1) / (downs + 1).  Nothing in it is fitted to a trace.
+ * 1. Observe.  Every tick it sees (and the market history before the job,
+ *    when the caller has it) updates, for "spot somewhere": how long
+ *    spells of availability and of outage have lasted and at what age they
+ *    ended; per region: spot ticks, losses while spot stayed up elsewhere
+ *    (region hops), up->down transitions and prices.  Counts decay with a
+ *    half-life of half a day, so the estimates follow a drifting market.
+ * 2. Plan.  It turns those counts into age-dependent end probabilities
+ *    (each age bucket shrunk toward the pooled rate by one planning step
+ *    of pseudo-exposure) and solves the job's semi-Markov decision process
+ *    exactly (policy_spotrun_plan.c): over work left x slack left x what
+ *    is held x spot up or not x the spell's age, the least expected cost
+ *    of finishing by the deadline, where any outcome that could miss it
+ *    costs infinity.  It replans whenever an outage begins or ends - the
+ *    moments the estimates move.  Nothing in it is fitted to a trace: the
+ *    only constants are the half-life, the pseudo-counts and the planning
+ *    table's size.
+ * 3. Act.  Each tick it takes the plan's action for the present state
+ *    (work and slack rounded against itself), puts spot in the region with
+ *    the lowest restart-amortised price p * (1 + R / mean run) plus the
+ *    egress spread over a run, keeps a running spot instance where it is,
+ *    and finally passes policy_guard(), so no meetable deadline is missed
+ *    even where the model is wrong.
  */
 #include <math.h>
+#include <string.h>
 
 #include "sim/policy.h"
+#include "sim/policy_spotrun_plan.h"
+
+#define MEMORY_HALF_LIFE_H 12.0
+/* Replan when an estimate moved by more than this fraction. */
+#define REPLAN_TOLERANCE 0.25
 
 struct region_stats {
-	double seen, up, downs;
+	double up, downs, hops, price_sum, seen;
 	uint8_t last;
 };
 
 struct spotrun_state {
 	struct region_stats reg[SIM_MAX_REGIONS];
-	double any_seen, any_up;
+	/* "Spot somewhere" spells, [0] outages, [1] availability. */
+	double expo[2][PLAN_AGES], ends[2][PLAN_AGES];
+	double age_s;     /* age of the current spell */
+	uint8_t any_last, seen;
+	double unit_s;
+	int planned;
+	uint8_t plan_any; /* spell type when the plan was made */
+	struct plan plan;
 };
 
 static void spotrun_reset(void *state, const struct policy_job *job)
 {
-	(void)state;
-	(void)job;
+	struct spotrun_state *s = state;
+
+	s->unit_s = policy__plan_unit(job);
 }
 
-static void observe(struct spotrun_state *s, const struct policy_job *job,
-		    const uint8_t *avail)
+static void spotrun_destroy(void *state)
 {
-	int any = 0;
+	struct spotrun_state *s = state;
 
+	policy__plan_free(&s->plan);
+}
+
+static void spotrun_observe(void *state, const struct policy_job *job,
+			    const uint8_t *avail, const double *price)
+{
+	struct spotrun_state *s = state;
+	double f = exp2(-(double)job->gap_s / (MEMORY_HALF_LIFE_H * 3600.0));
+	uint8_t any = 0;
+
+	for (int r = 0; r < job->nregions; r++)
+		any |= avail[r];
+	for (int k = 0; k < 2; k++) {
+		for (int b = 0; b < PLAN_AGES; b++) {
+			s->expo[k][b] *= f;
+			s->ends[k][b] *= f;
+		}
+	}
 	for (int r = 0; r < job->nregions; r++) {
 		struct region_stats *g = &s->reg[r];
 
-		if (g->seen > 0 && g->last && !avail[r])
+		g->up *= f;
+		g->downs *= f;
+		g->hops *= f;
+		if (s->seen && g->last && !avail[r]) {
 			g->downs++;
-		g->seen++;
+			if (any)
+				g->hops++;
+		}
 		g->up += avail[r] ? 1 : 0;
 		g->last = avail[r] ? 1 : 0;
-		any |= avail[r];
+		g->price_sum += price[r];
+		g->seen++;
 	}
-	s->any_seen++;
-	s->any_up += any ? 1 : 0;
+	if (s->seen) {
+		int b = policy__plan_age(s->age_s, s->unit_s);
+
+		s->expo[s->any_last][b]++;
+		if (any != s->any_last) {
+			s->ends[s->any_last][b]++;
+			s->age_s = 0;
+		} else {
+			s->age_s += (double)job->gap_s;
+		}
+	}
+	s->any_last = any;
+	s->seen = 1;
 }
 
 /* Mean length of a spot run in region r, seconds. */
@@ -85,26 +119,82 @@ static double run_mean_s(const struct spotrun_state *s,
 	return (double)job->gap_s * (s->reg[r].up + 1) / (s->reg[r].downs + 1);
 }
 
-/* Restart-amortised $/h of spot in region r, egress included. */
+/* Restart-amortised $/h of spot in region r at price p, egress included. */
 static double eff_price(const struct spotrun_state *s,
-			const struct policy_job *job,
-			const struct policy_obs *o, int r)
+			const struct policy_job *job, int ckpt_region, int r,
+			double p)
 {
 	double mu_h = run_mean_s(s, job, r) / 3600.0;
-	double p = o->spot_price[r] * (1 + job->restart_s / 3600.0 / mu_h);
+	double e = p * (1 + job->restart_s / 3600.0 / mu_h);
 
-	if (o->ckpt_region >= 0 && o->ckpt_region != r)
-		p += job->egress_usd / mu_h;
-	return p;
+	if (ckpt_region >= 0 && ckpt_region != r)
+		e += job->egress_usd / mu_h;
+	return e;
 }
 
-static double need_slack(const struct spotrun_state *s,
-			 const struct policy_job *job, double C, int r)
+/* Per-step probability from per-tick counts, shrunk toward the pool. */
+static double per_step(double ends, double expo, double pool, double ticks)
 {
-	double a = (s->any_up + 1) / (s->any_seen + 2);
-	double mu = run_mean_s(s, job, r);
+	double lam = (ends + pool * ticks) / (expo + ticks);
 
-	return C * (1 - a) / a + (C / mu + 1) * job->restart_s;
+	return 1 - pow(1 - lam, ticks);
+}
+
+static void model_fit(struct spotrun_state *s, const struct policy_job *job,
+		      struct plan_model *out)
+{
+	struct plan_model m = { 0 };
+	double ticks = s->unit_s / (double)job->gap_s, best_e = INFINITY;
+	int best = 0;
+
+	for (int r = 0; r < job->nregions; r++) {
+		double e = eff_price(s, job, -1, r, s->reg[r].price_sum / s->reg[r].seen);
+
+		if (e < best_e) {
+			best_e = e;
+			best = r;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		double te = 0, tx = 0, pool;
+
+		for (int b = 0; b < PLAN_AGES; b++) {
+			te += s->ends[k][b];
+			tx += s->expo[k][b];
+		}
+		pool = (te + 1) / (tx + 2);
+		for (int b = 0; b < PLAN_AGES; b++) {
+			double p = per_step(s->ends[k][b], s->expo[k][b], pool, ticks);
+
+			if (k)
+				m.end_up[b] = p;
+			else
+				m.end_down[b] = p;
+		}
+	}
+	m.hop = 1 - pow(1 - s->reg[best].hops / (s->reg[best].up + 1), ticks);
+	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
+	m.od_price = job->od_price;
+	m.restart_s = job->restart_s;
+	*out = m;
+}
+
+static int moved(double a, double b)
+{
+	return fabs(a - b) > REPLAN_TOLERANCE * (fabs(b) + 0.01);
+}
+
+/* Has the market moved enough since the plan was made to redo it? */
+static int model_moved(const struct plan_model *now, const struct plan_model *was)
+{
+	if (moved(now->hop, was->hop) || moved(now->spot_price, was->spot_price))
+		return 1;
+	for (int b = 0; b < PLAN_AGES; b++) {
+		if (moved(now->end_up[b], was->end_up[b]) ||
+		    moved(now->end_down[b], was->end_down[b]))
+			return 1;
+	}
+	return 0;
 }
 
 static struct policy_choice spotrun_decide(void *state,
@@ -112,44 +202,61 @@ static struct policy_choice spotrun_decide(void *state,
 					   const struct policy_obs *o)
 {
 	struct spotrun_state *s = state;
-	struct policy_choice none = { SIM_NONE, -1 };
 	struct policy_choice od = { SIM_OD, job->od_region };
-	double C = o->work_left_s, S = o->time_left_s - o->work_left_s;
-	double margin = (double)job->gap_s + job->restart_s, need;
-	int best = -1, ref;
+	enum sim_hold want;
+	int best = -1;
+	double best_e = INFINITY;
 
-	observe(s, job, o->avail);
-	if (C <= 1e-6)
-		return none;
+	spotrun_observe(s, job, o->avail, o->spot_price);
+	if (o->work_left_s <= 1e-6)
+		return (struct policy_choice){ SIM_NONE, -1 };
+	/* (Re)plan at the start, and when an outage begins or ends if the
+	 * estimates have moved since the plan was made. */
+	if (!s->planned || s->plan_any != s->any_last) {
+		struct plan_model m;
+
+		model_fit(s, job, &m);
+		s->plan_any = s->any_last;
+		if (!s->planned || model_moved(&m, &s->plan.m)) {
+			policy__plan_free(&s->plan);
+			s->planned = 0;
+			if (policy__plan_build(&s->plan, &m, s->unit_s, o->work_left_s,
+					       o->time_left_s - o->work_left_s))
+				return od; /* out of memory: the safe choice */
+			s->planned = 1;
+		}
+	}
 	for (int r = 0; r < job->nregions; r++) {
-		if (o->avail[r] && (best < 0 || eff_price(s, job, o, r) <
-						  eff_price(s, job, o, best)))
+		double e;
+
+		if (!o->avail[r])
+			continue;
+		e = eff_price(s, job, o->ckpt_region, r, o->spot_price[r]);
+		if (e < best_e) {
+			best_e = e;
 			best = r;
+		}
 	}
 	if (o->hold == SIM_SPOT && o->avail[o->region])
 		best = o->region;
-	if (best >= 0 && eff_price(s, job, o, best) >= job->od_price)
-		best = -1;
-	/* The region whose runs the plan would rely on. */
-	ref = best >= 0 ? best : (o->ckpt_region >= 0 ? o->ckpt_region : 0);
-	need = need_slack(s, job, C, ref);
-
-	if (best >= 0) {
-		struct policy_choice spot = { SIM_SPOT, best };
-
-		if (o->hold == SIM_OD && S - job->restart_s < need + margin)
-			return od;
-		return spot;
-	}
-	if (o->hold == SIM_OD)
-		return S < need + margin + job->restart_s ? od : none;
-	return S < need + margin ? od : none;
+	else if (best >= 0 && best_e >= job->od_price)
+		best = -1; /* spot no cheaper than on-demand after restarts */
+	want = policy__plan_choose(&s->plan, o->work_left_s,
+				   o->time_left_s - o->work_left_s, o->hold,
+				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
+	if (want == SIM_SPOT && best >= 0)
+		return (struct policy_choice){ SIM_SPOT, best };
+	if (want == SIM_NONE)
+		return (struct policy_choice){ SIM_NONE, -1 };
+	return od;
 }
 
 const struct policy_ops policy_spotrun = {
 	.name = "spotrun",
-	.summary = "deadline-safe slack budgeting on the observed market (default)",
+	.summary = "plans on the observed market, never risks the deadline (default)",
 	.state_size = sizeof(struct spotrun_state),
 	.reset = spotrun_reset,
+	.observe = spotrun_observe,
 	.decide = spotrun_decide,
+	.destroy = spotrun_destroy,
 };

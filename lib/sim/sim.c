@@ -8,8 +8,8 @@
  *                   checkpoint (nothing is lost with continuous ckpt).
  *   2. deadline     now >= deadline and work left: missed (see below).
  *   3. decide       the policy sees policy_obs and picks NONE / SPOT r /
- *                   OD; the deadline guard (policy.c) is applied for all
- *                   but greedy; SPOT in a region without spot becomes NONE.
+ *                   OD; the deadline guard (policy.c) is applied unless
+ *                   the policy is self_guarded (greedy); SPOT in a region without spot becomes NONE.
  *   4. start        a new start (first launch, relaunch, spot<->od, region
  *                   change) owes R seconds of overhead; moving the
  *                   checkpoint to another region costs egress once.
@@ -96,10 +96,10 @@ static double finish_on_od(const struct policy_job *job, double left,
 	return ticks * (double)job->gap_s / 3600.0 * job->od_price;
 }
 
-int sim_run(const struct sim_market *m, size_t start,
-	    const struct sim_params *p, const struct policy_ops *pol,
-	    void *state, struct sim_result *r, struct policy_choice *log,
-	    size_t log_cap)
+static int run_window(const struct sim_market *m, size_t start,
+		      const struct sim_params *p, const struct policy_ops *pol,
+		      void *state, struct sim_result *r,
+		      struct policy_choice *log, size_t log_cap)
 {
 	struct policy_job job;
 	struct policy_obs o;
@@ -107,7 +107,7 @@ int sim_run(const struct sim_market *m, size_t start,
 	double pr[SIM_MAX_REGIONS];
 	double gap, now, work = 0, ovh = 0;
 	enum sim_hold hold = SIM_NONE;
-	int region = -1, ckpt_region = -1, guard = strcmp(pol->name, "greedy") != 0;
+	int region = -1, ckpt_region = -1, guard = !pol->self_guarded;
 	size_t ticks = sim_window_ticks(m, p);
 
 	memset(r, 0, sizeof *r);
@@ -120,6 +120,17 @@ int sim_run(const struct sim_market *m, size_t start,
 	gap = (double)job.gap_s;
 	memset(state, 0, pol->state_size);
 	pol->reset(state, &job);
+	if (pol->observe && p->history_h > 0) {
+		size_t h = (size_t)(p->history_h * 3600 / gap);
+
+		for (size_t i = start > h ? start - h : 0; i < start; i++) {
+			for (int g = 0; g < m->nregions; g++) {
+				av[g] = m->avail[g][i];
+				pr[g] = sim_spot_price(m, g, i);
+			}
+			pol->observe(state, &job, av, pr);
+		}
+	}
 
 	for (size_t k = 0;; k++) {
 		struct policy_choice c;
@@ -128,7 +139,8 @@ int sim_run(const struct sim_market *m, size_t start,
 		double price, prog, used;
 
 		now = (double)k * gap;
-		if (hold == SIM_SPOT && !m->avail[region][i]) {
+		/* At k == ticks, i is one past the window: only the miss below. */
+		if (k < ticks && hold == SIM_SPOT && !m->avail[region][i]) {
 			preempted = 1;
 			r->preemptions++;
 			hold = SIM_NONE;
@@ -170,7 +182,7 @@ int sim_run(const struct sim_market *m, size_t start,
 		if (log && k < log_cap)
 			log[k] = c;
 
-		if (policy_is_new_start(&o, c, job.od_region)) {
+		if (policy_is_new_start(&o, c)) {
 			ovh = job.restart_s;
 			r->starts++;
 			if (ckpt_region >= 0 && ckpt_region != c.region && work > 0)
@@ -200,4 +212,16 @@ int sim_run(const struct sim_market *m, size_t start,
 		}
 		work += prog;
 	}
+}
+
+int sim_run(const struct sim_market *m, size_t start,
+	    const struct sim_params *p, const struct policy_ops *pol,
+	    void *state, struct sim_result *r, struct policy_choice *log,
+	    size_t log_cap)
+{
+	int rc = run_window(m, start, p, pol, state, r, log, log_cap);
+
+	if (!rc && pol->destroy)
+		pol->destroy(state);
+	return rc;
 }

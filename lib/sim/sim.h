@@ -48,6 +48,8 @@ struct sim_params {
 	double work_h, deadline_h, restart_h;
 	double ckpt_interval_h; /* 0 = continuous (the paper's model) */
 	double ckpt_gb, egress_per_gb;
+	double history_h;       /* market history shown to policies before the
+				 * window starts (policy_ops.observe) */
 };
 
 /* The policy_job a window of this market runs with. */
@@ -67,7 +69,8 @@ struct sim_result {
 };
 
 /* Run one window starting at trace tick `start` with an online policy.
- * state must hold pol->state_size bytes (it is zeroed and reset here).
+ * state must hold pol->state_size bytes (it is zeroed, reset, fed the
+ * history and, at the end, destroyed here).
  * If log is non-NULL, the choice made at tick k (after the guard and the
  * simulator's sanitising) is stored in log[k] for k < log_cap, and unused
  * entries are set to hold = -1.  Returns 0, or -EINVAL if the window does

@@ -37,6 +37,8 @@ static const char usage_text[] =
 	"  --windows N             sampled windows (default 100)\n"
 	"  --window-hours W        window length, >= deadline (default: the deadline)\n"
 	"  --seed S                window sampling seed (default 1)\n"
+	"  --history-hours H       market history before each window that policies\n"
+	"                          may learn from (default 24; spotrun uses it)\n"
 	"  --start-tick T          run exactly the window starting at tick T (repeatable)\n"
 	"  --json                  one JSON document on stdout\n"
 	"\n"
@@ -135,7 +137,7 @@ static void print_table(json_t *doc, struct sim_sweep_opts *o)
 static int cmd_sim(int argc, char **argv)
 {
 	struct sim_sweep_opts o = {
-		.p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2 },
+		.p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2, .history_h = 24 },
 		.nwindows = 100, .seed = 1,
 	};
 	const char *files[SIM_MAX_REGIONS];
@@ -205,6 +207,8 @@ static int cmd_sim(int argc, char **argv)
 			force_od = 1;
 		} else if (!strcmp(a, "--spot-price"))
 			r = parse_num(a, v, 0, &spot_price);
+		else if (!strcmp(a, "--history-hours"))
+			r = parse_num(a, v, 0, &o.p.history_h);
 		else if (!strcmp(a, "--window-hours"))
 			r = parse_num(a, v, 1e-6, &o.window_h);
 		else if (!strcmp(a, "--windows")) {

@@ -1,0 +1,276 @@
+/*
+ * policy_spotrun_plan.c - the plan behind `spotrun`.
+ *
+ * A certainty-equivalent semi-Markov decision process.  The market is a
+ * two-state process - spot available somewhere, or nowhere - whose spells
+ * end with a probability that depends on how old the spell is (spot
+ * traces are heavy-tailed: most runs and outages are short, the few long
+ * ones hold most of the time, so a fresh run is fragile and an old outage
+ * tends to persist).  A held spot instance can also be lost to a region
+ * hop while spot stays up elsewhere.  Time is cut into planning steps.
+ *
+ * State (c, s, h, a, b): c = work steps left, s = slack steps left (time
+ * left minus work left), h = held (none / on-demand / spot), a = spot up
+ * somewhere, b = age bucket of the current spell.  Time left is c + s, so
+ * the process is stationary and one pass in increasing (c, s) solves it
+ * exactly; there is no value iteration.
+ *
+ *   idle        (c, s-1, none)                       cost 0
+ *   on-demand   keep (c-1, s, od) / start (c-1, s-K, od)
+ *                                                   od * (unit [+ R])
+ *   spot (a=1)  keep (c-1, s, spot) / start (c-1, s-K, spot)
+ *                                                   spot * (unit [+ R])
+ *
+ * K = R / unit is fractional: values are interpolated linearly in s.  The
+ * spell moves on as the chain says: it ends with end_up/end_down[b]
+ * (landing in the other state at age 0, a held spot instance lost), or
+ * ages into the next bucket with probability 1 / (bucket width).  V = 0
+ * when c = 0; s < 0 is infeasible (V = inf), and any expectation over an
+ * infeasible outcome is inf, so the plan never takes a chance on missing
+ * the deadline.
+ *
+ * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
+ * spot}, b < PLAN_AGES.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/policy_spotrun_plan.h"
+
+#define PLAN_MAX_C 256
+#define PLAN_MAX_S 64
+
+enum { VN0, VN1, VO0, VO1, VS, NV };
+
+/* Probability of moving to the next age bucket in one step. */
+static const double advance[PLAN_AGES] = { 1, 1, 0.5, 0.25, 0.125, 0 };
+
+double policy__plan_unit(const struct policy_job *job)
+{
+	double u = (double)job->gap_s, slack = job->deadline_s - job->work_s;
+
+	if (u < job->work_s / PLAN_MAX_C)
+		u = job->work_s / PLAN_MAX_C;
+	if (slack > 0 && u < slack / PLAN_MAX_S)
+		u = slack / PLAN_MAX_S;
+	return u;
+}
+
+int policy__plan_age(double age_s, double unit_s)
+{
+	double x = age_s / unit_s;
+	int b = 0;
+
+	if (x < 1)
+		return 0;
+	for (double lim = 2; b < PLAN_AGES - 2 && x >= lim; lim *= 2)
+		b++;
+	return b + 1;
+}
+
+#define HOT static inline __attribute__((always_inline))
+
+HOT double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
+{
+	return pl->v + (((size_t)k * PLAN_AGES + (size_t)b) * (pl->nc + 1) + c) *
+			       (pl->ns + 1) + s;
+}
+
+/* A slack coordinate resolved once: infeasible, a cell, or between two. */
+struct spt {
+	int kind; /* 0: s < 0 (inf), 1: cell lo, 2: interpolate lo, lo+1 */
+	size_t lo;
+	double f;
+};
+
+static struct spt spt_make(const struct plan *pl, double s)
+{
+	struct spt p = { 1, 0, 0 };
+
+	if (s < -1e-9) {
+		p.kind = 0;
+	} else if (s >= (double)pl->ns) {
+		p.lo = pl->ns;
+	} else {
+		p.lo = (size_t)floor(s + 1e-9);
+		p.f = s - (double)p.lo;
+		if (p.f >= 1e-9)
+			p.kind = 2;
+	}
+	return p;
+}
+
+/* V_k,b(c, s) at a resolved slack coordinate; inf below 0. */
+HOT double at(const struct plan *pl, int k, int b, size_t c, const struct spt *p)
+{
+	const double *v;
+
+	if (p->kind == 0)
+		return INFINITY;
+	v = cell(pl, k, b, c, p->lo);
+	if (p->kind == 1)
+		return *v;
+	return (1 - p->f) * v[0] + p->f * v[1];
+}
+
+/* p * x, with 0 * inf = 0. */
+HOT double w(double p, double x)
+{
+	return p > 0 ? p * x : 0;
+}
+
+/* Expected value after one step that leaves the job in table k (none or
+ * od; k0/k1 = the a=0/a=1 variants) or on spot, from availability a and
+ * age bucket b. */
+HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
+		  size_t c, const struct spt *s)
+{
+	double end = a ? pl->m.end_up[b] : pl->m.end_down[b];
+	double stay = 1 - end, adv = advance[b];
+	int k = a ? k1 : k0, ko = a ? k0 : k1;
+	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+
+	return w(end, at(pl, ko, 0, c, s)) +
+	       w(stay * adv, at(pl, k, nb, c, s)) +
+	       w(stay * (1 - adv), at(pl, k, b, c, s));
+}
+
+HOT double expect_spot(const struct plan *pl, int b, size_t c,
+		       const struct spt *s)
+{
+	double end = pl->m.end_up[b], stay = 1 - end, adv = advance[b];
+	double hop = pl->m.hop;
+	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+
+	/* The spell ends: outage, instance lost.  It goes on: the instance
+	 * survives, or hops away (none, spot still up). */
+	return w(end, at(pl, VN0, 0, c, s)) +
+	       w(stay * adv * (1 - hop), at(pl, VS, nb, c, s)) +
+	       w(stay * adv * hop, at(pl, VN1, nb, c, s)) +
+	       w(stay * (1 - adv) * (1 - hop), at(pl, VS, b, c, s)) +
+	       w(stay * (1 - adv) * hop, at(pl, VN1, b, c, s));
+}
+
+/* Slack coordinates of one (s): idle -> s-1, keep -> s, start -> s-K. */
+struct spts {
+	struct spt idle, keep, start;
+};
+
+static struct spts spts_make(const struct plan *pl, size_t s)
+{
+	struct spts p;
+
+	p.idle = spt_make(pl, (double)s - 1);
+	p.keep = spt_make(pl, (double)s);
+	p.start = spt_make(pl, (double)s - pl->K);
+	return p;
+}
+
+HOT void qvals(const struct plan *pl, size_t c, size_t s,
+	       const struct spts *sp, enum sim_hold h, int a, int b, double q[3])
+{
+	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
+
+	q[SIM_NONE] = s >= 1 ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
+	if (h == SIM_OD)
+		q[SIM_OD] = pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
+	else
+		q[SIM_OD] = pl->m.od_price * (u_h + r_h) +
+			    expect(pl, VO0, VO1, a, b, c - 1, &sp->start);
+	q[SIM_SPOT] = INFINITY;
+	if (a) {
+		if (h == SIM_SPOT)
+			q[SIM_SPOT] = pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, &sp->keep);
+		else
+			q[SIM_SPOT] = pl->m.spot_price * (u_h + r_h) +
+				      expect_spot(pl, b, c - 1, &sp->start);
+	}
+}
+
+static double qmin(const double q[3])
+{
+	double m = q[0] < q[1] ? q[0] : q[1];
+
+	return q[2] < m ? q[2] : m;
+}
+
+int policy__plan_build(struct plan *pl, const struct plan_model *m,
+		       double unit_s, double work_s, double slack_s)
+{
+	pl->m = *m;
+	pl->unit_s = unit_s;
+	pl->nc = (size_t)ceil(work_s / unit_s - 1e-9);
+	pl->ns = slack_s > 0 ? (size_t)floor(slack_s / unit_s + 1e-9) : 0;
+	pl->K = m->restart_s / unit_s;
+	pl->v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
+		       sizeof(double));
+	if (!pl->v)
+		return -ENOMEM;
+	for (int k = 0; k < NV; k++) {
+		for (int b = 0; b < PLAN_AGES; b++) {
+			for (size_t s = 0; s <= pl->ns; s++)
+				*cell(pl, k, b, 0, s) = 0;
+		}
+	}
+	for (size_t c = 1; c <= pl->nc; c++) {
+		for (size_t s = 0; s <= pl->ns; s++) {
+			struct spts sp = spts_make(pl, s);
+
+			for (int b = 0; b < PLAN_AGES; b++) {
+				double q[3];
+
+				qvals(pl, c, s, &sp, SIM_NONE, 0, b, q);
+				*cell(pl, VN0, b, c, s) = qmin(q);
+				qvals(pl, c, s, &sp, SIM_NONE, 1, b, q);
+				*cell(pl, VN1, b, c, s) = qmin(q);
+				qvals(pl, c, s, &sp, SIM_OD, 0, b, q);
+				*cell(pl, VO0, b, c, s) = qmin(q);
+				qvals(pl, c, s, &sp, SIM_OD, 1, b, q);
+				*cell(pl, VO1, b, c, s) = qmin(q);
+				qvals(pl, c, s, &sp, SIM_SPOT, 1, b, q);
+				*cell(pl, VS, b, c, s) = qmin(q);
+			}
+		}
+	}
+	return 0;
+}
+
+void policy__plan_free(struct plan *pl)
+{
+	if (!pl)
+		return;
+	free(pl->v);
+	pl->v = NULL;
+}
+
+enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
+				  enum sim_hold h, int a, int b)
+{
+	double q[3];
+	size_t c, s;
+	enum sim_hold best = SIM_OD;
+
+	if (C <= 0)
+		return SIM_NONE;
+	if (S < 0 || !pl->v)
+		return SIM_OD;
+	c = (size_t)ceil(C / pl->unit_s - 1e-9);
+	if (c > pl->nc)
+		c = pl->nc;
+	if (c < 1)
+		c = 1;
+	s = (size_t)floor(S / pl->unit_s + 1e-9);
+	if (s > pl->ns)
+		s = pl->ns;
+	{
+		struct spts sp = spts_make(pl, s);
+
+		qvals(pl, c, s, &sp, h, a, b, q);
+	}
+	if (q[SIM_SPOT] < q[best])
+		best = SIM_SPOT;
+	if (q[SIM_NONE] < q[best])
+		best = SIM_NONE;
+	return best;
+}

@@ -1,0 +1,55 @@
+/*
+ * policy_spotrun_plan.h - internal: the plan behind `spotrun`, a finite
+ * semi-Markov decision process solved by one backward pass
+ * (policy_spotrun_plan.c).
+ */
+#ifndef SR_SIM_POLICY_SPOTRUN_PLAN_H
+#define SR_SIM_POLICY_SPOTRUN_PLAN_H
+
+#include <stddef.h>
+
+#include "sim/policy.h"
+
+/* Spell ages are bucketed on a doubling scale of planning steps:
+ * [0,1) [1,2) [2,4) [4,8) [8,16) [16,inf). */
+#define PLAN_AGES 6
+
+/* The market as the policy has estimated it, per planning step. */
+struct plan_model {
+	double end_up[PLAN_AGES];   /* P(spot-somewhere spell ends within a step | age) */
+	double end_down[PLAN_AGES]; /* P(outage ends within a step | age) */
+	double hop;                 /* P(held instance lost within a step while spot
+				     * stays up elsewhere) */
+	double spot_price, od_price; /* $/h */
+	double restart_s;
+};
+
+struct plan {
+	struct plan_model m;
+	double unit_s;     /* planning step, seconds */
+	size_t nc, ns;     /* work steps 0..nc, slack steps 0..ns */
+	double K;          /* restart in steps (fractional) */
+	double *v;         /* see the .c file */
+};
+
+/* The planning step for a job: at least one tick, and coarse enough to
+ * keep the table bounded.  Known from the job alone, so the estimator can
+ * bucket ages in it from the first tick. */
+double policy__plan_unit(const struct policy_job *job);
+
+/* Age bucket of a spell that has lasted age_s seconds. */
+int policy__plan_age(double age_s, double unit_s);
+
+/* Build the plan for work_s of work and slack_s of slack.  Returns 0 or
+ * -ENOMEM; the plan owns its table (plan_free, NULL-safe). */
+int policy__plan_build(struct plan *pl, const struct plan_model *m,
+		       double unit_s, double work_s, double slack_s);
+void policy__plan_free(struct plan *pl);
+
+/* The step choice for work C and slack S left, holding h, spot available
+ * somewhere now (a) in a spell of age bucket b: SIM_NONE, SIM_OD or
+ * SIM_SPOT. */
+enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
+				  enum sim_hold h, int a, int b);
+
+#endif

@@ -1,0 +1,228 @@
+/* Unit tests: the policies on the bundled traces - the offline optimum is
+ * a lower bound on every window, no policy but greedy misses a meetable
+ * deadline, and no online policy looks ahead. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "sim/sim_sweep.h"
+
+#define T "data/traces/"
+
+struct set {
+	const char *files[4];
+	int n;
+};
+
+static const struct set sets[] = {
+	{ { T "cbl/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json" }, 1 },
+	{ { T "cbl/availability/1-node/aws-10-26-2022/us-west-2b_k80_1.json" }, 1 },
+	{ { T "skynomad/v100_4node_600s/us-east-1f_v100_1/full.json",
+	    T "skynomad/v100_4node_600s/us-east-2a_v100_1/full.json",
+	    T "skynomad/v100_4node_600s/us-west-2c_v100_1/full.json" }, 3 },
+	{ { T "cbl/preemption/4-node/aws-08-03-2023/us-east-1f_v100_1.json",
+	    T "cbl/preemption/4-node/aws-08-03-2023/us-west-2c_v100_1.json" }, 2 },
+	{ { T "cbl/preemption/1-node/aws-04-22-2023/us-west-2b_v100_1.json" }, 1 },
+};
+
+struct loaded {
+	struct trace *t[4];
+	int n;
+	struct sim_market m;
+};
+
+static void load(const struct set *s, struct loaded *l)
+{
+	struct sr_err e = { 0 };
+
+	l->n = s->n;
+	for (int i = 0; i < s->n; i++) {
+		if (trace_load(s->files[i], TRACE_FMT_AUTO, &l->t[i], &e))
+			fail_msg("%s", e.msg);
+	}
+	assert_int_equal(sim_market_init(&l->m, l->t, s->n, 0.9731, 3.06, 0, &e), 0);
+}
+
+static void unload(struct loaded *l)
+{
+	for (int i = 0; i < l->n; i++)
+		trace_free(l->t[i]);
+}
+
+static size_t windows_per_set(void)
+{
+	const char *mode = getenv("SPOTRUN_CHECK_MODE");
+
+	return mode && !strcmp(mode, "asan") ? 4 : 12;
+}
+
+/* optimal <= every policy on every window; no misses but greedy's. */
+static void test_optimal_lower_bound_and_no_misses(void **state)
+{
+	static const double settings[][2] = { { 52, 0.2 }, { 70, 0.05 } };
+	static char st[4096];
+
+	(void)state;
+	for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+		struct loaded l;
+
+		load(&sets[si], &l);
+		for (size_t k = 0; k < 2; k++) {
+			struct sim_sweep_opts o = {
+				.p = { .work_h = 48, .deadline_h = settings[k][0],
+				       .restart_h = settings[k][1], .history_h = 24 },
+				.seed = 11 + si,
+			};
+			size_t nw = windows_per_set(), starts[16];
+
+			/* The 32 s trace with a 70 h deadline is the slow DP case. */
+			if (l.m.gap_s < 60 && settings[k][0] > 60)
+				continue;
+			assert_int_equal(sim_sweep_sample(&l.m, &o, starts, nw), 0);
+			for (size_t w = 0; w < nw; w++) {
+				double opt;
+
+				assert_int_equal(sim_optimal(&l.m, starts[w], &o.p, &opt), 0);
+				assert_true(isfinite(opt));
+				for (int pi = 0; policy_all[pi]; pi++) {
+					const struct policy_ops *pol = policy_all[pi];
+					struct sim_result r;
+
+					assert_true(pol->state_size <= sizeof st);
+					assert_int_equal(sim_run(&l.m, starts[w], &o.p, pol, st,
+								 &r, NULL, 0), 0);
+					if (opt > r.cost + 1e-9)
+						fail_msg("%s window %zu: optimal $%.6f > %s $%.6f",
+							 sets[si].files[0], starts[w], opt,
+							 pol->name, r.cost);
+					if (strcmp(pol->name, "greedy") && !r.met)
+						fail_msg("%s window %zu: %s missed a meetable deadline",
+							 sets[si].files[0], starts[w], pol->name);
+				}
+			}
+		}
+		unload(&l);
+	}
+}
+
+/* Random markets, tight and loose, to reach corners the traces may not. */
+static void test_random_markets(void **state)
+{
+	static char st[4096];
+	unsigned seed = 42;
+
+	(void)state;
+	for (int it = 0; it < 40; it++) {
+		uint8_t a[2][400];
+		double pr[2][400];
+		struct trace *t[2];
+		struct sim_market m;
+		struct sim_params p = { .work_h = 20 + it % 5, .deadline_h = 30 + it % 7,
+					.restart_h = (it % 3) * 0.25,
+					.ckpt_interval_h = it % 4 == 3 ? 1 : 0,
+					.history_h = 4 };
+		int nr = 1 + it % 2;
+		double opt;
+
+		for (int r = 0; r < nr; r++) {
+			int up = 1;
+
+			for (int i = 0; i < 400; i++) {
+				/* A two-state Markov chain with sticky runs. */
+				if (rand_r(&seed) % 100 < (up ? 8 : 20))
+					up = !up;
+				a[r][i] = (uint8_t)up;
+				pr[r][i] = 0.5 + (rand_r(&seed) % 100) / 100.0;
+			}
+			assert_int_equal(trace_from_arrays("rand", 600, a[r], pr[r], 400,
+							   -1, &t[r]), 0);
+		}
+		assert_int_equal(sim_market_init(&m, t, nr, 1, 3.06, 1, NULL), 0);
+		assert_int_equal(sim_optimal(&m, 50, &p, &opt), 0);
+		for (int pi = 0; policy_all[pi]; pi++) {
+			struct sim_result r;
+
+			assert_int_equal(sim_run(&m, 50, &p, policy_all[pi], st, &r, NULL, 0), 0);
+			if (opt > r.cost + 1e-9)
+				fail_msg("market %d: optimal %.6f > %s %.6f", it, opt,
+					 policy_all[pi]->name, r.cost);
+			if (strcmp(policy_all[pi]->name, "greedy") && !r.met)
+				fail_msg("market %d: %s missed", it, policy_all[pi]->name);
+		}
+		for (int r = 0; r < nr; r++)
+			trace_free(t[r]);
+	}
+}
+
+/* Replace the future of the traces after tick k with random values: every
+ * online policy must decide ticks 0..k exactly as before. */
+static void test_no_look_ahead(void **state)
+{
+	static char st[4096];
+	struct loaded l;
+	struct sim_params p = { .work_h = 48, .deadline_h = 70, .restart_h = 0.2,
+				.history_h = 24 };
+	static const size_t cuts[] = { 0, 1, 7, 30, 90, 200, 380 };
+	size_t start = 400, ticks;
+	unsigned seed = 3;
+	int differed = 0;
+
+	(void)state;
+	load(&sets[2], &l); /* three priced regions */
+	ticks = sim_window_ticks(&l.m, &p);
+	for (int pi = 0; policy_all[pi]; pi++) {
+		const struct policy_ops *pol = policy_all[pi];
+		struct policy_choice base[512], alt[512];
+		struct sim_result r;
+
+		assert_true(ticks <= 512);
+		assert_int_equal(sim_run(&l.m, start, &p, pol, st, &r, base, ticks), 0);
+		for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+			struct trace *t[3];
+			struct sim_market m2;
+			size_t k = cuts[c];
+
+			for (int g = 0; g < l.n; g++) {
+				assert_int_equal(trace_from_arrays("alt", l.t[g]->gap_s, l.t[g]->avail,
+								   l.t[g]->price, l.t[g]->n,
+								   l.t[g]->od_price, &t[g]), 0);
+				for (size_t i = start + k + 1; i < t[g]->n; i++) {
+					t[g]->avail[i] = (uint8_t)(rand_r(&seed) & 1);
+					t[g]->price[i] = 0.3 + (rand_r(&seed) % 300) / 100.0;
+				}
+			}
+			assert_int_equal(sim_market_init(&m2, t, l.n, 0.9731, 3.06, 0, NULL), 0);
+			assert_int_equal(sim_run(&m2, start, &p, pol, st, &r, alt, ticks), 0);
+			for (size_t i = 0; i <= k && i < ticks; i++) {
+				if (alt[i].hold == (enum sim_hold)-1 && base[i].hold == (enum sim_hold)-1)
+					break; /* both finished */
+				if (alt[i].hold != base[i].hold || alt[i].region != base[i].region)
+					fail_msg("%s looked ahead: tick %zu changed when ticks > %zu did",
+						 pol->name, i, k);
+			}
+			for (size_t i = k + 1; i < ticks; i++)
+				differed |= alt[i].hold != base[i].hold;
+			for (int g = 0; g < l.n; g++)
+				trace_free(t[g]);
+		}
+	}
+	assert_true(differed); /* the altered futures did change later decisions */
+	unload(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_optimal_lower_bound_and_no_misses),
+		cmocka_unit_test(test_random_markets),
+		cmocka_unit_test(test_no_look_ahead),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
