@@ -271,6 +271,7 @@ void ctl_stop(struct ctl *c)
 	if (c->reconciler_started)
 		pthread_join(c->reconciler, NULL);
 	ctl__http_stop(c);
+	ctl__pol_clear(c);
 	if (c->prov.ops && c->prov.ops->destroy)
 		c->prov.ops->destroy(c->prov.st);
 	for (size_t i = 0; i < c->nconns; i++)

@@ -16,6 +16,15 @@
 
 struct MHD_Daemon;
 
+/* One job's live policy memory (polcache.c).  Owned by the reconciler
+ * thread; `state` is `len` bytes of the policy's state, released with
+ * place_state_free(). */
+struct ctl_pol {
+	int64_t job;
+	void *state;
+	size_t len;
+};
+
 struct ctl {
 	struct ctl_config cfg;
 	char state_dir[2048];
@@ -48,7 +57,23 @@ struct ctl {
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
 	sqlite3 **conns;
 	size_t nconns, capconns;
+
+	/* Policy states of the unfinished jobs (reconciler thread only). */
+	struct ctl_pol *pols;
+	size_t npols, cappols;
 };
+
+/* Policy state cache (polcache.c, reconciler thread only).  A policy's
+ * state may own heap memory (policy_ops.destroy), so it lives here, in
+ * this process, and never travels through the database as bytes.
+ * ctl__pol_get: the job's entry, or NULL.  ctl__pol_put: take ownership
+ * of `state` for the job (releasing any previous one); -ENOMEM leaves
+ * `state` with the caller.  ctl__pol_prune: release the entries of jobs
+ * not in `live` (ascending ids).  ctl__pol_clear: release all. */
+struct ctl_pol *ctl__pol_get(struct ctl *c, int64_t job);
+int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len);
+void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
+void ctl__pol_clear(struct ctl *c);
 
 /* The calling thread's connection (opened on first use). NULL on failure. */
 sqlite3 *ctl__db(struct ctl *c);

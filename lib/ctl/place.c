@@ -147,6 +147,43 @@ static int region_of(const struct place_plan *p, int pool)
 	return -1;
 }
 
+static void state_release(const struct policy_ops *ops, void *state,
+			  size_t len)
+{
+	/* Only a state of this policy's size was built by it. */
+	if (state && ops && ops->destroy && len == ops->state_size)
+		ops->destroy(state);
+	free(state);
+}
+
+void place_state_free(const char *policy, void *state, size_t len)
+{
+	state_release(policy_find(policy ? policy : "spotrun"), state, len);
+}
+
+bool place_state_owns(const char *policy)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+
+	return ops && ops->destroy;
+}
+
+/* Replace *state by a fresh one, reset for `job`.  The old one is released
+ * (destroy op included); on -ENOMEM *state is NULL. */
+static int state_new(const struct policy_ops *ops, const struct policy_job *job,
+		     void **state, size_t *state_len)
+{
+	state_release(ops, *state, *state_len);
+	*state_len = 0;
+	*state = calloc(1, ops->state_size ? ops->state_size : 1);
+	if (!*state)
+		return -ENOMEM;
+	*state_len = ops->state_size;
+	if (ops->reset)
+		ops->reset(*state, job);
+	return 0;
+}
+
 int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		 const struct place_now *now, void **state, size_t *state_len,
 		 struct place_choice *out, struct sr_err *e)
@@ -186,14 +223,6 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 			 p->nspot == 0 ? "no spot offering" : "use_spot false");
 		return 0;
 	}
-	if (*state_len != ops->state_size || !*state) {
-		free(*state);
-		*state = calloc(1, ops->state_size ? ops->state_size : 1);
-		if (!*state)
-			return sr_err_set(e, -ENOMEM, "policy state");
-		*state_len = ops->state_size;
-		job.nregions = p->nspot;
-	}
 	job.work_s = p->work_s;
 	job.deadline_s = isfinite(p->deadline_s) ? p->deadline_s : 1e15;
 	job.restart_s = p->restart_s;
@@ -201,6 +230,12 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	job.nregions = p->nspot;
 	job.od_price = p->od >= 0 ? p->od_price_usd : 1e9;
 	job.od_region = 0;
+	if (*state_len != ops->state_size || !*state) {
+		int rc = state_new(ops, &job, state, state_len);
+
+		if (rc)
+			return sr_err_set(e, rc, "policy state");
+	}
 	obs.tick = now->tick;
 	obs.work_done_s = now->work_done_s;
 	obs.work_left_s = fmax(0, p->work_s - now->work_done_s);
@@ -267,16 +302,12 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 	struct policy_obs obs = { 0 };
 	uint8_t avail[SIM_MAX_REGIONS];
 	double price[SIM_MAX_REGIONS];
+	int rc;
 
 	if (!ops)
 		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
 	if (p->nspot == 0)
 		return 0;
-	free(*state);
-	*state = calloc(1, ops->state_size ? ops->state_size : 1);
-	if (!*state)
-		return sr_err_set(e, -ENOMEM, "policy state");
-	*state_len = ops->state_size;
 	/* A job with all the time in the world: the choice is irrelevant,
 	 * only the observation it records matters. */
 	job.work_s = p->work_s;
@@ -285,8 +316,9 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 	job.gap_s = p->gap_s;
 	job.nregions = p->nspot;
 	job.od_price = p->od >= 0 ? p->od_price_usd : 1e9;
-	if (ops->reset)
-		ops->reset(*state, &job);
+	rc = state_new(ops, &job, state, state_len);
+	if (rc)
+		return sr_err_set(e, rc, "policy state");
 	for (int t = ticks; t >= 1; t--) {
 		double at = sim_s - (double)t * (double)p->gap_s;
 

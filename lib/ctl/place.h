@@ -75,8 +75,9 @@ struct place_choice {
 };
 
 /* One policy decision.  `state` is the policy's memory, `*state_len`
- * bytes; pass NULL/0 the first time - a new blob is malloc'd into
- * *state (caller frees).  `policy` NULL = "spotrun". */
+ * bytes; pass NULL/0 the first time - a new state is allocated and reset
+ * into *state (caller releases it with place_state_free).  A state of the
+ * wrong size is released and replaced.  `policy` NULL = "spotrun". */
 int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		 const struct place_now *now, void **state, size_t *state_len,
 		 struct place_choice *out, struct sr_err *e);
@@ -85,9 +86,17 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
  * a controller watching the market before the job arrived would have
  * seen it: `ticks` policy ticks ending just before cloud time sim_s.
  * Only the policy's observation statistics change; no decision is used.
- * Allocates *state like place_decide. */
+ * Releases any *state given and allocates a new one like place_decide. */
 int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 		 double sim_s, int ticks, void **state, size_t *state_len,
 		 struct sr_err *e);
+
+/* Release a policy state from place_decide/place_warmup: the policy's
+ * destroy op (what the state allocated), then the bytes.  NULL-safe. */
+void place_state_free(const char *policy, void *state, size_t len);
+
+/* Whether the policy's state may own memory (it has a destroy op), so its
+ * bytes mean nothing outside this process and must not be persisted. */
+bool place_state_owns(const char *policy);
 
 #endif

@@ -117,6 +117,8 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 {
 	struct place_now now = { 0 };
 	double sim = ctl__sim_now(c);
+	bool owns = place_state_owns(c->cfg.policy);
+	struct ctl_pol *pol;
 	void *blob = NULL;
 	size_t len = 0;
 	int64_t tick;
@@ -133,6 +135,22 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = load_state(db, j->id, &blob, &len, ch);
 	if (rc)
 		goto out;
+	/* The state in memory wins; a stored one is used only when this
+	 * process has none (a restart) and the policy's state owns no
+	 * memory - otherwise its bytes hold another process's pointers. */
+	pol = ctl__pol_get(c, j->id);
+	if (pol || owns) {
+		free(blob);
+		blob = NULL;
+		len = 0;
+	}
+	if (pol) {
+		/* Borrowed for this call; put back at out. */
+		blob = pol->state;
+		len = pol->len;
+		pol->state = NULL;
+		pol->len = 0;
+	}
 	if (tick <= j->policy_tick) {
 		struct prov_offering o;
 
@@ -156,7 +174,9 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		}
 	}
 	now.ckpt_pool = j->last_pool;
-	if (j->policy_tick < 0 && !blob) {
+	/* No memory yet (first decision, or the daemon restarted): show the
+	 * policy the market's recent past first. */
+	if (!blob) {
 		rc = place_warmup(c, &j->plan, c->cfg.policy,
 				  j->sim_start_s + (double)tick * (double)j->plan.gap_s,
 				  WARMUP_TICKS, &blob, &len, e);
@@ -167,11 +187,13 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 			strcmp(j->recover_reason, "preempted") == 0;
 	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
 	if (!rc)
-		rc = save_state(db, j->id, tick, blob, len, ch, e);
+		rc = save_state(db, j->id, tick, owns ? NULL : blob,
+				owns ? 0 : len, ch, e);
 	if (!rc)
 		j->policy_tick = tick;
 out:
-	free(blob);
+	if (blob && ctl__pol_put(c, j->id, blob, len) != 0)
+		place_state_free(c->cfg.policy, blob, len);
 	return rc;
 }
 

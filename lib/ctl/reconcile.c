@@ -718,6 +718,10 @@ int ctl__reconcile_once(struct ctl *c)
 	while (n < sizeof ids / sizeof ids[0] && sqlite3_step(st) == SQLITE_ROW)
 		ids[n++] = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
+	/* Release the policy memory of jobs that have ended (ids ascend; a
+	 * full array may have left some out, so keep everything then). */
+	if (n < sizeof ids / sizeof ids[0])
+		ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {
 		/* Several steps per pass, so NOTICE -> CHECKPOINTING or
 		 * PREEMPTED -> RECOVERING -> PROVISIONING don't wait a tick. */
