@@ -15,6 +15,7 @@
 #include "ctl/ctl_int.h"
 
 #define GAP_S 600 /* the policy tick: the traces' common 10-minute grain */
+#define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		    struct place_plan *p, struct sr_err *e)
@@ -147,6 +148,24 @@ static int region_of(const struct place_plan *p, int pool)
 	return -1;
 }
 
+/* The policy's view of the job.  A job without a deadline has no deadline
+ * pressure, but the policies plan against one (spotrun sizes its plan
+ * steps from the slack), so it gets a horizon: NODEADLINE_FACTOR times
+ * its work from its start - spot while that allows, then on-demand,
+ * never a wait without end. */
+static void job_of(const struct place_plan *p, struct policy_job *job)
+{
+	memset(job, 0, sizeof *job);
+	job->work_s = p->work_s;
+	job->deadline_s = isfinite(p->deadline_s) ? p->deadline_s :
+			  NODEADLINE_FACTOR * p->work_s;
+	job->restart_s = p->restart_s;
+	job->gap_s = p->gap_s;
+	job->nregions = p->nspot;
+	job->od_price = p->od >= 0 ? p->od_price_usd : 1e9;
+	job->od_region = 0;
+}
+
 static void state_release(const struct policy_ops *ops, void *state,
 			  size_t len)
 {
@@ -223,13 +242,7 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 			 p->nspot == 0 ? "no spot offering" : "use_spot false");
 		return 0;
 	}
-	job.work_s = p->work_s;
-	job.deadline_s = isfinite(p->deadline_s) ? p->deadline_s : 1e15;
-	job.restart_s = p->restart_s;
-	job.gap_s = p->gap_s;
-	job.nregions = p->nspot;
-	job.od_price = p->od >= 0 ? p->od_price_usd : 1e9;
-	job.od_region = 0;
+	job_of(p, &job);
 	if (*state_len != ops->state_size || !*state) {
 		int rc = state_new(ops, &job, state, state_len);
 
@@ -239,7 +252,8 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	obs.tick = now->tick;
 	obs.work_done_s = now->work_done_s;
 	obs.work_left_s = fmax(0, p->work_s - now->work_done_s);
-	obs.time_left_s = isfinite(now->time_left_s) ? now->time_left_s : 1e15;
+	obs.time_left_s = isfinite(p->deadline_s) ? now->time_left_s :
+			  job.deadline_s - now->elapsed_s;
 	obs.hold = now->held_pool < 0 ? SIM_NONE : now->held_spot ? SIM_SPOT : SIM_OD;
 	obs.region = now->held_spot ? region_of(p, now->held_pool) : -1;
 	if (obs.hold == SIM_SPOT && obs.region < 0)
@@ -308,14 +322,9 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
 	if (p->nspot == 0)
 		return 0;
-	/* A job with all the time in the world: the choice is irrelevant,
-	 * only the observation it records matters. */
-	job.work_s = p->work_s;
-	job.deadline_s = 1e15;
-	job.restart_s = p->restart_s;
-	job.gap_s = p->gap_s;
-	job.nregions = p->nspot;
-	job.od_price = p->od >= 0 ? p->od_price_usd : 1e9;
+	/* Reset with the job itself: a policy fixes job-derived constants
+	 * there (spotrun: its plan step, from the slack). */
+	job_of(p, &job);
 	rc = state_new(ops, &job, state, state_len);
 	if (rc)
 		return sr_err_set(e, rc, "policy state");
@@ -335,6 +344,12 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 				price[i] = sr_money_to_usd(o.spot_per_h);
 			}
 		}
+		if (ops->observe) {
+			ops->observe(*state, &job, avail, price);
+			continue;
+		}
+		/* No observe op: a decision with all the time in the world,
+		 * whose choice is ignored, records the observation. */
 		obs.tick = ticks - t;
 		obs.work_left_s = p->work_s;
 		obs.time_left_s = 1e15;

@@ -60,7 +60,8 @@ int place_plan_parse(const char *s, double deadline_s, double work_s,
 struct place_now {
 	int64_t tick;
 	double work_done_s;   /* safely checkpointed work */
-	double time_left_s;   /* until the deadline */
+	double time_left_s;   /* until the deadline (inf without one) */
+	double elapsed_s;     /* cloud time since the job's start */
 	int held_pool;        /* pool of the live nodes, -1 if none */
 	bool held_spot;
 	int ckpt_pool;        /* pool the job last ran in, -1 if never */

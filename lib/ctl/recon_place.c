@@ -164,7 +164,8 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 	now.tick = tick;
 	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
 	now.work_done_s = recon__work_done(j, c->cfg.time_scale);
-	now.time_left_s = j->deadline_s - (sim - j->sim_start_s);
+	now.elapsed_s = sim - j->sim_start_s;
+	now.time_left_s = j->deadline_s - now.elapsed_s;
 	now.held_pool = -1;
 	for (size_t i = 0; i < nlive; i++) {
 		if (!live[i].notice_ns) {
