@@ -286,14 +286,19 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (!rc && n.rank == 0 && b.attempt == n.attempt && n.attempt > 0 &&
 	    (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0)) {
 		/* Pace: from the first step this attempt reported, once it has
-		 * moved by 2 % of the steps (at least one). */
+		 * moved by 2 % of the steps and by 10 (a quarter of a job of
+		 * fewer than 40).  A reported step is only known to one step,
+		 * at each end of the window, so a 2-step window could read
+		 * anything from 0 to twice the true pace, and the policy would
+		 * migrate on the noise; 10 steps bound the error to 20 %. */
 		rc = ctl_db_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
 				    " total_steps=coalesce(?2, total_steps),"
 				    " ckpt_step=max(coalesce(?3, ckpt_step),"
 				    " coalesce(ckpt_step, ?3)),"
 				    " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
 				    "  AND ?1 - pace_step0 >= max(1, coalesce(?2, total_steps,"
-				    "  0) / 50) THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
+				    "  0) / 50, min(10, coalesce(?2, total_steps, 0) / 4))"
+				    "  THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
 				    "  ELSE step_ns END,"
 				    " pace_step0=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
 				    "  THEN pace_step0 ELSE ?1 END,"
