@@ -103,8 +103,19 @@ def test_slow_job_on_spot_migrates_to_on_demand(daemon_factory):
     ev = d.events(jid)
     kinds = [e["type"] for e in ev]
     assert "migrated" in kinds and "preempted" not in kinds, kinds
-    retired = [n for n in j["nodes"] if n["end_reason"] == "migrated"]
-    assert retired and all(n["spot"] for n in retired)
-    last = max(j["nodes"], key=lambda n: n["id"])
-    assert last["spot"] is False
+    # The first migration leaves spot for on-demand, on the deadline
+    # guard.  What follows depends on the pace each attempt measures: the
+    # job sits near the guard's boundary, and when a sanitizer or a loaded
+    # machine slows the workload the slack can allow spot again (a move
+    # the policy may make, docs/control-plane.md), so later moves are not
+    # asserted beyond being the policy's.
+    nodes = sorted(j["nodes"], key=lambda n: n["id"])
+    retired = [n for n in nodes if n["end_reason"] == "migrated"]
+    assert retired and retired[0]["spot"] is True, nodes
+    after = [n for n in nodes if n["id"] > retired[0]["id"]]
+    assert after and after[0]["spot"] is False, nodes
+    moves = [e["message"] for e in ev if e["type"] == "transition" and
+             e["message"].startswith("moving ")]
+    assert moves and "to on-demand" in moves[0], moves
+    assert "deadline_risk" in kinds, kinds
     assert len(completions(d, jid)) == 1
