@@ -4,6 +4,8 @@
 #   make check      every test, then the whole suite again under ASan+UBSan,
 #                   then the fuzz targets for a bounded time
 #   make bench      the benchmarks
+#   make demo       install, build, then run one spot training job end to
+#                   end on the local spot cloud and print its report
 #   make clean
 #
 # Layout rules (see CONTRIBUTING.md):
@@ -109,6 +111,9 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# Files pulled in with .incbin (the dashboard) are not seen by -MMD.
+$(BUILD)/obj/src/spotrund/web_assets.o: $(wildcard src/spotrund/web/*)
+
 # ---- fuzz targets (built with clang in build/fuzz) ----------------------
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst fuzz/%.c,$(BUILD)/fuzzbin/%,$(FUZZ_SRCS))
@@ -118,7 +123,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
 
 # ---- top-level targets -------------------------------------------------
-.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build \
+.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
 	bench clean
 .DEFAULT_GOAL := all
 .SECONDARY:
@@ -156,6 +161,12 @@ fuzz-bins: $(FUZZ_BINS)
 
 fuzz: fuzz-build
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-60} scripts/run-fuzz build/fuzz
+
+# The main job (scripts/demo): spotrund + the local spot cloud + a real
+# PyTorch run through preemptions, then the report.
+demo: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/demo --build $(BUILD)
 
 bench: all
 	@scripts/run-bench build

@@ -1,0 +1,345 @@
+/*
+ * bench_ctl - spotrund under a fleet of heartbeating nodes.
+ *
+ * Seeds a fresh state directory with NODES on-demand nodes (jobs of up to
+ * 1000 nodes, all RUNNING, with known node tokens), starts the real
+ * spotrund binary on it, and has THREADS client threads send each node's
+ * heartbeat once per PERIOD seconds for SECONDS seconds over keep-alive
+ * connections - the load of NODES agents.  Reports p50/p99 latency and
+ * the achieved rate, and, as the peer measured in the same run and load,
+ * the latency of GET /healthz (the HTTP path with no auth and no database
+ * write): heartbeat/healthz is the cost of authenticating and committing
+ * a heartbeat.  Finally the daemon's RSS (VmRSS, VmHWM).
+ *
+ * Env: BENCH_CTL_NODES (10000), BENCH_CTL_PERIOD_S (5), BENCH_CTL_SECONDS
+ * (20), BENCH_CTL_THREADS (8).  Billing runs every 60 s here (ledger rows
+ * per node per interval; a fleet this size would not bill every second).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <sqlite3.h>
+
+#include "common/timeutil.h"
+#include "ctl/auth.h"
+#include "ctl/db.h"
+
+static int nnodes = 10000, period_s = 5, seconds = 20, nthreads = 8;
+static char url[128];
+static char (*tokens)[CTL_TOKEN_HEX + 1];
+static int64_t *node_ids;
+
+struct lat {
+	double *v;
+	size_t n, cap;
+};
+
+static void lat_add(struct lat *l, double ms)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof *l->v);
+		if (!l->v)
+			abort();
+	}
+	l->v[l->n++] = ms;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(struct lat *l, double p)
+{
+	if (!l->n)
+		return 0;
+	return l->v[(size_t)(p * (double)(l->n - 1))];
+}
+
+static int env_int(const char *k, int def)
+{
+	const char *s = getenv(k);
+
+	return s && atoi(s) > 0 ? atoi(s) : def;
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *ud)
+{
+	(void)p;
+	(void)ud;
+	return s * n;
+}
+
+struct worker {
+	int idx;
+	struct lat hb, hz;
+	long errors;
+	int64_t t_end;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	CURL *h = curl_easy_init();
+	char u[256], auth[128];
+	struct curl_slist *hd = NULL;
+	int64_t start = sr_time_mono_ns();
+	/* this thread's nodes: idx, idx+T, idx+2T, ...; each once per period */
+	int mine = (nnodes - w->idx + nthreads - 1) / nthreads;
+	double gap_ns = (double)period_s * 1e9 / (mine > 0 ? mine : 1);
+	long k = 0;
+
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	while (mine > 0) {
+		int64_t due = start + (int64_t)((double)k * gap_ns), t0, t1;
+		int i = w->idx + (int)(k % mine) * nthreads;
+		long code = 0;
+		CURLcode cr;
+
+		if (due >= w->t_end)
+			break;
+		while (sr_time_mono_ns() < due)
+			usleep(100);
+		snprintf(u, sizeof u, "%s/v1/nodes/%" PRId64 "/heartbeat", url,
+			 node_ids[i]);
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tokens[i]);
+		hd = curl_slist_append(NULL, auth);
+		hd = curl_slist_append(hd, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_URL, u);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS,
+				 "{\"workload\":\"running\",\"attempt\":1,\"cpu_util\":0.9}");
+		t0 = sr_time_mono_ns();
+		cr = curl_easy_perform(h);
+		t1 = sr_time_mono_ns();
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		if (cr != CURLE_OK || code != 200)
+			w->errors++;
+		else
+			lat_add(&w->hb, (double)(t1 - t0) / 1e6);
+		curl_slist_free_all(hd);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+		/* every 10th slot, the peer: GET /healthz on the same connection */
+		if (k % 10 == 0) {
+			snprintf(u, sizeof u, "%s/healthz", url);
+			curl_easy_setopt(h, CURLOPT_URL, u);
+			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+			t0 = sr_time_mono_ns();
+			cr = curl_easy_perform(h);
+			t1 = sr_time_mono_ns();
+			if (cr == CURLE_OK)
+				lat_add(&w->hz, (double)(t1 - t0) / 1e6);
+		}
+		k++;
+	}
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+static int seed(const char *dir)
+{
+	char path[512];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *js = NULL, *ns = NULL;
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns();
+	int rc;
+
+	snprintf(path, sizeof path, "%s/spotrun.db", dir);
+	rc = ctl_db_open(path, &db, &e);
+	if (!rc)
+		rc = ctl_db_migrate(db, &e);
+	if (!rc)
+		rc = ctl_db_begin(db, &e);
+	if (rc)
+		goto out;
+	sqlite3_prepare_v2(db, "INSERT INTO jobs(name, state, spec_name, spec_yaml,"
+		" spec_json, num_nodes, max_restarts, attempt, created_ns, updated_ns,"
+		" state_since_ns, sim_start_s, work_s, candidates, run_started_ns)"
+		" VALUES('bench','RUNNING','bench.yaml','run: x','{}',?1,3,1,?2,?2,?2,"
+		"0,3600,'{\"spot\":[],\"od\":0,\"od_price_usd\":3.06,\"restart_s\":60,"
+		"\"gap_s\":600,\"crit\":0,\"use_spot\":0}',?2)", -1, &js, NULL);
+	sqlite3_prepare_v2(db, "INSERT INTO nodes(job_id, rank, state, token_hash,"
+		" provider, cloud, region, zone, instance_type, accelerator,"
+		" accel_count, spot, pool, price_micros, list_micros, reserved_micros,"
+		" created_ns, boot_at_ns, registered_ns, last_hb_ns, billed_until_ns)"
+		" VALUES(?1,?2,'READY',?3,'local','aws','us-east-1','use1-az1',"
+		"'p3.2xlarge','V100',1,0,0,3060000,3060000,-1,?4,?4,?4,?4,?4)",
+		-1, &ns, NULL);
+	for (int i = 0; i < nnodes; i++) {
+		unsigned char d[CTL_DIGEST_LEN];
+		int64_t job;
+
+		if (i % 1000 == 0) {
+			int size = nnodes - i < 1000 ? nnodes - i : 1000;
+
+			sqlite3_reset(js);
+			sqlite3_bind_int(js, 1, size);
+			sqlite3_bind_int64(js, 2, now);
+			if (sqlite3_step(js) != SQLITE_DONE) {
+				rc = -EIO;
+				goto out;
+			}
+		}
+		job = (i / 1000) + 1;
+		ctl_token_new(tokens[i]);
+		ctl_token_digest(tokens[i], d);
+		sqlite3_reset(ns);
+		sqlite3_bind_int64(ns, 1, job);
+		sqlite3_bind_int(ns, 2, i % 1000);
+		sqlite3_bind_blob(ns, 3, d, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(ns, 4, now);
+		if (sqlite3_step(ns) != SQLITE_DONE) {
+			rc = -EIO;
+			goto out;
+		}
+		node_ids[i] = sqlite3_last_insert_rowid(db);
+	}
+	rc = ctl_db_commit(db, &e);
+out:
+	if (rc)
+		fprintf(stderr, "bench_ctl: seed: %s %s\n", e.msg,
+			db ? sqlite3_errmsg(db) : "");
+	sqlite3_finalize(js);
+	sqlite3_finalize(ns);
+	sqlite3_close_v2(db);
+	return rc;
+}
+
+static long status_kb(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = strtol(line + strlen(key) + 1, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/sr-bench-ctl-XXXXXX", bin[1100], path[600];
+	char *exe_dir, self[1024];
+	struct worker *w;
+	pthread_t *th;
+	struct lat hb = { 0 }, hz = { 0 };
+	long errors = 0;
+	pid_t pid;
+	ssize_t n;
+	int rc = 1;
+
+	nnodes = env_int("BENCH_CTL_NODES", 10000);
+	period_s = env_int("BENCH_CTL_PERIOD_S", 5);
+	seconds = env_int("BENCH_CTL_SECONDS", 20);
+	nthreads = env_int("BENCH_CTL_THREADS", 8);
+	tokens = calloc((size_t)nnodes, sizeof *tokens);
+	node_ids = calloc((size_t)nnodes, sizeof *node_ids);
+	w = calloc((size_t)nthreads, sizeof *w);
+	th = calloc((size_t)nthreads, sizeof *th);
+	if (!tokens || !node_ids || !w || !th || !mkdtemp(dir))
+		return 1;
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	exe_dir = strrchr(self, '/');
+	*exe_dir = '\0';
+	snprintf(bin, sizeof bin, "%s/../bin/spotrund", self);
+	if (seed(dir))
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		setenv("SPOTRUN_LOG_LEVEL", "warn", 1);
+		execl(bin, bin, "--state-dir", dir, "--listen", "127.0.0.1:0",
+		      "--agent", "/bin/true", "--heartbeat-timeout", "60s",
+		      "--bill-interval-ms", "60000", "--http-threads", "4", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof path, "%s/api.url", dir);
+	for (int i = 0; i < 300 && !url[0]; i++) {
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			if (!fgets(url, sizeof url, f))
+				url[0] = '\0';
+			url[strcspn(url, "\n")] = '\0';
+			fclose(f);
+		}
+		usleep(50000);
+	}
+	if (!url[0]) {
+		fprintf(stderr, "bench_ctl: spotrund did not start (%s)\n", bin);
+		goto out;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	for (int i = 0; i < nthreads; i++) {
+		w[i].idx = i;
+		w[i].t_end = sr_time_mono_ns() + (int64_t)seconds * SR_NS_PER_SEC;
+		pthread_create(&th[i], NULL, work, &w[i]);
+	}
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(th[i], NULL);
+		for (size_t k = 0; k < w[i].hb.n; k++)
+			lat_add(&hb, w[i].hb.v[k]);
+		for (size_t k = 0; k < w[i].hz.n; k++)
+			lat_add(&hz, w[i].hz.v[k]);
+		errors += w[i].errors;
+	}
+	qsort(hb.v, hb.n, sizeof *hb.v, cmpd);
+	qsort(hz.v, hz.n, sizeof *hz.v, cmpd);
+	printf("spotrund: %d nodes heartbeating every %d s for %d s (%d client "
+	       "threads, 2 cores shared with the daemon)\n", nnodes, period_s,
+	       seconds, nthreads);
+	printf("  heartbeats: %zu ok, %ld failed, %.0f/s (target %.0f/s)\n", hb.n,
+	       errors, (double)hb.n / seconds, (double)nnodes / period_s);
+	printf("  heartbeat latency ms: p50 %.3f  p99 %.3f  max %.3f\n",
+	       pct(&hb, 0.5), pct(&hb, 0.99), hb.n ? hb.v[hb.n - 1] : 0.0);
+	printf("  healthz   latency ms: p50 %.3f  p99 %.3f  (peer: no auth, no write)\n",
+	       pct(&hz, 0.5), pct(&hz, 0.99));
+	printf("  ratio heartbeat/healthz: p50 %.2f  p99 %.2f\n",
+	       pct(&hb, 0.5) / (pct(&hz, 0.5) > 0 ? pct(&hz, 0.5) : 1),
+	       pct(&hb, 0.99) / (pct(&hz, 0.99) > 0 ? pct(&hz, 0.99) : 1));
+	printf("  daemon RSS: %ld KiB now, %ld KiB peak\n", status_kb(pid, "VmRSS:"),
+	       status_kb(pid, "VmHWM:"));
+	rc = errors * 100 > (long)hb.n ? 1 : 0;
+out:
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		rc = 1;
+	free(hb.v);
+	free(hz.v);
+	for (int i = 0; i < nthreads; i++) {
+		free(w[i].hb.v);
+		free(w[i].hz.v);
+	}
+	free(w);
+	free(th);
+	free(tokens);
+	free(node_ids);
+	return rc;
+}

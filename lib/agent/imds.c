@@ -1,0 +1,246 @@
+/*
+ * imds.c - IMDSv2 spot interruption polling (protocol in imds.h).
+ *
+ * Token life cycle:
+ *
+ *   NO_TOKEN --PUT ok--> HAVE_TOKEN --age > ttl-60s--> NO_TOKEN
+ *                            |
+ *                            +--GET answers 401--> NO_TOKEN, retry once
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/imds.h"
+#include "common/http.h"
+#include "common/json.h"
+#include "common/timeutil.h"
+
+#define TOKEN_MAX 512
+#define TOKEN_REFRESH_MARGIN_S 60
+#define NOTICE_MAX_BODY 4096
+
+struct imds {
+	char *base;
+	long timeout_ms;
+	char token[TOKEN_MAX];
+	int64_t token_at_ns; /* monotonic; 0 = no token */
+};
+
+struct imds *imds_create(const char *base_url, long timeout_ms)
+{
+	struct imds *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return NULL;
+	c->base = strdup(base_url ? base_url : IMDS_DEFAULT_URL);
+	if (!c->base) {
+		free(c);
+		return NULL;
+	}
+	/* "http://host:port/" -> "http://host:port" */
+	size_t n = strlen(c->base);
+	while (n > 0 && c->base[n - 1] == '/')
+		c->base[--n] = '\0';
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	return c;
+}
+
+void imds_destroy(struct imds *c)
+{
+	if (!c)
+		return;
+	free(c->base);
+	free(c);
+}
+
+const char *imds_action_name(enum imds_action a)
+{
+	switch (a) {
+	case IMDS_TERMINATE: return "terminate";
+	case IMDS_STOP: return "stop";
+	case IMDS_HIBERNATE: return "hibernate";
+	case IMDS_NONE: break;
+	}
+	return "none";
+}
+
+static void opts_init(const struct imds *c, struct sr_http_opts *o)
+{
+	sr_http_opts_default(o);
+	o->timeout_ms = c->timeout_ms;
+	o->connect_timeout_ms = c->timeout_ms;
+	o->max_retries = 0; /* the poll loop is the retry */
+	o->max_body = NOTICE_MAX_BODY;
+}
+
+static int token_fetch(struct imds *c, struct sr_err *e)
+{
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	char url[1024];
+	char ttl[64];
+	const char *hdr[] = { ttl, NULL };
+	int rc;
+
+	opts_init(c, &o);
+	snprintf(url, sizeof url, "%s/latest/api/token", c->base);
+	snprintf(ttl, sizeof ttl, "X-aws-ec2-metadata-token-ttl-seconds: %d",
+		 IMDS_TOKEN_TTL_S);
+	rc = sr_http_request("PUT", url, hdr, "", 0, &o, &r, e);
+	if (rc < 0) {
+		sr_err_prefix(e, "imds: PUT /latest/api/token");
+		goto out;
+	}
+	if (r.status != 200) {
+		rc = sr_err_set(e, -SR_EHTTP,
+				"imds: PUT /latest/api/token: HTTP %ld", r.status);
+		goto out;
+	}
+	/* A token is printable ASCII without spaces; anything else would be
+	 * pasted into a header, so refuse it. */
+	size_t n = r.body_len;
+	while (n > 0 && (r.body[n - 1] == '\n' || r.body[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n >= TOKEN_MAX) {
+		rc = sr_err_set(e, -SR_EPARSE,
+				"imds: token reply: length %zu not in 1..%d", n,
+				TOKEN_MAX - 1);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)r.body[i];
+		if (ch <= ' ' || ch >= 0x7f) {
+			rc = sr_err_set(e, -SR_EPARSE,
+					"imds: token reply: byte %zu is not a "
+					"printable character", i);
+			goto out;
+		}
+	}
+	memcpy(c->token, r.body, n);
+	c->token[n] = '\0';
+	c->token_at_ns = sr_time_mono_ns();
+	rc = 0;
+out:
+	sr_http_resp_free(&r);
+	return rc;
+}
+
+static int token_fresh(const struct imds *c)
+{
+	int64_t age;
+
+	if (c->token_at_ns == 0)
+		return 0;
+	age = sr_time_mono_ns() - c->token_at_ns;
+	return age < (int64_t)(IMDS_TOKEN_TTL_S - TOKEN_REFRESH_MARGIN_S) *
+			     SR_NS_PER_SEC;
+}
+
+int imds_parse_notice(const char *body, size_t len, struct imds_notice *out,
+		      struct sr_err *e)
+{
+	const char *ctx = "imds: spot/instance-action";
+	const char *action = NULL, *when = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	j = sr_json_load_buf(body, len, ctx, e);
+	if (!j) {
+		rc = e ? e->code : -SR_EPARSE;
+		if (rc == 0)
+			rc = -SR_EPARSE;
+		goto out;
+	}
+	if (!json_is_object(j)) {
+		rc = sr_err_set(e, -SR_EPARSE, "%s: expected a JSON object", ctx);
+		goto out;
+	}
+	/* AWS may add fields in future: unknown keys are tolerated. */
+	rc = sr_json_get_str(j, "action", &action, ctx, e);
+	if (rc < 0)
+		goto out;
+	rc = sr_json_get_str(j, "time", &when, ctx, e);
+	if (rc < 0)
+		goto out;
+	if (!strcmp(action, "terminate")) {
+		out->action = IMDS_TERMINATE;
+	} else if (!strcmp(action, "stop")) {
+		out->action = IMDS_STOP;
+	} else if (!strcmp(action, "hibernate")) {
+		out->action = IMDS_HIBERNATE;
+	} else {
+		rc = sr_err_set(e, -SR_EPARSE,
+				"%s: action: unknown value '%.64s' (expected "
+				"terminate, stop or hibernate)", ctx, action);
+		goto out;
+	}
+	rc = sr_time_parse_rfc3339(when, &out->time_ns, e);
+	if (rc < 0) {
+		sr_err_prefix(e, "%s: time", ctx);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		memset(out, 0, sizeof *out);
+	json_decref(j);
+	return rc;
+}
+
+static int notice_get(struct imds *c, struct imds_notice *out, long *status,
+		      struct sr_err *e)
+{
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	char url[1024];
+	char tok[TOKEN_MAX + 64];
+	const char *hdr[] = { tok, NULL };
+	int rc;
+
+	opts_init(c, &o);
+	snprintf(url, sizeof url, "%s/latest/meta-data/spot/instance-action",
+		 c->base);
+	snprintf(tok, sizeof tok, "X-aws-ec2-metadata-token: %s", c->token);
+	*status = 0;
+	rc = sr_http_request("GET", url, hdr, NULL, 0, &o, &r, e);
+	if (rc < 0) {
+		sr_err_prefix(e, "imds: GET spot/instance-action");
+		goto out;
+	}
+	*status = r.status;
+	if (r.status == 404) {
+		rc = 0;
+	} else if (r.status == 200) {
+		rc = imds_parse_notice(r.body, r.body_len, out, e);
+	} else {
+		rc = sr_err_set(e, -SR_EHTTP,
+				"imds: GET spot/instance-action: HTTP %ld",
+				r.status);
+	}
+out:
+	sr_http_resp_free(&r);
+	return rc;
+}
+
+int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e)
+{
+	long status = 0;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (!token_fresh(c)) {
+			rc = token_fetch(c, e);
+			if (rc < 0)
+				return rc;
+		}
+		rc = notice_get(c, out, &status, e);
+		if (status != 401)
+			return rc;
+		c->token_at_ns = 0; /* expired or revoked: fetch a new one */
+	}
+	return sr_err_set(e, -SR_EHTTP,
+			  "imds: GET spot/instance-action: HTTP 401 with a "
+			  "fresh token");
+}

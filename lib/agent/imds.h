@@ -1,0 +1,66 @@
+/*
+ * imds.h - AWS instance metadata (IMDSv2) client for spot interruption
+ * notices.
+ *
+ * Protocol (what a real EC2 instance, and spotrund's local provider, serve):
+ *
+ *   PUT /latest/api/token
+ *       X-aws-ec2-metadata-token-ttl-seconds: 21600
+ *     -> 200, body = session token (opaque text)
+ *   GET /latest/meta-data/spot/instance-action
+ *       X-aws-ec2-metadata-token: <token>
+ *     -> 404                       no interruption scheduled
+ *     -> 200 {"action":"terminate","time":"2026-11-29T14:20:00Z"}
+ *     -> 401                       token expired: fetch a new one, retry once
+ *
+ * A 200 whose body is not that object (bad JSON, unknown action, a time
+ * that is not RFC 3339) is an error (-SR_EPARSE) naming the field; the
+ * caller reports it and keeps polling.  It is never taken as "no notice"
+ * silently, nor as a notice with an invented deadline.
+ *
+ * Not thread-safe: one client per polling thread.
+ */
+#ifndef SR_AGENT_IMDS_H
+#define SR_AGENT_IMDS_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define IMDS_DEFAULT_URL "http://169.254.169.254"
+#define IMDS_TOKEN_TTL_S 21600
+
+struct imds;
+
+enum imds_action {
+	IMDS_NONE = 0,     /* no notice */
+	IMDS_TERMINATE,
+	IMDS_STOP,
+	IMDS_HIBERNATE,
+};
+
+struct imds_notice {
+	enum imds_action action;
+	int64_t time_ns; /* when the instance goes away, epoch ns; 0 if none */
+};
+
+/* Create a client for base_url (e.g. "http://127.0.0.1:8123", no trailing
+ * path).  timeout_ms bounds each request (the poll interval is the natural
+ * choice).  Returns NULL on out-of-memory.  Caller owns; imds_destroy(). */
+struct imds *imds_create(const char *base_url, long timeout_ms);
+void imds_destroy(struct imds *c); /* NULL-safe */
+
+/* One poll: fetch a token if there is none (or it is near expiry), then ask
+ * for spot/instance-action.  On success fills *out (action IMDS_NONE when
+ * the endpoint says 404) and returns 0.  On a transport failure, an
+ * unexpected status or a malformed notice returns a negative code with *e
+ * naming what was wrong; *out is then IMDS_NONE. */
+int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e);
+
+/* Parse a spot/instance-action body.  Exposed for tests and the fuzzer. */
+int imds_parse_notice(const char *body, size_t len, struct imds_notice *out,
+		      struct sr_err *e);
+
+const char *imds_action_name(enum imds_action a);
+
+#endif

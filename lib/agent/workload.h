@@ -1,0 +1,65 @@
+/*
+ * workload.h - run a user's shell snippet as its own process group.
+ *
+ * `setup` and `run` from the job YAML are shell snippets the user wrote;
+ * running them with /bin/sh -c is the point.  Nothing else is ever put
+ * into a shell command: values reach the workload as environment
+ * variables (the envp given here).
+ *
+ * The child:
+ *   - is the leader of a new process group (pgid == pid), so one kill()
+ *     reaches everything it starts;
+ *   - has stdin from /dev/null, stdout and stderr on two pipes whose read
+ *     ends the caller polls (non-blocking, close-on-exec);
+ *   - starts with an empty signal mask and default dispositions, whatever
+ *     the agent's threads had blocked.
+ *
+ * Not thread-safe; the agent's main loop owns each workload.
+ */
+#ifndef SR_AGENT_WORKLOAD_H
+#define SR_AGENT_WORKLOAD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct workload {
+	pid_t pid;        /* group leader; -1 when not started or reaped */
+	int out_fd;       /* read end of stdout pipe, -1 once closed */
+	int err_fd;       /* read end of stderr pipe, -1 once closed */
+	int exited;       /* leader reaped */
+	int exit_code;    /* valid when exited and !signal */
+	int signal;       /* terminating signal, 0 if it exited */
+	int64_t started_mono_ns;
+};
+
+/* Start `/bin/sh -c script` in cwd (NULL = inherit) with environment envp
+ * (NULL-terminated "K=V" strings, copied by exec).  On success fills *w
+ * and returns 0; on failure *w has pid -1 and no open fds. */
+int workload_start(struct workload *w, const char *script, const char *cwd,
+		   char *const *envp, struct sr_err *e);
+
+/* Send sig to the whole group.  0, or -ESRCH when the group is empty. */
+int workload_signal(const struct workload *w, int sig);
+
+/* Reap the leader without blocking.  Returns 1 when it has exited (and
+ * fills exited/exit_code/signal), 0 while it runs, negative errno on
+ * failure. */
+int workload_poll_exit(struct workload *w);
+
+/* Record a wait status obtained elsewhere (a waitpid(-1) loop in a
+ * subreaper).  Returns 1 if pid was this workload's leader. */
+int workload_note_exit(struct workload *w, pid_t pid, int wstatus);
+
+/* 1 while any process of the group is alive (leader or stragglers). */
+int workload_group_alive(const struct workload *w);
+
+/* Close the pipe read ends that are still open. */
+void workload_close_fds(struct workload *w);
+
+/* "exit 3", "signal 15 (Terminated)" into buf.  */
+const char *workload_status_str(const struct workload *w, char *buf,
+				size_t n);
+
+#endif

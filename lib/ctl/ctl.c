@@ -1,0 +1,286 @@
+/*
+ * ctl.c - daemon lifecycle: state directory, database, tokens, cloud
+ * clock, per-thread connections, threads.
+ *
+ * State directory layout (mode 0700):
+ *   spotrun.db (+ -wal, -shm)  everything the daemon knows
+ *   api.token                  admin bearer token, 0600
+ *   imds.key                   HMAC key of IMDS session tokens, 0600
+ *   api.url, spotrund.pid      written by spotrund's main for the CLI
+ *   nodes/<id>/                a node's work dir: node.token, agent.log
+ *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
+ *
+ * Cloud clock: sim_s = sim0 + (now - real0) * scale.  (real0, sim0) and
+ * the scale are stored in settings; when a restart brings another scale,
+ * the clock is re-anchored at the current cloud time so it never jumps.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/ctl_int.h"
+#include "ctl/db.h"
+#include "market/catalog.h"
+
+void ctl_config_defaults(struct ctl_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->listen_host = "127.0.0.1";
+	cfg->listen_port = 7077;
+	cfg->provider = "local";
+	cfg->time_scale = 3600;
+	cfg->notice_ms = 5000;
+	cfg->provision_ms = 1000;
+	cfg->heartbeat_ms = 1000;
+	cfg->heartbeat_timeout_ms = 10000;
+	cfg->boot_timeout_ms = 30000;
+	cfg->bill_interval_ms = 1000;
+	cfg->tick_ms = 100;
+	cfg->trace_start_h = 48; /* leaves two days of market history */
+	cfg->http_threads = 4;
+	cfg->restart_guess_ms = 3000;
+	cfg->policy = "spotrun";
+	cfg->imds_poll_ms = 500;
+}
+
+double ctl__sim_at(const struct ctl *c, int64_t real_ns)
+{
+	return c->sim0_s + (double)(real_ns - c->real0_ns) / 1e9 * c->cfg.time_scale;
+}
+
+double ctl__sim_now(const struct ctl *c)
+{
+	return ctl__sim_at(c, sr_time_real_ns());
+}
+
+double ctl_time_scale(const struct ctl *c) { return c->cfg.time_scale; }
+const char *ctl_state_dir(const struct ctl *c) { return c->state_dir; }
+const char *ctl_db_path(const struct ctl *c) { return c->db_path; }
+int ctl_port(const struct ctl *c) { return c->port; }
+const char *ctl_admin_token(const struct ctl *c) { return c->admin_token; }
+
+void ctl__wake(struct ctl *c)
+{
+	pthread_mutex_lock(&c->wake_mu);
+	c->wake = true;
+	pthread_cond_signal(&c->wake_cv);
+	pthread_mutex_unlock(&c->wake_mu);
+}
+
+sqlite3 *ctl__db(struct ctl *c)
+{
+	sqlite3 *db = pthread_getspecific(c->db_key);
+	struct sr_err e = { 0 };
+
+	if (db)
+		return db;
+	if (ctl_db_open(c->db_path, &db, &e)) {
+		sr_error("ctl", "cannot open database", "err=\"%s\"", sr_err_str(&e, -EIO));
+		return NULL;
+	}
+	pthread_mutex_lock(&c->conns_mu);
+	if (c->nconns == c->capconns) {
+		size_t nc = c->capconns ? 2 * c->capconns : 16;
+		sqlite3 **v = realloc(c->conns, nc * sizeof *v);
+
+		if (!v) {
+			pthread_mutex_unlock(&c->conns_mu);
+			sqlite3_close_v2(db);
+			return NULL;
+		}
+		c->conns = v;
+		c->capconns = nc;
+	}
+	c->conns[c->nconns++] = db;
+	pthread_mutex_unlock(&c->conns_mu);
+	pthread_setspecific(c->db_key, db);
+	return db;
+}
+
+static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
+{
+	char a[64], b[64], s[64];
+	int64_t now = sr_time_real_ns();
+	int rc;
+
+	if (ctl_db_setting_get(db, "clock_real0_ns", a, sizeof a) == 0 &&
+	    ctl_db_setting_get(db, "clock_sim0_s", b, sizeof b) == 0 &&
+	    ctl_db_setting_get(db, "clock_scale", s, sizeof s) == 0) {
+		double old = strtod(s, NULL);
+
+		c->real0_ns = strtoll(a, NULL, 10);
+		c->sim0_s = strtod(b, NULL);
+		if (old == c->cfg.time_scale)
+			return 0;
+		/* re-anchor under the new scale */
+		c->sim0_s += (double)(now - c->real0_ns) / 1e9 * old;
+		c->real0_ns = now;
+	} else {
+		c->real0_ns = now;
+		c->sim0_s = c->cfg.trace_start_h * 3600.0;
+	}
+	snprintf(a, sizeof a, "%" PRId64, c->real0_ns);
+	snprintf(b, sizeof b, "%.6f", c->sim0_s);
+	snprintf(s, sizeof s, "%.17g", c->cfg.time_scale);
+	rc = ctl_db_begin(db, e);
+	if (!rc)
+		rc = ctl_db_setting_set(db, "clock_real0_ns", a, e);
+	if (!rc)
+		rc = ctl_db_setting_set(db, "clock_sim0_s", b, e);
+	if (!rc)
+		rc = ctl_db_setting_set(db, "clock_scale", s, e);
+	rc = ctl_db_end(db, rc, e);
+	return rc;
+}
+
+static int load_imds_key(struct ctl *c, struct sr_err *e)
+{
+	char path[2400], hexkey[CTL_TOKEN_HEX + 1];
+	int rc;
+
+	snprintf(path, sizeof path, "%s/imds.key", c->state_dir);
+	rc = ctl_token_load_or_create(path, hexkey, e);
+	if (rc)
+		return rc;
+	for (int i = 0; i < CTL_DIGEST_LEN; i++) {
+		unsigned v;
+
+		sscanf(hexkey + 2 * i, "%2x", &v);
+		c->imds_key[i] = (unsigned char)v;
+	}
+	explicit_bzero(hexkey, sizeof hexkey);
+	return 0;
+}
+
+static void find_agent(struct ctl *c)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (c->cfg.agent_path) {
+		snprintf(c->agent_path, sizeof c->agent_path, "%s", c->cfg.agent_path);
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		snprintf(c->agent_path, sizeof c->agent_path, "spotrun-agent");
+		return;
+	}
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
+}
+
+int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
+{
+	struct ctl *c = calloc(1, sizeof *c);
+	sqlite3 *db;
+	char path[2400];
+	int rc;
+
+	*out = NULL;
+	if (!c)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	c->cfg = *cfg;
+	pthread_mutex_init(&c->wake_mu, NULL);
+	pthread_cond_init(&c->wake_cv, NULL);
+	pthread_mutex_init(&c->conns_mu, NULL);
+	pthread_key_create(&c->db_key, NULL);
+	if (!cfg->state_dir || cfg->time_scale <= 0 || cfg->http_threads < 1) {
+		rc = sr_err_set(e, -EINVAL, "config: state_dir, time_scale > 0 and "
+				"http_threads >= 1 are required");
+		goto fail;
+	}
+	snprintf(c->state_dir, sizeof c->state_dir, "%s", cfg->state_dir);
+	c->cfg.state_dir = c->state_dir;
+	snprintf(c->db_path, sizeof c->db_path, "%s/" CTL_DB_FILE, c->state_dir);
+	rc = sr_fs_mkdir_p(c->state_dir, 0700);
+	if (rc) {
+		sr_err_set(e, rc, "%s: %s", c->state_dir, sr_strerror(rc));
+		goto fail;
+	}
+	snprintf(path, sizeof path, "%s/api.token", c->state_dir);
+	rc = ctl_token_load_or_create(path, c->admin_token, e);
+	if (rc)
+		goto fail;
+	ctl_token_digest(c->admin_token, c->admin_digest);
+	sr_log_secret(c->admin_token);
+	rc = load_imds_key(c, e);
+	if (rc)
+		goto fail;
+	db = ctl__db(c);
+	if (!db) {
+		rc = sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
+		goto fail;
+	}
+	rc = ctl_db_migrate(db, e);
+	if (!rc)
+		rc = load_clock(c, db, e);
+	if (rc)
+		goto fail;
+	if (cfg->data_dir)
+		snprintf(c->data_dir, sizeof c->data_dir, "%s", cfg->data_dir);
+	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
+		snprintf(c->data_dir, sizeof c->data_dir, "data");
+	find_agent(c);
+	if (strcmp(cfg->provider, "local") != 0) {
+		rc = sr_err_set(e, -SR_EUNSUPPORTED, "--provider %s: only 'local' is "
+				"built", cfg->provider);
+		goto fail;
+	}
+	rc = ctl__prov_local_init(c, e);
+	if (rc)
+		goto fail;
+	ctl__routes_jobs();
+	ctl__routes_nodes();
+	ctl__routes_imds();
+	rc = ctl__http_start(c, e);
+	if (rc)
+		goto fail;
+	rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
+	if (rc) {
+		rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
+		goto fail;
+	}
+	c->reconciler_started = true;
+	sr_info("ctl", "spotrund started", "url=%s state=%s scale=%g provider=%s",
+		c->url, c->state_dir, c->cfg.time_scale, c->prov.ops->name);
+	*out = c;
+	return 0;
+fail:
+	ctl_stop(c);
+	return rc;
+}
+
+void ctl_stop(struct ctl *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->stopping, true);
+	ctl__wake(c);
+	if (c->reconciler_started)
+		pthread_join(c->reconciler, NULL);
+	ctl__http_stop(c);
+	ctl__pol_clear(c);
+	if (c->prov.ops && c->prov.ops->destroy)
+		c->prov.ops->destroy(c->prov.st);
+	for (size_t i = 0; i < c->nconns; i++)
+		sqlite3_close_v2(c->conns[i]);
+	free(c->conns);
+	pthread_key_delete(c->db_key);
+	pthread_mutex_destroy(&c->wake_mu);
+	pthread_cond_destroy(&c->wake_cv);
+	pthread_mutex_destroy(&c->conns_mu);
+	explicit_bzero(c->admin_token, sizeof c->admin_token);
+	free(c);
+}

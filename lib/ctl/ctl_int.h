@@ -1,0 +1,142 @@
+/*
+ * ctl_int.h - internals shared by the files of lib/ctl (not public).
+ */
+#ifndef SR_CTL_INT_H
+#define SR_CTL_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "ctl/auth.h"
+#include "ctl/ctl.h"
+#include "ctl/provider.h"
+#include "ctl/router.h"
+
+struct MHD_Daemon;
+
+/* One job's live policy memory (polcache.c).  Owned by the reconciler
+ * thread; `state` is `len` bytes of the policy's state, released with
+ * place_state_free(). */
+struct ctl_pol {
+	int64_t job;
+	void *state;
+	size_t len;
+};
+
+struct ctl {
+	struct ctl_config cfg;
+	char state_dir[2048];
+	char db_path[2304];
+	char data_dir[2048];
+	char agent_path[4200];
+	char url[128];               /* http://host:port as agents see it */
+	char admin_token[CTL_TOKEN_HEX + 1];
+	unsigned char admin_digest[CTL_DIGEST_LEN];
+	unsigned char imds_key[CTL_DIGEST_LEN];
+	int port;
+
+	/* Cloud clock: sim_s = sim0_s + (real_ns - real0_ns) * scale / 1e9.
+	 * (real0_ns, sim0_s) is persisted in settings at first start. */
+	int64_t real0_ns;
+	double sim0_s;
+
+	struct ctl_provider prov;
+	struct localmkt *mkt;
+
+	struct MHD_Daemon *httpd;
+	pthread_t reconciler;
+	bool reconciler_started;
+	atomic_bool stopping;
+	pthread_mutex_t wake_mu;
+	pthread_cond_t wake_cv;
+	bool wake;
+
+	pthread_key_t db_key;        /* per-thread sqlite3* */
+	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
+	sqlite3 **conns;
+	size_t nconns, capconns;
+
+	/* Policy states of the unfinished jobs (reconciler thread only). */
+	struct ctl_pol *pols;
+	size_t npols, cappols;
+};
+
+/* Policy state cache (polcache.c, reconciler thread only).  A policy's
+ * state may own heap memory (policy_ops.destroy), so it lives here, in
+ * this process, and never travels through the database as bytes.
+ * ctl__pol_get: the job's entry, or NULL.  ctl__pol_put: take ownership
+ * of `state` for the job (releasing any previous one); -ENOMEM leaves
+ * `state` with the caller.  ctl__pol_prune: release the entries of jobs
+ * not in `live` (ascending ids).  ctl__pol_clear: release all. */
+struct ctl_pol *ctl__pol_get(struct ctl *c, int64_t job);
+int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len);
+void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
+void ctl__pol_clear(struct ctl *c);
+
+/* The calling thread's connection (opened on first use). NULL on failure. */
+sqlite3 *ctl__db(struct ctl *c);
+
+/* Cloud clock now / for a wall-clock instant. */
+double ctl__sim_now(const struct ctl *c);
+double ctl__sim_at(const struct ctl *c, int64_t real_ns);
+
+/* Wake the reconciler early (an API call changed desired state). */
+void ctl__wake(struct ctl *c);
+
+/* Route registration of lib/ctl's own routes (static tables, since a
+ * constructor in a static library is dropped unless referenced). */
+void ctl__routes_jobs(void);
+void ctl__routes_nodes(void);
+void ctl__routes_imds(void);
+
+/* HTTP server (server.c). */
+int ctl__http_start(struct ctl *c, struct sr_err *e);
+void ctl__http_stop(struct ctl *c);
+
+/* Reconciler (reconcile.c). */
+void *ctl__reconcile_main(void *arg);
+/* One pass over every job and node; for tests. */
+int ctl__reconcile_once(struct ctl *c);
+
+/* Local provider (prov_local.c). */
+int ctl__prov_local_init(struct ctl *c, struct sr_err *e);
+
+/* The job/node JSON views (views.c); new references or NULL. */
+json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes);
+json_t *ctl__node_json_row(sqlite3_stmt *st);
+extern const char ctl__node_cols[];
+
+/* Fire event hooks for committed events (reconcile.c). */
+void ctl__hooks_run(struct ctl *c, sqlite3 *db);
+void ctl__hooks_call(struct ctl *c, const json_t *ev);
+void ctl__ticks_call(struct ctl *c, sqlite3 *db);
+size_t ctl__hooks_count(void);
+
+/* Directive for a node, from the database (routes_nodes.c). */
+json_t *ctl__directive(sqlite3 *db, int64_t node_id);
+
+/* One request, built by server.c, read through router.h's accessors. */
+#define CTL_MAX_PARAMS 4
+struct ctl_req {
+	struct ctl *ctl;
+	const char *method;
+	const char *path;
+	const char *auth_header;  /* Authorization, or NULL */
+	const char *ctype;        /* Content-Type, or NULL */
+	char *body;               /* NUL-terminated */
+	size_t body_len;
+	void *conn;               /* struct MHD_Connection * */
+	int nparams;
+	const char *pname[CTL_MAX_PARAMS];
+	char pval[CTL_MAX_PARAMS][128];
+	int64_t node_id;          /* authenticated node, 0 = admin/public */
+};
+
+/* Route and authenticate rq, run the handler, fill rs (router.c). */
+void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs);
+/* Header value of the request (server.c). */
+const char *ctl__req_header(const struct ctl_req *rq, const char *name);
+
+#endif

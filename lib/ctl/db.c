@@ -1,0 +1,229 @@
+/*
+ * db.c - open, migrate and transaction helpers for spotrund's database.
+ *
+ * Migrations: ctl_db_migrations[] in db_schema.c is an ordered list of
+ * SQL scripts.  Migration i (1-based) runs in one transaction together
+ * with the UPDATE of schema_version to i, so a crash in the middle leaves
+ * the previous version intact and the next start re-runs it.
+ */
+#include "ctl/db.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl/db_schema.h"
+#include "finops/ledger.h"
+
+int ctl_db_err(sqlite3 *db, int src, struct sr_err *e, const char *what)
+{
+	int rc;
+	int ext = db ? sqlite3_extended_errcode(db) : src;
+
+	switch (src & 0xff) {
+	case SQLITE_CONSTRAINT:
+		rc = (ext == SQLITE_CONSTRAINT_UNIQUE ||
+		      ext == SQLITE_CONSTRAINT_PRIMARYKEY) ? -SR_ECONFLICT : -EINVAL;
+		break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		rc = -EBUSY;
+		break;
+	case SQLITE_NOMEM:
+		rc = -ENOMEM;
+		break;
+	default:
+		rc = -EIO;
+		break;
+	}
+	return sr_err_set(e, rc, "%s: %s", what,
+			  db ? sqlite3_errmsg(db) : sqlite3_errstr(src));
+}
+
+int ctl_db_open(const char *path, sqlite3 **out, struct sr_err *e)
+{
+	sqlite3 *db = NULL;
+	int rc, src;
+
+	*out = NULL;
+	src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+			      SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (src != SQLITE_OK) {
+		rc = sr_err_set(e, -EIO, "%s: open: %s", path,
+				db ? sqlite3_errmsg(db) : sqlite3_errstr(src));
+		goto fail;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	rc = ctl_db_exec(db, "PRAGMA journal_mode=WAL;"
+			     "PRAGMA synchronous=NORMAL;"
+			     "PRAGMA foreign_keys=ON;", e);
+	if (rc)
+		goto fail;
+	*out = db;
+	return 0;
+fail:
+	sqlite3_close_v2(db);
+	return rc;
+}
+
+int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e)
+{
+	char *msg = NULL;
+	int src = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	int rc = 0;
+
+	if (src != SQLITE_OK) {
+		rc = ctl_db_err(db, src, e, "exec");
+		if (msg)
+			sr_err_set(e, rc, "sql: %s", msg);
+	}
+	sqlite3_free(msg);
+	return rc;
+}
+
+int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
+		   struct sr_err *e)
+{
+	int src = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+
+	if (src != SQLITE_OK) {
+		*st = NULL;
+		return ctl_db_err(db, src, e, "prepare");
+	}
+	return 0;
+}
+
+int ctl_db_step_done(sqlite3 *db, sqlite3_stmt *st, struct sr_err *e,
+		     const char *what)
+{
+	int src = sqlite3_step(st);
+
+	if (src != SQLITE_DONE && src != SQLITE_ROW)
+		return ctl_db_err(db, src, e, what);
+	return 0;
+}
+
+const char *ctl_db_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char *s = sqlite3_column_text(st, col);
+
+	return s ? (const char *)s : "";
+}
+
+int ctl_db_begin(sqlite3 *db, struct sr_err *e)
+{
+	return ctl_db_exec(db, "BEGIN IMMEDIATE", e);
+}
+
+int ctl_db_commit(sqlite3 *db, struct sr_err *e)
+{
+	int rc = ctl_db_exec(db, "COMMIT", e);
+
+	if (rc)
+		ctl_db_rollback(db);
+	return rc;
+}
+
+void ctl_db_rollback(sqlite3 *db)
+{
+	if (!sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
+{
+	if (rc) {
+		ctl_db_rollback(db);
+		return rc;
+	}
+	return ctl_db_commit(db, e);
+}
+
+int ctl_db_version(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int v = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT version FROM schema_version "
+			       "WHERE component='ctl'", -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int ctl_db_migrate(sqlite3 *db, struct sr_err *e)
+{
+	int rc, v, i;
+	char sql[128];
+
+	rc = ctl_db_exec(db, "CREATE TABLE IF NOT EXISTS schema_version("
+			     " component TEXT PRIMARY KEY,"
+			     " version INTEGER NOT NULL) STRICT", e);
+	if (rc)
+		return rc;
+	v = ctl_db_version(db);
+	if (v > (int)ctl_db_nmigrations)
+		return sr_err_set(e, -SR_EUNSUPPORTED,
+				  "database schema version %d is newer than "
+				  "this spotrund (%zu)", v, ctl_db_nmigrations);
+	for (i = v; i < (int)ctl_db_nmigrations; i++) {
+		rc = ctl_db_begin(db, e);
+		if (rc)
+			return rc;
+		rc = ctl_db_exec(db, ctl_db_migrations[i], e);
+		if (rc) {
+			sr_err_prefix(e, "migration %d", i + 1);
+			goto fail;
+		}
+		snprintf(sql, sizeof sql, "INSERT INTO schema_version "
+			 "VALUES('ctl', %d) ON CONFLICT(component) DO UPDATE "
+			 "SET version=excluded.version", i + 1);
+		rc = ctl_db_exec(db, sql, e);
+		if (rc)
+			goto fail;
+		rc = ctl_db_commit(db, e);
+		if (rc)
+			return rc;
+	}
+	return ledger_migrate(db, e);
+fail:
+	ctl_db_rollback(db);
+	return rc;
+}
+
+int ctl_db_setting_get(sqlite3 *db, const char *key, char *buf, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -SR_ENOTFOUND;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE key=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(buf, n, "%s", ctl_db_text(st, 0));
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int ctl_db_setting_set(sqlite3 *db, const char *key, const char *val,
+		       struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = ctl_db_prepare(db, "INSERT INTO settings(key, value) VALUES(?, ?)"
+			    " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+			    &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, val, -1, SQLITE_STATIC);
+	rc = ctl_db_step_done(db, st, e, "settings");
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -1,0 +1,161 @@
+/*
+ * db_schema.c - spotrund's tables, as numbered migrations.
+ *
+ * Never edit a migration that has shipped; append a new one.
+ *
+ * Tables (all STRICT):
+ *   settings   key/value facts that must survive restarts (clock epoch).
+ *   jobs       one row per job: spec, state, desired state, counters.
+ *              `state` changes only through jobsm_transition().
+ *   nodes      one row per node ever requested; never deleted.  A node
+ *              belongs to one job and one rank; token_hash is the
+ *              SHA-256 of its bearer token.
+ *   exits      one row per (job, attempt, rank): how that rank's workload
+ *              of that attempt ended.  The primary key makes a duplicated
+ *              report harmless.
+ *   events     append-only log of everything that happened to a job.
+ *   logs       workload output lines.
+ */
+#include "ctl/db_schema.h"
+
+static const char m1[] =
+	"CREATE TABLE settings("
+	" key TEXT PRIMARY KEY,"
+	" value TEXT NOT NULL) STRICT;"
+
+	"CREATE TABLE jobs("
+	" id INTEGER PRIMARY KEY,"
+	" name TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK(state IN ('PENDING','PROVISIONING',"
+	"  'RUNNING','NOTICE','CHECKPOINTING','PREEMPTED','RECOVERING',"
+	"  'SUCCEEDED','FAILED','CANCELLED')),"
+	" desired TEXT NOT NULL DEFAULT 'run' CHECK(desired IN ('run','cancel')),"
+	" spec_name TEXT NOT NULL,"
+	" spec_yaml TEXT NOT NULL,"
+	" spec_json TEXT NOT NULL,"       /* normalised spec, see spec.h */
+	" workdir TEXT,"
+	" envs TEXT,"                      /* JSON object: API env overrides */
+	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN 1 AND 1024),"
+	" max_restarts INTEGER NOT NULL CHECK(max_restarts >= 0),"
+	" restarts INTEGER NOT NULL DEFAULT 0,"
+	" attempt INTEGER NOT NULL DEFAULT 0,"
+	" preemptions INTEGER NOT NULL DEFAULT 0,"
+	" moves INTEGER NOT NULL DEFAULT 0,"
+	" recoveries INTEGER NOT NULL DEFAULT 0,"
+	" exit_code INTEGER,"
+	" created_ns INTEGER NOT NULL,"
+	" updated_ns INTEGER NOT NULL,"
+	" finished_ns INTEGER,"
+	" state_since_ns INTEGER NOT NULL,"
+	" sim_start_s REAL NOT NULL,"     /* cloud clock at creation */
+	" deadline_s REAL,"               /* cloud seconds after sim_start_s */
+	" work_s REAL,"                   /* estimated cloud seconds of work */
+	" step INTEGER, total_steps INTEGER, ckpt_step INTEGER,"
+	" notice_step INTEGER,"           /* step when the last notice came */
+	" notice_ns INTEGER,"             /* wall clock of the last notice */
+	" run_started_ns INTEGER,"        /* wall clock the attempt started */
+	" run_s REAL NOT NULL DEFAULT 0," /* cloud seconds spent RUNNING */
+	" placement TEXT,"                /* JSON of the last placement */
+	" recover_reason TEXT,"           /* preempted|lost|crash */
+	" candidates TEXT,"               /* JSON {"spot":[pool..],"od":pool} */
+	" policy_state BLOB,"             /* the sim policy's memory */
+	" policy_tick INTEGER NOT NULL DEFAULT -1," /* last tick decided */
+	" decision TEXT,"                 /* JSON {"hold":..,"pool":..} */
+	" down_since_ns INTEGER,"         /* training stopped at (recovery) */
+	" cost_micros INTEGER NOT NULL DEFAULT 0," /* running sum of ledger costs */
+	" message TEXT NOT NULL DEFAULT '') STRICT;"
+	"CREATE INDEX jobs_state ON jobs(state);"
+
+	"CREATE TABLE nodes("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" rank INTEGER NOT NULL CHECK(rank >= 0),"
+	" state TEXT NOT NULL CHECK(state IN ('REQUESTED','BOOTING','READY',"
+	"  'TERMINATED','LOST')),"
+	" token_hash BLOB NOT NULL,"
+	" provider TEXT NOT NULL, cloud TEXT NOT NULL, region TEXT NOT NULL,"
+	" zone TEXT NOT NULL, instance_type TEXT NOT NULL,"
+	" accelerator TEXT NOT NULL, accel_count REAL NOT NULL,"
+	" spot INTEGER NOT NULL CHECK(spot IN (0,1)),"
+	" pool INTEGER NOT NULL,"         /* index into the provider's pools */
+	" price_micros INTEGER NOT NULL,"
+	" list_micros INTEGER NOT NULL,"
+	" reserved_micros INTEGER NOT NULL,"
+	" pid INTEGER, pid_start INTEGER,"
+	" created_ns INTEGER NOT NULL,"
+	" boot_at_ns INTEGER NOT NULL,"   /* provisioning delay ends */
+	" registered_ns INTEGER, last_hb_ns INTEGER,"
+	" notice_ns INTEGER, kill_ns INTEGER,"
+	" terminated_ns INTEGER, end_reason TEXT,"
+	" billed_until_ns INTEGER,"
+	" cost_micros INTEGER NOT NULL DEFAULT 0,"
+	" workload TEXT NOT NULL DEFAULT 'idle',"
+	" wl_attempt INTEGER NOT NULL DEFAULT 0,"
+	" wl_pgid INTEGER,"
+	" cpu_util REAL, gpu_util REAL,"
+	" util_sum REAL NOT NULL DEFAULT 0, util_n INTEGER NOT NULL DEFAULT 0,"
+	" setup_rc INTEGER,"              /* setup's exit code once reported */
+	" agent_exited INTEGER NOT NULL DEFAULT 0) STRICT;"
+	"CREATE INDEX nodes_job ON nodes(job_id, rank);"
+	"CREATE INDEX nodes_state ON nodes(state);"
+	"CREATE INDEX nodes_token ON nodes(token_hash);"
+
+	"CREATE TABLE exits("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" attempt INTEGER NOT NULL,"
+	" rank INTEGER NOT NULL,"
+	" node_id INTEGER NOT NULL REFERENCES nodes(id),"
+	" exit_code INTEGER,"
+	" signal INTEGER,"
+	" cause TEXT NOT NULL CHECK(cause IN ('completed','preempted',"
+	"  'stopped','crashed')),"
+	" ts_ns INTEGER NOT NULL,"
+	" PRIMARY KEY(job_id, attempt, rank)) STRICT;"
+
+	"CREATE TABLE events("
+	" seq INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" ts_ns INTEGER NOT NULL,"
+	" sim_s REAL NOT NULL,"
+	" type TEXT NOT NULL,"
+	" from_state TEXT, to_state TEXT,"
+	" node_id INTEGER,"
+	" message TEXT NOT NULL,"
+	" data TEXT) STRICT;"
+	"CREATE INDEX events_job ON events(job_id, seq);"
+
+	"CREATE TABLE logs("
+	" seq INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" node_id INTEGER NOT NULL,"
+	" rank INTEGER NOT NULL,"
+	" attempt INTEGER NOT NULL,"
+	" ts_ns INTEGER NOT NULL,"
+	" stream TEXT NOT NULL,"
+	" line TEXT NOT NULL,"
+	" truncated INTEGER NOT NULL DEFAULT 0) STRICT;"
+	"CREATE INDEX logs_job ON logs(job_id, seq);";
+
+/* 2: what the job's billed node-hours would have cost at list and at
+ * reserved prices (reserved_unknown: some offering had no reserved price). */
+static const char m2[] =
+	"ALTER TABLE jobs ADD COLUMN list_cost_micros INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN reserved_cost_micros INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN reserved_unknown INTEGER NOT NULL DEFAULT 0;";
+
+/* 3: the workload's pace, measured within one attempt from rank 0's
+ * heartbeats (so agent start, interpreter start and restore do not
+ * count): wall ns per step. */
+static const char m3[] =
+	"ALTER TABLE jobs ADD COLUMN pace_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN pace_step0 INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN pace_t0_ns INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN step_ns REAL;";
+
+/* 4: a node the policy moves the job off (spot <-> on-demand): its agent
+ * is told to checkpoint and stop, then the node is replaced. */
+static const char m4[] =
+	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
+const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

@@ -1,0 +1,364 @@
+/*
+ * place.c - the policy adapter (see place.h).
+ */
+#include "ctl/place.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/money.h"
+#include "ctl/ctl_int.h"
+
+#define GAP_S 600 /* the policy tick: the traces' common 10-minute grain */
+#define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
+
+int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
+		    struct place_plan *p, struct sr_err *e)
+{
+	struct prov_offering *v = NULL;
+	struct prov_query q = { 0 };
+	const char *clouds[17] = { 0 }, *regions[17] = { 0 };
+	size_t n = 0, k;
+	double scale = c->cfg.time_scale;
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	p->od = -1;
+	p->crit = js->criticality;
+	p->use_spot = js->use_spot;
+	p->gap_s = GAP_S;
+	q.accelerator = js->accel[0] ? js->accel : NULL;
+	q.accel_count = js->accel_count;
+	for (k = 0; k < js->n_infra && k < 16; k++) {
+		if (js->infra[k].cloud[0])
+			clouds[k] = js->infra[k].cloud;
+		if (js->infra[k].region[0])
+			regions[k] = js->infra[k].region;
+	}
+	q.clouds = clouds[0] ? clouds : NULL;
+	q.regions = regions[0] ? regions : NULL;
+	rc = c->prov.ops->offerings(c->prov.st, &q, ctl__sim_at(c, now_ns), &v,
+				    &n, e);
+	if (rc)
+		return rc;
+	for (k = 0; k < n; k++) {
+		if (v[k].spot_per_h >= 0 && p->nspot < SIM_MAX_REGIONS)
+			p->spot[p->nspot++] = v[k].pool;
+		if (v[k].ondemand_per_h >= 0 &&
+		    (p->od < 0 || sr_money_to_usd(v[k].ondemand_per_h) < p->od_price_usd)) {
+			p->od = v[k].pool;
+			p->od_price_usd = sr_money_to_usd(v[k].ondemand_per_h);
+		}
+	}
+	free(v);
+	if (p->nspot == 0 && p->od < 0)
+		return sr_err_set(e, -SR_ENOTFOUND, "resources.accelerators: no "
+				  "offering of %s:%d in the %s market%s",
+				  js->accel[0] ? js->accel : "(any)", js->accel_count,
+				  c->prov.ops->name, js->n_infra ? " within infra" : "");
+	if (p->od < 0 && (js->criticality == JOBSPEC_CRIT_CRITICAL || js->use_spot == 0))
+		return sr_err_set(e, -SR_ENOTFOUND, "resources: no on-demand "
+				  "offering of %s:%d, which this job requires",
+				  js->accel, js->accel_count);
+	if (p->nspot == 0 && js->criticality == JOBSPEC_CRIT_BEST_EFFORT)
+		return sr_err_set(e, -SR_ENOTFOUND, "resources: best-effort needs "
+				  "spot, and no %s:%d offering has a spot price",
+				  js->accel, js->accel_count);
+	/* Deadlines are in cloud time: a relative one is a cloud duration; an
+	 * absolute one is converted through the wall-clock gap to it. */
+	p->deadline_s = INFINITY;
+	if (js->deadline_kind == JOBSPEC_DEADLINE_RELATIVE)
+		p->deadline_s = (double)js->deadline_ns / 1e9;
+	else if (js->deadline_kind == JOBSPEC_DEADLINE_ABSOLUTE)
+		p->deadline_s = (double)(js->deadline_ns - now_ns) / 1e9 * scale;
+	if (p->deadline_s <= 0)
+		return sr_err_set(e, -EINVAL, "spotrun.deadline: already past");
+	p->work_s = js->work_h * 3600.0;
+	if (p->work_s <= 0)
+		p->work_s = isfinite(p->deadline_s) ? p->deadline_s / 2 : 3600.0;
+	/* A restart in the local cloud costs the provisioning delay plus the
+	 * agent's and workload's start, in real time, times the scale; the
+	 * job's own figure is used when larger (real clouds). */
+	p->restart_s = (double)(c->cfg.provision_ms + c->cfg.restart_guess_ms) /
+		       1000.0 * scale;
+	if ((double)(js->provision_ns + js->image_pull_ns) / 1e9 > p->restart_s &&
+	    strcmp(c->prov.ops->name, "local") != 0)
+		p->restart_s = (double)(js->provision_ns + js->image_pull_ns) / 1e9;
+	return 0;
+}
+
+char *place_plan_json(const struct place_plan *p)
+{
+	json_t *o, *a = json_array();
+	char *s;
+
+	for (int i = 0; i < p->nspot; i++)
+		json_array_append_new(a, json_integer(p->spot[i]));
+	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i}", "spot", a, "od", p->od,
+		      "od_price_usd", p->od_price_usd, "restart_s", p->restart_s,
+		      "gap_s", (json_int_t)p->gap_s, "crit", p->crit,
+		      "use_spot", p->use_spot);
+	if (!o)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+int place_plan_parse(const char *s, double deadline_s, double work_s,
+		     struct place_plan *p)
+{
+	json_t *o = json_loads(s, 0, NULL), *a;
+	int rc = -SR_ECORRUPT;
+
+	memset(p, 0, sizeof *p);
+	if (!o)
+		return rc;
+	a = json_object_get(o, "spot");
+	if (!json_is_array(a) || json_array_size(a) > SIM_MAX_REGIONS)
+		goto out;
+	p->nspot = (int)json_array_size(a);
+	for (int i = 0; i < p->nspot; i++)
+		p->spot[i] = (int)json_integer_value(json_array_get(a, (size_t)i));
+	p->od = (int)json_integer_value(json_object_get(o, "od"));
+	p->od_price_usd = json_number_value(json_object_get(o, "od_price_usd"));
+	p->restart_s = json_number_value(json_object_get(o, "restart_s"));
+	p->gap_s = json_integer_value(json_object_get(o, "gap_s"));
+	p->crit = (int)json_integer_value(json_object_get(o, "crit"));
+	p->use_spot = (int)json_integer_value(json_object_get(o, "use_spot"));
+	p->deadline_s = deadline_s;
+	p->work_s = work_s;
+	rc = p->gap_s > 0 ? 0 : -SR_ECORRUPT;
+out:
+	json_decref(o);
+	return rc;
+}
+
+static int region_of(const struct place_plan *p, int pool)
+{
+	for (int i = 0; i < p->nspot; i++) {
+		if (p->spot[i] == pool)
+			return i;
+	}
+	return -1;
+}
+
+/* The policy's view of the job.  A job without a deadline has no deadline
+ * pressure, but the policies plan against one (spotrun sizes its plan
+ * steps from the slack), so it gets a horizon: NODEADLINE_FACTOR times
+ * its work from its start - spot while that allows, then on-demand,
+ * never a wait without end. */
+static void job_of(const struct place_plan *p, struct policy_job *job)
+{
+	memset(job, 0, sizeof *job);
+	job->work_s = p->work_s;
+	job->deadline_s = isfinite(p->deadline_s) ? p->deadline_s :
+			  NODEADLINE_FACTOR * p->work_s;
+	job->restart_s = p->restart_s;
+	job->gap_s = p->gap_s;
+	job->nregions = p->nspot;
+	job->od_price = p->od >= 0 ? p->od_price_usd : 1e9;
+	job->od_region = 0;
+}
+
+static void state_release(const struct policy_ops *ops, void *state,
+			  size_t len)
+{
+	/* Only a state of this policy's size was built by it. */
+	if (state && ops && ops->destroy && len == ops->state_size)
+		ops->destroy(state);
+	free(state);
+}
+
+void place_state_free(const char *policy, void *state, size_t len)
+{
+	state_release(policy_find(policy ? policy : "spotrun"), state, len);
+}
+
+bool place_state_owns(const char *policy)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+
+	return ops && ops->destroy;
+}
+
+/* Replace *state by a fresh one, reset for `job`.  The old one is released
+ * (destroy op included); on -ENOMEM *state is NULL. */
+static int state_new(const struct policy_ops *ops, const struct policy_job *job,
+		     void **state, size_t *state_len)
+{
+	state_release(ops, *state, *state_len);
+	*state_len = 0;
+	*state = calloc(1, ops->state_size ? ops->state_size : 1);
+	if (!*state)
+		return -ENOMEM;
+	*state_len = ops->state_size;
+	if (ops->reset)
+		ops->reset(*state, job);
+	return 0;
+}
+
+int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
+		 const struct place_now *now, void **state, size_t *state_len,
+		 struct place_choice *out, struct sr_err *e)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+	struct policy_job job = { 0 };
+	struct policy_obs obs = { 0 };
+	struct policy_choice ch;
+	uint8_t avail[SIM_MAX_REGIONS];
+	double price[SIM_MAX_REGIONS];
+	double sim = ctl__sim_now(c);
+	bool od_only = p->crit == JOBSPEC_CRIT_CRITICAL || p->use_spot == 0 ||
+		       p->nspot == 0;
+	int any = -1;
+
+	memset(out, 0, sizeof *out);
+	out->pool = -1;
+	if (!ops)
+		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
+	for (int i = 0; i < p->nspot; i++) {
+		struct prov_offering o;
+
+		avail[i] = 0;
+		price[i] = 0;
+		if (c->prov.ops->describe(c->prov.st, p->spot[i], sim, &o) == 0) {
+			avail[i] = o.spot_available;
+			price[i] = sr_money_to_usd(o.spot_per_h);
+		}
+		if (avail[i] && any < 0)
+			any = i;
+	}
+	if (od_only) {
+		out->hold = SIM_OD;
+		out->pool = p->od;
+		snprintf(out->why, sizeof out->why, "%s: on-demand only",
+			 p->crit == JOBSPEC_CRIT_CRITICAL ? "criticality critical" :
+			 p->nspot == 0 ? "no spot offering" : "use_spot false");
+		return 0;
+	}
+	job_of(p, &job);
+	if (*state_len != ops->state_size || !*state) {
+		int rc = state_new(ops, &job, state, state_len);
+
+		if (rc)
+			return sr_err_set(e, rc, "policy state");
+	}
+	obs.tick = now->tick;
+	obs.work_done_s = now->work_done_s;
+	obs.work_left_s = fmax(0, p->work_s - now->work_done_s);
+	obs.time_left_s = isfinite(p->deadline_s) ? now->time_left_s :
+			  job.deadline_s - now->elapsed_s;
+	obs.hold = now->held_pool < 0 ? SIM_NONE : now->held_spot ? SIM_SPOT : SIM_OD;
+	obs.region = now->held_spot ? region_of(p, now->held_pool) : -1;
+	if (obs.hold == SIM_SPOT && obs.region < 0)
+		obs.hold = SIM_NONE;
+	obs.ckpt_region = region_of(p, now->ckpt_pool);
+	obs.preempted = now->preempted;
+	obs.avail = avail;
+	obs.spot_price = price;
+	ch = ops->decide(*state, &job, &obs);
+	if (ch.hold == SIM_SPOT && (ch.region < 0 || ch.region >= p->nspot ||
+				    !avail[ch.region]))
+		ch = (struct policy_choice){ SIM_NONE, -1 };
+	/* The deadline guard the simulator applies to every policy but
+	 * greedy: never a choice that could make the deadline unreachable
+	 * by on-demand. */
+	if (strcmp(ops->name, "greedy") != 0)
+		ch = policy_guard(&job, &obs, ch);
+	if (p->crit == JOBSPEC_CRIT_BEST_EFFORT && ch.hold == SIM_OD) {
+		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
+		ch.region = any;
+	}
+	if (ch.hold == SIM_OD && p->od < 0) {
+		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
+		ch.region = any;
+	}
+	if (ch.hold == SIM_SPOT && (ch.region < 0 || ch.region >= p->nspot ||
+				    !avail[ch.region])) {
+		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
+		ch.region = any;
+	}
+	out->hold = ch.hold;
+	switch (ch.hold) {
+	case SIM_SPOT:
+		out->pool = p->spot[ch.region];
+		out->spot = true;
+		snprintf(out->why, sizeof out->why, "%s: spot in pool %d "
+			 "(%.0f s of work left, %.0f s to the deadline)",
+			 ops->name, out->pool, obs.work_left_s, obs.time_left_s);
+		break;
+	case SIM_OD:
+		out->pool = p->od;
+		snprintf(out->why, sizeof out->why, "%s: on-demand (%.0f s of "
+			 "work left, %.0f s to the deadline: spot is too risky)",
+			 ops->name, obs.work_left_s, obs.time_left_s);
+		break;
+	default:
+		snprintf(out->why, sizeof out->why, "%s: wait for spot capacity",
+			 ops->name);
+		break;
+	}
+	return 0;
+}
+
+int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
+		 double sim_s, int ticks, void **state, size_t *state_len,
+		 struct sr_err *e)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+	struct policy_job job = { 0 };
+	struct policy_obs obs = { 0 };
+	uint8_t avail[SIM_MAX_REGIONS];
+	double price[SIM_MAX_REGIONS];
+	int rc;
+
+	if (!ops)
+		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
+	if (p->nspot == 0)
+		return 0;
+	/* Reset with the job itself: a policy fixes job-derived constants
+	 * there (spotrun: its plan step, from the slack). */
+	job_of(p, &job);
+	rc = state_new(ops, &job, state, state_len);
+	if (rc)
+		return sr_err_set(e, rc, "policy state");
+	for (int t = ticks; t >= 1; t--) {
+		double at = sim_s - (double)t * (double)p->gap_s;
+
+		if (at < 0)
+			continue;
+		for (int i = 0; i < p->nspot; i++) {
+			struct prov_offering o;
+
+			avail[i] = 0;
+			price[i] = 0;
+			if (c->prov.ops->describe(c->prov.st, p->spot[i],
+							     at, &o) == 0) {
+				avail[i] = o.spot_available;
+				price[i] = sr_money_to_usd(o.spot_per_h);
+			}
+		}
+		if (ops->observe) {
+			ops->observe(*state, &job, avail, price);
+			continue;
+		}
+		/* No observe op: a decision with all the time in the world,
+		 * whose choice is ignored, records the observation. */
+		obs.tick = ticks - t;
+		obs.work_left_s = p->work_s;
+		obs.time_left_s = 1e15;
+		obs.hold = SIM_NONE;
+		obs.region = -1;
+		obs.ckpt_region = -1;
+		obs.avail = avail;
+		obs.spot_price = price;
+		ops->decide(*state, &job, &obs);
+	}
+	return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * place.h - placement and recovery: the market/sim policy driven live.
+ *
+ * At job creation place_plan_init() fixes the job's market: up to
+ * SIM_MAX_REGIONS spot pools (the cheapest matching offerings with a spot
+ * price, cheapest first - the policy's "regions") and the cheapest
+ * on-demand pool, plus the numbers the policy needs (work, deadline,
+ * restart overhead, all in cloud seconds).  The plan is stored with the
+ * job, so decisions after a restart see the same regions.
+ *
+ * Then, once per policy tick (cloud time), place_decide() feeds the
+ * policy (lib/sim/policy.h, `spotrun` by default) what a live cloud
+ * shows - which pools have spot now, their prices, what the job holds,
+ * how much work is safely checkpointed - and returns its choice.  The
+ * policy's memory is an opaque blob kept in the jobs table.
+ *
+ * Governance (docs/market.md) is applied on top of the policy:
+ *   criticality critical or use_spot false -> on-demand only;
+ *   best-effort                            -> spot only (wait otherwise).
+ */
+#ifndef SR_CTL_PLACE_H
+#define SR_CTL_PLACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "market/jobspec.h"
+#include "sim/policy.h"
+
+struct ctl;
+
+struct place_plan {
+	int nspot;
+	int spot[SIM_MAX_REGIONS]; /* provider pools, cheapest spot first */
+	int od;                    /* pool for on-demand, -1 if none */
+	double od_price_usd;       /* $/h of the on-demand pool */
+	double deadline_s;         /* cloud s after submit; INFINITY = none */
+	double work_s;             /* estimated cloud s of work */
+	double restart_s;          /* cloud s lost per (re)start */
+	int64_t gap_s;             /* policy tick, cloud s */
+	int crit;                  /* enum jobspec_crit */
+	int use_spot;              /* -1 unset, 0, 1 */
+};
+
+/* Build the plan for `js` submitted at now_ns.  -SR_ENOTFOUND (with a
+ * message naming resources.accelerators) if the market has nothing that
+ * fits; -EINVAL for a deadline already past. */
+int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
+		    struct place_plan *p, struct sr_err *e);
+
+/* JSON round trip for the jobs.candidates column.  _json returns a
+ * malloc'd string (caller frees) or NULL. */
+char *place_plan_json(const struct place_plan *p);
+int place_plan_parse(const char *s, double deadline_s, double work_s,
+		     struct place_plan *p);
+
+/* What the job looks like now, in cloud seconds. */
+struct place_now {
+	int64_t tick;
+	double work_done_s;   /* safely checkpointed work */
+	double time_left_s;   /* until the deadline (inf without one) */
+	double elapsed_s;     /* cloud time since the job's start */
+	int held_pool;        /* pool of the live nodes, -1 if none */
+	bool held_spot;
+	int ckpt_pool;        /* pool the job last ran in, -1 if never */
+	bool preempted;       /* spot was just taken away */
+};
+
+struct place_choice {
+	enum sim_hold hold;   /* SIM_NONE = wait */
+	int pool;             /* provider pool, -1 for NONE */
+	bool spot;
+	char why[160];
+};
+
+/* One policy decision.  `state` is the policy's memory, `*state_len`
+ * bytes; pass NULL/0 the first time - a new state is allocated and reset
+ * into *state (caller releases it with place_state_free).  A state of the
+ * wrong size is released and replaced.  `policy` NULL = "spotrun". */
+int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
+		 const struct place_now *now, void **state, size_t *state_len,
+		 struct place_choice *out, struct sr_err *e);
+
+/* Show the policy the market's recent past before its first decision, as
+ * a controller watching the market before the job arrived would have
+ * seen it: `ticks` policy ticks ending just before cloud time sim_s.
+ * Only the policy's observation statistics change; no decision is used.
+ * Releases any *state given and allocates a new one like place_decide. */
+int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
+		 double sim_s, int ticks, void **state, size_t *state_len,
+		 struct sr_err *e);
+
+/* Release a policy state from place_decide/place_warmup: the policy's
+ * destroy op (what the state allocated), then the bytes.  NULL-safe. */
+void place_state_free(const char *policy, void *state, size_t len);
+
+/* Whether the policy's state may own memory (it has a destroy op), so its
+ * bytes mean nothing outside this process and must not be persisted. */
+bool place_state_owns(const char *policy);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * prov_local.c - the `local` provider: a simulated multi-cloud spot market
+ * on this machine.
+ *
+ * Offerings and spot availability come from localmkt (catalog + replayed
+ * traces).  A node is a real spotrun-agent process started with
+ * fork + execve (no shell) in its own session and work directory; the
+ * node's metadata service is the daemon's /imds/{id} (routes_imds.c).
+ * Terminating a node SIGKILLs every process of its session, as a cloud
+ * reclaiming an instance would.  A spot node is reclaimed when its pool's
+ * trace turns unavailable; the reconciler then serves the notice and
+ * kills the node when the notice deadline passes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ctl/ctl_int.h"
+#include "ctl/localmkt.h"
+#include "ctl/proc.h"
+
+struct local {
+	struct ctl *c;
+	struct localmkt *m;
+};
+
+static void local_destroy(void *st)
+{
+	struct local *l = st;
+
+	if (!l)
+		return;
+	localmkt_free(l->m);
+	free(l);
+}
+
+static int local_offerings(void *st, const struct prov_query *q, double sim_s,
+			   struct prov_offering **out, size_t *n, struct sr_err *e)
+{
+	struct local *l = st;
+
+	return localmkt_offerings(l->m, q, sim_s, out, n, e);
+}
+
+static int local_describe(void *st, int pool, double sim_s,
+			  struct prov_offering *out)
+{
+	struct local *l = st;
+
+	return localmkt_describe(l->m, pool, sim_s, out);
+}
+
+/* Environment handed to the agent: a short allow list (docs/api.md). */
+static const char *const pass_env[] = {
+	"PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SPOTRUN_LIB",
+	"SPOTRUN_LOG_LEVEL", "SPOTRUN_BUILD", "SPOTRUN_CHECK_MODE", "LD_PRELOAD",
+	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR", NULL
+};
+
+struct gate_ud {
+	int (*commit)(void *ud, const struct prov_node *n);
+	void *ud;
+	struct prov_node *n;
+};
+
+static int gate(void *ud, int64_t pid, int64_t start)
+{
+	struct gate_ud *g = ud;
+
+	g->n->pid = pid;
+	g->n->pid_start = start;
+	return g->commit(g->ud, g->n);
+}
+
+static int local_provision(void *st, struct prov_node *n,
+			   int (*commit)(void *ud, const struct prov_node *n),
+			   void *ud, struct sr_err *e)
+{
+	struct local *l = st;
+	struct ctl *c = l->c;
+	char id[24], tokfile[2400], imds[256], logp[2400];
+	char *argv[16], *envp[32];
+	struct gate_ud g = { commit, ud, n };
+	int64_t pid = 0, start = 0;
+	size_t k = 0;
+	int rc;
+
+	snprintf(id, sizeof id, "%" PRId64, n->id);
+	snprintf(tokfile, sizeof tokfile, "%s/node.token", n->work_dir);
+	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, c->url, n->id);
+	snprintf(logp, sizeof logp, "%s/agent.log", n->work_dir);
+	argv[0] = c->agent_path;
+	argv[1] = "--api";
+	argv[2] = c->url;
+	argv[3] = "--node-id";
+	argv[4] = id;
+	argv[5] = "--token-file";
+	argv[6] = tokfile;
+	argv[7] = "--workdir";
+	argv[8] = (char *)n->work_dir;
+	argv[9] = "--imds";
+	argv[10] = imds;
+	argv[11] = NULL;
+	for (size_t i = 0; pass_env[i] && k < 30; i++) {
+		const char *v = getenv(pass_env[i]);
+
+		if (!v)
+			continue;
+		envp[k] = malloc(strlen(pass_env[i]) + strlen(v) + 2);
+		if (!envp[k]) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		sprintf(envp[k], "%s=%s", pass_env[i], v);
+		k++;
+	}
+	envp[k] = NULL;
+	rc = proc_spawn(argv, envp, n->work_dir, logp, gate, &g, &pid, &start, e);
+	if (!rc)
+		sr_info("local", "node started", "node=%" PRId64 " pid=%" PRId64
+			" pool=%d spot=%d", n->id, pid, n->pool, n->spot);
+out:
+	for (size_t i = 0; i < k; i++)
+		free(envp[i]);
+	return rc;
+}
+
+static int local_terminate(void *st, const struct prov_node *n)
+{
+	(void)st;
+	if (n->pid > 0)
+		proc_kill_session(n->pid, n->pid_start);
+	proc_reap();
+	return 0;
+}
+
+static int local_list(void *st, const struct prov_node *nodes, size_t n,
+		      double sim_s, struct prov_obs *obs)
+{
+	struct local *l = st;
+
+	proc_reap();
+	for (size_t i = 0; i < n; i++) {
+		obs[i].alive = nodes[i].pid > 0 &&
+			       proc_alive(nodes[i].pid, nodes[i].pid_start);
+		obs[i].reclaim = nodes[i].spot &&
+				 !localmkt_available(l->m, nodes[i].pool, sim_s);
+	}
+	return 0;
+}
+
+static const struct prov_ops local_ops = {
+	.name = "local",
+	.destroy = local_destroy,
+	.offerings = local_offerings,
+	.describe = local_describe,
+	.provision = local_provision,
+	.terminate = local_terminate,
+	.list = local_list,
+};
+
+int ctl__prov_local_init(struct ctl *c, struct sr_err *e)
+{
+	struct local *l = calloc(1, sizeof *l);
+	int rc;
+
+	if (!l)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	l->c = c;
+	rc = localmkt_load(c->data_dir, &l->m, e);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
+		localmkt_npools(l->m));
+	c->prov.ops = &local_ops;
+	c->prov.st = l;
+	return 0;
+}

@@ -1,0 +1,102 @@
+/*
+ * recon_int.h - internals shared by the reconciler's files:
+ * reconcile.c (the loop and the job state machine's actions),
+ * recon_nodes.c (node lifecycle, notices, billing), recon_place.c
+ * (policy ticks, node creation).
+ */
+#ifndef SR_CTL_RECON_INT_H
+#define SR_CTL_RECON_INT_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl/ctl_int.h"
+#include "ctl/jobsm.h"
+#include "ctl/place.h"
+
+#define RECON_MAX_NODES 1024
+
+/* A job row as the reconciler needs it. */
+struct rjob {
+	int64_t id;
+	enum job_state state;
+	bool cancel;
+	int num_nodes;
+	int64_t attempt, restarts, max_restarts;
+	int64_t step, total_steps, ckpt_step;   /* -1 unknown */
+	double step_ns;                         /* measured pace; 0 unknown */
+	double sim_start_s, deadline_s, work_s, run_s; /* deadline INF if none */
+	int64_t run_started_ns, down_since_ns, notice_ns; /* 0 if unset */
+	char recover_reason[16];
+	struct place_plan plan;
+	bool plan_ok;
+	int last_pool;                          /* from placement, -1 none */
+	int64_t policy_tick;
+	char placement[512];
+};
+
+/* A node row. */
+struct rnode {
+	int64_t id, job, rank;
+	char state[16];
+	int pool;
+	bool spot;
+	int64_t pid, pid_start;
+	int64_t created_ns, boot_at_ns, registered_ns, last_hb_ns;
+	int64_t notice_ns, kill_ns, billed_until_ns;   /* 0 if unset */
+	int64_t price, list, reserved;
+	char cloud[16], region[40], zone[40], itype[48], accel[24];
+	double accel_count;
+	char workload[16];
+	double util_sum;
+	int64_t util_n;
+	int64_t setup_rc;                               /* INT64_MIN unset */
+	bool retire;                                    /* policy moves off it */
+	char work_dir[2400];
+};
+
+int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
+/* Live (REQUESTED/BOOTING/READY) nodes of job, or of every job if job=0.
+ * *out malloc'd. */
+int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
+		      struct rnode **out, size_t *n);
+
+/* Node side (recon_nodes.c). */
+int recon__nodes_pass(struct ctl *c, sqlite3 *db);
+/* Inside a transaction: mark node TERMINATED/LOST with reason and bill
+ * its last interval.  The process is killed by recon__kill after commit. */
+int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		    const char *state, const char *reason, int64_t now,
+		    struct sr_err *e);
+void recon__kill(struct ctl *c, const struct rnode *n);
+/* Kill processes of nodes the database says are gone (after a crash
+ * between commit and kill). */
+void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
+
+/* Placement side (recon_place.c). */
+/* Run the policy for the current tick if not done yet; fills *ch with the
+ * decision of the current tick.  `fresh`: the decision is about to be
+ * acted on, so a spot choice whose pool has no capacity now is redone. */
+int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
+		       const struct rnode *live, size_t nlive, bool fresh,
+		       struct place_choice *ch, struct sr_err *e);
+/* Inside a transaction: create nodes for `ranks` in `pool`. */
+int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
+			const int *ranks, int nranks, int pool, bool spot,
+			int64_t now, struct sr_err *e);
+/* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
+int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+		   struct sr_err *e);
+/* Update the job's human message (no event). */
+void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg);
+/* Create nodes for the ranks without a live node where the policy says,
+ * moving the job to PROVISIONING.  1 = created (or none missing), 0 =
+ * the policy waits, < 0 on error. */
+int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 const struct rnode *live, size_t nlive);
+/* Estimated total work and safely kept work, cloud seconds. */
+double recon__work_total(const struct rjob *j, double scale);
+double recon__work_done(const struct rjob *j, double scale);
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * recon_nodes.c - the reconciler's node pass: start requested nodes,
+ * notice reclaimed spot nodes, kill them at the notice deadline, declare
+ * silent nodes LOST, and bill every live node.
+ *
+ * Node lifecycle:
+ *
+ *   REQUESTED --(provisioning delay; provider starts it)--> BOOTING
+ *   BOOTING   --(agent registers)---------------------------> READY
+ *   BOOTING   --(no register within boot timeout)-----------> LOST
+ *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
+ *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
+ *   notice set: kill at kill_ns, or as soon as the agent is gone
+ *               ---------------------------------------------> TERMINATED
+ *
+ * Order of effects: the database first, the world second.  A node row
+ * (and its token file) exist before its process; a node is marked
+ * TERMINATED in a committed transaction before its process is killed.
+ * After a crash in between, recon__sweep_orphans() kills what the
+ * database says is gone, and the start gate (proc.h) guarantees no
+ * process exists that the database does not know.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/db.h"
+#include "ctl/proc.h"
+#include "ctl/recon_int.h"
+#include "finops/ledger.h"
+#include "finops/policy.h"
+
+static const char node_sql[] =
+	"SELECT id, job_id, rank, state, pool, spot, coalesce(pid, 0),"
+	" coalesce(pid_start, 0), created_ns, boot_at_ns,"
+	" coalesce(registered_ns, 0), coalesce(last_hb_ns, 0),"
+	" coalesce(notice_ns, 0), coalesce(kill_ns, 0),"
+	" coalesce(billed_until_ns, 0), price_micros, list_micros,"
+	" reserved_micros, cloud, region, zone, instance_type, accelerator,"
+	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
+	" retire FROM nodes";
+
+static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
+{
+	memset(n, 0, sizeof *n);
+	n->id = sqlite3_column_int64(st, 0);
+	n->job = sqlite3_column_int64(st, 1);
+	n->rank = sqlite3_column_int64(st, 2);
+	snprintf(n->state, sizeof n->state, "%s", ctl_db_text(st, 3));
+	n->pool = sqlite3_column_int(st, 4);
+	n->spot = sqlite3_column_int(st, 5);
+	n->pid = sqlite3_column_int64(st, 6);
+	n->pid_start = sqlite3_column_int64(st, 7);
+	n->created_ns = sqlite3_column_int64(st, 8);
+	n->boot_at_ns = sqlite3_column_int64(st, 9);
+	n->registered_ns = sqlite3_column_int64(st, 10);
+	n->last_hb_ns = sqlite3_column_int64(st, 11);
+	n->notice_ns = sqlite3_column_int64(st, 12);
+	n->kill_ns = sqlite3_column_int64(st, 13);
+	n->billed_until_ns = sqlite3_column_int64(st, 14);
+	n->price = sqlite3_column_int64(st, 15);
+	n->list = sqlite3_column_int64(st, 16);
+	n->reserved = sqlite3_column_int64(st, 17);
+	snprintf(n->cloud, sizeof n->cloud, "%s", ctl_db_text(st, 18));
+	snprintf(n->region, sizeof n->region, "%s", ctl_db_text(st, 19));
+	snprintf(n->zone, sizeof n->zone, "%s", ctl_db_text(st, 20));
+	snprintf(n->itype, sizeof n->itype, "%s", ctl_db_text(st, 21));
+	snprintf(n->accel, sizeof n->accel, "%s", ctl_db_text(st, 22));
+	n->accel_count = sqlite3_column_double(st, 23);
+	snprintf(n->workload, sizeof n->workload, "%s", ctl_db_text(st, 24));
+	n->util_sum = sqlite3_column_double(st, 25);
+	n->util_n = sqlite3_column_int64(st, 26);
+	n->setup_rc = sqlite3_column_int64(st, 27);
+	if (n->setup_rc == -9999)
+		n->setup_rc = INT64_MIN;
+	n->retire = sqlite3_column_int(st, 28);
+	snprintf(n->work_dir, sizeof n->work_dir, "%s/nodes/%" PRId64,
+		 c->state_dir, n->id);
+}
+
+static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+		       int64_t arg, struct rnode **out, size_t *n)
+{
+	char sql[1024];
+	sqlite3_stmt *st = NULL;
+	struct rnode *v = NULL;
+	size_t k = 0, cap = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(sql, sizeof sql, "%s WHERE %s ORDER BY id", node_sql, where);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, arg);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (k == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct rnode *nv = realloc(v, nc * sizeof *nv);
+
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		node_row(c, st, &v[k++]);
+	}
+	sqlite3_finalize(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
+		      struct rnode **out, size_t *n)
+{
+	return nodes_query(c, db, job ?
+			   "state IN ('REQUESTED','BOOTING','READY') AND job_id=?1" :
+			   "state IN ('REQUESTED','BOOTING','READY') AND ?1=0",
+			   job, out, n);
+}
+
+static struct prov_node pnode(const struct rnode *n)
+{
+	struct prov_node p = {
+		.id = n->id, .job_id = n->job, .pool = n->pool, .spot = n->spot,
+		.work_dir = n->work_dir, .pid = n->pid, .pid_start = n->pid_start,
+	};
+	return p;
+}
+
+void recon__kill(struct ctl *c, const struct rnode *n)
+{
+	struct prov_node p = pnode(n);
+
+	c->prov.ops->terminate(c->prov.st, &p);
+}
+
+/* ---- billing --------------------------------------------------------------- */
+
+static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until,
+		struct sr_err *e)
+{
+	struct ledger_row r = { 0 };
+	struct prov_offering o;
+	sqlite3_stmt *st = NULL;
+	sr_micros cost = 0, list_cost = 0, res_cost = 0;
+	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
+	int rc;
+
+	if (n->billed_until_ns <= 0 || until <= n->billed_until_ns)
+		return 0;
+	/* The simulated cloud is the provider a bill names (FOCUS
+	 * ProviderName); "local" is only how it is simulated. */
+	r.provider = n->cloud;
+	r.region = n->region;
+	r.zone = n->zone;
+	r.instance_type = n->itype;
+	r.accelerator = n->accel;
+	r.gpus = (int)ceil(n->accel_count);
+	r.pricing = n->spot ? LEDGER_DYNAMIC : LEDGER_STANDARD;
+	r.unit_price = n->price;
+	if (n->spot && c->prov.ops->describe(c->prov.st, n->pool,
+			ctl__sim_at(c, n->billed_until_ns), &o) == 0 &&
+	    o.spot_per_h >= 0)
+		r.unit_price = o.spot_per_h;
+	r.list_price = n->list >= 0 ? n->list : r.unit_price;
+	r.reserved_price = n->reserved >= 0 ? n->reserved : LEDGER_PRICE_UNKNOWN;
+	r.job_id = n->job;
+	r.node_id = n->id;
+	r.busy = finops_node_is_busy(strcmp(n->workload, "running") == 0, util,
+				     FINOPS_IDLE_UTIL_DEFAULT_PERMILLE);
+	r.util_permille = util > 1000 ? 1000 : util;
+	r.start_ns = n->billed_until_ns;
+	r.end_ns = until;
+	r.billed_ns = (int64_t)((double)(until - n->billed_until_ns) *
+				c->cfg.time_scale);
+	rc = ledger_append(db, &r, &cost, e);
+	if (rc == -SR_ECONFLICT) {
+		rc = 0;
+		cost = 0;
+	}
+	if (rc)
+		return rc;
+	if (cost)
+		list_cost = sr_money_cost(r.list_price, r.billed_ns);
+	if (cost && n->reserved >= 0)
+		res_cost = sr_money_cost(n->reserved, r.billed_ns);
+	rc = ctl_db_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
+			    " cost_micros=cost_micros+?2, util_sum=0, util_n=0"
+			    " WHERE id=?3", &st, e);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, until);
+		sqlite3_bind_int64(st, 2, cost);
+		sqlite3_bind_int64(st, 3, n->id);
+		rc = ctl_db_step_done(db, st, e, "bill node");
+		sqlite3_finalize(st);
+	}
+	if (!rc) {
+		rc = ctl_db_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
+				    " list_cost_micros=list_cost_micros+?3,"
+				    " reserved_cost_micros=reserved_cost_micros+?4,"
+				    " reserved_unknown=max(reserved_unknown, ?5)"
+				    " WHERE id=?2", &st, e);
+		if (!rc) {
+			sqlite3_bind_int64(st, 1, cost);
+			sqlite3_bind_int64(st, 2, n->job);
+			sqlite3_bind_int64(st, 3, list_cost);
+			sqlite3_bind_int64(st, 4, res_cost);
+			sqlite3_bind_int(st, 5, n->reserved < 0);
+			rc = ctl_db_step_done(db, st, e, "bill job");
+			sqlite3_finalize(st);
+		}
+	}
+	return rc;
+}
+
+int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		    const char *state, const char *reason, int64_t now,
+		    struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[128];
+	int rc;
+
+	rc = bill(c, db, n, now, e);
+	if (rc)
+		return rc;
+	rc = ctl_db_prepare(db, "UPDATE nodes SET state=?1, end_reason=?2,"
+			    " terminated_ns=?3 WHERE id=?4 AND state IN"
+			    " ('REQUESTED','BOOTING','READY')", &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	sqlite3_bind_int64(st, 4, n->id);
+	rc = ctl_db_step_done(db, st, e, "end node");
+	sqlite3_finalize(st);
+	if (rc || sqlite3_changes(db) == 0)
+		return rc;
+	snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64 ") %s: %s",
+		 n->id, n->rank, strcmp(state, "LOST") == 0 ? "lost" : "terminated",
+		 reason);
+	return ctl_event_add(db, n->job, strcmp(state, "LOST") == 0 ? "node_lost" :
+			     "node_terminated", NULL, NULL, n->id, now,
+			     ctl__sim_at(c, now), NULL, msg, e);
+}
+
+/* ---- per-node actions -------------------------------------------------------- */
+
+struct commit_ud {
+	struct ctl *c;
+	sqlite3 *db;
+	int64_t now;
+};
+
+static int commit_boot(void *ud, const struct prov_node *p)
+{
+	struct commit_ud *u = ud;
+	sqlite3_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int rc;
+
+	rc = ctl_db_begin(u->db, &e);
+	if (rc)
+		return rc;
+	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state='BOOTING', pid=?1,"
+			    " pid_start=?2, billed_until_ns=?3 WHERE id=?4 AND"
+			    " state='REQUESTED'", &st, &e);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, p->pid);
+		sqlite3_bind_int64(st, 2, p->pid_start);
+		sqlite3_bind_int64(st, 3, u->now);
+		sqlite3_bind_int64(st, 4, p->id);
+		rc = ctl_db_step_done(u->db, st, &e, "boot node");
+		sqlite3_finalize(st);
+	}
+	if (!rc && sqlite3_changes(u->db) != 1)
+		rc = -SR_ECONFLICT;
+	if (!rc)
+		rc = ctl_db_commit(u->db, &e);
+	else
+		ctl_db_rollback(u->db);
+	return rc;
+}
+
+static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		  const char *state, const char *reason, int64_t now, bool kill)
+{
+	struct sr_err e = { 0 };
+	int rc = ctl_db_begin(db, &e);
+
+	if (!rc)
+		rc = recon__node_end(c, db, n, state, reason, now, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+	else if (kill)
+		recon__kill(c, n);
+	return rc;
+}
+
+static bool pool_has_spot(struct ctl *c, int pool, double sim)
+{
+	struct prov_offering o;
+
+	return c->prov.ops->describe(c->prov.st, pool, sim, &o) == 0 &&
+	       o.spot_available;
+}
+
+static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		       int64_t now)
+{
+	struct commit_ud u = { c, db, now };
+	struct prov_node p = pnode(n);
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (n->spot && !pool_has_spot(c, n->pool, ctl__sim_at(c, now))) {
+		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
+		return;
+	}
+	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	if (rc) {
+		sr_error("recon", "provision failed", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+		end_tx(c, db, n, "TERMINATED", "provision_failed", now, false);
+	}
+}
+
+static void notice_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
+			int64_t now)
+{
+	int64_t kill_at = now + c->cfg.notice_ms * 1000000;
+	struct sr_err e = { 0 };
+	sqlite3_stmt *st = NULL;
+	char msg[320], t[40];
+	int rc;
+
+	sr_time_format_rfc3339(kill_at, 0, t, sizeof t);
+	snprintf(msg, sizeof msg, "spot capacity of %s/%s/%s %s reclaimed: node %"
+		 PRId64 " will be terminated at %s", n->cloud, n->region,
+		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
+	rc = ctl_db_begin(db, &e);
+	if (!rc)
+		rc = ctl_db_prepare(db, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
+				    " WHERE id=?3 AND notice_ns IS NULL", &st, &e);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, now);
+		sqlite3_bind_int64(st, 2, kill_at);
+		sqlite3_bind_int64(st, 3, n->id);
+		rc = ctl_db_step_done(db, st, &e, "notice");
+		sqlite3_finalize(st);
+	}
+	if (!rc) {
+		json_t *d = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "pool", n->pool,
+				      "cloud", n->cloud, "region", n->region,
+				      "zone", n->zone, "instance_type", n->itype,
+				      "time", t);
+
+		rc = ctl_event_add(db, n->job, "notice", NULL, NULL, n->id, now,
+				   ctl__sim_at(c, now), d, msg, &e);
+		json_decref(d);
+	}
+	rc = ctl_db_end(db, rc, &e);
+	if (!rc)
+		sr_info("recon", "preemption notice", "node=%" PRId64 " job=%" PRId64
+			" pool=%d", n->id, n->job, n->pool);
+}
+
+static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t now)
+{
+	struct sr_err e = { 0 };
+	int rc = ctl_db_begin(db, &e);
+
+	if (!rc)
+		rc = bill(c, db, n, now, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "billing failed", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+}
+
+int recon__nodes_pass(struct ctl *c, sqlite3 *db)
+{
+	struct rnode *v = NULL;
+	struct prov_node *pn = NULL;
+	struct prov_obs *obs = NULL;
+	int64_t now = sr_time_real_ns();
+	int64_t hb_to = c->cfg.heartbeat_timeout_ms * 1000000;
+	int64_t boot_to = c->cfg.boot_timeout_ms * 1000000;
+	double sim = ctl__sim_at(c, now);
+	size_t n = 0, i;
+	int rc;
+
+	proc_reap(); /* agents that exited since the last pass */
+	rc = recon__nodes_live(c, db, 0, &v, &n);
+	if (rc || n == 0)
+		goto out;
+	pn = calloc(n, sizeof *pn);
+	obs = calloc(n, sizeof *obs);
+	if (!pn || !obs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		pn[i] = pnode(&v[i]);
+	c->prov.ops->list(c->prov.st, pn, n, sim, obs);
+	for (i = 0; i < n; i++) {
+		const struct rnode *x = &v[i];
+		bool requested = strcmp(x->state, "REQUESTED") == 0;
+		bool booting = strcmp(x->state, "BOOTING") == 0;
+
+		if (requested) {
+			if (now >= x->boot_at_ns)
+				start_node(c, db, x, now);
+			continue;
+		}
+		if (x->notice_ns) {
+			if (now >= x->kill_ns || !obs[i].alive)
+				end_tx(c, db, x, "TERMINATED", "preempted", now, true);
+			else if (now - x->billed_until_ns >= c->cfg.bill_interval_ms * 1000000)
+				bill_tx(c, db, x, now);
+			continue;
+		}
+		if (obs[i].reclaim) {
+			notice_node(c, db, x, now);
+			continue;
+		}
+		if (booting && now - x->boot_at_ns > boot_to) {
+			end_tx(c, db, x, "LOST", "never registered", now, true);
+			continue;
+		}
+		if (!booting && now - x->last_hb_ns > hb_to) {
+			end_tx(c, db, x, "LOST", "heartbeat timeout", now, true);
+			continue;
+		}
+		if (now - x->billed_until_ns >= c->cfg.bill_interval_ms * 1000000)
+			bill_tx(c, db, x, now);
+	}
+out:
+	free(v);
+	free(pn);
+	free(obs);
+	return rc;
+}
+
+void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
+{
+	struct rnode *v = NULL;
+	size_t n = 0;
+
+	if (nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
+			" AND terminated_ns > ?1", sr_time_real_ns() -
+			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (proc_alive(v[i].pid, v[i].pid_start)) {
+			sr_info("recon", "killing orphan node", "node=%" PRId64
+				" pid=%" PRId64, v[i].id, v[i].pid);
+			recon__kill(c, &v[i]);
+		}
+	}
+	free(v);
+}

@@ -1,0 +1,427 @@
+/*
+ * recon_place.c - the reconciler's market side: feed the policy once per
+ * policy tick and create the nodes it asks for.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/auth.h"
+#include "ctl/db.h"
+#include "ctl/jobsm.h"
+#include "ctl/recon_int.h"
+
+/* Policy ticks of market history shown before the first decision:
+ * two days at the 10-minute tick. */
+#define WARMUP_TICKS 288
+
+double recon__work_total(const struct rjob *j, double scale)
+{
+	/* Once the workload's pace has been measured (routes_nodes.c: wall
+	 * time per step within one attempt, starts and restores excluded),
+	 * it beats the job file's guess. */
+	if (j->total_steps > 0 && j->step_ns > 0)
+		return j->step_ns / 1e9 * scale * (double)j->total_steps;
+	return j->work_s;
+}
+
+double recon__work_done(const struct rjob *j, double scale)
+{
+	double total = recon__work_total(j, scale);
+
+	if (j->total_steps > 0 && j->ckpt_step >= 0)
+		return total * fmin(1.0, (double)j->ckpt_step / (double)j->total_steps);
+	if (j->total_steps > 0)
+		return 0;
+	return fmin(j->run_s, 0.99 * total);
+}
+
+static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
+		      struct place_choice *last)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -SR_ENOTFOUND;
+
+	*blob = NULL;
+	*len = 0;
+	memset(last, 0, sizeof *last);
+	last->pool = -1;
+	if (sqlite3_prepare_v2(db, "SELECT policy_state, decision FROM jobs "
+			       "WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(st, 0);
+		int n = sqlite3_column_bytes(st, 0);
+		json_t *d = json_loads(ctl_db_text(st, 1), 0, NULL);
+
+		rc = 0;
+		if (b && n > 0) {
+			*blob = malloc((size_t)n);
+			if (!*blob)
+				rc = -ENOMEM;
+			else {
+				memcpy(*blob, b, (size_t)n);
+				*len = (size_t)n;
+			}
+		}
+		if (d) {
+			last->hold = (enum sim_hold)json_integer_value(json_object_get(d, "hold"));
+			last->pool = (int)json_integer_value(json_object_get(d, "pool"));
+			last->spot = json_is_true(json_object_get(d, "spot"));
+			snprintf(last->why, sizeof last->why, "%s",
+				 json_string_value(json_object_get(d, "why")) ?: "");
+			json_decref(d);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
+		      size_t len, const struct place_choice *ch, struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
+			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
+	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
+	int rc;
+
+	json_decref(d);
+	rc = ctl_db_begin(db, e);
+	if (!rc)
+		rc = ctl_db_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
+				    " policy_tick=?3 WHERE id=?4", &st, e);
+	if (!rc) {
+		sqlite3_bind_blob(st, 1, blob, (int)len, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, ds, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, tick);
+		sqlite3_bind_int64(st, 4, id);
+		rc = ctl_db_step_done(db, st, e, "policy state");
+		sqlite3_finalize(st);
+	}
+	rc = ctl_db_end(db, rc, e);
+	free(ds);
+	return rc;
+}
+
+int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
+		       const struct rnode *live, size_t nlive, bool fresh,
+		       struct place_choice *ch, struct sr_err *e)
+{
+	struct place_now now = { 0 };
+	double sim = ctl__sim_now(c);
+	bool owns = place_state_owns(c->cfg.policy);
+	struct ctl_pol *pol;
+	void *blob = NULL;
+	size_t len = 0;
+	int64_t tick;
+	int rc;
+
+	if (!j->plan_ok)
+		return sr_err_set(e, -SR_ECORRUPT, "job %" PRId64 ": bad plan", j->id);
+	/* Ticks on the absolute cloud grid, like the traces' 10-minute
+	 * ticks, so the market cannot change in the middle of one. */
+	tick = (int64_t)floor(sim / (double)j->plan.gap_s) -
+	       (int64_t)floor(j->sim_start_s / (double)j->plan.gap_s);
+	if (tick < 0)
+		tick = 0;
+	rc = load_state(db, j->id, &blob, &len, ch);
+	if (rc)
+		goto out;
+	/* The state in memory wins; a stored one is used only when this
+	 * process has none (a restart) and the policy's state owns no
+	 * memory - otherwise its bytes hold another process's pointers. */
+	pol = ctl__pol_get(c, j->id);
+	if (pol || owns) {
+		free(blob);
+		blob = NULL;
+		len = 0;
+	}
+	if (pol) {
+		/* Borrowed for this call; put back at out. */
+		blob = pol->state;
+		len = pol->len;
+		pol->state = NULL;
+		pol->len = 0;
+	}
+	if (tick <= j->policy_tick) {
+		struct prov_offering o;
+
+		/* A decision for spot in a pool that has lost its capacity
+		 * since (a finer-grained trace) is stale: decide again. */
+		if (!fresh || ch->hold != SIM_SPOT ||
+		    (c->prov.ops->describe(c->prov.st, ch->pool, sim, &o) == 0 &&
+		     o.spot_available))
+			goto out;
+	}
+	now.tick = tick;
+	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
+	now.work_done_s = recon__work_done(j, c->cfg.time_scale);
+	now.elapsed_s = sim - j->sim_start_s;
+	now.time_left_s = j->deadline_s - now.elapsed_s;
+	now.held_pool = -1;
+	for (size_t i = 0; i < nlive; i++) {
+		if (!live[i].notice_ns) {
+			now.held_pool = live[i].pool;
+			now.held_spot = live[i].spot;
+			break;
+		}
+	}
+	now.ckpt_pool = j->last_pool;
+	/* No memory yet (first decision, or the daemon restarted): show the
+	 * policy the market's recent past first. */
+	if (!blob) {
+		rc = place_warmup(c, &j->plan, c->cfg.policy,
+				  j->sim_start_s + (double)tick * (double)j->plan.gap_s,
+				  WARMUP_TICKS, &blob, &len, e);
+		if (rc)
+			goto out;
+	}
+	now.preempted = j->state == JOB_RECOVERING &&
+			strcmp(j->recover_reason, "preempted") == 0;
+	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
+	if (!rc)
+		rc = save_state(db, j->id, tick, owns ? NULL : blob,
+				owns ? 0 : len, ch, e);
+	if (!rc)
+		j->policy_tick = tick;
+out:
+	if (blob && ctl__pol_put(c, j->id, blob, len) != 0)
+		place_state_free(c->cfg.policy, blob, len);
+	return rc;
+}
+
+static int write_token(const char *dir, const char *tok, struct sr_err *e)
+{
+	char path[2500];
+	int rc = sr_fs_mkdir_p(dir, 0700);
+
+	if (rc)
+		return sr_err_set(e, rc, "%s: %s", dir, sr_strerror(rc));
+	snprintf(path, sizeof path, "%s/node.token", dir);
+	return ctl_token_write(path, tok, e);
+}
+
+int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
+			const int *ranks, int nranks, int pool, bool spot,
+			int64_t now, struct sr_err *e)
+{
+	struct prov_offering o;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = c->prov.ops->describe(c->prov.st, pool, ctl__sim_at(c, now), &o);
+	if (rc)
+		return sr_err_set(e, rc, "pool %d: not in the market", pool);
+	rc = ctl_db_prepare(db, "INSERT INTO nodes(job_id, rank, state, token_hash,"
+			    " provider, cloud, region, zone, instance_type,"
+			    " accelerator, accel_count, spot, pool, price_micros,"
+			    " list_micros, reserved_micros, created_ns, boot_at_ns)"
+			    " VALUES(?1,?2,'REQUESTED',?3,?4,?5,?6,?7,?8,?9,?10,?11,"
+			    "?12,?13,?14,?15,?16,?17)", &st, e);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nranks && !rc; i++) {
+		char tok[CTL_TOKEN_HEX + 1], dir[2400];
+		unsigned char dg[CTL_DIGEST_LEN];
+		int64_t id;
+
+		rc = ctl_token_new(tok);
+		if (rc)
+			break;
+		ctl_token_digest(tok, dg);
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, j->id);
+		sqlite3_bind_int(st, 2, ranks[i]);
+		sqlite3_bind_blob(st, 3, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, c->prov.ops->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, o.cloud, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, o.region, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, o.zone, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 8, o.instance_type, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, o.accelerator, -1, SQLITE_STATIC);
+		sqlite3_bind_double(st, 10, o.accel_count);
+		sqlite3_bind_int(st, 11, spot);
+		sqlite3_bind_int(st, 12, pool);
+		sqlite3_bind_int64(st, 13, spot ? o.spot_per_h : o.ondemand_per_h);
+		sqlite3_bind_int64(st, 14, o.ondemand_per_h);
+		sqlite3_bind_int64(st, 15, o.reserved_per_h);
+		sqlite3_bind_int64(st, 16, now);
+		sqlite3_bind_int64(st, 17, now + c->cfg.provision_ms * 1000000);
+		rc = ctl_db_step_done(db, st, e, "insert node");
+		if (rc)
+			break;
+		id = sqlite3_last_insert_rowid(db);
+		snprintf(dir, sizeof dir, "%s/nodes/%" PRId64, c->state_dir, id);
+		rc = write_token(dir, tok, e);
+		explicit_bzero(tok, sizeof tok);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- job rows ---------------------------------------------------------------- */
+
+int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+		   struct sr_err *e)
+{
+	char sql[256];
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	snprintf(sql, sizeof sql, "UPDATE jobs SET %s WHERE id=?2", assign);
+	rc = ctl_db_prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, id);
+	rc = ctl_db_step_done(db, st, e, assign);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- placement of missing ranks ---------------------------------------------- */
+
+/* Update the job's human message (no event: nothing changed state). */
+void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
+			       " message<>?1", -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, msg, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
+{
+	struct prov_offering o;
+
+	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
+		return NULL;
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
+		"provider", c->prov.ops->name, "pool", pool, "cloud", o.cloud,
+		"region", o.region, "zone", o.zone, "instance_type", o.instance_type,
+		"accelerator", o.accelerator, "accelerator_count", o.accel_count,
+		"spot", spot, "price_micros_per_hour",
+		(json_int_t)(spot ? o.spot_per_h : o.ondemand_per_h), "why", why);
+}
+
+static bool same_place(struct ctl *c, int a, int b)
+{
+	struct prov_offering x, y;
+	double s = ctl__sim_now(c);
+
+	if (c->prov.ops->describe(c->prov.st, a, s, &x) ||
+	    c->prov.ops->describe(c->prov.st, b, s, &y))
+		return false;
+	return strcmp(x.cloud, y.cloud) == 0 && strcmp(x.region, y.region) == 0 &&
+	       strcmp(x.zone, y.zone) == 0;
+}
+
+/* Create nodes for the ranks that have none, where the policy says.
+ * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
+int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 const struct rnode *live, size_t nlive)
+{
+	struct place_choice ch;
+	struct sr_err e = { 0 };
+	int ranks[RECON_MAX_NODES], nr = 0;
+	int64_t now = sr_time_real_ns();
+	double sim = ctl__sim_at(c, now);
+	json_t *pl = NULL, *d = NULL;
+	char *pls = NULL, msg[320];
+	bool moved;
+	int rc;
+
+	for (int r = 0; r < j->num_nodes && r < RECON_MAX_NODES; r++) {
+		bool have = false;
+
+		for (size_t i = 0; i < nlive; i++)
+			have |= live[i].rank == r && !live[i].notice_ns;
+		if (!have)
+			ranks[nr++] = r;
+	}
+	if (nr == 0)
+		return 1;
+	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
+	if (rc)
+		goto fail;
+	if (ch.hold == SIM_NONE || ch.pool < 0) {
+		recon__job_set_msg(db, j->id, ch.why);
+		return 0;
+	}
+	pl = placement_json(c, ch.pool, ch.spot, ch.why);
+	pls = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
+	if (!pls) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	moved = j->last_pool >= 0 && !same_place(c, j->last_pool, ch.pool);
+	rc = ctl_db_begin(db, &e);
+	if (rc)
+		goto fail;
+	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
+	if (!rc) {
+		sqlite3_stmt *st = NULL;
+
+		rc = ctl_db_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
+				    " WHERE id=?3", &st, &e);
+		if (!rc) {
+			sqlite3_bind_text(st, 1, pls, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 2, moved);
+			sqlite3_bind_int64(st, 3, j->id);
+			rc = ctl_db_step_done(db, st, &e, "placement");
+			sqlite3_finalize(st);
+		}
+	}
+	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
+		 json_string_value(json_object_get(pl, "cloud")),
+		 json_string_value(json_object_get(pl, "region")),
+		 json_string_value(json_object_get(pl, "zone")),
+		 json_string_value(json_object_get(pl, "instance_type")),
+		 ch.spot ? "spot" : "on-demand", ch.why);
+	if (!rc)
+		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
+				   0, now, sim, pl, msg, &e);
+	if (!rc && ch.hold == SIM_OD && j->plan.crit == JOBSPEC_CRIT_STANDARD &&
+	    j->plan.use_spot != 0 && j->plan.nspot > 0) {
+		d = json_pack("{s:f,s:f}", "time_left_s", j->deadline_s -
+			      (sim - j->sim_start_s), "work_left_s",
+			      recon__work_total(j, c->cfg.time_scale) -
+			      recon__work_done(j, c->cfg.time_scale));
+		rc = ctl_event_add(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
+				   d, "deadline at risk on spot: falling back to "
+				   "on-demand", &e);
+	}
+	if (!rc && j->state != JOB_PROVISIONING)
+		rc = jobsm_transition(db, j->id, j->state, JOB_PROVISIONING, now, sim,
+				      msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		goto fail;
+	sr_info("recon", moved ? "job moves" : "job placed", "job=%" PRId64
+		" pool=%d spot=%d nodes=%d", j->id, ch.pool, ch.spot, nr);
+	json_decref(pl);
+	json_decref(d);
+	free(pls);
+	return 1;
+fail:
+	sr_error("recon", "placement failed", "job=%" PRId64 " err=\"%s\"", j->id,
+		 sr_err_str(&e, rc));
+	json_decref(pl);
+	json_decref(d);
+	free(pls);
+	return rc < 0 ? rc : -EIO;
+}
+

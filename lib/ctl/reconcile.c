@@ -1,0 +1,766 @@
+/*
+ * reconcile.c - the reconciler: drives every job toward its desired state.
+ *
+ * DESIGN.  Like a Kubernetes controller, each pass reads the desired state
+ * (jobs.desired, the job file) and the actual state (node rows, what the
+ * provider reports, what agents reported) from the database, and makes
+ * one step toward agreement per job - each step one transaction.  The
+ * loop holds nothing between passes, so a daemon killed at any point
+ * resumes from the database alone.  Transition table and diagram: jobsm.c.
+ * Node lifecycle: recon_nodes.c.
+ *
+ * What each state waits for (a step leaves it when the condition holds):
+ *
+ *   PENDING        policy decision for this tick is SPOT or OD
+ *                  -> create num_nodes nodes there; PROVISIONING
+ *   PROVISIONING   every rank has a registered (READY) node without a
+ *                  notice -> attempt += 1; RUNNING.  Ranks without a live
+ *                  node get a new one (placed by the policy); healthy
+ *                  nodes are kept.  A noticed node is terminated at once
+ *                  (nothing runs on it yet).
+ *   RUNNING        all ranks exited 0 -> SUCCEEDED; a rank crashed ->
+ *                  RECOVERING (or FAILED past max_restarts); a node got a
+ *                  notice -> NOTICE; a node was lost -> RECOVERING; the
+ *                  policy's decision of this tick differs from what the
+ *                  job holds (spot vs on-demand) -> NOTICE, reason
+ *                  "migrate", the nodes to leave get `stop`
+ *   NOTICE         -> CHECKPOINTING (the agents stop their workloads: the
+ *                  noticed one on its own IMDS poll, the others on their
+ *                  next heartbeat's `stop` directive)
+ *   CHECKPOINTING  every rank of the attempt has exited or is gone ->
+ *                  PREEMPTED (the noticed nodes are terminated; lost work
+ *                  is recorded)
+ *   PREEMPTED      -> RECOVERING
+ *   RECOVERING     ranks without a node get one where the policy says
+ *                  (same pool, another zone/cloud, or on-demand) ->
+ *                  PROVISIONING; WAIT keeps it here
+ *   cancel         terminate every node -> CANCELLED
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/db.h"
+#include "ctl/proc.h"
+#include "ctl/recon_int.h"
+#include "finops/ledger.h"
+
+int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -SR_ENOTFOUND;
+
+	(void)c;
+	memset(j, 0, sizeof *j);
+	if (sqlite3_prepare_v2(db,
+		"SELECT id, state, desired, num_nodes, attempt, restarts,"
+		" max_restarts, coalesce(step, -1), coalesce(total_steps, -1),"
+		" coalesce(ckpt_step, -1), sim_start_s, deadline_s, work_s, run_s,"
+		" coalesce(run_started_ns, 0), coalesce(down_since_ns, 0),"
+		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
+		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
+		" coalesce(step_ns, 0) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *pl;
+
+		j->id = sqlite3_column_int64(st, 0);
+		jobsm_parse(ctl_db_text(st, 1), &j->state);
+		j->cancel = strcmp(ctl_db_text(st, 2), "cancel") == 0;
+		j->num_nodes = sqlite3_column_int(st, 3);
+		j->attempt = sqlite3_column_int64(st, 4);
+		j->restarts = sqlite3_column_int64(st, 5);
+		j->max_restarts = sqlite3_column_int64(st, 6);
+		j->step = sqlite3_column_int64(st, 7);
+		j->total_steps = sqlite3_column_int64(st, 8);
+		j->ckpt_step = sqlite3_column_int64(st, 9);
+		j->sim_start_s = sqlite3_column_double(st, 10);
+		j->deadline_s = sqlite3_column_type(st, 11) == SQLITE_NULL ?
+				INFINITY : sqlite3_column_double(st, 11);
+		j->work_s = sqlite3_column_double(st, 12);
+		j->run_s = sqlite3_column_double(st, 13);
+		j->run_started_ns = sqlite3_column_int64(st, 14);
+		j->down_since_ns = sqlite3_column_int64(st, 15);
+		j->notice_ns = sqlite3_column_int64(st, 16);
+		snprintf(j->recover_reason, sizeof j->recover_reason, "%s",
+			 ctl_db_text(st, 17));
+		j->plan_ok = place_plan_parse(ctl_db_text(st, 18), j->deadline_s,
+					      j->work_s, &j->plan) == 0;
+		snprintf(j->placement, sizeof j->placement, "%s", ctl_db_text(st, 19));
+		j->policy_tick = sqlite3_column_int64(st, 20);
+		j->step_ns = sqlite3_column_double(st, 21);
+		j->last_pool = -1;
+		pl = json_loads(j->placement, 0, NULL);
+		if (pl) {
+			j->last_pool = (int)json_integer_value(json_object_get(pl, "pool"));
+			json_decref(pl);
+		}
+		/* count the RUNNING time of the current attempt too */
+		if (j->state == JOB_RUNNING && j->run_started_ns)
+			j->run_s += (double)(sr_time_real_ns() - j->run_started_ns) /
+				    1e9 * c->cfg.time_scale;
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- small SQL helpers ------------------------------------------------------- */
+
+struct exits_sum {
+	int n, ok, crashed, other;
+	int64_t crash_code;
+};
+
+static void exits_of(sqlite3 *db, const struct rjob *j, struct exits_sum *s)
+{
+	sqlite3_stmt *st = NULL;
+
+	memset(s, 0, sizeof *s);
+	if (sqlite3_prepare_v2(db, "SELECT cause, coalesce(exit_code, -1),"
+			       " coalesce(signal, 0) FROM exits WHERE job_id=? AND"
+			       " attempt=?", -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, j->id);
+	sqlite3_bind_int64(st, 2, j->attempt);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *cause = ctl_db_text(st, 0);
+		int64_t code = sqlite3_column_int64(st, 1);
+
+		s->n++;
+		if (strcmp(cause, "completed") == 0 && code == 0) {
+			s->ok++;
+		} else if (strcmp(cause, "crashed") == 0 ||
+			   strcmp(cause, "completed") == 0) {
+			s->crashed++;
+			s->crash_code = code >= 0 ? code :
+					128 + sqlite3_column_int64(st, 2);
+		} else {
+			s->other++;
+		}
+	}
+	sqlite3_finalize(st);
+}
+
+/* Accumulate the cloud time of the attempt that is stopping. */
+static int stop_clock(struct ctl *c, sqlite3 *db, const struct rjob *j,
+		      int64_t now, struct sr_err *e)
+{
+	double add;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!j->run_started_ns)
+		return 0;
+	add = (double)(now - j->run_started_ns) / 1e9 * c->cfg.time_scale;
+	rc = ctl_db_prepare(db, "UPDATE jobs SET run_s=run_s+?1, run_started_ns="
+			    "NULL WHERE id=?2", &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_double(st, 1, add);
+	sqlite3_bind_int64(st, 2, j->id);
+	rc = ctl_db_step_done(db, st, e, "run clock");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Finish: in one transaction move to `to`, end every live node, record
+ * the exit code; kill the processes after the commit. */
+static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
+		  enum job_state to, int64_t code, const char *reason,
+		  const char *msg)
+{
+	struct rnode *v = NULL;
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns();
+	size_t n = 0;
+	int rc;
+
+	rc = recon__nodes_live(c, db, j->id, &v, &n);
+	if (rc)
+		return rc;
+	rc = ctl_db_begin(db, &e);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = recon__node_end(c, db, &v[i], "TERMINATED", reason, now, &e);
+	if (!rc)
+		rc = stop_clock(c, db, j, now, &e);
+	if (!rc && code != INT64_MIN)
+		rc = recon__job_set(db, j->id, "exit_code=?1", code, &e);
+	if (!rc)
+		rc = jobsm_transition(db, j->id, j->state, to, now,
+				      ctl__sim_at(c, now), msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (!rc) {
+		sr_info("recon", "job finished", "job=%" PRId64 " state=%s msg=\"%s\"",
+			j->id, jobsm_name(to), msg);
+		for (size_t i = 0; i < n; i++)
+			recon__kill(c, &v[i]);
+	} else {
+		sr_error("recon", "finish failed", "job=%" PRId64 " err=\"%s\"",
+			 j->id, sr_err_str(&e, rc));
+	}
+	free(v);
+	return rc;
+}
+
+static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
+		  enum job_state to, const char *msg, const char *extra,
+		  int64_t arg)
+{
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns();
+	int rc = ctl_db_begin(db, &e);
+
+	if (!rc && extra)
+		rc = recon__job_set(db, j->id, extra, arg, &e);
+	if (!rc)
+		rc = jobsm_transition(db, j->id, j->state, to, now,
+				      ctl__sim_at(c, now), msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "transition failed", "job=%" PRId64 " to=%s "
+			 "err=\"%s\"", j->id, jobsm_name(to), sr_err_str(&e, rc));
+	return rc;
+}
+
+/* ---- per-state steps ------------------------------------------------------------ */
+
+static int setup_failure(const struct rnode *live, size_t n, int64_t *code)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].setup_rc != INT64_MIN && live[i].setup_rc != 0) {
+			*code = live[i].setup_rc;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* PROVISIONING: replace noticed/missing ranks; RUNNING when all READY. */
+static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
+			     struct rnode *live, size_t n)
+{
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns(), code;
+	double sim = ctl__sim_at(c, now);
+	int ready = 0, rc;
+	char msg[160];
+
+	if (setup_failure(live, n, &code)) {
+		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
+		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!live[i].notice_ns)
+			continue;
+		/* Nothing runs there yet: let it go now, and count it. */
+		rc = ctl_db_begin(db, &e);
+		if (!rc)
+			rc = recon__node_end(c, db, &live[i], "TERMINATED", "preempted",
+					     now, &e);
+		if (!rc)
+			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, &e);
+		if (!rc)
+			rc = ctl_event_add(db, j->id, "preempted", NULL, NULL,
+					   live[i].id, now, sim, NULL, "node "
+					   "preempted while provisioning", &e);
+		rc = ctl_db_end(db, rc, &e);
+		if (!rc)
+			recon__kill(c, &live[i]);
+		return rc ? rc : 1;
+	}
+	rc = recon__place_missing(c, db, j, live, n);
+	if (rc <= 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		ready += strcmp(live[i].state, "READY") == 0;
+	if (ready < j->num_nodes || (int)n != j->num_nodes)
+		return 0;
+	rc = ctl_db_begin(db, &e);
+	if (!rc)
+		rc = recon__job_set(db, j->id, "attempt=attempt+?1", 1, &e);
+	if (!rc)
+		rc = recon__job_set(db, j->id, "run_started_ns=?1", now, &e);
+	if (!rc && j->down_since_ns) {
+		int64_t down = (int64_t)((double)(now - j->down_since_ns) *
+					 c->cfg.time_scale);
+		struct ledger_event le = {
+			.kind = LEDGER_EV_RECOVERY, .job_id = j->id,
+			.provider = live[0].cloud, .region = live[0].region,
+			.zone = live[0].zone, .instance_type = live[0].itype,
+			.at_ns = now, .value_ns = down,
+		};
+		json_t *d = json_pack("{s:f,s:f,s:s}", "downtime_s", (double)down / 1e9,
+				      "downtime_real_s",
+				      (double)(now - j->down_since_ns) / 1e9,
+				      "reason", j->recover_reason);
+
+		snprintf(msg, sizeof msg, "recovered after %s: %.1f s down (%.2f h "
+			 "of cloud time)", j->recover_reason,
+			 (double)(now - j->down_since_ns) / 1e9, (double)down / 3.6e12);
+		rc = ledger_event_append(db, &le, &e);
+		if (!rc)
+			rc = ctl_event_add(db, j->id, "recovered", NULL, NULL, 0, now,
+					   sim, d, msg, &e);
+		if (!rc)
+			rc = recon__job_set(db, j->id, "recoveries=recoveries+?1, "
+				     "down_since_ns=NULL", 1, &e);
+		json_decref(d);
+	}
+	snprintf(msg, sizeof msg, "all %d node(s) ready: attempt %" PRId64
+		 " starts", j->num_nodes, j->attempt + 1);
+	if (!rc)
+		rc = jobsm_transition(db, j->id, j->state, JOB_RUNNING, now, sim,
+				      msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	return rc ? rc : 1;
+}
+
+static bool rank_missing(const struct rjob *j, const struct rnode *live, size_t n)
+{
+	for (int r = 0; r < j->num_nodes; r++) {
+		bool have = false;
+
+		for (size_t i = 0; i < n; i++)
+			have |= live[i].rank == r;
+		if (!have)
+			return true;
+	}
+	return false;
+}
+
+static int exec_set_retire(sqlite3 *db, int64_t node, struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ctl_db_prepare(db, "UPDATE nodes SET retire=1 WHERE id=?", &st, e);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, node);
+	rc = ctl_db_step_done(db, st, e, "retire node");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE (a
+ * preemption notice, or the policy moving the job: then the nodes in
+ * `retire` with .retire set are marked in the same transaction). */
+static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 enum job_state to, const char *reason, const char *msg,
+			 bool restart, const struct rnode *retire, size_t nretire)
+{
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns();
+	sqlite3_stmt *st = NULL;
+	int rc = ctl_db_begin(db, &e);
+
+	for (size_t i = 0; !rc && i < nretire; i++) {
+		if (retire[i].retire)
+			rc = exec_set_retire(db, retire[i].id, &e);
+	}
+	if (!rc)
+		rc = stop_clock(c, db, j, now, &e);
+	if (!rc)
+		rc = ctl_db_prepare(db, "UPDATE jobs SET down_since_ns=?1,"
+				    " recover_reason=?2, restarts=restarts+?3,"
+				    " notice_ns=CASE WHEN ?4 THEN ?1 ELSE notice_ns END,"
+				    " notice_step=CASE WHEN ?4 THEN step ELSE notice_step"
+				    " END, preemptions=preemptions+?6 WHERE id=?5",
+				    &st, &e);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, now);
+		sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, restart);
+		sqlite3_bind_int(st, 4, to == JOB_NOTICE);
+		sqlite3_bind_int64(st, 5, j->id);
+		sqlite3_bind_int(st, 6, strcmp(reason, "preempted") == 0);
+		rc = ctl_db_step_done(db, st, &e, "leave running");
+		sqlite3_finalize(st);
+	}
+	if (!rc)
+		rc = jobsm_transition(db, j->id, j->state, to, now,
+				      ctl__sim_at(c, now), msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	return rc ? rc : 1;
+}
+
+static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 struct rnode *live, size_t n);
+
+static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
+			struct rnode *live, size_t n)
+{
+	struct exits_sum x;
+	int64_t code;
+	char msg[160];
+
+	exits_of(db, j, &x);
+	if (x.ok == j->num_nodes)
+		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
+			      "every rank exited 0");
+	if (setup_failure(live, n, &code)) {
+		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
+		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
+	}
+	if (x.crashed || x.other) {
+		code = x.crashed ? x.crash_code : 1;
+		if (j->restarts >= j->max_restarts) {
+			snprintf(msg, sizeof msg, "workload exited with code %" PRId64
+				 "; %" PRId64 " restart(s) used of %" PRId64, code,
+				 j->restarts, j->max_restarts);
+			return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
+		}
+		snprintf(msg, sizeof msg, "workload exited with code %" PRId64
+			 ": restart %" PRId64 " of %" PRId64, code, j->restarts + 1,
+			 j->max_restarts);
+		return leave_running(c, db, j, JOB_RECOVERING, "crash", msg, true,
+				     NULL, 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns) {
+			snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64
+				 ") got a preemption notice", live[i].id, live[i].rank);
+			return leave_running(c, db, j, JOB_NOTICE, "preempted", msg,
+					     false, NULL, 0);
+		}
+	}
+	if (rank_missing(j, live, n))
+		return leave_running(c, db, j, JOB_RECOVERING, "lost",
+				     "a node was lost: recovering from the last "
+				     "checkpoint", false, NULL, 0);
+	return maybe_migrate(c, db, j, live, n);
+}
+
+/* The policy's decision for this tick says the job should hold something
+ * else than it does: spot -> on-demand when the deadline is at risk on
+ * spot (the deadline guard), on-demand -> spot when the slack allows.  The
+ * nodes to leave are told to checkpoint and stop (a `stop` directive), and
+ * are replaced through the usual CHECKPOINTING -> RECOVERING path; this is
+ * not a preemption. */
+static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+			 struct rnode *live, size_t n)
+{
+	struct place_choice ch;
+	struct sr_err e = { 0 };
+	size_t k = 0;
+	char msg[240];
+
+	if (recon__policy_tick(c, db, j, live, n, false, &ch, &e) ||
+	    (ch.hold != SIM_OD && ch.hold != SIM_SPOT) || ch.pool < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		live[i].retire = ch.hold == SIM_OD ? live[i].spot : !live[i].spot;
+		k += live[i].retire;
+	}
+	if (k == 0 || (ch.hold == SIM_SPOT && k != n))
+		return 0;
+	snprintf(msg, sizeof msg, "moving %zu node(s) to %s: %s", k,
+		 ch.hold == SIM_OD ? "on-demand" : "spot", ch.why);
+	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);
+}
+
+static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
+{
+	sqlite3_stmt *st = NULL;
+	bool seen = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM exits WHERE job_id=? AND "
+			       "attempt=? AND rank=?", -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, j->id);
+	sqlite3_bind_int64(st, 2, j->attempt);
+	sqlite3_bind_int64(st, 3, rank);
+	seen = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return seen;
+}
+
+/* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
+static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
+			      struct rnode *live, size_t n)
+{
+	struct exits_sum x;
+	struct sr_err e = { 0 };
+	int64_t now = sr_time_real_ns(), deadline = 0;
+	double sim = ctl__sim_at(c, now), lost_s;
+	sr_micros price = 0;
+	int waiting = 0, rc;
+	bool migrate;
+	json_t *d;
+	char msg[200];
+
+	exits_of(db, j, &x);
+	if (x.ok == j->num_nodes)
+		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
+			      "every rank exited 0");
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns) {
+			price += live[i].price;
+			if (live[i].kill_ns > deadline)
+				deadline = live[i].kill_ns;
+		}
+		if (!exit_seen(db, j, live[i].rank))
+			waiting++;
+	}
+	/* Every rank gets until the notice deadline, plus the same again as
+	 * grace, to checkpoint and stop (the noticed node may already be gone
+	 * while a healthy gang member is still writing). */
+	if (deadline < j->notice_ns + c->cfg.notice_ms * 1000000)
+		deadline = j->notice_ns + c->cfg.notice_ms * 1000000;
+	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
+		return 0;
+	migrate = strcmp(j->recover_reason, "migrate") == 0;
+	lost_s = 0;
+	if (j->total_steps > 0 && j->step >= 0)
+		lost_s = (double)(j->step - (j->ckpt_step >= 0 ? j->ckpt_step : 0)) /
+			 (double)j->total_steps * recon__work_total(j, c->cfg.time_scale);
+	if (lost_s < 0)
+		lost_s = 0;
+	rc = ctl_db_begin(db, &e);
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (live[i].notice_ns || live[i].retire)
+			rc = recon__node_end(c, db, &live[i], "TERMINATED",
+					     live[i].notice_ns ? "preempted" :
+					     "migrated", now, &e);
+	}
+	if (!rc && !migrate) {
+		struct ledger_event le = {
+			.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
+			.provider = n ? live[0].cloud : c->prov.ops->name,
+			.region = n ? live[0].region : NULL,
+			.zone = n ? live[0].zone : NULL,
+			.instance_type = n ? live[0].itype : NULL,
+			.at_ns = now, .value_ns = (int64_t)(lost_s * 1e9),
+			.unit_price = price,
+		};
+
+		rc = ledger_event_append(db, &le, &e);
+	}
+	d = json_pack("{s:I,s:I,s:f,s:f}", "step", (json_int_t)j->step,
+		      "ckpt_step", (json_int_t)j->ckpt_step, "lost_work_s", lost_s,
+		      "notice_to_stop_real_s", j->notice_ns ?
+		      (double)(now - j->notice_ns) / 1e9 : 0.0);
+	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", checkpoint at "
+		 "step %" PRId64 " (%.0f s of cloud work lost)",
+		 migrate ? "left the old nodes" : "preempted", j->step,
+		 j->ckpt_step, lost_s);
+	if (!rc)
+		rc = ctl_event_add(db, j->id, migrate ? "migrated" : "preempted",
+				   NULL, NULL, 0, now, sim, d, msg, &e);
+	json_decref(d);
+	if (!rc)
+		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,
+				      msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (!rc) {
+		for (size_t i = 0; i < n; i++) {
+			if (live[i].notice_ns || live[i].retire)
+				recon__kill(c, &live[i]);
+		}
+	}
+	return rc ? rc : 1;
+}
+
+/* One step for job `id`.  Returns 1 if its state changed (call again),
+ * 0 if it waits, < 0 on error. */
+static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
+{
+	struct rnode *live = NULL;
+	struct rjob j;
+	size_t n = 0;
+	int rc;
+
+	rc = recon__job_load(c, db, id, &j);
+	if (rc || jobsm_terminal(j.state))
+		return rc;
+	rc = recon__nodes_live(c, db, id, &live, &n);
+	if (rc)
+		return rc;
+	if (j.cancel) {
+		rc = finish(c, db, &j, JOB_CANCELLED, INT64_MIN, "cancelled",
+			    "cancelled by the user");
+		rc = rc ? rc : 0;
+		goto out;
+	}
+	if (!j.plan_ok) {
+		rc = finish(c, db, &j, JOB_FAILED, INT64_MIN, "job_failed",
+			    "stored placement plan is unreadable");
+		goto out;
+	}
+	switch (j.state) {
+	case JOB_PENDING:
+	case JOB_RECOVERING:
+		if (j.state == JOB_RECOVERING && !rank_missing(&j, live, n)) {
+			rc = simple(c, db, &j, JOB_PROVISIONING, "every node is "
+				    "healthy: restarting the workload in place",
+				    NULL, 0);
+			rc = rc ? rc : 1;
+			break;
+		}
+		rc = recon__place_missing(c, db, &j, live, n);
+		break;
+	case JOB_PROVISIONING:
+		rc = step_provisioning(c, db, &j, live, n);
+		break;
+	case JOB_RUNNING:
+		rc = step_running(c, db, &j, live, n);
+		break;
+	case JOB_NOTICE:
+		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
+			    "taking the final checkpoint", NULL, 0);
+		rc = rc ? rc : 1;
+		break;
+	case JOB_CHECKPOINTING:
+		rc = step_checkpointing(c, db, &j, live, n);
+		break;
+	case JOB_PREEMPTED:
+		rc = simple(c, db, &j, JOB_RECOVERING, "choosing where to resume",
+			    NULL, 0);
+		rc = rc ? rc : 1;
+		break;
+	default:
+		rc = 0;
+		break;
+	}
+	/* Keep the policy's view of the market current while the job runs
+	 * (it learns availability from every tick, not only at decisions). */
+	if (rc == 0 && !jobsm_terminal(j.state)) {
+		struct place_choice ch;
+		struct sr_err e = { 0 };
+
+		free(live);
+		live = NULL;
+		if (recon__nodes_live(c, db, id, &live, &n) == 0 &&
+		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok)
+			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
+	}
+out:
+	free(live);
+	return rc;
+}
+
+/* ---- event hooks ---------------------------------------------------------------- */
+
+void ctl__hooks_run(struct ctl *c, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	char buf[32];
+	int64_t last = 0, seq = 0;
+	struct sr_err e = { 0 };
+
+	if (ctl__hooks_count() == 0)
+		return;
+	if (ctl_db_setting_get(db, "hook_seq", buf, sizeof buf) == 0)
+		last = strtoll(buf, NULL, 10);
+	if (sqlite3_prepare_v2(db, "SELECT seq, job_id, ts_ns, sim_s, type,"
+			       " from_state, to_state, node_id, message, data"
+			       " FROM events WHERE seq>? ORDER BY seq LIMIT 500",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, last);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		char ts[40];
+		json_t *ev, *data = NULL;
+
+		seq = sqlite3_column_int64(st, 0);
+		sr_time_format_rfc3339(sqlite3_column_int64(st, 2), 3, ts, sizeof ts);
+		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+			data = json_loads(ctl_db_text(st, 9), 0, NULL);
+		ev = json_pack("{s:I,s:I,s:s,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
+			"seq", (json_int_t)seq,
+			"job_id", (json_int_t)sqlite3_column_int64(st, 1),
+			"ts", ts, "sim_s", sqlite3_column_double(st, 3),
+			"type", ctl_db_text(st, 4),
+			"from", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null() :
+				json_string(ctl_db_text(st, 5)),
+			"to", sqlite3_column_type(st, 6) == SQLITE_NULL ? json_null() :
+				json_string(ctl_db_text(st, 6)),
+			"node_id", sqlite3_column_type(st, 7) == SQLITE_NULL ?
+				json_null() : json_integer(sqlite3_column_int64(st, 7)),
+			"message", ctl_db_text(st, 8),
+			"data", data ? data : json_object());
+		if (ev)
+			ctl__hooks_call(c, ev);
+		json_decref(ev);
+	}
+	sqlite3_finalize(st);
+	if (seq > last) {
+		snprintf(buf, sizeof buf, "%lld", (long long)seq);
+		ctl_db_setting_set(db, "hook_seq", buf, &e);
+	}
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+int ctl__reconcile_once(struct ctl *c)
+{
+	sqlite3 *db = ctl__db(c);
+	sqlite3_stmt *st = NULL;
+	int64_t ids[4096];
+	size_t n = 0;
+	int rc;
+
+	if (!db)
+		return -EIO;
+	rc = recon__nodes_pass(c, db);
+	if (rc)
+		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));
+	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
+			       " ('SUCCEEDED','FAILED','CANCELLED') ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (n < sizeof ids / sizeof ids[0] && sqlite3_step(st) == SQLITE_ROW)
+		ids[n++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	/* Release the policy memory of jobs that have ended (ids ascend; a
+	 * full array may have left some out, so keep everything then). */
+	if (n < sizeof ids / sizeof ids[0])
+		ctl__pol_prune(c, ids, n);
+	for (size_t i = 0; i < n; i++) {
+		/* Several steps per pass, so NOTICE -> CHECKPOINTING or
+		 * PREEMPTED -> RECOVERING -> PROVISIONING don't wait a tick. */
+		for (int k = 0; k < 6; k++) {
+			rc = step_job(c, db, ids[i]);
+			if (rc <= 0)
+				break;
+		}
+		if (rc < 0)
+			sr_warn("recon", "job step failed", "job=%" PRId64 " err=\"%s\"",
+				ids[i], sr_strerror(rc));
+	}
+	ctl__ticks_call(c, db);
+	ctl__hooks_run(c, db);
+	return 0;
+}
+
+void *ctl__reconcile_main(void *arg)
+{
+	struct ctl *c = arg;
+	sqlite3 *db = ctl__db(c);
+
+	if (db)
+		recon__sweep_orphans(c, db);
+	while (!atomic_load(&c->stopping)) {
+		struct timespec ts;
+		int64_t until;
+
+		ctl__reconcile_once(c);
+		until = sr_time_real_ns() + c->cfg.tick_ms * 1000000;
+		ts.tv_sec = until / SR_NS_PER_SEC;
+		ts.tv_nsec = until % SR_NS_PER_SEC;
+		pthread_mutex_lock(&c->wake_mu);
+		while (!c->wake && !atomic_load(&c->stopping)) {
+			if (pthread_cond_timedwait(&c->wake_cv, &c->wake_mu, &ts))
+				break;
+		}
+		c->wake = false;
+		pthread_mutex_unlock(&c->wake_mu);
+	}
+	return NULL;
+}

@@ -1,0 +1,325 @@
+/*
+ * router.c - route table, matching, authentication, response helpers.
+ *
+ * Matching: a pattern and a path are split on '/'; they match when they
+ * have the same number of segments and every literal segment is equal
+ * ({name} segments match any non-empty segment up to 127 bytes).  A path
+ * that matches some pattern but no route with its method gets 405 with an
+ * Allow header; otherwise 404.
+ *
+ * Authentication (docs/api.md "Authentication"): the bearer token is
+ * hashed once; the digest is compared in constant time with the admin
+ * token's, then looked up among the node tokens.
+ */
+#include "ctl/router.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "common/log.h"
+#include "ctl/ctl_int.h"
+#include "ctl/db.h"
+
+static const struct ctl_route *routes[CTL_ROUTES_MAX];
+static size_t nroutes;
+static ctl_event_fn hooks[16];
+static size_t nhooks;
+static ctl_tick_fn ticks[8];
+static size_t nticks;
+
+void ctl_tick_hook_register(ctl_tick_fn fn)
+{
+	for (size_t i = 0; i < nticks; i++) {
+		if (ticks[i] == fn)
+			return;
+	}
+	if (nticks < sizeof ticks / sizeof ticks[0])
+		ticks[nticks++] = fn;
+}
+
+void ctl__ticks_call(struct ctl *c, sqlite3 *db)
+{
+	for (size_t i = 0; i < nticks; i++)
+		ticks[i](c, db);
+}
+
+void ctl_route_register(const struct ctl_route *r)
+{
+	for (size_t i = 0; i < nroutes; i++) {
+		if (routes[i] == r)
+			return;
+	}
+	if (nroutes < CTL_ROUTES_MAX)
+		routes[nroutes++] = r;
+}
+
+void ctl_event_hook_register(ctl_event_fn fn)
+{
+	for (size_t i = 0; i < nhooks; i++) {
+		if (hooks[i] == fn)
+			return;
+	}
+	if (nhooks < sizeof hooks / sizeof hooks[0])
+		hooks[nhooks++] = fn;
+}
+
+void ctl__hooks_call(struct ctl *c, const json_t *ev)
+{
+	for (size_t i = 0; i < nhooks; i++)
+		hooks[i](c, ev);
+}
+
+size_t ctl__hooks_count(void)
+{
+	return nhooks;
+}
+
+/* ---- matching ---------------------------------------------------------- */
+
+static const char *seg_next(const char *p, size_t *len)
+{
+	const char *s = p;
+
+	while (*s == '/')
+		s++;
+	*len = strcspn(s, "/");
+	return s;
+}
+
+static bool match(const char *pattern, const char *path, struct ctl_req *rq)
+{
+	const char *p = pattern, *q = path;
+	size_t lp, lq;
+
+	rq->nparams = 0;
+	for (;;) {
+		p = seg_next(p, &lp);
+		q = seg_next(q, &lq);
+		if (lp == 0 || lq == 0)
+			return lp == 0 && lq == 0;
+		if (p[0] == '{' && p[lp - 1] == '}') {
+			int k = rq->nparams;
+
+			if (k >= CTL_MAX_PARAMS || lq >= sizeof rq->pval[0])
+				return false;
+			rq->pname[k] = p + 1; /* ends at '}' */
+			memcpy(rq->pval[k], q, lq);
+			rq->pval[k][lq] = '\0';
+			rq->nparams++;
+		} else if (lp != lq || memcmp(p, q, lp) != 0) {
+			return false;
+		}
+		p += lp;
+		q += lq;
+	}
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+const char *ctl_req_method(const struct ctl_req *rq) { return rq->method; }
+const char *ctl_req_path(const struct ctl_req *rq) { return rq->path; }
+struct ctl *ctl_req_ctl(const struct ctl_req *rq) { return rq->ctl; }
+int64_t ctl_req_node(const struct ctl_req *rq) { return rq->node_id; }
+
+sqlite3 *ctl_req_db(const struct ctl_req *rq)
+{
+	return ctl__db(rq->ctl);
+}
+
+const char *ctl_req_param(const struct ctl_req *rq, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < rq->nparams; i++) {
+		if (strncmp(rq->pname[i], name, n) == 0 && rq->pname[i][n] == '}')
+			return rq->pval[i];
+	}
+	return NULL;
+}
+
+int ctl_req_param_id(const struct ctl_req *rq, const char *name,
+		     int64_t *out, struct ctl_resp *rs)
+{
+	const char *s = ctl_req_param(rq, name);
+	int64_t v = 0;
+
+	if (!s || !*s)
+		goto bad;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (*p - '0');
+	}
+	if (v <= 0)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	ctl_resp_error(rs, 400, "path parameter %s: expected a positive integer",
+		       name);
+	return -EINVAL;
+}
+
+const char *ctl_req_body(const struct ctl_req *rq, size_t *len)
+{
+	if (len)
+		*len = rq->body_len;
+	return rq->body ? rq->body : "";
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+int ctl_resp_text(struct ctl_resp *rs, int status, const char *ctype,
+		  const char *body, size_t len)
+{
+	char *b = malloc(len + 1);
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, body, len);
+	b[len] = '\0';
+	free(rs->body);
+	rs->status = status;
+	rs->ctype = ctype;
+	rs->body = b;
+	rs->body_len = len;
+	return 0;
+}
+
+int ctl_resp_json(struct ctl_resp *rs, int status, json_t *v)
+{
+	char *s;
+
+	if (!v)
+		return -ENOMEM;
+	s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (!s)
+		return -ENOMEM;
+	free(rs->body);
+	rs->status = status;
+	rs->ctype = "application/json";
+	rs->body = s;
+	rs->body_len = strlen(s);
+	return 0;
+}
+
+static const char *code_for(int status)
+{
+	switch (status) {
+	case 400: return "bad_request";
+	case 401: return "unauthorized";
+	case 403: return "forbidden";
+	case 404: return "not_found";
+	case 405: return "method_not_allowed";
+	case 409: return "conflict";
+	case 413: return "payload_too_large";
+	case 415: return "unsupported_media_type";
+	case 503: return "unavailable";
+	default: return status >= 500 ? "internal" : "error";
+	}
+}
+
+int ctl_resp_error(struct ctl_resp *rs, int status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ctl_resp_json(rs, status, json_pack("{s:{s:s,s:s}}", "error",
+						   "code", code_for(status),
+						   "message", msg));
+}
+
+/* ---- authentication ------------------------------------------------------ */
+
+/* 0 = ok; else the response is filled. */
+static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
+			struct ctl_resp *rs)
+{
+	static const char pfx[] = "Bearer ";
+	unsigned char d[CTL_DIGEST_LEN];
+	const char *h = rq->auth_header;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int64_t node = 0, want = 0;
+
+	rq->node_id = 0;
+	if (r->auth == CTL_AUTH_PUBLIC)
+		return 0;
+	if (!h || strncmp(h, pfx, sizeof pfx - 1) != 0 || !h[sizeof pfx - 1]) {
+		ctl_resp_error(rs, 401, "missing bearer token "
+			       "(Authorization: Bearer <token>)");
+		return -1;
+	}
+	ctl_token_digest(h + sizeof pfx - 1, d);
+	if (CRYPTO_memcmp(d, rq->ctl->admin_digest, CTL_DIGEST_LEN) == 0)
+		return 0;
+	db = ctl__db(rq->ctl);
+	if (db && sqlite3_prepare_v2(db, "SELECT id FROM nodes WHERE token_hash=?",
+				     -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_blob(st, 1, d, CTL_DIGEST_LEN, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			node = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (node == 0) {
+		ctl_resp_error(rs, 401, "invalid token");
+		return -1;
+	}
+	if (r->auth == CTL_AUTH_NODE) {
+		const char *id = ctl_req_param(rq, "id");
+
+		want = id ? strtoll(id, NULL, 10) : 0;
+		if (want == node) {
+			rq->node_id = node;
+			return 0;
+		}
+	}
+	ctl_resp_error(rs, 403, "this node token may only call /v1/nodes/%"
+		       PRId64 "/...", node);
+	return -1;
+}
+
+void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	char allow[64] = "";
+	bool path_hit = false;
+	int rc;
+
+	for (size_t i = 0; i < nroutes; i++) {
+		const struct ctl_route *r = routes[i];
+
+		if (!match(r->pattern, rq->path, rq))
+			continue;
+		if (strcmp(r->method, rq->method) != 0) {
+			size_t l = strlen(allow);
+
+			path_hit = true;
+			snprintf(allow + l, sizeof allow - l, "%s%s",
+				 l ? ", " : "", r->method);
+			continue;
+		}
+		if (authenticate(rq, r, rs))
+			return;
+		rc = r->fn(rq, rs);
+		if (rs->status == 0)
+			ctl_resp_error(rs, 500, "%s: %s", r->name, sr_strerror(rc));
+		return;
+	}
+	if (path_hit) {
+		ctl_resp_error(rs, 405, "%s not allowed on %s (allowed: %s)",
+			       rq->method, rq->path, allow);
+		snprintf(rs->allow, sizeof rs->allow, "%s", allow);
+		return;
+	}
+	ctl_resp_error(rs, 404, "no route for %s %s", rq->method, rq->path);
+}

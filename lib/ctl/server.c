@@ -1,0 +1,212 @@
+/*
+ * server.c - the HTTP listener: libmicrohttpd glue, body limits, Content-
+ * Type checks, and the hand-off to the router.
+ *
+ * DESIGN.  MHD runs an epoll thread pool (cfg.http_threads).  The access
+ * callback is called (1) once with the headers, (2) once per body chunk,
+ * (3) once more with no data.  On (1) a request whose Content-Length is
+ * over CTL_BODY_MAX is answered 413 at once; on (2) chunks are appended
+ * until the limit, past which the rest is discarded and 413 answered on
+ * (3).  Routing, authentication and the handler all run on (3).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+
+#include "common/log.h"
+#include "ctl/api_body.h"
+#include "ctl/ctl_int.h"
+
+struct conn {
+	char *body;
+	size_t len, cap;
+	bool too_big;
+};
+
+const char *ctl__req_header(const struct ctl_req *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+const char *ctl_req_query(const struct ctl_req *rq, const char *key)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *mc, struct ctl_resp *rs)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(rs->body_len, rs->body,
+					    MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(rs->body);
+		return MHD_NO;
+	}
+	rs->body = NULL;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rs->ctype ? rs->ctype : "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (rs->allow[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	ret = MHD_queue_response(mc, (unsigned)rs->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *mc, int status,
+				  const char *msg)
+{
+	struct ctl_resp rs = { 0 };
+
+	if (ctl_resp_error(&rs, status, "%s", msg))
+		return MHD_NO;
+	return send_resp(mc, &rs);
+}
+
+static bool json_ctype(const char *ct)
+{
+	size_t n = strlen("application/json");
+
+	return ct && strncasecmp(ct, "application/json", n) == 0 &&
+	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct ctl *c = cls;
+	struct conn *cn = *con_cls;
+	struct ctl_req rq;
+	struct ctl_resp rs = { 0 };
+	enum MHD_Result ret;
+
+	(void)version;
+	if (!cn) {
+		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+				MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+		cn = calloc(1, sizeof *cn);
+		if (!cn)
+			return MHD_NO;
+		*con_cls = cn;
+		if (strlen(url) > CTL_PATH_MAX)
+			return send_error(mc, 400,
+					  "request path longer than 1024 bytes");
+		if (cl && strtoull(cl, NULL, 10) > CTL_BODY_MAX) {
+			cn->too_big = true;
+			return send_error(mc, 413, "request body over 1048576 bytes");
+		}
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+
+		*upload_size = 0;
+		if (cn->too_big || cn->len + n > CTL_BODY_MAX) {
+			cn->too_big = true;
+			return MHD_YES;
+		}
+		if (cn->len + n + 1 > cn->cap) {
+			size_t nc = cn->cap ? cn->cap : 4096;
+			char *nb;
+
+			while (nc < cn->len + n + 1)
+				nc *= 2;
+			nb = realloc(cn->body, nc);
+			if (!nb)
+				return MHD_NO;
+			cn->body = nb;
+			cn->cap = nc;
+		}
+		memcpy(cn->body + cn->len, upload, n);
+		cn->len += n;
+		cn->body[cn->len] = '\0';
+		return MHD_YES;
+	}
+	if (cn->too_big)
+		return send_error(mc, 413, "request body over 1048576 bytes");
+	if (atomic_load(&c->stopping))
+		return send_error(mc, 503, "spotrund is shutting down");
+
+	memset(&rq, 0, sizeof rq);
+	rq.ctl = c;
+	rq.method = method;
+	rq.path = url;
+	rq.conn = mc;
+	rq.body = cn->body;
+	rq.body_len = cn->len;
+	rq.auth_header = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_AUTHORIZATION);
+	rq.ctype = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+					       MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (cn->len > 0 && strncmp(url, "/imds/", 6) != 0 && !json_ctype(rq.ctype))
+		return send_error(mc, 415, "request body must be Content-Type: "
+				  "application/json");
+	ctl__dispatch(&rq, &rs);
+	if (!rs.body)
+		return send_error(mc, 500, "no response");
+	ret = send_resp(mc, &rs);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *cn = *con_cls;
+
+	(void)cls;
+	(void)mc;
+	(void)toe;
+	if (cn) {
+		free(cn->body);
+		free(cn);
+		*con_cls = NULL;
+	}
+}
+
+int ctl__http_start(struct ctl *c, struct sr_err *e)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)c->cfg.listen_port);
+	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
+		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
+				  "address", c->cfg.listen_host);
+	c->httpd = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+		0, NULL, NULL, on_request, c,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
+		MHD_OPTION_END);
+	if (!c->httpd)
+		return sr_err_set(e, -EADDRINUSE, "cannot listen on %s:%d (in use?)",
+				  c->cfg.listen_host, c->cfg.listen_port);
+	di = MHD_get_daemon_info(c->httpd, MHD_DAEMON_INFO_BIND_PORT);
+	c->port = di ? di->port : c->cfg.listen_port;
+	snprintf(c->url, sizeof c->url, "http://%s:%d", c->cfg.listen_host, c->port);
+	return 0;
+}
+
+void ctl__http_stop(struct ctl *c)
+{
+	if (c->httpd) {
+		MHD_stop_daemon(c->httpd);
+		c->httpd = NULL;
+	}
+}

@@ -1,0 +1,318 @@
+/*
+ * ctlclient.c - REST client of spotrund (see ctlclient.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/http.h"
+#include "common/json.h"
+#include "ctlclient/ctlclient.h"
+
+#define TOKEN_MIN 16
+#define TOKEN_MAX 256
+
+struct ctlc {
+	char *url;
+	char *auth; /* "Authorization: Bearer <token>" */
+	struct ctlc_opts o;
+};
+
+struct ctlc *ctlc_create(const char *url, const char *token,
+				     const struct ctlc_opts *opts)
+{
+	struct ctlc *c = calloc(1, sizeof *c);
+	size_t n;
+
+	if (!c)
+		return NULL;
+	c->url = strdup(url ? url : CTLC_DEFAULT_URL);
+	if (!c->url || asprintf(&c->auth, "Authorization: Bearer %s",
+				token ? token : "") < 0) {
+		c->auth = NULL;
+		ctlc_destroy(c);
+		return NULL;
+	}
+	n = strlen(c->url);
+	while (n > 0 && c->url[n - 1] == '/')
+		c->url[--n] = '\0';
+	c->o.timeout_ms = 10000;
+	c->o.max_retries = 2;
+	if (opts) {
+		if (opts->timeout_ms > 0)
+			c->o.timeout_ms = opts->timeout_ms;
+		if (opts->max_retries >= 0)
+			c->o.max_retries = opts->max_retries;
+	}
+	return c;
+}
+
+void ctlc_destroy(struct ctlc *c)
+{
+	if (!c)
+		return;
+	free(c->url);
+	if (c->auth) {
+		explicit_bzero(c->auth, strlen(c->auth));
+		free(c->auth);
+	}
+	free(c);
+}
+
+const char *ctlc_url(const struct ctlc *c)
+{
+	return c->url;
+}
+
+static int status_code(long st)
+{
+	switch (st) {
+	case 400: return -EINVAL;
+	case 401:
+	case 403: return -EACCES;
+	case 404: return -SR_ENOTFOUND;
+	case 409: return -SR_ECONFLICT;
+	case 413: return -E2BIG;
+	default: return -SR_EHTTP;
+	}
+}
+
+/* Build the error for a non-2xx reply from its {"error":{...}} body. */
+static int reply_error(const struct sr_http_resp *r, const char *method,
+		       const char *path, struct sr_err *e)
+{
+	const char *code = NULL, *msg = NULL;
+	json_t *j = NULL, *err;
+	int rc = status_code(r->status);
+
+	if (r->body_len > 0)
+		j = json_loadb(r->body, r->body_len, 0, NULL);
+	err = j ? json_object_get(j, "error") : NULL;
+	if (json_is_object(err)) {
+		code = json_string_value(json_object_get(err, "code"));
+		msg = json_string_value(json_object_get(err, "message"));
+	}
+	if (msg)
+		sr_err_set(e, rc, "%s", msg);
+	else
+		sr_err_set(e, rc, "%s %s: HTTP %ld%s%s", method, path, r->status,
+			   code ? " " : "", code ? code : "");
+	if (r->status == 401)
+		sr_err_prefix(e, "the daemon refused the token (HTTP 401; "
+			      "wrong state dir or $SPOTRUN_TOKEN?)");
+	json_decref(j);
+	return rc;
+}
+
+int ctlc_call(const struct ctlc *c, const char *method, const char *path,
+	     json_t *body, json_t **reply, long *status, struct sr_err *e)
+{
+	const char *hdr[] = { c->auth, "Accept: application/json", NULL, NULL };
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	char *url = NULL, *text = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	if (reply)
+		*reply = NULL;
+	if (status)
+		*status = 0;
+	memset(&r, 0, sizeof r);
+	if (asprintf(&url, "%s%s", c->url, path) < 0) {
+		url = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (body) {
+		text = sr_json_dump(body);
+		if (!text) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		hdr[2] = "Content-Type: application/json";
+	}
+	sr_http_opts_default(&o);
+	o.timeout_ms = c->o.timeout_ms;
+	o.max_retries = c->o.max_retries;
+	rc = sr_http_request(method, url, hdr, text, text ? strlen(text) : 0,
+			     &o, &r, e);
+	if (rc < 0) {
+		char why[SR_ERR_MSG_MAX];
+
+		snprintf(why, sizeof why, "%s", sr_err_str(e, rc));
+		rc = sr_err_set(e, -SR_EHTTP, "cannot reach spotrund at %s: %s "
+				"(is it running?  start it with 'spotrun daemon "
+				"start')", c->url, why);
+		goto out;
+	}
+	if (status)
+		*status = r.status;
+	if (r.status < 200 || r.status > 299) {
+		rc = reply_error(&r, method, path, e);
+		goto out;
+	}
+	if (reply) {
+		j = sr_json_load_buf(r.body ? r.body : "", r.body_len,
+				     "spotrund reply", e);
+		if (!j) {
+			rc = -SR_EPARSE;
+			goto out;
+		}
+		*reply = j;
+	}
+	rc = 0;
+out:
+	sr_http_resp_free(&r);
+	free(url);
+	free(text);
+	return rc;
+}
+
+char *ctlc_state_dir(const char *flag)
+{
+	const char *v;
+	char *out = NULL;
+
+	if (flag && *flag)
+		return strdup(flag);
+	v = getenv("SPOTRUN_STATE_DIR");
+	if (v && *v)
+		return strdup(v);
+	v = getenv("XDG_STATE_HOME");
+	if (v && *v)
+		return asprintf(&out, "%s/spotrun", v) < 0 ? NULL : out;
+	v = getenv("HOME");
+	if (!v || !*v)
+		return NULL;
+	return asprintf(&out, "%s/.local/state/spotrun", v) < 0 ? NULL : out;
+}
+
+/* First line of path, trailing whitespace removed; NULL if unreadable. */
+static char *first_line(const char *path, size_t max)
+{
+	char *buf = NULL;
+	size_t n = 0;
+
+	if (sr_fs_read_file(path, max, &buf, &n, NULL) < 0)
+		return NULL;
+	buf[strcspn(buf, "\r\n")] = '\0';
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+	return buf;
+}
+
+char *ctlc_api_url(const char *flag, const char *state_dir)
+{
+	const char *v = flag;
+	char *path = NULL, *line = NULL;
+
+	if (v && *v)
+		return strdup(v);
+	v = getenv("SPOTRUN_API");
+	if (v && *v)
+		return strdup(v);
+	if (state_dir && asprintf(&path, "%s/api.url", state_dir) >= 0) {
+		line = first_line(path, 4096);
+		free(path);
+		if (line && !strncmp(line, "http", 4))
+			return line;
+		free(line);
+	}
+	return strdup(CTLC_DEFAULT_URL);
+}
+
+int ctlc_read_token_file(const char *path, char **out, struct sr_err *e)
+{
+	char *t = NULL;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	rc = sr_fs_read_file(path, 4096, &t, NULL, e);
+	if (rc < 0)
+		return rc;
+	t[strcspn(t, "\r\n")] = '\0';
+	n = strlen(t);
+	if (n < TOKEN_MIN || n > TOKEN_MAX) {
+		rc = sr_err_set(e, -EINVAL, "%s: token length %zu not in %d..%d",
+				path, n, TOKEN_MIN, TOKEN_MAX);
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)t[i] <= ' ' || (unsigned char)t[i] >= 0x7f) {
+			rc = sr_err_set(e, -EINVAL, "%s: token has a non-printable "
+					"character at byte %zu", path, i);
+			goto fail;
+		}
+	}
+	*out = t;
+	return 0;
+fail:
+	explicit_bzero(t, strlen(t));
+	free(t);
+	return rc;
+}
+
+int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e)
+{
+	const char *v = getenv("SPOTRUN_TOKEN");
+	char *path = NULL;
+	int rc;
+
+	*out = NULL;
+	if (v && *v) {
+		*out = strdup(v);
+		return *out ? 0 : -ENOMEM;
+	}
+	if (asprintf(&path, "%s/api.token", state_dir) < 0)
+		return -ENOMEM;
+	rc = ctlc_read_token_file(path, out, e);
+	if (rc == -ENOENT)
+		rc = sr_err_set(e, rc, "no API token at %s: spotrund has not "
+				"been started with this state dir (start it with "
+				"'spotrun daemon start', or set $SPOTRUN_TOKEN)",
+				path);
+	else if (rc == -EACCES)
+		rc = sr_err_set(e, rc, "%s: permission denied (the token is "
+				"readable only by the user who started spotrund)",
+				path);
+	free(path);
+	return rc;
+}
+
+int ctlc_open_cli(const char *api, const char *state_dir,
+			struct ctlc **out, struct sr_err *e)
+{
+	char *dir = NULL, *url = NULL, *tok = NULL;
+	int rc;
+
+	*out = NULL;
+	dir = ctlc_state_dir(state_dir);
+	if (!dir) {
+		rc = sr_err_set(e, -EINVAL, "no state dir: set $HOME, "
+				"$SPOTRUN_STATE_DIR or --state-dir");
+		goto out;
+	}
+	url = ctlc_api_url(api, dir);
+	if (!url) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = ctlc_admin_token(dir, &tok, e);
+	if (rc < 0)
+		goto out;
+	*out = ctlc_create(url, tok, NULL);
+	rc = *out ? 0 : -ENOMEM;
+out:
+	if (tok) {
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
+	}
+	free(url);
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,76 @@
+/*
+ * ctlclient.h - a small client of spotrund's REST API (docs/api.md), used
+ * by the `spotrun` CLI (admin token) and by spotrun-agent (node token).
+ *
+ * Every call sends `Authorization: Bearer <token>`, a JSON body when one
+ * is given, and returns the parsed JSON reply.  Errors come back as one
+ * clear message:
+ *   - the daemon cannot be reached: "cannot reach spotrund at URL: ...
+ *     (is it running?  start it with 'spotrun daemon start')";
+ *   - a 4xx/5xx: the daemon's own error message ("HTTP 400 bad_request:
+ *     job.yaml:3: resources: unknown field 'gpus'"), code mapped below.
+ *
+ *   400 -> -EINVAL   401/403 -> -EACCES   404 -> -SR_ENOTFOUND
+ *   409 -> -SR_ECONFLICT   413 -> -E2BIG   other -> -SR_EHTTP
+ *
+ * Prefix ctlc_ (the daemon library owns ctl_).  Thread-safe: a client is
+ * immutable after creation.
+ */
+#ifndef SR_CTLCLIENT_H
+#define SR_CTLCLIENT_H
+
+#include <jansson.h>
+
+#include "common/err.h"
+
+#define CTLC_DEFAULT_URL "http://127.0.0.1:7077"
+
+struct ctlc;
+
+struct ctlc_opts {
+	long timeout_ms;   /* per request; default 10000 */
+	int max_retries;   /* transport/5xx retries; default 2 */
+};
+
+/* Create a client for `url` ("http://host:port", no trailing path) with
+ * bearer `token` (both copied).  opts may be NULL.  Returns NULL on
+ * out-of-memory.  Caller owns; ctlc_destroy(). */
+struct ctlc *ctlc_create(const char *url, const char *token,
+				     const struct ctlc_opts *opts);
+void ctlc_destroy(struct ctlc *c); /* NULL-safe */
+const char *ctlc_url(const struct ctlc *c);
+
+/* `method path` with body (may be NULL; not consumed).  On 2xx returns 0
+ * and, when reply is non-NULL, a new reference in *reply (caller
+ * json_decref()s).  On any failure *reply is NULL and *e says why.
+ * status (may be NULL) gets the HTTP status, 0 if none arrived. */
+int ctlc_call(const struct ctlc *c, const char *method, const char *path,
+	     json_t *body, json_t **reply, long *status, struct sr_err *e);
+
+/* ---- locating the daemon (CLI) ---------------------------------------- */
+
+/* The state dir: `flag` if non-NULL, else $SPOTRUN_STATE_DIR, else
+ * $XDG_STATE_HOME/spotrun, else $HOME/.local/state/spotrun.  Returns a
+ * malloc'd string (caller frees) or NULL on out-of-memory / no $HOME. */
+char *ctlc_state_dir(const char *flag);
+
+/* The API URL: `flag`, else $SPOTRUN_API, else the first line of
+ * <state_dir>/api.url (written by spotrund after it binds), else
+ * CTLC_DEFAULT_URL.  Returns malloc'd (caller frees) or NULL on OOM. */
+char *ctlc_api_url(const char *flag, const char *state_dir);
+
+/* The admin token: $SPOTRUN_TOKEN, else <state_dir>/api.token.  Returns 0
+ * and a malloc'd string in *out, or a negative code with *e saying which
+ * file is missing and how to start the daemon. */
+int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e);
+
+/* Read a token file (first line; 16..256 printable characters).  Returns
+ * 0 and a malloc'd string, or a negative code naming the file. */
+int ctlc_read_token_file(const char *path, char **out, struct sr_err *e);
+
+/* Create a CLI client: state dir + URL + admin token, as above.  `api`
+ * and `state_dir` are the command-line flags (may be NULL). */
+int ctlc_open_cli(const char *api, const char *state_dir,
+			struct ctlc **out, struct sr_err *e);
+
+#endif

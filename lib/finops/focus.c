@@ -1,0 +1,357 @@
+/*
+ * focus.c - FOCUS 1.2 CSV export of the ledger.
+ *
+ * Column                 Value (one ledger row = one FOCUS row)
+ * ---------------------  ---------------------------------------------------
+ * BilledCost             cost (what the interval was charged)
+ * BillingAccountId       opts, default "spotrun"
+ * BillingAccountName     opts, default "spotrun"
+ * BillingCurrency        "USD"
+ * BillingPeriodStart     first instant of the UTC month of ChargePeriodStart
+ * BillingPeriodEnd       first instant of the next month (exclusive)
+ * ChargeCategory         "Usage"
+ * ChargeClass            NULL (we never restate a closed period)
+ * ChargeDescription      "<type> (<n>x <gpu>) <PricingCategory> in <zone>"
+ * ChargePeriodStart      start_ns rounded down to the second
+ * ChargePeriodEnd        end_ns rounded up to the second (exclusive)
+ * ContractedCost         = ListCost: no negotiated discounts exist, so the
+ *                        contracted rate is the list rate
+ * EffectiveCost          cost (no amortised purchases)
+ * InvoiceIssuerName      provider display name
+ * ListCost               list_cost (on-demand list $/h x hours)
+ * PricingQuantity        billed hours (decimal, 12 places)
+ * PricingUnit            "Hours"
+ * ProviderName           provider display name
+ * PublisherName          provider display name
+ * ServiceCategory        "Compute"
+ * ServiceName            the provider's VM service
+ * AvailabilityZone       zone, NULL if none
+ * ConsumedQuantity       billed hours
+ * ConsumedUnit           "Hours"
+ * ListUnitPrice          list_price ($/h)
+ * PricingCategory        Standard | Dynamic | Committed
+ * RegionId, RegionName   region
+ * ResourceId             "node-<id>"
+ * ResourceType           "Virtual Machine"
+ * SkuId                  "<provider>/<instance type>/<region>/<category>"
+ * Tags                   {"spotrun/node-id": N, "spotrun/job-id": J}
+ * x_JobId .. x_IdleCost  our columns (see finops_focus_columns)
+ *
+ * Invariants the tests check: ListUnitPrice x PricingQuantity = ListCost
+ * to the micro-dollar (costs are rounded to micros once, in the ledger),
+ * ChargePeriodStart < ChargePeriodEnd, the charge period lies inside the
+ * billing period, and the BilledCost column sums to `spotrun cost`'s total.
+ */
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/timeutil.h"
+#include "dbutil.h"
+#include "focus.h"
+#include "ledger.h"
+
+const char *const finops_focus_columns[] = {
+	/* mandatory */
+	"BilledCost", "BillingAccountId", "BillingAccountName",
+	"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+	"ChargeCategory", "ChargeClass", "ChargeDescription",
+	"ChargePeriodStart", "ChargePeriodEnd", "ContractedCost",
+	"EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity",
+	"PricingUnit", "ProviderName", "PublisherName", "ServiceCategory",
+	"ServiceName",
+	/* conditional */
+	"AvailabilityZone", "ConsumedQuantity", "ConsumedUnit",
+	"ListUnitPrice", "PricingCategory", "RegionId", "RegionName",
+	"ResourceId", "ResourceType", "SkuId", "Tags",
+	/* ours */
+	"x_JobId", "x_NodeId", "x_AcceleratorName", "x_AcceleratorCount",
+	"x_UsageState", "x_Utilization", "x_ReservedUnitPrice",
+	"x_ReservedCost", "x_IdleCost",
+	NULL,
+};
+
+size_t finops_focus_ncolumns(void)
+{
+	size_t n = 0;
+
+	while (finops_focus_columns[n])
+		n++;
+	return n;
+}
+
+static const struct provider_names {
+	const char *id, *display, *service;
+} providers[] = {
+	{ "aws", "Amazon Web Services", "Amazon Elastic Compute Cloud" },
+	{ "gcp", "Google Cloud", "Compute Engine" },
+	{ "azure", "Microsoft Azure", "Virtual Machines" },
+	{ "lambda", "Lambda", "Lambda Cloud" },
+	{ "local", "spotrun local cloud", "spotrun local compute" },
+};
+
+static void provider_lookup(const char *id, const char **display,
+			    const char **service)
+{
+	for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++) {
+		if (!strcmp(id, providers[i].id)) {
+			*display = providers[i].display;
+			*service = providers[i].service;
+			return;
+		}
+	}
+	*display = id;
+	*service = id;
+}
+
+/* Format |v| / 10^scale as a decimal with trailing zeros trimmed. */
+static int fmt_scaled(__int128 v, int scale, char *buf, size_t n)
+{
+	char digits[64];
+	__int128 div = 1, ip, fp;
+	int neg = v < 0, len;
+
+	for (int i = 0; i < scale; i++)
+		div *= 10;
+	if (neg)
+		v = -v;
+	ip = v / div;
+	fp = v % div;
+	len = snprintf(digits, sizeof digits, "%s%llu", neg ? "-" : "",
+		       (unsigned long long)ip);
+	if (fp != 0) {
+		char frac[40];
+		int fl;
+
+		snprintf(frac, sizeof frac, "%0*llu", scale, (unsigned long long)fp);
+		fl = (int)strlen(frac);
+		while (fl > 0 && frac[fl - 1] == '0')
+			frac[--fl] = '\0';
+		len = snprintf(digits + len, sizeof digits - (size_t)len, ".%s",
+			       frac) + len;
+	}
+	if (len < 0 || (size_t)len >= n)
+		return -ENOSPC;
+	memcpy(buf, digits, (size_t)len + 1);
+	return len;
+}
+
+int finops_fmt_micros(sr_micros m, char *buf, size_t n)
+{
+	return fmt_scaled(m, 6, buf, n);
+}
+
+int finops_fmt_hours(int64_t ns, char *buf, size_t n)
+{
+	/* hours * 1e12 = ns * 1e12 / 3.6e12 = ns * 10 / 36, rounded half up */
+	__int128 q = ((__int128)ns * 10 * 2 + 36) / (36 * 2);
+
+	if (ns < 0)
+		return -EINVAL;
+	return fmt_scaled(q, 12, buf, n);
+}
+
+static void put_field(FILE *out, const char *s, int first)
+{
+	if (!first)
+		fputc(',', out);
+	if (!s)
+		return; /* NULL: empty field */
+	if (strpbrk(s, ",\"\r\n")) {
+		fputc('"', out);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', out);
+			fputc(*s, out);
+		}
+		fputc('"', out);
+	} else {
+		fputs(s, out);
+	}
+}
+
+/* Month containing `ns` as [start, end) in ns. */
+static void month_bounds(int64_t ns, int64_t *start, int64_t *end)
+{
+	time_t t = (time_t)(ns / SR_NS_PER_SEC);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	*start = (int64_t)timegm(&tm) * SR_NS_PER_SEC;
+	tm.tm_mon += 1;
+	*end = (int64_t)timegm(&tm) * SR_NS_PER_SEC;
+}
+
+static int fmt_time(int64_t ns, char *buf, size_t n)
+{
+	return sr_time_format_rfc3339(ns, 0, buf, n) > 0 ? 0 : -ENOSPC;
+}
+
+enum { C_PROVIDER, C_REGION, C_ZONE, C_TYPE, C_ACCEL, C_GPUS, C_PRICING,
+       C_PRICE, C_LIST_PRICE, C_RES_PRICE, C_JOB, C_NODE, C_BUSY, C_UTIL,
+       C_START, C_END, C_BILLED, C_COST, C_LIST_COST, C_RES_COST };
+
+static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
+		     FILE *out)
+{
+	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
+	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
+	     rid[32], sku[512], tags[128], bps[32], bpe[32], cps[32], cpe[32];
+	const char *provider = finops__col_text(st, C_PROVIDER);
+	const char *region = finops__col_text(st, C_REGION);
+	const char *zone = finops__col_text(st, C_ZONE);
+	const char *type = finops__col_text(st, C_TYPE);
+	const char *accel = finops__col_text(st, C_ACCEL);
+	const char *cat = ledger_pricing_name(sqlite3_column_int(st, C_PRICING));
+	const char *display, *service;
+	int64_t start = sqlite3_column_int64(st, C_START);
+	int64_t end = sqlite3_column_int64(st, C_END);
+	int64_t m0, m1, job_id = sqlite3_column_int64(st, C_JOB);
+	int busy = sqlite3_column_int(st, C_BUSY);
+	sr_micros cost = sqlite3_column_int64(st, C_COST);
+	int rc = 0;
+
+	provider_lookup(provider, &display, &service);
+	if (!cat)
+		cat = "Other";
+	month_bounds(start, &m0, &m1);
+	start -= start % SR_NS_PER_SEC;
+	if (end % SR_NS_PER_SEC)
+		end += SR_NS_PER_SEC - end % SR_NS_PER_SEC;
+	rc |= fmt_time(m0, bps, sizeof bps);
+	rc |= fmt_time(m1, bpe, sizeof bpe);
+	rc |= fmt_time(start, cps, sizeof cps);
+	rc |= fmt_time(end, cpe, sizeof cpe);
+	rc |= finops_fmt_micros(cost, billed, sizeof billed) < 0;
+	rc |= finops_fmt_micros(sqlite3_column_int64(st, C_LIST_COST), list,
+				sizeof list) < 0;
+	rc |= finops_fmt_micros(sqlite3_column_int64(st, C_LIST_PRICE), lup,
+				sizeof lup) < 0;
+	rc |= finops_fmt_micros(busy ? 0 : cost, idle, sizeof idle) < 0;
+	rc |= finops_fmt_hours(sqlite3_column_int64(st, C_BILLED), qty,
+			       sizeof qty) < 0;
+	if (sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL) {
+		rc |= finops_fmt_micros(sqlite3_column_int64(st, C_RES_PRICE), rup,
+					sizeof rup) < 0;
+		rc |= finops_fmt_micros(sqlite3_column_int64(st, C_RES_COST), rcost,
+					sizeof rcost) < 0;
+	}
+	if (sqlite3_column_type(st, C_UTIL) != SQLITE_NULL)
+		rc |= finops_fmt_micros((sr_micros)sqlite3_column_int(st, C_UTIL) * 1000,
+					util, sizeof util) < 0;
+	if (rc)
+		return -ENOSPC;
+	snprintf(gpus, sizeof gpus, "%d", sqlite3_column_int(st, C_GPUS));
+	snprintf(node, sizeof node, "%lld",
+		 (long long)sqlite3_column_int64(st, C_NODE));
+	snprintf(job, sizeof job, "%lld", (long long)job_id);
+	snprintf(rid, sizeof rid, "node-%s", node);
+	snprintf(sku, sizeof sku, "%s/%s/%s/%s", provider, type, region, cat);
+	if (*accel)
+		snprintf(desc, sizeof desc, "%s (%sx %s) %s pricing in %s", type,
+			 gpus, accel, cat, *zone ? zone : region);
+	else
+		snprintf(desc, sizeof desc, "%s %s pricing in %s", type, cat,
+			 *zone ? zone : region);
+	if (job_id > 0)
+		snprintf(tags, sizeof tags,
+			 "{\"spotrun/job-id\":%s,\"spotrun/node-id\":%s}", job, node);
+	else
+		snprintf(tags, sizeof tags, "{\"spotrun/node-id\":%s}", node);
+
+	const char *vals[] = {
+		billed, o->billing_account_id, o->billing_account_name, "USD",
+		bps, bpe, "Usage", NULL, desc, cps, cpe, list, billed, display,
+		list, qty, "Hours", display, display, "Compute", service,
+		*zone ? zone : NULL, qty, "Hours", lup, cat, region, region, rid,
+		"Virtual Machine", sku, tags,
+		job_id > 0 ? job : NULL, node, *accel ? accel : NULL, gpus,
+		busy ? "Busy" : "Idle",
+		sqlite3_column_type(st, C_UTIL) != SQLITE_NULL ? util : NULL,
+		sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL ? rup : NULL,
+		sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL ? rcost : NULL,
+		idle,
+	};
+	_Static_assert(sizeof vals / sizeof vals[0] ==
+		       sizeof finops_focus_columns / sizeof finops_focus_columns[0] - 1,
+		       "one value per FOCUS column");
+	for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+		put_field(out, vals[i], i == 0);
+	fputs("\r\n", out);
+	return 0;
+}
+
+int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
+		       const struct finops_focus_opts *o, FILE *out,
+		       size_t *nrows, struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT provider, region, zone, instance_type, accelerator, gpus,"
+		" pricing, unit_price, list_price, reserved_price, job_id,"
+		" node_id, busy, util_permille, start_ns, end_ns, billed_ns, cost,"
+		" list_cost, reserved_cost FROM ledger"
+		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
+	struct finops_focus_opts def = { "spotrun", "spotrun" };
+	sqlite3_stmt *st = NULL;
+	size_t n = 0;
+	int rc, src;
+
+	if (nrows)
+		*nrows = 0;
+	if (o) {
+		if (o->billing_account_id && *o->billing_account_id)
+			def.billing_account_id = o->billing_account_id;
+		if (o->billing_account_name && *o->billing_account_name)
+			def.billing_account_name = o->billing_account_name;
+	}
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; finops_focus_columns[i]; i++)
+		put_field(out, finops_focus_columns[i], i == 0);
+	fputs("\r\n", out);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = write_row(st, &def, out);
+		if (rc) {
+			sr_err_set(e, rc, "FOCUS export: row %zu: value too long",
+				   n + 1);
+			goto out;
+		}
+		n++;
+	}
+	if (src != SQLITE_DONE) {
+		rc = finops__db_err(db, src, e, "FOCUS export");
+		goto out;
+	}
+	if (ferror(out))
+		rc = sr_err_set(e, -EIO, "FOCUS export: write failed");
+	if (nrows)
+		*nrows = n;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int finops_focus_export(sqlite3 *db, const struct finops_filter *f,
+			const struct finops_focus_opts *o, const char *path,
+			size_t *nrows, struct sr_err *e)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc;
+
+	if (!mem)
+		return sr_err_set(e, -ENOMEM, "FOCUS export: out of memory");
+	rc = finops_focus_write(db, f, o, mem, nrows, e);
+	if (fclose(mem) != 0 && !rc)
+		rc = sr_err_set(e, -ENOMEM, "FOCUS export: out of memory");
+	if (!rc)
+		rc = sr_fs_write_atomic(path, buf, len, 0644, e);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,350 @@
+/*
+ * metrics.c - Prometheus text exposition of the FinOps figures.
+ *
+ * Family                                    type       labels
+ * ----------------------------------------  ---------  ----------------------
+ * spotrun_node_hourly_price_dollars         gauge      node, job_id, cloud, region,
+ *                                                      zone, instance_type, pricing
+ * spotrun_job_cost_dollars_total            counter    job_id
+ * spotrun_job_on_demand_cost_dollars_total  counter    job_id   (same hours at list)
+ * spotrun_job_savings_dollars_total         counter    job_id   (on-demand - cost)
+ * spotrun_job_savings_vs_reserved_dollars   gauge      job_id   (may go down)
+ * spotrun_job_lost_work_dollars_total       counter    job_id
+ * spotrun_job_lost_work_seconds_total       counter    job_id
+ * spotrun_job_idle_gpu_seconds_total        counter    job_id
+ * spotrun_job_idle_cost_dollars_total       counter    job_id
+ * spotrun_preemptions_total                 counter    job_id
+ * spotrun_recoveries_total                  counter    job_id
+ * spotrun_recovery_downtime_seconds_total   counter    job_id
+ * spotrun_checkpoint_stall_seconds          histogram  -
+ * spotrun_job_deadline_slack_seconds        gauge      job_id
+ * spotrun_cost_dollars_total                counter    -     (all jobs)
+ * spotrun_idle_gpu_seconds_total            counter    -     (all jobs)
+ *
+ * The job label is `job_id`: `job` belongs to Prometheus (the scrape job).
+ *
+ * Durations billed or lost are in cloud seconds (the local cloud's time
+ * scale), like the ledger.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "dbutil.h"
+#include "ledger.h"
+#include "metrics.h"
+
+const double finops_stall_buckets_s[] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+};
+const size_t finops_stall_nbuckets =
+	sizeof finops_stall_buckets_s / sizeof finops_stall_buckets_s[0];
+
+bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
+			   int64_t step, int64_t total_steps, double *slack_s)
+{
+	double remaining;
+
+	if (step > 0 && total_steps >= step && run_s > 0)
+		remaining = (double)(total_steps - step) * (run_s / (double)step);
+	else if (work_s > 0)
+		remaining = work_s > run_s ? work_s - run_s : 0;
+	else
+		return false;
+	*slack_s = deadline_left_s - remaining;
+	return true;
+}
+
+/* Label value escaping per the exposition format. */
+static void put_label(FILE *f, const char *name, const char *v, int first)
+{
+	fprintf(f, "%s%s=\"", first ? "" : ",", name);
+	for (; v && *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		fputc(*v, f);
+	}
+	fputc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void usd(FILE *f, sr_micros m)
+{
+	fprintf(f, "%s%lld.%06lld\n", m < 0 ? "-" : "",
+		(long long)(m < 0 ? -m : m) / 1000000,
+		(long long)(m < 0 ? -m : m) % 1000000);
+}
+
+static void secs(FILE *f, int64_t ns)
+{
+	fprintf(f, "%lld.%09lld\n", (long long)(ns / SR_NS_PER_SEC),
+		(long long)(ns % SR_NS_PER_SEC));
+}
+
+struct job_agg {
+	int64_t job;
+	sr_micros cost, list, reserved_saving, lost_cost, idle_cost;
+	int64_t lost_ns, idle_gpu_ns, preemptions, recoveries, downtime_ns;
+};
+
+static int load_jobs(sqlite3 *db, struct job_agg **out, size_t *n,
+		     struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT j, sum(c), sum(l), sum(rs), sum(lc), sum(ic), sum(ln),"
+		" sum(ig), sum(p), sum(r), sum(d) FROM ("
+		" SELECT job_id AS j, cost AS c, list_cost AS l,"
+		"  CASE WHEN reserved_cost IS NULL THEN 0 ELSE reserved_cost - cost END AS rs,"
+		"  0 AS lc, CASE busy WHEN 0 THEN cost ELSE 0 END AS ic, 0 AS ln,"
+		"  CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END AS ig,"
+		"  0 AS p, 0 AS r, 0 AS d FROM ledger WHERE job_id IS NOT NULL"
+		" UNION ALL"
+		" SELECT job_id, 0, 0, 0, value_cost, 0,"
+		"  CASE kind WHEN 1 THEN value_ns ELSE 0 END, 0, kind = 1, kind = 2,"
+		"  CASE kind WHEN 2 THEN value_ns ELSE 0 END FROM ledger_event"
+		") GROUP BY j ORDER BY j";
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc, src;
+
+	*out = NULL;
+	*n = 0;
+	rc = finops__prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct job_agg *a;
+
+		if (*n == cap) {
+			struct job_agg *na;
+
+			cap = cap ? cap * 2 : 32;
+			na = realloc(*out, cap * sizeof *na);
+			if (!na) {
+				rc = sr_err_set(e, -ENOMEM, "metrics: out of memory");
+				goto out;
+			}
+			*out = na;
+		}
+		a = &(*out)[(*n)++];
+		a->job = sqlite3_column_int64(st, 0);
+		a->cost = sqlite3_column_int64(st, 1);
+		a->list = sqlite3_column_int64(st, 2);
+		a->reserved_saving = sqlite3_column_int64(st, 3);
+		a->lost_cost = sqlite3_column_int64(st, 4);
+		a->idle_cost = sqlite3_column_int64(st, 5);
+		a->lost_ns = sqlite3_column_int64(st, 6);
+		a->idle_gpu_ns = sqlite3_column_int64(st, 7);
+		a->preemptions = sqlite3_column_int64(st, 8);
+		a->recoveries = sqlite3_column_int64(st, 9);
+		a->downtime_ns = sqlite3_column_int64(st, 10);
+	}
+	if (src != SQLITE_DONE)
+		rc = finops__db_err(db, src, e, "metrics: ledger");
+out:
+	sqlite3_finalize(st);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* One counter/gauge family with a `job` label per aggregated job. */
+static void job_family(FILE *f, const struct job_agg *a, size_t n,
+		       const char *name, const char *type, const char *help,
+		       size_t field_off, int is_ns)
+{
+	family(f, name, type, help);
+	for (size_t i = 0; i < n; i++) {
+		int64_t v = *(const int64_t *)((const char *)&a[i] + field_off);
+		char job[24];
+
+		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
+		fprintf(f, "%s{", name);
+		put_label(f, "job_id", job, 1);
+		fputs("} ", f);
+		if (is_ns)
+			secs(f, v);
+		else
+			usd(f, v);
+	}
+}
+
+static void count_family(FILE *f, const struct job_agg *a, size_t n,
+			 const char *name, const char *help, size_t field_off)
+{
+	family(f, name, "counter", help);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s{job_id=\"%lld\"} %lld\n", name, (long long)a[i].job,
+			(long long)*(const int64_t *)((const char *)&a[i] + field_off));
+	}
+}
+
+static int stall_histogram(sqlite3 *db, FILE *f, struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT value_ns FROM ledger_event WHERE kind = 3";
+	const char *name = "spotrun_checkpoint_stall_seconds";
+	uint64_t counts[64] = { 0 }, total = 0;
+	int64_t sum_ns = 0;
+	sqlite3_stmt *st = NULL;
+	int rc, src;
+
+	rc = finops__prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ns = sqlite3_column_int64(st, 0);
+		double s = (double)ns / 1e9;
+
+		for (size_t i = 0; i < finops_stall_nbuckets; i++)
+			if (s <= finops_stall_buckets_s[i])
+				counts[i]++;
+		total++;
+		sum_ns += ns;
+	}
+	sqlite3_finalize(st);
+	if (src != SQLITE_DONE)
+		return finops__db_err(db, src, e, "metrics: stalls");
+	family(f, name, "histogram",
+	       "Training time stalled by one checkpoint, seconds.");
+	for (size_t i = 0; i < finops_stall_nbuckets; i++)
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name,
+			finops_stall_buckets_s[i], (unsigned long long)counts[i]);
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)total);
+	fprintf(f, "%s_sum ", name);
+	secs(f, sum_ns);
+	fprintf(f, "%s_count %llu\n", name, (unsigned long long)total);
+	return 0;
+}
+
+static void live_families(FILE *f, const struct finops_live *live)
+{
+	const char *price = "spotrun_node_hourly_price_dollars";
+	const char *slack = "spotrun_job_deadline_slack_seconds";
+
+	family(f, price, "gauge", "Price per hour of each live node, dollars.");
+	for (size_t i = 0; live && i < live->nnodes; i++) {
+		const struct finops_live_node *n = &live->nodes[i];
+		char id[24], job[24];
+
+		snprintf(id, sizeof id, "%lld", (long long)n->id);
+		snprintf(job, sizeof job, "%lld", (long long)n->job_id);
+		fprintf(f, "%s{", price);
+		put_label(f, "node", id, 1);
+		put_label(f, "job_id", job, 0);
+		put_label(f, "cloud", n->provider, 0);
+		put_label(f, "region", n->region, 0);
+		put_label(f, "zone", n->zone, 0);
+		put_label(f, "instance_type", n->instance_type, 0);
+		put_label(f, "pricing", n->spot ? "spot" : "on_demand", 0);
+		fputs("} ", f);
+		usd(f, n->price_per_hour);
+	}
+	family(f, slack, "gauge",
+	       "Cloud seconds left before the deadline minus the work left.");
+	for (size_t i = 0; live && i < live->njobs; i++) {
+		const struct finops_live_job *j = &live->jobs[i];
+		char id[24];
+
+		if (!j->has_deadline || !isfinite(j->deadline_slack_s))
+			continue;
+		snprintf(id, sizeof id, "%lld", (long long)j->id);
+		fprintf(f, "%s{", slack);
+		put_label(f, "job_id", id, 1);
+		fprintf(f, "} %.3f\n", j->deadline_slack_s);
+	}
+}
+
+#define OFF(field) offsetof(struct job_agg, field)
+
+int finops_metrics_render(sqlite3 *db, const struct finops_live *live,
+			  char **out, size_t *len, struct sr_err *e)
+{
+	struct job_agg *a = NULL;
+	sr_micros all_cost = 0;
+	int64_t all_idle = 0;
+	size_t n = 0, mlen = 0;
+	char *buf = NULL;
+	FILE *f;
+	int rc;
+
+	*out = NULL;
+	if (len)
+		*len = 0;
+	rc = load_jobs(db, &a, &n, e);
+	if (rc)
+		return rc;
+	f = open_memstream(&buf, &mlen);
+	if (!f) {
+		free(a);
+		return sr_err_set(e, -ENOMEM, "metrics: out of memory");
+	}
+	live_families(f, live);
+	job_family(f, a, n, "spotrun_job_cost_dollars_total", "counter",
+		   "What the job's nodes were billed, dollars.", OFF(cost), 0);
+	job_family(f, a, n, "spotrun_job_on_demand_cost_dollars_total", "counter",
+		   "The same node-hours at the on-demand list price, dollars.",
+		   OFF(list), 0);
+	for (size_t i = 0; i < n; i++)
+		a[i].list -= a[i].cost; /* now: savings vs on-demand */
+	job_family(f, a, n, "spotrun_job_savings_dollars_total", "counter",
+		   "On-demand list cost minus billed cost, dollars.", OFF(list), 0);
+	job_family(f, a, n, "spotrun_job_savings_vs_reserved_dollars", "gauge",
+		   "Reserved-baseline cost minus billed cost where a reserved "
+		   "price is known, dollars.", OFF(reserved_saving), 0);
+	job_family(f, a, n, "spotrun_job_lost_work_dollars_total", "counter",
+		   "Work lost to preemptions (since the last durable checkpoint), "
+		   "dollars.", OFF(lost_cost), 0);
+	job_family(f, a, n, "spotrun_job_lost_work_seconds_total", "counter",
+		   "Work lost to preemptions, cloud seconds.", OFF(lost_ns), 1);
+	job_family(f, a, n, "spotrun_job_idle_gpu_seconds_total", "counter",
+		   "GPU time billed while the node was idle, cloud seconds.",
+		   OFF(idle_gpu_ns), 1);
+	job_family(f, a, n, "spotrun_job_idle_cost_dollars_total", "counter",
+		   "Cost of node time billed while idle, dollars.", OFF(idle_cost), 0);
+	count_family(f, a, n, "spotrun_preemptions_total",
+		     "Spot preemptions the job went through.", OFF(preemptions));
+	count_family(f, a, n, "spotrun_recoveries_total",
+		     "Recoveries after a preemption or lost node.", OFF(recoveries));
+	job_family(f, a, n, "spotrun_recovery_downtime_seconds_total", "counter",
+		   "Training downtime from notice to resumed training, cloud "
+		   "seconds.", OFF(downtime_ns), 1);
+	for (size_t i = 0; i < n; i++) {
+		all_cost += a[i].cost;
+		all_idle += a[i].idle_gpu_ns;
+	}
+	family(f, "spotrun_cost_dollars_total", "counter",
+	       "What every job's nodes were billed, dollars.");
+	fputs("spotrun_cost_dollars_total ", f);
+	usd(f, all_cost);
+	family(f, "spotrun_idle_gpu_seconds_total", "counter",
+	       "GPU time billed while idle across all jobs, cloud seconds.");
+	fputs("spotrun_idle_gpu_seconds_total ", f);
+	secs(f, all_idle);
+	rc = stall_histogram(db, f, e);
+	free(a);
+	if (fclose(f) != 0 && !rc)
+		rc = sr_err_set(e, -ENOMEM, "metrics: out of memory");
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	if (len)
+		*len = mlen;
+	return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * metrics.h - Prometheus text exposition (format 0.0.4) of spotrun's
+ * FinOps figures, for spotrund's `GET /metrics`.
+ *
+ * Counters are derived from the append-only ledger, so they are monotonic
+ * and survive daemon restarts; gauges about live nodes and jobs come from
+ * the daemon (struct finops_live).  Names: `spotrun_` prefix, base units
+ * (seconds, dollars), `_total` on counters.  See docs/finops.md for the
+ * list.
+ */
+#ifndef SR_FINOPS_METRICS_H
+#define SR_FINOPS_METRICS_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/money.h"
+
+struct finops_live_node {
+	int64_t id;
+	int64_t job_id;
+	const char *provider;      /* the cloud: "aws", ... */
+	const char *region;
+	const char *zone;
+	const char *instance_type;
+	bool spot;
+	sr_micros price_per_hour;
+};
+
+struct finops_live_job {
+	int64_t id;
+	const char *name;
+	const char *state;
+	bool has_deadline;
+	double deadline_slack_s;   /* cloud seconds; negative = late */
+};
+
+struct finops_live {
+	const struct finops_live_node *nodes;
+	size_t nnodes;
+	const struct finops_live_job *jobs;
+	size_t njobs;
+};
+
+/* Deadline slack in cloud seconds: time left before the deadline minus
+ * the work still to do.  Remaining work comes from the measured step rate
+ * when steps are known (run_s / step per step), else from the estimate
+ * (work_s - run_s).  Returns false when it cannot be estimated. */
+bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
+			   int64_t step, int64_t total_steps, double *slack_s);
+
+/* Render every metric into a malloc'd NUL-terminated buffer (*out, caller
+ * frees).  live may be NULL.  Returns 0 or a negative code with *e set. */
+int finops_metrics_render(sqlite3 *db, const struct finops_live *live,
+			  char **out, size_t *len, struct sr_err *e);
+
+/* Checkpoint-stall histogram bucket upper bounds, seconds. */
+extern const double finops_stall_buckets_s[];
+extern const size_t finops_stall_nbuckets;
+
+#endif

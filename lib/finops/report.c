@@ -1,0 +1,518 @@
+/*
+ * report.c - cost, savings and idle-waste totals derived from the ledger.
+ *
+ * Two grouped aggregate queries - one over `ledger`, one over
+ * `ledger_event` - with the same group-key expression, merged by key.
+ * The grand total is the sum of the groups, so a report always adds up.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "dbutil.h"
+#include "report.h"
+
+static const char *const by_names[] = {
+	[FINOPS_BY_TOTAL] = "total", [FINOPS_BY_JOB] = "job",
+	[FINOPS_BY_CLOUD] = "cloud", [FINOPS_BY_REGION] = "region",
+	[FINOPS_BY_POOL] = "pool",   [FINOPS_BY_DAY] = "day",
+};
+
+const char *finops_by_name(enum finops_by by)
+{
+	if ((unsigned)by >= sizeof by_names / sizeof by_names[0])
+		return NULL;
+	return by_names[by];
+}
+
+int finops_by_parse(const char *s, enum finops_by *out)
+{
+	for (size_t i = 0; s && i < sizeof by_names / sizeof by_names[0]; i++) {
+		if (!strcmp(s, by_names[i])) {
+			*out = (enum finops_by)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int finops_parse_when(const char *s, int64_t now_ns, int64_t *out)
+{
+	char buf[40];
+	int64_t d;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strlen(s) == 10 && s[4] == '-' && s[7] == '-') {
+		snprintf(buf, sizeof buf, "%sT00:00:00Z", s);
+		return sr_time_parse_rfc3339(buf, out, NULL) ? -EINVAL : 0;
+	}
+	if (sr_time_parse_rfc3339(s, out, NULL) == 0)
+		return 0;
+	if (sr_dur_parse(s, &d, NULL) == 0) {
+		*out = now_ns - d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Group-key SQL expression; `t` is the time column of the table. */
+static const char *key_sql(enum finops_by by, int events)
+{
+	switch (by) {
+	case FINOPS_BY_TOTAL:
+		return "'total'";
+	case FINOPS_BY_JOB:
+		return "COALESCE(CAST(job_id AS TEXT), 'none')";
+	case FINOPS_BY_CLOUD:
+		return "COALESCE(provider, 'unknown')";
+	case FINOPS_BY_REGION:
+		return "COALESCE(provider, 'unknown') || '/' || COALESCE(region, 'unknown')";
+	case FINOPS_BY_POOL:
+		return "COALESCE(provider, 'unknown') || '/' || COALESCE(region, 'unknown')"
+		       " || '/' || COALESCE(zone, '-') || '/' ||"
+		       " COALESCE(instance_type, 'unknown')";
+	case FINOPS_BY_DAY:
+		return events ? "strftime('%Y-%m-%d', at_ns / 1000000000, 'unixepoch')"
+			      : "strftime('%Y-%m-%d', start_ns / 1000000000, 'unixepoch')";
+	}
+	return NULL;
+}
+
+static int is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Job ids sort numerically, everything else by bytes. */
+static int cmp_key(const char *a, const char *b)
+{
+	if (is_number(a) && is_number(b)) {
+		size_t la = strlen(a), lb = strlen(b);
+
+		if (la != lb)
+			return la < lb ? -1 : 1;
+	}
+	return strcmp(a, b);
+}
+
+static int cmp_group(const void *x, const void *y)
+{
+	return cmp_key(((const struct finops_group *)x)->key,
+		       ((const struct finops_group *)y)->key);
+}
+
+static struct finops_group *add_group(struct finops_report *r, size_t *cap,
+				      const char *key)
+{
+	struct finops_group *g;
+
+	if (r->ngroups == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct finops_group *ng = realloc(r->groups, ncap * sizeof *ng);
+
+		if (!ng)
+			return NULL;
+		r->groups = ng;
+		*cap = ncap;
+	}
+	g = &r->groups[r->ngroups++];
+	memset(g, 0, sizeof *g);
+	snprintf(g->key, sizeof g->key, "%s", key);
+	return g;
+}
+
+int finops__prepare_filtered(sqlite3 *db, const char *sql,
+			     const struct finops_filter *f, sqlite3_stmt **st,
+			     struct sr_err *e)
+{
+	int rc = finops__prepare(db, sql, st, e);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(*st, 1, f ? f->since_ns : 0);
+	sqlite3_bind_int64(*st, 2, f ? f->until_ns : 0);
+	sqlite3_bind_int64(*st, 3, f ? f->job_id : 0);
+	return 0;
+}
+
+static int query_rows(sqlite3 *db, const struct finops_filter *f,
+		      enum finops_by by, struct finops_report *r, size_t *cap,
+		      struct sr_err *e)
+{
+	char sql[2048];
+	sqlite3_stmt *st = NULL;
+	int rc, src;
+
+	snprintf(sql, sizeof sql,
+		 "SELECT %s, count(*), sum(cost), sum(list_cost),"
+		 " sum(reserved_cost IS NOT NULL), COALESCE(sum(reserved_cost), 0),"
+		 " sum(CASE WHEN reserved_cost IS NULL THEN 0 ELSE cost END),"
+		 " sum(billed_ns), sum(billed_ns * gpus),"
+		 " sum(CASE busy WHEN 0 THEN billed_ns ELSE 0 END),"
+		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END),"
+		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END)"
+		 " FROM ledger WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
+		 key_sql(by, 0));
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct finops_group *g = add_group(r, cap, finops__col_text(st, 0));
+		sr_micros cost_reserved_rows;
+
+		if (!g) {
+			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
+			goto out;
+		}
+		g->t.rows = sqlite3_column_int64(st, 1);
+		g->t.cost = sqlite3_column_int64(st, 2);
+		g->t.list_cost = sqlite3_column_int64(st, 3);
+		g->t.savings_vs_list = g->t.list_cost - g->t.cost;
+		g->t.reserved_rows = sqlite3_column_int64(st, 4);
+		g->t.reserved_cost = sqlite3_column_int64(st, 5);
+		cost_reserved_rows = sqlite3_column_int64(st, 6);
+		g->t.savings_vs_reserved = g->t.reserved_cost - cost_reserved_rows;
+		g->t.billed_ns = sqlite3_column_int64(st, 7);
+		g->t.gpu_ns = sqlite3_column_int64(st, 8);
+		g->t.idle_ns = sqlite3_column_int64(st, 9);
+		g->t.idle_gpu_ns = sqlite3_column_int64(st, 10);
+		g->t.idle_cost = sqlite3_column_int64(st, 11);
+	}
+	if (src != SQLITE_DONE)
+		rc = finops__db_err(db, src, e, "finops report: ledger");
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int query_events(sqlite3 *db, const struct finops_filter *f,
+			enum finops_by by, struct finops_report *r, size_t *cap,
+			struct sr_err *e)
+{
+	char sql[2048];
+	sqlite3_stmt *st = NULL;
+	size_t nsorted = r->ngroups;
+	int rc, src;
+
+	snprintf(sql, sizeof sql,
+		 "SELECT %s, sum(kind = 1), sum(kind = 2), sum(kind = 3),"
+		 " sum(CASE kind WHEN 1 THEN value_ns ELSE 0 END),"
+		 " sum(CASE kind WHEN 1 THEN value_cost ELSE 0 END),"
+		 " sum(CASE kind WHEN 2 THEN value_ns ELSE 0 END),"
+		 " sum(CASE kind WHEN 3 THEN value_ns ELSE 0 END)"
+		 " FROM ledger_event WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
+		 key_sql(by, 1));
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	if (r->ngroups > 1) /* groups may be NULL when empty */
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct finops_group probe, *g;
+
+		snprintf(probe.key, sizeof probe.key, "%s", finops__col_text(st, 0));
+		g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
+				      cmp_group) : NULL;
+		if (!g)
+			g = add_group(r, cap, probe.key);
+		if (!g) {
+			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
+			goto out;
+		}
+		g->t.preemptions = sqlite3_column_int64(st, 1);
+		g->t.recoveries = sqlite3_column_int64(st, 2);
+		g->t.ckpt_stalls = sqlite3_column_int64(st, 3);
+		g->t.lost_work_ns = sqlite3_column_int64(st, 4);
+		g->t.lost_work_cost = sqlite3_column_int64(st, 5);
+		g->t.downtime_ns = sqlite3_column_int64(st, 6);
+		g->t.ckpt_stall_ns = sqlite3_column_int64(st, 7);
+	}
+	if (src != SQLITE_DONE)
+		rc = finops__db_err(db, src, e, "finops report: events");
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void totals_add(struct finops_totals *a, const struct finops_totals *b)
+{
+	a->rows += b->rows;
+	a->cost += b->cost;
+	a->list_cost += b->list_cost;
+	a->savings_vs_list += b->savings_vs_list;
+	a->reserved_rows += b->reserved_rows;
+	a->reserved_cost += b->reserved_cost;
+	a->savings_vs_reserved += b->savings_vs_reserved;
+	a->billed_ns += b->billed_ns;
+	a->gpu_ns += b->gpu_ns;
+	a->idle_ns += b->idle_ns;
+	a->idle_gpu_ns += b->idle_gpu_ns;
+	a->idle_cost += b->idle_cost;
+	a->preemptions += b->preemptions;
+	a->recoveries += b->recoveries;
+	a->lost_work_ns += b->lost_work_ns;
+	a->lost_work_cost += b->lost_work_cost;
+	a->downtime_ns += b->downtime_ns;
+	a->ckpt_stalls += b->ckpt_stalls;
+	a->ckpt_stall_ns += b->ckpt_stall_ns;
+}
+
+int finops_report_build(sqlite3 *db, const struct finops_filter *f,
+			enum finops_by by, struct finops_report *out,
+			struct sr_err *e)
+{
+	size_t cap = 0;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->by = by;
+	if (!finops_by_name(by))
+		return sr_err_set(e, -EINVAL, "finops report: unknown grouping %d",
+				  (int)by);
+	rc = query_rows(db, f, by, out, &cap, e);
+	if (!rc)
+		rc = query_events(db, f, by, out, &cap, e);
+	if (rc) {
+		finops_report_free(out);
+		out->by = by;
+		return rc;
+	}
+	if (out->ngroups > 1)
+		qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
+	for (size_t i = 0; i < out->ngroups; i++)
+		totals_add(&out->total, &out->groups[i].t);
+	return 0;
+}
+
+void finops_report_free(struct finops_report *r)
+{
+	if (!r)
+		return;
+	free(r->groups);
+	r->groups = NULL;
+	r->ngroups = 0;
+}
+
+static int set_money(json_t *o, const char *name, sr_micros m)
+{
+	char k[64];
+	int rc;
+
+	snprintf(k, sizeof k, "%s_micros", name);
+	rc = json_object_set_new(o, k, json_integer(m));
+	snprintf(k, sizeof k, "%s_usd", name);
+	return rc | json_object_set_new(o, k, json_real(sr_money_to_usd(m)));
+}
+
+static int set_secs(json_t *o, const char *name, int64_t ns)
+{
+	char k[64];
+
+	snprintf(k, sizeof k, "%s_s", name);
+	return json_object_set_new(o, k, json_real((double)ns / 1e9));
+}
+
+static int set_hours(json_t *o, const char *name, int64_t ns)
+{
+	char k[64];
+
+	snprintf(k, sizeof k, "%s_hours", name);
+	return json_object_set_new(o, k, json_real((double)ns / 3.6e12));
+}
+
+json_t *finops_totals_json(const struct finops_totals *t)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "rows", json_integer(t->rows));
+	rc |= set_money(o, "cost", t->cost);
+	rc |= set_money(o, "list_cost", t->list_cost);
+	rc |= set_money(o, "savings_vs_list", t->savings_vs_list);
+	if (t->reserved_rows > 0) {
+		rc |= set_money(o, "reserved_cost", t->reserved_cost);
+		rc |= set_money(o, "savings_vs_reserved", t->savings_vs_reserved);
+	} else {
+		rc |= json_object_set_new(o, "reserved_cost_micros", json_null());
+		rc |= json_object_set_new(o, "savings_vs_reserved_micros", json_null());
+	}
+	rc |= json_object_set_new(o, "reserved_rows", json_integer(t->reserved_rows));
+	rc |= set_hours(o, "billed", t->billed_ns);
+	rc |= set_hours(o, "gpu", t->gpu_ns);
+	rc |= set_hours(o, "idle", t->idle_ns);
+	rc |= set_hours(o, "idle_gpu", t->idle_gpu_ns);
+	rc |= set_money(o, "idle_cost", t->idle_cost);
+	rc |= json_object_set_new(o, "idle_fraction",
+				  json_real(t->cost > 0 ? (double)t->idle_cost /
+								(double)t->cost : 0.0));
+	rc |= json_object_set_new(o, "preemptions", json_integer(t->preemptions));
+	rc |= json_object_set_new(o, "recoveries", json_integer(t->recoveries));
+	rc |= set_secs(o, "lost_work", t->lost_work_ns);
+	rc |= set_money(o, "lost_work_cost", t->lost_work_cost);
+	rc |= set_secs(o, "downtime", t->downtime_ns);
+	rc |= json_object_set_new(o, "ckpt_stalls", json_integer(t->ckpt_stalls));
+	rc |= set_secs(o, "ckpt_stall", t->ckpt_stall_ns);
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *finops_report_json(const struct finops_report *r,
+			   const struct finops_filter *f)
+{
+	json_t *o = json_object(), *groups = json_array(), *tot;
+	char ts[40];
+	int rc = 0;
+
+	if (!o || !groups)
+		goto fail;
+	rc |= json_object_set_new(o, "by", json_string(finops_by_name(r->by)));
+	if (f && f->since_ns > 0 &&
+	    sr_time_format_rfc3339(f->since_ns, 0, ts, sizeof ts) > 0)
+		rc |= json_object_set_new(o, "since", json_string(ts));
+	else
+		rc |= json_object_set_new(o, "since", json_null());
+	rc |= json_object_set_new(o, "currency", json_string("USD"));
+	tot = finops_totals_json(&r->total);
+	if (!tot)
+		goto fail;
+	rc |= json_object_set_new(o, "total", tot);
+	for (size_t i = 0; i < r->ngroups; i++) {
+		json_t *g = finops_totals_json(&r->groups[i].t);
+
+		if (!g)
+			goto fail;
+		rc |= json_object_set_new(g, "key", json_string(r->groups[i].key));
+		rc |= json_array_append_new(groups, g);
+	}
+	rc |= json_object_set_new(o, "groups", groups);
+	groups = NULL;
+	if (rc)
+		goto fail;
+	return o;
+fail:
+	json_decref(groups);
+	json_decref(o);
+	return NULL;
+}
+
+int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+		       int64_t bucket_ns, int max_buckets, json_t **out,
+		       struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT * FROM (SELECT start_ns / ?4 AS b, sum(cost), sum(list_cost),"
+		" sum(CASE busy WHEN 0 THEN cost ELSE 0 END) FROM ledger"
+		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		" AND (?3 = 0 OR job_id = ?3) GROUP BY b ORDER BY b DESC LIMIT ?5)"
+		" ORDER BY b";
+	sqlite3_stmt *st = NULL;
+	json_t *pts = NULL;
+	int rc, src;
+
+	*out = NULL;
+	if (bucket_ns <= 0 || max_buckets <= 0)
+		return sr_err_set(e, -EINVAL, "series: bucket and count must be positive");
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 4, bucket_ns);
+	sqlite3_bind_int(st, 5, max_buckets);
+	pts = json_array();
+	if (!pts)
+		goto oom;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		char ts[40];
+		json_t *p;
+
+		sr_time_format_rfc3339(sqlite3_column_int64(st, 0) * bucket_ns, 0, ts,
+				       sizeof ts);
+		p = json_pack("{s:s, s:I, s:I, s:I}", "t", ts,
+			      "cost_micros", (json_int_t)sqlite3_column_int64(st, 1),
+			      "list_cost_micros", (json_int_t)sqlite3_column_int64(st, 2),
+			      "idle_cost_micros", (json_int_t)sqlite3_column_int64(st, 3));
+		if (!p || json_array_append_new(pts, p))
+			goto oom;
+	}
+	if (src != SQLITE_DONE) {
+		rc = finops__db_err(db, src, e, "series");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	*out = json_pack("{s:f, s:o}", "bucket_s", (double)bucket_ns / 1e9,
+			 "points", pts);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "series: out of memory");
+oom:
+	rc = sr_err_set(e, -ENOMEM, "series: out of memory");
+fail:
+	sqlite3_finalize(st);
+	json_decref(pts);
+	return rc;
+}
+
+int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+			 int limit, json_t **out, struct sr_err *e)
+{
+	static const char sql[] =
+		"SELECT at_ns, kind, job_id, COALESCE(node_id, 0),"
+		" COALESCE(provider, '') || '/' || COALESCE(region, '') || '/' ||"
+		" COALESCE(zone, '-') || '/' || COALESCE(instance_type, ''),"
+		" value_ns, value_cost FROM ledger_event"
+		" WHERE kind IN (1, 2) AND at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		" AND (?3 = 0 OR job_id = ?3) ORDER BY at_ns DESC, id DESC LIMIT ?4";
+	sqlite3_stmt *st = NULL;
+	json_t *evs;
+	int rc, src;
+
+	*out = NULL;
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(st, 4, limit > 0 ? limit : 100);
+	evs = json_array();
+	if (!evs)
+		goto oom;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		char ts[40];
+		json_t *o;
+
+		sr_time_format_rfc3339(sqlite3_column_int64(st, 0), 3, ts, sizeof ts);
+		o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:f, s:I}", "t", ts,
+			      "kind", sqlite3_column_int(st, 1) == 1 ? "preemption"
+								    : "recovery",
+			      "job_id", (json_int_t)sqlite3_column_int64(st, 2),
+			      "node_id", (json_int_t)sqlite3_column_int64(st, 3),
+			      "pool", finops__col_text(st, 4),
+			      "value_s", (double)sqlite3_column_int64(st, 5) / 1e9,
+			      "lost_work_micros", (json_int_t)sqlite3_column_int64(st, 6));
+		if (!o || json_array_append_new(evs, o))
+			goto oom;
+	}
+	if (src != SQLITE_DONE) {
+		rc = finops__db_err(db, src, e, "timeline");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	*out = json_pack("{s:o}", "events", evs);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "timeline: out of memory");
+oom:
+	rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
+fail:
+	sqlite3_finalize(st);
+	json_decref(evs);
+	return rc;
+}

@@ -1,0 +1,119 @@
+/*
+ * report.h - totals derived from the ledger: cost, savings against the
+ * on-demand list price and the reserved baseline, work lost to
+ * preemption, and idle waste - in total and grouped by job, cloud,
+ * region, pool or day.
+ *
+ * Definitions (every figure is a sum over ledger rows whose start_ns is in
+ * the filter's window, or over ledger events whose at_ns is):
+ *   cost            = sum(cost)                  FOCUS EffectiveCost/BilledCost
+ *   list_cost       = sum(list_cost)             the same hours at on-demand list
+ *   savings_vs_list = list_cost - cost
+ *   reserved_cost   = sum(reserved_cost) over rows with a known reserved price
+ *   savings_vs_reserved = reserved_cost - sum(cost) over those same rows
+ *   lost_work_cost  = sum(value_cost) of preemption events
+ *   idle_*          = rows with busy = 0 (no workload, or utilisation under
+ *                     the threshold); idle_gpu_ns = billed_ns * gpus
+ * Groups: job = job id ("none" for nodes without a job); cloud = provider;
+ * region = provider/region; pool = provider/region/zone/instance_type;
+ * day = UTC date of the row's start (events: of at_ns).
+ */
+#ifndef SR_FINOPS_REPORT_H
+#define SR_FINOPS_REPORT_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/money.h"
+
+enum finops_by {
+	FINOPS_BY_TOTAL = 0,
+	FINOPS_BY_JOB,
+	FINOPS_BY_CLOUD,
+	FINOPS_BY_REGION,
+	FINOPS_BY_POOL,
+	FINOPS_BY_DAY,
+};
+
+/* "total", "job", "cloud", "region", "pool", "day". */
+const char *finops_by_name(enum finops_by by);
+int finops_by_parse(const char *s, enum finops_by *out); /* -EINVAL */
+
+/* A point in time for --since/--until and ?since=: an RFC 3339 time, a
+ * UTC date "YYYY-MM-DD", or a duration before now_ns ("24h", "7d").
+ * 0 or -EINVAL. */
+int finops_parse_when(const char *s, int64_t now_ns, int64_t *out);
+
+struct finops_filter {
+	int64_t since_ns;   /* include rows starting at or after; 0 = all */
+	int64_t until_ns;   /* ... and before; 0 = no bound */
+	int64_t job_id;     /* only this job; 0 = all */
+};
+
+struct finops_totals {
+	int64_t rows;
+	sr_micros cost;
+	sr_micros list_cost;
+	sr_micros savings_vs_list;
+	int64_t reserved_rows;          /* rows with a known reserved price */
+	sr_micros reserved_cost;
+	sr_micros savings_vs_reserved;  /* meaningful when reserved_rows > 0 */
+	int64_t billed_ns;
+	int64_t gpu_ns;                 /* billed_ns * gpus */
+	int64_t idle_ns;
+	int64_t idle_gpu_ns;
+	sr_micros idle_cost;
+	int64_t preemptions;
+	int64_t recoveries;
+	int64_t lost_work_ns;
+	sr_micros lost_work_cost;
+	int64_t downtime_ns;
+	int64_t ckpt_stalls;
+	int64_t ckpt_stall_ns;
+};
+
+struct finops_group {
+	char key[192];
+	struct finops_totals t;
+};
+
+struct finops_report {
+	enum finops_by by;
+	struct finops_totals total;
+	struct finops_group *groups; /* sorted by key; owned */
+	size_t ngroups;
+};
+
+/* Build a report.  On success *out owns its groups (free with
+ * finops_report_free); on failure *out is empty. */
+int finops_report_build(sqlite3 *db, const struct finops_filter *f,
+			enum finops_by by, struct finops_report *out,
+			struct sr_err *e);
+void finops_report_free(struct finops_report *r); /* NULL-safe */
+
+/* {"by":..., "since":..., "total":{...}, "groups":[{"key":...,...}]}
+ * with money as both *_micros (integers, exact) and *_usd (numbers), and
+ * durations/hours as *_s and *_hours.  New reference, NULL on ENOMEM. */
+json_t *finops_report_json(const struct finops_report *r,
+			   const struct finops_filter *f);
+json_t *finops_totals_json(const struct finops_totals *t);
+
+/* Cost over time for charts: ledger rows bucketed by start time into
+ * buckets of bucket_ns, oldest first, at most max_buckets (the newest are
+ * kept).  {"bucket_s": N, "points": [{"t": RFC3339, "cost_micros": ..,
+ * "list_cost_micros": .., "idle_cost_micros": ..}, ...]}.  *out is a new
+ * reference. */
+int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+		       int64_t bucket_ns, int max_buckets, json_t **out,
+		       struct sr_err *e);
+
+/* Preemptions and recoveries, newest first (at most `limit`):
+ * {"events": [{"t": RFC3339, "kind": "preemption"|"recovery", "job_id",
+ * "node_id", "pool", "value_s", "lost_work_micros"}]}. */
+int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+			 int limit, json_t **out, struct sr_err *e);
+
+#endif

@@ -1,0 +1,522 @@
+/*
+ * agent.c - spotrun-agent's main loop.
+ *
+ * The node's life (docs/api.md, "Node API"):
+ *
+ *   register --> loop { heartbeat -> directive; report events + logs }
+ *
+ * What runs on the node is decided by spotrund's directive, never by the
+ * agent alone, except for a preemption notice, which the agent acts on at
+ * once because the node is about to disappear:
+ *
+ *   workload:  NONE --run(N)--> SETUP (if any, once per node) --> RUN(N)
+ *                                  |                               |
+ *              stop / exit / notice: SIGTERM to the group -> STOPPING
+ *                                  |                               |
+ *              leader exits and group empty (or deadline: SIGKILL) -> NONE
+ *
+ * Preemption (IMDS notice seen by notice.c):
+ *   1. SIGTERM the workload's process group (SPOTRUN_PREEMPT_SIGNAL=TERM,
+ *      the spotrun.preemption contract: final checkpoint at the next step
+ *      boundary, then exit 0);
+ *   2. report the notice;
+ *   3. wait for the group to exit, up to the notice time minus a margin
+ *      left for step 4 (then SIGKILL);
+ *   4. report the final checkpoint (newest committed step in ckpt_dir, if
+ *      it is newer than before the signal) and the exit, then exit 0.
+ *
+ * A directive `stop` is the same without the exit: a healthy gang member
+ * checkpoints and keeps heart-beating while a lost peer is replaced.
+ *
+ * Every child of the agent is reaped here (the agent is a subreaper, so a
+ * workload whose /bin/sh died still has its grandchildren reaped).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "agent/ckscan.h"
+#include "agent/gpustat.h"
+#include "common/fsutil.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+
+volatile sig_atomic_t agent_quit_signal; /* set by main.c's handler */
+
+/* ---- small helpers ---------------------------------------------------- */
+
+/* A line from the agent itself into the job's log (stream "agent"). */
+void agent__line(struct agent *ag, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	sr_info("agent", "job log", "line=\"%s\"", line);
+	/* the workload's output read so far goes first, so the job's log
+	 * keeps the order in which things happened */
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	n = strlen(line);
+	line[n < sizeof line - 1 ? n : sizeof line - 2] = '\n';
+	logbatch_feed(ag->logs, LOGBATCH_AGENT, ag->w_attempt, line,
+		      (n < sizeof line - 1 ? n : sizeof line - 2) + 1,
+		      sr_time_real_ns());
+}
+
+void agent__push(struct agent *ag, json_t *ev, int urgent)
+{
+	if (!ev)
+		return;
+	if (json_array_size(ag->events) >= MAX_PENDING_EVENTS) {
+		json_decref(ev);
+		return;
+	}
+	json_array_append_new(ag->events, ev);
+	if (urgent)
+		ag->urgent = 1;
+}
+
+static const char *wstate_name(const struct agent *ag)
+{
+	if (ag->kind == W_NONE)
+		return ag->w_attempt > 0 ? "exited" : "idle";
+	if (ag->stopping != STOP_NONE)
+		return "stopping";
+	return ag->kind == W_SETUP ? "setup" : "running";
+}
+
+/* ---- talking to spotrund ---------------------------------------------- */
+
+static void handle_directive(struct agent *ag, json_t *reply);
+
+/* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
+ * node_gone on 409 (the node was terminated or declared lost). */
+static int post(struct agent *ag, const char *what, json_t *body,
+		json_t **reply)
+{
+	char path[128];
+	struct sr_err e;
+	long status = 0;
+	int rc;
+
+	sr_err_clear(&e);
+	snprintf(path, sizeof path, "%s/%s", ag->path_prefix, what);
+	rc = ctlc_call(ag->cli, "POST", path, body, reply, &status, &e);
+	if (status != 0)
+		ag->last_ok_ns = sr_time_mono_ns(); /* it answered */
+	if (rc < 0) {
+		if (status == 409 || status == 401 || status == 403) {
+			/* terminated, lost, or its token revoked: either way
+			 * this node has no business running the workload */
+			if (!ag->node_gone)
+				sr_warn("agent", "spotrund says this node is gone",
+					"status=%ld error=\"%s\"", status,
+					sr_err_str(&e, rc));
+			ag->node_gone = 1;
+		} else {
+			sr_warn("agent", "request failed", "path=%s error=\"%s\"",
+				path, sr_err_str(&e, rc));
+		}
+	}
+	return rc;
+}
+
+static void heartbeat(struct agent *ag)
+{
+	struct procstat_sample now;
+	struct gpustat_sample gs;
+	json_t *b, *reply = NULL;
+	int pm = -1, gpm;
+
+	b = json_pack("{s:s, s:i}", "workload", wstate_name(ag), "attempt",
+		      ag->w_attempt);
+	if (!b)
+		return;
+	if (ag->kind != W_NONE) {
+		if (procstat_sample(NULL, ag->w.pid, &now) == 0) {
+			if (ag->cpu_prev.mono_ns)
+				pm = procstat_cpu_permille(&ag->cpu_prev, &now);
+			ag->cpu_prev = now;
+		}
+		json_object_set_new(b, "workload_pgid", json_integer(ag->w.pid));
+	}
+	json_object_set_new(b, "cpu_util", pm >= 0 ? json_real(pm / 1000.0)
+						   : json_null());
+	gpm = -1;
+	if (ag->gpu && gpustat_sample(ag->gpu, &gs, NULL) == 0)
+		gpm = gpustat_mean_permille(&gs);
+	json_object_set_new(b, "gpu_util", gpm >= 0 ? json_real(gpm / 1000.0)
+						    : json_null());
+	if (ag->kind == W_RUN || ag->w_attempt > 0) {
+		const struct status_info *s = &ag->last_status;
+
+		if (s->step >= 0)
+			json_object_set_new(b, "step", json_integer(s->step));
+		if (s->total_steps >= 0)
+			json_object_set_new(b, "total_steps",
+					    json_integer(s->total_steps));
+		if (s->ckpt_step >= 0)
+			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
+		if (s->restored_step >= 0)
+			json_object_set_new(b, "restored_step",
+					    json_integer(s->restored_step));
+	}
+	if (post(ag, "heartbeat", b, &reply) == 0)
+		handle_directive(ag, reply);
+	json_decref(reply);
+	json_decref(b);
+}
+
+/* Send pending events and up to the per-report limit of log lines. */
+static int report(struct agent *ag)
+{
+	size_t nev = json_array_size(ag->events);
+	json_t *all = NULL, *b = NULL, *reply = NULL;
+	int nlog, rc;
+
+	if (nev == 0 && logbatch_queued(ag->logs) == 0)
+		return 0;
+	all = json_array();
+	if (!all)
+		return -ENOMEM;
+	if (nev > MAX_EVENTS_PER_REPORT)
+		nev = MAX_EVENTS_PER_REPORT;
+	for (size_t i = 0; i < nev; i++)
+		json_array_append(all, json_array_get(ag->events, i));
+	nlog = logbatch_peek_json(ag->logs, MAX_EVENTS_PER_REPORT - nev, all);
+	if (nlog < 0) {
+		rc = nlog;
+		goto out;
+	}
+	b = json_pack("{s:O}", "events", all);
+	if (!b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = post(ag, "report", b, &reply);
+	if (rc == 0 || rc == -EINVAL || rc == -E2BIG) {
+		/* sent, or refused as malformed: retrying the same batch would
+		 * fail forever, so it is dropped (the warning names why) */
+		for (size_t i = 0; i < nev; i++)
+			json_array_remove(ag->events, 0);
+		logbatch_ack(ag->logs, (size_t)nlog);
+	}
+	if (rc == 0) {
+		ag->urgent = 0;
+		handle_directive(ag, reply);
+	}
+out:
+	json_decref(reply);
+	json_decref(b);
+	json_decref(all);
+	return rc;
+}
+
+/* ---- directives and notices ------------------------------------------ */
+
+static void handle_directive(struct agent *ag, json_t *reply)
+{
+	json_t *d = reply ? json_object_get(reply, "directive") : NULL;
+	const char *action;
+	json_int_t attempt;
+
+	if (!json_is_object(d) || ag->notice_handled)
+		return;
+	action = json_string_value(json_object_get(d, "action"));
+	attempt = json_integer_value(json_object_get(d, "attempt"));
+	if (!action)
+		return;
+	if (!strcmp(action, "run")) {
+		if (attempt <= 0 || attempt > INT32_MAX)
+			return;
+		if ((int)attempt == ag->w_attempt &&
+		    (ag->kind == W_RUN || ag->want_attempt == 0))
+			return; /* running or already ran this attempt */
+		if ((int)attempt < ag->w_attempt)
+			return; /* a stale directive */
+		ag->want_attempt = (int)attempt;
+		if (ag->kind == W_RUN) /* an older attempt still runs */
+			agent__begin_stop(ag, STOP_DIRECTIVE,
+				   sr_time_mono_ns() + STOP_GRACE_NS);
+		agent__advance(ag);
+	} else if (!strcmp(action, "stop")) {
+		ag->want_attempt = 0;
+		agent__begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
+	} else if (!strcmp(action, "exit")) {
+		ag->want_attempt = 0;
+		ag->exit_after = 1;
+		agent__begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
+	}
+	/* "idle" and unknown actions: nothing to do */
+}
+
+/* The notice file of the spotrun.preemption contract (docs/python.md):
+ * the deadline as Unix seconds, for a trainer that cannot be signalled
+ * (and so that save_final() knows the real deadline, not a default). */
+static void write_notice_file(struct agent *ag, int64_t t_ns)
+{
+	char buf[64];
+	struct sr_err e;
+	int rc;
+
+	snprintf(buf, sizeof buf, "%lld.%03lld\n", (long long)(t_ns / SR_NS_PER_SEC),
+		 (long long)(t_ns % SR_NS_PER_SEC / 1000000));
+	sr_err_clear(&e);
+	rc = sr_fs_write_atomic(ag->notice_path, buf, strlen(buf), 0644, &e);
+	if (rc < 0)
+		agent__line(ag, "cannot write the notice file: %s", sr_err_str(&e, rc));
+}
+
+static void check_notice(struct agent *ag)
+{
+	char buf[16], msg[SR_ERR_MSG_MAX], ts[40];
+	int64_t t_ns, now_real, lead, margin, deadline;
+	int action;
+
+	while (read(ag->nw.wake_fd[0], buf, sizeof buf) > 0)
+		;
+	if (notice_watch_error(&ag->nw, &ag->nw_err_gen, msg, sizeof msg) &&
+	    msg[0])
+		agent__line(ag, "preemption endpoint: %s", msg);
+	if (ag->notice_handled || !atomic_load(&ag->nw.have))
+		return;
+	ag->notice_handled = 1;
+	ag->exit_after = 1;
+	ag->want_attempt = 0;
+	t_ns = atomic_load(&ag->nw.time_ns);
+	action = atomic_load(&ag->nw.action);
+	now_real = sr_time_real_ns();
+	lead = t_ns - now_real;
+	/* keep a fifth of the lead (at most 1 s) to report before the kill */
+	margin = lead / 5 < SR_NS_PER_SEC ? lead / 5 : SR_NS_PER_SEC;
+	deadline = sr_time_mono_ns() + (lead > 0 ? lead - margin : 0);
+	write_notice_file(ag, t_ns);
+	if (ag->stopping != STOP_NONE) {
+		/* already stopping on a directive: the notice sets the pace */
+		ag->stopping = STOP_NOTICE;
+		if (deadline < ag->stop_deadline_ns)
+			ag->stop_deadline_ns = deadline;
+	}
+	agent__begin_stop(ag, STOP_NOTICE, deadline);
+	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
+	agent__push(ag, json_pack("{s:s, s:s, s:s}", "type", "notice", "action",
+				 imds_action_name((enum imds_action)action),
+				 "time", ts), 1);
+	agent__line(ag, "spot interruption notice: %s at %s (%.1f s from now)",
+		   imds_action_name((enum imds_action)action), ts,
+		   (double)lead / 1e9);
+}
+
+/* ---- setup and the loop ------------------------------------------------ */
+
+static int do_register(struct agent *ag)
+{
+	char host[256] = "";
+	json_t *b, *reply = NULL;
+	struct sr_err e;
+	int rc, tries = 0;
+
+	gethostname(host, sizeof host - 1);
+	b = json_pack("{s:i, s:s, s:s}", "pid", (int)getpid(), "hostname", host,
+		      "agent_version", AGENT_VERSION);
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		rc = post(ag, "register", b, &reply);
+		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
+		    rc == -SR_ENOTFOUND || agent_quit_signal)
+			break;
+		if (++tries > 120) /* ~1 min without a daemon */
+			break;
+		usleep(500000);
+	}
+	json_decref(b);
+	if (rc < 0)
+		return rc;
+	sr_err_clear(&e);
+	rc = assignment_parse(reply, &ag->a, &e);
+	if (rc < 0) {
+		sr_error("agent", "bad register reply", "error=\"%s\"",
+			 sr_err_str(&e, rc));
+		json_decref(reply);
+		return rc;
+	}
+	handle_directive(ag, reply);
+	json_decref(reply);
+	return 0;
+}
+
+static void loop_once(struct agent *ag)
+{
+	struct pollfd pfd[3];
+	int64_t now = sr_time_mono_ns(), wake;
+	int n = 0, timeout_ms;
+
+	wake = ag->next_hb_ns < ag->next_report_ns ? ag->next_hb_ns
+						    : ag->next_report_ns;
+	timeout_ms = (int)((wake - now) / MS);
+	if (timeout_ms < 0)
+		timeout_ms = 0;
+	if (timeout_ms > 100)
+		timeout_ms = 100; /* children are reaped at this pace */
+	pfd[n++] = (struct pollfd){ ag->nw.wake_fd[0], POLLIN, 0 };
+	if (ag->w.out_fd >= 0)
+		pfd[n++] = (struct pollfd){ ag->w.out_fd, POLLIN, 0 };
+	if (ag->w.err_fd >= 0)
+		pfd[n++] = (struct pollfd){ ag->w.err_fd, POLLIN, 0 };
+	if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR)
+		sr_warn("agent", "poll failed", "errno=%d", errno);
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	check_notice(ag);
+	now = sr_time_mono_ns();
+	if (agent_quit_signal && !ag->exit_after) {
+		ag->exit_after = 1;
+		ag->want_attempt = 0;
+		agent__line(ag, "agent received signal %d: stopping the workload",
+			   (int)agent_quit_signal);
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
+	}
+	if (!ag->exit_after && ag->o->orphan_timeout_ns > 0 &&
+	    now - ag->last_ok_ns > ag->o->orphan_timeout_ns) {
+		/* spotrund has been gone for long: do not run unsupervised
+		 * (and unbilled) forever; checkpoint and leave */
+		agent__line(ag, "spotrund unreachable for %lld s: stopping the "
+			   "workload and exiting",
+			   (long long)(ag->o->orphan_timeout_ns / SR_NS_PER_SEC));
+		ag->exit_after = 1;
+		ag->want_attempt = 0;
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+		ag->give_up_ns = now + 2 * SIGNAL_GRACE_NS;
+	}
+	if (ag->node_gone && ag->kind != W_NONE && ag->stopping == STOP_NONE) {
+		ag->exit_after = 1;
+		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
+	}
+	agent__check_workload(ag, now);
+	agent__check_status(ag);
+	now = sr_time_mono_ns();
+	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone) {
+		heartbeat(ag);
+		ag->next_hb_ns = sr_time_mono_ns() + ag->a.heartbeat_ms * MS;
+	}
+	if ((ag->urgent || now >= ag->next_report_ns) && !ag->node_gone) {
+		report(ag);
+		ag->next_report_ns = sr_time_mono_ns() + REPORT_EVERY_NS;
+	}
+}
+
+static int agent_init(struct agent *ag, const struct agent_opts *o,
+		      const char *token)
+{
+	struct ctlc_opts co = { .timeout_ms = 3000, .max_retries = 0 };
+	struct sr_err e;
+	int rc;
+
+	memset(ag, 0, sizeof *ag);
+	ag->o = o;
+	ag->wlog_fd = -1;
+	ag->w.pid = -1;
+	ag->w.out_fd = ag->w.err_fd = -1;
+	ag->nw.wake_fd[0] = ag->nw.wake_fd[1] = -1;
+	snprintf(ag->node_dir, sizeof ag->node_dir, "%s", o->workdir);
+	snprintf(ag->status_path, sizeof ag->status_path, "%s/status.json",
+		 o->workdir);
+	snprintf(ag->wlog_path, sizeof ag->wlog_path, "%s/workload.log",
+		 o->workdir);
+	snprintf(ag->notice_path, sizeof ag->notice_path, "%s/notice",
+		 o->workdir);
+	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
+		 (long long)o->node_id);
+	ag->cli = ctlc_create(o->api, token, &co);
+	ag->logs = logbatch_create();
+	ag->events = json_array();
+	if (!ag->cli || !ag->logs || !ag->events)
+		return -ENOMEM;
+	ag->wlog_fd = open(ag->wlog_path, O_WRONLY | O_CREAT | O_APPEND |
+					  O_CLOEXEC, 0600);
+	sr_err_clear(&e);
+	rc = gpustat_open(NULL, &ag->gpu, &e);
+	if (rc < 0)
+		sr_info("agent", "no GPU utilisation", "reason=\"%s\"",
+			sr_err_str(&e, rc));
+	return 0;
+}
+
+static void agent_fini(struct agent *ag)
+{
+	notice_watch_stop(&ag->nw);
+	workload_close_fds(&ag->w);
+	if (ag->wlog_fd >= 0)
+		close(ag->wlog_fd);
+	gpustat_close(ag->gpu);
+	json_decref(ag->events);
+	logbatch_destroy(ag->logs);
+	ctlc_destroy(ag->cli);
+	assignment_free(&ag->a);
+}
+
+int agent_run(const struct agent_opts *o, const char *token)
+{
+	struct agent ag;
+	struct sr_err e;
+	int rc;
+
+	rc = agent_init(&ag, o, token);
+	if (rc < 0)
+		goto out;
+	rc = do_register(&ag);
+	if (rc < 0) {
+		sr_error("agent", "registration failed", "node=%lld rc=%d",
+			 (long long)o->node_id, rc);
+		goto out;
+	}
+	sr_info("agent", "registered", "node=%lld job=%lld rank=%lld/%lld",
+		(long long)o->node_id, (long long)ag.a.job_id,
+		(long long)ag.a.rank, (long long)ag.a.num_nodes);
+	sr_err_clear(&e);
+	rc = notice_watch_start(&ag.nw, o->imds, ag.a.imds_poll_ms, &e);
+	if (rc < 0) {
+		sr_error("agent", "cannot watch for notices", "error=\"%s\"",
+			 sr_err_str(&e, rc));
+		goto out;
+	}
+	ag.next_hb_ns = sr_time_mono_ns();
+	ag.last_ok_ns = ag.next_hb_ns;
+	ag.next_report_ns = ag.next_hb_ns + REPORT_EVERY_NS;
+	agent__advance(&ag);
+	for (;;) {
+		loop_once(&ag);
+		if (ag.kind != W_NONE)
+			continue;
+		if (ag.node_gone)
+			break;
+		if (ag.exit_after && json_array_size(ag.events) == 0 &&
+		    logbatch_queued(ag.logs) == 0)
+			break;
+		if (ag.give_up_ns && sr_time_mono_ns() > ag.give_up_ns)
+			break; /* told to quit and spotrund is not answering */
+	}
+	if (ag.exit_after && !ag.node_gone)
+		report(&ag); /* anything left */
+	sr_info("agent", "exiting", "node=%lld", (long long)o->node_id);
+	rc = 0;
+out:
+	if (ag.kind != W_NONE)
+		workload_signal(&ag.w, SIGKILL);
+	agent_fini(&ag);
+	return rc;
+}

@@ -1,0 +1,158 @@
+/*
+ * agent.h - spotrun-agent internals shared by its files.
+ *
+ *   main.c    options, token, signals; runs agent_run()
+ *   agent.c   the main loop: directives, reports, preemption notices
+ *   workrun.c the workload: setup/run, stop, exit, final checkpoint
+ *   notice.c  the IMDS polling thread (lib/agent/imds.c does the protocol)
+ *   envp.c    the workload's environment (api.md "environment contract")
+ *   assign.c  parsing the register reply
+ */
+#ifndef SR_AGENT_AGENT_H
+#define SR_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agent/imds.h"
+#include "agent/logbatch.h"
+#include "agent/procstat.h"
+#include "agent/status.h"
+#include "agent/gpustat.h"
+#include "agent/workload.h"
+#include "common/err.h"
+#include "ctlclient/ctlclient.h"
+
+#define AGENT_VERSION "0.1.0"
+
+struct agent_opts {
+	const char *api;        /* spotrund base URL */
+	int64_t node_id;
+	const char *token_file; /* or $SPOTRUN_AGENT_TOKEN */
+	const char *workdir;    /* node's private dir */
+	const char *imds;       /* IMDS base URL */
+	int64_t orphan_timeout_ns; /* exit after this long without spotrund;
+				      0 = never */
+};
+
+/* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
+struct assignment {
+	int64_t job_id, rank, num_nodes;
+	char *setup;            /* NULL if none */
+	char *run;
+	json_t *envs;           /* object of strings (owned reference) */
+	char *workdir;          /* cwd of setup and run */
+	char *ckpt_dir;
+	long heartbeat_ms, imds_poll_ms;
+	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
+	int spot;               /* -1 unknown */
+};
+
+int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);
+void assignment_free(struct assignment *a);
+
+/* Build the workload environment: inherited environ minus the agent's own
+ * secrets, then the job's envs, then the SPOTRUN_* contract.  Returns a
+ * malloc'd NULL-terminated array of malloc'd strings (free with
+ * envp_free) or NULL on out-of-memory / a bad env name (*e says which). */
+char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
+		  const char *node_dir, const char *status_file,
+		  const char *notice_file, struct sr_err *e);
+void envp_free(char **envp);
+
+/* The IMDS polling thread. */
+struct notice_watch {
+	pthread_t thr;
+	int started;
+	struct imds *imds;
+	long interval_ms;
+	int wake_fd[2];         /* [0] read by the main loop, [1] written */
+	atomic_int stop;
+	atomic_int have;        /* a notice was seen */
+	_Atomic int64_t time_ns;/* its deadline (epoch ns) */
+	_Atomic int action;
+	atomic_int errors;      /* consecutive failed polls */
+	pthread_mutex_t mu;     /* guards last_err */
+	char last_err[SR_ERR_MSG_MAX];
+	atomic_int err_gen;     /* +1 each time last_err changes */
+};
+
+int notice_watch_start(struct notice_watch *w, const char *imds_url,
+		       long interval_ms, struct sr_err *e);
+void notice_watch_stop(struct notice_watch *w);
+/* Copy the last poll error if it changed since *gen; returns 1 if so. */
+int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
+
+int agent_run(const struct agent_opts *o, const char *token);
+
+/* The signal that asked the agent to quit (main.c's handler), 0 if none. */
+extern volatile sig_atomic_t agent_quit_signal;
+
+/* ---- agent internals shared by agent.c and workrun.c ------------------ */
+
+#define MS (INT64_C(1000000))
+#define STOP_GRACE_NS (60 * SR_NS_PER_SEC)   /* stop/exit directive */
+#define SIGNAL_GRACE_NS (3 * SR_NS_PER_SEC)  /* agent itself told to quit */
+#define REPORT_EVERY_NS (500 * MS)
+#define MAX_EVENTS_PER_REPORT 1000
+#define MAX_PENDING_EVENTS 5000
+
+enum wkind { W_NONE, W_SETUP, W_RUN };
+enum stop_why { STOP_NONE, STOP_NOTICE, STOP_DIRECTIVE };
+
+
+struct agent {
+	const struct agent_opts *o;
+	struct ctlc *cli;
+	struct assignment a;
+	char node_dir[4096], status_path[4200], wlog_path[4200];
+	char notice_path[4200];
+	char path_prefix[64]; /* "/v1/nodes/<id>" */
+	int wlog_fd;
+
+	struct notice_watch nw;
+	int nw_err_gen;
+	struct logbatch *logs;
+	struct status_reader st;
+	struct status_info last_status;
+	json_t *events; /* pending report events other than workload logs */
+	struct gpustat *gpu;
+	struct procstat_sample cpu_prev;
+
+	struct workload w;
+	enum wkind kind;
+	int w_attempt;      /* attempt of the current/last RUN */
+	int setup_ok;
+	int orphan_status;  /* wait status of the last reaped orphan of the
+			       workload (its trainer after sh died), -1 none */
+	int want_attempt;   /* a run directive not yet acted on, 0 none */
+	enum stop_why stopping;
+	int64_t stop_deadline_ns; /* monotonic */
+	int64_t ckpt_before;
+
+	int notice_handled;
+	int exit_after;     /* exit once the workload is gone and reported */
+	int node_gone;      /* spotrund answered 409: stop everything */
+	int64_t next_hb_ns, next_report_ns;
+	int64_t give_up_ns; /* when quitting on a signal: stop flushing then */
+	int64_t last_ok_ns; /* last call spotrund answered (monotonic) */
+	int urgent;
+};
+
+/* agent.c */
+void agent__line(struct agent *ag, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void agent__push(struct agent *ag, json_t *ev, int urgent);
+
+/* workrun.c: the workload's life (see the diagram in agent.c) */
+void agent__advance(struct agent *ag);
+void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
+void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
+void agent__check_workload(struct agent *ag, int64_t now);
+void agent__check_status(struct agent *ag);
+
+
+#endif

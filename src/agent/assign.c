@@ -1,0 +1,128 @@
+/*
+ * assign.c - the register reply: what this node runs (docs/api.md).
+ *
+ * Unknown fields are tolerated here (a newer daemon may add some); missing
+ * or mistyped required ones are an error naming the field.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "common/json.h"
+
+static int dup_opt(json_t *o, const char *key, char **out, const char *ctx,
+		   struct sr_err *e)
+{
+	const char *v = NULL;
+	int rc = sr_json_get_str_opt(o, key, &v, ctx, e);
+
+	*out = NULL;
+	if (rc < 0 || !v)
+		return rc;
+	*out = strdup(v);
+	return *out ? 0 : -ENOMEM;
+}
+
+int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
+{
+	const char *ctx = "register reply";
+	json_t *envs = NULL, *pl;
+	int64_t hb = 1000, ip = 500;
+	const char *run = NULL;
+	int rc;
+
+	memset(a, 0, sizeof *a);
+	a->spot = -1;
+	rc = sr_json_get_int(r, "job_id", &a->job_id, ctx, e);
+	if (rc == 0)
+		rc = sr_json_get_int(r, "rank", &a->rank, ctx, e);
+	if (rc == 0)
+		rc = sr_json_get_int(r, "num_nodes", &a->num_nodes, ctx, e);
+	if (rc == 0)
+		rc = sr_json_get_str(r, "run", &run, ctx, e);
+	if (rc == 0)
+		rc = dup_opt(r, "setup", &a->setup, ctx, e);
+	if (rc == 0)
+		rc = dup_opt(r, "workdir", &a->workdir, ctx, e);
+	if (rc == 0)
+		rc = dup_opt(r, "ckpt_dir", &a->ckpt_dir, ctx, e);
+	if (rc == 0)
+		rc = sr_json_get_int_opt(r, "heartbeat_ms", &hb, ctx, e);
+	if (rc == 0)
+		rc = sr_json_get_int_opt(r, "imds_poll_ms", &ip, ctx, e);
+	if (rc < 0)
+		goto fail;
+	if (a->num_nodes < 1 || a->rank < 0 || a->rank >= a->num_nodes) {
+		rc = sr_err_set(e, -SR_EPARSE, "%s: rank %lld of %lld nodes",
+				ctx, (long long)a->rank, (long long)a->num_nodes);
+		goto fail;
+	}
+	a->run = strdup(run);
+	if (!a->run) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* clamp: heartbeats 100 ms..60 s, IMDS polls 50 ms..1 s (<= 1 s is
+	 * the agent's promise, whatever the daemon asks) */
+	a->heartbeat_ms = hb < 100 ? 100 : hb > 60000 ? 60000 : (long)hb;
+	a->imds_poll_ms = ip < 50 ? 50 : ip > 1000 ? 1000 : (long)ip;
+	envs = json_object_get(r, "envs");
+	if (envs && !json_is_null(envs)) {
+		const char *k;
+		json_t *v;
+
+		if (!json_is_object(envs)) {
+			rc = sr_err_set(e, -SR_EPARSE, "%s: envs: expected an "
+					"object", ctx);
+			goto fail;
+		}
+		json_object_foreach(envs, k, v) {
+			if (!json_is_string(v)) {
+				rc = sr_err_set(e, -SR_EPARSE, "%s: envs.%s: "
+						"expected a string", ctx, k);
+				goto fail;
+			}
+		}
+		a->envs = json_incref(envs);
+	}
+	pl = json_object_get(r, "placement");
+	if (json_is_object(pl)) {
+		json_t *sp = json_object_get(pl, "spot");
+
+		rc = dup_opt(pl, "cloud", &a->cloud, ctx, e);
+		if (rc == 0)
+			rc = dup_opt(pl, "region", &a->region, ctx, e);
+		if (rc == 0)
+			rc = dup_opt(pl, "zone", &a->zone, ctx, e);
+		if (rc == 0)
+			rc = dup_opt(pl, "instance_type", &a->instance_type, ctx, e);
+		if (rc < 0)
+			goto fail;
+		if (json_is_boolean(sp))
+			a->spot = json_is_true(sp);
+	}
+	rc = dup_opt(r, "master_addr", &a->master_addr, ctx, e);
+	if (rc < 0)
+		goto fail;
+	return 0;
+fail:
+	assignment_free(a);
+	return rc;
+}
+
+void assignment_free(struct assignment *a)
+{
+	if (!a)
+		return;
+	free(a->setup);
+	free(a->run);
+	json_decref(a->envs);
+	free(a->workdir);
+	free(a->ckpt_dir);
+	free(a->cloud);
+	free(a->region);
+	free(a->zone);
+	free(a->instance_type);
+	free(a->master_addr);
+	memset(a, 0, sizeof *a);
+}

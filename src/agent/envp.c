@@ -1,0 +1,160 @@
+/*
+ * envp.c - the workload's environment (docs/api.md, "Workload environment
+ * contract").
+ *
+ * Order of precedence, lowest first:
+ *   1. the agent's own environment (spotrund passes only PATH, HOME, LANG,
+ *      PYTHONPATH, SPOTRUN_LIB, SPOTRUN_LOG_LEVEL), minus anything that
+ *      could carry the node token (SPOTRUN_AGENT_TOKEN);
+ *   2. the job's `envs`;
+ *   3. the SPOTRUN_* contract, which the job cannot override.
+ * Values are passed as they are: they never go through a shell.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+extern char **environ;
+
+struct envv {
+	char **v;
+	size_t n, cap;
+};
+
+static int valid_name(const char *k)
+{
+	if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
+		return 0;
+	for (const char *p = k; *p; p++) {
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Set name=value, replacing an earlier entry of the same name. */
+static int env_set(struct envv *ev, const char *name, const char *value)
+{
+	size_t nl = strlen(name);
+	char *s = NULL;
+
+	if (asprintf(&s, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < ev->n; i++) {
+		if (!strncmp(ev->v[i], name, nl) && ev->v[i][nl] == '=') {
+			free(ev->v[i]);
+			ev->v[i] = s;
+			return 0;
+		}
+	}
+	if (ev->n + 2 > ev->cap) {
+		size_t cap = ev->cap ? ev->cap * 2 : 64;
+		char **nv = realloc(ev->v, cap * sizeof *nv);
+
+		if (!nv) {
+			free(s);
+			return -ENOMEM;
+		}
+		ev->v = nv;
+		ev->cap = cap;
+	}
+	ev->v[ev->n++] = s;
+	ev->v[ev->n] = NULL;
+	return 0;
+}
+
+static int env_setf(struct envv *ev, const char *name, long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof buf, "%lld", v);
+	return env_set(ev, name, buf);
+}
+
+void envp_free(char **envp)
+{
+	if (!envp)
+		return;
+	for (char **p = envp; *p; p++)
+		free(*p);
+	free(envp);
+}
+
+char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
+		  const char *node_dir, const char *status_file,
+		  const char *notice_file, struct sr_err *e)
+{
+	struct envv ev = { NULL, 0, 0 };
+	const char *k;
+	json_t *v;
+	int rc = 0;
+
+	for (char **p = environ; p && *p && rc == 0; p++) {
+		char *eq = strchr(*p, '=');
+		char name[256];
+
+		if (!eq || (size_t)(eq - *p) >= sizeof name)
+			continue;
+		memcpy(name, *p, (size_t)(eq - *p));
+		name[eq - *p] = '\0';
+		if (!strcmp(name, "SPOTRUN_AGENT_TOKEN") ||
+		    !strcmp(name, "SPOTRUN_TOKEN"))
+			continue;
+		rc = env_set(&ev, name, eq + 1);
+	}
+	if (a->envs) {
+		json_object_foreach(a->envs, k, v) {
+			if (rc < 0)
+				break;
+			if (!valid_name(k)) {
+				rc = sr_err_set(e, -EINVAL, "envs: '%.64s' is not a "
+						"valid variable name", k);
+				break;
+			}
+			rc = env_set(&ev, k, json_string_value(v));
+		}
+	}
+	if (rc == 0)
+		rc = env_setf(&ev, "SPOTRUN_JOB_ID", (long long)a->job_id);
+	if (rc == 0)
+		rc = env_setf(&ev, "SPOTRUN_NODE_ID", (long long)node_id);
+	if (rc == 0)
+		rc = env_setf(&ev, "SPOTRUN_NODE_RANK", (long long)a->rank);
+	if (rc == 0)
+		rc = env_setf(&ev, "SPOTRUN_NUM_NODES", (long long)a->num_nodes);
+	if (rc == 0)
+		rc = env_setf(&ev, "SPOTRUN_ATTEMPT", attempt);
+	if (rc == 0 && a->ckpt_dir)
+		rc = env_set(&ev, "SPOTRUN_CKPT_DIR", a->ckpt_dir);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_NODE_DIR", node_dir);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_STATUS_FILE", status_file);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", notice_file);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_MASTER_ADDR",
+			     a->master_addr ? a->master_addr : "127.0.0.1");
+	if (rc == 0 && a->cloud)
+		rc = env_set(&ev, "SPOTRUN_CLOUD", a->cloud);
+	if (rc == 0 && a->region)
+		rc = env_set(&ev, "SPOTRUN_REGION", a->region);
+	if (rc == 0 && a->zone)
+		rc = env_set(&ev, "SPOTRUN_ZONE", a->zone);
+	if (rc == 0 && a->instance_type)
+		rc = env_set(&ev, "SPOTRUN_INSTANCE_TYPE", a->instance_type);
+	if (rc == 0 && a->spot >= 0)
+		rc = env_set(&ev, "SPOTRUN_SPOT", a->spot ? "1" : "0");
+	if (rc < 0) {
+		if (e && !e->code)
+			sr_err_set(e, rc, "workload environment: out of memory");
+		envp_free(ev.v);
+		return NULL;
+	}
+	return ev.v;
+}

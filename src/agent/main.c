@@ -1,0 +1,152 @@
+/*
+ * main.c - spotrun-agent: the node agent (docs/agent.md, docs/api.md).
+ *
+ *   spotrun-agent --api URL --node-id N --token-file PATH --workdir DIR
+ *                 [--imds URL]
+ *
+ * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
+ * is then removed from the environment so the workload never sees it).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "agent.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+
+static void on_quit(int sig)
+{
+	agent_quit_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: spotrun-agent --api URL --node-id N --token-file PATH "
+		"--workdir DIR [--imds URL]\n\n"
+		"The spotrun node agent.  spotrund's provider starts one per node;\n"
+		"it registers, runs the job's setup and run as a process group,\n"
+		"heartbeats, ships logs and utilisation, and on a spot interruption\n"
+		"notice (AWS IMDSv2 at --imds) has the workload take a final\n"
+		"checkpoint before the node goes away.\n\n"
+		"  --api URL          spotrund base URL (e.g. http://127.0.0.1:7077)\n"
+		"  --node-id N        this node's id\n"
+		"  --token-file PATH  file holding the node token (or set\n"
+		"                     $SPOTRUN_AGENT_TOKEN)\n"
+		"  --workdir DIR      the node's private directory\n"
+		"  --imds URL         metadata endpoint (default %s)\n"
+		"  --orphan-timeout D stop the workload (final checkpoint) and exit\n"
+		"                     when spotrund has not answered for D (default\n"
+		"                     10m; 0 = never)\n",
+		IMDS_DEFAULT_URL);
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "spotrun-agent: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\ntry 'spotrun-agent --help'\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "api", required_argument, NULL, 'a' },
+		{ "node-id", required_argument, NULL, 'n' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "imds", required_argument, NULL, 'i' },
+		{ "orphan-timeout", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
+				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
+	struct sigaction sa;
+	struct sr_err e;
+	char *token = NULL, *end;
+	const char *env;
+	int c, rc;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'a': o.api = optarg; break;
+		case 't': o.token_file = optarg; break;
+		case 'w': o.workdir = optarg; break;
+		case 'i': o.imds = optarg; break;
+		case 'o':
+			sr_err_clear(&e);
+			if (sr_dur_parse(optarg, &o.orphan_timeout_ns, &e) < 0)
+				return bad("--orphan-timeout: %s", sr_err_str(&e, -EINVAL));
+			break;
+		case 'n':
+			errno = 0;
+			o.node_id = strtoll(optarg, &end, 10);
+			if (errno || *end || o.node_id <= 0)
+				return bad("--node-id: '%s' is not a positive "
+					   "integer", optarg);
+			break;
+		case 'h': usage(stdout); return 0;
+		default:
+			return bad("unknown or incomplete option '%s'",
+				   argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!o.api)
+		return bad("%s", "--api is required");
+	if (!o.node_id)
+		return bad("%s", "--node-id is required");
+	if (!o.workdir)
+		return bad("%s", "--workdir is required");
+
+	env = getenv("SPOTRUN_AGENT_TOKEN");
+	if (o.token_file) {
+		sr_err_clear(&e);
+		rc = ctlc_read_token_file(o.token_file, &token, &e);
+		if (rc < 0) {
+			fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
+			return 1;
+		}
+	} else if (env && *env) {
+		token = strdup(env);
+	} else {
+		return bad("%s", "--token-file (or $SPOTRUN_AGENT_TOKEN) is "
+			   "required");
+	}
+	unsetenv("SPOTRUN_AGENT_TOKEN");
+	if (!token) {
+		fprintf(stderr, "spotrun-agent: out of memory\n");
+		return 1;
+	}
+	sr_log_secret(token);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_quit;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* orphans of the workload (its /bin/sh killed first) are ours to reap */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	rc = agent_run(&o, token);
+	explicit_bzero(token, strlen(token));
+	free(token);
+	return rc < 0 ? 1 : 0;
+}

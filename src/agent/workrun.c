@@ -1,0 +1,294 @@
+/*
+ * workrun.c - the workload's life on a node: setup once, then `run` for
+ * each attempt spotrund asks for; stopping it (notice, stop/exit
+ * directive, agent signal) and reporting how it ended, with the final
+ * checkpoint.  The state diagram is at the top of agent.c.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "agent/ckscan.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+
+static int start_child(struct agent *ag, enum wkind kind, int attempt)
+{
+	const char *script = kind == W_SETUP ? ag->a.setup : ag->a.run;
+	const char *cwd = ag->a.workdir ? ag->a.workdir : ag->node_dir;
+	struct sr_err e;
+	char **envp;
+	int rc;
+
+	sr_err_clear(&e);
+	if (kind == W_RUN) {
+		unlink(ag->status_path); /* a new attempt writes its own */
+		unlink(ag->notice_path);
+		status_reader_init(&ag->st, ag->status_path);
+		ag->w_attempt = attempt;
+	}
+	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
+			  ag->status_path, ag->notice_path, &e);
+	if (!envp) {
+		rc = e.code ? e.code : -ENOMEM;
+		goto fail;
+	}
+	rc = workload_start(&ag->w, script, cwd, envp, &e);
+	envp_free(envp);
+	if (rc < 0)
+		goto fail;
+	ag->kind = kind;
+	ag->stopping = STOP_NONE;
+	ag->orphan_status = -1;
+	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
+	agent__line(ag, "started %s of attempt %d (pid %d)",
+		   kind == W_SETUP ? "setup" : "run", attempt, (int)ag->w.pid);
+	return 0;
+fail:
+	agent__line(ag, "cannot start %s: %s", kind == W_SETUP ? "setup" : "run",
+		   sr_err_str(&e, rc));
+	/* report it as the workload failing, so the job's restart policy
+	 * applies rather than the job hanging */
+	if (kind == W_SETUP)
+		agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
+					 "exit_code", 127), 1);
+	else
+		agent__push(ag, json_pack("{s:s, s:i, s:i, s:n, s:s}", "type",
+					 "exit", "attempt", attempt, "exit_code",
+					 127, "signal", "cause", "crashed"), 1);
+	return rc;
+}
+
+/* Start what the wanted attempt needs next: setup first, then run. */
+void agent__advance(struct agent *ag)
+{
+	int want = ag->want_attempt;
+
+	if (ag->kind != W_NONE || want == 0 || ag->notice_handled || ag->exit_after)
+		return;
+	ag->want_attempt = 0;
+	if (!ag->setup_ok && ag->a.setup && *ag->a.setup) {
+		ag->want_attempt = want; /* run after setup */
+		ag->w_attempt = want;
+		start_child(ag, W_SETUP, want);
+		return;
+	}
+	ag->setup_ok = 1;
+	start_child(ag, W_RUN, want);
+}
+
+void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
+{
+	if (ag->kind == W_NONE || ag->stopping != STOP_NONE)
+		return;
+	ag->stopping = why;
+	ag->stop_deadline_ns = deadline;
+	ag->ckpt_before = ckscan_newest_step(ag->a.ckpt_dir);
+	if (workload_signal(&ag->w, SIGTERM) < 0 && !ag->w.exited)
+		sr_warn("agent", "SIGTERM to workload failed", "pgid=%d",
+			(int)ag->w.pid);
+}
+
+void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s)
+{
+	char buf[16384];
+
+	while (*fd >= 0) {
+		ssize_t n = read(*fd, buf, sizeof buf);
+
+		if (n > 0) {
+			logbatch_feed(ag->logs, s, ag->w_attempt, buf, (size_t)n,
+				      sr_time_real_ns());
+			if (ag->wlog_fd >= 0 && write(ag->wlog_fd, buf, (size_t)n) < 0)
+				(void)0; /* the local copy is best effort */
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		close(*fd); /* EOF or error */
+		*fd = -1;
+	}
+}
+
+static void reap_children(struct agent *ag)
+{
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p <= 0)
+			return;
+		/* the agent has no children but the workload's leader and,
+		 * being a subreaper, the leader's orphans */
+		if (!workload_note_exit(&ag->w, p, st))
+			ag->orphan_status = st;
+	}
+}
+
+/* Read the status file one last time after a stop: earlier stalls are
+ * reported as periodic checkpoints, the last one is returned as the final
+ * save's duration (-1 if none). */
+static double final_stall(struct agent *ag)
+{
+	struct status_info si;
+	double last;
+
+	if (status_read(&ag->st, &si, NULL) != 1 || si.nstalls == 0)
+		return -1;
+	ag->last_status = si;
+	last = si.stall_ms[si.nstalls - 1];
+	for (int i = 0; i + 1 < si.nstalls; i++) {
+		json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
+				       "checkpoint", "attempt", ag->w_attempt,
+				       "stall_ms", si.stall_ms[i], "final", 0,
+				       "durable", 0);
+
+		agent__push(ag, ev, 0);
+	}
+	return last;
+}
+
+/* The workload is over: the leader exited and the group is empty, or
+ * stragglers were killed.  Report it. */
+static void workload_finished(struct agent *ag)
+{
+	char how[64];
+	const char *cause;
+	enum wkind kind = ag->kind;
+
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	workload_close_fds(&ag->w);
+	logbatch_flush_partial(ag->logs, sr_time_real_ns());
+	/* Stopping signals the whole group, so a `/bin/sh -c` leader dies
+	 * of the SIGTERM while the trainer it started checkpoints and exits
+	 * on its own: its exit status is the workload's (0, or 75 when the
+	 * final checkpoint failed - docs/python.md). */
+	if (ag->stopping != STOP_NONE && ag->w.signal == SIGTERM &&
+	    ag->orphan_status >= 0 && WIFEXITED(ag->orphan_status)) {
+		ag->w.signal = 0;
+		ag->w.exit_code = WEXITSTATUS(ag->orphan_status);
+	}
+	workload_status_str(&ag->w, how, sizeof how);
+	if (kind == W_SETUP) {
+		agent__line(ag, "setup ended: %s", how);
+		agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
+					 "exit_code", ag->w.exit_code), 1);
+		ag->setup_ok = ag->w.exit_code == 0 && !ag->w.signal;
+		if (!ag->setup_ok)
+			ag->want_attempt = 0; /* counted as a crash upstream */
+	} else {
+		if (ag->stopping != STOP_NONE) {
+			int64_t now_step = ckscan_newest_step(ag->a.ckpt_dir);
+			double final_ms = -1;
+
+			/* the workload's last status write carries the final
+			 * save's duration: take it for the final event */
+			final_ms = final_stall(ag);
+			/* a stop for any reason asks for a final checkpoint */
+			cause = ag->notice_handled ? "preempted" : "stopped";
+			if (now_step >= 0 && now_step > ag->ckpt_before) {
+				json_t *ev = json_pack(
+					"{s:s, s:i, s:I, s:b, s:b}", "type",
+					"checkpoint", "attempt", ag->w_attempt,
+					"step", (json_int_t)now_step, "final", 1,
+					"durable", 1);
+
+				if (ev && final_ms >= 0)
+					json_object_set_new(ev, "stall_ms",
+							    json_real(final_ms));
+				agent__push(ag, ev, 1);
+				agent__line(ag, "final checkpoint at step %lld is "
+					   "durable", (long long)now_step);
+			} else {
+				agent__line(ag, "no final checkpoint before the "
+					   "deadline (newest committed: %lld)",
+					   (long long)now_step);
+			}
+		} else {
+			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
+		}
+		agent__line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
+			   how, cause);
+		agent__push(ag, json_pack("{s:s, s:i, s:i, s:o, s:s}", "type",
+					 "exit", "attempt", ag->w_attempt,
+					 "exit_code", ag->w.exit_code, "signal",
+					 ag->w.signal ? json_integer(ag->w.signal)
+						      : json_null(),
+					 "cause", cause), 1);
+	}
+	ag->kind = W_NONE;
+	ag->stopping = STOP_NONE;
+	memset(&ag->w, 0, sizeof ag->w);
+	ag->w.pid = -1;
+	ag->w.out_fd = ag->w.err_fd = -1;
+}
+
+/* Move the workload along: reap, kill stragglers, detect the end. */
+void agent__check_workload(struct agent *ag, int64_t now)
+{
+	if (ag->kind == W_NONE)
+		return;
+	reap_children(ag);
+	if (ag->stopping != STOP_NONE && now >= ag->stop_deadline_ns &&
+	    workload_group_alive(&ag->w)) {
+		agent__line(ag, "workload did not exit by the deadline: SIGKILL");
+		workload_signal(&ag->w, SIGKILL);
+		ag->stop_deadline_ns = INT64_MAX;
+	}
+	if (!ag->w.exited)
+		return;
+	if (workload_group_alive(&ag->w)) {
+		if (ag->stopping == STOP_NONE) {
+			/* the script is done; leftovers do not outlive it */
+			workload_signal(&ag->w, SIGKILL);
+		}
+		return;
+	}
+	/* group empty: wait for the pipes' EOF, which is immediate now */
+	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
+	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
+	workload_finished(ag);
+	agent__advance(ag);
+}
+
+void agent__check_status(struct agent *ag)
+{
+	struct status_info si;
+	struct sr_err e;
+	int rc;
+
+	if (ag->w_attempt == 0 || ag->stopping != STOP_NONE)
+		return; /* while stopping, final_stall() reads it at the end */
+	sr_err_clear(&e);
+	rc = status_read(&ag->st, &si, &e);
+	if (rc < 0) {
+		agent__line(ag, "ignoring status file: %s", sr_err_str(&e, rc));
+		return;
+	}
+	if (rc == 0)
+		return;
+	ag->last_status = si;
+	if (si.nstalls > 0) {
+		/* the workload writes the file right after a save, so the
+		 * stalls belong to the saves at `step` (status.h) */
+		int64_t committed = ckscan_newest_step(ag->a.ckpt_dir);
+
+		for (int i = 0; i < si.nstalls; i++) {
+			json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
+					       "checkpoint", "attempt",
+					       ag->w_attempt, "stall_ms",
+					       si.stall_ms[i], "final", 0,
+					       "durable",
+					       si.step >= 0 && committed >= si.step);
+
+			if (ev && si.step >= 0)
+				json_object_set_new(ev, "step", json_integer(si.step));
+			agent__push(ag, ev, 0);
+		}
+	}
+}

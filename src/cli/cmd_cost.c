@@ -1,0 +1,257 @@
+/*
+ * cmd_cost.c - `spotrun cost`: what was spent, what was saved, what was
+ * wasted idle; and `--focus FILE.csv`, a FOCUS 1.2 export.
+ *
+ * Reads the ledger straight from spotrund's SQLite database, opened
+ * read-only (<state-dir>/spotrun.db), so it works whether or not the
+ * daemon is running and never contends with it for the write lock.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/err.h"
+#include "common/money.h"
+#include "common/timeutil.h"
+#include "ctlclient/ctlclient.h"
+#include "finops/focus.h"
+#include "finops/report.h"
+
+#define CMD "cost"
+
+static void usage(void)
+{
+	printf("usage: spotrun cost [--since WHEN] [--until WHEN] [--job ID]\n"
+	       "                    [--by job|cloud|region|pool|day] [--json]\n"
+	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
+	       "                    [--job ID] [--account ID] [--account-name NAME]\n"
+	       "\n"
+	       "Cost, savings and idle waste from the billing ledger.\n"
+	       "\n"
+	       "  --since WHEN     only intervals starting at or after WHEN: an RFC 3339\n"
+	       "                   time, a date YYYY-MM-DD (UTC), or a duration ago (24h, 7d)\n"
+	       "  --until WHEN     only intervals starting before WHEN\n"
+	       "  --job ID         only this job\n"
+	       "  --by KEY         group rows by job, cloud, region, pool or day\n"
+	       "  --json           print one JSON document (money in *_micros and *_usd)\n"
+	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
+	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
+	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
+	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR,\n"
+	       "                   $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
+	       "  --db FILE        the database file itself\n");
+}
+
+/* <state-dir>/spotrun.db, the state dir found as every command finds it
+ * (--state-dir, $SPOTRUN_STATE_DIR, $XDG_STATE_HOME/spotrun,
+ * ~/.local/state/spotrun), unless --db names the file. */
+static int db_path(const char *db, const char *state_dir, char *buf, size_t n)
+{
+	char *dir;
+	int len;
+
+	if (db) {
+		len = snprintf(buf, n, "%s", db);
+	} else {
+		dir = ctlc_state_dir(state_dir);
+		if (!dir)
+			return -ENOMEM;
+		len = snprintf(buf, n, "%s/spotrun.db", dir);
+		free(dir);
+	}
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+static int open_ro(const char *path, sqlite3 **db)
+{
+	sqlite3_stmt *st = NULL;
+	int src, ok;
+
+	*db = NULL;
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "spotrun cost: %s: %s (has spotrund run?)\n", path,
+			sr_strerror(-errno));
+		return -1;
+	}
+	src = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
+	if (src != SQLITE_OK) {
+		fprintf(stderr, "spotrun cost: %s: %s\n", path,
+			*db ? sqlite3_errmsg(*db) : sqlite3_errstr(src));
+		sqlite3_close(*db);
+		*db = NULL;
+		return -1;
+	}
+	sqlite3_busy_timeout(*db, 5000);
+	ok = sqlite3_prepare_v2(*db, "SELECT 1 FROM ledger LIMIT 1", -1, &st,
+				NULL) == SQLITE_OK;
+	sqlite3_finalize(st);
+	if (!ok) {
+		fprintf(stderr, "spotrun cost: %s: no billing ledger in this "
+				"database (%s)\n", path, sqlite3_errmsg(*db));
+		sqlite3_close(*db);
+		*db = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void print_table(const struct finops_report *r, const struct finops_filter *f)
+{
+	char since[40] = "the beginning";
+
+	if (f->since_ns > 0)
+		sr_time_format_rfc3339(f->since_ns, 0, since, sizeof since);
+	printf("cost since %s, by %s (USD)\n\n", since, finops_by_name(r->by));
+	printf("%-34s %11s %11s %11s %6s %11s %11s %9s %10s %8s\n", "KEY",
+	       "COST", "ON-DEMAND", "SAVED", "SAVED%", "VS-RESERVED", "LOST-WORK",
+	       "IDLE-GPUH", "IDLE-COST", "PREEMPT");
+	for (size_t i = 0; i <= r->ngroups; i++) {
+		const struct finops_totals *t = i < r->ngroups ? &r->groups[i].t : &r->total;
+		const char *key = i < r->ngroups ? r->groups[i].key : "TOTAL";
+		char vsres[24] = "-";
+
+		if (r->by == FINOPS_BY_TOTAL && i < r->ngroups)
+			continue;
+		if (t->reserved_rows > 0)
+			snprintf(vsres, sizeof vsres, "%.4f",
+				 sr_money_to_usd(t->savings_vs_reserved));
+		printf("%-34.34s %11.4f %11.4f %11.4f %5.1f%% %11s %11.4f %9.3f "
+		       "%10.4f %8lld\n",
+		       key, sr_money_to_usd(t->cost), sr_money_to_usd(t->list_cost),
+		       sr_money_to_usd(t->savings_vs_list),
+		       t->list_cost > 0 ? 100.0 * (double)t->savings_vs_list /
+						  (double)t->list_cost : 0.0,
+		       vsres, sr_money_to_usd(t->lost_work_cost),
+		       (double)t->idle_gpu_ns / 3.6e12, sr_money_to_usd(t->idle_cost),
+		       (long long)t->preemptions);
+	}
+}
+
+static int cmd_cost(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "since", required_argument, NULL, 's' },
+		{ "until", required_argument, NULL, 'u' },
+		{ "job", required_argument, NULL, 'j' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "focus", required_argument, NULL, 'f' },
+		{ "account", required_argument, NULL, 'a' },
+		{ "account-name", required_argument, NULL, 'n' },
+		{ "state-dir", required_argument, NULL, 'S' },
+		{ "db", required_argument, NULL, 'D' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct finops_filter f = { 0 };
+	struct finops_focus_opts fo = { NULL, NULL };
+	struct finops_report rep = { 0 };
+	enum finops_by by = FINOPS_BY_TOTAL;
+	const char *focus = NULL, *state_dir = NULL, *dbfile = NULL;
+	char path[4096], *end;
+	sqlite3 *db = NULL;
+	struct sr_err e;
+	int json = 0, c, rc = CLI_FAIL;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage();
+			return CLI_OK;
+		case 's':
+		case 'u':
+			if (finops_parse_when(optarg, sr_time_real_ns(),
+					      c == 's' ? &f.since_ns : &f.until_ns))
+				return cli_usage_error(CMD, "--%s: '%s' is not an RFC 3339 "
+						       "time, a date or a duration",
+						       c == 's' ? "since" : "until", optarg);
+			break;
+		case 'j':
+			f.job_id = strtoll(optarg, &end, 10);
+			if (*end || f.job_id <= 0)
+				return cli_usage_error(CMD, "--job: '%s' is not a job id",
+						       optarg);
+			break;
+		case 'b':
+			if (finops_by_parse(optarg, &by) || by == FINOPS_BY_TOTAL)
+				return cli_usage_error(CMD, "--by: '%s' is not one of job, "
+						       "cloud, region, pool, day", optarg);
+			break;
+		case 'J':
+			json = 1;
+			break;
+		case 'f':
+			focus = optarg;
+			break;
+		case 'a':
+			fo.billing_account_id = optarg;
+			break;
+		case 'n':
+			fo.billing_account_name = optarg;
+			break;
+		case 'S':
+			state_dir = optarg;
+			break;
+		case 'D':
+			dbfile = optarg;
+			break;
+		default:
+			return cli_usage_error(CMD, "unknown or incomplete argument '%s'",
+					       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (focus && (json || by != FINOPS_BY_TOTAL))
+		return cli_usage_error(CMD, "--focus: cannot be combined with %s",
+				       json ? "--json" : "--by");
+	if (f.until_ns && f.until_ns <= f.since_ns)
+		return cli_usage_error(CMD, "--until: not after --since");
+	if (db_path(dbfile, state_dir, path, sizeof path)) {
+		fprintf(stderr, "spotrun cost: cannot locate the state dir\n");
+		return CLI_FAIL;
+	}
+	if (open_ro(path, &db))
+		return CLI_FAIL;
+	if (focus) {
+		size_t n = 0;
+
+		if (finops_focus_export(db, &f, &fo, focus, &n, &e)) {
+			fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
+			goto out;
+		}
+		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n, focus);
+		rc = CLI_OK;
+		goto out;
+	}
+	if (finops_report_build(db, &f, by, &rep, &e)) {
+		fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
+		goto out;
+	}
+	if (json) {
+		json_t *j = finops_report_json(&rep, &f);
+		char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_REAL_PRECISION(12)) : NULL;
+
+		json_decref(j);
+		if (!s) {
+			fprintf(stderr, "spotrun cost: out of memory\n");
+			goto out;
+		}
+		puts(s);
+		free(s);
+	} else {
+		print_table(&rep, &f);
+	}
+	rc = CLI_OK;
+out:
+	finops_report_free(&rep);
+	sqlite3_close(db);
+	return rc;
+}
+
+CLI_COMMAND("cost", "cost, savings and idle waste; FOCUS export", cmd_cost)

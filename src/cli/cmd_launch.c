@@ -1,0 +1,330 @@
+/*
+ * cmd_launch.c - `spotrun launch JOB.yaml [-d]`: submit a job and follow
+ * it until it ends.
+ *
+ * The YAML is sent as text (POST /v1/jobs, spec_yaml); spotrund parses
+ * and validates it, so the errors a user sees ("job.yaml:7: resources:
+ * unknown field 'gpu'") are the same whoever submits.  While following,
+ * every job event is printed as a line on stdout, and a live status line
+ * (state, step, cost so far, savings) is redrawn on stderr when stderr
+ * is a terminal.  Ctrl-C detaches: the job keeps running.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/fsutil.h"
+#include "ctlcli.h"
+
+#define SPEC_MAX (256 * 1024)
+
+void events_print_line(FILE *f, json_t *ev); /* cmd_events.c */
+
+static volatile sig_atomic_t g_detach;
+
+static void on_int(int sig)
+{
+	(void)sig;
+	g_detach = 1;
+}
+
+static void usage(void)
+{
+	printf("usage: spotrun launch JOB.yaml [-d] [--env KEY=VALUE]...\n"
+	       "                      [--max-restarts N] [--workdir DIR] [--json]\n"
+	       "                      [--api URL] [--state-dir DIR]\n\n"
+	       "Submit a job to spotrund and follow it: every event is printed, and\n"
+	       "on a terminal a live line shows state, step, cost so far and savings.\n"
+	       "Ctrl-C detaches (the job keeps running; 'spotrun status JOB').\n"
+	       "Exit status: 0 when the job SUCCEEDED, 1 when it FAILED or was\n"
+	       "CANCELLED (or on an error), 0 after detaching.\n\n"
+	       "  -d, --detach       submit, print the job id and return\n"
+	       "  --env KEY=VALUE    add an environment variable for the workload\n"
+	       "  --max-restarts N   workload crashes tolerated (default 3)\n"
+	       "  --workdir DIR      where setup/run execute (default: the YAML's dir)\n"
+	       "  --json             with -d: print the created job as JSON\n"
+	       CTLCLI_COMMON_HELP);
+}
+
+static int terminal(const char *state)
+{
+	return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+	       !strcmp(state, "CANCELLED");
+}
+
+static void status_line(json_t *job, int tty)
+{
+	char cost[32], rate[32], step[96] = "", where[128];
+	json_t *pl = json_object_get(job, "placement");
+	json_t *list = json_object_get(job, "list_cost_micros");
+	int64_t s = ctlcli_int(job, "step", -1), t = ctlcli_int(job, "total_steps", -1);
+	int64_t c = ctlcli_int(job, "cost_micros", 0);
+
+	if (!tty)
+		return;
+	if (s >= 0 && t > 0)
+		snprintf(step, sizeof step, "  step %lld/%lld (%d%%)", (long long)s,
+			 (long long)t, (int)(100 * s / t));
+	else if (s >= 0)
+		snprintf(step, sizeof step, "  step %lld", (long long)s);
+	fprintf(stderr, "\r\033[K%-13s%s  cost %s", ctlcli_str(job, "state", "?"),
+		step, ctlcli_money(json_object_get(job, "cost_micros"), cost,
+				   sizeof cost));
+	if (json_is_integer(list) && json_integer_value(list) > 0)
+		fprintf(stderr, "  saved %.0f%% vs on-demand",
+			100.0 * (1.0 - (double)c / (double)json_integer_value(list)));
+	if (json_is_object(pl))
+		fprintf(stderr, "  on %s %s %s/h", ctlcli_where(pl, where, sizeof where),
+			json_is_true(json_object_get(pl, "spot")) ? "spot" : "on-demand",
+			ctlcli_money(json_object_get(pl, "price_micros_per_hour"), rate,
+				     sizeof rate));
+	fprintf(stderr, "  preemptions %lld moves %lld",
+		(long long)ctlcli_int(job, "preemptions", 0),
+		(long long)ctlcli_int(job, "moves", 0));
+	fflush(stderr);
+}
+
+static void summary(json_t *job)
+{
+	char cost[32], list[32], el[32];
+	json_t *lc = json_object_get(job, "list_cost_micros");
+	json_t *dl = json_object_get(job, "sim_deadline_s");
+	const char *state = ctlcli_str(job, "state", "?");
+
+	printf("job %lld %s", (long long)ctlcli_int(job, "id", 0), state);
+	if (!strcmp(state, "FAILED") && json_is_integer(json_object_get(job, "exit_code")))
+		printf(" (exit code %lld)", (long long)ctlcli_int(job, "exit_code", 0));
+	printf(": cost %s", ctlcli_money(json_object_get(job, "cost_micros"), cost,
+					 sizeof cost));
+	if (json_is_integer(lc) && json_integer_value(lc) > 0)
+		printf(" (all on-demand: %s)", ctlcli_money(lc, list, sizeof list));
+	printf(", %lld preemptions, %lld moves, %s of cloud time",
+	       (long long)ctlcli_int(job, "preemptions", 0),
+	       (long long)ctlcli_int(job, "moves", 0),
+	       ctlcli_secs(ctlcli_num(job, "sim_elapsed_s", -1), el, sizeof el));
+	if (json_is_number(dl))
+		printf(" (deadline %s: %s)", ctlcli_secs(json_number_value(dl), list,
+							 sizeof list),
+		       ctlcli_num(job, "sim_elapsed_s", 0) <= json_number_value(dl)
+			       ? "met" : "missed");
+	printf("\n");
+}
+
+/* Follow job `id` until it ends or the user detaches.  Returns the exit
+ * status of the command. */
+static int follow(struct ctlcli *o, int64_t id)
+{
+	int tty = isatty(2), rc = CLI_FAIL, misses = 0;
+	int64_t after = 0;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_int;
+	sigaction(SIGINT, &sa, NULL);
+	while (!g_detach) {
+		char path[128];
+		json_t *reply = NULL, *job, *evs, *ev;
+		size_t i;
+		struct sr_err e;
+		int r;
+
+		snprintf(path, sizeof path, "/v1/jobs/%lld/events?after=%lld&limit=1000",
+			 (long long)id, (long long)after);
+		sr_err_clear(&e);
+		r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
+		if (r == 0) {
+			evs = json_object_get(reply, "events");
+			if (tty && json_array_size(evs))
+				fprintf(stderr, "\r\033[K");
+			json_array_foreach(evs, i, ev) {
+				json_t *d = json_object_get(ev, "data");
+
+				/* periodic checkpoints are in 'spotrun events';
+				 * here only the final one after a notice */
+				if (!strcmp(ctlcli_str(ev, "type", ""), "checkpoint") &&
+				    !json_is_true(json_object_get(d, "final")))
+					continue;
+				events_print_line(stdout, ev);
+			}
+			fflush(stdout);
+			after = ctlcli_int(reply, "next", after);
+			json_decref(reply);
+			reply = NULL;
+			snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+			r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
+		}
+		if (r < 0) {
+			/* a daemon restart is survivable: keep trying a while */
+			if (++misses == 1 && tty)
+				fprintf(stderr, "\r\033[K");
+			if (misses == 1 || misses % 10 == 0)
+				fprintf(stderr, "spotrun launch: %s (retrying)\n",
+					sr_err_str(&e, r));
+			if (misses > 60 || r == -SR_ENOTFOUND || r == -EACCES) {
+				json_decref(reply);
+				return CLI_FAIL;
+			}
+			json_decref(reply);
+			sleep(1);
+			continue;
+		}
+		misses = 0;
+		job = json_object_get(reply, "job");
+		if (terminal(ctlcli_str(job, "state", ""))) {
+			if (tty)
+				fprintf(stderr, "\r\033[K");
+			summary(job);
+			rc = strcmp(ctlcli_str(job, "state", ""), "SUCCEEDED") ? CLI_FAIL
+									   : CLI_OK;
+			json_decref(reply);
+			return rc;
+		}
+		status_line(job, tty);
+		json_decref(reply);
+		usleep(500000);
+	}
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	fprintf(stderr, "detached: job %lld keeps running ('spotrun status %lld', "
+		"'spotrun logs %lld -f', 'spotrun cancel %lld')\n", (long long)id,
+		(long long)id, (long long)id, (long long)id);
+	return CLI_OK;
+}
+
+static int cmd_launch(int argc, char **argv)
+{
+	struct ctlcli o = { .cmd = "launch" };
+	const char *file = NULL, *workdir = NULL;
+	char *text = NULL, *dircopy = NULL, absdir[PATH_MAX], *namecopy = NULL;
+	json_t *envs = json_object(), *body = NULL, *reply = NULL;
+	int detach = 0, rc, ret = CLI_FAIL;
+	long max_restarts = -1;
+	struct sr_err e;
+	size_t len = 0;
+	int64_t id;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			ret = CLI_OK;
+			goto out;
+		}
+		rc = ctlcli_common_opt(&o, argc, argv, &i);
+		if (rc < 0) {
+			ret = CLI_USAGE;
+			goto out;
+		}
+		if (rc)
+			continue;
+		if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--detach")) {
+			detach = 1;
+		} else if (!strcmp(argv[i], "--env")) {
+			char *eq = i + 1 < argc ? strchr(argv[i + 1], '=') : NULL;
+
+			if (!eq || eq == argv[i + 1]) {
+				ret = cli_usage_error("launch", "--env needs KEY=VALUE");
+				goto out;
+			}
+			i++;
+			*eq = '\0';
+			json_object_set_new(envs, argv[i], json_string(eq + 1));
+			*eq = '=';
+		} else if (!strcmp(argv[i], "--max-restarts")) {
+			char *end;
+
+			if (i + 1 >= argc) {
+				ret = cli_usage_error("launch", "--max-restarts needs a value");
+				goto out;
+			}
+			max_restarts = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || max_restarts < 0 ||
+			    max_restarts > 1000) {
+				ret = cli_usage_error("launch", "--max-restarts: '%s' is "
+						      "not a number in 0..1000", argv[i]);
+				goto out;
+			}
+		} else if (!strcmp(argv[i], "--workdir")) {
+			if (i + 1 >= argc) {
+				ret = cli_usage_error("launch", "--workdir needs a value");
+				goto out;
+			}
+			workdir = argv[++i];
+		} else if (argv[i][0] == '-' || file) {
+			ret = cli_usage_error("launch", "unexpected argument '%s'", argv[i]);
+			goto out;
+		} else {
+			file = argv[i];
+		}
+	}
+	if (!file) {
+		ret = cli_usage_error("launch", "which job? (a JOB.yaml file)");
+		goto out;
+	}
+	sr_err_clear(&e);
+	rc = sr_fs_read_file(file, SPEC_MAX, &text, &len, &e);
+	if (rc < 0) {
+		if (rc == -EFBIG)
+			fprintf(stderr, "spotrun launch: %s: larger than %d KiB\n", file,
+				SPEC_MAX / 1024);
+		else
+			fprintf(stderr, "spotrun launch: %s\n", sr_err_str(&e, rc));
+		goto out;
+	}
+	if (strlen(text) != len) {
+		fprintf(stderr, "spotrun launch: %s: contains a NUL byte (not a YAML "
+			"text file)\n", file);
+		goto out;
+	}
+	dircopy = strdup(workdir ? workdir : file);
+	namecopy = strdup(file);
+	if (!dircopy || !namecopy ||
+	    !realpath(workdir ? dircopy : dirname(dircopy), absdir)) {
+		fprintf(stderr, "spotrun launch: %s: %s\n", workdir ? workdir : file,
+			strerror(errno));
+		goto out;
+	}
+	body = json_pack("{s:s, s:s, s:s}", "spec_yaml", text, "spec_name",
+			 basename(namecopy), "workdir", absdir);
+	if (!body) {
+		fprintf(stderr, "spotrun launch: %s: not valid UTF-8 text\n", file);
+		goto out;
+	}
+	if (json_object_size(envs))
+		json_object_set(body, "envs", envs);
+	if (max_restarts >= 0)
+		json_object_set_new(body, "max_restarts", json_integer(max_restarts));
+	if (ctlcli_open(&o) < 0)
+		goto out;
+	if (ctlcli_call(&o, "POST", "/v1/jobs", body, &reply) < 0)
+		goto out;
+	id = ctlcli_int(json_object_get(reply, "job"), "id", 0);
+	if (detach) {
+		if (o.json)
+			ctlcli_print_json(reply);
+		else
+			printf("job %lld submitted ('spotrun status %lld', 'spotrun logs "
+			       "%lld -f')\n", (long long)id, (long long)id, (long long)id);
+		ret = CLI_OK;
+		goto out;
+	}
+	printf("job %lld submitted; following it (Ctrl-C detaches)\n", (long long)id);
+	fflush(stdout);
+	ret = follow(&o, id);
+out:
+	json_decref(reply);
+	json_decref(body);
+	json_decref(envs);
+	free(text);
+	free(dircopy);
+	free(namecopy);
+	ctlcli_close(&o);
+	return ret;
+}
+
+CLI_COMMAND("launch", "submit a job and follow it", cmd_launch)

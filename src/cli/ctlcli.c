@@ -1,0 +1,223 @@
+/*
+ * ctlcli.c - shared plumbing of the CLI commands that talk to spotrund.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/timeutil.h"
+#include "ctlcli.h"
+
+int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	const char **slot = NULL;
+
+	if (!strcmp(a, "--json")) {
+		o->json = 1;
+		return 1;
+	}
+	if (!strcmp(a, "--api"))
+		slot = &o->api;
+	else if (!strcmp(a, "--state-dir"))
+		slot = &o->state_dir;
+	else if (!strncmp(a, "--api=", 6)) {
+		o->api = a + 6;
+		return 1;
+	} else if (!strncmp(a, "--state-dir=", 12)) {
+		o->state_dir = a + 12;
+		return 1;
+	}
+	if (!slot)
+		return 0;
+	if (*i + 1 >= argc) {
+		cli_usage_error(o->cmd, "%s needs a value", a);
+		return -2;
+	}
+	*slot = argv[++*i];
+	return 1;
+}
+
+int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
+		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
+		 void *ud)
+{
+	const char *jobarg = NULL;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return CLI_OK;
+		}
+		rc = ctlcli_common_opt(o, argc, argv, &i);
+		if (rc == 0 && fn)
+			rc = fn(o, ud, argc, argv, &i);
+		if (rc < 0)
+			return CLI_USAGE;
+		if (rc)
+			continue;
+		if (argv[i][0] == '-' || jobarg || job == CTLCLI_NO_JOB)
+			return cli_usage_error(o->cmd, "unexpected argument '%s'",
+					       argv[i]);
+		jobarg = argv[i];
+	}
+	if (!jobarg && job == CTLCLI_JOB_REQUIRED)
+		return cli_usage_error(o->cmd, "which job? (a job id)");
+	o->job = 0;
+	if (jobarg && ctlcli_job_id(o, jobarg, &o->job) < 0)
+		return CLI_USAGE;
+	return -1;
+}
+
+int ctlcli_open(struct ctlcli *o)
+{
+	struct sr_err e;
+	int rc;
+
+	sr_err_clear(&e);
+	rc = ctlc_open_cli(o->api, o->state_dir, &o->c, &e);
+	if (rc < 0) {
+		fprintf(stderr, "spotrun %s: %s\n", o->cmd, sr_err_str(&e, rc));
+		return -1;
+	}
+	return 0;
+}
+
+void ctlcli_close(struct ctlcli *o)
+{
+	ctlc_destroy(o->c);
+	o->c = NULL;
+}
+
+int ctlcli_call(struct ctlcli *o, const char *method, const char *path,
+		json_t *body, json_t **reply)
+{
+	struct sr_err e;
+	int rc;
+
+	sr_err_clear(&e);
+	rc = ctlc_call(o->c, method, path, body, reply, NULL, &e);
+	if (rc < 0)
+		fprintf(stderr, "spotrun %s: %s\n", o->cmd, sr_err_str(&e, rc));
+	return rc;
+}
+
+int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id)
+{
+	char *end;
+
+	errno = 0;
+	*id = strtoll(s, &end, 10);
+	if (errno || end == s || *end || *id <= 0) {
+		cli_usage_error(o->cmd, "'%s' is not a job id (a positive integer)",
+				s);
+		return -1;
+	}
+	return 0;
+}
+
+void ctlcli_print_json(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+	if (s) {
+		printf("%s\n", s);
+		free(s);
+	}
+}
+
+const char *ctlcli_money(json_t *micros, char *buf, size_t n)
+{
+	double usd;
+
+	if (!json_is_integer(micros)) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	usd = (double)json_integer_value(micros) / 1e6;
+	if (fabs(usd) < 10)
+		snprintf(buf, n, "$%.4f", usd);
+	else
+		snprintf(buf, n, "$%.2f", usd);
+	return buf;
+}
+
+const char *ctlcli_secs(double s, char *buf, size_t n)
+{
+	long t;
+
+	if (!(s >= 0) || s > 1e12) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	t = (long)(s + 0.5);
+	if (t < 60)
+		snprintf(buf, n, "%lds", t);
+	else if (t < 3600)
+		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+	else if (t < 86400 * 2)
+		snprintf(buf, n, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+	else
+		snprintf(buf, n, "%ldd%02ldh", t / 86400, (t % 86400) / 3600);
+	return buf;
+}
+
+const char *ctlcli_age(const char *ts, char *buf, size_t n)
+{
+	int64_t t;
+	char d[32];
+
+	if (!ts || sr_time_parse_rfc3339(ts, &t, NULL) < 0) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	ctlcli_secs((double)(sr_time_real_ns() - t) / 1e9, d, sizeof d);
+	snprintf(buf, n, "%s ago", d);
+	return buf;
+}
+
+const char *ctlcli_str(json_t *obj, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? s : dflt;
+}
+
+int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+double ctlcli_num(json_t *obj, const char *key, double dflt)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+const char *ctlcli_where(json_t *obj, char *buf, size_t n)
+{
+	static const char *const keys[] = { "cloud", "region", "zone" };
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < 3; k++) {
+		const char *v = ctlcli_str(obj, keys[k], "");
+		int w;
+
+		if (!*v)
+			continue;
+		w = snprintf(buf + used, n - used, "%s%s", used ? "/" : "", v);
+		if (w < 0 || (size_t)w >= n - used)
+			break;
+		used += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, n, "?");
+	return buf;
+}

@@ -1,0 +1,75 @@
+/*
+ * ctlcli.h - what the CLI commands that talk to spotrund share: the
+ * common options (--api, --state-dir, --json), opening the client with a
+ * clear error, and formatting (money, durations, ages, tables).
+ */
+#ifndef SR_CLI_CTLCLI_H
+#define SR_CLI_CTLCLI_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctlclient/ctlclient.h"
+
+struct ctlcli {
+	const char *cmd;       /* "status", for messages */
+	const char *api;       /* --api */
+	const char *state_dir; /* --state-dir */
+	int json;              /* --json */
+	int64_t job;           /* the JOB argument, 0 if none */
+	struct ctlc *c;
+};
+
+enum ctlcli_job_arg { CTLCLI_NO_JOB, CTLCLI_JOB_OPTIONAL, CTLCLI_JOB_REQUIRED };
+
+/* A command's own options: return 1 when argv[*i] is one (advancing *i
+ * past its value), 0 when it is not, -1 after printing a usage error. */
+typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud, int argc, char **argv,
+			     int *i);
+
+#define CTLCLI_COMMON_HELP                                                     \
+	"  --api URL        spotrund URL (default: $SPOTRUN_API, else the\n"   \
+	"                   daemon's <state-dir>/api.url, else " CTLC_DEFAULT_URL ")\n" \
+	"  --state-dir DIR  spotrund's state dir (default: $SPOTRUN_STATE_DIR\n" \
+	"                   or ~/.local/state/spotrun); the token is read there\n"
+
+/* If argv[*i] is a common option, consume it (and its value) and return
+ * 1; return 0 if it is not one; CLI_USAGE-style negative (-2) after
+ * printing a usage error when its value is missing. */
+int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i);
+
+/* Parse a command line: --help/-h (prints usage()), the common options,
+ * the command's own (fn, may be NULL), and the JOB id as `job` says.
+ * Returns -1 to go on, or the exit status to return at once (CLI_OK after
+ * --help, CLI_USAGE after a usage error, already printed). */
+int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
+		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
+		 void *ud);
+
+/* Open the client; on failure print "spotrun CMD: why" and return -1. */
+int ctlcli_open(struct ctlcli *o);
+void ctlcli_close(struct ctlcli *o);
+
+/* ctlc_call plus printing the error as "spotrun CMD: message".  Returns 0
+ * or the negative code (already printed). */
+int ctlcli_call(struct ctlcli *o, const char *method, const char *path,
+		json_t *body, json_t **reply);
+
+/* Parse a job id ("12"); prints a usage error and returns -1 if bad. */
+int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id);
+
+/* Print v as one JSON document on stdout (indent 2, sorted keys). */
+void ctlcli_print_json(const json_t *v);
+
+/* Formatting into caller buffers; each returns buf. */
+const char *ctlcli_money(json_t *micros, char *buf, size_t n);  /* "$1.23" */
+const char *ctlcli_secs(double s, char *buf, size_t n);         /* "1h02m" */
+const char *ctlcli_age(const char *rfc3339, char *buf, size_t n); /* "5s ago" */
+const char *ctlcli_str(json_t *obj, const char *key, const char *dflt);
+int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt);
+double ctlcli_num(json_t *obj, const char *key, double dflt); /* int or real */
+/* "cloud/region/zone" of a placement or node (empty parts skipped). */
+const char *ctlcli_where(json_t *obj, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * finops_hooks.c - turn committed job events into Slack/PagerDuty alerts.
+ *
+ * An event hook (lib/ctl/router.h) sees every job event once, after it is
+ * committed, on the reconciler thread.  It maps events to alerts, adds the
+ * job's figures from the ledger, and posts them to a background sender
+ * (lib/finops/alert.h), so the reconciler never waits on the network.
+ *
+ *   event                                         alert
+ *   type "preempted"                              preemption
+ *   type "recovered" (training resumed)           recovery
+ *   type "deadline_risk" (the policy fell back
+ *     to on-demand to meet the deadline)          deadline at risk
+ *   type "budget"                                 budget
+ *   transition -> SUCCEEDED/FAILED/CANCELLED      job done (dollars saved)
+ *
+ * Channels come from <state-dir>/alerts.json (mode 0600, see alert.h),
+ * read once, on the first event.  No file = no alerts.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ctl/ctl_int.h"
+#include "finops/alert.h"
+#include "finops/report.h"
+#include "router.h"
+
+#include "finops_watch.h"
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static struct ctl *g_ctl;
+static struct finops_alerter *g_alerter;
+
+static void alerts_init(void)
+{
+	struct finops_alert_config cfg;
+	struct sr_err e;
+	char path[4096];
+	int rc;
+
+	snprintf(path, sizeof path, "%s/alerts.json", ctl_state_dir(g_ctl));
+	rc = finops_alert_config_load(path, &cfg, &e);
+	if (rc) {
+		sr_error("finops", "alerts disabled", "err=\"%s\"", sr_err_str(&e, rc));
+		return;
+	}
+	if (!cfg.slack_url && !cfg.pd_url)
+		return;
+	g_alerter = finops_alerter_start(&cfg);
+	if (!g_alerter) {
+		sr_error("finops", "alerts disabled", "err=\"%s\"", "cannot start sender");
+		finops_alert_config_free(&cfg);
+		return;
+	}
+	sr_info("finops", "alerts enabled", "slack=%s pagerduty=%s",
+		cfg.slack_url ? "yes" : "no", cfg.pd_url ? "yes" : "no");
+}
+
+static int job_facts(sqlite3 *db, int64_t job, struct finops_alert *a)
+{
+	struct finops_filter f = { 0, 0, job };
+	struct finops_report rep;
+	sqlite3_stmt *st = NULL;
+	struct sr_err e;
+	int rc = -SR_ENOTFOUND;
+
+	if (sqlite3_prepare_v2(db, "SELECT name, preemptions FROM jobs"
+			       " WHERE id = ?1", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, job);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			snprintf(a->job_name, sizeof a->job_name, "%s",
+				 (const char *)sqlite3_column_text(st, 0));
+			a->preemptions = sqlite3_column_int64(st, 1);
+			rc = 0;
+		}
+	}
+	sqlite3_finalize(st);
+	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
+		a->cost = rep.total.cost;
+		a->saved = rep.total.savings_vs_list;
+		finops_report_free(&rep);
+	}
+	return rc;
+}
+
+static const char *str(const json_t *ev, const char *key)
+{
+	const char *s = json_string_value(json_object_get(ev, key));
+
+	return s ? s : "";
+}
+
+/* Which alert (if any) an event is: 1 and *k, or 0 = none. */
+static int classify(const json_t *ev, enum finops_alert_kind *k,
+		    enum finops_severity *sev)
+{
+	const char *type = str(ev, "type"), *to = str(ev, "to");
+	const char *msg = str(ev, "message");
+
+	*sev = FINOPS_SEV_WARNING;
+	if (!strcmp(type, "preempted")) {
+		*k = FINOPS_ALERT_PREEMPTION;
+		return 1;
+	}
+	if (!strcmp(type, "recovered")) {
+		*k = FINOPS_ALERT_RECOVERY;
+		*sev = FINOPS_SEV_INFO;
+		return 1;
+	}
+	if (!strcmp(type, "deadline_risk")) {
+		*k = FINOPS_ALERT_DEADLINE_RISK;
+		*sev = FINOPS_SEV_ERROR;
+		return 1;
+	}
+	if (!strcmp(type, "budget") || !strcmp(type, "autostop")) {
+		*k = FINOPS_ALERT_BUDGET;
+		*sev = strstr(msg, "stop") ? FINOPS_SEV_CRITICAL : FINOPS_SEV_WARNING;
+		return 1;
+	}
+	if (strcmp(type, "transition"))
+		return 0;
+	if (!strcmp(to, "SUCCEEDED") || !strcmp(to, "FAILED") ||
+	    !strcmp(to, "CANCELLED")) {
+		*k = FINOPS_ALERT_JOB_DONE;
+		*sev = strcmp(to, "SUCCEEDED") ? FINOPS_SEV_WARNING : FINOPS_SEV_INFO;
+		return 1;
+	}
+	return 0;
+}
+
+static void on_event(struct ctl *c, const json_t *ev)
+{
+	struct finops_alert a;
+	enum finops_alert_kind k;
+	enum finops_severity sev;
+	sqlite3 *db;
+	char host[64] = "localhost";
+
+	g_ctl = c;
+#ifndef CTL_TICK_HOOK
+	/* no tick hook in this daemon: check budgets as events flow */
+	if (ctl__db(c))
+		finops_watch_tick(c, ctl__db(c));
+#endif
+	pthread_once(&g_once, alerts_init);
+	if (!g_alerter)
+		return;
+	if (!classify(ev, &k, &sev))
+		return;
+	memset(&a, 0, sizeof a);
+	a.kind = k;
+	a.severity = sev;
+	a.job_id = json_integer_value(json_object_get(ev, "job_id"));
+	db = ctl__db(c);
+	if (!db || job_facts(db, a.job_id, &a))
+		return;
+	gethostname(host, sizeof host - 1);
+	snprintf(a.source, sizeof a.source, "spotrund@%s", host);
+	a.resolve_all = k == FINOPS_ALERT_JOB_DONE;
+	if (k == FINOPS_ALERT_JOB_DONE)
+		snprintf(a.summary, sizeof a.summary,
+			 "job %lld %s %s: cost $%.2f, saved $%.2f vs on-demand, "
+			 "%lld preemption(s)", (long long)a.job_id, a.job_name,
+			 str(ev, "to"), sr_money_to_usd(a.cost),
+			 sr_money_to_usd(a.saved), (long long)a.preemptions);
+	else
+		snprintf(a.summary, sizeof a.summary, "job %lld %s: %s",
+			 (long long)a.job_id, a.job_name, str(ev, "message"));
+	if (finops_alerter_post(g_alerter, &a))
+		sr_warn("finops", "alert dropped: queue full", "job=%lld",
+			(long long)a.job_id);
+}
+
+CTL_EVENT_HOOK(on_event)

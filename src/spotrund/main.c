@@ -1,0 +1,234 @@
+/*
+ * spotrund - the spotrun control plane daemon.  See docs/control-plane.md
+ * and docs/api.md.  Everything but argument handling, signals and the
+ * api.url / pid files lives in lib/ctl (ctl.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/ctl.h"
+
+static const char usage[] =
+	"usage: spotrund [options]\n"
+	"\n"
+	"The spotrun control plane: REST API, SQLite state, reconciler and the\n"
+	"local spot cloud.  Writes <state-dir>/api.url and spotrund.pid.\n"
+	"\n"
+	"  --listen HOST:PORT       listen address (127.0.0.1:7077; port 0 = any)\n"
+	"  --state-dir DIR          state (default $SPOTRUN_STATE_DIR, else\n"
+	"                           $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
+	"  --provider NAME          cloud provider (local)\n"
+	"  --data-dir DIR           catalog + traces (default: data/ found as the\n"
+	"                           catalog finds it, or $SPOTRUN_DATA)\n"
+	"  --agent PATH             spotrun-agent binary (default: beside spotrund)\n"
+	"  --time-scale N           cloud seconds per real second (3600)\n"
+	"  --trace-start HOURS      cloud clock at first start, in trace hours (48)\n"
+	"  --provision-ms N         local provisioning delay, real ms (1000)\n"
+	"  --notice-ms N            preemption notice lead time, real ms (5000)\n"
+	"  --heartbeat-ms N         agent heartbeat period (1000)\n"
+	"  --heartbeat-timeout DUR  node LOST after this silence (10s)\n"
+	"  --boot-timeout DUR       BOOTING node LOST if it never registers (30s)\n"
+	"  --bill-interval-ms N     ledger row per node per interval (1000)\n"
+	"  --policy NAME            placement policy from lib/sim (spotrun)\n"
+	"  --restart-guess-ms N     agent+workload start time assumed by the\n"
+	"                           policy, real ms (3000)\n"
+	"  --http-threads N         HTTP worker threads (4)\n"
+	"  --tick-ms N              reconciler period (100)\n"
+	"  --help                   this text\n";
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_signal(int sig)
+{
+	stop_sig = sig;
+}
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, "spotrund: %s: invalid value '%s'\ntry 'spotrund --help'\n",
+		opt, val);
+	return 2;
+}
+
+static int parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
+{
+	char *end = NULL;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		return bad(opt, s);
+	*out = v;
+	return 0;
+}
+
+static int parse_dur_ms(const char *opt, const char *s, int64_t *out)
+{
+	int64_t ns;
+
+	if (sr_dur_parse(s, &ns, NULL) || ns <= 0)
+		return bad(opt, s);
+	*out = ns / 1000000;
+	return 0;
+}
+
+static void default_state_dir(char *buf, size_t n)
+{
+	const char *s = getenv("SPOTRUN_STATE_DIR");
+	const char *x = getenv("XDG_STATE_HOME");
+	const char *h = getenv("HOME");
+
+	if (s && *s)
+		snprintf(buf, n, "%s", s);
+	else if (x && *x)
+		snprintf(buf, n, "%s/spotrun", x);
+	else
+		snprintf(buf, n, "%s/.local/state/spotrun", h ? h : ".");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "agent", required_argument, NULL, 'a' },
+		{ "time-scale", required_argument, NULL, 'T' },
+		{ "trace-start", required_argument, NULL, 'S' },
+		{ "provision-ms", required_argument, NULL, 'P' },
+		{ "notice-ms", required_argument, NULL, 'N' },
+		{ "heartbeat-ms", required_argument, NULL, 'H' },
+		{ "heartbeat-timeout", required_argument, NULL, 'O' },
+		{ "boot-timeout", required_argument, NULL, 'B' },
+		{ "bill-interval-ms", required_argument, NULL, 'I' },
+		{ "policy", required_argument, NULL, 'y' },
+		{ "restart-guess-ms", required_argument, NULL, 'R' },
+		{ "http-threads", required_argument, NULL, 't' },
+		{ "tick-ms", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctl_config cfg;
+	struct ctl *c = NULL;
+	struct sr_err e = { 0 };
+	char state[2048], host[64], path[2400], buf[256];
+	struct sigaction sa;
+	sigset_t block, old;
+	int64_t v;
+	int opt, rc;
+
+	ctl_config_defaults(&cfg);
+	default_state_dir(state, sizeof state);
+	snprintf(host, sizeof host, "%s", cfg.listen_host);
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *colon, *end = NULL;
+
+		switch (opt) {
+		case 'l':
+			colon = strrchr(optarg, ':');
+			if (!colon || colon == optarg ||
+			    (size_t)(colon - optarg) >= sizeof host)
+				return bad("--listen", optarg);
+			memcpy(host, optarg, (size_t)(colon - optarg));
+			host[colon - optarg] = '\0';
+			v = strtoll(colon + 1, &end, 10);
+			if (end == colon + 1 || *end || v < 0 || v > 65535)
+				return bad("--listen", optarg);
+			cfg.listen_port = (int)v;
+			break;
+		case 's': snprintf(state, sizeof state, "%s", optarg); break;
+		case 'p': cfg.provider = optarg; break;
+		case 'd': cfg.data_dir = optarg; break;
+		case 'a': cfg.agent_path = optarg; break;
+		case 'y': cfg.policy = optarg; break;
+		case 'T':
+			cfg.time_scale = strtod(optarg, &end);
+			if (end == optarg || *end || !(cfg.time_scale > 0 &&
+						       cfg.time_scale <= 1e7))
+				return bad("--time-scale", optarg);
+			break;
+		case 'S':
+			cfg.trace_start_h = strtod(optarg, &end);
+			if (end == optarg || *end || cfg.trace_start_h < 0)
+				return bad("--trace-start", optarg);
+			break;
+		case 'P': if (parse_i64("--provision-ms", optarg, 0, &cfg.provision_ms)) return 2; break;
+		case 'N': if (parse_i64("--notice-ms", optarg, 1, &cfg.notice_ms)) return 2; break;
+		case 'H': if (parse_i64("--heartbeat-ms", optarg, 10, &cfg.heartbeat_ms)) return 2; break;
+		case 'O': if (parse_dur_ms("--heartbeat-timeout", optarg, &cfg.heartbeat_timeout_ms)) return 2; break;
+		case 'B': if (parse_dur_ms("--boot-timeout", optarg, &cfg.boot_timeout_ms)) return 2; break;
+		case 'I': if (parse_i64("--bill-interval-ms", optarg, 10, &cfg.bill_interval_ms)) return 2; break;
+		case 'R': if (parse_i64("--restart-guess-ms", optarg, 0, &cfg.restart_guess_ms)) return 2; break;
+		case 'k': if (parse_i64("--tick-ms", optarg, 1, &cfg.tick_ms)) return 2; break;
+		case 't':
+			if (parse_i64("--http-threads", optarg, 1, &v))
+				return 2;
+			if (v > 64)
+				return bad("--http-threads", optarg);
+			cfg.http_threads = (int)v;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs("try 'spotrund --help'\n", stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "spotrund: unexpected argument '%s'\ntry 'spotrund "
+			"--help'\n", argv[optind]);
+		return 2;
+	}
+	cfg.state_dir = state;
+	cfg.listen_host = host;
+
+	/* Block the stop signals in every thread (they inherit the mask);
+	 * the main thread waits for them with sigsuspend, so a signal that
+	 * arrives before the wait is not lost. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+
+	rc = ctl_start(&cfg, &c, &e);
+	if (rc) {
+		fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s/api.url", state);
+	snprintf(buf, sizeof buf, "http://%s:%d\n", host, ctl_port(c));
+	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
+	snprintf(path, sizeof path, "%s/spotrund.pid", state);
+	snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+	if (!rc)
+		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
+	if (rc) {
+		fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+		ctl_stop(c);
+		return 1;
+	}
+	while (!stop_sig)
+		sigsuspend(&old);
+	sr_info("ctl", "stopping", "signal=%d", (int)stop_sig);
+	/* Nodes keep running: the next start adopts them (docs/api.md). */
+	ctl_stop(c);
+	unlink(path);
+	return 0;
+}

@@ -1,0 +1,319 @@
+/*
+ * routes_finops.c - spotrund's FinOps routes.
+ *
+ *   GET /                      dashboard (public: static, holds no data)
+ *   GET /dashboard.js, .css    its script and style (public)
+ *   GET /metrics               Prometheus text exposition (admin token)
+ *   GET /v1/cost               report: ?since= &until= &job= &by=
+ *   GET /v1/cost/focus         FOCUS 1.2 CSV, same filters
+ *   GET /v1/cost/series        cost over time: ?buckets=N &bucket=DUR &since=
+ *   GET /v1/finops/timeline    preemptions and recoveries: ?limit= &since=
+ *
+ * Everything except the static files needs the admin token.  Live node
+ * prices and deadline slack for /metrics are read from the daemon's
+ * `nodes` and `jobs` tables; every other figure comes from the ledger.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/ctl_int.h"
+#include "finops/focus.h"
+#include "finops/metrics.h"
+#include "finops/report.h"
+#include "router.h"
+#include "web_assets.h"
+
+static int asset_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	const char *body, *ctype;
+	size_t len;
+
+	if (web_asset_get(ctl_req_path(rq), &body, &len, &ctype))
+		return ctl_resp_error(rs, 404, "no such page");
+	return ctl_resp_text(rs, 200, ctype, body, len);
+}
+
+/* CTL_ROUTE names its registration after the handler: one per path. */
+static int web_root(struct ctl_req *rq, struct ctl_resp *rs) { return asset_get(rq, rs); }
+static int web_index(struct ctl_req *rq, struct ctl_resp *rs) { return asset_get(rq, rs); }
+static int web_js(struct ctl_req *rq, struct ctl_resp *rs) { return asset_get(rq, rs); }
+static int web_css(struct ctl_req *rq, struct ctl_resp *rs) { return asset_get(rq, rs); }
+
+CTL_ROUTE("GET", "/", CTL_AUTH_PUBLIC, web_root)
+CTL_ROUTE("GET", "/index.html", CTL_AUTH_PUBLIC, web_index)
+CTL_ROUTE("GET", "/dashboard.js", CTL_AUTH_PUBLIC, web_js)
+CTL_ROUTE("GET", "/dashboard.css", CTL_AUTH_PUBLIC, web_css)
+
+/* ?since ?until ?job into *f; on a bad value a 400 is set in rs. */
+static int filter_from_query(struct ctl_req *rq, struct finops_filter *f,
+			     struct ctl_resp *rs)
+{
+	const char *since = ctl_req_query(rq, "since");
+	const char *until = ctl_req_query(rq, "until");
+	const char *job = ctl_req_query(rq, "job");
+	int64_t now = sr_time_real_ns();
+	char *end;
+
+	memset(f, 0, sizeof *f);
+	if (since && finops_parse_when(since, now, &f->since_ns)) {
+		ctl_resp_error(rs, 400, "query: since: '%.64s' is not an RFC 3339 "
+			       "time, a date or a duration", since);
+		return -EINVAL;
+	}
+	if (until && finops_parse_when(until, now, &f->until_ns)) {
+		ctl_resp_error(rs, 400, "query: until: '%.64s' is not an RFC 3339 "
+			       "time, a date or a duration", until);
+		return -EINVAL;
+	}
+	if (job) {
+		f->job_id = strtoll(job, &end, 10);
+		if (*end || f->job_id <= 0) {
+			ctl_resp_error(rs, 400, "query: job: '%.64s' is not a job id", job);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int query_int(struct ctl_req *rq, const char *key, int64_t def,
+		     int64_t lo, int64_t hi, int64_t *out, struct ctl_resp *rs)
+{
+	const char *v = ctl_req_query(rq, key);
+	char *end;
+
+	*out = def;
+	if (!v)
+		return 0;
+	*out = strtoll(v, &end, 10);
+	if (*end || *out < lo || *out > hi) {
+		ctl_resp_error(rs, 400, "query: %s: '%.32s' not in %lld..%lld", key, v,
+			       (long long)lo, (long long)hi);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int db_fail(struct ctl_resp *rs, const struct sr_err *e, int rc)
+{
+	sr_error("finops", "query failed", "err=\"%s\"", sr_err_str(e, rc));
+	return ctl_resp_error(rs, 500, "database error");
+}
+
+static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct finops_filter f;
+	struct finops_report rep;
+	enum finops_by by = FINOPS_BY_TOTAL;
+	const char *bys = ctl_req_query(rq, "by");
+	struct sr_err e;
+	json_t *j;
+	int rc;
+
+	if (filter_from_query(rq, &f, rs))
+		return 0;
+	if (bys && finops_by_parse(bys, &by))
+		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
+				      "job, cloud, region, pool, day", bys);
+	rc = finops_report_build(ctl_req_db(rq), &f, by, &rep, &e);
+	if (rc)
+		return db_fail(rs, &e, rc);
+	j = finops_report_json(&rep, &f);
+	finops_report_free(&rep);
+	if (!j)
+		return -ENOMEM;
+	return ctl_resp_json(rs, 200, j);
+}
+
+CTL_ROUTE("GET", "/v1/cost", CTL_AUTH_ADMIN, cost_get)
+
+static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct finops_filter f;
+	struct finops_focus_opts o = { ctl_req_query(rq, "account"),
+				       ctl_req_query(rq, "account_name") };
+	struct sr_err e;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int rc;
+
+	if (filter_from_query(rq, &f, rs))
+		return 0;
+	mem = open_memstream(&buf, &len);
+	if (!mem)
+		return -ENOMEM;
+	rc = finops_focus_write(ctl_req_db(rq), &f, &o, mem, NULL, &e);
+	fclose(mem);
+	if (rc) {
+		free(buf);
+		return db_fail(rs, &e, rc);
+	}
+	rc = ctl_resp_text(rs, 200, "text/csv; charset=utf-8", buf, len);
+	free(buf);
+	return rc;
+}
+
+CTL_ROUTE("GET", "/v1/cost/focus", CTL_AUTH_ADMIN, focus_get)
+
+static int series_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct finops_filter f;
+	const char *bucket = ctl_req_query(rq, "bucket");
+	int64_t buckets, bucket_ns = 0, first = 0;
+	sqlite3 *db = ctl_req_db(rq);
+	sqlite3_stmt *st = NULL;
+	struct sr_err e;
+	json_t *j;
+	int rc;
+
+	if (filter_from_query(rq, &f, rs) ||
+	    query_int(rq, "buckets", 120, 1, 10000, &buckets, rs))
+		return 0;
+	if (bucket && (sr_dur_parse(bucket, &bucket_ns, NULL) || bucket_ns <= 0))
+		return ctl_resp_error(rs, 400, "query: bucket: '%.32s' is not a "
+				      "duration", bucket);
+	if (!bucket_ns) {
+		/* spread the span of the data over the requested buckets */
+		if (sqlite3_prepare_v2(db, "SELECT min(start_ns) FROM ledger"
+				       " WHERE start_ns >= ?1", -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, f.since_ns);
+			if (sqlite3_step(st) == SQLITE_ROW)
+				first = sqlite3_column_int64(st, 0);
+		}
+		sqlite3_finalize(st);
+		bucket_ns = first > 0 ? (sr_time_real_ns() - first) / buckets + 1 : 0;
+		if (bucket_ns < SR_NS_PER_SEC)
+			bucket_ns = SR_NS_PER_SEC;
+	}
+	rc = finops_series_json(db, &f, bucket_ns, (int)buckets, &j, &e);
+	if (rc)
+		return db_fail(rs, &e, rc);
+	return ctl_resp_json(rs, 200, j);
+}
+
+CTL_ROUTE("GET", "/v1/cost/series", CTL_AUTH_ADMIN, series_get)
+
+static int timeline_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct finops_filter f;
+	int64_t limit;
+	struct sr_err e;
+	json_t *j;
+	int rc;
+
+	if (filter_from_query(rq, &f, rs) ||
+	    query_int(rq, "limit", 100, 1, 1000, &limit, rs))
+		return 0;
+	rc = finops_timeline_json(ctl_req_db(rq), &f, (int)limit, &j, &e);
+	if (rc)
+		return db_fail(rs, &e, rc);
+	return ctl_resp_json(rs, 200, j);
+}
+
+CTL_ROUTE("GET", "/v1/finops/timeline", CTL_AUTH_ADMIN, timeline_get)
+
+/* ---- /metrics ---------------------------------------------------------- */
+
+#define LIVE_MAX 4096
+
+struct live_buf {
+	struct finops_live_node nodes[LIVE_MAX];
+	struct finops_live_job jobs[LIVE_MAX];
+	char strs[LIVE_MAX][5][64];  /* node: cloud region zone type; job: name */
+	struct finops_live live;
+};
+
+static void copy_col(char *dst, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(dst, 64, "%s", t ? (const char *)t : "");
+}
+
+static int load_live(struct ctl *c, sqlite3 *db, struct live_buf *b)
+{
+	sqlite3_stmt *st = NULL;
+	double sim_now = ctl__sim_now(c);
+	size_t n = 0;
+
+	memset(&b->live, 0, sizeof b->live);
+	if (sqlite3_prepare_v2(db,
+		"SELECT id, job_id, cloud, region, zone, instance_type, spot,"
+		" price_micros FROM nodes WHERE state NOT IN ('TERMINATED', 'LOST')"
+		" ORDER BY id LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (n < LIVE_MAX && sqlite3_step(st) == SQLITE_ROW) {
+		struct finops_live_node *nd = &b->nodes[n];
+
+		for (int k = 0; k < 4; k++)
+			copy_col(b->strs[n][k], st, 2 + k);
+		nd->id = sqlite3_column_int64(st, 0);
+		nd->job_id = sqlite3_column_int64(st, 1);
+		nd->provider = b->strs[n][0];
+		nd->region = b->strs[n][1];
+		nd->zone = b->strs[n][2];
+		nd->instance_type = b->strs[n][3];
+		nd->spot = sqlite3_column_int(st, 6) != 0;
+		nd->price_per_hour = sqlite3_column_int64(st, 7);
+		n++;
+	}
+	sqlite3_finalize(st);
+	b->live.nodes = b->nodes;
+	b->live.nnodes = n;
+	n = 0;
+	if (sqlite3_prepare_v2(db,
+		"SELECT id, name, state, sim_start_s, deadline_s, run_s, work_s,"
+		" step, total_steps FROM jobs"
+		" WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+		" ORDER BY id LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (n < LIVE_MAX && sqlite3_step(st) == SQLITE_ROW) {
+		struct finops_live_job *j = &b->jobs[n];
+
+		copy_col(b->strs[n][4], st, 1);
+		j->id = sqlite3_column_int64(st, 0);
+		j->name = b->strs[n][4];
+		j->state = "";
+		j->has_deadline = sqlite3_column_type(st, 4) != SQLITE_NULL &&
+			finops_deadline_slack(sqlite3_column_double(st, 3) +
+						      sqlite3_column_double(st, 4) - sim_now,
+					      sqlite3_column_double(st, 5),
+					      sqlite3_column_double(st, 6),
+					      sqlite3_column_int64(st, 7),
+					      sqlite3_column_int64(st, 8),
+					      &j->deadline_slack_s);
+		n++;
+	}
+	sqlite3_finalize(st);
+	b->live.jobs = b->jobs;
+	b->live.njobs = n;
+	return 0;
+}
+
+static int metrics_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct live_buf *b = calloc(1, sizeof *b);
+	struct sr_err e;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	if (load_live(ctl_req_ctl(rq), ctl_req_db(rq), b))
+		sr_warn("finops", "metrics: live nodes/jobs unavailable", "path=%s",
+			"/metrics");
+	rc = finops_metrics_render(ctl_req_db(rq), &b->live, &text, &len, &e);
+	free(b);
+	if (rc)
+		return db_fail(rs, &e, rc);
+	rc = ctl_resp_text(rs, 200, "text/plain; version=0.0.4; charset=utf-8",
+			   text, len);
+	free(text);
+	return rc;
+}
+
+CTL_ROUTE("GET", "/metrics", CTL_AUTH_ADMIN, metrics_get)

@@ -1,0 +1,312 @@
+"""Crash tests of spotrund and its local cloud, with real spotrun-agent
+processes and shell workloads:
+
+- kill -9 spotrund while several jobs run through preemptions, restart it
+  on the same port: every job finishes, none runs twice, none is lost;
+- kill an agent: its node is declared LOST after the heartbeat timeout and
+  the job recovers on a new node;
+- a workload that crashes (not a preemption) is restarted up to
+  max_restarts, then the job is FAILED with its exit code.
+
+The market is a test fixture: the bundled catalog (data/catalog) with
+synthetic V100 traces, so preemptions come at a known rate."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+# A workload of STEPS steps of 0.1 s that checkpoints every 10 steps into
+# the job's shared checkpoint dir, takes a final checkpoint on SIGTERM
+# (the preemption contract) and resumes from the last checkpoint.  At the
+# end it appends one line to `completions` - so a job that ran to the end
+# twice would leave two lines.
+WORKLOAD = r"""
+d=$SPOTRUN_CKPT_DIR; s=0; [ -f $d/step ] && s=$(cat $d/step)
+save() { echo $s > $d/step.tmp && mv $d/step.tmp $d/step; }
+trap 'save; exit 0' TERM
+while [ $s -lt STEPS ]; do
+  s=$((s+1)); sleep 0.1 & wait $!
+  [ $((s % 10)) -eq 0 ] && save
+  printf '{"step":%d,"total_steps":STEPS,"ckpt_step":%d}' $s $(cat $d/step 2>/dev/null || echo 0) > $SPOTRUN_STATUS_FILE.tmp
+  mv $SPOTRUN_STATUS_FILE.tmp $SPOTRUN_STATUS_FILE
+done
+save
+echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
+"""
+
+
+def make_market(tmp, pattern, gap=3600):
+    """data dir: the bundled catalog + three synthetic V100 traces (CBL
+    format, 1 = available) with `pattern` repeated, phase-shifted."""
+    data = os.path.join(str(tmp), "data")
+    os.makedirs(os.path.join(data, "traces"))
+    shutil.copytree(os.path.join(ROOT, "data", "catalog"), os.path.join(data, "catalog"))
+    off = os.path.join(ROOT, "data", "offerings.csv")
+    if os.path.exists(off):
+        shutil.copy(off, data)
+    for k, name in enumerate(["zone-a", "zone-b", "zone-c"]):
+        vals = (pattern[k:] + pattern[:k]) * (400 // len(pattern) + 1)
+        with open(os.path.join(data, "traces", name + "_v100_1.json"), "w") as f:
+            json.dump({"metadata": {"gap_seconds": gap}, "data": vals}, f)
+    return data
+
+
+class Daemon:
+    def __init__(self, tmp, data, *extra):
+        self.tmp = str(tmp)
+        self.state = os.path.join(self.tmp, "state")
+        self.data = data
+        self.extra = list(extra)
+        self.proc = None
+        self.port = 0
+        self.url = self.token = None
+
+    def start(self):
+        url_file = os.path.join(self.state, "api.url")
+        if os.path.exists(url_file):
+            os.unlink(url_file)
+        log = open(os.path.join(self.tmp, "spotrund.log"), "ab")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "spotrund"), "--listen",
+             "127.0.0.1:%d" % self.port, "--state-dir", self.state,
+             "--data-dir", self.data, "--provision-ms", "200",
+             "--heartbeat-ms", "200", "--tick-ms", "50"] + self.extra,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            assert self.proc.poll() is None, self.log_tail()
+            if os.path.exists(url_file):
+                with open(url_file) as f:
+                    self.url = f.read().strip()
+                if self.url:
+                    break
+            time.sleep(0.05)
+        assert self.url, self.log_tail()
+        self.port = int(self.url.rsplit(":", 1)[1])
+        with open(os.path.join(self.state, "api.token")) as f:
+            self.token = f.read().strip()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # nodes outlive the daemon by design: end them for the test
+        try:
+            self.kill_nodes()
+        except OSError:
+            pass
+
+    def kill_nodes(self):
+        nodes = os.path.join(self.state, "nodes")
+        if not os.path.isdir(nodes):
+            return
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cwd/node.token" % pid):
+                    pass
+                cwd = os.readlink("/proc/%s/cwd" % pid)
+            except OSError:
+                continue
+            if cwd.startswith(nodes):
+                try:
+                    os.killpg(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.tmp, "spotrund.log"), "rb") as f:
+                return f.read()[-3000:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def api(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def submit(self, yaml):
+        st, body = self.api("POST", "/v1/jobs", {"spec_yaml": yaml,
+                                                 "spec_name": "t.yaml"})
+        assert st == 201, body
+        return body["job"]["id"]
+
+    def job(self, jid):
+        st, body = self.api("GET", "/v1/jobs/%d" % jid)
+        assert st == 200, body
+        return body["job"]
+
+    def events(self, jid):
+        st, body = self.api("GET", "/v1/jobs/%d/events?limit=1000" % jid)
+        assert st == 200, body
+        return body["events"]
+
+    def wait(self, jids, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            jobs = [self.job(j) for j in jids]
+            if all(j["state"] in TERMINAL for j in jobs):
+                return jobs
+            time.sleep(0.2)
+        raise AssertionError("jobs not finished: %s\n%s" % (
+            [(j["id"], j["state"], j["message"]) for j in jobs], self.log_tail()))
+
+
+def spot_job(name, steps, extra=""):
+    run = WORKLOAD.replace("STEPS", str(steps))
+    return ("name: %s\nresources:\n  accelerators: V100:1\n  use_spot: true\n"
+            "run: |\n%s\nspotrun:\n  deadline: 1000h\n  work: 10h\n%s" % (
+                name, "".join("  " + l + "\n" for l in run.strip().splitlines()),
+                extra))
+
+
+@pytest.fixture
+def daemon_factory(tmp_path):
+    made = []
+
+    def make(pattern, *extra):
+        d = Daemon(tmp_path, make_market(tmp_path, pattern), *extra)
+        made.append(d)
+        return d
+    yield make
+    for d in made:
+        d.stop()
+
+
+def completions(d, jid):
+    p = os.path.join(d.state, "jobs", str(jid), "ckpt", "completions")
+    with open(p) as f:
+        return f.read().splitlines()
+
+
+def test_kill9_daemon_during_preemptions(daemon_factory):
+    # one trace hour per real second; spot pools are up 6 h then down 2 h
+    d = daemon_factory([1, 1, 1, 1, 1, 1, 0, 0], "--time-scale", "3600",
+                       "--notice-ms", "1000", "--heartbeat-timeout", "4s",
+                       "--restart-guess-ms", "500")
+    d.start()
+    njobs = 2 if ASAN else 4
+    jids = [d.submit(spot_job("crash%d" % i, 120)) for i in range(njobs)]
+    time.sleep(6)
+    d.kill9()
+    time.sleep(1.5)
+    d.start()                      # same port: the agents' URL still works
+    jobs = d.wait(jids, 240)
+    pre = 0
+    for j in jobs:
+        assert j["state"] == "SUCCEEDED", (j["id"], j["message"], d.log_tail())
+        assert j["exit_code"] == 0
+        # ran to the end exactly once
+        assert len(completions(d, j["id"])) == 1, completions(d, j["id"])
+        pre += j["preemptions"]
+        ev = [e["type"] for e in d.events(j["id"])]
+        assert ev.count("created") == 1
+    assert pre >= 1, "the synthetic market preempted nobody"
+    # nothing was left behind: every node of every job ended
+    st, body = d.api("GET", "/v1/nodes")
+    assert st == 200 and body["nodes"] == [], body
+
+
+def test_killed_agent_is_lost_and_job_recovers(daemon_factory):
+    d = daemon_factory([1], "--time-scale", "600", "--heartbeat-timeout", "2s")
+    d.start()
+    jid = d.submit(spot_job("lost", 80))
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        j = d.job(jid)
+        if j["state"] == "RUNNING" and (j["step"] or 0) >= 5:
+            break
+        time.sleep(0.1)
+    assert j["state"] == "RUNNING", j
+    node = [n for n in j["nodes"] if n["state"] == "READY"][0]
+    os.kill(node["pid"], signal.SIGKILL)       # the agent only
+    jobs = d.wait([jid], 120)
+    assert jobs[0]["state"] == "SUCCEEDED", jobs[0]["message"]
+    assert jobs[0]["recoveries"] >= 1
+    ev = d.events(jid)
+    lost = [e for e in ev if e["type"] == "node_lost"]
+    assert lost and lost[0]["node_id"] == node["id"]
+    assert "heartbeat timeout" in lost[0]["message"]
+    assert any(e["type"] == "transition" and e["from"] == "RUNNING" and
+               e["to"] == "RECOVERING" for e in ev)
+    assert len(completions(d, jid)) == 1
+
+
+def test_crashing_workload_restarts_then_fails(daemon_factory):
+    d = daemon_factory([1], "--time-scale", "600")
+    d.start()
+    yaml = ("name: crasher\nresources:\n  accelerators: V100:1\n"
+            "run: |\n  echo attempt $SPOTRUN_ATTEMPT >> $SPOTRUN_CKPT_DIR/runs\n"
+            "  exit 7\nspotrun:\n  max_restarts: 2\n")
+    jid = d.submit(yaml)
+    j = d.wait([jid], 90)[0]
+    assert j["state"] == "FAILED", j["message"]
+    assert j["exit_code"] == 7
+    assert j["restarts"] == 2
+    assert j["attempt"] == 3
+    with open(os.path.join(d.state, "jobs", str(jid), "ckpt", "runs")) as f:
+        assert f.read().split() == ["attempt", "1", "attempt", "2", "attempt", "3"]
+
+
+def test_gang_loses_one_node_keeps_the_other(daemon_factory):
+    d = daemon_factory([1], "--time-scale", "600", "--heartbeat-timeout", "2s")
+    d.start()
+    yaml = spot_job("gang", 80).replace("name: gang\n", "name: gang\nnum_nodes: 2\n")
+    # only rank 0 writes the shared checkpoint and the completion line
+    yaml = yaml.replace("  d=$SPOTRUN_CKPT_DIR;",
+                        "  d=$SPOTRUN_CKPT_DIR; [ $SPOTRUN_NODE_RANK = 0 ] || "
+                        "d=$SPOTRUN_NODE_DIR;")
+    jid = d.submit(yaml)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        j = d.job(jid)
+        if j["state"] == "RUNNING" and (j["step"] or 0) >= 5:
+            break
+        time.sleep(0.1)
+    assert j["state"] == "RUNNING", j
+    ready = {n["rank"]: n for n in j["nodes"] if n["state"] == "READY"}
+    assert sorted(ready) == [0, 1]
+    os.kill(ready[1]["pid"], signal.SIGKILL)
+    j = d.wait([jid], 120)[0]
+    assert j["state"] == "SUCCEEDED", j["message"]
+    assert j["attempt"] >= 2
+    nodes = {}
+    for n in j["nodes"]:
+        nodes.setdefault(n["rank"], []).append(n)
+    # rank 0 kept its node through the recovery; rank 1 got a new one
+    assert [n["id"] for n in nodes[0]] == [ready[0]["id"]]
+    assert len(nodes[1]) == 2
+    assert nodes[1][0]["end_reason"] == "heartbeat timeout"
+    lost = [e for e in d.events(jid) if e["type"] == "node_lost"]
+    assert [e["node_id"] for e in lost] == [ready[1]["id"]]
+    assert len(completions(d, jid)) == 1

@@ -1,0 +1,333 @@
+"""spotrun-agent end to end against a scripted control plane.
+
+The test plays spotrund's node API (register, heartbeat, report) and the
+node's AWS IMDSv2 endpoint on one 127.0.0.1 server with an ephemeral
+port, starts the real agent binary, and checks exactly what the agent
+sends and does:
+
+- preemption: the workload runs setup then run with the environment
+  contract; on the IMDS notice it gets SIGTERM, takes its "final
+  checkpoint", and the agent reports notice -> final checkpoint (step,
+  stall, durable) -> exit (cause preempted), then exits 0 by itself;
+- a malformed notice reply is reported clearly and polling goes on; an
+  `exit` directive stops the workload (cause stopped) and the agent;
+- a crashing workload is reported as crashed with its exit code;
+- the node token never reaches the workload; an IMDS token is used.
+
+The agent exits on its own in each case, so under the sanitizer pass its
+exit path (and LeakSanitizer) runs too.
+"""
+
+import json
+import os
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
+TOKEN = "n0de" * 16
+NODE = 7
+
+WORKLOAD = r"""
+trap 'mkdir -p "$SPOTRUN_CKPT_DIR/step-00000042" &&
+      echo "{}" > "$SPOTRUN_CKPT_DIR/step-00000042/manifest.json" &&
+      printf "{\"seq\":9,\"step\":42,\"stall_ms\":[7.5]}" > "$SPOTRUN_STATUS_FILE.t" &&
+      mv "$SPOTRUN_STATUS_FILE.t" "$SPOTRUN_STATUS_FILE"; echo final-saved; exit 0' TERM
+echo "A=$A job=$SPOTRUN_JOB_ID rank=$SPOTRUN_NODE_RANK/$SPOTRUN_NUM_NODES attempt=$SPOTRUN_ATTEMPT"
+echo "setup=$(cat setup.txt) notice=$SPOTRUN_NOTICE_FILE signal=$SPOTRUN_PREEMPT_SIGNAL"
+env | grep -c "TOKEN_VALUE" || true
+echo oops >&2
+printf '{"seq":1,"step":10,"total_steps":100,"ckpt_step":0,"stall_ms":[3.25]}' > "$SPOTRUN_STATUS_FILE.t"
+mv "$SPOTRUN_STATUS_FILE.t" "$SPOTRUN_STATUS_FILE"
+while :; do sleep 0.05; done
+"""
+
+
+class Plane:
+    """The scripted spotrund + IMDS, recording every request."""
+
+    def __init__(self, tmp, run=WORKLOAD):
+        self.tmp = str(tmp)
+        # the script greps its own environment for the node token
+        self.run = run.replace("TOKEN_VALUE", TOKEN)
+        self.lock = threading.Lock()
+        self.events = []          # every reported event, in order
+        self.heartbeats = []
+        self.auth = set()         # Authorization headers seen
+        self.imds_tokens = set()  # X-aws-ec2-metadata-token values seen
+        self.notice = None        # None, "good" or "bad"
+        self.notice_time = None
+        self.directive = {"action": "run", "attempt": 1}
+        self.revoked = False      # answer 401 to the node from now on
+        plane = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, status, body, ctype="application/json"):
+                data = body.encode() if isinstance(body, str) else \
+                    json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self):
+                if self.path == "/imds/latest/api/token":
+                    ttl = self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")
+                    if not ttl:
+                        return self.reply(400, "no ttl", "text/plain")
+                    return self.reply(200, "imds-tok-1", "text/plain")
+                self.reply(404, {})
+
+            def do_GET(self):
+                if self.path != "/imds/latest/meta-data/spot/instance-action":
+                    return self.reply(404, {})
+                tok = self.headers.get("X-aws-ec2-metadata-token")
+                with plane.lock:
+                    plane.imds_tokens.add(tok)
+                    state = plane.notice
+                if tok != "imds-tok-1":
+                    return self.reply(401, "", "text/plain")
+                if state is None:
+                    return self.reply(404, "Not Found", "text/plain")
+                if state == "bad":
+                    return self.reply(200, {"action": "explode", "time": "soon"})
+                return self.reply(200, {"action": "terminate",
+                                        "time": plane.notice_time})
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(n) or b"{}")
+                with plane.lock:
+                    plane.auth.add(self.headers.get("Authorization"))
+                    d = dict(plane.directive)
+                    revoked = plane.revoked
+                if revoked:
+                    return self.reply(401, {"error": {"code": "unauthorized",
+                                                      "message": "bad token"}})
+                if self.path == "/v1/nodes/%d/register" % NODE:
+                    return self.reply(200, plane.assignment(d))
+                if self.path == "/v1/nodes/%d/heartbeat" % NODE:
+                    with plane.lock:
+                        plane.heartbeats.append(body)
+                    return self.reply(200, {"directive": d})
+                if self.path == "/v1/nodes/%d/report" % NODE:
+                    with plane.lock:
+                        plane.events.extend(body["events"])
+                    return self.reply(200, {"accepted": len(body["events"]),
+                                            "directive": d})
+                self.reply(404, {})
+
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.workdir = os.path.join(self.tmp, "node")
+        self.ckpt = os.path.join(self.tmp, "ckpt")
+        os.makedirs(self.workdir)
+        os.makedirs(self.ckpt)
+
+    def assignment(self, directive):
+        return {"node_id": NODE, "job_id": 3, "rank": 0, "num_nodes": 1,
+                "setup": "echo setup-ran > setup.txt", "run": self.run,
+                "envs": {"A": "x y $(id)"},
+                "workdir": self.workdir, "ckpt_dir": self.ckpt,
+                "heartbeat_ms": 200, "imds_poll_ms": 200,
+                "directive": directive}
+
+    def start_agent(self):
+        tokf = os.path.join(self.tmp, "node.token")
+        with open(tokf, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(tokf, 0o600)
+        self.log = open(os.path.join(self.tmp, "agent.log"), "wb")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "spotrun-agent"), "--api", self.url,
+             "--node-id", str(NODE), "--token-file", tokf,
+             "--workdir", self.workdir, "--imds", self.url + "/imds"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_for(self, pred, timeout=30, what="condition"):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if pred():
+                    return
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting for %s; events %s\nagent log:\n%s"
+                             % (what, self.events, self.agent_log()))
+
+    def agent_log(self):
+        try:
+            with open(os.path.join(self.tmp, "agent.log")) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def types(self):
+        return [e["type"] for e in self.events if e["type"] != "log"]
+
+    def lines(self, stream=None):
+        return [e["line"] for e in self.events if e["type"] == "log"
+                and (stream is None or e["stream"] == stream)]
+
+    def close(self):
+        if getattr(self, "proc", None) and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture
+def plane(tmp_path):
+    p = Plane(tmp_path)
+    yield p
+    p.close()
+
+
+def test_preemption_notice_final_checkpoint_and_exit(plane):
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload's first status")
+    plane.wait_for(lambda: any(e["type"] == "checkpoint" for e in plane.events),
+                   what="the periodic checkpoint")
+    t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+    with plane.lock:
+        plane.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        plane.notice = "good"
+    t0 = time.time()
+    rc = plane.proc.wait(timeout=20)
+    assert rc == 0, plane.agent_log()
+    assert time.time() - t0 < 6      # acted within the notice, then left
+
+    ty = plane.types()
+    assert ty[0] == "setup_done"
+    # the periodic checkpoint came from the status file, with its stall
+    per = [e for e in plane.events if e["type"] == "checkpoint" and not e["final"]]
+    assert per[0]["stall_ms"] == 3.25 and per[0]["step"] == 10
+    assert per[0]["attempt"] == 1
+    # then: notice, the final checkpoint, the exit - in that order
+    tail = [x for x in ty if x in ("notice", "exit")
+            or x == "checkpoint"][-3:]
+    assert tail == ["notice", "checkpoint", "exit"], ty
+    ev = {e["type"]: e for e in plane.events}
+    assert ev["notice"]["action"] == "terminate"
+    assert ev["notice"]["time"].startswith(plane.notice_time[:19])
+    fin = [e for e in plane.events if e["type"] == "checkpoint" and e["final"]][0]
+    assert fin["step"] == 42 and fin["durable"] is True
+    assert fin["stall_ms"] == 7.5
+    ex = ev["exit"]
+    assert ex["cause"] == "preempted" and ex["attempt"] == 1
+    assert ev["setup_done"]["exit_code"] == 0
+
+    # heartbeats carried the workload's progress and CPU use
+    hb = [h for h in plane.heartbeats if h.get("step") == 10][0]
+    assert hb["workload"] == "running" and hb["total_steps"] == 100
+    assert hb["attempt"] == 1 and hb["workload_pgid"] > 0
+    assert "cpu_util" in hb and "gpu_util" in hb
+
+    # the environment contract; values verbatim; no node token
+    out = plane.lines("stdout")
+    assert "A=x y $(id) job=3 rank=0/1 attempt=1" in out
+    assert ("setup=setup-ran notice=%s/notice signal=TERM" % plane.workdir) in out
+    assert "0" in out           # env | grep -c <node token>: no match
+    assert "final-saved" in out
+    assert "oops" in plane.lines("stderr")
+    # the notice file carried the deadline for the trainer
+    with open(os.path.join(plane.workdir, "notice")) as f:
+        assert abs(float(f.read()) - t.timestamp()) < 1
+    # credentials: the node token to spotrund, an IMDSv2 token to IMDS
+    assert plane.auth == {"Bearer " + TOKEN}
+    assert plane.imds_tokens == {"imds-tok-1"}
+    assert TOKEN not in plane.agent_log()
+    # the local copy of the workload's output
+    with open(os.path.join(plane.workdir, "workload.log")) as f:
+        assert "final-saved" in f.read()
+
+
+def test_bad_notice_is_reported_and_exit_directive_stops(plane):
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload running")
+    with plane.lock:
+        plane.notice = "bad"
+    plane.wait_for(lambda: any("preemption endpoint" in ln and "explode" in ln
+                               for ln in plane.lines("agent")),
+                   what="the bad notice reported")
+    time.sleep(0.5)
+    assert plane.proc.poll() is None       # still running, still polling
+    assert "notice" not in plane.types()
+    with plane.lock:
+        plane.directive = {"action": "exit", "attempt": 1}
+    assert plane.proc.wait(timeout=20) == 0, plane.agent_log()
+    ex = [e for e in plane.events if e["type"] == "exit"]
+    assert len(ex) == 1 and ex[0]["cause"] == "stopped"
+    # a stop asks for a final checkpoint too, and got one
+    fin = [e for e in plane.events if e["type"] == "checkpoint" and e["final"]]
+    assert fin and fin[0]["step"] == 42
+
+
+def test_crashing_workload_is_reported_with_its_code(tmp_path):
+    p = Plane(tmp_path, run="echo about to fail; exit 3")
+    try:
+        p.start_agent()
+        p.wait_for(lambda: any(e["type"] == "exit" for e in p.events),
+                   what="the exit report")
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "crashed" and ex["exit_code"] == 3
+        assert ex["signal"] is None
+        assert "about to fail" in p.lines("stdout")
+        # the agent stays (spotrund decides about a restart); exit on request
+        with p.lock:
+            p.directive = {"action": "exit", "attempt": 1}
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+        assert len([e for e in p.events if e["type"] == "exit"]) == 1
+    finally:
+        p.close()
+
+
+def test_revoked_node_stops_its_workload_and_exits(plane):
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload running")
+    pgid = [h for h in plane.heartbeats if h.get("step") == 10][0]["workload_pgid"]
+    with plane.lock:
+        plane.revoked = True
+    assert plane.proc.wait(timeout=20) == 0, plane.agent_log()
+    # the workload's process group is gone with it
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert "node is gone" in plane.agent_log()
+
+
+@pytest.mark.parametrize("code", [0, 75])
+def test_trainer_exit_status_survives_the_sh_wrapper(tmp_path, code):
+    # the trainer is a child of the run script's /bin/sh: SIGTERM to the
+    # group kills that sh at once, the trainer exits on its own afterwards
+    # (0 = final checkpoint committed, 75 = it failed); the agent reports
+    # the trainer's status, not the shell's death by signal
+    run = ("sh -c 'trap \"sleep 0.3; exit %d\" TERM; echo ready; "
+           "while :; do sleep 0.05; done'\necho never-reached\n" % code)
+    p = Plane(tmp_path, run=run)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "ready" in p.lines("stdout"), what="the trainer")
+        t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "preempted"
+        assert ex["exit_code"] == code and ex["signal"] is None, ex
+        assert "never-reached" not in p.lines("stdout")
+    finally:
+        p.close()

@@ -1,0 +1,60 @@
+"""The demo scenario end to end (scripts/demo, what `make demo` runs):
+spotrund with the local spot cloud replaying real traces, a real PyTorch
+training job through preemptions and moves, and the report.
+
+Asserts the report's promises against the run's own records: the job
+succeeded and met its deadline, was preempted at least twice and moved at
+least once, and ended bitwise identical to an uninterrupted reference
+run; the JSON report has every field `make demo` documents.
+
+It takes about as long as the demo (1-2 minutes), so it runs once, in the
+plain pass of `make check` (under ASan the same binaries are exercised by
+the other end-to-end tests).
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
+
+FIELDS = ("job_id", "deadline_met", "preemptions", "moves", "bitwise_identical",
+          "cost_usd", "on_demand_cost_usd", "reserved_cost_usd", "lost_work_s",
+          "downtime_s", "stall_ms_p50")
+
+
+@pytest.mark.skipif(ASAN, reason="minutes of PyTorch; run in the plain pass")
+def test_demo_scenario(tmp_path):
+    report = os.path.join(str(tmp_path), "report.json")
+    env = dict(os.environ)
+    for k in ("SPOTRUN_API", "SPOTRUN_TOKEN", "SPOTRUN_STATE_DIR"):
+        env.pop(k, None)
+    p = subprocess.run([os.path.join(ROOT, "scripts", "demo"), "--build", BUILD,
+                        "--report", report], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-6000:]
+    assert "report JSON   " + report in p.stdout
+    with open(report) as f:
+        r = json.load(f)
+    for k in FIELDS:
+        assert k in r, k
+    assert r["state"] == "SUCCEEDED"
+    assert r["deadline_met"] is True
+    assert r["preemptions"] >= 2 and r["moves"] >= 1
+    assert r["bitwise_identical"] is True
+    assert r["final_hash"] == r["reference_hash"] and len(r["final_hash"]) == 64
+    # money: spot is cheaper than on-demand for the same hours
+    assert 0 < r["cost_usd"] < r["on_demand_cost_usd"]
+    assert 0 < r["reserved_cost_usd"] < r["on_demand_cost_usd"]
+    # one downtime per recovery that resumed training, each positive
+    assert len(r["downtime_s"]) >= 2
+    assert all(d > 0 for d in r["downtime_s"])
+    assert r["lost_work_s"] >= 0
+    assert r["stall_ms_p50"] is not None and r["stall_ms_p50"] > 0
+    assert len(r["preemption_log"]) == r["preemptions"]
+    # the workload really was interrupted and resumed several times
+    assert r["attempts"] >= 3

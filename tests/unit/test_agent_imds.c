@@ -1,0 +1,316 @@
+/* Unit tests: lib/agent/imds.c (IMDSv2 spot notices) against sr_testsrv,
+ * which plays the EC2 metadata service and records what the agent sent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/imds.h"
+#include "common/testsrv.h"
+#include "common/timeutil.h"
+
+#define TOKEN_PATH "/latest/api/token"
+#define ACTION_PATH "/latest/meta-data/spot/instance-action"
+
+struct fx {
+	struct sr_testsrv *srv;
+	struct imds *c;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+
+	if (!f)
+		return -1;
+	f->srv = sr_testsrv_start(0);
+	if (!f->srv) {
+		free(f);
+		return -1;
+	}
+	f->c = imds_create(sr_testsrv_url(f->srv), 1000);
+	if (!f->c) {
+		sr_testsrv_stop(f->srv);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	imds_destroy(f->c);
+	sr_testsrv_stop(f->srv);
+	free(f);
+	return 0;
+}
+
+static void reply(struct fx *f, const char *method, const char *path,
+		  int status, const char *body)
+{
+	assert_int_equal(sr_testsrv_reply(f->srv, method, path, status,
+					  "text/plain", body, 0), 0);
+}
+
+/* PUT for a token with a TTL header, then GET with that token; a second
+ * poll reuses the token instead of asking again. */
+static void test_token_flow(void **state)
+{
+	struct fx *f = *state;
+	const struct sr_testsrv_req *q;
+	struct imds_notice n;
+	struct sr_err e;
+	char v[128];
+
+	reply(f, "PUT", TOKEN_PATH, 200, "AQAEAFake-Token_123==\n");
+	reply(f, "GET", ACTION_PATH, 404, "Not Found");
+	sr_err_clear(&e);
+	assert_int_equal(imds_poll(f->c, &n, &e), 0);
+	assert_int_equal(n.action, IMDS_NONE);
+	assert_int_equal(imds_poll(f->c, &n, &e), 0);
+	assert_int_equal(n.action, IMDS_NONE);
+
+	assert_int_equal(sr_testsrv_count(f->srv, "PUT", TOKEN_PATH), 1);
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 2);
+	q = sr_testsrv_req(f->srv, 0);
+	assert_non_null(q);
+	assert_string_equal(q->method, "PUT");
+	assert_int_equal(sr_testsrv_req_header(q, "X-aws-ec2-metadata-token-ttl-seconds",
+					       v, sizeof v), 0);
+	assert_string_equal(v, "21600");
+	q = sr_testsrv_req(f->srv, 1);
+	assert_string_equal(q->method, "GET");
+	assert_int_equal(sr_testsrv_req_header(q, "X-aws-ec2-metadata-token",
+					       v, sizeof v), 0);
+	assert_string_equal(v, "AQAEAFake-Token_123==");
+	q = sr_testsrv_req(f->srv, 2);
+	assert_int_equal(sr_testsrv_req_header(q, "X-aws-ec2-metadata-token",
+					       v, sizeof v), 0);
+	assert_string_equal(v, "AQAEAFake-Token_123==");
+}
+
+/* 404 means "no notice", every time, without an error. */
+static void test_404_is_no_notice(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	for (int i = 0; i < 3; i++) {
+		memset(&n, 0xff, sizeof n);
+		assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+		assert_int_equal(n.action, IMDS_NONE);
+		assert_int_equal(n.time_ns, 0);
+	}
+}
+
+/* The notice: action and time parsed exactly. */
+static void test_notice(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	int64_t want;
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	reply(f, "GET", ACTION_PATH, 200,
+	      "{\"action\": \"terminate\", \"time\": \"2026-11-29T14:20:05Z\"}");
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+	assert_int_equal(n.action, IMDS_NONE);
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+	assert_int_equal(n.action, IMDS_TERMINATE);
+	assert_int_equal(sr_time_parse_rfc3339("2026-11-29T14:20:05Z", &want, NULL), 0);
+	assert_true(n.time_ns == want);
+	assert_string_equal(imds_action_name(n.action), "terminate");
+}
+
+static void test_stop_and_hibernate(void **state)
+{
+	struct imds_notice n;
+	struct sr_err e;
+	const char *stop = "{\"action\":\"stop\",\"time\":\"2026-01-02T03:04:05.5Z\"}";
+	const char *hib = "{\"action\":\"hibernate\",\"time\":\"2026-01-02T03:04:05Z\","
+			  "\"extra\":1}";
+
+	(void)state;
+	assert_int_equal(imds_parse_notice(stop, strlen(stop), &n, &e), 0);
+	assert_int_equal(n.action, IMDS_STOP);
+	assert_true(n.time_ns % 1000000000 == 500000000);
+	/* fields AWS may add later are tolerated */
+	assert_int_equal(imds_parse_notice(hib, strlen(hib), &n, &e), 0);
+	assert_int_equal(n.action, IMDS_HIBERNATE);
+}
+
+/* A 200 that is not a valid notice is an error that says what is wrong;
+ * it is neither "no notice" nor a notice with an invented time. */
+static void test_malformed_reply(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	struct sr_err e;
+	static const struct {
+		const char *body;
+		const char *needle;
+	} cases[] = {
+		{ "not json", "spot/instance-action" },
+		{ "[1,2]", "expected a JSON object" },
+		{ "{\"time\":\"2026-11-29T14:20:05Z\"}", "action" },
+		{ "{\"action\":\"terminate\"}", "time" },
+		{ "{\"action\":\"explode\",\"time\":\"2026-11-29T14:20:05Z\"}",
+		  "unknown value 'explode'" },
+		{ "{\"action\":\"terminate\",\"time\":\"soon\"}", "time" },
+		{ "{\"action\":7,\"time\":\"2026-11-29T14:20:05Z\"}", "action" },
+	};
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct sr_testsrv *s = f->srv;
+
+		assert_int_equal(sr_testsrv_reply(s, "GET", ACTION_PATH, 200,
+						  "application/json",
+						  cases[i].body, 0), 0);
+	}
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sr_err_clear(&e);
+		memset(&n, 0xff, sizeof n);
+		int rc = imds_poll(f->c, &n, &e);
+
+		if (rc != -SR_EPARSE || !strstr(e.msg, cases[i].needle))
+			print_error("case %zu: rc=%d msg=%s\n", i, rc, e.msg);
+		assert_int_equal(rc, -SR_EPARSE);
+		assert_non_null(strstr(e.msg, cases[i].needle));
+		assert_non_null(strstr(e.msg, "imds"));
+		assert_int_equal(n.action, IMDS_NONE);
+		assert_int_equal(n.time_ns, 0);
+	}
+}
+
+/* 401: the token expired; fetch a new one and ask again, once. */
+static void test_401_refreshes_token(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	char v[64];
+
+	reply(f, "PUT", TOKEN_PATH, 200, "old-token");
+	reply(f, "PUT", TOKEN_PATH, 200, "new-token");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	reply(f, "GET", ACTION_PATH, 401, "");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0); /* old token: 404 */
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0); /* 401, new, 404 */
+	assert_int_equal(n.action, IMDS_NONE);
+	assert_int_equal(sr_testsrv_count(f->srv, "PUT", TOKEN_PATH), 2);
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 3);
+	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(f->srv, 4),
+					       "x-aws-ec2-metadata-token", v,
+					       sizeof v), 0);
+	assert_string_equal(v, "new-token");
+}
+
+static void test_401_forever_is_error(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	struct sr_err e;
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	reply(f, "GET", ACTION_PATH, 401, "");
+	sr_err_clear(&e);
+	assert_int_equal(imds_poll(f->c, &n, &e), -SR_EHTTP);
+	assert_non_null(strstr(e.msg, "401"));
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 2);
+	assert_int_equal(sr_testsrv_count(f->srv, "PUT", TOKEN_PATH), 2);
+}
+
+/* IMDSv1-only or broken token endpoint, and bad tokens. */
+static void test_token_errors(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	struct sr_err e;
+
+	/* queued up front: the testsrv repeats the last reply of a route */
+	reply(f, "PUT", TOKEN_PATH, 403, "Forbidden");
+	reply(f, "PUT", TOKEN_PATH, 200, "abc\r\nX-Evil: 1");
+	reply(f, "PUT", TOKEN_PATH, 200, "");
+	sr_err_clear(&e);
+	assert_int_equal(imds_poll(f->c, &n, &e), -SR_EHTTP);
+	assert_non_null(strstr(e.msg, "api/token"));
+	assert_non_null(strstr(e.msg, "403"));
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 0);
+
+	/* a token that would inject a header line is refused */
+	sr_err_clear(&e);
+	assert_int_equal(imds_poll(f->c, &n, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "token"));
+	assert_int_equal(imds_poll(f->c, &n, &e), -SR_EPARSE);
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 0);
+}
+
+/* Unexpected statuses on the notice path are errors naming the status. */
+static void test_unexpected_status(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	struct sr_err e;
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	reply(f, "GET", ACTION_PATH, 500, "oops");
+	sr_err_clear(&e);
+	assert_int_equal(imds_poll(f->c, &n, &e), -SR_EHTTP);
+	assert_non_null(strstr(e.msg, "HTTP 500"));
+	assert_int_equal(n.action, IMDS_NONE);
+}
+
+/* Nothing listening: a transport error, quickly, no notice. */
+static void test_no_server(void **state)
+{
+	struct imds *c;
+	struct imds_notice n;
+	struct sr_err e;
+	char url[64];
+	int port;
+
+	(void)state;
+	{
+		struct sr_testsrv *s = sr_testsrv_start(0);
+
+		assert_non_null(s);
+		port = sr_testsrv_port(s);
+		sr_testsrv_stop(s);
+	}
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+	c = imds_create(url, 300);
+	assert_non_null(c);
+	sr_err_clear(&e);
+	assert_true(imds_poll(c, &n, &e) < 0);
+	assert_non_null(strstr(e.msg, "imds"));
+	assert_int_equal(n.action, IMDS_NONE);
+	imds_destroy(c);
+	imds_destroy(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_token_flow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_404_is_no_notice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notice, setup, teardown),
+		cmocka_unit_test(test_stop_and_hibernate),
+		cmocka_unit_test_setup_teardown(test_malformed_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_401_refreshes_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_401_forever_is_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unexpected_status, setup, teardown),
+		cmocka_unit_test(test_no_server),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,562 @@
+/* Unit tests: spotrund's HTTP API (lib/ctl) end to end on loopback -
+ * authentication, bad bodies, limits, the node API driving the job state
+ * machine (the test plays the agent), and the local IMDSv2 endpoint.
+ * The provider is told to start /bin/true as the "agent", so the nodes
+ * are real processes that exit at once and the test speaks for them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/fsutil.h"
+#include "common/http.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ctl/ctl.h"
+
+static char dir[64];
+static struct ctl *ctl;
+static char base[64];
+
+static const char job_od[] =
+	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
+	"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
+
+static int setup(void **state)
+{
+	struct ctl_config cfg;
+	struct sr_err e = { 0 };
+
+	(void)state;
+	sr_log_set_level(SR_LOG_WARN);
+	snprintf(dir, sizeof dir, "/tmp/sr-ctlapi-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	ctl_config_defaults(&cfg);
+	cfg.state_dir = dir;
+	cfg.listen_port = 0;
+	cfg.data_dir = "data";
+	cfg.agent_path = "/bin/true";
+	cfg.provision_ms = 0;
+	cfg.tick_ms = 20;
+	cfg.heartbeat_timeout_ms = 60000;
+	cfg.boot_timeout_ms = 60000;
+	if (ctl_start(&cfg, &ctl, &e)) {
+		fprintf(stderr, "ctl_start: %s\n", e.msg);
+		return -1;
+	}
+	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	ctl_stop(ctl);
+	ctl = NULL;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* One request; returns status, *out = parsed body (or NULL). */
+static long req(const char *method, const char *path, const char *token,
+		const char *ctype, const char *body, size_t len, json_t **out,
+		char **raw)
+{
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+	char url[1200], auth[200], ct[100];
+	const char *h[4] = { NULL };
+	int n = 0;
+	long st;
+
+	sr_http_opts_default(&o);
+	o.max_retries = 0;
+	snprintf(url, sizeof url, "%s%s", base, path);
+	if (token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+		h[n++] = auth;
+	}
+	if (ctype) {
+		snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+		h[n++] = ct;
+	}
+	assert_int_equal(sr_http_request(method, url, h, body, len, &o, &r, &e), 0);
+	st = r.status;
+	if (out)
+		*out = json_loads(r.body ? r.body : "", 0, NULL);
+	if (raw)
+		*raw = strdup(r.body ? r.body : "");
+	sr_http_resp_free(&r);
+	return st;
+}
+
+static long jreq(const char *method, const char *path, const char *token,
+		 json_t *body, json_t **out)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	long st = req(method, path, token, s ? "application/json" : NULL, s,
+		      s ? strlen(s) : 0, out, NULL);
+
+	free(s);
+	json_decref(body);
+	return st;
+}
+
+static const char *err_code(json_t *v)
+{
+	return json_string_value(json_object_get(json_object_get(v, "error"), "code"));
+}
+
+static const char *err_msg(json_t *v)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(v, "error"),
+							  "message"));
+	return m ? m : "";
+}
+
+static int64_t create_job(const char *yaml)
+{
+	json_t *v = NULL;
+	long st = jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
+		       json_pack("{s:s,s:s}", "spec_yaml", yaml, "spec_name", "t.yaml"),
+		       &v);
+	int64_t id;
+
+	assert_int_equal(st, 201);
+	id = json_integer_value(json_object_get(json_object_get(v, "job"), "id"));
+	assert_true(id > 0);
+	json_decref(v);
+	return id;
+}
+
+static json_t *get_job(int64_t id)
+{
+	char p[64];
+	json_t *v = NULL, *j;
+
+	snprintf(p, sizeof p, "/v1/jobs/%lld", (long long)id);
+	assert_int_equal(jreq("GET", p, ctl_admin_token(ctl), NULL, &v), 200);
+	j = json_incref(json_object_get(v, "job"));
+	json_decref(v);
+	return j;
+}
+
+/* Poll until the job is in `state` (the reconciler runs every 20 ms). */
+static json_t *wait_state(int64_t id, const char *state)
+{
+	for (int i = 0; i < 1500; i++) {
+		json_t *j = get_job(id);
+
+		if (strcmp(json_string_value(json_object_get(j, "state")), state) == 0)
+			return j;
+		json_decref(j);
+		usleep(10000);
+	}
+	{
+		json_t *j = get_job(id);
+		char *d = json_dumps(j, JSON_COMPACT);
+
+		fprintf(stderr, "job: %s\n", d);
+		free(d);
+		json_decref(j);
+	}
+	fail_msg("job %lld never reached %s", (long long)id, state);
+	return NULL;
+}
+
+static void node_token(int64_t node, char *tok)
+{
+	char path[160], *buf = NULL;
+
+	snprintf(path, sizeof path, "%s/nodes/%lld/node.token", dir, (long long)node);
+	assert_int_equal(sr_fs_read_file(path, 256, &buf, NULL, NULL), 0);
+	buf[strcspn(buf, "\n")] = '\0';
+	strcpy(tok, buf);
+	free(buf);
+}
+
+static int64_t first_node(json_t *job, int rank)
+{
+	json_t *nodes = json_object_get(job, "nodes"), *n;
+	size_t i;
+	int64_t id = 0;
+
+	json_array_foreach(nodes, i, n) {
+		const char *s = json_string_value(json_object_get(n, "state"));
+
+		if (json_integer_value(json_object_get(n, "rank")) == rank &&
+		    strcmp(s, "TERMINATED") && strcmp(s, "LOST"))
+			id = json_integer_value(json_object_get(n, "id"));
+	}
+	return id;
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_health_and_auth(void **state)
+{
+	json_t *v = NULL;
+	char path[160];
+	struct stat sb;
+
+	(void)state;
+	assert_int_equal(jreq("GET", "/healthz", NULL, NULL, &v), 200);
+	assert_true(json_is_true(json_object_get(v, "ok")));
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs", NULL, NULL, &v), 401);
+	assert_string_equal(err_code(v), "unauthorized");
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs", "0123456789abcdef0123456789abcdef"
+			      "0123456789abcdef0123456789abcdef", NULL, &v), 401);
+	assert_string_equal(err_code(v), "unauthorized");
+	json_decref(v);
+	/* a prefix of the right token is still wrong */
+	snprintf(path, sizeof path, "%.20s", ctl_admin_token(ctl));
+	assert_int_equal(jreq("GET", "/v1/jobs", path, NULL, &v), 401);
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs", ctl_admin_token(ctl), NULL, &v), 200);
+	assert_true(json_is_array(json_object_get(v, "jobs")));
+	json_decref(v);
+	/* the token file is private */
+	snprintf(path, sizeof path, "%s/api.token", dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+}
+
+static void test_bad_requests(void **state)
+{
+	const char *tok = ctl_admin_token(ctl);
+	json_t *v = NULL;
+	char *big;
+	size_t n = 2 * 1024 * 1024;
+
+	(void)state;
+	/* malformed JSON names line and column */
+	assert_int_equal(req("POST", "/v1/jobs", tok, "application/json",
+			     "{\"spec_yaml\": \n  ,}", 19, &v, NULL), 400);
+	assert_string_equal(err_code(v), "bad_request");
+	assert_non_null(strstr(err_msg(v), "request body:2:"));
+	json_decref(v);
+	/* unknown field */
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:s,s:i}",
+			      "spec_yaml", job_od, "priority", 3), &v), 400);
+	assert_non_null(strstr(err_msg(v), "unknown field 'priority'"));
+	json_decref(v);
+	/* wrong type */
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:i}",
+			      "spec_yaml", 3), &v), 400);
+	assert_non_null(strstr(err_msg(v), "spec_yaml"));
+	json_decref(v);
+	/* bad YAML: the job parser's file:line message comes back */
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:s,s:s}",
+			      "spec_yaml", "name: x\nresources:\n  accelerators: V100:1\n"
+			      "  colour: red\nrun: x\n", "spec_name", "bad.yaml"), &v), 400);
+	assert_non_null(strstr(err_msg(v), "bad.yaml:4"));
+	json_decref(v);
+	/* no such accelerator in the market */
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:s}",
+			      "spec_yaml", "resources:\n  accelerators: TPU9:1\nrun: x\n"),
+			      &v), 400);
+	assert_non_null(strstr(err_msg(v), "accelerators"));
+	json_decref(v);
+	/* wrong content type */
+	assert_int_equal(req("POST", "/v1/jobs", tok, "text/plain", "{}", 2, &v,
+			     NULL), 415);
+	assert_string_equal(err_code(v), "unsupported_media_type");
+	json_decref(v);
+	/* oversized body */
+	big = malloc(n);
+	assert_non_null(big);
+	memset(big, ' ', n);
+	assert_int_equal(req("POST", "/v1/jobs", tok, "application/json", big, n,
+			     &v, NULL), 413);
+	assert_string_equal(err_code(v), "payload_too_large");
+	json_decref(v);
+	free(big);
+	/* routes, ids, methods, queries */
+	assert_int_equal(jreq("GET", "/v1/jobs/999999", tok, NULL, &v), 404);
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs/abc", tok, NULL, &v), 400);
+	assert_non_null(strstr(err_msg(v), "id"));
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/nope", tok, NULL, &v), 404);
+	json_decref(v);
+	assert_int_equal(jreq("DELETE", "/v1/jobs", tok, NULL, &v), 405);
+	assert_string_equal(err_code(v), "method_not_allowed");
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs?limit=0", tok, NULL, &v), 400);
+	assert_non_null(strstr(err_msg(v), "limit"));
+	json_decref(v);
+	assert_int_equal(jreq("GET", "/v1/jobs?state=DONE", tok, NULL, &v), 400);
+	json_decref(v);
+}
+
+static void test_job_lifecycle_node_api(void **state)
+{
+	const char *tok = ctl_admin_token(ctl);
+	char ntok[80], p[128], other[80];
+	json_t *v = NULL, *j;
+	int64_t id, node, id2, node2;
+
+	(void)state;
+	id = create_job(job_od);
+	j = wait_state(id, "PROVISIONING");
+	node = first_node(j, 0);
+	assert_true(node > 0);
+	json_decref(j);
+	node_token(node, ntok);
+
+	/* the node token opens only its own node's routes */
+	assert_int_equal(jreq("GET", "/v1/jobs", ntok, NULL, &v), 403);
+	assert_string_equal(err_code(v), "forbidden");
+	json_decref(v);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/heartbeat", (long long)node + 1000);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 403);
+	json_decref(v);
+
+	/* register: the assignment */
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:i}", "pid", 42), &v), 200);
+	assert_int_equal(json_integer_value(json_object_get(v, "job_id")), id);
+	assert_string_equal(json_string_value(json_object_get(v, "run")), "echo hi");
+	assert_non_null(strstr(json_string_value(json_object_get(v, "ckpt_dir")),
+			       "/ckpt"));
+	json_decref(v);
+	j = wait_state(id, "RUNNING");
+	assert_int_equal(json_integer_value(json_object_get(j, "attempt")), 1);
+	json_decref(j);
+
+	/* heartbeat: directive run attempt 1; bad bodies are 400 */
+	snprintf(p, sizeof p, "/v1/nodes/%lld/heartbeat", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s,s:i,s:i,s:i,s:f}",
+			      "workload", "running", "attempt", 1, "step", 5,
+			      "total_steps", 10, "cpu_util", 0.5), &v), 200);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+				"directive"), "action")), "run");
+	json_decref(v);
+	/* a second progress report of the same attempt measures the pace */
+	j = get_job(id);
+	assert_true(json_is_null(json_object_get(j, "sim_step_s")));
+	json_decref(j);
+	usleep(20000);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s,s:i,s:i,s:i}",
+			      "workload", "running", "attempt", 1, "step", 9,
+			      "total_steps", 10), &v), 200);
+	json_decref(v);
+	j = get_job(id);
+	assert_true(json_real_value(json_object_get(j, "sim_step_s")) > 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "step")), 9);
+	json_decref(j);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s}", "workload",
+			      "dancing"), &v), 400);
+	assert_non_null(strstr(err_msg(v), "workload"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:f}", "cpu_util", 1.5),
+			      &v), 400);
+	json_decref(v);
+
+	/* report: logs, checkpoint, then the workload completes */
+	snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:[{s:s,s:s},{s:s}]}",
+			      "events", "type", "log", "line", "x", "type", "bogus"),
+			      &v), 400);
+	assert_non_null(strstr(err_msg(v), "events[1]"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", p, ntok, json_pack(
+		"{s:[{s:s,s:i,s:s,s:s},{s:s,s:i,s:i,s:f,s:b,s:b},{s:s,s:i,s:i,s:s}]}",
+		"events",
+		"type", "log", "attempt", 1, "stream", "stdout", "line", "hello",
+		"type", "checkpoint", "attempt", 1, "step", 5, "stall_ms", 3.5,
+		"final", 0, "durable", 1,
+		"type", "exit", "attempt", 1, "exit_code", 0, "cause", "completed"),
+		&v), 200);
+	assert_int_equal(json_integer_value(json_object_get(v, "accepted")), 3);
+	json_decref(v);
+	j = wait_state(id, "SUCCEEDED");
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "ckpt_step")), 5);
+	json_decref(j);
+
+	/* the node is gone: 409 from now on */
+	snprintf(p, sizeof p, "/v1/nodes/%lld/heartbeat", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 409);
+	assert_string_equal(err_code(v), "conflict");
+	json_decref(v);
+	/* logs and events */
+	snprintf(p, sizeof p, "/v1/jobs/%lld/logs", (long long)id);
+	assert_int_equal(jreq("GET", p, tok, NULL, &v), 200);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(v, "lines"), 0), "line")), "hello");
+	assert_true(json_is_true(json_object_get(v, "done")));
+	json_decref(v);
+	/* cancel of a finished job is a conflict */
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id);
+	assert_int_equal(jreq("POST", p, tok, NULL, &v), 409);
+	json_decref(v);
+
+	/* a second job: cancel while provisioning */
+	id2 = create_job(job_od);
+	j = wait_state(id2, "PROVISIONING");
+	node2 = first_node(j, 0);
+	json_decref(j);
+	node_token(node2, other);
+	assert_string_not_equal(other, ntok);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id2);
+	assert_int_equal(jreq("POST", p, tok, NULL, &v), 202);
+	json_decref(v);
+	json_decref(wait_state(id2, "CANCELLED"));
+}
+
+static void test_crash_restarts_then_fails(void **state)
+{
+	const char yaml[] = "name: crash\nresources:\n  accelerators: V100:1\n"
+			    "  use_spot: false\nrun: exit 3\nspotrun:\n"
+			    "  max_restarts: 2\n";
+	char ntok[80], p[128];
+	json_t *v = NULL, *j;
+	int64_t id, node;
+
+	(void)state;
+	id = create_job(yaml);
+	j = wait_state(id, "PROVISIONING");
+	node = first_node(j, 0);
+	json_decref(j);
+	node_token(node, ntok);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
+	json_decref(v);
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		/* the healthy node is kept: the workload restarts in place */
+		for (int i = 0;; i++) {
+			j = get_job(id);
+			if (json_integer_value(json_object_get(j, "attempt")) == attempt &&
+			    strcmp(json_string_value(json_object_get(j, "state")),
+				   "RUNNING") == 0)
+				break;
+			json_decref(j);
+			assert_true(i < 1500);
+			usleep(10000);
+		}
+		assert_int_equal(first_node(j, 0), node);
+		json_decref(j);
+		snprintf(p, sizeof p, "/v1/nodes/%lld/heartbeat", (long long)node);
+		assert_int_equal(jreq("POST", p, ntok, json_pack("{s:s,s:i}",
+				      "workload", "exited", "attempt", attempt - 1), &v), 200);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(
+			v, "directive"), "action")), "run");
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			v, "directive"), "attempt")), attempt);
+		json_decref(v);
+		snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
+		assert_int_equal(jreq("POST", p, ntok, json_pack(
+			"{s:[{s:s,s:i,s:i,s:s}]}", "events", "type", "exit",
+			"attempt", attempt, "exit_code", 3, "cause", "crashed"), &v), 200);
+		json_decref(v);
+	}
+	j = wait_state(id, "FAILED");
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 3);
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 2);
+	json_decref(j);
+}
+
+static void test_imds(void **state)
+{
+	char ntok[80], p[160], tok[128];
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	json_t *v = NULL, *j;
+	int64_t id, node;
+	const char *h[2] = { NULL, NULL };
+	char hdr[200];
+
+	(void)state;
+	sr_http_opts_default(&o);
+	o.max_retries = 0;
+	id = create_job(job_od);
+	j = wait_state(id, "PROVISIONING");
+	node = first_node(j, 0);
+	json_decref(j);
+	node_token(node, ntok);
+
+	snprintf(p, sizeof p, "/imds/%lld/latest/api/token", (long long)node);
+	assert_int_equal(req("PUT", p, NULL, NULL, NULL, 0, NULL, NULL), 400);
+	snprintf(p, sizeof p, "%s/imds/%lld/latest/api/token", base, (long long)node);
+	h[0] = "X-aws-ec2-metadata-token-ttl-seconds: 99999";
+	assert_int_equal(sr_http_request("PUT", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 400);
+	sr_http_resp_free(&r);
+	h[0] = "X-aws-ec2-metadata-token-ttl-seconds: 60";
+	assert_int_equal(sr_http_request("PUT", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	snprintf(tok, sizeof tok, "%s", r.body);
+	sr_http_resp_free(&r);
+
+	snprintf(p, sizeof p, "%s/imds/%lld/latest/meta-data/spot/instance-action",
+		 base, (long long)node);
+	/* no token, a forged one, then another node's: 401 */
+	assert_int_equal(sr_http_request("GET", p, NULL, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 401);
+	sr_http_resp_free(&r);
+	h[0] = "X-aws-ec2-metadata-token: 9999999999.00";
+	assert_int_equal(sr_http_request("GET", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 401);
+	sr_http_resp_free(&r);
+	snprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", tok);
+	h[0] = hdr;
+	assert_int_equal(sr_http_request("GET", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 404);     /* no interruption scheduled */
+	sr_http_resp_free(&r);
+	{
+		char p2[200];
+
+		snprintf(p2, sizeof p2, "%s/imds/%lld/latest/meta-data/spot/"
+			 "instance-action", base, (long long)node + 1);
+		assert_int_equal(sr_http_request("GET", p2, h, NULL, 0, &o, &r,
+						 NULL), 0);
+		assert_true(r.status == 401 || r.status == 404);
+		sr_http_resp_free(&r);
+	}
+	/* a notice (as a cloud telling only the node would) -> 200 terminate */
+	{
+		char rp[128];
+
+		snprintf(rp, sizeof rp, "/v1/nodes/%lld/report", (long long)node);
+		assert_int_equal(jreq("POST", rp, ntok, json_pack("{s:[{s:s,s:s}]}",
+				      "events", "type", "notice", "time",
+				      "2030-01-01T00:00:00Z"), &v), 200);
+		json_decref(v);
+	}
+	snprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", tok);
+	assert_int_equal(sr_http_request("GET", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	v = json_loads(r.body, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(v, "action")),
+			    "terminate");
+	assert_string_equal(json_string_value(json_object_get(v, "time")),
+			    "2030-01-01T00:00:00Z");
+	json_decref(v);
+	sr_http_resp_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_health_and_auth),
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_job_lifecycle_node_api),
+		cmocka_unit_test(test_crash_restarts_then_fails),
+		cmocka_unit_test(test_imds),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,343 @@
+/*
+ * test_finops_focus.c - the FOCUS 1.2 export: every value rule we
+ * implement is checked on every row, and the cost columns add up to the
+ * report totals that `spotrun cost --json` prints.
+ */
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/timeutil.h"
+#include "finops/focus.h"
+#include "finops/ledger.h"
+#include "finops/report.h"
+#include "finops_fixture.h"
+
+
+static char *export(sqlite3 *db, const struct finops_filter *f, size_t *n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	struct finops_focus_opts o = { "acct-1", "Research" };
+	struct sr_err e;
+
+	assert_non_null(mem);
+	assert_int_equal(finops_focus_write(db, f, &o, mem, n, &e), 0);
+	fclose(mem);
+	return buf;
+}
+
+static void test_columns(void **state)
+{
+	static const char *const mandatory[] = {
+		"BilledCost", "BillingAccountId", "BillingAccountName",
+		"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+		"ChargeCategory", "ChargeClass", "ChargeDescription",
+		"ChargePeriodStart", "ChargePeriodEnd", "ContractedCost",
+		"EffectiveCost", "InvoiceIssuerName", "ListCost",
+		"PricingQuantity", "PricingUnit", "ProviderName",
+		"PublisherName", "ServiceCategory", "ServiceName",
+	};
+	static const char *const extra[] = {
+		"PricingCategory", "RegionId", "RegionName", "ResourceId",
+		"ResourceType", "ConsumedQuantity", "ConsumedUnit",
+		"ListUnitPrice", "SkuId", "Tags",
+	};
+	size_t n = finops_focus_ncolumns(), nmand = sizeof mandatory / sizeof mandatory[0];
+	int seen_custom = 0;
+
+	(void)state;
+	/* the 21 mandatory columns come first */
+	for (size_t i = 0; i < nmand; i++)
+		assert_string_equal(finops_focus_columns[i], mandatory[i]);
+	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+		size_t j;
+
+		for (j = 0; j < n && strcmp(finops_focus_columns[j], extra[i]); j++)
+			;
+		assert_true(j < n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *c = finops_focus_columns[i];
+
+		/* custom columns last, x_ prefixed; all ids alphanumeric
+		 * PascalCase (after the prefix), unique, <= 50 chars */
+		if (!strncmp(c, "x_", 2)) {
+			seen_custom = 1;
+			c += 2;
+		} else {
+			assert_false(seen_custom);
+		}
+		assert_true(isupper((unsigned char)c[0]));
+		for (const char *p = c; *p; p++)
+			assert_true(isalnum((unsigned char)*p));
+		assert_true(strlen(finops_focus_columns[i]) <= 50);
+		for (size_t j = i + 1; j < n; j++)
+			assert_string_not_equal(finops_focus_columns[i],
+						finops_focus_columns[j]);
+	}
+	assert_true(seen_custom);
+}
+
+static void test_number_format(void **state)
+{
+	char b[64];
+
+	(void)state;
+	assert_int_equal(finops_fmt_micros(460000, b, sizeof b), 4);
+	assert_string_equal(b, "0.46");
+	finops_fmt_micros(12000000, b, sizeof b);
+	assert_string_equal(b, "12");
+	finops_fmt_micros(0, b, sizeof b);
+	assert_string_equal(b, "0");
+	finops_fmt_micros(-500000, b, sizeof b);
+	assert_string_equal(b, "-0.5");
+	finops_fmt_micros(1234567890123, b, sizeof b);
+	assert_string_equal(b, "1234567.890123"); /* no separators */
+	finops_fmt_hours(HOUR_NS / 2, b, sizeof b);
+	assert_string_equal(b, "0.5");
+	finops_fmt_hours(SR_NS_PER_SEC, b, sizeof b);
+	assert_string_equal(b, "0.000277777778");
+	finops_fmt_hours(0, b, sizeof b);
+	assert_string_equal(b, "0");
+	assert_int_equal(finops_fmt_micros(1, b, 3), -ENOSPC);
+}
+
+static void test_rows_follow_rules(void **state)
+{
+	sqlite3 *db = fixture();
+	size_t n = 0;
+	char *buf = export(db, NULL, &n);
+	struct csv c;
+	int ncols = (int)finops_focus_ncolumns();
+
+	(void)state;
+	csv_parse(buf, &c);
+	/* 40 appends; the one crossing midnight Nov 30 -> Dec 1 was split */
+	assert_int_equal(n, 41);
+	assert_int_equal(c.nrows, 42);
+	for (int i = 0; i < ncols; i++)
+		assert_string_equal(c.f[0][i], finops_focus_columns[i]);
+	for (int r = 1; r < c.nrows; r++) {
+		static const char *const numeric[] = {
+			"BilledCost", "ContractedCost", "EffectiveCost", "ListCost",
+			"PricingQuantity", "ConsumedQuantity", "ListUnitPrice",
+			"x_AcceleratorCount", "x_Utilization", "x_ReservedUnitPrice",
+			"x_ReservedCost", "x_IdleCost", "x_JobId", "x_NodeId",
+		};
+		static const char *const dates[] = {
+			"BillingPeriodStart", "BillingPeriodEnd",
+			"ChargePeriodStart", "ChargePeriodEnd",
+		};
+		static const char *const not_null[] = {
+			"BilledCost", "BillingAccountId", "BillingAccountName",
+			"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+			"ChargeCategory", "ChargeDescription", "ChargePeriodStart",
+			"ChargePeriodEnd", "ContractedCost", "EffectiveCost",
+			"InvoiceIssuerName", "ListCost", "PricingQuantity",
+			"PricingUnit", "ProviderName", "PublisherName",
+			"ServiceCategory", "ServiceName", "PricingCategory",
+			"RegionId", "RegionName", "ResourceId", "ResourceType",
+			"ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "SkuId",
+			"Tags", "x_NodeId", "x_UsageState", "x_IdleCost",
+		};
+		int64_t bps, bpe, cps, cpe;
+
+		assert_int_equal(c.nf[r], ncols);
+		/* NullHandling: a value is either absent (empty, unquoted)
+		 * or a real value - never whitespace or a placeholder */
+		for (int i = 0; i < ncols; i++) {
+			const char *v = c.f[r][i];
+
+			if (!*v) {
+				assert_false(c.quoted[r][i]);
+				continue;
+			}
+			assert_true(strspn(v, " \t") < strlen(v));
+			assert_string_not_equal(v, "NULL");
+			assert_string_not_equal(v, "N/A");
+			assert_string_not_equal(v, "Not Applicable");
+		}
+		for (size_t i = 0; i < sizeof not_null / sizeof not_null[0]; i++)
+			assert_true(*val(&c, r, not_null[i]));
+		for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+			const char *v = val(&c, r, numeric[i]);
+
+			assert_true(!*v || is_focus_number(v));
+		}
+		for (size_t i = 0; i < sizeof dates / sizeof dates[0]; i++)
+			assert_true(is_focus_datetime(val(&c, r, dates[i])));
+		/* allowed values */
+		assert_string_equal(val(&c, r, "ChargeCategory"), "Usage");
+		assert_string_equal(val(&c, r, "ChargeClass"), "");
+		assert_string_equal(val(&c, r, "BillingCurrency"), "USD");
+		assert_string_equal(val(&c, r, "ServiceCategory"), "Compute");
+		assert_string_equal(val(&c, r, "PricingUnit"), "Hours");
+		assert_string_equal(val(&c, r, "ConsumedUnit"), "Hours");
+		assert_string_equal(val(&c, r, "ProviderName"), "Amazon Web Services");
+		assert_string_equal(val(&c, r, "BillingAccountId"), "acct-1");
+		assert_true(!strcmp(val(&c, r, "PricingCategory"), "Standard") ||
+			    !strcmp(val(&c, r, "PricingCategory"), "Dynamic") ||
+			    !strcmp(val(&c, r, "PricingCategory"), "Committed"));
+		assert_true(!strcmp(val(&c, r, "x_UsageState"), "Busy") ||
+			    !strcmp(val(&c, r, "x_UsageState"), "Idle"));
+		/* periods: start < end, charge period inside the billing
+		 * period, billing period = one calendar month */
+		bps = ts(val(&c, r, "BillingPeriodStart"));
+		bpe = ts(val(&c, r, "BillingPeriodEnd"));
+		cps = ts(val(&c, r, "ChargePeriodStart"));
+		cpe = ts(val(&c, r, "ChargePeriodEnd"));
+		assert_true(cps < cpe);
+		assert_true(bps <= cps && cpe <= bpe);
+		assert_string_equal(val(&c, r, "BillingPeriodStart") + 7, "-01T00:00:00Z");
+		assert_string_equal(val(&c, r, "BillingPeriodEnd") + 7, "-01T00:00:00Z");
+		/* ListUnitPrice x PricingQuantity = ListCost to the micro-dollar;
+		 * ContractedCost = ListCost; EffectiveCost = BilledCost */
+		{
+			double lup = strtod(val(&c, r, "ListUnitPrice"), NULL);
+			double qty = strtod(val(&c, r, "PricingQuantity"), NULL);
+			double lc = strtod(val(&c, r, "ListCost"), NULL);
+
+			assert_true(lup * qty - lc < 0.0000005 + 1e-9 &&
+				    lc - lup * qty < 0.0000005 + 1e-9);
+			assert_string_equal(val(&c, r, "ConsumedQuantity"),
+					    val(&c, r, "PricingQuantity"));
+		}
+		assert_string_equal(val(&c, r, "ContractedCost"), val(&c, r, "ListCost"));
+		assert_string_equal(val(&c, r, "EffectiveCost"), val(&c, r, "BilledCost"));
+		/* idle cost is the billed cost of idle rows, 0 otherwise */
+		if (!strcmp(val(&c, r, "x_UsageState"), "Idle"))
+			assert_string_equal(val(&c, r, "x_IdleCost"), val(&c, r, "BilledCost"));
+		else
+			assert_string_equal(val(&c, r, "x_IdleCost"), "0");
+		/* Tags: a JSON object of unique keys with scalar values */
+		{
+			json_t *t = json_loads(val(&c, r, "Tags"), 0, NULL);
+			const char *k;
+			json_t *v;
+
+			assert_non_null(t);
+			assert_true(json_is_object(t));
+			json_object_foreach(t, k, v) {
+				assert_false(json_is_object(v) || json_is_array(v));
+				assert_int_equal(strncmp(k, "spotrun/", 8), 0);
+			}
+			json_decref(t);
+		}
+		/* RegionName filled whenever RegionId is */
+		assert_true(!*val(&c, r, "RegionId") == !*val(&c, r, "RegionName"));
+	}
+	/* the row whose zone needs quoting round-trips exactly */
+	{
+		int found = 0;
+
+		for (int r = 1; r < c.nrows; r++)
+			found |= !strcmp(val(&c, r, "AvailabilityZone"), "zone \"b\", east");
+		assert_true(found);
+	}
+	/* rows crossing into December get December's billing period */
+	assert_string_equal(val(&c, 1, "BillingPeriodStart"), "2026-11-01T00:00:00Z");
+	assert_string_equal(val(&c, 1, "BillingPeriodEnd"), "2026-12-01T00:00:00Z");
+	assert_string_equal(val(&c, 41, "BillingPeriodStart"), "2026-12-01T00:00:00Z");
+	assert_string_equal(val(&c, 2, "ChargePeriodEnd"), "2026-12-01T00:00:00Z");
+	assert_string_equal(val(&c, 3, "ChargePeriodStart"), "2026-12-01T00:00:00Z");
+	assert_string_equal(val(&c, 3, "x_NodeId"), val(&c, 2, "x_NodeId"));
+	csv_free(&c);
+	free(buf);
+	sqlite3_close(db);
+}
+
+/* The report totals (what `spotrun cost --json` prints) equal the column
+ * sums of the FOCUS rows, for the same filter. */
+static void test_sums_match_report(void **state)
+{
+	sqlite3 *db = fixture();
+	struct finops_filter filters[] = {
+		{ 0, 0, 0 },
+		{ T0 + 10 * SR_NS_PER_SEC, 0, 0 },
+		{ 0, 0, 5 },
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++) {
+		struct finops_report rep;
+		struct sr_err e;
+		size_t n;
+		char *buf = export(db, &filters[k], &n);
+		struct csv c;
+		int64_t billed = 0, eff = 0, list = 0, idle = 0, rcost = 0;
+
+		csv_parse(buf, &c);
+		for (int r = 1; r < c.nrows; r++) {
+			billed += micros(val(&c, r, "BilledCost"));
+			eff += micros(val(&c, r, "EffectiveCost"));
+			list += micros(val(&c, r, "ListCost"));
+			idle += micros(val(&c, r, "x_IdleCost"));
+			if (*val(&c, r, "x_ReservedCost"))
+				rcost += micros(val(&c, r, "x_ReservedCost"));
+		}
+		assert_int_equal(finops_report_build(db, &filters[k], FINOPS_BY_DAY,
+						     &rep, &e), 0);
+		assert_int_equal((int64_t)n, rep.total.rows);
+		assert_int_equal(billed, rep.total.cost);
+		assert_int_equal(eff, rep.total.cost);
+		assert_int_equal(list, rep.total.list_cost);
+		assert_int_equal(list - eff, rep.total.savings_vs_list);
+		assert_int_equal(idle, rep.total.idle_cost);
+		assert_int_equal(rcost, rep.total.reserved_cost);
+		assert_true(n > 0);
+		finops_report_free(&rep);
+		csv_free(&c);
+		free(buf);
+	}
+	sqlite3_close(db);
+}
+
+static void test_export_file(void **state)
+{
+	sqlite3 *db = fixture();
+	char dir[] = "/tmp/focus-XXXXXX", path[64];
+	struct sr_err e;
+	size_t n = 0;
+	FILE *f;
+	char head[32];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/out.csv", dir);
+	assert_int_equal(finops_focus_export(db, NULL, NULL, path, &n, &e), 0);
+	assert_int_equal(n, 41);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(head, sizeof head, f));
+	assert_int_equal(strncmp(head, "BilledCost,BillingAccountId", 27), 0);
+	fclose(f);
+	unlink(path);
+	/* an unwritable destination is an error naming the path */
+	snprintf(path, sizeof path, "%s/missing/out.csv", dir);
+	assert_true(finops_focus_export(db, NULL, NULL, path, &n, &e) < 0);
+	assert_non_null(strstr(e.msg, "missing"));
+	rmdir(dir);
+	sqlite3_close(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_columns),
+		cmocka_unit_test(test_number_format),
+		cmocka_unit_test(test_rows_follow_rules),
+		cmocka_unit_test(test_sums_match_report),
+		cmocka_unit_test(test_export_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
