@@ -171,23 +171,38 @@ out:
 	return rc;
 }
 
-char *ctlc_state_dir(const char *flag)
+/* $name if set and non-empty, else NULL. */
+static const char *env_nonempty(const char *name)
 {
-	const char *v;
-	char *out = NULL;
+	const char *v = getenv(name);
 
-	if (flag && *flag)
-		return strdup(flag);
-	v = getenv("SPOTRUN_STATE_DIR");
-	if (v && *v)
-		return strdup(v);
-	v = getenv("XDG_STATE_HOME");
-	if (v && *v)
-		return asprintf(&out, "%s/spotrun", v) < 0 ? NULL : out;
-	v = getenv("HOME");
-	if (!v || !*v)
+	return v && *v ? v : NULL;
+}
+
+char *ctlc_state_dir(const char *flag, struct sr_err *e)
+{
+	const char *dir = flag && *flag ? flag : env_nonempty("SPOTRUN_STATE_DIR");
+	const char *xdg = env_nonempty("XDG_STATE_HOME");
+	const char *home = env_nonempty("HOME");
+	char *out = NULL;
+	int n = 0;
+
+	if (dir)
+		out = strdup(dir);
+	else if (xdg)
+		n = asprintf(&out, "%s/spotrun", xdg);
+	else if (home)
+		n = asprintf(&out, "%s/.local/state/spotrun", home);
+	else {
+		sr_err_set(e, -EINVAL, "no state dir: set $HOME, "
+			   "$SPOTRUN_STATE_DIR or --state-dir");
 		return NULL;
-	return asprintf(&out, "%s/.local/state/spotrun", v) < 0 ? NULL : out;
+	}
+	if (n < 0)
+		out = NULL;
+	if (!out)
+		sr_err_set(e, -ENOMEM, "state dir: out of memory");
+	return out;
 }
 
 /* First line of path, trailing whitespace removed; NULL if unreadable. */
@@ -288,13 +303,13 @@ int ctlc_open_cli(const char *api, const char *state_dir,
 			struct ctlc **out, struct sr_err *e)
 {
 	char *dir = NULL, *url = NULL, *tok = NULL;
+	struct sr_err de = { 0 };
 	int rc;
 
 	*out = NULL;
-	dir = ctlc_state_dir(state_dir);
+	dir = ctlc_state_dir(state_dir, &de);
 	if (!dir) {
-		rc = sr_err_set(e, -EINVAL, "no state dir: set $HOME, "
-				"$SPOTRUN_STATE_DIR or --state-dir");
+		rc = sr_err_set(e, de.code, "%s", de.msg);
 		goto out;
 	}
 	url = ctlc_api_url(api, dir);

@@ -51,8 +51,9 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 
 /* The state dir: `flag` if non-NULL, else $SPOTRUN_STATE_DIR, else
  * $XDG_STATE_HOME/spotrun, else $HOME/.local/state/spotrun.  Returns a
- * malloc'd string (caller frees) or NULL on out-of-memory / no $HOME. */
-char *ctlc_state_dir(const char *flag);
+ * malloc'd string (caller frees), or NULL with *e set (-ENOMEM, or -EINVAL
+ * saying which variables or flag would name one). */
+char *ctlc_state_dir(const char *flag, struct sr_err *e);
 
 /* The API URL: `flag`, else $SPOTRUN_API, else the first line of
  * <state_dir>/api.url (written by spotrund after it binds), else

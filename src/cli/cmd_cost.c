@@ -48,7 +48,8 @@ static void usage(void)
 /* <state-dir>/spotrun.db, the state dir found as every command finds it
  * (--state-dir, $SPOTRUN_STATE_DIR, $XDG_STATE_HOME/spotrun,
  * ~/.local/state/spotrun), unless --db names the file. */
-static int db_path(const char *db, const char *state_dir, char *buf, size_t n)
+static int db_path(const char *db, const char *state_dir, char *buf, size_t n,
+		   struct sr_err *e)
 {
 	char *dir;
 	int len;
@@ -56,13 +57,15 @@ static int db_path(const char *db, const char *state_dir, char *buf, size_t n)
 	if (db) {
 		len = snprintf(buf, n, "%s", db);
 	} else {
-		dir = ctlc_state_dir(state_dir);
+		dir = ctlc_state_dir(state_dir, e);
 		if (!dir)
-			return -ENOMEM;
+			return e->code;
 		len = snprintf(buf, n, "%s/spotrun.db", dir);
 		free(dir);
 	}
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+	if (len < 0 || (size_t)len >= n)
+		return sr_err_set(e, -ENAMETOOLONG, "database path: too long");
+	return 0;
 }
 
 static int open_ro(const char *path, sqlite3 **db)
@@ -212,8 +215,8 @@ static int cmd_cost(int argc, char **argv)
 				       json ? "--json" : "--by");
 	if (f.until_ns && f.until_ns <= f.since_ns)
 		return cli_usage_error(CMD, "--until: not after --since");
-	if (db_path(dbfile, state_dir, path, sizeof path)) {
-		fprintf(stderr, "spotrun cost: cannot locate the state dir\n");
+	if (db_path(dbfile, state_dir, path, sizeof path, &e)) {
+		fprintf(stderr, "spotrun cost: %s\n", e.msg);
 		return CLI_FAIL;
 	}
 	if (open_ro(path, &db))

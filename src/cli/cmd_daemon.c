@@ -342,6 +342,7 @@ static int cmd_daemon(int argc, char **argv)
 	const char *verb = NULL, *dirflag = NULL, *listen = NULL;
 	char **extra = NULL;
 	int nextra = 0, json = 0, rc;
+	struct sr_err e = { 0 };
 	char *dir;
 
 	for (int i = 1; i < argc; i++) {
@@ -376,10 +377,9 @@ static int cmd_daemon(int argc, char **argv)
 		return cli_usage_error("daemon", "--listen and '--' go with 'start'");
 	if (strcmp(verb, "status") && json)
 		return cli_usage_error("daemon", "--json goes with 'status'");
-	dir = ctlc_state_dir(dirflag);
+	dir = ctlc_state_dir(dirflag, &e);
 	if (!dir) {
-		fprintf(stderr, "spotrun daemon: no state dir: set $HOME, "
-			"$SPOTRUN_STATE_DIR or --state-dir\n");
+		fprintf(stderr, "spotrun daemon: %s\n", e.msg);
 		return CLI_FAIL;
 	}
 	if (!strcmp(verb, "start"))

@@ -57,10 +57,14 @@ static int cmd_dashboard(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-	dir = ctlc_state_dir(state_flag);
-	url = dir ? ctlc_api_url(api, dir) : NULL;
-	if (!dir || !url) {
-		fprintf(stderr, "spotrun dashboard: cannot locate the state dir\n");
+	dir = ctlc_state_dir(state_flag, &e);
+	if (!dir) {
+		fprintf(stderr, "spotrun dashboard: %s\n", e.msg);
+		goto out;
+	}
+	url = ctlc_api_url(api, dir);
+	if (!url) {
+		fprintf(stderr, "spotrun dashboard: out of memory\n");
 		goto out;
 	}
 	if (ctlc_admin_token(dir, &token, &e)) {
