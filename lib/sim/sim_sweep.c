@@ -125,6 +125,9 @@ int sim_sweep_run(const struct sim_market *m, const struct sim_sweep_opts *o,
 	if (nwin == 0 || o->npolicies < 1 || o->npolicies > SIM_SWEEP_MAX_POLICIES)
 		return sr_err_set(e, -EINVAL, "need at least one window and 1..%d policies",
 				  SIM_SWEEP_MAX_POLICIES);
+	rc = sim_params_check(&o->p, e);
+	if (rc)
+		return rc;
 	for (int i = 0; i < o->npolicies; i++) {
 		if (strcmp(o->policies[i], "optimal")) {
 			ops[i] = policy_find(o->policies[i]);
