@@ -56,6 +56,7 @@ struct catalog_offering {
 	char instance_type[48];
 	char accelerator[24];    /* "H100", "A100-80GB", ... */
 	double accel_count;      /* per node; fractional for AWS g6f */
+	double vcpus, memory_gib;/* per node; 0 when the source has none */
 	sr_micros ondemand_per_h;/* -1: not listed */
 	sr_micros spot_per_h;    /* -1: no spot offering */
 	sr_micros reserved_per_h;/* amortized 1-year commitment; -1: unknown */
@@ -124,6 +125,11 @@ int catalog_select(const struct catalog *c, const struct catalog_filter *f,
 
 /* Parse "H100:8" / "H100" (count 1).  name gets the accelerator. */
 int catalog_parse_accel(const char *s, char *name, size_t n, double *count);
+
+/* Up to 3 of names[0..n) nearest to s (edit distance, ignoring case),
+ * as "a, b, c" into out; "" when names is empty. */
+void catalog_nearest(const char *s, const char *const *names, size_t n,
+		     char *out, size_t outn);
 
 /* Names for enums ("infiniband", ...) and parsing them back. */
 const char *catalog_net_name(enum catalog_net n);

@@ -52,21 +52,6 @@ const char *plan_risk(const struct plan_result *r, const struct plan_placement *
 	return miss < 0.05 ? "medium" : "high";
 }
 
-static int infra_ok(const struct jobspec *js, const struct catalog_offering *o)
-{
-	if (js->n_infra == 0)
-		return 1;
-	for (size_t i = 0; i < js->n_infra; i++) {
-		const struct jobspec_infra *in = &js->infra[i];
-
-		if ((!in->cloud[0] || !strcasecmp(in->cloud, o->cloud)) &&
-		    (!in->region[0] || !strcmp(in->region, o->region)) &&
-		    (!in->zone[0] || !strcmp(in->zone, o->zone)))
-			return 1;
-	}
-	return 0;
-}
-
 static sr_micros gang(sr_micros per_node, int nodes)
 {
 	if (per_node < 0)
@@ -270,7 +255,7 @@ static int place_offering(struct ctx *c, const struct catalog_offering *o,
 }
 
 static void baselines(const struct catalog *cat, const struct jobspec *js,
-		      struct plan_result *r, const struct catalog_filter *f)
+		      struct plan_result *r)
 {
 	r->baseline_od = r->baseline_reserved = -1;
 	for (size_t i = 0; i < cat->n; i++) {
@@ -279,9 +264,7 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 		sr_micros rs = gang(o->reserved_per_h, js->num_nodes);
 		double t = js->work_h;
 
-		if (strcasecmp(o->accelerator, f->accelerator) ||
-		    fabs(o->accel_count - f->accel_count) > 1e-9 ||
-		    !infra_ok(js, o) || o->net < js->network)
+		if (!jobspec_offer_ok(js, o))
 			continue;
 		if (od >= 0 && (r->baseline_od < 0 || usd_h(t, od) < r->baseline_od))
 			r->baseline_od = usd_h(t, od);
@@ -295,7 +278,6 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 	      int64_t now_ns, struct plan_result *out, struct sr_err *e)
 {
 	struct ctx c = { js, out, 0 };
-	struct catalog_filter f = { 0 };
 	int allow[4], rc = 0;
 
 	memset(out, 0, sizeof *out);
@@ -308,16 +290,12 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 		return sr_err_set(e, -SR_EPARSE, "spotrun.deadline: already passed");
 	out->stall_h = jobspec_stall_h(js);
 	out->resume_h = resume_h(js);
-	f.accelerator = js->accel;
-	f.accel_count = js->accel_count;
-	baselines(cat, js, out, &f);
+	baselines(cat, js, out);
 	allowed_modes(js, allow);
 	for (size_t i = 0; i < cat->n && !rc; i++) {
 		const struct catalog_offering *o = &cat->items[i];
 
-		if (strcasecmp(o->accelerator, js->accel) ||
-		    fabs(o->accel_count - js->accel_count) > 1e-9 ||
-		    !infra_ok(js, o) || o->net < js->network)
+		if (!jobspec_offer_ok(js, o))
 			continue;
 		rc = place_offering(&c, o, allow);
 	}
