@@ -111,6 +111,20 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# The release and the git commit, for `spotrun --version`.  The header is
+# rewritten only when the commit changes, so a rebuild stays incremental.
+SPOTRUN_VERSION := 0.1.0
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+$(BUILD)/gen/git_commit.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define SPOTRUN_VERSION "%s"\n#define SPOTRUN_GIT_COMMIT "%s"\n' \
+		'$(SPOTRUN_VERSION)' '$(GIT_COMMIT)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(BUILD)/obj/src/cli/cmd_version.o: $(BUILD)/gen/git_commit.h
+$(BUILD)/obj/src/cli/cmd_version.o: CFLAGS_ALL += -I$(BUILD)/gen
+.PHONY: FORCE
+FORCE:
+
 # Files pulled in with .incbin (the dashboard) are not seen by -MMD.
 $(BUILD)/obj/src/spotrund/web_assets.o: $(wildcard src/spotrund/web/*)
 

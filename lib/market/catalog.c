@@ -29,6 +29,7 @@ void catalog_free(struct catalog *c)
 	if (!c)
 		return;
 	free(c->items);
+	free(c->zones);
 	memset(c, 0, sizeof *c);
 }
 
@@ -301,6 +302,12 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e)
 		if (rc)
 			return rc;
 		loaded++;
+	}
+	snprintf(path, sizeof path, "%s/catalog/aws_zones.csv", dir);
+	if (!access(path, R_OK)) {
+		rc = catalog_load_zones(c, path, "aws", e);
+		if (rc)
+			return rc;
 	}
 	snprintf(path, sizeof path, "%s/offerings.csv", dir);
 	if (!access(path, R_OK)) {

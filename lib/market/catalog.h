@@ -66,9 +66,19 @@ struct catalog_offering {
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };
 
+/* One row of DIR/catalog/aws_zones.csv: a zone's name and its ID. */
+struct catalog_zone {
+	char cloud[16];
+	char region[40];
+	char name[40];           /* "us-east-1a" */
+	char id[40];             /* "use1-az1", as the offerings name it */
+};
+
 struct catalog {
 	struct catalog_offering *items; /* owned; n valid entries */
 	size_t n, cap;
+	struct catalog_zone *zones;     /* owned; n_zones entries */
+	size_t n_zones;
 };
 
 void catalog_init(struct catalog *c);
@@ -101,6 +111,26 @@ int catalog_load_offerings_buf(struct catalog *c, const char *buf,
  * DIR/offerings.csv, and give every spot row without a hazard the
  * default.  DIR is usually "data". */
 int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e);
+
+/* Load a zone table (CSV with Region,ZoneName,ZoneId) for `cloud`. */
+int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
+		       struct sr_err *e);
+
+/* ---- checking names (catalog_check.c) ----------------------------------
+ * Each returns 0, or -EINVAL with e saying which value is unknown and
+ * naming the nearest valid ones ("unknown GPU 'H1000'; nearest: H100,
+ * H200, A100"), so a command can exit 2 instead of printing nothing. */
+
+/* A GPU name (case-insensitive) and, when count > 0, that per-node count. */
+int catalog_check_gpu(const struct catalog *c, const char *name, double count,
+		      struct sr_err *e);
+/* A cloud, a region (of that cloud when cloud is set) and a zone (ID or
+ * name, of that region / cloud when given).  Empty or NULL fields are
+ * not checked.  When zone_id is not NULL it receives the zone's ID
+ * ("us-east-1a" -> "use1-az4"), or "" without a zone. */
+int catalog_check_place(const struct catalog *c, const char *cloud,
+			const char *region, const char *zone, char *zone_id,
+			size_t n, struct sr_err *e);
 
 /* Resolve the data directory: $SPOTRUN_DATA, else "data" relative to the
  * working directory, else the one beside the executable's ../../data

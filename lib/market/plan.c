@@ -274,20 +274,93 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 	}
 }
 
+/* Every name the job gives must exist in the catalog: the GPUs (with
+ * their counts), the clouds, regions and zones.  Zone names become zone
+ * IDs in `infra` (a copy of js->infra the caller owns). */
+static int check_names(const struct catalog *cat, const struct jobspec *js,
+		       struct jobspec_infra *infra, struct sr_err *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < js->n_accels && !rc; i++)
+		rc = catalog_check_gpu(cat, js->accels[i].name, js->accels[i].count, e);
+	if (!js->n_accels && !rc)
+		rc = catalog_check_gpu(cat, js->accel, js->accel_count, e);
+	if (rc)
+		return sr_err_prefix(e, "resources.accelerators");
+	for (size_t i = 0; i < js->n_infra && !rc; i++) {
+		struct jobspec_infra *in = &infra[i];
+		char buf[160];
+
+		if (in->accel[0])
+			rc = catalog_check_gpu(cat, in->accel, in->accel_count, e);
+		if (!rc)
+			rc = catalog_check_place(cat, in->cloud, in->region, in->zone,
+						 in->zone, sizeof in->zone, e);
+		if (rc)
+			return sr_err_prefix(e, "resources.%s[%zu] (%s)",
+					     js->n_infra > 1 ? "any_of" : "infra", i,
+					     jobspec_infra_format(&js->infra[i], buf,
+								  sizeof buf));
+	}
+	return 0;
+}
+
+/* Drop placements whose price, or whose on-demand fallback's price, is
+ * above max_hourly_cost. */
+static void drop_over_budget(const struct jobspec *js, struct plan_result *out)
+{
+	size_t k = 0;
+
+	if (js->max_hourly_cost < 0)
+		return;
+	for (size_t i = 0; i < out->n; i++) {
+		const struct plan_placement *p = &out->items[i];
+		sr_micros fb = gang(p->o.ondemand_per_h, js->num_nodes);
+
+		if (p->price_per_h > js->max_hourly_cost)
+			continue;
+		if (p->mode == PLAN_SPOT_FALLBACK && fb > js->max_hourly_cost)
+			continue;
+		out->items[k++] = *p;
+	}
+	out->n = k;
+}
+
 int plan_make(const struct catalog *cat, const struct jobspec *js,
 	      int64_t now_ns, struct plan_result *out, struct sr_err *e)
 {
-	struct ctx c = { js, out, 0 };
+	struct jobspec view = *js; /* shallow: same arrays but resolved zones */
+	struct jobspec_infra *infra = NULL;
+	struct ctx c = { &view, out, 0 };
 	int allow[4], rc = 0;
 
 	memset(out, 0, sizeof *out);
 	if (!js->accel[0] || js->accel_count < 1)
 		return sr_err_set(e, -SR_EPARSE, "resources.accelerators: required for planning");
 	if (!(js->work_h > 0))
-		return sr_err_set(e, -SR_EPARSE, "spotrun.work: required for planning");
+		return sr_err_set(e, -SR_EPARSE, "spotrun.work: required for planning "
+				  "(add spotrun: {work: 20h}, or give plan --work-hours)");
 	out->deadline_h = jobspec_deadline_h(js, now_ns);
 	if (!(out->deadline_h > 0))
 		return sr_err_set(e, -SR_EPARSE, "spotrun.deadline: already passed");
+	if (js->work_h > out->deadline_h)
+		return sr_err_set(e, -EINVAL, "spotrun.work: %.1fh of work cannot finish "
+				  "within the %.1fh deadline; raise spotrun.deadline or "
+				  "lower spotrun.work", js->work_h, out->deadline_h);
+	if (js->n_infra) {
+		infra = malloc(js->n_infra * sizeof *infra);
+		if (!infra)
+			return sr_err_set(e, -ENOMEM, "plan: out of memory");
+		memcpy(infra, js->infra, js->n_infra * sizeof *infra);
+	}
+	rc = check_names(cat, js, infra, e);
+	if (rc) {
+		free(infra);
+		return rc;
+	}
+	view.infra = infra;
+	js = &view;
 	out->stall_h = jobspec_stall_h(js);
 	out->resume_h = resume_h(js);
 	baselines(cat, js, out);
@@ -299,20 +372,12 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 			continue;
 		rc = place_offering(&c, o, allow);
 	}
+	free(infra);
 	if (rc) {
 		plan_result_free(out);
 		return sr_err_set(e, rc, "plan: %s", sr_strerror(rc));
 	}
-	/* max $/h removes placements entirely */
-	if (js->max_hourly_cost >= 0) {
-		size_t k = 0;
-
-		for (size_t i = 0; i < out->n; i++) {
-			if (out->items[i].price_per_h <= js->max_hourly_cost)
-				out->items[k++] = out->items[i];
-		}
-		out->n = k;
-	}
+	drop_over_budget(js, out);
 	for (size_t i = 0; i < out->n; i++) {
 		judge(&c, &out->items[i]);
 		out->n_feasible += (size_t)out->items[i].feasible;
