@@ -62,6 +62,7 @@ struct catalog_offering {
 	sr_micros reserved_per_h;/* amortized 1-year commitment; -1: unknown */
 	double hazard_per_h;     /* spot preemptions per node-hour; 0 if none */
 	enum catalog_hazard_src hazard_src;
+	char hazard_from[64];    /* where the hazard came from, in words */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };
@@ -112,6 +113,15 @@ int catalog_load_offerings_buf(struct catalog *c, const char *buf,
  * default.  DIR is usually "data". */
 int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e);
 
+/* Fit per-pool hazards from the single-node spot traces under DIR/traces
+ * (catalog_trace.c; DIR/traces/cbl/{availability,preemption}/1-node/
+ * CLOUD-DATE/ZONE_GPU_COUNT.json, 1 = up) and give them to the matching
+ * spot offerings (cloud, zone through the zone table, GPU, count), with
+ * hazard_src TRACE.  Several traces of one pool are pooled (all losses
+ * over all hours up).  A missing traces folder is not an error. */
+int catalog_load_trace_rates(struct catalog *c, const char *dir,
+			     struct sr_err *e);
+
 /* Load a zone table (CSV with Region,ZoneName,ZoneId) for `cloud`. */
 int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
 		       struct sr_err *e);
@@ -144,6 +154,7 @@ struct catalog_filter {
 	int spot_only;           /* only rows with a spot price */
 	const char *cloud;
 	const char *region;
+	const char *zone;        /* zone ID (resolve names: catalog_check_place) */
 	enum catalog_net min_net;
 };
 

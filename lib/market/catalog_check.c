@@ -221,8 +221,15 @@ int catalog_check_place(const struct catalog *c, const char *cloud,
 			found = !strcasecmp(c->items[i].cloud, cloud);
 			rc = names_add(&seen, c->items[i].cloud);
 		}
+		for (size_t i = 0; i < c->n && !found && !rc; i++)
+			rc = names_add(&seen, c->items[i].cloud); /* all of them */
 		if (!rc && !found) {
-			catalog_nearest(cloud, seen.v, seen.n, near, sizeof near);
+			size_t len = 0;
+
+			near[0] = '\0';
+			for (size_t i = 0; i < seen.n && len < sizeof near - 24; i++)
+				len += (size_t)snprintf(near + len, sizeof near - len, "%s%s",
+							i ? ", " : "", seen.v[i]);
 			rc = sr_err_set(e, -EINVAL, "unknown cloud '%s'; the catalog has: %s",
 					cloud, near);
 			goto out;
