@@ -290,12 +290,13 @@ static int check_names(const struct catalog *cat, const struct jobspec *js,
 		return sr_err_prefix(e, "resources.accelerators");
 	for (size_t i = 0; i < js->n_infra && !rc; i++) {
 		struct jobspec_infra *in = &infra[i];
-		char buf[160];
+		char buf[160], zone[sizeof in->zone];
 
+		memcpy(zone, in->zone, sizeof zone);
 		if (in->accel[0])
 			rc = catalog_check_gpu(cat, in->accel, in->accel_count, e);
 		if (!rc)
-			rc = catalog_check_place(cat, in->cloud, in->region, in->zone,
+			rc = catalog_check_place(cat, in->cloud, in->region, zone,
 						 in->zone, sizeof in->zone, e);
 		if (rc)
 			return sr_err_prefix(e, "resources.%s[%zu] (%s)",
