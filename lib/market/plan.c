@@ -146,8 +146,28 @@ static int add_fixed(struct ctx *c, const struct catalog_offering *o,
 	p.price_per_h = cp.price_per_h;
 	p.ckpt_interval_h = p.est.n_ckpt ? cp.ckpt_interval_h : 0;
 	p.expected_cost = p.est.netc;
+	p.cost_p95 = p.est.netc;
 	p.p_meet = p.est.makespan_h <= c->r->deadline_h ? 1 : 0;
 	return push(c, &p);
+}
+
+/* The makespan that P(finish by T) reaches q at, by bisection (the
+ * probability only grows with T). */
+static double makespan_quantile_h(const struct cost_params *cp, double t0, double q)
+{
+	double lo = t0, hi = t0 > 0 ? t0 * 2 : 1;
+
+	for (int i = 0; i < 60 && cost_p_finish_by(cp, hi) < q; i++)
+		hi *= 2;
+	for (int i = 0; i < 60 && hi - lo > 1e-6 * hi; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (cost_p_finish_by(cp, mid) >= q)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
 }
 
 static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallback)
@@ -174,6 +194,21 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 				  usd_h(over + c->r->resume_h * pf, od);
 		if (p.est.t_train_h + c->r->resume_h <= D)
 			p.p_meet = 1;
+	}
+	{
+		double t95 = makespan_quantile_h(&cp, p.est.t_train_h, 0.95);
+		double cut = D - c->r->resume_h;
+
+		/* 95th percentile: spot until the fallback point, then the rest
+		 * (and one resume) on demand */
+		if (p.mode == PLAN_SPOT_FALLBACK && !isinf(D) && t95 > cut && cut > 0)
+			p.cost_p95 = usd_h(cut, p.price_per_h) +
+				     usd_h(t95 - cut + c->r->resume_h,
+					   gang(o->ondemand_per_h, c->js->num_nodes));
+		else
+			p.cost_p95 = usd_h(t95, p.price_per_h);
+		if (p.cost_p95 < p.expected_cost)
+			p.cost_p95 = p.expected_cost;
 	}
 	return push(c, &p);
 }
@@ -413,6 +448,7 @@ static json_t *place_json(const struct plan_result *r, const struct plan_placeme
 	json_object_set_new(j, "instance_type", json_string(p->o.instance_type));
 	json_object_set_new(j, "price_per_h_micros", json_integer(p->price_per_h));
 	json_object_set_new(j, "expected_cost_micros", json_integer(p->expected_cost));
+	json_object_set_new(j, "cost_p95_micros", json_integer(p->cost_p95));
 	json_object_set_new(j, "savings_vs_od", num_or_null(p->savings_vs_od));
 	json_object_set_new(j, "savings_vs_reserved", num_or_null(p->savings_vs_reserved));
 	json_object_set_new(j, "expected_preemptions", json_real(p->est.n_preempt));
@@ -423,6 +459,9 @@ static json_t *place_json(const struct plan_result *r, const struct plan_placeme
 	json_object_set_new(j, "risk", json_string(plan_risk(r, p)));
 	json_object_set_new(j, "network", json_string(catalog_net_name(p->o.net)));
 	json_object_set_new(j, "hazard_per_h", json_real(p->o.hazard_per_h));
+	json_object_set_new(j, "hazard_source",
+			    json_string(catalog_hazard_src_name(p->o.hazard_src)));
+	json_object_set_new(j, "hazard_from", json_string(p->o.hazard_from));
 	json_object_set_new(j, "feasible", json_boolean(p->feasible));
 	json_object_set_new(j, "why", json_string(p->why));
 	json_object_set_new(j, "source", json_string(p->o.source));

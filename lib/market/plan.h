@@ -51,6 +51,7 @@ struct plan_placement {
 	double p_meet;               /* P(finish by deadline) */
 	double p_fallback;           /* SPOT_FALLBACK: P(switch to on-demand) */
 	sr_micros expected_cost;
+	sr_micros cost_p95;          /* 95th percentile of the cost (>= expected) */
 	double savings_vs_od;        /* 1 - cost/baseline; NAN if no baseline */
 	double savings_vs_reserved;
 	int feasible;
