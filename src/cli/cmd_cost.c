@@ -38,6 +38,7 @@ static void usage(void)
 	       "  --by KEY         group rows by job, cloud, region, pool or day\n"
 	       "  --json           print one JSON document (money in *_micros and *_usd)\n"
 	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
+	       "                   (- for stdout)\n"
 	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
 	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
 	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR,\n"
@@ -224,11 +225,15 @@ static int cmd_cost(int argc, char **argv)
 	if (focus) {
 		size_t n = 0;
 
-		if (finops_focus_export(db, &f, &fo, focus, &n, &e)) {
+		/* "-" is stdout, as for most Unix tools */
+		if (!strcmp(focus, "-") ? finops_focus_write(db, &f, &fo, stdout, &n, &e) ||
+					  fflush(stdout)
+					: finops_focus_export(db, &f, &fo, focus, &n, &e)) {
 			fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
 			goto out;
 		}
-		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n, focus);
+		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n,
+			strcmp(focus, "-") ? focus : "stdout");
 		rc = CLI_OK;
 		goto out;
 	}

@@ -14,6 +14,7 @@ fields, a missing file, bad ids, a wrong token, no daemon running.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -301,7 +302,10 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     # names work wherever an id does
     jid = submitted_id(out)
     assert cli.json("status", "sky-names")["job"]["id"] == jid
-    assert "sky-names" in cli.run("status", check=0).stdout
+    table = cli.run("status", check=0).stdout
+    assert "sky-names" in table
+    money = re.findall(r"\$[0-9.]+", table + cli.run("status", str(jid), check=0).stdout)
+    assert money and all(re.fullmatch(r"\$\d+\.\d\d", m) for m in money), money
     assert cli.run("logs", "sky-names", check=0).stdout.count("code-in-workdir") == 2
     assert cli.run("events", "sky-names", check=0).returncode == 0
     nodes = cli.json("nodes", "--job", "sky-names", "--all")["nodes"]
