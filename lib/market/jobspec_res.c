@@ -409,6 +409,7 @@ static const char *const res_hints[] = {
 	"network_tier", "use spotrun.network: rdma",
 	"autostop", "use spotrun.autostop: 30m",
 	"spot_recovery", "use resources.job_recovery",
+	"max_hourly_cost", "use spotrun.max_hourly_cost (dollars per hour for the whole gang)",
 	NULL
 };
 
