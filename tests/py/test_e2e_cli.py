@@ -310,6 +310,9 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     assert cli.run("events", "sky-names", check=0).returncode == 0
     nodes = cli.json("nodes", "--job", "sky-names", "--all")["nodes"]
     assert nodes and all(n["job_id"] == jid for n in nodes)
+    by_job = cli.run("cost", "--by", "job", check=0).stdout
+    assert "%d sky-names" % jid in by_job, by_job
+    assert cli.run("cost", "--job", "sky-names", "--json", check=0).returncode == 0
     p = cli.run("status", "no-such-job", check=1)
     assert "no job named 'no-such-job'" in p.stderr
     # a second job of the same name: the newest one is meant
