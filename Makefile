@@ -155,10 +155,11 @@ check: deps
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
 	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
-	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build || true
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true
 	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
 	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true

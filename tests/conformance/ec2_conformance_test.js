@@ -103,7 +103,7 @@ function runTool(args, token) {
     execFile(TOOL, args, { env, timeout: 30000 }, (err, stdout, stderr) => {
       let out = null;
       try { out = JSON.parse(stdout); } catch (e) { out = { error: `no JSON: ${stdout}${stderr}` }; }
-      if (stderr && !/^\s*$/.test(stderr) && !out.error) out.stderr = stderr;
+      if (stderr && !/^\s*$/.test(stderr)) out.stderr = stderr;
       resolve(out);
     });
   });
@@ -119,6 +119,7 @@ async function compare(name, sdkCalls, toolArgs, token) {
   const tool = await runTool(toolArgs, token);
   const ourReqs = captured.splice(0);
   check(`${name}: driver succeeded`, tool.ok !== undefined, JSON.stringify(tool));
+  check(`${name}: driver wrote nothing to stderr (no log line, no sanitizer report)`, !tool.stderr, tool.stderr);
   check(`${name}: same number of requests`, sdkReqs.length === ourReqs.length, `sdk ${sdkReqs.length}, driver ${ourReqs.length}`);
   for (let i = 0; i < Math.min(sdkReqs.length, ourReqs.length); i++) {
     const a = formParams(sdkReqs[i].body), b = formParams(ourReqs[i].body);
@@ -254,6 +255,7 @@ async function testErrors() {
     check(`error ${code}: classified ${cls}`, out.class === cls && out.code === code, JSON.stringify(out));
     check(`error ${code}: message names operation, code and text`, out.error === `EC2 RunInstances: ${code}: ${msg}`, out.error);
     check(`error ${code}: no secret in the message`, !out.error.includes(SECRET) && !out.error.includes(AKID));
+    check(`error ${code}: nothing on stderr`, !out.stderr, out.stderr);
   }
 }
 
