@@ -30,7 +30,8 @@ DEPS_STAMP := .deps-ok
 
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
-	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP
+	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP \
+	-I/usr/include/libxml2
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -51,7 +52,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -168,10 +169,11 @@ check: deps
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
 	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
-	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build || true
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true
 	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
 	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
