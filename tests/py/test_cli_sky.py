@@ -130,3 +130,55 @@ def test_p_target_prints_short():
     r = spotrun("plan", "examples/jobs/demo.yaml", "--json")
     assert r.returncode == 0, r.stderr
     assert '"p_target":0.99,' in r.stdout
+
+
+def test_risk_follows_the_pool_rate():
+    path = os.path.join(ROOT, "build", "tmp_cli_risk_%d.yaml" % os.getpid())
+    with open(path, "w") as f:
+        f.write("resources:\n  accelerators: V100:8\n  infra: aws/us-west-2\n"
+                "spotrun: {work: 20h, deadline: 26h, criticality: best-effort,"
+                " checkpoint: {size: 10GB}}\n")
+    try:
+        r = spotrun("plan", path, "--all", "--json")
+    finally:
+        os.unlink(path)
+    assert r.returncode == 0, r.stderr
+    by_zone = {p["zone"]: p for p in json.loads(r.stdout)["placements"]}
+    # us-west-2b (usw2-az2) p3.16xlarge: 31.7 preemptions / 24 h in the trace
+    hot = by_zone["usw2-az2"]
+    assert hot["hazard_source"] == "trace" and hot["risk"] == "high"
+    assert hot["p_meet"] < 0.99 and not hot["feasible"]
+    assert by_zone["usw2-az3"]["risk"] == "low"
+
+
+def test_launch_asks_on_a_terminal():
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen(["spotrun", "launch", os.path.join(ROOT, "examples", "demo",
+                                                             "job.yaml")],
+                         cwd=ROOT, stdin=slave, stdout=slave, stderr=slave,
+                         env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"))
+    os.close(slave)
+    out = b""
+    while b"[Y/n]" not in out:
+        ready, _, _ = select.select([master], [], [], 60)
+        assert ready, out
+        out += os.read(master, 4096)
+    os.write(master, b"n\n")
+    assert p.wait(timeout=60) == 1
+    while True:
+        ready, _, _ = select.select([master], [], [], 1)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    text = out.decode(errors="replace")
+    assert "pool:" in text and "expected:" in text and "p95" in text, text
+    assert "not launched" in text, text
