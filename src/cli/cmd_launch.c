@@ -266,7 +266,7 @@ static int preview(const struct jobspec *js)
 	struct catalog cat;
 	struct plan_result r = { 0 };
 	struct sr_err e = { 0 };
-	char dir[PATH_MAX], a[32], b[32], dl[32], where[160];
+	char a[32], b[32], dl[32], where[160];
 	const struct plan_placement *p;
 	int rc = 0;
 
@@ -276,13 +276,11 @@ static int preview(const struct jobspec *js)
 		printf("  (no spotrun.work: add it to see the pool, cost and risk)\n");
 		return 0;
 	}
-	if (catalog_find_data_dir(dir, sizeof dir)) {
-		printf("  (no catalog found to price the job; set SPOTRUN_DATA)\n");
+	if (cli_load_catalog("launch", NULL, &cat)) {
+		printf("  (no catalog to price the job)\n");
 		return 0;
 	}
-	catalog_init(&cat);
-	if (catalog_load_dir(&cat, dir, &e) ||
-	    plan_make(&cat, js, sr_time_real_ns(), &r, &e)) {
+	if (plan_make(&cat, js, sr_time_real_ns(), &r, &e)) {
 		fprintf(stderr, "spotrun launch: %s\n", sr_err_str(&e, e.code));
 		rc = e.code == -EINVAL ? CLI_USAGE : 0;
 		goto out;

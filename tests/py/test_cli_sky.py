@@ -152,33 +152,11 @@ def test_risk_follows_the_pool_rate():
 
 
 def test_launch_asks_on_a_terminal():
-    import pty
-    import select
-    master, slave = pty.openpty()
-    p = subprocess.Popen(["spotrun", "launch", os.path.join(ROOT, "examples", "demo",
-                                                             "job.yaml")],
-                         cwd=ROOT, stdin=slave, stdout=slave, stderr=slave,
-                         env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"))
-    os.close(slave)
-    out = b""
-    while b"[Y/n]" not in out:
-        ready, _, _ = select.select([master], [], [], 60)
-        assert ready, out
-        out += os.read(master, 4096)
-    os.write(master, b"n\n")
-    assert p.wait(timeout=60) == 1
-    while True:
-        ready, _, _ = select.select([master], [], [], 1)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    text = out.decode(errors="replace")
+    from conftest import run_on_pty
+    rc, text = run_on_pty(["spotrun", "launch",
+                           os.path.join(ROOT, "examples", "demo", "job.yaml")],
+                          env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"),
+                          cwd=ROOT, answer_after="[Y/n]", answer=b"n\n")
+    assert rc == 1, text
     assert "pool:" in text and "expected:" in text and "p95" in text, text
-    assert "not launched" in text, text
+    assert "Launch? [Y/n]" in text and "not launched" in text, text

@@ -327,31 +327,11 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
 def test_launch_on_a_terminal_shows_live_progress(cli, tmp_path):
     """On a terminal, launch redraws a status line with the time spent in
     the current state (provisioning included) until the job ends."""
-    import pty
-    import select
+    from conftest import run_on_pty
     cli.start()
     path = job_yaml(tmp_path, "sleep 2; echo done-sleeping", name="tty")
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([SPOTRUN, "launch", "-y", path], env=cli.env,
-                            stdin=slave, stdout=slave, stderr=slave)
-    os.close(slave)
-    out = b""
-    end = time.time() + 90
-    while time.time() < end:
-        ready, _, _ = select.select([master], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=30) == 0, out
-    text = out.decode(errors="replace")
+    rc, text = run_on_pty([SPOTRUN, "launch", "-y", path], env=cli.env)
+    assert rc == 0, text
     assert re.search(r"\r\x1b\[K(PENDING|PROVISIONING|RUNNING) +\d+s", text), text
     assert "done-sleeping" in text and "SUCCEEDED" in text
 
