@@ -273,14 +273,14 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
         "num_nodes: 2\n"
         "workdir: .\n"
         "resources: {accelerators: V100:1, use_spot: false}\n"
-        "secrets: {MY_TOKEN: null}\n"
+        "secrets: {MY_TOKEN: null, INLINE_KEY: inline-s3cr3t}\n"
         "file_mounts: {/mnt/vocab.txt: ./data/vocab.txt}\n"
         "setup: echo setup-ran > setup.marker\n"
         "run: |\n"
         "  echo rank=$SKYPILOT_NODE_RANK nodes=$SKYPILOT_NUM_NODES "
         "gpus=$SKYPILOT_NUM_GPUS_PER_NODE ips=$(echo \"$SKYPILOT_NODE_IPS\" | wc -l)\n"
         "  cat code.txt setup.marker \"$SPOTRUN_NODE_DIR/mnt/vocab.txt\"\n"
-        "  echo token=$MY_TOKEN cwd=$(pwd)\n"
+        "  echo token=$MY_TOKEN inline=$INLINE_KEY cwd=$(pwd)\n"
         "spotrun: {work: 1h, deadline: 1000h}\n")
     # a secret without a value must come from the environment
     p = cli.run("launch", str(path), "-d", check=1)
@@ -297,11 +297,15 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     for rank in (0, 1):
         assert "rank=%d nodes=2 gpus=1 ips=2" % rank in out, out
     assert "code-in-workdir" in out and "setup-ran" in out
-    assert "vocab-mounted" in out and "token=s3cr3t" in out
+    assert "vocab-mounted" in out and "token=s3cr3t inline=inline-s3cr3t" in out
     assert "/workdir" in out.split("cwd=")[1].split()[0]  # the node's copy
     # names work wherever an id does
     jid = submitted_id(out)
-    assert cli.json("status", "sky-names")["job"]["id"] == jid
+    job = cli.json("status", "sky-names")["job"]
+    assert job["id"] == jid
+    # secrets reach the workload but are never served back
+    assert job["spec"]["secrets"]["INLINE_KEY"] == "<redacted>"
+    assert "inline-s3cr3t" not in json.dumps(job)
     table = cli.run("status", check=0).stdout
     assert "sky-names" in table
     money = re.findall(r"\$[0-9.]+", table + cli.run("status", str(jid), check=0).stdout)
