@@ -328,6 +328,22 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     assert cli.wait(jid2)["state"] == "CANCELLED"
 
 
+def test_job_recovery_restarts_on_errors(cli, tmp_path):
+    """SkyPilot's job_recovery.max_restarts_on_errors is the number of
+    times a failing workload is restarted."""
+    cli.start()
+    path = tmp_path / "failing.yaml"
+    path.write_text("name: failing\n"
+                    "resources:\n  accelerators: V100:1\n  use_spot: false\n"
+                    "  job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 1}\n"
+                    "run: exit 3\n")
+    p = cli.run("launch", str(path), "-d", "--json", check=0)
+    jid = json.loads(p.stdout)["job"]["id"]
+    job = cli.wait(jid)
+    assert job["state"] == "FAILED" and job["max_restarts"] == 1
+    assert job["restarts"] == 1, job
+
+
 def test_launch_on_a_terminal_shows_live_progress(cli, tmp_path):
     """On a terminal, launch redraws a status line with the time spent in
     the current state (provisioning included) until the job ends."""
