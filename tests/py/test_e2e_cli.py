@@ -301,7 +301,9 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     assert "/workdir" in out.split("cwd=")[1].split()[0]  # the node's copy
     # names work wherever an id does
     jid = submitted_id(out)
-    job = cli.json("status", "sky-names")["job"]
+    raw = cli.run("status", "sky-names", "--json", check=0).stdout
+    assert '"p_target": 0.99,' in raw  # not 0.98999999999999999
+    job = json.loads(raw)["job"]
     assert job["id"] == jid
     # secrets reach the workload but are never served back
     assert job["spec"]["secrets"]["INLINE_KEY"] == "<redacted>"
