@@ -157,5 +157,18 @@ static const char m3[] =
 static const char m4[] =
 	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
+/* 5: the bounded work estimator (workest.h): its estimate of the total
+ * work, smoothed pace, observed steps and its sample window. */
+static const char m5[] =
+	"ALTER TABLE jobs ADD COLUMN est_work_s REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_pace_ns REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_steps INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_step0 INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_t0_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

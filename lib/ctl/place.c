@@ -14,7 +14,6 @@
 #include "common/money.h"
 #include "ctl/ctl_int.h"
 
-#define GAP_S 600 /* the policy tick: the traces' common 10-minute grain */
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
@@ -31,7 +30,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->od = -1;
 	p->crit = js->criticality;
 	p->use_spot = js->use_spot;
-	p->gap_s = GAP_S;
+	p->gap_s = PLACE_GAP_S;
 	q.accelerator = js->accel[0] ? js->accel : NULL;
 	q.accel_count = js->accel_count;
 	for (k = 0; k < js->n_infra && k < 16; k++) {
@@ -269,7 +268,7 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	/* The deadline guard the simulator applies to every policy but
 	 * greedy: never a choice that could make the deadline unreachable
 	 * by on-demand. */
-	if (strcmp(ops->name, "greedy") != 0)
+	if (!ops->self_guarded)
 		ch = policy_guard(&job, &obs, ch);
 	if (p->crit == JOBSPEC_CRIT_BEST_EFFORT && ch.hold == SIM_OD) {
 		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
@@ -305,6 +304,42 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		break;
 	}
 	return 0;
+}
+
+bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
+		     int pool, double spot_usd_h, double step_s)
+{
+	struct policy_job job;
+	struct policy_obs obs = { 0 };
+	struct policy_choice sp;
+	double margin, left, gain, cost;
+	int r = region_of(p, pool);
+
+	if (r < 0 || p->od < 0)
+		return false;
+	job_of(p, &job);
+	obs.tick = now->tick;
+	obs.work_done_s = now->work_done_s;
+	obs.work_left_s = fmax(0, p->work_s - now->work_done_s);
+	obs.hold = SIM_OD;
+	obs.region = -1;
+	obs.ckpt_region = region_of(p, now->ckpt_pool);
+	/* Hysteresis: spot must stay safe with one more restart and one
+	 * more policy tick of slack than the guard asks, so a job that just
+	 * went to on-demand on the guard does not bounce straight back. */
+	margin = p->restart_s + (double)p->gap_s + step_s;
+	obs.time_left_s = (isfinite(p->deadline_s) ? now->time_left_s :
+			   job.deadline_s - now->elapsed_s) - margin;
+	sp = (struct policy_choice){ SIM_SPOT, r };
+	if (!policy_safe_after(&job, &obs, policy_tick_progress(&job, &obs, sp)))
+		return false;
+	/* What the move saves over the work left, against what it costs:
+	 * the restart overhead and a lost partial step (paid at the spot
+	 * price, the work redone), and moving the checkpoint (egress). */
+	left = obs.work_left_s;
+	gain = (p->od_price_usd - spot_usd_h) * left / 3600.0;
+	cost = spot_usd_h * (p->restart_s + step_s) / 3600.0 + job.egress_usd;
+	return gain > 2.0 * cost;
 }
 
 int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,

@@ -31,6 +31,9 @@
 
 struct ctl;
 
+/* The policy tick, cloud s: the traces' common 10-minute grain. */
+#define PLACE_GAP_S 600
+
 struct place_plan {
 	int nspot;
 	int spot[SIM_MAX_REGIONS]; /* provider pools, cheapest spot first */
@@ -82,6 +85,16 @@ struct place_choice {
 int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		 const struct place_now *now, void **state, size_t *state_len,
 		 struct place_choice *out, struct sr_err *e);
+
+/* The move rule for a job on on-demand that the policy would put back on
+ * spot in `pool` (spot_usd_h now): true only if the move pays for itself
+ * - what it saves over the work left exceeds twice what it costs (the
+ * restart overhead and a lost partial step of `step_s`, at the spot
+ * price, plus egress) - and spot stays safe for the deadline with a
+ * margin of one restart, one policy tick and one step beyond the guard's
+ * (hysteresis). */
+bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
+		     int pool, double spot_usd_h, double step_s);
 
 /* Show the policy the market's recent past before its first decision, as
  * a controller watching the market before the job arrived would have

@@ -26,6 +26,9 @@ struct rjob {
 	int64_t attempt, restarts, max_restarts;
 	int64_t step, total_steps, ckpt_step;   /* -1 unknown */
 	double step_ns;                         /* measured pace; 0 unknown */
+	double est_work_s;                      /* workest.h; 0 = declared */
+	double est_pace_ns;                     /* workest.h; 0 unknown */
+	int64_t pace_attempt, pace_step0;       /* first report of an attempt */
 	double sim_start_s, deadline_s, work_s, run_s; /* deadline INF if none */
 	int64_t run_started_ns, down_since_ns, notice_ns; /* 0 if unset */
 	char recover_reason[16];
@@ -81,6 +84,10 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e);
+/* What the job looks like now (for the policy and the move rule); sets
+ * j->plan.work_s to the current estimate.  now->tick is left 0. */
+void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
+		      size_t nlive, double sim, struct place_now *now);
 /* Inside a transaction: create nodes for `ranks` in `pool`. */
 int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
@@ -98,5 +105,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 /* Estimated total work and safely kept work, cloud seconds. */
 double recon__work_total(const struct rjob *j, double scale);
 double recon__work_done(const struct rjob *j, double scale);
+/* Every step of the job is in a checkpoint (the workload only has to
+ * restore and report completion). */
+bool recon__work_finished(const struct rjob *j);
 
 #endif

@@ -23,12 +23,11 @@
 
 double recon__work_total(const struct rjob *j, double scale)
 {
-	/* Once the workload's pace has been measured (routes_nodes.c: wall
-	 * time per step within one attempt, starts and restores excluded),
-	 * it beats the job file's guess. */
-	if (j->total_steps > 0 && j->step_ns > 0)
-		return j->step_ns / 1e9 * scale * (double)j->total_steps;
-	return j->work_s;
+	/* The declared work, refined by the bounded estimator (workest.h)
+	 * once the workload's pace has been measured - never re-derived
+	 * from one pace reading. */
+	(void)scale;
+	return j->est_work_s > 0 ? j->est_work_s : j->work_s;
 }
 
 double recon__work_done(const struct rjob *j, double scale)
@@ -111,6 +110,25 @@ static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
 	return rc;
 }
 
+void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
+		      size_t nlive, double sim, struct place_now *now)
+{
+	memset(now, 0, sizeof *now);
+	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
+	now->work_done_s = recon__work_done(j, c->cfg.time_scale);
+	now->elapsed_s = sim - j->sim_start_s;
+	now->time_left_s = j->deadline_s - now->elapsed_s;
+	now->held_pool = -1;
+	for (size_t i = 0; i < nlive; i++) {
+		if (!live[i].notice_ns) {
+			now->held_pool = live[i].pool;
+			now->held_spot = live[i].spot;
+			break;
+		}
+	}
+	now->ckpt_pool = j->last_pool;
+}
+
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e)
@@ -161,20 +179,8 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		     o.spot_available))
 			goto out;
 	}
+	recon__place_now(c, j, live, nlive, sim, &now);
 	now.tick = tick;
-	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
-	now.work_done_s = recon__work_done(j, c->cfg.time_scale);
-	now.elapsed_s = sim - j->sim_start_s;
-	now.time_left_s = j->deadline_s - now.elapsed_s;
-	now.held_pool = -1;
-	for (size_t i = 0; i < nlive; i++) {
-		if (!live[i].notice_ns) {
-			now.held_pool = live[i].pool;
-			now.held_spot = live[i].spot;
-			break;
-		}
-	}
-	now.ckpt_pool = j->last_pool;
 	/* No memory yet (first decision, or the daemon restarted): show the
 	 * policy the market's recent past first. */
 	if (!blob) {
@@ -329,6 +335,48 @@ static bool same_place(struct ctl *c, int a, int b)
 	       strcmp(x.zone, y.zone) == 0;
 }
 
+bool recon__work_finished(const struct rjob *j)
+{
+	return j->total_steps > 0 && j->ckpt_step >= j->total_steps;
+}
+
+/* The policy waits, but the job's work is all checkpointed: nothing is
+ * left to gain by waiting, and the workload only has to restore and
+ * report completion.  Take the cheapest node there is now - spot where a
+ * pool has capacity, else on-demand - rather than wait without end. */
+static void finisher(struct ctl *c, const struct rjob *j,
+		     struct place_choice *ch)
+{
+	double sim = ctl__sim_now(c);
+	sr_micros best = -1;
+	struct prov_offering o;
+
+	if (j->plan.od >= 0 && j->plan.crit != JOBSPEC_CRIT_BEST_EFFORT &&
+	    c->prov.ops->describe(c->prov.st, j->plan.od, sim, &o) == 0 &&
+	    o.ondemand_per_h >= 0) {
+		best = o.ondemand_per_h;
+		ch->hold = SIM_OD;
+		ch->pool = j->plan.od;
+		ch->spot = false;
+	}
+	for (int i = 0; i < j->plan.nspot; i++) {
+		if (j->plan.crit == JOBSPEC_CRIT_CRITICAL || j->plan.use_spot == 0)
+			break;
+		if (c->prov.ops->describe(c->prov.st, j->plan.spot[i], sim, &o) ||
+		    !o.spot_available || o.spot_per_h < 0 ||
+		    (best >= 0 && o.spot_per_h >= best))
+			continue;
+		best = o.spot_per_h;
+		ch->hold = SIM_SPOT;
+		ch->pool = j->plan.spot[i];
+		ch->spot = true;
+	}
+	if (best >= 0)
+		snprintf(ch->why, sizeof ch->why, "all %" PRId64 " steps are "
+			 "checkpointed: the cheapest node now (%s) to finish",
+			 j->total_steps, ch->spot ? "spot" : "on-demand");
+}
+
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
 int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
@@ -357,6 +405,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
 	if (rc)
 		goto fail;
+	if ((ch.hold == SIM_NONE || ch.pool < 0) && recon__work_finished(j))
+		finisher(c, j, &ch);
 	if (ch.hold == SIM_NONE || ch.pool < 0) {
 		recon__job_set_msg(db, j->id, ch.why);
 		return 0;

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/money.h"
 #include "common/timeutil.h"
 #include "ctl/db.h"
 #include "ctl/proc.h"
@@ -64,7 +65,8 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		" coalesce(run_started_ns, 0), coalesce(down_since_ns, 0),"
 		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
 		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
-		" coalesce(step_ns, 0) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		" coalesce(step_ns, 0), est_work_s, est_pace_ns, pace_attempt,"
+		" coalesce(pace_step0, -1) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -95,6 +97,10 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		snprintf(j->placement, sizeof j->placement, "%s", ctl_db_text(st, 19));
 		j->policy_tick = sqlite3_column_int64(st, 20);
 		j->step_ns = sqlite3_column_double(st, 21);
+		j->est_work_s = sqlite3_column_double(st, 22);
+		j->est_pace_ns = sqlite3_column_double(st, 23);
+		j->pace_attempt = sqlite3_column_int64(st, 24);
+		j->pace_step0 = sqlite3_column_int64(st, 25);
 		j->last_pool = -1;
 		pl = json_loads(j->placement, 0, NULL);
 		if (pl) {
@@ -192,6 +198,10 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc && code != INT64_MIN)
 		rc = recon__job_set(db, j->id, "exit_code=?1", code, &e);
+	/* Every rank exited 0: the work is done, whatever step the last
+	 * heartbeat before the exit happened to carry. */
+	if (!rc && to == JOB_SUCCEEDED && j->total_steps > 0)
+		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -437,12 +447,34 @@ static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 	return maybe_migrate(c, db, j, live, n);
 }
 
+/* Whether the workload of the current attempt has run: rank 0 reported
+ * a step past the first one it reported in this attempt, or - for a
+ * workload that reports no steps - the attempt has run for its restart
+ * overhead plus one policy tick. */
+static bool attempt_has_run(struct ctl *c, const struct rjob *j)
+{
+	double ran;
+
+	if (j->total_steps > 0)
+		return j->pace_attempt == j->attempt && j->pace_step0 >= 0 &&
+		       j->step > j->pace_step0;
+	if (!j->run_started_ns)
+		return false;
+	ran = (double)(sr_time_real_ns() - j->run_started_ns) / 1e9 *
+	      c->cfg.time_scale;
+	return ran >= j->plan.restart_s + (double)j->plan.gap_s;
+}
+
 /* The policy's decision for this tick says the job should hold something
  * else than it does: spot -> on-demand when the deadline is at risk on
  * spot (the deadline guard), on-demand -> spot when the slack allows.  The
  * nodes to leave are told to checkpoint and stop (a `stop` directive), and
  * are replaced through the usual CHECKPOINTING -> RECOVERING path; this is
- * not a preemption. */
+ * not a preemption.
+ *
+ * The move rule (docs/control-plane.md): a node is never stopped before
+ * its workload has run (only a notice stops it earlier); a move back to
+ * spot must pay for itself, with hysteresis (place_spot_pays). */
 static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
 			 struct rnode *live, size_t n)
 {
@@ -460,6 +492,20 @@ static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
 	}
 	if (k == 0 || (ch.hold == SIM_SPOT && k != n))
 		return 0;
+	if (!attempt_has_run(c, j))
+		return 0;
+	if (ch.hold == SIM_SPOT) {
+		struct place_now now;
+		struct prov_offering o;
+		double sim = ctl__sim_now(c);
+		double step_s = j->est_pace_ns / 1e9 * c->cfg.time_scale;
+
+		recon__place_now(c, j, live, n, sim, &now);
+		if (c->prov.ops->describe(c->prov.st, ch.pool, sim, &o) ||
+		    !place_spot_pays(&j->plan, &now, ch.pool,
+				     sr_money_to_usd(o.spot_per_h), step_s))
+			return 0;
+	}
 	snprintf(msg, sizeof msg, "moving %zu node(s) to %s: %s", k,
 		 ch.hold == SIM_OD ? "on-demand" : "spot", ch.why);
 	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);

@@ -26,6 +26,8 @@
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
+#include "ctl/place.h"
+#include "ctl/workest.h"
 #include "finops/ledger.h"
 
 struct nodeinfo {
@@ -319,6 +321,11 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = ctl_db_step_done(db, st, &e, "progress");
 		}
 		sqlite3_finalize(st);
+		if (!rc && b.step >= 0)
+			rc = workest_report(db, n.job, b.attempt, b.step, now,
+					    rq->ctl->cfg.time_scale, (int64_t)(
+					    PLACE_GAP_S * 1e9 / rq->ctl->cfg.time_scale),
+					    &e);
 	}
 	rc = ctl_db_end(db, rc, &e);
 	if (rc)
