@@ -168,7 +168,9 @@ static const char m5[] =
 	"ALTER TABLE jobs ADD COLUMN est_t0_ns INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
-	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;";
+	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;"
+	/* a terminate the provider failed: retried every node pass */
+	"ALTER TABLE nodes ADD COLUMN kill_pending INTEGER NOT NULL DEFAULT 0;";
 
 const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

@@ -16,6 +16,7 @@
 #include "ctl/place.h"
 
 #define RECON_MAX_NODES 1024
+#define RECON_JOB_PAGE 1024 /* active job ids read per query */
 
 /* A job row as the reconciler needs it. */
 struct rjob {
@@ -65,14 +66,56 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
 int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
 		      struct rnode **out, size_t *n);
 
+/* The ids of every unfinished job, ascending, read RECON_JOB_PAGE at a
+ * time (no cap: a job past any fixed count would be starved).  *out
+ * malloc'd (caller frees). */
+int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n);
+
 /* Node side (recon_nodes.c). */
+
+/* Silence of each live node as this process has seen it, on the
+ * monotonic clock (reconciler thread only).  `key` is what proves life:
+ * the node's last_hb_ns in the database, or -1 while it boots.  A node
+ * first seen by this process (a new node, or every node after a restart)
+ * starts silent for 0 ns: heartbeat and boot ages count from the
+ * daemon's start, never from before an outage - a grace of one timeout
+ * for agents to reconnect. */
+struct hbseen {
+	int64_t node, key, mono_ns;
+};
+struct hbtable {
+	struct hbseen *v;
+	size_t n, cap;
+};
+/* ns since `key` changed for `node` (0 when first seen or on -ENOMEM). */
+int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
+		       int64_t mono_now);
+/* Forget the nodes not in live[0..n). */
+void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n);
+void recon__silence_clear(struct hbtable *t);
+
+/* What the node pass does with one live node. */
+enum node_act {
+	NODE_KEEP, NODE_START, NODE_BILL, NODE_NOTICE, NODE_END_PREEMPTED,
+	NODE_LOST_BOOT, NODE_LOST_HB,
+};
+/* Decide for node x: `listed` says whether the provider's list() worked
+ * (when it did not, `o` is not used: nothing is ended or noticed on
+ * missing information); `silent_ns` from recon__silence; times in real
+ * ns (database stamps) except silent_ns. */
+enum node_act recon__node_act(const struct ctl_config *cfg,
+			      const struct rnode *x, const struct prov_obs *o,
+			      bool listed, int64_t now, int64_t silent_ns);
+
 int recon__nodes_pass(struct ctl *c, sqlite3 *db);
 /* Inside a transaction: mark node TERMINATED/LOST with reason and bill
  * its last interval.  The process is killed by recon__kill after commit. */
 int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
-void recon__kill(struct ctl *c, const struct rnode *n);
+void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
+/* Retry the terminates that failed (nodes.kill_pending). */
+void recon__kill_pending(struct ctl *c, sqlite3 *db);
 /* Kill processes of nodes the database says are gone (after a crash
  * between commit and kill). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db);

@@ -210,7 +210,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sr_info("recon", "job finished", "job=%" PRId64 " state=%s msg=\"%s\"",
 			j->id, jobsm_name(to), msg);
 		for (size_t i = 0; i < n; i++)
-			recon__kill(c, &v[i]);
+			recon__kill(c, db, &v[i]);
 	} else {
 		sr_error("recon", "finish failed", "job=%" PRId64 " err=\"%s\"",
 			 j->id, sr_err_str(&e, rc));
@@ -282,7 +282,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 					   "preempted while provisioning", &e);
 		rc = ctl_db_end(db, rc, &e);
 		if (!rc)
-			recon__kill(c, &live[i]);
+			recon__kill(c, db, &live[i]);
 		return rc ? rc : 1;
 	}
 	rc = recon__place_missing(c, db, j, live, n);
@@ -607,7 +607,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
 			if (live[i].notice_ns || live[i].retire)
-				recon__kill(c, &live[i]);
+				recon__kill(c, db, &live[i]);
 		}
 	}
 	return rc ? rc : 1;
@@ -744,11 +744,54 @@ void ctl__hooks_run(struct ctl *c, sqlite3 *db)
 
 /* ---- the loop -------------------------------------------------------------------- */
 
+int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *v = NULL, last = 0;
+	size_t k = 0, cap = 0;
+	int got, rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
+			       " ('SUCCEEDED','FAILED','CANCELLED') AND id>?1"
+			       " ORDER BY id LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	do {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, last);
+		sqlite3_bind_int(st, 2, RECON_JOB_PAGE);
+		got = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (k == cap) {
+				size_t nc = cap ? 2 * cap : RECON_JOB_PAGE;
+				int64_t *nv = realloc(v, nc * sizeof *nv);
+
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = nc;
+			}
+			last = v[k++] = sqlite3_column_int64(st, 0);
+			got++;
+		}
+	} while (!rc && got == RECON_JOB_PAGE);
+	sqlite3_finalize(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 int ctl__reconcile_once(struct ctl *c)
 {
 	sqlite3 *db = ctl__db(c);
-	sqlite3_stmt *st = NULL;
-	int64_t ids[4096];
+	int64_t *ids = NULL;
 	size_t n = 0;
 	int rc;
 
@@ -757,17 +800,11 @@ int ctl__reconcile_once(struct ctl *c)
 	rc = recon__nodes_pass(c, db);
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));
-	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
-			       " ('SUCCEEDED','FAILED','CANCELLED') ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	while (n < sizeof ids / sizeof ids[0] && sqlite3_step(st) == SQLITE_ROW)
-		ids[n++] = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	/* Release the policy memory of jobs that have ended (ids ascend; a
-	 * full array may have left some out, so keep everything then). */
-	if (n < sizeof ids / sizeof ids[0])
-		ctl__pol_prune(c, ids, n);
+	rc = recon__active_jobs(db, &ids, &n);
+	if (rc)
+		return rc;
+	/* Release the policy memory of jobs that have ended. */
+	ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {
 		/* Several steps per pass, so NOTICE -> CHECKPOINTING or
 		 * PREEMPTED -> RECOVERING -> PROVISIONING don't wait a tick. */
@@ -780,6 +817,7 @@ int ctl__reconcile_once(struct ctl *c)
 			sr_warn("recon", "job step failed", "job=%" PRId64 " err=\"%s\"",
 				ids[i], sr_strerror(rc));
 	}
+	free(ids);
 	ctl__ticks_call(c, db);
 	ctl__hooks_run(c, db);
 	return 0;
@@ -797,7 +835,7 @@ void *ctl__reconcile_main(void *arg)
 		int64_t until;
 
 		ctl__reconcile_once(c);
-		until = sr_time_real_ns() + c->cfg.tick_ms * 1000000;
+		until = sr_time_mono_ns() + c->cfg.tick_ms * 1000000;
 		ts.tv_sec = until / SR_NS_PER_SEC;
 		ts.tv_nsec = until % SR_NS_PER_SEC;
 		pthread_mutex_lock(&c->wake_mu);

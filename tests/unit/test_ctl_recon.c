@@ -1,0 +1,290 @@
+/* Unit tests: the reconciler's node pass decisions with an injected
+ * clock - a daemon restart never loses a live node whatever the outage
+ * (5 s, 15 s, 60 s, 10 min), a silent node is lost one timeout after the
+ * restart and not before, a failed provider list() ends or notices
+ * nothing, a failed terminate() is retried until the provider confirms
+ * it - and paging through more than 4,096 active jobs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctl_int.h"
+#include "ctl/db.h"
+#include "ctl/recon_int.h"
+
+#define S INT64_C(1000000000)
+#define MS INT64_C(1000000)
+
+static char dir[64], path[128];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/sr-ctlrecon-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof path, "%s/spotrun.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[160];
+
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static struct ctl_config cfg_default(void)
+{
+	struct ctl_config cfg;
+
+	ctl_config_defaults(&cfg);
+	return cfg;
+}
+
+static struct rnode ready_node(int64_t id, int64_t last_hb, int64_t billed)
+{
+	struct rnode n;
+
+	memset(&n, 0, sizeof n);
+	n.id = id;
+	snprintf(n.state, sizeof n.state, "READY");
+	n.last_hb_ns = last_hb;
+	n.billed_until_ns = billed;
+	return n;
+}
+
+/* The daemon was down for `down` (real clock); it starts at mono 1000 s
+ * and passes every 100 ms.  A live agent reconnects `back` after the
+ * start (its retry backoff) and then beats every second. */
+static int lost_after_restart(int64_t down, int64_t back)
+{
+	struct ctl_config cfg = cfg_default();
+	struct hbtable t = { 0 };
+	struct prov_obs o = { .alive = true };
+	int64_t real0 = INT64_C(1800000000) * S, mono0 = 1000 * S;
+	struct rnode n = ready_node(7, real0 - down, real0 - down);
+	int lost = 0;
+
+	for (int64_t dt = 0; dt <= 60 * S; dt += 100 * MS) {
+		int64_t real = real0 + dt, silent;
+		enum node_act a;
+
+		if (dt >= back && (dt - back) % S == 0)
+			n.last_hb_ns = real; /* the heartbeat lands */
+		silent = recon__silence(&t, n.id, n.last_hb_ns, mono0 + dt);
+		a = recon__node_act(&cfg, &n, &o, true, real, silent);
+		if (a == NODE_LOST_HB || a == NODE_LOST_BOOT)
+			lost++;
+		if (a == NODE_BILL)
+			n.billed_until_ns = real;
+	}
+	recon__silence_clear(&t);
+	return lost;
+}
+
+static void test_restart_keeps_live_nodes(void **state)
+{
+	static const int64_t downs[] = { 5 * S, 15 * S, 60 * S, 600 * S };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof downs / sizeof downs[0]; i++) {
+		/* agents back at once, or after up to 9.9 s of backoff */
+		assert_int_equal(lost_after_restart(downs[i], 0), 0);
+		assert_int_equal(lost_after_restart(downs[i], 3 * S), 0);
+		assert_int_equal(lost_after_restart(downs[i], 9900 * MS), 0);
+	}
+}
+
+/* An agent that is really gone is still lost - one timeout after the
+ * restart, not before. */
+static void test_dead_node_lost_one_timeout_after_start(void **state)
+{
+	struct ctl_config cfg = cfg_default();
+	struct hbtable t = { 0 };
+	struct prov_obs o = { .alive = true };
+	int64_t real0 = INT64_C(1800000000) * S, mono0 = 5 * S, dt;
+	struct rnode n = ready_node(3, real0 - 600 * S, real0);
+	enum node_act a = NODE_KEEP;
+
+	(void)state;
+	for (dt = 0; dt <= 30 * S; dt += 100 * MS) {
+		int64_t silent = recon__silence(&t, n.id, n.last_hb_ns, mono0 + dt);
+
+		a = recon__node_act(&cfg, &n, &o, true, real0 + dt, silent);
+		if (a == NODE_LOST_HB)
+			break;
+	}
+	assert_int_equal(a, NODE_LOST_HB);
+	assert_true(dt > cfg.heartbeat_timeout_ms * MS);
+	assert_true(dt <= cfg.heartbeat_timeout_ms * MS + 100 * MS);
+	/* the wall clock stepping back an hour changes nothing */
+	recon__silence_clear(&t);
+	n.last_hb_ns = real0;
+	assert_int_equal(recon__silence(&t, n.id, n.last_hb_ns, mono0), 0);
+	assert_int_equal(recon__node_act(&cfg, &n, &o, true, real0 - 3600 * S,
+					 recon__silence(&t, n.id, n.last_hb_ns,
+							mono0 + S)), NODE_KEEP);
+	recon__silence_clear(&t);
+}
+
+/* list() failed: its observations are garbage (here: all zero), so a
+ * noticed node is kept until its notice deadline and nothing is
+ * noticed; when list() works, a gone instance ends at once. */
+static void test_failed_list_ends_nothing(void **state)
+{
+	struct ctl_config cfg = cfg_default();
+	struct prov_obs junk = { .alive = false, .reclaim = true };
+	int64_t now = INT64_C(1800000000) * S;
+	struct rnode n = ready_node(1, now, now);
+
+	(void)state;
+	assert_int_equal(recon__node_act(&cfg, &n, &junk, false, now, 0), NODE_KEEP);
+	assert_int_equal(recon__node_act(&cfg, &n, &junk, true, now, 0), NODE_NOTICE);
+	n.notice_ns = now - S;
+	n.kill_ns = now + 60 * S;
+	assert_int_equal(recon__node_act(&cfg, &n, &junk, false, now, 0), NODE_KEEP);
+	assert_int_equal(recon__node_act(&cfg, &n, &junk, true, now, 0),
+			 NODE_END_PREEMPTED);
+	/* the notice deadline holds even without a list */
+	assert_int_equal(recon__node_act(&cfg, &n, &junk, false, n.kill_ns, 0),
+			 NODE_END_PREEMPTED);
+}
+
+/* ---- terminate() failure, with a fake provider --------------------------- */
+
+static int term_calls, term_fail;
+
+static int fake_terminate(void *st, const struct prov_node *n)
+{
+	(void)st;
+	(void)n;
+	term_calls++;
+	return term_fail ? -EIO : 0;
+}
+
+static const struct prov_ops fake_ops = { .name = "fake", .terminate = fake_terminate };
+
+static sqlite3 *open_db(void)
+{
+	struct sr_err e = { 0 };
+	sqlite3 *db = NULL;
+
+	assert_int_equal(ctl_db_open(path, &db, &e), 0);
+	assert_int_equal(ctl_db_migrate(db, &e), 0);
+	return db;
+}
+
+static int64_t insert_job(sqlite3 *db)
+{
+	struct sr_err e = { 0 };
+
+	assert_int_equal(ctl_db_exec(db, "INSERT INTO jobs(name, state, spec_name,"
+		" spec_yaml, spec_json, num_nodes, max_restarts, created_ns,"
+		" updated_ns, state_since_ns, sim_start_s) VALUES('j', 'RUNNING',"
+		" 'j.yaml', 'run: x', '{}', 1, 3, 1, 1, 1, 0)", &e), 0);
+	return sqlite3_last_insert_rowid(db);
+}
+
+static int64_t pending(sqlite3 *db, int64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT kill_pending FROM nodes"
+					    " WHERE id=?", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void test_failed_terminate_is_retried(void **state)
+{
+	struct ctl *c = calloc(1, sizeof *c);
+	struct sr_err e = { 0 };
+	sqlite3 *db = open_db();
+	struct rnode n;
+	int64_t job = insert_job(db), id;
+	char sql[512];
+
+	(void)state;
+	assert_non_null(c);
+	c->prov.ops = &fake_ops;
+	snprintf(c->state_dir, sizeof c->state_dir, "%s", dir);
+	snprintf(sql, sizeof sql, "INSERT INTO nodes(job_id, rank, state,"
+		 " token_hash, provider, cloud, region, zone, instance_type,"
+		 " accelerator, accel_count, spot, pool, price_micros, list_micros,"
+		 " reserved_micros, created_ns, boot_at_ns, pid) VALUES(%lld, 0,"
+		 " 'TERMINATED', x'00', 'fake', 'aws', 'r', 'z', 'i', 'V100', 1, 1,"
+		 " 0, 1, 1, 1, 1, 1, 4242)", (long long)job);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	id = sqlite3_last_insert_rowid(db);
+	memset(&n, 0, sizeof n);
+	n.id = id;
+	n.job = job;
+	n.pid = 4242;
+	/* the database says TERMINATED; the provider fails to terminate */
+	term_fail = 1;
+	recon__kill(c, db, &n);
+	assert_int_equal(pending(db, id), 1);
+	/* each pass retries while it fails, then clears once it works */
+	term_calls = 0;
+	recon__kill_pending(c, db);
+	assert_int_equal(term_calls, 1);
+	assert_int_equal(pending(db, id), 1);
+	term_fail = 0;
+	recon__kill_pending(c, db);
+	assert_int_equal(term_calls, 2);
+	assert_int_equal(pending(db, id), 0);
+	recon__kill_pending(c, db);
+	assert_int_equal(term_calls, 2);
+	sqlite3_close_v2(db);
+	free(c);
+}
+
+/* More active jobs than the old fixed array of 4,096: every one is
+ * stepped, in order, and finished ones are not. */
+static void test_active_jobs_are_paged_not_capped(void **state)
+{
+	struct sr_err e = { 0 };
+	sqlite3 *db = open_db();
+	int64_t *ids = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(ctl_db_exec(db, "BEGIN", &e), 0);
+	for (int i = 0; i < 5000; i++)
+		insert_job(db);
+	assert_int_equal(ctl_db_exec(db, "UPDATE jobs SET state='SUCCEEDED'"
+				     " WHERE id % 7 = 0; COMMIT", &e), 0);
+	assert_int_equal(recon__active_jobs(db, &ids, &n), 0);
+	assert_int_equal(n, 5000 - 5000 / 7);
+	for (size_t i = 1; i < n; i++)
+		assert_true(ids[i] > ids[i - 1] && ids[i] % 7 != 0);
+	assert_int_equal(ids[n - 1], 5000);
+	free(ids);
+	sqlite3_close_v2(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_restart_keeps_live_nodes),
+		cmocka_unit_test(test_dead_node_lost_one_timeout_after_start),
+		cmocka_unit_test(test_failed_list_ends_nothing),
+		cmocka_unit_test_setup_teardown(test_failed_terminate_is_retried,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_active_jobs_are_paged_not_capped,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
