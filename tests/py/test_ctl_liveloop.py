@@ -123,3 +123,75 @@ def test_jittered_pace_on_a_constant_market_makes_no_move(tmp_path):
         assert len(completions(d, jid)) == 1
     finally:
         d.stop()
+
+
+def ledger_matches_nodes(state):
+    """Per node, the ledger's rows tile its billed life exactly - from
+    boot to termination, no gap, no overlap - and their costs add up to
+    the node's and the job's cost."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(state, "spotrun.db"))
+    try:
+        jobs = dict(db.execute("SELECT id, cost_micros FROM jobs"))
+        per_job = {}
+        for nid, job, cost, end in db.execute(
+                "SELECT id, job_id, cost_micros, terminated_ns FROM nodes"):
+            rows = db.execute("SELECT start_ns, end_ns, cost FROM ledger WHERE"
+                              " node_id=? ORDER BY start_ns", (nid,)).fetchall()
+            for a, b in zip(rows, rows[1:]):
+                assert a[1] == b[0], (nid, a, b)
+            if rows and end is not None:
+                assert rows[-1][1] == end, (nid, rows[-1], end)
+            assert sum(r[2] for r in rows) == cost, (nid, cost)
+            per_job[job] = per_job.get(job, 0) + cost
+        for jid, cost in jobs.items():
+            assert per_job.get(jid, 0) == cost, (jid, cost, per_job)
+    finally:
+        db.close()
+
+
+def test_restarts_adopt_live_nodes(tmp_path):
+    """kill -9 and a clean stop of spotrund, 20 times each at random
+    moments of a running job, with outages up to past the heartbeat
+    timeout: no node is lost or duplicated, the job runs once, and the
+    ledger equals the nodes' billed intervals."""
+    import random
+    import signal as sig
+    import time
+    rnd = random.Random(9)
+    vals = [1] * 400
+    d = Daemon(tmp_path, market(tmp_path, {"us-west-2a": vals}),
+               "--time-scale", "600", "--restart-guess-ms", "500",
+               "--heartbeat-timeout", "6s")
+    try:
+        d.start()
+        run = JITTERY.replace("STEPS", "450").replace("t=0.15", "t=0.1") \
+                     .replace("t=0.05", "t=0.1")
+        jid = d.submit(job("adopt", run, "7500s", "1000h"))
+        kinds = ["kill"] * 20 + ["stop"] * 20
+        rnd.shuffle(kinds)
+        # two outages of each kind last past the timeout (6 s)
+        long_at = {kinds.index("kill"), kinds.index("stop")}
+        for i, how in enumerate(kinds):
+            time.sleep(rnd.uniform(0.05, 0.4))
+            if how == "kill":
+                d.kill9()
+            else:
+                d.proc.send_signal(sig.SIGTERM)
+                d.proc.wait(timeout=20)
+            time.sleep(7.0 if i in long_at else rnd.uniform(0.02, 0.5))
+            d.start()
+        j = d.wait([jid], 120)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        assert len(completions(d, jid)) == 1
+        nodes = j["nodes"]
+        assert len(nodes) == 1, nodes
+        assert not [n for n in nodes if n["state"] == "LOST"], nodes
+        assert j["preemptions"] == 0 and j["moves"] == 0, j
+        kinds_seen = [e["type"] for e in d.events(jid)]
+        assert "node_lost" not in kinds_seen
+        d.proc.send_signal(sig.SIGTERM)
+        d.proc.wait(timeout=20)
+        ledger_matches_nodes(d.state)
+    finally:
+        d.stop()
