@@ -179,6 +179,64 @@ void place_state_free(const char *policy, void *state, size_t len)
 	state_release(policy_find(policy ? policy : "spotrun"), state, len);
 }
 
+/* Header of a persisted state: magic, format version, the policy's name
+ * and state size, then the state's bytes. */
+#define STATE_MAGIC "SRPS"
+#define STATE_HDR (4 + 4 + 24 + 8)
+
+int place_state_pack(const char *policy, const void *state, size_t len,
+		     void **out, size_t *out_len)
+{
+	const char *name = policy ? policy : "spotrun";
+	unsigned char *b;
+	uint32_t ver = PLACE_STATE_VERSION;
+	uint64_t n = len;
+
+	*out = NULL;
+	*out_len = 0;
+	if (strlen(name) >= 24)
+		return -EINVAL;
+	b = calloc(1, STATE_HDR + len);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, STATE_MAGIC, 4);
+	memcpy(b + 4, &ver, 4);
+	memcpy(b + 8, name, strlen(name));
+	memcpy(b + 32, &n, 8);
+	if (len)
+		memcpy(b + STATE_HDR, state, len);
+	*out = b;
+	*out_len = STATE_HDR + len;
+	return 0;
+}
+
+int place_state_unpack(const char *policy, const void *data, size_t n,
+		       void **state, size_t *len)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+	const unsigned char *b = data;
+	char name[25] = { 0 };
+	uint32_t ver;
+	uint64_t sz;
+
+	*state = NULL;
+	*len = 0;
+	if (!ops || n < STATE_HDR || memcmp(b, STATE_MAGIC, 4) != 0)
+		return -SR_ECORRUPT;
+	memcpy(&ver, b + 4, 4);
+	memcpy(name, b + 8, 24);
+	memcpy(&sz, b + 32, 8);
+	if (ver != PLACE_STATE_VERSION || strcmp(name, ops->name) != 0 ||
+	    sz != ops->state_size || n - STATE_HDR != sz)
+		return -SR_ECORRUPT;
+	*state = malloc(sz ? sz : 1);
+	if (!*state)
+		return -ENOMEM;
+	memcpy(*state, b + STATE_HDR, sz);
+	*len = sz;
+	return 0;
+}
+
 bool place_state_owns(const char *policy)
 {
 	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");

@@ -109,6 +109,18 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
  * destroy op (what the state allocated), then the bytes.  NULL-safe. */
 void place_state_free(const char *policy, void *state, size_t len);
 
+/* A policy state persisted in the jobs table carries a header: magic,
+ * PLACE_STATE_VERSION, the policy's name and state size.  Bump the
+ * version whenever a policy's state layout changes.  _pack: *out
+ * malloc'd.  _unpack: -SR_ECORRUPT for bytes of another format, version,
+ * policy or size (the caller rebuilds the state from the market's past);
+ * *state malloc'd. */
+#define PLACE_STATE_VERSION 1
+int place_state_pack(const char *policy, const void *state, size_t len,
+		     void **out, size_t *out_len);
+int place_state_unpack(const char *policy, const void *data, size_t n,
+		       void **state, size_t *len);
+
 /* Whether the policy's state may own memory (it has a destroy op), so its
  * bytes mean nothing outside this process and must not be persisted. */
 bool place_state_owns(const char *policy);

@@ -41,8 +41,8 @@ double recon__work_done(const struct rjob *j, double scale)
 	return fmin(j->run_s, 0.99 * total);
 }
 
-static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
-		      struct place_choice *last)
+static int load_state(struct ctl *c, sqlite3 *db, int64_t id, void **blob,
+		      size_t *len, struct place_choice *last)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = -SR_ENOTFOUND;
@@ -62,12 +62,13 @@ static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
 
 		rc = 0;
 		if (b && n > 0) {
-			*blob = malloc((size_t)n);
-			if (!*blob)
-				rc = -ENOMEM;
-			else {
-				memcpy(*blob, b, (size_t)n);
-				*len = (size_t)n;
+			rc = place_state_unpack(c->cfg.policy, b, (size_t)n, blob, len);
+			if (rc == -SR_ECORRUPT) {
+				sr_warn("recon", "stored policy state not usable",
+					"job=%" PRId64 " bytes=%d: another format, "
+					"version or policy; rebuilt from the market's "
+					"past", id, n);
+				rc = 0;
 			}
 		}
 		if (d) {
@@ -83,16 +84,25 @@ static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
 	return rc;
 }
 
-static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
-		      size_t len, const struct place_choice *ch, struct sr_err *e)
+static int save_state(struct ctl *c, sqlite3 *db, int64_t id, int64_t tick,
+		      const void *state, size_t state_len,
+		      const struct place_choice *ch, struct sr_err *e)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
 			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
 	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
-	int rc;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc = 0;
 
 	json_decref(d);
+	if (state)
+		rc = place_state_pack(c->cfg.policy, state, state_len, &blob, &len);
+	if (rc) {
+		free(ds);
+		return sr_err_set(e, rc, "policy state");
+	}
 	rc = ctl_db_begin(db, e);
 	if (!rc)
 		rc = ctl_db_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
@@ -107,6 +117,7 @@ static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
 	}
 	rc = ctl_db_end(db, rc, e);
 	free(ds);
+	free(blob);
 	return rc;
 }
 
@@ -150,7 +161,7 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 	       (int64_t)floor(j->sim_start_s / (double)j->plan.gap_s);
 	if (tick < 0)
 		tick = 0;
-	rc = load_state(db, j->id, &blob, &len, ch);
+	rc = load_state(c, db, j->id, &blob, &len, ch);
 	if (rc)
 		goto out;
 	/* The state in memory wins; a stored one is used only when this
@@ -194,7 +205,7 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 			strcmp(j->recover_reason, "preempted") == 0;
 	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
 	if (!rc)
-		rc = save_state(db, j->id, tick, owns ? NULL : blob,
+		rc = save_state(c, db, j->id, tick, owns ? NULL : blob,
 				owns ? 0 : len, ch, e);
 	if (!rc)
 		j->policy_tick = tick;

@@ -274,12 +274,104 @@ static void test_active_jobs_are_paged_not_capped(void **state)
 	sqlite3_close_v2(db);
 }
 
+/* A persisted policy state is versioned: its own bytes round-trip; raw
+ * struct bytes (the old format), another version, another policy or
+ * another size are refused, so the state is rebuilt, never misread. */
+static void test_policy_state_is_versioned(void **state)
+{
+	const struct policy_ops *ops = policy_find("up");
+	size_t sz = ops->state_size, len = 0, plen = 0;
+	unsigned char *raw = malloc(sz);
+	unsigned char *packed = NULL;
+	void *back = NULL;
+
+	(void)state;
+	assert_non_null(raw);
+	for (size_t i = 0; i < sz; i++)
+		raw[i] = (unsigned char)(i * 7 + 1);
+	assert_int_equal(place_state_pack("up", raw, sz, (void **)&packed, &plen), 0);
+	assert_int_equal(place_state_unpack("up", packed, plen, &back, &len), 0);
+	assert_int_equal(len, sz);
+	assert_memory_equal(back, raw, sz);
+	free(back);
+	/* the old format: the struct's bytes alone, of the right size */
+	assert_int_equal(place_state_unpack("up", raw, sz, &back, &len),
+			 -SR_ECORRUPT);
+	assert_null(back);
+	/* another policy's name, a truncated blob, another version */
+	assert_int_equal(place_state_unpack("ups", packed, plen, &back, &len),
+			 -SR_ECORRUPT);
+	assert_int_equal(place_state_unpack("up", packed, plen - 1, &back, &len),
+			 -SR_ECORRUPT);
+	packed[4] ^= 0xff;
+	assert_int_equal(place_state_unpack("up", packed, plen, &back, &len),
+			 -SR_ECORRUPT);
+	free(packed);
+	free(raw);
+}
+
+/* ---- the deadline guard follows the policy's self_guarded flag --------- */
+
+static int fake_describe(void *st, int pool, double sim_s,
+			 struct prov_offering *o)
+{
+	(void)st;
+	(void)sim_s;
+	memset(o, 0, sizeof *o);
+	o->pool = pool;
+	o->spot_available = true;
+	o->spot_per_h = 1000000;
+	o->ondemand_per_h = 3000000;
+	return 0;
+}
+
+static const struct prov_ops market_ops = { .name = "fake",
+					    .describe = fake_describe };
+
+/* Spot is there, but the deadline leaves no room for a lost tick: every
+ * policy not marked self_guarded gets the guard's on-demand whatever it
+ * chose; a self_guarded one (greedy) is left to its own rule - which
+ * here also says on-demand, with its own reason. */
+static void test_guard_follows_self_guarded(void **state)
+{
+	struct ctl *c = calloc(1, sizeof *c);
+	struct place_plan p = { .nspot = 1, .spot = { 0 }, .od = 1,
+				.od_price_usd = 3.0, .deadline_s = 10 * 3600.0,
+				.work_s = 35900, .restart_s = 60,
+				.gap_s = 600, .use_spot = 1 };
+	struct place_now now = { .work_done_s = 0, .time_left_s = 10 * 3600.0,
+				 .held_pool = -1, .ckpt_pool = -1 };
+	int guarded = 0;
+
+	(void)state;
+	assert_non_null(c);
+	ctl_config_defaults(&c->cfg);
+	c->prov.ops = &market_ops;
+	for (size_t i = 0; policy_all[i]; i++) {
+		const char *name = policy_all[i]->name;
+		struct place_choice ch;
+		struct sr_err e = { 0 };
+		void *st = NULL;
+		size_t len = 0;
+
+		assert_int_equal(place_decide(c, &p, name, &now, &st, &len, &ch, &e), 0);
+		if (ch.hold != SIM_OD)
+			fail_msg("%s: hold %d, want on-demand", name, (int)ch.hold);
+		guarded += !policy_all[i]->self_guarded;
+		place_state_free(name, st, len);
+	}
+	assert_true(guarded >= 3);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_keeps_live_nodes),
 		cmocka_unit_test(test_dead_node_lost_one_timeout_after_start),
 		cmocka_unit_test(test_failed_list_ends_nothing),
+		cmocka_unit_test(test_policy_state_is_versioned),
+		cmocka_unit_test(test_guard_follows_self_guarded),
 		cmocka_unit_test_setup_teardown(test_failed_terminate_is_retried,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_active_jobs_are_paged_not_capped,
