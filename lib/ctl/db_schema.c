@@ -169,6 +169,11 @@ static const char m5[] =
 	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;"
+	/* lost work pending until a later attempt's restore (recon_lost.c) */
+	"ALTER TABLE jobs ADD COLUMN lost_from_step INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN lost_node INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_price INTEGER NOT NULL DEFAULT 0;"
 	/* a terminate the provider failed: retried every node pass */
 	"ALTER TABLE nodes ADD COLUMN kill_pending INTEGER NOT NULL DEFAULT 0;";
 

@@ -61,6 +61,10 @@ struct rnode {
 };
 
 int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
+/* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
+ * *out malloc'd. */
+int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+		       int64_t arg, struct rnode **out, size_t *n);
 /* Live (REQUESTED/BOOTING/READY) nodes of job, or of every job if job=0.
  * *out malloc'd. */
 int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
@@ -151,5 +155,17 @@ double recon__work_done(const struct rjob *j, double scale);
 /* Every step of the job is in a checkpoint (the workload only has to
  * restore and report completion). */
 bool recon__work_finished(const struct rjob *j);
+
+/* Lost work (recon_lost.c).  _open, inside the transaction that leaves
+ * the nodes: remember the step last seen, the attempt, and for a
+ * preemption the node and the gang's price ($/h, 0 for a move).
+ * _settle, inside a transaction: count it against `restored`, the
+ * checkpoint step a later attempt (> the one left; -1 = any) resumed
+ * from - a ledger event for a preemption, a `lost_work` event always. */
+int recon__lost_open(sqlite3 *db, const struct rjob *j, int64_t node,
+		     sr_micros price, struct sr_err *e);
+int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
+		       int64_t attempt, int64_t restored, int64_t now,
+		       struct sr_err *e);
 
 #endif

@@ -83,7 +83,7 @@ static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 		 c->state_dir, n->id);
 }
 
-static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n)
 {
 	char sql[1024];
@@ -125,7 +125,7 @@ static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
 		      struct rnode **out, size_t *n)
 {
-	return nodes_query(c, db, job ?
+	return recon__nodes_query(c, db, job ?
 			   "state IN ('REQUESTED','BOOTING','READY') AND job_id=?1" :
 			   "state IN ('REQUESTED','BOOTING','READY') AND ?1=0",
 			   job, out, n);
@@ -177,7 +177,7 @@ void recon__kill_pending(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	size_t n = 0;
 
-	if (nodes_query(c, db, "kill_pending=1 AND state IN ('TERMINATED',"
+	if (recon__nodes_query(c, db, "kill_pending=1 AND state IN ('TERMINATED',"
 			"'LOST') AND ?1=?1", 0, &v, &n))
 		return;
 	for (size_t i = 0; i < n; i++)
@@ -594,7 +594,7 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	size_t n = 0;
 
-	if (nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
+	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
 			" AND terminated_ns > ?1", sr_time_real_ns() -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;

@@ -16,6 +16,7 @@
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
+#include "finops/ledger.h"
 
 /* Policy ticks of market history shown before the first decision:
  * two days at the 10-minute tick. */
@@ -346,6 +347,31 @@ static bool same_place(struct ctl *c, int a, int b)
 	       strcmp(x.zone, y.zone) == 0;
 }
 
+/* The job's planned on-demand cost, the baseline of honest savings
+ * (finops/report.h): its declared work on its nodes at the price of the
+ * plan's on-demand pool (or the chosen pool's on-demand price when the
+ * plan has none).  Once per job, at its first placement. */
+static int record_plan(struct ctl *c, sqlite3 *db, const struct rjob *j,
+		       int pool, int64_t now, struct sr_err *e)
+{
+	struct prov_offering o;
+	struct ledger_plan lp = { 0 };
+
+	if (c->prov.ops->describe(c->prov.st, j->plan.od >= 0 ? j->plan.od : pool,
+				  ctl__sim_at(c, now), &o) || o.ondemand_per_h < 0)
+		return 0; /* no on-demand price to plan against */
+	lp.job_id = j->id;
+	lp.at_ns = now;
+	lp.provider = o.cloud;
+	lp.region = o.region;
+	lp.zone = o.zone[0] ? o.zone : NULL;
+	lp.instance_type = o.instance_type;
+	lp.work_ns = (int64_t)(j->work_s * 1e9);
+	lp.nodes = j->num_nodes;
+	lp.od_price = o.ondemand_per_h;
+	return ledger_plan_record(db, &lp, NULL, e);
+}
+
 bool recon__work_finished(const struct rjob *j)
 {
 	return j->total_steps > 0 && j->ckpt_step >= j->total_steps;
@@ -452,6 +478,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		 json_string_value(json_object_get(pl, "zone")),
 		 json_string_value(json_object_get(pl, "instance_type")),
 		 ch.spot ? "spot" : "on-demand", ch.why);
+	if (!rc && j->state == JOB_PENDING)
+		rc = record_plan(c, db, j, ch.pool, now, &e);
 	if (!rc)
 		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
 				   0, now, sim, pl, msg, &e);

@@ -202,6 +202,9 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	 * heartbeat before the exit happened to carry. */
 	if (!rc && to == JOB_SUCCEEDED && j->total_steps > 0)
 		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
+	/* A loss not yet counted: against the last checkpoint reported. */
+	if (!rc)
+		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, now, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -528,29 +531,66 @@ static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
 }
 
 /* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
+/* The node a preemption hit and the gang's price: from the live noticed
+ * nodes, or - when the node pass already ended them (the instance was
+ * gone) - from the job's most recent noticed node. */
+static int64_t noticed_node(struct ctl *c, sqlite3 *db, const struct rjob *j,
+			    const struct rnode *live, size_t n, sr_micros *price)
+{
+	struct rnode *v = NULL;
+	int64_t id = 0;
+	size_t k = 0;
+
+	*price = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns) {
+			*price += live[i].price;
+			if (!id)
+				id = live[i].id;
+		}
+	}
+	if (id || recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL",
+				     j->id, &v, &k) || k == 0) {
+		free(v);
+		return id;
+	}
+	/* the latest notice's gang: every noticed node of that attempt */
+	for (size_t i = 0; i < k; i++) {
+		if (v[i].notice_ns >= j->notice_ns) {
+			*price += v[i].price;
+			if (!id)
+				id = v[i].id;
+		}
+	}
+	if (!id) {
+		id = v[k - 1].id;
+		*price = v[k - 1].price;
+	}
+	free(v);
+	return id;
+}
+
+/* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
 static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 			      struct rnode *live, size_t n)
 {
 	struct exits_sum x;
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns(), deadline = 0;
-	double sim = ctl__sim_at(c, now), lost_s;
+	int64_t now = sr_time_real_ns(), deadline = 0, node = 0;
+	double sim = ctl__sim_at(c, now);
 	sr_micros price = 0;
 	int waiting = 0, rc;
 	bool migrate;
 	json_t *d;
-	char msg[200];
+	char msg[240];
 
 	exits_of(db, j, &x);
 	if (x.ok == j->num_nodes)
 		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
 			      "every rank exited 0");
 	for (size_t i = 0; i < n; i++) {
-		if (live[i].notice_ns) {
-			price += live[i].price;
-			if (live[i].kill_ns > deadline)
-				deadline = live[i].kill_ns;
-		}
+		if (live[i].notice_ns && live[i].kill_ns > deadline)
+			deadline = live[i].kill_ns;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
@@ -562,12 +602,8 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
 		return 0;
 	migrate = strcmp(j->recover_reason, "migrate") == 0;
-	lost_s = 0;
-	if (j->total_steps > 0 && j->step >= 0)
-		lost_s = (double)(j->step - (j->ckpt_step >= 0 ? j->ckpt_step : 0)) /
-			 (double)j->total_steps * recon__work_total(j, c->cfg.time_scale);
-	if (lost_s < 0)
-		lost_s = 0;
+	if (!migrate)
+		node = noticed_node(c, db, j, live, n, &price);
 	rc = ctl_db_begin(db, &e);
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (live[i].notice_ns || live[i].retire)
@@ -575,30 +611,22 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 					     live[i].notice_ns ? "preempted" :
 					     "migrated", now, &e);
 	}
-	if (!rc && !migrate) {
-		struct ledger_event le = {
-			.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
-			.provider = n ? live[0].cloud : c->prov.ops->name,
-			.region = n ? live[0].region : NULL,
-			.zone = n ? live[0].zone : NULL,
-			.instance_type = n ? live[0].itype : NULL,
-			.at_ns = now, .value_ns = (int64_t)(lost_s * 1e9),
-			.unit_price = price,
-		};
-
-		rc = ledger_event_append(db, &le, &e);
-	}
-	d = json_pack("{s:I,s:I,s:f,s:f}", "step", (json_int_t)j->step,
-		      "ckpt_step", (json_int_t)j->ckpt_step, "lost_work_s", lost_s,
+	/* The work lost is counted when a later attempt restores: the step
+	 * and checkpoint seen now may be stale (recon_lost.c). */
+	if (!rc)
+		rc = recon__lost_open(db, j, node, migrate ? 0 : price, &e);
+	d = json_pack("{s:I,s:I,s:f}", "step", (json_int_t)j->step,
+		      "ckpt_step", (json_int_t)j->ckpt_step,
 		      "notice_to_stop_real_s", j->notice_ns ?
 		      (double)(now - j->notice_ns) / 1e9 : 0.0);
-	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", checkpoint at "
-		 "step %" PRId64 " (%.0f s of cloud work lost)",
+	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", last checkpoint "
+		 "seen at step %" PRId64 " (the work lost is counted from the "
+		 "checkpoint the next attempt restores)",
 		 migrate ? "left the old nodes" : "preempted", j->step,
-		 j->ckpt_step, lost_s);
+		 j->ckpt_step);
 	if (!rc)
 		rc = ctl_event_add(db, j->id, migrate ? "migrated" : "preempted",
-				   NULL, NULL, 0, now, sim, d, msg, &e);
+				   NULL, NULL, node, now, sim, d, msg, &e);
 	json_decref(d);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,

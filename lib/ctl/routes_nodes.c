@@ -27,6 +27,7 @@
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
+#include "ctl/recon_int.h"
 #include "ctl/workest.h"
 #include "finops/ledger.h"
 
@@ -326,6 +327,13 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 					    rq->ctl->cfg.time_scale, (int64_t)(
 					    PLACE_GAP_S * 1e9 / rq->ctl->cfg.time_scale),
 					    &e);
+		/* The first report of a later attempt names the checkpoint it
+		 * restored: count the work the last preemption lost. */
+		if (!rc && (b.step >= 0 || b.ckpt_step >= 0))
+			rc = recon__lost_settle(rq->ctl, db, n.job, b.attempt,
+						b.ckpt_step >= 0 && (b.step < 0 ||
+						b.ckpt_step < b.step) ?
+						b.ckpt_step : b.step, now, &e);
 	}
 	rc = ctl_db_end(db, rc, &e);
 	if (rc)

@@ -119,6 +119,10 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE jobs DROP COLUMN est_last_ns;"
 		" ALTER TABLE jobs DROP COLUMN est_upd_ns;"
 		" ALTER TABLE nodes DROP COLUMN kill_pending;"
+		" ALTER TABLE jobs DROP COLUMN lost_from_step;"
+		" ALTER TABLE jobs DROP COLUMN lost_attempt;"
+		" ALTER TABLE jobs DROP COLUMN lost_node;"
+		" ALTER TABLE jobs DROP COLUMN lost_price;"
 		" ALTER TABLE nodes DROP COLUMN retire; UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
