@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 
-from test_ctl_crash import ROOT, Daemon, completions  # noqa: F401
+from test_ctl_crash import BUILD, ROOT, Daemon, completions  # noqa: F401
 
 
 def market(tmp, zones):
@@ -195,3 +195,96 @@ def test_restarts_adopt_live_nodes(tmp_path):
         ledger_matches_nodes(d.state)
     finally:
         d.stop()
+
+
+# ---- live = simulated ------------------------------------------------------
+
+# One V100 pool: the aws.csv header and one row of the bundled catalog.
+POOL_ROW = ("p3.2xlarge,V100,1.0,8.0,61.0,\"{'Gpus': [{'Name': 'V100', "
+            "'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': "
+            "16384}}], 'TotalGpuMemoryInMiB': 16384}\",3.06,1.179000,us-west-2,"
+            "usw2-az2,x86_64\n")
+
+# STEPS steps of STEP_US microseconds on a fixed schedule from the
+# attempt's start (so the shell's own overhead, or a loaded machine, does
+# not slow the pace), a checkpoint every step (continuous, as the
+# simulator's default), resumed from the last one.
+STEADY = r"""
+d=$SPOTRUN_CKPT_DIR; s=0; [ -f $d/step ] && s=$(cat $d/step)
+save() { echo $s > $d/step.tmp && mv $d/step.tmp $d/step; }
+trap 'save; exit 0' TERM
+s0=$s; t0=$(( $(date +%s%N) / 1000 ))
+while [ $s -lt STEPS ]; do
+  s=$((s+1))
+  left=$(( t0 + (s - s0) * STEP_US - $(date +%s%N) / 1000 ))
+  [ $left -gt 0 ] && { sleep $(printf '%d.%06d' $((left / 1000000)) $((left % 1000000))) & wait $!; }
+  save
+  printf '{"step":%d,"total_steps":STEPS,"ckpt_step":%d}' $s $s > $SPOTRUN_STATUS_FILE.tmp
+  mv $SPOTRUN_STATUS_FILE.tmp $SPOTRUN_STATUS_FILE
+done
+echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
+"""
+
+
+def test_live_agrees_with_the_simulator(tmp_path):
+    """The same trace window, job and policy through spotrund (local
+    cloud at 2,400x) and through `spotrun sim`: the same preemptions and
+    the same kind of capacity used, and the cost within the quantisation
+    of one policy tick (10 cloud minutes) per start."""
+    import subprocess
+    # a window with two spot outages: 3 h up, 1.5 h down, 2 h up, 1 h
+    # down, then up; 48 h of history before it (the live warm-up)
+    start_tick = 288
+    vals = [1] * start_tick + [1] * 18 + [0] * 9 + [1] * 12 + [0] * 6 + [1] * 200
+    data = os.path.join(str(tmp_path), "data")
+    os.makedirs(os.path.join(data, "traces"))
+    os.makedirs(os.path.join(data, "catalog"))
+    with open(os.path.join(ROOT, "data", "catalog", "aws.csv")) as f:
+        header = f.readline()
+    with open(os.path.join(data, "catalog", "aws.csv"), "w") as f:
+        f.write(header + POOL_ROW)
+    trace = os.path.join(data, "traces", "us-west-2b_v100_1.json")
+    with open(trace, "w") as f:
+        json.dump({"metadata": {"gap_seconds": 600}, "data": vals}, f)
+    scale = 2400.0
+    work_h, deadline_h = 6.0, 11.0
+    steps, step_us = 60, 150000       # 9 s real = 6 cloud h at 2,400x
+    provision_ms, guess_ms = 200, 300
+    restart_h = (provision_ms + guess_ms) / 1000.0 * scale / 3600.0
+    d = Daemon(tmp_path, data, "--time-scale", str(scale), "--notice-ms", "100",
+               "--trace-start", str(start_tick * 600 / 3600.0),
+               "--restart-guess-ms", str(guess_ms))
+    # the fixture's --provision-ms is 200 (Daemon.start), as assumed above
+    try:
+        d.start()
+        run = STEADY.replace("STEPS", str(steps)).replace("STEP_US", str(step_us))
+        jid = d.submit(job("twin", run, "%gh" % work_h, "%gh" % deadline_h))
+        live = d.wait([jid], 120)[0]
+        assert live["state"] == "SUCCEEDED", (live["message"], d.log_tail())
+        ev = d.events(jid)
+    finally:
+        d.stop()
+    out = subprocess.run(
+        [os.path.join(BUILD, "bin", "spotrun"), "sim", "--trace", trace,
+         "--policy", "spotrun", "--work-hours", str(work_h),
+         "--deadline-hours", str(deadline_h), "--restart-hours", str(restart_h),
+         "--od-price", "3.06", "--spot-price", "1.179",
+         "--history-hours", "48", "--start-tick", str(start_tick), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    sim = json.loads(out.stdout)["windows"][0]
+    tick_h = 600 / 3600.0
+    live_cost = live["cost_micros"] / 1e6
+    places = [e for e in ev if e["type"] in ("placement", "move")]
+    starts = len(places)
+    # the same decisions: preemptions, and spot or on-demand capacity
+    assert sim["met"] and live["sim_elapsed_s"] <= live["sim_deadline_s"]
+    assert abs(live["preemptions"] - sim["preemptions"]) <= 1, (live, sim)
+    # the cost: each start can land up to one tick apart in live (the
+    # reconciler acts within the tick the simulator charges whole), at up
+    # to the on-demand price
+    tol = starts * tick_h * 3.06 + restart_h * 3.06
+    print("live: $%.4f, %d preemptions, %d starts; sim: $%.4f, %d preemptions;"
+          " tolerance $%.4f" % (live_cost, live["preemptions"], starts,
+                                sim["cost"], sim["preemptions"], tol))
+    assert abs(live_cost - sim["cost"]) <= tol, (live_cost, sim, starts, tol,
+                                                [p["message"] for p in places])
