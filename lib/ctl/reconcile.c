@@ -396,6 +396,10 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 		rc = ctl_db_step_done(db, st, &e, "leave running");
 		sqlite3_finalize(st);
 	}
+	/* A lost node: its work since the checkpoint the next attempt
+	 * restores is lost too (counted then, recon_lost.c). */
+	if (!rc && strcmp(reason, "lost") == 0)
+		rc = recon__lost_open(db, j, 0, 0, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);

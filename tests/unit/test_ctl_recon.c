@@ -15,6 +15,7 @@
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
 #include "ctl/recon_int.h"
+#include "finops/ledger.h"
 
 #define S INT64_C(1000000000)
 #define MS INT64_C(1000000)
@@ -250,6 +251,75 @@ static void test_failed_terminate_is_retried(void **state)
 	free(c);
 }
 
+/* Lost work is counted from the checkpoint the next attempt restores, not
+ * from the stale step the daemon last saw; a preemption's loss goes to the
+ * ledger at the preempted node's pool (not "local/unknown"). */
+static void test_lost_work_from_the_restored_checkpoint(void **state)
+{
+	struct ctl *c = calloc(1, sizeof *c);
+	struct sr_err e = { 0 };
+	sqlite3 *db = open_db();
+	sqlite3_stmt *st = NULL;
+	struct rjob j;
+	int64_t job = insert_job(db), node;
+	char sql[512];
+
+	(void)state;
+	assert_non_null(c);
+	c->prov.ops = &fake_ops;
+	assert_int_equal(ledger_migrate(db, &e), 0);
+	snprintf(sql, sizeof sql, "UPDATE jobs SET total_steps=1200, work_s=108000,"
+		 " attempt=1 WHERE id=%lld", (long long)job);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	snprintf(sql, sizeof sql, "INSERT INTO nodes(job_id, rank, state,"
+		 " token_hash, provider, cloud, region, zone, instance_type,"
+		 " accelerator, accel_count, spot, pool, price_micros, list_micros,"
+		 " reserved_micros, created_ns, boot_at_ns) VALUES(%lld, 0,"
+		 " 'TERMINATED', x'00', 'local', 'aws', 'us-east-1', 'use1-az2',"
+		 " 'p3.2xlarge', 'V100', 1, 1, 3, 918000, 3060000, 1, 1, 1)",
+		 (long long)job);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	node = sqlite3_last_insert_rowid(db);
+	memset(&j, 0, sizeof j);
+	j.id = job;
+	j.attempt = 1;
+	/* the daemon was down: it last saw step 50; the workload went on
+	 * and checkpointed step 200, which attempt 2 restores */
+	j.step = 50;
+	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 1, 10, 5, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 2, 200, 6, &e), 0);
+	/* a second report of that attempt counts nothing more */
+	assert_int_equal(recon__lost_settle(c, db, job, 2, 210, 7, &e), 0);
+	/* then the daemon saw step 300 when attempt 2 was preempted, and
+	 * attempt 3 restored 200 again: 100 steps = 9,000 s lost */
+	j.step = 300;
+	j.attempt = 2;
+	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 3, 200, 8, &e), 0);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value_ns, provider, region,"
+		" zone FROM ledger_event WHERE job_id=? ORDER BY id", -1, &st, NULL),
+		SQLITE_OK);
+	sqlite3_bind_int64(st, 1, job);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 0);
+	assert_string_equal((const char *)sqlite3_column_text(st, 1), "aws");
+	assert_string_equal((const char *)sqlite3_column_text(st, 2), "us-east-1");
+	assert_string_equal((const char *)sqlite3_column_text(st, 3), "use1-az2");
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), INT64_C(9000) * S);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE"
+		" job_id=? AND type='lost_work'", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, job);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 2);
+	sqlite3_finalize(st);
+	sqlite3_close_v2(db);
+	free(c);
+}
+
 /* More active jobs than the old fixed array of 4,096: every one is
  * stepped, in order, and finished ones are not. */
 static void test_active_jobs_are_paged_not_capped(void **state)
@@ -373,6 +443,8 @@ int main(void)
 		cmocka_unit_test(test_policy_state_is_versioned),
 		cmocka_unit_test(test_guard_follows_self_guarded),
 		cmocka_unit_test_setup_teardown(test_failed_terminate_is_retried,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_work_from_the_restored_checkpoint,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_active_jobs_are_paged_not_capped,
 						setup, teardown),
