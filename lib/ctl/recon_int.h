@@ -94,7 +94,8 @@ struct hbtable {
 /* ns since `key` changed for `node` (0 when first seen or on -ENOMEM). */
 int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
 		       int64_t mono_now);
-/* Forget the nodes not in live[0..n). */
+/* Forget the nodes not in live[0..n) (ascending ids, as
+ * recon__nodes_live returns them). */
 void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n);
 void recon__silence_clear(struct hbtable *t);
 

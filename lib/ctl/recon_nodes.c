@@ -434,17 +434,28 @@ static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t n
 
 /* ---- silence on the monotonic clock ------------------------------------------ */
 
+/* The table is kept sorted by node id: lookups are binary searches, and
+ * the prune is one merge walk over the live nodes (also by id), so a pass
+ * over many thousands of nodes stays linear. */
 int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
 		       int64_t mono_now)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->v[i].node != node)
-			continue;
-		if (t->v[i].key != key) {
-			t->v[i].key = key;
-			t->v[i].mono_ns = mono_now;
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].node < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < t->n && t->v[lo].node == node) {
+		if (t->v[lo].key != key) {
+			t->v[lo].key = key;
+			t->v[lo].mono_ns = mono_now;
 		}
-		return mono_now - t->v[i].mono_ns;
+		return mono_now - t->v[lo].mono_ns;
 	}
 	if (t->n == t->cap) {
 		size_t nc = t->cap ? 2 * t->cap : 16;
@@ -455,20 +466,20 @@ int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
 		t->v = nv;
 		t->cap = nc;
 	}
-	t->v[t->n++] = (struct hbseen){ node, key, mono_now };
+	memmove(&t->v[lo + 1], &t->v[lo], (t->n - lo) * sizeof t->v[0]);
+	t->v[lo] = (struct hbseen){ node, key, mono_now };
+	t->n++;
 	return 0;
 }
 
 void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n)
 {
-	size_t k = 0;
+	size_t k = 0, j = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
-		bool keep = false;
-
-		for (size_t j = 0; j < n && !keep; j++)
-			keep = live[j].id == t->v[i].node;
-		if (keep)
+		while (j < n && live[j].id < t->v[i].node)
+			j++;
+		if (j < n && live[j].id == t->v[i].node)
 			t->v[k++] = t->v[i];
 	}
 	t->n = k;

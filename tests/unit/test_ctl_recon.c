@@ -135,6 +135,32 @@ static void test_dead_node_lost_one_timeout_after_start(void **state)
 	recon__silence_clear(&t);
 }
 
+/* The silence table: sorted inserts, a heartbeat resets only its node,
+ * and pruning keeps exactly the live nodes. */
+static void test_silence_table(void **state)
+{
+	struct hbtable t = { 0 };
+	struct rnode live[2];
+
+	(void)state;
+	assert_int_equal(recon__silence(&t, 5, 100, 10 * S), 0);
+	assert_int_equal(recon__silence(&t, 3, 100, 11 * S), 0);
+	assert_int_equal(recon__silence(&t, 9, -1, 12 * S), 0);
+	assert_int_equal(t.n, 3);
+	assert_true(t.v[0].node == 3 && t.v[1].node == 5 && t.v[2].node == 9);
+	assert_int_equal(recon__silence(&t, 5, 100, 20 * S), 10 * S);
+	assert_int_equal(recon__silence(&t, 5, 200, 21 * S), 0);
+	assert_int_equal(recon__silence(&t, 3, 100, 21 * S), 10 * S);
+	memset(live, 0, sizeof live);
+	live[0].id = 3;
+	live[1].id = 9;
+	recon__silence_prune(&t, live, 2);
+	assert_int_equal(t.n, 2);
+	assert_true(t.v[0].node == 3 && t.v[1].node == 9);
+	assert_int_equal(recon__silence(&t, 9, -1, 22 * S), 10 * S);
+	recon__silence_clear(&t);
+}
+
 /* list() failed: its observations are garbage (here: all zero), so a
  * noticed node is kept until its notice deadline and nothing is
  * noticed; when list() works, a gone instance ends at once. */
@@ -439,6 +465,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_keeps_live_nodes),
 		cmocka_unit_test(test_dead_node_lost_one_timeout_after_start),
+		cmocka_unit_test(test_silence_table),
 		cmocka_unit_test(test_failed_list_ends_nothing),
 		cmocka_unit_test(test_policy_state_is_versioned),
 		cmocka_unit_test(test_guard_follows_self_guarded),
