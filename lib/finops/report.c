@@ -253,6 +253,17 @@ static int query_plans(sqlite3 *db, const struct finops_filter *f,
 	size_t nsorted = r->ngroups;
 	int rc, src;
 
+	/* A ledger from before version 2 (opened read-only, not migrated)
+	 * has no plans: the report simply has none. */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type="
+			       "'table' AND name='ledger_plan'", -1, &st,
+			       NULL) != SQLITE_OK)
+		return finops__db_err(db, SQLITE_ERROR, e, "finops report: plans");
+	src = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (src != SQLITE_ROW)
+		return 0;
 	snprintf(sql, sizeof sql,
 		 "SELECT %s, count(*), sum(planned_cost) FROM ledger_plan"
 		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
