@@ -169,6 +169,8 @@ static const char m5[] =
 	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;"
+	/* measured restart overhead (workest.h), cloud s; 0 = none yet */
+	"ALTER TABLE jobs ADD COLUMN est_restart_s REAL NOT NULL DEFAULT 0;"
 	/* lost work pending until a later attempt's restore (recon_lost.c) */
 	"ALTER TABLE jobs ADD COLUMN lost_from_step INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN lost_attempt INTEGER NOT NULL DEFAULT 0;"

@@ -29,6 +29,7 @@ struct rjob {
 	double step_ns;                         /* measured pace; 0 unknown */
 	double est_work_s;                      /* workest.h; 0 = declared */
 	double est_pace_ns;                     /* workest.h; 0 unknown */
+	double est_restart_s;                   /* workest.h; 0 unknown */
 	int64_t pace_attempt, pace_step0;       /* first report of an attempt */
 	double sim_start_s, deadline_s, work_s, run_s; /* deadline INF if none */
 	int64_t run_started_ns, down_since_ns, notice_ns; /* 0 if unset */

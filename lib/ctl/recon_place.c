@@ -127,6 +127,10 @@ void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
 {
 	memset(now, 0, sizeof *now);
 	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
+	/* A restart takes what restarts have measured, when that is more
+	 * than the plan's guess (a loaded machine, a slow image). */
+	if (j->est_restart_s > j->plan.restart_s)
+		j->plan.restart_s = j->est_restart_s;
 	now->work_done_s = recon__work_done(j, c->cfg.time_scale);
 	now->elapsed_s = sim - j->sim_start_s;
 	now->time_left_s = j->deadline_s - now->elapsed_s;

@@ -66,7 +66,7 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
 		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
 		" coalesce(step_ns, 0), est_work_s, est_pace_ns, pace_attempt,"
-		" coalesce(pace_step0, -1) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		" coalesce(pace_step0, -1), est_restart_s FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -101,6 +101,7 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		j->est_pace_ns = sqlite3_column_double(st, 23);
 		j->pace_attempt = sqlite3_column_int64(st, 24);
 		j->pace_step0 = sqlite3_column_int64(st, 25);
+		j->est_restart_s = sqlite3_column_double(st, 26);
 		j->last_pool = -1;
 		pl = json_loads(j->placement, 0, NULL);
 		if (pl) {

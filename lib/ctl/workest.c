@@ -100,7 +100,51 @@ int workest_sample(struct workest *w, const struct workest_job *j,
 	return 1;
 }
 
+double workest_restart(double est_s, double sample_s)
+{
+	if (sample_s <= 0)
+		return est_s;
+	if (sample_s >= est_s)
+		return sample_s;
+	return (1 - WORKEST_RESTART_DECAY) * est_s + WORKEST_RESTART_DECAY * sample_s;
+}
+
 /* ---- database glue -------------------------------------------------------- */
+
+/* First report of a new attempt: how long the restart took, from rank
+ * 0's node being requested to now - when that node is new (it ran no
+ * earlier attempt: an in-place restart after a crash is not timed). */
+static int restart_sample(sqlite3 *db, int64_t job, int64_t now_ns, double scale,
+			  struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	double sample = 0, est = 0;
+	int rc;
+
+	rc = ctl_db_prepare(db, "SELECT n.created_ns, j.est_restart_s FROM nodes n"
+			    " JOIN jobs j ON j.id=n.job_id WHERE n.job_id=?1 AND"
+			    " n.rank=0 AND n.state='READY' AND NOT EXISTS"
+			    " (SELECT 1 FROM exits x WHERE x.node_id=n.id)"
+			    " ORDER BY n.id DESC LIMIT 1", &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, job);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		sample = (double)(now_ns - sqlite3_column_int64(st, 0)) / 1e9 * scale;
+		est = sqlite3_column_double(st, 1);
+	}
+	sqlite3_finalize(st);
+	if (sample <= 0)
+		return 0;
+	rc = ctl_db_prepare(db, "UPDATE jobs SET est_restart_s=?1 WHERE id=?2", &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_double(st, 1, workest_restart(est, sample));
+	sqlite3_bind_int64(st, 2, job);
+	rc = ctl_db_step_done(db, st, e, "restart estimate");
+	sqlite3_finalize(st);
+	return rc;
+}
 
 int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 		   int64_t now_ns, double scale, int64_t interval_ns,
@@ -136,6 +180,11 @@ int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 	w.upd_ns = sqlite3_column_int64(st, 10);
 	sqlite3_finalize(st);
 	st = NULL;
+	if (attempt != w.attempt && step >= 0) {
+		rc = restart_sample(db, job, now_ns, scale, e);
+		if (rc)
+			return rc;
+	}
 	workest_sample(&w, &j, attempt, step, now_ns);
 	rc = ctl_db_prepare(db, "UPDATE jobs SET est_work_s=?1, est_pace_ns=?2,"
 			    " est_steps=?3, est_attempt=?4, est_step0=?5,"

@@ -62,8 +62,18 @@ int workest_sample(struct workest *w, const struct workest_job *j,
  * measured one). */
 double workest_total(const struct workest *w, const struct workest_job *j);
 
+/* The restart overhead the policy plans with: the larger of the plan's
+ * guess and what restarts have measured - a new node's request to its
+ * workload's first step - rising at once to a slower sample and
+ * decaying by WORKEST_RESTART_DECAY toward faster ones.  Returns the new
+ * measured estimate (cloud s) from the old one and one sample. */
+#define WORKEST_RESTART_DECAY 0.2
+double workest_restart(double est_s, double sample_s);
+
 /* Database glue: feed rank 0's report of `step` in `attempt` for job
- * `job` (inside the caller's transaction). */
+ * `job` (inside the caller's transaction).  The first report of an
+ * attempt on a node that ran no earlier attempt also samples the restart
+ * overhead (jobs.est_restart_s). */
 int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 		   int64_t now_ns, double scale, int64_t interval_ns,
 		   struct sr_err *e);

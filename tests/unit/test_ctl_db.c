@@ -118,6 +118,7 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE jobs DROP COLUMN est_last_step;"
 		" ALTER TABLE jobs DROP COLUMN est_last_ns;"
 		" ALTER TABLE jobs DROP COLUMN est_upd_ns;"
+		" ALTER TABLE jobs DROP COLUMN est_restart_s;"
 		" ALTER TABLE nodes DROP COLUMN kill_pending;"
 		" ALTER TABLE jobs DROP COLUMN lost_from_step;"
 		" ALTER TABLE jobs DROP COLUMN lost_attempt;"

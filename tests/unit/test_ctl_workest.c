@@ -129,6 +129,23 @@ static void test_pauses_are_excluded(void **state)
 		    0.1 * demo.declared_s);
 }
 
+/* The restart overhead rises at once to a slower restart and decays
+ * slowly toward faster ones. */
+static void test_restart_estimate(void **state)
+{
+	double est = 0;
+
+	(void)state;
+	est = workest_restart(est, 7200);
+	assert_true(est == 7200);
+	est = workest_restart(est, 20000);
+	assert_true(est == 20000);
+	est = workest_restart(est, 10000);
+	assert_true(est < 20000 && est > 10000);
+	assert_true(fabs(est - (20000 - WORKEST_RESTART_DECAY * 10000)) < 1e-6);
+	assert_true(workest_restart(est, 0) == est);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -136,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_jitter_cannot_swing_it),
 		cmocka_unit_test(test_real_pace_is_learned_at_a_bounded_rate),
 		cmocka_unit_test(test_pauses_are_excluded),
+		cmocka_unit_test(test_restart_estimate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
