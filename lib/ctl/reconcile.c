@@ -205,7 +205,8 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
 	/* A loss not yet counted: against the last checkpoint reported. */
 	if (!rc)
-		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, now, &e);
+		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
+					&e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
