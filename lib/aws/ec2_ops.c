@@ -56,6 +56,7 @@ void ec2_close(struct ec2 *c)
 	free(c->instance_profile);
 	free(c->api_url);
 	free(c->agent_path);
+	pthread_mutex_destroy(&c->cred_mu);
 	free(c);
 }
 
@@ -67,6 +68,7 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	*out = NULL;
 	if (c == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&c->cred_mu, NULL);
 	xmlInitParser();
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
 	c->max_retries = o->max_retries >= 0 ? o->max_retries : 2;

@@ -16,6 +16,7 @@
 
 #include "aws/ec2.h"
 #include "common/testsrv.h"
+#include "common/timeutil.h"
 
 #define NS "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
 
@@ -496,6 +497,53 @@ static void test_bootstrap(void **state)
 			 -EINVAL);
 }
 
+/* Instance-role credentials close to expiry are fetched again before a
+ * call is signed. */
+static void test_cred_refresh(void **state)
+{
+	struct fx *f = *state;
+	struct sr_testsrv *imds = sr_testsrv_start(0);
+	struct ec2_opts o = { .max_retries = 0 };
+	const char *ids[] = { "i-1" };
+	struct cloud_error err;
+	struct sr_err e = { 0 };
+	struct ec2 *c = NULL;
+	char exp[40], doc[256], v[512];
+	const char *role = "/latest/meta-data/iam/security-credentials/r";
+
+	assert_non_null(imds);
+	sr_time_format_rfc3339((sr_time_real_ns() / 1000000000 + 60) * 1000000000LL,
+			       0, exp, sizeof(exp));
+	snprintf(doc, sizeof(doc), "{\"Code\":\"Success\",\"AccessKeyId\":"
+		 "\"ASIAROLE1\",\"SecretAccessKey\":\"rolesecret\",\"Token\":"
+		 "\"roletoken\",\"Expiration\":\"%s\"}", exp);
+	sr_testsrv_reply(imds, "PUT", "/latest/api/token", 200, "text/plain",
+			 "tok", 0);
+	sr_testsrv_reply(imds, "GET", "/latest/meta-data/iam/security-credentials/",
+			 200, "text/plain", "r", 0);
+	sr_testsrv_reply(imds, "GET", role, 200, "application/json", doc, 0);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sr_testsrv_url(imds), 1);
+	assert_int_equal(ec2_open(&o, &c, &e), 0);
+	assert_string_equal(ec2_cred_source(c), "instance role r (IMDSv2)");
+	assert_int_equal(sr_testsrv_count(imds, "GET", role), 1);
+	reply(f, 200, "<TerminateInstancesResponse " NS "/>");
+	assert_int_equal(ec2_terminate_instances(c, ids, 1, &err), 0);
+	assert_int_equal(sr_testsrv_count(imds, "GET", role), 2);
+	assert_int_equal(sr_testsrv_req_header(last(f), "authorization", v,
+					       sizeof(v)), 0);
+	assert_non_null(strstr(v, "Credential=ASIAROLE1/"));
+	assert_non_null(strstr(v, "x-amz-security-token"));
+	assert_int_equal(sr_testsrv_req_header(last(f), "x-amz-security-token", v,
+					       sizeof(v)), 0);
+	assert_string_equal(v, "roletoken");
+	ec2_close(c);
+	sr_testsrv_stop(imds);
+	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+}
+
 static void test_loopback_guard(void **state)
 {
 	struct ec2_opts o = { .endpoint = "https://ec2.us-east-1.amazonaws.com",
@@ -557,6 +605,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_driver_async, setup, teardown),
 		cmocka_unit_test(test_idem_key_fits),
 		cmocka_unit_test(test_bootstrap),
+		cmocka_unit_test_setup_teardown(test_cred_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loopback_guard, setup, teardown),
 		cmocka_unit_test(test_xml_malformed),
 	};
