@@ -114,6 +114,12 @@ int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
 			   struct ec2_spot_price **out, size_t *n,
 			   struct cloud_error *err);
 
+/* The newest price of each (zone, instance type) in v[0..n), cheapest
+ * first (ties by zone): what the market view shows as "spot price now".
+ * *out malloc'd (caller frees), *nout its length; -ENOMEM. */
+int ec2_spot_price_latest(const struct ec2_spot_price *v, size_t n,
+			  struct ec2_spot_price **out, size_t *nout);
+
 /* Availability zones of the region that sell instance_type: *zones is a
  * malloc'd array of n malloc'd strings, sorted (ec2_strv_free). */
 int ec2_instance_type_zones(struct ec2 *c, const char *instance_type,

@@ -438,6 +438,43 @@ out:
 	return 0;
 }
 
+static int price_cmp(const void *a, const void *b)
+{
+	const struct ec2_spot_price *x = a, *y = b;
+
+	if (x->price_per_h != y->price_per_h)
+		return x->price_per_h < y->price_per_h ? -1 : 1;
+	return strcmp(x->zone, y->zone);
+}
+
+int ec2_spot_price_latest(const struct ec2_spot_price *v, size_t n,
+			  struct ec2_spot_price **out, size_t *nout)
+{
+	struct ec2_spot_price *r = malloc((n > 0 ? n : 1) * sizeof(*r));
+	size_t m = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (r == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < m; k++)
+			if (strcmp(r[k].zone, v[i].zone) == 0 &&
+			    strcmp(r[k].instance_type, v[i].instance_type) == 0)
+				break;
+		if (k == m)
+			r[m++] = v[i];
+		else if (v[i].at_s > r[k].at_s)
+			r[k] = v[i];
+	}
+	qsort(r, m, sizeof(*r), price_cmp);
+	*out = r;
+	*nout = m;
+	return 0;
+}
+
 /* ---- DescribeInstanceTypeOfferings ------------------------------------ */
 
 static int str_cmp(const void *a, const void *b)

@@ -385,6 +385,32 @@ static void test_prices_and_zones(void **state)
 				"Filter.1.Name=instance-type&Filter.1.Value.1=p5.48xlarge"));
 }
 
+static void test_price_latest(void **state)
+{
+	const struct ec2_spot_price v[] = {
+		{ "a", "g5", "Linux/UNIX", 500000, 100 },
+		{ "b", "g5", "Linux/UNIX", 450000, 90 },
+		{ "a", "g5", "Linux/UNIX", 400000, 200 },  /* newer: wins */
+		{ "b", "g5", "Linux/UNIX", 990000, 10 },   /* older: ignored */
+		{ "c", "g5", "Linux/UNIX", 450000, 50 },
+	};
+	struct ec2_spot_price *r = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(ec2_spot_price_latest(v, 5, &r, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(r[0].zone, "a");
+	assert_int_equal(r[0].price_per_h, 400000);
+	assert_string_equal(r[1].zone, "b");
+	assert_int_equal(r[1].price_per_h, 450000);
+	assert_string_equal(r[2].zone, "c");
+	free(r);
+	assert_int_equal(ec2_spot_price_latest(NULL, 0, &r, &n), 0);
+	assert_int_equal(n, 0);
+	free(r);
+}
+
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
 static int done_calls;
 
@@ -604,6 +630,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prices_and_zones, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_async, setup, teardown),
 		cmocka_unit_test(test_idem_key_fits),
+		cmocka_unit_test(test_price_latest),
 		cmocka_unit_test(test_bootstrap),
 		cmocka_unit_test_setup_teardown(test_cred_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loopback_guard, setup, teardown),
