@@ -566,9 +566,9 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 				     strncmp(api_url, "https://", 8) != 0))
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
 				  "http(s) URL without quotes or spaces");
-	if (!shell_safe(token))
+	if (!shell_safe(token) || strlen(token) < 16 || strlen(token) > 256)
 		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
-				  "printable characters without quotes");
+				  "16..256 printable characters without quotes");
 	if (node_id <= 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
 	/* The token goes to a 0600 file, never onto a command line (where

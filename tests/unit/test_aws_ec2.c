@@ -502,19 +502,22 @@ static void test_bootstrap(void **state)
 
 	(void)state;
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://ctl.example:7077", 42,
-					      "tok_ABC-123", &s, &e), 0);
-	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123' > \"$d/token\""));
+					      "tok_ABC-123-456789", &s, &e), 0);
+	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' > \"$d/token\""));
 	assert_non_null(strstr(s, "set -- '/usr/local/bin/spotrun-agent' --api "
 				  "'https://ctl.example:7077' --node-id 42 "
 				  "--token-file \"$d/token\""));
 	/* the token is never on the agent's command line */
 	assert_null(strstr(strstr(s, "set -- "), "tok_ABC"));
 	free(s);
-	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1, "a'; rm -rf /",
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1,
+					      "a'; rm -rf / #################",
 					      &s, &e), -EINVAL);
 	assert_null(s);
-	assert_string_equal(e.msg, "bootstrap: node token: expected printable "
-				   "characters without quotes");
+	assert_string_equal(e.msg, "bootstrap: node token: expected 16..256 "
+				   "printable characters without quotes");
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1, "short", &s,
+					      &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://x $(id)", 1, "t",
 					      &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script("rel/agent", "http://x", 1, "t",
