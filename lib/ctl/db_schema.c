@@ -157,5 +157,13 @@ static const char m3[] =
 static const char m4[] =
 	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
+/* 5: the Idempotency-Key a job was created with and the SHA-256 of that
+ * request's body: a retried POST /v1/jobs returns the job it created
+ * instead of a second one (docs/api.md "Idempotency"). */
+static const char m5[] =
+	"ALTER TABLE jobs ADD COLUMN idem_key TEXT;"
+	"ALTER TABLE jobs ADD COLUMN idem_hash BLOB;"
+	"CREATE UNIQUE INDEX jobs_idem ON jobs(idem_key) WHERE idem_key IS NOT NULL;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];
