@@ -58,3 +58,51 @@ def test_launch_against_a_stalled_daemon_creates_one_job(cli, tmp_path):
     jobs = cli.json("status")["jobs"]
     assert len(jobs) == 1, (jobs, cli.log_tail())
     assert "replayed" in cli.log_tail()
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])     # utime + stime
+
+
+def test_agent_backs_off_when_spotrund_is_gone_after_a_notice(tmp_path):
+    from datetime import datetime, timezone
+    from test_e2e_agent import Plane
+    run = ("trap 'sleep 0.3; exit 0' TERM\n"
+           "printf '{\"seq\":1,\"step\":5,\"total_steps\":100}' > "
+           "\"$SPOTRUN_STATUS_FILE.t\"; mv \"$SPOTRUN_STATUS_FILE.t\" "
+           "\"$SPOTRUN_STATUS_FILE\"\n"
+           "while :; do sleep 0.05; done\n")
+    p = Plane(tmp_path, run=run)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: any(h.get("step") == 5 for h in p.heartbeats),
+                   what="the workload running")
+        t = datetime.fromtimestamp(time.time() + 3, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        p.wait_for(lambda: "notice" in p.types(), what="the notice report")
+        # spotrund goes away: every connection is refused from now on
+        p.srv.shutdown()
+        p.srv.server_close()
+        time.sleep(1.0)          # the workload's final checkpoint and exit
+        log = os.path.join(p.tmp, "agent.log")
+        lines0 = sum(1 for _ in open(log, "rb"))
+        hz = os.sysconf("SC_CLK_TCK")
+        c0, t0 = cpu_ticks(p.proc.pid), time.monotonic()
+        time.sleep(8.0)
+        c1, t1 = cpu_ticks(p.proc.pid), time.monotonic()
+        lines1 = sum(1 for _ in open(log, "rb"))
+        assert p.proc.poll() is None      # still trying to report
+        cpu = (c1 - c0) / hz / (t1 - t0)
+        assert cpu < 0.05, "agent CPU %.1f%% while spotrund is down" % (cpu * 100)
+        assert lines1 - lines0 < 100, p.agent_log()
+        # it says what fails, how often, and when it tries again
+        assert "request failed" in p.agent_log()
+        assert "retry_in_ms" in p.agent_log()
+    finally:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
