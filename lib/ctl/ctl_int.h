@@ -131,6 +131,7 @@ struct ctl_req {
 	int nparams;
 	const char *pname[CTL_MAX_PARAMS];
 	char pval[CTL_MAX_PARAMS][128];
+	const char *long_param;   /* a {name} whose segment was too long */
 	int64_t node_id;          /* authenticated node, 0 = admin/public */
 };
 

@@ -17,6 +17,7 @@
  *   logs       workload output lines.
  */
 #include "ctl/db_schema.h"
+#include "market/joblimits.h"
 
 static const char m1[] =
 	"CREATE TABLE settings("
@@ -35,7 +36,9 @@ static const char m1[] =
 	" spec_json TEXT NOT NULL,"       /* normalised spec, see spec.h */
 	" workdir TEXT,"
 	" envs TEXT,"                      /* JSON object: API env overrides */
-	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN 1 AND 1024),"
+	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN "
+	SR_LIMIT_STR(SR_LIMIT_NUM_NODES_MIN) " AND "
+	SR_LIMIT_STR(SR_LIMIT_NUM_NODES_MAX) "),"
 	" max_restarts INTEGER NOT NULL CHECK(max_restarts >= 0),"
 	" restarts INTEGER NOT NULL DEFAULT 0,"
 	" attempt INTEGER NOT NULL DEFAULT 0,"

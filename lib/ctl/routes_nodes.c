@@ -519,6 +519,21 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = api_parse_report(body, len, &root, &b, &e);
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
+	for (i = 0; i < b.n; i++) {
+		/* an exit is for an attempt this node was told to run: never
+		 * past the job's current one (issue 10: attempt 999) */
+		if (b.ev[i].type == EV_EXIT &&
+		    (b.ev[i].attempt == 0 || b.ev[i].attempt > n.attempt)) {
+			rc = ctl_resp_error(rs, 400, "request body: events[%zu]: "
+					    "exit for attempt %" PRId64 ", but "
+					    "job %" PRId64 " is at attempt %"
+					    PRId64, i, b.ev[i].attempt, n.job,
+					    n.attempt);
+			api_report_free(&b);
+			json_decref(root);
+			return rc;
+		}
+	}
 	rc = ctl_db_begin(db, &e);
 	for (i = 0; !rc && i < b.n; i++) {
 		rc = apply_event(c, db, &n, &b.ev[i], now, &e);

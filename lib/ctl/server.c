@@ -26,7 +26,24 @@ struct conn {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool started;       /* the header call (1) has been seen */
+	size_t query_len;   /* bytes after '?' in the raw request target */
 };
+
+/* MHD's URI log hook runs first, with the raw request target, and its
+ * return value becomes the connection's con_cls: the only place that
+ * sees the query string's length (the access callback gets the path). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct conn *cn = calloc(1, sizeof *cn);
+	const char *q = uri ? strchr(uri, '?') : NULL;
+
+	(void)cls;
+	(void)mc;
+	if (cn && q)
+		cn->query_len = strlen(q + 1);
+	return cn;
+}
 
 const char *ctl__req_header(const struct ctl_req *rq, const char *name)
 {
@@ -91,16 +108,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 
 	(void)version;
 	if (!cn) {
-		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
-				MHD_HTTP_HEADER_CONTENT_LENGTH);
-
 		cn = calloc(1, sizeof *cn);
 		if (!cn)
 			return MHD_NO;
 		*con_cls = cn;
+	}
+	if (!cn->started) {
+		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+				MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+		cn->started = true;
 		if (strlen(url) > CTL_PATH_MAX)
 			return send_error(mc, 400,
 					  "request path longer than 1024 bytes");
+		if (cn->query_len > CTL_QUERY_MAX)
+			return send_error(mc, 400, "query string longer than "
+					  "1024 bytes");
 		if (cl && strtoull(cl, NULL, 10) > CTL_BODY_MAX) {
 			cn->too_big = true;
 			return send_error(mc, 413, "request body over 1048576 bytes");
@@ -190,6 +213,7 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, c,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,

@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/timeutil.h"
 #include "jobspec.h"
+#include "joblimits.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -123,13 +124,14 @@ static int get_str(json_t *o, const char *k, char **out, const char *ctx,
 	return *out ? 0 : -ENOMEM;
 }
 
-static int get_int(json_t *o, const char *k, int *out, const char *ctx,
-		   struct sr_err *e)
+/* An optional int in [min, max] (limits.h). */
+static int get_int(json_t *o, const char *k, int *out, int min, int max,
+		   const char *ctx, struct sr_err *e)
 {
 	int64_t v = *out;
 	int rc = sr_json_get_int_opt(o, k, &v, ctx, e);
 
-	if (!rc && (v < -1 || v > 1000000))
+	if (!rc && (v < min || v > max))
 		rc = sr_err_set(e, -SR_EPARSE, "%s.%s: out of range", ctx, k);
 	if (!rc)
 		*out = (int)v;
@@ -152,7 +154,7 @@ static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 		if (!json_is_string(v) ||
 		    catalog_parse_accel(json_string_value(v), js->accel,
 					sizeof js->accel, &cnt) ||
-		    cnt < 1 || cnt > 1024 || cnt != (int)cnt)
+		    cnt < 1 || cnt > SR_LIMIT_ACCEL_COUNT_MAX || cnt != (int)cnt)
 			return sr_err_set(e, -SR_EPARSE, "resources.accelerators: expected \"NAME:COUNT\"");
 		js->accel_count = (int)cnt;
 	}
@@ -232,7 +234,8 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "max_cost_micros", &js->max_cost, "spotrun", e);
 	if (!rc)
-		rc = get_int(s, "max_restarts", &js->max_restarts, "spotrun", e);
+		rc = get_int(s, "max_restarts", &js->max_restarts, -1,
+			     SR_LIMIT_MAX_RESTARTS_MAX, "spotrun", e);
 	v = json_object_get(s, "network");
 	if (!rc && v && (!json_is_string(v) ||
 			 catalog_net_parse(json_string_value(v), &js->network)))
@@ -264,7 +267,8 @@ int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e)
 	if (!rc)
 		rc = get_str(obj, "run", &js->run, "job", e);
 	if (!rc)
-		rc = get_int(obj, "num_nodes", &js->num_nodes, "job", e);
+		rc = get_int(obj, "num_nodes", &js->num_nodes,
+			     SR_LIMIT_NUM_NODES_MIN, SR_LIMIT_NUM_NODES_MAX, "job", e);
 	v = json_object_get(obj, "envs");
 	if (!rc && v) {
 		const char *k;

@@ -69,10 +69,141 @@ static void test_idempotency_key(void **state)
 	assert_int_equal(count_jobs(), 2);
 }
 
+/* "Smaller" items of issue 10. */
+static void test_scheme_ids_queries(void **state)
+{
+	const char *tok = ctl_admin_token(ctl);
+	char hdr[200], path[400], *q;
+	json_t *v = NULL;
+
+	(void)state;
+	/* the auth scheme is case-insensitive (RFC 9110) */
+	snprintf(hdr, sizeof hdr, "Authorization: bearer %s", tok);
+	assert_int_equal(req_hdr("GET", "/v1/jobs", NULL, NULL, hdr, NULL, 0, &v,
+				 NULL), 200);
+	json_decref(v);
+	snprintf(hdr, sizeof hdr, "Authorization: BEARER  %s", tok);
+	assert_int_equal(req_hdr("GET", "/v1/jobs", NULL, NULL, hdr, NULL, 0, &v,
+				 NULL), 200);
+	json_decref(v);
+	assert_int_equal(req_hdr("GET", "/v1/jobs", NULL, NULL,
+				 "Authorization: Basic Zm9vOmJhcg==", NULL, 0, &v,
+				 NULL), 401);
+	json_decref(v);
+	/* a 200-digit id is a bad id, not an unknown route */
+	memcpy(path, "/v1/jobs/", 9);
+	memset(path + 9, '7', 200);
+	path[209] = '\0';
+	assert_int_equal(jreq("GET", path, tok, NULL, &v), 400);
+	assert_string_equal(err_code(v), "bad_request");
+	assert_non_null(strstr(err_msg(v), "path parameter id"));
+	json_decref(v);
+	/* the documented 1,024-byte query limit */
+	q = malloc(1200);
+	assert_non_null(q);
+	strcpy(q, "/v1/jobs?limit=5&pad=");
+	memset(q + strlen(q), 'x', 1024 - strlen("limit=5&pad=") + 1);
+	q[strlen("/v1/jobs?") + 1025] = '\0';
+	assert_int_equal(jreq("GET", q, tok, NULL, &v), 400);
+	assert_non_null(strstr(err_msg(v), "query string longer than 1024"));
+	json_decref(v);
+	q[strlen(q) - 1] = '\0'; /* exactly 1024 */
+	assert_int_equal(jreq("GET", q, tok, NULL, &v), 200);
+	json_decref(v);
+	free(q);
+}
+
+static long post_yaml(const char *yaml, json_t **v)
+{
+	return jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
+		    json_pack("{s:s}", "spec_yaml", yaml), v);
+}
+
+static void test_limits_and_names(void **state)
+{
+	json_t *v = NULL;
+
+	(void)state;
+	/* one table: what the job file refuses, the API refuses with a 400
+	 * (was: accepted, then a 500 from the schema) */
+	assert_int_equal(post_yaml("num_nodes: 1025\nresources:\n  accelerators: "
+				   "V100:1\nrun: x\n", &v), 400);
+	assert_non_null(strstr(err_msg(v), "1..1024"));
+	json_decref(v);
+	assert_int_equal(post_yaml("resources:\n  accelerators: V100:1\nrun: x\n"
+				   "spotrun:\n  max_restarts: 5000\n", &v), 400);
+	assert_non_null(strstr(err_msg(v), "0..1000"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
+			      json_pack("{s:s,s:i}", "spec_yaml", "run: x\n",
+					"max_restarts", 1001), &v), 400);
+	assert_non_null(strstr(err_msg(v), "0 to 1000"));
+	json_decref(v);
+	/* names with ESC or U+202E are refused */
+	assert_int_equal(post_yaml("name: \"a\\e[2Jb\"\nresources:\n  accelerators:"
+				   " V100:1\nrun: x\n", &v), 400);
+	assert_non_null(strstr(err_msg(v), "U+001B at byte 1"));
+	json_decref(v);
+	assert_int_equal(post_yaml("name: \"evil\xe2\x80\xaeh.sh\"\nresources:\n"
+				   "  accelerators: V100:1\nrun: x\n", &v), 400);
+	assert_non_null(strstr(err_msg(v), "U+202E"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
+			      json_pack("{s:s,s:s}", "spec_yaml", "run: x\n",
+					"spec_name", "x\x1b.yaml"), &v), 400);
+	assert_non_null(strstr(err_msg(v), "spec_name"));
+	json_decref(v);
+	assert_int_equal(count_jobs(), 0);
+}
+
+/* A node reports an exit for attempt 999: refused, nothing recorded. */
+static void test_exit_for_a_wrong_attempt(void **state)
+{
+	char ntok[80], p[128];
+	json_t *v = NULL, *j;
+	int64_t id, node;
+
+	(void)state;
+	id = create_job(job_od);
+	j = wait_state(id, "PROVISIONING");
+	node = first_node(j, 0);
+	json_decref(j);
+	node_token(node, ntok);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
+	json_decref(v);
+	j = wait_state(id, "RUNNING");
+	json_decref(j);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:[{s:s,s:i,s:i,s:s}]}",
+			      "events", "type", "exit", "attempt", 999,
+			      "exit_code", 0, "cause", "completed"), &v), 400);
+	assert_non_null(strstr(err_msg(v), "attempt 999"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:[{s:s,s:i,s:i,s:s}]}",
+			      "events", "type", "exit", "attempt", 0,
+			      "exit_code", 0, "cause", "completed"), &v), 400);
+	json_decref(v);
+	j = get_job(id);
+	assert_string_equal(json_string_value(json_object_get(j, "state")),
+			    "RUNNING");
+	json_decref(j);
+	/* the right attempt is taken */
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:[{s:s,s:i,s:i,s:s}]}",
+			      "events", "type", "exit", "attempt", 1,
+			      "exit_code", 0, "cause", "completed"), &v), 200);
+	json_decref(v);
+	json_decref(wait_state(id, "SUCCEEDED"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scheme_ids_queries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits_and_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_for_a_wrong_attempt, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
