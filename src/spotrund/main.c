@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl.h"
+#include "ctl/proc.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -216,7 +217,10 @@ int main(int argc, char **argv)
 	snprintf(buf, sizeof buf, "http://%s:%d\n", host, ctl_port(c));
 	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	snprintf(path, sizeof path, "%s/spotrund.pid", state);
-	snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+	/* "PID START": START (the /proc starttime) tells this process from
+	 * a later one that reuses the pid */
+	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
+		 (long long)proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {

@@ -28,7 +28,7 @@ def cli(tmp_path):
 
 def daemon_pid(cli):
     with open(os.path.join(cli.state, "spotrund.pid")) as f:
-        return int(f.read().strip())
+        return int(f.read().split()[0])
 
 
 def test_launch_against_a_stalled_daemon_creates_one_job(cli, tmp_path):
@@ -106,3 +106,25 @@ def test_agent_backs_off_when_spotrund_is_gone_after_a_notice(tmp_path):
         if p.proc.poll() is None:
             p.proc.kill()
             p.proc.wait()
+
+
+def test_daemon_start_over_a_zombie_pid(cli):
+    # a kill -9'ed daemon whose parent has not reaped it yet is a zombie:
+    # kill(pid, 0) still succeeds, but it is not a running daemon
+    z = subprocess.Popen(["/bin/true"])
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open("/proc/%d/stat" % z.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.02)
+    os.makedirs(cli.state, mode=0o700, exist_ok=True)
+    with open(os.path.join(cli.state, "spotrund.pid"), "w") as f:
+        f.write("%d\n" % z.pid)
+    try:
+        assert cli.run("daemon", "status").returncode == 3
+        p = cli.start()
+        assert "spotrund started" in p.stdout, (p.stdout, p.stderr)
+        assert daemon_pid(cli) != z.pid
+    finally:
+        z.wait()
