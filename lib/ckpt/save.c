@@ -348,6 +348,7 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 		*outcome = SPOTCKPT_STAGED;
 	if (!e || step < 0)
 		return ckpt__fail(-EINVAL, "save: NULL engine or negative step");
+	ckpt__errmsg_clear();
 	rc = check_meta(meta_json);
 	if (rc)
 		return rc;
@@ -398,7 +399,7 @@ out:
 	pthread_mutex_unlock(&e->api);
 	if (outcome)
 		*outcome = oc;
-	return rc;
+	return ckpt__fail_default(rc, "save");
 }
 
 /* Drop staged saves and cancel the write in progress (api held). */

@@ -60,6 +60,7 @@ void sr_http_opts_default(struct sr_http_opts *o)
 	o->max_body = (size_t)64 << 20;
 	o->retry_unsafe = 0;
 	o->local_port = 0;
+	o->ca_file = NULL;
 }
 
 bool sr_http_method_idempotent(const char *method)
@@ -248,6 +249,8 @@ static int attempt_once(const char *method, const char *url,
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "spotrun");
 	curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(c, CURLOPT_PREREQDATA, &pq);
+	if (o->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 	if (o->local_port > 0)
 		curl_easy_setopt(c, CURLOPT_LOCALPORT, (long)o->local_port);
 	if (strcmp(method, "HEAD") == 0) {

@@ -28,6 +28,8 @@ struct sr_http_opts {
 				   duplicate is harmless, e.g. an alert);
 				   default 0 */
 	int local_port;         /* bind this source port; 0 = any (tests) */
+	const char *ca_file;    /* PEM trust anchors for https instead of the
+				   system's; NULL = system CAs */
 };
 
 /* Fills *o with the defaults above. */

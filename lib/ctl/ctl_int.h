@@ -31,7 +31,8 @@ struct ctl {
 	char db_path[2304];
 	char data_dir[2048];
 	char agent_path[4200];
-	char url[128];               /* http://host:port as agents see it */
+	char url[128];               /* http[s]://host:port as agents see it */
+	char *tls_cert_pem, *tls_key_pem; /* TLS: PEM text, owned (server.c) */
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];
 	unsigned char imds_key[CTL_DIGEST_LEN];

@@ -16,8 +16,10 @@
 #include <strings.h>
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <microhttpd.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
@@ -196,10 +198,52 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	}
 }
 
+/* Load the TLS certificate and key named in the config (PEM text, owned
+ * by c until ctl__http_stop).  The key file must not be readable by
+ * others. */
+static int tls_load(struct ctl *c, struct sr_err *e)
+{
+	struct stat sb;
+	int rc;
+
+	if (!c->cfg.tls_cert && !c->cfg.tls_key)
+		return 0;
+	if (!c->cfg.tls_cert || !c->cfg.tls_key)
+		return sr_err_set(e, -EINVAL, "--tls-cert and --tls-key go "
+				  "together");
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return sr_err_set(e, -SR_EUNSUPPORTED, "--tls-cert: this "
+				  "libmicrohttpd has no TLS support");
+	if (stat(c->cfg.tls_key, &sb) == 0 && (sb.st_mode & 077))
+		return sr_err_set(e, -EACCES, "--tls-key %s: mode %03o lets "
+				  "other users read the private key; chmod 600 "
+				  "it", c->cfg.tls_key, sb.st_mode & 0777);
+	rc = sr_fs_read_file(c->cfg.tls_cert, 1 << 20, &c->tls_cert_pem, NULL, e);
+	if (!rc)
+		rc = sr_fs_read_file(c->cfg.tls_key, 1 << 20, &c->tls_key_pem,
+				     NULL, e);
+	if (rc)
+		sr_err_prefix(e, "TLS");
+	return rc;
+}
+
+/* 127.0.0.0/8: reachable only from this host. */
+static bool loopback(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
 int ctl__http_start(struct ctl *c, struct sr_err *e)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *di;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[3] = {
+		{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	int rc;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
@@ -207,9 +251,32 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
 		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
 				  "address", c->cfg.listen_host);
+	rc = tls_load(c, e);
+	if (rc)
+		return rc;
+	if (!loopback(&sa.sin_addr) && !c->tls_cert_pem) {
+		if (!c->cfg.insecure_listen)
+			return sr_err_set(e, -EACCES, "--listen %s: other hosts "
+					  "could reach the API, and every token "
+					  "would cross the network in clear; give "
+					  "--tls-cert and --tls-key (or, on a "
+					  "trusted network only, --insecure-listen)",
+					  c->cfg.listen_host);
+		sr_warn("ctl", "INSECURE: the API listens on a non-loopback "
+			"address without TLS; bearer tokens and job secrets "
+			"cross the network in clear", "listen=%s",
+			c->cfg.listen_host);
+	}
+	if (c->tls_cert_pem) {
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0,
+						  c->tls_cert_pem };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0,
+						  c->tls_key_pem };
+	}
 	c->httpd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, on_request, c,
+		flags, 0, NULL, NULL, on_request, c,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
@@ -219,11 +286,18 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
 		MHD_OPTION_END);
 	if (!c->httpd)
-		return sr_err_set(e, -EADDRINUSE, "cannot listen on %s:%d (in use?)",
-				  c->cfg.listen_host, c->cfg.listen_port);
+		return sr_err_set(e, -EADDRINUSE, "cannot listen on %s:%d (in use?%s)",
+				  c->cfg.listen_host, c->cfg.listen_port,
+				  c->tls_cert_pem ? " or a bad TLS certificate/key"
+						  : "");
 	di = MHD_get_daemon_info(c->httpd, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = di ? di->port : c->cfg.listen_port;
-	snprintf(c->url, sizeof c->url, "http://%s:%d", c->cfg.listen_host, c->port);
+	/* agents and the CLI on this host reach a wildcard bind on loopback */
+	snprintf(c->url, sizeof c->url, "%s://%s:%d",
+		 c->tls_cert_pem ? "https" : "http",
+		 sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "127.0.0.1"
+							 : c->cfg.listen_host,
+		 c->port);
 	return 0;
 }
 
@@ -233,4 +307,10 @@ void ctl__http_stop(struct ctl *c)
 		MHD_stop_daemon(c->httpd);
 		c->httpd = NULL;
 	}
+	free(c->tls_cert_pem);
+	if (c->tls_key_pem) {
+		explicit_bzero(c->tls_key_pem, strlen(c->tls_key_pem));
+		free(c->tls_key_pem);
+	}
+	c->tls_cert_pem = c->tls_key_pem = NULL;
 }

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "common/fsutil.h"
 #include "common/http.h"
 #include "common/json.h"
+#include "common/random.h"
 #include "common/timeutil.h"
 #include "ctlclient/ctlclient.h"
 
@@ -18,6 +18,7 @@
 
 struct ctlc {
 	char *url;
+	char *ca_file; /* $SPOTRUN_CA_CERT: trust anchor for https, or NULL */
 	char *auth; /* "Authorization: Bearer <token>" */
 	struct ctlc_opts o;
 };
@@ -36,6 +37,13 @@ struct ctlc *ctlc_create(const char *url, const char *token,
 		c->auth = NULL;
 		ctlc_destroy(c);
 		return NULL;
+	}
+	if (getenv("SPOTRUN_CA_CERT") && *getenv("SPOTRUN_CA_CERT")) {
+		c->ca_file = strdup(getenv("SPOTRUN_CA_CERT"));
+		if (!c->ca_file) {
+			ctlc_destroy(c);
+			return NULL;
+		}
 	}
 	n = strlen(c->url);
 	while (n > 0 && c->url[n - 1] == '/')
@@ -56,6 +64,7 @@ void ctlc_destroy(struct ctlc *c)
 	if (!c)
 		return;
 	free(c->url);
+	free(c->ca_file);
 	if (c->auth) {
 		explicit_bzero(c->auth, strlen(c->auth));
 		free(c->auth);
@@ -110,26 +119,7 @@ static int reply_error(const struct sr_http_resp *r, const char *method,
 
 int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[CTLC_IDEM_KEY_LEN / 2];
-	size_t got = 0;
-
-	while (got < sizeof raw) {
-		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got += (size_t)n;
-	}
-	for (size_t i = 0; i < sizeof raw; i++) {
-		out[2 * i] = hex[raw[i] >> 4];
-		out[2 * i + 1] = hex[raw[i] & 15];
-	}
-	out[CTLC_IDEM_KEY_LEN] = '\0';
-	return 0;
+	return sr_random_hex(out, CTLC_IDEM_KEY_LEN / 2);
 }
 
 int ctlc_call(const struct ctlc *c, const char *method, const char *path,
@@ -180,6 +170,7 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	sr_http_opts_default(&o);
 	o.timeout_ms = c->o.timeout_ms;
 	o.max_retries = c->o.max_retries;
+	o.ca_file = c->ca_file;
 	rc = sr_http_request(method, url, hdr, text, text ? strlen(text) : 0,
 			     &o, &r, e);
 	if (rc < 0) {

@@ -16,6 +16,9 @@
  *   400 -> -EINVAL   401/403 -> -EACCES   404 -> -SR_ENOTFOUND
  *   409 -> -SR_ECONFLICT   413 -> -E2BIG   other -> -SR_EHTTP
  *
+ * An https URL is verified against the system CAs, or against the PEM
+ * file named by $SPOTRUN_CA_CERT (a self-signed spotrund certificate).
+ *
  * Prefix ctlc_ (the daemon library owns ctl_).  Thread-safe: a client is
  * immutable after creation.
  */

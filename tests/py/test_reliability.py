@@ -128,3 +128,33 @@ def test_daemon_start_over_a_zombie_pid(cli):
         assert daemon_pid(cli) != z.pid
     finally:
         z.wait()
+
+
+def test_tls_listen_end_to_end(cli, tmp_path):
+    # a self-signed certificate for 127.0.0.1; the CLI and the agents
+    # trust it through $SPOTRUN_CA_CERT
+    crt, key = str(tmp_path / "api.crt"), str(tmp_path / "api.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", key, "-out", crt, "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    os.chmod(key, 0o600)
+    cli.env["SPOTRUN_CA_CERT"] = crt
+    from test_e2e_cli import DAEMON_OPTS
+    p = cli.run("daemon", "start", "--listen", "127.0.0.1:0", "--",
+                *DAEMON_OPTS, "--tls-cert", crt, "--tls-key", key, timeout=60)
+    cli.started = True
+    assert p.returncode == 0, (p.stdout, p.stderr, cli.log_tail())
+    url = open(os.path.join(cli.state, "api.url")).read().strip()
+    assert url.startswith("https://127.0.0.1:")
+    # a job runs end to end: its agent reached the daemon over TLS
+    path = job_yaml(tmp_path, "echo over-tls", name="tls")
+    p = cli.run("launch", path, timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr, cli.log_tail())
+    assert "SUCCEEDED" in p.stdout + p.stderr
+    # without the certificate the client refuses the connection
+    env = dict(cli.env)
+    env.pop("SPOTRUN_CA_CERT")
+    p = cli.run("status", env=env)
+    assert p.returncode != 0 and "certificate" in p.stderr.lower(), p.stderr

@@ -214,4 +214,23 @@ static inline int64_t first_node(json_t *job, int rank)
 	return id;
 }
 
+/* Create a job from yaml, wait for its rank-0 node and register it as its
+ * agent would; *node and ntok (80 bytes) get the node and its token. */
+static inline int64_t start_registered(const char *yaml, int64_t *node,
+				       char *ntok)
+{
+	char p[128];
+	json_t *v = NULL, *j;
+	int64_t id = create_job(yaml);
+
+	j = wait_state(id, "PROVISIONING");
+	*node = first_node(j, 0);
+	json_decref(j);
+	node_token(*node, ntok);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)*node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
+	json_decref(v);
+	return id;
+}
+
 #endif

@@ -231,14 +231,7 @@ static void test_crash_restarts_then_fails(void **state)
 	int64_t id, node;
 
 	(void)state;
-	id = create_job(yaml);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
-	json_decref(j);
-	node_token(node, ntok);
-	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
-	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
-	json_decref(v);
+	id = start_registered(yaml, &node, ntok);
 	for (int attempt = 1; attempt <= 3; attempt++) {
 		/* the healthy node is kept: the workload restarts in place */
 		for (int i = 0;; i++) {

@@ -164,14 +164,7 @@ static void test_exit_for_a_wrong_attempt(void **state)
 	int64_t id, node;
 
 	(void)state;
-	id = create_job(job_od);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
-	json_decref(j);
-	node_token(node, ntok);
-	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
-	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
-	json_decref(v);
+	id = start_registered(job_od, &node, ntok);
 	j = wait_state(id, "RUNNING");
 	json_decref(j);
 	snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
@@ -196,6 +189,87 @@ static void test_exit_for_a_wrong_attempt(void **state)
 	json_decref(wait_state(id, "SUCCEEDED"));
 }
 
+/* Issue 10 item 4: a state dir that already exists 0755, holding a 0644
+ * database, is tightened (0700, 0600, the WAL too); a group- or
+ * world-writable one is refused. */
+static void test_state_dir_permissions(void **state)
+{
+	struct ctl_config cfg;
+	struct sr_err e = { 0 };
+	struct ctl *c = NULL;
+	char d[64], p[128];
+	struct stat sb;
+	FILE *f;
+
+	(void)state;
+	sr_log_set_level(SR_LOG_OFF);
+	snprintf(d, sizeof d, "/tmp/sr-perm-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	assert_int_equal(chmod(d, 0755), 0);
+	snprintf(p, sizeof p, "%s/spotrun.db", d);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(chmod(p, 0644), 0);
+	ctl_config_defaults(&cfg);
+	cfg.state_dir = d;
+	cfg.listen_port = 0;
+	cfg.data_dir = "data";
+	cfg.agent_path = "/bin/true";
+	assert_int_equal(ctl_start(&cfg, &c, &e), 0);
+	assert_int_equal(stat(d, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	snprintf(p, sizeof p, "%s/spotrun.db-wal", d);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0077, 0);
+	ctl_stop(c);
+	c = NULL;
+	/* others may write it: refused, with what to do */
+	assert_int_equal(chmod(d, 0777), 0);
+	sr_err_clear(&e);
+	assert_int_equal(ctl_start(&cfg, &c, &e), -EACCES);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "mode 777"));
+	assert_non_null(strstr(e.msg, "chmod 700"));
+	assert_int_equal(chmod(d, 0700), 0);
+	snprintf(p, sizeof p, "rm -rf '%s'", d);
+	assert_int_equal(system(p), 0);
+	sr_log_set_level(SR_LOG_WARN);
+}
+
+/* Issue 10 item 6: a listen address other hosts can reach needs TLS
+ * (refused before anything is bound). */
+static void test_listen_needs_tls(void **state)
+{
+	struct ctl_config cfg;
+	struct sr_err e = { 0 };
+	struct ctl *c = NULL;
+	char d[64], cmd[128];
+
+	(void)state;
+	snprintf(d, sizeof d, "/tmp/sr-listen-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	ctl_config_defaults(&cfg);
+	cfg.state_dir = d;
+	cfg.listen_host = "0.0.0.0";
+	cfg.listen_port = 0;
+	cfg.data_dir = "data";
+	cfg.agent_path = "/bin/true";
+	assert_int_equal(ctl_start(&cfg, &c, &e), -EACCES);
+	assert_non_null(strstr(e.msg, "--listen 0.0.0.0"));
+	assert_non_null(strstr(e.msg, "--tls-cert"));
+	assert_non_null(strstr(e.msg, "--insecure-listen"));
+	/* a key without a certificate is a usage error */
+	cfg.tls_key = "/nonexistent.key";
+	sr_err_clear(&e);
+	assert_int_equal(ctl_start(&cfg, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--tls-cert and --tls-key"));
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +278,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_limits_and_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_for_a_wrong_attempt, setup,
 						teardown),
+		cmocka_unit_test(test_state_dir_permissions),
+		cmocka_unit_test(test_listen_needs_tls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
