@@ -174,7 +174,7 @@ tsan-build:
 	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=tsan CC=clang \
 		tsan-bins
 
-tsan-bins: $(STATIC_LIBS) $(TEST_BINS)
+tsan-bins: $(STATIC_LIBS) $(BINS) $(TEST_BINS)
 
 tsan: deps tsan-build
 	@scripts/run-tests build/tsan tsan

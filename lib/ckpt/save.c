@@ -79,10 +79,11 @@ static int ensure_staging(struct spotckpt *e)
 	pthread_mutex_lock(&e->mu);
 	while (!all_free(e))
 		pthread_cond_wait(&e->cv, &e->mu);
-	pthread_mutex_unlock(&e->mu);
-	ckpt__staging_free(&e->stg);
+	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	pthread_mutex_unlock(&e->mu);
+	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
 	pthread_mutex_lock(&e->mu);
 	if (rc == 0) {

@@ -7,6 +7,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <stdio.h>
@@ -223,9 +224,27 @@ static inline int64_t start_registered(const char *yaml, int64_t *node,
 	json_t *v = NULL, *j;
 	int64_t id = create_job(yaml);
 
-	j = wait_state(id, "PROVISIONING");
-	*node = first_node(j, 0);
-	json_decref(j);
+	json_decref(wait_state(id, "PROVISIONING"));
+	/* register once the provider has started it (BOOTING), as an agent
+	 * would; before that the start gate would refuse the process */
+	for (int i = 0;; i++) {
+		json_t *n;
+		size_t k;
+		bool booting = false;
+
+		j = get_job(id);
+		*node = first_node(j, 0);
+		json_array_foreach(json_object_get(j, "nodes"), k, n) {
+			if (json_integer_value(json_object_get(n, "id")) == *node)
+				booting = !strcmp(json_string_value(json_object_get(
+						n, "state")), "BOOTING");
+		}
+		json_decref(j);
+		if (booting)
+			break;
+		assert_true(i < 1500);
+		usleep(10000);
+	}
 	node_token(*node, ntok);
 	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)*node);
 	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
