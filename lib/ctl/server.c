@@ -15,8 +15,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <microhttpd.h>
 
 #include "common/fsutil.h"
@@ -233,6 +235,30 @@ static bool loopback(const struct in_addr *a)
 	return (ntohl(a->s_addr) >> 24) == 127;
 }
 
+/* Bind and listen here rather than in libmicrohttpd, so a busy port is
+ * reported with its number and errno ("127.0.0.1:7077: Address already
+ * in use") instead of MHD's "Failed to bind to port 0".  Returns the fd
+ * or a negative code with e set. */
+static int listen_fd(const struct ctl *c, const struct sockaddr_in *sa,
+		     struct sr_err *e)
+{
+	int one = 1, err;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return sr_err_set(e, -errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) == 0 &&
+	    listen(fd, 4096) == 0)
+		return fd;
+	err = errno;
+	close(fd);
+	return sr_err_set(e, -err, "cannot listen on %s:%d: %s%s", c->cfg.listen_host,
+			  c->cfg.listen_port, strerror(err),
+			  err == EADDRINUSE ? " (another spotrund? choose a port "
+			  "with --listen HOST:PORT)" : "");
+}
+
 int ctl__http_start(struct ctl *c, struct sr_err *e)
 {
 	struct sockaddr_in sa;
@@ -244,6 +270,7 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	int rc;
+	int fd;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
@@ -274,10 +301,13 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0,
 						  c->tls_key_pem };
 	}
+	fd = listen_fd(c, &sa, e);
+	if (fd < 0)
+		return fd;
 	c->httpd = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, c,
 		MHD_OPTION_ARRAY, tls,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, c,
@@ -285,11 +315,13 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
 		MHD_OPTION_END);
-	if (!c->httpd)
-		return sr_err_set(e, -EADDRINUSE, "cannot listen on %s:%d (in use?%s)",
+	if (!c->httpd) {
+		close(fd);
+		return sr_err_set(e, -EIO, "cannot start the HTTP server on %s:%d%s",
 				  c->cfg.listen_host, c->cfg.listen_port,
-				  c->tls_cert_pem ? " or a bad TLS certificate/key"
+				  c->tls_cert_pem ? " (a bad TLS certificate or key?)"
 						  : "");
+	}
 	di = MHD_get_daemon_info(c->httpd, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = di ? di->port : c->cfg.listen_port;
 	/* agents and the CLI on this host reach a wildcard bind on loopback */
