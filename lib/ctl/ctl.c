@@ -6,6 +6,7 @@
  *   spotrun.db (+ -wal, -shm)  everything the daemon knows
  *   api.token                  admin bearer token, 0600
  *   imds.key                   HMAC key of IMDS session tokens, 0600
+ *   secrets.key                AES-256-GCM key of job secrets, 0600
  *   api.url, spotrund.pid      written by spotrund's main for the CLI
  *   nodes/<id>/                a node's work dir: node.token, agent.log
  *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
@@ -143,12 +144,14 @@ static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
 	return rc;
 }
 
-static int load_imds_key(struct ctl *c, struct sr_err *e)
+/* A 32-byte key kept hex in <state-dir>/<name> (0600, created once). */
+static int load_key(struct ctl *c, const char *name,
+		    unsigned char key[CTL_DIGEST_LEN], struct sr_err *e)
 {
 	char path[2400], hexkey[CTL_TOKEN_HEX + 1];
 	int rc;
 
-	snprintf(path, sizeof path, "%s/imds.key", c->state_dir);
+	snprintf(path, sizeof path, "%s/%s", c->state_dir, name);
 	rc = ctl_token_load_or_create(path, hexkey, e);
 	if (rc)
 		return rc;
@@ -156,7 +159,7 @@ static int load_imds_key(struct ctl *c, struct sr_err *e)
 		unsigned v;
 
 		sscanf(hexkey + 2 * i, "%2x", &v);
-		c->imds_key[i] = (unsigned char)v;
+		key[i] = (unsigned char)v;
 	}
 	explicit_bzero(hexkey, sizeof hexkey);
 	return 0;
@@ -277,7 +280,9 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		goto fail;
 	ctl_token_digest(c->admin_token, c->admin_digest);
 	sr_log_secret(c->admin_token);
-	rc = load_imds_key(c, e);
+	rc = load_key(c, "imds.key", c->imds_key, e);
+	if (!rc)
+		rc = load_key(c, "secrets.key", c->secrets_key, e);
 	if (rc)
 		goto fail;
 	db = ctl__db(c);

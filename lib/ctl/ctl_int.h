@@ -36,6 +36,7 @@ struct ctl {
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];
 	unsigned char imds_key[CTL_DIGEST_LEN];
+	unsigned char secrets_key[CTL_DIGEST_LEN]; /* seals job secrets */
 	int port;
 
 	/* Cloud clock: sim_s = sim0_s + (real_ns - real0_ns) * scale / 1e9.

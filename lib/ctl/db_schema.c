@@ -168,5 +168,10 @@ static const char m5[] =
 	"ALTER TABLE jobs ADD COLUMN idem_hash BLOB;"
 	"CREATE UNIQUE INDEX jobs_idem ON jobs(idem_key) WHERE idem_key IS NOT NULL;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5 };
+/* 6: a job's secret env values, sealed (lib/ctl/secrets.h); never in
+ * clear anywhere in the database. */
+static const char m6[] =
+	"ALTER TABLE jobs ADD COLUMN secrets_enc BLOB;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5, m6 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

@@ -17,6 +17,7 @@
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
+#include "ctl/secrets.h"
 #include "market/jobspec.h"
 
 #define VERSION "0.1.0"
@@ -127,7 +128,8 @@ static int idem_lookup(sqlite3 *db, struct idem *k, int64_t *id,
 static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b,
 		      const struct jobspec *js, json_t *specj,
 		      const struct place_plan *plan, struct idem *k,
-		      int64_t *id, struct sr_err *e)
+		      const struct ctl_secrets *sec, int64_t *id,
+		      struct sr_err *e)
 {
 	sqlite3_stmt *st = NULL;
 	char *spec = NULL, *envs = NULL, *cand = NULL;
@@ -136,7 +138,8 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 	int rc;
 
 	spec = json_dumps(specj, JSON_COMPACT | JSON_SORT_KEYS);
-	envs = b->envs ? json_dumps(b->envs, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	envs = sec->envs ? json_dumps(sec->envs, JSON_COMPACT | JSON_SORT_KEYS)
+			 : NULL;
 	cand = place_plan_json(plan);
 	if (!spec || !cand) {
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
@@ -152,14 +155,14 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 			    "spec_yaml, spec_json, workdir, envs, num_nodes, "
 			    "max_restarts, created_ns, updated_ns, state_since_ns,"
 			    " sim_start_s, deadline_s, work_s, candidates, message,"
-			    " idem_key, idem_hash)"
+			    " idem_key, idem_hash, secrets_enc)"
 			    " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			    "?10,?11,?12,?13,'accepted',?14,?15)", &st, e);
+			    "?10,?11,?12,?13,'accepted',?14,?15,?16)", &st, e);
 	if (rc)
 		goto fail;
 	sqlite3_bind_text(st, 1, js->name ? js->name : b->spec_name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, b->spec_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, b->spec_yaml, (int)b->spec_len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, sec->yaml, (int)sec->yaml_len, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, spec, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, b->workdir, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, envs, -1, SQLITE_STATIC);
@@ -176,6 +179,9 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 		sqlite3_bind_text(st, 14, k->key, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(st, 15, k->hash, CTL_DIGEST_LEN, SQLITE_STATIC);
 	}
+	if (sec->sealed)
+		sqlite3_bind_blob(st, 16, sec->sealed, (int)sec->sealed_len,
+				  SQLITE_STATIC);
 	rc = ctl_db_step_done(db, st, e, "insert job");
 	if (rc)
 		goto fail;
@@ -204,6 +210,7 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	struct place_plan plan;
 	struct sr_err e = { 0 };
 	struct idem k;
+	struct ctl_secrets sec = { 0 };
 	json_t *root = NULL, *specj = NULL;
 	sqlite3 *db = ctl_req_db(rq);
 	int64_t id = 0;
@@ -237,7 +244,18 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = internal(rs, &e, -ENOMEM);
 		goto out;
 	}
-	rc = job_insert(c, db, &b, &js, specj, &plan, &k, &id, &e);
+	/* secret values never reach the database in clear */
+	rc = ctl_secrets_split(&js, b.spec_yaml, b.spec_len, specj, b.envs,
+			       c->secrets_key, &sec, &e);
+	if (rc) {
+		if (rc == -EINVAL)
+			ctl_resp_error(rs, 400, "%s: %s", b.spec_name,
+				       sr_err_str(&e, rc));
+		else
+			internal(rs, &e, rc);
+		goto out;
+	}
+	rc = job_insert(c, db, &b, &js, specj, &plan, &k, &sec, &id, &e);
 	if (rc == -SR_ECONFLICT) {
 		ctl_resp_error(rs, 409, "%s", sr_err_str(&e, rc));
 		goto out;
@@ -259,6 +277,7 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = ctl_resp_json(rs, 201, json_pack("{s:o}", "job",
 					      ctl__job_json(c, db, id, true)));
 out:
+	ctl_secrets_clear(&sec);
 	json_decref(specj);
 	json_decref(root);
 	jobspec_free(&js);

@@ -215,36 +215,41 @@ static inline int64_t first_node(json_t *job, int rank)
 	return id;
 }
 
+/* Wait until job id's rank-0 node has been started by the provider
+ * (BOOTING): an agent registers only then (before, the start gate would
+ * refuse the process).  Returns the node's id. */
+static inline int64_t wait_booting(int64_t id)
+{
+	json_decref(wait_state(id, "PROVISIONING"));
+	for (int i = 0;; i++) {
+		json_t *n, *j = get_job(id);
+		int64_t node = first_node(j, 0);
+		size_t k;
+		bool booting = false;
+
+		json_array_foreach(json_object_get(j, "nodes"), k, n) {
+			if (json_integer_value(json_object_get(n, "id")) == node)
+				booting = !strcmp(json_string_value(json_object_get(
+						n, "state")), "BOOTING");
+		}
+		json_decref(j);
+		if (booting)
+			return node;
+		assert_true(i < 1500);
+		usleep(10000);
+	}
+}
+
 /* Create a job from yaml, wait for its rank-0 node and register it as its
  * agent would; *node and ntok (80 bytes) get the node and its token. */
 static inline int64_t start_registered(const char *yaml, int64_t *node,
 				       char *ntok)
 {
 	char p[128];
-	json_t *v = NULL, *j;
+	json_t *v = NULL;
 	int64_t id = create_job(yaml);
 
-	json_decref(wait_state(id, "PROVISIONING"));
-	/* register once the provider has started it (BOOTING), as an agent
-	 * would; before that the start gate would refuse the process */
-	for (int i = 0;; i++) {
-		json_t *n;
-		size_t k;
-		bool booting = false;
-
-		j = get_job(id);
-		*node = first_node(j, 0);
-		json_array_foreach(json_object_get(j, "nodes"), k, n) {
-			if (json_integer_value(json_object_get(n, "id")) == *node)
-				booting = !strcmp(json_string_value(json_object_get(
-						n, "state")), "BOOTING");
-		}
-		json_decref(j);
-		if (booting)
-			break;
-		assert_true(i < 1500);
-		usleep(10000);
-	}
+	*node = wait_booting(id);
 	node_token(*node, ntok);
 	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)*node);
 	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);

@@ -4,6 +4,7 @@
  * file and the API, names with control characters, and node reports for
  * an attempt that is not the node's. */
 #include "ctl_fixture.h"
+#include "ctl/secrets.h"
 
 static const char *job_body =
 	"{\"spec_yaml\":\"name: idem\\nresources:\\n  accelerators: V100:1\\n"
@@ -270,6 +271,100 @@ static void test_listen_needs_tls(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* True if the file at path holds the bytes of needle. */
+static bool file_has(const char *path, const char *needle)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (sr_fs_read_file(path, 64 << 20, &buf, &n, NULL) < 0)
+		return false;
+	found = memmem(buf, n, needle, strlen(needle)) != NULL;
+	free(buf);
+	return found;
+}
+
+/* Issue 10 item 4: secret values are never in the database in clear
+ * (not in the YAML, the spec, the envs, the WAL), yet the node gets them. */
+static void test_secrets_sealed(void **state)
+{
+	static const char yaml[] =
+		"name: sec\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
+		"secrets:\n  WANDB_API_KEY: sk-live-AAAA1234\n  HF_TOKEN:\n"
+		"envs:\n  PLAIN: visible\nrun: echo hi\n"
+		"spotrun:\n  deadline: 100h\n  work: 2h\n";
+	const char *tok = ctl_admin_token(ctl);
+	char ntok[80], p[160], db[128];
+	json_t *v = NULL, *j, *envs;
+	int64_t id, node;
+
+	(void)state;
+	/* a secret without a value anywhere: refused, naming it */
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:s}",
+			      "spec_yaml", yaml), &v), 400);
+	assert_non_null(strstr(err_msg(v), "secrets.HF_TOKEN"));
+	json_decref(v);
+	assert_int_equal(jreq("POST", "/v1/jobs", tok, json_pack("{s:s,s:{s:s}}",
+			      "spec_yaml", yaml, "envs", "HF_TOKEN",
+			      "hf-secret-BBBB"), &v), 201);
+	id = job_id_of(v);
+	json_decref(v);
+	/* the API shows the keys, not the values */
+	j = get_job(id);
+	assert_true(json_is_null(json_object_get(json_object_get(json_object_get(
+		j, "spec"), "secrets"), "WANDB_API_KEY")));
+	json_decref(j);
+	/* the node gets them */
+	node = wait_booting(id);
+	node_token(node, ntok);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
+	envs = json_object_get(v, "envs");
+	assert_string_equal(json_string_value(json_object_get(envs, "WANDB_API_KEY")),
+			    "sk-live-AAAA1234");
+	assert_string_equal(json_string_value(json_object_get(envs, "HF_TOKEN")),
+			    "hf-secret-BBBB");
+	assert_string_equal(json_string_value(json_object_get(envs, "PLAIN")),
+			    "visible");
+	json_decref(v);
+	/* nowhere in the database files */
+	snprintf(db, sizeof db, "%s/spotrun.db", dir);
+	snprintf(p, sizeof p, "%s/spotrun.db-wal", dir);
+	assert_true(file_has(db, "visible") || file_has(p, "visible"));
+	assert_false(file_has(db, "sk-live-AAAA1234"));
+	assert_false(file_has(p, "sk-live-AAAA1234"));
+	assert_false(file_has(db, "hf-secret-BBBB"));
+	assert_false(file_has(p, "hf-secret-BBBB"));
+}
+
+static void test_secrets_yaml_redaction(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "name: a\nsecrets:\n  K: v1\n  L: 'v 2'\nrun: x\n",
+		  "name: a\nsecrets:\n  K: \"<redacted>\"\n  L: \"<redacted>\"\nrun: x\n" },
+		{ "secrets: {K: v1, L: \"v2\"}\nenvs: {K: keep}\n",
+		  "secrets: {K: \"<redacted>\", L: \"<redacted>\"}\nenvs: {K: keep}\n" },
+		{ "secrets:\n  K:\n  L: v\nrun: x\n",
+		  "secrets:\n  K:\n  L: \"<redacted>\"\nrun: x\n" },
+		{ "envs:\n  secrets: not-this\nrun: x\n",
+		  "envs:\n  secrets: not-this\nrun: x\n" },
+	};
+	char *out = NULL;
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(ctl_secrets_redact_yaml(cases[i].in,
+				 strlen(cases[i].in), &out, &n), 0);
+		assert_string_equal(out, cases[i].out);
+		assert_int_equal(n, strlen(cases[i].out));
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +373,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_limits_and_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_for_a_wrong_attempt, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_secrets_sealed, setup, teardown),
+		cmocka_unit_test(test_secrets_yaml_redaction),
 		cmocka_unit_test(test_state_dir_permissions),
 		cmocka_unit_test(test_listen_needs_tls),
 	};
