@@ -416,25 +416,10 @@ static int env_name_ok(const char *k)
 	return 1;
 }
 
-static int env_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		    yaml_node_t *vn, const char *path)
-{
-	struct jobspec *js = c->js;
-	const char *s;
-	int rc;
-
-	if (!env_name_ok(k))
-		return fail(c, kn, path, "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k);
-	rc = want_scalar(c, vn, path, &s);
-	if (rc)
-		return rc;
-	return push_env(&js->envs, &js->n_envs, k, s);
-}
-
-/* secrets: like envs, but a null value means "take it from the launching
- * environment" (SkyPilot passes it with --secret). */
-static int secret_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		       yaml_node_t *vn, const char *path)
+/* envs: and secrets: (where a null value means "take it from the
+ * launching environment", which SkyPilot passes with --secret). */
+static int var_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		    yaml_node_t *vn, const char *path, int secret)
 {
 	struct jobspec *js = c->js;
 	const char *s = NULL;
@@ -442,12 +427,26 @@ static int secret_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 
 	if (!env_name_ok(k))
 		return fail(c, kn, path, "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k);
-	if (!is_null(vn)) {
+	if (!secret || !is_null(vn)) {
 		rc = want_scalar(c, vn, path, &s);
 		if (rc)
 			return rc;
 	}
-	return push_env(&js->secrets, &js->n_secrets, k, s);
+	if (secret)
+		return push_env(&js->secrets, &js->n_secrets, k, s);
+	return push_env(&js->envs, &js->n_envs, k, s);
+}
+
+static int env_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		    yaml_node_t *vn, const char *path)
+{
+	return var_pair(c, k, kn, vn, path, 0);
+}
+
+static int secret_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		       yaml_node_t *vn, const char *path)
+{
+	return var_pair(c, k, kn, vn, path, 1);
 }
 
 static int mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,

@@ -1,7 +1,9 @@
 /*
  * clijob.c - see clijob.h.
  */
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "clijob.h"
 
@@ -24,4 +26,26 @@ int cli_load_job(const char *cmd, const char *path, struct jobspec *js)
 	}
 	jobspec_diag_free(&d);
 	return rc ? -1 : 0;
+}
+
+int cli_load_catalog(const char *cmd, const char *data, struct catalog *cat)
+{
+	struct sr_err err = { 0 };
+	char dir[PATH_MAX];
+
+	catalog_init(cat);
+	if (!data) {
+		if (catalog_find_data_dir(dir, sizeof dir)) {
+			fprintf(stderr, "spotrun %s: no data directory (set SPOTRUN_DATA%s)\n",
+				cmd, strcmp(cmd, "launch") ? " or use --data" : "");
+			return -1;
+		}
+		data = dir;
+	}
+	if (catalog_load_dir(cat, data, &err)) {
+		fprintf(stderr, "spotrun %s: %s\n", cmd, sr_err_str(&err, err.code));
+		catalog_free(cat);
+		return -1;
+	}
+	return 0;
 }

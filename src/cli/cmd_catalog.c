@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clijob.h"
 #include "market/catalog.h"
 
 static void usage(void)
@@ -120,7 +121,7 @@ static int cmd_catalog(int argc, char **argv)
 	struct catalog cat;
 	struct catalog_filter f = { 0 };
 	struct sr_err err = { 0 };
-	char accel[24], datadir[PATH_MAX], zone_id[40];
+	char accel[24], zone_id[40];
 	const char *data = NULL, *zone = NULL;
 	size_t *idx = NULL, n = 0;
 	long limit = 0;
@@ -169,17 +170,8 @@ static int cmd_catalog(int argc, char **argv)
 			return cli_usage_error("catalog", "unknown argument '%s'", a);
 		}
 	}
-	if (!data) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun catalog: no data directory (set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		data = datadir;
-	}
-	if (catalog_load_dir(&cat, data, &err)) {
-		fprintf(stderr, "spotrun catalog: %s\n", sr_err_str(&err, err.code));
+	if (cli_load_catalog("catalog", data, &cat))
 		goto out;
-	}
 	if ((f.accelerator && catalog_check_gpu(&cat, f.accelerator, f.accel_count, &err)) ||
 	    catalog_check_place(&cat, f.cloud, f.region, zone, zone_id, sizeof zone_id,
 				&err)) {

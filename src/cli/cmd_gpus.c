@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "clijob.h"
 #include "market/catalog.h"
 
 struct best {
@@ -171,7 +172,7 @@ static int cmd_gpus(int argc, char **argv)
 	struct catalog_filter f = { 0 };
 	struct sr_err err = { 0 };
 	struct row *rows = NULL;
-	char accel[24], datadir[PATH_MAX];
+	char accel[24];
 	const char *data = NULL, *name = NULL;
 	size_t *idx = NULL, n = 0, nrows = 0;
 	int json = 0, rc = CLI_FAIL;
@@ -207,18 +208,8 @@ static int cmd_gpus(int argc, char **argv)
 				f.accel_count = 0;
 		}
 	}
-	if (!data) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun gpus: no data directory (set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		data = datadir;
-	}
-	catalog_init(&cat);
-	if (catalog_load_dir(&cat, data, &err)) {
-		fprintf(stderr, "spotrun gpus: %s\n", sr_err_str(&err, err.code));
+	if (cli_load_catalog("gpus", data, &cat))
 		goto out;
-	}
 	if ((f.accelerator && catalog_check_gpu(&cat, f.accelerator, f.accel_count, &err)) ||
 	    catalog_check_place(&cat, f.cloud, f.region, NULL, NULL, 0, &err)) {
 		fprintf(stderr, "spotrun gpus: %s\n", sr_err_str(&err, err.code));

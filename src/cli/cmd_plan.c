@@ -100,7 +100,6 @@ static int cmd_plan(int argc, char **argv)
 	struct jobspec js;
 	struct plan_result res = { 0 };
 	struct sr_err err = { 0 };
-	char datadir[PATH_MAX];
 	const char *data = NULL, *file = NULL;
 	double work_h = 0, deadline_h = 0;
 	long limit = 15;
@@ -148,13 +147,6 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage_error("plan", "missing JOB.yaml");
-	if (!data) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun plan: no data directory (set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		data = datadir;
-	}
 	catalog_init(&cat);
 	jobspec_init(&js);
 	if (cli_load_job("plan", file, &js)) {
@@ -167,10 +159,8 @@ static int cmd_plan(int argc, char **argv)
 		js.deadline_kind = JOBSPEC_DEADLINE_RELATIVE;
 		js.deadline_ns = (int64_t)(deadline_h * 3600e9);
 	}
-	if (catalog_load_dir(&cat, data, &err)) {
-		fprintf(stderr, "spotrun plan: %s\n", sr_err_str(&err, err.code));
+	if (cli_load_catalog("plan", data, &cat))
 		goto out;
-	}
 	if (plan_make(&cat, &js, sr_time_real_ns(), &res, &err)) {
 		fprintf(stderr, "spotrun plan: %s: %s\n", file, sr_err_str(&err, err.code));
 		if (err.code == -EINVAL)

@@ -130,3 +130,50 @@ def test_p_target_prints_short():
     r = spotrun("plan", "examples/jobs/demo.yaml", "--json")
     assert r.returncode == 0, r.stderr
     assert '"p_target":0.99,' in r.stdout
+
+
+def test_risk_follows_the_pool_rate():
+    path = os.path.join(ROOT, "build", "tmp_cli_risk_%d.yaml" % os.getpid())
+    with open(path, "w") as f:
+        f.write("resources:\n  accelerators: V100:8\n  infra: aws/us-west-2\n"
+                "spotrun: {work: 20h, deadline: 26h, criticality: best-effort,"
+                " checkpoint: {size: 10GB}}\n")
+    try:
+        r = spotrun("plan", path, "--all", "--json")
+    finally:
+        os.unlink(path)
+    assert r.returncode == 0, r.stderr
+    by_zone = {p["zone"]: p for p in json.loads(r.stdout)["placements"]}
+    # us-west-2b (usw2-az2) p3.16xlarge: 31.7 preemptions / 24 h in the trace
+    hot = by_zone["usw2-az2"]
+    assert hot["hazard_source"] == "trace" and hot["risk"] == "high"
+    assert hot["p_meet"] < 0.99 and not hot["feasible"]
+    assert by_zone["usw2-az3"]["risk"] == "low"
+
+
+def test_launch_asks_on_a_terminal():
+    from conftest import run_on_pty
+    rc, text = run_on_pty(["spotrun", "launch",
+                           os.path.join(ROOT, "examples", "demo", "job.yaml")],
+                          env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"),
+                          cwd=ROOT, answer_after="[Y/n]", answer=b"n\n")
+    assert rc == 1, text
+    assert "pool:" in text and "expected:" in text and "p95" in text, text
+    assert "Launch? [Y/n]" in text and "not launched" in text, text
+
+
+def test_launch_checks_names_before_submitting():
+    path = os.path.join(ROOT, "build", "tmp_cli_launch_%d.yaml" % os.getpid())
+    with open(path, "w") as f:
+        f.write("resources: {accelerators: H100:3}\nrun: 'true'\nspotrun: {work: 1h}\n")
+    try:
+        for extra in ([], ["-d", "--json"]):
+            r = subprocess.run(["spotrun", "launch", path, "-y"] + extra, cwd=ROOT,
+                               capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"))
+            assert r.returncode == 2, (extra, r.stdout, r.stderr)
+            assert "H100:3 is not offered" in r.stderr
+            if extra:
+                assert r.stdout == ""
+    finally:
+        os.unlink(path)

@@ -63,3 +63,14 @@ def test_demo_report_wraps_at_words():
     words = msg.split()
     assert " ".join(w for l in lines for w in l.split()) == " ".join(words)
     assert all(len(l.strip()) <= 96 for l in lines)
+
+
+def test_equals_form_reaches_every_command():
+    trace = os.path.join(ROOT, "data", "traces", "cbl", "availability", "1-node",
+                         "aws-10-26-2022", "us-west-2a_v100_1.json")
+    p = subprocess.run([os.path.join(BUILD, "bin", "spotrun"), "sim", "--trace=" + trace,
+                        "--work-hours=10", "--deadline-hours=14", "--restart-hours=0.2",
+                        "--windows=2", "--policy=od", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.lstrip().startswith("{")

@@ -273,14 +273,14 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
         "num_nodes: 2\n"
         "workdir: .\n"
         "resources: {accelerators: V100:1, use_spot: false}\n"
-        "secrets: {MY_TOKEN: null}\n"
+        "secrets: {MY_TOKEN: null, INLINE_KEY: inline-s3cr3t}\n"
         "file_mounts: {/mnt/vocab.txt: ./data/vocab.txt}\n"
         "setup: echo setup-ran > setup.marker\n"
         "run: |\n"
         "  echo rank=$SKYPILOT_NODE_RANK nodes=$SKYPILOT_NUM_NODES "
         "gpus=$SKYPILOT_NUM_GPUS_PER_NODE ips=$(echo \"$SKYPILOT_NODE_IPS\" | wc -l)\n"
         "  cat code.txt setup.marker \"$SPOTRUN_NODE_DIR/mnt/vocab.txt\"\n"
-        "  echo token=$MY_TOKEN cwd=$(pwd)\n"
+        "  echo token=$MY_TOKEN inline=$INLINE_KEY cwd=$(pwd)\n"
         "spotrun: {work: 1h, deadline: 1000h}\n")
     # a secret without a value must come from the environment
     p = cli.run("launch", str(path), "-d", check=1)
@@ -297,11 +297,17 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     for rank in (0, 1):
         assert "rank=%d nodes=2 gpus=1 ips=2" % rank in out, out
     assert "code-in-workdir" in out and "setup-ran" in out
-    assert "vocab-mounted" in out and "token=s3cr3t" in out
+    assert "vocab-mounted" in out and "token=s3cr3t inline=inline-s3cr3t" in out
     assert "/workdir" in out.split("cwd=")[1].split()[0]  # the node's copy
     # names work wherever an id does
     jid = submitted_id(out)
-    assert cli.json("status", "sky-names")["job"]["id"] == jid
+    raw = cli.run("status", "sky-names", "--json", check=0).stdout
+    assert '"p_target": 0.99,' in raw  # not 0.98999999999999999
+    job = json.loads(raw)["job"]
+    assert job["id"] == jid
+    # secrets reach the workload but are never served back
+    assert job["spec"]["secrets"]["INLINE_KEY"] == "<redacted>"
+    assert "inline-s3cr3t" not in json.dumps(job)
     table = cli.run("status", check=0).stdout
     assert "sky-names" in table
     money = re.findall(r"\$[0-9.]+", table + cli.run("status", str(jid), check=0).stdout)
@@ -322,6 +328,34 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     p = cli.run("cancel", "sky-names", check=0)
     assert "2 jobs are named 'sky-names'" in p.stderr
     assert cli.wait(jid2)["state"] == "CANCELLED"
+
+
+def test_job_recovery_restarts_on_errors(cli, tmp_path):
+    """SkyPilot's job_recovery.max_restarts_on_errors is the number of
+    times a failing workload is restarted."""
+    cli.start()
+    path = tmp_path / "failing.yaml"
+    path.write_text("name: failing\n"
+                    "resources:\n  accelerators: V100:1\n  use_spot: false\n"
+                    "  job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 1}\n"
+                    "run: exit 3\n")
+    p = cli.run("launch", str(path), "-d", "--json", check=0)
+    jid = json.loads(p.stdout)["job"]["id"]
+    job = cli.wait(jid)
+    assert job["state"] == "FAILED" and job["max_restarts"] == 1
+    assert job["restarts"] == 1, job
+
+
+def test_launch_on_a_terminal_shows_live_progress(cli, tmp_path):
+    """On a terminal, launch redraws a status line with the time spent in
+    the current state (provisioning included) until the job ends."""
+    from conftest import run_on_pty
+    cli.start()
+    path = job_yaml(tmp_path, "sleep 2; echo done-sleeping", name="tty")
+    rc, text = run_on_pty([SPOTRUN, "launch", "-y", path], env=cli.env)
+    assert rc == 0, text
+    assert re.search(r"\r\x1b\[K(PENDING|PROVISIONING|RUNNING) +\d+s", text), text
+    assert "done-sleeping" in text and "SUCCEEDED" in text
 
 
 # ---- bad input -------------------------------------------------------------

@@ -22,15 +22,20 @@ def dest(tmp_path_factory):
     p = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "install-files",
                         "BUILD=" + os.path.relpath(BUILD, ROOT), "DESTDIR=" + d,
                         "PREFIX=" + PREFIX],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=clean_env())
     assert p.returncode == 0, p.stdout + p.stderr
     return d
 
 
-def clean_env(**extra):
+def clean_env(preload=False, **extra):
+    """The environment without our paths.  Under ASan the sanitizer
+    runtime stays preloaded only for the interpreter that loads the
+    instrumented library (man's troff must not get it)."""
     env = dict(os.environ)
     for k in ("PYTHONPATH", "SPOTRUN_LIB", "SPOTRUN_DATA", "SPOTRUN_BUILD"):
         env.pop(k, None)
+    if not preload:
+        env.pop("LD_PRELOAD", None)
     env.update(extra)
     return env
 
@@ -65,7 +70,8 @@ def test_python_package_imports_without_pythonpath(dest):
     code = ("import site; site.addsitedir(%r); import spotrun._lib as L; "
             "print(L.lib().spotckpt_abi_version())" % site)
     p = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True,
-                       env=clean_env(SPOTRUN_LIB=dest + PREFIX + "/lib/libspotckpt.so"),
+                       env=clean_env(preload=True,
+                                     SPOTRUN_LIB=dest + PREFIX + "/lib/libspotckpt.so"),
                        cwd="/")
     assert p.returncode == 0 and p.stdout.strip() == "1", p.stderr
 
@@ -105,7 +111,7 @@ def test_man_pages_completion_and_unit(dest):
     comp = dest + PREFIX + "/share/bash-completion/completions/spotrun"
     p = subprocess.run(["bash", "-c", "source %s; COMP_WORDS=(spotrun pl); COMP_CWORD=1; "
                         "_spotrun; echo ${COMPREPLY[@]}" % comp],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=clean_env())
     assert p.returncode == 0 and p.stdout.split() == ["plan"], p.stderr
     unit = open(dest + PREFIX + "/lib/systemd/user/spotrund.service").read()
     assert "ExecStart=" + PREFIX + "/bin/spotrund" in unit
@@ -115,7 +121,7 @@ def test_uninstall_removes_everything(dest):
     p = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "uninstall",
                         "BUILD=" + os.path.relpath(BUILD, ROOT), "DESTDIR=" + dest,
                         "PREFIX=" + PREFIX],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=clean_env())
     assert p.returncode == 0, p.stderr
     left = [os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs]
     assert left == [], left

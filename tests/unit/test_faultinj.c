@@ -185,7 +185,7 @@ static void test_sweep_reconciler_pass(void **state)
 	int n, fired_runs = 0;
 
 	(void)state;
-	sr_log_set_level(SR_LOG_OFF);
+	sr_log_set_level(getenv("SR_FAULT_VERBOSE") ? SR_LOG_INFO : SR_LOG_OFF);
 	snprintf(dir, sizeof dir, "/tmp/sr-fault-ctl-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	ctl_config_defaults(&cfg);
