@@ -256,7 +256,7 @@ int ctl_secrets_split(const struct jobspec *js, const char *yaml, size_t len,
 		}
 		if (out->envs)
 			json_object_del(out->envs, k);
-		json_object_set_new(nulls, k, json_null());
+		json_object_set_new(nulls, k, json_string("<redacted>"));
 	}
 	text = json_dumps(vals, JSON_COMPACT);
 	if (!text)

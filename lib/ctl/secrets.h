@@ -8,7 +8,8 @@
  *   - spec_yaml: each value of the top-level `secrets:` mapping becomes
  *     "<redacted>" (the stored text is for display; it is never parsed
  *     again);
- *   - spec_json: `secrets` maps each key to null;
+ *   - spec_json: `secrets` maps each key to "<redacted>" (what the API
+ *     shows, views.c);
  *   - envs: those keys are removed.
  * They are kept as one JSON object sealed with AES-256-GCM under a key in
  * <state-dir>/secrets.key (0600, created at first start) in
