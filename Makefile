@@ -10,7 +10,8 @@
 #
 # Layout rules (see CONTRIBUTING.md):
 #   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
-#   lib/ckpt + lib/common -> build/lib/libspotckpt.so    (the public library)
+#   lib/ckpt + lib/objstore + lib/common -> build/lib/libspotckpt.so
+#                         (the public library; objstore is its tier 3)
 #   src/cli/*.c           -> build/bin/spotrun
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
@@ -28,7 +29,7 @@ DEPS_STAMP := .deps-ok
 
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
-	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP
+	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -I/usr/include/libxml2 -MMD -MP
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -50,7 +51,7 @@ say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
 EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml \
-	-lssl -lcrypto -lpthread -ldl -lm
+	-lxml2 -lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
 LIBDIRS := $(patsubst lib/%/,%,$(sort $(dir $(wildcard lib/*/*.c))))
@@ -67,7 +68,8 @@ endef
 $(foreach l,$(LIBDIRS),$(eval $(call lib_rule,$(l))))
 
 CKPT_SO := $(BUILD)/lib/libspotckpt.so
-CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/common/*.c))
+CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/objstore/*.c) \
+	$(wildcard lib/common/*.c))
 ifneq ($(wildcard lib/ckpt/*.c),)
 SHARED_LIBS := $(CKPT_SO)
 endif
