@@ -16,6 +16,7 @@
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
 
@@ -97,11 +98,18 @@ $(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
 # ---- tests, benches ----------------------------------------------------
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+# Programs the Python tests drive (crash tests kill them at random points).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -136,7 +144,8 @@ all: deps
 deps:
 	@scripts/install-deps -q
 
-build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS)
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) \
+	$(HELPER_BINS)
 
 # The whole suite, plain build.
 test-run: build

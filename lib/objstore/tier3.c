@@ -364,7 +364,8 @@ void objstore_tier3_stop(struct objstore_tier3 *t)
 void objstore_tier3_offer(struct objstore_tier3 *t, int64_t step)
 {
 	pthread_mutex_lock(&t->mu);
-	if (step > t->pending && step > t->st.uploaded_step) {
+	if (step > t->pending && step > t->busy &&
+	    step > t->st.uploaded_step) {
 		if (t->pending >= 0)
 			t->st.superseded++;
 		t->pending = step;
@@ -386,7 +387,8 @@ int objstore_tier3_flush(struct objstore_tier3 *t, int64_t step,
 	failed0 = t->st.failed;
 	if (t->busy >= 0 && t->busy < step)
 		atomic_store(&t->cancel, 1); /* the final step goes first */
-	if (step > t->pending && step > t->st.uploaded_step) {
+	if (step > t->pending && step > t->busy &&
+	    step > t->st.uploaded_step) {
 		if (t->pending >= 0)
 			t->st.superseded++;
 		t->pending = step;
