@@ -12,9 +12,9 @@
  *   2. manifest.json, last, in a single PUT.  This is the commit point: a
  *      single-object PUT is atomic on every store, and it is issued only
  *      after step 1 confirmed every shard.
- *   3. retention: for every committed step beyond the newest `keep`, the
- *      manifest is deleted first, then its shards, so a manifest is never
- *      visible without its shards.  Shards of steps older than the newest
+ *   3. retention: for every committed step beyond the newest `keep` whose
+ *      manifest is sound, the manifest is deleted first, then its shards,
+ *      so a manifest is never visible without its shards.  Shards of steps older than the newest
  *      committed one that have no manifest (an upload killed between 1
  *      and 2) are deleted, and multipart uploads left by a killed
  *      uploader are aborted (ListMultipartUploads).
@@ -188,11 +188,31 @@ static int delete_step(struct objstore *s, const struct objstore_list *l,
 	return rc;
 }
 
+/* 1 if step's manifest in the store parses (its own checksum included).
+ * S3 and Azure never show a partial object, but emulators and some
+ * S3-compatible stores write a PUT body in place, so a writer killed in
+ * the manifest PUT can leave a torn one; it must not count as a keeper. */
+static int manifest_ok(struct objstore *s, int64_t step)
+{
+	struct ckpt_manifest m = { 0 };
+	struct sr_err e = { 0 };
+	char key[64], *buf = NULL;
+	size_t len = 0;
+	int ok;
+
+	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
+	ok = objstore_get(s, key, CKPT_MANIFEST_MAX, &buf, &len, &e) == 0 &&
+	     ckpt__manifest_parse(buf, len, key, &m, &e) == 0;
+	ckpt__manifest_free(&m);
+	free(buf);
+	return ok;
+}
+
 static int retention(struct objstore_tier3 *t, struct sr_err *e)
 {
 	struct objstore_list l = { 0 };
-	int64_t *steps = NULL, prev = -2;
-	size_t n = 0, na = 0;
+	int64_t *steps = NULL, newest = -1, prev = -2;
+	size_t n = 0, na = 0, kept = 0;
 	int rc;
 
 	rc = objstore_list(t->s, "step-", &l, e);
@@ -201,28 +221,37 @@ static int retention(struct objstore_tier3 *t, struct sr_err *e)
 	rc = objstore_steps(&l, &steps, &n);
 	if (rc)
 		goto out;
-	for (size_t i = (size_t)t->keep; i < n; i++) {
+	/* keep the newest `keep` whose manifest is sound; a torn manifest
+	 * newer than all of them is left for the next round */
+	for (size_t i = 0; i < n; i++) {
+		int ok = kept < (size_t)t->keep ? manifest_ok(t->s, steps[i]) : 0;
+
+		if (ok) {
+			if (newest < 0)
+				newest = steps[i];
+			kept++;
+			continue;
+		}
+		if (newest < 0)
+			continue;
 		rc = delete_step(t->s, &l, steps[i], e);
 		if (rc)
 			goto out;
 	}
 	/* manifest-less leftovers below the newest commit */
-	for (size_t i = 0; n > 0 && i < l.n; i++) {
+	for (size_t i = 0; newest >= 0 && i < l.n; i++) {
 		int64_t k;
+		int committed = 0;
 
-		if (step_of(l.v[i].key, &k) || k >= steps[0] || k == prev)
+		if (step_of(l.v[i].key, &k) || k >= newest || k == prev)
 			continue;
 		prev = k;
-		{
-			int committed = 0;
-
-			for (size_t j = 0; j < n; j++)
-				committed |= steps[j] == k;
-			if (!committed) {
-				rc = delete_step(t->s, &l, k, e);
-				if (rc)
-					goto out;
-			}
+		for (size_t j = 0; j < n; j++)
+			committed |= steps[j] == k;
+		if (!committed) {
+			rc = delete_step(t->s, &l, k, e);
+			if (rc)
+				goto out;
 		}
 	}
 	rc = objstore_abort_stale(t->s, sr_time_real_ns(), &na, e);
