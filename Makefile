@@ -19,6 +19,8 @@
 #   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
+#   tests/conformance/*.c -> build/conformance/*  (helpers of the npm SDK
+#                            conformance suite, `make conformance`)
 
 ifeq ($(origin CC),default)
 CC := gcc
@@ -100,6 +102,7 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 # Programs the Python tests drive (crash tests kill them at random points).
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -107,6 +110,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
 
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
+
+$(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
@@ -134,7 +142,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean
+	bench clean conformance
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -144,7 +152,7 @@ all: deps
 deps:
 	@scripts/install-deps -q
 
-build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) \
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS) \
 	$(HELPER_BINS)
 
 # The whole suite, plain build.
@@ -156,6 +164,8 @@ check: deps
 	@$(MAKE) --no-print-directory build
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
+	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build || true
 	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
@@ -163,6 +173,11 @@ check: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
 	@scripts/summarize build/.results
+
+# The official AWS SDK for JavaScript against our signer and EC2 driver
+# (tests/conformance; needs node and npm, installed by install-deps).
+conformance: build
+	@scripts/run-conformance $(BUILD)
 
 fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang FUZZ=1 \
