@@ -19,6 +19,7 @@
 #include "catalog_csv.h"
 #include "common/timeutil.h"
 #include "jobspec.h"
+#include "objstore/objstore.h"
 
 struct ctx {
 	yaml_document_t *doc;
@@ -336,6 +337,22 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
+	if (!strcmp(k, "uri")) {
+		struct objstore_uri u;
+		struct sr_err ue = { 0 };
+		const char *s;
+		int rc = want_scalar(c, vn, path, &s);
+
+		if (rc)
+			return rc;
+		rc = objstore_uri_parse(s, &u, &ue);
+		objstore_uri_free(&u);
+		if (rc)
+			return fail(c, vn, path, "%s", ue.msg);
+		free(js->ckpt_uri);
+		js->ckpt_uri = strdup(s);
+		return js->ckpt_uri ? 0 : -ENOMEM;
+	}
 	return unknown(c, kn, path);
 }
 
