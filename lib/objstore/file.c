@@ -247,7 +247,8 @@ static int file_list(struct objstore *s, const char *sub,
 	if (rc)
 		return sr_err_set(e, rc, "%s: cannot list: %s", s->u.prefix,
 				  sr_strerror(rc));
-	qsort(out->v + before, out->n - before, sizeof *out->v, cmp_obj);
+	if (out->n > before)
+		qsort(out->v + before, out->n - before, sizeof *out->v, cmp_obj);
 	return 0;
 }
 

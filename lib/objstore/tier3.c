@@ -290,6 +290,7 @@ static void *uploader(void *arg)
 
 		t0 = sr_time_mono_ns();
 		rc = upload_step(t, step, &bytes, &e);
+		t0 = sr_time_mono_ns() - t0; /* upload until committed */
 		if (rc == 0) {
 			struct sr_err re = { 0 };
 			int rr = retention(t, &re);
@@ -322,7 +323,7 @@ static void *uploader(void *arg)
 			 rc ? sr_err_str(&e, rc) : "");
 		if (rc == 0) {
 			t->st.committed++;
-			t->st.last_upload_ns = sr_time_mono_ns() - t0;
+			t->st.last_upload_ns = t0;
 			if (step > t->st.uploaded_step)
 				t->st.uploaded_step = step;
 		} else if (rc == -ECANCELED) {

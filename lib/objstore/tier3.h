@@ -21,7 +21,8 @@ struct objstore_tier3_stats {
 	uint64_t failed;          /* uploads that failed */
 	uint64_t superseded;      /* offers replaced by a newer one unstarted */
 	uint64_t bytes;           /* bytes confirmed by the store */
-	int64_t last_upload_ns;   /* duration of the last committed upload */
+	int64_t last_upload_ns;   /* last committed upload: first shard byte
+				   * to manifest committed (no retention) */
 	int32_t last_error;       /* code of the last upload (0 = committed) */
 	char last_msg[SR_ERR_MSG_MAX];
 };

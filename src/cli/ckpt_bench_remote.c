@@ -8,7 +8,8 @@
  *                          then the manifest, then retention) / plain
  *                          parallel libcurl PUTs of the same bytes, read
  *                          from the same tier-2 files, as part-sized
- *                          objects (libcurl's own SigV4).
+ *                          objects (signed, unsigned payload; no MD5,
+ *                          no multipart protocol, no retries).
  *   remote_restore_vs_raw  spotckpt_restore_cb from the URI (list, manifest,
  *                          headers, parallel ranged GETs into the
  *                          destination, XXH3 of every tensor) / plain
@@ -28,17 +29,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt_bench.h"
 #include "common/awscred.h"
+#include "common/sigv4.h"
 #include "objstore/objstore.h"
 
 struct peer {
-	char base[1024];       /* endpoint/bucket/prefix, path-style */
-	char user[512];        /* key:secret for CURLOPT_USERPWD */
-	char sigv4[128];       /* "aws:amz:REGION:s3" */
-	char token_hdr[2048];  /* x-amz-security-token header or "" */
+	char base[1024];       /* endpoint, no trailing '/' */
+	char host[256];        /* its host[:port] */
+	char path[1024];       /* /bucket/prefix/bench-raw, encoded */
+	char region[64];
+	struct sr_awscred cred;
 };
 
 struct job {
@@ -80,6 +84,8 @@ static size_t wr(char *b, size_t sz, size_t nm, void *ud)
 	struct job *j = ud;
 	size_t n = sz * nm;
 
+	if (j->fd >= 0)
+		return n; /* a PUT's answer body */
 	if (n > j->len - j->done)
 		return 0;
 	memcpy(j->dst + j->done, b, n);
@@ -91,33 +97,52 @@ static int run_one(struct job *j)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
-	char url[1400], range[64];
+	struct sr_sigv4_creds cr = sr_awscred_view(&j->p->cred);
+	char url[2500], path[1400], rh[80], **add = NULL;
+	const char *extra[2] = { NULL, NULL };
 	long st = 0;
 	CURLcode cc;
 
 	if (!c)
 		return -ENOMEM;
-	snprintf(url, sizeof url, "%s/%s", j->p->base, j->key);
-	h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	snprintf(path, sizeof path, "%s/%s", j->p->path, j->key);
+	snprintf(url, sizeof url, "%s%s", j->p->base, path);
+	if (j->fd < 0) {
+		snprintf(rh, sizeof rh, "Range: bytes=%" PRIu64 "-%" PRIu64,
+			 j->off, j->off + j->len - 1);
+		extra[0] = rh;
+	}
+	{
+		struct sr_sigv4_req r = {
+			.method = j->fd >= 0 ? "PUT" : "GET", .host = j->p->host,
+			.path = path, .headers = extra,
+			.payload_hash = SR_SIGV4_UNSIGNED_PAYLOAD,
+			.region = j->p->region, .service = "s3",
+			.when = time(NULL), .s3_path = 1,
+			.add_content_sha256 = 1,
+		};
+
+		if (sr_sigv4_sign(&r, &cr, &add, NULL)) {
+			curl_easy_cleanup(c);
+			return -EINVAL;
+		}
+	}
+	for (int i = 0; add[i]; i++)
+		h = curl_slist_append(h, add[i]);
+	sr_sigv4_headers_free(add);
+	if (extra[0])
+		h = curl_slist_append(h, extra[0]);
 	h = curl_slist_append(h, "Expect:");
-	if (j->p->token_hdr[0])
-		h = curl_slist_append(h, j->p->token_hdr);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_AWS_SIGV4, j->p->sigv4);
-	curl_easy_setopt(c, CURLOPT_USERPWD, j->p->user);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
 	j->done = 0;
 	if (j->fd >= 0) {
 		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(c, CURLOPT_READFUNCTION, rd);
 		curl_easy_setopt(c, CURLOPT_READDATA, j);
 		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)j->len);
-	} else {
-		snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, j->off,
-			 j->off + j->len - 1);
-		curl_easy_setopt(c, CURLOPT_RANGE, range);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr);
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	cc = curl_easy_perform(c);
@@ -168,8 +193,8 @@ static double run_jobs(struct job *v, size_t n, int par)
 static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
 {
 	struct objstore_uri u;
-	struct sr_awscred cr = { 0 };
 	struct sr_err e = { 0 };
+	const char *hs;
 	const char *ep = getenv("AWS_ENDPOINT_URL_S3");
 	char *region = NULL;
 	int rc;
@@ -183,7 +208,7 @@ static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
 		objstore_uri_free(&u);
 		return -1;
 	}
-	rc = sr_awscred_resolve(&cr, &e);
+	rc = sr_awscred_resolve(&p->cred, &e);
 	if (rc) {
 		snprintf(why, wn, "%s", sr_err_str(&e, rc));
 		objstore_uri_free(&u);
@@ -191,17 +216,15 @@ static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
 	}
 	if (sr_aws_region(&region, &e))
 		region = NULL;
-	snprintf(p->base, sizeof p->base, "%s/%s/%s%sbench-raw", ep, u.bucket,
+	hs = strstr(ep, "://");
+	snprintf(p->base, sizeof p->base, "%s", ep);
+	snprintf(p->host, sizeof p->host, "%s", hs ? hs + 3 : ep);
+	if (strchr(p->host, '/'))
+		*strchr(p->host, '/') = 0;
+	snprintf(p->path, sizeof p->path, "/%s/%s%sbench-raw", u.bucket,
 		 u.prefix, u.prefix[0] ? "/" : "");
-	snprintf(p->user, sizeof p->user, "%s:%s", cr.access_key_id,
-		 cr.secret_access_key);
-	snprintf(p->sigv4, sizeof p->sigv4, "aws:amz:%s:s3",
-		 region ? region : "us-east-1");
-	if (cr.session_token && *cr.session_token)
-		snprintf(p->token_hdr, sizeof p->token_hdr,
-			 "x-amz-security-token: %s", cr.session_token);
+	snprintf(p->region, sizeof p->region, "%s", region ? region : "us-east-1");
 	free(region);
-	sr_awscred_free(&cr);
 	objstore_uri_free(&u);
 	return 0;
 }
@@ -282,6 +305,7 @@ int bench_remote(const struct bench_state *st, const char *uri,
 	size_t nj = 0;
 	int64_t step;
 
+	memset(&p, 0, sizeof p);
 	objstore_cfg_default(&cfg);
 	have_peer = peer_init(uri, &p, why, sizeof why) == 0;
 	snprintf(tier2, sizeof tier2, "%s/tier3-bench", wdir);
@@ -358,6 +382,7 @@ int bench_remote(const struct bench_state *st, const char *uri,
 		}
 	}
 	free(jobs);
+	sr_awscred_free(&p.cred);
 	if (rc) {
 		fprintf(stderr, "spotrun ckpt: bench: tier 3 (%s): %s: %s\n", uri,
 			spotckpt_strerror(rc), spotckpt_errmsg());
