@@ -71,6 +71,7 @@ struct call {
 	size_t clen;            /* Content-Length to sign */
 	char md5[25];
 	const char *range;      /* x-ms-range value or NULL */
+	uint64_t foff;          /* body from this offset of the fd */
 	int blockblob;          /* send x-ms-blob-type: BlockBlob */
 };
 
@@ -138,7 +139,7 @@ static char *blob_path(struct objstore *s, const char *key)
 
 static int do_req(struct objstore *s, struct call *c, const char *method,
 		  const char *query, const char *what, const void *body,
-		  size_t blen, void *dst, size_t dlen, size_t max,
+		  size_t blen, int fd, void *dst, size_t dlen, size_t max,
 		  struct os_resp *resp, struct sr_err *e)
 {
 	struct az *az = s->impl;
@@ -157,7 +158,8 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 	c->clen = blen;
 	struct os_req rq = {
 		.method = method, .url = url, .what = what, .body = body,
-		.body_len = blen, .body_fd = -1, .dst = dst, .dst_len = dlen,
+		.body_len = blen, .body_fd = fd, .body_off = c->foff, .dst = dst,
+		.dst_len = dlen,
 		.max_resp = max, .sign = sign, .sign_ud = c,
 	};
 	rc = os_http(s, &rq, resp, e);
@@ -180,7 +182,7 @@ static int az_put(struct objstore *s, const char *key, const void *buf,
 	c.path = path;
 	os_md5_b64(buf, len, c.md5);
 	snprintf(what, sizeof what, "Put Blob %s", key);
-	rc = do_req(s, &c, "PUT", NULL, what, buf ? buf : "", len, NULL, 0, 0,
+	rc = do_req(s, &c, "PUT", NULL, what, buf ? buf : "", len, -1, NULL, 0, 0,
 		    &resp, e);
 	os_resp_free(&resp);
 	free(path);
@@ -213,24 +215,15 @@ static int put_block(void *ud, size_t i, struct sr_err *e)
 	uint64_t off = (uint64_t)i * b->part;
 	uint64_t n = b->size - off < b->part ? b->size - off : b->part;
 	struct os_resp resp = { 0 };
-	char *buf = malloc(n ? n : 1), id[32], *eid = NULL, query[128];
-	char qsign[96], what[512];
-	struct call c = { .path = b->path, .qsign = qsign };
-	size_t got = 0;
-	int rc = 0;
+	char id[32], *eid = NULL, query[128], qsign[96], what[512];
+	struct call c = { .path = b->path, .qsign = qsign, .foff = off };
+	int rc;
 
-	if (!buf)
-		return -ENOMEM;
-	while (got < n) {
-		ssize_t r = pread(b->fd, buf + got, n - got, (off_t)(off + got));
-
-		if (r <= 0) {
-			rc = sr_err_set(e, r < 0 ? -errno : -EIO, "%s: reading "
-					"block %zu failed", b->key, i);
-			goto out;
-		}
-		got += (size_t)r;
-	}
+	/* MD5 pass, then the body streams from the file */
+	rc = os_md5_b64_fd(b->fd, off, n, c.md5);
+	if (rc)
+		return sr_err_set(e, rc, "%s: reading block %zu: %s", b->key, i,
+				  sr_strerror(rc));
 	block_id(i, id);
 	eid = sr_sigv4_uri_encode(id, strlen(id), 0);
 	if (!eid) {
@@ -239,15 +232,14 @@ static int put_block(void *ud, size_t i, struct sr_err *e)
 	}
 	snprintf(query, sizeof query, "comp=block&blockid=%s", eid);
 	snprintf(qsign, sizeof qsign, "\nblockid:%s\ncomp:block", id);
-	os_md5_b64(buf, n, c.md5);
 	snprintf(what, sizeof what, "Put Block %s #%zu", b->key, i);
-	rc = do_req(b->s, &c, "PUT", query, what, buf, n, NULL, 0, 0, &resp, e);
+	rc = do_req(b->s, &c, "PUT", query, what, NULL, n, b->fd, NULL, 0, 0,
+		    &resp, e);
 	if (rc == 0)
 		atomic_fetch_add(&b->sent, n);
 out:
 	os_resp_free(&resp);
 	free(eid);
-	free(buf);
 	return rc;
 }
 
@@ -262,31 +254,26 @@ static int az_put_fd(struct objstore *s, const char *key, int fd,
 	size_t nb, xl;
 	int rc;
 
-	if (size <= s->cfg.part_bytes) {
-		char *buf = malloc(size ? size : 1);
-		uint64_t got = 0;
-
-		if (!buf)
-			return -ENOMEM;
-		while (got < size) {
-			ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
-
-			if (r <= 0) {
-				free(buf);
-				return sr_err_set(e, r < 0 ? -errno : -EIO,
-						  "%s: read failed", key);
-			}
-			got += (uint64_t)r;
-		}
-		rc = az_put(s, key, buf, size, e);
-		if (rc == 0 && sent)
-			*sent += size;
-		free(buf);
-		return rc;
-	}
 	path = blob_path(s, key);
 	if (!path)
 		return -ENOMEM;
+	if (size <= s->cfg.part_bytes) {
+		/* one Put Blob, streamed from the file after its MD5 pass */
+		c.path = path;
+		c.qsign = NULL;
+		c.blockblob = 1;
+		rc = os_md5_b64_fd(fd, 0, size, c.md5);
+		if (rc) {
+			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
+			goto out;
+		}
+		snprintf(what, sizeof what, "Put Blob %s", key);
+		rc = do_req(s, &c, "PUT", NULL, what, NULL, size, fd, NULL, 0, 0,
+			    &resp, e);
+		if (rc == 0 && sent)
+			*sent += size;
+		goto out;
+	}
 	b.path = path;
 	nb = (size_t)((size + b.part - 1) / b.part);
 	if (nb > 50000) {
@@ -314,7 +301,7 @@ static int az_put_fd(struct objstore *s, const char *key, int fd,
 	c.path = path;
 	os_md5_b64(xml, xl, c.md5);
 	snprintf(what, sizeof what, "Put Block List %s", key);
-	rc = do_req(s, &c, "PUT", "comp=blocklist", what, xml, xl, NULL, 0, 0,
+	rc = do_req(s, &c, "PUT", "comp=blocklist", what, xml, xl, -1, NULL, 0, 0,
 		    &resp, e);
 	if (rc == 0 && sent)
 		*sent += atomic_load(&b.sent);
@@ -341,7 +328,7 @@ static int az_get_range(struct objstore *s, const char *key, uint64_t off,
 	c.range = range;
 	snprintf(what, sizeof what, "Get Blob %s [%" PRIu64 ",+%" PRIu64 ")",
 		 key, off, len);
-	rc = do_req(s, &c, "GET", NULL, what, NULL, 0, dst, len, 0, &resp, e);
+	rc = do_req(s, &c, "GET", NULL, what, NULL, 0, -1, dst, len, 0, &resp, e);
 	if (rc == 0 && resp.len != len)
 		rc = sr_err_set(e, -SR_ECORRUPT, "%s: got %zu bytes", what,
 				resp.len);
@@ -362,7 +349,7 @@ static int az_get(struct objstore *s, const char *key, size_t max, char **out,
 		return -ENOMEM;
 	c.path = path;
 	snprintf(what, sizeof what, "Get Blob %s", key);
-	rc = do_req(s, &c, "GET", NULL, what, NULL, 0, NULL, 0, max, &resp, e);
+	rc = do_req(s, &c, "GET", NULL, what, NULL, 0, -1, NULL, 0, max, &resp, e);
 	if (rc == 0) {
 		*out = resp.body ? resp.body : strdup("");
 		*len = resp.len;
@@ -426,7 +413,7 @@ static int az_list(struct objstore *s, const char *sub,
 		}
 		free(em);
 		c.qsign = qsign;
-		rc = do_req(s, &c, "GET", query, what, NULL, 0, NULL, 0, 64u << 20,
+		rc = do_req(s, &c, "GET", query, what, NULL, 0, -1, NULL, 0, 64u << 20,
 			    &resp, e);
 		if (rc == 0) {
 			rc = os_xml_each(resp.body, resp.len, "Blob", "Name",
@@ -471,7 +458,7 @@ static int az_del(struct objstore *s, const char *const *keys, size_t n,
 			return -ENOMEM;
 		c.path = path;
 		snprintf(what, sizeof what, "Delete Blob %s", keys[i]);
-		rc = do_req(s, &c, "DELETE", NULL, what, NULL, 0, NULL, 0, 0,
+		rc = do_req(s, &c, "DELETE", NULL, what, NULL, 0, -1, NULL, 0, 0,
 			    &resp, e);
 		if (rc == -SR_ENOTFOUND)
 			rc = 0;

@@ -99,6 +99,10 @@ int os_hdr(struct curl_slist **l, const char *fmt, ...)
 /* ---- crypt.c ---------------------------------------------------------------- */
 /* base64 of MD5(data) into out[25]. */
 void os_md5_b64(const void *data, size_t len, char out[25]);
+/* The same over bytes [off, off+len) of fd, read in 1 MiB pieces (a part
+ * is hashed before it is sent, without holding it in memory).  Returns 0
+ * or a negative errno (-EIO for a short file). */
+int os_md5_b64_fd(int fd, uint64_t off, uint64_t len, char out[25]);
 /* base64 encode / decode (malloc'd, NUL-terminated; NULL on error). */
 char *os_b64_enc(const void *data, size_t len);
 unsigned char *os_b64_dec(const char *s, size_t *len);

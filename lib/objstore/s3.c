@@ -203,29 +203,21 @@ static int upload_part(void *ud, size_t i, struct sr_err *e)
 	uint64_t off = (uint64_t)i * m->part;
 	uint64_t n = m->size - off < m->part ? m->size - off : m->part;
 	struct os_resp resp = { 0 };
-	char *buf = malloc(n ? n : 1), query[1200], what[512];
+	char query[1200], what[512];
 	struct call c = { .s3 = s3, .path = m->path, .query = query };
-	size_t got = 0;
-	int rc = 0;
+	int rc;
 
-	if (!buf)
-		return -ENOMEM;
-	while (got < n) {
-		ssize_t r = pread(m->fd, buf + got, n - got, (off_t)(off + got));
-
-		if (r <= 0) {
-			rc = sr_err_set(e, r < 0 ? -errno : -EIO, "%s: reading "
-					"part %zu: %s", m->fk, i + 1,
-					r < 0 ? strerror(errno) : "short file");
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	os_md5_b64(buf, n, c.md5);
+	/* MD5 first (one pass over the file range), then the body streams
+	 * from the file: no part is held in memory */
+	rc = os_md5_b64_fd(m->fd, off, n, c.md5);
+	if (rc)
+		return sr_err_set(e, rc, "%s: reading part %zu: %s", m->fk, i + 1,
+				  sr_strerror(rc));
 	snprintf(query, sizeof query, "partNumber=%zu&uploadId=%s", i + 1,
 		 m->upload_id);
 	snprintf(what, sizeof what, "UploadPart %s #%zu", m->fk, i + 1);
-	rc = do_req(m->s, &c, "PUT", what, buf, n, -1, 0, NULL, 0, 0, &resp, e);
+	rc = do_req(m->s, &c, "PUT", what, NULL, n, m->fd, off, NULL, 0, 0,
+		    &resp, e);
 	if (rc)
 		goto out;
 	if (!resp.etag[0]) {
@@ -236,7 +228,6 @@ static int upload_part(void *ud, size_t i, struct sr_err *e)
 	atomic_fetch_add(&m->sent, n);
 out:
 	os_resp_free(&resp);
-	free(buf);
 	return rc;
 }
 
@@ -282,30 +273,26 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 	int rc = -ENOMEM;
 
 	memset(&m, 0, sizeof m);
-	if (size <= s->cfg.part_bytes) {
-		/* one request: read it into memory for its MD5 */
-		char *buf = malloc(size ? size : 1);
-		uint64_t got = 0;
-
-		if (!buf)
-			return -ENOMEM;
-		while (got < size) {
-			ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
-
-			if (r <= 0) {
-				free(buf);
-				return sr_err_set(e, r < 0 ? -errno : -EIO,
-						  "%s: read failed", key);
-			}
-			got += (uint64_t)r;
+	fk = objstore__full_key(s, key);
+	if (fk && size <= s->cfg.part_bytes) {
+		/* one PutObject, streamed from the file after its MD5 pass */
+		path = obj_path(s3, fk);
+		if (!path)
+			goto out;
+		c.path = path;
+		c.query = "";
+		rc = os_md5_b64_fd(fd, 0, size, c.md5);
+		if (rc) {
+			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
+			goto out;
 		}
-		rc = s3_put(s, key, buf, size, e);
+		snprintf(what, sizeof what, "PutObject %s", fk);
+		rc = do_req(s, &c, "PUT", what, NULL, size, fd, 0, NULL, 0, 0,
+			    &resp, e);
 		if (rc == 0 && sent)
 			*sent += size;
-		free(buf);
-		return rc;
+		goto out;
 	}
-	fk = objstore__full_key(s, key);
 	path = fk ? obj_path(s3, fk) : NULL;
 	if (!path)
 		goto out;
