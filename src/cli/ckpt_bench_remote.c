@@ -13,8 +13,9 @@
  *   remote_restore_vs_raw  spotckpt_restore_cb from the URI (list, manifest,
  *                          headers, parallel ranged GETs into the
  *                          destination, XXH3 of every tensor) / plain
- *                          parallel ranged GETs of the same objects into
- *                          the same buffer.
+ *                          parallel ranged GETs of the same bytes into
+ *                          the same buffer (the mean of one run right
+ *                          before and one right after ours).
  * Ratios are throughput ours / peer (goal >= 0.9).  Both sides use
  * SPOTRUN_OBJSTORE_PARALLEL requests in flight and SPOTRUN_OBJSTORE_PART_MB
  * parts.  The peer speaks S3 only (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL
