@@ -157,7 +157,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean conformance install install-files uninstall
+	bench clean conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -212,6 +212,12 @@ demo: deps
 
 bench: all
 	@scripts/run-bench build
+
+# The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
+# meets its deadline, is bitwise identical, moves <= preemptions + 1.
+soak: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/soak --build $(BUILD)
 
 clean:
 	rm -rf build

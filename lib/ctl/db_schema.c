@@ -157,5 +157,27 @@ static const char m3[] =
 static const char m4[] =
 	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
+/* 5: the bounded work estimator (workest.h): its estimate of the total
+ * work, smoothed pace, observed steps and its sample window. */
+static const char m5[] =
+	"ALTER TABLE jobs ADD COLUMN est_work_s REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_pace_ns REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_steps INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_step0 INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_t0_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;"
+	/* measured restart overhead (workest.h), cloud s; 0 = none yet */
+	"ALTER TABLE jobs ADD COLUMN est_restart_s REAL NOT NULL DEFAULT 0;"
+	/* lost work pending until a later attempt's restore (recon_lost.c) */
+	"ALTER TABLE jobs ADD COLUMN lost_from_step INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN lost_node INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_price INTEGER NOT NULL DEFAULT 0;"
+	/* a terminate the provider failed: retried every node pass */
+	"ALTER TABLE nodes ADD COLUMN kill_pending INTEGER NOT NULL DEFAULT 0;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

@@ -83,7 +83,10 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 	sqlite3_bind_text(st, 5, b->workdir, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, envs, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 7, js->num_nodes);
+	/* workload failures tolerated: the API's value, else SkyPilot's
+	 * job_recovery.max_restarts_on_errors, else spotrun.max_restarts */
 	sqlite3_bind_int64(st, 8, b->max_restarts >= 0 ? b->max_restarts :
+			   js->max_restarts_on_errors >= 0 ? js->max_restarts_on_errors :
 			   js->max_restarts >= 0 ? js->max_restarts : 3);
 	sqlite3_bind_int64(st, 9, now);
 	sqlite3_bind_double(st, 10, sim);

@@ -26,6 +26,9 @@
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
+#include "ctl/place.h"
+#include "ctl/recon_int.h"
+#include "ctl/workest.h"
 #include "finops/ledger.h"
 
 struct nodeinfo {
@@ -391,6 +394,18 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = ctl_db_step_done(db, st, &e, "progress");
 		}
 		sqlite3_finalize(st);
+		if (!rc && b.step >= 0)
+			rc = workest_report(db, n.job, b.attempt, b.step, now,
+					    rq->ctl->cfg.time_scale, (int64_t)(
+					    PLACE_GAP_S * 1e9 / rq->ctl->cfg.time_scale),
+					    &e);
+		/* The first report of a later attempt names the checkpoint it
+		 * restored: count the work the last preemption lost. */
+		if (!rc && (b.step >= 0 || b.ckpt_step >= 0))
+			rc = recon__lost_settle(rq->ctl, db, n.job, b.attempt,
+						b.ckpt_step >= 0 && (b.step < 0 ||
+						b.ckpt_step < b.step) ?
+						b.ckpt_step : b.step, now, &e);
 	}
 	rc = ctl_db_end(db, rc, &e);
 	if (rc)

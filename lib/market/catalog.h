@@ -122,9 +122,12 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e);
 int catalog_load_trace_rates(struct catalog *c, const char *dir,
 			     struct sr_err *e);
 
-/* Load a zone table (CSV with Region,ZoneName,ZoneId) for `cloud`. */
+/* Load a zone table (CSV with Region,ZoneName,ZoneId) for `cloud`; on
+ * error c keeps the zones of earlier tables only. */
 int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
 		       struct sr_err *e);
+int catalog_load_zones_buf(struct catalog *c, const char *buf, size_t len,
+			   const char *name, const char *cloud, struct sr_err *e);
 
 /* ---- checking names (catalog_check.c) ----------------------------------
  * Each returns 0, or -EINVAL with e saying which value is unknown and

@@ -13,19 +13,14 @@
 #include "catalog.h"
 #include "catalog_csv.h"
 
-int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
-		       struct sr_err *e)
+int catalog_load_zones_buf(struct catalog *c, const char *buf, size_t len,
+			   const char *name, const char *cloud, struct sr_err *e)
 {
 	static const char *const cols[] = { "Region", "ZoneName", "ZoneId" };
-	const char *name = catalog__basename(path);
 	struct catalog__csv r;
-	char *buf = NULL;
-	size_t len = 0, nhdr = 0;
+	size_t nhdr = 0, n0 = c->n_zones;
 	int col[3], rc, line = 0;
 
-	rc = catalog__read_file(path, &buf, &len, e);
-	if (rc)
-		return rc;
 	catalog__csv_open(&r, buf, len, name);
 	rc = catalog__csv_header(&r, cols, 3, 0, col, &nhdr, e);
 	while (rc == 0) {
@@ -57,8 +52,24 @@ int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
 		v[c->n_zones++] = z;
 	}
 	catalog__csv_close(&r);
+	if (rc < 0) {
+		c->n_zones = n0; /* the rows of earlier files only */
+		return rc;
+	}
+	return 0;
+}
+
+int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
+		       struct sr_err *e)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = catalog__read_file(path, &buf, &len, e);
+
+	if (!rc)
+		rc = catalog_load_zones_buf(c, buf, len, catalog__basename(path), cloud, e);
 	free(buf);
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 /* Distinct values, borrowed from the catalog; caller frees the array. */

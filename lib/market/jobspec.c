@@ -53,11 +53,14 @@ static int push_raw(struct ctx *c, char ***v, size_t *n, const char *msg)
 	return 0;
 }
 
-static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
-		    const char *path, const char *reason)
+/* Format "file:line: path: reason" and add it to *v. */
+__attribute__((format(printf, 6, 0)))
+static int vpush(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
+		 const char *path, const char *fmt, va_list ap)
 {
-	char msg[600];
+	char reason[400], msg[600];
 
+	vsnprintf(reason, sizeof reason, fmt, ap);
 	if (path[0])
 		snprintf(msg, sizeof msg, "%s:%d: %s: %s", c->name, LINE(nd), path,
 			 reason);
@@ -69,26 +72,24 @@ static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
 int jobspec__fail(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	vpush(c, &c->d.errors, &c->d.n_errors, n, path, fmt, ap);
 	va_end(ap);
-	push_msg(c, &c->d.errors, &c->d.n_errors, n, path, reason);
 	return -SR_EPARSE;
 }
 
 int jobspec__note(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	rc = vpush(c, &c->d.notes, &c->d.n_notes, n, path, fmt, ap);
 	va_end(ap);
-	return push_msg(c, &c->d.notes, &c->d.n_notes, n, path, reason);
+	return rc;
 }
 
 const char *jobspec__scalar(yaml_node_t *n)

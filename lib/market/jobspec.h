@@ -129,7 +129,7 @@ struct jobspec {
 	char **ports;               /* owned; "8080" or "10020-10040" */
 	size_t n_ports;
 	char *recovery;             /* job_recovery.strategy; owned; NULL */
-	int max_restarts_on_errors; /* job_recovery; 0 */
+	int max_restarts_on_errors; /* job_recovery: workload failures restarted; -1 unset */
 	struct jobspec_env *secrets;/* owned; value NULL: from the environment */
 	size_t n_secrets;
 	char *workdir;              /* owned; local directory, NULL if absent */

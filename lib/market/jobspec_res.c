@@ -381,17 +381,10 @@ static int recovery_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 			 yaml_node_t *vn, const char *path)
 {
 	static const char *const keys[] = { "strategy", "max_restarts_on_errors", NULL };
-	int rc;
-
 	if (!strcmp(k, "strategy"))
 		return set_strategy(c, vn, path);
-	if (!strcmp(k, "max_restarts_on_errors")) {
-		rc = jobspec__want_int(c, vn, path, 0, 1000, &c->js->max_restarts_on_errors);
-		if (!rc && c->js->max_restarts_on_errors > 0)
-			rc = note(c, vn, path, "not honoured yet: a workload that fails on its "
-				  "own ends the job FAILED; preemptions are always recovered");
-		return rc;
-	}
+	if (!strcmp(k, "max_restarts_on_errors"))
+		return jobspec__want_int(c, vn, path, 0, 1000, &c->js->max_restarts_on_errors);
 	return jobspec__unknown(c, kn, path, k, keys, NULL);
 }
 

@@ -25,6 +25,7 @@ void jobspec_init(struct jobspec *js)
 	js->max_hourly_cost = -1;
 	js->max_cost = -1;
 	js->max_restarts = -1;
+	js->max_restarts_on_errors = -1;
 	js->network = CATALOG_NET_UNKNOWN;
 	js->p_target = JOBSPEC_DEFAULT_P_TARGET;
 }

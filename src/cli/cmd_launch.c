@@ -18,6 +18,7 @@
 #include <math.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,10 +259,24 @@ static int follow(struct ctlcli *o, int64_t id, int logs)
 	return CLI_OK;
 }
 
-/* Plan js on the bundled catalog and print the placement it would buy.
- * Returns 0 (also when there is nothing to show), or CLI_USAGE after
- * printing that a name is not in the catalog. */
-static int preview(const struct jobspec *js)
+/* Plan js on the bundled catalog and print the placement it would buy to
+ * f (NULL: check only).  Returns 0 (also when there is nothing to show),
+ * or CLI_USAGE after printing that a name is not in the catalog or the
+ * work cannot fit before the deadline. */
+/* fprintf that does nothing without a stream (launch --json). */
+__attribute__((format(printf, 2, 3)))
+static void say(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+static int preview(const struct jobspec *js, FILE *f)
 {
 	struct catalog cat;
 	struct plan_result r = { 0 };
@@ -270,14 +285,14 @@ static int preview(const struct jobspec *js)
 	const struct plan_placement *p;
 	int rc = 0;
 
-	printf("job %s: %s:%d x %d node(s)\n", js->name ? js->name : "(unnamed)",
+	say(f, "job %s: %s:%d x %d node(s)\n", js->name ? js->name : "(unnamed)",
 	       js->accel[0] ? js->accel : "-", js->accel_count, js->num_nodes);
 	if (!(js->work_h > 0)) {
-		printf("  (no spotrun.work: add it to see the pool, cost and risk)\n");
+		say(f, "  (no spotrun.work: add it to see the pool, cost and risk)\n");
 		return 0;
 	}
 	if (cli_load_catalog("launch", NULL, &cat)) {
-		printf("  (no catalog to price the job)\n");
+		say(f, "  (no catalog to price the job)\n");
 		return 0;
 	}
 	if (plan_make(&cat, js, sr_time_real_ns(), &r, &e)) {
@@ -286,32 +301,33 @@ static int preview(const struct jobspec *js)
 		goto out;
 	}
 	if (!r.n_feasible) {
-		printf("  no placement meets the deadline and limits ('spotrun plan FILE "
+		say(f, "  no placement meets the deadline and limits ('spotrun plan FILE "
 		       "--all' says why); spotrund will still try\n");
 		goto out;
 	}
 	p = &r.items[0];
 	snprintf(where, sizeof where, "%s/%s%s%s", p->o.cloud, p->o.region,
 		 p->o.zone[0] ? "/" : "", p->o.zone);
-	printf("  pool:      %s %s %s\n", plan_mode_name(p->mode), where,
+	say(f, "  pool:      %s %s %s\n", plan_mode_name(p->mode), where,
 	       p->o.instance_type);
 	snprintf(a, sizeof a, "$%.2f/h", sr_money_to_usd(p->price_per_h));
 	if (p->mode == PLAN_SPOT_FALLBACK)
-		printf("  price:     %s spot, $%.2f/h on-demand fallback\n", a,
+		say(f, "  price:     %s spot, $%.2f/h on-demand fallback\n", a,
 		       sr_money_to_usd(p->o.ondemand_per_h) * js->num_nodes);
 	else
-		printf("  price:     %s %s\n", a, plan_mode_name(p->mode));
+		say(f, "  price:     %s %s\n", a, plan_mode_name(p->mode));
 	if (isinf(r.deadline_h))
 		snprintf(dl, sizeof dl, "none");
 	else
 		snprintf(dl, sizeof dl, "%.1fh", r.deadline_h);
-	printf("  deadline:  %s (work %.1fh)\n", dl, js->work_h);
+	say(f, "  deadline:  %s (work %.1fh)\n", dl, js->work_h);
 	snprintf(a, sizeof a, "$%.2f", sr_money_to_usd(p->expected_cost));
 	snprintf(b, sizeof b, "$%.2f", sr_money_to_usd(p->cost_p95));
-	printf("  expected:  %s (p95 %s), P(meet deadline) %.4f, risk %s\n", a, b,
+	say(f, "  expected:  %s (p95 %s), P(meet deadline) %.4f, risk %s\n", a, b,
 	       p->p_meet, plan_risk(&r, p));
 out:
-	fflush(stdout);
+	if (f)
+		fflush(f);
 	plan_result_free(&r);
 	catalog_free(&cat);
 	return rc;
@@ -442,16 +458,14 @@ static int cmd_launch(int argc, char **argv)
 		goto out;
 	if (!workdir && js.workdir)
 		workdir = js.workdir; /* SkyPilot: relative to where launch runs */
-	if (!o.json) {
-		rc = preview(&js);
-		if (rc) {
-			ret = rc;
-			goto out;
-		}
-		if (!yes && isatty(0) && isatty(1) && !confirm()) {
-			fprintf(stderr, "spotrun launch: not launched\n");
-			goto out;
-		}
+	rc = preview(&js, o.json ? NULL : stdout);
+	if (rc) {
+		ret = rc;
+		goto out;
+	}
+	if (!o.json && !yes && isatty(0) && isatty(1) && !confirm()) {
+		fprintf(stderr, "spotrun launch: not launched\n");
+		goto out;
 	}
 	if (fill_secrets(&js, envs, file))
 		goto out;

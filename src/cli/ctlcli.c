@@ -186,7 +186,9 @@ int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id)
 
 void ctlcli_print_json(const json_t *v)
 {
-	char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+	/* 15 digits: 0.99, not 0.98999999999999999 */
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS |
+			     JSON_REAL_PRECISION(15));
 
 	if (s) {
 		printf("%s\n", s);

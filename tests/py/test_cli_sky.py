@@ -160,3 +160,20 @@ def test_launch_asks_on_a_terminal():
     assert rc == 1, text
     assert "pool:" in text and "expected:" in text and "p95" in text, text
     assert "Launch? [Y/n]" in text and "not launched" in text, text
+
+
+def test_launch_checks_names_before_submitting():
+    path = os.path.join(ROOT, "build", "tmp_cli_launch_%d.yaml" % os.getpid())
+    with open(path, "w") as f:
+        f.write("resources: {accelerators: H100:3}\nrun: 'true'\nspotrun: {work: 1h}\n")
+    try:
+        for extra in ([], ["-d", "--json"]):
+            r = subprocess.run(["spotrun", "launch", path, "-y"] + extra, cwd=ROOT,
+                               capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, SPOTRUN_STATE_DIR="/nonexistent-spotrun"))
+            assert r.returncode == 2, (extra, r.stdout, r.stderr)
+            assert "H100:3 is not offered" in r.stderr
+            if extra:
+                assert r.stdout == ""
+    finally:
+        os.unlink(path)

@@ -301,7 +301,9 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     assert "/workdir" in out.split("cwd=")[1].split()[0]  # the node's copy
     # names work wherever an id does
     jid = submitted_id(out)
-    job = cli.json("status", "sky-names")["job"]
+    raw = cli.run("status", "sky-names", "--json", check=0).stdout
+    assert '"p_target": 0.99,' in raw  # not 0.98999999999999999
+    job = json.loads(raw)["job"]
     assert job["id"] == jid
     # secrets reach the workload but are never served back
     assert job["spec"]["secrets"]["INLINE_KEY"] == "<redacted>"
@@ -326,6 +328,22 @@ def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
     p = cli.run("cancel", "sky-names", check=0)
     assert "2 jobs are named 'sky-names'" in p.stderr
     assert cli.wait(jid2)["state"] == "CANCELLED"
+
+
+def test_job_recovery_restarts_on_errors(cli, tmp_path):
+    """SkyPilot's job_recovery.max_restarts_on_errors is the number of
+    times a failing workload is restarted."""
+    cli.start()
+    path = tmp_path / "failing.yaml"
+    path.write_text("name: failing\n"
+                    "resources:\n  accelerators: V100:1\n  use_spot: false\n"
+                    "  job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 1}\n"
+                    "run: exit 3\n")
+    p = cli.run("launch", str(path), "-d", "--json", check=0)
+    jid = json.loads(p.stdout)["job"]["id"]
+    job = cli.wait(jid)
+    assert job["state"] == "FAILED" and job["max_restarts"] == 1
+    assert job["restarts"] == 1, job
 
 
 def test_launch_on_a_terminal_shows_live_progress(cli, tmp_path):
