@@ -21,6 +21,7 @@
 #include "catalog_csv.h"
 #include "common/timeutil.h"
 #include "jobspec_int.h"
+#include "objstore/objstore.h"
 
 #define ctx jobspec__ctx
 #define LINE JOBSPEC__LINE
@@ -265,7 +266,7 @@ static int parse_bps(struct ctx *c, yaml_node_t *n, const char *path, double *ou
 }
 
 static const char *const ckpt_keys[] = {
-	"size", "interval", "stall", "restore_bandwidth", NULL
+	"size", "interval", "stall", "restore_bandwidth", "uri", NULL
 };
 
 static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
@@ -287,6 +288,22 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
+	if (!strcmp(k, "uri")) {
+		struct objstore_uri u;
+		struct sr_err ue = { 0 };
+		const char *s;
+		int rc = want_scalar(c, vn, path, &s);
+
+		if (rc)
+			return rc;
+		rc = objstore_uri_parse(s, &u, &ue);
+		objstore_uri_free(&u);
+		if (rc)
+			return fail(c, vn, path, "%s", ue.msg);
+		free(js->ckpt_uri);
+		js->ckpt_uri = strdup(s);
+		return js->ckpt_uri ? 0 : -ENOMEM;
+	}
 	return jobspec__unknown(c, kn, path, k, ckpt_keys, NULL);
 }
 
