@@ -12,11 +12,13 @@
 #
 # Layout rules (see CONTRIBUTING.md):
 #   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
-#   lib/ckpt + lib/common -> build/lib/libspotckpt.so    (the public library)
+#   lib/ckpt + lib/objstore + lib/common -> build/lib/libspotckpt.so
+#                         (the public library; objstore is its tier 3)
 #   src/cli/*.c           -> build/bin/spotrun
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
 #   tests/conformance/*.c -> build/conformance/*  (helpers of the npm SDK
@@ -76,7 +78,8 @@ endef
 $(foreach l,$(LIBDIRS),$(eval $(call lib_rule,$(l))))
 
 CKPT_SO := $(BUILD)/lib/libspotckpt.so
-CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/common/*.c))
+CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/objstore/*.c) \
+	$(wildcard lib/common/*.c))
 ifneq ($(wildcard lib/ckpt/*.c),)
 SHARED_LIBS := $(CKPT_SO)
 endif
@@ -104,6 +107,8 @@ $(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
 # ---- tests, benches ----------------------------------------------------
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+# Programs the Python tests drive (crash tests kill them at random points).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
@@ -116,6 +121,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 FAULT_WRAP := $(foreach f,malloc calloc realloc strdup write pwrite fsync \
 	fdatasync sqlite3_step curl_easy_perform,-Wl,--wrap=$(f))
 $(BUILD)/tests/test_faultinj: LDEXTRA := $(FAULT_WRAP)
+
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -159,7 +169,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean tsan tsan-build conformance install install-files uninstall
+	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -169,7 +179,8 @@ all: deps
 deps:
 	@scripts/install-deps -q
 
-build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS)
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS) \
+	$(HELPER_BINS)
 
 # The whole suite, plain build.
 test-run: build
@@ -227,6 +238,12 @@ demo: deps
 
 bench: all
 	@scripts/run-bench build
+
+# The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
+# meets its deadline, is bitwise identical, moves <= preemptions + 1.
+soak: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/soak --build $(BUILD)
 
 clean:
 	rm -rf build

@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "common/log.h"
+#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 static int ensure_layout(struct spotckpt *e)
@@ -278,6 +279,8 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 		e->st.uring_used = res->uring_used;
 		e->last_rc = 0;
 		e->last_msg[0] = '\0';
+		if (e->t3)
+			objstore_tier3_offer(e->t3, s->step); /* never blocks */
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;

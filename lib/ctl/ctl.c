@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -255,7 +256,17 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	c->cfg = *cfg;
 	pthread_mutex_init(&c->wake_mu, NULL);
-	pthread_cond_init(&c->wake_cv, NULL);
+	{
+		/* The reconciler's period is a timeout inside this process:
+		 * on the monotonic clock, so a wall-clock step cannot stall
+		 * or rush it. */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&c->conns_mu, NULL);
 	pthread_key_create(&c->db_key, NULL);
 	if (!cfg->state_dir || cfg->time_scale <= 0 || cfg->http_threads < 1) {
@@ -339,6 +350,7 @@ void ctl_stop(struct ctl *c)
 		pthread_join(c->reconciler, NULL);
 	ctl__http_stop(c);
 	ctl__pol_clear(c);
+	ctl__silence_free(c);
 	if (c->prov.ops && c->prov.ops->destroy)
 		c->prov.ops->destroy(c->prov.st);
 	for (size_t i = 0; i < c->nconns; i++)

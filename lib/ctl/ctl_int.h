@@ -63,7 +63,14 @@ struct ctl {
 	/* Policy states of the unfinished jobs (reconciler thread only). */
 	struct ctl_pol *pols;
 	size_t npols, cappols;
+
+	/* Node silence on the monotonic clock (recon_int.h; reconciler
+	 * thread only; released by ctl__silence_free). */
+	struct hbtable *hbseen;
 };
+
+/* Release c->hbseen (recon_nodes.c). */
+void ctl__silence_free(struct ctl *c);
 
 /* Policy state cache (polcache.c, reconciler thread only).  A policy's
  * state may own heap memory (policy_ops.destroy), so it lives here, in

@@ -214,7 +214,10 @@ int finops_alert_config_save(const char *path, json_t *j, struct sr_err *e)
 
 static void usd(char *buf, size_t n, sr_micros m)
 {
-	snprintf(buf, n, "$%.2f", sr_money_to_usd(m));
+	if (m < 0)
+		snprintf(buf, n, "-$%.2f", sr_money_to_usd(-m));
+	else
+		snprintf(buf, n, "$%.2f", sr_money_to_usd(m));
 }
 
 static json_t *mrkdwn(const char *text)
@@ -234,7 +237,9 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 	usd(amount, sizeof amount, a->cost);
 	snprintf(fields[0], sizeof fields[0], "*Cost so far*\n%s", amount);
 	usd(amount, sizeof amount, a->saved);
-	snprintf(fields[1], sizeof fields[1], "*Saved vs on-demand*\n%s", amount);
+	/* Slack text has no colour: a negative saving gets a red marker */
+	snprintf(fields[1], sizeof fields[1], "*Saved vs planned on-demand*\n%s%s",
+		 a->saved < 0 ? ":red_circle: " : "", amount);
 	snprintf(ctx, sizeof ctx, "spotrun %s · severity %s · %s", kind,
 		 sev_names[a->severity], a->source);
 	return json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:o},"

@@ -22,6 +22,7 @@
 #include "common/timeutil.h"
 #include "joblimits.h"
 #include "jobspec_int.h"
+#include "objstore/objstore.h"
 
 #define ctx jobspec__ctx
 #define LINE JOBSPEC__LINE
@@ -53,11 +54,14 @@ static int push_raw(struct ctx *c, char ***v, size_t *n, const char *msg)
 	return 0;
 }
 
-static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
-		    const char *path, const char *reason)
+/* Format "file:line: path: reason" and add it to *v. */
+__attribute__((format(printf, 6, 0)))
+static int vpush(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
+		 const char *path, const char *fmt, va_list ap)
 {
-	char msg[600];
+	char reason[400], msg[600];
 
+	vsnprintf(reason, sizeof reason, fmt, ap);
 	if (path[0])
 		snprintf(msg, sizeof msg, "%s:%d: %s: %s", c->name, LINE(nd), path,
 			 reason);
@@ -69,26 +73,24 @@ static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
 int jobspec__fail(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	vpush(c, &c->d.errors, &c->d.n_errors, n, path, fmt, ap);
 	va_end(ap);
-	push_msg(c, &c->d.errors, &c->d.n_errors, n, path, reason);
 	return -SR_EPARSE;
 }
 
 int jobspec__note(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	rc = vpush(c, &c->d.notes, &c->d.n_notes, n, path, fmt, ap);
 	va_end(ap);
-	return push_msg(c, &c->d.notes, &c->d.n_notes, n, path, reason);
+	return rc;
 }
 
 const char *jobspec__scalar(yaml_node_t *n)
@@ -265,7 +267,7 @@ static int parse_bps(struct ctx *c, yaml_node_t *n, const char *path, double *ou
 }
 
 static const char *const ckpt_keys[] = {
-	"size", "interval", "stall", "restore_bandwidth", NULL
+	"size", "interval", "stall", "restore_bandwidth", "uri", NULL
 };
 
 static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
@@ -287,6 +289,22 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
+	if (!strcmp(k, "uri")) {
+		struct objstore_uri u;
+		struct sr_err ue = { 0 };
+		const char *s;
+		int rc = want_scalar(c, vn, path, &s);
+
+		if (rc)
+			return rc;
+		rc = objstore_uri_parse(s, &u, &ue);
+		objstore_uri_free(&u);
+		if (rc)
+			return fail(c, vn, path, "%s", ue.msg);
+		free(js->ckpt_uri);
+		js->ckpt_uri = strdup(s);
+		return js->ckpt_uri ? 0 : -ENOMEM;
+	}
 	return jobspec__unknown(c, kn, path, k, ckpt_keys, NULL);
 }
 

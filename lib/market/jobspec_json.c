@@ -170,6 +170,8 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(ck, "interval_ns", json_integer(js->ckpt_interval_ns));
 	bad |= json_object_set_new(ck, "stall_ns", json_integer(js->ckpt_stall_ns));
 	bad |= json_object_set_new(ck, "restore_bps", json_real(js->restore_bps));
+	if (js->ckpt_uri)
+		bad |= json_object_set_new(ck, "uri", json_string(js->ckpt_uri));
 	bad |= json_object_set(sp, "checkpoint", ck);
 	bad |= json_object_set_new(sp, "max_hourly_cost_micros", json_integer(js->max_hourly_cost));
 	bad |= json_object_set_new(sp, "max_cost_micros", json_integer(js->max_cost));
@@ -446,7 +448,7 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"image_pull_ns", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
-					     "restore_bps", NULL };
+					     "restore_bps", "uri", NULL };
 	json_t *v, *ck;
 	int64_t size = 0;
 	int rc = sr_json_check_keys(s, keys, "spotrun", e);
@@ -482,6 +484,14 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 			rc = sr_json_get_int_opt(ck, "stall_ns", &js->ckpt_stall_ns, "spotrun.checkpoint", e);
 		if (!rc)
 			rc = sr_json_get_num_opt(ck, "restore_bps", &js->restore_bps, "spotrun.checkpoint", e);
+		v = json_object_get(ck, "uri");
+		if (!rc && v && !json_is_string(v))
+			rc = sr_err_set(e, -SR_EPARSE, "spotrun.checkpoint.uri: expected a string");
+		if (!rc && v) {
+			js->ckpt_uri = strdup(json_string_value(v));
+			if (!js->ckpt_uri)
+				rc = -ENOMEM;
+		}
 	}
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "max_hourly_cost_micros", &js->max_hourly_cost, "spotrun", e);

@@ -36,6 +36,7 @@ void jobspec_free(struct jobspec *js)
 	if (!js)
 		return;
 	free(js->name);
+	free(js->ckpt_uri);
 	free(js->infra);
 	for (size_t i = 0; i < js->n_envs; i++) {
 		free(js->envs[i].key);

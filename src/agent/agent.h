@@ -47,6 +47,7 @@ struct assignment {
 	json_t *envs;           /* object of strings (owned reference) */
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
+	char *ckpt_uri;       /* tier 3 (object store) or NULL */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	int spot;               /* -1 unknown */

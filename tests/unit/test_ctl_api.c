@@ -188,6 +188,8 @@ static void test_job_lifecycle_node_api(void **state)
 	json_decref(v);
 	j = wait_state(id, "SUCCEEDED");
 	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 0);
+	/* the last heartbeat said step 9 of 10; every rank exited 0 */
+	assert_int_equal(json_integer_value(json_object_get(j, "step")), 10);
 	assert_int_equal(json_integer_value(json_object_get(j, "ckpt_step")), 5);
 	json_decref(j);
 
