@@ -835,8 +835,11 @@ int ctl__reconcile_once(struct ctl *c)
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));
 	rc = recon__active_jobs(db, &ids, &n);
-	if (rc)
-		return rc;
+	if (rc) {
+		sr_warn("recon", "cannot list active jobs", "err=\"%s\"",
+			sr_strerror(rc));
+		return -EIO; /* the pass did nothing; the next one retries */
+	}
 	/* Release the policy memory of jobs that have ended. */
 	ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {
