@@ -272,10 +272,15 @@ class DistCheckpointer:
 
     def __init__(self, dir, keep=2, rank=None, world_size=None,
                  commit_timeout=120.0, **engine_opts):
-        if _ckpt._is_remote(dir) or engine_opts.get("remote"):
-            raise ValueError("multi-rank checkpoints are written to a "
-                             "shared directory; an object store is not "
-                             "supported for them yet")
+        if _ckpt._is_remote(dir):
+            raise ValueError("%s: multi-rank checkpoints are written to a "
+                             "shared directory, not to an object store "
+                             "(not built yet)" % (dir,))
+        if engine_opts.pop("remote", None) is not None:
+            # as with a failing upload: training goes on with tier 2
+            log.error("multi-rank checkpoints have no object-store tier "
+                      "yet: remote= ignored, checkpoints stay in %s", dir)
+        engine_opts.pop("local_dir", None)
         self.rank, self.world_size = rank_world(rank, world_size)
         self.dir = _ckpt._local_path(dir)
         self.keep = int(keep)
