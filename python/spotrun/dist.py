@@ -440,16 +440,37 @@ class DistCheckpointer:
     def restore(self, state, max_step=None):
         """Fill `state` from the newest globally committed step: replicated
         tensors from rank 0's copy, each Shard from the saved slices that
-        overlap it.  Returns the step, or None if there is none.  Raises
+        overlap it.  Returns the step, or None if there is none.  Every
+        rank must call it: when torch.distributed is initialized the ranks
+        agree on one step (an all_reduce), so a part damaged on one rank
+        sends all of them to the same older step.  Raises
         MetadataError (a ValueError) when the state cannot be restored
         into this world size (a rank-local shard saved by another number
         of ranks, a global shape that differs)."""
         if not isinstance(state, (dict, list)):
             raise TypeError("restore() fills a dict (or list) in place, not "
                             "a %s" % type(state).__name__)
-        found = None
+        lim = max_step
+        while True:
+            found = self._restore_newest(state, lim)
+            lo, hi = self._agree(found)
+            if lo == hi:
+                break
+            # some rank could not use this step (a damaged part of its
+            # own): every rank takes the same older one
+            log.warning("ranks restored steps %s..%s: all take step <= %s",
+                        lo, hi, lo)
+            lim = lo
+            if lo < 0:
+                found = None
+                break
+        if max_step is None:
+            self._drop_after(found)
+        return found
+
+    def _restore_newest(self, state, lim):
         for s in committed_steps(self.dir):
-            if max_step is not None and s > max_step:
+            if lim is not None and s > lim:
                 continue
             try:
                 self._restore_step(s, state)
@@ -457,11 +478,24 @@ class DistCheckpointer:
                 log.warning("global step %d unusable, trying the previous "
                             "one: %s", s, exc)
                 continue
-            found = s
-            break
-        if max_step is None:
-            self._drop_after(found)
-        return found
+            return s
+        return None
+
+    def _agree(self, found):
+        """(min, max) of the step each rank restored (-1: none), over the
+        default torch.distributed group when it is up with this world
+        size; (found, found) otherwise."""
+        v = -1 if found is None else found
+        tdist = getattr(sys.modules.get("torch"), "distributed", None)
+        if tdist is None or not tdist.is_available() or \
+                not tdist.is_initialized() or \
+                tdist.get_world_size() != self.world_size:
+            return v, v
+        torch = sys.modules["torch"]
+        dev = "cuda" if tdist.get_backend() == "nccl" else "cpu"
+        t = torch.tensor([-v, v], dtype=torch.int64, device=dev)
+        tdist.all_reduce(t, op=tdist.ReduceOp.MAX)
+        return -int(t[0]), int(t[1])
 
     def _restore_step(self, step, state):
         with open(self._record_path(step), "rb") as f:

@@ -73,6 +73,18 @@ def test_kill_during_commit_uses_previous_step(tmp_path, victim, phase):
         # ... and commits step 2 afresh, which a restore then takes
         assert res["again"][0] == 2
         assert torch.equal(res["again"][1], torch.full((3,), 20.0 + r))
+    # a part of step 2 damaged on rank 1 only: both ranks agree on step 1
+    part = os.path.join(d, "rank-00001", "step-00000002")
+    f = max((os.path.join(part, n) for n in os.listdir(part)),
+            key=os.path.getsize)
+    with open(f, "r+b") as fh:
+        fh.seek(os.path.getsize(f) - 4)
+        fh.write(b"\xff\xfe\xfd\xfc")
+    assert w.launch(w.commit_kill, 2, d, out, [], -1, "", 0) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "kill-%d.pt" % r)
+        assert res["restored"] == 1, (r, res)
+        assert torch.equal(res["s"], torch.full((3,), 10.0 + r))
 
 
 def test_reshard_4_2_3_and_world_size_mismatch(tmp_path):
