@@ -38,7 +38,7 @@ static const char *const BUSAGE =
 	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
 	"                          [--torch-script PATH] [--io-depth N]\n"
-	"                          [--io-chunk SIZE]\n\n"
+	"                          [--io-chunk SIZE] [--remote URI]\n\n"
 	"Measure libspotckpt against plain peers on a model-like state of SIZE\n"
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
@@ -51,11 +51,14 @@ static const char *const BUSAGE =
 	"  --interval S       checkpoint interval in the loop (default 30)\n"
 	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
 	"  --io-depth N       engine writes in flight (library default)\n"
-	"  --io-chunk SIZE    engine bytes per write (library default)\n";
+	"  --io-chunk SIZE    engine bytes per write (library default)\n"
+	"  --remote URI       tier 3 on during every measurement, plus\n"
+	"                     upload_vs_raw and remote_restore_vs_raw against\n"
+	"                     plain parallel curl PUT / ranged GET (s3://)\n";
 
 struct bopts {
 	uint64_t size;
-	const char *dir, *script;
+	const char *dir, *script, *remote;
 	int json, threads, reps, io_depth;
 	uint32_t io_chunk;
 	double train_s, interval_s;
@@ -114,6 +117,8 @@ static int parse(int argc, char **argv, struct bopts *o)
 						       "not a size like 512M or 2G", v);
 		} else if (!strcmp(a, "--dir")) {
 			o->dir = v;
+		} else if (!strcmp(a, "--remote")) {
+			o->remote = v;
 		} else if (!strcmp(a, "--torch-script")) {
 			o->script = v;
 		} else if (!strcmp(a, "--threads")) {
@@ -207,6 +212,8 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 	}
 	if (rc == 0)
 		rc = spotckpt_prepare(*out);
+	if (rc == 0 && o->remote)
+		rc = spotckpt_set_remote(*out, o->remote); /* tier 3 on */
 	return rc;
 }
 
@@ -391,6 +398,8 @@ static void print_table(json_t *root)
 		{ "stall_vs_torch_save", "<= 0.05" },
 		{ "train_overhead", "< 0.01" },
 		{ "peak_rss_vs_state", "<= 1.1" },
+		{ "upload_vs_raw", ">= 0.90" },
+		{ "remote_restore_vs_raw", ">= 0.90" },
 	};
 
 	printf("%-22s %10s  %-8s  %s\n", "key", "ratio", "goal", "raw");
@@ -468,6 +477,11 @@ int ckpt_bench_main(int argc, char **argv)
 	rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
 			median(rw, o.reps), raw, direct, &stall, &lazy);
 	unlink(raw);
+	if (rc == 0 && o.remote) {
+		progress(&o, "tier 3: upload and remote restore");
+		rc = bench_remote(&st, o.remote, wdir, o.reps, dst,
+				  st.total + 4096, root);
+	}
 	bench_unmap(dst, st.total + 4096);
 	dst = NULL;
 	if (rc) {

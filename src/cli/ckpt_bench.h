@@ -62,4 +62,12 @@ long bench_calibrate(double step_s);       /* compute iterations per step */
 int bench_train_run(struct bench_state *s, struct spotckpt *e, long steps,
 		    long iters, double interval_s, struct bench_train *out);
 
+/* ckpt_bench_remote.c: upload_vs_raw and remote_restore_vs_raw against
+ * uri (an engine on WDIR/tier3-bench), into root.  buf holds cap bytes
+ * (>= the state).  Returns 0 or the library's error (printed). */
+#include <jansson.h>
+int bench_remote(const struct bench_state *st, const char *uri,
+		 const char *wdir, int reps, uint8_t *buf, uint64_t cap,
+		 json_t *root);
+
 #endif
