@@ -71,6 +71,8 @@ struct call {
 	char md5[25];         /* Content-MD5 or "" */
 	const char *range;    /* "bytes=A-B" or NULL */
 	const char *ctype;    /* Content-Type or NULL */
+	objstore_sink_fn sink;/* response body of a range, or NULL */
+	void *sink_ud;
 };
 
 static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
@@ -150,6 +152,7 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 		.method = method, .url = url, .what = what, .body = body,
 		.body_len = blen, .body_fd = fd, .body_off = foff, .dst = dst,
 		.dst_len = dlen, .max_resp = max, .sign = sign, .sign_ud = c,
+		.sink = c->sink, .sink_ud = c->sink_ud,
 	};
 	rc = os_http(s, &rq, resp, e);
 	if (rc == 0 && resp->status / 100 != 2)
@@ -386,9 +389,11 @@ out:
 }
 
 static int s3_get_range(struct objstore *s, const char *key, uint64_t off,
-			uint64_t len, void *dst, struct sr_err *e)
+			uint64_t len, void *dst, objstore_sink_fn sink, void *ud,
+			struct sr_err *e)
 {
-	struct call c = { .s3 = s->impl, .query = "" };
+	struct call c = { .s3 = s->impl, .query = "", .sink = sink,
+			  .sink_ud = ud };
 	struct os_resp resp = { 0 };
 	char *fk = objstore__full_key(s, key), *path = NULL, what[512], range[64];
 	int rc = -ENOMEM;
