@@ -2,7 +2,9 @@
 #
 #   make            build everything into build/
 #   make check      every test, then the whole suite again under ASan+UBSan,
+#                   the C tests under ThreadSanitizer (clang, build/tsan),
 #                   then the fuzz targets for a bounded time
+#   make tsan       the C tests under ThreadSanitizer only
 #   make bench      the benchmarks
 #   make demo       install, build, then run one spot training job end to
 #                   end on the local spot cloud and print its report
@@ -38,6 +40,10 @@ ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
+endif
+ifeq ($(SAN),tsan)
+CFLAGS_BASE += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDSAN := -fsanitize=thread
 endif
 ifeq ($(FUZZ),1)
 CFLAGS_BASE += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
@@ -108,7 +114,13 @@ CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LDEXTRA) $(LINK_LIBS) -lcmocka
+
+# Fault injection (lib/common/faultinj.h): this test's calls to these
+# functions go through counting wrappers that fail the N-th one.
+FAULT_WRAP := $(foreach f,malloc calloc realloc strdup write pwrite fsync \
+	fdatasync sqlite3_step curl_easy_perform,-Wl,--wrap=$(f))
+$(BUILD)/tests/test_faultinj: LDEXTRA := $(FAULT_WRAP)
 
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -157,7 +169,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean conformance install install-files uninstall soak
+	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -185,10 +197,24 @@ check: deps
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
 	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
+	@echo "== check: ThreadSanitizer (clang), C tests, build/tsan =="
+	@$(MAKE) --no-print-directory tsan-build
+	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/tsan tsan || true
 	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
 	@scripts/summarize build/.results
+
+# The C unit tests built with clang -fsanitize=thread (the engine's copy
+# and writer threads, the reconciler, libmicrohttpd's workers share state).
+tsan-build:
+	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=tsan CC=clang \
+		tsan-bins
+
+tsan-bins: $(STATIC_LIBS) $(BINS) $(TEST_BINS)
+
+tsan: deps tsan-build
+	@scripts/run-tests build/tsan tsan
 
 # The official AWS SDK for JavaScript against our signer and EC2 driver
 # (tests/conformance; needs node and npm, installed by install-deps).

@@ -404,6 +404,9 @@ SPOTCKPT_API int spotckpt_restore_cb(const char *dir, int64_t max_step,
 enum spotckpt_entry_state {
 	SPOTCKPT_ENTRY_COMMITTED = 0, /* step-N/ with a manifest */
 	SPOTCKPT_ENTRY_INCOMPLETE = 1,/* step-N.tmp/, or step-N/ lacking one */
+	SPOTCKPT_ENTRY_DAMAGED = 2,   /* step-N/ whose manifest or shard
+					 headers do not check out (restore
+					 skips it) */
 };
 
 struct spotckpt_entry {

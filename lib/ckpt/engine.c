@@ -113,7 +113,7 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 		return rc;
 	e = calloc(1, sizeof *e);
 	if (!e)
-		return -ENOMEM;
+		return ckpt__fail(-ENOMEM, "spotckpt_open: out of memory");
 	e->o = *o;
 	e->dir = strdup(objstore_uri_local_path(o->dir));
 	e->o.dir = e->dir;
@@ -292,11 +292,12 @@ SPOTCKPT_API int spotckpt_register(struct spotckpt *e, const char *name,
 
 	if (!e)
 		return ckpt__fail(-EINVAL, "register: NULL engine");
+	ckpt__errmsg_clear();
 	pthread_mutex_lock(&e->api);
 	ckpt__engine_wait_staged(e);
 	rc = reg_add(e, name, ptr, dtype, ndim, shape, device);
 	pthread_mutex_unlock(&e->api);
-	return rc;
+	return ckpt__fail_default(rc, "register");
 }
 
 SPOTCKPT_API int spotckpt_clear(struct spotckpt *e)
@@ -331,7 +332,7 @@ SPOTCKPT_API int spotckpt_wait(struct spotckpt *e)
 	pthread_mutex_lock(&e->api);
 	rc = ckpt__engine_wait_all(e);
 	pthread_mutex_unlock(&e->api);
-	return rc;
+	return ckpt__fail_default(rc, "wait");
 }
 
 SPOTCKPT_API int64_t spotckpt_last_saved_step(struct spotckpt *e)

@@ -369,7 +369,10 @@ static int run_shards(struct spotckpt_reader *r,
 }
 
 /* ---- opening ------------------------------------------------------------- */
-static int try_open(const char *ckdir, uint32_t flags,
+/* Open the checkpoint in ckdir, named for step `want`: its manifest
+ * must say that step (a manifest of step 999999 inside step-00000200 is
+ * corrupt, not a newer checkpoint). */
+static int try_open(const char *ckdir, int64_t want, uint32_t flags,
 		    struct spotckpt_reader **out, struct sr_err *e)
 {
 	struct spotckpt_reader *r = calloc(1, sizeof *r);
@@ -394,6 +397,12 @@ static int try_open(const char *ckdir, uint32_t flags,
 	rc = ckpt__manifest_parse(buf, len, mpath, &r->m, e);
 	if (rc)
 		goto out;
+	if (r->m.step != want) {
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: manifest says step %" PRId64
+				", the directory name step %" PRId64, mpath,
+				r->m.step, want);
+		goto out;
+	}
 	for (uint32_t i = 0; i < r->m.l->ns; i++) {
 		rc = check_shard(r, i, e);
 		if (rc)
@@ -465,7 +474,7 @@ SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 	dir = objstore_uri_local_path(dir);
 	if (step >= 0) {
 		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, step);
-		rc = try_open(path, flags, out, &e);
+		rc = try_open(path, step, flags, out, &e);
 		return rc ? ckpt__fail_err(&e, rc) : 0;
 	}
 	rc = ckpt__scan(dir, &steps, &n, 0, NULL);
@@ -477,7 +486,7 @@ SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 			continue;
 		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, steps[i]);
 		sr_err_clear(&e);
-		rc = try_open(path, flags, out, &e);
+		rc = try_open(path, steps[i], flags, out, &e);
 		if (rc == 0 || rc == -ENOMEM)
 			break;
 		sr_warn("ckpt", "skipping invalid checkpoint", "dir=%s step=%"

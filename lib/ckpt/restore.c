@@ -264,8 +264,8 @@ static void fill_entry(const char *dir, int64_t step, int tmp,
 		char m[sizeof path + 32];
 
 		snprintf(m, sizeof m, "%s/%s", path, CKPT_MANIFEST);
-		if (access(m, F_OK) != 0)
-			en->state = SPOTCKPT_ENTRY_INCOMPLETE;
+		en->state = access(m, F_OK) != 0 ? SPOTCKPT_ENTRY_INCOMPLETE
+						 : SPOTCKPT_ENTRY_DAMAGED;
 	}
 }
 

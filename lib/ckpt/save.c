@@ -80,10 +80,11 @@ static int ensure_staging(struct spotckpt *e)
 	pthread_mutex_lock(&e->mu);
 	while (!all_free(e))
 		pthread_cond_wait(&e->cv, &e->mu);
-	pthread_mutex_unlock(&e->mu);
-	ckpt__staging_free(&e->stg);
+	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	pthread_mutex_unlock(&e->mu);
+	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
 	pthread_mutex_lock(&e->mu);
 	if (rc == 0) {
@@ -351,6 +352,7 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 		*outcome = SPOTCKPT_STAGED;
 	if (!e || step < 0)
 		return ckpt__fail(-EINVAL, "save: NULL engine or negative step");
+	ckpt__errmsg_clear();
 	rc = check_meta(meta_json);
 	if (rc)
 		return rc;
@@ -401,7 +403,7 @@ out:
 	pthread_mutex_unlock(&e->api);
 	if (outcome)
 		*outcome = oc;
-	return rc;
+	return ckpt__fail_default(rc, "save");
 }
 
 /* Drop staged saves and cancel the write in progress (api held). */

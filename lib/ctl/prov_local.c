@@ -59,7 +59,8 @@ static int local_describe(void *st, int pool, double sim_s,
 static const char *const pass_env[] = {
 	"PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SPOTRUN_LIB",
 	"SPOTRUN_LOG_LEVEL", "SPOTRUN_BUILD", "SPOTRUN_CHECK_MODE", "LD_PRELOAD",
-	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR", NULL
+	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR",
+	"SPOTRUN_CA_CERT", NULL
 };
 
 struct gate_ud {

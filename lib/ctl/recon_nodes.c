@@ -90,7 +90,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	sqlite3_stmt *st = NULL;
 	struct rnode *v = NULL;
 	size_t k = 0, cap = 0;
-	int rc = 0;
+	int rc = 0, src;
 
 	*out = NULL;
 	*n = 0;
@@ -98,7 +98,10 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, arg);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	/* an error must not read as the end of the rows: a short list of
+	 * live nodes would have a rank placed twice (found by
+	 * tests/unit/test_faultinj.c) */
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		if (k == cap) {
 			size_t nc = cap ? 2 * cap : 16;
 			struct rnode *nv = realloc(v, nc * sizeof *nv);
@@ -112,6 +115,8 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 		}
 		node_row(c, st, &v[k++]);
 	}
+	if (!rc && src != SQLITE_DONE)
+		rc = -EIO;
 	sqlite3_finalize(st);
 	if (rc) {
 		free(v);

@@ -25,6 +25,7 @@
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
+#include "ctl/secrets.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
 #include "ctl/recon_int.h"
@@ -187,8 +188,9 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 	x->gpus = colon ? atoi(colon + 1) : 0;
 }
 
-static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
-		       char *workdir, size_t wn, struct sky_extra *x)
+static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
+		       json_t **setup, json_t **run, char *workdir, size_t wn,
+		       struct sky_extra *x)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *envs = json_object();
@@ -196,8 +198,8 @@ static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (sqlite3_prepare_v2(db, "SELECT spec_json, envs, workdir FROM jobs "
-			       "WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT spec_json, envs, workdir, secrets_enc "
+			       "FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return envs;
 	sqlite3_bind_int64(st, 1, job);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -221,6 +223,20 @@ static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
 		}
 		if (json_is_object(over))
 			json_object_update(envs, over);
+		if (sqlite3_column_type(st, 3) == SQLITE_BLOB) {
+			/* the job's secrets, sealed at submit (secrets.h) */
+			json_t *sec = ctl_secrets_open(sqlite3_column_blob(st, 3),
+					(size_t)sqlite3_column_bytes(st, 3),
+					c->secrets_key);
+
+			if (sec)
+				json_object_update(envs, sec);
+			else
+				sr_error("api", "cannot open the job's sealed "
+					 "secrets (secrets.key replaced?)",
+					 "job=%" PRId64, job);
+			json_decref(sec);
+		}
 		snprintf(workdir, wn, "%s", ctl_db_text(st, 2));
 		json_decref(spec);
 		json_decref(over);
@@ -289,7 +305,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	ctl__wake(c);
 	node_load(db, n.id, &n);
 	sky.mounts = json_object();
-	envs = envs_of(db, n.job, &setup, &run, workdir, sizeof workdir, &sky);
+	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
+		       sizeof workdir, &sky);
 	dir = json_string(workdir[0] ? workdir : nodedir);
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
@@ -615,6 +632,21 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = api_parse_report(body, len, &root, &b, &e);
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
+	for (i = 0; i < b.n; i++) {
+		/* an exit is for an attempt this node was told to run: never
+		 * past the job's current one (issue 10: attempt 999) */
+		if (b.ev[i].type == EV_EXIT &&
+		    (b.ev[i].attempt == 0 || b.ev[i].attempt > n.attempt)) {
+			rc = ctl_resp_error(rs, 400, "request body: events[%zu]: "
+					    "exit for attempt %" PRId64 ", but "
+					    "job %" PRId64 " is at attempt %"
+					    PRId64, i, b.ev[i].attempt, n.job,
+					    n.attempt);
+			api_report_free(&b);
+			json_decref(root);
+			return rc;
+		}
+	}
 	rc = ctl_db_begin(db, &e);
 	for (i = 0; !rc && i < b.n; i++) {
 		rc = apply_event(c, db, &n, &b.ev[i], now, &e);

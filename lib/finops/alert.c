@@ -285,15 +285,18 @@ static int post_json(const struct finops_alert_config *c, const char *url,
 {
 	static const char *const hdrs[] = { "Content-Type: application/json", NULL };
 	struct sr_http_resp resp;
+	struct sr_http_opts ho = c->http;
 	struct sr_err he;
 	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	int rc;
 
+	/* an alert sent twice beats one lost: retry the POST on 5xx too */
+	ho.retry_unsafe = 1;
 	json_decref(body);
 	if (!text)
 		return sr_err_set(e, -ENOMEM, "%s: out of memory", channel);
 	sr_err_clear(&he);
-	rc = sr_http_request("POST", url, hdrs, text, strlen(text), &c->http,
+	rc = sr_http_request("POST", url, hdrs, text, strlen(text), &ho,
 			     &resp, &he);
 	free(text);
 	if (rc) {

@@ -20,6 +20,7 @@
 
 #include "catalog_csv.h"
 #include "common/timeutil.h"
+#include "joblimits.h"
 #include "jobspec_int.h"
 #include "objstore/objstore.h"
 
@@ -376,7 +377,8 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "max_cost"))
 		return want_money(c, vn, path, &js->max_cost);
 	if (!strcmp(k, "max_restarts"))
-		return want_int(c, vn, path, 0, 1000000, &js->max_restarts);
+		return want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
+				&js->max_restarts);
 	if (!strcmp(k, "network")) {
 		rc = want_scalar(c, vn, path, &s);
 		if (!rc && catalog_net_parse(s, &js->network))
@@ -515,7 +517,8 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "name"))
 		return want_str(c, vn, path, &c->js->name);
 	if (!strcmp(k, "num_nodes"))
-		return want_int(c, vn, path, 1, 4096, &c->js->num_nodes);
+		return want_int(c, vn, path, SR_LIMIT_NUM_NODES_MIN,
+				SR_LIMIT_NUM_NODES_MAX, &c->js->num_nodes);
 	if (!strcmp(k, "resources"))
 		return walk_map(c, vn, path, jobspec__res_pair);
 	if (!strcmp(k, "envs"))
@@ -537,6 +540,47 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "spotrun"))
 		return walk_map(c, vn, path, spot_pair);
 	return jobspec__unknown(c, kn, path, k, top_keys, top_hints);
+}
+
+/* Reject a document nested deeper than SR_LIMIT_YAML_DEPTH while reading
+ * it as events, before libyaml builds the tree: deep flow nesting costs
+ * the composer time quadratic in the depth (issue 10: 179 s for 120k
+ * levels), and no job file needs more than a handful.  A syntax error is
+ * left to the loader, which reports it. */
+static int check_depth(const char *buf, size_t len, const char *name,
+		       struct sr_err *e)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, rc = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	for (;;) {
+		yaml_event_type_t t;
+		int line;
+
+		if (!yaml_parser_parse(&p, &ev))
+			break;
+		t = ev.type;
+		line = (int)ev.start_mark.line + 1;
+		yaml_event_delete(&ev);
+		if (t == YAML_STREAM_END_EVENT)
+			break;
+		if (t == YAML_MAPPING_START_EVENT || t == YAML_SEQUENCE_START_EVENT)
+			depth++;
+		else if (t == YAML_MAPPING_END_EVENT || t == YAML_SEQUENCE_END_EVENT)
+			depth--;
+		if (depth > SR_LIMIT_YAML_DEPTH) {
+			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: nested deeper than "
+					"%d levels", name, line,
+					SR_LIMIT_YAML_DEPTH);
+			break;
+		}
+	}
+	yaml_parser_delete(&p);
+	return rc;
 }
 
 void jobspec_diag_free(struct jobspec_diag *d)
@@ -586,6 +630,9 @@ int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
 	c.js = js;
 	if (d)
 		memset(d, 0, sizeof *d);
+	rc = check_depth(buf, len, name, e);
+	if (rc)
+		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);

@@ -378,13 +378,17 @@ def _restore_one(lib, r, state, cuda_direct):
     try:
         meta = json.loads(lib.spotckpt_reader_meta(r))
     except ValueError as exc:
-        raise ValueError("%s: metadata is not JSON: %s" % (path, exc)) \
-            from None
+        raise _state.MetadataError("%s: metadata is not JSON: %s"
+                                   % (path, exc)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError("%s was not written by spotrun.Checkpointer (its "
-                         "metadata has no %r state)" % (path, FORMAT))
+        raise _state.MetadataError("%s was not written by "
+                                   "spotrun.Checkpointer (its metadata has "
+                                   "no %r state)" % (path, FORMAT))
     infos, index = _read_infos(lib, r)
-    plan = _state.plan_restore(meta["state"], infos, state, cuda_direct)
+    try:
+        plan = _state.plan_restore(meta["state"], infos, state, cuda_direct)
+    except _state.MetadataError as exc:
+        raise _state.MetadataError("%s: %s" % (path, exc)) from None
     dests = (_lib.Dest * max(1, len(plan.buffers)))()
     for i, (name, (ptr, nbytes, _owner, dev)) in \
             enumerate(plan.buffers.items()):
@@ -415,7 +419,10 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     exist).  A checkpoint that
     fails verification is skipped (the library logs which file and
     tensor) and the previous one is used; if it fails after tensors in
-    `state` were overwritten, they are overwritten again by that one."""
+    `state` were overwritten, they are overwritten again by that one.
+    So is one whose metadata does not decode (an unknown tag, a dtype name
+    that is not a real dtype, metadata written by the C API): a warning
+    names it; with `step` given it raises MetadataError (a ValueError)."""
     if not isinstance(state, (dict, list)):
         raise TypeError("restore() fills a dict (or list) in place, not a %s"
                         % type(state).__name__)
@@ -436,7 +443,19 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
         _lib.check(rc, "cannot open a checkpoint in %s" % dir)
         try:
             found = lib.spotckpt_reader_step(r)
-            rc, plan = _restore_one(lib, r, state, cuda_direct)
+            try:
+                rc, plan = _restore_one(lib, r, state, cuda_direct)
+            except _state.MetadataError as exc:
+                # its files verify but its metadata does not decode: as
+                # damaged as a bad checksum, so the previous one is used
+                if step is not None:
+                    raise
+                log.warning("skipping checkpoint step %d in %s: %s",
+                            found, dir, exc)
+                if found <= 0:
+                    return None
+                limit = found - 1
+                continue
             if rc in _FALLBACK_CODES and step is None:
                 log.warning("skipping checkpoint step %d in %s: %s (%s)",
                             found, dir, lib.spotckpt_strerror(rc).decode(),
@@ -455,7 +474,9 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
 
 def list_checkpoints(dir):
     """The checkpoints of `dir`, newest first, as dicts (step, time_ns,
-    bytes, committed, ntensors); no checksum verification."""
+    bytes, committed, damaged, ntensors); no checksum verification.  A
+    damaged one (its manifest or shard headers do not check out) is not
+    committed; restore() skips it."""
     lib = _lib.lib()
     n = ctypes.c_size_t(0)
     _lib.check(lib.spotckpt_list(str(dir).encode(), None, 0,
@@ -464,7 +485,8 @@ def list_checkpoints(dir):
     _lib.check(lib.spotckpt_list(str(dir).encode(), arr, n.value,
                                  ctypes.byref(n)), "cannot list %s" % dir)
     return [{"step": e.step, "time_ns": e.time_ns, "bytes": e.bytes,
-             "committed": e.state == 0, "ntensors": e.ntensors}
+             "committed": e.state == 0, "damaged": e.state == 2,
+             "ntensors": e.ntensors}
             for e in arr[:min(n.value, len(arr))]]
 
 
