@@ -111,12 +111,12 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 sel.register(p.stdout, selectors.EVENT_READ)
                 assert sel.select(timeout=120), "no upload committed in 120 s"
                 first = p.stdout.readline()
-                assert first.startswith("saved "), first + p.stderr.read()
+                assert first.startswith("saved "), "trial %d: %r" % (trial, first)
                 step = int(first.split()[1]) + 1  # the next one to save
             time.sleep(rnd.uniform(0.0, 0.25))
             p.kill()
             out, err = p.communicate()
-            assert p.returncode == -9, err
+            assert p.returncode == -9, "trial %d: %s" % (trial, err)
             shutil.rmtree(local, ignore_errors=True)  # the node is gone
             # the next uploader starts after the newest step this one saved
             saved = [step - 1] + [int(x.split()[1]) for x in out.split("\n")
