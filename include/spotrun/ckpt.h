@@ -101,6 +101,9 @@ enum spotckpt_dtype {
 	SPOTCKPT_I8 = 7,   /* "I8" */
 	SPOTCKPT_U8 = 8,   /* "U8" */
 	SPOTCKPT_BOOL = 9, /* "BOOL", one byte per element */
+	SPOTCKPT_U16 = 10, /* "U16" */
+	SPOTCKPT_U32 = 11, /* "U32" */
+	SPOTCKPT_U64 = 12, /* "U64" */
 	SPOTCKPT_DTYPE_COUNT
 };
 

@@ -23,7 +23,8 @@ ETIMEOUT, ENOTFOUND, ECONFLICT, EUNSUPPORTED = 10005, 10006, 10007, 10008
 
 # enum spotckpt_dtype, by safetensors name
 DTYPE_IDS = {"F32": 0, "F16": 1, "BF16": 2, "F64": 3, "I64": 4, "I32": 5,
-             "I16": 6, "I8": 7, "U8": 8, "BOOL": 9}
+             "I16": 6, "I8": 7, "U8": 8, "BOOL": 9, "U16": 10, "U32": 11,
+             "U64": 12}
 DTYPE_NAMES = {v: k for k, v in DTYPE_IDS.items()}
 
 DEV_CPU, DEV_CUDA = 0, 1

@@ -395,8 +395,8 @@ static void print_table(json_t *root)
 
 	printf("%-22s %10s  %-8s  %s\n", "key", "ratio", "goal", "raw");
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-		json_t *o = json_object_get(root, rows[i].key), *r;
-		char *raw;
+		json_t *o = json_object_get(root, rows[i].key), *r, *rest;
+		char *raw = NULL;
 		char ratio[32] = "n/a";
 
 		if (!o)
@@ -404,9 +404,15 @@ static void print_table(json_t *root)
 		r = json_object_get(o, "ratio");
 		if (json_is_number(r))
 			snprintf(ratio, sizeof ratio, "%.4f", json_number_value(r));
-		json_object_del(o, "ratio");
-		raw = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4));
-		json_object_set(o, "ratio", r);
+		/* the raw numbers without the ratio, from a shallow copy: the
+		 * row itself (and its "ratio", which deleting would free)
+		 * stays untouched */
+		rest = json_copy(o);
+		if (rest) {
+			json_object_del(rest, "ratio");
+			raw = json_dumps(rest, JSON_COMPACT | JSON_REAL_PRECISION(4));
+			json_decref(rest);
+		}
 		printf("%-22s %10s  %-8s  %s\n", rows[i].key, ratio, rows[i].goal,
 		       raw ? raw : "");
 		free(raw);
