@@ -53,6 +53,13 @@ void ckpt__errmsg_clear(void);
 /* Dtype of a safetensors name, or -1. */
 int ckpt__dtype_parse(const char *s);
 
+/* hashcopy.c: XXH3 update (SIMD-dispatched, same digest) and a fused
+ * hash + copy into a tensor. */
+struct XXH3_state_s;
+void ckpt__hash_update(struct XXH3_state_s *st, const void *p, size_t n);
+void ckpt__hash_copy(struct XXH3_state_s *st, uint8_t *dst,
+		     const uint8_t *src, uint64_t n);
+
 /* ---- layout.c ------------------------------------------------------------ */
 struct ckpt_tensor {
 	char *name;
