@@ -46,6 +46,11 @@ class Opts(_c.Structure):
                 ("io_chunk_bytes", _u32)]
 
 
+class Background(_c.Structure):
+    _fields_ = [("nice", _i32), ("pad_", _i32), ("cpu_mask", _u64),
+                ("write_bytes_per_s", _u64)]
+
+
 class Stats(_c.Structure):
     _fields_ = [(n, _u64) for n in (
         "saves_requested", "saves_staged", "saves_committed",
@@ -95,6 +100,7 @@ _PROTOS = {
     "spotckpt_last_saved_step": (_i64, [_P]),
     "spotckpt_last_error": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t]),
     "spotckpt_stats": (_c.c_int, [_P, _c.POINTER(Stats)]),
+    "spotckpt_set_background": (_c.c_int, [_P, _c.POINTER(Background)]),
     "spotckpt_reader_open": (_c.c_int, [_c.c_char_p, _i64, _i64, _u32,
                                         _c.POINTER(_P)]),
     "spotckpt_reader_close": (None, [_P]),

@@ -370,3 +370,18 @@ def test_checkpoints_with_unsigned_stored_as_signed_still_restore(
     out = {}
     assert spotrun.restore(tmp_path, out) == 2
     assert out["a"].dtype == np.uint32 and np.array_equal(out["a"], arr)
+
+
+def test_set_background_places_the_engine_and_still_saves(tmp_path):
+    with spotrun.Checkpointer(tmp_path) as ck:
+        with pytest.raises(ValueError):
+            ck.set_background(cpus=[64])
+        with pytest.raises(spotrun.CheckpointError):
+            ck.set_background(nice=25)
+        ck.set_background(nice=5, cpus=[0], write_bytes_per_s=256 << 20)
+        w = torch.arange(1 << 18, dtype=torch.float32)
+        ck.save(1, {"w": w})
+        ck.wait()
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 1
+    assert torch.equal(out["w"], w)
