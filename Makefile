@@ -17,6 +17,8 @@
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
+#   tests/conformance/*.c -> build/conformance/*  (helpers of the npm SDK
+#                            conformance suite, `make conformance`)
 
 ifeq ($(origin CC),default)
 CC := gcc
@@ -28,7 +30,8 @@ DEPS_STAMP := .deps-ok
 
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
-	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP
+	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP \
+	-I/usr/include/libxml2
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -49,7 +52,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -95,11 +98,17 @@ $(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
 # ---- tests, benches ----------------------------------------------------
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+
+$(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -124,7 +133,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean
+	bench clean conformance
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -134,7 +143,7 @@ all: deps
 deps:
 	@scripts/install-deps -q
 
-build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS)
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS)
 
 # The whole suite, plain build.
 test-run: build
@@ -145,13 +154,21 @@ check: deps
 	@$(MAKE) --no-print-directory build
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
+	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true
 	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
+	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
 	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
 	@scripts/summarize build/.results
+
+# The official AWS SDK for JavaScript against our signer and EC2 driver
+# (tests/conformance; needs node and npm, installed by install-deps).
+conformance: build
+	@scripts/run-conformance $(BUILD)
 
 fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang FUZZ=1 \

@@ -1,0 +1,46 @@
+/*
+ * ec2_int.h - internals shared by the files of lib/aws (not an API).
+ */
+#ifndef SR_AWS_EC2_INT_H
+#define SR_AWS_EC2_INT_H
+
+#include <stddef.h>
+
+#include "common/awscred.h"
+#include "ec2.h"
+
+struct ec2 {
+	char *region;
+	char *endpoint;       /* "https://ec2.us-east-1.amazonaws.com" */
+	char *host;           /* Host header: authority of endpoint */
+	struct sr_awscred cred;
+	char *image_id, *subnet_id, *security_group_id, *key_name;
+	char *instance_profile, *api_url, *agent_path;
+	long timeout_ms;
+	int max_retries;
+};
+
+/* An ordered list of Query API parameters (name, value), values raw. */
+struct ec2_params {
+	char **kv;    /* 2*n strings, malloc'd */
+	size_t n, cap;
+	int oom;      /* set when an add failed: the call reports -ENOMEM */
+};
+
+/* Appends; on out-of-memory sets p->oom (checked once by the caller). */
+void ec2__param(struct ec2_params *p, const char *name, const char *value);
+void ec2__paramf(struct ec2_params *p, const char *value, const char *namefmt,
+		 ...) __attribute__((format(printf, 3, 4)));
+void ec2__params_free(struct ec2_params *p);
+
+/* The form body "Action=A&Version=2016-11-15&k=v..." (RFC 3986 encoded).
+ * Returns malloc'd string or NULL on out-of-memory. */
+char *ec2__form(const char *action, const struct ec2_params *p);
+
+/* POST the action, signed.  On 0, *body (malloc'd, NUL-terminated; caller
+ * frees) is a 200 answer.  Otherwise err is classified and the class's
+ * code returned. */
+int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
+	      char **body, size_t *len, struct cloud_error *err);
+
+#endif

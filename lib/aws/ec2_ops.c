@@ -1,0 +1,559 @@
+/*
+ * ec2_ops.c - the EC2 client and its operations (ec2.h): open/close,
+ * RunInstances, DescribeInstances, TerminateInstances,
+ * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings, and the
+ * user-data bootstrap script.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <openssl/evp.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "ec2_int.h"
+
+#define DEFAULT_AGENT "/usr/local/bin/spotrun-agent"
+#define MAX_PAGES 1000
+
+static int dup_opt(const char *s, char **out)
+{
+	*out = NULL;
+	if (s == NULL || s[0] == '\0')
+		return 0;
+	*out = strdup(s);
+	return *out != NULL ? 0 : -ENOMEM;
+}
+
+/* Authority ("host" or "host:port") of an http(s) URL. */
+static char *url_host(const char *url)
+{
+	const char *h = strstr(url, "://");
+	size_t n;
+
+	if (h == NULL)
+		return NULL;
+	h += 3;
+	n = strcspn(h, "/?#");
+	return n > 0 ? strndup(h, n) : NULL;
+}
+
+void ec2_close(struct ec2 *c)
+{
+	if (c == NULL)
+		return;
+	free(c->region);
+	free(c->endpoint);
+	free(c->host);
+	sr_awscred_free(&c->cred);
+	free(c->image_id);
+	free(c->subnet_id);
+	free(c->security_group_id);
+	free(c->key_name);
+	free(c->instance_profile);
+	free(c->api_url);
+	free(c->agent_path);
+	free(c);
+}
+
+int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
+{
+	struct ec2 *c = calloc(1, sizeof(*c));
+	int rc;
+
+	*out = NULL;
+	if (c == NULL)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	xmlInitParser();
+	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
+	c->max_retries = o->max_retries >= 0 ? o->max_retries : 2;
+	if (o->region != NULL && o->region[0] != '\0')
+		rc = dup_opt(o->region, &c->region);
+	else
+		rc = sr_aws_region(&c->region, e);
+	if (rc < 0)
+		goto fail;
+	if (o->endpoint != NULL && o->endpoint[0] != '\0') {
+		c->endpoint = strdup(o->endpoint);
+		rc = c->endpoint != NULL ? 0 : -ENOMEM;
+	} else {
+		rc = sr_aws_endpoint("EC2", "ec2", c->region, &c->endpoint, NULL, e);
+	}
+	if (rc < 0)
+		goto fail;
+	if (!o->allow_remote && !sr_aws_url_is_loopback(c->endpoint)) {
+		rc = sr_err_set(e, -EPERM,
+				"EC2 endpoint %s is not on loopback: real instances "
+				"cost money, so the aws provider must be enabled "
+				"(spotrund --providers aws)", c->endpoint);
+		goto fail;
+	}
+	c->host = url_host(c->endpoint);
+	if (c->host == NULL) {
+		rc = sr_err_set(e, -EINVAL, "EC2 endpoint '%s': no host",
+				c->endpoint);
+		goto fail;
+	}
+	rc = sr_awscred_resolve(&c->cred, e);
+	if (rc < 0)
+		goto fail;
+	if (dup_opt(o->image_id, &c->image_id) < 0 ||
+	    dup_opt(o->subnet_id, &c->subnet_id) < 0 ||
+	    dup_opt(o->security_group_id, &c->security_group_id) < 0 ||
+	    dup_opt(o->key_name, &c->key_name) < 0 ||
+	    dup_opt(o->instance_profile, &c->instance_profile) < 0 ||
+	    dup_opt(o->api_url, &c->api_url) < 0 ||
+	    dup_opt(o->agent_path != NULL ? o->agent_path : DEFAULT_AGENT,
+		    &c->agent_path) < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	if (rc == -ENOMEM)
+		sr_err_set(e, rc, "out of memory");
+	ec2_close(c);
+	return rc;
+}
+
+const char *ec2_region(const struct ec2 *c)
+{
+	return c->region;
+}
+
+const char *ec2_endpoint(const struct ec2 *c)
+{
+	return c->endpoint;
+}
+
+const char *ec2_cred_source(const struct ec2 *c)
+{
+	return c->cred.source;
+}
+
+/* ---- RunInstances ----------------------------------------------------- */
+
+static char *base64(const char *s)
+{
+	size_t n = strlen(s);
+	char *out = malloc(4 * ((n + 2) / 3) + 1);
+
+	if (out != NULL)
+		EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s,
+				(int)n);
+	return out;
+}
+
+static void add_tags(struct ec2_params *p, int spec, const char *rtype,
+		     const struct cloud_tags *t)
+{
+	char v[32];
+
+	ec2__paramf(p, rtype, "TagSpecification.%d.ResourceType", spec);
+	ec2__paramf(p, CLOUD_TAG_CLUSTER, "TagSpecification.%d.Tag.1.Key", spec);
+	ec2__paramf(p, t->cluster, "TagSpecification.%d.Tag.1.Value", spec);
+	snprintf(v, sizeof(v), "%lld", (long long)t->job_id);
+	ec2__paramf(p, CLOUD_TAG_JOB, "TagSpecification.%d.Tag.2.Key", spec);
+	ec2__paramf(p, v, "TagSpecification.%d.Tag.2.Value", spec);
+	snprintf(v, sizeof(v), "%lld", (long long)t->node_id);
+	ec2__paramf(p, CLOUD_TAG_NODE, "TagSpecification.%d.Tag.3.Key", spec);
+	ec2__paramf(p, v, "TagSpecification.%d.Tag.3.Value", spec);
+	snprintf(v, sizeof(v), "%d", t->attempt);
+	ec2__paramf(p, CLOUD_TAG_ATTEMPT, "TagSpecification.%d.Tag.4.Key", spec);
+	ec2__paramf(p, v, "TagSpecification.%d.Tag.4.Value", spec);
+}
+
+int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
+		      struct cloud_instance *out, struct cloud_error *err)
+{
+	struct ec2_params p = { 0 };
+	struct cloud_instance *v = NULL;
+	char *body = NULL, *ud = NULL, price[32];
+	size_t len = 0, n = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (c->image_id == NULL) {
+		rc = cloud_err_set(err, CLOUD_EINVALID, NULL,
+				   "EC2 RunInstances: no image: set the AMI "
+				   "(spotrund --aws-image ami-...)");
+		goto out;
+	}
+	if (r->client_token == NULL || r->client_token[0] == '\0' ||
+	    strlen(r->client_token) >= CLOUD_IDEM_MAX || r->instance_type == NULL ||
+	    r->tags.cluster == NULL) {
+		rc = cloud_err_set(err, CLOUD_EINVALID, NULL,
+				   "EC2 RunInstances: client token, instance type "
+				   "and cluster tag are required");
+		goto out;
+	}
+	ec2__param(&p, "ImageId", c->image_id);
+	ec2__param(&p, "InstanceType", r->instance_type);
+	ec2__param(&p, "MinCount", "1");
+	ec2__param(&p, "MaxCount", "1");
+	ec2__param(&p, "ClientToken", r->client_token);
+	if (c->key_name != NULL)
+		ec2__param(&p, "KeyName", c->key_name);
+	if (c->subnet_id != NULL)
+		ec2__param(&p, "SubnetId", c->subnet_id); /* pins the zone */
+	else if (r->zone != NULL && r->zone[0] != '\0')
+		ec2__param(&p, "Placement.AvailabilityZone", r->zone);
+	if (c->security_group_id != NULL)
+		ec2__param(&p, "SecurityGroupId.1", c->security_group_id);
+	if (c->instance_profile != NULL)
+		ec2__param(&p, "IamInstanceProfile.Name", c->instance_profile);
+	if (r->user_data != NULL) {
+		ud = base64(r->user_data);
+		if (ud == NULL)
+			p.oom = 1;
+		else
+			ec2__param(&p, "UserData", ud);
+	}
+	ec2__param(&p, "InstanceInitiatedShutdownBehavior", "terminate");
+	ec2__param(&p, "MetadataOptions.HttpTokens", "required");
+	ec2__param(&p, "MetadataOptions.HttpEndpoint", "enabled");
+	if (r->spot) {
+		ec2__param(&p, "InstanceMarketOptions.MarketType", "spot");
+		ec2__param(&p, "InstanceMarketOptions.SpotOptions.SpotInstanceType",
+			   "one-time");
+		ec2__param(&p, "InstanceMarketOptions.SpotOptions."
+			       "InstanceInterruptionBehavior", "terminate");
+		if (r->max_price_per_h > 0) {
+			snprintf(price, sizeof(price), "%lld.%06lld",
+				 (long long)(r->max_price_per_h / SR_MICROS_PER_USD),
+				 (long long)(r->max_price_per_h % SR_MICROS_PER_USD));
+			ec2__param(&p, "InstanceMarketOptions.SpotOptions.MaxPrice",
+				   price);
+		}
+	}
+	add_tags(&p, 1, "instance", &r->tags);
+	add_tags(&p, 2, "volume", &r->tags);
+	rc = ec2__call(c, "RunInstances", &p, &body, &len, err);
+	if (rc < 0)
+		goto out;
+	rc = ec2_xml_instances(body, len, c->region, &v, &n, NULL, 0, err);
+	if (rc < 0)
+		goto out;
+	if (n != 1) {
+		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL,
+				   "EC2 RunInstances: answer lists %zu instances, "
+				   "expected 1", n);
+		goto out;
+	}
+	*out = v[0];
+	v[0].blob = NULL;
+	sr_info("aws", "instance launched", "id=%s type=%s zone=%s spot=%d node=%lld",
+		out->id, out->instance_type, out->zone, r->spot,
+		(long long)r->tags.node_id);
+out:
+	cloud_instances_free(v, n);
+	ec2__params_free(&p);
+	free(body);
+	free(ud);
+	return rc;
+}
+
+/* ---- pagination ------------------------------------------------------- */
+
+/* Append np elements of `elem` bytes from page to *all (length *nall).
+ * Returns 0 or -ENOMEM (then *all is unchanged). */
+static int append_page(void **all, size_t *nall, const void *page, size_t np,
+		       size_t elem)
+{
+	char *t;
+
+	if (np == 0)
+		return 0;
+	t = realloc(*all, (*nall + np) * elem);
+	if (t == NULL)
+		return -ENOMEM;
+	memcpy(t + *nall * elem, page, np * elem);
+	*all = t;
+	*nall += np;
+	return 0;
+}
+
+/* ---- DescribeInstances ------------------------------------------------ */
+
+int ec2_describe_instances(struct ec2 *c, const char *cluster,
+			   const char *const *ids, struct cloud_instance **out,
+			   size_t *n, struct cloud_error *err)
+{
+	struct cloud_instance *all = NULL, *page = NULL;
+	size_t nall = 0, np = 0;
+	char next[2048] = "", tagf[128];
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(tagf, sizeof(tagf), "tag:%s", CLOUD_TAG_CLUSTER);
+	for (int pg = 0; pg < MAX_PAGES; pg++) {
+		struct ec2_params p = { 0 };
+		char *body = NULL;
+		size_t len = 0;
+
+		ec2__param(&p, "Filter.1.Name", tagf);
+		ec2__param(&p, "Filter.1.Value.1", cluster);
+		for (size_t i = 0; ids != NULL && ids[i] != NULL; i++)
+			ec2__paramf(&p, ids[i], "InstanceId.%zu", i + 1);
+		if (ids == NULL)
+			ec2__param(&p, "MaxResults", "1000");
+		if (next[0] != '\0')
+			ec2__param(&p, "NextToken", next);
+		rc = ec2__call(c, "DescribeInstances", &p, &body, &len, err);
+		ec2__params_free(&p);
+		if (rc == 0)
+			rc = ec2_xml_instances(body, len, c->region, &page, &np,
+					       next, sizeof(next), err);
+		free(body);
+		if (rc < 0)
+			goto out;
+		if (append_page((void **)&all, &nall, page, np, sizeof(*page)) < 0) {
+			cloud_instances_free(page, np);
+			rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL,
+					   "EC2 DescribeInstances: out of memory");
+			goto out;
+		}
+		free(page);
+		page = NULL;
+		np = 0;
+		if (next[0] == '\0')
+			break;
+	}
+out:
+	if (rc < 0) {
+		cloud_instances_free(all, nall);
+		return rc;
+	}
+	*out = all;
+	*n = nall;
+	return 0;
+}
+
+/* ---- TerminateInstances ----------------------------------------------- */
+
+static int terminate_some(struct ec2 *c, const char *const *ids, size_t n,
+			  struct cloud_error *err)
+{
+	struct ec2_params p = { 0 };
+	char *body = NULL;
+	size_t len = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		ec2__paramf(&p, ids[i], "InstanceId.%zu", i + 1);
+	rc = ec2__call(c, "TerminateInstances", &p, &body, &len, err);
+	ec2__params_free(&p);
+	free(body);
+	return rc;
+}
+
+int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
+			    struct cloud_error *err)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = terminate_some(c, ids, n, err);
+	if (rc == 0 || err == NULL ||
+	    strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
+		return rc;
+	/* One unknown id fails the whole call: go one by one, and an id
+	 * EC2 does not know is already gone. */
+	for (size_t i = 0; i < n; i++) {
+		rc = terminate_some(c, &ids[i], 1, err);
+		if (rc < 0 && strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
+			return rc;
+	}
+	memset(err, 0, sizeof(*err));
+	return 0;
+}
+
+/* ---- DescribeSpotPriceHistory ----------------------------------------- */
+
+int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
+			   const char *zone, int64_t since_s, size_t max_items,
+			   struct ec2_spot_price **out, size_t *n,
+			   struct cloud_error *err)
+{
+	struct ec2_spot_price *all = NULL, *page = NULL;
+	size_t nall = 0, np = 0;
+	char next[2048] = "", start[40], mr[16];
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (max_items == 0)
+		max_items = 1000;
+	sr_time_format_rfc3339(since_s * 1000000000LL, 0, start, sizeof(start));
+	for (int pg = 0; pg < MAX_PAGES && nall < max_items; pg++) {
+		struct ec2_params p = { 0 };
+		char *body = NULL;
+		size_t len = 0, want = max_items - nall;
+
+		ec2__param(&p, "InstanceType.1", instance_type);
+		ec2__param(&p, "ProductDescription.1", "Linux/UNIX");
+		ec2__param(&p, "StartTime", start);
+		if (zone != NULL && zone[0] != '\0')
+			ec2__param(&p, "AvailabilityZone", zone);
+		snprintf(mr, sizeof(mr), "%zu", want > 1000 ? (size_t)1000 : want);
+		ec2__param(&p, "MaxResults", mr);
+		if (next[0] != '\0')
+			ec2__param(&p, "NextToken", next);
+		rc = ec2__call(c, "DescribeSpotPriceHistory", &p, &body, &len, err);
+		ec2__params_free(&p);
+		if (rc == 0)
+			rc = ec2_xml_spot_prices(body, len, &page, &np, next,
+						 sizeof(next), err);
+		free(body);
+		if (rc < 0)
+			goto out;
+		if (np > max_items - nall)
+			np = max_items - nall;
+		if (append_page((void **)&all, &nall, page, np, sizeof(*page)) < 0) {
+			rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL,
+					   "EC2 DescribeSpotPriceHistory: out of memory");
+			goto out;
+		}
+		free(page);
+		page = NULL;
+		if (next[0] == '\0')
+			break;
+	}
+out:
+	free(page);
+	if (rc < 0) {
+		free(all);
+		return rc;
+	}
+	*out = all;
+	*n = nall;
+	return 0;
+}
+
+/* ---- DescribeInstanceTypeOfferings ------------------------------------ */
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ec2_instance_type_zones(struct ec2 *c, const char *instance_type,
+			    char ***zones, size_t *n, struct cloud_error *err)
+{
+	char **all = NULL, **page = NULL;
+	size_t nall = 0, np = 0;
+	char next[2048] = "";
+	int rc = 0;
+
+	*zones = NULL;
+	*n = 0;
+	for (int pg = 0; pg < MAX_PAGES; pg++) {
+		struct ec2_params p = { 0 };
+		char *body = NULL;
+		size_t len = 0;
+
+		ec2__param(&p, "LocationType", "availability-zone");
+		ec2__param(&p, "Filter.1.Name", "instance-type");
+		ec2__param(&p, "Filter.1.Value.1", instance_type);
+		ec2__param(&p, "MaxResults", "1000");
+		if (next[0] != '\0')
+			ec2__param(&p, "NextToken", next);
+		rc = ec2__call(c, "DescribeInstanceTypeOfferings", &p, &body,
+			       &len, err);
+		ec2__params_free(&p);
+		if (rc == 0)
+			rc = ec2_xml_offerings(body, len, &page, &np, next,
+					       sizeof(next), err);
+		free(body);
+		if (rc < 0)
+			goto out;
+		if (append_page((void **)&all, &nall, page, np, sizeof(*page)) < 0) {
+			ec2_strv_free(page, np);
+			rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL,
+					   "EC2 DescribeInstanceTypeOfferings: "
+					   "out of memory");
+			goto out;
+		}
+		free(page);
+		page = NULL;
+		np = 0;
+		if (next[0] == '\0')
+			break;
+	}
+	if (nall > 1)
+		qsort(all, nall, sizeof(*all), str_cmp);
+out:
+	if (rc < 0) {
+		ec2_strv_free(all, nall);
+		return rc;
+	}
+	*zones = all;
+	*n = nall;
+	return 0;
+}
+
+/* ---- user-data -------------------------------------------------------- */
+
+/* A value that can sit inside single quotes in sh and on a command line:
+ * printable ASCII, no quote, backslash or space. */
+static bool shell_safe(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!isgraph((unsigned char)*s) || *s == '\'' || *s == '"' ||
+		    *s == '\\' || *s == '`' || *s == '$')
+			return false;
+	return true;
+}
+
+int ec2_bootstrap_script(const char *agent_path, const char *api_url,
+			 int64_t node_id, const char *token, char **out,
+			 struct sr_err *e)
+{
+	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
+
+	*out = NULL;
+	if (!shell_safe(agent) || agent[0] != '/')
+		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
+				  "an absolute path without quotes or spaces");
+	if (!shell_safe(api_url) || (strncmp(api_url, "http://", 7) != 0 &&
+				     strncmp(api_url, "https://", 8) != 0))
+		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
+				  "http(s) URL without quotes or spaces");
+	if (!shell_safe(token))
+		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
+				  "printable characters without quotes");
+	if (node_id <= 0)
+		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
+	/* The token goes to a 0600 file, never onto a command line (where
+	 * ps would show it) nor into the cloud-init log. */
+	if (asprintf(out,
+		     "#!/bin/sh\n"
+		     "# spotrun node bootstrap (EC2 user-data), node %lld\n"
+		     "set -eu\n"
+		     "umask 077\n"
+		     "d=/var/lib/spotrun/node-%lld\n"
+		     "mkdir -p \"$d/work\"\n"
+		     "printf '%%s\\n' '%s' > \"$d/token\"\n"
+		     "chmod 600 \"$d/token\"\n"
+		     "set -- '%s' --api '%s' --node-id %lld"
+		     " --token-file \"$d/token\" --workdir \"$d/work\"\n"
+		     "if command -v systemd-run >/dev/null 2>&1; then\n"
+		     "  exec systemd-run --unit=spotrun-agent-%lld"
+		     " --property=Restart=on-failure \"$@\"\n"
+		     "fi\n"
+		     "nohup \"$@\" >>\"$d/agent.log\" 2>&1 &\n",
+		     (long long)node_id, (long long)node_id, token, agent, api_url,
+		     (long long)node_id, (long long)node_id) < 0) {
+		*out = NULL;
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	}
+	return 0;
+}

@@ -1,0 +1,199 @@
+/*
+ * compute.h - provider contract v2, the compute-driver half: how the
+ * control plane starts, observes and stops machines on a real cloud.
+ *
+ * (The other half, the market view - offerings, prices, availability
+ * estimates - is separate: a driver may feed it, e.g. EC2's
+ * DescribeSpotPriceHistory, but placement never asks a driver "is there
+ * capacity now?"; it learns that from launch results, classified below.)
+ *
+ * LIFECYCLE OF ONE LAUNCH
+ *
+ *     provision(launch) --> request --poll--> -EAGAIN   (still running)
+ *                                       \---> 0         instance known:
+ *                                       |               opaque id + blob
+ *                                       \---> < 0       cloud_error.cls
+ *
+ *   provision() returns at once; the cloud call runs on the driver's own
+ *   worker thread.  When it finishes, launch->done(launch->done_ud) is
+ *   called from that thread (may be NULL), so the reconciler can be woken
+ *   instead of polling on a timer.  poll() never blocks.
+ *
+ * IDEMPOTENCY
+ *   launch->idem_key is sent as the cloud's idempotency token (EC2
+ *   ClientToken).  The caller derives it from durable state (cluster,
+ *   node id, attempt: cloud_idem_key()) and writes it to its database
+ *   BEFORE calling provision().  After a crash the same key is sent again
+ *   and the cloud answers with the instance it already started, never a
+ *   second one.  Keys are at most CLOUD_IDEM_MAX-1 printable ASCII bytes.
+ *
+ * TAGS
+ *   Every instance carries the tags of cloud_tags (CLOUD_TAG_* keys):
+ *   cluster id, job id, node id, attempt.  list(cluster) returns every
+ *   instance with this cluster's tag in every state the cloud still
+ *   reports, so a sweep on start (and periodically) finds instances the
+ *   database does not know (a crash between launch and commit, a bug)
+ *   and terminates them.
+ *
+ * ERRORS
+ *   Every operation returns 0 or a negative code, and fills a struct
+ *   cloud_error whose class tells the caller what to do:
+ *     CLOUD_ECAPACITY  no capacity in this pool now (or spot price above
+ *                      our maximum): mark the pool, try the next one.
+ *     CLOUD_EQUOTA     an account limit: stop launching in this region
+ *                      until an instance goes away; tell the user.
+ *     CLOUD_EAUTH      credentials missing, wrong or not allowed: a
+ *                      job-level error with the message, no retry.
+ *     CLOUD_ETHROTTLE  the API rate limit: back off with jitter, retry.
+ *     CLOUD_ETRANSIENT network or server error: retry (same idem_key).
+ *     CLOUD_EINVALID   the request was rejected as malformed (bad image,
+ *                      subnet, parameter): a job-level error, no retry.
+ *   The cloud's own code (e.g. "InsufficientInstanceCapacity") and its
+ *   message are kept in the error for the event log; they never contain
+ *   credentials.
+ *
+ * THREADING
+ *   A driver is thread-safe: any operation may be called from any thread
+ *   concurrently (the reconciler and HTTP threads).  provision() and poll()
+ *   never block on the network; terminate() and list() do (bounded by the
+ *   driver's request timeout, seconds) and belong on the reconciler or a
+ *   worker thread, never on an HTTP thread.  req_free() waits for the
+ *   request's worker.  destroy() must be called once, after every other
+ *   call returned and every request was freed.
+ *
+ * SECRETS
+ *   A driver never logs or returns credentials.  The bootstrap text
+ *   carries the node token: drivers pass it only through the cloud's
+ *   bootstrap channel (EC2 user-data), never into logs, errors or blobs.
+ */
+#ifndef SR_CLOUD_COMPUTE_H
+#define SR_CLOUD_COMPUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/money.h"
+
+#define CLOUD_IDEM_MAX 65 /* EC2 ClientToken: at most 64 ASCII bytes */
+
+/* Tag keys every instance carries. */
+#define CLOUD_TAG_CLUSTER "spotrun:cluster"
+#define CLOUD_TAG_JOB "spotrun:job"
+#define CLOUD_TAG_NODE "spotrun:node"
+#define CLOUD_TAG_ATTEMPT "spotrun:attempt"
+
+enum cloud_err_class {
+	CLOUD_EOK = 0,
+	CLOUD_ECAPACITY,
+	CLOUD_EQUOTA,
+	CLOUD_EAUTH,
+	CLOUD_ETHROTTLE,
+	CLOUD_ETRANSIENT,
+	CLOUD_EINVALID,
+};
+
+struct cloud_error {
+	enum cloud_err_class cls;
+	char code[64];             /* the cloud's code, "" if none */
+	char msg[SR_ERR_MSG_MAX];  /* human message: operation, code, text */
+};
+
+struct cloud_tags {
+	const char *cluster;  /* the control plane's cluster id */
+	int64_t job_id;
+	int64_t node_id;
+	int attempt;          /* 1, 2, ... for this node row */
+};
+
+/* What to start.  Strings are borrowed for the duration of provision()
+ * (the driver copies what it keeps). */
+struct cloud_launch {
+	const char *idem_key;      /* required, see IDEMPOTENCY */
+	const char *zone;          /* e.g. "us-east-1b"; NULL = any */
+	const char *instance_type; /* e.g. "p4d.24xlarge" */
+	bool spot;
+	sr_micros max_price_per_h; /* spot only; <= 0: the on-demand price */
+	struct cloud_tags tags;
+	const char *bootstrap;     /* script run at first boot (plain text) */
+	void (*done)(void *ud);    /* called once from a driver thread */
+	void *done_ud;
+};
+
+enum cloud_inst_state {
+	CLOUD_INST_PENDING,  /* accepted, booting */
+	CLOUD_INST_RUNNING,
+	CLOUD_INST_STOPPING, /* shutting down / stopping / stopped */
+	CLOUD_INST_GONE,     /* terminated */
+};
+
+struct cloud_instance {
+	char id[64];               /* opaque instance id ("i-0abc...") */
+	enum cloud_inst_state state;
+	char zone[40];
+	char instance_type[48];
+	bool spot;
+	char cluster[64];          /* tags read back; "" / 0 when absent */
+	int64_t job_id, node_id;
+	int attempt;
+	char reason[128];          /* cloud's state reason code, "" none */
+	int64_t launched_s;        /* epoch seconds, 0 unknown */
+	char *blob;                /* driver JSON to store with the node,
+				    * malloc'd; freed by cloud_instance_clear */
+};
+
+struct cloud_req; /* one launch in flight; opaque */
+
+struct cloud_driver_ops {
+	const char *name; /* "aws", "local", ... */
+	/* Start a launch.  On 0, *req is the caller's to poll and to free
+	 * with req_free (also when the launch failed).  A non-zero return
+	 * means the launch could not even start (bad arguments, -ENOMEM);
+	 * then *req is NULL and done is never called. */
+	int (*provision)(void *st, const struct cloud_launch *l,
+			 struct cloud_req **req, struct cloud_error *err);
+	/* 0: *out filled (caller clears it with cloud_instance_clear);
+	 * -EAGAIN: still running; other < 0: failed, err says why.  May be
+	 * called again after it returned 0 or an error (same answer). */
+	int (*poll)(void *st, struct cloud_req *req, struct cloud_instance *out,
+		    struct cloud_error *err);
+	/* Waits for the request's worker if it is still running. NULL-safe. */
+	void (*req_free)(void *st, struct cloud_req *req);
+	/* Terminate instances by id; ids already gone are not an error. */
+	int (*terminate)(void *st, const char *const *ids, size_t n,
+			 struct cloud_error *err);
+	/* Every instance tagged with `cluster`: *out malloc'd array (free
+	 * with cloud_instances_free), *n its length. */
+	int (*list)(void *st, const char *cluster, struct cloud_instance **out,
+		    size_t *n, struct cloud_error *err);
+	void (*destroy)(void *st);
+};
+
+struct cloud_driver {
+	const struct cloud_driver_ops *ops;
+	void *st;
+};
+
+/* Words for a class ("capacity", "quota", ...).  Never NULL. */
+const char *cloud_err_class_str(enum cloud_err_class c);
+
+/* Whether the caller should retry the same request later (throttle,
+ * transient) as opposed to moving on (capacity) or failing the job. */
+bool cloud_err_retryable(enum cloud_err_class c);
+
+/* Fill *err (NULL-safe) and return the negative code of the class:
+ * capacity -ENOSPC, quota -EDQUOT, auth -EACCES, throttle -EBUSY,
+ * transient -SR_EHTTP, invalid -EINVAL.  code may be NULL. */
+int cloud_err_set(struct cloud_error *err, enum cloud_err_class cls,
+		  const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* "sr-<cluster>-<node>-<attempt>" cut to fit CLOUD_IDEM_MAX, into out. */
+void cloud_idem_key(const struct cloud_tags *t, char out[CLOUD_IDEM_MAX]);
+
+/* Frees the blob and zeroes *inst.  NULL-safe. */
+void cloud_instance_clear(struct cloud_instance *inst);
+void cloud_instances_free(struct cloud_instance *v, size_t n); /* NULL-safe */
+
+#endif
