@@ -254,7 +254,8 @@ struct ckpt_staging {
 struct ckpt_place {
 	atomic_uint gen;
 	int nice;             /* writer only */
-	uint64_t cpu_mask;    /* 0 = any CPU */
+	uint64_t writer_cpus; /* 0 = any CPU */
+	uint64_t copy_cpus;   /* 0 = any CPU */
 };
 void ckpt__place_apply(struct ckpt_place *p, unsigned *seen, int is_writer);
 

@@ -24,6 +24,7 @@ void ckpt__place_apply(struct ckpt_place *p, unsigned *seen, int is_writer)
 {
 	unsigned g;
 	cpu_set_t set;
+	uint64_t mask;
 
 	if (!p)
 		return;
@@ -31,9 +32,10 @@ void ckpt__place_apply(struct ckpt_place *p, unsigned *seen, int is_writer)
 	if (g == *seen)
 		return;
 	*seen = g;
+	mask = is_writer ? p->writer_cpus : p->copy_cpus;
 	CPU_ZERO(&set);
 	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (p->cpu_mask ? c < 64 && (p->cpu_mask >> c & 1) : 1)
+		if (mask ? c < 64 && (mask >> c & 1) : 1)
 			CPU_SET(c, &set);
 	}
 	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
@@ -52,7 +54,8 @@ SPOTCKPT_API int spotckpt_set_background(struct spotckpt *e,
 				  b->nice);
 	pthread_mutex_lock(&e->mu);
 	e->place.nice = b->nice;
-	e->place.cpu_mask = b->cpu_mask;
+	e->place.writer_cpus = b->writer_cpus;
+	e->place.copy_cpus = b->copy_cpus;
 	e->io->max_bytes_per_s = b->write_bytes_per_s;
 	atomic_fetch_add(&e->place.gen, 1);
 	pthread_mutex_unlock(&e->mu);

@@ -47,8 +47,8 @@ class Opts(_c.Structure):
 
 
 class Background(_c.Structure):
-    _fields_ = [("nice", _i32), ("pad_", _i32), ("cpu_mask", _u64),
-                ("write_bytes_per_s", _u64)]
+    _fields_ = [("nice", _i32), ("pad_", _i32), ("writer_cpus", _u64),
+                ("copy_cpus", _u64), ("write_bytes_per_s", _u64)]
 
 
 class Stats(_c.Structure):

@@ -21,9 +21,10 @@
  *      tensors; each pair's difference B - A is what one checkpoint cost
  *      the training thread, reported as the median over the pairs (with
  *      quartiles and range) divided by the checkpoint interval.  The
- *      training thread is pinned to CPU 0 and the engine's threads to the
+ *      training thread is pinned to CPU 0 and the engine's writer to the
  *      other CPUs at nice 10 (spotckpt_set_background), as docs/
  *      checkpoint.md tells users to; --placement none measures without.
+ *      By default a segment is one checkpoint interval (30 s) long.
  *
  * Each other measured quantity is the median of `reps` runs.  The load
  * average at the start and the end goes into the output: on a shared
@@ -59,12 +60,13 @@ static const char *const BUSAGE =
 	"peak_rss_vs_state, each with a ratio and the raw numbers behind it.\n"
 	"  --threads N        copy threads for engine and memcpy (default: cores)\n"
 	"  --reps N           repetitions per measurement, median kept (5)\n"
-	"  --train-seconds S  total length of the training segments (160)\n"
+	"  --train-seconds S  total length of the training segments (default\n"
+	"                     2 x pairs x interval: one checkpoint per interval)\n"
 	"  --pairs N          training segment pairs, with and without a\n"
 	"                     checkpoint (8, at least 2)\n"
 	"  --interval S       checkpoint interval the overhead is stated for (30)\n"
 	"  --placement P      pinned: training thread on CPU 0, the engine's\n"
-	"                     threads on the others at nice 10 (default with\n"
+	"                     writer on the others at nice 10 (default with\n"
 	"                     2+ CPUs); none: wherever the scheduler puts them\n"
 	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
 	"  --io-depth N       engine writes in flight (library default)\n"
@@ -108,7 +110,7 @@ static int parse(int argc, char **argv, struct bopts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->reps = 5;
-	o->train_s = 160;
+	o->train_s = 0; /* 2 x pairs x interval */
 	o->interval_s = 30;
 	o->pairs = 8;
 	o->pinned = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
@@ -416,9 +418,10 @@ static double quart(const double *v, int n, int q)
 	return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (x - i) : v[n - 1];
 }
 
-/* Pin the calling (training) thread to CPU 0 and the engine's threads to
- * the other CPUs at nice 10, as docs/checkpoint.md advises; or undo the
- * thread's pin (all CPUs). */
+/* Pin the calling (training) thread to CPU 0 and the engine's writer to
+ * the other CPUs at nice 10, as docs/checkpoint.md advises (the copy
+ * threads may use every CPU: the training thread waits for them before
+ * its optimizer step); or undo the thread's pin (all CPUs). */
 static void place(struct spotckpt *e, int pin, char *what, size_t wn)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -430,22 +433,24 @@ static void place(struct spotckpt *e, int pin, char *what, size_t wn)
 		if (!pin || c == 0)
 			CPU_SET((int)c, &set);
 		if (pin && c > 0 && c < 64)
-			bg.cpu_mask |= 1ull << c;
+			bg.writer_cpus |= 1ull << c;
 	}
 	sched_setaffinity(0, sizeof set, &set);
 	if (!e)
 		return;
 	if (pin)
 		spotckpt_set_background(e, &bg);
-	snprintf(what, wn, pin ? "training thread on CPU 0; engine threads on "
-		 "CPUs 1-%ld at nice 10" : "none (scheduler's choice)", ncpu - 1);
+	snprintf(what, wn, pin ? "training thread on CPU 0; writer on CPUs 1-%ld "
+		 "at nice 10; copy threads on any CPU" : "none (scheduler's "
+		 "choice)", ncpu - 1);
 }
 
 static int run_train(const struct bopts *o, struct bench_state *st,
 		     const char *wdir, json_t *root)
 {
 	struct spotckpt *e = NULL;
-	double step_s = 0.1, seg_s = o->train_s / (2 * o->pairs);
+	double step_s = 0.1;
+	double seg_s = o->train_s > 0 ? o->train_s / (2 * o->pairs) : o->interval_s;
 	long iters, steps, step_no = 0;
 	double d[100], dcpu[100], doff[100], eng[100], dv[100], rel[100];
 	double base_s[100];

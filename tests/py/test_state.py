@@ -375,10 +375,11 @@ def test_checkpoints_with_unsigned_stored_as_signed_still_restore(
 def test_set_background_places_the_engine_and_still_saves(tmp_path):
     with spotrun.Checkpointer(tmp_path) as ck:
         with pytest.raises(ValueError):
-            ck.set_background(cpus=[64])
+            ck.set_background(writer_cpus=[64])
         with pytest.raises(spotrun.CheckpointError):
             ck.set_background(nice=25)
-        ck.set_background(nice=5, cpus=[0], write_bytes_per_s=256 << 20)
+        ck.set_background(nice=5, writer_cpus=[0], copy_cpus=[0],
+                          write_bytes_per_s=256 << 20)
         w = torch.arange(1 << 18, dtype=torch.float32)
         ck.save(1, {"w": w})
         ck.wait()

@@ -320,7 +320,8 @@ static void test_background(void **st)
 	assert_non_null(strstr(spotckpt_errmsg(), "nice 20"));
 	assert_int_equal(spotckpt_set_background(e, NULL), -EINVAL);
 	bg.nice = 7;
-	bg.cpu_mask = 1;                  /* CPU 0 */
+	bg.writer_cpus = 1;               /* CPU 0 */
+	bg.copy_cpus = 1;
 	bg.write_bytes_per_s = 64 << 20;  /* a 4 MiB write takes ~1/16 s */
 	assert_int_equal(spotckpt_set_background(e, &bg), 0);
 	ct_fill(buf, n, 5);
