@@ -230,6 +230,9 @@ static void prog_show(int done, int total)
 }
 
 static void progress(const struct bopts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void progress(const struct bopts *o, const char *fmt, ...)
 {
 	va_list ap;
 
