@@ -120,6 +120,20 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# The release and the git commit, for `spotrun --version`.  The header is
+# rewritten only when the commit changes, so a rebuild stays incremental.
+SPOTRUN_VERSION := 0.1.0
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+$(BUILD)/gen/git_commit.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define SPOTRUN_VERSION "%s"\n#define SPOTRUN_GIT_COMMIT "%s"\n' \
+		'$(SPOTRUN_VERSION)' '$(GIT_COMMIT)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(BUILD)/obj/src/cli/cmd_version.o: $(BUILD)/gen/git_commit.h
+$(BUILD)/obj/src/cli/cmd_version.o: CFLAGS_ALL += -I$(BUILD)/gen
+.PHONY: FORCE
+FORCE:
+
 # Files pulled in with .incbin (the dashboard) are not seen by -MMD.
 $(BUILD)/obj/src/spotrund/web_assets.o: $(wildcard src/spotrund/web/*)
 
@@ -133,7 +147,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean conformance
+	bench clean conformance install install-files uninstall
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -190,5 +204,62 @@ bench: all
 
 clean:
 	rm -rf build
+
+# ---- install -------------------------------------------------------------
+# Paths follow the GNU conventions; DESTDIR stages the tree (packaging,
+# tests).  The Python package goes where /usr/bin/python3 looks for
+# PREFIX's packages (/usr/local/lib/python3.X/dist-packages on Debian), and
+# learns PREFIX's libdir from spotrun/_install.py, written here.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATAROOT ?= $(PREFIX)/share
+MANDIR ?= $(DATAROOT)/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSTEMDUSERDIR ?= $(LIBDIR)/systemd/user
+COMPLETIONDIR ?= $(DATAROOT)/bash-completion/completions
+PYTHONDIR ?= $(PREFIX)/$(shell /usr/bin/python3 -c 'import sys; print("lib/python%d.%d/dist-packages" % sys.version_info[:2])' 2>/dev/null || echo lib/python3/dist-packages)
+INSTALL ?= install
+D := $(DESTDIR)
+subst_paths = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	-e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	-e 's|@VERSION@|$(SPOTRUN_VERSION)|g'
+PY_FILES := $(wildcard python/spotrun/*.py)
+MAN_PAGES := $(wildcard man/*.[1-8])
+
+install: build
+	@$(MAKE) --no-print-directory install-files
+
+# The copy alone, for a tree already built (tests install from $(BUILD)).
+install-files:
+	$(INSTALL) -d $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR)/spotrun \
+		$(D)$(PKGCONFIGDIR) $(D)$(SYSTEMDUSERDIR) $(D)$(COMPLETIONDIR) \
+		$(D)$(PYTHONDIR)/spotrun $(D)$(DATAROOT)/spotrun \
+		$(D)$(MANDIR)/man1 $(D)$(MANDIR)/man3 $(D)$(MANDIR)/man8
+	$(INSTALL) -m 0755 $(BINS) $(D)$(BINDIR)/
+	$(INSTALL) -m 0755 $(CKPT_SO) $(D)$(LIBDIR)/
+	$(INSTALL) -m 0644 include/spotrun/ckpt.h $(D)$(INCLUDEDIR)/spotrun/
+	$(subst_paths) dist/spotckpt.pc.in > $(D)$(PKGCONFIGDIR)/spotckpt.pc
+	$(subst_paths) dist/spotrund.service.in > $(D)$(SYSTEMDUSERDIR)/spotrund.service
+	$(INSTALL) -m 0644 completion/spotrun.bash $(D)$(COMPLETIONDIR)/spotrun
+	$(INSTALL) -m 0644 $(PY_FILES) $(D)$(PYTHONDIR)/spotrun/
+	printf '"""Written by make install: where libspotckpt.so is."""\nLIBDIR = "%s"\n' \
+		'$(LIBDIR)' > $(D)$(PYTHONDIR)/spotrun/_install.py
+	rm -rf $(D)$(DATAROOT)/spotrun/data
+	cp -R data $(D)$(DATAROOT)/spotrun/data
+	for m in $(MAN_PAGES); do \
+		$(INSTALL) -m 0644 $$m $(D)$(MANDIR)/man$${m##*.}/ || exit 1; done
+	@echo "installed into $(D)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(D)$(BINDIR)/,spotrun spotrund spotrun-agent)
+	rm -f $(D)$(LIBDIR)/libspotckpt.so $(D)$(INCLUDEDIR)/spotrun/ckpt.h
+	-rmdir $(D)$(INCLUDEDIR)/spotrun 2>/dev/null
+	rm -f $(D)$(PKGCONFIGDIR)/spotckpt.pc $(D)$(SYSTEMDUSERDIR)/spotrund.service
+	rm -f $(D)$(COMPLETIONDIR)/spotrun
+	rm -rf $(D)$(PYTHONDIR)/spotrun $(D)$(DATAROOT)/spotrun
+	for m in $(notdir $(MAN_PAGES)); do \
+		rm -f $(D)$(MANDIR)/man$${m##*.}/$$m; done
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -2,7 +2,8 @@
  * fuzz_catalog_csv.c - libFuzzer target for the catalog CSV loaders.
  *
  * The first byte picks the loader (SkyPilot as aws, as gcp with the
- * host/accelerator join, or the offerings table); the rest is the file.
+ * host/accelerator join, the offerings table, or the AWS zone table);
+ * the rest is the file.
  * Whatever the input, loading must not crash or leak, and a successful
  * load yields offerings with sane fields.
  */
@@ -24,15 +25,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	catalog_init(&c);
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		rc = catalog_load_skypilot_buf(&c, buf, size - 1, "f.csv", "aws", &e);
 		break;
 	case 1:
 		rc = catalog_load_skypilot_buf(&c, buf, size - 1, "f.csv", "gcp", &e);
 		break;
-	default:
+	case 2:
 		rc = catalog_load_offerings_buf(&c, buf, size - 1, "f.csv", &e);
+		break;
+	default:
+		rc = catalog_load_zones_buf(&c, buf, size - 1, "z.csv", "aws", &e);
+		if (rc == 0) {
+			for (size_t i = 0; i < c.n_zones; i++) {
+				if (!c.zones[i].name[0] || !c.zones[i].id[0])
+					abort();
+			}
+		}
 		break;
 	}
 	if (rc == 0) {

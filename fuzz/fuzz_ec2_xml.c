@@ -5,7 +5,9 @@
  * The bytes come from the network.  Invariants: a parse either fails with
  * nothing returned or returns a list whose strings are NUL-terminated
  * within their fields, whose blobs are JSON, whose counts agree with the
- * array; an error parse leaves NUL-terminated code and message.
+ * array; an error parse leaves NUL-terminated code and message.  The same
+ * bytes also go through the EC2 emulator's form-body parser (requests
+ * come from any local client): every pair it returns is two strings.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <jansson.h>
 
 #include "aws/ec2.h"
+#include "aws/ec2emu_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -76,6 +79,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ec2_strv_free(z, n);
 	} else if (z != NULL || n != 0) {
 		abort();
+	}
+	{
+		struct emu_params form;
+
+		if (ec2emu__params_parse(x, size, &form) == 0) {
+			for (size_t i = 0; i < 2 * form.n; i++)
+				if (form.kv[i] == NULL || strlen(form.kv[i]) > size)
+					abort();
+			if (form.n > 0 &&
+			    ec2emu__param(&form, form.kv[0]) != form.kv[1])
+				abort();
+			ec2emu__params_free(&form);
+		}
 	}
 	return 0;
 }

@@ -533,19 +533,28 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 	if (node_id <= 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
 	/* The token goes to a 0600 file, never onto a command line (where
-	 * ps would show it) nor into the cloud-init log. */
+	 * ps would show it) nor into the cloud-init log.  SPOTRUN_NODE_ROOT
+	 * and SPOTRUN_IMDS_URL are set only by the EC2 emulator (ec2emu.h),
+	 * whose instance is the script's own process session. */
 	if (asprintf(out,
 		     "#!/bin/sh\n"
 		     "# spotrun node bootstrap (EC2 user-data), node %lld\n"
 		     "set -eu\n"
 		     "umask 077\n"
-		     "d=/var/lib/spotrun/node-%lld\n"
+		     "d=\"${SPOTRUN_NODE_ROOT:-/var/lib/spotrun}/node-%lld\"\n"
 		     "mkdir -p \"$d/work\"\n"
 		     "printf '%%s\\n' '%s' > \"$d/token\"\n"
 		     "chmod 600 \"$d/token\"\n"
 		     "set -- '%s' --api '%s' --node-id %lld"
 		     " --token-file \"$d/token\" --workdir \"$d/work\"\n"
-		     "if command -v systemd-run >/dev/null 2>&1; then\n"
+		     "if [ -n \"${SPOTRUN_IMDS_URL:-}\" ]; then\n"
+		     "  set -- \"$@\" --imds \"$SPOTRUN_IMDS_URL\"\n"
+		     "fi\n"
+		     "if [ -n \"${SPOTRUN_NODE_ROOT:-}\" ]; then\n"
+		     "  exec \"$@\" >>\"$d/agent.log\" 2>&1\n"
+		     "fi\n"
+		     "if [ -d /run/systemd/system ] && command -v systemd-run"
+		     " >/dev/null 2>&1; then\n"
 		     "  exec systemd-run --unit=spotrun-agent-%lld"
 		     " --property=Restart=on-failure \"$@\"\n"
 		     "fi\n"

@@ -96,9 +96,8 @@ static int hexval(int c)
 	return -1;
 }
 
-/* Percent-decode s[0..len); '+' stays '+' (SigV4
- * treats the query as RFC 3986, not as a form).  Caller frees. */
-static char *uri_decode(const char *s, size_t len, size_t *out_len)
+char *sr_sigv4_uri_decode(const char *s, size_t len, int form,
+			  size_t *out_len)
 {
 	char *out = malloc(len + 1);
 	size_t o = 0;
@@ -117,10 +116,11 @@ static char *uri_decode(const char *s, size_t len, size_t *out_len)
 				continue;
 			}
 		}
-		out[o++] = s[i];
+		out[o++] = (form && s[i] == '+') ? ' ' : s[i];
 	}
 	out[o] = '\0';
-	*out_len = o;
+	if (out_len != NULL)
+		*out_len = o;
 	return out;
 }
 
@@ -194,7 +194,7 @@ static int qpair_cmp(const void *a, const void *b)
 static char *encode_decoded(const char *s, size_t len)
 {
 	size_t dl = 0;
-	char *d = uri_decode(s, len, &dl);
+	char *d = sr_sigv4_uri_decode(s, len, 0, &dl);
 	char *enc;
 
 	if (d == NULL)

@@ -112,4 +112,13 @@ void sr_sigv4_amz_date(time_t t, char out[17]);
  */
 char *sr_sigv4_uri_encode(const char *s, size_t len, int keep_slash);
 
+/*
+ * Percent-decode s[0..len) (invalid escapes are kept as they are); with
+ * form, '+' decodes to a space (application/x-www-form-urlencoded).
+ * Returns a malloc'd NUL-terminated string (caller frees), its length in
+ * *out_len (may be NULL), or NULL on out-of-memory.
+ */
+char *sr_sigv4_uri_decode(const char *s, size_t len, int form,
+			  size_t *out_len);
+
 #endif

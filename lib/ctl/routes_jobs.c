@@ -83,7 +83,10 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 	sqlite3_bind_text(st, 5, b->workdir, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, envs, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 7, js->num_nodes);
+	/* workload failures tolerated: the API's value, else SkyPilot's
+	 * job_recovery.max_restarts_on_errors, else spotrun.max_restarts */
 	sqlite3_bind_int64(st, 8, b->max_restarts >= 0 ? b->max_restarts :
+			   js->max_restarts_on_errors >= 0 ? js->max_restarts_on_errors :
 			   js->max_restarts >= 0 ? js->max_restarts : 3);
 	sqlite3_bind_int64(st, 9, now);
 	sqlite3_bind_double(st, 10, sim);
@@ -203,17 +206,46 @@ json_t *ctl_jobs_json(struct ctl *c, sqlite3 *db, const char *states, int limit)
 	return arr;
 }
 
+/* GET /v1/jobs?name=N: the jobs of that name, newest first. */
+static json_t *jobs_named(struct ctl *c, sqlite3 *db, const char *name, int limit)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *arr = json_array();
+
+	if (!arr || sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE name=?"
+				       " ORDER BY id DESC LIMIT ?", -1, &st,
+				       NULL) != SQLITE_OK) {
+		json_decref(arr);
+		return NULL;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, limit);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(arr, ctl__job_json(c, db,
+					sqlite3_column_int64(st, 0), false));
+	sqlite3_finalize(st);
+	return arr;
+}
+
 static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
 	sqlite3 *db = ctl_req_db(rq);
 	const char *states = ctl_req_query(rq, "state");
+	const char *name = ctl_req_query(rq, "name");
 	json_t *arr = json_array();
 	int64_t limit;
 
 	if (query_int(rq, "limit", 100, 1, 1000, &limit, rs)) {
 		json_decref(arr);
 		return 0;
+	}
+	if (name) {
+		json_decref(arr);
+		arr = jobs_named(c, db, name, (int)limit);
+		if (!arr)
+			return -EIO;
+		return ctl_resp_json(rs, 200, json_pack("{s:o}", "jobs", arr));
 	}
 	if (states) {
 		char buf[256], *save = NULL;

@@ -125,8 +125,39 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 	return 0;
 }
 
+/* What a SkyPilot-style job adds to a node's assignment: its secrets (as
+ * envs), file_mounts, whether workdir: is to be copied to the node, and
+ * the GPUs per node (the first accelerators choice). */
+struct sky_extra {
+	json_t *mounts;   /* new reference, an object */
+	int sync_workdir;
+	int gpus;
+};
+
+static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
+{
+	json_t *sec = json_object_get(spec, "secrets"), *m, *acc, *v;
+	const char *k, *colon;
+
+	json_object_foreach(sec, k, v) {
+		if (json_is_string(v))
+			json_object_set(envs, k, v);
+	}
+	m = json_object_get(spec, "file_mounts");
+	if (json_is_object(m)) {
+		json_decref(x->mounts);
+		x->mounts = json_incref(m);
+	}
+	x->sync_workdir = json_is_string(json_object_get(spec, "workdir"));
+	acc = json_object_get(json_object_get(spec, "resources"), "accelerators");
+	if (json_is_array(acc))
+		acc = json_array_get(acc, 0);
+	colon = json_is_string(acc) ? strchr(json_string_value(acc), ':') : NULL;
+	x->gpus = colon ? atoi(colon + 1) : 0;
+}
+
 static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
-		       char *workdir, size_t wn)
+		       char *workdir, size_t wn, struct sky_extra *x)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *envs = json_object();
@@ -147,6 +178,7 @@ static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
 
 			if (json_is_object(e))
 				json_object_update(envs, e);
+			sky_of(spec, envs, x);
 			json_decref(*setup);
 			json_decref(*run);
 			*setup = json_incref(json_object_get(spec, "setup"));
@@ -177,6 +209,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct sr_err e = { 0 };
 	sqlite3_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
+	struct sky_extra sky = { NULL, 0, 0 };
 	char ckpt[2400], nodedir[2400], workdir[1100];
 	int64_t now = sr_time_real_ns();
 	size_t len;
@@ -216,11 +249,12 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		" rank=%" PRId64 " pid=%" PRId64, n.id, n.job, n.rank, b.pid);
 	ctl__wake(c);
 	node_load(db, n.id, &n);
-	envs = envs_of(db, n.job, &setup, &run, workdir, sizeof workdir);
+	sky.mounts = json_object();
+	envs = envs_of(db, n.job, &setup, &run, workdir, sizeof workdir, &sky);
 	dir = json_string(workdir[0] ? workdir : nodedir);
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -231,7 +265,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"placement", "provider", c->prov.ops->name, "cloud", n.cloud,
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
-		"directive", directive_of(&n)));
+		"directive", directive_of(&n), "file_mounts", sky.mounts,
+		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */

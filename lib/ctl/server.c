@@ -15,7 +15,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <microhttpd.h>
 
 #include "common/log.h"
@@ -173,10 +175,35 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	}
 }
 
+/* Bind and listen here rather than in libmicrohttpd, so a busy port is
+ * reported with its number and errno ("127.0.0.1:7077: Address already
+ * in use") instead of MHD's "Failed to bind to port 0".  Returns the fd
+ * or a negative code with e set. */
+static int listen_fd(const struct ctl *c, const struct sockaddr_in *sa,
+		     struct sr_err *e)
+{
+	int one = 1, err;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return sr_err_set(e, -errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) == 0 &&
+	    listen(fd, 4096) == 0)
+		return fd;
+	err = errno;
+	close(fd);
+	return sr_err_set(e, -err, "cannot listen on %s:%d: %s%s", c->cfg.listen_host,
+			  c->cfg.listen_port, strerror(err),
+			  err == EADDRINUSE ? " (another spotrund? choose a port "
+			  "with --listen HOST:PORT)" : "");
+}
+
 int ctl__http_start(struct ctl *c, struct sr_err *e)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *di;
+	int fd;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
@@ -184,19 +211,24 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
 		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
 				  "address", c->cfg.listen_host);
+	fd = listen_fd(c, &sa, e);
+	if (fd < 0)
+		return fd;
 	c->httpd = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
 		0, NULL, NULL, on_request, c,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
 		MHD_OPTION_END);
-	if (!c->httpd)
-		return sr_err_set(e, -EADDRINUSE, "cannot listen on %s:%d (in use?)",
+	if (!c->httpd) {
+		close(fd);
+		return sr_err_set(e, -EIO, "cannot start the HTTP server on %s:%d",
 				  c->cfg.listen_host, c->cfg.listen_port);
+	}
 	di = MHD_get_daemon_info(c->httpd, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = di ? di->port : c->cfg.listen_port;
 	snprintf(c->url, sizeof c->url, "http://%s:%d", c->cfg.listen_host, c->port);

@@ -100,6 +100,19 @@ static json_t *nodes_of(sqlite3 *db, int64_t job)
 	return arr;
 }
 
+/* A job's secrets are never served back (only agents get them, in their
+ * register reply): their values become "<redacted>". */
+static void redact_secrets(json_t *spec)
+{
+	json_t *sec = json_object_get(spec, "secrets"), *v;
+	const char *k;
+
+	json_object_foreach(sec, k, v) {
+		if (json_is_string(v))
+			json_object_set_new(sec, k, json_string("<redacted>"));
+	}
+}
+
 json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 {
 	static const char sql[] =
@@ -119,6 +132,7 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 	if (sqlite3_step(st) != SQLITE_ROW)
 		goto out;
 	spec = json_loads(ctl_db_text(st, 22), 0, NULL);
+	redact_secrets(spec);
 	pl = json_loads(ctl_db_text(st, 18), 0, NULL);
 	elapsed = sim_now - sqlite3_column_double(st, 20);
 	if (sqlite3_column_type(st, 6) != SQLITE_NULL)

@@ -29,6 +29,7 @@ void catalog_free(struct catalog *c)
 	if (!c)
 		return;
 	free(c->items);
+	free(c->zones);
 	memset(c, 0, sizeof *c);
 }
 
@@ -207,6 +208,8 @@ static int offer_matches(const struct catalog_offering *o,
 		return 0;
 	if (f->region && strcmp(o->region, f->region))
 		return 0;
+	if (f->zone && strcmp(o->zone, f->zone))
+		return 0;
 	if (o->net < f->min_net)
 		return 0;
 	return 1;
@@ -302,6 +305,12 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e)
 			return rc;
 		loaded++;
 	}
+	snprintf(path, sizeof path, "%s/catalog/aws_zones.csv", dir);
+	if (!access(path, R_OK)) {
+		rc = catalog_load_zones(c, path, "aws", e);
+		if (rc)
+			return rc;
+	}
 	snprintf(path, sizeof path, "%s/offerings.csv", dir);
 	if (!access(path, R_OK)) {
 		rc = catalog_load_offerings(c, path, e);
@@ -311,6 +320,9 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e)
 	}
 	if (!loaded)
 		return sr_err_set(e, -SR_ENOTFOUND, "%s: no catalog files", dir);
+	rc = catalog_load_trace_rates(c, dir, e);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < c->n; i++) {
 		struct catalog_offering *o = &c->items[i];
 
@@ -318,6 +330,8 @@ int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e)
 			o->hazard_per_h = catalog_hazard_from_per24h(
 				CATALOG_DEFAULT_PREEMPT_PER_24H);
 			o->hazard_src = CATALOG_HAZARD_DEFAULT;
+			snprintf(o->hazard_from, sizeof o->hazard_from,
+				 "default estimate (docs/market.md)");
 		}
 	}
 	return 0;

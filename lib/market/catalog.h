@@ -56,18 +56,30 @@ struct catalog_offering {
 	char instance_type[48];
 	char accelerator[24];    /* "H100", "A100-80GB", ... */
 	double accel_count;      /* per node; fractional for AWS g6f */
+	double vcpus, memory_gib;/* per node; 0 when the source has none */
 	sr_micros ondemand_per_h;/* -1: not listed */
 	sr_micros spot_per_h;    /* -1: no spot offering */
 	sr_micros reserved_per_h;/* amortized 1-year commitment; -1: unknown */
 	double hazard_per_h;     /* spot preemptions per node-hour; 0 if none */
 	enum catalog_hazard_src hazard_src;
+	char hazard_from[64];    /* where the hazard came from, in words */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
+};
+
+/* One row of DIR/catalog/aws_zones.csv: a zone's name and its ID. */
+struct catalog_zone {
+	char cloud[16];
+	char region[40];
+	char name[40];           /* "us-east-1a" */
+	char id[40];             /* "use1-az1", as the offerings name it */
 };
 
 struct catalog {
 	struct catalog_offering *items; /* owned; n valid entries */
 	size_t n, cap;
+	struct catalog_zone *zones;     /* owned; n_zones entries */
+	size_t n_zones;
 };
 
 void catalog_init(struct catalog *c);
@@ -101,6 +113,38 @@ int catalog_load_offerings_buf(struct catalog *c, const char *buf,
  * default.  DIR is usually "data". */
 int catalog_load_dir(struct catalog *c, const char *dir, struct sr_err *e);
 
+/* Fit per-pool hazards from the single-node spot traces under DIR/traces
+ * (catalog_trace.c; DIR/traces/cbl/{availability,preemption}/1-node/
+ * CLOUD-DATE/ZONE_GPU_COUNT.json, 1 = up) and give them to the matching
+ * spot offerings (cloud, zone through the zone table, GPU, count), with
+ * hazard_src TRACE.  Several traces of one pool are pooled (all losses
+ * over all hours up).  A missing traces folder is not an error. */
+int catalog_load_trace_rates(struct catalog *c, const char *dir,
+			     struct sr_err *e);
+
+/* Load a zone table (CSV with Region,ZoneName,ZoneId) for `cloud`; on
+ * error c keeps the zones of earlier tables only. */
+int catalog_load_zones(struct catalog *c, const char *path, const char *cloud,
+		       struct sr_err *e);
+int catalog_load_zones_buf(struct catalog *c, const char *buf, size_t len,
+			   const char *name, const char *cloud, struct sr_err *e);
+
+/* ---- checking names (catalog_check.c) ----------------------------------
+ * Each returns 0, or -EINVAL with e saying which value is unknown and
+ * naming the nearest valid ones ("unknown GPU 'H1000'; nearest: H100,
+ * H200, A100"), so a command can exit 2 instead of printing nothing. */
+
+/* A GPU name (case-insensitive) and, when count > 0, that per-node count. */
+int catalog_check_gpu(const struct catalog *c, const char *name, double count,
+		      struct sr_err *e);
+/* A cloud, a region (of that cloud when cloud is set) and a zone (ID or
+ * name, of that region / cloud when given).  Empty or NULL fields are
+ * not checked.  When zone_id is not NULL it receives the zone's ID
+ * ("us-east-1a" -> "use1-az4"), or "" without a zone. */
+int catalog_check_place(const struct catalog *c, const char *cloud,
+			const char *region, const char *zone, char *zone_id,
+			size_t n, struct sr_err *e);
+
 /* Resolve the data directory: $SPOTRUN_DATA, else "data" relative to the
  * working directory, else the one beside the executable's ../../data
  * (build tree) or ../share/spotrun/data (install).  Writes into buf. */
@@ -113,6 +157,7 @@ struct catalog_filter {
 	int spot_only;           /* only rows with a spot price */
 	const char *cloud;
 	const char *region;
+	const char *zone;        /* zone ID (resolve names: catalog_check_place) */
 	enum catalog_net min_net;
 };
 
@@ -124,6 +169,11 @@ int catalog_select(const struct catalog *c, const struct catalog_filter *f,
 
 /* Parse "H100:8" / "H100" (count 1).  name gets the accelerator. */
 int catalog_parse_accel(const char *s, char *name, size_t n, double *count);
+
+/* Up to 3 of names[0..n) nearest to s (edit distance, ignoring case),
+ * as "a, b, c" into out; "" when names is empty. */
+void catalog_nearest(const char *s, const char *const *names, size_t n,
+		     char *out, size_t outn);
 
 /* Names for enums ("infiniband", ...) and parsing them back. */
 const char *catalog_net_name(enum catalog_net n);

@@ -130,6 +130,8 @@ static int parse_orow(char **f, const int *col, const char *name, int line,
 					  name, line, band);
 		}
 		o->hazard_src = CATALOG_HAZARD_TABLE;
+		snprintf(o->hazard_from, sizeof o->hazard_from, "%s:%d (%.40s)", name,
+			 line, f[col[O_S_PRE]]);
 	}
 	if (catalog_net_parse(f[col[O_NET]], &o->net))
 		return sr_err_set(e, -SR_EPARSE, "%s:%d: column network: '%s' is not ethernet, rdma, infiniband or unknown",
@@ -163,6 +165,7 @@ static int overlay(struct catalog *c, size_t n_before,
 		if (o->spot_per_h >= 0 && t->hazard_src != CATALOG_HAZARD_NONE) {
 			o->hazard_per_h = t->hazard_per_h;
 			o->hazard_src = t->hazard_src;
+			memcpy(o->hazard_from, t->hazard_from, sizeof o->hazard_from);
 		}
 		if (t->net != CATALOG_NET_UNKNOWN)
 			o->net = t->net;

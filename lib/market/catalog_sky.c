@@ -11,8 +11,9 @@
  *   SpotPrice         yes       spot $/h; empty = no spot offering
  *   Region            yes
  *   AvailabilityZone  no        absent in Azure v6 and Lambda
+ *   vCPUs, MemoryGiB  no        per instance (resources.cpus / memory)
  *
- * Other columns (vCPUs, MemoryGiB, GpuInfo, Arch, Generation, Derived)
+ * Other columns (GpuInfo, Arch, Generation, Derived)
  * are ignored, but a row must have exactly as many fields as the header.
  *
  * GCP join.  GCP lists a GPU machine's price as two rows per zone: the
@@ -34,11 +35,12 @@
 #include "catalog.h"
 #include "catalog_csv.h"
 
-enum { C_TYPE, C_ACC, C_COUNT, C_PRICE, C_SPOT, C_REGION, C_ZONE, C_NCOLS };
+enum { C_TYPE, C_ACC, C_COUNT, C_PRICE, C_SPOT, C_REGION, C_ZONE, C_CPUS,
+       C_MEM, C_NCOLS };
 
 static const char *const col_names[C_NCOLS] = {
 	"InstanceType", "AcceleratorName", "AcceleratorCount", "Price",
-	"SpotPrice", "Region", "AvailabilityZone",
+	"SpotPrice", "Region", "AvailabilityZone", "vCPUs", "MemoryGiB",
 };
 
 struct row {
@@ -129,6 +131,11 @@ static int parse_row(char **f, const int *col, const char *name, int line,
 		return sr_err_set(e, -SR_EPARSE,
 				  "%s:%d: column AcceleratorCount: '%s' is not a positive count",
 				  name, line, f[col[C_COUNT]]);
+	/* optional sizes: an empty or odd cell reads as unknown (0) */
+	if (col[C_CPUS] >= 0 && catalog__parse_num(f[col[C_CPUS]], &o->vcpus))
+		o->vcpus = 0;
+	if (col[C_MEM] >= 0 && catalog__parse_num(f[col[C_MEM]], &o->memory_gib))
+		o->memory_gib = 0;
 	rc = price_cell(f[col[C_PRICE]], &o->ondemand_per_h, name, line, "Price", e);
 	if (!rc)
 		rc = price_cell(f[col[C_SPOT]], &o->spot_per_h, name, line,
@@ -194,7 +201,8 @@ int catalog_load_skypilot_buf(struct catalog *c, const char *buf,
 	int col[C_NCOLS], rc, line = 0, is_gcp = !strcmp(cloud, "gcp");
 
 	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_header(&r, col_names, C_NCOLS, 1u << C_ZONE, col,
+	rc = catalog__csv_header(&r, col_names, C_NCOLS,
+				 (1u << C_ZONE) | (1u << C_CPUS) | (1u << C_MEM), col,
 				 &nhdr, e);
 	while (rc == 0) {
 		struct row row;

@@ -5,6 +5,8 @@
  * table of allowed keys per mapping; each node keeps its start line, so
  * every message names "file:line: key.path".  Duplicate keys, unknown
  * keys and wrongly typed values are errors; nothing is ignored silently.
+ * The walk records every problem and goes on (jobspec_int.h), so one run
+ * reports them all.  resources: and SkyPilot's keys are in jobspec_res.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,42 +20,83 @@
 
 #include "catalog_csv.h"
 #include "common/timeutil.h"
-#include "jobspec.h"
+#include "jobspec_int.h"
 
-struct ctx {
-	yaml_document_t *doc;
-	const char *name;
-	struct jobspec *js;
-	struct sr_err *e;
-	int use_spot_line, crit_line;
-};
+#define ctx jobspec__ctx
+#define LINE JOBSPEC__LINE
+#define fail jobspec__fail
+#define scalar(n) jobspec__scalar(n)
+#define is_null jobspec__is_null
+#define want_scalar jobspec__want_scalar
+#define want_str jobspec__want_str
+#define want_bool jobspec__want_bool
+#define want_int jobspec__want_int
+#define walk_map jobspec__walk_map
+typedef jobspec__pair_fn pair_fn;
 
-#define LINE(n) ((int)(n)->start_mark.line + 1)
-
-__attribute__((format(printf, 4, 5)))
-static int fail(struct ctx *c, yaml_node_t *n, const char *path,
-		const char *fmt, ...)
+static int push_raw(struct ctx *c, char ***v, size_t *n, const char *msg)
 {
-	char reason[256];
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+
+	if (!nv) {
+		c->oom = 1;
+		return -ENOMEM;
+	}
+	*v = nv;
+	nv[*n] = strdup(msg);
+	if (!nv[*n]) {
+		c->oom = 1;
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
+static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
+		    const char *path, const char *reason)
+{
+	char msg[600];
+
+	if (path[0])
+		snprintf(msg, sizeof msg, "%s:%d: %s: %s", c->name, LINE(nd), path,
+			 reason);
+	else
+		snprintf(msg, sizeof msg, "%s:%d: %s", c->name, LINE(nd), reason);
+	return push_raw(c, v, n, msg);
+}
+
+int jobspec__fail(struct ctx *c, yaml_node_t *n, const char *path,
+		  const char *fmt, ...)
+{
+	char reason[400];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof reason, fmt, ap);
 	va_end(ap);
-	if (!path[0])
-		return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s", c->name, LINE(n),
-				  reason);
-	return sr_err_set(c->e, -SR_EPARSE, "%s:%d: %s: %s", c->name, LINE(n),
-			  path, reason);
+	push_msg(c, &c->d.errors, &c->d.n_errors, n, path, reason);
+	return -SR_EPARSE;
 }
 
-static const char *scalar(yaml_node_t *n)
+int jobspec__note(struct ctx *c, yaml_node_t *n, const char *path,
+		  const char *fmt, ...)
+{
+	char reason[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof reason, fmt, ap);
+	va_end(ap);
+	return push_msg(c, &c->d.notes, &c->d.n_notes, n, path, reason);
+}
+
+const char *jobspec__scalar(yaml_node_t *n)
 {
 	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
 						: NULL;
 }
 
-static int is_null(yaml_node_t *n)
+int jobspec__is_null(yaml_node_t *n)
 {
 	const char *s = scalar(n);
 
@@ -61,8 +104,8 @@ static int is_null(yaml_node_t *n)
 	       (!*s || !strcmp(s, "~") || !strcmp(s, "null"));
 }
 
-static int want_scalar(struct ctx *c, yaml_node_t *n, const char *path,
-		       const char **out)
+int jobspec__want_scalar(struct ctx *c, yaml_node_t *n, const char *path,
+			 const char **out)
 {
 	*out = scalar(n);
 	if (!*out || is_null(n))
@@ -70,7 +113,7 @@ static int want_scalar(struct ctx *c, yaml_node_t *n, const char *path,
 	return 0;
 }
 
-static int want_str(struct ctx *c, yaml_node_t *n, const char *path, char **out)
+int jobspec__want_str(struct ctx *c, yaml_node_t *n, const char *path, char **out)
 {
 	const char *s;
 	int rc = want_scalar(c, n, path, &s);
@@ -82,7 +125,7 @@ static int want_str(struct ctx *c, yaml_node_t *n, const char *path, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-static int want_bool(struct ctx *c, yaml_node_t *n, const char *path, int *out)
+int jobspec__want_bool(struct ctx *c, yaml_node_t *n, const char *path, int *out)
 {
 	const char *s = scalar(n);
 
@@ -97,8 +140,8 @@ static int want_bool(struct ctx *c, yaml_node_t *n, const char *path, int *out)
 	return 0;
 }
 
-static int want_int(struct ctx *c, yaml_node_t *n, const char *path, long lo,
-		    long hi, int *out)
+int jobspec__want_int(struct ctx *c, yaml_node_t *n, const char *path, long lo,
+		      long hi, int *out)
 {
 	const char *s = scalar(n);
 	char *end;
@@ -140,12 +183,8 @@ static int want_money(struct ctx *c, yaml_node_t *n, const char *path,
 	return 0;
 }
 
-/* Iterate a mapping: check it is one, reject duplicates, and call fn for
- * each pair with the key text. */
-typedef int (*pair_fn)(struct ctx *c, const char *key, yaml_node_t *kn,
-		       yaml_node_t *vn, const char *path);
-
-static int walk_map(struct ctx *c, yaml_node_t *n, const char *path, pair_fn fn)
+int jobspec__walk_map(struct ctx *c, yaml_node_t *n, const char *path,
+		      pair_fn fn)
 {
 	yaml_node_pair_t *p, *q;
 
@@ -156,142 +195,49 @@ static int walk_map(struct ctx *c, yaml_node_t *n, const char *path, pair_fn fn)
 		yaml_node_t *vn = yaml_document_get_node(c->doc, p->value);
 		const char *k = scalar(kn);
 		char sub[256];
-		int rc;
+		int rc, dup = 0;
 
-		if (!k)
-			return fail(c, kn, path, "keys must be plain strings");
-		for (q = n->data.mapping.pairs.start; q < p; q++) {
+		if (!k) {
+			fail(c, kn, path, "keys must be plain strings");
+			continue;
+		}
+		for (q = n->data.mapping.pairs.start; q < p && !dup; q++) {
 			const char *k2 = scalar(yaml_document_get_node(c->doc, q->key));
 
-			if (k2 && !strcmp(k, k2))
-				return fail(c, kn, path, "duplicate key '%s'", k);
+			dup = k2 && !strcmp(k, k2);
+		}
+		if (dup) {
+			fail(c, kn, path, "duplicate key '%s'", k);
+			continue;
 		}
 		if (path[0])
 			snprintf(sub, sizeof sub, "%s.%s", path, k);
 		else
 			snprintf(sub, sizeof sub, "%s", k);
 		rc = fn(c, k, kn, vn, sub);
-		if (rc)
-			return rc;
+		if (rc == -ENOMEM || c->oom)
+			return -ENOMEM;
 	}
 	return 0;
 }
 
-static int unknown(struct ctx *c, yaml_node_t *kn, const char *path)
+int jobspec__unknown(struct ctx *c, yaml_node_t *kn, const char *path,
+		     const char *key, const char *const *keys,
+		     const char *const *hints)
 {
+	char near[160];
+	size_t nk = 0;
+
+	for (size_t i = 0; hints && hints[i]; i += 2) {
+		if (!strcmp(hints[i], key))
+			return fail(c, kn, path, "not supported; %s", hints[i + 1]);
+	}
+	while (keys && keys[nk])
+		nk++;
+	catalog_nearest(key, keys, nk, near, sizeof near);
+	if (near[0])
+		return fail(c, kn, path, "unknown key; expected one of: %s", near);
 	return fail(c, kn, path, "unknown key");
-}
-
-/* ---- resources ------------------------------------------------------- */
-
-static int parse_infra(struct ctx *c, yaml_node_t *n, const char *path,
-		       struct jobspec_infra *out)
-{
-	const char *s;
-	int rc = want_scalar(c, n, path, &s);
-
-	if (rc)
-		return rc;
-	if (jobspec_infra_parse(s, out))
-		return fail(c, n, path, "'%s' is not CLOUD[/REGION[/ZONE]]", s);
-	return 0;
-}
-
-static int push_infra(struct ctx *c, const struct jobspec_infra *in)
-{
-	struct jobspec_infra *v = realloc(c->js->infra,
-					  (c->js->n_infra + 1) * sizeof *v);
-
-	if (!v)
-		return -ENOMEM;
-	c->js->infra = v;
-	v[c->js->n_infra++] = *in;
-	return 0;
-}
-
-static int anyof_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		      yaml_node_t *vn, const char *path)
-{
-	struct jobspec_infra in;
-	int rc;
-
-	if (strcmp(k, "infra"))
-		return unknown(c, kn, path);
-	rc = parse_infra(c, vn, path, &in);
-	return rc ? rc : push_infra(c, &in);
-}
-
-static int parse_accel(struct ctx *c, yaml_node_t *n, const char *path)
-{
-	struct jobspec *js = c->js;
-	const char *s = scalar(n);
-	double cnt;
-
-	if (n->type == YAML_MAPPING_NODE) {
-		yaml_node_pair_t *p = n->data.mapping.pairs.start;
-		const char *k, *v;
-		int rc;
-
-		if (n->data.mapping.pairs.top - p != 1)
-			return fail(c, n, path, "expected one NAME: COUNT pair");
-		k = scalar(yaml_document_get_node(c->doc, p->key));
-		v = scalar(yaml_document_get_node(c->doc, p->value));
-		if (!k || !v || strlen(k) >= sizeof js->accel ||
-		    catalog_parse_accel(k, js->accel, sizeof js->accel, &cnt))
-			return fail(c, n, path, "expected NAME: COUNT");
-		rc = want_int(c, yaml_document_get_node(c->doc, p->value), path, 1,
-			      1024, &js->accel_count);
-		return rc;
-	}
-	if (!s || catalog_parse_accel(s, js->accel, sizeof js->accel, &cnt) ||
-	    cnt != floor(cnt) || cnt > 1024) {
-		js->accel[0] = '\0';
-		return fail(c, n, path, "'%s' is not NAME:COUNT like H100:8", s ? s : "");
-	}
-	js->accel_count = (int)cnt;
-	return 0;
-}
-
-static int res_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		    yaml_node_t *vn, const char *path)
-{
-	if (!strcmp(k, "accelerators"))
-		return parse_accel(c, vn, path);
-	if (!strcmp(k, "use_spot")) {
-		c->use_spot_line = LINE(vn);
-		return want_bool(c, vn, path, &c->js->use_spot);
-	}
-	if (!strcmp(k, "infra")) {
-		struct jobspec_infra in;
-		int rc;
-
-		if (c->js->n_infra)
-			return fail(c, kn, path, "give infra or any_of, not both");
-		rc = parse_infra(c, vn, path, &in);
-		return rc ? rc : push_infra(c, &in);
-	}
-	if (!strcmp(k, "any_of")) {
-		char sub[300];
-		size_t i = 0;
-
-		if (c->js->n_infra)
-			return fail(c, kn, path, "give infra or any_of, not both");
-		if (vn->type != YAML_SEQUENCE_NODE ||
-		    vn->data.sequence.items.top == vn->data.sequence.items.start)
-			return fail(c, vn, path, "expected a non-empty list of {infra: ...}");
-		for (yaml_node_item_t *it = vn->data.sequence.items.start;
-		     it < vn->data.sequence.items.top; it++, i++) {
-			int rc;
-
-			snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-			rc = walk_map(c, yaml_document_get_node(c->doc, *it), sub,
-				      anyof_pair);
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-	return unknown(c, kn, path);
 }
 
 /* ---- spotrun: ---------------------------------------------------------- */
@@ -317,6 +263,10 @@ static int parse_bps(struct ctx *c, yaml_node_t *n, const char *path, double *ou
 	return 0;
 }
 
+static const char *const ckpt_keys[] = {
+	"size", "interval", "stall", "restore_bandwidth", NULL
+};
+
 static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		     yaml_node_t *vn, const char *path)
 {
@@ -336,7 +286,7 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
-	return unknown(c, kn, path);
+	return jobspec__unknown(c, kn, path, k, ckpt_keys, NULL);
 }
 
 static int parse_deadline(struct ctx *c, yaml_node_t *n, const char *path)
@@ -376,6 +326,12 @@ static int parse_work(struct ctx *c, yaml_node_t *n, const char *path)
 	}
 	return fail(c, n, path, "'%s' is not compute hours (20 or 20h)", s);
 }
+
+static const char *const spot_keys[] = {
+	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
+	"max_cost", "max_restarts", "network", "autostop", "provisioning",
+	"image_pull", "p_target", NULL
+};
 
 static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		     yaml_node_t *vn, const char *path)
@@ -425,33 +381,115 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 			js->p_target = v;
 		return rc;
 	}
-	return unknown(c, kn, path);
+	return jobspec__unknown(c, kn, path, k, spot_keys, NULL);
 }
 
 /* ---- top level -------------------------------------------------------- */
 
-static int env_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		    yaml_node_t *vn, const char *path)
+static int push_env(struct jobspec_env **v, size_t *n, const char *k,
+		    const char *val)
 {
-	struct jobspec *js = c->js;
-	struct jobspec_env *v;
-	const char *s;
-	int rc = want_scalar(c, vn, path, &s);
+	struct jobspec_env *nv = realloc(*v, (*n + 1) * sizeof *nv);
 
-	(void)kn;
-	if (rc)
-		return rc;
-	v = realloc(js->envs, (js->n_envs + 1) * sizeof *v);
-	if (!v)
+	if (!nv)
 		return -ENOMEM;
-	js->envs = v;
-	v[js->n_envs].key = strdup(k);
-	v[js->n_envs].value = strdup(s);
-	js->n_envs++;
-	if (!v[js->n_envs - 1].key || !v[js->n_envs - 1].value)
+	*v = nv;
+	nv[*n].key = strdup(k);
+	nv[*n].value = val ? strdup(val) : NULL;
+	(*n)++;
+	if (!nv[*n - 1].key || (val && !nv[*n - 1].value))
 		return -ENOMEM;
 	return 0;
 }
+
+/* Variable names a shell accepts: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_ok(const char *k)
+{
+	if (!*k || isdigit((unsigned char)*k))
+		return 0;
+	for (; *k; k++) {
+		if (!isalnum((unsigned char)*k) && *k != '_')
+			return 0;
+	}
+	return 1;
+}
+
+/* envs: and secrets: (where a null value means "take it from the
+ * launching environment", which SkyPilot passes with --secret). */
+static int var_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		    yaml_node_t *vn, const char *path, int secret)
+{
+	struct jobspec *js = c->js;
+	const char *s = NULL;
+	int rc;
+
+	if (!env_name_ok(k))
+		return fail(c, kn, path, "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k);
+	if (!secret || !is_null(vn)) {
+		rc = want_scalar(c, vn, path, &s);
+		if (rc)
+			return rc;
+	}
+	if (secret)
+		return push_env(&js->secrets, &js->n_secrets, k, s);
+	return push_env(&js->envs, &js->n_envs, k, s);
+}
+
+static int env_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		    yaml_node_t *vn, const char *path)
+{
+	return var_pair(c, k, kn, vn, path, 0);
+}
+
+static int secret_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		       yaml_node_t *vn, const char *path)
+{
+	return var_pair(c, k, kn, vn, path, 1);
+}
+
+static int mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		      yaml_node_t *vn, const char *path)
+{
+	struct jobspec *js = c->js;
+	struct jobspec_mount *v;
+	const char *s = scalar(vn);
+
+	(void)kn;
+	if (vn->type == YAML_MAPPING_NODE)
+		return fail(c, vn, path, "cloud storage mounts (source/store/mode) are not "
+			    "supported; give a local path (file_mounts: {%s: ./data})", k);
+	if (!s || is_null(vn))
+		return fail(c, vn, path, "expected a local path");
+	if (strstr(s, "://"))
+		return fail(c, vn, path, "'%s': bucket URLs are not supported; copy the "
+			    "data to a local path and mount that", s);
+	if (!*k || strstr(k, ".."))
+		return fail(c, kn, path, "'%s' is not a destination path", k);
+	v = realloc(js->mounts, (js->n_mounts + 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	js->mounts = v;
+	v[js->n_mounts].dst = strdup(k);
+	v[js->n_mounts].src = strdup(s);
+	js->n_mounts++;
+	if (!v[js->n_mounts - 1].dst || !v[js->n_mounts - 1].src)
+		return -ENOMEM;
+	return 0;
+}
+
+static const char *const top_keys[] = {
+	"name", "num_nodes", "resources", "envs", "secrets", "workdir",
+	"file_mounts", "setup", "run", "spotrun", NULL
+};
+
+/* SkyPilot task keys spotrun does not take, and what to do instead. */
+static const char *const top_hints[] = {
+	"service", "SkyServe services are not supported; spotrun runs training jobs",
+	"config", "per-task SkyPilot config is not supported; remove it",
+	"volumes", "use file_mounts with a local path",
+	"event_callback", "use spotrun's alerts (docs/finops.md)",
+	NULL
+};
 
 static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		    yaml_node_t *vn, const char *path)
@@ -461,28 +499,75 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "num_nodes"))
 		return want_int(c, vn, path, 1, 4096, &c->js->num_nodes);
 	if (!strcmp(k, "resources"))
-		return walk_map(c, vn, path, res_pair);
+		return walk_map(c, vn, path, jobspec__res_pair);
 	if (!strcmp(k, "envs"))
 		return is_null(vn) ? 0 : walk_map(c, vn, path, env_pair);
+	if (!strcmp(k, "secrets"))
+		return is_null(vn) ? 0 : walk_map(c, vn, path, secret_pair);
+	if (!strcmp(k, "workdir")) {
+		if (vn->type == YAML_MAPPING_NODE)
+			return fail(c, vn, path, "a git workdir is not supported; give a local "
+				    "directory (workdir: .)");
+		return want_str(c, vn, path, &c->js->workdir);
+	}
+	if (!strcmp(k, "file_mounts"))
+		return is_null(vn) ? 0 : walk_map(c, vn, path, mount_pair);
 	if (!strcmp(k, "setup"))
 		return want_str(c, vn, path, &c->js->setup);
 	if (!strcmp(k, "run"))
 		return want_str(c, vn, path, &c->js->run);
 	if (!strcmp(k, "spotrun"))
 		return walk_map(c, vn, path, spot_pair);
-	return unknown(c, kn, path);
+	return jobspec__unknown(c, kn, path, k, top_keys, top_hints);
 }
 
-int jobspec_parse_buf(const char *buf, size_t len, const char *name,
-		      struct jobspec *js, struct sr_err *e)
+void jobspec_diag_free(struct jobspec_diag *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_errors; i++)
+		free(d->errors[i]);
+	for (size_t i = 0; i < d->n_notes; i++)
+		free(d->notes[i]);
+	free(d->errors);
+	free(d->notes);
+	memset(d, 0, sizeof *d);
+}
+
+/* Cross-key rules, once every key is read. */
+static void check_crit(struct ctx *c)
+{
+	struct jobspec *js = c->js;
+	char msg[300];
+
+	msg[0] = '\0';
+	if (js->criticality == JOBSPEC_CRIT_CRITICAL && js->use_spot == 1)
+		snprintf(msg, sizeof msg, "%s:%d: resources.use_spot: spot is not allowed for criticality critical (line %d)",
+			 c->name, c->use_spot_line, c->crit_line);
+	if (js->criticality == JOBSPEC_CRIT_BEST_EFFORT && js->use_spot == 0)
+		snprintf(msg, sizeof msg, "%s:%d: resources.use_spot: best-effort jobs run on spot only (line %d)",
+			 c->name, c->use_spot_line, c->crit_line);
+	if (msg[0])
+		push_raw(c, &c->d.errors, &c->d.n_errors, msg);
+}
+
+int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
+			   struct jobspec *js, struct jobspec_diag *d,
+			   struct sr_err *e)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
-	struct ctx c = { &doc, name, js, e, 0, 0 };
+	struct ctx c;
 	yaml_node_t *root;
 	int rc = 0, have_doc = 0;
 
 	jobspec_init(js);
+	memset(&c, 0, sizeof c);
+	c.doc = &doc;
+	c.name = name;
+	c.js = js;
+	if (d)
+		memset(d, 0, sizeof *d);
 	if (!yaml_parser_initialize(&parser))
 		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
@@ -499,18 +584,23 @@ int jobspec_parse_buf(const char *buf, size_t len, const char *name,
 		goto out;
 	}
 	rc = walk_map(&c, root, "", top_pair);
-	if (rc)
-		goto out;
-	if (js->criticality == JOBSPEC_CRIT_CRITICAL && js->use_spot == 1) {
-		rc = sr_err_set(e, -SR_EPARSE,
-				"%s:%d: resources.use_spot: spot is not allowed for criticality critical (line %d)",
-				name, c.use_spot_line, c.crit_line);
+	if (rc == -ENOMEM || c.oom) {
+		rc = -ENOMEM;
 		goto out;
 	}
-	if (js->criticality == JOBSPEC_CRIT_BEST_EFFORT && js->use_spot == 0) {
-		rc = sr_err_set(e, -SR_EPARSE,
-				"%s:%d: resources.use_spot: best-effort jobs run on spot only (line %d)",
-				name, c.use_spot_line, c.crit_line);
+	rc = jobspec__res_finish(&c);
+	if (rc == -ENOMEM || c.oom) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	check_crit(&c);
+	if (c.d.n_errors) {
+		if (c.d.n_errors > 1)
+			rc = sr_err_set(e, -SR_EPARSE, "%s (and %zu more problem%s)",
+					c.d.errors[0], c.d.n_errors - 1,
+					c.d.n_errors > 2 ? "s" : "");
+		else
+			rc = sr_err_set(e, -SR_EPARSE, "%s", c.d.errors[0]);
 		goto out;
 	}
 	rc = jobspec_validate(js, name, e);
@@ -520,21 +610,39 @@ out:
 	if (have_doc)
 		yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
+	if (d)
+		*d = c.d;
+	else
+		jobspec_diag_free(&c.d);
 	if (rc)
 		jobspec_free(js);
 	return rc;
 }
 
-int jobspec_parse_file(const char *path, struct jobspec *js, struct sr_err *e)
+int jobspec_parse_buf(const char *buf, size_t len, const char *name,
+		      struct jobspec *js, struct sr_err *e)
+{
+	return jobspec_parse_buf_diag(buf, len, name, js, NULL, e);
+}
+
+int jobspec_parse_file_diag(const char *path, struct jobspec *js,
+			    struct jobspec_diag *d, struct sr_err *e)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	int rc;
 
 	jobspec_init(js);
+	if (d)
+		memset(d, 0, sizeof *d);
 	rc = catalog__read_file(path, &buf, &len, e);
 	if (!rc)
-		rc = jobspec_parse_buf(buf, len, path, js, e);
+		rc = jobspec_parse_buf_diag(buf, len, path, js, d, e);
 	free(buf);
 	return rc;
+}
+
+int jobspec_parse_file(const char *path, struct jobspec *js, struct sr_err *e)
+{
+	return jobspec_parse_file_diag(path, js, NULL, e);
 }

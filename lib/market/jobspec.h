@@ -25,7 +25,13 @@
  *     provisioning: 5m              # resume overheads (defaults below)
  *     image_pull: 3m
  *
- * Unknown keys and bad values fail with "file:line: key.path: reason".
+ * SkyPilot's task keys are accepted too (resources.cloud/region/zone,
+ * any_of, ordered, accelerators as a list or dict, cpus, memory,
+ * disk_size, image_id, ports, job_recovery, secrets, workdir,
+ * file_mounts): docs/jobs.md has the key-by-key table.
+ *
+ * Unknown keys and bad values fail with "file:line: key.path: reason",
+ * all of them in one pass, each with a suggestion where one exists.
  * The same struct serialises to JSON (jobspec_to_json / _from_json), the
  * form in which the daemon stores jobs.
  *
@@ -56,16 +62,41 @@ enum jobspec_deadline {
 	JOBSPEC_DEADLINE_ABSOLUTE, /* deadline_ns is Unix-epoch ns (UTC) */
 };
 
-/* One allowed location: "aws", "aws/us-east-1", "aws/us-east-1/use1-az5";
- * empty fields mean "any". */
+/* One allowed location: "aws", "aws/us-east-1", "aws/us-east-1/use1-az5"
+ * (or the zone name "us-east-1a"); empty fields mean "any".  An any_of /
+ * ordered entry may name its own accelerators; accel "" means the job's. */
 struct jobspec_infra {
 	char cloud[16];
 	char region[40];
 	char zone[40];
+	char accel[24];
+	int accel_count;
+};
+
+/* One accelerator choice: accelerators: [A100:8, H100:8] gives two. */
+struct jobspec_accel {
+	char name[24];
+	int count;
 };
 
 struct jobspec_env {
 	char *key, *value; /* owned */
+};
+
+/* file_mounts: remote path -> local source path. */
+struct jobspec_mount {
+	char *dst, *src;   /* owned */
+};
+
+/* What a parse found: every error (the parse fails if n_errors > 0) and
+ * every note about a key accepted but honoured only in part, each one
+ * line "file:line: key.path: reason[; suggestion]".  Owned; release with
+ * jobspec_diag_free(). */
+struct jobspec_diag {
+	char **errors;
+	size_t n_errors;
+	char **notes;
+	size_t n_notes;
 };
 
 /* Defaults the parser fills in when a key is absent. */
@@ -87,6 +118,23 @@ struct jobspec {
 	struct jobspec_env *envs;   /* owned */
 	size_t n_envs;
 	char *setup, *run;          /* owned; NULL if absent */
+	/* SkyPilot resources beyond the accelerators (docs/jobs.md) */
+	struct jobspec_accel *accels;/* owned; every choice; accel = accels[0] */
+	size_t n_accels;
+	int infra_ordered;          /* any_of came from resources.ordered */
+	double cpus, memory_gib;    /* per node; 0: any */
+	int cpus_plus, memory_plus; /* 1: "8+" (at least), 0: exactly */
+	int disk_gb;                /* 0: provider default */
+	char *image_id;             /* owned; NULL: provider default */
+	char **ports;               /* owned; "8080" or "10020-10040" */
+	size_t n_ports;
+	char *recovery;             /* job_recovery.strategy; owned; NULL */
+	int max_restarts_on_errors; /* job_recovery: workload failures restarted; -1 unset */
+	struct jobspec_env *secrets;/* owned; value NULL: from the environment */
+	size_t n_secrets;
+	char *workdir;              /* owned; local directory, NULL if absent */
+	struct jobspec_mount *mounts;/* owned */
+	size_t n_mounts;
 	/* spotrun: */
 	enum jobspec_deadline deadline_kind;
 	int64_t deadline_ns;
@@ -109,10 +157,24 @@ struct jobspec {
 void jobspec_init(struct jobspec *js);
 void jobspec_free(struct jobspec *js); /* NULL-safe; leaves js initialised */
 
-/* Parse a YAML job file.  `name` is the file name used in messages. */
+/* Parse a YAML job file.  `name` is the file name used in messages.
+ * Every problem in the file is found in one pass: e gets the first and
+ * a count of the rest; the _diag forms also return all of them and the
+ * notes (d may be NULL; the caller frees it with jobspec_diag_free). */
 int jobspec_parse_file(const char *path, struct jobspec *js, struct sr_err *e);
 int jobspec_parse_buf(const char *buf, size_t len, const char *name,
 		      struct jobspec *js, struct sr_err *e);
+int jobspec_parse_file_diag(const char *path, struct jobspec *js,
+			    struct jobspec_diag *d, struct sr_err *e);
+int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
+			   struct jobspec *js, struct jobspec_diag *d,
+			   struct sr_err *e);
+void jobspec_diag_free(struct jobspec_diag *d); /* NULL-safe */
+
+/* Does offering o fit the job's accelerators (any choice), infra /
+ * any_of, cpus, memory and network?  Zones compare as given; resolve
+ * zone names first (catalog_resolve_infra). */
+int jobspec_offer_ok(const struct jobspec *js, const struct catalog_offering *o);
 
 /* Cross-field checks also run by the parsers: accelerators present,
  * use_spot vs criticality, ... `name` prefixes messages. */
@@ -136,10 +198,17 @@ double jobspec_stall_h(const struct jobspec *js);
 int jobspec_parse_size(const char *s, uint64_t *out);
 
 /* "aws", "aws/us-east-1", "aws/us-east-1/use1-az5"; "*" = any.  The
- * cloud is lower-cased.  0 or -EINVAL. */
+ * cloud is lower-cased ("k8s" and other clouds are checked by the
+ * caller: jobspec_cloud_known).  0 or -EINVAL. */
 int jobspec_infra_parse(const char *s, struct jobspec_infra *out);
 /* The inverse, into buf ("*" for an empty cloud).  Returns buf. */
 char *jobspec_infra_format(const struct jobspec_infra *in, char *buf, size_t n);
+
+/* Clouds a job may name: aws, gcp, azure, lambda, coreweave, local.
+ * 1 if known. */
+int jobspec_cloud_known(const char *cloud);
+extern const char *const jobspec_clouds[];
+extern const size_t jobspec_n_clouds;
 
 const char *jobspec_crit_name(enum jobspec_crit c);
 int jobspec_crit_parse(const char *s, enum jobspec_crit *out);

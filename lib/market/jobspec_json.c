@@ -3,8 +3,16 @@
  *
  *   {"name": "demo", "num_nodes": 1, "setup": null, "run": "python t.py",
  *    "envs": {"K": "V"},
- *    "resources": {"accelerators": "H100:8", "use_spot": true,
- *                  "any_of": [{"infra": "aws/us-east-1"}]},
+ *    "secrets": {"K": "V" | null}, "workdir": "/abs" | null,
+ *    "file_mounts": {"/data": "/abs/src"},
+ *    "resources": {"accelerators": "H100:8" | ["A100:8", "H100:8"],
+ *                  "use_spot": true, "ordered": false,
+ *                  "any_of": [{"infra": "aws/us-east-1",
+ *                              "accelerators": "H100:8" (optional)}],
+ *                  "cpus": "8+" | null, "memory": "32" | null,
+ *                  "disk_size": 0, "image_id": null, "ports": ["8080"],
+ *                  "job_recovery": {"strategy": null,
+ *                                   "max_restarts_on_errors": 0}},
  *    "spotrun": {"deadline_ns": 129600000000000 | "deadline_at": RFC3339,
  *                "work_h": 20.0, "criticality": "standard",
  *                "checkpoint": {"size_bytes": 40000000000, "interval_ns": 0,
@@ -30,6 +38,88 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+static json_t *accel_str(const char *name, int count)
+{
+	char buf[48];
+
+	snprintf(buf, sizeof buf, "%s:%d", name, count);
+	return json_string(buf);
+}
+
+/* One choice as "H100:8", several as a list, none as null. */
+static json_t *accels_json(const struct jobspec *js)
+{
+	json_t *a;
+
+	if (js->n_accels <= 1)
+		return js->accel[0] ? accel_str(js->accel, js->accel_count) : json_null();
+	a = json_array();
+	for (size_t i = 0; a && i < js->n_accels; i++) {
+		if (json_array_append_new(a, accel_str(js->accels[i].name,
+							js->accels[i].count))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *amount_json(double v, int plus)
+{
+	char buf[48];
+
+	if (!(v > 0))
+		return json_null();
+	snprintf(buf, sizeof buf, "%g%s", v, plus ? "+" : "");
+	return json_string(buf);
+}
+
+static json_t *envs_json(const struct jobspec_env *v, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < n; i++) {
+		if (json_object_set_new(o, v[i].key, str_or_null(v[i].value))) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* The SkyPilot keys beyond spotrun's original set; 0 or 1 on failure. */
+static int sky_to_json(const struct jobspec *js, json_t *o, json_t *res)
+{
+	json_t *ports = json_array(), *mounts = json_object(), *rec = json_object();
+	int bad = !ports || !mounts || !rec;
+
+	for (size_t i = 0; !bad && i < js->n_ports; i++)
+		bad |= json_array_append_new(ports, json_string(js->ports[i]));
+	for (size_t i = 0; !bad && i < js->n_mounts; i++)
+		bad |= json_object_set_new(mounts, js->mounts[i].dst,
+					   json_string(js->mounts[i].src));
+	if (!bad) {
+		bad |= json_object_set_new(rec, "strategy", str_or_null(js->recovery));
+		bad |= json_object_set_new(rec, "max_restarts_on_errors",
+					   json_integer(js->max_restarts_on_errors));
+		bad |= json_object_set_new(res, "ordered", json_boolean(js->infra_ordered));
+		bad |= json_object_set_new(res, "cpus", amount_json(js->cpus, js->cpus_plus));
+		bad |= json_object_set_new(res, "memory",
+					   amount_json(js->memory_gib, js->memory_plus));
+		bad |= json_object_set_new(res, "disk_size", json_integer(js->disk_gb));
+		bad |= json_object_set_new(res, "image_id", str_or_null(js->image_id));
+		bad |= json_object_set(res, "ports", ports);
+		bad |= json_object_set(res, "job_recovery", rec);
+		bad |= json_object_set_new(o, "secrets", envs_json(js->secrets, js->n_secrets));
+		bad |= json_object_set_new(o, "workdir", str_or_null(js->workdir));
+		bad |= json_object_set(o, "file_mounts", mounts);
+	}
+	json_decref(ports);
+	json_decref(mounts);
+	json_decref(rec);
+	return bad;
+}
+
 json_t *jobspec_to_json(const struct jobspec *js)
 {
 	json_t *o = json_object(), *res = json_object(), *sp = json_object();
@@ -47,12 +137,7 @@ json_t *jobspec_to_json(const struct jobspec *js)
 		bad |= json_object_set_new(envs, js->envs[i].key,
 					   json_string(js->envs[i].value));
 	bad |= json_object_set(o, "envs", envs);
-	if (js->accel[0]) {
-		snprintf(buf, sizeof buf, "%s:%d", js->accel, js->accel_count);
-		bad |= json_object_set_new(res, "accelerators", json_string(buf));
-	} else {
-		bad |= json_object_set_new(res, "accelerators", json_null());
-	}
+	bad |= json_object_set_new(res, "accelerators", accels_json(js));
 	bad |= json_object_set_new(res, "use_spot", js->use_spot < 0 ? json_null()
 							: json_boolean(js->use_spot));
 	for (size_t i = 0; i < js->n_infra; i++) {
@@ -60,9 +145,15 @@ json_t *jobspec_to_json(const struct jobspec *js)
 
 		jobspec_infra_format(&js->infra[i], buf, sizeof buf);
 		bad |= !it || json_object_set_new(it, "infra", json_string(buf));
+		if (it && js->infra[i].accel[0]) {
+			snprintf(buf, sizeof buf, "%s:%d", js->infra[i].accel,
+				 js->infra[i].accel_count);
+			bad |= json_object_set_new(it, "accelerators", json_string(buf));
+		}
 		bad |= json_array_append_new(any, it);
 	}
 	bad |= json_object_set(res, "any_of", any);
+	bad |= sky_to_json(js, o, res);
 	bad |= json_object_set(o, "resources", res);
 	if (js->deadline_kind == JOBSPEC_DEADLINE_RELATIVE) {
 		bad |= json_object_set_new(sp, "deadline_ns", json_integer(js->deadline_ns));
@@ -136,9 +227,110 @@ static int get_int(json_t *o, const char *k, int *out, const char *ctx,
 	return rc;
 }
 
+static int parse_accel_str(json_t *v, struct jobspec_accel *out)
+{
+	double cnt;
+
+	if (!json_is_string(v) ||
+	    catalog_parse_accel(json_string_value(v), out->name, sizeof out->name,
+				&cnt) ||
+	    cnt < 1 || cnt > 1024 || cnt != (int)cnt)
+		return -SR_EPARSE;
+	out->count = (int)cnt;
+	return 0;
+}
+
+static int read_accels(json_t *v, struct jobspec *js, struct sr_err *e)
+{
+	size_t n = json_is_array(v) ? json_array_size(v) : 1;
+
+	if (json_is_null(v))
+		return 0;
+	if (n == 0 || n > 64)
+		return sr_err_set(e, -SR_EPARSE, "resources.accelerators: expected \"NAME:COUNT\" or a list of them");
+	js->accels = calloc(n, sizeof *js->accels);
+	if (!js->accels)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (parse_accel_str(json_is_array(v) ? json_array_get(v, i) : v,
+				    &js->accels[i]))
+			return sr_err_set(e, -SR_EPARSE, "resources.accelerators: expected \"NAME:COUNT\" or a list of them");
+		js->n_accels++;
+	}
+	snprintf(js->accel, sizeof js->accel, "%s", js->accels[0].name);
+	js->accel_count = js->accels[0].count;
+	return 0;
+}
+
+static int read_amount(json_t *r, const char *k, double *v, int *plus,
+		       struct sr_err *e)
+{
+	json_t *x = json_object_get(r, k);
+	const char *s;
+	char *end;
+
+	if (!x || json_is_null(x))
+		return 0;
+	s = json_string_value(x);
+	if (s) {
+		*v = strtod(s, &end);
+		*plus = *end == '+';
+	}
+	if (!s || end == s || (*end && strcmp(end, "+")) || !(*v > 0))
+		return sr_err_set(e, -SR_EPARSE, "resources.%s: expected \"8\" or \"8+\"", k);
+	return 0;
+}
+
+static int read_sky_res(json_t *r, struct jobspec *js, struct sr_err *e)
+{
+	json_t *v = json_object_get(r, "ordered"), *rec;
+	int64_t disk = 0;
+	int rc = 0;
+
+	js->infra_ordered = json_is_true(v);
+	rc = read_amount(r, "cpus", &js->cpus, &js->cpus_plus, e);
+	if (!rc)
+		rc = read_amount(r, "memory", &js->memory_gib, &js->memory_plus, e);
+	if (!rc)
+		rc = sr_json_get_int_opt(r, "disk_size", &disk, "resources", e);
+	if (!rc && (disk < 0 || disk > 65536))
+		rc = sr_err_set(e, -SR_EPARSE, "resources.disk_size: out of range");
+	js->disk_gb = (int)disk;
+	if (!rc)
+		rc = get_str(r, "image_id", &js->image_id, "resources", e);
+	v = json_object_get(r, "ports");
+	if (!rc && v && !json_is_array(v))
+		rc = sr_err_set(e, -SR_EPARSE, "resources.ports: expected an array");
+	if (!rc && v && json_array_size(v)) {
+		js->ports = calloc(json_array_size(v), sizeof *js->ports);
+		rc = js->ports ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; !rc && v && i < json_array_size(v); i++) {
+		const char *p = json_string_value(json_array_get(v, i));
+
+		if (!p) {
+			rc = sr_err_set(e, -SR_EPARSE, "resources.ports[%zu]: expected a string", i);
+			break;
+		}
+		js->ports[js->n_ports] = strdup(p);
+		rc = js->ports[js->n_ports++] ? 0 : -ENOMEM;
+	}
+	rec = json_object_get(r, "job_recovery");
+	if (!rc && rec) {
+		rc = get_str(rec, "strategy", &js->recovery, "resources.job_recovery", e);
+		if (!rc)
+			rc = get_int(rec, "max_restarts_on_errors",
+				     &js->max_restarts_on_errors, "resources.job_recovery", e);
+	}
+	return rc;
+}
+
 static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 {
-	static const char *const keys[] = { "accelerators", "use_spot", "any_of", NULL };
+	static const char *const keys[] = {
+		"accelerators", "use_spot", "any_of", "ordered", "cpus", "memory",
+		"disk_size", "image_id", "ports", "job_recovery", NULL
+	};
 	json_t *v;
 	size_t i;
 	int rc = sr_json_check_keys(r, keys, "resources", e);
@@ -146,15 +338,10 @@ static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 	if (rc)
 		return rc;
 	v = json_object_get(r, "accelerators");
-	if (v && !json_is_null(v)) {
-		double cnt;
-
-		if (!json_is_string(v) ||
-		    catalog_parse_accel(json_string_value(v), js->accel,
-					sizeof js->accel, &cnt) ||
-		    cnt < 1 || cnt > 1024 || cnt != (int)cnt)
-			return sr_err_set(e, -SR_EPARSE, "resources.accelerators: expected \"NAME:COUNT\"");
-		js->accel_count = (int)cnt;
+	if (v) {
+		rc = read_accels(v, js, e);
+		if (rc)
+			return rc;
 	}
 	v = json_object_get(r, "use_spot");
 	if (v && !json_is_null(v)) {
@@ -172,11 +359,76 @@ static int read_resources(json_t *r, struct jobspec *js, struct sr_err *e)
 	}
 	for (i = 0; v && i < json_array_size(v); i++) {
 		json_t *it = json_array_get(v, i), *s = json_object_get(it, "infra");
+		json_t *ac = json_object_get(it, "accelerators");
+		struct jobspec_infra *in = &js->infra[i];
+		struct jobspec_accel a;
 
-		if (!json_is_string(s) || json_object_size(it) != 1 ||
-		    jobspec_infra_parse(json_string_value(s), &js->infra[i]))
+		if (!json_is_string(s) || json_object_size(it) != 1u + !!ac ||
+		    jobspec_infra_parse(json_string_value(s), in) ||
+		    (ac && parse_accel_str(ac, &a)))
 			return sr_err_set(e, -SR_EPARSE, "resources.any_of[%zu]: expected {\"infra\": \"CLOUD[/REGION[/ZONE]]\"}", i);
+		if (ac) {
+			snprintf(in->accel, sizeof in->accel, "%s", a.name);
+			in->accel_count = a.count;
+		}
 		js->n_infra++;
+	}
+	return read_sky_res(r, js, e);
+}
+
+static int read_envs(json_t *v, const char *what, int nulls,
+		     struct jobspec_env **out, size_t *n, struct sr_err *e)
+{
+	const char *k;
+	json_t *ev;
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return sr_err_set(e, -SR_EPARSE, "%s: expected an object", what);
+	if (json_object_size(v)) {
+		*out = calloc(json_object_size(v), sizeof **out);
+		if (!*out)
+			return -ENOMEM;
+	}
+	json_object_foreach(v, k, ev) {
+		struct jobspec_env *x = &(*out)[*n];
+
+		if (!json_is_string(ev) && !(nulls && json_is_null(ev)))
+			return sr_err_set(e, -SR_EPARSE, "%s.%s: expected a string", what, k);
+		x->key = strdup(k);
+		x->value = json_is_string(ev) ? strdup(json_string_value(ev)) : NULL;
+		(*n)++;
+		if (!x->key || (json_is_string(ev) && !x->value))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int read_mounts(json_t *v, struct jobspec *js, struct sr_err *e)
+{
+	const char *k;
+	json_t *src;
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return sr_err_set(e, -SR_EPARSE, "file_mounts: expected an object");
+	if (json_object_size(v)) {
+		js->mounts = calloc(json_object_size(v), sizeof *js->mounts);
+		if (!js->mounts)
+			return -ENOMEM;
+	}
+	json_object_foreach(v, k, src) {
+		struct jobspec_mount *m = &js->mounts[js->n_mounts];
+
+		if (!json_is_string(src))
+			return sr_err_set(e, -SR_EPARSE, "file_mounts.%s: expected a string", k);
+		m->dst = strdup(k);
+		m->src = strdup(json_string_value(src));
+		js->n_mounts++;
+		if (!m->dst || !m->src)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -251,7 +503,8 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e)
 {
 	static const char *const keys[] = { "name", "num_nodes", "setup", "run",
-					    "envs", "resources", "spotrun", NULL };
+					    "envs", "resources", "spotrun", "secrets",
+					    "workdir", "file_mounts", NULL };
 	json_t *v;
 	int rc;
 
@@ -265,32 +518,16 @@ int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e)
 		rc = get_str(obj, "run", &js->run, "job", e);
 	if (!rc)
 		rc = get_int(obj, "num_nodes", &js->num_nodes, "job", e);
-	v = json_object_get(obj, "envs");
-	if (!rc && v) {
-		const char *k;
-		json_t *ev;
-
-		if (!json_is_object(v))
-			rc = sr_err_set(e, -SR_EPARSE, "envs: expected an object");
-		if (!rc && json_object_size(v)) {
-			js->envs = calloc(json_object_size(v), sizeof *js->envs);
-			if (!js->envs)
-				rc = -ENOMEM;
-		}
-		json_object_foreach(v, k, ev) {
-			if (rc)
-				break;
-			if (!json_is_string(ev)) {
-				rc = sr_err_set(e, -SR_EPARSE, "envs.%s: expected a string", k);
-				break;
-			}
-			js->envs[js->n_envs].key = strdup(k);
-			js->envs[js->n_envs].value = strdup(json_string_value(ev));
-			js->n_envs++;
-			if (!js->envs[js->n_envs - 1].key || !js->envs[js->n_envs - 1].value)
-				rc = -ENOMEM;
-		}
-	}
+	if (!rc)
+		rc = read_envs(json_object_get(obj, "envs"), "envs", 0, &js->envs,
+			       &js->n_envs, e);
+	if (!rc)
+		rc = read_envs(json_object_get(obj, "secrets"), "secrets", 1,
+			       &js->secrets, &js->n_secrets, e);
+	if (!rc)
+		rc = get_str(obj, "workdir", &js->workdir, "job", e);
+	if (!rc)
+		rc = read_mounts(json_object_get(obj, "file_mounts"), js, e);
 	v = json_object_get(obj, "resources");
 	if (!rc && v)
 		rc = read_resources(v, js, e);

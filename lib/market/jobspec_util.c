@@ -25,6 +25,7 @@ void jobspec_init(struct jobspec *js)
 	js->max_hourly_cost = -1;
 	js->max_cost = -1;
 	js->max_restarts = -1;
+	js->max_restarts_on_errors = -1;
 	js->network = CATALOG_NET_UNKNOWN;
 	js->p_target = JOBSPEC_DEFAULT_P_TARGET;
 }
@@ -42,6 +43,23 @@ void jobspec_free(struct jobspec *js)
 	free(js->envs);
 	free(js->setup);
 	free(js->run);
+	free(js->accels);
+	free(js->image_id);
+	for (size_t i = 0; i < js->n_ports; i++)
+		free(js->ports[i]);
+	free(js->ports);
+	free(js->recovery);
+	for (size_t i = 0; i < js->n_secrets; i++) {
+		free(js->secrets[i].key);
+		free(js->secrets[i].value);
+	}
+	free(js->secrets);
+	free(js->workdir);
+	for (size_t i = 0; i < js->n_mounts; i++) {
+		free(js->mounts[i].dst);
+		free(js->mounts[i].src);
+	}
+	free(js->mounts);
 	jobspec_init(js);
 }
 
@@ -69,6 +87,46 @@ int jobspec_validate(const struct jobspec *js, const char *name,
 	    js->ckpt_stall_ns < -1 || !(js->restore_bps > 0))
 		return sr_err_set(e, -SR_EPARSE, "%s: spotrun: durations and bandwidths must be positive",
 				  name);
+	return 0;
+}
+
+static int accel_ok(const char *name, int count,
+		    const struct catalog_offering *o)
+{
+	return !strcasecmp(o->accelerator, name) &&
+	       fabs(o->accel_count - count) <= 1e-9;
+}
+
+static int amount_ok(double want, int plus, double have)
+{
+	if (!(want > 0) || !(have > 0)) /* not asked, or not known */
+		return 1;
+	return plus ? have + 1e-9 >= want : fabs(have - want) <= 1e-9;
+}
+
+int jobspec_offer_ok(const struct jobspec *js, const struct catalog_offering *o)
+{
+	int acc = 0;
+
+	if (o->net < js->network || !amount_ok(js->cpus, js->cpus_plus, o->vcpus) ||
+	    !amount_ok(js->memory_gib, js->memory_plus, o->memory_gib))
+		return 0;
+	if (js->n_accels == 0)
+		acc = !js->accel[0] || accel_ok(js->accel, js->accel_count, o);
+	for (size_t i = 0; i < js->n_accels && !acc; i++)
+		acc = accel_ok(js->accels[i].name, js->accels[i].count, o);
+	if (js->n_infra == 0)
+		return acc;
+	for (size_t i = 0; i < js->n_infra; i++) {
+		const struct jobspec_infra *in = &js->infra[i];
+
+		if ((in->cloud[0] && strcasecmp(in->cloud, o->cloud)) ||
+		    (in->region[0] && strcmp(in->region, o->region)) ||
+		    (in->zone[0] && strcmp(in->zone, o->zone)))
+			continue;
+		if (in->accel[0] ? accel_ok(in->accel, in->accel_count, o) : acc)
+			return 1;
+	}
 	return 0;
 }
 

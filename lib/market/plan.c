@@ -52,21 +52,6 @@ const char *plan_risk(const struct plan_result *r, const struct plan_placement *
 	return miss < 0.05 ? "medium" : "high";
 }
 
-static int infra_ok(const struct jobspec *js, const struct catalog_offering *o)
-{
-	if (js->n_infra == 0)
-		return 1;
-	for (size_t i = 0; i < js->n_infra; i++) {
-		const struct jobspec_infra *in = &js->infra[i];
-
-		if ((!in->cloud[0] || !strcasecmp(in->cloud, o->cloud)) &&
-		    (!in->region[0] || !strcmp(in->region, o->region)) &&
-		    (!in->zone[0] || !strcmp(in->zone, o->zone)))
-			return 1;
-	}
-	return 0;
-}
-
 static sr_micros gang(sr_micros per_node, int nodes)
 {
 	if (per_node < 0)
@@ -161,8 +146,28 @@ static int add_fixed(struct ctx *c, const struct catalog_offering *o,
 	p.price_per_h = cp.price_per_h;
 	p.ckpt_interval_h = p.est.n_ckpt ? cp.ckpt_interval_h : 0;
 	p.expected_cost = p.est.netc;
+	p.cost_p95 = p.est.netc;
 	p.p_meet = p.est.makespan_h <= c->r->deadline_h ? 1 : 0;
 	return push(c, &p);
+}
+
+/* The makespan that P(finish by T) reaches q at, by bisection (the
+ * probability only grows with T). */
+static double makespan_quantile_h(const struct cost_params *cp, double t0, double q)
+{
+	double lo = t0, hi = t0 > 0 ? t0 * 2 : 1;
+
+	for (int i = 0; i < 60 && cost_p_finish_by(cp, hi) < q; i++)
+		hi *= 2;
+	for (int i = 0; i < 60 && hi - lo > 1e-6 * hi; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (cost_p_finish_by(cp, mid) >= q)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
 }
 
 static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallback)
@@ -189,6 +194,21 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 				  usd_h(over + c->r->resume_h * pf, od);
 		if (p.est.t_train_h + c->r->resume_h <= D)
 			p.p_meet = 1;
+	}
+	{
+		double t95 = makespan_quantile_h(&cp, p.est.t_train_h, 0.95);
+		double cut = D - c->r->resume_h;
+
+		/* 95th percentile: spot until the fallback point, then the rest
+		 * (and one resume) on demand */
+		if (p.mode == PLAN_SPOT_FALLBACK && !isinf(D) && t95 > cut && cut > 0)
+			p.cost_p95 = usd_h(cut, p.price_per_h) +
+				     usd_h(t95 - cut + c->r->resume_h,
+					   gang(o->ondemand_per_h, c->js->num_nodes));
+		else
+			p.cost_p95 = usd_h(t95, p.price_per_h);
+		if (p.cost_p95 < p.expected_cost)
+			p.cost_p95 = p.expected_cost;
 	}
 	return push(c, &p);
 }
@@ -270,7 +290,7 @@ static int place_offering(struct ctx *c, const struct catalog_offering *o,
 }
 
 static void baselines(const struct catalog *cat, const struct jobspec *js,
-		      struct plan_result *r, const struct catalog_filter *f)
+		      struct plan_result *r)
 {
 	r->baseline_od = r->baseline_reserved = -1;
 	for (size_t i = 0; i < cat->n; i++) {
@@ -279,9 +299,7 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 		sr_micros rs = gang(o->reserved_per_h, js->num_nodes);
 		double t = js->work_h;
 
-		if (strcasecmp(o->accelerator, f->accelerator) ||
-		    fabs(o->accel_count - f->accel_count) > 1e-9 ||
-		    !infra_ok(js, o) || o->net < js->network)
+		if (!jobspec_offer_ok(js, o))
 			continue;
 		if (od >= 0 && (r->baseline_od < 0 || usd_h(t, od) < r->baseline_od))
 			r->baseline_od = usd_h(t, od);
@@ -291,50 +309,111 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 	}
 }
 
+/* Every name the job gives must exist in the catalog: the GPUs (with
+ * their counts), the clouds, regions and zones.  Zone names become zone
+ * IDs in `infra` (a copy of js->infra the caller owns). */
+static int check_names(const struct catalog *cat, const struct jobspec *js,
+		       struct jobspec_infra *infra, struct sr_err *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < js->n_accels && !rc; i++)
+		rc = catalog_check_gpu(cat, js->accels[i].name, js->accels[i].count, e);
+	if (!js->n_accels && !rc)
+		rc = catalog_check_gpu(cat, js->accel, js->accel_count, e);
+	if (rc)
+		return sr_err_prefix(e, "resources.accelerators");
+	for (size_t i = 0; i < js->n_infra && !rc; i++) {
+		struct jobspec_infra *in = &infra[i];
+		char buf[160], zone[sizeof in->zone];
+
+		memcpy(zone, in->zone, sizeof zone);
+		if (in->accel[0])
+			rc = catalog_check_gpu(cat, in->accel, in->accel_count, e);
+		if (!rc)
+			rc = catalog_check_place(cat, in->cloud, in->region, zone,
+						 in->zone, sizeof in->zone, e);
+		if (rc)
+			return sr_err_prefix(e, "resources.%s[%zu] (%s)",
+					     js->n_infra > 1 ? "any_of" : "infra", i,
+					     jobspec_infra_format(&js->infra[i], buf,
+								  sizeof buf));
+	}
+	return 0;
+}
+
+/* Drop placements whose price, or whose on-demand fallback's price, is
+ * above max_hourly_cost. */
+static void drop_over_budget(const struct jobspec *js, struct plan_result *out)
+{
+	size_t k = 0;
+
+	if (js->max_hourly_cost < 0)
+		return;
+	for (size_t i = 0; i < out->n; i++) {
+		const struct plan_placement *p = &out->items[i];
+		sr_micros fb = gang(p->o.ondemand_per_h, js->num_nodes);
+
+		if (p->price_per_h > js->max_hourly_cost)
+			continue;
+		if (p->mode == PLAN_SPOT_FALLBACK && fb > js->max_hourly_cost)
+			continue;
+		out->items[k++] = *p;
+	}
+	out->n = k;
+}
+
 int plan_make(const struct catalog *cat, const struct jobspec *js,
 	      int64_t now_ns, struct plan_result *out, struct sr_err *e)
 {
-	struct ctx c = { js, out, 0 };
-	struct catalog_filter f = { 0 };
+	struct jobspec view = *js; /* shallow: same arrays but resolved zones */
+	struct jobspec_infra *infra = NULL;
+	struct ctx c = { &view, out, 0 };
 	int allow[4], rc = 0;
 
 	memset(out, 0, sizeof *out);
 	if (!js->accel[0] || js->accel_count < 1)
 		return sr_err_set(e, -SR_EPARSE, "resources.accelerators: required for planning");
 	if (!(js->work_h > 0))
-		return sr_err_set(e, -SR_EPARSE, "spotrun.work: required for planning");
+		return sr_err_set(e, -SR_EPARSE, "spotrun.work: required for planning "
+				  "(add spotrun: {work: 20h}, or give plan --work-hours)");
 	out->deadline_h = jobspec_deadline_h(js, now_ns);
 	if (!(out->deadline_h > 0))
 		return sr_err_set(e, -SR_EPARSE, "spotrun.deadline: already passed");
+	if (js->work_h > out->deadline_h)
+		return sr_err_set(e, -EINVAL, "spotrun.work: %.1fh of work cannot finish "
+				  "within the %.1fh deadline; raise spotrun.deadline or "
+				  "lower spotrun.work", js->work_h, out->deadline_h);
+	if (js->n_infra) {
+		infra = malloc(js->n_infra * sizeof *infra);
+		if (!infra)
+			return sr_err_set(e, -ENOMEM, "plan: out of memory");
+		memcpy(infra, js->infra, js->n_infra * sizeof *infra);
+	}
+	rc = check_names(cat, js, infra, e);
+	if (rc) {
+		free(infra);
+		return rc;
+	}
+	view.infra = infra;
+	js = &view;
 	out->stall_h = jobspec_stall_h(js);
 	out->resume_h = resume_h(js);
-	f.accelerator = js->accel;
-	f.accel_count = js->accel_count;
-	baselines(cat, js, out, &f);
+	baselines(cat, js, out);
 	allowed_modes(js, allow);
 	for (size_t i = 0; i < cat->n && !rc; i++) {
 		const struct catalog_offering *o = &cat->items[i];
 
-		if (strcasecmp(o->accelerator, js->accel) ||
-		    fabs(o->accel_count - js->accel_count) > 1e-9 ||
-		    !infra_ok(js, o) || o->net < js->network)
+		if (!jobspec_offer_ok(js, o))
 			continue;
 		rc = place_offering(&c, o, allow);
 	}
+	free(infra);
 	if (rc) {
 		plan_result_free(out);
 		return sr_err_set(e, rc, "plan: %s", sr_strerror(rc));
 	}
-	/* max $/h removes placements entirely */
-	if (js->max_hourly_cost >= 0) {
-		size_t k = 0;
-
-		for (size_t i = 0; i < out->n; i++) {
-			if (out->items[i].price_per_h <= js->max_hourly_cost)
-				out->items[k++] = out->items[i];
-		}
-		out->n = k;
-	}
+	drop_over_budget(js, out);
 	for (size_t i = 0; i < out->n; i++) {
 		judge(&c, &out->items[i]);
 		out->n_feasible += (size_t)out->items[i].feasible;
@@ -369,6 +448,7 @@ static json_t *place_json(const struct plan_result *r, const struct plan_placeme
 	json_object_set_new(j, "instance_type", json_string(p->o.instance_type));
 	json_object_set_new(j, "price_per_h_micros", json_integer(p->price_per_h));
 	json_object_set_new(j, "expected_cost_micros", json_integer(p->expected_cost));
+	json_object_set_new(j, "cost_p95_micros", json_integer(p->cost_p95));
 	json_object_set_new(j, "savings_vs_od", num_or_null(p->savings_vs_od));
 	json_object_set_new(j, "savings_vs_reserved", num_or_null(p->savings_vs_reserved));
 	json_object_set_new(j, "expected_preemptions", json_real(p->est.n_preempt));
@@ -379,6 +459,9 @@ static json_t *place_json(const struct plan_result *r, const struct plan_placeme
 	json_object_set_new(j, "risk", json_string(plan_risk(r, p)));
 	json_object_set_new(j, "network", json_string(catalog_net_name(p->o.net)));
 	json_object_set_new(j, "hazard_per_h", json_real(p->o.hazard_per_h));
+	json_object_set_new(j, "hazard_source",
+			    json_string(catalog_hazard_src_name(p->o.hazard_src)));
+	json_object_set_new(j, "hazard_from", json_string(p->o.hazard_from));
 	json_object_set_new(j, "feasible", json_boolean(p->feasible));
 	json_object_set_new(j, "why", json_string(p->why));
 	json_object_set_new(j, "source", json_string(p->o.source));

@@ -51,6 +51,7 @@ struct plan_placement {
 	double p_meet;               /* P(finish by deadline) */
 	double p_fallback;           /* SPOT_FALLBACK: P(switch to on-demand) */
 	sr_micros expected_cost;
+	sr_micros cost_p95;          /* 95th percentile of the cost (>= expected) */
 	double savings_vs_od;        /* 1 - cost/baseline; NAN if no baseline */
 	double savings_vs_reserved;
 	int feasible;
@@ -69,7 +70,12 @@ struct plan_result {
 
 /* Plan js over c.  now_ns (Unix ns) resolves an absolute deadline.
  * Errors: -SR_EPARSE when the job lacks accelerators or work, or the
- * deadline has passed (message names the field). */
+ * deadline has passed; -EINVAL when a name is not in the catalog (GPU,
+ * GPU count, cloud, region, zone: the message gives the nearest valid
+ * names) or the work cannot fit before the deadline.  Zone names
+ * ("us-east-1a") are matched through the catalog's zone table.
+ * Placements whose price or on-demand fallback price is above
+ * max_hourly_cost are dropped. */
 int plan_make(const struct catalog *c, const struct jobspec *js,
 	      int64_t now_ns, struct plan_result *out, struct sr_err *e);
 void plan_result_free(struct plan_result *r); /* NULL-safe */

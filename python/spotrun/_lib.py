@@ -4,7 +4,9 @@ Finding the library needs no install step:
   1. $SPOTRUN_LIB, when set: the path of libspotckpt.so (or a directory
      holding it), and nothing else;
   2. otherwise <repo>/build/lib/libspotckpt.so, relative to this package
-     (python/spotrun/ -> ../../build/lib/), i.e. what `make` builds.
+     (python/spotrun/ -> ../../build/lib/), i.e. what `make` builds;
+  3. after `make install`, PREFIX/lib/libspotckpt.so (spotrun/_install.py,
+     written by the install, names the directory).
 The structs below mirror the header field for field; the header's
 SPOTCKPT_ABI_VERSION is checked against the loaded library.
 """
@@ -139,6 +141,13 @@ def candidates():
         os.path.abspath(__file__))))
     out.append((os.path.join(repo, "build", "lib", LIBNAME),
                 "the repository's build/lib"))
+    try:
+        from . import _install
+    except ImportError:  # not installed: running from the repository
+        _install = None
+    if _install is not None:
+        out.append((os.path.join(_install.LIBDIR, LIBNAME),
+                    "the installed library (make install)"))
     return out
 
 

@@ -49,9 +49,19 @@ struct assignment {
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	int spot;               /* -1 unknown */
+	/* SkyPilot-style jobs (docs/jobs.md) */
+	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */
+	int sync_workdir;       /* copy workdir into the node's dir first */
+	int64_t gpus_per_node;  /* 0 unknown */
 };
 
 int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);
+
+struct agent;
+/* Copy the job's workdir (when sync_workdir) and file_mounts into the
+ * node's directory, once, before setup (sync.c).  On success the copy of
+ * the workdir becomes the workload's cwd.  0 or a negative code with e. */
+int agent_sync_files(struct agent *ag, struct sr_err *e);
 void assignment_free(struct assignment *a);
 
 /* Build the workload environment: inherited environ minus the agent's own
@@ -126,6 +136,7 @@ struct agent {
 	enum wkind kind;
 	int w_attempt;      /* attempt of the current/last RUN */
 	int setup_ok;
+	int synced;             /* workdir / file_mounts copied (sync.c) */
 	int orphan_status;  /* wait status of the last reaped orphan of the
 			       workload (its trainer after sh died), -1 none */
 	int want_attempt;   /* a run directive not yet acted on, 0 none */

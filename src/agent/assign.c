@@ -104,6 +104,13 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	rc = dup_opt(r, "master_addr", &a->master_addr, ctx, e);
 	if (rc < 0)
 		goto fail;
+	if (json_is_object(json_object_get(r, "file_mounts")) &&
+	    json_object_size(json_object_get(r, "file_mounts")))
+		a->mounts = json_incref(json_object_get(r, "file_mounts"));
+	a->sync_workdir = json_is_true(json_object_get(r, "sync_workdir"));
+	rc = sr_json_get_int_opt(r, "gpus_per_node", &a->gpus_per_node, ctx, e);
+	if (rc < 0)
+		goto fail;
 	return 0;
 fail:
 	assignment_free(a);
@@ -124,5 +131,6 @@ void assignment_free(struct assignment *a)
 	free(a->zone);
 	free(a->instance_type);
 	free(a->master_addr);
+	json_decref(a->mounts);
 	memset(a, 0, sizeof *a);
 }

@@ -83,6 +83,35 @@ void envp_free(char **envp)
 	free(envp);
 }
 
+/* SkyPilot's variables, so torchrun lines from its examples work:
+ * SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES, SKYPILOT_NUM_GPUS_PER_NODE and
+ * SKYPILOT_NODE_IPS (one address per line, rank 0 first; every rank
+ * reaches the others through the master address, which on the local
+ * cloud is 127.0.0.1 for all of them). */
+static int sky_env(struct envv *ev, const struct assignment *a)
+{
+	const char *ip = a->master_addr ? a->master_addr : "127.0.0.1";
+	size_t len = (strlen(ip) + 1) * (size_t)a->num_nodes + 1, k = 0;
+	char *ips = malloc(len);
+	int rc;
+
+	if (!ips)
+		return -ENOMEM;
+	ips[0] = '\0';
+	for (int64_t i = 0; i < a->num_nodes; i++)
+		k += (size_t)snprintf(ips + k, len - k, "%s%s", i ? "\n" : "", ip);
+	rc = env_set(ev, "SKYPILOT_NODE_IPS", ips);
+	free(ips);
+	if (rc == 0)
+		rc = env_setf(ev, "SKYPILOT_NODE_RANK", (long long)a->rank);
+	if (rc == 0)
+		rc = env_setf(ev, "SKYPILOT_NUM_NODES", (long long)a->num_nodes);
+	if (rc == 0)
+		rc = env_setf(ev, "SKYPILOT_NUM_GPUS_PER_NODE",
+			      (long long)(a->gpus_per_node > 0 ? a->gpus_per_node : 1));
+	return rc;
+}
+
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		  const char *node_dir, const char *status_file,
 		  const char *notice_file, struct sr_err *e)
@@ -150,6 +179,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_INSTANCE_TYPE", a->instance_type);
 	if (rc == 0 && a->spot >= 0)
 		rc = env_set(&ev, "SPOTRUN_SPOT", a->spot ? "1" : "0");
+	if (rc == 0)
+		rc = sky_env(&ev, a);
 	if (rc < 0) {
 		if (e && !e->code)
 			sr_err_set(e, rc, "workload environment: out of memory");

@@ -71,6 +71,18 @@ void agent__advance(struct agent *ag)
 	if (ag->kind != W_NONE || want == 0 || ag->notice_handled || ag->exit_after)
 		return;
 	ag->want_attempt = 0;
+	if (!ag->synced) {
+		struct sr_err e;
+
+		sr_err_clear(&e);
+		if (agent_sync_files(ag, &e) < 0) {
+			agent__line(ag, "cannot copy the job's files: %s", sr_err_str(&e, e.code));
+			/* like a failed setup: the job's restart policy applies */
+			agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
+						 "exit_code", 126), 1);
+			return;
+		}
+	}
 	if (!ag->setup_ok && ag->a.setup && *ag->a.setup) {
 		ag->want_attempt = want; /* run after setup */
 		ag->w_attempt = want;

@@ -9,23 +9,29 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clijob.h"
 #include "market/catalog.h"
 
 static void usage(void)
 {
 	printf("usage: spotrun catalog [--gpu NAME[:COUNT]] [--spot] [--cloud C]\n"
-	       "                       [--region R] [--limit N] [--data DIR] [--json]\n\n"
+	       "                       [--region R] [--zone Z] [--limit N] [--data DIR]\n"
+	       "                       [--json]\n\n"
 	       "List GPU offerings from the SkyPilot catalog and data/offerings.csv,\n"
 	       "cheapest first (by spot price with --spot, else by on-demand price).\n\n"
 	       "  --gpu H100:8   accelerator name and per-node count (count optional)\n"
 	       "  --spot         only offerings with a spot price\n"
 	       "  --cloud C      aws, gcp, azure, lambda, coreweave\n"
 	       "  --region R     exact region name\n"
+	       "  --zone Z       zone ID (use1-az4) or AWS zone name (us-east-1a)\n"
 	       "  --limit N      print at most N rows (default all)\n"
 	       "  --data DIR     data directory (default $SPOTRUN_DATA or ./data)\n"
 	       "  --json         one JSON document on stdout\n\n"
 	       "Prices are USD per instance-hour; PREEMPT/24H is the expected number of\n"
-	       "spot preemptions per node per day and its source.\n");
+	       "spot preemptions per node per day, with its kind (trace, table, default)\n"
+	       "and RATE SOURCE the file it came from.  A GPU, count, cloud, region or\n"
+	       "zone that the catalog does not have is an error (exit 2) naming the\n"
+	       "nearest valid values.\n");
 }
 
 static void price_str(sr_micros m, char *buf, size_t n)
@@ -58,9 +64,56 @@ static json_t *offer_json(const struct catalog_offering *o)
 	json_object_set_new(j, "preempt_per_24h", json_real(o->hazard_per_h * 24.0));
 	json_object_set_new(j, "hazard_source",
 			    json_string(catalog_hazard_src_name(o->hazard_src)));
+	json_object_set_new(j, "hazard_from", json_string(o->hazard_from));
 	json_object_set_new(j, "network", json_string(catalog_net_name(o->net)));
 	json_object_set_new(j, "source", json_string(o->source));
 	return j;
+}
+
+/* Column widths follow the longest value shown, so long region and zone
+ * names keep the table aligned. */
+static void print_table(const struct catalog *cat, const size_t *idx, size_t n)
+{
+	int wr = 6, wz = 4, wi = 8, wg = 3, wp = 11;
+	char pre[32], gpu[40];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct catalog_offering *o = &cat->items[idx[i]];
+		int k;
+
+		k = (int)strlen(o->region);
+		wr = k > wr ? k : wr;
+		k = (int)strlen(o->zone);
+		wz = k > wz ? k : wz;
+		k = (int)strlen(o->instance_type);
+		wi = k > wi ? k : wi;
+		k = snprintf(gpu, sizeof gpu, "%s:%g", o->accelerator, o->accel_count);
+		wg = k > wg ? k : wg;
+		k = snprintf(pre, sizeof pre, "%.2f (%s)", o->hazard_per_h * 24,
+			     catalog_hazard_src_name(o->hazard_src));
+		wp = k > wp ? k : wp;
+	}
+	printf("%-9s %-*s %-*s %-*s %-*s %9s %9s %9s %-*s %-10s %s\n", "CLOUD", wr,
+	       "REGION", wz, "ZONE", wi, "INSTANCE", wg, "GPU", "ONDEMAND", "SPOT",
+	       "RESERVED", wp, "PREEMPT/24H", "NET", "RATE SOURCE");
+	for (size_t i = 0; i < n; i++) {
+		const struct catalog_offering *o = &cat->items[idx[i]];
+		char od[24], sp[24], rs[24];
+
+		price_str(o->ondemand_per_h, od, sizeof od);
+		price_str(o->spot_per_h, sp, sizeof sp);
+		price_str(o->reserved_per_h, rs, sizeof rs);
+		snprintf(gpu, sizeof gpu, "%s:%g", o->accelerator, o->accel_count);
+		if (o->hazard_src == CATALOG_HAZARD_NONE)
+			snprintf(pre, sizeof pre, "-");
+		else
+			snprintf(pre, sizeof pre, "%.2f (%s)", o->hazard_per_h * 24,
+				 catalog_hazard_src_name(o->hazard_src));
+		printf("%-9s %-*s %-*s %-*s %-*s %9s %9s %9s %-*s %-10s %s\n", o->cloud,
+		       wr, o->region, wz, o->zone[0] ? o->zone : "-", wi,
+		       o->instance_type, wg, gpu, od, sp, rs, wp, pre,
+		       catalog_net_name(o->net), o->hazard_from[0] ? o->hazard_from : "-");
+	}
 }
 
 static int cmd_catalog(int argc, char **argv)
@@ -68,8 +121,8 @@ static int cmd_catalog(int argc, char **argv)
 	struct catalog cat;
 	struct catalog_filter f = { 0 };
 	struct sr_err err = { 0 };
-	char accel[24], datadir[PATH_MAX];
-	const char *data = NULL;
+	char accel[24], zone_id[40];
+	const char *data = NULL, *zone = NULL;
 	size_t *idx = NULL, n = 0;
 	long limit = 0;
 	int json = 0, rc = CLI_FAIL;
@@ -88,7 +141,7 @@ static int cmd_catalog(int argc, char **argv)
 			f.spot_only = 1;
 		} else if (!strcmp(a, "--gpu") || !strcmp(a, "--cloud") ||
 			   !strcmp(a, "--region") || !strcmp(a, "--limit") ||
-			   !strcmp(a, "--data")) {
+			   !strcmp(a, "--data") || !strcmp(a, "--zone")) {
 			if (!v)
 				return cli_usage_error("catalog", "%s needs a value", a);
 			i++;
@@ -102,6 +155,8 @@ static int cmd_catalog(int argc, char **argv)
 				f.cloud = v;
 			} else if (!strcmp(a, "--region")) {
 				f.region = v;
+			} else if (!strcmp(a, "--zone")) {
+				zone = v;
 			} else if (!strcmp(a, "--data")) {
 				data = v;
 			} else {
@@ -115,16 +170,19 @@ static int cmd_catalog(int argc, char **argv)
 			return cli_usage_error("catalog", "unknown argument '%s'", a);
 		}
 	}
-	if (!data) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun catalog: no data directory (set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		data = datadir;
-	}
-	if (catalog_load_dir(&cat, data, &err) ||
-	    catalog_select(&cat, &f, &idx, &n)) {
+	if (cli_load_catalog("catalog", data, &cat))
+		goto out;
+	if ((f.accelerator && catalog_check_gpu(&cat, f.accelerator, f.accel_count, &err)) ||
+	    catalog_check_place(&cat, f.cloud, f.region, zone, zone_id, sizeof zone_id,
+				&err)) {
 		fprintf(stderr, "spotrun catalog: %s\n", sr_err_str(&err, err.code));
+		rc = err.code == -EINVAL ? CLI_USAGE : CLI_FAIL;
+		goto out;
+	}
+	if (zone)
+		f.zone = zone_id;
+	if (catalog_select(&cat, &f, &idx, &n)) {
+		fprintf(stderr, "spotrun catalog: out of memory\n");
 		goto out;
 	}
 	if (limit > 0 && (size_t)limit < n)
@@ -136,34 +194,14 @@ static int cmd_catalog(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, offer_json(&cat.items[idx[i]]));
 		json_object_set_new(doc, "offerings", arr);
-		s = json_dumps(doc, JSON_COMPACT);
+		s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
 		json_decref(doc);
 		if (!s)
 			goto out;
 		printf("%s\n", s);
 		free(s);
 	} else {
-		printf("%-9s %-16s %-20s %-26s %-10s %9s %9s %9s %-14s %s\n",
-		       "CLOUD", "REGION", "ZONE", "INSTANCE", "GPU", "ONDEMAND",
-		       "SPOT", "RESERVED", "PREEMPT/24H", "NET");
-		for (size_t i = 0; i < n; i++) {
-			const struct catalog_offering *o = &cat.items[idx[i]];
-			char od[24], sp[24], rs[24], gpu[40], pre[32];
-
-			price_str(o->ondemand_per_h, od, sizeof od);
-			price_str(o->spot_per_h, sp, sizeof sp);
-			price_str(o->reserved_per_h, rs, sizeof rs);
-			snprintf(gpu, sizeof gpu, "%s:%g", o->accelerator, o->accel_count);
-			if (o->hazard_src == CATALOG_HAZARD_NONE)
-				snprintf(pre, sizeof pre, "-");
-			else
-				snprintf(pre, sizeof pre, "%.2f (%s)", o->hazard_per_h * 24,
-					 catalog_hazard_src_name(o->hazard_src));
-			printf("%-9s %-16s %-20s %-26s %-10s %9s %9s %9s %-14s %s\n",
-			       o->cloud, o->region, o->zone[0] ? o->zone : "-",
-			       o->instance_type, gpu, od, sp, rs, pre,
-			       catalog_net_name(o->net));
-		}
+		print_table(&cat, idx, n);
 	}
 	rc = CLI_OK;
 out:

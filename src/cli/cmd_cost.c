@@ -24,20 +24,21 @@
 
 static void usage(void)
 {
-	printf("usage: spotrun cost [--since WHEN] [--until WHEN] [--job ID]\n"
+	printf("usage: spotrun cost [--since WHEN] [--until WHEN] [--job JOB]\n"
 	       "                    [--by job|cloud|region|pool|day] [--json]\n"
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
-	       "                    [--job ID] [--account ID] [--account-name NAME]\n"
+	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "\n"
 	       "Cost, savings and idle waste from the billing ledger.\n"
 	       "\n"
 	       "  --since WHEN     only intervals starting at or after WHEN: an RFC 3339\n"
 	       "                   time, a date YYYY-MM-DD (UTC), or a duration ago (24h, 7d)\n"
 	       "  --until WHEN     only intervals starting before WHEN\n"
-	       "  --job ID         only this job\n"
+	       "  --job JOB        only this job (an id, or a name: the newest of it)\n"
 	       "  --by KEY         group rows by job, cloud, region, pool or day\n"
 	       "  --json           print one JSON document (money in *_micros and *_usd)\n"
 	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
+	       "                   (- for stdout)\n"
 	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
 	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
 	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR,\n"
@@ -101,7 +102,44 @@ static int open_ro(const char *path, sqlite3 **db)
 	return 0;
 }
 
-static void print_table(const struct finops_report *r, const struct finops_filter *f)
+/* "12 spotrun-demo" for a job key (the name from the jobs table), else
+ * the key itself.  Returns buf or key. */
+static const char *job_label(sqlite3 *db, enum finops_by by, const char *key,
+			     char *buf, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (by != FINOPS_BY_JOB || !db ||
+	    sqlite3_prepare_v2(db, "SELECT name FROM jobs WHERE id=?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return key;
+	sqlite3_bind_int64(st, 1, strtoll(key, NULL, 10));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(buf, n, "%s %s", key, (const char *)sqlite3_column_text(st, 0));
+	else
+		snprintf(buf, n, "%s", key);
+	sqlite3_finalize(st);
+	return buf;
+}
+
+/* --job NAME: the newest job of that name; 0 if none. */
+static int64_t job_by_name(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE name=? ORDER BY id DESC"
+			       " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return id;
+}
+
+static void print_table(sqlite3 *db, const struct finops_report *r,
+			const struct finops_filter *f)
 {
 	char since[40] = "the beginning";
 
@@ -113,8 +151,10 @@ static void print_table(const struct finops_report *r, const struct finops_filte
 	       "IDLE-GPUH", "IDLE-COST", "PREEMPT");
 	for (size_t i = 0; i <= r->ngroups; i++) {
 		const struct finops_totals *t = i < r->ngroups ? &r->groups[i].t : &r->total;
-		const char *key = i < r->ngroups ? r->groups[i].key : "TOTAL";
-		char vsres[24] = "-";
+		char label[256], vsres[24] = "-";
+		const char *key = i < r->ngroups ? job_label(db, r->by, r->groups[i].key,
+							     label, sizeof label)
+						 : "TOTAL";
 
 		if (r->by == FINOPS_BY_TOTAL && i < r->ngroups)
 			continue;
@@ -153,7 +193,7 @@ static int cmd_cost(int argc, char **argv)
 	struct finops_focus_opts fo = { NULL, NULL };
 	struct finops_report rep = { 0 };
 	enum finops_by by = FINOPS_BY_TOTAL;
-	const char *focus = NULL, *state_dir = NULL, *dbfile = NULL;
+	const char *focus = NULL, *state_dir = NULL, *dbfile = NULL, *job_name = NULL;
 	char path[4096], *end;
 	sqlite3 *db = NULL;
 	struct sr_err e;
@@ -176,7 +216,9 @@ static int cmd_cost(int argc, char **argv)
 			break;
 		case 'j':
 			f.job_id = strtoll(optarg, &end, 10);
-			if (*end || f.job_id <= 0)
+			if (*end || end == optarg)
+				job_name = optarg; /* a name: looked up once open */
+			else if (f.job_id <= 0)
 				return cli_usage_error(CMD, "--job: '%s' is not a job id",
 						       optarg);
 			break;
@@ -221,14 +263,25 @@ static int cmd_cost(int argc, char **argv)
 	}
 	if (open_ro(path, &db))
 		return CLI_FAIL;
+	if (job_name) {
+		f.job_id = job_by_name(db, job_name);
+		if (f.job_id <= 0) {
+			fprintf(stderr, "spotrun cost: no job named '%s'\n", job_name);
+			goto out;
+		}
+	}
 	if (focus) {
 		size_t n = 0;
 
-		if (finops_focus_export(db, &f, &fo, focus, &n, &e)) {
+		/* "-" is stdout, as for most Unix tools */
+		if (!strcmp(focus, "-") ? finops_focus_write(db, &f, &fo, stdout, &n, &e) ||
+					  fflush(stdout)
+					: finops_focus_export(db, &f, &fo, focus, &n, &e)) {
 			fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
 			goto out;
 		}
-		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n, focus);
+		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n,
+			strcmp(focus, "-") ? focus : "stdout");
 		rc = CLI_OK;
 		goto out;
 	}
@@ -248,7 +301,7 @@ static int cmd_cost(int argc, char **argv)
 		puts(s);
 		free(s);
 	} else {
-		print_table(&rep, &f);
+		print_table(db, &rep, &f);
 	}
 	rc = CLI_OK;
 out:

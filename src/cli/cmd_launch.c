@@ -1,30 +1,40 @@
 /*
- * cmd_launch.c - `spotrun launch JOB.yaml [-d]`: submit a job and follow
- * it until it ends.
+ * cmd_launch.c - `spotrun launch JOB.yaml [-d] [-y]`: show what will be
+ * bought, ask, submit the job and follow it until it ends.
  *
- * The YAML is sent as text (POST /v1/jobs, spec_yaml); spotrund parses
- * and validates it, so the errors a user sees ("job.yaml:7: resources:
- * unknown field 'gpu'") are the same whoever submits.  While following,
- * every job event is printed as a line on stdout, and a live status line
- * (state, step, cost so far, savings) is redrawn on stderr when stderr
- * is a terminal.  Ctrl-C detaches: the job keeps running.
+ * The file is first read here, so every problem in it is listed at once
+ * (the same parser spotrund runs), and planned on the bundled catalog:
+ * the chosen pool, its price, the deadline and the expected cost with its
+ * 95th percentile are printed, and on a terminal the user confirms (-y
+ * skips the question).  The YAML is then sent as text (POST /v1/jobs,
+ * spec_yaml); spotrund parses and places it itself.  While following,
+ * the workload's log lines and every job event are printed on stdout,
+ * and a live status line (state, time in it, step, cost so far, savings)
+ * is redrawn on stderr when stderr is a terminal.  Ctrl-C detaches: the
+ * job keeps running.
  */
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "clijob.h"
 #include "common/fsutil.h"
+#include "common/timeutil.h"
 #include "ctlcli.h"
+#include "market/plan.h"
 
 #define SPEC_MAX (256 * 1024)
 
 void events_print_line(FILE *f, json_t *ev); /* cmd_events.c */
+void logs_print_line(json_t *l, int multi);  /* cmd_logs.c */
 
 static volatile sig_atomic_t g_detach;
 
@@ -36,19 +46,28 @@ static void on_int(int sig)
 
 static void usage(void)
 {
-	printf("usage: spotrun launch JOB.yaml [-d] [--env KEY=VALUE]...\n"
-	       "                      [--max-restarts N] [--workdir DIR] [--json]\n"
-	       "                      [--api URL] [--state-dir DIR]\n\n"
-	       "Submit a job to spotrund and follow it: every event is printed, and\n"
-	       "on a terminal a live line shows state, step, cost so far and savings.\n"
+	printf("usage: spotrun launch JOB.yaml [-d] [-y] [--env KEY=VALUE]...\n"
+	       "                      [--max-restarts N] [--workdir DIR] [--no-logs]\n"
+	       "                      [--json] [--api URL] [--state-dir DIR]\n\n"
+	       "Show what the job will run on (pool, price, deadline, expected cost\n"
+	       "and its 95th percentile, from the catalog), ask for confirmation on a\n"
+	       "terminal, submit it to spotrund and follow it: the workload's output\n"
+	       "and every job event are printed, and on a terminal a live line shows\n"
+	       "state, step, cost so far and savings.  JOB.yaml may be a SkyPilot task\n"
+	       "file (docs/jobs.md).\n"
 	       "Ctrl-C detaches (the job keeps running; 'spotrun status JOB').\n"
 	       "Exit status: 0 when the job SUCCEEDED, 1 when it FAILED or was\n"
-	       "CANCELLED (or on an error), 0 after detaching.\n\n"
+	       "CANCELLED (or on an error), 0 after detaching, 2 on a usage error or\n"
+	       "a name the catalog does not have.\n\n"
 	       "  -d, --detach       submit, print the job id and return\n"
+	       "  -y, --yes          do not ask for confirmation\n"
 	       "  --env KEY=VALUE    add an environment variable for the workload\n"
 	       "  --max-restarts N   workload crashes tolerated (default 3)\n"
-	       "  --workdir DIR      where setup/run execute (default: the YAML's dir)\n"
+	       "  --workdir DIR      where setup/run execute (default: the file's\n"
+	       "                     workdir:, else the YAML's dir)\n"
+	       "  --no-logs          follow events only, not the workload's output\n"
 	       "  --json             with -d: print the created job as JSON\n"
+	       "secrets: with no value are taken from the environment of this command.\n"
 	       CTLCLI_COMMON_HELP);
 }
 
@@ -58,9 +77,16 @@ static int terminal(const char *state)
 	       !strcmp(state, "CANCELLED");
 }
 
+/* When the job entered its current state (monotonic s), for the timer
+ * shown while it waits or provisions. */
+static char g_state[32];
+static double g_state_since;
+
 static void status_line(json_t *job, int tty)
 {
-	char cost[32], rate[32], step[96] = "", where[128];
+	char cost[32], rate[32], step[96] = "", where[128], took[32];
+	const char *state = ctlcli_str(job, "state", "?");
+	double now = (double)sr_time_mono_ns() / 1e9;
 	json_t *pl = json_object_get(job, "placement");
 	json_t *list = json_object_get(job, "list_cost_micros");
 	int64_t s = ctlcli_int(job, "step", -1), t = ctlcli_int(job, "total_steps", -1);
@@ -68,14 +94,18 @@ static void status_line(json_t *job, int tty)
 
 	if (!tty)
 		return;
+	if (strcmp(g_state, state)) {
+		snprintf(g_state, sizeof g_state, "%s", state);
+		g_state_since = now;
+	}
 	if (s >= 0 && t > 0)
 		snprintf(step, sizeof step, "  step %lld/%lld (%d%%)", (long long)s,
 			 (long long)t, (int)(100 * s / t));
 	else if (s >= 0)
 		snprintf(step, sizeof step, "  step %lld", (long long)s);
-	fprintf(stderr, "\r\033[K%-13s%s  cost %s", ctlcli_str(job, "state", "?"),
-		step, ctlcli_money(json_object_get(job, "cost_micros"), cost,
-				   sizeof cost));
+	fprintf(stderr, "\r\033[K%-13s %-7s%s  cost %s", state,
+		ctlcli_secs(now - g_state_since, took, sizeof took), step,
+		ctlcli_money(json_object_get(job, "cost_micros"), cost, sizeof cost));
 	if (json_is_integer(list) && json_integer_value(list) > 0)
 		fprintf(stderr, "  saved %.0f%% vs on-demand",
 			100.0 * (1.0 - (double)c / (double)json_integer_value(list)));
@@ -118,10 +148,38 @@ static void summary(json_t *job)
 
 /* Follow job `id` until it ends or the user detaches.  Returns the exit
  * status of the command. */
-static int follow(struct ctlcli *o, int64_t id)
+/* Print the workload's new log lines; 0 or the call's error code. */
+static int follow_logs(struct ctlcli *o, int64_t id, int64_t *after, int tty,
+		       int *multi, struct sr_err *e)
 {
-	int tty = isatty(2), rc = CLI_FAIL, misses = 0;
-	int64_t after = 0;
+	char path[160];
+	json_t *reply = NULL, *lines, *l;
+	size_t i;
+	int r;
+
+	snprintf(path, sizeof path, "/v1/jobs/%lld/logs?after=%lld&limit=5000",
+		 (long long)id, (long long)*after);
+	r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, e);
+	if (r < 0)
+		return r;
+	lines = json_object_get(reply, "lines");
+	if (tty && json_array_size(lines))
+		fprintf(stderr, "\r\033[K");
+	json_array_foreach(lines, i, l) {
+		if (ctlcli_int(l, "rank", 0) > 0)
+			*multi = 1;
+		logs_print_line(l, *multi);
+	}
+	fflush(stdout);
+	*after = ctlcli_int(reply, "next", *after);
+	json_decref(reply);
+	return 0;
+}
+
+static int follow(struct ctlcli *o, int64_t id, int logs)
+{
+	int tty = isatty(2), rc = CLI_FAIL, misses = 0, multi = 0;
+	int64_t after = 0, log_after = 0;
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof sa);
@@ -137,7 +195,9 @@ static int follow(struct ctlcli *o, int64_t id)
 		snprintf(path, sizeof path, "/v1/jobs/%lld/events?after=%lld&limit=1000",
 			 (long long)id, (long long)after);
 		sr_err_clear(&e);
-		r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
+		r = logs ? follow_logs(o, id, &log_after, tty, &multi, &e) : 0;
+		if (r == 0)
+			r = ctlc_call(o->c, "GET", path, NULL, &reply, NULL, &e);
 		if (r == 0) {
 			evs = json_object_get(reply, "events");
 			if (tty && json_array_size(evs))
@@ -179,6 +239,8 @@ static int follow(struct ctlcli *o, int64_t id)
 		if (terminal(ctlcli_str(job, "state", ""))) {
 			if (tty)
 				fprintf(stderr, "\r\033[K");
+			if (logs) /* the last lines, written as it ended */
+				follow_logs(o, id, &log_after, tty, &multi, &e);
 			summary(job);
 			rc = strcmp(ctlcli_str(job, "state", ""), "SUCCEEDED") ? CLI_FAIL
 									   : CLI_OK;
@@ -191,10 +253,115 @@ static int follow(struct ctlcli *o, int64_t id)
 	}
 	if (tty)
 		fprintf(stderr, "\r\033[K");
-	fprintf(stderr, "detached: job %lld keeps running ('spotrun status %lld', "
-		"'spotrun logs %lld -f', 'spotrun cancel %lld')\n", (long long)id,
-		(long long)id, (long long)id, (long long)id);
+	fprintf(stderr, "detached: job %lld keeps running; it was not cancelled "
+		"('spotrun status %lld', 'spotrun logs %lld -f', 'spotrun cancel "
+		"%lld')\n", (long long)id, (long long)id, (long long)id, (long long)id);
 	return CLI_OK;
+}
+
+/* Plan js on the bundled catalog and print the placement it would buy to
+ * f (NULL: check only).  Returns 0 (also when there is nothing to show),
+ * or CLI_USAGE after printing that a name is not in the catalog or the
+ * work cannot fit before the deadline. */
+/* fprintf that does nothing without a stream (launch --json). */
+__attribute__((format(printf, 2, 3)))
+static void say(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+static int preview(const struct jobspec *js, FILE *f)
+{
+	struct catalog cat;
+	struct plan_result r = { 0 };
+	struct sr_err e = { 0 };
+	char a[32], b[32], dl[32], where[160];
+	const struct plan_placement *p;
+	int rc = 0;
+
+	say(f, "job %s: %s:%d x %d node(s)\n", js->name ? js->name : "(unnamed)",
+	       js->accel[0] ? js->accel : "-", js->accel_count, js->num_nodes);
+	if (!(js->work_h > 0)) {
+		say(f, "  (no spotrun.work: add it to see the pool, cost and risk)\n");
+		return 0;
+	}
+	if (cli_load_catalog("launch", NULL, &cat)) {
+		say(f, "  (no catalog to price the job)\n");
+		return 0;
+	}
+	if (plan_make(&cat, js, sr_time_real_ns(), &r, &e)) {
+		fprintf(stderr, "spotrun launch: %s\n", sr_err_str(&e, e.code));
+		rc = e.code == -EINVAL ? CLI_USAGE : 0;
+		goto out;
+	}
+	if (!r.n_feasible) {
+		say(f, "  no placement meets the deadline and limits ('spotrun plan FILE "
+		       "--all' says why); spotrund will still try\n");
+		goto out;
+	}
+	p = &r.items[0];
+	snprintf(where, sizeof where, "%s/%s%s%s", p->o.cloud, p->o.region,
+		 p->o.zone[0] ? "/" : "", p->o.zone);
+	say(f, "  pool:      %s %s %s\n", plan_mode_name(p->mode), where,
+	       p->o.instance_type);
+	snprintf(a, sizeof a, "$%.2f/h", sr_money_to_usd(p->price_per_h));
+	if (p->mode == PLAN_SPOT_FALLBACK)
+		say(f, "  price:     %s spot, $%.2f/h on-demand fallback\n", a,
+		       sr_money_to_usd(p->o.ondemand_per_h) * js->num_nodes);
+	else
+		say(f, "  price:     %s %s\n", a, plan_mode_name(p->mode));
+	if (isinf(r.deadline_h))
+		snprintf(dl, sizeof dl, "none");
+	else
+		snprintf(dl, sizeof dl, "%.1fh", r.deadline_h);
+	say(f, "  deadline:  %s (work %.1fh)\n", dl, js->work_h);
+	snprintf(a, sizeof a, "$%.2f", sr_money_to_usd(p->expected_cost));
+	snprintf(b, sizeof b, "$%.2f", sr_money_to_usd(p->cost_p95));
+	say(f, "  expected:  %s (p95 %s), P(meet deadline) %.4f, risk %s\n", a, b,
+	       p->p_meet, plan_risk(&r, p));
+out:
+	if (f)
+		fflush(f);
+	plan_result_free(&r);
+	catalog_free(&cat);
+	return rc;
+}
+
+/* "Launch? [Y/n]" on a terminal: 1 to go on, 0 to stop. */
+static int confirm(void)
+{
+	char line[32];
+
+	printf("Launch? [Y/n] ");
+	fflush(stdout);
+	if (!fgets(line, sizeof line, stdin))
+		return 0;
+	return line[0] == '\n' || line[0] == 'y' || line[0] == 'Y';
+}
+
+/* secrets: without a value come from this command's environment. */
+static int fill_secrets(const struct jobspec *js, json_t *envs, const char *file)
+{
+	for (size_t i = 0; i < js->n_secrets; i++) {
+		const char *k = js->secrets[i].key, *v;
+
+		if (js->secrets[i].value || json_object_get(envs, k))
+			continue;
+		v = getenv(k);
+		if (!v) {
+			fprintf(stderr, "spotrun launch: %s: secrets.%s has no value; export "
+				"%s=... or pass --env %s=...\n", file, k, k, k);
+			return -1;
+		}
+		json_object_set_new(envs, k, json_string(v));
+	}
+	return 0;
 }
 
 static int cmd_launch(int argc, char **argv)
@@ -203,12 +370,14 @@ static int cmd_launch(int argc, char **argv)
 	const char *file = NULL, *workdir = NULL;
 	char *text = NULL, *dircopy = NULL, absdir[PATH_MAX], *namecopy = NULL;
 	json_t *envs = json_object(), *body = NULL, *reply = NULL;
-	int detach = 0, rc, ret = CLI_FAIL;
+	int detach = 0, yes = 0, logs = 1, rc, ret = CLI_FAIL;
+	struct jobspec js;
 	long max_restarts = -1;
 	struct sr_err e;
 	size_t len = 0;
 	int64_t id;
 
+	jobspec_init(&js);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage();
@@ -224,6 +393,10 @@ static int cmd_launch(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--detach")) {
 			detach = 1;
+		} else if (!strcmp(argv[i], "-y") || !strcmp(argv[i], "--yes")) {
+			yes = 1;
+		} else if (!strcmp(argv[i], "--no-logs")) {
+			logs = 0;
 		} else if (!strcmp(argv[i], "--env")) {
 			char *eq = i + 1 < argc ? strchr(argv[i + 1], '=') : NULL;
 
@@ -281,6 +454,21 @@ static int cmd_launch(int argc, char **argv)
 			"text file)\n", file);
 		goto out;
 	}
+	if (cli_load_job("launch", file, &js))
+		goto out;
+	if (!workdir && js.workdir)
+		workdir = js.workdir; /* SkyPilot: relative to where launch runs */
+	rc = preview(&js, o.json ? NULL : stdout);
+	if (rc) {
+		ret = rc;
+		goto out;
+	}
+	if (!o.json && !yes && isatty(0) && isatty(1) && !confirm()) {
+		fprintf(stderr, "spotrun launch: not launched\n");
+		goto out;
+	}
+	if (fill_secrets(&js, envs, file))
+		goto out;
 	dircopy = strdup(workdir ? workdir : file);
 	namecopy = strdup(file);
 	if (!dircopy || !namecopy ||
@@ -315,8 +503,9 @@ static int cmd_launch(int argc, char **argv)
 	}
 	printf("job %lld submitted; following it (Ctrl-C detaches)\n", (long long)id);
 	fflush(stdout);
-	ret = follow(&o, id);
+	ret = follow(&o, id, logs);
 out:
+	jobspec_free(&js);
 	json_decref(reply);
 	json_decref(body);
 	json_decref(envs);

@@ -30,7 +30,8 @@ static void usage(void)
 	       CTLCLI_COMMON_HELP);
 }
 
-static void print_line(json_t *l, int multi)
+/* One log line as `spotrun logs` prints it (also used by launch). */
+void logs_print_line(json_t *l, int multi)
 {
 	const char *stream = ctlcli_str(l, "stream", "stdout");
 	FILE *f = strcmp(stream, "stderr") ? stdout : stderr;
@@ -114,7 +115,7 @@ static int cmd_logs(int argc, char **argv)
 			json_array_foreach(lines, i, l) {
 				if (ctlcli_int(l, "rank", 0) > 0)
 					multi = 1;
-				print_line(l, multi);
+				logs_print_line(l, multi);
 			}
 			fflush(stdout);
 		}

@@ -74,7 +74,7 @@ static int nodes_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
 		cli_usage_error("nodes", "--job needs a value");
 		return -1;
 	}
-	return ctlcli_job_id(o, argv[++*i], &no->job) < 0 ? -1 : 1;
+	return ctlcli_job_ref(o, argv[++*i], &no->job) < 0 ? -1 : 1;
 }
 
 static int cmd_nodes(int argc, char **argv)

@@ -1,6 +1,7 @@
 /*
  * cmd_plan.c - `spotrun plan JOB.yaml`: rank placements for a job.
  */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,19 +9,29 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clijob.h"
 #include "common/timeutil.h"
 #include "market/plan.h"
 
 static void usage(void)
 {
-	printf("usage: spotrun plan JOB.yaml [--all] [--limit N] [--data DIR] [--json]\n\n"
+	printf("usage: spotrun plan JOB.yaml [--all] [--limit N] [--work-hours H]\n"
+	       "                    [--deadline-hours H] [--data DIR] [--json]\n\n"
 	       "Rank every placement of the job (spot, on-demand, reserved) across the\n"
 	       "catalog by expected cost, subject to P(meet deadline) >= p_target and the\n"
-	       "governance rules of its criticality (docs/market.md).\n\n"
-	       "  --all        also list infeasible placements (after the feasible ones)\n"
-	       "  --limit N    print at most N rows (default 15; 0 = all)\n"
-	       "  --data DIR   data directory (default $SPOTRUN_DATA or ./data)\n"
-	       "  --json       one JSON document on stdout (every placement)\n");
+	       "governance rules of its criticality (docs/market.md).  JOB.yaml may be a\n"
+	       "SkyPilot task file (docs/jobs.md); every problem in it is listed at once.\n\n"
+	       "  --all              also list infeasible placements (after the feasible ones)\n"
+	       "  --limit N          print at most N rows (default 15; 0 = all)\n"
+	       "  --work-hours H     compute hours (overrides spotrun.work; needed for a\n"
+	       "                     SkyPilot file without a spotrun: block)\n"
+	       "  --deadline-hours H deadline in hours from now (overrides spotrun.deadline)\n"
+	       "  --data DIR         data directory (default $SPOTRUN_DATA or ./data)\n"
+	       "  --json             one JSON document on stdout (every placement)\n\n"
+	       "A GPU, cloud, region or zone the catalog does not have, or work longer\n"
+	       "than the deadline, is an error (exit 2) naming the nearest valid values.\n"
+	       "RATE is the spot preemption rate per node per 24 h and its source:\n"
+	       "trace (fitted to data/traces), table (data/offerings.csv) or default.\n");
 }
 
 static void pct(double v, char *buf, size_t n)
@@ -47,12 +58,13 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 	       js->p_target);
 	printf("resume %.2fh per preemption, checkpoint stall %.0fs; %zu feasible of %zu placements\n\n",
 	       r->resume_h, r->stall_h * 3600, r->n_feasible, r->n);
-	printf("%-4s %-9s %-9s %-16s %-17s %-25s %8s %10s %5s %5s %6s %5s %7s %s\n",
+	printf("%-4s %-9s %-9s %-16s %-17s %-25s %8s %10s %5s %5s %6s %-13s %5s %7s %s\n",
 	       "#", "MODE", "CLOUD", "REGION", "ZONE", "INSTANCE", "$/H",
-	       "EXP.COST", "vsOD", "vsRES", "E[PRE]", "CKPT", "P(MEET)", "RISK");
+	       "EXP.COST", "vsOD", "vsRES", "E[PRE]", "RATE/24H", "CKPT", "P(MEET)",
+	       "RISK");
 	for (size_t i = 0; i < r->n; i++) {
 		const struct plan_placement *p = &r->items[i];
-		char od[16], rs[16], ck[16];
+		char od[16], rs[16], ck[16], rate[32];
 
 		if (!p->feasible && !all)
 			break;
@@ -64,12 +76,17 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 			snprintf(ck, sizeof ck, "%.0fm", p->ckpt_interval_h * 60);
 		else
 			snprintf(ck, sizeof ck, "-");
-		printf("%-4zu %-9s %-9s %-16s %-17s %-25s %8.2f %10.2f %5s %5s %6.2f %5s %7.4f %s%s%s\n",
+		if (p->mode == PLAN_SPOT || p->mode == PLAN_SPOT_FALLBACK)
+			snprintf(rate, sizeof rate, "%.2f %s", p->o.hazard_per_h * 24,
+				 catalog_hazard_src_name(p->o.hazard_src));
+		else
+			snprintf(rate, sizeof rate, "-");
+		printf("%-4zu %-9s %-9s %-16s %-17s %-25s %8.2f %10.2f %5s %5s %6.2f %-13s %5s %7.4f %s%s%s\n",
 		       i + 1, plan_mode_name(p->mode), p->o.cloud, p->o.region,
 		       p->o.zone[0] ? p->o.zone : "-", p->o.instance_type,
 		       sr_money_to_usd(p->price_per_h),
 		       sr_money_to_usd(p->expected_cost), od, rs, p->est.n_preempt,
-		       ck, p->p_meet, plan_risk(r, p), p->feasible ? "" : "  ",
+		       rate, ck, p->p_meet, plan_risk(r, p), p->feasible ? "" : "  ",
 		       p->why);
 		shown++;
 	}
@@ -83,8 +100,8 @@ static int cmd_plan(int argc, char **argv)
 	struct jobspec js;
 	struct plan_result res = { 0 };
 	struct sr_err err = { 0 };
-	char datadir[PATH_MAX];
 	const char *data = NULL, *file = NULL;
+	double work_h = 0, deadline_h = 0;
 	long limit = 15;
 	int json = 0, all = 0, rc = CLI_FAIL;
 
@@ -98,11 +115,20 @@ static int cmd_plan(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(a, "--all")) {
 			all = 1;
-		} else if (!strcmp(a, "--data") || !strcmp(a, "--limit")) {
+		} else if (!strcmp(a, "--data") || !strcmp(a, "--limit") ||
+			   !strcmp(a, "--work-hours") || !strcmp(a, "--deadline-hours")) {
 			if (i + 1 >= argc)
 				return cli_usage_error("plan", "%s needs a value", a);
 			if (!strcmp(a, "--data")) {
 				data = argv[++i];
+			} else if (!strcmp(a, "--work-hours") || !strcmp(a, "--deadline-hours")) {
+				double *dst = a[2] == 'w' ? &work_h : &deadline_h;
+				char *end;
+
+				*dst = strtod(argv[++i], &end);
+				if (*end || !(*dst > 0) || *dst > 1e6)
+					return cli_usage_error("plan", "%s '%s': expected hours", a,
+							       argv[i]);
 			} else {
 				char *end;
 
@@ -121,26 +147,29 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (!file)
 		return cli_usage_error("plan", "missing JOB.yaml");
-	if (!data) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun plan: no data directory (set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		data = datadir;
-	}
 	catalog_init(&cat);
 	jobspec_init(&js);
-	if (jobspec_parse_file(file, &js, &err) || catalog_load_dir(&cat, data, &err)) {
-		fprintf(stderr, "spotrun plan: %s\n", sr_err_str(&err, err.code));
+	if (cli_load_job("plan", file, &js)) {
+		rc = CLI_FAIL;
 		goto out;
 	}
+	if (work_h > 0)
+		js.work_h = work_h;
+	if (deadline_h > 0) {
+		js.deadline_kind = JOBSPEC_DEADLINE_RELATIVE;
+		js.deadline_ns = (int64_t)(deadline_h * 3600e9);
+	}
+	if (cli_load_catalog("plan", data, &cat))
+		goto out;
 	if (plan_make(&cat, &js, sr_time_real_ns(), &res, &err)) {
 		fprintf(stderr, "spotrun plan: %s: %s\n", file, sr_err_str(&err, err.code));
+		if (err.code == -EINVAL)
+			rc = CLI_USAGE;
 		goto out;
 	}
 	if (json) {
 		json_t *doc = plan_to_json(&res, &js);
-		char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+		char *s = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 
 		json_decref(doc);
 		if (!s) {

@@ -1,9 +1,11 @@
 /*
  * ctlcli.c - shared plumbing of the CLI commands that talk to spotrund.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -65,11 +67,72 @@ int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
 		jobarg = argv[i];
 	}
 	if (!jobarg && job == CTLCLI_JOB_REQUIRED)
-		return cli_usage_error(o->cmd, "which job? (a job id)");
+		return cli_usage_error(o->cmd, "which job? (a job id or name)");
 	o->job = 0;
-	if (jobarg && ctlcli_job_id(o, jobarg, &o->job) < 0)
-		return CLI_USAGE;
+	if (jobarg) {
+		rc = ctlcli_job_ref(o, jobarg, &o->job);
+		if (rc < 0)
+			return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	}
 	return -1;
+}
+
+/* Percent-encode s for a query string into buf. */
+static void query_escape(const char *s, char *buf, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = 0;
+
+	for (; *s && k + 4 < n; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (isalnum(ch) || strchr("-._~", ch)) {
+			buf[k++] = (char)ch;
+		} else {
+			buf[k++] = '%';
+			buf[k++] = hex[ch >> 4];
+			buf[k++] = hex[ch & 15];
+		}
+	}
+	buf[k] = '\0';
+}
+
+int ctlcli_job_ref(struct ctlcli *o, const char *s, int64_t *id)
+{
+	char path[600], esc[400];
+	json_t *reply = NULL, *jobs;
+	size_t n;
+	int all_digits = *s != '\0';
+
+	for (const char *p = s; *p; p++)
+		all_digits &= isdigit((unsigned char)*p) != 0;
+	if (all_digits)
+		return ctlcli_job_id(o, s, id) < 0 ? -2 : 0;
+	if (strlen(s) > 255) {
+		cli_usage_error(o->cmd, "job name longer than 255 bytes");
+		return -2;
+	}
+	if (!o->c && ctlcli_open(o) < 0)
+		return -1;
+	query_escape(s, esc, sizeof esc);
+	snprintf(path, sizeof path, "/v1/jobs?name=%s&limit=1000", esc);
+	if (ctlcli_call(o, "GET", path, NULL, &reply) < 0)
+		return -1;
+	jobs = json_object_get(reply, "jobs");
+	n = json_array_size(jobs);
+	if (n == 0) {
+		fprintf(stderr, "spotrun %s: no job named '%s' (spotrun status lists "
+			"jobs)\n", o->cmd, s);
+		json_decref(reply);
+		return -1;
+	}
+	/* newest first: a name used again means the latest run */
+	*id = ctlcli_int(json_array_get(jobs, 0), "id", 0);
+	if (n > 1)
+		fprintf(stderr, "spotrun %s: %zu jobs are named '%s'; using the newest, "
+			"job %lld\n", o->cmd, n, s, (long long)*id);
+	json_decref(reply);
+	return *id > 0 ? 0 : -1;
 }
 
 int ctlcli_open(struct ctlcli *o)
@@ -77,6 +140,8 @@ int ctlcli_open(struct ctlcli *o)
 	struct sr_err e;
 	int rc;
 
+	if (o->c) /* already open: a job name was looked up */
+		return 0;
 	sr_err_clear(&e);
 	rc = ctlc_open_cli(o->api, o->state_dir, &o->c, &e);
 	if (rc < 0) {
@@ -121,7 +186,9 @@ int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id)
 
 void ctlcli_print_json(const json_t *v)
 {
-	char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+	/* 15 digits: 0.99, not 0.98999999999999999 */
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS |
+			     JSON_REAL_PRECISION(15));
 
 	if (s) {
 		printf("%s\n", s);
@@ -137,11 +204,9 @@ const char *ctlcli_money(json_t *micros, char *buf, size_t n)
 		snprintf(buf, n, "-");
 		return buf;
 	}
+	/* one precision in every table: cents (JSON keeps the micro-dollars) */
 	usd = (double)json_integer_value(micros) / 1e6;
-	if (fabs(usd) < 10)
-		snprintf(buf, n, "$%.4f", usd);
-	else
-		snprintf(buf, n, "$%.2f", usd);
+	snprintf(buf, n, "$%.2f", usd);
 	return buf;
 }
 

@@ -32,7 +32,8 @@ typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud, int argc, char **argv,
 	"  --api URL        spotrund URL (default: $SPOTRUN_API, else the\n"   \
 	"                   daemon's <state-dir>/api.url, else " CTLC_DEFAULT_URL ")\n" \
 	"  --state-dir DIR  spotrund's state dir (default: $SPOTRUN_STATE_DIR\n" \
-	"                   or ~/.local/state/spotrun); the token is read there\n"
+	"                   or ~/.local/state/spotrun); the token is read there\n" \
+	"JOB is a job id or a job name (the newest job of that name).\n"
 
 /* If argv[*i] is a common option, consume it (and its value) and return
  * 1; return 0 if it is not one; CLI_USAGE-style negative (-2) after
@@ -47,7 +48,8 @@ int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
 		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
 		 void *ud);
 
-/* Open the client; on failure print "spotrun CMD: why" and return -1. */
+/* Open the client (a no-op when already open); on failure print
+ * "spotrun CMD: why" and return -1. */
 int ctlcli_open(struct ctlcli *o);
 void ctlcli_close(struct ctlcli *o);
 
@@ -55,6 +57,11 @@ void ctlcli_close(struct ctlcli *o);
  * or the negative code (already printed). */
 int ctlcli_call(struct ctlcli *o, const char *method, const char *path,
 		json_t *body, json_t **reply);
+
+/* A job given by id ("12") or by name ("spotrun-demo"; the newest job of
+ * that name, looked up with GET /v1/jobs?name=, which opens the client).
+ * Returns 0, -2 after a usage error, -1 after another error (printed). */
+int ctlcli_job_ref(struct ctlcli *o, const char *s, int64_t *id);
 
 /* Parse a job id ("12"); prints a usage error and returns -1 if bad. */
 int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id);

@@ -1,5 +1,9 @@
 /*
  * main.c - `spotrun` entry point: dispatch to registered subcommands.
+ *
+ * Before dispatch, every "--name=value" argument is split into "--name"
+ * "value", so each command takes both spellings without its own code.
+ * "spotrun --version" is "spotrun version".
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +35,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
+static int dispatch(int argc, char **argv);
+
 static int cmp_cmd(const void *a, const void *b)
 {
 	const struct cli_cmd *x = *(const struct cli_cmd *const *)a;
@@ -48,9 +54,62 @@ static void usage(FILE *f)
 	fprintf(f, "\n'spotrun COMMAND --help' describes a command.\n");
 }
 
+/* argv with "--name=value" split in two; NULL on out-of-memory.  The
+ * strings are argv's own or owned by *store (caller frees both arrays). */
+static char **split_eq(int argc, char **argv, int *nargc, char **store)
+{
+	char **v = calloc((size_t)argc * 2 + 1, sizeof *v);
+	size_t total = 0, off = 0;
+	int k = 0;
+
+	for (int i = 0; i < argc; i++)
+		total += strlen(argv[i]) + 1;
+	*store = malloc(total + 1);
+	if (!v || !*store) {
+		free(v);
+		free(*store);
+		*store = NULL;
+		return NULL;
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+
+		if (i > 0 && !strncmp(a, "--", 2) && a[2] && eq && eq > a + 2) {
+			size_t n = (size_t)(eq - a);
+
+			memcpy(*store + off, a, n);
+			(*store)[off + n] = '\0';
+			v[k++] = *store + off;
+			off += n + 1;
+			v[k++] = (char *)eq + 1;
+		} else {
+			v[k++] = argv[i];
+		}
+	}
+	v[k] = NULL;
+	*nargc = k;
+	return v;
+}
+
 int main(int argc, char **argv)
 {
+	char **args, *store = NULL;
+	int nargs = 0, rc;
+
 	qsort(g_cmds, (size_t)g_ncmds, sizeof g_cmds[0], cmp_cmd);
+	args = split_eq(argc, argv, &nargs, &store);
+	if (!args) {
+		fprintf(stderr, "spotrun: out of memory\n");
+		return CLI_FAIL;
+	}
+	rc = dispatch(nargs, args);
+	free(args);
+	free(store);
+	return rc;
+}
+
+static int dispatch(int argc, char **argv)
+{
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_USAGE;
@@ -60,6 +119,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return CLI_OK;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		argv[1] = "version";
 	for (int i = 0; i < g_ncmds; i++) {
 		if (!strcmp(argv[1], g_cmds[i]->name))
 			return g_cmds[i]->run(argc - 1, argv + 1);

@@ -73,3 +73,41 @@ def lib():
     built)."""
     from spotrun import _lib
     return _lib.lib()
+
+
+def run_on_pty(argv, env=None, cwd=None, answer_after=None, answer=b"",
+               timeout=90):
+    """Run argv with stdin, stdout and stderr on a pseudo-terminal; when
+    the output shows `answer_after`, type `answer`.  Returns (exit status,
+    everything written, decoded)."""
+    import pty
+    import select
+    import time
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=slave, stdout=slave,
+                            stderr=slave)
+    os.close(slave)
+    out, answered = b"", answer_after is None
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: every writer is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not answered and answer_after.encode() in out:
+                os.write(master, answer)
+                answered = True
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    return rc, out.decode(errors="replace")

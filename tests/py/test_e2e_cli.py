@@ -14,6 +14,7 @@ fields, a missing file, bad ids, a wrong token, no daemon running.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -111,6 +112,14 @@ def cli(tmp_path):
     c.stop()
 
 
+def submitted_id(out):
+    """The id in launch's "job N submitted" line."""
+    for line in out.splitlines():
+        if line.startswith("job ") and "submitted" in line:
+            return int(line.split()[1])
+    raise AssertionError("no 'job N submitted' line in:\n" + out)
+
+
 def job_yaml(tmp_path, run, name="cli", extra=""):
     lines = "".join("  " + ln + "\n" for ln in run.strip().splitlines())
     path = os.path.join(str(tmp_path), name + ".yaml")
@@ -180,7 +189,7 @@ echo "value: $VALUE"
 echo "oops" >&2
 """, extra="", name="reader")
     p = cli.run("launch", path, "--env", "VALUE=$(id) `x` 'q'", check=0)
-    jid = int(p.stdout.split()[1])
+    jid = submitted_id(p.stdout)
     assert "SUCCEEDED" in p.stdout
     assert "RUNNING -> SUCCEEDED" in p.stdout
     # status: table, detail, json
@@ -236,6 +245,8 @@ def test_ctrl_c_detaches_and_does_not_cancel(cli, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     first = proc.stdout.readline()
+    while first and "submitted" not in first:  # the plan preview comes first
+        first = proc.stdout.readline()
     assert "submitted" in first, first
     jid = int(first.split()[1])
     cli.wait(jid, states=("RUNNING",))
@@ -245,6 +256,106 @@ def test_ctrl_c_detaches_and_does_not_cancel(cli, tmp_path):
     assert "detached" in err and "spotrun status %d" % jid in err
     time.sleep(0.5)
     assert cli.json("status", str(jid))["job"]["state"] == "RUNNING"
+
+
+def test_skypilot_task_runs_with_its_files_env_and_names(cli, tmp_path):
+    """A SkyPilot task file: workdir and file_mounts copied into the node's
+    directory, setup once before run, secrets from the environment,
+    SKYPILOT_* variables; then the job is reached by its name."""
+    cli.start()
+    src = tmp_path / "proj"
+    (src / "data").mkdir(parents=True)
+    (src / "code.txt").write_text("code-in-workdir\n")
+    (src / "data" / "vocab.txt").write_text("vocab-mounted\n")
+    path = src / "task.yaml"
+    path.write_text(
+        "name: sky-names\n"
+        "num_nodes: 2\n"
+        "workdir: .\n"
+        "resources: {accelerators: V100:1, use_spot: false}\n"
+        "secrets: {MY_TOKEN: null, INLINE_KEY: inline-s3cr3t}\n"
+        "file_mounts: {/mnt/vocab.txt: ./data/vocab.txt}\n"
+        "setup: echo setup-ran > setup.marker\n"
+        "run: |\n"
+        "  echo rank=$SKYPILOT_NODE_RANK nodes=$SKYPILOT_NUM_NODES "
+        "gpus=$SKYPILOT_NUM_GPUS_PER_NODE ips=$(echo \"$SKYPILOT_NODE_IPS\" | wc -l)\n"
+        "  cat code.txt setup.marker \"$SPOTRUN_NODE_DIR/mnt/vocab.txt\"\n"
+        "  echo token=$MY_TOKEN inline=$INLINE_KEY cwd=$(pwd)\n"
+        "spotrun: {work: 1h, deadline: 1000h}\n")
+    # a secret without a value must come from the environment
+    p = cli.run("launch", str(path), "-d", check=1)
+    assert "secrets.MY_TOKEN has no value" in p.stderr
+    env = dict(cli.env, MY_TOKEN="s3cr3t")
+    p = subprocess.run([SPOTRUN, "launch", str(path)], env=env, cwd=str(src),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr, cli.log_tail())
+    out = p.stdout
+    # the preview says what is bought before it is
+    assert "pool:" in out and "expected:" in out and "p95" in out
+    assert out.index("pool:") < out.index("submitted")
+    # the workload's output is streamed by launch
+    for rank in (0, 1):
+        assert "rank=%d nodes=2 gpus=1 ips=2" % rank in out, out
+    assert "code-in-workdir" in out and "setup-ran" in out
+    assert "vocab-mounted" in out and "token=s3cr3t inline=inline-s3cr3t" in out
+    assert "/workdir" in out.split("cwd=")[1].split()[0]  # the node's copy
+    # names work wherever an id does
+    jid = submitted_id(out)
+    raw = cli.run("status", "sky-names", "--json", check=0).stdout
+    assert '"p_target": 0.99,' in raw  # not 0.98999999999999999
+    job = json.loads(raw)["job"]
+    assert job["id"] == jid
+    # secrets reach the workload but are never served back
+    assert job["spec"]["secrets"]["INLINE_KEY"] == "<redacted>"
+    assert "inline-s3cr3t" not in json.dumps(job)
+    table = cli.run("status", check=0).stdout
+    assert "sky-names" in table
+    money = re.findall(r"\$[0-9.]+", table + cli.run("status", str(jid), check=0).stdout)
+    assert money and all(re.fullmatch(r"\$\d+\.\d\d", m) for m in money), money
+    assert cli.run("logs", "sky-names", check=0).stdout.count("code-in-workdir") == 2
+    assert cli.run("events", "sky-names", check=0).returncode == 0
+    nodes = cli.json("nodes", "--job", "sky-names", "--all")["nodes"]
+    assert nodes and all(n["job_id"] == jid for n in nodes)
+    by_job = cli.run("cost", "--by", "job", check=0).stdout
+    assert "%d sky-names" % jid in by_job, by_job
+    assert cli.run("cost", "--job", "sky-names", "--json", check=0).returncode == 0
+    p = cli.run("status", "no-such-job", check=1)
+    assert "no job named 'no-such-job'" in p.stderr
+    # a second job of the same name: the newest one is meant
+    p = cli.run("launch", job_yaml(tmp_path, "sleep 300", name="sky-names"),
+                "-d", "--json", check=0)
+    jid2 = json.loads(p.stdout)["job"]["id"]
+    p = cli.run("cancel", "sky-names", check=0)
+    assert "2 jobs are named 'sky-names'" in p.stderr
+    assert cli.wait(jid2)["state"] == "CANCELLED"
+
+
+def test_job_recovery_restarts_on_errors(cli, tmp_path):
+    """SkyPilot's job_recovery.max_restarts_on_errors is the number of
+    times a failing workload is restarted."""
+    cli.start()
+    path = tmp_path / "failing.yaml"
+    path.write_text("name: failing\n"
+                    "resources:\n  accelerators: V100:1\n  use_spot: false\n"
+                    "  job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 1}\n"
+                    "run: exit 3\n")
+    p = cli.run("launch", str(path), "-d", "--json", check=0)
+    jid = json.loads(p.stdout)["job"]["id"]
+    job = cli.wait(jid)
+    assert job["state"] == "FAILED" and job["max_restarts"] == 1
+    assert job["restarts"] == 1, job
+
+
+def test_launch_on_a_terminal_shows_live_progress(cli, tmp_path):
+    """On a terminal, launch redraws a status line with the time spent in
+    the current state (provisioning included) until the job ends."""
+    from conftest import run_on_pty
+    cli.start()
+    path = job_yaml(tmp_path, "sleep 2; echo done-sleeping", name="tty")
+    rc, text = run_on_pty([SPOTRUN, "launch", "-y", path], env=cli.env)
+    assert rc == 0, text
+    assert re.search(r"\r\x1b\[K(PENDING|PROVISIONING|RUNNING) +\d+s", text), text
+    assert "done-sleeping" in text and "SUCCEEDED" in text
 
 
 # ---- bad input -------------------------------------------------------------
@@ -280,7 +391,7 @@ def test_bad_job_files_get_clear_errors(cli, tmp_path):
 def test_usage_errors_and_unknown_ids(cli):
     cli.start()
     for args, needle in [(("launch",), "JOB.yaml"),
-                         (("status", "abc"), "not a job id"),
+                         (("status", "0"), "not a job id"),
                          (("logs",), "which job"),
                          (("logs", "1", "-f", "--json"), "--json"),
                          (("events", "0"), "not a job id"),

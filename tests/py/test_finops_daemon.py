@@ -137,8 +137,9 @@ def test_dashboard_shows_running_job(daemon):
     assert 'data-job-id="%d" data-state="RUNNING"' % daemon.job_id in dom
     assert '<td class="job-name">finops-live</td>' in dom
     assert 'class="state state-RUNNING">RUNNING<' in dom
-    # a live node row and a non-zero spend card
+    # a live node row (its job by id and name) and a non-zero spend card
     assert 'data-state="READY"' in dom
+    assert '<td>%d finops-live</td>' % daemon.job_id in dom
     assert '<div class="value" id="t-cost">$0.0000</div>' not in dom
     shot_dir = os.path.join(BUILD, "finops")
     os.makedirs(shot_dir, exist_ok=True)

@@ -176,6 +176,7 @@ static void test_bad_input(void **state)
 
 static void test_uri_encode(void **state)
 {
+	size_t n = 0;
 	char *s;
 
 	(void)state;
@@ -184,6 +185,13 @@ static void test_uri_encode(void **state)
 	free(s);
 	s = sr_sigv4_uri_encode("a b/c", 5, 1);
 	assert_string_equal(s, "a%20b/c");
+	free(s);
+	s = sr_sigv4_uri_decode("a%20b+c%2Fd%zz%4", 16, 1, &n);
+	assert_string_equal(s, "a b c/d%zz%4");
+	assert_int_equal(n, 12);
+	free(s);
+	s = sr_sigv4_uri_decode("a+b", 3, 0, NULL);
+	assert_string_equal(s, "a+b");
 	free(s);
 }
 

@@ -193,7 +193,11 @@ static void test_table_and_errors(void **state)
 	free(out);
 	assert_int_equal(run(&out, "cost --by week"), 2);
 	free(out);
-	assert_int_equal(run(&out, "cost --job abc"), 2);
+	assert_int_equal(run(&out, "cost --job 0"), 2);
+	free(out);
+	/* a name is looked up in the jobs table */
+	snprintf(args, sizeof args, "cost --state-dir %s --job no-such-job", g_dir);
+	assert_int_equal(run(&out, args), 1);
 	free(out);
 	assert_int_equal(run(&out, "cost --since yesterdayish"), 2);
 	free(out);

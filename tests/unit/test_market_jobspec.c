@@ -158,7 +158,8 @@ static void test_errors(void **state)
 		   "job.yaml:3: resources.accelerators: 'H100:eight' is not NAME:COUNT");
 	expect_err("name: x\nresources:\n  gpus: 8\n",
 		   "job.yaml:3: resources.gpus: unknown key");
-	expect_err("name: x\nworkdir: .\n", "job.yaml:2: workdir: unknown key");
+	expect_err("name: x\nservice: {replicas: 2}\n",
+		   "job.yaml:2: service: not supported; SkyServe services are not supported");
 	expect_err("spotrun:\n  work: 1h\n  colour: blue\n",
 		   "job.yaml:3: spotrun.colour: unknown key");
 	expect_err("spotrun:\n  checkpoint:\n    size: 40 apples\n",
@@ -182,16 +183,16 @@ static void test_errors(void **state)
 		   "job.yaml:3: spotrun.checkpoint.restore_bandwidth: '1GB' is not a bandwidth");
 	expect_err("resources:\n  infra: aws/a/b/c\n",
 		   "job.yaml:2: resources.infra: 'aws/a/b/c' is not CLOUD[/REGION[/ZONE]]");
-	expect_err("resources:\n  infra: aws\n  any_of:\n    - infra: gcp\n",
-		   "job.yaml:3: resources.any_of: give infra or any_of, not both");
-	expect_err("resources:\n  any_of:\n    - infra: gcp\n      region: x\n",
-		   "job.yaml:4: resources.any_of[0].region: unknown key");
+	expect_err("resources:\n  ordered: [{infra: aws}]\n  any_of:\n    - infra: gcp\n",
+		   "job.yaml:3: resources.any_of: give any_of or ordered, not both");
+	expect_err("resources:\n  any_of:\n    - infra: gcp\n      instance_type: x\n",
+		   "job.yaml:4: resources.any_of[0].instance_type: not supported; name the GPU");
 	expect_err("name: a\nname: b\n", "job.yaml:2: duplicate key 'name'");
 	expect_err("- a\n- b\n", "job.yaml:1: expected a mapping");
 	expect_err("", "job.yaml:1: empty job file");
 	expect_err("name: [unclosed\n", "job.yaml:2:");
-	expect_err("resources: {accelerators: {H100: 8, A100: 1}}\n",
-		   "job.yaml:1: resources.accelerators: expected one NAME: COUNT pair");
+	expect_err("resources: {accelerators: {H100: 8, A100: x}}\n",
+		   "job.yaml:1: resources.accelerators.A100: 'A100:x' is not NAME:COUNT");
 }
 
 /* Governance conflicts are caught with the line of use_spot. */

@@ -138,7 +138,7 @@ static void test_filters(void **state)
 	struct jobspec js;
 	struct plan_result r;
 	struct sr_err e = { 0 };
-	struct jobspec_infra aws = { "aws", "", "" };
+	struct jobspec_infra aws = { "aws", "", "", "", 0 };
 
 	job(&js, JOBSPEC_CRIT_CRITICAL, 10, 0);
 	js.network = CATALOG_NET_INFINIBAND;

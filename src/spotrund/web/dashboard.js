@@ -68,11 +68,16 @@
     return tr;
   }
 
-  function nodeRow(n) {
+  // "12 llama-ft": a job's id and, when known, its name
+  function jobLabel(id, names) {
+    return names[id] ? `${id} ${names[id]}` : id;
+  }
+
+  function nodeRow(n, names) {
     const tr = document.createElement('tr');
     tr.dataset.state = n.state;
     cell(tr, n.id);
-    cell(tr, n.job_id);
+    cell(tr, jobLabel(n.job_id, names));
     cell(tr, n.rank);
     cell(tr, n.state, 'state state-' + n.state);
     cell(tr, `${n.cloud}/${n.zone || n.region}/${n.instance_type}`);
@@ -117,7 +122,7 @@
     }
   }
 
-  function drawTimeline(events) {
+  function drawTimeline(events, names) {
     const svg = $('timeline');
     const NS = 'http://www.w3.org/2000/svg';
     const W = 640, H = 220, L = 20, R = 20;
@@ -145,7 +150,7 @@
       c.setAttribute('fill', pre ? '#c53030' : '#1f8a4c');
       c.setAttribute('class', 'tl-' + e.kind);
       const title = document.createElementNS(NS, 'title');
-      title.textContent = `${e.t} job ${e.job_id} ${e.kind} ${e.pool}` +
+      title.textContent = `${e.t} job ${jobLabel(e.job_id, names)} ${e.kind} ${e.pool}` +
         (pre ? ` lost ${e.value_s.toFixed(0)} s (${usd(e.lost_work_micros)})`
              : ` downtime ${e.value_s.toFixed(0)} s`);
       c.appendChild(title);
@@ -168,7 +173,10 @@
       for (const g of cost.groups) byJob[g.key] = g;
       fill($('jobs').tBodies[0], jobs.jobs.map((j) => jobRow(j, byJob[String(j.id)])),
            9, 'no jobs');
-      fill($('nodes').tBodies[0], nodes.nodes.map(nodeRow), 9, 'no live nodes');
+      const names = {};
+      for (const j of jobs.jobs) names[j.id] = j.name;
+      fill($('nodes').tBodies[0], nodes.nodes.map((n) => nodeRow(n, names)), 9,
+           'no live nodes');
       const t = cost.total;
       $('t-cost').textContent = usd(t.cost_micros);
       $('t-list').textContent = usd(t.list_cost_micros);
@@ -177,7 +185,7 @@
       $('t-idle').textContent = usd(t.idle_cost_micros);
       $('t-lost').textContent = usd(t.lost_work_cost_micros);
       drawChart(series.points);
-      drawTimeline(tl.events);
+      drawTimeline(tl.events, names);
       $('status').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
       document.body.dataset.loaded = 'true';
     } catch (err) {

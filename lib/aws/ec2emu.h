@@ -1,0 +1,83 @@
+/*
+ * ec2emu.h - an EC2 emulator for the local spot cloud.
+ *
+ * It answers the EC2 Query API (Version 2016-11-15, the subset the driver
+ * uses: RunInstances, DescribeInstances, TerminateInstances,
+ * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings) with
+ * well-formed EC2 XML, for the AWS pools of one region of the local
+ * market (ctl/localmkt.h: catalog offerings whose spot availability and
+ * price replay real traces).  Zones are the catalog's zone ids
+ * ("use1-az4").
+ *
+ *   - RunInstances starts a local "instance": its user-data, decoded, run
+ *     by /bin/sh in a new session under <work_dir>/<instance-id>/, with
+ *       SPOTRUN_NODE_ROOT=<that dir>/root
+ *       SPOTRUN_IMDS_URL=<emulator>/imds/<instance-id>
+ *     (the driver's bootstrap script honours both).  Spot launches fail
+ *     with InsufficientInstanceCapacity when the pool's trace has no
+ *     capacity now, and with SpotMaxPriceTooLow under the current price.
+ *     ClientToken is idempotent.
+ *   - Each instance has its own IMDSv2 at /imds/<id>/latest/...:
+ *     api/token, meta-data/instance-id, meta-data/spot/instance-action
+ *     (404 until a notice, then {"action":"terminate","time":...}).
+ *   - When a spot pool loses capacity (trace replay) or ec2emu_preempt()
+ *     is called, a running spot instance gets its notice; notice_s later
+ *     its process session is killed and it is terminated with state
+ *     reason Server.SpotInstanceTermination.
+ *
+ * Lifecycle: pending --boot_s--> running --Terminate--> shutting-down
+ * --(process gone)--> terminated; terminated instances stay listed.
+ *
+ * Clock: cloud time sim_s = trace_start_s + time_scale * (real seconds
+ * since start); EC2 timestamps are the start's wall-clock time plus the
+ * cloud seconds elapsed.
+ *
+ * The emulator accepts any credentials but requires a SigV4
+ * Authorization header.  It listens on 127.0.0.1 only.
+ *
+ * Threading: the HTTP server and the clock run on their own threads;
+ * every function here is thread-safe.
+ */
+#ifndef SR_AWS_EC2EMU_H
+#define SR_AWS_EC2EMU_H
+
+#include <stdbool.h>
+
+#include "common/err.h"
+
+struct ec2emu_opts {
+	const char *data_dir;   /* catalog + traces (the repo's data/) */
+	const char *work_dir;   /* instance directories (must exist) */
+	const char *region;     /* NULL: "us-east-1" */
+	int port;               /* 0: ephemeral */
+	double time_scale;      /* cloud seconds per real second; 0: 1 */
+	double trace_start_s;   /* cloud time at start */
+	double boot_s;          /* pending -> running, cloud s; < 0: 0 */
+	double notice_s;        /* notice -> termination, cloud s; 0: 120 */
+};
+
+struct ec2emu;
+
+/* Start.  *out is the caller's (ec2emu_stop).  On failure *out is NULL
+ * and *e names the data, directory or port at fault. */
+int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
+		 struct sr_err *e);
+
+/* "http://127.0.0.1:PORT" (borrowed, valid until stop). */
+const char *ec2emu_url(const struct ec2emu *m);
+
+/* Give running spot instance `id` its interruption notice now.
+ * -SR_ENOTFOUND if no such running spot instance. */
+int ec2emu_preempt(struct ec2emu *m, const char *id);
+
+/* Override the spot capacity of (zone, instance type), for deterministic
+ * tests and demos: EC2EMU_TRACE (the default), EC2EMU_NONE, EC2EMU_PLENTY.
+ * -ENOSPC when too many overrides are set. */
+enum ec2emu_capacity { EC2EMU_TRACE, EC2EMU_NONE, EC2EMU_PLENTY };
+int ec2emu_set_capacity(struct ec2emu *m, const char *zone,
+			const char *instance_type, enum ec2emu_capacity c);
+
+/* Kill every instance's processes, stop the server, free.  NULL-safe. */
+void ec2emu_stop(struct ec2emu *m);
+
+#endif

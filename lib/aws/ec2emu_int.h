@@ -1,0 +1,98 @@
+/*
+ * ec2emu_int.h - internals of the EC2 emulator (ec2emu.c, ec2emu_http.c).
+ */
+#ifndef SR_AWS_EC2EMU_INT_H
+#define SR_AWS_EC2EMU_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/localmkt.h"
+#include "ec2emu.h"
+
+#define EMU_MAX_TAGS 16
+#define EMU_MAX_NOCAP 32
+
+enum { EMU_PENDING, EMU_RUNNING, EMU_SHUTTING_DOWN, EMU_TERMINATED };
+
+struct emu_pool {
+	int index;          /* localmkt pool */
+	char zone[40];
+	char type[48];
+};
+
+struct emu_inst {
+	char id[32];
+	unsigned seq;
+	char token[65];
+	char image[64], type[48], zone[40], subnet[64];
+	bool spot;
+	const struct emu_pool *pool;
+	int state;
+	double launch_sim;
+	double notice_sim;  /* < 0: no notice */
+	char reason[64];
+	int64_t pid, pid_start;
+	char dir[600];
+	unsigned imds_salt;
+	char *tag_k[EMU_MAX_TAGS], *tag_v[EMU_MAX_TAGS];
+	size_t ntags;
+};
+
+struct ec2emu {
+	pthread_mutex_t mu;          /* guards everything below but the server */
+	struct localmkt *mkt;
+	char region[40];
+	struct emu_pool *pools;
+	size_t npools;
+	struct emu_inst **inst;
+	size_t ninst, capinst;
+	struct { char zone[40], type[48]; int cap; } capov[EMU_MAX_NOCAP];
+	size_t ncapov;
+	unsigned seq, id_salt;
+	int64_t t0_ns;               /* monotonic start */
+	int64_t epoch0;              /* wall clock at start, s */
+	double time_scale, trace_start, boot_s, notice_s;
+	char work_dir[512];
+	char url[64];
+	void *daemon;                /* struct MHD_Daemon */
+	pthread_t clock;
+	bool clock_started;
+	bool stopping;
+	pthread_cond_t cv;
+};
+
+struct emu_params {
+	char **kv;                   /* 2*n decoded strings */
+	size_t n;
+};
+
+struct emu_answer {
+	int status;
+	char *body;                  /* malloc'd */
+	size_t len;
+};
+
+int ec2emu__params_parse(const char *body, size_t len, struct emu_params *p);
+const char *ec2emu__param(const struct emu_params *p, const char *name);
+void ec2emu__params_free(struct emu_params *p);
+
+/* One Query API call; fills *a (caller frees a->body). */
+void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
+		    struct emu_answer *a);
+double ec2emu__now(const struct ec2emu *m);
+bool ec2emu__spot_capacity(const struct ec2emu *m, const struct emu_pool *p,
+			   double sim);
+void ec2emu__tick(struct ec2emu *m);
+/* The instance-action document of instance id: 0, or -SR_ENOTFOUND. */
+int ec2emu__imds_notice(struct ec2emu *m, const char *id, char *json,
+			size_t len);
+/* Token check of instance id's IMDS; with issue != NULL, writes the
+ * token to issue and returns whether the instance exists. */
+bool ec2emu__imds_token_ok(struct ec2emu *m, const char *id, const char *tok,
+			   char *issue, size_t len);
+void ec2emu__free_state(struct ec2emu *m);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * cmd_ec2emu.c - `spotrun ec2-emulator`: serve the EC2 Query API for the
+ * local spot cloud's AWS pools on 127.0.0.1 (lib/aws/ec2emu.h), so the
+ * AWS driver, the AWS CLI or an SDK can be pointed at it with
+ * AWS_ENDPOINT_URL_EC2.  Runs until SIGINT or SIGTERM.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aws/ec2emu.h"
+#include "cli.h"
+#include "market/catalog.h"
+
+static volatile sig_atomic_t quit;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+static int usage(void)
+{
+	printf("usage: spotrun ec2-emulator --work-dir DIR [--data DIR] "
+	       "[--region R] [--port N]\n"
+	       "                            [--time-scale X] [--notice-s S] "
+	       "[--boot-s S]\n"
+	       "                            [--capacity ZONE:TYPE=none|plenty]...\n\n"
+	       "Answer the EC2 Query API (RunInstances, DescribeInstances,\n"
+	       "TerminateInstances, DescribeSpotPriceHistory,\n"
+	       "DescribeInstanceTypeOfferings) on 127.0.0.1 for the AWS pools of\n"
+	       "one region of the local spot cloud, whose availability and prices\n"
+	       "replay real traces.  An instance is its user-data run by /bin/sh\n"
+	       "in DIR/<instance-id>/ with SPOTRUN_NODE_ROOT and SPOTRUN_IMDS_URL\n"
+	       "(its own IMDSv2, with spot notices).  Prints the endpoint URL on\n"
+	       "the first line; runs until SIGINT or SIGTERM.\n\n"
+	       "  --work-dir DIR   instance directories (must exist)\n"
+	       "  --data DIR       catalog + traces (default $SPOTRUN_DATA or ./data)\n"
+	       "  --region R       region (default us-east-1)\n"
+	       "  --port N         port (default 0: any free port)\n"
+	       "  --time-scale X   cloud seconds per real second (default 1)\n"
+	       "  --notice-s S     spot notice to termination, cloud s (default 120)\n"
+	       "  --boot-s S       pending to running, cloud s (default 0)\n"
+	       "  --capacity ZONE:TYPE=none|plenty\n"
+	       "                   override the trace for one pool\n\n"
+	       "Use it with: AWS_ENDPOINT_URL_EC2=<url> AWS_REGION=<region>\n"
+	       "AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y (any key is accepted).\n");
+	return CLI_OK;
+}
+
+static int num(const char *opt, const char *v, double *out)
+{
+	char *end;
+
+	*out = strtod(v, &end);
+	if (*v == '\0' || *end != '\0' || *out < 0)
+		return cli_usage_error("ec2-emulator", "%s '%s': expected a "
+				       "non-negative number", opt, v);
+	return 0;
+}
+
+static int cmd_ec2emu(int argc, char **argv)
+{
+	struct ec2emu_opts o = { .time_scale = 1 };
+	const char *caps[32];
+	size_t ncaps = 0;
+	char datadir[4096];
+	struct ec2emu *m = NULL;
+	struct sr_err e = { 0 };
+	struct sigaction sa;
+	double d;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			return usage();
+		if (a[0] != '-' || a[1] != '-')
+			return cli_usage_error("ec2-emulator", "unexpected argument "
+					       "'%s'", a);
+		if (v == NULL)
+			return cli_usage_error("ec2-emulator", "%s needs a value", a);
+		i++;
+		if (!strcmp(a, "--work-dir")) {
+			o.work_dir = v;
+		} else if (!strcmp(a, "--data")) {
+			o.data_dir = v;
+		} else if (!strcmp(a, "--region")) {
+			o.region = v;
+		} else if (!strcmp(a, "--port")) {
+			if (num(a, v, &d) || d > 65535)
+				return d > 65535 ? cli_usage_error("ec2-emulator",
+					"--port '%s': expected 0..65535", v) : CLI_USAGE;
+			o.port = (int)d;
+		} else if (!strcmp(a, "--time-scale")) {
+			if (num(a, v, &o.time_scale))
+				return CLI_USAGE;
+		} else if (!strcmp(a, "--notice-s")) {
+			if (num(a, v, &o.notice_s))
+				return CLI_USAGE;
+		} else if (!strcmp(a, "--boot-s")) {
+			if (num(a, v, &o.boot_s))
+				return CLI_USAGE;
+		} else if (!strcmp(a, "--capacity")) {
+			if (ncaps == sizeof(caps) / sizeof(caps[0]) ||
+			    strchr(v, ':') == NULL || strchr(v, '=') == NULL)
+				return cli_usage_error("ec2-emulator", "--capacity "
+						       "'%s': expected ZONE:TYPE="
+						       "none|plenty", v);
+			caps[ncaps++] = v;
+		} else {
+			return cli_usage_error("ec2-emulator", "unknown option '%s'", a);
+		}
+	}
+	if (o.work_dir == NULL)
+		return cli_usage_error("ec2-emulator", "--work-dir is required");
+	if (o.data_dir == NULL) {
+		if (catalog_find_data_dir(datadir, sizeof(datadir))) {
+			fprintf(stderr, "spotrun ec2-emulator: no data directory (set "
+				"SPOTRUN_DATA or use --data)\n");
+			return CLI_FAIL;
+		}
+		o.data_dir = datadir;
+	}
+	rc = ec2emu_start(&o, &m, &e);
+	if (rc < 0) {
+		fprintf(stderr, "spotrun ec2-emulator: %s\n", sr_err_str(&e, rc));
+		return CLI_FAIL;
+	}
+	for (size_t i = 0; i < ncaps; i++) {
+		char zone[64], type[64], what[16];
+		enum ec2emu_capacity c;
+
+		if (sscanf(caps[i], "%63[^:]:%63[^=]=%15s", zone, type, what) != 3 ||
+		    (strcmp(what, "none") && strcmp(what, "plenty"))) {
+			ec2emu_stop(m);
+			return cli_usage_error("ec2-emulator", "--capacity '%s': "
+					       "expected ZONE:TYPE=none|plenty",
+					       caps[i]);
+		}
+		c = strcmp(what, "none") == 0 ? EC2EMU_NONE : EC2EMU_PLENTY;
+		ec2emu_set_capacity(m, zone, type, c);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	printf("%s\n", ec2emu_url(m));
+	fflush(stdout);
+	while (!quit)
+		sleep(1); /* a signal cuts it short */
+	ec2emu_stop(m);
+	return CLI_OK;
+}
+
+CLI_COMMAND("ec2-emulator", "serve the EC2 API for the local spot cloud",
+	    cmd_ec2emu)

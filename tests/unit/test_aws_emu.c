@@ -1,0 +1,293 @@
+/* Unit tests: the AWS compute driver (lib/aws) against the EC2 emulator of
+ * the local spot cloud (lib/aws/ec2emu.c, replaying data/): a capacity
+ * error in one zone, a spot launch in another, the instance's own process
+ * reading its IMDSv2, a spot notice, termination by the cloud, a
+ * replacement, idempotent relaunch (no double launch), termination by us,
+ * the tag sweep, and the emulator's own error answers.  Waits are bounded
+ * loops on observable state, never a wall-clock assertion. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aws/ec2.h"
+#include "aws/ec2emu.h"
+#include "common/fsutil.h"
+
+#define TYPE "g5.xlarge"
+
+/* The instance's "machine": records that it booted, then polls its IMDSv2
+ * for the spot notice as the agent does, and keeps running. */
+static const char node_script[] =
+	"#!/bin/sh\n"
+	"r=\"$SPOTRUN_NODE_ROOT\"\n"
+	"echo up > \"$r/started\"\n"
+	"while :; do\n"
+	"  t=$(curl -s -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60'"
+	" \"$SPOTRUN_IMDS_URL/latest/api/token\")\n"
+	"  if curl -sf -H \"X-aws-ec2-metadata-token: $t\""
+	" \"$SPOTRUN_IMDS_URL/latest/meta-data/spot/instance-action\""
+	" > \"$r/notice.tmp\"; then mv \"$r/notice.tmp\" \"$r/notice\"; fi\n"
+	"  sleep 0.05\n"
+	"done\n";
+
+struct fx {
+	char dir[64];
+	struct ec2emu *emu;
+	struct cloud_driver d;
+	char **zones;
+	size_t nz;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct ec2emu_opts eo = { .data_dir = "data", .region = "us-east-1",
+				  .time_scale = 1, .notice_s = 1 };
+	struct ec2_opts o = { .image_id = "ami-emulated", .max_retries = 0 };
+	struct cloud_error err;
+	struct sr_err e = { 0 };
+	struct ec2 *c = NULL;
+
+	if (f == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/sr-ec2emu-XXXXXX");
+	if (mkdtemp(f->dir) == NULL)
+		return -1;
+	eo.work_dir = f->dir;
+	if (ec2emu_start(&eo, &f->emu, &e) < 0) {
+		fprintf(stderr, "ec2emu_start: %s\n", e.msg);
+		return -1;
+	}
+	unsetenv("AWS_PROFILE");
+	unsetenv("AWS_SESSION_TOKEN");
+	setenv("HOME", f->dir, 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKIAEMU", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "emusecret", 1);
+	setenv("AWS_REGION", "us-east-1", 1);
+	setenv("AWS_ENDPOINT_URL_EC2", ec2emu_url(f->emu), 1);
+	setenv("SPOTRUN_LOG_LEVEL", "off", 1);
+	if (ec2_open(&o, &c, &e) < 0 || ec2_instance_type_zones(c, TYPE, &f->zones,
+								&f->nz, &err) < 0 ||
+	    ec2_driver_new(c, &f->d, &e) < 0) {
+		fprintf(stderr, "driver: %s %s\n", e.msg, err.msg);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	f->d.ops->destroy(f->d.st);
+	ec2emu_stop(f->emu);
+	ec2_strv_free(f->zones, f->nz);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", f->dir);
+	free(f);
+	return 0;
+}
+
+/* Provision and wait for the request's outcome. */
+static int launch(struct fx *f, const char *zone, int node, int attempt,
+		  struct cloud_instance *out, struct cloud_error *err)
+{
+	char key[CLOUD_IDEM_MAX];
+	struct cloud_launch l = {
+		.zone = zone, .instance_type = TYPE, .spot = true,
+		.tags = { .cluster = "emu-cluster", .job_id = 3, .node_id = node,
+			  .attempt = attempt },
+		.bootstrap = node_script,
+	};
+	struct cloud_req *req = NULL;
+	int rc;
+
+	cloud_idem_key(&l.tags, key);
+	l.idem_key = key;
+	rc = f->d.ops->provision(f->d.st, &l, &req, err);
+	if (rc < 0)
+		return rc;
+	while ((rc = f->d.ops->poll(f->d.st, req, out, err)) == -EAGAIN)
+		usleep(5000);
+	f->d.ops->req_free(f->d.st, req);
+	return rc;
+}
+
+/* The listed instance `id` (copied), waiting up to ~20 s for `want`. */
+static bool wait_state(struct fx *f, const char *id, enum cloud_inst_state want,
+		       struct cloud_instance *seen)
+{
+	for (int i = 0; i < 2000; i++) {
+		struct cloud_instance *v = NULL;
+		struct cloud_error err;
+		size_t n = 0;
+		bool hit = false;
+
+		if (f->d.ops->list(f->d.st, "emu-cluster", &v, &n, &err) == 0) {
+			for (size_t k = 0; k < n; k++) {
+				if (strcmp(v[k].id, id) == 0 && v[k].state == want) {
+					*seen = v[k];
+					seen->blob = NULL;
+					hit = true;
+				}
+			}
+			cloud_instances_free(v, n);
+		}
+		if (hit)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static bool wait_file(const char *path, char *buf, size_t len)
+{
+	for (int i = 0; i < 2000; i++) {
+		FILE *fp = fopen(path, "r");
+
+		if (fp != NULL) {
+			size_t n = fread(buf, 1, len - 1, fp);
+
+			fclose(fp);
+			buf[n] = '\0';
+			if (n > 0)
+				return true;
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_spot_lifecycle(void **state)
+{
+	struct fx *f = *state;
+	struct cloud_instance a, b, again, seen;
+	struct cloud_error err = { 0 };
+	struct cloud_instance *v = NULL;
+	char path[256], buf[256];
+	const char *ids[1];
+	size_t n = 0;
+
+	assert_true(f->nz >= 3);
+	assert_int_equal(ec2emu_set_capacity(f->emu, f->zones[0], TYPE, EC2EMU_NONE), 0);
+	assert_int_equal(ec2emu_set_capacity(f->emu, f->zones[1], TYPE, EC2EMU_PLENTY), 0);
+	assert_int_equal(ec2emu_set_capacity(f->emu, f->zones[2], TYPE, EC2EMU_PLENTY), 0);
+
+	/* no spot capacity in zone 0: the capacity class, nothing started */
+	assert_int_equal(launch(f, f->zones[0], 1, 1, &a, &err), -ENOSPC);
+	assert_int_equal(err.cls, CLOUD_ECAPACITY);
+	assert_string_equal(err.code, "InsufficientInstanceCapacity");
+
+	/* zone 1 has it */
+	assert_int_equal(launch(f, f->zones[1], 1, 2, &a, &err), 0);
+	assert_string_equal(a.zone, f->zones[1]);
+	assert_true(a.spot);
+	assert_int_equal(a.node_id, 1);
+	assert_int_equal(a.attempt, 2);
+	snprintf(path, sizeof(path), "%s/%s/root/started", f->dir, a.id);
+	assert_true(wait_file(path, buf, sizeof(buf)));
+	assert_true(wait_state(f, a.id, CLOUD_INST_RUNNING, &seen));
+
+	/* the same idempotency key again: the same instance, no second one */
+	assert_int_equal(launch(f, f->zones[1], 1, 2, &again, &err), 0);
+	assert_string_equal(again.id, a.id);
+	cloud_instance_clear(&again);
+
+	/* the cloud takes it back: notice through the instance's IMDSv2 ... */
+	assert_int_equal(ec2emu_preempt(f->emu, a.id), 0);
+	snprintf(path, sizeof(path), "%s/%s/root/notice", f->dir, a.id);
+	assert_true(wait_file(path, buf, sizeof(buf)));
+	assert_non_null(strstr(buf, "\"action\":\"terminate\""));
+	/* ... then termination, with the spot reason */
+	assert_true(wait_state(f, a.id, CLOUD_INST_GONE, &seen));
+	assert_string_equal(seen.reason, "Server.SpotInstanceTermination");
+
+	/* a replacement in another zone */
+	assert_int_equal(launch(f, f->zones[2], 1, 3, &b, &err), 0);
+	assert_string_equal(b.zone, f->zones[2]);
+	assert_string_not_equal(b.id, a.id);
+	assert_true(wait_state(f, b.id, CLOUD_INST_RUNNING, &seen));
+
+	/* the sweep sees both, tagged; we terminate the live one */
+	assert_int_equal(f->d.ops->list(f->d.st, "emu-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	for (size_t k = 0; k < n; k++) {
+		assert_string_equal(v[k].cluster, "emu-cluster");
+		assert_int_equal(v[k].job_id, 3);
+	}
+	cloud_instances_free(v, n);
+	assert_int_equal(f->d.ops->list(f->d.st, "other-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(v);
+	ids[0] = b.id;
+	assert_int_equal(f->d.ops->terminate(f->d.st, ids, 1, &err), 0);
+	assert_true(wait_state(f, b.id, CLOUD_INST_GONE, &seen));
+	assert_string_equal(seen.reason, "Client.UserInitiatedShutdown");
+	cloud_instance_clear(&a);
+	cloud_instance_clear(&b);
+}
+
+static void test_emulator_errors(void **state)
+{
+	struct fx *f = *state;
+	struct cloud_instance a;
+	struct cloud_error err = { 0 };
+	struct ec2_opts o = { .image_id = "ami-emulated", .max_retries = 0 };
+	struct ec2_spot_price *p = NULL;
+	struct ec2 *c = NULL;
+	struct sr_err e = { 0 };
+	const char *bad[] = { "i-doesnotexist" };
+	struct ec2_run r = {
+		.client_token = "t-1", .instance_type = TYPE, .zone = "use1-az99",
+		.tags = { .cluster = "x" },
+	};
+	size_t n = 0;
+
+	assert_int_equal(ec2_open(&o, &c, &e), 0);
+	/* a zone that does not sell the type */
+	assert_int_equal(ec2_run_instances(c, &r, &a, &err), -ENOSPC);
+	assert_string_equal(err.code, "Unsupported");
+	/* a spot price cap under the market */
+	ec2emu_set_capacity(f->emu, f->zones[1], TYPE, EC2EMU_PLENTY);
+	r.zone = f->zones[1];
+	r.spot = true;
+	r.max_price_per_h = 1;
+	assert_int_equal(ec2_run_instances(c, &r, &a, &err), -ENOSPC);
+	assert_string_equal(err.code, "SpotMaxPriceTooLow");
+	/* a type the region does not have */
+	r.zone = NULL;
+	r.instance_type = "z9.mega";
+	assert_int_equal(ec2_run_instances(c, &r, &a, &err), -EINVAL);
+	assert_string_equal(err.code, "InvalidParameterValue");
+	/* terminating an unknown id is not an error for the driver */
+	assert_int_equal(ec2_terminate_instances(c, bad, 1, &err), 0);
+	/* prices replayed from the trace */
+	assert_int_equal(ec2_spot_price_history(c, TYPE, f->zones[1], 0, 10, &p,
+						&n, &err), 0);
+	assert_true(n > 0);
+	assert_true(p[0].price_per_h > 0);
+	assert_string_equal(p[0].zone, f->zones[1]);
+	assert_string_equal(p[0].instance_type, TYPE);
+	free(p);
+	ec2_close(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_spot_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emulator_errors, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
