@@ -49,8 +49,9 @@ void bench_reset_hwm(void);
 /* The synthetic training loop.  A step is ~step_s seconds of
  * single-threaded compute plus an optimizer-like update of 1/16 of the
  * state.  A segment runs `steps` steps; with e, it starts with a lazy
- * checkpoint and ends once that checkpoint is committed, so everything one
- * checkpoint costs the training thread falls inside the segment.  The
+ * checkpoint.  A write still running at the end of the steps is waited
+ * for outside the segment's time (training would go on) and counted as
+ * late; proc_cpu_s includes it.  The
  * bench runs segments with and without a checkpoint in alternation (ABAB,
  * same process, same data) and compares them pairwise. */
 struct bench_seg {
@@ -58,6 +59,7 @@ struct bench_seg {
 	double thread_cpu_s;  /* CPU time of the training thread */
 	double proc_cpu_s;    /* CPU time of the whole process */
 	long nivcsw;          /* training thread preempted (involuntary) */
+	int late_commit;      /* the write outlasted the segment */
 };
 long bench_calibrate(double step_s);       /* compute iterations per step */
 int bench_train_segment(struct bench_state *s, struct spotckpt *e, long steps,

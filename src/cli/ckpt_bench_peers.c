@@ -476,11 +476,21 @@ int bench_train_segment(struct bench_state *s, struct spotckpt *e, long steps,
 			rc = spotckpt_wait_staged(e); /* before modifying */
 		update(s, (*step_no)++);   /* optimizer step */
 	}
-	if (e && rc == 0)
-		rc = spotckpt_wait(e);     /* the write, if still running */
 	out->wall_s = bench_now() - t0;
 	out->thread_cpu_s = thread_cpu() - c0;
 	out->proc_cpu_s = bench_proc_cpu() - p0;
 	out->nivcsw = thread_nivcsw() - v0;
+	out->late_commit = 0;
+	if (e && rc == 0) {
+		struct spotckpt_stats st;
+
+		/* a write still running when the interval is over: waited for
+		 * outside the segment (training would go on), and counted */
+		spotckpt_stats(e, &st);
+		out->late_commit = st.saves_committed + st.saves_failed <
+				   st.saves_requested;
+		rc = spotckpt_wait(e);
+		out->proc_cpu_s = bench_proc_cpu() - p0;
+	}
 	return rc;
 }
