@@ -2,7 +2,9 @@
 #
 #   make            build everything into build/
 #   make check      every test, then the whole suite again under ASan+UBSan,
+#                   the C tests under ThreadSanitizer (clang, build/tsan),
 #                   then the fuzz targets for a bounded time
+#   make tsan       the C tests under ThreadSanitizer only
 #   make bench      the benchmarks
 #   make demo       install, build, then run one spot training job end to
 #                   end on the local spot cloud and print its report
@@ -10,11 +12,13 @@
 #
 # Layout rules (see CONTRIBUTING.md):
 #   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
-#   lib/ckpt + lib/common -> build/lib/libspotckpt.so    (the public library)
+#   lib/ckpt + lib/objstore + lib/common -> build/lib/libspotckpt.so
+#                         (the public library; objstore is its tier 3)
 #   src/cli/*.c           -> build/bin/spotrun
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
 #   tests/conformance/*.c -> build/conformance/*  (helpers of the npm SDK
@@ -36,6 +40,10 @@ ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
+endif
+ifeq ($(SAN),tsan)
+CFLAGS_BASE += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDSAN := -fsanitize=thread
 endif
 ifeq ($(FUZZ),1)
 CFLAGS_BASE += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
@@ -70,7 +78,8 @@ endef
 $(foreach l,$(LIBDIRS),$(eval $(call lib_rule,$(l))))
 
 CKPT_SO := $(BUILD)/lib/libspotckpt.so
-CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/common/*.c))
+CKPT_SO_OBJS := $(call obj,$(wildcard lib/ckpt/*.c) $(wildcard lib/objstore/*.c) \
+	$(wildcard lib/common/*.c))
 ifneq ($(wildcard lib/ckpt/*.c),)
 SHARED_LIBS := $(CKPT_SO)
 endif
@@ -98,12 +107,25 @@ $(foreach b,spotrun spotrund spotrun-agent,$(eval $(call bin_rule,$(b))))
 # ---- tests, benches ----------------------------------------------------
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+# Programs the Python tests drive (crash tests kill them at random points).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS) -lcmocka
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LDEXTRA) $(LINK_LIBS) -lcmocka
+
+# Fault injection (lib/common/faultinj.h): this test's calls to these
+# functions go through counting wrappers that fail the N-th one.
+FAULT_WRAP := $(foreach f,malloc calloc realloc strdup write pwrite fsync \
+	fdatasync sqlite3_step curl_easy_perform,-Wl,--wrap=$(f))
+$(BUILD)/tests/test_faultinj: LDEXTRA := $(FAULT_WRAP)
+
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -147,7 +169,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 
 # ---- top-level targets -------------------------------------------------
 .PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
-	bench clean conformance install install-files uninstall
+	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -157,7 +179,8 @@ all: deps
 deps:
 	@scripts/install-deps -q
 
-build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS)
+build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_BINS) \
+	$(HELPER_BINS)
 
 # The whole suite, plain build.
 test-run: build
@@ -174,10 +197,24 @@ check: deps
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
 	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
+	@echo "== check: ThreadSanitizer (clang), C tests, build/tsan =="
+	@$(MAKE) --no-print-directory tsan-build
+	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/tsan tsan || true
 	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
 	@$(MAKE) --no-print-directory fuzz-build
 	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
 	@scripts/summarize build/.results
+
+# The C unit tests built with clang -fsanitize=thread (the engine's copy
+# and writer threads, the reconciler, libmicrohttpd's workers share state).
+tsan-build:
+	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=tsan CC=clang \
+		tsan-bins
+
+tsan-bins: $(STATIC_LIBS) $(BINS) $(TEST_BINS)
+
+tsan: deps tsan-build
+	@scripts/run-tests build/tsan tsan
 
 # The official AWS SDK for JavaScript against our signer and EC2 driver
 # (tests/conformance; needs node and npm, installed by install-deps).
@@ -201,6 +238,12 @@ demo: deps
 
 bench: all
 	@scripts/run-bench build
+
+# The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
+# meets its deadline, is bitwise identical, moves <= preemptions + 1.
+soak: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/soak --build $(BUILD)
 
 clean:
 	rm -rf build

@@ -172,6 +172,15 @@ class Status:
         self.stalls = []
 
 
+def durable_step(ckpt):
+    """Newest checkpoint that outlives this node: in the object store when
+    there is one, else on the (shared) checkpoint directory."""
+    if ckpt.remote is not None:
+        s = ckpt.remote_stats()["uploaded_step"]
+        return None if s < 0 else s
+    return ckpt.last_saved_step()
+
+
 def finish(tr, resumed, args, extra=None):
     out = {"steps": tr.step, "hash": tr.digest(), "loss": tr.loss,
            "resumed_from": resumed}
@@ -214,7 +223,10 @@ def main():
         p.error("SPOTRUN_CKPT_DIR is not set (spotrun-agent sets it)")
     preemption.install()
     status = Status(os.environ.get("SPOTRUN_STATUS_FILE"), total)
-    ckpt = spotrun.Checkpointer(ckdir, keep=2)
+    # tier 3: SPOTRUN_CKPT_URI (spotrun.checkpoint.uri) is where a node in
+    # another zone finds the checkpoints; this node's disk goes with it
+    ckpt = spotrun.Checkpointer(ckdir, keep=2,
+                                remote=os.environ.get("SPOTRUN_CKPT_URI"))
     st = tr.state()
     resumed = ckpt.restore(st)
     if resumed is None:
@@ -225,7 +237,7 @@ def main():
         print("resumed step=%d of %d (attempt %s)" %
               (resumed, total, os.environ.get("SPOTRUN_ATTEMPT", "?")),
               flush=True)
-    committed = ckpt.last_saved_step()
+    committed = durable_step(ckpt)
     if committed is None:
         committed = resumed
     status.write(tr.step, committed, resumed, force=True)
@@ -245,7 +257,7 @@ def main():
                   "deadline %s" % (tr.step, ms, "met" if met else "MISSED"),
                   flush=True)
             status.stalls.append(round(ms, 3))
-            status.write(tr.step, tr.step, resumed, force=True)
+            status.write(tr.step, durable_step(ckpt), resumed, force=True)
             ckpt.close()
             return preemption.EXIT_OK
         tr.train_step()
@@ -253,7 +265,7 @@ def main():
             t0 = time.monotonic()
             ckpt.save(tr.step, tr.state())
             status.stalls.append(round((time.monotonic() - t0) * 1000.0, 3))
-        last = ckpt.last_saved_step()
+        last = durable_step(ckpt)
         if last is not None and last != committed:
             committed = last
         # written right after a save: its stall belongs to this step

@@ -438,6 +438,9 @@ SPOTCKPT_API int spotckpt_restore_cb(const char *dir, int64_t max_step,
 enum spotckpt_entry_state {
 	SPOTCKPT_ENTRY_COMMITTED = 0, /* step-N/ with a manifest */
 	SPOTCKPT_ENTRY_INCOMPLETE = 1,/* step-N.tmp/, or step-N/ lacking one */
+	SPOTCKPT_ENTRY_DAMAGED = 2,   /* step-N/ whose manifest or shard
+					 headers do not check out (restore
+					 skips it) */
 };
 
 struct spotckpt_entry {
@@ -463,6 +466,57 @@ SPOTCKPT_API int spotckpt_list(const char *dir, struct spotckpt_entry *out,
  * spotckpt_errmsg() naming the file and tensor or field. */
 SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
 				 int64_t *step_out);
+
+/* ---- tier 3: object storage ------------------------------------------------
+ * Each checkpoint committed to the engine's directory (tier 2) is then
+ * uploaded, by a background thread, to an object store: s3://BUCKET/PREFIX,
+ * gs://BUCKET/PREFIX (XML API, HMAC keys), az://ACCOUNT/CONTAINER/PREFIX,
+ * or file:///DIR (see docs/checkpoint.md for credentials and endpoints).
+ * Training never waits for it: a newer checkpoint replaces one whose upload
+ * has not started.  Shards go first (multipart, parallel parts with
+ * Content-MD5), the manifest last as the commit point; the store keeps
+ * the newest `keep` checkpoints, deleting manifests before shards.  The
+ * reader functions, spotckpt_list(), spotckpt_verify() and
+ * spotckpt_restore_cb() accept the same URIs and read straight from the
+ * store with parallel ranged GETs; spotckpt_restore() uses whichever tier
+ * holds the newer checkpoint. */
+struct spotckpt_remote_stats {
+	int64_t uploaded_step;     /* newest step committed in the store, -1 */
+	int64_t uploading_step;    /* upload in progress, -1 */
+	int64_t pending_step;      /* waiting for the uploader, -1 */
+	uint64_t uploads_committed;
+	uint64_t uploads_failed;   /* each also logged at error level */
+	uint64_t uploads_superseded;
+	uint64_t bytes_uploaded;
+	int64_t last_upload_ns;    /* duration of the last committed upload */
+	int32_t last_error;        /* 0 if the last upload committed */
+	int32_t enabled;           /* 1 once spotckpt_set_remote succeeded */
+};
+
+/* Start tier 3 to `uri` (copied).  Credentials are read now and checked
+ * by the first upload; a failing upload never fails a save (see
+ * spotckpt_remote_stats()).  The newest checkpoint already in the
+ * directory is offered for upload.  Errors: -EINVAL (bad URI, with
+ * spotckpt_errmsg() naming the part), -EACCES (no credentials found),
+ * -SPOTCKPT_ECONFLICT (already set), -ENOMEM. */
+SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri);
+
+/* Preemption path: make checkpoint `step` (-1 = the newest committed to
+ * tier 2) reach the store by deadline_mono_ns (CLOCK_MONOTONIC ns, 0 =
+ * none).  An upload of an older step in progress is cancelled so that
+ * this one starts at once.  Returns 0 once it is committed in the store
+ * (*met = 1 if by the deadline), -SPOTCKPT_ETIMEOUT when the deadline
+ * passed (the upload continues), or the upload's error (errmsg names the
+ * request and the service's answer). */
+SPOTCKPT_API int spotckpt_remote_wait(struct spotckpt *e, int64_t step,
+				      int64_t deadline_mono_ns, int32_t *met);
+
+/* Counters of tier 3 (all -1/0 with enabled = 0 when not set), and the
+ * last upload's error message into msg (NUL-terminated, may be NULL).
+ * Never waits for an upload.  Returns 0 or -EINVAL. */
+SPOTCKPT_API int spotckpt_remote_stats(struct spotckpt *e,
+				       struct spotckpt_remote_stats *out,
+				       char *msg, size_t n);
 
 /* ---- misc ---------------------------------------------------------------- */
 /* Words for any code returned by this library.  Never NULL; static. */

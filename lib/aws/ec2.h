@@ -21,8 +21,9 @@
  * message "EC2 RunInstances: InsufficientInstanceCapacity: ...") and
  * returns the class's negative code (compute.h).
  *
- * Threading: a struct ec2 is immutable after ec2_open() and may be used
- * from several threads at once.
+ * Threading: a struct ec2 may be used from several threads at once; its
+ * only mutable part, the credentials, is refreshed under a lock when
+ * temporary credentials (instance role) come within 5 minutes of expiry.
  */
 #ifndef SR_AWS_EC2_H
 #define SR_AWS_EC2_H
@@ -64,7 +65,8 @@ struct ec2; /* a configured client; opaque */
 int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e);
 void ec2_close(struct ec2 *c); /* NULL-safe */
 
-/* Borrowed strings, valid until ec2_close(). */
+/* Borrowed strings, valid until ec2_close() (the credential source until
+ * a refresh, see Threading). */
 const char *ec2_region(const struct ec2 *c);
 const char *ec2_endpoint(const struct ec2 *c);
 const char *ec2_cred_source(const struct ec2 *c); /* "environment ..." */
@@ -111,6 +113,12 @@ int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
 			   const char *zone, int64_t since_s, size_t max_items,
 			   struct ec2_spot_price **out, size_t *n,
 			   struct cloud_error *err);
+
+/* The newest price of each (zone, instance type) in v[0..n), cheapest
+ * first (ties by zone): what the market view shows as "spot price now".
+ * *out malloc'd (caller frees), *nout its length; -ENOMEM. */
+int ec2_spot_price_latest(const struct ec2_spot_price *v, size_t n,
+			  struct ec2_spot_price **out, size_t *nout);
 
 /* Availability zones of the region that sell instance_type: *zones is a
  * malloc'd array of n malloc'd strings, sorted (ec2_strv_free). */

@@ -4,6 +4,7 @@
 #ifndef SR_AWS_EC2_INT_H
 #define SR_AWS_EC2_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "common/awscred.h"
@@ -13,6 +14,7 @@ struct ec2 {
 	char *region;
 	char *endpoint;       /* "https://ec2.us-east-1.amazonaws.com" */
 	char *host;           /* Host header: authority of endpoint */
+	pthread_mutex_t cred_mu; /* guards cred: refreshed before it expires */
 	struct sr_awscred cred;
 	char *image_id, *subnet_id, *security_group_id, *key_name;
 	char *instance_profile, *api_url, *agent_path;

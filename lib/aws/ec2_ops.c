@@ -56,6 +56,7 @@ void ec2_close(struct ec2 *c)
 	free(c->instance_profile);
 	free(c->api_url);
 	free(c->agent_path);
+	pthread_mutex_destroy(&c->cred_mu);
 	free(c);
 }
 
@@ -67,6 +68,7 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	*out = NULL;
 	if (c == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&c->cred_mu, NULL);
 	xmlInitParser();
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
 	c->max_retries = o->max_retries >= 0 ? o->max_retries : 2;
@@ -436,6 +438,43 @@ out:
 	return 0;
 }
 
+static int price_cmp(const void *a, const void *b)
+{
+	const struct ec2_spot_price *x = a, *y = b;
+
+	if (x->price_per_h != y->price_per_h)
+		return x->price_per_h < y->price_per_h ? -1 : 1;
+	return strcmp(x->zone, y->zone);
+}
+
+int ec2_spot_price_latest(const struct ec2_spot_price *v, size_t n,
+			  struct ec2_spot_price **out, size_t *nout)
+{
+	struct ec2_spot_price *r = malloc((n > 0 ? n : 1) * sizeof(*r));
+	size_t m = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (r == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < m; k++)
+			if (strcmp(r[k].zone, v[i].zone) == 0 &&
+			    strcmp(r[k].instance_type, v[i].instance_type) == 0)
+				break;
+		if (k == m)
+			r[m++] = v[i];
+		else if (v[i].at_s > r[k].at_s)
+			r[k] = v[i];
+	}
+	qsort(r, m, sizeof(*r), price_cmp);
+	*out = r;
+	*nout = m;
+	return 0;
+}
+
 /* ---- DescribeInstanceTypeOfferings ------------------------------------ */
 
 static int str_cmp(const void *a, const void *b)
@@ -527,9 +566,9 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 				     strncmp(api_url, "https://", 8) != 0))
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
 				  "http(s) URL without quotes or spaces");
-	if (!shell_safe(token))
+	if (!shell_safe(token) || strlen(token) < 16 || strlen(token) > 256)
 		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
-				  "printable characters without quotes");
+				  "16..256 printable characters without quotes");
 	if (node_id <= 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
 	/* The token goes to a 0600 file, never onto a command line (where

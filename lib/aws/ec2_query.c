@@ -181,6 +181,33 @@ static void clean(char *s)
 			*s = ' ';
 }
 
+/* Temporary credentials (instance role, or a session the user exported
+ * with an expiry) are resolved again REFRESH_S before they expire; a
+ * failed refresh keeps the old ones (the call then fails as auth). */
+#define REFRESH_S 300
+
+static int sign_with_fresh_creds(struct ec2 *c, const struct sr_sigv4_req *r,
+				 char ***sig, struct sr_err *e)
+{
+	struct sr_sigv4_creds cr;
+	struct sr_awscred fresh;
+	int rc;
+
+	pthread_mutex_lock(&c->cred_mu);
+	if (c->cred.expires_s > 0 && time(NULL) + REFRESH_S >= c->cred.expires_s) {
+		if (sr_awscred_resolve(&fresh, NULL) == 0) {
+			sr_awscred_free(&c->cred);
+			c->cred = fresh;
+			sr_info("aws", "credentials refreshed", "source=\"%s\"",
+				c->cred.source);
+		}
+	}
+	cr = sr_awscred_view(&c->cred);
+	rc = sr_sigv4_sign(r, &cr, sig, e);
+	pthread_mutex_unlock(&c->cred_mu);
+	return rc;
+}
+
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err)
 {
@@ -189,7 +216,6 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	const char *const sign_hdrs[] = { ctype, NULL };
 	const char **hdrs = NULL;
 	char *form = NULL, **sig = NULL, code[128], msg[384];
-	struct sr_sigv4_creds cr = sr_awscred_view(&c->cred);
 	struct sr_http_resp resp = { 0 };
 	struct sr_http_opts o;
 	struct sr_err e = { 0 };
@@ -213,7 +239,7 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 			.service = "ec2", .when = time(NULL),
 		};
 
-		rc = sr_sigv4_sign(&r, &cr, &sig, &e);
+		rc = sign_with_fresh_creds(c, &r, &sig, &e);
 	}
 	if (rc < 0) {
 		rc = cloud_err_set(err, rc == -ENOMEM ? CLOUD_ETRANSIENT

@@ -365,10 +365,17 @@ int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 		rc = sr_err_set(e, -errno, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
-	ckpt__rmdir_flat(dfd, tmp);
+	rc = ckpt__rmdir_flat(dfd, tmp);
 	if (mkdirat(dfd, tmp, 0755) != 0) {
-		rc = sr_err_set(e, -errno, "%s/%s: mkdir: %s", dir, tmp,
-				strerror(errno));
+		/* a leftover we could not remove: its removal's failure is the
+		 * cause (EROFS, EACCES), not the EEXIST it leads to */
+		if (errno == EEXIST && rc < 0)
+			rc = sr_err_set(e, rc, "%s/%s: cannot remove the leftover "
+					"of an earlier save: %s", dir, tmp,
+					strerror(-rc));
+		else
+			rc = sr_err_set(e, -errno, "%s/%s: mkdir: %s", dir, tmp,
+					strerror(errno));
 		goto out;
 	}
 	tfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "common/log.h"
+#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o)
@@ -99,20 +100,24 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	ckpt__errmsg_clear();
 	if (!o || !out || !o->dir || !*o->dir)
 		return ckpt__fail(-EINVAL, "spotckpt_open: dir is required");
+	if (objstore_uri_is_remote(o->dir))
+		return ckpt__fail(-EINVAL, "spotckpt_open: %s: tier 2 needs a "
+				  "local directory; add the object store with "
+				  "spotckpt_set_remote()", o->dir);
 	if (o->keep < 1 || o->copy_threads < 0 || o->io_depth < 0 ||
 	    o->backpressure < SPOTCKPT_BP_COALESCE ||
 	    o->backpressure > SPOTCKPT_BP_BLOCK ||
 	    o->direct_io < SPOTCKPT_DIO_AUTO || o->direct_io > SPOTCKPT_DIO_OFF)
 		return ckpt__fail(-EINVAL, "spotckpt_open: keep must be >= 1 and "
 				  "the enums in range");
-	rc = make_dir(o->dir);
+	rc = make_dir(objstore_uri_local_path(o->dir));
 	if (rc)
 		return rc;
 	e = calloc(1, sizeof *e);
 	if (!e)
-		return -ENOMEM;
+		return ckpt__fail(-ENOMEM, "spotckpt_open: out of memory");
 	e->o = *o;
-	e->dir = strdup(o->dir);
+	e->dir = strdup(objstore_uri_local_path(o->dir));
 	e->o.dir = e->dir;
 	e->lazy_slot = -1;
 	e->st.last_saved_step = -1;
@@ -170,6 +175,7 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->writer, NULL);
 	}
+	objstore_tier3_stop(e->t3); /* uploads what tier 2 committed last */
 	ckpt__pool_free(e->pool);
 	for (int i = 0; i < CKPT_MAX_SLOTS; i++) {
 		ckpt__layout_unref(e->slots[i].l);
@@ -290,11 +296,12 @@ SPOTCKPT_API int spotckpt_register(struct spotckpt *e, const char *name,
 
 	if (!e)
 		return ckpt__fail(-EINVAL, "register: NULL engine");
+	ckpt__errmsg_clear();
 	pthread_mutex_lock(&e->api);
 	ckpt__engine_wait_staged(e);
 	rc = reg_add(e, name, ptr, dtype, ndim, shape, device);
 	pthread_mutex_unlock(&e->api);
-	return rc;
+	return ckpt__fail_default(rc, "register");
 }
 
 SPOTCKPT_API int spotckpt_clear(struct spotckpt *e)
@@ -329,7 +336,7 @@ SPOTCKPT_API int spotckpt_wait(struct spotckpt *e)
 	pthread_mutex_lock(&e->api);
 	rc = ckpt__engine_wait_all(e);
 	pthread_mutex_unlock(&e->api);
-	return rc;
+	return ckpt__fail_default(rc, "wait");
 }
 
 SPOTCKPT_API int64_t spotckpt_last_saved_step(struct spotckpt *e)

@@ -20,6 +20,8 @@
 
 #include "internal.h"
 
+struct objstore_tier3;
+
 #define CKPT_MAX_SLOTS 8
 
 enum slot_state { SLOT_FREE, SLOT_COPYING, SLOT_STAGED, SLOT_WRITING };
@@ -75,6 +77,8 @@ struct spotckpt {
 	void *stream, *event;
 
 	struct spotckpt_stats st;   /* under mu */
+	struct objstore_tier3 *t3;  /* tier 3 (lib/objstore) or NULL; set
+				     * under api and mu, freed by close */
 };
 
 /* save.c */

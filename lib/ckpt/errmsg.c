@@ -36,6 +36,13 @@ int ckpt__fail_err(const struct sr_err *e, int code)
 	return code;
 }
 
+int ckpt__fail_default(int code, const char *what)
+{
+	if (code < 0 && !t_msg[0])
+		snprintf(t_msg, sizeof t_msg, "%s: %s", what, sr_strerror(code));
+	return code;
+}
+
 void ckpt__errmsg_clear(void)
 {
 	t_msg[0] = '\0';

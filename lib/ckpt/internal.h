@@ -48,6 +48,10 @@ int ckpt__fail(int code, const char *fmt, ...)
 /* Copy an sr_err's message (or strerror(code)) to the thread's message. */
 int ckpt__fail_err(const struct sr_err *e, int code);
 void ckpt__errmsg_clear(void);
+/* A public function's failure `code` (returned) always leaves a message:
+ * "what: <words for code>" when the path that failed set none (an
+ * allocation deep inside, found by tests/unit/test_faultinj.c). */
+int ckpt__fail_default(int code, const char *what);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 /* Dtype of a safetensors name, or -1. */

@@ -117,6 +117,7 @@ struct ckpt_layout *ckpt__layout_build(const struct ckpt_tensor *t, size_t nt,
 {
 	struct ckpt_layout *l = calloc(1, sizeof *l);
 	uint64_t img = 0;
+	size_t ns;
 
 	if (!l)
 		return NULL;
@@ -136,10 +137,11 @@ struct ckpt_layout *ckpt__layout_build(const struct ckpt_tensor *t, size_t nt,
 			l->has_cuda = 1;
 	}
 	l->nt = nt;
-	l->ns = assign_shards(l->t, nt, shard_bytes ? shard_bytes : 4ull << 30);
-	l->s = calloc(l->ns, sizeof *l->s);
+	ns = assign_shards(l->t, nt, shard_bytes ? shard_bytes : 4ull << 30);
+	l->s = calloc(ns, sizeof *l->s);
 	if (!l->s)
-		goto fail;
+		goto fail; /* l->ns stays 0: nothing for unref to walk */
+	l->ns = ns;
 	for (size_t s = 0, i = 0; s < l->ns; s++) {
 		struct ckpt_shard *sh = &l->s[s];
 		uint64_t data = 0;

@@ -142,6 +142,8 @@ int ckpt__manifest_render(int64_t step, int64_t time_ns,
 	s = NULL;
 	rc = 0;
 out:
+	if (rc == -ENOMEM)
+		sr_err_set(e, rc, "manifest: out of memory");
 	free(s);
 	json_decref(meta);
 	json_decref(shards);

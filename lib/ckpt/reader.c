@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "objstore/tier3.h"
 
 #define READ_THREADS_MAX 4
 
@@ -32,6 +33,7 @@ struct spotckpt_reader {
 	char *dir;               /* the checkpoint's own directory */
 	struct ckpt_manifest m;
 	uint32_t io_depth, io_chunk;
+	struct objstore_rd *remote; /* tier 3: reads go to the object store */
 };
 
 static char *path_join(const char *a, const char *b)
@@ -347,7 +349,10 @@ static int run_shards(struct spotckpt_reader *r,
 }
 
 /* ---- opening ------------------------------------------------------------- */
-static int try_open(const char *ckdir, uint32_t flags,
+/* Open the checkpoint in ckdir, named for step `want`: its manifest
+ * must say that step (a manifest of step 999999 inside step-00000200 is
+ * corrupt, not a newer checkpoint). */
+static int try_open(const char *ckdir, int64_t want, uint32_t flags,
 		    struct spotckpt_reader **out, struct sr_err *e)
 {
 	struct spotckpt_reader *r = calloc(1, sizeof *r);
@@ -372,6 +377,12 @@ static int try_open(const char *ckdir, uint32_t flags,
 	rc = ckpt__manifest_parse(buf, len, mpath, &r->m, e);
 	if (rc)
 		goto out;
+	if (r->m.step != want) {
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: manifest says step %" PRId64
+				", the directory name step %" PRId64, mpath,
+				r->m.step, want);
+		goto out;
+	}
 	for (uint32_t i = 0; i < r->m.l->ns; i++) {
 		rc = check_shard(r, i, e);
 		if (rc)
@@ -403,6 +414,26 @@ out:
 	return rc;
 }
 
+/* A checkpoint in an object store (lib/objstore/remote.c). */
+static int remote_open(const char *uri, int64_t step, int64_t max_step,
+		       uint32_t flags, struct spotckpt_reader **out)
+{
+	struct spotckpt_reader *r = calloc(1, sizeof *r);
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = objstore_rd_open(uri, step, max_step, flags & SPOTCKPT_OPEN_VERIFY,
+			      &r->remote, &r->m, &r->dir, &e);
+	if (rc) {
+		spotckpt_reader_close(r);
+		return ckpt__fail_err(&e, rc);
+	}
+	*out = r;
+	return 0;
+}
+
 SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 				      int64_t max_step, uint32_t flags,
 				      struct spotckpt_reader **out)
@@ -418,9 +449,12 @@ SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 	ckpt__errmsg_clear();
 	if (!dir || !out)
 		return ckpt__fail(-EINVAL, "reader_open: NULL argument");
+	if (objstore_uri_is_remote(dir))
+		return remote_open(dir, step, max_step, flags, out);
+	dir = objstore_uri_local_path(dir);
 	if (step >= 0) {
 		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, step);
-		rc = try_open(path, flags, out, &e);
+		rc = try_open(path, step, flags, out, &e);
 		return rc ? ckpt__fail_err(&e, rc) : 0;
 	}
 	rc = ckpt__scan(dir, &steps, &n, 0, NULL);
@@ -432,7 +466,7 @@ SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 			continue;
 		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, steps[i]);
 		sr_err_clear(&e);
-		rc = try_open(path, flags, out, &e);
+		rc = try_open(path, steps[i], flags, out, &e);
 		if (rc == 0 || rc == -ENOMEM)
 			break;
 		sr_warn("ckpt", "skipping invalid checkpoint", "dir=%s step=%"
@@ -451,6 +485,7 @@ SPOTCKPT_API void spotckpt_reader_close(struct spotckpt_reader *r)
 	if (!r)
 		return;
 	ckpt__manifest_free(&r->m);
+	objstore_rd_close(r->remote);
 	free(r->dir);
 	free(r);
 }
@@ -552,7 +587,15 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 		}
 		map[d[i].index] = &d[i];
 	}
-	rc = run_shards(r, map, 0);
+	if (r->remote) {
+		struct sr_err e = { 0 };
+
+		rc = objstore_rd_read(r->remote, &r->m, map, 0, &e);
+		if (rc)
+			ckpt__fail_err(&e, rc);
+	} else {
+		rc = run_shards(r, map, 0);
+	}
 out:
 	free(map);
 	return rc;

@@ -20,6 +20,7 @@
 
 #include "engine.h"
 #include "common/log.h"
+#include "objstore/tier3.h"
 
 int ckpt__restore_loop(const char *dir, int64_t max_step,
 		       spotckpt_lookup_fn lookup, int (*check)(void *ud),
@@ -168,8 +169,9 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 	if (e->nreg == 0)
 		rc = ckpt__fail(-SR_ECONFLICT, "restore: no tensor registered");
 	else
-		rc = ckpt__restore_loop(e->dir, max_step, reg_lookup, reg_check,
-					&m, step);
+		rc = ckpt__restore_loop(objstore_tier3_source(e->t3, e->dir,
+							       max_step),
+					max_step, reg_lookup, reg_check, &m, step);
 	pthread_mutex_unlock(&e->api);
 	return rc;
 }
@@ -185,6 +187,17 @@ SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
 	ckpt__errmsg_clear();
 	if (!dir)
 		return ckpt__fail(-EINVAL, "verify: NULL dir");
+	dir = objstore_uri_local_path(dir);
+	if (step < 0 && objstore_uri_is_remote(dir)) {
+		struct sr_err e = { 0 };
+
+		rc = objstore_rd_newest(dir, &step, &e);
+		if (rc)
+			return ckpt__fail_err(&e, rc);
+		if (step < 0)
+			return ckpt__fail(-SR_ENOTFOUND, "%s: no committed "
+					  "checkpoint", dir);
+	}
 	if (step < 0) {
 		rc = ckpt__scan(dir, &steps, &n, 0, NULL);
 		if (rc)
@@ -251,8 +264,8 @@ static void fill_entry(const char *dir, int64_t step, int tmp,
 		char m[sizeof path + 32];
 
 		snprintf(m, sizeof m, "%s/%s", path, CKPT_MANIFEST);
-		if (access(m, F_OK) != 0)
-			en->state = SPOTCKPT_ENTRY_INCOMPLETE;
+		en->state = access(m, F_OK) != 0 ? SPOTCKPT_ENTRY_INCOMPLETE
+						 : SPOTCKPT_ENTRY_DAMAGED;
 	}
 }
 
@@ -269,6 +282,17 @@ SPOTCKPT_API int spotckpt_list(const char *dir, struct spotckpt_entry *out,
 		*n = 0;
 	if (!dir || (cap && !out))
 		return ckpt__fail(-EINVAL, "list: NULL argument");
+	if (objstore_uri_is_remote(dir)) {
+		struct sr_err e = { 0 };
+
+		rc = objstore_rd_list(dir, out, cap, &cnt, &e);
+		if (rc)
+			return ckpt__fail_err(&e, rc);
+		if (n)
+			*n = cnt;
+		return 0;
+	}
+	dir = objstore_uri_local_path(dir);
 	rc = ckpt__scan(dir, &steps, &cnt, 1, &tmp);
 	if (rc)
 		return ckpt__fail(rc, "%s: %s", dir, sr_strerror(rc));

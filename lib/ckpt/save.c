@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "common/log.h"
+#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 static int ensure_layout(struct spotckpt *e)
@@ -79,10 +80,11 @@ static int ensure_staging(struct spotckpt *e)
 	pthread_mutex_lock(&e->mu);
 	while (!all_free(e))
 		pthread_cond_wait(&e->cv, &e->mu);
-	pthread_mutex_unlock(&e->mu);
-	ckpt__staging_free(&e->stg);
+	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	pthread_mutex_unlock(&e->mu);
+	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
 	pthread_mutex_lock(&e->mu);
 	if (rc == 0) {
@@ -277,6 +279,8 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 		e->st.uring_used = res->uring_used;
 		e->last_rc = 0;
 		e->last_msg[0] = '\0';
+		if (e->t3)
+			objstore_tier3_offer(e->t3, s->step); /* never blocks */
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;
@@ -348,6 +352,7 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 		*outcome = SPOTCKPT_STAGED;
 	if (!e || step < 0)
 		return ckpt__fail(-EINVAL, "save: NULL engine or negative step");
+	ckpt__errmsg_clear();
 	rc = check_meta(meta_json);
 	if (rc)
 		return rc;
@@ -398,7 +403,7 @@ out:
 	pthread_mutex_unlock(&e->api);
 	if (outcome)
 		*outcome = oc;
-	return rc;
+	return ckpt__fail_default(rc, "save");
 }
 
 /* Drop staged saves and cancel the write in progress (api held). */

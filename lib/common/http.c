@@ -2,11 +2,23 @@
  * http.c - one libcurl easy handle per request, retried with backoff.
  *
  * Retry policy, per attempt:
- *     transport error that may be transient (connect, send/recv, timeout,
- *       empty reply, DNS)                      -> retry
- *     HTTP 429 or 5xx                          -> retry
+ *     the request never left (DNS, connection refused or self-connected)
+ *                                              -> retry, any method
+ *     transport error after it may have been sent (send/recv, timeout,
+ *       empty reply) or HTTP 429 / 5xx         -> retry only when the
+ *       request is safe to repeat: GET, HEAD, PUT, DELETE, OPTIONS, or a
+ *       request carrying an Idempotency-Key header, or opts->retry_unsafe
  *     any other status (2xx, 3xx, other 4xx)   -> return at once
  *     local errors (bad URL, out of memory, body over max_body) -> fail
+ * A POST that timed out may have been applied by the server: sending it
+ * again without a key would apply it twice (issue 10: one `spotrun
+ * launch` against a stalled daemon created three jobs).
+ *
+ * Self-connect: a connection to an unused port of the ephemeral range on
+ * this host can connect to itself (TCP simultaneous open, when the kernel
+ * picks the destination port as the source port).  That socket then holds
+ * the port the daemon wants to bind.  The pre-request callback compares
+ * both ends and aborts such a connection (a "connection refused").
  * Before retry k (1-based) we sleep sr_http_backoff_ms(opts, k): full
  * jitter, uniform in [0, min(max, base * 2^(k-1))].  After the last
  * attempt a 429/5xx response is returned as a response (rc 0); a
@@ -17,6 +29,8 @@
 #include "timeutil.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -44,6 +58,28 @@ void sr_http_opts_default(struct sr_http_opts *o)
 	o->backoff_base_ms = 100;
 	o->backoff_max_ms = 5000;
 	o->max_body = (size_t)64 << 20;
+	o->retry_unsafe = 0;
+	o->local_port = 0;
+	o->ca_file = NULL;
+}
+
+bool sr_http_method_idempotent(const char *method)
+{
+	static const char *const safe[] = { "GET", "HEAD", "PUT", "DELETE",
+					    "OPTIONS", NULL };
+
+	for (size_t i = 0; safe[i]; i++) {
+		if (strcmp(method, safe[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool sr_http__self_connect(const char *local_ip, long local_port,
+			   const char *remote_ip, long remote_port)
+{
+	return local_port > 0 && local_port == remote_port && local_ip &&
+	       remote_ip && strcmp(local_ip, remote_ip) == 0;
 }
 
 long sr_http_backoff_ms(const struct sr_http_opts *o, int attempt,
@@ -129,6 +165,12 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 	return buf_put(b, ptr, n) ? n : 0;
 }
 
+/* The request cannot have reached a server. */
+static bool never_sent(CURLcode c)
+{
+	return c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_CONNECT;
+}
+
 static bool transient(CURLcode c)
 {
 	switch (c) {
@@ -144,6 +186,21 @@ static bool transient(CURLcode c)
 	default:
 		return false;
 	}
+}
+
+struct prereq {
+	bool self_connect;
+};
+
+static int on_prereq(void *ud, char *rip, char *lip, int rport, int lport)
+{
+	struct prereq *p = ud;
+
+	if (sr_http__self_connect(lip, lport, rip, rport)) {
+		p->self_connect = true;
+		return CURL_PREREQFUNC_ABORT;
+	}
+	return CURL_PREREQFUNC_OK;
 }
 
 static void sleep_ms(long ms)
@@ -172,6 +229,7 @@ static int attempt_once(const char *method, const char *url,
 			struct sr_http_resp *resp, char *errbuf)
 {
 	struct buf bb = { .max = o->max_body }, hb = { .max = 1 << 20 };
+	struct prereq pq = { false };
 	CURL *c = curl_easy_init();
 	int rc;
 
@@ -189,6 +247,12 @@ static int attempt_once(const char *method, const char *url,
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "spotrun");
+	curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(c, CURLOPT_PREREQDATA, &pq);
+	if (o->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
+	if (o->local_port > 0)
+		curl_easy_setopt(c, CURLOPT_LOCALPORT, (long)o->local_port);
 	if (strcmp(method, "HEAD") == 0) {
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(method, "GET") != 0 || body != NULL) {
@@ -198,6 +262,11 @@ static int attempt_once(const char *method, const char *url,
 				 (curl_off_t)(body != NULL ? body_len : 0));
 	}
 	rc = (int)curl_easy_perform(c);
+	if (pq.self_connect) {
+		rc = CURLE_COULDNT_CONNECT;
+		snprintf(errbuf, CURL_ERROR_SIZE, "connected to itself (no "
+			 "server on that port)");
+	}
 	if (bb.oom || hb.oom)
 		rc = -ENOMEM;
 	else if (bb.too_big)
@@ -221,6 +290,7 @@ int sr_http_request(const char *method, const char *url,
 	struct curl_slist *hdrs = NULL, *t;
 	struct sr_http_opts d;
 	int ulen, rc = 0, cc = 0;
+	bool may_repeat;
 
 	memset(resp, 0, sizeof(*resp));
 	if (opts == NULL) {
@@ -228,6 +298,11 @@ int sr_http_request(const char *method, const char *url,
 		opts = &d;
 	}
 	ulen = (int)strcspn(url, "?");
+	may_repeat = opts->retry_unsafe || sr_http_method_idempotent(method);
+	for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
+		if (strncasecmp(headers[i], "Idempotency-Key:", 16) == 0)
+			may_repeat = true;
+	}
 	sr_http_global_init();
 	/* no "Expect: 100-continue" round trip for large bodies */
 	t = curl_slist_append(hdrs, "Expect:");
@@ -255,11 +330,13 @@ int sr_http_request(const char *method, const char *url,
 			goto out;
 		}
 		if (cc == CURLE_OK) {
-			if (resp->status == 429 || resp->status >= 500)
+			if ((resp->status == 429 || resp->status >= 500) &&
+			    may_repeat)
 				continue;
 			goto out;
 		}
-		if (!transient((CURLcode)cc))
+		if (!transient((CURLcode)cc) ||
+		    (!may_repeat && !never_sent((CURLcode)cc)))
 			break;
 	}
 	if (cc == CURLE_OK) /* retries exhausted on 429/5xx: hand it back */

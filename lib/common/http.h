@@ -2,13 +2,18 @@
  * http.h - a small HTTP client over libcurl.
  *
  * One call per request: timeouts, headers, and retries with exponential
- * backoff and full jitter.  Transport errors (connect refused, reset,
- * timeout), 429 and 5xx are retried; any other 4xx is returned at once.
+ * backoff and full jitter.  A request that never reached a server
+ * (connection refused, DNS) is retried for any method.  Other transport
+ * errors (reset, timeout), 429 and 5xx are retried only for a request that
+ * is safe to repeat: an idempotent method (GET, HEAD, PUT, DELETE,
+ * OPTIONS), a request with an `Idempotency-Key:` header, or with
+ * opts.retry_unsafe set.  Any other 4xx is returned at once.
  * Thread-safe once sr_http_global_init() has run (it runs on first use).
  */
 #ifndef SR_COMMON_HTTP_H
 #define SR_COMMON_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "err.h"
 
@@ -19,6 +24,12 @@ struct sr_http_opts {
 	long backoff_base_ms;   /* first backoff ceiling; default 100 */
 	long backoff_max_ms;    /* cap; default 5000 */
 	size_t max_body;        /* response size limit; default 64 MiB */
+	int retry_unsafe;       /* retry POST/PATCH without a key too (a
+				   duplicate is harmless, e.g. an alert);
+				   default 0 */
+	int local_port;         /* bind this source port; 0 = any (tests) */
+	const char *ca_file;    /* PEM trust anchors for https instead of the
+				   system's; NULL = system CAs */
 };
 
 /* Fills *o with the defaults above. */
@@ -63,5 +74,13 @@ long sr_http_backoff_ms(const struct sr_http_opts *o, int attempt,
 			unsigned *seed);
 
 void sr_http_global_init(void);
+
+/* True for the methods a retry may repeat (GET HEAD PUT DELETE OPTIONS). */
+bool sr_http_method_idempotent(const char *method);
+
+/* True when a connection's two ends are the same address and port (a TCP
+ * self-connect); exposed for tests. */
+bool sr_http__self_connect(const char *local_ip, long local_port,
+			   const char *remote_ip, long remote_port);
 
 #endif

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/text.h"
 #include "common/timeutil.h"
+#include "market/joblimits.h"
 
 #define CTX "request body"
 
@@ -78,6 +80,8 @@ int api_parse_job_create(const char *buf, size_t len, json_t **root,
 					    "max_restarts", "envs", NULL };
 	const char *k;
 	json_t *v;
+	size_t off;
+	unsigned cp;
 	int rc;
 
 	memset(out, 0, sizeof *out);
@@ -113,6 +117,12 @@ int api_parse_job_create(const char *buf, size_t len, json_t **root,
 				"255 bytes");
 		goto fail;
 	}
+	if (sr_text_unsafe(out->spec_name, &off, &cp)) {
+		rc = sr_err_set(e, -SR_EPARSE, CTX ": spec_name: control or "
+				"bidirectional-text character U+%04X at byte %zu",
+				cp, off);
+		goto fail;
+	}
 	if (out->workdir && (out->workdir[0] != '/' ||
 			     strlen(out->workdir) > 1024)) {
 		rc = sr_err_set(e, -SR_EPARSE, CTX ": workdir: must be an "
@@ -120,9 +130,10 @@ int api_parse_job_create(const char *buf, size_t len, json_t **root,
 		goto fail;
 	}
 	if (json_object_get(*root, "max_restarts") &&
-	    (out->max_restarts < 0 || out->max_restarts > 1000)) {
+	    (out->max_restarts < 0 ||
+	     out->max_restarts > SR_LIMIT_MAX_RESTARTS_MAX)) {
 		rc = sr_err_set(e, -SR_EPARSE, CTX ": max_restarts: must be "
-				"0 to 1000");
+				"0 to %d", SR_LIMIT_MAX_RESTARTS_MAX);
 		goto fail;
 	}
 	v = json_object_get(*root, "envs");

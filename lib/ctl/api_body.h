@@ -20,6 +20,8 @@
 
 #define CTL_BODY_MAX (1024 * 1024)
 #define CTL_PATH_MAX 1024
+#define CTL_QUERY_MAX 1024 /* bytes after '?' */
+#define CTL_IDEM_KEY_MAX 128 /* Idempotency-Key header, bytes */
 #define CTL_YAML_MAX (256 * 1024)
 #define CTL_LOG_LINES_MAX 1000
 #define CTL_LOG_LINE_MAX 4096

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,35 +17,11 @@
 #include <openssl/hmac.h>
 
 #include "common/fsutil.h"
-
-static void hex(const unsigned char *b, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
+#include "common/random.h"
 
 int ctl_token_new(char out[CTL_TOKEN_HEX + 1])
 {
-	unsigned char b[CTL_TOKEN_HEX / 2];
-	size_t got = 0;
-
-	while (got < sizeof b) {
-		ssize_t r = getrandom(b + got, sizeof b - got, 0);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got += (size_t)r;
-	}
-	hex(b, sizeof b, out);
-	return 0;
+	return sr_random_hex(out, CTL_TOKEN_HEX / 2);
 }
 
 void ctl_token_digest(const char *s, unsigned char out[CTL_DIGEST_LEN])
@@ -129,7 +104,7 @@ static void imds_mac(const unsigned char *key, int64_t node_id,
 	snprintf(msg, sizeof msg, "%" PRId64 ":%" PRId64, node_id, expiry_s);
 	HMAC(EVP_sha256(), key, CTL_DIGEST_LEN, (const unsigned char *)msg,
 	     strlen(msg), mac, &len);
-	hex(mac, CTL_DIGEST_LEN, out);
+	sr_hex(mac, CTL_DIGEST_LEN, out);
 }
 
 int ctl_imds_token_make(const unsigned char *key, int64_t node_id,

@@ -6,6 +6,7 @@
  *   spotrun.db (+ -wal, -shm)  everything the daemon knows
  *   api.token                  admin bearer token, 0600
  *   imds.key                   HMAC key of IMDS session tokens, 0600
+ *   secrets.key                AES-256-GCM key of job secrets, 0600
  *   api.url, spotrund.pid      written by spotrund's main for the CLI
  *   nodes/<id>/                a node's work dir: node.token, agent.log
  *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
@@ -15,11 +16,14 @@
  * the clock is re-anchored at the current cloud time so it never jumps.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -64,6 +68,7 @@ double ctl_time_scale(const struct ctl *c) { return c->cfg.time_scale; }
 const char *ctl_state_dir(const struct ctl *c) { return c->state_dir; }
 const char *ctl_db_path(const struct ctl *c) { return c->db_path; }
 int ctl_port(const struct ctl *c) { return c->port; }
+const char *ctl_url(const struct ctl *c) { return c->url; }
 const char *ctl_admin_token(const struct ctl *c) { return c->admin_token; }
 
 void ctl__wake(struct ctl *c)
@@ -140,12 +145,14 @@ static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
 	return rc;
 }
 
-static int load_imds_key(struct ctl *c, struct sr_err *e)
+/* A 32-byte key kept hex in <state-dir>/<name> (0600, created once). */
+static int load_key(struct ctl *c, const char *name,
+		    unsigned char key[CTL_DIGEST_LEN], struct sr_err *e)
 {
 	char path[2400], hexkey[CTL_TOKEN_HEX + 1];
 	int rc;
 
-	snprintf(path, sizeof path, "%s/imds.key", c->state_dir);
+	snprintf(path, sizeof path, "%s/%s", c->state_dir, name);
 	rc = ctl_token_load_or_create(path, hexkey, e);
 	if (rc)
 		return rc;
@@ -153,9 +160,65 @@ static int load_imds_key(struct ctl *c, struct sr_err *e)
 		unsigned v;
 
 		sscanf(hexkey + 2 * i, "%2x", &v);
-		c->imds_key[i] = (unsigned char)v;
+		key[i] = (unsigned char)v;
 	}
 	explicit_bzero(hexkey, sizeof hexkey);
+	return 0;
+}
+
+/* The state dir holds the admin token and every job's env: refuse one
+ * that other users may write (they could swap the token or database),
+ * tighten one they may read (issue 10: a pre-existing 0755 dir left
+ * spotrun.db and its WAL readable), and make the database files 0600
+ * before SQLite opens them (its WAL and SHM copy the database's mode). */
+static int secure_state_dir(struct ctl *c, struct sr_err *e)
+{
+	static const char *const files[] = { CTL_DB_FILE, CTL_DB_FILE "-wal",
+					     CTL_DB_FILE "-shm", NULL };
+	char path[2400];
+	struct stat sb;
+	int fd;
+
+	if (stat(c->state_dir, &sb) != 0)
+		return sr_err_set(e, -errno, "%s: %s", c->state_dir, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return sr_err_set(e, -ENOTDIR, "%s: not a directory", c->state_dir);
+	if (sb.st_uid != geteuid())
+		return sr_err_set(e, -EACCES, "state dir %s belongs to uid %u, not "
+				  "to this user (uid %u)", c->state_dir,
+				  (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (sb.st_mode & 022)
+		return sr_err_set(e, -EACCES, "state dir %s: mode %03o lets other "
+				  "users write it (they could replace the token "
+				  "or the database); chmod 700 it", c->state_dir,
+				  (unsigned)(sb.st_mode & 0777));
+	if (sb.st_mode & 055) {
+		if (chmod(c->state_dir, 0700) != 0)
+			return sr_err_set(e, -errno, "state dir %s: mode %03o lets "
+					  "other users read it and chmod 700 "
+					  "failed: %s", c->state_dir,
+					  (unsigned)(sb.st_mode & 0777),
+					  strerror(errno));
+		sr_warn("ctl", "state dir was readable by other users: "
+			"tightened to 0700", "dir=%s was=%03o", c->state_dir,
+			(unsigned)(sb.st_mode & 0777));
+	}
+	for (size_t i = 0; files[i]; i++) {
+		snprintf(path, sizeof path, "%s/%s", c->state_dir, files[i]);
+		if (stat(path, &sb) == 0 && (sb.st_mode & 077)) {
+			if (chmod(path, 0600) != 0)
+				return sr_err_set(e, -errno, "%s: chmod 600: %s",
+						  path, strerror(errno));
+			sr_warn("ctl", "database file was readable by other "
+				"users: tightened to 0600", "file=%s was=%03o",
+				path, (unsigned)(sb.st_mode & 0777));
+		}
+	}
+	snprintf(path, sizeof path, "%s/%s", c->state_dir, CTL_DB_FILE);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
+	close(fd);
 	return 0;
 }
 
@@ -193,7 +256,17 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	c->cfg = *cfg;
 	pthread_mutex_init(&c->wake_mu, NULL);
-	pthread_cond_init(&c->wake_cv, NULL);
+	{
+		/* The reconciler's period is a timeout inside this process:
+		 * on the monotonic clock, so a wall-clock step cannot stall
+		 * or rush it. */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&c->conns_mu, NULL);
 	pthread_key_create(&c->db_key, NULL);
 	if (!cfg->state_dir || cfg->time_scale <= 0 || cfg->http_threads < 1) {
@@ -209,13 +282,18 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		sr_err_set(e, rc, "%s: %s", c->state_dir, sr_strerror(rc));
 		goto fail;
 	}
+	rc = secure_state_dir(c, e);
+	if (rc)
+		goto fail;
 	snprintf(path, sizeof path, "%s/api.token", c->state_dir);
 	rc = ctl_token_load_or_create(path, c->admin_token, e);
 	if (rc)
 		goto fail;
 	ctl_token_digest(c->admin_token, c->admin_digest);
 	sr_log_secret(c->admin_token);
-	rc = load_imds_key(c, e);
+	rc = load_key(c, "imds.key", c->imds_key, e);
+	if (!rc)
+		rc = load_key(c, "secrets.key", c->secrets_key, e);
 	if (rc)
 		goto fail;
 	db = ctl__db(c);
@@ -272,6 +350,7 @@ void ctl_stop(struct ctl *c)
 		pthread_join(c->reconciler, NULL);
 	ctl__http_stop(c);
 	ctl__pol_clear(c);
+	ctl__silence_free(c);
 	if (c->prov.ops && c->prov.ops->destroy)
 		c->prov.ops->destroy(c->prov.st);
 	for (size_t i = 0; i < c->nconns; i++)

@@ -36,6 +36,11 @@ struct ctl_config {
 	int64_t restart_guess_ms;  /* agent + workload start, real ms (3000) */
 	const char *policy;        /* lib/sim policy name ("spotrun") */
 	int64_t imds_poll_ms;      /* what agents are told (500) */
+	const char *tls_cert;      /* PEM certificate (chain) file: serve
+				      HTTPS; NULL = plain HTTP */
+	const char *tls_key;       /* its PEM private key file */
+	int insecure_listen;       /* allow a non-loopback listen_host
+				      without TLS (tokens in clear) */
 };
 
 /* Defaults for every field except state_dir. */
@@ -46,6 +51,8 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e);
 
 /* Port actually bound (for listen_port 0). */
 int ctl_port(const struct ctl *c);
+/* "http[s]://HOST:PORT" as clients and agents reach it (borrowed). */
+const char *ctl_url(const struct ctl *c);
 /* Admin token (borrowed). */
 const char *ctl_admin_token(const struct ctl *c);
 

@@ -31,10 +31,12 @@ struct ctl {
 	char db_path[2304];
 	char data_dir[2048];
 	char agent_path[4200];
-	char url[128];               /* http://host:port as agents see it */
+	char url[128];               /* http[s]://host:port as agents see it */
+	char *tls_cert_pem, *tls_key_pem; /* TLS: PEM text, owned (server.c) */
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];
 	unsigned char imds_key[CTL_DIGEST_LEN];
+	unsigned char secrets_key[CTL_DIGEST_LEN]; /* seals job secrets */
 	int port;
 
 	/* Cloud clock: sim_s = sim0_s + (real_ns - real0_ns) * scale / 1e9.
@@ -61,7 +63,14 @@ struct ctl {
 	/* Policy states of the unfinished jobs (reconciler thread only). */
 	struct ctl_pol *pols;
 	size_t npols, cappols;
+
+	/* Node silence on the monotonic clock (recon_int.h; reconciler
+	 * thread only; released by ctl__silence_free). */
+	struct hbtable *hbseen;
 };
+
+/* Release c->hbseen (recon_nodes.c). */
+void ctl__silence_free(struct ctl *c);
 
 /* Policy state cache (polcache.c, reconciler thread only).  A policy's
  * state may own heap memory (policy_ops.destroy), so it lives here, in
@@ -131,6 +140,7 @@ struct ctl_req {
 	int nparams;
 	const char *pname[CTL_MAX_PARAMS];
 	char pval[CTL_MAX_PARAMS][128];
+	const char *long_param;   /* a {name} whose segment was too long */
 	int64_t node_id;          /* authenticated node, 0 = admin/public */
 };
 

@@ -17,6 +17,7 @@
  *   logs       workload output lines.
  */
 #include "ctl/db_schema.h"
+#include "market/joblimits.h"
 
 static const char m1[] =
 	"CREATE TABLE settings("
@@ -35,7 +36,9 @@ static const char m1[] =
 	" spec_json TEXT NOT NULL,"       /* normalised spec, see spec.h */
 	" workdir TEXT,"
 	" envs TEXT,"                      /* JSON object: API env overrides */
-	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN 1 AND 1024),"
+	" num_nodes INTEGER NOT NULL CHECK(num_nodes BETWEEN "
+	SR_LIMIT_STR(SR_LIMIT_NUM_NODES_MIN) " AND "
+	SR_LIMIT_STR(SR_LIMIT_NUM_NODES_MAX) "),"
 	" max_restarts INTEGER NOT NULL CHECK(max_restarts >= 0),"
 	" restarts INTEGER NOT NULL DEFAULT 0,"
 	" attempt INTEGER NOT NULL DEFAULT 0,"
@@ -157,5 +160,41 @@ static const char m3[] =
 static const char m4[] =
 	"ALTER TABLE nodes ADD COLUMN retire INTEGER NOT NULL DEFAULT 0;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4 };
+/* 5: the bounded work estimator (workest.h): its estimate of the total
+ * work, smoothed pace, observed steps and its sample window. */
+static const char m5[] =
+	"ALTER TABLE jobs ADD COLUMN est_work_s REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_pace_ns REAL NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_steps INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_step0 INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_t0_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_step INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_last_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN est_upd_ns INTEGER NOT NULL DEFAULT 0;"
+	/* measured restart overhead (workest.h), cloud s; 0 = none yet */
+	"ALTER TABLE jobs ADD COLUMN est_restart_s REAL NOT NULL DEFAULT 0;"
+	/* lost work pending until a later attempt's restore (recon_lost.c) */
+	"ALTER TABLE jobs ADD COLUMN lost_from_step INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN lost_node INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN lost_price INTEGER NOT NULL DEFAULT 0;"
+	/* a terminate the provider failed: retried every node pass */
+	"ALTER TABLE nodes ADD COLUMN kill_pending INTEGER NOT NULL DEFAULT 0;";
+
+
+/* 6: the Idempotency-Key a job was created with and the SHA-256 of that
+ * request's body: a retried POST /v1/jobs returns the job it created
+ * instead of a second one (docs/api.md "Idempotency"). */
+static const char m6[] =
+	"ALTER TABLE jobs ADD COLUMN idem_key TEXT;"
+	"ALTER TABLE jobs ADD COLUMN idem_hash BLOB;"
+	"CREATE UNIQUE INDEX jobs_idem ON jobs(idem_key) WHERE idem_key IS NOT NULL;";
+
+/* 7: a job's secret env values, sealed (lib/ctl/secrets.h); never in
+ * clear anywhere in the database. */
+static const char m7[] =
+	"ALTER TABLE jobs ADD COLUMN secrets_enc BLOB;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5, m6, m7 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];

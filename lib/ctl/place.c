@@ -14,7 +14,6 @@
 #include "common/money.h"
 #include "ctl/ctl_int.h"
 
-#define GAP_S 600 /* the policy tick: the traces' common 10-minute grain */
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
@@ -31,7 +30,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->od = -1;
 	p->crit = js->criticality;
 	p->use_spot = js->use_spot;
-	p->gap_s = GAP_S;
+	p->gap_s = PLACE_GAP_S;
 	q.accelerator = js->accel[0] ? js->accel : NULL;
 	q.accel_count = js->accel_count;
 	for (k = 0; k < js->n_infra && k < 16; k++) {
@@ -180,6 +179,64 @@ void place_state_free(const char *policy, void *state, size_t len)
 	state_release(policy_find(policy ? policy : "spotrun"), state, len);
 }
 
+/* Header of a persisted state: magic, format version, the policy's name
+ * and state size, then the state's bytes. */
+#define STATE_MAGIC "SRPS"
+#define STATE_HDR (4 + 4 + 24 + 8)
+
+int place_state_pack(const char *policy, const void *state, size_t len,
+		     void **out, size_t *out_len)
+{
+	const char *name = policy ? policy : "spotrun";
+	unsigned char *b;
+	uint32_t ver = PLACE_STATE_VERSION;
+	uint64_t n = len;
+
+	*out = NULL;
+	*out_len = 0;
+	if (strlen(name) >= 24)
+		return -EINVAL;
+	b = calloc(1, STATE_HDR + len);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, STATE_MAGIC, 4);
+	memcpy(b + 4, &ver, 4);
+	memcpy(b + 8, name, strlen(name));
+	memcpy(b + 32, &n, 8);
+	if (len)
+		memcpy(b + STATE_HDR, state, len);
+	*out = b;
+	*out_len = STATE_HDR + len;
+	return 0;
+}
+
+int place_state_unpack(const char *policy, const void *data, size_t n,
+		       void **state, size_t *len)
+{
+	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
+	const unsigned char *b = data;
+	char name[25] = { 0 };
+	uint32_t ver;
+	uint64_t sz;
+
+	*state = NULL;
+	*len = 0;
+	if (!ops || n < STATE_HDR || memcmp(b, STATE_MAGIC, 4) != 0)
+		return -SR_ECORRUPT;
+	memcpy(&ver, b + 4, 4);
+	memcpy(name, b + 8, 24);
+	memcpy(&sz, b + 32, 8);
+	if (ver != PLACE_STATE_VERSION || strcmp(name, ops->name) != 0 ||
+	    sz != ops->state_size || n - STATE_HDR != sz)
+		return -SR_ECORRUPT;
+	*state = malloc(sz ? sz : 1);
+	if (!*state)
+		return -ENOMEM;
+	memcpy(*state, b + STATE_HDR, sz);
+	*len = sz;
+	return 0;
+}
+
 bool place_state_owns(const char *policy)
 {
 	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
@@ -269,7 +326,7 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	/* The deadline guard the simulator applies to every policy but
 	 * greedy: never a choice that could make the deadline unreachable
 	 * by on-demand. */
-	if (strcmp(ops->name, "greedy") != 0)
+	if (!ops->self_guarded)
 		ch = policy_guard(&job, &obs, ch);
 	if (p->crit == JOBSPEC_CRIT_BEST_EFFORT && ch.hold == SIM_OD) {
 		ch.hold = any >= 0 ? SIM_SPOT : SIM_NONE;
@@ -305,6 +362,42 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		break;
 	}
 	return 0;
+}
+
+bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
+		     int pool, double spot_usd_h, double step_s)
+{
+	struct policy_job job;
+	struct policy_obs obs = { 0 };
+	struct policy_choice sp;
+	double margin, left, gain, cost;
+	int r = region_of(p, pool);
+
+	if (r < 0 || p->od < 0)
+		return false;
+	job_of(p, &job);
+	obs.tick = now->tick;
+	obs.work_done_s = now->work_done_s;
+	obs.work_left_s = fmax(0, p->work_s - now->work_done_s);
+	obs.hold = SIM_OD;
+	obs.region = -1;
+	obs.ckpt_region = region_of(p, now->ckpt_pool);
+	/* Hysteresis: spot must stay safe with one more restart and one
+	 * more policy tick of slack than the guard asks, so a job that just
+	 * went to on-demand on the guard does not bounce straight back. */
+	margin = p->restart_s + (double)p->gap_s + step_s;
+	obs.time_left_s = (isfinite(p->deadline_s) ? now->time_left_s :
+			   job.deadline_s - now->elapsed_s) - margin;
+	sp = (struct policy_choice){ SIM_SPOT, r };
+	if (!policy_safe_after(&job, &obs, policy_tick_progress(&job, &obs, sp)))
+		return false;
+	/* What the move saves over the work left, against what it costs:
+	 * the restart overhead and a lost partial step (paid at the spot
+	 * price, the work redone), and moving the checkpoint (egress). */
+	left = obs.work_left_s;
+	gain = (p->od_price_usd - spot_usd_h) * left / 3600.0;
+	cost = spot_usd_h * (p->restart_s + step_s) / 3600.0 + job.egress_usd;
+	return gain > 2.0 * cost;
 }
 
 int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,

@@ -31,6 +31,9 @@
 
 struct ctl;
 
+/* The policy tick, cloud s: the traces' common 10-minute grain. */
+#define PLACE_GAP_S 600
+
 struct place_plan {
 	int nspot;
 	int spot[SIM_MAX_REGIONS]; /* provider pools, cheapest spot first */
@@ -83,6 +86,16 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		 const struct place_now *now, void **state, size_t *state_len,
 		 struct place_choice *out, struct sr_err *e);
 
+/* The move rule for a job on on-demand that the policy would put back on
+ * spot in `pool` (spot_usd_h now): true only if the move pays for itself
+ * - what it saves over the work left exceeds twice what it costs (the
+ * restart overhead and a lost partial step of `step_s`, at the spot
+ * price, plus egress) - and spot stays safe for the deadline with a
+ * margin of one restart, one policy tick and one step beyond the guard's
+ * (hysteresis). */
+bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
+		     int pool, double spot_usd_h, double step_s);
+
 /* Show the policy the market's recent past before its first decision, as
  * a controller watching the market before the job arrived would have
  * seen it: `ticks` policy ticks ending just before cloud time sim_s.
@@ -95,6 +108,18 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 /* Release a policy state from place_decide/place_warmup: the policy's
  * destroy op (what the state allocated), then the bytes.  NULL-safe. */
 void place_state_free(const char *policy, void *state, size_t len);
+
+/* A policy state persisted in the jobs table carries a header: magic,
+ * PLACE_STATE_VERSION, the policy's name and state size.  Bump the
+ * version whenever a policy's state layout changes.  _pack: *out
+ * malloc'd.  _unpack: -SR_ECORRUPT for bytes of another format, version,
+ * policy or size (the caller rebuilds the state from the market's past);
+ * *state malloc'd. */
+#define PLACE_STATE_VERSION 1
+int place_state_pack(const char *policy, const void *state, size_t len,
+		     void **out, size_t *out_len);
+int place_state_unpack(const char *policy, const void *data, size_t n,
+		       void **state, size_t *len);
 
 /* Whether the policy's state may own memory (it has a destroy op), so its
  * bytes mean nothing outside this process and must not be persisted. */

@@ -12,6 +12,7 @@
  * kills the node when the notice deadline passes.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,8 @@ static int local_describe(void *st, int pool, double sim_s,
 static const char *const pass_env[] = {
 	"PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SPOTRUN_LIB",
 	"SPOTRUN_LOG_LEVEL", "SPOTRUN_BUILD", "SPOTRUN_CHECK_MODE", "LD_PRELOAD",
-	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR", NULL
+	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR",
+	"SPOTRUN_CA_CERT", NULL
 };
 
 struct gate_ud {
@@ -129,12 +131,36 @@ out:
 	return rc;
 }
 
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+/* rm -r WORK_DIR/ckpt, not following symlinks. */
+static void ckpt_dir_remove(const char *work_dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof path, "%s/ckpt", work_dir);
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static int local_terminate(void *st, const struct prov_node *n)
 {
 	(void)st;
 	if (n->pid > 0)
 		proc_kill_session(n->pid, n->pid_start);
 	proc_reap();
+	/* the instance's disk goes with it: its tier-2 checkpoints too */
+	if (n->work_dir)
+		ckpt_dir_remove(n->work_dir);
 	return 0;
 }
 

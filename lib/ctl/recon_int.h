@@ -16,6 +16,7 @@
 #include "ctl/place.h"
 
 #define RECON_MAX_NODES 1024
+#define RECON_JOB_PAGE 1024 /* active job ids read per query */
 
 /* A job row as the reconciler needs it. */
 struct rjob {
@@ -26,6 +27,10 @@ struct rjob {
 	int64_t attempt, restarts, max_restarts;
 	int64_t step, total_steps, ckpt_step;   /* -1 unknown */
 	double step_ns;                         /* measured pace; 0 unknown */
+	double est_work_s;                      /* workest.h; 0 = declared */
+	double est_pace_ns;                     /* workest.h; 0 unknown */
+	double est_restart_s;                   /* workest.h; 0 unknown */
+	int64_t pace_attempt, pace_step0;       /* first report of an attempt */
 	double sim_start_s, deadline_s, work_s, run_s; /* deadline INF if none */
 	int64_t run_started_ns, down_since_ns, notice_ns; /* 0 if unset */
 	char recover_reason[16];
@@ -57,19 +62,66 @@ struct rnode {
 };
 
 int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
+/* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
+ * *out malloc'd. */
+int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+		       int64_t arg, struct rnode **out, size_t *n);
 /* Live (REQUESTED/BOOTING/READY) nodes of job, or of every job if job=0.
  * *out malloc'd. */
 int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
 		      struct rnode **out, size_t *n);
 
+/* The ids of every unfinished job, ascending, read RECON_JOB_PAGE at a
+ * time (no cap: a job past any fixed count would be starved).  *out
+ * malloc'd (caller frees). */
+int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n);
+
 /* Node side (recon_nodes.c). */
+
+/* Silence of each live node as this process has seen it, on the
+ * monotonic clock (reconciler thread only).  `key` is what proves life:
+ * the node's last_hb_ns in the database, or -1 while it boots.  A node
+ * first seen by this process (a new node, or every node after a restart)
+ * starts silent for 0 ns: heartbeat and boot ages count from the
+ * daemon's start, never from before an outage - a grace of one timeout
+ * for agents to reconnect. */
+struct hbseen {
+	int64_t node, key, mono_ns;
+};
+struct hbtable {
+	struct hbseen *v;
+	size_t n, cap;
+};
+/* ns since `key` changed for `node` (0 when first seen or on -ENOMEM). */
+int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
+		       int64_t mono_now);
+/* Forget the nodes not in live[0..n) (ascending ids, as
+ * recon__nodes_live returns them). */
+void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n);
+void recon__silence_clear(struct hbtable *t);
+
+/* What the node pass does with one live node. */
+enum node_act {
+	NODE_KEEP, NODE_START, NODE_BILL, NODE_NOTICE, NODE_END_PREEMPTED,
+	NODE_LOST_BOOT, NODE_LOST_HB,
+};
+/* Decide for node x: `listed` says whether the provider's list() worked
+ * (when it did not, `o` is not used: nothing is ended or noticed on
+ * missing information); `silent_ns` from recon__silence; times in real
+ * ns (database stamps) except silent_ns. */
+enum node_act recon__node_act(const struct ctl_config *cfg,
+			      const struct rnode *x, const struct prov_obs *o,
+			      bool listed, int64_t now, int64_t silent_ns);
+
 int recon__nodes_pass(struct ctl *c, sqlite3 *db);
 /* Inside a transaction: mark node TERMINATED/LOST with reason and bill
  * its last interval.  The process is killed by recon__kill after commit. */
 int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
-void recon__kill(struct ctl *c, const struct rnode *n);
+void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
+/* Retry the terminates that failed (nodes.kill_pending). */
+void recon__kill_pending(struct ctl *c, sqlite3 *db);
 /* Kill processes of nodes the database says are gone (after a crash
  * between commit and kill). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
@@ -81,6 +133,10 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e);
+/* What the job looks like now (for the policy and the move rule); sets
+ * j->plan.work_s to the current estimate.  now->tick is left 0. */
+void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
+		      size_t nlive, double sim, struct place_now *now);
 /* Inside a transaction: create nodes for `ranks` in `pool`. */
 int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
@@ -98,5 +154,20 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 /* Estimated total work and safely kept work, cloud seconds. */
 double recon__work_total(const struct rjob *j, double scale);
 double recon__work_done(const struct rjob *j, double scale);
+/* Every step of the job is in a checkpoint (the workload only has to
+ * restore and report completion). */
+bool recon__work_finished(const struct rjob *j);
+
+/* Lost work (recon_lost.c).  _open, inside the transaction that leaves
+ * the nodes: remember the step last seen, the attempt, and for a
+ * preemption the node and the gang's price ($/h, 0 for a move).
+ * _settle, inside a transaction: count it against `restored`, the
+ * checkpoint step a later attempt (> the one left; -1 = any) resumed
+ * from - a ledger event for a preemption, a `lost_work` event always. */
+int recon__lost_open(sqlite3 *db, const struct rjob *j, int64_t node,
+		     sr_micros price, struct sr_err *e);
+int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
+		       int64_t attempt, int64_t restored, int64_t now,
+		       struct sr_err *e);
 
 #endif

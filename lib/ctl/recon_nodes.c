@@ -83,14 +83,14 @@ static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 		 c->state_dir, n->id);
 }
 
-static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n)
 {
 	char sql[1024];
 	sqlite3_stmt *st = NULL;
 	struct rnode *v = NULL;
 	size_t k = 0, cap = 0;
-	int rc = 0;
+	int rc = 0, src;
 
 	*out = NULL;
 	*n = 0;
@@ -98,7 +98,10 @@ static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, arg);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	/* an error must not read as the end of the rows: a short list of
+	 * live nodes would have a rank placed twice (found by
+	 * tests/unit/test_faultinj.c) */
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		if (k == cap) {
 			size_t nc = cap ? 2 * cap : 16;
 			struct rnode *nv = realloc(v, nc * sizeof *nv);
@@ -112,6 +115,8 @@ static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 		}
 		node_row(c, st, &v[k++]);
 	}
+	if (!rc && src != SQLITE_DONE)
+		rc = -EIO;
 	sqlite3_finalize(st);
 	if (rc) {
 		free(v);
@@ -125,7 +130,7 @@ static int nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
 		      struct rnode **out, size_t *n)
 {
-	return nodes_query(c, db, job ?
+	return recon__nodes_query(c, db, job ?
 			   "state IN ('REQUESTED','BOOTING','READY') AND job_id=?1" :
 			   "state IN ('REQUESTED','BOOTING','READY') AND ?1=0",
 			   job, out, n);
@@ -140,11 +145,49 @@ static struct prov_node pnode(const struct rnode *n)
 	return p;
 }
 
-void recon__kill(struct ctl *c, const struct rnode *n)
+static void set_kill_pending(sqlite3 *db, int64_t node, int pending)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, "UPDATE nodes SET kill_pending=?1 WHERE"
+				      " id=?2 AND kill_pending<>?1", -1, &st,
+				      NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int(st, 1, pending);
+	sqlite3_bind_int64(st, 2, node);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+/* The database already says the node is gone; make the world agree.  A
+ * terminate that fails is recorded (nodes.kill_pending) and retried on
+ * every node pass until the provider confirms it. */
+void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n)
 {
 	struct prov_node p = pnode(n);
+	int rc = c->prov.ops->terminate(c->prov.st, &p);
 
-	c->prov.ops->terminate(c->prov.st, &p);
+	if (rc) {
+		sr_error("recon", "terminate failed", "node=%" PRId64 " provider=%s"
+			 " err=\"%s\": retrying on the next pass", n->id,
+			 c->prov.ops->name, sr_strerror(rc));
+		set_kill_pending(db, n->id, 1);
+	} else {
+		set_kill_pending(db, n->id, 0);
+	}
+}
+
+void recon__kill_pending(struct ctl *c, sqlite3 *db)
+{
+	struct rnode *v = NULL;
+	size_t n = 0;
+
+	if (recon__nodes_query(c, db, "kill_pending=1 AND state IN ('TERMINATED',"
+			"'LOST') AND ?1=?1", 0, &v, &n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		recon__kill(c, db, &v[i]);
+	free(v);
 }
 
 /* ---- billing --------------------------------------------------------------- */
@@ -309,7 +352,7 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
 	else if (kill)
-		recon__kill(c, n);
+		recon__kill(c, db, n);
 	return rc;
 }
 
@@ -394,21 +437,124 @@ static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t n
 			 n->id, sr_err_str(&e, rc));
 }
 
+/* ---- silence on the monotonic clock ------------------------------------------ */
+
+/* The table is kept sorted by node id: lookups are binary searches, and
+ * the prune is one merge walk over the live nodes (also by id), so a pass
+ * over many thousands of nodes stays linear. */
+int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
+		       int64_t mono_now)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].node < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < t->n && t->v[lo].node == node) {
+		if (t->v[lo].key != key) {
+			t->v[lo].key = key;
+			t->v[lo].mono_ns = mono_now;
+		}
+		return mono_now - t->v[lo].mono_ns;
+	}
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 16;
+		struct hbseen *nv = realloc(t->v, nc * sizeof *nv);
+
+		if (!nv)
+			return 0;
+		t->v = nv;
+		t->cap = nc;
+	}
+	memmove(&t->v[lo + 1], &t->v[lo], (t->n - lo) * sizeof t->v[0]);
+	t->v[lo] = (struct hbseen){ node, key, mono_now };
+	t->n++;
+	return 0;
+}
+
+void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n)
+{
+	size_t k = 0, j = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		while (j < n && live[j].id < t->v[i].node)
+			j++;
+		if (j < n && live[j].id == t->v[i].node)
+			t->v[k++] = t->v[i];
+	}
+	t->n = k;
+}
+
+void recon__silence_clear(struct hbtable *t)
+{
+	free(t->v);
+	t->v = NULL;
+	t->n = t->cap = 0;
+}
+
+void ctl__silence_free(struct ctl *c)
+{
+	if (!c->hbseen)
+		return;
+	recon__silence_clear(c->hbseen);
+	free(c->hbseen);
+	c->hbseen = NULL;
+}
+
+enum node_act recon__node_act(const struct ctl_config *cfg,
+			      const struct rnode *x, const struct prov_obs *o,
+			      bool listed, int64_t now, int64_t silent_ns)
+{
+	bool booting = strcmp(x->state, "BOOTING") == 0;
+	bool bill_due = now - x->billed_until_ns >= cfg->bill_interval_ms * 1000000;
+
+	if (strcmp(x->state, "REQUESTED") == 0)
+		return now >= x->boot_at_ns ? NODE_START : NODE_KEEP;
+	if (x->notice_ns) {
+		/* The notice deadline is a cloud's promise, kept in the
+		 * database across restarts; an instance the provider says is
+		 * gone goes at once - but only on a list() that worked. */
+		if (now >= x->kill_ns || (listed && !o->alive))
+			return NODE_END_PREEMPTED;
+		return bill_due ? NODE_BILL : NODE_KEEP;
+	}
+	if (listed && o->reclaim)
+		return NODE_NOTICE;
+	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000)
+		return NODE_LOST_BOOT;
+	if (!booting && silent_ns > cfg->heartbeat_timeout_ms * 1000000)
+		return NODE_LOST_HB;
+	return bill_due ? NODE_BILL : NODE_KEEP;
+}
+
 int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 {
 	struct rnode *v = NULL;
 	struct prov_node *pn = NULL;
 	struct prov_obs *obs = NULL;
-	int64_t now = sr_time_real_ns();
-	int64_t hb_to = c->cfg.heartbeat_timeout_ms * 1000000;
-	int64_t boot_to = c->cfg.boot_timeout_ms * 1000000;
+	int64_t now = sr_time_real_ns(), mono = sr_time_mono_ns();
 	double sim = ctl__sim_at(c, now);
 	size_t n = 0, i;
+	bool listed;
 	int rc;
 
 	proc_reap(); /* agents that exited since the last pass */
+	if (!c->hbseen) {
+		c->hbseen = calloc(1, sizeof *c->hbseen);
+		if (!c->hbseen)
+			return -ENOMEM;
+	}
+	recon__kill_pending(c, db);
 	rc = recon__nodes_live(c, db, 0, &v, &n);
-	if (rc || n == 0)
+	if (rc)
+		goto out;
+	recon__silence_prune(c->hbseen, v, n);
+	if (n == 0)
 		goto out;
 	pn = calloc(n, sizeof *pn);
 	obs = calloc(n, sizeof *obs);
@@ -418,38 +564,39 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	}
 	for (i = 0; i < n; i++)
 		pn[i] = pnode(&v[i]);
-	c->prov.ops->list(c->prov.st, pn, n, sim, obs);
+	listed = c->prov.ops->list(c->prov.st, pn, n, sim, obs) == 0;
+	if (!listed)
+		sr_warn("recon", "provider list failed", "provider=%s nodes=%zu: "
+			"no node is noticed or ended on this pass",
+			c->prov.ops->name, n);
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
-		bool requested = strcmp(x->state, "REQUESTED") == 0;
 		bool booting = strcmp(x->state, "BOOTING") == 0;
+		int64_t silent = recon__silence(c->hbseen, x->id,
+						booting ? -1 : x->last_hb_ns, mono);
 
-		if (requested) {
-			if (now >= x->boot_at_ns)
-				start_node(c, db, x, now);
-			continue;
-		}
-		if (x->notice_ns) {
-			if (now >= x->kill_ns || !obs[i].alive)
-				end_tx(c, db, x, "TERMINATED", "preempted", now, true);
-			else if (now - x->billed_until_ns >= c->cfg.bill_interval_ms * 1000000)
-				bill_tx(c, db, x, now);
-			continue;
-		}
-		if (obs[i].reclaim) {
+		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
+		case NODE_START:
+			start_node(c, db, x, now);
+			break;
+		case NODE_END_PREEMPTED:
+			end_tx(c, db, x, "TERMINATED", "preempted", now, true);
+			break;
+		case NODE_NOTICE:
 			notice_node(c, db, x, now);
-			continue;
-		}
-		if (booting && now - x->boot_at_ns > boot_to) {
+			break;
+		case NODE_LOST_BOOT:
 			end_tx(c, db, x, "LOST", "never registered", now, true);
-			continue;
-		}
-		if (!booting && now - x->last_hb_ns > hb_to) {
+			break;
+		case NODE_LOST_HB:
 			end_tx(c, db, x, "LOST", "heartbeat timeout", now, true);
-			continue;
-		}
-		if (now - x->billed_until_ns >= c->cfg.bill_interval_ms * 1000000)
+			break;
+		case NODE_BILL:
 			bill_tx(c, db, x, now);
+			break;
+		case NODE_KEEP:
+			break;
+		}
 	}
 out:
 	free(v);
@@ -463,7 +610,7 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	size_t n = 0;
 
-	if (nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
+	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
 			" AND terminated_ns > ?1", sr_time_real_ns() -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;
@@ -471,7 +618,7 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 		if (proc_alive(v[i].pid, v[i].pid_start)) {
 			sr_info("recon", "killing orphan node", "node=%" PRId64
 				" pid=%" PRId64, v[i].id, v[i].pid);
-			recon__kill(c, &v[i]);
+			recon__kill(c, db, &v[i]);
 		}
 	}
 	free(v);

@@ -16,6 +16,7 @@
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
+#include "finops/ledger.h"
 
 /* Policy ticks of market history shown before the first decision:
  * two days at the 10-minute tick. */
@@ -23,12 +24,11 @@
 
 double recon__work_total(const struct rjob *j, double scale)
 {
-	/* Once the workload's pace has been measured (routes_nodes.c: wall
-	 * time per step within one attempt, starts and restores excluded),
-	 * it beats the job file's guess. */
-	if (j->total_steps > 0 && j->step_ns > 0)
-		return j->step_ns / 1e9 * scale * (double)j->total_steps;
-	return j->work_s;
+	/* The declared work, refined by the bounded estimator (workest.h)
+	 * once the workload's pace has been measured - never re-derived
+	 * from one pace reading. */
+	(void)scale;
+	return j->est_work_s > 0 ? j->est_work_s : j->work_s;
 }
 
 double recon__work_done(const struct rjob *j, double scale)
@@ -42,8 +42,8 @@ double recon__work_done(const struct rjob *j, double scale)
 	return fmin(j->run_s, 0.99 * total);
 }
 
-static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
-		      struct place_choice *last)
+static int load_state(struct ctl *c, sqlite3 *db, int64_t id, void **blob,
+		      size_t *len, struct place_choice *last)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = -SR_ENOTFOUND;
@@ -63,12 +63,13 @@ static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
 
 		rc = 0;
 		if (b && n > 0) {
-			*blob = malloc((size_t)n);
-			if (!*blob)
-				rc = -ENOMEM;
-			else {
-				memcpy(*blob, b, (size_t)n);
-				*len = (size_t)n;
+			rc = place_state_unpack(c->cfg.policy, b, (size_t)n, blob, len);
+			if (rc == -SR_ECORRUPT) {
+				sr_warn("recon", "stored policy state not usable",
+					"job=%" PRId64 " bytes=%d: another format, "
+					"version or policy; rebuilt from the market's "
+					"past", id, n);
+				rc = 0;
 			}
 		}
 		if (d) {
@@ -84,16 +85,25 @@ static int load_state(sqlite3 *db, int64_t id, void **blob, size_t *len,
 	return rc;
 }
 
-static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
-		      size_t len, const struct place_choice *ch, struct sr_err *e)
+static int save_state(struct ctl *c, sqlite3 *db, int64_t id, int64_t tick,
+		      const void *state, size_t state_len,
+		      const struct place_choice *ch, struct sr_err *e)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
 			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
 	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
-	int rc;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc = 0;
 
 	json_decref(d);
+	if (state)
+		rc = place_state_pack(c->cfg.policy, state, state_len, &blob, &len);
+	if (rc) {
+		free(ds);
+		return sr_err_set(e, rc, "policy state");
+	}
 	rc = ctl_db_begin(db, e);
 	if (!rc)
 		rc = ctl_db_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
@@ -108,7 +118,31 @@ static int save_state(sqlite3 *db, int64_t id, int64_t tick, const void *blob,
 	}
 	rc = ctl_db_end(db, rc, e);
 	free(ds);
+	free(blob);
 	return rc;
+}
+
+void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
+		      size_t nlive, double sim, struct place_now *now)
+{
+	memset(now, 0, sizeof *now);
+	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
+	/* A restart takes what restarts have measured, when that is more
+	 * than the plan's guess (a loaded machine, a slow image). */
+	if (j->est_restart_s > j->plan.restart_s)
+		j->plan.restart_s = j->est_restart_s;
+	now->work_done_s = recon__work_done(j, c->cfg.time_scale);
+	now->elapsed_s = sim - j->sim_start_s;
+	now->time_left_s = j->deadline_s - now->elapsed_s;
+	now->held_pool = -1;
+	for (size_t i = 0; i < nlive; i++) {
+		if (!live[i].notice_ns) {
+			now->held_pool = live[i].pool;
+			now->held_spot = live[i].spot;
+			break;
+		}
+	}
+	now->ckpt_pool = j->last_pool;
 }
 
 int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
@@ -132,7 +166,7 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 	       (int64_t)floor(j->sim_start_s / (double)j->plan.gap_s);
 	if (tick < 0)
 		tick = 0;
-	rc = load_state(db, j->id, &blob, &len, ch);
+	rc = load_state(c, db, j->id, &blob, &len, ch);
 	if (rc)
 		goto out;
 	/* The state in memory wins; a stored one is used only when this
@@ -161,20 +195,8 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		     o.spot_available))
 			goto out;
 	}
+	recon__place_now(c, j, live, nlive, sim, &now);
 	now.tick = tick;
-	j->plan.work_s = recon__work_total(j, c->cfg.time_scale);
-	now.work_done_s = recon__work_done(j, c->cfg.time_scale);
-	now.elapsed_s = sim - j->sim_start_s;
-	now.time_left_s = j->deadline_s - now.elapsed_s;
-	now.held_pool = -1;
-	for (size_t i = 0; i < nlive; i++) {
-		if (!live[i].notice_ns) {
-			now.held_pool = live[i].pool;
-			now.held_spot = live[i].spot;
-			break;
-		}
-	}
-	now.ckpt_pool = j->last_pool;
 	/* No memory yet (first decision, or the daemon restarted): show the
 	 * policy the market's recent past first. */
 	if (!blob) {
@@ -188,7 +210,7 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 			strcmp(j->recover_reason, "preempted") == 0;
 	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
 	if (!rc)
-		rc = save_state(db, j->id, tick, owns ? NULL : blob,
+		rc = save_state(c, db, j->id, tick, owns ? NULL : blob,
 				owns ? 0 : len, ch, e);
 	if (!rc)
 		j->policy_tick = tick;
@@ -329,6 +351,73 @@ static bool same_place(struct ctl *c, int a, int b)
 	       strcmp(x.zone, y.zone) == 0;
 }
 
+/* The job's planned on-demand cost, the baseline of honest savings
+ * (finops/report.h): its declared work on its nodes at the price of the
+ * plan's on-demand pool (or the chosen pool's on-demand price when the
+ * plan has none).  Once per job, at its first placement. */
+static int record_plan(struct ctl *c, sqlite3 *db, const struct rjob *j,
+		       int pool, int64_t now, struct sr_err *e)
+{
+	struct prov_offering o;
+	struct ledger_plan lp = { 0 };
+
+	if (c->prov.ops->describe(c->prov.st, j->plan.od >= 0 ? j->plan.od : pool,
+				  ctl__sim_at(c, now), &o) || o.ondemand_per_h < 0)
+		return 0; /* no on-demand price to plan against */
+	lp.job_id = j->id;
+	lp.at_ns = now;
+	lp.provider = o.cloud;
+	lp.region = o.region;
+	lp.zone = o.zone[0] ? o.zone : NULL;
+	lp.instance_type = o.instance_type;
+	lp.work_ns = (int64_t)(j->work_s * 1e9);
+	lp.nodes = j->num_nodes;
+	lp.od_price = o.ondemand_per_h;
+	return ledger_plan_record(db, &lp, NULL, e);
+}
+
+bool recon__work_finished(const struct rjob *j)
+{
+	return j->total_steps > 0 && j->ckpt_step >= j->total_steps;
+}
+
+/* The policy waits, but the job's work is all checkpointed: nothing is
+ * left to gain by waiting, and the workload only has to restore and
+ * report completion.  Take the cheapest node there is now - spot where a
+ * pool has capacity, else on-demand - rather than wait without end. */
+static void finisher(struct ctl *c, const struct rjob *j,
+		     struct place_choice *ch)
+{
+	double sim = ctl__sim_now(c);
+	sr_micros best = -1;
+	struct prov_offering o;
+
+	if (j->plan.od >= 0 && j->plan.crit != JOBSPEC_CRIT_BEST_EFFORT &&
+	    c->prov.ops->describe(c->prov.st, j->plan.od, sim, &o) == 0 &&
+	    o.ondemand_per_h >= 0) {
+		best = o.ondemand_per_h;
+		ch->hold = SIM_OD;
+		ch->pool = j->plan.od;
+		ch->spot = false;
+	}
+	for (int i = 0; i < j->plan.nspot; i++) {
+		if (j->plan.crit == JOBSPEC_CRIT_CRITICAL || j->plan.use_spot == 0)
+			break;
+		if (c->prov.ops->describe(c->prov.st, j->plan.spot[i], sim, &o) ||
+		    !o.spot_available || o.spot_per_h < 0 ||
+		    (best >= 0 && o.spot_per_h >= best))
+			continue;
+		best = o.spot_per_h;
+		ch->hold = SIM_SPOT;
+		ch->pool = j->plan.spot[i];
+		ch->spot = true;
+	}
+	if (best >= 0)
+		snprintf(ch->why, sizeof ch->why, "all %" PRId64 " steps are "
+			 "checkpointed: the cheapest node now (%s) to finish",
+			 j->total_steps, ch->spot ? "spot" : "on-demand");
+}
+
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
 int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
@@ -357,6 +446,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
 	if (rc)
 		goto fail;
+	if ((ch.hold == SIM_NONE || ch.pool < 0) && recon__work_finished(j))
+		finisher(c, j, &ch);
 	if (ch.hold == SIM_NONE || ch.pool < 0) {
 		recon__job_set_msg(db, j->id, ch.why);
 		return 0;
@@ -391,6 +482,8 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		 json_string_value(json_object_get(pl, "zone")),
 		 json_string_value(json_object_get(pl, "instance_type")),
 		 ch.spot ? "spot" : "on-demand", ch.why);
+	if (!rc && j->state == JOB_PENDING)
+		rc = record_plan(c, db, j, ch.pool, now, &e);
 	if (!rc)
 		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
 				   0, now, sim, pl, msg, &e);

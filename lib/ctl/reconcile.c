@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/money.h"
 #include "common/timeutil.h"
 #include "ctl/db.h"
 #include "ctl/proc.h"
@@ -64,7 +65,8 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		" coalesce(run_started_ns, 0), coalesce(down_since_ns, 0),"
 		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
 		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
-		" coalesce(step_ns, 0) FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		" coalesce(step_ns, 0), est_work_s, est_pace_ns, pace_attempt,"
+		" coalesce(pace_step0, -1), est_restart_s FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -95,6 +97,11 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		snprintf(j->placement, sizeof j->placement, "%s", ctl_db_text(st, 19));
 		j->policy_tick = sqlite3_column_int64(st, 20);
 		j->step_ns = sqlite3_column_double(st, 21);
+		j->est_work_s = sqlite3_column_double(st, 22);
+		j->est_pace_ns = sqlite3_column_double(st, 23);
+		j->pace_attempt = sqlite3_column_int64(st, 24);
+		j->pace_step0 = sqlite3_column_int64(st, 25);
+		j->est_restart_s = sqlite3_column_double(st, 26);
 		j->last_pool = -1;
 		pl = json_loads(j->placement, 0, NULL);
 		if (pl) {
@@ -192,6 +199,13 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc && code != INT64_MIN)
 		rc = recon__job_set(db, j->id, "exit_code=?1", code, &e);
+	/* Every rank exited 0: the work is done, whatever step the last
+	 * heartbeat before the exit happened to carry. */
+	if (!rc && to == JOB_SUCCEEDED && j->total_steps > 0)
+		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
+	/* A loss not yet counted: against the last checkpoint reported. */
+	if (!rc)
+		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, now, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -200,7 +214,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sr_info("recon", "job finished", "job=%" PRId64 " state=%s msg=\"%s\"",
 			j->id, jobsm_name(to), msg);
 		for (size_t i = 0; i < n; i++)
-			recon__kill(c, &v[i]);
+			recon__kill(c, db, &v[i]);
 	} else {
 		sr_error("recon", "finish failed", "job=%" PRId64 " err=\"%s\"",
 			 j->id, sr_err_str(&e, rc));
@@ -272,7 +286,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 					   "preempted while provisioning", &e);
 		rc = ctl_db_end(db, rc, &e);
 		if (!rc)
-			recon__kill(c, &live[i]);
+			recon__kill(c, db, &live[i]);
 		return rc ? rc : 1;
 	}
 	rc = recon__place_missing(c, db, j, live, n);
@@ -383,6 +397,10 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 		rc = ctl_db_step_done(db, st, &e, "leave running");
 		sqlite3_finalize(st);
 	}
+	/* A lost node: its work since the checkpoint the next attempt
+	 * restores is lost too (counted then, recon_lost.c). */
+	if (!rc && strcmp(reason, "lost") == 0)
+		rc = recon__lost_open(db, j, 0, 0, &e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -437,12 +455,34 @@ static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 	return maybe_migrate(c, db, j, live, n);
 }
 
+/* Whether the workload of the current attempt has run: rank 0 reported
+ * a step past the first one it reported in this attempt, or - for a
+ * workload that reports no steps - the attempt has run for its restart
+ * overhead plus one policy tick. */
+static bool attempt_has_run(struct ctl *c, const struct rjob *j)
+{
+	double ran;
+
+	if (j->total_steps > 0)
+		return j->pace_attempt == j->attempt && j->pace_step0 >= 0 &&
+		       j->step > j->pace_step0;
+	if (!j->run_started_ns)
+		return false;
+	ran = (double)(sr_time_real_ns() - j->run_started_ns) / 1e9 *
+	      c->cfg.time_scale;
+	return ran >= j->plan.restart_s + (double)j->plan.gap_s;
+}
+
 /* The policy's decision for this tick says the job should hold something
  * else than it does: spot -> on-demand when the deadline is at risk on
  * spot (the deadline guard), on-demand -> spot when the slack allows.  The
  * nodes to leave are told to checkpoint and stop (a `stop` directive), and
  * are replaced through the usual CHECKPOINTING -> RECOVERING path; this is
- * not a preemption. */
+ * not a preemption.
+ *
+ * The move rule (docs/control-plane.md): a node is never stopped before
+ * its workload has run (only a notice stops it earlier); a move back to
+ * spot must pay for itself, with hysteresis (place_spot_pays). */
 static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
 			 struct rnode *live, size_t n)
 {
@@ -460,6 +500,20 @@ static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
 	}
 	if (k == 0 || (ch.hold == SIM_SPOT && k != n))
 		return 0;
+	if (!attempt_has_run(c, j))
+		return 0;
+	if (ch.hold == SIM_SPOT) {
+		struct place_now now;
+		struct prov_offering o;
+		double sim = ctl__sim_now(c);
+		double step_s = j->est_pace_ns / 1e9 * c->cfg.time_scale;
+
+		recon__place_now(c, j, live, n, sim, &now);
+		if (c->prov.ops->describe(c->prov.st, ch.pool, sim, &o) ||
+		    !place_spot_pays(&j->plan, &now, ch.pool,
+				     sr_money_to_usd(o.spot_per_h), step_s))
+			return 0;
+	}
 	snprintf(msg, sizeof msg, "moving %zu node(s) to %s: %s", k,
 		 ch.hold == SIM_OD ? "on-demand" : "spot", ch.why);
 	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);
@@ -482,29 +536,66 @@ static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
 }
 
 /* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
+/* The node a preemption hit and the gang's price: from the live noticed
+ * nodes, or - when the node pass already ended them (the instance was
+ * gone) - from the job's most recent noticed node. */
+static int64_t noticed_node(struct ctl *c, sqlite3 *db, const struct rjob *j,
+			    const struct rnode *live, size_t n, sr_micros *price)
+{
+	struct rnode *v = NULL;
+	int64_t id = 0;
+	size_t k = 0;
+
+	*price = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns) {
+			*price += live[i].price;
+			if (!id)
+				id = live[i].id;
+		}
+	}
+	if (id || recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL",
+				     j->id, &v, &k) || k == 0) {
+		free(v);
+		return id;
+	}
+	/* the latest notice's gang: every noticed node of that attempt */
+	for (size_t i = 0; i < k; i++) {
+		if (v[i].notice_ns >= j->notice_ns) {
+			*price += v[i].price;
+			if (!id)
+				id = v[i].id;
+		}
+	}
+	if (!id) {
+		id = v[k - 1].id;
+		*price = v[k - 1].price;
+	}
+	free(v);
+	return id;
+}
+
+/* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
 static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 			      struct rnode *live, size_t n)
 {
 	struct exits_sum x;
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns(), deadline = 0;
-	double sim = ctl__sim_at(c, now), lost_s;
+	int64_t now = sr_time_real_ns(), deadline = 0, node = 0;
+	double sim = ctl__sim_at(c, now);
 	sr_micros price = 0;
 	int waiting = 0, rc;
 	bool migrate;
 	json_t *d;
-	char msg[200];
+	char msg[240];
 
 	exits_of(db, j, &x);
 	if (x.ok == j->num_nodes)
 		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
 			      "every rank exited 0");
 	for (size_t i = 0; i < n; i++) {
-		if (live[i].notice_ns) {
-			price += live[i].price;
-			if (live[i].kill_ns > deadline)
-				deadline = live[i].kill_ns;
-		}
+		if (live[i].notice_ns && live[i].kill_ns > deadline)
+			deadline = live[i].kill_ns;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
@@ -516,12 +607,8 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
 		return 0;
 	migrate = strcmp(j->recover_reason, "migrate") == 0;
-	lost_s = 0;
-	if (j->total_steps > 0 && j->step >= 0)
-		lost_s = (double)(j->step - (j->ckpt_step >= 0 ? j->ckpt_step : 0)) /
-			 (double)j->total_steps * recon__work_total(j, c->cfg.time_scale);
-	if (lost_s < 0)
-		lost_s = 0;
+	if (!migrate)
+		node = noticed_node(c, db, j, live, n, &price);
 	rc = ctl_db_begin(db, &e);
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (live[i].notice_ns || live[i].retire)
@@ -529,30 +616,22 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 					     live[i].notice_ns ? "preempted" :
 					     "migrated", now, &e);
 	}
-	if (!rc && !migrate) {
-		struct ledger_event le = {
-			.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
-			.provider = n ? live[0].cloud : c->prov.ops->name,
-			.region = n ? live[0].region : NULL,
-			.zone = n ? live[0].zone : NULL,
-			.instance_type = n ? live[0].itype : NULL,
-			.at_ns = now, .value_ns = (int64_t)(lost_s * 1e9),
-			.unit_price = price,
-		};
-
-		rc = ledger_event_append(db, &le, &e);
-	}
-	d = json_pack("{s:I,s:I,s:f,s:f}", "step", (json_int_t)j->step,
-		      "ckpt_step", (json_int_t)j->ckpt_step, "lost_work_s", lost_s,
+	/* The work lost is counted when a later attempt restores: the step
+	 * and checkpoint seen now may be stale (recon_lost.c). */
+	if (!rc)
+		rc = recon__lost_open(db, j, node, migrate ? 0 : price, &e);
+	d = json_pack("{s:I,s:I,s:f}", "step", (json_int_t)j->step,
+		      "ckpt_step", (json_int_t)j->ckpt_step,
 		      "notice_to_stop_real_s", j->notice_ns ?
 		      (double)(now - j->notice_ns) / 1e9 : 0.0);
-	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", checkpoint at "
-		 "step %" PRId64 " (%.0f s of cloud work lost)",
+	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", last checkpoint "
+		 "seen at step %" PRId64 " (the work lost is counted from the "
+		 "checkpoint the next attempt restores)",
 		 migrate ? "left the old nodes" : "preempted", j->step,
-		 j->ckpt_step, lost_s);
+		 j->ckpt_step);
 	if (!rc)
 		rc = ctl_event_add(db, j->id, migrate ? "migrated" : "preempted",
-				   NULL, NULL, 0, now, sim, d, msg, &e);
+				   NULL, NULL, node, now, sim, d, msg, &e);
 	json_decref(d);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,
@@ -561,7 +640,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
 			if (live[i].notice_ns || live[i].retire)
-				recon__kill(c, &live[i]);
+				recon__kill(c, db, &live[i]);
 		}
 	}
 	return rc ? rc : 1;
@@ -698,11 +777,54 @@ void ctl__hooks_run(struct ctl *c, sqlite3 *db)
 
 /* ---- the loop -------------------------------------------------------------------- */
 
+int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *v = NULL, last = 0;
+	size_t k = 0, cap = 0;
+	int got, rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
+			       " ('SUCCEEDED','FAILED','CANCELLED') AND id>?1"
+			       " ORDER BY id LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	do {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, last);
+		sqlite3_bind_int(st, 2, RECON_JOB_PAGE);
+		got = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (k == cap) {
+				size_t nc = cap ? 2 * cap : RECON_JOB_PAGE;
+				int64_t *nv = realloc(v, nc * sizeof *nv);
+
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = nc;
+			}
+			last = v[k++] = sqlite3_column_int64(st, 0);
+			got++;
+		}
+	} while (!rc && got == RECON_JOB_PAGE);
+	sqlite3_finalize(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 int ctl__reconcile_once(struct ctl *c)
 {
 	sqlite3 *db = ctl__db(c);
-	sqlite3_stmt *st = NULL;
-	int64_t ids[4096];
+	int64_t *ids = NULL;
 	size_t n = 0;
 	int rc;
 
@@ -711,17 +833,11 @@ int ctl__reconcile_once(struct ctl *c)
 	rc = recon__nodes_pass(c, db);
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));
-	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
-			       " ('SUCCEEDED','FAILED','CANCELLED') ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	while (n < sizeof ids / sizeof ids[0] && sqlite3_step(st) == SQLITE_ROW)
-		ids[n++] = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	/* Release the policy memory of jobs that have ended (ids ascend; a
-	 * full array may have left some out, so keep everything then). */
-	if (n < sizeof ids / sizeof ids[0])
-		ctl__pol_prune(c, ids, n);
+	rc = recon__active_jobs(db, &ids, &n);
+	if (rc)
+		return rc;
+	/* Release the policy memory of jobs that have ended. */
+	ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {
 		/* Several steps per pass, so NOTICE -> CHECKPOINTING or
 		 * PREEMPTED -> RECOVERING -> PROVISIONING don't wait a tick. */
@@ -734,6 +850,7 @@ int ctl__reconcile_once(struct ctl *c)
 			sr_warn("recon", "job step failed", "job=%" PRId64 " err=\"%s\"",
 				ids[i], sr_strerror(rc));
 	}
+	free(ids);
 	ctl__ticks_call(c, db);
 	ctl__hooks_run(c, db);
 	return 0;
@@ -751,7 +868,7 @@ void *ctl__reconcile_main(void *arg)
 		int64_t until;
 
 		ctl__reconcile_once(c);
-		until = sr_time_real_ns() + c->cfg.tick_ms * 1000000;
+		until = sr_time_mono_ns() + c->cfg.tick_ms * 1000000;
 		ts.tv_sec = until / SR_NS_PER_SEC;
 		ts.tv_nsec = until % SR_NS_PER_SEC;
 		pthread_mutex_lock(&c->wake_mu);

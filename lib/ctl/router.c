@@ -3,7 +3,8 @@
  *
  * Matching: a pattern and a path are split on '/'; they match when they
  * have the same number of segments and every literal segment is equal
- * ({name} segments match any non-empty segment up to 127 bytes).  A path
+ * ({name} segments match any non-empty segment; one longer than 127
+ * bytes is answered 400 naming the parameter, not 404).  A path
  * that matches some pattern but no route with its method gets 405 with an
  * Allow header; otherwise 404.
  *
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 
@@ -98,6 +100,7 @@ static bool match(const char *pattern, const char *path, struct ctl_req *rq)
 	size_t lp, lq;
 
 	rq->nparams = 0;
+	rq->long_param = NULL;
 	for (;;) {
 		p = seg_next(p, &lp);
 		q = seg_next(q, &lq);
@@ -105,12 +108,18 @@ static bool match(const char *pattern, const char *path, struct ctl_req *rq)
 			return lp == 0 && lq == 0;
 		if (p[0] == '{' && p[lp - 1] == '}') {
 			int k = rq->nparams;
+			size_t n = lq;
 
-			if (k >= CTL_MAX_PARAMS || lq >= sizeof rq->pval[0])
+			if (k >= CTL_MAX_PARAMS)
 				return false;
 			rq->pname[k] = p + 1; /* ends at '}' */
-			memcpy(rq->pval[k], q, lq);
-			rq->pval[k][lq] = '\0';
+			if (n >= sizeof rq->pval[0]) {
+				if (!rq->long_param)
+					rq->long_param = p + 1;
+				n = 0;
+			}
+			memcpy(rq->pval[k], q, n);
+			rq->pval[k][n] = '\0';
 			rq->nparams++;
 		} else if (lp != lq || memcmp(p, q, lp) != 0) {
 			return false;
@@ -245,9 +254,9 @@ int ctl_resp_error(struct ctl_resp *rs, int status, const char *fmt, ...)
 static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 			struct ctl_resp *rs)
 {
-	static const char pfx[] = "Bearer ";
+	static const char pfx[] = "Bearer";
 	unsigned char d[CTL_DIGEST_LEN];
-	const char *h = rq->auth_header;
+	const char *h = rq->auth_header, *tok = NULL;
 	sqlite3_stmt *st = NULL;
 	sqlite3 *db;
 	int64_t node = 0, want = 0;
@@ -255,12 +264,20 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	rq->node_id = 0;
 	if (r->auth == CTL_AUTH_PUBLIC)
 		return 0;
-	if (!h || strncmp(h, pfx, sizeof pfx - 1) != 0 || !h[sizeof pfx - 1]) {
+	/* RFC 9110 11.1: the scheme name is case-insensitive; one or more
+	 * spaces separate it from the token */
+	if (h && strncasecmp(h, pfx, sizeof pfx - 1) == 0 &&
+	    h[sizeof pfx - 1] == ' ') {
+		tok = h + sizeof pfx;
+		while (*tok == ' ')
+			tok++;
+	}
+	if (!tok || !*tok) {
 		ctl_resp_error(rs, 401, "missing bearer token "
 			       "(Authorization: Bearer <token>)");
 		return -1;
 	}
-	ctl_token_digest(h + sizeof pfx - 1, d);
+	ctl_token_digest(tok, d);
 	if (CRYPTO_memcmp(d, rq->ctl->admin_digest, CTL_DIGEST_LEN) == 0)
 		return 0;
 	db = ctl__db(rq->ctl);
@@ -310,6 +327,14 @@ void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs)
 		}
 		if (authenticate(rq, r, rs))
 			return;
+		if (rq->long_param) {
+			int l = (int)strcspn(rq->long_param, "}");
+
+			ctl_resp_error(rs, 400, "path parameter %.*s: longer than "
+				       "%zu bytes", l, rq->long_param,
+				       sizeof rq->pval[0] - 1);
+			return;
+		}
 		rc = r->fn(rq, rs);
 		if (rs->status == 0)
 			ctl_resp_error(rs, 500, "%s: %s", r->name, sr_strerror(rc));

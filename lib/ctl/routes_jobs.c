@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
@@ -15,6 +17,7 @@
 #include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
+#include "ctl/secrets.h"
 #include "market/jobspec.h"
 
 #define VERSION "0.1.0"
@@ -48,9 +51,85 @@ static int query_int(const struct ctl_req *rq, const char *key, int64_t def,
 
 /* ---- POST /v1/jobs ------------------------------------------------------- */
 
+/* An Idempotency-Key (docs/api.md "Idempotency"): the key and the digest
+ * of the request body it came with. */
+struct idem {
+	const char *key; /* borrowed from the request; NULL if none */
+	unsigned char hash[CTL_DIGEST_LEN];
+	bool replayed;   /* out: the key was seen, *id is that job */
+};
+
+/* 0 if the header is absent or valid; else the response is filled. */
+static int idem_read(struct ctl_req *rq, const char *body, size_t len,
+		     struct idem *k, struct ctl_resp *rs)
+{
+	const char *v = ctl__req_header(rq, "Idempotency-Key");
+	size_t n;
+
+	memset(k, 0, sizeof *k);
+	if (!v)
+		return 0;
+	n = strlen(v);
+	if (n < 8 || n > CTL_IDEM_KEY_MAX)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)v[i];
+
+		if (!(ch >= '0' && ch <= '9') && !(ch >= 'a' && ch <= 'z') &&
+		    !(ch >= 'A' && ch <= 'Z') && !strchr("-_.:", ch))
+			goto bad;
+	}
+	k->key = v;
+	SHA256((const unsigned char *)body, len, k->hash);
+	return 0;
+bad:
+	ctl_resp_error(rs, 400, "Idempotency-Key: expected 8..%d characters "
+		       "of [A-Za-z0-9-_.:]", CTL_IDEM_KEY_MAX);
+	return -EINVAL;
+}
+
+/* Inside the write transaction: the job created with k->key, if any.
+ * Returns 0 (found: *id and k->replayed set; or not found), -SR_ECONFLICT
+ * when the key came with another body, or a database error. */
+static int idem_lookup(sqlite3 *db, struct idem *k, int64_t *id,
+		       struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, src;
+
+	if (!k->key)
+		return 0;
+	rc = ctl_db_prepare(db, "SELECT id, idem_hash FROM jobs WHERE idem_key=?",
+			    &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, k->key, -1, SQLITE_STATIC);
+	src = sqlite3_step(st);
+	if (src == SQLITE_ROW) {
+		const void *h = sqlite3_column_blob(st, 1);
+
+		if (!h || sqlite3_column_bytes(st, 1) != CTL_DIGEST_LEN ||
+		    memcmp(h, k->hash, CTL_DIGEST_LEN) != 0) {
+			rc = sr_err_set(e, -SR_ECONFLICT, "Idempotency-Key '%s' "
+					"was used for job %lld with a different "
+					"request", k->key,
+					(long long)sqlite3_column_int64(st, 0));
+		} else {
+			*id = sqlite3_column_int64(st, 0);
+			k->replayed = true;
+		}
+	} else if (src != SQLITE_DONE) {
+		rc = ctl_db_err(db, src, e, "idempotency key");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b,
 		      const struct jobspec *js, json_t *specj,
-		      const struct place_plan *plan, int64_t *id, struct sr_err *e)
+		      const struct place_plan *plan, struct idem *k,
+		      const struct ctl_secrets *sec, int64_t *id,
+		      struct sr_err *e)
 {
 	sqlite3_stmt *st = NULL;
 	char *spec = NULL, *envs = NULL, *cand = NULL;
@@ -59,7 +138,8 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 	int rc;
 
 	spec = json_dumps(specj, JSON_COMPACT | JSON_SORT_KEYS);
-	envs = b->envs ? json_dumps(b->envs, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	envs = sec->envs ? json_dumps(sec->envs, JSON_COMPACT | JSON_SORT_KEYS)
+			 : NULL;
 	cand = place_plan_json(plan);
 	if (!spec || !cand) {
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
@@ -68,17 +148,21 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 	rc = ctl_db_begin(db, e);
 	if (rc)
 		goto out;
+	rc = idem_lookup(db, k, id, e);
+	if (rc || k->replayed)
+		goto fail; /* nothing written either way */
 	rc = ctl_db_prepare(db, "INSERT INTO jobs(name, state, spec_name, "
 			    "spec_yaml, spec_json, workdir, envs, num_nodes, "
 			    "max_restarts, created_ns, updated_ns, state_since_ns,"
-			    " sim_start_s, deadline_s, work_s, candidates, message)"
+			    " sim_start_s, deadline_s, work_s, candidates, message,"
+			    " idem_key, idem_hash, secrets_enc)"
 			    " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			    "?10,?11,?12,?13,'accepted')", &st, e);
+			    "?10,?11,?12,?13,'accepted',?14,?15,?16)", &st, e);
 	if (rc)
 		goto fail;
 	sqlite3_bind_text(st, 1, js->name ? js->name : b->spec_name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, b->spec_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, b->spec_yaml, (int)b->spec_len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, sec->yaml, (int)sec->yaml_len, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, spec, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, b->workdir, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, envs, -1, SQLITE_STATIC);
@@ -94,6 +178,13 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 		sqlite3_bind_double(st, 11, plan->deadline_s);
 	sqlite3_bind_double(st, 12, plan->work_s);
 	sqlite3_bind_text(st, 13, cand, -1, SQLITE_STATIC);
+	if (k->key) {
+		sqlite3_bind_text(st, 14, k->key, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 15, k->hash, CTL_DIGEST_LEN, SQLITE_STATIC);
+	}
+	if (sec->sealed)
+		sqlite3_bind_blob(st, 16, sec->sealed, (int)sec->sealed_len,
+				  SQLITE_STATIC);
 	rc = ctl_db_step_done(db, st, e, "insert job");
 	if (rc)
 		goto fail;
@@ -121,6 +212,8 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	struct jobspec js;
 	struct place_plan plan;
 	struct sr_err e = { 0 };
+	struct idem k;
+	struct ctl_secrets sec = { 0 };
 	json_t *root = NULL, *specj = NULL;
 	sqlite3 *db = ctl_req_db(rq);
 	int64_t id = 0;
@@ -130,6 +223,8 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 
 	jobspec_init(&js);
 	memset(&plan, 0, sizeof plan);
+	if (idem_read(rq, body, len, &k, rs))
+		return 0;
 	rc = api_parse_job_create(body, len, &root, &b, &e);
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
@@ -152,9 +247,31 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = internal(rs, &e, -ENOMEM);
 		goto out;
 	}
-	rc = job_insert(c, db, &b, &js, specj, &plan, &id, &e);
+	/* secret values never reach the database in clear */
+	rc = ctl_secrets_split(&js, b.spec_yaml, b.spec_len, specj, b.envs,
+			       c->secrets_key, &sec, &e);
+	if (rc) {
+		if (rc == -EINVAL)
+			ctl_resp_error(rs, 400, "%s: %s", b.spec_name,
+				       sr_err_str(&e, rc));
+		else
+			internal(rs, &e, rc);
+		goto out;
+	}
+	rc = job_insert(c, db, &b, &js, specj, &plan, &k, &sec, &id, &e);
+	if (rc == -SR_ECONFLICT) {
+		ctl_resp_error(rs, 409, "%s", sr_err_str(&e, rc));
+		goto out;
+	}
 	if (rc) {
 		internal(rs, &e, rc);
+		goto out;
+	}
+	if (k.replayed) {
+		/* a retry of a request already applied: the same job */
+		sr_info("api", "job create replayed", "job=%" PRId64, id);
+		rc = ctl_resp_json(rs, 200, json_pack("{s:o}", "job",
+						      ctl__job_json(c, db, id, true)));
 		goto out;
 	}
 	sr_info("api", "job created", "job=%" PRId64 " name=%s nodes=%d", id,
@@ -163,6 +280,7 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = ctl_resp_json(rs, 201, json_pack("{s:o}", "job",
 					      ctl__job_json(c, db, id, true)));
 out:
+	ctl_secrets_clear(&sec);
 	json_decref(specj);
 	json_decref(root);
 	jobspec_free(&js);

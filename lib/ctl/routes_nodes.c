@@ -25,7 +25,11 @@
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
+#include "ctl/secrets.h"
 #include "ctl/jobsm.h"
+#include "ctl/place.h"
+#include "ctl/recon_int.h"
+#include "ctl/workest.h"
 #include "finops/ledger.h"
 
 struct nodeinfo {
@@ -125,6 +129,34 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 	return 0;
 }
 
+/* The job's checkpoint URI (spotrun.checkpoint.uri) into uri, or "". */
+static void ckpt_uri_of(sqlite3 *db, int64_t job, char *uri, size_t un)
+{
+	sqlite3_stmt *st = NULL;
+
+	uri[0] = '\0';
+	if (sqlite3_prepare_v2(db, "SELECT spec_json FROM jobs WHERE id=?", -1,
+			       &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, job);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *spec = json_loads(ctl_db_text(st, 0), 0, NULL);
+		json_t *u = json_object_get(json_object_get(json_object_get(
+			spec, "spotrun"), "checkpoint"), "uri");
+
+		if (json_is_string(u))
+			snprintf(uri, un, "%s", json_string_value(u));
+		json_decref(spec);
+	}
+	sqlite3_finalize(st);
+}
+
+/* NULL (key left out by json_pack's "o*") when there is no URI. */
+static json_t *uri_json(const char *uri)
+{
+	return uri[0] ? json_string(uri) : NULL;
+}
+
 /* What a SkyPilot-style job adds to a node's assignment: its secrets (as
  * envs), file_mounts, whether workdir: is to be copied to the node, and
  * the GPUs per node (the first accelerators choice). */
@@ -156,8 +188,9 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 	x->gpus = colon ? atoi(colon + 1) : 0;
 }
 
-static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
-		       char *workdir, size_t wn, struct sky_extra *x)
+static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
+		       json_t **setup, json_t **run, char *workdir, size_t wn,
+		       struct sky_extra *x)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *envs = json_object();
@@ -165,8 +198,8 @@ static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (sqlite3_prepare_v2(db, "SELECT spec_json, envs, workdir FROM jobs "
-			       "WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT spec_json, envs, workdir, secrets_enc "
+			       "FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
 		return envs;
 	sqlite3_bind_int64(st, 1, job);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -190,6 +223,20 @@ static json_t *envs_of(sqlite3 *db, int64_t job, json_t **setup, json_t **run,
 		}
 		if (json_is_object(over))
 			json_object_update(envs, over);
+		if (sqlite3_column_type(st, 3) == SQLITE_BLOB) {
+			/* the job's secrets, sealed at submit (secrets.h) */
+			json_t *sec = ctl_secrets_open(sqlite3_column_blob(st, 3),
+					(size_t)sqlite3_column_bytes(st, 3),
+					c->secrets_key);
+
+			if (sec)
+				json_object_update(envs, sec);
+			else
+				sr_error("api", "cannot open the job's sealed "
+					 "secrets (secrets.key replaced?)",
+					 "job=%" PRId64, job);
+			json_decref(sec);
+		}
 		snprintf(workdir, wn, "%s", ctl_db_text(st, 2));
 		json_decref(spec);
 		json_decref(over);
@@ -210,7 +257,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	sqlite3_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
 	struct sky_extra sky = { NULL, 0, 0 };
-	char ckpt[2400], nodedir[2400], workdir[1100];
+	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100];
 	int64_t now = sr_time_real_ns();
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
@@ -222,8 +269,16 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
 	json_decref(root);
-	snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt", c->state_dir, n.job);
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
+	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
+	 * own disk, deleted with the node; without one, nodes share the
+	 * control plane's directory */
+	ckpt_uri_of(db, n.job, uri, sizeof uri);
+	if (uri[0])
+		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
+	else
+		snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt",
+			 c->state_dir, n.job);
 	rc = sr_fs_mkdir_p(ckpt, 0700);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
@@ -250,11 +305,12 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	ctl__wake(c);
 	node_load(db, n.id, &n);
 	sky.mounts = json_object();
-	envs = envs_of(db, n.job, &setup, &run, workdir, sizeof workdir, &sky);
+	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
+		       sizeof workdir, &sky);
 	dir = json_string(workdir[0] ? workdir : nodedir);
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -266,7 +322,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(&n), "file_mounts", sky.mounts,
-		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus));
+		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
+		"ckpt_uri", uri_json(uri)));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */
@@ -354,6 +411,18 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = ctl_db_step_done(db, st, &e, "progress");
 		}
 		sqlite3_finalize(st);
+		if (!rc && b.step >= 0)
+			rc = workest_report(db, n.job, b.attempt, b.step, now,
+					    rq->ctl->cfg.time_scale, (int64_t)(
+					    PLACE_GAP_S * 1e9 / rq->ctl->cfg.time_scale),
+					    &e);
+		/* The first report of a later attempt names the checkpoint it
+		 * restored: count the work the last preemption lost. */
+		if (!rc && (b.step >= 0 || b.ckpt_step >= 0))
+			rc = recon__lost_settle(rq->ctl, db, n.job, b.attempt,
+						b.ckpt_step >= 0 && (b.step < 0 ||
+						b.ckpt_step < b.step) ?
+						b.ckpt_step : b.step, now, &e);
 	}
 	rc = ctl_db_end(db, rc, &e);
 	if (rc)
@@ -554,6 +623,21 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = api_parse_report(body, len, &root, &b, &e);
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
+	for (i = 0; i < b.n; i++) {
+		/* an exit is for an attempt this node was told to run: never
+		 * past the job's current one (issue 10: attempt 999) */
+		if (b.ev[i].type == EV_EXIT &&
+		    (b.ev[i].attempt == 0 || b.ev[i].attempt > n.attempt)) {
+			rc = ctl_resp_error(rs, 400, "request body: events[%zu]: "
+					    "exit for attempt %" PRId64 ", but "
+					    "job %" PRId64 " is at attempt %"
+					    PRId64, i, b.ev[i].attempt, n.job,
+					    n.attempt);
+			api_report_free(&b);
+			json_decref(root);
+			return rc;
+		}
+	}
 	rc = ctl_db_begin(db, &e);
 	for (i = 0; !rc && i < b.n; i++) {
 		rc = apply_event(c, db, &n, &b.ev[i], now, &e);

@@ -17,9 +17,11 @@
 
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
@@ -28,7 +30,24 @@ struct conn {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool started;       /* the header call (1) has been seen */
+	size_t query_len;   /* bytes after '?' in the raw request target */
 };
+
+/* MHD's URI log hook runs first, with the raw request target, and its
+ * return value becomes the connection's con_cls: the only place that
+ * sees the query string's length (the access callback gets the path). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct conn *cn = calloc(1, sizeof *cn);
+	const char *q = uri ? strchr(uri, '?') : NULL;
+
+	(void)cls;
+	(void)mc;
+	if (cn && q)
+		cn->query_len = strlen(q + 1);
+	return cn;
+}
 
 const char *ctl__req_header(const struct ctl_req *rq, const char *name)
 {
@@ -93,16 +112,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 
 	(void)version;
 	if (!cn) {
-		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
-				MHD_HTTP_HEADER_CONTENT_LENGTH);
-
 		cn = calloc(1, sizeof *cn);
 		if (!cn)
 			return MHD_NO;
 		*con_cls = cn;
+	}
+	if (!cn->started) {
+		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+				MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+		cn->started = true;
 		if (strlen(url) > CTL_PATH_MAX)
 			return send_error(mc, 400,
 					  "request path longer than 1024 bytes");
+		if (cn->query_len > CTL_QUERY_MAX)
+			return send_error(mc, 400, "query string longer than "
+					  "1024 bytes");
 		if (cl && strtoull(cl, NULL, 10) > CTL_BODY_MAX) {
 			cn->too_big = true;
 			return send_error(mc, 413, "request body over 1048576 bytes");
@@ -175,6 +200,41 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	}
 }
 
+/* Load the TLS certificate and key named in the config (PEM text, owned
+ * by c until ctl__http_stop).  The key file must not be readable by
+ * others. */
+static int tls_load(struct ctl *c, struct sr_err *e)
+{
+	struct stat sb;
+	int rc;
+
+	if (!c->cfg.tls_cert && !c->cfg.tls_key)
+		return 0;
+	if (!c->cfg.tls_cert || !c->cfg.tls_key)
+		return sr_err_set(e, -EINVAL, "--tls-cert and --tls-key go "
+				  "together");
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return sr_err_set(e, -SR_EUNSUPPORTED, "--tls-cert: this "
+				  "libmicrohttpd has no TLS support");
+	if (stat(c->cfg.tls_key, &sb) == 0 && (sb.st_mode & 077))
+		return sr_err_set(e, -EACCES, "--tls-key %s: mode %03o lets "
+				  "other users read the private key; chmod 600 "
+				  "it", c->cfg.tls_key, sb.st_mode & 0777);
+	rc = sr_fs_read_file(c->cfg.tls_cert, 1 << 20, &c->tls_cert_pem, NULL, e);
+	if (!rc)
+		rc = sr_fs_read_file(c->cfg.tls_key, 1 << 20, &c->tls_key_pem,
+				     NULL, e);
+	if (rc)
+		sr_err_prefix(e, "TLS");
+	return rc;
+}
+
+/* 127.0.0.0/8: reachable only from this host. */
+static bool loopback(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
 /* Bind and listen here rather than in libmicrohttpd, so a busy port is
  * reported with its number and errno ("127.0.0.1:7077: Address already
  * in use") instead of MHD's "Failed to bind to port 0".  Returns the fd
@@ -203,6 +263,13 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *di;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[3] = {
+		{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	int rc;
 	int fd;
 
 	memset(&sa, 0, sizeof sa);
@@ -211,27 +278,58 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
 		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
 				  "address", c->cfg.listen_host);
+	rc = tls_load(c, e);
+	if (rc)
+		return rc;
+	if (!loopback(&sa.sin_addr) && !c->tls_cert_pem) {
+		if (!c->cfg.insecure_listen)
+			return sr_err_set(e, -EACCES, "--listen %s: other hosts "
+					  "could reach the API, and every token "
+					  "would cross the network in clear; give "
+					  "--tls-cert and --tls-key (or, on a "
+					  "trusted network only, --insecure-listen)",
+					  c->cfg.listen_host);
+		sr_warn("ctl", "INSECURE: the API listens on a non-loopback "
+			"address without TLS; bearer tokens and job secrets "
+			"cross the network in clear", "listen=%s",
+			c->cfg.listen_host);
+	}
+	if (c->tls_cert_pem) {
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0,
+						  c->tls_cert_pem };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0,
+						  c->tls_key_pem };
+	}
 	fd = listen_fd(c, &sa, e);
 	if (fd < 0)
 		return fd;
 	c->httpd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, on_request, c,
+		flags, 0, NULL, NULL, on_request, c,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, c,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
 		MHD_OPTION_END);
 	if (!c->httpd) {
 		close(fd);
-		return sr_err_set(e, -EIO, "cannot start the HTTP server on %s:%d",
-				  c->cfg.listen_host, c->cfg.listen_port);
+		return sr_err_set(e, -EIO, "cannot start the HTTP server on %s:%d%s",
+				  c->cfg.listen_host, c->cfg.listen_port,
+				  c->tls_cert_pem ? " (a bad TLS certificate or key?)"
+						  : "");
 	}
 	di = MHD_get_daemon_info(c->httpd, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = di ? di->port : c->cfg.listen_port;
-	snprintf(c->url, sizeof c->url, "http://%s:%d", c->cfg.listen_host, c->port);
+	/* agents and the CLI on this host reach a wildcard bind on loopback */
+	snprintf(c->url, sizeof c->url, "%s://%s:%d",
+		 c->tls_cert_pem ? "https" : "http",
+		 sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "127.0.0.1"
+							 : c->cfg.listen_host,
+		 c->port);
 	return 0;
 }
 
@@ -241,4 +339,10 @@ void ctl__http_stop(struct ctl *c)
 		MHD_stop_daemon(c->httpd);
 		c->httpd = NULL;
 	}
+	free(c->tls_cert_pem);
+	if (c->tls_key_pem) {
+		explicit_bzero(c->tls_key_pem, strlen(c->tls_key_pem));
+		free(c->tls_key_pem);
+	}
+	c->tls_cert_pem = c->tls_key_pem = NULL;
 }

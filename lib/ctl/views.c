@@ -121,7 +121,8 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		" preemptions, moves, recoveries, exit_code, step, total_steps,"
 		" ckpt_step, placement, message, sim_start_s, deadline_s,"
 		" spec_json, cost_micros, spec_name, workdir, list_cost_micros,"
-		" reserved_cost_micros, reserved_unknown, step_ns FROM jobs WHERE id=?";
+		" reserved_cost_micros, reserved_unknown, step_ns, work_s,"
+		" est_work_s FROM jobs WHERE id=?";
 	sqlite3_stmt *st = NULL;
 	json_t *j = NULL, *spec, *pl;
 	double sim_now = ctl__sim_now(c), elapsed;
@@ -200,6 +201,12 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		json_object_set_new(j, "sim_step_s", sqlite3_column_type(st, 29) ==
 				    SQLITE_NULL ? json_null() : json_real(
 				    sqlite3_column_double(st, 29) / 1e9 * c->cfg.time_scale));
+	if (j) { /* declared work and the bounded estimate (workest.h) */
+		double w = sqlite3_column_double(st, 30), est = sqlite3_column_double(st, 31);
+
+		json_object_set_new(j, "sim_work_s", json_real(w));
+		json_object_set_new(j, "sim_work_estimate_s", json_real(est > 0 ? est : w));
+	}
 	if (j && with_nodes) {
 		json_t *n = nodes_of(db, id);
 

@@ -9,6 +9,8 @@
 #include "common/fsutil.h"
 #include "common/http.h"
 #include "common/json.h"
+#include "common/random.h"
+#include "common/timeutil.h"
 #include "ctlclient/ctlclient.h"
 
 #define TOKEN_MIN 16
@@ -16,6 +18,7 @@
 
 struct ctlc {
 	char *url;
+	char *ca_file; /* $SPOTRUN_CA_CERT: trust anchor for https, or NULL */
 	char *auth; /* "Authorization: Bearer <token>" */
 	struct ctlc_opts o;
 };
@@ -34,6 +37,13 @@ struct ctlc *ctlc_create(const char *url, const char *token,
 		c->auth = NULL;
 		ctlc_destroy(c);
 		return NULL;
+	}
+	if (getenv("SPOTRUN_CA_CERT") && *getenv("SPOTRUN_CA_CERT")) {
+		c->ca_file = strdup(getenv("SPOTRUN_CA_CERT"));
+		if (!c->ca_file) {
+			ctlc_destroy(c);
+			return NULL;
+		}
 	}
 	n = strlen(c->url);
 	while (n > 0 && c->url[n - 1] == '/')
@@ -54,6 +64,7 @@ void ctlc_destroy(struct ctlc *c)
 	if (!c)
 		return;
 	free(c->url);
+	free(c->ca_file);
 	if (c->auth) {
 		explicit_bzero(c->auth, strlen(c->auth));
 		free(c->auth);
@@ -106,14 +117,22 @@ static int reply_error(const struct sr_http_resp *r, const char *method,
 	return rc;
 }
 
+int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1])
+{
+	return sr_random_hex(out, CTLC_IDEM_KEY_LEN / 2);
+}
+
 int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	     json_t *body, json_t **reply, long *status, struct sr_err *e)
 {
-	const char *hdr[] = { c->auth, "Accept: application/json", NULL, NULL };
+	const char *hdr[] = { c->auth, "Accept: application/json", NULL, NULL,
+			      NULL };
+	char idem[sizeof "Idempotency-Key: " + CTLC_IDEM_KEY_LEN];
 	struct sr_http_opts o;
 	struct sr_http_resp r;
 	char *url = NULL, *text = NULL;
 	json_t *j = NULL;
+	size_t nh = 2;
 	int rc;
 
 	if (reply)
@@ -121,6 +140,20 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	if (status)
 		*status = 0;
 	memset(&r, 0, sizeof r);
+	if (!sr_http_method_idempotent(method)) {
+		/* one key for every attempt of this call: a retry of a
+		 * request the daemon already applied returns its result */
+		char key[CTLC_IDEM_KEY_LEN + 1];
+
+		rc = ctlc_idem_key(key);
+		if (rc < 0) {
+			rc = sr_err_set(e, rc, "idempotency key: %s",
+					sr_strerror(rc));
+			goto out;
+		}
+		snprintf(idem, sizeof idem, "Idempotency-Key: %s", key);
+		hdr[nh++] = idem;
+	}
 	if (asprintf(&url, "%s%s", c->url, path) < 0) {
 		url = NULL;
 		rc = -ENOMEM;
@@ -132,11 +165,12 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 			rc = -ENOMEM;
 			goto out;
 		}
-		hdr[2] = "Content-Type: application/json";
+		hdr[nh++] = "Content-Type: application/json";
 	}
 	sr_http_opts_default(&o);
 	o.timeout_ms = c->o.timeout_ms;
 	o.max_retries = c->o.max_retries;
+	o.ca_file = c->ca_file;
 	rc = sr_http_request(method, url, hdr, text, text ? strlen(text) : 0,
 			     &o, &r, e);
 	if (rc < 0) {
@@ -299,9 +333,31 @@ int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e)
 	return rc;
 }
 
+/* $SPOTRUN_API_TIMEOUT (a duration: "10s", "500ms") sets the per-request
+ * timeout of the CLI's client. */
+static int cli_opts(struct ctlc_opts *co, struct sr_err *e)
+{
+	const char *v = env_nonempty("SPOTRUN_API_TIMEOUT");
+	int64_t ns = 0;
+
+	co->timeout_ms = 0;
+	co->max_retries = -1;
+	if (!v)
+		return 0;
+	if (sr_dur_parse(v, &ns, e) < 0 || ns < 1000000 ||
+	    ns > INT64_C(3600) * 1000000000) {
+		sr_err_clear(e);
+		return sr_err_set(e, -EINVAL, "$SPOTRUN_API_TIMEOUT: '%s' is "
+				  "not a duration from 1ms to 1h", v);
+	}
+	co->timeout_ms = (long)(ns / 1000000);
+	return 0;
+}
+
 int ctlc_open_cli(const char *api, const char *state_dir,
 			struct ctlc **out, struct sr_err *e)
 {
+	struct ctlc_opts co;
 	char *dir = NULL, *url = NULL, *tok = NULL;
 	struct sr_err de = { 0 };
 	int rc;
@@ -320,7 +376,10 @@ int ctlc_open_cli(const char *api, const char *state_dir,
 	rc = ctlc_admin_token(dir, &tok, e);
 	if (rc < 0)
 		goto out;
-	*out = ctlc_create(url, tok, NULL);
+	rc = cli_opts(&co, e);
+	if (rc < 0)
+		goto out;
+	*out = ctlc_create(url, tok, &co);
 	rc = *out ? 0 : -ENOMEM;
 out:
 	if (tok) {

@@ -3,7 +3,10 @@
  * by the `spotrun` CLI (admin token) and by spotrun-agent (node token).
  *
  * Every call sends `Authorization: Bearer <token>`, a JSON body when one
- * is given, and returns the parsed JSON reply.  Errors come back as one
+ * is given, and returns the parsed JSON reply.  A call with a method that
+ * is not idempotent (POST, PATCH) carries a fresh random
+ * `Idempotency-Key`, the same on each retry, so a request that reached a
+ * stalled daemon is applied once however often it is retried.  Errors come back as one
  * clear message:
  *   - the daemon cannot be reached: "cannot reach spotrund at URL: ...
  *     (is it running?  start it with 'spotrun daemon start')";
@@ -12,6 +15,9 @@
  *
  *   400 -> -EINVAL   401/403 -> -EACCES   404 -> -SR_ENOTFOUND
  *   409 -> -SR_ECONFLICT   413 -> -E2BIG   other -> -SR_EHTTP
+ *
+ * An https URL is verified against the system CAs, or against the PEM
+ * file named by $SPOTRUN_CA_CERT (a self-signed spotrund certificate).
  *
  * Prefix ctlc_ (the daemon library owns ctl_).  Thread-safe: a client is
  * immutable after creation.
@@ -26,6 +32,12 @@
 #define CTLC_DEFAULT_URL "http://127.0.0.1:7077"
 
 struct ctlc;
+
+#define CTLC_IDEM_KEY_LEN 32 /* hex characters */
+
+/* A fresh random Idempotency-Key (CTLC_IDEM_KEY_LEN hex characters and a
+ * NUL).  Returns 0 or -errno from getrandom(). */
+int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1]);
 
 struct ctlc_opts {
 	long timeout_ms;   /* per request; default 10000 */
@@ -70,7 +82,8 @@ int ctlc_admin_token(const char *state_dir, char **out, struct sr_err *e);
 int ctlc_read_token_file(const char *path, char **out, struct sr_err *e);
 
 /* Create a CLI client: state dir + URL + admin token, as above.  `api`
- * and `state_dir` are the command-line flags (may be NULL). */
+ * and `state_dir` are the command-line flags (may be NULL).
+ * $SPOTRUN_API_TIMEOUT (a duration) overrides the per-request timeout. */
 int ctlc_open_cli(const char *api, const char *state_dir,
 			struct ctlc **out, struct sr_err *e);
 

@@ -214,7 +214,10 @@ int finops_alert_config_save(const char *path, json_t *j, struct sr_err *e)
 
 static void usd(char *buf, size_t n, sr_micros m)
 {
-	snprintf(buf, n, "$%.2f", sr_money_to_usd(m));
+	if (m < 0)
+		snprintf(buf, n, "-$%.2f", sr_money_to_usd(-m));
+	else
+		snprintf(buf, n, "$%.2f", sr_money_to_usd(m));
 }
 
 static json_t *mrkdwn(const char *text)
@@ -234,7 +237,9 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 	usd(amount, sizeof amount, a->cost);
 	snprintf(fields[0], sizeof fields[0], "*Cost so far*\n%s", amount);
 	usd(amount, sizeof amount, a->saved);
-	snprintf(fields[1], sizeof fields[1], "*Saved vs on-demand*\n%s", amount);
+	/* Slack text has no colour: a negative saving gets a red marker */
+	snprintf(fields[1], sizeof fields[1], "*Saved vs planned on-demand*\n%s%s",
+		 a->saved < 0 ? ":red_circle: " : "", amount);
 	snprintf(ctx, sizeof ctx, "spotrun %s · severity %s · %s", kind,
 		 sev_names[a->severity], a->source);
 	return json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:o},"
@@ -279,15 +284,18 @@ static int post_json(const struct finops_alert_config *c, const char *url,
 {
 	static const char *const hdrs[] = { "Content-Type: application/json", NULL };
 	struct sr_http_resp resp;
+	struct sr_http_opts ho = c->http;
 	struct sr_err he;
 	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	int rc;
 
+	/* an alert sent twice beats one lost: retry the POST on 5xx too */
+	ho.retry_unsafe = 1;
 	json_decref(body);
 	if (!text)
 		return sr_err_set(e, -ENOMEM, "%s: out of memory", channel);
 	sr_err_clear(&he);
-	rc = sr_http_request("POST", url, hdrs, text, strlen(text), &c->http,
+	rc = sr_http_request("POST", url, hdrs, text, strlen(text), &ho,
 			     &resp, &he);
 	free(text);
 	if (rc) {

@@ -12,8 +12,11 @@
  * ChargeCategory         "Usage"
  * ChargeClass            NULL (we never restate a closed period)
  * ChargeDescription      "<type> (<n>x <gpu>) <PricingCategory> in <zone>"
- * ChargePeriodStart      start_ns rounded down to the second
- * ChargePeriodEnd        end_ns rounded up to the second (exclusive)
+ * ChargePeriodStart      start_ns rounded down to the second, and never
+ *                        before the previous period of the same node ends
+ * ChargePeriodEnd        end_ns rounded down to the second (exclusive),
+ *                        at least one second after the start: the periods
+ *                        of one resource (node) never overlap
  * ContractedCost         = ListCost: no negotiated discounts exist, so the
  *                        contracted rate is the list rate
  * EffectiveCost          cost (no amortised purchases)
@@ -194,8 +197,36 @@ enum { C_PROVIDER, C_REGION, C_ZONE, C_TYPE, C_ACCEL, C_GPUS, C_PRICING,
        C_PRICE, C_LIST_PRICE, C_RES_PRICE, C_JOB, C_NODE, C_BUSY, C_UTIL,
        C_START, C_END, C_BILLED, C_COST, C_LIST_COST, C_RES_COST };
 
+/* Where the last ChargePeriod of each node ended (the export's own
+ * memory, so rounding to whole seconds cannot make two periods of one
+ * resource overlap). */
+struct node_ends {
+	int64_t (*v)[2]; /* node id, end ns */
+	size_t n, cap;
+};
+
+static int64_t *node_end_slot(struct node_ends *t, int64_t node)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i][0] == node)
+			return &t->v[i][1];
+	}
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 32;
+		int64_t (*nv)[2] = realloc(t->v, nc * sizeof *nv);
+
+		if (!nv)
+			return NULL;
+		t->v = nv;
+		t->cap = nc;
+	}
+	t->v[t->n][0] = node;
+	t->v[t->n][1] = INT64_MIN;
+	return &t->v[t->n++][1];
+}
+
 static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
-		     FILE *out)
+		     struct node_ends *ends, FILE *out)
 {
 	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
 	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
@@ -217,10 +248,21 @@ static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
 	provider_lookup(provider, &display, &service);
 	if (!cat)
 		cat = "Other";
-	month_bounds(start, &m0, &m1);
+	int64_t *last = node_end_slot(ends, sqlite3_column_int64(st, C_NODE));
+
+	if (!last)
+		return -ENOMEM;
+	/* Whole seconds, both ends rounded the same way (a boundary shared
+	 * by two consecutive rows maps to one instant), and no earlier than
+	 * this node's previous period ended. */
 	start -= start % SR_NS_PER_SEC;
-	if (end % SR_NS_PER_SEC)
-		end += SR_NS_PER_SEC - end % SR_NS_PER_SEC;
+	end -= end % SR_NS_PER_SEC;
+	if (start < *last)
+		start = *last;
+	if (end < start + SR_NS_PER_SEC)
+		end = start + SR_NS_PER_SEC;
+	*last = end;
+	month_bounds(start, &m0, &m1);
 	rc |= fmt_time(m0, bps, sizeof bps);
 	rc |= fmt_time(m1, bpe, sizeof bpe);
 	rc |= fmt_time(start, cps, sizeof cps);
@@ -296,6 +338,7 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 	struct finops_focus_opts def = { "spotrun", "spotrun" };
+	struct node_ends ends = { 0 };
 	sqlite3_stmt *st = NULL;
 	size_t n = 0;
 	int rc, src;
@@ -315,10 +358,10 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		put_field(out, finops_focus_columns[i], i == 0);
 	fputs("\r\n", out);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		rc = write_row(st, &def, out);
+		rc = write_row(st, &def, &ends, out);
 		if (rc) {
-			sr_err_set(e, rc, "FOCUS export: row %zu: value too long",
-				   n + 1);
+			sr_err_set(e, rc, "FOCUS export: row %zu: %s", n + 1,
+				   rc == -ENOMEM ? "out of memory" : "value too long");
 			goto out;
 		}
 		n++;
@@ -333,6 +376,7 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		*nrows = n;
 out:
 	sqlite3_finalize(st);
+	free(ends.v);
 	return rc;
 }
 

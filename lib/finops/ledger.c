@@ -23,7 +23,13 @@
  *   - a row never crosses a UTC month boundary (FOCUS billing periods are
  *     calendar months): ledger_append splits such an interval.
  *
- * Schema history: version 1 = the tables above.
+ *   ledger_plan(job_id, at_ns, provider, region, zone, instance_type,
+ *          work_ns, nodes, od_price, planned_cost)
+ *          one row per job: what running its declared work on on-demand
+ *          would cost (the baseline of honest savings, report.h)
+ *
+ * Schema history: version 1 = ledger and ledger_event; version 2 adds
+ * ledger_plan.
  */
 #include <string.h>
 #include <strings.h>
@@ -35,7 +41,7 @@
 #include "dbutil.h"
 #include "ledger.h"
 
-#define LEDGER_SCHEMA_VERSION 1
+#define LEDGER_SCHEMA_VERSION 2
 
 static const char *const schema_v1[] = {
 	"CREATE TABLE IF NOT EXISTS ledger ("
@@ -91,6 +97,28 @@ static const char *const schema_v1[] = {
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
 	"CREATE TRIGGER IF NOT EXISTS ledger_event_no_delete"
 	" BEFORE DELETE ON ledger_event"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
+	NULL,
+};
+
+static const char *const schema_v2[] = {
+	"CREATE TABLE IF NOT EXISTS ledger_plan ("
+	" job_id INTEGER PRIMARY KEY CHECK (job_id > 0),"
+	" at_ns INTEGER NOT NULL,"
+	" provider TEXT,"
+	" region TEXT,"
+	" zone TEXT,"
+	" instance_type TEXT,"
+	" work_ns INTEGER NOT NULL CHECK (work_ns >= 0),"
+	" nodes INTEGER NOT NULL CHECK (nodes > 0),"
+	" od_price INTEGER NOT NULL CHECK (od_price >= 0),"
+	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
+	") STRICT",
+	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_update"
+	" BEFORE UPDATE ON ledger_plan"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
+	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_delete"
+	" BEFORE DELETE ON ledger_plan"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
 	NULL,
 };
@@ -180,6 +208,8 @@ int ledger_migrate(sqlite3 *db, struct sr_err *e)
 	if (version == LEDGER_SCHEMA_VERSION)
 		return 0;
 	rc = exec_all(db, schema_v1, e);
+	if (!rc)
+		rc = exec_all(db, schema_v2, e);
 	if (rc)
 		return rc;
 	snprintf(sql, sizeof sql,
@@ -402,4 +432,42 @@ int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 				    "ledger_event_append");
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
+		       sr_micros *out_cost, struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	sr_micros cost;
+	int rc, src;
+
+	if (p->job_id <= 0)
+		return sr_err_set(e, -EINVAL, "ledger plan: job_id: must be > 0");
+	if (p->work_ns < 0 || p->nodes <= 0 || p->od_price < 0)
+		return sr_err_set(e, -EINVAL, "ledger plan: job %lld: work, nodes "
+				  "and price must be positive", (long long)p->job_id);
+	cost = sr_money_cost(p->od_price * p->nodes, p->work_ns);
+	rc = finops__prepare(db, "INSERT OR IGNORE INTO ledger_plan(job_id, at_ns,"
+			     " provider, region, zone, instance_type, work_ns,"
+			     " nodes, od_price, planned_cost)"
+			     " VALUES (?,?,?,?,?,?,?,?,?,?)", &st, e);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, p->job_id);
+	sqlite3_bind_int64(st, 2, p->at_ns);
+	sqlite3_bind_text(st, 3, p->provider, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, p->region, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, p->zone, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, p->instance_type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, p->work_ns);
+	sqlite3_bind_int64(st, 8, p->nodes);
+	sqlite3_bind_int64(st, 9, p->od_price);
+	sqlite3_bind_int64(st, 10, cost);
+	src = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (src != SQLITE_DONE)
+		return finops__db_err(db, src, e, "ledger_plan_record");
+	if (out_cost)
+		*out_cost = cost;
+	return 0;
 }

@@ -117,4 +117,23 @@ struct ledger_event {
 int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 			struct sr_err *e);
 
+/* The job's plan: what its declared work would cost on on-demand
+ * (od_price x nodes for work_ns), recorded once per job (a second record
+ * for the same job is ignored) at its first placement. */
+struct ledger_plan {
+	int64_t job_id;           /* > 0 */
+	int64_t at_ns;            /* when planned, Unix epoch ns */
+	const char *provider;     /* the on-demand offering priced; may be NULL */
+	const char *region;
+	const char *zone;
+	const char *instance_type;
+	int64_t work_ns;          /* declared work (time-scaled, like billed_ns) */
+	int64_t nodes;            /* > 0 */
+	sr_micros od_price;       /* on-demand $/h of one node */
+};
+
+/* Record a plan; *out_cost (may be NULL) gets its planned cost. */
+int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
+		       sr_micros *out_cost, struct sr_err *e);
+
 #endif

@@ -244,6 +244,64 @@ out:
 	return rc;
 }
 
+static int query_plans(sqlite3 *db, const struct finops_filter *f,
+		       enum finops_by by, struct finops_report *r, size_t *cap,
+		       struct sr_err *e)
+{
+	char sql[1024];
+	sqlite3_stmt *st = NULL;
+	size_t nsorted = r->ngroups;
+	int rc, src;
+
+	/* A ledger from before version 2 (opened read-only, not migrated)
+	 * has no plans: the report simply has none. */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type="
+			       "'table' AND name='ledger_plan'", -1, &st,
+			       NULL) != SQLITE_OK)
+		return finops__db_err(db, SQLITE_ERROR, e, "finops report: plans");
+	src = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (src != SQLITE_ROW)
+		return 0;
+	snprintf(sql, sizeof sql,
+		 "SELECT %s, count(*), sum(planned_cost) FROM ledger_plan"
+		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", key_sql(by, 1));
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	if (r->ngroups > 1)
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct finops_group probe, *g;
+
+		snprintf(probe.key, sizeof probe.key, "%s", finops__col_text(st, 0));
+		g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
+				      cmp_group) : NULL;
+		if (!g)
+			g = add_group(r, cap, probe.key);
+		if (!g) {
+			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
+			goto out;
+		}
+		g->t.plans = sqlite3_column_int64(st, 1);
+		g->t.planned_od_cost = sqlite3_column_int64(st, 2);
+	}
+	if (src != SQLITE_DONE)
+		rc = finops__db_err(db, src, e, "finops report: plans");
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The figures derived from the others, once every query is in. */
+static void totals_derive(struct finops_totals *t)
+{
+	t->savings_vs_plan = t->plans > 0 ? t->planned_od_cost - t->cost : 0;
+	t->waste_cost = t->lost_work_cost + t->idle_cost;
+}
+
 static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 {
 	a->rows += b->rows;
@@ -265,6 +323,8 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->downtime_ns += b->downtime_ns;
 	a->ckpt_stalls += b->ckpt_stalls;
 	a->ckpt_stall_ns += b->ckpt_stall_ns;
+	a->plans += b->plans;
+	a->planned_od_cost += b->planned_od_cost;
 }
 
 int finops_report_build(sqlite3 *db, const struct finops_filter *f,
@@ -282,6 +342,8 @@ int finops_report_build(sqlite3 *db, const struct finops_filter *f,
 	rc = query_rows(db, f, by, out, &cap, e);
 	if (!rc)
 		rc = query_events(db, f, by, out, &cap, e);
+	if (!rc)
+		rc = query_plans(db, f, by, out, &cap, e);
 	if (rc) {
 		finops_report_free(out);
 		out->by = by;
@@ -289,8 +351,11 @@ int finops_report_build(sqlite3 *db, const struct finops_filter *f,
 	}
 	if (out->ngroups > 1)
 		qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
-	for (size_t i = 0; i < out->ngroups; i++)
+	for (size_t i = 0; i < out->ngroups; i++) {
+		totals_derive(&out->groups[i].t);
 		totals_add(&out->total, &out->groups[i].t);
+	}
+	totals_derive(&out->total);
 	return 0;
 }
 
@@ -349,6 +414,18 @@ json_t *finops_totals_json(const struct finops_totals *t)
 		rc |= json_object_set_new(o, "savings_vs_reserved_micros", json_null());
 	}
 	rc |= json_object_set_new(o, "reserved_rows", json_integer(t->reserved_rows));
+	rc |= json_object_set_new(o, "plans", json_integer(t->plans));
+	if (t->plans > 0 && t->planned_od_cost > 0) {
+		rc |= set_money(o, "planned_od_cost", t->planned_od_cost);
+		rc |= set_money(o, "savings_vs_plan", t->savings_vs_plan);
+		rc |= json_object_set_new(o, "savings_vs_plan_fraction",
+			json_real((double)t->savings_vs_plan /
+				  (double)t->planned_od_cost));
+	} else {
+		rc |= json_object_set_new(o, "planned_od_cost_micros", json_null());
+		rc |= json_object_set_new(o, "savings_vs_plan_micros", json_null());
+	}
+	rc |= set_money(o, "waste_cost", t->waste_cost);
 	rc |= set_hours(o, "billed", t->billed_ns);
 	rc |= set_hours(o, "gpu", t->gpu_ns);
 	rc |= set_hours(o, "idle", t->idle_ns);

@@ -12,6 +12,20 @@
  *   reserved_cost   = sum(reserved_cost) over rows with a known reserved price
  *   savings_vs_reserved = reserved_cost - sum(cost) over those same rows
  *   lost_work_cost  = sum(value_cost) of preemption events
+ *   planned_od_cost = sum(planned_cost) of ledger_plan rows (at_ns in the
+ *                     window): each job's declared work x nodes x its
+ *                     on-demand price - what it was planned to cost
+ *                     without spot
+ *   savings_vs_plan = planned_od_cost - cost; the honest saving, negative
+ *                     when the job cost more than all-on-demand would
+ *                     have (only meaningful when plans > 0)
+ *   savings_vs_list is the saving on the node-hours actually used
+ *                     ("vs on-demand for the hours used"): waste adds
+ *                     hours, so it can grow with waste - never the
+ *                     headline
+ *   waste_cost      = lost_work_cost + idle_cost: money spent on work
+ *                     redone after preemptions and moves, and on nodes
+ *                     with no workload running (boot, restore, idle)
  *   idle_*          = rows with busy = 0 (no workload, or utilisation under
  *                     the threshold); idle_gpu_ns = billed_ns * gpus
  * Groups: job = job id ("none" for nodes without a job); cloud = provider;
@@ -73,6 +87,10 @@ struct finops_totals {
 	int64_t downtime_ns;
 	int64_t ckpt_stalls;
 	int64_t ckpt_stall_ns;
+	int64_t plans;                  /* jobs with a recorded plan */
+	sr_micros planned_od_cost;
+	sr_micros savings_vs_plan;      /* meaningful when plans > 0 */
+	sr_micros waste_cost;
 };
 
 struct finops_group {

@@ -20,7 +20,9 @@
 
 #include "catalog_csv.h"
 #include "common/timeutil.h"
+#include "joblimits.h"
 #include "jobspec_int.h"
+#include "objstore/objstore.h"
 
 #define ctx jobspec__ctx
 #define LINE JOBSPEC__LINE
@@ -52,11 +54,14 @@ static int push_raw(struct ctx *c, char ***v, size_t *n, const char *msg)
 	return 0;
 }
 
-static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
-		    const char *path, const char *reason)
+/* Format "file:line: path: reason" and add it to *v. */
+__attribute__((format(printf, 6, 0)))
+static int vpush(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
+		 const char *path, const char *fmt, va_list ap)
 {
-	char msg[600];
+	char reason[400], msg[600];
 
+	vsnprintf(reason, sizeof reason, fmt, ap);
 	if (path[0])
 		snprintf(msg, sizeof msg, "%s:%d: %s: %s", c->name, LINE(nd), path,
 			 reason);
@@ -68,26 +73,24 @@ static int push_msg(struct ctx *c, char ***v, size_t *n, yaml_node_t *nd,
 int jobspec__fail(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	vpush(c, &c->d.errors, &c->d.n_errors, n, path, fmt, ap);
 	va_end(ap);
-	push_msg(c, &c->d.errors, &c->d.n_errors, n, path, reason);
 	return -SR_EPARSE;
 }
 
 int jobspec__note(struct ctx *c, yaml_node_t *n, const char *path,
 		  const char *fmt, ...)
 {
-	char reason[400];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof reason, fmt, ap);
+	rc = vpush(c, &c->d.notes, &c->d.n_notes, n, path, fmt, ap);
 	va_end(ap);
-	return push_msg(c, &c->d.notes, &c->d.n_notes, n, path, reason);
+	return rc;
 }
 
 const char *jobspec__scalar(yaml_node_t *n)
@@ -264,7 +267,7 @@ static int parse_bps(struct ctx *c, yaml_node_t *n, const char *path, double *ou
 }
 
 static const char *const ckpt_keys[] = {
-	"size", "interval", "stall", "restore_bandwidth", NULL
+	"size", "interval", "stall", "restore_bandwidth", "uri", NULL
 };
 
 static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
@@ -286,6 +289,22 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
+	if (!strcmp(k, "uri")) {
+		struct objstore_uri u;
+		struct sr_err ue = { 0 };
+		const char *s;
+		int rc = want_scalar(c, vn, path, &s);
+
+		if (rc)
+			return rc;
+		rc = objstore_uri_parse(s, &u, &ue);
+		objstore_uri_free(&u);
+		if (rc)
+			return fail(c, vn, path, "%s", ue.msg);
+		free(js->ckpt_uri);
+		js->ckpt_uri = strdup(s);
+		return js->ckpt_uri ? 0 : -ENOMEM;
+	}
 	return jobspec__unknown(c, kn, path, k, ckpt_keys, NULL);
 }
 
@@ -358,7 +377,8 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "max_cost"))
 		return want_money(c, vn, path, &js->max_cost);
 	if (!strcmp(k, "max_restarts"))
-		return want_int(c, vn, path, 0, 1000000, &js->max_restarts);
+		return want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
+				&js->max_restarts);
 	if (!strcmp(k, "network")) {
 		rc = want_scalar(c, vn, path, &s);
 		if (!rc && catalog_net_parse(s, &js->network))
@@ -497,7 +517,8 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "name"))
 		return want_str(c, vn, path, &c->js->name);
 	if (!strcmp(k, "num_nodes"))
-		return want_int(c, vn, path, 1, 4096, &c->js->num_nodes);
+		return want_int(c, vn, path, SR_LIMIT_NUM_NODES_MIN,
+				SR_LIMIT_NUM_NODES_MAX, &c->js->num_nodes);
 	if (!strcmp(k, "resources"))
 		return walk_map(c, vn, path, jobspec__res_pair);
 	if (!strcmp(k, "envs"))
@@ -519,6 +540,47 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "spotrun"))
 		return walk_map(c, vn, path, spot_pair);
 	return jobspec__unknown(c, kn, path, k, top_keys, top_hints);
+}
+
+/* Reject a document nested deeper than SR_LIMIT_YAML_DEPTH while reading
+ * it as events, before libyaml builds the tree: deep flow nesting costs
+ * the composer time quadratic in the depth (issue 10: 179 s for 120k
+ * levels), and no job file needs more than a handful.  A syntax error is
+ * left to the loader, which reports it. */
+static int check_depth(const char *buf, size_t len, const char *name,
+		       struct sr_err *e)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, rc = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	for (;;) {
+		yaml_event_type_t t;
+		int line;
+
+		if (!yaml_parser_parse(&p, &ev))
+			break;
+		t = ev.type;
+		line = (int)ev.start_mark.line + 1;
+		yaml_event_delete(&ev);
+		if (t == YAML_STREAM_END_EVENT)
+			break;
+		if (t == YAML_MAPPING_START_EVENT || t == YAML_SEQUENCE_START_EVENT)
+			depth++;
+		else if (t == YAML_MAPPING_END_EVENT || t == YAML_SEQUENCE_END_EVENT)
+			depth--;
+		if (depth > SR_LIMIT_YAML_DEPTH) {
+			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: nested deeper than "
+					"%d levels", name, line,
+					SR_LIMIT_YAML_DEPTH);
+			break;
+		}
+	}
+	yaml_parser_delete(&p);
+	return rc;
 }
 
 void jobspec_diag_free(struct jobspec_diag *d)
@@ -568,6 +630,9 @@ int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
 	c.js = js;
 	if (d)
 		memset(d, 0, sizeof *d);
+	rc = check_depth(buf, len, name, e);
+	if (rc)
+		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);

@@ -144,6 +144,8 @@ struct jobspec {
 	int64_t ckpt_interval_ns;   /* 0: choose the optimal interval */
 	int64_t ckpt_stall_ns;      /* -1: size / JOBSPEC_DEFAULT_STALL_BPS */
 	double restore_bps;         /* bytes per second */
+	char *ckpt_uri;             /* spotrun.checkpoint.uri (tier 3), or NULL:
+				     * nodes share the control plane's dir */
 	int64_t provision_ns, image_pull_ns;
 	sr_micros max_hourly_cost;  /* -1: no limit */
 	sr_micros max_cost;         /* -1: no limit */

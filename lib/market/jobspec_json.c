@@ -32,6 +32,7 @@
 #include "common/json.h"
 #include "common/timeutil.h"
 #include "jobspec.h"
+#include "joblimits.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -169,6 +170,8 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(ck, "interval_ns", json_integer(js->ckpt_interval_ns));
 	bad |= json_object_set_new(ck, "stall_ns", json_integer(js->ckpt_stall_ns));
 	bad |= json_object_set_new(ck, "restore_bps", json_real(js->restore_bps));
+	if (js->ckpt_uri)
+		bad |= json_object_set_new(ck, "uri", json_string(js->ckpt_uri));
 	bad |= json_object_set(sp, "checkpoint", ck);
 	bad |= json_object_set_new(sp, "max_hourly_cost_micros", json_integer(js->max_hourly_cost));
 	bad |= json_object_set_new(sp, "max_cost_micros", json_integer(js->max_cost));
@@ -214,13 +217,14 @@ static int get_str(json_t *o, const char *k, char **out, const char *ctx,
 	return *out ? 0 : -ENOMEM;
 }
 
-static int get_int(json_t *o, const char *k, int *out, const char *ctx,
-		   struct sr_err *e)
+/* An optional int in [min, max] (limits.h). */
+static int get_int(json_t *o, const char *k, int *out, int min, int max,
+		   const char *ctx, struct sr_err *e)
 {
 	int64_t v = *out;
 	int rc = sr_json_get_int_opt(o, k, &v, ctx, e);
 
-	if (!rc && (v < -1 || v > 1000000))
+	if (!rc && (v < min || v > max))
 		rc = sr_err_set(e, -SR_EPARSE, "%s.%s: out of range", ctx, k);
 	if (!rc)
 		*out = (int)v;
@@ -234,7 +238,7 @@ static int parse_accel_str(json_t *v, struct jobspec_accel *out)
 	if (!json_is_string(v) ||
 	    catalog_parse_accel(json_string_value(v), out->name, sizeof out->name,
 				&cnt) ||
-	    cnt < 1 || cnt > 1024 || cnt != (int)cnt)
+	    cnt < 1 || cnt > SR_LIMIT_ACCEL_COUNT_MAX || cnt != (int)cnt)
 		return -SR_EPARSE;
 	out->count = (int)cnt;
 	return 0;
@@ -320,7 +324,9 @@ static int read_sky_res(json_t *r, struct jobspec *js, struct sr_err *e)
 		rc = get_str(rec, "strategy", &js->recovery, "resources.job_recovery", e);
 		if (!rc)
 			rc = get_int(rec, "max_restarts_on_errors",
-				     &js->max_restarts_on_errors, "resources.job_recovery", e);
+				     &js->max_restarts_on_errors, -1,
+				     SR_LIMIT_MAX_RESTARTS_MAX,
+				     "resources.job_recovery", e);
 	}
 	return rc;
 }
@@ -442,7 +448,7 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"image_pull_ns", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
-					     "restore_bps", NULL };
+					     "restore_bps", "uri", NULL };
 	json_t *v, *ck;
 	int64_t size = 0;
 	int rc = sr_json_check_keys(s, keys, "spotrun", e);
@@ -478,13 +484,22 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 			rc = sr_json_get_int_opt(ck, "stall_ns", &js->ckpt_stall_ns, "spotrun.checkpoint", e);
 		if (!rc)
 			rc = sr_json_get_num_opt(ck, "restore_bps", &js->restore_bps, "spotrun.checkpoint", e);
+		v = json_object_get(ck, "uri");
+		if (!rc && v && !json_is_string(v))
+			rc = sr_err_set(e, -SR_EPARSE, "spotrun.checkpoint.uri: expected a string");
+		if (!rc && v) {
+			js->ckpt_uri = strdup(json_string_value(v));
+			if (!js->ckpt_uri)
+				rc = -ENOMEM;
+		}
 	}
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "max_hourly_cost_micros", &js->max_hourly_cost, "spotrun", e);
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "max_cost_micros", &js->max_cost, "spotrun", e);
 	if (!rc)
-		rc = get_int(s, "max_restarts", &js->max_restarts, "spotrun", e);
+		rc = get_int(s, "max_restarts", &js->max_restarts, -1,
+			     SR_LIMIT_MAX_RESTARTS_MAX, "spotrun", e);
 	v = json_object_get(s, "network");
 	if (!rc && v && (!json_is_string(v) ||
 			 catalog_net_parse(json_string_value(v), &js->network)))
@@ -517,7 +532,8 @@ int jobspec_from_json(json_t *obj, struct jobspec *js, struct sr_err *e)
 	if (!rc)
 		rc = get_str(obj, "run", &js->run, "job", e);
 	if (!rc)
-		rc = get_int(obj, "num_nodes", &js->num_nodes, "job", e);
+		rc = get_int(obj, "num_nodes", &js->num_nodes,
+			     SR_LIMIT_NUM_NODES_MIN, SR_LIMIT_NUM_NODES_MAX, "job", e);
 	if (!rc)
 		rc = read_envs(json_object_get(obj, "envs"), "envs", 0, &js->envs,
 			       &js->n_envs, e);

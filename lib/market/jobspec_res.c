@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "catalog_csv.h"
+#include "joblimits.h"
 #include "jobspec_int.h"
 
 #define ctx jobspec__ctx
@@ -69,7 +70,7 @@ static int add_choice(struct ctx *c, yaml_node_t *n, const char *path,
 			    name);
 	snprintf(spec, sizeof spec, "%s%s%s", name, count ? ":" : "", count ? count : "");
 	if (catalog_parse_accel(spec, a.name, sizeof a.name, &cnt) ||
-	    cnt != floor(cnt) || cnt < 1 || cnt > 1024)
+	    cnt != floor(cnt) || cnt < 1 || cnt > SR_LIMIT_ACCEL_COUNT_MAX)
 		return fail(c, n, path, "'%s' is not NAME:COUNT like H100:8 (a whole count)",
 			    spec);
 	a.count = (int)cnt;
@@ -384,7 +385,8 @@ static int recovery_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	if (!strcmp(k, "strategy"))
 		return set_strategy(c, vn, path);
 	if (!strcmp(k, "max_restarts_on_errors"))
-		return jobspec__want_int(c, vn, path, 0, 1000, &c->js->max_restarts_on_errors);
+		return jobspec__want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
+					 &c->js->max_restarts_on_errors);
 	return jobspec__unknown(c, kn, path, k, keys, NULL);
 }
 

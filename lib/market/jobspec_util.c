@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "catalog_csv.h"
+#include "common/text.h"
 #include "jobspec.h"
 
 void jobspec_init(struct jobspec *js)
@@ -35,6 +36,7 @@ void jobspec_free(struct jobspec *js)
 	if (!js)
 		return;
 	free(js->name);
+	free(js->ckpt_uri);
 	free(js->infra);
 	for (size_t i = 0; i < js->n_envs; i++) {
 		free(js->envs[i].key);
@@ -66,6 +68,13 @@ void jobspec_free(struct jobspec *js)
 int jobspec_validate(const struct jobspec *js, const char *name,
 		     struct sr_err *e)
 {
+	size_t off;
+	unsigned cp;
+
+	if (js->name && sr_text_unsafe(js->name, &off, &cp))
+		return sr_err_set(e, -SR_EPARSE, "%s: name: control or "
+				  "bidirectional-text character U+%04X at byte "
+				  "%zu (not allowed in a job name)", name, cp, off);
 	if (js->num_nodes < 1)
 		return sr_err_set(e, -SR_EPARSE, "%s: num_nodes: must be at least 1", name);
 	if (js->accel[0] && js->accel_count < 1)

@@ -17,10 +17,10 @@ so importing the package never fails because of it.
 
 from . import preemption
 from ._lib import CheckpointError, LibraryNotFound
-from ._state import StateError
+from ._state import MetadataError, StateError
 from .checkpoint import (Checkpointer, list_checkpoints, restore,
                          verify)
 
 __all__ = ["Checkpointer", "CheckpointError", "LibraryNotFound",
-           "StateError", "list_checkpoints", "preemption", "restore",
+           "MetadataError", "StateError", "list_checkpoints", "preemption", "restore",
            "verify"]

@@ -84,6 +84,14 @@ class Entry(_c.Structure):
                 ("state", _i32), ("ntensors", _i32)]
 
 
+class RemoteStats(_c.Structure):
+    _fields_ = [(n, _i64) for n in ("uploaded_step", "uploading_step",
+                                    "pending_step")] + \
+        [(n, _u64) for n in ("uploads_committed", "uploads_failed",
+                             "uploads_superseded", "bytes_uploaded")] + \
+        [("last_upload_ns", _i64), ("last_error", _i32), ("enabled", _i32)]
+
+
 _P = _c.c_void_p
 _PROTOS = {
     "spotckpt_opts_init": (None, [_c.POINTER(Opts)]),
@@ -119,6 +127,10 @@ _PROTOS = {
     "spotckpt_list": (_c.c_int, [_c.c_char_p, _c.POINTER(Entry),
                                  _c.c_size_t, _c.POINTER(_c.c_size_t)]),
     "spotckpt_verify": (_c.c_int, [_c.c_char_p, _i64, _c.POINTER(_i64)]),
+    "spotckpt_set_remote": (_c.c_int, [_P, _c.c_char_p]),
+    "spotckpt_remote_wait": (_c.c_int, [_P, _i64, _i64, _c.POINTER(_i32)]),
+    "spotckpt_remote_stats": (_c.c_int, [_P, _c.POINTER(RemoteStats),
+                                         _c.c_char_p, _c.c_size_t]),
     "spotckpt_strerror": (_c.c_char_p, [_c.c_int]),
     "spotckpt_errmsg": (_c.c_char_p, []),
     "spotckpt_abi_version": (_i32, []),

@@ -84,6 +84,34 @@ class StateError(TypeError):
     """A value in the state cannot be checkpointed; names the path."""
 
 
+class MetadataError(ValueError):
+    """A checkpoint's metadata does not decode into a state (unknown tag,
+    a dtype that is not one, a tensor the manifest lacks, another writer's
+    format).  restore() skips such a checkpoint for the previous one."""
+
+
+def _torch_dtype(name, any_dtype=False):
+    """torch.<name>, only if it is a real torch.dtype (and, unless
+    any_dtype, one a checkpoint can hold): never another attribute of the
+    torch module, such as torch.load."""
+    import torch
+    if not isinstance(name, str) or (not any_dtype
+                                     and name not in _TORCH_TO_ST):
+        raise MetadataError("%r is not a checkpointable torch dtype" % (name,))
+    v = getattr(torch, name, None)
+    if not isinstance(v, torch.dtype):
+        raise MetadataError("%r is not a torch dtype" % (name,))
+    return v
+
+
+def _np_dtype(name):
+    """numpy.dtype(name) for the numpy dtypes a checkpoint can hold."""
+    import numpy as np
+    if not isinstance(name, str) or name not in _NP_TO_ST:
+        raise MetadataError("%r is not a checkpointable numpy dtype" % (name,))
+    return np.dtype(name)
+
+
 def _is_torch_tensor(x):
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
@@ -347,30 +375,28 @@ class _Decoder:
         if tag == "int":
             return int(x["v"])
         if tag == "npscalar":
-            import numpy as np
-            return np.dtype(x["dtype"]).type(self.dec(x["v"], None))
+            return _np_dtype(x["dtype"]).type(self.dec(x["v"], None))
         if tag == "tdtype":
-            import torch
-            return getattr(torch, x["v"])
+            return _torch_dtype(x["v"], any_dtype=True)
         if tag == "tensor":
             return self._torch(x, old)
         if tag == "ndarray":
             return self._numpy(x, old)
-        raise ValueError("checkpoint metadata has unknown tag %r" % (tag,))
+        raise MetadataError("checkpoint metadata has unknown tag %r" % (tag,))
 
     def _info(self, x):
         name = x["name"]
         if name not in self.infos:
-            raise ValueError("checkpoint metadata refers to tensor %r which "
-                             "is not in the manifest" % name)
+            raise MetadataError("checkpoint metadata refers to tensor %r "
+                                "which is not in the manifest" % (name,))
         return name, self.infos[name]
 
     def _torch(self, x, old):
         import torch
         name, (st, shape) = self._info(x)
-        dtype = getattr(torch, x["dtype"])
+        dtype = _torch_dtype(x["dtype"])
         if _TORCH_TO_ST.get(x["dtype"]) != st or list(shape) != x["shape"]:
-            raise ValueError("tensor %r: metadata says %s%s, manifest says "
+            raise MetadataError("tensor %r: metadata says %s%s, manifest says "
                              "%s%s" % (name, x["dtype"], x["shape"], st,
                                        list(shape)))
         same = (_is_torch_tensor(old) and old.dtype == dtype
@@ -402,10 +428,10 @@ class _Decoder:
     def _numpy(self, x, old):
         import numpy as np
         name, (st, shape) = self._info(x)
-        dtype = np.dtype(x["dtype"])
+        dtype = _np_dtype(x["dtype"])
         stored_as = (_NP_TO_ST.get(dtype.name), _NP_LEGACY_ST.get(dtype.name))
         if st not in stored_as or list(shape) != x["shape"]:
-            raise ValueError("array %r: metadata says %s%s, manifest says "
+            raise MetadataError("array %r: metadata says %s%s, manifest says "
                              "%s%s" % (name, x["dtype"], x["shape"], st,
                                        list(shape)))
         same = (_is_ndarray(old) and old.dtype == dtype
@@ -450,5 +476,13 @@ def plan_restore(tree, infos, state, cuda_direct=False):
     of the current device are filled directly).  Does not modify `state`
     itself, only the contents of the tensors it reuses."""
     d = _Decoder(infos, cuda_direct)
-    value = d.dec(tree, state)
+    try:
+        value = d.dec(tree, state)
+    except MetadataError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError,
+            OverflowError) as exc:
+        # a field missing or of the wrong type: still damaged metadata
+        raise MetadataError("checkpoint metadata does not decode: %s: %s"
+                            % (type(exc).__name__, exc)) from None
     return Plan(value, d.buffers, d.copies, d.moved)

@@ -35,6 +35,7 @@ import time
 from . import _lib, _state, preemption
 
 FORMAT = "spotrun.python/1"
+REMOTE_SCHEMES = ("s3://", "gs://", "az://")
 log = logging.getLogger("spotrun")
 _FALLBACK_CODES = (-_lib.ECHECKSUM, -_lib.EPARSE, -_lib.ECORRUPT)
 
@@ -42,6 +43,26 @@ _FALLBACK_CODES = (-_lib.ECHECKSUM, -_lib.EPARSE, -_lib.ECORRUPT)
 def _meta_json(tree):
     return json.dumps({"format": FORMAT, "state": tree},
                       separators=(",", ":"), allow_nan=False).encode()
+
+
+def _is_remote(s):
+    return str(s).startswith(REMOTE_SCHEMES)
+
+
+def _local_path(s):
+    s = str(s)
+    return s[len("file://"):] if s.startswith("file://") else s
+
+
+def _default_local_dir(uri):
+    """Tier-2 directory for a Checkpointer opened on a URI alone:
+    $SPOTRUN_CKPT_LOCAL_DIR, else ~/.cache/spotrun/ckpt/<uri as a name>."""
+    env = os.environ.get("SPOTRUN_CKPT_LOCAL_DIR")
+    if env:
+        return env
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in uri)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "spotrun", "ckpt", name)
 
 
 def _sync_cuda(tensors):
@@ -61,14 +82,32 @@ class Checkpointer:
       backpressure    "coalesce" | "skip" | "block" when tier 2 lags
       direct_io       use O_DIRECT where the file system allows it
       io_depth, io_chunk_bytes   io_uring tuning (0 = defaults)
+      remote          tier 3: an object-store URI (s3://BUCKET/PREFIX,
+                      gs://..., az://ACCOUNT/CONTAINER/PREFIX, file:///DIR)
+                      each committed checkpoint is uploaded to, in the
+                      background.  `dir` may itself be such a URI; tier 2
+                      is then `local_dir` (default $SPOTRUN_CKPT_LOCAL_DIR
+                      or ~/.cache/spotrun/ckpt/...).  An upload failure
+                      never stops training: it is logged, counted in
+                      remote_stats() and training goes on with tier 2.
 
     Thread-safety: the methods may be called from any thread; they are
     serialised by a lock.  Use as a context manager or call close()."""
 
     def __init__(self, dir, keep=2, copy_threads=0, staging_bytes=0,
                  shard_bytes=0, backpressure="coalesce", direct_io=True,
-                 io_depth=0, io_chunk_bytes=0):
+                 io_depth=0, io_chunk_bytes=0, remote=None, local_dir=None):
         lib = _lib.lib()
+        if _is_remote(dir):
+            if remote is not None and str(remote) != str(dir):
+                raise ValueError("two object stores given: %s and %s"
+                                 % (dir, remote))
+            remote = str(dir)
+            dir = local_dir or _default_local_dir(remote)
+            os.makedirs(dir, exist_ok=True)
+        dir = _local_path(dir)
+        self.remote = None if remote is None else str(remote)
+        self.remote_error = None
         if backpressure not in _lib.BACKPRESSURE:
             raise ValueError("backpressure must be one of %s, not %r"
                              % ("/".join(_lib.BACKPRESSURE), backpressure))
@@ -94,6 +133,16 @@ class Checkpointer:
                    "cannot open checkpoint directory %s" % self.dir)
         self._handle = h
         self._pid = os.getpid()
+        if self.remote is not None:
+            rc = lib.spotckpt_set_remote(h, self.remote.encode())
+            if rc:
+                # training goes on with tier 2; the agent sees the store
+                # fall behind and raises the alert
+                self.remote_error = "%s: %s" % (
+                    lib.spotckpt_strerror(rc).decode(),
+                    lib.spotckpt_errmsg().decode(errors="replace"))
+                log.error("tier 3 disabled, checkpoints stay on local disk "
+                          "only: %s", self.remote_error)
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
@@ -218,7 +267,50 @@ class Checkpointer:
             _lib.check(_lib.lib().spotckpt_save_final(
                 self._h(), int(step), meta, mono_ns, ctypes.byref(met)),
                 "final checkpoint of step %d failed" % step)
+            if self.remote is not None and self.remote_error is None:
+                return self._remote_wait(int(step), mono_ns) and \
+                    bool(met.value)
             return bool(met.value)
+
+    def _remote_wait(self, step, mono_ns):
+        lib = _lib.lib()
+        met = ctypes.c_int32(0)
+        rc = lib.spotckpt_remote_wait(self._h(), step, mono_ns,
+                                      ctypes.byref(met))
+        if rc:
+            log.error("checkpoint step %d did not reach %s: %s (%s)", step,
+                      self.remote, lib.spotckpt_strerror(rc).decode(),
+                      lib.spotckpt_errmsg().decode(errors="replace"))
+            return False
+        return bool(met.value)
+
+    def remote_wait(self, step=None, deadline=None):
+        """Wait until checkpoint `step` (default: the newest committed to
+        disk) is in the object store; deadline: time.time() seconds.
+        Returns True if it got there by the deadline."""
+        mono_ns = 0
+        if deadline is not None:
+            mono_ns = max(1, time.monotonic_ns() +
+                          int((deadline - time.time()) * 1e9))
+        with self._lock:
+            if self.remote is None:
+                raise ValueError("this Checkpointer has no remote store")
+            return self._remote_wait(-1 if step is None else int(step),
+                                     mono_ns)
+
+    def remote_stats(self):
+        """Tier-3 counters as a dict (struct spotckpt_remote_stats) plus
+        "last_message" and "remote"."""
+        st = _lib.RemoteStats()
+        msg = ctypes.create_string_buffer(512)
+        with self._lock:
+            _lib.check(_lib.lib().spotckpt_remote_stats(
+                self._h(), ctypes.byref(st), msg, len(msg)), "remote stats")
+        out = {f: getattr(st, f) for f, _ in _lib.RemoteStats._fields_}
+        out["last_message"] = msg.value.decode(errors="replace") or \
+            (self.remote_error or "")
+        out["remote"] = self.remote
+        return out
 
     def last_saved_step(self):
         """Newest step committed by this Checkpointer, or None."""
@@ -263,10 +355,35 @@ class Checkpointer:
 
     # -- restoring --------------------------------------------------------
     def restore(self, state, max_step=None, step=None):
-        """Fill `state` from the newest valid checkpoint; see restore()."""
+        """Fill `state` from the newest valid checkpoint; see restore().
+        With a remote store, from whichever tier holds the newer one
+        (the object store on a fresh node)."""
         with self._lock:
-            return restore(self.dir, state, max_step=max_step, step=step,
+            src = self.dir
+            if self.remote is not None and step is None:
+                src = _newer_source(self.dir, self.remote, max_step)
+            elif self.remote is not None:
+                src = self.dir if os.path.isdir(os.path.join(
+                    self.dir, "step-%08d" % int(step))) else self.remote
+            return restore(src, state, max_step=max_step, step=step,
                            cuda_direct=self._cuda)
+
+
+def _newest(src, max_step):
+    try:
+        for e in list_checkpoints(src):
+            if e["committed"] and (max_step is None or e["step"] <= max_step):
+                return e["step"]
+    except _lib.CheckpointError as exc:
+        log.warning("cannot list %s: %s", src, exc)
+    return -1
+
+
+def _newer_source(local, remote, max_step):
+    """local unless the object store holds a newer committed step."""
+    lstep = _newest(local, max_step) if os.path.isdir(local) else -1
+    rstep = _newest(remote, max_step)
+    return remote if rstep > lstep else local
 
 
 def _read_infos(lib, r):
@@ -288,13 +405,17 @@ def _restore_one(lib, r, state, cuda_direct):
     try:
         meta = json.loads(lib.spotckpt_reader_meta(r))
     except ValueError as exc:
-        raise ValueError("%s: metadata is not JSON: %s" % (path, exc)) \
-            from None
+        raise _state.MetadataError("%s: metadata is not JSON: %s"
+                                   % (path, exc)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError("%s was not written by spotrun.Checkpointer (its "
-                         "metadata has no %r state)" % (path, FORMAT))
+        raise _state.MetadataError("%s was not written by "
+                                   "spotrun.Checkpointer (its metadata has "
+                                   "no %r state)" % (path, FORMAT))
     infos, index = _read_infos(lib, r)
-    plan = _state.plan_restore(meta["state"], infos, state, cuda_direct)
+    try:
+        plan = _state.plan_restore(meta["state"], infos, state, cuda_direct)
+    except _state.MetadataError as exc:
+        raise _state.MetadataError("%s: %s" % (path, exc)) from None
     dests = (_lib.Dest * max(1, len(plan.buffers)))()
     for i, (name, (ptr, nbytes, _owner, dev)) in \
             enumerate(plan.buffers.items()):
@@ -325,7 +446,10 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     exist).  A checkpoint that
     fails verification is skipped (the library logs which file and
     tensor) and the previous one is used; if it fails after tensors in
-    `state` were overwritten, they are overwritten again by that one."""
+    `state` were overwritten, they are overwritten again by that one.
+    So is one whose metadata does not decode (an unknown tag, a dtype name
+    that is not a real dtype, metadata written by the C API): a warning
+    names it; with `step` given it raises MetadataError (a ValueError)."""
     if not isinstance(state, (dict, list)):
         raise TypeError("restore() fills a dict (or list) in place, not a %s"
                         % type(state).__name__)
@@ -346,7 +470,19 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
         _lib.check(rc, "cannot open a checkpoint in %s" % dir)
         try:
             found = lib.spotckpt_reader_step(r)
-            rc, plan = _restore_one(lib, r, state, cuda_direct)
+            try:
+                rc, plan = _restore_one(lib, r, state, cuda_direct)
+            except _state.MetadataError as exc:
+                # its files verify but its metadata does not decode: as
+                # damaged as a bad checksum, so the previous one is used
+                if step is not None:
+                    raise
+                log.warning("skipping checkpoint step %d in %s: %s",
+                            found, dir, exc)
+                if found <= 0:
+                    return None
+                limit = found - 1
+                continue
             if rc in _FALLBACK_CODES and step is None:
                 log.warning("skipping checkpoint step %d in %s: %s (%s)",
                             found, dir, lib.spotckpt_strerror(rc).decode(),
@@ -365,7 +501,9 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
 
 def list_checkpoints(dir):
     """The checkpoints of `dir`, newest first, as dicts (step, time_ns,
-    bytes, committed, ntensors); no checksum verification."""
+    bytes, committed, damaged, ntensors); no checksum verification.  A
+    damaged one (its manifest or shard headers do not check out) is not
+    committed; restore() skips it."""
     lib = _lib.lib()
     n = ctypes.c_size_t(0)
     _lib.check(lib.spotckpt_list(str(dir).encode(), None, 0,
@@ -374,7 +512,8 @@ def list_checkpoints(dir):
     _lib.check(lib.spotckpt_list(str(dir).encode(), arr, n.value,
                                  ctypes.byref(n)), "cannot list %s" % dir)
     return [{"step": e.step, "time_ns": e.time_ns, "bytes": e.bytes,
-             "committed": e.state == 0, "ntensors": e.ntensors}
+             "committed": e.state == 0, "damaged": e.state == 2,
+             "ntensors": e.ntensors}
             for e in arr[:min(n.value, len(arr))]]
 
 

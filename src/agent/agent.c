@@ -102,20 +102,28 @@ static const char *wstate_name(const struct agent *ag)
 static void handle_directive(struct agent *ag, json_t *reply);
 
 /* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
- * node_gone on 409 (the node was terminated or declared lost). */
+ * node_gone on 409 (the node was terminated or declared lost).  A failure
+ * pushes ag->retry back (no call to spotrund before it), a success
+ * clears it; repeated failures are logged once per FAIL_LOG_EVERY_NS. */
 static int post(struct agent *ag, const char *what, json_t *body,
 		json_t **reply)
 {
 	char path[128];
 	struct sr_err e;
-	long status = 0;
+	long status = 0, held = 0;
+	int64_t now;
 	int rc;
 
 	sr_err_clear(&e);
 	snprintf(path, sizeof path, "%s/%s", ag->path_prefix, what);
 	rc = ctlc_call(ag->cli, "POST", path, body, reply, &status, &e);
+	now = sr_time_mono_ns();
 	if (status != 0)
-		ag->last_ok_ns = sr_time_mono_ns(); /* it answered */
+		ag->last_ok_ns = now; /* it answered */
+	if (rc == 0)
+		sr_backoff_ok(&ag->retry);
+	else
+		sr_backoff_fail(&ag->retry, now);
 	if (rc < 0) {
 		if (status == 409 || status == 401 || status == 403) {
 			/* terminated, lost, or its token revoked: either way
@@ -125,9 +133,11 @@ static int post(struct agent *ag, const char *what, json_t *body,
 					"status=%ld error=\"%s\"", status,
 					sr_err_str(&e, rc));
 			ag->node_gone = 1;
-		} else {
-			sr_warn("agent", "request failed", "path=%s error=\"%s\"",
-				path, sr_err_str(&e, rc));
+		} else if (sr_ratelimit_allow(&ag->fail_log, now, &held)) {
+			sr_warn("agent", "request failed", "path=%s error=\"%s\" "
+				"failures=%d retry_in_ms=%lld suppressed=%ld", path,
+				sr_err_str(&e, rc), ag->retry.fails,
+				(long long)((ag->retry.next_ns - now) / MS), held);
 		}
 	}
 	return rc;
@@ -326,7 +336,8 @@ static int do_register(struct agent *ag)
 	char host[256] = "";
 	json_t *b, *reply = NULL;
 	struct sr_err e;
-	int rc, tries = 0;
+	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
+	int rc;
 
 	gethostname(host, sizeof host - 1);
 	b = json_pack("{s:i, s:s, s:s}", "pid", (int)getpid(), "hostname", host,
@@ -338,9 +349,11 @@ static int do_register(struct agent *ag)
 		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
 		    rc == -SR_ENOTFOUND || agent_quit_signal)
 			break;
-		if (++tries > 120) /* ~1 min without a daemon */
+		if (sr_time_mono_ns() > give_up) /* a minute without a daemon */
 			break;
-		usleep(500000);
+		while (!sr_backoff_ready(&ag->retry, sr_time_mono_ns()) &&
+		       !agent_quit_signal)
+			usleep(20000);
 	}
 	json_decref(b);
 	if (rc < 0)
@@ -366,6 +379,10 @@ static void loop_once(struct agent *ag)
 
 	wake = ag->next_hb_ns < ag->next_report_ns ? ag->next_hb_ns
 						    : ag->next_report_ns;
+	if (ag->urgent && wake > now)
+		wake = now;
+	if (wake < ag->retry.next_ns)
+		wake = ag->retry.next_ns; /* spotrund failing: not before */
 	timeout_ms = (int)((wake - now) / MS);
 	if (timeout_ms < 0)
 		timeout_ms = 0;
@@ -409,11 +426,14 @@ static void loop_once(struct agent *ag)
 	agent__check_workload(ag, now);
 	agent__check_status(ag);
 	now = sr_time_mono_ns();
-	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone) {
+	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone &&
+	    sr_backoff_ready(&ag->retry, now)) {
 		heartbeat(ag);
 		ag->next_hb_ns = sr_time_mono_ns() + ag->a.heartbeat_ms * MS;
 	}
-	if ((ag->urgent || now >= ag->next_report_ns) && !ag->node_gone) {
+	now = sr_time_mono_ns();
+	if ((ag->urgent || now >= ag->next_report_ns) && !ag->node_gone &&
+	    sr_backoff_ready(&ag->retry, now)) {
 		report(ag);
 		ag->next_report_ns = sr_time_mono_ns() + REPORT_EVERY_NS;
 	}
@@ -432,6 +452,8 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	ag->w.pid = -1;
 	ag->w.out_fd = ag->w.err_fd = -1;
 	ag->nw.wake_fd[0] = ag->nw.wake_fd[1] = -1;
+	sr_backoff_init(&ag->retry, RETRY_BASE_NS, RETRY_CAP_NS);
+	sr_ratelimit_init(&ag->fail_log, FAIL_LOG_EVERY_NS);
 	snprintf(ag->node_dir, sizeof ag->node_dir, "%s", o->workdir);
 	snprintf(ag->status_path, sizeof ag->status_path, "%s/status.json",
 		 o->workdir);

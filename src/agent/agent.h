@@ -23,6 +23,7 @@
 #include "agent/status.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
+#include "common/backoff.h"
 #include "common/err.h"
 #include "ctlclient/ctlclient.h"
 
@@ -46,6 +47,7 @@ struct assignment {
 	json_t *envs;           /* object of strings (owned reference) */
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
+	char *ckpt_uri;       /* tier 3 (object store) or NULL */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	int spot;               /* -1 unknown */
@@ -109,6 +111,12 @@ extern volatile sig_atomic_t agent_quit_signal;
 #define REPORT_EVERY_NS (500 * MS)
 #define MAX_EVENTS_PER_REPORT 1000
 #define MAX_PENDING_EVENTS 5000
+/* spotrund unreachable or failing: retry after 200 ms, doubling, jittered,
+ * at most every 5 s; one "request failed" line per 30 s at most */
+#define RETRY_BASE_NS (200 * MS)
+#define RETRY_CAP_NS (5 * SR_NS_PER_SEC)
+#define FAIL_LOG_EVERY_NS (30 * SR_NS_PER_SEC)
+#define REGISTER_GIVE_UP_NS (60 * SR_NS_PER_SEC)
 
 enum wkind { W_NONE, W_SETUP, W_RUN };
 enum stop_why { STOP_NONE, STOP_NOTICE, STOP_DIRECTIVE };
@@ -151,6 +159,8 @@ struct agent {
 	int64_t give_up_ns; /* when quitting on a signal: stop flushing then */
 	int64_t last_ok_ns; /* last call spotrund answered (monotonic) */
 	int urgent;
+	struct sr_backoff retry;      /* paces calls while spotrund fails */
+	struct sr_ratelimit fail_log; /* "request failed" lines */
 };
 
 /* agent.c */

@@ -47,6 +47,8 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	if (rc == 0)
 		rc = dup_opt(r, "ckpt_dir", &a->ckpt_dir, ctx, e);
 	if (rc == 0)
+		rc = dup_opt(r, "ckpt_uri", &a->ckpt_uri, ctx, e);
+	if (rc == 0)
 		rc = sr_json_get_int_opt(r, "heartbeat_ms", &hb, ctx, e);
 	if (rc == 0)
 		rc = sr_json_get_int_opt(r, "imds_poll_ms", &ip, ctx, e);
@@ -126,6 +128,7 @@ void assignment_free(struct assignment *a)
 	json_decref(a->envs);
 	free(a->workdir);
 	free(a->ckpt_dir);
+	free(a->ckpt_uri);
 	free(a->cloud);
 	free(a->region);
 	free(a->zone);

@@ -158,6 +158,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_setf(&ev, "SPOTRUN_ATTEMPT", attempt);
 	if (rc == 0 && a->ckpt_dir)
 		rc = env_set(&ev, "SPOTRUN_CKPT_DIR", a->ckpt_dir);
+	if (rc == 0 && a->ckpt_uri)
+		rc = env_set(&ev, "SPOTRUN_CKPT_URI", a->ckpt_uri);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_NODE_DIR", node_dir);
 	if (rc == 0)

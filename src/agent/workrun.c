@@ -29,6 +29,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		unlink(ag->status_path); /* a new attempt writes its own */
 		unlink(ag->notice_path);
 		status_reader_init(&ag->st, ag->status_path);
+		ag->last_status.ckpt_step = -1; /* nothing reported yet */
 		ag->w_attempt = attempt;
 	}
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
@@ -93,13 +94,23 @@ void agent__advance(struct agent *ag)
 	start_child(ag, W_RUN, want);
 }
 
+/* Newest checkpoint that survives this node: with a checkpoint URI the
+ * one the workload reports in the object store (status "ckpt_step"; the
+ * node's disk goes with it), else the newest committed in ckpt_dir. */
+static int64_t durable_step(struct agent *ag)
+{
+	if (ag->a.ckpt_uri)
+		return ag->last_status.ckpt_step;
+	return ckscan_newest_step(ag->a.ckpt_dir);
+}
+
 void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 {
 	if (ag->kind == W_NONE || ag->stopping != STOP_NONE)
 		return;
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;
-	ag->ckpt_before = ckscan_newest_step(ag->a.ckpt_dir);
+	ag->ckpt_before = durable_step(ag);
 	if (workload_signal(&ag->w, SIGTERM) < 0 && !ag->w.exited)
 		sr_warn("agent", "SIGTERM to workload failed", "pgid=%d",
 			(int)ag->w.pid);
@@ -195,12 +206,13 @@ static void workload_finished(struct agent *ag)
 			ag->want_attempt = 0; /* counted as a crash upstream */
 	} else {
 		if (ag->stopping != STOP_NONE) {
-			int64_t now_step = ckscan_newest_step(ag->a.ckpt_dir);
 			double final_ms = -1;
+			int64_t now_step;
 
 			/* the workload's last status write carries the final
 			 * save's duration: take it for the final event */
 			final_ms = final_stall(ag);
+			now_step = durable_step(ag);
 			/* a stop for any reason asks for a final checkpoint */
 			cause = ag->notice_handled ? "preempted" : "stopped";
 			if (now_step >= 0 && now_step > ag->ckpt_before) {
@@ -288,7 +300,7 @@ void agent__check_status(struct agent *ag)
 	if (si.nstalls > 0) {
 		/* the workload writes the file right after a save, so the
 		 * stalls belong to the saves at `step` (status.h) */
-		int64_t committed = ckscan_newest_step(ag->a.ckpt_dir);
+		int64_t committed = durable_step(ag);
 
 		for (int i = 0; i < si.nstalls; i++) {
 			json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",

@@ -52,7 +52,8 @@ static const char *const BUSAGE =
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
 	"                          [--pairs N] [--placement pinned|none]\n"
 	"                          [--torch-script PATH] [--io-depth N]\n"
-	"                          [--io-chunk SIZE] [--no-progress]\n\n"
+	"                          [--io-chunk SIZE] [--remote URI]\n"
+	"                          [--no-progress]\n\n"
 	"Measure libspotckpt against plain peers on a model-like state of SIZE\n"
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
@@ -72,11 +73,14 @@ static const char *const BUSAGE =
 	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
 	"  --io-depth N       engine writes in flight (library default)\n"
 	"  --io-chunk SIZE    engine bytes per write (library default)\n"
+	"  --remote URI       tier 3 on during every measurement, plus\n"
+	"                     upload_vs_raw and remote_restore_vs_raw against\n"
+	"                     plain parallel curl PUT / ranged GET (s3://)\n"
 	"  --no-progress      no progress line on stderr (shown only on a TTY)\n";
 
 struct bopts {
 	uint64_t size;
-	const char *dir, *script;
+	const char *dir, *script, *remote;
 	int json, threads, reps, io_depth, pairs, pinned, progress;
 	uint32_t io_chunk;
 	double train_s, interval_s;
@@ -141,6 +145,8 @@ static int parse(int argc, char **argv, struct bopts *o)
 						       "not a size like 512M or 2G", v);
 		} else if (!strcmp(a, "--dir")) {
 			o->dir = v;
+		} else if (!strcmp(a, "--remote")) {
+			o->remote = v;
 		} else if (!strcmp(a, "--torch-script")) {
 			o->script = v;
 		} else if (!strcmp(a, "--threads")) {
@@ -207,13 +213,11 @@ static double median(double *v, int n)
 }
 
 /* ---- progress on stderr, on a TTY only -----------------------------------
- * One line, rewritten in place: the phase (k of PHASES), what it does, how
- * far it is, and the time since the start.  Never on stdout, so neither
- * the table nor --json output ever contains it. */
-#define PHASES 6
-
+ * One line, rewritten in place: the phase (k of 6, of 7 with --remote),
+ * what it does, how far it is, and the time since the start.  Never on
+ * stdout, so neither the table nor --json output ever contains it. */
 static struct {
-	int on, phase;
+	int on, phase, phases;
 	double t0;
 	char what[96];
 } g_prog;
@@ -222,8 +226,8 @@ static void prog_show(int done, int total)
 {
 	if (!g_prog.on)
 		return;
-	fprintf(stderr, "\r\033[Kckpt bench [%d/%d] %s", g_prog.phase, PHASES,
-		g_prog.what);
+	fprintf(stderr, "\r\033[Kckpt bench [%d/%d] %s", g_prog.phase,
+		g_prog.phases, g_prog.what);
 	if (total > 0)
 		fprintf(stderr, " %d/%d", done, total);
 	fprintf(stderr, "  %.0f s", bench_now() - g_prog.t0);
@@ -238,6 +242,7 @@ static void progress(const struct bopts *o, const char *fmt, ...)
 	va_list ap;
 
 	g_prog.on = o->progress;
+	g_prog.phases = o->remote ? 7 : 6;
 	if (!g_prog.t0)
 		g_prog.t0 = bench_now();
 	g_prog.phase++;
@@ -285,6 +290,8 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 	}
 	if (rc == 0)
 		rc = spotckpt_prepare(*out);
+	if (rc == 0 && o->remote)
+		rc = spotckpt_set_remote(*out, o->remote); /* tier 3 on */
 	return rc;
 }
 
@@ -552,6 +559,8 @@ static void print_table(json_t *root)
 		{ "stall_vs_torch_save", "<= 0.05" },
 		{ "train_overhead", "< 0.01" },
 		{ "peak_rss_vs_state", "<= 1.1" },
+		{ "upload_vs_raw", ">= 0.90" },
+		{ "remote_restore_vs_raw", ">= 0.90" },
 	};
 
 	json_t *m = json_object_get(root, "machine");
@@ -646,6 +655,11 @@ int ckpt_bench_main(int argc, char **argv)
 	rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
 			median(rw, o.reps), raw, direct, &stall, &lazy);
 	unlink(raw);
+	if (rc == 0 && o.remote) {
+		progress(&o, "tier 3: upload and remote restore");
+		rc = bench_remote(&st, o.remote, wdir, o.reps, dst,
+				  st.total + 4096, root);
+	}
 	bench_unmap(dst, st.total + 4096);
 	dst = NULL;
 	if (rc) {

@@ -69,4 +69,12 @@ double bench_proc_cpu(void);
 /* /proc/loadavg's three load averages, "0.52 0.58 0.59"; "" if unknown. */
 void bench_loadavg(char *buf, size_t n);
 
+/* ckpt_bench_remote.c: upload_vs_raw and remote_restore_vs_raw against
+ * uri (an engine on WDIR/tier3-bench), into root.  buf holds cap bytes
+ * (>= the state).  Returns 0 or the library's error (printed). */
+#include <jansson.h>
+int bench_remote(const struct bench_state *st, const char *uri,
+		 const char *wdir, int reps, uint8_t *buf, uint64_t cap,
+		 json_t *root);
+
 #endif

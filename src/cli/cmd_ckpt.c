@@ -40,6 +40,16 @@ struct args {
 	int json, full_meta;
 };
 
+/* The word `ckpt ls` shows for an entry's state. */
+static const char *entry_state(int32_t st)
+{
+	switch (st) {
+	case SPOTCKPT_ENTRY_COMMITTED: return "committed";
+	case SPOTCKPT_ENTRY_DAMAGED: return "damaged";
+	default: return "incomplete";
+	}
+}
+
 static int parse_args(const char *sub, int argc, char **argv, int allow_step,
 		      struct args *a)
 {
@@ -118,8 +128,7 @@ static int cmd_ls(int argc, char **argv)
 			sr_time_format_rfc3339(ents[i].time_ns, 0, ts, sizeof ts);
 			json_array_append_new(arr, json_pack("{s:I,s:s,s:i,s:I,s:s}",
 				"step", (json_int_t)ents[i].step,
-				"state", ents[i].state == SPOTCKPT_ENTRY_COMMITTED ?
-					"committed" : "incomplete",
+				"state", entry_state(ents[i].state),
 				"tensors", ents[i].ntensors,
 				"bytes", (json_int_t)ents[i].bytes, "time", ts));
 		}
@@ -136,8 +145,7 @@ static int cmd_ls(int argc, char **argv)
 			sr_time_format_rfc3339(ents[i].time_ns, 0, ts, sizeof ts);
 			human_bytes(ents[i].bytes, sz, sizeof sz);
 			printf("%-12" PRId64 " %-10s %8d %12s  %s\n", ents[i].step,
-			       ents[i].state == SPOTCKPT_ENTRY_COMMITTED ?
-			       "committed" : "incomplete", ents[i].ntensors, sz, ts);
+			       entry_state(ents[i].state), ents[i].ntensors, sz, ts);
 		}
 	}
 	free(ents);

@@ -7,6 +7,7 @@
  * daemon is running and never contends with it for the write lock.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,10 @@ static void usage(void)
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "\n"
-	       "Cost, savings and idle waste from the billing ledger.\n"
+	       "Cost, savings and waste from the billing ledger.  Savings are\n"
+	       "against each job's planned on-demand cost (its declared work at the\n"
+	       "on-demand price; negative, in red, when spot cost more), and\n"
+	       "separately against on-demand for the node-hours actually used.\n"
 	       "\n"
 	       "  --since WHEN     only intervals starting at or after WHEN: an RFC 3339\n"
 	       "                   time, a date YYYY-MM-DD (UTC), or a duration ago (24h, 7d)\n"
@@ -102,6 +106,17 @@ static int open_ro(const char *path, sqlite3 **db)
 	return 0;
 }
 
+/* A money cell: "-" when unknown; negative in red on a terminal. */
+static void money_cell(char *buf, size_t n, bool known, sr_micros m, bool color)
+{
+	if (!known)
+		snprintf(buf, n, "%11s", "-");
+	else if (color && m < 0)
+		snprintf(buf, n, "\033[31m%11.4f\033[0m", sr_money_to_usd(m));
+	else
+		snprintf(buf, n, "%11.4f", sr_money_to_usd(m));
+}
+
 /* "12 spotrun-demo" for a job key (the name from the jobs table), else
  * the key itself.  Returns buf or key. */
 static const char *job_label(sqlite3 *db, enum finops_by by, const char *key,
@@ -142,35 +157,49 @@ static void print_table(sqlite3 *db, const struct finops_report *r,
 			const struct finops_filter *f)
 {
 	char since[40] = "the beginning";
+	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 
 	if (f->since_ns > 0)
 		sr_time_format_rfc3339(f->since_ns, 0, since, sizeof since);
 	printf("cost since %s, by %s (USD)\n\n", since, finops_by_name(r->by));
-	printf("%-34s %11s %11s %11s %6s %11s %11s %9s %10s %8s\n", "KEY",
-	       "COST", "ON-DEMAND", "SAVED", "SAVED%", "VS-RESERVED", "LOST-WORK",
-	       "IDLE-GPUH", "IDLE-COST", "PREEMPT");
+	printf("%-34s %11s %11s %11s %7s %11s %11s %11s %11s %11s %8s\n", "KEY",
+	       "COST", "PLANNED-OD", "SAVED", "SAVED%", "WASTE", "LOST-WORK",
+	       "IDLE-COST", "OD-FOR-USED", "SAVED-USED", "PREEMPT");
 	for (size_t i = 0; i <= r->ngroups; i++) {
 		const struct finops_totals *t = i < r->ngroups ? &r->groups[i].t : &r->total;
-		char label[256], vsres[24] = "-";
+		char label[256];
 		const char *key = i < r->ngroups ? job_label(db, r->by, r->groups[i].key,
 							     label, sizeof label)
 						 : "TOTAL";
+		bool planned = t->plans > 0 && t->planned_od_cost > 0;
+		char plan[32], saved[48], pct[40], used[48];
 
 		if (r->by == FINOPS_BY_TOTAL && i < r->ngroups)
 			continue;
-		if (t->reserved_rows > 0)
-			snprintf(vsres, sizeof vsres, "%.4f",
-				 sr_money_to_usd(t->savings_vs_reserved));
-		printf("%-34.34s %11.4f %11.4f %11.4f %5.1f%% %11s %11.4f %9.3f "
-		       "%10.4f %8lld\n",
-		       key, sr_money_to_usd(t->cost), sr_money_to_usd(t->list_cost),
-		       sr_money_to_usd(t->savings_vs_list),
-		       t->list_cost > 0 ? 100.0 * (double)t->savings_vs_list /
-						  (double)t->list_cost : 0.0,
-		       vsres, sr_money_to_usd(t->lost_work_cost),
-		       (double)t->idle_gpu_ns / 3.6e12, sr_money_to_usd(t->idle_cost),
-		       (long long)t->preemptions);
+		money_cell(plan, sizeof plan, planned, t->planned_od_cost, false);
+		money_cell(saved, sizeof saved, planned, t->savings_vs_plan, color);
+		money_cell(used, sizeof used, true, t->savings_vs_list, color);
+		if (!planned)
+			snprintf(pct, sizeof pct, "%7s", "-");
+		else
+			snprintf(pct, sizeof pct, "%s%6.1f%%%s",
+				 color && t->savings_vs_plan < 0 ? "\033[31m" : "",
+				 100.0 * (double)t->savings_vs_plan /
+				 (double)t->planned_od_cost,
+				 color && t->savings_vs_plan < 0 ? "\033[0m" : "");
+		printf("%-34.34s %11.4f %s %s %s %11.4f %11.4f %11.4f %11.4f %s "
+		       "%8lld\n", key, sr_money_to_usd(t->cost), plan, saved, pct,
+		       sr_money_to_usd(t->waste_cost),
+		       sr_money_to_usd(t->lost_work_cost),
+		       sr_money_to_usd(t->idle_cost), sr_money_to_usd(t->list_cost),
+		       used, (long long)t->preemptions);
 	}
+	printf("\nSAVED: against the planned on-demand cost (each job's declared "
+	       "work at the on-demand\nprice); negative = it cost more than "
+	       "all-on-demand.  SAVED-USED: against on-demand\nfor the node-hours "
+	       "actually used (waste adds hours, so it flatters).  WASTE =\n"
+	       "LOST-WORK + IDLE-COST (work redone after preemptions and moves; "
+	       "nodes booting,\nrestoring or idle).\n");
 }
 
 static int cmd_cost(int argc, char **argv)

@@ -30,6 +30,7 @@
 #include "common/fsutil.h"
 #include "common/http.h"
 #include "common/timeutil.h"
+#include "ctl/proc.h"
 #include "ctlcli.h"
 
 #define START_WAIT_S 20
@@ -61,19 +62,26 @@ static char *state_file(const char *dir, const char *name)
 	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
 }
 
-/* pid from <dir>/spotrund.pid if that process is alive, else 0. */
+/* pid from <dir>/spotrund.pid ("PID [START]") if that process is alive,
+ * else 0.  Alive means running, not a zombie left by a kill -9 whose
+ * parent has not reaped it yet, and (when the file has START, the
+ * /proc starttime) not another process that reuses the pid. */
 static pid_t read_pid(const char *dir)
 {
-	char *path = state_file(dir, "spotrund.pid"), *buf = NULL;
+	char *path = state_file(dir, "spotrund.pid"), *buf = NULL, *end = NULL;
 	long v = 0;
+	long long start = 0;
 
-	if (path && sr_fs_read_file(path, 64, &buf, NULL, NULL) == 0)
-		v = strtol(buf, NULL, 10);
+	if (path && sr_fs_read_file(path, 64, &buf, NULL, NULL) == 0) {
+		v = strtol(buf, &end, 10);
+		if (end && *end == ' ')
+			start = strtoll(end + 1, NULL, 10);
+	}
 	free(buf);
 	free(path);
-	if (v <= 0 || v > INT_MAX)
+	if (v <= 0 || v > INT_MAX || start < 0)
 		return 0;
-	if (kill((pid_t)v, 0) < 0 && errno != EPERM)
+	if (!proc_alive(v, start))
 		return 0;
 	return (pid_t)v;
 }
@@ -86,7 +94,8 @@ static int write_pid(const char *dir, pid_t pid)
 
 	if (!path)
 		return -ENOMEM;
-	snprintf(buf, sizeof buf, "%d\n", (int)pid);
+	snprintf(buf, sizeof buf, "%d %lld\n", (int)pid,
+		 (long long)proc_start_time(pid));
 	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, NULL);
 	free(path);
 	return rc;
@@ -108,6 +117,7 @@ static int healthz(const char *url, char **body)
 	o.timeout_ms = 2000;
 	o.connect_timeout_ms = 1000;
 	o.max_retries = 0;
+	o.ca_file = getenv("SPOTRUN_CA_CERT"); /* an https daemon's own cert */
 	rc = sr_http_request("GET", u, NULL, NULL, 0, &o, &r, NULL);
 	free(u);
 	if (rc == 0 && r.status == 200) {

@@ -127,6 +127,32 @@ static void best_str(const struct best *b, char *buf, size_t n)
 		snprintf(buf, n, "%.3f  %s", sr_money_to_usd(b->price), b->o->region);
 }
 
+/* The table; column widths follow the longest region shown. */
+static void print_text(const struct row *rows, size_t n)
+{
+	int wo = 21, ws = 16;
+	char od[64], sp[64];
+
+	for (size_t i = 0; i < n; i++) {
+		best_str(&rows[i].od, od, sizeof od);
+		best_str(&rows[i].spot, sp, sizeof sp);
+		wo = (int)strlen(od) > wo ? (int)strlen(od) : wo;
+		ws = (int)strlen(sp) > ws ? (int)strlen(sp) : ws;
+	}
+	printf("%-10s %5s  %-9s  %-*s  %-*s  %s\n", "GPU", "QTY", "CLOUD", wo,
+	       "ON-DEMAND $/H  REGION", ws, "SPOT $/H  REGION",
+	       "INSTANCE (SPOT, ELSE ON-DEMAND)");
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		best_str(&r->od, od, sizeof od);
+		best_str(&r->spot, sp, sizeof sp);
+		printf("%-10s %5g  %-9s  %-*s  %-*s  %s\n", r->gpu, r->count, r->cloud,
+		       wo, od, ws, sp,
+		       r->spot.o ? r->spot.o->instance_type : r->od.o->instance_type);
+	}
+}
+
 static int print_rows(const struct row *rows, size_t n, int json)
 {
 	if (json) {
@@ -152,17 +178,7 @@ static int print_rows(const struct row *rows, size_t n, int json)
 		free(s);
 		return 0;
 	}
-	printf("%-10s %5s  %-9s  %-26s %-26s %s\n", "GPU", "QTY", "CLOUD",
-	       "ON-DEMAND $/H  REGION", "SPOT $/H  REGION", "INSTANCE (SPOT, ELSE ON-DEMAND)");
-	for (size_t i = 0; i < n; i++) {
-		const struct row *r = &rows[i];
-		char od[64], sp[64];
-
-		best_str(&r->od, od, sizeof od);
-		best_str(&r->spot, sp, sizeof sp);
-		printf("%-10s %5g  %-9s  %-26s %-26s %s\n", r->gpu, r->count, r->cloud,
-		       od, sp, r->spot.o ? r->spot.o->instance_type : r->od.o->instance_type);
-	}
+	print_text(rows, n);
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "clijob.h"
+#include "common/backoff.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
@@ -179,9 +180,12 @@ static int follow_logs(struct ctlcli *o, int64_t id, int64_t *after, int tty,
 static int follow(struct ctlcli *o, int64_t id, int logs)
 {
 	int tty = isatty(2), rc = CLI_FAIL, misses = 0, multi = 0;
-	int64_t after = 0, log_after = 0;
+	int64_t after = 0, log_after = 0, lost_since = 0;
+	struct sr_backoff bo;
 	struct sigaction sa;
 
+	/* the daemon unreachable: retry after 0.5 s, doubling, up to 5 s */
+	sr_backoff_init(&bo, 500 * INT64_C(1000000), 5 * SR_NS_PER_SEC);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_int;
 	sigaction(SIGINT, &sa, NULL);
@@ -226,15 +230,20 @@ static int follow(struct ctlcli *o, int64_t id, int logs)
 			if (misses == 1 || misses % 10 == 0)
 				fprintf(stderr, "spotrun launch: %s (retrying)\n",
 					sr_err_str(&e, r));
-			if (misses > 60 || r == -SR_ENOTFOUND || r == -EACCES) {
+			if (misses == 1)
+				lost_since = sr_time_mono_ns();
+			if (sr_time_mono_ns() - lost_since > 60 * SR_NS_PER_SEC ||
+			    r == -SR_ENOTFOUND || r == -EACCES) {
 				json_decref(reply);
 				return CLI_FAIL;
 			}
 			json_decref(reply);
-			sleep(1);
+			usleep((useconds_t)(sr_backoff_fail(&bo, sr_time_mono_ns()) /
+					    1000));
 			continue;
 		}
 		misses = 0;
+		sr_backoff_ok(&bo);
 		job = json_object_get(reply, "job");
 		if (terminal(ctlcli_str(job, "state", ""))) {
 			if (tty)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
 
@@ -247,8 +248,21 @@ const char *ctlcli_age(const char *ts, char *buf, size_t n)
 const char *ctlcli_str(json_t *obj, const char *key, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(obj, key));
+	char *safe;
 
-	return s ? s : dflt;
+	if (!s)
+		return dflt;
+	if (!sr_text_unsafe(s, NULL, NULL))
+		return s;
+	/* ESC, U+202E...: the escaped text replaces the value in the reply
+	 * (which the caller owns) and is what the terminal sees */
+	safe = sr_text_escape(s);
+	if (!safe || json_object_set_new(obj, key, json_string(safe)) < 0) {
+		free(safe);
+		return "?";
+	}
+	free(safe);
+	return json_string_value(json_object_get(obj, key));
 }
 
 int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt)

@@ -73,6 +73,9 @@ void ctlcli_print_json(const json_t *v);
 const char *ctlcli_money(json_t *micros, char *buf, size_t n);  /* "$1.23" */
 const char *ctlcli_secs(double s, char *buf, size_t n);         /* "1h02m" */
 const char *ctlcli_age(const char *rfc3339, char *buf, size_t n); /* "5s ago" */
+/* obj[key] as text for a terminal, or dflt.  A value with control or
+ * bidirectional-text characters is escaped (common/text.h) in obj itself,
+ * so the pointer stays valid as long as obj. */
 const char *ctlcli_str(json_t *obj, const char *key, const char *dflt);
 int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt);
 double ctlcli_num(json_t *obj, const char *key, double dflt); /* int or real */

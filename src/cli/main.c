@@ -1,8 +1,9 @@
 /*
  * main.c - `spotrun` entry point: dispatch to registered subcommands.
  *
- * Before dispatch, every "--name=value" argument is split into "--name"
- * "value", so each command takes both spellings without its own code.
+ * Before dispatch, every "--name=value" argument (up to a bare "--") is
+ * split into "--name" "value", so each command takes both spellings
+ * without its own code.
  * "spotrun --version" is "spotrun version".
  */
 #include <stdarg.h>
@@ -60,7 +61,7 @@ static char **split_eq(int argc, char **argv, int *nargc, char **store)
 {
 	char **v = calloc((size_t)argc * 2 + 1, sizeof *v);
 	size_t total = 0, off = 0;
-	int k = 0;
+	int k = 0, rest = 0; /* rest: after a bare "--", passed on untouched */
 
 	for (int i = 0; i < argc; i++)
 		total += strlen(argv[i]) + 1;
@@ -74,7 +75,9 @@ static char **split_eq(int argc, char **argv, int *nargc, char **store)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
 
-		if (i > 0 && !strncmp(a, "--", 2) && a[2] && eq && eq > a + 2) {
+		if (!strcmp(a, "--"))
+			rest = 1;
+		if (!rest && i > 0 && !strncmp(a, "--", 2) && a[2] && eq && eq > a + 2) {
 			size_t n = (size_t)(eq - a);
 
 			memcpy(*store + off, a, n);

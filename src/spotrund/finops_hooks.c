@@ -80,7 +80,8 @@ static int job_facts(sqlite3 *db, int64_t job, struct finops_alert *a)
 	sqlite3_finalize(st);
 	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
 		a->cost = rep.total.cost;
-		a->saved = rep.total.savings_vs_list;
+		a->saved = rep.total.plans > 0 ? rep.total.savings_vs_plan :
+			   rep.total.savings_vs_list;
 		finops_report_free(&rep);
 	}
 	return rc;
@@ -162,10 +163,11 @@ static void on_event(struct ctl *c, const json_t *ev)
 	a.resolve_all = k == FINOPS_ALERT_JOB_DONE;
 	if (k == FINOPS_ALERT_JOB_DONE)
 		snprintf(a.summary, sizeof a.summary,
-			 "job %lld %s %s: cost $%.2f, saved $%.2f vs on-demand, "
-			 "%lld preemption(s)", (long long)a.job_id, a.job_name,
-			 str(ev, "to"), sr_money_to_usd(a.cost),
-			 sr_money_to_usd(a.saved), (long long)a.preemptions);
+			 "job %lld %s %s: cost $%.2f, saved %s$%.2f vs planned "
+			 "on-demand, %lld preemption(s)", (long long)a.job_id,
+			 a.job_name, str(ev, "to"), sr_money_to_usd(a.cost),
+			 a.saved < 0 ? "-" : "", sr_money_to_usd(a.saved < 0 ?
+			 -a.saved : a.saved), (long long)a.preemptions);
 	else
 		snprintf(a.summary, sizeof a.summary, "job %lld %s: %s",
 			 (long long)a.job_id, a.job_name, str(ev, "message"));

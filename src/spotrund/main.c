@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl.h"
+#include "ctl/proc.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -23,7 +25,12 @@ static const char usage[] =
 	"The spotrun control plane: REST API, SQLite state, reconciler and the\n"
 	"local spot cloud.  Writes <state-dir>/api.url and spotrund.pid.\n"
 	"\n"
-	"  --listen HOST:PORT       listen address (127.0.0.1:7077; port 0 = any)\n"
+	"  --listen HOST:PORT       listen address (127.0.0.1:7077; port 0 = any);\n"
+	"                           an address other hosts can reach needs TLS\n"
+	"  --tls-cert FILE          serve HTTPS with this PEM certificate (chain)\n"
+	"  --tls-key FILE           and this PEM private key (mode 0600)\n"
+	"  --insecure-listen        allow a non-loopback --listen without TLS:\n"
+	"                           tokens and secrets cross the network in clear\n"
 	"  --state-dir DIR          state (default $SPOTRUN_STATE_DIR, else\n"
 	"                           $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
 	"  --provider NAME          cloud provider (local)\n"
@@ -116,6 +123,9 @@ int main(int argc, char **argv)
 		{ "restart-guess-ms", required_argument, NULL, 'R' },
 		{ "http-threads", required_argument, NULL, 't' },
 		{ "tick-ms", required_argument, NULL, 'k' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "insecure-listen", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -148,6 +158,9 @@ int main(int argc, char **argv)
 			cfg.listen_port = (int)v;
 			break;
 		case 's': snprintf(state, sizeof state, "%s", optarg); break;
+		case 'C': cfg.tls_cert = optarg; break;
+		case 'K': cfg.tls_key = optarg; break;
+		case 'X': cfg.insecure_listen = 1; break;
 		case 'p': cfg.provider = optarg; break;
 		case 'd': cfg.data_dir = optarg; break;
 		case 'a': cfg.agent_path = optarg; break;
@@ -193,6 +206,12 @@ int main(int argc, char **argv)
 	}
 	cfg.state_dir = state;
 	cfg.listen_host = host;
+	/* every file the daemon creates (database, WAL, tokens, logs) is
+	 * private to its user (issue 10: spotrun.db was created 0644) */
+	umask(077);
+	/* the agents it starts trust the same certificate */
+	if (cfg.tls_cert)
+		setenv("SPOTRUN_CA_CERT", cfg.tls_cert, 0);
 
 	/* Block the stop signals in every thread (they inherit the mask);
 	 * the main thread waits for them with sigsuspend, so a signal that
@@ -210,13 +229,21 @@ int main(int argc, char **argv)
 	rc = ctl_start(&cfg, &c, &e);
 	if (rc) {
 		fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
-		return 1;
+		return rc == -EACCES || rc == -EINVAL ? 2 : 1;
 	}
+	if (cfg.insecure_listen && strncmp(host, "127.", 4) != 0)
+		fprintf(stderr, "spotrund: WARNING: --insecure-listen: the API "
+			"on %s:%d is reachable from other hosts WITHOUT TLS; bearer "
+			"tokens and job secrets cross the network in clear\n",
+			host, ctl_port(c));
 	snprintf(path, sizeof path, "%s/api.url", state);
-	snprintf(buf, sizeof buf, "http://%s:%d\n", host, ctl_port(c));
+	snprintf(buf, sizeof buf, "%s\n", ctl_url(c));
 	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	snprintf(path, sizeof path, "%s/spotrund.pid", state);
-	snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+	/* "PID START": START (the /proc starttime) tells this process from
+	 * a later one that reuses the pid */
+	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
+		 (long long)proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {

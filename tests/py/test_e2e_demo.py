@@ -24,7 +24,8 @@ ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 
 FIELDS = ("job_id", "deadline_met", "preemptions", "moves", "bitwise_identical",
           "cost_usd", "on_demand_cost_usd", "reserved_cost_usd", "lost_work_s",
-          "downtime_s", "stall_ms_p50")
+          "downtime_s", "stall_ms_p50", "planned_on_demand_cost_usd",
+          "saved_vs_plan_usd", "waste_usd")
 
 
 @pytest.mark.skipif(ASAN, reason="minutes of PyTorch; run in the plain pass")
@@ -50,6 +51,13 @@ def test_demo_scenario(tmp_path):
     # money: spot is cheaper than on-demand for the same hours
     assert 0 < r["cost_usd"] < r["on_demand_cost_usd"]
     assert 0 < r["reserved_cost_usd"] < r["on_demand_cost_usd"]
+    # honest savings: against the declared work at the on-demand price,
+    # and waste on its own line
+    assert r["planned_on_demand_cost_usd"] > 0
+    assert abs(r["saved_vs_plan_usd"] - (r["planned_on_demand_cost_usd"]
+                                         - r["cost_usd"])) < 1e-5
+    assert r["waste_usd"] >= 0
+    assert "planned on-demand" in p.stdout and "waste" in p.stdout
     # one downtime per recovery that resumed training, each positive
     assert len(r["downtime_s"]) >= 2
     assert all(d > 0 for d in r["downtime_s"])

@@ -16,6 +16,7 @@
 
 #include "aws/ec2.h"
 #include "common/testsrv.h"
+#include "common/timeutil.h"
 
 #define NS "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
 
@@ -384,6 +385,32 @@ static void test_prices_and_zones(void **state)
 				"Filter.1.Name=instance-type&Filter.1.Value.1=p5.48xlarge"));
 }
 
+static void test_price_latest(void **state)
+{
+	const struct ec2_spot_price v[] = {
+		{ "a", "g5", "Linux/UNIX", 500000, 100 },
+		{ "b", "g5", "Linux/UNIX", 450000, 90 },
+		{ "a", "g5", "Linux/UNIX", 400000, 200 },  /* newer: wins */
+		{ "b", "g5", "Linux/UNIX", 990000, 10 },   /* older: ignored */
+		{ "c", "g5", "Linux/UNIX", 450000, 50 },
+	};
+	struct ec2_spot_price *r = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(ec2_spot_price_latest(v, 5, &r, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(r[0].zone, "a");
+	assert_int_equal(r[0].price_per_h, 400000);
+	assert_string_equal(r[1].zone, "b");
+	assert_int_equal(r[1].price_per_h, 450000);
+	assert_string_equal(r[2].zone, "c");
+	free(r);
+	assert_int_equal(ec2_spot_price_latest(NULL, 0, &r, &n), 0);
+	assert_int_equal(n, 0);
+	free(r);
+}
+
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
 static int done_calls;
 
@@ -475,25 +502,75 @@ static void test_bootstrap(void **state)
 
 	(void)state;
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://ctl.example:7077", 42,
-					      "tok_ABC-123", &s, &e), 0);
-	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123' > \"$d/token\""));
+					      "tok_ABC-123-456789", &s, &e), 0);
+	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' > \"$d/token\""));
 	assert_non_null(strstr(s, "set -- '/usr/local/bin/spotrun-agent' --api "
 				  "'https://ctl.example:7077' --node-id 42 "
 				  "--token-file \"$d/token\""));
 	/* the token is never on the agent's command line */
 	assert_null(strstr(strstr(s, "set -- "), "tok_ABC"));
 	free(s);
-	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1, "a'; rm -rf /",
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1,
+					      "a'; rm -rf / #################",
 					      &s, &e), -EINVAL);
 	assert_null(s);
-	assert_string_equal(e.msg, "bootstrap: node token: expected printable "
-				   "characters without quotes");
+	assert_string_equal(e.msg, "bootstrap: node token: expected 16..256 "
+				   "printable characters without quotes");
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1, "short", &s,
+					      &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://x $(id)", 1, "t",
 					      &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script("rel/agent", "http://x", 1, "t",
 					      &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "ftp://x", 1, "t", &s, &e),
 			 -EINVAL);
+}
+
+/* Instance-role credentials close to expiry are fetched again before a
+ * call is signed. */
+static void test_cred_refresh(void **state)
+{
+	struct fx *f = *state;
+	struct sr_testsrv *imds = sr_testsrv_start(0);
+	struct ec2_opts o = { .max_retries = 0 };
+	const char *ids[] = { "i-1" };
+	struct cloud_error err;
+	struct sr_err e = { 0 };
+	struct ec2 *c = NULL;
+	char exp[40], doc[256], v[512];
+	const char *role = "/latest/meta-data/iam/security-credentials/r";
+
+	assert_non_null(imds);
+	sr_time_format_rfc3339((sr_time_real_ns() / 1000000000 + 60) * 1000000000LL,
+			       0, exp, sizeof(exp));
+	snprintf(doc, sizeof(doc), "{\"Code\":\"Success\",\"AccessKeyId\":"
+		 "\"ASIAROLE1\",\"SecretAccessKey\":\"rolesecret\",\"Token\":"
+		 "\"roletoken\",\"Expiration\":\"%s\"}", exp);
+	sr_testsrv_reply(imds, "PUT", "/latest/api/token", 200, "text/plain",
+			 "tok", 0);
+	sr_testsrv_reply(imds, "GET", "/latest/meta-data/iam/security-credentials/",
+			 200, "text/plain", "r", 0);
+	sr_testsrv_reply(imds, "GET", role, 200, "application/json", doc, 0);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sr_testsrv_url(imds), 1);
+	assert_int_equal(ec2_open(&o, &c, &e), 0);
+	assert_string_equal(ec2_cred_source(c), "instance role r (IMDSv2)");
+	assert_int_equal(sr_testsrv_count(imds, "GET", role), 1);
+	reply(f, 200, "<TerminateInstancesResponse " NS "/>");
+	assert_int_equal(ec2_terminate_instances(c, ids, 1, &err), 0);
+	assert_int_equal(sr_testsrv_count(imds, "GET", role), 2);
+	assert_int_equal(sr_testsrv_req_header(last(f), "authorization", v,
+					       sizeof(v)), 0);
+	assert_non_null(strstr(v, "Credential=ASIAROLE1/"));
+	assert_non_null(strstr(v, "x-amz-security-token"));
+	assert_int_equal(sr_testsrv_req_header(last(f), "x-amz-security-token", v,
+					       sizeof(v)), 0);
+	assert_string_equal(v, "roletoken");
+	ec2_close(c);
+	sr_testsrv_stop(imds);
+	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 }
 
 static void test_loopback_guard(void **state)
@@ -556,7 +633,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prices_and_zones, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_async, setup, teardown),
 		cmocka_unit_test(test_idem_key_fits),
+		cmocka_unit_test(test_price_latest),
 		cmocka_unit_test(test_bootstrap),
+		cmocka_unit_test_setup_teardown(test_cred_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loopback_guard, setup, teardown),
 		cmocka_unit_test(test_xml_malformed),
 	};

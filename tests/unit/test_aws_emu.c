@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "aws/ec2.h"
 #include "aws/ec2emu.h"
 #include "common/fsutil.h"
+#include "common/testsrv.h"
 
 #define TYPE "g5.xlarge"
 
@@ -282,11 +284,140 @@ static void test_emulator_errors(void **state)
 	ec2_close(c);
 }
 
+/* A stand-in control plane: register hands out a trivial assignment,
+ * everything else (heartbeat, report) is acknowledged. */
+static int fake_ctl(void *ud, const struct sr_testsrv_req *req, int *status,
+		    char **ctype, char **body, size_t *body_len)
+{
+	size_t n = strlen(req->path);
+
+	(void)ud;
+	*status = 200;
+	*ctype = strdup("application/json");
+	if (n > 9 && strcmp(req->path + n - 9, "/register") == 0)
+		*body = strdup("{\"job_id\":3,\"rank\":0,\"num_nodes\":1,"
+			       "\"run\":\"exec sleep 600\",\"heartbeat_ms\":100,"
+			       "\"imds_poll_ms\":50}");
+	else
+		*body = strdup("{}");
+	*body_len = *body != NULL ? strlen(*body) : 0;
+	return 0;
+}
+
+/* Index of the first recorded request whose path ends with `suffix` and
+ * whose body contains `needle` (may be NULL), waiting up to ~20 s; -1. */
+static long wait_request(struct sr_testsrv *s, const char *suffix,
+			 const char *needle)
+{
+	for (int t = 0; t < 2000; t++) {
+		size_t n = sr_testsrv_nreq(s);
+
+		for (size_t i = 0; i < n; i++) {
+			const struct sr_testsrv_req *r = sr_testsrv_req(s, i);
+			size_t pl = strlen(r->path), sl = strlen(suffix);
+
+			if (pl >= sl && strcmp(r->path + pl - sl, suffix) == 0 &&
+			    (needle == NULL || strstr(r->body, needle) != NULL))
+				return (long)i;
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* Whether any process's command line contains tok. */
+static bool token_in_some_cmdline(const char *tok)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool found = false;
+
+	assert_non_null(d);
+	while (!found && (de = readdir(d)) != NULL) {
+		char path[300], buf[8192];
+		size_t n;
+		FILE *fp;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fp = fopen(path, "r");
+		if (fp == NULL)
+			continue;
+		n = fread(buf, 1, sizeof(buf), fp);
+		fclose(fp);
+		found = memmem(buf, n, tok, strlen(tok)) != NULL;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The driver's own user-data starts the real spotrun-agent inside an
+ * emulated instance: it registers with its token at the control-plane URL
+ * it was given, and reports the spot notice it reads from the instance's
+ * IMDSv2.  The token never appears on a command line. */
+static void test_bootstrap_starts_agent(void **state)
+{
+	struct fx *f = *state;
+	struct sr_testsrv *ctl = sr_testsrv_start(0);
+	char exe[512], agent[600], *script = NULL, hdr[128];
+	struct cloud_instance a, seen;
+	struct cloud_error err = { 0 };
+	struct sr_err e = { 0 };
+	char key[CLOUD_IDEM_MAX];
+	struct cloud_req *req = NULL;
+	struct cloud_launch l = {
+		.zone = f->zones[1], .instance_type = TYPE, .spot = true,
+		.tags = { .cluster = "emu-cluster", .job_id = 3, .node_id = 5,
+			  .attempt = 1 },
+	};
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	long reg;
+	int rc;
+
+	assert_non_null(ctl);
+	sr_testsrv_set_handler(ctl, fake_ctl, NULL);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0'; /* BUILD/tests */
+	snprintf(agent, sizeof(agent), "%s/../bin/spotrun-agent", exe);
+	assert_int_equal(access(agent, X_OK), 0);
+	assert_int_equal(ec2_bootstrap_script(agent, sr_testsrv_url(ctl), 5,
+					      "tok-abc123XYZ-0123456789", &script, &e), 0);
+	ec2emu_set_capacity(f->emu, f->zones[1], TYPE, EC2EMU_PLENTY);
+	cloud_idem_key(&l.tags, key);
+	l.idem_key = key;
+	l.bootstrap = script;
+	assert_int_equal(f->d.ops->provision(f->d.st, &l, &req, &err), 0);
+	while ((rc = f->d.ops->poll(f->d.st, req, &a, &err)) == -EAGAIN)
+		usleep(5000);
+	f->d.ops->req_free(f->d.st, req);
+	assert_int_equal(rc, 0);
+
+	reg = wait_request(ctl, "/v1/nodes/5/register", NULL);
+	assert_true(reg >= 0);
+	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(ctl, (size_t)reg),
+					       "authorization", hdr, sizeof(hdr)), 0);
+	assert_string_equal(hdr, "Bearer tok-abc123XYZ-0123456789");
+	/* no process carries the token in its argv */
+	assert_false(token_in_some_cmdline("tok-abc123XYZ-0123456789"));
+
+	assert_int_equal(ec2emu_preempt(f->emu, a.id), 0);
+	assert_true(wait_request(ctl, "/v1/nodes/5/report", "\"notice\"") >= 0);
+	assert_true(wait_state(f, a.id, CLOUD_INST_GONE, &seen));
+	assert_string_equal(seen.reason, "Server.SpotInstanceTermination");
+	cloud_instance_clear(&a);
+	free(script);
+	sr_testsrv_stop(ctl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_spot_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulator_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bootstrap_starts_agent, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,6 +296,80 @@ static void test_handler_and_queue(void **state)
 	sr_testsrv_stop(NULL);
 }
 
+/* Issue 10: a POST that may have reached the server is not sent again
+ * unless it carries an Idempotency-Key (or the caller opts in). */
+static void test_post_not_repeated_without_key(void **state)
+{
+	struct fx *f = *state;
+	const char *key[] = { "Idempotency-Key: 0123456789abcdef", NULL };
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+
+	f->o.max_retries = 2;
+	sr_testsrv_reply(f->srv, "POST", "/jobs", 503, NULL, "busy", 0);
+	assert_int_equal(sr_http_request("POST", url(f, "/jobs"), NULL, "{}", 2,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 503);
+	assert_int_equal(r.attempts, 1);
+	sr_http_resp_free(&r);
+	assert_int_equal(sr_testsrv_count(f->srv, "POST", "/jobs"), 1);
+
+	/* a timeout: the server may have acted on it, so no second send */
+	f->o.timeout_ms = 200;
+	sr_testsrv_reply(f->srv, "POST", "/slow", 200, NULL, "late", 1500);
+	assert_int_equal(sr_http_request("POST", url(f, "/slow"), NULL, "{}", 2,
+					 &f->o, &r, &e), -SR_ETIMEOUT);
+	assert_int_equal(r.attempts, 1);
+	sr_http_resp_free(&r);
+
+	/* with a key the same 503 is retried */
+	f->o.timeout_ms = 5000;
+	sr_testsrv_reply(f->srv, "POST", "/keyed", 503, NULL, "busy", 0);
+	sr_testsrv_reply(f->srv, "POST", "/keyed", 201, NULL, "made", 0);
+	assert_int_equal(sr_http_request("POST", url(f, "/keyed"), key, "{}", 2,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.attempts, 2);
+	sr_http_resp_free(&r);
+	/* and so is an opted-in POST (an alert webhook) */
+	f->o.retry_unsafe = 1;
+	sr_testsrv_reply(f->srv, "POST", "/hook2", 500, NULL, "x", 0);
+	sr_testsrv_reply(f->srv, "POST", "/hook2", 200, NULL, "ok", 0);
+	assert_int_equal(sr_http_request("POST", url(f, "/hook2"), NULL, "{}", 2,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.attempts, 2);
+	sr_http_resp_free(&r);
+	assert_true(sr_http_method_idempotent("PUT"));
+	assert_false(sr_http_method_idempotent("POST"));
+	assert_false(sr_http_method_idempotent("PATCH"));
+}
+
+/* Issue 10: a client bound to the port it connects to (nothing listens)
+ * connects to itself (TCP simultaneous open); that is refused. */
+static void test_self_connect_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sr_testsrv *tmp = sr_testsrv_start(0);
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+	char u[64];
+	int port;
+
+	assert_non_null(tmp);
+	port = sr_testsrv_port(tmp);
+	sr_testsrv_stop(tmp);
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/", port);
+	f->o.max_retries = 0;
+	f->o.local_port = port;
+	assert_int_equal(sr_http_request("GET", u, NULL, NULL, 0, &f->o, &r, &e),
+			 -SR_EHTTP);
+	assert_non_null(strstr(e.msg, "connected to itself"));
+	sr_http_resp_free(&r);
+	assert_true(sr_http__self_connect("127.0.0.1", 5, "127.0.0.1", 5));
+	assert_false(sr_http__self_connect("127.0.0.1", 5, "127.0.0.1", 6));
+	assert_false(sr_http__self_connect("127.0.0.2", 5, "127.0.0.1", 5));
+}
+
 static void test_backoff_bounds(void **state)
 {
 	struct sr_http_opts o;
@@ -344,6 +418,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retry_503_then_ok, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_retry_on_4xx, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_not_repeated_without_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_body, setup, teardown),

@@ -3,204 +3,7 @@
  * machine (the test plays the agent), and the local IMDSv2 endpoint.
  * The provider is told to start /bin/true as the "agent", so the nodes
  * are real processes that exit at once and the test speaks for them. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <jansson.h>
-
-#include "common/fsutil.h"
-#include "common/http.h"
-#include "common/log.h"
-#include "common/timeutil.h"
-#include "ctl/ctl.h"
-
-static char dir[64];
-static struct ctl *ctl;
-static char base[64];
-
-static const char job_od[] =
-	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
-	"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
-
-static int setup(void **state)
-{
-	struct ctl_config cfg;
-	struct sr_err e = { 0 };
-
-	(void)state;
-	sr_log_set_level(SR_LOG_WARN);
-	snprintf(dir, sizeof dir, "/tmp/sr-ctlapi-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	ctl_config_defaults(&cfg);
-	cfg.state_dir = dir;
-	cfg.listen_port = 0;
-	cfg.data_dir = "data";
-	cfg.agent_path = "/bin/true";
-	cfg.provision_ms = 0;
-	cfg.tick_ms = 20;
-	cfg.heartbeat_timeout_ms = 60000;
-	cfg.boot_timeout_ms = 60000;
-	if (ctl_start(&cfg, &ctl, &e)) {
-		fprintf(stderr, "ctl_start: %s\n", e.msg);
-		return -1;
-	}
-	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	ctl_stop(ctl);
-	ctl = NULL;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd);
-}
-
-/* One request; returns status, *out = parsed body (or NULL). */
-static long req(const char *method, const char *path, const char *token,
-		const char *ctype, const char *body, size_t len, json_t **out,
-		char **raw)
-{
-	struct sr_http_opts o;
-	struct sr_http_resp r;
-	struct sr_err e = { 0 };
-	char url[1200], auth[200], ct[100];
-	const char *h[4] = { NULL };
-	int n = 0;
-	long st;
-
-	sr_http_opts_default(&o);
-	o.max_retries = 0;
-	snprintf(url, sizeof url, "%s%s", base, path);
-	if (token) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-		h[n++] = auth;
-	}
-	if (ctype) {
-		snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
-		h[n++] = ct;
-	}
-	assert_int_equal(sr_http_request(method, url, h, body, len, &o, &r, &e), 0);
-	st = r.status;
-	if (out)
-		*out = json_loads(r.body ? r.body : "", 0, NULL);
-	if (raw)
-		*raw = strdup(r.body ? r.body : "");
-	sr_http_resp_free(&r);
-	return st;
-}
-
-static long jreq(const char *method, const char *path, const char *token,
-		 json_t *body, json_t **out)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	long st = req(method, path, token, s ? "application/json" : NULL, s,
-		      s ? strlen(s) : 0, out, NULL);
-
-	free(s);
-	json_decref(body);
-	return st;
-}
-
-static const char *err_code(json_t *v)
-{
-	return json_string_value(json_object_get(json_object_get(v, "error"), "code"));
-}
-
-static const char *err_msg(json_t *v)
-{
-	const char *m = json_string_value(json_object_get(json_object_get(v, "error"),
-							  "message"));
-	return m ? m : "";
-}
-
-static int64_t create_job(const char *yaml)
-{
-	json_t *v = NULL;
-	long st = jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
-		       json_pack("{s:s,s:s}", "spec_yaml", yaml, "spec_name", "t.yaml"),
-		       &v);
-	int64_t id;
-
-	assert_int_equal(st, 201);
-	id = json_integer_value(json_object_get(json_object_get(v, "job"), "id"));
-	assert_true(id > 0);
-	json_decref(v);
-	return id;
-}
-
-static json_t *get_job(int64_t id)
-{
-	char p[64];
-	json_t *v = NULL, *j;
-
-	snprintf(p, sizeof p, "/v1/jobs/%lld", (long long)id);
-	assert_int_equal(jreq("GET", p, ctl_admin_token(ctl), NULL, &v), 200);
-	j = json_incref(json_object_get(v, "job"));
-	json_decref(v);
-	return j;
-}
-
-/* Poll until the job is in `state` (the reconciler runs every 20 ms). */
-static json_t *wait_state(int64_t id, const char *state)
-{
-	for (int i = 0; i < 1500; i++) {
-		json_t *j = get_job(id);
-
-		if (strcmp(json_string_value(json_object_get(j, "state")), state) == 0)
-			return j;
-		json_decref(j);
-		usleep(10000);
-	}
-	{
-		json_t *j = get_job(id);
-		char *d = json_dumps(j, JSON_COMPACT);
-
-		fprintf(stderr, "job: %s\n", d);
-		free(d);
-		json_decref(j);
-	}
-	fail_msg("job %lld never reached %s", (long long)id, state);
-	return NULL;
-}
-
-static void node_token(int64_t node, char *tok)
-{
-	char path[160], *buf = NULL;
-
-	snprintf(path, sizeof path, "%s/nodes/%lld/node.token", dir, (long long)node);
-	assert_int_equal(sr_fs_read_file(path, 256, &buf, NULL, NULL), 0);
-	buf[strcspn(buf, "\n")] = '\0';
-	strcpy(tok, buf);
-	free(buf);
-}
-
-static int64_t first_node(json_t *job, int rank)
-{
-	json_t *nodes = json_object_get(job, "nodes"), *n;
-	size_t i;
-	int64_t id = 0;
-
-	json_array_foreach(nodes, i, n) {
-		const char *s = json_string_value(json_object_get(n, "state"));
-
-		if (json_integer_value(json_object_get(n, "rank")) == rank &&
-		    strcmp(s, "TERMINATED") && strcmp(s, "LOST"))
-			id = json_integer_value(json_object_get(n, "id"));
-	}
-	return id;
-}
+#include "ctl_fixture.h"
 
 /* ---- tests ------------------------------------------------------------------- */
 
@@ -385,6 +188,8 @@ static void test_job_lifecycle_node_api(void **state)
 	json_decref(v);
 	j = wait_state(id, "SUCCEEDED");
 	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 0);
+	/* the last heartbeat said step 9 of 10; every rank exited 0 */
+	assert_int_equal(json_integer_value(json_object_get(j, "step")), 10);
 	assert_int_equal(json_integer_value(json_object_get(j, "ckpt_step")), 5);
 	json_decref(j);
 
@@ -428,14 +233,7 @@ static void test_crash_restarts_then_fails(void **state)
 	int64_t id, node;
 
 	(void)state;
-	id = create_job(yaml);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
-	json_decref(j);
-	node_token(node, ntok);
-	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
-	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
-	json_decref(v);
+	id = start_registered(yaml, &node, ntok);
 	for (int attempt = 1; attempt <= 3; attempt++) {
 		/* the healthy node is kept: the workload restarts in place */
 		for (int i = 0;; i++) {

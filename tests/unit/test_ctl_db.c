@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ctl/db.h"
+#include "ctl/db_schema.h"
 #include "ctl/jobsm.h"
 
 static char dir[64], path[128];
@@ -66,7 +67,7 @@ static void test_migrate_idempotent(void **state)
 	assert_true(ctl_db_version(db) >= 1);
 	/* running again changes nothing and fails nothing */
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
-	assert_int_equal(ctl_db_version(db), 4);
+	assert_int_equal(ctl_db_version(db), (int)ctl_db_nmigrations);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st,
 					    NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -86,7 +87,7 @@ static void test_newer_schema_refused(void **state)
 				     "WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), -SR_EUNSUPPORTED);
 	assert_non_null(strstr(e.msg, "newer"));
-	assert_int_equal(ctl_db_exec(db, "UPDATE schema_version SET version=4 "
+	assert_int_equal(ctl_db_exec(db, "UPDATE schema_version SET version=5 "
 				     "WHERE component='ctl'", &e), 0);
 	sqlite3_close_v2(db);
 }
@@ -109,10 +110,28 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE jobs DROP COLUMN pace_step0;"
 		" ALTER TABLE jobs DROP COLUMN pace_t0_ns;"
 		" ALTER TABLE jobs DROP COLUMN step_ns;"
-		" ALTER TABLE nodes DROP COLUMN retire; UPDATE schema_version"
+		" ALTER TABLE jobs DROP COLUMN est_work_s;"
+		" ALTER TABLE jobs DROP COLUMN est_pace_ns;"
+		" ALTER TABLE jobs DROP COLUMN est_steps;"
+		" ALTER TABLE jobs DROP COLUMN est_attempt;"
+		" ALTER TABLE jobs DROP COLUMN est_step0;"
+		" ALTER TABLE jobs DROP COLUMN est_t0_ns;"
+		" ALTER TABLE jobs DROP COLUMN est_last_step;"
+		" ALTER TABLE jobs DROP COLUMN est_last_ns;"
+		" ALTER TABLE jobs DROP COLUMN est_upd_ns;"
+		" ALTER TABLE jobs DROP COLUMN est_restart_s;"
+		" ALTER TABLE nodes DROP COLUMN kill_pending;"
+		" ALTER TABLE jobs DROP COLUMN lost_from_step;"
+		" ALTER TABLE jobs DROP COLUMN lost_attempt;"
+		" ALTER TABLE jobs DROP COLUMN lost_node;"
+		" ALTER TABLE jobs DROP COLUMN lost_price;"
+		" ALTER TABLE nodes DROP COLUMN retire;"
+		" DROP INDEX jobs_idem; ALTER TABLE jobs DROP COLUMN idem_key;"
+		" ALTER TABLE jobs DROP COLUMN idem_hash;"
+		" ALTER TABLE jobs DROP COLUMN secrets_enc; UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
-	assert_int_equal(ctl_db_version(db), 4);
+	assert_int_equal(ctl_db_version(db), (int)ctl_db_nmigrations);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, list_cost_micros "
 					    "FROM jobs WHERE id=?", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);

@@ -330,6 +330,52 @@ static void test_export_file(void **state)
 	sqlite3_close(db);
 }
 
+/* Billing rows of one node with boundaries inside a second (and one row
+ * shorter than a second): the ChargePeriods of that resource, in whole
+ * seconds, never overlap, and each is non-empty. */
+static void test_periods_of_a_node_do_not_overlap(void **state)
+{
+	static const int64_t cuts_ms[] = { 500, 1500, 2700, 2900, 4200, 5999 };
+	sqlite3 *db = NULL;
+	struct sr_err e;
+	struct ledger_row r = {
+		.provider = "aws", .region = "us-east-1", .zone = "us-east-1a",
+		.instance_type = "p3.2xlarge", .accelerator = "V100", .gpus = 1,
+		.pricing = LEDGER_DYNAMIC, .unit_price = 918700,
+		.list_price = 3060000, .reserved_price = 1950000, .job_id = 4,
+		.node_id = 9, .busy = true, .util_permille = 873,
+	};
+	struct csv c;
+	char *buf;
+	size_t n = 0;
+	int64_t prev_end = 0;
+
+	(void)state;
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+	assert_int_equal(ledger_migrate(db, &e), 0);
+	for (size_t i = 0; i + 1 < sizeof cuts_ms / sizeof cuts_ms[0]; i++) {
+		r.start_ns = T0 + cuts_ms[i] * 1000000;
+		r.end_ns = T0 + cuts_ms[i + 1] * 1000000;
+		r.billed_ns = (r.end_ns - r.start_ns) * 3600;
+		assert_int_equal(ledger_append(db, &r, NULL, &e), 0);
+	}
+	buf = export(db, NULL, &n);
+	csv_parse(buf, &c);
+	assert_int_equal(n, 5);
+	for (int k = 1; k < c.nrows; k++) {
+		int64_t cps = ts(val(&c, k, "ChargePeriodStart"));
+		int64_t cpe = ts(val(&c, k, "ChargePeriodEnd"));
+
+		assert_true(cps < cpe);
+		if (k > 1)
+			assert_true(cps >= prev_end);
+		prev_end = cpe;
+	}
+	csv_free(&c);
+	free(buf);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_rows_follow_rules),
 		cmocka_unit_test(test_sums_match_report),
 		cmocka_unit_test(test_export_file),
+		cmocka_unit_test(test_periods_of_a_node_do_not_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

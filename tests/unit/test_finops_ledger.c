@@ -1,6 +1,7 @@
 /*
  * test_finops_ledger.c - the billing ledger and the reports derived from it.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -288,6 +289,59 @@ static void test_report_total(void **state)
 	sqlite3_close(db);
 }
 
+/* Honest savings: against each job's planned on-demand cost.  Job 1 was
+ * planned at 3 h of a $3.06/h node but, after a move to a 4-GPU
+ * on-demand node, cost $14.76: a negative saving, shown as such (its
+ * saving on the hours used is positive).  Job 2 was planned at 0.25 h of
+ * $3.06 and cost $0.50.  Waste = lost work + idle. */
+static void test_report_savings_vs_plan(void **state)
+{
+	sqlite3 *db = fixture();
+	struct finops_report rep;
+	struct finops_filter f = { 0 };
+	struct ledger_plan p = { .job_id = 1, .at_ns = T0, .provider = "aws",
+				 .region = "us-east-1", .instance_type = "p3.2xlarge",
+				 .work_ns = 3 * HOUR_NS, .nodes = 1,
+				 .od_price = 3060000 };
+	sr_micros planned = 0;
+	struct sr_err e;
+	json_t *j;
+
+	(void)state;
+	assert_int_equal(ledger_plan_record(db, &p, &planned, &e), 0);
+	assert_int_equal(planned, 9180000);
+	/* once per job: a second record is ignored */
+	p.work_ns = 100 * HOUR_NS;
+	assert_int_equal(ledger_plan_record(db, &p, NULL, &e), 0);
+	p = (struct ledger_plan){ .job_id = 2, .at_ns = T0, .provider = "aws",
+				  .region = "us-east-1", .work_ns = HOUR_NS / 4,
+				  .nodes = 1, .od_price = 3060000 };
+	assert_int_equal(ledger_plan_record(db, &p, NULL, &e), 0);
+	p.nodes = 0;
+	assert_int_equal(ledger_plan_record(db, &p, NULL, &e), -EINVAL);
+	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_JOB, &rep, &e), 0);
+	assert_int_equal(rep.ngroups, 2);
+	assert_string_equal(rep.groups[0].key, "1");
+	assert_int_equal(rep.groups[0].t.planned_od_cost, 9180000);
+	assert_int_equal(rep.groups[0].t.savings_vs_plan, 9180000 - 14760000);
+	assert_true(rep.groups[0].t.savings_vs_plan < 0);
+	assert_true(rep.groups[0].t.savings_vs_list > 0);
+	assert_string_equal(rep.groups[1].key, "2");
+	assert_int_equal(rep.groups[1].t.planned_od_cost, 765000);
+	assert_int_equal(rep.groups[1].t.savings_vs_plan, 765000 - 500000);
+	assert_int_equal(rep.total.planned_od_cost, 9180000 + 765000);
+	assert_int_equal(rep.total.savings_vs_plan,
+			 9180000 + 765000 - rep.total.cost);
+	assert_int_equal(rep.total.waste_cost, 230000 + 920000 + 500000);
+	j = finops_totals_json(&rep.groups[0].t);
+	assert_int_equal(json_integer_value(json_object_get(j,
+			 "savings_vs_plan_micros")), 9180000 - 14760000);
+	assert_true(json_real_value(json_object_get(j, "savings_vs_plan_usd")) < 0);
+	json_decref(j);
+	finops_report_free(&rep);
+	sqlite3_close(db);
+}
+
 static void test_report_groups(void **state)
 {
 	sqlite3 *db = fixture();
@@ -458,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_pricing_names),
 		cmocka_unit_test(test_report_total),
 		cmocka_unit_test(test_report_groups),
+		cmocka_unit_test(test_report_savings_vs_plan),
 		cmocka_unit_test(test_report_json),
 		cmocka_unit_test(test_series_and_timeline),
 		cmocka_unit_test(test_empty_ledger),

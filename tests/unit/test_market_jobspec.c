@@ -15,6 +15,7 @@
 
 #include "common/timeutil.h"
 #include "market/jobspec.h"
+#include "market/joblimits.h"
 
 static const char full_yaml[] =
 	"name: llama\n"
@@ -172,7 +173,7 @@ static void test_errors(void **state)
 		   "job.yaml:2: spotrun.criticality: 'urgent' is not critical, standard or best-effort");
 	expect_err("resources:\n  use_spot: maybe\n",
 		   "job.yaml:2: resources.use_spot: expected true or false");
-	expect_err("num_nodes: 0\n", "job.yaml:1: num_nodes: '0' is not an integer in 1..4096");
+	expect_err("num_nodes: 0\n", "job.yaml:1: num_nodes: '0' is not an integer in 1..1024");
 	expect_err("spotrun:\n  p_target: 1.5\n", "job.yaml:2: spotrun.p_target: '1.5' is not a probability");
 	expect_err("spotrun:\n  max_hourly_cost: lots\n",
 		   "job.yaml:2: spotrun.max_hourly_cost: 'lots' is not an amount in dollars");
@@ -291,12 +292,77 @@ static void test_example_files(void **state)
 	assert_true(jobspec_parse_file("examples/jobs/nope.yaml", &js, &e) < 0);
 }
 
+/* Issue 10: the job file's limits are the table's (joblimits.h), the ones
+ * the API and the schema use: the last value in is accepted, one past it
+ * refused with the range. */
+static void test_limits_table(void **state)
+{
+	struct jobspec js;
+	struct sr_err e = { 0 };
+	char y[128];
+
+	(void)state;
+	snprintf(y, sizeof y, "num_nodes: %d\nrun: x\n", SR_LIMIT_NUM_NODES_MAX);
+	assert_int_equal(jobspec_parse_buf(y, strlen(y), "job.yaml", &js, &e), 0);
+	assert_int_equal(js.num_nodes, 1024);
+	jobspec_free(&js);
+	expect_err("num_nodes: 1025\n", "job.yaml:1: num_nodes: '1025' is not an "
+		   "integer in 1..1024");
+	expect_err("num_nodes: 4096\n", "in 1..1024");
+	snprintf(y, sizeof y, "run: x\nspotrun:\n  max_restarts: %d\n",
+		 SR_LIMIT_MAX_RESTARTS_MAX);
+	assert_int_equal(jobspec_parse_buf(y, strlen(y), "job.yaml", &js, &e), 0);
+	assert_int_equal(js.max_restarts, 1000);
+	jobspec_free(&js);
+	expect_err("spotrun:\n  max_restarts: 1001\n",
+		   "job.yaml:2: spotrun.max_restarts: '1001' is not an integer in 0..1000");
+	expect_err("spotrun:\n  max_restarts: 1000000\n", "in 0..1000");
+}
+
+/* Issue 10: deep nesting is refused while reading, at the first level
+ * past the cap, with the line; 64 levels are still fine for libyaml. */
+static void test_yaml_depth(void **state)
+{
+	struct jobspec js;
+	struct sr_err e = { 0 };
+	size_t n = 120000;
+	char *y = malloc(2 * n + 64);
+	int rc;
+
+	(void)state;
+	assert_non_null(y);
+	/* 120k nested flow sequences under envs (the issue's 240 KB file) */
+	strcpy(y, "name: x\nrun: x\nenvs:\n  A: ");
+	memset(y + strlen(y), '[', n);
+	y[strlen("name: x\nrun: x\nenvs:\n  A: ") + n] = '\0';
+	memset(y + strlen(y), ']', n);
+	y[strlen("name: x\nrun: x\nenvs:\n  A: ") + 2 * n] = '\0';
+	rc = jobspec_parse_buf(y, strlen(y), "deep.yaml", &js, &e);
+	assert_int_equal(rc, -SR_EPARSE);
+	assert_string_equal(e.msg, "deep.yaml:4: nested deeper than 64 levels");
+	/* a block mapping 65 deep is refused the same way */
+	{
+		size_t off = 0;
+
+		for (int d = 0; d < 66; d++)
+			off += (size_t)sprintf(y + off, "%*sk%d:\n", d, "", d);
+		sprintf(y + off, "%*sv\n", 66, "");
+		sr_err_clear(&e);
+		rc = jobspec_parse_buf(y, strlen(y), "block.yaml", &js, &e);
+		assert_int_equal(rc, -SR_EPARSE);
+		assert_non_null(strstr(e.msg, "nested deeper than 64 levels"));
+	}
+	free(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_defaults_and_forms),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_limits_table),
+		cmocka_unit_test(test_yaml_depth),
 		cmocka_unit_test(test_governance_conflicts),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_json_roundtrip),

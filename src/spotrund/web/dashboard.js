@@ -57,7 +57,8 @@
     cell(tr, p ? `${p.cloud}/${p.zone || p.region} ${p.instance_type}${p.spot ? ' spot' : ''}` : '–');
     cell(tr, j.preemptions ?? 0);
     cell(tr, usd(cost ? cost.cost_micros : j.cost_micros));
-    cell(tr, cost ? usd(cost.savings_vs_list_micros) : '–');
+    const saved = cost ? cost.savings_vs_plan_micros : null;
+    cell(tr, saved != null ? usd(saved) : '–', saved != null && saved < 0 ? 'negative' : '');
     let dl = '–';
     if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state)) {
       dl = j.finished_at ? 'finished' : '–';
@@ -180,7 +181,14 @@
       const t = cost.total;
       $('t-cost').textContent = usd(t.cost_micros);
       $('t-list').textContent = usd(t.list_cost_micros);
-      $('t-saved').textContent = usd(t.savings_vs_list_micros);
+      $('t-plan').textContent = t.planned_od_cost_micros != null ? usd(t.planned_od_cost_micros) : '–';
+      const saved = t.savings_vs_plan_micros;
+      $('t-saved').textContent = saved != null ? usd(saved) : '–';
+      // a saving that is negative is shown as what it is: in red
+      $('c-saved').className = 'card ' + (saved != null && saved < 0 ? 'bad' : 'good');
+      $('t-waste').textContent = usd(t.waste_cost_micros);
+      $('t-used').textContent = usd(t.savings_vs_list_micros);
+      $('c-used').className = 'card' + (t.savings_vs_list_micros < 0 ? ' bad' : '');
       $('t-res').textContent = usd(t.savings_vs_reserved_micros);
       $('t-idle').textContent = usd(t.idle_cost_micros);
       $('t-lost').textContent = usd(t.lost_work_cost_micros);

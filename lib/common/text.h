@@ -1,0 +1,30 @@
+/*
+ * text.h - names safe to show on a terminal.
+ *
+ * A job name travels from a job file to `spotrun status`, the dashboard,
+ * logs and alerts.  A name with ESC can rewrite the user's terminal; one
+ * with U+202E (right-to-left override) can make "gpt-fine.sh" read as
+ * something else.  Names are checked when they come in (sr_text_unsafe)
+ * and escaped when printed (sr_text_escape), for rows stored before the
+ * check existed.
+ *
+ * Unsafe: C0 controls (0x00-0x1f), DEL, C1 controls (U+0080-U+009F), the
+ * Unicode bidirectional controls U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069, and bytes that are not valid UTF-8.
+ */
+#ifndef SR_COMMON_TEXT_H
+#define SR_COMMON_TEXT_H
+
+#include <stddef.h>
+
+/* 0 if s is safe; else 1, with *off (may be NULL) the byte offset of the
+ * first unsafe character and *cp (may be NULL) its code point (the byte's
+ * value for invalid UTF-8). */
+int sr_text_unsafe(const char *s, size_t *off, unsigned *cp);
+
+/* s with each unsafe character written as \xNN (a byte) or \u{XXXX} (a
+ * code point), and backslashes doubled only when something was escaped.
+ * Returns a malloc'd string (caller frees) or NULL on out-of-memory. */
+char *sr_text_escape(const char *s);
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * remote.c - reading checkpoints from an object store (tier 3).
+ *
+ * Opening lists the prefix once, keeps the steps that have a manifest,
+ * and tries them newest first: the manifest must parse and pass its own
+ * checksum; every shard it names must exist with the recorded size; each
+ * shard's header (GET of its first data_start bytes) must match the
+ * manifest's header XXH3.  A step that fails is skipped with a log line.
+ *
+ * Reading fetches each wanted tensor straight into its destination with
+ * ranged GETs of at most part_bytes, `parallel` in flight, then hashes the
+ * destination and compares with the manifest's XXH3.  No local copy of
+ * the checkpoint is made.  A CUDA destination goes through a host bounce
+ * buffer of one tensor.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "os_int.h"
+#include "tier3.h"
+#include "common/log.h"
+
+struct objstore_rd {
+	struct objstore *s;
+	int64_t step;
+};
+
+static int cmp_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int objstore_steps(const struct objstore_list *l, int64_t **steps, size_t *n)
+{
+	int64_t *v = malloc((l->n + 1) * sizeof *v);
+	size_t k = 0;
+
+	*steps = NULL;
+	*n = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n; i++) {
+		const char *key = l->v[i].key, *sl = strchr(key, '/');
+		char name[64];
+		int64_t step;
+		int tmp = 0;
+
+		if (!sl || strcmp(sl + 1, CKPT_MANIFEST) ||
+		    (size_t)(sl - key) >= sizeof name)
+			continue;
+		memcpy(name, key, (size_t)(sl - key));
+		name[sl - key] = 0;
+		if (ckpt__parse_dirname(name, &step, &tmp) == 0 && !tmp)
+			v[k++] = step;
+	}
+	qsort(v, k, sizeof *v, cmp_desc);
+	*steps = v;
+	*n = k;
+	return 0;
+}
+
+static const struct objstore_obj *find_obj(const struct objstore_list *l,
+					   const char *key)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (!strcmp(l->v[i].key, key))
+			return &l->v[i];
+	}
+	return NULL;
+}
+
+/* Manifest and shards of one step, checked as the header says. */
+static int try_step(struct objstore *s, const struct objstore_list *l,
+		    int64_t step, struct ckpt_manifest *m, struct sr_err *e)
+{
+	char key[256], *buf = NULL, *hdr = NULL;
+	size_t len = 0;
+	int rc;
+
+	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
+	rc = objstore_get(s, key, CKPT_MANIFEST_MAX, &buf, &len, e);
+	if (rc)
+		goto out;
+	rc = ckpt__manifest_parse(buf, len, key, m, e);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < m->l->ns; i++) {
+		const struct ckpt_shard *sh = &m->l->s[i];
+		const struct objstore_obj *o;
+
+		snprintf(key, sizeof key, "step-%08" PRId64 "/%s", step, sh->file);
+		o = l ? find_obj(l, key) : NULL;
+		if (l && !o) {
+			rc = sr_err_set(e, -SR_ECORRUPT, "%s/%s: missing",
+					objstore_uri(s), key);
+			goto out;
+		}
+		if (o && o->size != sh->file_bytes) {
+			rc = sr_err_set(e, -SR_ECORRUPT, "%s/%s: %" PRIu64 " bytes, "
+					"manifest says %" PRIu64, objstore_uri(s),
+					key, o->size, sh->file_bytes);
+			goto out;
+		}
+		free(hdr);
+		hdr = malloc(sh->data_start);
+		if (!hdr) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = objstore_get_range(s, key, 0, sh->data_start, hdr, e);
+		if (rc)
+			goto out;
+		if (XXH3_64bits(hdr, sh->data_start) != sh->header_xxh3) {
+			rc = sr_err_set(e, -SR_ECHECKSUM, "%s/%s: header checksum "
+					"mismatch", objstore_uri(s), key);
+			goto out;
+		}
+	}
+out:
+	if (rc)
+		ckpt__manifest_free(m);
+	free(hdr);
+	free(buf);
+	return rc;
+}
+
+/* ---- reading tensors ------------------------------------------------------------- */
+struct range {
+	uint32_t t;         /* tensor index */
+	uint64_t off, len;  /* within the tensor */
+};
+
+struct rd_job {
+	struct objstore_rd *r;
+	const struct ckpt_manifest *m;
+	struct range *rg;
+	uint8_t **dst;      /* per tensor: where its bytes go (host) */
+	const char *uri;
+};
+
+static int fetch(void *ud, size_t i, struct sr_err *e)
+{
+	struct rd_job *j = ud;
+	const struct range *g = &j->rg[i];
+	const struct ckpt_tensor *t = &j->m->l->t[g->t];
+	char key[256];
+
+	snprintf(key, sizeof key, "step-%08" PRId64 "/%s", j->r->step,
+		 j->m->l->s[t->shard].file);
+	return objstore_get_range(j->r->s, key, t->offset + g->off, g->len,
+				  j->dst[g->t] + g->off, e);
+}
+
+static int hash_one(void *ud, size_t i, struct sr_err *e)
+{
+	struct rd_job *j = ud;
+	const struct ckpt_tensor *t = &j->m->l->t[i];
+
+	if (!j->dst[i])
+		return 0;
+	if (XXH3_64bits(j->dst[i], t->nbytes) != t->xxh3)
+		return sr_err_set(e, -SR_ECHECKSUM, "%s/step-%08" PRId64 "/%s: "
+				  "tensor %s: checksum mismatch", j->uri,
+				  j->r->step, j->m->l->s[t->shard].file, t->name);
+	return 0;
+}
+
+/* Fetch and verify the tensors whose dst is set. */
+static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
+			uint8_t **dst, struct sr_err *e)
+{
+	uint64_t part = r->s->cfg.part_bytes;
+	struct rd_job j = { .r = r, .m = m, .dst = dst, .uri = objstore_uri(r->s) };
+	size_t nr = 0, cap = 0;
+	int rc;
+
+	for (size_t i = 0; i < m->l->nt; i++) {
+		if (dst[i])
+			cap += (size_t)((m->l->t[i].nbytes + part - 1) / part);
+	}
+	j.rg = malloc((cap + 1) * sizeof *j.rg);
+	if (!j.rg)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->l->nt; i++) {
+		const struct ckpt_tensor *t = &m->l->t[i];
+
+		for (uint64_t off = 0; dst[i] && off < t->nbytes; off += part) {
+			j.rg[nr].t = (uint32_t)i;
+			j.rg[nr].off = off;
+			j.rg[nr].len = t->nbytes - off < part ? t->nbytes - off : part;
+			nr++;
+		}
+	}
+	rc = os_run_parallel(r->s->cfg.parallel, nr, fetch, &j, r->s->cancel, e);
+	if (rc == 0)
+		rc = os_run_parallel(r->s->cfg.parallel, m->l->nt, hash_one, &j, r->s->cancel, e);
+	free(j.rg);
+	return rc;
+}
+
+int objstore_rd_read(struct objstore_rd *r, const struct ckpt_manifest *m,
+		     const struct spotckpt_dest **map, int verify_all,
+		     struct sr_err *e)
+{
+	const struct ckpt_cuda_ops *cu = NULL;
+	uint8_t **dst = calloc(m->l->nt + 1, sizeof *dst);
+	uint8_t *bounce = NULL;
+	int rc = 0;
+
+	if (!dst)
+		return -ENOMEM;
+	/* host destinations, all at once */
+	for (size_t i = 0; i < m->l->nt; i++) {
+		if (map && map[i] && map[i]->device != SPOTCKPT_DEV_CUDA &&
+		    m->l->t[i].nbytes)
+			dst[i] = map[i]->ptr;
+	}
+	rc = fetch_verify(r, m, dst, e);
+	/* CUDA destinations and verify-only tensors, one at a time */
+	for (size_t i = 0; rc == 0 && i < m->l->nt; i++) {
+		const struct ckpt_tensor *t = &m->l->t[i];
+		int is_cuda = map && map[i] && map[i]->device == SPOTCKPT_DEV_CUDA;
+
+		if (!t->nbytes || (!is_cuda && !(verify_all && !(map && map[i]))))
+			continue;
+		free(bounce);
+		bounce = malloc(t->nbytes);
+		if (!bounce) {
+			rc = -ENOMEM;
+			break;
+		}
+		memset(dst, 0, m->l->nt * sizeof *dst);
+		dst[i] = bounce;
+		rc = fetch_verify(r, m, dst, e);
+		if (rc == 0 && is_cuda) {
+			int cr;
+
+			cu = cu ? cu : ckpt__cuda();
+			cr = cu ? cu->memcpy(map[i]->ptr, bounce, t->nbytes,
+					     CKPT_CUDA_H2D) : -1;
+			if (cr)
+				rc = sr_err_set(e, -SR_EUNSUPPORTED, "tensor %s: "
+						"copy to the GPU failed", t->name);
+		}
+		dst[i] = NULL;
+	}
+	free(bounce);
+	free(dst);
+	return rc;
+}
+
+/* ---- opening --------------------------------------------------------------------- */
+int objstore_rd_open(const char *uri, int64_t step, int64_t max_step,
+		     int verify, struct objstore_rd **out,
+		     struct ckpt_manifest *m, char **path, struct sr_err *e)
+{
+	struct objstore_rd *r = calloc(1, sizeof *r);
+	struct objstore_list l = { 0 };
+	int64_t *steps = NULL;
+	size_t n = 0;
+	int rc;
+
+	*out = NULL;
+	*path = NULL;
+	memset(m, 0, sizeof *m);
+	if (!r)
+		return -ENOMEM;
+	rc = objstore_open(uri, NULL, &r->s, e);
+	if (rc)
+		goto fail;
+	rc = objstore_list(r->s, "step-", &l, e);
+	if (rc)
+		goto fail;
+	if (step >= 0) {
+		steps = malloc(sizeof *steps);
+		if (!steps) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		steps[0] = step;
+		n = 1;
+	} else {
+		rc = objstore_steps(&l, &steps, &n);
+		if (rc)
+			goto fail;
+	}
+	rc = -SR_ENOTFOUND;
+	for (size_t i = 0; i < n; i++) {
+		struct sr_err se = { 0 };
+
+		if (step < 0 && max_step >= 0 && steps[i] > max_step)
+			continue;
+		r->step = steps[i];
+		rc = try_step(r->s, &l, steps[i], m, &se);
+		if (rc == 0 && verify) {
+			rc = objstore_rd_read(r, m, NULL, 1, &se);
+			if (rc)
+				ckpt__manifest_free(m);
+		}
+		if (rc == 0 || rc == -ENOMEM || rc == -EACCES || step >= 0) {
+			if (rc)
+				*e = se;
+			break;
+		}
+		sr_warn("objstore", "skipping invalid checkpoint", "uri=%s step=%"
+			PRId64 " err=\"%s\"", uri, steps[i], sr_err_str(&se, rc));
+		rc = -SR_ENOTFOUND;
+	}
+	if (rc == -SR_ENOTFOUND && step < 0)
+		sr_err_set(e, rc, "%s: no valid checkpoint%s", uri,
+			   max_step >= 0 ? " at or below the given step" : "");
+	if (rc)
+		goto fail;
+	if (asprintf(path, "%s/step-%08" PRId64, uri, r->step) < 0) {
+		*path = NULL;
+		ckpt__manifest_free(m);
+		rc = -ENOMEM;
+		goto fail;
+	}
+	free(steps);
+	objstore_list_free(&l);
+	*out = r;
+	return 0;
+fail:
+	free(steps);
+	objstore_list_free(&l);
+	objstore_rd_close(r);
+	return rc;
+}
+
+void objstore_rd_close(struct objstore_rd *r)
+{
+	if (!r)
+		return;
+	objstore_close(r->s);
+	free(r);
+}
+
+int objstore_rd_newest(const char *uri, int64_t *step, struct sr_err *e)
+{
+	struct objstore *s = NULL;
+	struct objstore_list l = { 0 };
+	int64_t *steps = NULL;
+	size_t n = 0;
+	int rc;
+
+	*step = -1;
+	rc = objstore_open(uri, NULL, &s, e);
+	if (rc == 0)
+		rc = objstore_list(s, "step-", &l, e);
+	if (rc == 0)
+		rc = objstore_steps(&l, &steps, &n);
+	if (rc == 0 && n)
+		*step = steps[0];
+	free(steps);
+	objstore_list_free(&l);
+	objstore_close(s);
+	return rc;
+}
+
+int objstore_rd_list(const char *uri, struct spotckpt_entry *out, size_t cap,
+		     size_t *n, struct sr_err *e)
+{
+	struct objstore *s = NULL;
+	struct objstore_list l = { 0 };
+	int64_t *all = NULL;
+	size_t na = 0, k = 0;
+	int rc;
+
+	*n = 0;
+	rc = objstore_open(uri, NULL, &s, e);
+	if (rc == 0)
+		rc = objstore_list(s, "step-", &l, e);
+	if (rc)
+		goto out;
+	/* every step with any object: committed (manifest) or not */
+	all = malloc((l.n + 1) * sizeof *all);
+	if (!all) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const char *sl = strchr(l.v[i].key, '/');
+		char name[64];
+		int64_t st;
+		int tmp = 0;
+
+		if (!sl || (size_t)(sl - l.v[i].key) >= sizeof name)
+			continue;
+		memcpy(name, l.v[i].key, (size_t)(sl - l.v[i].key));
+		name[sl - l.v[i].key] = 0;
+		if (ckpt__parse_dirname(name, &st, &tmp) || tmp)
+			continue;
+		if (na == 0 || all[na - 1] != st)
+			all[na++] = st;
+	}
+	qsort(all, na, sizeof *all, cmp_desc);
+	for (size_t i = 0; i < na; i++) {
+		struct spotckpt_entry en = { .step = all[i], .ntensors = -1,
+					     .state = SPOTCKPT_ENTRY_INCOMPLETE };
+		char pre[64];
+		size_t pl = (size_t)snprintf(pre, sizeof pre, "step-%08" PRId64 "/",
+					     all[i]);
+
+		for (size_t j = 0; j < l.n; j++) {
+			if (strncmp(l.v[j].key, pre, pl))
+				continue;
+			en.bytes += l.v[j].size;
+			if (!strcmp(l.v[j].key + pl, CKPT_MANIFEST))
+				en.state = SPOTCKPT_ENTRY_COMMITTED;
+		}
+		if (en.state == SPOTCKPT_ENTRY_COMMITTED) {
+			struct ckpt_manifest m = { 0 };
+			struct sr_err me = { 0 };
+			char key[128], *buf = NULL;
+			size_t len = 0;
+
+			snprintf(key, sizeof key, "%s" CKPT_MANIFEST, pre);
+			if (objstore_get(s, key, CKPT_MANIFEST_MAX, &buf, &len,
+					 &me) == 0 &&
+			    ckpt__manifest_parse(buf, len, key, &m, &me) == 0) {
+				en.time_ns = m.time_ns;
+				en.ntensors = (int32_t)m.l->nt;
+				ckpt__manifest_free(&m);
+			}
+			free(buf);
+		}
+		if (k < cap)
+			out[k] = en;
+		k++;
+	}
+	*n = k;
+out:
+	free(all);
+	objstore_list_free(&l);
+	objstore_close(s);
+	return rc;
+}

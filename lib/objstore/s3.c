@@ -1,0 +1,806 @@
+/*
+ * s3.c - Amazon S3 and S3-compatible stores (MinIO, Ceph RGW, R2, and the
+ * Google Cloud Storage XML API with HMAC keys), over libcurl.
+ *
+ * Requests (REST API 2006-03-01), all signed with SigV4
+ * (lib/common/sigv4.c) with an UNSIGNED-PAYLOAD body hash; the body's
+ * integrity is carried by Content-MD5, which every one of these services
+ * checks:
+ *     PutObject                PUT    /KEY                    Content-MD5
+ *     CreateMultipartUpload    POST   /KEY?uploads
+ *     UploadPart               PUT    /KEY?partNumber=N&uploadId=U  Content-MD5
+ *     CompleteMultipartUpload  POST   /KEY?uploadId=U         <part ETags>
+ *     AbortMultipartUpload     DELETE /KEY?uploadId=U
+ *     ListMultipartUploads     GET    /?uploads&prefix=P
+ *     GetObject                GET    /KEY  Range: bytes=A-B
+ *     ListObjectsV2            GET    /?list-type=2&prefix=P&continuation-token=T
+ *     DeleteObjects            POST   /?delete                Content-MD5
+ * (GCS has no DeleteObjects: objects are deleted one DELETE each.)
+ *
+ * Addressing: virtual-hosted (https://BUCKET.s3.REGION.amazonaws.com/KEY)
+ * on AWS's own endpoint, path-style (ENDPOINT/BUCKET/KEY) when the
+ * endpoint is overridden (AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, usual
+ * for MinIO and friends), or as SPOTRUN_S3_ADDRESSING says.
+ *
+ * GCS reuses this code because its XML API is S3's protocol: same paths,
+ * the same multipart calls, SigV4 with service "s3" and region "auto",
+ * HMAC keys in place of AWS keys.  Where GCS differs (no DeleteObjects)
+ * the code says so.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os_int.h"
+#include "common/awscred.h"
+#include "common/log.h"
+#include "common/sigv4.h"
+
+struct s3 {
+	char *base;        /* scheme://host[:port] of the requests */
+	char *host;        /* Host header value */
+	char *path0;       /* "/BUCKET" for path-style, "" for virtual */
+	char *region;
+	struct sr_awscred cred;
+	int gcs;
+};
+
+static void s3_free(void *p)
+{
+	struct s3 *s3 = p;
+
+	if (!s3)
+		return;
+	free(s3->base);
+	free(s3->host);
+	free(s3->path0);
+	free(s3->region);
+	sr_awscred_free(&s3->cred);
+	free(s3);
+}
+
+/* ---- one request --------------------------------------------------------------- */
+struct call {
+	struct s3 *s3;
+	const char *path;     /* encoded path, from '/' */
+	const char *query;    /* without '?', or "" */
+	char md5[25];         /* Content-MD5 or "" */
+	const char *range;    /* "bytes=A-B" or NULL */
+	const char *ctype;    /* Content-Type or NULL */
+};
+
+static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
+		struct sr_err *e)
+{
+	struct call *c = ud;
+	struct sr_sigv4_creds cr = sr_awscred_view(&c->s3->cred);
+	const char *extra[4] = { 0 };
+	char b1[64], b2[160], b3[160];
+	char **add = NULL;
+	int n = 0, rc;
+
+	if (c->md5[0]) {
+		snprintf(b1, sizeof b1, "Content-MD5: %s", c->md5);
+		extra[n++] = b1;
+	}
+	if (c->range) {
+		snprintf(b2, sizeof b2, "Range: %s", c->range);
+		extra[n++] = b2;
+	}
+	if (c->ctype) {
+		snprintf(b3, sizeof b3, "Content-Type: %s", c->ctype);
+		extra[n++] = b3;
+	}
+	struct sr_sigv4_req r = {
+		.method = rq->method, .host = c->s3->host, .path = c->path,
+		.query = c->query, .headers = extra,
+		.payload_hash = SR_SIGV4_UNSIGNED_PAYLOAD,
+		.region = c->s3->region, .service = "s3", .when = time(NULL),
+		.s3_path = 1, .add_content_sha256 = 1,
+	};
+	rc = sr_sigv4_sign(&r, &cr, &add, e);
+	if (rc)
+		return rc;
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = os_hdr(hdrs, "%s", extra[i]);
+	for (int i = 0; rc == 0 && add[i]; i++)
+		rc = os_hdr(hdrs, "%s", add[i]);
+	sr_sigv4_headers_free(add);
+	return rc;
+}
+
+/* Path of a bucket-level request: "/BUCKET" path-style (no trailing
+ * slash, as the SDKs send it), "/" virtual-hosted. */
+static const char *bucket_path(const struct s3 *s3)
+{
+	return s3->path0[0] ? s3->path0 : "/";
+}
+
+/* Encoded path of an object key (full key, prefix included). */
+static char *obj_path(const struct s3 *s3, const char *fullkey)
+{
+	char *enc = sr_sigv4_uri_encode(fullkey, strlen(fullkey), 1);
+	char *p = NULL;
+
+	if (enc && asprintf(&p, "%s/%s", s3->path0, enc) < 0)
+		p = NULL;
+	free(enc);
+	return p;
+}
+
+/* Perform method on path?query; *resp must be freed by the caller.
+ * Returns 0 with a 2xx, else the error (also for other statuses). */
+static int do_req(struct objstore *s, struct call *c, const char *method,
+		  const char *what, const void *body, size_t blen, int fd,
+		  uint64_t foff, void *dst, size_t dlen, size_t max,
+		  struct os_resp *resp, struct sr_err *e)
+{
+	char *url = NULL;
+	int rc;
+
+	if (asprintf(&url, "%s%s%s%s", c->s3->base,
+		     c->path[0] ? c->path : "/", c->query[0] ? "?" : "",
+		     c->query) < 0)
+		return -ENOMEM;
+	struct os_req rq = {
+		.method = method, .url = url, .what = what, .body = body,
+		.body_len = blen, .body_fd = fd, .body_off = foff, .dst = dst,
+		.dst_len = dlen, .max_resp = max, .sign = sign, .sign_ud = c,
+	};
+	rc = os_http(s, &rq, resp, e);
+	if (rc == 0 && resp->status / 100 != 2)
+		rc = os_status_err(&rq, resp, e);
+	free(url);
+	return rc;
+}
+
+/* ---- objects --------------------------------------------------------------------- */
+static int s3_put(struct objstore *s, const char *key, const void *buf,
+		  size_t len, struct sr_err *e)
+{
+	struct call c = { .s3 = s->impl, .query = "" };
+	struct os_resp resp = { 0 };
+	char *fk = objstore__full_key(s, key), *path = NULL, what[512];
+	int rc = -ENOMEM;
+
+	if (!fk)
+		goto out;
+	path = obj_path(c.s3, fk);
+	if (!path)
+		goto out;
+	c.path = path;
+	os_md5_b64(buf, len, c.md5);
+	snprintf(what, sizeof what, "PutObject %s", fk);
+	rc = do_req(s, &c, "PUT", what, buf ? buf : "", len, -1, 0, NULL, 0, 0,
+		    &resp, e);
+out:
+	os_resp_free(&resp);
+	free(path);
+	free(fk);
+	return rc;
+}
+
+struct mpu {
+	struct objstore *s;
+	const char *fk, *path, *upload_id;
+	int fd;
+	uint64_t size, part;
+	size_t nparts;
+	char (*etags)[160];
+	atomic_uint_fast64_t sent;
+};
+
+/* Read part i into memory so its MD5 can be sent ahead of the body, then
+ * PUT it from that buffer (one part per thread in flight). */
+static int upload_part(void *ud, size_t i, struct sr_err *e)
+{
+	struct mpu *m = ud;
+	struct s3 *s3 = m->s->impl;
+	uint64_t off = (uint64_t)i * m->part;
+	uint64_t n = m->size - off < m->part ? m->size - off : m->part;
+	struct os_resp resp = { 0 };
+	char query[1200], what[512];
+	struct call c = { .s3 = s3, .path = m->path, .query = query };
+	int rc;
+
+	/* MD5 first (one pass over the file range), then the body streams
+	 * from the file: no part is held in memory */
+	rc = os_md5_b64_fd(m->fd, off, n, c.md5);
+	if (rc)
+		return sr_err_set(e, rc, "%s: reading part %zu: %s", m->fk, i + 1,
+				  sr_strerror(rc));
+	snprintf(query, sizeof query, "partNumber=%zu&uploadId=%s", i + 1,
+		 m->upload_id);
+	snprintf(what, sizeof what, "UploadPart %s #%zu", m->fk, i + 1);
+	rc = do_req(m->s, &c, "PUT", what, NULL, n, m->fd, off, NULL, 0, 0,
+		    &resp, e);
+	if (rc)
+		goto out;
+	if (!resp.etag[0]) {
+		rc = sr_err_set(e, -SR_EHTTP, "%s: no ETag in the answer", what);
+		goto out;
+	}
+	memcpy(m->etags[i], resp.etag, sizeof m->etags[i]);
+	atomic_fetch_add(&m->sent, n);
+out:
+	os_resp_free(&resp);
+	return rc;
+}
+
+static int abort_upload(struct objstore *s, const char *fk, const char *path,
+			const char *uid)
+{
+	struct call c = { .s3 = s->impl, .path = path };
+	struct os_resp resp = { 0 };
+	struct sr_err e = { 0 };
+	char query[1100], what[512];
+	atomic_int *saved = s->cancel;
+	int rc;
+
+	snprintf(query, sizeof query, "uploadId=%s", uid);
+	c.query = query;
+	snprintf(what, sizeof what, "AbortMultipartUpload %s", fk);
+	s->cancel = NULL; /* an abort must go out even when cancelled */
+	rc = do_req(s, &c, "DELETE", what, NULL, 0, -1, 0, NULL, 0, 0, &resp, &e);
+	s->cancel = saved;
+	if (rc && rc != -SR_ENOTFOUND)
+		sr_warn("objstore", "abort failed; retention will retry",
+			"what=\"%s\" err=\"%s\"", what, sr_err_str(&e, rc));
+	os_resp_free(&resp);
+	return rc;
+}
+
+/* Upload ids are opaque but end up in query strings: encode them. */
+static char *enc_id(const char *id)
+{
+	return sr_sigv4_uri_encode(id, strlen(id), 0);
+}
+
+static int s3_put_fd(struct objstore *s, const char *key, int fd,
+		     uint64_t size, uint64_t *sent, struct sr_err *e)
+{
+	struct s3 *s3 = s->impl;
+	struct mpu m;
+	struct os_resp resp = { 0 };
+	char *fk = NULL, *path = NULL, *uid = NULL, *euid = NULL, *xml = NULL;
+	char what[512], query[1100];
+	struct call c = { .s3 = s3, .query = "uploads" };
+	size_t xl = 0;
+	int rc = -ENOMEM;
+
+	memset(&m, 0, sizeof m);
+	fk = objstore__full_key(s, key);
+	if (fk && size <= s->cfg.part_bytes) {
+		/* one PutObject, streamed from the file after its MD5 pass */
+		path = obj_path(s3, fk);
+		if (!path)
+			goto out;
+		c.path = path;
+		c.query = "";
+		rc = os_md5_b64_fd(fd, 0, size, c.md5);
+		if (rc) {
+			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
+			goto out;
+		}
+		snprintf(what, sizeof what, "PutObject %s", fk);
+		rc = do_req(s, &c, "PUT", what, NULL, size, fd, 0, NULL, 0, 0,
+			    &resp, e);
+		if (rc == 0 && sent)
+			*sent += size;
+		goto out;
+	}
+	path = fk ? obj_path(s3, fk) : NULL;
+	if (!path)
+		goto out;
+	c.path = path;
+	snprintf(what, sizeof what, "CreateMultipartUpload %s", fk);
+	rc = do_req(s, &c, "POST", what, "", 0, -1, 0, NULL, 0, 0, &resp, e);
+	if (rc)
+		goto out;
+	uid = os_xml_text(resp.body, resp.len, "UploadId");
+	if (!uid || !*uid) {
+		rc = sr_err_set(e, -SR_EHTTP, "%s: no UploadId in the answer",
+				what);
+		goto out;
+	}
+	euid = enc_id(uid);
+	if (!euid) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	m.s = s;
+	m.fk = fk;
+	m.path = path;
+	m.upload_id = euid;
+	m.fd = fd;
+	m.size = size;
+	m.part = s->cfg.part_bytes;
+	m.nparts = (size_t)((size + m.part - 1) / m.part);
+	if (m.nparts > 10000) {
+		rc = sr_err_set(e, -EFBIG, "%s: %" PRIu64 " bytes need more than "
+				"10,000 parts of %" PRIu64 " bytes; raise "
+				"SPOTRUN_OBJSTORE_PART_MB", fk, size, m.part);
+		goto abort;
+	}
+	m.etags = calloc(m.nparts, sizeof *m.etags);
+	if (!m.etags) {
+		rc = -ENOMEM;
+		goto abort;
+	}
+	rc = os_run_parallel(s->cfg.parallel, m.nparts, upload_part, &m,
+			     s->cancel, e);
+	if (rc)
+		goto abort;
+	/* every part confirmed: the object becomes visible now, whole */
+	{
+		size_t cap = m.nparts * 220 + 128;
+		char *p;
+
+		xml = malloc(cap);
+		if (!xml) {
+			rc = -ENOMEM;
+			goto abort;
+		}
+		p = xml;
+		p += sprintf(p, "<CompleteMultipartUpload>");
+		for (size_t i = 0; i < m.nparts; i++)
+			p += sprintf(p, "<Part><PartNumber>%zu</PartNumber>"
+				     "<ETag>%s</ETag></Part>", i + 1, m.etags[i]);
+		p += sprintf(p, "</CompleteMultipartUpload>");
+		xl = (size_t)(p - xml);
+	}
+	os_resp_free(&resp);
+	snprintf(query, sizeof query, "uploadId=%s", euid);
+	c.query = query;
+	c.ctype = "application/xml";
+	os_md5_b64(xml, xl, c.md5);
+	snprintf(what, sizeof what, "CompleteMultipartUpload %s", fk);
+	rc = do_req(s, &c, "POST", what, xml, xl, -1, 0, NULL, 0, 0, &resp, e);
+	/* S3 may answer 200 with an <Error> body when completion fails late */
+	if (rc == 0 && resp.body && strstr(resp.body, "<Error>")) {
+		char *code = os_xml_text(resp.body, resp.len, "Code");
+
+		rc = sr_err_set(e, -SR_EHTTP, "%s: %s", what, code ? code : "error");
+		free(code);
+	}
+	if (rc)
+		goto abort;
+	if (sent)
+		*sent += atomic_load(&m.sent);
+	goto out;
+abort:
+	abort_upload(s, fk, path, euid);
+out:
+	os_resp_free(&resp);
+	free(m.etags);
+	free(xml);
+	free(euid);
+	free(uid);
+	free(path);
+	free(fk);
+	return rc;
+}
+
+static int s3_get_range(struct objstore *s, const char *key, uint64_t off,
+			uint64_t len, void *dst, struct sr_err *e)
+{
+	struct call c = { .s3 = s->impl, .query = "" };
+	struct os_resp resp = { 0 };
+	char *fk = objstore__full_key(s, key), *path = NULL, what[512], range[64];
+	int rc = -ENOMEM;
+
+	if (!fk)
+		goto out;
+	path = obj_path(c.s3, fk);
+	if (!path)
+		goto out;
+	c.path = path;
+	snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off,
+		 off + len - 1);
+	c.range = range;
+	snprintf(what, sizeof what, "GetObject %s [%" PRIu64 ",+%" PRIu64 ")",
+		 fk, off, len);
+	rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, dst, len, 0, &resp, e);
+	if (rc == 0 && resp.len != len)
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s: got %zu bytes", what,
+				resp.len);
+out:
+	os_resp_free(&resp);
+	free(path);
+	free(fk);
+	return rc;
+}
+
+static int s3_get(struct objstore *s, const char *key, size_t max, char **out,
+		  size_t *len, struct sr_err *e)
+{
+	struct call c = { .s3 = s->impl, .query = "" };
+	struct os_resp resp = { 0 };
+	char *fk = objstore__full_key(s, key), *path = NULL, what[512];
+	int rc = -ENOMEM;
+
+	if (!fk)
+		goto out;
+	path = obj_path(c.s3, fk);
+	if (!path)
+		goto out;
+	c.path = path;
+	snprintf(what, sizeof what, "GetObject %s", fk);
+	rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, NULL, 0, max, &resp, e);
+	if (rc)
+		goto out;
+	if (!resp.body) {
+		resp.body = strdup("");
+		if (!resp.body) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	*out = resp.body;
+	*len = resp.len;
+	resp.body = NULL;
+out:
+	os_resp_free(&resp);
+	free(path);
+	free(fk);
+	return rc;
+}
+
+struct list_ud {
+	struct objstore_list *out;
+	size_t strip;     /* bytes of "prefix/" to drop from each key */
+};
+
+static int list_one(void *ud, const char *key, const char *size)
+{
+	struct list_ud *l = ud;
+
+	if (!key || strlen(key) < l->strip)
+		return 0;
+	return objstore__list_add(l->out, key + l->strip, strlen(key + l->strip),
+				  size ? strtoull(size, NULL, 10) : 0);
+}
+
+static int s3_list(struct objstore *s, const char *sub,
+		   struct objstore_list *out, struct sr_err *e)
+{
+	struct s3 *s3 = s->impl;
+	struct call c = { .s3 = s3 };
+	struct list_ud lu = { .out = out };
+	char *fk = objstore__full_key(s, sub), *efk = NULL, *token = NULL;
+	char *path = NULL, *query = NULL, what[512];
+	int rc = -ENOMEM;
+
+	if (!fk)
+		goto out;
+	lu.strip = s->u.prefix[0] ? strlen(s->u.prefix) + 1 : 0;
+	efk = sr_sigv4_uri_encode(fk, strlen(fk), 0);
+	if (asprintf(&path, "%s", bucket_path(s3)) < 0)
+		path = NULL;
+	if (!efk || !path)
+		goto out;
+	c.path = path;
+	snprintf(what, sizeof what, "ListObjectsV2 %s", fk);
+	for (;;) {
+		struct os_resp resp = { 0 };
+		char *etok = token ? sr_sigv4_uri_encode(token, strlen(token), 0)
+				   : NULL;
+
+		free(query);
+		query = NULL;
+		if (token && !etok) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (asprintf(&query, "%s%s%slist-type=2&prefix=%s",
+			     etok ? "continuation-token=" : "", etok ? etok : "",
+			     etok ? "&" : "", efk) < 0)
+			query = NULL;
+		free(etok);
+		if (!query) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		c.query = query;
+		rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, NULL, 0, 64u << 20,
+			    &resp, e);
+		if (rc == 0) {
+			rc = os_xml_each(resp.body, resp.len, "Contents", "Key",
+					 "Size", list_one, &lu);
+			if (rc == -SR_EPARSE)
+				sr_err_set(e, rc, "%s: answer is not XML", what);
+		}
+		free(token);
+		token = NULL;
+		if (rc == 0 && resp.body) {
+			char *trunc = os_xml_text(resp.body, resp.len, "IsTruncated");
+
+			if (trunc && !strcmp(trunc, "true"))
+				token = os_xml_text(resp.body, resp.len,
+						    "NextContinuationToken");
+			free(trunc);
+		}
+		os_resp_free(&resp);
+		if (rc || !token)
+			break;
+	}
+out:
+	free(token);
+	free(query);
+	free(path);
+	free(efk);
+	free(fk);
+	return rc;
+}
+
+static int s3_del(struct objstore *s, const char *const *keys, size_t n,
+		  struct sr_err *e)
+{
+	struct s3 *s3 = s->impl;
+	int rc = 0;
+
+	for (size_t at = 0; rc == 0 && at < n;) {
+		size_t batch = n - at > 1000 ? 1000 : n - at;
+		struct os_resp resp = { 0 };
+		struct call c = { .s3 = s3, .query = "delete",
+				  .ctype = "application/xml" };
+		char *xml = NULL, *path = NULL, what[256];
+		size_t cap = 64, xl;
+
+		if (s3->gcs) {
+			/* GCS's XML API has no multi-object delete */
+			char *fk = objstore__full_key(s, keys[at]);
+
+			path = fk ? obj_path(s3, fk) : NULL;
+			if (!path) {
+				free(fk);
+				return -ENOMEM;
+			}
+			c.path = path;
+			c.query = "";
+			c.ctype = NULL;
+			snprintf(what, sizeof what, "DeleteObject %s", fk);
+			rc = do_req(s, &c, "DELETE", what, NULL, 0, -1, 0, NULL, 0,
+				    0, &resp, e);
+			if (rc == -SR_ENOTFOUND)
+				rc = 0;
+			os_resp_free(&resp);
+			free(path);
+			free(fk);
+			at++;
+			continue;
+		}
+		for (size_t i = 0; i < batch; i++)
+			cap += strlen(s->u.prefix) + strlen(keys[at + i]) * 6 + 40;
+		xml = malloc(cap);
+		if (asprintf(&path, "%s", bucket_path(s3)) < 0)
+			path = NULL;
+		if (!xml || !path) {
+			free(xml);
+			free(path);
+			return -ENOMEM;
+		}
+		xl = (size_t)sprintf(xml, "<Delete><Quiet>true</Quiet>");
+		for (size_t i = 0; i < batch; i++) {
+			char *fk = objstore__full_key(s, keys[at + i]);
+
+			if (!fk) {
+				free(xml);
+				free(path);
+				return -ENOMEM;
+			}
+			/* keys are checkpoint names: no XML specials in them */
+			xl += (size_t)sprintf(xml + xl, "<Object><Key>%s</Key>"
+					      "</Object>", fk);
+			free(fk);
+		}
+		xl += (size_t)sprintf(xml + xl, "</Delete>");
+		c.path = path;
+		os_md5_b64(xml, xl, c.md5);
+		snprintf(what, sizeof what, "DeleteObjects (%zu keys)", batch);
+		rc = do_req(s, &c, "POST", what, xml, xl, -1, 0, NULL, 0, 0, &resp,
+			    e);
+		if (rc == 0 && resp.body && strstr(resp.body, "<Error>")) {
+			char *code = os_xml_text(resp.body, resp.len, "Code");
+			char *key = os_xml_text(resp.body, resp.len, "Key");
+
+			rc = sr_err_set(e, -SR_EHTTP, "%s: %s: %s", what,
+					key ? key : "?", code ? code : "error");
+			free(code);
+			free(key);
+		}
+		os_resp_free(&resp);
+		free(xml);
+		free(path);
+		at += batch;
+	}
+	return rc;
+}
+
+struct stale_ud {
+	struct objstore *s;
+	int64_t older_ns;
+	size_t n;
+};
+
+static int abort_one(void *ud, const char *key, const char *uid)
+{
+	struct stale_ud *st = ud;
+	char *path, *euid;
+
+	if (!key || !uid)
+		return 0;
+	path = obj_path(st->s->impl, key);
+	euid = enc_id(uid);
+	if (path && euid && abort_upload(st->s, key, path, euid) == 0)
+		st->n++;
+	free(path);
+	free(euid);
+	return 0;
+}
+
+static int s3_abort_stale(struct objstore *s, int64_t older_ns, size_t *n,
+			  struct sr_err *e)
+{
+	struct s3 *s3 = s->impl;
+	struct os_resp resp = { 0 };
+	struct stale_ud st = { .s = s, .older_ns = older_ns };
+	struct call c = { .s3 = s3 };
+	char *path = NULL, *query = NULL, *efk = NULL;
+	int rc = -ENOMEM;
+
+	(void)older_ns; /* see below */
+	efk = sr_sigv4_uri_encode(s->u.prefix, strlen(s->u.prefix), 0);
+	if (!efk || asprintf(&path, "%s", bucket_path(s3)) < 0 ||
+	    asprintf(&query, "prefix=%s&uploads=", efk) < 0)
+		goto out;
+	c.path = path;
+	c.query = query;
+	rc = do_req(s, &c, "GET", "ListMultipartUploads", NULL, 0, -1, 0, NULL,
+		    0, 16u << 20, &resp, e);
+	if (rc == -SR_EHTTP && resp.status == 501) {
+		/* a store without the call (s3rver): nothing we can list */
+		rc = 0;
+		goto out;
+	}
+	/* Only one uploader writes a prefix, and it calls this before its
+	 * first upload and after each commit, when none of its own is in
+	 * flight; so every upload listed is an orphan of a killed process,
+	 * whatever its age.  older_ns is kept for stores shared by writers. */
+	if (rc == 0)
+		rc = os_xml_each(resp.body, resp.len, "Upload", "Key", "UploadId",
+				 abort_one, &st);
+	if (n)
+		*n = st.n;
+out:
+	os_resp_free(&resp);
+	free(efk);
+	free(query);
+	free(path);
+	return rc;
+}
+
+static const struct objstore_ops s3_ops = {
+	.put = s3_put, .put_fd = s3_put_fd, .get_range = s3_get_range,
+	.get = s3_get, .list = s3_list, .del = s3_del,
+	.abort_stale = s3_abort_stale, .free_impl = s3_free,
+};
+
+/* ---- opening ------------------------------------------------------------------------ */
+static int load_gcs(struct s3 *s3, struct sr_err *e)
+{
+	const char *ak = getenv("SPOTRUN_GCS_HMAC_ACCESS_KEY_ID");
+	const char *sk = getenv("SPOTRUN_GCS_HMAC_SECRET");
+
+	if (!ak || !*ak || !sk || !*sk)
+		return sr_err_set(e, -EACCES, "gs://: no HMAC key: set "
+				  "SPOTRUN_GCS_HMAC_ACCESS_KEY_ID and "
+				  "SPOTRUN_GCS_HMAC_SECRET (Cloud Storage > "
+				  "Settings > Interoperability)");
+	s3->cred.access_key_id = strdup(ak);
+	s3->cred.secret_access_key = strdup(sk);
+	snprintf(s3->cred.source, sizeof s3->cred.source, "environment");
+	sr_log_secret(sk);
+	s3->region = strdup("auto");
+	if (!s3->cred.access_key_id || !s3->cred.secret_access_key || !s3->region)
+		return -ENOMEM;
+	return 0;
+}
+
+int objstore__s3_open(struct objstore *s, struct sr_err *e)
+{
+	struct s3 *s3 = calloc(1, sizeof *s3);
+	const char *addr = getenv("SPOTRUN_S3_ADDRESSING");
+	char *endpoint = NULL;
+	const char *hs;
+	int custom = 0, virt, rc;
+
+	if (!s3)
+		return -ENOMEM;
+	s3->gcs = s->u.kind == OBJSTORE_GCS;
+	if (s3->gcs) {
+		const char *ep = getenv("SPOTRUN_GCS_ENDPOINT");
+
+		rc = load_gcs(s3, e);
+		if (rc)
+			goto fail;
+		custom = ep && *ep;
+		endpoint = strdup(custom ? ep : "https://storage.googleapis.com");
+		if (!endpoint) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	} else {
+		struct sr_err re = { 0 };
+
+		rc = sr_awscred_resolve(&s3->cred, e);
+		if (rc) {
+			sr_err_prefix(e, "%s: no AWS credentials", s->uri_str);
+			rc = rc == -ENOMEM ? rc : -EACCES;
+			goto fail;
+		}
+		if (sr_aws_region(&s3->region, &re)) {
+			s3->region = strdup("us-east-1");
+			if (!s3->region) {
+				rc = -ENOMEM;
+				goto fail;
+			}
+		}
+		rc = sr_aws_endpoint("S3", "s3", s3->region, &endpoint, &custom, e);
+		if (rc)
+			goto fail;
+	}
+	while (endpoint[0] && endpoint[strlen(endpoint) - 1] == '/')
+		endpoint[strlen(endpoint) - 1] = 0;
+	virt = !custom;
+	if (addr && !strcmp(addr, "path"))
+		virt = 0;
+	else if (addr && !strcmp(addr, "virtual"))
+		virt = 1;
+	if (virt && strchr(s->u.bucket, '.') && !strncmp(endpoint, "https", 5))
+		virt = 0; /* a dotted bucket breaks the TLS wildcard */
+	hs = strstr(endpoint, "://");
+	if (!hs) {
+		rc = sr_err_set(e, -EINVAL, "S3 endpoint %s: expected "
+				"http(s)://host[:port]", endpoint);
+		goto fail;
+	}
+	hs += 3;
+	if (strchr(hs, '/')) {
+		rc = sr_err_set(e, -EINVAL, "S3 endpoint %s: a path is not "
+				"supported", endpoint);
+		goto fail;
+	}
+	if (virt) {
+		if (asprintf(&s3->host, "%s.%s", s->u.bucket, hs) < 0 ||
+		    asprintf(&s3->base, "%.*s%s", (int)(hs - endpoint), endpoint,
+			     s3->host) < 0 || !(s3->path0 = strdup(""))) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	} else {
+		char *eb = sr_sigv4_uri_encode(s->u.bucket, strlen(s->u.bucket), 0);
+
+		s3->host = strdup(hs);
+		s3->base = strdup(endpoint);
+		if (!eb || asprintf(&s3->path0, "/%s", eb) < 0)
+			s3->path0 = NULL;
+		free(eb);
+		if (!s3->host || !s3->base || !s3->path0) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	free(endpoint);
+	s->ops = &s3_ops;
+	s->impl = s3;
+	return 0;
+fail:
+	free(endpoint);
+	s3_free(s3);
+	return rc;
+}

@@ -1,0 +1,337 @@
+/*
+ * store.c - checkpoint URIs, opening a store, and the calls every backend
+ * answers (dispatch through struct objstore_ops).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "os_int.h"
+
+/* ---- URIs ------------------------------------------------------------------ */
+int objstore_uri_is_remote(const char *s)
+{
+	return s && (!strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
+		     !strncmp(s, "az://", 5));
+}
+
+const char *objstore_uri_local_path(const char *s)
+{
+	if (s && !strncmp(s, "file://", 7))
+		return s + 7;
+	return s;
+}
+
+void objstore_uri_free(struct objstore_uri *u)
+{
+	if (!u)
+		return;
+	free(u->account);
+	free(u->bucket);
+	free(u->prefix);
+	memset(u, 0, sizeof *u);
+}
+
+/* S3 / GCS bucket names: 3-63 of [a-z0-9.-], starting and ending with a
+ * letter or digit (GCS also allows '_'; rejected here to keep one rule). */
+static int bucket_ok(const char *b, size_t n)
+{
+	if (n < 3 || n > 63 || !isalnum((unsigned char)b[0]) ||
+	    !isalnum((unsigned char)b[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)b[i];
+
+		if (!(islower(c) || isdigit(c) || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Azure: account 3-24 of [a-z0-9]; container 3-63 of [a-z0-9-]. */
+static int account_ok(const char *a, size_t n)
+{
+	if (n < 3 || n > 24)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!islower((unsigned char)a[i]) && !isdigit((unsigned char)a[i]))
+			return 0;
+	}
+	return 1;
+}
+
+static int prefix_ok(const char *p)
+{
+	if (strstr(p, "//") || !strcmp(p, "..") || !strncmp(p, "../", 3) ||
+	    strstr(p, "/../") || (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")))
+		return 0;
+	for (; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+			return 0;
+	}
+	return 1;
+}
+
+int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e)
+{
+	const char *rest, *slash;
+	size_t bl;
+	int rc = -ENOMEM;
+
+	memset(u, 0, sizeof *u);
+	if (!s || !*s)
+		return sr_err_set(e, -EINVAL, "checkpoint URI: empty");
+	if (!strstr(s, "://") || !strncmp(s, "file://", 7)) {
+		const char *p = objstore_uri_local_path(s);
+
+		if (p[0] != '/' && !strncmp(s, "file://", 7))
+			return sr_err_set(e, -EINVAL, "%s: a file URI needs an "
+					  "absolute path (file:///dir)", s);
+		u->kind = OBJSTORE_FILE;
+		u->prefix = strdup(p);
+		return u->prefix ? 0 : -ENOMEM;
+	}
+	if (!strncmp(s, "s3://", 5))
+		u->kind = OBJSTORE_S3;
+	else if (!strncmp(s, "gs://", 5))
+		u->kind = OBJSTORE_GCS;
+	else if (!strncmp(s, "az://", 5))
+		u->kind = OBJSTORE_AZURE;
+	else
+		return sr_err_set(e, -EINVAL, "%s: unknown scheme (expected "
+				  "file://, s3://, gs:// or az://)", s);
+	rest = s + 5;
+	if (u->kind == OBJSTORE_AZURE) {
+		slash = strchr(rest, '/');
+		if (!slash || !account_ok(rest, (size_t)(slash - rest))) {
+			rc = sr_err_set(e, -EINVAL, "%s: expected az://ACCOUNT/"
+					"CONTAINER[/PREFIX] with an account of "
+					"3-24 lower-case letters and digits", s);
+			goto fail;
+		}
+		u->account = strndup(rest, (size_t)(slash - rest));
+		if (!u->account)
+			goto fail;
+		rest = slash + 1;
+	}
+	slash = strchr(rest, '/');
+	bl = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (!bucket_ok(rest, bl) ||
+	    (u->kind == OBJSTORE_AZURE && memchr(rest, '.', bl))) {
+		rc = sr_err_set(e, -EINVAL, "%s: bad %s name '%.*s' (3-63 "
+				"lower-case letters, digits, '-'%s)", s,
+				u->kind == OBJSTORE_AZURE ? "container" : "bucket",
+				(int)(bl > 80 ? 80 : bl), rest,
+				u->kind == OBJSTORE_AZURE ? "" : ", '.'");
+		goto fail;
+	}
+	u->bucket = strndup(rest, bl);
+	rest = slash ? slash + 1 : "";
+	u->prefix = strdup(rest);
+	if (!u->bucket || !u->prefix)
+		goto fail;
+	{
+		size_t pl = strlen(u->prefix);
+
+		while (pl && u->prefix[pl - 1] == '/')
+			u->prefix[--pl] = 0;
+	}
+	if (!prefix_ok(u->prefix)) {
+		rc = sr_err_set(e, -EINVAL, "%s: bad prefix (no '..' segment, "
+				"'//', backslash or control character)", s);
+		goto fail;
+	}
+	return 0;
+fail:
+	objstore_uri_free(u);
+	return rc;
+}
+
+/* ---- configuration ----------------------------------------------------------- */
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtol(v, &end, 10);
+	if (*end || x < lo || x > hi)
+		return def;
+	return x;
+}
+
+void objstore_cfg_default(struct objstore_cfg *c)
+{
+	memset(c, 0, sizeof *c);
+	c->part_bytes = (uint64_t)env_long("SPOTRUN_OBJSTORE_PART_MB", 16, 5,
+					   4096) << 20;
+	c->parallel = (int)env_long("SPOTRUN_OBJSTORE_PARALLEL", 8, 1, 64);
+	c->retries = (int)env_long("SPOTRUN_OBJSTORE_RETRIES", 6, 0, 100);
+	c->backoff_base_ms = 100;
+	c->backoff_max_ms = 5000;
+	c->connect_timeout_ms = 5000;
+	c->low_speed_s = env_long("SPOTRUN_OBJSTORE_STALL_S", 30, 1, 3600);
+}
+
+/* ---- the store ---------------------------------------------------------------- */
+int objstore_open(const char *uri, const struct objstore_cfg *cfg,
+		  struct objstore **out, struct sr_err *e)
+{
+	struct objstore *s = calloc(1, sizeof *s);
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	if (cfg)
+		s->cfg = *cfg;
+	else
+		objstore_cfg_default(&s->cfg);
+	s->uri_str = strdup(uri ? uri : "");
+	if (!s->uri_str) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = objstore_uri_parse(uri, &s->u, e);
+	if (rc)
+		goto fail;
+	switch (s->u.kind) {
+	case OBJSTORE_FILE:
+		rc = objstore__file_open(s, e);
+		break;
+	case OBJSTORE_AZURE:
+		rc = objstore__az_open(s, e);
+		break;
+	default:
+		rc = objstore__s3_open(s, e);
+		break;
+	}
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	objstore_close(s);
+	return rc;
+}
+
+void objstore_close(struct objstore *s)
+{
+	if (!s)
+		return;
+	if (s->ops && s->impl)
+		s->ops->free_impl(s->impl);
+	objstore_uri_free(&s->u);
+	free(s->uri_str);
+	free(s);
+}
+
+const char *objstore_uri(const struct objstore *s)
+{
+	return s ? s->uri_str : "";
+}
+
+int objstore_kind(const struct objstore *s)
+{
+	return s->u.kind;
+}
+
+void objstore_set_cancel(struct objstore *s, atomic_int *flag)
+{
+	s->cancel = flag;
+}
+
+int objstore_put(struct objstore *s, const char *key, const void *buf,
+		 size_t len, struct sr_err *e)
+{
+	return s->ops->put(s, key, buf, len, e);
+}
+
+int objstore_put_fd(struct objstore *s, const char *key, int fd,
+		    uint64_t size, uint64_t *sent, struct sr_err *e)
+{
+	return s->ops->put_fd(s, key, fd, size, sent, e);
+}
+
+int objstore_get_range(struct objstore *s, const char *key, uint64_t off,
+		       uint64_t len, void *dst, struct sr_err *e)
+{
+	if (len == 0)
+		return 0;
+	return s->ops->get_range(s, key, off, len, dst, e);
+}
+
+int objstore_get(struct objstore *s, const char *key, size_t max, char **out,
+		 size_t *len, struct sr_err *e)
+{
+	*out = NULL;
+	*len = 0;
+	return s->ops->get(s, key, max, out, len, e);
+}
+
+int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out,
+		  struct sr_err *e)
+{
+	return s->ops->list(s, sub ? sub : "", out, e);
+}
+
+int objstore_del(struct objstore *s, const char *const *keys, size_t n,
+		 struct sr_err *e)
+{
+	return n ? s->ops->del(s, keys, n, e) : 0;
+}
+
+int objstore_abort_stale(struct objstore *s, int64_t older_than_ns,
+			 size_t *n, struct sr_err *e)
+{
+	if (n)
+		*n = 0;
+	return s->ops->abort_stale ? s->ops->abort_stale(s, older_than_ns, n, e)
+				   : 0;
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+int objstore__list_add(struct objstore_list *l, const char *key, size_t klen,
+		       uint64_t size)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		struct objstore_obj *nv = realloc(l->v, nc * sizeof *nv);
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n].key = strndup(key, klen);
+	if (!l->v[l->n].key)
+		return -ENOMEM;
+	l->v[l->n].size = size;
+	l->n++;
+	return 0;
+}
+
+void objstore_list_free(struct objstore_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].key);
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+char *objstore__full_key(const struct objstore *s, const char *key)
+{
+	const char *p = s->u.prefix ? s->u.prefix : "";
+	size_t n = strlen(p) + strlen(key) + 2;
+	char *k = malloc(n);
+
+	if (k)
+		snprintf(k, n, "%s%s%s", p, *p ? "/" : "", key);
+	return k;
+}

@@ -1,0 +1,91 @@
+/*
+ * ckpt_uploader - a training loop stand-in for the tier-3 crash tests
+ * (tests/py/test_objstore_crash.py): saves checkpoints with a remote
+ * store as fast as tier 2 allows, until killed.
+ *
+ *   ckpt_uploader LOCAL_DIR URI FIRST_STEP [WAIT]
+ *
+ * Three tensors: "w" 6 MiB float32 (two 5 MiB-part multipart uploads when
+ * it is in a shard of its own), "b" 64 KiB int64, "s" one int64 = step.
+ * Every byte is a function of the step (see fill()), so a reader can
+ * check that what it restored is exactly step N's state.  With WAIT = 1
+ * each save waits for its upload (more kills land mid-upload).  Prints
+ * "ready" once tier 3 is set, then "saved N" after each save.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "spotrun/ckpt.h"
+
+#define W_N (3u << 19)    /* 1.5 Mi floats = 6 MiB */
+#define B_N (8u << 10)    /* 8 Ki int64 = 64 KiB */
+
+static void fill(float *w, int64_t *b, int64_t *s, int64_t step)
+{
+	for (uint32_t i = 0; i < W_N; i++)
+		w[i] = (float)((step * 7 + i) % 1000003);
+	for (uint32_t i = 0; i < B_N; i++)
+		b[i] = step * 1000 + i;
+	*s = step;
+}
+
+int main(int argc, char **argv)
+{
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	float *w = malloc(W_N * sizeof *w);
+	int64_t *b = malloc(B_N * sizeof *b), s = 0;
+	int64_t wshape[1] = { W_N }, bshape[1] = { B_N };
+	int64_t step;
+	int wait, rc;
+
+	if (argc < 4 || !w || !b) {
+		fprintf(stderr, "usage: ckpt_uploader LOCAL_DIR URI FIRST_STEP "
+			"[WAIT]\n");
+		return 2;
+	}
+	step = strtoll(argv[3], NULL, 10);
+	wait = argc > 4 && !strcmp(argv[4], "1");
+	spotckpt_opts_init(&o);
+	o.dir = argv[1];
+	o.keep = 2;
+	o.shard_bytes = 4u << 20; /* w alone in shard 0; b and s in shard 1 */
+	rc = spotckpt_open(&o, &e);
+	if (rc == 0)
+		rc = spotckpt_register(e, "w", w, SPOTCKPT_F32, 1, wshape,
+				       SPOTCKPT_DEV_CPU);
+	if (rc == 0)
+		rc = spotckpt_register(e, "b", b, SPOTCKPT_I64, 1, bshape,
+				       SPOTCKPT_DEV_CPU);
+	if (rc == 0)
+		rc = spotckpt_register(e, "s", &s, SPOTCKPT_I64, 0, NULL,
+				       SPOTCKPT_DEV_CPU);
+	if (rc == 0)
+		rc = spotckpt_set_remote(e, argv[2]);
+	if (rc) {
+		fprintf(stderr, "ckpt_uploader: %s: %s\n", spotckpt_strerror(rc),
+			spotckpt_errmsg());
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;; step++) {
+		fill(w, b, &s, step);
+		rc = spotckpt_save(e, step, NULL, 0, NULL);
+		if (rc == 0 && wait) {
+			rc = spotckpt_wait(e);
+			if (rc == 0)
+				rc = spotckpt_remote_wait(e, step, 0, NULL);
+		}
+		if (rc) {
+			fprintf(stderr, "ckpt_uploader: step %lld: %s: %s\n",
+				(long long)step, spotckpt_strerror(rc),
+				spotckpt_errmsg());
+			return 1;
+		}
+		printf("saved %lld\n", (long long)step);
+		fflush(stdout);
+	}
+}

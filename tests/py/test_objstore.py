@@ -1,0 +1,236 @@
+"""Tier 3: checkpoints in object storage, against servers we did not write
+(s3rver for S3, Azurite for Azure Blob), started here on 127.0.0.1.
+
+Round trips (save -> upload -> restore on a fresh node), the CLI on URIs,
+a fault proxy (resets, 500, 503 + Retry-After, slow and cut responses),
+bad credentials and a missing bucket."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+import spotrun
+from spotrun import _lib
+from objstore_servers import Azurite, FaultProxy, S3rver
+
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    srv = S3rver(buckets=("ckpt", "other"))
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def azurite():
+    srv = Azurite()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """Apply a dict of environment variables for this test (the library
+    reads credentials and endpoints from the environment)."""
+    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN",
+              "AZURE_STORAGE_KEY", "AZURE_STORAGE_BLOB_ENDPOINT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SPOTRUN_OBJSTORE_PART_MB", "5")
+    monkeypatch.setenv("SPOTRUN_OBJSTORE_RETRIES", "4")
+
+    def apply(d):
+        for k, v in d.items():
+            monkeypatch.setenv(k, v)
+    return apply
+
+
+def state_for(step):
+    n = 1_600_000  # 6.4 MB: a two-part multipart upload at 5 MiB parts
+    return {"w": (np.arange(n, dtype=np.float32) + step),
+            "b": np.full(3000, step, dtype=np.int64),
+            "step": step}
+
+
+def zero_state():
+    return {"w": np.zeros(1_600_000, dtype=np.float32),
+            "b": np.zeros(3000, dtype=np.int64), "step": -1}
+
+
+def same(a, b):
+    return (np.array_equal(a["w"], b["w"]) and
+            np.array_equal(a["b"], b["b"]) and a["step"] == b["step"])
+
+
+def roundtrip(uri, tmp_path):
+    node1 = tmp_path / "node1"
+    with spotrun.Checkpointer(str(node1), remote=uri, shard_bytes=4 << 20,
+                              keep=2) as ck:
+        for step in (10, 20, 30):
+            ck.save(step, state_for(step))
+            ck.wait()
+            assert ck.remote_wait(step)
+        st = ck.remote_stats()
+    assert st["enabled"] == 1 and st["uploaded_step"] == 30
+    assert st["uploads_failed"] == 0 and st["bytes_uploaded"] > 3 * 6_400_000
+    # retention in the store: the two newest, manifests and shards
+    ents = spotrun.list_checkpoints(uri)
+    assert [e["step"] for e in ents] == [30, 20]
+    assert all(e["committed"] and e["ntensors"] == 2 for e in ents)
+    assert spotrun.verify(uri) == 30
+    # a fresh node: no access to node1's disk
+    got = zero_state()
+    with spotrun.Checkpointer(uri, local_dir=str(tmp_path / "node2")) as ck2:
+        assert ck2.restore(got) == 30
+    assert same(got, state_for(30))
+    assert not os.listdir(tmp_path / "node2")  # no local copy was made
+    # an older step by number, straight from the store
+    got = zero_state()
+    assert spotrun.restore(uri, got, step=20) == 20
+    assert same(got, state_for(20))
+
+
+def test_s3_roundtrip(s3, env, tmp_path):
+    env(s3.env())
+    roundtrip("s3://ckpt/jobs/rt", tmp_path)
+
+
+def test_azure_roundtrip(azurite, env, tmp_path):
+    env(azurite.env())
+    roundtrip("az://devstoreaccount1/ckpt/jobs/rt", tmp_path)
+
+
+def test_cli_on_uri(s3, env, tmp_path):
+    env(s3.env())
+    uri = "s3://ckpt/jobs/cli"
+    with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
+        ck.save(7, state_for(7))
+        ck.wait()
+        assert ck.remote_wait(7)
+    run = lambda *a: subprocess.run(["spotrun", "ckpt"] + list(a),
+                                    capture_output=True, text=True)
+    r = run("ls", "--json", uri)
+    assert r.returncode == 0, r.stderr
+    ls = json.loads(r.stdout)
+    rows = ls if isinstance(ls, list) else ls.get("checkpoints", ls)
+    assert [e["step"] for e in rows] == [7]
+    r = run("verify", uri)
+    assert r.returncode == 0, r.stderr
+    r = run("inspect", uri)
+    assert r.returncode == 0 and "w" in r.stdout, r.stdout + r.stderr
+    # an empty prefix: a clear answer, not a crash
+    bad = run("verify", "s3://ckpt/jobs/none")
+    assert bad.returncode != 0
+    assert "no committed checkpoint" in bad.stdout + bad.stderr
+
+
+def test_remote_restore_skips_damaged(s3, env, tmp_path):
+    """A manifest whose shard is missing in the store is skipped: the
+    reader takes the newest checkpoint whose shards all verify."""
+    env(s3.env())
+    uri = "file://" + str(tmp_path / "store")
+    with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
+        for step in (1, 2):
+            ck.save(step, state_for(step))
+            ck.wait()
+            assert ck.remote_wait(step)
+    shard = tmp_path / "store" / "step-00000002" / "shard-00000.safetensors"
+    shard.unlink()
+    got = zero_state()
+    assert spotrun.restore(uri, got) == 1
+    assert same(got, state_for(1))
+
+
+def test_fault_proxy(s3, env, tmp_path):
+    """Resets, 500, 503 + Retry-After, slow and cut-off answers: every
+    request is retried until it succeeds, and no manifest is written
+    before every shard of its step was confirmed."""
+    faults = [None, "reset", None, "503", "slow", None, "500", "cut", None]
+    px = FaultProxy(s3.port, faults=faults, slow_s=0.2)
+    try:
+        env(s3.env(endpoint="http://127.0.0.1:%d" % px.port))
+        uri = "s3://ckpt/jobs/faults"
+        with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri,
+                                  shard_bytes=4 << 20) as ck:
+            for step in (1, 2):
+                ck.save(step, state_for(step))
+                ck.wait()
+                assert ck.remote_wait(step), ck.remote_stats()
+            assert ck.remote_stats()["uploads_failed"] == 0
+        got = zero_state()
+        assert spotrun.restore(uri, got) == 2
+        assert same(got, state_for(2))
+        log = list(px.log)
+    finally:
+        px.close()
+    kinds = {w for _, _, w in log}
+    assert {"reset", "503", "500", "cut"} <= kinds, kinds
+    # commit order: each manifest PUT that succeeded came after a
+    # successful completion of every shard object of its step
+    for i, (m, target, what) in enumerate(log):
+        if m == "PUT" and "manifest.json" in target and what == "200":
+            step = target.split("/step-")[1].split("/")[0]
+            done = {t.split("?")[0].rsplit("/", 1)[1] for mm, t, w in log[:i]
+                    if w == "200" and "/step-%s/shard-" % step in t and
+                    ((mm == "POST" and "uploadId=" in t) or
+                     (mm == "PUT" and "?" not in t))}
+            assert done == {"shard-00000.safetensors",
+                            "shard-00001.safetensors"}, (step, done)
+
+
+def test_store_down_keeps_tier2(s3, env, tmp_path):
+    """A store that only answers 503: the upload gives up after its
+    retries, nothing is committed there, training keeps its tier 2."""
+    px = FaultProxy(s3.port, faults=["503"])
+    try:
+        env(s3.env(endpoint="http://127.0.0.1:%d" % px.port))
+        env({"SPOTRUN_OBJSTORE_RETRIES": "2"})
+        uri = "s3://ckpt/jobs/down"
+        with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
+            ck.save(5, state_for(5))
+            ck.wait()
+            assert not ck.remote_wait(5)
+            st = ck.remote_stats()
+        assert st["uploads_failed"] == 1 and st["uploaded_step"] == -1
+        assert "503" in st["last_message"]
+    finally:
+        px.close()
+    env(s3.env())
+    assert spotrun.list_checkpoints(uri) == []
+    got = zero_state()
+    assert spotrun.restore(str(tmp_path / "l"), got) == 5
+
+
+@pytest.mark.parametrize("case", ["secret", "bucket", "nokeys"])
+def test_bad_credentials_and_bucket(s3, env, tmp_path, monkeypatch, case):
+    """A clear error, training goes on with tier 2, and the failure is
+    visible to the agent (remote_stats, the error log line)."""
+    if case == "secret":
+        env(s3.env(secret="not-the-secret"))
+        uri, want = "s3://ckpt/jobs/bad", "SignatureDoesNotMatch"
+    elif case == "bucket":
+        env(s3.env())
+        uri, want = "s3://no-such-bucket/jobs", "NoSuchBucket"
+    else:
+        env(s3.env())
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+        uri, want = "s3://ckpt/jobs/nokeys", "AWS_ACCESS_KEY_ID"
+    with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
+        ck.save(3, state_for(3))
+        ck.wait()  # tier 2 committed regardless
+        st = ck.remote_stats()
+        if case != "nokeys":
+            assert not ck.remote_wait(3)
+            st = ck.remote_stats()
+            assert st["uploads_failed"] == 1
+        assert want in st["last_message"], st
+        assert ck.last_saved_step() == 3
+    got = zero_state()
+    assert spotrun.restore(str(tmp_path / "l"), got) == 3

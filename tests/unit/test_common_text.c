@@ -1,0 +1,63 @@
+/* Unit tests: lib/common/text - unsafe characters in names (controls,
+ * bidi overrides, invalid UTF-8) found and escaped for a terminal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/text.h"
+
+static void test_unsafe(void **state)
+{
+	size_t off = 0;
+	unsigned cp = 0;
+
+	(void)state;
+	assert_int_equal(sr_text_unsafe("llama-8b ft", NULL, NULL), 0);
+	assert_int_equal(sr_text_unsafe("caf\xc3\xa9 \xe6\x97\xa5", NULL, NULL), 0);
+	assert_int_equal(sr_text_unsafe("a\x1b[2J", &off, &cp), 1);
+	assert_int_equal(off, 1);
+	assert_int_equal(cp, 0x1b);
+	assert_int_equal(sr_text_unsafe("ab\x7f", &off, &cp), 1);
+	assert_int_equal(cp, 0x7f);
+	assert_int_equal(sr_text_unsafe("evil\xe2\x80\xaeh", &off, &cp), 1);
+	assert_int_equal(off, 4);
+	assert_int_equal(cp, 0x202e);
+	assert_int_equal(sr_text_unsafe("x\xe2\x81\xa6", &off, &cp), 1);  /* U+2066 */
+	assert_int_equal(sr_text_unsafe("x\xc2\x85", &off, &cp), 1);      /* C1 NEL */
+	assert_int_equal(sr_text_unsafe("x\xc0\xaf", &off, &cp), 1);      /* overlong */
+	assert_int_equal(cp, 0xc0);
+	assert_int_equal(sr_text_unsafe("x\xed\xa0\x80", NULL, NULL), 1); /* surrogate */
+	assert_int_equal(sr_text_unsafe("x\xe2\x80", NULL, NULL), 1);     /* cut */
+}
+
+static void test_escape(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = sr_text_escape("plain\\name");
+	assert_string_equal(s, "plain\\name"); /* nothing unsafe: as is */
+	free(s);
+	s = sr_text_escape("a\x1b[2Jb\\");
+	assert_string_equal(s, "a\\x1b[2Jb\\\\");
+	free(s);
+	s = sr_text_escape("evil\xe2\x80\xaeh.sh \xc3\xa9\xff");
+	assert_string_equal(s, "evil\\u{202E}h.sh \xc3\xa9\\xff");
+	free(s);
+	s = sr_text_escape("");
+	assert_string_equal(s, "");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unsafe),
+		cmocka_unit_test(test_escape),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

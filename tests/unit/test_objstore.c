@@ -1,0 +1,247 @@
+/* Unit tests: lib/objstore without a network - checkpoint URIs (good and
+ * bad, with their messages), the file backend (atomic objects, listing,
+ * ranges, deletion), XML answers, and the whole tier-3 path on a file://
+ * store: upload, manifest-last commit, retention, restore and the reader
+ * on the URI, a missing shard skipped. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "objstore/os_int.h"
+#include "objstore/tier3.h"
+#include "spotrun/ckpt.h"
+
+static char g_dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof g_dir, "/tmp/spotrun-objstore-XXXXXX");
+	return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[400];
+
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_uri_good(void **state)
+{
+	struct objstore_uri u;
+	struct sr_err e = { 0 };
+
+	(void)state;
+	assert_int_equal(objstore_uri_parse("s3://my-bucket/a/b/", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_S3);
+	assert_string_equal(u.bucket, "my-bucket");
+	assert_string_equal(u.prefix, "a/b");
+	objstore_uri_free(&u);
+	assert_int_equal(objstore_uri_parse("gs://bkt", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_GCS);
+	assert_string_equal(u.prefix, "");
+	objstore_uri_free(&u);
+	assert_int_equal(objstore_uri_parse("az://acct1/cont-1/x", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_AZURE);
+	assert_string_equal(u.account, "acct1");
+	assert_string_equal(u.bucket, "cont-1");
+	assert_string_equal(u.prefix, "x");
+	objstore_uri_free(&u);
+	assert_int_equal(objstore_uri_parse("file:///tmp/ck", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_FILE);
+	assert_string_equal(u.prefix, "/tmp/ck");
+	objstore_uri_free(&u);
+	assert_true(objstore_uri_is_remote("az://a/b"));
+	assert_false(objstore_uri_is_remote("/tmp/x"));
+	assert_string_equal(objstore_uri_local_path("file:///x/y"), "/x/y");
+}
+
+static void test_uri_bad(void **state)
+{
+	static const struct { const char *uri, *msg; } bad[] = {
+		{ "s3://B/x", "bad bucket name 'B'" },
+		{ "s3://ab", "bad bucket name" },
+		{ "s3://bucket/a/../b", "bad prefix" },
+		{ "s3://bucket/a//b", "bad prefix" },
+		{ "ftp://x/y", "unknown scheme" },
+		{ "az://Acct/c", "expected az://ACCOUNT/CONTAINER" },
+		{ "az://acct/con.tainer", "bad container name" },
+		{ "file://relative", "absolute path" },
+		{ "", "empty" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct objstore_uri u;
+		struct sr_err e = { 0 };
+
+		assert_int_equal(objstore_uri_parse(bad[i].uri, &u, &e), -EINVAL);
+		if (!strstr(e.msg, bad[i].msg))
+			fail_msg("%s: message '%s' lacks '%s'", bad[i].uri, e.msg,
+				 bad[i].msg);
+		assert_null(u.bucket);
+	}
+}
+
+static void test_file_backend(void **state)
+{
+	struct objstore *s = NULL;
+	struct objstore_list l = { 0 };
+	struct sr_err e = { 0 };
+	char uri[300], path[300], buf[8], *got = NULL;
+	const char *keys[] = { "d/one", "d/two" };
+	size_t len = 0;
+	uint64_t sent = 0;
+	int fd;
+
+	(void)state;
+	snprintf(uri, sizeof uri, "file://%s/store", g_dir);
+	assert_int_equal(objstore_open(uri, NULL, &s, &e), 0);
+	assert_int_equal(objstore_put(s, "d/two", "0123456789", 10, &e), 0);
+	snprintf(path, sizeof path, "%s/src", g_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "abcdef", 6), 6);
+	assert_int_equal(objstore_put_fd(s, "d/one", fd, 6, &sent, &e), 0);
+	close(fd);
+	assert_int_equal(sent, 6);
+	assert_int_equal(objstore_list(s, "d/", &l, &e), 0);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.v[0].key, "d/one");
+	assert_int_equal(l.v[0].size, 6);
+	assert_string_equal(l.v[1].key, "d/two");
+	objstore_list_free(&l);
+	assert_int_equal(objstore_get_range(s, "d/two", 3, 4, buf, &e), 0);
+	assert_memory_equal(buf, "3456", 4);
+	assert_int_equal(objstore_get_range(s, "d/two", 8, 4, buf, &e),
+			 -SR_ECORRUPT);
+	assert_int_equal(objstore_get_range(s, "nope", 0, 1, buf, &e),
+			 -SR_ENOTFOUND);
+	assert_int_equal(objstore_get(s, "d/one", 100, &got, &len, &e), 0);
+	assert_int_equal(len, 6);
+	assert_string_equal(got, "abcdef");
+	free(got);
+	assert_int_equal(objstore_del(s, keys, 2, &e), 0);
+	assert_int_equal(objstore_list(s, "", &l, &e), 0);
+	assert_int_equal(l.n, 0);
+	objstore_list_free(&l);
+	objstore_close(s);
+}
+
+static int each(void *ud, const char *a, const char *b)
+{
+	char *out = ud;
+
+	strcat(out, a ? a : "-");
+	strcat(out, "=");
+	strcat(out, b ? b : "-");
+	strcat(out, ";");
+	return 0;
+}
+
+static void test_xml(void **state)
+{
+	static const char list[] =
+		"<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3."
+		"amazonaws.com/doc/2006-03-01/\"><Contents><Key>a/b</Key><Size>"
+		"12</Size></Contents><Contents><Key>c</Key></Contents>"
+		"<IsTruncated>false</IsTruncated></ListBucketResult>";
+	char out[256] = "", *t;
+
+	(void)state;
+	assert_int_equal(os_xml_each(list, strlen(list), "Contents", "Key",
+				     "Size", each, out), 0);
+	assert_string_equal(out, "a/b=12;c=-;");
+	t = os_xml_text(list, strlen(list), "IsTruncated");
+	assert_string_equal(t, "false");
+	free(t);
+	assert_null(os_xml_text("<a>", 3, "a") ? (void *)1 : NULL);
+	assert_int_equal(os_xml_each("not xml", 7, "x", "a", "b", each, out),
+			 -SR_EPARSE);
+}
+
+/* The tier-3 path end to end on a file:// store. */
+static void test_tier3_file(void **state)
+{
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	struct spotckpt_remote_stats rs;
+	struct spotckpt_reader *r = NULL;
+	struct spotckpt_entry ents[8];
+	float w[4096], back[4096];
+	int64_t shape[1] = { 4096 }, step = -1;
+	char dir[300], uri[300], shard[400], msg[256];
+	size_t n = 0;
+	int32_t met = 0;
+
+	(void)state;
+	snprintf(dir, sizeof dir, "%s/tier2", g_dir);
+	snprintf(uri, sizeof uri, "file://%s/tier3", g_dir);
+	spotckpt_opts_init(&o);
+	o.dir = dir;
+	o.keep = 2;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_register(e, "w", w, SPOTCKPT_F32, 1, shape,
+					   SPOTCKPT_DEV_CPU), 0);
+	assert_int_equal(spotckpt_remote_wait(e, -1, 0, NULL),
+			 -SPOTCKPT_ECONFLICT);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	assert_int_equal(spotckpt_set_remote(e, uri), -SPOTCKPT_ECONFLICT);
+	for (int s = 1; s <= 3; s++) {
+		for (int i = 0; i < 4096; i++)
+			w[i] = (float)(s * 10000 + i);
+		assert_int_equal(spotckpt_save(e, s, NULL, 0, NULL), 0);
+		assert_int_equal(spotckpt_wait(e), 0);
+		assert_int_equal(spotckpt_remote_wait(e, s, 0, &met), 0);
+		assert_int_equal(met, 1);
+	}
+	assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+	assert_int_equal(rs.enabled, 1);
+	assert_int_equal(rs.uploaded_step, 3);
+	assert_int_equal(rs.uploads_failed, 0);
+	assert_int_equal(spotckpt_close(e), 0);
+	/* retention in the store: 3 and 2 */
+	assert_int_equal(spotckpt_list(uri, ents, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ents[0].step, 3);
+	assert_int_equal(ents[1].step, 2);
+	assert_int_equal(ents[0].state, SPOTCKPT_ENTRY_COMMITTED);
+	assert_int_equal(spotckpt_verify(uri, SPOTCKPT_NEWEST, &step), 0);
+	assert_int_equal(step, 3);
+	/* a missing shard: the reader falls back to step 2 */
+	snprintf(shard, sizeof shard, "%s/tier3/step-00000003/"
+		 "shard-00000.safetensors", g_dir);
+	assert_int_equal(unlink(shard), 0);
+	assert_int_equal(spotckpt_reader_open(uri, SPOTCKPT_NEWEST,
+					      SPOTCKPT_NEWEST, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_step(r), 2);
+	assert_int_equal(spotckpt_reader_read(r, 0, back, sizeof back), 0);
+	assert_true(back[7] == 20007.0f);
+	spotckpt_reader_close(r);
+	assert_int_not_equal(spotckpt_verify(uri, 3, NULL), 0);
+	assert_non_null(strstr(spotckpt_errmsg(), "shard-00000"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_uri_good),
+		cmocka_unit_test(test_uri_bad),
+		cmocka_unit_test(test_file_backend),
+		cmocka_unit_test(test_xml),
+		cmocka_unit_test(test_tier3_file),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
