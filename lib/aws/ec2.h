@@ -130,7 +130,8 @@ void ec2_strv_free(char **v, size_t n); /* NULL-safe */
  * The user-data script that starts spotrun-agent for node `node_id` with
  * its token and the control-plane URL.  Values are checked (the token and
  * URL may hold no quote, space or control character) so nothing can
- * break out of the script.  Returns 0 with *out malloc'd (caller frees),
+ * break out of the script, and a plain http:// URL is accepted only for
+ * a loopback host (the token is a bearer token).  Returns 0 with *out malloc'd (caller frees),
  * or -EINVAL naming the bad field.
  */
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,

@@ -566,6 +566,12 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 				     strncmp(api_url, "https://", 8) != 0))
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
 				  "http(s) URL without quotes or spaces");
+	/* the node token is a bearer token: never in clear across a network */
+	if (strncmp(api_url, "http://", 7) == 0 && !sr_aws_url_is_loopback(api_url))
+		return sr_err_set(e, -EINVAL, "bootstrap: api url: http:// to a "
+				  "host that is not loopback would send the node "
+				  "token in clear; use https:// (spotrund "
+				  "--tls-cert/--tls-key) or a tunnel");
 	if (!shell_safe(token) || strlen(token) < 16 || strlen(token) > 256)
 		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
 				  "16..256 printable characters without quotes");

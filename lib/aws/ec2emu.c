@@ -1,6 +1,8 @@
 /*
- * ec2emu.c - the EC2 emulator's state and actions (ec2emu.h); the HTTP
- * and IMDS glue is in ec2emu_http.c.
+ * ec2emu.c - the EC2 emulator's state, its changing actions
+ * (RunInstances, TerminateInstances), the clock's transitions and the
+ * control calls (ec2emu.h).  Read-only actions: ec2emu_read.c; request
+ * parameters and XML answers: ec2emu_xml.c; HTTP and IMDS: ec2emu_http.c.
  *
  * Instance states and what moves them (cloud time, checked by the clock
  * thread every TICK_MS):
@@ -31,232 +33,6 @@
 #include "ctl/proc.h"
 #include "ec2emu_int.h"
 
-#define NS "http://ec2.amazonaws.com/doc/2016-11-15/"
-
-/* ---- clock ------------------------------------------------------------ */
-
-double ec2emu__now(const struct ec2emu *m)
-{
-	double real = (double)(sr_time_mono_ns() - m->t0_ns) / 1e9;
-
-	return m->trace_start + m->time_scale * real;
-}
-
-/* Epoch seconds of cloud time sim (for EC2 timestamps). */
-static int64_t epoch_of(const struct ec2emu *m, double sim)
-{
-	return m->epoch0 + (int64_t)(sim - m->trace_start);
-}
-
-static void ts_of(const struct ec2emu *m, double sim, char out[40])
-{
-	sr_time_format_rfc3339(epoch_of(m, sim) * 1000000000LL, 3, out, 40);
-}
-
-/* ---- request parameters ---------------------------------------------- */
-
-void ec2emu__params_free(struct emu_params *p)
-{
-	for (size_t i = 0; i < 2 * p->n; i++)
-		free(p->kv[i]);
-	free(p->kv);
-	memset(p, 0, sizeof(*p));
-}
-
-int ec2emu__params_parse(const char *body, size_t len, struct emu_params *p)
-{
-	memset(p, 0, sizeof(*p));
-	for (size_t i = 0; i < len;) {
-		size_t j = i, eq;
-		char **t;
-
-		while (j < len && body[j] != '&')
-			j++;
-		eq = i;
-		while (eq < j && body[eq] != '=')
-			eq++;
-		if (j > i) {
-			t = realloc(p->kv, 2 * (p->n + 1) * sizeof(*t));
-			if (t == NULL)
-				goto oom;
-			p->kv = t;
-			p->kv[2 * p->n] = sr_sigv4_uri_decode(body + i, eq - i, 1,
-							      NULL);
-			p->kv[2 * p->n + 1] =
-				eq < j ? sr_sigv4_uri_decode(body + eq + 1,
-							     j - eq - 1, 1, NULL)
-				       : strdup("");
-			p->n++;
-			if (p->kv[2 * p->n - 2] == NULL || p->kv[2 * p->n - 1] == NULL)
-				goto oom;
-		}
-		i = j + 1;
-	}
-	return 0;
-oom:
-	ec2emu__params_free(p);
-	return -ENOMEM;
-}
-
-const char *ec2emu__param(const struct emu_params *p, const char *name)
-{
-	for (size_t i = 0; i < p->n; i++)
-		if (strcmp(p->kv[2 * i], name) == 0)
-			return p->kv[2 * i + 1];
-	return NULL;
-}
-
-static const char *paramf(const struct emu_params *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static const char *paramf(const struct emu_params *p, const char *fmt, ...)
-{
-	char name[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	return ec2emu__param(p, name);
-}
-
-/* ---- answers ---------------------------------------------------------- */
-
-static void xml_esc(FILE *f, const char *s)
-{
-	for (; s != NULL && *s != '\0'; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
-/* Set *status and the error document. */
-static void fail(struct emu_answer *a, int status, const char *code,
-		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void fail(struct emu_answer *a, int status, const char *code,
-		 const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	FILE *f;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	free(a->body);
-	a->body = NULL;
-	a->status = status;
-	f = open_memstream(&a->body, &a->len);
-	if (f == NULL)
-		return;
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors>"
-	      "<Error><Code>", f);
-	xml_esc(f, code);
-	fputs("</Code><Message>", f);
-	xml_esc(f, msg);
-	fputs("</Message></Error></Errors><RequestID>"
-	      "00000000-0000-4000-8000-000000000000</RequestID></Response>", f);
-	fclose(f);
-}
-
-static FILE *begin(struct emu_answer *a, const char *root)
-{
-	FILE *f = open_memstream(&a->body, &a->len);
-
-	if (f == NULL)
-		return NULL;
-	a->status = 200;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" NS
-		   "\">\n  <requestId>00000000-0000-4000-8000-%012x</requestId>\n",
-		root, (unsigned)rand());
-	return f;
-}
-
-static void end(struct emu_answer *a, FILE *f, const char *root)
-{
-	fprintf(f, "</%s>\n", root);
-	if (fclose(f) != 0)
-		fail(a, 500, "InternalError", "out of memory");
-}
-
-static const char *state_name(int s)
-{
-	static const char *const names[] = { "pending", "running",
-					     "shutting-down", "terminated" };
-	return names[s];
-}
-
-static int state_code(int s)
-{
-	static const int codes[] = { 0, 16, 32, 48 };
-	return codes[s];
-}
-
-static void put_instance(const struct ec2emu *m, FILE *f, const struct emu_inst *i)
-{
-	char ts[40];
-
-	ts_of(m, i->launch_sim, ts);
-	fprintf(f, "      <item>\n        <instanceId>%s</instanceId>\n"
-		   "        <imageId>", i->id);
-	xml_esc(f, i->image);
-	fprintf(f, "</imageId>\n        <instanceState><code>%d</code><name>%s</name>"
-		   "</instanceState>\n"
-		   "        <privateDnsName>ip-10-0-0-%d.ec2.internal</privateDnsName>\n"
-		   "        <dnsName/>\n        <reason/>\n"
-		   "        <amiLaunchIndex>0</amiLaunchIndex>\n        <productCodes/>\n"
-		   "        <instanceType>", state_code(i->state), state_name(i->state),
-		i->seq % 250 + 2);
-	xml_esc(f, i->type);
-	fprintf(f, "</instanceType>\n        <launchTime>%s</launchTime>\n"
-		   "        <placement><availabilityZone>", ts);
-	xml_esc(f, i->zone);
-	fprintf(f, "</availabilityZone><groupName/><tenancy>default</tenancy>"
-		   "</placement>\n        <monitoring><state>disabled</state>"
-		   "</monitoring>\n        <subnetId>");
-	xml_esc(f, i->subnet);
-	fprintf(f, "</subnetId>\n        <vpcId>vpc-00000000emulated</vpcId>\n"
-		   "        <privateIpAddress>10.0.0.%d</privateIpAddress>\n"
-		   "        <sourceDestCheck>true</sourceDestCheck>\n"
-		   "        <groupSet/>\n", i->seq % 250 + 2);
-	if (i->spot)
-		fprintf(f, "        <instanceLifecycle>spot</instanceLifecycle>\n"
-			   "        <spotInstanceRequestId>sir-emu%08u"
-			   "</spotInstanceRequestId>\n", i->seq);
-	if (i->reason[0] != '\0') {
-		fprintf(f, "        <stateReason><code>");
-		xml_esc(f, i->reason);
-		fprintf(f, "</code><message>");
-		xml_esc(f, i->reason);
-		fprintf(f, "</message></stateReason>\n");
-	}
-	fprintf(f, "        <architecture>x86_64</architecture>\n"
-		   "        <rootDeviceType>ebs</rootDeviceType>\n"
-		   "        <rootDeviceName>/dev/xvda</rootDeviceName>\n"
-		   "        <blockDeviceMapping/>\n"
-		   "        <virtualizationType>hvm</virtualizationType>\n"
-		   "        <clientToken>");
-	xml_esc(f, i->token);
-	fprintf(f, "</clientToken>\n        <tagSet>");
-	for (size_t t = 0; t < i->ntags; t++) {
-		fprintf(f, "<item><key>");
-		xml_esc(f, i->tag_k[t]);
-		fprintf(f, "</key><value>");
-		xml_esc(f, i->tag_v[t]);
-		fprintf(f, "</value></item>");
-	}
-	fprintf(f, "</tagSet>\n        <hypervisor>xen</hypervisor>\n"
-		   "        <networkInterfaceSet/>\n"
-		   "        <ebsOptimized>false</ebsOptimized>\n"
-		   "      </item>\n");
-}
-
 /* ---- pools ------------------------------------------------------------ */
 
 bool ec2emu__spot_capacity(const struct ec2emu *m, const struct emu_pool *p,
@@ -279,7 +55,7 @@ static const struct emu_pool *pool_find(const struct ec2emu *m,
 	return NULL;
 }
 
-static sr_micros spot_price(const struct ec2emu *m, const struct emu_pool *p,
+sr_micros ec2emu__spot_price(const struct ec2emu *m, const struct emu_pool *p,
 			    double sim)
 {
 	struct prov_offering o;
@@ -294,15 +70,15 @@ static sr_micros spot_price(const struct ec2emu *m, const struct emu_pool *p,
 static int inst_tags(struct emu_inst *in, const struct emu_params *p)
 {
 	for (int s = 1; s <= 8; s++) {
-		const char *rt = paramf(p, "TagSpecification.%d.ResourceType", s);
+		const char *rt = ec2emu__paramf(p, "TagSpecification.%d.ResourceType", s);
 
 		if (rt == NULL)
 			break;
 		if (strcmp(rt, "instance") != 0)
 			continue;
 		for (int t = 1; t <= EMU_MAX_TAGS && in->ntags < EMU_MAX_TAGS; t++) {
-			const char *k = paramf(p, "TagSpecification.%d.Tag.%d.Key", s, t);
-			const char *v = paramf(p, "TagSpecification.%d.Tag.%d.Value", s, t);
+			const char *k = ec2emu__paramf(p, "TagSpecification.%d.Tag.%d.Key", s, t);
+			const char *v = ec2emu__paramf(p, "TagSpecification.%d.Tag.%d.Value", s, t);
 
 			if (k == NULL)
 				break;
@@ -411,17 +187,17 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	FILE *f;
 
 	if (image == NULL || type == NULL || minc == NULL || maxc == NULL) {
-		fail(a, 400, "MissingParameter", "ImageId, InstanceType, MinCount "
+		ec2emu__fail(a, 400, "MissingParameter", "ImageId, InstanceType, MinCount "
 		     "and MaxCount are required");
 		return;
 	}
 	if (strcmp(minc, "1") != 0 || strcmp(maxc, "1") != 0) {
-		fail(a, 400, "InvalidParameterValue", "the emulator starts exactly "
+		ec2emu__fail(a, 400, "InvalidParameterValue", "the emulator starts exactly "
 		     "one instance per call (MinCount=MaxCount=1)");
 		return;
 	}
 	if (token != NULL && strlen(token) >= CLOUD_IDEM_MAX) {
-		fail(a, 400, "InvalidParameterValue", "ClientToken: at most 64 "
+		ec2emu__fail(a, 400, "InvalidParameterValue", "ClientToken: at most 64 "
 		     "characters");
 		return;
 	}
@@ -434,7 +210,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	if (zone != NULL) {
 		pool = pool_find(m, type, zone);
 		if (pool == NULL) {
-			fail(a, 400, "Unsupported", "Your requested instance type "
+			ec2emu__fail(a, 400, "Unsupported", "Your requested instance type "
 			     "(%s) is not supported in your requested Availability "
 			     "Zone (%s).", type, zone);
 			return;
@@ -447,28 +223,28 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 		if (pool == NULL)
 			pool = pool_find(m, type, NULL);
 		if (pool == NULL) {
-			fail(a, 400, "InvalidParameterValue", "Value (%s) for "
+			ec2emu__fail(a, 400, "InvalidParameterValue", "Value (%s) for "
 			     "parameter instanceType is invalid in region %s.",
 			     type, m->region);
 			return;
 		}
 	}
 	if (spot && !ec2emu__spot_capacity(m, pool, now)) {
-		fail(a, 500, "InsufficientInstanceCapacity", "We currently do not "
+		ec2emu__fail(a, 500, "InsufficientInstanceCapacity", "We currently do not "
 		     "have sufficient %s capacity in the Availability Zone you "
 		     "requested (%s).", type, pool->zone);
 		return;
 	}
 	if (spot && maxp != NULL) {
-		sr_micros cap = 0, price = spot_price(m, pool, now);
+		sr_micros cap = 0, price = ec2emu__spot_price(m, pool, now);
 
 		if (sr_money_parse(maxp, &cap, NULL) < 0) {
-			fail(a, 400, "InvalidParameterValue", "MaxPrice: '%s' is "
+			ec2emu__fail(a, 400, "InvalidParameterValue", "MaxPrice: '%s' is "
 			     "not a price", maxp);
 			return;
 		}
 		if (price > cap) {
-			fail(a, 400, "SpotMaxPriceTooLow", "Your Spot request price "
+			ec2emu__fail(a, 400, "SpotMaxPriceTooLow", "Your Spot request price "
 			     "of %s is lower than the minimum required Spot request "
 			     "fulfillment price of %lld.%06lld.", maxp,
 			     (long long)(price / SR_MICROS_PER_USD),
@@ -481,7 +257,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 		struct emu_inst **t = realloc(m->inst, nc * sizeof(*t));
 
 		if (t == NULL) {
-			fail(a, 500, "InternalError", "out of memory");
+			ec2emu__fail(a, 500, "InternalError", "out of memory");
 			return;
 		}
 		m->inst = t;
@@ -491,7 +267,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	if (in == NULL || inst_tags(in, p) < 0) {
 		if (in != NULL)
 			inst_free(in);
-		fail(a, 500, "InternalError", "out of memory");
+		ec2emu__fail(a, 500, "InternalError", "out of memory");
 		return;
 	}
 	in->seq = ++m->seq;
@@ -512,113 +288,21 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	RAND_bytes((unsigned char *)&in->imds_salt, sizeof(in->imds_salt));
 	if (launch_process(m, in, ec2emu__param(p, "UserData"), &e) < 0) {
 		inst_free(in);
-		fail(a, 500, "InternalError", "could not start the instance: %s",
+		ec2emu__fail(a, 500, "InternalError", "could not start the instance: %s",
 		     e.msg);
 		return;
 	}
 	m->inst[m->ninst++] = in;
 answer:
-	f = begin(a, "RunInstancesResponse");
+	f = ec2emu__begin(a, "RunInstancesResponse");
 	if (f == NULL)
 		return;
 	fprintf(f, "  <reservationId>r-emu%012x</reservationId>\n"
 		   "  <ownerId>000000000000</ownerId>\n  <groupSet/>\n"
 		   "  <instancesSet>\n", in->seq);
-	put_instance(m, f, in);
+	ec2emu__put_instance(m, f, in);
 	fputs("  </instancesSet>\n", f);
-	end(a, f, "RunInstancesResponse");
-}
-
-/* ---- DescribeInstances ------------------------------------------------ */
-
-static bool filter_match(const struct emu_inst *in, const struct emu_params *p)
-{
-	for (int n = 1;; n++) {
-		const char *name = paramf(p, "Filter.%d.Name", n);
-		bool any = false;
-
-		if (name == NULL)
-			return true;
-		for (int v = 1;; v++) {
-			const char *val = paramf(p, "Filter.%d.Value.%d", n, v);
-			const char *have = NULL;
-
-			if (val == NULL)
-				break;
-			if (strncmp(name, "tag:", 4) == 0) {
-				for (size_t t = 0; t < in->ntags; t++)
-					if (strcmp(in->tag_k[t], name + 4) == 0)
-						have = in->tag_v[t];
-			} else if (strcmp(name, "instance-state-name") == 0) {
-				have = state_name(in->state);
-			} else if (strcmp(name, "availability-zone") == 0) {
-				have = in->zone;
-			} else if (strcmp(name, "instance-type") == 0) {
-				have = in->type;
-			}
-			if (have != NULL && strcmp(have, val) == 0)
-				any = true;
-		}
-		if (!any)
-			return false;
-	}
-}
-
-static void describe_instances(struct ec2emu *m, const struct emu_params *p,
-			       struct emu_answer *a)
-{
-	const char *mr = ec2emu__param(p, "MaxResults");
-	const char *nt = ec2emu__param(p, "NextToken");
-	size_t max = mr != NULL ? (size_t)strtoul(mr, NULL, 10) : 1000;
-	size_t start = nt != NULL ? (size_t)strtoul(nt + (strncmp(nt, "emu-", 4) ? 0 : 4),
-						   NULL, 10) : 0;
-	size_t shown = 0, i;
-	FILE *f;
-
-	if (max < 5 || max > 1000)
-		max = max < 5 ? 5 : 1000;
-	for (int k = 1;; k++) {
-		const char *id = paramf(p, "InstanceId.%d", k);
-		bool found = false;
-
-		if (id == NULL)
-			break;
-		for (i = 0; i < m->ninst; i++)
-			found |= strcmp(m->inst[i]->id, id) == 0;
-		if (!found) {
-			fail(a, 400, "InvalidInstanceID.NotFound", "The instance ID "
-			     "'%s' does not exist", id);
-			return;
-		}
-	}
-	f = begin(a, "DescribeInstancesResponse");
-	if (f == NULL)
-		return;
-	fputs("  <reservationSet>\n", f);
-	for (i = start; i < m->ninst && shown < max; i++) {
-		const struct emu_inst *in = m->inst[i];
-		bool by_id = paramf(p, "InstanceId.1") == NULL;
-
-		for (int k = 1; !by_id; k++) {
-			const char *id = paramf(p, "InstanceId.%d", k);
-
-			if (id == NULL)
-				break;
-			by_id = strcmp(id, in->id) == 0;
-		}
-		if (!by_id || !filter_match(in, p))
-			continue;
-		fprintf(f, "    <item>\n      <reservationId>r-emu%012x</reservationId>\n"
-			   "      <ownerId>000000000000</ownerId>\n      <groupSet/>\n"
-			   "      <instancesSet>\n", in->seq);
-		put_instance(m, f, in);
-		fputs("      </instancesSet>\n    </item>\n", f);
-		shown++;
-	}
-	fputs("  </reservationSet>\n", f);
-	if (i < m->ninst)
-		fprintf(f, "  <nextToken>emu-%zu</nextToken>\n", i);
-	end(a, f, "DescribeInstancesResponse");
+	ec2emu__end(a, f, "RunInstancesResponse");
 }
 
 /* ---- TerminateInstances ----------------------------------------------- */
@@ -636,28 +320,28 @@ static void terminate_instances(struct ec2emu *m, const struct emu_params *p,
 {
 	FILE *f;
 
-	if (paramf(p, "InstanceId.1") == NULL) {
-		fail(a, 400, "MissingParameter", "The request must contain the "
+	if (ec2emu__paramf(p, "InstanceId.1") == NULL) {
+		ec2emu__fail(a, 400, "MissingParameter", "The request must contain the "
 		     "parameter InstanceId");
 		return;
 	}
 	for (int k = 1;; k++) {
-		const char *id = paramf(p, "InstanceId.%d", k);
+		const char *id = ec2emu__paramf(p, "InstanceId.%d", k);
 
 		if (id == NULL)
 			break;
 		if (inst_by_id(m, id) == NULL) {
-			fail(a, 400, "InvalidInstanceID.NotFound", "The instance ID "
+			ec2emu__fail(a, 400, "InvalidInstanceID.NotFound", "The instance ID "
 			     "'%s' does not exist", id);
 			return;
 		}
 	}
-	f = begin(a, "TerminateInstancesResponse");
+	f = ec2emu__begin(a, "TerminateInstancesResponse");
 	if (f == NULL)
 		return;
 	fputs("  <instancesSet>\n", f);
 	for (int k = 1;; k++) {
-		const char *id = paramf(p, "InstanceId.%d", k);
+		const char *id = ec2emu__paramf(p, "InstanceId.%d", k);
 		struct emu_inst *in;
 		int prev;
 
@@ -673,125 +357,11 @@ static void terminate_instances(struct ec2emu *m, const struct emu_params *p,
 		fprintf(f, "    <item><instanceId>%s</instanceId><currentState><code>%d"
 			   "</code><name>%s</name></currentState><previousState><code>"
 			   "%d</code><name>%s</name></previousState></item>\n", in->id,
-			state_code(in->state), state_name(in->state),
-			state_code(prev), state_name(prev));
+			ec2emu__state_code(in->state), ec2emu__state_name(in->state),
+			ec2emu__state_code(prev), ec2emu__state_name(prev));
 	}
 	fputs("  </instancesSet>\n", f);
-	end(a, f, "TerminateInstancesResponse");
-}
-
-/* ---- DescribeSpotPriceHistory ----------------------------------------- */
-
-static bool type_wanted(const struct emu_params *p, const char *type)
-{
-	if (paramf(p, "InstanceType.1") == NULL)
-		return true;
-	for (int k = 1;; k++) {
-		const char *t = paramf(p, "InstanceType.%d", k);
-
-		if (t == NULL)
-			return false;
-		if (strcmp(t, type) == 0)
-			return true;
-	}
-}
-
-static void spot_price_history(struct ec2emu *m, const struct emu_params *p,
-			       struct emu_answer *a)
-{
-	const char *zone = ec2emu__param(p, "AvailabilityZone");
-	const char *st = ec2emu__param(p, "StartTime");
-	const char *mr = ec2emu__param(p, "MaxResults");
-	size_t max = mr != NULL ? (size_t)strtoul(mr, NULL, 10) : 1000, shown = 0;
-	double now = ec2emu__now(m), from = now - 6 * 3600.0;
-	int64_t ns;
-	FILE *f;
-
-	if (max == 0 || max > 1000)
-		max = 1000;
-	if (st != NULL) {
-		if (sr_time_parse_rfc3339(st, &ns, NULL) < 0) {
-			fail(a, 400, "InvalidParameterValue", "StartTime: '%s' is "
-			     "not a time", st);
-			return;
-		}
-		from = m->trace_start + (double)(ns / 1000000000 - m->epoch0);
-	}
-	if (from < now - 7 * 86400.0)
-		from = now - 7 * 86400.0;
-	f = begin(a, "DescribeSpotPriceHistoryResponse");
-	if (f == NULL)
-		return;
-	fputs("  <spotPriceHistorySet>\n", f);
-	/* newest first: one point per pool per hour of cloud time, on a grid
-	 * anchored at the trace start so that repeated calls agree */
-	for (double t = m->trace_start + floor((now - m->trace_start) / 3600.0) * 3600.0;
-	     t >= from && shown < max; t -= 3600.0) {
-		for (size_t i = 0; i < m->npools && shown < max; i++) {
-			const struct emu_pool *pl = &m->pools[i];
-			sr_micros pr;
-			char ts[40];
-
-			if (!type_wanted(p, pl->type) ||
-			    (zone != NULL && strcmp(zone, pl->zone) != 0))
-				continue;
-			pr = spot_price(m, pl, t);
-			if (pr < 0)
-				continue;
-			ts_of(m, t, ts);
-			fprintf(f, "    <item><instanceType>%s</instanceType>"
-				   "<productDescription>Linux/UNIX</productDescription>"
-				   "<spotPrice>%lld.%06lld</spotPrice><timestamp>%s"
-				   "</timestamp><availabilityZone>%s</availabilityZone>"
-				   "</item>\n", pl->type,
-				(long long)(pr / SR_MICROS_PER_USD),
-				(long long)(pr % SR_MICROS_PER_USD), ts, pl->zone);
-			shown++;
-		}
-	}
-	fputs("  </spotPriceHistorySet>\n  <nextToken/>\n", f);
-	end(a, f, "DescribeSpotPriceHistoryResponse");
-}
-
-/* ---- DescribeInstanceTypeOfferings ------------------------------------ */
-
-static void type_offerings(struct ec2emu *m, const struct emu_params *p,
-			   struct emu_answer *a)
-{
-	const char *lt = ec2emu__param(p, "LocationType");
-	bool by_zone = lt == NULL || strcmp(lt, "availability-zone") == 0;
-	FILE *f;
-
-	if (lt != NULL && !by_zone && strcmp(lt, "region") != 0) {
-		fail(a, 400, "InvalidParameterValue", "LocationType: '%s': "
-		     "expected region or availability-zone", lt);
-		return;
-	}
-	f = begin(a, "DescribeInstanceTypeOfferingsResponse");
-	if (f == NULL)
-		return;
-	fputs("  <instanceTypeOfferingSet>\n", f);
-	for (size_t i = 0; i < m->npools; i++) {
-		const struct emu_pool *pl = &m->pools[i];
-		bool dup = false;
-		const char *fname = ec2emu__param(p, "Filter.1.Name");
-		const char *fval = ec2emu__param(p, "Filter.1.Value.1");
-
-		if (fname != NULL && strcmp(fname, "instance-type") == 0 &&
-		    fval != NULL && strcmp(fval, pl->type) != 0)
-			continue;
-		for (size_t j = 0; j < i && !dup; j++)
-			dup = strcmp(m->pools[j].type, pl->type) == 0 &&
-			      (!by_zone || strcmp(m->pools[j].zone, pl->zone) == 0);
-		if (dup)
-			continue;
-		fprintf(f, "    <item><instanceType>%s</instanceType><locationType>"
-			   "%s</locationType><location>%s</location></item>\n",
-			pl->type, by_zone ? "availability-zone" : "region",
-			by_zone ? pl->zone : m->region);
-	}
-	fputs("  </instanceTypeOfferingSet>\n", f);
-	end(a, f, "DescribeInstanceTypeOfferingsResponse");
+	ec2emu__end(a, f, "TerminateInstancesResponse");
 }
 
 /* ---- dispatch, clock, control ----------------------------------------- */
@@ -804,12 +374,12 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 
 	memset(a, 0, sizeof(*a));
 	if (action == NULL) {
-		fail(a, 400, "MissingAction", "The request must contain the "
+		ec2emu__fail(a, 400, "MissingAction", "The request must contain the "
 		     "parameter Action");
 		return;
 	}
 	if (version == NULL || strcmp(version, "2016-11-15") != 0) {
-		fail(a, 400, "InvalidParameterValue", "Version: expected "
+		ec2emu__fail(a, 400, "InvalidParameterValue", "Version: expected "
 		     "2016-11-15");
 		return;
 	}
@@ -817,15 +387,15 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 	if (strcmp(action, "RunInstances") == 0)
 		run_instances(m, p, a);
 	else if (strcmp(action, "DescribeInstances") == 0)
-		describe_instances(m, p, a);
+		ec2emu__describe_instances(m, p, a);
 	else if (strcmp(action, "TerminateInstances") == 0)
 		terminate_instances(m, p, a);
 	else if (strcmp(action, "DescribeSpotPriceHistory") == 0)
-		spot_price_history(m, p, a);
+		ec2emu__spot_price_history(m, p, a);
 	else if (strcmp(action, "DescribeInstanceTypeOfferings") == 0)
-		type_offerings(m, p, a);
+		ec2emu__type_offerings(m, p, a);
 	else
-		fail(a, 400, "InvalidAction", "The action %s is not valid for "
+		ec2emu__fail(a, 400, "InvalidAction", "The action %s is not valid for "
 		     "this web service.", action);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -922,7 +492,7 @@ int ec2emu__imds_notice(struct ec2emu *m, const char *id, char *json,
 	pthread_mutex_lock(&m->mu);
 	in = inst_by_id(m, id);
 	if (in != NULL && in->notice_sim >= 0 && in->state <= EMU_RUNNING) {
-		sr_time_format_rfc3339(epoch_of(m, in->notice_sim + m->notice_s) *
+		sr_time_format_rfc3339(ec2emu__epoch(m, in->notice_sim + m->notice_s) *
 				       1000000000LL, 0, ts, sizeof(ts));
 		snprintf(json, len, "{\"action\":\"terminate\",\"time\":\"%s\"}", ts);
 		rc = 0;

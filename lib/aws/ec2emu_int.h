@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "common/money.h"
 
 #include "ctl/localmkt.h"
 #include "ec2emu.h"
@@ -78,6 +81,34 @@ struct emu_answer {
 int ec2emu__params_parse(const char *body, size_t len, struct emu_params *p);
 const char *ec2emu__param(const struct emu_params *p, const char *name);
 void ec2emu__params_free(struct emu_params *p);
+
+/* ec2emu_xml.c: printf-style parameter lookup ("Filter.%d.Name"). */
+const char *ec2emu__paramf(const struct emu_params *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Clock: epoch seconds of cloud time sim; "2026-...Z" into out[40]. */
+int64_t ec2emu__epoch(const struct ec2emu *m, double sim);
+void ec2emu__ts(const struct ec2emu *m, double sim, char out[40]);
+/* Answers: an error document with `status`; a document opened with its
+ * root element (NULL on out-of-memory), closed by ec2emu__end. */
+void ec2emu__fail(struct emu_answer *a, int status, const char *code,
+		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+FILE *ec2emu__begin(struct emu_answer *a, const char *root);
+void ec2emu__end(struct emu_answer *a, FILE *f, const char *root);
+void ec2emu__xml_esc(FILE *f, const char *s);
+const char *ec2emu__state_name(int s);
+int ec2emu__state_code(int s);
+void ec2emu__put_instance(const struct ec2emu *m, FILE *f,
+			  const struct emu_inst *i);
+/* ec2emu.c: the pool's spot price at sim (-1 unknown). */
+sr_micros ec2emu__spot_price(const struct ec2emu *m, const struct emu_pool *p,
+			     double sim);
+/* ec2emu_read.c: the read-only actions, called with m->mu held. */
+void ec2emu__describe_instances(struct ec2emu *m, const struct emu_params *p,
+				struct emu_answer *a);
+void ec2emu__spot_price_history(struct ec2emu *m, const struct emu_params *p,
+				struct emu_answer *a);
+void ec2emu__type_offerings(struct ec2emu *m, const struct emu_params *p,
+			    struct emu_answer *a);
 
 /* One Query API call; fills *a (caller frees a->body). */
 void ec2emu__action(struct ec2emu *m, const struct emu_params *p,

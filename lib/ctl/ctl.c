@@ -283,6 +283,8 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		goto fail;
 	}
 	rc = secure_state_dir(c, e);
+	if (!rc)
+		rc = ctl__http_prepare(c, e);
 	if (rc)
 		goto fail;
 	snprintf(path, sizeof path, "%s/api.token", c->state_dir);

@@ -100,7 +100,10 @@ void ctl__routes_jobs(void);
 void ctl__routes_nodes(void);
 void ctl__routes_imds(void);
 
-/* HTTP server (server.c). */
+/* HTTP server (server.c).  _prepare checks the listen address against
+ * the TLS settings and loads the certificate (before anything slow);
+ * _start binds and serves. */
+int ctl__http_prepare(struct ctl *c, struct sr_err *e);
 int ctl__http_start(struct ctl *c, struct sr_err *e);
 void ctl__http_stop(struct ctl *c);
 

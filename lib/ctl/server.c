@@ -259,29 +259,18 @@ static int listen_fd(const struct ctl *c, const struct sockaddr_in *sa,
 			  "with --listen HOST:PORT)" : "");
 }
 
-int ctl__http_start(struct ctl *c, struct sr_err *e)
+int ctl__http_prepare(struct ctl *c, struct sr_err *e)
 {
-	struct sockaddr_in sa;
-	const union MHD_DaemonInfo *di;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			 MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem tls[3] = {
-		{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
+	struct in_addr a;
 	int rc;
-	int fd;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)c->cfg.listen_port);
-	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
+	if (inet_pton(AF_INET, c->cfg.listen_host, &a) != 1)
 		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
 				  "address", c->cfg.listen_host);
 	rc = tls_load(c, e);
 	if (rc)
 		return rc;
-	if (!loopback(&sa.sin_addr) && !c->tls_cert_pem) {
+	if (!loopback(&a) && !c->tls_cert_pem) {
 		if (!c->cfg.insecure_listen)
 			return sr_err_set(e, -EACCES, "--listen %s: other hosts "
 					  "could reach the API, and every token "
@@ -294,6 +283,27 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 			"cross the network in clear", "listen=%s",
 			c->cfg.listen_host);
 	}
+	return 0;
+}
+
+int ctl__http_start(struct ctl *c, struct sr_err *e)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[3] = {
+		{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	int fd;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)c->cfg.listen_port);
+	if (inet_pton(AF_INET, c->cfg.listen_host, &sa.sin_addr) != 1)
+		return sr_err_set(e, -EINVAL, "--listen: '%s' is not an IPv4 "
+				  "address", c->cfg.listen_host);
 	if (c->tls_cert_pem) {
 		flags |= MHD_USE_TLS;
 		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0,

@@ -10,6 +10,10 @@
         ckpt.save_final(step, state)
         sys.exit(0)
 
+With more than one rank ($WORLD_SIZE, or rank=/world_size=), Checkpointer
+gives a DistCheckpointer: globally committed multi-rank steps, Shard for
+sliced tensors, resharding (docs/distributed.md).
+
 See docs/python.md.  The shared library is located by spotrun._lib
 ($SPOTRUN_LIB, else the repository's build/lib); it is loaded on first use,
 so importing the package never fails because of it.
@@ -18,9 +22,9 @@ so importing the package never fails because of it.
 from . import preemption
 from ._lib import CheckpointError, LibraryNotFound
 from ._state import MetadataError, StateError
-from .checkpoint import (Checkpointer, list_checkpoints, restore,
-                         verify)
+from .checkpoint import list_checkpoints, restore, verify
+from .dist import Checkpointer, DistCheckpointer, Shard
 
-__all__ = ["Checkpointer", "CheckpointError", "LibraryNotFound",
+__all__ = ["Checkpointer", "CheckpointError", "DistCheckpointer", "Shard", "LibraryNotFound",
            "MetadataError", "StateError", "list_checkpoints", "preemption", "restore",
            "verify"]

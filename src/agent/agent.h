@@ -74,6 +74,12 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		  const char *node_dir, const char *status_file,
 		  const char *notice_file, struct sr_err *e);
 void envp_free(char **envp);
+/* The torch.distributed rendezvous port of a job's attempt: the same on
+ * every node, different for consecutive attempts, in
+ * [ENVP_PORT_BASE, ENVP_PORT_BASE + ENVP_PORT_SPAN). */
+#define ENVP_PORT_BASE 20000
+#define ENVP_PORT_SPAN 12000
+uint16_t envp_master_port(int64_t job_id, int attempt);
 
 /* The IMDS polling thread. */
 struct notice_watch {

@@ -7,8 +7,17 @@
  *      PYTHONPATH, SPOTRUN_LIB, SPOTRUN_LOG_LEVEL), minus anything that
  *      could carry the node token (SPOTRUN_AGENT_TOKEN);
  *   2. the job's `envs`;
- *   3. the SPOTRUN_* contract, which the job cannot override.
+ *   3. the SPOTRUN_* contract, SkyPilot's SKYPILOT_* variables and the
+ *      torch.distributed launch contract (MASTER_ADDR, MASTER_PORT,
+ *      WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, NNODES),
+ *      which the job cannot override.
  * Values are passed as they are: they never go through a shell.
+ *
+ * The rendezvous port (envp_master_port) is a function of the job id and
+ * the attempt, the same on every node of the gang, and different from one
+ * attempt to the next: a rank left over from an old attempt knocks on a
+ * port nobody of the new attempt listens on, so it can never join it
+ * (docs/distributed.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +121,47 @@ static int sky_env(struct envv *ev, const struct assignment *a)
 	return rc;
 }
 
+uint16_t envp_master_port(int64_t job_id, int attempt)
+{
+	/* consecutive attempts are consecutive ports (mod the range), so two
+	 * attempts of one job collide only ENVP_PORT_SPAN attempts apart; the
+	 * job id spreads jobs sharing a host over the range (7919 is prime,
+	 * coprime with the span).  The range ends below Linux's ephemeral
+	 * ports (32768..), which outgoing connections take. */
+	uint64_t j = (uint64_t)(job_id < 0 ? -job_id : job_id) % ENVP_PORT_SPAN;
+	uint64_t at = (uint64_t)(attempt < 0 ? 0 : attempt) % ENVP_PORT_SPAN;
+
+	return (uint16_t)(ENVP_PORT_BASE + (j * 7919 + at) % ENVP_PORT_SPAN);
+}
+
+/* torchrun's contract, one rank per node: the workload process is rank
+ * NODE_RANK of NNODES.  A `torchrun --nnodes=$NNODES --node_rank=$NODE_RANK
+ * --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT` line in `run`
+ * replaces RANK/LOCAL_RANK/WORLD_SIZE/LOCAL_WORLD_SIZE for the processes it
+ * starts, as it does anywhere. */
+static int torch_env(struct envv *ev, const struct assignment *a, int attempt)
+{
+	int rc = env_set(ev, "MASTER_ADDR",
+			 a->master_addr ? a->master_addr : "127.0.0.1");
+
+	if (rc == 0)
+		rc = env_setf(ev, "MASTER_PORT",
+			      envp_master_port(a->job_id, attempt));
+	if (rc == 0)
+		rc = env_setf(ev, "WORLD_SIZE", (long long)a->num_nodes);
+	if (rc == 0)
+		rc = env_setf(ev, "RANK", (long long)a->rank);
+	if (rc == 0)
+		rc = env_set(ev, "LOCAL_RANK", "0");
+	if (rc == 0)
+		rc = env_set(ev, "LOCAL_WORLD_SIZE", "1");
+	if (rc == 0)
+		rc = env_setf(ev, "NODE_RANK", (long long)a->rank);
+	if (rc == 0)
+		rc = env_setf(ev, "NNODES", (long long)a->num_nodes);
+	return rc;
+}
+
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		  const char *node_dir, const char *status_file,
 		  const char *notice_file, struct sr_err *e)
@@ -183,6 +233,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_SPOT", a->spot ? "1" : "0");
 	if (rc == 0)
 		rc = sky_env(&ev, a);
+	if (rc == 0)
+		rc = torch_env(&ev, a, attempt);
 	if (rc < 0) {
 		if (e && !e->code)
 			sr_err_set(e, rc, "workload environment: out of memory");

@@ -510,20 +510,27 @@ static void test_bootstrap(void **state)
 	/* the token is never on the agent's command line */
 	assert_null(strstr(strstr(s, "set -- "), "tok_ABC"));
 	free(s);
-	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1,
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1", 1,
 					      "a'; rm -rf / #################",
 					      &s, &e), -EINVAL);
 	assert_null(s);
 	assert_string_equal(e.msg, "bootstrap: node token: expected 16..256 "
 				   "printable characters without quotes");
-	assert_int_equal(ec2_bootstrap_script(NULL, "http://x", 1, "short", &s,
-					      &e), -EINVAL);
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1", 1,
+					      "short", &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://x $(id)", 1, "t",
 					      &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script("rel/agent", "http://x", 1, "t",
 					      &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "ftp://x", 1, "t", &s, &e),
 			 -EINVAL);
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://10.0.0.5:7077", 1,
+					      "tok_ABC-123-456789", &s, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "would send the node token in clear"));
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077", 1,
+					      "tok_ABC-123-456789", &s, &e), 0);
+	free(s);
 }
 
 /* Instance-role credentials close to expiry are fetched again before a

@@ -1,0 +1,615 @@
+"""Multi-rank checkpoints: every rank of a torch.distributed job saves its
+part of a step, and a step is used only once every rank's part is durable.
+
+LAYOUT (under the Checkpointer's `dir`, shared by all ranks)
+    replicated/            rank 0's engine: the state's tree and every
+                           replicated tensor (DDP parameters), stored once
+    rank-RRRRR/            rank R's engine: its Shard tensors, if any
+    global/step-SSSSSSSS/rank-RRRRR.json   rank R's "prepared" marker
+    global/step-SSSSSSSS.commit            the global commit record
+
+COMMIT PROTOCOL (two phases over the storage itself; no collective, so a
+dead rank cannot hang the others)
+
+      every rank R                              rank 0
+      -----------                               ------
+      SAVING   engine save of R's tensors
+         |     (tier 1, then tier 2)
+         v
+      DURABLE  engine commit of step S done
+         |     (its files and dir fsync'ed)
+         v
+      PREPARED marker rank-R.json written   --> WAITING  for the markers of
+               (tmp, fsync, rename,                 |    ranks 0..W-1, same
+                fsync dir)                          |    step, world, attempt
+                                                    v
+                                               COMMITTED step-S.commit
+                                                 (tmp, fsync, rename,
+                                                  fsync dir)
+      A crash anywhere before COMMITTED leaves no record: restore never
+      sees step S, whatever parts of it are on disk, and takes the newest
+      step that has one.  Rank 0 waits at most `commit_timeout` seconds;
+      without every marker by then step S stays uncommitted (save returns
+      False on rank 0).  After a restore to step S, each rank deletes its
+      own leftovers newer than S (engine steps and markers) before it saves
+      again, so a later step can never pick up an old attempt's part.
+
+WHAT IS SAVED
+    A plain tensor in the state is *replicated*: the same on every rank;
+    rank 0 stores it, every rank reads it back.  A tensor wrapped in
+    Shard(t, global_shape, offsets) is rank R's slice of a larger tensor:
+    rank R stores it, and the commit record keeps the slice's shape,
+    offsets and the global shape, so a state saved by W ranks restores into
+    any number of ranks with any slicing (resharding).  Shard(t) without
+    them is rank-local (e.g. a per-rank RNG state): it restores only into
+    the same world size, else a clear error.
+
+See docs/distributed.md.
+"""
+
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+
+from . import _state
+from . import checkpoint as _ckpt
+
+FORMAT = "spotrun.dist/1"
+PLACEHOLDER = "__spotrun_shard__"
+log = logging.getLogger("spotrun")
+_STEP_RE = re.compile(r"step-(\d{8,})\.commit")
+_ENGINE_STEP_RE = re.compile(r"step-(\d{8,})")
+
+# Called with (phase, step) at the protocol's points ("durable",
+# "prepared", "before_commit"); tests use it to kill a rank there.
+_test_hook = None
+
+
+class Shard:
+    """A rank's slice of a sharded tensor.
+
+    tensor: this rank's part.  global_shape / offsets: the whole tensor's
+    shape and where this slice starts in it (one offset per dimension); both
+    or neither.  Without them the tensor is rank-local and can only be
+    restored into the same world size."""
+
+    __slots__ = ("tensor", "global_shape", "offsets")
+
+    def __init__(self, tensor, global_shape=None, offsets=None):
+        if (global_shape is None) != (offsets is None):
+            raise ValueError("Shard: give both global_shape and offsets, "
+                             "or neither")
+        self.tensor = tensor
+        self.global_shape = None if global_shape is None \
+            else [int(x) for x in global_shape]
+        self.offsets = None if offsets is None else [int(x) for x in offsets]
+        if self.global_shape is not None:
+            shape = list(tensor.shape)
+            if len(shape) != len(self.global_shape) or \
+                    len(self.offsets) != len(shape):
+                raise ValueError("Shard: shape %s, global_shape %s and "
+                                 "offsets %s differ in rank" %
+                                 (shape, self.global_shape, self.offsets))
+            for d, (n, o, g) in enumerate(zip(shape, self.offsets,
+                                              self.global_shape)):
+                if o < 0 or o + n > g:
+                    raise ValueError("Shard: dimension %d: slice [%d, %d) is "
+                                     "outside the global size %d"
+                                     % (d, o, o + n, g))
+
+    def __repr__(self):
+        return "Shard(shape=%s, global_shape=%s, offsets=%s)" % (
+            list(self.tensor.shape), self.global_shape, self.offsets)
+
+
+def _env_int(names):
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            try:
+                return int(v)
+            except ValueError:
+                raise ValueError("$%s=%r is not an integer" % (n, v)) from None
+    return None
+
+
+def rank_world(rank=None, world_size=None):
+    """(rank, world_size): the arguments, else $RANK / $WORLD_SIZE (set by
+    spotrun's agent and by torchrun), else (0, 1)."""
+    if rank is None:
+        rank = _env_int(("RANK",))
+    if world_size is None:
+        world_size = _env_int(("WORLD_SIZE",))
+    rank = 0 if rank is None else int(rank)
+    world_size = 1 if world_size is None else int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError("rank %d is not in a world of %d ranks"
+                         % (rank, world_size))
+    return rank, world_size
+
+
+class Checkpointer(_ckpt.Checkpointer):
+    """spotrun.Checkpointer: one process's checkpoints, or, when the world
+    is larger than one rank (rank/world_size, default $RANK/$WORLD_SIZE),
+    a DistCheckpointer (multi-rank, globally committed steps)."""
+
+    def __new__(cls, dir, *args, rank=None, world_size=None, **kw):
+        if cls is Checkpointer and rank_world(rank, world_size)[1] > 1:
+            return DistCheckpointer(dir, *args, rank=rank,
+                                    world_size=world_size, **kw)
+        return super().__new__(cls)
+
+    def __init__(self, dir, *args, rank=None, world_size=None, **kw):
+        rank_world(rank, world_size)   # validated; one rank here
+        super().__init__(dir, *args, **kw)
+
+
+def _durable_write(path, data):
+    """tmp, fsync, rename, fsync dir: `path` holds all of data or is absent."""
+    d = os.path.dirname(path)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    _fsync_dir(d)
+
+
+def _fsync_dir(d):
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mkdir_durable(d):
+    if not os.path.isdir(d):
+        os.makedirs(d, exist_ok=True)
+        _fsync_dir(os.path.dirname(d))
+
+
+def _split(state):
+    """(tree with each Shard replaced by a placeholder, {name: Shard}).
+    Containers on the way are copied; tensors are not."""
+    shards = {}
+
+    def walk(x, path):
+        if isinstance(x, Shard):
+            name = ".".join(map(str, path)) or "shard"
+            base, n = name, 1
+            while name in shards:
+                name = "%s~%d" % (base, n)
+                n += 1
+            shards[name] = x
+            return {PLACEHOLDER: name}
+        if isinstance(x, dict):
+            return {k: walk(v, path + (k,)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v, path + (i,)) for i, v in enumerate(x)]
+        if isinstance(x, tuple):
+            return tuple(walk(v, path + (i,)) for i, v in enumerate(x))
+        return x
+
+    return walk(state, ()), shards
+
+
+def _join(tree, shards):
+    """The inverse of _split on a restored tree: placeholders become the
+    caller's Shard objects again."""
+    if isinstance(tree, dict):
+        if set(tree) == {PLACEHOLDER}:
+            name = tree[PLACEHOLDER]
+            if name not in shards:
+                raise _state.MetadataError(
+                    "the checkpoint holds shard %r, the state given to "
+                    "restore() has no Shard there" % (name,))
+            return shards[name]
+        return {k: _join(v, shards) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_join(v, shards) for v in tree]
+    if isinstance(tree, tuple):
+        return tuple(_join(v, shards) for v in tree)
+    return tree
+
+
+def _dtype_name(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+def _overlap(dst_shape, dst_off, src_shape, src_off):
+    """The index tuples of the region two slices of one global tensor have
+    in common, in dst's and in src's coordinates, and its element count;
+    None when they do not overlap."""
+    sl_d, sl_s, n = [], [], 1
+    for dn, do, sn, so in zip(dst_shape, dst_off, src_shape, src_off):
+        lo, hi = max(do, so), min(do + dn, so + sn)
+        if hi <= lo:
+            return None
+        sl_d.append(slice(lo - do, hi - do))
+        sl_s.append(slice(lo - so, hi - so))
+        n *= hi - lo
+    return tuple(sl_d), tuple(sl_s), n
+
+
+def _assign(dst, index, src):
+    """dst[index] = src, also into a tensor that requires grad."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(dst, torch.Tensor):
+        with torch.no_grad():
+            dst[index] = src
+    else:
+        dst[index] = src
+
+
+def _numel(shape):
+    n = 1
+    for x in shape:
+        n *= int(x)
+    return n
+
+
+class DistCheckpointer:
+    """Checkpoints of rank `rank` of `world_size` into the shared `dir`.
+
+    Every rank calls save(step, state) with the same steps; rank 0 writes
+    the global commit record once every rank's part is durable (see the
+    protocol above).  save() returns when this rank's part is durable and,
+    on rank 0, the step committed (True) or not within commit_timeout
+    (False).  Options are those of spotrun.Checkpointer, applied to each of
+    this rank's engines; `keep` counts globally committed steps."""
+
+    def __init__(self, dir, keep=2, rank=None, world_size=None,
+                 commit_timeout=120.0, **engine_opts):
+        if _ckpt._is_remote(dir):
+            raise ValueError("%s: multi-rank checkpoints are written to a "
+                             "shared directory, not to an object store "
+                             "(not built yet)" % (dir,))
+        if engine_opts.pop("remote", None) is not None:
+            # as with a failing upload: training goes on with tier 2
+            log.error("multi-rank checkpoints have no object-store tier "
+                      "yet: remote= ignored, checkpoints stay in %s", dir)
+        engine_opts.pop("local_dir", None)
+        self.rank, self.world_size = rank_world(rank, world_size)
+        self.dir = _ckpt._local_path(dir)
+        self.keep = int(keep)
+        self.commit_timeout = float(commit_timeout)
+        self.attempt = os.environ.get("SPOTRUN_ATTEMPT")
+        self._gdir = os.path.join(self.dir, "global")
+        for d in (self.dir, self._gdir):
+            _mkdir_durable(d)
+        # up to two steps in flight besides the committed ones, so an
+        # uncommitted step never pushes a committed one out
+        opts = dict(engine_opts, keep=self.keep + 2)
+        self._own = _ckpt.Checkpointer(self._rank_dir(self.rank), **opts)
+        self._repl = None
+        if self.rank == 0:
+            self._repl = _ckpt.Checkpointer(
+                os.path.join(self.dir, "replicated"), **opts)
+
+    # -- lifetime ---------------------------------------------------------
+    def close(self):
+        for c in (self._own, self._repl):
+            if c is not None:
+                c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _rank_dir(self, r):
+        return os.path.join(self.dir, "rank-%05d" % r)
+
+    def _step_dir(self, step):
+        return os.path.join(self._gdir, "step-%08d" % step)
+
+    def _record_path(self, step):
+        return os.path.join(self._gdir, "step-%08d.commit" % step)
+
+    # -- saving -----------------------------------------------------------
+    def save(self, step, state):
+        """Save this rank's part of `step`; see the class docstring."""
+        return self._save(int(step), state, final=False, deadline=None)
+
+    def save_final(self, step, state, deadline=None):
+        """The final checkpoint on a preemption notice: this rank's part
+        at full disk speed, then the same commit."""
+        return self._save(int(step), state, final=True, deadline=deadline)
+
+    def _engine_save(self, c, step, st, final, deadline):
+        if final:
+            c.save_final(step, st, deadline=deadline)
+        else:
+            c.save(step, st)
+            c.wait()
+
+    def _save(self, step, state, final, deadline):
+        tree, shards = _split(state)
+        if self.rank == 0:
+            self._engine_save(self._repl, step, {
+                "tree": tree, "step": _step_tensor(step)}, final, deadline)
+        mine = {}
+        if shards:
+            self._engine_save(self._own, step, {
+                "shards": {n: s.tensor for n, s in shards.items()}},
+                final, deadline)
+            mine = {n: {"shape": list(s.tensor.shape),
+                        "dtype": _dtype_name(s.tensor),
+                        "global_shape": s.global_shape,
+                        "offsets": s.offsets} for n, s in shards.items()}
+        self._hook("durable", step)
+        sdir = self._step_dir(step)
+        _mkdir_durable(sdir)
+        _durable_write(os.path.join(sdir, "rank-%05d.json" % self.rank),
+                       json.dumps({"format": FORMAT, "step": step,
+                                   "rank": self.rank,
+                                   "world_size": self.world_size,
+                                   "attempt": self.attempt,
+                                   "shards": mine}).encode())
+        self._hook("prepared", step)
+        if self.rank != 0:
+            return True
+        return self._commit(step)
+
+    def _hook(self, phase, step):
+        if _test_hook is not None:
+            _test_hook(phase, step)
+
+    def _commit(self, step):
+        sdir = self._step_dir(step)
+        end = time.monotonic() + self.commit_timeout
+        ranks = {}
+        while True:
+            for r in range(self.world_size):
+                if r in ranks:
+                    continue
+                m = self._read_marker(sdir, r, step)
+                if m is not None:
+                    ranks[r] = m
+            if len(ranks) == self.world_size:
+                break
+            if time.monotonic() >= end:
+                log.error("step %d not committed: no prepared marker from "
+                          "rank(s) %s after %.0f s", step,
+                          sorted(set(range(self.world_size)) - set(ranks)),
+                          self.commit_timeout)
+                return False
+            time.sleep(0.01)
+        self._hook("before_commit", step)
+        rec = {"format": FORMAT, "step": step, "world_size": self.world_size,
+               "attempt": self.attempt,
+               "ranks": [{"rank": r, "shards": ranks[r]["shards"]}
+                         for r in range(self.world_size)]}
+        _durable_write(self._record_path(step),
+                       json.dumps(rec, separators=(",", ":")).encode())
+        self._retain()
+        return True
+
+    def _read_marker(self, sdir, r, step):
+        try:
+            with open(os.path.join(sdir, "rank-%05d.json" % r), "rb") as f:
+                m = json.loads(f.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("%s: rank %d's marker unreadable: %s", sdir, r, exc)
+            return None
+        if m.get("format") != FORMAT or m.get("step") != step or \
+                m.get("world_size") != self.world_size or \
+                m.get("attempt") != self.attempt:
+            return None   # another attempt's or another world's
+        return m
+
+    def _retain(self):
+        """Rank 0: drop commit records (and their marker dirs) beyond
+        `keep`; records go first, so a half-pruned step is never used."""
+        steps = committed_steps(self.dir)
+        for s in steps[self.keep:]:
+            try:
+                os.unlink(self._record_path(s))
+            except FileNotFoundError:
+                pass
+        if steps[self.keep:]:
+            _fsync_dir(self._gdir)
+        oldest = steps[min(len(steps), self.keep) - 1] if steps else None
+        for name in os.listdir(self._gdir):
+            m = _ENGINE_STEP_RE.fullmatch(name)
+            if m and oldest is not None and int(m.group(1)) < oldest:
+                shutil.rmtree(os.path.join(self._gdir, name),
+                              ignore_errors=True)
+
+    # -- restoring --------------------------------------------------------
+    def last_committed_step(self):
+        steps = committed_steps(self.dir)
+        return steps[0] if steps else None
+
+    def restore(self, state, max_step=None):
+        """Fill `state` from the newest globally committed step: replicated
+        tensors from rank 0's copy, each Shard from the saved slices that
+        overlap it.  Returns the step, or None if there is none.  Every
+        rank must call it: when torch.distributed is initialized the ranks
+        agree on one step (an all_reduce), so a part damaged on one rank
+        sends all of them to the same older step.  Raises
+        MetadataError (a ValueError) when the state cannot be restored
+        into this world size (a rank-local shard saved by another number
+        of ranks, a global shape that differs)."""
+        if not isinstance(state, (dict, list)):
+            raise TypeError("restore() fills a dict (or list) in place, not "
+                            "a %s" % type(state).__name__)
+        lim = max_step
+        while True:
+            found = self._restore_newest(state, lim)
+            lo, hi = self._agree(found)
+            if lo == hi:
+                break
+            # some rank could not use this step (a damaged part of its
+            # own): every rank takes the same older one
+            log.warning("ranks restored steps %s..%s: all take step <= %s",
+                        lo, hi, lo)
+            lim = lo
+            if lo < 0:
+                found = None
+                break
+        if max_step is None:
+            self._drop_after(found)
+        return found
+
+    def _restore_newest(self, state, lim):
+        for s in committed_steps(self.dir):
+            if lim is not None and s > lim:
+                continue
+            try:
+                self._restore_step(s, state)
+            except _ckpt._lib.CheckpointError as exc:
+                log.warning("global step %d unusable, trying the previous "
+                            "one: %s", s, exc)
+                continue
+            return s
+        return None
+
+    def _agree(self, found):
+        """(min, max) of the step each rank restored (-1: none), over the
+        default torch.distributed group when it is up with this world
+        size; (found, found) otherwise."""
+        v = -1 if found is None else found
+        tdist = getattr(sys.modules.get("torch"), "distributed", None)
+        if tdist is None or not tdist.is_available() or \
+                not tdist.is_initialized() or \
+                tdist.get_world_size() != self.world_size:
+            return v, v
+        torch = sys.modules["torch"]
+        dev = "cuda" if tdist.get_backend() == "nccl" else "cpu"
+        t = torch.tensor([-v, v], dtype=torch.int64, device=dev)
+        tdist.all_reduce(t, op=tdist.ReduceOp.MAX)
+        return -int(t[0]), int(t[1])
+
+    def _restore_step(self, step, state):
+        with open(self._record_path(step), "rb") as f:
+            rec = json.loads(f.read())
+        if rec.get("format") != FORMAT or rec.get("step") != step:
+            raise _state.MetadataError("%s: not a %s commit record"
+                                       % (self._record_path(step), FORMAT))
+        tree, shards = _split(state)
+        holder = {"tree": tree, "step": _step_tensor(step)}
+        got = _ckpt.restore(os.path.join(self.dir, "replicated"), holder,
+                            step=step)
+        if got != step:
+            raise _ckpt._lib.CheckpointError(-1, "replicated part of step %d "
+                                             "missing" % step)
+        self._fill_shards(step, rec, shards)
+        _state._mirror(state, _join(holder["tree"], shards))
+
+    def _fill_shards(self, step, rec, shards):
+        saved_w = rec["world_size"]
+        by_name = {}
+        for ent in rec["ranks"]:
+            for name, info in ent["shards"].items():
+                by_name.setdefault(name, []).append((ent["rank"], info))
+        cache = {}
+
+        def rank_tensors(r):
+            if r not in cache:
+                d = {}
+                _ckpt.restore(self._rank_dir(r), d, step=step)
+                cache[r] = d["shards"]
+            return cache[r]
+
+        for name, sh in shards.items():
+            saved = by_name.get(name)
+            if not saved:
+                raise _state.MetadataError("step %d holds no shard %r"
+                                           % (step, name))
+            if sh.global_shape is None or \
+                    any(i["global_shape"] is None for _, i in saved):
+                self._fill_local(name, sh, saved, saved_w, rank_tensors)
+                continue
+            n = 0
+            for r, info in saved:
+                if list(info["global_shape"]) != sh.global_shape:
+                    raise _state.MetadataError(
+                        "shard %r: saved global shape %s, state has %s"
+                        % (name, info["global_shape"], sh.global_shape))
+                ov = _overlap(sh.tensor.shape, sh.offsets, info["shape"],
+                              info["offsets"])
+                if ov is None:
+                    continue   # that rank's slice is not read at all
+                _assign(sh.tensor, ov[0], rank_tensors(r)[name][ov[1]])
+                n += ov[2]
+            want = _numel(sh.tensor.shape)
+            if n != want:
+                raise _state.MetadataError(
+                    "shard %r: the saved slices cover %d of the %d elements "
+                    "of rank %d's slice" % (name, n, want, self.rank))
+
+    def _fill_local(self, name, sh, saved, saved_w, rank_tensors):
+        """A shard without reshard information: same world size only."""
+        if saved_w != self.world_size:
+            raise _state.MetadataError(
+                "shard %r was saved by %d ranks without its global shape "
+                "and offsets: it cannot be restored into %d ranks (save it "
+                "as Shard(t, global_shape, offsets) to reshard)"
+                % (name, saved_w, self.world_size))
+        mine = [i for r, i in saved if r == self.rank]
+        if not mine or list(mine[0]["shape"]) != list(sh.tensor.shape):
+            raise _state.MetadataError(
+                "shard %r of rank %d: saved shape %s, the state has %s"
+                % (name, self.rank, mine[0]["shape"] if mine else None,
+                   list(sh.tensor.shape)))
+        _assign(sh.tensor, Ellipsis, rank_tensors(self.rank)[name])
+
+    def _drop_after(self, step):
+        """Delete this rank's own leftovers newer than `step` (None: all),
+        which no commit record names: engine steps and markers."""
+        lim = -1 if step is None else step
+        dirs = [self._rank_dir(self.rank)]
+        if self.rank == 0:
+            dirs.append(os.path.join(self.dir, "replicated"))
+        for d in dirs:
+            for name in os.listdir(d) if os.path.isdir(d) else ():
+                m = _ENGINE_STEP_RE.fullmatch(name)
+                if m and int(m.group(1)) > lim:
+                    shutil.rmtree(os.path.join(d, name), ignore_errors=True)
+        if self.rank == 0:
+            # records that failed to restore: a new save of their step
+            # must not be read through them while it is half written
+            for s in committed_steps(self.dir):
+                if s > lim:
+                    os.unlink(self._record_path(s))
+        for name in os.listdir(self._gdir):
+            m = _ENGINE_STEP_RE.fullmatch(name)
+            if m and int(m.group(1)) > lim:
+                try:
+                    os.unlink(os.path.join(self._gdir, name,
+                                           "rank-%05d.json" % self.rank))
+                except FileNotFoundError:
+                    pass
+
+
+def _step_tensor(step):
+    import numpy as np
+    return np.array([step], dtype=np.int64)
+
+
+def committed_steps(dir):
+    """The globally committed steps in `dir`, newest first."""
+    g = os.path.join(_ckpt._local_path(dir), "global")
+    try:
+        names = os.listdir(g)
+    except FileNotFoundError:
+        return []
+    return sorted((int(m.group(1)) for m in map(_STEP_RE.fullmatch, names)
+                   if m), reverse=True)

@@ -1,0 +1,227 @@
+"""Rank programs for tests/py/test_dist.py: each runs in its own process
+(multiprocessing "forkserver": fresh processes, torch preloaded), joins a real torch.distributed gloo group on
+127.0.0.1 and checkpoints through spotrun's multi-rank Checkpointer.
+A rank writes what it saw to OUT/<name>-<rank>.pt for the test to check."""
+
+import multiprocessing
+import os
+import signal
+import socket
+
+import torch
+import torch.distributed as dist
+
+import spotrun
+from spotrun import dist as sdist
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(target, world, *args, timeout=120):
+    """Start `world` ranks of target(rank, world, port, *args); returns
+    their exit codes (a rank killed by SIGKILL reads -9)."""
+    # fresh processes, not forks of the test: a fork server that imported
+    # torch once (not started per rank: 9 torch imports cost a minute on
+    # two busy cores)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "spotrun",
+                                "dist_workers"])
+    port = free_port()
+    ps = [ctx.Process(target=target, args=(r, world, port) + args)
+          for r in range(world)]
+    for p in ps:
+        p.start()
+    codes = []
+    for p in ps:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            p.join()
+        codes.append(p.exitcode)
+    return codes
+
+
+def _group(rank, world, port):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
+                            rank=rank, world_size=world)
+
+
+def _ckpt(d, rank, world, **kw):
+    c = spotrun.Checkpointer(d, rank=rank, world_size=world, **kw)
+    assert isinstance(c, spotrun.DistCheckpointer)
+    return c
+
+
+# ---- DDP training -------------------------------------------------------
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 1))
+
+
+def _batch(step, rank):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    x = torch.randn(8, 16, generator=g)
+    return x, x.sum(1, keepdim=True).sin()
+
+
+def ddp_train(rank, world, port, d, out, with_ref, stop_at, total, every):
+    """with_ref: first the uninterrupted reference run (no checkpoints,
+    OUT/ref-<rank>.pt).  Then train steps 1..total with DDP from the newest
+    global step in `d`, checkpointing every `every` steps, and stop after
+    step stop_at (a preemption): OUT/ddp-<rank>.pt."""
+    _group(rank, world, port)
+    if with_ref:
+        _ddp_run(rank, None, total, total, every, out, "ref")
+    c = _ckpt(d, rank, world)
+    _ddp_run(rank, c, stop_at, total, every, out, "ddp")
+    c.close()
+    dist.destroy_process_group()
+
+
+def _ddp_run(rank, c, stop_at, total, every, out, name):
+    net = _model()
+    ddp = torch.nn.parallel.DistributedDataParallel(net)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    torch.manual_seed(100 + rank)
+    state = {"model": net.state_dict(), "optim": opt.state_dict(),
+             "step": 0, "rng": sdist.Shard(torch.get_rng_state())}
+    step = 0
+    if c is not None:
+        got = c.restore(state)
+        if got is not None:
+            net.load_state_dict(state["model"])
+            opt.load_state_dict(state["optim"])
+            torch.set_rng_state(state["rng"].tensor)
+            step = state["step"]
+            assert step == got
+    restored = step
+    while step < min(stop_at, total):
+        step += 1
+        x, y = _batch(step, rank)
+        # a per-rank random mask: the RNG state must resume too
+        x = x * (torch.rand(x.shape) > 0.1)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+        if c is not None and step % every == 0:
+            state = {"model": net.state_dict(), "optim": opt.state_dict(),
+                     "step": step,
+                     "rng": sdist.Shard(torch.get_rng_state())}
+            assert c.save(step, state)
+    torch.save({"restored": restored, "step": step,
+                "params": [p.detach().clone() for p in net.parameters()],
+                "optim": opt.state_dict()},
+               os.path.join(out, "%s-%d.pt" % (name, rank)))
+
+
+# ---- kill -9 during the commit --------------------------------------------
+
+def _kv_state(step, rank, world):
+    return {"w": torch.full((4,), float(step)),
+            "s": sdist.Shard(torch.full((3,), float(step * 10 + rank)),
+                             (3 * world,), (3 * rank,))}
+
+
+def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
+    """Restore, then save each of `steps`; rank `victim` SIGKILLs itself at
+    protocol point `phase` of step kill_step."""
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, commit_timeout=3)
+    st = _kv_state(0, rank, world)
+    got = c.restore(st)
+    res = {"restored": got, "w": st["w"].clone(),
+           "s": st["s"].tensor.clone(), "saved": []}
+    torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
+
+    def hook(ph, step):
+        if rank == victim and ph == phase and step == kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+    sdist._test_hook = hook
+    for s in steps:
+        res["saved"].append((s, c.save(s, _kv_state(s, rank, world))))
+        torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
+    if victim < 0:
+        # the ranks of this attempt committed: a restore now sees it
+        dist.barrier()
+        st = _kv_state(0, rank, world)
+        res["again"] = (c.restore(st), st["s"].tensor.clone())
+        torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
+    c.close()
+
+
+# ---- resharding ------------------------------------------------------------
+
+def _rows(n, world):
+    """Uneven row slices: the first n % world ranks get one more."""
+    base, extra = divmod(n, world)
+    sizes = [base + (1 if r < extra else 0) for r in range(world)]
+    return [(sum(sizes[:r]), sizes[r]) for r in range(world)]
+
+
+def _global(step):
+    return {"m": torch.arange(30, dtype=torch.float32).reshape(10, 3) + step,
+            "v": torch.arange(7, dtype=torch.float64) * 2 + step}
+
+
+def _sharded_state(rank, world, step, fill=True):
+    g = _global(step)
+    mo, mn = _rows(10, world)[rank]
+    vo, vn = _rows(7, world)[rank]
+    m = g["m"][mo:mo + mn].clone() if fill else torch.zeros(mn, 3)
+    v = g["v"][vo:vo + vn].clone() if fill else torch.zeros(vn,
+                                                             dtype=torch.float64)
+    return {"m": sdist.Shard(m, (10, 3), (mo, 0)),
+            "opt": {"v": sdist.Shard(v, (7,), (vo,))},
+            "bias": torch.full((2,), float(step)) if fill else torch.zeros(2),
+            "step": step}
+
+
+def reshard(rank, world, port, d, out, restore_step, save_step, repl_dir,
+            local_dir):
+    """Restore the sharded state into this world's slicing (if
+    restore_step), check it, then save it at save_step (+1 on every
+    value).  repl_dir / local_dir: a replicated-only state and one with a
+    rank-local shard, saved when this is the first world and restored
+    otherwise."""
+    _group(rank, world, port)
+    res = {}
+    c = _ckpt(d, rank, world)
+    if restore_step is not None:
+        st = _sharded_state(rank, world, 0, fill=False)
+        res["restored"] = c.restore(st)
+        want = _sharded_state(rank, world, restore_step)
+        res["ok"] = (torch.equal(st["m"].tensor, want["m"].tensor) and
+                     torch.equal(st["opt"]["v"].tensor,
+                                 want["opt"]["v"].tensor) and
+                     torch.equal(st["bias"], want["bias"]) and
+                     st["step"] == restore_step)
+    dist.barrier()
+    assert c.save(save_step, _sharded_state(rank, world, save_step))
+    c.close()
+    rc = _ckpt(repl_dir, rank, world)
+    lc = _ckpt(local_dir, rank, world)
+    if restore_step is None:
+        rc.save(1, {"w": torch.arange(5.0), "n": 5})
+        lc.save(1, {"w": torch.arange(5.0),
+                    "rng": sdist.Shard(torch.full((2,), float(rank)))})
+    else:
+        st = {"w": torch.zeros(5), "n": 0}
+        res["repl"] = (rc.restore(st), st["w"].tolist(), st["n"])
+        try:
+            lc.restore({"w": torch.zeros(5),
+                        "rng": sdist.Shard(torch.zeros(2))})
+            res["local_err"] = None
+        except ValueError as exc:
+            res["local_err"] = str(exc)
+    rc.close()
+    lc.close()
+    torch.save(res, os.path.join(out, "reshard-%d-%d.pt" % (world, rank)))
+    dist.barrier()
+    dist.destroy_process_group()

@@ -1,0 +1,125 @@
+"""Multi-rank checkpoints (python/spotrun/dist.py) with real
+torch.distributed ranks: gloo on CPU, one process per rank (spawned),
+127.0.0.1 only.  The rank programs are in dist_workers.py.
+
+  * 2-rank DDP training checkpointed, stopped and resumed ends bitwise
+    identical to the uninterrupted run;
+  * kill -9 of a rank during the commit of a step: that step is never
+    used, the previous globally committed one is;
+  * resharding 4 -> 2 -> 3 ranks with uneven slices: values equal after
+    each restore; a replicated-only state restores at any world size, a
+    rank-local shard at another world size is a clear error.
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dist_workers as w  # noqa: E402
+from spotrun import dist as sdist  # noqa: E402
+
+
+def load(out, name):
+    return torch.load(os.path.join(out, name))
+
+
+def test_ddp_resume_is_bitwise_identical(tmp_path):
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    # the reference run, then a run preempted after step 5: the newest
+    # global step is 4
+    assert w.launch(w.ddp_train, 2, d, out, True, 5, 8, 2) == [0, 0]
+    assert sdist.committed_steps(d)[0] == 4
+    assert w.launch(w.ddp_train, 2, d, out, False, 99, 8, 2) == [0, 0]
+    ref = run = out
+    for r in (0, 1):
+        a, b = load(ref, "ref-%d.pt" % r), load(run, "ddp-%d.pt" % r)
+        assert b["restored"] == 4 and b["step"] == 8
+        assert len(a["params"]) == len(b["params"])
+        for x, y in zip(a["params"], b["params"]):
+            assert torch.equal(x, y)
+        for k, s in a["optim"]["state"].items():
+            assert torch.equal(s["momentum_buffer"],
+                               b["optim"]["state"][k]["momentum_buffer"])
+    # DDP kept both ranks equal; the replicated part was stored once
+    r0, r1 = load(run, "ddp-0.pt"), load(run, "ddp-1.pt")
+    assert all(torch.equal(x, y) for x, y in zip(r0["params"], r1["params"]))
+    assert os.listdir(os.path.join(d, "replicated"))
+    assert not os.path.exists(os.path.join(d, "rank-00001", "replicated"))
+
+
+@pytest.mark.parametrize("victim,phase", [(1, "durable"),
+                                          (0, "before_commit")])
+def test_kill_during_commit_uses_previous_step(tmp_path, victim, phase):
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    codes = w.launch(w.commit_kill, 2, d, out, [1, 2], victim, phase, 2)
+    assert codes[victim] == -9 and codes[1 - victim] == 0, codes
+    survivor = load(out, "kill-%d.pt" % (1 - victim))
+    assert survivor["saved"][0] == (1, True)
+    if victim == 1:
+        assert survivor["saved"][1] == (2, False)   # no commit without rank 1
+    # parts of step 2 are on disk, but no global record names it
+    assert os.path.isdir(os.path.join(d, "replicated", "step-00000002"))
+    assert sdist.committed_steps(d) == [1]
+    # the next attempt restores step 1 on both ranks, never part of 2 ...
+    assert w.launch(w.commit_kill, 2, d, out, [2], -1, "", 0) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "kill-%d.pt" % r)
+        assert res["restored"] == 1
+        assert torch.equal(res["w"], torch.full((4,), 1.0))
+        assert torch.equal(res["s"], torch.full((3,), 10.0 + r))
+        assert res["saved"] == [(2, True)]
+        # ... and commits step 2 afresh, which a restore then takes
+        assert res["again"][0] == 2
+        assert torch.equal(res["again"][1], torch.full((3,), 20.0 + r))
+    # a part of step 2 damaged on rank 1 only: both ranks agree on step 1
+    part = os.path.join(d, "rank-00001", "step-00000002")
+    f = max((os.path.join(part, n) for n in os.listdir(part)),
+            key=os.path.getsize)
+    with open(f, "r+b") as fh:
+        fh.seek(os.path.getsize(f) - 4)
+        fh.write(b"\xff\xfe\xfd\xfc")
+    assert w.launch(w.commit_kill, 2, d, out, [], -1, "", 0) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "kill-%d.pt" % r)
+        assert res["restored"] == 1, (r, res)
+        assert torch.equal(res["s"], torch.full((3,), 10.0 + r))
+
+
+def test_reshard_4_2_3_and_world_size_mismatch(tmp_path):
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    repl, local = str(tmp_path / "repl"), str(tmp_path / "local")
+    assert w.launch(w.reshard, 4, d, out, None, 1, repl, local) == [0] * 4
+    assert w.launch(w.reshard, 2, d, out, 1, 2, repl, local) == [0] * 2
+    assert w.launch(w.reshard, 3, d, out, 2, 3, repl, local) == [0] * 3
+    for world, step in ((2, 1), (3, 2)):
+        for r in range(world):
+            res = load(out, "reshard-%d-%d.pt" % (world, r))
+            assert res["restored"] == step and res["ok"], (world, r, res)
+            # replicated-only (DDP) state: any world size
+            assert res["repl"] == (1, [0.0, 1.0, 2.0, 3.0, 4.0], 5)
+            # a rank-local shard saved by 4 ranks: a clear error
+            assert "saved by 4 ranks without its global shape" in \
+                res["local_err"], res["local_err"]
+    assert sdist.committed_steps(d)[0] == 3
+
+
+def test_one_rank_gets_the_plain_checkpointer(tmp_path, monkeypatch):
+    import spotrun
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    c = spotrun.Checkpointer(str(tmp_path / "a"))
+    assert type(c) is spotrun.Checkpointer
+    c.close()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    c = spotrun.Checkpointer(str(tmp_path / "b"), commit_timeout=1)
+    assert isinstance(c, spotrun.DistCheckpointer)
+    assert (c.rank, c.world_size) == (0, 2)
+    c.close()
+    with pytest.raises(ValueError, match="rank 2 is not in a world of 2"):
+        spotrun.Checkpointer(str(tmp_path / "c"), rank=2)
+    with pytest.raises(ValueError, match="both global_shape and offsets"):
+        sdist.Shard(torch.zeros(2), (4,))
+    with pytest.raises(ValueError, match="outside the global size"):
+        sdist.Shard(torch.zeros(3), (4,), (2,))

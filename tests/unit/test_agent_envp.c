@@ -1,0 +1,108 @@
+/* Unit tests: the workload environment the agent builds (src/agent/envp.c)
+ * - the torch.distributed launch contract beside SPOTRUN_* and SKYPILOT_*,
+ * and the rendezvous port that changes with every attempt.
+ *
+ * envp.c belongs to the spotrun-agent program, not to a library, so it is
+ * compiled into this test directly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/agent/envp.c"
+
+static const char *get(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char **p = envp; *p; p++)
+		if (!strncmp(*p, name, n) && (*p)[n] == '=')
+			return *p + n + 1;
+	return NULL;
+}
+
+static char **build(struct assignment *a, int attempt)
+{
+	struct sr_err e;
+	char **envp;
+
+	sr_err_clear(&e);
+	envp = envp_build(a, 7, attempt, "/nd", "/nd/status", "/nd/notice", &e);
+	assert_non_null(envp);
+	return envp;
+}
+
+static void test_torch_contract(void **state)
+{
+	struct assignment a;
+	char **envp;
+	char port[16];
+
+	(void)state;
+	memset(&a, 0, sizeof a);
+	a.job_id = 42;
+	a.rank = 2;
+	a.num_nodes = 4;
+	a.spot = -1;
+	/* the job cannot override the contract */
+	a.envs = json_pack("{s:s,s:s}", "RANK", "9", "MY_VAR", "x");
+	envp = build(&a, 3);
+	assert_string_equal(get(envp, "MASTER_ADDR"), "127.0.0.1");
+	snprintf(port, sizeof port, "%u", envp_master_port(42, 3));
+	assert_string_equal(get(envp, "MASTER_PORT"), port);
+	assert_string_equal(get(envp, "WORLD_SIZE"), "4");
+	assert_string_equal(get(envp, "RANK"), "2");
+	assert_string_equal(get(envp, "NODE_RANK"), "2");
+	assert_string_equal(get(envp, "NNODES"), "4");
+	assert_string_equal(get(envp, "LOCAL_RANK"), "0");
+	assert_string_equal(get(envp, "LOCAL_WORLD_SIZE"), "1");
+	assert_string_equal(get(envp, "MY_VAR"), "x");
+	/* beside SkyPilot's and spotrun's own */
+	assert_string_equal(get(envp, "SKYPILOT_NODE_RANK"), "2");
+	assert_string_equal(get(envp, "SKYPILOT_NUM_NODES"), "4");
+	assert_string_equal(get(envp, "SPOTRUN_ATTEMPT"), "3");
+	envp_free(envp);
+	/* a master address given by the control plane is used as it is */
+	a.master_addr = strdup("10.1.2.3");
+	assert_non_null(a.master_addr);
+	envp = build(&a, 3);
+	assert_string_equal(get(envp, "MASTER_ADDR"), "10.1.2.3");
+	assert_string_equal(get(envp, "SPOTRUN_MASTER_ADDR"), "10.1.2.3");
+	envp_free(envp);
+	free(a.master_addr);
+	json_decref(a.envs);
+}
+
+static void test_port_fresh_per_attempt(void **state)
+{
+	(void)state;
+	for (int64_t job = 1; job < 300; job += 37) {
+		for (int at = 1; at < 50; at++) {
+			unsigned p = envp_master_port(job, at);
+
+			assert_true(p >= ENVP_PORT_BASE);
+			assert_true(p < ENVP_PORT_BASE + ENVP_PORT_SPAN);
+			/* no earlier attempt of the job within the span shares
+			 * the port: its ranks cannot join this rendezvous */
+			for (int old = 1; old < at; old++)
+				assert_int_not_equal(envp_master_port(job, old), p);
+			/* every node of the gang derives the same one */
+			assert_int_equal(envp_master_port(job, at), p);
+		}
+	}
+	/* two jobs on one host get different ports for the same attempt */
+	assert_int_not_equal(envp_master_port(1, 1), envp_master_port(2, 1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_torch_contract),
+		cmocka_unit_test(test_port_fresh_per_attempt),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
