@@ -163,11 +163,14 @@ bool recon__work_finished(const struct rjob *j);
  * preemption the node and the gang's price ($/h, 0 for a move).
  * _settle, inside a transaction: count it against `restored`, the
  * checkpoint step a later attempt (> the one left; -1 = any) resumed
- * from - a ledger event for a preemption, a `lost_work` event always. */
+ * from - a ledger event for a preemption, a `lost_work` event always.
+ * `first`: this is the attempt's first report, so `restored` also
+ * becomes the job's checkpoint step (a step reported as checkpointed
+ * that the restore did not find was never durable). */
 int recon__lost_open(sqlite3 *db, const struct rjob *j, int64_t node,
 		     sr_micros price, struct sr_err *e);
 int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
-		       int64_t attempt, int64_t restored, int64_t now,
-		       struct sr_err *e);
+		       int64_t attempt, int64_t restored, bool first,
+		       int64_t now, struct sr_err *e);
 
 #endif

@@ -90,9 +90,28 @@ static int pending_load(sqlite3 *db, int64_t job, struct pending *p)
 	return found;
 }
 
+/* A restore names the durable checkpoint: a step reported as checkpointed
+ * before (a snapshot not yet durable when the node went) is not work
+ * done. */
+static int set_restored(sqlite3 *db, int64_t job, int64_t restored,
+			struct sr_err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ctl_db_prepare(db, "UPDATE jobs SET ckpt_step=?1 WHERE id=?2",
+				&st, e);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, restored);
+	sqlite3_bind_int64(st, 2, job);
+	rc = ctl_db_step_done(db, st, e, "restored checkpoint");
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
-		       int64_t attempt, int64_t restored, int64_t now,
-		       struct sr_err *e)
+		       int64_t attempt, int64_t restored, bool first,
+		       int64_t now, struct sr_err *e)
 {
 	struct pending p;
 	double lost_s = 0;
@@ -100,6 +119,11 @@ int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
 	char msg[200];
 	int rc;
 
+	if (first && restored >= 0) {
+		rc = set_restored(db, job, restored, e);
+		if (rc)
+			return rc;
+	}
 	rc = pending_load(db, job, &p);
 	if (rc <= 0)
 		return rc < 0 ? sr_err_set(e, -EIO, "lost work: cannot read job") : 0;

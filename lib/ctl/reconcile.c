@@ -205,7 +205,8 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
 	/* A loss not yet counted: against the last checkpoint reported. */
 	if (!rc)
-		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, now, &e);
+		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
+					&e);
 	if (!rc)
 		rc = jobsm_transition(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -834,8 +835,11 @@ int ctl__reconcile_once(struct ctl *c)
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));
 	rc = recon__active_jobs(db, &ids, &n);
-	if (rc)
-		return rc;
+	if (rc) {
+		sr_warn("recon", "cannot list active jobs", "err=\"%s\"",
+			sr_strerror(rc));
+		return -EIO; /* the pass did nothing; the next one retries */
+	}
 	/* Release the policy memory of jobs that have ended. */
 	ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {

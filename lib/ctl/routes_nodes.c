@@ -337,6 +337,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	sqlite3_stmt *st = NULL;
 	json_t *root = NULL;
 	int64_t now = sr_time_real_ns();
+	bool first = false;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
@@ -411,18 +412,29 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = ctl_db_step_done(db, st, &e, "progress");
 		}
 		sqlite3_finalize(st);
-		if (!rc && b.step >= 0)
+		/* What this attempt restored: the workload says so, or its
+		 * first checkpoint step (the agent resets that to "none" for
+		 * each new attempt, while its step may still be a previous
+		 * attempt's, or 0 before the workload wrote anything). */
+		int64_t restored = b.restored_step >= 0 ? b.restored_step :
+				   b.ckpt_step >= 0 ? (b.step >= 0 && b.step <
+				   b.ckpt_step ? b.step : b.ckpt_step) : -1;
+
+		if (!rc && b.step >= 0 && (b.step > 0 || restored >= 0)) {
 			rc = workest_report(db, n.job, b.attempt, b.step, now,
 					    rq->ctl->cfg.time_scale, (int64_t)(
 					    PLACE_GAP_S * 1e9 / rq->ctl->cfg.time_scale),
 					    &e);
+			first = rc == 1;
+			if (first)
+				rc = 0;
+		}
 		/* The first report of a later attempt names the checkpoint it
-		 * restored: count the work the last preemption lost. */
-		if (!rc && (b.step >= 0 || b.ckpt_step >= 0))
+		 * restored: count the work the last preemption lost, and make
+		 * it the job's checkpoint (recon_lost.c). */
+		if (!rc && restored >= 0)
 			rc = recon__lost_settle(rq->ctl, db, n.job, b.attempt,
-						b.ckpt_step >= 0 && (b.step < 0 ||
-						b.ckpt_step < b.step) ?
-						b.ckpt_step : b.step, now, &e);
+						restored, first, now, &e);
 	}
 	rc = ctl_db_end(db, rc, &e);
 	if (rc)

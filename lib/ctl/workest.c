@@ -153,7 +153,7 @@ int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 	sqlite3_stmt *st = NULL;
 	struct workest w;
 	struct workest_job j = { .scale = scale, .interval_ns = interval_ns };
-	int rc;
+	int rc, first = 0;
 
 	memset(&w, 0, sizeof w);
 	rc = ctl_db_prepare(db, "SELECT work_s, coalesce(total_steps, -1),"
@@ -181,6 +181,7 @@ int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 	sqlite3_finalize(st);
 	st = NULL;
 	if (attempt != w.attempt && step >= 0) {
+		first = 1;
 		rc = restart_sample(db, job, now_ns, scale, e);
 		if (rc)
 			return rc;
@@ -204,5 +205,5 @@ int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
 	sqlite3_bind_int64(st, 10, job);
 	rc = ctl_db_step_done(db, st, e, "work estimate");
 	sqlite3_finalize(st);
-	return rc;
+	return rc ? rc : first;
 }

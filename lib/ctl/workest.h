@@ -71,7 +71,8 @@ double workest_total(const struct workest *w, const struct workest_job *j);
 double workest_restart(double est_s, double sample_s);
 
 /* Database glue: feed rank 0's report of `step` in `attempt` for job
- * `job` (inside the caller's transaction).  The first report of an
+ * `job` (inside the caller's transaction).  Returns 1 when this is the
+ * first report of a new attempt, 0 otherwise, < 0 on error.  The first report of an
  * attempt on a node that ran no earlier attempt also samples the restart
  * overhead (jobs.est_restart_s). */
 int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,

@@ -59,10 +59,11 @@ echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
 
 
 def test_finished_job_is_not_left_waiting(tmp_path):
-    # spot in every zone for trace hours 48-51 (3 s at 3600x), then none
-    # for 300 hours; the deadline (1000 h) is far, so the deadline guard
-    # alone never buys on-demand
-    vals = [0] * 48 + [1] * 3 + [0] * 300
+    # spot in every zone for trace hours 48-56 (8 s at 3600x: time for the
+    # 10 steps even on a loaded machine), then none for 300 hours; the
+    # deadline (1000 h) is far, so the deadline guard alone never buys
+    # on-demand
+    vals = [0] * 48 + [1] * 8 + [0] * 300
     d = Daemon(tmp_path, market(tmp_path, {"us-west-2a": vals, "us-west-2b": vals}),
                "--time-scale", "3600", "--notice-ms", "500",
                "--restart-guess-ms", "300")

@@ -313,16 +313,28 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	 * and checkpointed step 200, which attempt 2 restores */
 	j.step = 50;
 	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 1, 10, 5, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 2, 200, 6, &e), 0);
+	/* a snapshot reported as checkpointed but never durable */
+	snprintf(sql, sizeof sql, "UPDATE jobs SET ckpt_step=1190 WHERE id=%lld",
+		 (long long)job);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 1, 10, false, 5, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 2, 200, true, 6, &e), 0);
+	/* the restore is the truth about what was durable */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ckpt_step FROM jobs WHERE id=?",
+					    -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, job);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 200);
+	sqlite3_finalize(st);
+	st = NULL;
 	/* a second report of that attempt counts nothing more */
-	assert_int_equal(recon__lost_settle(c, db, job, 2, 210, 7, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 2, 210, false, 7, &e), 0);
 	/* then the daemon saw step 300 when attempt 2 was preempted, and
 	 * attempt 3 restored 200 again: 100 steps = 9,000 s lost */
 	j.step = 300;
 	j.attempt = 2;
 	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 3, 200, 8, &e), 0);
+	assert_int_equal(recon__lost_settle(c, db, job, 3, 200, true, 8, &e), 0);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value_ns, provider, region,"
 		" zone FROM ledger_event WHERE job_id=? ORDER BY id", -1, &st, NULL),
 		SQLITE_OK);
