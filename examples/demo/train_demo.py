@@ -151,7 +151,7 @@ class Status:
         self.path, self.total, self.seq = path, total, 0
         self.stalls, self.next_write = [], 0.0
 
-    def write(self, step, ckpt_step, restored, force=False):
+    def write(self, step, ckpt_step, restored, force=False, ckpt_error=None):
         if not self.path:
             return
         now = time.monotonic()
@@ -165,6 +165,8 @@ class Status:
             doc["ckpt_step"] = ckpt_step
         if restored is not None:
             doc["restored_step"] = restored
+        if ckpt_error:
+            doc["ckpt_error"] = ckpt_error
         tmp = "%s.tmp.%d" % (self.path, os.getpid())
         with open(tmp, "w") as f:
             json.dump(doc, f)
@@ -179,6 +181,19 @@ def durable_step(ckpt):
         s = ckpt.remote_stats()["uploaded_step"]
         return None if s < 0 else s
     return ckpt.last_saved_step()
+
+
+def remote_problem(ckpt):
+    """Why checkpoints are not reaching the object store, or None (the
+    agent turns it into a "checkpoint" alert)."""
+    if ckpt.remote is None:
+        return None
+    if ckpt.remote_error:
+        return ckpt.remote_error
+    st = ckpt.remote_stats()
+    if st["last_error"] and st["uploads_failed"]:
+        return st["last_message"]
+    return None
 
 
 def finish(tr, resumed, args, extra=None):
@@ -274,7 +289,8 @@ def main():
                 1e-9, time.monotonic() - t_start)
             print("step %d/%d loss %.4f (%.0f steps/s)" %
                   (tr.step, total, tr.loss, rate), flush=True)
-        status.write(tr.step, committed, resumed)
+        status.write(tr.step, committed, resumed,
+                     ckpt_error=remote_problem(ckpt))
         if step_ms:
             pace += step_ms / 1000.0
             now = time.monotonic()

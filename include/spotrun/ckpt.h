@@ -101,6 +101,9 @@ enum spotckpt_dtype {
 	SPOTCKPT_I8 = 7,   /* "I8" */
 	SPOTCKPT_U8 = 8,   /* "U8" */
 	SPOTCKPT_BOOL = 9, /* "BOOL", one byte per element */
+	SPOTCKPT_U16 = 10, /* "U16" */
+	SPOTCKPT_U32 = 11, /* "U32" */
+	SPOTCKPT_U64 = 12, /* "U64" */
 	SPOTCKPT_DTYPE_COUNT
 };
 
@@ -282,6 +285,37 @@ struct spotckpt_stats {
 /* Snapshot of the counters.  Never waits for a save.  Returns 0, or
  * -EINVAL when e or out is NULL. */
 SPOTCKPT_API int spotckpt_stats(struct spotckpt *e, struct spotckpt_stats *out);
+
+/* Keeping the engine out of the training thread's way.  The engine's
+ * threads are the tier-1 copy threads (busy for one memory copy of the
+ * state per save; in lazy mode the training thread waits for them before
+ * it may modify its tensors) and the tier-2 writer (hashes the state and
+ * submits its writes while training goes on).  On a machine with few
+ * cores they compete with the training thread for CPU; these settings
+ * move them aside:
+ *   nice               nice value (0..19) of the writer thread, so the
+ *                      scheduler prefers the training thread when a core
+ *                      is contended (lowering it again needs
+ *                      CAP_SYS_NICE; best effort)
+ *   writer_cpus        CPUs the writer may run on (bit i = CPU i, CPUs
+ *                      0..63); 0 = any.  Pin the training thread elsewhere
+ *                      (taskset / sched_setaffinity).
+ *   copy_cpus          the same for the copy threads; 0 = any (usually
+ *                      right: the training thread waits for the copy)
+ *   write_bytes_per_s  cap on the writer's rate (and so on its hashing and
+ *                      memory traffic); 0 = none.  spotckpt_save_final()
+ *                      is never capped.
+ * Applied by each thread before its next job.  Errors: -EINVAL (NULL,
+ * nice outside 0..19). */
+struct spotckpt_background {
+	int32_t nice;
+	int32_t pad_;
+	uint64_t writer_cpus;
+	uint64_t copy_cpus;
+	uint64_t write_bytes_per_s;
+};
+SPOTCKPT_API int spotckpt_set_background(struct spotckpt *e,
+					 const struct spotckpt_background *b);
 
 /* Fill the registered tensors from the newest valid checkpoint in the
  * engine's directory with step <= max_step (SPOTCKPT_NEWEST = any).  Every

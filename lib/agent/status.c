@@ -61,6 +61,17 @@ int status_parse(const char *buf, size_t len, const char *name,
 		rc = get_count(j, "restored_step", &out->restored_step, name, e);
 	if (rc < 0)
 		goto out;
+	arr = json_object_get(j, "ckpt_error");
+	if (arr && !json_is_null(arr)) {
+		if (!json_is_string(arr)) {
+			rc = sr_err_set(e, -SR_EPARSE, "%s: ckpt_error: expected "
+					"a string", name);
+			goto out;
+		}
+		snprintf(out->ckpt_error, sizeof out->ckpt_error, "%s",
+			 json_string_value(arr));
+	}
+	arr = NULL;
 	arr = json_object_get(j, "stall_ms");
 	if (arr && !json_is_null(arr)) {
 		size_t i;

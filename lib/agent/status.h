@@ -7,6 +7,7 @@
  *   {"seq": 17,              optional, +1 per write (dedupes stall_ms)
  *    "step": 1200, "total_steps": 3000, "ckpt_step": 1100,
  *    "restored_step": 1000,
+ *    "ckpt_error": "...",    the newest tier-3 upload failure, "" if none
  *    "stall_ms": [12.5]}     stalls of the saves since the last write
  *
  * A workload writes the file right after each save, so the agent reports
@@ -32,6 +33,7 @@
 
 struct status_info {
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 = absent */
+	char ckpt_error[256];             /* "" = none (truncated) */
 	int nstalls;                      /* new stalls in this read */
 	double stall_ms[STATUS_MAX_STALLS];
 };

@@ -242,7 +242,7 @@ static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 			h->open = 1;
 		}
 		if (hi > lo)
-			XXH3_64bits_update(&h->tensor, p + (lo - off), hi - lo);
+			ckpt__hash_update(&h->tensor, p + (lo - off), hi - lo);
 		if (te > end)
 			break;
 		t->xxh3 = XXH3_64bits_digest(&h->tensor);

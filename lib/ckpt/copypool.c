@@ -27,6 +27,7 @@ struct ckpt_pool {
 	ckpt_done_fn done;
 	void *ud;
 	pthread_t *th;
+	struct ckpt_place *place; /* borrowed from the engine, may be NULL */
 };
 
 struct worker_arg { struct ckpt_pool *p; int idx; };
@@ -56,6 +57,7 @@ static void *worker(void *argp)
 	struct worker_arg *arg = argp;
 	struct ckpt_pool *p = arg->p;
 	uint64_t seen = 0;
+	unsigned placed = 0;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -71,7 +73,10 @@ static void *worker(void *argp)
 			uint64_t lo = B / T * (uint64_t)arg->idx;
 			uint64_t hi = arg->idx == p->nthreads - 1 ? B : lo + B / T;
 
+			struct ckpt_place *pl = p->place;
+
 			pthread_mutex_unlock(&p->mu);
+			ckpt__place_apply(pl, &placed, 0);
 			copy_range(segs, n, lo, hi);
 			pthread_mutex_lock(&p->mu);
 		}
@@ -129,6 +134,13 @@ int ckpt__pool_new(int nthreads, struct ckpt_pool **out)
 	}
 	*out = p;
 	return 0;
+}
+
+void ckpt__pool_set_place(struct ckpt_pool *p, struct ckpt_place *pl)
+{
+	pthread_mutex_lock(&p->mu);
+	p->place = pl;
+	pthread_mutex_unlock(&p->mu);
 }
 
 void ckpt__pool_free(struct ckpt_pool *p)

@@ -14,6 +14,8 @@ static const struct {
 	[SPOTCKPT_I64] = { "I64", 8 },   [SPOTCKPT_I32] = { "I32", 4 },
 	[SPOTCKPT_I16] = { "I16", 2 },   [SPOTCKPT_I8] = { "I8", 1 },
 	[SPOTCKPT_U8] = { "U8", 1 },     [SPOTCKPT_BOOL] = { "BOOL", 1 },
+	[SPOTCKPT_U16] = { "U16", 2 },   [SPOTCKPT_U32] = { "U32", 4 },
+	[SPOTCKPT_U64] = { "U64", 8 },
 };
 
 SPOTCKPT_API uint32_t spotckpt_dtype_size(int32_t dtype)

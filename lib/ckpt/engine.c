@@ -35,6 +35,7 @@ static int auto_threads(void)
 static void *writer_main(void *arg)
 {
 	struct spotckpt *e = arg;
+	unsigned placed = 0;
 
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
@@ -54,6 +55,7 @@ static void *writer_main(void *arg)
 		}
 		s->state = SLOT_WRITING;
 		pthread_mutex_unlock(&e->mu);
+		ckpt__place_apply(&e->place, &placed, 1);
 		{
 			struct ckpt_commit_opts co = {
 				.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO,
@@ -132,6 +134,8 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	rc = ckpt__pool_new(e->o.copy_threads, &e->pool);
 	if (rc)
 		goto fail;
+	atomic_init(&e->place.gen, 0);
+	ckpt__pool_set_place(e->pool, &e->place);
 	rc = ckpt__io_new((uint32_t)e->o.io_depth, e->o.io_chunk_bytes, &e->io);
 	if (rc)
 		goto fail;

@@ -69,7 +69,8 @@ struct spotckpt {
 	int last_rc;                /* result of that save */
 	char last_msg[SR_ERR_MSG_MAX];
 	atomic_int cancel;
-	struct ckpt_io *io;
+	struct ckpt_io *io;         /* the writer's; its rate cap under mu */
+	struct ckpt_place place;    /* background placement (writes under mu) */
 
 	/* CUDA (under api) */
 	const struct ckpt_cuda_ops *cu;

@@ -57,6 +57,13 @@ int ckpt__fail_default(int code, const char *what);
 /* Dtype of a safetensors name, or -1. */
 int ckpt__dtype_parse(const char *s);
 
+/* hashcopy.c: XXH3 update (SIMD-dispatched, same digest) and a fused
+ * hash + copy into a tensor. */
+struct XXH3_state_s;
+void ckpt__hash_update(struct XXH3_state_s *st, const void *p, size_t n);
+void ckpt__hash_copy(struct XXH3_state_s *st, uint8_t *dst,
+		     const uint8_t *src, uint64_t n);
+
 /* ---- layout.c ------------------------------------------------------------ */
 struct ckpt_tensor {
 	char *name;
@@ -245,6 +252,17 @@ struct ckpt_staging {
 	int pinned;            /* cudaHostAlloc'd */
 	int locked;            /* mlock succeeded */
 };
+/* place.c: where the engine's background threads run (see
+ * spotckpt_set_background).  A thread remembers the generation it applied
+ * in *seen and re-applies when it changed. */
+struct ckpt_place {
+	atomic_uint gen;
+	int nice;             /* writer only */
+	uint64_t writer_cpus; /* 0 = any CPU */
+	uint64_t copy_cpus;   /* 0 = any CPU */
+};
+void ckpt__place_apply(struct ckpt_place *p, unsigned *seen, int is_writer);
+
 struct ckpt_pool;
 /* Allocate `bytes` (a multiple of 4096) of staging memory, pinned through
  * CUDA when use_cuda, and pre-fault every page (MADV_POPULATE_WRITE, else
@@ -258,6 +276,8 @@ struct ckpt_seg { uint8_t *dst; const uint8_t *src; uint64_t n; };
 typedef void (*ckpt_done_fn)(void *ud);
 int ckpt__pool_new(int nthreads, struct ckpt_pool **out);
 void ckpt__pool_free(struct ckpt_pool *p);
+/* Borrowed; must outlive the pool.  Workers apply it before each job. */
+void ckpt__pool_set_place(struct ckpt_pool *p, struct ckpt_place *pl);
 /* Start copying segs (borrowed until done) split across the threads by
  * bytes.  The thread that finishes last calls done(ud) (may be NULL)
  * before the job counts as finished.  Waits for a previous job first. */

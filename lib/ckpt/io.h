@@ -16,6 +16,7 @@ struct ckpt_io {
 	uint32_t chunk;     /* bytes per request, multiple of 4096 */
 	uint8_t *bounce;    /* reads: mmap'd, huge pages when the kernel can */
 	uint64_t bounce_bytes;
+	uint64_t max_bytes_per_s; /* writes: rate cap, 0 = none */
 };
 
 int ckpt__pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off);

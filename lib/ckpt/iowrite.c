@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "io.h"
+#include "common/timeutil.h"
 
 int ckpt__io_new(uint32_t depth, uint32_t chunk, struct ckpt_io **out)
 {
@@ -74,17 +76,39 @@ int ckpt__pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
 	return 0;
 }
 
+/* The rate cap: before handing out bytes [off, ...) of a write that
+ * started at t0_ns, sleep until off bytes are due at max_bytes_per_s. */
+static void throttle(const struct ckpt_io *io, int64_t t0_ns, uint64_t off)
+{
+	int64_t due, now;
+
+	if (!io->max_bytes_per_s || off == 0)
+		return;
+	due = t0_ns + (int64_t)((double)off / (double)io->max_bytes_per_s * 1e9);
+	now = sr_time_mono_ns();
+	if (due > now) {
+		struct timespec ts = { (time_t)((due - now) / 1000000000),
+				       (long)((due - now) % 1000000000) };
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+}
+
 /* Plain pwrite loop, used without io_uring. */
 static int write_sync(struct ckpt_io *io, int fd, const uint8_t *buf,
 		      uint64_t len, ckpt_feed_fn feed, void *ud,
 		      atomic_int *cancel)
 {
+	int64_t t0 = sr_time_mono_ns();
+
 	for (uint64_t off = 0; off < len;) {
 		uint64_t n = len - off < io->chunk ? len - off : io->chunk;
 		int rc;
 
 		if (cancel && atomic_load(cancel))
 			return -ECANCELED;
+		throttle(io, t0, off);
 		feed(ud, off, buf + off, n);
 		rc = ckpt__pwrite_all(fd, buf + off, n, off);
 		if (rc)
@@ -129,6 +153,7 @@ static int write_ring(struct ckpt_io *io, int fd, int fd_buf,
 	struct wslot slots[CKPT_IO_MAX_DEPTH];
 	uint32_t free_ids[CKPT_IO_MAX_DEPTH], nfree = io->depth, inflight = 0;
 	uint64_t off = 0;
+	int64_t t0 = sr_time_mono_ns();
 	int rc = 0;
 
 	for (uint32_t i = 0; i < io->depth; i++)
@@ -144,6 +169,7 @@ static int write_ring(struct ckpt_io *io, int fd, int fd_buf,
 				nfree++;
 				break;
 			}
+			throttle(io, t0, off);
 			feed(ud, off, buf + off, n);
 			sqe = io_uring_get_sqe(&io->ring);
 			slots[id].off = off;

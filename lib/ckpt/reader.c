@@ -157,26 +157,6 @@ static int tensor_done(struct shard_job *j, const struct ckpt_tensor *t,
 	return 0;
 }
 
-/* Copy n bytes to dst and hash them a cache-sized block at a time: the
- * block memcpy has just pulled in from the read buffer is hashed while it
- * is still in L1/L2, so the buffer is read from memory once, not twice
- * (restore CPU time 0.61 -> 0.52 s per 2 GiB on the development VM). */
-#define COPY_HASH_BLOCK (64u << 10)
-
-static void copy_hash(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
-		      uint64_t n)
-{
-	while (n > 0) {
-		size_t k = n < COPY_HASH_BLOCK ? (size_t)n : COPY_HASH_BLOCK;
-
-		memcpy(dst, src, k);
-		XXH3_64bits_update(st, src, k);
-		dst += k;
-		src += k;
-		n -= k;
-	}
-}
-
 static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 {
 	struct shard_job *j = ud;
@@ -198,10 +178,10 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 			j->open = 1;
 		}
 		if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
-			copy_hash(j->tst, (uint8_t *)d->ptr + (lo - tb),
-				  p + (lo - off), hi - lo);
+			ckpt__hash_copy(j->tst, (uint8_t *)d->ptr + (lo - tb),
+					p + (lo - off), hi - lo);
 		} else if (want && hi > lo) {
-			XXH3_64bits_update(j->tst, p + (lo - off), hi - lo);
+			ckpt__hash_update(j->tst, p + (lo - off), hi - lo);
 			if (d && d->device == SPOTCKPT_DEV_CUDA) {
 				if (j->cu->memcpy((uint8_t *)d->ptr + (lo - tb),
 						  p + (lo - off), hi - lo,

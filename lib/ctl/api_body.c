@@ -278,14 +278,16 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		       struct sr_err *e)
 {
 	static const char *const types[] = { "notice", "checkpoint", "exit",
-					     "util", "setup_done", "log" };
-	static const char *const keys[6][9] = {
+					     "util", "setup_done", "log",
+					     "ckpt_error" };
+	static const char *const keys[7][9] = {
 		{ "type", "action", "time", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
 		{ "type", "cpu_util", "gpu_util", NULL },
 		{ "type", "exit_code", NULL },
 		{ "type", "attempt", "stream", "ts", "line", NULL },
+		{ "type", "attempt", "message", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -302,7 +304,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 6);
+	t = pick(type, types, 7);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -376,6 +378,12 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		rc = get_util(o, "cpu_util", &ev->cpu_util, ctx, e);
 		if (!rc)
 			rc = get_util(o, "gpu_util", &ev->gpu_util, ctx, e);
+		return rc;
+	case EV_CKPT_ERROR:
+		rc = sr_json_get_str(o, "message", &ev->message, ctx, e);
+		if (!rc && json_string_length(json_object_get(o, "message")) > 1024)
+			rc = sr_err_set(e, -SR_EPARSE, "%s: message: longer than "
+					"1024 bytes", ctx);
 		return rc;
 	case EV_LOG:
 		ev->stream = "stdout";

@@ -516,7 +516,7 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 {
 	double sim = ctl__sim_at(c, now);
 	sqlite3_stmt *st = NULL;
-	char msg[160];
+	char msg[600];
 	json_t *d = NULL;
 	int rc = 0;
 
@@ -598,6 +598,15 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		if (!rc && ev->attempt > 0)
 			rc = add_exit(db, n, ev->attempt, ev->exit_code, ev->signal,
 				      api_cause_name(ev->cause), now, e);
+		break;
+	case EV_CKPT_ERROR:
+		d = json_pack("{s:I,s:s}", "attempt", (json_int_t)ev->attempt,
+			      "error", ev->message);
+		snprintf(msg, sizeof msg, "checkpoints are not reaching the "
+			 "object store (training goes on with local ones): %.400s",
+			 ev->message);
+		rc = ctl_event_add(db, n->job, "checkpoint_failed", NULL, NULL,
+				   n->id, now, sim, d, msg, e);
 		break;
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?

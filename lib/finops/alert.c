@@ -33,10 +33,11 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
+	"checkpoint",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
-	"Job done",
+	"Job done", "Checkpoints not reaching the object store",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -314,7 +315,8 @@ static int post_json(const struct finops_alert_config *c, const char *url,
 static int send_pd(const struct finops_alert_config *c,
 		   const struct finops_alert *a, struct sr_err *e)
 {
-	static const char *const all_topics[] = { "preemption", "deadline", "budget" };
+	static const char *const all_topics[] = { "preemption", "deadline", "budget",
+						  "checkpoint" };
 	const char *topic = "preemption", *action = "trigger";
 	int rc = 0;
 
@@ -329,6 +331,9 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_BUDGET:
 		topic = "budget";
+		break;
+	case FINOPS_ALERT_CHECKPOINT:
+		topic = "checkpoint";
 		break;
 	case FINOPS_ALERT_JOB_DONE:
 	default:

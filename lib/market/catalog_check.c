@@ -17,16 +17,16 @@ int catalog_load_zones_buf(struct catalog *c, const char *buf, size_t len,
 			   const char *name, const char *cloud, struct sr_err *e)
 {
 	static const char *const cols[] = { "Region", "ZoneName", "ZoneId" };
-	struct catalog__csv r;
+	struct sr_csv r;
 	size_t nhdr = 0, n0 = c->n_zones;
 	int col[3], rc, line = 0;
 
-	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_header(&r, cols, 3, 0, col, &nhdr, e);
+	sr_csv_open(&r, buf, len, name);
+	rc = sr_csv_header(&r, cols, 3, 0, col, &nhdr, e);
 	while (rc == 0) {
 		struct catalog_zone z, *v;
 
-		rc = catalog__csv_row(&r, nhdr, &line, e);
+		rc = sr_csv_row(&r, nhdr, &line, e);
 		if (rc <= 0)
 			break;
 		rc = 0;
@@ -51,7 +51,7 @@ int catalog_load_zones_buf(struct catalog *c, const char *buf, size_t len,
 		c->zones = v;
 		v[c->n_zones++] = z;
 	}
-	catalog__csv_close(&r);
+	sr_csv_close(&r);
 	if (rc < 0) {
 		c->n_zones = n0; /* the rows of earlier files only */
 		return rc;

@@ -176,17 +176,17 @@ static int overlay(struct catalog *c, size_t n_before,
 int catalog_load_offerings_buf(struct catalog *c, const char *buf,
 			       size_t len, const char *name, struct sr_err *e)
 {
-	struct catalog__csv r;
+	struct sr_csv r;
 	struct catalog_offering *pending = NULL;
 	size_t npend = 0, cap = 0, nhdr = 0, n_before = c->n;
 	int col[O_NCOLS], rc, line = 0;
 
-	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_header(&r, ocol, O_NCOLS, 0, col, &nhdr, e);
+	sr_csv_open(&r, buf, len, name);
+	rc = sr_csv_header(&r, ocol, O_NCOLS, 0, col, &nhdr, e);
 	while (rc == 0) {
 		struct catalog_offering o;
 
-		rc = catalog__csv_row(&r, nhdr, &line, e);
+		rc = sr_csv_row(&r, nhdr, &line, e);
 		if (rc <= 0)
 			break;
 		rc = parse_orow(r.fields, col, name, line, &o, e);
@@ -216,7 +216,7 @@ out:
 	if (rc == -ENOMEM && e && !e->code)
 		sr_err_set(e, rc, "%s: out of memory", name);
 	free(pending);
-	catalog__csv_close(&r);
+	sr_csv_close(&r);
 	return rc < 0 ? rc : 0;
 }
 

@@ -195,19 +195,19 @@ int catalog_load_skypilot_buf(struct catalog *c, const char *buf,
 			      size_t len, const char *name, const char *cloud,
 			      struct sr_err *e)
 {
-	struct catalog__csv r;
+	struct sr_csv r;
 	struct rows hosts = { 0 }, accs = { 0 };
 	size_t nhdr = 0, n0 = c->n;
 	int col[C_NCOLS], rc, line = 0, is_gcp = !strcmp(cloud, "gcp");
 
-	catalog__csv_open(&r, buf, len, name);
-	rc = catalog__csv_header(&r, col_names, C_NCOLS,
-				 (1u << C_ZONE) | (1u << C_CPUS) | (1u << C_MEM), col,
-				 &nhdr, e);
+	sr_csv_open(&r, buf, len, name);
+	rc = sr_csv_header(&r, col_names, C_NCOLS,
+			   (1u << C_ZONE) | (1u << C_CPUS) | (1u << C_MEM), col,
+			   &nhdr, e);
 	while (rc == 0) {
 		struct row row;
 
-		rc = catalog__csv_row(&r, nhdr, &line, e);
+		rc = sr_csv_row(&r, nhdr, &line, e);
 		if (rc <= 0)
 			break;
 		rc = parse_row(r.fields, col, name, line, cloud, &row, e);
@@ -233,7 +233,7 @@ int catalog_load_skypilot_buf(struct catalog *c, const char *buf,
 		sr_err_set(e, rc, "%s: out of memory", name);
 	free(hosts.v);
 	free(accs.v);
-	catalog__csv_close(&r);
+	sr_csv_close(&r);
 	return rc;
 }
 

@@ -72,6 +72,8 @@ struct call {
 	char md5[25];
 	const char *range;      /* x-ms-range value or NULL */
 	uint64_t foff;          /* body from this offset of the fd */
+	objstore_sink_fn sink;  /* response body of a range, or NULL */
+	void *sink_ud;
 	int blockblob;          /* send x-ms-blob-type: BlockBlob */
 };
 
@@ -161,6 +163,7 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 		.body_len = blen, .body_fd = fd, .body_off = c->foff, .dst = dst,
 		.dst_len = dlen,
 		.max_resp = max, .sign = sign, .sign_ud = c,
+		.sink = c->sink, .sink_ud = c->sink_ud,
 	};
 	rc = os_http(s, &rq, resp, e);
 	if (rc == 0 && resp->status / 100 != 2)
@@ -313,9 +316,10 @@ out:
 }
 
 static int az_get_range(struct objstore *s, const char *key, uint64_t off,
-			uint64_t len, void *dst, struct sr_err *e)
+			uint64_t len, void *dst, objstore_sink_fn sink, void *ud,
+			struct sr_err *e)
 {
-	struct call c = { 0 };
+	struct call c = { .sink = sink, .sink_ud = ud };
 	struct os_resp resp = { 0 };
 	char *path = blob_path(s, key), what[512], range[64];
 	int rc;

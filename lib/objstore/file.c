@@ -139,9 +139,10 @@ static int file_put_fd(struct objstore *s, const char *key, int fd,
 }
 
 static int file_get_range(struct objstore *s, const char *key, uint64_t off,
-			  uint64_t len, void *dst, struct sr_err *e)
+			  uint64_t len, void *dst, objstore_sink_fn sink, void *ud,
+			  struct sr_err *e)
 {
-	char *path = fpath(s, key);
+	char *path = fpath(s, key), *chunk = NULL;
 	uint64_t got = 0;
 	int fd, rc = 0;
 
@@ -153,19 +154,37 @@ static int file_get_range(struct objstore *s, const char *key, uint64_t off,
 				"%s: %s", path, strerror(errno));
 		goto out;
 	}
+	if (sink) {
+		chunk = malloc(1u << 20);
+		if (!chunk) {
+			rc = -ENOMEM;
+			close(fd);
+			goto out;
+		}
+	}
 	while (got < len) {
-		ssize_t r = pread(fd, (char *)dst + got, len - got,
-				  (off_t)(off + got));
+		size_t want = len - got;
+		ssize_t r;
 
+		if (sink && want > (1u << 20))
+			want = 1u << 20;
+		r = pread(fd, sink ? chunk : (char *)dst + got, want,
+			  (off_t)(off + got));
 		if (r <= 0) {
 			rc = sr_err_set(e, r < 0 ? -errno : -SR_ECORRUPT,
 					"%s: short object", path);
 			break;
 		}
+		if (sink) {
+			rc = sink(ud, got, chunk, (size_t)r);
+			if (rc)
+				break;
+		}
 		got += (uint64_t)r;
 	}
 	close(fd);
 out:
+	free(chunk);
 	free(path);
 	return rc;
 }

@@ -45,12 +45,17 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
 	if (x->cancel && atomic_load(x->cancel))
 		return 0;
 	/* error bodies of a ranged GET go to the growing buffer */
-	if (x->rq->dst && r->status / 100 == 2) {
+	if ((x->rq->dst || x->rq->sink) && r->status / 100 == 2) {
 		if (n > x->rq->dst_len - r->len) {
 			x->overflow = 1;
 			return 0;
 		}
-		memcpy((char *)x->rq->dst + r->len, p, n);
+		if (x->rq->sink) {
+			if (x->rq->sink(x->rq->sink_ud, r->len, p, n))
+				return 0;
+		} else {
+			memcpy((char *)x->rq->dst + r->len, p, n);
+		}
 		r->len += n;
 		return n;
 	}
@@ -296,7 +301,8 @@ int os_http(struct objstore *s, const struct os_req *rq, struct os_resp *resp,
 			goto out;
 		cc = attempt(s, &x, hdrs);
 		if (cc == CURLE_OK && x.overflow == 0 && resp->status / 100 == 2 &&
-		    rq->dst && resp->len != rq->dst_len && resp->status != 204) {
+		    (rq->dst || rq->sink) && resp->len != rq->dst_len &&
+		    resp->status != 204) {
 			/* a body cut short; the proxy or server reset it */
 			cc = CURLE_PARTIAL_FILE;
 		}

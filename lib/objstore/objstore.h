@@ -129,6 +129,16 @@ int objstore_put_fd(struct objstore *s, const char *key, int fd,
  * -SR_ENOTFOUND, -SR_ECORRUPT (short object). */
 int objstore_get_range(struct objstore *s, const char *key, uint64_t off,
 		       uint64_t len, void *dst, struct sr_err *e);
+/* The same, handing the bytes to sink in order (pos = offset within the
+ * range) instead of one buffer: a range that covers several tensors
+ * scatters them to their destinations.  A retried request calls sink
+ * again from pos 0.  A non-zero return stops the request with that
+ * code. */
+typedef int (*objstore_sink_fn)(void *ud, uint64_t pos, const void *p,
+				size_t n);
+int objstore_get_range_to(struct objstore *s, const char *key, uint64_t off,
+			  uint64_t len, objstore_sink_fn sink, void *ud,
+			  struct sr_err *e);
 /* Read a whole small object (at most max bytes) into a malloc'd,
  * NUL-terminated buffer (*out, caller frees). */
 int objstore_get(struct objstore *s, const char *key, size_t max, char **out,

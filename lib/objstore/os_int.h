@@ -13,7 +13,8 @@ struct objstore_ops {
 	int (*put_fd)(struct objstore *s, const char *key, int fd,
 		      uint64_t size, uint64_t *sent, struct sr_err *e);
 	int (*get_range)(struct objstore *s, const char *key, uint64_t off,
-			 uint64_t len, void *dst, struct sr_err *e);
+			 uint64_t len, void *dst, objstore_sink_fn sink,
+			 void *ud, struct sr_err *e);
 	int (*get)(struct objstore *s, const char *key, size_t max, char **out,
 		   size_t *len, struct sr_err *e);
 	int (*list)(struct objstore *s, const char *sub,
@@ -65,6 +66,8 @@ struct os_req {
 	int body_fd;           /* -1, or stream body_len bytes from body_off */
 	uint64_t body_off;
 	void *dst;             /* fixed response buffer, or NULL */
+	objstore_sink_fn sink; /* or this, for dst_len bytes */
+	void *sink_ud;
 	size_t dst_len;
 	size_t max_resp;       /* growing buffer's limit (0 = 1 MiB) */
 	os_sign_fn sign;

@@ -131,31 +131,69 @@ out:
 	return rc;
 }
 
-/* ---- reading tensors ------------------------------------------------------------- */
-struct range {
-	uint32_t t;         /* tensor index */
-	uint64_t off, len;  /* within the tensor */
+/* ---- reading tensors -------------------------------------------------------------
+ * Wanted tensors that lie back to back in a shard are fetched by one
+ * ranged GET of up to part_bytes, whose body is scattered to their
+ * destinations (a model has many small tensors: one request each would
+ * cost a round trip each).  A bigger tensor spans several GETs. */
+struct seg {
+	uint8_t *dst;
+	uint64_t off, len;      /* shard bytes [off, off+len) go to dst */
+};
+
+struct rjob {
+	uint32_t shard;
+	uint64_t off, len;      /* the range: its segments, back to back */
+	struct seg *segs;
+	size_t nseg, cur;
 };
 
 struct rd_job {
 	struct objstore_rd *r;
 	const struct ckpt_manifest *m;
-	struct range *rg;
-	uint8_t **dst;      /* per tensor: where its bytes go (host) */
+	struct rjob *jobs;
+	uint8_t **dst;          /* per tensor: where its bytes go (host) */
 	const char *uri;
 };
+
+static int scatter(void *ud, uint64_t pos, const void *p, size_t n)
+{
+	struct rjob *j = ud;
+	const uint8_t *b = p;
+	uint64_t at = j->off + pos;
+
+	if (pos == 0)
+		j->cur = 0; /* a retry starts over */
+	while (n) {
+		struct seg *s;
+		size_t k;
+
+		while (j->cur < j->nseg &&
+		       at >= j->segs[j->cur].off + j->segs[j->cur].len)
+			j->cur++;
+		if (j->cur >= j->nseg || at < j->segs[j->cur].off)
+			return -EIO; /* more bytes than asked for */
+		s = &j->segs[j->cur];
+		k = (size_t)(s->off + s->len - at) < n ? (size_t)(s->off + s->len - at)
+						       : n;
+		memcpy(s->dst + (at - s->off), b, k);
+		at += k;
+		b += k;
+		n -= k;
+	}
+	return 0;
+}
 
 static int fetch(void *ud, size_t i, struct sr_err *e)
 {
 	struct rd_job *j = ud;
-	const struct range *g = &j->rg[i];
-	const struct ckpt_tensor *t = &j->m->l->t[g->t];
+	struct rjob *rj = &j->jobs[i];
 	char key[256];
 
 	snprintf(key, sizeof key, "step-%08" PRId64 "/%s", j->r->step,
-		 j->m->l->s[t->shard].file);
-	return objstore_get_range(j->r->s, key, t->offset + g->off, g->len,
-				  j->dst[g->t] + g->off, e);
+		 j->m->l->s[rj->shard].file);
+	return objstore_get_range_to(j->r->s, key, rj->off, rj->len, scatter, rj,
+				     e);
 }
 
 static int hash_one(void *ud, size_t i, struct sr_err *e)
@@ -176,32 +214,71 @@ static int hash_one(void *ud, size_t i, struct sr_err *e)
 static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 			uint8_t **dst, struct sr_err *e)
 {
-	uint64_t part = r->s->cfg.part_bytes;
+	const struct ckpt_layout *l = m->l;
+	uint64_t part = r->s->cfg.part_bytes, total = 0;
 	struct rd_job j = { .r = r, .m = m, .dst = dst, .uri = objstore_uri(r->s) };
-	size_t nr = 0, cap = 0;
+	struct seg *segs = NULL;
+	size_t nj = 0, ns = 0, cap;
 	int rc;
 
-	for (size_t i = 0; i < m->l->nt; i++) {
-		if (dst[i])
-			cap += (size_t)((m->l->t[i].nbytes + part - 1) / part);
+	for (size_t i = 0; i < l->nt; i++)
+		total += dst[i] ? l->t[i].nbytes : 0;
+	/* a tensor is at most 2 + nbytes/part pieces */
+	cap = 2 * l->nt + (size_t)(total / part) + 2 * l->ns + 8;
+	segs = malloc(cap * sizeof *segs);
+	j.jobs = malloc(cap * sizeof *j.jobs);
+	if (!segs || !j.jobs) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	j.rg = malloc((cap + 1) * sizeof *j.rg);
-	if (!j.rg)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->l->nt; i++) {
-		const struct ckpt_tensor *t = &m->l->t[i];
+	for (uint32_t s = 0; s < l->ns; s++) {
+		struct rjob *cur = NULL;
 
-		for (uint64_t off = 0; dst[i] && off < t->nbytes; off += part) {
-			j.rg[nr].t = (uint32_t)i;
-			j.rg[nr].off = off;
-			j.rg[nr].len = t->nbytes - off < part ? t->nbytes - off : part;
-			nr++;
+		for (uint32_t i = l->s[s].first; i < l->s[s].first + l->s[s].count;
+		     i++) {
+			const struct ckpt_tensor *t = &l->t[i];
+			uint64_t toff = t->offset, left = t->nbytes;
+			uint8_t *d = dst[i];
+
+			if (!d || !left) {
+				cur = NULL; /* a gap ends the range */
+				continue;
+			}
+			while (left) {
+				uint64_t k;
+
+				if (cur && cur->off + cur->len != toff)
+					cur = NULL;
+				if (!cur) {
+					cur = &j.jobs[nj++];
+					cur->shard = s;
+					cur->off = toff;
+					cur->len = 0;
+					cur->segs = &segs[ns];
+					cur->nseg = cur->cur = 0;
+				}
+				k = part - cur->len < left ? part - cur->len : left;
+				segs[ns].dst = d;
+				segs[ns].off = toff;
+				segs[ns].len = k;
+				ns++;
+				cur->nseg++;
+				cur->len += k;
+				toff += k;
+				d += k;
+				left -= k;
+				if (cur->len == part)
+					cur = NULL;
+			}
 		}
 	}
-	rc = os_run_parallel(r->s->cfg.parallel, nr, fetch, &j, r->s->cancel, e);
+	rc = os_run_parallel(r->s->cfg.parallel, nj, fetch, &j, r->s->cancel, e);
 	if (rc == 0)
-		rc = os_run_parallel(r->s->cfg.parallel, m->l->nt, hash_one, &j, r->s->cancel, e);
-	free(j.rg);
+		rc = os_run_parallel(r->s->cfg.parallel, l->nt, hash_one, &j,
+				     r->s->cancel, e);
+out:
+	free(segs);
+	free(j.jobs);
 	return rc;
 }
 

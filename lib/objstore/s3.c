@@ -71,6 +71,8 @@ struct call {
 	char md5[25];         /* Content-MD5 or "" */
 	const char *range;    /* "bytes=A-B" or NULL */
 	const char *ctype;    /* Content-Type or NULL */
+	objstore_sink_fn sink;/* response body of a range, or NULL */
+	void *sink_ud;
 };
 
 static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
@@ -132,6 +134,16 @@ static char *obj_path(const struct s3 *s3, const char *fullkey)
 	return p;
 }
 
+/* Full key (*fk) and encoded path (*path) of key, both malloc'd (caller
+ * frees); -ENOMEM. */
+static int key_path(struct objstore *s, const char *key, char **fk,
+		    char **path)
+{
+	*fk = objstore__full_key(s, key);
+	*path = *fk ? obj_path(s->impl, *fk) : NULL;
+	return *path ? 0 : -ENOMEM;
+}
+
 /* Perform method on path?query; *resp must be freed by the caller.
  * Returns 0 with a 2xx, else the error (also for other statuses). */
 static int do_req(struct objstore *s, struct call *c, const char *method,
@@ -150,6 +162,7 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 		.method = method, .url = url, .what = what, .body = body,
 		.body_len = blen, .body_fd = fd, .body_off = foff, .dst = dst,
 		.dst_len = dlen, .max_resp = max, .sign = sign, .sign_ud = c,
+		.sink = c->sink, .sink_ud = c->sink_ud,
 	};
 	rc = os_http(s, &rq, resp, e);
 	if (rc == 0 && resp->status / 100 != 2)
@@ -164,13 +177,11 @@ static int s3_put(struct objstore *s, const char *key, const void *buf,
 {
 	struct call c = { .s3 = s->impl, .query = "" };
 	struct os_resp resp = { 0 };
-	char *fk = objstore__full_key(s, key), *path = NULL, what[512];
+	char *fk = NULL, *path = NULL, what[512];
 	int rc = -ENOMEM;
 
-	if (!fk)
-		goto out;
-	path = obj_path(c.s3, fk);
-	if (!path)
+	rc = key_path(s, key, &fk, &path);
+	if (rc)
 		goto out;
 	c.path = path;
 	os_md5_b64(buf, len, c.md5);
@@ -386,17 +397,17 @@ out:
 }
 
 static int s3_get_range(struct objstore *s, const char *key, uint64_t off,
-			uint64_t len, void *dst, struct sr_err *e)
+			uint64_t len, void *dst, objstore_sink_fn sink, void *ud,
+			struct sr_err *e)
 {
-	struct call c = { .s3 = s->impl, .query = "" };
+	struct call c = { .s3 = s->impl, .query = "", .sink = sink,
+			  .sink_ud = ud };
 	struct os_resp resp = { 0 };
-	char *fk = objstore__full_key(s, key), *path = NULL, what[512], range[64];
+	char *fk = NULL, *path = NULL, what[512], range[64];
 	int rc = -ENOMEM;
 
-	if (!fk)
-		goto out;
-	path = obj_path(c.s3, fk);
-	if (!path)
+	rc = key_path(s, key, &fk, &path);
+	if (rc)
 		goto out;
 	c.path = path;
 	snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off,
@@ -420,13 +431,11 @@ static int s3_get(struct objstore *s, const char *key, size_t max, char **out,
 {
 	struct call c = { .s3 = s->impl, .query = "" };
 	struct os_resp resp = { 0 };
-	char *fk = objstore__full_key(s, key), *path = NULL, what[512];
+	char *fk = NULL, *path = NULL, what[512];
 	int rc = -ENOMEM;
 
-	if (!fk)
-		goto out;
-	path = obj_path(c.s3, fk);
-	if (!path)
+	rc = key_path(s, key, &fk, &path);
+	if (rc)
 		goto out;
 	c.path = path;
 	snprintf(what, sizeof what, "GetObject %s", fk);

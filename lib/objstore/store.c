@@ -262,7 +262,16 @@ int objstore_get_range(struct objstore *s, const char *key, uint64_t off,
 {
 	if (len == 0)
 		return 0;
-	return s->ops->get_range(s, key, off, len, dst, e);
+	return s->ops->get_range(s, key, off, len, dst, NULL, NULL, e);
+}
+
+int objstore_get_range_to(struct objstore *s, const char *key, uint64_t off,
+			  uint64_t len, objstore_sink_fn sink, void *ud,
+			  struct sr_err *e)
+{
+	if (len == 0)
+		return 0;
+	return s->ops->get_range(s, key, off, len, NULL, sink, ud, e);
 }
 
 int objstore_get(struct objstore *s, const char *key, size_t max, char **out,

@@ -30,10 +30,14 @@
 
 #include "sim/policy.h"
 #include "sim/policy_spotrun_plan.h"
+#include "sim/policy_up.h"
 
 #define MEMORY_HALF_LIFE_H 12.0
 /* Replan when an estimate moved by more than this fraction. */
 #define REPLAN_TOLERANCE 0.25
+/* Standard errors between the estimate and the pessimist's reading of
+ * the same counts (safe_to_plan()). */
+#define PESSIMISM 1.0
 
 struct region_stats {
 	double up, downs, hops, price_sum, seen;
@@ -49,7 +53,9 @@ struct spotrun_state {
 	double unit_s;
 	int planned;
 	uint8_t plan_any; /* spell type when the plan was made */
+	uint8_t use_up;   /* the last check preferred Uniform Progress */
 	struct plan plan;
+	struct up_state up; /* Uniform Progress's own state */
 };
 
 static void spotrun_reset(void *state, const struct policy_job *job)
@@ -57,6 +63,7 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 	struct spotrun_state *s = state;
 
 	s->unit_s = policy__plan_unit(job);
+	policy__up_reset(&s->up, job);
 }
 
 static void spotrun_destroy(void *state)
@@ -132,16 +139,23 @@ static double eff_price(const struct spotrun_state *s,
 	return e;
 }
 
-/* Per-step probability from per-tick counts, shrunk toward the pool. */
-static double per_step(double ends, double expo, double pool, double ticks)
+/* Per-step probability from per-tick counts, shrunk toward the pool, moved
+ * z standard errors (Poisson: sqrt of the events) from the estimate. */
+static double per_step(double ends, double expo, double pool, double ticks,
+		       double z)
 {
-	double lam = (ends + pool * ticks) / (expo + ticks);
+	double n = ends + pool * ticks;
+	double lam = (n + z * sqrt(n)) / (expo + ticks);
 
+	lam = lam < 0 ? 0 : lam > 1 ? 1 : lam;
 	return 1 - pow(1 - lam, ticks);
 }
 
+/* The market as estimated (z = 0), or as a pessimist reads the same counts
+ * (z = PESSIMISM): spot spells end sooner, outages later, hops happen
+ * more often. */
 static void model_fit(struct spotrun_state *s, const struct policy_job *job,
-		      struct plan_model *out)
+		      double z, struct plan_model *out)
 {
 	struct plan_model m = { 0 };
 	double ticks = s->unit_s / (double)job->gap_s, best_e = INFINITY;
@@ -164,7 +178,8 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 		}
 		pool = (te + 1) / (tx + 2);
 		for (int b = 0; b < PLAN_AGES; b++) {
-			double p = per_step(s->ends[k][b], s->expo[k][b], pool, ticks);
+			double p = per_step(s->ends[k][b], s->expo[k][b], pool, ticks,
+					    k ? z : -z);
 
 			if (k)
 				m.end_up[b] = p;
@@ -172,7 +187,11 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 				m.end_down[b] = p;
 		}
 	}
-	m.hop = 1 - pow(1 - s->reg[best].hops / (s->reg[best].up + 1), ticks);
+	{
+		double h = s->reg[best].hops, lam = (h + z * sqrt(h)) / (s->reg[best].up + 1);
+
+		m.hop = 1 - pow(1 - (lam > 1 ? 1 : lam), ticks);
+	}
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
 	m.od_price = job->od_price;
 	m.restart_s = job->restart_s;
@@ -197,6 +216,26 @@ static int model_moved(const struct plan_model *now, const struct plan_model *wa
 	return 0;
 }
 
+/* Safe improvement over Uniform Progress: is the plan still better than
+ * UP when the market is read pessimistically?  Both rules are scored from
+ * the present state under the pessimist's model; the plan is followed
+ * only if it wins there too (under its own model it always wins: UP is
+ * one of the policies the plan optimises over).  On out-of-memory, UP. */
+static int safe_to_plan(struct spotrun_state *s, const struct policy_job *job,
+			const struct policy_obs *o, const struct plan_model *pess)
+{
+	double C = o->work_left_s, S = o->time_left_s - o->work_left_s;
+	int b = policy__plan_age(s->age_s, s->unit_s), a = s->any_last;
+	double v_plan, v_up;
+
+	if (policy__plan_eval(&s->plan, pess, job, PLAN_RULE_PLAN, C, S, o->hold,
+			      a, b, &v_plan) ||
+	    policy__plan_eval(&s->plan, pess, job, PLAN_RULE_UP, C, S, o->hold, a,
+			      b, &v_up))
+		return 0;
+	return v_plan <= v_up;
+}
+
 static struct policy_choice spotrun_decide(void *state,
 					   const struct policy_job *job,
 					   const struct policy_obs *o)
@@ -213,9 +252,9 @@ static struct policy_choice spotrun_decide(void *state,
 	/* (Re)plan at the start, and when an outage begins or ends if the
 	 * estimates have moved since the plan was made. */
 	if (!s->planned || s->plan_any != s->any_last) {
-		struct plan_model m;
+		struct plan_model m, pess;
 
-		model_fit(s, job, &m);
+		model_fit(s, job, 0, &m);
 		s->plan_any = s->any_last;
 		if (!s->planned || model_moved(&m, &s->plan.m)) {
 			policy__plan_free(&s->plan);
@@ -224,8 +263,12 @@ static struct policy_choice spotrun_decide(void *state,
 					       o->time_left_s - o->work_left_s))
 				return od; /* out of memory: the safe choice */
 			s->planned = 1;
+			model_fit(s, job, PESSIMISM, &pess);
+			s->use_up = !safe_to_plan(s, job, o, &pess);
 		}
 	}
+	if (s->use_up) /* Uniform Progress with failover: the `ups` rule */
+		return policy__up_decide(&s->up, job, o, policy__up_region(job, o));
 	for (int r = 0; r < job->nregions; r++) {
 		double e;
 

@@ -167,33 +167,55 @@ static struct spts spts_make(const struct plan *pl, size_t s)
 	return p;
 }
 
-HOT void qvals(const struct plan *pl, size_t c, size_t s,
-	       const struct spts *sp, enum sim_hold h, int a, int b, double q[3])
+/* The expected cost of one choice (act) in state (c, s, h, a, b). */
+HOT double qval(const struct plan *pl, size_t c, size_t s,
+		const struct spts *sp, enum sim_hold h, int a, int b,
+		enum sim_hold act)
 {
 	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
 
-	q[SIM_NONE] = s >= 1 ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
-	if (h == SIM_OD)
-		q[SIM_OD] = pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
-	else
-		q[SIM_OD] = pl->m.od_price * (u_h + r_h) +
-			    expect(pl, VO0, VO1, a, b, c - 1, &sp->start);
-	q[SIM_SPOT] = INFINITY;
-	if (a) {
-		if (h == SIM_SPOT)
-			q[SIM_SPOT] = pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, &sp->keep);
-		else
-			q[SIM_SPOT] = pl->m.spot_price * (u_h + r_h) +
-				      expect_spot(pl, b, c - 1, &sp->start);
+	if (act == SIM_NONE)
+		return s >= 1 ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
+	if (act == SIM_OD) {
+		if (h == SIM_OD)
+			return pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
+		return pl->m.od_price * (u_h + r_h) +
+		       expect(pl, VO0, VO1, a, b, c - 1, &sp->start);
 	}
+	if (!a)
+		return INFINITY;
+	if (h == SIM_SPOT)
+		return pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, &sp->keep);
+	return pl->m.spot_price * (u_h + r_h) + expect_spot(pl, b, c - 1, &sp->start);
 }
 
-static double qmin(const double q[3])
+HOT void qvals(const struct plan *pl, size_t c, size_t s,
+	       const struct spts *sp, enum sim_hold h, int a, int b, double q[3])
 {
-	double m = q[0] < q[1] ? q[0] : q[1];
-
-	return q[2] < m ? q[2] : m;
+	q[SIM_NONE] = qval(pl, c, s, sp, h, a, b, SIM_NONE);
+	q[SIM_OD] = qval(pl, c, s, sp, h, a, b, SIM_OD);
+	q[SIM_SPOT] = qval(pl, c, s, sp, h, a, b, SIM_SPOT);
 }
+
+static enum sim_hold argmin(const double q[3])
+{
+	enum sim_hold best = SIM_OD;
+
+	if (q[SIM_SPOT] < q[best])
+		best = SIM_SPOT;
+	if (q[SIM_NONE] < q[best])
+		best = SIM_NONE;
+	return best;
+}
+
+/* The five (table, held, spot up) contexts of a state, in table order. */
+static const struct {
+	enum sim_hold h;
+	int a;
+} ctx[NV] = {
+	[VN0] = { SIM_NONE, 0 }, [VN1] = { SIM_NONE, 1 }, [VO0] = { SIM_OD, 0 },
+	[VO1] = { SIM_OD, 1 }, [VS] = { SIM_SPOT, 1 },
+};
 
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s)
@@ -205,8 +227,11 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 	pl->K = m->restart_s / unit_s;
 	pl->v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
 		       sizeof(double));
-	if (!pl->v)
+	pl->act = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1));
+	if (!pl->v || !pl->act) {
+		policy__plan_free(pl);
 		return -ENOMEM;
+	}
 	for (int k = 0; k < NV; k++) {
 		for (int b = 0; b < PLAN_AGES; b++) {
 			for (size_t s = 0; s <= pl->ns; s++)
@@ -220,19 +245,106 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 			for (int b = 0; b < PLAN_AGES; b++) {
 				double q[3];
 
-				qvals(pl, c, s, &sp, SIM_NONE, 0, b, q);
-				*cell(pl, VN0, b, c, s) = qmin(q);
-				qvals(pl, c, s, &sp, SIM_NONE, 1, b, q);
-				*cell(pl, VN1, b, c, s) = qmin(q);
-				qvals(pl, c, s, &sp, SIM_OD, 0, b, q);
-				*cell(pl, VO0, b, c, s) = qmin(q);
-				qvals(pl, c, s, &sp, SIM_OD, 1, b, q);
-				*cell(pl, VO1, b, c, s) = qmin(q);
-				qvals(pl, c, s, &sp, SIM_SPOT, 1, b, q);
-				*cell(pl, VS, b, c, s) = qmin(q);
+				for (int k = 0; k < NV; k++) {
+					enum sim_hold act;
+
+					qvals(pl, c, s, &sp, ctx[k].h, ctx[k].a, b, q);
+					act = argmin(q);
+					*cell(pl, k, b, c, s) = q[act];
+					pl->act[cell(pl, k, b, c, s) - pl->v] = (uint8_t)act;
+				}
 			}
 		}
 	}
+	return 0;
+}
+
+/* UP's rules (policy_up.c) on a plan state: c work steps and s slack
+ * steps left, holding h, spot up somewhere (a).  The safety net needs no
+ * flag here: once on on-demand with slack below 2d it stays there, since
+ * on-demand keeps the slack constant. */
+static enum sim_hold up_rule(const struct plan *pl, const struct policy_job *job,
+			     size_t c, size_t s, enum sim_hold h, int a)
+{
+	double gap = (double)job->gap_s, d = job->restart_s;
+	double C = (double)c * pl->unit_s, left = (double)(c + s) * pl->unit_s;
+	double t = job->deadline_s - left, cp = job->work_s - C;
+	double rate = job->work_s / job->deadline_s;
+
+	if (h != SIM_SPOT && ceil((C + 2 * d) / gap) >= floor(left / gap))
+		return SIM_OD;
+	if (h == SIM_OD && cp < (t + 2 * d) * rate)
+		return SIM_OD;
+	if (a)
+		return SIM_SPOT;
+	return cp < t * rate ? SIM_OD : SIM_NONE;
+}
+
+/* The rule's value in one cell of the evaluation table ev: the choice is
+ * the plan's (tabulated at build time) or UP's, scored under ev's model. */
+HOT double rule_value(const struct plan *pl, const struct plan *ev,
+		      const struct policy_job *job, enum plan_rule rule,
+		      size_t c, size_t s, const struct spts *sp, int k, int b)
+{
+	enum sim_hold h = ctx[k].h, act;
+	double v;
+
+	if (rule == PLAN_RULE_PLAN)
+		act = (enum sim_hold)pl->act[cell(pl, k, b, c, s) - pl->v];
+	else
+		act = up_rule(pl, job, c, s, h, ctx[k].a);
+	v = qval(ev, c, s, sp, h, ctx[k].a, b, act);
+	if (!isfinite(v) && act != SIM_OD) /* the deadline guard */
+		v = qval(ev, c, s, sp, h, ctx[k].a, b, SIM_OD);
+	return v;
+}
+
+int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
+		      const struct policy_job *job, enum plan_rule rule,
+		      double C, double S, enum sim_hold h, int a, int b,
+		      double *value)
+{
+	struct plan ev = *pl;
+	size_t c, s;
+	int k;
+
+	*value = INFINITY;
+	if (C <= 0) {
+		*value = 0;
+		return 0;
+	}
+	if (S < 0 || !pl->v)
+		return 0;
+	ev.m = *m_eval;
+	ev.act = NULL;
+	ev.v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
+		      sizeof(double));
+	if (!ev.v)
+		return -ENOMEM;
+	for (k = 0; k < NV; k++) {
+		for (int bb = 0; bb < PLAN_AGES; bb++) {
+			for (size_t x = 0; x <= pl->ns; x++)
+				*cell(&ev, k, bb, 0, x) = 0;
+		}
+	}
+	for (c = 1; c <= pl->nc; c++) {
+		for (s = 0; s <= pl->ns; s++) {
+			struct spts sp = spts_make(pl, s);
+
+			for (int bb = 0; bb < PLAN_AGES; bb++) {
+				for (k = 0; k < NV; k++)
+					*cell(&ev, k, bb, c, s) =
+						rule_value(pl, &ev, job, rule, c, s, &sp, k, bb);
+			}
+		}
+	}
+	c = (size_t)ceil(C / pl->unit_s - 1e-9);
+	c = c > pl->nc ? pl->nc : c < 1 ? 1 : c;
+	s = (size_t)floor(S / pl->unit_s + 1e-9);
+	s = s > pl->ns ? pl->ns : s;
+	k = h == SIM_SPOT ? VS : h == SIM_OD ? (a ? VO1 : VO0) : (a ? VN1 : VN0);
+	*value = *cell(&ev, k, b, c, s);
+	free(ev.v);
 	return 0;
 }
 
@@ -241,7 +353,9 @@ void policy__plan_free(struct plan *pl)
 	if (!pl)
 		return;
 	free(pl->v);
+	free(pl->act);
 	pl->v = NULL;
+	pl->act = NULL;
 }
 
 enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
@@ -249,7 +363,6 @@ enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
 {
 	double q[3];
 	size_t c, s;
-	enum sim_hold best = SIM_OD;
 
 	if (C <= 0)
 		return SIM_NONE;
@@ -268,9 +381,5 @@ enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
 
 		qvals(pl, c, s, &sp, h, a, b, q);
 	}
-	if (q[SIM_SPOT] < q[best])
-		best = SIM_SPOT;
-	if (q[SIM_NONE] < q[best])
-		best = SIM_NONE;
-	return best;
+	return argmin(q);
 }

@@ -7,6 +7,7 @@
 #define SR_SIM_POLICY_SPOTRUN_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sim/policy.h"
 
@@ -30,6 +31,7 @@ struct plan {
 	size_t nc, ns;     /* work steps 0..nc, slack steps 0..ns */
 	double K;          /* restart in steps (fractional) */
 	double *v;         /* see the .c file */
+	uint8_t *act;      /* the choice behind each cell of v */
 };
 
 /* The planning step for a job: at least one tick, and coarse enough to
@@ -45,6 +47,23 @@ int policy__plan_age(double age_s, double unit_s);
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s);
 void policy__plan_free(struct plan *pl);
+
+/* Rules policy__plan_eval() can score. */
+enum plan_rule {
+	PLAN_RULE_PLAN, /* the plan's own choice (its argmin) */
+	PLAN_RULE_UP,   /* Uniform Progress (policy_up.c) on the plan's state */
+};
+
+/* Expected cost of following `rule` from work C and slack S left (held h,
+ * spot up a, age bucket b) when the market behaves as m_eval says rather
+ * than as the plan's own model: one more backward pass over the plan's
+ * grid with the action fixed by the rule (a choice that could miss the
+ * deadline becomes on-demand, as policy_guard() does).  *value = INFINITY
+ * if even that cannot finish.  Returns 0 or -ENOMEM. */
+int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
+		      const struct policy_job *job, enum plan_rule rule,
+		      double C, double S, enum sim_hold h, int a, int b,
+		      double *value);
 
 /* The step choice for work C and slack S left, holding h, spot available
  * somewhere now (a) in a spell of age bucket b: SIM_NONE, SIM_OD or

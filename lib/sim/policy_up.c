@@ -66,6 +66,19 @@ struct policy_choice policy__up_decide(struct up_state *s,
 	return none;
 }
 
+int policy__up_region(const struct policy_job *job, const struct policy_obs *o)
+{
+	int best = -1;
+
+	if (o->hold == SIM_SPOT && o->avail[o->region])
+		return o->region;
+	for (int r = 0; r < job->nregions; r++) {
+		if (o->avail[r] && (best < 0 || o->spot_price[r] < o->spot_price[best]))
+			best = r;
+	}
+	return best;
+}
+
 static struct policy_choice up_decide(void *state, const struct policy_job *job,
 				      const struct policy_obs *o)
 {

@@ -20,4 +20,9 @@ struct policy_choice policy__up_decide(struct up_state *s,
 				       const struct policy_obs *o,
 				       int spot_region);
 
+/* The `ups` region choice: the running spot instance's region while spot
+ * lasts there, else the cheapest region with spot this tick (ties: the
+ * lowest index); -1 if none has spot. */
+int policy__up_region(const struct policy_job *job, const struct policy_obs *o);
+
 #endif

@@ -10,24 +10,10 @@
 #include "sim/policy.h"
 #include "sim/policy_up.h"
 
-static int cheapest_region(const struct policy_job *job,
-			   const struct policy_obs *o)
-{
-	int best = -1;
-
-	if (o->hold == SIM_SPOT && o->avail[o->region])
-		return o->region;
-	for (int r = 0; r < job->nregions; r++) {
-		if (o->avail[r] && (best < 0 || o->spot_price[r] < o->spot_price[best]))
-			best = r;
-	}
-	return best;
-}
-
 static struct policy_choice ups_decide(void *state, const struct policy_job *job,
 				       const struct policy_obs *o)
 {
-	return policy__up_decide(state, job, o, cheapest_region(job, o));
+	return policy__up_decide(state, job, o, policy__up_region(job, o));
 }
 
 const struct policy_ops policy_ups = {

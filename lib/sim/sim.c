@@ -66,6 +66,40 @@ int sim_market_init(struct sim_market *m, struct trace *const *t, int n,
 	return 0;
 }
 
+int sim_params_check(const struct sim_params *p, struct sr_err *e)
+{
+	static const double max_h = 24.0 * 365 * 10;
+	const struct {
+		const char *name;
+		double v, lo;
+		int strict;
+	} f[] = {
+		{ "work_hours", p->work_h, 0, 1 },
+		{ "deadline_hours", p->deadline_h, 0, 1 },
+		{ "restart_hours", p->restart_h, 0, 0 },
+		{ "ckpt_interval_hours", p->ckpt_interval_h, 0, 0 },
+		{ "ckpt_gb", p->ckpt_gb, 0, 0 },
+		{ "egress_per_gb", p->egress_per_gb, 0, 0 },
+		{ "history_hours", p->history_h, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		double v = f[i].v;
+
+		if (!isfinite(v) || v < f[i].lo || (f[i].strict && v <= f[i].lo) ||
+		    (i < 4 && v > max_h))
+			return sr_err_set(e, -EINVAL, "%s: expected a number %s 0%s, got %g",
+					  f[i].name, f[i].strict ? ">" : ">=",
+					  i < 4 ? " and at most 10 years" : "", v);
+	}
+	if (p->work_h + p->restart_h > p->deadline_h + EPS / 3600)
+		return sr_err_set(e, -EINVAL,
+				  "work_hours %g + restart_hours %g = %g h exceeds deadline_hours %g: no schedule can meet the deadline",
+				  p->work_h, p->restart_h, p->work_h + p->restart_h,
+				  p->deadline_h);
+	return 0;
+}
+
 void sim_job(const struct sim_market *m, const struct sim_params *p,
 	     struct policy_job *job)
 {

@@ -52,6 +52,15 @@ struct sim_params {
 				 * window starts (policy_ops.observe) */
 };
 
+/* Can a job with these parameters meet its deadline at all?  Checks
+ * that every number is finite and in range and that work + one restart
+ * fits before the deadline (on-demand from the first tick is the fastest
+ * schedule there is).  Returns 0 or -EINVAL with e naming the field and
+ * its value ("work_hours 60 + restart_hours 0.2 exceeds deadline_hours
+ * 52").  sim_sweep_run() calls it; so should a front end, to report a
+ * usage error before any work is done. */
+int sim_params_check(const struct sim_params *p, struct sr_err *e);
+
 /* The policy_job a window of this market runs with. */
 void sim_job(const struct sim_market *m, const struct sim_params *p,
 	     struct policy_job *job);

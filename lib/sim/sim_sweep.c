@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/rng.h"
 #include "sim/sim_sweep.h"
 
 struct agg {
@@ -19,15 +20,6 @@ struct agg {
 	int64_t spot_ticks, held_ticks;
 	int misses;
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
 
 static size_t window_ticks(const struct sim_market *m,
 			   const struct sim_sweep_opts *o)
@@ -46,7 +38,7 @@ int sim_sweep_sample(const struct sim_market *m, const struct sim_sweep_opts *o,
 	if (wt > m->n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
-		starts[i] = (size_t)(splitmix64(&x) % (uint64_t)(m->n - wt + 1));
+		starts[i] = (size_t)(sim__splitmix64(&x) % (uint64_t)(m->n - wt + 1));
 	return 0;
 }
 
@@ -133,6 +125,9 @@ int sim_sweep_run(const struct sim_market *m, const struct sim_sweep_opts *o,
 	if (nwin == 0 || o->npolicies < 1 || o->npolicies > SIM_SWEEP_MAX_POLICIES)
 		return sr_err_set(e, -EINVAL, "need at least one window and 1..%d policies",
 				  SIM_SWEEP_MAX_POLICIES);
+	rc = sim_params_check(&o->p, e);
+	if (rc)
+		return rc;
 	for (int i = 0; i < o->npolicies; i++) {
 		if (strcmp(o->policies[i], "optimal")) {
 			ops[i] = policy_find(o->policies[i]);

@@ -11,6 +11,11 @@
  * not perfectly periodic (195 s +- 1 s), so gap_s is the median interval
  * between successive dates, rounded to whole seconds.  Dates must
  * increase strictly.  Errors name the line.
+ *
+ * Records are read by the project's RFC 4180 reader (lib/common/csv.c):
+ * quoted fields, CRLF line ends and blank lines are accepted, and line
+ * numbers count every physical line, blank or not.  Blank or space-only
+ * cells around a value are trimmed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,26 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/csv.h"
 #include "sim/trace.h"
-
-#define CSV_MAX_COLS 32
-
-/* Split one line (no newline) in place at commas.  Returns column count. */
-static int split(char *line, char **cols)
-{
-	int n = 0;
-
-	cols[n++] = line;
-	for (char *p = line; *p; p++) {
-		if (*p == ',') {
-			*p = '\0';
-			if (n == CSV_MAX_COLS)
-				return -1;
-			cols[n++] = p + 1;
-		}
-	}
-	return n;
-}
 
 /* "YYYY-MM-DD HH:MM:SS" or "YYYY-MM-DDTHH:MM:SS[Z]" -> seconds since epoch. */
 static int parse_date(const char *s, int64_t *out)
@@ -70,112 +57,116 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void strip(char *s)
+/* Trim spaces and tabs at both ends, in place. */
+static char *trim(char *s)
 {
-	size_t n = strlen(s);
+	size_t n;
 
-	while (n && (s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		s[--n] = '\0';
+	return s;
+}
+
+/* The header: the first record that is not blank. */
+static int read_header(struct sr_csv *r, struct trace *t, int *ci_date,
+		       int *ci_av, size_t *nfields, struct sr_err *e)
+{
+	int line = 1, rc;
+
+	do
+		rc = sr_csv_next(r, &line, e);
+	while (rc == 1 && r->nfields == 1 && !trim(r->fields[0])[0]);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return sr_err_set(e, -SR_EPARSE, "%s: empty CSV trace", t->name);
+	for (size_t i = 0; i < r->nfields; i++)
+		trim(r->fields[i]);
+	*ci_date = sr_csv_col(r->fields, r->nfields, "date");
+	*ci_av = sr_csv_col(r->fields, r->nfields, "availability");
+	if (*ci_date < 0 || *ci_av < 0)
+		return sr_err_set(e, -SR_EPARSE,
+				  "%s:%d: expected a header with columns 'date' and 'availability'",
+				  t->name, line);
+	*nfields = r->nfields;
+	return 0;
+}
+
+static int grow(struct trace *t, int64_t **when, size_t *cap, struct sr_err *e)
+{
+	size_t nc = *cap ? *cap * 2 : 1024;
+	int64_t *nw = realloc(*when, nc * sizeof *nw);
+	uint8_t *na;
+
+	if (!nw)
+		return sr_err_set(e, -ENOMEM, "%s: out of memory", t->name);
+	*when = nw;
+	na = realloc(t->avail, nc);
+	if (!na)
+		return sr_err_set(e, -ENOMEM, "%s: out of memory", t->name);
+	t->avail = na;
+	*cap = nc;
+	return 0;
 }
 
 int trace__parse_csv(const char *buf, size_t len, struct trace *t,
 		     struct sr_err *e)
 {
-	char *copy = NULL, *line, *save = NULL;
-	char *cols[CSV_MAX_COLS];
+	struct sr_csv r;
 	int64_t *when = NULL, *diff = NULL;
-	size_t cap = 0, n = 0, lineno = 0;
-	int ci_date = -1, ci_av = -1, ncols, rc = 0;
+	size_t cap = 0, n = 0, nfields = 0;
+	int ci_date = -1, ci_av = -1, line = 0, rc;
 
-	copy = malloc(len + 1);
-	if (!copy)
-		return sr_err_set(e, -ENOMEM, "%s: out of memory", t->name);
-	memcpy(copy, buf, len);
-	copy[len] = '\0';
-	if (memchr(copy, '\0', len)) {
+	sr_csv_open(&r, buf, len, t->name);
+	if (memchr(buf, '\0', len)) {
 		rc = sr_err_set(e, -SR_EPARSE, "%s: binary data in a CSV trace", t->name);
 		goto out;
 	}
-	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	rc = read_header(&r, t, &ci_date, &ci_av, &nfields, e);
+	while (rc == 0) {
+		const char *ds, *as;
 		int64_t d;
 		char *end;
 		long v;
 
-		lineno++;
-		strip(line);
-		if (!*line)
-			continue;
-		ncols = split(line, cols);
-		if (ncols < 0) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%zu: more than %d columns",
-					t->name, lineno, CSV_MAX_COLS);
-			goto out;
-		}
-		if (ci_date < 0) {
-			for (int i = 0; i < ncols; i++) {
-				if (!strcmp(cols[i], "date"))
-					ci_date = i;
-				else if (!strcmp(cols[i], "availability"))
-					ci_av = i;
-			}
-			if (ci_date < 0 || ci_av < 0) {
-				rc = sr_err_set(e, -SR_EPARSE,
-						"%s:%zu: expected a header with columns 'date' and 'availability'",
-						t->name, lineno);
-				goto out;
-			}
-			continue;
-		}
-		if (ncols <= ci_date || ncols <= ci_av) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%zu: %d columns, header has more",
-					t->name, lineno, ncols);
-			goto out;
-		}
-		if (parse_date(cols[ci_date], &d)) {
+		rc = sr_csv_row(&r, nfields, &line, e);
+		if (rc <= 0)
+			break;
+		rc = 0;
+		ds = trim(r.fields[ci_date]);
+		as = trim(r.fields[ci_av]);
+		if (parse_date(ds, &d)) {
 			rc = sr_err_set(e, -SR_EPARSE,
-					"%s:%zu: date: expected 'YYYY-MM-DD HH:MM:SS', got '%.40s'",
-					t->name, lineno, cols[ci_date]);
-			goto out;
+					"%s:%d: date: expected 'YYYY-MM-DD HH:MM:SS', got '%.40s'",
+					t->name, line, ds);
+			break;
 		}
 		errno = 0;
-		v = strtol(cols[ci_av], &end, 10);
-		if (errno || end == cols[ci_av] || *end || (v != 0 && v != 1)) {
+		v = strtol(as, &end, 10);
+		if (errno || end == as || *end || (v != 0 && v != 1)) {
 			rc = sr_err_set(e, -SR_EPARSE,
-					"%s:%zu: availability: expected 0 or 1, got '%.40s'",
-					t->name, lineno, cols[ci_av]);
-			goto out;
+					"%s:%d: availability: expected 0 or 1, got '%.40s'",
+					t->name, line, as);
+			break;
 		}
 		if (n && d <= when[n - 1]) {
-			rc = sr_err_set(e, -SR_EPARSE, "%s:%zu: date does not increase",
-					t->name, lineno);
-			goto out;
+			rc = sr_err_set(e, -SR_EPARSE, "%s:%d: date does not increase",
+					t->name, line);
+			break;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			int64_t *nw = realloc(when, nc * sizeof *nw);
-			uint8_t *na;
-
-			if (!nw) {
-				rc = sr_err_set(e, -ENOMEM, "%s: out of memory", t->name);
-				goto out;
-			}
-			when = nw;
-			na = realloc(t->avail, nc);
-			if (!na) {
-				rc = sr_err_set(e, -ENOMEM, "%s: out of memory", t->name);
-				goto out;
-			}
-			t->avail = na;
-			cap = nc;
-		}
+		if (n == cap)
+			rc = grow(t, &when, &cap, e);
+		if (rc)
+			break;
 		when[n] = d;
 		t->avail[n] = (uint8_t)v;
 		n++;
 	}
-	if (ci_date < 0) {
-		rc = sr_err_set(e, -SR_EPARSE, "%s: empty CSV trace", t->name);
+	if (rc)
 		goto out;
-	}
 	if (n < 2) {
 		rc = sr_err_set(e, -SR_EPARSE,
 				"%s: need at least 2 rows to know the tick length, got %zu",
@@ -193,7 +184,7 @@ int trace__parse_csv(const char *buf, size_t len, struct trace *t,
 	t->gap_s = diff[(n - 1) / 2];
 	t->n = n;
 out:
-	free(copy);
+	sr_csv_close(&r);
 	free(when);
 	free(diff);
 	return rc;

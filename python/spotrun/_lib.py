@@ -25,7 +25,8 @@ ETIMEOUT, ENOTFOUND, ECONFLICT, EUNSUPPORTED = 10005, 10006, 10007, 10008
 
 # enum spotckpt_dtype, by safetensors name
 DTYPE_IDS = {"F32": 0, "F16": 1, "BF16": 2, "F64": 3, "I64": 4, "I32": 5,
-             "I16": 6, "I8": 7, "U8": 8, "BOOL": 9}
+             "I16": 6, "I8": 7, "U8": 8, "BOOL": 9, "U16": 10, "U32": 11,
+             "U64": 12}
 DTYPE_NAMES = {v: k for k, v in DTYPE_IDS.items()}
 
 DEV_CPU, DEV_CUDA = 0, 1
@@ -45,6 +46,11 @@ class Opts(_c.Structure):
                 ("shard_bytes", _u64), ("backpressure", _i32),
                 ("direct_io", _i32), ("io_depth", _i32),
                 ("io_chunk_bytes", _u32)]
+
+
+class Background(_c.Structure):
+    _fields_ = [("nice", _i32), ("pad_", _i32), ("writer_cpus", _u64),
+                ("copy_cpus", _u64), ("write_bytes_per_s", _u64)]
 
 
 class Stats(_c.Structure):
@@ -104,6 +110,7 @@ _PROTOS = {
     "spotckpt_last_saved_step": (_i64, [_P]),
     "spotckpt_last_error": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t]),
     "spotckpt_stats": (_c.c_int, [_P, _c.POINTER(Stats)]),
+    "spotckpt_set_background": (_c.c_int, [_P, _c.POINTER(Background)]),
     "spotckpt_reader_open": (_c.c_int, [_c.c_char_p, _i64, _i64, _u32,
                                         _c.POINTER(_P)]),
     "spotckpt_reader_close": (None, [_P]),

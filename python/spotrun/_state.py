@@ -63,14 +63,18 @@ DTYPES = {
     "F32": ("float32", "float32", 4),
     "I64": ("int64", "int64", 8),
     "F64": ("float64", "float64", 8),
+    # torch has no uint16/32/64 before 2.3; numpy does (its RNG state is a
+    # uint32 array)
+    "U16": (None, "uint16", 2),
+    "U32": (None, "uint32", 4),
+    "U64": (None, "uint64", 8),
 }
 _TORCH_TO_ST = {v[0]: k for k, v in DTYPES.items() if v[0]}
 _NP_TO_ST = {v[1]: k for k, v in DTYPES.items() if v[1]}
-# libspotckpt has no unsigned types wider than a byte; numpy's uint16/32/64
-# (numpy's RNG state is a uint32 array) are stored bit for bit as the
-# signed type of the same width, and the metadata's "dtype" names the
-# numpy type to view them as again.
-_NP_TO_ST.update(uint16="I16", uint32="I32", uint64="I64")
+# Checkpoints written before U16/U32/U64 existed in libspotckpt stored
+# numpy's unsigned arrays bit for bit as the signed type of the same width,
+# with the numpy type in the metadata's "dtype"; they still restore.
+_NP_LEGACY_ST = {"uint16": "I16", "uint32": "I32", "uint64": "I64"}
 _TDTYPE_CACHE = {}   # torch.dtype -> (name, safetensors dtype or None)
 _NAME_OK = re.compile(r"[ !#-\[\]-~]{1,240}")
 _NAME_BAD = re.compile(r"[^ !#-\[\]-~]")
@@ -425,7 +429,8 @@ class _Decoder:
         import numpy as np
         name, (st, shape) = self._info(x)
         dtype = _np_dtype(x["dtype"])
-        if _NP_TO_ST.get(dtype.name) != st or list(shape) != x["shape"]:
+        stored_as = (_NP_TO_ST.get(dtype.name), _NP_LEGACY_ST.get(dtype.name))
+        if st not in stored_as or list(shape) != x["shape"]:
             raise MetadataError("array %r: metadata says %s%s, manifest says "
                              "%s%s" % (name, x["dtype"], x["shape"], st,
                                        list(shape)))

@@ -318,6 +318,33 @@ class Checkpointer:
             s = _lib.lib().spotckpt_last_saved_step(self._h())
             return None if s < 0 else s
 
+    def set_background(self, nice=10, writer_cpus=None, copy_cpus=None,
+                       write_bytes_per_s=0):
+        """Keep the engine's threads out of the training thread's way:
+        the writer (hashing, I/O) runs at `nice` (0..19) and only on
+        `writer_cpus`, the copy threads only on `copy_cpus` (iterables of
+        CPU numbers < 64; None = any), and the writer at most
+        `write_bytes_per_s` (0 = no cap; a final save is never capped).
+        Pin the training thread to the other CPUs
+        (os.sched_setaffinity(0, ...)).  See docs/checkpoint.md, "Staying
+        out of the training thread's way"."""
+        def mask(cpus, what):
+            m = 0
+            for c in cpus or ():
+                if not 0 <= c < 64:
+                    raise ValueError("%s: %r is not a CPU number 0..63"
+                                     % (what, c))
+                m |= 1 << c
+            return m
+        b = _lib.Background()
+        b.nice = nice
+        b.writer_cpus = mask(writer_cpus, "writer_cpus")
+        b.copy_cpus = mask(copy_cpus, "copy_cpus")
+        b.write_bytes_per_s = write_bytes_per_s
+        with self._lock:
+            _lib.check(_lib.lib().spotckpt_set_background(
+                self._h(), ctypes.byref(b)), "set_background")
+
     def stats(self):
         """The engine's counters as a dict (struct spotckpt_stats)."""
         st = _lib.Stats()

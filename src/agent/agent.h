@@ -142,6 +142,7 @@ struct agent {
 	struct logbatch *logs;
 	struct status_reader st;
 	struct status_info last_status;
+	char ckpt_error_sent[256];     /* last tier-3 failure reported */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;

@@ -297,6 +297,15 @@ void agent__check_status(struct agent *ag)
 	if (rc == 0)
 		return;
 	ag->last_status = si;
+	if (si.ckpt_error[0] && strcmp(si.ckpt_error, ag->ckpt_error_sent)) {
+		/* checkpoints stopped reaching the object store: spotrund
+		 * records it and raises the "checkpoint" alert */
+		snprintf(ag->ckpt_error_sent, sizeof ag->ckpt_error_sent, "%s",
+			 si.ckpt_error);
+		agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
+					  "attempt", ag->w_attempt, "message",
+					  si.ckpt_error), 1);
+	}
 	if (si.nstalls > 0) {
 		/* the workload writes the file right after a save, so the
 		 * stalls belong to the saves at `step` (status.h) */

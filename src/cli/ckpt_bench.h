@@ -46,21 +46,28 @@ int bench_torch_save(const char *script, uint64_t bytes, const char *dir,
 uint64_t bench_proc_bytes(const char *field);
 void bench_reset_hwm(void);
 
-/* The synthetic training loop: `steps` steps of ~step_s seconds of
+/* The synthetic training loop.  A step is ~step_s seconds of
  * single-threaded compute plus an optimizer-like update of 1/16 of the
- * state; with e, a lazy checkpoint every interval_s seconds of loop time.
- * Accumulates into *out (zero it first), so a run can be split into
- * segments interleaved with another run. */
-struct bench_train {
-	double seconds;
-	long steps;
-	int saves;
-	double since_save;   /* loop time since the last checkpoint */
-	long step_no;
+ * state.  A segment runs `steps` steps; with e, it starts with a lazy
+ * checkpoint.  A write still running at the end of the steps is waited
+ * for outside the segment's time (training would go on) and counted as
+ * late; proc_cpu_s includes it.  The
+ * bench runs segments with and without a checkpoint in alternation (ABAB,
+ * same process, same data) and compares them pairwise. */
+struct bench_seg {
+	double wall_s;        /* segment wall time */
+	double thread_cpu_s;  /* CPU time of the training thread */
+	double proc_cpu_s;    /* CPU time of the whole process */
+	long nivcsw;          /* training thread preempted (involuntary) */
+	int late_commit;      /* the write outlasted the segment */
 };
 long bench_calibrate(double step_s);       /* compute iterations per step */
-int bench_train_run(struct bench_state *s, struct spotckpt *e, long steps,
-		    long iters, double interval_s, struct bench_train *out);
+int bench_train_segment(struct bench_state *s, struct spotckpt *e, long steps,
+			long iters, long *step_no, struct bench_seg *out);
+/* CPU seconds used by the whole process so far. */
+double bench_proc_cpu(void);
+/* /proc/loadavg's three load averages, "0.52 0.58 0.59"; "" if unknown. */
+void bench_loadavg(char *buf, size_t n);
 
 /* ckpt_bench_remote.c: upload_vs_raw and remote_restore_vs_raw against
  * uri (an engine on WDIR/tier3-bench), into root.  buf holds cap bytes

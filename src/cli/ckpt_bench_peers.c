@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -423,32 +424,73 @@ static void update(struct bench_state *s, long step)
 	}
 }
 
-int bench_train_run(struct bench_state *s, struct spotckpt *e, long steps,
-		    long iters, double interval_s, struct bench_train *out)
+double bench_proc_cpu(void)
 {
-	double t0 = bench_now(), prev = t0;
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
+void bench_loadavg(char *buf, size_t n)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double a = 0, b = 0, c = 0;
+
+	buf[0] = '\0';
+	if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+		snprintf(buf, n, "%.2f %.2f %.2f", a, b, c);
+	if (f)
+		fclose(f);
+}
+
+int bench_train_segment(struct bench_state *s, struct spotckpt *e, long steps,
+			long iters, long *step_no, struct bench_seg *out)
+{
+	double t0 = bench_now(), c0 = thread_cpu(), p0 = bench_proc_cpu();
+	long v0 = thread_nivcsw();
 	int rc = 0;
 
+	if (e)
+		rc = spotckpt_save(e, *step_no, NULL, SPOTCKPT_SAVE_LAZY, NULL);
 	for (long k = 0; k < steps && rc == 0; k++) {
-		double now;
-
 		compute(iters);            /* forward/backward */
 		if (e)
 			rc = spotckpt_wait_staged(e); /* before modifying */
-		update(s, out->step_no++);  /* optimizer step */
-		now = bench_now();
-		out->since_save += now - prev;
-		prev = now;
-		if (e && rc == 0 && out->since_save >= interval_s) {
-			rc = spotckpt_save(e, out->step_no, NULL,
-					   SPOTCKPT_SAVE_LAZY, NULL);
-			out->saves++;
-			out->since_save = 0;
-			prev = bench_now();
-			out->since_save += prev - now;
-		}
+		update(s, (*step_no)++);   /* optimizer step */
 	}
-	out->seconds += bench_now() - t0;
-	out->steps += steps;
+	out->wall_s = bench_now() - t0;
+	out->thread_cpu_s = thread_cpu() - c0;
+	out->proc_cpu_s = bench_proc_cpu() - p0;
+	out->nivcsw = thread_nivcsw() - v0;
+	out->late_commit = 0;
+	if (e && rc == 0) {
+		struct spotckpt_stats st;
+
+		/* a write still running when the interval is over: waited for
+		 * outside the segment (training would go on), and counted */
+		spotckpt_stats(e, &st);
+		out->late_commit = st.saves_committed + st.saves_failed <
+				   st.saves_requested;
+		rc = spotckpt_wait(e);
+		out->proc_cpu_s = bench_proc_cpu() - p0;
+	}
 	return rc;
 }

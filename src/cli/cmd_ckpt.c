@@ -4,7 +4,7 @@
  *
  *   spotrun ckpt ls DIR [--json]
  *   spotrun ckpt verify DIR [--step N] [--json]     exit 0 valid, 1 invalid
- *   spotrun ckpt inspect DIR [--step N] [--json]
+ *   spotrun ckpt inspect DIR [--step N] [--json] [--full-meta]
  *   spotrun ckpt bench --size 2G --dir DIR [--json] (see ckpt_bench.c)
  */
 #include <errno.h>
@@ -22,20 +22,22 @@
 static const char *const USAGE =
 	"usage: spotrun ckpt ls DIR [--json]\n"
 	"       spotrun ckpt verify DIR [--step N] [--json]\n"
-	"       spotrun ckpt inspect DIR [--step N] [--json]\n"
+	"       spotrun ckpt inspect DIR [--step N] [--json] [--full-meta]\n"
 	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n\n"
 	"Checkpoint directories written by libspotckpt (docs/checkpoint-format.md).\n"
 	"  ls       list checkpoints, newest first, without reading their data\n"
 	"  verify   check one checkpoint (default: the newest committed) byte\n"
 	"           for byte against its checksums; exit 0 if valid, 1 if not\n"
 	"  inspect  show a checkpoint's metadata and tensors (default: the\n"
-	"           newest one whose manifest and headers are valid)\n"
+	"           newest one whose manifest and headers are valid); long\n"
+	"           arrays and strings in the metadata are shortened unless\n"
+	"           --full-meta (--json always has all of it)\n"
 	"  bench    measure the engine against its peers ('ckpt bench --help')\n";
 
 struct args {
 	const char *dir;
 	int64_t step;
-	int json;
+	int json, full_meta;
 };
 
 /* The word `ckpt ls` shows for an entry's state. */
@@ -54,9 +56,12 @@ static int parse_args(const char *sub, int argc, char **argv, int allow_step,
 	a->dir = NULL;
 	a->step = SPOTCKPT_NEWEST;
 	a->json = 0;
+	a->full_meta = 0;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = 1;
+		} else if (!strcmp(sub, "inspect") && !strcmp(argv[i], "--full-meta")) {
+			a->full_meta = 1;
 		} else if (allow_step && !strcmp(argv[i], "--step")) {
 			char *end;
 
@@ -188,6 +193,76 @@ static json_t *tensor_json(const struct spotckpt_tensor_info *ti)
 			 "offset", (json_int_t)ti->offset);
 }
 
+/* The metadata as a person reads it: indented, with arrays past
+ * META_ITEMS items and strings past META_CHARS characters cut short and
+ * saying how much was left out (a Python RNG state alone is a 625-number
+ * array).  Returns a new reference. */
+#define META_ITEMS 6
+#define META_CHARS 100
+#define META_DEPTH 8
+
+static json_t *meta_short(json_t *v, int depth)
+{
+	char buf[META_CHARS + 64];
+
+	if (depth >= META_DEPTH && (json_is_object(v) || json_is_array(v)))
+		return json_string(json_is_object(v) ? "{...}" : "[...]");
+	if (json_is_string(v) && json_string_length(v) > META_CHARS) {
+		snprintf(buf, sizeof buf, "%.*s... (%zu characters)", META_CHARS / 2,
+			 json_string_value(v), json_string_length(v));
+		return json_string(buf);
+	}
+	if (json_is_array(v)) {
+		json_t *out = json_array();
+		size_t n = json_array_size(v);
+
+		for (size_t i = 0; i < n && i < META_ITEMS; i++)
+			json_array_append_new(out, meta_short(json_array_get(v, i),
+							      depth + 1));
+		if (n > META_ITEMS) {
+			snprintf(buf, sizeof buf, "... %zu more items", n - META_ITEMS);
+			json_array_append_new(out, json_string(buf));
+		}
+		return out;
+	}
+	if (json_is_object(v)) {
+		json_t *out = json_object();
+		const char *k;
+		json_t *x;
+
+		json_object_foreach(v, k, x)
+			json_object_set_new(out, k, meta_short(x, depth + 1));
+		return out;
+	}
+	return json_incref(v);
+}
+
+static void print_meta(const char *raw, int full)
+{
+	json_error_t je;
+	json_t *m = json_loads(raw, 0, &je), *shown;
+	char *s, sz[32];
+
+	human_bytes(strlen(raw), sz, sizeof sz);
+	if (!m) { /* the reader validated it; print it as it is */
+		printf("metadata: %s\n", raw);
+		return;
+	}
+	shown = full ? json_incref(m) : meta_short(m, 0);
+	s = json_dumps(shown, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("metadata: %s of JSON%s\n", sz, !full && !json_equal(m, shown) ?
+	       ", shortened (--full-meta shows all of it)" : "");
+	for (char *line = s, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		printf("  %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+		if (!nl)
+			break;
+	}
+	free(s);
+	json_decref(shown);
+	json_decref(m);
+}
+
 static int cmd_inspect(int argc, char **argv)
 {
 	struct spotckpt_reader *r = NULL;
@@ -231,9 +306,11 @@ static int cmd_inspect(int argc, char **argv)
 	} else {
 		human_bytes(spotckpt_reader_nbytes(r), sz, sizeof sz);
 		printf("path:     %s\nstep:     %" PRId64 "\ntime:     %s\n"
-		       "tensors:  %" PRId64 " (%s)\nmetadata: %s\n\n",
+		       "tensors:  %" PRId64 " (%s)\n",
 		       spotckpt_reader_path(r), spotckpt_reader_step(r), ts, nt,
-		       sz, spotckpt_reader_meta(r));
+		       sz);
+		print_meta(spotckpt_reader_meta(r), a.full_meta);
+		printf("\n");
 		printf("%-40s %-5s %-20s %12s %5s\n", "NAME", "DTYPE", "SHAPE",
 		       "BYTES", "SHARD");
 		for (int64_t i = 0; i < nt; i++) {

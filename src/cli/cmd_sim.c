@@ -134,7 +134,7 @@ static void print_table(json_t *doc, struct sim_sweep_opts *o)
 	}
 }
 
-static int cmd_sim(int argc, char **argv)
+static int sim_main(int argc, char **argv)
 {
 	struct sim_sweep_opts o = {
 		.p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2, .history_h = 24 },
@@ -177,7 +177,7 @@ static int cmd_sim(int argc, char **argv)
 					files[nfiles++] = x;
 				} else {
 					if (!known_policy(x))
-						return cli_usage_error("sim", "--policy: unknown policy '%s'", x);
+						return cli_usage_error("sim", "--policy: unknown policy '%s' (known: od greedy up ups optimal spotrun)", x);
 					if (o.npolicies == SIM_SWEEP_MAX_POLICIES)
 						return cli_usage_error("sim", "--policy: too many");
 					o.policies[o.npolicies++] = x;
@@ -235,6 +235,13 @@ static int cmd_sim(int argc, char **argv)
 	}
 	if (!nfiles)
 		return cli_usage_error("sim", "--trace: at least one trace file is needed");
+	if (o.p.work_h + o.p.restart_h > o.p.deadline_h)
+		return cli_usage_error("sim",
+				       "--work-hours %g + --restart-hours %g = %g h is longer than --deadline-hours %g: no schedule can meet the deadline",
+				       o.p.work_h, o.p.restart_h, o.p.work_h + o.p.restart_h,
+				       o.p.deadline_h);
+	if (sim_params_check(&o.p, &e))
+		return cli_usage_error("sim", "%s", e.msg);
 	if (o.window_h && o.window_h < o.p.deadline_h)
 		return cli_usage_error("sim", "--window-hours: %g is shorter than the deadline (%g h)",
 				       o.window_h, o.p.deadline_h);
@@ -260,7 +267,16 @@ static int cmd_sim(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto out;
 	}
-	if (isatty(STDERR_FILENO) && (o.nstarts ? o.nstarts : o.nwindows) > 1)
+	if (m.n < sim_window_ticks(&m, &o.p) ||
+	    (o.window_h && (double)m.n * (double)m.gap_s < o.window_h * 3600 - 1e-6)) {
+		rc = cli_usage_error("sim",
+				     "%s: %.1f h of trace is shorter than one %g h window (--deadline-hours or --window-hours)",
+				     label, (double)m.n * (double)m.gap_s / 3600.0,
+				     o.window_h > o.p.deadline_h ? o.window_h : o.p.deadline_h);
+		goto out;
+	}
+	/* A progress bar on a terminal, never with --json. */
+	if (!json && isatty(STDERR_FILENO) && (o.nstarts ? o.nstarts : o.nwindows) > 1)
 		o.progress = progress_bar;
 	if (sim_sweep_run(&m, &o, &doc, &e)) {
 		fprintf(stderr, "spotrun sim: %s\n", e.msg);
@@ -283,6 +299,41 @@ out:
 	json_decref(doc);
 	for (int f = 0; f < nfiles; f++)
 		trace_free(tr[f]);
+	return rc;
+}
+
+/* Accept --flag=value as well as --flag value. */
+static int cmd_sim(int argc, char **argv)
+{
+	char **av = NULL, *copy = NULL;
+	size_t total = 0;
+	int n = 0, rc;
+
+	for (int i = 0; i < argc; i++)
+		total += strlen(argv[i]) + 1;
+	av = calloc((size_t)argc * 2 + 1, sizeof *av);
+	copy = malloc(total ? total : 1);
+	if (!av || !copy) {
+		free(av);
+		free(copy);
+		fputs("spotrun sim: out of memory\n", stderr);
+		return CLI_FAIL;
+	}
+	for (int i = 0, off = 0; i < argc; i++) {
+		char *a = copy + off, *eq;
+
+		strcpy(a, argv[i]);
+		off += (int)strlen(argv[i]) + 1;
+		eq = strchr(a, '=');
+		av[n++] = a;
+		if (i && !strncmp(a, "--", 2) && eq) {
+			*eq = '\0';
+			av[n++] = eq + 1;
+		}
+	}
+	rc = sim_main(n, av);
+	free(av);
+	free(copy);
 	return rc;
 }
 

@@ -111,6 +111,11 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 		*sev = FINOPS_SEV_INFO;
 		return 1;
 	}
+	if (!strcmp(type, "checkpoint_failed")) {
+		*k = FINOPS_ALERT_CHECKPOINT;
+		*sev = FINOPS_SEV_ERROR;
+		return 1;
+	}
 	if (!strcmp(type, "deadline_risk")) {
 		*k = FINOPS_ALERT_DEADLINE_RISK;
 		*sev = FINOPS_SEV_ERROR;

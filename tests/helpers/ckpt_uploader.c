@@ -9,8 +9,9 @@
  * it is in a shard of its own), "b" 64 KiB int64, "s" one int64 = step.
  * Every byte is a function of the step (see fill()), so a reader can
  * check that what it restored is exactly step N's state.  With WAIT = 1
- * each save waits for its upload (more kills land mid-upload).  Prints
- * "ready" once tier 3 is set, then "saved N" after each save.
+ * each save waits for its upload (more kills land mid-upload; a failed
+ * upload is reported on stderr and training goes on).  Prints "ready"
+ * once tier 3 is set, then "saved N" after each save.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -76,8 +77,11 @@ int main(int argc, char **argv)
 		rc = spotckpt_save(e, step, NULL, 0, NULL);
 		if (rc == 0 && wait) {
 			rc = spotckpt_wait(e);
-			if (rc == 0)
-				rc = spotckpt_remote_wait(e, step, 0, NULL);
+			/* a failed upload does not stop training: say so and go
+			 * on (the next save is uploaded again) */
+			if (rc == 0 && spotckpt_remote_wait(e, step, 0, NULL))
+				fprintf(stderr, "ckpt_uploader: step %lld: upload: "
+					"%s\n", (long long)step, spotckpt_errmsg());
 		}
 		if (rc) {
 			fprintf(stderr, "ckpt_uploader: step %lld: %s: %s\n",

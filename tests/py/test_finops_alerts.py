@@ -88,7 +88,8 @@ def test_job_done_alerts_exact_payloads():
             elif ev["type"] == "transition" and ev["to"] == "SUCCEEDED":
                 want_slack.append(("Job done", "job_done", "info", None))
                 want_pd += [("resolve", t, None, None)
-                            for t in ("preemption", "deadline", "budget")]
+                            for t in ("preemption", "deadline", "budget",
+                                      "checkpoint")]
         assert want_slack and want_slack[-1][0] == "Job done"
         d.wait(lambda: len(rx.of(SLACK_PATH)) >= len(want_slack) and
                len(rx.of("/v2/enqueue")) >= len(want_pd), 60, "every alert")

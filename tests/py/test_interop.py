@@ -126,10 +126,10 @@ def test_every_shard_loads_with_an_independent_reader(tmp_path):
     assert loaded["bf"][0] == "BF16" and loaded["half"][0] == "F16"
     assert loaded["mask"][0] == "BOOL"
     assert np.array_equal(loaded["np"][1], state["np"])
-    # unsigned numpy types are stored bit for bit in the signed type
-    assert loaded["np_u32"][0] == "I32"
-    assert np.array_equal(loaded["np_u32"][1].view(np.uint32),
-                          state["np_u32"])
+    # unsigned numpy types keep their safetensors type
+    assert loaded["np_u32"][0] == "U32"
+    assert loaded["np_u32"][1].dtype == np.uint32
+    assert np.array_equal(loaded["np_u32"][1], state["np_u32"])
 
 
 def test_reader_rejects_a_torn_file(tmp_path):

@@ -12,7 +12,7 @@ and then checks the store:
 
 The next trial restarts the uploader from the following step, so the
 store accumulates leftovers of killed uploads, which retention must clean
-without ever hiding a complete checkpoint.  200 trials here (50 under
+without ever hiding a complete checkpoint.  200 trials here (30 under
 ASan, which is slower per trial); SPOTRUN_CRASH_TRIALS overrides it
 (make soak runs 2,000).
 """
@@ -20,6 +20,7 @@ ASan, which is slower per trial); SPOTRUN_CRASH_TRIALS overrides it
 import ctypes
 import os
 import random
+import selectors
 import shutil
 import subprocess
 import time
@@ -91,7 +92,7 @@ def test_kill9_uploader(tmp_path, monkeypatch):
         uri = "s3://ckpt/crash"
         helper = os.path.join(BUILD, "tests", "helpers", "ckpt_uploader")
         trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS",
-                                    "50" if ASAN else "200"))
+                                    "30" if ASAN else "200"))
         rnd = random.Random(int(os.environ.get("SPOTRUN_SEED", "12")))
         step, best = 0, -1
         mid_upload = torn = 0
@@ -102,20 +103,34 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, env=env)
             assert p.stdout.readline().strip() == "ready", p.stderr.read()
+            if trial % 2:
+                # waiting mode: let one upload commit first, so that slow
+                # runs (ASan, a loaded box) still commit; the kill then
+                # lands in a later one
+                sel = selectors.DefaultSelector()
+                sel.register(p.stdout, selectors.EVENT_READ)
+                assert sel.select(timeout=120), "no upload committed in 120 s"
+                first = p.stdout.readline()
+                assert first.startswith("saved "), "trial %d: %r" % (trial, first)
+                step = int(first.split()[1]) + 1  # the next one to save
             time.sleep(rnd.uniform(0.0, 0.25))
             p.kill()
             out, err = p.communicate()
-            assert p.returncode == -9, err
+            assert p.returncode == -9, "trial %d: %s" % (trial, err)
             shutil.rmtree(local, ignore_errors=True)  # the node is gone
-            saved = [int(x.split()[1]) for x in out.split("\n")
-                     if x.startswith("saved ")]
-            step = (saved[-1] if saved else step) + 1
+            # the next uploader starts after the newest step this one saved
+            saved = [step - 1] + [int(x.split()[1]) for x in out.split("\n")
+                                  if x.startswith("saved ")]
+            step = saved[-1] + 1
             # every manifest names complete shards.  s3rver writes a PUT
             # body in place, so a kill during the manifest PUT can leave
             # a torn manifest object (S3 itself never shows one); the
             # manifest's own checksum rejects it, and only the newest
             # listed step can be in that state.
             ents = settle(uri)
+            # never reuse a step the store has seen: a rewrite of a
+            # committed step's objects is not atomic on s3rver
+            step = max([step] + [e["step"] + 1 for e in ents])
             listed = [e["step"] for e in ents if e["committed"]]
             mid_upload += len(ents) > len(listed)
             committed = []

@@ -2,6 +2,7 @@
 the JSON document's shape, window selection, and trace errors."""
 import json
 import os
+import pty
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -81,6 +82,90 @@ def test_table_and_trace_errors(tmp_path):
     assert r.returncode == 1 and "bad.json: data[2]" in r.stderr
     short = "data/traces/cbl/preemption/1-node/gcp-04-30-2023/us-east1-b_c3-88.json"
     r = sim("--trace", short)
-    assert r.returncode == 1 and "shorter than one" in r.stderr
+    assert r.returncode == 2 and "shorter than one 52 h window" in r.stderr
     r = sim("--trace", CBL, "--start-tick", "99999999")
     assert r.returncode == 1 and "--start-tick 99999999" in r.stderr
+
+
+def test_impossible_inputs_are_usage_errors():
+    """Work that cannot fit before the deadline is exit 2 naming the values,
+    never a table of nan with ratio_to_optimal 1.0."""
+    r = sim("--trace", CBL, "--work-hours", "60", "--deadline-hours", "52")
+    assert r.returncode == 2, r.stdout
+    assert "--work-hours 60" in r.stderr and "--deadline-hours 52" in r.stderr
+    assert r.stdout == ""
+    r = sim("--trace", CBL, "--work-hours", "52", "--deadline-hours", "52", "--json")
+    assert r.returncode == 2 and "--restart-hours 0.2" in r.stderr and r.stdout == ""
+    r = sim("--trace", CBL, "--deadline-hours", "1e300")
+    assert r.returncode == 2 and "deadline_hours" in r.stderr
+    r = sim("--trace", CBL, "--window-hours", "10")
+    assert r.returncode == 2 and "--window-hours" in r.stderr
+    r = sim("--trace", CBL, "--policy", "upp")
+    assert r.returncode == 2 and "known: od greedy up ups optimal spotrun" in r.stderr
+    # --flag=value is the same as --flag value.
+    a = sim("--trace=" + CBL, "--windows=2", "--deadline-hours=60", "--json")
+    b = sim("--trace", CBL, "--windows", "2", "--deadline-hours", "60", "--json")
+    assert a.returncode == 0 and a.stdout == b.stdout
+
+
+def run_with_tty_stderr(args):
+    """Run spotrun with stderr on a pseudo-terminal; returns (rc, stdout, tty text)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(["spotrun", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    out = p.stdout.read().decode()
+    rc = p.wait(timeout=300)
+    os.close(master)
+    return rc, out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bar_only_on_a_tty_and_never_with_json():
+    rc, out, tty = run_with_tty_stderr(["sim", "--trace", CBL, "--policy", "up",
+                                        "--windows", "5"])
+    assert rc == 0 and "up" in out
+    assert "5/5 windows" in tty and "1/5 windows" in tty
+    rc, out, tty = run_with_tty_stderr(["sim", "--trace", CBL, "--policy", "up",
+                                        "--windows", "5", "--json"])
+    assert rc == 0 and json.loads(out)["policies"]["up"]["windows"] == 5
+    assert "windows" not in tty
+
+
+def test_trace_gen(tmp_path):
+    r = subprocess.run(["spotrun", "trace", "gen", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: spotrun trace gen" in r.stdout
+    out = tmp_path / "g.json"
+    args = ["spotrun", "trace", "gen", "--out", str(out), "--nodes", "8", "--tail", "1.3",
+            "--gap-seconds", "300", "--hours", "200", "--od-ratio", "4", "--seed", "5"]
+    assert subprocess.run(args).returncode == 0
+    doc = json.loads(out.read_text())
+    assert doc["metadata"]["gap_seconds"] == 300
+    assert doc["metadata"]["price_info"] == {"price": 1.0, "on_demand_price": 4.0}
+    assert len(doc["data"]) == 200 * 12 and set(doc["data"]) <= {0, 1}
+    first = out.read_text()
+    assert subprocess.run(args).returncode == 0 and out.read_text() == first
+    r = sim("--trace", str(out), "--work-hours", "20", "--deadline-hours", "30",
+            "--windows", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["params"]["od_price"] == 4.0
+    d = tmp_path / "multi"
+    assert subprocess.run(["spotrun", "trace", "gen", "--out", str(d), "--regions", "2",
+                           "--hours", "100"]).returncode == 0
+    assert sorted(os.listdir(d)) == ["region0.json", "region1.json"]
+    for bad, needle in ((["--tail", "1"], "tail"), (["--nodes", "0"], "nodes"),
+                        (["--od-ratio", "0.5"], "od-ratio"), (["--gap-seconds", "x"], "--gap-seconds"),
+                        (["--hours", "0.01"], "hours")):
+        r = subprocess.run(["spotrun", "trace", "gen", "--out", str(tmp_path / "b.json"), *bad],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and needle in r.stderr, (bad, r.stderr)
+    r = subprocess.run(["spotrun", "trace", "gen"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--out" in r.stderr

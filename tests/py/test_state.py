@@ -332,3 +332,57 @@ def test_forked_child_neither_uses_nor_closes_the_engine(tmp_path):
     ck.save(2, {"w": torch.ones(1)})
     ck.close()
     assert spotrun.restore(tmp_path, {}) == 2
+
+
+def test_unsigned_numpy_arrays_keep_their_dtype(tmp_path):
+    """uint16/32/64 are stored as U16/U32/U64 (numpy's RNG state is a
+    uint32 array), listed so by the reader, and restored as themselves."""
+    state = {"u16": np.array([0, 65535, 7], dtype=np.uint16),
+             "u32": np.array([0, 2**32 - 1, 400000000], dtype=np.uint32),
+             "u64": np.array([2**64 - 1, 0], dtype=np.uint64),
+             "rng": np.random.RandomState(9).get_state()}
+    save_and_wait(tmp_path, 4, state)
+    import subprocess
+    out = subprocess.run(["spotrun", "ckpt", "inspect", str(tmp_path),
+                          "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    dtypes = {t["name"]: t["dtype"] for t in json.loads(out)["tensors"]}
+    assert sorted(dtypes.values()).count("U32") == 2, dtypes
+    assert "U16" in dtypes.values() and "U64" in dtypes.values()
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 4
+    for k in ("u16", "u32", "u64"):
+        assert out[k].dtype == state[k].dtype, k
+        assert np.array_equal(out[k], state[k]), k
+    assert out["rng"][1].dtype == np.uint32
+    assert np.array_equal(out["rng"][1], state["rng"][1])
+
+
+def test_checkpoints_with_unsigned_stored_as_signed_still_restore(
+        tmp_path, monkeypatch):
+    """Before U32 existed, uint32 arrays were written bit for bit as I32
+    with "uint32" in the metadata; such checkpoints restore unchanged."""
+    from spotrun import _state
+    arr = np.array([0, 2**32 - 1, 123456789], dtype=np.uint32)
+    monkeypatch.setitem(_state._NP_TO_ST, "uint32", "I32")
+    save_and_wait(tmp_path, 2, {"a": arr})
+    monkeypatch.undo()
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 2
+    assert out["a"].dtype == np.uint32 and np.array_equal(out["a"], arr)
+
+
+def test_set_background_places_the_engine_and_still_saves(tmp_path):
+    with spotrun.Checkpointer(tmp_path) as ck:
+        with pytest.raises(ValueError):
+            ck.set_background(writer_cpus=[64])
+        with pytest.raises(spotrun.CheckpointError):
+            ck.set_background(nice=25)
+        ck.set_background(nice=5, writer_cpus=[0], copy_cpus=[0],
+                          write_bytes_per_s=256 << 20)
+        w = torch.arange(1 << 18, dtype=torch.float32)
+        ck.save(1, {"w": w})
+        ck.wait()
+    out = {}
+    assert spotrun.restore(tmp_path, out) == 1
+    assert torch.equal(out["w"], w)

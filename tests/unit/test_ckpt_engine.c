@@ -8,6 +8,8 @@
  */
 #include "ckpt_test.h"
 
+#include <dirent.h>
+
 #include <pthread.h>
 #include <time.h>
 
@@ -257,6 +259,91 @@ static void test_block_and_budget(void **st)
 	free(dir);
 }
 
+/* Count the process's threads with nice value `nice` and those allowed
+ * only CPU 0 ("Cpus_allowed_list:\t0"). */
+static void thread_census(int nice, int *n_nice, int *n_cpu0)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+
+	*n_nice = *n_cpu0 = 0;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			len = fread(buf, 1, sizeof buf - 1, f);
+			buf[len] = 0;
+			fclose(f);
+			/* field 19 (nice) counts from after the ")" of the name */
+			char *p = strrchr(buf, ')');
+			int field = 2;
+			long v = 0;
+
+			for (; p && *p && field < 19; p++)
+				field += *p == ' ';
+			if (p && sscanf(p, "%ld", &v) == 1 && v == nice)
+				(*n_nice)++;
+		}
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			len = fread(buf, 1, sizeof buf - 1, f);
+			buf[len] = 0;
+			fclose(f);
+			if (strstr(buf, "Cpus_allowed_list:\t0\n"))
+				(*n_cpu0)++;
+		}
+	}
+	closedir(d);
+}
+
+static void test_background(void **st)
+{
+	char *dir = ct_tmpdir();
+	struct spotckpt *e = ct_open(dir, 2);
+	size_t n = 4 << 20;
+	uint8_t *buf = malloc(n), *back = malloc(n);
+	int64_t sh[1] = { (int64_t)n };
+	struct spotckpt_background bg = { .nice = 20 };
+	struct spotckpt_reader *r = NULL;
+	int n_nice, n_cpu0;
+
+	(void)st;
+	assert_int_equal(spotckpt_set_background(e, &bg), -EINVAL);
+	assert_non_null(strstr(spotckpt_errmsg(), "nice 20"));
+	assert_int_equal(spotckpt_set_background(e, NULL), -EINVAL);
+	bg.nice = 7;
+	bg.writer_cpus = 1;               /* CPU 0 */
+	bg.copy_cpus = 1;
+	bg.write_bytes_per_s = 64 << 20;  /* a 4 MiB write takes ~1/16 s */
+	assert_int_equal(spotckpt_set_background(e, &bg), 0);
+	ct_fill(buf, n, 5);
+	assert_int_equal(spotckpt_register(e, "x", buf, SPOTCKPT_U8, 1, sh, 0), 0);
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	/* the writer runs at nice 7 (and io_uring's workers, which it
+	 * starts, inherit that); it and every copy thread on CPU 0 */
+	thread_census(7, &n_nice, &n_cpu0);
+	assert_true(n_nice >= 1);
+	assert_true(n_cpu0 >= 2);
+	assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_read(r, 0, back, n), 0);
+	assert_memory_equal(back, buf, n);
+	spotckpt_reader_close(r);
+	assert_int_equal(spotckpt_close(e), 0);
+	free(buf);
+	free(back);
+	ct_rmtree(dir);
+	free(dir);
+}
+
 static void test_lazy(void **st)
 {
 	char *dir = ct_tmpdir();
@@ -351,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_coalesce),
 		cmocka_unit_test(test_block_and_budget),
 		cmocka_unit_test(test_lazy),
+		cmocka_unit_test(test_background),
 		cmocka_unit_test(test_save_final),
 	};
 

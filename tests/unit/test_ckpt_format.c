@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#define NT 12
+#define NT 15
 
 struct state {
 	const char *name[NT];
@@ -32,6 +32,9 @@ static void state_init(struct state *s, uint64_t seed)
 		{ "mask", SPOTCKPT_BOOL, 1, { 17 } },
 		{ "empty", SPOTCKPT_F32, 2, { 0, 4 } },
 		{ "rng.state", SPOTCKPT_U8, 1, { 5056 } },
+		{ "u16", SPOTCKPT_U16, 1, { 9 } },
+		{ "np.rng.key", SPOTCKPT_U32, 1, { 624 } },
+		{ "u64", SPOTCKPT_U64, 2, { 3, 2 } },
 	};
 
 	for (int i = 0; i < NT; i++) {

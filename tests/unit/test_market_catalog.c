@@ -24,47 +24,47 @@ static void test_csv_quoting(void **state)
 		"\"x, y\",\"say \"\"hi\"\"\",\n"
 		"\"multi\nline\",2,3\n"
 		"last,,\"\"";
-	struct catalog__csv r;
+	struct sr_csv r;
 	struct sr_err e = { 0 };
 	int line = 0;
 
 	(void)state;
-	catalog__csv_open(&r, in, sizeof in - 1, "t.csv");
-	assert_int_equal(catalog__csv_next(&r, &line, &e), 1);
+	sr_csv_open(&r, in, sizeof in - 1, "t.csv");
+	assert_int_equal(sr_csv_next(&r, &line, &e), 1);
 	assert_int_equal(line, 1);
 	assert_int_equal(r.nfields, 3);
 	assert_string_equal(r.fields[2], "c");
-	assert_int_equal(catalog__csv_next(&r, &line, &e), 1);
+	assert_int_equal(sr_csv_next(&r, &line, &e), 1);
 	assert_int_equal(line, 2);
 	assert_int_equal(r.nfields, 3);
 	assert_string_equal(r.fields[0], "x, y");
 	assert_string_equal(r.fields[1], "say \"hi\"");
 	assert_string_equal(r.fields[2], "");
-	assert_int_equal(catalog__csv_next(&r, &line, &e), 1);
+	assert_int_equal(sr_csv_next(&r, &line, &e), 1);
 	assert_int_equal(line, 3);
 	assert_string_equal(r.fields[0], "multi\nline");
-	assert_int_equal(catalog__csv_next(&r, &line, &e), 1);
+	assert_int_equal(sr_csv_next(&r, &line, &e), 1);
 	assert_int_equal(line, 5); /* the quoted newline counted */
 	assert_int_equal(r.nfields, 3);
 	assert_string_equal(r.fields[0], "last");
 	assert_string_equal(r.fields[2], "");
-	assert_int_equal(catalog__csv_next(&r, &line, &e), 0);
-	catalog__csv_close(&r);
+	assert_int_equal(sr_csv_next(&r, &line, &e), 0);
+	sr_csv_close(&r);
 }
 
 static void expect_csv_error(const char *in, const char *msg)
 {
-	struct catalog__csv r;
+	struct sr_csv r;
 	struct sr_err e = { 0 };
 	int line = 0, rc;
 
-	catalog__csv_open(&r, in, strlen(in), "bad.csv");
+	sr_csv_open(&r, in, strlen(in), "bad.csv");
 	do
-		rc = catalog__csv_next(&r, &line, &e);
+		rc = sr_csv_next(&r, &line, &e);
 	while (rc == 1);
 	assert_int_equal(rc, -SR_EPARSE);
 	assert_non_null(strstr(e.msg, msg));
-	catalog__csv_close(&r);
+	sr_csv_close(&r);
 }
 
 static void test_csv_errors(void **state)

@@ -123,6 +123,38 @@ static void test_csv_polarity_and_gap(void **state)
 	trace_free(t);
 }
 
+/* RFC 4180 through the shared reader: blank lines, quoted fields, CRLF,
+ * and errors that name the physical line. */
+static void test_csv_rfc4180(void **state)
+{
+	struct trace *t = parse("\r\n"
+				"\"date\",\"availability\",\"note\"\r\n"
+				"\r\n"
+				"\"2023-01-01 00:00:00\",\"1\",\"a, b\"\r\n"
+				"\n"
+				"2023-01-01 00:10:00, 0 ,\"say \"\"hi\"\"\"\r\n"
+				"2023-01-01 00:20:00,1,\"two\nlines\"\n", TRACE_FMT_AUTO);
+
+	(void)state;
+	assert_int_equal(t->n, 3);
+	assert_int_equal(t->gap_s, 600);
+	assert_int_equal(t->avail[0], 1);
+	assert_int_equal(t->avail[1], 0);
+	assert_int_equal(t->avail[2], 1);
+	trace_free(t);
+	/* Line numbers count blank lines and the lines inside quotes. */
+	bad("date,availability\n\n\n2023-01-01 00:00:00,1\n\n2023-01-01 00:01:00,7\n",
+	    TRACE_FMT_AUTO, "bad.json:6: availability: expected 0 or 1, got '7'");
+	bad("date,availability,x\n2023-01-01 00:00:00,1,\"a\nb\"\n2023-01-01 00:01:00,x,\n",
+	    TRACE_FMT_AUTO, "bad.json:4: availability");
+	bad("date,availability\r\n2023-01-01 00:00:00,1\r\n\r\n2023-01-01 00:01:00,1,9\r\n",
+	    TRACE_FMT_AUTO, "bad.json:4: expected 2 fields, got 3");
+	bad("date,availability\n2023-01-01 00:00:00,\"1\n", TRACE_FMT_AUTO,
+	    "bad.json:2: unterminated quoted field");
+	bad("date,availability\n2023-01-01 00:00:00,1\"x\n", TRACE_FMT_AUTO,
+	    "bad.json:2: field 2: quote inside unquoted field");
+}
+
 static void test_bad_files(void **state)
 {
 	(void)state;
@@ -212,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_skynomad_polarity),
 		cmocka_unit_test(test_prices_without_price_info),
 		cmocka_unit_test(test_csv_polarity_and_gap),
+		cmocka_unit_test(test_csv_rfc4180),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_load_missing_file),
 		cmocka_unit_test(test_bundled_traces),

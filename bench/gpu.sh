@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# bench/gpu.sh [BUILD] - the checkpoint engine on an NVIDIA GPU, in one run
+# of a few minutes, run as is on the first machine that has one:
+#
+#   bash bench/gpu.sh            # writes build/gpu-bench.json
+#
+#  1. builds (make build);
+#  2. finds the GPU (nvidia-smi) and a CUDA-enabled torch under
+#     /usr/bin/python3, and points libspotckpt at the libcudart that torch
+#     itself loaded, so both use one CUDA runtime;
+#  3. bench/gpu_bench.py with CUDA tensors of 1 GiB and 8 GiB:
+#     stall_vs_d2h_memcpy (goal <= 1.10), stall_vs_torch_save, restore;
+#  4. the bit-exact resume test on CUDA tensors (in gpu_bench.py) and the
+#     CUDA unit test against the real runtime;
+#  5. writes one JSON file ($GPU_BENCH_OUT, default BUILD/gpu-bench.json).
+#
+# Without a GPU (or without a CUDA-enabled torch) it says so on the first
+# line, then runs the same script on CPU tensors at 64 MiB and the CUDA
+# path against the fake runtime (build/tests/test_ckpt_cuda), so `make
+# bench` keeps it working; the JSON then has "gpu": null and the reason.
+# Environment: GPU_BENCH_SIZES (1G,8G), GPU_BENCH_DIR (a directory on the
+# disk to checkpoint to; default BUILD), GPU_BENCH_OUT.
+set -uo pipefail
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=${GPU_BENCH_OUT:-$ROOT/$BUILD/gpu-bench.json}
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${GPU_BENCH_DIR:-$ROOT/$BUILD}/gpu-bench.XXXXXX") || exit 1
+trap 'rm -rf "$WORK"' EXIT
+
+make -s -j"$(nproc)" BUILD="$BUILD" build >"$WORK/build.log" 2>&1 || {
+	tail -30 "$WORK/build.log"; echo "gpu.sh: build failed" >&2; exit 1; }
+export SPOTRUN_LIB="$ROOT/$BUILD/lib/libspotckpt.so" PYTHONPATH="$ROOT/python"
+
+reason=""
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+	reason="no NVIDIA GPU found: nvidia-smi is not installed"
+elif ! gpus=$(nvidia-smi -L 2>&1) || [[ -z $gpus ]]; then
+	reason="no NVIDIA GPU found: nvidia-smi -L says: ${gpus:-nothing}"
+elif ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	reason="GPU present ($gpus) but $PY's torch has no CUDA (Debian's python3-torch is CPU-only; install a CUDA build of torch)"
+fi
+
+if [[ -z $reason ]]; then
+	# the libcudart torch loaded, so that the engine and torch share it
+	cudart=$("$PY" - <<'EOF'
+import torch
+torch.zeros(1, device="cuda")
+for line in open("/proc/self/maps"):
+    p = line.split()[-1]
+    if "libcudart" in p:
+        print(p)
+        break
+EOF
+)
+	[[ -n $cudart ]] && export SPOTCKPT_CUDART=$cudart
+	echo "gpu.sh: GPU: $gpus; libcudart: ${cudart:-default search}"
+	sizes=${GPU_BENCH_SIZES:-1G,8G}
+	"$PY" bench/gpu_bench.py --device cuda --sizes "$sizes" --dir "$WORK" \
+		>"$WORK/bench.json" 2>"$WORK/bench.err"
+	brc=$?
+	SPOTRUN_BUILD="$ROOT/$BUILD" SPOTRUN_CHECK_MODE=plain \
+		PATH="$ROOT/$BUILD/bin:$PATH" timeout 120 \
+		"$PY" -m pytest -q -p no:cacheprovider \
+		tests/py/test_state.py -k cuda >"$WORK/pytest.log" 2>&1
+	trc=$?
+	unit="tests/py/test_state.py -k cuda (real runtime)"
+else
+	echo "gpu.sh: $reason"
+	echo "gpu.sh: CPU-only fallback: the same script on CPU tensors, and the CUDA path against the fake runtime"
+	"$PY" bench/gpu_bench.py --device cpu --sizes 64M --dir "$WORK" \
+		>"$WORK/bench.json" 2>"$WORK/bench.err"
+	brc=$?
+	"$ROOT/$BUILD/tests/test_ckpt_cuda" >"$WORK/pytest.log" 2>&1
+	trc=$?
+	unit="$BUILD/tests/test_ckpt_cuda (fake runtime)"
+fi
+[[ -s $WORK/bench.json ]] || echo '{}' >"$WORK/bench.json"
+"$PY" - "$WORK/bench.json" "$OUT" "$reason" "$brc" "$trc" "$unit" \
+	"$WORK/bench.err" <<'EOF'
+import json, sys
+src, out, reason, brc, trc, unit, errf = sys.argv[1:8]
+try:
+    bench = json.load(open(src))
+except ValueError:
+    bench = {}
+doc = {"gpu": None if reason else bench.get("gpu"),
+       "no_gpu_reason": reason or None,
+       "bench": bench, "bench_exit": int(brc),
+       "cuda_unit_test": {"what": unit, "passed": trc == "0"}}
+if brc != "0":
+    doc["bench_stderr"] = open(errf).read()[-2000:]
+tmp = out + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(doc, f, indent=2)
+import os
+os.replace(tmp, out)
+for label, r in bench.get("sizes", {}).items():
+    if "stall_vs_d2h_memcpy" in r:
+        print("  %-8s stall_vs_d2h_memcpy %.3f (goal <= 1.10)  "
+              "stall_vs_torch_save %.4f  restore %.2f GB/s" % (
+                  label, r["stall_vs_d2h_memcpy"]["ratio"],
+                  r["stall_vs_torch_save"]["ratio"], r["restore_gbps"]))
+    else:
+        print("  %-8s %s" % (label, r.get("skipped") or r.get("error")))
+rb = bench.get("resume_bit_exact", {})
+print("  resume bit-exact on %s: %s" % (rb.get("device", "?"),
+                                        "passed" if rb.get("passed")
+                                        else "FAILED %s" % rb))
+print("  %s: %s" % (unit, "passed" if trc == "0" else "FAILED"))
+print("gpu.sh: wrote %s" % out)
+EOF
+if [[ $brc != 0 || $trc != 0 ]]; then
+	tail -20 "$WORK/bench.err" "$WORK/pytest.log" >&2
+	exit 1
+fi
+exit 0

@@ -1,0 +1,88 @@
+/*
+ * hashcopy.c - the two per-byte costs of a checkpoint: XXH3 hashing and
+ * copying a read buffer into a tensor.
+ *
+ * A verified restore must touch every byte with the CPU at least once to
+ * hash it, where a raw read touches none; on a machine whose cores are
+ * busy, that pass is what separates restore from the raw read (see
+ * docs/checkpoint.md, "Where restore time goes").  So both passes are
+ * made as cheap as the hardware allows:
+ *
+ *  - hashing uses libxxhash's runtime dispatch on x86-64 (AVX2 or
+ *    AVX-512 where the CPU has them, SSE2 otherwise).  The digest is the
+ *    same XXH3-64 whatever the code path, so files stay compatible.
+ *  - the copy hashes a cache-sized block first (that pulls it from
+ *    memory into L2) and then writes it to the tensor with streaming
+ *    stores, which skip the read-for-ownership of the destination and do
+ *    not evict the block still being hashed: two memory passes per byte
+ *    instead of three.
+ */
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#include <xxh_x86dispatch.h> /* XXH3_64bits_update_dispatch */
+#endif
+
+#include "internal.h"
+
+void ckpt__hash_update(XXH3_state_t *st, const void *p, size_t n)
+{
+#if defined(__x86_64__)
+	XXH3_64bits_update_dispatch(st, p, n);
+#else
+	XXH3_64bits_update(st, p, n);
+#endif
+}
+
+#if defined(__x86_64__)
+static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+
+	if (n < 256) {
+		memcpy(dst, src, n);
+		return;
+	}
+	memcpy(dst, src, head);
+	dst += head;
+	src += head;
+	n -= head;
+	for (; n >= 64; n -= 64, dst += 64, src += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)src);
+		__m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+		__m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+
+		_mm_stream_si128((__m128i *)dst, a);
+		_mm_stream_si128((__m128i *)(dst + 16), b);
+		_mm_stream_si128((__m128i *)(dst + 32), c);
+		_mm_stream_si128((__m128i *)(dst + 48), d);
+	}
+	memcpy(dst, src, n);
+}
+#endif
+
+#define HASH_COPY_BLOCK (64u << 10)
+
+void ckpt__hash_copy(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
+		     uint64_t n)
+{
+	while (n > 0) {
+		size_t k = n < HASH_COPY_BLOCK ? (size_t)n : HASH_COPY_BLOCK;
+
+		ckpt__hash_update(st, src, k);
+#if defined(__x86_64__)
+		copy_stream(dst, src, k);
+#else
+		memcpy(dst, src, k);
+#endif
+		dst += k;
+		src += k;
+		n -= k;
+	}
+#if defined(__x86_64__)
+	_mm_sfence(); /* streaming stores are visible before the caller goes on */
+#endif
+}

@@ -1,0 +1,53 @@
+/*
+ * trace_gen.h - synthetic spot markets: a semi-Markov generator with
+ * heavy-tailed spells, for stress-testing policies on market shapes the
+ * bundled traces do not have (docs/simulator.md, "Synthetic traces").
+ *
+ * Each of `nodes` nodes alternates between up and down spells whose
+ * lengths are Lomax (Pareto II) distributed with the given means and tail
+ * shape; spot is available for a tick when every node of the gang is up
+ * at its start (a gang needs all of its nodes).  One node gives a plain
+ * alternating renewal process; many give what gang capacity looks like:
+ * long outages and short, fragile spells.  Prices are constant: spot at
+ * spot_price, on-demand at od_ratio times that.
+ */
+#ifndef SR_SIM_TRACE_GEN_H
+#define SR_SIM_TRACE_GEN_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+#include "sim/trace.h"
+
+struct trace_gen_params {
+	int nodes;         /* gang size, 1..TRACE_GEN_MAX_NODES */
+	double up_h;       /* mean up spell of one node, hours (> 0) */
+	double down_h;     /* mean down spell of one node, hours (> 0) */
+	double tail;       /* Lomax shape, > 1: near 1 = very heavy tails,
+			    * large = close to exponential (memoryless) */
+	int64_t gap_s;     /* tick length, seconds (1..604800) */
+	double hours;      /* trace length, hours */
+	double spot_price; /* $/h (> 0) */
+	double od_ratio;   /* on-demand / spot price (>= 1) */
+	uint64_t seed;     /* same seed and parameters -> same trace */
+};
+
+#define TRACE_GEN_MAX_NODES 256
+
+/* Defaults: one 16-node gang, node spells of 20 h up / 1 h down with tail
+ * 1.5, 600 s ticks, 30 days, spot $1/h, on-demand 5x, seed 1. */
+void trace_gen_defaults(struct trace_gen_params *p);
+
+/* Check the parameters; the error names the bad field and value. */
+int trace_gen_check(const struct trace_gen_params *p, struct sr_err *e);
+
+/* Generate one region's trace (*out: caller frees with trace_free). */
+int trace_gen(const struct trace_gen_params *p, const char *name,
+	      struct trace **out, struct sr_err *e);
+
+/* Write a trace as SkyNomad JSON (1 = unavailable, prices, price_info),
+ * durably (temp file, fsync, rename).  spot_price is price_info.price. */
+int trace_write_skynomad(const struct trace *t, double spot_price,
+			 const char *path, struct sr_err *e);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * cmd_trace.c - `spotrun trace gen`: write synthetic spot traces.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "sim/trace_gen.h"
+
+#define MAX_REGIONS 16
+
+static const char usage_text[] =
+	"usage: spotrun trace gen --out PATH [--regions N] [--nodes N]\n"
+	"                         [--up-hours H --down-hours H --tail A]\n"
+	"                         [--gap-seconds S --hours H]\n"
+	"                         [--spot-price $ --od-ratio X] [--seed S]\n"
+	"\n"
+	"Write a synthetic spot trace (SkyNomad JSON, readable by `spotrun sim\n"
+	"--trace`): a semi-Markov market with heavy-tailed spells.  Each node of\n"
+	"a gang alternates up and down spells of Lomax-distributed length;\n"
+	"spot is available when every node is up.\n"
+	"\n"
+	"  --out PATH        the trace file; with --regions N > 1, a directory that\n"
+	"                    gets region0.json ... (independent regions)\n"
+	"  --regions N       regions, 1..16 (default 1)\n"
+	"  --nodes N         gang size: nodes that must all be up (default 16)\n"
+	"  --up-hours H      mean up spell of one node (default 20)\n"
+	"  --down-hours H    mean down spell of one node (default 1)\n"
+	"  --tail A          Lomax shape > 1: 1.2 = very heavy tails, 50 = nearly\n"
+	"                    exponential (default 1.5)\n"
+	"  --gap-seconds S   tick length (default 600)\n"
+	"  --hours H         trace length (default 720)\n"
+	"  --spot-price $    spot $/h (default 1)\n"
+	"  --od-ratio X      on-demand price / spot price (default 5)\n"
+	"  --seed S          random seed; region k uses seed + k (default 1)\n"
+	"\n"
+	"The model is described in docs/simulator.md (\"Synthetic traces\").\n";
+
+static int num_arg(const char *flag, const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (*s == '$')
+		s++;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v))
+		return cli_usage_error("trace", "%s: expected a number, got '%s'", flag, s);
+	*out = v;
+	return 0;
+}
+
+static int int_arg(const char *flag, const char *s, unsigned long long max,
+		   unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return cli_usage_error("trace", "%s: expected a whole number <= %llu, got '%s'",
+				       flag, max, s);
+	*out = v;
+	return 0;
+}
+
+static int trace_gen_cmd(int argc, char **argv)
+{
+	struct trace_gen_params p;
+	struct sr_err e = { 0 };
+	const char *out = NULL;
+	unsigned long long u, regions = 1;
+	int rc = CLI_OK;
+
+	trace_gen_defaults(&p);
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int r = 0;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return CLI_OK;
+		}
+		if (!v)
+			return cli_usage_error("trace", "unknown argument or missing value: '%s'", a);
+		i++;
+		if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
+			out = v;
+		} else if (!strcmp(a, "--regions")) {
+			r = int_arg(a, v, MAX_REGIONS, &regions);
+			if (!r && !regions)
+				r = cli_usage_error("trace", "--regions: must be at least 1");
+		} else if (!strcmp(a, "--nodes")) {
+			r = int_arg(a, v, TRACE_GEN_MAX_NODES, &u);
+			p.nodes = (int)u;
+		} else if (!strcmp(a, "--up-hours")) {
+			r = num_arg(a, v, &p.up_h);
+		} else if (!strcmp(a, "--down-hours")) {
+			r = num_arg(a, v, &p.down_h);
+		} else if (!strcmp(a, "--tail")) {
+			r = num_arg(a, v, &p.tail);
+		} else if (!strcmp(a, "--gap-seconds")) {
+			r = int_arg(a, v, 604800, &u);
+			p.gap_s = (int64_t)u;
+		} else if (!strcmp(a, "--hours")) {
+			r = num_arg(a, v, &p.hours);
+		} else if (!strcmp(a, "--spot-price")) {
+			r = num_arg(a, v, &p.spot_price);
+		} else if (!strcmp(a, "--od-ratio")) {
+			r = num_arg(a, v, &p.od_ratio);
+		} else if (!strcmp(a, "--seed")) {
+			r = int_arg(a, v, UINT64_MAX, &u);
+			p.seed = u;
+		} else {
+			return cli_usage_error("trace", "unknown argument '%s'", a);
+		}
+		if (r)
+			return r;
+	}
+	if (!out)
+		return cli_usage_error("trace", "--out: a file (or, with --regions, a directory) is needed");
+	if (trace_gen_check(&p, &e))
+		return cli_usage_error("trace", "--%s", e.msg);
+	if (regions > 1 && mkdir(out, 0755) && errno != EEXIST) {
+		fprintf(stderr, "spotrun trace: %s: %s\n", out, strerror(errno));
+		return CLI_FAIL;
+	}
+	for (unsigned long long k = 0; k < regions && rc == CLI_OK; k++) {
+		struct trace_gen_params pk = p;
+		struct trace *t = NULL;
+		char path[4096];
+
+		pk.seed = p.seed + k;
+		if (regions > 1)
+			snprintf(path, sizeof path, "%s/region%llu.json", out, k);
+		else
+			snprintf(path, sizeof path, "%s", out);
+		if (trace_gen(&pk, path, &t, &e) ||
+		    trace_write_skynomad(t, pk.spot_price, path, &e)) {
+			fprintf(stderr, "spotrun trace: %s\n", e.msg);
+			rc = CLI_FAIL;
+		}
+		trace_free(t);
+	}
+	return rc;
+}
+
+static int cmd_trace(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_USAGE : CLI_OK;
+	}
+	if (!strcmp(argv[1], "gen"))
+		return trace_gen_cmd(argc, argv);
+	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen)", argv[1]);
+}
+
+CLI_COMMAND("trace", "generate synthetic spot traces (trace gen)", cmd_trace)

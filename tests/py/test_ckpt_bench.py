@@ -1,0 +1,83 @@
+"""`spotrun ckpt bench` end to end at a tiny size: the table (which once
+freed a value it then printed: "corrupted double-linked list"), the --json
+object, and the progress line, which goes to stderr on a TTY only."""
+
+import json
+import os
+import pty
+import subprocess
+
+import pytest
+
+ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
+        "restore_vs_raw", "stall_vs_torch_save", "train_overhead",
+        "peak_rss_vs_state")
+# tiny and short: two restore pairs, two training pairs of 1 s segments;
+# the torch.save peer has its own test (test_package.py)
+ARGS = ["--size", "16M", "--reps", "2", "--pairs", "2",
+        "--train-seconds", "2", "--torch-script", "/nonexistent"]
+
+
+def bench(tmp_path, *extra, stderr=subprocess.PIPE):
+    return subprocess.run(["spotrun", "ckpt", "bench", "--dir", str(tmp_path)]
+                          + ARGS + list(extra), stdout=subprocess.PIPE,
+                          stderr=stderr, text=True, timeout=300)
+
+
+def test_table_with_progress_on_a_tty(tmp_path):
+    master, slave = pty.openpty()
+    try:
+        p = bench(tmp_path, stderr=slave)
+        os.close(slave)
+        slave = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:   # EIO: the other end is closed
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0, err.decode(errors="replace")[-2000:]
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("load average")
+    assert lines[1].split()[:3] == ["key", "ratio", "goal"]
+    assert [ln.split()[0] for ln in lines[2:]] == list(ROWS)
+    # the torch peer was not found: n/a with the reason, not a crash
+    assert "peer script /nonexistent not found" in p.stdout
+    err = err.decode(errors="replace")
+    for k in range(1, 7):
+        assert "ckpt bench [%d/6]" % k in err, err
+    assert "\x1b[K" in err and "ckpt bench" not in p.stdout
+
+
+def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
+    p = bench(tmp_path, "--json")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "ckpt bench [" not in p.stderr    # stderr is a pipe: no progress
+    out = json.loads(p.stdout)               # nothing but the object
+    for k in ROWS:
+        assert k in out, k
+    assert out["stall_vs_torch_save"]["ratio"] is None
+    tr = out["train_overhead"]
+    assert tr["pairs"] == 2 and 0 <= tr["late_commits"] <= 2
+    assert tr["delta_s_min"] <= tr["delta_s_median"] <= tr["delta_s_max"]
+    assert tr["overhead_min"] <= tr["ratio"] <= tr["overhead_max"]
+    rr = out["restore_vs_raw"]
+    assert rr["pair_ratio_min"] <= rr["ratio"] <= rr["pair_ratio_max"]
+    assert rr["restore_cpu_s"] > 0
+    assert out["machine"]["cpus"] >= 1 and out["machine"]["loadavg_start"]
+    assert not os.listdir(tmp_path), "the work directory was left behind"
+
+
+@pytest.mark.parametrize("bad,word", [(["--pairs", "1"], "--pairs"),
+                                      (["--placement", "x"], "--placement")])
+def test_bad_arguments_are_named(tmp_path, bad, word):
+    p = subprocess.run(["spotrun", "ckpt", "bench", "--size", "16M", "--dir",
+                        str(tmp_path)] + bad, capture_output=True, text=True)
+    assert p.returncode == 2 and word in p.stderr
