@@ -83,12 +83,16 @@ def test_reclaimed_pool_moves_the_job(daemon_factory):
     assert j["list_cost_micros"] > j["cost_micros"]
 
 
-def test_slow_job_on_spot_migrates_to_on_demand(daemon_factory):
+def test_slow_job_on_spot_learns_its_pace_without_moving(daemon_factory):
     # The job file says 10 minutes of work; the workload needs ~1.7 cloud
-    # hours (100 steps of 0.1 s at 600x).  It starts on spot; once its
-    # pace is measured the deadline guard finds spot unsafe and the job is
-    # moved to on-demand while running - checkpoint, stop, replace - which
-    # is not a preemption.
+    # hours (100 steps of 0.1 s at 600x) against a 2 h deadline.  The work
+    # estimator (lib/ctl/workest.c) starts from the declared work and
+    # learns the slower pace at a bounded rate; the spot pool never
+    # reclaims, so the deadline holds on spot and the move rule (a move
+    # must pay for itself, docs/control-plane.md) keeps the node: no
+    # migration, no preemption, the deadline met.  Before the estimator,
+    # a measured pace replaced the declared work at once and this job was
+    # moved to on-demand.
     d = daemon_factory([1], "--time-scale", "600", "--restart-guess-ms", "500")
     d.start()
     yaml = spot_job("slow", 100).replace("deadline: 1000h", "deadline: 2h") \
@@ -100,22 +104,19 @@ def test_slow_job_on_spot_migrates_to_on_demand(daemon_factory):
     assert j["state"] == "SUCCEEDED", j["message"]
     assert j["preemptions"] == 0
     assert j["sim_step_s"] and j["sim_step_s"] > 0
+    # the estimate moved well past the declared 600 s towards the real work
+    assert j["sim_work_s"] == 600.0, j
+    assert j["sim_work_estimate_s"] > 3 * 600.0, j
     ev = d.events(jid)
     kinds = [e["type"] for e in ev]
-    assert "migrated" in kinds and "preempted" not in kinds, kinds
-    # The first migration leaves spot for on-demand, on the deadline
-    # guard.  What follows depends on the pace each attempt measures: the
-    # job sits near the guard's boundary, and when a sanitizer or a loaded
-    # machine slows the workload the slack can allow spot again (a move
-    # the policy may make, docs/control-plane.md), so later moves are not
-    # asserted beyond being the policy's.
-    nodes = sorted(j["nodes"], key=lambda n: n["id"])
-    retired = [n for n in nodes if n["end_reason"] == "migrated"]
-    assert retired and retired[0]["spot"] is True, nodes
-    after = [n for n in nodes if n["id"] > retired[0]["id"]]
-    assert after and after[0]["spot"] is False, nodes
-    moves = [e["message"] for e in ev if e["type"] == "transition" and
-             e["message"].startswith("moving ")]
-    assert moves and "to on-demand" in moves[0], moves
-    assert "deadline_risk" in kinds, kinds
+    assert "preempted" not in kinds, kinds
+    if "migrated" in kinds:
+        # a loaded machine slows the workload further; then the guard may
+        # move it, and only ever from spot to on-demand
+        moves = [e["message"] for e in ev if e["type"] == "transition" and
+                 e["message"].startswith("moving ")]
+        assert moves and "to on-demand" in moves[0], moves
+    else:
+        assert all(n["spot"] for n in j["nodes"]), j["nodes"]
+        assert j["sim_elapsed_s"] <= 2 * 3600, j
     assert len(completions(d, jid)) == 1

@@ -85,12 +85,19 @@ def test_job_done_alerts_exact_payloads():
                 want_slack.append(("Spot preemption", "preemption", "warning",
                                    "job %d alerted: %s" % (job, ev["message"])))
                 want_pd.append(("trigger", "preemption", "warning", want_slack[-1][3]))
+            elif ev["type"] == "recovered":
+                want_slack.append(("Recovered", "recovery", "info",
+                                   "job %d alerted: %s" % (job, ev["message"])))
+                want_pd.append(("resolve", "preemption", None, None))
             elif ev["type"] == "transition" and ev["to"] == "SUCCEEDED":
                 want_slack.append(("Job done", "job_done", "info", None))
                 want_pd += [("resolve", t, None, None)
                             for t in ("preemption", "deadline", "budget",
                                       "checkpoint")]
         assert want_slack and want_slack[-1][0] == "Job done"
+        # the trace may reclaim the job's spot node: each preemption and
+        # each recovery is an alert of its own, and the total names them
+        npre = sum(1 for ev in evs["events"] if ev["type"] == "preempted")
         d.wait(lambda: len(rx.of(SLACK_PATH)) >= len(want_slack) and
                len(rx.of("/v2/enqueue")) >= len(want_pd), 60, "every alert")
         time.sleep(0.5)
@@ -101,7 +108,7 @@ def test_job_done_alerts_exact_payloads():
             if summary is None:  # job done: the summary carries the totals
                 m = re.fullmatch(r"job %d alerted SUCCEEDED: cost \$(\d+\.\d\d), "
                                  r"saved (-?\$\d+\.\d\d) vs planned on-demand, "
-                                 r"0 preemption\(s\)" % job, body["text"])
+                                 r"%d preemption\(s\)" % (job, npre), body["text"])
                 assert m, body["text"]
                 summary = body["text"]
                 cost = m.group(1)
@@ -137,6 +144,8 @@ def test_job_done_alerts_exact_payloads():
                                "dedup_key": key}
                 continue
             det = got["payload"]["custom_details"]
+            # the count so far: the n-th preemption's alert says n
+            assert 0 <= det["preemptions"] <= npre, det
             assert got == {
                 "routing_key": PD_KEY, "event_action": "trigger", "dedup_key": key,
                 "payload": {"summary": summary, "source": "spotrund@" + host,
@@ -145,7 +154,7 @@ def test_job_done_alerts_exact_payloads():
                             "custom_details": {
                                 "job_id": job, "job_name": "alerted",
                                 "cost_usd": det["cost_usd"], "saved_usd": det["saved_usd"],
-                                "preemptions": 0}}}
+                                "preemptions": det["preemptions"]}}}
         # the figures agree with the ledger (cost can only have grown since)
         _, c = d.req("GET", "/v1/cost?job=%d" % job)
         assert c["total"]["cost_micros"] / 1e6 >= float(cost) - 0.005
