@@ -29,7 +29,12 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		unlink(ag->status_path); /* a new attempt writes its own */
 		unlink(ag->notice_path);
 		status_reader_init(&ag->st, ag->status_path);
-		ag->last_status.ckpt_step = -1; /* nothing reported yet */
+		/* nothing reported yet by this attempt: a zeroed or stale value
+		 * would read as "restored step 0" or as the last attempt's step */
+		ag->last_status.step = -1;
+		ag->last_status.total_steps = -1;
+		ag->last_status.ckpt_step = -1;
+		ag->last_status.restored_step = -1;
 		ag->w_attempt = attempt;
 	}
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
