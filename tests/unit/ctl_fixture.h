@@ -165,10 +165,11 @@ static inline json_t *get_job(int64_t id)
 	return j;
 }
 
-/* Poll until the job is in `state` (the reconciler runs every 20 ms). */
+/* Poll until the job is in `state` (the reconciler runs every 20 ms); up
+ * to a minute, since a ThreadSanitizer build runs the daemon ~10x slower. */
 static inline json_t *wait_state(int64_t id, const char *state)
 {
-	for (int i = 0; i < 1500; i++) {
+	for (int i = 0; i < 6000; i++) {
 		json_t *j = get_job(id);
 
 		if (strcmp(json_string_value(json_object_get(j, "state")), state) == 0)
