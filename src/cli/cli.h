@@ -39,4 +39,9 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Parse the value s of option flag as a whole number <= max into *out.
+ * Returns 0, or cli_usage_error(cmd, ...) naming the flag and the value. */
+int cli_parse_count(const char *cmd, const char *flag, const char *s,
+		    unsigned long long max, unsigned long long *out);
+
 #endif

@@ -64,21 +64,6 @@ static int parse_num(const char *flag, const char *s, double lo, double *out)
 	return 0;
 }
 
-static int parse_count(const char *flag, const char *s, unsigned long long max,
-		       unsigned long long *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v > max)
-		return cli_usage_error("sim", "%s: expected a whole number <= %llu, got '%s'",
-				       flag, max, s);
-	*out = v;
-	return 0;
-}
-
 static int known_policy(const char *p)
 {
 	for (int i = 0; all_policies[i]; i++) {
@@ -212,17 +197,17 @@ static int sim_main(int argc, char **argv)
 		else if (!strcmp(a, "--window-hours"))
 			r = parse_num(a, v, 1e-6, &o.window_h);
 		else if (!strcmp(a, "--windows")) {
-			r = parse_count(a, v, 1000000, &u);
+			r = cli_parse_count("sim", a, v, 1000000, &u);
 			o.nwindows = (size_t)u;
 			if (!r && !u)
 				r = cli_usage_error("sim", "--windows: must be at least 1");
 		} else if (!strcmp(a, "--seed")) {
-			r = parse_count(a, v, UINT64_MAX, &u);
+			r = cli_parse_count("sim", a, v, UINT64_MAX, &u);
 			o.seed = u;
 		} else if (!strcmp(a, "--start-tick")) {
 			if (o.nstarts == MAX_STARTS)
 				return cli_usage_error("sim", "--start-tick: at most %d", MAX_STARTS);
-			r = parse_count(a, v, SIZE_MAX, &u);
+			r = cli_parse_count("sim", a, v, SIZE_MAX, &u);
 			starts[o.nstarts++] = (size_t)u;
 		} else if (!strcmp(a, "--trace-format")) {
 			if (trace_format_parse(v, &fmt) || fmt == TRACE_FMT_AUTO)

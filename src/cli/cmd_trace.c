@@ -55,21 +55,6 @@ static int num_arg(const char *flag, const char *s, double *out)
 	return 0;
 }
 
-static int int_arg(const char *flag, const char *s, unsigned long long max,
-		   unsigned long long *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v > max)
-		return cli_usage_error("trace", "%s: expected a whole number <= %llu, got '%s'",
-				       flag, max, s);
-	*out = v;
-	return 0;
-}
-
 static int trace_gen_cmd(int argc, char **argv)
 {
 	struct trace_gen_params p;
@@ -93,11 +78,11 @@ static int trace_gen_cmd(int argc, char **argv)
 		if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
 			out = v;
 		} else if (!strcmp(a, "--regions")) {
-			r = int_arg(a, v, MAX_REGIONS, &regions);
+			r = cli_parse_count("trace", a, v, MAX_REGIONS, &regions);
 			if (!r && !regions)
 				r = cli_usage_error("trace", "--regions: must be at least 1");
 		} else if (!strcmp(a, "--nodes")) {
-			r = int_arg(a, v, TRACE_GEN_MAX_NODES, &u);
+			r = cli_parse_count("trace", a, v, TRACE_GEN_MAX_NODES, &u);
 			p.nodes = (int)u;
 		} else if (!strcmp(a, "--up-hours")) {
 			r = num_arg(a, v, &p.up_h);
@@ -106,7 +91,7 @@ static int trace_gen_cmd(int argc, char **argv)
 		} else if (!strcmp(a, "--tail")) {
 			r = num_arg(a, v, &p.tail);
 		} else if (!strcmp(a, "--gap-seconds")) {
-			r = int_arg(a, v, 604800, &u);
+			r = cli_parse_count("trace", a, v, 604800, &u);
 			p.gap_s = (int64_t)u;
 		} else if (!strcmp(a, "--hours")) {
 			r = num_arg(a, v, &p.hours);
@@ -115,7 +100,7 @@ static int trace_gen_cmd(int argc, char **argv)
 		} else if (!strcmp(a, "--od-ratio")) {
 			r = num_arg(a, v, &p.od_ratio);
 		} else if (!strcmp(a, "--seed")) {
-			r = int_arg(a, v, UINT64_MAX, &u);
+			r = cli_parse_count("trace", a, v, UINT64_MAX, &u);
 			p.seed = u;
 		} else {
 			return cli_usage_error("trace", "unknown argument '%s'", a);

@@ -6,6 +6,7 @@
  * without its own code.
  * "spotrun --version" is "spotrun version".
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\ntry 'spotrun %s --help'\n", cmd);
 	return CLI_USAGE;
+}
+
+int cli_parse_count(const char *cmd, const char *flag, const char *s,
+		    unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return cli_usage_error(cmd, "%s: expected a whole number <= %llu, got '%s'",
+				       flag, max, s);
+	*out = v;
+	return 0;
 }
 
 static int dispatch(int argc, char **argv);
