@@ -43,7 +43,10 @@ static void usage(FILE *f)
 		"  --imds URL         metadata endpoint (default %s)\n"
 		"  --orphan-timeout D stop the workload (final checkpoint) and exit\n"
 		"                     when spotrund has not answered for D (default\n"
-		"                     10m; 0 = never)\n",
+		"                     10m; 0 = never)\n\n"
+		"$SPOTRUN_NODE_ADDR, when set, is the address this node's gang\n"
+		"peers reach it at (rank 0's becomes MASTER_ADDR); without it\n"
+		"spotrund takes the address the agent's requests come from.\n",
 		IMDS_DEFAULT_URL);
 }
 
