@@ -13,6 +13,8 @@ until it finishes, and every time:
 
 $SPOTRUN_DIST_TRIALS trials in all (default 20: 10 per world size; `make
 soak` runs 200).  The seed of each trial is printed with a failure.
+Plain pass only: it exercises Python and torch, not spotrun's C code
+(test_dist.py runs the same protocol in both passes).
 """
 
 import os
@@ -25,6 +27,9 @@ torch = pytest.importorskip("torch")
 import dist_workers as w  # noqa: E402
 
 TRIALS = int(os.environ.get("SPOTRUN_DIST_TRIALS", "20"))
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SPOTRUN_CHECK_MODE") == "asan",
+    reason="a minute of PyTorch; run in the plain pass")
 TOTAL, EVERY = 10, 3
 POINTS = ("before", "mid", "durable", "prepared", "before_commit")
 
