@@ -244,6 +244,7 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 	json_t *ips = json_object_get(d, "node_ips"), *v;
 	size_t i, len = 1;
 	char *s, *p;
+	const char *ip;
 
 	if (m && *m) {
 		s = strdup(m);
@@ -254,18 +255,21 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 	}
 	if (!json_is_array(ips) || json_array_size(ips) == 0)
 		return;
+	/* a rank not registered yet (never in a `run`): the master's */
+#define GANG_IP(v) (json_string_value(v) && *json_string_value(v) ? \
+		    json_string_value(v) : ag->a.master_addr ? \
+		    ag->a.master_addr : "127.0.0.1")
 	json_array_foreach(ips, i, v)
-		len += strlen(json_string_value(v) ? json_string_value(v) : "") + 1;
+		len += strlen(GANG_IP(v)) + 1;
 	s = malloc(len);
 	if (!s)
 		return;
 	p = s;
 	json_array_foreach(ips, i, v) {
-		const char *ip = json_string_value(v);
-
-		p += sprintf(p, "%s%s", i ? "\n" : "", ip && *ip ? ip :
-			     ag->a.master_addr ? ag->a.master_addr : "127.0.0.1");
+		ip = GANG_IP(v);
+		p += snprintf(p, len - (size_t)(p - s), "%s%s", i ? "\n" : "", ip);
 	}
+#undef GANG_IP
 	free(ag->a.node_ips);
 	ag->a.node_ips = s;
 }

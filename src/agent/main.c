@@ -7,6 +7,7 @@
  * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
  * is then removed from the environment so the workload never sees it).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned char addr_buf[16];
 	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
 				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
 	struct sigaction sa;
@@ -118,6 +120,11 @@ int main(int argc, char **argv)
 	if (!o.workdir)
 		return bad("%s", "--workdir is required");
 
+	env = getenv("SPOTRUN_NODE_ADDR");
+	if (env && *env && inet_pton(AF_INET, env, addr_buf) != 1 &&
+	    inet_pton(AF_INET6, env, addr_buf) != 1)
+		return bad("$SPOTRUN_NODE_ADDR: '%s' is not an IPv4 or IPv6 "
+			   "address", env);
 	env = getenv("SPOTRUN_AGENT_TOKEN");
 	if (o.token_file) {
 		sr_err_clear(&e);
