@@ -127,10 +127,21 @@ static int under(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
-static int under_any(const char *path, const char *const *dirs, int strict)
+static int under_any(const char *path, const char *const *dirs)
 {
 	for (int i = 0; i < ISO_MAX_PATHS && dirs[i]; i++) {
-		if (under(path, dirs[i]) && (!strict || strcmp(path, dirs[i])))
+		if (under(path, dirs[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* path lies strictly inside a kept dir that step 6 bound back */
+static int under_bound(const char *path, const char *const *keep,
+		       const int *fd)
+{
+	for (int i = 0; i < ISO_MAX_PATHS && keep[i]; i++) {
+		if (fd[i] >= 0 && under(path, keep[i]) && strcmp(path, keep[i]))
 			return 1;
 	}
 	return 0;
@@ -190,7 +201,7 @@ int iso__enter(const struct workload_iso *iso, uid_t uid, gid_t gid,
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return fail(f, "mount rprivate", "/");
 	for (i = 0; i < ISO_MAX_PATHS && iso->keep_dirs[i]; i++) {
-		if (!under_any(iso->keep_dirs[i], iso->hide_dirs, 0))
+		if (!under_any(iso->keep_dirs[i], iso->hide_dirs))
 			continue;
 		keep_fd[i] = open(iso->keep_dirs[i], O_PATH | O_DIRECTORY |
 				  O_CLOEXEC);
@@ -222,7 +233,7 @@ int iso__enter(const struct workload_iso *iso, uid_t uid, gid_t gid,
 		}
 	}
 	for (i = 0; i < ISO_MAX_PATHS && iso->hide_dirs[i]; i++) {
-		if (!under_any(iso->hide_dirs[i], iso->keep_dirs, 1))
+		if (!under_bound(iso->hide_dirs[i], iso->keep_dirs, keep_fd))
 			continue;
 		if (cover(iso->hide_dirs[i], f) < 0)
 			goto out;

@@ -53,7 +53,7 @@ struct api_heartbeat {
 };
 
 enum api_ev_type { EV_NOTICE, EV_CHECKPOINT, EV_EXIT, EV_UTIL, EV_SETUP_DONE,
-		   EV_LOG, EV_CKPT_ERROR };
+		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION };
 enum api_exit_cause { CAUSE_COMPLETED, CAUSE_PREEMPTED, CAUSE_STOPPED,
 		      CAUSE_CRASHED };
 
@@ -73,8 +73,10 @@ struct api_event {
 	enum api_exit_cause cause;
 	/* util */
 	double cpu_util, gpu_util;
-	/* ckpt_error: why checkpoints do not reach the object store */
+	/* ckpt_error: why checkpoints do not reach the object store;
+	 * isolation: how the workload is isolated (mode) and why */
 	const char *message;
+	const char *mode;
 	/* log */
 	const char *stream;
 	const char *line;

@@ -454,6 +454,8 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	ag->nw.wake_fd[0] = ag->nw.wake_fd[1] = -1;
 	sr_backoff_init(&ag->retry, RETRY_BASE_NS, RETRY_CAP_NS);
 	sr_ratelimit_init(&ag->fail_log, FAIL_LOG_EVERY_NS);
+	ag->iso_mode = o->isolation == AGENT_ISO_OFF ? ISO_NONE
+						       : iso_mode_for_self();
 	snprintf(ag->node_dir, sizeof ag->node_dir, "%s", o->workdir);
 	snprintf(ag->status_path, sizeof ag->status_path, "%s/status.json",
 		 o->workdir);

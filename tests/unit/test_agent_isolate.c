@@ -97,7 +97,9 @@ static int run_probe(enum iso_mode mode, char *out, size_t n)
 {
 	struct workload_iso iso = { .mode = mode, .hide_dirs = { g_state },
 				    .hide_files = { g_tok },
-				    .keep_dirs = { g_node, g_ckpt } };
+				    /* the cwd of a job launched from above the
+				     * state dir contains it: it stays hidden */
+				    .keep_dirs = { g_node, g_ckpt, g_base } };
 	char env_state[400], env_agent[64];
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_state,
 			 env_agent, NULL };
