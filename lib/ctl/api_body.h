@@ -21,6 +21,13 @@
 #define CTL_BODY_MAX (1024 * 1024)
 #define CTL_PATH_MAX 1024
 #define CTL_QUERY_MAX 1024 /* bytes after '?' */
+/* request header fields, all of them: name + value + 4 each (": ", CRLF);
+ * over it the answer is JSON 431.  libmicrohttpd holds a request's head
+ * in a per-connection pool of CTL_CONN_MEMORY bytes (each open connection
+ * costs that much), so heads up to about that size reach the handler;
+ * past it libmicrohttpd answers itself, in HTML (docs/api.md, "Errors"). */
+#define CTL_HEADERS_MAX (16 * 1024)
+#define CTL_CONN_MEMORY (64 * 1024)
 #define CTL_IDEM_KEY_MAX 128 /* Idempotency-Key header, bytes */
 #define CTL_YAML_MAX (256 * 1024)
 #define CTL_LOG_LINES_MAX 1000
