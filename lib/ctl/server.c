@@ -112,6 +112,9 @@ static bool json_ctype(const char *ct)
 /* libmicrohttpd's own messages (a request it refused itself, a socket
  * error) as one of our log lines, not raw text on stderr. */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 	size_t n;
