@@ -341,6 +341,10 @@ class DistCheckpointer:
         self._join()
         step = int(step)
         engines, mine = self._stage(step, state, False, None)
+        # both engines (rank 0: replicated part and own shards) copy at
+        # once; a tensor may change again only when both are staged
+        for c in engines:
+            c.wait_staged()
         t = threading.Thread(target=self._background, name="spotrun-commit",
                              args=(step, engines, mine))
         self._pending = t
@@ -394,7 +398,7 @@ class DistCheckpointer:
         if final:
             c.save_final(step, st, deadline=deadline)
         else:
-            c.save(step, st)
+            c.save(step, st, lazy=True)
 
     def _background(self, step, engines, mine):
         try:
