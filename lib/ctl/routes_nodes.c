@@ -12,7 +12,8 @@
  *   node is being retired by the policy   -> stop (then it is replaced)
  *   job RUNNING and node READY            -> run  (attempt = job.attempt,
  *                                            master_addr and node_ips: the
- *                                            gang's addresses, rank 0 first)
+ *                                            gang's addresses, rank 0 first;
+ *                                            master_port: the attempt's)
  *   job never ran yet (attempt 0)         -> idle
  *   otherwise                             -> stop (attempt = job.attempt)
  */
@@ -115,7 +116,23 @@ static json_t *gang_addrs(sqlite3 *db, const struct nodeinfo *n)
 	return a;
 }
 
-static json_t *directive_of(sqlite3 *db, const struct nodeinfo *n)
+/* The rendezvous port of a job's attempt: the agent's formula
+ * (src/agent/envp.c, envp_master_port) shifted by a salt from this
+ * daemon's state dir, so that two daemons on one host (job ids start at
+ * 1 in each) do not hand the same port to their jobs' same attempt. */
+static int64_t master_port(const char *state_dir, int64_t job, int64_t attempt)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	uint64_t j = (uint64_t)(job < 0 ? -job : job) % 12000;
+	uint64_t at = (uint64_t)(attempt < 0 ? 0 : attempt) % 12000;
+
+	for (const char *p = state_dir ? state_dir : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return 20000 + (int64_t)((j * 7919 + at + h % 12000) % 12000);
+}
+
+static json_t *directive_of(const struct ctl *c, sqlite3 *db,
+			    const struct nodeinfo *n)
 {
 	enum job_state js = JOB_PENDING;
 	const char *a;
@@ -143,6 +160,8 @@ static json_t *directive_of(sqlite3 *db, const struct nodeinfo *n)
 			json_object_set(d, "node_ips", ips);
 		}
 		json_decref(ips);
+		json_object_set_new(d, "master_port", json_integer(master_port(
+			c ? c->state_dir : NULL, n->job, n->attempt)));
 	}
 	return d;
 }
@@ -153,7 +172,7 @@ json_t *ctl__directive(sqlite3 *db, int64_t node_id)
 
 	if (node_load(db, node_id, &n) || node_gone(&n))
 		return NULL;
-	return directive_of(db, &n);
+	return directive_of(NULL, db, &n);
 }
 
 /* The address the request came from, numeric, into buf ("" if unknown). */
@@ -392,7 +411,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"placement", "provider", c->prov.ops->name, "cloud", n.cloud,
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
-		"directive", directive_of(db, &n), "file_mounts", sky.mounts,
+		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
 		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
 		"ckpt_uri", uri_json(uri)));
 }
@@ -511,7 +530,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "directive",
-						directive_of(db, &n)));
+						directive_of(rq->ctl, db, &n)));
 }
 
 /* ---- POST /v1/nodes/{id}/report ------------------------------------------ */
@@ -751,7 +770,7 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 		ctl__wake(c);
 	node_load(db, n.id, &n);
 	return ctl_resp_json(rs, 200, json_pack("{s:I,s:o}", "accepted",
-				(json_int_t)i, "directive", directive_of(db, &n)));
+				(json_int_t)i, "directive", directive_of(c, db, &n)));
 }
 
 static const struct ctl_route routes[] = {

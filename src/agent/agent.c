@@ -246,6 +246,8 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 	char *s, *p;
 	const char *ip;
 
+	json_int_t port = json_integer_value(json_object_get(d, "master_port"));
+
 	if (m && *m) {
 		s = strdup(m);
 		if (s) {
@@ -253,6 +255,8 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 			ag->a.master_addr = s;
 		}
 	}
+	/* the attempt's port from spotrund (0: the agent derives it) */
+	ag->a.master_port = port > 0 && port < 65536 ? (int)port : 0;
 	if (!json_is_array(ips) || json_array_size(ips) == 0)
 		return;
 	/* a rank not registered yet (never in a `run`): the master's */

@@ -17,7 +17,9 @@
  * the attempt, the same on every node of the gang, and different from one
  * attempt to the next: a rank left over from an old attempt knocks on a
  * port nobody of the new attempt listens on, so it can never join it
- * (docs/distributed.md).
+ * (docs/distributed.md).  spotrund sends the port it derived the same way
+ * with a per-daemon salt (the run directive's master_port), which wins:
+ * two daemons on one host then do not give their jobs the same ports.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,8 +152,9 @@ static int torch_env(struct envv *ev, const struct assignment *a, int attempt)
 			 a->master_addr ? a->master_addr : "127.0.0.1");
 
 	if (rc == 0)
-		rc = env_setf(ev, "MASTER_PORT",
-			      envp_master_port(a->job_id, attempt));
+		rc = env_setf(ev, "MASTER_PORT", a->master_port > 0 ?
+			      (long long)a->master_port :
+			      (long long)envp_master_port(a->job_id, attempt));
 	if (rc == 0)
 		rc = env_setf(ev, "WORLD_SIZE", (long long)a->num_nodes);
 	if (rc == 0)

@@ -81,6 +81,11 @@ static void test_torch_contract(void **state)
 	assert_string_equal(get(envp, "SKYPILOT_NODE_IPS"),
 			    "10.1.2.3\n10.1.2.4\n10.1.2.5\n10.1.2.6");
 	envp_free(envp);
+	/* spotrund's port for the attempt (run directive) wins */
+	a.master_port = 23456;
+	envp = build(&a, 3);
+	assert_string_equal(get(envp, "MASTER_PORT"), "23456");
+	envp_free(envp);
 	free(a.node_ips);
 	free(a.master_addr);
 	json_decref(a.envs);

@@ -236,7 +236,7 @@ static void test_crash_restarts_then_fails(void **state)
 			    "  max_restarts: 2\n";
 	char ntok[80], p[128];
 	json_t *v = NULL, *j;
-	int64_t id, node;
+	int64_t id, node, port, last_port = 0;
 
 	(void)state;
 	id = start_registered(yaml, &node, ntok);
@@ -264,6 +264,12 @@ static void test_crash_restarts_then_fails(void **state)
 		/* registered without an address: where its request came from */
 		assert_string_equal(json_string_value(json_object_get(
 			json_object_get(v, "directive"), "master_addr")), "127.0.0.1");
+		/* a fresh rendezvous port per attempt, below the ephemeral range */
+		port = json_integer_value(json_object_get(json_object_get(v,
+			"directive"), "master_port"));
+		assert_true(port >= 20000 && port < 32000);
+		assert_int_not_equal(port, last_port);
+		last_port = port;
 		json_decref(v);
 		snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
 		assert_int_equal(jreq("POST", p, ntok, json_pack(
