@@ -241,9 +241,12 @@ bench: all
 
 # The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
+# Then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
+# make check runs 200).
 soak: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/soak --build $(BUILD)
+	@scripts/soak-uploader --build $(BUILD)
 
 clean:
 	rm -rf build

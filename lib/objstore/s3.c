@@ -4,18 +4,18 @@
  *
  * Requests (REST API 2006-03-01), all signed with SigV4
  * (lib/common/sigv4.c) with an UNSIGNED-PAYLOAD body hash; the body's
- * integrity is carried by a checksum header the service checks: on S3
- * x-amz-checksum-crc32c for shard data (CRC32C runs on the CPU's crc32
- * instruction, a small fraction of MD5's cost per byte; the shard is
- * read twice, once for the checksum and once to send, and the checksum
- * pass was most of the upload's CPU with MD5), Content-MD5 on GCS (its
- * XML API has no x-amz-checksum-*) and for the small bodies; or
- * Content-MD5 everywhere with SPOTRUN_OBJSTORE_CHECKSUM=md5 (a store
- * without the newer headers):
+ * integrity is carried by a checksum header the service checks: CRC32C
+ * of shard data, as x-amz-checksum-crc32c on S3 and x-goog-hash:
+ * crc32c= on GCS (the form Google's own Node.js SDK sends for XML API
+ * parts).  CRC32C runs on the CPU's crc32 instruction, a small fraction
+ * of MD5's cost per byte: the shard is read twice, once for the checksum
+ * and once to send, and with MD5 the checksum pass was most of the
+ * upload's CPU.  Content-MD5 for the small bodies, or everywhere with
+ * SPOTRUN_OBJSTORE_CHECKSUM=md5 (a store without the newer headers):
  *     PutObject                PUT    /KEY                    checksum
- *     CreateMultipartUpload    POST   /KEY?uploads            x-amz-checksum-algorithm
+ *     CreateMultipartUpload    POST   /KEY?uploads            x-amz-checksum-algorithm (S3)
  *     UploadPart               PUT    /KEY?partNumber=N&uploadId=U  checksum
- *     CompleteMultipartUpload  POST   /KEY?uploadId=U         <part ETags, CRCs>
+ *     CompleteMultipartUpload  POST   /KEY?uploadId=U         <part ETags, CRCs (S3)>
  *     AbortMultipartUpload     DELETE /KEY?uploadId=U
  *     ListMultipartUploads     GET    /?uploads&prefix=P
  *     GetObject                GET    /KEY  Range: bytes=A-B
@@ -53,7 +53,7 @@ struct s3 {
 	char *region;
 	struct sr_awscred cred;
 	int gcs;
-	int crc32c;        /* shard data: x-amz-checksum-crc32c, else MD5 */
+	int crc32c;        /* shard data: CRC32C (S3 and GCS headers), else MD5 */
 };
 
 static void s3_free(void *p)
@@ -99,9 +99,10 @@ static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
 		extra[n++] = b1;
 	}
 	if (c->crc[0]) {
-		snprintf(b4, sizeof b4, "x-amz-checksum-crc32c: %s", c->crc);
+		snprintf(b4, sizeof b4, c->s3->gcs ? "x-goog-hash: crc32c=%s"
+			 : "x-amz-checksum-crc32c: %s", c->crc);
 		extra[n++] = b4;
-	} else if (c->crc_algo) {
+	} else if (c->crc_algo && !c->s3->gcs) {
 		extra[n++] = "x-amz-checksum-algorithm: CRC32C";
 	}
 	if (c->range) {
@@ -390,7 +391,7 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 		for (size_t i = 0; i < m.nparts; i++) {
 			p += sprintf(p, "<Part><PartNumber>%zu</PartNumber>"
 				     "<ETag>%s</ETag>", i + 1, m.etags[i]);
-			if (m.crcs[i][0])
+			if (m.crcs[i][0] && !s3->gcs)
 				p += sprintf(p, "<ChecksumCRC32C>%s</ChecksumCRC32C>",
 					     m.crcs[i]);
 			p += sprintf(p, "</Part>");
@@ -767,9 +768,8 @@ int objstore__s3_open(struct objstore *s, struct sr_err *e)
 	if (!s3)
 		return -ENOMEM;
 	s3->gcs = s->u.kind == OBJSTORE_GCS;
-	s3->crc32c = !s3->gcs && !(getenv("SPOTRUN_OBJSTORE_CHECKSUM") &&
-				   !strcmp(getenv("SPOTRUN_OBJSTORE_CHECKSUM"),
-					   "md5"));
+	s3->crc32c = !(getenv("SPOTRUN_OBJSTORE_CHECKSUM") &&
+		       !strcmp(getenv("SPOTRUN_OBJSTORE_CHECKSUM"), "md5"));
 	if (s3->gcs) {
 		const char *ep = getenv("SPOTRUN_GCS_ENDPOINT");
 
