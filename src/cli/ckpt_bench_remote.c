@@ -62,7 +62,7 @@ struct job {
 	uint8_t *dst;          /* GET destination, or a POST's answer */
 	char key[256];
 	int shard;             /* index of the shard file */
-	char query[320];       /* "" or partNumber=N&uploadId=U */
+	char query[640];       /* "" or partNumber=N&uploadId=U */
 	const char *method;    /* NULL: PUT with fd, else GET */
 	const char *body;      /* a POST's body */
 	uint64_t off, len;     /* file / object range; answer capacity */
@@ -138,7 +138,7 @@ static int run_one(struct job *j)
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct sr_sigv4_creds cr = sr_awscred_view(&j->p->cred);
-	char url[2800], path[1400], rh[80], **add = NULL;
+	char url[3200], path[1400], rh[80], **add = NULL;
 	const char *extra[2] = { NULL, NULL };
 	const char *method = j->method ? j->method : j->fd >= 0 ? "PUT" : "GET";
 	long st = 0;
