@@ -768,8 +768,16 @@ int objstore__s3_open(struct objstore *s, struct sr_err *e)
 	if (!s3)
 		return -ENOMEM;
 	s3->gcs = s->u.kind == OBJSTORE_GCS;
-	s3->crc32c = !(getenv("SPOTRUN_OBJSTORE_CHECKSUM") &&
-		       !strcmp(getenv("SPOTRUN_OBJSTORE_CHECKSUM"), "md5"));
+	{
+		const char *ck = getenv("SPOTRUN_OBJSTORE_CHECKSUM");
+
+		if (ck && *ck && strcmp(ck, "crc32c") && strcmp(ck, "md5")) {
+			rc = sr_err_set(e, -EINVAL, "SPOTRUN_OBJSTORE_CHECKSUM="
+					"'%.40s': expected crc32c or md5", ck);
+			goto fail;
+		}
+		s3->crc32c = !(ck && !strcmp(ck, "md5"));
+	}
 	if (s3->gcs) {
 		const char *ep = getenv("SPOTRUN_GCS_ENDPOINT");
 

@@ -225,5 +225,13 @@ def test_gcs_against_google_sdk(tmp_path, monkeypatch):
         with pytest.raises(Exception, match="checksum mismatch"):
             spotrun.restore(uri, {"w": np.zeros_like(w), "step": -1}, step=5)
         assert spotrun.restore(uri, {"w": np.zeros_like(w), "step": -1}) is None
+        # a checksum setting we do not know is refused, by name
+        p = subprocess.run([os.path.join(os.environ.get("SPOTRUN_BUILD", "build"),
+                                         "bin", "spotrun"), "ckpt", "ls", uri],
+                           env=dict(os.environ, SPOTRUN_OBJSTORE_CHECKSUM="sha1"),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0
+        assert "SPOTRUN_OBJSTORE_CHECKSUM='sha1': expected crc32c or md5" \
+            in p.stderr
     finally:
         srv.close()
