@@ -249,7 +249,9 @@ bench: all
 
 # The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
-# Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20).
+# Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
+# then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
+# make check runs 200).
 soak: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/soak --build $(BUILD)
@@ -258,6 +260,7 @@ soak: deps
 		SPOTRUN_CHECK_MODE=plain PATH=$(CURDIR)/$(BUILD)/bin:$$PATH \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider \
 		tests/py/test_dist_preempt.py
+	@scripts/soak-uploader --build $(BUILD)
 
 clean:
 	rm -rf build
