@@ -13,6 +13,7 @@
 #include "ctl/ctl.h"
 #include "ctl/provider.h"
 #include "ctl/router.h"
+#include "store/store.h"
 
 struct MHD_Daemon;
 
@@ -55,9 +56,9 @@ struct ctl {
 	pthread_cond_t wake_cv;
 	bool wake;
 
-	pthread_key_t db_key;        /* per-thread sqlite3* */
+	pthread_key_t db_key;        /* per-thread struct store * */
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
-	sqlite3 **conns;
+	struct store **conns;
 	size_t nconns, capconns;
 
 	/* Policy states of the unfinished jobs (reconciler thread only). */
@@ -84,7 +85,10 @@ int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len);
 void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
 void ctl__pol_clear(struct ctl *c);
 
-/* The calling thread's connection (opened on first use). NULL on failure. */
+/* The calling thread's store connection (opened on first use); NULL on
+ * failure.  ctl__db: its SQLite handle, for the files not yet moved
+ * behind lib/store (the reconciler's; docs/store.md). */
+struct store *ctl__store(struct ctl *c);
 sqlite3 *ctl__db(struct ctl *c);
 
 /* Cloud clock now / for a wall-clock instant. */

@@ -3,7 +3,6 @@
  *
  * Tables (all STRICT; money in micro-dollars, time in ns):
  *
- *   ledger_schema(version)            one row, this module's schema version
  *   ledger(id, provider, region, zone, instance_type, accelerator, gpus,
  *          pricing, unit_price, list_price, reserved_price, job_id,
  *          node_id, busy, util_permille, start_ns, end_ns, billed_ns,
@@ -28,8 +27,9 @@
  *          one row per job: what running its declared work on on-demand
  *          would cost (the baseline of honest savings, report.h)
  *
- * Schema history: version 1 = ledger and ledger_event; version 2 adds
- * ledger_plan.
+ * The tables are created by lib/store's migrations (component 'ledger',
+ * lib/store/schema.c): version 1 = ledger and ledger_event; version 2
+ * adds ledger_plan.
  */
 #include <string.h>
 #include <strings.h>
@@ -40,88 +40,7 @@
 #include "common/timeutil.h"
 #include "dbutil.h"
 #include "ledger.h"
-
-#define LEDGER_SCHEMA_VERSION 2
-
-static const char *const schema_v1[] = {
-	"CREATE TABLE IF NOT EXISTS ledger ("
-	" id INTEGER PRIMARY KEY,"
-	" provider TEXT NOT NULL CHECK (provider <> ''),"
-	" region TEXT NOT NULL CHECK (region <> ''),"
-	" zone TEXT,"
-	" instance_type TEXT NOT NULL CHECK (instance_type <> ''),"
-	" accelerator TEXT,"
-	" gpus INTEGER NOT NULL CHECK (gpus >= 0),"
-	" pricing INTEGER NOT NULL CHECK (pricing IN (0, 1, 2)),"
-	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
-	" list_price INTEGER NOT NULL CHECK (list_price >= 0),"
-	" reserved_price INTEGER CHECK (reserved_price >= 0),"
-	" job_id INTEGER CHECK (job_id > 0),"
-	" node_id INTEGER NOT NULL CHECK (node_id > 0),"
-	" busy INTEGER NOT NULL CHECK (busy IN (0, 1)),"
-	" util_permille INTEGER CHECK (util_permille BETWEEN 0 AND 1000),"
-	" start_ns INTEGER NOT NULL,"
-	" end_ns INTEGER NOT NULL,"
-	" billed_ns INTEGER NOT NULL CHECK (billed_ns >= 0),"
-	" cost INTEGER NOT NULL CHECK (cost >= 0),"
-	" list_cost INTEGER NOT NULL CHECK (list_cost >= 0),"
-	" reserved_cost INTEGER CHECK (reserved_cost >= 0),"
-	" CHECK (end_ns > start_ns),"
-	" UNIQUE (node_id, start_ns)"
-	") STRICT",
-	"CREATE INDEX IF NOT EXISTS ledger_by_start ON ledger(start_ns)",
-	"CREATE INDEX IF NOT EXISTS ledger_by_job ON ledger(job_id, start_ns)",
-	"CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TABLE IF NOT EXISTS ledger_event ("
-	" id INTEGER PRIMARY KEY,"
-	" kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),"
-	" job_id INTEGER NOT NULL CHECK (job_id > 0),"
-	" node_id INTEGER CHECK (node_id > 0),"
-	" provider TEXT,"
-	" region TEXT,"
-	" zone TEXT,"
-	" instance_type TEXT,"
-	" at_ns INTEGER NOT NULL,"
-	" value_ns INTEGER NOT NULL CHECK (value_ns >= 0),"
-	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
-	" value_cost INTEGER NOT NULL CHECK (value_cost >= 0)"
-	") STRICT",
-	"CREATE INDEX IF NOT EXISTS ledger_event_by_job"
-	" ON ledger_event(job_id, kind)",
-	"CREATE INDEX IF NOT EXISTS ledger_event_by_at ON ledger_event(at_ns)",
-	"CREATE TRIGGER IF NOT EXISTS ledger_event_no_update"
-	" BEFORE UPDATE ON ledger_event"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_event_no_delete"
-	" BEFORE DELETE ON ledger_event"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	NULL,
-};
-
-static const char *const schema_v2[] = {
-	"CREATE TABLE IF NOT EXISTS ledger_plan ("
-	" job_id INTEGER PRIMARY KEY CHECK (job_id > 0),"
-	" at_ns INTEGER NOT NULL,"
-	" provider TEXT,"
-	" region TEXT,"
-	" zone TEXT,"
-	" instance_type TEXT,"
-	" work_ns INTEGER NOT NULL CHECK (work_ns >= 0),"
-	" nodes INTEGER NOT NULL CHECK (nodes > 0),"
-	" od_price INTEGER NOT NULL CHECK (od_price >= 0),"
-	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
-	") STRICT",
-	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_update"
-	" BEFORE UPDATE ON ledger_plan"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_delete"
-	" BEFORE DELETE ON ledger_plan"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	NULL,
-};
+#include "store/store.h"
 
 const char *ledger_pricing_name(enum ledger_pricing p)
 {
@@ -157,65 +76,15 @@ int ledger_pricing_parse(const char *s, enum ledger_pricing *out)
 	return -EINVAL;
 }
 
-static int exec_all(sqlite3 *db, const char *const *sql, struct sr_err *e)
-{
-	for (size_t i = 0; sql[i]; i++) {
-		int src = sqlite3_exec(db, sql[i], NULL, NULL, NULL);
-
-		if (src != SQLITE_OK)
-			return finops__db_err(db, src, e, "ledger_migrate");
-	}
-	return 0;
-}
-
-static int read_version(sqlite3 *db, int *version, struct sr_err *e)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	*version = 0;
-	rc = finops__prepare(db, "SELECT max(version) FROM ledger_schema", &st, e);
-	if (rc)
-		return rc;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return 0;
-}
-
 int ledger_migrate(sqlite3 *db, struct sr_err *e)
 {
-	static const char *const base[] = {
-		"CREATE TABLE IF NOT EXISTS ledger_schema ("
-		" version INTEGER NOT NULL) STRICT",
-		NULL,
-	};
-	char sql[96];
-	int version = 0;
-	int rc;
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
 
-	rc = exec_all(db, base, e);
-	if (rc)
-		return rc;
-	rc = read_version(db, &version, e);
-	if (rc)
-		return rc;
-	if (version > LEDGER_SCHEMA_VERSION)
-		return sr_err_set(e, -SR_EUNSUPPORTED,
-				  "ledger_migrate: database has ledger schema %d, "
-				  "this build knows up to %d",
-				  version, LEDGER_SCHEMA_VERSION);
-	if (version == LEDGER_SCHEMA_VERSION)
-		return 0;
-	rc = exec_all(db, schema_v1, e);
 	if (!rc)
-		rc = exec_all(db, schema_v2, e);
-	if (rc)
-		return rc;
-	snprintf(sql, sizeof sql,
-		 "DELETE FROM ledger_schema; INSERT INTO ledger_schema VALUES (%d)",
-		 LEDGER_SCHEMA_VERSION);
-	return exec_all(db, (const char *const[]){ sql, NULL }, e);
+		rc = store_migrate(s, e);
+	store_close(tmp);
+	return rc;
 }
 
 static int check_str(const char *s, const char *field, struct sr_err *e)

@@ -76,8 +76,9 @@ struct ledger_row {
 	int64_t billed_ns;          /* duration billed, >= 0 (time-scaled) */
 };
 
-/* Create (or upgrade) the ledger's STRICT tables and indexes in db.
- * Idempotent.  Returns 0 or -SR_E* with *e naming the statement. */
+/* Bring db's schema (the ledger's tables and the rest of the store's) to
+ * this binary's version: store_migrate() over this connection.
+ * Idempotent.  Returns 0 or -SR_E* with *e naming the step. */
 int ledger_migrate(sqlite3 *db, struct sr_err *e);
 
 /* Append one billing row.  The cost is computed here, once, as

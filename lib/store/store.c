@@ -5,6 +5,7 @@
 #include "store/store_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +57,63 @@ int store_open(const char *where, unsigned flags, struct store **out,
 	return 0;
 }
 
-int store_wrap_sqlite(void *db, struct store **out, struct sr_err *e)
-{
-	struct store *s = calloc(1, sizeof *s);
+/* Open SQLite stores by connection, for store_bridge.  Small: one per
+ * thread of one daemon (plus tests). */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct store **reg;
+static size_t nreg, capreg;
 
-	*out = NULL;
+void store__register(struct store *s)
+{
+	pthread_mutex_lock(&reg_mu);
+	if (nreg == capreg) {
+		size_t nc = capreg ? 2 * capreg : 16;
+		struct store **v = realloc(reg, nc * sizeof *v);
+
+		if (v) {
+			reg = v;
+			capreg = nc;
+		}
+	}
+	if (nreg < capreg)
+		reg[nreg++] = s; /* unregistered: store_bridge wraps instead */
+	pthread_mutex_unlock(&reg_mu);
+}
+
+void store__unregister(struct store *s)
+{
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < nreg; i++) {
+		if (reg[i] == s) {
+			reg[i] = reg[--nreg];
+			break;
+		}
+	}
+	if (!nreg) {
+		free(reg);
+		reg = NULL;
+		capreg = 0;
+	}
+	pthread_mutex_unlock(&reg_mu);
+}
+
+int store_bridge(struct sqlite3 *db, struct store **out, struct store **tmp,
+		 struct sr_err *e)
+{
+	struct store *s = NULL;
+
+	*out = *tmp = NULL;
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < nreg && !s; i++) {
+		if (store__sqlite_handle(reg[i]) == db)
+			s = reg[i];
+	}
+	pthread_mutex_unlock(&reg_mu);
+	if (s) {
+		*out = s;
+		return 0;
+	}
+	s = calloc(1, sizeof *s);
 	if (!s)
 		return sr_err_set(e, -ENOMEM, "store: out of memory");
 	s->ops = &store__sqlite_ops;
@@ -69,7 +122,7 @@ int store_wrap_sqlite(void *db, struct store **out, struct sr_err *e)
 		free(s);
 		return sr_err_set(e, -ENOMEM, "store: out of memory");
 	}
-	*out = s;
+	*out = *tmp = s;
 	return 0;
 }
 
@@ -86,7 +139,6 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
-	store_rollback(s);
 	for (size_t i = 0; i < s->ncache; i++)
 		stmt_free(s->cache[i]);
 	free(s->cache);
@@ -96,9 +148,12 @@ void store_close(struct store *s)
 
 enum store_backend store_backend(const struct store *s) { return s->backend; }
 const char *store_backend_name(const struct store *s) { return s->ops->name; }
-bool store_in_tx(const struct store *s) { return s->in_tx; }
+bool store_in_tx(const struct store *s)
+{
+	return s->ops->in_tx((struct store *)s);
+}
 
-void *store_sqlite_handle(struct store *s)
+struct sqlite3 *store_sqlite_handle(struct store *s)
 {
 	return s->backend == STORE_SQLITE ? store__sqlite_handle(s) : NULL;
 }
@@ -110,14 +165,9 @@ int store_exec_sql(struct store *s, const char *sql, struct sr_err *e)
 
 int store_begin(struct store *s, struct sr_err *e)
 {
-	int rc;
-
-	if (s->in_tx)
+	if (store_in_tx(s))
 		return sr_err_set(e, -EINVAL, "store: transaction already open");
-	rc = s->ops->begin(s, e);
-	if (!rc)
-		s->in_tx = true;
-	return rc;
+	return s->ops->begin(s, e);
 }
 
 int store_commit(struct store *s, struct sr_err *e)
@@ -126,16 +176,13 @@ int store_commit(struct store *s, struct sr_err *e)
 
 	if (rc)
 		s->ops->rollback(s);
-	s->in_tx = false;
 	return rc;
 }
 
 void store_rollback(struct store *s)
 {
-	if (!s->in_tx)
-		return;
-	s->ops->rollback(s);
-	s->in_tx = false;
+	if (store_in_tx(s))
+		s->ops->rollback(s);
 }
 
 int store_end(struct store *s, int rc, struct sr_err *e)

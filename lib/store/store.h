@@ -122,10 +122,15 @@ int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
 int store_setting_set(struct store *s, const char *key, const char *val,
 		      struct sr_err *e);
 
-/* For code not yet moved behind this interface (docs/store.md lists it):
- * the SQLite connection (a sqlite3 *), or NULL on PostgreSQL; and a
- * store over such a connection, which store_close() does not close. */
-void *store_sqlite_handle(struct store *s);
-int store_wrap_sqlite(void *db, struct store **out, struct sr_err *e);
+/* For code not yet moved behind this interface (docs/store.md lists it:
+ * the reconciler files) and the entry points they call:
+ * store_sqlite_handle: the SQLite connection, or NULL on PostgreSQL;
+ * store_bridge: the open store whose SQLite connection is db, or, for a
+ * connection no store opened, a new store over it that *tmp owns (the
+ * caller store_close()s *tmp, which leaves db open). */
+struct sqlite3;
+struct sqlite3 *store_sqlite_handle(struct store *s);
+int store_bridge(struct sqlite3 *db, struct store **out, struct store **tmp,
+		 struct sr_err *e);
 
 #endif

@@ -17,6 +17,7 @@ struct store_ops {
 	int (*begin)(struct store *s, struct sr_err *e);
 	int (*commit)(struct store *s, struct sr_err *e);
 	void (*rollback)(struct store *s);
+	bool (*in_tx)(struct store *s);
 
 	/* statement: prepare fills st->impl; reset drops the current result
 	 * and bindings; finalize releases st->impl */
@@ -53,7 +54,6 @@ struct store {
 	const struct store_ops *ops;
 	enum store_backend backend;
 	void *impl;
-	bool in_tx;
 	struct store_stmt **cache; /* owned; every cached statement */
 	size_t ncache, capcache;
 };
@@ -64,8 +64,11 @@ extern const struct store_ops store__pg_ops;
 /* Backend openers: fill s->impl (s->ops is set by the caller). */
 int store__sqlite_open(struct store *s, const char *path, unsigned flags,
 		       struct sr_err *e);
-int store__sqlite_wrap(struct store *s, void *db);
-void *store__sqlite_handle(struct store *s);
+int store__sqlite_wrap(struct store *s, struct sqlite3 *db);
+struct sqlite3 *store__sqlite_handle(struct store *s);
+/* The registry of open SQLite stores, for store_bridge (store.c). */
+void store__register(struct store *s);
+void store__unregister(struct store *s);
 int store__pg_open(struct store *s, const char *conninfo, unsigned flags,
 		   struct sr_err *e);
 

@@ -139,9 +139,16 @@ static int pg_commit(struct store *s, struct sr_err *e)
 	return pg_exec(s, "COMMIT", e);
 }
 
+static bool pg_in_tx(struct store *s)
+{
+	PGTransactionStatusType t = PQtransactionStatus(CONN(s));
+
+	return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
+}
+
 static void pg_rollback(struct store *s)
 {
-	if (PQtransactionStatus(CONN(s)) != PQTRANS_IDLE)
+	if (pg_in_tx(s))
 		PQclear(PQexec(CONN(s), "ROLLBACK"));
 }
 
@@ -435,6 +442,7 @@ const struct store_ops store__pg_ops = {
 	.begin = pg_begin,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
+	.in_tx = pg_in_tx,
 	.prepare = pg_prepare,
 	.reset = pg_reset,
 	.finalize = pg_finalize,

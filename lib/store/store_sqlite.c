@@ -107,6 +107,7 @@ int store__sqlite_open(struct store *s, const char *path, unsigned flags,
 	}
 	q->owned = true;
 	s->impl = q;
+	store__register(s);
 	sqlite3_busy_timeout(q->db, 10000);
 	if (sq_setup(q->db)) {
 		rc = sq_err(q->db, SQLITE_NOMEM, e, path);
@@ -122,13 +123,15 @@ int store__sqlite_open(struct store *s, const char *path, unsigned flags,
 	}
 	return 0;
 fail:
+	if (s->impl)
+		store__unregister(s);
 	sqlite3_close_v2(q->db);
 	free(q);
 	s->impl = NULL;
 	return rc;
 }
 
-int store__sqlite_wrap(struct store *s, void *db)
+int store__sqlite_wrap(struct store *s, struct sqlite3 *db)
 {
 	struct sq *q = calloc(1, sizeof *q);
 
@@ -140,14 +143,16 @@ int store__sqlite_wrap(struct store *s, void *db)
 	return 0;
 }
 
-void *store__sqlite_handle(struct store *s) { return DB(s); }
+struct sqlite3 *store__sqlite_handle(struct store *s) { return DB(s); }
 
 static void sq_close(struct store *s)
 {
 	struct sq *q = s->impl;
 
-	if (q->owned)
+	if (q->owned) {
+		store__unregister(s);
 		sqlite3_close_v2(q->db);
+	}
 	free(q);
 }
 
@@ -179,6 +184,11 @@ static void sq_rollback(struct store *s)
 {
 	if (!sqlite3_get_autocommit(DB(s)))
 		sqlite3_exec(DB(s), "ROLLBACK", NULL, NULL, NULL);
+}
+
+static bool sq_in_tx(struct store *s)
+{
+	return !sqlite3_get_autocommit(DB(s));
 }
 
 static int sq_prepare(struct store *s, struct store_stmt *st, struct sr_err *e)
@@ -296,6 +306,7 @@ const struct store_ops store__sqlite_ops = {
 	.begin = sq_begin,
 	.commit = sq_commit,
 	.rollback = sq_rollback,
+	.in_tx = sq_in_tx,
 	.prepare = sq_prepare,
 	.reset = sq_reset,
 	.finalize = sq_finalize,

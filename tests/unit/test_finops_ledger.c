@@ -51,13 +51,15 @@ static void test_migrate_idempotent(void **state)
 	(void)state;
 	assert_int_equal(ledger_migrate(db, &e), 0);
 	assert_int_equal(ledger_migrate(db, &e), 0);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM ledger_schema",
-					    -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM schema_version"
+					    " WHERE component = 'ledger'", -1, &st,
+					    NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 1);
 	sqlite3_finalize(st);
 	/* a newer schema than this build knows is refused */
-	assert_int_equal(sqlite3_exec(db, "UPDATE ledger_schema SET version = 99",
+	assert_int_equal(sqlite3_exec(db, "UPDATE schema_version SET version = 99"
+				      " WHERE component = 'ledger'",
 				      NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(ledger_migrate(db, &e), -SR_EUNSUPPORTED);
 	assert_non_null(strstr(e.msg, "99"));
