@@ -282,7 +282,14 @@ int store_bind_text(struct store_stmt *st, int idx, const char *v)
 {
 	if (!v)
 		return st->s->ops->bind_null(st, idx);
-	return st->s->ops->bind_text(st, idx, v);
+	return st->s->ops->bind_text(st, idx, v, strlen(v));
+}
+
+int store_bind_textn(struct store_stmt *st, int idx, const char *v, size_t n)
+{
+	if (!v)
+		return st->s->ops->bind_null(st, idx);
+	return st->s->ops->bind_text(st, idx, v, n);
 }
 
 int store_bind_blob(struct store_stmt *st, int idx, const void *v, size_t n)

@@ -93,6 +93,7 @@ void store_done(struct store_stmt *st);
 int store_bind_i64(struct store_stmt *st, int idx, int64_t v);
 int store_bind_f64(struct store_stmt *st, int idx, double v);
 int store_bind_text(struct store_stmt *st, int idx, const char *v);
+int store_bind_textn(struct store_stmt *st, int idx, const char *v, size_t n);
 int store_bind_blob(struct store_stmt *st, int idx, const void *v, size_t n);
 int store_bind_null(struct store_stmt *st, int idx);
 
@@ -121,6 +122,38 @@ int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
 		      struct sr_err *e); /* -SR_ENOTFOUND when absent */
 int store_setting_set(struct store *s, const char *key, const char *val,
 		      struct sr_err *e);
+
+/* ---- domain rows and functions (store_jobs.c) ----
+ * Every one runs inside the caller's transaction when there is one. */
+
+/* One row of the append-only event log (table events). */
+struct store_event {
+	int64_t job_id;
+	const char *type;        /* "created", "transition", ... */
+	const char *from, *to;   /* job states, or NULL */
+	int64_t node_id;         /* 0 = none */
+	int64_t ts_ns;           /* wall clock */
+	double sim_s;            /* cloud clock */
+	const char *message;     /* NULL = "" */
+	const char *data;        /* compact JSON text, or NULL */
+};
+
+/* Append ev; *seq (if not NULL) gets its sequence number. */
+int store_event_add(struct store *s, const struct store_event *ev,
+		    int64_t *seq, struct sr_err *e);
+
+/* Compare-and-set a job's state: from -> to, stamping state_since_ns,
+ * updated_ns, message and (when `terminal`) finished_ns.  Returns 1 when
+ * it moved, 0 when the job was not in `from` (or does not exist). */
+int store_job_set_state(struct store *s, int64_t id, const char *from,
+			const char *to, bool terminal, int64_t now_ns,
+			const char *msg, struct sr_err *e);
+
+/* Ask for a job's cancellation (desired: run -> cancel).  Returns 1 when
+ * it changed, 0 when the job was already cancelling; -SR_ENOTFOUND when
+ * there is no such job. */
+int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
+			     struct sr_err *e);
 
 /* For code not yet moved behind this interface (docs/store.md lists it:
  * the reconciler files) and the entry points they call:

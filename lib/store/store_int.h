@@ -26,7 +26,7 @@ struct store_ops {
 	void (*finalize)(struct store_stmt *st);
 	int (*bind_i64)(struct store_stmt *st, int idx, int64_t v);
 	int (*bind_f64)(struct store_stmt *st, int idx, double v);
-	int (*bind_text)(struct store_stmt *st, int idx, const char *v);
+	int (*bind_text)(struct store_stmt *st, int idx, const char *v, size_t n);
 	int (*bind_blob)(struct store_stmt *st, int idx, const void *v, size_t n);
 	int (*bind_null)(struct store_stmt *st, int idx);
 	int (*step)(struct store_stmt *st, struct sr_err *e);

@@ -319,9 +319,9 @@ static int pg_bind_f64(struct store_stmt *st, int i, double v)
 	return set_param(st, i, b, (size_t)n, 0);
 }
 
-static int pg_bind_text(struct store_stmt *st, int i, const char *v)
+static int pg_bind_text(struct store_stmt *st, int i, const char *v, size_t n)
 {
-	return set_param(st, i, v, strlen(v), 0);
+	return set_param(st, i, v, n, 0);
 }
 
 static int pg_bind_blob(struct store_stmt *st, int i, const void *v, size_t n)

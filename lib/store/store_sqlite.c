@@ -227,9 +227,10 @@ static int sq_bind_f64(struct store_stmt *st, int i, double v)
 	return bind_rc(sqlite3_bind_double(ST(st), i, v));
 }
 
-static int sq_bind_text(struct store_stmt *st, int i, const char *v)
+static int sq_bind_text(struct store_stmt *st, int i, const char *v, size_t n)
 {
-	return bind_rc(sqlite3_bind_text(ST(st), i, v, -1, SQLITE_TRANSIENT));
+	return bind_rc(sqlite3_bind_text64(ST(st), i, v, n, SQLITE_TRANSIENT,
+					   SQLITE_UTF8));
 }
 
 static int sq_bind_blob(struct store_stmt *st, int i, const void *v, size_t n)
