@@ -140,7 +140,7 @@ void ctl__ticks_call(struct ctl *c, sqlite3 *db);
 size_t ctl__hooks_count(void);
 
 /* Directive for a node, from the database (routes_nodes.c). */
-json_t *ctl__directive(sqlite3 *db, int64_t node_id);
+json_t *ctl__directive(struct store *db, int64_t node_id);
 
 /* One request, built by server.c, read through router.h's accessors. */
 #define CTL_MAX_PARAMS 4
