@@ -153,7 +153,7 @@ int jobsm_cancel(struct store *s, int64_t id, int64_t now_ns, double sim_s,
 
 	if (rc == 1)
 		rc = ctl_event_append(s, id, "cancel_requested", NULL, NULL, 0,
-				      now_ns, sim_s, NULL, why, e);
+				      now_ns, sim_s, NULL, why, e) ?: 1;
 	return rc;
 }
 

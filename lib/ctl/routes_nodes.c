@@ -628,7 +628,7 @@ static int apply_event(struct ctl *c, struct store *db,
 				.value_ns = (int64_t)(ev->stall_ms * 1e6),
 			};
 
-			rc = ledger_event_append(store_sqlite_handle(db), &le, e);
+			rc = ledger_event_add(db, &le, e);
 		}
 		break;
 	case EV_EXIT:

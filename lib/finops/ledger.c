@@ -38,7 +38,6 @@
 #include <time.h>
 
 #include "common/timeutil.h"
-#include "dbutil.h"
 #include "ledger.h"
 #include "store/store.h"
 
@@ -76,7 +75,7 @@ int ledger_pricing_parse(const char *s, enum ledger_pricing *out)
 	return -EINVAL;
 }
 
-int ledger_migrate(sqlite3 *db, struct sr_err *e)
+int ledger_migrate(struct sqlite3 *db, struct sr_err *e)
 {
 	struct store *s = NULL, *tmp = NULL;
 	int rc = store_bridge(db, &s, &tmp, e);
@@ -135,7 +134,7 @@ static int validate_row(const struct ledger_row *r, struct sr_err *e)
 	return 0;
 }
 
-static int insert_row(sqlite3 *db, const struct ledger_row *r,
+static int insert_row(struct store *db, const struct ledger_row *r,
 		      sr_micros *out_cost, struct sr_err *e)
 {
 	static const char sql[] =
@@ -145,54 +144,58 @@ static int insert_row(sqlite3 *db, const struct ledger_row *r,
 		" end_ns, billed_ns, cost, list_cost, reserved_cost)"
 		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
 		"?16,?17,?18,?19,?20)";
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	sr_micros cost;
-	int rc, src;
+	int rc;
 
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
 	cost = sr_money_cost(r->unit_price, r->billed_ns);
-	sqlite3_bind_text(st, 1, r->provider, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, r->region, -1, SQLITE_STATIC);
-	finops__bind_text_or_null(st, 3, r->zone);
-	sqlite3_bind_text(st, 4, r->instance_type, -1, SQLITE_STATIC);
-	finops__bind_text_or_null(st, 5, r->accelerator);
-	sqlite3_bind_int(st, 6, r->gpus);
-	sqlite3_bind_int(st, 7, (int)r->pricing);
-	sqlite3_bind_int64(st, 8, r->unit_price);
-	sqlite3_bind_int64(st, 9, r->list_price);
+	store_bind_text(st, 1, r->provider);
+	store_bind_text(st, 2, r->region);
+	store_bind_text(st, 3, r->zone && *r->zone ? r->zone : NULL);
+	store_bind_text(st, 4, r->instance_type);
+	store_bind_text(st, 5, r->accelerator && *r->accelerator ? r->accelerator
+								 : NULL);
+	store_bind_i64(st, 6, r->gpus);
+	store_bind_i64(st, 7, (int)r->pricing);
+	store_bind_i64(st, 8, r->unit_price);
+	store_bind_i64(st, 9, r->list_price);
 	if (r->reserved_price >= 0)
-		sqlite3_bind_int64(st, 10, r->reserved_price);
+		store_bind_i64(st, 10, r->reserved_price);
+	else
+		store_bind_null(st, 10);
 	if (r->job_id > 0)
-		sqlite3_bind_int64(st, 11, r->job_id);
-	sqlite3_bind_int64(st, 12, r->node_id);
-	sqlite3_bind_int(st, 13, r->busy ? 1 : 0);
+		store_bind_i64(st, 11, r->job_id);
+	else
+		store_bind_null(st, 11);
+	store_bind_i64(st, 12, r->node_id);
+	store_bind_i64(st, 13, r->busy ? 1 : 0);
 	if (r->util_permille >= 0)
-		sqlite3_bind_int(st, 14, r->util_permille);
-	sqlite3_bind_int64(st, 15, r->start_ns);
-	sqlite3_bind_int64(st, 16, r->end_ns);
-	sqlite3_bind_int64(st, 17, r->billed_ns);
-	sqlite3_bind_int64(st, 18, cost);
-	sqlite3_bind_int64(st, 19, sr_money_cost(r->list_price, r->billed_ns));
+		store_bind_i64(st, 14, r->util_permille);
+	else
+		store_bind_null(st, 14);
+	store_bind_i64(st, 15, r->start_ns);
+	store_bind_i64(st, 16, r->end_ns);
+	store_bind_i64(st, 17, r->billed_ns);
+	store_bind_i64(st, 18, cost);
+	store_bind_i64(st, 19, sr_money_cost(r->list_price, r->billed_ns));
 	if (r->reserved_price >= 0)
-		sqlite3_bind_int64(st, 20,
-				   sr_money_cost(r->reserved_price, r->billed_ns));
-	src = sqlite3_step(st);
-	if (src != SQLITE_DONE) {
-		rc = finops__db_err(db, sqlite3_extended_errcode(db), e,
-				    "ledger_append");
-		if (rc == -SR_ECONFLICT)
-			sr_err_set(e, rc, "ledger_append: node %lld already billed "
-				   "from %lld", (long long)r->node_id,
-				   (long long)r->start_ns);
-		goto out;
-	}
+		store_bind_i64(st, 20, sr_money_cost(r->reserved_price, r->billed_ns));
+	else
+		store_bind_null(st, 20);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc == -SR_ECONFLICT)
+		return sr_err_set(e, rc, "ledger_append: node %lld already billed "
+				  "from %lld", (long long)r->node_id,
+				  (long long)r->start_ns);
+	if (rc < 0)
+		return sr_err_prefix(e, "ledger_append");
 	if (out_cost)
 		*out_cost = cost;
-out:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
 }
 
 /* First instant of the UTC month after the one containing ns. */
@@ -208,17 +211,45 @@ static int64_t next_month_ns(int64_t ns)
 	return (int64_t)timegm(&tm) * SR_NS_PER_SEC;
 }
 
+/* All or none: inside the caller's transaction a savepoint, else a
+ * transaction of its own.  split_end(db, mode, rc, e) finishes it. */
+enum split_mode { SPLIT_SAVEPOINT, SPLIT_TX };
+
+static int split_begin(struct store *db, enum split_mode *mode, struct sr_err *e)
+{
+	if (store_in_tx(db)) {
+		*mode = SPLIT_SAVEPOINT;
+		return store_exec_sql(db, "SAVEPOINT ledger_split", e);
+	}
+	*mode = SPLIT_TX;
+	return store_begin(db, e);
+}
+
+static int split_end(struct store *db, enum split_mode mode, int rc,
+		     struct sr_err *e)
+{
+	struct sr_err ignored = { 0 };
+
+	if (mode == SPLIT_TX)
+		return store_end(db, rc, e);
+	if (rc)
+		store_exec_sql(db, "ROLLBACK TO SAVEPOINT ledger_split", &ignored);
+	store_exec_sql(db, "RELEASE SAVEPOINT ledger_split", &ignored);
+	return rc;
+}
+
 /* An interval that crosses a UTC month boundary is stored as one row per
  * month, with billed_ns split in proportion to wall-clock time, so that
  * every row - and every FOCUS row - lies inside one billing period.  The
- * parts are inserted under one savepoint: all or none. */
-int ledger_append(sqlite3 *db, const struct ledger_row *r,
-		  sr_micros *out_cost, struct sr_err *e)
+ * parts are inserted all or none. */
+int ledger_row_add(struct store *db, const struct ledger_row *r,
+		   sr_micros *out_cost, struct sr_err *e)
 {
 	struct ledger_row part = *r;
 	sr_micros total = 0, c;
 	int64_t billed_left = r->billed_ns;
-	int rc, nested = 0;
+	enum split_mode mode;
+	int rc;
 
 	if (out_cost)
 		*out_cost = 0;
@@ -227,11 +258,10 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		return rc;
 	if (next_month_ns(r->start_ns) >= r->end_ns)
 		return insert_row(db, r, out_cost, e);
-	rc = sqlite3_exec(db, "SAVEPOINT ledger_split", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return finops__db_err(db, rc, e, "ledger_append");
-	nested = 1;
-	while (part.start_ns < r->end_ns) {
+	rc = split_begin(db, &mode, e);
+	if (rc)
+		return sr_err_prefix(e, "ledger_append");
+	while (!rc && part.start_ns < r->end_ns) {
 		part.end_ns = next_month_ns(part.start_ns);
 		if (part.end_ns >= r->end_ns) {
 			part.end_ns = r->end_ns;
@@ -243,30 +273,24 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		}
 		billed_left -= part.billed_ns;
 		rc = insert_row(db, &part, &c, e);
-		if (rc)
-			goto out;
 		total += c;
 		part.start_ns = part.end_ns;
 	}
-	if (out_cost)
+	rc = split_end(db, mode, rc, e);
+	if (!rc && out_cost)
 		*out_cost = total;
-out:
-	if (nested && rc)
-		sqlite3_exec(db, "ROLLBACK TO ledger_split", NULL, NULL, NULL);
-	if (nested)
-		sqlite3_exec(db, "RELEASE ledger_split", NULL, NULL, NULL);
 	return rc;
 }
 
-int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
-			struct sr_err *e)
+int ledger_event_add(struct store *db, const struct ledger_event *ev,
+		     struct sr_err *e)
 {
 	static const char sql[] =
 		"INSERT INTO ledger_event (kind, job_id, node_id, provider,"
 		" region, zone, instance_type, at_ns, value_ns, unit_price,"
 		" value_cost) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)";
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+	struct store_stmt *st = NULL;
+	int rc;
 
 	if (ev->kind < LEDGER_EV_PREEMPTION || ev->kind > LEDGER_EV_CKPT_STALL)
 		return sr_err_set(e, -EINVAL, "ledger event: kind: unknown value %d",
@@ -279,36 +303,36 @@ int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 		return sr_err_set(e, -EINVAL, "ledger event: value_ns: negative");
 	if (ev->unit_price < 0)
 		return sr_err_set(e, -EINVAL, "ledger event: unit_price: negative");
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(st, 1, (int)ev->kind);
-	sqlite3_bind_int64(st, 2, ev->job_id);
+	store_bind_i64(st, 1, (int)ev->kind);
+	store_bind_i64(st, 2, ev->job_id);
 	if (ev->node_id > 0)
-		sqlite3_bind_int64(st, 3, ev->node_id);
-	finops__bind_text_or_null(st, 4, ev->provider);
-	finops__bind_text_or_null(st, 5, ev->region);
-	finops__bind_text_or_null(st, 6, ev->zone);
-	finops__bind_text_or_null(st, 7, ev->instance_type);
-	sqlite3_bind_int64(st, 8, ev->at_ns);
-	sqlite3_bind_int64(st, 9, ev->value_ns);
-	sqlite3_bind_int64(st, 10, ev->unit_price);
-	sqlite3_bind_int64(st, 11, ev->kind == LEDGER_EV_PREEMPTION ?
-				   sr_money_cost(ev->unit_price, ev->value_ns) : 0);
-	src = sqlite3_step(st);
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, sqlite3_extended_errcode(db), e,
-				    "ledger_event_append");
-	sqlite3_finalize(st);
-	return rc;
+		store_bind_i64(st, 3, ev->node_id);
+	else
+		store_bind_null(st, 3);
+	store_bind_text(st, 4, ev->provider && *ev->provider ? ev->provider : NULL);
+	store_bind_text(st, 5, ev->region && *ev->region ? ev->region : NULL);
+	store_bind_text(st, 6, ev->zone && *ev->zone ? ev->zone : NULL);
+	store_bind_text(st, 7, ev->instance_type && *ev->instance_type ?
+			ev->instance_type : NULL);
+	store_bind_i64(st, 8, ev->at_ns);
+	store_bind_i64(st, 9, ev->value_ns);
+	store_bind_i64(st, 10, ev->unit_price);
+	store_bind_i64(st, 11, ev->kind == LEDGER_EV_PREEMPTION ?
+		       sr_money_cost(ev->unit_price, ev->value_ns) : 0);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "ledger_event_append") : 0;
 }
 
-int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
-		       sr_micros *out_cost, struct sr_err *e)
+int ledger_plan_add(struct store *db, const struct ledger_plan *p,
+		    sr_micros *out_cost, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	sr_micros cost;
-	int rc, src;
+	int rc;
 
 	if (p->job_id <= 0)
 		return sr_err_set(e, -EINVAL, "ledger plan: job_id: must be > 0");
@@ -316,27 +340,69 @@ int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
 		return sr_err_set(e, -EINVAL, "ledger plan: job %lld: work, nodes "
 				  "and price must be positive", (long long)p->job_id);
 	cost = sr_money_cost(p->od_price * p->nodes, p->work_ns);
-	rc = finops__prepare(db, "INSERT OR IGNORE INTO ledger_plan(job_id, at_ns,"
-			     " provider, region, zone, instance_type, work_ns,"
-			     " nodes, od_price, planned_cost)"
-			     " VALUES (?,?,?,?,?,?,?,?,?,?)", &st, e);
+	/* a second plan for the same job is ignored */
+	rc = store_prepare(db, "INSERT INTO ledger_plan(job_id, at_ns,"
+			   " provider, region, zone, instance_type, work_ns,"
+			   " nodes, od_price, planned_cost)"
+			   " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+			   &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, p->job_id);
-	sqlite3_bind_int64(st, 2, p->at_ns);
-	sqlite3_bind_text(st, 3, p->provider, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, p->region, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, p->zone, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, p->instance_type, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, p->work_ns);
-	sqlite3_bind_int64(st, 8, p->nodes);
-	sqlite3_bind_int64(st, 9, p->od_price);
-	sqlite3_bind_int64(st, 10, cost);
-	src = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (src != SQLITE_DONE)
-		return finops__db_err(db, src, e, "ledger_plan_record");
+	store_bind_i64(st, 1, p->job_id);
+	store_bind_i64(st, 2, p->at_ns);
+	store_bind_text(st, 3, p->provider);
+	store_bind_text(st, 4, p->region);
+	store_bind_text(st, 5, p->zone);
+	store_bind_text(st, 6, p->instance_type);
+	store_bind_i64(st, 7, p->work_ns);
+	store_bind_i64(st, 8, p->nodes);
+	store_bind_i64(st, 9, p->od_price);
+	store_bind_i64(st, 10, cost);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc < 0)
+		return sr_err_prefix(e, "ledger_plan_record");
 	if (out_cost)
 		*out_cost = cost;
 	return 0;
+}
+
+/* ---- over a raw SQLite connection (the reconciler's, until it moves
+ * behind lib/store; docs/store.md): the same functions through the store
+ * of that connection ---- */
+
+int ledger_append(struct sqlite3 *db, const struct ledger_row *r,
+		  sr_micros *out_cost, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_row_add(s, r, out_cost, e);
+	store_close(tmp);
+	return rc;
+}
+
+int ledger_event_append(struct sqlite3 *db, const struct ledger_event *ev,
+			struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_event_add(s, ev, e);
+	store_close(tmp);
+	return rc;
+}
+
+int ledger_plan_record(struct sqlite3 *db, const struct ledger_plan *p,
+		       sr_micros *out_cost, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_plan_add(s, p, out_cost, e);
+	store_close(tmp);
+	return rc;
 }

@@ -24,6 +24,7 @@
  *   -EINVAL        any other constraint (CHECK, NOT NULL, foreign key);
  *   -EBUSY         the database is locked / a serialisation failure;
  *   -ENOMEM        out of memory;
+ *   -EROFS         a write on a read-only connection;
  *   -EIO           anything else, the connection included.
  * A step error is an error, never the end of the rows.
  *

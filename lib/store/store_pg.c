@@ -41,7 +41,8 @@ static PGconn *CONN(struct store *s) { return ((struct pg *)s->impl)->conn; }
 static struct pgst *PS(struct store_stmt *st) { return st->impl; }
 
 /* Map a failed result (or a NULL one) to our codes; SQLSTATE classes:
- * 23505 unique, 23xxx other constraints, 40001/40P01/55P03 busy. */
+ * 23505 unique, 23xxx other constraints, 40001/40P01/55P03 busy, 25006
+ * read-only transaction. */
 static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 		  const char *what)
 {
@@ -58,6 +59,8 @@ static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 	else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01") ||
 			   !strcmp(state, "55P03")))
 		rc = -EBUSY;
+	else if (state && !strcmp(state, "25006"))
+		rc = -EROFS;
 	snprintf(clean, sizeof clean, "%s", msg && *msg ? msg : "no message");
 	n = strlen(clean);
 	while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))

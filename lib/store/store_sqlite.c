@@ -35,6 +35,9 @@ static int sq_err(sqlite3 *db, int src, struct sr_err *e, const char *what)
 	case SQLITE_NOMEM:
 		rc = -ENOMEM;
 		break;
+	case SQLITE_READONLY:
+		rc = -EROFS;
+		break;
 	default:
 		rc = -EIO;
 		break;

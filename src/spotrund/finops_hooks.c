@@ -88,7 +88,7 @@ static int job_facts(struct store *db, int64_t job, struct finops_alert *a)
 				 "err=\"%s\"", (long long)job, sr_err_str(&e, rc));
 		return rc;
 	}
-	if (finops_report_build(store_sqlite_handle(db), &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
+	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
 		a->cost = rep.total.cost;
 		a->saved = rep.total.plans > 0 ? rep.total.savings_vs_plan :
 			   rep.total.savings_vs_list;

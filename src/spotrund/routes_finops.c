@@ -117,7 +117,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (bys && finops_by_parse(bys, &by))
 		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
 				      "job, cloud, region, pool, day", bys);
-	rc = finops_report_build(ctl_req_db(rq), &f, by, &rep, &e);
+	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	j = finops_report_json(&rep, &f);
@@ -145,7 +145,7 @@ static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 	mem = open_memstream(&buf, &len);
 	if (!mem)
 		return -ENOMEM;
-	rc = finops_focus_write(ctl_req_db(rq), &f, &o, mem, NULL, &e);
+	rc = finops_focus_write(ctl_req_store(rq), &f, &o, mem, NULL, &e);
 	fclose(mem);
 	if (rc) {
 		free(buf);
@@ -184,7 +184,7 @@ static int series_get(struct ctl_req *rq, struct ctl_resp *rs)
 		if (bucket_ns < SR_NS_PER_SEC)
 			bucket_ns = SR_NS_PER_SEC;
 	}
-	rc = finops_series_json(ctl_req_db(rq), &f, bucket_ns, (int)buckets, &j, &e);
+	rc = finops_series_json(ctl_req_store(rq), &f, bucket_ns, (int)buckets, &j, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	return ctl_resp_json(rs, 200, j);
@@ -203,7 +203,7 @@ static int timeline_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (filter_from_query(rq, &f, rs) ||
 	    query_int(rq, "limit", 100, 1, 1000, &limit, rs))
 		return 0;
-	rc = finops_timeline_json(ctl_req_db(rq), &f, (int)limit, &j, &e);
+	rc = finops_timeline_json(ctl_req_store(rq), &f, (int)limit, &j, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	return ctl_resp_json(rs, 200, j);

@@ -7,6 +7,7 @@
  *
  * Runs the spotrun binary of the build under test ($SPOTRUN_BUILD/bin).
  */
+#include <sqlite3.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,6 +3,7 @@
  * the ledger, naming conventions, histogram shape, and `promtool check
  * metrics` (Debian package prometheus) accepting the output.
  */
+#include <sqlite3.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

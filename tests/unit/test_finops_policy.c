@@ -1,6 +1,7 @@
 /*
  * test_finops_policy.c - busy/idle, autostop and budget decisions.
  */
+#include <sqlite3.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
