@@ -11,15 +11,12 @@
 
 #define ON_STORE(db, s, expr)                                              \
 	({                                                                 \
-		struct store *s##_reg = NULL, *s = NULL;                   \
+		struct store *s = NULL, *s##_tmp = NULL;                   \
 		struct sr_err s##_e = { 0 };                               \
 		int s##_rc;                                                \
-		assert_int_equal(store_bridge((db), &s##_reg, &s, &s##_e), 0); \
-		if (!s)                                                    \
-			s = s##_reg;                                       \
+		assert_int_equal(store_bridge((db), &s, &s##_tmp, &s##_e), 0); \
 		s##_rc = (expr);                                           \
-		if (s != s##_reg)                                          \
-			store_close(s);                                    \
+		store_close(s##_tmp);                                      \
 		s##_rc;                                                    \
 	})
 
