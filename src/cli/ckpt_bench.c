@@ -51,6 +51,8 @@ static const char *const BUSAGE =
 	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
 	"                          [--pairs N] [--placement pinned|none]\n"
+	"                          [--copy-cpus any|others] [--nice N]\n"
+	"                          [--write-cap BYTES/S]\n"
 	"                          [--torch-script PATH] [--io-depth N]\n"
 	"                          [--io-chunk SIZE] [--remote URI]\n"
 	"                          [--only PHASES] [--no-progress]\n\n"
@@ -70,6 +72,11 @@ static const char *const BUSAGE =
 	"  --placement P      pinned: training thread on CPU 0, the engine's\n"
 	"                     writer on the others at nice 10 (default with\n"
 	"                     2+ CPUs); none: wherever the scheduler puts them\n"
+	"  --copy-cpus C      with --placement pinned: the lazy copy threads on\n"
+	"                     any CPU (any, default) or only on the writer's\n"
+	"                     CPUs, away from the training thread (others)\n"
+	"  --nice N           the writer's nice value when pinned (10)\n"
+	"  --write-cap SIZE   cap tier-2 writes at SIZE bytes/s (0: none)\n"
 	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
 	"  --io-depth N       engine writes in flight (library default)\n"
 	"  --io-chunk SIZE    engine bytes per write (library default)\n"
@@ -90,6 +97,8 @@ struct bopts {
 	const char *dir, *script, *remote;
 	int json, threads, reps, io_depth, pairs, pinned, progress;
 	int only;          /* PH_* bits of the phases to run */
+	int copy_others, nice;
+	uint64_t write_cap;
 	uint32_t io_chunk;
 	double train_s, interval_s;
 };
@@ -151,6 +160,7 @@ static int parse(int argc, char **argv, struct bopts *o)
 	o->interval_s = 30;
 	o->pairs = 8;
 	o->only = PH_ALL;
+	o->nice = 10;
 	o->pinned = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 	o->progress = isatty(2);
 	o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -180,6 +190,20 @@ static int parse(int argc, char **argv, struct bopts *o)
 			o->dir = v;
 		} else if (!strcmp(a, "--remote")) {
 			o->remote = v;
+		} else if (!strcmp(a, "--copy-cpus")) {
+			if (strcmp(v, "any") && strcmp(v, "others"))
+				return cli_usage_error("ckpt", "bench: --copy-cpus: "
+						       "'%s' is not any or others", v);
+			o->copy_others = !strcmp(v, "others");
+		} else if (!strcmp(a, "--nice")) {
+			o->nice = (int)strtol(v, &end, 10);
+			if (*end || o->nice < 0 || o->nice > 19)
+				return cli_usage_error("ckpt", "bench: --nice: '%s' "
+						       "is not 0..19", v);
+		} else if (!strcmp(a, "--write-cap")) {
+			if (parse_size(v, &o->write_cap))
+				return cli_usage_error("ckpt", "bench: --write-cap: "
+						       "'%s' is not a size like 200M", v);
 		} else if (!strcmp(a, "--only")) {
 			if (parse_only(v, &o->only))
 				return cli_usage_error("ckpt", "bench: --only: '%s' is "
@@ -481,13 +505,17 @@ static double quart(const double *v, int n, int q)
 }
 
 /* Pin the calling (training) thread to CPU 0 and the engine's writer to
- * the other CPUs at nice 10, as docs/checkpoint.md advises (the copy
- * threads may use every CPU: the training thread waits for them before
- * its optimizer step); or undo the thread's pin (all CPUs). */
-static void place(struct spotckpt *e, int pin, char *what, size_t wn)
+ * the other CPUs at nice o->nice (10), as docs/checkpoint.md advises (the
+ * copy threads may use every CPU: the training thread waits for them
+ * before its optimizer step; --copy-cpus others keeps them off CPU 0);
+ * or undo the thread's pin (all CPUs), o NULL.  The write cap applies
+ * either way. */
+static void place(struct spotckpt *e, const struct bopts *o, char *what,
+		  size_t wn)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct spotckpt_background bg = { .nice = 10 };
+	struct spotckpt_background bg = { .nice = o ? o->nice : 0 };
+	int pin = o && o->pinned;
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
@@ -500,11 +528,29 @@ static void place(struct spotckpt *e, int pin, char *what, size_t wn)
 	sched_setaffinity(0, sizeof set, &set);
 	if (!e)
 		return;
-	if (pin)
-		spotckpt_set_background(e, &bg);
-	snprintf(what, wn, pin ? "training thread on CPU 0; writer on CPUs 1-%ld "
-		 "at nice 10; copy threads on any CPU" : "none (scheduler's "
-		 "choice)", ncpu - 1);
+	if (!pin) {
+		bg.nice = 0;
+		bg.writer_cpus = 0;
+	}
+	bg.copy_cpus = pin && o->copy_others ? bg.writer_cpus : 0;
+	bg.write_bytes_per_s = o->write_cap;
+	spotckpt_set_background(e, &bg);
+	if (pin) {
+		char others[32];
+
+		snprintf(others, sizeof others, ncpu > 2 ? "CPUs 1-%ld" : "CPU %ld",
+			 ncpu - 1);
+		snprintf(what, wn, "training thread on CPU 0; writer on %s at nice "
+			 "%d; copy threads on %s", others, o->nice,
+			 o->copy_others ? others : "any CPU");
+	} else
+		snprintf(what, wn, "none (scheduler's choice)");
+	if (o->write_cap) {
+		size_t k = strlen(what);
+
+		snprintf(what + k, wn - k, "; writes capped at %.0f MiB/s",
+			 (double)o->write_cap / (1 << 20));
+	}
 }
 
 static int run_train(const struct bopts *o, struct bench_state *st,
@@ -516,7 +562,7 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 	long iters, steps, step_no = 0;
 	double d[100], dcpu[100], doff[100], eng[100], dv[100], rel[100];
 	double base_s[100];
-	char where[128] = "";
+	char where[192] = "";
 	int rc, late = 0;
 
 	if (seg_s < 1)
@@ -527,7 +573,7 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 	steps = (long)(seg_s / step_s);
 	rc = open_engine(o, st, wdir, &e);
 	if (rc == 0)
-		place(e, o->pinned, where, sizeof where);
+		place(e, o, where, sizeof where);
 	progress(o, "training segments without (A) and with (B) a checkpoint");
 	/* ABBA ABBA ...: pair i runs A first when i is even, B first when
 	 * odd, so a drift in the machine's load favours neither */
@@ -555,7 +601,7 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 		dv[i] = (double)(b.nivcsw - a.nivcsw);
 		late += b.late_commit;
 	}
-	place(NULL, 0, NULL, 0);
+	place(NULL, NULL, NULL, 0);
 	if (e)
 		spotckpt_close(e);
 	if (rc) {
@@ -666,7 +712,7 @@ int ckpt_bench_main(int argc, char **argv)
 	char sz[32];
 	double rw[100], stall = 0, lazy = 0, tsave = 0;
 	uint8_t *dst = NULL;
-	int rc, direct = 0;
+	int rc, direct = 0, need_dst;
 
 	rc = parse(argc, argv, &o);
 	if (rc)
@@ -681,8 +727,10 @@ int ckpt_bench_main(int argc, char **argv)
 	bench_loadavg(load0, sizeof load0);
 	progress(&o, "building a %s state", sz);
 	rc = bench_state_build(&st, o.size);
-	dst = rc ? NULL : bench_alloc_faulted(st.total + 4096);
-	if (!dst) {
+	/* the peers' buffer; the training loop alone needs none */
+	need_dst = (o.only & (PH_SAVES | PH_RESTORE)) || o.remote;
+	dst = rc || !need_dst ? NULL : bench_alloc_faulted(st.total + 4096);
+	if (rc || (need_dst && !dst)) {
 		fprintf(stderr, "spotrun ckpt: bench: out of memory for %" PRIu64
 			" bytes\n", o.size);
 		rc = CLI_FAIL;
@@ -690,7 +738,8 @@ int ckpt_bench_main(int argc, char **argv)
 	}
 	if (o.only & (PH_SAVES | PH_RESTORE))
 		progress(&o, "raw writes of the same bytes (peer)");
-	bench_memcpy(&st, dst, o.threads); /* the written bytes: the state */
+	if (dst) /* the written bytes: the state */
+		bench_memcpy(&st, dst, o.threads);
 	/* one unmeasured write when only the restores need raw.bin */
 	for (int r = 0; rc == 0 && r < ((o.only & PH_SAVES) ? o.reps :
 					 (o.only & PH_RESTORE) ? 1 : 0); r++) {
