@@ -78,8 +78,6 @@ def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
 @pytest.mark.parametrize("only,rows", [
     ("restore", {"restore_vs_raw"}),
     ("train", {"train_overhead"}),
-    ("saves,restore", {"stall_vs_memcpy", "lazy_stall_vs_memcpy",
-                       "write_vs_raw", "peak_rss_vs_state", "restore_vs_raw"}),
 ])
 def test_only_runs_the_phases_asked_for(tmp_path, only, rows):
     p = bench(tmp_path, "--json", "--only", only)

@@ -398,7 +398,9 @@ static void test_lazy(void **st)
 static void test_restore_through_staging(void **st)
 {
 	char *dir = ct_tmpdir();
-	size_t n = 24 << 20;  /* each thread's share of a slot fits 2 reads */
+	size_t n = 9 << 20;  /* one tensor, one reading thread: its share
+			      * of a slot (2 MiB multiples) fits two 4 MiB
+			      * reads */
 	uint8_t *x = malloc(n), *want = malloc(n), *back = malloc(n);
 	int64_t sh[1] = { (int64_t)n }, step = -1;
 	struct spotckpt_opts o;
