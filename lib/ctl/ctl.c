@@ -59,9 +59,19 @@ double ctl__sim_at(const struct ctl *c, int64_t real_ns)
 	return c->sim0_s + (double)(real_ns - c->real0_ns) / 1e9 * c->cfg.time_scale;
 }
 
+int64_t ctl__now(const struct ctl *c)
+{
+	return c->clock.real_ns ? c->clock.real_ns(c->clock.ud) : sr_time_real_ns();
+}
+
+int64_t ctl__mono(const struct ctl *c)
+{
+	return c->clock.mono_ns ? c->clock.mono_ns(c->clock.ud) : sr_time_mono_ns();
+}
+
 double ctl__sim_now(const struct ctl *c)
 {
-	return ctl__sim_at(c, sr_time_real_ns());
+	return ctl__sim_at(c, ctl__now(c));
 }
 
 double ctl_time_scale(const struct ctl *c) { return c->cfg.time_scale; }
@@ -327,12 +337,14 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	rc = ctl__http_start(c, e);
 	if (rc)
 		goto fail;
-	rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
-	if (rc) {
-		rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
-		goto fail;
+	if (!cfg->manual_reconcile) {
+		rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
+		if (rc) {
+			rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
+			goto fail;
+		}
+		c->reconciler_started = true;
 	}
-	c->reconciler_started = true;
 	sr_info("ctl", "spotrund started", "url=%s state=%s scale=%g provider=%s",
 		c->url, c->state_dir, c->cfg.time_scale, c->prov.ops->name);
 	*out = c;

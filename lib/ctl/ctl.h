@@ -41,6 +41,8 @@ struct ctl_config {
 	const char *tls_key;       /* its PEM private key file */
 	int insecure_listen;       /* allow a non-loopback listen_host
 				      without TLS (tokens in clear) */
+	int manual_reconcile;      /* tests: start no reconciler thread;
+				      the caller runs passes itself */
 };
 
 /* Defaults for every field except state_dir. */

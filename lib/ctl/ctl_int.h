@@ -25,8 +25,20 @@ struct ctl_pol {
 	size_t len;
 };
 
+/* The reconciler's clocks.  NULL functions = the system's real-time and
+ * monotonic clocks (sr_time_real_ns, sr_time_mono_ns); unit tests
+ * inject their own so a pass is deterministic (no sleeps). */
+struct ctl_clock {
+	int64_t (*real_ns)(void *ud);
+	int64_t (*mono_ns)(void *ud);
+	void *ud;
+};
+
+#define CTL_MARKS_MAX 64
+
 struct ctl {
 	struct ctl_config cfg;
+	struct ctl_clock clock;
 	char state_dir[2048];
 	char db_path[2304];
 	char data_dir[2048];
@@ -67,6 +79,14 @@ struct ctl {
 	/* Node silence on the monotonic clock (recon_int.h; reconciler
 	 * thread only; released by ctl__silence_free). */
 	struct hbtable *hbseen;
+
+	/* Pools where a launch just failed for lack of capacity: no spot
+	 * there until `until_ns` (real clock; reconciler thread only). */
+	struct ctl_mark {
+		int pool;
+		int64_t until_ns;
+	} marks[CTL_MARKS_MAX];
+	size_t nmarks;
 };
 
 /* Release c->hbseen (recon_nodes.c). */
@@ -84,8 +104,19 @@ int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len);
 void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
 void ctl__pol_clear(struct ctl *c);
 
+/* Capacity marks (recon_place.c, reconciler thread only).  _mark: a
+ * launch in `pool` failed for lack of capacity; the pool counts as
+ * without spot for one policy tick.  _open: the pool sells spot now -
+ * the market view says so and no mark holds. */
+void ctl__pool_mark(struct ctl *c, int pool);
+bool ctl__spot_open(struct ctl *c, int pool, double sim_s);
+
 /* The calling thread's connection (opened on first use). NULL on failure. */
 sqlite3 *ctl__db(struct ctl *c);
+
+/* Real-time and monotonic now, from c->clock (ctl.c). */
+int64_t ctl__now(const struct ctl *c);
+int64_t ctl__mono(const struct ctl *c);
 
 /* Cloud clock now / for a wall-clock instant. */
 double ctl__sim_now(const struct ctl *c);

@@ -4,7 +4,9 @@
  * The reconciler decides; a provider only acts and observes:
  *   offerings  what can be bought now (pool, prices, spot availability);
  *   provision  start node `n` (the row already exists in the database);
- *   terminate  stop node `n` and everything on it (idempotent);
+ *   terminate  stop node `n` and everything on it (idempotent: a node
+ *              already gone is not an error, so the reconciler also
+ *              calls it to sweep nodes a crash may have left running);
  *   list       observe the nodes the database believes alive: is each
  *              still there, and has the cloud scheduled it for reclaim.
  *
@@ -42,15 +44,19 @@ struct prov_query {
 	const char *const *regions;
 };
 
-/* What the provider needs to start one node. */
+/* What the provider needs to start one node.  The provider hands the
+ * token to the node through its own bootstrap channel (local: a 0600
+ * file in the node's work dir; a cloud: user-data) - nothing the
+ * control plane keeps on its own disk is assumed visible to a node. */
 struct prov_node {
 	int64_t id;
 	int64_t job_id;
 	int pool;
 	bool spot;
-	const char *token;         /* node bearer token (only at provision) */
-	const char *work_dir;      /* <state>/nodes/<id> */
-	int64_t pid, pid_start;    /* from provision; 0 if unknown */
+	const char *token;         /* node bearer token (only at provision;
+				      borrowed, wiped by the caller after) */
+	int64_t pid, pid_start;    /* the provider's instance identity:
+				      from provision; 0 if unknown */
 };
 
 struct prov_obs {

@@ -58,7 +58,6 @@ struct rnode {
 	int64_t util_n;
 	int64_t setup_rc;                               /* INT64_MIN unset */
 	bool retire;                                    /* policy moves off it */
-	char work_dir[2400];
 };
 
 int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
@@ -122,8 +121,8 @@ int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
 /* Retry the terminates that failed (nodes.kill_pending). */
 void recon__kill_pending(struct ctl *c, sqlite3 *db);
-/* Kill processes of nodes the database says are gone (after a crash
- * between commit and kill). */
+/* Terminate again the nodes the database says are gone (after a crash
+ * between commit and terminate). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
 
 /* Placement side (recon_place.c). */

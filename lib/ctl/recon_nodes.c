@@ -14,11 +14,13 @@
  *               ---------------------------------------------> TERMINATED
  *
  * Order of effects: the database first, the world second.  A node row
- * (and its token file) exist before its process; a node is marked
- * TERMINATED in a committed transaction before its process is killed.
- * After a crash in between, recon__sweep_orphans() kills what the
- * database says is gone, and the start gate (proc.h) guarantees no
- * process exists that the database does not know.
+ * exists before its instance; the provider records the instance (its
+ * commit callback) before the instance may act; a node is marked
+ * TERMINATED in a committed transaction before it is terminated.  After
+ * a crash in between, recon__sweep_orphans() terminates again what the
+ * database says is gone (terminate is idempotent).  The node's token is
+ * made when the node starts, handed to the provider for the node's
+ * bootstrap channel, and only its digest is kept (in the same commit).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,8 +31,8 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "ctl/auth.h"
 #include "ctl/db.h"
-#include "ctl/proc.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 #include "finops/policy.h"
@@ -45,7 +47,7 @@ static const char node_sql[] =
 	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
 	" retire FROM nodes";
 
-static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
+static void node_row(sqlite3_stmt *st, struct rnode *n)
 {
 	memset(n, 0, sizeof *n);
 	n->id = sqlite3_column_int64(st, 0);
@@ -79,8 +81,6 @@ static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 	if (n->setup_rc == -9999)
 		n->setup_rc = INT64_MIN;
 	n->retire = sqlite3_column_int(st, 28);
-	snprintf(n->work_dir, sizeof n->work_dir, "%s/nodes/%" PRId64,
-		 c->state_dir, n->id);
 }
 
 int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
@@ -92,6 +92,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	size_t k = 0, cap = 0;
 	int rc = 0, src;
 
+	(void)c; /* kept for the store layer's conversion */
 	*out = NULL;
 	*n = 0;
 	snprintf(sql, sizeof sql, "%s WHERE %s ORDER BY id", node_sql, where);
@@ -113,7 +114,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 			v = nv;
 			cap = nc;
 		}
-		node_row(c, st, &v[k++]);
+		node_row(st, &v[k++]);
 	}
 	if (!rc && src != SQLITE_DONE)
 		rc = -EIO;
@@ -140,7 +141,7 @@ static struct prov_node pnode(const struct rnode *n)
 {
 	struct prov_node p = {
 		.id = n->id, .job_id = n->job, .pool = n->pool, .spot = n->spot,
-		.work_dir = n->work_dir, .pid = n->pid, .pid_start = n->pid_start,
+		.pid = n->pid, .pid_start = n->pid_start,
 	};
 	return p;
 }
@@ -307,6 +308,7 @@ struct commit_ud {
 	struct ctl *c;
 	sqlite3 *db;
 	int64_t now;
+	const unsigned char *digest; /* of the token handed to the provider */
 };
 
 static int commit_boot(void *ud, const struct prov_node *p)
@@ -320,13 +322,14 @@ static int commit_boot(void *ud, const struct prov_node *p)
 	if (rc)
 		return rc;
 	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state='BOOTING', pid=?1,"
-			    " pid_start=?2, billed_until_ns=?3 WHERE id=?4 AND"
-			    " state='REQUESTED'", &st, &e);
+			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
+			    " WHERE id=?4 AND state='REQUESTED'", &st, &e);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, p->pid);
 		sqlite3_bind_int64(st, 2, p->pid_start);
 		sqlite3_bind_int64(st, 3, u->now);
 		sqlite3_bind_int64(st, 4, p->id);
+		sqlite3_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN, SQLITE_STATIC);
 		rc = ctl_db_step_done(u->db, st, &e, "boot node");
 		sqlite3_finalize(st);
 	}
@@ -356,31 +359,38 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	return rc;
 }
 
-static bool pool_has_spot(struct ctl *c, int pool, double sim)
-{
-	struct prov_offering o;
-
-	return c->prov.ops->describe(c->prov.st, pool, sim, &o) == 0 &&
-	       o.spot_available;
-}
-
 static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		       int64_t now)
 {
-	struct commit_ud u = { c, db, now };
+	unsigned char dg[CTL_DIGEST_LEN];
+	char tok[CTL_TOKEN_HEX + 1];
+	struct commit_ud u = { c, db, now, dg };
 	struct prov_node p = pnode(n);
 	struct sr_err e = { 0 };
 	int rc;
 
-	if (n->spot && !pool_has_spot(c, n->pool, ctl__sim_at(c, now))) {
+	if (n->spot && !ctl__spot_open(c, n->pool, ctl__sim_at(c, now))) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
+	rc = ctl_token_new(tok);
+	if (rc) {
+		sr_error("recon", "cannot make a node token", "node=%" PRId64
+			 " err=\"%s\"", n->id, sr_strerror(rc));
+		return; /* the next pass tries again */
+	}
+	ctl_token_digest(tok, dg);
+	p.token = tok;
 	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	explicit_bzero(tok, sizeof tok);
 	if (rc) {
 		sr_error("recon", "provision failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
-		end_tx(c, db, n, "TERMINATED", "provision_failed", now, false);
+		/* no capacity there now: the next placement looks elsewhere */
+		if (rc == -ENOSPC)
+			ctl__pool_mark(c, n->pool);
+		end_tx(c, db, n, "TERMINATED", rc == -ENOSPC ? "capacity" :
+		       "provision_failed", now, false);
 	}
 }
 
@@ -537,13 +547,12 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	struct prov_node *pn = NULL;
 	struct prov_obs *obs = NULL;
-	int64_t now = sr_time_real_ns(), mono = sr_time_mono_ns();
+	int64_t now = ctl__now(c), mono = ctl__mono(c);
 	double sim = ctl__sim_at(c, now);
 	size_t n = 0, i;
 	bool listed;
 	int rc;
 
-	proc_reap(); /* agents that exited since the last pass */
 	if (!c->hbseen) {
 		c->hbseen = calloc(1, sizeof *c->hbseen);
 		if (!c->hbseen)
@@ -605,21 +614,20 @@ out:
 	return rc;
 }
 
+/* After a crash between a commit that ended a node and its terminate,
+ * the instance may still run: terminate every node that ended in the
+ * last hour again (idempotent; the provider tells a live one from a
+ * gone one). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 {
 	struct rnode *v = NULL;
 	size_t n = 0;
 
 	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
-			" AND terminated_ns > ?1", sr_time_real_ns() -
+			" AND terminated_ns > ?1", ctl__now(c) -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;
-	for (size_t i = 0; i < n; i++) {
-		if (proc_alive(v[i].pid, v[i].pid_start)) {
-			sr_info("recon", "killing orphan node", "node=%" PRId64
-				" pid=%" PRId64, v[i].id, v[i].pid);
-			recon__kill(c, db, &v[i]);
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		recon__kill(c, db, &v[i]);
 	free(v);
 }
