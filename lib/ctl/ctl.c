@@ -254,6 +254,24 @@ static void find_agent(struct ctl *c)
 	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
 }
 
+/* The provider named by --providers ("local" or "aws").  The agents'
+ * URL is needed by a cloud's bootstrap, so the HTTP server is prepared
+ * first (ctl__http_prepare fills c->url). */
+static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
+{
+	const char *p = names && names[0] ? names : "local";
+
+	if (strchr(p, ','))
+		return sr_err_set(e, -SR_EUNSUPPORTED, "--providers %s: one "
+				  "provider at a time for now (local or aws)", p);
+	if (strcmp(p, "local") == 0)
+		return ctl__prov_local_init(c, e);
+	if (strcmp(p, "aws") == 0)
+		return ctl__prov_aws_init(c, e);
+	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers %s: unknown provider"
+			  " (built: local, aws)", p);
+}
+
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 {
 	struct ctl *c = calloc(1, sizeof *c);
@@ -323,12 +341,7 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
-	if (strcmp(cfg->provider, "local") != 0) {
-		rc = sr_err_set(e, -SR_EUNSUPPORTED, "--provider %s: only 'local' is "
-				"built", cfg->provider);
-		goto fail;
-	}
-	rc = ctl__prov_local_init(c, e);
+	rc = prov_init(c, cfg->provider, e);
 	if (rc)
 		goto fail;
 	ctl__routes_jobs();

@@ -43,6 +43,12 @@ struct ctl_config {
 				      without TLS (tokens in clear) */
 	int manual_reconcile;      /* tests: start no reconciler thread;
 				      the caller runs passes itself */
+	/* --providers aws: what RunInstances starts (NULL = not set) */
+	const char *aws_image;     /* AMI with spotrun-agent installed */
+	const char *aws_subnet;    /* subnet id (sets the VPC and zone) */
+	const char *aws_security_group;
+	const char *aws_key_name;
+	const char *aws_instance_profile;
 };
 
 /* Defaults for every field except state_dir. */

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "common/backoff.h"
 #include "ctl/auth.h"
 #include "ctl/ctl.h"
 #include "ctl/provider.h"
@@ -87,6 +88,10 @@ struct ctl {
 		int64_t until_ns;
 	} marks[CTL_MARKS_MAX];
 	size_t nmarks;
+
+	/* Paces launches after the cloud throttled us or failed
+	 * transiently (monotonic clock; reconciler thread only). */
+	struct sr_backoff launch_bo;
 };
 
 /* Release c->hbseen (recon_nodes.c). */
@@ -145,6 +150,8 @@ int ctl__reconcile_once(struct ctl *c);
 
 /* Local provider (prov_local.c). */
 int ctl__prov_local_init(struct ctl *c, struct sr_err *e);
+/* AWS EC2 provider (prov_aws.c); needs c->url and c->data_dir. */
+int ctl__prov_aws_init(struct ctl *c, struct sr_err *e);
 
 /* The job/node JSON views (views.c); new references or NULL. */
 json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes);

@@ -204,6 +204,7 @@ static int local_list(void *st, const struct prov_node *nodes, size_t n,
 
 static const struct prov_ops local_ops = {
 	.name = "local",
+	.shared_disk = true,
 	.destroy = local_destroy,
 	.offerings = local_offerings,
 	.describe = local_describe,

@@ -66,6 +66,10 @@ struct prov_obs {
 
 struct prov_ops {
 	const char *name;
+	/* Nodes see the control plane's disk (the local cloud): the node
+	 * API may hand them directories under the state dir.  False for a
+	 * cloud: a node keeps everything on its own disk. */
+	bool shared_disk;
 	void (*destroy)(void *st);
 	/* *out malloc'd (caller frees), cheapest spot first. */
 	int (*offerings)(void *st, const struct prov_query *q, double sim_s,

@@ -119,6 +119,10 @@ int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
 void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
+/* 1 (and the message in msg) if the cloud refused a launch of the job
+ * for good (auth, invalid request: a job-level error), 0 if not,
+ * < 0 on error. */
+int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap);
 /* Retry the terminates that failed (nodes.kill_pending). */
 void recon__kill_pending(struct ctl *c, sqlite3 *db);
 /* Terminate again the nodes the database says are gone (after a crash

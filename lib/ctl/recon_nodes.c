@@ -19,16 +19,21 @@
  * TERMINATED in a committed transaction before it is terminated.  After
  * a crash in between, recon__sweep_orphans() terminates again what the
  * database says is gone (terminate is idempotent).  The node's token is
- * made when the node starts, handed to the provider for the node's
- * bootstrap channel, and only its digest is kept (in the same commit).
+ * derived when the node starts (node_token), handed to the provider for
+ * the node's bootstrap channel, and only its digest is kept (in the
+ * commit that records the instance).
  */
 #include <errno.h>
 #include <inttypes.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/backoff.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
@@ -359,6 +364,62 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	return rc;
 }
 
+/* The node's bearer token: HMAC-SHA256 of its job and node ids under
+ * the daemon's secret key (imds.key, 0600 in the state dir), as hex.
+ * The same every time, so a launch retried after a crash (a cloud
+ * answering the same idempotency key with the instance it already
+ * started, whose bootstrap carries the first token) still matches the
+ * digest stored at commit; nothing but the digest is ever stored. */
+static int node_token(const struct ctl *c, const struct rnode *n,
+		      char out[CTL_TOKEN_HEX + 1])
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char msg[96];
+	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
+			 n->job, n->id);
+
+	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
+		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
+	    len * 2 < CTL_TOKEN_HEX)
+		return -EIO;
+	for (int i = 0; i < CTL_TOKEN_HEX / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	explicit_bzero(mac, sizeof mac);
+	return 0;
+}
+
+/* A launch the cloud refused for good (credentials, a bad image or
+ * parameter): the node ends, and an event the job step turns into a
+ * job-level failure with the cloud's message (recon__launch_refused). */
+static void refuse_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		      int64_t now, const char *why)
+{
+	struct sr_err e = { 0 };
+	char msg[SR_ERR_MSG_MAX + 64];
+	int rc = ctl_db_begin(db, &e);
+
+	snprintf(msg, sizeof msg, "the cloud refused to start node %" PRId64
+		 ": %s", n->id, why);
+	if (!rc)
+		rc = recon__node_end(c, db, n, "TERMINATED", "launch_refused", now, &e);
+	if (!rc)
+		rc = ctl_event_add(db, n->job, "launch_refused", NULL, NULL, n->id,
+				   now, ctl__sim_at(c, now), NULL, msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+}
+
+/* Start node n.  What a failure means comes from its class (provider.h,
+ * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
+ * and mark the pool, so the next placement goes elsewhere; throttling
+ * (-EBUSY) and transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR)
+ * keep it REQUESTED and pace every launch with one backoff with jitter
+ * (the rate limit is the account's); auth (-EACCES) and invalid
+ * (-EINVAL) fail the job; anything else ends the node, and it is
+ * replaced. */
 static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		       int64_t now)
 {
@@ -367,13 +428,18 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	struct commit_ud u = { c, db, now, dg };
 	struct prov_node p = pnode(n);
 	struct sr_err e = { 0 };
+	int64_t mono = ctl__mono(c), wait;
 	int rc;
 
+	if (!c->launch_bo.base_ns)
+		sr_backoff_init(&c->launch_bo, SR_NS_PER_SEC, 60 * SR_NS_PER_SEC);
+	if (!sr_backoff_ready(&c->launch_bo, mono))
+		return;
 	if (n->spot && !ctl__spot_open(c, n->pool, ctl__sim_at(c, now))) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = ctl_token_new(tok);
+	rc = node_token(c, n, tok);
 	if (rc) {
 		sr_error("recon", "cannot make a node token", "node=%" PRId64
 			 " err=\"%s\"", n->id, sr_strerror(rc));
@@ -383,14 +449,41 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	p.token = tok;
 	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
 	explicit_bzero(tok, sizeof tok);
-	if (rc) {
+	switch (rc) {
+	case 0:
+		sr_backoff_ok(&c->launch_bo);
+		return;
+	case -EBUSY:
+	case -SR_EHTTP:
+	case -ETIMEDOUT:
+	case -EAGAIN:
+	case -EINTR:
+		wait = sr_backoff_fail(&c->launch_bo, mono);
+		sr_warn("recon", "launch deferred", "node=%" PRId64 " err=\"%s\""
+			" retry_in_ms=%" PRId64, n->id, sr_err_str(&e, rc),
+			wait / 1000000);
+		return;
+	case -EACCES:
+	case -EINVAL:
+		sr_error("recon", "launch refused", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+		refuse_tx(c, db, n, now, sr_err_str(&e, rc));
+		return;
+	case -ENOSPC:
+	case -EDQUOT:
+		/* no capacity, or an account limit, there now: the next
+		 * placement looks elsewhere */
+		ctl__pool_mark(c, n->pool);
+		sr_warn("recon", "no capacity", "node=%" PRId64 " pool=%d err=\"%s\"",
+			n->id, n->pool, sr_err_str(&e, rc));
+		end_tx(c, db, n, "TERMINATED", rc == -ENOSPC ? "capacity" : "quota",
+		       now, false);
+		return;
+	default:
 		sr_error("recon", "provision failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
-		/* no capacity there now: the next placement looks elsewhere */
-		if (rc == -ENOSPC)
-			ctl__pool_mark(c, n->pool);
-		end_tx(c, db, n, "TERMINATED", rc == -ENOSPC ? "capacity" :
-		       "provision_failed", now, false);
+		end_tx(c, db, n, "TERMINATED", "provision_failed", now, false);
+		return;
 	}
 }
 
@@ -445,6 +538,24 @@ static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t n
 	if (rc)
 		sr_error("recon", "billing failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
+}
+
+int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap)
+{
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT message FROM events WHERE job_id=? AND"
+			       " type='launch_refused' ORDER BY seq DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, job);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(msg, cap, "%s", ctl_db_text(st, 0));
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return found;
 }
 
 /* ---- silence on the monotonic clock ------------------------------------------ */

@@ -672,6 +672,15 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 			    "stored placement plan is unreadable");
 		goto out;
 	}
+	if (j.state == JOB_PENDING || j.state == JOB_PROVISIONING ||
+	    j.state == JOB_RECOVERING) {
+		char why[SR_ERR_MSG_MAX + 64];
+
+		if (recon__launch_refused(db, id, why, sizeof why) == 1) {
+			rc = finish(c, db, &j, JOB_FAILED, INT64_MIN, "job_failed", why);
+			goto out;
+		}
+	}
 	switch (j.state) {
 	case JOB_PENDING:
 	case JOB_RECOVERING:

@@ -272,14 +272,15 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the
-	 * control plane's directory */
+	 * control plane's directory - on the local cloud only: a cloud's
+	 * node sees no directory of ours, and the agent uses its own */
 	ckpt_uri_of(db, n.job, uri, sizeof uri);
 	if (uri[0])
 		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
 	else
 		snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt",
 			 c->state_dir, n.job);
-	rc = sr_fs_mkdir_p(ckpt, 0700);
+	rc = c->prov.ops->shared_disk ? sr_fs_mkdir_p(ckpt, 0700) : 0;
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
 	rc = ctl_db_begin(db, &e);
@@ -307,14 +308,16 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	sky.mounts = json_object();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
-	dir = json_string(workdir[0] ? workdir : nodedir);
+	dir = workdir[0] ? json_string(workdir) : c->prov.ops->shared_disk ?
+	      json_string(nodedir) : json_null();
 	return ctl_resp_json(rs, 200, json_pack(
-		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
+		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
-		"ckpt_dir", ckpt, "node_dir", nodedir,
+		"ckpt_dir", c->prov.ops->shared_disk ? ckpt : NULL,
+		"node_dir", c->prov.ops->shared_disk ? nodedir : NULL,
 		"heartbeat_ms", (json_int_t)c->cfg.heartbeat_ms,
 		"imds_poll_ms", (json_int_t)c->cfg.imds_poll_ms,
 		"attempt", (json_int_t)n.attempt,

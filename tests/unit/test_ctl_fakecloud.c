@@ -10,7 +10,8 @@
  * CHECKPOINTING, PREEMPTED, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
  * and node state (REQUESTED, BOOTING, READY, TERMINATED, LOST); a
  * capacity error at launch (the pool is marked and the next launch
- * goes elsewhere); a notice while booting; an instance that vanishes
+ * goes elsewhere); throttling (backoff with jitter, one launch); an
+ * auth error (a job-level failure with the cloud's message); a notice while booting; an instance that vanishes
  * after its notice; a slow boot; a silent node; a daemon crash in the
  * middle of a launch and a restart (no double launch); a terminate that
  * fails (retried) and instances left running by a crash (swept at
@@ -62,6 +63,8 @@ static struct fcloud {
 	bool avail[NPOOL];          /* spot capacity now */
 	int fail_launch[NPOOL];     /* the next N launches there: capacity */
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
+	char died_token[80];        /* the token that launch carried */
+	int err_code, err_n;        /* the next err_n launches fail so */
 	bool term_fail;             /* terminate() fails */
 	int launches, terminates;
 	struct finst inst[64];
@@ -136,11 +139,20 @@ static int f_provision(void *st, struct prov_node *n,
 		return sr_err_set(e, -ENOSPC, "InsufficientInstanceCapacity: "
 				  "no capacity in %s", zones[n->pool]);
 	}
+	if (fc.err_n > 0) {
+		fc.err_n--;
+		return sr_err_set(e, fc.err_code, "scripted %s",
+				  fc.err_code == -EBUSY ? "RequestLimitExceeded" :
+				  "UnauthorizedOperation: not allowed");
+	}
 	if (fc.die_before_commit) {
-		/* the daemon dies here: the instance was never allowed to
-		 * run (the commit gate), and the row is still REQUESTED */
+		/* the daemon dies here, before the commit: nothing reaches the
+		 * database (the row stays REQUESTED) and the instance never
+		 * ran.  The test restarts the daemon next, so what this
+		 * returns is never acted on. */
 		fc.die_before_commit = false;
-		return sr_err_set(e, -EINTR, "died before commit");
+		snprintf(fc.died_token, sizeof fc.died_token, "%s", n->token);
+		return 0;
 	}
 	n->pid = 100000 + n->id;
 	n->pid_start = 7;
@@ -605,17 +617,20 @@ static void test_crash_mid_provision_no_double_launch(void **state)
 	pass();
 	n1 = live_node(id);
 	fc.die_before_commit = true;
-	/* the launch dies before its commit: nothing ran, row REQUESTED
-	 * (the provider's error ends the node: it is replaced) */
+	/* the launch dies before its commit: nothing ran, and the row is
+	 * still REQUESTED when the daemon restarts */
 	pass();
 	assert_int_equal(fc.launches, 0);
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
 	stop_fake();
 	start_fake();
 	pass();
-	pass();
-	n1 = live_node(id);
+	assert_int_equal(live_node(id), n1);
 	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	assert_int_equal(fc.launches, 1);
+	/* the retry carried the same token: a cloud that answered it with
+	 * the instance the first try started boots an agent that matches */
+	assert_string_equal(inst_of(n1)->token, fc.died_token);
 	/* a restart after the launch committed: nothing is launched again */
 	stop_fake();
 	start_fake();
@@ -656,6 +671,58 @@ static void test_leaked_instances_swept(void **state)
 	assert_false(inst_of(n1)->alive);
 }
 
+/* The API throttles: the node stays REQUESTED, launches wait out a
+ * backoff with jitter (never in the same instant), then it starts once. */
+static void test_throttle_backs_off(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	fc.err_code = -EBUSY;
+	fc.err_n = 2;
+	pass();
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_int_equal(fc.err_n, 1);
+	pass(); /* same instant: the backoff holds the launch */
+	assert_int_equal(fc.err_n, 1);
+	advance_ms(1000); /* the first wait is 0.5..1 s */
+	pass();
+	assert_int_equal(fc.err_n, 0);
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	advance_ms(2000); /* the second, 1..2 s */
+	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_int_equal(live_node(id), n1);
+	assert_int_equal(fc.launches, 1);
+}
+
+/* The cloud refuses the credentials: a job-level error with the cloud's
+ * message, no retry. */
+static void test_auth_error_fails_job(void **state)
+{
+	int64_t id;
+	json_t *j;
+	const char *msg;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	fc.err_code = -EACCES;
+	fc.err_n = 1;
+	pass();
+	pass();
+	j = get_job(id);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "FAILED");
+	msg = json_string_value(json_object_get(j, "message"));
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "UnauthorizedOperation"));
+	json_decref(j);
+	assert_int_equal(fc.launches, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +744,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crash_mid_provision_no_double_launch,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_leaked_instances_swept,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_throttle_backs_off,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_auth_error_fails_job,
 						fsetup, fteardown),
 	};
 
