@@ -231,10 +231,13 @@ fuzz: fuzz-build
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-60} scripts/run-fuzz build/fuzz
 
 # The main job (scripts/demo): spotrund + the local spot cloud + a real
-# PyTorch run through preemptions, then the report.
+# PyTorch run through preemptions, then the report.  CLOUD=aws-emulated
+# runs the same job through the AWS provider and EC2 driver against the
+# EC2 emulator (docs/providers.md).
+CLOUD ?= local
 demo: deps
 	@$(MAKE) --no-print-directory build
-	@scripts/demo --build $(BUILD)
+	@scripts/demo --build $(BUILD) --cloud $(CLOUD)
 
 bench: all
 	@scripts/run-bench build

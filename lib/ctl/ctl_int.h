@@ -110,8 +110,9 @@ void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
 void ctl__pol_clear(struct ctl *c);
 
 /* Capacity marks (recon_place.c, reconciler thread only).  _mark: a
- * launch in `pool` failed for lack of capacity; the pool counts as
- * without spot for one policy tick.  _open: the pool sells spot now -
+ * launch in `pool` failed for lack of capacity, or the cloud noticed a
+ * node there (reclaiming it); the pool counts as without spot for one
+ * policy tick.  _open: the pool sells spot now -
  * the market view says so and no mark holds. */
 void ctl__pool_mark(struct ctl *c, int pool);
 bool ctl__spot_open(struct ctl *c, int pool, double sim_s);

@@ -285,8 +285,11 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 					   live[i].id, now, sim, NULL, "node "
 					   "preempted while provisioning", &e);
 		rc = ctl_db_end(db, rc, &e);
-		if (!rc)
+		if (!rc) {
+			if (live[i].spot)
+				ctl__pool_mark(c, live[i].pool);
 			recon__kill(c, db, &live[i]);
+		}
 		return rc ? rc : 1;
 	}
 	rc = recon__place_missing(c, db, j, live, n);
@@ -639,6 +642,10 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = ctl_db_end(db, rc, &e);
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
+			/* a notice is the cloud reclaiming that pool now:
+			 * what we observed, for the placement that follows */
+			if (live[i].notice_ns && live[i].spot)
+				ctl__pool_mark(c, live[i].pool);
 			if (live[i].notice_ns || live[i].retire)
 				recon__kill(c, db, &live[i]);
 		}
