@@ -274,6 +274,13 @@ static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
 
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 {
+	return ctl__start_with(cfg, NULL, NULL, out, e);
+}
+
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+		    const struct ctl_clock *clock, struct ctl **out,
+		    struct sr_err *e)
+{
 	struct ctl *c = calloc(1, sizeof *c);
 	sqlite3 *db;
 	char path[2400];
@@ -283,6 +290,8 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	if (!c)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	c->cfg = *cfg;
+	if (clock)
+		c->clock = *clock;
 	pthread_mutex_init(&c->wake_mu, NULL);
 	{
 		/* The reconciler's period is a timeout inside this process:
@@ -341,7 +350,10 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
-	rc = prov_init(c, cfg->provider, e);
+	if (prov)
+		c->prov = *prov;
+	else
+		rc = prov_init(c, cfg->provider, e);
 	if (rc)
 		goto fail;
 	ctl__routes_jobs();

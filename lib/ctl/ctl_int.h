@@ -144,6 +144,13 @@ int ctl__http_prepare(struct ctl *c, struct sr_err *e);
 int ctl__http_start(struct ctl *c, struct sr_err *e);
 void ctl__http_stop(struct ctl *c);
 
+/* ctl_start with an injected provider (its ops->destroy is called at
+ * ctl_stop) and clock (NULL: the system's), set before any thread
+ * starts; for tests. */
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+		    const struct ctl_clock *clock, struct ctl **out,
+		    struct sr_err *e);
+
 /* Reconciler (reconcile.c). */
 void *ctl__reconcile_main(void *arg);
 /* One pass over every job and node; for tests. */

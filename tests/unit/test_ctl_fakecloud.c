@@ -30,7 +30,8 @@
 
 /* ---- the injected clock ----------------------------------------------- */
 
-static int64_t t_real, t_mono;
+/* atomic: HTTP threads read the clock too (ctl__sim_now in views) */
+static _Atomic int64_t t_real, t_mono;
 
 static int64_t clk_real(void *ud)
 {
@@ -60,7 +61,7 @@ struct finst {
 };
 
 static struct fcloud {
-	bool avail[NPOOL];          /* spot capacity now */
+	_Atomic bool avail[NPOOL];  /* spot capacity now (HTTP threads read it) */
 	int fail_launch[NPOOL];     /* the next N launches there: capacity */
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
 	char died_token[80];        /* the token that launch carried */
@@ -198,9 +199,15 @@ static int f_list(void *st, const struct prov_node *nodes, size_t n,
 	return 0;
 }
 
+static void f_destroy(void *st)
+{
+	(void)st; /* the scripted cloud outlives the daemon (restarts) */
+}
+
 static const struct prov_ops fake_ops = {
-	.name = "fake", .offerings = f_offerings, .describe = f_describe,
-	.provision = f_provision, .terminate = f_terminate, .list = f_list,
+	.name = "fake", .destroy = f_destroy, .offerings = f_offerings,
+	.describe = f_describe, .provision = f_provision,
+	.terminate = f_terminate, .list = f_list,
 };
 
 static int alive_instances(void)
@@ -216,6 +223,8 @@ static int alive_instances(void)
 
 static void start_fake(void)
 {
+	const struct ctl_provider prov = { &fake_ops, NULL };
+	const struct ctl_clock clk = { clk_real, clk_mono, NULL };
 	struct ctl_config cfg;
 	struct sr_err e = { 0 };
 
@@ -229,19 +238,13 @@ static void start_fake(void)
 	cfg.heartbeat_timeout_ms = 10000;
 	cfg.boot_timeout_ms = 30000;
 	cfg.manual_reconcile = 1;
-	if (ctl_start(&cfg, &ctl, &e))
+	if (ctl__start_with(&cfg, &prov, &clk, &ctl, &e))
 		fail_msg("ctl_start: %s", e.msg);
-	ctl->prov.ops->destroy(ctl->prov.st);
-	ctl->prov.ops = &fake_ops;
-	ctl->prov.st = NULL;
-	ctl->clock.real_ns = clk_real;
-	ctl->clock.mono_ns = clk_mono;
 	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
 }
 
 static void stop_fake(void)
 {
-	ctl->prov.ops = NULL; /* nothing of the fake to destroy */
 	ctl_stop(ctl);
 	ctl = NULL;
 }
