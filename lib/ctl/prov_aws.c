@@ -20,9 +20,11 @@
  * the bootstrap script (ec2_bootstrap_script: the agent, its token
  * through user-data, the control plane's URL) - a retry after a crash
  * gets the instance already started, never a second one.  The launch
- * runs on the driver's worker thread; provision() waits for it (bounded
- * by the driver's request timeout and retries) because this interface's
- * commit callback must run before the reconciler moves on.
+ * runs on the driver's worker thread: provision() starts it and answers
+ * -EINPROGRESS (the node stays REQUESTED), the driver wakes the
+ * reconciler when RunInstances answers, and the next provision() of the
+ * node commits the instance.  An instance EC2 still boots ("pending") is
+ * reported as such, so no boot timeout runs on the cloud's slowness.
  *
  * Notices: EC2 tells the instance (IMDSv2 spot/instance-action), whose
  * agent reports it to the API; list() therefore never reports `reclaim`.
@@ -43,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "aws/ec2.h"
 #include "common/log.h"
@@ -53,11 +54,17 @@
 #include "ctl/localmkt.h"
 
 #define PRICE_REFRESH_NS (60 * SR_NS_PER_SEC)
-#define LAUNCH_WAIT_NS (120 * SR_NS_PER_SEC)
 
 struct price {
 	char zone[40], itype[48];
 	sr_micros per_h;
+};
+
+#define AWS_MAX_INFLIGHT 64
+
+struct inflight {
+	int64_t node;
+	struct cloud_req *req;       /* the driver's; req_free'd on drop */
 };
 
 struct awsp {
@@ -72,6 +79,8 @@ struct awsp {
 	struct price *prices;
 	size_t nprices;
 	int64_t priced_ns;           /* monotonic; 0 never */
+	struct inflight fly[AWS_MAX_INFLIGHT]; /* reconciler thread only */
+	size_t nfly;
 };
 
 static bool ours(const struct awsp *a, const struct prov_offering *o)
@@ -214,20 +223,40 @@ static int aws_terminate_ids(struct awsp *a, const char *const *ids, size_t n)
 	return rc;
 }
 
-static int aws_provision(void *st, struct prov_node *n,
-			 int (*commit)(void *ud, const struct prov_node *n),
-			 void *ud, struct sr_err *e)
+/* A launch in flight: the driver's request for node `node`. */
+static struct inflight *inflight_of(struct awsp *a, int64_t node)
 {
-	struct awsp *a = st;
+	for (size_t i = 0; i < a->nfly; i++) {
+		if (a->fly[i].node == node)
+			return &a->fly[i];
+	}
+	return NULL;
+}
+
+static void inflight_drop(struct awsp *a, struct inflight *f)
+{
+	a->drv.ops->req_free(a->drv.st, f->req); /* waits for its worker */
+	*f = a->fly[--a->nfly];
+}
+
+static void launch_done(void *ud)
+{
+	ctl__wake(ud); /* the reconciler polls the request at once */
+}
+
+/* Start the launch of node n on the driver's worker thread. */
+static int launch_start(struct awsp *a, const struct prov_node *n,
+			struct sr_err *e)
+{
 	struct prov_offering o;
 	struct cloud_launch l = { 0 };
 	struct cloud_req *req = NULL;
-	struct cloud_instance inst = { 0 };
 	struct cloud_error err = { 0 };
 	char key[CLOUD_IDEM_MAX], *boot = NULL;
-	int64_t until = sr_time_mono_ns() + LAUNCH_WAIT_NS;
 	int rc;
 
+	if (a->nfly == AWS_MAX_INFLIGHT)
+		return -EINPROGRESS; /* as many in flight as we allow: later */
 	rc = aws_describe(a, n->pool, 0, &o);
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not an AWS %s offering", n->pool,
@@ -244,19 +273,38 @@ static int aws_provision(void *st, struct prov_node *n,
 	l.instance_type = o.instance_type;
 	l.spot = n->spot;
 	l.bootstrap = boot;
+	l.done = launch_done;
+	l.done_ud = a->c;
 	rc = a->drv.ops->provision(a->drv.st, &l, &req, &err);
+	explicit_bzero(boot, strlen(boot));
+	free(boot);
+	if (rc)
+		return launch_error(&err, rc, e);
+	a->fly[a->nfly++] = (struct inflight){ n->id, req };
+	return -EINPROGRESS;
+}
+
+/* First call: RunInstances starts on the driver's thread (-EINPROGRESS).
+ * Later calls poll it; once the instance is known it is committed. */
+static int aws_provision(void *st, struct prov_node *n,
+			 int (*commit)(void *ud, const struct prov_node *n),
+			 void *ud, struct sr_err *e)
+{
+	struct awsp *a = st;
+	struct inflight *f = inflight_of(a, n->id);
+	struct cloud_instance inst = { 0 };
+	struct cloud_error err = { 0 };
+	int rc;
+
+	if (!f)
+		return launch_start(a, n, e);
+	rc = a->drv.ops->poll(a->drv.st, f->req, &inst, &err);
+	if (rc == -EAGAIN)
+		return -EINPROGRESS;
+	inflight_drop(a, f);
 	if (rc) {
-		rc = launch_error(&err, rc, e);
-		goto out;
-	}
-	while ((rc = a->drv.ops->poll(a->drv.st, req, &inst, &err)) == -EAGAIN &&
-	       sr_time_mono_ns() < until)
-		usleep(20000);
-	if (rc) {
-		rc = rc == -EAGAIN ? sr_err_set(e, -ETIMEDOUT, "RunInstances for "
-						"node %" PRId64 ": no answer", n->id) :
-			launch_error(&err, rc, e);
-		goto out;
+		cloud_instance_clear(&inst);
+		return launch_error(&err, rc, e);
 	}
 	n->pid = 0;
 	n->pid_start = 0;
@@ -272,12 +320,7 @@ static int aws_provision(void *st, struct prov_node *n,
 		sr_err_set(e, rc, "node %" PRId64 ": instance %s not recorded;"
 			   " terminated", n->id, inst.id);
 	}
-out:
-	a->drv.ops->req_free(a->drv.st, req);
 	cloud_instance_clear(&inst);
-	if (boot)
-		explicit_bzero(boot, strlen(boot));
-	free(boot);
 	return rc;
 }
 
@@ -289,12 +332,16 @@ static bool running(const struct cloud_instance *x)
 static int aws_terminate(void *st, const struct prov_node *n)
 {
 	struct awsp *a = st;
+	struct inflight *f = inflight_of(a, n->id);
 	struct cloud_instance *v = NULL;
 	struct cloud_error err = { 0 };
 	const char *ids[16];
 	size_t nv = 0, k = 0;
-	int rc = a->drv.ops->list(a->drv.st, a->cluster, &v, &nv, &err);
+	int rc;
 
+	if (f)
+		inflight_drop(a, f); /* its instance, if any, is listed below */
+	rc = a->drv.ops->list(a->drv.st, a->cluster, &v, &nv, &err);
 	if (rc) {
 		sr_warn("aws", "cannot list instances", "err=\"%s\"", err.msg);
 		return rc;
@@ -326,10 +373,14 @@ static int aws_list(void *st, const struct prov_node *nodes, size_t n,
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		obs[i].alive = false;
+		obs[i].alive = obs[i].pending = false;
 		obs[i].reclaim = false; /* EC2 tells the instance, not us */
-		for (size_t j = 0; j < nv; j++)
-			obs[i].alive |= v[j].node_id == nodes[i].id && running(&v[j]);
+		for (size_t j = 0; j < nv; j++) {
+			if (v[j].node_id != nodes[i].id || !running(&v[j]))
+				continue;
+			obs[i].alive = true;
+			obs[i].pending = v[j].state == CLOUD_INST_PENDING;
+		}
 	}
 	/* instances of this cluster whose node is not live here: leaked */
 	for (size_t j = 0; j < nv && nleak < 64; j++) {
@@ -339,6 +390,7 @@ static int aws_list(void *st, const struct prov_node *nodes, size_t n,
 			continue;
 		for (size_t i = 0; i < n && !known; i++)
 			known = v[j].node_id == nodes[i].id;
+		known |= inflight_of(a, v[j].node_id) != NULL;
 		if (!known) {
 			sr_warn("aws", "leaked instance: terminating", "instance=%s"
 				" node=%" PRId64 " job=%" PRId64, v[j].id,
@@ -357,6 +409,8 @@ static void aws_destroy(void *st)
 
 	if (!a)
 		return;
+	while (a->nfly)
+		inflight_drop(a, &a->fly[0]);
 	if (a->drv.ops)
 		a->drv.ops->destroy(a->drv.st);
 	localmkt_free(a->m);

@@ -62,6 +62,9 @@ struct prov_node {
 struct prov_obs {
 	bool alive;                /* the instance still exists */
 	bool reclaim;              /* the cloud is taking it back (spot) */
+	bool pending;              /* the cloud still boots it (EC2
+				      "pending"): a slow cloud's boot, not
+				      the node's, so no boot timeout runs */
 };
 
 struct prov_ops {
@@ -78,7 +81,10 @@ struct prov_ops {
 			struct prov_offering *out);
 	/* Fills n->pid/pid_start.  `commit` is called after the instance
 	 * exists but before it may act (local: before exec), so the caller can
-	 * record it durably; if commit fails the instance is abandoned. */
+	 * record it durably; if commit fails the instance is abandoned.
+	 * -EINPROGRESS: the launch runs on (a cloud's API call); the node
+	 * stays REQUESTED and the reconciler calls provision() again on a
+	 * later pass, which then commits (or fails).  Never blocks long. */
 	int (*provision)(void *st, struct prov_node *n,
 			 int (*commit)(void *ud, const struct prov_node *n),
 			 void *ud, struct sr_err *e);

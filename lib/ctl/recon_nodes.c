@@ -453,6 +453,8 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
 		return;
+	case -EINPROGRESS:
+		return; /* the cloud call runs on; asked again next pass */
 	case -EBUSY:
 	case -SR_EHTTP:
 	case -ETIMEDOUT:
@@ -646,7 +648,8 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	}
 	if (listed && o->reclaim)
 		return NODE_NOTICE;
-	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000)
+	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
+	    !(listed && o->pending))
 		return NODE_LOST_BOOT;
 	if (!booting && silent_ns > cfg->heartbeat_timeout_ms * 1000000)
 		return NODE_LOST_HB;
@@ -692,8 +695,11 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
 		bool booting = strcmp(x->state, "BOOTING") == 0;
-		int64_t silent = recon__silence(c->hbseen, x->id,
-						booting ? -1 : x->last_hb_ns, mono);
+		/* a boot's silence counts from when the cloud has the
+		 * instance running (-2 -> -1 restarts it) */
+		int64_t key = !booting ? x->last_hb_ns :
+			      listed && obs[i].pending ? -2 : -1;
+		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
 		case NODE_START:

@@ -11,7 +11,9 @@
  * and node state (REQUESTED, BOOTING, READY, TERMINATED, LOST); a
  * capacity error at launch (the pool is marked and the next launch
  * goes elsewhere); throttling (backoff with jitter, one launch); an
- * auth error (a job-level failure with the cloud's message); a notice while booting; an instance that vanishes
+ * auth error (a job-level failure with the cloud's message); a launch
+ * that answers on a later pass and an instance the cloud boots for ten
+ * minutes (no boot timeout until it runs); a notice while booting; an instance that vanishes
  * after its notice; a slow boot; a silent node; a daemon crash in the
  * middle of a launch and a restart (no double launch); a terminate that
  * fails (retried) and instances left running by a crash (swept at
@@ -57,6 +59,7 @@ struct finst {
 	int64_t node;
 	int pool;
 	bool spot, alive;
+	_Atomic bool pending;       /* the cloud still boots it */
 	char token[80];
 };
 
@@ -66,6 +69,9 @@ static struct fcloud {
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
 	char died_token[80];        /* the token that launch carried */
 	int err_code, err_n;        /* the next err_n launches fail so */
+	bool async;                 /* launches answer on the next call */
+	int64_t async_node;         /* the launch in flight (0 none) */
+	bool boot_pending;          /* new instances start "pending" */
 	bool term_fail;             /* terminate() fails */
 	int launches, terminates;
 	struct finst inst[64];
@@ -146,6 +152,11 @@ static int f_provision(void *st, struct prov_node *n,
 				  fc.err_code == -EBUSY ? "RequestLimitExceeded" :
 				  "UnauthorizedOperation: not allowed");
 	}
+	if (fc.async && fc.async_node != n->id) {
+		fc.async_node = n->id; /* RunInstances runs on */
+		return -EINPROGRESS;
+	}
+	fc.async_node = 0;
 	if (fc.die_before_commit) {
 		/* the daemon dies here, before the commit: nothing reaches the
 		 * database (the row stays REQUESTED) and the instance never
@@ -166,6 +177,7 @@ static int f_provision(void *st, struct prov_node *n,
 	x->pool = n->pool;
 	x->spot = n->spot;
 	x->alive = true;
+	x->pending = fc.boot_pending;
 	assert_non_null(n->token);
 	snprintf(x->token, sizeof x->token, "%s", n->token);
 	fc.launches++;
@@ -195,6 +207,7 @@ static int f_list(void *st, const struct prov_node *nodes, size_t n,
 
 		obs[i].alive = x && x->alive;
 		obs[i].reclaim = x && x->spot && !fc.avail[x->pool];
+		obs[i].pending = x && x->pending;
 	}
 	return 0;
 }
@@ -726,6 +739,42 @@ static void test_auth_error_fails_job(void **state)
 	assert_int_equal(fc.launches, 0);
 }
 
+/* A cloud whose launch call answers later (-EINPROGRESS) and whose
+ * instance boots for ten minutes ("pending"): the node stays REQUESTED,
+ * then BOOTING without a boot timeout while the cloud boots it; the
+ * timeout counts from when the instance runs. */
+static void test_async_launch_and_slow_cloud_boot(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.async = true;
+	fc.boot_pending = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	pass(); /* RunInstances in flight */
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_int_equal(fc.launches, 0);
+	pass(); /* answered: recorded */
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_int_equal(fc.launches, 1);
+	for (int i = 0; i < 20; i++) { /* ten minutes of "pending" */
+		advance_ms(30000);
+		pass();
+	}
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	inst_of(n1)->pending = false; /* running: the agent has 30 s */
+	pass();
+	advance_ms(29000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	advance_ms(2000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_int_equal(fc.launches, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -751,6 +800,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_throttle_backs_off,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_auth_error_fails_job,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
 						fsetup, fteardown),
 	};
 
