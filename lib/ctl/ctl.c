@@ -257,19 +257,56 @@ static void find_agent(struct ctl *c)
 /* The provider named by --providers ("local" or "aws").  The agents'
  * URL is needed by a cloud's bootstrap, so the HTTP server is prepared
  * first (ctl__http_prepare fills c->url). */
+static int prov_one(struct ctl *c, const char *p, size_t len, struct sr_err *e)
+{
+	if (len == 5 && strncmp(p, "local", 5) == 0)
+		return ctl__prov_local_init(c, e);
+	if (len == 3 && strncmp(p, "aws", 3) == 0)
+		return ctl__prov_aws_init(c, e);
+	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown provider "
+			  "'%.*s' (built: local, aws)", (int)len, p);
+}
+
+/* "local", "aws" or a comma-separated list of them (each once). */
 static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
 {
+	struct ctl_provider v[4];
 	const char *p = names && names[0] ? names : "local";
+	size_t n = 0;
+	int rc = 0;
 
-	if (strchr(p, ','))
-		return sr_err_set(e, -SR_EUNSUPPORTED, "--providers %s: one "
-				  "provider at a time for now (local or aws)", p);
-	if (strcmp(p, "local") == 0)
-		return ctl__prov_local_init(c, e);
-	if (strcmp(p, "aws") == 0)
-		return ctl__prov_aws_init(c, e);
-	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers %s: unknown provider"
-			  " (built: local, aws)", p);
+	while (!rc) {
+		size_t len = strcspn(p, ",");
+
+		for (size_t i = 0; i < n && !rc; i++) {
+			if (strlen(v[i].ops->name) == len &&
+			    strncmp(v[i].ops->name, p, len) == 0)
+				rc = sr_err_set(e, -EINVAL, "--providers: '%.*s' "
+						"named twice", (int)len, p);
+		}
+		if (!rc && n == sizeof v / sizeof v[0])
+			rc = sr_err_set(e, -EINVAL, "--providers: too many");
+		if (!rc)
+			rc = prov_one(c, p, len, e);
+		if (rc)
+			break;
+		v[n++] = c->prov;
+		c->prov = (struct ctl_provider){ 0 };
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	if (!rc && n == 1) {
+		c->prov = v[0];
+		return 0;
+	}
+	if (!rc)
+		rc = ctl__prov_multi_init(c, v, n, e);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			v[i].ops->destroy(v[i].st);
+	}
+	return rc;
 }
 
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)

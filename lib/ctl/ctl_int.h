@@ -117,6 +117,12 @@ void ctl__pol_clear(struct ctl *c);
 void ctl__pool_mark(struct ctl *c, int pool);
 bool ctl__spot_open(struct ctl *c, int pool, double sim_s);
 
+/* The provider that sells `pool` (its name, as nodes.provider records
+ * it) and whether its nodes share the control plane's disk
+ * (recon_place.c; any thread). */
+const char *ctl__prov_name(const struct ctl *c, int pool);
+bool ctl__prov_shared(const struct ctl *c, int pool);
+
 /* The calling thread's connection (opened on first use). NULL on failure. */
 sqlite3 *ctl__db(struct ctl *c);
 
@@ -160,6 +166,9 @@ int ctl__reconcile_once(struct ctl *c);
 int ctl__prov_local_init(struct ctl *c, struct sr_err *e);
 /* AWS EC2 provider (prov_aws.c); needs c->url and c->data_dir. */
 int ctl__prov_aws_init(struct ctl *c, struct sr_err *e);
+/* Several providers as one (prov_multi.c): takes ownership of v[0..n). */
+int ctl__prov_multi_init(struct ctl *c, const struct ctl_provider *v, size_t n,
+			 struct sr_err *e);
 
 /* The job/node JSON views (views.c); new references or NULL. */
 json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes);

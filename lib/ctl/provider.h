@@ -91,6 +91,11 @@ struct prov_ops {
 	int (*terminate)(void *st, const struct prov_node *n);
 	int (*list)(void *st, const struct prov_node *nodes, size_t n,
 		    double sim_s, struct prov_obs *obs);
+	/* Optional (several providers as one): who sells `pool`, and
+	 * whether its nodes share the control plane's disk.  NULL: `name`
+	 * and `shared_disk` for every pool. */
+	const char *(*pool_provider)(void *st, int pool);
+	bool (*pool_shared)(void *st, int pool);
 };
 
 struct ctl_provider {

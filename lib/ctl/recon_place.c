@@ -59,6 +59,18 @@ void ctl__pool_mark(struct ctl *c, int pool)
 		c->marks[c->nmarks++] = (struct ctl_mark){ pool, until };
 }
 
+const char *ctl__prov_name(const struct ctl *c, int pool)
+{
+	return c->prov.ops->pool_provider ?
+	       c->prov.ops->pool_provider(c->prov.st, pool) : c->prov.ops->name;
+}
+
+bool ctl__prov_shared(const struct ctl *c, int pool)
+{
+	return c->prov.ops->pool_shared ?
+	       c->prov.ops->pool_shared(c->prov.st, pool) : c->prov.ops->shared_disk;
+}
+
 bool ctl__spot_open(struct ctl *c, int pool, double sim_s)
 {
 	struct prov_offering o;
@@ -279,7 +291,7 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sqlite3_bind_int64(st, 1, j->id);
 		sqlite3_bind_int(st, 2, ranks[i]);
 		sqlite3_bind_blob(st, 3, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, c->prov.ops->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, ctl__prov_name(c, pool), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, o.cloud, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, o.region, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 7, o.zone, -1, SQLITE_STATIC);
@@ -342,7 +354,7 @@ static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *wh
 	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
 		return NULL;
 	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
-		"provider", c->prov.ops->name, "pool", pool, "cloud", o.cloud,
+		"provider", ctl__prov_name(c, pool), "pool", pool, "cloud", o.cloud,
 		"region", o.region, "zone", o.zone, "instance_type", o.instance_type,
 		"accelerator", o.accelerator, "accelerator_count", o.accel_count,
 		"spot", spot, "price_micros_per_hour",

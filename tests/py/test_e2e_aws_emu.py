@@ -67,10 +67,7 @@ def start_emulator(tmp):
     return proc, url
 
 
-def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
-    emu, url = start_emulator(tmp_path)
-    share = os.path.join(str(tmp_path), "share")
-    os.makedirs(share)
+def aws_env(monkeypatch, url):
     for k in list(os.environ):
         if k.startswith("AWS_"):
             monkeypatch.delenv(k)
@@ -79,19 +76,34 @@ def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEMULATOR")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "emulator-secret")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--providers", "aws",
-               "--aws-image", "ami-0123456789abcdef0", "--time-scale", "60",
-               "--agent", os.path.join(BUILD, "bin", "spotrun-agent"),
-               "--heartbeat-timeout", "20s", "--boot-timeout", "60s")
-    try:
-        d.start()
-        run = WORKLOAD.replace("STEPS", str(STEPS))
-        jid = d.submit(
-            "name: aws-e2e\nresources:\n  accelerators: V100:1\n"
-            "  use_spot: true\n  infra: aws/us-east-1\n"
+
+
+def daemon(tmp_path, providers):
+    return Daemon(tmp_path, os.path.join(ROOT, "data"), "--providers", providers,
+                  "--aws-image", "ami-0123456789abcdef0", "--time-scale", "60",
+                  "--agent", os.path.join(BUILD, "bin", "spotrun-agent"),
+                  "--heartbeat-timeout", "20s", "--boot-timeout", "60s")
+
+
+def job_yaml(name, infra, share, steps, spot=True):
+    run = WORKLOAD.replace("STEPS", str(steps))
+    return ("name: %s\nresources:\n  accelerators: V100:1\n"
+            "  use_spot: %s\n  infra: %s\n"
             "envs:\n  CKPT_SHARE: %s\n"
             "run: |\n%s\nspotrun:\n  deadline: 1000h\n  work: 1h\n" % (
-                share, "".join("  " + l + "\n" for l in run.strip().splitlines())))
+                name, "true" if spot else "false", infra, share,
+                "".join("  " + l + "\n" for l in run.strip().splitlines())))
+
+
+def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
+    emu, url = start_emulator(tmp_path)
+    share = os.path.join(str(tmp_path), "share")
+    os.makedirs(share)
+    aws_env(monkeypatch, url)
+    d = daemon(tmp_path, "aws")
+    try:
+        d.start()
+        jid = d.submit(job_yaml("aws-e2e", "aws/us-east-1", share, STEPS))
         # running on an instance, past a few checkpoints
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -129,6 +141,33 @@ def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
         assert len(starts) >= 2, starts
         assert int(starts[-1].split()[-1]) == int(finals[-1].split()[-1]), (
             starts, finals)
+    finally:
+        d.stop()
+        emu.terminate()
+        emu.wait(timeout=20)
+
+
+def test_local_and_aws_in_one_daemon(tmp_path, monkeypatch):
+    """--providers local,aws: a job kept to aws/us-east-1 runs on EC2 (the
+    emulator), one kept to aws/us-west-2 on the local cloud's simulation
+    of it (aws is enabled for us-east-1 only)."""
+    emu, url = start_emulator(tmp_path)
+    shares = [os.path.join(str(tmp_path), s) for s in ("east", "west")]
+    for s in shares:
+        os.makedirs(s)
+    aws_env(monkeypatch, url)
+    d = daemon(tmp_path, "local,aws")
+    try:
+        d.start()
+        east = d.submit(job_yaml("east", "aws/us-east-1", shares[0], 5))
+        west = d.submit(job_yaml("west", "aws/us-west-2", shares[1], 5,
+                                 spot=False))
+        jobs = d.wait([east, west], 120)
+        for j in jobs:
+            assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        assert {n["provider"] for n in jobs[0]["nodes"]} == {"aws"}, jobs[0]
+        assert {n["provider"] for n in jobs[1]["nodes"]} == {"local"}, jobs[1]
+        assert all(n["region"] == "us-west-2" for n in jobs[1]["nodes"])
     finally:
         d.stop()
         emu.terminate()
