@@ -19,9 +19,9 @@
  * TERMINATED in a committed transaction before it is terminated.  After
  * a crash in between, recon__sweep_orphans() terminates again what the
  * database says is gone (terminate is idempotent).  The node's token is
- * derived when the node starts (node_token), handed to the provider for
- * the node's bootstrap channel, and only its digest is kept (in the
- * commit that records the instance).
+ * derived (recon__node_token): its digest is stored with the new row, and
+ * the token itself is handed to the provider when the node starts, for
+ * the node's bootstrap channel.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -326,9 +326,13 @@ static int commit_boot(void *ud, const struct prov_node *p)
 	rc = ctl_db_begin(u->db, &e);
 	if (rc)
 		return rc;
-	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state='BOOTING', pid=?1,"
+	/* A cloud's instance may boot and its agent register (READY) before
+	 * this commit: its token was valid from the node's creation. */
+	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
+			    "'REQUESTED' THEN 'BOOTING' ELSE state END, pid=?1,"
 			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
-			    " WHERE id=?4 AND state='REQUESTED'", &st, &e);
+			    " WHERE id=?4 AND (state='REQUESTED' OR (state='READY'"
+			    " AND pid IS NULL))", &st, &e);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, p->pid);
 		sqlite3_bind_int64(st, 2, p->pid_start);
@@ -364,20 +368,21 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	return rc;
 }
 
-/* The node's bearer token: HMAC-SHA256 of its job and node ids under
- * the daemon's secret key (imds.key, 0600 in the state dir), as hex.
+/* The node's bearer token (recon_int.h): HMAC-SHA256 of its job and node
+ * ids under the daemon's secret key (imds.key, 0600 in the state dir), as
+ * hex.
  * The same every time, so a launch retried after a crash (a cloud
  * answering the same idempotency key with the instance it already
  * started, whose bootstrap carries the first token) still matches the
  * digest stored at commit; nothing but the digest is ever stored. */
-static int node_token(const struct ctl *c, const struct rnode *n,
+int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
 		      char out[CTL_TOKEN_HEX + 1])
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int len = 0;
 	char msg[96];
 	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
-			 n->job, n->id);
+			 job, node);
 
 	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
 		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
@@ -439,7 +444,7 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = node_token(c, n, tok);
+	rc = recon__node_token(c, n->job, n->id, tok);
 	if (rc) {
 		sr_error("recon", "cannot make a node token", "node=%" PRId64
 			 " err=\"%s\"", n->id, sr_strerror(rc));

@@ -279,9 +279,9 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	for (int i = 0; i < nranks && !rc; i++) {
 		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
+		sqlite3_stmt *up = NULL;
 
-		/* A placeholder nobody holds: the node's real token is made
-		 * when it starts (recon_nodes.c start_node). */
+		/* A placeholder nobody holds until the row's id is known */
 		rc = ctl_token_new(tok);
 		if (rc)
 			break;
@@ -306,6 +306,24 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sqlite3_bind_int64(st, 16, now);
 		sqlite3_bind_int64(st, 17, now + c->cfg.provision_ms * 1000000);
 		rc = ctl_db_step_done(db, st, e, "insert node");
+		/* the node's own token (recon__node_token): valid from now,
+		 * since a cloud's agent may register before its launch is
+		 * recorded */
+		if (!rc)
+			rc = recon__node_token(c, j->id, sqlite3_last_insert_rowid(db),
+					       tok);
+		if (!rc) {
+			ctl_token_digest(tok, dg);
+			explicit_bzero(tok, sizeof tok);
+			rc = ctl_db_prepare(db, "UPDATE nodes SET token_hash=?1 WHERE"
+					    " id=?2", &up, e);
+		}
+		if (!rc) {
+			sqlite3_bind_blob(up, 1, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(up, 2, sqlite3_last_insert_rowid(db));
+			rc = ctl_db_step_done(db, up, e, "node token");
+		}
+		sqlite3_finalize(up);
 	}
 	sqlite3_finalize(st);
 	return rc;

@@ -72,6 +72,7 @@ static struct fcloud {
 	bool async;                 /* launches answer on the next call */
 	int64_t async_node;         /* the launch in flight (0 none) */
 	bool boot_pending;          /* new instances start "pending" */
+	bool register_early;        /* the agent registers before the commit */
 	bool term_fail;             /* terminate() fails */
 	int launches, terminates;
 	struct finst inst[64];
@@ -168,6 +169,16 @@ static int f_provision(void *st, struct prov_node *n,
 	}
 	n->pid = 100000 + n->id;
 	n->pid_start = 7;
+	if (fc.register_early) {
+		/* a fast cloud: the instance boots and its agent registers
+		 * (with the token from its bootstrap) before the commit */
+		json_t *v = NULL;
+		char p[96];
+
+		snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)n->id);
+		assert_int_equal(jreq("POST", p, n->token, json_object(), &v), 200);
+		json_decref(v);
+	}
 	rc = commit(ud, n);
 	if (rc)
 		return sr_err_set(e, rc, "commit refused: instance abandoned");
@@ -775,6 +786,26 @@ static void test_async_launch_and_slow_cloud_boot(void **state)
 	assert_int_equal(fc.launches, 1);
 }
 
+/* The agent registers before its launch is recorded (a fast cloud,
+ * a slow control plane): its token is already valid, the commit keeps
+ * the node READY, and nothing is terminated. */
+static void test_agent_registers_before_commit(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.register_early = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_int_equal(fc.launches, 1);
+	assert_true(inst_of(n1)->alive);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -802,6 +833,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_auth_error_fails_job,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
 						fsetup, fteardown),
 	};
 
