@@ -13,6 +13,11 @@
  * reclaiming an instance would.  A spot node is reclaimed when its pool's
  * trace turns unavailable; the reconciler then serves the notice and
  * kills the node when the notice deadline passes.
+ *
+ * Injected interruptions (the local cloud's send-spot-instance-
+ * interruptions, as AWS FIS offers): a file <state>/interrupts/<node id>
+ * reclaims that one spot node on the next pass, whatever its pool does.
+ * Tests and `make demo` preempt one node of a gang this way.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -20,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -191,6 +197,16 @@ static int local_terminate(void *st, const struct prov_node *n)
 	return 0;
 }
 
+/* Whether <state>/interrupts/<id> asks to reclaim node `id`. */
+static bool interrupt_injected(const struct local *l, int64_t id)
+{
+	char p[2200];
+	struct stat sb;
+
+	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, l->c->state_dir, id);
+	return stat(p, &sb) == 0;
+}
+
 static int local_list(void *st, const struct prov_node *nodes, size_t n,
 		      double sim_s, struct prov_obs *obs)
 {
@@ -201,7 +217,8 @@ static int local_list(void *st, const struct prov_node *nodes, size_t n,
 		obs[i].alive = nodes[i].pid > 0 &&
 			       proc_alive(nodes[i].pid, nodes[i].pid_start);
 		obs[i].reclaim = nodes[i].spot &&
-				 !localmkt_available(l->m, nodes[i].pool, sim_s);
+				 (!localmkt_available(l->m, nodes[i].pool, sim_s) ||
+				  interrupt_injected(l, nodes[i].id));
 	}
 	return 0;
 }

@@ -129,7 +129,8 @@ static void test_job_lifecycle_node_api(void **state)
 
 	/* register: the assignment */
 	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
-	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:i}", "pid", 42), &v), 200);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:i,s:s}", "pid", 42,
+			      "addr", "10.0.3.17"), &v), 200);
 	assert_int_equal(json_integer_value(json_object_get(v, "job_id")), id);
 	assert_string_equal(json_string_value(json_object_get(v, "run")), "echo hi");
 	assert_non_null(strstr(json_string_value(json_object_get(v, "ckpt_dir")),
@@ -146,6 +147,11 @@ static void test_job_lifecycle_node_api(void **state)
 			      "total_steps", 10, "cpu_util", 0.5), &v), 200);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
 				"directive"), "action")), "run");
+	/* the gang's rendezvous: the address rank 0's agent registered */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+				"directive"), "master_addr")), "10.0.3.17");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+		json_object_get(v, "directive"), "node_ips"), 0)), "10.0.3.17");
 	json_decref(v);
 	/* a second progress report of the same attempt measures the pace */
 	j = get_job(id);
@@ -252,6 +258,9 @@ static void test_crash_restarts_then_fails(void **state)
 			v, "directive"), "action")), "run");
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(
 			v, "directive"), "attempt")), attempt);
+		/* registered without an address: where its request came from */
+		assert_string_equal(json_string_value(json_object_get(
+			json_object_get(v, "directive"), "master_addr")), "127.0.0.1");
 		json_decref(v);
 		snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
 		assert_int_equal(jreq("POST", p, ntok, json_pack(
