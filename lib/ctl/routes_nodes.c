@@ -45,6 +45,7 @@ struct nodeinfo {
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
+	int pool;
 };
 
 static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
@@ -56,8 +57,8 @@ static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
 	if (sqlite3_prepare_v2(db, "SELECT n.id, n.job_id, n.rank, n.state,"
 			       " j.state, j.desired, j.attempt, j.num_nodes,"
 			       " n.notice_ns IS NOT NULL, n.cloud, n.region, n.zone,"
-			       " n.instance_type, n.spot, n.price_micros, n.retire"
-			       " FROM nodes n JOIN jobs j ON j.id=n.job_id"
+			       " n.instance_type, n.spot, n.price_micros, n.retire,"
+			       " n.pool FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			       " WHERE n.id=?", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
@@ -78,6 +79,7 @@ static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
 		n->spot = sqlite3_column_int(st, 13);
 		n->price = sqlite3_column_int64(st, 14);
 		n->retire = sqlite3_column_int(st, 15);
+		n->pool = sqlite3_column_int(st, 16);
 		rc = 0;
 	}
 	sqlite3_finalize(st);
@@ -322,6 +324,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct sky_extra sky = { NULL, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t now = sr_time_real_ns();
+	bool shared;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
@@ -338,17 +341,19 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	else
 		peer_addr(rq, addr, sizeof addr);
 	json_decref(root);
+	shared = ctl__prov_shared(c, n.pool);
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the
-	 * control plane's directory */
+	 * control plane's directory - on the local cloud only: a cloud's
+	 * node sees no directory of ours, and the agent uses its own */
 	ckpt_uri_of(db, n.job, uri, sizeof uri);
 	if (uri[0])
 		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
 	else
 		snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt",
 			 c->state_dir, n.job);
-	rc = sr_fs_mkdir_p(ckpt, 0700);
+	rc = shared ? sr_fs_mkdir_p(ckpt, 0700) : 0;
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
 	rc = ctl_db_begin(db, &e);
@@ -378,18 +383,20 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	sky.mounts = json_object();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
-	dir = json_string(workdir[0] ? workdir : nodedir);
+	dir = workdir[0] ? json_string(workdir) : shared ? json_string(nodedir) :
+	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
-		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
+		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
-		"ckpt_dir", ckpt, "node_dir", nodedir,
+		"ckpt_dir", shared ? ckpt : NULL,
+		"node_dir", shared ? nodedir : NULL,
 		"heartbeat_ms", (json_int_t)c->cfg.heartbeat_ms,
 		"imds_poll_ms", (json_int_t)c->cfg.imds_poll_ms,
 		"attempt", (json_int_t)n.attempt,
-		"placement", "provider", c->prov.ops->name, "cloud", n.cloud,
+		"placement", "provider", ctl__prov_name(c, n.pool), "cloud", n.cloud,
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(db, &n), "file_mounts", sky.mounts,
