@@ -196,5 +196,11 @@ static const char m6[] =
 static const char m7[] =
 	"ALTER TABLE jobs ADD COLUMN secrets_enc BLOB;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5, m6, m7 };
+/* 8: the address a node's peers reach it at (the agent's own, or the
+ * one its register request came from): rank 0's is the gang's
+ * MASTER_ADDR (docs/distributed.md). */
+static const char m8[] =
+	"ALTER TABLE nodes ADD COLUMN addr TEXT;";
+
+const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5, m6, m7, m8 };
 const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];
