@@ -60,9 +60,19 @@ double ctl__sim_at(const struct ctl *c, int64_t real_ns)
 	return c->sim0_s + (double)(real_ns - c->real0_ns) / 1e9 * c->cfg.time_scale;
 }
 
+int64_t ctl__now(const struct ctl *c)
+{
+	return c->clock.real_ns ? c->clock.real_ns(c->clock.ud) : sr_time_real_ns();
+}
+
+int64_t ctl__mono(const struct ctl *c)
+{
+	return c->clock.mono_ns ? c->clock.mono_ns(c->clock.ud) : sr_time_mono_ns();
+}
+
 double ctl__sim_now(const struct ctl *c)
 {
-	return ctl__sim_at(c, sr_time_real_ns());
+	return ctl__sim_at(c, ctl__now(c));
 }
 
 double ctl_time_scale(const struct ctl *c) { return c->cfg.time_scale; }
@@ -253,7 +263,69 @@ static void find_agent(struct ctl *c)
 	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
 }
 
+/* The provider named by --providers ("local" or "aws").  The agents'
+ * URL is needed by a cloud's bootstrap, so the HTTP server is prepared
+ * first (ctl__http_prepare fills c->url). */
+static int prov_one(struct ctl *c, const char *p, size_t len, struct sr_err *e)
+{
+	if (len == 5 && strncmp(p, "local", 5) == 0)
+		return ctl__prov_local_init(c, e);
+	if (len == 3 && strncmp(p, "aws", 3) == 0)
+		return ctl__prov_aws_init(c, e);
+	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown provider "
+			  "'%.*s' (built: local, aws)", (int)len, p);
+}
+
+/* "local", "aws" or a comma-separated list of them (each once). */
+static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
+{
+	struct ctl_provider v[4];
+	const char *p = names && names[0] ? names : "local";
+	size_t n = 0;
+	int rc = 0;
+
+	while (!rc) {
+		size_t len = strcspn(p, ",");
+
+		for (size_t i = 0; i < n && !rc; i++) {
+			if (strlen(v[i].ops->name) == len &&
+			    strncmp(v[i].ops->name, p, len) == 0)
+				rc = sr_err_set(e, -EINVAL, "--providers: '%.*s' "
+						"named twice", (int)len, p);
+		}
+		if (!rc && n == sizeof v / sizeof v[0])
+			rc = sr_err_set(e, -EINVAL, "--providers: too many");
+		if (!rc)
+			rc = prov_one(c, p, len, e);
+		if (rc)
+			break;
+		v[n++] = c->prov;
+		c->prov = (struct ctl_provider){ 0 };
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	if (!rc && n == 1) {
+		c->prov = v[0];
+		return 0;
+	}
+	if (!rc)
+		rc = ctl__prov_multi_init(c, v, n, e);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			v[i].ops->destroy(v[i].st);
+	}
+	return rc;
+}
+
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
+{
+	return ctl__start_with(cfg, NULL, NULL, out, e);
+}
+
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+		    const struct ctl_clock *clock, struct ctl **out,
+		    struct sr_err *e)
 {
 	struct ctl *c = calloc(1, sizeof *c);
 	struct store *db;
@@ -264,6 +336,8 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	if (!c)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	c->cfg = *cfg;
+	if (clock)
+		c->clock = *clock;
 	pthread_mutex_init(&c->wake_mu, NULL);
 	{
 		/* The reconciler's period is a timeout inside this process:
@@ -322,12 +396,10 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
-	if (strcmp(cfg->provider, "local") != 0) {
-		rc = sr_err_set(e, -SR_EUNSUPPORTED, "--provider %s: only 'local' is "
-				"built", cfg->provider);
-		goto fail;
-	}
-	rc = ctl__prov_local_init(c, e);
+	if (prov)
+		c->prov = *prov;
+	else
+		rc = prov_init(c, cfg->provider, e);
 	if (rc)
 		goto fail;
 	ctl__routes_jobs();
@@ -336,12 +408,14 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	rc = ctl__http_start(c, e);
 	if (rc)
 		goto fail;
-	rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
-	if (rc) {
-		rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
-		goto fail;
+	if (!cfg->manual_reconcile) {
+		rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
+		if (rc) {
+			rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
+			goto fail;
+		}
+		c->reconciler_started = true;
 	}
-	c->reconciler_started = true;
 	sr_info("ctl", "spotrund started", "url=%s state=%s scale=%g provider=%s",
 		c->url, c->state_dir, c->cfg.time_scale, c->prov.ops->name);
 	*out = c;

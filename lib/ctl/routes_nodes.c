@@ -10,14 +10,20 @@
  *   job terminal, or cancel requested     -> exit
  *   node has a preemption notice          -> exit (after its own stop)
  *   node is being retired by the policy   -> stop (then it is replaced)
- *   job RUNNING and node READY            -> run  (attempt = job.attempt)
+ *   job RUNNING and node READY            -> run  (attempt = job.attempt,
+ *                                            master_addr and node_ips: the
+ *                                            gang's addresses, rank 0 first)
  *   job never ran yet (attempt 0)         -> idle
  *   otherwise                             -> stop (attempt = job.attempt)
  */
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -38,6 +44,7 @@ struct nodeinfo {
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
+	int pool;
 };
 
 /* 0, -SR_ENOTFOUND, or a store error (in *e). */
@@ -52,8 +59,8 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 			   " j.state AS job_state, j.desired, j.attempt,"
 			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
 			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
-			   " n.instance_type, n.spot, n.price_micros, n.retire"
-			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
+			   " n.instance_type, n.spot, n.price_micros, n.retire,"
+			   " n.pool FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			   " WHERE n.id=?", &st, e);
 	if (rc)
 		return rc;
@@ -79,6 +86,7 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 		n->spot = store_col_i64(st, "spot") != 0;
 		n->price = store_col_i64(st, "price_micros");
 		n->retire = store_col_i64(st, "retire") != 0;
+		n->pool = (int)store_col_i64(st, "pool");
 		rc = 0;
 	} else if (rc == 0) {
 		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
@@ -92,10 +100,37 @@ static bool node_gone(const struct nodeinfo *n)
 	return strcmp(n->state, "TERMINATED") == 0 || strcmp(n->state, "LOST") == 0;
 }
 
-static json_t *directive_of(const struct nodeinfo *n)
+/* The addresses of the gang's live nodes, by rank ("" for a rank whose
+ * node has not registered yet).  Caller owns the array (json_decref). */
+static json_t *gang_addrs(struct store *db, const struct nodeinfo *n)
+{
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	json_t *a = json_array();
+
+	for (int64_t r = 0; a && r < n->num_nodes; r++)
+		json_array_append_new(a, json_string(""));
+	if (!a || store_prepare(db, "SELECT rank, coalesce(addr, '') AS addr FROM"
+				" nodes WHERE job_id=? AND state IN"
+				" ('REQUESTED','BOOTING','READY')", &st, &e))
+		return a;
+	store_bind_i64(st, 1, n->job);
+	while (store_step(st, &e) == 1) {
+		int64_t r = store_col_i64(st, "rank");
+
+		if (r >= 0 && r < n->num_nodes)
+			json_array_set_new(a, (size_t)r,
+					   json_string(store_col_text(st, "addr")));
+	}
+	store_done(st);
+	return a;
+}
+
+static json_t *directive_of(struct store *db, const struct nodeinfo *n)
 {
 	enum job_state js = JOB_PENDING;
 	const char *a;
+	json_t *d, *ips;
 
 	jobsm_parse(n->job_state, &js);
 	if (jobsm_terminal(js) || strcmp(n->desired, "cancel") == 0 || n->notice)
@@ -108,7 +143,19 @@ static json_t *directive_of(const struct nodeinfo *n)
 		a = "idle";
 	else
 		a = "stop";
-	return json_pack("{s:s,s:I}", "action", a, "attempt", (json_int_t)n->attempt);
+	d = json_pack("{s:s,s:I}", "action", a, "attempt", (json_int_t)n->attempt);
+	/* An attempt runs once every rank is READY, so every address is
+	 * known: each attempt's rendezvous is at its own rank 0, which a
+	 * recovery may have replaced (kept nodes learn it here). */
+	if (d && strcmp(a, "run") == 0) {
+		ips = gang_addrs(db, n);
+		if (ips && json_array_size(ips) > 0) {
+			json_object_set(d, "master_addr", json_array_get(ips, 0));
+			json_object_set(d, "node_ips", ips);
+		}
+		json_decref(ips);
+	}
+	return d;
 }
 
 json_t *ctl__directive(struct store *db, int64_t node_id)
@@ -118,7 +165,25 @@ json_t *ctl__directive(struct store *db, int64_t node_id)
 
 	if (node_load(db, node_id, &n, &e) || node_gone(&n))
 		return NULL;
-	return directive_of(&n);
+	return directive_of(db, &n);
+}
+
+/* The address the request came from, numeric, into buf ("" if unknown). */
+static void peer_addr(const struct ctl_req *rq, char *buf, size_t n)
+{
+	const union MHD_ConnectionInfo *ci = NULL;
+	const struct sockaddr *sa;
+
+	buf[0] = '\0';
+	if (rq->conn)
+		ci = MHD_get_connection_info(rq->conn,
+					     MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	sa = ci ? ci->client_addr : NULL;
+	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    getnameinfo(sa, sa->sa_family == AF_INET ?
+			sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
+			buf, (socklen_t)n, NULL, 0, NI_NUMERICHOST) != 0)
+		buf[0] = '\0';
 }
 
 /* Common prologue: id, node row, liveness.  Returns 0 or has answered. */
@@ -275,8 +340,9 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
 	struct sky_extra sky = { NULL, 0, 0 };
-	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100];
+	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t now = sr_time_real_ns();
+	bool shared;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
@@ -286,29 +352,39 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = api_parse_register(body, len, &root, &b, &e);
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
+	/* the node's address for its peers: its own word, else where the
+	 * request came from */
+	if (b.addr[0])
+		snprintf(addr, sizeof addr, "%s", b.addr);
+	else
+		peer_addr(rq, addr, sizeof addr);
 	json_decref(root);
+	shared = ctl__prov_shared(c, n.pool);
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the
-	 * control plane's directory */
+	 * control plane's directory - on the local cloud only: a cloud's
+	 * node sees no directory of ours, and the agent uses its own */
 	ckpt_uri_of(db, n.job, uri, sizeof uri);
 	if (uri[0])
 		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
 	else
 		snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt",
 			 c->state_dir, n.job);
-	rc = sr_fs_mkdir_p(ckpt, 0700);
+	rc = shared ? sr_fs_mkdir_p(ckpt, 0700) : 0;
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
 	rc = store_begin(db, &e);
 	if (!rc)
 		rc = store_prepare(db, "UPDATE nodes SET state='READY',"
 				   " registered_ns=coalesce(registered_ns, ?1),"
-				   " last_hb_ns=?1 WHERE id=?2 AND state IN"
-				   " ('REQUESTED','BOOTING','READY')", &st, &e);
+				   " last_hb_ns=?1, addr=nullif(?3, '') WHERE id=?2"
+				   " AND state IN ('REQUESTED','BOOTING','READY')",
+				   &st, &e);
 	if (!rc) {
 		store_bind_i64(st, 1, now);
 		store_bind_i64(st, 2, n.id);
+		store_bind_text(st, 3, addr);
 		rc = store_run(st, &e);
 		rc = rc < 0 ? sr_err_prefix(&e, "register") : 0;
 		store_done(st);
@@ -328,21 +404,23 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	sky.mounts = json_object();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
-	dir = json_string(workdir[0] ? workdir : nodedir);
+	dir = workdir[0] ? json_string(workdir) : shared ? json_string(nodedir) :
+	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
-		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
+		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
-		"ckpt_dir", ckpt, "node_dir", nodedir,
+		"ckpt_dir", shared ? ckpt : NULL,
+		"node_dir", shared ? nodedir : NULL,
 		"heartbeat_ms", (json_int_t)c->cfg.heartbeat_ms,
 		"imds_poll_ms", (json_int_t)c->cfg.imds_poll_ms,
 		"attempt", (json_int_t)n.attempt,
-		"placement", "provider", c->prov.ops->name, "cloud", n.cloud,
+		"placement", "provider", ctl__prov_name(c, n.pool), "cloud", n.cloud,
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
-		"directive", directive_of(&n), "file_mounts", sky.mounts,
+		"directive", directive_of(db, &n), "file_mounts", sky.mounts,
 		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
 		"ckpt_uri", uri_json(uri)));
 }
@@ -477,7 +555,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "directive",
-						directive_of(&n)));
+						directive_of(db, &n)));
 }
 
 /* ---- POST /v1/nodes/{id}/report ------------------------------------------ */
@@ -728,7 +806,7 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	if (wake)
 		ctl__wake(c);
 	return ctl_resp_json(rs, 200, json_pack("{s:I,s:o}", "accepted",
-				(json_int_t)i, "directive", directive_of(&n)));
+				(json_int_t)i, "directive", directive_of(db, &n)));
 }
 
 static const struct ctl_route routes[] = {

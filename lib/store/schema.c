@@ -206,6 +206,12 @@ static const char m6[] =
 static const char m7[] =
 	"ALTER TABLE jobs ADD COLUMN secrets_enc BLOB;";
 
+/* 8: the address a node's peers reach it at (the agent's own, or the
+ * one its register request came from): rank 0's is the gang's
+ * MASTER_ADDR (docs/distributed.md). */
+static const char m8[] =
+	"ALTER TABLE nodes ADD COLUMN addr TEXT;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -283,7 +289,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m1, NULL, NULL, NULL }, { m2, NULL, NULL, NULL },
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
-	{ m7, NULL, NULL, NULL },
+	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

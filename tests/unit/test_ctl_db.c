@@ -128,7 +128,8 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE nodes DROP COLUMN retire;"
 		" DROP INDEX jobs_idem; ALTER TABLE jobs DROP COLUMN idem_key;"
 		" ALTER TABLE jobs DROP COLUMN idem_hash;"
-		" ALTER TABLE jobs DROP COLUMN secrets_enc; UPDATE schema_version"
+		" ALTER TABLE jobs DROP COLUMN secrets_enc;"
+		" ALTER TABLE nodes DROP COLUMN addr; UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
 	assert_int_equal(ctl_db_version(db), store_schema_latest());
