@@ -53,6 +53,17 @@ void imds_destroy(struct imds *c)
 	free(c);
 }
 
+int64_t imds_kill_deadline_mono(int64_t notice_ns, int64_t real_now_ns,
+				int64_t mono_now_ns)
+{
+	int64_t lead = notice_ns - real_now_ns, margin;
+
+	if (lead <= 0)
+		return mono_now_ns;
+	margin = lead / 5 < SR_NS_PER_SEC ? lead / 5 : SR_NS_PER_SEC;
+	return mono_now_ns + lead - margin;
+}
+
 const char *imds_action_name(enum imds_action a)
 {
 	switch (a) {

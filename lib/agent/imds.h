@@ -63,4 +63,14 @@ int imds_parse_notice(const char *body, size_t len, struct imds_notice *out,
 
 const char *imds_action_name(enum imds_action a);
 
+/* When to SIGKILL the workload after a notice whose deadline is
+ * notice_ns (epoch ns, the cloud's wall-clock time), as a
+ * CLOCK_MONOTONIC time: the lead is measured once against real_now_ns
+ * and laid on mono_now_ns, less a fifth of it (at most 1 s) to report
+ * before the kill.  A deadline already past gives mono_now_ns.  The only
+ * wall-clock read on the notice path: every wait after it is monotonic,
+ * so a wall-clock step during the final checkpoint moves nothing. */
+int64_t imds_kill_deadline_mono(int64_t notice_ns, int64_t real_now_ns,
+				int64_t mono_now_ns);
+
 #endif

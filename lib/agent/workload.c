@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -22,60 +21,107 @@ static void close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
-int workload_start(struct workload *w, const char *script, const char *cwd,
-		   char *const *envp, struct sr_err *e)
+/* Child side of workload_start, between fork and exec: only
+ * async-signal-safe calls.  On failure it writes *f to errfd and exits. */
+static void child(const char *script, const char *cwd, char *const *envp,
+		  const struct workload_iso *iso, uid_t uid, gid_t gid,
+		  int outw, int errw, int errfd)
 {
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	int fa_ok = 0, at_ok = 0;
-	sigset_t none, dflt;
 	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
+	struct iso_fail f;
+	struct sigaction sa;
+	sigset_t none;
+	int fd;
+
+	memset(&f, 0, sizeof f);
+	setpgid(0, 0);
+	/* an empty mask and default dispositions, whatever the agent's
+	 * threads had blocked or ignored (SIGPIPE) */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++) {
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &sa, NULL);
+	}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	fd = open("/dev/null", O_RDONLY);
+	if (fd < 0 || dup2(fd, 0) < 0 || dup2(outw, 1) < 0 || dup2(errw, 2) < 0) {
+		f.err = errno;
+		memcpy(f.step, "stdio", 6);
+		goto fail;
+	}
+	/* nothing of the agent's (sockets, logs) reaches the workload */
+	if (errfd > 3)
+		close_range(3, (unsigned)errfd - 1, 0);
+	close_range((unsigned)errfd + 1, ~0U, 0);
+	if (iso && iso->mode != ISO_NONE && iso__enter(iso, uid, gid, &f) < 0)
+		goto fail;
+	if (cwd && chdir(cwd) < 0) {
+		f.err = errno;
+		memcpy(f.step, "chdir", 6);
+		goto fail;
+	}
+	execve("/bin/sh", argv, envp);
+	f.err = errno;
+	memcpy(f.step, "exec", 5);
+fail:
+	if (write(errfd, &f, sizeof f) < 0)
+		(void)0; /* the parent sees EOF and the exit status */
+	_exit(127);
+}
+
+int workload_start(struct workload *w, const char *script, const char *cwd,
+		   char *const *envp, const struct workload_iso *iso,
+		   struct sr_err *e)
+{
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	struct iso_fail f;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
 	pid_t pid = -1;
+	ssize_t n;
 	int rc;
 
 	memset(w, 0, sizeof *w);
 	w->pid = -1;
 	w->out_fd = w->err_fd = -1;
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(rep, O_CLOEXEC) < 0) {
 		rc = sr_err_set(e, -errno, "workload: pipe: %s", strerror(errno));
 		goto out;
 	}
-	rc = -posix_spawn_file_actions_init(&fa);
-	if (rc < 0)
-		goto spawn_err;
-	fa_ok = 1;
-	rc = -posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (rc == 0)
-		rc = -posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-	if (rc == 0)
-		rc = -posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-	if (rc == 0 && cwd)
-		rc = -posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	if (rc < 0)
-		goto spawn_err;
-	rc = -posix_spawnattr_init(&at);
-	if (rc < 0)
-		goto spawn_err;
-	at_ok = 1;
-	sigemptyset(&none);
-	sigfillset(&dflt);
-	sigdelset(&dflt, SIGKILL);
-	sigdelset(&dflt, SIGSTOP);
-	rc = -posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-					       POSIX_SPAWN_SETSIGMASK |
-					       POSIX_SPAWN_SETSIGDEF);
-	if (rc == 0)
-		rc = -posix_spawnattr_setpgroup(&at, 0);
-	if (rc == 0)
-		rc = -posix_spawnattr_setsigmask(&at, &none);
-	if (rc == 0)
-		rc = -posix_spawnattr_setsigdefault(&at, &dflt);
-	if (rc < 0)
-		goto spawn_err;
-	rc = -posix_spawn(&pid, "/bin/sh", &fa, &at, argv, envp);
-	if (rc < 0)
-		goto spawn_err;
+	pid = fork();
+	if (pid < 0) {
+		rc = sr_err_set(e, -errno, "workload: fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		child(script, cwd, envp, iso, uid, gid, outp[1], errp[1], rep[1]);
+	setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
+	close(rep[1]);
+	rep[1] = -1;
+	/* EOF: exec happened (the pipe is close-on-exec); else why not */
+	do {
+		n = read(rep[0], &f, sizeof f);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		f.step[sizeof f.step - 1] = '\0';
+		f.path[sizeof f.path - 1] = '\0';
+		rc = -(f.err ? f.err : EIO);
+		w->iso_failed = strcmp(f.step, "exec") && strcmp(f.step, "chdir") &&
+				strcmp(f.step, "stdio");
+		if (!strcmp(f.step, "chdir"))
+			sr_err_set(e, rc, "workload: spawn /bin/sh in %s: %s",
+				   cwd, strerror(-rc));
+		else
+			sr_err_set(e, rc, "workload: %s%s%s%s: %s",
+				   w->iso_failed ? "isolation: " : "", f.step,
+				   f.path[0] ? " " : "", f.path, strerror(-rc));
+		goto out;
+	}
 	close(outp[1]);
 	close(errp[1]);
 	outp[1] = errp[1] = -1;
@@ -87,17 +133,10 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 	w->started_mono_ns = sr_time_mono_ns();
 	outp[0] = errp[0] = -1;
 	rc = 0;
-	goto out;
-spawn_err:
-	sr_err_set(e, rc, "workload: spawn /bin/sh%s%s: %s", cwd ? " in " : "",
-		   cwd ? cwd : "", strerror(-rc));
 out:
 	close_pair(outp);
 	close_pair(errp);
-	if (at_ok)
-		posix_spawnattr_destroy(&at);
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
+	close_pair(rep);
 	return rc;
 }
 

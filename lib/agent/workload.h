@@ -12,7 +12,11 @@
  *   - has stdin from /dev/null, stdout and stderr on two pipes whose read
  *     ends the caller polls (non-blocking, close-on-exec);
  *   - starts with an empty signal mask and default dispositions, whatever
- *     the agent's threads had blocked.
+ *     the agent's threads had blocked;
+ *   - inherits no file descriptor but 0, 1 and 2;
+ *   - with an isolation spec, sees the filesystem isolate.h describes.
+ * It is started with fork (not posix_spawn) because the isolation must
+ * run in the child before exec; a pipe tells the parent which step failed.
  *
  * Not thread-safe; the agent's main loop owns each workload.
  */
@@ -22,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/isolate.h"
 #include "common/err.h"
 
 struct workload {
@@ -32,13 +37,17 @@ struct workload {
 	int exit_code;    /* valid when exited and !signal */
 	int signal;       /* terminating signal, 0 if it exited */
 	int64_t started_mono_ns;
+	int iso_failed;   /* the last start failed setting up isolation */
 };
 
 /* Start `/bin/sh -c script` in cwd (NULL = inherit) with environment envp
- * (NULL-terminated "K=V" strings, copied by exec).  On success fills *w
- * and returns 0; on failure *w has pid -1 and no open fds. */
+ * (NULL-terminated "K=V" strings, copied by exec), isolated as iso says
+ * (NULL or ISO_NONE: not at all).  On success fills *w and returns 0; on
+ * failure *w has pid -1 and no open fds, and w->iso_failed is 1 when the
+ * isolation step failed (e names the step and path). */
 int workload_start(struct workload *w, const char *script, const char *cwd,
-		   char *const *envp, struct sr_err *e);
+		   char *const *envp, const struct workload_iso *iso,
+		   struct sr_err *e);
 
 /* Send sig to the whole group.  0, or -ESRCH when the group is empty. */
 int workload_signal(const struct workload *w, int sig);

@@ -279,8 +279,8 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 {
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
-					     "ckpt_error" };
-	static const char *const keys[7][9] = {
+					     "ckpt_error", "isolation" };
+	static const char *const keys[8][9] = {
 		{ "type", "action", "time", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
@@ -288,6 +288,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "exit_code", NULL },
 		{ "type", "attempt", "stream", "ts", "line", NULL },
 		{ "type", "attempt", "message", NULL },
+		{ "type", "mode", "message", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -304,7 +305,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 7);
+	t = pick(type, types, 8);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -379,6 +380,17 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		if (!rc)
 			rc = get_util(o, "gpu_util", &ev->gpu_util, ctx, e);
 		return rc;
+	case EV_ISOLATION:
+		rc = sr_json_get_str(o, "mode", &ev->mode, ctx, e);
+		if (!rc && strcmp(ev->mode, "userns") && strcmp(ev->mode, "root-partial")
+		    && strcmp(ev->mode, "none") && strcmp(ev->mode, "unavailable") &&
+		    strcmp(ev->mode, "refused"))
+			rc = sr_err_set(e, -SR_EPARSE, "%s: mode: expected userns, "
+					"root-partial, none, unavailable or refused", ctx);
+		if (rc)
+			return rc;
+		/* a message like ckpt_error's */
+		/* fall through */
 	case EV_CKPT_ERROR:
 		rc = sr_json_get_str(o, "message", &ev->message, ctx, e);
 		if (!rc && json_string_length(json_object_get(o, "message")) > 1024)

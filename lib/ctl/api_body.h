@@ -21,6 +21,13 @@
 #define CTL_BODY_MAX (1024 * 1024)
 #define CTL_PATH_MAX 1024
 #define CTL_QUERY_MAX 1024 /* bytes after '?' */
+/* request header fields, all of them: name + value + 4 each (": ", CRLF);
+ * over it the answer is JSON 431.  libmicrohttpd holds a request's head
+ * in a per-connection pool of CTL_CONN_MEMORY bytes (each open connection
+ * costs that much), so heads up to about that size reach the handler;
+ * past it libmicrohttpd answers itself, in HTML (docs/api.md, "Errors"). */
+#define CTL_HEADERS_MAX (16 * 1024)
+#define CTL_CONN_MEMORY (64 * 1024)
 #define CTL_IDEM_KEY_MAX 128 /* Idempotency-Key header, bytes */
 #define CTL_YAML_MAX (256 * 1024)
 #define CTL_LOG_LINES_MAX 1000
@@ -53,7 +60,7 @@ struct api_heartbeat {
 };
 
 enum api_ev_type { EV_NOTICE, EV_CHECKPOINT, EV_EXIT, EV_UTIL, EV_SETUP_DONE,
-		   EV_LOG, EV_CKPT_ERROR };
+		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION };
 enum api_exit_cause { CAUSE_COMPLETED, CAUSE_PREEMPTED, CAUSE_STOPPED,
 		      CAUSE_CRASHED };
 
@@ -73,8 +80,10 @@ struct api_event {
 	enum api_exit_cause cause;
 	/* util */
 	double cpu_util, gpu_util;
-	/* ckpt_error: why checkpoints do not reach the object store */
+	/* ckpt_error: why checkpoints do not reach the object store;
+	 * isolation: how the workload is isolated (mode) and why */
 	const char *message;
+	const char *mode;
 	/* log */
 	const char *stream;
 	const char *line;

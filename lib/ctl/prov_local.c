@@ -60,7 +60,7 @@ static const char *const pass_env[] = {
 	"PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SPOTRUN_LIB",
 	"SPOTRUN_LOG_LEVEL", "SPOTRUN_BUILD", "SPOTRUN_CHECK_MODE", "LD_PRELOAD",
 	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR",
-	"SPOTRUN_CA_CERT", NULL
+	"SPOTRUN_CA_CERT", "SPOTRUN_ISOLATION", NULL
 };
 
 struct gate_ud {
@@ -106,7 +106,11 @@ static int local_provision(void *st, struct prov_node *n,
 	argv[8] = (char *)n->work_dir;
 	argv[9] = "--imds";
 	argv[10] = imds;
-	argv[11] = NULL;
+	/* the workload must not see the state dir (admin token, database,
+	 * every node's token): docs/security.md */
+	argv[11] = "--private";
+	argv[12] = c->state_dir;
+	argv[13] = NULL;
 	for (size_t i = 0; pass_env[i] && k < 30; i++) {
 		const char *v = getenv(pass_env[i]);
 

@@ -229,7 +229,9 @@ static const char *code_for(int status)
 	case 405: return "method_not_allowed";
 	case 409: return "conflict";
 	case 413: return "payload_too_large";
+	case 414: return "uri_too_long";
 	case 415: return "unsupported_media_type";
+	case 431: return "headers_too_large";
 	case 503: return "unavailable";
 	default: return status >= 500 ? "internal" : "error";
 	}

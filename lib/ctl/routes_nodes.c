@@ -608,6 +608,13 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		rc = ctl_event_add(db, n->job, "checkpoint_failed", NULL, NULL,
 				   n->id, now, sim, d, msg, e);
 		break;
+	case EV_ISOLATION:
+		d = json_pack("{s:s,s:s}", "mode", ev->mode, "message", ev->message);
+		snprintf(msg, sizeof msg, "workload isolation: %.16s: %.400s",
+			 ev->mode, ev->message);
+		rc = ctl_event_add(db, n->job, "isolation", NULL, NULL, n->id, now,
+				   sim, d, msg, e);
+		break;
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));

@@ -8,8 +8,18 @@
  * over CTL_BODY_MAX is answered 413 at once; on (2) chunks are appended
  * until the limit, past which the rest is discarded and 413 answered on
  * (3).  Routing, authentication and the handler all run on (3).
+ *
+ * Every answer is JSON.  libmicrohttpd 0.9.75 writes some answers itself,
+ * as HTML, before any callback of ours runs, and has no hook to replace
+ * them.  So the limits that can be ours are ours: the connection pool
+ * (CTL_CONN_MEMORY) is large enough that a request head far over our own
+ * limits (path, query, CTL_HEADERS_MAX) still reaches on_request, which
+ * answers JSON 400 / 431.  What stays libmicrohttpd's (a head over the
+ * pool, a malformed Content-Length, header line or chunk, an HTTP
+ * version other than 1.0/1.1) is listed in docs/api.md, "Errors".
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +109,38 @@ static bool json_ctype(const char *ct)
 	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+/* libmicrohttpd's own messages (a request it refused itself, a socket
+ * error) as one of our log lines, not raw text on stderr. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	for (char *p = msg; *p; p++) {
+		if (*p == '"' || *p == '\n')
+			*p = '\'';
+	}
+	sr_warn("http", "libmicrohttpd", "detail=\"%s\"", msg);
+}
+
+static enum MHD_Result add_header_len(void *cls, enum MHD_ValueKind kind,
+				      const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	(void)kind;
+	*n += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
@@ -120,8 +162,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 	if (!cn->started) {
 		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_CONTENT_LENGTH);
+		size_t hlen = 0;
 
 		cn->started = true;
+		MHD_get_connection_values(mc, MHD_HEADER_KIND, add_header_len, &hlen);
+		if (hlen > CTL_HEADERS_MAX)
+			return send_error(mc, 431, "request header fields over "
+					  "16384 bytes");
 		if (strlen(url) > CTL_PATH_MAX)
 			return send_error(mc, 400,
 					  "request path longer than 1024 bytes");
@@ -316,6 +363,8 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		return fd;
 	c->httpd = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, c,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, c, /* first, or some
+							       go to stderr */
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->cfg.http_threads,
@@ -323,6 +372,7 @@ int ctl__http_start(struct ctl *c, struct sr_err *e)
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, c,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)20000,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CTL_CONN_MEMORY,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
 		MHD_OPTION_END);
 	if (!c->httpd) {

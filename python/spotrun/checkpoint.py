@@ -255,10 +255,13 @@ class Checkpointer:
         spotrun.preemption.deadline().  Returns True if the commit finished
         by the deadline (always True without one); raises CheckpointError
         if it could not commit."""
-        if deadline is None:
-            deadline = preemption.deadline()
         mono_ns = 0
-        if deadline is not None:
+        if deadline is None:
+            # the notice's own deadline, already on the monotonic clock
+            mono = preemption.deadline_monotonic()
+            if mono is not None:
+                mono_ns = max(1, int(mono * 1e9))
+        else:
             left = deadline - time.time()
             mono_ns = max(1, time.monotonic_ns() + int(left * 1e9))
         with self._lock:

@@ -27,6 +27,13 @@ DESIGN
     a flag test, plus a stat() of the notice file at most every
     `poll_interval_s` -- and deadline() says when the hard kill is
     expected, in time.time() seconds.
+
+    Clocks: the deadline is a wall-clock time only at the edges (the
+    notice file's Unix seconds, deadline()'s answer).  Inside the process
+    it is kept on the monotonic clock, converted once when the notice is
+    seen, so a wall-clock step (NTP, a VM resumed) while the final
+    checkpoint runs moves neither the grace period nor time_left() nor
+    save_final()'s budget.
 """
 
 import datetime
@@ -44,7 +51,9 @@ _state = {
     "installed": False,
     "signal": None,        # signal number that delivered the notice
     "notice_time": None,   # time.time() when the notice was seen
+    "notice_mono": None,   # time.monotonic() when the notice was seen
     "deadline": None,      # time.time() of the expected hard kill
+    "deadline_mono": None, # the same on the monotonic clock
     "explicit": False,     # deadline came from the agent, not the grace
     "next_poll": 0.0,
     "previous": {},
@@ -89,20 +98,26 @@ def parse_deadline(text):
     return dt.timestamp()
 
 
-def _notify(signum, when, deadline):
+def _notify(signum, deadline):
+    wall, mono = time.time(), time.monotonic()
     with _lock:
         if _state["notice_time"] is None:
             _state["signal"] = signum
-            _state["notice_time"] = when
+            _state["notice_time"] = wall
+            _state["notice_mono"] = mono
         if deadline is not None:
+            # the one wall-to-monotonic conversion of an explicit deadline
             _state["deadline"] = deadline
+            _state["deadline_mono"] = mono + (deadline - wall)
             _state["explicit"] = True
         elif _state["deadline"] is None:
-            _state["deadline"] = _state["notice_time"] + _grace_s()
+            grace = _grace_s()
+            _state["deadline"] = _state["notice_time"] + grace
+            _state["deadline_mono"] = _state["notice_mono"] + grace
 
 
 def _handler(signum, frame):
-    _notify(signum, time.time(), None)
+    _notify(signum, None)
 
 
 def _env_signal():
@@ -150,8 +165,9 @@ def uninstall():
             signal.signal(sig, prev)
         _state["previous"].clear()
         _state["installed"] = False
-        _state.update(signal=None, notice_time=None, deadline=None,
-                      explicit=False, next_poll=0.0)
+        _state.update(signal=None, notice_time=None, notice_mono=None,
+                      deadline=None, deadline_mono=None, explicit=False,
+                      next_poll=0.0)
 
 
 def _poll_notice_file(force=False):
@@ -167,12 +183,13 @@ def _poll_notice_file(force=False):
             text = f.read(256)
     except FileNotFoundError:
         return
-    _notify(None, time.time(), parse_deadline(text))
+    _notify(None, parse_deadline(text))
 
 
 def notify(deadline=None):
-    """Record a notice from inside the process (e.g. a watchdog thread)."""
-    _notify(None, time.time(), deadline)
+    """Record a notice from inside the process (e.g. a watchdog thread);
+    deadline: time.time() seconds, or None for the grace period."""
+    _notify(None, deadline)
 
 
 def should_checkpoint():
@@ -202,10 +219,18 @@ def deadline():
     return _state["deadline"]
 
 
+def deadline_monotonic():
+    """deadline() on the time.monotonic() clock, or None: what to wait
+    against inside the process."""
+    _refresh_deadline()
+    return _state["deadline_mono"]
+
+
 def time_left():
-    """Seconds until deadline() (may be negative), or None."""
-    d = deadline()
-    return None if d is None else d - time.time()
+    """Seconds until the deadline (may be negative), or None.  Measured on
+    the monotonic clock: a wall-clock step does not change it."""
+    d = deadline_monotonic()
+    return None if d is None else d - time.monotonic()
 
 
 def notice_signal():

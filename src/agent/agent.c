@@ -292,7 +292,7 @@ static void write_notice_file(struct agent *ag, int64_t t_ns)
 static void check_notice(struct agent *ag)
 {
 	char buf[16], msg[SR_ERR_MSG_MAX], ts[40];
-	int64_t t_ns, now_real, lead, margin, deadline;
+	int64_t t_ns, now_real, lead, deadline;
 	int action;
 
 	while (read(ag->nw.wake_fd[0], buf, sizeof buf) > 0)
@@ -309,9 +309,7 @@ static void check_notice(struct agent *ag)
 	action = atomic_load(&ag->nw.action);
 	now_real = sr_time_real_ns();
 	lead = t_ns - now_real;
-	/* keep a fifth of the lead (at most 1 s) to report before the kill */
-	margin = lead / 5 < SR_NS_PER_SEC ? lead / 5 : SR_NS_PER_SEC;
-	deadline = sr_time_mono_ns() + (lead > 0 ? lead - margin : 0);
+	deadline = imds_kill_deadline_mono(t_ns, now_real, sr_time_mono_ns());
 	write_notice_file(ag, t_ns);
 	if (ag->stopping != STOP_NONE) {
 		/* already stopping on a directive: the notice sets the pace */
@@ -454,6 +452,8 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	ag->nw.wake_fd[0] = ag->nw.wake_fd[1] = -1;
 	sr_backoff_init(&ag->retry, RETRY_BASE_NS, RETRY_CAP_NS);
 	sr_ratelimit_init(&ag->fail_log, FAIL_LOG_EVERY_NS);
+	ag->iso_mode = o->isolation == AGENT_ISO_OFF ? ISO_NONE
+						       : iso_mode_for_self();
 	snprintf(ag->node_dir, sizeof ag->node_dir, "%s", o->workdir);
 	snprintf(ag->status_path, sizeof ag->status_path, "%s/status.json",
 		 o->workdir);

@@ -37,6 +37,9 @@ struct agent_opts {
 	const char *imds;       /* IMDS base URL */
 	int64_t orphan_timeout_ns; /* exit after this long without spotrund;
 				      0 = never */
+	/* workload isolation (isolate.h, docs/security.md) */
+	enum agent_iso { AGENT_ISO_AUTO, AGENT_ISO_STRICT, AGENT_ISO_OFF } isolation;
+	const char *private_paths[ISO_MAX_PATHS - 2]; /* --private, NULL-ended */
 };
 
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
@@ -148,6 +151,8 @@ struct agent {
 	struct procstat_sample cpu_prev;
 
 	struct workload w;
+	enum iso_mode iso_mode; /* what the next start uses (isolate.h) */
+	int iso_reported;       /* the "isolation" event was sent */
 	enum wkind kind;
 	int w_attempt;      /* attempt of the current/last RUN */
 	int setup_ok;
@@ -181,6 +186,10 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
+/* isolate.c: start the workload as opts.isolation says, falling back
+ * (auto) or refusing (strict) when it cannot be isolated. */
+int agent__start_isolated(struct agent *ag, const char *script,
+			  const char *cwd, char *const *envp, struct sr_err *e);
 
 
 #endif

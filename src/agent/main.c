@@ -2,10 +2,12 @@
  * main.c - spotrun-agent: the node agent (docs/agent.md, docs/api.md).
  *
  *   spotrun-agent --api URL --node-id N --token-file PATH --workdir DIR
- *                 [--imds URL]
+ *                 [--imds URL] [--private PATH]... [--isolation MODE]
  *
  * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
- * is then removed from the environment so the workload never sees it).
+ * is then wiped from the environment so the workload never sees it).  The
+ * agent is not dumpable: a process of the same user cannot read its
+ * memory or /proc/PID/environ (docs/security.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,7 +45,14 @@ static void usage(FILE *f)
 		"  --imds URL         metadata endpoint (default %s)\n"
 		"  --orphan-timeout D stop the workload (final checkpoint) and exit\n"
 		"                     when spotrund has not answered for D (default\n"
-		"                     10m; 0 = never)\n",
+		"                     10m; 0 = never)\n"
+		"  --private PATH     a file or directory the workload must not\n"
+		"                     see (repeatable; spotrund passes its state dir)\n"
+		"  --isolation MODE   auto (default, or $SPOTRUN_ISOLATION): hide\n"
+		"                     --private and the token file from the workload\n"
+		"                     with namespaces, or say once why not and run\n"
+		"                     it anyway; strict: refuse to run it without\n"
+		"                     full isolation; off\n",
 		IMDS_DEFAULT_URL);
 }
 
@@ -70,6 +79,8 @@ int main(int argc, char **argv)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "imds", required_argument, NULL, 'i' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
+		{ "private", required_argument, NULL, 'p' },
+		{ "isolation", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -78,7 +89,8 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	struct sr_err e;
 	char *token = NULL, *end;
-	const char *env;
+	const char *env, *iso = getenv("SPOTRUN_ISOLATION");
+	size_t npriv = 0;
 	int c, rc;
 
 	opterr = 0;
@@ -88,6 +100,17 @@ int main(int argc, char **argv)
 		case 't': o.token_file = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
+		case 'I': iso = optarg; break;
+		case 'p':
+			if (npriv + 1 >= sizeof o.private_paths / sizeof o.private_paths[0])
+				return bad("--private: at most %zu paths",
+					   sizeof o.private_paths /
+					   sizeof o.private_paths[0] - 1);
+			if (optarg[0] != '/')
+				return bad("--private: '%s' is not an absolute path",
+					   optarg);
+			o.private_paths[npriv++] = optarg;
+			break;
 		case 'o':
 			sr_err_clear(&e);
 			if (sr_dur_parse(optarg, &o.orphan_timeout_ns, &e) < 0)
@@ -114,6 +137,18 @@ int main(int argc, char **argv)
 		return bad("%s", "--node-id is required");
 	if (!o.workdir)
 		return bad("%s", "--workdir is required");
+	if (!iso || !*iso || !strcmp(iso, "auto"))
+		o.isolation = AGENT_ISO_AUTO;
+	else if (!strcmp(iso, "strict"))
+		o.isolation = AGENT_ISO_STRICT;
+	else if (!strcmp(iso, "off"))
+		o.isolation = AGENT_ISO_OFF;
+	else
+		return bad("--isolation (or $SPOTRUN_ISOLATION): '%s' is not "
+			   "auto, strict or off", iso);
+	/* nothing of ours is readable through /proc/PID/{mem,environ} or
+	 * ptrace by another process of this user (the workload runs as it) */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
 	env = getenv("SPOTRUN_AGENT_TOKEN");
 	if (o.token_file) {
@@ -129,6 +164,10 @@ int main(int argc, char **argv)
 		return bad("%s", "--token-file (or $SPOTRUN_AGENT_TOKEN) is "
 			   "required");
 	}
+	/* unsetenv only drops the pointer: the bytes stay in the initial
+	 * environment block, which /proc/PID/environ shows */
+	if (env)
+		explicit_bzero((char *)env, strlen(env));
 	unsetenv("SPOTRUN_AGENT_TOKEN");
 	if (!token) {
 		fprintf(stderr, "spotrun-agent: out of memory\n");

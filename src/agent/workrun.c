@@ -43,7 +43,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;
 	}
-	rc = workload_start(&ag->w, script, cwd, envp, &e);
+	rc = agent__start_isolated(ag, script, cwd, envp, &e);
 	envp_free(envp);
 	if (rc < 0)
 		goto fail;

@@ -142,7 +142,7 @@ class Plane:
                 "heartbeat_ms": 200, "imds_poll_ms": 200,
                 "directive": directive}
 
-    def start_agent(self):
+    def start_agent(self, extra=()):
         tokf = os.path.join(self.tmp, "node.token")
         with open(tokf, "w") as f:
             f.write(TOKEN + "\n")
@@ -151,7 +151,8 @@ class Plane:
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "spotrun-agent"), "--api", self.url,
              "--node-id", str(NODE), "--token-file", tokf,
-             "--workdir", self.workdir, "--imds", self.url + "/imds"],
+             "--workdir", self.workdir, "--imds", self.url + "/imds"]
+            + list(extra),
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_for(self, pred, timeout=30, what="condition"):
@@ -172,7 +173,8 @@ class Plane:
             return ""
 
     def types(self):
-        return [e["type"] for e in self.events if e["type"] != "log"]
+        return [e["type"] for e in self.events
+                if e["type"] not in ("log", "isolation")]
 
     def lines(self, stream=None):
         return [e["line"] for e in self.events if e["type"] == "log"
@@ -251,6 +253,86 @@ def test_preemption_notice_final_checkpoint_and_exit(plane):
     # the local copy of the workload's output
     with open(os.path.join(plane.workdir, "workload.log")) as f:
         assert "final-saved" in f.read()
+
+
+PROBE = r"""
+cat "T/state/api.token" 2>/dev/null && echo LEAK-admin-token
+t=$(cat "T/node.token" 2>/dev/null); [ -n "$t" ] && echo LEAK-node-token
+echo "ls:$(ls -A "T/state" 2>/dev/null | tr '\n' ' ')"
+cat /proc/$PPID/environ >/dev/null 2>&1 && echo LEAK-agent-environ
+ls /proc/$PPID/root/ >/dev/null 2>&1 && echo LEAK-agent-root
+cat /proc/$PPID/cmdline >/dev/null 2>&1 && echo agent-cmdline-readable
+echo saved > "$SPOTRUN_CKPT_DIR/probe" && echo ckpt-written
+echo probe-done
+"""
+
+
+def isolation_event(p):
+    ev = [e for e in p.events if e["type"] == "isolation"]
+    assert len(ev) == 1, p.events   # said once
+    return ev[0]
+
+
+def test_workload_cannot_read_the_tokens(tmp_path):
+    # spotrund's state dir (admin token) is --private; the node token file
+    # is hidden too; the checkpoint dir stays writable
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "api.token").write_text("ADMIN-SECRET\n")
+    p = Plane(tmp_path, run=PROBE.replace("T/", str(tmp_path) + "/"))
+    try:
+        p.start_agent(["--private", str(state)])
+        p.wait_for(lambda: any(e["type"] == "exit" for e in p.events),
+                   what="the probe's exit")
+        out = p.lines("stdout")
+        iso = isolation_event(p)
+        if iso["mode"] == "unavailable":
+            pytest.skip("namespaces unavailable here: " + iso["message"])
+        assert iso["mode"] == ("root-partial" if os.geteuid() == 0
+                               else "userns"), iso
+        assert "probe-done" in out, out
+        assert not [x for x in out if "LEAK" in x], out
+        assert "ls:" in out          # the state dir lists as empty
+        assert "ckpt-written" in out
+        with open(os.path.join(p.ckpt, "probe")) as f:
+            assert f.read() == "saved\n"
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "completed" and ex["exit_code"] == 0
+        # the job's log says how the workload was isolated
+        assert any(x.startswith("isolation: ") for x in p.lines("agent"))
+        # the host still has its files
+        assert (state / "api.token").read_text() == "ADMIN-SECRET\n"
+    finally:
+        p.close()
+
+
+def test_isolation_off_and_strict(tmp_path):
+    # off: said once, and the workload runs unisolated (it can read the
+    # node token - the documented trade-off)
+    p = Plane(tmp_path / "off", run=PROBE.replace("T/", str(tmp_path / "off") + "/"))
+    try:
+        p.start_agent(["--isolation", "off"])
+        p.wait_for(lambda: any(e["type"] == "exit" for e in p.events),
+                   what="the probe's exit")
+        assert isolation_event(p)["mode"] == "none"
+        assert "LEAK-node-token" in p.lines("stdout")
+    finally:
+        p.close()
+    # strict: a root agent can only isolate partially, so it refuses
+    # to start the workload and says why
+    if os.geteuid() != 0:
+        pytest.skip("strict refuses only where isolation is partial (root)")
+    p = Plane(tmp_path / "strict", run="echo ran")
+    try:
+        p.start_agent(["--isolation", "strict"])
+        p.wait_for(lambda: any(e["type"] in ("exit", "setup_done")
+                               and e.get("exit_code") == 127
+                               for e in p.events), what="the refusal")
+        iso = isolation_event(p)
+        assert iso["mode"] == "refused" and "root" in iso["message"], iso
+        assert "ran" not in p.lines("stdout")
+    finally:
+        p.close()
 
 
 def test_bad_notice_is_reported_and_exit_directive_stops(plane):

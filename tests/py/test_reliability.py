@@ -6,6 +6,8 @@
 - spotrun-agent, cut off from spotrund after a preemption notice, backs
   off (exponential, jittered, capped) instead of spinning: its CPU use and
   its log stay small (the bound is asserted over a shortened window).
+- A job's workload cannot read the admin token, its node token or the
+  state dir (item 5), and still trains and checkpoints.
 """
 
 import json
@@ -16,7 +18,7 @@ import time
 
 import pytest
 
-from test_e2e_cli import Cli, job_yaml, SPOTRUN
+from test_e2e_cli import Cli, job_yaml, submitted_id, ROOT, SPOTRUN
 
 
 @pytest.fixture
@@ -158,3 +160,38 @@ def test_tls_listen_end_to_end(cli, tmp_path):
     env.pop("SPOTRUN_CA_CERT")
     p = cli.run("status", env=env)
     assert p.returncode != 0 and "certificate" in p.stderr.lower(), p.stderr
+
+
+def test_workload_cannot_read_the_control_planes_files(cli, tmp_path):
+    cli.start()
+    st = cli.state
+    run = """
+cat %(st)s/api.token 2>/dev/null && echo LEAK-admin-token
+cat %(st)s/spotrun.db 2>/dev/null | head -c 1 | grep -q . && echo LEAK-db
+t=$(cat "$SPOTRUN_NODE_DIR/node.token" 2>/dev/null); [ -n "$t" ] && echo LEAK-node-token
+env | grep -i token | grep -v _FILE= && echo LEAK-env
+echo "state-dir-lists: $(ls -A %(st)s | tr '\\n' ' ')"
+PYTHONPATH=%(root)s/python /usr/bin/python3 %(root)s/examples/train.py \\
+  --steps 40 --ckpt-every 10 && echo trained
+""" % {"st": st, "root": ROOT}
+    path = job_yaml(tmp_path, run, name="probe")
+    p = cli.run("launch", path, timeout=180)
+    jid = submitted_id(p.stdout)
+    logs = cli.run("logs", str(jid), check=0).stdout
+    assert "SUCCEEDED" in p.stdout, (p.stdout, logs, cli.log_tail())
+    assert "LEAK" not in logs, logs
+    assert "trained" in logs, logs
+    # the state dir reads as a skeleton: none of its files
+    line = [x for x in logs.splitlines() if x.startswith("state-dir-lists:")][0]
+    assert "api.token" not in line and "spotrun.db" not in line, line
+    ev = cli.json("events", str(jid))["events"]
+    iso = [e for e in ev if e["type"] == "isolation"]
+    assert len(iso) == 1, ev
+    if "unavailable" in iso[0]["message"]:
+        pytest.skip("namespaces unavailable here: " + iso[0]["message"])
+    assert ("root" in iso[0]["message"]) == (os.geteuid() == 0), iso
+    # it checkpointed into the job's real checkpoint dir
+    ck = os.path.join(st, "jobs", str(jid), "ckpt")
+    assert any(n.startswith("step-") for n in os.listdir(ck)), os.listdir(ck)
+    # the admin token is still there, for the admin
+    assert os.path.getsize(os.path.join(st, "api.token")) > 0

@@ -298,6 +298,25 @@ static void test_no_server(void **state)
 	imds_destroy(NULL);
 }
 
+/* The notice's wall-clock deadline becomes a monotonic one, once: the
+ * result depends on the lead only, not on where either clock stands. */
+static void test_kill_deadline_is_monotonic(void **state)
+{
+	const int64_t S = SR_NS_PER_SEC, real = INT64_C(1767225600) * S;
+
+	(void)state;
+	/* 10 s of lead: kill at +9 s (1 s kept to report) */
+	assert_int_equal(imds_kill_deadline_mono(real + 10 * S, real, 5 * S), 14 * S);
+	/* 2 s: a fifth (0.4 s) kept */
+	assert_int_equal(imds_kill_deadline_mono(real + 2 * S, real, 5 * S),
+			 5 * S + 1600 * (S / 1000));
+	/* the same lead read an hour later on both clocks: the same wait */
+	assert_int_equal(imds_kill_deadline_mono(real + 3610 * S, real + 3600 * S,
+						 777 * S) - 777 * S, 9 * S);
+	/* already past: at once */
+	assert_int_equal(imds_kill_deadline_mono(real - S, real, 5 * S), 5 * S);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +324,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_404_is_no_notice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_notice, setup, teardown),
 		cmocka_unit_test(test_stop_and_hibernate),
+		cmocka_unit_test(test_kill_deadline_is_monotonic),
 		cmocka_unit_test_setup_teardown(test_malformed_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_401_refreshes_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_401_forever_is_error, setup, teardown),

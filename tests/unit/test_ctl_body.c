@@ -130,6 +130,21 @@ static void test_report(void **state)
 	assert_non_null(strstr(e.msg, "unknown field 'line'"));
 	assert_int_equal(api_parse_report(S("{\"events\":{}}"), &root, &r, &e),
 			 -SR_EPARSE);
+	/* the agent's isolation event: a known mode and a message */
+	assert_int_equal(api_parse_report(S("{\"events\":[{\"type\":\"isolation\","
+		"\"mode\":\"userns\",\"message\":\"hidden\"}]}"), &root, &r, &e), 0);
+	assert_int_equal(r.ev[0].type, EV_ISOLATION);
+	assert_string_equal(r.ev[0].mode, "userns");
+	assert_string_equal(r.ev[0].message, "hidden");
+	api_report_free(&r);
+	json_decref(root);
+	assert_int_equal(api_parse_report(S("{\"events\":[{\"type\":\"isolation\","
+		"\"mode\":\"chroot\",\"message\":\"x\"}]}"), &root, &r, &e),
+		-SR_EPARSE);
+	assert_non_null(strstr(e.msg, "events[0]: mode: expected userns"));
+	assert_int_equal(api_parse_report(S("{\"events\":[{\"type\":\"isolation\","
+		"\"mode\":\"none\"}]}"), &root, &r, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "message"));
 	assert_int_equal(api_parse_report(S("{\"events\":[{\"type\":\"exit\","
 		"\"attempt\":1,\"exit_code\":999,\"cause\":\"crashed\"}]}"), &root, &r,
 		&e), -SR_EPARSE);
