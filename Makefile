@@ -6,8 +6,10 @@
 #                   then the fuzz targets for a bounded time
 #   make tsan       the C tests under ThreadSanitizer only
 #   make bench      the benchmarks
-#   make demo       install, build, then run one spot training job end to
-#                   end on the local spot cloud and print its report
+#   make demo       install, build, then run a 2-node PyTorch DDP gang
+#                   end to end on the local spot cloud through preemptions
+#                   of one node at a time, and print its report
+#   make demo-single  the single-node demo (tier 3 in s3rver, moves)
 #   make clean
 #
 # Layout rules (see CONTRIBUTING.md):
@@ -35,7 +37,7 @@ DEPS_STAMP := .deps-ok
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
 	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP \
-	-I/usr/include/libxml2
+	-I/usr/include/libxml2 -I/usr/include/postgresql
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -60,7 +62,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -168,7 +170,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
 
 # ---- top-level targets -------------------------------------------------
-.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo \
+.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo demo-single \
 	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
@@ -230,20 +232,42 @@ fuzz-bins: $(FUZZ_BINS)
 fuzz: fuzz-build
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-60} scripts/run-fuzz build/fuzz
 
-# The main job (scripts/demo): spotrund + the local spot cloud + a real
-# PyTorch run through preemptions, then the report.
+# The main job (scripts/demo-gang): spotrund + the local spot cloud + a
+# 2-node PyTorch DDP gang through preemptions of one node at a time,
+# then the report.  demo-single (scripts/demo): one node through market
+# preemptions and moves, checkpoints in s3rver.  CLOUD=aws-emulated runs
+# the single-node job through the AWS provider and EC2 driver against the
+# EC2 emulator instead (docs/providers.md).
+CLOUD ?= local
 demo: deps
 	@$(MAKE) --no-print-directory build
-	@scripts/demo --build $(BUILD)
+ifeq ($(CLOUD),aws-emulated)
+	@scripts/demo --build $(BUILD) --cloud aws-emulated
+else
+	@scripts/demo-gang --build $(BUILD)
+endif
+
+demo-single: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/demo --build $(BUILD) --cloud $(CLOUD)
 
 bench: all
 	@scripts/run-bench build
 
 # The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
+# Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
+# then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
+# make check runs 200).
 soak: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/soak --build $(BUILD)
+	@SPOTRUN_DIST_TRIALS=200 SPOTRUN_BUILD=$(CURDIR)/$(BUILD) \
+		SPOTRUN_LIB=$(CURDIR)/$(BUILD)/lib/libspotckpt.so \
+		SPOTRUN_CHECK_MODE=plain PATH=$(CURDIR)/$(BUILD)/bin:$$PATH \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		tests/py/test_dist_preempt.py
+	@scripts/soak-uploader --build $(BUILD)
 
 clean:
 	rm -rf build

@@ -4,6 +4,7 @@
  */
 #include "ctl/api_body.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -170,12 +171,14 @@ int api_parse_register(const char *buf, size_t len, json_t **root,
 		       struct api_register *out, struct sr_err *e)
 {
 	static const char *const keys[] = { "pid", "hostname", "agent_version",
-					    NULL };
+					    "addr", NULL };
+	unsigned char ip[sizeof(struct in6_addr)];
 	int rc;
 
 	memset(out, 0, sizeof *out);
 	out->hostname = "";
 	out->agent_version = "";
+	out->addr = "";
 	rc = load_obj(buf, len, root, e);
 	if (rc)
 		return rc;
@@ -187,6 +190,13 @@ int api_parse_register(const char *buf, size_t len, json_t **root,
 	if (!rc)
 		rc = sr_json_get_str_opt(*root, "agent_version",
 					 &out->agent_version, CTX, e);
+	if (!rc)
+		rc = sr_json_get_str_opt(*root, "addr", &out->addr, CTX, e);
+	/* an address literal only: it becomes the gang's MASTER_ADDR */
+	if (!rc && out->addr[0] && inet_pton(AF_INET, out->addr, ip) != 1 &&
+	    inet_pton(AF_INET6, out->addr, ip) != 1)
+		rc = sr_err_set(e, -SR_EPARSE, CTX ": addr: expected an IPv4 or "
+				"IPv6 address, got \"%.64s\"", out->addr);
 	if (!rc && (out->pid < 0 || out->pid > INT_MAX))
 		rc = sr_err_set(e, -SR_EPARSE, CTX ": pid: out of range");
 	if (!rc && (strlen(out->hostname) > 255 || strlen(out->agent_version) > 64))

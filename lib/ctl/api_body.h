@@ -47,6 +47,7 @@ struct api_register {
 	int64_t pid;            /* 0 if absent */
 	const char *hostname;   /* "" if absent */
 	const char *agent_version;
+	const char *addr;       /* the node's own address, "" if absent */
 };
 
 enum api_workload { WL_IDLE, WL_SETUP, WL_RUNNING, WL_STOPPING, WL_EXITED };

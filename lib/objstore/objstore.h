@@ -29,7 +29,9 @@
  *        https://ACCOUNT.blob.core.windows.net).
  *   All  SPOTRUN_OBJSTORE_PART_MB (multipart part size, default 16),
  *        SPOTRUN_OBJSTORE_PARALLEL (parts / ranges in flight, default 8),
- *        SPOTRUN_OBJSTORE_RETRIES (default 6).
+ *        SPOTRUN_OBJSTORE_RETRIES (default 6),
+ *        SPOTRUN_OBJSTORE_CHECKSUM=crc32c|md5 (S3/GCS part checksums,
+ *        default crc32c).
  *
  * ERRORS follow lib/common: 0 or a negative code, with *e naming the
  * method, the object and the service's own error code and message.
@@ -120,7 +122,8 @@ int objstore_put(struct objstore *s, const char *key, const void *buf,
 /* Write an object from bytes [0, size) of fd: one PUT when it fits one
  * part, else a multipart upload (S3: Create/UploadPart/Complete; Azure:
  * Put Block/Put Block List) with `parallel` parts in flight, each with
- * Content-MD5.  Nothing becomes visible under `key` unless every part was
+ * a checksum the store checks (CRC32C on S3 and GCS, Content-MD5 on
+ * Azure or with SPOTRUN_OBJSTORE_CHECKSUM=md5).  Nothing becomes visible under `key` unless every part was
  * confirmed; on failure the upload is aborted.  *sent (may be NULL)
  * accumulates the bytes confirmed. */
 int objstore_put_fd(struct objstore *s, const char *key, int fd,

@@ -106,6 +106,15 @@ void os_md5_b64(const void *data, size_t len, char out[25]);
  * is hashed before it is sent, without holding it in memory).  Returns 0
  * or a negative errno (-EIO for a short file). */
 int os_md5_b64_fd(int fd, uint64_t off, uint64_t len, char out[25]);
+/* CRC32C (Castagnoli, as x-amz-checksum-crc32c and GCS use it) of data,
+ * continuing from crc (0 to start). */
+uint32_t os_crc32c(uint32_t crc, const void *data, size_t len);
+/* base64 of the CRC's 4 bytes, big-endian (the x-amz-checksum-crc32c
+ * form), into out[9]. */
+void os_crc32c_b64(uint32_t crc, char out[9]);
+/* CRC32C of bytes [off, off+len) of fd, base64 into out[9]; 0 or a
+ * negative errno (-EIO for a short file). */
+int os_crc32c_b64_fd(int fd, uint64_t off, uint64_t len, char out[9]);
 /* base64 encode / decode (malloc'd, NUL-terminated; NULL on error). */
 char *os_b64_enc(const void *data, size_t len);
 unsigned char *os_b64_dec(const char *s, size_t *len);

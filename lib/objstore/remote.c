@@ -8,8 +8,10 @@
  * manifest's header XXH3.  A step that fails is skipped with a log line.
  *
  * Reading fetches each wanted tensor straight into its destination with
- * ranged GETs of at most part_bytes, `parallel` in flight, then hashes the
- * destination and compares with the manifest's XXH3.  No local copy of
+ * ranged GETs of at most part_bytes, `parallel` in flight; the thread
+ * whose GET completes a tensor's last missing bytes hashes the tensor
+ * right away (while the other GETs are in flight) and compares it with
+ * the manifest's XXH3.  No local copy of
  * the checkpoint is made.  A CUDA destination goes through a host bounce
  * buffer of one tensor.
  */
@@ -139,6 +141,7 @@ out:
 struct seg {
 	uint8_t *dst;
 	uint64_t off, len;      /* shard bytes [off, off+len) go to dst */
+	uint32_t t;             /* the tensor they belong to */
 };
 
 struct rjob {
@@ -153,6 +156,7 @@ struct rd_job {
 	const struct ckpt_manifest *m;
 	struct rjob *jobs;
 	uint8_t **dst;          /* per tensor: where its bytes go (host) */
+	atomic_uint_fast64_t *left; /* per tensor: bytes not yet fetched */
 	const char *uri;
 };
 
@@ -184,18 +188,6 @@ static int scatter(void *ud, uint64_t pos, const void *p, size_t n)
 	return 0;
 }
 
-static int fetch(void *ud, size_t i, struct sr_err *e)
-{
-	struct rd_job *j = ud;
-	struct rjob *rj = &j->jobs[i];
-	char key[256];
-
-	snprintf(key, sizeof key, "step-%08" PRId64 "/%s", j->r->step,
-		 j->m->l->s[rj->shard].file);
-	return objstore_get_range_to(j->r->s, key, rj->off, rj->len, scatter, rj,
-				     e);
-}
-
 static int hash_one(void *ud, size_t i, struct sr_err *e)
 {
 	struct rd_job *j = ud;
@@ -210,7 +202,30 @@ static int hash_one(void *ud, size_t i, struct sr_err *e)
 	return 0;
 }
 
-/* Fetch and verify the tensors whose dst is set. */
+static int fetch(void *ud, size_t i, struct sr_err *e)
+{
+	struct rd_job *j = ud;
+	struct rjob *rj = &j->jobs[i];
+	char key[256];
+
+	int rc;
+
+	snprintf(key, sizeof key, "step-%08" PRId64 "/%s", j->r->step,
+		 j->m->l->s[rj->shard].file);
+	rc = objstore_get_range_to(j->r->s, key, rj->off, rj->len, scatter, rj,
+				   e);
+	/* a tensor whose last bytes this GET brought is verified now */
+	for (size_t k = 0; rc == 0 && k < rj->nseg; k++) {
+		const struct seg *sg = &rj->segs[k];
+
+		if (atomic_fetch_sub(&j->left[sg->t], sg->len) == sg->len)
+			rc = hash_one(j, sg->t, e);
+	}
+	return rc;
+}
+
+/* Fetch and verify the tensors whose dst is set (never an empty one:
+ * the caller leaves those out). */
 static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 			uint8_t **dst, struct sr_err *e)
 {
@@ -227,10 +242,13 @@ static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 	cap = 2 * l->nt + (size_t)(total / part) + 2 * l->ns + 8;
 	segs = malloc(cap * sizeof *segs);
 	j.jobs = malloc(cap * sizeof *j.jobs);
-	if (!segs || !j.jobs) {
+	j.left = malloc((l->nt + 1) * sizeof *j.left);
+	if (!segs || !j.jobs || !j.left) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	for (size_t i = 0; i < l->nt; i++)
+		atomic_init(&j.left[i], dst[i] ? l->t[i].nbytes : 0);
 	for (uint32_t s = 0; s < l->ns; s++) {
 		struct rjob *cur = NULL;
 
@@ -261,6 +279,7 @@ static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 				segs[ns].dst = d;
 				segs[ns].off = toff;
 				segs[ns].len = k;
+				segs[ns].t = i;
 				ns++;
 				cur->nseg++;
 				cur->len += k;
@@ -273,12 +292,10 @@ static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 		}
 	}
 	rc = os_run_parallel(r->s->cfg.parallel, nj, fetch, &j, r->s->cancel, e);
-	if (rc == 0)
-		rc = os_run_parallel(r->s->cfg.parallel, l->nt, hash_one, &j,
-				     r->s->cancel, e);
 out:
 	free(segs);
 	free(j.jobs);
+	free(j.left);
 	return rc;
 }
 

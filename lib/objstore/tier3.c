@@ -5,8 +5,9 @@
  * COMMIT PROTOCOL on a store that has no rename.  For step N, under
  * PREFIX/step-NNNNNNNN/:
  *   1. every shard file, as one object each: a multipart upload whose
- *      parts (SPOTRUN_OBJSTORE_PART_MB) go out in parallel, each with
- *      Content-MD5 so the store rejects a damaged part; the object exists
+ *      parts (SPOTRUN_OBJSTORE_PART_MB) go out in parallel, each with a
+ *      checksum (CRC32C, Content-MD5 on Azure) so the store rejects a
+ *      damaged part; the object exists
  *      only once CompleteMultipartUpload (Azure: Put Block List) accepted
  *      every part, and a failed upload is aborted;
  *   2. manifest.json, last, in a single PUT.  This is the commit point: a

@@ -26,6 +26,11 @@ dead rank cannot hang the others)
                                                COMMITTED step-S.commit
                                                  (tmp, fsync, rename,
                                                   fsync dir)
+      save() returns after the tier-1 copy (SAVING); DURABLE ->
+      PREPARED -> COMMITTED run in a background thread, one step at a
+      time (the next save() first waits for the previous step's commit,
+      which is done long before in a job that checkpoints every few
+      steps).  save_final() runs them all in the caller's thread.
       A crash anywhere before COMMITTED leaves no record: restore never
       sees step S, whatever parts of it are on disk, and takes the newest
       step that has one.  Rank 0 waits at most `commit_timeout` seconds;
@@ -53,10 +58,12 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 
 from . import _state
 from . import checkpoint as _ckpt
+from . import preemption as _preemption
 
 FORMAT = "spotrun.dist/1"
 PLACEHOLDER = "__spotrun_shard__"
@@ -294,12 +301,15 @@ class DistCheckpointer:
         opts = dict(engine_opts, keep=self.keep + 2)
         self._own = _ckpt.Checkpointer(self._rank_dir(self.rank), **opts)
         self._repl = None
+        self._pending = None     # the background commit's thread
+        self._last_ok = True
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
+        self._join()
         for c in (self._own, self._repl):
             if c is not None:
                 c.close()
@@ -322,35 +332,85 @@ class DistCheckpointer:
 
     # -- saving -----------------------------------------------------------
     def save(self, step, state):
-        """Save this rank's part of `step`; see the class docstring."""
-        return self._save(int(step), state, final=False, deadline=None)
+        """Save this rank's part of `step`.  Returns once this rank's
+        tensors are copied to staging memory (tier 1), like the
+        single-process save(); the engine commit, this rank's marker and,
+        on rank 0, the global commit record follow in a background thread
+        (wait() for them).  At most one step is in flight: a save() first
+        waits for the previous step's commit.  Returns True."""
+        self._join()
+        step = int(step)
+        engines, mine = self._stage(step, state, False, None)
+        # both engines (rank 0: replicated part and own shards) copy at
+        # once; a tensor may change again only when both are staged
+        for c in engines:
+            c.wait_staged()
+        t = threading.Thread(target=self._background, name="spotrun-commit",
+                             args=(step, engines, mine))
+        self._pending = t
+        t.start()
+        return True
+
+    def wait(self):
+        """Wait for the background commit of the last save().  True when
+        this rank's part is prepared and, on rank 0, the step committed;
+        False otherwise (the reason is logged)."""
+        self._join()
+        return self._last_ok
 
     def save_final(self, step, state, deadline=None):
         """The final checkpoint on a preemption notice: this rank's part
-        at full disk speed, then the same commit."""
-        return self._save(int(step), state, final=True, deadline=deadline)
+        at full disk speed, then the same commit, in this thread.  Returns
+        True once this rank's part is prepared and, on rank 0, the step
+        committed."""
+        self._join()
+        step = int(step)
+        engines, mine = self._stage(step, state, True, deadline)
+        return self._finish(step, engines, mine)
 
-    def _engine_save(self, c, step, st, final, deadline):
-        if final:
-            c.save_final(step, st, deadline=deadline)
-        else:
-            c.save(step, st)
-            c.wait()
+    def _join(self):
+        t, self._pending = self._pending, None
+        if t is not None:
+            t.join()
 
-    def _save(self, step, state, final, deadline):
+    def _stage(self, step, state, final, deadline):
+        """Tier 1 (final: the whole engine save) of this rank's part.
+        Returns (engines to wait for, this rank's shard descriptions)."""
         tree, shards = _split(state)
+        engines = []
         if self.rank == 0:
             self._engine_save(self._repl, step, {
                 "tree": tree, "step": _step_tensor(step)}, final, deadline)
+            engines.append(self._repl)
         mine = {}
         if shards:
             self._engine_save(self._own, step, {
                 "shards": {n: s.tensor for n, s in shards.items()}},
                 final, deadline)
+            engines.append(self._own)
             mine = {n: {"shape": list(s.tensor.shape),
                         "dtype": _dtype_name(s.tensor),
                         "global_shape": s.global_shape,
                         "offsets": s.offsets} for n, s in shards.items()}
+        return engines, mine
+
+    def _engine_save(self, c, step, st, final, deadline):
+        if final:
+            c.save_final(step, st, deadline=deadline)
+        else:
+            c.save(step, st, lazy=True)
+
+    def _background(self, step, engines, mine):
+        try:
+            self._last_ok = self._finish(step, engines, mine)
+        except Exception as exc:   # logged; training goes on
+            log.error("step %d not committed: %s", step, exc)
+            self._last_ok = False
+
+    def _finish(self, step, engines, mine):
+        """DURABLE -> PREPARED (-> COMMITTED on rank 0)."""
+        for c in engines:
+            c.wait()
         self._hook("durable", step)
         sdir = self._step_dir(step)
         _mkdir_durable(sdir)
@@ -469,6 +529,7 @@ class DistCheckpointer:
         return found
 
     def _restore_newest(self, state, lim):
+        self._join()
         for s in committed_steps(self.dir):
             if lim is not None and s > lim:
                 continue
@@ -597,6 +658,27 @@ class DistCheckpointer:
                                            "rank-%05d.json" % self.rank))
                 except FileNotFoundError:
                     pass
+
+
+def should_checkpoint(group=None):
+    """The gang's answer to spotrun.preemption.should_checkpoint(): True
+    on every rank as soon as any rank has a preemption notice (one
+    all_reduce of one integer over `group`, default the default group).
+    Every rank calls it at the same step boundary, so all ranks take
+    their final checkpoint for the same step, whichever node the notice
+    hit; the other ranks learn of it here before the control plane's
+    `stop` reaches their nodes.  Without an initialized process group it
+    is this process's own should_checkpoint()."""
+    mine = _preemption.should_checkpoint()
+    tdist = getattr(sys.modules.get("torch"), "distributed", None)
+    if tdist is None or not tdist.is_available() or \
+            not tdist.is_initialized():
+        return mine
+    torch = sys.modules["torch"]
+    dev = "cuda" if tdist.get_backend(group) == "nccl" else "cpu"
+    t = torch.tensor([1 if mine else 0], dtype=torch.int32, device=dev)
+    tdist.all_reduce(t, op=tdist.ReduceOp.MAX, group=group)
+    return bool(t.item())
 
 
 def _step_tensor(step):

@@ -236,6 +236,44 @@ out:
 
 /* ---- directives and notices ------------------------------------------ */
 
+/* A `run` directive names the gang's addresses for its attempt: rank
+ * 0's is MASTER_ADDR, which a recovery may have moved to a new node. */
+static void gang_addrs_take(struct agent *ag, json_t *d)
+{
+	const char *m = json_string_value(json_object_get(d, "master_addr"));
+	json_t *ips = json_object_get(d, "node_ips"), *v;
+	size_t i, len = 1;
+	char *s, *p;
+	const char *ip;
+
+	if (m && *m) {
+		s = strdup(m);
+		if (s) {
+			free(ag->a.master_addr);
+			ag->a.master_addr = s;
+		}
+	}
+	if (!json_is_array(ips) || json_array_size(ips) == 0)
+		return;
+	/* a rank not registered yet (never in a `run`): the master's */
+#define GANG_IP(v) (json_string_value(v) && *json_string_value(v) ? \
+		    json_string_value(v) : ag->a.master_addr ? \
+		    ag->a.master_addr : "127.0.0.1")
+	json_array_foreach(ips, i, v)
+		len += strlen(GANG_IP(v)) + 1;
+	s = malloc(len);
+	if (!s)
+		return;
+	p = s;
+	json_array_foreach(ips, i, v) {
+		ip = GANG_IP(v);
+		p += snprintf(p, len - (size_t)(p - s), "%s%s", i ? "\n" : "", ip);
+	}
+#undef GANG_IP
+	free(ag->a.node_ips);
+	ag->a.node_ips = s;
+}
+
 static void handle_directive(struct agent *ag, json_t *reply)
 {
 	json_t *d = reply ? json_object_get(reply, "directive") : NULL;
@@ -257,6 +295,7 @@ static void handle_directive(struct agent *ag, json_t *reply)
 		if ((int)attempt < ag->w_attempt)
 			return; /* a stale directive */
 		ag->want_attempt = (int)attempt;
+		gang_addrs_take(ag, d);
 		if (ag->kind == W_RUN) /* an older attempt still runs */
 			agent__begin_stop(ag, STOP_DIRECTIVE,
 				   sr_time_mono_ns() + STOP_GRACE_NS);
@@ -332,6 +371,7 @@ static void check_notice(struct agent *ag)
 static int do_register(struct agent *ag)
 {
 	char host[256] = "";
+	const char *addr;
 	json_t *b, *reply = NULL;
 	struct sr_err e;
 	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
@@ -342,6 +382,11 @@ static int do_register(struct agent *ag)
 		      "agent_version", AGENT_VERSION);
 	if (!b)
 		return -ENOMEM;
+	/* the address gang peers reach this node at (MASTER_ADDR when it is
+	 * rank 0); without it spotrund takes the request's source address */
+	addr = getenv("SPOTRUN_NODE_ADDR");
+	if (addr && *addr)
+		json_object_set_new(b, "addr", json_string(addr));
 	for (;;) {
 		rc = post(ag, "register", b, &reply);
 		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
@@ -363,6 +408,22 @@ static int do_register(struct agent *ag)
 			 sr_err_str(&e, rc));
 		json_decref(reply);
 		return rc;
+	}
+	/* A control plane whose disk the node does not share (a cloud
+	 * provider) names no checkpoint directory: tier 2 is the node's
+	 * own disk. */
+	if (!ag->a.ckpt_dir) {
+		char dir[sizeof ag->node_dir + 8];
+
+		snprintf(dir, sizeof dir, "%s/ckpt", ag->node_dir);
+		rc = sr_fs_mkdir_p(dir, 0700);
+		ag->a.ckpt_dir = rc ? NULL : strdup(dir);
+		if (!ag->a.ckpt_dir) {
+			sr_error("agent", "no checkpoint directory", "dir=%s err=\"%s\"",
+				 dir, sr_strerror(rc ? rc : -ENOMEM));
+			json_decref(reply);
+			return rc ? rc : -ENOMEM;
+		}
 	}
 	handle_directive(ag, reply);
 	json_decref(reply);

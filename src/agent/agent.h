@@ -53,6 +53,7 @@ struct assignment {
 	char *ckpt_uri;       /* tier 3 (object store) or NULL */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
+	char *node_ips;         /* one address per line, rank 0 first; NULL */
 	int spot;               /* -1 unknown */
 	/* SkyPilot-style jobs (docs/jobs.md) */
 	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */

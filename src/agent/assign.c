@@ -134,6 +134,7 @@ void assignment_free(struct assignment *a)
 	free(a->zone);
 	free(a->instance_type);
 	free(a->master_addr);
+	free(a->node_ips);
 	json_decref(a->mounts);
 	memset(a, 0, sizeof *a);
 }

@@ -94,20 +94,25 @@ void envp_free(char **envp)
 
 /* SkyPilot's variables, so torchrun lines from its examples work:
  * SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES, SKYPILOT_NUM_GPUS_PER_NODE and
- * SKYPILOT_NODE_IPS (one address per line, rank 0 first; every rank
- * reaches the others through the master address, which on the local
- * cloud is 127.0.0.1 for all of them). */
+ * SKYPILOT_NODE_IPS (one address per line, rank 0 first: the gang's
+ * addresses from the attempt's `run` directive; before one arrives,
+ * the master address for every rank). */
 static int sky_env(struct envv *ev, const struct assignment *a)
 {
 	const char *ip = a->master_addr ? a->master_addr : "127.0.0.1";
 	size_t len = (strlen(ip) + 1) * (size_t)a->num_nodes + 1, k = 0;
-	char *ips = malloc(len);
+	char *ips;
 	int rc;
 
+	if (a->node_ips)
+		len = strlen(a->node_ips) + 1;
+	ips = malloc(len);
 	if (!ips)
 		return -ENOMEM;
 	ips[0] = '\0';
-	for (int64_t i = 0; i < a->num_nodes; i++)
+	if (a->node_ips)
+		memcpy(ips, a->node_ips, len);
+	for (int64_t i = 0; !a->node_ips && i < a->num_nodes; i++)
 		k += (size_t)snprintf(ips + k, len - k, "%s%s", i ? "\n" : "", ip);
 	rc = env_set(ev, "SKYPILOT_NODE_IPS", ips);
 	free(ips);

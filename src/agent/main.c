@@ -9,6 +9,7 @@
  * agent is not dumpable: a process of the same user cannot read its
  * memory or /proc/PID/environ (docs/security.md).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -52,7 +53,10 @@ static void usage(FILE *f)
 		"                     --private and the token file from the workload\n"
 		"                     with namespaces, or say once why not and run\n"
 		"                     it anyway; strict: refuse to run it without\n"
-		"                     full isolation; off\n",
+		"                     full isolation; off\n\n"
+		"$SPOTRUN_NODE_ADDR, when set, is the address this node's gang\n"
+		"peers reach it at (rank 0's becomes MASTER_ADDR); without it\n"
+		"spotrund takes the address the agent's requests come from.\n",
 		IMDS_DEFAULT_URL);
 }
 
@@ -84,6 +88,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned char addr_buf[16];
 	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
 				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
 	struct sigaction sa;
@@ -150,6 +155,11 @@ int main(int argc, char **argv)
 	 * ptrace by another process of this user (the workload runs as it) */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
+	env = getenv("SPOTRUN_NODE_ADDR");
+	if (env && *env && inet_pton(AF_INET, env, addr_buf) != 1 &&
+	    inet_pton(AF_INET6, env, addr_buf) != 1)
+		return bad("$SPOTRUN_NODE_ADDR: '%s' is not an IPv4 or IPv6 "
+			   "address", env);
 	env = getenv("SPOTRUN_AGENT_TOKEN");
 	if (o.token_file) {
 		sr_err_clear(&e);

@@ -4,12 +4,21 @@
  * server in the same run:
  *
  *   upload_vs_raw          tier-3 upload of a committed checkpoint (its
- *                          shards as multipart uploads with Content-MD5,
- *                          then the manifest, then retention) / plain
- *                          parallel libcurl PUTs of the same bytes, read
- *                          from the same tier-2 files, as part-sized
- *                          objects (signed, unsigned payload; no MD5,
- *                          no multipart protocol, no retries).
+ *                          shards as multipart uploads with a checksum
+ *                          per part, then the manifest, then retention)
+ *                          / a plain multipart upload of the same bytes
+ *                          from the same tier-2 files into one object per
+ *                          shard: CreateMultipartUpload, the parts as
+ *                          parallel libcurl PUTs, CompleteMultipartUpload
+ *                          (signed, unsigned payload; no checksum, no
+ *                          retries, no manifest, no retention).  The
+ *                          peer makes the same objects as ours: on a
+ *                          store that assembles parts by copying them
+ *                          (s3rver) a multipart upload costs the server
+ *                          a second pass over the bytes, which a peer of
+ *                          part-sized single PUTs would not pay; that
+ *                          peer's time is reported too (raw_put_objects_s,
+ *                          ratio_vs_objects).
  *   remote_restore_vs_raw  spotckpt_restore_cb from the URI (list, manifest,
  *                          headers, parallel ranged GETs into the
  *                          destination, XXH3 of every tensor) / plain
@@ -30,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,10 +59,15 @@ struct peer {
 struct job {
 	const struct peer *p;
 	int fd;                /* PUT source, or -1 */
-	uint8_t *dst;          /* GET destination */
+	uint8_t *dst;          /* GET destination, or a POST's answer */
 	char key[256];
-	uint64_t off, len;     /* file / object range */
-	uint64_t done;
+	int shard;             /* index of the shard file */
+	char query[640];       /* "" or partNumber=N&uploadId=U */
+	const char *method;    /* NULL: PUT with fd, else GET */
+	const char *body;      /* a POST's body */
+	uint64_t off, len;     /* file / object range; answer capacity */
+	uint64_t done, bsent;
+	char etag[160];        /* a PUT's ETag */
 };
 
 struct jobs {
@@ -69,6 +84,14 @@ static size_t rd(char *b, size_t sz, size_t nm, void *ud)
 	size_t want = sz * nm;
 	ssize_t got;
 
+	if (j->body) {
+		size_t left = strlen(j->body) - (size_t)j->bsent;
+
+		want = want < left ? want : left;
+		memcpy(b, j->body + j->bsent, want);
+		j->bsent += want;
+		return want;
+	}
 	if (want > j->len - j->done)
 		want = (size_t)(j->len - j->done);
 	if (!want)
@@ -87,10 +110,26 @@ static size_t wr(char *b, size_t sz, size_t nm, void *ud)
 
 	if (j->fd >= 0)
 		return n; /* a PUT's answer body */
+	if (j->method && n >= j->len - j->done)
+		return 0; /* a POST's answer larger than its buffer */
 	if (n > j->len - j->done)
 		return 0;
 	memcpy(j->dst + j->done, b, n);
 	j->done += n;
+	return n;
+}
+
+static size_t hdr(char *b, size_t sz, size_t nm, void *ud)
+{
+	struct job *j = ud;
+	size_t n = sz * nm, k = n;
+
+	while (k && (b[k - 1] == '\r' || b[k - 1] == '\n'))
+		k--;
+	if (k > 6 && !strncasecmp(b, "ETag: ", 6) && k - 6 < sizeof j->etag) {
+		memcpy(j->etag, b + 6, k - 6);
+		j->etag[k - 6] = 0;
+	}
 	return n;
 }
 
@@ -99,24 +138,26 @@ static int run_one(struct job *j)
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct sr_sigv4_creds cr = sr_awscred_view(&j->p->cred);
-	char url[2500], path[1400], rh[80], **add = NULL;
+	char url[3200], path[1400], rh[80], **add = NULL;
 	const char *extra[2] = { NULL, NULL };
+	const char *method = j->method ? j->method : j->fd >= 0 ? "PUT" : "GET";
 	long st = 0;
 	CURLcode cc;
 
 	if (!c)
 		return -ENOMEM;
 	snprintf(path, sizeof path, "%s/%s", j->p->path, j->key);
-	snprintf(url, sizeof url, "%s%s", j->p->base, path);
-	if (j->fd < 0) {
+	snprintf(url, sizeof url, "%s%s%s%s", j->p->base, path,
+		 j->query[0] ? "?" : "", j->query);
+	if (j->fd < 0 && !j->method) {
 		snprintf(rh, sizeof rh, "Range: bytes=%" PRIu64 "-%" PRIu64,
 			 j->off, j->off + j->len - 1);
 		extra[0] = rh;
 	}
 	{
 		struct sr_sigv4_req r = {
-			.method = j->fd >= 0 ? "PUT" : "GET", .host = j->p->host,
-			.path = path, .headers = extra,
+			.method = method, .host = j->p->host,
+			.path = path, .query = j->query, .headers = extra,
 			.payload_hash = SR_SIGV4_UNSIGNED_PAYLOAD,
 			.region = j->p->region, .service = "s3",
 			.when = time(NULL), .s3_path = 1,
@@ -138,8 +179,17 @@ static int run_one(struct job *j)
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
-	j->done = 0;
-	if (j->fd >= 0) {
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, j);
+	j->done = j->bsent = 0;
+	j->etag[0] = 0;
+	if (j->method) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, rd);
+		curl_easy_setopt(c, CURLOPT_READDATA, j);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)strlen(j->body));
+	} else if (j->fd >= 0) {
 		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(c, CURLOPT_READFUNCTION, rd);
 		curl_easy_setopt(c, CURLOPT_READDATA, j);
@@ -150,7 +200,10 @@ static int run_one(struct job *j)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
-	return cc == CURLE_OK && st / 100 == 2 && j->done == j->len ? 0 : -EIO;
+	if (j->method && j->done < j->len)
+		j->dst[j->done] = 0;
+	return cc == CURLE_OK && st / 100 == 2 &&
+	       (j->method || j->done == j->len) ? 0 : -EIO;
 }
 
 static void *worker(void *arg)
@@ -189,6 +242,98 @@ static double run_jobs(struct job *v, size_t n, int par)
 		pthread_join(th[i], NULL);
 	pthread_mutex_destroy(&js.mu);
 	return js.failed || nth == 0 ? -1 : bench_now() - t0;
+}
+
+/* The text of <name> in doc, into out (cap bytes); 0, or -1 if absent. */
+static int xml_field(const char *doc, const char *name, char *out, size_t cap)
+{
+	char open[64], close[64];
+	const char *a, *b;
+
+	snprintf(open, sizeof open, "<%s>", name);
+	snprintf(close, sizeof close, "</%s>", name);
+	a = strstr(doc, open);
+	b = a ? strstr(a, close) : NULL;
+	if (!b || (size_t)(b - a) - strlen(open) >= cap)
+		return -1;
+	a += strlen(open);
+	memcpy(out, a, (size_t)(b - a));
+	out[b - a] = 0;
+	return 0;
+}
+
+/* One POST (CreateMultipartUpload, CompleteMultipartUpload) of key with
+ * body; the answer goes to ans (cap bytes). */
+static int post(const struct peer *p, const char *key, const char *query,
+		const char *body, char *ans, size_t cap)
+{
+	struct job j = { .p = p, .fd = -1, .dst = (uint8_t *)ans, .len = cap,
+			 .method = "POST", .body = body };
+
+	snprintf(j.key, sizeof j.key, "%s", key);
+	snprintf(j.query, sizeof j.query, "%s", query);
+	return run_one(&j);
+}
+
+/* The plain multipart peer: per shard, CreateMultipartUpload, its parts
+ * (jobs[first..first+n) of the same key) over `par` threads, then
+ * CompleteMultipartUpload.  Shards one after another, as ours go.
+ * Seconds, or -1 on a failure. */
+static double run_multipart(const struct peer *p, struct job *v, size_t nj,
+			    int par)
+{
+	static char ans[1 << 16];
+	double t0 = bench_now();
+
+	for (size_t first = 0; first < nj;) {
+		size_t n = 1;
+		char uid[512], *euid, *xml, *x, key[64];
+
+		while (first + n < nj && v[first + n].shard == v[first].shard)
+			n++;
+		snprintf(key, sizeof key, "s%d", v[first].shard);
+		if (post(p, key, "uploads", "", ans, sizeof ans) ||
+		    xml_field(ans, "UploadId", uid, sizeof uid))
+			return -1;
+		euid = sr_sigv4_uri_encode(uid, strlen(uid), 0);
+		if (!euid)
+			return -1;
+		snprintf(uid, sizeof uid, "%s", euid);
+		free(euid);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(v[first + i].query, sizeof v[first + i].query,
+				 "partNumber=%zu&uploadId=%s", i + 1, uid);
+			snprintf(v[first + i].key, sizeof v[first + i].key, "%s",
+				 key);
+		}
+		if (run_jobs(v + first, n, par) < 0)
+			return -1;
+		xml = malloc(n * 240 + 64);
+		if (!xml)
+			return -1;
+		x = xml + sprintf(xml, "<CompleteMultipartUpload>");
+		for (size_t i = 0; i < n; i++)
+			x += sprintf(x, "<Part><PartNumber>%zu</PartNumber><ETag>"
+				     "%s</ETag></Part>", i + 1, v[first + i].etag);
+		sprintf(x, "</CompleteMultipartUpload>");
+		{
+			char q[600];
+			int rc;
+
+			snprintf(q, sizeof q, "uploadId=%s", uid);
+			rc = post(p, key, q, xml, ans, sizeof ans);
+			free(xml);
+			if (rc || strstr(ans, "<Error>"))
+				return -1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			v[first + i].query[0] = 0;
+			snprintf(v[first + i].key, sizeof v[first + i].key,
+				 "s%d-%" PRIu64, v[first + i].shard, v[first + i].off);
+		}
+		first += n;
+	}
+	return bench_now() - t0;
 }
 
 static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
@@ -300,7 +445,7 @@ int bench_remote(const struct bench_state *st, const char *uri,
 	struct peer p;
 	struct job *jobs = NULL;
 	struct lk l = { .buf = buf, .st = st };
-	double up[100], upr[100], rest[100], restr[100];
+	double up[100], upr[100], upm[100], rest[100], restr[100];
 	char why[512] = "", msg[512];
 	int fds[64], nf = 0, rc = 0, have_peer;
 	size_t nj = 0;
@@ -349,6 +494,7 @@ int bench_remote(const struct bench_state *st, const char *uri,
 				struct job *j = &jobs[nj++];
 
 				j->p = &p;
+				j->shard = s;
 				j->fd = fds[nf];
 				j->off = off;
 				j->len = (uint64_t)sz - off < cfg.part_bytes
@@ -357,6 +503,12 @@ int bench_remote(const struct bench_state *st, const char *uri,
 			}
 			nf++;
 		}
+		/* tier 2 wrote the shards with O_DIRECT, so ours read them
+		 * from the disk; each peer does too */
+		bench_drop_cache(dir);
+		upm[r] = have_peer && nj ? run_multipart(&p, jobs, nj,
+							 cfg.parallel) : NAN;
+		bench_drop_cache(dir);
 		upr[r] = have_peer && nj ? run_jobs(jobs, nj, cfg.parallel) : NAN;
 		/* peer GETs before and after ours (same load, same cache
 		 * state on average): ranged GETs of the raw objects into buf */
@@ -383,7 +535,7 @@ int bench_remote(const struct bench_state *st, const char *uri,
 		}
 		for (int i = 0; i < nf; i++)
 			close(fds[i]);
-		if (have_peer && (upr[r] < 0 || restr[r] < 0)) {
+		if (have_peer && (upm[r] < 0 || upr[r] < 0 || restr[r] < 0)) {
 			snprintf(why, sizeof why, "a raw PUT or GET failed");
 			have_peer = 0;
 		}
@@ -402,12 +554,17 @@ int bench_remote(const struct bench_state *st, const char *uri,
 		uint64_t bytes = es.last_write_bytes;
 
 		if (have_peer) {
-			double ur = med(upr, reps), rrr = med(restr, reps);
+			double um = med(upm, reps), ur = med(upr, reps);
+			double rrr = med(restr, reps);
 
 			json_object_set_new(root, "upload_vs_raw", json_pack(
-				"{s:f,s:f,s:f,s:I,s:s,s:f}", "ratio", ur / u,
-				"upload_s", u, "raw_put_s", ur, "bytes",
-				(json_int_t)bytes, "uri", uri, "goal_min", 0.9));
+				"{s:f,s:f,s:f,s:f,s:f,s:I,s:s,s:f,s:s}", "ratio",
+				um / u, "upload_s", u, "raw_put_s", um,
+				"raw_put_objects_s", ur, "ratio_vs_objects", ur / u,
+				"bytes", (json_int_t)bytes, "uri", uri, "goal_min",
+				0.9, "peer", "plain multipart upload of each "
+				"shard (parallel curl PUTs of its parts); "
+				"raw_put_objects_s: the parts as separate objects"));
 			json_object_set_new(root, "remote_restore_vs_raw", json_pack(
 				"{s:f,s:f,s:f,s:I,s:s,s:f}", "ratio", rrr / rr,
 				"restore_s", rr, "raw_get_s", rrr, "bytes",

@@ -145,7 +145,8 @@ def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
             os.kill(os.getpid(), signal.SIGKILL)
     sdist._test_hook = hook
     for s in steps:
-        res["saved"].append((s, c.save(s, _kv_state(s, rank, world))))
+        c.save(s, _kv_state(s, rank, world))   # commits in the background
+        res["saved"].append((s, c.wait()))
         torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
     if victim < 0:
         # the ranks of this attempt committed: a restore now sees it
@@ -224,4 +225,143 @@ def reshard(rank, world, port, d, out, restore_step, save_step, repl_dir,
     lc.close()
     torch.save(res, os.path.join(out, "reshard-%d-%d.pt" % (world, rank)))
     dist.barrier()
+    dist.destroy_process_group()
+
+
+# ---- preemption at random points (test_dist_preempt.py) ---------------------
+
+def launch_gang(target, world, *args, timeout=120):
+    """launch() as a gang: when a rank dies (kill -9, a crash), its node
+    is gone and the survivors are stopped too (SIGKILL after a second: a
+    rank blocked on the dead peer may never return), as spotrund stops a
+    gang to restart it.  Returns the exit codes."""
+    import time
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "spotrun",
+                                "dist_workers"])
+    port = free_port()
+    ps = [ctx.Process(target=target, args=(r, world, port) + args)
+          for r in range(world)]
+    for p in ps:
+        p.start()
+    end, dead_at = time.monotonic() + timeout, None
+    while any(p.is_alive() for p in ps) and time.monotonic() < end:
+        if dead_at is None and any(p.exitcode not in (None, 0) for p in ps):
+            dead_at = time.monotonic()
+        if dead_at is not None and time.monotonic() > dead_at + 1.0:
+            break
+        time.sleep(0.02)
+    for p in ps:
+        if p.is_alive():
+            p.kill()
+        p.join()
+    return [p.exitcode for p in ps]
+
+
+def _hash_of(net, opt):
+    import hashlib
+    h = hashlib.sha256()
+    for p in net.parameters():
+        h.update(p.detach().contiguous().numpy().tobytes())
+    for k in sorted(opt.state_dict()["state"]):
+        h.update(opt.state_dict()["state"][k]["momentum_buffer"]
+                 .contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _gang_state(net, opt, step):
+    return {"model": net.state_dict(), "optim": opt.state_dict(),
+            "step": step, "rng": sdist.Shard(torch.get_rng_state())}
+
+
+def ddp_preempt(rank, world, port, d, out, total, every, trial):
+    """A DDP job of `total` steps on `world` ranks, checkpointed every
+    `every` steps into `d`.  trial: None for the uninterrupted reference
+    (no checkpoints; OUT/gref-W.pt holds the hash after every step and the
+    final parameters), else (victim, step, point, mode): rank `victim`
+    gets a preemption notice (mode "term": SIGTERM, the agent's signal)
+    or dies (mode "kill": SIGKILL) at `point` of step `step` ("before",
+    "mid": after backward, or the commit phases "durable", "prepared",
+    "before_commit" of a checkpoint).  On a notice every rank agrees
+    (spotrun.dist.should_checkpoint), takes its final checkpoint for the
+    same step and exits 0.  A rank that restored checks the state against
+    the reference's hash of that step: OUT/gang-W-R.pt."""
+    from spotrun import preemption
+    preemption.install()
+    _group(rank, world, port)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                              torch.nn.Linear(32, 1))
+    # find_unused_parameters: DDP then keeps its first gradient buckets
+    # instead of rebuilding them after the first step, so a resumed run
+    # sums gradients in the same order as the uninterrupted one (with
+    # more than 2 ranks the order changes the rounding)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        net, find_unused_parameters=True)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    torch.manual_seed(100 + rank)
+    res_path = os.path.join(out, "gang-%d-%d.pt" % (world, rank))
+    res = torch.load(res_path) if os.path.exists(res_path) else \
+        {"restored": [], "done": False}
+    c, hashes, step = None, [], 0
+    victim, at, point, mode = trial if trial else (-1, -1, "", "")
+
+    def trigger():
+        os.kill(os.getpid(), signal.SIGKILL if mode == "kill"
+                else signal.SIGTERM)
+
+    if trial is not None:
+        c = _ckpt(d, rank, world, commit_timeout=5)
+        st = _gang_state(net, opt, 0)
+        got = c.restore(st)
+        if got is not None:
+            net.load_state_dict(st["model"])
+            opt.load_state_dict(st["optim"])
+            torch.set_rng_state(st["rng"].tensor)
+            step = st["step"]
+        ref = torch.load(os.path.join(out, "gref-%d.pt" % world))
+        # a restored state is exactly the reference's at that step: never
+        # a mix of two steps, never a part of an uncommitted one
+        res["restored"].append((got, step, _hash_of(net, opt) ==
+                                ref["hashes"][step]))
+        torch.save(res, res_path)
+
+        def hook(ph, s):
+            if rank == victim and ph == point and s == at:
+                trigger()
+        sdist._test_hook = hook
+    else:
+        hashes.append(_hash_of(net, opt))
+    while step < total:
+        step += 1
+        if rank == victim and step == at and point == "before":
+            trigger()
+        x, y = _batch(step, rank)
+        x = x * (torch.rand(x.shape) > 0.1)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        if rank == victim and step == at and point == "mid":
+            trigger()
+        opt.step()
+        if c is None:
+            hashes.append(_hash_of(net, opt))
+            continue
+        if step % every == 0:
+            c.save(step, _gang_state(net, opt, step))
+        if step < total and sdist.should_checkpoint():
+            if step % every == 0:
+                c.wait()      # this step is already on its way
+            else:
+                c.save_final(step, _gang_state(net, opt, step))
+            c.close()
+            dist.destroy_process_group()
+            return            # exit 0: the node can go
+    final = [p.detach().clone() for p in net.parameters()]
+    if c is None:
+        torch.save({"hashes": hashes, "final": final},
+                   os.path.join(out, "gref-%d.pt" % world))
+    else:
+        c.close()
+        res.update(done=True, final=final)
+        torch.save(res, res_path)
     dist.destroy_process_group()

@@ -17,10 +17,12 @@ dist.init_process_group("gloo", init_method="env://")
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 print("contract rank=%s world=%s node_rank=%s nnodes=%s local=%s/%s "
-      "port=%s addr=%s sum=%d" % (os.environ["RANK"], os.environ["WORLD_SIZE"],
+      "port=%s addr=%s ips=%s sum=%d" % (os.environ["RANK"], os.environ["WORLD_SIZE"],
       os.environ["NODE_RANK"], os.environ["NNODES"], os.environ["LOCAL_RANK"],
       os.environ["LOCAL_WORLD_SIZE"], os.environ["MASTER_PORT"],
-      os.environ["MASTER_ADDR"], int(t.item())), flush=True)
+      os.environ["MASTER_ADDR"],
+      os.environ["SKYPILOT_NODE_IPS"].replace("\n", ","), int(t.item())),
+      flush=True)
 dist.destroy_process_group()
 """
 
@@ -51,7 +53,10 @@ def test_two_ranks_rendezvous_from_the_environment(cli, tmp_path):
         f = dict(kv.split("=") for kv in ln.split()[1:])
         assert f["rank"] == f["node_rank"] == str(rank)
         assert f["world"] == f["nnodes"] == "2"
+        # the control plane's master_addr: rank 0's node address as
+        # spotrund saw its register request (loopback here)
         assert f["local"] == "0/1" and f["addr"] == "127.0.0.1"
+        assert f["ips"] == "127.0.0.1,127.0.0.1"
         assert f["sum"] == "3"   # 1 + 2: both ranks joined one group
         assert 20000 <= int(f["port"]) < 32000
         ports.add(f["port"])

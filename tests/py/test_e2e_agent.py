@@ -267,6 +267,12 @@ echo probe-done
 """
 
 
+def stop_agent(p):
+    with p.lock:
+        p.directive = {"action": "exit", "attempt": 1}
+    assert p.proc.wait(timeout=20) == 0, p.agent_log()
+
+
 def isolation_event(p):
     ev = [e for e in p.events if e["type"] == "isolation"]
     assert len(ev) == 1, p.events   # said once
@@ -302,6 +308,7 @@ def test_workload_cannot_read_the_tokens(tmp_path):
         assert any(x.startswith("isolation: ") for x in p.lines("agent"))
         # the host still has its files
         assert (state / "api.token").read_text() == "ADMIN-SECRET\n"
+        stop_agent(p)
     finally:
         p.close()
 
@@ -316,6 +323,7 @@ def test_isolation_off_and_strict(tmp_path):
                    what="the probe's exit")
         assert isolation_event(p)["mode"] == "none"
         assert "LEAK-node-token" in p.lines("stdout")
+        stop_agent(p)
     finally:
         p.close()
     # strict: a root agent can only isolate partially, so it refuses
@@ -331,6 +339,7 @@ def test_isolation_off_and_strict(tmp_path):
         iso = isolation_event(p)
         assert iso["mode"] == "refused" and "root" in iso["message"], iso
         assert "ran" not in p.lines("stdout")
+        stop_agent(p)
     finally:
         p.close()
 

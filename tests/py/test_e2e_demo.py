@@ -66,3 +66,35 @@ def test_demo_scenario(tmp_path):
     assert len(r["preemption_log"]) == r["preemptions"]
     # the workload really was interrupted and resumed several times
     assert r["attempts"] >= 3
+
+
+@pytest.mark.skipif(ASAN, reason="a minute of PyTorch; run in the plain pass")
+def test_gang_demo(tmp_path):
+    """make demo: the 2-node DDP gang (scripts/demo-gang).  Two
+    preemptions of one node each, the healthy node kept both times, every
+    rank restored from one step, bitwise identical to the reference."""
+    report = os.path.join(str(tmp_path), "gang.json")
+    env = dict(os.environ)
+    for k in ("SPOTRUN_API", "SPOTRUN_TOKEN", "SPOTRUN_STATE_DIR"):
+        env.pop(k, None)
+    p = subprocess.run([os.path.join(ROOT, "scripts", "demo-gang"), "--build",
+                        BUILD, "--report", report], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-6000:]
+    with open(report) as f:
+        r = json.load(f)
+    for k in FIELDS + ("gang_nodes", "nodes_kept_per_recovery",
+                       "ranks_restored"):
+        assert k in r, k
+    assert r["state"] == "SUCCEEDED" and r["gang_nodes"] == 2
+    assert r["preemptions"] == 2
+    assert r["nodes_kept_per_recovery"] == [1, 1]
+    for x in r["ranks_restored"]:
+        assert x["ranks"] == [0, 1] and len(x["step"]) == 1, x
+    # a preemption notice costs no work: the final checkpoint is restored
+    assert [e["final_checkpoint_step"] for e in r["preemption_log"]] == \
+        [x["step"][0] for x in r["ranks_restored"]]
+    assert r["bitwise_identical"] is True
+    assert r["final_hash"] == r["reference_hash"]
+    assert "nodes kept per recovery [1, 1]" in p.stdout

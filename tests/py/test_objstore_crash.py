@@ -158,6 +158,10 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 best = got
             else:
                 assert got is None
+            if trials >= 1000 and (trial + 1) % 100 == 0:
+                # the long run (make soak) says how far it got
+                print("trial %d/%d: newest committed step %d" %
+                      (trial + 1, trials, best), flush=True)
         assert best >= 0, "no upload ever committed in %d trials" % trials
         # some kills landed mid-upload (objects of a step, no manifest)
         assert mid_upload > 0

@@ -71,7 +71,17 @@ static void test_torch_contract(void **state)
 	envp = build(&a, 3);
 	assert_string_equal(get(envp, "MASTER_ADDR"), "10.1.2.3");
 	assert_string_equal(get(envp, "SPOTRUN_MASTER_ADDR"), "10.1.2.3");
+	assert_string_equal(get(envp, "SKYPILOT_NODE_IPS"),
+			    "10.1.2.3\n10.1.2.3\n10.1.2.3\n10.1.2.3");
 	envp_free(envp);
+	/* the gang's addresses from the run directive, rank 0 first */
+	a.node_ips = strdup("10.1.2.3\n10.1.2.4\n10.1.2.5\n10.1.2.6");
+	assert_non_null(a.node_ips);
+	envp = build(&a, 3);
+	assert_string_equal(get(envp, "SKYPILOT_NODE_IPS"),
+			    "10.1.2.3\n10.1.2.4\n10.1.2.5\n10.1.2.6");
+	envp_free(envp);
+	free(a.node_ips);
 	free(a.master_addr);
 	json_decref(a.envs);
 }

@@ -114,10 +114,9 @@ static void test_job_lifecycle_node_api(void **state)
 
 	(void)state;
 	id = create_job(job_od);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
+	/* the token exists once the provider started the node */
+	node = wait_booting(id);
 	assert_true(node > 0);
-	json_decref(j);
 	node_token(node, ntok);
 
 	/* the node token opens only its own node's routes */
@@ -130,7 +129,8 @@ static void test_job_lifecycle_node_api(void **state)
 
 	/* register: the assignment */
 	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
-	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:i}", "pid", 42), &v), 200);
+	assert_int_equal(jreq("POST", p, ntok, json_pack("{s:i,s:s}", "pid", 42,
+			      "addr", "10.0.3.17"), &v), 200);
 	assert_int_equal(json_integer_value(json_object_get(v, "job_id")), id);
 	assert_string_equal(json_string_value(json_object_get(v, "run")), "echo hi");
 	assert_non_null(strstr(json_string_value(json_object_get(v, "ckpt_dir")),
@@ -147,6 +147,11 @@ static void test_job_lifecycle_node_api(void **state)
 			      "total_steps", 10, "cpu_util", 0.5), &v), 200);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
 				"directive"), "action")), "run");
+	/* the gang's rendezvous: the address rank 0's agent registered */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+				"directive"), "master_addr")), "10.0.3.17");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+		json_object_get(v, "directive"), "node_ips"), 0)), "10.0.3.17");
 	json_decref(v);
 	/* a second progress report of the same attempt measures the pace */
 	j = get_job(id);
@@ -212,9 +217,7 @@ static void test_job_lifecycle_node_api(void **state)
 
 	/* a second job: cancel while provisioning */
 	id2 = create_job(job_od);
-	j = wait_state(id2, "PROVISIONING");
-	node2 = first_node(j, 0);
-	json_decref(j);
+	node2 = wait_booting(id2);
 	node_token(node2, other);
 	assert_string_not_equal(other, ntok);
 	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id2);
@@ -255,6 +258,9 @@ static void test_crash_restarts_then_fails(void **state)
 			v, "directive"), "action")), "run");
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(
 			v, "directive"), "attempt")), attempt);
+		/* registered without an address: where its request came from */
+		assert_string_equal(json_string_value(json_object_get(
+			json_object_get(v, "directive"), "master_addr")), "127.0.0.1");
 		json_decref(v);
 		snprintf(p, sizeof p, "/v1/nodes/%lld/report", (long long)node);
 		assert_int_equal(jreq("POST", p, ntok, json_pack(
@@ -273,7 +279,7 @@ static void test_imds(void **state)
 	char ntok[80], p[160], tok[128];
 	struct sr_http_opts o;
 	struct sr_http_resp r;
-	json_t *v = NULL, *j;
+	json_t *v = NULL;
 	int64_t id, node;
 	const char *h[2] = { NULL, NULL };
 	char hdr[200];
@@ -282,9 +288,7 @@ static void test_imds(void **state)
 	sr_http_opts_default(&o);
 	o.max_retries = 0;
 	id = create_job(job_od);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
-	json_decref(j);
+	node = wait_booting(id);
 	node_token(node, ntok);
 
 	snprintf(p, sizeof p, "/imds/%lld/latest/api/token", (long long)node);

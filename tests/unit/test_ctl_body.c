@@ -214,6 +214,32 @@ static void test_tokens(void **state)
 	rmdir(dir);
 }
 
+static void test_register_addr(void **state)
+{
+	struct api_register b;
+	struct sr_err e = { 0 };
+	json_t *root = NULL;
+
+	(void)state;
+	assert_int_equal(api_parse_register(S("{\"pid\":7}"), &root, &b, &e), 0);
+	assert_string_equal(b.addr, "");   /* spotrund takes the peer's */
+	json_decref(root);
+	assert_int_equal(api_parse_register(S("{\"addr\":\"10.0.3.17\"}"),
+					    &root, &b, &e), 0);
+	assert_string_equal(b.addr, "10.0.3.17");
+	json_decref(root);
+	assert_int_equal(api_parse_register(S("{\"addr\":\"fd00::1\"}"),
+					    &root, &b, &e), 0);
+	json_decref(root);
+	/* a literal only: a host name or anything else is refused */
+	assert_int_equal(api_parse_register(S("{\"addr\":\"node-1; rm\"}"),
+					    &root, &b, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "addr: expected an IPv4 or IPv6 address"));
+	assert_null(root);
+	assert_int_equal(api_parse_register(S("{\"addr\":5}"), &root, &b, &e),
+			 -SR_EPARSE);
+}
+
 static void test_imds_tokens(void **state)
 {
 	unsigned char key[CTL_DIGEST_LEN] = { 1, 2, 3 }, other[CTL_DIGEST_LEN] = { 9 };
@@ -241,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_imds_tokens),
+		cmocka_unit_test(test_register_addr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,147 @@
+"""Gang recovery with real PyTorch DDP through the control plane: a 2-node
+job (examples/demo/train_gang.py: DDP over gloo on CPU, one rank per
+node, spotrun's multi-rank checkpoints) on the local cloud, with one spot
+interruption injected on one node at a time (rank 1's, then rank 0's:
+the replaced rank 0 moves the rendezvous, MASTER_ADDR/MASTER_PORT).
+
+At each recovery:
+  * both ranks take their final checkpoint for the same step (the notice
+    reached one rank; spotrun.dist.should_checkpoint told the other);
+  * the healthy node is kept (same node id before and after), only the
+    noticed rank gets a new node;
+  * both ranks restore the same globally committed step - the final one -
+    on a fresh rendezvous port, and training continues;
+and the finished model is bitwise identical to an uninterrupted 2-rank
+run of the same script (--reference).  Plain pass only (a minute of
+PyTorch; test_dist_env.py takes spotrund's master_addr path under ASan
+too)."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from test_ctl_crash import ROOT, Daemon, make_market
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SPOTRUN_CHECK_MODE") == "asan",
+    reason="a minute of PyTorch; run in the plain pass")
+
+TRAIN = os.path.join(ROOT, "examples", "demo", "train_gang.py")
+ENVS = {"DEMO_STEPS": "240", "DEMO_HIDDEN": "32", "DEMO_STEP_MS": "25",
+        "DEMO_CKPT_EVERY": "20"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def reference():
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(free_port()), WORLD_SIZE="2", **ENVS)
+    ps = [subprocess.Popen(["/usr/bin/python3", TRAIN, "--reference"],
+                           env=dict(env, RANK=str(r)), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+          for r in (0, 1)]
+    outs = [p.communicate(timeout=300)[0] for p in ps]
+    assert [p.returncode for p in ps] == [0, 0], outs
+    line = [ln for ln in outs[0].splitlines() if ln.startswith("RESULT ")]
+    return json.loads(line[0][len("RESULT "):])["hash"]
+
+
+def logs(d, jid):
+    st, body = d.api("GET", "/v1/jobs/%d/logs?limit=5000" % jid)
+    assert st == 200, body
+    return body["lines"]
+
+
+def live_nodes(j):
+    return {n["rank"]: n for n in j["nodes"] if n["state"] == "READY"}
+
+
+def wait_running(d, jid, attempt, step, timeout=180):
+    end = time.time() + timeout
+    while time.time() < end:
+        j = d.job(jid)
+        assert j["state"] not in ("FAILED", "CANCELLED"), j["message"]
+        if j["state"] == "RUNNING" and j["attempt"] >= attempt and \
+                (j["step"] or 0) >= step and len(live_nodes(j)) == 2:
+            return j
+        time.sleep(0.2)
+    raise AssertionError("job %d not RUNNING past step %d in attempt %d: %s"
+                         "\n%s" % (jid, step, attempt, d.job(jid),
+                                   d.log_tail()))
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path, make_market(tmp_path, [1]), "--time-scale", "600",
+               "--notice-ms", "4000", "--heartbeat-timeout", "20s")
+    yield d
+    d.stop()
+
+
+def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
+    d = daemon
+    want = reference()
+    d.start()
+    envs = "".join("  %s: \"%s\"\n" % kv for kv in ENVS.items())
+    jid = d.submit("name: gang-ddp\nnum_nodes: 2\nresources:\n"
+                   "  accelerators: V100:1\n  use_spot: true\n"
+                   "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
+                   "  deadline: 1000h\n  work: 10h\n" % (TRAIN, envs))
+    os.makedirs(os.path.join(d.state, "interrupts"))
+    attempt, step = 1, 40
+    recoveries = []
+    for victim in (1, 0):
+        j = wait_running(d, jid, attempt, step)
+        before = live_nodes(j)
+        # the local cloud reclaims that one node (the injected interruption)
+        open(os.path.join(d.state, "interrupts",
+                          str(before[victim]["id"])), "w").close()
+        j = wait_running(d, jid, j["attempt"] + 1, 0)
+        after = live_nodes(j)
+        recoveries.append((victim, before, after, j["attempt"]))
+        attempt, step = j["attempt"], (j["step"] or 0) + 40
+    j = d.wait([jid], 240)[0]
+    lines = logs(d, jid)
+    text = "\n".join("%s %s %s" % (ln["attempt"], ln["rank"], ln["line"])
+                     for ln in lines if ln["stream"] != "agent")
+    assert j["state"] == "SUCCEEDED", (j["message"], text[-4000:])
+    for victim, before, after, att in recoveries:
+        healthy = 1 - victim
+        # the healthy node was kept, the noticed rank got a new node
+        assert after[healthy]["id"] == before[healthy]["id"], (before, after)
+        assert after[victim]["id"] != before[victim]["id"], (before, after)
+        # every rank took its final checkpoint for one step, and both
+        # ranks of the next attempt restored exactly that step
+        finals = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])
+                  for ln in lines if ln["attempt"] == att - 1 and
+                  ln["line"].startswith("preempted: final checkpoint")}
+        resumed = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])
+                   for ln in lines if ln["attempt"] == att and
+                   ln["line"].startswith("resumed step=")}
+        assert sorted(finals) == [0, 1] and len(set(finals.values())) == 1, \
+            (att, text[-4000:])
+        assert resumed == finals, (att, finals, resumed)
+    # a fresh rendezvous each attempt, shared by its ranks: 3 attempts,
+    # 3 ports, at the master address spotrund sent (rank 0's node)
+    meet = {(ln["attempt"], ln["rank"]): ln["line"].rsplit(" ", 1)[1][:-1]
+            for ln in lines if ln["line"].startswith(("start step=",
+                                                      "resumed step="))}
+    assert j["attempt"] == 3 and len(meet) == 6, meet
+    for a in (1, 2, 3):
+        assert meet[(a, 0)] == meet[(a, 1)], meet
+        assert meet[(a, 0)].startswith("127.0.0.1:")
+    assert len({meet[(a, 0)] for a in (1, 2, 3)}) == 3, meet
+    result = [ln["line"] for ln in lines if ln["line"].startswith("RESULT ")]
+    assert len(result) == 1, text[-4000:]
+    got = json.loads(result[0][len("RESULT "):])
+    assert got["hash"] == want and got["steps"] == 240 and \
+        got["world_size"] == 2
