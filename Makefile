@@ -37,7 +37,7 @@ DEPS_STAMP := .deps-ok
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
 	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP \
-	-I/usr/include/libxml2
+	-I/usr/include/libxml2 -I/usr/include/postgresql
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -62,7 +62,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------

@@ -31,6 +31,7 @@
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
+#include "store/store.h"
 #include "market/catalog.h"
 
 void ctl_config_defaults(struct ctl_config *cfg)
@@ -89,45 +90,53 @@ void ctl__wake(struct ctl *c)
 	pthread_mutex_unlock(&c->wake_mu);
 }
 
-sqlite3 *ctl__db(struct ctl *c)
+struct store *ctl__store(struct ctl *c)
 {
-	sqlite3 *db = pthread_getspecific(c->db_key);
+	struct store *s = pthread_getspecific(c->db_key);
 	struct sr_err e = { 0 };
 
-	if (db)
-		return db;
-	if (ctl_db_open(c->db_path, &db, &e)) {
-		sr_error("ctl", "cannot open database", "err=\"%s\"", sr_err_str(&e, -EIO));
+	if (s)
+		return s;
+	if (store_open(c->db_path, 0, &s, &e)) {
+		sr_error("ctl", "cannot open the store", "err=\"%s\"",
+			 sr_err_str(&e, -EIO));
 		return NULL;
 	}
 	pthread_mutex_lock(&c->conns_mu);
 	if (c->nconns == c->capconns) {
 		size_t nc = c->capconns ? 2 * c->capconns : 16;
-		sqlite3 **v = realloc(c->conns, nc * sizeof *v);
+		struct store **v = realloc(c->conns, nc * sizeof *v);
 
 		if (!v) {
 			pthread_mutex_unlock(&c->conns_mu);
-			sqlite3_close_v2(db);
+			store_close(s);
 			return NULL;
 		}
 		c->conns = v;
 		c->capconns = nc;
 	}
-	c->conns[c->nconns++] = db;
+	c->conns[c->nconns++] = s;
 	pthread_mutex_unlock(&c->conns_mu);
-	pthread_setspecific(c->db_key, db);
-	return db;
+	pthread_setspecific(c->db_key, s);
+	return s;
 }
 
-static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
+sqlite3 *ctl__db(struct ctl *c)
+{
+	struct store *s = ctl__store(c);
+
+	return s ? store_sqlite_handle(s) : NULL;
+}
+
+static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 {
 	char a[64], b[64], s[64];
 	int64_t now = sr_time_real_ns();
 	int rc;
 
-	if (ctl_db_setting_get(db, "clock_real0_ns", a, sizeof a) == 0 &&
-	    ctl_db_setting_get(db, "clock_sim0_s", b, sizeof b) == 0 &&
-	    ctl_db_setting_get(db, "clock_scale", s, sizeof s) == 0) {
+	if (store_setting_get(db, "clock_real0_ns", a, sizeof a, e) == 0 &&
+	    store_setting_get(db, "clock_sim0_s", b, sizeof b, e) == 0 &&
+	    store_setting_get(db, "clock_scale", s, sizeof s, e) == 0) {
 		double old = strtod(s, NULL);
 
 		c->real0_ns = strtoll(a, NULL, 10);
@@ -144,14 +153,14 @@ static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
 	snprintf(a, sizeof a, "%" PRId64, c->real0_ns);
 	snprintf(b, sizeof b, "%.6f", c->sim0_s);
 	snprintf(s, sizeof s, "%.17g", c->cfg.time_scale);
-	rc = ctl_db_begin(db, e);
+	rc = store_begin(db, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_real0_ns", a, e);
+		rc = store_setting_set(db, "clock_real0_ns", a, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_sim0_s", b, e);
+		rc = store_setting_set(db, "clock_sim0_s", b, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_scale", s, e);
-	rc = ctl_db_end(db, rc, e);
+		rc = store_setting_set(db, "clock_scale", s, e);
+	rc = store_end(db, rc, e);
 	return rc;
 }
 
@@ -319,7 +328,7 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 		    struct sr_err *e)
 {
 	struct ctl *c = calloc(1, sizeof *c);
-	sqlite3 *db;
+	struct store *db;
 	char path[2400];
 	int rc;
 
@@ -372,12 +381,12 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 		rc = load_key(c, "secrets.key", c->secrets_key, e);
 	if (rc)
 		goto fail;
-	db = ctl__db(c);
+	db = ctl__store(c);
 	if (!db) {
 		rc = sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
 		goto fail;
 	}
-	rc = ctl_db_migrate(db, e);
+	rc = store_migrate(db, e);
 	if (!rc)
 		rc = load_clock(c, db, e);
 	if (rc)
@@ -430,7 +439,7 @@ void ctl_stop(struct ctl *c)
 	if (c->prov.ops && c->prov.ops->destroy)
 		c->prov.ops->destroy(c->prov.st);
 	for (size_t i = 0; i < c->nconns; i++)
-		sqlite3_close_v2(c->conns[i]);
+		store_close(c->conns[i]);
 	free(c->conns);
 	pthread_key_delete(c->db_key);
 	pthread_mutex_destroy(&c->wake_mu);

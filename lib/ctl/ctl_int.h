@@ -14,6 +14,7 @@
 #include "ctl/ctl.h"
 #include "ctl/provider.h"
 #include "ctl/router.h"
+#include "store/store.h"
 
 struct MHD_Daemon;
 
@@ -68,9 +69,9 @@ struct ctl {
 	pthread_cond_t wake_cv;
 	bool wake;
 
-	pthread_key_t db_key;        /* per-thread sqlite3* */
+	pthread_key_t db_key;        /* per-thread struct store * */
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
-	sqlite3 **conns;
+	struct store **conns;
 	size_t nconns, capconns;
 
 	/* Policy states of the unfinished jobs (reconciler thread only). */
@@ -123,7 +124,10 @@ bool ctl__spot_open(struct ctl *c, int pool, double sim_s);
 const char *ctl__prov_name(const struct ctl *c, int pool);
 bool ctl__prov_shared(const struct ctl *c, int pool);
 
-/* The calling thread's connection (opened on first use). NULL on failure. */
+/* The calling thread's store connection (opened on first use); NULL on
+ * failure.  ctl__db: its SQLite handle, for the files not yet moved
+ * behind lib/store (the reconciler's; docs/store.md). */
+struct store *ctl__store(struct ctl *c);
 sqlite3 *ctl__db(struct ctl *c);
 
 /* Real-time and monotonic now, from c->clock (ctl.c). */
@@ -170,9 +174,18 @@ int ctl__prov_aws_init(struct ctl *c, struct sr_err *e);
 int ctl__prov_multi_init(struct ctl *c, const struct ctl_provider *v, size_t n,
 			 struct sr_err *e);
 
-/* The job/node JSON views (views.c); new references or NULL. */
-json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes);
-json_t *ctl__node_json_row(sqlite3_stmt *st);
+/* The job/node JSON views (views.c), shapes in docs/api.md.
+ * ctl__job_json: a new reference, or NULL with *e set (-SR_ENOTFOUND: no
+ * such job; a store error is reported, never read as "no job").
+ * ctl__node_json_row: the node of st's current row (selected with
+ * ctl__node_cols), or NULL when out of memory.
+ * ctl__nodes_append: append to arr every node row of `sql` (which selects
+ * ctl__node_cols and takes nargs int64 parameters); 0 or an error. */
+json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
+		      bool with_nodes, struct sr_err *e);
+json_t *ctl__node_json_row(struct store_stmt *st);
+int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
+		      int nargs, json_t *arr, struct sr_err *e);
 extern const char ctl__node_cols[];
 
 /* Fire event hooks for committed events (reconcile.c). */
@@ -182,7 +195,7 @@ void ctl__ticks_call(struct ctl *c, sqlite3 *db);
 size_t ctl__hooks_count(void);
 
 /* Directive for a node, from the database (routes_nodes.c). */
-json_t *ctl__directive(sqlite3 *db, int64_t node_id);
+json_t *ctl__directive(struct store *db, int64_t node_id);
 
 /* One request, built by server.c, read through router.h's accessors. */
 #define CTL_MAX_PARAMS 4
