@@ -37,7 +37,7 @@ DEPS_STAMP := .deps-ok
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Wshadow -Wformat=2 -Werror \
 	-fPIC -fvisibility=hidden -D_GNU_SOURCE -Iinclude -Ilib -MMD -MP \
-	-I/usr/include/libxml2
+	-I/usr/include/libxml2 -I/usr/include/postgresql
 ifeq ($(SAN),1)
 CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -62,7 +62,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -235,14 +235,21 @@ fuzz: fuzz-build
 # The main job (scripts/demo-gang): spotrund + the local spot cloud + a
 # 2-node PyTorch DDP gang through preemptions of one node at a time,
 # then the report.  demo-single (scripts/demo): one node through market
-# preemptions and moves, checkpoints in s3rver.
+# preemptions and moves, checkpoints in s3rver.  CLOUD=aws-emulated runs
+# the single-node job through the AWS provider and EC2 driver against the
+# EC2 emulator instead (docs/providers.md).
+CLOUD ?= local
 demo: deps
 	@$(MAKE) --no-print-directory build
+ifeq ($(CLOUD),aws-emulated)
+	@scripts/demo --build $(BUILD) --cloud aws-emulated
+else
 	@scripts/demo-gang --build $(BUILD)
+endif
 
 demo-single: deps
 	@$(MAKE) --no-print-directory build
-	@scripts/demo --build $(BUILD)
+	@scripts/demo --build $(BUILD) --cloud $(CLOUD)
 
 bench: all
 	@scripts/run-bench build

@@ -45,7 +45,7 @@ _spotrun()
         daemon)
             COMPREPLY=($(compgen -W "start stop status --listen --help" -- "$cur")) ;;
         cost)
-            COMPREPLY=($(compgen -W "--by --since --until --job --focus --account --account-name --state-dir --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--by --since --until --job --focus --account --account-name --api --state-dir --json --help" -- "$cur")) ;;
         ckpt)
             COMPREPLY=($(compgen -W "ls verify inspect bench --json --help" -- "$cur")) ;;
         sim)

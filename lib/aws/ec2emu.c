@@ -451,6 +451,33 @@ int ec2emu_preempt(struct ec2emu *m, const char *id)
 	return rc;
 }
 
+int ec2emu_reclaim_all(struct ec2emu *m)
+{
+	struct { char zone[40], type[48]; } pools[EMU_MAX_NOCAP];
+	size_t np = 0;
+	int n = 0;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->ninst; i++) {
+		struct emu_inst *in = m->inst[i];
+
+		if (!in->spot || in->state > EMU_RUNNING)
+			continue;
+		if (in->notice_sim < 0)
+			in->notice_sim = ec2emu__now(m);
+		n++;
+		if (np < EMU_MAX_NOCAP) {
+			snprintf(pools[np].zone, sizeof(pools[np].zone), "%s", in->zone);
+			snprintf(pools[np].type, sizeof(pools[np].type), "%s", in->type);
+			np++;
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < np; i++)
+		ec2emu_set_capacity(m, pools[i].zone, pools[i].type, EC2EMU_NONE);
+	return n;
+}
+
 int ec2emu_set_capacity(struct ec2emu *m, const char *zone,
 			const char *instance_type, enum ec2emu_capacity c)
 {

@@ -70,6 +70,11 @@ const char *ec2emu_url(const struct ec2emu *m);
  * -SR_ENOTFOUND if no such running spot instance. */
 int ec2emu_preempt(struct ec2emu *m, const char *id);
 
+/* Every pool that holds a running spot instance loses its capacity now
+ * (pinned to EC2EMU_NONE) and each such instance gets its notice, as
+ * when the cloud reclaims the pool.  Returns the number noticed. */
+int ec2emu_reclaim_all(struct ec2emu *m);
+
 /* Override the spot capacity of (zone, instance type), for deterministic
  * tests and demos: EC2EMU_TRACE (the default), EC2EMU_NONE, EC2EMU_PLENTY.
  * -ENOSPC when too many overrides are set. */

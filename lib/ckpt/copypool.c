@@ -1,18 +1,23 @@
 /*
  * copypool.c - the tier-1 copy threads.
  *
- * A job is a list of segments (dst, src, n).  With T threads, thread i
- * copies bytes [i*B/T, (i+1)*B/T) of the concatenation of all segments,
- * so a job is split evenly however the tensor sizes are mixed.  The
- * threads are started once and sleep between jobs; a job allocates
- * nothing.  The last thread to finish runs the job's done hook, then the
- * job counts as finished (ckpt__pool_wait returns).
+ * A job is a list of segments (dst, src, n).  The threads take the
+ * concatenation of all segments POOL_CHUNK bytes at a time from a shared
+ * cursor, so a job is split evenly however the tensor sizes are mixed,
+ * and a thread that gets less CPU copies less: with the training thread
+ * pinned to CPU 0, the copy thread sharing CPU 0 with it no longer holds
+ * back the copy the training thread waits for (an even split made it the
+ * straggler).  The threads are started once and sleep between jobs; a
+ * job allocates nothing.  The last thread to finish runs the job's done
+ * hook, then the job counts as finished (ckpt__pool_wait returns).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define POOL_CHUNK (8ull << 20)
 
 struct ckpt_pool {
 	pthread_mutex_t mu;
@@ -24,6 +29,7 @@ struct ckpt_pool {
 	const struct ckpt_seg *segs;
 	size_t nsegs;
 	uint64_t total;
+	atomic_uint_fast64_t next; /* cursor: first byte not yet taken */
 	ckpt_done_fn done;
 	void *ud;
 	pthread_t *th;
@@ -69,15 +75,19 @@ static void *worker(void *argp)
 		{
 			const struct ckpt_seg *segs = p->segs;
 			size_t n = p->nsegs;
-			uint64_t T = (uint64_t)p->nthreads, B = p->total;
-			uint64_t lo = B / T * (uint64_t)arg->idx;
-			uint64_t hi = arg->idx == p->nthreads - 1 ? B : lo + B / T;
-
+			uint64_t B = p->total;
 			struct ckpt_place *pl = p->place;
 
 			pthread_mutex_unlock(&p->mu);
 			ckpt__place_apply(pl, &placed, 0);
-			copy_range(segs, n, lo, hi);
+			for (;;) {
+				uint64_t lo = atomic_fetch_add(&p->next, POOL_CHUNK);
+
+				if (lo >= B)
+					break;
+				copy_range(segs, n, lo, B - lo < POOL_CHUNK ? B :
+					   lo + POOL_CHUNK);
+			}
 			pthread_mutex_lock(&p->mu);
 		}
 		if (--p->running == 0) {
@@ -172,6 +182,7 @@ void ckpt__pool_start(struct ckpt_pool *p, const struct ckpt_seg *segs,
 	p->total = 0;
 	for (size_t i = 0; i < n; i++)
 		p->total += segs[i].n;
+	atomic_store(&p->next, 0);
 	p->done = done;
 	p->ud = ud;
 	p->running = p->nthreads;

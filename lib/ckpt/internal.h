@@ -203,6 +203,11 @@ typedef int (*ckpt_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
  * stops the read and is returned. */
 int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
 			uint64_t len, ckpt_sink_fn sink, void *ud);
+/* Read into buf[0..n) (4096-aligned, resident, the caller's until
+ * io_free) instead of a fresh mapping; the queue depth shrinks to what
+ * fits.  Returns 0, or -ENOBUFS (nothing changed) when not even two
+ * chunks fit. */
+int ckpt__io_borrow_buffer(struct ckpt_io *io, uint8_t *buf, uint64_t n);
 
 /* ---- commit.c ---------------------------------------------------------------- */
 struct ckpt_commit_opts {
@@ -239,7 +244,12 @@ int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp);
  * in it; the previous checkpoint is then tried. */
 int ckpt__restore_loop(const char *dir, int64_t max_step,
 		       spotckpt_lookup_fn lookup, int (*check)(void *ud),
-		       void *ud, int64_t *step);
+		       void *ud, uint8_t *buf, uint64_t buf_bytes,
+		       int64_t *step);
+/* reader.c: read through buf[0..n) (resident, 4096-aligned, the caller's
+ * while the reader reads) instead of fresh mappings per thread. */
+void ckpt__reader_borrow_buffer(struct spotckpt_reader *r, uint8_t *buf,
+				uint64_t n);
 
 /* Steps of committed checkpoints in dir, newest first (malloc'd). */
 int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,

@@ -14,8 +14,10 @@ struct ckpt_io {
 	int have_ring;
 	uint32_t depth;     /* requests in flight */
 	uint32_t chunk;     /* bytes per request, multiple of 4096 */
-	uint8_t *bounce;    /* reads: mmap'd, huge pages when the kernel can */
+	uint8_t *bounce;    /* reads: mmap'd, huge pages when the kernel can,
+			     * or the caller's (bounce_ext) */
 	uint64_t bounce_bytes;
+	int bounce_ext;     /* bounce is borrowed: not unmapped by io_free */
 	uint64_t max_bytes_per_s; /* writes: rate cap, 0 = none */
 };
 

@@ -198,6 +198,20 @@ static int bounce_alloc(struct ckpt_io *io)
 	return 0;
 }
 
+int ckpt__io_borrow_buffer(struct ckpt_io *io, uint8_t *buf, uint64_t n)
+{
+	uint64_t fit = n / io->chunk;
+
+	if (io->bounce || ((uintptr_t)buf & 4095) || fit < 2)
+		return -ENOBUFS;
+	if (fit < io->depth)
+		io->depth = (uint32_t)fit; /* the ring keeps its size: fewer used */
+	io->bounce = buf;
+	io->bounce_bytes = (uint64_t)io->depth * io->chunk;
+	io->bounce_ext = 1;
+	return 0;
+}
+
 int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
 			uint64_t len, ckpt_sink_fn sink, void *ud)
 {

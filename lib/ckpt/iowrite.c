@@ -47,7 +47,7 @@ void ckpt__io_free(struct ckpt_io *io)
 		return;
 	if (io->have_ring)
 		io_uring_queue_exit(&io->ring);
-	if (io->bounce)
+	if (io->bounce && !io->bounce_ext)
 		munmap(io->bounce, io->bounce_bytes);
 	free(io);
 }

@@ -34,7 +34,18 @@ struct spotckpt_reader {
 	struct ckpt_manifest m;
 	uint32_t io_depth, io_chunk;
 	struct objstore_rd *remote; /* tier 3: reads go to the object store */
+	uint8_t *buf;            /* borrowed read buffers (the engine's idle
+				  * staging slot) or NULL: each thread maps its
+				  * own */
+	uint64_t buf_bytes;
 };
+
+void ckpt__reader_borrow_buffer(struct spotckpt_reader *r, uint8_t *buf,
+				uint64_t n)
+{
+	r->buf = buf;
+	r->buf_bytes = n;
+}
 
 static char *path_join(const char *a, const char *b)
 {
@@ -212,6 +223,13 @@ struct job_set {
 	int failed;
 };
 
+/* One reading thread: its share of the borrowed buffer, if any. */
+struct shard_worker {
+	struct job_set *js;
+	uint8_t *buf;
+	uint64_t buf_bytes;
+};
+
 static int run_job(struct shard_job *j, struct ckpt_io *io)
 {
 	const struct ckpt_layout *l = j->r->m.l;
@@ -239,11 +257,14 @@ static int run_job(struct shard_job *j, struct ckpt_io *io)
 
 static void *shard_thread(void *arg)
 {
-	struct job_set *js = arg;
+	struct shard_worker *w = arg;
+	struct job_set *js = w->js;
 	struct ckpt_io *io = NULL;
 
 	if (ckpt__io_new(js->jobs[0].r->io_depth, js->jobs[0].r->io_chunk, &io))
 		io = NULL;
+	if (io && w->buf) /* else (too small) the io maps its own */
+		ckpt__io_borrow_buffer(io, w->buf, w->buf_bytes);
 	for (;;) {
 		struct shard_job *j = NULL;
 
@@ -321,6 +342,7 @@ static int run_shards(struct spotckpt_reader *r,
 {
 	struct job_set js = { 0 };
 	pthread_t th[READ_THREADS_MAX];
+	struct shard_worker w[READ_THREADS_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nth = 0, rc = 0, want;
 
@@ -330,12 +352,23 @@ static int run_shards(struct spotckpt_reader *r,
 	pthread_mutex_init(&js.mu, NULL);
 	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
 	js.n = plan_jobs(r, dest, verify_all, want, js.jobs);
+	if ((size_t)want > js.n)
+		want = js.n ? (int)js.n : 1;
+	for (int i = 0; i < want; i++) {
+		/* thread i reads into the i-th 2 MiB-aligned share of the
+		 * borrowed buffer (huge pages stay whole) */
+		uint64_t share = r->buf_bytes / (uint64_t)want & ~((2ull << 20) - 1);
+
+		w[i].js = &js;
+		w[i].buf = r->buf && share ? r->buf + share * (uint64_t)i : NULL;
+		w[i].buf_bytes = share;
+	}
 	for (int i = 0; i < want && (size_t)i < js.n; i++) {
-		if (pthread_create(&th[nth], NULL, shard_thread, &js) == 0)
+		if (pthread_create(&th[nth], NULL, shard_thread, &w[nth]) == 0)
 			nth++;
 	}
 	if (nth == 0 && js.n > 0)
-		shard_thread(&js);
+		shard_thread(&w[0]);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	for (size_t i = 0; i < js.n; i++) {

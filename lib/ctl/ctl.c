@@ -31,6 +31,7 @@
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
 #include "ctl/db.h"
+#include "store/store.h"
 #include "market/catalog.h"
 
 void ctl_config_defaults(struct ctl_config *cfg)
@@ -59,9 +60,19 @@ double ctl__sim_at(const struct ctl *c, int64_t real_ns)
 	return c->sim0_s + (double)(real_ns - c->real0_ns) / 1e9 * c->cfg.time_scale;
 }
 
+int64_t ctl__now(const struct ctl *c)
+{
+	return c->clock.real_ns ? c->clock.real_ns(c->clock.ud) : sr_time_real_ns();
+}
+
+int64_t ctl__mono(const struct ctl *c)
+{
+	return c->clock.mono_ns ? c->clock.mono_ns(c->clock.ud) : sr_time_mono_ns();
+}
+
 double ctl__sim_now(const struct ctl *c)
 {
-	return ctl__sim_at(c, sr_time_real_ns());
+	return ctl__sim_at(c, ctl__now(c));
 }
 
 double ctl_time_scale(const struct ctl *c) { return c->cfg.time_scale; }
@@ -79,45 +90,53 @@ void ctl__wake(struct ctl *c)
 	pthread_mutex_unlock(&c->wake_mu);
 }
 
-sqlite3 *ctl__db(struct ctl *c)
+struct store *ctl__store(struct ctl *c)
 {
-	sqlite3 *db = pthread_getspecific(c->db_key);
+	struct store *s = pthread_getspecific(c->db_key);
 	struct sr_err e = { 0 };
 
-	if (db)
-		return db;
-	if (ctl_db_open(c->db_path, &db, &e)) {
-		sr_error("ctl", "cannot open database", "err=\"%s\"", sr_err_str(&e, -EIO));
+	if (s)
+		return s;
+	if (store_open(c->db_path, 0, &s, &e)) {
+		sr_error("ctl", "cannot open the store", "err=\"%s\"",
+			 sr_err_str(&e, -EIO));
 		return NULL;
 	}
 	pthread_mutex_lock(&c->conns_mu);
 	if (c->nconns == c->capconns) {
 		size_t nc = c->capconns ? 2 * c->capconns : 16;
-		sqlite3 **v = realloc(c->conns, nc * sizeof *v);
+		struct store **v = realloc(c->conns, nc * sizeof *v);
 
 		if (!v) {
 			pthread_mutex_unlock(&c->conns_mu);
-			sqlite3_close_v2(db);
+			store_close(s);
 			return NULL;
 		}
 		c->conns = v;
 		c->capconns = nc;
 	}
-	c->conns[c->nconns++] = db;
+	c->conns[c->nconns++] = s;
 	pthread_mutex_unlock(&c->conns_mu);
-	pthread_setspecific(c->db_key, db);
-	return db;
+	pthread_setspecific(c->db_key, s);
+	return s;
 }
 
-static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
+sqlite3 *ctl__db(struct ctl *c)
+{
+	struct store *s = ctl__store(c);
+
+	return s ? store_sqlite_handle(s) : NULL;
+}
+
+static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 {
 	char a[64], b[64], s[64];
 	int64_t now = sr_time_real_ns();
 	int rc;
 
-	if (ctl_db_setting_get(db, "clock_real0_ns", a, sizeof a) == 0 &&
-	    ctl_db_setting_get(db, "clock_sim0_s", b, sizeof b) == 0 &&
-	    ctl_db_setting_get(db, "clock_scale", s, sizeof s) == 0) {
+	if (store_setting_get(db, "clock_real0_ns", a, sizeof a, e) == 0 &&
+	    store_setting_get(db, "clock_sim0_s", b, sizeof b, e) == 0 &&
+	    store_setting_get(db, "clock_scale", s, sizeof s, e) == 0) {
 		double old = strtod(s, NULL);
 
 		c->real0_ns = strtoll(a, NULL, 10);
@@ -134,14 +153,14 @@ static int load_clock(struct ctl *c, sqlite3 *db, struct sr_err *e)
 	snprintf(a, sizeof a, "%" PRId64, c->real0_ns);
 	snprintf(b, sizeof b, "%.6f", c->sim0_s);
 	snprintf(s, sizeof s, "%.17g", c->cfg.time_scale);
-	rc = ctl_db_begin(db, e);
+	rc = store_begin(db, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_real0_ns", a, e);
+		rc = store_setting_set(db, "clock_real0_ns", a, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_sim0_s", b, e);
+		rc = store_setting_set(db, "clock_sim0_s", b, e);
 	if (!rc)
-		rc = ctl_db_setting_set(db, "clock_scale", s, e);
-	rc = ctl_db_end(db, rc, e);
+		rc = store_setting_set(db, "clock_scale", s, e);
+	rc = store_end(db, rc, e);
 	return rc;
 }
 
@@ -244,10 +263,72 @@ static void find_agent(struct ctl *c)
 	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
 }
 
+/* The provider named by --providers ("local" or "aws").  The agents'
+ * URL is needed by a cloud's bootstrap, so the HTTP server is prepared
+ * first (ctl__http_prepare fills c->url). */
+static int prov_one(struct ctl *c, const char *p, size_t len, struct sr_err *e)
+{
+	if (len == 5 && strncmp(p, "local", 5) == 0)
+		return ctl__prov_local_init(c, e);
+	if (len == 3 && strncmp(p, "aws", 3) == 0)
+		return ctl__prov_aws_init(c, e);
+	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown provider "
+			  "'%.*s' (built: local, aws)", (int)len, p);
+}
+
+/* "local", "aws" or a comma-separated list of them (each once). */
+static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
+{
+	struct ctl_provider v[4];
+	const char *p = names && names[0] ? names : "local";
+	size_t n = 0;
+	int rc = 0;
+
+	while (!rc) {
+		size_t len = strcspn(p, ",");
+
+		for (size_t i = 0; i < n && !rc; i++) {
+			if (strlen(v[i].ops->name) == len &&
+			    strncmp(v[i].ops->name, p, len) == 0)
+				rc = sr_err_set(e, -EINVAL, "--providers: '%.*s' "
+						"named twice", (int)len, p);
+		}
+		if (!rc && n == sizeof v / sizeof v[0])
+			rc = sr_err_set(e, -EINVAL, "--providers: too many");
+		if (!rc)
+			rc = prov_one(c, p, len, e);
+		if (rc)
+			break;
+		v[n++] = c->prov;
+		c->prov = (struct ctl_provider){ 0 };
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	if (!rc && n == 1) {
+		c->prov = v[0];
+		return 0;
+	}
+	if (!rc)
+		rc = ctl__prov_multi_init(c, v, n, e);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			v[i].ops->destroy(v[i].st);
+	}
+	return rc;
+}
+
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 {
+	return ctl__start_with(cfg, NULL, NULL, out, e);
+}
+
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+		    const struct ctl_clock *clock, struct ctl **out,
+		    struct sr_err *e)
+{
 	struct ctl *c = calloc(1, sizeof *c);
-	sqlite3 *db;
+	struct store *db;
 	char path[2400];
 	int rc;
 
@@ -255,6 +336,8 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	if (!c)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	c->cfg = *cfg;
+	if (clock)
+		c->clock = *clock;
 	pthread_mutex_init(&c->wake_mu, NULL);
 	{
 		/* The reconciler's period is a timeout inside this process:
@@ -298,12 +381,12 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 		rc = load_key(c, "secrets.key", c->secrets_key, e);
 	if (rc)
 		goto fail;
-	db = ctl__db(c);
+	db = ctl__store(c);
 	if (!db) {
 		rc = sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
 		goto fail;
 	}
-	rc = ctl_db_migrate(db, e);
+	rc = store_migrate(db, e);
 	if (!rc)
 		rc = load_clock(c, db, e);
 	if (rc)
@@ -313,12 +396,10 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
-	if (strcmp(cfg->provider, "local") != 0) {
-		rc = sr_err_set(e, -SR_EUNSUPPORTED, "--provider %s: only 'local' is "
-				"built", cfg->provider);
-		goto fail;
-	}
-	rc = ctl__prov_local_init(c, e);
+	if (prov)
+		c->prov = *prov;
+	else
+		rc = prov_init(c, cfg->provider, e);
 	if (rc)
 		goto fail;
 	ctl__routes_jobs();
@@ -327,12 +408,14 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	rc = ctl__http_start(c, e);
 	if (rc)
 		goto fail;
-	rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
-	if (rc) {
-		rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
-		goto fail;
+	if (!cfg->manual_reconcile) {
+		rc = pthread_create(&c->reconciler, NULL, ctl__reconcile_main, c);
+		if (rc) {
+			rc = sr_err_set(e, -rc, "reconciler thread: %s", strerror(rc));
+			goto fail;
+		}
+		c->reconciler_started = true;
 	}
-	c->reconciler_started = true;
 	sr_info("ctl", "spotrund started", "url=%s state=%s scale=%g provider=%s",
 		c->url, c->state_dir, c->cfg.time_scale, c->prov.ops->name);
 	*out = c;
@@ -356,7 +439,7 @@ void ctl_stop(struct ctl *c)
 	if (c->prov.ops && c->prov.ops->destroy)
 		c->prov.ops->destroy(c->prov.st);
 	for (size_t i = 0; i < c->nconns; i++)
-		sqlite3_close_v2(c->conns[i]);
+		store_close(c->conns[i]);
 	free(c->conns);
 	pthread_key_delete(c->db_key);
 	pthread_mutex_destroy(&c->wake_mu);

@@ -41,6 +41,14 @@ struct ctl_config {
 	const char *tls_key;       /* its PEM private key file */
 	int insecure_listen;       /* allow a non-loopback listen_host
 				      without TLS (tokens in clear) */
+	int manual_reconcile;      /* tests: start no reconciler thread;
+				      the caller runs passes itself */
+	/* --providers aws: what RunInstances starts (NULL = not set) */
+	const char *aws_image;     /* AMI with spotrun-agent installed */
+	const char *aws_subnet;    /* subnet id (sets the VPC and zone) */
+	const char *aws_security_group;
+	const char *aws_key_name;
+	const char *aws_instance_profile;
 };
 
 /* Defaults for every field except state_dir. */

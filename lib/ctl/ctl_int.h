@@ -9,10 +9,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "common/backoff.h"
 #include "ctl/auth.h"
 #include "ctl/ctl.h"
 #include "ctl/provider.h"
 #include "ctl/router.h"
+#include "store/store.h"
 
 struct MHD_Daemon;
 
@@ -25,8 +27,20 @@ struct ctl_pol {
 	size_t len;
 };
 
+/* The reconciler's clocks.  NULL functions = the system's real-time and
+ * monotonic clocks (sr_time_real_ns, sr_time_mono_ns); unit tests
+ * inject their own so a pass is deterministic (no sleeps). */
+struct ctl_clock {
+	int64_t (*real_ns)(void *ud);
+	int64_t (*mono_ns)(void *ud);
+	void *ud;
+};
+
+#define CTL_MARKS_MAX 64
+
 struct ctl {
 	struct ctl_config cfg;
+	struct ctl_clock clock;
 	char state_dir[2048];
 	char db_path[2304];
 	char data_dir[2048];
@@ -55,9 +69,9 @@ struct ctl {
 	pthread_cond_t wake_cv;
 	bool wake;
 
-	pthread_key_t db_key;        /* per-thread sqlite3* */
+	pthread_key_t db_key;        /* per-thread struct store * */
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
-	sqlite3 **conns;
+	struct store **conns;
 	size_t nconns, capconns;
 
 	/* Policy states of the unfinished jobs (reconciler thread only). */
@@ -67,6 +81,18 @@ struct ctl {
 	/* Node silence on the monotonic clock (recon_int.h; reconciler
 	 * thread only; released by ctl__silence_free). */
 	struct hbtable *hbseen;
+
+	/* Pools where a launch just failed for lack of capacity: no spot
+	 * there until `until_ns` (real clock; reconciler thread only). */
+	struct ctl_mark {
+		int pool;
+		int64_t until_ns;
+	} marks[CTL_MARKS_MAX];
+	size_t nmarks;
+
+	/* Paces launches after the cloud throttled us or failed
+	 * transiently (monotonic clock; reconciler thread only). */
+	struct sr_backoff launch_bo;
 };
 
 /* Release c->hbseen (recon_nodes.c). */
@@ -84,8 +110,29 @@ int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len);
 void ctl__pol_prune(struct ctl *c, const int64_t *live, size_t n);
 void ctl__pol_clear(struct ctl *c);
 
-/* The calling thread's connection (opened on first use). NULL on failure. */
+/* Capacity marks (recon_place.c, reconciler thread only).  _mark: a
+ * launch in `pool` failed for lack of capacity, or the cloud noticed a
+ * node there (reclaiming it); the pool counts as without spot for one
+ * policy tick.  _open: the pool sells spot now -
+ * the market view says so and no mark holds. */
+void ctl__pool_mark(struct ctl *c, int pool);
+bool ctl__spot_open(struct ctl *c, int pool, double sim_s);
+
+/* The provider that sells `pool` (its name, as nodes.provider records
+ * it) and whether its nodes share the control plane's disk
+ * (recon_place.c; any thread). */
+const char *ctl__prov_name(const struct ctl *c, int pool);
+bool ctl__prov_shared(const struct ctl *c, int pool);
+
+/* The calling thread's store connection (opened on first use); NULL on
+ * failure.  ctl__db: its SQLite handle, for the files not yet moved
+ * behind lib/store (the reconciler's; docs/store.md). */
+struct store *ctl__store(struct ctl *c);
 sqlite3 *ctl__db(struct ctl *c);
+
+/* Real-time and monotonic now, from c->clock (ctl.c). */
+int64_t ctl__now(const struct ctl *c);
+int64_t ctl__mono(const struct ctl *c);
 
 /* Cloud clock now / for a wall-clock instant. */
 double ctl__sim_now(const struct ctl *c);
@@ -107,6 +154,13 @@ int ctl__http_prepare(struct ctl *c, struct sr_err *e);
 int ctl__http_start(struct ctl *c, struct sr_err *e);
 void ctl__http_stop(struct ctl *c);
 
+/* ctl_start with an injected provider (its ops->destroy is called at
+ * ctl_stop) and clock (NULL: the system's), set before any thread
+ * starts; for tests. */
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+		    const struct ctl_clock *clock, struct ctl **out,
+		    struct sr_err *e);
+
 /* Reconciler (reconcile.c). */
 void *ctl__reconcile_main(void *arg);
 /* One pass over every job and node; for tests. */
@@ -114,10 +168,24 @@ int ctl__reconcile_once(struct ctl *c);
 
 /* Local provider (prov_local.c). */
 int ctl__prov_local_init(struct ctl *c, struct sr_err *e);
+/* AWS EC2 provider (prov_aws.c); needs c->url and c->data_dir. */
+int ctl__prov_aws_init(struct ctl *c, struct sr_err *e);
+/* Several providers as one (prov_multi.c): takes ownership of v[0..n). */
+int ctl__prov_multi_init(struct ctl *c, const struct ctl_provider *v, size_t n,
+			 struct sr_err *e);
 
-/* The job/node JSON views (views.c); new references or NULL. */
-json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes);
-json_t *ctl__node_json_row(sqlite3_stmt *st);
+/* The job/node JSON views (views.c), shapes in docs/api.md.
+ * ctl__job_json: a new reference, or NULL with *e set (-SR_ENOTFOUND: no
+ * such job; a store error is reported, never read as "no job").
+ * ctl__node_json_row: the node of st's current row (selected with
+ * ctl__node_cols), or NULL when out of memory.
+ * ctl__nodes_append: append to arr every node row of `sql` (which selects
+ * ctl__node_cols and takes nargs int64 parameters); 0 or an error. */
+json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
+		      bool with_nodes, struct sr_err *e);
+json_t *ctl__node_json_row(struct store_stmt *st);
+int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
+		      int nargs, json_t *arr, struct sr_err *e);
 extern const char ctl__node_cols[];
 
 /* Fire event hooks for committed events (reconcile.c). */
@@ -127,7 +195,7 @@ void ctl__ticks_call(struct ctl *c, sqlite3 *db);
 size_t ctl__hooks_count(void);
 
 /* Directive for a node, from the database (routes_nodes.c). */
-json_t *ctl__directive(sqlite3 *db, int64_t node_id);
+json_t *ctl__directive(struct store *db, int64_t node_id);
 
 /* One request, built by server.c, read through router.h's accessors. */
 #define CTL_MAX_PARAMS 4

@@ -1,10 +1,7 @@
 /*
- * db.c - open, migrate and transaction helpers for spotrund's database.
- *
- * Migrations: ctl_db_migrations[] in db_schema.c is an ordered list of
- * SQL scripts.  Migration i (1-based) runs in one transaction together
- * with the UPDATE of schema_version to i, so a crash in the middle leaves
- * the previous version intact and the next start re-runs it.
+ * db.c - the SQLite helpers of the files not yet moved behind lib/store
+ * (the reconciler's: recon_*.c, reconcile.c, routes_imds.c; see
+ * docs/store.md).  The schema and its migrations live in lib/store.
  */
 #include "ctl/db.h"
 
@@ -12,8 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl/db_schema.h"
-#include "finops/ledger.h"
+#include "store/store.h"
 
 int ctl_db_err(sqlite3 *db, int src, struct sr_err *e, const char *what)
 {
@@ -141,55 +137,25 @@ int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
 
 int ctl_db_version(sqlite3 *db)
 {
-	sqlite3_stmt *st = NULL;
-	int v = 0;
+	struct store *s = NULL, *tmp = NULL;
+	struct sr_err e = { 0 };
+	int v;
 
-	if (sqlite3_prepare_v2(db, "SELECT version FROM schema_version "
-			       "WHERE component='ctl'", -1, &st, NULL) != SQLITE_OK)
+	if (store_bridge(db, &s, &tmp, &e))
 		return 0;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return v;
+	v = store_schema_version(s, &e);
+	store_close(tmp);
+	return v < 0 ? 0 : v;
 }
 
 int ctl_db_migrate(sqlite3 *db, struct sr_err *e)
 {
-	int rc, v, i;
-	char sql[128];
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
 
-	rc = ctl_db_exec(db, "CREATE TABLE IF NOT EXISTS schema_version("
-			     " component TEXT PRIMARY KEY,"
-			     " version INTEGER NOT NULL) STRICT", e);
-	if (rc)
-		return rc;
-	v = ctl_db_version(db);
-	if (v > (int)ctl_db_nmigrations)
-		return sr_err_set(e, -SR_EUNSUPPORTED,
-				  "database schema version %d is newer than "
-				  "this spotrund (%zu)", v, ctl_db_nmigrations);
-	for (i = v; i < (int)ctl_db_nmigrations; i++) {
-		rc = ctl_db_begin(db, e);
-		if (rc)
-			return rc;
-		rc = ctl_db_exec(db, ctl_db_migrations[i], e);
-		if (rc) {
-			sr_err_prefix(e, "migration %d", i + 1);
-			goto fail;
-		}
-		snprintf(sql, sizeof sql, "INSERT INTO schema_version "
-			 "VALUES('ctl', %d) ON CONFLICT(component) DO UPDATE "
-			 "SET version=excluded.version", i + 1);
-		rc = ctl_db_exec(db, sql, e);
-		if (rc)
-			goto fail;
-		rc = ctl_db_commit(db, e);
-		if (rc)
-			return rc;
-	}
-	return ledger_migrate(db, e);
-fail:
-	ctl_db_rollback(db);
+	if (!rc)
+		rc = store_migrate(s, e);
+	store_close(tmp);
 	return rc;
 }
 

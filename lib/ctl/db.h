@@ -1,11 +1,9 @@
 /*
- * db.h - spotrund's SQLite database: open, migrate, transactions.
+ * db.h - raw SQLite helpers for the files not yet moved behind lib/store
+ * (the reconciler's; docs/store.md).  New code uses store/store.h.
  *
  * One file, <state-dir>/spotrun.db, in WAL mode with foreign keys on and
- * STRICT tables.  Every thread uses its own connection (ctl_db_open); the
- * schema lives in db_schema.c and is applied by numbered migrations
- * recorded in table schema_version (component 'ctl').  The ledger's own
- * migration (lib/finops) runs in the same step.
+ * STRICT tables.  The schema lives in lib/store/schema.c.
  *
  * A state transition is one transaction: ctl_db_begin() takes the write
  * lock up front (BEGIN IMMEDIATE) so two writers never deadlock on a lock
@@ -26,8 +24,7 @@
  * with sqlite3_close_v2(); on failure *out is NULL. */
 int ctl_db_open(const char *path, sqlite3 **out, struct sr_err *e);
 
-/* Apply every pending migration (idempotent), each in its own
- * transaction, plus the ledger's.  Returns 0 or a negative code. */
+/* store_migrate() over this connection (lib/store/schema.c). */
 int ctl_db_migrate(sqlite3 *db, struct sr_err *e);
 
 /* The schema version now recorded for component 'ctl' (0 if none). */

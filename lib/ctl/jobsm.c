@@ -101,68 +101,88 @@ bool jobsm_allowed(enum job_state from, enum job_state to)
 	return (table[from] >> to) & 1u;
 }
 
-int ctl_event_add(sqlite3 *db, int64_t job_id, const char *type,
-		  const char *from, const char *to, int64_t node_id,
-		  int64_t now_ns, double sim_s, const json_t *data,
-		  const char *msg, struct sr_err *e)
+int ctl_event_append(struct store *s, int64_t job_id, const char *type,
+		     const char *from, const char *to, int64_t node_id,
+		     int64_t now_ns, double sim_s, const json_t *data,
+		     const char *msg, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_event ev = {
+		.job_id = job_id, .type = type, .from = from, .to = to,
+		.node_id = node_id, .ts_ns = now_ns, .sim_s = sim_s,
+		.message = msg,
+	};
 	char *d = NULL;
 	int rc;
 
-	rc = ctl_db_prepare(db, "INSERT INTO events(job_id, ts_ns, sim_s, type,"
-			    " from_state, to_state, node_id, message, data)"
-			    " VALUES(?,?,?,?,?,?,?,?,?)", &st, e);
-	if (rc)
-		return rc;
-	if (data)
+	if (data) {
 		d = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
-	sqlite3_bind_int64(st, 1, job_id);
-	sqlite3_bind_int64(st, 2, now_ns);
-	sqlite3_bind_double(st, 3, sim_s);
-	sqlite3_bind_text(st, 4, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, from, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, to, -1, SQLITE_STATIC);
-	if (node_id > 0)
-		sqlite3_bind_int64(st, 7, node_id);
-	sqlite3_bind_text(st, 8, msg ? msg : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 9, d, -1, SQLITE_STATIC);
-	rc = ctl_db_step_done(db, st, e, "insert event");
-	sqlite3_finalize(st);
+		if (!d)
+			return sr_err_set(e, -ENOMEM, "event %s: out of memory", type);
+	}
+	ev.data = d;
+	rc = store_event_add(s, &ev, NULL, e);
 	free(d);
 	return rc;
 }
 
-int jobsm_transition(sqlite3 *db, int64_t id, enum job_state from,
-		     enum job_state to, int64_t now_ns, double sim_s,
-		     const char *msg, struct sr_err *e)
+int jobsm_move(struct store *s, int64_t id, enum job_state from,
+	       enum job_state to, int64_t now_ns, double sim_s,
+	       const char *msg, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
 	int rc;
 
 	if (!jobsm_allowed(from, to))
 		return sr_err_set(e, -SR_ECONFLICT, "job %lld: %s -> %s is not "
 				  "a legal transition", (long long)id,
 				  jobsm_name(from), jobsm_name(to));
-	rc = ctl_db_prepare(db, "UPDATE jobs SET state=?1, state_since_ns=?2,"
-			    " updated_ns=?2, message=?3,"
-			    " finished_ns=CASE WHEN ?5 THEN ?2 ELSE finished_ns END"
-			    " WHERE id=?4 AND state=?6", &st, e);
-	if (rc)
+	rc = store_job_set_state(s, id, jobsm_name(from), jobsm_name(to),
+				 jobsm_terminal(to), now_ns, msg, e);
+	if (rc < 0)
 		return rc;
-	sqlite3_bind_text(st, 1, jobsm_name(to), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, now_ns);
-	sqlite3_bind_text(st, 3, msg ? msg : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, id);
-	sqlite3_bind_int(st, 5, jobsm_terminal(to));
-	sqlite3_bind_text(st, 6, jobsm_name(from), -1, SQLITE_STATIC);
-	rc = ctl_db_step_done(db, st, e, "update job state");
-	sqlite3_finalize(st);
-	if (rc)
-		return rc;
-	if (sqlite3_changes(db) != 1)
+	if (rc == 0)
 		return sr_err_set(e, -SR_ECONFLICT, "job %lld is not %s",
 				  (long long)id, jobsm_name(from));
-	return ctl_event_add(db, id, "transition", jobsm_name(from),
-			     jobsm_name(to), 0, now_ns, sim_s, NULL, msg, e);
+	return ctl_event_append(s, id, "transition", jobsm_name(from),
+				jobsm_name(to), 0, now_ns, sim_s, NULL, msg, e);
+}
+
+int jobsm_cancel(struct store *s, int64_t id, int64_t now_ns, double sim_s,
+		 const char *why, struct sr_err *e)
+{
+	int rc = store_job_request_cancel(s, id, now_ns, e);
+
+	if (rc == 1)
+		rc = ctl_event_append(s, id, "cancel_requested", NULL, NULL, 0,
+				      now_ns, sim_s, NULL, why, e) ?: 1;
+	return rc;
+}
+
+/* The reconciler's entry points (struct sqlite3 *), until it moves behind
+ * lib/store: the same functions over the store of that connection. */
+int ctl_event_add(struct sqlite3 *db, int64_t job_id, const char *type,
+		  const char *from, const char *to, int64_t node_id,
+		  int64_t now_ns, double sim_s, const json_t *data,
+		  const char *msg, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ctl_event_append(s, job_id, type, from, to, node_id, now_ns,
+				      sim_s, data, msg, e);
+	store_close(tmp);
+	return rc;
+}
+
+int jobsm_transition(struct sqlite3 *db, int64_t id, enum job_state from,
+		     enum job_state to, int64_t now_ns, double sim_s,
+		     const char *msg, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = jobsm_move(s, id, from, to, now_ns, sim_s, msg, e);
+	store_close(tmp);
+	return rc;
 }

@@ -285,7 +285,10 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 		avail[i] = 0;
 		price[i] = 0;
 		if (c->prov.ops->describe(c->prov.st, p->spot[i], sim, &o) == 0) {
-			avail[i] = o.spot_available;
+			/* what the market says, less the pools where a
+			 * launch just failed for lack of capacity */
+			avail[i] = o.spot_available &&
+				   ctl__spot_open(c, p->spot[i], sim);
 			price[i] = sr_money_to_usd(o.spot_per_h);
 		}
 		if (avail[i] && any < 0)

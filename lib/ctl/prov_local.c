@@ -6,6 +6,9 @@
  * traces).  A node is a real spotrun-agent process started with
  * fork + execve (no shell) in its own session and work directory; the
  * node's metadata service is the daemon's /imds/{id} (routes_imds.c).
+ * The node's token reaches it the way a local machine's "bootstrap
+ * channel" can: a 0600 file in the node's work dir (<state>/nodes/<id>),
+ * written here at provision, before the process may run.
  * Terminating a node SIGKILLs every process of its session, as a cloud
  * reclaiming an instance would.  A spot node is reclaimed when its pool's
  * trace turns unavailable; the reconciler then serves the notice and
@@ -25,7 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
+#include "ctl/auth.h"
 #include "ctl/ctl_int.h"
 #include "ctl/localmkt.h"
 #include "ctl/proc.h"
@@ -84,23 +89,38 @@ static int gate(void *ud, int64_t pid, int64_t start)
 	return g->commit(g->ud, g->n);
 }
 
+/* The node's "disk": <state>/nodes/<id>. */
+static void work_dir_of(const struct local *l, int64_t id, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/nodes/%" PRId64, l->c->state_dir, id);
+}
+
 static int local_provision(void *st, struct prov_node *n,
 			   int (*commit)(void *ud, const struct prov_node *n),
 			   void *ud, struct sr_err *e)
 {
 	struct local *l = st;
 	struct ctl *c = l->c;
-	char id[24], tokfile[2400], imds[256], logp[2400];
+	char id[24], tokfile[2500], imds[256], logp[2500], wd[2400];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { commit, ud, n };
 	int64_t pid = 0, start = 0;
 	size_t k = 0;
 	int rc;
 
+	work_dir_of(l, n->id, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, n->id);
-	snprintf(tokfile, sizeof tokfile, "%s/node.token", n->work_dir);
+	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
 	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, c->url, n->id);
-	snprintf(logp, sizeof logp, "%s/agent.log", n->work_dir);
+	snprintf(logp, sizeof logp, "%s/agent.log", wd);
+	if (!n->token)
+		return sr_err_set(e, -EINVAL, "node %" PRId64 ": no token", n->id);
+	rc = sr_fs_mkdir_p(wd, 0700);
+	if (rc)
+		return sr_err_set(e, rc, "%s: %s", wd, sr_strerror(rc));
+	rc = ctl_token_write(tokfile, n->token, e);
+	if (rc)
+		return rc;
 	argv[0] = c->agent_path;
 	argv[1] = "--api";
 	argv[2] = c->url;
@@ -109,7 +129,7 @@ static int local_provision(void *st, struct prov_node *n,
 	argv[5] = "--token-file";
 	argv[6] = tokfile;
 	argv[7] = "--workdir";
-	argv[8] = (char *)n->work_dir;
+	argv[8] = wd;
 	argv[9] = "--imds";
 	argv[10] = imds;
 	/* the workload must not see the state dir (admin token, database,
@@ -131,7 +151,7 @@ static int local_provision(void *st, struct prov_node *n,
 		k++;
 	}
 	envp[k] = NULL;
-	rc = proc_spawn(argv, envp, n->work_dir, logp, gate, &g, &pid, &start, e);
+	rc = proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
 	if (!rc)
 		sr_info("local", "node started", "node=%" PRId64 " pid=%" PRId64
 			" pool=%d spot=%d", n->id, pid, n->pool, n->spot);
@@ -164,13 +184,16 @@ static void ckpt_dir_remove(const char *work_dir)
 
 static int local_terminate(void *st, const struct prov_node *n)
 {
-	(void)st;
-	if (n->pid > 0)
-		proc_kill_session(n->pid, n->pid_start);
+	struct local *l = st;
+	char wd[2400];
+
+	if (n->pid > 0 && proc_kill_session(n->pid, n->pid_start) > 0)
+		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64,
+			n->id, n->pid);
 	proc_reap();
 	/* the instance's disk goes with it: its tier-2 checkpoints too */
-	if (n->work_dir)
-		ckpt_dir_remove(n->work_dir);
+	work_dir_of(l, n->id, wd, sizeof wd);
+	ckpt_dir_remove(wd);
 	return 0;
 }
 
@@ -202,6 +225,7 @@ static int local_list(void *st, const struct prov_node *nodes, size_t n,
 
 static const struct prov_ops local_ops = {
 	.name = "local",
+	.shared_disk = true,
 	.destroy = local_destroy,
 	.offerings = local_offerings,
 	.describe = local_describe,

@@ -58,7 +58,6 @@ struct rnode {
 	int64_t util_n;
 	int64_t setup_rc;                               /* INT64_MIN unset */
 	bool retire;                                    /* policy moves off it */
-	char work_dir[2400];
 };
 
 int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
@@ -120,10 +119,19 @@ int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
 void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
+/* The bearer token of node `node` of `job`, derived from the daemon's
+ * key: the same every time (a launch retried after a crash carries the
+ * token its instance booted with); never stored, only its digest. */
+int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
+		      char out[CTL_TOKEN_HEX + 1]);
+/* 1 (and the message in msg) if the cloud refused a launch of the job
+ * for good (auth, invalid request: a job-level error), 0 if not,
+ * < 0 on error. */
+int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap);
 /* Retry the terminates that failed (nodes.kill_pending). */
 void recon__kill_pending(struct ctl *c, sqlite3 *db);
-/* Kill processes of nodes the database says are gone (after a crash
- * between commit and kill). */
+/* Terminate again the nodes the database says are gone (after a crash
+ * between commit and terminate). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
 
 /* Placement side (recon_place.c). */

@@ -14,23 +14,30 @@
  *               ---------------------------------------------> TERMINATED
  *
  * Order of effects: the database first, the world second.  A node row
- * (and its token file) exist before its process; a node is marked
- * TERMINATED in a committed transaction before its process is killed.
- * After a crash in between, recon__sweep_orphans() kills what the
- * database says is gone, and the start gate (proc.h) guarantees no
- * process exists that the database does not know.
+ * exists before its instance; the provider records the instance (its
+ * commit callback) before the instance may act; a node is marked
+ * TERMINATED in a committed transaction before it is terminated.  After
+ * a crash in between, recon__sweep_orphans() terminates again what the
+ * database says is gone (terminate is idempotent).  The node's token is
+ * derived (recon__node_token): its digest is stored with the new row, and
+ * the token itself is handed to the provider when the node starts, for
+ * the node's bootstrap channel.
  */
 #include <errno.h>
 #include <inttypes.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/backoff.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "ctl/auth.h"
 #include "ctl/db.h"
-#include "ctl/proc.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 #include "finops/policy.h"
@@ -45,7 +52,7 @@ static const char node_sql[] =
 	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
 	" retire FROM nodes";
 
-static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
+static void node_row(sqlite3_stmt *st, struct rnode *n)
 {
 	memset(n, 0, sizeof *n);
 	n->id = sqlite3_column_int64(st, 0);
@@ -79,8 +86,6 @@ static void node_row(struct ctl *c, sqlite3_stmt *st, struct rnode *n)
 	if (n->setup_rc == -9999)
 		n->setup_rc = INT64_MIN;
 	n->retire = sqlite3_column_int(st, 28);
-	snprintf(n->work_dir, sizeof n->work_dir, "%s/nodes/%" PRId64,
-		 c->state_dir, n->id);
 }
 
 int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
@@ -92,6 +97,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	size_t k = 0, cap = 0;
 	int rc = 0, src;
 
+	(void)c; /* kept for the store layer's conversion */
 	*out = NULL;
 	*n = 0;
 	snprintf(sql, sizeof sql, "%s WHERE %s ORDER BY id", node_sql, where);
@@ -113,7 +119,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 			v = nv;
 			cap = nc;
 		}
-		node_row(c, st, &v[k++]);
+		node_row(st, &v[k++]);
 	}
 	if (!rc && src != SQLITE_DONE)
 		rc = -EIO;
@@ -140,7 +146,7 @@ static struct prov_node pnode(const struct rnode *n)
 {
 	struct prov_node p = {
 		.id = n->id, .job_id = n->job, .pool = n->pool, .spot = n->spot,
-		.work_dir = n->work_dir, .pid = n->pid, .pid_start = n->pid_start,
+		.pid = n->pid, .pid_start = n->pid_start,
 	};
 	return p;
 }
@@ -307,6 +313,7 @@ struct commit_ud {
 	struct ctl *c;
 	sqlite3 *db;
 	int64_t now;
+	const unsigned char *digest; /* of the token handed to the provider */
 };
 
 static int commit_boot(void *ud, const struct prov_node *p)
@@ -319,14 +326,19 @@ static int commit_boot(void *ud, const struct prov_node *p)
 	rc = ctl_db_begin(u->db, &e);
 	if (rc)
 		return rc;
-	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state='BOOTING', pid=?1,"
-			    " pid_start=?2, billed_until_ns=?3 WHERE id=?4 AND"
-			    " state='REQUESTED'", &st, &e);
+	/* A cloud's instance may boot and its agent register (READY) before
+	 * this commit: its token was valid from the node's creation. */
+	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
+			    "'REQUESTED' THEN 'BOOTING' ELSE state END, pid=?1,"
+			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
+			    " WHERE id=?4 AND (state='REQUESTED' OR (state='READY'"
+			    " AND pid IS NULL))", &st, &e);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, p->pid);
 		sqlite3_bind_int64(st, 2, p->pid_start);
 		sqlite3_bind_int64(st, 3, u->now);
 		sqlite3_bind_int64(st, 4, p->id);
+		sqlite3_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN, SQLITE_STATIC);
 		rc = ctl_db_step_done(u->db, st, &e, "boot node");
 		sqlite3_finalize(st);
 	}
@@ -356,31 +368,129 @@ static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	return rc;
 }
 
-static bool pool_has_spot(struct ctl *c, int pool, double sim)
+/* The node's bearer token (recon_int.h): HMAC-SHA256 of its job and node
+ * ids under the daemon's secret key (imds.key, 0600 in the state dir), as
+ * hex.
+ * The same every time, so a launch retried after a crash (a cloud
+ * answering the same idempotency key with the instance it already
+ * started, whose bootstrap carries the first token) still matches the
+ * digest stored at commit; nothing but the digest is ever stored. */
+int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
+		      char out[CTL_TOKEN_HEX + 1])
 {
-	struct prov_offering o;
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char msg[96];
+	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
+			 job, node);
 
-	return c->prov.ops->describe(c->prov.st, pool, sim, &o) == 0 &&
-	       o.spot_available;
+	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
+		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
+	    len * 2 < CTL_TOKEN_HEX)
+		return -EIO;
+	for (int i = 0; i < CTL_TOKEN_HEX / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	explicit_bzero(mac, sizeof mac);
+	return 0;
 }
 
+/* A launch the cloud refused for good (credentials, a bad image or
+ * parameter): the node ends, and an event the job step turns into a
+ * job-level failure with the cloud's message (recon__launch_refused). */
+static void refuse_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
+		      int64_t now, const char *why)
+{
+	struct sr_err e = { 0 };
+	char msg[SR_ERR_MSG_MAX + 64];
+	int rc = ctl_db_begin(db, &e);
+
+	snprintf(msg, sizeof msg, "the cloud refused to start node %" PRId64
+		 ": %s", n->id, why);
+	if (!rc)
+		rc = recon__node_end(c, db, n, "TERMINATED", "launch_refused", now, &e);
+	if (!rc)
+		rc = ctl_event_add(db, n->job, "launch_refused", NULL, NULL, n->id,
+				   now, ctl__sim_at(c, now), NULL, msg, &e);
+	rc = ctl_db_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+}
+
+/* Start node n.  What a failure means comes from its class (provider.h,
+ * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
+ * and mark the pool, so the next placement goes elsewhere; throttling
+ * (-EBUSY) and transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR)
+ * keep it REQUESTED and pace every launch with one backoff with jitter
+ * (the rate limit is the account's); auth (-EACCES) and invalid
+ * (-EINVAL) fail the job; anything else ends the node, and it is
+ * replaced. */
 static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		       int64_t now)
 {
-	struct commit_ud u = { c, db, now };
+	unsigned char dg[CTL_DIGEST_LEN];
+	char tok[CTL_TOKEN_HEX + 1];
+	struct commit_ud u = { c, db, now, dg };
 	struct prov_node p = pnode(n);
 	struct sr_err e = { 0 };
+	int64_t mono = ctl__mono(c), wait;
 	int rc;
 
-	if (n->spot && !pool_has_spot(c, n->pool, ctl__sim_at(c, now))) {
+	if (!c->launch_bo.base_ns)
+		sr_backoff_init(&c->launch_bo, SR_NS_PER_SEC, 60 * SR_NS_PER_SEC);
+	if (!sr_backoff_ready(&c->launch_bo, mono))
+		return;
+	if (n->spot && !ctl__spot_open(c, n->pool, ctl__sim_at(c, now))) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	rc = recon__node_token(c, n->job, n->id, tok);
 	if (rc) {
+		sr_error("recon", "cannot make a node token", "node=%" PRId64
+			 " err=\"%s\"", n->id, sr_strerror(rc));
+		return; /* the next pass tries again */
+	}
+	ctl_token_digest(tok, dg);
+	p.token = tok;
+	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	explicit_bzero(tok, sizeof tok);
+	switch (rc) {
+	case 0:
+		sr_backoff_ok(&c->launch_bo);
+		return;
+	case -EINPROGRESS:
+		return; /* the cloud call runs on; asked again next pass */
+	case -EBUSY:
+	case -SR_EHTTP:
+	case -ETIMEDOUT:
+	case -EAGAIN:
+	case -EINTR:
+		wait = sr_backoff_fail(&c->launch_bo, mono);
+		sr_warn("recon", "launch deferred", "node=%" PRId64 " err=\"%s\""
+			" retry_in_ms=%" PRId64, n->id, sr_err_str(&e, rc),
+			wait / 1000000);
+		return;
+	case -EACCES:
+	case -EINVAL:
+		sr_error("recon", "launch refused", "node=%" PRId64 " err=\"%s\"",
+			 n->id, sr_err_str(&e, rc));
+		refuse_tx(c, db, n, now, sr_err_str(&e, rc));
+		return;
+	case -ENOSPC:
+	case -EDQUOT:
+		/* no capacity, or an account limit, there now: the next
+		 * placement looks elsewhere */
+		ctl__pool_mark(c, n->pool);
+		sr_warn("recon", "no capacity", "node=%" PRId64 " pool=%d err=\"%s\"",
+			n->id, n->pool, sr_err_str(&e, rc));
+		end_tx(c, db, n, "TERMINATED", rc == -ENOSPC ? "capacity" : "quota",
+		       now, false);
+		return;
+	default:
 		sr_error("recon", "provision failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
 		end_tx(c, db, n, "TERMINATED", "provision_failed", now, false);
+		return;
 	}
 }
 
@@ -435,6 +545,24 @@ static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t n
 	if (rc)
 		sr_error("recon", "billing failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
+}
+
+int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap)
+{
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT message FROM events WHERE job_id=? AND"
+			       " type='launch_refused' ORDER BY seq DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, job);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(msg, cap, "%s", ctl_db_text(st, 0));
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return found;
 }
 
 /* ---- silence on the monotonic clock ------------------------------------------ */
@@ -525,7 +653,8 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	}
 	if (listed && o->reclaim)
 		return NODE_NOTICE;
-	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000)
+	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
+	    !(listed && o->pending))
 		return NODE_LOST_BOOT;
 	if (!booting && silent_ns > cfg->heartbeat_timeout_ms * 1000000)
 		return NODE_LOST_HB;
@@ -537,13 +666,12 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	struct prov_node *pn = NULL;
 	struct prov_obs *obs = NULL;
-	int64_t now = sr_time_real_ns(), mono = sr_time_mono_ns();
+	int64_t now = ctl__now(c), mono = ctl__mono(c);
 	double sim = ctl__sim_at(c, now);
 	size_t n = 0, i;
 	bool listed;
 	int rc;
 
-	proc_reap(); /* agents that exited since the last pass */
 	if (!c->hbseen) {
 		c->hbseen = calloc(1, sizeof *c->hbseen);
 		if (!c->hbseen)
@@ -572,8 +700,11 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
 		bool booting = strcmp(x->state, "BOOTING") == 0;
-		int64_t silent = recon__silence(c->hbseen, x->id,
-						booting ? -1 : x->last_hb_ns, mono);
+		/* a boot's silence counts from when the cloud has the
+		 * instance running (-2 -> -1 restarts it) */
+		int64_t key = !booting ? x->last_hb_ns :
+			      listed && obs[i].pending ? -2 : -1;
+		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
 		case NODE_START:
@@ -605,21 +736,20 @@ out:
 	return rc;
 }
 
+/* After a crash between a commit that ended a node and its terminate,
+ * the instance may still run: terminate every node that ended in the
+ * last hour again (idempotent; the provider tells a live one from a
+ * gone one). */
 void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 {
 	struct rnode *v = NULL;
 	size_t n = 0;
 
 	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
-			" AND terminated_ns > ?1", sr_time_real_ns() -
+			" AND terminated_ns > ?1", ctl__now(c) -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;
-	for (size_t i = 0; i < n; i++) {
-		if (proc_alive(v[i].pid, v[i].pid_start)) {
-			sr_info("recon", "killing orphan node", "node=%" PRId64
-				" pid=%" PRId64, v[i].id, v[i].pid);
-			recon__kill(c, db, &v[i]);
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		recon__kill(c, db, &v[i]);
 	free(v);
 }

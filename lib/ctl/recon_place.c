@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
@@ -40,6 +39,49 @@ double recon__work_done(const struct rjob *j, double scale)
 	if (j->total_steps > 0)
 		return 0;
 	return fmin(j->run_s, 0.99 * total);
+}
+
+/* ---- capacity marks ----------------------------------------------------------- */
+
+void ctl__pool_mark(struct ctl *c, int pool)
+{
+	int64_t now = ctl__now(c);
+	int64_t until = now + (int64_t)((double)PLACE_GAP_S / c->cfg.time_scale * 1e9);
+	size_t k = 0;
+
+	/* drop expired marks and this pool's old one */
+	for (size_t i = 0; i < c->nmarks; i++) {
+		if (c->marks[i].until_ns > now && c->marks[i].pool != pool)
+			c->marks[k++] = c->marks[i];
+	}
+	c->nmarks = k;
+	if (c->nmarks < CTL_MARKS_MAX)
+		c->marks[c->nmarks++] = (struct ctl_mark){ pool, until };
+}
+
+const char *ctl__prov_name(const struct ctl *c, int pool)
+{
+	return c->prov.ops->pool_provider ?
+	       c->prov.ops->pool_provider(c->prov.st, pool) : c->prov.ops->name;
+}
+
+bool ctl__prov_shared(const struct ctl *c, int pool)
+{
+	return c->prov.ops->pool_shared ?
+	       c->prov.ops->pool_shared(c->prov.st, pool) : c->prov.ops->shared_disk;
+}
+
+bool ctl__spot_open(struct ctl *c, int pool, double sim_s)
+{
+	struct prov_offering o;
+	int64_t now = ctl__now(c);
+
+	for (size_t i = 0; i < c->nmarks; i++) {
+		if (c->marks[i].pool == pool && c->marks[i].until_ns > now)
+			return false;
+	}
+	return c->prov.ops->describe(c->prov.st, pool, sim_s, &o) == 0 &&
+	       o.spot_available;
 }
 
 static int load_state(struct ctl *c, sqlite3 *db, int64_t id, void **blob,
@@ -185,16 +227,11 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 		pol->state = NULL;
 		pol->len = 0;
 	}
-	if (tick <= j->policy_tick) {
-		struct prov_offering o;
-
-		/* A decision for spot in a pool that has lost its capacity
-		 * since (a finer-grained trace) is stale: decide again. */
-		if (!fresh || ch->hold != SIM_SPOT ||
-		    (c->prov.ops->describe(c->prov.st, ch->pool, sim, &o) == 0 &&
-		     o.spot_available))
-			goto out;
-	}
+	/* A decision for spot in a pool that has lost its capacity since
+	 * (a finer-grained trace, a failed launch) is stale: decide again. */
+	if (tick <= j->policy_tick &&
+	    (!fresh || ch->hold != SIM_SPOT || ctl__spot_open(c, ch->pool, sim)))
+		goto out;
 	recon__place_now(c, j, live, nlive, sim, &now);
 	now.tick = tick;
 	/* No memory yet (first decision, or the daemon restarted): show the
@@ -220,17 +257,6 @@ out:
 	return rc;
 }
 
-static int write_token(const char *dir, const char *tok, struct sr_err *e)
-{
-	char path[2500];
-	int rc = sr_fs_mkdir_p(dir, 0700);
-
-	if (rc)
-		return sr_err_set(e, rc, "%s: %s", dir, sr_strerror(rc));
-	snprintf(path, sizeof path, "%s/node.token", dir);
-	return ctl_token_write(path, tok, e);
-}
-
 int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e)
@@ -251,19 +277,21 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	if (rc)
 		return rc;
 	for (int i = 0; i < nranks && !rc; i++) {
-		char tok[CTL_TOKEN_HEX + 1], dir[2400];
+		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
-		int64_t id;
+		sqlite3_stmt *up = NULL;
 
+		/* A placeholder nobody holds until the row's id is known */
 		rc = ctl_token_new(tok);
 		if (rc)
 			break;
 		ctl_token_digest(tok, dg);
+		explicit_bzero(tok, sizeof tok);
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, j->id);
 		sqlite3_bind_int(st, 2, ranks[i]);
 		sqlite3_bind_blob(st, 3, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, c->prov.ops->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, ctl__prov_name(c, pool), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, o.cloud, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, o.region, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 7, o.zone, -1, SQLITE_STATIC);
@@ -278,12 +306,24 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		sqlite3_bind_int64(st, 16, now);
 		sqlite3_bind_int64(st, 17, now + c->cfg.provision_ms * 1000000);
 		rc = ctl_db_step_done(db, st, e, "insert node");
-		if (rc)
-			break;
-		id = sqlite3_last_insert_rowid(db);
-		snprintf(dir, sizeof dir, "%s/nodes/%" PRId64, c->state_dir, id);
-		rc = write_token(dir, tok, e);
-		explicit_bzero(tok, sizeof tok);
+		/* the node's own token (recon__node_token): valid from now,
+		 * since a cloud's agent may register before its launch is
+		 * recorded */
+		if (!rc)
+			rc = recon__node_token(c, j->id, sqlite3_last_insert_rowid(db),
+					       tok);
+		if (!rc) {
+			ctl_token_digest(tok, dg);
+			explicit_bzero(tok, sizeof tok);
+			rc = ctl_db_prepare(db, "UPDATE nodes SET token_hash=?1 WHERE"
+					    " id=?2", &up, e);
+		}
+		if (!rc) {
+			sqlite3_bind_blob(up, 1, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(up, 2, sqlite3_last_insert_rowid(db));
+			rc = ctl_db_step_done(db, up, e, "node token");
+		}
+		sqlite3_finalize(up);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -332,7 +372,7 @@ static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *wh
 	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
 		return NULL;
 	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
-		"provider", c->prov.ops->name, "pool", pool, "cloud", o.cloud,
+		"provider", ctl__prov_name(c, pool), "pool", pool, "cloud", o.cloud,
 		"region", o.region, "zone", o.zone, "instance_type", o.instance_type,
 		"accelerator", o.accelerator, "accelerator_count", o.accel_count,
 		"spot", spot, "price_micros_per_hour",
@@ -404,7 +444,7 @@ static void finisher(struct ctl *c, const struct rjob *j,
 		if (j->plan.crit == JOBSPEC_CRIT_CRITICAL || j->plan.use_spot == 0)
 			break;
 		if (c->prov.ops->describe(c->prov.st, j->plan.spot[i], sim, &o) ||
-		    !o.spot_available || o.spot_per_h < 0 ||
+		    !ctl__spot_open(c, j->plan.spot[i], sim) || o.spot_per_h < 0 ||
 		    (best >= 0 && o.spot_per_h >= best))
 			continue;
 		best = o.spot_per_h;
@@ -426,7 +466,7 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	struct place_choice ch;
 	struct sr_err e = { 0 };
 	int ranks[RECON_MAX_NODES], nr = 0;
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c);
 	double sim = ctl__sim_at(c, now);
 	json_t *pl = NULL, *d = NULL;
 	char *pls = NULL, msg[320];

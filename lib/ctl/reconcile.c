@@ -47,7 +47,6 @@
 #include "common/money.h"
 #include "common/timeutil.h"
 #include "ctl/db.h"
-#include "ctl/proc.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 
@@ -110,7 +109,7 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 		}
 		/* count the RUNNING time of the current attempt too */
 		if (j->state == JOB_RUNNING && j->run_started_ns)
-			j->run_s += (double)(sr_time_real_ns() - j->run_started_ns) /
+			j->run_s += (double)(ctl__now(c) - j->run_started_ns) /
 				    1e9 * c->cfg.time_scale;
 		rc = 0;
 	}
@@ -185,7 +184,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 {
 	struct rnode *v = NULL;
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c);
 	size_t n = 0;
 	int rc;
 
@@ -229,7 +228,7 @@ static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		  int64_t arg)
 {
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c);
 	int rc = ctl_db_begin(db, &e);
 
 	if (!rc && extra)
@@ -262,7 +261,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 			     struct rnode *live, size_t n)
 {
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns(), code;
+	int64_t now = ctl__now(c), code;
 	double sim = ctl__sim_at(c, now);
 	int ready = 0, rc;
 	char msg[160];
@@ -286,8 +285,11 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 					   live[i].id, now, sim, NULL, "node "
 					   "preempted while provisioning", &e);
 		rc = ctl_db_end(db, rc, &e);
-		if (!rc)
+		if (!rc) {
+			if (live[i].spot)
+				ctl__pool_mark(c, live[i].pool);
 			recon__kill(c, db, &live[i]);
+		}
 		return rc ? rc : 1;
 	}
 	rc = recon__place_missing(c, db, j, live, n);
@@ -371,7 +373,7 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 			 bool restart, const struct rnode *retire, size_t nretire)
 {
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c);
 	sqlite3_stmt *st = NULL;
 	int rc = ctl_db_begin(db, &e);
 
@@ -469,7 +471,7 @@ static bool attempt_has_run(struct ctl *c, const struct rjob *j)
 		       j->step > j->pace_step0;
 	if (!j->run_started_ns)
 		return false;
-	ran = (double)(sr_time_real_ns() - j->run_started_ns) / 1e9 *
+	ran = (double)(ctl__now(c) - j->run_started_ns) / 1e9 *
 	      c->cfg.time_scale;
 	return ran >= j->plan.restart_s + (double)j->plan.gap_s;
 }
@@ -582,7 +584,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 {
 	struct exits_sum x;
 	struct sr_err e = { 0 };
-	int64_t now = sr_time_real_ns(), deadline = 0, node = 0;
+	int64_t now = ctl__now(c), deadline = 0, node = 0;
 	double sim = ctl__sim_at(c, now);
 	sr_micros price = 0;
 	int waiting = 0, rc;
@@ -640,6 +642,10 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	rc = ctl_db_end(db, rc, &e);
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
+			/* a notice is the cloud reclaiming that pool now:
+			 * what we observed, for the placement that follows */
+			if (live[i].notice_ns && live[i].spot)
+				ctl__pool_mark(c, live[i].pool);
 			if (live[i].notice_ns || live[i].retire)
 				recon__kill(c, db, &live[i]);
 		}
@@ -672,6 +678,15 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 		rc = finish(c, db, &j, JOB_FAILED, INT64_MIN, "job_failed",
 			    "stored placement plan is unreadable");
 		goto out;
+	}
+	if (j.state == JOB_PENDING || j.state == JOB_PROVISIONING ||
+	    j.state == JOB_RECOVERING) {
+		char why[SR_ERR_MSG_MAX + 64];
+
+		if (recon__launch_refused(db, id, why, sizeof why) == 1) {
+			rc = finish(c, db, &j, JOB_FAILED, INT64_MIN, "job_failed", why);
+			goto out;
+		}
 	}
 	switch (j.state) {
 	case JOB_PENDING:

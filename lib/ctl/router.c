@@ -47,8 +47,11 @@ void ctl_tick_hook_register(ctl_tick_fn fn)
 
 void ctl__ticks_call(struct ctl *c, sqlite3 *db)
 {
-	for (size_t i = 0; i < nticks; i++)
-		ticks[i](c, db);
+	struct store *s = ctl__store(c);
+
+	(void)db; /* the same connection, seen through lib/store */
+	for (size_t i = 0; s && i < nticks; i++)
+		ticks[i](c, s);
 }
 
 void ctl_route_register(const struct ctl_route *r)
@@ -136,7 +139,12 @@ const char *ctl_req_path(const struct ctl_req *rq) { return rq->path; }
 struct ctl *ctl_req_ctl(const struct ctl_req *rq) { return rq->ctl; }
 int64_t ctl_req_node(const struct ctl_req *rq) { return rq->node_id; }
 
-sqlite3 *ctl_req_db(const struct ctl_req *rq)
+struct store *ctl_req_store(const struct ctl_req *rq)
+{
+	return ctl__store(rq->ctl);
+}
+
+struct sqlite3 *ctl_req_db(const struct ctl_req *rq)
 {
 	return ctl__db(rq->ctl);
 }
@@ -259,8 +267,9 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	static const char pfx[] = "Bearer";
 	unsigned char d[CTL_DIGEST_LEN];
 	const char *h = rq->auth_header, *tok = NULL;
-	sqlite3_stmt *st = NULL;
-	sqlite3 *db;
+	struct store_stmt *st = NULL;
+	struct store *db;
+	struct sr_err e = { 0 };
 	int64_t node = 0, want = 0;
 
 	rq->node_id = 0;
@@ -282,14 +291,27 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	ctl_token_digest(tok, d);
 	if (CRYPTO_memcmp(d, rq->ctl->admin_digest, CTL_DIGEST_LEN) == 0)
 		return 0;
-	db = ctl__db(rq->ctl);
-	if (db && sqlite3_prepare_v2(db, "SELECT id FROM nodes WHERE token_hash=?",
-				     -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_blob(st, 1, d, CTL_DIGEST_LEN, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			node = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
+	db = ctl__store(rq->ctl);
+	if (!db || store_prepare(db, "SELECT id FROM nodes WHERE token_hash=?",
+				 &st, &e)) {
+		ctl_resp_error(rs, 503, "cannot check the token: %s",
+			       sr_err_str(&e, -EIO));
+		return -1;
 	}
+	store_bind_blob(st, 1, d, CTL_DIGEST_LEN);
+	switch (store_step(st, &e)) {
+	case 1:
+		node = store_col_i64(st, "id");
+		break;
+	case 0:
+		break;
+	default:
+		store_done(st);
+		ctl_resp_error(rs, 503, "cannot check the token: %s",
+			       sr_err_str(&e, -EIO));
+		return -1;
+	}
+	store_done(st);
 	if (node == 0) {
 		ctl_resp_error(rs, 401, "invalid token");
 		return -1;

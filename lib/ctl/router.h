@@ -10,8 +10,8 @@
  * handler runs, according to the route's auth level.
  *
  * Handlers run on one of the HTTP server's threads (several at once):
- * they must be thread-safe and use ctl_req_db() - a connection owned by
- * the calling thread - for database access.  A handler fills *rs with one
+ * they must be thread-safe and use ctl_req_store() - a store connection
+ * owned by the calling thread - for all state (lib/store).  A handler fills *rs with one
  * of the ctl_resp_* helpers and returns 0; a negative return with no
  * response set becomes "500 internal".
  */
@@ -19,9 +19,11 @@
 #define SR_CTL_ROUTER_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct sqlite3;
+struct store;
 
 enum ctl_auth {
 	CTL_AUTH_PUBLIC = 0, /* no token (healthz, IMDS, metrics if wanted) */
@@ -77,7 +79,10 @@ const char *ctl_req_query(const struct ctl_req *rq, const char *key);
 /* Raw body (NUL-terminated; "" if none). */
 const char *ctl_req_body(const struct ctl_req *rq, size_t *len);
 /* The calling thread's database connection. */
-sqlite3 *ctl_req_db(const struct ctl_req *rq);
+struct store *ctl_req_store(const struct ctl_req *rq);
+/* Its SQLite handle, for the routes not yet moved behind lib/store
+ * (routes_imds.c); NULL on PostgreSQL. */
+struct sqlite3 *ctl_req_db(const struct ctl_req *rq);
 struct ctl *ctl_req_ctl(const struct ctl_req *rq);
 /* Node id the request authenticated as (0 for the admin token). */
 int64_t ctl_req_node(const struct ctl_req *rq);
@@ -107,9 +112,9 @@ void ctl_event_hook_register(ctl_event_fn fn);
 
 /* --- tick hooks: called once per reconciler pass, on the reconciler
  * thread, outside any transaction and before the event hooks of that pass
- * (so events a tick hook adds are delivered in the same pass).  `db` is
- * the reconciler's connection.  At most 8 hooks. */
-typedef void (*ctl_tick_fn)(struct ctl *c, sqlite3 *db);
+ * (so events a tick hook adds are delivered in the same pass).  `s` is
+ * the reconciler's store connection.  At most 8 hooks. */
+typedef void (*ctl_tick_fn)(struct ctl *c, struct store *s);
 void ctl_tick_hook_register(ctl_tick_fn fn);
 
 #define CTL_TICK_HOOK(FN)                                                   \
@@ -124,13 +129,5 @@ const char *ctl_state_dir(const struct ctl *c);
 /* The database file, for components that open their own connection
  * (e.g. a background alert sender). */
 const char *ctl_db_path(const struct ctl *c);
-
-/* The job objects exactly as GET /v1/jobs serves them (without "nodes"),
- * newest first.  state_filter: NULL or a comma list ("RUNNING,PENDING");
- * limit <= 0 means 1000.  New reference; NULL on error. */
-json_t *ctl_jobs_json(struct ctl *c, sqlite3 *db, const char *state_filter,
-		      int limit);
-/* Node objects as GET /v1/nodes serves them; all = include ended nodes. */
-json_t *ctl_nodes_json(sqlite3 *db, int all);
 
 #endif

@@ -14,7 +14,6 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
 #include "ctl/secrets.h"
@@ -91,47 +90,48 @@ bad:
 /* Inside the write transaction: the job created with k->key, if any.
  * Returns 0 (found: *id and k->replayed set; or not found), -SR_ECONFLICT
  * when the key came with another body, or a database error. */
-static int idem_lookup(sqlite3 *db, struct idem *k, int64_t *id,
+static int idem_lookup(struct store *db, struct idem *k, int64_t *id,
 		       struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+	struct store_stmt *st = NULL;
+	const void *h;
+	size_t hn;
+	int rc;
 
 	if (!k->key)
 		return 0;
-	rc = ctl_db_prepare(db, "SELECT id, idem_hash FROM jobs WHERE idem_key=?",
-			    &st, e);
+	rc = store_prepare(db, "SELECT id, idem_hash FROM jobs WHERE idem_key=?",
+			   &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(st, 1, k->key, -1, SQLITE_STATIC);
-	src = sqlite3_step(st);
-	if (src == SQLITE_ROW) {
-		const void *h = sqlite3_column_blob(st, 1);
-
-		if (!h || sqlite3_column_bytes(st, 1) != CTL_DIGEST_LEN ||
-		    memcmp(h, k->hash, CTL_DIGEST_LEN) != 0) {
+	store_bind_text(st, 1, k->key);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		h = store_col_blob(st, "idem_hash", &hn);
+		if (!h || hn != CTL_DIGEST_LEN || memcmp(h, k->hash, CTL_DIGEST_LEN)) {
 			rc = sr_err_set(e, -SR_ECONFLICT, "Idempotency-Key '%s' "
 					"was used for job %lld with a different "
 					"request", k->key,
-					(long long)sqlite3_column_int64(st, 0));
+					(long long)store_col_i64(st, "id"));
 		} else {
-			*id = sqlite3_column_int64(st, 0);
+			*id = store_col_i64(st, "id");
 			k->replayed = true;
+			rc = 0;
 		}
-	} else if (src != SQLITE_DONE) {
-		rc = ctl_db_err(db, src, e, "idempotency key");
+	} else if (rc < 0) {
+		sr_err_prefix(e, "idempotency key");
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }
 
-static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b,
-		      const struct jobspec *js, json_t *specj,
-		      const struct place_plan *plan, struct idem *k,
-		      const struct ctl_secrets *sec, int64_t *id,
+static int job_insert(struct ctl *c, struct store *db,
+		      const struct api_job_create *b, const struct jobspec *js,
+		      json_t *specj, const struct place_plan *plan,
+		      struct idem *k, const struct ctl_secrets *sec, int64_t *id,
 		      struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	char *spec = NULL, *envs = NULL, *cand = NULL;
 	int64_t now = sr_time_real_ns();
 	double sim = ctl__sim_at(c, now);
@@ -145,64 +145,78 @@ static int job_insert(struct ctl *c, sqlite3 *db, const struct api_job_create *b
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = ctl_db_begin(db, e);
+	rc = store_begin(db, e);
 	if (rc)
 		goto out;
 	rc = idem_lookup(db, k, id, e);
 	if (rc || k->replayed)
-		goto fail; /* nothing written either way */
-	rc = ctl_db_prepare(db, "INSERT INTO jobs(name, state, spec_name, "
-			    "spec_yaml, spec_json, workdir, envs, num_nodes, "
-			    "max_restarts, created_ns, updated_ns, state_since_ns,"
-			    " sim_start_s, deadline_s, work_s, candidates, message,"
-			    " idem_key, idem_hash, secrets_enc)"
-			    " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			    "?10,?11,?12,?13,'accepted',?14,?15,?16)", &st, e);
+		goto out; /* nothing written either way */
+	rc = store_prepare(db, "INSERT INTO jobs(name, state, spec_name, "
+			   "spec_yaml, spec_json, workdir, envs, num_nodes, "
+			   "max_restarts, created_ns, updated_ns, state_since_ns,"
+			   " sim_start_s, deadline_s, work_s, candidates, message,"
+			   " idem_key, idem_hash, secrets_enc)"
+			   " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
+			   "?10,?11,?12,?13,'accepted',?14,?15,?16) RETURNING id",
+			   &st, e);
 	if (rc)
-		goto fail;
-	sqlite3_bind_text(st, 1, js->name ? js->name : b->spec_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, b->spec_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, sec->yaml, (int)sec->yaml_len, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, spec, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, b->workdir, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, envs, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 7, js->num_nodes);
+		goto out;
+	store_bind_text(st, 1, js->name ? js->name : b->spec_name);
+	store_bind_text(st, 2, b->spec_name);
+	store_bind_textn(st, 3, sec->yaml, sec->yaml_len);
+	store_bind_text(st, 4, spec);
+	store_bind_text(st, 5, b->workdir);
+	store_bind_text(st, 6, envs);
+	store_bind_i64(st, 7, js->num_nodes);
 	/* workload failures tolerated: the API's value, else SkyPilot's
 	 * job_recovery.max_restarts_on_errors, else spotrun.max_restarts */
-	sqlite3_bind_int64(st, 8, b->max_restarts >= 0 ? b->max_restarts :
-			   js->max_restarts_on_errors >= 0 ? js->max_restarts_on_errors :
-			   js->max_restarts >= 0 ? js->max_restarts : 3);
-	sqlite3_bind_int64(st, 9, now);
-	sqlite3_bind_double(st, 10, sim);
+	store_bind_i64(st, 8, b->max_restarts >= 0 ? b->max_restarts :
+		       js->max_restarts_on_errors >= 0 ? js->max_restarts_on_errors :
+		       js->max_restarts >= 0 ? js->max_restarts : 3);
+	store_bind_i64(st, 9, now);
+	store_bind_f64(st, 10, sim);
 	if (isfinite(plan->deadline_s))
-		sqlite3_bind_double(st, 11, plan->deadline_s);
-	sqlite3_bind_double(st, 12, plan->work_s);
-	sqlite3_bind_text(st, 13, cand, -1, SQLITE_STATIC);
-	if (k->key) {
-		sqlite3_bind_text(st, 14, k->key, -1, SQLITE_STATIC);
-		sqlite3_bind_blob(st, 15, k->hash, CTL_DIGEST_LEN, SQLITE_STATIC);
+		store_bind_f64(st, 11, plan->deadline_s);
+	else
+		store_bind_null(st, 11);
+	store_bind_f64(st, 12, plan->work_s);
+	store_bind_text(st, 13, cand);
+	store_bind_text(st, 14, k->key);
+	if (k->key)
+		store_bind_blob(st, 15, k->hash, CTL_DIGEST_LEN);
+	else
+		store_bind_null(st, 15);
+	store_bind_blob(st, 16, sec->sealed, sec->sealed_len);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		*id = store_col_i64(st, "id");
+		rc = 0;
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -EIO, "insert job: no id returned");
 	}
-	if (sec->sealed)
-		sqlite3_bind_blob(st, 16, sec->sealed, (int)sec->sealed_len,
-				  SQLITE_STATIC);
-	rc = ctl_db_step_done(db, st, e, "insert job");
-	if (rc)
-		goto fail;
-	*id = sqlite3_last_insert_rowid(db);
-	rc = ctl_event_add(db, *id, "created", NULL, "PENDING", 0, now, sim,
-			   NULL, "job accepted", e);
-	if (rc)
-		goto fail;
-	rc = ctl_db_commit(db, e);
-	goto out;
-fail:
-	ctl_db_rollback(db);
+	store_done(st);
+	if (!rc)
+		rc = ctl_event_append(db, *id, "created", NULL, "PENDING", 0, now,
+				      sim, NULL, "job accepted", e);
 out:
-	sqlite3_finalize(st);
+	if (store_in_tx(db))
+		rc = store_end(db, rc, e);
 	free(spec);
 	free(envs);
 	free(cand);
 	return rc;
+}
+
+/* Reply {"job": <job id>} with `status`; a store error is a 500. */
+static int job_reply(struct ctl *c, struct store *db, int64_t id, int status,
+		     struct ctl_resp *rs)
+{
+	struct sr_err e = { 0 };
+	json_t *j = ctl__job_json(c, db, id, true, &e);
+
+	if (!j)
+		return internal(rs, &e, e.code ? e.code : -EIO);
+	return ctl_resp_json(rs, status, json_pack("{s:o}", "job", j));
 }
 
 static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
@@ -215,7 +229,7 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	struct idem k;
 	struct ctl_secrets sec = { 0 };
 	json_t *root = NULL, *specj = NULL;
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
 	int64_t id = 0;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
@@ -270,15 +284,13 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	if (k.replayed) {
 		/* a retry of a request already applied: the same job */
 		sr_info("api", "job create replayed", "job=%" PRId64, id);
-		rc = ctl_resp_json(rs, 200, json_pack("{s:o}", "job",
-						      ctl__job_json(c, db, id, true)));
+		rc = job_reply(c, db, id, 200, rs);
 		goto out;
 	}
 	sr_info("api", "job created", "job=%" PRId64 " name=%s nodes=%d", id,
 		js.name ? js.name : b.spec_name, js.num_nodes);
 	ctl__wake(c);
-	rc = ctl_resp_json(rs, 201, json_pack("{s:o}", "job",
-					      ctl__job_json(c, db, id, true)));
+	rc = job_reply(c, db, id, 201, rs);
 out:
 	ctl_secrets_clear(&sec);
 	json_decref(specj);
@@ -302,53 +314,44 @@ static bool state_in(const char *states, const char *s)
 	return false;
 }
 
-json_t *ctl_jobs_json(struct ctl *c, sqlite3 *db, const char *states, int limit)
+/* Append to arr the jobs of `sql` (selecting id and state, bound with
+ * `name` when not NULL): at most limit, only states in `states` (NULL =
+ * all).  0, or an error (a failed step is one, never "no more jobs"). */
+static int jobs_append(struct ctl *c, struct store *db, const char *sql,
+		       const char *name, const char *states, int limit,
+		       json_t *arr, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	json_t *arr = json_array();
+	struct store_stmt *st = NULL;
+	json_t *j;
+	int rc;
 
-	if (limit <= 0)
-		limit = 1000;
-	if (!arr || sqlite3_prepare_v2(db, "SELECT id, state FROM jobs ORDER BY"
-				       " id DESC", -1, &st, NULL) != SQLITE_OK) {
-		json_decref(arr);
-		return NULL;
-	}
-	while ((int)json_array_size(arr) < limit && sqlite3_step(st) == SQLITE_ROW) {
-		if (states && !state_in(states, ctl_db_text(st, 1)))
+	rc = store_prepare(db, sql, &st, e);
+	if (rc)
+		return rc;
+	if (name)
+		store_bind_text(st, 1, name);
+	while ((int)json_array_size(arr) < limit && (rc = store_step(st, e)) == 1) {
+		if (states && !state_in(states, store_col_text(st, "state")))
 			continue;
-		json_array_append_new(arr, ctl__job_json(c, db,
-					sqlite3_column_int64(st, 0), false));
+		j = ctl__job_json(c, db, store_col_i64(st, "id"), false, e);
+		if (!j && e->code == -SR_ENOTFOUND)
+			continue; /* gone between the two reads */
+		if (!j || json_array_append_new(arr, j)) {
+			rc = j ? sr_err_set(e, -ENOMEM, "jobs: out of memory")
+			       : e->code ? e->code : -EIO;
+			break;
+		}
 	}
-	sqlite3_finalize(st);
-	return arr;
-}
-
-/* GET /v1/jobs?name=N: the jobs of that name, newest first. */
-static json_t *jobs_named(struct ctl *c, sqlite3 *db, const char *name, int limit)
-{
-	sqlite3_stmt *st = NULL;
-	json_t *arr = json_array();
-
-	if (!arr || sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE name=?"
-				       " ORDER BY id DESC LIMIT ?", -1, &st,
-				       NULL) != SQLITE_OK) {
-		json_decref(arr);
-		return NULL;
-	}
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, limit);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(arr, ctl__job_json(c, db,
-					sqlite3_column_int64(st, 0), false));
-	sqlite3_finalize(st);
-	return arr;
+	store_done(st);
+	return rc < 0 ? rc : 0;
 }
 
 static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
+	struct sr_err e = { 0 };
+	int rc;
 	const char *states = ctl_req_query(rq, "state");
 	const char *name = ctl_req_query(rq, "name");
 	json_t *arr = json_array();
@@ -358,12 +361,13 @@ static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 		json_decref(arr);
 		return 0;
 	}
+	if (!arr)
+		return -ENOMEM;
 	if (name) {
-		json_decref(arr);
-		arr = jobs_named(c, db, name, (int)limit);
-		if (!arr)
-			return -EIO;
-		return ctl_resp_json(rs, 200, json_pack("{s:o}", "jobs", arr));
+		/* GET /v1/jobs?name=N: the jobs of that name, newest first */
+		rc = jobs_append(c, db, "SELECT id, state FROM jobs WHERE name=?"
+				 " ORDER BY id DESC", name, NULL, (int)limit, arr, &e);
+		goto reply;
 	}
 	if (states) {
 		char buf[256], *save = NULL;
@@ -379,22 +383,31 @@ static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 			}
 		}
 	}
-	json_decref(arr);
-	arr = ctl_jobs_json(c, db, states, (int)limit);
-	if (!arr)
-		return -EIO;
+	rc = jobs_append(c, db, "SELECT id, state FROM jobs ORDER BY id DESC",
+			 NULL, states, (int)limit, arr, &e);
+reply:
+	if (rc) {
+		json_decref(arr);
+		return internal(rs, &e, rc);
+	}
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "jobs", arr));
 }
 
 static int load_job(struct ctl_req *rq, struct ctl_resp *rs, int64_t *id,
 		    json_t **job)
 {
+	struct sr_err e = { 0 };
+
 	if (ctl_req_param_id(rq, "id", id, rs))
 		return -EINVAL;
-	*job = ctl__job_json(ctl_req_ctl(rq), ctl_req_db(rq), *id, true);
-	if (!*job) {
+	*job = ctl__job_json(ctl_req_ctl(rq), ctl_req_store(rq), *id, true, &e);
+	if (!*job && e.code == -SR_ENOTFOUND) {
 		ctl_resp_error(rs, 404, "job %" PRId64 " not found", *id);
 		return -SR_ENOTFOUND;
+	}
+	if (!*job) {
+		internal(rs, &e, e.code ? e.code : -EIO);
+		return -EIO;
 	}
 	return 0;
 }
@@ -414,9 +427,8 @@ static int jobs_get(struct ctl_req *rq, struct ctl_resp *rs)
 static int jobs_cancel(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
 	struct sr_err e = { 0 };
-	sqlite3_stmt *st = NULL;
 	int64_t id, now = sr_time_real_ns();
 	enum job_state state = JOB_PENDING;
 	json_t *j;
@@ -432,48 +444,47 @@ static int jobs_cancel(struct ctl_req *rq, struct ctl_resp *rs)
 		return 0;
 	}
 	json_decref(j);
-	rc = ctl_db_begin(db, &e);
-	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE jobs SET desired='cancel', "
-				    "updated_ns=? WHERE id=? AND desired='run'", &st, &e);
+	rc = store_begin(db, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, now);
-		sqlite3_bind_int64(st, 2, id);
-		rc = ctl_db_step_done(db, st, &e, "cancel");
+		rc = jobsm_cancel(db, id, now, ctl__sim_at(c, now),
+				  "cancel requested", &e);
+		rc = store_end(db, rc < 0 ? rc : 0, &e);
 	}
-	if (!rc && sqlite3_changes(db) == 1)
-		rc = ctl_event_add(db, id, "cancel_requested", NULL, NULL, 0, now,
-				   ctl__sim_at(c, now), NULL, "cancel requested", &e);
-	sqlite3_finalize(st);
-	rc = ctl_db_end(db, rc, &e);
 	if (rc)
 		return internal(rs, &e, rc);
 	ctl__wake(c);
-	return ctl_resp_json(rs, 202, json_pack("{s:o}", "job",
-						ctl__job_json(c, db, id, true)));
+	return job_reply(c, db, id, 202, rs);
 }
 
 /* ---- GET /v1/jobs/{id}/events, /logs ------------------------------------- */
 
-static bool job_exists(sqlite3 *db, int64_t id, bool *terminal)
+/* 1 when the job exists (*terminal: it has finished), 0 when not, or a
+ * store error. */
+static int job_exists(struct store *db, int64_t id, bool *terminal,
+		      struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	bool ok = false;
+	struct store_stmt *st = NULL;
+	enum job_state s = JOB_PENDING;
+	int rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT state FROM jobs WHERE id=?", -1, &st,
-			       NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		enum job_state s = JOB_PENDING;
-
-		jobsm_parse(ctl_db_text(st, 0), &s);
-		ok = true;
+	rc = store_prepare(db, "SELECT state FROM jobs WHERE id=?", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		jobsm_parse(store_col_text(st, "state"), &s);
 		if (terminal)
 			*terminal = jobsm_terminal(s);
 	}
-	sqlite3_finalize(st);
-	return ok;
+	store_done(st);
+	return rc;
+}
+
+static json_t *text_or_null(struct store_stmt *st, const char *col)
+{
+	return store_col_null(st, col) ? json_null() :
+	       json_string(store_col_text(st, col));
 }
 
 static json_t *ts_json(int64_t ns)
@@ -487,94 +498,115 @@ static json_t *ts_json(int64_t ns)
 
 static int jobs_events(struct ctl_req *rq, struct ctl_resp *rs)
 {
-	sqlite3 *db = ctl_req_db(rq);
-	sqlite3_stmt *st = NULL;
+	struct store *db = ctl_req_store(rq);
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	int64_t id, after, limit, next;
-	json_t *arr;
+	json_t *arr = NULL, *data, *ev;
+	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs) ||
 	    query_int(rq, "after", 0, 0, INT64_MAX, &after, rs) ||
 	    query_int(rq, "limit", 100, 1, 1000, &limit, rs))
 		return 0;
-	if (!job_exists(db, id, NULL))
+	rc = job_exists(db, id, NULL, &e);
+	if (rc == 0)
 		return ctl_resp_error(rs, 404, "job %" PRId64 " not found", id);
-	if (sqlite3_prepare_v2(db, "SELECT seq, ts_ns, sim_s, type, from_state,"
-			       " to_state, node_id, message, data FROM events"
-			       " WHERE job_id=? AND seq>? ORDER BY seq LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, after);
-	sqlite3_bind_int64(st, 3, limit);
+	if (rc < 0)
+		return internal(rs, &e, rc);
+	rc = store_prepare(db, "SELECT seq, ts_ns, sim_s, type, from_state,"
+			   " to_state, node_id, message, data FROM events"
+			   " WHERE job_id=? AND seq>? ORDER BY seq LIMIT ?", &st, &e);
+	if (rc)
+		return internal(rs, &e, rc);
+	store_bind_i64(st, 1, id);
+	store_bind_i64(st, 2, after);
+	store_bind_i64(st, 3, limit);
 	arr = json_array();
 	next = after;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		json_t *data = NULL;
-
-		if (sqlite3_column_type(st, 8) != SQLITE_NULL)
-			data = json_loads(ctl_db_text(st, 8), 0, NULL);
-		next = sqlite3_column_int64(st, 0);
-		json_array_append_new(arr, json_pack(
-			"{s:I,s:o,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
+	while (arr && (rc = store_step(st, &e)) == 1) {
+		data = NULL;
+		if (!store_col_null(st, "data"))
+			data = json_loads(store_col_text(st, "data"), 0, NULL);
+		next = store_col_i64(st, "seq");
+		ev = json_pack("{s:I,s:o,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
 			"seq", (json_int_t)next,
-			"ts", ts_json(sqlite3_column_int64(st, 1)),
-			"sim_s", sqlite3_column_double(st, 2),
-			"type", ctl_db_text(st, 3),
-			"from", sqlite3_column_type(st, 4) == SQLITE_NULL ?
-				json_null() : json_string(ctl_db_text(st, 4)),
-			"to", sqlite3_column_type(st, 5) == SQLITE_NULL ?
-				json_null() : json_string(ctl_db_text(st, 5)),
-			"node_id", sqlite3_column_type(st, 6) == SQLITE_NULL ?
-				json_null() : json_integer(sqlite3_column_int64(st, 6)),
-			"message", ctl_db_text(st, 7),
-			"data", data ? data : json_object()));
+			"ts", ts_json(store_col_i64(st, "ts_ns")),
+			"sim_s", store_col_f64(st, "sim_s"),
+			"type", store_col_text(st, "type"),
+			"from", text_or_null(st, "from_state"),
+			"to", text_or_null(st, "to_state"),
+			"node_id", store_col_null(st, "node_id") ? json_null() :
+				json_integer(store_col_i64(st, "node_id")),
+			"message", store_col_text(st, "message"),
+			"data", data ? data : json_object());
+		if (!ev || json_array_append_new(arr, ev)) {
+			rc = sr_err_set(&e, -ENOMEM, "events: out of memory");
+			break;
+		}
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (!arr || rc < 0) {
+		json_decref(arr);
+		return internal(rs, &e, arr ? rc : -ENOMEM);
+	}
 	return ctl_resp_json(rs, 200, json_pack("{s:o,s:I}", "events", arr,
 						"next", (json_int_t)next));
 }
 
 static int jobs_logs(struct ctl_req *rq, struct ctl_resp *rs)
 {
-	sqlite3 *db = ctl_req_db(rq);
-	sqlite3_stmt *st = NULL;
+	struct store *db = ctl_req_store(rq);
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	int64_t id, after, limit, rank, next;
 	bool terminal = false;
-	json_t *arr;
+	json_t *arr, *ln;
+	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs) ||
 	    query_int(rq, "after", 0, 0, INT64_MAX, &after, rs) ||
 	    query_int(rq, "limit", 500, 1, 5000, &limit, rs) ||
 	    query_int(rq, "rank", -1, 0, 1023, &rank, rs))
 		return 0;
-	if (!job_exists(db, id, &terminal))
+	rc = job_exists(db, id, &terminal, &e);
+	if (rc == 0)
 		return ctl_resp_error(rs, 404, "job %" PRId64 " not found", id);
-	if (sqlite3_prepare_v2(db, "SELECT seq, ts_ns, node_id, rank, attempt,"
-			       " stream, line, truncated FROM logs WHERE job_id=?"
-			       " AND seq>? AND (?<0 OR rank=?) ORDER BY seq LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, after);
-	sqlite3_bind_int64(st, 3, rank);
-	sqlite3_bind_int64(st, 4, rank);
-	sqlite3_bind_int64(st, 5, limit);
+	if (rc < 0)
+		return internal(rs, &e, rc);
+	rc = store_prepare(db, "SELECT seq, ts_ns, node_id, rank, attempt,"
+			   " stream, line, truncated FROM logs WHERE job_id=?1"
+			   " AND seq>?2 AND (?3<0 OR rank=?3) ORDER BY seq LIMIT ?4",
+			   &st, &e);
+	if (rc)
+		return internal(rs, &e, rc);
+	store_bind_i64(st, 1, id);
+	store_bind_i64(st, 2, after);
+	store_bind_i64(st, 3, rank);
+	store_bind_i64(st, 4, limit);
 	arr = json_array();
 	next = after;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		next = sqlite3_column_int64(st, 0);
-		json_array_append_new(arr, json_pack(
-			"{s:I,s:o,s:I,s:i,s:I,s:s,s:s,s:b}",
+	while (arr && (rc = store_step(st, &e)) == 1) {
+		next = store_col_i64(st, "seq");
+		ln = json_pack("{s:I,s:o,s:I,s:I,s:I,s:s,s:s,s:b}",
 			"seq", (json_int_t)next,
-			"ts", ts_json(sqlite3_column_int64(st, 1)),
-			"node_id", (json_int_t)sqlite3_column_int64(st, 2),
-			"rank", sqlite3_column_int(st, 3),
-			"attempt", (json_int_t)sqlite3_column_int64(st, 4),
-			"stream", ctl_db_text(st, 5),
-			"line", ctl_db_text(st, 6),
-			"truncated", sqlite3_column_int(st, 7)));
+			"ts", ts_json(store_col_i64(st, "ts_ns")),
+			"node_id", (json_int_t)store_col_i64(st, "node_id"),
+			"rank", (json_int_t)store_col_i64(st, "rank"),
+			"attempt", (json_int_t)store_col_i64(st, "attempt"),
+			"stream", store_col_text(st, "stream"),
+			"line", store_col_text(st, "line"),
+			"truncated", store_col_i64(st, "truncated") != 0);
+		if (!ln || json_array_append_new(arr, ln)) {
+			rc = sr_err_set(&e, -ENOMEM, "logs: out of memory");
+			break;
+		}
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (!arr || rc < 0) {
+		json_decref(arr);
+		return internal(rs, &e, arr ? rc : -ENOMEM);
+	}
 	/* done: terminal, and nothing after what we return (the reconciler
 	 * stops nodes before a job is terminal, so no line can follow). */
 	return ctl_resp_json(rs, 200, json_pack("{s:o,s:I,s:b}", "lines", arr,
@@ -584,42 +616,28 @@ static int jobs_logs(struct ctl_req *rq, struct ctl_resp *rs)
 
 /* ---- GET /v1/nodes -------------------------------------------------------- */
 
-static json_t *nodes_json(sqlite3 *db, int64_t job, int64_t all)
+static int nodes_list(struct ctl_req *rq, struct ctl_resp *rs)
 {
-	sqlite3_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	char sql[768];
+	int64_t args[2];
 	json_t *arr;
+	int rc;
 
+	if (query_int(rq, "job", 0, 0, INT64_MAX, &args[0], rs) ||
+	    query_int(rq, "all", 0, 0, 1, &args[1], rs))
+		return 0;
 	snprintf(sql, sizeof sql, "SELECT %s FROM nodes WHERE (?1=0 OR job_id=?1)"
 		 " AND (?2=1 OR state IN ('REQUESTED','BOOTING','READY'))"
 		 " ORDER BY id LIMIT 10000", ctl__node_cols);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(st, 1, job);
-	sqlite3_bind_int64(st, 2, all);
 	arr = json_array();
-	while (arr && sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(arr, ctl__node_json_row(st));
-	sqlite3_finalize(st);
-	return arr;
-}
-
-json_t *ctl_nodes_json(sqlite3 *db, int all)
-{
-	return nodes_json(db, 0, all);
-}
-
-static int nodes_list(struct ctl_req *rq, struct ctl_resp *rs)
-{
-	int64_t job, all;
-	json_t *arr;
-
-	if (query_int(rq, "job", 0, 0, INT64_MAX, &job, rs) ||
-	    query_int(rq, "all", 0, 0, 1, &all, rs))
-		return 0;
-	arr = nodes_json(ctl_req_db(rq), job, all);
 	if (!arr)
-		return -EIO;
+		return -ENOMEM;
+	rc = ctl__nodes_append(ctl_req_store(rq), sql, args, 2, arr, &e);
+	if (rc) {
+		json_decref(arr);
+		return internal(rs, &e, rc);
+	}
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "nodes", arr));
 }
 

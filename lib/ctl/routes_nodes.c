@@ -31,7 +31,6 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "ctl/secrets.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
@@ -46,42 +45,54 @@ struct nodeinfo {
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
+	int pool;
 };
 
-static int node_load(sqlite3 *db, int64_t id, struct nodeinfo *n)
+/* 0, -SR_ENOTFOUND, or a store error (in *e). */
+static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
+		     struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = -SR_ENOTFOUND;
+	struct store_stmt *st = NULL;
+	int rc;
 
 	memset(n, 0, sizeof *n);
-	if (sqlite3_prepare_v2(db, "SELECT n.id, n.job_id, n.rank, n.state,"
-			       " j.state, j.desired, j.attempt, j.num_nodes,"
-			       " n.notice_ns IS NOT NULL, n.cloud, n.region, n.zone,"
-			       " n.instance_type, n.spot, n.price_micros, n.retire"
-			       " FROM nodes n JOIN jobs j ON j.id=n.job_id"
-			       " WHERE n.id=?", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		n->id = sqlite3_column_int64(st, 0);
-		n->job = sqlite3_column_int64(st, 1);
-		n->rank = sqlite3_column_int64(st, 2);
-		snprintf(n->state, sizeof n->state, "%s", ctl_db_text(st, 3));
-		snprintf(n->job_state, sizeof n->job_state, "%s", ctl_db_text(st, 4));
-		snprintf(n->desired, sizeof n->desired, "%s", ctl_db_text(st, 5));
-		n->attempt = sqlite3_column_int64(st, 6);
-		n->num_nodes = sqlite3_column_int64(st, 7);
-		n->notice = sqlite3_column_int(st, 8);
-		snprintf(n->cloud, sizeof n->cloud, "%s", ctl_db_text(st, 9));
-		snprintf(n->region, sizeof n->region, "%s", ctl_db_text(st, 10));
-		snprintf(n->zone, sizeof n->zone, "%s", ctl_db_text(st, 11));
-		snprintf(n->itype, sizeof n->itype, "%s", ctl_db_text(st, 12));
-		n->spot = sqlite3_column_int(st, 13);
-		n->price = sqlite3_column_int64(st, 14);
-		n->retire = sqlite3_column_int(st, 15);
+	rc = store_prepare(db, "SELECT n.id, n.job_id, n.rank, n.state,"
+			   " j.state AS job_state, j.desired, j.attempt,"
+			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
+			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
+			   " n.instance_type, n.spot, n.price_micros, n.retire,"
+			   " n.pool FROM nodes n JOIN jobs j ON j.id=n.job_id"
+			   " WHERE n.id=?", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		n->id = store_col_i64(st, "id");
+		n->job = store_col_i64(st, "job_id");
+		n->rank = store_col_i64(st, "rank");
+		snprintf(n->state, sizeof n->state, "%s", store_col_text(st, "state"));
+		snprintf(n->job_state, sizeof n->job_state, "%s",
+			 store_col_text(st, "job_state"));
+		snprintf(n->desired, sizeof n->desired, "%s",
+			 store_col_text(st, "desired"));
+		n->attempt = store_col_i64(st, "attempt");
+		n->num_nodes = store_col_i64(st, "num_nodes");
+		n->notice = store_col_i64(st, "notice") != 0;
+		snprintf(n->cloud, sizeof n->cloud, "%s", store_col_text(st, "cloud"));
+		snprintf(n->region, sizeof n->region, "%s", store_col_text(st, "region"));
+		snprintf(n->zone, sizeof n->zone, "%s", store_col_text(st, "zone"));
+		snprintf(n->itype, sizeof n->itype, "%s",
+			 store_col_text(st, "instance_type"));
+		n->spot = store_col_i64(st, "spot") != 0;
+		n->price = store_col_i64(st, "price_micros");
+		n->retire = store_col_i64(st, "retire") != 0;
+		n->pool = (int)store_col_i64(st, "pool");
 		rc = 0;
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }
 
@@ -92,27 +103,27 @@ static bool node_gone(const struct nodeinfo *n)
 
 /* The addresses of the gang's live nodes, by rank ("" for a rank whose
  * node has not registered yet).  Caller owns the array (json_decref). */
-static json_t *gang_addrs(sqlite3 *db, const struct nodeinfo *n)
+static json_t *gang_addrs(struct store *db, const struct nodeinfo *n)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	json_t *a = json_array();
 
 	for (int64_t r = 0; a && r < n->num_nodes; r++)
 		json_array_append_new(a, json_string(""));
-	if (!a || sqlite3_prepare_v2(db, "SELECT rank, coalesce(addr, '') FROM"
-				     " nodes WHERE job_id=? AND state IN"
-				     " ('REQUESTED','BOOTING','READY')", -1, &st,
-				     NULL) != SQLITE_OK)
+	if (!a || store_prepare(db, "SELECT rank, coalesce(addr, '') AS addr FROM"
+				" nodes WHERE job_id=? AND state IN"
+				" ('REQUESTED','BOOTING','READY')", &st, &e))
 		return a;
-	sqlite3_bind_int64(st, 1, n->job);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t r = sqlite3_column_int64(st, 0);
+	store_bind_i64(st, 1, n->job);
+	while (store_step(st, &e) == 1) {
+		int64_t r = store_col_i64(st, "rank");
 
 		if (r >= 0 && r < n->num_nodes)
 			json_array_set_new(a, (size_t)r,
-					   json_string(ctl_db_text(st, 1)));
+					   json_string(store_col_text(st, "addr")));
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return a;
 }
 
@@ -131,7 +142,7 @@ static int64_t master_port(const char *state_dir, int64_t job, int64_t attempt)
 	return 20000 + (int64_t)((j * 7919 + at + h % 12000) % 12000);
 }
 
-static json_t *directive_of(const struct ctl *c, sqlite3 *db,
+static json_t *directive_of(const struct ctl *c, struct store *db,
 			    const struct nodeinfo *n)
 {
 	enum job_state js = JOB_PENDING;
@@ -166,11 +177,12 @@ static json_t *directive_of(const struct ctl *c, sqlite3 *db,
 	return d;
 }
 
-json_t *ctl__directive(sqlite3 *db, int64_t node_id)
+json_t *ctl__directive(struct store *db, int64_t node_id)
 {
+	struct sr_err e = { 0 };
 	struct nodeinfo n;
 
-	if (node_load(db, node_id, &n) || node_gone(&n))
+	if (node_load(db, node_id, &n, &e) || node_gone(&n))
 		return NULL;
 	return directive_of(NULL, db, &n);
 }
@@ -196,12 +208,19 @@ static void peer_addr(const struct ctl_req *rq, char *buf, size_t n)
 /* Common prologue: id, node row, liveness.  Returns 0 or has answered. */
 static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 {
+	struct sr_err e = { 0 };
 	int64_t id;
+	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs))
 		return -1;
-	if (node_load(ctl_req_db(rq), id, n)) {
+	rc = node_load(ctl_req_store(rq), id, n, &e);
+	if (rc == -SR_ENOTFOUND) {
 		ctl_resp_error(rs, 404, "node %" PRId64 " not found", id);
+		return -1;
+	}
+	if (rc) {
+		ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 		return -1;
 	}
 	if (node_gone(n)) {
@@ -212,17 +231,17 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 }
 
 /* The job's checkpoint URI (spotrun.checkpoint.uri) into uri, or "". */
-static void ckpt_uri_of(sqlite3 *db, int64_t job, char *uri, size_t un)
+static void ckpt_uri_of(struct store *db, int64_t job, char *uri, size_t un)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 
 	uri[0] = '\0';
-	if (sqlite3_prepare_v2(db, "SELECT spec_json FROM jobs WHERE id=?", -1,
-			       &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT spec_json FROM jobs WHERE id=?", &st, &e))
 		return;
-	sqlite3_bind_int64(st, 1, job);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		json_t *spec = json_loads(ctl_db_text(st, 0), 0, NULL);
+	store_bind_i64(st, 1, job);
+	if (store_step(st, &e) == 1) {
+		json_t *spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
 		json_t *u = json_object_get(json_object_get(json_object_get(
 			spec, "spotrun"), "checkpoint"), "uri");
 
@@ -230,7 +249,7 @@ static void ckpt_uri_of(sqlite3 *db, int64_t job, char *uri, size_t un)
 			snprintf(uri, un, "%s", json_string_value(u));
 		json_decref(spec);
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 }
 
 /* NULL (key left out by json_pack's "o*") when there is no URI. */
@@ -270,23 +289,26 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 	x->gpus = colon ? atoi(colon + 1) : 0;
 }
 
-static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
+static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 		       json_t **setup, json_t **run, char *workdir, size_t wn,
 		       struct sky_extra *x)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err err = { 0 };
 	json_t *envs = json_object();
 
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (sqlite3_prepare_v2(db, "SELECT spec_json, envs, workdir, secrets_enc "
-			       "FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc "
+			  "FROM jobs WHERE id=?", &st, &err))
 		return envs;
-	sqlite3_bind_int64(st, 1, job);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		json_t *spec = json_loads(ctl_db_text(st, 0), 0, NULL);
-		json_t *over = json_loads(ctl_db_text(st, 1), 0, NULL);
+	store_bind_i64(st, 1, job);
+	if (store_step(st, &err) == 1) {
+		json_t *spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
+		json_t *over = json_loads(store_col_text(st, "envs"), 0, NULL);
+		size_t sn = 0;
+		const void *sealed = store_col_blob(st, "secrets_enc", &sn);
 
 		if (spec) {
 			json_t *e = json_object_get(spec, "envs");
@@ -305,11 +327,9 @@ static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
 		}
 		if (json_is_object(over))
 			json_object_update(envs, over);
-		if (sqlite3_column_type(st, 3) == SQLITE_BLOB) {
+		if (sealed) {
 			/* the job's secrets, sealed at submit (secrets.h) */
-			json_t *sec = ctl_secrets_open(sqlite3_column_blob(st, 3),
-					(size_t)sqlite3_column_bytes(st, 3),
-					c->secrets_key);
+			json_t *sec = ctl_secrets_open(sealed, sn, c->secrets_key);
 
 			if (sec)
 				json_object_update(envs, sec);
@@ -319,11 +339,11 @@ static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
 					 "job=%" PRId64, job);
 			json_decref(sec);
 		}
-		snprintf(workdir, wn, "%s", ctl_db_text(st, 2));
+		snprintf(workdir, wn, "%s", store_col_text(st, "workdir"));
 		json_decref(spec);
 		json_decref(over);
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return envs;
 }
 
@@ -332,15 +352,16 @@ static json_t *envs_of(struct ctl *c, sqlite3 *db, int64_t job,
 static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
 	struct api_register b;
 	struct nodeinfo n;
 	struct sr_err e = { 0 };
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
 	struct sky_extra sky = { NULL, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t now = sr_time_real_ns();
+	bool shared;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
@@ -357,58 +378,65 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	else
 		peer_addr(rq, addr, sizeof addr);
 	json_decref(root);
+	shared = ctl__prov_shared(c, n.pool);
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the
-	 * control plane's directory */
+	 * control plane's directory - on the local cloud only: a cloud's
+	 * node sees no directory of ours, and the agent uses its own */
 	ckpt_uri_of(db, n.job, uri, sizeof uri);
 	if (uri[0])
 		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
 	else
 		snprintf(ckpt, sizeof ckpt, "%s/jobs/%" PRId64 "/ckpt",
 			 c->state_dir, n.job);
-	rc = sr_fs_mkdir_p(ckpt, 0700);
+	rc = shared ? sr_fs_mkdir_p(ckpt, 0700) : 0;
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE nodes SET state='READY',"
-				    " registered_ns=coalesce(registered_ns, ?1),"
-				    " last_hb_ns=?1, addr=nullif(?3, '') WHERE id=?2"
-				    " AND state IN ('REQUESTED','BOOTING','READY')",
-				    &st, &e);
+		rc = store_prepare(db, "UPDATE nodes SET state='READY',"
+				   " registered_ns=coalesce(registered_ns, ?1),"
+				   " last_hb_ns=?1, addr=nullif(?3, '') WHERE id=?2"
+				   " AND state IN ('REQUESTED','BOOTING','READY')",
+				   &st, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, now);
-		sqlite3_bind_int64(st, 2, n.id);
-		sqlite3_bind_text(st, 3, addr, -1, SQLITE_STATIC);
-		rc = ctl_db_step_done(db, st, &e, "register");
+		store_bind_i64(st, 1, now);
+		store_bind_i64(st, 2, n.id);
+		store_bind_text(st, 3, addr);
+		rc = store_run(st, &e);
+		rc = rc < 0 ? sr_err_prefix(&e, "register") : 0;
+		store_done(st);
 	}
 	if (!rc && strcmp(n.state, "READY") != 0)
-		rc = ctl_event_add(db, n.job, "node_ready", NULL, NULL, n.id, now,
-				   ctl__sim_at(c, now), NULL, "node registered", &e);
-	sqlite3_finalize(st);
-	rc = ctl_db_end(db, rc, &e);
+		rc = ctl_event_append(db, n.job, "node_ready", NULL, NULL, n.id, now,
+				      ctl__sim_at(c, now), NULL, "node registered",
+				      &e);
+	rc = store_end(db, rc, &e);
+	if (!rc)
+		rc = node_load(db, n.id, &n, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	sr_info("api", "node registered", "node=%" PRId64 " job=%" PRId64
 		" rank=%" PRId64 " pid=%" PRId64, n.id, n.job, n.rank, b.pid);
 	ctl__wake(c);
-	node_load(db, n.id, &n);
 	sky.mounts = json_object();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
-	dir = json_string(workdir[0] ? workdir : nodedir);
+	dir = workdir[0] ? json_string(workdir) : shared ? json_string(nodedir) :
+	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
-		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:s,s:I,s:I,s:I,"
+		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
-		"ckpt_dir", ckpt, "node_dir", nodedir,
+		"ckpt_dir", shared ? ckpt : NULL,
+		"node_dir", shared ? nodedir : NULL,
 		"heartbeat_ms", (json_int_t)c->cfg.heartbeat_ms,
 		"imds_poll_ms", (json_int_t)c->cfg.imds_poll_ms,
 		"attempt", (json_int_t)n.attempt,
-		"placement", "provider", c->prov.ops->name, "cloud", n.cloud,
+		"placement", "provider", ctl__prov_name(c, n.pool), "cloud", n.cloud,
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
@@ -420,11 +448,11 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 
 static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 {
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
 	struct api_heartbeat b;
 	struct nodeinfo n;
 	struct sr_err e = { 0 };
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	json_t *root = NULL;
 	int64_t now = sr_time_real_ns();
 	bool first = false;
@@ -438,31 +466,40 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
 	json_decref(root);
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
-				    " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
-				    " cpu_util=?5, gpu_util=?6,"
-				    " util_sum=util_sum+coalesce(?7, 0),"
-				    " util_n=util_n+(?7 IS NOT NULL)"
-				    " WHERE id=?8", &st, &e);
+		rc = store_prepare(db, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
+				   " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
+				   " cpu_util=?5, gpu_util=?6,"
+				   " util_sum=util_sum+coalesce(?7, 0),"
+				   " util_n=util_n+(CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END)"
+				   " WHERE id=?8", &st, &e);
 	if (!rc) {
 		double u = b.gpu_util >= 0 ? b.gpu_util : b.cpu_util;
 
-		sqlite3_bind_int64(st, 1, now);
-		sqlite3_bind_text(st, 2, api_workload_name(b.workload), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, b.attempt);
+		store_bind_i64(st, 1, now);
+		store_bind_text(st, 2, api_workload_name(b.workload));
+		store_bind_i64(st, 3, b.attempt);
 		if (b.workload_pgid > 0)
-			sqlite3_bind_int64(st, 4, b.workload_pgid);
+			store_bind_i64(st, 4, b.workload_pgid);
+		else
+			store_bind_null(st, 4);
 		if (b.cpu_util >= 0)
-			sqlite3_bind_double(st, 5, b.cpu_util);
+			store_bind_f64(st, 5, b.cpu_util);
+		else
+			store_bind_null(st, 5);
 		if (b.gpu_util >= 0)
-			sqlite3_bind_double(st, 6, b.gpu_util);
+			store_bind_f64(st, 6, b.gpu_util);
+		else
+			store_bind_null(st, 6);
 		if (u >= 0)
-			sqlite3_bind_double(st, 7, u);
-		sqlite3_bind_int64(st, 8, n.id);
-		rc = ctl_db_step_done(db, st, &e, "heartbeat");
-		sqlite3_finalize(st);
+			store_bind_f64(st, 7, u);
+		else
+			store_bind_null(st, 7);
+		store_bind_i64(st, 8, n.id);
+		rc = store_run(st, &e);
+		rc = rc < 0 ? sr_err_prefix(&e, "heartbeat") : 0;
+		store_done(st);
 		st = NULL;
 	}
 	/* Progress comes from rank 0 of the current attempt. */
@@ -474,34 +511,41 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		 * at each end of the window, so a 2-step window could read
 		 * anything from 0 to twice the true pace, and the policy would
 		 * migrate on the noise; 10 steps bound the error to 20 %. */
-		rc = ctl_db_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
-				    " total_steps=coalesce(?2, total_steps),"
-				    " ckpt_step=max(coalesce(?3, ckpt_step),"
-				    " coalesce(ckpt_step, ?3)),"
-				    " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
-				    "  AND ?1 - pace_step0 >= max(1, coalesce(?2, total_steps,"
-				    "  0) / 50, min(10, coalesce(?2, total_steps, 0) / 4))"
-				    "  THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
-				    "  ELSE step_ns END,"
-				    " pace_step0=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
-				    "  THEN pace_step0 ELSE ?1 END,"
-				    " pace_t0_ns=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
-				    "  THEN pace_t0_ns ELSE ?6 END,"
-				    " pace_attempt=CASE WHEN ?1 IS NULL THEN pace_attempt"
-				    "  ELSE ?5 END WHERE id=?4", &st, &e);
+		rc = store_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
+				   " total_steps=coalesce(?2, total_steps),"
+				   " ckpt_step=greatest(?3, ckpt_step),"
+				   " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
+				   "  AND ?1 - pace_step0 >= greatest(1, coalesce(?2,"
+				   "  total_steps, 0) / 50, least(10, coalesce(?2,"
+				   "  total_steps, 0) / 4))"
+				   "  THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
+				   "  ELSE step_ns END,"
+				   " pace_step0=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
+				   "  THEN pace_step0 ELSE ?1 END,"
+				   " pace_t0_ns=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
+				   "  THEN pace_t0_ns ELSE ?6 END,"
+				   " pace_attempt=CASE WHEN ?1 IS NULL THEN pace_attempt"
+				   "  ELSE ?5 END WHERE id=?4", &st, &e);
 		if (!rc) {
-			sqlite3_bind_int64(st, 5, b.attempt);
-			sqlite3_bind_int64(st, 6, now);
+			store_bind_i64(st, 5, b.attempt);
+			store_bind_i64(st, 6, now);
 			if (b.step >= 0)
-				sqlite3_bind_int64(st, 1, b.step);
+				store_bind_i64(st, 1, b.step);
+			else
+				store_bind_null(st, 1);
 			if (b.total_steps >= 0)
-				sqlite3_bind_int64(st, 2, b.total_steps);
+				store_bind_i64(st, 2, b.total_steps);
+			else
+				store_bind_null(st, 2);
 			if (b.ckpt_step >= 0)
-				sqlite3_bind_int64(st, 3, b.ckpt_step);
-			sqlite3_bind_int64(st, 4, n.job);
-			rc = ctl_db_step_done(db, st, &e, "progress");
+				store_bind_i64(st, 3, b.ckpt_step);
+			else
+				store_bind_null(st, 3);
+			store_bind_i64(st, 4, n.job);
+			rc = store_run(st, &e);
+			rc = rc < 0 ? sr_err_prefix(&e, "progress") : 0;
+			store_done(st);
 		}
-		sqlite3_finalize(st);
 		/* What this attempt restored: the workload says so, or its
 		 * first checkpoint step (the agent resets that to "none" for
 		 * each new attempt, while its step may still be a previous
@@ -523,10 +567,10 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		 * restored: count the work the last preemption lost, and make
 		 * it the job's checkpoint (recon_lost.c). */
 		if (!rc && restored >= 0)
-			rc = recon__lost_settle(rq->ctl, db, n.job, b.attempt,
-						restored, first, now, &e);
+			rc = recon__lost_settle(rq->ctl, store_sqlite_handle(db), n.job,
+						b.attempt, restored, first, now, &e);
 	}
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "directive",
@@ -535,77 +579,83 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 
 /* ---- POST /v1/nodes/{id}/report ------------------------------------------ */
 
-static int add_log(sqlite3 *db, const struct nodeinfo *n, const struct api_event *ev,
-		   int64_t now, struct sr_err *e)
+static int add_log(struct store *db, const struct nodeinfo *n,
+		   const struct api_event *ev, int64_t now, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int rc;
 
-	rc = ctl_db_prepare(db, "INSERT INTO logs(job_id, node_id, rank, attempt,"
-			    " ts_ns, stream, line, truncated) VALUES(?,?,?,?,?,?,?,?)",
-			    &st, e);
+	rc = store_prepare(db, "INSERT INTO logs(job_id, node_id, rank, attempt,"
+			   " ts_ns, stream, line, truncated) VALUES(?,?,?,?,?,?,?,?)",
+			   &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, n->job);
-	sqlite3_bind_int64(st, 2, n->id);
-	sqlite3_bind_int64(st, 3, n->rank);
-	sqlite3_bind_int64(st, 4, ev->attempt >= 0 ? ev->attempt : n->attempt);
-	sqlite3_bind_int64(st, 5, ev->ts_ns ? ev->ts_ns : now);
-	sqlite3_bind_text(st, 6, ev->stream, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 7, ev->line, (int)ev->line_len, SQLITE_STATIC);
-	sqlite3_bind_int(st, 8, ev->truncated);
-	rc = ctl_db_step_done(db, st, e, "insert log");
-	sqlite3_finalize(st);
-	return rc;
+	store_bind_i64(st, 1, n->job);
+	store_bind_i64(st, 2, n->id);
+	store_bind_i64(st, 3, n->rank);
+	store_bind_i64(st, 4, ev->attempt >= 0 ? ev->attempt : n->attempt);
+	store_bind_i64(st, 5, ev->ts_ns ? ev->ts_ns : now);
+	store_bind_text(st, 6, ev->stream);
+	store_bind_textn(st, 7, ev->line, ev->line_len);
+	store_bind_i64(st, 8, ev->truncated);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "insert log") : 0;
 }
 
-static int add_exit(sqlite3 *db, const struct nodeinfo *n, int64_t attempt,
+static int add_exit(struct store *db, const struct nodeinfo *n, int64_t attempt,
 		    int64_t code, int64_t sig, const char *cause, int64_t now,
 		    struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int rc;
 
-	rc = ctl_db_prepare(db, "INSERT OR IGNORE INTO exits(job_id, attempt, rank,"
-			    " node_id, exit_code, signal, cause, ts_ns)"
-			    " VALUES(?,?,?,?,?,?,?,?)", &st, e);
+	/* a duplicated report is harmless: the key is (job, attempt, rank) */
+	rc = store_prepare(db, "INSERT INTO exits(job_id, attempt, rank,"
+			   " node_id, exit_code, signal, cause, ts_ns)"
+			   " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING", &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, n->job);
-	sqlite3_bind_int64(st, 2, attempt);
-	sqlite3_bind_int64(st, 3, n->rank);
-	sqlite3_bind_int64(st, 4, n->id);
+	store_bind_i64(st, 1, n->job);
+	store_bind_i64(st, 2, attempt);
+	store_bind_i64(st, 3, n->rank);
+	store_bind_i64(st, 4, n->id);
 	if (code != INT64_MIN)
-		sqlite3_bind_int64(st, 5, code);
+		store_bind_i64(st, 5, code);
+	else
+		store_bind_null(st, 5);
 	if (sig)
-		sqlite3_bind_int64(st, 6, sig);
-	sqlite3_bind_text(st, 7, cause, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 8, now);
-	rc = ctl_db_step_done(db, st, e, "insert exit");
-	sqlite3_finalize(st);
-	return rc;
+		store_bind_i64(st, 6, sig);
+	else
+		store_bind_null(st, 6);
+	store_bind_text(st, 7, cause);
+	store_bind_i64(st, 8, now);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "insert exit") : 0;
 }
 
-static int exec_bind2(sqlite3 *db, const char *sql, int64_t a, int64_t b,
+static int exec_bind2(struct store *db, const char *sql, int64_t a, int64_t b,
 		      struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = ctl_db_prepare(db, sql, &st, e);
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(db, sql, &st, e);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, a);
-	sqlite3_bind_int64(st, 2, b);
-	rc = ctl_db_step_done(db, st, e, sql);
-	sqlite3_finalize(st);
-	return rc;
+	store_bind_i64(st, 1, a);
+	store_bind_i64(st, 2, b);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc < 0 ? rc : 0;
 }
 
-static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
-		       const struct api_event *ev, int64_t now, struct sr_err *e)
+static int apply_event(struct ctl *c, struct store *db,
+		       const struct nodeinfo *n, const struct api_event *ev,
+		       int64_t now, struct sr_err *e)
 {
 	double sim = ctl__sim_at(c, now);
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	char msg[600];
 	json_t *d = NULL;
 	int rc = 0;
@@ -617,35 +667,39 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		if (ev->cpu_util >= 0 || ev->gpu_util >= 0) {
 			double u = ev->gpu_util >= 0 ? ev->gpu_util : ev->cpu_util;
 
-			rc = ctl_db_prepare(db, "UPDATE nodes SET cpu_util=?1, "
-					    "util_sum=util_sum+?2, util_n=util_n+1 "
-					    "WHERE id=?3", &st, e);
+			rc = store_prepare(db, "UPDATE nodes SET cpu_util=?1, "
+					   "util_sum=util_sum+?2, util_n=util_n+1 "
+					   "WHERE id=?3", &st, e);
 			if (rc)
 				return rc;
 			if (ev->cpu_util >= 0)
-				sqlite3_bind_double(st, 1, ev->cpu_util);
-			sqlite3_bind_double(st, 2, u);
-			sqlite3_bind_int64(st, 3, n->id);
-			rc = ctl_db_step_done(db, st, e, "util");
-			sqlite3_finalize(st);
+				store_bind_f64(st, 1, ev->cpu_util);
+			else
+				store_bind_null(st, 1);
+			store_bind_f64(st, 2, u);
+			store_bind_i64(st, 3, n->id);
+			rc = store_run(st, e);
+			rc = rc < 0 ? sr_err_prefix(e, "util") : 0;
+			store_done(st);
 		}
 		return rc;
 	case EV_NOTICE:
 		/* The provider normally recorded the notice first; a cloud that
 		 * tells only the node is covered here. */
-		rc = ctl_db_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
-				    "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
-				    " WHERE id=?3", &st, e);
+		rc = store_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
+				   "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
+				   " WHERE id=?3", &st, e);
 		if (!rc) {
-			sqlite3_bind_int64(st, 1, now);
-			sqlite3_bind_int64(st, 2, ev->time_ns ? ev->time_ns :
-					   now + c->cfg.notice_ms * 1000000);
-			sqlite3_bind_int64(st, 3, n->id);
-			rc = ctl_db_step_done(db, st, e, "notice");
-			sqlite3_finalize(st);
+			store_bind_i64(st, 1, now);
+			store_bind_i64(st, 2, ev->time_ns ? ev->time_ns :
+				       now + c->cfg.notice_ms * 1000000);
+			store_bind_i64(st, 3, n->id);
+			rc = store_run(st, e);
+			rc = rc < 0 ? sr_err_prefix(e, "notice") : 0;
+			store_done(st);
 		}
 		d = json_pack("{s:s}", "time", ev->time ? ev->time : "");
-		rc = rc ? rc : ctl_event_add(db, n->job, "notice_ack", NULL, NULL,
+		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
 					     n->id, now, sim, d, "agent saw the "
 					     "preemption notice", e);
 		break;
@@ -656,11 +710,11 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		snprintf(msg, sizeof msg, "%scheckpoint at step %" PRId64
 			 " (stall %.1f ms)", ev->final ? "final " : "", ev->step,
 			 ev->stall_ms);
-		rc = ctl_event_add(db, n->job, "checkpoint", NULL, NULL, n->id, now,
-				   sim, d, msg, e);
+		rc = ctl_event_append(db, n->job, "checkpoint", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
 		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
-			rc = exec_bind2(db, "UPDATE jobs SET ckpt_step=max(coalesce("
-					"ckpt_step, ?1), ?1) WHERE id=?2", ev->step,
+			rc = exec_bind2(db, "UPDATE jobs SET ckpt_step=greatest("
+					"ckpt_step, ?1) WHERE id=?2", ev->step,
 					n->job, e);
 		if (!rc && ev->stall_ms >= 0) {
 			struct ledger_event le = {
@@ -671,7 +725,7 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 				.value_ns = (int64_t)(ev->stall_ms * 1e6),
 			};
 
-			rc = ledger_event_append(db, &le, e);
+			rc = ledger_event_add(db, &le, e);
 		}
 		break;
 	case EV_EXIT:
@@ -683,8 +737,8 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 			 PRId64 ")", n->rank, api_cause_name(ev->cause),
 			 ev->exit_code == INT64_MIN ? "signal " : "",
 			 ev->exit_code == INT64_MIN ? ev->signal : ev->exit_code);
-		rc = ctl_event_add(db, n->job, "workload_exit", NULL, NULL, n->id,
-				   now, sim, d, msg, e);
+		rc = ctl_event_append(db, n->job, "workload_exit", NULL, NULL,
+				      n->id, now, sim, d, msg, e);
 		if (!rc && ev->attempt > 0)
 			rc = add_exit(db, n, ev->attempt, ev->exit_code, ev->signal,
 				      api_cause_name(ev->cause), now, e);
@@ -695,23 +749,23 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 		snprintf(msg, sizeof msg, "checkpoints are not reaching the "
 			 "object store (training goes on with local ones): %.400s",
 			 ev->message);
-		rc = ctl_event_add(db, n->job, "checkpoint_failed", NULL, NULL,
-				   n->id, now, sim, d, msg, e);
+		rc = ctl_event_append(db, n->job, "checkpoint_failed", NULL, NULL,
+				      n->id, now, sim, d, msg, e);
 		break;
 	case EV_ISOLATION:
 		d = json_pack("{s:s,s:s}", "mode", ev->mode, "message", ev->message);
 		snprintf(msg, sizeof msg, "workload isolation: %.16s: %.400s",
 			 ev->mode, ev->message);
-		rc = ctl_event_add(db, n->job, "isolation", NULL, NULL, n->id, now,
-				   sim, d, msg, e);
+		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
 		break;
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));
 		snprintf(msg, sizeof msg, "setup finished (exit %" PRId64 ")",
 			 ev->exit_code == INT64_MIN ? -1 : ev->exit_code);
-		rc = ctl_event_add(db, n->job, "setup_done", NULL, NULL, n->id, now,
-				   sim, d, msg, e);
+		rc = ctl_event_append(db, n->job, "setup_done", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
 		if (!rc)
 			rc = exec_bind2(db, "UPDATE nodes SET setup_rc=?1 WHERE id=?2",
 					ev->exit_code == INT64_MIN ? 255 : ev->exit_code,
@@ -725,7 +779,7 @@ static int apply_event(struct ctl *c, sqlite3 *db, const struct nodeinfo *n,
 static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
-	sqlite3 *db = ctl_req_db(rq);
+	struct store *db = ctl_req_store(rq);
 	struct api_report b = { 0 };
 	struct nodeinfo n;
 	struct sr_err e = { 0 };
@@ -756,19 +810,20 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 			return rc;
 		}
 	}
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	for (i = 0; !rc && i < b.n; i++) {
 		rc = apply_event(c, db, &n, &b.ev[i], now, &e);
 		wake |= b.ev[i].type != EV_LOG && b.ev[i].type != EV_UTIL;
 	}
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	api_report_free(&b);
 	json_decref(root);
+	if (!rc)
+		rc = node_load(db, n.id, &n, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	if (wake)
 		ctl__wake(c);
-	node_load(db, n.id, &n);
 	return ctl_resp_json(rs, 200, json_pack("{s:I,s:o}", "accepted",
 				(json_int_t)i, "directive", directive_of(c, db, &n)));
 }

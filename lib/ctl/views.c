@@ -2,45 +2,54 @@
  * views.c - the JSON objects of jobs and nodes served by the API
  * (shapes in docs/api.md).
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
+#include "store/store.h"
 
-static json_t *ts_or_null(sqlite3_stmt *st, int col)
+static json_t *ts_or_null(struct store_stmt *st, const char *col)
 {
 	char buf[40];
 
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+	if (store_col_null(st, col))
 		return json_null();
-	if (sr_time_format_rfc3339(sqlite3_column_int64(st, col), 3, buf,
-				   sizeof buf) < 0)
+	if (sr_time_format_rfc3339(store_col_i64(st, col), 3, buf, sizeof buf) < 0)
 		return json_null();
 	return json_string(buf);
 }
 
-static json_t *int_or_null(sqlite3_stmt *st, int col)
+static json_t *int_or_null(struct store_stmt *st, const char *col)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+	if (store_col_null(st, col))
 		return json_null();
-	return json_integer(sqlite3_column_int64(st, col));
+	return json_integer(store_col_i64(st, col));
 }
 
-static json_t *real_or_null(sqlite3_stmt *st, int col)
+static json_t *real_or_null(struct store_stmt *st, const char *col)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+	if (store_col_null(st, col))
 		return json_null();
-	return json_real(sqlite3_column_double(st, col));
+	return json_real(store_col_f64(st, col));
 }
 
-static json_t *text_or_null(sqlite3_stmt *st, int col)
+static json_t *text_or_null(struct store_stmt *st, const char *col)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+	if (store_col_null(st, col))
 		return json_null();
-	return json_string(ctl_db_text(st, col));
+	return json_string(store_col_text(st, col));
+}
+
+/* Set key to a new reference; NULL (out of memory) is reported by the
+ * caller's final check of the object. */
+static void put(json_t *j, const char *key, json_t *v)
+{
+	if (!v || json_object_set_new(j, key, v))
+		json_object_set_new(j, "_incomplete", json_true());
 }
 
 const char ctl__node_cols[] =
@@ -49,54 +58,118 @@ const char ctl__node_cols[] =
 	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
 	" accelerator, accel_count, cost_micros, pool";
 
-json_t *ctl__node_json_row(sqlite3_stmt *st)
+/* The API's name of each node column it serves, and how. */
+enum kind { K_INT, K_INT_NULL, K_TEXT, K_TEXT_NULL, K_TS, K_REAL, K_REAL_NULL,
+	    K_BOOL };
+struct field {
+	const char *key, *col;
+	enum kind kind;
+};
+
+static json_t *field_json(struct store_stmt *st, const struct field *f)
 {
-	return json_pack("{s:I,s:I,s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:o,"
-			 "s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:I,s:s,s:f,s:I,s:i}",
-		"id", (json_int_t)sqlite3_column_int64(st, 0),
-		"job_id", (json_int_t)sqlite3_column_int64(st, 1),
-		"rank", sqlite3_column_int(st, 2),
-		"state", ctl_db_text(st, 3),
-		"provider", ctl_db_text(st, 4),
-		"cloud", ctl_db_text(st, 5),
-		"region", ctl_db_text(st, 6),
-		"zone", ctl_db_text(st, 7),
-		"instance_type", ctl_db_text(st, 8),
-		"spot", sqlite3_column_int(st, 9),
-		"price_micros_per_hour", (json_int_t)sqlite3_column_int64(st, 10),
-		"pid", int_or_null(st, 11),
-		"created_at", ts_or_null(st, 12),
-		"last_heartbeat_at", ts_or_null(st, 13),
-		"notice_at", ts_or_null(st, 14),
-		"terminate_at", ts_or_null(st, 15),
-		"terminated_at", ts_or_null(st, 16),
-		"end_reason", text_or_null(st, 17),
-		"cpu_util", real_or_null(st, 18),
-		"gpu_util", real_or_null(st, 19),
-		"workload_state", ctl_db_text(st, 20),
-		"workload_attempt", (json_int_t)sqlite3_column_int64(st, 21),
-		"accelerator", ctl_db_text(st, 22),
-		"accelerator_count", sqlite3_column_double(st, 23),
-		"cost_micros", (json_int_t)sqlite3_column_int64(st, 24),
-		"pool", sqlite3_column_int(st, 25));
+	switch (f->kind) {
+	case K_INT:
+		return json_integer(store_col_i64(st, f->col));
+	case K_INT_NULL:
+		return int_or_null(st, f->col);
+	case K_TEXT:
+		return json_string(store_col_text(st, f->col));
+	case K_TEXT_NULL:
+		return text_or_null(st, f->col);
+	case K_TS:
+		return ts_or_null(st, f->col);
+	case K_REAL:
+		return json_real(store_col_f64(st, f->col));
+	case K_REAL_NULL:
+		return real_or_null(st, f->col);
+	case K_BOOL:
+		return json_boolean(store_col_i64(st, f->col) != 0);
+	}
+	return NULL;
 }
 
-static json_t *nodes_of(sqlite3 *db, int64_t job)
+static json_t *fields_json(struct store_stmt *st, const struct field *fs, size_t n)
+{
+	json_t *j = json_object();
+
+	for (size_t i = 0; j && i < n; i++)
+		put(j, fs[i].key, field_json(st, &fs[i]));
+	if (j && json_object_get(j, "_incomplete")) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+json_t *ctl__node_json_row(struct store_stmt *st)
+{
+	static const struct field fs[] = {
+		{ "id", "id", K_INT },
+		{ "job_id", "job_id", K_INT },
+		{ "rank", "rank", K_INT },
+		{ "state", "state", K_TEXT },
+		{ "provider", "provider", K_TEXT },
+		{ "cloud", "cloud", K_TEXT },
+		{ "region", "region", K_TEXT },
+		{ "zone", "zone", K_TEXT },
+		{ "instance_type", "instance_type", K_TEXT },
+		{ "spot", "spot", K_BOOL },
+		{ "price_micros_per_hour", "price_micros", K_INT },
+		{ "pid", "pid", K_INT_NULL },
+		{ "created_at", "created_ns", K_TS },
+		{ "last_heartbeat_at", "last_hb_ns", K_TS },
+		{ "notice_at", "notice_ns", K_TS },
+		{ "terminate_at", "kill_ns", K_TS },
+		{ "terminated_at", "terminated_ns", K_TS },
+		{ "end_reason", "end_reason", K_TEXT_NULL },
+		{ "cpu_util", "cpu_util", K_REAL_NULL },
+		{ "gpu_util", "gpu_util", K_REAL_NULL },
+		{ "workload_state", "workload", K_TEXT },
+		{ "workload_attempt", "wl_attempt", K_INT },
+		{ "accelerator", "accelerator", K_TEXT },
+		{ "accelerator_count", "accel_count", K_REAL },
+		{ "cost_micros", "cost_micros", K_INT },
+		{ "pool", "pool", K_INT },
+	};
+
+	return fields_json(st, fs, sizeof fs / sizeof fs[0]);
+}
+
+int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
+		      int nargs, json_t *arr, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	json_t *n;
+	int rc;
+
+	rc = store_prepare(s, sql, &st, e);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nargs; i++)
+		store_bind_i64(st, i + 1, args[i]);
+	while ((rc = store_step(st, e)) == 1) {
+		n = ctl__node_json_row(st);
+		if (!n || json_array_append_new(arr, n)) {
+			rc = sr_err_set(e, -ENOMEM, "node view: out of memory");
+			break;
+		}
+	}
+	store_done(st);
+	return rc < 0 ? rc : 0;
+}
+
+static json_t *nodes_of(struct store *s, int64_t job, struct sr_err *e)
 {
 	char sql[512];
-	sqlite3_stmt *st = NULL;
 	json_t *arr = json_array();
 
 	snprintf(sql, sizeof sql, "SELECT %s FROM nodes WHERE job_id=? "
 		 "ORDER BY id", ctl__node_cols);
-	if (!arr || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (!arr || ctl__nodes_append(s, sql, &job, 1, arr, e)) {
 		json_decref(arr);
 		return NULL;
 	}
-	sqlite3_bind_int64(st, 1, job);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(arr, ctl__node_json_row(st));
-	sqlite3_finalize(st);
 	return arr;
 }
 
@@ -113,7 +186,8 @@ static void redact_secrets(json_t *spec)
 	}
 }
 
-json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
+json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
+		     bool with_nodes, struct sr_err *e)
 {
 	static const char sql[] =
 		"SELECT id, name, state, desired, created_ns, updated_ns,"
@@ -123,96 +197,108 @@ json_t *ctl__job_json(struct ctl *c, sqlite3 *db, int64_t id, bool with_nodes)
 		" spec_json, cost_micros, spec_name, workdir, list_cost_micros,"
 		" reserved_cost_micros, reserved_unknown, step_ns, work_s,"
 		" est_work_s FROM jobs WHERE id=?";
-	sqlite3_stmt *st = NULL;
+	static const struct field fs[] = {
+		{ "id", "id", K_INT },
+		{ "name", "name", K_TEXT },
+		{ "state", "state", K_TEXT },
+		{ "desired", "desired", K_TEXT },
+		{ "created_at", "created_ns", K_TS },
+		{ "updated_at", "updated_ns", K_TS },
+		{ "finished_at", "finished_ns", K_TS },
+		{ "num_nodes", "num_nodes", K_INT },
+		{ "attempt", "attempt", K_INT },
+		{ "restarts", "restarts", K_INT },
+		{ "max_restarts", "max_restarts", K_INT },
+		{ "preemptions", "preemptions", K_INT },
+		{ "moves", "moves", K_INT },
+		{ "recoveries", "recoveries", K_INT },
+		{ "exit_code", "exit_code", K_INT_NULL },
+		{ "step", "step", K_INT_NULL },
+		{ "total_steps", "total_steps", K_INT_NULL },
+		{ "ckpt_step", "ckpt_step", K_INT_NULL },
+		{ "message", "message", K_TEXT },
+		{ "sim_deadline_s", "deadline_s", K_REAL_NULL },
+		{ "cost_micros", "cost_micros", K_INT },
+		{ "spec_name", "spec_name", K_TEXT },
+		{ "workdir", "workdir", K_TEXT_NULL },
+		{ "list_cost_micros", "list_cost_micros", K_INT },
+	};
+	struct store_stmt *st = NULL;
 	json_t *j = NULL, *spec, *pl;
-	double sim_now = ctl__sim_now(c), elapsed;
+	double start, elapsed, w, est;
+	int rc;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(s, sql, &st, e))
 		return NULL;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, e);
+	if (rc <= 0) {
+		if (rc == 0)
+			sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": no such job", id);
 		goto out;
-	spec = json_loads(ctl_db_text(st, 22), 0, NULL);
+	}
+	j = fields_json(st, fs, sizeof fs / sizeof fs[0]);
+	if (!j) {
+		sr_err_set(e, -ENOMEM, "job view: out of memory");
+		goto out;
+	}
+	spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
 	redact_secrets(spec);
-	pl = json_loads(ctl_db_text(st, 18), 0, NULL);
-	elapsed = sim_now - sqlite3_column_double(st, 20);
-	if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-		elapsed = ctl__sim_at(c, sqlite3_column_int64(st, 6)) -
-			  sqlite3_column_double(st, 20);
-	j = json_pack("{s:I,s:s,s:s,s:s,s:o,s:o,s:o,s:i,s:I,s:I,s:I,s:I,s:I,"
-		      "s:I,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:f,s:I,s:s,s:o,s:o}",
-		"id", (json_int_t)sqlite3_column_int64(st, 0),
-		"name", ctl_db_text(st, 1),
-		"state", ctl_db_text(st, 2),
-		"desired", ctl_db_text(st, 3),
-		"created_at", ts_or_null(st, 4),
-		"updated_at", ts_or_null(st, 5),
-		"finished_at", ts_or_null(st, 6),
-		"num_nodes", sqlite3_column_int(st, 7),
-		"attempt", (json_int_t)sqlite3_column_int64(st, 8),
-		"restarts", (json_int_t)sqlite3_column_int64(st, 9),
-		"max_restarts", (json_int_t)sqlite3_column_int64(st, 10),
-		"preemptions", (json_int_t)sqlite3_column_int64(st, 11),
-		"moves", (json_int_t)sqlite3_column_int64(st, 12),
-		"recoveries", (json_int_t)sqlite3_column_int64(st, 13),
-		"exit_code", int_or_null(st, 14),
-		"step", int_or_null(st, 15),
-		"total_steps", int_or_null(st, 16),
-		"ckpt_step", int_or_null(st, 17),
-		"placement", pl ? pl : json_null(),
-		"message", ctl_db_text(st, 19),
-		"sim_deadline_s", real_or_null(st, 21),
-		"sim_elapsed_s", elapsed,
-		"cost_micros", (json_int_t)sqlite3_column_int64(st, 23),
-		"spec_name", ctl_db_text(st, 24),
-		"workdir", text_or_null(st, 25),
-		"spec", spec ? spec : json_null());
-	if (j && sqlite3_column_type(st, 21) != SQLITE_NULL && c->cfg.time_scale > 0) {
+	pl = json_loads(store_col_text(st, "placement"), 0, NULL);
+	start = store_col_f64(st, "sim_start_s");
+	elapsed = ctl__sim_now(c) - start;
+	if (!store_col_null(st, "finished_ns"))
+		elapsed = ctl__sim_at(c, store_col_i64(st, "finished_ns")) - start;
+	put(j, "placement", pl ? pl : json_null());
+	put(j, "sim_elapsed_s", json_real(elapsed));
+	put(j, "spec", spec ? spec : json_null());
+	put(j, "deadline_at", json_null());
+	if (!store_col_null(st, "deadline_s") && c->cfg.time_scale > 0) {
 		/* wall-clock moment the cloud clock reaches the deadline */
-		double at_sim = sqlite3_column_double(st, 20) +
-				sqlite3_column_double(st, 21);
+		double at_sim = start + store_col_f64(st, "deadline_s");
 		int64_t at_ns = c->real0_ns + (int64_t)((at_sim - c->sim0_s) /
 					c->cfg.time_scale * 1e9);
 		char buf[40];
 
 		if (sr_time_format_rfc3339(at_ns, 3, buf, sizeof buf) > 0)
-			json_object_set_new(j, "deadline_at", json_string(buf));
+			put(j, "deadline_at", json_string(buf));
 	}
-	if (j && !json_object_get(j, "deadline_at"))
-		json_object_set_new(j, "deadline_at", json_null());
-	if (j && spec) {
+	if (spec) {
 		json_t *rs = json_object_get(spec, "resources");
 		json_t *us = rs ? json_object_get(rs, "use_spot") : NULL;
+		json_t *crit = json_object_get(json_object_get(spec, "spotrun"),
+					       "criticality");
 
-		json_object_set(j, "use_spot", us ? us : json_null());
-		json_object_set(j, "criticality",
-				json_object_get(json_object_get(spec, "spotrun"),
-						"criticality") ?: json_null());
+		put(j, "use_spot", json_incref(us ? us : json_null()));
+		put(j, "criticality", json_incref(crit ? crit : json_null()));
 	}
-	if (j) {
-		json_object_set_new(j, "list_cost_micros",
-				    json_integer(sqlite3_column_int64(st, 26)));
-		/* null when some node's offering has no reserved price */
-		json_object_set_new(j, "reserved_cost_micros",
-				    sqlite3_column_int(st, 28) ? json_null() :
-				    json_integer(sqlite3_column_int64(st, 27)));
-	}
-	if (j) /* measured pace, cloud seconds per step */
-		json_object_set_new(j, "sim_step_s", sqlite3_column_type(st, 29) ==
-				    SQLITE_NULL ? json_null() : json_real(
-				    sqlite3_column_double(st, 29) / 1e9 * c->cfg.time_scale));
-	if (j) { /* declared work and the bounded estimate (workest.h) */
-		double w = sqlite3_column_double(st, 30), est = sqlite3_column_double(st, 31);
+	/* null when some node's offering has no reserved price */
+	put(j, "reserved_cost_micros", store_col_i64(st, "reserved_unknown") ?
+	    json_null() : json_integer(store_col_i64(st, "reserved_cost_micros")));
+	/* measured pace, cloud seconds per step */
+	put(j, "sim_step_s", store_col_null(st, "step_ns") ? json_null() :
+	    json_real(store_col_f64(st, "step_ns") / 1e9 * c->cfg.time_scale));
+	/* declared work and the bounded estimate (workest.h) */
+	w = store_col_f64(st, "work_s");
+	est = store_col_f64(st, "est_work_s");
+	put(j, "sim_work_s", json_real(w));
+	put(j, "sim_work_estimate_s", json_real(est > 0 ? est : w));
+	if (with_nodes) {
+		json_t *n = nodes_of(s, id, e);
 
-		json_object_set_new(j, "sim_work_s", json_real(w));
-		json_object_set_new(j, "sim_work_estimate_s", json_real(est > 0 ? est : w));
+		if (!n) {
+			json_decref(j);
+			j = NULL;
+			goto out;
+		}
+		put(j, "nodes", n);
 	}
-	if (j && with_nodes) {
-		json_t *n = nodes_of(db, id);
-
-		json_object_set_new(j, "nodes", n ? n : json_array());
+	if (json_object_get(j, "_incomplete")) {
+		sr_err_set(e, -ENOMEM, "job view: out of memory");
+		json_decref(j);
+		j = NULL;
 	}
 out:
-	sqlite3_finalize(st);
+	store_done(st);
 	return j;
 }

@@ -25,10 +25,10 @@
 #ifndef SR_CTL_WORKEST_H
 #define SR_CTL_WORKEST_H
 
-#include <sqlite3.h>
 #include <stdint.h>
 
 #include "common/err.h"
+#include "store/store.h"
 
 #define WORKEST_ALPHA 0.25  /* EWMA weight of a new pace sample */
 #define WORKEST_RATE 1.5    /* most the estimate moves per interval (x or /) */
@@ -75,8 +75,8 @@ double workest_restart(double est_s, double sample_s);
  * first report of a new attempt, 0 otherwise, < 0 on error.  The first report of an
  * attempt on a node that ran no earlier attempt also samples the restart
  * overhead (jobs.est_restart_s). */
-int workest_report(sqlite3 *db, int64_t job, int64_t attempt, int64_t step,
-		   int64_t now_ns, double scale, int64_t interval_ns,
-		   struct sr_err *e);
+int workest_report(struct store *db, int64_t job, int64_t attempt,
+		   int64_t step, int64_t now_ns, double scale,
+		   int64_t interval_ns, struct sr_err *e);
 
 #endif

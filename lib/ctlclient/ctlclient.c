@@ -122,24 +122,22 @@ int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1])
 	return sr_random_hex(out, CTLC_IDEM_KEY_LEN / 2);
 }
 
-int ctlc_call(const struct ctlc *c, const char *method, const char *path,
-	     json_t *body, json_t **reply, long *status, struct sr_err *e)
+/* Send `method path` (body may be NULL); on a 2xx reply return 0 with it
+ * in *r (the caller frees it with sr_http_resp_free, also on failure). */
+static int request(const struct ctlc *c, const char *method, const char *path,
+		   json_t *body, const char *accept, struct sr_http_resp *r,
+		   long *status, struct sr_err *e)
 {
-	const char *hdr[] = { c->auth, "Accept: application/json", NULL, NULL,
-			      NULL };
+	const char *hdr[] = { c->auth, accept, NULL, NULL, NULL };
 	char idem[sizeof "Idempotency-Key: " + CTLC_IDEM_KEY_LEN];
 	struct sr_http_opts o;
-	struct sr_http_resp r;
 	char *url = NULL, *text = NULL;
-	json_t *j = NULL;
 	size_t nh = 2;
 	int rc;
 
-	if (reply)
-		*reply = NULL;
 	if (status)
 		*status = 0;
-	memset(&r, 0, sizeof r);
+	memset(r, 0, sizeof *r);
 	if (!sr_http_method_idempotent(method)) {
 		/* one key for every attempt of this call: a retry of a
 		 * request the daemon already applied returns its result */
@@ -172,7 +170,7 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	o.max_retries = c->o.max_retries;
 	o.ca_file = c->ca_file;
 	rc = sr_http_request(method, url, hdr, text, text ? strlen(text) : 0,
-			     &o, &r, e);
+			     &o, r, e);
 	if (rc < 0) {
 		char why[SR_ERR_MSG_MAX];
 
@@ -183,25 +181,63 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 		goto out;
 	}
 	if (status)
-		*status = r.status;
-	if (r.status < 200 || r.status > 299) {
-		rc = reply_error(&r, method, path, e);
+		*status = r->status;
+	if (r->status < 200 || r->status > 299) {
+		rc = reply_error(r, method, path, e);
 		goto out;
-	}
-	if (reply) {
-		j = sr_json_load_buf(r.body ? r.body : "", r.body_len,
-				     "spotrund reply", e);
-		if (!j) {
-			rc = -SR_EPARSE;
-			goto out;
-		}
-		*reply = j;
 	}
 	rc = 0;
 out:
-	sr_http_resp_free(&r);
 	free(url);
 	free(text);
+	return rc;
+}
+
+int ctlc_call(const struct ctlc *c, const char *method, const char *path,
+	     json_t *body, json_t **reply, long *status, struct sr_err *e)
+{
+	struct sr_http_resp r;
+	json_t *j;
+	int rc;
+
+	if (reply)
+		*reply = NULL;
+	rc = request(c, method, path, body, "Accept: application/json", &r,
+		     status, e);
+	if (!rc && reply) {
+		j = sr_json_load_buf(r.body ? r.body : "", r.body_len,
+				     "spotrund reply", e);
+		if (!j)
+			rc = -SR_EPARSE;
+		*reply = j;
+	}
+	sr_http_resp_free(&r);
+	return rc;
+}
+
+int ctlc_get_text(const struct ctlc *c, const char *path, const char *accept,
+		  char **out, size_t *len, struct sr_err *e)
+{
+	struct sr_http_resp r;
+	char hdr[128];
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	snprintf(hdr, sizeof hdr, "Accept: %s", accept);
+	rc = request(c, "GET", path, NULL, hdr, &r, NULL, e);
+	if (!rc) {
+		*out = malloc(r.body_len + 1);
+		if (!*out) {
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
+		} else {
+			if (r.body_len)
+				memcpy(*out, r.body, r.body_len);
+			(*out)[r.body_len] = '\0';
+			*len = r.body_len;
+		}
+	}
+	sr_http_resp_free(&r);
 	return rc;
 }
 

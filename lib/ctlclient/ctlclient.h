@@ -59,6 +59,12 @@ const char *ctlc_url(const struct ctlc *c);
 int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 	     json_t *body, json_t **reply, long *status, struct sr_err *e);
 
+/* GET path with `Accept: accept` ("text/csv"); on 2xx returns 0 and the
+ * body in *out (malloc'd, NUL-terminated, *len bytes; caller frees).
+ * Errors as ctlc_call. */
+int ctlc_get_text(const struct ctlc *c, const char *path, const char *accept,
+		  char **out, size_t *len, struct sr_err *e);
+
 /* ---- locating the daemon (CLI) ---------------------------------------- */
 
 /* The state dir: `flag` if non-NULL, else $SPOTRUN_STATE_DIR, else

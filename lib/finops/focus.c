@@ -52,6 +52,7 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "dbutil.h"
+#include "store/store.h"
 #include "focus.h"
 #include "ledger.h"
 
@@ -193,10 +194,6 @@ static int fmt_time(int64_t ns, char *buf, size_t n)
 	return sr_time_format_rfc3339(ns, 0, buf, n) > 0 ? 0 : -ENOSPC;
 }
 
-enum { C_PROVIDER, C_REGION, C_ZONE, C_TYPE, C_ACCEL, C_GPUS, C_PRICING,
-       C_PRICE, C_LIST_PRICE, C_RES_PRICE, C_JOB, C_NODE, C_BUSY, C_UTIL,
-       C_START, C_END, C_BILLED, C_COST, C_LIST_COST, C_RES_COST };
-
 /* Where the last ChargePeriod of each node ended (the export's own
  * memory, so rounding to whole seconds cannot make two periods of one
  * resource overlap). */
@@ -225,30 +222,30 @@ static int64_t *node_end_slot(struct node_ends *t, int64_t node)
 	return &t->v[t->n++][1];
 }
 
-static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
+static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		     struct node_ends *ends, FILE *out)
 {
 	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
 	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
 	     rid[32], sku[512], tags[128], bps[32], bpe[32], cps[32], cpe[32];
-	const char *provider = finops__col_text(st, C_PROVIDER);
-	const char *region = finops__col_text(st, C_REGION);
-	const char *zone = finops__col_text(st, C_ZONE);
-	const char *type = finops__col_text(st, C_TYPE);
-	const char *accel = finops__col_text(st, C_ACCEL);
-	const char *cat = ledger_pricing_name(sqlite3_column_int(st, C_PRICING));
+	const char *provider = store_col_text(st, "provider");
+	const char *region = store_col_text(st, "region");
+	const char *zone = store_col_text(st, "zone");
+	const char *type = store_col_text(st, "instance_type");
+	const char *accel = store_col_text(st, "accelerator");
+	const char *cat = ledger_pricing_name((int)store_col_i64(st, "pricing"));
 	const char *display, *service;
-	int64_t start = sqlite3_column_int64(st, C_START);
-	int64_t end = sqlite3_column_int64(st, C_END);
-	int64_t m0, m1, job_id = sqlite3_column_int64(st, C_JOB);
-	int busy = sqlite3_column_int(st, C_BUSY);
-	sr_micros cost = sqlite3_column_int64(st, C_COST);
+	int64_t start = store_col_i64(st, "start_ns");
+	int64_t end = store_col_i64(st, "end_ns");
+	int64_t m0, m1, job_id = store_col_i64(st, "job_id");
+	int busy = (int)store_col_i64(st, "busy");
+	sr_micros cost = store_col_i64(st, "cost");
 	int rc = 0;
 
 	provider_lookup(provider, &display, &service);
 	if (!cat)
 		cat = "Other";
-	int64_t *last = node_end_slot(ends, sqlite3_column_int64(st, C_NODE));
+	int64_t *last = node_end_slot(ends, store_col_i64(st, "node_id"));
 
 	if (!last)
 		return -ENOMEM;
@@ -268,27 +265,27 @@ static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
 	rc |= fmt_time(start, cps, sizeof cps);
 	rc |= fmt_time(end, cpe, sizeof cpe);
 	rc |= finops_fmt_micros(cost, billed, sizeof billed) < 0;
-	rc |= finops_fmt_micros(sqlite3_column_int64(st, C_LIST_COST), list,
+	rc |= finops_fmt_micros(store_col_i64(st, "list_cost"), list,
 				sizeof list) < 0;
-	rc |= finops_fmt_micros(sqlite3_column_int64(st, C_LIST_PRICE), lup,
+	rc |= finops_fmt_micros(store_col_i64(st, "list_price"), lup,
 				sizeof lup) < 0;
 	rc |= finops_fmt_micros(busy ? 0 : cost, idle, sizeof idle) < 0;
-	rc |= finops_fmt_hours(sqlite3_column_int64(st, C_BILLED), qty,
+	rc |= finops_fmt_hours(store_col_i64(st, "billed_ns"), qty,
 			       sizeof qty) < 0;
-	if (sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL) {
-		rc |= finops_fmt_micros(sqlite3_column_int64(st, C_RES_PRICE), rup,
+	if (!store_col_null(st, "reserved_price")) {
+		rc |= finops_fmt_micros(store_col_i64(st, "reserved_price"), rup,
 					sizeof rup) < 0;
-		rc |= finops_fmt_micros(sqlite3_column_int64(st, C_RES_COST), rcost,
+		rc |= finops_fmt_micros(store_col_i64(st, "reserved_cost"), rcost,
 					sizeof rcost) < 0;
 	}
-	if (sqlite3_column_type(st, C_UTIL) != SQLITE_NULL)
-		rc |= finops_fmt_micros((sr_micros)sqlite3_column_int(st, C_UTIL) * 1000,
+	if (!store_col_null(st, "util_permille"))
+		rc |= finops_fmt_micros((sr_micros)(int)store_col_i64(st, "util_permille") * 1000,
 					util, sizeof util) < 0;
 	if (rc)
 		return -ENOSPC;
-	snprintf(gpus, sizeof gpus, "%d", sqlite3_column_int(st, C_GPUS));
+	snprintf(gpus, sizeof gpus, "%d", (int)store_col_i64(st, "gpus"));
 	snprintf(node, sizeof node, "%lld",
-		 (long long)sqlite3_column_int64(st, C_NODE));
+		 (long long)store_col_i64(st, "node_id"));
 	snprintf(job, sizeof job, "%lld", (long long)job_id);
 	snprintf(rid, sizeof rid, "node-%s", node);
 	snprintf(sku, sizeof sku, "%s/%s/%s/%s", provider, type, region, cat);
@@ -312,9 +309,9 @@ static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
 		"Virtual Machine", sku, tags,
 		job_id > 0 ? job : NULL, node, *accel ? accel : NULL, gpus,
 		busy ? "Busy" : "Idle",
-		sqlite3_column_type(st, C_UTIL) != SQLITE_NULL ? util : NULL,
-		sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL ? rup : NULL,
-		sqlite3_column_type(st, C_RES_PRICE) != SQLITE_NULL ? rcost : NULL,
+		!store_col_null(st, "util_permille") ? util : NULL,
+		!store_col_null(st, "reserved_price") ? rup : NULL,
+		!store_col_null(st, "reserved_price") ? rcost : NULL,
 		idle,
 	};
 	_Static_assert(sizeof vals / sizeof vals[0] ==
@@ -326,7 +323,7 @@ static int write_row(sqlite3_stmt *st, const struct finops_focus_opts *o,
 	return 0;
 }
 
-int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
+int finops_focus_write(struct store *db, const struct finops_filter *f,
 		       const struct finops_focus_opts *o, FILE *out,
 		       size_t *nrows, struct sr_err *e)
 {
@@ -339,9 +336,9 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 	struct finops_focus_opts def = { "spotrun", "spotrun" };
 	struct node_ends ends = { 0 };
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	size_t n = 0;
-	int rc, src;
+	int rc;
 
 	if (nrows)
 		*nrows = 0;
@@ -357,7 +354,7 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 	for (size_t i = 0; finops_focus_columns[i]; i++)
 		put_field(out, finops_focus_columns[i], i == 0);
 	fputs("\r\n", out);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = store_step(st, e)) == 1) {
 		rc = write_row(st, &def, &ends, out);
 		if (rc) {
 			sr_err_set(e, rc, "FOCUS export: row %zu: %s", n + 1,
@@ -366,8 +363,8 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 		}
 		n++;
 	}
-	if (src != SQLITE_DONE) {
-		rc = finops__db_err(db, src, e, "FOCUS export");
+	if (rc < 0) {
+		sr_err_prefix(e, "FOCUS export");
 		goto out;
 	}
 	if (ferror(out))
@@ -375,12 +372,12 @@ int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
 	if (nrows)
 		*nrows = n;
 out:
-	sqlite3_finalize(st);
+	store_done(st);
 	free(ends.v);
 	return rc;
 }
 
-int finops_focus_export(sqlite3 *db, const struct finops_filter *f,
+int finops_focus_export(struct store *db, const struct finops_filter *f,
 			const struct finops_focus_opts *o, const char *path,
 			size_t *nrows, struct sr_err *e)
 {

@@ -17,7 +17,6 @@
 #ifndef SR_FINOPS_FOCUS_H
 #define SR_FINOPS_FOCUS_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -36,13 +35,13 @@ size_t finops_focus_ncolumns(void);
 /* Write the CSV for the ledger rows matching f (may be NULL) to `out`.
  * *nrows (may be NULL) receives the number of data rows.  Returns 0 or a
  * negative code with *e set. */
-int finops_focus_write(sqlite3 *db, const struct finops_filter *f,
+int finops_focus_write(struct store *db, const struct finops_filter *f,
 		       const struct finops_focus_opts *o, FILE *out,
 		       size_t *nrows, struct sr_err *e);
 
 /* Same, durably written to `path` (temp file, fsync, rename, fsync dir;
  * mode 0644). */
-int finops_focus_export(sqlite3 *db, const struct finops_filter *f,
+int finops_focus_export(struct store *db, const struct finops_filter *f,
 			const struct finops_focus_opts *o, const char *path,
 			size_t *nrows, struct sr_err *e);
 

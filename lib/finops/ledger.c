@@ -3,7 +3,6 @@
  *
  * Tables (all STRICT; money in micro-dollars, time in ns):
  *
- *   ledger_schema(version)            one row, this module's schema version
  *   ledger(id, provider, region, zone, instance_type, accelerator, gpus,
  *          pricing, unit_price, list_price, reserved_price, job_id,
  *          node_id, busy, util_permille, start_ns, end_ns, billed_ns,
@@ -28,8 +27,9 @@
  *          one row per job: what running its declared work on on-demand
  *          would cost (the baseline of honest savings, report.h)
  *
- * Schema history: version 1 = ledger and ledger_event; version 2 adds
- * ledger_plan.
+ * The tables are created by lib/store's migrations (component 'ledger',
+ * lib/store/schema.c): version 1 = ledger and ledger_event; version 2
+ * adds ledger_plan.
  */
 #include <string.h>
 #include <strings.h>
@@ -38,90 +38,8 @@
 #include <time.h>
 
 #include "common/timeutil.h"
-#include "dbutil.h"
 #include "ledger.h"
-
-#define LEDGER_SCHEMA_VERSION 2
-
-static const char *const schema_v1[] = {
-	"CREATE TABLE IF NOT EXISTS ledger ("
-	" id INTEGER PRIMARY KEY,"
-	" provider TEXT NOT NULL CHECK (provider <> ''),"
-	" region TEXT NOT NULL CHECK (region <> ''),"
-	" zone TEXT,"
-	" instance_type TEXT NOT NULL CHECK (instance_type <> ''),"
-	" accelerator TEXT,"
-	" gpus INTEGER NOT NULL CHECK (gpus >= 0),"
-	" pricing INTEGER NOT NULL CHECK (pricing IN (0, 1, 2)),"
-	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
-	" list_price INTEGER NOT NULL CHECK (list_price >= 0),"
-	" reserved_price INTEGER CHECK (reserved_price >= 0),"
-	" job_id INTEGER CHECK (job_id > 0),"
-	" node_id INTEGER NOT NULL CHECK (node_id > 0),"
-	" busy INTEGER NOT NULL CHECK (busy IN (0, 1)),"
-	" util_permille INTEGER CHECK (util_permille BETWEEN 0 AND 1000),"
-	" start_ns INTEGER NOT NULL,"
-	" end_ns INTEGER NOT NULL,"
-	" billed_ns INTEGER NOT NULL CHECK (billed_ns >= 0),"
-	" cost INTEGER NOT NULL CHECK (cost >= 0),"
-	" list_cost INTEGER NOT NULL CHECK (list_cost >= 0),"
-	" reserved_cost INTEGER CHECK (reserved_cost >= 0),"
-	" CHECK (end_ns > start_ns),"
-	" UNIQUE (node_id, start_ns)"
-	") STRICT",
-	"CREATE INDEX IF NOT EXISTS ledger_by_start ON ledger(start_ns)",
-	"CREATE INDEX IF NOT EXISTS ledger_by_job ON ledger(job_id, start_ns)",
-	"CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TABLE IF NOT EXISTS ledger_event ("
-	" id INTEGER PRIMARY KEY,"
-	" kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),"
-	" job_id INTEGER NOT NULL CHECK (job_id > 0),"
-	" node_id INTEGER CHECK (node_id > 0),"
-	" provider TEXT,"
-	" region TEXT,"
-	" zone TEXT,"
-	" instance_type TEXT,"
-	" at_ns INTEGER NOT NULL,"
-	" value_ns INTEGER NOT NULL CHECK (value_ns >= 0),"
-	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
-	" value_cost INTEGER NOT NULL CHECK (value_cost >= 0)"
-	") STRICT",
-	"CREATE INDEX IF NOT EXISTS ledger_event_by_job"
-	" ON ledger_event(job_id, kind)",
-	"CREATE INDEX IF NOT EXISTS ledger_event_by_at ON ledger_event(at_ns)",
-	"CREATE TRIGGER IF NOT EXISTS ledger_event_no_update"
-	" BEFORE UPDATE ON ledger_event"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_event_no_delete"
-	" BEFORE DELETE ON ledger_event"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	NULL,
-};
-
-static const char *const schema_v2[] = {
-	"CREATE TABLE IF NOT EXISTS ledger_plan ("
-	" job_id INTEGER PRIMARY KEY CHECK (job_id > 0),"
-	" at_ns INTEGER NOT NULL,"
-	" provider TEXT,"
-	" region TEXT,"
-	" zone TEXT,"
-	" instance_type TEXT,"
-	" work_ns INTEGER NOT NULL CHECK (work_ns >= 0),"
-	" nodes INTEGER NOT NULL CHECK (nodes > 0),"
-	" od_price INTEGER NOT NULL CHECK (od_price >= 0),"
-	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
-	") STRICT",
-	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_update"
-	" BEFORE UPDATE ON ledger_plan"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	"CREATE TRIGGER IF NOT EXISTS ledger_plan_no_delete"
-	" BEFORE DELETE ON ledger_plan"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END",
-	NULL,
-};
+#include "store/store.h"
 
 const char *ledger_pricing_name(enum ledger_pricing p)
 {
@@ -157,65 +75,15 @@ int ledger_pricing_parse(const char *s, enum ledger_pricing *out)
 	return -EINVAL;
 }
 
-static int exec_all(sqlite3 *db, const char *const *sql, struct sr_err *e)
+int ledger_migrate(struct sqlite3 *db, struct sr_err *e)
 {
-	for (size_t i = 0; sql[i]; i++) {
-		int src = sqlite3_exec(db, sql[i], NULL, NULL, NULL);
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
 
-		if (src != SQLITE_OK)
-			return finops__db_err(db, src, e, "ledger_migrate");
-	}
-	return 0;
-}
-
-static int read_version(sqlite3 *db, int *version, struct sr_err *e)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	*version = 0;
-	rc = finops__prepare(db, "SELECT max(version) FROM ledger_schema", &st, e);
-	if (rc)
-		return rc;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return 0;
-}
-
-int ledger_migrate(sqlite3 *db, struct sr_err *e)
-{
-	static const char *const base[] = {
-		"CREATE TABLE IF NOT EXISTS ledger_schema ("
-		" version INTEGER NOT NULL) STRICT",
-		NULL,
-	};
-	char sql[96];
-	int version = 0;
-	int rc;
-
-	rc = exec_all(db, base, e);
-	if (rc)
-		return rc;
-	rc = read_version(db, &version, e);
-	if (rc)
-		return rc;
-	if (version > LEDGER_SCHEMA_VERSION)
-		return sr_err_set(e, -SR_EUNSUPPORTED,
-				  "ledger_migrate: database has ledger schema %d, "
-				  "this build knows up to %d",
-				  version, LEDGER_SCHEMA_VERSION);
-	if (version == LEDGER_SCHEMA_VERSION)
-		return 0;
-	rc = exec_all(db, schema_v1, e);
 	if (!rc)
-		rc = exec_all(db, schema_v2, e);
-	if (rc)
-		return rc;
-	snprintf(sql, sizeof sql,
-		 "DELETE FROM ledger_schema; INSERT INTO ledger_schema VALUES (%d)",
-		 LEDGER_SCHEMA_VERSION);
-	return exec_all(db, (const char *const[]){ sql, NULL }, e);
+		rc = store_migrate(s, e);
+	store_close(tmp);
+	return rc;
 }
 
 static int check_str(const char *s, const char *field, struct sr_err *e)
@@ -266,7 +134,7 @@ static int validate_row(const struct ledger_row *r, struct sr_err *e)
 	return 0;
 }
 
-static int insert_row(sqlite3 *db, const struct ledger_row *r,
+static int insert_row(struct store *db, const struct ledger_row *r,
 		      sr_micros *out_cost, struct sr_err *e)
 {
 	static const char sql[] =
@@ -276,54 +144,58 @@ static int insert_row(sqlite3 *db, const struct ledger_row *r,
 		" end_ns, billed_ns, cost, list_cost, reserved_cost)"
 		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
 		"?16,?17,?18,?19,?20)";
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	sr_micros cost;
-	int rc, src;
+	int rc;
 
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
 	cost = sr_money_cost(r->unit_price, r->billed_ns);
-	sqlite3_bind_text(st, 1, r->provider, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, r->region, -1, SQLITE_STATIC);
-	finops__bind_text_or_null(st, 3, r->zone);
-	sqlite3_bind_text(st, 4, r->instance_type, -1, SQLITE_STATIC);
-	finops__bind_text_or_null(st, 5, r->accelerator);
-	sqlite3_bind_int(st, 6, r->gpus);
-	sqlite3_bind_int(st, 7, (int)r->pricing);
-	sqlite3_bind_int64(st, 8, r->unit_price);
-	sqlite3_bind_int64(st, 9, r->list_price);
+	store_bind_text(st, 1, r->provider);
+	store_bind_text(st, 2, r->region);
+	store_bind_text(st, 3, r->zone && *r->zone ? r->zone : NULL);
+	store_bind_text(st, 4, r->instance_type);
+	store_bind_text(st, 5, r->accelerator && *r->accelerator ? r->accelerator
+								 : NULL);
+	store_bind_i64(st, 6, r->gpus);
+	store_bind_i64(st, 7, (int)r->pricing);
+	store_bind_i64(st, 8, r->unit_price);
+	store_bind_i64(st, 9, r->list_price);
 	if (r->reserved_price >= 0)
-		sqlite3_bind_int64(st, 10, r->reserved_price);
+		store_bind_i64(st, 10, r->reserved_price);
+	else
+		store_bind_null(st, 10);
 	if (r->job_id > 0)
-		sqlite3_bind_int64(st, 11, r->job_id);
-	sqlite3_bind_int64(st, 12, r->node_id);
-	sqlite3_bind_int(st, 13, r->busy ? 1 : 0);
+		store_bind_i64(st, 11, r->job_id);
+	else
+		store_bind_null(st, 11);
+	store_bind_i64(st, 12, r->node_id);
+	store_bind_i64(st, 13, r->busy ? 1 : 0);
 	if (r->util_permille >= 0)
-		sqlite3_bind_int(st, 14, r->util_permille);
-	sqlite3_bind_int64(st, 15, r->start_ns);
-	sqlite3_bind_int64(st, 16, r->end_ns);
-	sqlite3_bind_int64(st, 17, r->billed_ns);
-	sqlite3_bind_int64(st, 18, cost);
-	sqlite3_bind_int64(st, 19, sr_money_cost(r->list_price, r->billed_ns));
+		store_bind_i64(st, 14, r->util_permille);
+	else
+		store_bind_null(st, 14);
+	store_bind_i64(st, 15, r->start_ns);
+	store_bind_i64(st, 16, r->end_ns);
+	store_bind_i64(st, 17, r->billed_ns);
+	store_bind_i64(st, 18, cost);
+	store_bind_i64(st, 19, sr_money_cost(r->list_price, r->billed_ns));
 	if (r->reserved_price >= 0)
-		sqlite3_bind_int64(st, 20,
-				   sr_money_cost(r->reserved_price, r->billed_ns));
-	src = sqlite3_step(st);
-	if (src != SQLITE_DONE) {
-		rc = finops__db_err(db, sqlite3_extended_errcode(db), e,
-				    "ledger_append");
-		if (rc == -SR_ECONFLICT)
-			sr_err_set(e, rc, "ledger_append: node %lld already billed "
-				   "from %lld", (long long)r->node_id,
-				   (long long)r->start_ns);
-		goto out;
-	}
+		store_bind_i64(st, 20, sr_money_cost(r->reserved_price, r->billed_ns));
+	else
+		store_bind_null(st, 20);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc == -SR_ECONFLICT)
+		return sr_err_set(e, rc, "ledger_append: node %lld already billed "
+				  "from %lld", (long long)r->node_id,
+				  (long long)r->start_ns);
+	if (rc < 0)
+		return sr_err_prefix(e, "ledger_append");
 	if (out_cost)
 		*out_cost = cost;
-out:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
 }
 
 /* First instant of the UTC month after the one containing ns. */
@@ -339,17 +211,45 @@ static int64_t next_month_ns(int64_t ns)
 	return (int64_t)timegm(&tm) * SR_NS_PER_SEC;
 }
 
+/* All or none: inside the caller's transaction a savepoint, else a
+ * transaction of its own.  split_end(db, mode, rc, e) finishes it. */
+enum split_mode { SPLIT_SAVEPOINT, SPLIT_TX };
+
+static int split_begin(struct store *db, enum split_mode *mode, struct sr_err *e)
+{
+	if (store_in_tx(db)) {
+		*mode = SPLIT_SAVEPOINT;
+		return store_exec_sql(db, "SAVEPOINT ledger_split", e);
+	}
+	*mode = SPLIT_TX;
+	return store_begin(db, e);
+}
+
+static int split_end(struct store *db, enum split_mode mode, int rc,
+		     struct sr_err *e)
+{
+	struct sr_err ignored = { 0 };
+
+	if (mode == SPLIT_TX)
+		return store_end(db, rc, e);
+	if (rc)
+		store_exec_sql(db, "ROLLBACK TO SAVEPOINT ledger_split", &ignored);
+	store_exec_sql(db, "RELEASE SAVEPOINT ledger_split", &ignored);
+	return rc;
+}
+
 /* An interval that crosses a UTC month boundary is stored as one row per
  * month, with billed_ns split in proportion to wall-clock time, so that
  * every row - and every FOCUS row - lies inside one billing period.  The
- * parts are inserted under one savepoint: all or none. */
-int ledger_append(sqlite3 *db, const struct ledger_row *r,
-		  sr_micros *out_cost, struct sr_err *e)
+ * parts are inserted all or none. */
+int ledger_row_add(struct store *db, const struct ledger_row *r,
+		   sr_micros *out_cost, struct sr_err *e)
 {
 	struct ledger_row part = *r;
 	sr_micros total = 0, c;
 	int64_t billed_left = r->billed_ns;
-	int rc, nested = 0;
+	enum split_mode mode;
+	int rc;
 
 	if (out_cost)
 		*out_cost = 0;
@@ -358,11 +258,10 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		return rc;
 	if (next_month_ns(r->start_ns) >= r->end_ns)
 		return insert_row(db, r, out_cost, e);
-	rc = sqlite3_exec(db, "SAVEPOINT ledger_split", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return finops__db_err(db, rc, e, "ledger_append");
-	nested = 1;
-	while (part.start_ns < r->end_ns) {
+	rc = split_begin(db, &mode, e);
+	if (rc)
+		return sr_err_prefix(e, "ledger_append");
+	while (!rc && part.start_ns < r->end_ns) {
 		part.end_ns = next_month_ns(part.start_ns);
 		if (part.end_ns >= r->end_ns) {
 			part.end_ns = r->end_ns;
@@ -374,30 +273,24 @@ int ledger_append(sqlite3 *db, const struct ledger_row *r,
 		}
 		billed_left -= part.billed_ns;
 		rc = insert_row(db, &part, &c, e);
-		if (rc)
-			goto out;
 		total += c;
 		part.start_ns = part.end_ns;
 	}
-	if (out_cost)
+	rc = split_end(db, mode, rc, e);
+	if (!rc && out_cost)
 		*out_cost = total;
-out:
-	if (nested && rc)
-		sqlite3_exec(db, "ROLLBACK TO ledger_split", NULL, NULL, NULL);
-	if (nested)
-		sqlite3_exec(db, "RELEASE ledger_split", NULL, NULL, NULL);
 	return rc;
 }
 
-int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
-			struct sr_err *e)
+int ledger_event_add(struct store *db, const struct ledger_event *ev,
+		     struct sr_err *e)
 {
 	static const char sql[] =
 		"INSERT INTO ledger_event (kind, job_id, node_id, provider,"
 		" region, zone, instance_type, at_ns, value_ns, unit_price,"
 		" value_cost) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)";
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+	struct store_stmt *st = NULL;
+	int rc;
 
 	if (ev->kind < LEDGER_EV_PREEMPTION || ev->kind > LEDGER_EV_CKPT_STALL)
 		return sr_err_set(e, -EINVAL, "ledger event: kind: unknown value %d",
@@ -410,36 +303,36 @@ int ledger_event_append(sqlite3 *db, const struct ledger_event *ev,
 		return sr_err_set(e, -EINVAL, "ledger event: value_ns: negative");
 	if (ev->unit_price < 0)
 		return sr_err_set(e, -EINVAL, "ledger event: unit_price: negative");
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(st, 1, (int)ev->kind);
-	sqlite3_bind_int64(st, 2, ev->job_id);
+	store_bind_i64(st, 1, (int)ev->kind);
+	store_bind_i64(st, 2, ev->job_id);
 	if (ev->node_id > 0)
-		sqlite3_bind_int64(st, 3, ev->node_id);
-	finops__bind_text_or_null(st, 4, ev->provider);
-	finops__bind_text_or_null(st, 5, ev->region);
-	finops__bind_text_or_null(st, 6, ev->zone);
-	finops__bind_text_or_null(st, 7, ev->instance_type);
-	sqlite3_bind_int64(st, 8, ev->at_ns);
-	sqlite3_bind_int64(st, 9, ev->value_ns);
-	sqlite3_bind_int64(st, 10, ev->unit_price);
-	sqlite3_bind_int64(st, 11, ev->kind == LEDGER_EV_PREEMPTION ?
-				   sr_money_cost(ev->unit_price, ev->value_ns) : 0);
-	src = sqlite3_step(st);
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, sqlite3_extended_errcode(db), e,
-				    "ledger_event_append");
-	sqlite3_finalize(st);
-	return rc;
+		store_bind_i64(st, 3, ev->node_id);
+	else
+		store_bind_null(st, 3);
+	store_bind_text(st, 4, ev->provider && *ev->provider ? ev->provider : NULL);
+	store_bind_text(st, 5, ev->region && *ev->region ? ev->region : NULL);
+	store_bind_text(st, 6, ev->zone && *ev->zone ? ev->zone : NULL);
+	store_bind_text(st, 7, ev->instance_type && *ev->instance_type ?
+			ev->instance_type : NULL);
+	store_bind_i64(st, 8, ev->at_ns);
+	store_bind_i64(st, 9, ev->value_ns);
+	store_bind_i64(st, 10, ev->unit_price);
+	store_bind_i64(st, 11, ev->kind == LEDGER_EV_PREEMPTION ?
+		       sr_money_cost(ev->unit_price, ev->value_ns) : 0);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "ledger_event_append") : 0;
 }
 
-int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
-		       sr_micros *out_cost, struct sr_err *e)
+int ledger_plan_add(struct store *db, const struct ledger_plan *p,
+		    sr_micros *out_cost, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	sr_micros cost;
-	int rc, src;
+	int rc;
 
 	if (p->job_id <= 0)
 		return sr_err_set(e, -EINVAL, "ledger plan: job_id: must be > 0");
@@ -447,27 +340,69 @@ int ledger_plan_record(sqlite3 *db, const struct ledger_plan *p,
 		return sr_err_set(e, -EINVAL, "ledger plan: job %lld: work, nodes "
 				  "and price must be positive", (long long)p->job_id);
 	cost = sr_money_cost(p->od_price * p->nodes, p->work_ns);
-	rc = finops__prepare(db, "INSERT OR IGNORE INTO ledger_plan(job_id, at_ns,"
-			     " provider, region, zone, instance_type, work_ns,"
-			     " nodes, od_price, planned_cost)"
-			     " VALUES (?,?,?,?,?,?,?,?,?,?)", &st, e);
+	/* a second plan for the same job is ignored */
+	rc = store_prepare(db, "INSERT INTO ledger_plan(job_id, at_ns,"
+			   " provider, region, zone, instance_type, work_ns,"
+			   " nodes, od_price, planned_cost)"
+			   " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+			   &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, p->job_id);
-	sqlite3_bind_int64(st, 2, p->at_ns);
-	sqlite3_bind_text(st, 3, p->provider, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, p->region, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, p->zone, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, p->instance_type, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, p->work_ns);
-	sqlite3_bind_int64(st, 8, p->nodes);
-	sqlite3_bind_int64(st, 9, p->od_price);
-	sqlite3_bind_int64(st, 10, cost);
-	src = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (src != SQLITE_DONE)
-		return finops__db_err(db, src, e, "ledger_plan_record");
+	store_bind_i64(st, 1, p->job_id);
+	store_bind_i64(st, 2, p->at_ns);
+	store_bind_text(st, 3, p->provider);
+	store_bind_text(st, 4, p->region);
+	store_bind_text(st, 5, p->zone);
+	store_bind_text(st, 6, p->instance_type);
+	store_bind_i64(st, 7, p->work_ns);
+	store_bind_i64(st, 8, p->nodes);
+	store_bind_i64(st, 9, p->od_price);
+	store_bind_i64(st, 10, cost);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc < 0)
+		return sr_err_prefix(e, "ledger_plan_record");
 	if (out_cost)
 		*out_cost = cost;
 	return 0;
+}
+
+/* ---- over a raw SQLite connection (the reconciler's, until it moves
+ * behind lib/store; docs/store.md): the same functions through the store
+ * of that connection ---- */
+
+int ledger_append(struct sqlite3 *db, const struct ledger_row *r,
+		  sr_micros *out_cost, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_row_add(s, r, out_cost, e);
+	store_close(tmp);
+	return rc;
+}
+
+int ledger_event_append(struct sqlite3 *db, const struct ledger_event *ev,
+			struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_event_add(s, ev, e);
+	store_close(tmp);
+	return rc;
+}
+
+int ledger_plan_record(struct sqlite3 *db, const struct ledger_plan *p,
+		       sr_micros *out_cost, struct sr_err *e)
+{
+	struct store *s = NULL, *tmp = NULL;
+	int rc = store_bridge(db, &s, &tmp, e);
+
+	if (!rc)
+		rc = ledger_plan_add(s, p, out_cost, e);
+	store_close(tmp);
+	return rc;
 }

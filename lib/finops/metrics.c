@@ -7,7 +7,9 @@
  *                                                      zone, instance_type, pricing
  * spotrun_job_cost_dollars_total            counter    job_id
  * spotrun_job_on_demand_cost_dollars_total  counter    job_id   (same hours at list)
- * spotrun_job_savings_dollars_total         counter    job_id   (on-demand - cost)
+ * spotrun_job_planned_on_demand_dollars     gauge      job_id   (declared work at
+ *                                                      the on-demand price)
+ * spotrun_job_savings_dollars               gauge      job_id   (planned - cost)
  * spotrun_job_savings_vs_reserved_dollars   gauge      job_id   (may go down)
  * spotrun_job_lost_work_dollars_total       counter    job_id
  * spotrun_job_lost_work_seconds_total       counter    job_id
@@ -25,7 +27,15 @@
  *
  * Durations billed or lost are in cloud seconds (the local cloud's time
  * scale), like the ledger.
+ *
+ * Savings are what `spotrun cost` calls SAVED: the job's planned
+ * on-demand cost (ledger_plan: its declared work at the on-demand price)
+ * minus what it was billed, only for jobs with a plan.  A gauge: it falls
+ * as the job runs and goes negative when spot cost more.  (The same
+ * node-hours at list price is spotrun_job_on_demand_cost_dollars_total;
+ * savings measured on it would flatter, since waste adds hours.)
  */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,9 +43,9 @@
 #include <string.h>
 
 #include "common/timeutil.h"
-#include "dbutil.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "store/store.h"
 
 const double finops_stall_buckets_s[] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
@@ -96,14 +106,19 @@ struct job_agg {
 	int64_t job;
 	sr_micros cost, list, reserved_saving, lost_cost, idle_cost;
 	int64_t lost_ns, idle_gpu_ns, preemptions, recoveries, downtime_ns;
+	bool planned;              /* the job has a ledger_plan row */
+	sr_micros planned_cost, savings; /* planned on-demand; planned - cost */
 };
 
-static int load_jobs(sqlite3 *db, struct job_agg **out, size_t *n,
+static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		     struct sr_err *e)
 {
 	static const char sql[] =
-		"SELECT j, sum(c), sum(l), sum(rs), sum(lc), sum(ic), sum(ln),"
-		" sum(ig), sum(p), sum(r), sum(d) FROM ("
+		"SELECT j, sum(c) AS cost, sum(l) AS list, sum(rs) AS rs,"
+		" sum(lc) AS lc, sum(ic) AS ic, sum(ln) AS ln, sum(ig) AS ig,"
+		" sum(p) AS p, sum(r) AS r, sum(d) AS d,"
+		" (SELECT planned_cost FROM ledger_plan WHERE job_id = j) AS planned"
+		" FROM ("
 		" SELECT job_id AS j, cost AS c, list_cost AS l,"
 		"  CASE WHEN reserved_cost IS NULL THEN 0 ELSE reserved_cost - cost END AS rs,"
 		"  0 AS lc, CASE busy WHEN 0 THEN cost ELSE 0 END AS ic, 0 AS ln,"
@@ -111,19 +126,20 @@ static int load_jobs(sqlite3 *db, struct job_agg **out, size_t *n,
 		"  0 AS p, 0 AS r, 0 AS d FROM ledger WHERE job_id IS NOT NULL"
 		" UNION ALL"
 		" SELECT job_id, 0, 0, 0, value_cost, 0,"
-		"  CASE kind WHEN 1 THEN value_ns ELSE 0 END, 0, kind = 1, kind = 2,"
+		"  CASE kind WHEN 1 THEN value_ns ELSE 0 END, 0,"
+		"  CASE kind WHEN 1 THEN 1 ELSE 0 END, CASE kind WHEN 2 THEN 1 ELSE 0 END,"
 		"  CASE kind WHEN 2 THEN value_ns ELSE 0 END FROM ledger_event"
-		") GROUP BY j ORDER BY j";
-	sqlite3_stmt *st = NULL;
+		") AS rows GROUP BY j ORDER BY j";
+	struct store_stmt *st = NULL;
 	size_t cap = 0;
-	int rc, src;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = store_step(st, e)) == 1) {
 		struct job_agg *a;
 
 		if (*n == cap) {
@@ -133,44 +149,51 @@ static int load_jobs(sqlite3 *db, struct job_agg **out, size_t *n,
 			na = realloc(*out, cap * sizeof *na);
 			if (!na) {
 				rc = sr_err_set(e, -ENOMEM, "metrics: out of memory");
-				goto out;
+				break;
 			}
 			*out = na;
 		}
 		a = &(*out)[(*n)++];
-		a->job = sqlite3_column_int64(st, 0);
-		a->cost = sqlite3_column_int64(st, 1);
-		a->list = sqlite3_column_int64(st, 2);
-		a->reserved_saving = sqlite3_column_int64(st, 3);
-		a->lost_cost = sqlite3_column_int64(st, 4);
-		a->idle_cost = sqlite3_column_int64(st, 5);
-		a->lost_ns = sqlite3_column_int64(st, 6);
-		a->idle_gpu_ns = sqlite3_column_int64(st, 7);
-		a->preemptions = sqlite3_column_int64(st, 8);
-		a->recoveries = sqlite3_column_int64(st, 9);
-		a->downtime_ns = sqlite3_column_int64(st, 10);
+		a->job = store_col_i64(st, "j");
+		a->cost = store_col_i64(st, "cost");
+		a->list = store_col_i64(st, "list");
+		a->reserved_saving = store_col_i64(st, "rs");
+		a->lost_cost = store_col_i64(st, "lc");
+		a->idle_cost = store_col_i64(st, "ic");
+		a->lost_ns = store_col_i64(st, "ln");
+		a->idle_gpu_ns = store_col_i64(st, "ig");
+		a->preemptions = store_col_i64(st, "p");
+		a->recoveries = store_col_i64(st, "r");
+		a->downtime_ns = store_col_i64(st, "d");
+		a->planned = !store_col_null(st, "planned");
+		a->planned_cost = store_col_i64(st, "planned");
+		a->savings = a->planned_cost - a->cost;
 	}
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, src, e, "metrics: ledger");
-out:
-	sqlite3_finalize(st);
-	if (rc) {
+	store_done(st);
+	if (rc < 0) {
+		sr_err_prefix(e, "metrics: ledger");
 		free(*out);
 		*out = NULL;
 		*n = 0;
+		return rc;
 	}
-	return rc;
+	return 0;
 }
 
-/* One counter/gauge family with a `job` label per aggregated job. */
-static void job_family(FILE *f, const struct job_agg *a, size_t n,
-		       const char *name, const char *type, const char *help,
-		       size_t field_off, int is_ns)
+/* One counter/gauge family with a `job` label per aggregated job (with
+ * planned_only, per job with a plan: without one there is no baseline,
+ * as in spotrun cost). */
+static void job_family_of(FILE *f, const struct job_agg *a, size_t n,
+			  const char *name, const char *type, const char *help,
+			  size_t field_off, int is_ns, bool planned_only)
 {
 	family(f, name, type, help);
 	for (size_t i = 0; i < n; i++) {
 		int64_t v = *(const int64_t *)((const char *)&a[i] + field_off);
 		char job[24];
+
+		if (planned_only && !a[i].planned)
+			continue;
 
 		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
 		fprintf(f, "%s{", name);
@@ -183,6 +206,13 @@ static void job_family(FILE *f, const struct job_agg *a, size_t n,
 	}
 }
 
+static void job_family(FILE *f, const struct job_agg *a, size_t n,
+		       const char *name, const char *type, const char *help,
+		       size_t field_off, int is_ns)
+{
+	job_family_of(f, a, n, name, type, help, field_off, is_ns, false);
+}
+
 static void count_family(FILE *f, const struct job_agg *a, size_t n,
 			 const char *name, const char *help, size_t field_off)
 {
@@ -193,21 +223,21 @@ static void count_family(FILE *f, const struct job_agg *a, size_t n,
 	}
 }
 
-static int stall_histogram(sqlite3 *db, FILE *f, struct sr_err *e)
+static int stall_histogram(struct store *db, FILE *f, struct sr_err *e)
 {
 	static const char sql[] =
 		"SELECT value_ns FROM ledger_event WHERE kind = 3";
 	const char *name = "spotrun_checkpoint_stall_seconds";
 	uint64_t counts[64] = { 0 }, total = 0;
 	int64_t sum_ns = 0;
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+	struct store_stmt *st = NULL;
+	int rc;
 
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t ns = sqlite3_column_int64(st, 0);
+	while ((rc = store_step(st, e)) == 1) {
+		int64_t ns = store_col_i64(st, "value_ns");
 		double s = (double)ns / 1e9;
 
 		for (size_t i = 0; i < finops_stall_nbuckets; i++)
@@ -216,9 +246,9 @@ static int stall_histogram(sqlite3 *db, FILE *f, struct sr_err *e)
 		total++;
 		sum_ns += ns;
 	}
-	sqlite3_finalize(st);
-	if (src != SQLITE_DONE)
-		return finops__db_err(db, src, e, "metrics: stalls");
+	store_done(st);
+	if (rc < 0)
+		return sr_err_prefix(e, "metrics: stalls");
 	family(f, name, "histogram",
 	       "Training time stalled by one checkpoint, seconds.");
 	for (size_t i = 0; i < finops_stall_nbuckets; i++)
@@ -271,7 +301,7 @@ static void live_families(FILE *f, const struct finops_live *live)
 
 #define OFF(field) offsetof(struct job_agg, field)
 
-int finops_metrics_render(sqlite3 *db, const struct finops_live *live,
+int finops_metrics_render(struct store *db, const struct finops_live *live,
 			  char **out, size_t *len, struct sr_err *e)
 {
 	struct job_agg *a = NULL;
@@ -299,10 +329,13 @@ int finops_metrics_render(sqlite3 *db, const struct finops_live *live,
 	job_family(f, a, n, "spotrun_job_on_demand_cost_dollars_total", "counter",
 		   "The same node-hours at the on-demand list price, dollars.",
 		   OFF(list), 0);
-	for (size_t i = 0; i < n; i++)
-		a[i].list -= a[i].cost; /* now: savings vs on-demand */
-	job_family(f, a, n, "spotrun_job_savings_dollars_total", "counter",
-		   "On-demand list cost minus billed cost, dollars.", OFF(list), 0);
+	job_family_of(f, a, n, "spotrun_job_planned_on_demand_dollars", "gauge",
+		      "The job's declared work at the on-demand price (its plan), "
+		      "dollars.", OFF(planned_cost), 0, true);
+	job_family_of(f, a, n, "spotrun_job_savings_dollars", "gauge",
+		      "Planned on-demand cost minus billed cost, dollars (as "
+		      "spotrun cost's SAVED; negative when spot cost more).",
+		      OFF(savings), 0, true);
 	job_family(f, a, n, "spotrun_job_savings_vs_reserved_dollars", "gauge",
 		   "Reserved-baseline cost minus billed cost where a reserved "
 		   "price is known, dollars.", OFF(reserved_saving), 0);

@@ -11,13 +11,14 @@
 #ifndef SR_FINOPS_METRICS_H
 #define SR_FINOPS_METRICS_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "common/money.h"
+
+struct store;
 
 struct finops_live_node {
 	int64_t id;
@@ -54,7 +55,7 @@ bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
 
 /* Render every metric into a malloc'd NUL-terminated buffer (*out, caller
  * frees).  live may be NULL.  Returns 0 or a negative code with *e set. */
-int finops_metrics_render(sqlite3 *db, const struct finops_live *live,
+int finops_metrics_render(struct store *db, const struct finops_live *live,
 			  char **out, size_t *len, struct sr_err *e);
 
 /* Checkpoint-stall histogram bucket upper bounds, seconds. */

@@ -12,12 +12,12 @@
  * "First alert, then stop": a job that crosses its limit has normally
  * passed through ALERT on an earlier tick; STOP also implies an alert.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/json.h"
 #include "common/timeutil.h"
-#include "dbutil.h"
 #include "market/jobspec.h"
 #include "policy.h"
 
@@ -192,36 +192,37 @@ bool finops_autostop_due(const struct finops_policy *p, int64_t idle_since_ns,
 	return now_ns - idle_since_ns >= p->autostop_idle_ns;
 }
 
-int finops_idle_since(sqlite3 *db, int64_t node_id, int64_t *idle_since_ns,
-		      struct sr_err *e)
+int finops_idle_since(struct store *db, int64_t node_id,
+		      int64_t *idle_since_ns, struct sr_err *e)
 {
 	static const char sql[] =
 		"SELECT (SELECT busy FROM ledger WHERE node_id = ?1"
-		"        ORDER BY start_ns DESC LIMIT 1),"
-		" (SELECT max(end_ns) FROM ledger WHERE node_id = ?1 AND busy = 1),"
-		" (SELECT min(start_ns) FROM ledger WHERE node_id = ?1)";
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+		"        ORDER BY start_ns DESC LIMIT 1) AS last_busy,"
+		" (SELECT max(end_ns) FROM ledger WHERE node_id = ?1 AND busy = 1)"
+		"  AS busy_end,"
+		" (SELECT min(start_ns) FROM ledger WHERE node_id = ?1) AS first_start";
+	struct store_stmt *st = NULL;
+	int rc;
 
 	*idle_since_ns = -1;
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, node_id);
-	src = sqlite3_step(st);
-	if (src != SQLITE_ROW) {
-		rc = finops__db_err(db, src, e, "finops_idle_since");
+	store_bind_i64(st, 1, node_id);
+	rc = store_step(st, e);
+	if (rc == 0)
+		rc = sr_err_set(e, -EIO, "finops_idle_since: no row");
+	if (rc < 0)
 		goto out;
-	}
-	if (sqlite3_column_type(st, 0) == SQLITE_NULL ||
-	    sqlite3_column_int(st, 0) == 1)
+	rc = 0;
+	if (store_col_null(st, "last_busy") || store_col_i64(st, "last_busy") == 1)
 		goto out;
-	if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-		*idle_since_ns = sqlite3_column_int64(st, 1);
+	if (!store_col_null(st, "busy_end"))
+		*idle_since_ns = store_col_i64(st, "busy_end");
 	else
-		*idle_since_ns = sqlite3_column_int64(st, 2);
+		*idle_since_ns = store_col_i64(st, "first_start");
 out:
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }
 
@@ -285,31 +286,34 @@ finops_budget_decide(const struct finops_policy *p, sr_micros spent,
 	return a;
 }
 
-int finops_job_spend(sqlite3 *db, int64_t job_id, int64_t now_ns,
+int finops_job_spend(struct store *db, int64_t job_id, int64_t now_ns,
 		     int64_t live_window_ns, sr_micros *spent,
 		     sr_micros *hourly, struct sr_err *e)
 {
 	static const char sql[] =
-		"SELECT (SELECT COALESCE(sum(cost), 0) FROM ledger WHERE job_id = ?1),"
+		"SELECT (SELECT COALESCE(sum(cost), 0) FROM ledger WHERE job_id = ?1)"
+		" AS spent,"
 		" (SELECT COALESCE(sum(l.unit_price), 0) FROM ledger l"
 		"  WHERE l.job_id = ?1 AND l.end_ns >= ?2 AND l.start_ns ="
-		"   (SELECT max(start_ns) FROM ledger m WHERE m.node_id = l.node_id))";
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+		"   (SELECT max(start_ns) FROM ledger m WHERE m.node_id = l.node_id))"
+		" AS hourly";
+	struct store_stmt *st = NULL;
+	int rc;
 
 	*spent = *hourly = 0;
-	rc = finops__prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, job_id);
-	sqlite3_bind_int64(st, 2, now_ns - live_window_ns);
-	src = sqlite3_step(st);
-	if (src == SQLITE_ROW) {
-		*spent = sqlite3_column_int64(st, 0);
-		*hourly = sqlite3_column_int64(st, 1);
-	} else {
-		rc = finops__db_err(db, src, e, "finops_job_spend");
+	store_bind_i64(st, 1, job_id);
+	store_bind_i64(st, 2, now_ns - live_window_ns);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		*spent = store_col_i64(st, "spent");
+		*hourly = store_col_i64(st, "hourly");
+		rc = 0;
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -EIO, "finops_job_spend: no row");
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }

@@ -23,12 +23,12 @@
 #define SR_FINOPS_POLICY_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "common/money.h"
+#include "store/store.h"
 
 #define FINOPS_IDLE_UTIL_DEFAULT_PERMILLE 100 /* 10 % */
 
@@ -80,8 +80,8 @@ bool finops_autostop_due(const struct finops_policy *p, int64_t idle_since_ns,
 /* From the ledger: the end of the node's last busy interval, or the start
  * of its first interval if it was never busy; -1 if its last interval
  * was busy or it has none. */
-int finops_idle_since(sqlite3 *db, int64_t node_id, int64_t *idle_since_ns,
-		      struct sr_err *e);
+int finops_idle_since(struct store *db, int64_t node_id,
+		      int64_t *idle_since_ns, struct sr_err *e);
 
 enum finops_budget_verdict {
 	FINOPS_BUDGET_OK = 0,
@@ -102,7 +102,7 @@ finops_budget_decide(const struct finops_policy *p, sr_micros spent,
 /* From the ledger: a job's spend so far and its current hourly rate (sum
  * of unit prices of its rows in the latest billed interval of each of
  * its nodes that ended within `live_window_ns` of now). */
-int finops_job_spend(sqlite3 *db, int64_t job_id, int64_t now_ns,
+int finops_job_spend(struct store *db, int64_t job_id, int64_t now_ns,
 		     int64_t live_window_ns, sr_micros *spent,
 		     sr_micros *hourly, struct sr_err *e);
 

@@ -6,12 +6,14 @@
  * The grand total is the sum of the groups, so a report always adds up.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/timeutil.h"
 #include "dbutil.h"
+#include "store/store.h"
 #include "report.h"
 
 static const char *const by_names[] = {
@@ -58,7 +60,8 @@ int finops_parse_when(const char *s, int64_t now_ns, int64_t *out)
 	return -EINVAL;
 }
 
-/* Group-key SQL expression; `t` is the time column of the table. */
+/* Group-key SQL expression, portable SQL (docs/store.md); `events`: the
+ * time column is at_ns, else start_ns. */
 static const char *key_sql(enum finops_by by, int events)
 {
 	switch (by) {
@@ -75,8 +78,9 @@ static const char *key_sql(enum finops_by by, int events)
 		       " || '/' || COALESCE(zone, '-') || '/' ||"
 		       " COALESCE(instance_type, 'unknown')";
 	case FINOPS_BY_DAY:
-		return events ? "strftime('%Y-%m-%d', at_ns / 1000000000, 'unixepoch')"
-			      : "strftime('%Y-%m-%d', start_ns / 1000000000, 'unixepoch')";
+		/* the UTC day number; day_keys() makes it YYYY-MM-DD */
+		return events ? "CAST(at_ns / 86400000000000 AS TEXT)"
+			      : "CAST(start_ns / 86400000000000 AS TEXT)";
 	}
 	return NULL;
 }
@@ -129,86 +133,100 @@ static struct finops_group *add_group(struct finops_report *r, size_t *cap,
 	return g;
 }
 
-int finops__prepare_filtered(sqlite3 *db, const char *sql,
-			     const struct finops_filter *f, sqlite3_stmt **st,
-			     struct sr_err *e)
+int finops__prepare_filtered(struct store *db, const char *sql,
+			    const struct finops_filter *f, struct store_stmt **st,
+			    struct sr_err *e)
 {
-	int rc = finops__prepare(db, sql, st, e);
+	int rc = store_prepare(db, sql, st, e);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(*st, 1, f ? f->since_ns : 0);
-	sqlite3_bind_int64(*st, 2, f ? f->until_ns : 0);
-	sqlite3_bind_int64(*st, 3, f ? f->job_id : 0);
+	store_bind_i64(*st, 1, f ? f->since_ns : 0);
+	store_bind_i64(*st, 2, f ? f->until_ns : 0);
+	store_bind_i64(*st, 3, f ? f->job_id : 0);
 	return 0;
 }
 
-static int query_rows(sqlite3 *db, const struct finops_filter *f,
+/* The group of key k: found among the first nsorted (sorted) groups, or
+ * added; NULL when out of memory. */
+static struct finops_group *group_of(struct finops_report *r, size_t *cap,
+				     size_t nsorted, const char *k)
+{
+	struct finops_group probe, *g;
+
+	snprintf(probe.key, sizeof probe.key, "%s", k);
+	g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
+			      cmp_group) : NULL;
+	return g ? g : add_group(r, cap, probe.key);
+}
+
+static int query_rows(struct store *db, const struct finops_filter *f,
 		      enum finops_by by, struct finops_report *r, size_t *cap,
 		      struct sr_err *e)
 {
 	char sql[2048];
-	sqlite3_stmt *st = NULL;
-	int rc, src;
+	struct store_stmt *st = NULL;
+	int rc;
 
 	snprintf(sql, sizeof sql,
-		 "SELECT %s, count(*), sum(cost), sum(list_cost),"
-		 " sum(reserved_cost IS NOT NULL), COALESCE(sum(reserved_cost), 0),"
-		 " sum(CASE WHEN reserved_cost IS NULL THEN 0 ELSE cost END),"
-		 " sum(billed_ns), sum(billed_ns * gpus),"
-		 " sum(CASE busy WHEN 0 THEN billed_ns ELSE 0 END),"
-		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END),"
-		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END)"
+		 "SELECT %s AS k, count(*) AS n, sum(cost) AS cost,"
+		 " sum(list_cost) AS list,"
+		 " sum(CASE WHEN reserved_cost IS NULL THEN 0 ELSE 1 END) AS rrows,"
+		 " COALESCE(sum(reserved_cost), 0) AS rcost,"
+		 " sum(CASE WHEN reserved_cost IS NULL THEN 0 ELSE cost END) AS rbilled,"
+		 " sum(billed_ns) AS billed, sum(billed_ns * gpus) AS gpu,"
+		 " sum(CASE busy WHEN 0 THEN billed_ns ELSE 0 END) AS idle,"
+		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END) AS idle_gpu,"
+		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle_cost"
 		 " FROM ledger WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
 		 key_sql(by, 0));
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct finops_group *g = add_group(r, cap, finops__col_text(st, 0));
-		sr_micros cost_reserved_rows;
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_group *g = add_group(r, cap, store_col_text(st, "k"));
 
 		if (!g) {
 			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
-			goto out;
+			break;
 		}
-		g->t.rows = sqlite3_column_int64(st, 1);
-		g->t.cost = sqlite3_column_int64(st, 2);
-		g->t.list_cost = sqlite3_column_int64(st, 3);
+		g->t.rows = store_col_i64(st, "n");
+		g->t.cost = store_col_i64(st, "cost");
+		g->t.list_cost = store_col_i64(st, "list");
 		g->t.savings_vs_list = g->t.list_cost - g->t.cost;
-		g->t.reserved_rows = sqlite3_column_int64(st, 4);
-		g->t.reserved_cost = sqlite3_column_int64(st, 5);
-		cost_reserved_rows = sqlite3_column_int64(st, 6);
-		g->t.savings_vs_reserved = g->t.reserved_cost - cost_reserved_rows;
-		g->t.billed_ns = sqlite3_column_int64(st, 7);
-		g->t.gpu_ns = sqlite3_column_int64(st, 8);
-		g->t.idle_ns = sqlite3_column_int64(st, 9);
-		g->t.idle_gpu_ns = sqlite3_column_int64(st, 10);
-		g->t.idle_cost = sqlite3_column_int64(st, 11);
+		g->t.reserved_rows = store_col_i64(st, "rrows");
+		g->t.reserved_cost = store_col_i64(st, "rcost");
+		g->t.savings_vs_reserved = g->t.reserved_cost -
+					   store_col_i64(st, "rbilled");
+		g->t.billed_ns = store_col_i64(st, "billed");
+		g->t.gpu_ns = store_col_i64(st, "gpu");
+		g->t.idle_ns = store_col_i64(st, "idle");
+		g->t.idle_gpu_ns = store_col_i64(st, "idle_gpu");
+		g->t.idle_cost = store_col_i64(st, "idle_cost");
 	}
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, src, e, "finops report: ledger");
-out:
-	sqlite3_finalize(st);
-	return rc;
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "finops report: ledger") : 0;
 }
 
-static int query_events(sqlite3 *db, const struct finops_filter *f,
+static int query_events(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *r, size_t *cap,
 			struct sr_err *e)
 {
 	char sql[2048];
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	size_t nsorted = r->ngroups;
-	int rc, src;
+	int rc;
 
 	snprintf(sql, sizeof sql,
-		 "SELECT %s, sum(kind = 1), sum(kind = 2), sum(kind = 3),"
-		 " sum(CASE kind WHEN 1 THEN value_ns ELSE 0 END),"
-		 " sum(CASE kind WHEN 1 THEN value_cost ELSE 0 END),"
-		 " sum(CASE kind WHEN 2 THEN value_ns ELSE 0 END),"
-		 " sum(CASE kind WHEN 3 THEN value_ns ELSE 0 END)"
+		 "SELECT %s AS k,"
+		 " sum(CASE kind WHEN 1 THEN 1 ELSE 0 END) AS preemptions,"
+		 " sum(CASE kind WHEN 2 THEN 1 ELSE 0 END) AS recoveries,"
+		 " sum(CASE kind WHEN 3 THEN 1 ELSE 0 END) AS stalls,"
+		 " sum(CASE kind WHEN 1 THEN value_ns ELSE 0 END) AS lost_ns,"
+		 " sum(CASE kind WHEN 1 THEN value_cost ELSE 0 END) AS lost_cost,"
+		 " sum(CASE kind WHEN 2 THEN value_ns ELSE 0 END) AS down_ns,"
+		 " sum(CASE kind WHEN 3 THEN value_ns ELSE 0 END) AS stall_ns"
 		 " FROM ledger_event WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
 		 key_sql(by, 1));
@@ -217,82 +235,73 @@ static int query_events(sqlite3 *db, const struct finops_filter *f,
 		return rc;
 	if (r->ngroups > 1) /* groups may be NULL when empty */
 		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct finops_group probe, *g;
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_group *g = group_of(r, cap, nsorted,
+						  store_col_text(st, "k"));
 
-		snprintf(probe.key, sizeof probe.key, "%s", finops__col_text(st, 0));
-		g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
-				      cmp_group) : NULL;
-		if (!g)
-			g = add_group(r, cap, probe.key);
 		if (!g) {
 			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
-			goto out;
+			break;
 		}
-		g->t.preemptions = sqlite3_column_int64(st, 1);
-		g->t.recoveries = sqlite3_column_int64(st, 2);
-		g->t.ckpt_stalls = sqlite3_column_int64(st, 3);
-		g->t.lost_work_ns = sqlite3_column_int64(st, 4);
-		g->t.lost_work_cost = sqlite3_column_int64(st, 5);
-		g->t.downtime_ns = sqlite3_column_int64(st, 6);
-		g->t.ckpt_stall_ns = sqlite3_column_int64(st, 7);
+		g->t.preemptions = store_col_i64(st, "preemptions");
+		g->t.recoveries = store_col_i64(st, "recoveries");
+		g->t.ckpt_stalls = store_col_i64(st, "stalls");
+		g->t.lost_work_ns = store_col_i64(st, "lost_ns");
+		g->t.lost_work_cost = store_col_i64(st, "lost_cost");
+		g->t.downtime_ns = store_col_i64(st, "down_ns");
+		g->t.ckpt_stall_ns = store_col_i64(st, "stall_ns");
 	}
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, src, e, "finops report: events");
-out:
-	sqlite3_finalize(st);
-	return rc;
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "finops report: events") : 0;
 }
 
-static int query_plans(sqlite3 *db, const struct finops_filter *f,
+static int query_plans(struct store *db, const struct finops_filter *f,
 		       enum finops_by by, struct finops_report *r, size_t *cap,
 		       struct sr_err *e)
 {
 	char sql[1024];
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	size_t nsorted = r->ngroups;
-	int rc, src;
+	int rc;
 
-	/* A ledger from before version 2 (opened read-only, not migrated)
-	 * has no plans: the report simply has none. */
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type="
-			       "'table' AND name='ledger_plan'", -1, &st,
-			       NULL) != SQLITE_OK)
-		return finops__db_err(db, SQLITE_ERROR, e, "finops report: plans");
-	src = sqlite3_step(st);
-	sqlite3_finalize(st);
-	st = NULL;
-	if (src != SQLITE_ROW)
-		return 0;
 	snprintf(sql, sizeof sql,
-		 "SELECT %s, count(*), sum(planned_cost) FROM ledger_plan"
-		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 "SELECT %s AS k, count(*) AS n, sum(planned_cost) AS planned"
+		 " FROM ledger_plan WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", key_sql(by, 1));
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
 	if (r->ngroups > 1)
 		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct finops_group probe, *g;
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_group *g = group_of(r, cap, nsorted,
+						  store_col_text(st, "k"));
 
-		snprintf(probe.key, sizeof probe.key, "%s", finops__col_text(st, 0));
-		g = nsorted ? bsearch(&probe, r->groups, nsorted, sizeof probe,
-				      cmp_group) : NULL;
-		if (!g)
-			g = add_group(r, cap, probe.key);
 		if (!g) {
 			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
-			goto out;
+			break;
 		}
-		g->t.plans = sqlite3_column_int64(st, 1);
-		g->t.planned_od_cost = sqlite3_column_int64(st, 2);
+		g->t.plans = store_col_i64(st, "n");
+		g->t.planned_od_cost = store_col_i64(st, "planned");
 	}
-	if (src != SQLITE_DONE)
-		rc = finops__db_err(db, src, e, "finops report: plans");
-out:
-	sqlite3_finalize(st);
-	return rc;
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "finops report: plans") : 0;
+}
+
+/* By day, the keys are UTC day numbers: make them YYYY-MM-DD (their
+ * order, numeric before, stays the same). */
+static void day_keys(struct finops_report *r)
+{
+	for (size_t i = 0; i < r->ngroups; i++) {
+		char ts[40];
+		int64_t day = strtoll(r->groups[i].key, NULL, 10);
+
+		if (sr_time_format_rfc3339(day * 86400 * SR_NS_PER_SEC, 0, ts,
+					   sizeof ts) >= 10) {
+			ts[10] = '\0';
+			snprintf(r->groups[i].key, sizeof r->groups[i].key, "%s", ts);
+		}
+	}
 }
 
 /* The figures derived from the others, once every query is in. */
@@ -327,7 +336,7 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->planned_od_cost += b->planned_od_cost;
 }
 
-int finops_report_build(sqlite3 *db, const struct finops_filter *f,
+int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e)
 {
@@ -351,6 +360,8 @@ int finops_report_build(sqlite3 *db, const struct finops_filter *f,
 	}
 	if (out->ngroups > 1)
 		qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
+	if (by == FINOPS_BY_DAY)
+		day_keys(out);
 	for (size_t i = 0; i < out->ngroups; i++) {
 		totals_derive(&out->groups[i].t);
 		totals_add(&out->total, &out->groups[i].t);
@@ -487,19 +498,20 @@ fail:
 	return NULL;
 }
 
-int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+int finops_series_json(struct store *db, const struct finops_filter *f,
 		       int64_t bucket_ns, int max_buckets, json_t **out,
 		       struct sr_err *e)
 {
 	static const char sql[] =
-		"SELECT * FROM (SELECT start_ns / ?4 AS b, sum(cost), sum(list_cost),"
-		" sum(CASE busy WHEN 0 THEN cost ELSE 0 END) FROM ledger"
+		"SELECT * FROM (SELECT start_ns / ?4 AS b, sum(cost) AS cost,"
+		" sum(list_cost) AS list,"
+		" sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle FROM ledger"
 		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) GROUP BY b ORDER BY b DESC LIMIT ?5)"
-		" ORDER BY b";
-	sqlite3_stmt *st = NULL;
+		" AS recent ORDER BY b";
+	struct store_stmt *st = NULL;
 	json_t *pts = NULL;
-	int rc, src;
+	int rc;
 
 	*out = NULL;
 	if (bucket_ns <= 0 || max_buckets <= 0)
@@ -507,89 +519,95 @@ int finops_series_json(sqlite3 *db, const struct finops_filter *f,
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 4, bucket_ns);
-	sqlite3_bind_int(st, 5, max_buckets);
+	store_bind_i64(st, 4, bucket_ns);
+	store_bind_i64(st, 5, max_buckets);
 	pts = json_array();
-	if (!pts)
-		goto oom;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	if (!pts) {
+		rc = sr_err_set(e, -ENOMEM, "series: out of memory");
+		goto out;
+	}
+	while ((rc = store_step(st, e)) == 1) {
 		char ts[40];
 		json_t *p;
 
-		sr_time_format_rfc3339(sqlite3_column_int64(st, 0) * bucket_ns, 0, ts,
+		sr_time_format_rfc3339(store_col_i64(st, "b") * bucket_ns, 0, ts,
 				       sizeof ts);
 		p = json_pack("{s:s, s:I, s:I, s:I}", "t", ts,
-			      "cost_micros", (json_int_t)sqlite3_column_int64(st, 1),
-			      "list_cost_micros", (json_int_t)sqlite3_column_int64(st, 2),
-			      "idle_cost_micros", (json_int_t)sqlite3_column_int64(st, 3));
-		if (!p || json_array_append_new(pts, p))
-			goto oom;
+			      "cost_micros", (json_int_t)store_col_i64(st, "cost"),
+			      "list_cost_micros", (json_int_t)store_col_i64(st, "list"),
+			      "idle_cost_micros", (json_int_t)store_col_i64(st, "idle"));
+		if (!p || json_array_append_new(pts, p)) {
+			rc = sr_err_set(e, -ENOMEM, "series: out of memory");
+			break;
+		}
 	}
-	if (src != SQLITE_DONE) {
-		rc = finops__db_err(db, src, e, "series");
-		goto fail;
+	if (rc == 0) {
+		*out = json_pack("{s:f, s:o}", "bucket_s", (double)bucket_ns / 1e9,
+				 "points", pts);
+		pts = NULL;
+		if (!*out)
+			rc = sr_err_set(e, -ENOMEM, "series: out of memory");
+	} else if (rc != -ENOMEM) {
+		sr_err_prefix(e, "series");
 	}
-	sqlite3_finalize(st);
-	*out = json_pack("{s:f, s:o}", "bucket_s", (double)bucket_ns / 1e9,
-			 "points", pts);
-	return *out ? 0 : sr_err_set(e, -ENOMEM, "series: out of memory");
-oom:
-	rc = sr_err_set(e, -ENOMEM, "series: out of memory");
-fail:
-	sqlite3_finalize(st);
+out:
+	store_done(st);
 	json_decref(pts);
 	return rc;
 }
 
-int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+int finops_timeline_json(struct store *db, const struct finops_filter *f,
 			 int limit, json_t **out, struct sr_err *e)
 {
 	static const char sql[] =
-		"SELECT at_ns, kind, job_id, COALESCE(node_id, 0),"
+		"SELECT at_ns, kind, job_id, COALESCE(node_id, 0) AS node,"
 		" COALESCE(provider, '') || '/' || COALESCE(region, '') || '/' ||"
-		" COALESCE(zone, '-') || '/' || COALESCE(instance_type, ''),"
+		" COALESCE(zone, '-') || '/' || COALESCE(instance_type, '') AS pool,"
 		" value_ns, value_cost FROM ledger_event"
 		" WHERE kind IN (1, 2) AND at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) ORDER BY at_ns DESC, id DESC LIMIT ?4";
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	json_t *evs;
-	int rc, src;
+	int rc;
 
 	*out = NULL;
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(st, 4, limit > 0 ? limit : 100);
+	store_bind_i64(st, 4, limit > 0 ? limit : 100);
 	evs = json_array();
-	if (!evs)
-		goto oom;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	if (!evs) {
+		rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
+		goto out;
+	}
+	while ((rc = store_step(st, e)) == 1) {
 		char ts[40];
 		json_t *o;
 
-		sr_time_format_rfc3339(sqlite3_column_int64(st, 0), 3, ts, sizeof ts);
+		sr_time_format_rfc3339(store_col_i64(st, "at_ns"), 3, ts, sizeof ts);
 		o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:f, s:I}", "t", ts,
-			      "kind", sqlite3_column_int(st, 1) == 1 ? "preemption"
-								    : "recovery",
-			      "job_id", (json_int_t)sqlite3_column_int64(st, 2),
-			      "node_id", (json_int_t)sqlite3_column_int64(st, 3),
-			      "pool", finops__col_text(st, 4),
-			      "value_s", (double)sqlite3_column_int64(st, 5) / 1e9,
-			      "lost_work_micros", (json_int_t)sqlite3_column_int64(st, 6));
-		if (!o || json_array_append_new(evs, o))
-			goto oom;
+			      "kind", store_col_i64(st, "kind") == 1 ? "preemption"
+								     : "recovery",
+			      "job_id", (json_int_t)store_col_i64(st, "job_id"),
+			      "node_id", (json_int_t)store_col_i64(st, "node"),
+			      "pool", store_col_text(st, "pool"),
+			      "value_s", (double)store_col_i64(st, "value_ns") / 1e9,
+			      "lost_work_micros", (json_int_t)store_col_i64(st, "value_cost"));
+		if (!o || json_array_append_new(evs, o)) {
+			rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
+			break;
+		}
 	}
-	if (src != SQLITE_DONE) {
-		rc = finops__db_err(db, src, e, "timeline");
-		goto fail;
+	if (rc == 0) {
+		*out = json_pack("{s:o}", "events", evs);
+		evs = NULL;
+		if (!*out)
+			rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
+	} else if (rc != -ENOMEM) {
+		sr_err_prefix(e, "timeline");
 	}
-	sqlite3_finalize(st);
-	*out = json_pack("{s:o}", "events", evs);
-	return *out ? 0 : sr_err_set(e, -ENOMEM, "timeline: out of memory");
-oom:
-	rc = sr_err_set(e, -ENOMEM, "timeline: out of memory");
-fail:
-	sqlite3_finalize(st);
+out:
+	store_done(st);
 	json_decref(evs);
 	return rc;
 }

@@ -36,12 +36,12 @@
 #define SR_FINOPS_REPORT_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "common/money.h"
+#include "store/store.h"
 
 enum finops_by {
 	FINOPS_BY_TOTAL = 0,
@@ -107,7 +107,7 @@ struct finops_report {
 
 /* Build a report.  On success *out owns its groups (free with
  * finops_report_free); on failure *out is empty. */
-int finops_report_build(sqlite3 *db, const struct finops_filter *f,
+int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e);
 void finops_report_free(struct finops_report *r); /* NULL-safe */
@@ -124,14 +124,14 @@ json_t *finops_totals_json(const struct finops_totals *t);
  * kept).  {"bucket_s": N, "points": [{"t": RFC3339, "cost_micros": ..,
  * "list_cost_micros": .., "idle_cost_micros": ..}, ...]}.  *out is a new
  * reference. */
-int finops_series_json(sqlite3 *db, const struct finops_filter *f,
+int finops_series_json(struct store *db, const struct finops_filter *f,
 		       int64_t bucket_ns, int max_buckets, json_t **out,
 		       struct sr_err *e);
 
 /* Preemptions and recoveries, newest first (at most `limit`):
  * {"events": [{"t": RFC3339, "kind": "preemption"|"recovery", "job_id",
  * "node_id", "pool", "value_s", "lost_work_micros"}]}. */
-int finops_timeline_json(sqlite3 *db, const struct finops_filter *f,
+int finops_timeline_json(struct store *db, const struct finops_filter *f,
 			 int limit, json_t **out, struct sr_err *e);
 
 #endif

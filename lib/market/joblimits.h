@@ -3,7 +3,7 @@
  *
  * The job file parser (jobspec.c), the stored-spec reader
  * (jobspec_json.c), the REST API's body parser (lib/ctl/api_body.c) and
- * the database schema's CHECK constraints (lib/ctl/db_schema.c) all take
+ * the database schema's CHECK constraints (lib/store/schema.c) all take
  * their bounds from here, so a value one of them accepts is never refused
  * by another (issue 10: num_nodes 1025..4096 passed the job file and then
  * failed the schema with a 500).

@@ -41,6 +41,7 @@
 
 struct region_stats {
 	double up, downs, hops, price_sum, seen;
+	double age_s; /* age of the region's current spell (up or down) */
 	uint8_t last;
 };
 
@@ -49,6 +50,9 @@ struct spotrun_state {
 	/* "Spot somewhere" spells, [0] outages, [1] availability. */
 	double expo[2][PLAN_AGES], ends[2][PLAN_AGES];
 	double age_s;     /* age of the current spell */
+	/* One region's spot runs, by age bucket, pooled over regions:
+	 * ticks of exposure and ends. */
+	double rexpo[PLAN_AGES], rends[PLAN_AGES];
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -94,6 +98,23 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 		g->up *= f;
 		g->downs *= f;
 		g->hops *= f;
+		if (r == 0) {
+			for (int b = 0; b < PLAN_AGES; b++) {
+				s->rexpo[b] *= f;
+				s->rends[b] *= f;
+			}
+		}
+		if (s->seen && g->last) {
+			int b = policy__plan_age(g->age_s, s->unit_s);
+
+			s->rexpo[b]++;
+			if (!avail[r])
+				s->rends[b]++;
+		}
+		if (s->seen && g->last == (avail[r] ? 1 : 0))
+			g->age_s += (double)job->gap_s;
+		else
+			g->age_s = 0;
 		if (s->seen && g->last && !avail[r]) {
 			g->downs++;
 			if (any)
@@ -126,12 +147,46 @@ static double run_mean_s(const struct spotrun_state *s,
 	return (double)job->gap_s * (s->reg[r].up + 1) / (s->reg[r].downs + 1);
 }
 
+/* Expected remaining length (s) of one region's spot run that has lasted
+ * age_s, from the per-tick end rates of region runs by age bucket, pooled
+ * over regions: piecewise-constant hazard h_b over the bucket's width. */
+static double run_left_s(const struct spotrun_state *s,
+			 const struct policy_job *job, double age_s)
+{
+	static const double lo[PLAN_AGES] = { 0, 1, 2, 4, 8, 16 };
+	double te = 0, tx = 0, pool, gap = (double)job->gap_s, e = 0;
+	int b0 = policy__plan_age(age_s, s->unit_s);
+
+	for (int b = 0; b < PLAN_AGES; b++) {
+		te += s->rends[b];
+		tx += s->rexpo[b];
+	}
+	pool = (te + 1) / (tx + 2);
+	for (int b = PLAN_AGES - 1; b >= b0; b--) {
+		double h = (s->rends[b] + pool) / (s->rexpo[b] + 1), L, q;
+
+		h = h < 1e-6 ? 1e-6 : h > 1 ? 1 : h;
+		if (b == PLAN_AGES - 1) {
+			e = 1 / h;
+			continue;
+		}
+		/* ticks left in the bucket */
+		L = (lo[b + 1] * s->unit_s - (b == b0 ? age_s : lo[b] * s->unit_s)) / gap;
+		L = L < 1 ? 1 : L;
+		q = pow(1 - h, L);
+		e = (1 - q) / h + q * e;
+	}
+	return e * gap;
+}
+
 /* Restart-amortised $/h of spot in region r at price p, egress included. */
 static double eff_price(const struct spotrun_state *s,
 			const struct policy_job *job, int ckpt_region, int r,
-			double p)
+			double p, int by_age)
 {
-	double mu_h = run_mean_s(s, job, r) / 3600.0;
+	double mu_s = by_age && job->nregions > 1 ?
+		      run_left_s(s, job, s->reg[r].age_s) : run_mean_s(s, job, r);
+	double mu_h = mu_s / 3600.0;
 	double e = p * (1 + job->restart_s / 3600.0 / mu_h);
 
 	if (ckpt_region >= 0 && ckpt_region != r)
@@ -162,7 +217,7 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 	int best = 0;
 
 	for (int r = 0; r < job->nregions; r++) {
-		double e = eff_price(s, job, -1, r, s->reg[r].price_sum / s->reg[r].seen);
+		double e = eff_price(s, job, -1, r, s->reg[r].price_sum / s->reg[r].seen, 0);
 
 		if (e < best_e) {
 			best_e = e;
@@ -274,7 +329,7 @@ static struct policy_choice spotrun_decide(void *state,
 
 		if (!o->avail[r])
 			continue;
-		e = eff_price(s, job, o->ckpt_region, r, o->spot_price[r]);
+		e = eff_price(s, job, o->ckpt_region, r, o->spot_price[r], 1);
 		if (e < best_e) {
 			best_e = e;
 			best = r;

@@ -413,6 +413,22 @@ static int do_register(struct agent *ag)
 		json_decref(reply);
 		return rc;
 	}
+	/* A control plane whose disk the node does not share (a cloud
+	 * provider) names no checkpoint directory: tier 2 is the node's
+	 * own disk. */
+	if (!ag->a.ckpt_dir) {
+		char dir[sizeof ag->node_dir + 8];
+
+		snprintf(dir, sizeof dir, "%s/ckpt", ag->node_dir);
+		rc = sr_fs_mkdir_p(dir, 0700);
+		ag->a.ckpt_dir = rc ? NULL : strdup(dir);
+		if (!ag->a.ckpt_dir) {
+			sr_error("agent", "no checkpoint directory", "dir=%s err=\"%s\"",
+				 dir, sr_strerror(rc ? rc : -ENOMEM));
+			json_decref(reply);
+			return rc ? rc : -ENOMEM;
+		}
+	}
 	handle_directive(ag, reply);
 	json_decref(reply);
 	return 0;

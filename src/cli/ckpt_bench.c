@@ -51,9 +51,11 @@ static const char *const BUSAGE =
 	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
 	"                          [--pairs N] [--placement pinned|none]\n"
+	"                          [--copy-cpus any|others] [--nice N]\n"
+	"                          [--write-cap SIZE]\n"
 	"                          [--torch-script PATH] [--io-depth N]\n"
 	"                          [--io-chunk SIZE] [--remote URI]\n"
-	"                          [--no-progress]\n\n"
+	"                          [--only PHASES] [--no-progress]\n\n"
 	"Measure libspotckpt against plain peers on a model-like state of SIZE\n"
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
@@ -70,18 +72,33 @@ static const char *const BUSAGE =
 	"  --placement P      pinned: training thread on CPU 0, the engine's\n"
 	"                     writer on the others at nice 10 (default with\n"
 	"                     2+ CPUs); none: wherever the scheduler puts them\n"
+	"  --copy-cpus C      with --placement pinned: the lazy copy threads on\n"
+	"                     any CPU (any, default) or only on the writer's\n"
+	"                     CPUs, away from the training thread (others)\n"
+	"  --nice N           the writer's nice value when pinned (10)\n"
+	"  --write-cap SIZE   cap tier-2 writes at SIZE bytes/s (default none)\n"
 	"  --torch-script P   torch.save peer (python/spotrun/bench_torch_save.py)\n"
 	"  --io-depth N       engine writes in flight (library default)\n"
 	"  --io-chunk SIZE    engine bytes per write (library default)\n"
 	"  --remote URI       tier 3 on during every measurement, plus\n"
 	"                     upload_vs_raw and remote_restore_vs_raw against\n"
 	"                     plain parallel curl PUT / ranged GET (s3://)\n"
+	"  --only PHASES      run only these, comma-separated: saves (stall,\n"
+	"                     lazy stall, write_vs_raw, peak RSS), restore,\n"
+	"                     torch (implies saves), train; e.g. --only restore\n"
+	"                     (the restore pairs after one unmeasured save)\n"
 	"  --no-progress      no progress line on stderr (shown only on a TTY)\n";
+
+enum { PH_SAVES = 1, PH_RESTORE = 2, PH_TORCH = 4, PH_TRAIN = 8,
+       PH_ALL = 15 };
 
 struct bopts {
 	uint64_t size;
 	const char *dir, *script, *remote;
 	int json, threads, reps, io_depth, pairs, pinned, progress;
+	int only;          /* PH_* bits of the phases to run */
+	int copy_others, nice;
+	uint64_t write_cap;
 	uint32_t io_chunk;
 	double train_s, interval_s;
 };
@@ -111,6 +128,30 @@ static int parse_size(const char *s, uint64_t *out)
 	return *out >= 4096 ? 0 : -1;
 }
 
+static int parse_only(const char *v, int *out)
+{
+	static const struct { const char *name; int bit; } ph[] = {
+		{ "saves", PH_SAVES }, { "restore", PH_RESTORE },
+		{ "torch", PH_TORCH }, { "train", PH_TRAIN },
+	};
+	char buf[128], *save = NULL;
+
+	*out = 0;
+	if (strlen(v) >= sizeof buf)
+		return -1;
+	strcpy(buf, v);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		size_t k = 0;
+
+		while (k < sizeof ph / sizeof ph[0] && strcmp(t, ph[k].name))
+			k++;
+		if (k == sizeof ph / sizeof ph[0])
+			return -1;
+		*out |= ph[k].bit;
+	}
+	return *out ? 0 : -1;
+}
+
 static int parse(int argc, char **argv, struct bopts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -118,6 +159,8 @@ static int parse(int argc, char **argv, struct bopts *o)
 	o->train_s = 0; /* 2 x pairs x interval */
 	o->interval_s = 30;
 	o->pairs = 8;
+	o->only = PH_ALL;
+	o->nice = 10;
 	o->pinned = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 	o->progress = isatty(2);
 	o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -147,6 +190,25 @@ static int parse(int argc, char **argv, struct bopts *o)
 			o->dir = v;
 		} else if (!strcmp(a, "--remote")) {
 			o->remote = v;
+		} else if (!strcmp(a, "--copy-cpus")) {
+			if (strcmp(v, "any") && strcmp(v, "others"))
+				return cli_usage_error("ckpt", "bench: --copy-cpus: "
+						       "'%s' is not any or others", v);
+			o->copy_others = !strcmp(v, "others");
+		} else if (!strcmp(a, "--nice")) {
+			o->nice = (int)strtol(v, &end, 10);
+			if (*end || o->nice < 0 || o->nice > 19)
+				return cli_usage_error("ckpt", "bench: --nice: '%s' "
+						       "is not 0..19", v);
+		} else if (!strcmp(a, "--write-cap")) {
+			if (parse_size(v, &o->write_cap))
+				return cli_usage_error("ckpt", "bench: --write-cap: "
+						       "'%s' is not a size like 200M", v);
+		} else if (!strcmp(a, "--only")) {
+			if (parse_only(v, &o->only))
+				return cli_usage_error("ckpt", "bench: --only: '%s' is "
+						       "not a comma-separated list of "
+						       "saves, restore, torch, train", v);
 		} else if (!strcmp(a, "--torch-script")) {
 			o->script = v;
 		} else if (!strcmp(a, "--threads")) {
@@ -192,6 +254,8 @@ static int parse(int argc, char **argv, struct bopts *o)
 			return cli_usage_error("ckpt", "bench: unknown argument '%s'", a);
 		}
 	}
+	if (o->only & PH_TORCH) /* stall_vs_torch_save needs the saves' stall */
+		o->only |= PH_SAVES;
 	if (!o->size || !o->dir)
 		return cli_usage_error("ckpt", "bench: --size and --dir are required");
 	if (o->threads > 8)
@@ -242,7 +306,9 @@ static void progress(const struct bopts *o, const char *fmt, ...)
 	va_list ap;
 
 	g_prog.on = o->progress;
-	g_prog.phases = o->remote ? 7 : 6;
+	g_prog.phases = 1 + !!(o->only & (PH_SAVES | PH_RESTORE)) +
+			!!(o->only & PH_SAVES) + !!(o->only & PH_RESTORE) +
+			!!(o->only & PH_TORCH) + !!(o->only & PH_TRAIN) + !!o->remote;
 	if (!g_prog.t0)
 		g_prog.t0 = bench_now();
 	g_prog.phase++;
@@ -295,7 +361,31 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 	return rc;
 }
 
-/* Phase 3: the engine.  Fills stall/write/lazy/restore/rss. */
+/* restore_vs_raw from the pairs: rest/rr/rrat/rcpu per pair (sorted
+ * in place for the medians). */
+static void put_restore(json_t *root, uint64_t total, int reps, double *rest,
+			double *rr, double *rrat, double *rcpu, int rdirect)
+{
+	double rs = median(rest, reps), raw_r_s = median(rr, reps);
+	double rg = gbps(total, rs), rrg = gbps(total, raw_r_s);
+	double rpair = median(rrat, reps);
+
+	put(root, "restore_vs_raw", rpair, json_pack(
+		"{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b,s:f,s:s}",
+		"restore_gbps", rg, "raw_read_gbps", rrg, "restore_s", rs,
+		"raw_read_s", raw_r_s, "ratio_of_medians", rg / rrg,
+		"pair_ratio_min", rrat[0], "pair_ratio_max", rrat[reps - 1],
+		"restore_cpu_s", median(rcpu, reps), "pairs", reps,
+		"raw_direct_io", rdirect, "goal_min", 0.95, "measures",
+		"median over pairs of raw read time / restore time, each "
+		"pair right after dropping the page cache; restore_cpu_s is "
+		"the CPU the restore's hashing and copying used (a raw read "
+		"uses next to none)"));
+}
+
+/* Phase 3: the engine.  Fills stall/write/lazy/rss (--only saves) and
+ * restore (--only restore: after one unmeasured save when the saves are
+ * not measured). */
 static int run_engine(const struct bopts *o, struct bench_state *st,
 		      const char *wdir, json_t *root, uint8_t *dst,
 		      uint64_t dst_bytes, double raw_w_s, const char *raw,
@@ -307,13 +397,15 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	double stall[100], wr[100], lazy[100], rest[100], rr[100], rrat[100];
 	double rcpu[100];
 	uint64_t rss0, peak, bytes = 0;
-	int rc, step = 0, rdirect = 0;
+	int rc, step = 0, rdirect = 0, saves = o->only & PH_SAVES;
+	int nsave = saves ? o->reps : 1;
 
 	bench_reset_hwm();
 	rss0 = bench_proc_bytes("VmRSS:");
 	rc = open_engine(o, st, wdir, &e);
-	progress(o, "engine saves (each after a memcpy), lazy saves");
-	for (int r = 0; rc == 0 && r < o->reps; r++) {
+	if (saves)
+		progress(o, "engine saves (each after a memcpy), lazy saves");
+	for (int r = 0; rc == 0 && r < nsave; r++) {
 		prog_show(r, 2 * o->reps);
 		/* the peer runs right before each save: same load, same caches */
 		mc[r] = bench_memcpy(st, dst, o->threads);
@@ -325,7 +417,7 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		wr[r] = (double)s.last_write_ns * 1e-9;
 		bytes = s.last_write_bytes;
 	}
-	for (int r = 0; rc == 0 && r < o->reps; r++) {
+	for (int r = 0; saves && rc == 0 && r < o->reps; r++) {
 		prog_show(o->reps + r, 2 * o->reps);
 		rc = spotckpt_save(e, ++step, NULL, SPOTCKPT_SAVE_LAZY, NULL);
 		spotckpt_stats(e, &s);
@@ -334,8 +426,9 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			rc = spotckpt_wait(e);
 	}
 	peak = bench_proc_bytes("VmHWM:");
-	progress(o, "restores, each after a raw read of the same bytes");
-	for (int r = 0; rc == 0 && r < o->reps; r++) {
+	if (o->only & PH_RESTORE)
+		progress(o, "restores, each after a raw read of the same bytes");
+	for (int r = 0; (o->only & PH_RESTORE) && rc == 0 && r < o->reps; r++) {
 		double t0, c0;
 		int64_t got = -1;
 
@@ -362,20 +455,12 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		return rc;
 	}
 	spotckpt_stats(e, &s);
-	memcpy_s = median(mc, o->reps);
-	{
+	if (saves) {
 		double st_m = median(stall, o->reps), lz = median(lazy, o->reps);
-		double w = median(wr, o->reps), rs = median(rest, o->reps);
-		double raw_r_s = median(rr, o->reps);
+		double w = median(wr, o->reps);
 		double wg = gbps(bytes, w), rwg = gbps(st->total, raw_w_s);
-		double rg = gbps(st->total, rs), rrg = gbps(st->total, raw_r_s);
-		double rmin = 0, rmax = 0;
 
-		for (int r = 0; r < o->reps; r++) {
-			rmin = r == 0 || rrat[r] < rmin ? rrat[r] : rmin;
-			rmax = rrat[r] > rmax ? rrat[r] : rmax;
-		}
-
+		memcpy_s = median(mc, o->reps);
 		*stall_out = st_m;
 		*lazy_out = lz;
 		put(root, "stall_vs_memcpy", st_m / memcpy_s, json_pack(
@@ -392,19 +477,6 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			(json_int_t)st->total, "direct_io", s.direct_io_used,
 			"raw_direct_io", raw_direct, "io_uring", s.uring_used,
 			"goal_min", 0.90));
-		double rpair = median(rrat, o->reps);
-
-		put(root, "restore_vs_raw", rpair, json_pack(
-			"{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b,s:f,s:s}",
-			"restore_gbps", rg, "raw_read_gbps", rrg, "restore_s", rs,
-			"raw_read_s", raw_r_s, "ratio_of_medians", rg / rrg,
-			"pair_ratio_min", rmin, "pair_ratio_max", rmax,
-			"restore_cpu_s", median(rcpu, o->reps), "pairs", o->reps,
-			"raw_direct_io", rdirect, "goal_min", 0.95, "measures",
-			"median over pairs of raw read time / restore time, each "
-			"pair right after dropping the page cache; restore_cpu_s is "
-			"the CPU the restore's hashing and copying used (a raw read "
-			"uses next to none)"));
 		put(root, "peak_rss_vs_state",
 		    (double)(peak > rss0 ? peak - rss0 : 0) / (double)st->total,
 		    json_pack("{s:I,s:I,s:I,s:I,s:f,s:s}", "state_bytes",
@@ -417,6 +489,9 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			      "saves) / state; the tensors (and the memcpy peer's "
 			      "buffer, not in the total) are in rss_before"));
 	}
+	if (o->only & PH_RESTORE)
+		put_restore(root, st->total, o->reps, rest, rr, rrat, rcpu,
+			    rdirect);
 	return spotckpt_close(e);
 }
 
@@ -430,13 +505,17 @@ static double quart(const double *v, int n, int q)
 }
 
 /* Pin the calling (training) thread to CPU 0 and the engine's writer to
- * the other CPUs at nice 10, as docs/checkpoint.md advises (the copy
- * threads may use every CPU: the training thread waits for them before
- * its optimizer step); or undo the thread's pin (all CPUs). */
-static void place(struct spotckpt *e, int pin, char *what, size_t wn)
+ * the other CPUs at nice o->nice (10), as docs/checkpoint.md advises (the
+ * copy threads may use every CPU: the training thread waits for them
+ * before its optimizer step; --copy-cpus others keeps them off CPU 0);
+ * or undo the thread's pin (all CPUs), o NULL.  The write cap applies
+ * either way. */
+static void place(struct spotckpt *e, const struct bopts *o, char *what,
+		  size_t wn)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct spotckpt_background bg = { .nice = 10 };
+	struct spotckpt_background bg = { .nice = o ? o->nice : 0 };
+	int pin = o && o->pinned;
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
@@ -449,11 +528,29 @@ static void place(struct spotckpt *e, int pin, char *what, size_t wn)
 	sched_setaffinity(0, sizeof set, &set);
 	if (!e)
 		return;
-	if (pin)
-		spotckpt_set_background(e, &bg);
-	snprintf(what, wn, pin ? "training thread on CPU 0; writer on CPUs 1-%ld "
-		 "at nice 10; copy threads on any CPU" : "none (scheduler's "
-		 "choice)", ncpu - 1);
+	if (!pin) {
+		bg.nice = 0;
+		bg.writer_cpus = 0;
+	}
+	bg.copy_cpus = pin && o->copy_others ? bg.writer_cpus : 0;
+	bg.write_bytes_per_s = o->write_cap;
+	spotckpt_set_background(e, &bg);
+	if (pin) {
+		char others[32];
+
+		snprintf(others, sizeof others, ncpu > 2 ? "CPUs 1-%ld" : "CPU %ld",
+			 ncpu - 1);
+		snprintf(what, wn, "training thread on CPU 0; writer on %s at nice "
+			 "%d; copy threads on %s", others, o->nice,
+			 o->copy_others ? others : "any CPU");
+	} else
+		snprintf(what, wn, "none (scheduler's choice)");
+	if (o->write_cap) {
+		size_t k = strlen(what);
+
+		snprintf(what + k, wn - k, "; writes capped at %.0f MiB/s",
+			 (double)o->write_cap / (1 << 20));
+	}
 }
 
 static int run_train(const struct bopts *o, struct bench_state *st,
@@ -465,18 +562,18 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 	long iters, steps, step_no = 0;
 	double d[100], dcpu[100], doff[100], eng[100], dv[100], rel[100];
 	double base_s[100];
-	char where[128] = "";
+	char where[192] = "";
 	int rc, late = 0;
 
-	if (seg_s < 1)
-		seg_s = 1;
+	if (seg_s < 0.25) /* a smoke test's segments (tests/py) */
+		seg_s = 0.25;
 	if (seg_s < 20 * step_s)
 		step_s = seg_s / 20;
 	iters = bench_calibrate(step_s);
 	steps = (long)(seg_s / step_s);
 	rc = open_engine(o, st, wdir, &e);
 	if (rc == 0)
-		place(e, o->pinned, where, sizeof where);
+		place(e, o, where, sizeof where);
 	progress(o, "training segments without (A) and with (B) a checkpoint");
 	/* ABBA ABBA ...: pair i runs A first when i is even, B first when
 	 * odd, so a drift in the machine's load favours neither */
@@ -504,7 +601,7 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 		dv[i] = (double)(b.nivcsw - a.nivcsw);
 		late += b.late_commit;
 	}
-	place(NULL, 0, NULL, 0);
+	place(NULL, NULL, NULL, 0);
 	if (e)
 		spotckpt_close(e);
 	if (rc) {
@@ -615,7 +712,7 @@ int ckpt_bench_main(int argc, char **argv)
 	char sz[32];
 	double rw[100], stall = 0, lazy = 0, tsave = 0;
 	uint8_t *dst = NULL;
-	int rc, direct = 0;
+	int rc, direct = 0, need_dst;
 
 	rc = parse(argc, argv, &o);
 	if (rc)
@@ -630,16 +727,22 @@ int ckpt_bench_main(int argc, char **argv)
 	bench_loadavg(load0, sizeof load0);
 	progress(&o, "building a %s state", sz);
 	rc = bench_state_build(&st, o.size);
-	dst = rc ? NULL : bench_alloc_faulted(st.total + 4096);
-	if (!dst) {
+	/* the peers' buffer; the training loop alone needs none */
+	need_dst = (o.only & (PH_SAVES | PH_RESTORE)) || o.remote;
+	dst = rc || !need_dst ? NULL : bench_alloc_faulted(st.total + 4096);
+	if (rc || (need_dst && !dst)) {
 		fprintf(stderr, "spotrun ckpt: bench: out of memory for %" PRIu64
 			" bytes\n", o.size);
 		rc = CLI_FAIL;
 		goto out;
 	}
-	progress(&o, "raw writes of the same bytes (peer)");
-	bench_memcpy(&st, dst, o.threads); /* the written bytes: the state */
-	for (int r = 0; rc == 0 && r < o.reps; r++) {
+	if (o.only & (PH_SAVES | PH_RESTORE))
+		progress(&o, "raw writes of the same bytes (peer)");
+	if (dst) /* the written bytes: the state */
+		bench_memcpy(&st, dst, o.threads);
+	/* one unmeasured write when only the restores need raw.bin */
+	for (int r = 0; rc == 0 && r < ((o.only & PH_SAVES) ? o.reps :
+					 (o.only & PH_RESTORE) ? 1 : 0); r++) {
 		prog_show(r, o.reps);
 		unlink(raw);
 		rc = bench_raw_write(raw, dst, st.total, &rw[r], &direct);
@@ -652,8 +755,10 @@ int ckpt_bench_main(int argc, char **argv)
 		goto out;
 	}
 	/* raw.bin stays for the raw reads paired with the restores */
-	rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
-			median(rw, o.reps), raw, direct, &stall, &lazy);
+	if (o.only & (PH_SAVES | PH_RESTORE))
+		rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
+				(o.only & PH_SAVES) ? median(rw, o.reps) : 0, raw,
+				direct, &stall, &lazy);
 	unlink(raw);
 	if (rc == 0 && o.remote) {
 		progress(&o, "tier 3: upload and remote restore");
@@ -666,9 +771,12 @@ int ckpt_bench_main(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto out;
 	}
-	progress(&o, "torch.save of the same bytes (peer)");
-	if (bench_torch_save(o.script, st.total, wdir, &tsave, reason,
-			     sizeof reason) == 0)
+	if (o.only & PH_TORCH)
+		progress(&o, "torch.save of the same bytes (peer)");
+	if (!(o.only & PH_TORCH))
+		; /* not asked for */
+	else if (bench_torch_save(o.script, st.total, wdir, &tsave, reason,
+				  sizeof reason) == 0)
 		put(root, "stall_vs_torch_save", stall / tsave, json_pack(
 			"{s:f,s:f,s:I,s:f,s:f,s:f}", "stall_s", stall, "torch_save_s",
 			tsave, "bytes", (json_int_t)st.total, "lazy_stall_s", lazy,
@@ -676,7 +784,8 @@ int ckpt_bench_main(int argc, char **argv)
 	else
 		put(root, "stall_vs_torch_save", NAN, json_pack("{s:f,s:s}",
 			"stall_s", stall, "reason", reason));
-	rc = run_train(&o, &st, wdir, root) ? CLI_FAIL : CLI_OK;
+	if (o.only & PH_TRAIN)
+		rc = run_train(&o, &st, wdir, root) ? CLI_FAIL : CLI_OK;
 	progress_end();
 	bench_loadavg(load1, sizeof load1);
 	json_object_set_new(root, "machine", json_pack(

@@ -2,11 +2,12 @@
  * cmd_cost.c - `spotrun cost`: what was spent, what was saved, what was
  * wasted idle; and `--focus FILE.csv`, a FOCUS 1.2 export.
  *
- * Reads the ledger straight from spotrund's SQLite database, opened
- * read-only (<state-dir>/spotrun.db), so it works whether or not the
- * daemon is running and never contends with it for the write lock.
+ * Asks spotrund's API (GET /v1/cost, GET /v1/cost/focus), like every
+ * other command: the ledger lives in the daemon's store (SQLite or
+ * PostgreSQL, docs/store.md), which the CLI never opens.  When the daemon
+ * is not running, the command says so and how to start it.
  */
-#include <getopt.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,10 @@
 
 #include "cli.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/money.h"
 #include "common/timeutil.h"
-#include "ctlclient/ctlclient.h"
-#include "finops/focus.h"
+#include "ctlcli.h"
 #include "finops/report.h"
 
 #define CMD "cost"
@@ -30,7 +31,8 @@ static void usage(void)
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "\n"
-	       "Cost, savings and waste from the billing ledger.  Savings are\n"
+	       "Cost, savings and waste from the billing ledger, as spotrund's API\n"
+	       "serves them (GET /v1/cost; the daemon must be running).  Savings are\n"
 	       "against each job's planned on-demand cost (its declared work at the\n"
 	       "on-demand price; negative, in red, when spot cost more), and\n"
 	       "separately against on-demand for the node-hours actually used.\n"
@@ -45,154 +47,154 @@ static void usage(void)
 	       "                   (- for stdout)\n"
 	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
 	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
-	       "  --state-dir DIR  spotrund's state dir (default $SPOTRUN_STATE_DIR,\n"
-	       "                   $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
-	       "  --db FILE        the database file itself\n");
+	       CTLCLI_COMMON_HELP);
 }
 
-/* <state-dir>/spotrun.db, the state dir found as every command finds it
- * (--state-dir, $SPOTRUN_STATE_DIR, $XDG_STATE_HOME/spotrun,
- * ~/.local/state/spotrun), unless --db names the file. */
-static int db_path(const char *db, const char *state_dir, char *buf, size_t n,
-		   struct sr_err *e)
+struct cost_opts {
+	const char *since, *until, *focus, *account, *account_name, *job_ref;
+	enum finops_by by;
+	int64_t job;
+};
+
+static int cost_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
 {
-	char *dir;
-	int len;
+	static const char *const valued[] = { "--since", "--until", "--job", "--by",
+					      "--focus", "--account",
+					      "--account-name", NULL };
+	struct cost_opts *co = ud;
+	const char *opt = argv[*i], *v;
+	int64_t ns;
+	size_t k;
 
-	if (db) {
-		len = snprintf(buf, n, "%s", db);
-	} else {
-		dir = ctlc_state_dir(state_dir, e);
-		if (!dir)
-			return e->code;
-		len = snprintf(buf, n, "%s/spotrun.db", dir);
-		free(dir);
-	}
-	if (len < 0 || (size_t)len >= n)
-		return sr_err_set(e, -ENAMETOOLONG, "database path: too long");
-	return 0;
-}
-
-static int open_ro(const char *path, sqlite3 **db)
-{
-	sqlite3_stmt *st = NULL;
-	int src, ok;
-
-	*db = NULL;
-	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "spotrun cost: %s: %s (has spotrund run?)\n", path,
-			sr_strerror(-errno));
-		return -1;
-	}
-	src = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
-	if (src != SQLITE_OK) {
-		fprintf(stderr, "spotrun cost: %s: %s\n", path,
-			*db ? sqlite3_errmsg(*db) : sqlite3_errstr(src));
-		sqlite3_close(*db);
-		*db = NULL;
-		return -1;
-	}
-	sqlite3_busy_timeout(*db, 5000);
-	ok = sqlite3_prepare_v2(*db, "SELECT 1 FROM ledger LIMIT 1", -1, &st,
-				NULL) == SQLITE_OK;
-	sqlite3_finalize(st);
-	if (!ok) {
-		fprintf(stderr, "spotrun cost: %s: no billing ledger in this "
-				"database (%s)\n", path, sqlite3_errmsg(*db));
-		sqlite3_close(*db);
-		*db = NULL;
-		return -1;
-	}
-	return 0;
-}
-
-/* A money cell: "-" when unknown; negative in red on a terminal. */
-static void money_cell(char *buf, size_t n, bool known, sr_micros m, bool color)
-{
-	if (!known)
-		snprintf(buf, n, "%11s", "-");
-	else if (color && m < 0)
-		snprintf(buf, n, "\033[31m%11.4f\033[0m", sr_money_to_usd(m));
-	else
-		snprintf(buf, n, "%11.4f", sr_money_to_usd(m));
-}
-
-/* "12 spotrun-demo" for a job key (the name from the jobs table), else
- * the key itself.  Returns buf or key. */
-static const char *job_label(sqlite3 *db, enum finops_by by, const char *key,
-			     char *buf, size_t n)
-{
-	sqlite3_stmt *st = NULL;
-
-	if (by != FINOPS_BY_JOB || !db ||
-	    sqlite3_prepare_v2(db, "SELECT name FROM jobs WHERE id=?", -1, &st,
-			       NULL) != SQLITE_OK)
-		return key;
-	sqlite3_bind_int64(st, 1, strtoll(key, NULL, 10));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		snprintf(buf, n, "%s %s", key, (const char *)sqlite3_column_text(st, 0));
-	else
-		snprintf(buf, n, "%s", key);
-	sqlite3_finalize(st);
-	return buf;
-}
-
-/* --job NAME: the newest job of that name; 0 if none. */
-static int64_t job_by_name(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t id = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE name=? ORDER BY id DESC"
-			       " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+	for (k = 0; valued[k] && strcmp(opt, valued[k]); k++)
+		;
+	if (!valued[k])
 		return 0;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return id;
+	if (*i + 1 >= argc) {
+		cli_usage_error(CMD, "%s needs a value", opt);
+		return -1;
+	}
+	v = argv[++*i];
+	if (!strcmp(opt, "--since") || !strcmp(opt, "--until")) {
+		if (finops_parse_when(v, sr_time_real_ns(), &ns)) {
+			cli_usage_error(CMD, "%s: '%s' is not an RFC 3339 time, a date "
+					"or a duration", opt, v);
+			return -1;
+		}
+		*(opt[2] == 's' ? &co->since : &co->until) = v;
+	} else if (!strcmp(opt, "--job")) {
+		co->job_ref = v; /* an id is checked here, a name looked up later */
+		if (strspn(v, "0123456789") == strlen(v) &&
+		    ctlcli_job_id(o, v, &co->job) < 0)
+			return -1;
+	} else if (!strcmp(opt, "--by")) {
+		if (finops_by_parse(v, &co->by) || co->by == FINOPS_BY_TOTAL) {
+			cli_usage_error(CMD, "--by: '%s' is not one of job, cloud, "
+					"region, pool, day", v);
+			return -1;
+		}
+	} else if (!strcmp(opt, "--focus")) {
+		co->focus = v;
+	} else if (!strcmp(opt, "--account")) {
+		co->account = v;
+	} else {
+		co->account_name = v;
+	}
+	return 1;
 }
 
-static void print_table(sqlite3 *db, const struct finops_report *r,
-			const struct finops_filter *f)
+/* Append "&key=escaped(v)" to path when v is set. */
+static void add_query(char *path, size_t n, const char *key, const char *v)
 {
-	char since[40] = "the beginning";
-	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	char esc[400];
+	size_t l = strlen(path);
 
-	if (f->since_ns > 0)
-		sr_time_format_rfc3339(f->since_ns, 0, since, sizeof since);
-	printf("cost since %s, by %s (USD)\n\n", since, finops_by_name(r->by));
+	if (!v)
+		return;
+	ctlcli_query_escape(v, esc, sizeof esc);
+	snprintf(path + l, n - l, "%s%s=%s", strchr(path, '?') ? "&" : "?", key, esc);
+}
+
+static void money_cell(char *buf, size_t n, json_t *micros, bool color)
+{
+	double usd;
+
+	if (!json_is_integer(micros)) {
+		snprintf(buf, n, "%11s", "-");
+		return;
+	}
+	usd = sr_money_to_usd(json_integer_value(micros));
+	snprintf(buf, n, "%s%11.4f%s", color && usd < 0 ? "\033[31m" : "", usd,
+		 color && usd < 0 ? "\033[0m" : "");
+}
+
+static double usd(json_t *t, const char *key)
+{
+	return sr_money_to_usd(ctlcli_int(t, key, 0));
+}
+
+/* "12 name" for a job key (names from GET /v1/jobs), else the key. */
+static const char *job_label(json_t *jobs, const char *key, char *buf, size_t n)
+{
+	size_t i;
+	json_t *j;
+
+	json_array_foreach(jobs, i, j) {
+		char id[24];
+
+		snprintf(id, sizeof id, "%lld", (long long)ctlcli_int(j, "id", 0));
+		if (!strcmp(id, key)) {
+			snprintf(buf, n, "%s %s", key, ctlcli_str(j, "name", ""));
+			return buf;
+		}
+	}
+	return key;
+}
+
+static void print_table(json_t *rep, json_t *jobs)
+{
+	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	json_t *groups = json_object_get(rep, "groups");
+	const char *by = ctlcli_str(rep, "by", "total");
+	size_t ng = json_array_size(groups);
+
+	printf("cost since %s, by %s (USD)\n\n",
+	       ctlcli_str(rep, "since", "the beginning"), by);
 	printf("%-34s %11s %11s %11s %7s %11s %11s %11s %11s %11s %8s\n", "KEY",
 	       "COST", "PLANNED-OD", "SAVED", "SAVED%", "WASTE", "LOST-WORK",
 	       "IDLE-COST", "OD-FOR-USED", "SAVED-USED", "PREEMPT");
-	for (size_t i = 0; i <= r->ngroups; i++) {
-		const struct finops_totals *t = i < r->ngroups ? &r->groups[i].t : &r->total;
-		char label[256];
-		const char *key = i < r->ngroups ? job_label(db, r->by, r->groups[i].key,
-							     label, sizeof label)
-						 : "TOTAL";
-		bool planned = t->plans > 0 && t->planned_od_cost > 0;
-		char plan[32], saved[48], pct[40], used[48];
+	for (size_t i = 0; i <= ng; i++) {
+		json_t *t = i < ng ? json_array_get(groups, i) :
+			    json_object_get(rep, "total");
+		char label[256], plan[40], saved[48], pct[40], used[48];
+		const char *key = "TOTAL";
+		json_t *frac = json_object_get(t, "savings_vs_plan_fraction");
 
-		if (r->by == FINOPS_BY_TOTAL && i < r->ngroups)
+		if (i < ng && !strcmp(by, "total"))
 			continue;
-		money_cell(plan, sizeof plan, planned, t->planned_od_cost, false);
-		money_cell(saved, sizeof saved, planned, t->savings_vs_plan, color);
-		money_cell(used, sizeof used, true, t->savings_vs_list, color);
-		if (!planned)
+		if (i < ng) {
+			key = ctlcli_str(t, "key", "");
+			if (!strcmp(by, "job"))
+				key = job_label(jobs, key, label, sizeof label);
+		}
+		money_cell(plan, sizeof plan, json_object_get(t, "planned_od_cost_micros"),
+			   false);
+		money_cell(saved, sizeof saved, json_object_get(t, "savings_vs_plan_micros"),
+			   color);
+		money_cell(used, sizeof used, json_object_get(t, "savings_vs_list_micros"),
+			   color);
+		if (!json_is_number(frac))
 			snprintf(pct, sizeof pct, "%7s", "-");
 		else
 			snprintf(pct, sizeof pct, "%s%6.1f%%%s",
-				 color && t->savings_vs_plan < 0 ? "\033[31m" : "",
-				 100.0 * (double)t->savings_vs_plan /
-				 (double)t->planned_od_cost,
-				 color && t->savings_vs_plan < 0 ? "\033[0m" : "");
+				 color && json_number_value(frac) < 0 ? "\033[31m" : "",
+				 100.0 * json_number_value(frac),
+				 color && json_number_value(frac) < 0 ? "\033[0m" : "");
 		printf("%-34.34s %11.4f %s %s %s %11.4f %11.4f %11.4f %11.4f %s "
-		       "%8lld\n", key, sr_money_to_usd(t->cost), plan, saved, pct,
-		       sr_money_to_usd(t->waste_cost),
-		       sr_money_to_usd(t->lost_work_cost),
-		       sr_money_to_usd(t->idle_cost), sr_money_to_usd(t->list_cost),
-		       used, (long long)t->preemptions);
+		       "%8lld\n", key, usd(t, "cost_micros"), plan, saved, pct,
+		       usd(t, "waste_cost_micros"), usd(t, "lost_work_cost_micros"),
+		       usd(t, "idle_cost_micros"), usd(t, "list_cost_micros"), used,
+		       (long long)ctlcli_int(t, "preemptions", 0));
 	}
 	printf("\nSAVED: against the planned on-demand cost (each job's declared "
 	       "work at the on-demand\nprice); negative = it cost more than "
@@ -202,140 +204,109 @@ static void print_table(sqlite3 *db, const struct finops_report *r,
 	       "nodes booting,\nrestoring or idle).\n");
 }
 
+/* The FOCUS CSV from GET /v1/cost/focus: to stdout for "-", else written
+ * durably (temporary file, fsync, rename). */
+static int write_focus(struct ctlcli *o, const char *path, const char *file)
+{
+	struct sr_err e = { 0 };
+	char *csv = NULL;
+	size_t len = 0, rows = 0;
+	int rc;
+
+	rc = ctlc_get_text(o->c, path, "text/csv", &csv, &len, &e);
+	if (rc) {
+		fprintf(stderr, "spotrun %s: %s\n", CMD, sr_err_str(&e, rc));
+		return CLI_FAIL;
+	}
+	/* records end with CRLF (RFC 4180); the first is the header */
+	for (const char *p = csv; (p = strstr(p, "\r\n")) != NULL; p += 2)
+		rows++;
+	rows = rows ? rows - 1 : 0;
+	if (!strcmp(file, "-")) {
+		rc = fwrite(csv, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -EIO;
+		if (rc)
+			sr_err_set(&e, rc, "stdout: write failed");
+	} else {
+		rc = sr_fs_write_atomic(file, csv, len, 0644, &e);
+	}
+	free(csv);
+	if (rc) {
+		fprintf(stderr, "spotrun %s: %s\n", CMD, sr_err_str(&e, rc));
+		return CLI_FAIL;
+	}
+	fprintf(stderr, "spotrun %s: wrote %zu FOCUS rows to %s\n", CMD, rows,
+		strcmp(file, "-") ? file : "stdout");
+	return CLI_OK;
+}
+
 static int cmd_cost(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "since", required_argument, NULL, 's' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "focus", required_argument, NULL, 'f' },
-		{ "account", required_argument, NULL, 'a' },
-		{ "account-name", required_argument, NULL, 'n' },
-		{ "state-dir", required_argument, NULL, 'S' },
-		{ "db", required_argument, NULL, 'D' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct finops_filter f = { 0 };
-	struct finops_focus_opts fo = { NULL, NULL };
-	struct finops_report rep = { 0 };
-	enum finops_by by = FINOPS_BY_TOTAL;
-	const char *focus = NULL, *state_dir = NULL, *dbfile = NULL, *job_name = NULL;
-	char path[4096], *end;
-	sqlite3 *db = NULL;
-	struct sr_err e;
-	int json = 0, c, rc = CLI_FAIL;
+	struct ctlcli o = { .cmd = CMD };
+	struct cost_opts co = { .by = FINOPS_BY_TOTAL };
+	json_t *rep = NULL, *jobs = NULL;
+	char path[1400], id[24];
+	int rc;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage();
-			return CLI_OK;
-		case 's':
-		case 'u':
-			if (finops_parse_when(optarg, sr_time_real_ns(),
-					      c == 's' ? &f.since_ns : &f.until_ns))
-				return cli_usage_error(CMD, "--%s: '%s' is not an RFC 3339 "
-						       "time, a date or a duration",
-						       c == 's' ? "since" : "until", optarg);
-			break;
-		case 'j':
-			f.job_id = strtoll(optarg, &end, 10);
-			if (*end || end == optarg)
-				job_name = optarg; /* a name: looked up once open */
-			else if (f.job_id <= 0)
-				return cli_usage_error(CMD, "--job: '%s' is not a job id",
-						       optarg);
-			break;
-		case 'b':
-			if (finops_by_parse(optarg, &by) || by == FINOPS_BY_TOTAL)
-				return cli_usage_error(CMD, "--by: '%s' is not one of job, "
-						       "cloud, region, pool, day", optarg);
-			break;
-		case 'J':
-			json = 1;
-			break;
-		case 'f':
-			focus = optarg;
-			break;
-		case 'a':
-			fo.billing_account_id = optarg;
-			break;
-		case 'n':
-			fo.billing_account_name = optarg;
-			break;
-		case 'S':
-			state_dir = optarg;
-			break;
-		case 'D':
-			dbfile = optarg;
-			break;
-		default:
-			return cli_usage_error(CMD, "unknown or incomplete argument '%s'",
-					       argv[optind - 1]);
-		}
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, cost_opt, &co);
+	if (rc >= 0)
+		goto out;
+	rc = CLI_USAGE;
+	if (co.focus && (o.json || co.by != FINOPS_BY_TOTAL)) {
+		cli_usage_error(CMD, "--focus: cannot be combined with %s",
+				o.json ? "--json" : "--by");
+		goto out;
 	}
-	if (optind < argc)
-		return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-	if (focus && (json || by != FINOPS_BY_TOTAL))
-		return cli_usage_error(CMD, "--focus: cannot be combined with %s",
-				       json ? "--json" : "--by");
-	if (f.until_ns && f.until_ns <= f.since_ns)
-		return cli_usage_error(CMD, "--until: not after --since");
-	if (db_path(dbfile, state_dir, path, sizeof path, &e)) {
-		fprintf(stderr, "spotrun cost: %s\n", e.msg);
-		return CLI_FAIL;
+	if (!co.focus && (co.account || co.account_name)) {
+		cli_usage_error(CMD, "--account and --account-name go with --focus");
+		goto out;
 	}
-	if (open_ro(path, &db))
-		return CLI_FAIL;
-	if (job_name) {
-		f.job_id = job_by_name(db, job_name);
-		if (f.job_id <= 0) {
-			fprintf(stderr, "spotrun cost: no job named '%s'\n", job_name);
+	rc = CLI_FAIL;
+	if (ctlcli_open(&o) < 0)
+		goto out;
+	if (co.job_ref) {
+		int r = ctlcli_job_ref(&o, co.job_ref, &co.job);
+
+		if (r < 0) {
+			rc = r == -2 ? CLI_USAGE : CLI_FAIL;
 			goto out;
 		}
 	}
-	if (focus) {
-		size_t n = 0;
-
-		/* "-" is stdout, as for most Unix tools */
-		if (!strcmp(focus, "-") ? finops_focus_write(db, &f, &fo, stdout, &n, &e) ||
-					  fflush(stdout)
-					: finops_focus_export(db, &f, &fo, focus, &n, &e)) {
-			fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
-			goto out;
-		}
-		fprintf(stderr, "spotrun cost: wrote %zu FOCUS rows to %s\n", n,
-			strcmp(focus, "-") ? focus : "stdout");
-		rc = CLI_OK;
+	snprintf(path, sizeof path, "%s", co.focus ? "/v1/cost/focus" : "/v1/cost");
+	add_query(path, sizeof path, "since", co.since);
+	add_query(path, sizeof path, "until", co.until);
+	if (co.job > 0) {
+		snprintf(id, sizeof id, "%lld", (long long)co.job);
+		add_query(path, sizeof path, "job", id);
+	}
+	if (co.focus) {
+		add_query(path, sizeof path, "account", co.account);
+		add_query(path, sizeof path, "account_name", co.account_name);
+		rc = write_focus(&o, path, co.focus);
 		goto out;
 	}
-	if (finops_report_build(db, &f, by, &rep, &e)) {
-		fprintf(stderr, "spotrun cost: %s\n", sr_err_str(&e, e.code));
+	add_query(path, sizeof path, "by", finops_by_name(co.by));
+	if (ctlcli_call(&o, "GET", path, NULL, &rep) < 0)
 		goto out;
-	}
-	if (json) {
-		json_t *j = finops_report_json(&rep, &f);
-		char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_REAL_PRECISION(12)) : NULL;
+	if (o.json) {
+		char *s = json_dumps(rep, JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
 
-		json_decref(j);
 		if (!s) {
-			fprintf(stderr, "spotrun cost: out of memory\n");
+			fprintf(stderr, "spotrun %s: out of memory\n", CMD);
 			goto out;
 		}
 		puts(s);
 		free(s);
 	} else {
-		print_table(db, &rep, &f);
+		if (co.by == FINOPS_BY_JOB &&
+		    ctlcli_call(&o, "GET", "/v1/jobs?limit=1000", NULL, &jobs) < 0)
+			goto out;
+		print_table(rep, json_object_get(jobs, "jobs"));
 	}
 	rc = CLI_OK;
 out:
-	finops_report_free(&rep);
-	sqlite3_close(db);
+	json_decref(rep);
+	json_decref(jobs);
+	ctlcli_close(&o);
 	return rc;
 }
 

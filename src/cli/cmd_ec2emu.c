@@ -14,7 +14,13 @@
 #include "cli.h"
 #include "market/catalog.h"
 
-static volatile sig_atomic_t quit;
+static volatile sig_atomic_t quit, reclaim;
+
+static void on_reclaim(int sig)
+{
+	(void)sig;
+	reclaim = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -36,7 +42,9 @@ static int usage(void)
 	       "replay real traces.  An instance is its user-data run by /bin/sh\n"
 	       "in DIR/<instance-id>/ with SPOTRUN_NODE_ROOT and SPOTRUN_IMDS_URL\n"
 	       "(its own IMDSv2, with spot notices).  Prints the endpoint URL on\n"
-	       "the first line; runs until SIGINT or SIGTERM.\n\n"
+	       "the first line; runs until SIGINT or SIGTERM.  SIGUSR1 reclaims:\n"
+	       "every pool holding a running spot instance loses its capacity\n"
+	       "and those instances get their notice (tests, demos).\n\n"
 	       "  --work-dir DIR   instance directories (must exist)\n"
 	       "  --data DIR       catalog + traces (default $SPOTRUN_DATA or ./data)\n"
 	       "  --region R       region (default us-east-1)\n"
@@ -149,10 +157,19 @@ static int cmd_ec2emu(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_reclaim;
+	sigaction(SIGUSR1, &sa, NULL);
 	printf("%s\n", ec2emu_url(m));
 	fflush(stdout);
-	while (!quit)
+	while (!quit) {
 		sleep(1); /* a signal cuts it short */
+		if (reclaim) {
+			reclaim = 0;
+			fprintf(stderr, "spotrun ec2-emulator: SIGUSR1: %d spot "
+				"instance(s) noticed; their pools have no capacity "
+				"now\n", ec2emu_reclaim_all(m));
+		}
+	}
 	ec2emu_stop(m);
 	return CLI_OK;
 }

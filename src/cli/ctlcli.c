@@ -79,7 +79,7 @@ int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
 }
 
 /* Percent-encode s for a query string into buf. */
-static void query_escape(const char *s, char *buf, size_t n)
+void ctlcli_query_escape(const char *s, char *buf, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t k = 0;
@@ -115,7 +115,7 @@ int ctlcli_job_ref(struct ctlcli *o, const char *s, int64_t *id)
 	}
 	if (!o->c && ctlcli_open(o) < 0)
 		return -1;
-	query_escape(s, esc, sizeof esc);
+	ctlcli_query_escape(s, esc, sizeof esc);
 	snprintf(path, sizeof path, "/v1/jobs?name=%s&limit=1000", esc);
 	if (ctlcli_call(o, "GET", path, NULL, &reply) < 0)
 		return -1;

@@ -66,6 +66,10 @@ int ctlcli_job_ref(struct ctlcli *o, const char *s, int64_t *id);
 /* Parse a job id ("12"); prints a usage error and returns -1 if bad. */
 int ctlcli_job_id(const struct ctlcli *o, const char *s, int64_t *id);
 
+/* s percent-encoded for a query string (unreserved characters kept),
+ * truncated to fit buf. */
+void ctlcli_query_escape(const char *s, char *buf, size_t n);
+
 /* Print v as one JSON document on stdout (indent 2, sorted keys). */
 void ctlcli_print_json(const json_t *v);
 

@@ -59,25 +59,35 @@ static void alerts_init(void)
 		cfg.slack_url ? "yes" : "no", cfg.pd_url ? "yes" : "no");
 }
 
-static int job_facts(sqlite3 *db, int64_t job, struct finops_alert *a)
+static int job_facts(struct store *db, int64_t job, struct finops_alert *a)
 {
 	struct finops_filter f = { 0, 0, job };
 	struct finops_report rep;
-	sqlite3_stmt *st = NULL;
-	struct sr_err e;
-	int rc = -SR_ENOTFOUND;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT name, preemptions FROM jobs"
-			       " WHERE id = ?1", -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, job);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			snprintf(a->job_name, sizeof a->job_name, "%s",
-				 (const char *)sqlite3_column_text(st, 0));
-			a->preemptions = sqlite3_column_int64(st, 1);
-			rc = 0;
-		}
+	rc = store_prepare(db, "SELECT name, preemptions FROM jobs WHERE id = ?1",
+			   &st, &e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, job);
+	rc = store_step(st, &e);
+	if (rc == 1) {
+		snprintf(a->job_name, sizeof a->job_name, "%s",
+			 store_col_text(st, "name"));
+		a->preemptions = store_col_i64(st, "preemptions");
+		rc = 0;
+	} else if (rc == 0) {
+		rc = -SR_ENOTFOUND;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (rc) {
+		if (rc != -SR_ENOTFOUND)
+			sr_error("finops", "alert: cannot read the job", "job=%lld "
+				 "err=\"%s\"", (long long)job, sr_err_str(&e, rc));
+		return rc;
+	}
 	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
 		a->cost = rep.total.cost;
 		a->saved = rep.total.plans > 0 ? rep.total.savings_vs_plan :
@@ -142,14 +152,14 @@ static void on_event(struct ctl *c, const json_t *ev)
 	struct finops_alert a;
 	enum finops_alert_kind k;
 	enum finops_severity sev;
-	sqlite3 *db;
+	struct store *db;
 	char host[64] = "localhost";
 
 	g_ctl = c;
 #ifndef CTL_TICK_HOOK
 	/* no tick hook in this daemon: check budgets as events flow */
-	if (ctl__db(c))
-		finops_watch_tick(c, ctl__db(c));
+	if (ctl__store(c))
+		finops_watch_tick(c, ctl__store(c));
 #endif
 	pthread_once(&g_once, alerts_init);
 	if (!g_alerter)
@@ -160,7 +170,7 @@ static void on_event(struct ctl *c, const json_t *ev)
 	a.kind = k;
 	a.severity = sev;
 	a.job_id = json_integer_value(json_object_get(ev, "job_id"));
-	db = ctl__db(c);
+	db = ctl__store(c);
 	if (!db || job_facts(db, a.job_id, &a))
 		return;
 	gethostname(host, sizeof host - 1);

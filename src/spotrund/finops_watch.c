@@ -7,8 +7,9 @@
  *   budget   spend so far and the current hourly rate come from the
  *            ledger; finops_budget_decide() gives the verdict.
  *              ALERT, EXCEEDED  -> one `budget` event per verdict
- *              STOP             -> `budget` event, then the same cancel
- *                                  the API does (desired = cancel,
+ *              STOP             -> `budget` event, then the job state
+ *                                  machine's cancel, as the API does
+ *                                  (jobsm_cancel: desired = cancel and a
  *                                  `cancel_requested` event), wake the
  *                                  reconciler, which stops the nodes
  *   autostop every live node of the job has been idle (ledger: no workload
@@ -20,13 +21,14 @@
  * data.verdict), so a restart does not repeat alerts.  All decisions are
  * in lib/finops/policy.c; this file only reads and writes the database.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "finops/policy.h"
 #include "market/jobspec.h"
@@ -36,54 +38,50 @@
 
 #define TICK_EVERY_NS SR_NS_PER_SEC
 
-static int already_recorded(sqlite3 *db, int64_t job, const char *type,
+/* Has the job an event of `type` whose data.verdict is `verdict`?  (When
+ * the store cannot tell: yes, staying quiet rather than repeating.) */
+static int already_recorded(struct store *db, int64_t job, const char *type,
 			    const char *verdict)
 {
-	sqlite3_stmt *st = NULL;
-	int found = 0;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int found = 0, rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE job_id = ?1 AND"
-			       " type = ?2 AND json_extract(data, '$.verdict') = ?3"
-			       " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
-		return 1; /* cannot tell: stay quiet rather than repeat */
-	sqlite3_bind_int64(st, 1, job);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, verdict, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
+	if (store_prepare(db, "SELECT data FROM events WHERE job_id = ?1 AND"
+			  " type = ?2 AND data IS NOT NULL", &st, &e))
+		return 1;
+	store_bind_i64(st, 1, job);
+	store_bind_text(st, 2, type);
+	while (!found && (rc = store_step(st, &e)) == 1) {
+		json_t *d = json_loads(store_col_text(st, "data"), 0, NULL);
+		const char *v = json_string_value(json_object_get(d, "verdict"));
+
+		found = v && strcmp(v, verdict) == 0;
+		json_decref(d);
+	}
+	store_done(st);
+	return found || rc < 0;
 }
 
-/* One transaction: the event, and when `stop`, the cancel. */
-static int record(struct ctl *c, sqlite3 *db, int64_t job, const char *type,
-		  json_t *data, const char *msg, int stop)
+/* One transaction: the event, and when `stop`, the cancel - the job state
+ * machine's, as the API's cancel does (jobsm_cancel). */
+static int record(struct ctl *c, struct store *db, int64_t job,
+		  const char *type, json_t *data, const char *msg, int stop)
 {
 	int64_t now = sr_time_real_ns();
 	double sim = ctl__sim_at(c, now);
-	sqlite3_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int rc;
 
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (rc)
 		goto out;
-	rc = ctl_event_add(db, job, type, NULL, NULL, 0, now, sim, data, msg, &e);
+	rc = ctl_event_append(db, job, type, NULL, NULL, 0, now, sim, data, msg, &e);
 	if (!rc && stop) {
-		rc = ctl_db_prepare(db, "UPDATE jobs SET desired = 'cancel'"
-				    " WHERE id = ?1 AND desired = 'run'", &st, &e);
-		if (!rc) {
-			sqlite3_bind_int64(st, 1, job);
-			rc = ctl_db_step_done(db, st, &e, "finops cancel");
-			sqlite3_finalize(st);
-		}
-		if (!rc)
-			rc = ctl_event_add(db, job, "cancel_requested", NULL, NULL, 0,
-					   now, sim, NULL, msg, &e);
+		rc = jobsm_cancel(db, job, now, sim, msg, &e);
+		rc = rc < 0 ? rc : 0;
 	}
-	if (!rc)
-		rc = ctl_db_commit(db, &e);
-	else
-		ctl_db_rollback(db);
+	rc = store_end(db, rc, &e);
 out:
 	if (rc)
 		sr_error("finops", "cannot record", "job=%lld type=%s err=\"%s\"",
@@ -93,7 +91,7 @@ out:
 	return rc;
 }
 
-static void check_budget(struct ctl *c, sqlite3 *db, int64_t job,
+static void check_budget(struct ctl *c, struct store *db, int64_t job,
 			 const struct finops_policy *p, int64_t now)
 {
 	enum finops_budget_verdict v;
@@ -126,28 +124,27 @@ static void check_budget(struct ctl *c, sqlite3 *db, int64_t job,
 	json_decref(data);
 }
 
-static void check_autostop(struct ctl *c, sqlite3 *db, int64_t job,
+static void check_autostop(struct ctl *c, struct store *db, int64_t job,
 			   const struct finops_policy *p, int64_t now)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	int64_t oldest = -1;
-	int nodes = 0, idle = 0;
+	int nodes = 0, idle = 0, rc;
 	char dur[32], msg[160];
 	json_t *data;
 
 	if (p->autostop_idle_ns <= 0)
 		return;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM nodes WHERE job_id = ?1 AND"
-			       " state NOT IN ('TERMINATED', 'LOST')", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT id FROM nodes WHERE job_id = ?1 AND"
+			  " state NOT IN ('TERMINATED', 'LOST')", &st, &e))
 		return;
-	sqlite3_bind_int64(st, 1, job);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	store_bind_i64(st, 1, job);
+	while ((rc = store_step(st, &e)) == 1) {
 		int64_t since = -1;
-		struct sr_err e;
 
 		nodes++;
-		if (finops_idle_since(db, sqlite3_column_int64(st, 0), &since, &e) ||
+		if (finops_idle_since(db, store_col_i64(st, "id"), &since, &e) ||
 		    since < 0)
 			break;
 		/* idle time in cloud ns (the ledger is wall clock) */
@@ -158,8 +155,11 @@ static void check_autostop(struct ctl *c, sqlite3 *db, int64_t job,
 		if (oldest < 0 || since < oldest)
 			oldest = since;
 	}
-	sqlite3_finalize(st);
-	if (nodes == 0 || idle != nodes)
+	store_done(st);
+	if (rc < 0)
+		sr_error("finops", "autostop check failed", "job=%lld err=\"%s\"",
+			 (long long)job, sr_err_str(&e, rc));
+	if (rc < 0 || nodes == 0 || idle != nodes)
 		return;
 	sr_dur_format(p->autostop_idle_ns, dur, sizeof dur);
 	snprintf(msg, sizeof msg, "autostop: every node idle for %s: stopping the "
@@ -170,38 +170,58 @@ static void check_autostop(struct ctl *c, sqlite3 *db, int64_t job,
 	json_decref(data);
 }
 
-void finops_watch_tick(struct ctl *c, sqlite3 *db)
+void finops_watch_tick(struct ctl *c, struct store *db)
 {
 	static int64_t last;
 	int64_t now = sr_time_real_ns();
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	struct watch_job {
+		int64_t id;
+		struct finops_policy p;
+	} *jobs = NULL, *v;
+	size_t n = 0;
+	int rc;
 
 	if (now - last < TICK_EVERY_NS)
 		return;
 	last = now;
-	if (sqlite3_prepare_v2(db, "SELECT id, spec_json FROM jobs WHERE desired = 'run'"
-			       " AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT id, spec_json FROM jobs WHERE desired = 'run'"
+			  " AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')",
+			  &st, &e))
 		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t job = sqlite3_column_int64(st, 0);
-		const char *spec = (const char *)sqlite3_column_text(st, 1);
-		json_t *j = spec ? json_loads(spec, 0, NULL) : NULL;
-		struct finops_policy p;
+	/* collect first: the checks write, and a write must not run under
+	 * an open read of the same rows */
+	while ((rc = store_step(st, &e)) == 1) {
+		json_t *j = json_loads(store_col_text(st, "spec_json"), 0, NULL);
 		struct jobspec js;
-		struct sr_err e;
 
 		if (!j || jobspec_from_json(j, &js, &e)) {
 			json_decref(j);
 			continue;
 		}
 		json_decref(j);
-		finops_policy_from_jobspec(&js, &p);
+		v = realloc(jobs, (n + 1) * sizeof *jobs);
+		if (!v) {
+			jobspec_free(&js);
+			rc = sr_err_set(&e, -ENOMEM, "out of memory");
+			break;
+		}
+		jobs = v;
+		jobs[n].id = store_col_i64(st, "id");
+		finops_policy_from_jobspec(&js, &jobs[n].p);
 		jobspec_free(&js);
-		check_budget(c, db, job, &p, now);
-		check_autostop(c, db, job, &p, now);
+		n++;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (rc < 0)
+		sr_error("finops", "cannot list the jobs to watch", "err=\"%s\"",
+			 sr_err_str(&e, rc));
+	for (size_t i = 0; i < n; i++) {
+		check_budget(c, db, jobs[i].id, &jobs[i].p, now);
+		check_autostop(c, db, jobs[i].id, &jobs[i].p, now);
+	}
+	free(jobs);
 }
 
 #ifdef CTL_TICK_HOOK

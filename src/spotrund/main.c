@@ -33,7 +33,16 @@ static const char usage[] =
 	"                           tokens and secrets cross the network in clear\n"
 	"  --state-dir DIR          state (default $SPOTRUN_STATE_DIR, else\n"
 	"                           $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
-	"  --provider NAME          cloud provider (local)\n"
+	"  --providers NAMES        where nodes run: local (the built-in spot\n"
+	"                           cloud, the default) or aws (EC2: credentials,\n"
+	"                           region and endpoint as the AWS SDKs find them;\n"
+	"                           docs/providers.md); --provider is the same\n"
+	"  --aws-image AMI          aws: the image nodes boot (spotrun-agent\n"
+	"                           installed; required to launch)\n"
+	"  --aws-subnet ID          aws: subnet (default: the zone's default VPC)\n"
+	"  --aws-security-group ID  aws: security group (default: the VPC's)\n"
+	"  --aws-key-name NAME      aws: SSH key pair (default: none)\n"
+	"  --aws-instance-profile NAME  aws: IAM instance profile (default: none)\n"
 	"  --data-dir DIR           catalog + traces (default: data/ found as the\n"
 	"                           catalog finds it, or $SPOTRUN_DATA)\n"
 	"  --agent PATH             spotrun-agent binary (default: beside spotrund)\n"
@@ -109,6 +118,12 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "provider", required_argument, NULL, 'p' },
+		{ "providers", required_argument, NULL, 'p' },
+		{ "aws-image", required_argument, NULL, 0x101 },
+		{ "aws-subnet", required_argument, NULL, 0x102 },
+		{ "aws-security-group", required_argument, NULL, 0x103 },
+		{ "aws-key-name", required_argument, NULL, 0x104 },
+		{ "aws-instance-profile", required_argument, NULL, 0x105 },
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "agent", required_argument, NULL, 'a' },
 		{ "time-scale", required_argument, NULL, 'T' },
@@ -162,6 +177,11 @@ int main(int argc, char **argv)
 		case 'K': cfg.tls_key = optarg; break;
 		case 'X': cfg.insecure_listen = 1; break;
 		case 'p': cfg.provider = optarg; break;
+		case 0x101: cfg.aws_image = optarg; break;
+		case 0x102: cfg.aws_subnet = optarg; break;
+		case 0x103: cfg.aws_security_group = optarg; break;
+		case 0x104: cfg.aws_key_name = optarg; break;
+		case 0x105: cfg.aws_instance_profile = optarg; break;
 		case 'd': cfg.data_dir = optarg; break;
 		case 'a': cfg.agent_path = optarg; break;
 		case 'y': cfg.policy = optarg; break;

@@ -117,7 +117,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (bys && finops_by_parse(bys, &by))
 		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
 				      "job, cloud, region, pool, day", bys);
-	rc = finops_report_build(ctl_req_db(rq), &f, by, &rep, &e);
+	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	j = finops_report_json(&rep, &f);
@@ -145,7 +145,7 @@ static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 	mem = open_memstream(&buf, &len);
 	if (!mem)
 		return -ENOMEM;
-	rc = finops_focus_write(ctl_req_db(rq), &f, &o, mem, NULL, &e);
+	rc = finops_focus_write(ctl_req_store(rq), &f, &o, mem, NULL, &e);
 	fclose(mem);
 	if (rc) {
 		free(buf);
@@ -163,9 +163,7 @@ static int series_get(struct ctl_req *rq, struct ctl_resp *rs)
 	struct finops_filter f;
 	const char *bucket = ctl_req_query(rq, "bucket");
 	int64_t buckets, bucket_ns = 0, first = 0;
-	sqlite3 *db = ctl_req_db(rq);
-	sqlite3_stmt *st = NULL;
-	struct sr_err e;
+	struct sr_err e = { 0 };
 	json_t *j;
 	int rc;
 
@@ -177,18 +175,16 @@ static int series_get(struct ctl_req *rq, struct ctl_resp *rs)
 				      "duration", bucket);
 	if (!bucket_ns) {
 		/* spread the span of the data over the requested buckets */
-		if (sqlite3_prepare_v2(db, "SELECT min(start_ns) FROM ledger"
-				       " WHERE start_ns >= ?1", -1, &st, NULL) == SQLITE_OK) {
-			sqlite3_bind_int64(st, 1, f.since_ns);
-			if (sqlite3_step(st) == SQLITE_ROW)
-				first = sqlite3_column_int64(st, 0);
-		}
-		sqlite3_finalize(st);
+		rc = store_query_i64(ctl_req_store(rq), "SELECT min(start_ns) FROM"
+				     " ledger WHERE start_ns >= ?1", f.since_ns,
+				     &first, &e);
+		if (rc < 0)
+			return db_fail(rs, &e, rc);
 		bucket_ns = first > 0 ? (sr_time_real_ns() - first) / buckets + 1 : 0;
 		if (bucket_ns < SR_NS_PER_SEC)
 			bucket_ns = SR_NS_PER_SEC;
 	}
-	rc = finops_series_json(db, &f, bucket_ns, (int)buckets, &j, &e);
+	rc = finops_series_json(ctl_req_store(rq), &f, bucket_ns, (int)buckets, &j, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	return ctl_resp_json(rs, 200, j);
@@ -207,7 +203,7 @@ static int timeline_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (filter_from_query(rq, &f, rs) ||
 	    query_int(rq, "limit", 100, 1, 1000, &limit, rs))
 		return 0;
-	rc = finops_timeline_json(ctl_req_db(rq), &f, (int)limit, &j, &e);
+	rc = finops_timeline_json(ctl_req_store(rq), &f, (int)limit, &j, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	return ctl_resp_json(rs, 200, j);
@@ -226,68 +222,76 @@ struct live_buf {
 	struct finops_live live;
 };
 
-static void copy_col(char *dst, sqlite3_stmt *st, int col)
+static void copy_col(char *dst, struct store_stmt *st, const char *col)
 {
-	const unsigned char *t = sqlite3_column_text(st, col);
-
-	snprintf(dst, 64, "%s", t ? (const char *)t : "");
+	snprintf(dst, 64, "%s", store_col_text(st, col));
 }
 
-static int load_live(struct ctl *c, sqlite3 *db, struct live_buf *b)
+/* The live nodes and unfinished jobs (at most LIVE_MAX of each). */
+static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
+		     struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	double sim_now = ctl__sim_now(c);
 	size_t n = 0;
+	int rc;
 
 	memset(&b->live, 0, sizeof b->live);
-	if (sqlite3_prepare_v2(db,
-		"SELECT id, job_id, cloud, region, zone, instance_type, spot,"
-		" price_micros FROM nodes WHERE state NOT IN ('TERMINATED', 'LOST')"
-		" ORDER BY id LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	while (n < LIVE_MAX && sqlite3_step(st) == SQLITE_ROW) {
+	rc = store_prepare(db, "SELECT id, job_id, cloud, region, zone, "
+			   "instance_type, spot, price_micros FROM nodes WHERE state"
+			   " NOT IN ('TERMINATED', 'LOST') ORDER BY id LIMIT 4096",
+			   &st, e);
+	if (rc)
+		return rc;
+	while (n < LIVE_MAX && (rc = store_step(st, e)) == 1) {
 		struct finops_live_node *nd = &b->nodes[n];
 
-		for (int k = 0; k < 4; k++)
-			copy_col(b->strs[n][k], st, 2 + k);
-		nd->id = sqlite3_column_int64(st, 0);
-		nd->job_id = sqlite3_column_int64(st, 1);
+		copy_col(b->strs[n][0], st, "cloud");
+		copy_col(b->strs[n][1], st, "region");
+		copy_col(b->strs[n][2], st, "zone");
+		copy_col(b->strs[n][3], st, "instance_type");
+		nd->id = store_col_i64(st, "id");
+		nd->job_id = store_col_i64(st, "job_id");
 		nd->provider = b->strs[n][0];
 		nd->region = b->strs[n][1];
 		nd->zone = b->strs[n][2];
 		nd->instance_type = b->strs[n][3];
-		nd->spot = sqlite3_column_int(st, 6) != 0;
-		nd->price_per_hour = sqlite3_column_int64(st, 7);
+		nd->spot = store_col_i64(st, "spot") != 0;
+		nd->price_per_hour = store_col_i64(st, "price_micros");
 		n++;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (rc < 0)
+		return rc;
 	b->live.nodes = b->nodes;
 	b->live.nnodes = n;
 	n = 0;
-	if (sqlite3_prepare_v2(db,
-		"SELECT id, name, state, sim_start_s, deadline_s, run_s, work_s,"
-		" step, total_steps FROM jobs"
-		" WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
-		" ORDER BY id LIMIT 4096", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	while (n < LIVE_MAX && sqlite3_step(st) == SQLITE_ROW) {
+	rc = store_prepare(db, "SELECT id, name, state, sim_start_s, deadline_s,"
+			   " run_s, work_s, step, total_steps FROM jobs"
+			   " WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+			   " ORDER BY id LIMIT 4096", &st, e);
+	if (rc)
+		return rc;
+	while (n < LIVE_MAX && (rc = store_step(st, e)) == 1) {
 		struct finops_live_job *j = &b->jobs[n];
 
-		copy_col(b->strs[n][4], st, 1);
-		j->id = sqlite3_column_int64(st, 0);
+		copy_col(b->strs[n][4], st, "name");
+		j->id = store_col_i64(st, "id");
 		j->name = b->strs[n][4];
 		j->state = "";
-		j->has_deadline = sqlite3_column_type(st, 4) != SQLITE_NULL &&
-			finops_deadline_slack(sqlite3_column_double(st, 3) +
-						      sqlite3_column_double(st, 4) - sim_now,
-					      sqlite3_column_double(st, 5),
-					      sqlite3_column_double(st, 6),
-					      sqlite3_column_int64(st, 7),
-					      sqlite3_column_int64(st, 8),
+		j->has_deadline = !store_col_null(st, "deadline_s") &&
+			finops_deadline_slack(store_col_f64(st, "sim_start_s") +
+					      store_col_f64(st, "deadline_s") - sim_now,
+					      store_col_f64(st, "run_s"),
+					      store_col_f64(st, "work_s"),
+					      store_col_i64(st, "step"),
+					      store_col_i64(st, "total_steps"),
 					      &j->deadline_slack_s);
 		n++;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
+	if (rc < 0)
+		return rc;
 	b->live.jobs = b->jobs;
 	b->live.njobs = n;
 	return 0;
@@ -303,10 +307,11 @@ static int metrics_get(struct ctl_req *rq, struct ctl_resp *rs)
 
 	if (!b)
 		return -ENOMEM;
-	if (load_live(ctl_req_ctl(rq), ctl_req_db(rq), b))
-		sr_warn("finops", "metrics: live nodes/jobs unavailable", "path=%s",
-			"/metrics");
-	rc = finops_metrics_render(ctl_req_db(rq), &b->live, &text, &len, &e);
+	rc = load_live(ctl_req_ctl(rq), ctl_req_store(rq), b, &e);
+	if (rc)
+		sr_warn("finops", "metrics: live nodes/jobs unavailable",
+			"err=\"%s\"", sr_err_str(&e, rc));
+	rc = finops_metrics_render(ctl_req_store(rq), &b->live, &text, &len, &e);
 	free(b);
 	if (rc)
 		return db_fail(rs, &e, rc);

@@ -12,10 +12,12 @@ import pytest
 ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
         "restore_vs_raw", "stall_vs_torch_save", "train_overhead",
         "peak_rss_vs_state")
-# tiny and short: two restore pairs, two training pairs of 1 s segments;
+# tiny and short: two restore pairs, two training pairs of 0.25 CPU-s
+# segments (a step is calibrated on CPU time, so a busy machine stretches
+# them);
 # the torch.save peer has its own test (test_package.py)
 ARGS = ["--size", "16M", "--reps", "2", "--pairs", "2",
-        "--train-seconds", "2", "--torch-script", "/nonexistent"]
+        "--train-seconds", "1", "--torch-script", "/nonexistent"]
 
 
 def bench(tmp_path, *extra, stderr=subprocess.PIPE):
@@ -75,8 +77,24 @@ def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
     assert not os.listdir(tmp_path), "the work directory was left behind"
 
 
+@pytest.mark.parametrize("only,rows", [
+    ("restore", {"restore_vs_raw"}),
+    ("train", {"train_overhead"}),
+])
+def test_only_runs_the_phases_asked_for(tmp_path, only, rows):
+    p = bench(tmp_path, "--json", "--only", only)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert set(out) - {"machine"} == rows
+    if "restore_vs_raw" in rows:     # pairs after one unmeasured save
+        rr = out["restore_vs_raw"]
+        assert rr["pairs"] == 2 and rr["restore_cpu_s"] > 0
+    assert not os.listdir(tmp_path)
+
+
 @pytest.mark.parametrize("bad,word", [(["--pairs", "1"], "--pairs"),
-                                      (["--placement", "x"], "--placement")])
+                                      (["--placement", "x"], "--placement"),
+                                      (["--only", "restore,x"], "--only")])
 def test_bad_arguments_are_named(tmp_path, bad, word):
     p = subprocess.run(["spotrun", "ckpt", "bench", "--size", "16M", "--dir",
                         str(tmp_path)] + bad, capture_output=True, text=True)

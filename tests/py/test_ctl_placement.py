@@ -4,7 +4,9 @@ cloud with a synthetic market (see test_ctl_crash.py for the fixture):
 - a deadline too tight for spot goes to on-demand and meets it;
 - criticality critical / use_spot false never use spot;
 - with slack and spot capacity the job runs on spot, and a reclaimed pool
-  moves it to another zone, where it finishes."""
+  moves it to another zone, where it finishes;
+- a job whose checkpointed work falls behind on spot is moved by the
+  deadline guard to on-demand, and meets its deadline."""
 
 import time
 
@@ -119,4 +121,42 @@ def test_slow_job_on_spot_learns_its_pace_without_moving(daemon_factory):
     else:
         assert all(n["spot"] for n in j["nodes"]), j["nodes"]
         assert j["sim_elapsed_s"] <= 2 * 3600, j
+    assert len(completions(d, jid)) == 1
+
+
+def test_guard_moves_a_job_whose_checkpoints_lag_to_on_demand(daemon_factory):
+    # The deadline guard's spot -> on-demand migration, forced.  Work done
+    # is what the checkpoints hold (recon__work_done), and this workload
+    # checkpoints only when it is told to stop (SIGTERM) or at the end.
+    # Declared work 1 h (60 steps of 0.1 s at 600x), deadline 2 h: spot
+    # is always up and cheaper, so the job starts on spot; but while it
+    # runs its checkpointed work stays at 0, the slack (time left - work
+    # left) drains, and once one more spot tick lost plus a restart would
+    # miss the deadline, the guard must move it.  It has to go to
+    # on-demand, from the checkpoint the stop wrote, and meet the deadline.
+    d = daemon_factory([1], "--time-scale", "600", "--restart-guess-ms", "500")
+    d.start()
+    yaml = spot_job("lagging", 60).replace("deadline: 1000h", "deadline: 2h") \
+                                  .replace("work: 10h", "work: 1h") \
+                                  .replace("$((s % 10))", "$((s % 1000))")
+    assert "% 1000" in yaml
+    jid = d.submit(yaml)
+    p = first_placement(d, jid)
+    assert p["data"]["spot"] is True, p
+    j = d.wait([jid], 120)[0]
+    assert j["state"] == "SUCCEEDED", j["message"]
+    assert j["preemptions"] == 0
+    ev = d.events(jid)
+    kinds = [e["type"] for e in ev]
+    assert "migrated" in kinds, kinds
+    moves = [e["message"] for e in ev if e["type"] == "transition" and
+             e["message"].startswith("moving ")]
+    assert moves and "to on-demand" in moves[0], moves
+    # the job ran on spot first, then on on-demand; the first node was
+    # retired by the move (not preempted)
+    nodes = sorted(j["nodes"], key=lambda n: n["id"])
+    assert nodes[0]["spot"] and nodes[0]["end_reason"] == "migrated", nodes
+    assert any(not n["spot"] for n in nodes[1:]), nodes
+    assert j["sim_elapsed_s"] <= j["sim_deadline_s"], j
+    # the stop's checkpoint was restored: the work ran to the end once
     assert len(completions(d, jid)) == 1

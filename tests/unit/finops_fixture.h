@@ -6,6 +6,7 @@
 #ifndef FINOPS_FIXTURE_H
 #define FINOPS_FIXTURE_H
 
+#include <sqlite3.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>

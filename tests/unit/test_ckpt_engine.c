@@ -1,6 +1,8 @@
 /*
  * test_ckpt_engine.c - retention, back-pressure (skip / coalesce / block),
- * the staging budget, lazy mode, and save_final's priority and deadline.
+ * the staging budget, lazy mode, save_final's priority and deadline, and a
+ * restore that reads through an idle staging slot while the writer holds
+ * the other one.
  *
  * Tier 2 is held still with the writer's test hook, which blocks before
  * each commit until the test releases it, so every back-pressure case is
@@ -87,6 +89,16 @@ static float step_value(const char *dir, int64_t step)
 	assert_int_equal(spotckpt_reader_read(r, 0, v, sizeof v), 0);
 	spotckpt_reader_close(r);
 	return v[N - 1];
+}
+
+/* Tensor 0 of checkpoint `step` into buf. */
+static void read_step(const char *dir, int64_t step, void *buf, size_t n)
+{
+	struct spotckpt_reader *r = NULL;
+
+	assert_int_equal(spotckpt_reader_open(dir, step, 0, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_read(r, 0, buf, n), 0);
+	spotckpt_reader_close(r);
 }
 
 static void test_retention(void **st)
@@ -312,7 +324,6 @@ static void test_background(void **st)
 	uint8_t *buf = malloc(n), *back = malloc(n);
 	int64_t sh[1] = { (int64_t)n };
 	struct spotckpt_background bg = { .nice = 20 };
-	struct spotckpt_reader *r = NULL;
 	int n_nice, n_cpu0;
 
 	(void)st;
@@ -333,10 +344,8 @@ static void test_background(void **st)
 	thread_census(7, &n_nice, &n_cpu0);
 	assert_true(n_nice >= 1);
 	assert_true(n_cpu0 >= 2);
-	assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
-	assert_int_equal(spotckpt_reader_read(r, 0, back, n), 0);
+	read_step(dir, 1, back, n);
 	assert_memory_equal(back, buf, n);
-	spotckpt_reader_close(r);
 	assert_int_equal(spotckpt_close(e), 0);
 	free(buf);
 	free(back);
@@ -351,7 +360,6 @@ static void test_lazy(void **st)
 	size_t n = 8 << 20;
 	uint8_t *big = malloc(n), *back = malloc(n);
 	int64_t sh[1] = { (int64_t)n };
-	struct spotckpt_reader *r = NULL;
 	struct spotckpt_stats s;
 	int32_t oc;
 
@@ -366,9 +374,7 @@ static void test_lazy(void **st)
 	/* after wait_staged the caller may modify: the save keeps step-1 data */
 	ct_fill(big, n, 2);
 	assert_int_equal(spotckpt_wait(e), 0);
-	assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
-	assert_int_equal(spotckpt_reader_read(r, 0, back, n), 0);
-	spotckpt_reader_close(r);
+	read_step(dir, 1, back, n);
 	ct_fill(big, n, 1);
 	assert_memory_equal(back, big, n);
 	/* a lazy save followed directly by another save or close is safe */
@@ -380,6 +386,61 @@ static void test_lazy(void **st)
 	assert_true(ct_exists("%s/step-00000003", dir) ||
 		    ct_exists("%s/step-00000002", dir));
 	free(big);
+	free(back);
+	ct_rmtree(dir);
+	free(dir);
+}
+
+/* spotckpt_restore reads through an idle staging slot (resident memory,
+ * no fresh pages to fault in).  While the writer is held inside a commit
+ * of slot A, a restore must use slot B only: the in-flight checkpoint
+ * still commits what was saved, and the restore fills the tensor. */
+static void test_restore_through_staging(void **st)
+{
+	char *dir = ct_tmpdir();
+	size_t n = 9 << 20;  /* one tensor, one reading thread: its share
+			      * of a slot (2 MiB multiples) fits two 4 MiB
+			      * reads */
+	uint8_t *x = malloc(n), *want = malloc(n), *back = malloc(n);
+	int64_t sh[1] = { (int64_t)n }, step = -1;
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+
+	(void)st;
+	assert_non_null(x);
+	assert_non_null(want);
+	assert_non_null(back);
+	spotckpt_opts_init(&o);
+	o.dir = dir;
+	o.keep = 10;
+	o.staging_bytes = 2 * (n + (1 << 20)); /* two slots */
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_register(e, "x", x, SPOTCKPT_U8, 1, sh, 0), 0);
+	ct_fill(x, n, 11);
+	memcpy(want, x, n);
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	hold();
+	ct_fill(x, n, 12);
+	assert_int_equal(spotckpt_save(e, 2, NULL, 0, NULL), 0);
+	wait_writer_held();            /* step 2's slot is being written */
+	ct_fill(x, n, 13);
+	assert_int_equal(spotckpt_restore(e, 1, &step), 0);
+	assert_int_equal(step, 1);
+	assert_memory_equal(x, want, n);
+	release();
+	assert_int_equal(spotckpt_wait(e), 0);
+	read_step(dir, 2, back, n);
+	ct_fill(want, n, 12);
+	assert_memory_equal(back, want, n);
+	/* and again with the writer idle: both slots free */
+	ct_fill(x, n, 14);
+	assert_int_equal(spotckpt_restore(e, SPOTCKPT_NEWEST, &step), 0);
+	assert_int_equal(step, 2);
+	assert_memory_equal(x, want, n);
+	assert_int_equal(spotckpt_close(e), 0);
+	free(x);
+	free(want);
 	free(back);
 	ct_rmtree(dir);
 	free(dir);
@@ -440,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_lazy),
 		cmocka_unit_test(test_background),
 		cmocka_unit_test(test_save_final),
+		cmocka_unit_test(test_restore_through_staging),
 	};
 
 	ckpt__test_before_commit = hook;

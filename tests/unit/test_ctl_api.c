@@ -114,10 +114,9 @@ static void test_job_lifecycle_node_api(void **state)
 
 	(void)state;
 	id = create_job(job_od);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
+	/* the token exists once the provider started the node */
+	node = wait_booting(id);
 	assert_true(node > 0);
-	json_decref(j);
 	node_token(node, ntok);
 
 	/* the node token opens only its own node's routes */
@@ -218,9 +217,7 @@ static void test_job_lifecycle_node_api(void **state)
 
 	/* a second job: cancel while provisioning */
 	id2 = create_job(job_od);
-	j = wait_state(id2, "PROVISIONING");
-	node2 = first_node(j, 0);
-	json_decref(j);
+	node2 = wait_booting(id2);
 	node_token(node2, other);
 	assert_string_not_equal(other, ntok);
 	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id2);
@@ -288,7 +285,7 @@ static void test_imds(void **state)
 	char ntok[80], p[160], tok[128];
 	struct sr_http_opts o;
 	struct sr_http_resp r;
-	json_t *v = NULL, *j;
+	json_t *v = NULL;
 	int64_t id, node;
 	const char *h[2] = { NULL, NULL };
 	char hdr[200];
@@ -297,9 +294,7 @@ static void test_imds(void **state)
 	sr_http_opts_default(&o);
 	o.max_retries = 0;
 	id = create_job(job_od);
-	j = wait_state(id, "PROVISIONING");
-	node = first_node(j, 0);
-	json_decref(j);
+	node = wait_booting(id);
 	node_token(node, ntok);
 
 	snprintf(p, sizeof p, "/imds/%lld/latest/api/token", (long long)node);

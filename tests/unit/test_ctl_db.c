@@ -1,4 +1,4 @@
-/* Unit tests: lib/ctl/db.c, db_schema.c, jobsm.c - migrations, STRICT
+/* Unit tests: lib/ctl/db.c, lib/store/schema.c, jobsm.c - migrations, STRICT
  * tables, foreign keys, and the job transition table. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ctl/db.h"
-#include "ctl/db_schema.h"
+#include "store/store.h"
 #include "ctl/jobsm.h"
 
 static char dir[64], path[128];
@@ -67,7 +67,7 @@ static void test_migrate_idempotent(void **state)
 	assert_true(ctl_db_version(db) >= 1);
 	/* running again changes nothing and fails nothing */
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
-	assert_int_equal(ctl_db_version(db), (int)ctl_db_nmigrations);
+	assert_int_equal(ctl_db_version(db), store_schema_latest());
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st,
 					    NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -132,7 +132,7 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE nodes DROP COLUMN addr; UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
-	assert_int_equal(ctl_db_version(db), (int)ctl_db_nmigrations);
+	assert_int_equal(ctl_db_version(db), store_schema_latest());
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, list_cost_micros "
 					    "FROM jobs WHERE id=?", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);

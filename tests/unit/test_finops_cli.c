@@ -1,10 +1,13 @@
 /*
- * test_finops_cli.c - `spotrun cost` end to end on a ledger database:
- * the --json totals equal the column sums of the --focus export, grouped
- * output adds up to the total, and usage errors exit 2.
+ * test_finops_cli.c - `spotrun cost` end to end on a ledger database,
+ * through a spotrund started on it (the CLI asks the API): the --json
+ * totals equal the column sums of the --focus export, grouped output adds
+ * up to the total, usage errors exit 2, and a stopped daemon is an error
+ * that says how to start it.
  *
  * Runs the spotrun binary of the build under test ($SPOTRUN_BUILD/bin).
  */
+#include <sqlite3.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +27,21 @@
 static char g_dir[64];
 static char g_bin[1024];
 
+/* `spotrun daemon start|stop` on g_dir, on an ephemeral 127.0.0.1 port. */
+static int daemon_ctl(const char *verb)
+{
+	char cmd[3000], data[1024] = "";
+
+	if (!strcmp(verb, "start") && realpath("data", data))
+		snprintf(cmd, sizeof cmd, "SPOTRUN_STATE_DIR='%s' '%s' daemon start "
+			 "--listen 127.0.0.1:0 -- --data-dir '%s' >/dev/null 2>&1",
+			 g_dir, g_bin, data);
+	else
+		snprintf(cmd, sizeof cmd, "SPOTRUN_STATE_DIR='%s' '%s' daemon %s "
+			 ">/dev/null 2>&1", g_dir, g_bin, verb);
+	return system(cmd);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("SPOTRUN_BUILD");
@@ -38,7 +56,7 @@ static int setup(void **state)
 	snprintf(path, sizeof path, "%s/spotrun.db", g_dir);
 	db = fixture_at(path);
 	sqlite3_close(db);
-	return 0;
+	return daemon_ctl("start") == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -46,6 +64,7 @@ static int teardown(void **state)
 	char cmd[160];
 
 	(void)state;
+	daemon_ctl("stop");
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -207,12 +226,34 @@ static void test_table_and_errors(void **state)
 	free(out);
 }
 
+/* With the daemon stopped the command fails and says what to start. */
+static void test_daemon_down(void **state)
+{
+	char cmd[1200], line[512], all[4096] = "";
+	FILE *p;
+	int st;
+
+	(void)state;
+	assert_int_equal(daemon_ctl("stop"), 0);
+	snprintf(cmd, sizeof cmd, "'%s' cost --state-dir %s 2>&1", g_bin, g_dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof line, p))
+		strncat(all, line, sizeof all - strlen(all) - 1);
+	st = pclose(p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	assert_non_null(strstr(all, "cannot reach spotrund"));
+	assert_non_null(strstr(all, "spotrun daemon start"));
+	assert_int_equal(daemon_ctl("start"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_totals_equal_focus_sums),
 		cmocka_unit_test(test_groups_add_up),
 		cmocka_unit_test(test_table_and_errors),
+		cmocka_unit_test(test_daemon_down),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

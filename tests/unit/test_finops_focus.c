@@ -3,6 +3,7 @@
  * implement is checked on every row, and the cost columns add up to the
  * report totals that `spotrun cost --json` prints.
  */
+#include <sqlite3.h>
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "store_bridge.h"
 
 #include "common/timeutil.h"
 #include "finops/focus.h"
@@ -31,7 +34,7 @@ static char *export(sqlite3 *db, const struct finops_filter *f, size_t *n)
 	struct sr_err e;
 
 	assert_non_null(mem);
-	assert_int_equal(finops_focus_write(db, f, &o, mem, n, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_focus_write(st_, f, &o, mem, n, &e)), 0);
 	fclose(mem);
 	return buf;
 }
@@ -285,8 +288,8 @@ static void test_sums_match_report(void **state)
 			if (*val(&c, r, "x_ReservedCost"))
 				rcost += micros(val(&c, r, "x_ReservedCost"));
 		}
-		assert_int_equal(finops_report_build(db, &filters[k], FINOPS_BY_DAY,
-						     &rep, &e), 0);
+		assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &filters[k], FINOPS_BY_DAY,
+						     &rep, &e)), 0);
 		assert_int_equal((int64_t)n, rep.total.rows);
 		assert_int_equal(billed, rep.total.cost);
 		assert_int_equal(eff, rep.total.cost);
@@ -314,7 +317,7 @@ static void test_export_file(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/out.csv", dir);
-	assert_int_equal(finops_focus_export(db, NULL, NULL, path, &n, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_focus_export(st_, NULL, NULL, path, &n, &e)), 0);
 	assert_int_equal(n, 41);
 	f = fopen(path, "r");
 	assert_non_null(f);
@@ -324,7 +327,7 @@ static void test_export_file(void **state)
 	unlink(path);
 	/* an unwritable destination is an error naming the path */
 	snprintf(path, sizeof path, "%s/missing/out.csv", dir);
-	assert_true(finops_focus_export(db, NULL, NULL, path, &n, &e) < 0);
+	assert_true(ON_STORE(db, st_, finops_focus_export(st_, NULL, NULL, path, &n, &e)) < 0);
 	assert_non_null(strstr(e.msg, "missing"));
 	rmdir(dir);
 	sqlite3_close(db);

@@ -1,6 +1,7 @@
 /*
  * test_finops_ledger.c - the billing ledger and the reports derived from it.
  */
+#include <sqlite3.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "store_bridge.h"
 
 #include "common/timeutil.h"
 #include "finops/ledger.h"
@@ -51,13 +54,15 @@ static void test_migrate_idempotent(void **state)
 	(void)state;
 	assert_int_equal(ledger_migrate(db, &e), 0);
 	assert_int_equal(ledger_migrate(db, &e), 0);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM ledger_schema",
-					    -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM schema_version"
+					    " WHERE component = 'ledger'", -1, &st,
+					    NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 1);
 	sqlite3_finalize(st);
 	/* a newer schema than this build knows is refused */
-	assert_int_equal(sqlite3_exec(db, "UPDATE ledger_schema SET version = 99",
+	assert_int_equal(sqlite3_exec(db, "UPDATE schema_version SET version = 99"
+				      " WHERE component = 'ledger'",
 				      NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(ledger_migrate(db, &e), -SR_EUNSUPPORTED);
 	assert_non_null(strstr(e.msg, "99"));
@@ -262,7 +267,7 @@ static void test_report_total(void **state)
 	struct sr_err e;
 
 	(void)state;
-	assert_int_equal(finops_report_build(db, NULL, FINOPS_BY_TOTAL, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, NULL, FINOPS_BY_TOTAL, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 1);
 	assert_int_equal(rep.total.rows, 4);
 	/* 3h x 0.92 + 1h x 12 + 0.5h x 1.00 */
@@ -319,7 +324,7 @@ static void test_report_savings_vs_plan(void **state)
 	assert_int_equal(ledger_plan_record(db, &p, NULL, &e), 0);
 	p.nodes = 0;
 	assert_int_equal(ledger_plan_record(db, &p, NULL, &e), -EINVAL);
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_JOB, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_JOB, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 2);
 	assert_string_equal(rep.groups[0].key, "1");
 	assert_int_equal(rep.groups[0].t.planned_od_cost, 9180000);
@@ -350,7 +355,7 @@ static void test_report_groups(void **state)
 	struct sr_err e;
 
 	(void)state;
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_JOB, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_JOB, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 2);
 	assert_string_equal(rep.groups[0].key, "1");
 	assert_int_equal(rep.groups[0].t.cost, 2760000 + 12000000);
@@ -360,7 +365,7 @@ static void test_report_groups(void **state)
 	assert_int_equal(rep.groups[1].t.idle_cost, 500000);
 	finops_report_free(&rep);
 
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_CLOUD, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_CLOUD, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 2);
 	assert_string_equal(rep.groups[0].key, "aws");
 	assert_string_equal(rep.groups[1].key, "gcp");
@@ -369,13 +374,13 @@ static void test_report_groups(void **state)
 	assert_int_equal(rep.groups[0].t.preemptions, 1);
 	finops_report_free(&rep);
 
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_POOL, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_POOL, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 2);
 	assert_string_equal(rep.groups[0].key, "aws/us-east-1/us-east-1a/p3.2xlarge");
 	assert_string_equal(rep.groups[1].key, "gcp/us-central1/-/a2-highgpu-4g");
 	finops_report_free(&rep);
 
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_DAY, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_DAY, &rep, &e)), 0);
 	assert_int_equal(rep.ngroups, 2);
 	assert_string_equal(rep.groups[0].key, "2026-11-18");
 	assert_string_equal(rep.groups[1].key, "2026-11-19");
@@ -384,7 +389,7 @@ static void test_report_groups(void **state)
 
 	/* --since drops the first day's rows and events */
 	f.since_ns = T0 + 3600 * SR_NS_PER_SEC;
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_TOTAL, &rep, &e)), 0);
 	assert_int_equal(rep.total.rows, 1);
 	assert_int_equal(rep.total.cost, 12000000);
 	assert_int_equal(rep.total.preemptions, 0);
@@ -393,7 +398,7 @@ static void test_report_groups(void **state)
 	/* one job only */
 	f.since_ns = 0;
 	f.job_id = 2;
-	assert_int_equal(finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_TOTAL, &rep, &e)), 0);
 	assert_int_equal(rep.total.rows, 1);
 	assert_int_equal(rep.total.cost, 500000);
 	finops_report_free(&rep);
@@ -408,7 +413,7 @@ static void test_report_json(void **state)
 	json_t *j, *tot;
 
 	(void)state;
-	assert_int_equal(finops_report_build(db, NULL, FINOPS_BY_REGION, &rep, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, NULL, FINOPS_BY_REGION, &rep, &e)), 0);
 	j = finops_report_json(&rep, NULL);
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "by")), "region");
@@ -434,8 +439,8 @@ static void test_series_and_timeline(void **state)
 
 	(void)state;
 	/* one bucket per day: two days of rows */
-	assert_int_equal(finops_series_json(db, NULL, 86400 * SR_NS_PER_SEC, 100,
-					    &j, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_series_json(st_, NULL, 86400 * SR_NS_PER_SEC, 100,
+					    &j, &e)), 0);
 	pts = json_object_get(j, "points");
 	assert_int_equal(json_array_size(pts), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(pts, 0),
@@ -449,17 +454,17 @@ static void test_series_and_timeline(void **state)
 			 12000000);
 	json_decref(j);
 	/* at most one bucket: the newest is kept */
-	assert_int_equal(finops_series_json(db, NULL, 86400 * SR_NS_PER_SEC, 1,
-					    &j, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_series_json(st_, NULL, 86400 * SR_NS_PER_SEC, 1,
+					    &j, &e)), 0);
 	pts = json_object_get(j, "points");
 	assert_int_equal(json_array_size(pts), 1);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(pts, 0),
 							    "cost_micros")),
 			 12000000);
 	json_decref(j);
-	assert_int_equal(finops_series_json(db, NULL, 0, 1, &j, &e), -EINVAL);
+	assert_int_equal(ON_STORE(db, st_, finops_series_json(st_, NULL, 0, 1, &j, &e)), -EINVAL);
 	/* timeline: recovery (newer id) first, then the preemption */
-	assert_int_equal(finops_timeline_json(db, NULL, 10, &j, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_timeline_json(st_, NULL, 10, &j, &e)), 0);
 	evs = json_object_get(j, "events");
 	assert_int_equal(json_array_size(evs), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 0),
@@ -487,16 +492,16 @@ static void test_empty_ledger(void **state)
 
 	(void)state;
 	for (int by = FINOPS_BY_TOTAL; by <= FINOPS_BY_DAY; by++) {
-		assert_int_equal(finops_report_build(db, NULL, (enum finops_by)by, &rep,
-						     &e), 0);
+		assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, NULL, (enum finops_by)by, &rep,
+						     &e)), 0);
 		assert_int_equal(rep.ngroups, 0);
 		assert_int_equal(rep.total.cost, 0);
 		finops_report_free(&rep);
 	}
-	assert_int_equal(finops_series_json(db, NULL, SR_NS_PER_SEC, 10, &j, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_series_json(st_, NULL, SR_NS_PER_SEC, 10, &j, &e)), 0);
 	assert_int_equal(json_array_size(json_object_get(j, "points")), 0);
 	json_decref(j);
-	assert_int_equal(finops_timeline_json(db, NULL, 10, &j, &e), 0);
+	assert_int_equal(ON_STORE(db, st_, finops_timeline_json(st_, NULL, 10, &j, &e)), 0);
 	json_decref(j);
 	sqlite3_close(db);
 }

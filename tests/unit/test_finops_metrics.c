@@ -3,6 +3,7 @@
  * the ledger, naming conventions, histogram shape, and `promtool check
  * metrics` (Debian package prometheus) accepting the output.
  */
+#include <sqlite3.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "common/timeutil.h"
 #include "finops/ledger.h"
 #include "finops/metrics.h"
+#include "store/store.h"
 
 #define HOUR_NS (INT64_C(3600) * SR_NS_PER_SEC)
 
@@ -39,10 +41,15 @@ static sqlite3 *fixture(void)
 				   .node_id = 9, .at_ns = 5, .value_ns = HOUR_NS / 2,
 				   .unit_price = 920000 };
 	static const int64_t stalls_ms[] = { 3, 12, 12, 80, 700, 40000 };
+	/* job 3's plan: 3 h of declared work on one node at $3.06/h on-demand;
+	 * job 4 has none */
+	struct ledger_plan plan = { .job_id = 3, .at_ns = 1, .work_ns = 3 * HOUR_NS,
+				    .nodes = 1, .od_price = 3060000 };
 
 	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
 	assert_int_equal(ledger_migrate(db, &e), 0);
 	assert_int_equal(ledger_append(db, &r, NULL, &e), 0);
+	assert_int_equal(ledger_plan_record(db, &plan, NULL, &e), 0);
 	r.start_ns += SR_NS_PER_SEC;
 	r.end_ns += SR_NS_PER_SEC;
 	r.busy = false; /* an idle hour */
@@ -77,11 +84,15 @@ static char *render(sqlite3 *db)
 		{ 4, "other", "RUNNING", false, 0 },
 	};
 	struct finops_live live = { nodes, 2, jobs, 2 };
+	struct store *s = NULL, *tmp = NULL;
 	struct sr_err e;
 	char *out = NULL;
 	size_t len = 0;
 
-	assert_int_equal(finops_metrics_render(db, &live, &out, &len, &e), 0);
+
+	assert_int_equal(store_bridge(db, &s, &tmp, &e), 0);
+	assert_int_equal(finops_metrics_render(s, &live, &out, &len, &e), 0);
+	store_close(tmp);
 	assert_int_equal(strlen(out), len);
 	return out;
 }
@@ -104,8 +115,13 @@ static void test_values(void **state)
 	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"3\"} 1.840000");
 	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"4\"} 3.060000");
 	expect_line(m, "spotrun_job_on_demand_cost_dollars_total{job_id=\"3\"} 6.120000");
-	expect_line(m, "spotrun_job_savings_dollars_total{job_id=\"3\"} 4.280000");
-	expect_line(m, "spotrun_job_savings_dollars_total{job_id=\"4\"} 0.000000");
+	/* savings against the plan (as spotrun cost's SAVED: 3 h x $3.06 =
+	 * $9.18 planned, $1.84 billed), not against the hours used at list
+	 * ($6.12 - $1.84 = $4.28) */
+	expect_line(m, "spotrun_job_planned_on_demand_dollars{job_id=\"3\"} 9.180000");
+	expect_line(m, "spotrun_job_savings_dollars{job_id=\"3\"} 7.340000");
+	assert_null(strstr(m, "spotrun_job_savings_dollars{job_id=\"4\"}"));
+	assert_null(strstr(m, "spotrun_job_savings_dollars_total"));
 	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"3\"} 2.060000");
 	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"4\"} -1.110000");
 	expect_line(m, "spotrun_job_lost_work_dollars_total{job_id=\"3\"} 0.460000");

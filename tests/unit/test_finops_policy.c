@@ -1,6 +1,7 @@
 /*
  * test_finops_policy.c - busy/idle, autostop and budget decisions.
  */
+#include <sqlite3.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,32 +156,34 @@ static void bill(sqlite3 *db, int64_t node, int64_t start_min, bool busy)
 
 static void test_idle_since_from_ledger(void **state)
 {
+	struct store *s = NULL;
 	sqlite3 *db;
 	struct sr_err e;
 	struct finops_policy p;
 	int64_t since;
 
 	(void)state;
-	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-	assert_int_equal(ledger_migrate(db, &e), 0);
-	assert_int_equal(finops_idle_since(db, 5, &since, &e), 0);
+	assert_int_equal(store_open(":memory:", 0, &s, &e), 0);
+	assert_int_equal(store_migrate(s, &e), 0);
+	db = store_sqlite_handle(s);
+	assert_int_equal(finops_idle_since(s, 5, &since, &e), 0);
 	assert_int_equal(since, -1); /* no rows */
 	bill(db, 5, 0, false);
 	bill(db, 5, 1, false);
-	assert_int_equal(finops_idle_since(db, 5, &since, &e), 0);
+	assert_int_equal(finops_idle_since(s, 5, &since, &e), 0);
 	assert_int_equal(since, 0); /* never busy: idle since it started */
 	bill(db, 5, 2, true);
-	assert_int_equal(finops_idle_since(db, 5, &since, &e), 0);
+	assert_int_equal(finops_idle_since(s, 5, &since, &e), 0);
 	assert_int_equal(since, -1); /* busy now */
 	for (int m = 3; m < 20; m++)
 		bill(db, 5, m, false);
-	assert_int_equal(finops_idle_since(db, 5, &since, &e), 0);
+	assert_int_equal(finops_idle_since(s, 5, &since, &e), 0);
 	assert_int_equal(since, 3 * MIN_NS);
 	finops_policy_default(&p);
 	p.autostop_idle_ns = 15 * MIN_NS;
 	assert_false(finops_autostop_due(&p, since, 17 * MIN_NS));
 	assert_true(finops_autostop_due(&p, since, 18 * MIN_NS));
-	sqlite3_close(db);
+	store_close(s);
 }
 
 static void test_budget(void **state)
@@ -216,26 +219,28 @@ static void test_budget(void **state)
 
 static void test_job_spend(void **state)
 {
+	struct store *s = NULL;
 	sqlite3 *db;
 	struct sr_err e;
 	sr_micros spent, hourly;
 
 	(void)state;
-	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-	assert_int_equal(ledger_migrate(db, &e), 0);
+	assert_int_equal(store_open(":memory:", 0, &s, &e), 0);
+	assert_int_equal(store_migrate(s, &e), 0);
+	db = store_sqlite_handle(s);
 	for (int m = 0; m < 10; m++)
 		bill(db, 5, m, true);
 	bill(db, 6, 8, true);  /* second node, live */
 	bill(db, 7, 1, true);  /* third node, gone long ago */
-	assert_int_equal(finops_job_spend(db, 1, 10 * MIN_NS, 2 * MIN_NS, &spent,
+	assert_int_equal(finops_job_spend(s, 1, 10 * MIN_NS, 2 * MIN_NS, &spent,
 					  &hourly, &e), 0);
 	assert_int_equal(spent, 12 * 16667); /* $1/h for 1 min, rounded per row */
 	assert_int_equal(hourly, 2000000); /* nodes 5 and 6 */
-	assert_int_equal(finops_job_spend(db, 2, 10 * MIN_NS, 2 * MIN_NS, &spent,
+	assert_int_equal(finops_job_spend(s, 2, 10 * MIN_NS, 2 * MIN_NS, &spent,
 					  &hourly, &e), 0);
 	assert_int_equal(spent, 0);
 	assert_int_equal(hourly, 0);
-	sqlite3_close(db);
+	store_close(s);
 }
 
 int main(void)

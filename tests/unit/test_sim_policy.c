@@ -216,12 +216,81 @@ static void test_no_look_ahead(void **state)
 	unload(&l);
 }
 
+/* Heavy-tailed spot runs (most last one tick, a few last ten hours):
+ * a run that has already lasted hours is expected to last longer than a
+ * fresh one, so at equal prices a new spot start goes to the region whose
+ * run is older.  Both regions show the market the same history, up to
+ * the last hours: region 0's run has just begun, region 1's has lasted
+ * 5 h.  Region 0 is 1% cheaper and the mean run per region is about
+ * the same, so the rule before (price amortised over the mean run) took
+ * region 0; only the age of the run can pick region 1. */
+static void test_spotrun_starts_in_the_older_run(void **state)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	struct policy_job job = { .work_s = 48 * 3600.0, .deadline_s = 70 * 3600.0,
+				  .restart_s = 0.2 * 3600, .gap_s = 600, .nregions = 2,
+				  .od_price = 3.06, .od_region = 0 };
+	uint8_t hist[2][400];
+	size_t n = 0;
+	double price[2] = { 0.99, 1 };
+	void *st;
+	struct policy_obs o = { 0 };
+	struct policy_choice c;
+
+	(void)state;
+	/* four 12-hour blocks: six 1-tick runs, then a 60-tick run */
+	for (int blk = 0; blk < 4; blk++) {
+		for (int k = 0; k < 6; k++) {
+			hist[0][n] = hist[1][n] = 1, n++;
+			hist[0][n] = hist[1][n] = 0, n++;
+		}
+		for (int k = 0; k < 60; k++)
+			hist[0][n] = hist[1][n] = 1, n++;
+		hist[0][n] = hist[1][n] = 0, n++;
+	}
+	hist[0][n] = hist[1][n] = 1, n++;
+	/* the last 32 ticks, as many up ticks and run ends in each region:
+	 * region 0 up, then a one-tick outage that ends now; region 1 a
+	 * one-tick outage, then up for 31 ticks (5 h) */
+	for (int k = 0; k < 32; k++) {
+		hist[0][n] = k < 31;
+		hist[1][n] = k > 0;
+		n++;
+	}
+	st = calloc(1, pol->state_size);
+	assert_non_null(st);
+	pol->reset(st, &job);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t a[2] = { hist[0][i], hist[1][i] };
+
+		pol->observe(st, &job, a, price);
+	}
+	{
+		uint8_t a[2] = { 1, 1 };
+
+		o.work_left_s = job.work_s;
+		o.time_left_s = job.deadline_s;
+		o.hold = SIM_NONE;
+		o.region = -1;
+		o.ckpt_region = -1;
+		o.avail = a;
+		o.spot_price = price;
+		c = pol->decide(st, &job, &o);
+	}
+	assert_int_equal(c.hold, SIM_SPOT);
+	assert_int_equal(c.region, 1);
+	if (pol->destroy)
+		pol->destroy(st);
+	free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_optimal_lower_bound_and_no_misses),
 		cmocka_unit_test(test_random_markets),
 		cmocka_unit_test(test_no_look_ahead),
+		cmocka_unit_test(test_spotrun_starts_in_the_older_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

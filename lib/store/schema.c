@@ -1,5 +1,6 @@
 /*
- * db_schema.c - spotrund's tables, as numbered migrations.
+ * schema.c - every table of spotrun's store, as numbered migrations of
+ * two components ('ctl' and 'ledger'), in both SQL dialects.
  *
  * Never edit a migration that has shipped; append a new one.
  *
@@ -15,9 +16,18 @@
  *              report harmless.
  *   events     append-only log of everything that happened to a job.
  *   logs       workload output lines.
+ *   ledger, ledger_event, ledger_plan  the cost ledger (lib/finops),
+ *              append-only: triggers refuse UPDATE and DELETE.
+ *
+ * A step's PostgreSQL text is NULL when the SQLite text maps to it by
+ * type names alone (store__pg_ddl below); STRICT tables become plain
+ * ones, whose declared types PostgreSQL enforces anyway.
  */
-#include "ctl/db_schema.h"
+#include <stdlib.h>
+#include <string.h>
+
 #include "market/joblimits.h"
+#include "store/store_int.h"
 
 static const char m1[] =
 	"CREATE TABLE settings("
@@ -202,5 +212,153 @@ static const char m7[] =
 static const char m8[] =
 	"ALTER TABLE nodes ADD COLUMN addr TEXT;";
 
-const char *const ctl_db_migrations[] = { m1, m2, m3, m4, m5, m6, m7, m8 };
-const size_t ctl_db_nmigrations = sizeof ctl_db_migrations / sizeof ctl_db_migrations[0];
+/* The ledger's rows are never changed or removed. */
+#define APPEND_ONLY_SQLITE(t)                                                \
+	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"          \
+	"CREATE TRIGGER IF NOT EXISTS " t "_no_delete BEFORE DELETE ON " t  \
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+#define APPEND_ONLY_PG(t)                                                    \
+	"CREATE TRIGGER " t "_no_change BEFORE UPDATE OR DELETE ON " t      \
+	" FOR EACH ROW EXECUTE FUNCTION spotrun_append_only();"
+
+/* ledger 1: the ledger and its events. */
+static const char l1[] =
+	"CREATE TABLE IF NOT EXISTS ledger ("
+	" id INTEGER PRIMARY KEY,"
+	" provider TEXT NOT NULL CHECK (provider <> ''),"
+	" region TEXT NOT NULL CHECK (region <> ''),"
+	" zone TEXT,"
+	" instance_type TEXT NOT NULL CHECK (instance_type <> ''),"
+	" accelerator TEXT,"
+	" gpus INTEGER NOT NULL CHECK (gpus >= 0),"
+	" pricing INTEGER NOT NULL CHECK (pricing IN (0, 1, 2)),"
+	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
+	" list_price INTEGER NOT NULL CHECK (list_price >= 0),"
+	" reserved_price INTEGER CHECK (reserved_price >= 0),"
+	" job_id INTEGER CHECK (job_id > 0),"
+	" node_id INTEGER NOT NULL CHECK (node_id > 0),"
+	" busy INTEGER NOT NULL CHECK (busy IN (0, 1)),"
+	" util_permille INTEGER CHECK (util_permille BETWEEN 0 AND 1000),"
+	" start_ns INTEGER NOT NULL,"
+	" end_ns INTEGER NOT NULL,"
+	" billed_ns INTEGER NOT NULL CHECK (billed_ns >= 0),"
+	" cost INTEGER NOT NULL CHECK (cost >= 0),"
+	" list_cost INTEGER NOT NULL CHECK (list_cost >= 0),"
+	" reserved_cost INTEGER CHECK (reserved_cost >= 0),"
+	" CHECK (end_ns > start_ns),"
+	" UNIQUE (node_id, start_ns)"
+	") STRICT;"
+	"CREATE INDEX IF NOT EXISTS ledger_by_start ON ledger(start_ns);"
+	"CREATE INDEX IF NOT EXISTS ledger_by_job ON ledger(job_id, start_ns);"
+	"CREATE TABLE IF NOT EXISTS ledger_event ("
+	" id INTEGER PRIMARY KEY,"
+	" kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),"
+	" job_id INTEGER NOT NULL CHECK (job_id > 0),"
+	" node_id INTEGER CHECK (node_id > 0),"
+	" provider TEXT,"
+	" region TEXT,"
+	" zone TEXT,"
+	" instance_type TEXT,"
+	" at_ns INTEGER NOT NULL,"
+	" value_ns INTEGER NOT NULL CHECK (value_ns >= 0),"
+	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
+	" value_cost INTEGER NOT NULL CHECK (value_cost >= 0)"
+	") STRICT;"
+	"CREATE INDEX IF NOT EXISTS ledger_event_by_job"
+	" ON ledger_event(job_id, kind);"
+	"CREATE INDEX IF NOT EXISTS ledger_event_by_at ON ledger_event(at_ns);";
+
+/* ledger 2: ledger_plan, the declared work at on-demand prices (what
+ * savings are measured against). */
+static const char l2[] =
+	"CREATE TABLE IF NOT EXISTS ledger_plan ("
+	" job_id INTEGER PRIMARY KEY CHECK (job_id > 0),"
+	" at_ns INTEGER NOT NULL,"
+	" provider TEXT,"
+	" region TEXT,"
+	" zone TEXT,"
+	" instance_type TEXT,"
+	" work_ns INTEGER NOT NULL CHECK (work_ns >= 0),"
+	" nodes INTEGER NOT NULL CHECK (nodes > 0),"
+	" od_price INTEGER NOT NULL CHECK (od_price >= 0),"
+	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
+	") STRICT;";
+
+static const struct store_migration ctl_steps[] = {
+	{ m1, NULL, NULL, NULL }, { m2, NULL, NULL, NULL },
+	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
+	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
+	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
+};
+
+static const struct store_migration ledger_steps[] = {
+	{ l1, APPEND_ONLY_SQLITE("ledger") APPEND_ONLY_SQLITE("ledger_event"), NULL,
+	  "CREATE FUNCTION spotrun_append_only() RETURNS trigger"
+	  " LANGUAGE plpgsql AS $$ BEGIN"
+	  " RAISE EXCEPTION 'ledger is append-only'"
+	  " USING ERRCODE = 'integrity_constraint_violation'; END $$;"
+	  APPEND_ONLY_PG("ledger") APPEND_ONLY_PG("ledger_event") },
+	{ l2, APPEND_ONLY_SQLITE("ledger_plan"), NULL, APPEND_ONLY_PG("ledger_plan") },
+};
+
+const struct store_component store__components[] = {
+	{ "ctl", ctl_steps, sizeof ctl_steps / sizeof ctl_steps[0] },
+	{ "ledger", ledger_steps, sizeof ledger_steps / sizeof ledger_steps[0] },
+};
+const size_t store__ncomponents = sizeof store__components /
+				  sizeof store__components[0];
+
+static bool word_at(const char *p, const char *w, const char *start)
+{
+	size_t n = strlen(w);
+
+	if (strncmp(p, w, n))
+		return false;
+	if (p > start && (p[-1] == '_' || (p[-1] >= 'A' && p[-1] <= 'Z') ||
+			  (p[-1] >= 'a' && p[-1] <= 'z')))
+		return false;
+	return !(p[n] == '_' || (p[n] >= 'A' && p[n] <= 'Z') ||
+		 (p[n] >= 'a' && p[n] <= 'z'));
+}
+
+char *store__pg_ddl(const char *sql)
+{
+	static const struct {
+		const char *from, *to;
+	} map[] = {
+		{ "INTEGER PRIMARY KEY",
+		  "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY" },
+		{ "INTEGER", "BIGINT" },
+		{ "REAL", "DOUBLE PRECISION" },
+		{ "BLOB", "BYTEA" },
+		{ "STRICT", "" },
+	};
+	size_t n = strlen(sql);
+	char *out = malloc(n * 4 + 1), *o = out;
+	bool quoted = false;
+
+	if (!out)
+		return NULL;
+	for (const char *p = sql; *p;) {
+		size_t i;
+
+		if (*p == '\'') {
+			quoted = !quoted;
+			*o++ = *p++;
+			continue;
+		}
+		for (i = 0; !quoted && i < sizeof map / sizeof map[0]; i++) {
+			if (word_at(p, map[i].from, sql))
+				break;
+		}
+		if (quoted || i == sizeof map / sizeof map[0]) {
+			*o++ = *p++;
+			continue;
+		}
+		o = stpcpy(o, map[i].to);
+		p += strlen(map[i].from);
+	}
+	*o = 0;
+	return out;
+}

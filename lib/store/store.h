@@ -1,0 +1,170 @@
+/*
+ * store.h - the one interface to spotrun's state (docs/store.md).
+ *
+ * Two backends sit behind it: SQLite (the default; one file, WAL mode,
+ * STRICT tables) and PostgreSQL (libpq).  Nothing outside lib/store
+ * includes sqlite3.h or libpq-fe.h.
+ *
+ * Connections.  A struct store is one connection, used by one thread at a
+ * time; spotrund opens one per thread.  store_open() takes a location:
+ *   "postgresql://..." or "postgres://..."  PostgreSQL (a libpq URI);
+ *   "sqlite:PATH" or a plain PATH            SQLite.
+ *
+ * Statements.  SQL is written once, portably: '?' or '?N' placeholders
+ * (rewritten to $N for PostgreSQL), RETURNING instead of
+ * last_insert_rowid(), greatest()/least() instead of scalar max()/min()
+ * functions (SQLite gets them registered at open), no strftime.  store_prepare() returns the connection's
+ * cached statement for that SQL text (prepared on first use, never
+ * again), reset with its bindings cleared; store_done() gives it back.
+ * Columns are read by name, never by position.
+ *
+ * Errors.  Every call that can fail returns 0 (or a count / 1 for "a row")
+ * on success and a negative code on failure, described in *e:
+ *   -SR_ECONFLICT  a unique or primary-key constraint;
+ *   -EINVAL        any other constraint (CHECK, NOT NULL, foreign key);
+ *   -EBUSY         the database is locked / a serialisation failure;
+ *   -ENOMEM        out of memory;
+ *   -EROFS         a write on a read-only connection;
+ *   -EIO           anything else, the connection included.
+ * A step error is an error, never the end of the rows.
+ *
+ * Transactions.  store_begin() opens a write transaction that serialises
+ * with every other writer (SQLite: BEGIN IMMEDIATE; PostgreSQL: BEGIN
+ * plus a transaction-scoped advisory lock), so a read-modify-write inside
+ * it sees no concurrent change.  store_end(s, rc, e) commits when rc is 0
+ * and rolls back otherwise.
+ *
+ * Schema.  store_migrate() brings the schema to this binary's version in
+ * one transaction (lib/store/schema.c); a database written by a newer
+ * binary is refused with a message naming both versions.
+ */
+#ifndef SR_STORE_H
+#define SR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct store;
+struct store_stmt;
+
+enum store_backend { STORE_SQLITE = 1, STORE_POSTGRES = 2 };
+
+/* store_open flags */
+#define STORE_READONLY 0x1 /* SQLite: open read-only; PostgreSQL: a
+			    * read-only default transaction mode */
+
+/* Open a connection to `where` (see above).  Does not migrate.  On
+ * success *out is a new connection for store_close(). */
+int store_open(const char *where, unsigned flags, struct store **out,
+	       struct sr_err *e);
+void store_close(struct store *s);
+
+enum store_backend store_backend(const struct store *s);
+/* "sqlite" or "postgresql" */
+const char *store_backend_name(const struct store *s);
+
+/* Bring the schema to this binary's version, in one transaction. */
+int store_migrate(struct store *s, struct sr_err *e);
+/* The schema version recorded in the database (0 when none) and the one
+ * this binary writes. */
+int store_schema_version(struct store *s, struct sr_err *e);
+int store_schema_latest(void);
+
+/* Transactions (see above).  store_rollback is a no-op outside one. */
+int store_begin(struct store *s, struct sr_err *e);
+int store_commit(struct store *s, struct sr_err *e);
+void store_rollback(struct store *s);
+int store_end(struct store *s, int rc, struct sr_err *e);
+bool store_in_tx(const struct store *s);
+
+/* Run SQL that returns no rows and takes no parameters (DDL). */
+int store_exec_sql(struct store *s, const char *sql, struct sr_err *e);
+
+/* The cached prepared statement for `sql`.  The caller binds, steps and
+ * then calls store_done(*st) (even after an error).  A statement already
+ * in use (a nested query with the same text) gets a private copy. */
+int store_prepare(struct store *s, const char *sql, struct store_stmt **st,
+		  struct sr_err *e);
+void store_done(struct store_stmt *st);
+
+/* Bind parameter idx (1-based).  NULL text binds SQL NULL. */
+int store_bind_i64(struct store_stmt *st, int idx, int64_t v);
+int store_bind_f64(struct store_stmt *st, int idx, double v);
+int store_bind_text(struct store_stmt *st, int idx, const char *v);
+int store_bind_textn(struct store_stmt *st, int idx, const char *v, size_t n);
+int store_bind_blob(struct store_stmt *st, int idx, const void *v, size_t n);
+int store_bind_null(struct store_stmt *st, int idx);
+
+/* Next row: 1 = a row, 0 = no more rows, negative = error (in *e). */
+int store_step(struct store_stmt *st, struct sr_err *e);
+/* Run a statement to its end; returns the number of rows it changed. */
+int store_run(struct store_stmt *st, struct sr_err *e);
+
+/* Columns of the current row, by name.  A name the result lacks is a
+ * programming error: it reads as NULL and logs once.  text never returns
+ * NULL ("" for SQL NULL); pointers stay valid until the next step/done. */
+bool store_col_null(struct store_stmt *st, const char *name);
+int64_t store_col_i64(struct store_stmt *st, const char *name);
+double store_col_f64(struct store_stmt *st, const char *name);
+const char *store_col_text(struct store_stmt *st, const char *name);
+const void *store_col_blob(struct store_stmt *st, const char *name,
+			   size_t *n);
+
+/* One-shot helpers over a cached statement: the first column of the
+ * first row of `sql` bound with one int64 (ok: 1 found, 0 none, <0). */
+int store_query_i64(struct store *s, const char *sql, int64_t arg,
+		    int64_t *out, struct sr_err *e);
+
+/* settings(key, value): small persistent facts (clock epoch, scale). */
+int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
+		      struct sr_err *e); /* -SR_ENOTFOUND when absent */
+int store_setting_set(struct store *s, const char *key, const char *val,
+		      struct sr_err *e);
+
+/* ---- domain rows and functions (store_jobs.c) ----
+ * Every one runs inside the caller's transaction when there is one. */
+
+/* One row of the append-only event log (table events). */
+struct store_event {
+	int64_t job_id;
+	const char *type;        /* "created", "transition", ... */
+	const char *from, *to;   /* job states, or NULL */
+	int64_t node_id;         /* 0 = none */
+	int64_t ts_ns;           /* wall clock */
+	double sim_s;            /* cloud clock */
+	const char *message;     /* NULL = "" */
+	const char *data;        /* compact JSON text, or NULL */
+};
+
+/* Append ev; *seq (if not NULL) gets its sequence number. */
+int store_event_add(struct store *s, const struct store_event *ev,
+		    int64_t *seq, struct sr_err *e);
+
+/* Compare-and-set a job's state: from -> to, stamping state_since_ns,
+ * updated_ns, message and (when `terminal`) finished_ns.  Returns 1 when
+ * it moved, 0 when the job was not in `from` (or does not exist). */
+int store_job_set_state(struct store *s, int64_t id, const char *from,
+			const char *to, bool terminal, int64_t now_ns,
+			const char *msg, struct sr_err *e);
+
+/* Ask for a job's cancellation (desired: run -> cancel).  Returns 1 when
+ * it changed, 0 when the job was already cancelling; -SR_ENOTFOUND when
+ * there is no such job. */
+int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
+			     struct sr_err *e);
+
+/* For code not yet moved behind this interface (docs/store.md lists it:
+ * the reconciler files) and the entry points they call:
+ * store_sqlite_handle: the SQLite connection, or NULL on PostgreSQL;
+ * store_bridge: the open store whose SQLite connection is db, or, for a
+ * connection no store opened, a new store over it that *tmp owns (the
+ * caller store_close()s *tmp, which leaves db open). */
+struct sqlite3;
+struct sqlite3 *store_sqlite_handle(struct store *s);
+int store_bridge(struct sqlite3 *db, struct store **out, struct store **tmp,
+		 struct sr_err *e);
+
+#endif

@@ -1,0 +1,842 @@
+/* Unit tests: the reconciler against a scripted cloud and an injected
+ * clock.  A real spotrund (lib/ctl) runs with no reconciler thread
+ * (manual_reconcile); every pass is one ctl__reconcile_once() call, the
+ * clock moves only when the test says so, and the "cloud" is a fake
+ * provider: no process is started and nothing sleeps.  The test speaks
+ * for the agents through the real node API, with the token the fake
+ * provider received through its bootstrap channel.
+ *
+ * Covered: every job state (PENDING, PROVISIONING, RUNNING, NOTICE,
+ * CHECKPOINTING, PREEMPTED, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
+ * and node state (REQUESTED, BOOTING, READY, TERMINATED, LOST); a
+ * capacity error at launch (the pool is marked and the next launch
+ * goes elsewhere); throttling (backoff with jitter, one launch); an
+ * auth error (a job-level failure with the cloud's message); a launch
+ * that answers on a later pass and an instance the cloud boots for ten
+ * minutes (no boot timeout until it runs); a notice while booting; an instance that vanishes
+ * after its notice; a slow boot; a silent node; a daemon crash in the
+ * middle of a launch and a restart (no double launch); a terminate that
+ * fails (retried) and instances left running by a crash (swept at
+ * start). */
+#include "ctl_fixture.h"
+
+#include <errno.h>
+#include <inttypes.h>
+
+#include "common/timeutil.h"
+#include "ctl/ctl_int.h"
+#include "ctl/recon_int.h"
+
+#define MS INT64_C(1000000)
+#define NPOOL 3
+
+/* ---- the injected clock ----------------------------------------------- */
+
+/* atomic: HTTP threads read the clock too (ctl__sim_now in views) */
+static _Atomic int64_t t_real, t_mono;
+
+static int64_t clk_real(void *ud)
+{
+	(void)ud;
+	return t_real;
+}
+
+static int64_t clk_mono(void *ud)
+{
+	(void)ud;
+	return t_mono;
+}
+
+static void advance_ms(int64_t ms)
+{
+	t_real += ms * MS;
+	t_mono += ms * MS;
+}
+
+/* ---- the scripted cloud -------------------------------------------------- */
+
+struct finst {
+	int64_t node;
+	int pool;
+	bool spot, alive;
+	_Atomic bool pending;       /* the cloud still boots it */
+	char token[80];
+};
+
+static struct fcloud {
+	_Atomic bool avail[NPOOL];  /* spot capacity now (HTTP threads read it) */
+	int fail_launch[NPOOL];     /* the next N launches there: capacity */
+	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
+	char died_token[80];        /* the token that launch carried */
+	int err_code, err_n;        /* the next err_n launches fail so */
+	bool async;                 /* launches answer on the next call */
+	int64_t async_node;         /* the launch in flight (0 none) */
+	bool boot_pending;          /* new instances start "pending" */
+	bool register_early;        /* the agent registers before the commit */
+	bool term_fail;             /* terminate() fails */
+	int launches, terminates;
+	struct finst inst[64];
+	int ninst;
+} fc;
+
+static const char *const zones[NPOOL] = { "us-east-1a", "us-east-1b", "us-west-2a" };
+
+static void offering(int pool, struct prov_offering *o)
+{
+	memset(o, 0, sizeof *o);
+	o->pool = pool;
+	snprintf(o->cloud, sizeof o->cloud, "aws");
+	snprintf(o->region, sizeof o->region, "%s", pool < 2 ? "us-east-1" : "us-west-2");
+	snprintf(o->zone, sizeof o->zone, "%s", zones[pool]);
+	snprintf(o->instance_type, sizeof o->instance_type, "p3.2xlarge");
+	snprintf(o->accelerator, sizeof o->accelerator, "V100");
+	o->accel_count = 1;
+	o->ondemand_per_h = pool == 2 ? 2500000 : 3060000;
+	o->spot_per_h = pool == 2 ? -1 : pool == 0 ? 918000 : 990000;
+	o->reserved_per_h = -1;
+	o->hazard_per_h = 0.01;
+	o->spot_available = pool < 2 && fc.avail[pool];
+}
+
+static int f_offerings(void *st, const struct prov_query *q, double sim_s,
+		       struct prov_offering **out, size_t *n, struct sr_err *e)
+{
+	(void)st;
+	(void)sim_s;
+	*n = 0;
+	*out = calloc(NPOOL, sizeof **out);
+	if (!*out)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	for (int i = 0; i < NPOOL; i++) {
+		if (q->accelerator && strcmp(q->accelerator, "V100"))
+			continue;
+		offering(i, &(*out)[(*n)++]);
+	}
+	return 0;
+}
+
+static int f_describe(void *st, int pool, double sim_s, struct prov_offering *o)
+{
+	(void)st;
+	(void)sim_s;
+	if (pool < 0 || pool >= NPOOL)
+		return -SR_ENOTFOUND;
+	offering(pool, o);
+	return 0;
+}
+
+static struct finst *inst_of(int64_t node)
+{
+	for (int i = 0; i < fc.ninst; i++) {
+		if (fc.inst[i].node == node)
+			return &fc.inst[i];
+	}
+	return NULL;
+}
+
+static int f_provision(void *st, struct prov_node *n,
+		       int (*commit)(void *ud, const struct prov_node *n),
+		       void *ud, struct sr_err *e)
+{
+	struct finst *x;
+	int rc;
+
+	(void)st;
+	if (fc.fail_launch[n->pool] > 0) {
+		fc.fail_launch[n->pool]--;
+		return sr_err_set(e, -ENOSPC, "InsufficientInstanceCapacity: "
+				  "no capacity in %s", zones[n->pool]);
+	}
+	if (fc.err_n > 0) {
+		fc.err_n--;
+		return sr_err_set(e, fc.err_code, "scripted %s",
+				  fc.err_code == -EBUSY ? "RequestLimitExceeded" :
+				  "UnauthorizedOperation: not allowed");
+	}
+	if (fc.async && fc.async_node != n->id) {
+		fc.async_node = n->id; /* RunInstances runs on */
+		return -EINPROGRESS;
+	}
+	fc.async_node = 0;
+	if (fc.die_before_commit) {
+		/* the daemon dies here, before the commit: nothing reaches the
+		 * database (the row stays REQUESTED) and the instance never
+		 * ran.  The test restarts the daemon next, so what this
+		 * returns is never acted on. */
+		fc.die_before_commit = false;
+		snprintf(fc.died_token, sizeof fc.died_token, "%s", n->token);
+		return 0;
+	}
+	n->pid = 100000 + n->id;
+	n->pid_start = 7;
+	if (fc.register_early) {
+		/* a fast cloud: the instance boots and its agent registers
+		 * (with the token from its bootstrap) before the commit */
+		json_t *v = NULL;
+		char p[96];
+
+		snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)n->id);
+		assert_int_equal(jreq("POST", p, n->token, json_object(), &v), 200);
+		json_decref(v);
+	}
+	rc = commit(ud, n);
+	if (rc)
+		return sr_err_set(e, rc, "commit refused: instance abandoned");
+	assert_true(fc.ninst < 64);
+	x = &fc.inst[fc.ninst++];
+	x->node = n->id;
+	x->pool = n->pool;
+	x->spot = n->spot;
+	x->alive = true;
+	x->pending = fc.boot_pending;
+	assert_non_null(n->token);
+	snprintf(x->token, sizeof x->token, "%s", n->token);
+	fc.launches++;
+	return 0;
+}
+
+static int f_terminate(void *st, const struct prov_node *n)
+{
+	struct finst *x = inst_of(n->id);
+
+	(void)st;
+	fc.terminates++;
+	if (fc.term_fail)
+		return -EIO;
+	if (x)
+		x->alive = false;
+	return 0;
+}
+
+static int f_list(void *st, const struct prov_node *nodes, size_t n,
+		  double sim_s, struct prov_obs *obs)
+{
+	(void)st;
+	(void)sim_s;
+	for (size_t i = 0; i < n; i++) {
+		struct finst *x = inst_of(nodes[i].id);
+
+		obs[i].alive = x && x->alive;
+		obs[i].reclaim = x && x->spot && !fc.avail[x->pool];
+		obs[i].pending = x && x->pending;
+	}
+	return 0;
+}
+
+static void f_destroy(void *st)
+{
+	(void)st; /* the scripted cloud outlives the daemon (restarts) */
+}
+
+static const struct prov_ops fake_ops = {
+	.name = "fake", .destroy = f_destroy, .offerings = f_offerings,
+	.describe = f_describe, .provision = f_provision,
+	.terminate = f_terminate, .list = f_list,
+};
+
+static int alive_instances(void)
+{
+	int k = 0;
+
+	for (int i = 0; i < fc.ninst; i++)
+		k += fc.inst[i].alive;
+	return k;
+}
+
+/* ---- daemon ------------------------------------------------------------------ */
+
+static void start_fake(void)
+{
+	const struct ctl_provider prov = { &fake_ops, NULL };
+	const struct ctl_clock clk = { clk_real, clk_mono, NULL };
+	struct ctl_config cfg;
+	struct sr_err e = { 0 };
+
+	ctl_config_defaults(&cfg);
+	cfg.state_dir = dir;
+	cfg.listen_port = 0;
+	cfg.data_dir = "data";
+	cfg.agent_path = "/bin/false"; /* never started: the cloud is fake */
+	cfg.provision_ms = 0;
+	cfg.notice_ms = 2000;
+	cfg.heartbeat_timeout_ms = 10000;
+	cfg.boot_timeout_ms = 30000;
+	cfg.manual_reconcile = 1;
+	if (ctl__start_with(&cfg, &prov, &clk, &ctl, &e))
+		fail_msg("ctl_start: %s", e.msg);
+	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
+}
+
+static void stop_fake(void)
+{
+	ctl_stop(ctl);
+	ctl = NULL;
+}
+
+static int fsetup(void **state)
+{
+	(void)state;
+	sr_log_set_level(SR_LOG_ERROR);
+	memset(&fc, 0, sizeof fc);
+	fc.avail[0] = fc.avail[1] = true;
+	t_real = sr_time_real_ns();
+	t_mono = 1000 * 1000 * MS;
+	snprintf(dir, sizeof dir, "/tmp/sr-fakecloud-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	start_fake();
+	return 0;
+}
+
+static int fteardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	stop_fake();
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void pass(void)
+{
+	assert_int_equal(ctl__reconcile_once(ctl), 0);
+}
+
+/* ---- what the test sees ------------------------------------------------------ */
+
+static const char job_spot[] =
+	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: true\n"
+	"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
+
+static char *job_state(int64_t id)
+{
+	static char s[32];
+	json_t *j = get_job(id);
+
+	snprintf(s, sizeof s, "%s", json_string_value(json_object_get(j, "state")));
+	json_decref(j);
+	return s;
+}
+
+/* The job's node of `rank` that is not ended (0 if none); its state,
+ * zone and end reason of the node with id `want` if given. */
+struct nview {
+	int64_t id;
+	char state[16], zone[40], reason[40];
+	int pool;
+};
+
+static int nodes_of(int64_t job, struct nview *v, int cap)
+{
+	json_t *j = get_job(job), *n;
+	size_t i;
+	int k = 0;
+
+	json_array_foreach(json_object_get(j, "nodes"), i, n) {
+		if (k == cap)
+			break;
+		v[k].id = json_integer_value(json_object_get(n, "id"));
+		v[k].pool = (int)json_integer_value(json_object_get(n, "pool"));
+		snprintf(v[k].state, sizeof v[k].state, "%s",
+			 json_string_value(json_object_get(n, "state")));
+		snprintf(v[k].zone, sizeof v[k].zone, "%s",
+			 json_string_value(json_object_get(n, "zone")) ?: "");
+		snprintf(v[k].reason, sizeof v[k].reason, "%s",
+			 json_string_value(json_object_get(n, "end_reason")) ?: "");
+		k++;
+	}
+	json_decref(j);
+	return k;
+}
+
+static struct nview node_view(int64_t job, int64_t node)
+{
+	struct nview v[16], none = { 0 };
+	int n = nodes_of(job, v, 16);
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].id == node)
+			return v[i];
+	}
+	fail_msg("node %lld not in job %lld", (long long)node, (long long)job);
+	return none;
+}
+
+static int64_t live_node(int64_t job)
+{
+	json_t *j = get_job(job);
+	int64_t id = first_node(j, 0);
+
+	json_decref(j);
+	return id;
+}
+
+static void agent_post(int64_t node, const char *what, json_t *body, long want)
+{
+	struct finst *x = inst_of(node);
+	json_t *v = NULL;
+	char p[96];
+
+	assert_non_null(x);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/%s", (long long)node, what);
+	assert_int_equal(jreq("POST", p, x->token, body, &v), want);
+	json_decref(v);
+}
+
+static void agent_register(int64_t node)
+{
+	agent_post(node, "register", json_object(), 200);
+}
+
+static void agent_exit(int64_t node, int attempt, int code, const char *cause)
+{
+	agent_post(node, "report", json_pack("{s:[{s:s,s:i,s:i,s:s}]}", "events",
+		   "type", "exit", "attempt", attempt, "exit_code", code,
+		   "cause", cause), 200);
+}
+
+/* Pass until the job leaves PENDING and its rank-0 node is BOOTING. */
+static int64_t to_booting(int64_t id)
+{
+	int64_t node;
+
+	pass();
+	assert_string_equal(job_state(id), "PROVISIONING");
+	node = live_node(id);
+	assert_true(node > 0);
+	assert_string_equal(node_view(id, node).state, "REQUESTED");
+	pass();
+	assert_string_equal(node_view(id, node).state, "BOOTING");
+	return node;
+}
+
+static int64_t to_running(int64_t id)
+{
+	int64_t node = to_booting(id);
+
+	agent_register(node);
+	assert_string_equal(node_view(id, node).state, "READY");
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	return node;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+/* A spot job: placed, launched, registered, running; its pool loses
+ * capacity (notice), the workload checkpoints and exits, the node is
+ * terminated, a node in the other zone replaces it, and the job
+ * completes there. */
+static void test_notice_replace_complete(void **state)
+{
+	struct nview a, b;
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	assert_string_equal(job_state(id), "PENDING");
+	n1 = to_running(id);
+	a = node_view(id, n1);
+	assert_true(a.pool == 0 || a.pool == 1);
+	assert_int_equal(fc.launches, 1);
+
+	fc.avail[a.pool] = false; /* the cloud reclaims the pool */
+	advance_ms(100);
+	pass();
+	/* noticed: NOTICE -> CHECKPOINTING in the same pass */
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_string_equal(node_view(id, n1).state, "READY");
+	agent_exit(n1, 1, 143, "preempted");
+	advance_ms(100);
+	pass();
+	/* PREEMPTED -> RECOVERING -> PROVISIONING elsewhere */
+	assert_string_equal(job_state(id), "PROVISIONING");
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "preempted");
+	assert_false(inst_of(n1)->alive);
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	b = node_view(id, n2);
+	assert_string_not_equal(b.zone, a.zone);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "BOOTING");
+	agent_register(n2);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	agent_exit(n2, 2, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_string_equal(node_view(id, n2).state, "TERMINATED");
+	assert_int_equal(fc.launches, 2);
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* A launch fails for lack of capacity: the node ends, the pool is
+ * marked, and the next placement goes to another pool. */
+static void test_capacity_error_next_pool(void **state)
+{
+	struct nview a, b;
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	a = node_view(id, n1);
+	fc.fail_launch[a.pool] = 1; /* the market said yes; the launch says no */
+	pass(); /* the launch fails; the same pass places again */
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "capacity");
+	assert_int_equal(fc.launches, 0);
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	b = node_view(id, n2);
+	assert_int_not_equal(b.pool, a.pool);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "BOOTING");
+	assert_int_equal(fc.launches, 1);
+}
+
+/* A node that never registers is LOST after the boot timeout (not
+ * before), its instance is terminated, and a new node is placed. */
+static void test_slow_boot_lost_and_replaced(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_booting(id);
+	pass(); /* the boot's silence counts from here */
+	advance_ms(29000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	advance_ms(2000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_string_equal(node_view(id, n1).reason, "never registered");
+	assert_false(inst_of(n1)->alive);
+	assert_string_equal(job_state(id), "PROVISIONING");
+	pass();
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+}
+
+/* A running node that falls silent is LOST; the job recovers on a new
+ * node. */
+static void test_silent_node_recovers(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	advance_ms(11000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_string_equal(node_view(id, n1).reason, "heartbeat timeout");
+	assert_string_equal(job_state(id), "PROVISIONING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+}
+
+/* A notice while the node boots: nothing runs there yet, so it goes at
+ * once and another node is placed. */
+static void test_notice_while_booting(void **state)
+{
+	int64_t id, n1;
+	struct nview a;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_booting(id);
+	a = node_view(id, n1);
+	fc.avail[a.pool] = false;
+	pass();
+	pass();
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "preempted");
+	assert_string_equal(job_state(id), "PROVISIONING");
+	assert_true(live_node(id) > n1);
+}
+
+/* The instance vanishes after its notice, before the notice deadline:
+ * the node ends at once, and with its rank gone the job recovers
+ * without waiting for the deadline. */
+static void test_instance_vanishes_after_notice(void **state)
+{
+	int64_t id, n1;
+	struct nview a;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	a = node_view(id, n1);
+	fc.avail[a.pool] = false;
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	inst_of(n1)->alive = false;
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_string_equal(node_view(id, n1).reason, "preempted");
+	assert_string_equal(job_state(id), "PROVISIONING");
+	assert_true(live_node(id) > n1);
+}
+
+/* Cancel: every node is terminated, the job is CANCELLED. */
+static void test_cancel(void **state)
+{
+	json_t *v = NULL;
+	char p[64];
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id);
+	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
+	json_decref(v);
+	pass();
+	assert_string_equal(job_state(id), "CANCELLED");
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* A crash restarts in place up to max_restarts, then FAILED with the
+ * workload's code. */
+static void test_crash_then_failed(void **state)
+{
+	int64_t id, n1;
+	json_t *j;
+
+	(void)state;
+	id = create_job("name: t\nresources:\n  accelerators: V100:1\n"
+			"  use_spot: true\nrun: echo hi\nspotrun:\n"
+			"  deadline: 100h\n  work: 2h\n  max_restarts: 1\n");
+	n1 = to_running(id);
+	agent_exit(n1, 1, 3, "crashed");
+	pass();
+	/* RECOVERING with a healthy node: back to PROVISIONING, then RUNNING */
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(fc.launches, 1);
+	agent_exit(n1, 2, 3, "crashed");
+	pass();
+	j = get_job(id);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "FAILED");
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 3);
+	json_decref(j);
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* The daemon dies in the middle of a launch (before the instance was
+ * recorded), and again right after one: after each restart the node is
+ * launched exactly once in all. */
+static void test_crash_mid_provision_no_double_launch(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	fc.die_before_commit = true;
+	/* the launch dies before its commit: nothing ran, and the row is
+	 * still REQUESTED when the daemon restarts */
+	pass();
+	assert_int_equal(fc.launches, 0);
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	stop_fake();
+	start_fake();
+	pass();
+	assert_int_equal(live_node(id), n1);
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_int_equal(fc.launches, 1);
+	/* the retry carried the same token: a cloud that answered it with
+	 * the instance the first try started boots an agent that matches */
+	assert_string_equal(inst_of(n1)->token, fc.died_token);
+	/* a restart after the launch committed: nothing is launched again */
+	stop_fake();
+	start_fake();
+	for (int i = 0; i < 5; i++)
+		pass();
+	assert_int_equal(fc.launches, 1);
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+}
+
+/* A terminate that fails leaves the instance running: it is retried on
+ * every pass until the cloud confirms, and after a restart the sweep
+ * terminates every recently ended node's instance again. */
+static void test_leaked_instances_swept(void **state)
+{
+	int64_t id, n1;
+	int before;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	fc.term_fail = true;
+	agent_exit(n1, 1, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_true(inst_of(n1)->alive); /* leaked */
+	before = fc.terminates;
+	pass();
+	assert_true(fc.terminates > before); /* retried */
+	assert_true(inst_of(n1)->alive);
+	fc.term_fail = false;
+	pass();
+	assert_false(inst_of(n1)->alive);
+	/* a crash left it running again (as if the terminate were lost) */
+	inst_of(n1)->alive = true;
+	stop_fake();
+	start_fake();
+	recon__sweep_orphans(ctl, ctl__db(ctl));
+	assert_false(inst_of(n1)->alive);
+}
+
+/* The API throttles: the node stays REQUESTED, launches wait out a
+ * backoff with jitter (never in the same instant), then it starts once. */
+static void test_throttle_backs_off(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	fc.err_code = -EBUSY;
+	fc.err_n = 2;
+	pass();
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_int_equal(fc.err_n, 1);
+	pass(); /* same instant: the backoff holds the launch */
+	assert_int_equal(fc.err_n, 1);
+	advance_ms(1000); /* the first wait is 0.5..1 s */
+	pass();
+	assert_int_equal(fc.err_n, 0);
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	advance_ms(2000); /* the second, 1..2 s */
+	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_int_equal(live_node(id), n1);
+	assert_int_equal(fc.launches, 1);
+}
+
+/* The cloud refuses the credentials: a job-level error with the cloud's
+ * message, no retry. */
+static void test_auth_error_fails_job(void **state)
+{
+	int64_t id;
+	json_t *j;
+	const char *msg;
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	fc.err_code = -EACCES;
+	fc.err_n = 1;
+	pass();
+	pass();
+	j = get_job(id);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "FAILED");
+	msg = json_string_value(json_object_get(j, "message"));
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "UnauthorizedOperation"));
+	json_decref(j);
+	assert_int_equal(fc.launches, 0);
+}
+
+/* A cloud whose launch call answers later (-EINPROGRESS) and whose
+ * instance boots for ten minutes ("pending"): the node stays REQUESTED,
+ * then BOOTING without a boot timeout while the cloud boots it; the
+ * timeout counts from when the instance runs. */
+static void test_async_launch_and_slow_cloud_boot(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.async = true;
+	fc.boot_pending = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	pass(); /* RunInstances in flight */
+	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_int_equal(fc.launches, 0);
+	pass(); /* answered: recorded */
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_int_equal(fc.launches, 1);
+	for (int i = 0; i < 20; i++) { /* ten minutes of "pending" */
+		advance_ms(30000);
+		pass();
+	}
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	inst_of(n1)->pending = false; /* running: the agent has 30 s */
+	pass();
+	advance_ms(29000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	advance_ms(2000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_int_equal(fc.launches, 1);
+}
+
+/* The agent registers before its launch is recorded (a fast cloud,
+ * a slow control plane): its token is already valid, the commit keeps
+ * the node READY, and nothing is terminated. */
+static void test_agent_registers_before_commit(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.register_early = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_int_equal(fc.launches, 1);
+	assert_true(inst_of(n1)->alive);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_notice_replace_complete,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_capacity_error_next_pool,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_slow_boot_lost_and_replaced,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_silent_node_recovers,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_notice_while_booting,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_crash_then_failed,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_crash_mid_provision_no_double_launch,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_leaked_instances_swept,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_throttle_backs_off,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_auth_error_fails_job,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
+						fsetup, fteardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,240 @@
+/* Unit tests: lib/store on both backends - the same cases run on SQLite
+ * and on a real PostgreSQL 15 (pg_fixture.h): migrations (fresh, again,
+ * refused when newer), columns by name, blobs, the error convention,
+ * transactions, the statement cache, the append-only ledger. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_backends.h"
+
+static void test_migrate(void **state)
+{
+	struct backend *b = *state;
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+
+	assert_int_equal(store_schema_version(s, &e), store_schema_latest());
+	assert_int_equal(store_migrate(s, &e), 0); /* again: nothing to do */
+	assert_int_equal(store_exec_sql(s, "UPDATE schema_version SET version=99"
+					" WHERE component='ctl'", &e), 0);
+	store_close(s);
+	assert_int_equal(store_open(b->where, 0, &s, &e), 0);
+	assert_int_equal(store_migrate(s, &e), -SR_EUNSUPPORTED);
+	assert_non_null(strstr(e.msg, "newer"));
+	assert_non_null(strstr(e.msg, "99"));
+	store_close(s);
+}
+
+static void test_columns_by_name(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	struct store_stmt *st = NULL;
+	static const unsigned char blob[] = { 0, 1, 2, 0xff, 0, '\\', 'x' };
+	const void *p;
+	size_t n;
+	int64_t id = new_job(s, "a 'quoted' name?");
+
+	assert_true(id > 0);
+	assert_int_equal(store_prepare(s, "UPDATE jobs SET policy_state=?, "
+				       "deadline_s=? WHERE id=?", &st, &e), 0);
+	store_bind_blob(st, 1, blob, sizeof blob);
+	store_bind_f64(st, 2, 0.25);
+	store_bind_i64(st, 3, id);
+	assert_int_equal(store_run(st, &e), 1);
+	store_done(st);
+
+	assert_int_equal(store_prepare(s, "SELECT id, name, sim_start_s, "
+				       "deadline_s, work_s, policy_state, restarts "
+				       "FROM jobs WHERE id=?", &st, &e), 0);
+	store_bind_i64(st, 1, id);
+	assert_int_equal(store_step(st, &e), 1);
+	assert_int_equal(store_col_i64(st, "id"), id);
+	assert_string_equal(store_col_text(st, "name"), "a 'quoted' name?");
+	assert_true(store_col_f64(st, "sim_start_s") == 1.5);
+	assert_true(store_col_f64(st, "deadline_s") == 0.25);
+	assert_true(store_col_null(st, "work_s"));
+	assert_string_equal(store_col_text(st, "work_s"), "");
+	assert_false(store_col_null(st, "restarts"));
+	p = store_col_blob(st, "policy_state", &n);
+	assert_int_equal(n, sizeof blob);
+	assert_memory_equal(p, blob, sizeof blob);
+	assert_int_equal(store_step(st, &e), 0);
+	store_done(st);
+	store_close(s);
+}
+
+static void test_errors(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	struct store_stmt *st = NULL;
+	int64_t id = new_job(s, "j");
+
+	/* a CHECK constraint: -EINVAL, reported by the step, not "no rows" */
+	assert_int_equal(store_prepare(s, "UPDATE jobs SET state='NOPE' WHERE id=?",
+				       &st, &e), 0);
+	store_bind_i64(st, 1, id);
+	assert_int_equal(store_step(st, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "step"));
+	store_done(st);
+	/* a unique constraint: -SR_ECONFLICT */
+	assert_int_equal(store_setting_set(s, "k", "v1", &e), 0);
+	assert_int_equal(store_prepare(s, "INSERT INTO settings(key, value) "
+				       "VALUES(?, ?)", &st, &e), 0);
+	store_bind_text(st, 1, "k");
+	store_bind_text(st, 2, "v2");
+	assert_int_equal(store_run(st, &e), -SR_ECONFLICT);
+	store_done(st);
+	/* a foreign key */
+	assert_int_equal(store_prepare(s, "INSERT INTO events(job_id, ts_ns, sim_s,"
+				       " type, message) VALUES(?, 1, 0, 'x', '')",
+				       &st, &e), 0);
+	store_bind_i64(st, 1, id + 1000);
+	assert_int_equal(store_run(st, &e), -EINVAL);
+	store_done(st);
+	/* SQL the backend cannot prepare */
+	assert_int_equal(store_prepare(s, "SELECT nope FROM nowhere", &st, &e), -EIO);
+	assert_null(st);
+	store_close(s);
+}
+
+static void test_transactions(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	char v[32];
+
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_true(store_in_tx(s));
+	assert_int_equal(store_begin(s, &e), -EINVAL); /* no nesting */
+	assert_int_equal(store_setting_set(s, "a", "1", &e), 0);
+	store_rollback(s);
+	assert_false(store_in_tx(s));
+	assert_int_equal(store_setting_get(s, "a", v, sizeof v, &e), -SR_ENOTFOUND);
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "a", "2", &e), 0);
+	assert_int_equal(store_end(s, 0, &e), 0);
+	assert_int_equal(store_setting_get(s, "a", v, sizeof v, &e), 0);
+	assert_string_equal(v, "2");
+	/* store_end with an error rolls back */
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "a", "3", &e), 0);
+	assert_int_equal(store_end(s, -EINVAL, &e), -EINVAL);
+	assert_int_equal(store_setting_get(s, "a", v, sizeof v, &e), 0);
+	assert_string_equal(v, "2");
+	store_close(s);
+}
+
+static void test_cache_and_nesting(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	struct store_stmt *a = NULL, *b = NULL, *c = NULL;
+	static const char q[] = "SELECT id FROM jobs WHERE id >= ? ORDER BY id";
+	int n = 0;
+
+	new_job(s, "x");
+	new_job(s, "y");
+	assert_int_equal(store_prepare(s, q, &a, &e), 0);
+	store_done(a);
+	assert_int_equal(store_prepare(s, q, &b, &e), 0);
+	assert_ptr_equal(a, b); /* prepared once, handed out again */
+	store_bind_i64(b, 1, 0);
+	while (store_step(b, &e) == 1) {
+		/* the same text while b is in use: a private copy */
+		assert_int_equal(store_prepare(s, q, &c, &e), 0);
+		assert_ptr_not_equal(c, b);
+		store_bind_i64(c, 1, store_col_i64(b, "id"));
+		while (store_step(c, &e) == 1)
+			n++;
+		store_done(c);
+	}
+	store_done(b);
+	assert_int_equal(n, 3); /* 2 rows from the first id, 1 from the second */
+	store_close(s);
+}
+
+static void test_portable_sql(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	struct store_stmt *st = NULL;
+
+	assert_int_equal(store_prepare(s, "SELECT greatest(?1, 7, NULL) AS hi, "
+				       "least(?1, 7) AS lo", &st, &e), 0);
+	store_bind_i64(st, 1, 3);
+	assert_int_equal(store_step(st, &e), 1);
+	assert_int_equal(store_col_i64(st, "hi"), 7);
+	assert_int_equal(store_col_i64(st, "lo"), 3);
+	store_done(st);
+	store_close(s);
+}
+
+static void test_ledger_append_only(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	struct store_stmt *st = NULL;
+
+	assert_int_equal(store_prepare(s, "INSERT INTO ledger_plan(job_id, at_ns,"
+				       " work_ns, nodes, od_price, planned_cost) "
+				       "VALUES(1, 0, 10, 1, 5, 50)", &st, &e), 0);
+	assert_int_equal(store_run(st, &e), 1);
+	store_done(st);
+	assert_int_equal(store_prepare(s, "UPDATE ledger_plan SET planned_cost=0",
+				       &st, &e), 0);
+	assert_int_equal(store_run(st, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "append-only"));
+	store_done(st);
+	assert_int_equal(store_prepare(s, "DELETE FROM ledger_plan", &st, &e), 0);
+	assert_int_equal(store_run(st, &e), -EINVAL);
+	store_done(st);
+	store_close(s);
+}
+
+/* SQLite only: a database from before lib/store kept the ledger's version
+ * in ledger_schema; it is adopted, not re-created. */
+static void test_sqlite_legacy_ledger(void **state)
+{
+	struct backend *b = *state;
+	struct sr_err e = { 0 };
+	struct store *s = NULL;
+	int64_t v = 0;
+
+	assert_int_equal(store_open(b->where, 0, &s, &e), 0);
+	assert_int_equal(store_exec_sql(s, "CREATE TABLE ledger_schema(version "
+					"INTEGER NOT NULL) STRICT; INSERT INTO "
+					"ledger_schema VALUES(7)", &e), 0);
+	assert_int_equal(store_migrate(s, &e), -SR_EUNSUPPORTED);
+	assert_non_null(strstr(e.msg, "ledger"));
+	assert_int_equal(store_exec_sql(s, "UPDATE ledger_schema SET version=2", &e), 0);
+	assert_int_equal(store_migrate(s, &e), 0);
+	assert_int_equal(store_query_i64(s, "SELECT version FROM schema_version "
+					 "WHERE component='ledger' AND ?=1", 1, &v,
+					 &e), 1);
+	assert_int_equal(v, 2);
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		BOTH(test_migrate),
+		BOTH(test_columns_by_name),
+		BOTH(test_errors),
+		BOTH(test_transactions),
+		BOTH(test_cache_and_nesting),
+		BOTH(test_portable_sql),
+		BOTH(test_ledger_append_only),
+		{ "sqlite/test_legacy_ledger", test_sqlite_legacy_ledger, fresh,
+		  NULL, &on_sqlite },
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
