@@ -181,9 +181,16 @@ class Plane:
                 and (stream is None or e["stream"] == stream)]
 
     def close(self):
+        # SIGTERM first: the agent stops its workload's process group on
+        # the way out.  A bare SIGKILL left the workload (its own group,
+        # reparented to init) running after the test.
         if getattr(self, "proc", None) and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.srv.shutdown()
         self.srv.server_close()
 
