@@ -11,31 +11,6 @@
 
 #include "store/store.h"
 
-int ctl_db_err(sqlite3 *db, int src, struct sr_err *e, const char *what)
-{
-	int rc;
-	int ext = db ? sqlite3_extended_errcode(db) : src;
-
-	switch (src & 0xff) {
-	case SQLITE_CONSTRAINT:
-		rc = (ext == SQLITE_CONSTRAINT_UNIQUE ||
-		      ext == SQLITE_CONSTRAINT_PRIMARYKEY) ? -SR_ECONFLICT : -EINVAL;
-		break;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		rc = -EBUSY;
-		break;
-	case SQLITE_NOMEM:
-		rc = -ENOMEM;
-		break;
-	default:
-		rc = -EIO;
-		break;
-	}
-	return sr_err_set(e, rc, "%s: %s", what,
-			  db ? sqlite3_errmsg(db) : sqlite3_errstr(src));
-}
-
 int ctl_db_open(const char *path, sqlite3 **out, struct sr_err *e)
 {
 	sqlite3 *db = NULL;
@@ -69,7 +44,7 @@ int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e)
 	int rc = 0;
 
 	if (src != SQLITE_OK) {
-		rc = ctl_db_err(db, src, e, "exec");
+		rc = store_sqlite_err(db, src, e, "exec");
 		if (msg)
 			sr_err_set(e, rc, "sql: %s", msg);
 	}
@@ -84,7 +59,7 @@ int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 
 	if (src != SQLITE_OK) {
 		*st = NULL;
-		return ctl_db_err(db, src, e, "prepare");
+		return store_sqlite_err(db, src, e, "prepare");
 	}
 	return 0;
 }
@@ -95,7 +70,7 @@ int ctl_db_step_done(sqlite3 *db, sqlite3_stmt *st, struct sr_err *e,
 	int src = sqlite3_step(st);
 
 	if (src != SQLITE_DONE && src != SQLITE_ROW)
-		return ctl_db_err(db, src, e, what);
+		return store_sqlite_err(db, src, e, what);
 	return 0;
 }
 

@@ -37,15 +37,10 @@ void ctl_db_rollback(sqlite3 *db);                /* no-op outside a tx */
  * or the commit's error. */
 int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e);
 
-/* Map a SQLite code to ours and describe it in *e as "<what>: <msg>":
- * constraint(unique) -> -SR_ECONFLICT, other constraint -> -EINVAL,
- * busy/locked -> -EBUSY, nomem -> -ENOMEM, else -EIO. */
-int ctl_db_err(sqlite3 *db, int src, struct sr_err *e, const char *what);
-
 /* Run SQL without results (may be several statements). */
 int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e);
 
-/* Prepare or fail via ctl_db_err. */
+/* Prepare, or fail with store_sqlite_err's mapping. */
 int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 		   struct sr_err *e);
 

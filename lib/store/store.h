@@ -159,11 +159,16 @@ int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
 /* For code not yet moved behind this interface (docs/store.md lists it:
  * the reconciler files) and the entry points they call:
  * store_sqlite_handle: the SQLite connection, or NULL on PostgreSQL;
+ * store_sqlite_err: SQLite errors mapped as the store maps them;
  * store_bridge: the open store whose SQLite connection is db, or, for a
  * connection no store opened, a new store over it that *tmp owns (the
  * caller store_close()s *tmp, which leaves db open). */
 struct sqlite3;
 struct sqlite3 *store_sqlite_handle(struct store *s);
+/* store_sqlite_err: SQLite's result src (and db's extended code) as this
+ * interface's error convention, with "what: message" in e. */
+int store_sqlite_err(struct sqlite3 *db, int src, struct sr_err *e,
+		     const char *what);
 int store_bridge(struct sqlite3 *db, struct store **out, struct store **tmp,
 		 struct sr_err *e);
 

@@ -19,7 +19,8 @@ struct sq {
 static sqlite3 *DB(struct store *s) { return ((struct sq *)s->impl)->db; }
 static sqlite3_stmt *ST(struct store_stmt *st) { return st->impl; }
 
-static int sq_err(sqlite3 *db, int src, struct sr_err *e, const char *what)
+int store_sqlite_err(struct sqlite3 *db, int src, struct sr_err *e,
+		     const char *what)
 {
 	int ext = db ? sqlite3_extended_errcode(db) : src, rc;
 
@@ -113,7 +114,7 @@ int store__sqlite_open(struct store *s, const char *path, unsigned flags,
 	store__register(s);
 	sqlite3_busy_timeout(q->db, 10000);
 	if (sq_setup(q->db)) {
-		rc = sq_err(q->db, SQLITE_NOMEM, e, path);
+		rc = store_sqlite_err(q->db, SQLITE_NOMEM, e, path);
 		goto fail;
 	}
 	rc = s->ops->exec(s, (flags & STORE_READONLY) ? "PRAGMA foreign_keys=ON;" :
@@ -165,7 +166,7 @@ static int sq_exec(struct store *s, const char *sql, struct sr_err *e)
 	int src = sqlite3_exec(DB(s), sql, NULL, NULL, &msg), rc = 0;
 
 	if (src != SQLITE_OK) {
-		rc = sq_err(DB(s), src, e, "exec");
+		rc = store_sqlite_err(DB(s), src, e, "exec");
 		if (msg)
 			sr_err_set(e, rc, "sql: %s", msg);
 	}
@@ -201,7 +202,7 @@ static int sq_prepare(struct store *s, struct store_stmt *st, struct sr_err *e)
 				     &p, NULL);
 
 	if (src != SQLITE_OK)
-		return sq_err(DB(s), src, e, "prepare");
+		return store_sqlite_err(DB(s), src, e, "prepare");
 	st->impl = p;
 	return 0;
 }
@@ -254,7 +255,7 @@ static int sq_step(struct store_stmt *st, struct sr_err *e)
 		return 1;
 	if (src == SQLITE_DONE)
 		return 0;
-	return sq_err(DB(st->s), src, e, "step");
+	return store_sqlite_err(DB(st->s), src, e, "step");
 }
 
 static int sq_changes(struct store_stmt *st)
