@@ -30,7 +30,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "store/store.h"
 #include "market/catalog.h"
 
@@ -119,13 +118,6 @@ struct store *ctl__store(struct ctl *c)
 	pthread_mutex_unlock(&c->conns_mu);
 	pthread_setspecific(c->db_key, s);
 	return s;
-}
-
-sqlite3 *ctl__db(struct ctl *c)
-{
-	struct store *s = ctl__store(c);
-
-	return s ? store_sqlite_handle(s) : NULL;
 }
 
 static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)

@@ -567,7 +567,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		 * restored: count the work the last preemption lost, and make
 		 * it the job's checkpoint (recon_lost.c). */
 		if (!rc && restored >= 0)
-			rc = recon__lost_settle(rq->ctl, store_sqlite_handle(db), n.job,
+			rc = recon__lost_settle(rq->ctl, db, n.job,
 						b.attempt, restored, first, now, &e);
 	}
 	rc = store_end(db, rc, &e);
