@@ -75,7 +75,7 @@ struct ctl {
 	 * `leader` read by any thread, leader_url under mu. */
 	struct {
 		char holder[17];         /* this process's random id */
-		int64_t epoch;           /* held epoch (while leader) */
+		_Atomic int64_t epoch;   /* held epoch (while leader) */
 		atomic_bool leader;
 		int64_t renewed_mono, member_mono;
 		pthread_mutex_t mu;

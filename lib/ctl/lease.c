@@ -305,3 +305,20 @@ int ctl__endpoints(struct ctl *c, char *buf, size_t n)
 	store_done(st);
 	return 0;
 }
+
+/* GET /v1/lease: whether this daemon leads, its epoch, and the leader's
+ * URL as last seen (docs/store.md). */
+static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct ctl *c = ctl_req_ctl(rq);
+	char url[128];
+	bool leader = ctl__is_leader(c);
+
+	ctl__leader_url(c, url, sizeof url);
+	return ctl_resp_json(rs, 200, json_pack("{s:b,s:I,s:s,s:s,s:I}",
+		"leader", leader, "epoch", (json_int_t)(leader ? c->lease.epoch : 0),
+		"leader_url", url, "url", c->url,
+		"lease_ms", (json_int_t)c->cfg.lease_ms));
+}
+
+CTL_ROUTE("GET", "/v1/lease", CTL_AUTH_ADMIN, lease_get)

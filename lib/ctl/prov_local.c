@@ -101,7 +101,8 @@ static int local_provision(void *st, struct prov_node *n,
 {
 	struct local *l = st;
 	struct ctl *c = l->c;
-	char id[24], tokfile[2500], imds[256], logp[2500], wd[2400];
+	char id[24], tokfile[2500], imds[1200], logp[2500], wd[2400];
+	char eps[1024];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { commit, ud, n };
 	int64_t pid = 0, start = 0;
@@ -111,7 +112,17 @@ static int local_provision(void *st, struct prov_node *n,
 	work_dir_of(l, n->id, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, n->id);
 	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
-	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, c->url, n->id);
+	/* every daemon sharing the store, this one (the leader) first:
+	 * the agent moves to the next when one stops answering (lease.c) */
+	ctl__endpoints(c, eps, sizeof eps);
+	imds[0] = '\0';
+	for (const char *p = eps; *p;) {
+		size_t len = strcspn(p, ","), o = strlen(imds);
+
+		snprintf(imds + o, sizeof imds - o, "%s%.*s/imds/%" PRId64,
+			 o ? "," : "", (int)len, p, n->id);
+		p += len + (p[len] == ',');
+	}
 	snprintf(logp, sizeof logp, "%s/agent.log", wd);
 	if (!n->token)
 		return sr_err_set(e, -EINVAL, "node %" PRId64 ": no token", n->id);
@@ -123,7 +134,7 @@ static int local_provision(void *st, struct prov_node *n,
 		return rc;
 	argv[0] = c->agent_path;
 	argv[1] = "--api";
-	argv[2] = c->url;
+	argv[2] = eps;
 	argv[3] = "--node-id";
 	argv[4] = id;
 	argv[5] = "--token-file";
