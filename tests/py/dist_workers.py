@@ -59,6 +59,9 @@ def _ckpt(d, rank, world, **kw):
         local, kw["remote"], env = d
         os.environ.update(env)
         d = local.format(rank=rank)
+        # a rank's upload and marker on a loaded machine (or under ASan)
+        # can take longer than the local protocol's test timeout
+        kw["commit_timeout"] = max(kw.get("commit_timeout", 0), 15)
     c = spotrun.Checkpointer(d, rank=rank, world_size=world, **kw)
     assert isinstance(c, spotrun.DistCheckpointer)
     return c
