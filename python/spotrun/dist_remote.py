@@ -229,7 +229,7 @@ class RemoteCommit:
                     continue
             try:
                 self._pass()
-            except (OSError, ValueError) as exc:   # logged; retried
+            except Exception as exc:   # a store error: logged, retried
                 log.error("tier-3 commit: %s", exc)
             with self.cv:
                 self.cv.wait(POLL_S)
