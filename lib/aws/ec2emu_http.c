@@ -252,7 +252,8 @@ int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
 	m->boot_s = o->boot_s > 0 ? o->boot_s : 0;
 	m->notice_s = o->notice_s > 0 ? o->notice_s : 120;
 	m->t0_ns = sr_time_mono_ns();
-	m->epoch0 = sr_time_real_ns() / 1000000000;
+	m->epoch0_ns = sr_time_real_ns();
+	m->epoch0 = m->epoch0_ns / 1000000000;
 	RAND_bytes((unsigned char *)&m->id_salt, sizeof(m->id_salt));
 	if (o->work_dir == NULL || stat(o->work_dir, &sb) != 0 ||
 	    !S_ISDIR(sb.st_mode)) {
