@@ -58,7 +58,7 @@ static const struct emu_pool *pool_find(const struct ec2emu *m,
 sr_micros ec2emu__spot_price(const struct ec2emu *m, const struct emu_pool *p,
 			    double sim)
 {
-	struct prov_offering o;
+	struct cloud_offering o;
 
 	if (localmkt_describe(m->mkt, p->index, sim, &o) < 0)
 		return -1;

@@ -20,7 +20,7 @@
 #include <openssl/rand.h>
 
 #include "common/timeutil.h"
-#include "ctl/provider.h"
+#include "cloud/market.h"
 #include "ec2emu_int.h"
 
 #define TICK_MS 50
@@ -212,7 +212,7 @@ static int load_pools(struct ec2emu *m, struct sr_err *e)
 	if (m->pools == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		struct prov_offering o;
+		struct cloud_offering o;
 
 		if (localmkt_describe(m->mkt, (int)i, m->trace_start, &o) < 0 ||
 		    strcmp(o.cloud, "aws") != 0 || strcmp(o.region, m->region) != 0 ||

@@ -43,8 +43,8 @@
 #include "finops/policy.h"
 
 static const char node_sql[] =
-	"SELECT id, job_id, rank, state, pool, spot, coalesce(pid, 0),"
-	" coalesce(pid_start, 0), created_ns, boot_at_ns,"
+	"SELECT id, job_id, rank, state, pool, spot, coalesce(instance_id, ''),"
+	" 0, created_ns, boot_at_ns,"
 	" coalesce(registered_ns, 0), coalesce(last_hb_ns, 0),"
 	" coalesce(notice_ns, 0), coalesce(kill_ns, 0),"
 	" coalesce(billed_until_ns, 0), price_micros, list_micros,"
@@ -61,8 +61,7 @@ static void node_row(sqlite3_stmt *st, struct rnode *n)
 	snprintf(n->state, sizeof n->state, "%s", ctl_db_text(st, 3));
 	n->pool = sqlite3_column_int(st, 4);
 	n->spot = sqlite3_column_int(st, 5);
-	n->pid = sqlite3_column_int64(st, 6);
-	n->pid_start = sqlite3_column_int64(st, 7);
+	snprintf(n->instance, sizeof n->instance, "%s", ctl_db_text(st, 6));
 	n->created_ns = sqlite3_column_int64(st, 8);
 	n->boot_at_ns = sqlite3_column_int64(st, 9);
 	n->registered_ns = sqlite3_column_int64(st, 10);
@@ -142,11 +141,11 @@ int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
 			   job, out, n);
 }
 
-static struct prov_node pnode(const struct rnode *n)
+static struct ctl_node_ref pnode(const struct rnode *n)
 {
-	struct prov_node p = {
+	struct ctl_node_ref p = {
 		.id = n->id, .job_id = n->job, .pool = n->pool, .spot = n->spot,
-		.pid = n->pid, .pid_start = n->pid_start,
+		.instance_id = n->instance,
 	};
 	return p;
 }
@@ -170,13 +169,13 @@ static void set_kill_pending(sqlite3 *db, int64_t node, int pending)
  * every node pass until the provider confirms it. */
 void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n)
 {
-	struct prov_node p = pnode(n);
-	int rc = c->prov.ops->terminate(c->prov.st, &p);
+	struct ctl_node_ref p = pnode(n);
+	int rc = ctl__terminate(c, &p);
 
 	if (rc) {
 		sr_error("recon", "terminate failed", "node=%" PRId64 " provider=%s"
 			 " err=\"%s\": retrying on the next pass", n->id,
-			 c->prov.ops->name, sr_strerror(rc));
+			 ctl__prov_name(c, n->pool), sr_strerror(rc));
 		set_kill_pending(db, n->id, 1);
 	} else {
 		set_kill_pending(db, n->id, 0);
@@ -202,7 +201,7 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 		struct sr_err *e)
 {
 	struct ledger_row r = { 0 };
-	struct prov_offering o;
+	struct cloud_offering o;
 	sqlite3_stmt *st = NULL;
 	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
@@ -220,8 +219,7 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 	r.gpus = (int)ceil(n->accel_count);
 	r.pricing = n->spot ? LEDGER_DYNAMIC : LEDGER_STANDARD;
 	r.unit_price = n->price;
-	if (n->spot && c->prov.ops->describe(c->prov.st, n->pool,
-			ctl__sim_at(c, n->billed_until_ns), &o) == 0 &&
+	if (n->spot && ctl__describe(c, n->pool, &o) == 0 &&
 	    o.spot_per_h >= 0)
 		r.unit_price = o.spot_per_h;
 	r.list_price = n->list >= 0 ? n->list : r.unit_price;
@@ -313,10 +311,11 @@ struct commit_ud {
 	struct ctl *c;
 	sqlite3 *db;
 	int64_t now;
+	int64_t node;
 	const unsigned char *digest; /* of the token handed to the provider */
 };
 
-static int commit_boot(void *ud, const struct prov_node *p)
+static int commit_boot(void *ud, const char *id, const char *blob)
 {
 	struct commit_ud *u = ud;
 	sqlite3_stmt *st = NULL;
@@ -329,15 +328,18 @@ static int commit_boot(void *ud, const struct prov_node *p)
 	/* A cloud's instance may boot and its agent register (READY) before
 	 * this commit: its token was valid from the node's creation. */
 	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
-			    "'REQUESTED' THEN 'BOOTING' ELSE state END, pid=?1,"
-			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
-			    " WHERE id=?4 AND (state='REQUESTED' OR (state='READY'"
-			    " AND pid IS NULL))", &st, &e);
+			    "'REQUESTED' THEN 'BOOTING' ELSE state END,"
+			    " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
+			    " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
+			    " (state='READY' AND instance_id IS NULL))", &st, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, p->pid);
-		sqlite3_bind_int64(st, 2, p->pid_start);
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		if (blob)
+			sqlite3_bind_text(st, 2, blob, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 2);
 		sqlite3_bind_int64(st, 3, u->now);
-		sqlite3_bind_int64(st, 4, p->id);
+		sqlite3_bind_int64(st, 4, u->node);
 		sqlite3_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN, SQLITE_STATIC);
 		rc = ctl_db_step_done(u->db, st, &e, "boot node");
 		sqlite3_finalize(st);
@@ -417,7 +419,7 @@ static void refuse_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
 			 n->id, sr_err_str(&e, rc));
 }
 
-/* Start node n.  What a failure means comes from its class (provider.h,
+/* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
  * (-EBUSY) and transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR)
@@ -430,8 +432,8 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 {
 	unsigned char dg[CTL_DIGEST_LEN];
 	char tok[CTL_TOKEN_HEX + 1];
-	struct commit_ud u = { c, db, now, dg };
-	struct prov_node p = pnode(n);
+	struct commit_ud u = { c, db, now, n->id, dg };
+	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
 	int rc;
@@ -440,7 +442,7 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		sr_backoff_init(&c->launch_bo, SR_NS_PER_SEC, 60 * SR_NS_PER_SEC);
 	if (!sr_backoff_ready(&c->launch_bo, mono))
 		return;
-	if (n->spot && !ctl__spot_open(c, n->pool, ctl__sim_at(c, now))) {
+	if (n->spot && !ctl__spot_open(c, n->pool)) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
@@ -451,8 +453,7 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		return; /* the next pass tries again */
 	}
 	ctl_token_digest(tok, dg);
-	p.token = tok;
-	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	rc = ctl__launch(c, &p, tok, commit_boot, &u, &e);
 	explicit_bzero(tok, sizeof tok);
 	switch (rc) {
 	case 0:
@@ -635,7 +636,7 @@ void ctl__silence_free(struct ctl *c)
 }
 
 enum node_act recon__node_act(const struct ctl_config *cfg,
-			      const struct rnode *x, const struct prov_obs *o,
+			      const struct rnode *x, const struct ctl_node_obs *o,
 			      bool listed, int64_t now, int64_t silent_ns)
 {
 	bool booting = strcmp(x->state, "BOOTING") == 0;
@@ -664,10 +665,9 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 {
 	struct rnode *v = NULL;
-	struct prov_node *pn = NULL;
-	struct prov_obs *obs = NULL;
+	struct ctl_node_ref *pn = NULL;
+	struct ctl_node_obs *obs = NULL;
 	int64_t now = ctl__now(c), mono = ctl__mono(c);
-	double sim = ctl__sim_at(c, now);
 	size_t n = 0, i;
 	bool listed;
 	int rc;
@@ -682,21 +682,19 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	if (rc)
 		goto out;
 	recon__silence_prune(c->hbseen, v, n);
-	if (n == 0)
-		goto out;
-	pn = calloc(n, sizeof *pn);
-	obs = calloc(n, sizeof *obs);
+	/* observed also with no live node: the clouds' leaks are swept */
+	pn = calloc(n + 1, sizeof *pn);
+	obs = calloc(n + 1, sizeof *obs);
 	if (!pn || !obs) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < n; i++)
 		pn[i] = pnode(&v[i]);
-	listed = c->prov.ops->list(c->prov.st, pn, n, sim, obs) == 0;
+	listed = ctl__observe(c, pn, n, obs) == 0;
 	if (!listed)
-		sr_warn("recon", "provider list failed", "provider=%s nodes=%zu: "
-			"no node is noticed or ended on this pass",
-			c->prov.ops->name, n);
+		sr_warn("recon", "cloud list failed", "nodes=%zu: no node is "
+			"noticed or ended on this pass", n);
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
 		bool booting = strcmp(x->state, "BOOTING") == 0;
@@ -745,7 +743,7 @@ void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
 	struct rnode *v = NULL;
 	size_t n = 0;
 
-	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
+	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND instance_id IS NOT NULL"
 			" AND terminated_ns > ?1", ctl__now(c) -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;
