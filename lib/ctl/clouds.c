@@ -303,7 +303,8 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 }
 
 int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
-		int (*commit)(void *ud, const char *id, const char *blob),
+		int (*commit)(void *ud, const char *id, const char *blob,
+			      bool pending),
 		void *ud, struct sr_err *e)
 {
 	int i = ctl__cloud_of(c, n->pool);
@@ -336,7 +337,7 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 	sr_info("clouds", "instance launched", "node=%" PRId64 " provider=%s"
 		" instance=%s zone=%s type=%s spot=%d", n->id, cl->name, inst.id,
 		inst.zone, inst.instance_type, n->spot);
-	rc = commit(ud, inst.id, inst.blob);
+	rc = commit(ud, inst.id, inst.blob, inst.state == CLOUD_INST_PENDING);
 	if (rc) {
 		const char *id = inst.id;
 

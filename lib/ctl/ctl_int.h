@@ -228,7 +228,8 @@ int ctl__reconcile_once(struct ctl *c);
  * describes a pool sells it; real clouds come before the local one.
  *   _offerings / _describe: the merged market view (any thread).
  *   _launch: start node n (token for its bootstrap).  0: the instance
- *     is known and commit(ud, id, blob) recorded it; -EINPROGRESS: the
+ *     is known and commit(ud, id, blob, pending: the cloud still boots
+ *     it) recorded it; -EINPROGRESS: the
  *     cloud call runs on, ask again on a later pass; else the class's
  *     code (compute.h: -ENOSPC capacity, -EDQUOT quota, -EACCES auth,
  *     -EBUSY throttle, -SR_EHTTP transient, -EINVAL invalid) with *e.
@@ -249,7 +250,8 @@ int ctl__describe(struct ctl *c, int pool, struct cloud_offering *out);
 int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
 		       double *usd_h);
 int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
-		int (*commit)(void *ud, const char *id, const char *blob),
+		int (*commit)(void *ud, const char *id, const char *blob,
+			      bool pending),
 		void *ud, struct sr_err *e);
 int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
 int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,

@@ -45,6 +45,7 @@ struct rjob {
 struct rnode {
 	int64_t id, job, rank;
 	char state[16];
+	char phase[12];              /* "queued" / "pending" / "" (schema.c) */
 	int pool;
 	bool spot;
 	char instance[64];                              /* "" not known */

@@ -3,10 +3,15 @@
  * notice reclaimed spot nodes, kill them at the notice deadline, declare
  * silent nodes LOST, and bill every live node.
  *
- * Node lifecycle:
+ * Node lifecycle (QUEUED and PENDING are REQUESTED and BOOTING with
+ * nodes.phase 'queued' / 'pending', schema.c m9):
  *
- *   REQUESTED --(provisioning delay; provider starts it)--> BOOTING
- *   BOOTING   --(agent registers)---------------------------> READY
+ *   REQUESTED --(provisioning delay; the cloud accepts the launch)--> QUEUED
+ *   REQUESTED/QUEUED --(the cloud answers with a pending instance)--> PENDING
+ *   REQUESTED/QUEUED --(... with a running instance)----------------> BOOTING
+ *   PENDING   --(the cloud says it runs)----------------------------> BOOTING
+ *   QUEUED    --(capacity / quota / refused)------------------------> TERMINATED
+ *   BOOTING   --(agent registers; also from PENDING)-------------> READY
  *   BOOTING   --(no register within boot timeout)-----------> LOST
  *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
  *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
@@ -50,7 +55,7 @@ static const char node_sql[] =
 	" coalesce(billed_until_ns, 0), price_micros, list_micros,"
 	" reserved_micros, cloud, region, zone, instance_type, accelerator,"
 	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
-	" retire FROM nodes";
+	" retire, coalesce(phase, '') FROM nodes";
 
 static void node_row(sqlite3_stmt *st, struct rnode *n)
 {
@@ -85,6 +90,7 @@ static void node_row(sqlite3_stmt *st, struct rnode *n)
 	if (n->setup_rc == -9999)
 		n->setup_rc = INT64_MIN;
 	n->retire = sqlite3_column_int(st, 28);
+	snprintf(n->phase, sizeof n->phase, "%s", ctl_db_text(st, 29));
 }
 
 int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
@@ -161,6 +167,27 @@ static void set_kill_pending(sqlite3 *db, int64_t node, int pending)
 	sqlite3_bind_int(st, 1, pending);
 	sqlite3_bind_int64(st, 2, node);
 	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+/* The node's phase within `state` (schema.c m9): NULL for none. */
+static void set_phase(sqlite3 *db, const struct rnode *n, const char *state,
+		      const char *phase)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
+			       " state=?3", -1, &st, NULL) != SQLITE_OK)
+		return;
+	if (phase)
+		sqlite3_bind_text(st, 1, phase, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 1);
+	sqlite3_bind_int64(st, 2, n->id);
+	sqlite3_bind_text(st, 3, state, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(db) == 1)
+		sr_info("recon", "node phase", "node=%" PRId64 " state=%s phase=%s",
+			n->id, state, phase ? phase : "-");
 	sqlite3_finalize(st);
 }
 
@@ -315,7 +342,7 @@ struct commit_ud {
 	const unsigned char *digest; /* of the token handed to the provider */
 };
 
-static int commit_boot(void *ud, const char *id, const char *blob)
+static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 {
 	struct commit_ud *u = ud;
 	sqlite3_stmt *st = NULL;
@@ -329,6 +356,8 @@ static int commit_boot(void *ud, const char *id, const char *blob)
 	 * this commit: its token was valid from the node's creation. */
 	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
 			    "'REQUESTED' THEN 'BOOTING' ELSE state END,"
+			    " phase=CASE WHEN state='REQUESTED' AND ?6 THEN"
+			    " 'pending' ELSE NULL END,"
 			    " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
 			    " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
 			    " (state='READY' AND instance_id IS NULL))", &st, &e);
@@ -341,6 +370,7 @@ static int commit_boot(void *ud, const char *id, const char *blob)
 		sqlite3_bind_int64(st, 3, u->now);
 		sqlite3_bind_int64(st, 4, u->node);
 		sqlite3_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN, SQLITE_STATIC);
+		sqlite3_bind_int(st, 6, pending);
 		rc = ctl_db_step_done(u->db, st, &e, "boot node");
 		sqlite3_finalize(st);
 	}
@@ -460,7 +490,11 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 		sr_backoff_ok(&c->launch_bo);
 		return;
 	case -EINPROGRESS:
-		return; /* the cloud call runs on; asked again next pass */
+		/* the cloud carries the launch out: QUEUED, asked again on
+		 * the next pass (or when the driver wakes us) */
+		if (!n->phase[0])
+			set_phase(db, n, "REQUESTED", "queued");
+		return;
 	case -EBUSY:
 	case -SR_EHTTP:
 	case -ETIMEDOUT:
@@ -654,8 +688,9 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	}
 	if (listed && o->reclaim)
 		return NODE_NOTICE;
+	/* no boot timeout while the cloud still boots it (PENDING) */
 	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
-	    !(listed && o->pending))
+	    !(listed ? o->pending : strcmp(x->phase, "pending") == 0))
 		return NODE_LOST_BOOT;
 	if (!booting && silent_ns > cfg->heartbeat_timeout_ms * 1000000)
 		return NODE_LOST_HB;
@@ -698,10 +733,18 @@ int recon__nodes_pass(struct ctl *c, sqlite3 *db)
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
 		bool booting = strcmp(x->state, "BOOTING") == 0;
+		/* PENDING while the cloud boots the instance (or while we
+		 * cannot tell), BOOTING from when it runs */
+		bool cloud_boots = listed ? obs[i].alive && obs[i].pending :
+				   strcmp(x->phase, "pending") == 0;
 		/* a boot's silence counts from when the cloud has the
 		 * instance running (-2 -> -1 restarts it) */
-		int64_t key = !booting ? x->last_hb_ns :
-			      listed && obs[i].pending ? -2 : -1;
+		int64_t key = !booting ? x->last_hb_ns : cloud_boots ? -2 : -1;
+
+		if (booting && listed && !cloud_boots && x->phase[0])
+			set_phase(db, x, "BOOTING", NULL);
+		else if (booting && listed && cloud_boots && !x->phase[0])
+			set_phase(db, x, "BOOTING", "pending");
 		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {

@@ -53,7 +53,9 @@ static void put(json_t *j, const char *key, json_t *v)
 }
 
 const char ctl__node_cols[] =
-	"id, job_id, rank, state, provider, cloud, region, zone, instance_type,"
+	"id, job_id, rank, CASE WHEN state='REQUESTED' AND phase='queued' THEN"
+	" 'QUEUED' WHEN state='BOOTING' AND phase='pending' THEN 'PENDING' ELSE"
+	" state END AS state, provider, cloud, region, zone, instance_type,"
 	" spot, price_micros, pid, created_ns, last_hb_ns, notice_ns, kill_ns,"
 	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
 	" accelerator, accel_count, cost_micros, pool, instance_id, driver_blob";

@@ -214,10 +214,17 @@ static const char m8[] =
 
 /* 9: the cloud's instance id and its driver's JSON blob, stored with
  * the node (provider contract v2, lib/cloud/compute.h).  A local node
- * of before has its process as its identity: "local-<pid>-<start>". */
+ * of before has its process as its identity: "local-<pid>-<start>".
+ * phase refines a node's state while a cloud works on it: 'queued' (a
+ * REQUESTED node whose launch the cloud is carrying out: QUEUED in the
+ * API) and 'pending' (a BOOTING node whose instance the cloud still
+ * boots: PENDING); nodes.state keeps its original CHECK set (SQLite
+ * cannot change a CHECK without rebuilding the table). */
 static const char m9[] =
 	"ALTER TABLE nodes ADD COLUMN instance_id TEXT;"
 	"ALTER TABLE nodes ADD COLUMN driver_blob TEXT;"
+	"ALTER TABLE nodes ADD COLUMN phase TEXT CHECK(phase IN ('queued',"
+	" 'pending'));"
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 

@@ -8,7 +8,8 @@
  *
  * Covered: every job state (PENDING, PROVISIONING, RUNNING, NOTICE,
  * CHECKPOINTING, PREEMPTED, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
- * and node state (REQUESTED, BOOTING, READY, TERMINATED, LOST); a
+ * and node state (REQUESTED, QUEUED, PENDING, BOOTING, READY, TERMINATED,
+ * LOST); a
  * capacity error at launch (the pool is marked and the next launch
  * goes elsewhere); throttling (backoff with jitter, one launch); an
  * auth error (a job-level failure with the cloud's message); a launch
@@ -231,6 +232,10 @@ static int f_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
 
 	(void)st;
 	memset(out, 0, sizeof *out);
+	if (q->waits > 0) {
+		q->waits--;
+		return -EAGAIN;
+	}
 	if (q->rc) {
 		*err = q->err;
 		return q->rc;
@@ -240,10 +245,6 @@ static int f_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
 		 * which the test restarts next */
 		x = start_inst(q);
 		snprintf(fc.died_token, sizeof fc.died_token, "%s", x->token);
-		return -EAGAIN;
-	}
-	if (q->waits > 0) {
-		q->waits--;
 		return -EAGAIN;
 	}
 	x = start_inst(q);
@@ -750,10 +751,10 @@ static void test_crash_mid_provision_no_double_launch(void **state)
 	n1 = live_node(id);
 	fc.die_before_commit = true;
 	/* the cloud starts the instance, but the daemon dies before its
-	 * answer is recorded: the row is still REQUESTED at the restart */
+	 * answer is recorded: the node is still QUEUED at the restart */
 	pass();
 	assert_int_equal(fc.launches, 1);
-	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
 	stop_fake();
 	start_fake();
 	pass();
@@ -880,25 +881,72 @@ static void test_async_launch_and_slow_cloud_boot(void **state)
 	id = create_job(job_spot);
 	pass();
 	n1 = live_node(id);
-	pass(); /* RunInstances in flight */
-	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	pass(); /* RunInstances in flight: QUEUED, not timed */
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
 	assert_int_equal(fc.launches, 0);
-	pass(); /* answered: recorded */
-	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	advance_ms(10 * 60000); /* a slow cloud API: ten minutes */
+	pass(); /* answered: recorded, the cloud boots it */
+	assert_string_equal(node_view(id, n1).state, "PENDING");
 	assert_int_equal(fc.launches, 1);
 	for (int i = 0; i < 20; i++) { /* ten minutes of "pending" */
 		advance_ms(30000);
 		pass();
 	}
-	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_string_equal(node_view(id, n1).state, "PENDING");
 	inst_of(n1)->pending = false; /* running: the agent has 30 s */
 	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	advance_ms(29000);
 	pass();
 	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	advance_ms(2000);
 	pass();
 	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_int_equal(fc.launches, 1);
+}
+
+/* QUEUED -> TERMINATED: the cloud answers a queued launch with a
+ * capacity error (the pool is marked, the next launch goes elsewhere);
+ * PENDING -> READY: an agent may register while the cloud still reports
+ * its instance as booting; a restart keeps PENDING (the phase is in the
+ * database) and no boot timeout runs meanwhile. */
+static void test_queued_capacity_then_pending_ready(void **state)
+{
+	int64_t id, n1, n2;
+	struct nview a, b;
+
+	(void)state;
+	fc.async = true;
+	fc.boot_pending = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	a = node_view(id, n1);
+	fc.fail_launch[a.pool] = 1;
+	pass();
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
+	pass(); /* the answer: no capacity */
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "capacity");
+	pass();
+	n2 = live_node(id);
+	assert_true(n2 > 0 && n2 != n1);
+	b = node_view(id, n2);
+	assert_int_not_equal(b.pool, a.pool);
+	/* placed and launched in the same pass (no provisioning delay) */
+	assert_string_equal(b.state, "QUEUED");
+	pass();
+	assert_string_equal(node_view(id, n2).state, "PENDING");
+	stop_fake();
+	start_fake();
+	advance_ms(5 * 60000);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "PENDING");
+	agent_register(n2);
+	assert_string_equal(node_view(id, n2).state, "READY");
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
 	assert_int_equal(fc.launches, 1);
 }
 
@@ -951,6 +999,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
 						fsetup, fteardown),
 	};
 
