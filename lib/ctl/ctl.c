@@ -8,7 +8,8 @@
  *   imds.key                   HMAC key of IMDS session tokens, 0600
  *   secrets.key                AES-256-GCM key of job secrets, 0600
  *   api.url, spotrund.pid      written by spotrund's main for the CLI
- *   nodes/<id>/                a node's work dir: node.token, agent.log
+ *   nodes/<id>/                a local node's disk: node.token, agent.log
+ *   localcloud/<key>.json      the local cloud's record of each launch
  *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
  *
  * Cloud clock: sim_s = sim0 + (now - real0) * scale.  (real0, sim0) and
