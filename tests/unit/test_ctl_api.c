@@ -417,6 +417,73 @@ static void test_imds_local_interruption(void **state)
 	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
 }
 
+/* The local cloud's compute driver on its own (cloud/compute.h): the
+ * same idempotency key answers with the same instance (one process),
+ * list() finds it by its cluster tag, terminate() ends it for good. */
+static void test_local_driver_contract(void **state)
+{
+	struct cloud_driver *d = NULL;
+	struct cloud_launch l = { 0 };
+	struct cloud_instance a, b, *v = NULL;
+	struct cloud_error err = { 0 };
+	struct cloud_req *q = NULL;
+	struct sr_err e = { 0 };
+	char script[128], boot[256];
+	const char *ids[1];
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ctl->nclouds; i++) {
+		if (strcmp(ctl->clouds[i].name, "local") == 0)
+			d = &ctl->clouds[i].drv;
+	}
+	assert_non_null(d);
+	snprintf(script, sizeof script, "%s/agent2.sh", dir);
+	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
+					    24, 0700, &e), 0);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":999,\"token\":"
+		 "\"00\"}", base);
+	/* a cluster of its own: the daemon's leak sweep leaves it alone */
+	l.tags = (struct cloud_tags){ "test-cluster", 1, 999, 1 };
+	l.idem_key = "sr-test-999-1";
+	l.instance_type = "p3.2xlarge";
+	l.pool = 0;
+	l.bootstrap = boot;
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &a, &err), 0);
+	d->ops->req_free(d->st, q);
+	assert_int_equal(strncmp(a.id, "local-", 6), 0);
+	assert_int_equal(a.state, CLOUD_INST_RUNNING);
+	assert_non_null(a.blob);
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &b, &err), 0);
+	d->ops->req_free(d->st, q);
+	assert_string_equal(b.id, a.id); /* no second process */
+	cloud_instance_clear(&b);
+	assert_int_equal(d->ops->list(d->st, "test-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].id, a.id);
+	assert_int_equal(v[0].node_id, 999);
+	assert_int_equal(v[0].state, CLOUD_INST_RUNNING);
+	cloud_instances_free(v, n);
+	ids[0] = a.id;
+	assert_int_equal(d->ops->terminate(d->st, ids, 1, &err), 0);
+	assert_int_equal(d->ops->list(d->st, "test-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].state, CLOUD_INST_GONE);
+	cloud_instances_free(v, n);
+	/* a bootstrap that is not the local startup document: invalid */
+	l.idem_key = "sr-test-999-2";
+	l.bootstrap = "#!/bin/sh\n";
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &b, &err), -EINVAL);
+	assert_int_equal(err.cls, CLOUD_EINVALID);
+	d->ops->req_free(d->st, q);
+	cloud_instance_clear(&a);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_crash_restarts_then_fails),
 		cmocka_unit_test(test_imds),
 		cmocka_unit_test(test_imds_local_interruption),
+		cmocka_unit_test(test_local_driver_contract),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
