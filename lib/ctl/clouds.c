@@ -39,24 +39,25 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 
 int ctl__cluster_load(struct ctl *c, struct sr_err *e)
 {
-	sqlite3 *db = ctl__db(c);
+	struct store *db = ctl__store(c);
 	char tok[CTL_TOKEN_HEX + 1];
 	int rc;
 
 	if (!db)
 		return sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
-	if (ctl_db_setting_get(db, "cluster_id", c->cluster, sizeof c->cluster) == 0 &&
-	    c->cluster[0])
+	rc = store_setting_get(db, "cluster_id", c->cluster, sizeof c->cluster, e);
+	if (rc == 0 && c->cluster[0])
 		return 0;
+	if (rc && rc != -SR_ENOTFOUND)
+		return rc;
 	rc = ctl_token_new(tok);
 	if (rc)
 		return sr_err_set(e, rc, "cluster id: no randomness");
 	snprintf(c->cluster, sizeof c->cluster, "sr%.12s", tok);
-	return ctl_db_setting_set(db, "cluster_id", c->cluster, e);
+	return store_setting_set(db, "cluster_id", c->cluster, e);
 }
 
 int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e)
