@@ -58,6 +58,7 @@
 #include "ctl/proc.h"
 
 #define GONE_KEEP_NS (INT64_C(3600) * SR_NS_PER_SEC) /* records of the gone */
+#define LPATH 2600 /* a record's or a disk's path: the state dir + a name */
 
 /* ---- market view --------------------------------------------------------- */
 
@@ -184,7 +185,7 @@ static void rec_path(const struct ldrv *d, const char *key, char *out, size_t ca
 
 static int rec_save(const struct ldrv *d, const struct lrec *r, struct sr_err *e)
 {
-	char path[2400], *s;
+	char path[LPATH], *s;
 	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
 			      "s:s,s:I,s:I,s:I}", "key", r->key, "id", r->id,
 			      "pid", (json_int_t)r->pid, "start",
@@ -251,13 +252,13 @@ static int rec_load(const char *path, struct lrec *r)
 }
 
 /* Every record: *out malloc'd (caller frees), with each file's path. */
-static int recs_all(const struct ldrv *d, struct lrec **out, char (**paths)[2400],
+static int recs_all(const struct ldrv *d, struct lrec **out, char (**paths)[LPATH],
 		    size_t *n)
 {
 	DIR *dir = opendir(d->dir);
 	struct dirent *de;
 	struct lrec *v = NULL;
-	char (*p)[2400] = NULL;
+	char (*p)[LPATH] = NULL;
 	size_t k = 0, cap = 0;
 
 	*out = NULL;
@@ -273,7 +274,7 @@ static int recs_all(const struct ldrv *d, struct lrec **out, char (**paths)[2400
 		if (k == cap) {
 			size_t nc = cap ? 2 * cap : 16;
 			struct lrec *nv = realloc(v, nc * sizeof *nv);
-			char (*np)[2400] = nv ? realloc(p, nc * sizeof *np) : NULL;
+			char (*np)[LPATH] = nv ? realloc(p, nc * sizeof *np) : NULL;
 
 			if (nv)
 				v = nv;
@@ -351,7 +352,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 		 struct sr_err *e)
 {
 	struct ctl *c = d->c;
-	char id[24], tokfile[2500], imds[256], logp[2500], wd[2400];
+	char id[24], tokfile[LPATH + 32], imds[256], logp[LPATH + 32], wd[LPATH];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { d, r, e };
 	int64_t pid = 0, start = 0;
@@ -414,7 +415,7 @@ static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
 {
 	struct lrec *r = &q->rec;
 	struct sr_err e = { 0 };
-	char path[2400];
+	char path[LPATH];
 	json_t *b;
 	const char *api, *tok;
 	int64_t node;
@@ -527,7 +528,7 @@ static void ckpt_dir_remove(const char *work_dir)
 static void rec_kill(struct ldrv *d, struct lrec *r, const char *why)
 {
 	struct sr_err e = { 0 };
-	char wd[2400];
+	char wd[LPATH];
 
 	if (r->pid > 0 && proc_kill_session(r->pid, r->start) > 0)
 		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64
@@ -548,7 +549,7 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 {
 	struct ldrv *d = st;
 	struct lrec *v = NULL;
-	char (*paths)[2400] = NULL;
+	char (*paths)[LPATH] = NULL;
 	size_t nv = 0;
 	int rc;
 
@@ -625,7 +626,7 @@ static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 {
 	struct ldrv *d = st;
 	struct lrec *v = NULL;
-	char (*paths)[2400] = NULL;
+	char (*paths)[LPATH] = NULL;
 	struct cloud_instance *x = NULL;
 	int64_t now = ctl__now(d->c);
 	size_t nv = 0, k = 0;
@@ -705,7 +706,7 @@ int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
 {
 	struct ldrv *d = NULL;
 	struct lrec *v = NULL, *best = NULL;
-	char (*paths)[2400] = NULL;
+	char (*paths)[LPATH] = NULL;
 	size_t nv = 0;
 	int rc = -SR_ENOTFOUND;
 
