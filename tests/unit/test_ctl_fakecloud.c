@@ -304,7 +304,7 @@ static int f_list(void *st, const char *cluster, struct cloud_instance **out,
 		if (strcmp(x->cluster, cluster) != 0)
 			continue;
 		snprintf(v[k].id, sizeof v[k].id, "%s", x->id);
-		snprintf(v[k].cluster, sizeof v[k].cluster, "%s", x->cluster);
+		snprintf(v[k].cluster, sizeof v[k].cluster, "%.63s", x->cluster);
 		v[k].state = !x->alive ? CLOUD_INST_GONE : x->pending ?
 			     CLOUD_INST_PENDING : CLOUD_INST_RUNNING;
 		v[k].node_id = x->node;
