@@ -160,6 +160,7 @@ struct shard_job {
 	struct sr_err err;
 	int rc;
 };
+
 static int tensor_done(struct shard_job *j, const struct ckpt_tensor *t,
 		       const char *file)
 {
