@@ -56,7 +56,7 @@ const char ctl__node_cols[] =
 	"id, job_id, rank, state, provider, cloud, region, zone, instance_type,"
 	" spot, price_micros, pid, created_ns, last_hb_ns, notice_ns, kill_ns,"
 	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
-	" accelerator, accel_count, cost_micros, pool";
+	" accelerator, accel_count, cost_micros, pool, addr";
 
 /* The API's name of each node column it serves, and how. */
 enum kind { K_INT, K_INT_NULL, K_TEXT, K_TEXT_NULL, K_TS, K_REAL, K_REAL_NULL,
@@ -131,6 +131,7 @@ json_t *ctl__node_json_row(struct store_stmt *st)
 		{ "accelerator_count", "accel_count", K_REAL },
 		{ "cost_micros", "cost_micros", K_INT },
 		{ "pool", "pool", K_INT },
+		{ "addr", "addr", K_TEXT_NULL },
 	};
 
 	return fields_json(st, fs, sizeof fs / sizeof fs[0]);
