@@ -12,7 +12,11 @@
  * Terminating a node SIGKILLs every process of its session, as a cloud
  * reclaiming an instance would.  A spot node is reclaimed when its pool's
  * trace turns unavailable; the reconciler then serves the notice and
- * kills the node when the notice deadline passes.
+ * kills the node when the notice deadline passes.  A pool's lost
+ * capacity takes a job's instances one at a time, as a cloud's reclaims
+ * of a fleet come instance by instance: the job's oldest node in that
+ * pool is reclaimed, the next only once it is gone (so a gang loses one
+ * node, keeps the others, and loses the next if the pool stays short).
  *
  * Injected interruptions (the local cloud's send-spot-instance-
  * interruptions, as AWS FIS offers): a file <state>/interrupts/<node id>
@@ -207,6 +211,19 @@ static bool interrupt_injected(const struct local *l, int64_t id)
 	return stat(p, &sb) == 0;
 }
 
+/* Whether nodes[i] is its job's oldest spot node in its pool among the
+ * live ones (the one a reclaim of that pool takes first). */
+static bool oldest_of_job_in_pool(const struct prov_node *nodes, size_t n,
+				  size_t i)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (nodes[k].spot && nodes[k].job_id == nodes[i].job_id &&
+		    nodes[k].pool == nodes[i].pool && nodes[k].id < nodes[i].id)
+			return false;
+	}
+	return true;
+}
+
 static int local_list(void *st, const struct prov_node *nodes, size_t n,
 		      double sim_s, struct prov_obs *obs)
 {
@@ -217,7 +234,8 @@ static int local_list(void *st, const struct prov_node *nodes, size_t n,
 		obs[i].alive = nodes[i].pid > 0 &&
 			       proc_alive(nodes[i].pid, nodes[i].pid_start);
 		obs[i].reclaim = nodes[i].spot &&
-				 (!localmkt_available(l->m, nodes[i].pool, sim_s) ||
+				 ((!localmkt_available(l->m, nodes[i].pool, sim_s) &&
+				   oldest_of_job_in_pool(nodes, n, i)) ||
 				  interrupt_injected(l, nodes[i].id));
 	}
 	return 0;

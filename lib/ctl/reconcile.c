@@ -26,7 +26,10 @@
  *                  "migrate", the nodes to leave get `stop`
  *   NOTICE         -> CHECKPOINTING (the agents stop their workloads: the
  *                  noticed one on its own IMDS poll, the others on their
- *                  next heartbeat's `stop` directive)
+ *                  next heartbeat's `stop` directive).  A noticed node is
+ *                  doomed: its rank's replacement is placed now (its pool
+ *                  marked first), so it boots while the gang checkpoints
+ *                  and stops (retried in CHECKPOINTING if the policy waits)
  *   CHECKPOINTING  every rank of the attempt has exited or is gone ->
  *                  PREEMPTED (the noticed nodes are terminated; lost work
  *                  is recorded)
@@ -599,6 +602,9 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns && live[i].kill_ns > deadline)
 			deadline = live[i].kill_ns;
+		/* a replacement placed at the notice runs nothing yet */
+		if (live[i].created_ns >= j->notice_ns && !live[i].notice_ns)
+			continue;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
@@ -653,6 +659,34 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	return rc ? rc : 1;
 }
 
+/* NOTICE, CHECKPOINTING: a noticed node will be reclaimed whatever
+ * happens, so its rank's replacement is asked for at once rather than
+ * after the node is gone - it boots while the gang takes its final
+ * checkpoint (recon__place_missing counts a noticed rank as missing and
+ * leaves the job's state alone here).  The noticed pool is marked first
+ * (the cloud is reclaiming it now), as it is after the loss.  A move
+ * (reason "migrate") places nothing here.  0 or < 0 on error. */
+static int replace_noticed(struct ctl *c, sqlite3 *db, struct rjob *j,
+			   const struct rnode *live, size_t n, bool mark)
+{
+	bool doomed = false;
+	int rc;
+
+	if (strcmp(j->recover_reason, "preempted") != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!live[i].notice_ns)
+			continue;
+		doomed = true;
+		if (mark && live[i].spot)
+			ctl__pool_mark(c, live[i].pool);
+	}
+	if (!doomed)
+		return 0;
+	rc = recon__place_missing(c, db, j, live, n);
+	return rc < 0 ? rc : 0;
+}
+
 /* One step for job `id`.  Returns 1 if its state changed (call again),
  * 0 if it waits, < 0 on error. */
 static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
@@ -692,8 +726,9 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 	case JOB_PENDING:
 	case JOB_RECOVERING:
 		if (j.state == JOB_RECOVERING && !rank_missing(&j, live, n)) {
-			rc = simple(c, db, &j, JOB_PROVISIONING, "every node is "
-				    "healthy: restarting the workload in place",
+			rc = simple(c, db, &j, JOB_PROVISIONING, "every rank "
+				    "has a node (kept, or replaced at the notice): "
+				    "the next attempt starts when all are ready",
 				    NULL, 0);
 			rc = rc ? rc : 1;
 			break;
@@ -707,12 +742,17 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 		rc = step_running(c, db, &j, live, n);
 		break;
 	case JOB_NOTICE:
+		rc = replace_noticed(c, db, &j, live, n, true);
+		if (rc)
+			break;
 		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
 			    "taking the final checkpoint", NULL, 0);
 		rc = rc ? rc : 1;
 		break;
 	case JOB_CHECKPOINTING:
-		rc = step_checkpointing(c, db, &j, live, n);
+		rc = replace_noticed(c, db, &j, live, n, false);
+		if (!rc)
+			rc = step_checkpointing(c, db, &j, live, n);
 		break;
 	case JOB_PREEMPTED:
 		rc = simple(c, db, &j, JOB_RECOVERING, "choosing where to resume",
