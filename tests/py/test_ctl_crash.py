@@ -19,6 +19,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 import pytest
 
@@ -313,7 +314,6 @@ def test_gang_loses_one_node_keeps_the_other(daemon_factory):
 
 
 def ts(s):
-    from datetime import datetime
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
