@@ -665,15 +665,16 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
  * checkpoint (recon__place_missing counts a noticed rank as missing and
  * leaves the job's state alone here).  The noticed pool is marked first
  * (the cloud is reclaiming it now), as it is after the loss.  A move
- * (reason "migrate") places nothing here.  0 or < 0 on error. */
-static int replace_noticed(struct ctl *c, sqlite3 *db, struct rjob *j,
-			   const struct rnode *live, size_t n, bool mark)
+ * (reason "migrate") places nothing here.  A placement that fails here
+ * (logged by recon__place_missing) must not hold up the checkpoint:
+ * RECOVERING places what is still missing. */
+static void replace_noticed(struct ctl *c, sqlite3 *db, struct rjob *j,
+			    const struct rnode *live, size_t n, bool mark)
 {
 	bool doomed = false;
-	int rc;
 
 	if (strcmp(j->recover_reason, "preempted") != 0)
-		return 0;
+		return;
 	for (size_t i = 0; i < n; i++) {
 		if (!live[i].notice_ns)
 			continue;
@@ -681,10 +682,8 @@ static int replace_noticed(struct ctl *c, sqlite3 *db, struct rjob *j,
 		if (mark && live[i].spot)
 			ctl__pool_mark(c, live[i].pool);
 	}
-	if (!doomed)
-		return 0;
-	rc = recon__place_missing(c, db, j, live, n);
-	return rc < 0 ? rc : 0;
+	if (doomed)
+		(void)recon__place_missing(c, db, j, live, n);
 }
 
 /* One step for job `id`.  Returns 1 if its state changed (call again),
@@ -742,17 +741,14 @@ static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
 		rc = step_running(c, db, &j, live, n);
 		break;
 	case JOB_NOTICE:
-		rc = replace_noticed(c, db, &j, live, n, true);
-		if (rc)
-			break;
+		replace_noticed(c, db, &j, live, n, true);
 		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
 			    "taking the final checkpoint", NULL, 0);
 		rc = rc ? rc : 1;
 		break;
 	case JOB_CHECKPOINTING:
-		rc = replace_noticed(c, db, &j, live, n, false);
-		if (!rc)
-			rc = step_checkpointing(c, db, &j, live, n);
+		replace_noticed(c, db, &j, live, n, false);
+		rc = step_checkpointing(c, db, &j, live, n);
 		break;
 	case JOB_PREEMPTED:
 		rc = simple(c, db, &j, JOB_RECOVERING, "choosing where to resume",

@@ -319,8 +319,9 @@ def ts(s):
 
 def test_market_reclaim_takes_one_node_of_a_gang(daemon_factory):
     # one trace hour per 2 real seconds; each zone is short one hour in
-    # 13 (phase-shifted): the gang's pool loses capacity now and then
-    d = daemon_factory([1] * 12 + [0], "--time-scale", "1800",
+    # 7 (phase-shifted), so the gang's pool loses capacity before its 20 s
+    # of steps are done
+    d = daemon_factory([1] * 6 + [0], "--time-scale", "1800",
                        "--notice-ms", "1500", "--heartbeat-timeout", "4s")
     d.start()
     yaml = spot_job("gang-mkt", 200).replace("name: gang-mkt\n",
