@@ -560,7 +560,13 @@ static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
 	return seen;
 }
 
-/* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
+/* A node placed at the job's notice to replace a noticed one
+ * (replace_noticed): it has run nothing of the attempt being stopped. */
+static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
+{
+	return j->notice_ns && x->created_ns >= j->notice_ns;
+}
+
 /* The node a preemption hit and the gang's price: from the live noticed
  * nodes, or - when the node pass already ended them (the instance was
  * gone) - from the job's most recent noticed node. */
@@ -573,7 +579,7 @@ static int64_t noticed_node(struct ctl *c, struct store *db, const struct rjob *
 
 	*price = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (live[i].notice_ns) {
+		if (live[i].notice_ns && !placed_at_notice(j, &live[i])) {
 			*price += live[i].price;
 			if (!id)
 				id = live[i].id;
@@ -622,7 +628,7 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		if (live[i].notice_ns && live[i].kill_ns > deadline)
 			deadline = live[i].kill_ns;
 		/* a replacement placed at the notice runs nothing yet */
-		if (live[i].created_ns >= j->notice_ns && !live[i].notice_ns)
+		if (placed_at_notice(j, &live[i]) && !live[i].notice_ns)
 			continue;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
@@ -643,6 +649,11 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 			rc = recon__node_end(c, db, &live[i], "TERMINATED",
 					     live[i].notice_ns ? "preempted" :
 					     "migrated", now, &e);
+		/* a replacement noticed before it ran: a preemption of its
+		 * own, counted as one while provisioning is */
+		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
+			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1",
+					    1, &e);
 	}
 	/* The work lost is counted when a later attempt restores: the step
 	 * and checkpoint seen now may be stale (recon_lost.c). */
@@ -688,7 +699,7 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
  * (logged by recon__place_missing) must not hold up the checkpoint:
  * RECOVERING places what is still missing. */
 static void replace_noticed(struct ctl *c, struct store *db, struct rjob *j,
-			    const struct rnode *live, size_t n, bool mark)
+			    const struct rnode *live, size_t n)
 {
 	bool doomed = false;
 
@@ -698,7 +709,7 @@ static void replace_noticed(struct ctl *c, struct store *db, struct rjob *j,
 		if (!live[i].notice_ns)
 			continue;
 		doomed = true;
-		if (mark && live[i].spot)
+		if (live[i].spot)
 			ctl__pool_mark(c, live[i].pool);
 	}
 	if (doomed)
@@ -760,13 +771,13 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		rc = step_running(c, db, &j, live, n);
 		break;
 	case JOB_NOTICE:
-		replace_noticed(c, db, &j, live, n, true);
+		replace_noticed(c, db, &j, live, n);
 		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
 			    "taking the final checkpoint", NULL, 0);
 		rc = rc ? rc : 1;
 		break;
 	case JOB_CHECKPOINTING:
-		replace_noticed(c, db, &j, live, n, false);
+		replace_noticed(c, db, &j, live, n);
 		rc = step_checkpointing(c, db, &j, live, n);
 		break;
 	case JOB_PREEMPTED:
