@@ -28,7 +28,7 @@
  * (the local cloud's send-spot-instance-interruptions, as AWS FIS
  * offers; tests and `make demo` preempt one node of a gang this way),
  * the cloud schedules the interruption notice_ms ahead: it serves the
- * notice on the instance's IMDSv2 (ctl__local_imds, routes_imds.c),
+ * notice on the instance's IMDSv2 (ctl__local_imds, prov_local_imds.c),
  * reports it in list() (cloud_instance.notice_ns) and kills the
  * instance when the time comes.  A pool's lost capacity takes a job's
  * instances one at a time, as a cloud's reclaims of a fleet come
@@ -789,6 +789,7 @@ int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
 	pthread_mutex_init(&d->mu, NULL);
 	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
 		localmkt_npools(m->m));
+	ctl__routes_imds(); /* the local cloud's IMDSv2 (prov_local_imds.c) */
 	snprintf(out->name, sizeof out->name, "local");
 	out->shared_disk = true;
 	out->mkt = (struct cloud_market){ &lm_ops, m };
