@@ -14,7 +14,13 @@
  *   pending|running --TerminateInstances--> shutting-down
  *   shutting-down --(next tick: session killed)--> terminated
  *                          (Client.UserInitiatedShutdown)
+ *
+ * A terminated instance's disk goes with it, as an EBS root volume with
+ * DeleteOnTermination: the emulator empties <dir>/root (the node's
+ * token, work dir and checkpoints) but for each node dir's agent.log,
+ * kept for debugging.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +33,7 @@
 #include <openssl/rand.h>
 
 #include "cloud/compute.h"
+#include "common/fsutil.h"
 #include "common/money.h"
 #include "common/sigv4.h"
 #include "common/timeutil.h"
@@ -400,10 +407,42 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* rm -r every entry of `dir` but files named `keep`; with `descend`,
+ * a subdirectory is emptied that way instead (one level). */
+static void empty_dir(const char *dir, const char *keep, bool descend)
+{
+	char path[1000];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (descend && de->d_type == DT_DIR)
+			empty_dir(path, keep, false);
+		else if (strcmp(de->d_name, keep) != 0)
+			sr_fs_rm_tree(path);
+	}
+	closedir(d);
+}
+
+/* The instance's disk goes (see the top of this file). */
+static void drop_disk(const struct emu_inst *in)
+{
+	char root[700];
+
+	snprintf(root, sizeof(root), "%s/root", in->dir);
+	empty_dir(root, "agent.log", true);
+}
+
 static void kill_inst(struct emu_inst *in, const char *reason)
 {
 	if (in->pid > 0)
 		proc_kill_session(in->pid, in->pid_start);
+	drop_disk(in);
 	in->pid = 0;
 	in->state = EMU_TERMINATED;
 	snprintf(in->reason, sizeof(in->reason), "%s", reason);

@@ -1,10 +1,11 @@
 /*
  * fsutil.c - durable writes (see the protocol in fsutil.h), mkdir -p,
- * whole-file reads.
+ * whole-file reads, rm -r.
  */
 #include "fsutil.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,4 +185,21 @@ out:
 	free(buf);
 	close(fd);
 	return rc;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+void sr_fs_rm_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -31,6 +31,10 @@ int sr_fs_fsync_parent(const char *path);
  * directories are fine.  Returns 0 or a negative errno. */
 int sr_fs_mkdir_p(const char *path, mode_t mode);
 
+/* rm -r path: depth first, never following a symbolic link.  Best effort
+ * (what cannot be removed stays); a missing path is not an error. */
+void sr_fs_rm_tree(const char *path);
+
 /* Read a whole file (at most `max` bytes, else -EFBIG) into a malloc'd,
  * NUL-terminated buffer the caller frees.  *out_len may be NULL. */
 int sr_fs_read_file(const char *path, size_t max, char **out,

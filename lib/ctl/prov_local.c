@@ -43,7 +43,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -518,25 +517,13 @@ static void ld_req_free(void *st, struct cloud_req *q)
 	free(q);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
 /* rm -r WORK_DIR/ckpt, not following symlinks. */
 static void ckpt_dir_remove(const char *work_dir)
 {
 	char path[4200];
 
 	snprintf(path, sizeof path, "%s/ckpt", work_dir);
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	sr_fs_rm_tree(path);
 }
 
 /* Stop r's processes and its disk's checkpoints; the record says gone. */

@@ -3,16 +3,26 @@
  * local spot cloud's AWS pools on 127.0.0.1 (lib/aws/ec2emu.h), so the
  * AWS driver, the AWS CLI or an SDK can be pointed at it with
  * AWS_ENDPOINT_URL_EC2.  Runs until SIGINT or SIGTERM.
+ *
+ * Interruptions from outside (tests, demos): SIGUSR1 reclaims every spot
+ * instance; an empty file <work-dir>/interrupts/<instance-id> interrupts
+ * that one instance (ec2emu_preempt), as AWS FIS's send-spot-instance-
+ * interruptions does.  The directory is read every POLL_MS; each file is
+ * removed once handled.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aws/ec2emu.h"
 #include "cli.h"
 #include "market/catalog.h"
+
+#define POLL_MS 200
 
 static volatile sig_atomic_t quit, reclaim;
 
@@ -44,7 +54,9 @@ static int usage(void)
 	       "(its own IMDSv2, with spot notices).  Prints the endpoint URL on\n"
 	       "the first line; runs until SIGINT or SIGTERM.  SIGUSR1 reclaims:\n"
 	       "every pool holding a running spot instance loses its capacity\n"
-	       "and those instances get their notice (tests, demos).\n\n"
+	       "and those instances get their notice (tests, demos); an empty\n"
+	       "file DIR/interrupts/<instance-id> gives that one spot instance\n"
+	       "its notice (the file is removed once read).\n\n"
 	       "  --work-dir DIR   instance directories (must exist)\n"
 	       "  --data DIR       catalog + traces (default $SPOTRUN_DATA or ./data)\n"
 	       "  --region R       region (default us-east-1)\n"
@@ -68,6 +80,34 @@ static int num(const char *opt, const char *v, double *out)
 		return cli_usage_error("ec2-emulator", "%s '%s': expected a "
 				       "non-negative number", opt, v);
 	return 0;
+}
+
+/* Notice every instance named by a file in <work>/interrupts/ and
+ * remove the file (see the top of this file). */
+static void poll_interrupts(struct ec2emu *m, const char *work)
+{
+	char dir[4200], path[4500];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/interrupts", work);
+	d = opendir(dir);
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (ec2emu_preempt(m, de->d_name) == 0)
+			fprintf(stderr, "spotrun ec2-emulator: %s: interruption "
+				"notice sent\n", de->d_name);
+		else
+			fprintf(stderr, "spotrun ec2-emulator: %s: no running "
+				"spot instance by that id; interruption ignored\n",
+				de->d_name);
+		unlink(path);
+	}
+	closedir(d);
 }
 
 static int cmd_ec2emu(int argc, char **argv)
@@ -162,7 +202,10 @@ static int cmd_ec2emu(int argc, char **argv)
 	printf("%s\n", ec2emu_url(m));
 	fflush(stdout);
 	while (!quit) {
-		sleep(1); /* a signal cuts it short */
+		struct timespec ts = { 0, POLL_MS * 1000000L };
+
+		nanosleep(&ts, NULL); /* a signal cuts it short */
+		poll_interrupts(m, o.work_dir);
 		if (reclaim) {
 			reclaim = 0;
 			fprintf(stderr, "spotrun ec2-emulator: SIGUSR1: %d spot "

@@ -18,7 +18,11 @@
  * after its notice; a slow boot; a silent node; a daemon crash in the
  * middle of a launch and a restart (no double launch); a terminate that
  * fails (retried) and instances left running by a crash (swept at
- * start). */
+ * start); a policy move of a running spot job to on-demand (NOTICE
+ * "migrate" -> CHECKPOINTING -> PREEMPTED -> RECOVERING: node
+ * READY -> TERMINATED "migrated", not counted as a preemption); a setup
+ * that exits non-zero (RUNNING -> FAILED, and PROVISIONING -> FAILED in
+ * a gang still waiting for a rank). */
 #include "ctl_fixture.h"
 
 #include <errno.h>
@@ -502,6 +506,54 @@ static void agent_exit(int64_t node, int attempt, int code, const char *cause)
 		   "cause", cause), 200);
 }
 
+static void agent_heartbeat(int64_t node, int attempt, int step, int total,
+			    int ckpt)
+{
+	agent_post(node, "heartbeat", json_pack("{s:s,s:i,s:i,s:i,s:i}",
+		   "workload", "running", "attempt", attempt, "step", step,
+		   "total_steps", total, "ckpt_step", ckpt), 200);
+}
+
+static void agent_setup_done(int64_t node, int code)
+{
+	agent_post(node, "report", json_pack("{s:[{s:s,s:i}]}", "events",
+		   "type", "setup_done", "exit_code", code), 200);
+}
+
+static int64_t job_int(int64_t id, const char *key)
+{
+	json_t *j = get_job(id);
+	int64_t v = json_integer_value(json_object_get(j, key));
+
+	json_decref(j);
+	return v;
+}
+
+/* Whether job `id` has an event of `type` (NULL: any) whose message
+ * contains `text` (NULL: any). */
+static bool has_event(int64_t id, const char *type, const char *text)
+{
+	json_t *v = NULL, *ev;
+	char p[64];
+	size_t i;
+	bool found = false;
+
+	snprintf(p, sizeof p, "/v1/jobs/%lld/events", (long long)id);
+	assert_int_equal(jreq("GET", p, ctl_admin_token(ctl), NULL, &v), 200);
+	json_array_foreach(json_object_get(v, "events"), i, ev) {
+		const char *t = json_string_value(json_object_get(ev, "type"));
+		const char *m = json_string_value(json_object_get(ev, "message"));
+
+		if (getenv("FC_DEBUG"))
+			fprintf(stderr, "event %s: %s\n", t, m ? m : "");
+		if (t && (!type || !strcmp(t, type)) &&
+		    (!text || (m && strstr(m, text))))
+			found = true;
+	}
+	json_decref(v);
+	return found;
+}
+
 /* Pass until the job leaves PENDING and its rank-0 node is BOOTING. */
 static int64_t to_booting(int64_t id)
 {
@@ -973,6 +1025,106 @@ static void test_agent_registers_before_commit(void **state)
 	assert_string_equal(job_state(id), "RUNNING");
 }
 
+/* The workload's setup exits non-zero on a running node: RUNNING ->
+ * FAILED with the setup's code, every instance terminated, no restart. */
+static void test_setup_failure_fails_job(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	agent_setup_done(n1, 7);
+	pass();
+	assert_string_equal(job_state(id), "FAILED");
+	assert_int_equal(job_int(id, "exit_code"), 7);
+	assert_true(has_event(id, NULL, "setup failed with exit code 7"));
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_int_equal(job_int(id, "restarts"), 0);
+	assert_int_equal(fc.launches, 1);
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* A gang of two: rank 0's node registers and its setup fails while
+ * rank 1's node still boots.  PROVISIONING -> FAILED at once (the job
+ * does not wait for the gang), both instances terminated. */
+static void test_setup_failure_while_provisioning(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+	int n;
+
+	(void)state;
+	id = create_job("name: t\nnum_nodes: 2\nresources:\n"
+			"  accelerators: V100:1\n  use_spot: true\nrun: echo hi\n"
+			"spotrun:\n  deadline: 100h\n  work: 2h\n");
+	pass();
+	pass();
+	n = nodes_of(id, v, 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].state, "BOOTING");
+	assert_string_equal(v[1].state, "BOOTING");
+	agent_register(v[0].id);
+	agent_setup_done(v[0].id, 2);
+	assert_string_equal(job_state(id), "PROVISIONING");
+	pass();
+	assert_string_equal(job_state(id), "FAILED");
+	assert_int_equal(job_int(id, "exit_code"), 2);
+	assert_true(has_event(id, NULL, "setup failed with exit code 2"));
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* The policy moves a running spot job to on-demand: its workload has
+ * run (rank 0 reported steps) but checkpointed nothing, and the
+ * deadline comes close (the injected clock: 1 s is a cloud hour).
+ * RUNNING -> NOTICE (reason "migrate") -> CHECKPOINTING; the node is
+ * told to stop, its workload exits "stopped"; -> PREEMPTED ->
+ * RECOVERING -> PROVISIONING on the on-demand pool; the old node is
+ * TERMINATED "migrated"; a move, not a preemption. */
+static void test_migrate_spot_to_on_demand(void **state)
+{
+	int64_t id, n1, n2;
+	struct nview a, b;
+
+	(void)state;
+	id = create_job("name: t\nresources:\n  accelerators: V100:1\n"
+			"  use_spot: true\nrun: echo hi\nspotrun:\n"
+			"  deadline: 20h\n  work: 2h\n");
+	n1 = to_running(id);
+	a = node_view(id, n1);
+	assert_true(a.pool == 0 || a.pool == 1); /* spot: the slack allows it */
+	agent_heartbeat(n1, 1, 1, 1000, 0);
+	for (int i = 0; i < 60 && !strcmp(job_state(id), "RUNNING"); i++) {
+		advance_ms(500); /* 30 cloud minutes */
+		agent_heartbeat(n1, 1, 2 + i, 1000, 0);
+		pass();
+	}
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_true(has_event(id, "transition", "moving 1 node(s) to on-demand"));
+	assert_int_equal(live_node(id), n1); /* a move places nothing yet */
+	agent_exit(n1, 1, 0, "stopped");
+	advance_ms(10);
+	pass();
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "migrated");
+	assert_false(inst_of(n1)->alive);
+	assert_true(has_event(id, "migrated", NULL));
+	pass();
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	b = node_view(id, n2);
+	assert_int_equal(b.pool, 2); /* the on-demand pool */
+	pass();
+	agent_register(n2);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "moves"), 1);
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	assert_int_equal(fc.launches, 2);
+	assert_false(inst_of(n2)->spot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1004,6 +1156,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_setup_failure_fails_job,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_setup_failure_while_provisioning,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_migrate_spot_to_on_demand,
 						fsetup, fteardown),
 	};
 
