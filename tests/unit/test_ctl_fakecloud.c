@@ -22,7 +22,10 @@
  * "migrate" -> CHECKPOINTING -> PREEMPTED -> RECOVERING: node
  * READY -> TERMINATED "migrated", not counted as a preemption); a setup
  * that exits non-zero (RUNNING -> FAILED, and PROVISIONING -> FAILED in
- * a gang still waiting for a rank). */
+ * a gang still waiting for a rank); a noticed workload that never exits
+ * (killed at the notice deadline); a workload that completes while it is
+ * checkpointed (CHECKPOINTING -> SUCCEEDED); cancel while PENDING and
+ * while PROVISIONING (a BOOTING node terminated). */
 #include "ctl_fixture.h"
 
 #include <errno.h>
@@ -1125,6 +1128,100 @@ static void test_migrate_spot_to_on_demand(void **state)
 	assert_false(inst_of(n2)->spot);
 }
 
+/* A noticed node whose workload never reports its exit: the node is
+ * killed at the notice deadline (READY -> TERMINATED "preempted", its
+ * instance terminated), and with its rank gone CHECKPOINTING ->
+ * PREEMPTED -> RECOVERING -> PROVISIONING on the replacement placed at
+ * the notice. */
+static void test_notice_deadline_kills_silent_workload(void **state)
+{
+	int64_t id, n1, n2;
+	struct nview a;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	a = node_view(id, n1);
+	fc.avail[a.pool] = false;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	advance_ms(1000); /* half the notice: nothing is killed yet */
+	pass();
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_true(inst_of(n1)->alive);
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	for (int i = 0; i < 20 && strcmp(job_state(id), "PROVISIONING"); i++) {
+		advance_ms(500);
+		pass();
+	}
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "preempted");
+	assert_false(inst_of(n1)->alive);
+	assert_string_equal(job_state(id), "PROVISIONING");
+	assert_int_equal(live_node(id), n2);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+}
+
+/* The workload finishes its last step while it is being checkpointed:
+ * CHECKPOINTING -> SUCCEEDED, the replacement placed at the notice is
+ * terminated unused. */
+static void test_completes_while_checkpointing(void **state)
+{
+	int64_t id, n1, n2;
+	struct nview a;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	a = node_view(id, n1);
+	fc.avail[a.pool] = false;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	agent_exit(n1, 1, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_string_equal(node_view(id, n2).state, "TERMINATED");
+	assert_int_equal(alive_instances(), 0);
+}
+
+/* Cancel before anything was placed (PENDING -> CANCELLED, no launch),
+ * and while a node boots (PROVISIONING -> CANCELLED, BOOTING ->
+ * TERMINATED, its instance terminated). */
+static void test_cancel_pending_and_provisioning(void **state)
+{
+	json_t *v = NULL;
+	int64_t a, b, n;
+	char p[64];
+
+	(void)state;
+	a = create_job(job_spot);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)a);
+	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
+	json_decref(v);
+	pass();
+	assert_string_equal(job_state(a), "CANCELLED");
+	assert_int_equal(fc.launches, 0);
+
+	b = create_job(job_spot);
+	n = to_booting(b);
+	assert_true(inst_of(n)->alive);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)b);
+	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
+	json_decref(v);
+	pass();
+	assert_string_equal(job_state(b), "CANCELLED");
+	assert_string_equal(node_view(b, n).state, "TERMINATED");
+	assert_int_equal(alive_instances(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1162,6 +1259,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_setup_failure_while_provisioning,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_migrate_spot_to_on_demand,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_notice_deadline_kills_silent_workload,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_completes_while_checkpointing,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_cancel_pending_and_provisioning,
 						fsetup, fteardown),
 	};
 
