@@ -239,16 +239,12 @@ fuzz: fuzz-build
 # 2-node PyTorch DDP gang through preemptions of one node at a time,
 # then the report.  demo-single (scripts/demo): one node through market
 # preemptions and moves, checkpoints in s3rver.  CLOUD=aws-emulated runs
-# the single-node job through the AWS provider and EC2 driver against the
-# EC2 emulator instead (docs/providers.md).
+# either through the AWS provider and EC2 driver against the EC2 emulator
+# instead (docs/providers.md).
 CLOUD ?= local
 demo: deps
 	@$(MAKE) --no-print-directory build
-ifeq ($(CLOUD),aws-emulated)
-	@scripts/demo --build $(BUILD) --cloud aws-emulated
-else
-	@scripts/demo-gang --build $(BUILD)
-endif
+	@scripts/demo-gang --build $(BUILD) --cloud $(CLOUD)
 
 demo-single: deps
 	@$(MAKE) --no-print-directory build

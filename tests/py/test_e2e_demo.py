@@ -69,16 +69,19 @@ def test_demo_scenario(tmp_path):
 
 
 @pytest.mark.skipif(ASAN, reason="a minute of PyTorch; run in the plain pass")
-def test_gang_demo(tmp_path):
+@pytest.mark.parametrize("cloud", ["local", "aws-emulated"])
+def test_gang_demo(tmp_path, cloud):
     """make demo: the 2-node DDP gang (scripts/demo-gang).  Two
     preemptions of one node each, the healthy node kept both times, every
-    rank restored from one step, bitwise identical to the reference."""
+    rank restored from one step, bitwise identical to the reference.
+    make demo CLOUD=aws-emulated: the same report through the AWS driver
+    and the EC2 emulator (one emulated instance interrupted at a time)."""
     report = os.path.join(str(tmp_path), "gang.json")
     env = dict(os.environ)
     for k in ("SPOTRUN_API", "SPOTRUN_TOKEN", "SPOTRUN_STATE_DIR"):
         env.pop(k, None)
     p = subprocess.run([os.path.join(ROOT, "scripts", "demo-gang"), "--build",
-                        BUILD, "--report", report], env=env,
+                        BUILD, "--report", report, "--cloud", cloud], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-6000:]
