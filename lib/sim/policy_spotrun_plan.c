@@ -54,6 +54,15 @@ double policy__plan_unit(const struct policy_job *job)
 		u = job->work_s / PLAN_MAX_C;
 	if (slack > 0 && u < slack / PLAN_MAX_S)
 		u = slack / PLAN_MAX_S;
+	/* A restart costs a whole number of steps: stretch the step (never
+	 * shrink it, so the table stays within its caps) until it divides
+	 * R.  Otherwise the slack R takes is rounded onto the grid, and the
+	 * two restarts a spot start must keep in reserve (its own, and
+	 * on-demand's if it is lost) need up to a step more slack than they
+	 * do: with 4 h of slack at 675 s steps and R = 720 s, spot needs
+	 * 3 steps (0.56 h) left instead of 0.4 h.  docs/policies.md. */
+	if (job->restart_s >= u)
+		u = job->restart_s / floor(job->restart_s / u + 1e-9);
 	return u;
 }
 
