@@ -1,7 +1,8 @@
 # spotrun - top-level build.  GNU make, non-recursive.
 #
 #   make            build everything into build/
-#   make check      every test, then the whole suite again under ASan+UBSan,
+#   make check      every test, the control plane again on PostgreSQL 15,
+#                   then the whole suite again under ASan+UBSan,
 #                   the C tests under ThreadSanitizer (clang, build/tsan),
 #                   then the fuzz targets for a bounded time
 #   make tsan       the C tests under ThreadSanitizer only
@@ -193,6 +194,8 @@ check: deps
 	@$(MAKE) --no-print-directory build
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
+	@echo "== check: the control plane on PostgreSQL 15 (tests/py/pg_server.py) =="
+	@SPOTRUN_RESULTS=build/.results scripts/run-tests build pg || true
 	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true
 	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="

@@ -28,11 +28,10 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <sqlite3.h>
 
 #include "common/timeutil.h"
 #include "ctl/auth.h"
-#include "ctl/db.h"
+#include "store/store.h"
 
 static int nnodes = 10000, period_s = 5, seconds = 20, nthreads = 8;
 static char url[128];
@@ -154,70 +153,72 @@ static void *work(void *arg)
 static int seed(const char *dir)
 {
 	char path[512];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *js = NULL, *ns = NULL;
+	struct store *db = NULL;
+	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int64_t now = sr_time_real_ns();
 	int rc;
 
 	snprintf(path, sizeof path, "%s/spotrun.db", dir);
-	rc = ctl_db_open(path, &db, &e);
+	rc = store_open(path, 0, &db, &e);
 	if (!rc)
-		rc = ctl_db_migrate(db, &e);
+		rc = store_migrate(db, &e);
 	if (!rc)
-		rc = ctl_db_begin(db, &e);
-	if (rc)
-		goto out;
-	sqlite3_prepare_v2(db, "INSERT INTO jobs(name, state, spec_name, spec_yaml,"
-		" spec_json, num_nodes, max_restarts, attempt, created_ns, updated_ns,"
-		" state_since_ns, sim_start_s, work_s, candidates, run_started_ns)"
-		" VALUES('bench','RUNNING','bench.yaml','run: x','{}',?1,3,1,?2,?2,?2,"
-		"0,3600,'{\"spot\":[],\"od\":0,\"od_price_usd\":3.06,\"restart_s\":60,"
-		"\"gap_s\":600,\"crit\":0,\"use_spot\":0}',?2)", -1, &js, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO nodes(job_id, rank, state, token_hash,"
-		" provider, cloud, region, zone, instance_type, accelerator,"
-		" accel_count, spot, pool, price_micros, list_micros, reserved_micros,"
-		" created_ns, boot_at_ns, registered_ns, last_hb_ns, billed_until_ns)"
-		" VALUES(?1,?2,'READY',?3,'local','aws','us-east-1','use1-az1',"
-		"'p3.2xlarge','V100',1,0,0,3060000,3060000,-1,?4,?4,?4,?4,?4)",
-		-1, &ns, NULL);
-	for (int i = 0; i < nnodes; i++) {
+		rc = store_begin(db, &e);
+	for (int i = 0; !rc && i < nnodes; i++) {
 		unsigned char d[CTL_DIGEST_LEN];
 		int64_t job;
 
 		if (i % 1000 == 0) {
 			int size = nnodes - i < 1000 ? nnodes - i : 1000;
 
-			sqlite3_reset(js);
-			sqlite3_bind_int(js, 1, size);
-			sqlite3_bind_int64(js, 2, now);
-			if (sqlite3_step(js) != SQLITE_DONE) {
-				rc = -EIO;
-				goto out;
-			}
+			rc = store_prepare(db, "INSERT INTO jobs(name, state,"
+				" spec_name, spec_yaml, spec_json, num_nodes,"
+				" max_restarts, attempt, created_ns, updated_ns,"
+				" state_since_ns, sim_start_s, work_s, candidates,"
+				" run_started_ns) VALUES('bench','RUNNING',"
+				"'bench.yaml','run: x','{}',?1,3,1,?2,?2,?2,0,3600,"
+				"'{\"spot\":[],\"od\":0,\"od_price_usd\":3.06,"
+				"\"restart_s\":60,\"gap_s\":600,\"crit\":0,"
+				"\"use_spot\":0}',?2)", &st, &e);
+			if (rc)
+				break;
+			store_bind_i64(st, 1, size);
+			store_bind_i64(st, 2, now);
+			rc = store_run(st, &e);
+			store_done(st);
+			if (rc < 0)
+				break;
 		}
 		job = (i / 1000) + 1;
 		ctl_token_new(tokens[i]);
 		ctl_token_digest(tokens[i], d);
-		sqlite3_reset(ns);
-		sqlite3_bind_int64(ns, 1, job);
-		sqlite3_bind_int(ns, 2, i % 1000);
-		sqlite3_bind_blob(ns, 3, d, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(ns, 4, now);
-		if (sqlite3_step(ns) != SQLITE_DONE) {
-			rc = -EIO;
-			goto out;
-		}
-		node_ids[i] = sqlite3_last_insert_rowid(db);
+		rc = store_prepare(db, "INSERT INTO nodes(job_id, rank, state,"
+			" token_hash, provider, cloud, region, zone, instance_type,"
+			" accelerator, accel_count, spot, pool, price_micros,"
+			" list_micros, reserved_micros, created_ns, boot_at_ns,"
+			" registered_ns, last_hb_ns, billed_until_ns)"
+			" VALUES(?1,?2,'READY',?3,'local','aws','us-east-1',"
+			"'use1-az1','p3.2xlarge','V100',1,0,0,3060000,3060000,-1,"
+			"?4,?4,?4,?4,?4) RETURNING id", &st, &e);
+		if (rc)
+			break;
+		store_bind_i64(st, 1, job);
+		store_bind_i64(st, 2, i % 1000);
+		store_bind_blob(st, 3, d, CTL_DIGEST_LEN);
+		store_bind_i64(st, 4, now);
+		rc = store_step(st, &e);
+		if (rc == 1)
+			node_ids[i] = store_col_i64(st, "id");
+		rc = rc == 1 ? store_run(st, &e) : rc == 0 ? -EIO : rc;
+		store_done(st);
+		rc = rc < 0 ? rc : 0;
 	}
-	rc = ctl_db_commit(db, &e);
-out:
+	if (db)
+		rc = store_end(db, rc, &e);
 	if (rc)
-		fprintf(stderr, "bench_ctl: seed: %s %s\n", e.msg,
-			db ? sqlite3_errmsg(db) : "");
-	sqlite3_finalize(js);
-	sqlite3_finalize(ns);
-	sqlite3_close_v2(db);
+		fprintf(stderr, "bench_ctl: seed: %s\n", sr_err_str(&e, rc));
+	store_close(db);
 	return rc;
 }
 

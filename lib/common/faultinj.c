@@ -18,7 +18,6 @@
 
 #define W __attribute__((weak))
 
-struct sqlite3_stmt;
 void *__real_malloc(size_t n) W;
 void *__real_calloc(size_t a, size_t b) W;
 void *__real_realloc(void *p, size_t n) W;
@@ -27,7 +26,6 @@ ssize_t __real_write(int fd, const void *b, size_t n) W;
 ssize_t __real_pwrite(int fd, const void *b, size_t n, off_t off) W;
 int __real_fsync(int fd) W;
 int __real_fdatasync(int fd) W;
-int __real_sqlite3_step(struct sqlite3_stmt *st) W;
 int __real_curl_easy_perform(void *h) W;
 
 static atomic_uint armed;          /* mask of armed kinds */
@@ -64,8 +62,7 @@ bool sr_fault_linked(void)
 	return atomic_load(&linked);
 }
 
-/* Count a call of `kind`; true if it must fail. */
-static bool should_fail(unsigned kind)
+bool sr_fault_hit(unsigned kind)
 {
 	uint64_t k, t;
 
@@ -92,7 +89,7 @@ static bool should_fail(unsigned kind)
 void *__wrap_malloc(size_t n);
 void *__wrap_malloc(size_t n)
 {
-	if (should_fail(SR_FAULT_MALLOC)) {
+	if (sr_fault_hit(SR_FAULT_MALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -102,7 +99,7 @@ void *__wrap_malloc(size_t n)
 void *__wrap_calloc(size_t a, size_t b);
 void *__wrap_calloc(size_t a, size_t b)
 {
-	if (should_fail(SR_FAULT_MALLOC)) {
+	if (sr_fault_hit(SR_FAULT_MALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -112,7 +109,7 @@ void *__wrap_calloc(size_t a, size_t b)
 void *__wrap_realloc(void *p, size_t n);
 void *__wrap_realloc(void *p, size_t n)
 {
-	if (should_fail(SR_FAULT_MALLOC)) {
+	if (sr_fault_hit(SR_FAULT_MALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -122,7 +119,7 @@ void *__wrap_realloc(void *p, size_t n)
 char *__wrap_strdup(const char *s);
 char *__wrap_strdup(const char *s)
 {
-	if (should_fail(SR_FAULT_MALLOC)) {
+	if (sr_fault_hit(SR_FAULT_MALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -132,7 +129,7 @@ char *__wrap_strdup(const char *s)
 ssize_t __wrap_write(int fd, const void *b, size_t n);
 ssize_t __wrap_write(int fd, const void *b, size_t n)
 {
-	if (should_fail(SR_FAULT_WRITE)) {
+	if (sr_fault_hit(SR_FAULT_WRITE)) {
 		errno = atomic_load(&fail_errno);
 		return -1;
 	}
@@ -142,7 +139,7 @@ ssize_t __wrap_write(int fd, const void *b, size_t n)
 ssize_t __wrap_pwrite(int fd, const void *b, size_t n, off_t off);
 ssize_t __wrap_pwrite(int fd, const void *b, size_t n, off_t off)
 {
-	if (should_fail(SR_FAULT_WRITE)) {
+	if (sr_fault_hit(SR_FAULT_WRITE)) {
 		errno = atomic_load(&fail_errno);
 		return -1;
 	}
@@ -152,7 +149,7 @@ ssize_t __wrap_pwrite(int fd, const void *b, size_t n, off_t off)
 int __wrap_fsync(int fd);
 int __wrap_fsync(int fd)
 {
-	if (should_fail(SR_FAULT_FSYNC)) {
+	if (sr_fault_hit(SR_FAULT_FSYNC)) {
 		errno = atomic_load(&fail_errno);
 		return -1;
 	}
@@ -162,25 +159,17 @@ int __wrap_fsync(int fd)
 int __wrap_fdatasync(int fd);
 int __wrap_fdatasync(int fd)
 {
-	if (should_fail(SR_FAULT_FSYNC)) {
+	if (sr_fault_hit(SR_FAULT_FSYNC)) {
 		errno = atomic_load(&fail_errno);
 		return -1;
 	}
 	return __real_fdatasync(fd);
 }
 
-int __wrap_sqlite3_step(struct sqlite3_stmt *st);
-int __wrap_sqlite3_step(struct sqlite3_stmt *st)
-{
-	if (should_fail(SR_FAULT_SQLITE))
-		return 10; /* SQLITE_IOERR */
-	return __real_sqlite3_step(st);
-}
-
 int __wrap_curl_easy_perform(void *h);
 int __wrap_curl_easy_perform(void *h)
 {
-	if (should_fail(SR_FAULT_HTTP))
+	if (sr_fault_hit(SR_FAULT_HTTP))
 		return 7; /* CURLE_COULDNT_CONNECT */
 	return __real_curl_easy_perform(h);
 }

@@ -1,5 +1,5 @@
 /*
- * faultinj.h - make the N-th malloc, write, fsync, sqlite3_step or HTTP
+ * faultinj.h - make the N-th malloc, write, fsync, database step or HTTP
  * transfer fail, SQLite-style, to test every failure path.
  *
  * DESIGN.  The wrappers in faultinj.c (__wrap_malloc, __wrap_pwrite, ...)
@@ -26,7 +26,7 @@ enum sr_fault_kind {
 	SR_FAULT_MALLOC = 1 << 0, /* malloc, calloc, realloc, strdup */
 	SR_FAULT_WRITE = 1 << 1,  /* write, pwrite */
 	SR_FAULT_FSYNC = 1 << 2,  /* fsync, fdatasync */
-	SR_FAULT_SQLITE = 1 << 3, /* sqlite3_step */
+	SR_FAULT_SQLITE = 1 << 3, /* SQLite step (lib/store/store_sqlite.c) */
 	SR_FAULT_HTTP = 1 << 4,   /* curl_easy_perform */
 	SR_FAULT_ALL = 0x1f,
 };
@@ -42,5 +42,8 @@ uint64_t sr_fault_disarm(void);
 uint64_t sr_fault_fired(void);
 /* True in a program linked with the wrappers (a call was counted). */
 bool sr_fault_linked(void);
+/* Count a call of `kind`; true if it must fail (for a wrapper kept next
+ * to the code it wraps, like lib/store's SQLite step). */
+bool sr_fault_hit(unsigned kind);
 
 #endif

@@ -30,7 +30,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "store/store.h"
 #include "market/catalog.h"
 
@@ -119,13 +118,6 @@ struct store *ctl__store(struct ctl *c)
 	pthread_mutex_unlock(&c->conns_mu);
 	pthread_setspecific(c->db_key, s);
 	return s;
-}
-
-sqlite3 *ctl__db(struct ctl *c)
-{
-	struct store *s = ctl__store(c);
-
-	return s ? store_sqlite_handle(s) : NULL;
 }
 
 static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
@@ -222,6 +214,8 @@ static int secure_state_dir(struct ctl *c, struct sr_err *e)
 			"tightened to 0700", "dir=%s was=%03o", c->state_dir,
 			(unsigned)(sb.st_mode & 0777));
 	}
+	if (store_backend_of(c->db_path) != STORE_SQLITE)
+		return 0; /* the state is in PostgreSQL: no database file */
 	for (size_t i = 0; files[i]; i++) {
 		snprintf(path, sizeof path, "%s/%s", c->state_dir, files[i]);
 		if (stat(path, &sb) == 0 && (sb.st_mode & 077)) {
@@ -359,7 +353,12 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 	}
 	snprintf(c->state_dir, sizeof c->state_dir, "%s", cfg->state_dir);
 	c->cfg.state_dir = c->state_dir;
-	snprintf(c->db_path, sizeof c->db_path, "%s/" CTL_DB_FILE, c->state_dir);
+	if (cfg->store && *cfg->store)
+		snprintf(c->db_path, sizeof c->db_path, "%s", cfg->store);
+	else
+		snprintf(c->db_path, sizeof c->db_path, "%s/" CTL_DB_FILE,
+			 c->state_dir);
+	c->cfg.store = c->db_path;
 	rc = sr_fs_mkdir_p(c->state_dir, 0700);
 	if (rc) {
 		sr_err_set(e, rc, "%s: %s", c->state_dir, sr_strerror(rc));
@@ -416,8 +415,9 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 		}
 		c->reconciler_started = true;
 	}
-	sr_info("ctl", "spotrund started", "url=%s state=%s scale=%g provider=%s",
-		c->url, c->state_dir, c->cfg.time_scale, c->prov.ops->name);
+	sr_info("ctl", "spotrund started", "url=%s state=%s store=%s scale=%g "
+		"provider=%s", c->url, c->state_dir, store_backend_name(db),
+		c->cfg.time_scale, c->prov.ops->name);
 	*out = c;
 	return 0;
 fail:

@@ -18,6 +18,9 @@ struct ctl;
 
 struct ctl_config {
 	const char *state_dir;     /* required; created 0700 */
+	const char *store;         /* the state's store (lib/store): NULL =
+				      SQLite <state_dir>/spotrun.db, or a
+				      "postgresql://..." URI (docs/store.md) */
 	const char *listen_host;   /* "127.0.0.1" */
 	int listen_port;           /* 7077; 0 = ephemeral (tests) */
 	const char *provider;      /* "local" */

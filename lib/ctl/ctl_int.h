@@ -5,7 +5,6 @@
 #define SR_CTL_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -15,6 +14,9 @@
 #include "ctl/provider.h"
 #include "ctl/router.h"
 #include "store/store.h"
+
+/* The SQLite file in the state directory (the default store). */
+#define CTL_DB_FILE "spotrun.db"
 
 struct MHD_Daemon;
 
@@ -125,10 +127,8 @@ const char *ctl__prov_name(const struct ctl *c, int pool);
 bool ctl__prov_shared(const struct ctl *c, int pool);
 
 /* The calling thread's store connection (opened on first use); NULL on
- * failure.  ctl__db: its SQLite handle, for the files not yet moved
- * behind lib/store (the reconciler's; docs/store.md). */
+ * failure. */
 struct store *ctl__store(struct ctl *c);
-sqlite3 *ctl__db(struct ctl *c);
 
 /* Real-time and monotonic now, from c->clock (ctl.c). */
 int64_t ctl__now(const struct ctl *c);
@@ -189,9 +189,9 @@ int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
 extern const char ctl__node_cols[];
 
 /* Fire event hooks for committed events (reconcile.c). */
-void ctl__hooks_run(struct ctl *c, sqlite3 *db);
+void ctl__hooks_run(struct ctl *c, struct store *db);
 void ctl__hooks_call(struct ctl *c, const json_t *ev);
-void ctl__ticks_call(struct ctl *c, sqlite3 *db);
+void ctl__ticks_call(struct ctl *c, struct store *s);
 size_t ctl__hooks_count(void);
 
 /* Directive for a node, from the database (routes_nodes.c). */

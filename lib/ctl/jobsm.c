@@ -48,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/db.h"
 
 static const char *const names[JOB_NSTATES] = {
 	"PENDING", "PROVISIONING", "RUNNING", "NOTICE", "CHECKPOINTING",
@@ -154,35 +153,5 @@ int jobsm_cancel(struct store *s, int64_t id, int64_t now_ns, double sim_s,
 	if (rc == 1)
 		rc = ctl_event_append(s, id, "cancel_requested", NULL, NULL, 0,
 				      now_ns, sim_s, NULL, why, e) ?: 1;
-	return rc;
-}
-
-/* The reconciler's entry points (struct sqlite3 *), until it moves behind
- * lib/store: the same functions over the store of that connection. */
-int ctl_event_add(struct sqlite3 *db, int64_t job_id, const char *type,
-		  const char *from, const char *to, int64_t node_id,
-		  int64_t now_ns, double sim_s, const json_t *data,
-		  const char *msg, struct sr_err *e)
-{
-	struct store *s = NULL, *tmp = NULL;
-	int rc = store_bridge(db, &s, &tmp, e);
-
-	if (!rc)
-		rc = ctl_event_append(s, job_id, type, from, to, node_id, now_ns,
-				      sim_s, data, msg, e);
-	store_close(tmp);
-	return rc;
-}
-
-int jobsm_transition(struct sqlite3 *db, int64_t id, enum job_state from,
-		     enum job_state to, int64_t now_ns, double sim_s,
-		     const char *msg, struct sr_err *e)
-{
-	struct store *s = NULL, *tmp = NULL;
-	int rc = store_bridge(db, &s, &tmp, e);
-
-	if (!rc)
-		rc = jobsm_move(s, id, from, to, now_ns, sim_s, msg, e);
-	store_close(tmp);
 	return rc;
 }

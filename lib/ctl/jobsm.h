@@ -57,15 +57,4 @@ int ctl_event_append(struct store *s, int64_t job_id, const char *type,
 		     int64_t now_ns, double sim_s, const json_t *data,
 		     const char *msg, struct sr_err *e);
 
-/* The same two over a raw SQLite connection, for the reconciler files not
- * yet moved behind lib/store (docs/store.md); remove with them. */
-struct sqlite3;
-int jobsm_transition(struct sqlite3 *db, int64_t id, enum job_state from,
-		     enum job_state to, int64_t now_ns, double sim_s,
-		     const char *msg, struct sr_err *e);
-int ctl_event_add(struct sqlite3 *db, int64_t job_id, const char *type,
-		  const char *from, const char *to, int64_t node_id,
-		  int64_t now_ns, double sim_s, const json_t *data,
-		  const char *msg, struct sr_err *e);
-
 #endif

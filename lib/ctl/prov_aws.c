@@ -50,7 +50,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 #include "ctl/localmkt.h"
 
 #define PRICE_REFRESH_NS (60 * SR_NS_PER_SEC)
@@ -433,19 +432,22 @@ static const struct prov_ops aws_ops = {
  * kept in the settings. */
 static int cluster_id(struct ctl *c, char *out, size_t cap, struct sr_err *e)
 {
-	sqlite3 *db = ctl__db(c);
+	struct store *db = ctl__store(c);
 	char tok[CTL_TOKEN_HEX + 1];
 	int rc;
 
 	if (!db)
 		return sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
-	if (ctl_db_setting_get(db, "cluster_id", out, cap) == 0 && out[0])
+	rc = store_setting_get(db, "cluster_id", out, cap, e);
+	if (rc == 0 && out[0])
 		return 0;
+	if (rc && rc != -SR_ENOTFOUND)
+		return rc;
 	rc = ctl_token_new(tok);
 	if (rc)
 		return sr_err_set(e, rc, "cluster id: no randomness");
 	snprintf(out, cap, "sr%.12s", tok);
-	return ctl_db_setting_set(db, "cluster_id", out, e);
+	return store_setting_set(db, "cluster_id", out, e);
 }
 
 int ctl__prov_aws_init(struct ctl *c, struct sr_err *e)

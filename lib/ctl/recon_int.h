@@ -7,7 +7,6 @@
 #ifndef SR_CTL_RECON_INT_H
 #define SR_CTL_RECON_INT_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -60,20 +59,24 @@ struct rnode {
 	bool retire;                                    /* policy moves off it */
 };
 
-int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j);
+/* Run a statement that returns no row (store_run): 0 or the error,
+ * prefixed with `what`.  The caller still store_done()s it. */
+int recon__run(struct store_stmt *st, struct sr_err *e, const char *what);
+
+int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j);
 /* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
  * *out malloc'd. */
-int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n);
 /* Live (REQUESTED/BOOTING/READY) nodes of job, or of every job if job=0.
  * *out malloc'd. */
-int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
+int recon__nodes_live(struct ctl *c, struct store *db, int64_t job,
 		      struct rnode **out, size_t *n);
 
 /* The ids of every unfinished job, ascending, read RECON_JOB_PAGE at a
  * time (no cap: a job past any fixed count would be starved).  *out
  * malloc'd (caller frees). */
-int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n);
+int recon__active_jobs(struct store *db, int64_t **out, size_t *n);
 
 /* Node side (recon_nodes.c). */
 
@@ -112,13 +115,13 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 			      const struct rnode *x, const struct prov_obs *o,
 			      bool listed, int64_t now, int64_t silent_ns);
 
-int recon__nodes_pass(struct ctl *c, sqlite3 *db);
+int recon__nodes_pass(struct ctl *c, struct store *db);
 /* Inside a transaction: mark node TERMINATED/LOST with reason and bill
  * its last interval.  The process is killed by recon__kill after commit. */
-int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
+int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
-void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n);
+void recon__kill(struct ctl *c, struct store *db, const struct rnode *n);
 /* The bearer token of node `node` of `job`, derived from the daemon's
  * key: the same every time (a launch retried after a crash carries the
  * token its instance booted with); never stored, only its digest. */
@@ -127,18 +130,18 @@ int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
 /* 1 (and the message in msg) if the cloud refused a launch of the job
  * for good (auth, invalid request: a job-level error), 0 if not,
  * < 0 on error. */
-int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap);
+int recon__launch_refused(struct store *db, int64_t job, char *msg, size_t cap);
 /* Retry the terminates that failed (nodes.kill_pending). */
-void recon__kill_pending(struct ctl *c, sqlite3 *db);
+void recon__kill_pending(struct ctl *c, struct store *db);
 /* Terminate again the nodes the database says are gone (after a crash
  * between commit and terminate). */
-void recon__sweep_orphans(struct ctl *c, sqlite3 *db);
+void recon__sweep_orphans(struct ctl *c, struct store *db);
 
 /* Placement side (recon_place.c). */
 /* Run the policy for the current tick if not done yet; fills *ch with the
  * decision of the current tick.  `fresh`: the decision is about to be
  * acted on, so a spot choice whose pool has no capacity now is redone. */
-int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
+int recon__policy_tick(struct ctl *c, struct store *db, struct rjob *j,
 		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e);
 /* What the job looks like now (for the policy and the move rule); sets
@@ -146,18 +149,18 @@ int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
 void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
 		      size_t nlive, double sim, struct place_now *now);
 /* Inside a transaction: create nodes for `ranks` in `pool`. */
-int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
+int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e);
 /* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
-int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 		   struct sr_err *e);
 /* Update the job's human message (no event). */
-void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg);
+void recon__job_set_msg(struct store *db, int64_t id, const char *msg);
 /* Create nodes for the ranks without a live node where the policy says,
  * moving the job to PROVISIONING.  1 = created (or none missing), 0 =
  * the policy waits, < 0 on error. */
-int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 			 const struct rnode *live, size_t nlive);
 /* Estimated total work and safely kept work, cloud seconds. */
 double recon__work_total(const struct rjob *j, double scale);
@@ -175,9 +178,9 @@ bool recon__work_finished(const struct rjob *j);
  * `first`: this is the attempt's first report, so `restored` also
  * becomes the job's checkpoint step (a step reported as checkpointed
  * that the restore did not find was never durable). */
-int recon__lost_open(sqlite3 *db, const struct rjob *j, int64_t node,
+int recon__lost_open(struct store *db, const struct rjob *j, int64_t node,
 		     sr_micros price, struct sr_err *e);
-int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
+int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e);
 

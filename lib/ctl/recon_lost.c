@@ -23,29 +23,28 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 
-int recon__lost_open(sqlite3 *db, const struct rjob *j, int64_t node,
+int recon__lost_open(struct store *db, const struct rjob *j, int64_t node,
 		     sr_micros price, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = ctl_db_prepare(db, "UPDATE jobs SET lost_from_step=?1,"
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(db, "UPDATE jobs SET lost_from_step=?1,"
 				" lost_attempt=?2, lost_node=?3, lost_price=?4"
 				" WHERE id=?5", &st, e);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, j->step >= 0 ? j->step : 0);
-	sqlite3_bind_int64(st, 2, j->attempt);
+	store_bind_i64(st, 1, j->step >= 0 ? j->step : 0);
+	store_bind_i64(st, 2, j->attempt);
 	if (node > 0)
-		sqlite3_bind_int64(st, 3, node);
-	sqlite3_bind_int64(st, 4, price);
-	sqlite3_bind_int64(st, 5, j->id);
-	rc = ctl_db_step_done(db, st, e, "lost work pending");
-	sqlite3_finalize(st);
+		store_bind_i64(st, 3, node);
+	store_bind_i64(st, 4, price);
+	store_bind_i64(st, 5, j->id);
+	rc = recon__run(st, e, "lost work pending");
+	store_done(st);
 	return rc;
 }
 
@@ -56,60 +55,64 @@ struct pending {
 	char cloud[16], region[40], zone[40], itype[48];
 };
 
-static int pending_load(sqlite3 *db, int64_t job, struct pending *p)
+static int pending_load(struct store *db, int64_t job, struct pending *p)
 {
-	sqlite3_stmt *st = NULL;
-	int found = 0;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int found;
 
 	memset(p, 0, sizeof *p);
-	if (sqlite3_prepare_v2(db, "SELECT j.lost_from_step, j.lost_attempt,"
-			       " coalesce(j.lost_node, 0), j.lost_price,"
-			       " coalesce(j.total_steps, -1),"
-			       " CASE WHEN j.est_work_s > 0 THEN j.est_work_s ELSE"
-			       " j.work_s END, coalesce(n.cloud, ''),"
-			       " coalesce(n.region, ''), coalesce(n.zone, ''),"
-			       " coalesce(n.instance_type, '') FROM jobs j LEFT JOIN"
-			       " nodes n ON n.id=j.lost_node WHERE j.id=? AND"
-			       " j.lost_from_step IS NOT NULL", -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT j.lost_from_step AS lost_from_step,"
+			  " j.lost_attempt AS lost_attempt,"
+			  " coalesce(j.lost_node, 0) AS lost_node,"
+			  " j.lost_price AS lost_price,"
+			  " coalesce(j.total_steps, -1) AS total_steps,"
+			  " CASE WHEN j.est_work_s > 0 THEN j.est_work_s ELSE"
+			  " j.work_s END AS work_s, coalesce(n.cloud, '') AS cloud,"
+			  " coalesce(n.region, '') AS region,"
+			  " coalesce(n.zone, '') AS zone,"
+			  " coalesce(n.instance_type, '') AS itype FROM jobs j"
+			  " LEFT JOIN nodes n ON n.id=j.lost_node WHERE j.id=? AND"
+			  " j.lost_from_step IS NOT NULL", &st, &e))
 		return -1;
-	sqlite3_bind_int64(st, 1, job);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		p->from = sqlite3_column_int64(st, 0);
-		p->attempt = sqlite3_column_int64(st, 1);
-		p->node = sqlite3_column_int64(st, 2);
-		p->price = sqlite3_column_int64(st, 3);
-		p->total = sqlite3_column_int64(st, 4);
-		p->work_s = sqlite3_column_double(st, 5);
-		snprintf(p->cloud, sizeof p->cloud, "%s", ctl_db_text(st, 6));
-		snprintf(p->region, sizeof p->region, "%s", ctl_db_text(st, 7));
-		snprintf(p->zone, sizeof p->zone, "%s", ctl_db_text(st, 8));
-		snprintf(p->itype, sizeof p->itype, "%s", ctl_db_text(st, 9));
-		found = 1;
+	store_bind_i64(st, 1, job);
+	found = store_step(st, &e);
+	if (found == 1) {
+		p->from = store_col_i64(st, "lost_from_step");
+		p->attempt = store_col_i64(st, "lost_attempt");
+		p->node = store_col_i64(st, "lost_node");
+		p->price = store_col_i64(st, "lost_price");
+		p->total = store_col_i64(st, "total_steps");
+		p->work_s = store_col_f64(st, "work_s");
+		snprintf(p->cloud, sizeof p->cloud, "%s", store_col_text(st, "cloud"));
+		snprintf(p->region, sizeof p->region, "%s", store_col_text(st, "region"));
+		snprintf(p->zone, sizeof p->zone, "%s", store_col_text(st, "zone"));
+		snprintf(p->itype, sizeof p->itype, "%s", store_col_text(st, "itype"));
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return found;
 }
 
 /* A restore names the durable checkpoint: a step reported as checkpointed
  * before (a snapshot not yet durable when the node went) is not work
  * done. */
-static int set_restored(sqlite3 *db, int64_t job, int64_t restored,
+static int set_restored(struct store *db, int64_t job, int64_t restored,
 			struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = ctl_db_prepare(db, "UPDATE jobs SET ckpt_step=?1 WHERE id=?2",
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(db, "UPDATE jobs SET ckpt_step=?1 WHERE id=?2",
 				&st, e);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, restored);
-	sqlite3_bind_int64(st, 2, job);
-	rc = ctl_db_step_done(db, st, e, "restored checkpoint");
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, restored);
+	store_bind_i64(st, 2, job);
+	rc = recon__run(st, e, "restored checkpoint");
+	store_done(st);
 	return rc;
 }
 
-int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
+int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e)
 {
@@ -145,7 +148,7 @@ int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
 			.unit_price = p.price,
 		};
 
-		rc = ledger_event_append(db, &le, e);
+		rc = ledger_event_add(db, &le, e);
 		if (rc)
 			return rc;
 	}
@@ -154,18 +157,18 @@ int recon__lost_settle(struct ctl *c, sqlite3 *db, int64_t job,
 	snprintf(msg, sizeof msg, "resumed from the checkpoint at step %" PRId64
 		 ": %" PRId64 " step(s), %.0f s of cloud work lost", restored,
 		 p.from > restored ? p.from - restored : 0, lost_s);
-	rc = ctl_event_add(db, job, "lost_work", NULL, NULL, p.node, now,
+	rc = ctl_event_append(db, job, "lost_work", NULL, NULL, p.node, now,
 			   ctl__sim_at(c, now), d, msg, e);
 	json_decref(d);
 	if (!rc) {
-		sqlite3_stmt *st = NULL;
+		struct store_stmt *st = NULL;
 
-		rc = ctl_db_prepare(db, "UPDATE jobs SET lost_from_step=NULL,"
+		rc = store_prepare(db, "UPDATE jobs SET lost_from_step=NULL,"
 				    " lost_node=NULL, lost_price=0 WHERE id=?", &st, e);
 		if (!rc) {
-			sqlite3_bind_int64(st, 1, job);
-			rc = ctl_db_step_done(db, st, e, "lost work settled");
-			sqlite3_finalize(st);
+			store_bind_i64(st, 1, job);
+			rc = recon__run(st, e, "lost work settled");
+			store_done(st);
 		}
 	}
 	return rc;

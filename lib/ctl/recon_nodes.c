@@ -37,77 +37,82 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
-#include "ctl/db.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 #include "finops/policy.h"
 
 static const char node_sql[] =
-	"SELECT id, job_id, rank, state, pool, spot, coalesce(pid, 0),"
-	" coalesce(pid_start, 0), created_ns, boot_at_ns,"
-	" coalesce(registered_ns, 0), coalesce(last_hb_ns, 0),"
-	" coalesce(notice_ns, 0), coalesce(kill_ns, 0),"
-	" coalesce(billed_until_ns, 0), price_micros, list_micros,"
-	" reserved_micros, cloud, region, zone, instance_type, accelerator,"
-	" accel_count, workload, util_sum, util_n, coalesce(setup_rc, -9999),"
-	" retire FROM nodes";
+	"SELECT id, job_id, rank, state, pool, spot, coalesce(pid, 0) AS pid,"
+	" coalesce(pid_start, 0) AS pid_start, created_ns, boot_at_ns,"
+	" coalesce(registered_ns, 0) AS registered_ns,"
+	" coalesce(last_hb_ns, 0) AS last_hb_ns,"
+	" coalesce(notice_ns, 0) AS notice_ns, coalesce(kill_ns, 0) AS kill_ns,"
+	" coalesce(billed_until_ns, 0) AS billed_until_ns, price_micros,"
+	" list_micros, reserved_micros, cloud, region, zone, instance_type,"
+	" accelerator, accel_count, workload, util_sum, util_n,"
+	" coalesce(setup_rc, -9999) AS setup_rc, retire FROM nodes";
 
-static void node_row(sqlite3_stmt *st, struct rnode *n)
+static void node_row(struct store_stmt *st, struct rnode *n)
 {
 	memset(n, 0, sizeof *n);
-	n->id = sqlite3_column_int64(st, 0);
-	n->job = sqlite3_column_int64(st, 1);
-	n->rank = sqlite3_column_int64(st, 2);
-	snprintf(n->state, sizeof n->state, "%s", ctl_db_text(st, 3));
-	n->pool = sqlite3_column_int(st, 4);
-	n->spot = sqlite3_column_int(st, 5);
-	n->pid = sqlite3_column_int64(st, 6);
-	n->pid_start = sqlite3_column_int64(st, 7);
-	n->created_ns = sqlite3_column_int64(st, 8);
-	n->boot_at_ns = sqlite3_column_int64(st, 9);
-	n->registered_ns = sqlite3_column_int64(st, 10);
-	n->last_hb_ns = sqlite3_column_int64(st, 11);
-	n->notice_ns = sqlite3_column_int64(st, 12);
-	n->kill_ns = sqlite3_column_int64(st, 13);
-	n->billed_until_ns = sqlite3_column_int64(st, 14);
-	n->price = sqlite3_column_int64(st, 15);
-	n->list = sqlite3_column_int64(st, 16);
-	n->reserved = sqlite3_column_int64(st, 17);
-	snprintf(n->cloud, sizeof n->cloud, "%s", ctl_db_text(st, 18));
-	snprintf(n->region, sizeof n->region, "%s", ctl_db_text(st, 19));
-	snprintf(n->zone, sizeof n->zone, "%s", ctl_db_text(st, 20));
-	snprintf(n->itype, sizeof n->itype, "%s", ctl_db_text(st, 21));
-	snprintf(n->accel, sizeof n->accel, "%s", ctl_db_text(st, 22));
-	n->accel_count = sqlite3_column_double(st, 23);
-	snprintf(n->workload, sizeof n->workload, "%s", ctl_db_text(st, 24));
-	n->util_sum = sqlite3_column_double(st, 25);
-	n->util_n = sqlite3_column_int64(st, 26);
-	n->setup_rc = sqlite3_column_int64(st, 27);
+	n->id = store_col_i64(st, "id");
+	n->job = store_col_i64(st, "job_id");
+	n->rank = store_col_i64(st, "rank");
+	snprintf(n->state, sizeof n->state, "%s", store_col_text(st, "state"));
+	n->pool = (int)store_col_i64(st, "pool");
+	n->spot = store_col_i64(st, "spot") != 0;
+	n->pid = store_col_i64(st, "pid");
+	n->pid_start = store_col_i64(st, "pid_start");
+	n->created_ns = store_col_i64(st, "created_ns");
+	n->boot_at_ns = store_col_i64(st, "boot_at_ns");
+	n->registered_ns = store_col_i64(st, "registered_ns");
+	n->last_hb_ns = store_col_i64(st, "last_hb_ns");
+	n->notice_ns = store_col_i64(st, "notice_ns");
+	n->kill_ns = store_col_i64(st, "kill_ns");
+	n->billed_until_ns = store_col_i64(st, "billed_until_ns");
+	n->price = store_col_i64(st, "price_micros");
+	n->list = store_col_i64(st, "list_micros");
+	n->reserved = store_col_i64(st, "reserved_micros");
+	snprintf(n->cloud, sizeof n->cloud, "%s", store_col_text(st, "cloud"));
+	snprintf(n->region, sizeof n->region, "%s", store_col_text(st, "region"));
+	snprintf(n->zone, sizeof n->zone, "%s", store_col_text(st, "zone"));
+	snprintf(n->itype, sizeof n->itype, "%s",
+		 store_col_text(st, "instance_type"));
+	snprintf(n->accel, sizeof n->accel, "%s",
+		 store_col_text(st, "accelerator"));
+	n->accel_count = store_col_f64(st, "accel_count");
+	snprintf(n->workload, sizeof n->workload, "%s",
+		 store_col_text(st, "workload"));
+	n->util_sum = store_col_f64(st, "util_sum");
+	n->util_n = store_col_i64(st, "util_n");
+	n->setup_rc = store_col_i64(st, "setup_rc");
 	if (n->setup_rc == -9999)
 		n->setup_rc = INT64_MIN;
-	n->retire = sqlite3_column_int(st, 28);
+	n->retire = store_col_i64(st, "retire") != 0;
 }
 
-int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
+int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n)
 {
 	char sql[1024];
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	struct rnode *v = NULL;
 	size_t k = 0, cap = 0;
-	int rc = 0, src;
+	struct sr_err e = { 0 };
+	int rc;
 
-	(void)c; /* kept for the store layer's conversion */
+	(void)c;
 	*out = NULL;
 	*n = 0;
 	snprintf(sql, sizeof sql, "%s WHERE %s ORDER BY id", node_sql, where);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, arg);
+	rc = store_prepare(db, sql, &st, &e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, arg);
 	/* an error must not read as the end of the rows: a short list of
 	 * live nodes would have a rank placed twice (found by
 	 * tests/unit/test_faultinj.c) */
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = store_step(st, &e)) == 1) {
 		if (k == cap) {
 			size_t nc = cap ? 2 * cap : 16;
 			struct rnode *nv = realloc(v, nc * sizeof *nv);
@@ -121,9 +126,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 		}
 		node_row(st, &v[k++]);
 	}
-	if (!rc && src != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
+	store_done(st);
 	if (rc) {
 		free(v);
 		return rc;
@@ -133,7 +136,7 @@ int recon__nodes_query(struct ctl *c, sqlite3 *db, const char *where,
 	return 0;
 }
 
-int recon__nodes_live(struct ctl *c, sqlite3 *db, int64_t job,
+int recon__nodes_live(struct ctl *c, struct store *db, int64_t job,
 		      struct rnode **out, size_t *n)
 {
 	return recon__nodes_query(c, db, job ?
@@ -151,24 +154,26 @@ static struct prov_node pnode(const struct rnode *n)
 	return p;
 }
 
-static void set_kill_pending(sqlite3 *db, int64_t node, int pending)
+static void set_kill_pending(struct store *db, int64_t node, int pending)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 
-	if (sqlite3_prepare_v2(db, "UPDATE nodes SET kill_pending=?1 WHERE"
-				      " id=?2 AND kill_pending<>?1", -1, &st,
-				      NULL) != SQLITE_OK)
+	if (store_prepare(db, "UPDATE nodes SET kill_pending=?1 WHERE"
+			  " id=?2 AND kill_pending<>?1", &st, &e))
 		return;
-	sqlite3_bind_int(st, 1, pending);
-	sqlite3_bind_int64(st, 2, node);
-	sqlite3_step(st);
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, pending);
+	store_bind_i64(st, 2, node);
+	if (store_run(st, &e) < 0)
+		sr_warn("recon", "cannot record a pending terminate", "node=%"
+			PRId64 " err=\"%s\"", node, sr_err_str(&e, -EIO));
+	store_done(st);
 }
 
 /* The database already says the node is gone; make the world agree.  A
  * terminate that fails is recorded (nodes.kill_pending) and retried on
  * every node pass until the provider confirms it. */
-void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n)
+void recon__kill(struct ctl *c, struct store *db, const struct rnode *n)
 {
 	struct prov_node p = pnode(n);
 	int rc = c->prov.ops->terminate(c->prov.st, &p);
@@ -183,7 +188,7 @@ void recon__kill(struct ctl *c, sqlite3 *db, const struct rnode *n)
 	}
 }
 
-void recon__kill_pending(struct ctl *c, sqlite3 *db)
+void recon__kill_pending(struct ctl *c, struct store *db)
 {
 	struct rnode *v = NULL;
 	size_t n = 0;
@@ -198,12 +203,12 @@ void recon__kill_pending(struct ctl *c, sqlite3 *db)
 
 /* ---- billing --------------------------------------------------------------- */
 
-static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until,
+static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t until,
 		struct sr_err *e)
 {
 	struct ledger_row r = { 0 };
 	struct prov_offering o;
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
 	int rc;
@@ -235,7 +240,7 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 	r.end_ns = until;
 	r.billed_ns = (int64_t)((double)(until - n->billed_until_ns) *
 				c->cfg.time_scale);
-	rc = ledger_append(db, &r, &cost, e);
+	rc = ledger_row_add(db, &r, &cost, e);
 	if (rc == -SR_ECONFLICT) {
 		rc = 0;
 		cost = 0;
@@ -246,63 +251,63 @@ static int bill(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t until
 		list_cost = sr_money_cost(r.list_price, r.billed_ns);
 	if (cost && n->reserved >= 0)
 		res_cost = sr_money_cost(n->reserved, r.billed_ns);
-	rc = ctl_db_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
+	rc = store_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
 			    " cost_micros=cost_micros+?2, util_sum=0, util_n=0"
 			    " WHERE id=?3", &st, e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, until);
-		sqlite3_bind_int64(st, 2, cost);
-		sqlite3_bind_int64(st, 3, n->id);
-		rc = ctl_db_step_done(db, st, e, "bill node");
-		sqlite3_finalize(st);
+		store_bind_i64(st, 1, until);
+		store_bind_i64(st, 2, cost);
+		store_bind_i64(st, 3, n->id);
+		rc = recon__run(st, e, "bill node");
+		store_done(st);
 	}
 	if (!rc) {
-		rc = ctl_db_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
+		rc = store_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
 				    " list_cost_micros=list_cost_micros+?3,"
 				    " reserved_cost_micros=reserved_cost_micros+?4,"
-				    " reserved_unknown=max(reserved_unknown, ?5)"
+				    " reserved_unknown=greatest(reserved_unknown, ?5)"
 				    " WHERE id=?2", &st, e);
 		if (!rc) {
-			sqlite3_bind_int64(st, 1, cost);
-			sqlite3_bind_int64(st, 2, n->job);
-			sqlite3_bind_int64(st, 3, list_cost);
-			sqlite3_bind_int64(st, 4, res_cost);
-			sqlite3_bind_int(st, 5, n->reserved < 0);
-			rc = ctl_db_step_done(db, st, e, "bill job");
-			sqlite3_finalize(st);
+			store_bind_i64(st, 1, cost);
+			store_bind_i64(st, 2, n->job);
+			store_bind_i64(st, 3, list_cost);
+			store_bind_i64(st, 4, res_cost);
+			store_bind_i64(st, 5, n->reserved < 0);
+			rc = recon__run(st, e, "bill job");
+			store_done(st);
 		}
 	}
 	return rc;
 }
 
-int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
+int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	char msg[128];
 	int rc;
 
 	rc = bill(c, db, n, now, e);
 	if (rc)
 		return rc;
-	rc = ctl_db_prepare(db, "UPDATE nodes SET state=?1, end_reason=?2,"
+	rc = store_prepare(db, "UPDATE nodes SET state=?1, end_reason=?2,"
 			    " terminated_ns=?3 WHERE id=?4 AND state IN"
 			    " ('REQUESTED','BOOTING','READY')", &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, now);
-	sqlite3_bind_int64(st, 4, n->id);
-	rc = ctl_db_step_done(db, st, e, "end node");
-	sqlite3_finalize(st);
-	if (rc || sqlite3_changes(db) == 0)
-		return rc;
+	store_bind_text(st, 1, state);
+	store_bind_text(st, 2, reason);
+	store_bind_i64(st, 3, now);
+	store_bind_i64(st, 4, n->id);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc <= 0)
+		return rc < 0 ? sr_err_prefix(e, "%s", "end node") : 0;
 	snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64 ") %s: %s",
 		 n->id, n->rank, strcmp(state, "LOST") == 0 ? "lost" : "terminated",
 		 reason);
-	return ctl_event_add(db, n->job, strcmp(state, "LOST") == 0 ? "node_lost" :
+	return ctl_event_append(db, n->job, strcmp(state, "LOST") == 0 ? "node_lost" :
 			     "node_terminated", NULL, NULL, n->id, now,
 			     ctl__sim_at(c, now), NULL, msg, e);
 }
@@ -311,7 +316,7 @@ int recon__node_end(struct ctl *c, sqlite3 *db, const struct rnode *n,
 
 struct commit_ud {
 	struct ctl *c;
-	sqlite3 *db;
+	struct store *db;
 	int64_t now;
 	const unsigned char *digest; /* of the token handed to the provider */
 };
@@ -319,47 +324,47 @@ struct commit_ud {
 static int commit_boot(void *ud, const struct prov_node *p)
 {
 	struct commit_ud *u = ud;
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int rc;
 
-	rc = ctl_db_begin(u->db, &e);
+	rc = store_begin(u->db, &e);
 	if (rc)
 		return rc;
 	/* A cloud's instance may boot and its agent register (READY) before
 	 * this commit: its token was valid from the node's creation. */
-	rc = ctl_db_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
+	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
 			    "'REQUESTED' THEN 'BOOTING' ELSE state END, pid=?1,"
 			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
 			    " WHERE id=?4 AND (state='REQUESTED' OR (state='READY'"
 			    " AND pid IS NULL))", &st, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, p->pid);
-		sqlite3_bind_int64(st, 2, p->pid_start);
-		sqlite3_bind_int64(st, 3, u->now);
-		sqlite3_bind_int64(st, 4, p->id);
-		sqlite3_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN, SQLITE_STATIC);
-		rc = ctl_db_step_done(u->db, st, &e, "boot node");
-		sqlite3_finalize(st);
+		store_bind_i64(st, 1, p->pid);
+		store_bind_i64(st, 2, p->pid_start);
+		store_bind_i64(st, 3, u->now);
+		store_bind_i64(st, 4, p->id);
+		store_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN);
+		rc = store_run(st, &e);
+		store_done(st);
+		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
+		     -SR_ECONFLICT;
 	}
-	if (!rc && sqlite3_changes(u->db) != 1)
-		rc = -SR_ECONFLICT;
 	if (!rc)
-		rc = ctl_db_commit(u->db, &e);
+		rc = store_commit(u->db, &e);
 	else
-		ctl_db_rollback(u->db);
+		store_rollback(u->db);
 	return rc;
 }
 
-static int end_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
+static int end_tx(struct ctl *c, struct store *db, const struct rnode *n,
 		  const char *state, const char *reason, int64_t now, bool kill)
 {
 	struct sr_err e = { 0 };
-	int rc = ctl_db_begin(db, &e);
+	int rc = store_begin(db, &e);
 
 	if (!rc)
 		rc = recon__node_end(c, db, n, state, reason, now, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
@@ -397,21 +402,21 @@ int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
 /* A launch the cloud refused for good (credentials, a bad image or
  * parameter): the node ends, and an event the job step turns into a
  * job-level failure with the cloud's message (recon__launch_refused). */
-static void refuse_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
+static void refuse_tx(struct ctl *c, struct store *db, const struct rnode *n,
 		      int64_t now, const char *why)
 {
 	struct sr_err e = { 0 };
 	char msg[SR_ERR_MSG_MAX + 64];
-	int rc = ctl_db_begin(db, &e);
+	int rc = store_begin(db, &e);
 
 	snprintf(msg, sizeof msg, "the cloud refused to start node %" PRId64
 		 ": %s", n->id, why);
 	if (!rc)
 		rc = recon__node_end(c, db, n, "TERMINATED", "launch_refused", now, &e);
 	if (!rc)
-		rc = ctl_event_add(db, n->job, "launch_refused", NULL, NULL, n->id,
+		rc = ctl_event_append(db, n->job, "launch_refused", NULL, NULL, n->id,
 				   now, ctl__sim_at(c, now), NULL, msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "cannot end node", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
@@ -425,7 +430,7 @@ static void refuse_tx(struct ctl *c, sqlite3 *db, const struct rnode *n,
  * (the rate limit is the account's); auth (-EACCES) and invalid
  * (-EINVAL) fail the job; anything else ends the node, and it is
  * replaced. */
-static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
+static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		       int64_t now)
 {
 	unsigned char dg[CTL_DIGEST_LEN];
@@ -494,12 +499,12 @@ static void start_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	}
 }
 
-static void notice_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
+static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 			int64_t now)
 {
 	int64_t kill_at = now + c->cfg.notice_ms * 1000000;
 	struct sr_err e = { 0 };
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	char msg[320], t[40];
 	int rc;
 
@@ -507,16 +512,16 @@ static void notice_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 	snprintf(msg, sizeof msg, "spot capacity of %s/%s/%s %s reclaimed: node %"
 		 PRId64 " will be terminated at %s", n->cloud, n->region,
 		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
+		rc = store_prepare(db, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
 				    " WHERE id=?3 AND notice_ns IS NULL", &st, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, now);
-		sqlite3_bind_int64(st, 2, kill_at);
-		sqlite3_bind_int64(st, 3, n->id);
-		rc = ctl_db_step_done(db, st, &e, "notice");
-		sqlite3_finalize(st);
+		store_bind_i64(st, 1, now);
+		store_bind_i64(st, 2, kill_at);
+		store_bind_i64(st, 3, n->id);
+		rc = recon__run(st, &e, "notice");
+		store_done(st);
 	}
 	if (!rc) {
 		json_t *d = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "pool", n->pool,
@@ -524,44 +529,44 @@ static void notice_node(struct ctl *c, sqlite3 *db, const struct rnode *n,
 				      "zone", n->zone, "instance_type", n->itype,
 				      "time", t);
 
-		rc = ctl_event_add(db, n->job, "notice", NULL, NULL, n->id, now,
+		rc = ctl_event_append(db, n->job, "notice", NULL, NULL, n->id, now,
 				   ctl__sim_at(c, now), d, msg, &e);
 		json_decref(d);
 	}
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (!rc)
 		sr_info("recon", "preemption notice", "node=%" PRId64 " job=%" PRId64
 			" pool=%d", n->id, n->job, n->pool);
 }
 
-static void bill_tx(struct ctl *c, sqlite3 *db, const struct rnode *n, int64_t now)
+static void bill_tx(struct ctl *c, struct store *db, const struct rnode *n, int64_t now)
 {
 	struct sr_err e = { 0 };
-	int rc = ctl_db_begin(db, &e);
+	int rc = store_begin(db, &e);
 
 	if (!rc)
 		rc = bill(c, db, n, now, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "billing failed", "node=%" PRId64 " err=\"%s\"",
 			 n->id, sr_err_str(&e, rc));
 }
 
-int recon__launch_refused(sqlite3 *db, int64_t job, char *msg, size_t cap)
+int recon__launch_refused(struct store *db, int64_t job, char *msg, size_t cap)
 {
-	sqlite3_stmt *st = NULL;
-	int found = 0;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int found;
 
-	if (sqlite3_prepare_v2(db, "SELECT message FROM events WHERE job_id=? AND"
-			       " type='launch_refused' ORDER BY seq DESC LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT message FROM events WHERE job_id=? AND"
+			  " type='launch_refused' ORDER BY seq DESC LIMIT 1",
+			  &st, &e))
 		return -EIO;
-	sqlite3_bind_int64(st, 1, job);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		snprintf(msg, cap, "%s", ctl_db_text(st, 0));
-		found = 1;
-	}
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, job);
+	found = store_step(st, &e);
+	if (found == 1)
+		snprintf(msg, cap, "%s", store_col_text(st, "message"));
+	store_done(st);
 	return found;
 }
 
@@ -661,7 +666,7 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	return bill_due ? NODE_BILL : NODE_KEEP;
 }
 
-int recon__nodes_pass(struct ctl *c, sqlite3 *db)
+int recon__nodes_pass(struct ctl *c, struct store *db)
 {
 	struct rnode *v = NULL;
 	struct prov_node *pn = NULL;
@@ -740,7 +745,7 @@ out:
  * the instance may still run: terminate every node that ended in the
  * last hour again (idempotent; the provider tells a live one from a
  * gone one). */
-void recon__sweep_orphans(struct ctl *c, sqlite3 *db)
+void recon__sweep_orphans(struct ctl *c, struct store *db)
 {
 	struct rnode *v = NULL;
 	size_t n = 0;

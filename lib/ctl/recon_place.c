@@ -12,7 +12,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
-#include "ctl/db.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
@@ -84,31 +83,36 @@ bool ctl__spot_open(struct ctl *c, int pool, double sim_s)
 	       o.spot_available;
 }
 
-static int load_state(struct ctl *c, sqlite3 *db, int64_t id, void **blob,
+static int load_state(struct ctl *c, struct store *db, int64_t id, void **blob,
 		      size_t *len, struct place_choice *last)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = -SR_ENOTFOUND;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int rc;
 
 	*blob = NULL;
 	*len = 0;
 	memset(last, 0, sizeof *last);
 	last->pool = -1;
-	if (sqlite3_prepare_v2(db, "SELECT policy_state, decision FROM jobs "
-			       "WHERE id=?", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		const void *b = sqlite3_column_blob(st, 0);
-		int n = sqlite3_column_bytes(st, 0);
-		json_t *d = json_loads(ctl_db_text(st, 1), 0, NULL);
+	rc = store_prepare(db, "SELECT policy_state, decision FROM jobs "
+			   "WHERE id=?", &st, &e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, &e);
+	if (rc == 0)
+		rc = -SR_ENOTFOUND;
+	if (rc == 1) {
+		size_t n = 0;
+		const void *b = store_col_blob(st, "policy_state", &n);
+		json_t *d = json_loads(store_col_text(st, "decision"), 0, NULL);
 
 		rc = 0;
 		if (b && n > 0) {
-			rc = place_state_unpack(c->cfg.policy, b, (size_t)n, blob, len);
+			rc = place_state_unpack(c->cfg.policy, b, n, blob, len);
 			if (rc == -SR_ECORRUPT) {
 				sr_warn("recon", "stored policy state not usable",
-					"job=%" PRId64 " bytes=%d: another format, "
+					"job=%" PRId64 " bytes=%zu: another format, "
 					"version or policy; rebuilt from the market's "
 					"past", id, n);
 				rc = 0;
@@ -123,15 +127,15 @@ static int load_state(struct ctl *c, sqlite3 *db, int64_t id, void **blob,
 			json_decref(d);
 		}
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }
 
-static int save_state(struct ctl *c, sqlite3 *db, int64_t id, int64_t tick,
+static int save_state(struct ctl *c, struct store *db, int64_t id, int64_t tick,
 		      const void *state, size_t state_len,
 		      const struct place_choice *ch, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
 			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
 	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
@@ -146,19 +150,19 @@ static int save_state(struct ctl *c, sqlite3 *db, int64_t id, int64_t tick,
 		free(ds);
 		return sr_err_set(e, rc, "policy state");
 	}
-	rc = ctl_db_begin(db, e);
+	rc = store_begin(db, e);
 	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
+		rc = store_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
 				    " policy_tick=?3 WHERE id=?4", &st, e);
 	if (!rc) {
-		sqlite3_bind_blob(st, 1, blob, (int)len, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, ds, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, tick);
-		sqlite3_bind_int64(st, 4, id);
-		rc = ctl_db_step_done(db, st, e, "policy state");
-		sqlite3_finalize(st);
+		store_bind_blob(st, 1, blob, (int)len);
+		store_bind_text(st, 2, ds);
+		store_bind_i64(st, 3, tick);
+		store_bind_i64(st, 4, id);
+		rc = recon__run(st, e, "policy state");
+		store_done(st);
 	}
-	rc = ctl_db_end(db, rc, e);
+	rc = store_end(db, rc, e);
 	free(ds);
 	free(blob);
 	return rc;
@@ -187,7 +191,7 @@ void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
 	now->ckpt_pool = j->last_pool;
 }
 
-int recon__policy_tick(struct ctl *c, sqlite3 *db, struct rjob *j,
+int recon__policy_tick(struct ctl *c, struct store *db, struct rjob *j,
 		       const struct rnode *live, size_t nlive, bool fresh,
 		       struct place_choice *ch, struct sr_err *e)
 {
@@ -257,29 +261,22 @@ out:
 	return rc;
 }
 
-int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
+int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e)
 {
 	struct prov_offering o;
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int rc;
 
 	rc = c->prov.ops->describe(c->prov.st, pool, ctl__sim_at(c, now), &o);
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not in the market", pool);
-	rc = ctl_db_prepare(db, "INSERT INTO nodes(job_id, rank, state, token_hash,"
-			    " provider, cloud, region, zone, instance_type,"
-			    " accelerator, accel_count, spot, pool, price_micros,"
-			    " list_micros, reserved_micros, created_ns, boot_at_ns)"
-			    " VALUES(?1,?2,'REQUESTED',?3,?4,?5,?6,?7,?8,?9,?10,?11,"
-			    "?12,?13,?14,?15,?16,?17)", &st, e);
-	if (rc)
-		return rc;
 	for (int i = 0; i < nranks && !rc; i++) {
 		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
-		sqlite3_stmt *up = NULL;
+		struct store_stmt *up = NULL;
+		int64_t id = 0;
 
 		/* A placeholder nobody holds until the row's id is known */
 		rc = ctl_token_new(tok);
@@ -287,82 +284,97 @@ int recon__nodes_create(struct ctl *c, sqlite3 *db, const struct rjob *j,
 			break;
 		ctl_token_digest(tok, dg);
 		explicit_bzero(tok, sizeof tok);
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, j->id);
-		sqlite3_bind_int(st, 2, ranks[i]);
-		sqlite3_bind_blob(st, 3, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, ctl__prov_name(c, pool), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, o.cloud, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 6, o.region, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 7, o.zone, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 8, o.instance_type, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 9, o.accelerator, -1, SQLITE_STATIC);
-		sqlite3_bind_double(st, 10, o.accel_count);
-		sqlite3_bind_int(st, 11, spot);
-		sqlite3_bind_int(st, 12, pool);
-		sqlite3_bind_int64(st, 13, spot ? o.spot_per_h : o.ondemand_per_h);
-		sqlite3_bind_int64(st, 14, o.ondemand_per_h);
-		sqlite3_bind_int64(st, 15, o.reserved_per_h);
-		sqlite3_bind_int64(st, 16, now);
-		sqlite3_bind_int64(st, 17, now + c->cfg.provision_ms * 1000000);
-		rc = ctl_db_step_done(db, st, e, "insert node");
+		rc = store_prepare(db, "INSERT INTO nodes(job_id, rank, state,"
+				   " token_hash, provider, cloud, region, zone,"
+				   " instance_type, accelerator, accel_count, spot,"
+				   " pool, price_micros, list_micros, reserved_micros,"
+				   " created_ns, boot_at_ns) VALUES(?1,?2,'REQUESTED',"
+				   "?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
+				   "?17) RETURNING id", &st, e);
+		if (rc)
+			break;
+		store_bind_i64(st, 1, j->id);
+		store_bind_i64(st, 2, ranks[i]);
+		store_bind_blob(st, 3, dg, CTL_DIGEST_LEN);
+		store_bind_text(st, 4, ctl__prov_name(c, pool));
+		store_bind_text(st, 5, o.cloud);
+		store_bind_text(st, 6, o.region);
+		store_bind_text(st, 7, o.zone);
+		store_bind_text(st, 8, o.instance_type);
+		store_bind_text(st, 9, o.accelerator);
+		store_bind_f64(st, 10, o.accel_count);
+		store_bind_i64(st, 11, spot);
+		store_bind_i64(st, 12, pool);
+		store_bind_i64(st, 13, spot ? o.spot_per_h : o.ondemand_per_h);
+		store_bind_i64(st, 14, o.ondemand_per_h);
+		store_bind_i64(st, 15, o.reserved_per_h);
+		store_bind_i64(st, 16, now);
+		store_bind_i64(st, 17, now + c->cfg.provision_ms * 1000000);
+		rc = store_step(st, e);
+		if (rc == 1) {
+			id = store_col_i64(st, "id");
+			rc = store_run(st, e); /* to its end */
+		}
+		store_done(st);
+		rc = rc < 0 ? sr_err_prefix(e, "%s", "insert node") : 0;
 		/* the node's own token (recon__node_token): valid from now,
 		 * since a cloud's agent may register before its launch is
 		 * recorded */
 		if (!rc)
-			rc = recon__node_token(c, j->id, sqlite3_last_insert_rowid(db),
-					       tok);
+			rc = recon__node_token(c, j->id, id, tok);
 		if (!rc) {
 			ctl_token_digest(tok, dg);
 			explicit_bzero(tok, sizeof tok);
-			rc = ctl_db_prepare(db, "UPDATE nodes SET token_hash=?1 WHERE"
+			rc = store_prepare(db, "UPDATE nodes SET token_hash=?1 WHERE"
 					    " id=?2", &up, e);
 		}
 		if (!rc) {
-			sqlite3_bind_blob(up, 1, dg, CTL_DIGEST_LEN, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(up, 2, sqlite3_last_insert_rowid(db));
-			rc = ctl_db_step_done(db, up, e, "node token");
+			store_bind_blob(up, 1, dg, CTL_DIGEST_LEN);
+			store_bind_i64(up, 2, id);
+			rc = recon__run(up, e, "node token");
 		}
-		sqlite3_finalize(up);
+		store_done(up);
 	}
-	sqlite3_finalize(st);
 	return rc;
 }
 
 /* ---- job rows ---------------------------------------------------------------- */
 
-int recon__job_set(sqlite3 *db, int64_t id, const char *assign, int64_t a,
+int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 		   struct sr_err *e)
 {
 	char sql[256];
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int rc;
 
 	snprintf(sql, sizeof sql, "UPDATE jobs SET %s WHERE id=?2", assign);
-	rc = ctl_db_prepare(db, sql, &st, e);
+	rc = store_prepare(db, sql, &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, a);
-	sqlite3_bind_int64(st, 2, id);
-	rc = ctl_db_step_done(db, st, e, assign);
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, a);
+	store_bind_i64(st, 2, id);
+	rc = recon__run(st, e, assign);
+	store_done(st);
 	return rc;
 }
 
 /* ---- placement of missing ranks ---------------------------------------------- */
 
 /* Update the job's human message (no event: nothing changed state). */
-void recon__job_set_msg(sqlite3 *db, int64_t id, const char *msg)
+void recon__job_set_msg(struct store *db, int64_t id, const char *msg)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 
-	if (sqlite3_prepare_v2(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
-			       " message<>?1", -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
+			  " message<>?1", &st, &e))
 		return;
-	sqlite3_bind_text(st, 1, msg, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, id);
-	sqlite3_step(st);
-	sqlite3_finalize(st);
+	store_bind_text(st, 1, msg);
+	store_bind_i64(st, 2, id);
+	if (store_run(st, &e) < 0)
+		sr_warn("recon", "cannot set the job message", "job=%" PRId64
+			" err=\"%s\"", id, sr_err_str(&e, -EIO));
+	store_done(st);
 }
 
 static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
@@ -395,7 +407,7 @@ static bool same_place(struct ctl *c, int a, int b)
  * (finops/report.h): its declared work on its nodes at the price of the
  * plan's on-demand pool (or the chosen pool's on-demand price when the
  * plan has none).  Once per job, at its first placement. */
-static int record_plan(struct ctl *c, sqlite3 *db, const struct rjob *j,
+static int record_plan(struct ctl *c, struct store *db, const struct rjob *j,
 		       int pool, int64_t now, struct sr_err *e)
 {
 	struct prov_offering o;
@@ -413,7 +425,7 @@ static int record_plan(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	lp.work_ns = (int64_t)(j->work_s * 1e9);
 	lp.nodes = j->num_nodes;
 	lp.od_price = o.ondemand_per_h;
-	return ledger_plan_record(db, &lp, NULL, e);
+	return ledger_plan_add(db, &lp, NULL, e);
 }
 
 bool recon__work_finished(const struct rjob *j)
@@ -460,7 +472,7 @@ static void finisher(struct ctl *c, const struct rjob *j,
 
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
-int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
+int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 			 const struct rnode *live, size_t nlive)
 {
 	struct place_choice ch;
@@ -499,21 +511,21 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		goto fail;
 	}
 	moved = j->last_pool >= 0 && !same_place(c, j->last_pool, ch.pool);
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (rc)
 		goto fail;
 	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
 	if (!rc) {
-		sqlite3_stmt *st = NULL;
+		struct store_stmt *st = NULL;
 
-		rc = ctl_db_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
+		rc = store_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
 				    " WHERE id=?3", &st, &e);
 		if (!rc) {
-			sqlite3_bind_text(st, 1, pls, -1, SQLITE_STATIC);
-			sqlite3_bind_int(st, 2, moved);
-			sqlite3_bind_int64(st, 3, j->id);
-			rc = ctl_db_step_done(db, st, &e, "placement");
-			sqlite3_finalize(st);
+			store_bind_text(st, 1, pls);
+			store_bind_i64(st, 2, moved);
+			store_bind_i64(st, 3, j->id);
+			rc = recon__run(st, &e, "placement");
+			store_done(st);
 		}
 	}
 	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
@@ -525,7 +537,7 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc && j->state == JOB_PENDING)
 		rc = record_plan(c, db, j, ch.pool, now, &e);
 	if (!rc)
-		rc = ctl_event_add(db, j->id, moved ? "move" : "placement", NULL, NULL,
+		rc = ctl_event_append(db, j->id, moved ? "move" : "placement", NULL, NULL,
 				   0, now, sim, pl, msg, &e);
 	if (!rc && ch.hold == SIM_OD && j->plan.crit == JOBSPEC_CRIT_STANDARD &&
 	    j->plan.use_spot != 0 && j->plan.nspot > 0) {
@@ -533,14 +545,14 @@ int recon__place_missing(struct ctl *c, sqlite3 *db, struct rjob *j,
 			      (sim - j->sim_start_s), "work_left_s",
 			      recon__work_total(j, c->cfg.time_scale) -
 			      recon__work_done(j, c->cfg.time_scale));
-		rc = ctl_event_add(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
+		rc = ctl_event_append(db, j->id, "deadline_risk", NULL, NULL, 0, now, sim,
 				   d, "deadline at risk on spot: falling back to "
 				   "on-demand", &e);
 	}
 	if (!rc && j->state != JOB_PROVISIONING)
-		rc = jobsm_transition(db, j->id, j->state, JOB_PROVISIONING, now, sim,
+		rc = jobsm_move(db, j->id, j->state, JOB_PROVISIONING, now, sim,
 				      msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		goto fail;
 	sr_info("recon", moved ? "job moves" : "job placed", "job=%" PRId64

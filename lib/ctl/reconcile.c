@@ -46,61 +46,71 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "common/timeutil.h"
-#include "ctl/db.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 
-int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
+int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = -SR_ENOTFOUND;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int rc;
 
-	(void)c;
 	memset(j, 0, sizeof *j);
-	if (sqlite3_prepare_v2(db,
+	rc = store_prepare(db,
 		"SELECT id, state, desired, num_nodes, attempt, restarts,"
-		" max_restarts, coalesce(step, -1), coalesce(total_steps, -1),"
-		" coalesce(ckpt_step, -1), sim_start_s, deadline_s, work_s, run_s,"
-		" coalesce(run_started_ns, 0), coalesce(down_since_ns, 0),"
-		" coalesce(notice_ns, 0), coalesce(recover_reason, ''),"
-		" coalesce(candidates, ''), coalesce(placement, ''), policy_tick,"
-		" coalesce(step_ns, 0), est_work_s, est_pace_ns, pace_attempt,"
-		" coalesce(pace_step0, -1), est_restart_s FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+		" max_restarts, coalesce(step, -1) AS step,"
+		" coalesce(total_steps, -1) AS total_steps,"
+		" coalesce(ckpt_step, -1) AS ckpt_step, sim_start_s, deadline_s,"
+		" work_s, run_s, coalesce(run_started_ns, 0) AS run_started_ns,"
+		" coalesce(down_since_ns, 0) AS down_since_ns,"
+		" coalesce(notice_ns, 0) AS notice_ns,"
+		" coalesce(recover_reason, '') AS recover_reason,"
+		" coalesce(candidates, '') AS candidates,"
+		" coalesce(placement, '') AS placement, policy_tick,"
+		" coalesce(step_ns, 0) AS step_ns, est_work_s, est_pace_ns,"
+		" pace_attempt, coalesce(pace_step0, -1) AS pace_step0,"
+		" est_restart_s FROM jobs WHERE id=?", &st, &e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, &e);
+	if (rc == 0)
+		rc = -SR_ENOTFOUND;
+	if (rc == 1) {
 		json_t *pl;
 
-		j->id = sqlite3_column_int64(st, 0);
-		jobsm_parse(ctl_db_text(st, 1), &j->state);
-		j->cancel = strcmp(ctl_db_text(st, 2), "cancel") == 0;
-		j->num_nodes = sqlite3_column_int(st, 3);
-		j->attempt = sqlite3_column_int64(st, 4);
-		j->restarts = sqlite3_column_int64(st, 5);
-		j->max_restarts = sqlite3_column_int64(st, 6);
-		j->step = sqlite3_column_int64(st, 7);
-		j->total_steps = sqlite3_column_int64(st, 8);
-		j->ckpt_step = sqlite3_column_int64(st, 9);
-		j->sim_start_s = sqlite3_column_double(st, 10);
-		j->deadline_s = sqlite3_column_type(st, 11) == SQLITE_NULL ?
-				INFINITY : sqlite3_column_double(st, 11);
-		j->work_s = sqlite3_column_double(st, 12);
-		j->run_s = sqlite3_column_double(st, 13);
-		j->run_started_ns = sqlite3_column_int64(st, 14);
-		j->down_since_ns = sqlite3_column_int64(st, 15);
-		j->notice_ns = sqlite3_column_int64(st, 16);
+		j->id = store_col_i64(st, "id");
+		jobsm_parse(store_col_text(st, "state"), &j->state);
+		j->cancel = strcmp(store_col_text(st, "desired"), "cancel") == 0;
+		j->num_nodes = (int)store_col_i64(st, "num_nodes");
+		j->attempt = store_col_i64(st, "attempt");
+		j->restarts = store_col_i64(st, "restarts");
+		j->max_restarts = store_col_i64(st, "max_restarts");
+		j->step = store_col_i64(st, "step");
+		j->total_steps = store_col_i64(st, "total_steps");
+		j->ckpt_step = store_col_i64(st, "ckpt_step");
+		j->sim_start_s = store_col_f64(st, "sim_start_s");
+		j->deadline_s = store_col_null(st, "deadline_s") ? INFINITY :
+				store_col_f64(st, "deadline_s");
+		j->work_s = store_col_f64(st, "work_s");
+		j->run_s = store_col_f64(st, "run_s");
+		j->run_started_ns = store_col_i64(st, "run_started_ns");
+		j->down_since_ns = store_col_i64(st, "down_since_ns");
+		j->notice_ns = store_col_i64(st, "notice_ns");
 		snprintf(j->recover_reason, sizeof j->recover_reason, "%s",
-			 ctl_db_text(st, 17));
-		j->plan_ok = place_plan_parse(ctl_db_text(st, 18), j->deadline_s,
-					      j->work_s, &j->plan) == 0;
-		snprintf(j->placement, sizeof j->placement, "%s", ctl_db_text(st, 19));
-		j->policy_tick = sqlite3_column_int64(st, 20);
-		j->step_ns = sqlite3_column_double(st, 21);
-		j->est_work_s = sqlite3_column_double(st, 22);
-		j->est_pace_ns = sqlite3_column_double(st, 23);
-		j->pace_attempt = sqlite3_column_int64(st, 24);
-		j->pace_step0 = sqlite3_column_int64(st, 25);
-		j->est_restart_s = sqlite3_column_double(st, 26);
+			 store_col_text(st, "recover_reason"));
+		j->plan_ok = place_plan_parse(store_col_text(st, "candidates"),
+					      j->deadline_s, j->work_s,
+					      &j->plan) == 0;
+		snprintf(j->placement, sizeof j->placement, "%s",
+			 store_col_text(st, "placement"));
+		j->policy_tick = store_col_i64(st, "policy_tick");
+		j->step_ns = store_col_f64(st, "step_ns");
+		j->est_work_s = store_col_f64(st, "est_work_s");
+		j->est_pace_ns = store_col_f64(st, "est_pace_ns");
+		j->pace_attempt = store_col_i64(st, "pace_attempt");
+		j->pace_step0 = store_col_i64(st, "pace_step0");
+		j->est_restart_s = store_col_f64(st, "est_restart_s");
 		j->last_pool = -1;
 		pl = json_loads(j->placement, 0, NULL);
 		if (pl) {
@@ -113,8 +123,15 @@ int recon__job_load(struct ctl *c, sqlite3 *db, int64_t id, struct rjob *j)
 				    1e9 * c->cfg.time_scale;
 		rc = 0;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
+}
+
+int recon__run(struct store_stmt *st, struct sr_err *e, const char *what)
+{
+	int rc = store_run(st, e);
+
+	return rc < 0 ? sr_err_prefix(e, "%s", what) : 0;
 }
 
 /* ---- small SQL helpers ------------------------------------------------------- */
@@ -124,20 +141,21 @@ struct exits_sum {
 	int64_t crash_code;
 };
 
-static void exits_of(sqlite3 *db, const struct rjob *j, struct exits_sum *s)
+static void exits_of(struct store *db, const struct rjob *j, struct exits_sum *s)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 
 	memset(s, 0, sizeof *s);
-	if (sqlite3_prepare_v2(db, "SELECT cause, coalesce(exit_code, -1),"
-			       " coalesce(signal, 0) FROM exits WHERE job_id=? AND"
-			       " attempt=?", -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT cause, coalesce(exit_code, -1) AS code,"
+			  " coalesce(signal, 0) AS sig FROM exits WHERE job_id=?"
+			  " AND attempt=?", &st, &e))
 		return;
-	sqlite3_bind_int64(st, 1, j->id);
-	sqlite3_bind_int64(st, 2, j->attempt);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *cause = ctl_db_text(st, 0);
-		int64_t code = sqlite3_column_int64(st, 1);
+	store_bind_i64(st, 1, j->id);
+	store_bind_i64(st, 2, j->attempt);
+	while (store_step(st, &e) == 1) {
+		const char *cause = store_col_text(st, "cause");
+		int64_t code = store_col_i64(st, "code");
 
 		s->n++;
 		if (strcmp(cause, "completed") == 0 && code == 0) {
@@ -146,39 +164,39 @@ static void exits_of(sqlite3 *db, const struct rjob *j, struct exits_sum *s)
 			   strcmp(cause, "completed") == 0) {
 			s->crashed++;
 			s->crash_code = code >= 0 ? code :
-					128 + sqlite3_column_int64(st, 2);
+					128 + store_col_i64(st, "sig");
 		} else {
 			s->other++;
 		}
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 }
 
 /* Accumulate the cloud time of the attempt that is stopping. */
-static int stop_clock(struct ctl *c, sqlite3 *db, const struct rjob *j,
+static int stop_clock(struct ctl *c, struct store *db, const struct rjob *j,
 		      int64_t now, struct sr_err *e)
 {
 	double add;
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int rc;
 
 	if (!j->run_started_ns)
 		return 0;
 	add = (double)(now - j->run_started_ns) / 1e9 * c->cfg.time_scale;
-	rc = ctl_db_prepare(db, "UPDATE jobs SET run_s=run_s+?1, run_started_ns="
+	rc = store_prepare(db, "UPDATE jobs SET run_s=run_s+?1, run_started_ns="
 			    "NULL WHERE id=?2", &st, e);
 	if (rc)
 		return rc;
-	sqlite3_bind_double(st, 1, add);
-	sqlite3_bind_int64(st, 2, j->id);
-	rc = ctl_db_step_done(db, st, e, "run clock");
-	sqlite3_finalize(st);
+	store_bind_f64(st, 1, add);
+	store_bind_i64(st, 2, j->id);
+	rc = recon__run(st, e, "run clock");
+	store_done(st);
 	return rc;
 }
 
 /* Finish: in one transaction move to `to`, end every live node, record
  * the exit code; kill the processes after the commit. */
-static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
+static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 		  enum job_state to, int64_t code, const char *reason,
 		  const char *msg)
 {
@@ -191,7 +209,7 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	rc = recon__nodes_live(c, db, j->id, &v, &n);
 	if (rc)
 		return rc;
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = recon__node_end(c, db, &v[i], "TERMINATED", reason, now, &e);
 	if (!rc)
@@ -207,9 +225,9 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
 					&e);
 	if (!rc)
-		rc = jobsm_transition(db, j->id, j->state, to, now,
+		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (!rc) {
 		sr_info("recon", "job finished", "job=%" PRId64 " state=%s msg=\"%s\"",
 			j->id, jobsm_name(to), msg);
@@ -223,20 +241,20 @@ static int finish(struct ctl *c, sqlite3 *db, const struct rjob *j,
 	return rc;
 }
 
-static int simple(struct ctl *c, sqlite3 *db, const struct rjob *j,
+static int simple(struct ctl *c, struct store *db, const struct rjob *j,
 		  enum job_state to, const char *msg, const char *extra,
 		  int64_t arg)
 {
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c);
-	int rc = ctl_db_begin(db, &e);
+	int rc = store_begin(db, &e);
 
 	if (!rc && extra)
 		rc = recon__job_set(db, j->id, extra, arg, &e);
 	if (!rc)
-		rc = jobsm_transition(db, j->id, j->state, to, now,
+		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (rc)
 		sr_error("recon", "transition failed", "job=%" PRId64 " to=%s "
 			 "err=\"%s\"", j->id, jobsm_name(to), sr_err_str(&e, rc));
@@ -257,7 +275,7 @@ static int setup_failure(const struct rnode *live, size_t n, int64_t *code)
 }
 
 /* PROVISIONING: replace noticed/missing ranks; RUNNING when all READY. */
-static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 			     struct rnode *live, size_t n)
 {
 	struct sr_err e = { 0 };
@@ -274,17 +292,17 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 		if (!live[i].notice_ns)
 			continue;
 		/* Nothing runs there yet: let it go now, and count it. */
-		rc = ctl_db_begin(db, &e);
+		rc = store_begin(db, &e);
 		if (!rc)
 			rc = recon__node_end(c, db, &live[i], "TERMINATED", "preempted",
 					     now, &e);
 		if (!rc)
 			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, &e);
 		if (!rc)
-			rc = ctl_event_add(db, j->id, "preempted", NULL, NULL,
+			rc = ctl_event_append(db, j->id, "preempted", NULL, NULL,
 					   live[i].id, now, sim, NULL, "node "
 					   "preempted while provisioning", &e);
-		rc = ctl_db_end(db, rc, &e);
+		rc = store_end(db, rc, &e);
 		if (!rc) {
 			if (live[i].spot)
 				ctl__pool_mark(c, live[i].pool);
@@ -299,7 +317,7 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 		ready += strcmp(live[i].state, "READY") == 0;
 	if (ready < j->num_nodes || (int)n != j->num_nodes)
 		return 0;
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	if (!rc)
 		rc = recon__job_set(db, j->id, "attempt=attempt+?1", 1, &e);
 	if (!rc)
@@ -321,9 +339,9 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 		snprintf(msg, sizeof msg, "recovered after %s: %.1f s down (%.2f h "
 			 "of cloud time)", j->recover_reason,
 			 (double)(now - j->down_since_ns) / 1e9, (double)down / 3.6e12);
-		rc = ledger_event_append(db, &le, &e);
+		rc = ledger_event_add(db, &le, &e);
 		if (!rc)
-			rc = ctl_event_add(db, j->id, "recovered", NULL, NULL, 0, now,
+			rc = ctl_event_append(db, j->id, "recovered", NULL, NULL, 0, now,
 					   sim, d, msg, &e);
 		if (!rc)
 			rc = recon__job_set(db, j->id, "recoveries=recoveries+?1, "
@@ -333,9 +351,9 @@ static int step_provisioning(struct ctl *c, sqlite3 *db, struct rjob *j,
 	snprintf(msg, sizeof msg, "all %d node(s) ready: attempt %" PRId64
 		 " starts", j->num_nodes, j->attempt + 1);
 	if (!rc)
-		rc = jobsm_transition(db, j->id, j->state, JOB_RUNNING, now, sim,
+		rc = jobsm_move(db, j->id, j->state, JOB_RUNNING, now, sim,
 				      msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	return rc ? rc : 1;
 }
 
@@ -352,30 +370,30 @@ static bool rank_missing(const struct rjob *j, const struct rnode *live, size_t 
 	return false;
 }
 
-static int exec_set_retire(sqlite3 *db, int64_t node, struct sr_err *e)
+static int exec_set_retire(struct store *db, int64_t node, struct sr_err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = ctl_db_prepare(db, "UPDATE nodes SET retire=1 WHERE id=?", &st, e);
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(db, "UPDATE nodes SET retire=1 WHERE id=?", &st, e);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, node);
-	rc = ctl_db_step_done(db, st, e, "retire node");
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, node);
+	rc = recon__run(st, e, "retire node");
+	store_done(st);
 	return rc;
 }
 
 /* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE (a
  * preemption notice, or the policy moving the job: then the nodes in
  * `retire` with .retire set are marked in the same transaction). */
-static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 			 enum job_state to, const char *reason, const char *msg,
 			 bool restart, const struct rnode *retire, size_t nretire)
 {
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c);
-	sqlite3_stmt *st = NULL;
-	int rc = ctl_db_begin(db, &e);
+	struct store_stmt *st = NULL;
+	int rc = store_begin(db, &e);
 
 	for (size_t i = 0; !rc && i < nretire; i++) {
 		if (retire[i].retire)
@@ -384,37 +402,37 @@ static int leave_running(struct ctl *c, sqlite3 *db, struct rjob *j,
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc)
-		rc = ctl_db_prepare(db, "UPDATE jobs SET down_since_ns=?1,"
+		rc = store_prepare(db, "UPDATE jobs SET down_since_ns=?1,"
 				    " recover_reason=?2, restarts=restarts+?3,"
 				    " notice_ns=CASE WHEN ?4 THEN ?1 ELSE notice_ns END,"
 				    " notice_step=CASE WHEN ?4 THEN step ELSE notice_step"
 				    " END, preemptions=preemptions+?6 WHERE id=?5",
 				    &st, &e);
 	if (!rc) {
-		sqlite3_bind_int64(st, 1, now);
-		sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 3, restart);
-		sqlite3_bind_int(st, 4, to == JOB_NOTICE);
-		sqlite3_bind_int64(st, 5, j->id);
-		sqlite3_bind_int(st, 6, strcmp(reason, "preempted") == 0);
-		rc = ctl_db_step_done(db, st, &e, "leave running");
-		sqlite3_finalize(st);
+		store_bind_i64(st, 1, now);
+		store_bind_text(st, 2, reason);
+		store_bind_i64(st, 3, restart);
+		store_bind_i64(st, 4, to == JOB_NOTICE);
+		store_bind_i64(st, 5, j->id);
+		store_bind_i64(st, 6, strcmp(reason, "preempted") == 0);
+		rc = recon__run(st, &e, "leave running");
+		store_done(st);
 	}
 	/* A lost node: its work since the checkpoint the next attempt
 	 * restores is lost too (counted then, recon_lost.c). */
 	if (!rc && strcmp(reason, "lost") == 0)
 		rc = recon__lost_open(db, j, 0, 0, &e);
 	if (!rc)
-		rc = jobsm_transition(db, j->id, j->state, to, now,
+		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	return rc ? rc : 1;
 }
 
-static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 			 struct rnode *live, size_t n);
 
-static int step_running(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 			struct rnode *live, size_t n)
 {
 	struct exits_sum x;
@@ -486,7 +504,7 @@ static bool attempt_has_run(struct ctl *c, const struct rjob *j)
  * The move rule (docs/control-plane.md): a node is never stopped before
  * its workload has run (only a notice stops it earlier); a move back to
  * spot must pay for itself, with hysteresis (place_spot_pays). */
-static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 			 struct rnode *live, size_t n)
 {
 	struct place_choice ch;
@@ -522,19 +540,20 @@ static int maybe_migrate(struct ctl *c, sqlite3 *db, struct rjob *j,
 	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);
 }
 
-static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
+static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
 	bool seen = false;
 
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM exits WHERE job_id=? AND "
-			       "attempt=? AND rank=?", -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT 1 AS one FROM exits WHERE job_id=? AND "
+			  "attempt=? AND rank=?", &st, &e))
 		return false;
-	sqlite3_bind_int64(st, 1, j->id);
-	sqlite3_bind_int64(st, 2, j->attempt);
-	sqlite3_bind_int64(st, 3, rank);
-	seen = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
+	store_bind_i64(st, 1, j->id);
+	store_bind_i64(st, 2, j->attempt);
+	store_bind_i64(st, 3, rank);
+	seen = store_step(st, &e) == 1;
+	store_done(st);
 	return seen;
 }
 
@@ -542,7 +561,7 @@ static bool exit_seen(sqlite3 *db, const struct rjob *j, int64_t rank)
 /* The node a preemption hit and the gang's price: from the live noticed
  * nodes, or - when the node pass already ended them (the instance was
  * gone) - from the job's most recent noticed node. */
-static int64_t noticed_node(struct ctl *c, sqlite3 *db, const struct rjob *j,
+static int64_t noticed_node(struct ctl *c, struct store *db, const struct rjob *j,
 			    const struct rnode *live, size_t n, sr_micros *price)
 {
 	struct rnode *v = NULL;
@@ -579,7 +598,7 @@ static int64_t noticed_node(struct ctl *c, sqlite3 *db, const struct rjob *j,
 }
 
 /* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
-static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
+static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 			      struct rnode *live, size_t n)
 {
 	struct exits_sum x;
@@ -612,7 +631,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 	migrate = strcmp(j->recover_reason, "migrate") == 0;
 	if (!migrate)
 		node = noticed_node(c, db, j, live, n, &price);
-	rc = ctl_db_begin(db, &e);
+	rc = store_begin(db, &e);
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (live[i].notice_ns || live[i].retire)
 			rc = recon__node_end(c, db, &live[i], "TERMINATED",
@@ -633,13 +652,13 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 		 migrate ? "left the old nodes" : "preempted", j->step,
 		 j->ckpt_step);
 	if (!rc)
-		rc = ctl_event_add(db, j->id, migrate ? "migrated" : "preempted",
+		rc = ctl_event_append(db, j->id, migrate ? "migrated" : "preempted",
 				   NULL, NULL, node, now, sim, d, msg, &e);
 	json_decref(d);
 	if (!rc)
-		rc = jobsm_transition(db, j->id, j->state, JOB_PREEMPTED, now, sim,
+		rc = jobsm_move(db, j->id, j->state, JOB_PREEMPTED, now, sim,
 				      msg, &e);
-	rc = ctl_db_end(db, rc, &e);
+	rc = store_end(db, rc, &e);
 	if (!rc) {
 		for (size_t i = 0; i < n; i++) {
 			/* a notice is the cloud reclaiming that pool now:
@@ -655,7 +674,7 @@ static int step_checkpointing(struct ctl *c, sqlite3 *db, struct rjob *j,
 
 /* One step for job `id`.  Returns 1 if its state changed (call again),
  * 0 if it waits, < 0 on error. */
-static int step_job(struct ctl *c, sqlite3 *db, int64_t id)
+static int step_job(struct ctl *c, struct store *db, int64_t id)
 {
 	struct rnode *live = NULL;
 	struct rjob j;
@@ -742,76 +761,77 @@ out:
 
 /* ---- event hooks ---------------------------------------------------------------- */
 
-void ctl__hooks_run(struct ctl *c, sqlite3 *db)
+void ctl__hooks_run(struct ctl *c, struct store *db)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	char buf[32];
 	int64_t last = 0, seq = 0;
 	struct sr_err e = { 0 };
 
 	if (ctl__hooks_count() == 0)
 		return;
-	if (ctl_db_setting_get(db, "hook_seq", buf, sizeof buf) == 0)
+	if (store_setting_get(db, "hook_seq", buf, sizeof buf, &e) == 0)
 		last = strtoll(buf, NULL, 10);
-	if (sqlite3_prepare_v2(db, "SELECT seq, job_id, ts_ns, sim_s, type,"
-			       " from_state, to_state, node_id, message, data"
-			       " FROM events WHERE seq>? ORDER BY seq LIMIT 500",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT seq, job_id, ts_ns, sim_s, type,"
+			  " from_state, to_state, node_id, message, data"
+			  " FROM events WHERE seq>? ORDER BY seq LIMIT 500",
+			  &st, &e))
 		return;
-	sqlite3_bind_int64(st, 1, last);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	store_bind_i64(st, 1, last);
+	while (store_step(st, &e) == 1) {
 		char ts[40];
 		json_t *ev, *data = NULL;
 
-		seq = sqlite3_column_int64(st, 0);
-		sr_time_format_rfc3339(sqlite3_column_int64(st, 2), 3, ts, sizeof ts);
-		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
-			data = json_loads(ctl_db_text(st, 9), 0, NULL);
+		seq = store_col_i64(st, "seq");
+		sr_time_format_rfc3339(store_col_i64(st, "ts_ns"), 3, ts, sizeof ts);
+		if (!store_col_null(st, "data"))
+			data = json_loads(store_col_text(st, "data"), 0, NULL);
 		ev = json_pack("{s:I,s:I,s:s,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
 			"seq", (json_int_t)seq,
-			"job_id", (json_int_t)sqlite3_column_int64(st, 1),
-			"ts", ts, "sim_s", sqlite3_column_double(st, 3),
-			"type", ctl_db_text(st, 4),
-			"from", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null() :
-				json_string(ctl_db_text(st, 5)),
-			"to", sqlite3_column_type(st, 6) == SQLITE_NULL ? json_null() :
-				json_string(ctl_db_text(st, 6)),
-			"node_id", sqlite3_column_type(st, 7) == SQLITE_NULL ?
-				json_null() : json_integer(sqlite3_column_int64(st, 7)),
-			"message", ctl_db_text(st, 8),
+			"job_id", (json_int_t)store_col_i64(st, "job_id"),
+			"ts", ts, "sim_s", store_col_f64(st, "sim_s"),
+			"type", store_col_text(st, "type"),
+			"from", store_col_null(st, "from_state") ? json_null() :
+				json_string(store_col_text(st, "from_state")),
+			"to", store_col_null(st, "to_state") ? json_null() :
+				json_string(store_col_text(st, "to_state")),
+			"node_id", store_col_null(st, "node_id") ? json_null() :
+				json_integer(store_col_i64(st, "node_id")),
+			"message", store_col_text(st, "message"),
 			"data", data ? data : json_object());
 		if (ev)
 			ctl__hooks_call(c, ev);
 		json_decref(ev);
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	if (seq > last) {
 		snprintf(buf, sizeof buf, "%lld", (long long)seq);
-		ctl_db_setting_set(db, "hook_seq", buf, &e);
+		store_setting_set(db, "hook_seq", buf, &e);
 	}
 }
 
 /* ---- the loop -------------------------------------------------------------------- */
 
-int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n)
+int recon__active_jobs(struct store *db, int64_t **out, size_t *n)
 {
-	sqlite3_stmt *st = NULL;
+	struct store_stmt *st = NULL;
 	int64_t *v = NULL, last = 0;
+	struct sr_err e = { 0 };
 	size_t k = 0, cap = 0;
-	int got, rc = 0;
+	int got = 0, rc;
 
 	*out = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE state NOT IN"
-			       " ('SUCCEEDED','FAILED','CANCELLED') AND id>?1"
-			       " ORDER BY id LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
 	do {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, last);
-		sqlite3_bind_int(st, 2, RECON_JOB_PAGE);
+		rc = store_prepare(db, "SELECT id FROM jobs WHERE state NOT IN"
+				   " ('SUCCEEDED','FAILED','CANCELLED') AND id>?1"
+				   " ORDER BY id LIMIT ?2", &st, &e);
+		if (rc)
+			break;
+		store_bind_i64(st, 1, last);
+		store_bind_i64(st, 2, RECON_JOB_PAGE);
 		got = 0;
-		while (sqlite3_step(st) == SQLITE_ROW) {
+		while ((rc = store_step(st, &e)) == 1) {
 			if (k == cap) {
 				size_t nc = cap ? 2 * cap : RECON_JOB_PAGE;
 				int64_t *nv = realloc(v, nc * sizeof *nv);
@@ -823,11 +843,11 @@ int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n)
 				v = nv;
 				cap = nc;
 			}
-			last = v[k++] = sqlite3_column_int64(st, 0);
+			last = v[k++] = store_col_i64(st, "id");
 			got++;
 		}
-	} while (!rc && got == RECON_JOB_PAGE);
-	sqlite3_finalize(st);
+		store_done(st);
+	} while (rc == 0 && got == RECON_JOB_PAGE);
 	if (rc) {
 		free(v);
 		return rc;
@@ -839,7 +859,7 @@ int recon__active_jobs(sqlite3 *db, int64_t **out, size_t *n)
 
 int ctl__reconcile_once(struct ctl *c)
 {
-	sqlite3 *db = ctl__db(c);
+	struct store *db = ctl__store(c);
 	int64_t *ids = NULL;
 	size_t n = 0;
 	int rc;
@@ -878,7 +898,7 @@ int ctl__reconcile_once(struct ctl *c)
 void *ctl__reconcile_main(void *arg)
 {
 	struct ctl *c = arg;
-	sqlite3 *db = ctl__db(c);
+	struct store *db = ctl__store(c);
 
 	if (db)
 		recon__sweep_orphans(c, db);

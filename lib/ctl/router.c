@@ -26,7 +26,6 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 
 static const struct ctl_route *routes[CTL_ROUTES_MAX];
 static size_t nroutes;
@@ -45,11 +44,8 @@ void ctl_tick_hook_register(ctl_tick_fn fn)
 		ticks[nticks++] = fn;
 }
 
-void ctl__ticks_call(struct ctl *c, sqlite3 *db)
+void ctl__ticks_call(struct ctl *c, struct store *s)
 {
-	struct store *s = ctl__store(c);
-
-	(void)db; /* the same connection, seen through lib/store */
 	for (size_t i = 0; s && i < nticks; i++)
 		ticks[i](c, s);
 }
@@ -142,11 +138,6 @@ int64_t ctl_req_node(const struct ctl_req *rq) { return rq->node_id; }
 struct store *ctl_req_store(const struct ctl_req *rq)
 {
 	return ctl__store(rq->ctl);
-}
-
-struct sqlite3 *ctl_req_db(const struct ctl_req *rq)
-{
-	return ctl__db(rq->ctl);
 }
 
 const char *ctl_req_param(const struct ctl_req *rq, const char *name)

@@ -22,7 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqlite3;
 struct store;
 
 enum ctl_auth {
@@ -80,9 +79,6 @@ const char *ctl_req_query(const struct ctl_req *rq, const char *key);
 const char *ctl_req_body(const struct ctl_req *rq, size_t *len);
 /* The calling thread's database connection. */
 struct store *ctl_req_store(const struct ctl_req *rq);
-/* Its SQLite handle, for the routes not yet moved behind lib/store
- * (routes_imds.c); NULL on PostgreSQL. */
-struct sqlite3 *ctl_req_db(const struct ctl_req *rq);
 struct ctl *ctl_req_ctl(const struct ctl_req *rq);
 /* Node id the request authenticated as (0 for the admin token). */
 int64_t ctl_req_node(const struct ctl_req *rq);

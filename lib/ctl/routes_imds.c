@@ -18,7 +18,6 @@
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
 
 #define TEXT "text/plain"
 
@@ -37,8 +36,9 @@ struct imds_node {
 
 static int find(struct ctl_req *rq, struct imds_node *n)
 {
-	sqlite3_stmt *st = NULL;
-	sqlite3 *db = ctl_req_db(rq);
+	struct store_stmt *st = NULL;
+	struct store *db = ctl_req_store(rq);
+	struct sr_err e = { 0 };
 	const char *s = ctl_req_param(rq, "id");
 	char *end = NULL;
 	int rc = -1;
@@ -47,21 +47,25 @@ static int find(struct ctl_req *rq, struct imds_node *n)
 	n->id = s ? strtoll(s, &end, 10) : 0;
 	if (!s || *end || n->id <= 0 || !db)
 		return -1;
-	if (sqlite3_prepare_v2(db, "SELECT notice_ns IS NOT NULL, kill_ns, zone,"
-			       " region, instance_type, spot FROM nodes WHERE id=?",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (store_prepare(db, "SELECT CASE WHEN notice_ns IS NULL THEN 0 ELSE 1"
+			  " END AS noticed, coalesce(kill_ns, 0) AS kill_ns,"
+			  " zone, region, instance_type, spot FROM nodes WHERE id=?",
+			  &st, &e))
 		return -1;
-	sqlite3_bind_int64(st, 1, n->id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		n->notice = sqlite3_column_int(st, 0);
-		n->kill_ns = sqlite3_column_int64(st, 1);
+	store_bind_i64(st, 1, n->id);
+	if (store_step(st, &e) == 1) {
+		const char *zone = store_col_text(st, "zone");
+
+		n->notice = store_col_i64(st, "noticed");
+		n->kill_ns = store_col_i64(st, "kill_ns");
 		snprintf(n->zone, sizeof n->zone, "%s",
-			 *ctl_db_text(st, 2) ? ctl_db_text(st, 2) : ctl_db_text(st, 3));
-		snprintf(n->itype, sizeof n->itype, "%s", ctl_db_text(st, 4));
-		n->spot = sqlite3_column_int(st, 5);
+			 *zone ? zone : store_col_text(st, "region"));
+		snprintf(n->itype, sizeof n->itype, "%s",
+			 store_col_text(st, "instance_type"));
+		n->spot = store_col_i64(st, "spot");
 		rc = 0;
 	}
-	sqlite3_finalize(st);
+	store_done(st);
 	return rc;
 }
 

@@ -471,7 +471,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = store_prepare(db, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
 				   " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
 				   " cpu_util=?5, gpu_util=?6,"
-				   " util_sum=util_sum+coalesce(?7, 0),"
+				   " util_sum=util_sum+coalesce(CAST(?7 AS DOUBLE PRECISION), 0),"
 				   " util_n=util_n+(CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END)"
 				   " WHERE id=?8", &st, &e);
 	if (!rc) {
@@ -567,7 +567,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		 * restored: count the work the last preemption lost, and make
 		 * it the job's checkpoint (recon_lost.c). */
 		if (!rc && restored >= 0)
-			rc = recon__lost_settle(rq->ctl, store_sqlite_handle(db), n.job,
+			rc = recon__lost_settle(rq->ctl, db, n.job,
 						b.attempt, restored, first, now, &e);
 	}
 	rc = store_end(db, rc, &e);

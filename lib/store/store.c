@@ -26,6 +26,11 @@ static bool is_pg_url(const char *w)
 	return !strncmp(w, "postgresql://", 13) || !strncmp(w, "postgres://", 11);
 }
 
+enum store_backend store_backend_of(const char *where)
+{
+	return where && is_pg_url(where) ? STORE_POSTGRES : STORE_SQLITE;
+}
+
 int store_open(const char *where, unsigned flags, struct store **out,
 	       struct sr_err *e)
 {

@@ -63,6 +63,8 @@ int store_open(const char *where, unsigned flags, struct store **out,
 void store_close(struct store *s);
 
 enum store_backend store_backend(const struct store *s);
+/* The backend a location names (without opening it). */
+enum store_backend store_backend_of(const char *where);
 /* "sqlite" or "postgresql" */
 const char *store_backend_name(const struct store *s);
 

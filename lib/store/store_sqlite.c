@@ -9,12 +9,25 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/faultinj.h"
 #include "store/store_int.h"
 
 struct sq {
 	sqlite3 *db;
 	bool owned;        /* store_close closes db */
 };
+
+/* The fault injection wrapper of sqlite3_step (common/faultinj.h): only
+ * called in a program linked with --wrap=sqlite3_step, where the weak
+ * __real_ symbol exists. */
+int __real_sqlite3_step(sqlite3_stmt *st) __attribute__((weak));
+int __wrap_sqlite3_step(sqlite3_stmt *st);
+int __wrap_sqlite3_step(sqlite3_stmt *st)
+{
+	if (sr_fault_hit(SR_FAULT_SQLITE))
+		return SQLITE_IOERR;
+	return __real_sqlite3_step(st);
+}
 
 static sqlite3 *DB(struct store *s) { return ((struct sq *)s->impl)->db; }
 static sqlite3_stmt *ST(struct store_stmt *st) { return st->impl; }

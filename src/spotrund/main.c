@@ -22,7 +22,7 @@
 static const char usage[] =
 	"usage: spotrund [options]\n"
 	"\n"
-	"The spotrun control plane: REST API, SQLite state, reconciler and the\n"
+	"The spotrun control plane: REST API, state store, reconciler and the\n"
 	"local spot cloud.  Writes <state-dir>/api.url and spotrund.pid.\n"
 	"\n"
 	"  --listen HOST:PORT       listen address (127.0.0.1:7077; port 0 = any);\n"
@@ -33,6 +33,9 @@ static const char usage[] =
 	"                           tokens and secrets cross the network in clear\n"
 	"  --state-dir DIR          state (default $SPOTRUN_STATE_DIR, else\n"
 	"                           $XDG_STATE_HOME/spotrun or ~/.local/state/spotrun)\n"
+	"  --store URI              where the state lives: postgresql://... (a\n"
+	"                           libpq URI; docs/store.md), default\n"
+	"                           $SPOTRUN_STORE, else SQLite in the state dir\n"
 	"  --providers NAMES        where nodes run: local (the built-in spot\n"
 	"                           cloud, the default) or aws (EC2: credentials,\n"
 	"                           region and endpoint as the AWS SDKs find them;\n"
@@ -117,6 +120,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "state-dir", required_argument, NULL, 's' },
+		{ "store", required_argument, NULL, 0x106 },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, 'p' },
 		{ "aws-image", required_argument, NULL, 0x101 },
@@ -155,6 +159,8 @@ int main(int argc, char **argv)
 
 	ctl_config_defaults(&cfg);
 	default_state_dir(state, sizeof state);
+	if (getenv("SPOTRUN_STORE") && *getenv("SPOTRUN_STORE"))
+		cfg.store = getenv("SPOTRUN_STORE");
 	snprintf(host, sizeof host, "%s", cfg.listen_host);
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		char *colon, *end = NULL;
@@ -173,6 +179,7 @@ int main(int argc, char **argv)
 			cfg.listen_port = (int)v;
 			break;
 		case 's': snprintf(state, sizeof state, "%s", optarg); break;
+		case 0x106: cfg.store = optarg; break;
 		case 'C': cfg.tls_cert = optarg; break;
 		case 'K': cfg.tls_key = optarg; break;
 		case 'X': cfg.insecure_listen = 1; break;

@@ -213,71 +213,104 @@ CTL_ROUTE("GET", "/v1/finops/timeline", CTL_AUTH_ADMIN, timeline_get)
 
 /* ---- /metrics ---------------------------------------------------------- */
 
-#define LIVE_MAX 4096
-
+/* The live nodes and unfinished jobs, every one (no cap): arrays grown
+ * as rows come, their strings kept beside them; the pointers in the
+ * finops_live rows are set once loading is done (load_live). */
 struct live_buf {
-	struct finops_live_node nodes[LIVE_MAX];
-	struct finops_live_job jobs[LIVE_MAX];
-	char strs[LIVE_MAX][5][64];  /* node: cloud region zone type; job: name */
+	struct finops_live_node *nodes;
+	char (*nstr)[4][64];          /* cloud region zone type */
+	size_t nn, capn;
+	struct finops_live_job *jobs;
+	char (*jname)[64];
+	size_t nj, capj;
 	struct finops_live live;
 };
+
+static void live_free(struct live_buf *b)
+{
+	free(b->nodes);
+	free(b->nstr);
+	free(b->jobs);
+	free(b->jname);
+}
+
+/* Room for one more row in v (element size sz) and its strings in s
+ * (element size ssz). */
+static int live_grow(void **v, size_t sz, void **str, size_t ssz, size_t n,
+		     size_t *cap)
+{
+	size_t nc;
+	void *nv, *ns;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : 64;
+	nv = realloc(*v, nc * sz);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	ns = realloc(*str, nc * ssz);
+	if (!ns)
+		return -ENOMEM;
+	*str = ns;
+	*cap = nc;
+	return 0;
+}
 
 static void copy_col(char *dst, struct store_stmt *st, const char *col)
 {
 	snprintf(dst, 64, "%s", store_col_text(st, col));
 }
 
-/* The live nodes and unfinished jobs (at most LIVE_MAX of each). */
 static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		     struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
 	double sim_now = ctl__sim_now(c);
-	size_t n = 0;
 	int rc;
 
-	memset(&b->live, 0, sizeof b->live);
 	rc = store_prepare(db, "SELECT id, job_id, cloud, region, zone, "
 			   "instance_type, spot, price_micros FROM nodes WHERE state"
-			   " NOT IN ('TERMINATED', 'LOST') ORDER BY id LIMIT 4096",
-			   &st, e);
+			   " NOT IN ('TERMINATED', 'LOST') ORDER BY id", &st, e);
 	if (rc)
 		return rc;
-	while (n < LIVE_MAX && (rc = store_step(st, e)) == 1) {
-		struct finops_live_node *nd = &b->nodes[n];
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_live_node *nd;
 
-		copy_col(b->strs[n][0], st, "cloud");
-		copy_col(b->strs[n][1], st, "region");
-		copy_col(b->strs[n][2], st, "zone");
-		copy_col(b->strs[n][3], st, "instance_type");
+		rc = live_grow((void **)&b->nodes, sizeof *b->nodes,
+			       (void **)&b->nstr, sizeof *b->nstr, b->nn, &b->capn);
+		if (rc)
+			break;
+		nd = &b->nodes[b->nn];
+		copy_col(b->nstr[b->nn][0], st, "cloud");
+		copy_col(b->nstr[b->nn][1], st, "region");
+		copy_col(b->nstr[b->nn][2], st, "zone");
+		copy_col(b->nstr[b->nn][3], st, "instance_type");
 		nd->id = store_col_i64(st, "id");
 		nd->job_id = store_col_i64(st, "job_id");
-		nd->provider = b->strs[n][0];
-		nd->region = b->strs[n][1];
-		nd->zone = b->strs[n][2];
-		nd->instance_type = b->strs[n][3];
 		nd->spot = store_col_i64(st, "spot") != 0;
 		nd->price_per_hour = store_col_i64(st, "price_micros");
-		n++;
+		b->nn++;
 	}
 	store_done(st);
 	if (rc < 0)
 		return rc;
-	b->live.nodes = b->nodes;
-	b->live.nnodes = n;
-	n = 0;
 	rc = store_prepare(db, "SELECT id, name, state, sim_start_s, deadline_s,"
 			   " run_s, work_s, step, total_steps FROM jobs"
 			   " WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
-			   " ORDER BY id LIMIT 4096", &st, e);
+			   " ORDER BY id", &st, e);
 	if (rc)
 		return rc;
-	while (n < LIVE_MAX && (rc = store_step(st, e)) == 1) {
-		struct finops_live_job *j = &b->jobs[n];
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_live_job *j;
 
-		copy_col(b->strs[n][4], st, "name");
+		rc = live_grow((void **)&b->jobs, sizeof *b->jobs,
+			       (void **)&b->jname, sizeof *b->jname, b->nj, &b->capj);
+		if (rc)
+			break;
+		j = &b->jobs[b->nj];
+		copy_col(b->jname[b->nj], st, "name");
 		j->id = store_col_i64(st, "id");
-		j->name = b->strs[n][4];
 		j->state = "";
 		j->has_deadline = !store_col_null(st, "deadline_s") &&
 			finops_deadline_slack(store_col_f64(st, "sim_start_s") +
@@ -287,32 +320,42 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 					      store_col_i64(st, "step"),
 					      store_col_i64(st, "total_steps"),
 					      &j->deadline_slack_s);
-		n++;
+		b->nj++;
 	}
 	store_done(st);
 	if (rc < 0)
 		return rc;
+	for (size_t i = 0; i < b->nn; i++) {
+		b->nodes[i].provider = b->nstr[i][0];
+		b->nodes[i].region = b->nstr[i][1];
+		b->nodes[i].zone = b->nstr[i][2];
+		b->nodes[i].instance_type = b->nstr[i][3];
+	}
+	for (size_t i = 0; i < b->nj; i++)
+		b->jobs[i].name = b->jname[i];
+	b->live.nodes = b->nodes;
+	b->live.nnodes = b->nn;
 	b->live.jobs = b->jobs;
-	b->live.njobs = n;
+	b->live.njobs = b->nj;
 	return 0;
 }
 
 static int metrics_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
-	struct live_buf *b = calloc(1, sizeof *b);
+	struct live_buf b = { 0 };
 	struct sr_err e;
 	char *text = NULL;
 	size_t len = 0;
 	int rc;
 
-	if (!b)
-		return -ENOMEM;
-	rc = load_live(ctl_req_ctl(rq), ctl_req_store(rq), b, &e);
-	if (rc)
+	rc = load_live(ctl_req_ctl(rq), ctl_req_store(rq), &b, &e);
+	if (rc) {
 		sr_warn("finops", "metrics: live nodes/jobs unavailable",
 			"err=\"%s\"", sr_err_str(&e, rc));
-	rc = finops_metrics_render(ctl_req_store(rq), &b->live, &text, &len, &e);
-	free(b);
+		memset(&b.live, 0, sizeof b.live);
+	}
+	rc = finops_metrics_render(ctl_req_store(rq), &b.live, &text, &len, &e);
+	live_free(&b);
 	if (rc)
 		return db_fail(rs, &e, rc);
 	rc = ctl_resp_text(rs, 200, "text/plain; version=0.0.4; charset=utf-8",

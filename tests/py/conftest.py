@@ -111,3 +111,71 @@ def run_on_pty(argv, env=None, cwd=None, answer_after=None, answer=b"",
         proc.kill()
         rc = proc.wait()
     return rc, out.decode(errors="replace")
+
+
+# ---- the control plane on PostgreSQL (scripts/run-tests BUILD pg) ----
+# SPOTRUN_CHECK_STORE=postgresql: one real PostgreSQL 15 server for the
+# session (tests/py/pg_server.py) and a fresh database per test, handed to
+# every spotrund the test starts through $SPOTRUN_STORE.
+PG_MODE = os.environ.get("SPOTRUN_CHECK_STORE") == "postgresql"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL server (fails, with the server's log, when
+    it cannot start)."""
+    from pg_server import PgServer, PgStartError
+    srv = PgServer()
+    try:
+        srv.start()
+    except PgStartError as exc:
+        srv.stop()
+        pytest.fail("the PostgreSQL server for the tests cannot start: %s"
+                    % exc, pytrace=False)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def _store_per_test(request):
+    if not PG_MODE:
+        yield None
+        return
+    srv = request.getfixturevalue("pg_server")
+    old = os.environ.get("SPOTRUN_STORE")
+    os.environ["SPOTRUN_STORE"] = srv.new_db()
+    yield os.environ["SPOTRUN_STORE"]
+    if old is None:
+        os.environ.pop("SPOTRUN_STORE", None)
+    else:
+        os.environ["SPOTRUN_STORE"] = old
+
+
+def store_rows(state, sql):
+    """Rows of `sql` (no parameters) from the daemon's store: SQLite in
+    the state dir, or the PostgreSQL database in $SPOTRUN_STORE.  Integer
+    columns come back as int, NULL as None, the rest as str."""
+    url = os.environ.get("SPOTRUN_STORE", "")
+    if not url.startswith("postgres"):
+        import sqlite3
+        db = sqlite3.connect(os.path.join(state, "spotrun.db"))
+        try:
+            return [tuple(r) for r in db.execute(sql)]
+        finally:
+            db.close()
+    from pg_server import PG_BIN
+    p = subprocess.run([os.path.join(PG_BIN, "psql"), "-X", "-A", "-t",
+                        "-F", "\t", "-P", "null=\\N", "-v", "ON_ERROR_STOP=1",
+                        "-d", url, "-c", sql], capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+
+    def val(v):
+        if v == "\\N":
+            return None
+        try:
+            return int(v)
+        except ValueError:
+            return v
+    return [tuple(val(v) for v in line.split("\t"))
+            for line in p.stdout.splitlines() if line]

@@ -130,25 +130,25 @@ def ledger_matches_nodes(state):
     """Per node, the ledger's rows tile its billed life exactly - from
     boot to termination, no gap, no overlap - and their costs add up to
     the node's and the job's cost."""
-    import sqlite3
-    db = sqlite3.connect(os.path.join(state, "spotrun.db"))
-    try:
-        jobs = dict(db.execute("SELECT id, cost_micros FROM jobs"))
-        per_job = {}
-        for nid, job, cost, end in db.execute(
-                "SELECT id, job_id, cost_micros, terminated_ns FROM nodes"):
-            rows = db.execute("SELECT start_ns, end_ns, cost FROM ledger WHERE"
-                              " node_id=? ORDER BY start_ns", (nid,)).fetchall()
-            for a, b in zip(rows, rows[1:]):
-                assert a[1] == b[0], (nid, a, b)
-            if rows and end is not None:
-                assert rows[-1][1] == end, (nid, rows[-1], end)
-            assert sum(r[2] for r in rows) == cost, (nid, cost)
-            per_job[job] = per_job.get(job, 0) + cost
-        for jid, cost in jobs.items():
-            assert per_job.get(jid, 0) == cost, (jid, cost, per_job)
-    finally:
-        db.close()
+    from conftest import store_rows
+    jobs = dict(store_rows(state, "SELECT id, cost_micros FROM jobs"))
+    ledger = {}
+    for nid, a, b, cost in store_rows(state, "SELECT node_id, start_ns,"
+                                      " end_ns, cost FROM ledger"
+                                      " ORDER BY node_id, start_ns"):
+        ledger.setdefault(nid, []).append((a, b, cost))
+    per_job = {}
+    for nid, job, cost, end in store_rows(
+            state, "SELECT id, job_id, cost_micros, terminated_ns FROM nodes"):
+        rows = ledger.get(nid, [])
+        for a, b in zip(rows, rows[1:]):
+            assert a[1] == b[0], (nid, a, b)
+        if rows and end is not None:
+            assert rows[-1][1] == end, (nid, rows[-1], end)
+        assert sum(r[2] for r in rows) == cost, (nid, cost)
+        per_job[job] = per_job.get(job, 0) + cost
+    for jid, cost in jobs.items():
+        assert per_job.get(jid, 0) == cost, (jid, cost, per_job)
 
 
 def test_restarts_adopt_live_nodes(tmp_path):

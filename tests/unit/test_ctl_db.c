@@ -8,9 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/db.h"
+#include "ctl_db_raw.h"
 #include "store/store.h"
 #include "ctl/jobsm.h"
+#include "store_bridge.h"
+
+/* jobsm_move over a raw SQLite connection (this file builds its
+ * databases by hand). */
+static int jobsm_transition(sqlite3 *db, int64_t id, enum job_state from,
+			    enum job_state to, int64_t now_ns, double sim_s,
+			    const char *msg, struct sr_err *e)
+{
+	return ON_STORE(db, s, jobsm_move(s, id, from, to, now_ns, sim_s,
+					  msg, e));
+}
 
 static char dir[64], path[128];
 

@@ -694,7 +694,7 @@ static void test_leaked_instances_swept(void **state)
 	inst_of(n1)->alive = true;
 	stop_fake();
 	start_fake();
-	recon__sweep_orphans(ctl, ctl__db(ctl));
+	recon__sweep_orphans(ctl, ctl__store(ctl));
 	assert_false(inst_of(n1)->alive);
 }
 

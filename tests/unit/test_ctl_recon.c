@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "ctl/ctl_int.h"
-#include "ctl/db.h"
+#include "ctl_db_raw.h"
+#include "store_bridge.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 
@@ -260,18 +261,18 @@ static void test_failed_terminate_is_retried(void **state)
 	n.pid = 4242;
 	/* the database says TERMINATED; the provider fails to terminate */
 	term_fail = 1;
-	recon__kill(c, db, &n);
+	ON_STORE(db, s, (recon__kill(c, s, &n), 0));
 	assert_int_equal(pending(db, id), 1);
 	/* each pass retries while it fails, then clears once it works */
 	term_calls = 0;
-	recon__kill_pending(c, db);
+	ON_STORE(db, s, (recon__kill_pending(c, s), 0));
 	assert_int_equal(term_calls, 1);
 	assert_int_equal(pending(db, id), 1);
 	term_fail = 0;
-	recon__kill_pending(c, db);
+	ON_STORE(db, s, (recon__kill_pending(c, s), 0));
 	assert_int_equal(term_calls, 2);
 	assert_int_equal(pending(db, id), 0);
-	recon__kill_pending(c, db);
+	ON_STORE(db, s, (recon__kill_pending(c, s), 0));
 	assert_int_equal(term_calls, 2);
 	sqlite3_close_v2(db);
 	free(c);
@@ -312,13 +313,16 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	/* the daemon was down: it last saw step 50; the workload went on
 	 * and checkpointed step 200, which attempt 2 restores */
 	j.step = 50;
-	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_open(s, &j, node, 918000,
+							  &e)), 0);
 	/* a snapshot reported as checkpointed but never durable */
 	snprintf(sql, sizeof sql, "UPDATE jobs SET ckpt_step=1190 WHERE id=%lld",
 		 (long long)job);
 	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 1, 10, false, 5, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 2, 200, true, 6, &e), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 1, 10, false, 5, 
+					&e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 200, true, 6, 
+					&e)), 0);
 	/* the restore is the truth about what was durable */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ckpt_step FROM jobs WHERE id=?",
 					    -1, &st, NULL), SQLITE_OK);
@@ -328,13 +332,16 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	sqlite3_finalize(st);
 	st = NULL;
 	/* a second report of that attempt counts nothing more */
-	assert_int_equal(recon__lost_settle(c, db, job, 2, 210, false, 7, &e), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 210, false, 7, 
+					&e)), 0);
 	/* then the daemon saw step 300 when attempt 2 was preempted, and
 	 * attempt 3 restored 200 again: 100 steps = 9,000 s lost */
 	j.step = 300;
 	j.attempt = 2;
-	assert_int_equal(recon__lost_open(db, &j, node, 918000, &e), 0);
-	assert_int_equal(recon__lost_settle(c, db, job, 3, 200, true, 8, &e), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_open(s, &j, node, 918000,
+							  &e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 3, 200, true, 8, 
+					&e)), 0);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value_ns, provider, region,"
 		" zone FROM ledger_event WHERE job_id=? ORDER BY id", -1, &st, NULL),
 		SQLITE_OK);
@@ -373,7 +380,7 @@ static void test_active_jobs_are_paged_not_capped(void **state)
 		insert_job(db);
 	assert_int_equal(ctl_db_exec(db, "UPDATE jobs SET state='SUCCEEDED'"
 				     " WHERE id % 7 = 0; COMMIT", &e), 0);
-	assert_int_equal(recon__active_jobs(db, &ids, &n), 0);
+	assert_int_equal(ON_STORE(db, s, recon__active_jobs(s, &ids, &n)), 0);
 	assert_int_equal(n, 5000 - 5000 / 7);
 	for (size_t i = 1; i < n; i++)
 		assert_true(ids[i] > ids[i - 1] && ids[i] % 7 != 0);

@@ -1,17 +1,23 @@
 /*
- * db.c - the SQLite helpers of the files not yet moved behind lib/store
- * (the reconciler's: recon_*.c, reconcile.c, routes_imds.c; see
- * docs/store.md).  The schema and its migrations live in lib/store.
+ * ctl_db_raw.h - raw SQLite helpers for the tests that build a control
+ * plane database by hand (the daemon itself reaches the database only
+ * through lib/store).  Include after cmocka.h.
  */
-#include "ctl/db.h"
+#ifndef SR_TEST_CTL_DB_RAW_H
+#define SR_TEST_CTL_DB_RAW_H
 
 #include <errno.h>
+#include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "store/store.h"
 
-int ctl_db_open(const char *path, sqlite3 **out, struct sr_err *e)
+static inline int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e);
+
+static inline int ctl_db_open(const char *path, sqlite3 **out, struct sr_err *e)
 {
 	sqlite3 *db = NULL;
 	int rc, src;
@@ -37,7 +43,7 @@ fail:
 	return rc;
 }
 
-int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e)
+static inline int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e)
 {
 	char *msg = NULL;
 	int src = sqlite3_exec(db, sql, NULL, NULL, &msg);
@@ -52,7 +58,7 @@ int ctl_db_exec(sqlite3 *db, const char *sql, struct sr_err *e)
 	return rc;
 }
 
-int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
+static inline int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 		   struct sr_err *e)
 {
 	int src = sqlite3_prepare_v2(db, sql, -1, st, NULL);
@@ -64,7 +70,7 @@ int ctl_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 	return 0;
 }
 
-int ctl_db_step_done(sqlite3 *db, sqlite3_stmt *st, struct sr_err *e,
+static inline int ctl_db_step_done(sqlite3 *db, sqlite3_stmt *st, struct sr_err *e,
 		     const char *what)
 {
 	int src = sqlite3_step(st);
@@ -81,12 +87,18 @@ const char *ctl_db_text(sqlite3_stmt *st, int col)
 	return s ? (const char *)s : "";
 }
 
-int ctl_db_begin(sqlite3 *db, struct sr_err *e)
+static inline int ctl_db_begin(sqlite3 *db, struct sr_err *e)
 {
 	return ctl_db_exec(db, "BEGIN IMMEDIATE", e);
 }
 
-int ctl_db_commit(sqlite3 *db, struct sr_err *e)
+static inline void ctl_db_rollback(sqlite3 *db)
+{
+	if (!sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static inline int ctl_db_commit(sqlite3 *db, struct sr_err *e)
 {
 	int rc = ctl_db_exec(db, "COMMIT", e);
 
@@ -95,13 +107,7 @@ int ctl_db_commit(sqlite3 *db, struct sr_err *e)
 	return rc;
 }
 
-void ctl_db_rollback(sqlite3 *db)
-{
-	if (!sqlite3_get_autocommit(db))
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
+static inline int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
 {
 	if (rc) {
 		ctl_db_rollback(db);
@@ -110,7 +116,7 @@ int ctl_db_end(sqlite3 *db, int rc, struct sr_err *e)
 	return ctl_db_commit(db, e);
 }
 
-int ctl_db_version(sqlite3 *db)
+static inline int ctl_db_version(sqlite3 *db)
 {
 	struct store *s = NULL, *tmp = NULL;
 	struct sr_err e = { 0 };
@@ -123,7 +129,7 @@ int ctl_db_version(sqlite3 *db)
 	return v < 0 ? 0 : v;
 }
 
-int ctl_db_migrate(sqlite3 *db, struct sr_err *e)
+static inline int ctl_db_migrate(sqlite3 *db, struct sr_err *e)
 {
 	struct store *s = NULL, *tmp = NULL;
 	int rc = store_bridge(db, &s, &tmp, e);
@@ -134,7 +140,7 @@ int ctl_db_migrate(sqlite3 *db, struct sr_err *e)
 	return rc;
 }
 
-int ctl_db_setting_get(sqlite3 *db, const char *key, char *buf, size_t n)
+static inline int ctl_db_setting_get(sqlite3 *db, const char *key, char *buf, size_t n)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = -SR_ENOTFOUND;
@@ -151,7 +157,7 @@ int ctl_db_setting_get(sqlite3 *db, const char *key, char *buf, size_t n)
 	return rc;
 }
 
-int ctl_db_setting_set(sqlite3 *db, const char *key, const char *val,
+static inline int ctl_db_setting_set(sqlite3 *db, const char *key, const char *val,
 		       struct sr_err *e)
 {
 	sqlite3_stmt *st = NULL;
@@ -168,3 +174,5 @@ int ctl_db_setting_set(sqlite3 *db, const char *key, const char *val,
 	sqlite3_finalize(st);
 	return rc;
 }
+
+#endif
