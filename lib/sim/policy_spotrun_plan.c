@@ -21,9 +21,11 @@
  *   spot (a=1)  keep (c-1, s, spot) / start (c-1, s-K, spot)
  *                                                   spot * (unit [+ R])
  *
- * K = R / unit is fractional: values are interpolated linearly in s.  The
- * spell moves on as the chain says: it ends with end_up/end_down[b]
- * (landing in the other state at age 0, a held spot instance lost), or
+ * K = R / unit is a whole number when R >= unit (policy__plan_unit()
+ * stretches the step to divide R), else a fraction: values are
+ * interpolated linearly in s.  The spell moves on as the chain says: it
+ * ends with end_up/end_down[b] (landing in the other state at age 0, a
+ * held spot instance lost), or
  * ages into the next bucket with probability 1 / (bucket width).  V = 0
  * when c = 0; s < 0 is infeasible (V = inf), and any expectation over an
  * infeasible outcome is inf, so the plan never takes a chance on missing
