@@ -56,15 +56,24 @@ double policy__plan_unit(const struct policy_job *job)
 		u = job->work_s / PLAN_MAX_C;
 	if (slack > 0 && u < slack / PLAN_MAX_S)
 		u = slack / PLAN_MAX_S;
-	/* A restart costs a whole number of steps: stretch the step (never
-	 * shrink it, so the table stays within its caps) until it divides
-	 * R.  Otherwise the slack R takes is rounded onto the grid, and the
-	 * two restarts a spot start must keep in reserve (its own, and
-	 * on-demand's if it is lost) need up to a step more slack than they
-	 * do: with 4 h of slack at 675 s steps and R = 720 s, spot needs
-	 * 3 steps (0.56 h) left instead of 0.4 h.  docs/policies.md. */
-	if (job->restart_s >= u)
-		u = job->restart_s / floor(job->restart_s / u + 1e-9);
+	/* A restart costs a whole number of steps: move the step to the
+	 * nearer (by ratio) of the two lengths around it that divide R, the
+	 * shorter one only if it is no shorter than a tick.  Otherwise the
+	 * slack R takes is rounded onto the grid, and the two restarts a
+	 * spot start must keep in reserve (its own, and on-demand's if it
+	 * is lost) need up to a step more slack than they do: with 4 h of
+	 * slack at 675 s steps and R = 720 s, spot needs 3 steps (0.56 h)
+	 * left instead of 0.4 h.  The nearer one, not always the longer:
+	 * stretched to nearly twice its length, the step coarsens the work
+	 * axis (2 h of work with R = 3 h and 1.5 h steps became one 3 h
+	 * step, inside which the plan sees no risk, so it waited for a
+	 * cheaper start).  docs/policies.md. */
+	if (job->restart_s >= u) {
+		double k = floor(job->restart_s / u + 1e-9);
+		double up = job->restart_s / k, dn = job->restart_s / (k + 1);
+
+		u = dn >= (double)job->gap_s && u / dn < up / u ? dn : up;
+	}
 	return u;
 }
 
