@@ -137,7 +137,11 @@ def main():
         p.error("SPOTRUN_CKPT_DIR is not set (spotrun-agent sets it)")
     preemption.install()
     status = Status(os.environ.get("SPOTRUN_STATUS_FILE"), total)
-    ckpt = spotrun.Checkpointer(ckdir, keep=2)
+    # tier 3: with SPOTRUN_CKPT_URI (spotrun.checkpoint.uri) every rank's
+    # part and the global commit records go to the object store, and
+    # SPOTRUN_CKPT_DIR is this node's own disk
+    ckpt = spotrun.Checkpointer(ckdir, keep=2,
+                                remote=os.environ.get("SPOTRUN_CKPT_URI"))
     st = tr.state()
     resumed = ckpt.restore(st)
     where = "attempt %s, rank %d of %d, rendezvous %s:%s" % (

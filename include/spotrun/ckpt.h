@@ -501,6 +501,18 @@ struct spotckpt_remote_stats {
  * -SPOTCKPT_ECONFLICT (already set), -ENOMEM. */
 SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri);
 
+/* spotckpt_set_remote() with choices: `keep` committed checkpoints kept
+ * in the store (0: the engine's keep; SPOTCKPT_REMOTE_KEEP_ALL: none is
+ * ever deleted by the engine - the caller prunes them, as the multi-rank
+ * checkpointer does, whose global commit records name them); flags
+ * SPOTCKPT_REMOTE_NO_BACKFILL: do not offer the newest checkpoint
+ * already in the directory.  Errors as spotckpt_set_remote(), and
+ * -EINVAL for a keep below -1 or an unknown flag. */
+#define SPOTCKPT_REMOTE_KEEP_ALL (-1)
+#define SPOTCKPT_REMOTE_NO_BACKFILL 0x1u
+SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,
+				       int32_t keep, uint32_t flags);
+
 /* Preemption path: make checkpoint `step` (-1 = the newest committed to
  * tier 2) reach the store by deadline_mono_ns (CLOCK_MONOTONIC ns, 0 =
  * none).  An upload of an older step in progress is cancelled so that
@@ -517,6 +529,43 @@ SPOTCKPT_API int spotckpt_remote_wait(struct spotckpt *e, int64_t step,
 SPOTCKPT_API int spotckpt_remote_stats(struct spotckpt *e,
 				       struct spotckpt_remote_stats *out,
 				       char *msg, size_t n);
+
+/* ---- objects in a store ------------------------------------------------- */
+/* Plain access to the objects under a URI (file://, s3://, gs://, az://;
+ * the same credentials and retries as tier 3), for callers that keep
+ * their own records next to the checkpoints - the multi-rank
+ * checkpointer's prepared markers and global commit records.  Keys are
+ * relative to the URI's prefix: not empty, at most 512 bytes, no leading
+ * '/', no "//", no ".." segment, no control character (-EINVAL).  A
+ * handle may be used from several threads. */
+struct spotckpt_store;
+
+/* *out owned by the caller (spotckpt_store_close); NULL on failure.
+ * Errors: -EINVAL (bad URI), -EACCES (no credentials), -ENOMEM. */
+SPOTCKPT_API int spotckpt_store_open(const char *uri,
+				     struct spotckpt_store **out);
+SPOTCKPT_API void spotckpt_store_close(struct spotckpt_store *s); /* NULL-safe */
+/* Write `key` in one request: atomic on object stores (the object is
+ * either the old one or all of buf); tmp + fsync + rename on file://. */
+SPOTCKPT_API int spotckpt_store_put(struct spotckpt_store *s, const char *key,
+				    const void *buf, size_t len);
+/* Read all of `key` (at most max bytes) into *out (NUL-terminated,
+ * caller frees with spotckpt_free), its length in *len.
+ * -SPOTCKPT_ENOTFOUND when there is no such object. */
+SPOTCKPT_API int spotckpt_store_get(struct spotckpt_store *s, const char *key,
+				    size_t max, char **out, size_t *len);
+/* The keys that start with `sub` ("" = all), sorted, one per line
+ * ("\n"-terminated) in *out (caller frees with spotckpt_free); *len its
+ * length.  Keys holding a control character are left out. */
+SPOTCKPT_API int spotckpt_store_list(struct spotckpt_store *s, const char *sub,
+				     char **out, size_t *len);
+/* Delete keys[0..n-1] (missing ones are not an error), in that order of
+ * requests: a caller that must remove a record before what it names
+ * deletes it in a call of its own first. */
+SPOTCKPT_API int spotckpt_store_del(struct spotckpt_store *s,
+				    const char *const *keys, size_t n);
+/* Free memory returned by this library (NULL-safe). */
+SPOTCKPT_API void spotckpt_free(void *p);
 
 /* ---- misc ---------------------------------------------------------------- */
 /* Words for any code returned by this library.  Never NULL; static. */

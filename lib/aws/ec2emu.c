@@ -58,7 +58,7 @@ static const struct emu_pool *pool_find(const struct ec2emu *m,
 sr_micros ec2emu__spot_price(const struct ec2emu *m, const struct emu_pool *p,
 			    double sim)
 {
-	struct prov_offering o;
+	struct cloud_offering o;
 
 	if (localmkt_describe(m->mkt, p->index, sim, &o) < 0)
 		return -1;
@@ -519,8 +519,11 @@ int ec2emu__imds_notice(struct ec2emu *m, const char *id, char *json,
 	pthread_mutex_lock(&m->mu);
 	in = inst_by_id(m, id);
 	if (in != NULL && in->notice_sim >= 0 && in->state <= EMU_RUNNING) {
-		sr_time_format_rfc3339(ec2emu__epoch(m, in->notice_sim + m->notice_s) *
-				       1000000000LL, 0, ts, sizeof(ts));
+		/* the instance's clock is the wall clock: at time_scale
+		 * 1800 the notice still reads notice_s / 1800 ahead */
+		sr_time_format_rfc3339(ec2emu__real_ns(m, in->notice_sim +
+						       m->notice_s), 0, ts,
+				       sizeof(ts));
 		snprintf(json, len, "{\"action\":\"terminate\",\"time\":\"%s\"}", ts);
 		rc = 0;
 	}

@@ -29,8 +29,12 @@
  * --(process gone)--> terminated; terminated instances stay listed.
  *
  * Clock: cloud time sim_s = trace_start_s + time_scale * (real seconds
- * since start); EC2 timestamps are the start's wall-clock time plus the
- * cloud seconds elapsed.
+ * since start).  Price-history timestamps are the start's wall-clock
+ * time plus the cloud seconds elapsed (the market's clock).  An
+ * instance's own times - launchTime and the IMDS notice "time" - are on
+ * the wall clock, as the instance's agent reads them: at time_scale
+ * 1800 a notice_s of 120 reads "terminate in 0.07 s", which is when the
+ * emulator kills it.
  *
  * The emulator accepts any credentials but requires a SigV4
  * Authorization header.  It listens on 127.0.0.1 only.

@@ -20,7 +20,7 @@
 #include <openssl/rand.h>
 
 #include "common/timeutil.h"
-#include "ctl/provider.h"
+#include "cloud/market.h"
 #include "ec2emu_int.h"
 
 #define TICK_MS 50
@@ -212,7 +212,7 @@ static int load_pools(struct ec2emu *m, struct sr_err *e)
 	if (m->pools == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		struct prov_offering o;
+		struct cloud_offering o;
 
 		if (localmkt_describe(m->mkt, (int)i, m->trace_start, &o) < 0 ||
 		    strcmp(o.cloud, "aws") != 0 || strcmp(o.region, m->region) != 0 ||
@@ -252,7 +252,8 @@ int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
 	m->boot_s = o->boot_s > 0 ? o->boot_s : 0;
 	m->notice_s = o->notice_s > 0 ? o->notice_s : 120;
 	m->t0_ns = sr_time_mono_ns();
-	m->epoch0 = sr_time_real_ns() / 1000000000;
+	m->epoch0_ns = sr_time_real_ns();
+	m->epoch0 = m->epoch0_ns / 1000000000;
 	RAND_bytes((unsigned char *)&m->id_salt, sizeof(m->id_salt));
 	if (o->work_dir == NULL || stat(o->work_dir, &sb) != 0 ||
 	    !S_ISDIR(sb.st_mode)) {

@@ -57,6 +57,7 @@ struct ec2emu {
 	unsigned seq, id_salt;
 	int64_t t0_ns;               /* monotonic start */
 	int64_t epoch0;              /* wall clock at start, s */
+	int64_t epoch0_ns;           /* the same, ns */
 	double time_scale, trace_start, boot_s, notice_s;
 	char work_dir[512];
 	char url[64];
@@ -87,6 +88,9 @@ const char *ec2emu__paramf(const struct emu_params *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Clock: epoch seconds of cloud time sim; "2026-...Z" into out[40]. */
 int64_t ec2emu__epoch(const struct ec2emu *m, double sim);
+/* Wall-clock ns at which the emulator's clock reads sim: what an
+ * instance sees on its own clock (IMDS notice time, launch time). */
+int64_t ec2emu__real_ns(const struct ec2emu *m, double sim);
 void ec2emu__ts(const struct ec2emu *m, double sim, char out[40]);
 /* Answers: an error document with `status`; a document opened with its
  * root element (NULL on out-of-memory), closed by ec2emu__end. */

@@ -28,6 +28,11 @@ int64_t ec2emu__epoch(const struct ec2emu *m, double sim)
 	return m->epoch0 + (int64_t)(sim - m->trace_start);
 }
 
+int64_t ec2emu__real_ns(const struct ec2emu *m, double sim)
+{
+	return m->epoch0_ns + (int64_t)((sim - m->trace_start) / m->time_scale * 1e9);
+}
+
 void ec2emu__ts(const struct ec2emu *m, double sim, char out[40])
 {
 	sr_time_format_rfc3339(ec2emu__epoch(m, sim) * 1000000000LL, 3, out, 40);
@@ -176,7 +181,9 @@ void ec2emu__put_instance(const struct ec2emu *m, FILE *f,
 {
 	char ts[40];
 
-	ec2emu__ts(m, i->launch_sim, ts);
+	/* an instance's times are on the wall clock, as the instance sees
+	 * them (price history stays on the market's clock) */
+	sr_time_format_rfc3339(ec2emu__real_ns(m, i->launch_sim), 3, ts, sizeof ts);
 	fprintf(f, "      <item>\n        <instanceId>%s</instanceId>\n"
 		   "        <imageId>", i->id);
 	ec2emu__xml_esc(f, i->image);

@@ -3,9 +3,12 @@
  * control plane starts, observes and stops machines on a real cloud.
  *
  * (The other half, the market view - offerings, prices, availability
- * estimates - is separate: a driver may feed it, e.g. EC2's
+ * estimates - is cloud/market.h: a driver may feed it, e.g. EC2's
  * DescribeSpotPriceHistory, but placement never asks a driver "is there
- * capacity now?"; it learns that from launch results, classified below.)
+ * capacity now?"; it learns that from launch results, classified below.
+ * The control plane drives every cloud through these two headers,
+ * lib/ctl/clouds.c; the local cloud, AWS EC2 and the unit tests'
+ * scripted cloud implement them.)
  *
  * LIFECYCLE OF ONE LAUNCH
  *
@@ -17,7 +20,10 @@
  *   provision() returns at once; the cloud call runs on the driver's own
  *   worker thread.  When it finishes, launch->done(launch->done_ud) is
  *   called from that thread (may be NULL), so the reconciler can be woken
- *   instead of polling on a timer.  poll() never blocks.
+ *   instead of polling on a timer.  poll() never blocks.  A driver
+ *   whose launch is done before provision() returns (the local cloud
+ *   forks a process) need not call done: the caller polls right after
+ *   provision().
  *
  * IDEMPOTENCY
  *   launch->idem_key is sent as the cloud's idempotency token (EC2
@@ -115,8 +121,14 @@ struct cloud_launch {
 	const char *instance_type; /* e.g. "p4d.24xlarge" */
 	bool spot;
 	sr_micros max_price_per_h; /* spot only; <= 0: the on-demand price */
+	int pool;                  /* the market view's pool (market.h):
+				      a driver that is its own market (the
+				      local cloud) uses it; others ignore it */
 	struct cloud_tags tags;
-	const char *bootstrap;     /* script run at first boot (plain text) */
+	const char *bootstrap;     /* the node's first-boot text: the
+				      driver's bootstrap channel (EC2: a
+				      user-data script; local: a JSON
+				      startup document) */
 	void (*done)(void *ud);    /* called once from a driver thread */
 	void *done_ud;
 };
@@ -139,6 +151,12 @@ struct cloud_instance {
 	int attempt;
 	char reason[128];          /* cloud's state reason code, "" none */
 	int64_t launched_s;        /* epoch seconds, 0 unknown */
+	int64_t notice_ns;         /* the cloud announced through its API
+				    * that it will interrupt the instance at
+				    * this wall-clock time; 0 none.  A cloud
+				    * that tells only the instance (EC2:
+				    * IMDS spot/instance-action, which the
+				    * agent reports) leaves 0. */
 	char *blob;                /* driver JSON to store with the node,
 				    * malloc'd; freed by cloud_instance_clear */
 };

@@ -8,7 +8,8 @@
  *   imds.key                   HMAC key of IMDS session tokens, 0600
  *   secrets.key                AES-256-GCM key of job secrets, 0600
  *   api.url, spotrund.pid      written by spotrund's main for the CLI
- *   nodes/<id>/                a node's work dir: node.token, agent.log
+ *   nodes/<id>/                a local node's disk: node.token, agent.log
+ *   localcloud/<key>.json      the local cloud's record of each launch
  *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
  *
  * Cloud clock: sim_s = sim0 + (now - real0) * scale.  (real0, sim0) and
@@ -257,57 +258,43 @@ static void find_agent(struct ctl *c)
 	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
 }
 
-/* The provider named by --providers ("local" or "aws").  The agents'
- * URL is needed by a cloud's bootstrap, so the HTTP server is prepared
- * first (ctl__http_prepare fills c->url). */
+/* The cloud named by --providers ("local" or "aws").  The agents' URL
+ * is needed by a cloud's bootstrap, so the HTTP server is prepared first
+ * (ctl__http_prepare fills c->url). */
 static int prov_one(struct ctl *c, const char *p, size_t len, struct sr_err *e)
 {
+	struct ctl_cloud cl;
+	int rc;
+
 	if (len == 5 && strncmp(p, "local", 5) == 0)
-		return ctl__prov_local_init(c, e);
-	if (len == 3 && strncmp(p, "aws", 3) == 0)
-		return ctl__prov_aws_init(c, e);
-	return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown provider "
-			  "'%.*s' (built: local, aws)", (int)len, p);
+		rc = ctl__prov_local_init(c, &cl, e);
+	else if (len == 3 && strncmp(p, "aws", 3) == 0)
+		rc = ctl__prov_aws_init(c, &cl, e);
+	else
+		return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown "
+				  "provider '%.*s' (built: local, aws)", (int)len, p);
+	if (!rc)
+		rc = ctl__clouds_add(c, &cl, e);
+	if (rc && cl.mkt.ops) {
+		cl.mkt.ops->destroy(cl.mkt.st);
+		cl.drv.ops->destroy(cl.drv.st);
+	}
+	return rc;
 }
 
 /* "local", "aws" or a comma-separated list of them (each once). */
 static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
 {
-	struct ctl_provider v[4];
 	const char *p = names && names[0] ? names : "local";
-	size_t n = 0;
 	int rc = 0;
 
 	while (!rc) {
 		size_t len = strcspn(p, ",");
 
-		for (size_t i = 0; i < n && !rc; i++) {
-			if (strlen(v[i].ops->name) == len &&
-			    strncmp(v[i].ops->name, p, len) == 0)
-				rc = sr_err_set(e, -EINVAL, "--providers: '%.*s' "
-						"named twice", (int)len, p);
-		}
-		if (!rc && n == sizeof v / sizeof v[0])
-			rc = sr_err_set(e, -EINVAL, "--providers: too many");
-		if (!rc)
-			rc = prov_one(c, p, len, e);
-		if (rc)
-			break;
-		v[n++] = c->prov;
-		c->prov = (struct ctl_provider){ 0 };
-		if (!p[len])
+		rc = prov_one(c, p, len, e);
+		if (rc || !p[len])
 			break;
 		p += len + 1;
-	}
-	if (!rc && n == 1) {
-		c->prov = v[0];
-		return 0;
-	}
-	if (!rc)
-		rc = ctl__prov_multi_init(c, v, n, e);
-	if (rc) {
-		for (size_t i = 0; i < n; i++)
-			v[i].ops->destroy(v[i].st);
 	}
 	return rc;
 }
@@ -317,18 +304,25 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	return ctl__start_with(cfg, NULL, NULL, out, e);
 }
 
-int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		    const struct ctl_clock *clock, struct ctl **out,
 		    struct sr_err *e)
 {
 	struct ctl *c = calloc(1, sizeof *c);
 	struct store *db;
-	char path[2400];
+	char path[2400], names[80];
 	int rc;
 
 	*out = NULL;
-	if (!c)
+	if (!c) {
+		if (cloud) {
+			cloud->mkt.ops->destroy(cloud->mkt.st);
+			cloud->drv.ops->destroy(cloud->drv.st);
+		}
 		return sr_err_set(e, -ENOMEM, "out of memory");
+	}
+	if (cloud)
+		ctl__clouds_add(c, cloud, e); /* owned from here */
 	c->cfg = *cfg;
 	if (clock)
 		c->clock = *clock;
@@ -395,9 +389,8 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
-	if (prov)
-		c->prov = *prov;
-	else
+	rc = ctl__cluster_load(c, e);
+	if (!rc && !cloud)
 		rc = prov_init(c, cfg->provider, e);
 	if (rc)
 		goto fail;
@@ -415,9 +408,10 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *pro
 		}
 		c->reconciler_started = true;
 	}
+	ctl__clouds_names(c, names, sizeof names);
 	sr_info("ctl", "spotrund started", "url=%s state=%s store=%s scale=%g "
-		"provider=%s", c->url, c->state_dir, store_backend_name(db),
-		c->cfg.time_scale, c->prov.ops->name);
+		"providers=%s", c->url, c->state_dir, store_backend_name(db),
+		c->cfg.time_scale, names);
 	*out = c;
 	return 0;
 fail:
@@ -436,8 +430,7 @@ void ctl_stop(struct ctl *c)
 	ctl__http_stop(c);
 	ctl__pol_clear(c);
 	ctl__silence_free(c);
-	if (c->prov.ops && c->prov.ops->destroy)
-		c->prov.ops->destroy(c->prov.st);
+	ctl__clouds_free(c);
 	for (size_t i = 0; i < c->nconns; i++)
 		store_close(c->conns[i]);
 	free(c->conns);

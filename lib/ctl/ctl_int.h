@@ -11,7 +11,8 @@
 #include "common/backoff.h"
 #include "ctl/auth.h"
 #include "ctl/ctl.h"
-#include "ctl/provider.h"
+#include "cloud/compute.h"
+#include "cloud/market.h"
 #include "ctl/router.h"
 #include "store/store.h"
 
@@ -40,6 +41,60 @@ struct ctl_clock {
 
 #define CTL_MARKS_MAX 64
 
+/* ---- clouds (provider contract v2: cloud/market.h + cloud/compute.h) ---- */
+
+/* What a node needs at its first boot; a cloud's bootstrap() turns it
+ * into the text its driver hands the instance (EC2: a user-data script;
+ * the local cloud: a JSON startup document).  Borrowed. */
+struct ctl_boot {
+	int64_t node_id, job_id;
+	const char *token;         /* the node's bearer token */
+	const char *api_url;       /* the control plane, as nodes reach it */
+};
+
+/* One cloud the reconciler drives: a market view, a compute driver and
+ * the node bootstrap (clouds.c).  Owned by the daemon (ctl_stop destroys
+ * mkt, then drv). */
+struct ctl_cloud {
+	char name[16];             /* "local", "aws": nodes.provider */
+	/* Nodes see the control plane's disk (the local cloud): the node
+	 * API may hand them directories under the state dir.  False for a
+	 * cloud: a node keeps everything on its own disk. */
+	bool shared_disk;
+	struct cloud_market mkt;
+	struct cloud_driver drv;
+	/* *out malloc'd; the caller wipes and frees it (it holds the token). */
+	int (*bootstrap)(struct ctl *c, const struct ctl_boot *b, char **out,
+			 struct sr_err *e);
+};
+
+#define CTL_CLOUDS_MAX 4
+#define CTL_INFLIGHT_MAX 64
+
+/* A node as the clouds see it (clouds.c). */
+struct ctl_node_ref {
+	int64_t id, job_id;
+	int pool;
+	bool spot;
+	const char *instance_id;   /* the cloud's id; NULL/"" not known yet */
+};
+
+/* What a cloud says about a node's instance. */
+struct ctl_node_obs {
+	bool alive;                /* the instance still exists */
+	bool reclaim;              /* the cloud announced its interruption */
+	bool pending;              /* the cloud still boots it: a slow
+				      cloud's boot, not the node's, so no
+				      boot timeout runs */
+};
+
+/* A launch the reconciler started and has not committed. */
+struct ctl_inflight {
+	int64_t node;
+	int cloud;
+	struct cloud_req *req;
+};
+
 struct ctl {
 	struct ctl_config cfg;
 	struct ctl_clock clock;
@@ -60,8 +115,11 @@ struct ctl {
 	int64_t real0_ns;
 	double sim0_s;
 
-	struct ctl_provider prov;
-	struct localmkt *mkt;
+	struct ctl_cloud clouds[CTL_CLOUDS_MAX]; /* in ownership order */
+	size_t nclouds;
+	char cluster[32];            /* the spotrun:cluster tag (settings) */
+	struct ctl_inflight fly[CTL_INFLIGHT_MAX]; /* reconciler thread */
+	size_t nfly;
 
 	struct MHD_Daemon *httpd;
 	pthread_t reconciler;
@@ -118,7 +176,7 @@ void ctl__pol_clear(struct ctl *c);
  * policy tick.  _open: the pool sells spot now -
  * the market view says so and no mark holds. */
 void ctl__pool_mark(struct ctl *c, int pool);
-bool ctl__spot_open(struct ctl *c, int pool, double sim_s);
+bool ctl__spot_open(struct ctl *c, int pool);
 
 /* The provider that sells `pool` (its name, as nodes.provider records
  * it) and whether its nodes share the control plane's disk
@@ -154,10 +212,10 @@ int ctl__http_prepare(struct ctl *c, struct sr_err *e);
 int ctl__http_start(struct ctl *c, struct sr_err *e);
 void ctl__http_stop(struct ctl *c);
 
-/* ctl_start with an injected provider (its ops->destroy is called at
- * ctl_stop) and clock (NULL: the system's), set before any thread
- * starts; for tests. */
-int ctl__start_with(const struct ctl_config *cfg, const struct ctl_provider *prov,
+/* ctl_start with an injected cloud (owned from then: destroyed at
+ * ctl_stop, also on failure) and clock (NULL: the system's), set before
+ * any thread starts; for tests. */
+int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		    const struct ctl_clock *clock, struct ctl **out,
 		    struct sr_err *e);
 
@@ -166,13 +224,50 @@ void *ctl__reconcile_main(void *arg);
 /* One pass over every job and node; for tests. */
 int ctl__reconcile_once(struct ctl *c);
 
-/* Local provider (prov_local.c). */
-int ctl__prov_local_init(struct ctl *c, struct sr_err *e);
-/* AWS EC2 provider (prov_aws.c); needs c->url and c->data_dir. */
-int ctl__prov_aws_init(struct ctl *c, struct sr_err *e);
-/* Several providers as one (prov_multi.c): takes ownership of v[0..n). */
-int ctl__prov_multi_init(struct ctl *c, const struct ctl_provider *v, size_t n,
-			 struct sr_err *e);
+/* The clouds (clouds.c).  The market of the first cloud that
+ * describes a pool sells it; real clouds come before the local one.
+ *   _offerings / _describe: the merged market view (any thread).
+ *   _launch: start node n (token for its bootstrap).  0: the instance
+ *     is known and commit(ud, id, blob, pending: the cloud still boots
+ *     it) recorded it; -EINPROGRESS: the
+ *     cloud call runs on, ask again on a later pass; else the class's
+ *     code (compute.h: -ENOSPC capacity, -EDQUOT quota, -EACCES auth,
+ *     -EBUSY throttle, -SR_EHTTP transient, -EINVAL invalid) with *e.
+ *   _terminate: idempotent; by instance id, or by the node's tag.
+ *   _observe: every cloud's instances of this cluster, matched to the
+ *     live nodes v[0..n) (obs[i]); instances no live node holds are
+ *     terminated (leaks); refreshes the market views' caches.
+ * Reconciler thread only, but _offerings/_describe/_name/_shared. */
+int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e);
+/* This control plane's cluster id (the spotrun:cluster tag every
+ * instance carries): made once, kept in the settings; into c->cluster. */
+int ctl__cluster_load(struct ctl *c, struct sr_err *e);
+void ctl__clouds_free(struct ctl *c);
+int ctl__cloud_of(const struct ctl *c, int pool);
+int ctl__offerings(struct ctl *c, const struct cloud_query *q,
+		   struct cloud_offering **out, size_t *n, struct sr_err *e);
+int ctl__describe(struct ctl *c, int pool, struct cloud_offering *out);
+int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
+		       double *usd_h);
+int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
+		int (*commit)(void *ud, const char *id, const char *blob,
+			      bool pending),
+		void *ud, struct sr_err *e);
+int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
+int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
+		 struct ctl_node_obs *obs);
+/* "local,aws": the enabled clouds' names. */
+void ctl__clouds_names(const struct ctl *c, char *out, size_t cap);
+
+/* The local cloud (prov_local.c): its market, driver and bootstrap. */
+int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e);
+/* The IMDS view of node `id`'s newest local instance (prov_local.c): 0,
+ * or -SR_ENOTFOUND when the local cloud never launched one for it.
+ * notice_ns: the interruption it scheduled (wall clock), 0 none. */
+int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
+		    char *zone, size_t zcap, char *itype, size_t tcap, bool *spot);
+/* AWS EC2 (prov_aws.c); needs c->url, c->data_dir, c->cluster. */
+int ctl__prov_aws_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e);
 
 /* The job/node JSON views (views.c), shapes in docs/api.md.
  * ctl__job_json: a new reference, or NULL with *e set (-SR_ENOTFOUND: no

@@ -321,7 +321,7 @@ bool localmkt_available(const struct localmkt *m, int pool, double sim_s)
 }
 
 int localmkt_describe(const struct localmkt *m, int pool, double sim_s,
-		      struct prov_offering *out)
+		      struct cloud_offering *out)
 {
 	const struct catalog_offering *o;
 	const struct pool *p;
@@ -367,7 +367,7 @@ static bool in_list(const char *const *list, const char *s)
 
 static int cmp_off(const void *a, const void *b)
 {
-	const struct prov_offering *x = a, *y = b;
+	const struct cloud_offering *x = a, *y = b;
 	sr_micros px = x->spot_per_h >= 0 ? x->spot_per_h : INT64_MAX;
 	sr_micros py = y->spot_per_h >= 0 ? y->spot_per_h : INT64_MAX;
 
@@ -378,11 +378,11 @@ static int cmp_off(const void *a, const void *b)
 	return x->pool - y->pool;
 }
 
-int localmkt_offerings(const struct localmkt *m, const struct prov_query *q,
-		       double sim_s, struct prov_offering **out, size_t *n,
+int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
+		       double sim_s, struct cloud_offering **out, size_t *n,
 		       struct sr_err *e)
 {
-	struct prov_offering *v = NULL;
+	struct cloud_offering *v = NULL;
 	size_t k = 0;
 
 	*out = NULL;

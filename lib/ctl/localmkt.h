@@ -27,7 +27,7 @@
 #include <stddef.h>
 
 #include "common/err.h"
-#include "ctl/provider.h"
+#include "cloud/market.h"
 
 struct localmkt;
 
@@ -39,12 +39,12 @@ void localmkt_free(struct localmkt *m);
 size_t localmkt_npools(const struct localmkt *m);
 /* Pool `pool` at cloud time sim_s.  -SR_ENOTFOUND if out of range. */
 int localmkt_describe(const struct localmkt *m, int pool, double sim_s,
-		      struct prov_offering *out);
+		      struct cloud_offering *out);
 /* Is spot capacity available in `pool` at sim_s? */
 bool localmkt_available(const struct localmkt *m, int pool, double sim_s);
 /* Matching offerings, cheapest spot (then on-demand) first. */
-int localmkt_offerings(const struct localmkt *m, const struct prov_query *q,
-		       double sim_s, struct prov_offering **out, size_t *n,
+int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
+		       double sim_s, struct cloud_offering **out, size_t *n,
 		       struct sr_err *e);
 
 #endif

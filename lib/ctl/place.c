@@ -19,8 +19,8 @@
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		    struct place_plan *p, struct sr_err *e)
 {
-	struct prov_offering *v = NULL;
-	struct prov_query q = { 0 };
+	struct cloud_offering *v = NULL;
+	struct cloud_query q = { 0 };
 	const char *clouds[17] = { 0 }, *regions[17] = { 0 };
 	size_t n = 0, k;
 	double scale = c->cfg.time_scale;
@@ -41,8 +41,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	}
 	q.clouds = clouds[0] ? clouds : NULL;
 	q.regions = regions[0] ? regions : NULL;
-	rc = c->prov.ops->offerings(c->prov.st, &q, ctl__sim_at(c, now_ns), &v,
-				    &n, e);
+	rc = ctl__offerings(c, &q, &v, &n, e);
 	if (rc)
 		return rc;
 	for (k = 0; k < n; k++) {
@@ -59,7 +58,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		return sr_err_set(e, -SR_ENOTFOUND, "resources.accelerators: no "
 				  "offering of %s:%d in the %s market%s",
 				  js->accel[0] ? js->accel : "(any)", js->accel_count,
-				  c->prov.ops->name, js->n_infra ? " within infra" : "");
+				  "enabled", js->n_infra ? " within infra" : "");
 	if (p->od < 0 && (js->criticality == JOBSPEC_CRIT_CRITICAL || js->use_spot == 0))
 		return sr_err_set(e, -SR_ENOTFOUND, "resources: no on-demand "
 				  "offering of %s:%d, which this job requires",
@@ -82,11 +81,12 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		p->work_s = isfinite(p->deadline_s) ? p->deadline_s / 2 : 3600.0;
 	/* A restart in the local cloud costs the provisioning delay plus the
 	 * agent's and workload's start, in real time, times the scale; the
-	 * job's own figure is used when larger (real clouds). */
+	 * job's own figure is used when larger on a cloud whose nodes are
+	 * machines of their own (no shared disk: a real cloud). */
 	p->restart_s = (double)(c->cfg.provision_ms + c->cfg.restart_guess_ms) /
 		       1000.0 * scale;
 	if ((double)(js->provision_ns + js->image_pull_ns) / 1e9 > p->restart_s &&
-	    strcmp(c->prov.ops->name, "local") != 0)
+	    !ctl__prov_shared(c, p->od >= 0 ? p->od : p->spot[0]))
 		p->restart_s = (double)(js->provision_ns + js->image_pull_ns) / 1e9;
 	return 0;
 }
@@ -270,7 +270,6 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	struct policy_choice ch;
 	uint8_t avail[SIM_MAX_REGIONS];
 	double price[SIM_MAX_REGIONS];
-	double sim = ctl__sim_now(c);
 	bool od_only = p->crit == JOBSPEC_CRIT_CRITICAL || p->use_spot == 0 ||
 		       p->nspot == 0;
 	int any = -1;
@@ -280,15 +279,15 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	if (!ops)
 		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
 	for (int i = 0; i < p->nspot; i++) {
-		struct prov_offering o;
+		struct cloud_offering o;
 
 		avail[i] = 0;
 		price[i] = 0;
-		if (c->prov.ops->describe(c->prov.st, p->spot[i], sim, &o) == 0) {
+		if (ctl__describe(c, p->spot[i], &o) == 0) {
 			/* what the market says, less the pools where a
 			 * launch just failed for lack of capacity */
 			avail[i] = o.spot_available &&
-				   ctl__spot_open(c, p->spot[i], sim);
+				   ctl__spot_open(c, p->spot[i]);
 			price[i] = sr_money_to_usd(o.spot_per_h);
 		}
 		if (avail[i] && any < 0)
@@ -404,16 +403,17 @@ bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
 }
 
 int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
-		 double sim_s, int ticks, void **state, size_t *state_len,
-		 struct sr_err *e)
+		 int ticks, const uint8_t *avail, const double *price,
+		 void **state, size_t *state_len, struct sr_err *e)
 {
 	const struct policy_ops *ops = policy_find(policy ? policy : "spotrun");
 	struct policy_job job = { 0 };
 	struct policy_obs obs = { 0 };
-	uint8_t avail[SIM_MAX_REGIONS];
-	double price[SIM_MAX_REGIONS];
+	uint8_t av[SIM_MAX_REGIONS];
+	double pr[SIM_MAX_REGIONS];
 	int rc;
 
+	(void)c;
 	if (!ops)
 		return sr_err_set(e, -EINVAL, "unknown policy '%s'", policy);
 	if (p->nspot == 0)
@@ -424,36 +424,25 @@ int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
 	rc = state_new(ops, &job, state, state_len);
 	if (rc)
 		return sr_err_set(e, rc, "policy state");
-	for (int t = ticks; t >= 1; t--) {
-		double at = sim_s - (double)t * (double)p->gap_s;
-
-		if (at < 0)
-			continue;
-		for (int i = 0; i < p->nspot; i++) {
-			struct prov_offering o;
-
-			avail[i] = 0;
-			price[i] = 0;
-			if (c->prov.ops->describe(c->prov.st, p->spot[i],
-							     at, &o) == 0) {
-				avail[i] = o.spot_available;
-				price[i] = sr_money_to_usd(o.spot_per_h);
-			}
-		}
+	for (int t = 0; t < ticks; t++) {
+		/* copies: the policy's observation takes mutable arrays */
+		memcpy(av, avail + (size_t)t * (size_t)p->nspot, (size_t)p->nspot);
+		memcpy(pr, price + (size_t)t * (size_t)p->nspot,
+		       (size_t)p->nspot * sizeof pr[0]);
 		if (ops->observe) {
-			ops->observe(*state, &job, avail, price);
+			ops->observe(*state, &job, av, pr);
 			continue;
 		}
 		/* No observe op: a decision with all the time in the world,
 		 * whose choice is ignored, records the observation. */
-		obs.tick = ticks - t;
+		obs.tick = t;
 		obs.work_left_s = p->work_s;
 		obs.time_left_s = 1e15;
 		obs.hold = SIM_NONE;
 		obs.region = -1;
 		obs.ckpt_region = -1;
-		obs.avail = avail;
-		obs.spot_price = price;
+		obs.avail = av;
+		obs.spot_price = pr;
 		ops->decide(*state, &job, &obs);
 	}
 	return 0;

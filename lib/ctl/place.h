@@ -98,12 +98,15 @@ bool place_spot_pays(const struct place_plan *p, const struct place_now *now,
 
 /* Show the policy the market's recent past before its first decision, as
  * a controller watching the market before the job arrived would have
- * seen it: `ticks` policy ticks ending just before cloud time sim_s.
+ * seen it: `ticks` policy ticks, oldest first, avail[t * nspot + i] and
+ * price[t * nspot + i] (USD/h) for the plan's spot pool i - what a real
+ * cloud can tell (recon_place.c: the market's price history and our own
+ * observed preemptions and launch failures), never a replayed trace.
  * Only the policy's observation statistics change; no decision is used.
  * Releases any *state given and allocates a new one like place_decide. */
 int place_warmup(struct ctl *c, const struct place_plan *p, const char *policy,
-		 double sim_s, int ticks, void **state, size_t *state_len,
-		 struct sr_err *e);
+		 int ticks, const uint8_t *avail, const double *price,
+		 void **state, size_t *state_len, struct sr_err *e);
 
 /* Release a policy state from place_decide/place_warmup: the policy's
  * destroy op (what the state allocated), then the bytes.  NULL-safe. */

@@ -1,42 +1,29 @@
 /*
- * prov_aws.c - the `aws` provider: the reconciler's provider interface
- * (provider.h) over the EC2 compute driver (cloud/compute.h, lib/aws).
+ * prov_aws.c - the `aws` cloud: provider contract v2 over EC2.
  *
- * Market view.  Pools are the catalog's AWS offerings in the driver's
- * region (the same pool numbers as the local market's, so a pool id in
- * the database means one thing).  What a real cloud can tell is all the
- * policy sees: list prices from the catalog, the spot price now from
- * DescribeSpotPriceHistory (refreshed at most once a minute on the
- * reconciler thread; the catalog's spot price until then), and spot
- * capacity as an *estimate* - "available" - corrected by what launches
- * answer (a capacity error marks the pool, ctl__pool_mark).  EC2 does
- * not expose past or present capacity, so nothing here replays a trace.
+ * Market view (cloud/market.h).  Pools are the catalog's AWS offerings
+ * in the driver's region (the same pool numbers as the local market's,
+ * so a pool id in the database means one thing).  What a real cloud can
+ * tell is all the policy sees: list prices from the catalog, the spot
+ * price now from DescribeSpotPriceHistory (refreshed at most once a
+ * minute on the reconciler thread; the catalog's spot price until then),
+ * and spot capacity as an *estimate* - "a spot price is quoted" -
+ * corrected by what launches answer (a capacity error marks the pool,
+ * ctl__pool_mark).  EC2 exposes neither past nor present capacity, so
+ * nothing here replays a trace.
  *
- * Compute.  A node is one instance tagged with the cluster id (a random
- * id kept in the database settings), job, node and attempt 1.  Its
- * identity is the spotrun:node tag, so nothing else is stored with the
- * node: terminate and list find instances by tag.  Launch:
- * RunInstances with ClientToken = cloud_idem_key(cluster, node, 1) and
- * the bootstrap script (ec2_bootstrap_script: the agent, its token
- * through user-data, the control plane's URL) - a retry after a crash
- * gets the instance already started, never a second one.  The launch
- * runs on the driver's worker thread: provision() starts it and answers
- * -EINPROGRESS (the node stays REQUESTED), the driver wakes the
- * reconciler when RunInstances answers, and the next provision() of the
- * node commits the instance.  An instance EC2 still boots ("pending") is
- * reported as such, so no boot timeout runs on the cloud's slowness.
+ * Compute driver: lib/aws's EC2 driver (RunInstances with ClientToken,
+ * tags, user-data; DescribeInstances by the cluster tag;
+ * TerminateInstances), driven by clouds.c like every cloud.
+ *
+ * Bootstrap: the user-data script (ec2_bootstrap_script): the agent,
+ * its token, the control plane's URL.
  *
  * Notices: EC2 tells the instance (IMDSv2 spot/instance-action), whose
- * agent reports it to the API; list() therefore never reports `reclaim`.
- * An instance EC2 no longer runs is reported gone.
- *
- * Leaks: every list() (each node pass) terminates the instances tagged
- * with this cluster whose node the database does not hold live (a crash
- * between RunInstances and the commit, a lost terminate).
+ * agent reports it to the API; list() never reports one.
  *
  * Threading: offerings/describe may be called from HTTP threads; the
- * price cache is under a mutex.  Everything else runs on the reconciler
- * thread.
+ * price cache is under a mutex.  refresh() runs on the reconciler thread.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -59,43 +46,36 @@ struct price {
 	sr_micros per_h;
 };
 
-#define AWS_MAX_INFLIGHT 64
-
-struct inflight {
-	int64_t node;
-	struct cloud_req *req;       /* the driver's; req_free'd on drop */
-};
-
 struct awsp {
 	struct ctl *c;
 	struct localmkt *m;          /* the catalog's pools */
-	struct ec2 *ec2;             /* borrowed from drv (which owns it) */
-	struct cloud_driver drv;
+	struct ec2 *ec2;             /* borrowed from the driver (its owner) */
 	char region[40];
-	char cluster[32];
-	char agent[4200];            /* agent path on the image; "" default */
 	pthread_mutex_t mu;          /* guards prices */
 	struct price *prices;
 	size_t nprices;
 	int64_t priced_ns;           /* monotonic; 0 never */
-	struct inflight fly[AWS_MAX_INFLIGHT]; /* reconciler thread only */
-	size_t nfly;
+	int64_t priced_s;            /* wall clock of the last answer */
 };
 
-static bool ours(const struct awsp *a, const struct prov_offering *o)
+static bool ours(const struct awsp *a, const struct cloud_offering *o)
 {
 	return strcmp(o->cloud, "aws") == 0 && strcmp(o->region, a->region) == 0;
 }
 
 /* The catalog's offering with the live spot price when one is known, and
  * spot capacity as an estimate. */
-static void view(struct awsp *a, struct prov_offering *o)
+static void view(struct awsp *a, struct cloud_offering *o)
 {
+	o->price_src = CLOUD_PRICE_CATALOG;
+	o->price_age_s = 0;
 	pthread_mutex_lock(&a->mu);
 	for (size_t i = 0; i < a->nprices; i++) {
 		if (strcmp(a->prices[i].zone, o->zone) == 0 &&
 		    strcmp(a->prices[i].itype, o->instance_type) == 0) {
 			o->spot_per_h = a->prices[i].per_h;
+			o->price_src = CLOUD_PRICE_LIVE;
+			o->price_age_s = (int64_t)time(NULL) - a->priced_s;
 			break;
 		}
 	}
@@ -104,12 +84,12 @@ static void view(struct awsp *a, struct prov_offering *o)
 	o->trace[0] = '\0';
 }
 
-static int aws_offerings(void *st, const struct prov_query *q, double sim_s,
-			 struct prov_offering **out, size_t *n, struct sr_err *e)
+static int aws_offerings(void *st, const struct cloud_query *q,
+			 struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	struct awsp *a = st;
 	size_t k = 0;
-	int rc = localmkt_offerings(a->m, q, sim_s, out, n, e);
+	int rc = localmkt_offerings(a->m, q, 0, out, n, e);
 
 	if (rc)
 		return rc;
@@ -124,11 +104,10 @@ static int aws_offerings(void *st, const struct prov_query *q, double sim_s,
 	return 0;
 }
 
-static int aws_describe(void *st, int pool, double sim_s,
-			struct prov_offering *out)
+static int aws_describe(void *st, int pool, struct cloud_offering *out)
 {
 	struct awsp *a = st;
-	int rc = localmkt_describe(a->m, pool, sim_s, out);
+	int rc = localmkt_describe(a->m, pool, 0, out);
 
 	if (rc)
 		return rc;
@@ -140,8 +119,9 @@ static int aws_describe(void *st, int pool, double sim_s,
 
 /* Spot prices now of every instance type of our pools (one
  * DescribeSpotPriceHistory per type, last hour). */
-static void prices_refresh(struct awsp *a)
+static void prices_refresh(void *st)
 {
+	struct awsp *a = st;
 	int64_t mono = sr_time_mono_ns();
 	struct price *v = NULL;
 	size_t nv = 0, cap = 0, np = localmkt_npools(a->m);
@@ -152,7 +132,7 @@ static void prices_refresh(struct awsp *a)
 		return;
 	a->priced_ns = mono;
 	for (size_t p = 0; p < np && ndone < 64; p++) {
-		struct prov_offering o;
+		struct cloud_offering o;
 		struct ec2_spot_price *h = NULL, *now = NULL;
 		struct cloud_error err = { 0 };
 		size_t nh = 0, nn = 0;
@@ -198,272 +178,69 @@ static void prices_refresh(struct awsp *a)
 	free(a->prices);
 	a->prices = v;
 	a->nprices = nv;
+	a->priced_s = (int64_t)time(NULL);
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* Map a driver error onto the reconciler's codes: capacity -ENOSPC
- * (marks the pool), the rest keep compute.h's codes. */
-static int launch_error(const struct cloud_error *ce, int rc, struct sr_err *e)
+/* History: what DescribeSpotPriceHistory answered last, as the price of
+ * the whole window (the driver keeps no series). */
+static int aws_history(void *st, int pool, double step_s, int n, double *usd_h)
 {
-	return sr_err_set(e, ce->cls == CLOUD_ECAPACITY ? -ENOSPC : rc,
-			  "%s (%s)", ce->msg, cloud_err_class_str(ce->cls));
-}
+	struct cloud_offering o;
 
-static int aws_terminate_ids(struct awsp *a, const char *const *ids, size_t n)
-{
-	struct cloud_error err = { 0 };
-	int rc;
-
-	if (n == 0)
+	(void)step_s;
+	if (n <= 0 || aws_describe(st, pool, &o) || o.spot_per_h < 0 ||
+	    o.price_src != CLOUD_PRICE_LIVE)
 		return 0;
-	rc = a->drv.ops->terminate(a->drv.st, ids, n, &err);
-	if (rc)
-		sr_warn("aws", "terminate failed", "n=%zu err=\"%s\"", n, err.msg);
-	return rc;
+	for (int i = 0; i < n; i++)
+		usd_h[i] = sr_money_to_usd(o.spot_per_h);
+	return n;
 }
 
-/* A launch in flight: the driver's request for node `node`. */
-static struct inflight *inflight_of(struct awsp *a, int64_t node)
-{
-	for (size_t i = 0; i < a->nfly; i++) {
-		if (a->fly[i].node == node)
-			return &a->fly[i];
-	}
-	return NULL;
-}
-
-static void inflight_drop(struct awsp *a, struct inflight *f)
-{
-	a->drv.ops->req_free(a->drv.st, f->req); /* waits for its worker */
-	*f = a->fly[--a->nfly];
-}
-
-static void launch_done(void *ud)
-{
-	ctl__wake(ud); /* the reconciler polls the request at once */
-}
-
-/* Start the launch of node n on the driver's worker thread. */
-static int launch_start(struct awsp *a, const struct prov_node *n,
-			struct sr_err *e)
-{
-	struct prov_offering o;
-	struct cloud_launch l = { 0 };
-	struct cloud_req *req = NULL;
-	struct cloud_error err = { 0 };
-	char key[CLOUD_IDEM_MAX], *boot = NULL;
-	int rc;
-
-	if (a->nfly == AWS_MAX_INFLIGHT)
-		return -EINPROGRESS; /* as many in flight as we allow: later */
-	rc = aws_describe(a, n->pool, 0, &o);
-	if (rc)
-		return sr_err_set(e, rc, "pool %d: not an AWS %s offering", n->pool,
-				  a->region);
-	l.tags = (struct cloud_tags){ a->cluster, n->job_id, n->id, 1 };
-	cloud_idem_key(&l.tags, key);
-	/* c->url is set once the HTTP server listens (before any pass) */
-	rc = ec2_bootstrap_script(a->agent[0] ? a->agent : NULL, a->c->url,
-				  n->id, n->token, &boot, e);
-	if (rc)
-		return rc;
-	l.idem_key = key;
-	l.zone = o.zone;
-	l.instance_type = o.instance_type;
-	l.spot = n->spot;
-	l.bootstrap = boot;
-	l.done = launch_done;
-	l.done_ud = a->c;
-	rc = a->drv.ops->provision(a->drv.st, &l, &req, &err);
-	explicit_bzero(boot, strlen(boot));
-	free(boot);
-	if (rc)
-		return launch_error(&err, rc, e);
-	a->fly[a->nfly++] = (struct inflight){ n->id, req };
-	return -EINPROGRESS;
-}
-
-/* First call: RunInstances starts on the driver's thread (-EINPROGRESS).
- * Later calls poll it; once the instance is known it is committed. */
-static int aws_provision(void *st, struct prov_node *n,
-			 int (*commit)(void *ud, const struct prov_node *n),
-			 void *ud, struct sr_err *e)
-{
-	struct awsp *a = st;
-	struct inflight *f = inflight_of(a, n->id);
-	struct cloud_instance inst = { 0 };
-	struct cloud_error err = { 0 };
-	int rc;
-
-	if (!f)
-		return launch_start(a, n, e);
-	rc = a->drv.ops->poll(a->drv.st, f->req, &inst, &err);
-	if (rc == -EAGAIN)
-		return -EINPROGRESS;
-	inflight_drop(a, f);
-	if (rc) {
-		cloud_instance_clear(&inst);
-		return launch_error(&err, rc, e);
-	}
-	n->pid = 0;
-	n->pid_start = 0;
-	sr_info("aws", "instance launched", "node=%" PRId64 " instance=%s zone=%s"
-		" type=%s spot=%d", n->id, inst.id, inst.zone, inst.instance_type,
-		n->spot);
-	rc = commit(ud, n);
-	if (rc) {
-		const char *id = inst.id;
-
-		/* not recorded: it must not run */
-		aws_terminate_ids(a, &id, 1);
-		sr_err_set(e, rc, "node %" PRId64 ": instance %s not recorded;"
-			   " terminated", n->id, inst.id);
-	}
-	cloud_instance_clear(&inst);
-	return rc;
-}
-
-static bool running(const struct cloud_instance *x)
-{
-	return x->state == CLOUD_INST_PENDING || x->state == CLOUD_INST_RUNNING;
-}
-
-static int aws_terminate(void *st, const struct prov_node *n)
-{
-	struct awsp *a = st;
-	struct inflight *f = inflight_of(a, n->id);
-	struct cloud_instance *v = NULL;
-	struct cloud_error err = { 0 };
-	const char *ids[16];
-	size_t nv = 0, k = 0;
-	int rc;
-
-	if (f)
-		inflight_drop(a, f); /* its instance, if any, is listed below */
-	rc = a->drv.ops->list(a->drv.st, a->cluster, &v, &nv, &err);
-	if (rc) {
-		sr_warn("aws", "cannot list instances", "err=\"%s\"", err.msg);
-		return rc;
-	}
-	for (size_t i = 0; i < nv && k < 16; i++) {
-		if (v[i].node_id == n->id && running(&v[i]))
-			ids[k++] = v[i].id;
-	}
-	rc = aws_terminate_ids(a, ids, k);
-	cloud_instances_free(v, nv);
-	return rc;
-}
-
-static int aws_list(void *st, const struct prov_node *nodes, size_t n,
-		    double sim_s, struct prov_obs *obs)
-{
-	struct awsp *a = st;
-	struct cloud_instance *v = NULL;
-	struct cloud_error err = { 0 };
-	const char *leak[64];
-	size_t nv = 0, nleak = 0;
-	int rc;
-
-	(void)sim_s;
-	prices_refresh(a);
-	rc = a->drv.ops->list(a->drv.st, a->cluster, &v, &nv, &err);
-	if (rc) {
-		sr_warn("aws", "cannot list instances", "err=\"%s\"", err.msg);
-		return rc;
-	}
-	for (size_t i = 0; i < n; i++) {
-		obs[i].alive = obs[i].pending = false;
-		obs[i].reclaim = false; /* EC2 tells the instance, not us */
-		for (size_t j = 0; j < nv; j++) {
-			if (v[j].node_id != nodes[i].id || !running(&v[j]))
-				continue;
-			obs[i].alive = true;
-			obs[i].pending = v[j].state == CLOUD_INST_PENDING;
-		}
-	}
-	/* instances of this cluster whose node is not live here: leaked */
-	for (size_t j = 0; j < nv && nleak < 64; j++) {
-		bool known = false;
-
-		if (!running(&v[j]))
-			continue;
-		for (size_t i = 0; i < n && !known; i++)
-			known = v[j].node_id == nodes[i].id;
-		known |= inflight_of(a, v[j].node_id) != NULL;
-		if (!known) {
-			sr_warn("aws", "leaked instance: terminating", "instance=%s"
-				" node=%" PRId64 " job=%" PRId64, v[j].id,
-				v[j].node_id, v[j].job_id);
-			leak[nleak++] = v[j].id;
-		}
-	}
-	aws_terminate_ids(a, leak, nleak);
-	cloud_instances_free(v, nv);
-	return 0;
-}
-
-static void aws_destroy(void *st)
+static void aws_mkt_destroy(void *st)
 {
 	struct awsp *a = st;
 
 	if (!a)
 		return;
-	while (a->nfly)
-		inflight_drop(a, &a->fly[0]);
-	if (a->drv.ops)
-		a->drv.ops->destroy(a->drv.st);
 	localmkt_free(a->m);
 	free(a->prices);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }
 
-static const struct prov_ops aws_ops = {
+static const struct cloud_market_ops aws_mkt_ops = {
 	.name = "aws",
-	.destroy = aws_destroy,
 	.offerings = aws_offerings,
 	.describe = aws_describe,
-	.provision = aws_provision,
-	.terminate = aws_terminate,
-	.list = aws_list,
+	.price_history = aws_history,
+	.refresh = prices_refresh,
+	.destroy = aws_mkt_destroy,
 };
 
-/* This control plane's cluster id (the spotrun:cluster tag): made once,
- * kept in the settings. */
-static int cluster_id(struct ctl *c, char *out, size_t cap, struct sr_err *e)
+/* The user-data script: the agent (the image's, or the daemon's own
+ * --agent path when it was given: the emulator), its token, our URL. */
+static int aws_bootstrap(struct ctl *c, const struct ctl_boot *b, char **out,
+			 struct sr_err *e)
 {
-	struct store *db = ctl__store(c);
-	char tok[CTL_TOKEN_HEX + 1];
-	int rc;
-
-	if (!db)
-		return sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
-	rc = store_setting_get(db, "cluster_id", out, cap, e);
-	if (rc == 0 && out[0])
-		return 0;
-	if (rc && rc != -SR_ENOTFOUND)
-		return rc;
-	rc = ctl_token_new(tok);
-	if (rc)
-		return sr_err_set(e, rc, "cluster id: no randomness");
-	snprintf(out, cap, "sr%.12s", tok);
-	return store_setting_set(db, "cluster_id", out, e);
+	return ec2_bootstrap_script(c->cfg.agent_path && c->cfg.agent_path[0] ?
+				    c->cfg.agent_path : NULL, b->api_url, b->node_id,
+				    b->token, out, e);
 }
 
-int ctl__prov_aws_init(struct ctl *c, struct sr_err *e)
+int ctl__prov_aws_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
 {
 	struct awsp *a = calloc(1, sizeof *a);
 	struct ec2_opts o = { 0 };
 	struct ec2 *ec2 = NULL;
 	int rc;
 
+	memset(out, 0, sizeof *out);
 	if (!a)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&a->mu, NULL);
 	a->c = c;
-	rc = cluster_id(c, a->cluster, sizeof a->cluster, e);
-	if (!rc)
-		rc = localmkt_load(c->data_dir, &a->m, e);
+	rc = localmkt_load(c->data_dir, &a->m, e);
 	if (rc)
 		goto fail;
 	/* The user enabled the provider (--providers aws): real endpoints
@@ -474,26 +251,24 @@ int ctl__prov_aws_init(struct ctl *c, struct sr_err *e)
 	o.security_group_id = c->cfg.aws_security_group;
 	o.key_name = c->cfg.aws_key_name;
 	o.instance_profile = c->cfg.aws_instance_profile;
-	/* the image's agent (ec2.h's default unless configured); the
-	 * daemon's own --agent path when it was given (the emulator) */
-	snprintf(a->agent, sizeof a->agent, "%s", c->cfg.agent_path ?
-		 c->cfg.agent_path : "");
 	rc = ec2_open(&o, &ec2, e);
 	if (rc)
 		goto fail;
 	snprintf(a->region, sizeof a->region, "%s", ec2_region(ec2));
 	a->ec2 = ec2;
-	rc = ec2_driver_new(ec2, &a->drv, e); /* owns ec2, even on failure */
+	rc = ec2_driver_new(ec2, &out->drv, e); /* owns ec2, even on failure */
 	if (rc)
 		goto fail;
 	sr_info("aws", "provider ready", "region=%s endpoint=%s cluster=%s "
-		"credentials=\"%s\"", a->region, ec2_endpoint(ec2), a->cluster,
+		"credentials=\"%s\"", a->region, ec2_endpoint(ec2), c->cluster,
 		ec2_cred_source(ec2));
-	c->prov.ops = &aws_ops;
-	c->prov.st = a;
+	snprintf(out->name, sizeof out->name, "aws");
+	out->shared_disk = false;
+	out->mkt = (struct cloud_market){ &aws_mkt_ops, a };
+	out->bootstrap = aws_bootstrap;
 	return 0;
 fail:
-	a->drv.ops = NULL;
-	aws_destroy(a);
+	aws_mkt_destroy(a);
+	memset(out, 0, sizeof *out);
 	return rc;
 }

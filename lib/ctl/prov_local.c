@@ -1,48 +1,75 @@
 /*
- * prov_local.c - the `local` provider: a simulated multi-cloud spot market
- * on this machine.
+ * prov_local.c - the `local` cloud: a simulated multi-cloud spot market
+ * on this machine, behind provider contract v2 like any cloud.
  *
- * Offerings and spot availability come from localmkt (catalog + replayed
- * traces).  A node is a real spotrun-agent process started with
- * fork + execve (no shell) in its own session and work directory; the
- * node's metadata service is the daemon's /imds/{id} (routes_imds.c).
- * The node's token reaches it the way a local machine's "bootstrap
- * channel" can: a 0600 file in the node's work dir (<state>/nodes/<id>),
- * written here at provision, before the process may run.
- * Terminating a node SIGKILLs every process of its session, as a cloud
- * reclaiming an instance would.  A spot node is reclaimed when its pool's
- * trace turns unavailable; the reconciler then serves the notice and
- * kills the node when the notice deadline passes.
+ * Market view (cloud/market.h).  Offerings, spot prices and spot
+ * availability replay real traces (localmkt) on the local cloud's own
+ * clock: the daemon's cloud clock, accelerated by --time-scale, which
+ * only this provider reads.  Price history: the trace's prices.
  *
- * Injected interruptions (the local cloud's send-spot-instance-
- * interruptions, as AWS FIS offers): a file <state>/interrupts/<node id>
- * reclaims that one spot node on the next pass, whatever its pool does.
- * Tests and `make demo` preempt one node of a gang this way.
+ * Compute driver (cloud/compute.h).  An instance is a real spotrun-agent
+ * process started with fork + execve (no shell) in its own session, in
+ * its own work directory <state>/nodes/<node id> (its "disk").  The
+ * cloud keeps one record per launch, <state>/localcloud/<key>.json (key:
+ * the launch's idempotency key): instance id "local-<pid>-<start>", the
+ * tags, the pool, the notice.  The start gate: the child waits before
+ * execve until its record is durable, so a crash of the daemon can never
+ * leave a process the cloud does not know; the same key again answers
+ * with that record's instance, never a second process.  Terminating
+ * SIGKILLs every process of the instance's session, as a cloud
+ * reclaiming a machine would, and its disk's checkpoints go with it.
+ *
+ * Bootstrap channel: a JSON startup document {"api", "node", "token"}
+ * (like a GCE instance's startup metadata); the driver writes the token
+ * to a 0600 file on the instance's disk before the process may run.
+ *
+ * Spot interruptions.  When a running spot instance's pool has no
+ * capacity on the cloud's clock, or <state>/interrupts/<node id> exists
+ * (the local cloud's send-spot-instance-interruptions, as AWS FIS
+ * offers; tests and `make demo` preempt one node of a gang this way),
+ * the cloud schedules the interruption notice_ms ahead: it serves the
+ * notice on the instance's IMDSv2 (ctl__local_imds, routes_imds.c),
+ * reports it in list() (cloud_instance.notice_ns) and kills the
+ * instance when the time comes.  A spot launch into a pool without
+ * capacity fails with the capacity class.
+ *
+ * Threading: the driver's state is under one mutex; the market is
+ * read-only after load.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/ctl_int.h"
 #include "ctl/localmkt.h"
 #include "ctl/proc.h"
 
-struct local {
+#define GONE_KEEP_NS (INT64_C(3600) * SR_NS_PER_SEC) /* records of the gone */
+#define LPATH 2600 /* a record's or a disk's path: the state dir + a name */
+
+/* ---- market view --------------------------------------------------------- */
+
+struct lmkt {
 	struct ctl *c;
 	struct localmkt *m;
 };
 
-static void local_destroy(void *st)
+static void lm_destroy(void *st)
 {
-	struct local *l = st;
+	struct lmkt *l = st;
 
 	if (!l)
 		return;
@@ -50,21 +77,87 @@ static void local_destroy(void *st)
 	free(l);
 }
 
-static int local_offerings(void *st, const struct prov_query *q, double sim_s,
-			   struct prov_offering **out, size_t *n, struct sr_err *e)
+static void lm_mark(struct cloud_offering *o)
 {
-	struct local *l = st;
-
-	return localmkt_offerings(l->m, q, sim_s, out, n, e);
+	o->price_src = o->trace[0] ? CLOUD_PRICE_TRACE : CLOUD_PRICE_CATALOG;
+	o->price_age_s = 0;
 }
 
-static int local_describe(void *st, int pool, double sim_s,
-			  struct prov_offering *out)
+static int lm_offerings(void *st, const struct cloud_query *q,
+			struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
-	struct local *l = st;
+	struct lmkt *l = st;
+	int rc = localmkt_offerings(l->m, q, ctl__sim_now(l->c), out, n, e);
 
-	return localmkt_describe(l->m, pool, sim_s, out);
+	for (size_t i = 0; !rc && i < *n; i++)
+		lm_mark(&(*out)[i]);
+	return rc;
 }
+
+static int lm_describe(void *st, int pool, struct cloud_offering *out)
+{
+	struct lmkt *l = st;
+	int rc = localmkt_describe(l->m, pool, ctl__sim_now(l->c), out);
+
+	if (!rc)
+		lm_mark(out);
+	return rc;
+}
+
+static int lm_history(void *st, int pool, double step_s, int n, double *usd_h)
+{
+	struct lmkt *l = st;
+	double now = ctl__sim_now(l->c);
+	int known = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct cloud_offering o;
+		double at = now - (double)(n - i) * step_s;
+
+		usd_h[i] = -1;
+		if (at < 0 || localmkt_describe(l->m, pool, at, &o) ||
+		    o.spot_per_h < 0)
+			continue;
+		usd_h[i] = sr_money_to_usd(o.spot_per_h);
+		known++;
+	}
+	return known;
+}
+
+static const struct cloud_market_ops lm_ops = {
+	.name = "local",
+	.offerings = lm_offerings,
+	.describe = lm_describe,
+	.price_history = lm_history,
+	.destroy = lm_destroy,
+};
+
+/* ---- compute driver ------------------------------------------------------ */
+
+struct lrec {
+	char key[CLOUD_IDEM_MAX];
+	char id[64];
+	int64_t pid, start;
+	char cluster[64];
+	int64_t job, node;
+	int attempt, pool;
+	bool spot, gone;
+	char zone[40], itype[48];
+	int64_t launched_s, notice_ns, gone_ns;
+};
+
+struct ldrv {
+	struct ctl *c;
+	struct lmkt *mkt;          /* borrowed: destroyed after the driver */
+	pthread_mutex_t mu;        /* guards the records */
+	char dir[2200];            /* <state>/localcloud */
+};
+
+struct cloud_req {
+	int rc;
+	struct cloud_error err;
+	struct lrec rec;
+};
 
 /* Environment handed to the agent: a short allow list (docs/api.md). */
 static const char *const pass_env[] = {
@@ -74,56 +167,212 @@ static const char *const pass_env[] = {
 	"SPOTRUN_CA_CERT", "SPOTRUN_ISOLATION", NULL
 };
 
+/* The record's file: the key with anything but [A-Za-z0-9._-] as '_'. */
+static void rec_path(const struct ldrv *d, const char *key, char *out, size_t cap)
+{
+	char k[CLOUD_IDEM_MAX];
+	size_t i;
+
+	for (i = 0; key[i] && i < sizeof k - 1; i++) {
+		char ch = key[i];
+
+		k[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		       (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ? ch : '_';
+	}
+	k[i] = '\0';
+	snprintf(out, cap, "%s/%s.json", d->dir, k);
+}
+
+static int rec_save(const struct ldrv *d, const struct lrec *r, struct sr_err *e)
+{
+	char path[LPATH], *s;
+	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
+			      "s:s,s:I,s:I,s:I}", "key", r->key, "id", r->id,
+			      "pid", (json_int_t)r->pid, "start",
+			      (json_int_t)r->start, "cluster", r->cluster, "job",
+			      (json_int_t)r->job, "node", (json_int_t)r->node,
+			      "attempt", r->attempt, "pool", r->pool, "spot",
+			      r->spot, "gone", r->gone, "zone", r->zone, "type",
+			      r->itype, "launched_s", (json_int_t)r->launched_s,
+			      "notice_ns", (json_int_t)r->notice_ns, "gone_ns",
+			      (json_int_t)r->gone_ns);
+	int rc;
+
+	if (!o)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	rec_path(d, r->key, path, sizeof path);
+	rc = sr_fs_write_atomic(path, s, strlen(s), 0600, e);
+	free(s);
+	return rc;
+}
+
+static void str_of(json_t *o, const char *k, char *out, size_t cap)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+
+	snprintf(out, cap, "%s", v ? v : "");
+}
+
+static int64_t int_of(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static int rec_load(const char *path, struct lrec *r)
+{
+	json_t *o = json_load_file(path, 0, NULL);
+
+	memset(r, 0, sizeof *r);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return -SR_ECORRUPT;
+	}
+	str_of(o, "key", r->key, sizeof r->key);
+	str_of(o, "id", r->id, sizeof r->id);
+	str_of(o, "cluster", r->cluster, sizeof r->cluster);
+	str_of(o, "zone", r->zone, sizeof r->zone);
+	str_of(o, "type", r->itype, sizeof r->itype);
+	r->pid = int_of(o, "pid");
+	r->start = int_of(o, "start");
+	r->job = int_of(o, "job");
+	r->node = int_of(o, "node");
+	r->attempt = (int)int_of(o, "attempt");
+	r->pool = (int)int_of(o, "pool");
+	r->spot = json_is_true(json_object_get(o, "spot"));
+	r->gone = json_is_true(json_object_get(o, "gone"));
+	r->launched_s = int_of(o, "launched_s");
+	r->notice_ns = int_of(o, "notice_ns");
+	r->gone_ns = int_of(o, "gone_ns");
+	json_decref(o);
+	return r->id[0] ? 0 : -SR_ECORRUPT;
+}
+
+/* Every record: *out malloc'd (caller frees), with each file's path. */
+static int recs_all(const struct ldrv *d, struct lrec **out, char (**paths)[LPATH],
+		    size_t *n)
+{
+	DIR *dir = opendir(d->dir);
+	struct dirent *de;
+	struct lrec *v = NULL;
+	char (*p)[LPATH] = NULL;
+	size_t k = 0, cap = 0;
+
+	*out = NULL;
+	*paths = NULL;
+	*n = 0;
+	if (!dir)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(dir))) {
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		if (k == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct lrec *nv = realloc(v, nc * sizeof *nv);
+			char (*np)[LPATH] = nv ? realloc(p, nc * sizeof *np) : NULL;
+
+			if (nv)
+				v = nv;
+			if (!nv || !np)
+				break;
+			p = np;
+			cap = nc;
+		}
+		snprintf(p[k], sizeof p[k], "%s/%s", d->dir, de->d_name);
+		if (rec_load(p[k], &v[k]) == 0)
+			k++;
+	}
+	closedir(dir);
+	*out = v;
+	*paths = p;
+	*n = k;
+	return 0;
+}
+
+static void rec_instance(const struct lrec *r, bool alive,
+			 struct cloud_instance *x)
+{
+	json_t *b;
+
+	memset(x, 0, sizeof *x);
+	snprintf(x->id, sizeof x->id, "%s", r->id);
+	x->state = alive ? CLOUD_INST_RUNNING : CLOUD_INST_GONE;
+	snprintf(x->zone, sizeof x->zone, "%s", r->zone);
+	snprintf(x->instance_type, sizeof x->instance_type, "%s", r->itype);
+	x->spot = r->spot;
+	snprintf(x->cluster, sizeof x->cluster, "%s", r->cluster);
+	x->job_id = r->job;
+	x->node_id = r->node;
+	x->attempt = r->attempt;
+	x->launched_s = r->launched_s;
+	x->notice_ns = alive ? r->notice_ns : 0;
+	if (!alive)
+		snprintf(x->reason, sizeof x->reason, "%s", r->notice_ns ?
+			 "Server.SpotInstanceTermination" : "terminated");
+	b = json_pack("{s:I,s:I,s:i}", "pid", (json_int_t)r->pid, "start",
+		      (json_int_t)r->start, "pool", r->pool);
+	x->blob = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+}
+
+/* The instance's "disk": <state>/nodes/<id>. */
+static void work_dir_of(const struct ldrv *d, int64_t node, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/nodes/%" PRId64, d->c->state_dir, node);
+}
+
 struct gate_ud {
-	int (*commit)(void *ud, const struct prov_node *n);
-	void *ud;
-	struct prov_node *n;
+	struct ldrv *d;
+	struct lrec *r;
+	struct sr_err *e;
 };
 
+/* Runs between fork and execve: the record is durable before the
+ * instance can act. */
 static int gate(void *ud, int64_t pid, int64_t start)
 {
 	struct gate_ud *g = ud;
 
-	g->n->pid = pid;
-	g->n->pid_start = start;
-	return g->commit(g->ud, g->n);
+	g->r->pid = pid;
+	g->r->start = start;
+	snprintf(g->r->id, sizeof g->r->id, "local-%" PRId64 "-%" PRId64, pid,
+		 start);
+	return rec_save(g->d, g->r, g->e);
 }
 
-/* The node's "disk": <state>/nodes/<id>. */
-static void work_dir_of(const struct local *l, int64_t id, char *out, size_t cap)
+/* Fork + exec the agent for launch l (its bootstrap parsed into api,
+ * node, token); fills r. */
+static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
+		 int64_t node, const char *token, struct lrec *r,
+		 struct sr_err *e)
 {
-	snprintf(out, cap, "%s/nodes/%" PRId64, l->c->state_dir, id);
-}
-
-static int local_provision(void *st, struct prov_node *n,
-			   int (*commit)(void *ud, const struct prov_node *n),
-			   void *ud, struct sr_err *e)
-{
-	struct local *l = st;
-	struct ctl *c = l->c;
-	char id[24], tokfile[2500], imds[256], logp[2500], wd[2400];
+	struct ctl *c = d->c;
+	char id[24], tokfile[LPATH + 32], imds[256], logp[LPATH + 32], wd[LPATH];
 	char *argv[16], *envp[32];
-	struct gate_ud g = { commit, ud, n };
+	struct gate_ud g = { d, r, e };
 	int64_t pid = 0, start = 0;
 	size_t k = 0;
 	int rc;
 
-	work_dir_of(l, n->id, wd, sizeof wd);
-	snprintf(id, sizeof id, "%" PRId64, n->id);
+	work_dir_of(d, node, wd, sizeof wd);
+	snprintf(id, sizeof id, "%" PRId64, node);
 	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
-	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, c->url, n->id);
+	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, api, node);
 	snprintf(logp, sizeof logp, "%s/agent.log", wd);
-	if (!n->token)
-		return sr_err_set(e, -EINVAL, "node %" PRId64 ": no token", n->id);
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)
 		return sr_err_set(e, rc, "%s: %s", wd, sr_strerror(rc));
-	rc = ctl_token_write(tokfile, n->token, e);
+	rc = ctl_token_write(tokfile, token, e);
 	if (rc)
 		return rc;
 	argv[0] = c->agent_path;
 	argv[1] = "--api";
-	argv[2] = c->url;
+	argv[2] = (char *)api;
 	argv[3] = "--node-id";
 	argv[4] = id;
 	argv[5] = "--token-file";
@@ -144,7 +393,7 @@ static int local_provision(void *st, struct prov_node *n,
 			continue;
 		envp[k] = malloc(strlen(pass_env[i]) + strlen(v) + 2);
 		if (!envp[k]) {
-			rc = -ENOMEM;
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
 			goto out;
 		}
 		sprintf(envp[k], "%s=%s", pass_env[i], v);
@@ -154,11 +403,104 @@ static int local_provision(void *st, struct prov_node *n,
 	rc = proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
 	if (!rc)
 		sr_info("local", "node started", "node=%" PRId64 " pid=%" PRId64
-			" pool=%d spot=%d", n->id, pid, n->pool, n->spot);
+			" pool=%d spot=%d", node, pid, l->pool, l->spot);
 out:
 	for (size_t i = 0; i < k; i++)
 		free(envp[i]);
 	return rc;
+}
+
+static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
+		     struct cloud_req *q)
+{
+	struct lrec *r = &q->rec;
+	struct sr_err e = { 0 };
+	char path[LPATH];
+	json_t *b;
+	const char *api, *tok;
+	int64_t node;
+	int rc;
+
+	rec_path(d, l->idem_key, path, sizeof path);
+	if (rec_load(path, r) == 0)
+		return 0; /* this key's instance: the same answer again */
+	b = l->bootstrap ? json_loads(l->bootstrap, 0, NULL) : NULL;
+	api = json_string_value(json_object_get(b, "api"));
+	tok = json_string_value(json_object_get(b, "token"));
+	node = json_integer_value(json_object_get(b, "node"));
+	if (!api || !tok || node <= 0) {
+		json_decref(b);
+		return cloud_err_set(&q->err, CLOUD_EINVALID, "InvalidParameterValue",
+				     "local: the bootstrap is not a startup "
+				     "document {api, node, token}");
+	}
+	if (l->spot && !localmkt_available(d->mkt->m, l->pool,
+					   ctl__sim_now(d->c))) {
+		json_decref(b);
+		return cloud_err_set(&q->err, CLOUD_ECAPACITY,
+				     "InsufficientInstanceCapacity", "local: no "
+				     "spot capacity in pool %d (%s %s)", l->pool,
+				     l->zone ? l->zone : "-", l->instance_type);
+	}
+	memset(r, 0, sizeof *r);
+	snprintf(r->key, sizeof r->key, "%s", l->idem_key);
+	snprintf(r->cluster, sizeof r->cluster, "%s", l->tags.cluster ?
+		 l->tags.cluster : "");
+	snprintf(r->zone, sizeof r->zone, "%s", l->zone ? l->zone : "");
+	snprintf(r->itype, sizeof r->itype, "%s", l->instance_type);
+	r->job = l->tags.job_id;
+	r->node = l->tags.node_id;
+	r->attempt = l->tags.attempt;
+	r->pool = l->pool;
+	r->spot = l->spot;
+	r->launched_s = ctl__now(d->c) / SR_NS_PER_SEC;
+	rc = spawn(d, l, api, node, tok, r, &e);
+	json_decref(b);
+	if (rc)
+		return cloud_err_set(&q->err, CLOUD_ETRANSIENT, NULL, "local: %s",
+				     sr_err_str(&e, rc));
+	return 0;
+}
+
+static int ld_provision(void *st, const struct cloud_launch *l,
+			struct cloud_req **req, struct cloud_error *err)
+{
+	struct ldrv *d = st;
+	struct cloud_req *q;
+
+	*req = NULL;
+	if (!l->idem_key || !l->idem_key[0] || !l->instance_type)
+		return cloud_err_set(err, CLOUD_EINVALID, "InvalidParameterValue",
+				     "local: idem_key and instance_type are "
+				     "required");
+	q = calloc(1, sizeof *q);
+	if (!q)
+		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
+	pthread_mutex_lock(&d->mu);
+	q->rc = ld_launch(d, l, q);
+	pthread_mutex_unlock(&d->mu);
+	*req = q;
+	return 0;
+}
+
+static int ld_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
+		   struct cloud_error *err)
+{
+	(void)st;
+	memset(out, 0, sizeof *out);
+	if (q->rc) {
+		if (err)
+			*err = q->err;
+		return q->rc;
+	}
+	rec_instance(&q->rec, !q->rec.gone, out);
+	return 0;
+}
+
+static void ld_req_free(void *st, struct cloud_req *q)
+{
+	(void)st;
+	free(q);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag,
@@ -182,74 +524,256 @@ static void ckpt_dir_remove(const char *work_dir)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static int local_terminate(void *st, const struct prov_node *n)
+/* Stop r's processes and its disk's checkpoints; the record says gone. */
+static void rec_kill(struct ldrv *d, struct lrec *r, const char *why)
 {
-	struct local *l = st;
-	char wd[2400];
+	struct sr_err e = { 0 };
+	char wd[LPATH];
 
-	if (n->pid > 0 && proc_kill_session(n->pid, n->pid_start) > 0)
-		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64,
-			n->id, n->pid);
-	proc_reap();
-	/* the instance's disk goes with it: its tier-2 checkpoints too */
-	work_dir_of(l, n->id, wd, sizeof wd);
+	if (r->pid > 0 && proc_kill_session(r->pid, r->start) > 0)
+		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64
+			" why=%s", r->node, r->pid, why);
+	work_dir_of(d, r->node, wd, sizeof wd);
 	ckpt_dir_remove(wd);
+	if (!r->gone) {
+		r->gone = true;
+		r->gone_ns = ctl__now(d->c);
+		if (rec_save(d, r, &e))
+			sr_warn("local", "cannot record a terminated instance",
+				"instance=%s err=\"%s\"", r->id, e.msg);
+	}
+}
+
+static int ld_terminate(void *st, const char *const *ids, size_t n,
+			struct cloud_error *err)
+{
+	struct ldrv *d = st;
+	struct lrec *v = NULL;
+	char (*paths)[LPATH] = NULL;
+	size_t nv = 0;
+	int rc;
+
+	pthread_mutex_lock(&d->mu);
+	rc = recs_all(d, &v, &paths, &nv);
+	for (size_t i = 0; !rc && i < n; i++) {
+		long long pid = 0, start = 0;
+		bool found = false;
+
+		for (size_t k = 0; k < nv; k++) {
+			if (strcmp(v[k].id, ids[i]) == 0) {
+				rec_kill(d, &v[k], "terminate");
+				found = true;
+			}
+		}
+		/* an instance from before the records (ctl schema 8):
+		 * its id names its process */
+		if (!found && sscanf(ids[i], "local-%lld-%lld", &pid, &start) == 2 &&
+		    pid > 0)
+			proc_kill_session(pid, start);
+	}
+	pthread_mutex_unlock(&d->mu);
+	proc_reap();
+	free(v);
+	free(paths);
+	if (rc)
+		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "local: %s: %s",
+				     d->dir, sr_strerror(rc));
 	return 0;
 }
 
 /* Whether <state>/interrupts/<id> asks to reclaim node `id`. */
-static bool interrupt_injected(const struct local *l, int64_t id)
+static bool interrupt_injected(const struct ldrv *d, int64_t id)
 {
 	char p[2200];
 	struct stat sb;
 
-	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, l->c->state_dir, id);
+	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, d->c->state_dir, id);
 	return stat(p, &sb) == 0;
 }
 
-static int local_list(void *st, const struct prov_node *nodes, size_t n,
-		      double sim_s, struct prov_obs *obs)
+/* The cloud's own timeline, advanced when it is observed: interruptions
+ * scheduled and carried out, dead processes recorded as gone. */
+static bool rec_step(struct ldrv *d, struct lrec *r, int64_t now)
 {
-	struct local *l = st;
+	struct sr_err e = { 0 };
+	bool alive = !r->gone && r->pid > 0 && proc_alive(r->pid, r->start);
 
-	proc_reap();
-	for (size_t i = 0; i < n; i++) {
-		obs[i].alive = nodes[i].pid > 0 &&
-			       proc_alive(nodes[i].pid, nodes[i].pid_start);
-		obs[i].reclaim = nodes[i].spot &&
-				 (!localmkt_available(l->m, nodes[i].pool, sim_s) ||
-				  interrupt_injected(l, nodes[i].id));
+	if (!r->gone && !alive) {
+		rec_kill(d, r, "exited");
+		return false;
 	}
+	if (!alive)
+		return false;
+	if (r->spot && !r->notice_ns &&
+	    (!localmkt_available(d->mkt->m, r->pool, ctl__sim_now(d->c)) ||
+	     interrupt_injected(d, r->node))) {
+		r->notice_ns = now + d->c->cfg.notice_ms * 1000000;
+		if (rec_save(d, r, &e))
+			sr_warn("local", "cannot record a notice", "instance=%s"
+				" err=\"%s\"", r->id, e.msg);
+		sr_info("local", "spot interruption scheduled", "node=%" PRId64
+			" pool=%d", r->node, r->pool);
+	}
+	if (r->notice_ns && now >= r->notice_ns) {
+		rec_kill(d, r, "spot interruption");
+		return false;
+	}
+	return true;
+}
+
+static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
+		   size_t *n, struct cloud_error *err)
+{
+	struct ldrv *d = st;
+	struct lrec *v = NULL;
+	char (*paths)[LPATH] = NULL;
+	struct cloud_instance *x = NULL;
+	int64_t now = ctl__now(d->c);
+	size_t nv = 0, k = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	proc_reap();
+	pthread_mutex_lock(&d->mu);
+	rc = recs_all(d, &v, &paths, &nv);
+	if (!rc && nv) {
+		x = calloc(nv, sizeof *x);
+		if (!x)
+			rc = -ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < nv; i++) {
+		bool alive;
+
+		if (strcmp(v[i].cluster, cluster) != 0)
+			continue;
+		alive = rec_step(d, &v[i], now);
+		if (!alive && now - v[i].gone_ns > GONE_KEEP_NS) {
+			unlink(paths[i]); /* long gone: forget it */
+			continue;
+		}
+		rec_instance(&v[i], alive, &x[k++]);
+	}
+	pthread_mutex_unlock(&d->mu);
+	free(v);
+	free(paths);
+	if (rc) {
+		cloud_instances_free(x, k);
+		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "local: %s: %s",
+				     d->dir, sr_strerror(rc));
+	}
+	*out = x;
+	*n = k;
 	return 0;
 }
 
-static const struct prov_ops local_ops = {
+static void ld_destroy(void *st)
+{
+	struct ldrv *d = st;
+
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
+
+static const struct cloud_driver_ops ld_ops = {
 	.name = "local",
-	.shared_disk = true,
-	.destroy = local_destroy,
-	.offerings = local_offerings,
-	.describe = local_describe,
-	.provision = local_provision,
-	.terminate = local_terminate,
-	.list = local_list,
+	.provision = ld_provision,
+	.poll = ld_poll,
+	.req_free = ld_req_free,
+	.terminate = ld_terminate,
+	.list = ld_list,
+	.destroy = ld_destroy,
 };
 
-int ctl__prov_local_init(struct ctl *c, struct sr_err *e)
+/* ---- bootstrap, IMDS, init ------------------------------------------------- */
+
+static int local_bootstrap(struct ctl *c, const struct ctl_boot *b, char **out,
+			   struct sr_err *e)
 {
-	struct local *l = calloc(1, sizeof *l);
+	json_t *o = json_pack("{s:s,s:I,s:s}", "api", b->api_url, "node",
+			      (json_int_t)b->node_id, "token", b->token);
+
+	(void)c;
+	*out = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
+}
+
+int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
+		    char *zone, size_t zcap, char *itype, size_t tcap, bool *spot)
+{
+	struct ldrv *d = NULL;
+	struct lrec *v = NULL, *best = NULL;
+	char (*paths)[LPATH] = NULL;
+	size_t nv = 0;
+	int rc = -SR_ENOTFOUND;
+
+	for (size_t i = 0; i < c->nclouds; i++) {
+		if (c->clouds[i].drv.ops == &ld_ops)
+			d = c->clouds[i].drv.st;
+	}
+	if (!d)
+		return rc;
+	pthread_mutex_lock(&d->mu);
+	if (recs_all(d, &v, &paths, &nv) == 0) {
+		for (size_t i = 0; i < nv; i++) {
+			/* the newest launch of the node (a gone one too: its
+			 * agent may still read the notice that ended it) */
+			if (v[i].node == node &&
+			    (!best || v[i].launched_s > best->launched_s ||
+			     (v[i].launched_s == best->launched_s &&
+			      v[i].pid > best->pid)))
+				best = &v[i];
+		}
+	}
+	if (best) {
+		*notice_ns = best->notice_ns;
+		snprintf(zone, zcap, "%s", best->zone);
+		snprintf(itype, tcap, "%s", best->itype);
+		*spot = best->spot;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&d->mu);
+	free(v);
+	free(paths);
+	return rc;
+}
+
+int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
+{
+	struct lmkt *m = calloc(1, sizeof *m);
+	struct ldrv *d = calloc(1, sizeof *d);
 	int rc;
 
-	if (!l)
-		return sr_err_set(e, -ENOMEM, "out of memory");
-	l->c = c;
-	rc = localmkt_load(c->data_dir, &l->m, e);
-	if (rc) {
-		free(l);
-		return rc;
+	memset(out, 0, sizeof *out);
+	if (!m || !d) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto fail;
 	}
+	m->c = d->c = c;
+	d->mkt = m;
+	snprintf(d->dir, sizeof d->dir, "%s/localcloud", c->state_dir);
+	rc = sr_fs_mkdir_p(d->dir, 0700);
+	if (rc) {
+		sr_err_set(e, rc, "%s: %s", d->dir, sr_strerror(rc));
+		goto fail;
+	}
+	rc = localmkt_load(c->data_dir, &m->m, e);
+	if (rc)
+		goto fail;
+	pthread_mutex_init(&d->mu, NULL);
 	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
-		localmkt_npools(l->m));
-	c->prov.ops = &local_ops;
-	c->prov.st = l;
+		localmkt_npools(m->m));
+	snprintf(out->name, sizeof out->name, "local");
+	out->shared_disk = true;
+	out->mkt = (struct cloud_market){ &lm_ops, m };
+	out->drv = (struct cloud_driver){ &ld_ops, d };
+	out->bootstrap = local_bootstrap;
 	return 0;
+fail:
+	free(m);
+	free(d);
+	return rc;
 }

@@ -44,9 +44,10 @@ struct rjob {
 struct rnode {
 	int64_t id, job, rank;
 	char state[16];
+	char phase[12];              /* "queued" / "pending" / "" (schema.c) */
 	int pool;
 	bool spot;
-	int64_t pid, pid_start;
+	char instance[64];                              /* "" not known */
 	int64_t created_ns, boot_at_ns, registered_ns, last_hb_ns;
 	int64_t notice_ns, kill_ns, billed_until_ns;   /* 0 if unset */
 	int64_t price, list, reserved;
@@ -112,7 +113,7 @@ enum node_act {
  * missing information); `silent_ns` from recon__silence; times in real
  * ns (database stamps) except silent_ns. */
 enum node_act recon__node_act(const struct ctl_config *cfg,
-			      const struct rnode *x, const struct prov_obs *o,
+			      const struct rnode *x, const struct ctl_node_obs *o,
 			      bool listed, int64_t now, int64_t silent_ns);
 
 int recon__nodes_pass(struct ctl *c, struct store *db);

@@ -140,7 +140,7 @@ int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		struct ledger_event le = {
 			.kind = LEDGER_EV_PREEMPTION, .job_id = job,
 			.node_id = p.node,
-			.provider = p.cloud[0] ? p.cloud : c->prov.ops->name,
+			.provider = p.cloud[0] ? p.cloud : "unknown",
 			.region = p.region[0] ? p.region : NULL,
 			.zone = p.zone[0] ? p.zone : NULL,
 			.instance_type = p.itype[0] ? p.itype : NULL,

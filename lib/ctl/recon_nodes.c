@@ -3,10 +3,15 @@
  * notice reclaimed spot nodes, kill them at the notice deadline, declare
  * silent nodes LOST, and bill every live node.
  *
- * Node lifecycle:
+ * Node lifecycle (QUEUED and PENDING are REQUESTED and BOOTING with
+ * nodes.phase 'queued' / 'pending', schema.c m9):
  *
- *   REQUESTED --(provisioning delay; provider starts it)--> BOOTING
- *   BOOTING   --(agent registers)---------------------------> READY
+ *   REQUESTED --(provisioning delay; the cloud accepts the launch)--> QUEUED
+ *   REQUESTED/QUEUED --(the cloud answers with a pending instance)--> PENDING
+ *   REQUESTED/QUEUED --(... with a running instance)----------------> BOOTING
+ *   PENDING   --(the cloud says it runs)----------------------------> BOOTING
+ *   QUEUED    --(capacity / quota / refused)------------------------> TERMINATED
+ *   BOOTING   --(agent registers; also from PENDING)-------------> READY
  *   BOOTING   --(no register within boot timeout)-----------> LOST
  *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
  *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
@@ -42,15 +47,16 @@
 #include "finops/policy.h"
 
 static const char node_sql[] =
-	"SELECT id, job_id, rank, state, pool, spot, coalesce(pid, 0) AS pid,"
-	" coalesce(pid_start, 0) AS pid_start, created_ns, boot_at_ns,"
+	"SELECT id, job_id, rank, state, pool, spot,"
+	" coalesce(instance_id, '') AS instance_id, created_ns, boot_at_ns,"
 	" coalesce(registered_ns, 0) AS registered_ns,"
 	" coalesce(last_hb_ns, 0) AS last_hb_ns,"
 	" coalesce(notice_ns, 0) AS notice_ns, coalesce(kill_ns, 0) AS kill_ns,"
 	" coalesce(billed_until_ns, 0) AS billed_until_ns, price_micros,"
 	" list_micros, reserved_micros, cloud, region, zone, instance_type,"
 	" accelerator, accel_count, workload, util_sum, util_n,"
-	" coalesce(setup_rc, -9999) AS setup_rc, retire FROM nodes";
+	" coalesce(setup_rc, -9999) AS setup_rc, retire,"
+	" coalesce(phase, '') AS phase FROM nodes";
 
 static void node_row(struct store_stmt *st, struct rnode *n)
 {
@@ -59,10 +65,11 @@ static void node_row(struct store_stmt *st, struct rnode *n)
 	n->job = store_col_i64(st, "job_id");
 	n->rank = store_col_i64(st, "rank");
 	snprintf(n->state, sizeof n->state, "%s", store_col_text(st, "state"));
+	snprintf(n->phase, sizeof n->phase, "%s", store_col_text(st, "phase"));
 	n->pool = (int)store_col_i64(st, "pool");
 	n->spot = store_col_i64(st, "spot") != 0;
-	n->pid = store_col_i64(st, "pid");
-	n->pid_start = store_col_i64(st, "pid_start");
+	snprintf(n->instance, sizeof n->instance, "%s",
+		 store_col_text(st, "instance_id"));
 	n->created_ns = store_col_i64(st, "created_ns");
 	n->boot_at_ns = store_col_i64(st, "boot_at_ns");
 	n->registered_ns = store_col_i64(st, "registered_ns");
@@ -145,11 +152,11 @@ int recon__nodes_live(struct ctl *c, struct store *db, int64_t job,
 			   job, out, n);
 }
 
-static struct prov_node pnode(const struct rnode *n)
+static struct ctl_node_ref pnode(const struct rnode *n)
 {
-	struct prov_node p = {
+	struct ctl_node_ref p = {
 		.id = n->id, .job_id = n->job, .pool = n->pool, .spot = n->spot,
-		.pid = n->pid, .pid_start = n->pid_start,
+		.instance_id = n->instance,
 	};
 	return p;
 }
@@ -170,18 +177,42 @@ static void set_kill_pending(struct store *db, int64_t node, int pending)
 	store_done(st);
 }
 
+/* The node's phase within `state` (schema.c m9): NULL for none. */
+static void set_phase(struct store *db, const struct rnode *n, const char *state,
+		      const char *phase)
+{
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (store_prepare(db, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
+			  " state=?3", &st, &e))
+		return;
+	store_bind_text(st, 1, phase); /* NULL: SQL NULL */
+	store_bind_i64(st, 2, n->id);
+	store_bind_text(st, 3, state);
+	rc = store_run(st, &e);
+	store_done(st);
+	if (rc == 1)
+		sr_info("recon", "node phase", "node=%" PRId64 " state=%s phase=%s",
+			n->id, state, phase ? phase : "-");
+	else if (rc < 0)
+		sr_warn("recon", "cannot record a node's phase", "node=%" PRId64
+			" err=\"%s\"", n->id, sr_err_str(&e, rc));
+}
+
 /* The database already says the node is gone; make the world agree.  A
  * terminate that fails is recorded (nodes.kill_pending) and retried on
  * every node pass until the provider confirms it. */
 void recon__kill(struct ctl *c, struct store *db, const struct rnode *n)
 {
-	struct prov_node p = pnode(n);
-	int rc = c->prov.ops->terminate(c->prov.st, &p);
+	struct ctl_node_ref p = pnode(n);
+	int rc = ctl__terminate(c, &p);
 
 	if (rc) {
 		sr_error("recon", "terminate failed", "node=%" PRId64 " provider=%s"
 			 " err=\"%s\": retrying on the next pass", n->id,
-			 c->prov.ops->name, sr_strerror(rc));
+			 ctl__prov_name(c, n->pool), sr_strerror(rc));
 		set_kill_pending(db, n->id, 1);
 	} else {
 		set_kill_pending(db, n->id, 0);
@@ -207,7 +238,7 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 		struct sr_err *e)
 {
 	struct ledger_row r = { 0 };
-	struct prov_offering o;
+	struct cloud_offering o;
 	struct store_stmt *st = NULL;
 	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
@@ -225,8 +256,7 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	r.gpus = (int)ceil(n->accel_count);
 	r.pricing = n->spot ? LEDGER_DYNAMIC : LEDGER_STANDARD;
 	r.unit_price = n->price;
-	if (n->spot && c->prov.ops->describe(c->prov.st, n->pool,
-			ctl__sim_at(c, n->billed_until_ns), &o) == 0 &&
+	if (n->spot && ctl__describe(c, n->pool, &o) == 0 &&
 	    o.spot_per_h >= 0)
 		r.unit_price = o.spot_per_h;
 	r.list_price = n->list >= 0 ? n->list : r.unit_price;
@@ -318,10 +348,11 @@ struct commit_ud {
 	struct ctl *c;
 	struct store *db;
 	int64_t now;
+	int64_t node;
 	const unsigned char *digest; /* of the token handed to the provider */
 };
 
-static int commit_boot(void *ud, const struct prov_node *p)
+static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 {
 	struct commit_ud *u = ud;
 	struct store_stmt *st = NULL;
@@ -334,16 +365,19 @@ static int commit_boot(void *ud, const struct prov_node *p)
 	/* A cloud's instance may boot and its agent register (READY) before
 	 * this commit: its token was valid from the node's creation. */
 	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
-			    "'REQUESTED' THEN 'BOOTING' ELSE state END, pid=?1,"
-			    " pid_start=?2, billed_until_ns=?3, token_hash=?5"
-			    " WHERE id=?4 AND (state='REQUESTED' OR (state='READY'"
-			    " AND pid IS NULL))", &st, &e);
+			   "'REQUESTED' THEN 'BOOTING' ELSE state END,"
+			   " phase=CASE WHEN state='REQUESTED' AND ?6=1 THEN"
+			   " 'pending' ELSE NULL END,"
+			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
+			   " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
+			   " (state='READY' AND instance_id IS NULL))", &st, &e);
 	if (!rc) {
-		store_bind_i64(st, 1, p->pid);
-		store_bind_i64(st, 2, p->pid_start);
+		store_bind_text(st, 1, id);
+		store_bind_text(st, 2, blob); /* NULL: SQL NULL */
 		store_bind_i64(st, 3, u->now);
-		store_bind_i64(st, 4, p->id);
+		store_bind_i64(st, 4, u->node);
 		store_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN);
+		store_bind_i64(st, 6, pending);
 		rc = store_run(st, &e);
 		store_done(st);
 		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
@@ -422,7 +456,7 @@ static void refuse_tx(struct ctl *c, struct store *db, const struct rnode *n,
 			 n->id, sr_err_str(&e, rc));
 }
 
-/* Start node n.  What a failure means comes from its class (provider.h,
+/* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
  * (-EBUSY) and transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR)
@@ -435,8 +469,8 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 {
 	unsigned char dg[CTL_DIGEST_LEN];
 	char tok[CTL_TOKEN_HEX + 1];
-	struct commit_ud u = { c, db, now, dg };
-	struct prov_node p = pnode(n);
+	struct commit_ud u = { c, db, now, n->id, dg };
+	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
 	int rc;
@@ -445,7 +479,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		sr_backoff_init(&c->launch_bo, SR_NS_PER_SEC, 60 * SR_NS_PER_SEC);
 	if (!sr_backoff_ready(&c->launch_bo, mono))
 		return;
-	if (n->spot && !ctl__spot_open(c, n->pool, ctl__sim_at(c, now))) {
+	if (n->spot && !ctl__spot_open(c, n->pool)) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
@@ -456,15 +490,18 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		return; /* the next pass tries again */
 	}
 	ctl_token_digest(tok, dg);
-	p.token = tok;
-	rc = c->prov.ops->provision(c->prov.st, &p, commit_boot, &u, &e);
+	rc = ctl__launch(c, &p, tok, commit_boot, &u, &e);
 	explicit_bzero(tok, sizeof tok);
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
 		return;
 	case -EINPROGRESS:
-		return; /* the cloud call runs on; asked again next pass */
+		/* the cloud carries the launch out: QUEUED, asked again on
+		 * the next pass (or when the driver wakes us) */
+		if (!n->phase[0])
+			set_phase(db, n, "REQUESTED", "queued");
+		return;
 	case -EBUSY:
 	case -SR_EHTTP:
 	case -ETIMEDOUT:
@@ -640,7 +677,7 @@ void ctl__silence_free(struct ctl *c)
 }
 
 enum node_act recon__node_act(const struct ctl_config *cfg,
-			      const struct rnode *x, const struct prov_obs *o,
+			      const struct rnode *x, const struct ctl_node_obs *o,
 			      bool listed, int64_t now, int64_t silent_ns)
 {
 	bool booting = strcmp(x->state, "BOOTING") == 0;
@@ -658,8 +695,9 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	}
 	if (listed && o->reclaim)
 		return NODE_NOTICE;
+	/* no boot timeout while the cloud still boots it (PENDING) */
 	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
-	    !(listed && o->pending))
+	    !(listed ? o->pending : strcmp(x->phase, "pending") == 0))
 		return NODE_LOST_BOOT;
 	if (!booting && silent_ns > cfg->heartbeat_timeout_ms * 1000000)
 		return NODE_LOST_HB;
@@ -669,10 +707,9 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 int recon__nodes_pass(struct ctl *c, struct store *db)
 {
 	struct rnode *v = NULL;
-	struct prov_node *pn = NULL;
-	struct prov_obs *obs = NULL;
+	struct ctl_node_ref *pn = NULL;
+	struct ctl_node_obs *obs = NULL;
 	int64_t now = ctl__now(c), mono = ctl__mono(c);
-	double sim = ctl__sim_at(c, now);
 	size_t n = 0, i;
 	bool listed;
 	int rc;
@@ -687,28 +724,34 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 	if (rc)
 		goto out;
 	recon__silence_prune(c->hbseen, v, n);
-	if (n == 0)
-		goto out;
-	pn = calloc(n, sizeof *pn);
-	obs = calloc(n, sizeof *obs);
+	/* observed also with no live node: the clouds' leaks are swept */
+	pn = calloc(n + 1, sizeof *pn);
+	obs = calloc(n + 1, sizeof *obs);
 	if (!pn || !obs) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < n; i++)
 		pn[i] = pnode(&v[i]);
-	listed = c->prov.ops->list(c->prov.st, pn, n, sim, obs) == 0;
+	listed = ctl__observe(c, pn, n, obs) == 0;
 	if (!listed)
-		sr_warn("recon", "provider list failed", "provider=%s nodes=%zu: "
-			"no node is noticed or ended on this pass",
-			c->prov.ops->name, n);
+		sr_warn("recon", "cloud list failed", "nodes=%zu: no node is "
+			"noticed or ended on this pass", n);
 	for (i = 0; i < n; i++) {
 		const struct rnode *x = &v[i];
 		bool booting = strcmp(x->state, "BOOTING") == 0;
+		/* PENDING while the cloud boots the instance (or while we
+		 * cannot tell), BOOTING from when it runs */
+		bool cloud_boots = listed ? obs[i].alive && obs[i].pending :
+				   strcmp(x->phase, "pending") == 0;
 		/* a boot's silence counts from when the cloud has the
 		 * instance running (-2 -> -1 restarts it) */
-		int64_t key = !booting ? x->last_hb_ns :
-			      listed && obs[i].pending ? -2 : -1;
+		int64_t key = !booting ? x->last_hb_ns : cloud_boots ? -2 : -1;
+
+		if (booting && listed && !cloud_boots && x->phase[0])
+			set_phase(db, x, "BOOTING", NULL);
+		else if (booting && listed && cloud_boots && !x->phase[0])
+			set_phase(db, x, "BOOTING", "pending");
 		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
@@ -750,7 +793,7 @@ void recon__sweep_orphans(struct ctl *c, struct store *db)
 	struct rnode *v = NULL;
 	size_t n = 0;
 
-	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND pid IS NOT NULL"
+	if (recon__nodes_query(c, db, "state IN ('TERMINATED','LOST') AND instance_id IS NOT NULL"
 			" AND terminated_ns > ?1", ctl__now(c) -
 			INT64_C(3600) * SR_NS_PER_SEC, &v, &n))
 		return;

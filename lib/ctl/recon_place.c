@@ -58,29 +58,76 @@ void ctl__pool_mark(struct ctl *c, int pool)
 		c->marks[c->nmarks++] = (struct ctl_mark){ pool, until };
 }
 
-const char *ctl__prov_name(const struct ctl *c, int pool)
+bool ctl__spot_open(struct ctl *c, int pool)
 {
-	return c->prov.ops->pool_provider ?
-	       c->prov.ops->pool_provider(c->prov.st, pool) : c->prov.ops->name;
-}
-
-bool ctl__prov_shared(const struct ctl *c, int pool)
-{
-	return c->prov.ops->pool_shared ?
-	       c->prov.ops->pool_shared(c->prov.st, pool) : c->prov.ops->shared_disk;
-}
-
-bool ctl__spot_open(struct ctl *c, int pool, double sim_s)
-{
-	struct prov_offering o;
+	struct cloud_offering o;
 	int64_t now = ctl__now(c);
 
 	for (size_t i = 0; i < c->nmarks; i++) {
 		if (c->marks[i].pool == pool && c->marks[i].until_ns > now)
 			return false;
 	}
-	return c->prov.ops->describe(c->prov.st, pool, sim_s, &o) == 0 &&
-	       o.spot_available;
+	return ctl__describe(c, pool, &o) == 0 && o.spot_available;
+}
+
+/* What a real cloud lets us know of the last `ticks` policy ticks of the
+ * job's spot pools (market.h): the market view's price history, and
+ * spot availability as OUR OWN record shows it - a tick in which one of
+ * our nodes there got a preemption notice, or a launch there failed for
+ * capacity or quota, was without spot; any other tick counts as with
+ * it.  avail and price are [ticks][nspot], oldest tick first. */
+static int warm_history(struct ctl *c, struct store *db,
+			const struct place_plan *p, int ticks, uint8_t *avail,
+			double *price)
+{
+	int64_t now = ctl__now(c);
+	double gap_ns = (double)p->gap_s / c->cfg.time_scale * 1e9;
+	int64_t since = now - (int64_t)(gap_ns * ticks);
+	double *h = calloc((size_t)ticks, sizeof *h);
+	struct sr_err e = { 0 };
+	int rc = 0;
+
+	if (!h)
+		return -ENOMEM;
+	memset(avail, 1, (size_t)ticks * (size_t)p->nspot);
+	for (int i = 0; !rc && i < p->nspot; i++) {
+		struct store_stmt *st = NULL;
+		struct cloud_offering o;
+		double last = -1;
+		int src;
+
+		ctl__price_history(c, p->spot[i], (double)p->gap_s, ticks, h);
+		if (ctl__describe(c, p->spot[i], &o) == 0 && o.spot_per_h >= 0)
+			last = sr_money_to_usd(o.spot_per_h);
+		/* an unknown price is the next known one (the price now last) */
+		for (int t = ticks - 1; t >= 0; t--) {
+			if (h[t] < 0)
+				h[t] = last;
+			last = h[t];
+			price[t * p->nspot + i] = last > 0 ? last : 0;
+		}
+		rc = store_prepare(db, "SELECT CASE WHEN notice_ns >= ?2 THEN"
+				   " notice_ns ELSE terminated_ns END AS at FROM nodes"
+				   " WHERE pool=?1 AND (notice_ns >= ?2 OR (end_reason"
+				   " IN ('capacity','quota') AND terminated_ns >= ?2))",
+				   &st, &e);
+		if (rc)
+			break;
+		store_bind_i64(st, 1, p->spot[i]);
+		store_bind_i64(st, 2, since);
+		while ((src = store_step(st, &e)) == 1) {
+			int64_t at = store_col_i64(st, "at");
+			int t = (int)((double)(at - since) / gap_ns);
+
+			if (t >= 0 && t < ticks)
+				avail[t * p->nspot + i] = 0;
+		}
+		if (src < 0)
+			rc = src;
+		store_done(st);
+	}
+	free(h);
+	return rc;
 }
 
 static int load_state(struct ctl *c, struct store *db, int64_t id, void **blob,
@@ -234,16 +281,27 @@ int recon__policy_tick(struct ctl *c, struct store *db, struct rjob *j,
 	/* A decision for spot in a pool that has lost its capacity since
 	 * (a finer-grained trace, a failed launch) is stale: decide again. */
 	if (tick <= j->policy_tick &&
-	    (!fresh || ch->hold != SIM_SPOT || ctl__spot_open(c, ch->pool, sim)))
+	    (!fresh || ch->hold != SIM_SPOT || ctl__spot_open(c, ch->pool)))
 		goto out;
 	recon__place_now(c, j, live, nlive, sim, &now);
 	now.tick = tick;
 	/* No memory yet (first decision, or the daemon restarted): show the
 	 * policy the market's recent past first. */
 	if (!blob) {
-		rc = place_warmup(c, &j->plan, c->cfg.policy,
-				  j->sim_start_s + (double)tick * (double)j->plan.gap_s,
-				  WARMUP_TICKS, &blob, &len, e);
+		size_t cells = (size_t)WARMUP_TICKS * (size_t)(j->plan.nspot ?
+							       j->plan.nspot : 1);
+		uint8_t *av = malloc(cells);
+		double *pr = malloc(cells * sizeof *pr);
+
+		rc = av && pr ? warm_history(c, db, &j->plan, WARMUP_TICKS, av, pr) :
+		     -ENOMEM;
+		if (rc)
+			sr_err_set(e, rc, "job %" PRId64 ": market history", j->id);
+		else
+			rc = place_warmup(c, &j->plan, c->cfg.policy, WARMUP_TICKS,
+					  av, pr, &blob, &len, e);
+		free(av);
+		free(pr);
 		if (rc)
 			goto out;
 	}
@@ -265,11 +323,11 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e)
 {
-	struct prov_offering o;
+	struct cloud_offering o;
 	struct store_stmt *st = NULL;
 	int rc;
 
-	rc = c->prov.ops->describe(c->prov.st, pool, ctl__sim_at(c, now), &o);
+	rc = ctl__describe(c, pool, &o);
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not in the market", pool);
 	for (int i = 0; i < nranks && !rc; i++) {
@@ -379,9 +437,9 @@ void recon__job_set_msg(struct store *db, int64_t id, const char *msg)
 
 static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
 {
-	struct prov_offering o;
+	struct cloud_offering o;
 
-	if (c->prov.ops->describe(c->prov.st, pool, ctl__sim_now(c), &o))
+	if (ctl__describe(c, pool, &o))
 		return NULL;
 	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:b,s:I,s:s}",
 		"provider", ctl__prov_name(c, pool), "pool", pool, "cloud", o.cloud,
@@ -393,11 +451,10 @@ static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *wh
 
 static bool same_place(struct ctl *c, int a, int b)
 {
-	struct prov_offering x, y;
-	double s = ctl__sim_now(c);
+	struct cloud_offering x, y;
 
-	if (c->prov.ops->describe(c->prov.st, a, s, &x) ||
-	    c->prov.ops->describe(c->prov.st, b, s, &y))
+	if (ctl__describe(c, a, &x) ||
+	    ctl__describe(c, b, &y))
 		return false;
 	return strcmp(x.cloud, y.cloud) == 0 && strcmp(x.region, y.region) == 0 &&
 	       strcmp(x.zone, y.zone) == 0;
@@ -410,11 +467,10 @@ static bool same_place(struct ctl *c, int a, int b)
 static int record_plan(struct ctl *c, struct store *db, const struct rjob *j,
 		       int pool, int64_t now, struct sr_err *e)
 {
-	struct prov_offering o;
+	struct cloud_offering o;
 	struct ledger_plan lp = { 0 };
 
-	if (c->prov.ops->describe(c->prov.st, j->plan.od >= 0 ? j->plan.od : pool,
-				  ctl__sim_at(c, now), &o) || o.ondemand_per_h < 0)
+	if (ctl__describe(c, j->plan.od >= 0 ? j->plan.od : pool, &o) || o.ondemand_per_h < 0)
 		return 0; /* no on-demand price to plan against */
 	lp.job_id = j->id;
 	lp.at_ns = now;
@@ -440,12 +496,11 @@ bool recon__work_finished(const struct rjob *j)
 static void finisher(struct ctl *c, const struct rjob *j,
 		     struct place_choice *ch)
 {
-	double sim = ctl__sim_now(c);
 	sr_micros best = -1;
-	struct prov_offering o;
+	struct cloud_offering o;
 
 	if (j->plan.od >= 0 && j->plan.crit != JOBSPEC_CRIT_BEST_EFFORT &&
-	    c->prov.ops->describe(c->prov.st, j->plan.od, sim, &o) == 0 &&
+	    ctl__describe(c, j->plan.od, &o) == 0 &&
 	    o.ondemand_per_h >= 0) {
 		best = o.ondemand_per_h;
 		ch->hold = SIM_OD;
@@ -455,8 +510,8 @@ static void finisher(struct ctl *c, const struct rjob *j,
 	for (int i = 0; i < j->plan.nspot; i++) {
 		if (j->plan.crit == JOBSPEC_CRIT_CRITICAL || j->plan.use_spot == 0)
 			break;
-		if (c->prov.ops->describe(c->prov.st, j->plan.spot[i], sim, &o) ||
-		    !ctl__spot_open(c, j->plan.spot[i], sim) || o.spot_per_h < 0 ||
+		if (ctl__describe(c, j->plan.spot[i], &o) ||
+		    !ctl__spot_open(c, j->plan.spot[i]) || o.spot_per_h < 0 ||
 		    (best >= 0 && o.spot_per_h >= best))
 			continue;
 		best = o.spot_per_h;

@@ -525,12 +525,12 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 		return 0;
 	if (ch.hold == SIM_SPOT) {
 		struct place_now now;
-		struct prov_offering o;
+		struct cloud_offering o;
 		double sim = ctl__sim_now(c);
 		double step_s = j->est_pace_ns / 1e9 * c->cfg.time_scale;
 
 		recon__place_now(c, j, live, n, sim, &now);
-		if (c->prov.ops->describe(c->prov.st, ch.pool, sim, &o) ||
+		if (ctl__describe(c, ch.pool, &o) ||
 		    !place_spot_pays(&j->plan, &now, ch.pool,
 				     sr_money_to_usd(o.spot_per_h), step_s))
 			return 0;

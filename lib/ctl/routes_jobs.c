@@ -643,9 +643,12 @@ static int nodes_list(struct ctl_req *rq, struct ctl_resp *rs)
 
 /* ---- GET /v1/offerings ---------------------------------------------------- */
 
-json_t *ctl__offering_json(const struct prov_offering *o, const char *provider)
+json_t *ctl__offering_json(const struct cloud_offering *o, const char *provider)
 {
-	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:b,s:f,s:s}",
+	static const char *const src[] = { "catalog", "live", "trace" };
+
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:b,s:f,s:s,"
+			 "s:s,s:I}",
 		"provider", provider, "pool", o->pool, "cloud", o->cloud,
 		"region", o->region, "zone", o->zone,
 		"instance_type", o->instance_type, "accelerator", o->accelerator,
@@ -654,14 +657,16 @@ json_t *ctl__offering_json(const struct prov_offering *o, const char *provider)
 		"spot_micros_per_hour", (json_int_t)o->spot_per_h,
 		"reserved_micros_per_hour", (json_int_t)o->reserved_per_h,
 		"available", o->spot_available,
-		"hazard_per_hour", o->hazard_per_h, "trace", o->trace);
+		"hazard_per_hour", o->hazard_per_h, "trace", o->trace,
+		"price_source", src[o->price_src <= CLOUD_PRICE_TRACE ? o->price_src : 0],
+		"price_age_s", (json_int_t)o->price_age_s);
 }
 
 static int offerings(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
-	struct prov_query q = { 0 };
-	struct prov_offering *v = NULL;
+	struct cloud_query q = { 0 };
+	struct cloud_offering *v = NULL;
 	struct sr_err e = { 0 };
 	const char *gpu = ctl_req_query(rq, "gpu");
 	const char *spot = ctl_req_query(rq, "spot");
@@ -686,14 +691,15 @@ static int offerings(struct ctl_req *rq, struct ctl_resp *rs)
 		}
 		q.accelerator = name;
 	}
-	rc = c->prov.ops->offerings(c->prov.st, &q, ctl__sim_now(c), &v, &n, &e);
+	rc = ctl__offerings(c, &q, &v, &n, &e);
 	if (rc)
 		return internal(rs, &e, rc);
 	arr = json_array();
 	for (size_t i = 0; i < n; i++) {
 		if (spot && strcmp(spot, "1") == 0 && v[i].spot_per_h < 0)
 			continue;
-		json_array_append_new(arr, ctl__offering_json(&v[i], c->prov.ops->name));
+		json_array_append_new(arr, ctl__offering_json(&v[i],
+						ctl__prov_name(c, v[i].pool)));
 	}
 	free(v);
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "offerings", arr));
@@ -704,9 +710,11 @@ static int offerings(struct ctl_req *rq, struct ctl_resp *rs)
 static int healthz(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
+	char names[80];
 
+	ctl__clouds_names(c, names, sizeof names);
 	return ctl_resp_json(rs, 200, json_pack("{s:b,s:s,s:s,s:f,s:f}",
-		"ok", 1, "version", VERSION, "provider", c->prov.ops->name,
+		"ok", 1, "version", VERSION, "provider", names,
 		"time_scale", c->cfg.time_scale, "sim_s", ctl__sim_now(c)));
 }
 

@@ -53,14 +53,16 @@ static void put(json_t *j, const char *key, json_t *v)
 }
 
 const char ctl__node_cols[] =
-	"id, job_id, rank, state, provider, cloud, region, zone, instance_type,"
+	"id, job_id, rank, CASE WHEN state='REQUESTED' AND phase='queued' THEN"
+	" 'QUEUED' WHEN state='BOOTING' AND phase='pending' THEN 'PENDING' ELSE"
+	" state END AS state, provider, cloud, region, zone, instance_type,"
 	" spot, price_micros, pid, created_ns, last_hb_ns, notice_ns, kill_ns,"
 	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
-	" accelerator, accel_count, cost_micros, pool";
+	" accelerator, accel_count, cost_micros, pool, instance_id, driver_blob";
 
 /* The API's name of each node column it serves, and how. */
 enum kind { K_INT, K_INT_NULL, K_TEXT, K_TEXT_NULL, K_TS, K_REAL, K_REAL_NULL,
-	    K_BOOL };
+	    K_BOOL, K_JSON_NULL };
 struct field {
 	const char *key, *col;
 	enum kind kind;
@@ -85,6 +87,13 @@ static json_t *field_json(struct store_stmt *st, const struct field *f)
 		return real_or_null(st, f->col);
 	case K_BOOL:
 		return json_boolean(store_col_i64(st, f->col) != 0);
+	case K_JSON_NULL: {
+		/* a driver's blob: JSON it wrote; anything else is null */
+		json_t *v = store_col_null(st, f->col) ? NULL :
+			    json_loads(store_col_text(st, f->col), 0, NULL);
+
+		return v ? v : json_null();
+	}
 	}
 	return NULL;
 }
@@ -131,6 +140,8 @@ json_t *ctl__node_json_row(struct store_stmt *st)
 		{ "accelerator_count", "accel_count", K_REAL },
 		{ "cost_micros", "cost_micros", K_INT },
 		{ "pool", "pool", K_INT },
+		{ "instance_id", "instance_id", K_TEXT_NULL },
+		{ "instance", "driver_blob", K_JSON_NULL },
 	};
 
 	return fields_json(st, fs, sizeof fs / sizeof fs[0]);

@@ -13,7 +13,8 @@
 #include "ckpt/engine.h"
 #include "common/log.h"
 
-SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri)
+SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,
+				       int32_t keep, uint32_t flags)
 {
 	struct objstore_tier3 *t = NULL;
 	struct sr_err err = { 0 };
@@ -24,13 +25,20 @@ SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri)
 	ckpt__errmsg_clear();
 	if (!e || !uri)
 		return ckpt__fail(-EINVAL, "set_remote: NULL argument");
+	if (keep < SPOTCKPT_REMOTE_KEEP_ALL || (flags & ~SPOTCKPT_REMOTE_NO_BACKFILL))
+		return ckpt__fail(-EINVAL, "set_remote: keep %" PRId32 " or flags "
+				  "0x%" PRIx32 " not valid", keep, flags);
 	pthread_mutex_lock(&e->api);
 	if (e->t3) {
 		rc = ckpt__fail(-SR_ECONFLICT, "set_remote: tier 3 is already %s",
 				objstore_tier3_uri(e->t3));
 		goto out;
 	}
-	rc = objstore_tier3_start(uri, e->dir, e->o.keep, &t, &err);
+	if (keep == 0)
+		keep = e->o.keep;
+	else if (keep == SPOTCKPT_REMOTE_KEEP_ALL)
+		keep = INT32_MAX; /* the caller prunes committed steps */
+	rc = objstore_tier3_start(uri, e->dir, keep, &t, &err);
 	if (rc) {
 		ckpt__fail_err(&err, rc);
 		goto out;
@@ -39,12 +47,18 @@ SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri)
 	e->t3 = t;
 	pthread_mutex_unlock(&e->mu);
 	/* a committed checkpoint from before (a restart) goes up too */
-	if (ckpt__scan(e->dir, &steps, &n, 0, NULL) == 0 && n)
+	if (!(flags & SPOTCKPT_REMOTE_NO_BACKFILL) &&
+	    ckpt__scan(e->dir, &steps, &n, 0, NULL) == 0 && n)
 		objstore_tier3_offer(t, steps[0]);
 	free(steps);
 out:
 	pthread_mutex_unlock(&e->api);
 	return rc;
+}
+
+SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri)
+{
+	return spotckpt_set_remote_ex(e, uri, 0, 0);
 }
 
 SPOTCKPT_API int spotckpt_remote_wait(struct spotckpt *e, int64_t step,

@@ -212,6 +212,22 @@ static const char m7[] =
 static const char m8[] =
 	"ALTER TABLE nodes ADD COLUMN addr TEXT;";
 
+/* 9: the cloud's instance id and its driver's JSON blob, stored with
+ * the node (provider contract v2, lib/cloud/compute.h).  A local node
+ * of before has its process as its identity: "local-<pid>-<start>".
+ * phase refines a node's state while a cloud works on it: 'queued' (a
+ * REQUESTED node whose launch the cloud is carrying out: QUEUED in the
+ * API) and 'pending' (a BOOTING node whose instance the cloud still
+ * boots: PENDING); nodes.state keeps its original CHECK set (SQLite
+ * cannot change a CHECK without rebuilding the table). */
+static const char m9[] =
+	"ALTER TABLE nodes ADD COLUMN instance_id TEXT;"
+	"ALTER TABLE nodes ADD COLUMN driver_blob TEXT;"
+	"ALTER TABLE nodes ADD COLUMN phase TEXT CHECK(phase IN ('queued',"
+	" 'pending'));"
+	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
+	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -290,6 +306,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
+	{ m9, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

@@ -33,6 +33,8 @@ DEV_CPU, DEV_CUDA = 0, 1
 BACKPRESSURE = {"coalesce": 0, "skip": 1, "block": 2}
 OUTCOMES = {0: "staged", 1: "skipped", 2: "coalesced"}
 SAVE_LAZY = 0x1
+REMOTE_KEEP_ALL = -1
+REMOTE_NO_BACKFILL = 0x1
 OPEN_VERIFY = 0x1
 NEWEST = -1
 
@@ -128,6 +130,19 @@ _PROTOS = {
                                  _c.c_size_t, _c.POINTER(_c.c_size_t)]),
     "spotckpt_verify": (_c.c_int, [_c.c_char_p, _i64, _c.POINTER(_i64)]),
     "spotckpt_set_remote": (_c.c_int, [_P, _c.c_char_p]),
+    "spotckpt_set_remote_ex": (_c.c_int, [_P, _c.c_char_p, _i32, _u32]),
+    "spotckpt_store_open": (_c.c_int, [_c.c_char_p, _c.POINTER(_P)]),
+    "spotckpt_store_close": (None, [_P]),
+    "spotckpt_store_put": (_c.c_int, [_P, _c.c_char_p, _c.c_char_p,
+                                      _c.c_size_t]),
+    "spotckpt_store_get": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t,
+                                      _c.POINTER(_P),
+                                      _c.POINTER(_c.c_size_t)]),
+    "spotckpt_store_list": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P),
+                                       _c.POINTER(_c.c_size_t)]),
+    "spotckpt_store_del": (_c.c_int, [_P, _c.POINTER(_c.c_char_p),
+                                      _c.c_size_t]),
+    "spotckpt_free": (None, [_P]),
     "spotckpt_remote_wait": (_c.c_int, [_P, _i64, _i64, _c.POINTER(_i32)]),
     "spotckpt_remote_stats": (_c.c_int, [_P, _c.POINTER(RemoteStats),
                                          _c.c_char_p, _c.c_size_t]),

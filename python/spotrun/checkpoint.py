@@ -134,7 +134,25 @@ class Checkpointer:
         self._handle = h
         self._pid = os.getpid()
         if self.remote is not None:
-            rc = lib.spotckpt_set_remote(h, self.remote.encode())
+            uri, self.remote = self.remote, None
+            self.set_remote(uri)
+
+    def set_remote(self, uri, keep=0, backfill=True):
+        """Start tier 3 to `uri` (see the class's `remote` option), if the
+        constructor did not.  keep: checkpoints kept in the store (0: this
+        Checkpointer's keep; -1: none deleted here - the caller prunes, as
+        spotrun.DistCheckpointer does).  backfill: also upload the newest
+        checkpoint already in `dir`.  A failure to start never raises: it
+        is logged and kept in remote_error, and training goes on with
+        tier 2.  Raises ValueError if tier 3 is already set."""
+        with self._lock:
+            if self.remote is not None:
+                raise ValueError("tier 3 is already %s" % self.remote)
+            lib = _lib.lib()
+            self.remote = str(uri)
+            flags = 0 if backfill else _lib.REMOTE_NO_BACKFILL
+            rc = lib.spotckpt_set_remote_ex(self._h(), self.remote.encode(),
+                                            int(keep), flags)
             if rc:
                 # training goes on with tier 2; the agent sees the store
                 # fall behind and raises the alert

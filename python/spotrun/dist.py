@@ -49,6 +49,12 @@ WHAT IS SAVED
     them is rank-local (e.g. a per-rank RNG state): it restores only into
     the same world size, else a clear error.
 
+WITH AN OBJECT STORE (remote=URI, or dir given as a URI): `dir` is
+this node's own tier 2, each rank's engines upload their parts through
+tier 3, and the markers and commit records live in the store, written
+by a committer thread that training never waits for: see
+dist_remote.py.
+
 See docs/distributed.md.
 """
 
@@ -63,7 +69,9 @@ import time
 
 from . import _state
 from . import checkpoint as _ckpt
+from . import dist_remote as _remote
 from . import preemption as _preemption
+from .objects import ObjectStore
 
 FORMAT = "spotrun.dist/1"
 PLACEHOLDER = "__spotrun_shard__"
@@ -275,27 +283,37 @@ class DistCheckpointer:
     protocol above).  save() returns when this rank's part is durable and,
     on rank 0, the step committed (True) or not within commit_timeout
     (False).  Options are those of spotrun.Checkpointer, applied to each of
-    this rank's engines; `keep` counts globally committed steps."""
+    this rank's engines; `keep` counts globally committed steps.
+    remote: an object-store URI (or give `dir` as one, with local_dir):
+    the global commit runs there and `dir` is this node's own tier 2
+    (dist_remote.py); call restore() before the first save()."""
+
+    FORMAT = FORMAT
 
     def __init__(self, dir, keep=2, rank=None, world_size=None,
-                 commit_timeout=120.0, **engine_opts):
+                 commit_timeout=120.0, remote=None, local_dir=None,
+                 **engine_opts):
         if _ckpt._is_remote(dir):
-            raise ValueError("%s: multi-rank checkpoints are written to a "
-                             "shared directory, not to an object store "
-                             "(not built yet)" % (dir,))
-        if engine_opts.pop("remote", None) is not None:
-            # as with a failing upload: training goes on with tier 2
-            log.error("multi-rank checkpoints have no object-store tier "
-                      "yet: remote= ignored, checkpoints stay in %s", dir)
-        engine_opts.pop("local_dir", None)
+            if remote is not None and str(remote) != str(dir):
+                raise ValueError("two object stores given: %s and %s"
+                                 % (dir, remote))
+            remote = str(dir)
+            dir = local_dir or _ckpt._default_local_dir(remote)
         self.rank, self.world_size = rank_world(rank, world_size)
         self.dir = _ckpt._local_path(dir)
         self.keep = int(keep)
         self.commit_timeout = float(commit_timeout)
         self.attempt = os.environ.get("SPOTRUN_ATTEMPT")
+        self.remote = None if remote is None else str(remote)
         self._gdir = os.path.join(self.dir, "global")
-        for d in (self.dir, self._gdir):
-            _mkdir_durable(d)
+        _mkdir_durable(self.dir)
+        self._rc = None
+        if self.remote is not None:
+            # the global protocol runs in the store (dist_remote.py);
+            # self.dir is this node's own tier 2
+            self._rc = _remote.RemoteCommit(self, self.remote)
+        else:
+            _mkdir_durable(self._gdir)
         # up to two steps in flight besides the committed ones, so an
         # uncommitted step never pushes a committed one out
         opts = dict(engine_opts, keep=self.keep + 2)
@@ -303,13 +321,19 @@ class DistCheckpointer:
         self._repl = None
         self._pending = None     # the background commit's thread
         self._last_ok = True
+        self._last_step = None
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
+        """Wait for the last save's commit (with an object store: for its
+        upload and global commit, at most commit_timeout), then close
+        the engines."""
         self._join()
+        if self._rc is not None:
+            self._rc.close(self.commit_timeout)
         for c in (self._own, self._repl):
             if c is not None:
                 c.close()
@@ -323,6 +347,11 @@ class DistCheckpointer:
 
     def _rank_dir(self, r):
         return os.path.join(self.dir, "rank-%05d" % r)
+
+    def _named(self, engines):
+        """(part name, engine) of this rank's engines."""
+        return [("replicated" if c is self._repl else
+                 "rank-%05d" % self.rank, c) for c in engines]
 
     def _step_dir(self, step):
         return os.path.join(self._gdir, "step-%08d" % step)
@@ -340,6 +369,8 @@ class DistCheckpointer:
         waits for the previous step's commit.  Returns True."""
         self._join()
         step = int(step)
+        self._attach()
+        self._last_step = step
         engines, mine = self._stage(step, state, False, None)
         # both engines (rank 0: replicated part and own shards) copy at
         # once; a tensor may change again only when both are staged
@@ -354,8 +385,14 @@ class DistCheckpointer:
     def wait(self):
         """Wait for the background commit of the last save().  True when
         this rank's part is prepared and, on rank 0, the step committed;
-        False otherwise (the reason is logged)."""
+        False otherwise (the reason is logged).  With an object store:
+        True once the step's global record is there (at most
+        commit_timeout; training itself never waits for this)."""
         self._join()
+        if self._rc is not None and self._last_ok and \
+                self._last_step is not None:
+            return self._rc.await_step(self._last_step, time.monotonic() +
+                                       self.commit_timeout)
         return self._last_ok
 
     def save_final(self, step, state, deadline=None):
@@ -365,8 +402,18 @@ class DistCheckpointer:
         committed."""
         self._join()
         step = int(step)
+        self._attach()
         engines, mine = self._stage(step, state, True, deadline)
-        return self._finish(step, engines, mine)
+        if not self._finish(step, engines, mine):
+            return False
+        if self._rc is None:
+            return True
+        return self._rc.final(step, self._named(engines), deadline)
+
+    def _attach(self):
+        if self._rc is not None:
+            self._rc.attach(self._named(
+                [c for c in (self._repl, self._own) if c is not None]))
 
     def _join(self):
         t, self._pending = self._pending, None
@@ -412,6 +459,8 @@ class DistCheckpointer:
         for c in engines:
             c.wait()
         self._hook("durable", step)
+        if self._rc is not None:
+            return self._rc.durable(step, self._named(engines), mine)
         sdir = self._step_dir(step)
         _mkdir_durable(sdir)
         _durable_write(os.path.join(sdir, "rank-%05d.json" % self.rank),
@@ -493,8 +542,15 @@ class DistCheckpointer:
                               ignore_errors=True)
 
     # -- restoring --------------------------------------------------------
+    def _committed(self):
+        if self._rc is not None:
+            return self._rc.committed_steps()
+        return committed_steps(self.dir)
+
     def last_committed_step(self):
-        steps = committed_steps(self.dir)
+        """The newest globally committed step (with an object store: the
+        newest record there), or None."""
+        steps = self._committed()
         return steps[0] if steps else None
 
     def restore(self, state, max_step=None):
@@ -526,11 +582,15 @@ class DistCheckpointer:
                 break
         if max_step is None:
             self._drop_after(found)
+            # no rank saves before every rank dropped its leftovers: a
+            # marker left by an earlier run is gone before a new one of
+            # the same step can be counted
+            self._agree(found)
         return found
 
     def _restore_newest(self, state, lim):
         self._join()
-        for s in committed_steps(self.dir):
+        for s in self._committed():
             if lim is not None and s > lim:
                 continue
             try:
@@ -558,19 +618,37 @@ class DistCheckpointer:
         tdist.all_reduce(t, op=tdist.ReduceOp.MAX)
         return -int(t[0]), int(t[1])
 
-    def _restore_step(self, step, state):
+    def _record(self, step):
+        if self._rc is not None:
+            return self._rc.record(step)
         with open(self._record_path(step), "rb") as f:
-            rec = json.loads(f.read())
+            return json.loads(f.read())
+
+    def _load_part(self, name, step, holder, rec, r):
+        """Engine part `name` (saved by rank r) of step into holder."""
+        if self._rc is not None:
+            want = None
+            for ent in rec["ranks"]:
+                if ent["rank"] == r:
+                    want = ent.get("parts", {}).get(name)
+            if want is None:
+                raise _state.MetadataError("step %d: the record names no "
+                                           "part %s" % (step, name))
+            self._rc.load_part(name, step, holder, want)
+            return
+        got = _ckpt.restore(os.path.join(self.dir, name), holder, step=step)
+        if got != step:
+            raise _ckpt._lib.CheckpointError(-1, "%s part of step %d "
+                                             "missing" % (name, step))
+
+    def _restore_step(self, step, state):
+        rec = self._record(step)
         if rec.get("format") != FORMAT or rec.get("step") != step:
-            raise _state.MetadataError("%s: not a %s commit record"
-                                       % (self._record_path(step), FORMAT))
+            raise _state.MetadataError("step %d: not a %s commit record"
+                                       % (step, FORMAT))
         tree, shards = _split(state)
         holder = {"tree": tree, "step": _step_tensor(step)}
-        got = _ckpt.restore(os.path.join(self.dir, "replicated"), holder,
-                            step=step)
-        if got != step:
-            raise _ckpt._lib.CheckpointError(-1, "replicated part of step %d "
-                                             "missing" % step)
+        self._load_part("replicated", step, holder, rec, 0)
         self._fill_shards(step, rec, shards)
         _state._mirror(state, _join(holder["tree"], shards))
 
@@ -585,7 +663,7 @@ class DistCheckpointer:
         def rank_tensors(r):
             if r not in cache:
                 d = {}
-                _ckpt.restore(self._rank_dir(r), d, step=step)
+                self._load_part("rank-%05d" % r, step, d, rec, r)
                 cache[r] = d["shards"]
             return cache[r]
 
@@ -644,6 +722,9 @@ class DistCheckpointer:
                 m = _ENGINE_STEP_RE.fullmatch(name)
                 if m and int(m.group(1)) > lim:
                     shutil.rmtree(os.path.join(d, name), ignore_errors=True)
+        if self._rc is not None:
+            self._rc.drop_after(lim, [os.path.basename(d) for d in dirs])
+            return
         if self.rank == 0:
             # records that failed to restore: a new save of their step
             # must not be read through them while it is half written
@@ -687,7 +768,11 @@ def _step_tensor(step):
 
 
 def committed_steps(dir):
-    """The globally committed steps in `dir`, newest first."""
+    """The globally committed steps in `dir` (a shared directory, or the
+    object-store URI of checkpoints saved with `remote`), newest first."""
+    if _ckpt._is_remote(dir):
+        with ObjectStore(dir) as st:
+            return _remote.committed_steps(st)
     g = os.path.join(_ckpt._local_path(dir), "global")
     try:
         names = os.listdir(g)

@@ -52,6 +52,16 @@ def _group(rank, world, port):
 
 
 def _ckpt(d, rank, world, **kw):
+    if isinstance(d, tuple):
+        # (this rank's node-local dir, with {rank}; an object-store URI;
+        # the store's environment - the fork server's is the test's at
+        # its start, not now)
+        local, kw["remote"], env = d
+        os.environ.update(env)
+        d = local.format(rank=rank)
+        # a rank's upload and marker on a loaded machine (or under ASan)
+        # can take longer than the local protocol's test timeout
+        kw["commit_timeout"] = max(kw.get("commit_timeout", 0), 15)
     c = spotrun.Checkpointer(d, rank=rank, world_size=world, **kw)
     assert isinstance(c, spotrun.DistCheckpointer)
     return c
@@ -155,6 +165,20 @@ def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
         res["again"] = (c.restore(st), st["s"].tensor.clone())
         torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
     c.close()
+
+
+def check_recommitted(out):
+    """After commit_kill's second attempt (steps [2], no victim): both
+    ranks restored step 1, never a part of 2, then committed step 2
+    afresh, which a restore then took."""
+    for r in (0, 1):
+        res = torch.load(os.path.join(out, "kill-%d.pt" % r))
+        assert res["restored"] == 1, (r, res)
+        assert torch.equal(res["w"], torch.full((4,), 1.0))
+        assert torch.equal(res["s"], torch.full((3,), 10.0 + r))
+        assert res["saved"] == [(2, True)], (r, res)
+        assert res["again"][0] == 2, (r, res)
+        assert torch.equal(res["again"][1], torch.full((3,), 20.0 + r))
 
 
 # ---- resharding ------------------------------------------------------------

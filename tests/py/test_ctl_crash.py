@@ -249,7 +249,7 @@ def test_killed_agent_is_lost_and_job_recovers(daemon_factory):
         time.sleep(0.1)
     assert j["state"] == "RUNNING", j
     node = [n for n in j["nodes"] if n["state"] == "READY"][0]
-    os.kill(node["pid"], signal.SIGKILL)       # the agent only
+    os.kill(node["instance"]["pid"], signal.SIGKILL)  # the agent only
     jobs = d.wait([jid], 120)
     assert jobs[0]["state"] == "SUCCEEDED", jobs[0]["message"]
     assert jobs[0]["recoveries"] >= 1
@@ -296,7 +296,7 @@ def test_gang_loses_one_node_keeps_the_other(daemon_factory):
     assert j["state"] == "RUNNING", j
     ready = {n["rank"]: n for n in j["nodes"] if n["state"] == "READY"}
     assert sorted(ready) == [0, 1]
-    os.kill(ready[1]["pid"], signal.SIGKILL)
+    os.kill(ready[1]["instance"]["pid"], signal.SIGKILL)
     j = d.wait([jid], 120)[0]
     assert j["state"] == "SUCCEEDED", j["message"]
     assert j["attempt"] >= 2

@@ -98,3 +98,6 @@ def test_gang_demo(tmp_path):
     assert r["bitwise_identical"] is True
     assert r["final_hash"] == r["reference_hash"]
     assert "nodes kept per recovery [1, 1]" in p.stdout
+    # checkpoints in s3rver; every node's own directory went with it
+    assert r["checkpoint_uri"] == "s3://spotrun-demo/ckpt"
+    assert r["nodes_terminated"] >= 3 and r["node_ckpt_dirs_left"] == 0

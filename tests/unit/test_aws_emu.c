@@ -18,8 +18,10 @@
 
 #include "aws/ec2.h"
 #include "aws/ec2emu.h"
+#include "aws/ec2emu_int.h"
 #include "common/fsutil.h"
 #include "common/testsrv.h"
+#include "common/timeutil.h"
 
 #define TYPE "g5.xlarge"
 
@@ -46,11 +48,11 @@ struct fx {
 	size_t nz;
 };
 
-static int setup(void **state)
+static int setup_with(void **state, double scale, double notice_s)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct ec2emu_opts eo = { .data_dir = "data", .region = "us-east-1",
-				  .time_scale = 1, .notice_s = 1 };
+				  .time_scale = scale, .notice_s = notice_s };
 	struct ec2_opts o = { .image_id = "ami-emulated", .max_retries = 0 };
 	struct cloud_error err;
 	struct sr_err e = { 0 };
@@ -83,6 +85,18 @@ static int setup(void **state)
 	}
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, 1, 1);
+}
+
+/* An accelerated cloud (1 real s = 1 cloud hour) whose notice lasts 30
+ * real seconds. */
+static int setup_fast(void **state)
+{
+	return setup_with(state, 3600, 30 * 3600);
 }
 
 static int teardown(void **state)
@@ -237,6 +251,36 @@ static void test_spot_lifecycle(void **state)
 	assert_string_equal(seen.reason, "Client.UserInitiatedShutdown");
 	cloud_instance_clear(&a);
 	cloud_instance_clear(&b);
+}
+
+/* At time_scale 3600 an instance's times are still on the wall clock:
+ * the agent reads its notice deadline on its own clock. */
+static void test_instance_times_real_clock(void **state)
+{
+	struct fx *f = *state;
+	struct cloud_instance a;
+	struct cloud_error err = { 0 };
+	struct sr_err e = { 0 };
+	char buf[256], *t;
+	int64_t before = sr_time_real_ns(), at = 0, now;
+
+	assert_int_equal(ec2emu_set_capacity(f->emu, f->zones[1], TYPE, EC2EMU_PLENTY), 0);
+	assert_int_equal(launch(f, f->zones[1], 1, 1, &a, &err), 0);
+	assert_int_equal(ec2emu_preempt(f->emu, a.id), 0);
+	assert_int_equal(ec2emu__imds_notice(f->emu, a.id, buf, sizeof buf), 0);
+	now = sr_time_real_ns();
+	t = strstr(buf, "\"time\":\"");
+	assert_non_null(t);
+	t += 8;
+	*strchr(t, '"') = '\0';
+	assert_int_equal(sr_time_parse_rfc3339(t, &at, &e), 0);
+	/* 30 real seconds ahead (whole seconds); on the cloud clock it
+	 * would read 30 hours ahead */
+	assert_true(at >= before / SR_NS_PER_SEC * SR_NS_PER_SEC);
+	assert_true(at <= now + 40 * SR_NS_PER_SEC);
+	assert_true(a.launched_s >= before / SR_NS_PER_SEC - 1);
+	assert_true(a.launched_s <= now / SR_NS_PER_SEC + 1);
+	cloud_instance_clear(&a);
 }
 
 static void test_emulator_errors(void **state)
@@ -416,6 +460,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_spot_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulator_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_instance_times_real_clock,
+						setup_fast, teardown),
 		cmocka_unit_test_setup_teardown(test_bootstrap_starts_agent, setup,
 						teardown),
 	};

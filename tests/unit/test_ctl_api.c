@@ -5,6 +5,8 @@
  * are real processes that exit at once and the test speaks for them. */
 #include "ctl_fixture.h"
 
+#include "ctl/ctl_int.h"
+
 /* ---- tests ------------------------------------------------------------------- */
 
 static void test_health_and_auth(void **state)
@@ -335,7 +337,8 @@ static void test_imds(void **state)
 		assert_true(r.status == 401 || r.status == 404);
 		sr_http_resp_free(&r);
 	}
-	/* a notice (as a cloud telling only the node would) -> 200 terminate */
+	/* the IMDS is the local cloud's, not the control plane's: a notice
+	 * the node reports (as on EC2) schedules no interruption there */
 	{
 		char rp[128];
 
@@ -345,16 +348,140 @@ static void test_imds(void **state)
 				      "2030-01-01T00:00:00Z"), &v), 200);
 		json_decref(v);
 	}
-	snprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", tok);
 	assert_int_equal(sr_http_request("GET", p, h, NULL, 0, &o, &r, NULL), 0);
+	assert_int_equal(r.status, 404);
+	sr_http_resp_free(&r);
+}
+
+/* The local cloud interrupts a spot instance (an injected interruption,
+ * <state>/interrupts/<node>): its IMDSv2 serves the notice, on the wall
+ * clock, notice_ms ahead. */
+static void test_imds_local_interruption(void **state)
+{
+	static const char job_spot[] =
+		"name: t\nresources:\n  accelerators: V100:1\n  use_spot: true\n"
+		"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
+	char script[128], p[200], hdr[200], path[128];
+	const char *h[2] = { NULL, NULL };
+	struct sr_http_opts o;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+	int64_t id, node, before, at = 0;
+	json_t *v;
+	int status = 0;
+
+	(void)state;
+	sr_http_opts_default(&o);
+	o.max_retries = 0;
+	/* an "agent" that lives long enough to be interrupted */
+	snprintf(script, sizeof script, "%s/agent.sh", dir);
+	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
+					    24, 0700, &e), 0);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+	id = create_job(job_spot);
+	node = wait_booting(id);
+	snprintf(path, sizeof path, "%s/interrupts", dir);
+	assert_int_equal(sr_fs_mkdir_p(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/interrupts/%lld", dir, (long long)node);
+	before = sr_time_real_ns();
+	assert_int_equal(sr_fs_write_atomic(path, "", 0, 0600, &e), 0);
+	snprintf(p, sizeof p, "%s/imds/%lld/latest/api/token", base, (long long)node);
+	h[0] = "X-aws-ec2-metadata-token-ttl-seconds: 600";
+	assert_int_equal(sr_http_request("PUT", p, h, NULL, 0, &o, &r, NULL), 0);
 	assert_int_equal(r.status, 200);
+	snprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", r.body);
+	sr_http_resp_free(&r);
+	h[0] = hdr;
+	snprintf(p, sizeof p, "%s/imds/%lld/latest/meta-data/spot/instance-action",
+		 base, (long long)node);
+	for (int i = 0; i < 3000 && status != 200; i++) { /* up to ~30 s */
+		assert_int_equal(sr_http_request("GET", p, h, NULL, 0, &o, &r,
+						 NULL), 0);
+		status = r.status;
+		if (status != 200) {
+			sr_http_resp_free(&r);
+			usleep(10000);
+		}
+	}
+	assert_int_equal(status, 200);
 	v = json_loads(r.body, 0, NULL);
+	sr_http_resp_free(&r);
 	assert_string_equal(json_string_value(json_object_get(v, "action")),
 			    "terminate");
-	assert_string_equal(json_string_value(json_object_get(v, "time")),
-			    "2030-01-01T00:00:00Z");
+	assert_int_equal(sr_time_parse_rfc3339(json_string_value(json_object_get(v,
+			 "time")), &at, &e), 0);
 	json_decref(v);
-	sr_http_resp_free(&r);
+	/* notice_ms (5 s) after the cloud saw it, in whole seconds */
+	assert_true(at >= before / SR_NS_PER_SEC * SR_NS_PER_SEC);
+	assert_true(at <= sr_time_real_ns() + 6 * SR_NS_PER_SEC);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
+}
+
+/* The local cloud's compute driver on its own (cloud/compute.h): the
+ * same idempotency key answers with the same instance (one process),
+ * list() finds it by its cluster tag, terminate() ends it for good. */
+static void test_local_driver_contract(void **state)
+{
+	struct cloud_driver *d = NULL;
+	struct cloud_launch l = { 0 };
+	struct cloud_instance a, b, *v = NULL;
+	struct cloud_error err = { 0 };
+	struct cloud_req *q = NULL;
+	struct sr_err e = { 0 };
+	char script[128], boot[256];
+	const char *ids[1];
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ctl->nclouds; i++) {
+		if (strcmp(ctl->clouds[i].name, "local") == 0)
+			d = &ctl->clouds[i].drv;
+	}
+	assert_non_null(d);
+	snprintf(script, sizeof script, "%s/agent2.sh", dir);
+	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
+					    24, 0700, &e), 0);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":999,\"token\":"
+		 "\"00\"}", base);
+	/* a cluster of its own: the daemon's leak sweep leaves it alone */
+	l.tags = (struct cloud_tags){ "test-cluster", 1, 999, 1 };
+	l.idem_key = "sr-test-999-1";
+	l.instance_type = "p3.2xlarge";
+	l.pool = 0;
+	l.bootstrap = boot;
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &a, &err), 0);
+	d->ops->req_free(d->st, q);
+	assert_int_equal(strncmp(a.id, "local-", 6), 0);
+	assert_int_equal(a.state, CLOUD_INST_RUNNING);
+	assert_non_null(a.blob);
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &b, &err), 0);
+	d->ops->req_free(d->st, q);
+	assert_string_equal(b.id, a.id); /* no second process */
+	cloud_instance_clear(&b);
+	assert_int_equal(d->ops->list(d->st, "test-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].id, a.id);
+	assert_int_equal(v[0].node_id, 999);
+	assert_int_equal(v[0].state, CLOUD_INST_RUNNING);
+	cloud_instances_free(v, n);
+	ids[0] = a.id;
+	assert_int_equal(d->ops->terminate(d->st, ids, 1, &err), 0);
+	assert_int_equal(d->ops->list(d->st, "test-cluster", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].state, CLOUD_INST_GONE);
+	cloud_instances_free(v, n);
+	/* a bootstrap that is not the local startup document: invalid */
+	l.idem_key = "sr-test-999-2";
+	l.bootstrap = "#!/bin/sh\n";
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &b, &err), -EINVAL);
+	assert_int_equal(err.cls, CLOUD_EINVALID);
+	d->ops->req_free(d->st, q);
+	cloud_instance_clear(&a);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
 }
 
 int main(void)
@@ -365,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_job_lifecycle_node_api),
 		cmocka_unit_test(test_crash_restarts_then_fails),
 		cmocka_unit_test(test_imds),
+		cmocka_unit_test(test_imds_local_interruption),
+		cmocka_unit_test(test_local_driver_contract),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

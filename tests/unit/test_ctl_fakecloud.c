@@ -8,7 +8,8 @@
  *
  * Covered: every job state (PENDING, PROVISIONING, RUNNING, NOTICE,
  * CHECKPOINTING, PREEMPTED, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
- * and node state (REQUESTED, BOOTING, READY, TERMINATED, LOST); a
+ * and node state (REQUESTED, QUEUED, PENDING, BOOTING, READY, TERMINATED,
+ * LOST); a
  * capacity error at launch (the pool is marked and the next launch
  * goes elsewhere); throttling (backoff with jitter, one launch); an
  * auth error (a job-level failure with the cloud's message); a launch
@@ -56,11 +57,26 @@ static void advance_ms(int64_t ms)
 /* ---- the scripted cloud -------------------------------------------------- */
 
 struct finst {
-	int64_t node;
+	char id[32];
+	char key[CLOUD_IDEM_MAX];  /* the launch's idempotency key */
+	char cluster[64];
+	int64_t node, job;
 	int pool;
 	bool spot, alive;
 	_Atomic bool pending;       /* the cloud still boots it */
 	char token[80];
+};
+
+/* One launch request: answers after `waits` more polls (-EAGAIN), then
+ * rc (or the instance). */
+struct cloud_req {
+	int rc;
+	struct cloud_error err;
+	int waits;
+	bool hang;                  /* never answers (the daemon "dies") */
+	struct cloud_launch l;      /* strings below */
+	char key[CLOUD_IDEM_MAX], cluster[64], token[80];
+	int inst;                   /* fc.inst index once started, -1 */
 };
 
 static struct fcloud {
@@ -69,19 +85,18 @@ static struct fcloud {
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
 	char died_token[80];        /* the token that launch carried */
 	int err_code, err_n;        /* the next err_n launches fail so */
-	bool async;                 /* launches answer on the next call */
-	int64_t async_node;         /* the launch in flight (0 none) */
+	bool async;                 /* launches answer on the next pass */
 	bool boot_pending;          /* new instances start "pending" */
 	bool register_early;        /* the agent registers before the commit */
 	bool term_fail;             /* terminate() fails */
-	int launches, terminates;
+	int launches, terminates, lists;
 	struct finst inst[64];
 	int ninst;
 } fc;
 
 static const char *const zones[NPOOL] = { "us-east-1a", "us-east-1b", "us-west-2a" };
 
-static void offering(int pool, struct prov_offering *o)
+static void offering(int pool, struct cloud_offering *o)
 {
 	memset(o, 0, sizeof *o);
 	o->pool = pool;
@@ -96,13 +111,13 @@ static void offering(int pool, struct prov_offering *o)
 	o->reserved_per_h = -1;
 	o->hazard_per_h = 0.01;
 	o->spot_available = pool < 2 && fc.avail[pool];
+	o->price_src = CLOUD_PRICE_LIVE;
 }
 
-static int f_offerings(void *st, const struct prov_query *q, double sim_s,
-		       struct prov_offering **out, size_t *n, struct sr_err *e)
+static int f_offerings(void *st, const struct cloud_query *q,
+		       struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	(void)st;
-	(void)sim_s;
 	*n = 0;
 	*out = calloc(NPOOL, sizeof **out);
 	if (!*out)
@@ -115,124 +130,211 @@ static int f_offerings(void *st, const struct prov_query *q, double sim_s,
 	return 0;
 }
 
-static int f_describe(void *st, int pool, double sim_s, struct prov_offering *o)
+static int f_describe(void *st, int pool, struct cloud_offering *o)
 {
 	(void)st;
-	(void)sim_s;
 	if (pool < 0 || pool >= NPOOL)
 		return -SR_ENOTFOUND;
 	offering(pool, o);
 	return 0;
 }
 
-static struct finst *inst_of(int64_t node)
+static void f_nop(void *st)
 {
-	for (int i = 0; i < fc.ninst; i++) {
-		if (fc.inst[i].node == node)
-			return &fc.inst[i];
-	}
-	return NULL;
+	(void)st; /* the scripted cloud outlives the daemon (restarts) */
 }
 
-static int f_provision(void *st, struct prov_node *n,
-		       int (*commit)(void *ud, const struct prov_node *n),
-		       void *ud, struct sr_err *e)
+static const struct cloud_market_ops fake_mkt = {
+	.name = "fake", .offerings = f_offerings, .describe = f_describe,
+	.destroy = f_nop,
+};
+
+static struct finst *inst_of(int64_t node)
 {
-	struct finst *x;
-	int rc;
+	struct finst *last = NULL;
+
+	for (int i = 0; i < fc.ninst; i++) {
+		if (fc.inst[i].node == node)
+			last = &fc.inst[i];
+	}
+	return last;
+}
+
+static int f_provision(void *st, const struct cloud_launch *l,
+		       struct cloud_req **req, struct cloud_error *err)
+{
+	struct cloud_req *q = calloc(1, sizeof *q);
 
 	(void)st;
-	if (fc.fail_launch[n->pool] > 0) {
-		fc.fail_launch[n->pool]--;
-		return sr_err_set(e, -ENOSPC, "InsufficientInstanceCapacity: "
-				  "no capacity in %s", zones[n->pool]);
-	}
-	if (fc.err_n > 0) {
+	(void)err;
+	assert_non_null(q);
+	assert_non_null(l->idem_key);
+	assert_non_null(l->bootstrap);
+	q->l = *l;
+	snprintf(q->key, sizeof q->key, "%s", l->idem_key);
+	snprintf(q->cluster, sizeof q->cluster, "%s", l->tags.cluster);
+	snprintf(q->token, sizeof q->token, "%s", l->bootstrap);
+	q->inst = -1;
+	if (fc.fail_launch[l->pool] > 0) {
+		fc.fail_launch[l->pool]--;
+		q->rc = cloud_err_set(&q->err, CLOUD_ECAPACITY,
+				      "InsufficientInstanceCapacity",
+				      "no capacity in %s", zones[l->pool]);
+	} else if (fc.err_n > 0) {
 		fc.err_n--;
-		return sr_err_set(e, fc.err_code, "scripted %s",
-				  fc.err_code == -EBUSY ? "RequestLimitExceeded" :
-				  "UnauthorizedOperation: not allowed");
+		q->rc = cloud_err_set(&q->err, fc.err_code == -EBUSY ?
+				      CLOUD_ETHROTTLE : CLOUD_EAUTH,
+				      fc.err_code == -EBUSY ? "RequestLimitExceeded" :
+				      "UnauthorizedOperation", "scripted: %s",
+				      fc.err_code == -EBUSY ? "rate exceeded" :
+				      "not allowed");
 	}
-	if (fc.async && fc.async_node != n->id) {
-		fc.async_node = n->id; /* RunInstances runs on */
-		return -EINPROGRESS;
-	}
-	fc.async_node = 0;
+	q->waits = fc.async ? 1 : 0;
 	if (fc.die_before_commit) {
-		/* the daemon dies here, before the commit: nothing reaches the
-		 * database (the row stays REQUESTED) and the instance never
-		 * ran.  The test restarts the daemon next, so what this
-		 * returns is never acted on. */
 		fc.die_before_commit = false;
-		snprintf(fc.died_token, sizeof fc.died_token, "%s", n->token);
-		return 0;
+		q->hang = true;
 	}
-	n->pid = 100000 + n->id;
-	n->pid_start = 7;
+	*req = q;
+	return 0;
+}
+
+/* The instance of request q: the one its key already started, or a new
+ * one (a launch). */
+static struct finst *start_inst(struct cloud_req *q)
+{
+	struct finst *x;
+
+	for (int i = 0; i < fc.ninst; i++) {
+		if (strcmp(fc.inst[i].key, q->key) == 0)
+			return &fc.inst[i]; /* idempotent: no second launch */
+	}
+	assert_true(fc.ninst < 64);
+	x = &fc.inst[fc.ninst++];
+	memset(x, 0, sizeof *x);
+	snprintf(x->id, sizeof x->id, "i-fake%02d", fc.ninst);
+	snprintf(x->key, sizeof x->key, "%s", q->key);
+	snprintf(x->cluster, sizeof x->cluster, "%s", q->cluster);
+	snprintf(x->token, sizeof x->token, "%s", q->token);
+	x->node = q->l.tags.node_id;
+	x->job = q->l.tags.job_id;
+	x->pool = q->l.pool;
+	x->spot = q->l.spot;
+	x->alive = true;
+	x->pending = fc.boot_pending;
+	fc.launches++;
+	return x;
+}
+
+static int f_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
+		  struct cloud_error *err)
+{
+	struct finst *x;
+
+	(void)st;
+	memset(out, 0, sizeof *out);
+	if (q->waits > 0) {
+		q->waits--;
+		return -EAGAIN;
+	}
+	if (q->rc) {
+		*err = q->err;
+		return q->rc;
+	}
+	if (q->hang) {
+		/* the cloud started it; its answer never reaches the daemon,
+		 * which the test restarts next */
+		x = start_inst(q);
+		snprintf(fc.died_token, sizeof fc.died_token, "%s", x->token);
+		return -EAGAIN;
+	}
+	x = start_inst(q);
 	if (fc.register_early) {
 		/* a fast cloud: the instance boots and its agent registers
 		 * (with the token from its bootstrap) before the commit */
 		json_t *v = NULL;
 		char p[96];
 
-		snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)n->id);
-		assert_int_equal(jreq("POST", p, n->token, json_object(), &v), 200);
+		snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)x->node);
+		assert_int_equal(jreq("POST", p, x->token, json_object(), &v), 200);
 		json_decref(v);
 	}
-	rc = commit(ud, n);
-	if (rc)
-		return sr_err_set(e, rc, "commit refused: instance abandoned");
-	assert_true(fc.ninst < 64);
-	x = &fc.inst[fc.ninst++];
-	x->node = n->id;
-	x->pool = n->pool;
-	x->spot = n->spot;
-	x->alive = true;
-	x->pending = fc.boot_pending;
-	assert_non_null(n->token);
-	snprintf(x->token, sizeof x->token, "%s", n->token);
-	fc.launches++;
+	snprintf(out->id, sizeof out->id, "%s", x->id);
+	out->state = x->pending ? CLOUD_INST_PENDING : CLOUD_INST_RUNNING;
+	out->node_id = x->node;
+	out->blob = strdup("{\"fake\":true}");
 	return 0;
 }
 
-static int f_terminate(void *st, const struct prov_node *n)
+static void f_req_free(void *st, struct cloud_req *q)
 {
-	struct finst *x = inst_of(n->id);
+	(void)st;
+	free(q);
+}
 
+static int f_terminate(void *st, const char *const *ids, size_t n,
+		       struct cloud_error *err)
+{
 	(void)st;
 	fc.terminates++;
 	if (fc.term_fail)
-		return -EIO;
-	if (x)
-		x->alive = false;
-	return 0;
-}
-
-static int f_list(void *st, const struct prov_node *nodes, size_t n,
-		  double sim_s, struct prov_obs *obs)
-{
-	(void)st;
-	(void)sim_s;
-	for (size_t i = 0; i < n; i++) {
-		struct finst *x = inst_of(nodes[i].id);
-
-		obs[i].alive = x && x->alive;
-		obs[i].reclaim = x && x->spot && !fc.avail[x->pool];
-		obs[i].pending = x && x->pending;
+		return cloud_err_set(err, CLOUD_ETRANSIENT, "InternalError",
+				     "scripted: terminate failed");
+	for (size_t k = 0; k < n; k++) {
+		for (int i = 0; i < fc.ninst; i++) {
+			if (strcmp(fc.inst[i].id, ids[k]) == 0)
+				fc.inst[i].alive = false;
+		}
 	}
 	return 0;
 }
 
-static void f_destroy(void *st)
+static int f_list(void *st, const char *cluster, struct cloud_instance **out,
+		  size_t *n, struct cloud_error *err)
 {
-	(void)st; /* the scripted cloud outlives the daemon (restarts) */
+	struct cloud_instance *v = calloc(64, sizeof *v);
+	size_t k = 0;
+
+	(void)st;
+	(void)err;
+	assert_non_null(v);
+	fc.lists++;
+	for (int i = 0; i < fc.ninst; i++) {
+		const struct finst *x = &fc.inst[i];
+
+		if (strcmp(x->cluster, cluster) != 0)
+			continue;
+		snprintf(v[k].id, sizeof v[k].id, "%s", x->id);
+		snprintf(v[k].cluster, sizeof v[k].cluster, "%.63s", x->cluster);
+		v[k].state = !x->alive ? CLOUD_INST_GONE : x->pending ?
+			     CLOUD_INST_PENDING : CLOUD_INST_RUNNING;
+		v[k].node_id = x->node;
+		v[k].job_id = x->job;
+		v[k].attempt = 1;
+		v[k].spot = x->spot;
+		/* the cloud announces the interruption through its API */
+		v[k].notice_ns = x->alive && x->spot && !fc.avail[x->pool] ?
+				 t_real + 2000 * MS : 0;
+		k++;
+	}
+	*out = v;
+	*n = k;
+	return 0;
 }
 
-static const struct prov_ops fake_ops = {
-	.name = "fake", .destroy = f_destroy, .offerings = f_offerings,
-	.describe = f_describe, .provision = f_provision,
-	.terminate = f_terminate, .list = f_list,
+static const struct cloud_driver_ops fake_drv = {
+	.name = "fake", .provision = f_provision, .poll = f_poll,
+	.req_free = f_req_free, .terminate = f_terminate, .list = f_list,
+	.destroy = f_nop,
 };
+
+/* The bootstrap channel: the token as the whole text. */
+static int f_bootstrap(struct ctl *c, const struct ctl_boot *b, char **out,
+		       struct sr_err *e)
+{
+	(void)c;
+	*out = strdup(b->token);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
+}
 
 static int alive_instances(void)
 {
@@ -247,7 +349,11 @@ static int alive_instances(void)
 
 static void start_fake(void)
 {
-	const struct ctl_provider prov = { &fake_ops, NULL };
+	struct ctl_cloud cloud = {
+		.name = "fake", .shared_disk = false,
+		.mkt = { &fake_mkt, NULL }, .drv = { &fake_drv, NULL },
+		.bootstrap = f_bootstrap,
+	};
 	const struct ctl_clock clk = { clk_real, clk_mono, NULL };
 	struct ctl_config cfg;
 	struct sr_err e = { 0 };
@@ -262,7 +368,7 @@ static void start_fake(void)
 	cfg.heartbeat_timeout_ms = 10000;
 	cfg.boot_timeout_ms = 30000;
 	cfg.manual_reconcile = 1;
-	if (ctl__start_with(&cfg, &prov, &clk, &ctl, &e))
+	if (ctl__start_with(&cfg, &cloud, &clk, &ctl, &e))
 		fail_msg("ctl_start: %s", e.msg);
 	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
 }
@@ -644,27 +750,31 @@ static void test_crash_mid_provision_no_double_launch(void **state)
 	pass();
 	n1 = live_node(id);
 	fc.die_before_commit = true;
-	/* the launch dies before its commit: nothing ran, and the row is
-	 * still REQUESTED when the daemon restarts */
+	/* the cloud starts the instance, but the daemon dies before its
+	 * answer is recorded: the node is still QUEUED at the restart */
 	pass();
-	assert_int_equal(fc.launches, 0);
-	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	assert_int_equal(fc.launches, 1);
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
 	stop_fake();
 	start_fake();
 	pass();
+	/* the same idempotency key: the cloud answers with the instance it
+	 * started - no second launch, and the leak sweep left it alone */
 	assert_int_equal(live_node(id), n1);
 	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	assert_int_equal(fc.launches, 1);
-	/* the retry carried the same token: a cloud that answered it with
-	 * the instance the first try started boots an agent that matches */
+	assert_true(inst_of(n1)->alive);
 	assert_string_equal(inst_of(n1)->token, fc.died_token);
+	/* its agent (booted with the first try's token) is accepted */
+	agent_register(n1);
+	assert_string_equal(node_view(id, n1).state, "READY");
 	/* a restart after the launch committed: nothing is launched again */
 	stop_fake();
 	start_fake();
 	for (int i = 0; i < 5; i++)
 		pass();
 	assert_int_equal(fc.launches, 1);
-	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_string_equal(node_view(id, n1).state, "READY");
 }
 
 /* A terminate that fails leaves the instance running: it is retried on
@@ -696,6 +806,13 @@ static void test_leaked_instances_swept(void **state)
 	start_fake();
 	recon__sweep_orphans(ctl, ctl__store(ctl));
 	assert_false(inst_of(n1)->alive);
+	/* and the tag-based sweep of every node pass: an instance of this
+	 * cluster that no live node holds is terminated */
+	inst_of(n1)->alive = true;
+	before = fc.terminates;
+	pass();
+	assert_false(inst_of(n1)->alive);
+	assert_true(fc.terminates > before);
 }
 
 /* The API throttles: the node stays REQUESTED, launches wait out a
@@ -764,25 +881,72 @@ static void test_async_launch_and_slow_cloud_boot(void **state)
 	id = create_job(job_spot);
 	pass();
 	n1 = live_node(id);
-	pass(); /* RunInstances in flight */
-	assert_string_equal(node_view(id, n1).state, "REQUESTED");
+	pass(); /* RunInstances in flight: QUEUED, not timed */
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
 	assert_int_equal(fc.launches, 0);
-	pass(); /* answered: recorded */
-	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	advance_ms(10 * 60000); /* a slow cloud API: ten minutes */
+	pass(); /* answered: recorded, the cloud boots it */
+	assert_string_equal(node_view(id, n1).state, "PENDING");
 	assert_int_equal(fc.launches, 1);
 	for (int i = 0; i < 20; i++) { /* ten minutes of "pending" */
 		advance_ms(30000);
 		pass();
 	}
-	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_string_equal(node_view(id, n1).state, "PENDING");
 	inst_of(n1)->pending = false; /* running: the agent has 30 s */
 	pass();
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	advance_ms(29000);
 	pass();
 	assert_string_equal(node_view(id, n1).state, "BOOTING");
 	advance_ms(2000);
 	pass();
 	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_int_equal(fc.launches, 1);
+}
+
+/* QUEUED -> TERMINATED: the cloud answers a queued launch with a
+ * capacity error (the pool is marked, the next launch goes elsewhere);
+ * PENDING -> READY: an agent may register while the cloud still reports
+ * its instance as booting; a restart keeps PENDING (the phase is in the
+ * database) and no boot timeout runs meanwhile. */
+static void test_queued_capacity_then_pending_ready(void **state)
+{
+	int64_t id, n1, n2;
+	struct nview a, b;
+
+	(void)state;
+	fc.async = true;
+	fc.boot_pending = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	a = node_view(id, n1);
+	fc.fail_launch[a.pool] = 1;
+	pass();
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
+	pass(); /* the answer: no capacity */
+	a = node_view(id, n1);
+	assert_string_equal(a.state, "TERMINATED");
+	assert_string_equal(a.reason, "capacity");
+	pass();
+	n2 = live_node(id);
+	assert_true(n2 > 0 && n2 != n1);
+	b = node_view(id, n2);
+	assert_int_not_equal(b.pool, a.pool);
+	/* placed and launched in the same pass (no provisioning delay) */
+	assert_string_equal(b.state, "QUEUED");
+	pass();
+	assert_string_equal(node_view(id, n2).state, "PENDING");
+	stop_fake();
+	start_fake();
+	advance_ms(5 * 60000);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "PENDING");
+	agent_register(n2);
+	assert_string_equal(node_view(id, n2).state, "READY");
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
 	assert_int_equal(fc.launches, 1);
 }
 
@@ -835,6 +999,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
 						fsetup, fteardown),
 	};
 

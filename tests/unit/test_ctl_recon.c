@@ -69,7 +69,7 @@ static int lost_after_restart(int64_t down, int64_t back)
 {
 	struct ctl_config cfg = cfg_default();
 	struct hbtable t = { 0 };
-	struct prov_obs o = { .alive = true };
+	struct ctl_node_obs o = { .alive = true };
 	int64_t real0 = INT64_C(1800000000) * S, mono0 = 1000 * S;
 	struct rnode n = ready_node(7, real0 - down, real0 - down);
 	int lost = 0;
@@ -110,7 +110,7 @@ static void test_dead_node_lost_one_timeout_after_start(void **state)
 {
 	struct ctl_config cfg = cfg_default();
 	struct hbtable t = { 0 };
-	struct prov_obs o = { .alive = true };
+	struct ctl_node_obs o = { .alive = true };
 	int64_t real0 = INT64_C(1800000000) * S, mono0 = 5 * S, dt;
 	struct rnode n = ready_node(3, real0 - 600 * S, real0);
 	enum node_act a = NODE_KEEP;
@@ -168,7 +168,7 @@ static void test_silence_table(void **state)
 static void test_failed_list_ends_nothing(void **state)
 {
 	struct ctl_config cfg = cfg_default();
-	struct prov_obs junk = { .alive = false, .reclaim = true };
+	struct ctl_node_obs junk = { .alive = false, .reclaim = true };
 	int64_t now = INT64_C(1800000000) * S;
 	struct rnode n = ready_node(1, now, now);
 
@@ -189,15 +189,41 @@ static void test_failed_list_ends_nothing(void **state)
 
 static int term_calls, term_fail;
 
-static int fake_terminate(void *st, const struct prov_node *n)
+static int fake_terminate(void *st, const char *const *ids, size_t n,
+			  struct cloud_error *err)
 {
 	(void)st;
+	(void)ids;
 	(void)n;
 	term_calls++;
-	return term_fail ? -EIO : 0;
+	return term_fail ? cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "scripted")
+			 : 0;
 }
 
-static const struct prov_ops fake_ops = { .name = "fake", .terminate = fake_terminate };
+static int fake_describe(void *st, int pool, struct cloud_offering *o)
+{
+	(void)st;
+	memset(o, 0, sizeof *o);
+	o->pool = pool;
+	o->spot_available = true;
+	o->spot_per_h = 1000000;
+	o->ondemand_per_h = 3000000;
+	return 0;
+}
+
+static const struct cloud_market_ops market_ops = { .name = "fake",
+						    .describe = fake_describe };
+static const struct cloud_driver_ops fake_ops = { .name = "fake",
+						  .terminate = fake_terminate };
+
+/* c's one cloud: the fake market and driver. */
+static void fake_cloud(struct ctl *c)
+{
+	snprintf(c->clouds[0].name, sizeof c->clouds[0].name, "fake");
+	c->clouds[0].mkt = (struct cloud_market){ &market_ops, NULL };
+	c->clouds[0].drv = (struct cloud_driver){ &fake_ops, NULL };
+	c->nclouds = 1;
+}
 
 static sqlite3 *open_db(void)
 {
@@ -245,20 +271,20 @@ static void test_failed_terminate_is_retried(void **state)
 
 	(void)state;
 	assert_non_null(c);
-	c->prov.ops = &fake_ops;
+	fake_cloud(c);
 	snprintf(c->state_dir, sizeof c->state_dir, "%s", dir);
 	snprintf(sql, sizeof sql, "INSERT INTO nodes(job_id, rank, state,"
 		 " token_hash, provider, cloud, region, zone, instance_type,"
 		 " accelerator, accel_count, spot, pool, price_micros, list_micros,"
-		 " reserved_micros, created_ns, boot_at_ns, pid) VALUES(%lld, 0,"
-		 " 'TERMINATED', x'00', 'fake', 'aws', 'r', 'z', 'i', 'V100', 1, 1,"
-		 " 0, 1, 1, 1, 1, 1, 4242)", (long long)job);
+		 " reserved_micros, created_ns, boot_at_ns, instance_id) VALUES(%lld,"
+		 " 0, 'TERMINATED', x'00', 'fake', 'aws', 'r', 'z', 'i', 'V100', 1,"
+		 " 1, 0, 1, 1, 1, 1, 1, 'i-4242')", (long long)job);
 	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
 	id = sqlite3_last_insert_rowid(db);
 	memset(&n, 0, sizeof n);
 	n.id = id;
 	n.job = job;
-	n.pid = 4242;
+	snprintf(n.instance, sizeof n.instance, "i-4242");
 	/* the database says TERMINATED; the provider fails to terminate */
 	term_fail = 1;
 	ON_STORE(db, s, (recon__kill(c, s, &n), 0));
@@ -293,7 +319,7 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 
 	(void)state;
 	assert_non_null(c);
-	c->prov.ops = &fake_ops;
+	fake_cloud(c);
 	assert_int_equal(ledger_migrate(db, &e), 0);
 	snprintf(sql, sizeof sql, "UPDATE jobs SET total_steps=1200, work_s=108000,"
 		 " attempt=1 WHERE id=%lld", (long long)job);
@@ -427,22 +453,6 @@ static void test_policy_state_is_versioned(void **state)
 
 /* ---- the deadline guard follows the policy's self_guarded flag --------- */
 
-static int fake_describe(void *st, int pool, double sim_s,
-			 struct prov_offering *o)
-{
-	(void)st;
-	(void)sim_s;
-	memset(o, 0, sizeof *o);
-	o->pool = pool;
-	o->spot_available = true;
-	o->spot_per_h = 1000000;
-	o->ondemand_per_h = 3000000;
-	return 0;
-}
-
-static const struct prov_ops market_ops = { .name = "fake",
-					    .describe = fake_describe };
-
 /* Spot is there, but the deadline leaves no room for a lost tick: every
  * policy not marked self_guarded gets the guard's on-demand whatever it
  * chose; a self_guarded one (greedy) is left to its own rule - which
@@ -461,7 +471,7 @@ static void test_guard_follows_self_guarded(void **state)
 	(void)state;
 	assert_non_null(c);
 	ctl_config_defaults(&c->cfg);
-	c->prov.ops = &market_ops;
+	fake_cloud(c);
 	for (size_t i = 0; policy_all[i]; i++) {
 		const char *name = policy_all[i]->name;
 		struct place_choice ch;

@@ -2,7 +2,9 @@
  * bad, with their messages), the file backend (atomic objects, listing,
  * ranges, deletion), XML answers, and the whole tier-3 path on a file://
  * store: upload, manifest-last commit, retention, restore and the reader
- * on the URI, a missing shard skipped. */
+ * on the URI, a missing shard skipped; the public object calls
+ * (spotckpt_store_*: bad keys refused by name) and spotckpt_set_remote_ex
+ * (no backfill, every committed step kept). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -267,6 +269,92 @@ static void test_tier3_file(void **state)
 	assert_non_null(strstr(spotckpt_errmsg(), "shard-00000"));
 }
 
+/* spotckpt_store_*: put/get/list/delete, bad keys refused by name. */
+static void test_store_api(void **state)
+{
+	static const char *bad[] = { "", "/abs", "a//b", "..", "../x", "a/../b",
+				     "a/..", "a\nb" };
+	struct spotckpt_store *st = NULL;
+	const char *del[2] = { "global/step-00000001.commit", "nothere" };
+	char uri[300], *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	snprintf(uri, sizeof uri, "file://%s/objects", g_dir);
+	assert_int_equal(spotckpt_store_open("s3://", &st), -EINVAL);
+	assert_null(st);
+	assert_int_equal(spotckpt_store_open(uri, &st), 0);
+	assert_int_equal(spotckpt_store_put(st, "global/step-00000001.commit",
+					    "{\"a\":1}", 7), 0);
+	assert_int_equal(spotckpt_store_put(st, "global/step-00000001/r.json",
+					    "x", 1), 0);
+	assert_int_equal(spotckpt_store_get(st, "global/step-00000001.commit",
+					    1024, &out, &len), 0);
+	assert_int_equal(len, 7);
+	assert_string_equal(out, "{\"a\":1}");
+	spotckpt_free(out);
+	assert_int_equal(spotckpt_store_get(st, "global/none", 1024, &out, &len),
+			 -SPOTCKPT_ENOTFOUND);
+	assert_null(out);
+	assert_int_equal(spotckpt_store_list(st, "global/", &out, &len), 0);
+	assert_string_equal(out, "global/step-00000001.commit\n"
+			    "global/step-00000001/r.json\n");
+	assert_int_equal(len, strlen(out));
+	spotckpt_free(out);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		assert_int_equal(spotckpt_store_put(st, bad[i], "x", 1), -EINVAL);
+		assert_non_null(strstr(spotckpt_errmsg(), "store_put"));
+	}
+	assert_int_equal(spotckpt_store_del(st, del, 2), 0);
+	assert_int_equal(spotckpt_store_list(st, "", &out, &len), 0);
+	assert_string_equal(out, "global/step-00000001/r.json\n");
+	spotckpt_free(out);
+	spotckpt_store_close(st);
+	spotckpt_store_close(NULL);
+}
+
+/* set_remote_ex: KEEP_ALL leaves every committed step in the store (the
+ * caller prunes); NO_BACKFILL does not upload what the dir held. */
+static void test_set_remote_ex(void **state)
+{
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	struct spotckpt_entry ents[8];
+	float w[256];
+	int64_t shape[1] = { 256 };
+	char dir[300], uri[300];
+	size_t n = 0;
+	int32_t met = 0;
+
+	(void)state;
+	memset(w, 0, sizeof w);
+	snprintf(dir, sizeof dir, "%s/ex2", g_dir);
+	snprintf(uri, sizeof uri, "file://%s/ex3", g_dir);
+	spotckpt_opts_init(&o);
+	o.dir = dir;
+	o.keep = 1;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_register(e, "w", w, SPOTCKPT_F32, 1, shape,
+					   SPOTCKPT_DEV_CPU), 0);
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_int_equal(spotckpt_set_remote_ex(e, uri, -2, 0), -EINVAL);
+	assert_int_equal(spotckpt_set_remote_ex(e, uri, 0, 0x80), -EINVAL);
+	assert_int_equal(spotckpt_set_remote_ex(e, uri, SPOTCKPT_REMOTE_KEEP_ALL,
+						SPOTCKPT_REMOTE_NO_BACKFILL), 0);
+	for (int s = 2; s <= 4; s++) {
+		assert_int_equal(spotckpt_save(e, s, NULL, 0, NULL), 0);
+		assert_int_equal(spotckpt_wait(e), 0);
+		assert_int_equal(spotckpt_remote_wait(e, s, 0, &met), 0);
+	}
+	assert_int_equal(spotckpt_close(e), 0);
+	/* 2, 3, 4 kept although keep is 1; step 1 never offered */
+	assert_int_equal(spotckpt_list(uri, ents, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ents[0].step, 4);
+	assert_int_equal(ents[2].step, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +364,8 @@ int main(void)
 		cmocka_unit_test(test_xml),
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_tier3_file),
+		cmocka_unit_test(test_store_api),
+		cmocka_unit_test(test_set_remote_ex),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

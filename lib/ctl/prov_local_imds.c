@@ -1,12 +1,17 @@
 /*
- * routes_imds.c - the local cloud's AWS IMDSv2 endpoint, one base URL per
- * node: /imds/{id}/latest/...  (docs/api.md "Local IMDSv2").
+ * prov_local_imds.c - the local cloud's AWS IMDSv2, one base URL per
+ * instance: /imds/{node id}/latest/...  (docs/api.md "Local IMDSv2").
+ * Part of the local provider: it answers from the local cloud's own
+ * instance records (prov_local.c, ctl__local_imds), never from the
+ * control plane's database; the daemon's HTTP server only carries it,
+ * as the local cloud has no network of its own.  An instance of another
+ * cloud has that cloud's IMDS (EC2's, or the EC2 emulator's).
  *
  * Protocol as AWS documents it: PUT /latest/api/token with header
  * X-aws-ec2-metadata-token-ttl-seconds (1..21600) returns a session token
  * as text; every GET must carry it in X-aws-ec2-metadata-token or gets
- * 401.  /latest/meta-data/spot/instance-action is 404 until the instance
- * is scheduled for interruption, then
+ * 401.  /latest/meta-data/spot/instance-action is 404 until the cloud
+ * has scheduled the instance's interruption, then
  *     {"action": "terminate", "time": "2026-11-29T14:20:05Z"}
  * Answers are text/plain like the real service, not the API's JSON errors.
  */
@@ -28,45 +33,23 @@ static int text(struct ctl_resp *rs, int status, const char *s)
 
 struct imds_node {
 	int64_t id;
-	bool notice;
-	int64_t kill_ns;
+	int64_t notice_ns;         /* 0: none */
 	char zone[40], itype[48];
 	bool spot;
 };
 
 static int find(struct ctl_req *rq, struct imds_node *n)
 {
-	struct store_stmt *st = NULL;
-	struct store *db = ctl_req_store(rq);
-	struct sr_err e = { 0 };
 	const char *s = ctl_req_param(rq, "id");
 	char *end = NULL;
-	int rc = -1;
 
 	memset(n, 0, sizeof *n);
 	n->id = s ? strtoll(s, &end, 10) : 0;
-	if (!s || *end || n->id <= 0 || !db)
+	if (!s || *end || n->id <= 0)
 		return -1;
-	if (store_prepare(db, "SELECT CASE WHEN notice_ns IS NULL THEN 0 ELSE 1"
-			  " END AS noticed, coalesce(kill_ns, 0) AS kill_ns,"
-			  " zone, region, instance_type, spot FROM nodes WHERE id=?",
-			  &st, &e))
-		return -1;
-	store_bind_i64(st, 1, n->id);
-	if (store_step(st, &e) == 1) {
-		const char *zone = store_col_text(st, "zone");
-
-		n->notice = store_col_i64(st, "noticed");
-		n->kill_ns = store_col_i64(st, "kill_ns");
-		snprintf(n->zone, sizeof n->zone, "%s",
-			 *zone ? zone : store_col_text(st, "region"));
-		snprintf(n->itype, sizeof n->itype, "%s",
-			 store_col_text(st, "instance_type"));
-		n->spot = store_col_i64(st, "spot");
-		rc = 0;
-	}
-	store_done(st);
-	return rc;
+	return ctl__local_imds(ctl_req_ctl(rq), n->id, &n->notice_ns, n->zone,
+			       sizeof n->zone, n->itype, sizeof n->itype,
+			       &n->spot) ? -1 : 0;
 }
 
 static int imds_token(struct ctl_req *rq, struct ctl_resp *rs)
@@ -113,9 +96,9 @@ static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 	if (strcmp(what, "instance-action") == 0) {
 		char t[40];
 
-		if (!n.notice)
+		if (!n.notice_ns)
 			return text(rs, 404, "Not Found");
-		if (sr_time_format_rfc3339(n.kill_ns, 0, t, sizeof t) < 0)
+		if (sr_time_format_rfc3339(n.notice_ns, 0, t, sizeof t) < 0)
 			return text(rs, 500, "Internal Error");
 		snprintf(buf, sizeof buf, "{\"action\": \"terminate\", \"time\": "
 			 "\"%s\"}", t);

@@ -1,0 +1,469 @@
+/*
+ * clouds.c - how the reconciler drives every cloud through provider
+ * contract v2 (cloud/market.h + cloud/compute.h), the same way for the
+ * local cloud, AWS and the tests' scripted cloud.
+ *
+ * Pools.  Every market view numbers pools the catalog's way, so a pool
+ * id means one offering whoever sells it.  A pool belongs to the first
+ * cloud whose market describes it: real clouds first (aws sells the
+ * catalog's AWS pools of its region), the local cloud last (it
+ * simulates everything else).  So `infra: aws/us-east-1` lands on EC2
+ * when aws is enabled for us-east-1, on the local simulation otherwise.
+ *
+ * A launch.  The node row exists first (REQUESTED).  ctl__launch()
+ * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
+ * and the bootstrap text of the node (its token, the control plane's
+ * URL) and polls the request at once; a cloud still working answers
+ * -EINPROGRESS and its driver wakes the reconciler when it is done, so
+ * the next pass polls again.  Once the instance is known, commit()
+ * records its id and the driver's blob with the node; if that fails the
+ * instance is terminated.  After a crash anywhere in between, the next
+ * pass launches again with the same key and the cloud answers with the
+ * instance it already started - never a second one.
+ *
+ * Observation.  Each node pass lists every cloud's instances tagged
+ * with this cluster (one call per cloud), matches them to the live
+ * nodes by instance id (or by the spotrun:node tag before the id is
+ * recorded), and terminates instances that no live node holds (a crash
+ * between launch and commit, a lost terminate): the tag-based leak
+ * sweep.  It also lets each market view refresh its prices.
+ *
+ * Threading: the launch table and every driver call but none of the
+ * market's are the reconciler thread's; markets answer any thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "ctl/ctl_int.h"
+
+int ctl__cluster_load(struct ctl *c, struct sr_err *e)
+{
+	struct store *db = ctl__store(c);
+	char tok[CTL_TOKEN_HEX + 1];
+	int rc;
+
+	if (!db)
+		return sr_err_set(e, -EIO, "%s: cannot open", c->db_path);
+	rc = store_setting_get(db, "cluster_id", c->cluster, sizeof c->cluster, e);
+	if (rc == 0 && c->cluster[0])
+		return 0;
+	if (rc && rc != -SR_ENOTFOUND)
+		return rc;
+	rc = ctl_token_new(tok);
+	if (rc)
+		return sr_err_set(e, rc, "cluster id: no randomness");
+	snprintf(c->cluster, sizeof c->cluster, "sr%.12s", tok);
+	return store_setting_set(db, "cluster_id", c->cluster, e);
+}
+
+int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e)
+{
+	size_t at = c->nclouds;
+
+	if (c->nclouds == CTL_CLOUDS_MAX)
+		return sr_err_set(e, -EINVAL, "--providers: at most %d",
+				  CTL_CLOUDS_MAX);
+	for (size_t i = 0; i < c->nclouds; i++) {
+		if (strcmp(c->clouds[i].name, cl->name) == 0)
+			return sr_err_set(e, -EINVAL, "--providers: '%s' named "
+					  "twice", cl->name);
+	}
+	/* real clouds first, the local simulation last */
+	if (!cl->shared_disk) {
+		for (at = 0; at < c->nclouds && !c->clouds[at].shared_disk; at++)
+			;
+		memmove(&c->clouds[at + 1], &c->clouds[at],
+			(c->nclouds - at) * sizeof c->clouds[0]);
+	}
+	c->clouds[at] = *cl;
+	c->nclouds++;
+	return 0;
+}
+
+static void inflight_drop(struct ctl *c, size_t k)
+{
+	struct ctl_cloud *cl = &c->clouds[c->fly[k].cloud];
+
+	cl->drv.ops->req_free(cl->drv.st, c->fly[k].req); /* waits for it */
+	c->fly[k] = c->fly[--c->nfly];
+}
+
+void ctl__clouds_free(struct ctl *c)
+{
+	while (c->nfly)
+		inflight_drop(c, 0);
+	for (size_t i = 0; i < c->nclouds; i++) {
+		if (c->clouds[i].mkt.ops)
+			c->clouds[i].mkt.ops->destroy(c->clouds[i].mkt.st);
+		if (c->clouds[i].drv.ops)
+			c->clouds[i].drv.ops->destroy(c->clouds[i].drv.st);
+	}
+	c->nclouds = 0;
+}
+
+void ctl__clouds_names(const struct ctl *c, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < c->nclouds; i++) {
+		size_t l = strlen(out);
+
+		snprintf(out + l, cap - l, "%s%s", i ? "," : "", c->clouds[i].name);
+	}
+}
+
+int ctl__cloud_of(const struct ctl *c, int pool)
+{
+	struct cloud_offering o;
+
+	for (size_t i = 0; i < c->nclouds; i++) {
+		const struct cloud_market *m = &c->clouds[i].mkt;
+
+		if (m->ops->describe(m->st, pool, &o) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+const char *ctl__prov_name(const struct ctl *c, int pool)
+{
+	int i = ctl__cloud_of(c, pool);
+
+	if (i >= 0)
+		return c->clouds[i].name;
+	return c->nclouds ? c->clouds[0].name : "none";
+}
+
+bool ctl__prov_shared(const struct ctl *c, int pool)
+{
+	int i = ctl__cloud_of(c, pool);
+
+	return i >= 0 && c->clouds[i].shared_disk;
+}
+
+static int cmp_spot(const void *a, const void *b)
+{
+	const struct cloud_offering *x = a, *y = b;
+	sr_micros px = x->spot_per_h >= 0 ? x->spot_per_h : INT64_MAX;
+	sr_micros py = y->spot_per_h >= 0 ? y->spot_per_h : INT64_MAX;
+
+	if (px != py)
+		return px < py ? -1 : 1;
+	if (x->ondemand_per_h != y->ondemand_per_h)
+		return x->ondemand_per_h < y->ondemand_per_h ? -1 : 1;
+	return x->pool - y->pool;
+}
+
+int ctl__offerings(struct ctl *c, const struct cloud_query *q,
+		   struct cloud_offering **out, size_t *n, struct sr_err *e)
+{
+	struct cloud_offering *all = NULL;
+	size_t k = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < c->nclouds && !rc; i++) {
+		const struct cloud_market *m = &c->clouds[i].mkt;
+		struct cloud_offering *v = NULL, *grown;
+		size_t nv = 0;
+
+		rc = m->ops->offerings(m->st, q, &v, &nv, e);
+		if (rc)
+			break;
+		grown = realloc(all, (k + nv + 1) * sizeof *all);
+		if (!grown) {
+			free(v);
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
+			break;
+		}
+		all = grown;
+		for (size_t j = 0; j < nv; j++) {
+			if (ctl__cloud_of(c, v[j].pool) == (int)i)
+				all[k++] = v[j];
+		}
+		free(v);
+	}
+	if (rc) {
+		free(all);
+		return rc;
+	}
+	if (k > 1)
+		qsort(all, k, sizeof *all, cmp_spot); /* cheapest spot first */
+	*out = all;
+	*n = k;
+	return 0;
+}
+
+int ctl__describe(struct ctl *c, int pool, struct cloud_offering *out)
+{
+	int i = ctl__cloud_of(c, pool);
+
+	if (i < 0)
+		return -SR_ENOTFOUND;
+	return c->clouds[i].mkt.ops->describe(c->clouds[i].mkt.st, pool, out);
+}
+
+int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
+		       double *usd_h)
+{
+	int i = ctl__cloud_of(c, pool);
+	const struct cloud_market *m;
+
+	for (int k = 0; k < n; k++)
+		usd_h[k] = -1;
+	if (i < 0)
+		return 0;
+	m = &c->clouds[i].mkt;
+	return m->ops->price_history ? m->ops->price_history(m->st, pool, step_s,
+							     n, usd_h) : 0;
+}
+
+/* ---- launches ---------------------------------------------------------------- */
+
+static struct ctl_inflight *inflight_of(struct ctl *c, int64_t node, size_t *k)
+{
+	for (size_t i = 0; i < c->nfly; i++) {
+		if (c->fly[i].node == node) {
+			*k = i;
+			return &c->fly[i];
+		}
+	}
+	return NULL;
+}
+
+static void launch_done(void *ud)
+{
+	ctl__wake(ud); /* the reconciler polls the request at once */
+}
+
+static int cloud_fail(const struct cloud_error *ce, int rc, struct sr_err *e)
+{
+	if (ce->code[0] && !strstr(ce->msg, ce->code))
+		return sr_err_set(e, rc, "%s: %s (%s)", ce->code, ce->msg,
+				  cloud_err_class_str(ce->cls));
+	return sr_err_set(e, rc, "%s (%s)", ce->msg, cloud_err_class_str(ce->cls));
+}
+
+static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
+{
+	struct cloud_error err = { 0 };
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = cl->drv.ops->terminate(cl->drv.st, ids, n, &err);
+	if (rc)
+		sr_warn("clouds", "terminate failed", "provider=%s n=%zu err=\"%s\"",
+			cl->name, n, err.msg);
+	return rc;
+}
+
+/* Start the launch of node n (its request joins the launch table). */
+static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
+			const char *token, struct sr_err *e)
+{
+	struct ctl_cloud *cl = &c->clouds[i];
+	struct ctl_boot b = { n->id, n->job_id, token, c->url };
+	struct cloud_offering o;
+	struct cloud_launch l = { 0 };
+	struct cloud_req *req = NULL;
+	struct cloud_error err = { 0 };
+	char key[CLOUD_IDEM_MAX], *boot = NULL;
+	int rc;
+
+	if (c->nfly == CTL_INFLIGHT_MAX)
+		return -EINPROGRESS; /* as many in flight as we allow: later */
+	rc = cl->mkt.ops->describe(cl->mkt.st, n->pool, &o);
+	if (rc)
+		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
+				  cl->name);
+	l.tags = (struct cloud_tags){ c->cluster, n->job_id, n->id, 1 };
+	cloud_idem_key(&l.tags, key);
+	rc = cl->bootstrap(c, &b, &boot, e);
+	if (rc)
+		return rc;
+	l.idem_key = key;
+	l.zone = o.zone[0] ? o.zone : NULL;
+	l.instance_type = o.instance_type;
+	l.spot = n->spot;
+	l.pool = n->pool;
+	l.bootstrap = boot;
+	l.done = launch_done;
+	l.done_ud = c;
+	rc = cl->drv.ops->provision(cl->drv.st, &l, &req, &err);
+	explicit_bzero(boot, strlen(boot));
+	free(boot);
+	if (rc)
+		return cloud_fail(&err, rc, e);
+	c->fly[c->nfly++] = (struct ctl_inflight){ n->id, i, req };
+	return 0;
+}
+
+int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
+		int (*commit)(void *ud, const char *id, const char *blob,
+			      bool pending),
+		void *ud, struct sr_err *e)
+{
+	int i = ctl__cloud_of(c, n->pool);
+	struct ctl_inflight *f;
+	struct cloud_instance inst = { 0 };
+	struct cloud_error err = { 0 };
+	struct ctl_cloud *cl;
+	size_t k = 0;
+	int rc;
+
+	if (i < 0)
+		return sr_err_set(e, -EINVAL, "pool %d: no enabled provider sells "
+				  "it", n->pool);
+	cl = &c->clouds[i];
+	f = inflight_of(c, n->id, &k);
+	if (!f) {
+		rc = launch_start(c, i, n, token, e);
+		if (rc)
+			return rc;
+		f = inflight_of(c, n->id, &k);
+	}
+	rc = cl->drv.ops->poll(cl->drv.st, f->req, &inst, &err);
+	if (rc == -EAGAIN)
+		return -EINPROGRESS;
+	inflight_drop(c, k);
+	if (rc) {
+		cloud_instance_clear(&inst);
+		return cloud_fail(&err, rc, e);
+	}
+	sr_info("clouds", "instance launched", "node=%" PRId64 " provider=%s"
+		" instance=%s zone=%s type=%s spot=%d", n->id, cl->name, inst.id,
+		inst.zone, inst.instance_type, n->spot);
+	rc = commit(ud, inst.id, inst.blob, inst.state == CLOUD_INST_PENDING);
+	if (rc) {
+		const char *id = inst.id;
+
+		terminate_ids(cl, &id, 1); /* not recorded: it must not run */
+		sr_err_set(e, rc, "node %" PRId64 ": instance %s not recorded;"
+			   " terminated", n->id, inst.id);
+	}
+	cloud_instance_clear(&inst);
+	return rc;
+}
+
+static bool running(const struct cloud_instance *x)
+{
+	return x->state == CLOUD_INST_PENDING || x->state == CLOUD_INST_RUNNING;
+}
+
+int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n)
+{
+	int i = ctl__cloud_of(c, n->pool);
+	struct cloud_instance *v = NULL;
+	struct cloud_error err = { 0 };
+	struct ctl_cloud *cl;
+	const char *ids[16];
+	size_t nv = 0, k = 0;
+	int rc;
+
+	if (i < 0)
+		return -SR_ENOTFOUND;
+	cl = &c->clouds[i];
+	if (inflight_of(c, n->id, &k))
+		inflight_drop(c, k); /* its instance, if any, is found below */
+	if (n->instance_id && n->instance_id[0]) {
+		ids[0] = n->instance_id;
+		return terminate_ids(cl, ids, 1);
+	}
+	/* no id recorded (a crash before the commit): by the node's tag */
+	rc = cl->drv.ops->list(cl->drv.st, c->cluster, &v, &nv, &err);
+	if (rc) {
+		sr_warn("clouds", "cannot list instances", "provider=%s err=\"%s\"",
+			cl->name, err.msg);
+		return rc;
+	}
+	k = 0;
+	for (size_t j = 0; j < nv && k < 16; j++) {
+		if (v[j].node_id == n->id && running(&v[j]))
+			ids[k++] = v[j].id;
+	}
+	rc = terminate_ids(cl, ids, k);
+	cloud_instances_free(v, nv);
+	return rc;
+}
+
+static bool holds(const struct ctl_node_ref *r, const struct cloud_instance *x)
+{
+	if (r->instance_id && r->instance_id[0])
+		return strcmp(r->instance_id, x->id) == 0;
+	return x->node_id == r->id;
+}
+
+/* Observe cloud i's nodes among v[0..n) and sweep its leaks. */
+static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
+		       size_t n, const int *own, struct ctl_node_obs *obs)
+{
+	struct ctl_cloud *cl = &c->clouds[i];
+	struct cloud_instance *x = NULL;
+	struct cloud_error err = { 0 };
+	const char *leak[64];
+	size_t nx = 0, nleak = 0, k;
+	int rc;
+
+	if (cl->mkt.ops->refresh)
+		cl->mkt.ops->refresh(cl->mkt.st);
+	rc = cl->drv.ops->list(cl->drv.st, c->cluster, &x, &nx, &err);
+	if (rc) {
+		sr_warn("clouds", "cannot list instances", "provider=%s err=\"%s\"",
+			cl->name, err.msg);
+		return rc;
+	}
+	for (size_t j = 0; j < n; j++) {
+		if (own[j] != i)
+			continue;
+		obs[j] = (struct ctl_node_obs){ 0 };
+		for (size_t q = 0; q < nx; q++) {
+			if (!holds(&v[j], &x[q]) || !running(&x[q]))
+				continue;
+			obs[j].alive = true;
+			obs[j].pending = x[q].state == CLOUD_INST_PENDING;
+			obs[j].reclaim = x[q].notice_ns != 0;
+		}
+	}
+	/* running instances of this cluster that no live node holds */
+	for (size_t q = 0; q < nx && nleak < 64; q++) {
+		bool known = inflight_of(c, x[q].node_id, &k) != NULL;
+
+		if (!running(&x[q]))
+			continue;
+		for (size_t j = 0; j < n && !known; j++)
+			known = own[j] == i && holds(&v[j], &x[q]);
+		if (!known) {
+			sr_warn("clouds", "leaked instance: terminating", "provider=%s"
+				" instance=%s node=%" PRId64 " job=%" PRId64, cl->name,
+				x[q].id, x[q].node_id, x[q].job_id);
+			leak[nleak++] = x[q].id;
+		}
+	}
+	terminate_ids(cl, leak, nleak);
+	cloud_instances_free(x, nx);
+	return 0;
+}
+
+int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
+		 struct ctl_node_obs *obs)
+{
+	int *own = calloc(n + 1, sizeof *own);
+	int rc = 0;
+
+	if (!own)
+		return -ENOMEM;
+	for (size_t j = 0; j < n; j++) {
+		own[j] = ctl__cloud_of(c, v[j].pool);
+		obs[j] = (struct ctl_node_obs){ 0 }; /* nobody sells it: gone */
+	}
+	/* every cloud is listed, also with no node (its leaks are swept) */
+	for (size_t i = 0; i < c->nclouds && !rc; i++)
+		rc = observe_one(c, (int)i, v, n, own, obs);
+	free(own);
+	return rc;
+}
