@@ -69,6 +69,34 @@ def ts(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
+PHASES = ("final_ckpt", "replacement_created", "gang_stopped",
+          "attempt_started", "resumed")
+
+
+def phases(notice, events, lines, job, before, resumed):
+    """Seconds from the notice to each phase of the recovery (the first
+    time it happened; `resumed` is the last rank's)."""
+    def first(ev_type):
+        t = [ts(e["ts"]) for e in events if e["type"] == ev_type and
+             ts(e["ts"]) >= notice]
+        return min(t) - notice if t else None
+    final = [ts(ln["ts"]) for ln in lines if ln.get("attempt") == 1 and
+             ln.get("line", "").startswith("preempted: final checkpoint")]
+    new = [ts(n["created_at"]) for n in job["nodes"] if n["id"] not in before]
+    return {
+        # every rank wrote its final checkpoint (the last rank's line)
+        "final_ckpt": max(final) - notice if final else None,
+        # the first replacement node was asked of the cloud
+        "replacement_created": min(new) - notice if new else None,
+        # every rank of the attempt exited; the noticed nodes are let go
+        "gang_stopped": first("preempted"),
+        # every rank has a READY node: the next attempt starts
+        "attempt_started": first("recovered"),
+        # every rank restored and met its peers: training resumed
+        "resumed": max(resumed.values()) - notice,
+    }
+
+
 def one(gang, build, mode):
     """One recovery in `mode`; returns notice -> resumed seconds."""
     demo = gang.load_demo()
@@ -117,11 +145,13 @@ def one(gang, build, mode):
             raise OSError("the gang did not resume")
         events = demo.run_json(env, "events", str(jid))["events"]
         notice = min(ts(e["ts"]) for e in events if e["type"] == "notice")
-        after = gang.live(demo.run_json(env, "status", str(jid))["job"])
+        job = demo.run_json(env, "status", str(jid))["job"]
+        after = gang.live(job)
+        before = {n["id"] for n in gang.live(j).values()}
         kept = sum(after[r]["id"] == gang.live(j)[r]["id"] for r in after)
         if kept != (1 if mode == "kept" else 0):
             raise OSError("%s: %d node(s) kept" % (mode, kept))
-        return max(res.values()) - notice
+        return phases(notice, events, lines, job, before, res)
     finally:
         if jid is not None:
             subprocess.run(["spotrun", "cancel", str(jid)], env=env,
@@ -144,15 +174,25 @@ def main():
         p.error("--runs must be >= 1")
     gang = load("spotrun_demo_gang", os.path.join(ROOT, "scripts",
                                                   "demo-gang"))
-    t = {"kept": [], "rebuild": []}
+    ph = {"kept": [], "rebuild": []}
     for _ in range(args.runs):
         for mode in ("kept", "rebuild"):
-            t[mode].append(one(gang, os.path.abspath(args.build), mode))
+            ph[mode].append(one(gang, os.path.abspath(args.build), mode))
+    t = {m: [x["resumed"] for x in v] for m, v in ph.items()}
     k, r = statistics.median(t["kept"]), statistics.median(t["rebuild"])
     if args.json:
         print(json.dumps({"gang_recovery_vs_rebuild": round(k / r, 3),
-                          "kept_s": t["kept"], "rebuild_s": t["rebuild"]}))
+                          "kept_s": t["kept"], "rebuild_s": t["rebuild"],
+                          "phases_s": ph}))
         return 0
+    print("seconds after the notice (median of each phase):")
+    print("  %-20s %8s %8s" % ("phase", "kept", "rebuild"))
+    for name in PHASES:
+        row = []
+        for mode in ("kept", "rebuild"):
+            v = [x[name] for x in ph[mode] if x[name] is not None]
+            row.append("%8.2f" % statistics.median(v) if v else "%8s" % "-")
+        print("  %-20s %s" % (name, " ".join(row)))
     print("notice -> resumed on all ranks, healthy node kept:  %s s" %
           ", ".join("%.2f" % x for x in t["kept"]))
     print("notice -> resumed on all ranks, every node rebuilt: %s s" %

@@ -396,7 +396,6 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		goto fail;
 	ctl__routes_jobs();
 	ctl__routes_nodes();
-	ctl__routes_imds();
 	rc = ctl__http_start(c, e);
 	if (rc)
 		goto fail;

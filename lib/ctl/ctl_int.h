@@ -203,7 +203,7 @@ void ctl__wake(struct ctl *c);
  * constructor in a static library is dropped unless referenced). */
 void ctl__routes_jobs(void);
 void ctl__routes_nodes(void);
-void ctl__routes_imds(void);
+void ctl__routes_imds(void); /* the local cloud's (prov_local.c registers) */
 
 /* HTTP server (server.c).  _prepare checks the listen address against
  * the TLS settings and loads the certificate (before anything slow);

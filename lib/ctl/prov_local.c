@@ -28,10 +28,15 @@
  * (the local cloud's send-spot-instance-interruptions, as AWS FIS
  * offers; tests and `make demo` preempt one node of a gang this way),
  * the cloud schedules the interruption notice_ms ahead: it serves the
- * notice on the instance's IMDSv2 (ctl__local_imds, routes_imds.c),
+ * notice on the instance's IMDSv2 (ctl__local_imds, prov_local_imds.c),
  * reports it in list() (cloud_instance.notice_ns) and kills the
- * instance when the time comes.  A spot launch into a pool without
- * capacity fails with the capacity class.
+ * instance when the time comes.  A pool's lost capacity takes a job's
+ * instances one at a time, as a cloud's reclaims of a fleet come
+ * instance by instance: the job's oldest live instance in that pool is
+ * interrupted, the next only once it is gone (so a gang loses one node,
+ * keeps the others, and loses the next if the pool stays short).  A
+ * spot launch into a pool without capacity fails with the capacity
+ * class.
  *
  * Threading: the driver's state is under one mutex; the market is
  * read-only after load.
@@ -591,9 +596,26 @@ static bool interrupt_injected(const struct ldrv *d, int64_t id)
 	return stat(p, &sb) == 0;
 }
 
+/* Whether v[i] is the instance a shortage of its pool takes now: no
+ * other live instance of its job in that pool is older or already has
+ * its notice. */
+static bool reclaim_turn(const struct lrec *v, size_t nv, size_t i)
+{
+	for (size_t k = 0; k < nv; k++) {
+		if (k == i || v[k].gone || v[k].job != v[i].job ||
+		    v[k].pool != v[i].pool || !v[k].spot ||
+		    strcmp(v[k].cluster, v[i].cluster) != 0)
+			continue;
+		if (v[k].notice_ns || v[k].node < v[i].node)
+			return false;
+	}
+	return true;
+}
+
 /* The cloud's own timeline, advanced when it is observed: interruptions
- * scheduled and carried out, dead processes recorded as gone. */
-static bool rec_step(struct ldrv *d, struct lrec *r, int64_t now)
+ * scheduled and carried out, dead processes recorded as gone.  `turn`:
+ * whether a shortage of its pool takes this instance now. */
+static bool rec_step(struct ldrv *d, struct lrec *r, bool turn, int64_t now)
 {
 	struct sr_err e = { 0 };
 	bool alive = !r->gone && r->pid > 0 && proc_alive(r->pid, r->start);
@@ -605,7 +627,8 @@ static bool rec_step(struct ldrv *d, struct lrec *r, int64_t now)
 	if (!alive)
 		return false;
 	if (r->spot && !r->notice_ns &&
-	    (!localmkt_available(d->mkt->m, r->pool, ctl__sim_now(d->c)) ||
+	    ((turn && !localmkt_available(d->mkt->m, r->pool,
+					  ctl__sim_now(d->c))) ||
 	     interrupt_injected(d, r->node))) {
 		r->notice_ns = now + d->c->cfg.notice_ms * 1000000;
 		if (rec_save(d, r, &e))
@@ -647,7 +670,7 @@ static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 
 		if (strcmp(v[i].cluster, cluster) != 0)
 			continue;
-		alive = rec_step(d, &v[i], now);
+		alive = rec_step(d, &v[i], reclaim_turn(v, nv, i), now);
 		if (!alive && now - v[i].gone_ns > GONE_KEEP_NS) {
 			unlink(paths[i]); /* long gone: forget it */
 			continue;
@@ -766,6 +789,7 @@ int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
 	pthread_mutex_init(&d->mu, NULL);
 	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
 		localmkt_npools(m->m));
+	ctl__routes_imds(); /* the local cloud's IMDSv2 (prov_local_imds.c) */
 	snprintf(out->name, sizeof out->name, "local");
 	out->shared_disk = true;
 	out->mkt = (struct cloud_market){ &lm_ops, m };

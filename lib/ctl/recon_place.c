@@ -305,7 +305,8 @@ int recon__policy_tick(struct ctl *c, struct store *db, struct rjob *j,
 		if (rc)
 			goto out;
 	}
-	now.preempted = j->state == JOB_RECOVERING &&
+	now.preempted = (j->state == JOB_RECOVERING || j->state == JOB_NOTICE ||
+			 j->state == JOB_CHECKPOINTING) &&
 			strcmp(j->recover_reason, "preempted") == 0;
 	rc = place_decide(c, &j->plan, c->cfg.policy, &now, &blob, &len, ch, e);
 	if (!rc)
@@ -604,7 +605,9 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 				   d, "deadline at risk on spot: falling back to "
 				   "on-demand", &e);
 	}
-	if (!rc && j->state != JOB_PROVISIONING)
+	/* placed at a notice (reconcile.c replace_noticed): the gang is still
+	 * checkpointing, the state moves on from there */
+	if (!rc && (j->state == JOB_PENDING || j->state == JOB_RECOVERING))
 		rc = jobsm_move(db, j->id, j->state, JOB_PROVISIONING, now, sim,
 				      msg, &e);
 	rc = store_end(db, rc, &e);

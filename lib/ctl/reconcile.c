@@ -26,7 +26,10 @@
  *                  "migrate", the nodes to leave get `stop`
  *   NOTICE         -> CHECKPOINTING (the agents stop their workloads: the
  *                  noticed one on its own IMDS poll, the others on their
- *                  next heartbeat's `stop` directive)
+ *                  next heartbeat's `stop` directive).  A noticed node is
+ *                  doomed: its rank's replacement is placed now (its pool
+ *                  marked first), so it boots while the gang checkpoints
+ *                  and stops (retried in CHECKPOINTING if the policy waits)
  *   CHECKPOINTING  every rank of the attempt has exited or is gone ->
  *                  PREEMPTED (the noticed nodes are terminated; lost work
  *                  is recorded)
@@ -557,7 +560,13 @@ static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
 	return seen;
 }
 
-/* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
+/* A node placed at the job's notice to replace a noticed one
+ * (replace_noticed): it has run nothing of the attempt being stopped. */
+static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
+{
+	return j->notice_ns && x->created_ns >= j->notice_ns;
+}
+
 /* The node a preemption hit and the gang's price: from the live noticed
  * nodes, or - when the node pass already ended them (the instance was
  * gone) - from the job's most recent noticed node. */
@@ -570,7 +579,7 @@ static int64_t noticed_node(struct ctl *c, struct store *db, const struct rjob *
 
 	*price = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (live[i].notice_ns) {
+		if (live[i].notice_ns && !placed_at_notice(j, &live[i])) {
 			*price += live[i].price;
 			if (!id)
 				id = live[i].id;
@@ -618,6 +627,9 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns && live[i].kill_ns > deadline)
 			deadline = live[i].kill_ns;
+		/* a replacement placed at the notice runs nothing yet */
+		if (placed_at_notice(j, &live[i]) && !live[i].notice_ns)
+			continue;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
@@ -637,6 +649,11 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 			rc = recon__node_end(c, db, &live[i], "TERMINATED",
 					     live[i].notice_ns ? "preempted" :
 					     "migrated", now, &e);
+		/* a replacement noticed before it ran: a preemption of its
+		 * own, counted as one while provisioning is */
+		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
+			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1",
+					    1, &e);
 	}
 	/* The work lost is counted when a later attempt restores: the step
 	 * and checkpoint seen now may be stale (recon_lost.c). */
@@ -670,6 +687,33 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		}
 	}
 	return rc ? rc : 1;
+}
+
+/* NOTICE, CHECKPOINTING: a noticed node will be reclaimed whatever
+ * happens, so its rank's replacement is asked for at once rather than
+ * after the node is gone - it boots while the gang takes its final
+ * checkpoint (recon__place_missing counts a noticed rank as missing and
+ * leaves the job's state alone here).  The noticed pool is marked first
+ * (the cloud is reclaiming it now), as it is after the loss.  A move
+ * (reason "migrate") places nothing here.  A placement that fails here
+ * (logged by recon__place_missing) must not hold up the checkpoint:
+ * RECOVERING places what is still missing. */
+static void replace_noticed(struct ctl *c, struct store *db, struct rjob *j,
+			    const struct rnode *live, size_t n)
+{
+	bool doomed = false;
+
+	if (strcmp(j->recover_reason, "preempted") != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!live[i].notice_ns)
+			continue;
+		doomed = true;
+		if (live[i].spot)
+			ctl__pool_mark(c, live[i].pool);
+	}
+	if (doomed)
+		(void)recon__place_missing(c, db, j, live, n);
 }
 
 /* One step for job `id`.  Returns 1 if its state changed (call again),
@@ -711,8 +755,9 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 	case JOB_PENDING:
 	case JOB_RECOVERING:
 		if (j.state == JOB_RECOVERING && !rank_missing(&j, live, n)) {
-			rc = simple(c, db, &j, JOB_PROVISIONING, "every node is "
-				    "healthy: restarting the workload in place",
+			rc = simple(c, db, &j, JOB_PROVISIONING, "every rank "
+				    "has a node (kept, or replaced at the notice): "
+				    "the next attempt starts when all are ready",
 				    NULL, 0);
 			rc = rc ? rc : 1;
 			break;
@@ -726,11 +771,13 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		rc = step_running(c, db, &j, live, n);
 		break;
 	case JOB_NOTICE:
+		replace_noticed(c, db, &j, live, n);
 		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
 			    "taking the final checkpoint", NULL, 0);
 		rc = rc ? rc : 1;
 		break;
 	case JOB_CHECKPOINTING:
+		replace_noticed(c, db, &j, live, n);
 		rc = step_checkpointing(c, db, &j, live, n);
 		break;
 	case JOB_PREEMPTED:

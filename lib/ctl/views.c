@@ -58,7 +58,8 @@ const char ctl__node_cols[] =
 	" state END AS state, provider, cloud, region, zone, instance_type,"
 	" spot, price_micros, pid, created_ns, last_hb_ns, notice_ns, kill_ns,"
 	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
-	" accelerator, accel_count, cost_micros, pool, instance_id, driver_blob";
+	" accelerator, accel_count, cost_micros, pool, instance_id, driver_blob,"
+	" addr";
 
 /* The API's name of each node column it serves, and how. */
 enum kind { K_INT, K_INT_NULL, K_TEXT, K_TEXT_NULL, K_TS, K_REAL, K_REAL_NULL,
@@ -142,6 +143,7 @@ json_t *ctl__node_json_row(struct store_stmt *st)
 		{ "pool", "pool", K_INT },
 		{ "instance_id", "instance_id", K_TEXT_NULL },
 		{ "instance", "driver_blob", K_JSON_NULL },
+		{ "addr", "addr", K_TEXT_NULL },
 	};
 
 	return fields_json(st, fs, sizeof fs / sizeof fs[0]);

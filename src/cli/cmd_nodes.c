@@ -27,9 +27,9 @@ static void print_table(json_t *nodes)
 		printf("no nodes\n");
 		return;
 	}
-	printf("%-5s %-5s %-4s %-10s %-6s %-14s %-14s %-5s %-9s %-5s %s\n", "ID",
-	       "JOB", "RANK", "STATE", "CLOUD", "ZONE", "TYPE", "SPOT", "$/H", "CPU",
-	       "HEARTBEAT");
+	printf("%-5s %-5s %-4s %-10s %-6s %-14s %-14s %-5s %-9s %-5s %-15s %s\n",
+	       "ID", "JOB", "RANK", "STATE", "CLOUD", "ZONE", "TYPE", "SPOT", "$/H",
+	       "CPU", "ADDR", "HEARTBEAT");
 	json_array_foreach(nodes, i, n) {
 		char price[32], age[40], cpu[16];
 		json_t *cu = json_object_get(n, "cpu_util");
@@ -38,7 +38,8 @@ static void print_table(json_t *nodes)
 			snprintf(cpu, sizeof cpu, "%.0f%%", json_number_value(cu) * 100);
 		else
 			snprintf(cpu, sizeof cpu, "-");
-		printf("%-5lld %-5lld %-4lld %-10s %-6s %-14s %-14s %-5s %-9s %-5s %s%s%s\n",
+		printf("%-5lld %-5lld %-4lld %-10s %-6s %-14s %-14s %-5s %-9s %-5s %-15s "
+		       "%s%s%s\n",
 		       (long long)ctlcli_int(n, "id", 0),
 		       (long long)ctlcli_int(n, "job_id", 0),
 		       (long long)ctlcli_int(n, "rank", 0), ctlcli_str(n, "state", "?"),
@@ -47,7 +48,7 @@ static void print_table(json_t *nodes)
 		       json_is_true(json_object_get(n, "spot")) ? "yes" : "no",
 		       ctlcli_money(json_object_get(n, "price_micros_per_hour"), price,
 				    sizeof price),
-		       cpu,
+		       cpu, ctlcli_str(n, "addr", "-"),
 		       ctlcli_age(ctlcli_str(n, "last_heartbeat_at", NULL), age,
 				  sizeof age),
 		       ctlcli_str(n, "end_reason", NULL) ? "  ended: " : "",

@@ -106,12 +106,13 @@ static void print_job(json_t *j)
 		return;
 	printf("  nodes:\n");
 	json_array_foreach(nodes, i, n) {
-		printf("    node %-4lld rank %-3lld %-10s %s %s%s  heartbeat %s\n",
+		printf("    node %-4lld rank %-3lld %-10s %s %s%s  addr %s  heartbeat %s\n",
 		       (long long)ctlcli_int(n, "id", 0),
 		       (long long)ctlcli_int(n, "rank", 0), ctlcli_str(n, "state", "?"),
 		       ctlcli_where(n, pl, sizeof pl),
 		       ctlcli_str(n, "instance_type", "?"),
 		       json_is_true(json_object_get(n, "spot")) ? " spot" : "",
+		       ctlcli_str(n, "addr", "-"),
 		       ctlcli_age(ctlcli_str(n, "last_heartbeat_at", NULL), b1,
 				  sizeof b1));
 	}

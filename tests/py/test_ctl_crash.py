@@ -19,6 +19,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 import pytest
 
@@ -310,3 +311,45 @@ def test_gang_loses_one_node_keeps_the_other(daemon_factory):
     lost = [e for e in d.events(jid) if e["type"] == "node_lost"]
     assert [e["node_id"] for e in lost] == [ready[1]["id"]]
     assert len(completions(d, jid)) == 1
+
+
+def ts(s):
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def test_market_reclaim_takes_one_node_of_a_gang(daemon_factory):
+    # one trace hour per 2 real seconds; each zone is short one hour in
+    # 7 (phase-shifted), so the gang's pool loses capacity before its 20 s
+    # of steps are done
+    d = daemon_factory([1] * 6 + [0], "--time-scale", "1800",
+                       "--notice-ms", "1500", "--heartbeat-timeout", "4s")
+    d.start()
+    yaml = spot_job("gang-mkt", 200).replace("name: gang-mkt\n",
+                                             "name: gang-mkt\nnum_nodes: 2\n")
+    # each rank checkpoints into its own part of the shared directory
+    yaml = yaml.replace("  d=$SPOTRUN_CKPT_DIR;",
+                        "  d=$SPOTRUN_CKPT_DIR/r$SPOTRUN_NODE_RANK; mkdir -p $d;")
+    jid = d.submit(yaml)
+    j = d.wait([jid], 300)[0]
+    assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+    nodes = j["nodes"]
+    noticed = sorted((n for n in nodes if n["notice_at"]),
+                     key=lambda n: ts(n["notice_at"]))
+    assert noticed, "the synthetic market reclaimed nothing"
+    for a in noticed:
+        # the local cloud reclaims a job's nodes in a pool one at a
+        # time: no other node of that pool got its notice before this
+        # one was gone
+        for b in noticed:
+            if b is not a and b["pool"] == a["pool"] and \
+                    ts(b["notice_at"]) >= ts(a["notice_at"]):
+                assert ts(b["notice_at"]) >= ts(a["terminated_at"]), (a, b)
+    # the first reclaim kept the gang's other node: it was up before the
+    # notice and outlived the reclaimed one
+    first = noticed[0]
+    kept = [n for n in nodes if n["id"] != first["id"] and
+            n["rank"] != first["rank"] and
+            ts(n["created_at"]) < ts(first["notice_at"]) and
+            (not n["terminated_at"] or
+             ts(n["terminated_at"]) > ts(first["terminated_at"]))]
+    assert kept, nodes

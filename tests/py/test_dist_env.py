@@ -61,3 +61,12 @@ def test_two_ranks_rendezvous_from_the_environment(cli, tmp_path):
         assert 20000 <= int(f["port"]) < 32000
         ports.add(f["port"])
     assert len(ports) == 1
+    # `spotrun status` and the nodes API show each node's address
+    nodes = json.loads(cli.run("status", str(jid), "--json").stdout)["job"]["nodes"]
+    assert [n["addr"] for n in nodes] == ["127.0.0.1", "127.0.0.1"], nodes
+    text = cli.run("status", str(jid)).stdout
+    assert text.count("addr 127.0.0.1") == 2, text
+    listed = json.loads(cli.run("nodes", "--all", "--job", str(jid),
+                                "--json").stdout)["nodes"]
+    assert {n["addr"] for n in listed} == {"127.0.0.1"}, listed
+    assert "127.0.0.1" in cli.run("nodes", "--all", "--job", str(jid)).stdout

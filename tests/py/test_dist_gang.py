@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from test_ctl_crash import ROOT, Daemon, make_market
+from test_ctl_crash import ROOT, Daemon, make_market, ts
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(
@@ -119,6 +119,12 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
         # the healthy node was kept, the noticed rank got a new node
         assert after[healthy]["id"] == before[healthy]["id"], (before, after)
         assert after[victim]["id"] != before[victim]["id"], (before, after)
+        # the replacement was asked for at the notice, while the gang
+        # checkpointed: before the noticed node was let go
+        final = {n["id"]: n for n in j["nodes"]}
+        gone, new = final[before[victim]["id"]], final[after[victim]["id"]]
+        assert ts(new["created_at"]) <= ts(gone["terminated_at"]), \
+            (gone, new)
         # every rank took its final checkpoint for one step, and both
         # ranks of the next attempt restored exactly that step
         finals = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])

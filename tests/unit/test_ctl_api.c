@@ -155,6 +155,16 @@ static void test_job_lifecycle_node_api(void **state)
 	assert_string_equal(json_string_value(json_array_get(json_object_get(
 		json_object_get(v, "directive"), "node_ips"), 0)), "10.0.3.17");
 	json_decref(v);
+	/* the nodes API serves that address */
+	j = get_job(id);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(j, "nodes"), 0), "addr")), "10.0.3.17");
+	json_decref(j);
+	snprintf(other, sizeof other, "/v1/nodes?job=%lld", (long long)id);
+	assert_int_equal(jreq("GET", other, tok, NULL, &v), 200);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(v, "nodes"), 0), "addr")), "10.0.3.17");
+	json_decref(v);
 	/* a second progress report of the same attempt measures the pace */
 	j = get_job(id);
 	assert_true(json_is_null(json_object_get(j, "sim_step_s")));

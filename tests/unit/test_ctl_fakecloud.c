@@ -531,9 +531,9 @@ static int64_t to_running(int64_t id)
 /* ---- tests ------------------------------------------------------------------ */
 
 /* A spot job: placed, launched, registered, running; its pool loses
- * capacity (notice), the workload checkpoints and exits, the node is
- * terminated, a node in the other zone replaces it, and the job
- * completes there. */
+ * capacity (notice), a node in the other zone is placed at once to
+ * replace it, the workload checkpoints and exits, the noticed node is
+ * terminated, and the job completes on the replacement. */
 static void test_notice_replace_complete(void **state)
 {
 	struct nview a, b;
@@ -553,19 +553,22 @@ static void test_notice_replace_complete(void **state)
 	/* noticed: NOTICE -> CHECKPOINTING in the same pass */
 	assert_string_equal(job_state(id), "CHECKPOINTING");
 	assert_string_equal(node_view(id, n1).state, "READY");
+	/* the noticed node is doomed: its replacement is asked for now, in
+	 * the other zone, and boots while the workload checkpoints */
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	b = node_view(id, n2);
+	assert_string_not_equal(b.zone, a.zone);
 	agent_exit(n1, 1, 143, "preempted");
 	advance_ms(100);
 	pass();
-	/* PREEMPTED -> RECOVERING -> PROVISIONING elsewhere */
+	/* PREEMPTED -> RECOVERING -> PROVISIONING: no rank is missing */
 	assert_string_equal(job_state(id), "PROVISIONING");
 	a = node_view(id, n1);
 	assert_string_equal(a.state, "TERMINATED");
 	assert_string_equal(a.reason, "preempted");
 	assert_false(inst_of(n1)->alive);
-	n2 = live_node(id);
-	assert_true(n2 > n1);
-	b = node_view(id, n2);
-	assert_string_not_equal(b.zone, a.zone);
+	assert_int_equal(live_node(id), n2);
 	pass();
 	assert_string_equal(node_view(id, n2).state, "BOOTING");
 	agent_register(n2);
