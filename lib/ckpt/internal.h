@@ -198,11 +198,28 @@ int ckpt__io_write_file(struct ckpt_io *io, int fd_buf, int fd_dir,
 /* A byte range of a file to read, delivered in order to a sink. */
 typedef int (*ckpt_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
 			    uint64_t n);
-/* Read [off, off+len) of path in aligned chunks (O_DIRECT if possible),
- * calling sink for consecutive pieces in order.  A sink's non-zero return
- * stops the read and is returned. */
-int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
-			uint64_t len, ckpt_sink_fn sink, void *ud);
+struct ckpt_read_range {
+	const char *path;      /* borrowed until the range is finished */
+	uint64_t off, len;
+	ckpt_sink_fn sink;     /* consecutive pieces, in file order */
+	void *ud;
+};
+/* Where a reading thread's ranges come from (see ioread.c). */
+struct ckpt_read_src {
+	/* Fill *r with the next range: 1, or 0 when none is left, or a
+	 * negative error (the stream stops). */
+	int (*next)(void *ud, struct ckpt_read_range *r);
+	/* Range r ended: rc is 0 once its last byte reached its sink, else
+	 * the error that stopped it (-ECANCELED: another range's error).
+	 * Returns the range's outcome (non-zero stops the stream). */
+	int (*finish)(void *ud, struct ckpt_read_range *r, int rc);
+	void *ud;
+};
+/* Read the source's ranges one after the other, in aligned chunks
+ * (O_DIRECT if possible), keeping the queue full across range
+ * boundaries; every range next() gave is finished exactly once.  A
+ * sink's or finish's non-zero return stops the stream and is returned. */
+int ckpt__io_read_stream(struct ckpt_io *io, const struct ckpt_read_src *src);
 /* Read into buf[0..n) (4096-aligned, resident, the caller's until
  * io_free) instead of a fresh mapping; the queue depth shrinks to what
  * fits.  Returns 0, or -ENOBUFS (nothing changed) when not even two

@@ -1,13 +1,29 @@
 /*
- * ioread.c - reading a byte range of a file in order, in parallel chunks.
+ * ioread.c - reading a stream of byte ranges, in order, in parallel chunks.
  *
- * The range is widened to the O_DIRECT alignment and read in `chunk`-sized
- * requests, up to `depth` in flight, into the io's read buffers (huge
- * pages, see bounce_alloc); chunks
- * are handed to the sink strictly in file order (the hashers need order),
- * each completed chunk's slot then being reused for the next request.
+ * A thread's reads are a stream of ranges (a run of tensors of one shard
+ * file each) that a source hands out one at a time.  Each range is widened
+ * to the O_DIRECT alignment and read in `chunk`-sized requests, up to
+ * `depth` in flight, into the io's read buffers (huge pages, see
+ * bounce_alloc).  Chunks are handed to the range's sink strictly in file
+ * order (the hashers need order), each completed chunk's slot then being
+ * reused for the next request.  The queue does not drain between ranges:
+ * once a range is fully submitted the next one is asked for and its first
+ * chunks go out while the previous range's last chunks are still being
+ * read and hashed, so a thread keeps the device as busy across the
+ * boundary as within a range.
+ *
+ *   ranges:   | A ................ | B ......... | C ....
+ *   in flight:          [A7 A8 B1 B2 B3 B4 B5 B6]      (depth 8)
+ *   delivered: A1..A6 to A's sink; A finished after A8, then B's sink
+ *
+ * Ranges live in a FIFO from `next` to `finish`: every range the source
+ * returned is finished exactly once, in order, with 0 when its last byte
+ * reached its sink, or with the error that stopped the stream (the range
+ * that failed gets the error, the ones after it -ECANCELED).
+ *
  * Without O_DIRECT the same path reads through the page cache; without
- * io_uring it falls back to pread(2).
+ * io_uring it falls back to pread(2), one range after the other.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +36,24 @@
 #include "internal.h"
 #include "io.h"
 
+/* A range between next() and finish(). */
+struct rrange {
+	struct ckpt_read_range r;
+	int fd_buf, fd_dir, fd;   /* fd: where the reads go */
+	uint64_t a0, a1, next;    /* aligned bounds; next offset to submit */
+	uint64_t nsub, ndone;     /* requests submitted / delivered */
+	int rc;                   /* error that ended the range, if any */
+};
+
+/* Every range in the FIFO but the newest has a request in flight, so
+ * depth + 1 slots always suffice; a run of empty ranges waits for room. */
+#define RANGES_MAX (CKPT_IO_MAX_DEPTH + 1)
+
 struct rreq {
 	uint64_t off;   /* aligned file offset of the request */
 	uint64_t len;   /* bytes requested */
 	int64_t res;    /* bytes read or -errno; INT64_MIN while in flight */
+	uint64_t range; /* index of its range in the FIFO */
 };
 
 static int pread_full(int fd, uint8_t *p, uint64_t n, uint64_t off,
@@ -49,19 +79,69 @@ static int pread_full(int fd, uint8_t *p, uint64_t n, uint64_t off,
 
 /* Deliver the useful part of request q (bytes [off, off+len) of the file
  * that it covers) to the sink. */
-static int deliver(const struct rreq *q, const uint8_t *p, uint64_t off,
-		   uint64_t len, ckpt_sink_fn sink, void *ud)
+static int deliver(const struct rreq *q, const uint8_t *p,
+		   const struct ckpt_read_range *r)
 {
-	uint64_t lo = q->off > off ? q->off : off;
-	uint64_t hi = q->off + q->len < off + len ? q->off + q->len : off + len;
+	uint64_t end = r->off + r->len;
+	uint64_t lo = q->off > r->off ? q->off : r->off;
+	uint64_t hi = q->off + q->len < end ? q->off + q->len : end;
 
 	if (hi <= lo)
 		return 0;
-	return sink(ud, lo, p + (lo - q->off), hi - lo);
+	return r->sink(r->ud, lo, p + (lo - q->off), hi - lo);
 }
 
-static int submit_read(struct ckpt_io *io, int fd, uint32_t slot,
-		       struct rreq *q)
+/* Open g's file (O_DIRECT when it can) and set its aligned bounds. */
+static int range_open(struct rrange *g)
+{
+	struct ckpt_dio d = { 0 };
+	struct stat st;
+
+	g->fd_buf = open(g->r.path, O_RDONLY | O_CLOEXEC);
+	if (g->fd_buf < 0)
+		return -errno;
+	if (fstat(g->fd_buf, &st) != 0 ||
+	    (uint64_t)st.st_size < g->r.off + g->r.len)
+		return -SR_ECORRUPT;
+	if (!getenv("SPOTCKPT_NO_DIRECT"))
+		g->fd_dir = open(g->r.path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (g->fd_dir >= 0)
+		ckpt__dio_probe(g->fd_dir, &d);
+	if (!d.direct)
+		d.off_align = 4096;
+	g->fd = d.direct ? g->fd_dir : g->fd_buf;
+	g->a0 = g->r.off / d.off_align * d.off_align;
+	g->a1 = (g->r.off + g->r.len + d.off_align - 1) / d.off_align *
+		d.off_align;
+	g->next = g->a0;
+	return 0;
+}
+
+static void range_close(struct rrange *g)
+{
+	if (g->fd_dir >= 0)
+		close(g->fd_dir);
+	if (g->fd_buf >= 0)
+		close(g->fd_buf);
+	g->fd_dir = g->fd_buf = -1;
+}
+
+/* Ask the source for the next range into g; 1 = got one (opened, or
+ * with g->rc set when it could not be), 0 = none left, < 0 = error. */
+static int range_next(const struct ckpt_read_src *src, struct rrange *g)
+{
+	int n;
+
+	memset(g, 0, sizeof *g);
+	g->fd_buf = g->fd_dir = -1;
+	n = src->next(src->ud, &g->r);
+	if (n > 0)
+		g->rc = range_open(g);
+	return n;
+}
+
+static int submit_read(struct ckpt_io *io, uint32_t slot, struct rreq *q,
+		       int fd)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
 
@@ -90,83 +170,161 @@ static int wait_slot(struct ckpt_io *io, struct rreq *reqs, uint32_t slot)
 	return 0;
 }
 
-static int read_ring(struct ckpt_io *io, int fd, int fd_buf, uint64_t a0,
-		     uint64_t a1, uint64_t off, uint64_t len, ckpt_sink_fn sink,
-		     void *ud)
+/* Wait for request q (in `slot`) of range g and hand its bytes over. */
+static int complete_one(struct ckpt_io *io, struct rreq *reqs, uint32_t slot,
+			struct rrange *g)
 {
-	struct rreq reqs[CKPT_IO_MAX_DEPTH];
-	uint64_t next = a0, head = 0, nsub = 0;
+	struct rreq *q = &reqs[slot];
+	uint8_t *p = io->bounce + (uint64_t)slot * io->chunk;
 	int rc = 0;
 
-	while (rc == 0 && (head < nsub || next < a1)) {
-		while (next < a1 && nsub - head < io->depth) {
-			uint32_t slot = (uint32_t)(nsub % io->depth);
+	if (q->res < 0) {
+		rc = (int)q->res;
+	} else if ((uint64_t)q->res < q->len) {
+		uint64_t got = 0;
 
-			reqs[slot].off = next;
-			reqs[slot].len = a1 - next < io->chunk ? a1 - next : io->chunk;
-			rc = submit_read(io, fd, slot, &reqs[slot]);
-			if (rc)
+		/* short (EOF or odd fs): finish buffered */
+		rc = pread_full(g->fd_buf, p + q->res, q->len - (uint64_t)q->res,
+				q->off + (uint64_t)q->res, &got);
+		q->len = (uint64_t)q->res + got;
+	}
+	if (rc == 0)
+		rc = deliver(q, p, &g->r);
+	g->ndone++;
+	return rc;
+}
+
+static int stream_ring(struct ckpt_io *io, const struct ckpt_read_src *src)
+{
+	struct rreq reqs[CKPT_IO_MAX_DEPTH];
+	struct rrange rg[RANGES_MAX];
+	uint64_t rhead = 0, rtail = 0; /* ranges [rhead, rtail) are open */
+	uint64_t head = 0, nsub = 0;   /* requests [head, nsub) in flight */
+	uint64_t failed = UINT64_MAX;  /* the range the error belongs to */
+	int rc = 0, more = 1, broken = 0;
+
+	while (rc == 0) {
+		/* fill the queue, asking for the next range when one is done */
+		while (rc == 0 && nsub - head < io->depth) {
+			struct rrange *g = rtail > rhead ? &rg[(rtail - 1) % RANGES_MAX]
+							 : NULL;
+			uint32_t slot = (uint32_t)(nsub % io->depth);
+			struct rreq *q = &reqs[slot];
+			int n;
+
+			if (g && g->next < g->a1) {
+				q->off = g->next;
+				q->len = g->a1 - g->next < io->chunk ? g->a1 - g->next
+								      : io->chunk;
+				q->range = rtail - 1;
+				rc = submit_read(io, slot, q, g->fd);
+				if (rc) {
+					failed = rtail - 1;
+					break;
+				}
+				g->next += q->len;
+				g->nsub++;
+				nsub++;
+				continue;
+			}
+			if (!more || rtail - rhead == RANGES_MAX)
 				break;
-			next += reqs[slot].len;
-			nsub++;
+			n = range_next(src, &rg[rtail % RANGES_MAX]);
+			if (n <= 0) {
+				more = 0;
+				rc = n;
+				break;
+			}
+			rtail++;
+			if (rg[(rtail - 1) % RANGES_MAX].rc)
+				more = 0; /* it fails in its turn, below */
 		}
-		if (rc || head == nsub)
+		/* finish the ranges whose every byte reached the sink */
+		while (rhead < rtail) {
+			struct rrange *g = &rg[rhead % RANGES_MAX];
+			int frc;
+
+			if (g->next < g->a1 || g->ndone < g->nsub)
+				break;
+			if (g->rc) { /* could not be opened */
+				if (rc == 0) {
+					rc = g->rc;
+					failed = rhead;
+				}
+				break;
+			}
+			frc = src->finish(src->ud, &g->r, 0);
+			range_close(g);
+			rhead++;
+			if (frc) {
+				rc = rc ? rc : frc;
+				break;
+			}
+		}
+		if (rc)
 			break;
+		if (head == nsub) {
+			if (!more)
+				break; /* every range finished */
+			continue; /* a run of empty ranges filled the FIFO */
+		}
 		{
 			uint32_t slot = (uint32_t)(head % io->depth);
-			struct rreq *q = &reqs[slot];
-			uint8_t *p = io->bounce + (uint64_t)slot * io->chunk;
+			uint64_t gi = reqs[slot].range;
 
 			rc = wait_slot(io, reqs, slot);
-			if (rc)
-				return rc; /* ring broken: cannot drain */
-			if (q->res < 0) {
-				rc = (int)q->res;
-			} else if ((uint64_t)q->res < q->len) {
-				uint64_t got = 0;
-
-				/* short (EOF or odd fs): finish buffered */
-				rc = pread_full(fd_buf, p + q->res,
-						q->len - (uint64_t)q->res,
-						q->off + (uint64_t)q->res, &got);
-				q->len = (uint64_t)q->res + got;
+			if (rc) {
+				broken = 1; /* ring broken: cannot drain */
+			} else {
+				rc = complete_one(io, reqs, slot,
+						  &rg[gi % RANGES_MAX]);
+				head++;
 			}
-			if (rc == 0)
-				rc = deliver(q, p, off, len, sink, ud);
-			head++;
+			if (rc)
+				failed = gi;
 		}
 	}
-	/* drain anything still in flight before the bounce buffer is reused */
-	for (; head < nsub; head++) {
-		int r = wait_slot(io, reqs, (uint32_t)(head % io->depth));
+	/* drain anything still in flight before the buffers are reused */
+	for (; !broken && head < nsub; head++) {
+		if (wait_slot(io, reqs, (uint32_t)(head % io->depth)))
+			break;
+	}
+	for (; rhead < rtail; rhead++) {
+		struct rrange *g = &rg[rhead % RANGES_MAX];
 
-		if (r)
-			return rc ? rc : r;
+		src->finish(src->ud, &g->r, rhead == failed ? rc : -ECANCELED);
+		range_close(g);
 	}
 	return rc;
 }
 
-static int read_sync(struct ckpt_io *io, int fd, uint64_t a0, uint64_t a1,
-		     uint64_t off, uint64_t len, ckpt_sink_fn sink, void *ud)
+/* pread(2) without io_uring: one chunk at a time, one range at a time. */
+static int stream_sync(struct ckpt_io *io, const struct ckpt_read_src *src)
 {
-	for (uint64_t at = a0; at < a1;) {
-		struct rreq q = { .off = at };
-		uint64_t got = 0;
-		int rc;
+	struct rrange g;
+	int rc = 0, n;
 
-		q.len = a1 - at < io->chunk ? a1 - at : io->chunk;
-		rc = pread_full(fd, io->bounce, q.len, at, &got);
+	for (n = range_next(src, &g); n > 0; n = range_next(src, &g)) {
+		rc = g.rc;
+		for (uint64_t at = g.a0; rc == 0 && at < g.a1;) {
+			struct rreq q = { .off = at };
+			uint64_t got = 0;
+
+			q.len = g.a1 - at < io->chunk ? g.a1 - at : io->chunk;
+			rc = pread_full(g.fd_buf, io->bounce, q.len, at, &got);
+			q.len = got;
+			if (rc == 0)
+				rc = deliver(&q, io->bounce, &g.r);
+			if (got == 0)
+				break;
+			at += got;
+		}
+		rc = src->finish(src->ud, &g.r, rc);
+		range_close(&g);
 		if (rc)
 			return rc;
-		q.len = got;
-		rc = deliver(&q, io->bounce, off, len, sink, ud);
-		if (rc)
-			return rc;
-		if (got == 0)
-			break;
-		at += got;
 	}
-	return 0;
+	return n;
 }
 
 /* The read buffers: depth * chunk bytes of anonymous memory on transparent
@@ -212,42 +370,13 @@ int ckpt__io_borrow_buffer(struct ckpt_io *io, uint8_t *buf, uint64_t n)
 	return 0;
 }
 
-int ckpt__io_read_range(struct ckpt_io *io, const char *path, uint64_t off,
-			uint64_t len, ckpt_sink_fn sink, void *ud)
+int ckpt__io_read_stream(struct ckpt_io *io, const struct ckpt_read_src *src)
 {
-	struct ckpt_dio d = { 0 };
-	int fd_buf = -1, fd_dir = -1, rc;
-	uint64_t a0, a1;
-	struct stat st;
-
 	if (!io->bounce) {
-		rc = bounce_alloc(io);
+		int rc = bounce_alloc(io);
+
 		if (rc)
 			return rc;
 	}
-	fd_buf = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd_buf < 0)
-		return -errno;
-	if (fstat(fd_buf, &st) != 0 || (uint64_t)st.st_size < off + len) {
-		rc = -SR_ECORRUPT;
-		goto out;
-	}
-	if (!getenv("SPOTCKPT_NO_DIRECT"))
-		fd_dir = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-	if (fd_dir >= 0)
-		ckpt__dio_probe(fd_dir, &d);
-	if (!d.direct)
-		d.off_align = 4096;
-	a0 = off / d.off_align * d.off_align;
-	a1 = (off + len + d.off_align - 1) / d.off_align * d.off_align;
-	if (io->have_ring)
-		rc = read_ring(io, d.direct ? fd_dir : fd_buf, fd_buf, a0, a1,
-			       off, len, sink, ud);
-	else
-		rc = read_sync(io, fd_buf, a0, a1, off, len, sink, ud);
-out:
-	if (fd_dir >= 0)
-		close(fd_dir);
-	close(fd_buf);
-	return rc;
+	return io->have_ring ? stream_ring(io, src) : stream_sync(io, src);
 }

@@ -134,20 +134,26 @@ out:
 /* ---- reading tensor ranges ------------------------------------------------
  * A job is a run of consecutive tensors of one shard, about job_bytes of
  * data (a bigger tensor is a job of its own), so that hashing and copying
- * spread over threads even when the state is one shard.  Each job is one
- * sequential stream whose read queue fills at its start and drains at its
- * end, so jobs are as long as the balance allows: a twice-the-threads
- * share of the wanted bytes, at least JOB_BYTES_MIN.  (On the development
- * VM, 512 MiB jobs for a 2 GiB state read 0.99-1.05 of the raw rate where
- * fixed 64 MiB jobs read 0.93-0.97.) */
-#define JOB_BYTES_MIN (64ull << 20)
+ * spread over threads even when the state is one shard.  Each reading
+ * thread claims jobs one at a time and streams them through its own queue
+ * (ckpt__io_read_stream), which does not drain between jobs, so jobs can
+ * be short: a thread that is slowed down (a busy core) simply claims fewer,
+ * and the threads end within about one job of each other.  Jobs are
+ * claimed largest first, which leaves the short ones for the end.
+ * (Before, each job drained its thread's queue at its end, which forced
+ * long jobs - a quarter of a 1 GiB state - and then one thread often read
+ * the last 10-60 MiB alone.) */
+#define JOB_BYTES_MIN (16ull << 20)
+#define JOBS_PER_THREAD 8
 
 struct shard_job {
 	const struct spotckpt_reader *r;
 	uint32_t shard, first, last; /* tensors [first, last) */
+	uint64_t bytes;    /* data bytes of its tensors */
 	const struct spotckpt_dest **dest; /* per tensor of the reader, or NULL */
 	int verify_all;    /* hash every tensor, wanted or not */
 	XXH3_state_t *tst;
+	char *path;        /* the shard file, while the job is read */
 	uint32_t k;        /* cursor: current tensor */
 	int open;
 	const struct ckpt_cuda_ops *cu;
@@ -228,30 +234,61 @@ struct shard_worker {
 	struct job_set *js;
 	uint8_t *buf;
 	uint64_t buf_bytes;
+	int rc;            /* an error that belongs to no job */
 };
 
-static int run_job(struct shard_job *j, struct ckpt_io *io)
+/* ckpt_read_src.next: claim the next job (none once one has failed). */
+static int job_next(void *ud, struct ckpt_read_range *rr)
 {
-	const struct ckpt_layout *l = j->r->m.l;
-	const struct ckpt_shard *sh = &l->s[j->shard];
-	char *path = path_join(j->r->dir, sh->file);
-	uint64_t lo = l->t[j->first].offset;
-	uint64_t hi = l->t[j->last - 1].offset + l->t[j->last - 1].nbytes;
-	int rc;
+	struct job_set *js = ud;
+	const struct ckpt_layout *l;
+	struct shard_job *j = NULL;
 
-	if (!path)
-		return -ENOMEM;
-	if (posix_memalign((void **)&j->tst, 64, sizeof *j->tst)) {
-		free(path);
+	pthread_mutex_lock(&js->mu);
+	if (!js->failed && js->next < js->n)
+		j = &js->jobs[js->next++];
+	pthread_mutex_unlock(&js->mu);
+	if (!j)
+		return 0;
+	l = j->r->m.l;
+	j->path = path_join(j->r->dir, l->s[j->shard].file);
+	if (!j->path ||
+	    posix_memalign((void **)&j->tst, 64, sizeof *j->tst)) {
+		j->rc = -ENOMEM;
+		pthread_mutex_lock(&js->mu);
+		js->failed = 1;
+		pthread_mutex_unlock(&js->mu);
 		return -ENOMEM;
 	}
 	j->k = j->first;
-	rc = ckpt__io_read_range(io, path, lo, hi - lo, sink, j);
+	rr->path = j->path;
+	rr->off = l->t[j->first].offset;
+	rr->len = l->t[j->last - 1].offset + l->t[j->last - 1].nbytes - rr->off;
+	rr->sink = sink;
+	rr->ud = j;
+	return 1;
+}
+
+/* ckpt_read_src.finish: complete the job's empty tensors at its end and
+ * record its outcome.  A job stopped by another's error did not fail. */
+static int job_finish(void *ud, struct ckpt_read_range *rr, int rc)
+{
+	struct job_set *js = ud;
+	struct shard_job *j = rr->ud;
+
 	if (rc == 0) /* completes empty tensors at the end of the span */
-		rc = sink(j, hi, (const uint8_t *)"", 0);
-	if (rc && !j->err.code)
-		sr_err_set(&j->err, rc, "%s: read: %s", path, sr_strerror(rc));
-	free(path);
+		rc = sink(j, rr->off + rr->len, (const uint8_t *)"", 0);
+	if (rc && rc != -ECANCELED && !j->err.code)
+		sr_err_set(&j->err, rc, "%s: read: %s", j->path,
+			   sr_strerror(rc));
+	j->rc = rc == -ECANCELED ? 0 : rc;
+	if (rc) {
+		pthread_mutex_lock(&js->mu);
+		js->failed = 1;
+		pthread_mutex_unlock(&js->mu);
+	}
+	free(j->path);
+	j->path = NULL;
 	return rc;
 }
 
@@ -259,27 +296,19 @@ static void *shard_thread(void *arg)
 {
 	struct shard_worker *w = arg;
 	struct job_set *js = w->js;
+	struct ckpt_read_src src = { job_next, job_finish, js };
 	struct ckpt_io *io = NULL;
 
-	if (ckpt__io_new(js->jobs[0].r->io_depth, js->jobs[0].r->io_chunk, &io))
-		io = NULL;
-	if (io && w->buf) /* else (too small) the io maps its own */
+	w->rc = ckpt__io_new(js->jobs[0].r->io_depth, js->jobs[0].r->io_chunk,
+			     &io);
+	if (w->rc == 0 && w->buf) /* else (too small) the io maps its own */
 		ckpt__io_borrow_buffer(io, w->buf, w->buf_bytes);
-	for (;;) {
-		struct shard_job *j = NULL;
-
+	if (w->rc == 0)
+		w->rc = ckpt__io_read_stream(io, &src);
+	if (w->rc) {
 		pthread_mutex_lock(&js->mu);
-		if (!js->failed && js->next < js->n)
-			j = &js->jobs[js->next++];
+		js->failed = 1;
 		pthread_mutex_unlock(&js->mu);
-		if (!j)
-			break;
-		j->rc = io ? run_job(j, io) : -ENOMEM;
-		if (j->rc) {
-			pthread_mutex_lock(&js->mu);
-			js->failed = 1;
-			pthread_mutex_unlock(&js->mu);
-		}
 	}
 	ckpt__io_free(io);
 	return NULL;
@@ -289,6 +318,18 @@ static int wanted(const struct spotckpt_dest **dest, int verify_all,
 		  uint32_t k)
 {
 	return verify_all || (dest && dest[k]);
+}
+
+/* Largest first; equal sizes in file order. */
+static int job_cmp(const void *a, const void *b)
+{
+	const struct shard_job *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
 }
 
 /* Cut the wanted tensors into jobs; returns the number of jobs. */
@@ -302,7 +343,7 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 
 	for (uint32_t k = 0; k < l->nt; k++)
 		job_bytes += wanted(dest, verify_all, k) ? l->t[k].nbytes : 0;
-	job_bytes /= 2 * (uint64_t)nthreads;
+	job_bytes /= JOBS_PER_THREAD * (uint64_t)nthreads;
 	if (job_bytes < JOB_BYTES_MIN)
 		job_bytes = JOB_BYTES_MIN;
 
@@ -326,12 +367,14 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			jobs[n].shard = s;
 			jobs[n].first = first;
 			jobs[n].last = k;
+			jobs[n].bytes = bytes;
 			jobs[n].dest = dest;
 			jobs[n].verify_all = verify_all;
 			jobs[n].cu = ckpt__cuda();
 			n++;
 		}
 	}
+	qsort(jobs, n, sizeof *jobs, job_cmp);
 	return n;
 }
 
@@ -362,19 +405,26 @@ static int run_shards(struct spotckpt_reader *r,
 		w[i].js = &js;
 		w[i].buf = r->buf && share ? r->buf + share * (uint64_t)i : NULL;
 		w[i].buf_bytes = share;
+		w[i].rc = 0;
 	}
 	for (int i = 0; i < want && (size_t)i < js.n; i++) {
 		if (pthread_create(&th[nth], NULL, shard_thread, &w[nth]) == 0)
 			nth++;
 	}
 	if (nth == 0 && js.n > 0)
-		shard_thread(&w[0]);
+		shard_thread(&w[0]); /* no thread could start: read here */
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	for (size_t i = 0; i < js.n; i++) {
 		if (js.jobs[i].rc && !rc)
 			rc = ckpt__fail_err(&js.jobs[i].err, js.jobs[i].rc);
 		free(js.jobs[i].tst);
+		free(js.jobs[i].path);
+	}
+	for (int i = 0; i < (nth ? nth : js.n > 0); i++) {
+		if (w[i].rc && !rc) /* e.g. no io_uring memory: no job to blame */
+			rc = ckpt__fail(w[i].rc, "%s: read: %s", r->dir,
+					sr_strerror(w[i].rc));
 	}
 	pthread_mutex_destroy(&js.mu);
 	free(js.jobs);

@@ -28,7 +28,7 @@
  * (the local cloud's send-spot-instance-interruptions, as AWS FIS
  * offers; tests and `make demo` preempt one node of a gang this way),
  * the cloud schedules the interruption notice_ms ahead: it serves the
- * notice on the instance's IMDSv2 (ctl__local_imds, routes_imds.c),
+ * notice on the instance's IMDSv2 (ctl__local_imds, prov_local_imds.c),
  * reports it in list() (cloud_instance.notice_ns) and kills the
  * instance when the time comes.  A pool's lost capacity takes a job's
  * instances one at a time, as a cloud's reclaims of a fleet come
@@ -357,7 +357,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 		 struct sr_err *e)
 {
 	struct ctl *c = d->c;
-	char id[24], tokfile[LPATH + 32], imds[256], logp[LPATH + 32], wd[LPATH];
+	char id[24], tokfile[LPATH + 32], imds[1200], logp[LPATH + 32], wd[LPATH];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { d, r, e };
 	int64_t pid = 0, start = 0;
@@ -367,7 +367,17 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 	work_dir_of(d, node, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, node);
 	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
-	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, api, node);
+	/* api: every daemon sharing the store, the leader first
+	 * (ctl__endpoints); the agent moves to the next when one stops
+	 * answering, for the IMDS too (lease.c) */
+	imds[0] = '\0';
+	for (const char *p = api; *p;) {
+		size_t len = strcspn(p, ","), o = strlen(imds);
+
+		snprintf(imds + o, sizeof imds - o, "%s%.*s/imds/%" PRId64,
+			 o ? "," : "", (int)len, p, node);
+		p += len + (p[len] == ',');
+	}
 	snprintf(logp, sizeof logp, "%s/agent.log", wd);
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)
@@ -789,6 +799,7 @@ int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
 	pthread_mutex_init(&d->mu, NULL);
 	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
 		localmkt_npools(m->m));
+	ctl__routes_imds(); /* the local cloud's IMDSv2 (prov_local_imds.c) */
 	snprintf(out->name, sizeof out->name, "local");
 	out->shared_disk = true;
 	out->mkt = (struct cloud_market){ &lm_ops, m };
