@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# failover.sh BUILD - spot failover of a 1 GiB training state, end to end:
-# spotrund + local cloud + spotrun-agent + the checkpoint binding.  Prints
-# the time from the preemption notice until the final checkpoint is
-# durable and until training resumes on the replacement node, and each
-# against a peer measured in the same run (raw write/read of the same
-# bytes in the same directory).  BENCH_BYTES overrides the state size.
+# failover.sh [BUILD] - two spotrund on one real PostgreSQL 15, the leader
+# killed with -9 $SPOTRUN_FAILOVER_KILLS times (default 20) during a job
+# with preemptions (tests/py/test_store_failover.py, docs/store.md), and
+# print the takeover times: leader killed -> the other daemon leads.
 set -euo pipefail
-BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-exec /usr/bin/python3 "$ROOT/bench/failover.py" --build "$ROOT/$BUILD"
+BUILD=${1:-build}
+cd "$ROOT"
+export SPOTRUN_BUILD="$ROOT/$BUILD" SPOTRUN_LIB="$ROOT/$BUILD/lib/libspotckpt.so"
+export SPOTRUN_CHECK_MODE=plain SPOTRUN_CHECK_STORE=postgresql
+export PATH="$ROOT/$BUILD/bin:$PATH"
+export SPOTRUN_FAILOVER_KILLS=${SPOTRUN_FAILOVER_KILLS:-20}
+/usr/bin/python3 tests/py/pg_server.py
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/python3 -m pytest -q -s -p no:cacheprovider tests/py/test_store_failover.py \
+	| grep -E '^failover:|passed|failed|error'

@@ -7,6 +7,7 @@
  *                            |
  *                            +--GET answers 401--> NO_TOKEN, retry once
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +21,35 @@
 #define NOTICE_MAX_BODY 4096
 
 struct imds {
-	char *base;
+	char *bases;   /* as given: one URL or a comma-separated list */
+	char *base;    /* the one in use (a copy, owned) */
 	long timeout_ms;
+	size_t cur;    /* index of base in bases */
 	char token[TOKEN_MAX];
 	int64_t token_at_ns; /* monotonic; 0 = no token */
 };
+
+/* Use the k-th URL of the list (wrapping), without a trailing '/'; the
+ * daemons sharing a store each serve the IMDS (lease.c): on a failure
+ * the agent moves to the next. */
+static int use_base(struct imds *c, size_t k)
+{
+	const char *p = c->bases;
+	size_t n = 1, len;
+
+	for (const char *q = p; *q; q++)
+		n += *q == ',';
+	k %= n;
+	for (size_t i = 0; i < k; i++)
+		p += strcspn(p, ",") + 1;
+	len = strcspn(p, ",");
+	while (len > 0 && p[len - 1] == '/')
+		len--;
+	free(c->base);
+	c->base = strndup(p, len);
+	c->cur = k;
+	return c->base ? 0 : -ENOMEM;
+}
 
 struct imds *imds_create(const char *base_url, long timeout_ms)
 {
@@ -32,15 +57,11 @@ struct imds *imds_create(const char *base_url, long timeout_ms)
 
 	if (!c)
 		return NULL;
-	c->base = strdup(base_url ? base_url : IMDS_DEFAULT_URL);
-	if (!c->base) {
-		free(c);
+	c->bases = strdup(base_url ? base_url : IMDS_DEFAULT_URL);
+	if (!c->bases || use_base(c, 0)) {
+		imds_destroy(c);
 		return NULL;
 	}
-	/* "http://host:port/" -> "http://host:port" */
-	size_t n = strlen(c->base);
-	while (n > 0 && c->base[n - 1] == '/')
-		c->base[--n] = '\0';
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
 	return c;
 }
@@ -50,6 +71,7 @@ void imds_destroy(struct imds *c)
 	if (!c)
 		return;
 	free(c->base);
+	free(c->bases);
 	free(c);
 }
 
@@ -234,6 +256,15 @@ out:
 	return rc;
 }
 
+/* After a failure to reach c->base: the next poll asks the next URL of
+ * the list (with a new token). */
+static int next_base(struct imds *c, int rc)
+{
+	if (strchr(c->bases, ',') && use_base(c, c->cur + 1) == 0)
+		c->token_at_ns = 0;
+	return rc;
+}
+
 int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e)
 {
 	long status = 0;
@@ -244,9 +275,11 @@ int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e)
 		if (!token_fresh(c)) {
 			rc = token_fetch(c, e);
 			if (rc < 0)
-				return rc;
+				return next_base(c, rc);
 		}
 		rc = notice_get(c, out, &status, e);
+		if (status == 0 && rc < 0)
+			return next_base(c, rc);
 		if (status != 401)
 			return rc;
 		c->token_at_ns = 0; /* expired or revoked: fetch a new one */

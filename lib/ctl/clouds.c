@@ -267,7 +267,8 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 			const char *token, struct sr_err *e)
 {
 	struct ctl_cloud *cl = &c->clouds[i];
-	struct ctl_boot b = { n->id, n->job_id, token, c->url };
+	char eps[1024];
+	struct ctl_boot b = { n->id, n->job_id, token, eps };
 	struct cloud_offering o;
 	struct cloud_launch l = { 0 };
 	struct cloud_req *req = NULL;
@@ -277,6 +278,9 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 
 	if (c->nfly == CTL_INFLIGHT_MAX)
 		return -EINPROGRESS; /* as many in flight as we allow: later */
+	/* the agent gets every daemon sharing the store, the leader first
+	 * (lease.c) */
+	ctl__endpoints(c, eps, sizeof eps);
 	rc = cl->mkt.ops->describe(cl->mkt.st, n->pool, &o);
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,

@@ -50,6 +50,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
 	cfg->tick_ms = 100;
 	cfg->trace_start_h = 48; /* leaves two days of market history */
 	cfg->http_threads = 4;
+	cfg->lease_ms = 5000;
 	cfg->restart_guess_ms = 3000;
 	cfg->policy = "spotrun";
 	cfg->imds_poll_ms = 500;
@@ -340,6 +341,9 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 	}
 	pthread_mutex_init(&c->conns_mu, NULL);
 	pthread_key_create(&c->db_key, NULL);
+	rc = ctl__lease_init(c, e);
+	if (rc)
+		goto fail;
 	if (!cfg->state_dir || cfg->time_scale <= 0 || cfg->http_threads < 1) {
 		rc = sr_err_set(e, -EINVAL, "config: state_dir, time_scale > 0 and "
 				"http_threads >= 1 are required");
@@ -384,6 +388,9 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		rc = load_clock(c, db, e);
 	if (rc)
 		goto fail;
+	/* lead at once when the lease is free (always on SQLite), so a
+	 * single daemon takes writes from its first request */
+	ctl__lease_tick(c, db);
 	if (cfg->data_dir)
 		snprintf(c->data_dir, sizeof c->data_dir, "%s", cfg->data_dir);
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
@@ -426,6 +433,8 @@ void ctl_stop(struct ctl *c)
 	ctl__wake(c);
 	if (c->reconciler_started)
 		pthread_join(c->reconciler, NULL);
+	if (ctl__is_leader(c))
+		ctl__lease_release(c, ctl__store(c));
 	ctl__http_stop(c);
 	ctl__pol_clear(c);
 	ctl__silence_free(c);
@@ -437,6 +446,8 @@ void ctl_stop(struct ctl *c)
 	pthread_mutex_destroy(&c->wake_mu);
 	pthread_cond_destroy(&c->wake_cv);
 	pthread_mutex_destroy(&c->conns_mu);
+	if (c->lease.mu_init)
+		pthread_mutex_destroy(&c->lease.mu);
 	explicit_bzero(c->admin_token, sizeof c->admin_token);
 	free(c);
 }

@@ -36,6 +36,7 @@ struct ctl_config {
 	int64_t tick_ms;           /* reconciler period (100) */
 	double trace_start_h;      /* cloud clock at first start, trace hours */
 	int http_threads;          /* 4 */
+	int64_t lease_ms;          /* the leader's lease (5000; lease.c) */
 	int64_t restart_guess_ms;  /* agent + workload start, real ms (3000) */
 	const char *policy;        /* lib/sim policy name ("spotrun") */
 	int64_t imds_poll_ms;      /* what agents are told (500) */

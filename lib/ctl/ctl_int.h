@@ -129,6 +129,18 @@ struct ctl {
 	pthread_cond_t wake_cv;
 	bool wake;
 
+	/* The leader's lease (lease.c): written by the reconciler thread;
+	 * `leader` read by any thread, leader_url under mu. */
+	struct {
+		char holder[17];         /* this process's random id */
+		_Atomic int64_t epoch;   /* held epoch (while leader) */
+		atomic_bool leader;
+		int64_t renewed_mono, member_mono;
+		pthread_mutex_t mu;
+		bool mu_init;
+		char leader_url[128];    /* the last leader seen */
+	} lease;
+
 	pthread_key_t db_key;        /* per-thread struct store * */
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
 	struct store **conns;
@@ -187,6 +199,19 @@ bool ctl__prov_shared(const struct ctl *c, int pool);
 /* The calling thread's store connection (opened on first use); NULL on
  * failure. */
 struct store *ctl__store(struct ctl *c);
+
+/* The leader's lease (lease.c).  _tick: take or renew it, on a
+ * connection without a fence; _fence: the store fence (store_set_fence)
+ * of the reconciler's connection; _release: let a standby take over at
+ * once (clean stop).  ctl__endpoints: this daemon's URL, then the
+ * other live members', comma-separated (what agents are given). */
+int ctl__lease_init(struct ctl *c, struct sr_err *e);
+void ctl__lease_tick(struct ctl *c, struct store *db);
+int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e);
+void ctl__lease_release(struct ctl *c, struct store *db);
+bool ctl__is_leader(const struct ctl *c);
+void ctl__leader_url(struct ctl *c, char *buf, size_t n);
+int ctl__endpoints(struct ctl *c, char *buf, size_t n);
 
 /* Real-time and monotonic now, from c->clock (ctl.c). */
 int64_t ctl__now(const struct ctl *c);

@@ -357,7 +357,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 		 struct sr_err *e)
 {
 	struct ctl *c = d->c;
-	char id[24], tokfile[LPATH + 32], imds[256], logp[LPATH + 32], wd[LPATH];
+	char id[24], tokfile[LPATH + 32], imds[1200], logp[LPATH + 32], wd[LPATH];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { d, r, e };
 	int64_t pid = 0, start = 0;
@@ -367,7 +367,17 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 	work_dir_of(d, node, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, node);
 	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
-	snprintf(imds, sizeof imds, "%s/imds/%" PRId64, api, node);
+	/* api: every daemon sharing the store, the leader first
+	 * (ctl__endpoints); the agent moves to the next when one stops
+	 * answering, for the IMDS too (lease.c) */
+	imds[0] = '\0';
+	for (const char *p = api; *p;) {
+		size_t len = strcspn(p, ","), o = strlen(imds);
+
+		snprintf(imds + o, sizeof imds - o, "%s%.*s/imds/%" PRId64,
+			 o ? "," : "", (int)len, p, node);
+		p += len + (p[len] == ',');
+	}
 	snprintf(logp, sizeof logp, "%s/agent.log", wd);
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)

@@ -913,6 +913,13 @@ int ctl__reconcile_once(struct ctl *c)
 
 	if (!db)
 		return -EIO;
+	/* Only the leader reconciles, and each of its transactions is
+	 * fenced with its lease epoch (lease.c). */
+	store_set_fence(db, NULL, NULL);
+	ctl__lease_tick(c, db);
+	if (!ctl__is_leader(c))
+		return 0;
+	store_set_fence(db, ctl__lease_fence, c);
 	rc = recon__nodes_pass(c, db);
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));

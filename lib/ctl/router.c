@@ -321,6 +321,24 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	return -1;
 }
 
+/* A standby serves reads; a write (any method but GET/HEAD, except the
+ * IMDS token PUT, which changes nothing) gets 503 "not_leader" naming the
+ * leader, and the client tries its next endpoint (lease.c). */
+static int standby_refuses(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	char url[128];
+
+	if (ctl__is_leader(rq->ctl) || !strcmp(rq->method, "GET") ||
+	    !strcmp(rq->method, "HEAD") || !strncmp(rq->path, "/imds/", 6))
+		return 0;
+	ctl__leader_url(rq->ctl, url, sizeof url);
+	ctl_resp_json(rs, 503, json_pack("{s:{s:s,s:s,s:s}}", "error", "code",
+					 "not_leader", "message", "this spotrund "
+					 "is a standby: writes go to the leader",
+					 "leader", url));
+	return -1;
+}
+
 void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	char allow[64] = "";
@@ -340,6 +358,8 @@ void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs)
 				 l ? ", " : "", r->method);
 			continue;
 		}
+		if (standby_refuses(rq, rs))
+			return;
 		if (authenticate(rq, r, rs))
 			return;
 		if (rq->long_param) {

@@ -2,9 +2,11 @@
  * ctlclient.c - REST client of spotrund (see ctlclient.h).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/fsutil.h"
 #include "common/http.h"
@@ -17,11 +19,43 @@
 #define TOKEN_MAX 256
 
 struct ctlc {
-	char *url;
+	char *url;     /* as given: one endpoint or a comma-separated list */
+	char **eps;    /* the endpoints, owned */
+	size_t neps;
+	atomic_size_t cur; /* the endpoint that answered last */
 	char *ca_file; /* $SPOTRUN_CA_CERT: trust anchor for https, or NULL */
 	char *auth; /* "Authorization: Bearer <token>" */
 	struct ctlc_opts o;
 };
+
+/* c->url "A,B,C" -> c->eps (each without a trailing '/'). */
+static int split_endpoints(struct ctlc *c)
+{
+	const char *p = c->url;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char **nv;
+
+		while (len > 0 && p[len - 1] == '/')
+			len--;
+		if (len > 0) {
+			nv = realloc(c->eps, (c->neps + 1) * sizeof *nv);
+			if (!nv)
+				return -ENOMEM;
+			c->eps = nv;
+			c->eps[c->neps] = strndup(p, len);
+			if (!c->eps[c->neps])
+				return -ENOMEM;
+			c->neps++;
+		}
+		p += strcspn(p, ",");
+		if (!*p)
+			break;
+		p++;
+	}
+	return c->neps ? 0 : -EINVAL;
+}
 
 struct ctlc *ctlc_create(const char *url, const char *token,
 				     const struct ctlc_opts *opts)
@@ -48,13 +82,20 @@ struct ctlc *ctlc_create(const char *url, const char *token,
 	n = strlen(c->url);
 	while (n > 0 && c->url[n - 1] == '/')
 		c->url[--n] = '\0';
+	if (split_endpoints(c)) {
+		ctlc_destroy(c);
+		return NULL;
+	}
 	c->o.timeout_ms = 10000;
 	c->o.max_retries = 2;
+	c->o.failover_rounds = 20;
 	if (opts) {
 		if (opts->timeout_ms > 0)
 			c->o.timeout_ms = opts->timeout_ms;
 		if (opts->max_retries >= 0)
 			c->o.max_retries = opts->max_retries;
+		if (opts->failover_rounds > 0)
+			c->o.failover_rounds = opts->failover_rounds;
 	}
 	return c;
 }
@@ -64,6 +105,9 @@ void ctlc_destroy(struct ctlc *c)
 	if (!c)
 		return;
 	free(c->url);
+	for (size_t i = 0; i < c->neps; i++)
+		free(c->eps[i]);
+	free(c->eps);
 	free(c->ca_file);
 	if (c->auth) {
 		explicit_bzero(c->auth, strlen(c->auth));
@@ -74,7 +118,14 @@ void ctlc_destroy(struct ctlc *c)
 
 const char *ctlc_url(const struct ctlc *c)
 {
-	return c->url;
+	return c->eps[atomic_load(&((struct ctlc *)c)->cur) % c->neps];
+}
+
+/* A standby's refusal (lease.c): try the next endpoint. */
+static bool not_leader(const struct sr_http_resp *r)
+{
+	return r->status == 503 && r->body && r->body_len &&
+	       memmem(r->body, r->body_len, "\"not_leader\"", 12);
 }
 
 static int status_code(long st)
@@ -152,11 +203,6 @@ static int request(const struct ctlc *c, const char *method, const char *path,
 		snprintf(idem, sizeof idem, "Idempotency-Key: %s", key);
 		hdr[nh++] = idem;
 	}
-	if (asprintf(&url, "%s%s", c->url, path) < 0) {
-		url = NULL;
-		rc = -ENOMEM;
-		goto out;
-	}
 	if (body) {
 		text = sr_json_dump(body);
 		if (!text) {
@@ -169,8 +215,37 @@ static int request(const struct ctlc *c, const char *method, const char *path,
 	o.timeout_ms = c->o.timeout_ms;
 	o.max_retries = c->o.max_retries;
 	o.ca_file = c->ca_file;
-	rc = sr_http_request(method, url, hdr, text, text ? strlen(text) : 0,
-			     &o, r, e);
+	/* Every endpoint in turn, from the one that answered last, until
+	 * one answers other than "unreachable" or "not the leader"; rounds
+	 * apart by a growing pause, long enough for a standby to take over
+	 * a dead leader's lease (docs/store.md). */
+	for (size_t k = 0, start = atomic_load(&((struct ctlc *)c)->cur);
+	     ; k++) {
+		size_t i = (start + k) % c->neps;
+
+		if (k > 0 && k % c->neps == 0) {
+			if (k / c->neps > (size_t)c->o.failover_rounds)
+				break;
+			int64_t ms = (int64_t)(k / c->neps) * 250;
+			struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		free(url);
+		sr_http_resp_free(r);
+		memset(r, 0, sizeof *r);
+		if (asprintf(&url, "%s%s", c->eps[i], path) < 0) {
+			url = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = sr_http_request(method, url, hdr, text,
+				     text ? strlen(text) : 0, &o, r, e);
+		if ((rc < 0 || not_leader(r)) && c->neps > 1)
+			continue;
+		atomic_store(&((struct ctlc *)c)->cur, i);
+		break;
+	}
 	if (rc < 0) {
 		char why[SR_ERR_MSG_MAX];
 

@@ -42,9 +42,15 @@ int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1]);
 struct ctlc_opts {
 	long timeout_ms;   /* per request; default 10000 */
 	int max_retries;   /* transport/5xx retries; default 2 */
+	int failover_rounds; /* with several endpoints: rounds over them
+				while none answers or each is a standby
+				(503 not_leader); default 20 (about a
+				minute) */
 };
 
-/* Create a client for `url` ("http://host:port", no trailing path) with
+/* Create a client for `url` ("http://host:port", no trailing path; or a
+ * comma-separated list of the endpoints of daemons sharing one store,
+ * tried in turn, docs/store.md) with
  * bearer `token` (both copied).  opts may be NULL.  Returns NULL on
  * out-of-memory.  Caller owns; ctlc_destroy(). */
 struct ctlc *ctlc_create(const char *url, const char *token,

@@ -301,6 +301,31 @@ static const char l2[] =
 	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
 	") STRICT;";
 
+/* The leader's lease (lib/ctl/lease.c; docs/store.md): one row; `epoch`
+ * grows by one at every takeover and fences the leader's reconciler
+ * transactions.  members: every daemon sharing this store, with the API
+ * URL agents and clients are given.  A component of its own, so its
+ * versions never interleave with the ctl schema's. */
+static const char h1[] =
+	"CREATE TABLE lease ("
+	" id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" holder TEXT NOT NULL,"
+	" url TEXT NOT NULL,"
+	" epoch INTEGER NOT NULL CHECK (epoch >= 0),"
+	" expires_ns INTEGER NOT NULL"
+	") STRICT;"
+	"INSERT INTO lease(id, holder, url, epoch, expires_ns)"
+	" VALUES(1, '', '', 0, 0);"
+	"CREATE TABLE members ("
+	" holder TEXT PRIMARY KEY,"
+	" url TEXT NOT NULL,"
+	" seen_ns INTEGER NOT NULL"
+	") STRICT;";
+
+static const struct store_migration ha_steps[] = {
+	{ h1, NULL, NULL, NULL },
+};
+
 static const struct store_migration ctl_steps[] = {
 	{ m1, NULL, NULL, NULL }, { m2, NULL, NULL, NULL },
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
@@ -322,6 +347,7 @@ static const struct store_migration ledger_steps[] = {
 const struct store_component store__components[] = {
 	{ "ctl", ctl_steps, sizeof ctl_steps / sizeof ctl_steps[0] },
 	{ "ledger", ledger_steps, sizeof ledger_steps / sizeof ledger_steps[0] },
+	{ "ha", ha_steps, sizeof ha_steps / sizeof ha_steps[0] },
 };
 const size_t store__ncomponents = sizeof store__components /
 				  sizeof store__components[0];

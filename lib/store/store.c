@@ -170,9 +170,23 @@ int store_exec_sql(struct store *s, const char *sql, struct sr_err *e)
 
 int store_begin(struct store *s, struct sr_err *e)
 {
+	int rc;
+
 	if (store_in_tx(s))
 		return sr_err_set(e, -EINVAL, "store: transaction already open");
-	return s->ops->begin(s, e);
+	rc = s->ops->begin(s, e);
+	if (!rc && s->fence) {
+		rc = s->fence(s, s->fence_ud, e);
+		if (rc)
+			s->ops->rollback(s);
+	}
+	return rc;
+}
+
+void store_set_fence(struct store *s, store_fence_fn fn, void *ud)
+{
+	s->fence = fn;
+	s->fence_ud = ud;
 }
 
 int store_commit(struct store *s, struct sr_err *e)

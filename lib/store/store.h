@@ -82,6 +82,15 @@ void store_rollback(struct store *s);
 int store_end(struct store *s, int rc, struct sr_err *e);
 bool store_in_tx(const struct store *s);
 
+/* A fence: a check run inside every transaction store_begin() opens on
+ * this connection, before the caller's statements, under the writers'
+ * lock (so no other writer commits between the check and the caller's
+ * commit).  Non-zero fails the store_begin (rolled back) with that
+ * error.  The control plane's leader fences its reconciler's
+ * transactions with its lease epoch (lib/ctl/lease.c).  NULL removes it. */
+typedef int (*store_fence_fn)(struct store *s, void *ud, struct sr_err *e);
+void store_set_fence(struct store *s, store_fence_fn fn, void *ud);
+
 /* Run SQL that returns no rows and takes no parameters (DDL). */
 int store_exec_sql(struct store *s, const char *sql, struct sr_err *e);
 

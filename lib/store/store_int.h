@@ -56,6 +56,8 @@ struct store {
 	void *impl;
 	struct store_stmt **cache; /* owned; every cached statement */
 	size_t ncache, capcache;
+	store_fence_fn fence;      /* run inside every store_begin, or NULL */
+	void *fence_ud;
 };
 
 extern const struct store_ops store__sqlite_ops;

@@ -36,6 +36,9 @@ static const char usage[] =
 	"  --store URI              where the state lives: postgresql://... (a\n"
 	"                           libpq URI; docs/store.md), default\n"
 	"                           $SPOTRUN_STORE, else SQLite in the state dir\n"
+	"  --lease-ms N             the leader's lease when daemons share a\n"
+	"                           PostgreSQL store (5000; 300..10000): a standby\n"
+	"                           takes over within 2 x N of the leader's death\n"
 	"  --providers NAMES        where nodes run: local (the built-in spot\n"
 	"                           cloud, the default) or aws (EC2: credentials,\n"
 	"                           region and endpoint as the AWS SDKs find them;\n"
@@ -121,6 +124,7 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "store", required_argument, NULL, 0x106 },
+		{ "lease-ms", required_argument, NULL, 0x107 },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, 'p' },
 		{ "aws-image", required_argument, NULL, 0x101 },
@@ -180,6 +184,12 @@ int main(int argc, char **argv)
 			break;
 		case 's': snprintf(state, sizeof state, "%s", optarg); break;
 		case 0x106: cfg.store = optarg; break;
+		case 0x107:
+			if (parse_i64("--lease-ms", optarg, 300, &cfg.lease_ms))
+				return 2;
+			if (cfg.lease_ms > 10000)
+				return bad("--lease-ms", optarg);
+			break;
 		case 'C': cfg.tls_cert = optarg; break;
 		case 'K': cfg.tls_key = optarg; break;
 		case 'X': cfg.insecure_listen = 1; break;

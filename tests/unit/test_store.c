@@ -131,6 +131,60 @@ static void test_transactions(void **state)
 	store_close(s);
 }
 
+/* The fence of a store_begin (the leader's lease, lib/ctl/lease.c): a
+ * connection fenced with epoch 1 writes while the lease row says 1; once
+ * another connection has committed epoch 2, its transactions fail before
+ * any statement and nothing it meant to write is written. */
+static int epoch_fence(struct store *s, void *ud, struct sr_err *e)
+{
+	int64_t held = *(const int64_t *)ud, now = 0;
+	int rc = store_query_i64(s, "SELECT epoch FROM lease WHERE id=?", 1,
+				 &now, e);
+
+	if (rc < 0)
+		return rc;
+	return rc == 1 && now == held ? 0 :
+	       sr_err_set(e, -ESTALE, "fenced: epoch %lld is gone",
+			  (long long)held);
+}
+
+static void test_fence(void **state)
+{
+	struct backend *b = *state;
+	struct sr_err e = { 0 };
+	struct store *old = open_migrated(state), *new = NULL;
+	struct store_stmt *st = NULL;
+	int64_t one = 1;
+	char v[32];
+
+	assert_int_equal(store_open(b->where, 0, &new, &e), 0);
+	assert_int_equal(store_exec_sql(new, "UPDATE lease SET epoch=1", &e), 0);
+	store_set_fence(old, epoch_fence, &one);
+	assert_int_equal(store_begin(old, &e), 0);
+	assert_int_equal(store_setting_set(old, "step", "1", &e), 0);
+	assert_int_equal(store_end(old, 0, &e), 0);
+	/* the takeover: epoch 2, committed under the writers' lock */
+	assert_int_equal(store_begin(new, &e), 0);
+	assert_int_equal(store_prepare(new, "UPDATE lease SET epoch=epoch+1"
+				       " WHERE id=1 AND epoch=?", &st, &e), 0);
+	store_bind_i64(st, 1, 1);
+	assert_int_equal(store_run(st, &e), 1);
+	store_done(st);
+	assert_int_equal(store_end(new, 0, &e), 0);
+	/* the old holder's next transaction is refused, and rolled back */
+	assert_int_equal(store_begin(old, &e), -ESTALE);
+	assert_non_null(strstr(e.msg, "fenced"));
+	assert_false(store_in_tx(old));
+	/* without its fence the same connection works again */
+	store_set_fence(old, NULL, NULL);
+	assert_int_equal(store_begin(old, &e), 0);
+	assert_int_equal(store_end(old, 0, &e), 0);
+	assert_int_equal(store_setting_get(new, "step", v, sizeof v, &e), 0);
+	assert_string_equal(v, "1");
+	store_close(new);
+	store_close(old);
+}
+
 static void test_cache_and_nesting(void **state)
 {
 	struct sr_err e = { 0 };
@@ -229,6 +283,7 @@ int main(void)
 		BOTH(test_columns_by_name),
 		BOTH(test_errors),
 		BOTH(test_transactions),
+		BOTH(test_fence),
 		BOTH(test_cache_and_nesting),
 		BOTH(test_portable_sql),
 		BOTH(test_ledger_append_only),

@@ -1,0 +1,324 @@
+/*
+ * lease.c - which spotrund leads: one leader runs the reconciler, under a
+ * lease held in the store; the others (standbys) serve reads and refuse
+ * writes with the leader's address (docs/store.md).
+ *
+ * DESIGN.  The lease is one row (table lease: holder, url, epoch,
+ * expires_ns; lib/store/schema.c, component "ha").  Every daemon runs
+ * ctl__lease_tick() from its reconciler loop:
+ *
+ *   STANDBY  -- the row has expired (expires_ns < now) --> take it:
+ *               holder = me, epoch = epoch + 1, expires = now + lease
+ *               (compare-and-set on the epoch read) --> LEADER
+ *   LEADER   -- every lease/3: renew (holder = me AND epoch = mine)
+ *            -- renewal refused, or not renewed within one lease on this
+ *               process's monotonic clock --> STANDBY (steps down)
+ *   LEADER   -- clean stop: expires_ns = 0, so a standby takes over at
+ *               once
+ *
+ * Fencing.  The reconciler's connection carries a store fence
+ * (store_set_fence): inside every transaction it opens, under the
+ * writers' lock, the lease row must still name this daemon with its
+ * epoch and an unexpired time; otherwise the transaction fails (-ESTALE)
+ * and the daemon steps down.  A takeover commits epoch + 1 under the same
+ * lock, so once it has, no transaction of the old leader can commit: a
+ * work step started by the old leader is never applied twice.
+ *
+ * SQLite is one daemon's store: there the daemon takes the lease at once
+ * (bumping the epoch, which fences any older process on the same file).
+ *
+ * Clocks: expires_ns is wall-clock time; daemons sharing a store need
+ * clocks in step to well under the lease (NTP).  A leader also steps down
+ * on its own monotonic clock, so a paused or partitioned leader stops
+ * before anyone may take over.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "common/timeutil.h"
+#include "ctl/ctl_int.h"
+
+int ctl__lease_init(struct ctl *c, struct sr_err *e)
+{
+	int rc = sr_random_hex(c->lease.holder, 8);
+
+	if (rc < 0)
+		return sr_err_set(e, rc, "lease holder id: no randomness");
+	pthread_mutex_init(&c->lease.mu, NULL);
+	c->lease.mu_init = true;
+	return 0;
+}
+
+bool ctl__is_leader(const struct ctl *c)
+{
+	return atomic_load(&c->lease.leader);
+}
+
+void ctl__leader_url(struct ctl *c, char *buf, size_t n)
+{
+	pthread_mutex_lock(&c->lease.mu);
+	snprintf(buf, n, "%s", c->lease.leader_url);
+	pthread_mutex_unlock(&c->lease.mu);
+}
+
+static void set_leader_url(struct ctl *c, const char *url)
+{
+	pthread_mutex_lock(&c->lease.mu);
+	snprintf(c->lease.leader_url, sizeof c->lease.leader_url, "%s", url);
+	pthread_mutex_unlock(&c->lease.mu);
+}
+
+static int64_t lease_ns(const struct ctl *c)
+{
+	return c->cfg.lease_ms * 1000000;
+}
+
+static void step_down(struct ctl *c, const char *why)
+{
+	if (atomic_exchange(&c->lease.leader, false))
+		sr_warn("lease", "stepped down: the reconciler stops", "epoch=%"
+			PRId64 " why=\"%s\"", c->lease.epoch, why);
+}
+
+int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
+{
+	struct ctl *c = ud;
+	struct store_stmt *st = NULL;
+	int rc;
+
+	if (!atomic_load(&c->lease.leader))
+		return sr_err_set(e, -ESTALE, "fenced: this spotrund is not the "
+				  "leader");
+	rc = store_prepare(s, "SELECT epoch FROM lease WHERE id=1 AND holder=?1"
+			   " AND epoch=?2 AND expires_ns>?3", &st, e);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, c->lease.holder);
+	store_bind_i64(st, 2, c->lease.epoch);
+	store_bind_i64(st, 3, sr_time_real_ns());
+	rc = store_step(st, e);
+	store_done(st);
+	if (rc == 1)
+		return 0;
+	if (rc == 0) {
+		step_down(c, "the lease moved on");
+		rc = sr_err_set(e, -ESTALE, "fenced: lease epoch %" PRId64
+				" is no longer this spotrund's", c->lease.epoch);
+	}
+	return rc;
+}
+
+/* Run `sql` (no rows) inside the caller's transaction: parameters
+ * ?1..?nt are the texts tv, then ?nt+1.. the integers iv.  Returns the
+ * rows changed or < 0. */
+static int run(struct store *db, const char *sql, const char *const *tv,
+	       int nt, const int64_t *iv, int ni, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(db, sql, &st, e);
+
+	if (rc)
+		return rc;
+	for (int i = 0; i < nt; i++)
+		store_bind_text(st, 1 + i, tv[i]);
+	for (int i = 0; i < ni; i++)
+		store_bind_i64(st, 1 + nt + i, iv[i]);
+	rc = store_run(st, e);
+	store_done(st);
+	return rc;
+}
+
+/* Try to take the lease (standby).  1 = taken, 0 = another holds it. */
+static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int64_t epoch = 0, exp = 0, iv[3];
+	char url[sizeof c->lease.leader_url] = "";
+	bool sqlite = store_backend(db) == STORE_SQLITE;
+	int rc = store_begin(db, e);
+
+	if (!rc)
+		rc = store_prepare(db, "SELECT url, epoch, expires_ns FROM lease"
+				   " WHERE id=1", &st, e);
+	if (!rc) {
+		rc = store_step(st, e);
+		if (rc == 1) {
+			snprintf(url, sizeof url, "%s", store_col_text(st, "url"));
+			epoch = store_col_i64(st, "epoch");
+			exp = store_col_i64(st, "expires_ns");
+			rc = 0;
+		} else if (rc == 0) {
+			rc = sr_err_set(e, -EIO, "the lease row is missing");
+		}
+		store_done(st);
+	}
+	if (!rc && exp >= now && !sqlite) {
+		set_leader_url(c, url);
+		store_rollback(db);
+		return 0;
+	}
+	iv[0] = epoch + 1;
+	iv[1] = now + lease_ns(c);
+	iv[2] = epoch;
+	if (!rc)
+		rc = run(db, "UPDATE lease SET holder=?1, url=?2, epoch=?3,"
+			 " expires_ns=?4 WHERE id=1 AND epoch=?5",
+			 (const char *[]){ c->lease.holder, c->url }, 2, iv, 3, e);
+	if (rc > 0)
+		rc = 0;
+	else if (rc == 0)
+		rc = -SR_ECONFLICT;
+	rc = store_end(db, rc, e);
+	if (rc)
+		return rc == -SR_ECONFLICT ? 0 : rc;
+	c->lease.epoch = epoch + 1;
+	set_leader_url(c, c->url);
+	atomic_store(&c->lease.leader, true);
+	sr_info("lease", "this spotrund is the leader", "epoch=%" PRId64
+		" lease_ms=%" PRId64 " previous=\"%s\"", c->lease.epoch,
+		c->cfg.lease_ms, url);
+	return 1;
+}
+
+/* Renew the held lease: 0, or -ESTALE when it is no longer ours. */
+static int renew(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
+{
+	int64_t iv[2] = { c->lease.epoch, now + lease_ns(c) };
+	int rc = store_begin(db, e);
+
+	if (!rc)
+		rc = run(db, "UPDATE lease SET expires_ns=?3 WHERE id=1 AND"
+			 " holder=?1 AND epoch=?2",
+			 (const char *[]){ c->lease.holder }, 1, iv, 2, e);
+	if (rc == 0)
+		rc = sr_err_set(e, -ESTALE, "the lease (epoch %" PRId64 ") was "
+				"taken over", c->lease.epoch);
+	else if (rc > 0)
+		rc = 0;
+	return store_end(db, rc, e);
+}
+
+/* Record this daemon among the members (its URL for agents/clients). */
+static void member_seen(struct ctl *c, struct store *db, int64_t now)
+{
+	struct sr_err e = { 0 };
+	int64_t iv[2] = { now, now - 10 * lease_ns(c) };
+	int rc = store_begin(db, &e);
+
+	if (!rc)
+		rc = run(db, "INSERT INTO members(holder, url, seen_ns)"
+			 " VALUES(?1, ?2, ?3) ON CONFLICT(holder) DO UPDATE SET"
+			 " url=excluded.url, seen_ns=excluded.seen_ns",
+			 (const char *[]){ c->lease.holder, c->url }, 2, iv, 1, &e);
+	if (rc >= 0)
+		rc = run(db, "DELETE FROM members WHERE seen_ns<?2 AND"
+			 " holder<>?1", (const char *[]){ c->lease.holder }, 1,
+			 iv + 1, 1, &e);
+	rc = store_end(db, rc < 0 ? rc : 0, &e);
+	if (rc)
+		sr_warn("lease", "cannot record this member", "err=\"%s\"",
+			sr_err_str(&e, rc));
+}
+
+void ctl__lease_tick(struct ctl *c, struct store *db)
+{
+	int64_t mono = sr_time_mono_ns(), now = sr_time_real_ns();
+	int64_t third = lease_ns(c) / 3;
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (!c->lease.member_mono || mono - c->lease.member_mono >= third) {
+		member_seen(c, db, now);
+		c->lease.member_mono = mono;
+	}
+	if (atomic_load(&c->lease.leader)) {
+		if (mono - c->lease.renewed_mono > lease_ns(c)) {
+			step_down(c, "not renewed within one lease");
+		} else if (mono - c->lease.renewed_mono >= third) {
+			rc = renew(c, db, now, &e);
+			if (rc == 0)
+				c->lease.renewed_mono = mono;
+			else if (rc == -ESTALE)
+				step_down(c, sr_err_str(&e, rc));
+			else
+				sr_warn("lease", "cannot renew the lease (retrying)",
+					"epoch=%" PRId64 " err=\"%s\"",
+					c->lease.epoch, sr_err_str(&e, rc));
+		}
+	}
+	if (!atomic_load(&c->lease.leader)) {
+		rc = take(c, db, now, &e);
+		if (rc == 1)
+			c->lease.renewed_mono = mono;
+		else if (rc < 0)
+			sr_warn("lease", "cannot read the lease (retrying)",
+				"err=\"%s\"", sr_err_str(&e, rc));
+	}
+}
+
+void ctl__lease_release(struct ctl *c, struct store *db)
+{
+	struct sr_err e = { 0 };
+	int64_t iv[1] = { c->lease.epoch };
+	int rc;
+
+	if (!db || !atomic_exchange(&c->lease.leader, false))
+		return;
+	store_set_fence(db, NULL, NULL);
+	rc = store_begin(db, &e);
+	if (!rc)
+		rc = run(db, "UPDATE lease SET expires_ns=0 WHERE id=1 AND"
+			 " holder=?1 AND epoch=?2",
+			 (const char *[]){ c->lease.holder }, 1, iv, 1, &e);
+	rc = store_end(db, rc < 0 ? rc : 0, &e);
+	if (rc)
+		sr_warn("lease", "cannot release the lease", "err=\"%s\"",
+			sr_err_str(&e, rc));
+	else
+		sr_info("lease", "lease released", "epoch=%" PRId64, c->lease.epoch);
+}
+
+int ctl__endpoints(struct ctl *c, char *buf, size_t n)
+{
+	struct store *db = ctl__store(c);
+	struct store_stmt *st = NULL;
+	struct sr_err e = { 0 };
+	size_t k;
+	int rc;
+
+	k = (size_t)snprintf(buf, n, "%s", c->url);
+	if (!db || store_prepare(db, "SELECT url FROM members WHERE seen_ns>?"
+				 " ORDER BY holder", &st, &e))
+		return 0;
+	store_bind_i64(st, 1, sr_time_real_ns() - 3 * lease_ns(c));
+	while ((rc = store_step(st, &e)) == 1) {
+		const char *u = store_col_text(st, "url");
+
+		if (!*u || strcmp(u, c->url) == 0 || k + strlen(u) + 2 > n)
+			continue;
+		k += (size_t)snprintf(buf + k, n - k, ",%s", u);
+	}
+	store_done(st);
+	return 0;
+}
+
+/* GET /v1/lease: whether this daemon leads, its epoch, and the leader's
+ * URL as last seen (docs/store.md). */
+static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	struct ctl *c = ctl_req_ctl(rq);
+	char url[128];
+	bool leader = ctl__is_leader(c);
+
+	ctl__leader_url(c, url, sizeof url);
+	return ctl_resp_json(rs, 200, json_pack("{s:b,s:I,s:s,s:s,s:I}",
+		"leader", leader, "epoch", (json_int_t)(leader ? c->lease.epoch : 0),
+		"leader_url", url, "url", c->url,
+		"lease_ms", (json_int_t)c->cfg.lease_ms));
+}
+
+CTL_ROUTE("GET", "/v1/lease", CTL_AUTH_ADMIN, lease_get)

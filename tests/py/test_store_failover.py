@@ -1,0 +1,254 @@
+"""Two spotrund sharing one PostgreSQL store: the leader (lease holder)
+runs the reconciler, the other is a standby (docs/store.md).  A job with
+spot preemptions runs while the leader is killed with -9 at random
+moments, SPOTRUN_FAILOVER_KILLS times (20 in make check, 200 in make
+soak); each time the standby takes over and the killed daemon comes back
+as the new standby.  Then: the job finishes, once, within its deadline;
+no rank ever had two live nodes at once; the job's events form one
+unbroken chain of transitions with no repeat; the ledger's rows tile
+every node's billed life and add up to the nodes' and the job's cost.
+The failover times (leader killed -> the other daemon leads) are
+printed (bench/failover.sh reports them; a test asserts no wall time).
+
+Runs in the PostgreSQL pass (scripts/run-tests BUILD pg), where
+$SPOTRUN_STORE names a fresh database of a real server."""
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from test_ctl_crash import BUILD, TERMINAL, make_market, spot_job
+from test_ctl_liveloop import ledger_matches_nodes
+
+PG = os.environ.get("SPOTRUN_CHECK_STORE") == "postgresql"
+LEASE_MS = 1000
+KILLS = int(os.environ.get("SPOTRUN_FAILOVER_KILLS", "20"))
+
+
+class Member:
+    """One spotrund of the pair: same state dir (the local cloud's node
+    and checkpoint directories live there), same store, its own port."""
+
+    def __init__(self, tmp, name, state, data):
+        self.tmp, self.name, self.state, self.data = str(tmp), name, state, data
+        self.proc = None
+        self.url = None
+        self.log = os.path.join(self.tmp, name + ".log")
+
+    def start(self):
+        with open(self.log, "ab") as f:
+            f.write(b"==== start\n")
+            mark = f.tell()
+            self.proc = subprocess.Popen(
+                [os.path.join(BUILD, "bin", "spotrund"), "--listen",
+                 "127.0.0.1:0", "--state-dir", self.state, "--data-dir",
+                 self.data, "--provision-ms", "200", "--heartbeat-ms", "200",
+                 "--tick-ms", "50", "--time-scale", "600", "--notice-ms",
+                 "1500", "--heartbeat-timeout", "6s", "--restart-guess-ms",
+                 "500", "--lease-ms", str(LEASE_MS)],
+                stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                env=dict(os.environ, SPOTRUN_LOG_LEVEL="info"))
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            assert self.proc.poll() is None, self.tail()
+            with open(self.log, "rb") as f:
+                f.seek(mark)
+                for line in f.read().decode(errors="replace").splitlines():
+                    if 'msg="spotrund started"' in line:
+                        self.url = line.split(" url=")[1].split()[0]
+                        return
+            time.sleep(0.05)
+        raise AssertionError("spotrund did not start: " + self.tail())
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, n=3000):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+
+class Pair:
+    def __init__(self, tmp, data):
+        self.state = os.path.join(str(tmp), "state")
+        os.makedirs(self.state, mode=0o700)
+        self.m = [Member(tmp, "a", self.state, data),
+                  Member(tmp, "b", self.state, data)]
+        self.token = None
+
+    def api(self, m, method, path, body=None):
+        if self.token is None:
+            with open(os.path.join(self.state, "api.token")) as f:
+                self.token = f.read().strip()
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(m.url + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def call(self, method, path, body=None, timeout=60):
+        """Any live member that answers; a write goes to the leader (a
+        standby answers 503 not_leader): the endpoint-list client."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for m in self.m:
+                if not m.alive():
+                    continue
+                try:
+                    st, b = self.api(m, method, path, body)
+                except OSError:
+                    continue
+                if st == 503 and b.get("error", {}).get("code") == "not_leader":
+                    continue
+                return st, b
+            time.sleep(0.1)
+        raise AssertionError("no spotrund answered %s %s" % (method, path))
+
+    def leader(self):
+        for m in self.m:
+            if m.alive():
+                try:
+                    st, b = self.api(m, "GET", "/v1/lease")
+                except OSError:
+                    continue
+                if st == 200 and b["leader"]:
+                    return m, b["epoch"]
+        return None, 0
+
+    def stop(self):
+        for m in self.m:
+            if m.alive():
+                m.proc.terminate()
+                try:
+                    m.proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    m.kill9()
+        nodes = os.path.join(self.state, "nodes")
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cwd = os.readlink("/proc/%s/cwd" % pid)
+            except OSError:
+                continue
+            if cwd.startswith(nodes):
+                try:
+                    os.killpg(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def no_rank_twice(state, jid):
+    """No two nodes of one rank were alive (registered, not yet ended) at
+    the same time."""
+    from conftest import store_rows
+    rows = store_rows(state, "SELECT id, rank, registered_ns, terminated_ns"
+                      " FROM nodes WHERE job_id=%d AND registered_ns IS NOT"
+                      " NULL ORDER BY rank, registered_ns" % jid)
+    by_rank = {}
+    for nid, rank, a, b in rows:
+        by_rank.setdefault(rank, []).append((a, b if b is not None else 1 << 62,
+                                             nid))
+    for rank, iv in by_rank.items():
+        for x, y in zip(iv, iv[1:]):
+            assert x[1] <= y[0], ("rank %d had two live nodes" % rank, x, y)
+    return len(rows)
+
+
+def events_chain(state, jid):
+    """The job's transitions form one chain (each starts where the last
+    ended; none repeated, none missing) and every event is stored once."""
+    from conftest import store_rows
+    ev = store_rows(state, "SELECT seq, type, from_state, to_state, node_id,"
+                    " message FROM events WHERE job_id=%d ORDER BY seq" % jid)
+    seqs = [e[0] for e in ev]
+    assert len(seqs) == len(set(seqs))
+    trans = [(e[2], e[3]) for e in ev if e[1] == "transition"]
+    assert trans and trans[0][0] == "PENDING", trans[:3]
+    for (_, to), (frm, _) in zip(trans, trans[1:]):
+        assert frm == to, ("a transition is missing or repeated", trans)
+    assert [e[1] for e in ev].count("created") == 1
+    ends = [(e[1], e[4]) for e in ev if e[1] in ("node_terminated", "node_lost")]
+    assert len(ends) == len(set(ends)), ("a node ended twice", ends)
+    return ev
+
+
+@pytest.mark.skipif(not PG, reason="needs PostgreSQL: runs"
+                    " in the PostgreSQL pass (scripts/run-tests BUILD pg)")
+def test_leader_killed_standby_takes_over(tmp_path):
+    rnd = random.Random(int(os.environ.get("SPOTRUN_FAILOVER_SEED", "16")))
+    # spot up 6 trace hours, down 2 (1 trace hour = 6 s here)
+    p = Pair(tmp_path, make_market(tmp_path, [1, 1, 1, 1, 1, 1, 0, 0]))
+    takeovers = []
+    try:
+        p.m[0].start()
+        p.m[1].start()
+        steps = max(300, KILLS * 35)
+        st, body = p.call("POST", "/v1/jobs", {
+            "spec_yaml": spot_job("failover", steps).replace(
+                "deadline: 1000h", "deadline: %dh" % (steps // 3)),
+            "spec_name": "t.yaml"})
+        assert st == 201, body
+        jid = body["job"]["id"]
+        for i in range(KILLS):
+            time.sleep(rnd.uniform(0.2, 3.0))
+            lead, epoch = p.leader()
+            if lead is None:            # between leaders: wait for one
+                deadline = time.time() + 4 * LEASE_MS / 1000
+                while lead is None and time.time() < deadline:
+                    time.sleep(0.05)
+                    lead, epoch = p.leader()
+            assert lead is not None, [m.tail() for m in p.m]
+            other = p.m[1] if lead is p.m[0] else p.m[0]
+            t0 = time.monotonic()
+            lead.kill9()
+            new = None
+            while time.monotonic() - t0 < 10:
+                new, e2 = p.leader()
+                if new is other and e2 > epoch:
+                    break
+                time.sleep(0.02)
+            assert new is other, ("no takeover", i, other.tail())
+            takeovers.append(time.monotonic() - t0)
+            lead.start()                # back, as the standby
+        st, j = p.call("GET", "/v1/jobs/%d" % jid)
+        deadline = time.time() + 600
+        while j["job"]["state"] not in TERMINAL and time.time() < deadline:
+            time.sleep(0.5)
+            st, j = p.call("GET", "/v1/jobs/%d" % jid)
+        j = j["job"]
+        assert j["state"] == "SUCCEEDED", (j["message"], p.m[0].tail(),
+                                           p.m[1].tail())
+        assert j["sim_elapsed_s"] <= j["sim_deadline_s"], j
+        with open(os.path.join(p.state, "jobs", str(jid), "ckpt",
+                               "completions")) as f:
+            assert len(f.read().splitlines()) == 1
+        nnodes = no_rank_twice(p.state, jid)
+        ev = events_chain(p.state, jid)
+        p.stop()
+        ledger_matches_nodes(p.state)
+        takeovers.sort()
+        print("\nfailover: %d kills, lease %d ms, takeover s: median %.2f "
+              "max %.2f; %d preemptions, %d nodes, %d events" % (
+                  KILLS, LEASE_MS, takeovers[len(takeovers) // 2],
+                  takeovers[-1], j["preemptions"], nnodes, len(ev)))
+    finally:
+        p.stop()
