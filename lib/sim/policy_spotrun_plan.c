@@ -21,9 +21,11 @@
  *   spot (a=1)  keep (c-1, s, spot) / start (c-1, s-K, spot)
  *                                                   spot * (unit [+ R])
  *
- * K = R / unit is fractional: values are interpolated linearly in s.  The
- * spell moves on as the chain says: it ends with end_up/end_down[b]
- * (landing in the other state at age 0, a held spot instance lost), or
+ * K = R / unit is a whole number when R >= unit (policy__plan_unit()
+ * stretches the step to divide R), else a fraction: values are
+ * interpolated linearly in s.  The spell moves on as the chain says: it
+ * ends with end_up/end_down[b] (landing in the other state at age 0, a
+ * held spot instance lost), or
  * ages into the next bucket with probability 1 / (bucket width).  V = 0
  * when c = 0; s < 0 is infeasible (V = inf), and any expectation over an
  * infeasible outcome is inf, so the plan never takes a chance on missing
@@ -54,6 +56,24 @@ double policy__plan_unit(const struct policy_job *job)
 		u = job->work_s / PLAN_MAX_C;
 	if (slack > 0 && u < slack / PLAN_MAX_S)
 		u = slack / PLAN_MAX_S;
+	/* A restart costs a whole number of steps: move the step to the
+	 * nearer (by ratio) of the two lengths around it that divide R, the
+	 * shorter one only if it is no shorter than a tick.  Otherwise the
+	 * slack R takes is rounded onto the grid, and the two restarts a
+	 * spot start must keep in reserve (its own, and on-demand's if it
+	 * is lost) need up to a step more slack than they do: with 4 h of
+	 * slack at 675 s steps and R = 720 s, spot needs 3 steps (0.56 h)
+	 * left instead of 0.4 h.  The nearer one, not always the longer:
+	 * stretched to nearly twice its length, the step coarsens the work
+	 * axis (2 h of work with R = 3 h and 1.5 h steps became one 3 h
+	 * step, inside which the plan sees no risk, so it waited for a
+	 * cheaper start).  docs/policies.md. */
+	if (job->restart_s >= u) {
+		double k = floor(job->restart_s / u + 1e-9);
+		double up = job->restart_s / k, dn = job->restart_s / (k + 1);
+
+		u = dn >= (double)job->gap_s && u / dn < up / u ? dn : up;
+	}
 	return u;
 }
 

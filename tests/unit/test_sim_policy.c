@@ -284,6 +284,44 @@ static void test_spotrun_starts_in_the_older_run(void **state)
 	free(st);
 }
 
+/* A restart is whole planning steps: from on-demand, with spot up for a
+ * day and 0.45 h of slack left (R = 0.2 h), spot is worth starting - its
+ * own restart and on-demand's, if it is lost, take 0.4 h.  With a step of
+ * 675 s (48 h of work / 256) the plan rounded R to 1.07 steps and the
+ * slack down to 2 steps, and stayed on on-demand to the end. */
+static void test_spotrun_restart_fits_the_grid(void **state)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	struct policy_job job = { .work_s = 48 * 3600.0, .deadline_s = 52 * 3600.0,
+				  .restart_s = 0.2 * 3600, .gap_s = 600, .nregions = 1,
+				  .od_price = 3.06, .od_region = 0 };
+	uint8_t up = 1;
+	double price = 0.9731;
+	void *st;
+	struct policy_obs o = { 0 };
+	struct policy_choice c;
+
+	(void)state;
+	st = calloc(1, pol->state_size);
+	assert_non_null(st);
+	pol->reset(st, &job);
+	for (int i = 0; i < 144; i++)
+		pol->observe(st, &job, &up, &price);
+	o.work_left_s = 40 * 3600.0;
+	o.work_done_s = job.work_s - o.work_left_s;
+	o.time_left_s = o.work_left_s + 0.45 * 3600;
+	o.hold = SIM_OD;
+	o.region = 0;
+	o.ckpt_region = 0;
+	o.avail = &up;
+	o.spot_price = &price;
+	c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+	assert_int_equal(c.hold, SIM_SPOT);
+	if (pol->destroy)
+		pol->destroy(st);
+	free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_random_markets),
 		cmocka_unit_test(test_no_look_ahead),
 		cmocka_unit_test(test_spotrun_starts_in_the_older_run),
+		cmocka_unit_test(test_spotrun_restart_fits_the_grid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
