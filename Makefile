@@ -11,6 +11,8 @@
 #                   end to end on the local spot cloud through preemptions
 #                   of one node at a time, and print its report
 #   make demo-single  the single-node demo (tier 3 in s3rver, moves)
+#   make demo CLOUD=aws-emulated  either demo through the AWS driver and
+#                   the EC2 emulator (also demo-single)
 #   make clean
 #
 # Layout rules (see CONTRIBUTING.md):
