@@ -244,7 +244,16 @@ int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
 	if (m == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&m->mu, NULL);
-	pthread_cond_init(&m->cv, NULL);
+	/* the clock thread's deadlines are on CLOCK_MONOTONIC: a condvar on
+	 * the default (realtime) clock saw them as long past and spun */
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	snprintf(m->region, sizeof(m->region), "%s",
 		 o->region != NULL ? o->region : "us-east-1");
 	m->time_scale = o->time_scale > 0 ? o->time_scale : 1.0;

@@ -432,12 +432,16 @@ static void *sender_main(void *arg)
 struct finops_alerter *finops_alerter_start(struct finops_alert_config *c)
 {
 	struct finops_alerter *s = calloc(1, sizeof *s);
+	pthread_condattr_t ca;
 
 	if (!s)
 		return NULL;
 	s->cfg = *c;
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* drain's timeout */
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&s->thread, NULL, sender_main, s) != 0) {
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
@@ -470,7 +474,7 @@ int finops_alerter_flush(struct finops_alerter *s, long timeout_ms)
 	struct timespec dl;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;
 	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
 	if (dl.tv_nsec >= 1000000000L) {
