@@ -27,6 +27,7 @@
  * checkpointed (CHECKPOINTING -> SUCCEEDED); cancel while PENDING and
  * while PROVISIONING (a BOOTING node terminated). */
 #include "ctl_fixture.h"
+#include "ctl_db_raw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1222,6 +1223,54 @@ static void test_cancel_pending_and_provisioning(void **state)
 	assert_int_equal(alive_instances(), 0);
 }
 
+/* Overwrite job id's stored placement plan with JSON that is not a plan
+ * (a second connection, as another process could). */
+static void plan_corrupt(int64_t id)
+{
+	struct sr_err e = { 0 };
+	sqlite3 *db = NULL;
+	char sql[96];
+
+	assert_int_equal(ctl_db_open(ctl_db_path(ctl), &db, &e), 0);
+	snprintf(sql, sizeof sql, "UPDATE jobs SET candidates='{}' WHERE id=%lld",
+		 (long long)id);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	sqlite3_close_v2(db);
+}
+
+/* A stored placement plan that no longer parses fails the job with the
+ * reason, from the states that place nodes: PENDING (before its first
+ * launch) and RECOVERING (its node lost and spot gone, so the policy
+ * waits to place a replacement). */
+static void test_unreadable_plan_fails_job(void **state)
+{
+	int64_t a, b, n1;
+
+	(void)state;
+	a = create_job(job_spot);
+	plan_corrupt(a);
+	pass();
+	assert_string_equal(job_state(a), "FAILED");
+	assert_true(has_event(a, "transition", "plan is unreadable"));
+	assert_int_equal(fc.launches, 0);
+
+	b = create_job(job_spot);
+	n1 = to_running(b);
+	/* the instance goes without a notice, and spot with it: the policy
+	 * waits for spot (100 h of slack) rather than buying on-demand */
+	inst_of(n1)->alive = false;
+	fc.avail[0] = fc.avail[1] = false;
+	advance_ms(11000);
+	pass();
+	assert_string_equal(node_view(b, n1).state, "LOST");
+	assert_string_equal(job_state(b), "RECOVERING");
+	plan_corrupt(b);
+	pass();
+	assert_string_equal(job_state(b), "FAILED");
+	assert_true(has_event(b, "transition", "plan is unreadable"));
+	assert_int_equal(alive_instances(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1265,6 +1314,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_completes_while_checkpointing,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel_pending_and_provisioning,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_unreadable_plan_fails_job,
 						fsetup, fteardown),
 	};
 
