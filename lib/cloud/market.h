@@ -91,4 +91,8 @@ struct cloud_market {
 	void *st;
 };
 
+/* qsort order of offerings: cheapest spot first (no spot last), then
+ * cheapest on-demand, then pool index. */
+int cloud_offering_cmp(const void *a, const void *b);
+
 #endif

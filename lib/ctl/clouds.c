@@ -144,19 +144,6 @@ bool ctl__prov_shared(const struct ctl *c, int pool)
 	return i >= 0 && c->clouds[i].shared_disk;
 }
 
-static int cmp_spot(const void *a, const void *b)
-{
-	const struct cloud_offering *x = a, *y = b;
-	sr_micros px = x->spot_per_h >= 0 ? x->spot_per_h : INT64_MAX;
-	sr_micros py = y->spot_per_h >= 0 ? y->spot_per_h : INT64_MAX;
-
-	if (px != py)
-		return px < py ? -1 : 1;
-	if (x->ondemand_per_h != y->ondemand_per_h)
-		return x->ondemand_per_h < y->ondemand_per_h ? -1 : 1;
-	return x->pool - y->pool;
-}
-
 int ctl__offerings(struct ctl *c, const struct cloud_query *q,
 		   struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
@@ -192,7 +179,7 @@ int ctl__offerings(struct ctl *c, const struct cloud_query *q,
 		return rc;
 	}
 	if (k > 1)
-		qsort(all, k, sizeof *all, cmp_spot); /* cheapest spot first */
+		qsort(all, k, sizeof *all, cloud_offering_cmp); /* cheapest spot first */
 	*out = all;
 	*n = k;
 	return 0;

@@ -365,19 +365,6 @@ static bool in_list(const char *const *list, const char *s)
 	return false;
 }
 
-static int cmp_off(const void *a, const void *b)
-{
-	const struct cloud_offering *x = a, *y = b;
-	sr_micros px = x->spot_per_h >= 0 ? x->spot_per_h : INT64_MAX;
-	sr_micros py = y->spot_per_h >= 0 ? y->spot_per_h : INT64_MAX;
-
-	if (px != py)
-		return px < py ? -1 : 1;
-	if (x->ondemand_per_h != y->ondemand_per_h)
-		return x->ondemand_per_h < y->ondemand_per_h ? -1 : 1;
-	return x->pool - y->pool;
-}
-
 int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
 		       double sim_s, struct cloud_offering **out, size_t *n,
 		       struct sr_err *e)
@@ -401,7 +388,7 @@ int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
 			continue;
 		localmkt_describe(m, (int)i, sim_s, &v[k++]);
 	}
-	qsort(v, k, sizeof *v, cmp_off);
+	qsort(v, k, sizeof *v, cloud_offering_cmp);
 	*out = v;
 	*n = k;
 	return 0;
