@@ -64,6 +64,21 @@ def make_market(tmp, pattern, gap=3600):
     return data
 
 
+def api_request(url, token, method, path, body=None):
+    """One JSON request to spotrund at url with the bearer token: (status,
+    decoded body), an HTTP error's status and body included."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
 class Daemon:
     def __init__(self, tmp, data, *extra):
         self.tmp = str(tmp)
@@ -145,16 +160,7 @@ class Daemon:
             return ""
 
     def api(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", "Bearer " + self.token)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return api_request(self.url, self.token, method, path, body)
 
     def submit(self, yaml):
         st, body = self.api("POST", "/v1/jobs", {"spec_yaml": yaml,

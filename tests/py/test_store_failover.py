@@ -12,18 +12,16 @@ printed (bench/failover.sh reports them; a test asserts no wall time).
 
 Runs in the PostgreSQL pass (scripts/run-tests BUILD pg), where
 $SPOTRUN_STORE names a fresh database of a real server."""
-import json
 import os
 import random
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
-from test_ctl_crash import BUILD, TERMINAL, make_market, spot_job
+from test_ctl_crash import (BUILD, TERMINAL, api_request, make_market,
+                            spot_job)
 from test_ctl_liveloop import ledger_matches_nodes
 
 PG = os.environ.get("SPOTRUN_CHECK_STORE") == "postgresql"
@@ -93,16 +91,7 @@ class Pair:
         if self.token is None:
             with open(os.path.join(self.state, "api.token")) as f:
                 self.token = f.read().strip()
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(m.url + path, data=data, method=method)
-        req.add_header("Authorization", "Bearer " + self.token)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return api_request(m.url, self.token, method, path, body)
 
     def call(self, method, path, body=None, timeout=60):
         """Any live member that answers; a write goes to the leader (a
