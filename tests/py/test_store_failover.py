@@ -185,6 +185,28 @@ def events_chain(state, jid):
     return ev
 
 
+def diagnose(p, jid, j):
+    """What a failed run leaves to read: the job, its last events and
+    nodes, and the end of both daemons' logs (pytest cuts long messages,
+    so this is printed in full and returned short)."""
+    from conftest import store_rows
+    ev = store_rows(p.state, "SELECT seq, type, from_state, to_state,"
+                    " node_id, message FROM events WHERE job_id=%d ORDER BY"
+                    " seq" % jid)
+    nodes = store_rows(p.state, "SELECT id, rank, pool, spot, created_ns,"
+                       " registered_ns, notice_ns, terminated_ns FROM nodes"
+                       " WHERE job_id=%d ORDER BY id" % jid)
+    print("\n==== job\n%r\n==== last events" % (j,))
+    for e in ev[-40:]:
+        print(e)
+    print("==== nodes")
+    for n in nodes:
+        print(n)
+    for m in p.m:
+        print("==== %s.log (end)\n%s" % (m.name, m.tail(6000)))
+    return (j["state"], j["message"], ev[-5:])
+
+
 @pytest.mark.skipif(not PG, reason="needs PostgreSQL: runs"
                     " in the PostgreSQL pass (scripts/run-tests BUILD pg)")
 def test_leader_killed_standby_takes_over(tmp_path):
@@ -229,8 +251,7 @@ def test_leader_killed_standby_takes_over(tmp_path):
             time.sleep(0.5)
             st, j = p.call("GET", "/v1/jobs/%d" % jid)
         j = j["job"]
-        assert j["state"] == "SUCCEEDED", (j["message"], p.m[0].tail(),
-                                           p.m[1].tail())
+        assert j["state"] == "SUCCEEDED", diagnose(p, jid, j)
         assert j["sim_elapsed_s"] <= j["sim_deadline_s"], j
         with open(os.path.join(p.state, "jobs", str(jid), "ckpt",
                                "completions")) as f:
