@@ -98,7 +98,8 @@ struct store *ctl__store(struct ctl *c)
 
 	if (s)
 		return s;
-	if (store_open(c->db_path, 0, &s, &e)) {
+	if (store_open(c->db_path, atomic_load(&c->store_wait) ? STORE_WAIT : 0,
+		       &s, &e)) {
 		sr_error("ctl", "cannot open the store", "err=\"%s\"",
 			 sr_err_str(&e, -EIO));
 		return NULL;
@@ -388,6 +389,7 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		rc = load_clock(c, db, e);
 	if (rc)
 		goto fail;
+	atomic_store(&c->store_wait, true);
 	/* lead at once when the lease is free (always on SQLite), so a
 	 * single daemon takes writes from its first request */
 	ctl__lease_tick(c, db);

@@ -145,6 +145,9 @@ struct ctl {
 	pthread_mutex_t conns_mu;    /* every per-thread connection, to close */
 	struct store **conns;
 	size_t nconns, capconns;
+	/* set once the start-up connection is open: a later one waits for
+	 * an unreachable PostgreSQL (STORE_WAIT) instead of failing */
+	atomic_bool store_wait;
 
 	/* Policy states of the unfinished jobs (reconciler thread only). */
 	struct ctl_pol *pols;

@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "common/backoff.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 
 static uint64_t fnv1a(const char *s)
 {
@@ -47,6 +50,10 @@ int store_open(const char *where, unsigned flags, struct store **out,
 		s->ops = &store__pg_ops;
 		s->backend = STORE_POSTGRES;
 		rc = store__pg_open(s, where, flags, e);
+		if (rc == -EIO && s->impl && (flags & STORE_WAIT))
+			rc = store__reconnect(s, e);
+		if (rc && s->impl)
+			s->ops->close(s);
 	} else {
 		s->ops = &store__sqlite_ops;
 		s->backend = STORE_SQLITE;
@@ -163,9 +170,72 @@ struct sqlite3 *store_sqlite_handle(struct store *s)
 	return s->backend == STORE_SQLITE ? store__sqlite_handle(s) : NULL;
 }
 
+/* ---- a connection the server dropped ---- */
+
+static bool lost(struct store *s)
+{
+	return s->ops->broken && s->ops->broken(s);
+}
+
+/* One warning per interval for the whole process, however many threads'
+ * connections wait at once. */
+static pthread_mutex_t down_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sr_ratelimit down_rl = { 5000000000LL, 0, 0 };
+
+int store__reconnect(struct store *s, struct sr_err *e)
+{
+	struct sr_backoff bo;
+	int64_t t0 = sr_time_mono_ns(), now, d;
+	long held = 0;
+	bool say;
+	int tries = 0, rc;
+
+	sr_backoff_init(&bo, STORE_RETRY_BASE_MS * 1000000LL,
+			STORE_RETRY_CAP_MS * 1000000LL);
+	for (;;) {
+		rc = s->ops->reconnect(s, e);
+		tries++;
+		now = sr_time_mono_ns();
+		if (!rc) {
+			sr_info("store", "store reachable again", "backend=%s "
+				"waited_ms=%lld attempts=%d", s->ops->name,
+				(long long)((now - t0) / 1000000), tries);
+			return 0;
+		}
+		if (now - t0 >= STORE_RETRY_MAX_MS * 1000000LL)
+			return sr_err_prefix(e, "store unreachable for %d s, "
+					     "giving up this operation",
+					     STORE_RETRY_MAX_MS / 1000);
+		d = sr_backoff_fail(&bo, now);
+		pthread_mutex_lock(&down_mu);
+		say = sr_ratelimit_allow(&down_rl, now, &held);
+		pthread_mutex_unlock(&down_mu);
+		if (say)
+			sr_warn("store", "store unreachable, retrying", "backend=%s "
+				"waited_ms=%lld next_try_ms=%lld held_back=%ld "
+				"err=\"%s\"", s->ops->name,
+				(long long)((now - t0) / 1000000),
+				(long long)(d / 1000000), held,
+				sr_err_str(e, rc));
+		nanosleep(&(struct timespec){ d / 1000000000,
+					      d % 1000000000 }, NULL);
+	}
+}
+
+/* Before a transaction or an autocommit statement: a connection known
+ * to be dropped is re-established first. */
+static int usable(struct store *s, struct sr_err *e)
+{
+	if (!lost(s) || store_in_tx(s))
+		return 0;
+	return store__reconnect(s, e);
+}
+
 int store_exec_sql(struct store *s, const char *sql, struct sr_err *e)
 {
-	return s->ops->exec(s, sql, e);
+	int rc = usable(s, e);
+
+	return rc ? rc : s->ops->exec(s, sql, e);
 }
 
 int store_begin(struct store *s, struct sr_err *e)
@@ -174,7 +244,15 @@ int store_begin(struct store *s, struct sr_err *e)
 
 	if (store_in_tx(s))
 		return sr_err_set(e, -EINVAL, "store: transaction already open");
-	rc = s->ops->begin(s, e);
+	rc = usable(s, e);
+	if (!rc)
+		rc = s->ops->begin(s, e);
+	/* the drop shows on first use: BEGIN changed nothing, run it again */
+	if (rc && lost(s)) {
+		rc = store__reconnect(s, e);
+		if (!rc)
+			rc = s->ops->begin(s, e);
+	}
 	if (!rc && s->fence) {
 		rc = s->fence(s, s->fence_ud, e);
 		if (rc)
@@ -227,7 +305,14 @@ static struct store_stmt *stmt_new(struct store *s, const char *sql,
 	}
 	st->s = s;
 	st->hash = h;
-	*rc = s->ops->prepare(s, st, e);
+	*rc = usable(s, e);
+	if (!*rc)
+		*rc = s->ops->prepare(s, st, e);
+	if (*rc && lost(s) && !store_in_tx(s)) { /* a PREPARE changes nothing */
+		*rc = store__reconnect(s, e);
+		if (!*rc)
+			*rc = s->ops->prepare(s, st, e);
+	}
 	if (*rc) {
 		free(st->sql);
 		free(st);
@@ -244,6 +329,9 @@ int store_prepare(struct store *s, const char *sql, struct store_stmt **out,
 	int rc = 0;
 
 	*out = NULL;
+	rc = usable(s, e);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < s->ncache; i++) {
 		if (s->cache[i]->hash == h && !strcmp(s->cache[i]->sql, sql)) {
 			st = s->cache[i];

@@ -34,6 +34,18 @@
  * it sees no concurrent change.  store_end(s, rc, e) commits when rc is 0
  * and rolls back otherwise.
  *
+ * A dropped connection (PostgreSQL restarted, failed over, network).  The
+ * next store_begin, store_prepare or autocommit statement on it opens it
+ * again; while the server is unreachable it waits, with backoff and
+ * jitter on the monotonic clock (50 ms doubling to 2 s), for at most
+ * 60 s, logging "store unreachable, retrying" (at most one line per 5 s
+ * for the process) and "store reachable again".  A read that fails on
+ * its first step outside a transaction because the connection dropped
+ * is run again on the new one.  A transaction the drop cut is rolled
+ * back by the server and its call fails (-EIO): the caller's retry (the
+ * reconciler's next pass, the client's retry of an idempotent request)
+ * runs it again.
+ *
  * Schema.  store_migrate() brings the schema to this binary's version in
  * one transaction (lib/store/schema.c); a database written by a newer
  * binary is refused with a message naming both versions.
@@ -55,6 +67,9 @@ enum store_backend { STORE_SQLITE = 1, STORE_POSTGRES = 2 };
 /* store_open flags */
 #define STORE_READONLY 0x1 /* SQLite: open read-only; PostgreSQL: a
 			    * read-only default transaction mode */
+#define STORE_WAIT 0x2     /* PostgreSQL: a server that cannot be reached
+			    * is waited for, with backoff, up to a bound
+			    * (a daemon's later connections; see below) */
 
 /* Open a connection to `where` (see above).  Does not migrate.  On
  * success *out is a new connection for store_close(). */

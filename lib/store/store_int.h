@@ -18,6 +18,11 @@ struct store_ops {
 	int (*commit)(struct store *s, struct sr_err *e);
 	void (*rollback)(struct store *s);
 	bool (*in_tx)(struct store *s);
+	/* the server dropped the connection (NULL: it cannot happen); then
+	 * reconnect opens a new one, and every statement prepared on the old
+	 * one is prepared again on its next step */
+	bool (*broken)(struct store *s);
+	int (*reconnect)(struct store *s, struct sr_err *e);
 
 	/* statement: prepare fills st->impl; reset drops the current result
 	 * and bindings; finalize releases st->impl */
@@ -73,6 +78,15 @@ void store__register(struct store *s);
 void store__unregister(struct store *s);
 int store__pg_open(struct store *s, const char *conninfo, unsigned flags,
 		   struct sr_err *e);
+/* A dropped connection (s->ops->broken) re-established, waiting with
+ * bounded backoff and jitter on the monotonic clock while the server is
+ * unreachable, for at most STORE_RETRY_MAX_MS; logs "store unreachable,
+ * retrying" and "store reachable again" (store.c).  0 when the
+ * connection is (again) usable. */
+int store__reconnect(struct store *s, struct sr_err *e);
+#define STORE_RETRY_BASE_MS 50
+#define STORE_RETRY_CAP_MS 2000
+#define STORE_RETRY_MAX_MS 60000
 
 /* The migrations of every component, in both dialects (schema.c). */
 struct store_migration {

@@ -11,12 +11,21 @@
  * Writers serialise like SQLite's BEGIN IMMEDIATE: store_begin takes a
  * transaction-scoped advisory lock (STORE_PG_TX_LOCK), released at
  * COMMIT/ROLLBACK.
+ *
+ * A connection the server dropped (restart, failover) is opened again by
+ * pg_reconnect (store.c decides when, with backoff); each reconnection
+ * bumps the connection's generation, and a statement prepared under an
+ * older one is prepared again on its next step.  A read that fails on
+ * its first step outside a transaction because the connection dropped
+ * is run again on the new connection; anything else is reported (the
+ * caller's transaction was rolled back by the server).
  */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "store/store_int.h"
 
@@ -25,10 +34,16 @@
 struct pg {
 	PGconn *conn;
 	unsigned nextname;
+	unsigned gen;     /* bumped by each reconnection */
+	bool lost;        /* a failure said the connection is gone */
+	unsigned flags;   /* store_open's, for the session settings */
 };
 
 struct pgst {
 	char name[24];
+	char *sql;        /* owned: the text in PostgreSQL's $N form */
+	unsigned gen;     /* the connection generation it is prepared in */
+	bool read;        /* a SELECT: safe to run again on a new connection */
 	int nparams;
 	char **vals;      /* owned, nparams entries (NULL = SQL NULL) */
 	int *lens, *fmts;
@@ -52,6 +67,13 @@ static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 	int rc = -EIO;
 	size_t n;
 
+	/* no SQLSTATE (libpq's own "server closed the connection"), class
+	 * 08 (connection exception), 57P01..57P03 (shutdown, crash, not yet
+	 * accepting): the connection is gone, whatever PQstatus says yet */
+	if (!state || !strncmp(state, "08", 2) || !strncmp(state, "57P0", 4)) {
+		((struct pg *)s->impl)->lost = true;
+		rc = -EIO;
+	}
 	if (state && !strcmp(state, "23505"))
 		rc = -SR_ECONFLICT;
 	else if (state && !strncmp(state, "23", 2))
@@ -74,34 +96,66 @@ static void notice_quiet(void *arg, const char *msg)
 	(void)msg; /* "relation already exists, skipping" and the like */
 }
 
+static int pg_exec(struct store *s, const char *sql, struct sr_err *e);
+
+/* The settings every connection of ours carries. */
+static int session(struct store *s, struct sr_err *e)
+{
+	struct pg *p = s->impl;
+
+	PQsetNoticeProcessor(p->conn, notice_quiet, NULL);
+	return pg_exec(s, (p->flags & STORE_READONLY) ?
+		       "SET default_transaction_read_only = on;"
+		       "SET client_min_messages = warning" :
+		       "SET client_min_messages = warning", e);
+}
+
+static bool pg_broken(struct store *s)
+{
+	return ((struct pg *)s->impl)->lost || PQstatus(CONN(s)) != CONNECTION_OK;
+}
+
+static int pg_reconnect(struct store *s, struct sr_err *e)
+{
+	struct pg *p = s->impl;
+
+	PQreset(p->conn);
+	if (PQstatus(p->conn) != CONNECTION_OK) {
+		const char *m = PQerrorMessage(p->conn);
+		char clean[SR_ERR_MSG_MAX];
+		size_t n;
+
+		snprintf(clean, sizeof clean, "%s", m && *m ? m : "no message");
+		n = strlen(clean);
+		while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
+			clean[--n] = 0;
+		return sr_err_set(e, -EIO, "postgresql: reconnect: %s", clean);
+	}
+	p->gen++;
+	p->lost = false;
+	return session(s, e);
+}
+
 int store__pg_open(struct store *s, const char *conninfo, unsigned flags,
 		   struct sr_err *e)
 {
 	struct pg *p = calloc(1, sizeof *p);
-	int rc;
 
 	if (!p)
 		return sr_err_set(e, -ENOMEM, "store: out of memory");
 	p->conn = PQconnectdb(conninfo);
-	s->impl = p;
-	if (!p->conn || PQstatus(p->conn) != CONNECTION_OK) {
-		rc = sr_err_set(e, -EIO, "postgresql: connect: %s", p->conn ?
-				PQerrorMessage(p->conn) : "out of memory");
-		goto fail;
+	p->flags = flags;
+	if (!p->conn) {
+		free(p);
+		return sr_err_set(e, -ENOMEM, "postgresql: connect: out of memory");
 	}
-	PQsetNoticeProcessor(p->conn, notice_quiet, NULL);
-	rc = s->ops->exec(s, (flags & STORE_READONLY) ?
-			  "SET default_transaction_read_only = on;"
-			  "SET client_min_messages = warning" :
-			  "SET client_min_messages = warning", e);
-	if (rc)
-		goto fail;
-	return 0;
-fail:
-	PQfinish(p->conn);
-	free(p);
-	s->impl = NULL;
-	return rc;
+	/* from here the caller owns p through s->impl: a connection that
+	 * failed may be waited for (STORE_WAIT) or is closed by the caller */
+	s->impl = p;
+	if (PQstatus(p->conn) != CONNECTION_OK)
+		return sr_err_set(e, -EIO, "postgresql: connect: %s",
+				  PQerrorMessage(p->conn));
+	return session(s, e);
 }
 
 static void pg_close(struct store *s)
@@ -209,7 +263,23 @@ static void pgst_free(struct pgst *q)
 	free(q->fmts);
 	PQclear(q->res);
 	PQfreemem(q->blob);
+	free(q->sql);
 	free(q);
+}
+
+/* PREPARE q on the current connection. */
+static int send_prepare(struct store *s, struct pgst *q, struct sr_err *e)
+{
+	struct pg *p = s->impl;
+	PGresult *r = PQprepare(p->conn, q->name, q->sql, q->nparams, NULL);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = pg_err(s, r, e, "prepare");
+	else
+		q->gen = p->gen;
+	PQclear(r);
+	return rc;
 }
 
 static int pg_prepare(struct store *s, struct store_stmt *st, struct sr_err *e)
@@ -217,7 +287,6 @@ static int pg_prepare(struct store *s, struct store_stmt *st, struct sr_err *e)
 	struct pg *p = s->impl;
 	struct pgst *q = calloc(1, sizeof *q);
 	char *sql = NULL;
-	PGresult *r = NULL;
 	int rc = 0;
 
 	if (q)
@@ -233,19 +302,17 @@ static int pg_prepare(struct store *s, struct store_stmt *st, struct sr_err *e)
 	}
 	snprintf(q->name, sizeof q->name, "s%u", ++p->nextname);
 	q->row = -1;
-	r = PQprepare(p->conn, q->name, sql, q->nparams, NULL);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rc = pg_err(s, r, e, "prepare");
+	q->sql = sql;
+	sql = NULL;
+	q->read = !strncasecmp(q->sql + strspn(q->sql, " \t\n("), "SELECT", 6);
+	rc = send_prepare(s, q, e);
+	if (rc)
 		goto fail;
-	}
-	PQclear(r);
-	free(sql);
 	st->impl = q;
 	return 0;
 nomem:
 	rc = sr_err_set(e, -ENOMEM, "store: out of memory");
 fail:
-	PQclear(r);
 	free(sql);
 	pgst_free(q);
 	return rc;
@@ -277,6 +344,7 @@ static void pg_finalize(struct store_stmt *st)
 		return;
 	snprintf(sql, sizeof sql, "DEALLOCATE %s", q->name);
 	if (PQstatus(CONN(st->s)) == CONNECTION_OK &&
+	    q->gen == ((struct pg *)st->s->impl)->gen &&
 	    PQtransactionStatus(CONN(st->s)) == PQTRANS_IDLE)
 		PQclear(PQexec(CONN(st->s), sql));
 	pgst_free(q);
@@ -337,23 +405,43 @@ static int pg_bind_null(struct store_stmt *st, int i)
 	return set_param(st, i, NULL, 0, 0);
 }
 
+/* Run q (prepared again first on a new connection); 0 or an error. */
+static int run_prepared(struct store *s, struct pgst *q, struct sr_err *e)
+{
+	ExecStatusType t;
+	int rc;
+
+	if (q->gen != ((struct pg *)s->impl)->gen) {
+		rc = send_prepare(s, q, e);
+		if (rc)
+			return rc;
+	}
+	q->res = PQexecPrepared(CONN(s), q->name, q->nparams,
+				(const char *const *)q->vals, q->lens, q->fmts, 0);
+	t = PQresultStatus(q->res);
+	if (t == PGRES_TUPLES_OK || t == PGRES_COMMAND_OK)
+		return 0;
+	rc = pg_err(s, q->res, e, "step");
+	PQclear(q->res);
+	q->res = NULL;
+	return rc;
+}
+
 static int pg_step(struct store_stmt *st, struct sr_err *e)
 {
 	struct pgst *q = PS(st);
-	ExecStatusType t;
 
 	if (!q->res) {
-		q->res = PQexecPrepared(CONN(st->s), q->name, q->nparams,
-					(const char *const *)q->vals, q->lens,
-					q->fmts, 0);
-		t = PQresultStatus(q->res);
-		if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
-			int rc = pg_err(st->s, q->res, e, "step");
+		bool outside = !pg_in_tx(st->s);
+		int rc = run_prepared(st->s, q, e);
 
-			PQclear(q->res);
-			q->res = NULL;
-			return rc;
+		if (rc && outside && q->read && pg_broken(st->s)) {
+			rc = store__reconnect(st->s, e);
+			if (!rc)
+				rc = run_prepared(st->s, q, e);
 		}
+		if (rc)
+			return rc;
 		q->row = -1;
 	}
 	if (q->row + 1 < PQntuples(q->res)) {
@@ -446,6 +534,8 @@ const struct store_ops store__pg_ops = {
 	.commit = pg_commit,
 	.rollback = pg_rollback,
 	.in_tx = pg_in_tx,
+	.broken = pg_broken,
+	.reconnect = pg_reconnect,
 	.prepare = pg_prepare,
 	.reset = pg_reset,
 	.finalize = pg_finalize,
