@@ -196,7 +196,7 @@ check: deps
 	@$(MAKE) --no-print-directory build
 	@echo "== check: plain build (gcc -O2, -Werror) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
-	@echo "== check: the control plane on PostgreSQL 15 (tests/py/pg_server.py) =="
+	@echo "== check: the PostgreSQL-only tests (failover, server outage; every other daemon test runs on PostgreSQL in the ASan pass) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-tests build pg || true
 	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
 	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true

@@ -1,19 +1,26 @@
 /*
  * bench_ctl - spotrund under a fleet of heartbeating nodes.
  *
- * Seeds a fresh state directory with NODES on-demand nodes (jobs of up to
- * 1000 nodes, all RUNNING, with known node tokens), starts the real
- * spotrund binary on it, and has THREADS client threads send each node's
- * heartbeat once per PERIOD seconds for SECONDS seconds over keep-alive
- * connections - the load of NODES agents.  Reports p50/p99 latency and
- * the achieved rate, and, as the peer measured in the same run and load,
- * the latency of GET /healthz (the HTTP path with no auth and no database
- * write): heartbeat/healthz is the cost of authenticating and committing
- * a heartbeat.  Finally the daemon's RSS (VmRSS, VmHWM).
+ * Seeds a fresh store with NODES on-demand nodes in JOBS active jobs (all
+ * RUNNING, NODES/JOBS nodes each, with known node tokens), starts the
+ * real spotrund binary on it, and has THREADS client threads send each
+ * node's heartbeat once per PERIOD seconds for SECONDS seconds over
+ * keep-alive connections - the load of NODES agents - while the daemon's
+ * reconciler pages through the JOBS jobs.  Reports heartbeat p50/p99
+ * latency, the achieved rate and the failures (any non-200), and, as the
+ * peer measured in the same run and load, the latency of GET /healthz
+ * (the HTTP path with no auth and no database write): heartbeat/healthz
+ * is the cost of authenticating and committing a heartbeat.  Then the
+ * reconciler's pass time during the load (mean and longest, from GET
+ * /v1/lease), every node's heartbeat checked in the store (last_hb_ns
+ * moved past the seed time), and the daemon's RSS (VmRSS, VmHWM).  The
+ * last line, "RESULT ...", is for scripts (bench/store_scale.sh).
  *
- * Env: BENCH_CTL_NODES (10000), BENCH_CTL_PERIOD_S (5), BENCH_CTL_SECONDS
- * (20), BENCH_CTL_THREADS (8).  Billing runs every 60 s here (ledger rows
- * per node per interval; a fleet this size would not bill every second).
+ * Env: BENCH_CTL_NODES (10000), BENCH_CTL_JOBS (2000), BENCH_CTL_PERIOD_S
+ * (5), BENCH_CTL_SECONDS (20), BENCH_CTL_THREADS (8), BENCH_CTL_STORE
+ * (a postgresql:// URI of an empty database; default: SQLite in the state
+ * dir).  Billing runs every 60 s here (ledger rows per node per interval;
+ * a fleet this size would not bill every second).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,20 +30,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "store/store.h"
 
-static int nnodes = 10000, period_s = 5, seconds = 20, nthreads = 8;
+static int nnodes = 10000, njobs = 2000, period_s = 5, seconds = 20;
+static int nthreads = 8;
+static const char *store_uri; /* NULL: SQLite in the state dir */
 static char url[128];
 static char (*tokens)[CTL_TOKEN_HEX + 1];
 static int64_t *node_ids;
+static unsigned char *hb_ok; /* node i had a 200 (written by its thread) */
+static int64_t seed_ns;
 
 struct lat {
 	double *v;
@@ -127,10 +140,12 @@ static void *work(void *arg)
 		cr = curl_easy_perform(h);
 		t1 = sr_time_mono_ns();
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-		if (cr != CURLE_OK || code != 200)
+		if (cr != CURLE_OK || code != 200) {
 			w->errors++;
-		else
+		} else {
 			lat_add(&w->hb, (double)(t1 - t0) / 1e6);
+			hb_ok[i] = 1;
+		}
 		curl_slist_free_all(hd);
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 		/* every 10th slot, the peer: GET /healthz on the same connection */
@@ -157,10 +172,13 @@ static int seed(const char *dir)
 	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int64_t now = sr_time_real_ns();
+	int per = (nnodes + njobs - 1) / njobs;
 	int rc;
 
+	seed_ns = now;
+
 	snprintf(path, sizeof path, "%s/spotrun.db", dir);
-	rc = store_open(path, 0, &db, &e);
+	rc = store_open(store_uri ? store_uri : path, 0, &db, &e);
 	if (!rc)
 		rc = store_migrate(db, &e);
 	if (!rc)
@@ -169,8 +187,8 @@ static int seed(const char *dir)
 		unsigned char d[CTL_DIGEST_LEN];
 		int64_t job;
 
-		if (i % 1000 == 0) {
-			int size = nnodes - i < 1000 ? nnodes - i : 1000;
+		if (i % per == 0) {
+			int size = nnodes - i < per ? nnodes - i : per;
 
 			rc = store_prepare(db, "INSERT INTO jobs(name, state,"
 				" spec_name, spec_yaml, spec_json, num_nodes,"
@@ -190,7 +208,7 @@ static int seed(const char *dir)
 			if (rc < 0)
 				break;
 		}
-		job = (i / 1000) + 1;
+		job = (i / per) + 1;
 		ctl_token_new(tokens[i]);
 		ctl_token_digest(tokens[i], d);
 		rc = store_prepare(db, "INSERT INTO nodes(job_id, rank, state,"
@@ -204,7 +222,7 @@ static int seed(const char *dir)
 		if (rc)
 			break;
 		store_bind_i64(st, 1, job);
-		store_bind_i64(st, 2, i % 1000);
+		store_bind_i64(st, 2, i % per);
 		store_bind_blob(st, 3, d, CTL_DIGEST_LEN);
 		store_bind_i64(st, 4, now);
 		rc = store_step(st, &e);
@@ -220,6 +238,98 @@ static int seed(const char *dir)
 		fprintf(stderr, "bench_ctl: seed: %s\n", sr_err_str(&e, rc));
 	store_close(db);
 	return rc;
+}
+
+/* The daemon's reconciler pass counters (GET /v1/lease "reconciler"). */
+struct passes {
+	double n, sum_ms, max_ms;
+};
+
+struct buf {
+	char *p;
+	size_t n, cap;
+};
+
+static size_t keep(char *p, size_t sz, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	size_t k = sz * n;
+
+	if (b->n + k + 1 > b->cap) {
+		size_t nc = (b->n + k + 1) * 2;
+		char *v = realloc(b->p, nc);
+
+		if (!v)
+			return 0;
+		b->p = v;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->n, p, k);
+	b->n += k;
+	b->p[b->n] = '\0';
+	return k;
+}
+
+static int lease_passes(const char *dir, struct passes *p)
+{
+	char tok[CTL_TOKEN_HEX + 8] = "", u[256], auth[160], path[600];
+	struct buf body = { 0 };
+	struct curl_slist *hd;
+	json_t *j = NULL, *r;
+	CURL *h = curl_easy_init();
+	FILE *f;
+	int rc = -1;
+
+	snprintf(path, sizeof path, "%s/api.token", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(tok, sizeof tok, f))
+			tok[0] = '\0';
+		fclose(f);
+	}
+	tok[strcspn(tok, "\n")] = '\0';
+	snprintf(u, sizeof u, "%s/v1/lease", url);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+	hd = curl_slist_append(NULL, auth);
+	curl_easy_setopt(h, CURLOPT_URL, u);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+	if (curl_easy_perform(h) == CURLE_OK && body.p)
+		j = json_loads(body.p, 0, NULL);
+	r = j ? json_object_get(j, "reconciler") : NULL;
+	if (json_is_object(r)) {
+		p->n = json_number_value(json_object_get(r, "passes"));
+		p->sum_ms = json_number_value(json_object_get(r, "sum_ms"));
+		p->max_ms = json_number_value(json_object_get(r, "max_ms"));
+		rc = 0;
+	}
+	json_decref(j);
+	free(body.p);
+	curl_slist_free_all(hd);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+/* Nodes whose heartbeat the store recorded (last_hb_ns past the seed). */
+static long stored_heartbeats(const char *dir)
+{
+	char path[512];
+	struct store *db = NULL;
+	struct sr_err e = { 0 };
+	int64_t n = -1;
+
+	snprintf(path, sizeof path, "%s/spotrun.db", dir);
+	if (store_open(store_uri ? store_uri : path, 0, &db, &e) ||
+	    store_query_i64(db, "SELECT count(*) AS n FROM nodes WHERE"
+			    " last_hb_ns > ?", seed_ns, &n, &e) != 1) {
+		fprintf(stderr, "bench_ctl: count heartbeats: %s\n",
+			sr_err_str(&e, -EIO));
+		n = -1;
+	}
+	store_close(db);
+	return (long)n;
 }
 
 static long status_kb(pid_t pid, const char *key)
@@ -247,21 +357,28 @@ int main(void)
 	struct worker *w;
 	pthread_t *th;
 	struct lat hb = { 0 }, hz = { 0 };
-	long errors = 0;
+	struct passes p0 = { 0 }, p1 = { 0 };
+	long errors = 0, sent_ok = 0, stored;
 	pid_t pid;
 	ssize_t n;
 	int rc = 1;
 
 	nnodes = env_int("BENCH_CTL_NODES", 10000);
+	njobs = env_int("BENCH_CTL_JOBS", 2000);
+	store_uri = getenv("BENCH_CTL_STORE");
+	if (store_uri && !*store_uri)
+		store_uri = NULL;
 	period_s = env_int("BENCH_CTL_PERIOD_S", 5);
 	seconds = env_int("BENCH_CTL_SECONDS", 20);
 	nthreads = env_int("BENCH_CTL_THREADS", 8);
 	tokens = calloc((size_t)nnodes, sizeof *tokens);
 	node_ids = calloc((size_t)nnodes, sizeof *node_ids);
+	hb_ok = calloc((size_t)nnodes, 1);
 	w = calloc((size_t)nthreads, sizeof *w);
 	th = calloc((size_t)nthreads, sizeof *th);
-	if (!tokens || !node_ids || !w || !th || !mkdtemp(dir))
+	if (!tokens || !node_ids || !hb_ok || !w || !th || !mkdtemp(dir))
 		return 1;
+	umask(077); /* the seeded database as spotrund would create it */
 	n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0)
 		return 1;
@@ -274,6 +391,10 @@ int main(void)
 	pid = fork();
 	if (pid == 0) {
 		setenv("SPOTRUN_LOG_LEVEL", "warn", 1);
+		if (store_uri)
+			setenv("SPOTRUN_STORE", store_uri, 1);
+		else
+			unsetenv("SPOTRUN_STORE");
 		execl(bin, bin, "--state-dir", dir, "--listen", "127.0.0.1:0",
 		      "--agent", "/bin/true", "--heartbeat-timeout", "60s",
 		      "--bill-interval-ms", "60000", "--http-threads", "4", (char *)NULL);
@@ -296,6 +417,7 @@ int main(void)
 		goto out;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	lease_passes(dir, &p0);
 	for (int i = 0; i < nthreads; i++) {
 		w[i].idx = i;
 		w[i].t_end = sr_time_mono_ns() + (int64_t)seconds * SR_NS_PER_SEC;
@@ -309,11 +431,16 @@ int main(void)
 			lat_add(&hz, w[i].hz.v[k]);
 		errors += w[i].errors;
 	}
+	lease_passes(dir, &p1);
+	for (int i = 0; i < nnodes; i++)
+		sent_ok += hb_ok[i];
+	stored = stored_heartbeats(dir);
 	qsort(hb.v, hb.n, sizeof *hb.v, cmpd);
 	qsort(hz.v, hz.n, sizeof *hz.v, cmpd);
-	printf("spotrund: %d nodes heartbeating every %d s for %d s (%d client "
-	       "threads, 2 cores shared with the daemon)\n", nnodes, period_s,
-	       seconds, nthreads);
+	printf("spotrund on %s: %d nodes in %d active jobs heartbeating every "
+	       "%d s for %d s (%d client threads, sharing the cores with the "
+	       "daemon)\n", store_uri ? "postgresql" : "sqlite", nnodes, njobs,
+	       period_s, seconds, nthreads);
 	printf("  heartbeats: %zu ok, %ld failed, %.0f/s (target %.0f/s)\n", hb.n,
 	       errors, (double)hb.n / seconds, (double)nnodes / period_s);
 	printf("  heartbeat latency ms: p50 %.3f  p99 %.3f  max %.3f\n",
@@ -323,9 +450,23 @@ int main(void)
 	printf("  ratio heartbeat/healthz: p50 %.2f  p99 %.2f\n",
 	       pct(&hb, 0.5) / (pct(&hz, 0.5) > 0 ? pct(&hz, 0.5) : 1),
 	       pct(&hb, 0.99) / (pct(&hz, 0.99) > 0 ? pct(&hz, 0.99) : 1));
+	printf("  reconciler passes during the load: %.0f, mean %.1f ms; longest "
+	       "pass since start %.1f ms\n", p1.n - p0.n,
+	       p1.n > p0.n ? (p1.sum_ms - p0.sum_ms) / (p1.n - p0.n) : 0.0,
+	       p1.max_ms);
+	printf("  nodes with a heartbeat answered 200: %ld; recorded in the "
+	       "store: %ld\n", sent_ok, stored);
 	printf("  daemon RSS: %ld KiB now, %ld KiB peak\n", status_kb(pid, "VmRSS:"),
 	       status_kb(pid, "VmHWM:"));
-	rc = errors * 100 > (long)hb.n ? 1 : 0;
+	printf("RESULT backend=%s nodes=%d jobs=%d ok=%zu failed=%ld "
+	       "hb_p50_ms=%.3f hb_p99_ms=%.3f pass_mean_ms=%.1f pass_max_ms=%.1f "
+	       "nodes_ok=%ld nodes_stored=%ld\n",
+	       store_uri ? "postgresql" : "sqlite", nnodes, njobs, hb.n, errors,
+	       pct(&hb, 0.5), pct(&hb, 0.99),
+	       p1.n > p0.n ? (p1.sum_ms - p0.sum_ms) / (p1.n - p0.n) : 0.0,
+	       p1.max_ms, sent_ok, stored);
+	/* fails on more than 1 % failed heartbeats, or a 200 not stored */
+	rc = errors * 100 > (long)hb.n || stored < sent_ok ? 1 : 0;
 out:
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
@@ -342,5 +483,6 @@ out:
 	free(th);
 	free(tokens);
 	free(node_ids);
+	free(hb_ok);
 	return rc;
 }

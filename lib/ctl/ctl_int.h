@@ -136,6 +136,12 @@ struct ctl {
 		_Atomic int64_t epoch;   /* held epoch (while leader) */
 		atomic_bool leader;
 		int64_t renewed_mono, member_mono;
+		int64_t taken_mono;      /* when this daemon took it */
+		_Atomic int64_t passed_epoch; /* the last epoch in which a
+					       * reconciler pass completed */
+		/* the leader's completed reconciler passes: count, total,
+		 * longest and last duration (monotonic ns; GET /v1/lease) */
+		_Atomic int64_t passes, pass_sum_ns, pass_max_ns, pass_last_ns;
 		pthread_mutex_t mu;
 		bool mu_init;
 		char leader_url[128];    /* the last leader seen */
@@ -212,6 +218,10 @@ int ctl__lease_init(struct ctl *c, struct sr_err *e);
 void ctl__lease_tick(struct ctl *c, struct store *db);
 int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e);
 void ctl__lease_release(struct ctl *c, struct store *db);
+/* The reconciler completed a pass as the leader, in took_ns: counted for
+ * GET /v1/lease; the first one of an epoch is logged ("first reconciler pass as the leader") and shown by
+ * GET /v1/lease ("passed"). */
+void ctl__lease_passed(struct ctl *c, int64_t took_ns);
 bool ctl__is_leader(const struct ctl *c);
 void ctl__leader_url(struct ctl *c, char *buf, size_t n);
 int ctl__endpoints(struct ctl *c, char *buf, size_t n);

@@ -253,11 +253,31 @@ void ctl__lease_tick(struct ctl *c, struct store *db)
 	if (!atomic_load(&c->lease.leader)) {
 		rc = take(c, db, now, &e);
 		if (rc == 1)
-			c->lease.renewed_mono = mono;
+			c->lease.renewed_mono = c->lease.taken_mono = mono;
 		else if (rc < 0)
 			sr_warn("lease", "cannot read the lease (retrying)",
 				"err=\"%s\"", sr_err_str(&e, rc));
 	}
+}
+
+void ctl__lease_passed(struct ctl *c, int64_t took_ns)
+{
+	int64_t epoch = c->lease.epoch;
+
+	if (!ctl__is_leader(c))
+		return;
+	atomic_fetch_add(&c->lease.passes, 1);
+	atomic_fetch_add(&c->lease.pass_sum_ns, took_ns);
+	atomic_store(&c->lease.pass_last_ns, took_ns);
+	if (took_ns > atomic_load(&c->lease.pass_max_ns))
+		atomic_store(&c->lease.pass_max_ns, took_ns);
+	if (
+	    atomic_exchange(&c->lease.passed_epoch, epoch) == epoch)
+		return;
+	/* the failover time ends here (bench/failover.sh) */
+	sr_info("lease", "first reconciler pass as the leader", "epoch=%"
+		PRId64 " ms_since_taken=%" PRId64, epoch,
+		(sr_time_mono_ns() - c->lease.taken_mono) / 1000000);
 }
 
 void ctl__lease_release(struct ctl *c, struct store *db)
@@ -306,19 +326,29 @@ int ctl__endpoints(struct ctl *c, char *buf, size_t n)
 	return 0;
 }
 
-/* GET /v1/lease: whether this daemon leads, its epoch, and the leader's
- * URL as last seen (docs/store.md). */
+/* GET /v1/lease: whether this daemon leads, its epoch, whether it has
+ * completed a reconciler pass in that epoch, the leader's URL as last
+ * seen, and this daemon's reconciler pass times as the leader
+ * (docs/store.md). */
 static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
 	char url[128];
 	bool leader = ctl__is_leader(c);
 
+	int64_t epoch = leader ? c->lease.epoch : 0;
+
 	ctl__leader_url(c, url, sizeof url);
-	return ctl_resp_json(rs, 200, json_pack("{s:b,s:I,s:s,s:s,s:I}",
-		"leader", leader, "epoch", (json_int_t)(leader ? c->lease.epoch : 0),
+	return ctl_resp_json(rs, 200, json_pack(
+		"{s:b,s:I,s:s,s:s,s:I,s:b,s:{s:I,s:f,s:f,s:f}}",
+		"leader", leader, "epoch", (json_int_t)epoch,
 		"leader_url", url, "url", c->url,
-		"lease_ms", (json_int_t)c->cfg.lease_ms));
+		"lease_ms", (json_int_t)c->cfg.lease_ms,
+		"passed", leader && atomic_load(&c->lease.passed_epoch) == epoch,
+		"reconciler", "passes", (json_int_t)atomic_load(&c->lease.passes),
+		"sum_ms", (double)atomic_load(&c->lease.pass_sum_ns) / 1e6,
+		"max_ms", (double)atomic_load(&c->lease.pass_max_ns) / 1e6,
+		"last_ms", (double)atomic_load(&c->lease.pass_last_ns) / 1e6));
 }
 
 CTL_ROUTE("GET", "/v1/lease", CTL_AUTH_ADMIN, lease_get)

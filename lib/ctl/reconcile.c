@@ -907,6 +907,7 @@ int recon__active_jobs(struct store *db, int64_t **out, size_t *n)
 int ctl__reconcile_once(struct ctl *c)
 {
 	struct store *db = ctl__store(c);
+	int64_t t0 = sr_time_mono_ns();
 	int64_t *ids = NULL;
 	size_t n = 0;
 	int rc;
@@ -946,6 +947,7 @@ int ctl__reconcile_once(struct ctl *c)
 	free(ids);
 	ctl__ticks_call(c, db);
 	ctl__hooks_run(c, db);
+	ctl__lease_passed(c, sr_time_mono_ns() - t0);
 	return 0;
 }
 

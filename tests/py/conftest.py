@@ -113,7 +113,8 @@ def run_on_pty(argv, env=None, cwd=None, answer_after=None, answer=b"",
     return rc, out.decode(errors="replace")
 
 
-# ---- the control plane on PostgreSQL (scripts/run-tests BUILD pg) ----
+# ---- the control plane on PostgreSQL (scripts/run-tests: the asan and
+# pg passes) ----
 # SPOTRUN_CHECK_STORE=postgresql: one real PostgreSQL 15 server for the
 # session (tests/py/pg_server.py) and a fresh database per test, handed to
 # every spotrund the test starts through $SPOTRUN_STORE.
@@ -163,11 +164,11 @@ def store_rows(state, sql):
             return [tuple(r) for r in db.execute(sql)]
         finally:
             db.close()
-    from pg_server import PG_BIN
+    from pg_server import PG_BIN, tool_env
     p = subprocess.run([os.path.join(PG_BIN, "psql"), "-X", "-A", "-t",
                         "-F", "\t", "-P", "null=\\N", "-v", "ON_ERROR_STOP=1",
                         "-d", url, "-c", sql], capture_output=True, text=True,
-                       timeout=120, check=False)
+                       timeout=120, env=tool_env(), check=False)
     assert p.returncode == 0, p.stderr
 
     def val(v):

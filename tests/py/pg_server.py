@@ -16,6 +16,15 @@ import subprocess
 import tempfile
 
 PG_BIN = os.environ.get("SPOTRUN_PG_BIN", "/usr/lib/postgresql/15/bin")
+# The ASan pass preloads the sanitizer runtime into the interpreter; the
+# server and its tools are not instrumented and must not inherit it.
+_SAN_VARS = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+
+
+def tool_env():
+    """The environment for PostgreSQL's own programs (initdb, pg_ctl,
+    psql): ours without the sanitizer preload."""
+    return {k: v for k, v in os.environ.items() if k not in _SAN_VARS}
 
 
 class PgStartError(RuntimeError):
@@ -43,7 +52,7 @@ class PgServer:
         with open(log, "ab") as f:
             return subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
                                   preexec_fn=self._demote(), timeout=120,
-                                  check=False).returncode
+                                  env=tool_env(), check=False).returncode
 
     def _logs(self, *names):
         out = []
@@ -92,7 +101,7 @@ class PgServer:
         p = subprocess.run([os.path.join(PG_BIN, "psql"), "-X", "-q", "-v",
                             "ON_ERROR_STOP=1", "-d", self.url(db), "-c", sql],
                            capture_output=True, text=True, timeout=120,
-                           check=False)
+                           env=tool_env(), check=False)
         if p.returncode:
             raise RuntimeError("psql %r: %s" % (sql, p.stderr))
         return p.stdout
