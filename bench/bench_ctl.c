@@ -38,6 +38,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "common/http.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "store/store.h"
@@ -245,38 +246,14 @@ struct passes {
 	double n, sum_ms, max_ms;
 };
 
-struct buf {
-	char *p;
-	size_t n, cap;
-};
-
-static size_t keep(char *p, size_t sz, size_t n, void *ud)
-{
-	struct buf *b = ud;
-	size_t k = sz * n;
-
-	if (b->n + k + 1 > b->cap) {
-		size_t nc = (b->n + k + 1) * 2;
-		char *v = realloc(b->p, nc);
-
-		if (!v)
-			return 0;
-		b->p = v;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->n, p, k);
-	b->n += k;
-	b->p[b->n] = '\0';
-	return k;
-}
-
 static int lease_passes(const char *dir, struct passes *p)
 {
 	char tok[CTL_TOKEN_HEX + 8] = "", u[256], auth[160], path[600];
-	struct buf body = { 0 };
-	struct curl_slist *hd;
-	json_t *j = NULL, *r;
-	CURL *h = curl_easy_init();
+	const char *hdr[] = { auth, NULL };
+	struct sr_http_resp r = { 0 };
+	struct sr_http_opts o;
+	struct sr_err e = { 0 };
+	json_t *j = NULL, *rec;
 	FILE *f;
 	int rc = -1;
 
@@ -290,25 +267,19 @@ static int lease_passes(const char *dir, struct passes *p)
 	tok[strcspn(tok, "\n")] = '\0';
 	snprintf(u, sizeof u, "%s/v1/lease", url);
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
-	hd = curl_slist_append(NULL, auth);
-	curl_easy_setopt(h, CURLOPT_URL, u);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-	if (curl_easy_perform(h) == CURLE_OK && body.p)
-		j = json_loads(body.p, 0, NULL);
-	r = j ? json_object_get(j, "reconciler") : NULL;
-	if (json_is_object(r)) {
-		p->n = json_number_value(json_object_get(r, "passes"));
-		p->sum_ms = json_number_value(json_object_get(r, "sum_ms"));
-		p->max_ms = json_number_value(json_object_get(r, "max_ms"));
+	sr_http_opts_default(&o);
+	if (sr_http_request("GET", u, hdr, NULL, 0, &o, &r, &e) == 0 &&
+	    r.status == 200)
+		j = json_loads(r.body, 0, NULL);
+	rec = j ? json_object_get(j, "reconciler") : NULL;
+	if (json_is_object(rec)) {
+		p->n = json_number_value(json_object_get(rec, "passes"));
+		p->sum_ms = json_number_value(json_object_get(rec, "sum_ms"));
+		p->max_ms = json_number_value(json_object_get(rec, "max_ms"));
 		rc = 0;
 	}
 	json_decref(j);
-	free(body.p);
-	curl_slist_free_all(hd);
-	curl_easy_cleanup(h);
+	sr_http_resp_free(&r);
 	return rc;
 }
 
