@@ -276,6 +276,59 @@ static void test_sqlite_legacy_ledger(void **state)
 	store_close(s);
 }
 
+/* Cut s's server connection from another one (its backend terminated:
+ * SQLSTATE 57P01 on s's next use), as a server restart would. */
+static void cut(struct store *s, struct store *adm)
+{
+	struct sr_err e = { 0 };
+	int64_t pid = 0;
+
+	assert_int_equal(store_query_i64(s, "SELECT pg_backend_pid() AS p"
+					 " WHERE ?=1", 1, &pid, &e), 1);
+	assert_int_equal(store_query_i64(adm, "SELECT count(*) AS n FROM"
+					 " (SELECT pg_terminate_backend(pid)"
+					 " FROM pg_stat_activity WHERE pid=?) t",
+					 pid, &pid, &e), 1);
+}
+
+/* A dropped connection is opened again: a cached read and a transaction
+ * after the drop work (prepared again on the new connection); a
+ * transaction the drop cut fails, is rolled back, and changes nothing. */
+static void test_pg_reconnect(void **state)
+{
+	struct backend *b = *state;
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state), *adm = NULL;
+	char v[32];
+
+	assert_int_equal(store_open(b->where, 0, &adm, &e), 0);
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "k", "1", &e), 0);
+	assert_int_equal(store_end(s, 0, &e), 0);
+	assert_int_equal(store_setting_get(s, "k", v, sizeof v, &e), 0);
+	cut(s, adm);
+	/* a cached read outside a transaction: run again on a new connection */
+	assert_int_equal(store_setting_get(s, "k", v, sizeof v, &e), 0);
+	assert_string_equal(v, "1");
+	cut(s, adm);
+	/* BEGIN on the dropped connection: reconnect, begin again */
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "k", "2", &e), 0);
+	assert_int_equal(store_end(s, 0, &e), 0);
+	/* cut inside a transaction: that call fails, nothing is applied */
+	assert_int_equal(store_begin(s, &e), 0);
+	cut(s, adm);
+	assert_int_equal(store_setting_set(s, "k", "3", &e), -EIO);
+	assert_int_equal(store_end(s, -EIO, &e), -EIO);
+	assert_false(store_in_tx(s));
+	assert_int_equal(store_setting_get(s, "k", v, sizeof v, &e), 0);
+	assert_string_equal(v, "2");
+	assert_int_equal(store_setting_get(adm, "k", v, sizeof v, &e), 0);
+	assert_string_equal(v, "2");
+	store_close(adm);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +342,8 @@ int main(void)
 		BOTH(test_ledger_append_only),
 		{ "sqlite/test_legacy_ledger", test_sqlite_legacy_ledger, fresh,
 		  NULL, &on_sqlite },
+		{ "postgresql/test_reconnect", test_pg_reconnect, fresh, NULL,
+		  &on_pg },
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
