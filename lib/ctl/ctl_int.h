@@ -216,6 +216,10 @@ struct store *ctl__store(struct ctl *c);
  * other live members', comma-separated (what agents are given). */
 int ctl__lease_init(struct ctl *c, struct sr_err *e);
 void ctl__lease_tick(struct ctl *c, struct store *db);
+/* The leader renews its lease when a third of it has passed (also within
+ * a long reconciler pass, between jobs); false once it is no longer the
+ * leader. */
+bool ctl__lease_keep(struct ctl *c, struct store *db);
 int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e);
 void ctl__lease_release(struct ctl *c, struct store *db);
 /* The reconciler completed a pass as the leader, in took_ns: counted for

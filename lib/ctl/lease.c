@@ -224,6 +224,30 @@ static void member_seen(struct ctl *c, struct store *db, int64_t now)
 			sr_err_str(&e, rc));
 }
 
+bool ctl__lease_keep(struct ctl *c, struct store *db)
+{
+	int64_t mono = sr_time_mono_ns();
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (!atomic_load(&c->lease.leader))
+		return false;
+	if (mono - c->lease.renewed_mono > lease_ns(c)) {
+		step_down(c, "not renewed within one lease");
+	} else if (mono - c->lease.renewed_mono >= lease_ns(c) / 3) {
+		rc = renew(c, db, sr_time_real_ns(), &e);
+		if (rc == 0)
+			c->lease.renewed_mono = mono;
+		else if (rc == -ESTALE)
+			step_down(c, sr_err_str(&e, rc));
+		else
+			sr_warn("lease", "cannot renew the lease (retrying)",
+				"epoch=%" PRId64 " err=\"%s\"",
+				c->lease.epoch, sr_err_str(&e, rc));
+	}
+	return atomic_load(&c->lease.leader);
+}
+
 void ctl__lease_tick(struct ctl *c, struct store *db)
 {
 	int64_t mono = sr_time_mono_ns(), now = sr_time_real_ns();
@@ -235,21 +259,7 @@ void ctl__lease_tick(struct ctl *c, struct store *db)
 		member_seen(c, db, now);
 		c->lease.member_mono = mono;
 	}
-	if (atomic_load(&c->lease.leader)) {
-		if (mono - c->lease.renewed_mono > lease_ns(c)) {
-			step_down(c, "not renewed within one lease");
-		} else if (mono - c->lease.renewed_mono >= third) {
-			rc = renew(c, db, now, &e);
-			if (rc == 0)
-				c->lease.renewed_mono = mono;
-			else if (rc == -ESTALE)
-				step_down(c, sr_err_str(&e, rc));
-			else
-				sr_warn("lease", "cannot renew the lease (retrying)",
-					"epoch=%" PRId64 " err=\"%s\"",
-					c->lease.epoch, sr_err_str(&e, rc));
-		}
-	}
+	ctl__lease_keep(c, db);
 	if (!atomic_load(&c->lease.leader)) {
 		rc = take(c, db, now, &e);
 		if (rc == 1)

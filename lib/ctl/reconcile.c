@@ -933,6 +933,10 @@ int ctl__reconcile_once(struct ctl *c)
 	/* Release the policy memory of jobs that have ended. */
 	ctl__pol_prune(c, ids, n);
 	for (size_t i = 0; i < n; i++) {
+		/* a pass through thousands of jobs may outlast a third of the
+		 * lease: renew it on the way, or stop when it is gone */
+		if (!ctl__lease_keep(c, db))
+			break;
 		/* Several steps per pass, so NOTICE -> CHECKPOINTING or
 		 * PREEMPTED -> RECOVERING -> PROVISIONING don't wait a tick. */
 		for (int k = 0; k < 6; k++) {
