@@ -298,7 +298,7 @@ static struct policy_choice spotrun_decide(void *state,
 	struct spotrun_state *s = state;
 	struct policy_choice od = { SIM_OD, job->od_region };
 	enum sim_hold want;
-	int best = -1;
+	int best = -1, dear = 0;
 	double best_e = INFINITY;
 
 	spotrun_observe(s, job, o->avail, o->spot_price);
@@ -338,7 +338,14 @@ static struct policy_choice spotrun_decide(void *state,
 	if (o->hold == SIM_SPOT && o->avail[o->region])
 		best = o->region;
 	else if (best >= 0 && best_e >= job->od_price)
-		best = -1; /* spot no cheaper than on-demand after restarts */
+		dear = 1; /* spot no cheaper than on-demand after restarts */
+	/* Spot that is there but dear is not an outage: the plan's outage
+	 * model (spells end, waiting pays) does not describe it, and asking
+	 * the plan as if spot were down made it wait for spot that was
+	 * already there, until the slack ran out.  The market is up, and the
+	 * cheaper node is on-demand: take it. */
+	if (dear)
+		return od;
 	want = policy__plan_choose(&s->plan, o->work_left_s,
 				   o->time_left_s - o->work_left_s, o->hold,
 				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
