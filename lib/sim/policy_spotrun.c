@@ -339,19 +339,20 @@ static struct policy_choice spotrun_decide(void *state,
 		best = o->region;
 	else if (best >= 0 && best_e >= job->od_price)
 		dear = 1; /* spot no cheaper than on-demand after restarts */
-	/* Spot that is there but dear is not an outage: the plan's outage
-	 * model (spells end, waiting pays) does not describe it, and asking
-	 * the plan as if spot were down made it wait for spot that was
-	 * already there, until the slack ran out.  The market is up, and the
-	 * cheaper node is on-demand: take it. */
-	if (dear)
-		return od;
+	/* Spot that is there but dear is not an outage.  Asking the plan as
+	 * if spot were down made it wait - its outage model says outages end
+	 * and waiting pays - for spot that was already there, until the
+	 * slack ran out.  So the plan is asked with spot up, and a dear spot
+	 * market gets a node, never a wait: spot if the plan wants it (the
+	 * plan prices restarts and losses itself) and its price now is below
+	 * on-demand's, otherwise on-demand. */
 	want = policy__plan_choose(&s->plan, o->work_left_s,
 				   o->time_left_s - o->work_left_s, o->hold,
 				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
-	if (want == SIM_SPOT && best >= 0)
+	if (want == SIM_SPOT && best >= 0 &&
+	    (!dear || o->spot_price[best] < job->od_price))
 		return (struct policy_choice){ SIM_SPOT, best };
-	if (want == SIM_NONE)
+	if (want == SIM_NONE && !dear)
 		return (struct policy_choice){ SIM_NONE, -1 };
 	return od;
 }

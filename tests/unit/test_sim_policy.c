@@ -349,7 +349,8 @@ static void *spotrun_flaky_day(const struct policy_job *job)
  * flaky day (waiting pays in an outage: first checked), spot is up at
  * 1.5x the on-demand price: the choice must be a node (on-demand, the
  * cheaper), never a wait - with a day or an hour of slack, from nothing
- * held and from on-demand. */
+ * held and from on-demand; and spot dear only by its restarts gets a
+ * node too. */
 static void test_spotrun_no_wait_while_spot_is_dear(void **state)
 {
 	const struct policy_ops *pol = policy_find("spotrun");
@@ -391,6 +392,30 @@ static void test_spotrun_no_wait_while_spot_is_dear(void **state)
 				pol->destroy(st);
 			free(st);
 		}
+	}
+	/* Dear by its restarts only (R = 1 h against runs of 20 min), at a
+	 * price below on-demand's: a node, spot or on-demand, never a wait. */
+	{
+		struct policy_obs o = { 0 };
+		struct policy_choice c;
+		void *st;
+
+		job.restart_s = 3600;
+		st = spotrun_flaky_day(&job);
+		o.work_left_s = 40 * 3600.0;
+		o.work_done_s = job.work_s - o.work_left_s;
+		o.time_left_s = o.work_left_s + 24 * 3600;
+		o.hold = SIM_NONE;
+		o.region = -1;
+		o.ckpt_region = 0;
+		o.avail = &up;
+		o.spot_price = &cheap;
+		c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+		printf("  R 1 h, slack 24 h, spot cheap but short: choice %d\n", c.hold);
+		assert_int_not_equal(c.hold, SIM_NONE);
+		if (pol->destroy)
+			pol->destroy(st);
+		free(st);
 	}
 }
 
