@@ -182,7 +182,7 @@ class RemoteCommit:
     def final(self, step, named, deadline):
         """save_final's tier-3 part: flush step's uploads, wait for its
         record.  True once the step is globally committed."""
-        end = time.monotonic() + self.o.commit_timeout
+        end = self.o._end()   # commit_timeout, or the notice's deadline
         if deadline is not None:
             end = min(end, time.monotonic() + max(0.0, deadline - time.time()))
         for name, c in named:

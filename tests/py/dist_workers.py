@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import time
 
 import torch
 import torch.distributed as dist
@@ -165,6 +166,31 @@ def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
         res["again"] = (c.restore(st), st["s"].tensor.clone())
         torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
     c.close()
+
+
+def shared_deadline(rank, world, port, d, out, lead_s):
+    """Rank 1 alone gets a notice whose deadline is lead_s from now; at
+    the next step boundary spotrun.dist.should_checkpoint() must tell
+    rank 0 and give it that deadline.  Rank 1's node then goes without
+    its part of the final step; rank 0's save_final() and close() must
+    give up at the deadline, not after commit_timeout (an hour here, far
+    beyond launch()'s timeout): OUT/deadline-R.pt."""
+    from spotrun import preemption
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, commit_timeout=3600)
+    if rank == 1:
+        preemption.notify(time.time() + lead_s)
+    res = {"before": preemption.deadline()}
+    res["stop"] = sdist.should_checkpoint()
+    res["deadline"] = preemption.deadline()
+    res["mono"] = preemption.deadline_monotonic()
+    dist.barrier()
+    if rank == 0:
+        res["final"] = c.save_final(1, _kv_state(1, rank, world))
+        res["returned"] = time.monotonic()
+    c.close()
+    torch.save(res, os.path.join(out, "deadline-%d.pt" % rank))
+    dist.destroy_process_group()
 
 
 def check_recommitted(out):
