@@ -114,7 +114,10 @@ def main():
             p.error("$%s is not set (spotrun-agent sets it on every node)"
                     % v)
     torch.set_num_threads(1)
+    # the two lines bench/gang_recovery.py times a recovery's restart by
+    print("joining the rendezvous (imports done)", flush=True)
     dist.init_process_group("gloo", init_method="env://")
+    print("rendezvous joined", flush=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     tr = GangTrainer(seed, hidden, total, rank, world)
     extra = {"world_size": world, "rank": rank}

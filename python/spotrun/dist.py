@@ -34,9 +34,10 @@ dead rank cannot hang the others)
       A crash anywhere before COMMITTED leaves no record: restore never
       sees step S, whatever parts of it are on disk, and takes the newest
       step that has one.  Rank 0 waits at most `commit_timeout` seconds,
-      and never past a preemption notice's deadline (the gang's earliest:
-      should_checkpoint() shares it); without every marker by then step S
-      stays uncommitted (save returns False on rank 0).  After a restore to step S, each rank deletes its
+      and never past a preemption notice's deadline (its own, or the
+      gang's earliest, which should_checkpoint() shares: a noticed rank's
+      marker is in by then or never); without every marker by then step
+      S stays uncommitted (save returns False on rank 0).  After a restore to step S, each rank deletes its
       own leftovers newer than S (engine steps and markers) before it saves
       again, so a later step can never pick up an old attempt's part.
 
@@ -79,6 +80,11 @@ PLACEHOLDER = "__spotrun_shard__"
 log = logging.getLogger("spotrun")
 _STEP_RE = re.compile(r"step-(\d{8,})\.commit")
 _ENGINE_STEP_RE = re.compile(r"step-(\d{8,})")
+
+# The gang's notice deadline (should_checkpoint): Unix seconds and the
+# same on this process's monotonic clock; None before a notice.
+_gang = {"wall": None, "mono": None}
+_gang_lock = threading.Lock()
 
 # Called with (phase, step) at the protocol's points ("durable",
 # "prepared", "before_commit"); tests use it to kill a rank there.
@@ -347,12 +353,20 @@ class DistCheckpointer:
         return False
 
     def _end(self):
-        """time.monotonic() at which a wait for a commit gives up: after
-        commit_timeout, or at the notice's deadline when there is one
-        (the gang's earliest, once spotrun.dist.should_checkpoint() has
-        shared it): past it the node may be gone, and so may a peer's."""
+        """time.monotonic() at which this rank stops its own part of a
+        commit (its writes, uploads, marker): after commit_timeout, or at
+        this node's own notice deadline, past which the node is gone."""
         end = time.monotonic() + self.commit_timeout
         dl = _preemption.deadline_monotonic()
+        return end if dl is None else min(end, dl)
+
+    def _peer_end(self):
+        """time.monotonic() at which a wait for *another* rank's part (a
+        marker, rank 0's record) gives up: _end(), or the gang's notice
+        deadline (should_checkpoint() shares it).  A noticed peer's part
+        is in by its deadline or never: its node is gone after it."""
+        end = self._end()
+        dl = _gang["mono"]
         return end if dl is None else min(end, dl)
 
     def _rank_dir(self, r):
@@ -489,7 +503,7 @@ class DistCheckpointer:
 
     def _commit(self, step):
         sdir = self._step_dir(step)
-        end = self._end()
+        end = self._peer_end()   # the other ranks' markers
         ranks = {}
         while True:
             for r in range(self.world_size):
@@ -761,13 +775,15 @@ def should_checkpoint(group=None):
 
     The gang also shares the notice's deadline: one all_reduce (MIN) of
     each rank's spotrun.preemption.deadline() (Unix seconds; +inf without
-    a notice) over `group` (default: the default group).  A rank whose own
-    deadline is later, or that has none, adopts the gang's earliest one
-    (spotrun.preemption.notify), so save_final(), wait() and close() stop
-    at it on every rank: a rank never waits commit_timeout for a peer
-    whose node is already gone.  Deadlines cross nodes as wall-clock
-    times, so they are as exact as the nodes' clocks agree (NTP: a few
-    ms).  Without an initialized process group it is this process's own
+    a notice) over `group` (default: the default group), kept as
+    gang_deadline().  Every rank's DistCheckpointer stops waiting for
+    another rank's part of a commit (rank 0 for the markers, the others
+    for rank 0's record) at it: a noticed peer's part is in by its
+    deadline or never, so no rank waits commit_timeout for a peer whose
+    node is gone.  A kept rank's own work (its write, its upload) is not
+    cut short: its node stays.  Deadlines cross nodes as wall-clock times,
+    as exact as the nodes' clocks agree (NTP: a few ms).  Without an
+    initialized process group it is this process's own
     should_checkpoint()."""
     mine = _preemption.should_checkpoint()
     tdist = getattr(sys.modules.get("torch"), "distributed", None)
@@ -785,9 +801,18 @@ def should_checkpoint(group=None):
     gang = float(t.item())
     if gang == float("inf"):
         return False
-    if own is None or gang < own:
-        _preemption.notify(gang)
+    with _gang_lock:
+        if _gang["wall"] is None or gang < _gang["wall"]:
+            # the one wall-to-monotonic conversion, as preemption does
+            _gang["wall"] = gang
+            _gang["mono"] = time.monotonic() + (gang - time.time())
     return True
+
+
+def gang_deadline():
+    """The gang's earliest notice deadline (time.time() seconds) that
+    should_checkpoint() learned, or None before any notice."""
+    return _gang["wall"]
 
 
 def _step_tensor(step):
