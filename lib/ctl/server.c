@@ -131,13 +131,24 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	sr_warn("http", "libmicrohttpd", "detail=\"%s\"", msg);
 }
 
-static enum MHD_Result add_header_len(void *cls, enum MHD_ValueKind kind,
-				      const char *key, const char *value)
+/* What the first callback checks of a request's header block. */
+struct head_scan {
+	size_t len;     /* bytes, as on the wire */
+	int n_length;   /* Content-Length fields */
+	int n_transfer; /* Transfer-Encoding fields */
+};
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind,
+				   const char *key, const char *value)
 {
-	size_t *n = cls;
+	struct head_scan *h = cls;
 
 	(void)kind;
-	*n += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 4;
+	h->len += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 4;
+	if (key && strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		h->n_length++;
+	if (key && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		h->n_transfer++;
 	return MHD_YES;
 }
 
@@ -162,13 +173,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 	if (!cn->started) {
 		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_CONTENT_LENGTH);
-		size_t hlen = 0;
+		struct head_scan h = { 0 };
 
 		cn->started = true;
-		MHD_get_connection_values(mc, MHD_HEADER_KIND, add_header_len, &hlen);
-		if (hlen > CTL_HEADERS_MAX)
+		MHD_get_connection_values(mc, MHD_HEADER_KIND, scan_header, &h);
+		if (h.len > CTL_HEADERS_MAX)
 			return send_error(mc, 431, "request header fields over "
 					  "16384 bytes");
+		/* Two framings a proxy in front could read differently from
+		 * us (request smuggling, RFC 9112 6.3): refuse, never pick */
+		if (h.n_length > 1)
+			return send_error(mc, 400, "more than one Content-Length "
+					  "header");
+		if (h.n_length && h.n_transfer)
+			return send_error(mc, 400, "both Content-Length and "
+					  "Transfer-Encoding");
 		if (strlen(url) > CTL_PATH_MAX)
 			return send_error(mc, 400,
 					  "request path longer than 1024 bytes");

@@ -218,9 +218,15 @@ def test_leader_killed_standby_takes_over(tmp_path):
         p.m[0].start()
         p.m[1].start()
         steps = max(300, KILLS * 35)
+        # 0.1 s a step = steps / 60 cloud hours of work; a deadline of 4x
+        # the work bounds the run whatever the policy does (its guard
+        # takes on-demand in time), so a stuck job fails in minutes
+        work_h = max(1, steps // 60)
+        t_created = time.time()
         st, body = p.call("POST", "/v1/jobs", {
             "spec_yaml": spot_job("failover", steps).replace(
-                "deadline: 1000h", "deadline: %dh" % (steps // 3)),
+                "deadline: 1000h", "deadline: %dh" % (4 * work_h)).replace(
+                "work: 10h", "work: %dh" % work_h),
             "spec_name": "t.yaml"})
         assert st == 201, body
         jid = body["job"]["id"]
@@ -246,7 +252,9 @@ def test_leader_killed_standby_takes_over(tmp_path):
             takeovers.append(time.monotonic() - t0)
             lead.start()                # back, as the standby
         st, j = p.call("GET", "/v1/jobs/%d" % jid)
-        deadline = time.time() + 600
+        # the job's deadline on the real clock (1 cloud hour = 6 s), plus
+        # time for its last restart and the daemons' own starts
+        deadline = t_created + 4 * work_h * 6 + 180
         while j["job"]["state"] not in TERMINAL and time.time() < deadline:
             time.sleep(0.5)
             st, j = p.call("GET", "/v1/jobs/%d" % jid)

@@ -208,6 +208,32 @@ static void test_oversize_heads_json(void **state)
 	free(a);
 }
 
+/* Two framings of one body are refused, never guessed between: a proxy
+ * in front could read the other one (request smuggling). */
+static void test_ambiguous_framing(void **state)
+{
+	char *a;
+
+	(void)state;
+	a = raw("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+		"Content-Length: 40\r\nConnection: close\r\n\r\n{}", 0);
+	assert_int_equal(raw_status(a, "bad_request"), 400);
+	assert_non_null(strstr(a, "more than one Content-Length"));
+	free(a);
+	a = raw("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n"
+		"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		"2\r\n{}\r\n0\r\n\r\n", 0);
+	assert_int_equal(raw_status(a, "bad_request"), 400);
+	assert_non_null(strstr(a, "both Content-Length and Transfer-Encoding"));
+	free(a);
+	/* one Content-Length, as every client sends: routed (no token) */
+	a = raw("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+		"Content-Type: application/json\r\nConnection: close\r\n\r\n"
+		"{}", 0);
+	assert_int_equal(raw_status(a, "unauthorized"), 401);
+	free(a);
+}
+
 static long post_yaml(const char *yaml, json_t **v)
 {
 	return jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
@@ -467,6 +493,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scheme_ids_queries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits_and_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversize_heads_json, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ambiguous_framing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_exit_for_a_wrong_attempt, setup,
 						teardown),
