@@ -15,6 +15,11 @@ node does not repeat.  Once the gang trains:
 
 The time is from the notice (spotrund's event) to training resumed on
 all ranks (the last rank's "resumed step=" line of the next attempt).
+The phases on the way: the final checkpoint, the replacement asked of
+the cloud, the gang stopped, the next attempt started, then for the
+last rank of that attempt its agent's "started setup" / "setup ended" /
+"started run" lines and train_gang.py's "joining the rendezvous"
+(interpreter and imports done) and "rendezvous joined" lines.
 The runs alternate (kept, rebuild, kept, rebuild) and the figure is the
 ratio of the medians.  Goal <= 0.5 on the local cloud.
 
