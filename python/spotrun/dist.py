@@ -800,6 +800,10 @@ def should_checkpoint(group=None):
     tdist.all_reduce(t, op=tdist.ReduceOp.MIN, group=group)
     gang = float(t.item())
     if gang == float("inf"):
+        # no rank holds a notice (any more: spotrun.preemption.uninstall()
+        # forgets one): neither does the gang
+        with _gang_lock:
+            _gang.update(wall=None, mono=None)
         return False
     with _gang_lock:
         if _gang["wall"] is None or gang < _gang["wall"]:
