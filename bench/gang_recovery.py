@@ -15,6 +15,11 @@ node does not repeat.  Once the gang trains:
 
 The time is from the notice (spotrund's event) to training resumed on
 all ranks (the last rank's "resumed step=" line of the next attempt).
+The phases on the way: the final checkpoint, the replacement asked of
+the cloud, the gang stopped, the next attempt started, then for the
+last rank of that attempt its agent's "started setup" / "setup ended" /
+"started run" lines and train_gang.py's "joining the rendezvous"
+(interpreter and imports done) and "rendezvous joined" lines.
 The runs alternate (kept, rebuild, kept, rebuild) and the figure is the
 ratio of the medians.  Goal <= 0.5 on the local cloud.
 
@@ -70,7 +75,15 @@ def ts(s):
 
 
 PHASES = ("final_ckpt", "replacement_created", "gang_stopped",
-          "attempt_started", "resumed")
+          "attempt_started", "setup_started", "setup_done", "run_started",
+          "imports_done", "rendezvous_joined", "resumed")
+# the next attempt's lines that mark a rank's way back (agent lines, then
+# train_gang.py's own); each phase is the last rank's time
+RANK_LINES = (("setup_started", "started setup of attempt"),
+              ("setup_done", "setup ended"),
+              ("run_started", "started run of attempt"),
+              ("imports_done", "joining the rendezvous"),
+              ("rendezvous_joined", "rendezvous joined"))
 
 
 def phases(notice, events, lines, job, before, resumed):
@@ -83,7 +96,15 @@ def phases(notice, events, lines, job, before, resumed):
     final = [ts(ln["ts"]) for ln in lines if ln.get("attempt") == 1 and
              ln.get("line", "").startswith("preempted: final checkpoint")]
     new = [ts(n["created_at"]) for n in job["nodes"] if n["id"] not in before]
-    return {
+    ranks = {}
+    for name, prefix in RANK_LINES:
+        t = {}
+        for ln in lines:
+            if ln.get("attempt") == 2 and \
+                    ln.get("line", "").startswith(prefix):
+                t.setdefault(ln["rank"], ts(ln["ts"]))
+        ranks[name] = max(t.values()) - notice if t else None
+    return dict(ranks, **{
         # every rank wrote its final checkpoint (the last rank's line)
         "final_ckpt": max(final) - notice if final else None,
         # the first replacement node was asked of the cloud
@@ -94,7 +115,7 @@ def phases(notice, events, lines, job, before, resumed):
         "attempt_started": first("recovered"),
         # every rank restored and met its peers: training resumed
         "resumed": max(resumed.values()) - notice,
-    }
+    })
 
 
 def one(gang, build, mode):

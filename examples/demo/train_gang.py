@@ -20,8 +20,11 @@ The rendezvous comes from the environment the agent gives every rank
 recovered gang - the kept nodes and the replacement - meets on a new port.
 A preemption notice reaches one rank (SIGTERM from its agent); at the next
 step boundary spotrun.dist.should_checkpoint() tells every rank (one
-all_reduce), all ranks take their final checkpoint for the same step and
-exit 0.  Progress goes to $SPOTRUN_STATUS_FILE as in train_demo.py.
+all_reduce, which also gives every rank the notice's deadline: no rank
+waits past it for a peer's part), all ranks take their final checkpoint
+for the same step and exit 0.  Progress goes to $SPOTRUN_STATUS_FILE as
+in train_demo.py.  "joining the rendezvous" / "rendezvous joined" time a
+restart (bench/gang_recovery.py).
 
 Environment: as train_demo.py (DEMO_STEPS, DEMO_CKPT_EVERY, DEMO_HIDDEN,
 DEMO_SEED, DEMO_STEP_MS), plus the torch.distributed variables above.
@@ -114,7 +117,10 @@ def main():
             p.error("$%s is not set (spotrun-agent sets it on every node)"
                     % v)
     torch.set_num_threads(1)
+    # the two lines bench/gang_recovery.py times a recovery's restart by
+    print("joining the rendezvous (imports done)", flush=True)
     dist.init_process_group("gloo", init_method="env://")
+    print("rendezvous joined", flush=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     tr = GangTrainer(seed, hidden, total, rank, world)
     extra = {"world_size": world, "rank": rank}

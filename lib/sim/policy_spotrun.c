@@ -298,7 +298,7 @@ static struct policy_choice spotrun_decide(void *state,
 	struct spotrun_state *s = state;
 	struct policy_choice od = { SIM_OD, job->od_region };
 	enum sim_hold want;
-	int best = -1;
+	int best = -1, dear = 0;
 	double best_e = INFINITY;
 
 	spotrun_observe(s, job, o->avail, o->spot_price);
@@ -338,13 +338,21 @@ static struct policy_choice spotrun_decide(void *state,
 	if (o->hold == SIM_SPOT && o->avail[o->region])
 		best = o->region;
 	else if (best >= 0 && best_e >= job->od_price)
-		best = -1; /* spot no cheaper than on-demand after restarts */
+		dear = 1; /* spot no cheaper than on-demand after restarts */
+	/* Spot that is there but dear is not an outage.  Asking the plan as
+	 * if spot were down made it wait - its outage model says outages end
+	 * and waiting pays - for spot that was already there, until the
+	 * slack ran out.  So the plan is asked with spot up, and a dear spot
+	 * market gets a node, never a wait: spot if the plan wants it (the
+	 * plan prices restarts and losses itself) and its price now is below
+	 * on-demand's, otherwise on-demand. */
 	want = policy__plan_choose(&s->plan, o->work_left_s,
 				   o->time_left_s - o->work_left_s, o->hold,
 				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
-	if (want == SIM_SPOT && best >= 0)
+	if (want == SIM_SPOT && best >= 0 &&
+	    (!dear || o->spot_price[best] < job->od_price))
 		return (struct policy_choice){ SIM_SPOT, best };
-	if (want == SIM_NONE)
+	if (want == SIM_NONE && !dear)
 		return (struct policy_choice){ SIM_NONE, -1 };
 	return od;
 }

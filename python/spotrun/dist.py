@@ -33,9 +33,11 @@ dead rank cannot hang the others)
       steps).  save_final() runs them all in the caller's thread.
       A crash anywhere before COMMITTED leaves no record: restore never
       sees step S, whatever parts of it are on disk, and takes the newest
-      step that has one.  Rank 0 waits at most `commit_timeout` seconds;
-      without every marker by then step S stays uncommitted (save returns
-      False on rank 0).  After a restore to step S, each rank deletes its
+      step that has one.  Rank 0 waits at most `commit_timeout` seconds,
+      and never past a preemption notice's deadline (its own, or the
+      gang's earliest, which should_checkpoint() shares: a noticed rank's
+      marker is in by then or never); without every marker by then step
+      S stays uncommitted (save returns False on rank 0).  After a restore to step S, each rank deletes its
       own leftovers newer than S (engine steps and markers) before it saves
       again, so a later step can never pick up an old attempt's part.
 
@@ -78,6 +80,11 @@ PLACEHOLDER = "__spotrun_shard__"
 log = logging.getLogger("spotrun")
 _STEP_RE = re.compile(r"step-(\d{8,})\.commit")
 _ENGINE_STEP_RE = re.compile(r"step-(\d{8,})")
+
+# The gang's notice deadline (should_checkpoint): Unix seconds and the
+# same on this process's monotonic clock; None before a notice.
+_gang = {"wall": None, "mono": None}
+_gang_lock = threading.Lock()
 
 # Called with (phase, step) at the protocol's points ("durable",
 # "prepared", "before_commit"); tests use it to kill a rank there.
@@ -333,7 +340,7 @@ class DistCheckpointer:
         the engines."""
         self._join()
         if self._rc is not None:
-            self._rc.close(self.commit_timeout)
+            self._rc.close(max(0.0, self._end() - time.monotonic()))
         for c in (self._own, self._repl):
             if c is not None:
                 c.close()
@@ -344,6 +351,23 @@ class DistCheckpointer:
     def __exit__(self, *exc):
         self.close()
         return False
+
+    def _end(self):
+        """time.monotonic() at which this rank stops its own part of a
+        commit (its writes, uploads, marker): after commit_timeout, or at
+        this node's own notice deadline, past which the node is gone."""
+        end = time.monotonic() + self.commit_timeout
+        dl = _preemption.deadline_monotonic()
+        return end if dl is None else min(end, dl)
+
+    def _peer_end(self):
+        """time.monotonic() at which a wait for *another* rank's part (a
+        marker, rank 0's record) gives up: _end(), or the gang's notice
+        deadline (should_checkpoint() shares it).  A noticed peer's part
+        is in by its deadline or never: its node is gone after it."""
+        end = self._end()
+        dl = _gang["mono"]
+        return end if dl is None else min(end, dl)
 
     def _rank_dir(self, r):
         return os.path.join(self.dir, "rank-%05d" % r)
@@ -391,8 +415,7 @@ class DistCheckpointer:
         self._join()
         if self._rc is not None and self._last_ok and \
                 self._last_step is not None:
-            return self._rc.await_step(self._last_step, time.monotonic() +
-                                       self.commit_timeout)
+            return self._rc.await_step(self._last_step, self._end())
         return self._last_ok
 
     def save_final(self, step, state, deadline=None):
@@ -480,7 +503,7 @@ class DistCheckpointer:
 
     def _commit(self, step):
         sdir = self._step_dir(step)
-        end = time.monotonic() + self.commit_timeout
+        end = self._peer_end()   # the other ranks' markers
         ranks = {}
         while True:
             for r in range(self.world_size):
@@ -493,7 +516,8 @@ class DistCheckpointer:
                 break
             if time.monotonic() >= end:
                 log.error("step %d not committed: no prepared marker from "
-                          "rank(s) %s after %.0f s", step,
+                          "rank(s) %s by the commit timeout (%.0f s) or the "
+                          "notice's deadline", step,
                           sorted(set(range(self.world_size)) - set(ranks)),
                           self.commit_timeout)
                 return False
@@ -743,23 +767,56 @@ class DistCheckpointer:
 
 def should_checkpoint(group=None):
     """The gang's answer to spotrun.preemption.should_checkpoint(): True
-    on every rank as soon as any rank has a preemption notice (one
-    all_reduce of one integer over `group`, default the default group).
-    Every rank calls it at the same step boundary, so all ranks take
-    their final checkpoint for the same step, whichever node the notice
-    hit; the other ranks learn of it here before the control plane's
-    `stop` reaches their nodes.  Without an initialized process group it
-    is this process's own should_checkpoint()."""
+    on every rank as soon as any rank has a preemption notice.  Every rank
+    calls it at the same step boundary, so all ranks take their final
+    checkpoint for the same step, whichever node the notice hit; the other
+    ranks learn of it here before the control plane's `stop` reaches their
+    nodes.
+
+    The gang also shares the notice's deadline: one all_reduce (MIN) of
+    each rank's spotrun.preemption.deadline() (Unix seconds; +inf without
+    a notice) over `group` (default: the default group), kept as
+    gang_deadline().  Every rank's DistCheckpointer stops waiting for
+    another rank's part of a commit (rank 0 for the markers, the others
+    for rank 0's record) at it: a noticed peer's part is in by its
+    deadline or never, so no rank waits commit_timeout for a peer whose
+    node is gone.  A kept rank's own work (its write, its upload) is not
+    cut short: its node stays.  Deadlines cross nodes as wall-clock times,
+    as exact as the nodes' clocks agree (NTP: a few ms).  Without an
+    initialized process group it is this process's own
+    should_checkpoint()."""
     mine = _preemption.should_checkpoint()
     tdist = getattr(sys.modules.get("torch"), "distributed", None)
     if tdist is None or not tdist.is_available() or \
             not tdist.is_initialized():
         return mine
     torch = sys.modules["torch"]
+    own = _preemption.deadline() if mine else None
+    if mine and own is None:   # a notice always has one; be safe anyway
+        own = time.time() + _preemption.DEFAULT_GRACE_S
     dev = "cuda" if tdist.get_backend(group) == "nccl" else "cpu"
-    t = torch.tensor([1 if mine else 0], dtype=torch.int32, device=dev)
-    tdist.all_reduce(t, op=tdist.ReduceOp.MAX, group=group)
-    return bool(t.item())
+    t = torch.tensor([float("inf") if own is None else own],
+                     dtype=torch.float64, device=dev)
+    tdist.all_reduce(t, op=tdist.ReduceOp.MIN, group=group)
+    gang = float(t.item())
+    if gang == float("inf"):
+        # no rank holds a notice (any more: spotrun.preemption.uninstall()
+        # forgets one): neither does the gang
+        with _gang_lock:
+            _gang.update(wall=None, mono=None)
+        return False
+    with _gang_lock:
+        if _gang["wall"] is None or gang < _gang["wall"]:
+            # the one wall-to-monotonic conversion, as preemption does
+            _gang["wall"] = gang
+            _gang["mono"] = time.monotonic() + (gang - time.time())
+    return True
+
+
+def gang_deadline():
+    """The gang's earliest notice deadline (time.time() seconds) that
+    should_checkpoint() learned, or None before any notice."""
+    return _gang["wall"]
 
 
 def _step_tensor(step):

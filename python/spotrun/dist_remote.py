@@ -182,7 +182,7 @@ class RemoteCommit:
     def final(self, step, named, deadline):
         """save_final's tier-3 part: flush step's uploads, wait for its
         record.  True once the step is globally committed."""
-        end = time.monotonic() + self.o.commit_timeout
+        end = self.o._end()   # commit_timeout, or this node's deadline
         if deadline is not None:
             end = min(end, time.monotonic() + max(0.0, deadline - time.time()))
         for name, c in named:
@@ -205,6 +205,7 @@ class RemoteCommit:
             return False
         if self.o.rank == 0:
             return True
+        end = min(end, self.o._peer_end())   # rank 0's record: a peer's
         while time.monotonic() < end:
             if self.store.get(record_key(step)) is not None:
                 return True
@@ -321,11 +322,13 @@ class RemoteCommit:
             self._retain()
             break
         now = time.monotonic()
+        gang = o._peer_end()   # a noticed peer's marker: by then or never
         with self.cv:
-            late = [s for s, t in self.cands.items() if now >= t]
+            late = [s for s, t in self.cands.items() if now >= min(t, gang)]
         for s in late:
             log.error("step %d not committed: not every rank prepared it "
-                      "within %.0f s", s, o.commit_timeout)
+                      "within %.0f s or by the gang's notice deadline", s,
+                      o.commit_timeout)
             with self.cv:
                 del self.cands[s]
             self._settle(s, False)

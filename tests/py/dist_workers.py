@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import time
 
 import torch
 import torch.distributed as dist
@@ -165,6 +166,49 @@ def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
         res["again"] = (c.restore(st), st["s"].tensor.clone())
         torch.save(res, os.path.join(out, "kill-%d.pt" % rank))
     c.close()
+
+
+def shared_deadline(rank, world, port, d, out, lead_s, victim):
+    """Rank `victim` alone gets a notice whose deadline is lead_s from
+    now; at the next step boundary spotrun.dist.should_checkpoint() must
+    tell the other ranks and give them that deadline.  The victim's node
+    then goes without its part of the final step; the others'
+    save_final() must stop waiting for it (rank 0: its marker; the
+    others, with an object store: rank 0's record) at the deadline, not
+    after commit_timeout (an hour here, far beyond launch()'s timeout):
+    OUT/deadline-R.pt."""
+    from spotrun import preemption
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, commit_timeout=3600)
+    if rank == victim:
+        preemption.notify(time.time() + lead_s)
+    res = {"own": preemption.deadline()}
+    res["stop"] = sdist.should_checkpoint()
+    res["gang"] = sdist.gang_deadline()
+    res["mono"] = sdist._gang["mono"]
+    if rank != victim:
+        res["final"] = c.save_final(1, _kv_state(1, rank, world))
+        res["returned"] = time.monotonic()
+    c.close()
+    torch.save(res, os.path.join(out, "deadline-%d.pt" % rank))
+    dist.destroy_process_group()
+
+
+def check_shared_deadline(out, victim, final):
+    """shared_deadline's results: every rank stopped, with the victim's
+    deadline; the kept rank's save_final() returned `final` (False: it
+    gave up on the victim's part), not before that deadline."""
+    kept = 1 - victim
+    rv = torch.load(os.path.join(out, "deadline-%d.pt" % victim))
+    rk = torch.load(os.path.join(out, "deadline-%d.pt" % kept))
+    # the kept rank has no notice of its own: its node stays
+    assert rk["own"] is None and rv["own"] is not None
+    assert rk["stop"] and rv["stop"]
+    # the same Unix time on both ranks (it crossed as a float64)
+    assert rk["gang"] == rv["gang"] == rv["own"]
+    assert rk["final"] is final, rk
+    if final is False:
+        assert rk["returned"] >= rk["mono"]   # it waited to the deadline
 
 
 def check_recommitted(out):

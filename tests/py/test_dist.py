@@ -79,6 +79,18 @@ def test_kill_during_commit_uses_previous_step(tmp_path, victim, phase):
         assert torch.equal(res["s"], torch.full((3,), 10.0 + r))
 
 
+def test_gang_shares_the_notice_deadline(tmp_path):
+    """A notice on rank 1 only: rank 0 learns it and its deadline at the
+    same step boundary, and its save_final() stops waiting for rank 1's
+    marker, which never comes, at that deadline instead of after
+    commit_timeout (an hour)."""
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    assert w.launch(w.shared_deadline, 2, d, out, 2.0, 1,
+                    timeout=300) == [0, 0]
+    w.check_shared_deadline(out, 1, False)
+    assert sdist.committed_steps(d) == []
+
+
 def test_reshard_4_2_3_and_world_size_mismatch(tmp_path):
     out, d = str(tmp_path), str(tmp_path / "ck")
     repl, local = str(tmp_path / "repl"), str(tmp_path / "local")

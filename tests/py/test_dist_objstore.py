@@ -124,3 +124,19 @@ def test_kill_during_remote_commit_uses_previous_step(tmp_path, store_env,
                     timeout=TIMEOUT) == [0, 0]
     w.check_recommitted(out)
     assert sdist.committed_steps(uri) == [2, 1]
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_gang_notice_deadline_bounds_the_remote_commit(tmp_path, store_env,
+                                                       victim):
+    """One rank noticed (a 3 s lead) goes without saving its part of the
+    final step: the kept rank stops waiting at the shared deadline - rank
+    0 for the victim's marker, rank 1 for rank 0's record - not after
+    commit_timeout (an hour); nothing is committed."""
+    out = str(tmp_path)
+    uri = "s3://ckpt/deadline-%d-%s" % (victim, tmp_path.name)
+    d = where(tmp_path, 1, uri, store_env)
+    assert w.launch(w.shared_deadline, 2, d, out, 3.0, victim,
+                    timeout=TIMEOUT) == [0, 0]
+    w.check_shared_deadline(out, victim, False)
+    assert sdist.committed_steps(uri) == []

@@ -322,6 +322,103 @@ static void test_spotrun_restart_fits_the_grid(void **state)
 	free(st);
 }
 
+/* A spotrun state that has seen a day of 2-tick spells and 1-tick outages
+ * (the caller frees it: destroy, then free). */
+static void *spotrun_flaky_day(const struct policy_job *job)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	double price = 0.9731;
+	uint8_t up = 1, down = 0;
+	void *st = calloc(1, pol->state_size);
+
+	assert_non_null(st);
+	pol->reset(st, job);
+	for (int i = 0; i < 48; i++) {
+		pol->observe(st, job, &up, &price);
+		pol->observe(st, job, &up, &price);
+		pol->observe(st, job, &down, &price);
+	}
+	return st;
+}
+
+/* Spot that is there but dearer than on-demand is not an outage.  With
+ * every available region's restart-amortised price at or above
+ * on-demand, the plan used to be asked as if spot were down, and in an
+ * outage with slack to spare its answer is to wait for spot: so the job
+ * sat idle while spot was available, until the slack ran out.  After a
+ * flaky day (waiting pays in an outage: first checked), spot is up at
+ * 1.5x the on-demand price: the choice must be a node (on-demand, the
+ * cheaper), never a wait - with a day or an hour of slack, from nothing
+ * held and from on-demand; and spot dear only by its restarts gets a
+ * node too. */
+static void test_spotrun_no_wait_while_spot_is_dear(void **state)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	struct policy_job job = { .work_s = 48 * 3600.0, .deadline_s = 72 * 3600.0,
+				  .restart_s = 0.2 * 3600, .gap_s = 600, .nregions = 1,
+				  .od_price = 3.06, .od_region = 0 };
+	static const double slack_h[] = { 24, 1 };
+	static const enum sim_hold held[] = { SIM_NONE, SIM_OD };
+	double cheap = 0.9731, dear = 1.5 * job.od_price;
+	uint8_t up = 1, down = 0;
+
+	(void)state;
+	for (size_t k = 0; k < 3; k++) {
+		for (size_t j = 0; j < 2; j++) {
+			struct policy_obs o = { 0 };
+			struct policy_choice c;
+			void *st;
+
+			if (k == 2 && j == 1)
+				continue;
+			st = spotrun_flaky_day(&job);
+
+			o.work_left_s = 40 * 3600.0;
+			o.work_done_s = job.work_s - o.work_left_s;
+			o.time_left_s = o.work_left_s + slack_h[k % 2] * 3600;
+			o.hold = held[j];
+			o.region = held[j] == SIM_OD ? 0 : -1;
+			o.ckpt_region = 0;
+			/* k == 2: the same state in a real outage, from
+			 * nothing held, waits */
+			o.avail = k == 2 ? &down : &up;
+			o.spot_price = k == 2 ? &cheap : &dear;
+			c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+			printf("  slack %2.0f h, held %d, spot %s: choice %d\n",
+			       slack_h[k % 2], held[j], k == 2 ? "down" : "dear",
+			       c.hold);
+			assert_int_equal(c.hold, k == 2 ? SIM_NONE : SIM_OD);
+			if (pol->destroy)
+				pol->destroy(st);
+			free(st);
+		}
+	}
+	/* Dear by its restarts only (R = 1 h against runs of 20 min), at a
+	 * price below on-demand's: a node, spot or on-demand, never a wait. */
+	{
+		struct policy_obs o = { 0 };
+		struct policy_choice c;
+		void *st;
+
+		job.restart_s = 3600;
+		st = spotrun_flaky_day(&job);
+		o.work_left_s = 40 * 3600.0;
+		o.work_done_s = job.work_s - o.work_left_s;
+		o.time_left_s = o.work_left_s + 24 * 3600;
+		o.hold = SIM_NONE;
+		o.region = -1;
+		o.ckpt_region = 0;
+		o.avail = &up;
+		o.spot_price = &cheap;
+		c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+		printf("  R 1 h, slack 24 h, spot cheap but short: choice %d\n", c.hold);
+		assert_int_not_equal(c.hold, SIM_NONE);
+		if (pol->destroy)
+			pol->destroy(st);
+		free(st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_no_look_ahead),
 		cmocka_unit_test(test_spotrun_starts_in_the_older_run),
 		cmocka_unit_test(test_spotrun_restart_fits_the_grid),
+		cmocka_unit_test(test_spotrun_no_wait_while_spot_is_dear),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
