@@ -15,7 +15,7 @@
  * the process is stationary and one pass in increasing (c, s) solves it
  * exactly; there is no value iteration.
  *
- *   idle        (c, s-1, none)                       cost 0
+ *   idle (a=0)  (c, s-1, none)                       cost 0
  *   on-demand   keep (c-1, s, od) / start (c-1, s-K, od)
  *                                                   od * (unit [+ R])
  *   spot (a=1)  keep (c-1, s, spot) / start (c-1, s-K, spot)
@@ -194,8 +194,14 @@ HOT double qval(const struct plan *pl, size_t c, size_t s,
 {
 	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
 
+	/* No waiting while spot is up: waiting only ages the spell, which
+	 * holding spot does too, and only an estimate that makes old spells
+	 * riskier than young ones could prefer it - with little history, an
+	 * age bucket never seen falls back to the pooled rate, above that of
+	 * the young buckets seen to survive, and the plan waited for the
+	 * spell to end so as to start in a "safer" young one. */
 	if (act == SIM_NONE)
-		return s >= 1 ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
+		return s >= 1 && !a ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
 	if (act == SIM_OD) {
 		if (h == SIM_OD)
 			return pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);

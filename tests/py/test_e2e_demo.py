@@ -63,7 +63,11 @@ def test_demo_scenario(tmp_path):
     assert all(d > 0 for d in r["downtime_s"])
     assert r["lost_work_s"] >= 0
     assert r["stall_ms_p50"] is not None and r["stall_ms_p50"] > 0
-    assert len(r["preemption_log"]) == r["preemptions"]
+    # one log entry per interrupted node: each preemption (its notice),
+    # and each node lost without one (heartbeats missed under load: the
+    # job counts that as a loss, not a preemption)
+    noticed = [e for e in r["preemption_log"] if e["type"] != "node_lost"]
+    assert len(noticed) == r["preemptions"], r["preemption_log"]
     # the workload really was interrupted and resumed several times
     assert r["attempts"] >= 3
 

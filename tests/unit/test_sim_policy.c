@@ -419,6 +419,49 @@ static void test_spotrun_no_wait_while_spot_is_dear(void **state)
 	}
 }
 
+/* No wait while cheap spot is up, on little history.  A live job whose
+ * controller has recorded an hour of the market, spot up all the time
+ * at a third of the on-demand price: the young age buckets are seen to
+ * survive, the older ones never seen fall back to the pooled rate, so
+ * the estimate made an old spell riskier than a young one and the plan
+ * chose to wait for the spell to end, to start in a young one ("wait
+ * for spot capacity" with spot there).  Now spot, whatever R. */
+static void test_spotrun_no_wait_while_spot_is_up(void **state)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	static const double restart_s[] = { 60, 600, 1800, 3600 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof restart_s / sizeof restart_s[0]; i++) {
+		struct policy_job job = { .work_s = 10 * 3600.0, .deadline_s = 40 * 3600.0,
+					  .restart_s = restart_s[i], .gap_s = 600,
+					  .nregions = 1, .od_price = 3, .od_region = 0 };
+		uint8_t up = 1;
+		double price = 1;
+		struct policy_obs o = { 0 };
+		struct policy_choice c;
+		void *st = calloc(1, pol->state_size);
+
+		assert_non_null(st);
+		pol->reset(st, &job);
+		for (int t = 0; t < 6; t++)
+			pol->observe(st, &job, &up, &price);
+		o.work_left_s = job.work_s;
+		o.time_left_s = job.deadline_s;
+		o.hold = SIM_NONE;
+		o.region = -1;
+		o.ckpt_region = -1;
+		o.avail = &up;
+		o.spot_price = &price;
+		c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+		printf("  R %4.0f s, an hour of history: choice %d\n", restart_s[i], c.hold);
+		assert_int_equal(c.hold, SIM_SPOT);
+		if (pol->destroy)
+			pol->destroy(st);
+		free(st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_spotrun_starts_in_the_older_run),
 		cmocka_unit_test(test_spotrun_restart_fits_the_grid),
 		cmocka_unit_test(test_spotrun_no_wait_while_spot_is_dear),
+		cmocka_unit_test(test_spotrun_no_wait_while_spot_is_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
