@@ -109,9 +109,31 @@ static int64_t durable_step(struct agent *ag)
 	return ckscan_newest_step(ag->a.ckpt_dir);
 }
 
+static void reap_children(struct agent *ag)
+{
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p <= 0)
+			return;
+		/* the agent has no children but the workload's leader and,
+		 * being a subreaper, the leader's orphans */
+		if (!workload_note_exit(&ag->w, p, st))
+			ag->orphan_status = st;
+	}
+}
+
 void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 {
 	if (ag->kind == W_NONE || ag->stopping != STOP_NONE)
+		return;
+	/* Children are reaped once per loop, after the notice check: a
+	 * workload that ended on its own since then ended before this stop,
+	 * and its exit is what it is (completed, crashed), never a stop -
+	 * else a job that finished as the notice came is run once more. */
+	reap_children(ag);
+	if (ag->w.exited)
 		return;
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;
@@ -139,21 +161,6 @@ void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s)
 			return;
 		close(*fd); /* EOF or error */
 		*fd = -1;
-	}
-}
-
-static void reap_children(struct agent *ag)
-{
-	for (;;) {
-		int st;
-		pid_t p = waitpid(-1, &st, WNOHANG);
-
-		if (p <= 0)
-			return;
-		/* the agent has no children but the workload's leader and,
-		 * being a subreaper, the leader's orphans */
-		if (!workload_note_exit(&ag->w, p, st))
-			ag->orphan_status = st;
 	}
 }
 
