@@ -281,8 +281,7 @@ void ctl__lease_passed(struct ctl *c, int64_t took_ns)
 	atomic_store(&c->lease.pass_last_ns, took_ns);
 	if (took_ns > atomic_load(&c->lease.pass_max_ns))
 		atomic_store(&c->lease.pass_max_ns, took_ns);
-	if (
-	    atomic_exchange(&c->lease.passed_epoch, epoch) == epoch)
+	if (atomic_exchange(&c->lease.passed_epoch, epoch) == epoch)
 		return;
 	/* the failover time ends here (bench/failover.sh) */
 	sr_info("lease", "first reconciler pass as the leader", "epoch=%"
@@ -345,7 +344,6 @@ static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
 	struct ctl *c = ctl_req_ctl(rq);
 	char url[128];
 	bool leader = ctl__is_leader(c);
-
 	int64_t epoch = leader ? c->lease.epoch : 0;
 
 	ctl__leader_url(c, url, sizeof url);

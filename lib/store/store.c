@@ -305,9 +305,8 @@ static struct store_stmt *stmt_new(struct store *s, const char *sql,
 	}
 	st->s = s;
 	st->hash = h;
-	*rc = usable(s, e);
-	if (!*rc)
-		*rc = s->ops->prepare(s, st, e);
+	/* store_prepare checked the connection (usable) just before */
+	*rc = s->ops->prepare(s, st, e);
 	if (*rc && lost(s) && !store_in_tx(s)) { /* a PREPARE changes nothing */
 		*rc = store__reconnect(s, e);
 		if (!*rc)

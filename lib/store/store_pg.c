@@ -58,6 +58,19 @@ static struct pgst *PS(struct store_stmt *st) { return st->impl; }
 /* Map a failed result (or a NULL one) to our codes; SQLSTATE classes:
  * 23505 unique, 23xxx other constraints, 40001/40P01/55P03 busy, 25006
  * read-only transaction. */
+/* libpq's message without its trailing newline ("no message" if none),
+ * into clean[SR_ERR_MSG_MAX]. */
+static const char *msg_clean(const char *msg, char *clean)
+{
+	size_t n;
+
+	snprintf(clean, SR_ERR_MSG_MAX, "%s", msg && *msg ? msg : "no message");
+	n = strlen(clean);
+	while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
+		clean[--n] = 0;
+	return clean;
+}
+
 static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 		  const char *what)
 {
@@ -65,15 +78,12 @@ static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 	const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(CONN(s));
 	char clean[SR_ERR_MSG_MAX];
 	int rc = -EIO;
-	size_t n;
 
 	/* no SQLSTATE (libpq's own "server closed the connection"), class
 	 * 08 (connection exception), 57P01..57P03 (shutdown, crash, not yet
 	 * accepting): the connection is gone, whatever PQstatus says yet */
-	if (!state || !strncmp(state, "08", 2) || !strncmp(state, "57P0", 4)) {
+	if (!state || !strncmp(state, "08", 2) || !strncmp(state, "57P0", 4))
 		((struct pg *)s->impl)->lost = true;
-		rc = -EIO;
-	}
 	if (state && !strcmp(state, "23505"))
 		rc = -SR_ECONFLICT;
 	else if (state && !strncmp(state, "23", 2))
@@ -83,11 +93,7 @@ static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 		rc = -EBUSY;
 	else if (state && !strcmp(state, "25006"))
 		rc = -EROFS;
-	snprintf(clean, sizeof clean, "%s", msg && *msg ? msg : "no message");
-	n = strlen(clean);
-	while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
-		clean[--n] = 0;
-	return sr_err_set(e, rc, "%s: %s", what, clean);
+	return sr_err_set(e, rc, "%s: %s", what, msg_clean(msg, clean));
 }
 
 static void notice_quiet(void *arg, const char *msg)
@@ -121,15 +127,10 @@ static int pg_reconnect(struct store *s, struct sr_err *e)
 
 	PQreset(p->conn);
 	if (PQstatus(p->conn) != CONNECTION_OK) {
-		const char *m = PQerrorMessage(p->conn);
 		char clean[SR_ERR_MSG_MAX];
-		size_t n;
 
-		snprintf(clean, sizeof clean, "%s", m && *m ? m : "no message");
-		n = strlen(clean);
-		while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
-			clean[--n] = 0;
-		return sr_err_set(e, -EIO, "postgresql: reconnect: %s", clean);
+		return sr_err_set(e, -EIO, "postgresql: reconnect: %s",
+				  msg_clean(PQerrorMessage(p->conn), clean));
 	}
 	p->gen++;
 	p->lost = false;
@@ -152,9 +153,12 @@ int store__pg_open(struct store *s, const char *conninfo, unsigned flags,
 	/* from here the caller owns p through s->impl: a connection that
 	 * failed may be waited for (STORE_WAIT) or is closed by the caller */
 	s->impl = p;
-	if (PQstatus(p->conn) != CONNECTION_OK)
+	if (PQstatus(p->conn) != CONNECTION_OK) {
+		char clean[SR_ERR_MSG_MAX];
+
 		return sr_err_set(e, -EIO, "postgresql: connect: %s",
-				  PQerrorMessage(p->conn));
+				  msg_clean(PQerrorMessage(p->conn), clean));
+	}
 	return session(s, e);
 }
 
