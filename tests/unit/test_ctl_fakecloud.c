@@ -584,6 +584,21 @@ static int64_t to_running(int64_t id)
 	return node;
 }
 
+/* The cloud reclaims running node n1's pool: NOTICE -> CHECKPOINTING in
+ * one pass, and the replacement placed at the notice (returned). */
+static int64_t to_checkpointing(int64_t id, int64_t n1)
+{
+	int64_t n2;
+
+	fc.avail[node_view(id, n1).pool] = false;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	return n2;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 /* A spot job: placed, launched, registered, running; its pool loses
@@ -1142,13 +1157,7 @@ static void test_notice_deadline_kills_silent_workload(void **state)
 	(void)state;
 	id = create_job(job_spot);
 	n1 = to_running(id);
-	a = node_view(id, n1);
-	fc.avail[a.pool] = false;
-	advance_ms(100);
-	pass();
-	assert_string_equal(job_state(id), "CHECKPOINTING");
-	n2 = live_node(id);
-	assert_true(n2 > n1);
+	n2 = to_checkpointing(id, n1);
 	advance_ms(1000); /* half the notice: nothing is killed yet */
 	pass();
 	assert_string_equal(node_view(id, n1).state, "READY");
@@ -1173,18 +1182,11 @@ static void test_notice_deadline_kills_silent_workload(void **state)
 static void test_completes_while_checkpointing(void **state)
 {
 	int64_t id, n1, n2;
-	struct nview a;
 
 	(void)state;
 	id = create_job(job_spot);
 	n1 = to_running(id);
-	a = node_view(id, n1);
-	fc.avail[a.pool] = false;
-	advance_ms(100);
-	pass();
-	assert_string_equal(job_state(id), "CHECKPOINTING");
-	n2 = live_node(id);
-	assert_true(n2 > n1);
+	n2 = to_checkpointing(id, n1);
 	agent_exit(n1, 1, 0, "completed");
 	pass();
 	assert_string_equal(job_state(id), "SUCCEEDED");
