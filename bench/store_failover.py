@@ -23,7 +23,7 @@ from datetime import datetime
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
 import test_store_failover as tsf  # noqa: E402
-from pg_server import PgServer, PgStartError  # noqa: E402
+from pg_server import start_or_say  # noqa: E402
 from test_ctl_crash import make_market, spot_job  # noqa: E402
 
 LINE = re.compile(r'^ts=(\S+) .*msg="([^"]*)".*?epoch=(\d+)')
@@ -57,11 +57,7 @@ def one_lease(srv, tmp, lease_ms, kills, rnd):
         assert st == 201, body
         for i in range(kills):
             time.sleep(rnd.uniform(0.2, 3.0))
-            lead, epoch = p.leader()
-            deadline = time.time() + 4 * lease_ms / 1000
-            while lead is None and time.time() < deadline:
-                time.sleep(0.05)
-                lead, epoch = p.leader()
+            lead, epoch = p.wait_leader()   # 4 x tsf.LEASE_MS at most
             assert lead is not None, [m.tail() for m in p.m]
             other = p.m[1] if lead is p.m[0] else p.m[0]
             mark = os.path.getsize(other.log)
@@ -94,12 +90,8 @@ def main():
     import tempfile
     kills = int(os.environ.get("BENCH_FAILOVER_KILLS", "10"))
     rnd = random.Random(int(os.environ.get("BENCH_FAILOVER_SEED", "16")))
-    srv = PgServer()
-    try:
-        srv.start()
-    except PgStartError as exc:
-        print("store_failover: PostgreSQL CANNOT START: %s" % exc)
-        srv.stop()
+    srv = start_or_say("store_failover")
+    if srv is None:
         return 1
     rows, ok = [], True
     try:

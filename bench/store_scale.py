@@ -19,7 +19,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
-from pg_server import PgServer, PgStartError  # noqa: E402
+from pg_server import start_or_say  # noqa: E402
 
 GOAL_P99_RATIO = 2.0
 
@@ -47,12 +47,8 @@ def main():
     if not os.access(bench, os.X_OK):
         print("store_scale: %s is not built (make build)" % bench)
         return 1
-    srv = PgServer()
-    try:
-        srv.start()
-    except PgStartError as exc:
-        print("store_scale: PostgreSQL CANNOT START: %s" % exc)
-        srv.stop()
+    srv = start_or_say("store_scale")
+    if srv is None:
         return 1
     try:
         rc_s, sq = run(bench, None)

@@ -132,6 +132,19 @@ class PgServer:
             self.dir = None
 
 
+def start_or_say(who):
+    """A started PgServer, or None after printing that it cannot start and
+    why (for the benches: they report, never skip silently)."""
+    srv = PgServer()
+    try:
+        srv.start()
+    except PgStartError as exc:
+        print("%s: PostgreSQL CANNOT START: %s" % (who, exc))
+        srv.stop()
+        return None
+    return srv
+
+
 if __name__ == "__main__":
     # scripts/run-tests BUILD pg: say clearly whether a server can start.
     import sys

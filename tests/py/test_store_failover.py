@@ -122,6 +122,16 @@ class Pair:
                     return m, b["epoch"]
         return None, 0
 
+    def wait_leader(self):
+        """(member, epoch) of the leader, waiting up to 4 leases for one
+        while none leads (between a kill and the takeover)."""
+        lead, epoch = self.leader()
+        deadline = time.time() + 4 * LEASE_MS / 1000
+        while lead is None and time.time() < deadline:
+            time.sleep(0.05)
+            lead, epoch = self.leader()
+        return lead, epoch
+
     def stop(self):
         for m in self.m:
             if m.alive():
@@ -232,12 +242,7 @@ def test_leader_killed_standby_takes_over(tmp_path):
         jid = body["job"]["id"]
         for i in range(KILLS):
             time.sleep(rnd.uniform(0.2, 3.0))
-            lead, epoch = p.leader()
-            if lead is None:            # between leaders: wait for one
-                deadline = time.time() + 4 * LEASE_MS / 1000
-                while lead is None and time.time() < deadline:
-                    time.sleep(0.05)
-                    lead, epoch = p.leader()
+            lead, epoch = p.wait_leader()
             assert lead is not None, [m.tail() for m in p.m]
             other = p.m[1] if lead is p.m[0] else p.m[0]
             t0 = time.monotonic()
