@@ -37,9 +37,10 @@ dead rank cannot hang the others)
       and never past a preemption notice's deadline (its own, or the
       gang's earliest, which should_checkpoint() shares: a noticed rank's
       marker is in by then or never); without every marker by then step
-      S stays uncommitted (save returns False on rank 0).  After a restore to step S, each rank deletes its
-      own leftovers newer than S (engine steps and markers) before it saves
-      again, so a later step can never pick up an old attempt's part.
+      S stays uncommitted (save returns False on rank 0).  After a restore
+      to step S, each rank deletes its own leftovers newer than S (engine
+      steps and markers) before it saves again, so a later step can never
+      pick up an old attempt's part.
 
 WHAT IS SAVED
     A plain tensor in the state is *replicated*: the same on every rank;
