@@ -281,13 +281,20 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 		list_cost = sr_money_cost(r.list_price, r.billed_ns);
 	if (cost && n->reserved >= 0)
 		res_cost = sr_money_cost(n->reserved, r.billed_ns);
+	/* The interval's utilisation is the samples read with n: take
+	 * those out, and keep any a heartbeat added since (heartbeats do not
+	 * wait for the reconciler's transactions: routes_nodes.c); a stale
+	 * n billed twice (the ledger conflict above) cannot go below 0. */
 	rc = store_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
-			    " cost_micros=cost_micros+?2, util_sum=0, util_n=0"
-			    " WHERE id=?3", &st, e);
+			    " cost_micros=cost_micros+?2,"
+			    " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
+			    " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
 	if (!rc) {
 		store_bind_i64(st, 1, until);
 		store_bind_i64(st, 2, cost);
 		store_bind_i64(st, 3, n->id);
+		store_bind_f64(st, 4, n->util_sum);
+		store_bind_i64(st, 5, n->util_n);
 		rc = recon__run(st, e, "bill node");
 		store_done(st);
 	}
