@@ -236,6 +236,11 @@ int store_node_load(struct store *s, int64_t id, struct store_node *n,
 int store_node_list(struct store *s, int64_t job, bool live_only,
 		    size_t limit, struct store_node **out, size_t *count,
 		    struct sr_err *e);
+/* The nodes matching `where`, SQL over table nodes written in the
+ * caller (never built from data) with one parameter, ?1 = arg, in id
+ * order: for the reconciler's own filters (kill pending, noticed, ...). */
+int store_node_select(struct store *s, const char *where, int64_t arg,
+		      struct store_node **out, size_t *count, struct sr_err *e);
 void store_node_free(struct store_node *n);
 void store_nodes_free(struct store_node *v, size_t n);
 

@@ -232,38 +232,31 @@ int store_node_load(struct store *s, int64_t id, struct store_node *n,
 	return rc;
 }
 
-int store_node_list(struct store *s, int64_t job, bool live_only,
-		    size_t limit, struct store_node **out, size_t *count,
-		    struct sr_err *e)
+/* The nodes of "SELECT <node_cols> FROM nodes WHERE where", bound with
+ * args[0..nargs-1] as ?1, ?2, ... */
+static int nodes_run(struct store *s, const char *where, const int64_t *args,
+		     int nargs, struct store_node **out, size_t *count,
+		     struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
 	struct store_node *v = NULL;
 	size_t k = 0, cap = 0;
-	char sql[1024];
+	char sql[1536];
 	int rc;
 
 	*out = NULL;
 	*count = 0;
-	/* one plain WHERE per case, so that each statement's plan (cached
-	 * by PostgreSQL) is the index's: no "?=0 OR" */
-	static const char *const where[2][2] = {
-		{ "1=1 ORDER BY id LIMIT ?1",
-		  "state IN ('REQUESTED','BOOTING','READY') ORDER BY id LIMIT ?1" },
-		{ "job_id=?2 ORDER BY id LIMIT ?1",
-		  "job_id=?2 AND state IN ('REQUESTED','BOOTING','READY')"
-		  " ORDER BY id LIMIT ?1" },
-	};
-
 	rc = select_sql(sql, sizeof sql, node_cols, NCOLS(node_cols), "nodes",
-			where[job != 0][live_only]);
+			where);
 	if (rc)
 		return sr_err_set(e, rc, "node select: too long");
 	rc = store_prepare(s, sql, &st, e);
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, limit ? (int64_t)limit : INT64_MAX);
-	if (job)
-		store_bind_i64(st, 2, job);
+	for (int i = 0; i < nargs; i++)
+		store_bind_i64(st, i + 1, args[i]);
+	/* an error must not read as the end of the rows: a short list of
+	 * live nodes would have the reconciler place a rank twice */
 	while ((rc = store_step(st, e)) == 1) {
 		if (k == cap) {
 			size_t nc = cap ? cap * 2 : 16;
@@ -290,6 +283,36 @@ int store_node_list(struct store *s, int64_t job, bool live_only,
 	*out = v;
 	*count = k;
 	return 0;
+}
+
+int store_node_list(struct store *s, int64_t job, bool live_only,
+		    size_t limit, struct store_node **out, size_t *count,
+		    struct sr_err *e)
+{
+	/* one plain WHERE per case, so that each statement's plan (cached
+	 * by PostgreSQL) is the index's: no "?=0 OR" */
+	static const char *const where[2][2] = {
+		{ "1=1 ORDER BY id LIMIT ?1",
+		  "state IN ('REQUESTED','BOOTING','READY') ORDER BY id LIMIT ?1" },
+		{ "job_id=?2 ORDER BY id LIMIT ?1",
+		  "job_id=?2 AND state IN ('REQUESTED','BOOTING','READY')"
+		  " ORDER BY id LIMIT ?1" },
+	};
+	int64_t args[2] = { limit ? (int64_t)limit : INT64_MAX, job };
+
+	return nodes_run(s, where[job != 0][live_only], args, job ? 2 : 1, out,
+			 count, e);
+}
+
+int store_node_select(struct store *s, const char *where, int64_t arg,
+		      struct store_node **out, size_t *count, struct sr_err *e)
+{
+	char w[512];
+	int len = snprintf(w, sizeof w, "%s ORDER BY id", where);
+
+	if (len < 0 || (size_t)len >= sizeof w)
+		return sr_err_set(e, -ENAMETOOLONG, "node select: too long");
+	return nodes_run(s, w, &arg, 1, out, count, e);
 }
 
 /* ---- jobs ----------------------------------------------------------------- */

@@ -288,6 +288,12 @@ static void test_rows(void **state)
 	assert_int_equal(k, 2);
 	assert_true(v[0].id == a && v[1].id == b);
 	store_nodes_free(v, k);
+	/* the reconciler's own filters */
+	assert_int_equal(store_node_select(s, "state='TERMINATED' OR job_id=?1",
+					   j2, &v, &k, &e), 0);
+	assert_int_equal(k, 2);
+	assert_true(v[0].id == b && v[1].id == c);
+	store_nodes_free(v, k);
 	assert_int_equal(store_node_list(s, j2 + 99, false, 0, &v, &k, &e), 0);
 	assert_int_equal(k, 0);
 	store_nodes_free(v, k);
