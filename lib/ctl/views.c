@@ -154,7 +154,7 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	json_t *j = NULL, *spec, *pl;
 	double elapsed;
 
-	if (store_job_load(s, id, &r, e))
+	if (store_job_load(s, id, STORE_JOB_SPEC, &r, e))
 		return NULL;
 	j = json_object();
 	if (!j) {

@@ -244,11 +244,14 @@ int store_node_select(struct store *s, const char *where, int64_t arg,
 void store_node_free(struct store_node *n);
 void store_nodes_free(struct store_node *v, size_t n);
 
-/* One row of table jobs: the columns the API serves (views.c). */
+/* One row of table jobs: the columns the API (views.c) and the
+ * reconciler (reconcile.c) read; not the policy's memory, the workload
+ * estimator's state or the idempotency key. */
 struct store_job {
 	int64_t id;
 	const char *name, *state, *desired;
-	const char *spec_name, *spec_json;
+	const char *spec_name;
+	const char *spec_json;      /* "" unless loaded with STORE_JOB_SPEC */
 	const char *workdir;        /* nullable */
 	int64_t num_nodes, attempt, restarts, max_restarts;
 	int64_t preemptions, moves, recoveries;
@@ -264,12 +267,23 @@ struct store_job {
 	const char *message;
 	int64_t cost_micros, list_cost_micros, reserved_cost_micros;
 	bool reserved_unknown;      /* some offering had no reserved price */
+	double run_s;               /* cloud seconds RUNNING, past attempts */
+	int64_t run_started_ns, down_since_ns, notice_ns; /* nullable */
+	const char *recover_reason; /* nullable: preempted, lost, crash */
+	const char *candidates;     /* nullable: JSON placement plan */
+	int64_t policy_tick;        /* last tick the policy decided, -1 */
+	double est_pace_ns, est_restart_s; /* workest.h; 0 unknown */
+	int64_t pace_attempt;
+	int64_t pace_step0;         /* nullable */
 	char *text_;                /* owns every text above */
 };
 
+/* store_job_load what: also the job's spec (spec_json, which can be
+ * large: the reconciler does not read it). */
+#define STORE_JOB_SPEC 0x1
 /* Job id into *j (store_job_free it): 0, -SR_ENOTFOUND, or an error. */
-int store_job_load(struct store *s, int64_t id, struct store_job *j,
-		   struct sr_err *e);
+int store_job_load(struct store *s, int64_t id, unsigned what,
+		   struct store_job *j, struct sr_err *e);
 void store_job_free(struct store_job *j);
 
 /* For code not yet moved behind this interface (docs/store.md lists it:

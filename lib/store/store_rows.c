@@ -85,7 +85,6 @@ static const struct col job_cols[] = {
 	JOB("state", C_TEXT, state),
 	JOB("desired", C_TEXT, desired),
 	JOB("spec_name", C_TEXT, spec_name),
-	JOB("spec_json", C_TEXT, spec_json),
 	JOB("workdir", C_TEXT_NULL, workdir),
 	JOB("num_nodes", C_I64, num_nodes),
 	JOB("attempt", C_I64, attempt),
@@ -113,6 +112,19 @@ static const struct col job_cols[] = {
 	JOB("list_cost_micros", C_I64, list_cost_micros),
 	JOB("reserved_cost_micros", C_I64, reserved_cost_micros),
 	JOB("reserved_unknown", C_BOOL, reserved_unknown),
+	JOB("run_s", C_F64, run_s),
+	JOB("run_started_ns", C_I64_NULL, run_started_ns),
+	JOB("down_since_ns", C_I64_NULL, down_since_ns),
+	JOB("notice_ns", C_I64_NULL, notice_ns),
+	JOB("recover_reason", C_TEXT_NULL, recover_reason),
+	JOB("candidates", C_TEXT_NULL, candidates),
+	JOB("policy_tick", C_I64, policy_tick),
+	JOB("est_pace_ns", C_F64, est_pace_ns),
+	JOB("est_restart_s", C_F64, est_restart_s),
+	JOB("pace_attempt", C_I64, pace_attempt),
+	JOB("pace_step0", C_I64_NULL, pace_step0),
+	/* last: only with STORE_JOB_SPEC */
+	JOB("spec_json", C_TEXT, spec_json),
 };
 
 #define NCOLS(t) (sizeof t / sizeof t[0])
@@ -325,15 +337,18 @@ void store_job_free(struct store_job *j)
 	j->text_ = NULL;
 }
 
-int store_job_load(struct store *s, int64_t id, struct store_job *j,
-		   struct sr_err *e)
+int store_job_load(struct store *s, int64_t id, unsigned what,
+		   struct store_job *j, struct sr_err *e)
 {
+	/* spec_json is the table's last column */
+	size_t ncols = NCOLS(job_cols) - ((what & STORE_JOB_SPEC) ? 0 : 1);
 	struct store_stmt *st = NULL;
-	char sql[1024];
+	char sql[1536];
 	int rc;
 
 	memset(j, 0, sizeof *j);
-	rc = select_sql(sql, sizeof sql, job_cols, NCOLS(job_cols), "jobs", "id=?");
+	j->spec_json = "";
+	rc = select_sql(sql, sizeof sql, job_cols, ncols, "jobs", "id=?");
 	if (rc)
 		return sr_err_set(e, rc, "job select: too long");
 	rc = store_prepare(s, sql, &st, e);
@@ -342,7 +357,7 @@ int store_job_load(struct store *s, int64_t id, struct store_job *j,
 	store_bind_i64(st, 1, id);
 	rc = store_step(st, e);
 	if (rc == 1)
-		rc = fill(st, job_cols, NCOLS(job_cols), j, &j->text_, e);
+		rc = fill(st, job_cols, ncols, j, &j->text_, e);
 	else if (rc == 0)
 		rc = sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": no such job", id);
 	store_done(st);

@@ -250,14 +250,20 @@ static void test_rows(void **state)
 	assert_int_equal(store_node_load(s, c + 99, &n, &e), -SR_ENOTFOUND);
 	store_node_free(&n);
 	/* a job: its long message whole, after the statement is reused */
-	assert_int_equal(store_job_load(s, j1, &j, &e), 0);
-	assert_int_equal(store_job_load(s, j2, &j2row, &e), 0);
+	assert_int_equal(store_job_load(s, j1, STORE_JOB_SPEC, &j, &e), 0);
+	assert_int_equal(store_job_load(s, j2, 0, &j2row, &e), 0);
 	assert_string_equal(j2row.name, "second");
+	assert_string_equal(j2row.spec_json, "");
 	store_job_free(&j2row);
 	assert_string_equal(j.name, "first");
 	assert_string_equal(j.state, "PROVISIONING");
 	assert_string_equal(j.desired, "run");
 	assert_string_equal(j.message, longmsg);
+	assert_string_equal(j.spec_json, "{}");
+	assert_true(j.policy_tick == -1 && j.run_s == 0.0);
+	assert_true(j.run_started_ns == STORE_NULL_I64 &&
+		    j.pace_step0 == STORE_NULL_I64);
+	assert_null(j.recover_reason);
 	assert_true(j.num_nodes == 1 && j.max_restarts == 2);
 	assert_true(j.created_ns == 1000 && j.finished_ns == STORE_NULL_I64);
 	assert_true(j.exit_code == STORE_NULL_I64 && j.step == STORE_NULL_I64);
@@ -267,7 +273,7 @@ static void test_rows(void **state)
 	assert_null(j.workdir);
 	assert_false(j.reserved_unknown);
 	store_job_free(&j);
-	assert_int_equal(store_job_load(s, j2 + 99, &j, &e), -SR_ENOTFOUND);
+	assert_int_equal(store_job_load(s, j2 + 99, 0, &j, &e), -SR_ENOTFOUND);
 	store_job_free(&j);
 	/* lists: of a job, live only, every job, a limit */
 	assert_int_equal(store_node_list(s, j1, false, 0, &v, &k, &e), 0);
