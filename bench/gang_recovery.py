@@ -18,9 +18,11 @@ the gang trains, one of three recoveries:
              (placed at the notice), both ranks meet on a fresh
              rendezvous and restore.
   rebuild    the whole cluster rebuilt, as SkyPilot's managed jobs do
-             it (default strategy EAGER_NEXT_REGION; FAILOVER differs
-             only in trying the same region first), emulated by this
-             bench on the same local cloud, spotrund and job:
+             it by default (strategy EAGER_NEXT_REGION), emulated by
+             this bench on the same local cloud, spotrund and job
+             (FAILOVER, the other strategy, first relaunches under the
+             same name in the same region, reusing live nodes per
+             skypilot#1774; the default is modelled):
              1. the notice changes nothing: SkyPilot's jobs controller
                 does not watch the clouds' notices (an open request,
                 skypilot#5371; #5041 for passing the signal on), so the
