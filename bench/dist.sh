@@ -4,7 +4,8 @@
 # against a memcpy of that rank's bytes, measured side by side (also with
 # tier 3 on: --remote, s3rver); and
 # gang_recovery_vs_rebuild, a 2-node DDP gang's notice -> resumed with the
-# healthy node kept against every node rebuilt, alternating runs.
+# healthy node kept against the whole cluster rebuilt as SkyPilot does it,
+# and against a rebuild with spotrun's notice handling, alternating runs.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
