@@ -312,6 +312,7 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 {
 	struct ctl *c = calloc(1, sizeof *c);
 	struct store *db;
+	struct sr_err ae = { 0 };
 	char path[2400], names[80];
 	int rc;
 
@@ -389,6 +390,11 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		rc = load_clock(c, db, e);
 	if (rc)
 		goto fail;
+	/* the planner's statistics (store.h): without them PostgreSQL may
+	 * plan the reconciler's per-job queries as scans */
+	if (store_analyze(db, &ae))
+		sr_warn("ctl", "cannot refresh the store's statistics",
+			"err=\"%s\"", sr_err_str(&ae, -EIO));
 	atomic_store(&c->store_wait, true);
 	/* lead at once when the lease is free (always on SQLite), so a
 	 * single daemon takes writes from its first request */

@@ -314,16 +314,16 @@ int ctl__prov_aws_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e);
 /* The job/node JSON views (views.c), shapes in docs/api.md.
  * ctl__job_json: a new reference, or NULL with *e set (-SR_ENOTFOUND: no
  * such job; a store error is reported, never read as "no job").
- * ctl__node_json_row: the node of st's current row (selected with
- * ctl__node_cols), or NULL when out of memory.
- * ctl__nodes_append: append to arr every node row of `sql` (which selects
- * ctl__node_cols and takes nargs int64 parameters); 0 or an error. */
+ * ctl__node_json: a node row as the API serves it (a new reference), or
+ * NULL when out of memory.
+ * ctl__nodes_json: *out = the JSON array of store_node_list(s, job,
+ * live_only, limit); 0 or an error. */
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		      bool with_nodes, struct sr_err *e);
-json_t *ctl__node_json_row(struct store_stmt *st);
-int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
-		      int nargs, json_t *arr, struct sr_err *e);
-extern const char ctl__node_cols[];
+struct store_node;
+json_t *ctl__node_json(const struct store_node *n);
+int ctl__nodes_json(struct store *s, int64_t job, bool live_only,
+		    size_t limit, json_t **out, struct sr_err *e);
 
 /* Fire event hooks for committed events (reconcile.c). */
 void ctl__hooks_run(struct ctl *c, struct store *db);

@@ -46,99 +46,67 @@
 #include "finops/ledger.h"
 #include "finops/policy.h"
 
-static const char node_sql[] =
-	"SELECT id, job_id, rank, state, pool, spot,"
-	" coalesce(instance_id, '') AS instance_id, created_ns, boot_at_ns,"
-	" coalesce(registered_ns, 0) AS registered_ns,"
-	" coalesce(last_hb_ns, 0) AS last_hb_ns,"
-	" coalesce(notice_ns, 0) AS notice_ns, coalesce(kill_ns, 0) AS kill_ns,"
-	" coalesce(billed_until_ns, 0) AS billed_until_ns, price_micros,"
-	" list_micros, reserved_micros, cloud, region, zone, instance_type,"
-	" accelerator, accel_count, workload, util_sum, util_n,"
-	" coalesce(setup_rc, -9999) AS setup_rc, retire,"
-	" coalesce(phase, '') AS phase FROM nodes";
-
-static void node_row(struct store_stmt *st, struct rnode *n)
+/* The reconciler's view of a node row (struct store_node, store.h). */
+static void node_row(const struct store_node *x, struct rnode *n)
 {
 	memset(n, 0, sizeof *n);
-	n->id = store_col_i64(st, "id");
-	n->job = store_col_i64(st, "job_id");
-	n->rank = store_col_i64(st, "rank");
-	snprintf(n->state, sizeof n->state, "%s", store_col_text(st, "state"));
-	snprintf(n->phase, sizeof n->phase, "%s", store_col_text(st, "phase"));
-	n->pool = (int)store_col_i64(st, "pool");
-	n->spot = store_col_i64(st, "spot") != 0;
+	n->id = x->id;
+	n->job = x->job_id;
+	n->rank = x->rank;
+	snprintf(n->state, sizeof n->state, "%s", x->state);
+	snprintf(n->phase, sizeof n->phase, "%s", x->phase);
+	n->pool = x->pool;
+	n->spot = x->spot;
 	snprintf(n->instance, sizeof n->instance, "%s",
-		 store_col_text(st, "instance_id"));
-	n->created_ns = store_col_i64(st, "created_ns");
-	n->boot_at_ns = store_col_i64(st, "boot_at_ns");
-	n->registered_ns = store_col_i64(st, "registered_ns");
-	n->last_hb_ns = store_col_i64(st, "last_hb_ns");
-	n->notice_ns = store_col_i64(st, "notice_ns");
-	n->kill_ns = store_col_i64(st, "kill_ns");
-	n->billed_until_ns = store_col_i64(st, "billed_until_ns");
-	n->price = store_col_i64(st, "price_micros");
-	n->list = store_col_i64(st, "list_micros");
-	n->reserved = store_col_i64(st, "reserved_micros");
-	snprintf(n->cloud, sizeof n->cloud, "%s", store_col_text(st, "cloud"));
-	snprintf(n->region, sizeof n->region, "%s", store_col_text(st, "region"));
-	snprintf(n->zone, sizeof n->zone, "%s", store_col_text(st, "zone"));
-	snprintf(n->itype, sizeof n->itype, "%s",
-		 store_col_text(st, "instance_type"));
-	snprintf(n->accel, sizeof n->accel, "%s",
-		 store_col_text(st, "accelerator"));
-	n->accel_count = store_col_f64(st, "accel_count");
-	snprintf(n->workload, sizeof n->workload, "%s",
-		 store_col_text(st, "workload"));
-	n->util_sum = store_col_f64(st, "util_sum");
-	n->util_n = store_col_i64(st, "util_n");
-	n->setup_rc = store_col_i64(st, "setup_rc");
-	if (n->setup_rc == -9999)
-		n->setup_rc = INT64_MIN;
-	n->retire = store_col_i64(st, "retire") != 0;
+		 x->instance_id ? x->instance_id : "");
+	n->created_ns = x->created_ns;
+	n->boot_at_ns = x->boot_at_ns;
+	n->registered_ns = x->registered_ns == STORE_NULL_I64 ? 0 : x->registered_ns;
+	n->last_hb_ns = x->last_hb_ns == STORE_NULL_I64 ? 0 : x->last_hb_ns;
+	n->notice_ns = x->notice_ns == STORE_NULL_I64 ? 0 : x->notice_ns;
+	n->kill_ns = x->kill_ns == STORE_NULL_I64 ? 0 : x->kill_ns;
+	n->billed_until_ns = x->billed_until_ns == STORE_NULL_I64 ? 0 :
+			     x->billed_until_ns;
+	n->price = x->price_micros;
+	n->list = x->list_micros;
+	n->reserved = x->reserved_micros;
+	snprintf(n->cloud, sizeof n->cloud, "%s", x->cloud);
+	snprintf(n->region, sizeof n->region, "%s", x->region);
+	snprintf(n->zone, sizeof n->zone, "%s", x->zone);
+	snprintf(n->itype, sizeof n->itype, "%s", x->instance_type);
+	snprintf(n->accel, sizeof n->accel, "%s", x->accelerator);
+	n->accel_count = x->accel_count;
+	snprintf(n->workload, sizeof n->workload, "%s", x->workload);
+	n->util_sum = x->util_sum;
+	n->util_n = x->util_n;
+	n->setup_rc = x->setup_rc; /* STORE_NULL_I64 is INT64_MIN: unset */
+	n->retire = x->retire;
 }
 
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n)
 {
-	char sql[1024];
-	struct store_stmt *st = NULL;
-	struct rnode *v = NULL;
-	size_t k = 0, cap = 0;
+	struct store_node *v = NULL;
+	struct rnode *r = NULL;
 	struct sr_err e = { 0 };
+	size_t k = 0;
 	int rc;
 
 	(void)c;
 	*out = NULL;
 	*n = 0;
-	snprintf(sql, sizeof sql, "%s WHERE %s ORDER BY id", node_sql, where);
-	rc = store_prepare(db, sql, &st, &e);
+	rc = store_node_select(db, where, arg, &v, &k, &e);
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, arg);
-	/* an error must not read as the end of the rows: a short list of
-	 * live nodes would have a rank placed twice (found by
-	 * tests/unit/test_faultinj.c) */
-	while ((rc = store_step(st, &e)) == 1) {
-		if (k == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct rnode *nv = realloc(v, nc * sizeof *nv);
-
-			if (!nv) {
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
-		}
-		node_row(st, &v[k++]);
+	r = malloc((k ? k : 1) * sizeof *r);
+	if (!r) {
+		store_nodes_free(v, k);
+		return -ENOMEM;
 	}
-	store_done(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
+	for (size_t i = 0; i < k; i++)
+		node_row(&v[i], &r[i]);
+	store_nodes_free(v, k);
+	*out = r;
 	*n = k;
 	return 0;
 }
@@ -281,13 +249,20 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 		list_cost = sr_money_cost(r.list_price, r.billed_ns);
 	if (cost && n->reserved >= 0)
 		res_cost = sr_money_cost(n->reserved, r.billed_ns);
+	/* The interval's utilisation is the samples read with n: take
+	 * those out, and keep any a heartbeat added since (heartbeats do not
+	 * wait for the reconciler's transactions: routes_nodes.c); a stale
+	 * n billed twice (the ledger conflict above) cannot go below 0. */
 	rc = store_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
-			    " cost_micros=cost_micros+?2, util_sum=0, util_n=0"
-			    " WHERE id=?3", &st, e);
+			    " cost_micros=cost_micros+?2,"
+			    " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
+			    " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
 	if (!rc) {
 		store_bind_i64(st, 1, until);
 		store_bind_i64(st, 2, cost);
 		store_bind_i64(st, 3, n->id);
+		store_bind_f64(st, 4, n->util_sum);
+		store_bind_i64(st, 5, n->util_n);
 		rc = recon__run(st, e, "bill node");
 		store_done(st);
 	}

@@ -54,79 +54,57 @@
 
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 {
-	struct store_stmt *st = NULL;
+	struct store_job r;
 	struct sr_err e = { 0 };
+	json_t *pl;
 	int rc;
 
 	memset(j, 0, sizeof *j);
-	rc = store_prepare(db,
-		"SELECT id, state, desired, num_nodes, attempt, restarts,"
-		" max_restarts, coalesce(step, -1) AS step,"
-		" coalesce(total_steps, -1) AS total_steps,"
-		" coalesce(ckpt_step, -1) AS ckpt_step, sim_start_s, deadline_s,"
-		" work_s, run_s, coalesce(run_started_ns, 0) AS run_started_ns,"
-		" coalesce(down_since_ns, 0) AS down_since_ns,"
-		" coalesce(notice_ns, 0) AS notice_ns,"
-		" coalesce(recover_reason, '') AS recover_reason,"
-		" coalesce(candidates, '') AS candidates,"
-		" coalesce(placement, '') AS placement, policy_tick,"
-		" coalesce(step_ns, 0) AS step_ns, est_work_s, est_pace_ns,"
-		" pace_attempt, coalesce(pace_step0, -1) AS pace_step0,"
-		" est_restart_s FROM jobs WHERE id=?", &st, &e);
+	rc = store_job_load(db, id, 0, &r, &e);
 	if (rc)
-		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, &e);
-	if (rc == 0)
-		rc = -SR_ENOTFOUND;
-	if (rc == 1) {
-		json_t *pl;
-
-		j->id = store_col_i64(st, "id");
-		jobsm_parse(store_col_text(st, "state"), &j->state);
-		j->cancel = strcmp(store_col_text(st, "desired"), "cancel") == 0;
-		j->num_nodes = (int)store_col_i64(st, "num_nodes");
-		j->attempt = store_col_i64(st, "attempt");
-		j->restarts = store_col_i64(st, "restarts");
-		j->max_restarts = store_col_i64(st, "max_restarts");
-		j->step = store_col_i64(st, "step");
-		j->total_steps = store_col_i64(st, "total_steps");
-		j->ckpt_step = store_col_i64(st, "ckpt_step");
-		j->sim_start_s = store_col_f64(st, "sim_start_s");
-		j->deadline_s = store_col_null(st, "deadline_s") ? INFINITY :
-				store_col_f64(st, "deadline_s");
-		j->work_s = store_col_f64(st, "work_s");
-		j->run_s = store_col_f64(st, "run_s");
-		j->run_started_ns = store_col_i64(st, "run_started_ns");
-		j->down_since_ns = store_col_i64(st, "down_since_ns");
-		j->notice_ns = store_col_i64(st, "notice_ns");
-		snprintf(j->recover_reason, sizeof j->recover_reason, "%s",
-			 store_col_text(st, "recover_reason"));
-		j->plan_ok = place_plan_parse(store_col_text(st, "candidates"),
-					      j->deadline_s, j->work_s,
-					      &j->plan) == 0;
-		snprintf(j->placement, sizeof j->placement, "%s",
-			 store_col_text(st, "placement"));
-		j->policy_tick = store_col_i64(st, "policy_tick");
-		j->step_ns = store_col_f64(st, "step_ns");
-		j->est_work_s = store_col_f64(st, "est_work_s");
-		j->est_pace_ns = store_col_f64(st, "est_pace_ns");
-		j->pace_attempt = store_col_i64(st, "pace_attempt");
-		j->pace_step0 = store_col_i64(st, "pace_step0");
-		j->est_restart_s = store_col_f64(st, "est_restart_s");
-		j->last_pool = -1;
-		pl = json_loads(j->placement, 0, NULL);
-		if (pl) {
-			j->last_pool = (int)json_integer_value(json_object_get(pl, "pool"));
-			json_decref(pl);
-		}
-		/* count the RUNNING time of the current attempt too */
-		if (j->state == JOB_RUNNING && j->run_started_ns)
-			j->run_s += (double)(ctl__now(c) - j->run_started_ns) /
-				    1e9 * c->cfg.time_scale;
-		rc = 0;
+		goto out;
+	j->id = r.id;
+	jobsm_parse(r.state, &j->state);
+	j->cancel = strcmp(r.desired, "cancel") == 0;
+	j->num_nodes = (int)r.num_nodes;
+	j->attempt = r.attempt;
+	j->restarts = r.restarts;
+	j->max_restarts = r.max_restarts;
+	j->step = r.step == STORE_NULL_I64 ? -1 : r.step;
+	j->total_steps = r.total_steps == STORE_NULL_I64 ? -1 : r.total_steps;
+	j->ckpt_step = r.ckpt_step == STORE_NULL_I64 ? -1 : r.ckpt_step;
+	j->sim_start_s = r.sim_start_s;
+	j->deadline_s = isnan(r.deadline_s) ? INFINITY : r.deadline_s;
+	j->work_s = r.work_s;
+	j->run_s = r.run_s;
+	j->run_started_ns = r.run_started_ns == STORE_NULL_I64 ? 0 : r.run_started_ns;
+	j->down_since_ns = r.down_since_ns == STORE_NULL_I64 ? 0 : r.down_since_ns;
+	j->notice_ns = r.notice_ns == STORE_NULL_I64 ? 0 : r.notice_ns;
+	snprintf(j->recover_reason, sizeof j->recover_reason, "%s",
+		 r.recover_reason ? r.recover_reason : "");
+	j->plan_ok = place_plan_parse(r.candidates ? r.candidates : "",
+				      j->deadline_s, j->work_s, &j->plan) == 0;
+	snprintf(j->placement, sizeof j->placement, "%s",
+		 r.placement ? r.placement : "");
+	j->policy_tick = r.policy_tick;
+	j->step_ns = isnan(r.step_ns) ? 0 : r.step_ns;
+	j->est_work_s = r.est_work_s;
+	j->est_pace_ns = r.est_pace_ns;
+	j->pace_attempt = r.pace_attempt;
+	j->pace_step0 = r.pace_step0 == STORE_NULL_I64 ? -1 : r.pace_step0;
+	j->est_restart_s = r.est_restart_s;
+	j->last_pool = -1;
+	pl = json_loads(j->placement, 0, NULL);
+	if (pl) {
+		j->last_pool = (int)json_integer_value(json_object_get(pl, "pool"));
+		json_decref(pl);
 	}
-	store_done(st);
+	/* count the RUNNING time of the current attempt too */
+	if (j->state == JOB_RUNNING && j->run_started_ns)
+		j->run_s += (double)(ctl__now(c) - j->run_started_ns) /
+			    1e9 * c->cfg.time_scale;
+out:
+	store_job_free(&r);
 	return rc;
 }
 

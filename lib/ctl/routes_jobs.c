@@ -619,25 +619,16 @@ static int jobs_logs(struct ctl_req *rq, struct ctl_resp *rs)
 static int nodes_list(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct sr_err e = { 0 };
-	char sql[768];
-	int64_t args[2];
-	json_t *arr;
+	int64_t job, all;
+	json_t *arr = NULL;
 	int rc;
 
-	if (query_int(rq, "job", 0, 0, INT64_MAX, &args[0], rs) ||
-	    query_int(rq, "all", 0, 0, 1, &args[1], rs))
+	if (query_int(rq, "job", 0, 0, INT64_MAX, &job, rs) ||
+	    query_int(rq, "all", 0, 0, 1, &all, rs))
 		return 0;
-	snprintf(sql, sizeof sql, "SELECT %s FROM nodes WHERE (?1=0 OR job_id=?1)"
-		 " AND (?2=1 OR state IN ('REQUESTED','BOOTING','READY'))"
-		 " ORDER BY id LIMIT 10000", ctl__node_cols);
-	arr = json_array();
-	if (!arr)
-		return -ENOMEM;
-	rc = ctl__nodes_append(ctl_req_store(rq), sql, args, 2, arr, &e);
-	if (rc) {
-		json_decref(arr);
+	rc = ctl__nodes_json(ctl_req_store(rq), job, !all, 10000, &arr, &e);
+	if (rc)
 		return internal(rs, &e, rc);
-	}
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "nodes", arr));
 }
 

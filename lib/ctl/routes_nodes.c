@@ -455,7 +455,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_stmt *st = NULL;
 	json_t *root = NULL;
 	int64_t now = sr_time_real_ns();
-	bool first = false;
+	bool first = false, progress;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
@@ -466,7 +466,36 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (rc)
 		return ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
 	json_decref(root);
-	rc = store_begin(db, &e);
+	/* Progress comes from rank 0 of the current attempt. */
+	progress = n.rank == 0 && b.attempt == n.attempt && n.attempt > 0 &&
+		   (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0);
+	/* A heartbeat that reports no progress is one single-row UPDATE of
+	 * the node's heartbeat columns, atomic by itself: it runs in its own
+	 * autocommit statement, not in a store_begin() transaction, so it
+	 * does not queue on the writers' lock behind the reconciler's
+	 * transactions (on PostgreSQL that lock is an advisory lock, and
+	 * BEGIN + COMMIT are two more round trips).  Nothing the reconciler
+	 * does needs heartbeats serialised with its transactions:
+	 *  - it reads the heartbeat columns (last_hb_ns, workload, util_*)
+	 *    when it lists the nodes, before and outside the transaction
+	 *    that acts on them, so a heartbeat could always commit between
+	 *    its read and its write; silence is judged from the value read
+	 *    (a heartbeat landing just after only delays a LOST by a pass);
+	 *  - its writes to a node row are single UPDATEs too: on SQLite the
+	 *    database's one write lock orders them, on PostgreSQL the row
+	 *    lock does (an UPDATE waits for the other's commit and re-reads
+	 *    the row), so neither loses the other's columns;
+	 *  - billing subtracts the utilisation it read (util_sum, util_n)
+	 *    instead of zeroing it, so a sample that lands in between is
+	 *    kept for the next interval (recon_nodes.c, bill());
+	 *  - the heartbeat never changes a node's or a job's state, and the
+	 *    node's liveness (prologue) was read outside any transaction
+	 *    before too: a heartbeat that races the node's end may stamp
+	 *    last_hb_ns on an ended row, which nothing reads.
+	 * A heartbeat with progress writes the job too (pace, lost work):
+	 * that read-modify-write stays in one transaction. */
+	if (progress)
+		rc = store_begin(db, &e);
 	if (!rc)
 		rc = store_prepare(db, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
 				   " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
@@ -502,9 +531,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		store_done(st);
 		st = NULL;
 	}
-	/* Progress comes from rank 0 of the current attempt. */
-	if (!rc && n.rank == 0 && b.attempt == n.attempt && n.attempt > 0 &&
-	    (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0)) {
+	if (!rc && progress) {
 		/* Pace: from the first step this attempt reported, once it has
 		 * moved by 2 % of the steps and by 10 (a quarter of a job of
 		 * fewer than 40).  A reported step is only known to one step,
@@ -570,7 +597,8 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = recon__lost_settle(rq->ctl, db, n.job,
 						b.attempt, restored, first, now, &e);
 	}
-	rc = store_end(db, rc, &e);
+	if (progress)
+		rc = store_end(db, rc, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	return ctl_resp_json(rs, 200, json_pack("{s:o}", "directive",

@@ -12,36 +12,29 @@
 #include "ctl/ctl_int.h"
 #include "store/store.h"
 
-static json_t *ts_or_null(struct store_stmt *st, const char *col)
+static json_t *ts_or_null(int64_t ns)
 {
 	char buf[40];
 
-	if (store_col_null(st, col))
-		return json_null();
-	if (sr_time_format_rfc3339(store_col_i64(st, col), 3, buf, sizeof buf) < 0)
+	if (ns == STORE_NULL_I64 ||
+	    sr_time_format_rfc3339(ns, 3, buf, sizeof buf) < 0)
 		return json_null();
 	return json_string(buf);
 }
 
-static json_t *int_or_null(struct store_stmt *st, const char *col)
+static json_t *int_or_null(int64_t v)
 {
-	if (store_col_null(st, col))
-		return json_null();
-	return json_integer(store_col_i64(st, col));
+	return v == STORE_NULL_I64 ? json_null() : json_integer(v);
 }
 
-static json_t *real_or_null(struct store_stmt *st, const char *col)
+static json_t *real_or_null(double v)
 {
-	if (store_col_null(st, col))
-		return json_null();
-	return json_real(store_col_f64(st, col));
+	return isnan(v) ? json_null() : json_real(v);
 }
 
-static json_t *text_or_null(struct store_stmt *st, const char *col)
+static json_t *text_or_null(const char *v)
 {
-	if (store_col_null(st, col))
-		return json_null();
-	return json_string(store_col_text(st, col));
+	return v ? json_string(v) : json_null();
 }
 
 /* Set key to a new reference; NULL (out of memory) is reported by the
@@ -52,59 +45,9 @@ static void put(json_t *j, const char *key, json_t *v)
 		json_object_set_new(j, "_incomplete", json_true());
 }
 
-const char ctl__node_cols[] =
-	"id, job_id, rank, CASE WHEN state='REQUESTED' AND phase='queued' THEN"
-	" 'QUEUED' WHEN state='BOOTING' AND phase='pending' THEN 'PENDING' ELSE"
-	" state END AS state, provider, cloud, region, zone, instance_type,"
-	" spot, price_micros, pid, created_ns, last_hb_ns, notice_ns, kill_ns,"
-	" terminated_ns, end_reason, cpu_util, gpu_util, workload, wl_attempt,"
-	" accelerator, accel_count, cost_micros, pool, instance_id, driver_blob,"
-	" addr";
-
-/* The API's name of each node column it serves, and how. */
-enum kind { K_INT, K_INT_NULL, K_TEXT, K_TEXT_NULL, K_TS, K_REAL, K_REAL_NULL,
-	    K_BOOL, K_JSON_NULL };
-struct field {
-	const char *key, *col;
-	enum kind kind;
-};
-
-static json_t *field_json(struct store_stmt *st, const struct field *f)
+/* j, or NULL (freed) when a put() ran out of memory. */
+static json_t *complete(json_t *j)
 {
-	switch (f->kind) {
-	case K_INT:
-		return json_integer(store_col_i64(st, f->col));
-	case K_INT_NULL:
-		return int_or_null(st, f->col);
-	case K_TEXT:
-		return json_string(store_col_text(st, f->col));
-	case K_TEXT_NULL:
-		return text_or_null(st, f->col);
-	case K_TS:
-		return ts_or_null(st, f->col);
-	case K_REAL:
-		return json_real(store_col_f64(st, f->col));
-	case K_REAL_NULL:
-		return real_or_null(st, f->col);
-	case K_BOOL:
-		return json_boolean(store_col_i64(st, f->col) != 0);
-	case K_JSON_NULL: {
-		/* a driver's blob: JSON it wrote; anything else is null */
-		json_t *v = store_col_null(st, f->col) ? NULL :
-			    json_loads(store_col_text(st, f->col), 0, NULL);
-
-		return v ? v : json_null();
-	}
-	}
-	return NULL;
-}
-
-static json_t *fields_json(struct store_stmt *st, const struct field *fs, size_t n)
-{
-	json_t *j = json_object();
-
-	for (size_t i = 0; j && i < n; i++)
-		put(j, fs[i].key, field_json(st, &fs[i]));
 	if (j && json_object_get(j, "_incomplete")) {
 		json_decref(j);
 		return NULL;
@@ -112,78 +55,83 @@ static json_t *fields_json(struct store_stmt *st, const struct field *fs, size_t
 	return j;
 }
 
-json_t *ctl__node_json_row(struct store_stmt *st)
+/* The API's state of a node: its row's state, refined by the cloud's
+ * phase (QUEUED: a launch the cloud is carrying out; PENDING: an
+ * instance it still boots). */
+static const char *node_api_state(const struct store_node *n)
 {
-	static const struct field fs[] = {
-		{ "id", "id", K_INT },
-		{ "job_id", "job_id", K_INT },
-		{ "rank", "rank", K_INT },
-		{ "state", "state", K_TEXT },
-		{ "provider", "provider", K_TEXT },
-		{ "cloud", "cloud", K_TEXT },
-		{ "region", "region", K_TEXT },
-		{ "zone", "zone", K_TEXT },
-		{ "instance_type", "instance_type", K_TEXT },
-		{ "spot", "spot", K_BOOL },
-		{ "price_micros_per_hour", "price_micros", K_INT },
-		{ "pid", "pid", K_INT_NULL },
-		{ "created_at", "created_ns", K_TS },
-		{ "last_heartbeat_at", "last_hb_ns", K_TS },
-		{ "notice_at", "notice_ns", K_TS },
-		{ "terminate_at", "kill_ns", K_TS },
-		{ "terminated_at", "terminated_ns", K_TS },
-		{ "end_reason", "end_reason", K_TEXT_NULL },
-		{ "cpu_util", "cpu_util", K_REAL_NULL },
-		{ "gpu_util", "gpu_util", K_REAL_NULL },
-		{ "workload_state", "workload", K_TEXT },
-		{ "workload_attempt", "wl_attempt", K_INT },
-		{ "accelerator", "accelerator", K_TEXT },
-		{ "accelerator_count", "accel_count", K_REAL },
-		{ "cost_micros", "cost_micros", K_INT },
-		{ "pool", "pool", K_INT },
-		{ "instance_id", "instance_id", K_TEXT_NULL },
-		{ "instance", "driver_blob", K_JSON_NULL },
-		{ "addr", "addr", K_TEXT_NULL },
-	};
-
-	return fields_json(st, fs, sizeof fs / sizeof fs[0]);
+	if (!strcmp(n->state, "REQUESTED") && !strcmp(n->phase, "queued"))
+		return "QUEUED";
+	if (!strcmp(n->state, "BOOTING") && !strcmp(n->phase, "pending"))
+		return "PENDING";
+	return n->state;
 }
 
-int ctl__nodes_append(struct store *s, const char *sql, const int64_t *args,
-		      int nargs, json_t *arr, struct sr_err *e)
+json_t *ctl__node_json(const struct store_node *n)
 {
-	struct store_stmt *st = NULL;
-	json_t *n;
+	json_t *j = json_object(), *blob;
+
+	if (!j)
+		return NULL;
+	put(j, "id", json_integer(n->id));
+	put(j, "job_id", json_integer(n->job_id));
+	put(j, "rank", json_integer(n->rank));
+	put(j, "state", json_string(node_api_state(n)));
+	put(j, "provider", json_string(n->provider));
+	put(j, "cloud", json_string(n->cloud));
+	put(j, "region", json_string(n->region));
+	put(j, "zone", json_string(n->zone));
+	put(j, "instance_type", json_string(n->instance_type));
+	put(j, "spot", json_boolean(n->spot));
+	put(j, "price_micros_per_hour", json_integer(n->price_micros));
+	put(j, "pid", int_or_null(n->pid));
+	put(j, "created_at", ts_or_null(n->created_ns));
+	put(j, "last_heartbeat_at", ts_or_null(n->last_hb_ns));
+	put(j, "notice_at", ts_or_null(n->notice_ns));
+	put(j, "terminate_at", ts_or_null(n->kill_ns));
+	put(j, "terminated_at", ts_or_null(n->terminated_ns));
+	put(j, "end_reason", text_or_null(n->end_reason));
+	put(j, "cpu_util", real_or_null(n->cpu_util));
+	put(j, "gpu_util", real_or_null(n->gpu_util));
+	put(j, "workload_state", json_string(n->workload));
+	put(j, "workload_attempt", json_integer(n->wl_attempt));
+	put(j, "accelerator", json_string(n->accelerator));
+	put(j, "accelerator_count", json_real(n->accel_count));
+	put(j, "cost_micros", json_integer(n->cost_micros));
+	put(j, "pool", json_integer(n->pool));
+	put(j, "instance_id", text_or_null(n->instance_id));
+	/* a driver's blob: JSON it wrote; anything else is null */
+	blob = n->driver_blob ? json_loads(n->driver_blob, 0, NULL) : NULL;
+	put(j, "instance", blob ? blob : json_null());
+	put(j, "addr", text_or_null(n->addr));
+	return complete(j);
+}
+
+int ctl__nodes_json(struct store *s, int64_t job, bool live_only,
+		    size_t limit, json_t **out, struct sr_err *e)
+{
+	struct store_node *v = NULL;
+	size_t n = 0;
+	json_t *arr = NULL, *x;
 	int rc;
 
-	rc = store_prepare(s, sql, &st, e);
+	*out = NULL;
+	rc = store_node_list(s, job, live_only, limit, &v, &n, e);
 	if (rc)
 		return rc;
-	for (int i = 0; i < nargs; i++)
-		store_bind_i64(st, i + 1, args[i]);
-	while ((rc = store_step(st, e)) == 1) {
-		n = ctl__node_json_row(st);
-		if (!n || json_array_append_new(arr, n)) {
-			rc = sr_err_set(e, -ENOMEM, "node view: out of memory");
-			break;
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		x = ctl__node_json(&v[i]);
+		if (!x || json_array_append_new(arr, x)) {
+			json_decref(arr);
+			arr = NULL;
 		}
 	}
-	store_done(st);
-	return rc < 0 ? rc : 0;
-}
-
-static json_t *nodes_of(struct store *s, int64_t job, struct sr_err *e)
-{
-	char sql[512];
-	json_t *arr = json_array();
-
-	snprintf(sql, sizeof sql, "SELECT %s FROM nodes WHERE job_id=? "
-		 "ORDER BY id", ctl__node_cols);
-	if (!arr || ctl__nodes_append(s, sql, &job, 1, arr, e)) {
-		json_decref(arr);
-		return NULL;
-	}
-	return arr;
+	store_nodes_free(v, n);
+	if (!arr)
+		return sr_err_set(e, -ENOMEM, "node view: out of memory");
+	*out = arr;
+	return 0;
 }
 
 /* A job's secrets are never served back (only agents get them, in their
@@ -202,73 +150,54 @@ static void redact_secrets(json_t *spec)
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		     bool with_nodes, struct sr_err *e)
 {
-	static const char sql[] =
-		"SELECT id, name, state, desired, created_ns, updated_ns,"
-		" finished_ns, num_nodes, attempt, restarts, max_restarts,"
-		" preemptions, moves, recoveries, exit_code, step, total_steps,"
-		" ckpt_step, placement, message, sim_start_s, deadline_s,"
-		" spec_json, cost_micros, spec_name, workdir, list_cost_micros,"
-		" reserved_cost_micros, reserved_unknown, step_ns, work_s,"
-		" est_work_s FROM jobs WHERE id=?";
-	static const struct field fs[] = {
-		{ "id", "id", K_INT },
-		{ "name", "name", K_TEXT },
-		{ "state", "state", K_TEXT },
-		{ "desired", "desired", K_TEXT },
-		{ "created_at", "created_ns", K_TS },
-		{ "updated_at", "updated_ns", K_TS },
-		{ "finished_at", "finished_ns", K_TS },
-		{ "num_nodes", "num_nodes", K_INT },
-		{ "attempt", "attempt", K_INT },
-		{ "restarts", "restarts", K_INT },
-		{ "max_restarts", "max_restarts", K_INT },
-		{ "preemptions", "preemptions", K_INT },
-		{ "moves", "moves", K_INT },
-		{ "recoveries", "recoveries", K_INT },
-		{ "exit_code", "exit_code", K_INT_NULL },
-		{ "step", "step", K_INT_NULL },
-		{ "total_steps", "total_steps", K_INT_NULL },
-		{ "ckpt_step", "ckpt_step", K_INT_NULL },
-		{ "message", "message", K_TEXT },
-		{ "sim_deadline_s", "deadline_s", K_REAL_NULL },
-		{ "cost_micros", "cost_micros", K_INT },
-		{ "spec_name", "spec_name", K_TEXT },
-		{ "workdir", "workdir", K_TEXT_NULL },
-		{ "list_cost_micros", "list_cost_micros", K_INT },
-	};
-	struct store_stmt *st = NULL;
+	struct store_job r;
 	json_t *j = NULL, *spec, *pl;
-	double start, elapsed, w, est;
-	int rc;
+	double elapsed;
 
-	if (store_prepare(s, sql, &st, e))
+	if (store_job_load(s, id, STORE_JOB_SPEC, &r, e))
 		return NULL;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, e);
-	if (rc <= 0) {
-		if (rc == 0)
-			sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": no such job", id);
-		goto out;
-	}
-	j = fields_json(st, fs, sizeof fs / sizeof fs[0]);
+	j = json_object();
 	if (!j) {
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
 		goto out;
 	}
-	spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
+	put(j, "id", json_integer(r.id));
+	put(j, "name", json_string(r.name));
+	put(j, "state", json_string(r.state));
+	put(j, "desired", json_string(r.desired));
+	put(j, "created_at", ts_or_null(r.created_ns));
+	put(j, "updated_at", ts_or_null(r.updated_ns));
+	put(j, "finished_at", ts_or_null(r.finished_ns));
+	put(j, "num_nodes", json_integer(r.num_nodes));
+	put(j, "attempt", json_integer(r.attempt));
+	put(j, "restarts", json_integer(r.restarts));
+	put(j, "max_restarts", json_integer(r.max_restarts));
+	put(j, "preemptions", json_integer(r.preemptions));
+	put(j, "moves", json_integer(r.moves));
+	put(j, "recoveries", json_integer(r.recoveries));
+	put(j, "exit_code", int_or_null(r.exit_code));
+	put(j, "step", int_or_null(r.step));
+	put(j, "total_steps", int_or_null(r.total_steps));
+	put(j, "ckpt_step", int_or_null(r.ckpt_step));
+	put(j, "message", json_string(r.message));
+	put(j, "sim_deadline_s", real_or_null(r.deadline_s));
+	put(j, "cost_micros", json_integer(r.cost_micros));
+	put(j, "spec_name", json_string(r.spec_name));
+	put(j, "workdir", text_or_null(r.workdir));
+	put(j, "list_cost_micros", json_integer(r.list_cost_micros));
+	spec = json_loads(r.spec_json, 0, NULL);
 	redact_secrets(spec);
-	pl = json_loads(store_col_text(st, "placement"), 0, NULL);
-	start = store_col_f64(st, "sim_start_s");
-	elapsed = ctl__sim_now(c) - start;
-	if (!store_col_null(st, "finished_ns"))
-		elapsed = ctl__sim_at(c, store_col_i64(st, "finished_ns")) - start;
+	pl = r.placement ? json_loads(r.placement, 0, NULL) : NULL;
+	elapsed = ctl__sim_now(c) - r.sim_start_s;
+	if (r.finished_ns != STORE_NULL_I64)
+		elapsed = ctl__sim_at(c, r.finished_ns) - r.sim_start_s;
 	put(j, "placement", pl ? pl : json_null());
 	put(j, "sim_elapsed_s", json_real(elapsed));
 	put(j, "spec", spec ? spec : json_null());
 	put(j, "deadline_at", json_null());
-	if (!store_col_null(st, "deadline_s") && c->cfg.time_scale > 0) {
+	if (!isnan(r.deadline_s) && c->cfg.time_scale > 0) {
 		/* wall-clock moment the cloud clock reaches the deadline */
-		double at_sim = start + store_col_f64(st, "deadline_s");
+		double at_sim = r.sim_start_s + r.deadline_s;
 		int64_t at_ns = c->real0_ns + (int64_t)((at_sim - c->sim0_s) /
 					c->cfg.time_scale * 1e9);
 		char buf[40];
@@ -286,32 +215,29 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		put(j, "criticality", json_incref(crit ? crit : json_null()));
 	}
 	/* null when some node's offering has no reserved price */
-	put(j, "reserved_cost_micros", store_col_i64(st, "reserved_unknown") ?
-	    json_null() : json_integer(store_col_i64(st, "reserved_cost_micros")));
+	put(j, "reserved_cost_micros", r.reserved_unknown ? json_null() :
+	    json_integer(r.reserved_cost_micros));
 	/* measured pace, cloud seconds per step */
-	put(j, "sim_step_s", store_col_null(st, "step_ns") ? json_null() :
-	    json_real(store_col_f64(st, "step_ns") / 1e9 * c->cfg.time_scale));
+	put(j, "sim_step_s", isnan(r.step_ns) ? json_null() :
+	    json_real(r.step_ns / 1e9 * c->cfg.time_scale));
 	/* declared work and the bounded estimate (workest.h) */
-	w = store_col_f64(st, "work_s");
-	est = store_col_f64(st, "est_work_s");
-	put(j, "sim_work_s", json_real(w));
-	put(j, "sim_work_estimate_s", json_real(est > 0 ? est : w));
+	put(j, "sim_work_s", json_real(r.work_s));
+	put(j, "sim_work_estimate_s", json_real(r.est_work_s > 0 ? r.est_work_s :
+						r.work_s));
 	if (with_nodes) {
-		json_t *n = nodes_of(s, id, e);
+		json_t *n = NULL;
 
-		if (!n) {
+		if (ctl__nodes_json(s, id, false, 0, &n, e)) {
 			json_decref(j);
 			j = NULL;
 			goto out;
 		}
 		put(j, "nodes", n);
 	}
-	if (json_object_get(j, "_incomplete")) {
+	j = complete(j);
+	if (!j)
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
-		json_decref(j);
-		j = NULL;
-	}
 out:
-	store_done(st);
+	store_job_free(&r);
 	return j;
 }

@@ -669,6 +669,19 @@ int store_migrate(struct store *s, struct sr_err *e)
 	return store_end(s, rc, e);
 }
 
+/* The tables whose statistics store_analyze refreshes: every table of
+ * the schema (schema.c), so the planner never runs on none. */
+static const char analyze_sql[] =
+	"ANALYZE settings, jobs, nodes, exits, events, logs, ledger,"
+	" ledger_event, ledger_plan, lease, members, schema_version";
+
+int store_analyze(struct store *s, struct sr_err *e)
+{
+	if (s->backend != STORE_POSTGRES)
+		return 0;
+	return store_exec_sql(s, analyze_sql, e);
+}
+
 int store_schema_version(struct store *s, struct sr_err *e)
 {
 	int v = 0, rc = component_version(s, "ctl", &v, e);

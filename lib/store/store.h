@@ -85,6 +85,15 @@ const char *store_backend_name(const struct store *s);
 
 /* Bring the schema to this binary's version, in one transaction. */
 int store_migrate(struct store *s, struct sr_err *e);
+/* Refresh the query planner's statistics of every table.  PostgreSQL:
+ * ANALYZE.  A database that was never analyzed (just created, or filled
+ * faster than autovacuum looks at it) leaves the planner guessing: with
+ * 10,000 live nodes and no statistics, its generic plan for "job_id=?
+ * AND state IN (...)" intersected the state index's every entry (2 ms a
+ * query instead of 0.01).  spotrund runs it once at start-up; autovacuum
+ * keeps the statistics current after.  SQLite: nothing (its planner
+ * needs no statistics for these queries). */
+int store_analyze(struct store *s, struct sr_err *e);
 /* The schema version recorded in the database (0 when none) and the one
  * this binary writes. */
 int store_schema_version(struct store *s, struct sr_err *e);
@@ -181,6 +190,101 @@ int store_job_set_state(struct store *s, int64_t id, const char *from,
  * there is no such job. */
 int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
 			     struct sr_err *e);
+
+/* ---- row structs (store_rows.c) ----
+ * A job's or a node's row as one struct: the one place that knows which
+ * column fills which field.  A nullable integer column that is NULL reads
+ * STORE_NULL_I64, a nullable real NAN, a nullable text NULL (a NOT NULL
+ * or defaulted text never reads NULL).  Text points into a buffer the row
+ * owns (text_): store_node_free / store_job_free release it, and the row
+ * stays valid after its statement. */
+#define STORE_NULL_I64 INT64_MIN
+
+/* One row of table nodes (docs/store.md; schema.c). */
+struct store_node {
+	int64_t id, job_id, rank;
+	const char *state;          /* REQUESTED BOOTING READY TERMINATED LOST */
+	const char *phase;          /* "queued", "pending" or "" */
+	const char *provider, *cloud, *region, *zone, *instance_type;
+	const char *accelerator;
+	double accel_count;
+	bool spot, retire;
+	int pool;                   /* index into the provider's offerings */
+	int64_t price_micros, list_micros, reserved_micros; /* per hour */
+	int64_t cost_micros;        /* billed so far */
+	int64_t pid;                /* nullable */
+	int64_t created_ns, boot_at_ns;
+	int64_t registered_ns, last_hb_ns, notice_ns, kill_ns; /* nullable */
+	int64_t terminated_ns, billed_until_ns;                /* nullable */
+	const char *end_reason;     /* nullable */
+	const char *workload;       /* the agent's last report: idle, running ... */
+	int64_t wl_attempt;
+	double cpu_util, gpu_util;  /* nullable */
+	double util_sum;            /* utilisation samples since the last bill */
+	int64_t util_n;
+	int64_t setup_rc;           /* nullable */
+	const char *instance_id, *driver_blob, *addr; /* nullable */
+	char *text_;                /* owns every text above */
+};
+
+/* Node id into *n (store_node_free it): 0, -SR_ENOTFOUND, or an error. */
+int store_node_load(struct store *s, int64_t id, struct store_node *n,
+		    struct sr_err *e);
+/* The nodes of job (0: of every job), only the live ones (REQUESTED,
+ * BOOTING, READY) when live_only, in id order, at most limit (0: all):
+ * a new array of *count rows for store_nodes_free. */
+int store_node_list(struct store *s, int64_t job, bool live_only,
+		    size_t limit, struct store_node **out, size_t *count,
+		    struct sr_err *e);
+/* The nodes matching `where`, SQL over table nodes written in the
+ * caller (never built from data) with one parameter, ?1 = arg, in id
+ * order: for the reconciler's own filters (kill pending, noticed, ...). */
+int store_node_select(struct store *s, const char *where, int64_t arg,
+		      struct store_node **out, size_t *count, struct sr_err *e);
+void store_node_free(struct store_node *n);
+void store_nodes_free(struct store_node *v, size_t n);
+
+/* One row of table jobs: the columns the API (views.c) and the
+ * reconciler (reconcile.c) read; not the policy's memory, the workload
+ * estimator's state or the idempotency key. */
+struct store_job {
+	int64_t id;
+	const char *name, *state, *desired;
+	const char *spec_name;
+	const char *spec_json;      /* "" unless loaded with STORE_JOB_SPEC */
+	const char *workdir;        /* nullable */
+	int64_t num_nodes, attempt, restarts, max_restarts;
+	int64_t preemptions, moves, recoveries;
+	int64_t exit_code;          /* nullable */
+	int64_t created_ns, updated_ns, state_since_ns;
+	int64_t finished_ns;        /* nullable */
+	double sim_start_s;         /* cloud clock at creation */
+	double deadline_s;          /* nullable: cloud s after sim_start_s */
+	double work_s, est_work_s;  /* declared work, its estimate (0: none) */
+	int64_t step, total_steps, ckpt_step; /* nullable */
+	double step_ns;             /* nullable: measured wall ns per step */
+	const char *placement;      /* nullable: JSON */
+	const char *message;
+	int64_t cost_micros, list_cost_micros, reserved_cost_micros;
+	bool reserved_unknown;      /* some offering had no reserved price */
+	double run_s;               /* cloud seconds RUNNING, past attempts */
+	int64_t run_started_ns, down_since_ns, notice_ns; /* nullable */
+	const char *recover_reason; /* nullable: preempted, lost, crash */
+	const char *candidates;     /* nullable: JSON placement plan */
+	int64_t policy_tick;        /* last tick the policy decided, -1 */
+	double est_pace_ns, est_restart_s; /* workest.h; 0 unknown */
+	int64_t pace_attempt;
+	int64_t pace_step0;         /* nullable */
+	char *text_;                /* owns every text above */
+};
+
+/* store_job_load what: also the job's spec (spec_json, which can be
+ * large: the reconciler does not read it). */
+#define STORE_JOB_SPEC 0x1
+/* Job id into *j (store_job_free it): 0, -SR_ENOTFOUND, or an error. */
+int store_job_load(struct store *s, int64_t id, unsigned what,
+		   struct store_job *j, struct sr_err *e);
+void store_job_free(struct store_job *j);
 
 /* For code not yet moved behind this interface (docs/store.md lists it:
  * the reconciler files) and the entry points they call:

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,12 +178,141 @@ static void test_ledger_report_focus_metrics(void **state)
 	store_close(s);
 }
 
+/* A node of job `job` at `rank` in state `state`; its id. */
+static int64_t new_node(struct store *s, int64_t job, int64_t rank,
+			const char *state, const char *addr)
+{
+	struct sr_err e = { 0 };
+	struct store_stmt *st = NULL;
+	int64_t id;
+
+	assert_int_equal(store_prepare(s, "INSERT INTO nodes(job_id, rank, state,"
+				       " token_hash, provider, cloud, region, zone,"
+				       " instance_type, accelerator, accel_count, spot,"
+				       " pool, price_micros, list_micros, reserved_micros,"
+				       " created_ns, boot_at_ns, addr, phase) VALUES(?1, ?2,"
+				       " ?3, ?4, 'local', 'aws', 'us-east-1', 'use1-az1',"
+				       " 'p3.2xlarge', 'V100', 1.5, 1, 7, 3060000, 3100000,"
+				       " -1, 500, 600, ?5, NULL) RETURNING id", &st, &e), 0);
+	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, rank);
+	store_bind_text(st, 3, state);
+	store_bind_blob(st, 4, "tok", 3);
+	store_bind_text(st, 5, addr);
+	if (store_step(st, &e) != 1)
+		fail_msg("insert node: %s", e.msg);
+	id = store_col_i64(st, "id");
+	store_done(st);
+	return id;
+}
+
+/* The row structs (store_rows.c): every kind of column, NULLs, text that
+ * outlives its statement, and each list filter. */
+static void test_rows(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	int64_t j1 = new_job(s, "first"), j2 = new_job(s, "second");
+	int64_t a = new_node(s, j1, 0, "READY", "10.0.0.1");
+	int64_t b = new_node(s, j1, 1, "TERMINATED", NULL);
+	int64_t c = new_node(s, j2, 0, "BOOTING", NULL);
+	char longmsg[3000];
+	struct store_node n, *v = NULL;
+	struct store_job j, j2row;
+	size_t k = 0;
+
+	memset(longmsg, 'm', sizeof longmsg - 1);
+	longmsg[sizeof longmsg - 1] = '\0';
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(jobsm_move(s, j1, JOB_PENDING, JOB_PROVISIONING, 10, 1.0,
+				    longmsg, &e), 0);
+	store_end(s, 0, &e);
+	/* a node, its NULL columns as the header says */
+	assert_int_equal(store_node_load(s, a, &n, &e), 0);
+	assert_true(n.id == a && n.job_id == j1 && n.rank == 0);
+	assert_string_equal(n.state, "READY");
+	assert_string_equal(n.phase, "");
+	assert_string_equal(n.instance_type, "p3.2xlarge");
+	assert_string_equal(n.workload, "idle");
+	assert_true(n.spot && !n.retire && n.pool == 7);
+	assert_true(n.accel_count == 1.5);
+	assert_true(n.price_micros == 3060000 && n.list_micros == 3100000 &&
+		    n.reserved_micros == -1);
+	assert_true(n.created_ns == 500 && n.boot_at_ns == 600);
+	assert_true(n.pid == STORE_NULL_I64 && n.last_hb_ns == STORE_NULL_I64 &&
+		    n.terminated_ns == STORE_NULL_I64 && n.setup_rc == STORE_NULL_I64);
+	assert_true(isnan(n.cpu_util) && isnan(n.gpu_util));
+	assert_null(n.end_reason);
+	assert_null(n.instance_id);
+	assert_null(n.driver_blob);
+	assert_string_equal(n.addr, "10.0.0.1");
+	store_node_free(&n);
+	assert_int_equal(store_node_load(s, c + 99, &n, &e), -SR_ENOTFOUND);
+	store_node_free(&n);
+	/* a job: its long message whole, after the statement is reused */
+	assert_int_equal(store_job_load(s, j1, STORE_JOB_SPEC, &j, &e), 0);
+	assert_int_equal(store_job_load(s, j2, 0, &j2row, &e), 0);
+	assert_string_equal(j2row.name, "second");
+	assert_string_equal(j2row.spec_json, "");
+	store_job_free(&j2row);
+	assert_string_equal(j.name, "first");
+	assert_string_equal(j.state, "PROVISIONING");
+	assert_string_equal(j.desired, "run");
+	assert_string_equal(j.message, longmsg);
+	assert_string_equal(j.spec_json, "{}");
+	assert_true(j.policy_tick == -1 && j.run_s == 0.0);
+	assert_true(j.run_started_ns == STORE_NULL_I64 &&
+		    j.pace_step0 == STORE_NULL_I64);
+	assert_null(j.recover_reason);
+	assert_true(j.num_nodes == 1 && j.max_restarts == 2);
+	assert_true(j.created_ns == 1000 && j.finished_ns == STORE_NULL_I64);
+	assert_true(j.exit_code == STORE_NULL_I64 && j.step == STORE_NULL_I64);
+	assert_true(j.sim_start_s == 1.5 && j.work_s == 0.0);
+	assert_true(isnan(j.deadline_s) && isnan(j.step_ns));
+	assert_null(j.placement);
+	assert_null(j.workdir);
+	assert_false(j.reserved_unknown);
+	store_job_free(&j);
+	assert_int_equal(store_job_load(s, j2 + 99, 0, &j, &e), -SR_ENOTFOUND);
+	store_job_free(&j);
+	/* lists: of a job, live only, every job, a limit */
+	assert_int_equal(store_node_list(s, j1, false, 0, &v, &k, &e), 0);
+	assert_int_equal(k, 2);
+	assert_true(v[0].id == a && v[1].id == b);
+	assert_null(v[1].addr);
+	store_nodes_free(v, k);
+	assert_int_equal(store_node_list(s, j1, true, 0, &v, &k, &e), 0);
+	assert_int_equal(k, 1);
+	assert_true(v[0].id == a);
+	store_nodes_free(v, k);
+	assert_int_equal(store_node_list(s, 0, true, 0, &v, &k, &e), 0);
+	assert_int_equal(k, 2);
+	assert_true(v[0].id == a && v[1].id == c);
+	assert_string_equal(v[1].state, "BOOTING");
+	store_nodes_free(v, k);
+	assert_int_equal(store_node_list(s, 0, false, 2, &v, &k, &e), 0);
+	assert_int_equal(k, 2);
+	assert_true(v[0].id == a && v[1].id == b);
+	store_nodes_free(v, k);
+	/* the reconciler's own filters */
+	assert_int_equal(store_node_select(s, "state='TERMINATED' OR job_id=?1",
+					   j2, &v, &k, &e), 0);
+	assert_int_equal(k, 2);
+	assert_true(v[0].id == b && v[1].id == c);
+	store_nodes_free(v, k);
+	assert_int_equal(store_node_list(s, j2 + 99, false, 0, &v, &k, &e), 0);
+	assert_int_equal(k, 0);
+	store_nodes_free(v, k);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		BOTH(test_job_state_cancel_events),
 		BOTH(test_work_estimate),
 		BOTH(test_ledger_report_focus_metrics),
+		BOTH(test_rows),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
