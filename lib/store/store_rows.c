@@ -4,7 +4,8 @@
  *
  * Each struct has a table of { column, kind, field offset }.  A load or
  * list selects exactly the table's columns (the select list is built
- * from the table), reads each by name, and copies every text value into
+ * from the table), reads each by position (checked against the names
+ * once per statement), and copies every text value into
  * one buffer the row owns, so a row outlives its statement and a value
  * is never cut short.
  */
@@ -222,6 +223,37 @@ static int fill(struct store_stmt *st, const struct col *cols, size_t n,
 	return 0;
 }
 
+/* The row of `table` whose id is `id`, its first n columns `cols` read
+ * into row (text into a buffer that *text owns); -SR_ENOTFOUND names it
+ * "<noun> <id>: <missing>".  The caller has set row's defaults. */
+static int row_load(struct store *s, const char *table, const struct col *cols,
+		    size_t n, int64_t id, void *row, char **text,
+		    const char *noun, const char *missing, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	char sql[1536];
+	int rc;
+
+	rc = select_sql(sql, sizeof sql, cols, n, table, "id=?");
+	if (rc)
+		return sr_err_set(e, rc, "%s select: too long", noun);
+	rc = store_prepare(s, sql, &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, id);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		rc = check_cols(st, cols, n, e);
+		if (!rc)
+			rc = fill(st, cols, n, row, text, e);
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -SR_ENOTFOUND, "%s %" PRId64 ": %s", noun, id,
+				missing);
+	}
+	store_done(st);
+	return rc;
+}
+
 /* ---- nodes ---------------------------------------------------------------- */
 
 void store_node_free(struct store_node *n)
@@ -242,29 +274,9 @@ void store_nodes_free(struct store_node *v, size_t n)
 int store_node_load(struct store *s, int64_t id, struct store_node *n,
 		    struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	char sql[1024];
-	int rc;
-
 	memset(n, 0, sizeof *n);
-	rc = select_sql(sql, sizeof sql, node_cols, NCOLS(node_cols), "nodes",
-			"id=?");
-	if (rc)
-		return sr_err_set(e, rc, "node select: too long");
-	rc = store_prepare(s, sql, &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		rc = check_cols(st, node_cols, NCOLS(node_cols), e);
-		if (!rc)
-			rc = fill(st, node_cols, NCOLS(node_cols), n, &n->text_, e);
-	} else if (rc == 0) {
-		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
-	}
-	store_done(st);
-	return rc;
+	return row_load(s, "nodes", node_cols, NCOLS(node_cols), id, n,
+			&n->text_, "node", "not found", e);
 }
 
 /* The nodes of "SELECT <node_cols> FROM nodes WHERE where", bound with
@@ -367,27 +379,9 @@ int store_job_load(struct store *s, int64_t id, unsigned what,
 {
 	/* spec_json is the table's last column */
 	size_t ncols = NCOLS(job_cols) - ((what & STORE_JOB_SPEC) ? 0 : 1);
-	struct store_stmt *st = NULL;
-	char sql[1536];
-	int rc;
 
 	memset(j, 0, sizeof *j);
 	j->spec_json = "";
-	rc = select_sql(sql, sizeof sql, job_cols, ncols, "jobs", "id=?");
-	if (rc)
-		return sr_err_set(e, rc, "job select: too long");
-	rc = store_prepare(s, sql, &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		rc = check_cols(st, job_cols, ncols, e);
-		if (!rc)
-			rc = fill(st, job_cols, ncols, j, &j->text_, e);
-	} else if (rc == 0) {
-		rc = sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": no such job", id);
-	}
-	store_done(st);
-	return rc;
+	return row_load(s, "jobs", job_cols, ncols, id, j, &j->text_, "job",
+			"no such job", e);
 }
