@@ -12,9 +12,10 @@
  *    (each age bucket shrunk toward the pooled rate by one planning step
  *    of pseudo-exposure) and solves the job's semi-Markov decision process
  *    exactly (policy_spotrun_plan.c): over work left x slack left x what
- *    is held x spot up or not x the spell's age, the least expected cost
- *    of finishing by the deadline, where any outcome that could miss it
- *    costs infinity.  It replans whenever an outage begins or ends - the
+ *    is held x spot up or not x the spell's age (across regions, while
+ *    spot is up, the age of the held or next region run), the least
+ *    expected cost of finishing by the deadline, where any outcome that
+ *    could miss it costs infinity.  It replans whenever an outage begins or ends - the
  *    moments the estimates move.  Nothing in it is fitted to a trace: the
  *    only constants are the half-life, the pseudo-counts and the planning
  *    table's size.
@@ -53,6 +54,9 @@ struct spotrun_state {
 	/* One region's spot runs, by age bucket, pooled over regions:
 	 * ticks of exposure and ends. */
 	double rexpo[PLAN_AGES], rends[PLAN_AGES];
+	/* Age bucket of the oldest run still up elsewhere when a region run
+	 * ended with spot still up somewhere. */
+	double hland[PLAN_AGES];
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -82,10 +86,12 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 {
 	struct spotrun_state *s = state;
 	double f = exp2(-(double)job->gap_s / (MEMORY_HALF_LIFE_H * 3600.0));
-	uint8_t any = 0;
+	uint8_t any = 0, was[SIM_MAX_REGIONS];
 
-	for (int r = 0; r < job->nregions; r++)
+	for (int r = 0; r < job->nregions; r++) {
 		any |= avail[r];
+		was[r] = s->reg[r].last;
+	}
 	for (int k = 0; k < 2; k++) {
 		for (int b = 0; b < PLAN_AGES; b++) {
 			s->expo[k][b] *= f;
@@ -102,6 +108,7 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			for (int b = 0; b < PLAN_AGES; b++) {
 				s->rexpo[b] *= f;
 				s->rends[b] *= f;
+				s->hland[b] *= f;
 			}
 		}
 		if (s->seen && g->last) {
@@ -124,6 +131,18 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 		g->last = avail[r] ? 1 : 0;
 		g->price_sum += price[r];
 		g->seen++;
+	}
+	if (s->seen && any) {
+		double old = -1;
+
+		for (int r = 0; r < job->nregions; r++) {
+			if (avail[r] && s->reg[r].age_s > old)
+				old = s->reg[r].age_s;
+		}
+		for (int r = 0; r < job->nregions; r++) {
+			if (was[r] && !avail[r])
+				s->hland[policy__plan_age(old, s->unit_s)]++;
+		}
 	}
 	if (s->seen) {
 		int b = policy__plan_age(s->age_s, s->unit_s);
@@ -247,6 +266,30 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 
 		m.hop = 1 - pow(1 - (lam > 1 ? 1 : lam), ticks);
 	}
+	/* Several regions: the plan prices a held or started instance by its
+	 * region run's age (policy_spotrun_plan.c), from the same pooled
+	 * region-run counts as the region choice, each bucket shrunk toward
+	 * the pool like the spell rates above. */
+	if (job->nregions > 1) {
+		double te = 0, tx = 0, pool, dn = 0, hp = 0, hl = 0;
+
+		m.multi = 1;
+		for (int b = 0; b < PLAN_AGES; b++) {
+			te += s->rends[b];
+			tx += s->rexpo[b];
+			hl += s->hland[b];
+		}
+		pool = (te + 1) / (tx + 2);
+		for (int b = 0; b < PLAN_AGES; b++)
+			m.loss[b] = per_step(s->rends[b], s->rexpo[b], pool, ticks, z);
+		for (int r = 0; r < job->nregions; r++) {
+			dn += s->reg[r].downs;
+			hp += s->reg[r].hops;
+		}
+		m.rho = (dn - hp + 1) / (dn + 2);
+		for (int b = 0; b < PLAN_AGES; b++)
+			m.land[b] = (s->hland[b] + 1.0 / PLAN_AGES) / (hl + 1);
+	}
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
 	m.od_price = job->od_price;
 	m.restart_s = job->restart_s;
@@ -264,6 +307,8 @@ static int model_moved(const struct plan_model *now, const struct plan_model *wa
 	if (moved(now->hop, was->hop) || moved(now->spot_price, was->spot_price))
 		return 1;
 	for (int b = 0; b < PLAN_AGES; b++) {
+		if (now->multi && moved(now->loss[b], was->loss[b]))
+			return 1;
 		if (moved(now->end_up[b], was->end_up[b]) ||
 		    moved(now->end_down[b], was->end_down[b]))
 			return 1;
@@ -277,10 +322,11 @@ static int model_moved(const struct plan_model *now, const struct plan_model *wa
  * only if it wins there too (under its own model it always wins: UP is
  * one of the policies the plan optimises over).  On out-of-memory, UP. */
 static int safe_to_plan(struct spotrun_state *s, const struct policy_job *job,
-			const struct policy_obs *o, const struct plan_model *pess)
+			const struct policy_obs *o, const struct plan_model *pess,
+			int b)
 {
 	double C = o->work_left_s, S = o->time_left_s - o->work_left_s;
-	int b = policy__plan_age(s->age_s, s->unit_s), a = s->any_last;
+	int a = s->any_last;
 	double v_plan, v_up;
 
 	if (policy__plan_eval(&s->plan, pess, job, PLAN_RULE_PLAN, C, S, o->hold,
@@ -298,32 +344,12 @@ static struct policy_choice spotrun_decide(void *state,
 	struct spotrun_state *s = state;
 	struct policy_choice od = { SIM_OD, job->od_region };
 	enum sim_hold want;
-	int best = -1, dear = 0;
+	int best = -1, dear = 0, b;
 	double best_e = INFINITY;
 
 	spotrun_observe(s, job, o->avail, o->spot_price);
 	if (o->work_left_s <= 1e-6)
 		return (struct policy_choice){ SIM_NONE, -1 };
-	/* (Re)plan at the start, and when an outage begins or ends if the
-	 * estimates have moved since the plan was made. */
-	if (!s->planned || s->plan_any != s->any_last) {
-		struct plan_model m, pess;
-
-		model_fit(s, job, 0, &m);
-		s->plan_any = s->any_last;
-		if (!s->planned || model_moved(&m, &s->plan.m)) {
-			policy__plan_free(&s->plan);
-			s->planned = 0;
-			if (policy__plan_build(&s->plan, &m, s->unit_s, o->work_left_s,
-					       o->time_left_s - o->work_left_s))
-				return od; /* out of memory: the safe choice */
-			s->planned = 1;
-			model_fit(s, job, PESSIMISM, &pess);
-			s->use_up = !safe_to_plan(s, job, o, &pess);
-		}
-	}
-	if (s->use_up) /* Uniform Progress with failover: the `ups` rule */
-		return policy__up_decide(&s->up, job, o, policy__up_region(job, o));
 	for (int r = 0; r < job->nregions; r++) {
 		double e;
 
@@ -339,6 +365,30 @@ static struct policy_choice spotrun_decide(void *state,
 		best = o->region;
 	else if (best >= 0 && best_e >= job->od_price)
 		dear = 1; /* spot no cheaper than on-demand after restarts */
+	/* The plan's age index: the spot-somewhere spell's, or with several
+	 * regions and spot up, the age of the run held or to be started. */
+	b = policy__plan_age(job->nregions > 1 && best >= 0 ? s->reg[best].age_s :
+			     s->age_s, s->unit_s);
+	/* (Re)plan at the start, and when an outage begins or ends if the
+	 * estimates have moved since the plan was made. */
+	if (!s->planned || s->plan_any != s->any_last) {
+		struct plan_model m, pess;
+
+		model_fit(s, job, 0, &m);
+		s->plan_any = s->any_last;
+		if (!s->planned || model_moved(&m, &s->plan.m)) {
+			policy__plan_free(&s->plan);
+			s->planned = 0;
+			if (policy__plan_build(&s->plan, &m, s->unit_s, o->work_left_s,
+					       o->time_left_s - o->work_left_s))
+				return od; /* out of memory: the safe choice */
+			s->planned = 1;
+			model_fit(s, job, PESSIMISM, &pess);
+			s->use_up = !safe_to_plan(s, job, o, &pess, b);
+		}
+	}
+	if (s->use_up) /* Uniform Progress with failover: the `ups` rule */
+		return policy__up_decide(&s->up, job, o, policy__up_region(job, o));
 	/* Spot that is there but dear is not an outage.  Asking the plan as
 	 * if spot were down made it wait - its outage model says outages end
 	 * and waiting pays - for spot that was already there, until the
@@ -348,7 +398,7 @@ static struct policy_choice spotrun_decide(void *state,
 	 * on-demand's, otherwise on-demand. */
 	want = policy__plan_choose(&s->plan, o->work_left_s,
 				   o->time_left_s - o->work_left_s, o->hold,
-				   best >= 0, policy__plan_age(s->age_s, s->unit_s));
+				   best >= 0, b);
 	if (want == SIM_SPOT && best >= 0 &&
 	    (!dear || o->spot_price[best] < job->od_price))
 		return (struct policy_choice){ SIM_SPOT, best };

@@ -31,6 +31,19 @@
  * infeasible outcome is inf, so the plan never takes a chance on missing
  * the deadline.
  *
+ * Several regions (m.multi): "spot somewhere" is then nearly always up,
+ * its spell sits in the top age bucket, and an age-independent hop rate
+ * would price a fresh spot start like an old one.  So when a = 1, b is
+ * the age bucket of a region run instead: the held instance's run (h =
+ * spot), or the run a spot start would land in (the chosen region's
+ * current run; nothing or on-demand held).  That run ends with loss[b]
+ * (the pooled per-region run hazard at that age); with probability rho
+ * no spot is left anywhere (a = 0, outage age 0), otherwise spot is still
+ * up elsewhere and the run a start would now land in has the age drawn
+ * from land[] (the ages of the oldest run still up, seen at past region
+ * run ends).  A start keeps b: it lands in the run it was priced on.
+ * Outages (a = 0) keep the spot-somewhere age, and end at run age 0.
+ *
  * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
  * spot}, b < PLAN_AGES.
  */
@@ -140,6 +153,26 @@ HOT double w(double p, double x)
 	return p > 0 ? p * x : 0;
 }
 
+/* Several regions, spot up somewhere (m.multi): expected value after one
+ * step in table kst (none/od a=1, or spot) whose age index b is that of
+ * a region run - the held one, or the one a start would land in.  The
+ * run ends with loss[b]: with no spot anywhere (rho) to table k0 (a=0)
+ * at outage age 0, else to k1 (a=1, nothing held) with the run a start
+ * would now land in aged as land[] says.  Or it goes on and ages. */
+HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
+		      size_t c, const struct spt *s)
+{
+	double end = pl->m.loss[b], stay = 1 - end, adv = advance[b], x = 0;
+	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+
+	for (int j = 0; j < PLAN_AGES; j++)
+		x += w(pl->m.land[j], at(pl, k1, j, c, s));
+	return w(end * pl->m.rho, at(pl, k0, 0, c, s)) +
+	       w(end * (1 - pl->m.rho), x) +
+	       w(stay * adv, at(pl, kst, nb, c, s)) +
+	       w(stay * (1 - adv), at(pl, kst, b, c, s));
+}
+
 /* Expected value after one step that leaves the job in table k (none or
  * od; k0/k1 = the a=0/a=1 variants) or on spot, from availability a and
  * age bucket b. */
@@ -150,6 +183,9 @@ HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 	double stay = 1 - end, adv = advance[b];
 	int k = a ? k1 : k0, ko = a ? k0 : k1;
 	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+
+	if (a && pl->m.multi)
+		return expect_run(pl, k0, k1, k1, b, c, s);
 
 	return w(end, at(pl, ko, 0, c, s)) +
 	       w(stay * adv, at(pl, k, nb, c, s)) +
@@ -163,6 +199,8 @@ HOT double expect_spot(const struct plan *pl, int b, size_t c,
 	double hop = pl->m.hop;
 	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
 
+	if (pl->m.multi)
+		return expect_run(pl, VN0, VN1, VS, b, c, s);
 	/* The spell ends: outage, instance lost.  It goes on: the instance
 	 * survives, or hops away (none, spot still up). */
 	return w(end, at(pl, VN0, 0, c, s)) +

@@ -23,6 +23,14 @@ struct plan_model {
 				     * stays up elsewhere) */
 	double spot_price, od_price; /* $/h */
 	double restart_s;
+	/* Several regions (multi = 1): with spot up, the age index is that of
+	 * a region run - the held one, or the one a start would land in - and
+	 * these replace end_up and hop (policy_spotrun_plan.c). */
+	int multi;
+	double loss[PLAN_AGES]; /* P(that region run ends within a step | age) */
+	double rho;             /* P(no spot anywhere | a region run ended) */
+	double land[PLAN_AGES]; /* P(age bucket of the run a start would land in,
+				 * just after a run ended with spot up elsewhere) */
 };
 
 struct plan {
