@@ -31,6 +31,14 @@
  * infeasible outcome is inf, so the plan never takes a chance on missing
  * the deadline.
  *
+ * Age buckets: the doubling scale of policy__plan_age() (PLAN_AGES of
+ * them, left at the rate 1 / width, so the age within a bucket is
+ * forgotten), or, when the model says exact_ages = n, ages in whole steps
+ * 0 .. n-2 that move one bucket every step and an open last one.  With
+ * exact ages and a market whose spells are independent draws from known
+ * lengths, the state holds everything an online policy can know, so the
+ * plan is the best online policy there (bench/bench_policy_bound.c).
+ *
  * Several regions (m.multi): "spot somewhere" is then nearly always up,
  * its spell sits in the top age bucket, and an age-independent hop rate
  * would price a fresh spot start like an old one.  So when a = 1, b is
@@ -45,7 +53,7 @@
  * Outages (a = 0) keep the spot-somewhere age, and end at run age 0.
  *
  * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
- * spot}, b < PLAN_AGES.
+ * spot}, b < na (PLAN_AGES or exact_ages).
  */
 #include <errno.h>
 #include <math.h>
@@ -58,8 +66,24 @@
 
 enum { VN0, VN1, VO0, VO1, VS, NV };
 
-/* Probability of moving to the next age bucket in one step. */
-static const double advance[PLAN_AGES] = { 1, 1, 0.5, 0.25, 0.125, 0 };
+/* Probability of moving to the next age bucket in one step: doubling
+ * buckets are left at the rate 1 / width; exact ages move every step. */
+static const double advance_doubling[PLAN_AGES] = { 1, 1, 0.5, 0.25, 0.125, 0 };
+
+/* P(the spell of availability a and age bucket b ends within a step). */
+static inline double end_of(const struct plan *pl, int a, int b)
+{
+	if (pl->m.exact_ages)
+		return a ? pl->m.exact_up[b] : pl->m.exact_down[b];
+	return a ? pl->m.end_up[b] : pl->m.end_down[b];
+}
+
+static inline double advance(const struct plan *pl, int b)
+{
+	if (pl->m.exact_ages)
+		return b + 1 < pl->na ? 1 : 0;
+	return advance_doubling[b];
+}
 
 double policy__plan_unit(const struct policy_job *job)
 {
@@ -102,11 +126,18 @@ int policy__plan_age(double age_s, double unit_s)
 	return b + 1;
 }
 
+int policy__plan_age_exact(double age_s, double unit_s, int exact)
+{
+	double x = floor(age_s / unit_s + 1e-9);
+
+	return x < exact - 1 ? (int)x : exact - 1;
+}
+
 #define HOT static inline __attribute__((always_inline))
 
 HOT double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
 {
-	return pl->v + (((size_t)k * PLAN_AGES + (size_t)b) * (pl->nc + 1) + c) *
+	return pl->v + (((size_t)k * (size_t)pl->na + (size_t)b) * (pl->nc + 1) + c) *
 			       (pl->ns + 1) + s;
 }
 
@@ -162,7 +193,7 @@ HOT double w(double p, double x)
 HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 		      size_t c, const struct spt *s)
 {
-	double end = pl->m.loss[b], stay = 1 - end, adv = advance[b], x = 0;
+	double end = pl->m.loss[b], stay = 1 - end, adv = advance(pl, b), x = 0;
 	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
 
 	for (int j = 0; j < PLAN_AGES; j++)
@@ -179,10 +210,10 @@ HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 		  size_t c, const struct spt *s)
 {
-	double end = a ? pl->m.end_up[b] : pl->m.end_down[b];
-	double stay = 1 - end, adv = advance[b];
+	double end = end_of(pl, a, b);
+	double stay = 1 - end, adv = advance(pl, b);
 	int k = a ? k1 : k0, ko = a ? k0 : k1;
-	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+	int nb = b + 1 < pl->na ? b + 1 : b;
 
 	if (a && pl->m.multi)
 		return expect_run(pl, k0, k1, k1, b, c, s);
@@ -195,9 +226,9 @@ HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 HOT double expect_spot(const struct plan *pl, int b, size_t c,
 		       const struct spt *s)
 {
-	double end = pl->m.end_up[b], stay = 1 - end, adv = advance[b];
+	double end = end_of(pl, 1, b), stay = 1 - end, adv = advance(pl, b);
 	double hop = pl->m.hop;
-	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+	int nb = b + 1 < pl->na ? b + 1 : b;
 
 	if (pl->m.multi)
 		return expect_run(pl, VN0, VN1, VS, b, c, s);
@@ -243,6 +274,8 @@ HOT double qval(const struct plan *pl, size_t c, size_t s,
 	if (act == SIM_OD) {
 		if (h == SIM_OD)
 			return pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
+		if (pl->m.exact_restart) /* a step without work: slack - 1 */
+			return pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c, &sp->idle);
 		return pl->m.od_price * (u_h + r_h) +
 		       expect(pl, VO0, VO1, a, b, c - 1, &sp->start);
 	}
@@ -250,6 +283,8 @@ HOT double qval(const struct plan *pl, size_t c, size_t s,
 		return INFINITY;
 	if (h == SIM_SPOT)
 		return pl->m.spot_price * u_h + expect_spot(pl, b, c - 1, &sp->keep);
+	if (pl->m.exact_restart) /* the run can end before any work is done */
+		return pl->m.spot_price * u_h + expect_spot(pl, b, c, &sp->idle);
 	return pl->m.spot_price * (u_h + r_h) + expect_spot(pl, b, c - 1, &sp->start);
 }
 
@@ -284,20 +319,30 @@ static const struct {
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s)
 {
+	pl->v = NULL;
+	pl->act = NULL;
 	pl->m = *m;
 	pl->unit_s = unit_s;
 	pl->nc = (size_t)ceil(work_s / unit_s - 1e-9);
 	pl->ns = slack_s > 0 ? (size_t)floor(slack_s / unit_s + 1e-9) : 0;
 	pl->K = m->restart_s / unit_s;
-	pl->v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
+	if (m->exact_ages < 0 || m->exact_ages == 1 || m->exact_ages > PLAN_AGES_MAX ||
+	    (m->exact_ages && (!m->exact_up || !m->exact_down)))
+		return -EINVAL;
+	if (m->exact_restart && fabs(pl->K - 1) > 1e-9)
+		return -EINVAL;
+	if (m->multi && m->exact_ages) /* region runs use the doubling buckets */
+		return -EINVAL;
+	pl->na = m->exact_ages ? m->exact_ages : PLAN_AGES;
+	pl->v = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1) *
 		       sizeof(double));
-	pl->act = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1));
+	pl->act = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1));
 	if (!pl->v || !pl->act) {
 		policy__plan_free(pl);
 		return -ENOMEM;
 	}
 	for (int k = 0; k < NV; k++) {
-		for (int b = 0; b < PLAN_AGES; b++) {
+		for (int b = 0; b < pl->na; b++) {
 			for (size_t s = 0; s <= pl->ns; s++)
 				*cell(pl, k, b, 0, s) = 0;
 		}
@@ -306,7 +351,7 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		for (size_t s = 0; s <= pl->ns; s++) {
 			struct spts sp = spts_make(pl, s);
 
-			for (int b = 0; b < PLAN_AGES; b++) {
+			for (int b = 0; b < pl->na; b++) {
 				double q[3];
 
 				for (int k = 0; k < NV; k++) {
@@ -381,12 +426,13 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 		return 0;
 	ev.m = *m_eval;
 	ev.act = NULL;
-	ev.v = malloc((size_t)NV * PLAN_AGES * (pl->nc + 1) * (pl->ns + 1) *
+	ev.m.exact_ages = pl->m.exact_ages;
+	ev.v = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1) *
 		      sizeof(double));
 	if (!ev.v)
 		return -ENOMEM;
 	for (k = 0; k < NV; k++) {
-		for (int bb = 0; bb < PLAN_AGES; bb++) {
+		for (int bb = 0; bb < pl->na; bb++) {
 			for (size_t x = 0; x <= pl->ns; x++)
 				*cell(&ev, k, bb, 0, x) = 0;
 		}
@@ -395,7 +441,7 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 		for (s = 0; s <= pl->ns; s++) {
 			struct spts sp = spts_make(pl, s);
 
-			for (int bb = 0; bb < PLAN_AGES; bb++) {
+			for (int bb = 0; bb < pl->na; bb++) {
 				for (k = 0; k < NV; k++)
 					*cell(&ev, k, bb, c, s) =
 						rule_value(pl, &ev, job, rule, c, s, &sp, k, bb);

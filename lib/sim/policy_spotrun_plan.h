@@ -14,11 +14,23 @@
 /* Spell ages are bucketed on a doubling scale of planning steps:
  * [0,1) [1,2) [2,4) [4,8) [8,16) [16,inf). */
 #define PLAN_AGES 6
+/* Or counted in whole steps, 0 .. n-2 and then n-1 for every older age
+ * (plan_model.exact_ages = n): for a market whose spell lengths are
+ * known exactly (bench/bench_policy_bound.c). */
+#define PLAN_AGES_MAX 192
 
 /* The market as the policy has estimated it, per planning step. */
 struct plan_model {
 	double end_up[PLAN_AGES];   /* P(spot-somewhere spell ends within a step | age) */
 	double end_down[PLAN_AGES]; /* P(outage ends within a step | age) */
+	/* Exact ages: exact_ages = n in 2..PLAN_AGES_MAX, and the end
+	 * probabilities by age in steps are read from exact_up/_down[0..n-1]
+	 * (owned by the caller, alive while the plan is) instead of the
+	 * arrays above.  0 and NULL for the doubling buckets. */
+	int exact_ages;
+	const double *exact_up, *exact_down;
+	int exact_restart;          /* 1: a start is one step without work while the
+				     * market moves on (needs R = one step) */
 	double hop;                 /* P(held instance lost within a step while spot
 				     * stays up elsewhere) */
 	double spot_price, od_price; /* $/h */
@@ -37,6 +49,7 @@ struct plan {
 	struct plan_model m;
 	double unit_s;     /* planning step, seconds */
 	size_t nc, ns;     /* work steps 0..nc, slack steps 0..ns */
+	int na;            /* age buckets: PLAN_AGES, or m.exact_ages */
 	double K;          /* restart in steps (fractional) */
 	double *v;         /* see the .c file */
 	uint8_t *act;      /* the choice behind each cell of v */
@@ -47,11 +60,16 @@ struct plan {
  * bucket ages in it from the first tick. */
 double policy__plan_unit(const struct policy_job *job);
 
-/* Age bucket of a spell that has lasted age_s seconds. */
+/* Age bucket of a spell that has lasted age_s seconds: on the doubling
+ * scale (exact = 0), or in whole steps capped at exact - 1. */
 int policy__plan_age(double age_s, double unit_s);
+int policy__plan_age_exact(double age_s, double unit_s, int exact);
 
-/* Build the plan for work_s of work and slack_s of slack.  Returns 0 or
- * -ENOMEM; the plan owns its table (plan_free, NULL-safe). */
+/* Build the plan for work_s of work and slack_s of slack.  Returns 0,
+ * -ENOMEM, or -EINVAL if m->exact_ages is not 0 or 2..PLAN_AGES_MAX,
+ * m->exact_restart is set and R is not one step, or m->multi is set with
+ * exact ages (region runs use the doubling buckets); the plan owns its table
+ * (plan_free, NULL-safe). */
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s);
 void policy__plan_free(struct plan *pl);

@@ -1,0 +1,141 @@
+/* Unit tests: the plan behind `spotrun` (policy_spotrun_plan.c) - its
+ * two age scales agree where age says nothing, a start that cannot get
+ * past its restart is never chosen when the restart is modelled step by
+ * step, and bad model options are refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/policy_spotrun_plan.h"
+
+#define STEP 720.0
+
+static struct policy_job job_48_52(void)
+{
+	struct policy_job job = { .work_s = 48 * 3600.0, .deadline_s = 52 * 3600.0,
+				  .restart_s = STEP, .gap_s = (int64_t)STEP,
+				  .nregions = 1, .od_price = 3.06, .od_region = 0 };
+
+	return job;
+}
+
+static double ex_up[PLAN_AGES_MAX], ex_down[PLAN_AGES_MAX];
+
+/* The same end probabilities at every age, on both scales. */
+static struct plan_model memoryless(double end_up, double end_down)
+{
+	struct plan_model m;
+
+	memset(&m, 0, sizeof m);
+	for (int a = 0; a < PLAN_AGES_MAX; a++) {
+		ex_up[a] = end_up;
+		ex_down[a] = end_down;
+		if (a < PLAN_AGES) {
+			m.end_up[a] = end_up;
+			m.end_down[a] = end_down;
+		}
+	}
+	m.exact_up = ex_up;
+	m.exact_down = ex_down;
+	m.spot_price = 0.9731;
+	m.od_price = 3.06;
+	m.restart_s = STEP;
+	return m;
+}
+
+/* On a memoryless market a spell's age tells nothing, so the doubling
+ * buckets and exact ages must give the same values and the same choices
+ * in every state. */
+static void test_exact_ages_agree_when_memoryless(void **state)
+{
+	struct policy_job job = job_48_52();
+	struct plan_model m = memoryless(0.08, 0.3), me = m;
+	struct plan pb = { 0 }, pe = { 0 };
+	static const enum sim_hold held[] = { SIM_NONE, SIM_OD, SIM_SPOT };
+
+	(void)state;
+	me.exact_ages = 40;
+	assert_int_equal(policy__plan_build(&pb, &m, STEP, job.work_s, 4 * 3600.0), 0);
+	assert_int_equal(policy__plan_build(&pe, &me, STEP, job.work_s, 4 * 3600.0), 0);
+	for (double C = STEP; C <= job.work_s; C += 7 * STEP) {
+		for (double S = 0; S <= 4 * 3600.0; S += STEP) {
+			for (int h = 0; h < 3; h++) {
+				for (int a = 0; a < 2; a++) {
+					double vb, ve;
+
+					if (held[h] == SIM_SPOT && !a)
+						continue;
+					assert_int_equal(policy__plan_eval(&pb, &m, &job, PLAN_RULE_PLAN, C, S,
+									   held[h], a, 3, &vb), 0);
+					assert_int_equal(policy__plan_eval(&pe, &me, &job, PLAN_RULE_PLAN, C, S,
+									   held[h], a, 17, &ve), 0);
+					if (isinf(vb))
+						assert_true(isinf(ve));
+					else
+						assert_true(fabs(vb - ve) < 1e-9 * (1 + vb));
+					assert_int_equal(policy__plan_choose(&pb, C, S, held[h], a, 3),
+							 policy__plan_choose(&pe, C, S, held[h], a, 17));
+				}
+			}
+		}
+	}
+	policy__plan_free(&pb);
+	policy__plan_free(&pe);
+}
+
+/* A run that always ends within a step: with the restart folded into the
+ * first step of work, a spot start still earns that step; modelled step
+ * by step, the run is gone before the restart is over, so a start only
+ * pays and loses slack, and the plan must never choose it. */
+static void test_exact_restart_never_starts_a_doomed_run(void **state)
+{
+	struct policy_job job = job_48_52();
+	struct plan_model m = memoryless(1.0, 0.5);
+	struct plan pl = { 0 };
+
+	(void)state;
+	m.exact_ages = 8;
+	m.exact_restart = 1;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, job.work_s, 4 * 3600.0), 0);
+	for (double C = STEP; C <= job.work_s; C += 5 * STEP) {
+		for (double S = 0; S <= 4 * 3600.0; S += STEP) {
+			assert_int_not_equal(policy__plan_choose(&pl, C, S, SIM_NONE, 1, 0), SIM_SPOT);
+			assert_int_not_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, 0), SIM_SPOT);
+		}
+	}
+	policy__plan_free(&pl);
+}
+
+static void test_bad_model_options_are_refused(void **state)
+{
+	struct plan_model m = memoryless(0.1, 0.1);
+	struct plan pl = { 0 };
+
+	(void)state;
+	m.exact_ages = 1;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), -EINVAL);
+	m.exact_ages = PLAN_AGES_MAX + 1;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), -EINVAL);
+	m.exact_ages = 0;
+	m.exact_restart = 1;
+	m.restart_s = 2 * STEP; /* two steps: not modelled step by step */
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), -EINVAL);
+	m.restart_s = STEP;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), 0);
+	policy__plan_free(&pl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_ages_agree_when_memoryless),
+		cmocka_unit_test(test_exact_restart_never_starts_a_doomed_run),
+		cmocka_unit_test(test_bad_model_options_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
