@@ -48,8 +48,9 @@ static struct plan_model memoryless(double end_up, double end_down)
 }
 
 /* On a memoryless market a spell's age tells nothing, so the doubling
- * buckets and exact ages must give the same values and the same choices
- * in every state. */
+ * buckets and exact ages must give the same choices in every state, and
+ * the same values (each a full backward pass, so checked on a sparser
+ * grid). */
 static void test_exact_ages_agree_when_memoryless(void **state)
 {
 	struct policy_job job = job_48_52();
@@ -61,13 +62,17 @@ static void test_exact_ages_agree_when_memoryless(void **state)
 	me.exact_ages = 40;
 	assert_int_equal(policy__plan_build(&pb, &m, STEP, job.work_s, 4 * 3600.0), 0);
 	assert_int_equal(policy__plan_build(&pe, &me, STEP, job.work_s, 4 * 3600.0), 0);
-	for (double C = STEP; C <= job.work_s; C += 7 * STEP) {
+	for (double C = STEP; C <= job.work_s; C += STEP) {
 		for (double S = 0; S <= 4 * 3600.0; S += STEP) {
 			for (int h = 0; h < 3; h++) {
 				for (int a = 0; a < 2; a++) {
 					double vb, ve;
 
 					if (held[h] == SIM_SPOT && !a)
+						continue;
+					assert_int_equal(policy__plan_choose(&pb, C, S, held[h], a, 3),
+							 policy__plan_choose(&pe, C, S, held[h], a, 17));
+					if (fmod(C, 60 * STEP) != 0 || fmod(S, 5 * STEP) != 0)
 						continue;
 					assert_int_equal(policy__plan_eval(&pb, &m, &job, PLAN_RULE_PLAN, C, S,
 									   held[h], a, 3, &vb), 0);
@@ -77,8 +82,6 @@ static void test_exact_ages_agree_when_memoryless(void **state)
 						assert_true(isinf(ve));
 					else
 						assert_true(fabs(vb - ve) < 1e-9 * (1 + vb));
-					assert_int_equal(policy__plan_choose(&pb, C, S, held[h], a, 3),
-							 policy__plan_choose(&pe, C, S, held[h], a, 17));
 				}
 			}
 		}
