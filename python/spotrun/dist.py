@@ -329,7 +329,8 @@ class DistCheckpointer:
         self._repl = None
         self._pending = None     # the background commit's thread
         self._last_ok = True
-        self._last_step = None
+        self._last_step = None   # the step of the last save()
+        self._last_engines = []  # the engines that saved it
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
@@ -397,6 +398,7 @@ class DistCheckpointer:
         self._attach()
         self._last_step = step
         engines, mine = self._stage(step, state, False, None)
+        self._last_engines = engines
         # both engines (rank 0: replicated part and own shards) copy at
         # once; a tensor may change again only when both are staged
         for c in engines:
@@ -423,12 +425,26 @@ class DistCheckpointer:
         """The final checkpoint on a preemption notice: this rank's part
         at full disk speed, then the same commit, in this thread.  Returns
         True once this rank's part is prepared and, on rank 0, the step
-        committed."""
+        committed.
+
+        A notice that stops the gang on the step save() has just saved (a
+        periodic checkpoint's step) finishes that save instead of writing
+        the step again.  A second write gives the step a new manifest
+        while tier 3 holds, or is uploading, the first one; the two never
+        match, so the step would never commit and the gang would resume
+        from the save before it."""
         self._join()
         step = int(step)
         self._attach()
+        if step == self._last_step and self._last_ok:
+            if self._rc is None:
+                return True   # prepared (rank 0: committed) in _finish
+            return self._rc.final(step, self._named(self._last_engines),
+                                  deadline)
         engines, mine = self._stage(step, state, True, deadline)
-        if not self._finish(step, engines, mine):
+        self._last_step, self._last_engines = step, engines
+        self._last_ok = self._finish(step, engines, mine)
+        if not self._last_ok:
             return False
         if self._rc is None:
             return True

@@ -168,6 +168,35 @@ def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
     c.close()
 
 
+def final_on_saved_step(rank, world, port, d, out):
+    """save(2), then at once save_final(2): a notice that stops the gang
+    on a periodic checkpoint's step, its commit (an upload of a few MB
+    with an object store) still in flight.  OUT/final-R.pt: what
+    save_final() returned, the step now newest, and the parts whose
+    engine was asked to write the step again."""
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world)
+    big = torch.zeros(1 << 20)   # 4 MiB: the upload is still running
+
+    def state(step):
+        st = _kv_state(step, rank, world)
+        st["big"] = big + step
+        return st
+    c.restore(state(0))
+    c.save(1, state(1))
+    c.wait()
+    c.save(2, state(2))
+    parts = c._named([x for x in (c._repl, c._own) if x is not None])
+    before = {n: e.stats()["saves_requested"] for n, e in parts}
+    res = {"final": c.save_final(2, state(2)),
+           "last": c.last_committed_step()}
+    res["rewritten"] = sorted(n for n, e in parts
+                              if e.stats()["saves_requested"] != before[n])
+    c.close()
+    torch.save(res, os.path.join(out, "final-%d.pt" % rank))
+    dist.destroy_process_group()
+
+
 def shared_deadline(rank, world, port, d, out, lead_s, victim):
     """Rank `victim` alone gets a notice whose deadline is lead_s from
     now; at the next step boundary spotrun.dist.should_checkpoint() must

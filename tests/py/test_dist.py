@@ -91,6 +91,20 @@ def test_gang_shares_the_notice_deadline(tmp_path):
     assert sdist.committed_steps(d) == []
 
 
+def test_final_on_the_step_just_saved_keeps_that_save(tmp_path):
+    """The local protocol: a final checkpoint of the step save() has just
+    saved returns once that step is committed, and leaves its files as
+    that save wrote them."""
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    assert w.launch(w.final_on_saved_step, 2, d, out, timeout=300) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "final-%d.pt" % r)
+        # rank 1's part is prepared; rank 0 returned with the step committed
+        assert res["final"] is True and res["rewritten"] == [], res
+    assert load(out, "final-0.pt")["last"] == 2
+    assert sdist.committed_steps(d)[0] == 2
+
+
 def test_reshard_4_2_3_and_world_size_mismatch(tmp_path):
     out, d = str(tmp_path), str(tmp_path / "ck")
     repl, local = str(tmp_path / "repl"), str(tmp_path / "local")

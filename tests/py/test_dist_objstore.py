@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 import dist_workers as w  # noqa: E402
 from objstore_servers import S3rver  # noqa: E402
 from spotrun import dist as sdist  # noqa: E402
+from spotrun import dist_remote as sdist_remote  # noqa: E402
 from spotrun.objects import ObjectStore  # noqa: E402
 
 # generous: a loaded machine, or the ASan pass
@@ -95,6 +96,31 @@ def test_ddp_on_s3_resumes_on_fresh_nodes_bitwise(tmp_path, store_env):
                                b["optim"]["state"][k]["momentum_buffer"])
     # the old nodes' disks were never read: deleting them changes nothing
     assert sdist.committed_steps(uri)[0] == 8
+
+
+def test_final_on_the_step_just_saved_commits_it(tmp_path, store_env):
+    """A notice that stops the gang on a periodic checkpoint's step (the
+    CI failure of make demo: final step 375, restored from 350): the
+    final checkpoint finishes that save's upload and commit instead of
+    writing the step a second time, whose new manifest would never match
+    the one tier 3 holds."""
+    out = str(tmp_path)
+    uri = "s3://ckpt/final-saved-%s" % tmp_path.name
+    d = where(tmp_path, 1, uri, store_env)
+    assert w.launch(w.final_on_saved_step, 2, d, out,
+                    timeout=TIMEOUT) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "final-%d.pt" % r)
+        assert res["final"] is True and res["last"] == 2, res
+        assert res["rewritten"] == [], res
+    assert sdist.committed_steps(uri)[0] == 2
+    # the record names the manifests the store holds
+    with ObjectStore(uri) as st:
+        rec = json.loads(st.get("global/step-00000002.commit"))
+        for e in rec["ranks"]:
+            for name, dig in e["parts"].items():
+                m = st.get("%s/step-00000002/manifest.json" % name)
+                assert sdist_remote.digest(m) == dig, name
 
 
 @pytest.mark.parametrize("victim,phase", [(1, "uploaded"),
