@@ -20,7 +20,15 @@
  * table models the simulator, its expected cost at each window's start is
  * printed next to what the simulator billed.
  *
+ * --joint draws a different market from the same traces: one joint spell
+ * of both zones (up/down each), its length and the state after it drawn
+ * together from the traces' own joint spells (sim_law2).  That keeps the
+ * zones' correlation (they fail together far more than independent zones
+ * would) and forgets each zone's own age; known2 then knows the joint
+ * state and its age, which is all such a market tells.
+ *
  *   usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]
+ *          [--joint]
  *          (from the repo root)
  */
 #include <errno.h>
@@ -45,12 +53,14 @@ static const char *const sets[] = { "v100_1", "v100_8", "k80_1", "k80_8" };
 
 /* ---- the "known2" policy: the exact two-zone table ------------------ */
 
-/* Solved per market before its windows. */
+/* Solved per market before its windows; joint: the market is one joint
+ * spell (--joint), else two independent zones. */
 static struct sim_known2 known2_table;
+static int known2_joint;
 
 struct known2_state {
-	uint8_t last[2], seen;
-	double age_s[2];
+	uint8_t last[2], jlast, seen;
+	double age_s[2], jage_s;
 	int started;
 	double v0; /* the table's expected cost at the window's start */
 };
@@ -63,6 +73,8 @@ static void known2_observe(void *state, const struct policy_job *job,
 	(void)price;
 	for (int z = 0; z < 2; z++)
 		sim_law_age(&s->age_s[z], &s->last[z], s->seen, avail[z], job->gap_s);
+	sim_law_age(&s->jage_s, &s->jlast, s->seen, (uint8_t)((avail[0] ? 1 : 0) | (avail[1] ? 2 : 0)),
+		    job->gap_s);
 	s->seen = 1;
 }
 
@@ -81,7 +93,11 @@ static struct policy_choice known2_decide(void *state, const struct policy_job *
 		up[z] = o->avail[z];
 		age[z] = (int)floor(s->age_s[z] / STEP_S + 1e-9);
 	}
-	mk = sim_known2_market(&known2_table, up, age);
+	if (known2_joint)
+		mk = sim_known2_market_joint(&known2_table, s->jlast,
+					     (int)floor(s->jage_s / STEP_S + 1e-9));
+	else
+		mk = sim_known2_market(&known2_table, up, age);
 	c = (size_t)ceil(o->work_left_s / STEP_S - 1e-9);
 	sl = S > 0 ? (size_t)floor(S / STEP_S + 1e-9) : 0;
 	h = o->hold == SIM_OD ? KNOWN2_OD : o->hold == SIM_SPOT ? KNOWN2_SPOT0 + o->region :
@@ -174,11 +190,93 @@ static int zone_market(const char *file, int windows, uint64_t seed, struct sim_
 	return rc;
 }
 
+/* The law of one set and the model built on it (set_law_free). */
+struct set_law {
+	struct sim_law zone[2];
+	struct sim_law2 joint;
+	double *buf; /* zones: end[zone][kind][ages]; joint: jend, then jnext */
+};
+
+static void set_law_free(struct set_law *sl)
+{
+	sim_law_free(&sl->zone[0]);
+	sim_law_free(&sl->zone[1]);
+	sim_law2_free(&sl->joint);
+	free(sl->buf);
+}
+
+/* Two independent zones, each drawn from its own spells. */
+static int zones_law(const char *inst, int windows, uint64_t seed, struct set_law *sl,
+		     struct trace *mk[2], struct known2_model *km)
+{
+	int ages = km->ages;
+
+	for (int z = 0; z < 2; z++) {
+		char file[256];
+
+		snprintf(file, sizeof file, T "us-west-2%c_%s.json", 'a' + z, inst);
+		if (zone_market(file, windows, seed * 1000003u + (uint64_t)z, &sl->zone[z], &mk[z]))
+			return -1;
+	}
+	sl->buf = malloc(4 * (size_t)ages * sizeof *sl->buf);
+	if (!sl->buf)
+		return -1;
+	for (int z = 0; z < 2; z++) {
+		for (int k = 0; k < 2; k++) {
+			double *row = sl->buf + (size_t)(2 * z + k) * (size_t)ages;
+
+			for (int a = 0; a < ages; a++)
+				row[a] = sim_law_end(&sl->zone[z], k, a, ages - 1);
+			km->end[z][k] = row;
+		}
+	}
+	return 0;
+}
+
+/* One joint spell drawn from the two zones' joint spells. */
+static int joint_law(const char *inst, int windows, uint64_t seed, struct set_law *sl,
+		     struct trace *mk[2], struct known2_model *km)
+{
+	struct sr_err e = { 0 };
+	struct trace *src[2] = { NULL, NULL };
+	size_t n = (size_t)((HISTORY_H + 53.0 * windows + 1) * 3600 / STEP_S);
+	size_t A = (size_t)km->ages;
+	int rc = -1;
+
+	for (int z = 0; z < 2; z++) {
+		char file[256];
+
+		snprintf(file, sizeof file, T "us-west-2%c_%s.json", 'a' + z, inst);
+		if (trace_load(file, TRACE_FMT_AUTO, &src[z], &e)) {
+			fprintf(stderr, "bench_policy_bound2: %s\n", e.msg);
+			goto out;
+		}
+	}
+	if (sim_law2_from_traces((const struct trace *const *)src, STEP_S, &sl->joint)) {
+		fprintf(stderr, "bench_policy_bound2: %s: too few joint spells\n", inst);
+		goto out;
+	}
+	sl->buf = malloc(4 * A * 5 * sizeof *sl->buf);
+	if (!sl->buf || sim_law2_draw(&sl->joint, STEP_S, n, seed * 1000003u, mk))
+		goto out;
+	for (size_t i = 0; i < 4 * A; i++)
+		sl->buf[i] = sim_law2_end(&sl->joint, (int)(i / A), (int)(i % A), (int)A - 1,
+					  sl->buf + 4 * A + 4 * i);
+	km->joint = 1;
+	km->jend = sl->buf;
+	km->jnext = sl->buf + 4 * A;
+	rc = 0;
+out:
+	trace_free(src[0]);
+	trace_free(src[1]);
+	return rc;
+}
+
 static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_t seed,
 		   struct tally *t)
 {
 	struct sr_err e = { 0 };
-	struct sim_law law[2] = { 0 };
+	struct set_law sl = { 0 };
 	struct trace *mk[2] = { NULL, NULL };
 	struct sim_market m;
 	struct known2_model km = { .ages = ages, .spot_price = { SPOT_PRICE, SPOT_PRICE },
@@ -187,33 +285,15 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 	struct sim_params p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2,
 				.history_h = HISTORY_H };
 	struct sim_params p24 = p;
-	double *end = NULL; /* [zone][kind][ages] */
 	int rc = -1;
 
 	memset(t, 0, sizeof *t);
 	p24.history_h = 24;
-	for (int z = 0; z < 2; z++) {
-		char file[256];
-
-		snprintf(file, sizeof file, T "us-west-2%c_%s.json", 'a' + z, inst);
-		if (zone_market(file, windows, seed * 1000003u + (uint64_t)z, &law[z], &mk[z]))
-			goto out;
-	}
+	if ((known2_joint ? joint_law : zones_law)(inst, windows, seed, &sl, mk, &km))
+		goto out;
 	if (sim_market_init(&m, mk, 2, SPOT_PRICE, OD_PRICE, 0, &e)) {
 		fprintf(stderr, "bench_policy_bound2: %s\n", e.msg);
 		goto out;
-	}
-	end = malloc(4 * (size_t)ages * sizeof *end);
-	if (!end)
-		goto out;
-	for (int z = 0; z < 2; z++) {
-		for (int k = 0; k < 2; k++) {
-			double *row = end + (size_t)(2 * z + k) * (size_t)ages;
-
-			for (int a = 0; a < ages; a++)
-				row[a] = sim_law_end(&law[z], k, a, ages - 1);
-			km.end[z][k] = row;
-		}
 	}
 	if (sim_known2_build(&known2_table, &km, p.work_h * 3600,
 			     (p.deadline_h - p.work_h) * 3600)) {
@@ -250,11 +330,9 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 	rc = 0;
 out:
 	sim_known2_free(&known2_table);
-	free(end);
-	for (int z = 0; z < 2; z++) {
-		sim_law_free(&law[z]);
-		trace_free(mk[z]);
-	}
+	set_law_free(&sl);
+	trace_free(mk[0]);
+	trace_free(mk[1]);
 	return rc;
 }
 
@@ -262,10 +340,12 @@ static int usage(int help)
 {
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
+		"                           [--joint]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
 		"  --no-wait-up: known2 waits only with spot down in both zones (the rule of\n"
-		"  the single-region plan, to measure what that rule costs)\n",
+		"  the single-region plan, to measure what that rule costs);\n"
+		"  --joint: markets of joint spells of both zones (their correlation kept)\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
 }
@@ -287,8 +367,15 @@ int main(int argc, char **argv)
 			ages = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-wait-up"))
 			wait_up = 0;
-		else
-			return usage(!strcmp(argv[i], "--help"));
+		else if (!strcmp(argv[i], "--joint"))
+			known2_joint = 1;
+		else if (!strcmp(argv[i], "--help"))
+			return usage(1);
+		else {
+			fprintf(stderr, "bench_policy_bound2: %s: unknown argument or missing value\n",
+				argv[i]);
+			return usage(0);
+		}
 	}
 	if (windows < 2 || ages < 2 || ages > KNOWN2_AGES_MAX) {
 		fprintf(stderr, "bench_policy_bound2: --windows must be >= 2, --ages in 2..%d\n",
@@ -300,9 +387,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("policy bound across 2 zones: 48 h work, 52 h deadline, R 0.2 h; renewal\n"
-	       "markets drawn from each zone's own spells (720 s steps), ages exact to %d steps,\n"
+	       "markets drawn from %s (720 s steps), ages exact to %d steps,\n"
 	       "%d windows, seed %llu%s\n"
-	       "%-16s %8s %16s %7s %7s %7s %6s\n", ages - 1, windows, (unsigned long long)seed,
+	       "%-16s %8s %16s %7s %7s %7s %6s\n",
+	       known2_joint ? "both zones' joint spells" : "each zone's own spells", ages - 1,
+	       windows, (unsigned long long)seed,
 	       wait_up ? "" : ", known2 waits only with spot down everywhere",
 	       "set (2 zones)", "opt $", "bound (cost)", "known2", "spotrun", "ups", "misses");
 	for (int i = 0; i < nsets; i++) {

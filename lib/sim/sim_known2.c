@@ -29,6 +29,11 @@
  * plan never risks the deadline; a step that finishes the work (c = 1,
  * keep) has no risk left.
  *
+ * Joint spells (m.joint): the market is instead one spell of the joint
+ * state j (bit z = zone z up), m = j * ages + age; it ends with jend and
+ * moves to the state jnext says (age 0), or ages.  Zones up and the
+ * table of choices are as above.
+ *
  * Order: every choice moves to time left c + s - 1, so the layers t = c + s
  * are solved in increasing t, each from the one below, and only the
  * expectations of layer t - 1 are kept (E[s][table][m], tables: none, od,
@@ -101,23 +106,53 @@ static void expect2(const struct solve *q, const double *x, double *y, double *e
 	}
 }
 
+/* Is spot up in zone z in market state m?  Zones: m = z0 * Z + z1, a
+ * zone state below A is down.  Joint: m = j * A + age, bit z of j. */
+static inline int market_up(const struct solve *q, size_t m, int z)
+{
+	if (q->k->m.joint)
+		return (int)(m / q->A) >> z & 1;
+	return (z ? m % q->Z : m / q->Z) >= q->A;
+}
+
+/* e[m] = E[x(m')] on the joint chain: the spell of state j at age a ends
+ * with jend[j][a] into state j' (jnext[j][a][j'], age 0), else ages. */
+static void expect_joint(const struct solve *q, const double *x, double *e)
+{
+	const struct known2_model *md = &q->k->m;
+	size_t A = q->A;
+
+	for (size_t j = 0; j < 4; j++) {
+		for (size_t a = 0; a < A; a++) {
+			double p = md->jend[j * A + a], f = 0;
+			const double *nx = md->jnext + (j * A + a) * 4;
+
+			for (size_t j2 = 0; j2 < 4; j2++)
+				f += w(nx[j2], x[j2 * A]);
+			e[j * A + a] = w(1 - p, x[j * A + (a + 1 < A ? a + 1 : a)]) + w(p, f);
+		}
+	}
+}
+
 /* The expectations of one solved cell's values v into e[KNOWN2_HOLDS][nm]. */
 static void expect_cell(const struct solve *q, const double *v, double *e)
 {
-	size_t nm = q->k->nm, Z = q->Z;
+	size_t nm = q->k->nm;
 
-	expect2(q, v + KNOWN2_NONE * nm, q->y, e + KNOWN2_NONE * nm);
-	expect2(q, v + KNOWN2_OD * nm, q->y, e + KNOWN2_OD * nm);
-	for (int z = 0; z < 2; z++) {
-		int hs = KNOWN2_SPOT0 + z;
+	for (int hs = 0; hs < KNOWN2_HOLDS; hs++) {
+		const double *x = v + (size_t)hs * nm;
 
-		/* Spot kept if its zone is still up, else lost: none. */
-		for (size_t m = 0; m < nm; m++) {
-			size_t zs = z ? m % Z : m / Z;
-
-			q->x[m] = zone_up(q, zs) ? v[(size_t)hs * nm + m] : v[KNOWN2_NONE * nm + m];
+		if (hs >= KNOWN2_SPOT0) {
+			/* Spot kept if its zone is still up, else lost: none. */
+			for (size_t m = 0; m < nm; m++)
+				q->x[m] = market_up(q, m, hs - KNOWN2_SPOT0) ? x[m] :
+									   v[KNOWN2_NONE * nm + m];
+			x = q->x;
 		}
-		expect2(q, q->x, q->y, e + (size_t)hs * nm);
+		if (q->k->m.joint)
+			expect_joint(q, x, e + (size_t)hs * nm);
+		else
+			expect2(q, x, q->y, e + (size_t)hs * nm);
 	}
 }
 
@@ -128,14 +163,14 @@ static void solve_cell(const struct solve *q, size_t c, size_t s, const double *
 		       const double *st)
 {
 	const struct sim_known2 *k = q->k;
-	size_t nm = k->nm, Z = q->Z;
+	size_t nm = k->nm;
 	double step_h = k->m.step_s / 3600.0;
 	double od = k->m.od_price * step_h;
 	double sp[2] = { k->m.spot_price[0] * step_h, k->m.spot_price[1] * step_h };
 	size_t base = ((c - 1) * (k->ns + 1) + s) * KNOWN2_HOLDS * nm;
 
 	for (size_t m = 0; m < nm; m++) {
-		int up[2] = { zone_up(q, m / Z), zone_up(q, m % Z) };
+		int up[2] = { market_up(q, m, 0), market_up(q, m, 1) };
 
 		for (int h = 0; h < KNOWN2_HOLDS; h++) {
 			double best = INFINITY, val;
@@ -171,17 +206,42 @@ static void solve_cell(const struct solve *q, size_t c, size_t s, const double *
 		memcpy(k->top + s * KNOWN2_HOLDS * nm, q->v, KNOWN2_HOLDS * nm * sizeof(double));
 }
 
+static inline int prob_ok(double p)
+{
+	return p >= 0 && p <= 1;
+}
+
+static int joint_ok(const struct known2_model *m)
+{
+	if (!m->jend || !m->jnext)
+		return 0;
+	for (int i = 0; i < 4 * m->ages; i++) {
+		double sum = 0;
+
+		for (int j = 0; j < 4; j++) {
+			if (!prob_ok(m->jnext[4 * i + j]))
+				return 0;
+			sum += m->jnext[4 * i + j];
+		}
+		if (!prob_ok(m->jend[i]) || (m->jend[i] > 0 && fabs(sum - 1) > 1e-9))
+			return 0;
+	}
+	return 1;
+}
+
 static int model_ok(const struct known2_model *m)
 {
 	if (m->ages < 2 || m->ages > KNOWN2_AGES_MAX || !(m->step_s > 0) ||
 	    !(m->od_price >= 0) || !(m->spot_price[0] >= 0) || !(m->spot_price[1] >= 0))
 		return 0;
+	if (m->joint)
+		return joint_ok(m);
 	for (int z = 0; z < 2; z++) {
 		for (int kd = 0; kd < 2; kd++) {
 			if (!m->end[z][kd])
 				return 0;
 			for (int a = 0; a < m->ages; a++) {
-				if (!(m->end[z][kd][a] >= 0 && m->end[z][kd][a] <= 1))
+				if (!prob_ok(m->end[z][kd][a]))
 					return 0;
 			}
 		}
@@ -204,7 +264,7 @@ int sim_known2_build(struct sim_known2 *k, const struct known2_model *m,
 	k->ns = (size_t)floor(slack_s / m->step_s + 1e-9);
 	q.A = (size_t)m->ages;
 	q.Z = 2 * q.A;
-	k->nm = q.Z * q.Z;
+	k->nm = m->joint ? 4 * q.A : q.Z * q.Z;
 	layer = (k->ns + 1) * KNOWN2_HOLDS * k->nm;
 	k->act = calloc((k->nc * layer + 3) / 4, 1);
 	k->top = malloc(layer * sizeof(double));
@@ -219,7 +279,7 @@ int sim_known2_build(struct sim_known2 *k, const struct known2_model *m,
 	if (!k->act || !k->top || !q.end[0] || !q.end[1] || !q.stay || !q.ep || !q.ec ||
 	    !q.v || !q.x || !q.y)
 		goto out;
-	for (size_t zs = 0; zs < q.Z; zs++) {
+	for (size_t zs = 0; zs < q.Z && !m->joint; zs++) {
 		size_t u = zs / q.A, a = zs % q.A;
 
 		q.stay[zs] = u * q.A + (a + 1 < q.A ? a + 1 : a);
@@ -265,6 +325,14 @@ void sim_known2_free(struct sim_known2 *k)
 	free(k->top);
 	k->act = NULL;
 	k->top = NULL;
+}
+
+size_t sim_known2_market_joint(const struct sim_known2 *k, int j, int age)
+{
+	size_t A = (size_t)k->m.ages;
+	size_t a = age < 0 ? 0 : (size_t)age >= A ? A - 1 : (size_t)age;
+
+	return (size_t)(j & 3) * A + a;
 }
 
 size_t sim_known2_market(const struct sim_known2 *k, const int up[2], const int age[2])

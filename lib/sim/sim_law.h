@@ -41,6 +41,32 @@ double sim_law_end(const struct sim_law *l, int k, int a, int last);
 int sim_law_draw(const struct sim_law *l, int64_t step_s, size_t n, uint64_t seed,
 		 struct trace **out);
 
+/* Two zones' joint spells: state j = (zone 0 up) | (zone 1 up) << 1, each
+ * spell's length in steps and the state after it.  A market drawn from
+ * it keeps the zones' correlation but nothing of either zone's own age:
+ * a joint spell's end and the next state depend on j and its age only. */
+struct sim_law2 {
+	size_t n[4];
+	int *len[4];
+	uint8_t *next[4];
+};
+
+/* The joint spells of t[0] and t[1] (aligned at tick 0, the shorter one's
+ * length, the cut ends left out).  Returns 0, -ENOMEM, or -EINVAL if the
+ * gaps differ, there are fewer than two spells, or a spell leads to a
+ * state with none of its own.  l owns its arrays (sim_law2_free). */
+int sim_law2_from_traces(const struct trace *const t[2], int64_t step_s, struct sim_law2 *l);
+void sim_law2_free(struct sim_law2 *l);
+
+/* P(a joint spell of state j that has lasted a steps ends within the next
+ * one), as sim_law_end; next[j2] = P(state j2 follows | it ends then). */
+double sim_law2_end(const struct sim_law2 *l, int j, int a, int last, double next[4]);
+
+/* A market of n steps drawn from l (seeded): out[z] is zone z's trace,
+ * both owned by the caller (trace_free).  Returns 0 or -ENOMEM. */
+int sim_law2_draw(const struct sim_law2 *l, int64_t step_s, size_t n, uint64_t seed,
+		  struct trace *out[2]);
+
 /* One tick of a spell's age as a policy sees it: *age_s grows by gap_s
  * while the availability stays *last, and is 0 on the first tick (seen =
  * 0) and when it changes. */

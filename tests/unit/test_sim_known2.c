@@ -2,7 +2,8 @@
  * that never comes up it is the single-region exact plan
  * (policy_spotrun_plan.c, exact ages, restart step by step) to the cent;
  * a second zone and the freedom to wait can only lower its cost; two
- * zones with one law are interchangeable; bad models are refused. */
+ * zones with one law are interchangeable; memoryless zones written as one
+ * joint spell give the same values; bad models are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,6 +188,62 @@ static void test_zones_with_one_law_are_interchangeable(void **state)
 	sim_known2_free(&k);
 }
 
+/* Two memoryless zones are a Markov chain on the joint state: as one
+ * joint spell (its end: either zone flips; the next state: which did)
+ * the table must give the independent zones' values. */
+static void test_joint_spells_of_memoryless_zones_are_the_zones(void **state)
+{
+	static const double p[2][2] = { { 0.3, 0.06 }, { 0.45, 0.1 } }; /* [zone][up] */
+	static double flat[2][2][AGES], jend[4 * AGES], jnext[4 * AGES * 4];
+	struct known2_model mz = model2(out_end, run_end, 1), mj;
+	struct sim_known2 kz, kj;
+
+	(void)state;
+	for (int z = 0; z < 2; z++) {
+		for (int u = 0; u < 2; u++) {
+			for (int a = 0; a < AGES; a++)
+				flat[z][u][a] = p[z][u];
+			mz.end[z][u] = flat[z][u];
+		}
+	}
+	for (int j = 0; j < 4; j++) {
+		double p0 = p[0][j & 1], p1 = p[1][j >> 1 & 1], end = 1 - (1 - p0) * (1 - p1);
+
+		for (int a = 0; a < AGES; a++) {
+			double *nx = jnext + (j * AGES + a) * 4;
+
+			jend[j * AGES + a] = end;
+			memset(nx, 0, 4 * sizeof *nx);
+			nx[j ^ 1] = p0 * (1 - p1) / end;
+			nx[j ^ 2] = (1 - p0) * p1 / end;
+			nx[j ^ 3] = p0 * p1 / end;
+		}
+	}
+	mj = mz;
+	mj.joint = 1;
+	mj.jend = jend;
+	mj.jnext = jnext;
+	assert_int_equal(sim_known2_build(&kz, &mz, WORK, SLACK), 0);
+	assert_int_equal(sim_known2_build(&kj, &mj, WORK, SLACK), 0);
+	assert_int_equal(kj.nm, 4 * AGES);
+	for (size_t s = 0; s <= kz.ns; s++) {
+		for (int j = 0; j < 4; j++) {
+			for (int h = 0; h < KNOWN2_HOLDS; h++) {
+				size_t x = mk_of(&kz, j & 1, 3, j >> 1 & 1, 7);
+				size_t y = sim_known2_market_joint(&kj, j, (int)s);
+
+				assert_true(same(sim_known2_value(&kz, s, h, x),
+						 sim_known2_value(&kj, s, h, y)));
+			}
+		}
+	}
+	sim_known2_free(&kz);
+	sim_known2_free(&kj);
+	/* A next-state row that does not sum to 1 is refused. */
+	jnext[5] += 0.1;
+	assert_int_equal(sim_known2_build(&kj, &mj, WORK, SLACK), -EINVAL);
+}
+
 static void test_bad_models_are_refused(void **state)
 {
 	struct known2_model m = model2(out_end, run_end, 1);
@@ -218,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_one_zone_down_is_the_single_region_plan),
 		cmocka_unit_test(test_more_choices_never_cost_more),
 		cmocka_unit_test(test_zones_with_one_law_are_interchangeable),
+		cmocka_unit_test(test_joint_spells_of_memoryless_zones_are_the_zones),
 		cmocka_unit_test(test_bad_models_are_refused),
 	};
 
