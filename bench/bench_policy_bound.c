@@ -14,7 +14,8 @@
  *      heavy tails stay, and nothing but a spell's age says anything
  *      about its end);
  *   3. on it, the chance that a spell of age a ends within the next step
- *      is known exactly: h(a) = #(L = a+1) / #(L > a) over the list.
+ *      is known exactly: h(a) = #(L = a+1) / #(L > a) over the list
+ *      (lib/sim/sim_law.c).
  *
  * On such a market the best online policy is the plan behind `spotrun`
  * (policy_spotrun_plan.c) given h itself, with ages counted in whole
@@ -49,106 +50,13 @@
 
 #include "common/err.h"
 #include "sim/policy_spotrun_plan.h"
-#include "sim/rng.h"
 #include "sim/sim.h"
+#include "sim/sim_law.h"
 
 #define T "data/traces/"
 #define STEP_S 720 /* = R: a restart is one step, the plan's step is the tick */
 #define HISTORY_H 40.0
 #define STATE_MAX (1 << 16) /* bytes for a policy's state */
-
-/* The law of one market: spell lengths in steps, [0] outages, [1] runs. */
-struct law {
-	size_t n[2];
-	int *len[2];
-};
-
-static void law_free(struct law *l)
-{
-	free(l->len[0]);
-	free(l->len[1]);
-}
-
-/* The spells of t (its two cut ends left out) in STEP_S steps.  Returns 0,
- * -ENOMEM, or -EINVAL if it has fewer than two of each kind. */
-static int law_of_trace(const struct trace *t, struct law *l)
-{
-	size_t i = 0, j;
-
-	memset(l, 0, sizeof *l);
-	l->len[0] = malloc(t->n * sizeof(int));
-	l->len[1] = malloc(t->n * sizeof(int));
-	if (!l->len[0] || !l->len[1]) {
-		law_free(l);
-		return -ENOMEM;
-	}
-	while (i < t->n && t->avail[i] == t->avail[0])
-		i++;
-	for (; i < t->n; i = j) {
-		int k = t->avail[i] ? 1 : 0;
-		double secs;
-		long steps;
-
-		for (j = i; j < t->n && t->avail[j] == t->avail[i]; j++)
-			;
-		if (j == t->n)
-			break; /* cut by the trace's end */
-		secs = (double)(j - i) * (double)t->gap_s;
-		steps = lround(secs / STEP_S);
-		l->len[k][l->n[k]++] = steps < 1 ? 1 : (int)steps;
-	}
-	if (l->n[0] < 2 || l->n[1] < 2) {
-		law_free(l);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* P(a spell of kind k that has lasted a steps ends within the next one);
- * the last age stands for every older one (mean end rate over them). */
-static double law_end(const struct law *l, int k, int a, int last)
-{
-	double ends = 0, alive = 0, expo = 0;
-
-	for (size_t i = 0; i < l->n[k]; i++) {
-		int L = l->len[k][i];
-
-		if (L <= a)
-			continue;
-		alive++;
-		if (a < last) {
-			ends += L == a + 1;
-		} else {
-			ends++;
-			expo += L - a;
-		}
-	}
-	if (alive == 0)
-		return 1;
-	return a < last ? ends / alive : ends / expo;
-}
-
-/* A renewal market of n steps drawn from l (seeded).  Returns 0 or -ENOMEM;
- * *out owned by the caller (trace_free). */
-static int law_draw(const struct law *l, size_t n, uint64_t seed, struct trace **out)
-{
-	uint8_t *av = malloc(n);
-	uint64_t x = seed;
-	int k = sim__uniform(&x) < 0.5, rc;
-
-	if (!av)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; k = !k) {
-		size_t pick = (size_t)(sim__uniform(&x) * (double)l->n[k]);
-		int L = l->len[k][pick < l->n[k] ? pick : l->n[k] - 1];
-
-		for (int s = 0; s < L && i < n; s++)
-			av[i++] = (uint8_t)k;
-	}
-	rc = trace_from_arrays("renewal", STEP_S, av, NULL, n, -1, out);
-	free(av);
-	return rc;
-}
 
 /* ---- the "known" policy: the plan on the market's true law ---------- */
 
@@ -170,11 +78,7 @@ static void known_observe(void *state, const struct policy_job *job,
 	struct known_state *s = state;
 
 	(void)price;
-	if (s->seen && s->last == avail[0])
-		s->age_s += (double)job->gap_s;
-	else
-		s->age_s = 0;
-	s->last = avail[0];
+	sim_law_age(&s->age_s, &s->last, s->seen, avail[0], job->gap_s);
 	s->seen = 1;
 }
 
@@ -245,7 +149,7 @@ static int market_run(const char *file, int windows, uint64_t seed, struct tally
 	struct sr_err e = { 0 };
 	struct trace *src = NULL, *mk = NULL;
 	struct sim_market m;
-	struct law l;
+	struct sim_law l;
 	struct sim_params p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2,
 				.history_h = HISTORY_H };
 	struct sim_params p24 = p;
@@ -258,18 +162,18 @@ static int market_run(const char *file, int windows, uint64_t seed, struct tally
 		fprintf(stderr, "bench_policy_bound: %s\n", e.msg);
 		return -1;
 	}
-	if (law_of_trace(src, &l)) {
+	if (sim_law_from_trace(src, STEP_S, &l)) {
 		fprintf(stderr, "bench_policy_bound: %s: too few spells\n", file);
 		goto out;
 	}
-	if (law_draw(&l, n, seed, &mk) || sim_market_init(&m, &mk, 1, 0.9731, 3.06, 0, &e))
+	if (sim_law_draw(&l, STEP_S, n, seed, &mk) || sim_market_init(&m, &mk, 1, 0.9731, 3.06, 0, &e))
 		goto out_law;
 	memset(&known_model, 0, sizeof known_model);
 	known_model.exact_ages = PLAN_AGES_MAX;
 	known_model.exact_restart = 1;
 	for (int a = 0; a < PLAN_AGES_MAX; a++) {
-		known_down[a] = law_end(&l, 0, a, PLAN_AGES_MAX - 1);
-		known_up[a] = law_end(&l, 1, a, PLAN_AGES_MAX - 1);
+		known_down[a] = sim_law_end(&l, 0, a, PLAN_AGES_MAX - 1);
+		known_up[a] = sim_law_end(&l, 1, a, PLAN_AGES_MAX - 1);
 	}
 	known_model.exact_up = known_up;
 	known_model.exact_down = known_down;
@@ -304,7 +208,7 @@ static int market_run(const char *file, int windows, uint64_t seed, struct tally
 	}
 	rc = 0;
 out_law:
-	law_free(&l);
+	sim_law_free(&l);
 out:
 	trace_free(mk);
 	trace_free(src);
