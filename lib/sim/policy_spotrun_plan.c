@@ -268,9 +268,12 @@ HOT double qval(const struct plan *pl, size_t c, size_t s,
 	 * riskier than young ones could prefer it - with little history, an
 	 * age bucket never seen falls back to the pooled rate, above that of
 	 * the young buckets seen to survive, and the plan waited for the
-	 * spell to end so as to start in a "safer" young one. */
+	 * spell to end so as to start in a "safer" young one.  On a law
+	 * known exactly (m.idle_up) waiting is open in every state: a run
+	 * sure to end within the next step is then waited out. */
 	if (act == SIM_NONE)
-		return s >= 1 && !a ? expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
+		return s >= 1 && (!a || pl->m.idle_up) ?
+		       expect(pl, VN0, VN1, a, b, c, &sp->idle) : INFINITY;
 	if (act == SIM_OD) {
 		if (h == SIM_OD)
 			return pl->m.od_price * u_h + expect(pl, VO0, VO1, a, b, c - 1, &sp->keep);
@@ -331,7 +334,8 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		return -EINVAL;
 	if (m->exact_restart && fabs(pl->K - 1) > 1e-9)
 		return -EINVAL;
-	if (m->multi && m->exact_ages) /* region runs use the doubling buckets */
+	if (m->multi && (m->exact_ages || m->idle_up)) /* region runs: doubling
+							 * buckets, no waiting up */
 		return -EINVAL;
 	pl->na = m->exact_ages ? m->exact_ages : PLAN_AGES;
 	pl->v = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1) *

@@ -31,6 +31,10 @@ struct plan_model {
 	const double *exact_up, *exact_down;
 	int exact_restart;          /* 1: a start is one step without work while the
 				     * market moves on (needs R = one step) */
+	int idle_up;                /* 1: waiting is a choice with spot up too (the
+				     * exact-law reference of bench_policy_bound,
+				     * one region); 0: only in an outage, the
+				     * policy's rule (policy_spotrun_plan.c) */
 	double hop;                 /* P(held instance lost within a step while spot
 				     * stays up elsewhere) */
 	double spot_price, od_price; /* $/h */
@@ -68,7 +72,7 @@ int policy__plan_age_exact(double age_s, double unit_s, int exact);
 /* Build the plan for work_s of work and slack_s of slack.  Returns 0,
  * -ENOMEM, or -EINVAL if m->exact_ages is not 0 or 2..PLAN_AGES_MAX,
  * m->exact_restart is set and R is not one step, or m->multi is set with
- * exact ages (region runs use the doubling buckets); the plan owns its table
+ * exact ages (region runs use the doubling buckets) or idle_up; the plan owns its table
  * (plan_free, NULL-safe). */
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s);

@@ -1,7 +1,8 @@
 /* Unit tests: the plan behind `spotrun` (policy_spotrun_plan.c) - its
  * two age scales agree where age says nothing, a start that cannot get
  * past its restart is never chosen when the restart is modelled step by
- * step, and bad model options are refused. */
+ * step, waiting with spot up (the exact-law reference's option) only
+ * lowers values, and bad model options are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,6 +114,58 @@ static void test_exact_restart_never_starts_a_doomed_run(void **state)
 	policy__plan_free(&pl);
 }
 
+/* Runs that last exactly four steps, outages one: at a run's last step a
+ * start (a step without work) is sure to be lost.  With waiting open while
+ * spot is up (idle_up, the exact-law reference of bench_policy_bound) the
+ * plan waits that step out instead of paying for a start, and no state
+ * costs more than without it: waiting only adds a choice. */
+static void test_idle_up_waits_out_a_dying_run(void **state)
+{
+	struct policy_job job = job_48_52();
+	struct plan_model m = memoryless(0, 1.0), mw;
+	struct plan pn = { 0 }, pw = { 0 };
+	static const enum sim_hold held[] = { SIM_NONE, SIM_OD, SIM_SPOT };
+	double vn, vw, W = 10 * STEP, SL = 20 * STEP;
+
+	(void)state;
+	for (int a = 3; a < PLAN_AGES_MAX; a++)
+		ex_up[a] = 1.0;
+	m.exact_ages = 8;
+	m.exact_restart = 1;
+	mw = m;
+	mw.idle_up = 1;
+	job.work_s = W;
+	job.deadline_s = W + SL;
+	assert_int_equal(policy__plan_build(&pn, &m, STEP, W, SL), 0);
+	assert_int_equal(policy__plan_build(&pw, &mw, STEP, W, SL), 0);
+	assert_int_not_equal(policy__plan_choose(&pn, W, SL, SIM_NONE, 1, 3), SIM_NONE);
+	assert_int_equal(policy__plan_choose(&pw, W, SL, SIM_NONE, 1, 3), SIM_NONE);
+	assert_int_equal(policy__plan_eval(&pn, &m, &job, PLAN_RULE_PLAN, W, SL,
+					   SIM_NONE, 1, 3, &vn), 0);
+	assert_int_equal(policy__plan_eval(&pw, &mw, &job, PLAN_RULE_PLAN, W, SL,
+					   SIM_NONE, 1, 3, &vw), 0);
+	assert_true(vw < vn - 0.1);
+	for (double C = STEP; C <= W; C += STEP) {
+		for (double S = 0; S <= SL; S += STEP) {
+			for (int h = 0; h < 3; h++) {
+				for (int a = 0; a < 2; a++) {
+					for (int b = 0; b < 8; b++) {
+						if (held[h] == SIM_SPOT && !a)
+							continue;
+						assert_int_equal(policy__plan_eval(&pn, &m, &job,
+							PLAN_RULE_PLAN, C, S, held[h], a, b, &vn), 0);
+						assert_int_equal(policy__plan_eval(&pw, &mw, &job,
+							PLAN_RULE_PLAN, C, S, held[h], a, b, &vw), 0);
+						assert_true(isinf(vn) || vw <= vn + 1e-9 * (1 + vn));
+					}
+				}
+			}
+		}
+	}
+	policy__plan_free(&pn);
+	policy__plan_free(&pw);
+}
+
 static void test_bad_model_options_are_refused(void **state)
 {
 	struct plan_model m = memoryless(0.1, 0.1);
@@ -130,6 +183,9 @@ static void test_bad_model_options_are_refused(void **state)
 	m.restart_s = STEP;
 	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), 0);
 	policy__plan_free(&pl);
+	m.multi = 1; /* waiting with spot up is modelled in one region only */
+	m.idle_up = 1;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, 3600, 3600), -EINVAL);
 }
 
 int main(void)
@@ -137,6 +193,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_ages_agree_when_memoryless),
 		cmocka_unit_test(test_exact_restart_never_starts_a_doomed_run),
+		cmocka_unit_test(test_idle_up_waits_out_a_dying_run),
 		cmocka_unit_test(test_bad_model_options_are_refused),
 	};
 
