@@ -669,11 +669,15 @@ int store_migrate(struct store *s, struct sr_err *e)
 	return store_end(s, rc, e);
 }
 
-/* The tables whose statistics store_analyze refreshes: every table of
- * the schema (schema.c), so the planner never runs on none. */
+/* store_analyze refreshes the statistics of every table in the store's
+ * schema, listed from the catalog rather than by name, so a table that
+ * schema.c adds is never left for the planner to guess at.  Tables of
+ * other schemas in the same database are not touched. */
 static const char analyze_sql[] =
-	"ANALYZE settings, jobs, nodes, exits, events, logs, ledger,"
-	" ledger_event, ledger_plan, lease, members, schema_version";
+	"DO $$ DECLARE t text; BEGIN"
+	" FOR t IN SELECT tablename FROM pg_tables"
+	" WHERE schemaname = current_schema() ORDER BY tablename LOOP"
+	" EXECUTE 'ANALYZE ' || quote_ident(t); END LOOP; END $$";
 
 int store_analyze(struct store *s, struct sr_err *e)
 {

@@ -329,6 +329,27 @@ static void test_pg_reconnect(void **state)
 	store_close(s);
 }
 
+/* PostgreSQL: store_analyze gives every table of the schema statistics
+ * (reltuples -1 = never analyzed, PostgreSQL 14 on), whatever its name. */
+static void test_pg_analyze_covers_every_table(void **state)
+{
+	static const char unanalyzed[] =
+		"SELECT count(*) FROM pg_class c JOIN pg_namespace n"
+		" ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
+		" AND c.relkind = 'r' AND c.reltuples < 0 AND ? = 1";
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	int64_t n = -1;
+
+	assert_int_equal(store_exec_sql(s, "CREATE TABLE zz_added(x INTEGER)", &e), 0);
+	assert_int_equal(store_query_i64(s, unanalyzed, 1, &n, &e), 1);
+	assert_true(n > 1); /* the schema's tables and the new one */
+	assert_int_equal(store_analyze(s, &e), 0);
+	assert_int_equal(store_query_i64(s, unanalyzed, 1, &n, &e), 1);
+	assert_int_equal(n, 0);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +365,8 @@ int main(void)
 		  NULL, &on_sqlite },
 		{ "postgresql/test_reconnect", test_pg_reconnect, fresh, NULL,
 		  &on_pg },
+		{ "postgresql/test_analyze", test_pg_analyze_covers_every_table,
+		  fresh, NULL, &on_pg },
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
