@@ -13,7 +13,8 @@
  *    of pseudo-exposure) and solves the job's semi-Markov decision process
  *    exactly (policy_spotrun_plan.c): over work left x slack left x what
  *    is held x spot up or not x the spell's age (across regions, while
- *    spot is up, the age of the held or next region run), the least
+ *    spot is up, the age of the held or next region run and whether
+ *    another region is up besides it), the least
  *    expected cost of finishing by the deadline, where any outcome that
  *    could miss it costs infinity.  It replans whenever an outage begins or ends - the
  *    moments the estimates move.  Nothing in it is fitted to a trace: the
@@ -57,6 +58,12 @@ struct spotrun_state {
 	/* Age bucket of the oldest run still up elsewhere when a region run
 	 * ended with spot still up somewhere. */
 	double hland[PLAN_AGES];
+	/* The same runs by o, another region up besides the run a tick
+	 * before: ticks it went on and of those o changed; ends, and of
+	 * those ends that left no spot anywhere.  Of the run ends with spot
+	 * still up, those where another besides the oldest run was up too;
+	 * outage ends, and of those with two or more regions up. */
+	double oexpo[2], oflip[2], oends[2], oout[2], lother, outs, oother;
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -87,10 +94,13 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 	struct spotrun_state *s = state;
 	double f = exp2(-(double)job->gap_s / (MEMORY_HALF_LIFE_H * 3600.0));
 	uint8_t any = 0, was[SIM_MAX_REGIONS];
+	int nup = 0, nwas = 0;
 
 	for (int r = 0; r < job->nregions; r++) {
 		any |= avail[r];
 		was[r] = s->reg[r].last;
+		nup += avail[r] ? 1 : 0;
+		nwas += was[r];
 	}
 	for (int k = 0; k < 2; k++) {
 		for (int b = 0; b < PLAN_AGES; b++) {
@@ -110,13 +120,32 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				s->rends[b] *= f;
 				s->hland[b] *= f;
 			}
+			for (int o = 0; o < 2; o++) {
+				s->oexpo[o] *= f;
+				s->oflip[o] *= f;
+				s->oends[o] *= f;
+				s->oout[o] *= f;
+			}
+			s->lother *= f;
+			s->outs *= f;
+			s->oother *= f;
 		}
 		if (s->seen && g->last) {
 			int b = policy__plan_age(g->age_s, s->unit_s);
+			int o = nwas - 1 > 0; /* another up a tick before */
 
 			s->rexpo[b]++;
 			if (!avail[r])
 				s->rends[b]++;
+			if (avail[r]) {
+				s->oexpo[o]++;
+				if ((nup - 1 > 0) != o)
+					s->oflip[o]++;
+			} else {
+				s->oends[o]++;
+				if (!any)
+					s->oout[o]++;
+			}
 		}
 		if (s->seen && g->last == (avail[r] ? 1 : 0))
 			g->age_s += (double)job->gap_s;
@@ -140,9 +169,15 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				old = s->reg[r].age_s;
 		}
 		for (int r = 0; r < job->nregions; r++) {
-			if (was[r] && !avail[r])
+			if (was[r] && !avail[r]) {
 				s->hland[policy__plan_age(old, s->unit_s)]++;
+				s->lother += nup >= 2;
+			}
 		}
+	}
+	if (s->seen && any && !s->any_last) {
+		s->outs++;
+		s->oother += nup >= 2;
 	}
 	if (s->seen) {
 		int b = policy__plan_age(s->age_s, s->unit_s);
@@ -271,7 +306,7 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 	 * region-run counts as the region choice, each bucket shrunk toward
 	 * the pool like the spell rates above. */
 	if (job->nregions > 1) {
-		double te = 0, tx = 0, pool, dn = 0, hp = 0, hl = 0;
+		double te = 0, tx = 0, pool, hl = 0;
 
 		m.multi = 1;
 		for (int b = 0; b < PLAN_AGES; b++) {
@@ -282,13 +317,21 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 		pool = (te + 1) / (tx + 2);
 		for (int b = 0; b < PLAN_AGES; b++)
 			m.loss[b] = per_step(s->rends[b], s->rexpo[b], pool, ticks, z);
-		for (int r = 0; r < job->nregions; r++) {
-			dn += s->reg[r].downs;
-			hp += s->reg[r].hops;
+		/* By o, another region up besides the run: a run end with none
+		 * other up is an outage unless another comes up at once, one
+		 * with another up only if both end together; while the run
+		 * goes on, o flips at the hop rate's convention (events over
+		 * exposure + 1). */
+		for (int o = 0; o < 2; o++) {
+			double lam = s->oflip[o] / (s->oexpo[o] + 1);
+
+			m.rho[o] = (s->oout[o] + 1) / (s->oends[o] + 2);
+			m.flip[o] = 1 - pow(1 - (lam > 1 ? 1 : lam), ticks);
 		}
-		m.rho = (dn - hp + 1) / (dn + 2);
 		for (int b = 0; b < PLAN_AGES; b++)
 			m.land[b] = (s->hland[b] + 1.0 / PLAN_AGES) / (hl + 1);
+		m.land_other = (s->lother + 0.5) / (hl + 1);
+		m.out_other = (s->oother + 0.5) / (s->outs + 1);
 	}
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
 	m.od_price = job->od_price;
@@ -369,6 +412,14 @@ static struct policy_choice spotrun_decide(void *state,
 	 * regions and spot up, the age of the run held or to be started. */
 	b = policy__plan_age(job->nregions > 1 && best >= 0 ? s->reg[best].age_s :
 			     s->age_s, s->unit_s);
+	if (job->nregions > 1 && best >= 0) { /* and another region up besides */
+		for (int r = 0; r < job->nregions; r++) {
+			if (r != best && o->avail[r]) {
+				b += PLAN_AGES;
+				break;
+			}
+		}
+	}
 	/* (Re)plan at the start, and when an outage begins or ends if the
 	 * estimates have moved since the plan was made. */
 	if (!s->planned || s->plan_any != s->any_last) {

@@ -44,16 +44,23 @@
  * would price a fresh spot start like an old one.  So when a = 1, b is
  * the age bucket of a region run instead: the held instance's run (h =
  * spot), or the run a spot start would land in (the chosen region's
- * current run; nothing or on-demand held).  That run ends with loss[b]
- * (the pooled per-region run hazard at that age); with probability rho
- * no spot is left anywhere (a = 0, outage age 0), otherwise spot is still
- * up elsewhere and the run a start would now land in has the age drawn
- * from land[] (the ages of the oldest run still up, seen at past region
- * run ends).  A start keeps b: it lands in the run it was priced on.
- * Outages (a = 0) keep the spot-somewhere age, and end at run age 0.
+ * current run; nothing or on-demand held), together with o: whether
+ * another region besides that run is up now (index b = age + PLAN_AGES *
+ * o).  That run ends with loss[age] (the pooled per-region run hazard at
+ * that age); then with probability rho[o] no spot is left anywhere (a =
+ * 0, outage age 0) - a run end with no other region up is an outage
+ * unless another comes up in the same step, one with another up only if
+ * both end together - otherwise spot is still up
+ * elsewhere and the run a start would now land in has the age drawn from
+ * land[] (the ages of the oldest run still up, seen at past region run
+ * ends) and o = 1 with land_other.  A run that goes on ages, and o flips
+ * with flip[o].  A start keeps b: it lands in the run it was priced on.
+ * Outages (a = 0) keep the spot-somewhere age (index < PLAN_AGES), and
+ * end at run age 0 with o = 1 with out_other.
  *
  * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
- * spot}, b < na (PLAN_AGES or exact_ages).
+ * spot}, b < na (PLAN_AGES, exact_ages, or 2 x PLAN_AGES with m.multi;
+ * there the a = 0 tables use only b < PLAN_AGES).
  */
 #include <errno.h>
 #include <math.h>
@@ -82,7 +89,7 @@ static inline double advance(const struct plan *pl, int b)
 {
 	if (pl->m.exact_ages)
 		return b + 1 < pl->na ? 1 : 0;
-	return advance_doubling[b];
+	return advance_doubling[b % PLAN_AGES];
 }
 
 double policy__plan_unit(const struct policy_job *job)
@@ -185,23 +192,32 @@ HOT double w(double p, double x)
 }
 
 /* Several regions, spot up somewhere (m.multi): expected value after one
- * step in table kst (none/od a=1, or spot) whose age index b is that of
- * a region run - the held one, or the one a start would land in.  The
- * run ends with loss[b]: with no spot anywhere (rho) to table k0 (a=0)
- * at outage age 0, else to k1 (a=1, nothing held) with the run a start
- * would now land in aged as land[] says.  Or it goes on and ages. */
+ * step in table kst (none/od a=1, or spot) whose index b is that of a
+ * region run - the held one, or the one a start would land in - and o,
+ * another region up besides it.  The run ends with loss[age]: with no
+ * spot anywhere (rho[o]) to table k0 (a=0) at outage age 0, else to k1
+ * (a=1, nothing held) with the run a start would now land in aged as
+ * land[] says, another up besides it with land_other.  Or it goes on,
+ * ages, and o flips with flip[o]. */
 HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 		      size_t c, const struct spt *s)
 {
-	double end = pl->m.loss[b], stay = 1 - end, adv = advance(pl, b), x = 0;
-	int nb = b + 1 < PLAN_AGES ? b + 1 : b;
+	int o = b / PLAN_AGES, age = b % PLAN_AGES;
+	int nage = age + 1 < PLAN_AGES ? age + 1 : age;
+	double end = pl->m.loss[age], stay = 1 - end, adv = advance(pl, b), x = 0;
+	double lo = pl->m.land_other, fl = pl->m.flip[o], rho = pl->m.rho[o];
+	int b0 = age + PLAN_AGES * o, b1 = age + PLAN_AGES * !o;
+	int n0 = nage + PLAN_AGES * o, n1 = nage + PLAN_AGES * !o;
 
 	for (int j = 0; j < PLAN_AGES; j++)
-		x += w(pl->m.land[j], at(pl, k1, j, c, s));
-	return w(end * pl->m.rho, at(pl, k0, 0, c, s)) +
-	       w(end * (1 - pl->m.rho), x) +
-	       w(stay * adv, at(pl, kst, nb, c, s)) +
-	       w(stay * (1 - adv), at(pl, kst, b, c, s));
+		x += w(pl->m.land[j], w(1 - lo, at(pl, k1, j, c, s)) +
+				      w(lo, at(pl, k1, j + PLAN_AGES, c, s)));
+	return w(end * rho, at(pl, k0, 0, c, s)) +
+	       w(end * (1 - rho), x) +
+	       w(stay * adv * (1 - fl), at(pl, kst, n0, c, s)) +
+	       w(stay * adv * fl, at(pl, kst, n1, c, s)) +
+	       w(stay * (1 - adv) * (1 - fl), at(pl, kst, b0, c, s)) +
+	       w(stay * (1 - adv) * fl, at(pl, kst, b1, c, s));
 }
 
 /* Expected value after one step that leaves the job in table k (none or
@@ -210,13 +226,20 @@ HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 		  size_t c, const struct spt *s)
 {
-	double end = end_of(pl, a, b);
-	double stay = 1 - end, adv = advance(pl, b);
+	double end, stay, adv;
 	int k = a ? k1 : k0, ko = a ? k0 : k1;
 	int nb = b + 1 < pl->na ? b + 1 : b;
 
 	if (a && pl->m.multi)
 		return expect_run(pl, k0, k1, k1, b, c, s);
+	end = end_of(pl, a, b);
+	stay = 1 - end;
+	adv = advance(pl, b);
+	if (pl->m.multi) /* an outage ends in a run of age 0, o as seen */
+		return w(end * (1 - pl->m.out_other), at(pl, ko, 0, c, s)) +
+		       w(end * pl->m.out_other, at(pl, ko, PLAN_AGES, c, s)) +
+		       w(stay * adv, at(pl, k, nb < PLAN_AGES ? nb : b, c, s)) +
+		       w(stay * (1 - adv), at(pl, k, b, c, s));
 
 	return w(end, at(pl, ko, 0, c, s)) +
 	       w(stay * adv, at(pl, k, nb, c, s)) +
@@ -226,12 +249,14 @@ HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 HOT double expect_spot(const struct plan *pl, int b, size_t c,
 		       const struct spt *s)
 {
-	double end = end_of(pl, 1, b), stay = 1 - end, adv = advance(pl, b);
-	double hop = pl->m.hop;
+	double end, stay, adv, hop = pl->m.hop;
 	int nb = b + 1 < pl->na ? b + 1 : b;
 
 	if (pl->m.multi)
 		return expect_run(pl, VN0, VN1, VS, b, c, s);
+	end = end_of(pl, 1, b);
+	stay = 1 - end;
+	adv = advance(pl, b);
 	/* The spell ends: outage, instance lost.  It goes on: the instance
 	 * survives, or hops away (none, spot still up). */
 	return w(end, at(pl, VN0, 0, c, s)) +
@@ -319,6 +344,13 @@ static const struct {
 	[VO1] = { SIM_OD, 1 }, [VS] = { SIM_SPOT, 1 },
 };
 
+/* With several regions the outage tables (a = 0) index only the
+ * spot-somewhere age: the cells for o = 1 are never read. */
+static int unused(const struct plan *pl, int k, int b)
+{
+	return pl->m.multi && !ctx[k].a && b >= PLAN_AGES;
+}
+
 int policy__plan_build(struct plan *pl, const struct plan_model *m,
 		       double unit_s, double work_s, double slack_s)
 {
@@ -337,7 +369,7 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 	if (m->multi && (m->exact_ages || m->idle_up)) /* region runs: doubling
 							 * buckets, no waiting up */
 		return -EINVAL;
-	pl->na = m->exact_ages ? m->exact_ages : PLAN_AGES;
+	pl->na = m->exact_ages ? m->exact_ages : m->multi ? 2 * PLAN_AGES : PLAN_AGES;
 	pl->v = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1) *
 		       sizeof(double));
 	pl->act = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1));
@@ -361,6 +393,11 @@ int policy__plan_build(struct plan *pl, const struct plan_model *m,
 				for (int k = 0; k < NV; k++) {
 					enum sim_hold act;
 
+					if (unused(pl, k, b)) {
+						*cell(pl, k, b, c, s) = INFINITY;
+						pl->act[cell(pl, k, b, c, s) - pl->v] = SIM_OD;
+						continue;
+					}
 					qvals(pl, c, s, &sp, ctx[k].h, ctx[k].a, b, q);
 					act = argmin(q);
 					*cell(pl, k, b, c, s) = q[act];
@@ -447,7 +484,7 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 
 			for (int bb = 0; bb < pl->na; bb++) {
 				for (k = 0; k < NV; k++)
-					*cell(&ev, k, bb, c, s) =
+					*cell(&ev, k, bb, c, s) = unused(pl, k, bb) ? INFINITY :
 						rule_value(pl, &ev, job, rule, c, s, &sp, k, bb);
 			}
 		}

@@ -44,16 +44,22 @@ struct plan_model {
 	 * these replace end_up and hop (policy_spotrun_plan.c). */
 	int multi;
 	double loss[PLAN_AGES]; /* P(that region run ends within a step | age) */
-	double rho;             /* P(no spot anywhere | a region run ended) */
 	double land[PLAN_AGES]; /* P(age bucket of the run a start would land in,
 				 * just after a run ended with spot up elsewhere) */
+	/* The index also says whether another region besides that run is up
+	 * (o = 1) or not (o = 0): index = age + PLAN_AGES * o. */
+	double rho[2];     /* P(no spot anywhere | that run ended, o a step before) */
+	double flip[2];    /* P(o changes within a step | o, the run goes on) */
+	double land_other; /* P(o = 1 for the run landed in after a run end) */
+	double out_other;  /* P(o = 1 for the run an outage ends in) */
 };
 
 struct plan {
 	struct plan_model m;
 	double unit_s;     /* planning step, seconds */
 	size_t nc, ns;     /* work steps 0..nc, slack steps 0..ns */
-	int na;            /* age buckets: PLAN_AGES, or m.exact_ages */
+	int na;            /* age indices: PLAN_AGES, m.exact_ages, or with
+			    * m.multi 2 x PLAN_AGES (age and o) */
 	double K;          /* restart in steps (fractional) */
 	double *v;         /* see the .c file */
 	uint8_t *act;      /* the choice behind each cell of v */
@@ -96,8 +102,9 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 		      double *value);
 
 /* The step choice for work C and slack S left, holding h, spot available
- * somewhere now (a) in a spell of age bucket b: SIM_NONE, SIM_OD or
- * SIM_SPOT. */
+ * somewhere now (a) in a spell of age bucket b (with m.multi and a = 1:
+ * the region run's bucket + PLAN_AGES if another region is up besides
+ * it): SIM_NONE, SIM_OD or SIM_SPOT. */
 enum sim_hold policy__plan_choose(const struct plan *pl, double C, double S,
 				  enum sim_hold h, int a, int b);
 

@@ -2,7 +2,8 @@
  * two age scales agree where age says nothing, a start that cannot get
  * past its restart is never chosen when the restart is modelled step by
  * step, waiting with spot up (the exact-law reference's option) only
- * lowers values, and bad model options are refused. */
+ * lowers values, across regions a start is priced by whether another
+ * region is up, and bad model options are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -166,6 +167,42 @@ static void test_idle_up_waits_out_a_dying_run(void **state)
 	policy__plan_free(&pw);
 }
 
+/* Several regions: a region run's end with another region up lands the
+ * job in that region's run, with none up it is an outage.  From
+ * on-demand, 20 h of work and 4 h of slack, spot at 2.5 $/h against
+ * 3.06 in runs lost with 0.2 a step, outages of 20 steps on average: a
+ * start is worth it only where a loss is a restart elsewhere (another
+ * region up), not where it is an outage (none other up). */
+static void test_multi_prices_another_region_up(void **state)
+{
+	struct plan_model m;
+	struct plan pl = { 0 };
+	double C = 20 * 3600.0, S = 4 * 3600.0;
+
+	(void)state;
+	memset(&m, 0, sizeof m);
+	for (int b = 0; b < PLAN_AGES; b++) {
+		m.end_up[b] = 0.01;
+		m.end_down[b] = 0.05;
+		m.loss[b] = 0.2;
+		m.land[b] = 1.0 / PLAN_AGES;
+	}
+	m.multi = 1;
+	m.rho[0] = 1; /* none other up: a run end is an outage */
+	m.rho[1] = 0; /* another up: never */
+	m.land_other = 1;
+	m.spot_price = 2.5;
+	m.od_price = 3.06;
+	m.restart_s = STEP;
+	assert_int_equal(policy__plan_build(&pl, &m, STEP, C, S), 0);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, 0), SIM_OD);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, PLAN_AGES), SIM_SPOT);
+	/* Held spot is kept in both. */
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, 0), SIM_SPOT);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, PLAN_AGES), SIM_SPOT);
+	policy__plan_free(&pl);
+}
+
 static void test_bad_model_options_are_refused(void **state)
 {
 	struct plan_model m = memoryless(0.1, 0.1);
@@ -194,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_exact_ages_agree_when_memoryless),
 		cmocka_unit_test(test_exact_restart_never_starts_a_doomed_run),
 		cmocka_unit_test(test_idle_up_waits_out_a_dying_run),
+		cmocka_unit_test(test_multi_prices_another_region_up),
 		cmocka_unit_test(test_bad_model_options_are_refused),
 	};
 
