@@ -57,6 +57,8 @@
 #include "sim/sim.h"
 #include "sim/sim_law.h"
 
+#include "bound_tally.h"
+
 #define T "data/traces/"
 #define STEP_S 720 /* = R: a restart is one step, the plan's step is the tick */
 #define HISTORY_H 40.0
@@ -142,13 +144,6 @@ static const struct policy_ops policy_known = {
 
 /* ---- the benchmark -------------------------------------------------- */
 
-struct tally {
-	double opt, known, spotrun, up, v0, billed;
-	double known_sq, diff_sq;
-	double c2, o2, co; /* sums of known cost^2, optimal^2, their product */
-	int windows, misses;
-};
-
 static int market_run(const char *file, int windows, uint64_t seed, struct tally *t)
 {
 	struct sr_err e = { 0 };
@@ -198,19 +193,8 @@ static int market_run(const char *file, int windows, uint64_t seed, struct tally
 		if (sim_run(&m, start, &p24, &policy_spotrun, st, &rs, NULL, 0) ||
 		    sim_run(&m, start, &p24, &policy_up, st, &ru, NULL, 0))
 			goto out_law;
-		t->opt += opt;
-		t->known += rk.cost / opt;
-		t->known_sq += (rk.cost / opt) * (rk.cost / opt);
-		t->spotrun += rs.cost / opt;
-		t->up += ru.cost / opt;
-		t->v0 += ks.v0;
-		t->billed += rk.cost;
-		t->diff_sq += (rk.cost - ks.v0) * (rk.cost - ks.v0);
-		t->c2 += rk.cost * rk.cost;
-		t->o2 += opt * opt;
-		t->co += rk.cost * opt;
-		t->misses += !rk.met + !rs.met + !ru.met;
-		t->windows++;
+		tally_window(t, opt, rk.cost, ks.v0, rs.cost, ru.cost,
+			     !rk.met + !rs.met + !ru.met);
 	}
 	rc = 0;
 out_law:
@@ -227,7 +211,6 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	glob_t all;
 	struct tally sum = { 0 };
-	double ratio, se_ratio;
 	int nm = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -271,42 +254,13 @@ int main(int argc, char **argv)
 		if (market_run(f, windows, seed * 1000003u + i, &t))
 			return 1;
 		printf("%-62s %8.2f %7.4f %7.4f %7.4f\n", f + strlen(T), t.opt / t.windows,
-		       t.known / t.windows, t.spotrun / t.windows, t.up / t.windows);
-		sum.known += t.known / t.windows;
-		sum.known_sq += t.known_sq;
-		sum.spotrun += t.spotrun / t.windows;
-		sum.up += t.up / t.windows;
-		sum.v0 += t.v0;
-		sum.billed += t.billed;
-		sum.opt += t.opt;
-		sum.diff_sq += t.diff_sq;
-		sum.c2 += t.c2;
-		sum.o2 += t.o2;
-		sum.co += t.co;
-		sum.misses += t.misses;
-		sum.windows += t.windows;
+		       t.known / t.windows, t.spotrun / t.windows, t.peer / t.windows);
+		tally_add(&sum, &t);
 		nm++;
 	}
 	globfree(&all);
 	if (!nm)
 		return 1;
-	/* The ratio of means and its standard error (delta method). */
-	ratio = sum.billed / sum.opt;
-	se_ratio = sqrt((sum.c2 - 2 * ratio * sum.co + ratio * ratio * sum.o2) /
-			sum.windows / sum.windows) / (sum.opt / sum.windows);
-	printf("mean of %d markets, ratio to optimal: known %.4f (standard error %.4f),\n"
-	       "  spotrun %.4f, up %.4f; spotrun / known %.4f; misses %d\n"
-	       "known's mean cost over optimal's (no online policy can have a lower one): %.4f\n"
-	       "  (standard error %.4f)\n"
-	       "known: the plan's expected cost at the start $%.2f, billed $%.2f (mean per window;\n"
-	       "  difference %+.2f, standard error %.2f)\n",
-	       nm, sum.known / nm,
-	       sqrt((sum.known_sq / sum.windows - (sum.known / nm) * (sum.known / nm)) / sum.windows),
-	       sum.spotrun / nm, sum.up / nm,
-	       sum.spotrun / sum.known, sum.misses, ratio, se_ratio, sum.v0 / sum.windows,
-	       sum.billed / sum.windows, (sum.billed - sum.v0) / sum.windows,
-	       sqrt((sum.diff_sq / sum.windows -
-		     ((sum.billed - sum.v0) / sum.windows) * ((sum.billed - sum.v0) / sum.windows)) /
-		    sum.windows));
+	tally_report(&sum, nm, "markets", "known", "up", "plan");
 	return 0;
 }

@@ -42,6 +42,8 @@
 #include "sim/sim_known2.h"
 #include "sim/sim_law.h"
 
+#include "bound_tally.h"
+
 #define T "data/traces/cbl/availability/1-node/aws-10-26-2022/"
 #define STEP_S 720 /* = R: a start is one step */
 #define HISTORY_H 40.0
@@ -130,40 +132,6 @@ static const struct policy_ops policy_known2 = {
 };
 
 /* ---- the benchmark -------------------------------------------------- */
-
-struct tally {
-	double opt, billed, v0;       /* sums of costs */
-	double c2, o2, co, diff_sq;   /* for the standard errors */
-	double known, known_sq, spotrun, ups; /* sums of cost / optimal */
-	int windows, misses;
-};
-
-static void tally_add(struct tally *sum, const struct tally *t)
-{
-	sum->opt += t->opt;
-	sum->billed += t->billed;
-	sum->v0 += t->v0;
-	sum->c2 += t->c2;
-	sum->o2 += t->o2;
-	sum->co += t->co;
-	sum->diff_sq += t->diff_sq;
-	sum->known_sq += t->known_sq;
-	sum->windows += t->windows;
-	sum->misses += t->misses;
-	/* Mean ratios: the mean over sets of each set's mean over windows. */
-	sum->known += t->known / t->windows;
-	sum->spotrun += t->spotrun / t->windows;
-	sum->ups += t->ups / t->windows;
-}
-
-/* known2's mean cost over optimal's, and its standard error (delta method). */
-static double tally_bound(const struct tally *t, double *se)
-{
-	double r = t->billed / t->opt, n = t->windows;
-
-	*se = sqrt(fmax(0, t->c2 - 2 * r * t->co + r * r * t->o2) / n / n) / (t->opt / n);
-	return r;
-}
 
 /* Builds zone z's market from its trace; *law and *mk owned by the caller. */
 static int zone_market(const char *file, int windows, uint64_t seed, struct sim_law *law,
@@ -313,19 +281,8 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 		    sim_run(&m, start, &p24, &policy_spotrun, st, &rs, NULL, 0) ||
 		    sim_run(&m, start, &p24, &policy_ups, st, &ru, NULL, 0))
 			goto out;
-		t->opt += opt;
-		t->billed += rk.cost;
-		t->v0 += ks.v0;
-		t->c2 += rk.cost * rk.cost;
-		t->o2 += opt * opt;
-		t->co += rk.cost * opt;
-		t->diff_sq += (rk.cost - ks.v0) * (rk.cost - ks.v0);
-		t->known += rk.cost / opt;
-		t->known_sq += (rk.cost / opt) * (rk.cost / opt);
-		t->spotrun += rs.cost / opt;
-		t->ups += ru.cost / opt;
-		t->misses += !rk.met + !rs.met + !ru.met;
-		t->windows++;
+		tally_window(t, opt, rk.cost, ks.v0, rs.cost, ru.cost,
+			     !rk.met + !rs.met + !ru.met);
 	}
 	rc = 0;
 out:
@@ -356,7 +313,7 @@ int main(int argc, char **argv)
 	int nsets = (int)(sizeof sets / sizeof sets[0]);
 	uint64_t seed = 1;
 	struct tally sum = { 0 };
-	double bound, se, dmean;
+	double bound, se;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--windows") && i + 1 < argc)
@@ -402,23 +359,10 @@ int main(int argc, char **argv)
 		bound = tally_bound(&t, &se);
 		printf("%-16s %8.2f %8.4f+-%.4f %7.4f %7.4f %7.4f %6d\n", sets[i],
 		       t.opt / t.windows, bound, se, t.known / t.windows, t.spotrun / t.windows,
-		       t.ups / t.windows, t.misses);
+		       t.peer / t.windows, t.misses);
 		fflush(stdout);
 		tally_add(&sum, &t);
 	}
-	bound = tally_bound(&sum, &se);
-	dmean = (sum.billed - sum.v0) / sum.windows;
-	printf("mean of %d sets, ratio to optimal: known2 %.4f (standard error %.4f),\n"
-	       "  spotrun %.4f, ups %.4f; spotrun / known2 %.4f; misses %d\n"
-	       "known2's mean cost over optimal's (no online policy can have a lower one): %.4f\n"
-	       "  (standard error %.4f)\n"
-	       "known2: the table's expected cost at the start $%.2f, billed $%.2f (mean per window;\n"
-	       "  difference %+.2f, standard error %.2f)\n",
-	       nsets, sum.known / nsets,
-	       sqrt(fmax(0, sum.known_sq / sum.windows - (sum.known / nsets) * (sum.known / nsets)) /
-		    sum.windows),
-	       sum.spotrun / nsets, sum.ups / nsets, sum.spotrun / sum.known, sum.misses, bound, se,
-	       sum.v0 / sum.windows, sum.billed / sum.windows, dmean,
-	       sqrt(fmax(0, sum.diff_sq / sum.windows - dmean * dmean) / sum.windows));
+	tally_report(&sum, nsets, "sets", "known2", "ups", "table");
 	return 0;
 }
