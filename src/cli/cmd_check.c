@@ -20,6 +20,7 @@
 
 #include "aws/ec2.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "common/err.h"
 
 #define PROBE_TYPE "m5.large"
@@ -124,42 +125,46 @@ static json_t *to_json(struct result *r)
 	return o;
 }
 
+static void usage(void)
+{
+	printf("usage: spotrun check [--json] [PROVIDER...]\n\n"
+	       "Say which providers spotrun can use from here: for\n"
+	       "each, whether its credentials are found and valid (one\n"
+	       "cheap signed read call; nothing is started) and which\n"
+	       "region it will use.  PROVIDER: local, aws (default:\n"
+	       "all).  Exits 1 when a provider named here cannot be\n"
+	       "used.\n\n"
+	       "AWS reads AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+	       "AWS_SESSION_TOKEN, AWS_PROFILE with ~/.aws/credentials\n"
+	       "and ~/.aws/config, or the instance role (IMDSv2);\n"
+	       "AWS_REGION; AWS_ENDPOINT_URL_EC2.  See docs/providers.md.\n");
+}
+
 static int cmd_check(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "check", .usage = usage, .flags = CLI_OPT_JSON,
+		.max_operands = CLI_MAX_OPERANDS,
+	};
 	struct result res[NPROV];
-	bool want[NPROV] = { false }, named = false, json = false;
+	bool want[NPROV] = { false }, named = false, json;
 	json_t *arr = NULL;
-	int rc = CLI_OK;
+	int rc = CLI_OK, c;
 
-	for (int i = 1; i < argc; i++) {
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return p.status;
+	json = p.json;
+	for (int i = 0; i < p.n_operands; i++) {
 		size_t k;
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: spotrun check [--json] [PROVIDER...]\n\n"
-			       "Say which providers spotrun can use from here: for\n"
-			       "each, whether its credentials are found and valid (one\n"
-			       "cheap signed read call; nothing is started) and which\n"
-			       "region it will use.  PROVIDER: local, aws (default:\n"
-			       "all).  Exits 1 when a provider named here cannot be\n"
-			       "used.\n\n"
-			       "AWS reads AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
-			       "AWS_SESSION_TOKEN, AWS_PROFILE with ~/.aws/credentials\n"
-			       "and ~/.aws/config, or the instance role (IMDSv2);\n"
-			       "AWS_REGION; AWS_ENDPOINT_URL_EC2.  See docs/providers.md.\n");
-			return CLI_OK;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			continue;
-		}
-		if (argv[i][0] == '-')
-			return cli_usage_error("check", "unknown option '%s'", argv[i]);
 		for (k = 0; k < NPROV; k++)
-			if (!strcmp(argv[i], providers[k].name))
+			if (!strcmp(p.operand[i], providers[k].name))
 				break;
 		if (k == NPROV)
 			return cli_usage_error("check", "unknown provider '%s' "
-					       "(known: local, aws)", argv[i]);
+					       "(known: local, aws)", p.operand[i]);
 		want[k] = true;
 		named = true;
 	}
