@@ -747,7 +747,7 @@ int ckpt_bench_main(int argc, char **argv)
 {
 	struct bopts o;
 	struct bench_state st = { 0 };
-	json_t *root = json_object();
+	json_t *root = NULL;
 	char wdir[4096], raw[4200], reason[256] = "", load0[64], load1[64];
 	char sz[32];
 	double rw[100], stall = 0, lazy = 0, tsave = 0;
@@ -757,11 +757,17 @@ int ckpt_bench_main(int argc, char **argv)
 	rc = parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
+	root = json_object();
+	if (!root) {
+		fprintf(stderr, "spotrun ckpt: bench: out of memory\n");
+		return CLI_FAIL;
+	}
 	snprintf(sz, sizeof sz, "%.0f MiB", (double)o.size / (1 << 20));
 	snprintf(wdir, sizeof wdir, "%s/spotrun-bench-%d", o.dir, (int)getpid());
 	snprintf(raw, sizeof raw, "%s/raw.bin", wdir);
 	if (mkdir(wdir, 0755) != 0) {
 		fprintf(stderr, "spotrun ckpt: bench: %s: %s\n", wdir, strerror(errno));
+		json_decref(root);
 		return CLI_FAIL;
 	}
 	bench_loadavg(load0, sizeof load0);
