@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -280,7 +280,7 @@ int main(int argc, char **argv)
 	/* "PID START": START (the /proc starttime) tells this process from
 	 * a later one that reuses the pid */
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
-		 (long long)proc_start_time(getpid()));
+		 (long long)sr_proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {
