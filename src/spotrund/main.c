@@ -15,9 +15,9 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/timeutil.h"
 #include "ctl/ctl.h"
-#include "ctl/proc.h"
 #include "statelock.h"
 #include "store/store.h"
 
@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 	/* "PID START": START (the /proc starttime) tells this process from
 	 * a later one that reuses the pid */
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
-		 (long long)proc_start_time(getpid()));
+		 (long long)sr_proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {
