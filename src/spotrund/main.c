@@ -15,11 +15,13 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/timeutil.h"
 #include "cloud/conf.h"
 #include "ctl/ctl.h"
 #include "ctl/ctlfile.h"
-#include "common/proc.h"
+#include "statelock.h"
+#include "store/store.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -345,7 +347,7 @@ int main(int argc, char **argv)
 	const char *conf_file = config_path(argc, argv);
 	struct sigaction sa;
 	sigset_t block, old;
-	int opt, rc;
+	int opt, rc, lock_fd = -1;
 
 	ctl_config_defaults(&cfg);
 	default_state_dir(state, sizeof state);
@@ -385,6 +387,15 @@ int main(int argc, char **argv)
 	/* every file the daemon creates (database, WAL, tokens, logs) is
 	 * private to its user (issue 10: spotrun.db was created 0644) */
 	umask(077);
+	/* one daemon per SQLite state, for its whole life (statelock.h) */
+	if (store_backend_of(cfg.store ? cfg.store : "") == STORE_SQLITE) {
+		rc = statelock_take(state, &lock_fd, &e);
+		if (rc) {
+			fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+			ctl_file_free(&file);
+			return 1;
+		}
+	}
 	/* the agents it starts trust the same certificate */
 	if (cfg.tls_cert)
 		setenv("SPOTRUN_CA_CERT", cfg.tls_cert, 0);
@@ -436,5 +447,7 @@ int main(int argc, char **argv)
 	ctl_stop(c);
 	ctl_file_free(&file);
 	unlink(path);
+	if (lock_fd >= 0)
+		close(lock_fd); /* the lock goes with it */
 	return 0;
 }
