@@ -23,13 +23,13 @@ _spotrun()
         --cloud)
             COMPREPLY=($(compgen -W "aws gcp azure lambda coreweave" -- "$cur"))
             return ;;
-        --data|--state-dir|--workdir|--work-dir|--dir)
+X
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
         --focus)
             COMPREPLY=($(compgen -f -- "$cur") -)
             return ;;
-        --trace|--torch-script|--out|-o)
+        --trace|--torch-script|--out|-o|--config)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --by)
@@ -52,7 +52,7 @@ _spotrun()
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
         check)
-            COMPREPLY=($(compgen -W "local aws --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "local aws --json --config --help" -- "$cur")) ;;
         gpus)
             COMPREPLY=($(compgen -W "--cloud --region --data --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
         status|events|cancel|dashboard)
