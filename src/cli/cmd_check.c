@@ -3,24 +3,32 @@
  * can be used from this machine, like `sky check`.
  *
  *   local  the built-in local spot cloud: always available.
- *   aws    credentials found (environment, ~/.aws profile, instance role)
- *          and valid: one cheap signed read call,
+ *   aws    credentials found the way the AWS CLI finds them (environment,
+ *          profiles with keys, role_arn, web identity, SSO,
+ *          credential_process, the container, the instance role) and
+ *          valid: one cheap signed read call,
  *          DescribeInstanceTypeOfferings, which also says which zones of
  *          the region sell the probe instance type.  Nothing is started.
  *
  * A provider that cannot be used is reported with the reason, which names
- * the missing variable or file.  Exit status: 0, or 1 when a provider
+ * the missing variable or file.  Temporary credentials show when they
+ * expire; ones that run out within the hour and cannot be renewed
+ * without the user (an exported session, an SSO login) are a warning
+ * naming what to do, and expired ones an error (common/awscred.h,
+ * sr_awscred_health) - before a job would need them.  Exit status: 0, or 1 when a provider
  * named on the command line cannot be used.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "aws/ec2.h"
 #include "cli.h"
 #include "common/err.h"
+#include "common/timeutil.h"
 
 #define PROBE_TYPE "m5.large"
 
@@ -28,7 +36,9 @@ struct result {
 	const char *name;
 	bool ok;
 	char reason[SR_ERR_MSG_MAX + 64];
-	char detail[256];      /* credentials source */
+	char detail[400];      /* credentials source */
+	char expires[48];      /* "2026-11-30T20:00:00Z (instance-role)" */
+	char warning[SR_ERR_MSG_MAX + 64]; /* they run out soon */
 	char region[64];
 	char endpoint[256];
 	json_t *zones;         /* array of strings, owned */
@@ -61,6 +71,24 @@ static void check_aws(struct result *r)
 		return;
 	}
 	snprintf(r->detail, sizeof(r->detail), "%s", ec2_cred_source(c));
+	{
+		struct sr_awscred_state st;
+		char msg[SR_ERR_MSG_MAX];
+		int lvl = sr_awscred_cache_health(ec2_creds(c), time(NULL), msg,
+						  sizeof(msg));
+
+		sr_awscred_cache_state(ec2_creds(c), &st);
+		if (st.expires_s > 0)
+			sr_time_format_rfc3339(st.expires_s * SR_NS_PER_SEC, 0,
+					       r->expires, sizeof(r->expires));
+		if (lvl == 2) {
+			snprintf(r->reason, sizeof(r->reason), "%s", msg);
+			ec2_close(c);
+			return;
+		}
+		if (lvl == 1)
+			snprintf(r->warning, sizeof(r->warning), "%s", msg);
+	}
 	snprintf(r->region, sizeof(r->region), "%s", ec2_region(c));
 	snprintf(r->endpoint, sizeof(r->endpoint), "%s", ec2_endpoint(c));
 	rc = ec2_instance_type_zones(c, PROBE_TYPE, &zones, &n, &err);
@@ -99,6 +127,11 @@ static void print_text(const struct result *r)
 		return;
 	}
 	printf("         credentials: %s\n", r->detail);
+	if (r->expires[0] != '\0')
+		printf("         expires:     %s (renewed before then)\n",
+		       r->expires);
+	if (r->warning[0] != '\0')
+		printf("         WARNING:     %s\n", r->warning);
 	printf("         region:      %s (%s)\n", r->region, r->endpoint);
 	printf("         zones selling %s:", PROBE_TYPE);
 	for (size_t i = 0; i < nz; i++)
@@ -115,6 +148,10 @@ static json_t *to_json(struct result *r)
 	if (r->detail[0] != '\0')
 		json_object_set_new(o, r->region[0] ? "credentials" : "detail",
 				    json_string(r->detail));
+	if (r->expires[0] != '\0')
+		json_object_set_new(o, "credentials_expire", json_string(r->expires));
+	if (r->warning[0] != '\0')
+		json_object_set_new(o, "warning", json_string(r->warning));
 	if (r->region[0] != '\0') {
 		json_object_set_new(o, "region", json_string(r->region));
 		json_object_set_new(o, "endpoint", json_string(r->endpoint));
@@ -142,9 +179,14 @@ static int cmd_check(int argc, char **argv)
 			       "region it will use.  PROVIDER: local, aws (default:\n"
 			       "all).  Exits 1 when a provider named here cannot be\n"
 			       "used.\n\n"
-			       "AWS reads AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
-			       "AWS_SESSION_TOKEN, AWS_PROFILE with ~/.aws/credentials\n"
-			       "and ~/.aws/config, or the instance role (IMDSv2);\n"
+			       "AWS finds credentials as the AWS CLI does: AWS_ACCESS_KEY_ID/\n"
+			       "AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN; AWS_PROFILE in\n"
+			       "~/.aws/credentials and ~/.aws/config (keys, role_arn with\n"
+			       "source_profile, web identity, sso_session,\n"
+			       "credential_process); AWS_WEB_IDENTITY_TOKEN_FILE; the\n"
+			       "ECS/EKS container endpoint; the instance role (IMDSv2).\n"
+			       "Credentials that expire within the hour and cannot be\n"
+			       "renewed unaided are a WARNING; expired ones an error.\n"
 			       "AWS_REGION; AWS_ENDPOINT_URL_EC2.  See docs/providers.md.\n");
 			return CLI_OK;
 		}
