@@ -281,32 +281,22 @@ static int check_lines(const char *path, const char *buf, size_t len,
 	return 0;
 }
 
-int sr_awscred__ini_load(const char *path, struct sr_awsini **out,
-			 struct sr_err *e)
+int sr_awscred__ini_parse(const char *name, const char *buf, size_t len,
+			  struct sr_awsini **out, struct sr_err *e)
 {
 	struct pst p = { 0 };
 	struct sr_awsini *f = NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	struct sr_err re = { 0 };
 	int rc;
 
 	*out = NULL;
 	pthread_once(&ini_once, ini_setup);
-	rc = sr_fs_read_file(path, FILE_MAX_BYTES, &buf, &len, &re);
-	if (rc == -ENOENT)
-		return -SR_ENOTFOUND;
-	if (rc < 0) {
-		rc = sr_err_set(e, rc, "%s", re.msg);
-		goto out;
-	}
-	rc = check_lines(path, buf, len, e);
+	rc = check_lines(name, buf, len, e);
 	if (rc < 0)
-		goto out;
+		return rc;
 	f = calloc(1, sizeof(*f));
-	if (f == NULL || (f->path = strdup(path)) == NULL) {
-		rc = sr_err_set(e, -ENOMEM, "%s: out of memory", path);
-		goto out;
+	if (f == NULL || (f->path = strdup(name)) == NULL) {
+		free(f);
+		return sr_err_set(e, -ENOMEM, "%s: out of memory", name);
 	}
 	p = (struct pst){ .f = f, .buf = buf, .len = len, .prev = SIZE_MAX,
 			  .e = e };
@@ -314,24 +304,50 @@ int sr_awscred__ini_load(const char *path, struct sr_awsini **out,
 	if (p.rc < 0)
 		rc = p.rc;
 	else if (rc == -2)
-		rc = sr_err_set(e, -ENOMEM, "%s: out of memory", path);
+		rc = sr_err_set(e, -ENOMEM, "%s: out of memory", name);
 	else if (rc > 0)
 		rc = syntax_error(&p, rc, e);
 	else if (rc < 0)
-		rc = sr_err_set(e, -EIO, "%s: cannot read", path);
-	if (rc == 0) {
-		*out = f;
-		f = NULL;
-	}
-out:
+		rc = sr_err_set(e, -EIO, "%s: cannot read", name);
 	free(p.sec);
 	free(p.closed);
-	sr_awscred__ini_free(f);
-	if (buf != NULL) {
-		OPENSSL_cleanse(buf, len);
-		free(buf);
-	}
+	if (rc == 0)
+		*out = f;
+	else
+		sr_awscred__ini_free(f);
 	return rc;
+}
+
+int sr_awscred__ini_load(const char *path, struct sr_awsini **out,
+			 struct sr_err *e)
+{
+	struct sr_err re = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	rc = sr_fs_read_file(path, FILE_MAX_BYTES, &buf, &len, &re);
+	if (rc == -ENOENT)
+		return -SR_ENOTFOUND;
+	if (rc < 0)
+		return sr_err_set(e, rc, "%s", re.msg);
+	rc = sr_awscred__ini_parse(path, buf, len, out, e);
+	OPENSSL_cleanse(buf, len);
+	free(buf);
+	return rc;
+}
+
+size_t sr_awscred__ini_count(const struct sr_awsini *f)
+{
+	return f != NULL ? f->n : 0;
+}
+
+void sr_awscred__ini_entry(const struct sr_awsini *f, size_t i,
+			   const char **section, const char **key)
+{
+	*section = f->v[i].section;
+	*key = f->v[i].key;
 }
 
 static char *trimmed(const char *s, char *buf, size_t n)

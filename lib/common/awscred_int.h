@@ -61,7 +61,14 @@ void sr_awscred__conf_free(struct sr_awsconf *c); /* NULL-safe */
  * for sr_aws_ini_get.  -SR_ENOTFOUND when absent. */
 int sr_awscred__ini_load(const char *path, struct sr_awsini **out,
 			 struct sr_err *e);
+/* The same from memory; `name` stands for the file in messages. */
+int sr_awscred__ini_parse(const char *name, const char *buf, size_t len,
+			  struct sr_awsini **out, struct sr_err *e);
 void sr_awscred__ini_free(struct sr_awsini *f); /* NULL-safe */
+/* Number of keys, and the i-th one's section and key (borrowed). */
+size_t sr_awscred__ini_count(const struct sr_awsini *f);
+void sr_awscred__ini_entry(const struct sr_awsini *f, size_t i,
+			   const char **section, const char **key);
 /* Value of key (case-insensitive) in the section whose header is exactly
  * `section` (trimmed): borrowed, NULL when absent. */
 const char *sr_awscred__ini_get(const struct sr_awsini *f, const char *section,
