@@ -37,7 +37,7 @@
 #include "common/money.h"
 #include "common/sigv4.h"
 #include "common/timeutil.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
 #include "ec2emu_int.h"
 
 /* ---- pools ------------------------------------------------------------ */
@@ -169,8 +169,8 @@ static int launch_process(struct ec2emu *m, struct emu_inst *in,
 		char *argv[] = { "/bin/sh", path, NULL };
 		char *envp[] = { env_path, env_root, env_imds, env_home, NULL };
 
-		rc = proc_spawn(argv, envp, in->dir, log, gate_ok, NULL, &in->pid,
-				&in->pid_start, e);
+		rc = sr_proc_spawn(argv, envp, in->dir, log, gate_ok, NULL,
+				   &in->pid, &in->pid_start, e);
 	}
 	return rc;
 }
@@ -441,7 +441,7 @@ static void drop_disk(const struct emu_inst *in)
 static void kill_inst(struct emu_inst *in, const char *reason)
 {
 	if (in->pid > 0)
-		proc_kill_session(in->pid, in->pid_start);
+		sr_proc_kill_session(in->pid, in->pid_start);
 	drop_disk(in);
 	in->pid = 0;
 	in->state = EMU_TERMINATED;
@@ -471,7 +471,7 @@ void ec2emu__tick(struct ec2emu *m)
 			kill_inst(in, "Client.UserInitiatedShutdown");
 	}
 	pthread_mutex_unlock(&m->mu);
-	proc_reap();
+	sr_proc_reap();
 }
 
 int ec2emu_preempt(struct ec2emu *m, const char *id)
@@ -597,11 +597,11 @@ void ec2emu__free_state(struct ec2emu *m)
 		struct emu_inst *in = m->inst[i];
 
 		if (in->pid > 0)
-			proc_kill_session(in->pid, in->pid_start);
+			sr_proc_kill_session(in->pid, in->pid_start);
 		inst_free(in);
 	}
 	free(m->inst);
 	free(m->pools);
 	localmkt_free(m->mkt);
-	proc_reap();
+	sr_proc_reap();
 }

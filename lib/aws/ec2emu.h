@@ -5,7 +5,7 @@
  * uses: RunInstances, DescribeInstances, TerminateInstances,
  * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings) with
  * well-formed EC2 XML, for the AWS pools of one region of the local
- * market (ctl/localmkt.h: catalog offerings whose spot availability and
+ * market (cloud/localmkt.h: catalog offerings whose spot availability and
  * price replay real traces).  Zones are the catalog's zone ids
  * ("use1-az4").
  *

@@ -12,7 +12,7 @@
 
 #include "common/money.h"
 
-#include "ctl/localmkt.h"
+#include "cloud/localmkt.h"
 #include "ec2emu.h"
 
 #define EMU_MAX_TAGS 16

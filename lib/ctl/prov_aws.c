@@ -37,7 +37,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
-#include "ctl/localmkt.h"
+#include "cloud/localmkt.h"
 
 #define PRICE_REFRESH_NS (60 * SR_NS_PER_SEC)
 

@@ -58,8 +58,8 @@
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/ctl_int.h"
-#include "ctl/localmkt.h"
-#include "ctl/proc.h"
+#include "cloud/localmkt.h"
+#include "common/proc.h"
 
 #define GONE_KEEP_NS (INT64_C(3600) * SR_NS_PER_SEC) /* records of the gone */
 #define LPATH 2600 /* a record's or a disk's path: the state dir + a name */
@@ -414,7 +414,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 		k++;
 	}
 	envp[k] = NULL;
-	rc = proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
+	rc = sr_proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
 	if (!rc)
 		sr_info("local", "node started", "node=%" PRId64 " pid=%" PRId64
 			" pool=%d spot=%d", node, pid, l->pool, l->spot);
@@ -532,7 +532,7 @@ static void rec_kill(struct ldrv *d, struct lrec *r, const char *why)
 	struct sr_err e = { 0 };
 	char wd[LPATH];
 
-	if (r->pid > 0 && proc_kill_session(r->pid, r->start) > 0)
+	if (r->pid > 0 && sr_proc_kill_session(r->pid, r->start) > 0)
 		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64
 			" why=%s", r->node, r->pid, why);
 	work_dir_of(d, r->node, wd, sizeof wd);
@@ -571,10 +571,10 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 		 * its id names its process */
 		if (!found && sscanf(ids[i], "local-%lld-%lld", &pid, &start) == 2 &&
 		    pid > 0)
-			proc_kill_session(pid, start);
+			sr_proc_kill_session(pid, start);
 	}
 	pthread_mutex_unlock(&d->mu);
-	proc_reap();
+	sr_proc_reap();
 	free(v);
 	free(paths);
 	if (rc)
@@ -615,7 +615,7 @@ static bool reclaim_turn(const struct lrec *v, size_t nv, size_t i)
 static bool rec_step(struct ldrv *d, struct lrec *r, bool turn, int64_t now)
 {
 	struct sr_err e = { 0 };
-	bool alive = !r->gone && r->pid > 0 && proc_alive(r->pid, r->start);
+	bool alive = !r->gone && r->pid > 0 && sr_proc_alive(r->pid, r->start);
 
 	if (!r->gone && !alive) {
 		rec_kill(d, r, "exited");
@@ -654,7 +654,7 @@ static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 
 	*out = NULL;
 	*n = 0;
-	proc_reap();
+	sr_proc_reap();
 	pthread_mutex_lock(&d->mu);
 	rc = recs_all(d, &v, &paths, &nv);
 	if (!rc && nv) {

@@ -30,7 +30,7 @@
 #include "common/fsutil.h"
 #include "common/http.h"
 #include "common/timeutil.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
 #include "ctlcli.h"
 
 #define START_WAIT_S 20
@@ -81,7 +81,7 @@ static pid_t read_pid(const char *dir)
 	free(path);
 	if (v <= 0 || v > INT_MAX || start < 0)
 		return 0;
-	if (!proc_alive(v, start))
+	if (!sr_proc_alive(v, start))
 		return 0;
 	return (pid_t)v;
 }
@@ -95,7 +95,7 @@ static int write_pid(const char *dir, pid_t pid)
 	if (!path)
 		return -ENOMEM;
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)pid,
-		 (long long)proc_start_time(pid));
+		 (long long)sr_proc_start_time(pid));
 	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, NULL);
 	free(path);
 	return rc;

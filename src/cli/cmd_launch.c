@@ -30,9 +30,8 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
+#include "market/joblimits.h"
 #include "market/plan.h"
-
-#define SPEC_MAX (256 * 1024)
 
 void events_print_line(FILE *f, json_t *ev); /* cmd_events.c */
 void logs_print_line(json_t *l, int multi);  /* cmd_logs.c */
@@ -449,11 +448,11 @@ static int cmd_launch(int argc, char **argv)
 		goto out;
 	}
 	sr_err_clear(&e);
-	rc = sr_fs_read_file(file, SPEC_MAX, &text, &len, &e);
+	rc = sr_fs_read_file(file, SR_LIMIT_JOB_BYTES, &text, &len, &e);
 	if (rc < 0) {
 		if (rc == -EFBIG)
 			fprintf(stderr, "spotrun launch: %s: larger than %d KiB\n", file,
-				SPEC_MAX / 1024);
+				SR_LIMIT_JOB_BYTES / 1024);
 		else
 			fprintf(stderr, "spotrun launch: %s\n", sr_err_str(&e, rc));
 		goto out;

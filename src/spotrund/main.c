@@ -15,9 +15,11 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/timeutil.h"
 #include "ctl/ctl.h"
-#include "ctl/proc.h"
+#include "statelock.h"
+#include "store/store.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -159,7 +161,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, old;
 	int64_t v;
-	int opt, rc;
+	int opt, rc, lock_fd = -1;
 
 	ctl_config_defaults(&cfg);
 	default_state_dir(state, sizeof state);
@@ -246,6 +248,14 @@ int main(int argc, char **argv)
 	/* every file the daemon creates (database, WAL, tokens, logs) is
 	 * private to its user (issue 10: spotrun.db was created 0644) */
 	umask(077);
+	/* one daemon per SQLite state, for its whole life (statelock.h) */
+	if (store_backend_of(cfg.store ? cfg.store : "") == STORE_SQLITE) {
+		rc = statelock_take(state, &lock_fd, &e);
+		if (rc) {
+			fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+			return 1;
+		}
+	}
 	/* the agents it starts trust the same certificate */
 	if (cfg.tls_cert)
 		setenv("SPOTRUN_CA_CERT", cfg.tls_cert, 0);
@@ -280,7 +290,7 @@ int main(int argc, char **argv)
 	/* "PID START": START (the /proc starttime) tells this process from
 	 * a later one that reuses the pid */
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
-		 (long long)proc_start_time(getpid()));
+		 (long long)sr_proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {
@@ -294,5 +304,7 @@ int main(int argc, char **argv)
 	/* Nodes keep running: the next start adopts them (docs/api.md). */
 	ctl_stop(c);
 	unlink(path);
+	if (lock_fd >= 0)
+		close(lock_fd); /* the lock goes with it */
 	return 0;
 }
