@@ -85,6 +85,8 @@ struct ec2_run {
 	sr_micros max_price_per_h; /* spot MaxPrice; <= 0: not sent */
 	struct cloud_tags tags;
 	const char *user_data;     /* plain text; sent base64-encoded */
+	/* NULL: the client's options (ec2_opts) */
+	const char *image_id, *subnet_id, *security_group_id;
 };
 
 /* Launch; *out describes the new (or, for a repeated client token, the
@@ -146,8 +148,9 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 /*
  * The compute driver (cloud/compute.h) over client c.  The driver takes
  * ownership of c (closed by ops->destroy).  launch->bootstrap is sent as
- * user-data as given; the image, subnet, group and key come from c's
- * options.  On failure c is closed too.
+ * user-data as given; the image, subnet and group come from the launch
+ * (cloud_launch.image, .subnet, .security_group) or else c's options,
+ * the key and instance profile from c's options.  On failure c is closed too.
  */
 int ec2_driver_new(struct ec2 *c, struct cloud_driver *out, struct sr_err *e);
 

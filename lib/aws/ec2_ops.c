@@ -187,11 +187,18 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 	size_t len = 0, n = 0;
 	int rc;
 
+	const char *image = r->image_id ? r->image_id : c->image_id;
+	const char *subnet = r->subnet_id ? r->subnet_id : c->subnet_id;
+	const char *group = r->security_group_id ? r->security_group_id :
+			    c->security_group_id;
+
 	memset(out, 0, sizeof(*out));
-	if (c->image_id == NULL) {
+	if (image == NULL) {
 		rc = cloud_err_set(err, CLOUD_EINVALID, NULL,
-				   "EC2 RunInstances: no image: set the AMI "
-				   "(spotrund --aws-image ami-...)");
+				   "EC2 RunInstances: no image: set the AMI (the "
+				   "task's resources.image_id, the config file's "
+				   "providers.aws image, or spotrund --aws-image "
+				   "ami-...)");
 		goto out;
 	}
 	if (r->client_token == NULL || r->client_token[0] == '\0' ||
@@ -202,19 +209,19 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 				   "and cluster tag are required");
 		goto out;
 	}
-	ec2__param(&p, "ImageId", c->image_id);
+	ec2__param(&p, "ImageId", image);
 	ec2__param(&p, "InstanceType", r->instance_type);
 	ec2__param(&p, "MinCount", "1");
 	ec2__param(&p, "MaxCount", "1");
 	ec2__param(&p, "ClientToken", r->client_token);
 	if (c->key_name != NULL)
 		ec2__param(&p, "KeyName", c->key_name);
-	if (c->subnet_id != NULL)
-		ec2__param(&p, "SubnetId", c->subnet_id); /* pins the zone */
+	if (subnet != NULL)
+		ec2__param(&p, "SubnetId", subnet); /* pins the zone */
 	else if (r->zone != NULL && r->zone[0] != '\0')
 		ec2__param(&p, "Placement.AvailabilityZone", r->zone);
-	if (c->security_group_id != NULL)
-		ec2__param(&p, "SecurityGroupId.1", c->security_group_id);
+	if (group != NULL)
+		ec2__param(&p, "SecurityGroupId.1", group);
 	if (c->instance_profile != NULL)
 		ec2__param(&p, "IamInstanceProfile.Name", c->instance_profile);
 	if (r->user_data != NULL) {

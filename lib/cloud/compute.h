@@ -6,9 +6,9 @@
  * estimates - is cloud/market.h: a driver may feed it, e.g. EC2's
  * DescribeSpotPriceHistory, but placement never asks a driver "is there
  * capacity now?"; it learns that from launch results, classified below.
- * The control plane drives every cloud through these two headers,
- * lib/ctl/clouds.c; the local cloud, AWS EC2 and the unit tests'
- * scripted cloud implement them.)
+ * The control plane drives every cloud through these two headers and
+ * cloud/provider.h, lib/ctl/clouds.c; lib/providers/<name>/ and the
+ * unit tests' scripted clouds implement them.)
  *
  * LIFECYCLE OF ONE LAUNCH
  *
@@ -139,6 +139,12 @@ struct cloud_launch {
 				      driver's bootstrap channel (EC2: a
 				      user-data script; local: a JSON
 				      startup document) */
+	/* Where and from what it boots; NULL: the driver's default (its
+	 * configuration).  image: the task's resources.image_id wins over
+	 * the configured one (docs/providers.md "Configuration"). */
+	const char *image;         /* EC2: an AMI id */
+	const char *subnet;
+	const char *security_group;
 	void (*done)(void *ud);    /* called once from a driver thread */
 	void *done_ud;
 };

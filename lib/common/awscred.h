@@ -173,6 +173,10 @@ int sr_awscred_cache_sign(struct sr_awscred_cache *cc,
 			  const struct sr_sigv4_req *r, char ***sig,
 			  struct sr_err *e);
 
+/* Resolve the chain again now (the lock not held over it).  0, or the
+ * resolve's error (the old credentials stay). */
+int sr_awscred_cache_refresh(struct sr_awscred_cache *cc, struct sr_err *e);
+
 /* The cloud answered that the credentials expired (ExpiredToken): the
  * next sign resolves again, whatever expires_s says. */
 void sr_awscred_cache_expire(struct sr_awscred_cache *cc);

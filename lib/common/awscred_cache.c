@@ -74,24 +74,24 @@ static bool due(const struct sr_awscred_cache *cc, int64_t now_s)
 			     now_s + SR_AWSCRED_REFRESH_S >= cc->cur.expires_s);
 }
 
-/* Resolve again, the lock not held; called by the one refreshing thread. */
-static void refresh(struct sr_awscred_cache *cc)
+/* Resolve again, the lock not held; called by the one refreshing thread
+ * (cc->refreshing set).  Returns the resolve's code, *e its message. */
+static int refresh(struct sr_awscred_cache *cc, struct sr_err *e)
 {
 	struct sr_awscred fresh;
-	struct sr_err e = { 0 };
-	int rc = sr_awscred_resolve(&fresh, &e);
+	int rc = sr_awscred_resolve(&fresh, e);
 
 	pthread_mutex_lock(&cc->mu);
 	cc->refreshing = false;
 	cc->last_rc = rc;
 	if (rc < 0) {
 		snprintf(cc->last_err, sizeof(cc->last_err), "%s",
-			 sr_err_str(&e, rc));
+			 sr_err_str(e, rc));
 		cc->next_try_ns = sr_time_mono_ns() + cc->retry_ns;
 		pthread_mutex_unlock(&cc->mu);
 		sr_warn("aws", "credentials not refreshed", "source=\"%s\" "
-			"err=\"%s\"", cc->cur.source, sr_err_str(&e, rc));
-		return;
+			"err=\"%s\"", cc->cur.source, sr_err_str(e, rc));
+		return rc;
 	}
 	sr_awscred_free(&cc->cur);
 	cc->cur = fresh;
@@ -104,6 +104,19 @@ static void refresh(struct sr_awscred_cache *cc)
 	cc->refreshed_s = (int64_t)time(NULL);
 	pthread_mutex_unlock(&cc->mu);
 	sr_info("aws", "credentials refreshed", "source=\"%s\"", fresh.source);
+	return 0;
+}
+
+int sr_awscred_cache_refresh(struct sr_awscred_cache *cc, struct sr_err *e)
+{
+	pthread_mutex_lock(&cc->mu);
+	if (cc->refreshing) {
+		pthread_mutex_unlock(&cc->mu);
+		return 0; /* another thread is at it */
+	}
+	cc->refreshing = true;
+	pthread_mutex_unlock(&cc->mu);
+	return refresh(cc, e);
 }
 
 int sr_awscred_cache_sign(struct sr_awscred_cache *cc,
@@ -118,9 +131,11 @@ int sr_awscred_cache_sign(struct sr_awscred_cache *cc,
 	pthread_mutex_lock(&cc->mu);
 	if (due(cc, now) && !cc->refreshing &&
 	    sr_time_mono_ns() >= cc->next_try_ns) {
+		struct sr_err re = { 0 };
+
 		cc->refreshing = true;
 		pthread_mutex_unlock(&cc->mu);
-		refresh(cc);
+		refresh(cc, &re);
 		pthread_mutex_lock(&cc->mu);
 	}
 	if (cc->force || (cc->cur.expires_s > 0 && now >= cc->cur.expires_s)) {

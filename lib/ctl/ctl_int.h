@@ -13,6 +13,7 @@
 #include "ctl/ctl.h"
 #include "cloud/compute.h"
 #include "cloud/market.h"
+#include "cloud/provider.h"
 #include "ctl/router.h"
 #include "store/store.h"
 
@@ -41,34 +42,17 @@ struct ctl_clock {
 
 #define CTL_MARKS_MAX 64
 
-/* ---- clouds (provider contract v2: cloud/market.h + cloud/compute.h) ---- */
+/* ---- clouds: the open providers (cloud/provider.h, clouds.c) ---- */
 
-/* What a node needs at its first boot; a cloud's bootstrap() turns it
- * into the text its driver hands the instance (EC2: a user-data script;
- * the local cloud: a JSON startup document).  Borrowed. */
-struct ctl_boot {
-	int64_t node_id, job_id;
-	const char *token;         /* the node's bearer token */
-	const char *api_url;       /* the control plane, as nodes reach it */
-};
-
-/* One cloud the reconciler drives: a market view, a compute driver and
- * the node bootstrap (clouds.c).  Owned by the daemon (ctl_stop destroys
- * mkt, then drv). */
+/* One open provider (one region of it) the reconciler drives.  Owned by
+ * the daemon (ctl_stop closes it). */
 struct ctl_cloud {
-	char name[16];             /* "local", "aws": nodes.provider */
-	/* Nodes see the control plane's disk (the local cloud): the node
-	 * API may hand them directories under the state dir.  False for a
-	 * cloud: a node keeps everything on its own disk. */
-	bool shared_disk;
-	struct cloud_market mkt;
-	struct cloud_driver drv;
-	/* *out malloc'd; the caller wipes and frees it (it holds the token). */
-	int (*bootstrap)(struct ctl *c, const struct ctl_boot *b, char **out,
-			 struct sr_err *e);
+	const struct cloud_prov_def *def; /* NULL: a test's injected cloud */
+	char name[16];             /* def->name: nodes.provider */
+	unsigned caps;             /* CLOUD_CAP_* */
+	struct cloud_provider p;
 };
 
-#define CTL_CLOUDS_MAX 4
 #define CTL_INFLIGHT_MAX 64
 
 /* A node as the clouds see it (clouds.c). */
@@ -115,8 +99,11 @@ struct ctl {
 	int64_t real0_ns;
 	double sim0_s;
 
-	struct ctl_cloud clouds[CTL_CLOUDS_MAX]; /* in ownership order */
-	size_t nclouds;
+	/* The open providers, in ownership order (clouds.c): a pool
+	 * belongs to the first whose market describes it. */
+	struct ctl_cloud *clouds;
+	size_t nclouds, capclouds;
+	struct cloud_host host;      /* what the providers borrow */
 	char cluster[32];            /* the spotrun:cluster tag (settings) */
 	struct ctl_inflight fly[CTL_INFLIGHT_MAX]; /* reconciler thread */
 	size_t nfly;
@@ -199,11 +186,11 @@ void ctl__pol_clear(struct ctl *c);
 void ctl__pool_mark(struct ctl *c, int pool);
 bool ctl__spot_open(struct ctl *c, int pool);
 
-/* The provider that sells `pool` (its name, as nodes.provider records
- * it) and whether its nodes share the control plane's disk
- * (recon_place.c; any thread). */
+/* The provider that sells `pool`: its name, as nodes.provider records
+ * it, and its capabilities (CLOUD_CAP_*; 0 when none sells it)
+ * (clouds.c; any thread). */
 const char *ctl__prov_name(const struct ctl *c, int pool);
-bool ctl__prov_shared(const struct ctl *c, int pool);
+unsigned ctl__prov_caps(const struct ctl *c, int pool);
 
 /* The calling thread's store connection (opened on first use); NULL on
  * failure. */
@@ -245,7 +232,9 @@ void ctl__wake(struct ctl *c);
  * constructor in a static library is dropped unless referenced). */
 void ctl__routes_jobs(void);
 void ctl__routes_nodes(void);
-void ctl__routes_imds(void); /* the local cloud's (prov_local.c registers) */
+/* The IMDSv2 the daemon serves the nodes of a provider with
+ * CLOUD_CAP_HOSTED_META (routes_imds.c; registered when one is open). */
+void ctl__routes_imds(void);
 
 /* HTTP server (server.c).  _prepare checks the listen address against
  * the TLS settings and loads the certificate (before anything slow);
@@ -257,7 +246,7 @@ void ctl__http_stop(struct ctl *c);
 /* ctl_start with an injected cloud (owned from then: destroyed at
  * ctl_stop, also on failure) and clock (NULL: the system's), set before
  * any thread starts; for tests. */
-int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
+int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		    const struct ctl_clock *clock, struct ctl **out,
 		    struct sr_err *e);
 
@@ -267,7 +256,7 @@ void *ctl__reconcile_main(void *arg);
 int ctl__reconcile_once(struct ctl *c);
 
 /* The clouds (clouds.c).  The market of the first cloud that
- * describes a pool sells it; real clouds come before the local one.
+ * describes a pool sells it; CLOUD_CAP_FALLBACK ones come last.
  *   _offerings / _describe: the merged market view (any thread).
  *   _launch: start node n (token for its bootstrap).  0: the instance
  *     is known and commit(ud, id, blob, pending: the cloud still boots
@@ -280,7 +269,12 @@ int ctl__reconcile_once(struct ctl *c);
  *     live nodes v[0..n) (obs[i]); instances no live node holds are
  *     terminated (leaks); refreshes the market views' caches.
  * Reconciler thread only, but _offerings/_describe/_name/_shared. */
-int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e);
+/* Add an open provider (owned from here, also on failure). */
+int ctl__clouds_add(struct ctl *c, struct ctl_cloud *cl, struct sr_err *e);
+/* Open the providers cfg names (cfg->provider, else those of
+ * cfg->providers, else "local") from the registry: regional ones once per
+ * configured region. */
+int ctl__clouds_open(struct ctl *c, struct sr_err *e);
 /* This control plane's cluster id (the spotrun:cluster tag every
  * instance carries): made once, kept in the settings; into c->cluster. */
 int ctl__cluster_load(struct ctl *c, struct sr_err *e);
@@ -298,18 +292,12 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
 int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
 		 struct ctl_node_obs *obs);
-/* "local,aws": the enabled clouds' names. */
+/* "local,aws/us-east-1": the open clouds' names (and regions). */
 void ctl__clouds_names(const struct ctl *c, char *out, size_t cap);
 
-/* The local cloud (prov_local.c): its market, driver and bootstrap. */
-int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e);
-/* The IMDS view of node `id`'s newest local instance (prov_local.c): 0,
- * or -SR_ENOTFOUND when the local cloud never launched one for it.
- * notice_ns: the interruption it scheduled (wall clock), 0 none. */
-int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
-		    char *zone, size_t zcap, char *itype, size_t tcap, bool *spot);
-/* AWS EC2 (prov_aws.c); needs c->url, c->data_dir, c->cluster. */
-int ctl__prov_aws_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e);
+/* The metadata the daemon serves node `node` (routes_imds.c): from the
+ * first CLOUD_CAP_HOSTED_META provider that launched it; -SR_ENOTFOUND. */
+int ctl__node_meta(struct ctl *c, int64_t node, struct cloud_meta *out);
 
 /* The job/node JSON views (views.c), shapes in docs/api.md.
  * ctl__job_json: a new reference, or NULL with *e set (-SR_ENOTFOUND: no

@@ -378,7 +378,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	else
 		peer_addr(rq, addr, sizeof addr);
 	json_decref(root);
-	shared = ctl__prov_shared(c, n.pool);
+	shared = ctl__prov_caps(c, n.pool) & CLOUD_CAP_SHARED_DISK;
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the

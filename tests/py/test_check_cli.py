@@ -156,7 +156,8 @@ def test_aws_credentials_that_cannot_be_renewed(ec2, tmp_path):
     assert "cannot be renewed" in r.stdout and "credential_process" in r.stdout
     r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=soon, **base), "--json", "aws")
     aws = json.loads(r.stdout)["providers"][0]
-    assert aws["enabled"] is True and aws["credentials_expire"] == soon
+    assert aws["enabled"] is True
+    assert iso(aws["credentials_expire_s"]) == soon
     assert "cannot be renewed" in aws["warning"]
     r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=iso(time.time() - 60),
                       **base), "--json", "aws")
