@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "ctl/ctlfile.h"
 #include "cloud/provider.h"
 #include "common/err.h"
@@ -162,43 +163,41 @@ static void usage(void)
 	       names);
 }
 
+enum { OPT_CONFIG = CLI_KEY_LONG };
+
+static const struct cli_optdef check_defs[] = {
+	{ "config", OPT_CONFIG, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_check(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "check", .defs = check_defs, .usage = usage,
+		.flags = CLI_OPT_JSON, .max_operands = CLI_MAX_OPERANDS,
+	};
 	const struct cloud_prov_def *const *reg = prov_registry();
 	const struct cloud_prov_def *want[32];
 	struct cloud_confs cs = { 0 };
 	size_t nwant = 0;
 	const char *config = getenv("SPOTRUN_CONFIG");
-	bool json = false;
+	bool json;
 	json_t *arr = NULL;
-	int rc = CLI_OK;
+	int rc = CLI_OK, c;
 
-	for (int i = 1; i < argc; i++) {
-		const struct cloud_prov_def *d;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		config = p.arg; /* OPT_CONFIG */
+	if (c < 0)
+		return p.status;
+	json = p.json;
+	for (int i = 0; i < p.n_operands; i++) {
+		const struct cloud_prov_def *d = prov_find(reg, p.operand[i]);
 		char names[256];
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			continue;
-		}
-		if (!strcmp(argv[i], "--config")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("check", "--config needs a "
-						       "file");
-			config = argv[++i];
-			continue;
-		}
-		if (argv[i][0] == '-')
-			return cli_usage_error("check", "unknown option '%s'", argv[i]);
-		d = prov_find(reg, argv[i]);
 		if (!d) {
 			prov_names(reg, names, sizeof names);
 			return cli_usage_error("check", "unknown provider '%s' "
-					       "(known: %s)", argv[i], names);
+					       "(known: %s)", p.operand[i], names);
 		}
 		if (nwant < sizeof want / sizeof want[0])
 			want[nwant++] = d;
