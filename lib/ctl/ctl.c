@@ -31,6 +31,8 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/routes.h"
 #include "store/store.h"
 #include "market/catalog.h"
 

@@ -13,6 +13,7 @@
 
 #include "common/money.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
 
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 

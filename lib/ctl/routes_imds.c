@@ -24,6 +24,7 @@
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 
 #define TEXT "text/plain"
 

@@ -34,6 +34,8 @@
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/router.h"
 #include "ctl/recon_int.h"
 
 #define MS INT64_C(1000000)
