@@ -373,6 +373,27 @@ static void terminate_instances(struct ec2emu *m, const struct emu_params *p,
 
 /* ---- dispatch, clock, control ----------------------------------------- */
 
+/* One line of the request log (ec2emu_opts.request_log); under m->mu. */
+static void log_request(struct ec2emu *m, const char *action,
+			const struct emu_params *p)
+{
+	static const char *const keys[] = {
+		"ImageId", "InstanceType", "ClientToken", "SubnetId",
+		"SecurityGroupId.1", "Placement.AvailabilityZone", NULL
+	};
+
+	if (m->reqlog == NULL)
+		return;
+	fputs(action, m->reqlog);
+	for (size_t i = 0; keys[i] != NULL; i++) {
+		const char *v = ec2emu__param(p, keys[i]);
+
+		if (v != NULL)
+			fprintf(m->reqlog, " %s=%s", keys[i], v);
+	}
+	fputc('\n', m->reqlog);
+}
+
 void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 		    struct emu_answer *a)
 {
@@ -391,6 +412,7 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 		return;
 	}
 	pthread_mutex_lock(&m->mu);
+	log_request(m, action, p);
 	if (strcmp(action, "RunInstances") == 0)
 		run_instances(m, p, a);
 	else if (strcmp(action, "DescribeInstances") == 0)

@@ -58,6 +58,11 @@ struct ec2emu_opts {
 	double trace_start_s;   /* cloud time at start */
 	double boot_s;          /* pending -> running, cloud s; < 0: 0 */
 	double notice_s;        /* notice -> termination, cloud s; 0: 120 */
+	/* Append one line per request to this file (NULL: none):
+	 * "ACTION Key=Value ..." with the parameters a test checks (ImageId,
+	 * InstanceType, ClientToken, SubnetId, SecurityGroupId.1,
+	 * Placement.AvailabilityZone); never the user-data. */
+	const char *request_log;
 };
 
 struct ec2emu;

@@ -271,6 +271,15 @@ int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
 		goto fail;
 	}
 	snprintf(m->work_dir, sizeof(m->work_dir), "%s", o->work_dir);
+	if (o->request_log != NULL) {
+		m->reqlog = fopen(o->request_log, "ae");
+		if (m->reqlog == NULL) {
+			rc = sr_err_set(e, -errno, "ec2 emulator: request log '%s': "
+					"%s", o->request_log, strerror(errno));
+			goto fail;
+		}
+		setvbuf(m->reqlog, NULL, _IOLBF, 0);
+	}
 	rc = localmkt_load(o->data_dir, &m->mkt, e);
 	if (rc < 0)
 		goto fail;
@@ -328,6 +337,8 @@ void ec2emu_stop(struct ec2emu *m)
 		pthread_join(m->clock, NULL);
 	}
 	ec2emu__free_state(m);
+	if (m->reqlog != NULL)
+		fclose(m->reqlog);
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m);

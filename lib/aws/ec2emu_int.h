@@ -66,6 +66,7 @@ struct ec2emu {
 	bool clock_started;
 	bool stopping;
 	pthread_cond_t cv;
+	FILE *reqlog;                /* ec2emu_opts.request_log, or NULL */
 };
 
 struct emu_params {

@@ -45,7 +45,8 @@ static void usage(void)
 	       "[--region R] [--port N]\n"
 	       "                            [--time-scale X] [--notice-s S] "
 	       "[--boot-s S]\n"
-	       "                            [--capacity ZONE:TYPE=none|plenty]...\n\n"
+	       "                            [--capacity ZONE:TYPE=none|plenty]... "
+	       "[--request-log FILE]\n\n"
 	       "Answer the EC2 Query API (RunInstances, DescribeInstances,\n"
 	       "TerminateInstances, DescribeSpotPriceHistory,\n"
 	       "DescribeInstanceTypeOfferings) on 127.0.0.1 for the AWS pools of\n"
@@ -66,7 +67,10 @@ static void usage(void)
 	       "  --notice-s S     spot notice to termination, cloud s (default 120)\n"
 	       "  --boot-s S       pending to running, cloud s (default 0)\n"
 	       "  --capacity ZONE:TYPE=none|plenty\n"
-	       "                   override the trace for one pool\n\n"
+	       "                   override the trace for one pool\n"
+	       "  --request-log FILE  append a line per API request (the action,\n"
+	       "                   ImageId, InstanceType, ClientToken, SubnetId,\n"
+	       "                   zone; never user-data)\n\n"
 	       "Use it with: AWS_ENDPOINT_URL_EC2=<url> AWS_REGION=<region>\n"
 	       "AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y (any key is accepted).\n");
 }
@@ -111,7 +115,8 @@ static void poll_interrupts(struct ec2emu *m, const char *work)
 }
 
 enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_REGION, OPT_PORT,
-       OPT_TIME_SCALE, OPT_NOTICE_S, OPT_BOOT_S, OPT_CAPACITY };
+       OPT_TIME_SCALE, OPT_NOTICE_S, OPT_BOOT_S, OPT_CAPACITY,
+       OPT_REQUEST_LOG };
 
 static const struct cli_optdef ec2emu_defs[] = {
 	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
@@ -122,6 +127,7 @@ static const struct cli_optdef ec2emu_defs[] = {
 	{ "notice-s", OPT_NOTICE_S, CLI_ARG },
 	{ "boot-s", OPT_BOOT_S, CLI_ARG },
 	{ "capacity", OPT_CAPACITY, CLI_REPEAT },
+	{ "request-log", OPT_REQUEST_LOG, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -169,6 +175,9 @@ static int cmd_ec2emu(int argc, char **argv)
 		case OPT_BOOT_S:
 			if (num(a, v, &o.boot_s))
 				return CLI_USAGE;
+			break;
+		case OPT_REQUEST_LOG:
+			o.request_log = v;
 			break;
 		default: /* OPT_CAPACITY */
 			if (ncaps == sizeof(caps) / sizeof(caps[0]) ||
