@@ -18,6 +18,7 @@
 #include "aws/ec2.h"
 #include "aws/ec2emu.h"
 #include "common/fsutil.h"
+#include "ec2emu_fixture.h"
 
 #define TYPE "g5.xlarge"
 
@@ -41,26 +42,10 @@ static int start(void **state, const struct ec2emu_opts *tmpl)
 	if (f == NULL)
 		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/sr-emulim-XXXXXX");
-	if (mkdtemp(f->dir) == NULL)
-		return -1;
-	snprintf(f->log, sizeof(f->log), "%s/requests.log", f->dir);
 	eo.data_dir = "data";
 	eo.region = "us-east-1";
-	eo.work_dir = f->dir;
-	eo.request_log = f->log;
-	if (ec2emu_start(&eo, &f->emu, &e) < 0) {
-		fprintf(stderr, "ec2emu_start: %s\n", e.msg);
+	if (emu_fixture_start(f->dir, &eo, f->log, sizeof(f->log), &f->emu) < 0)
 		return -1;
-	}
-	unsetenv("AWS_PROFILE");
-	unsetenv("AWS_SESSION_TOKEN");
-	setenv("HOME", f->dir, 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-	setenv("AWS_ACCESS_KEY_ID", "AKIAEMU", 1);
-	setenv("AWS_SECRET_ACCESS_KEY", "emusecret", 1);
-	setenv("AWS_REGION", "us-east-1", 1);
-	setenv("AWS_ENDPOINT_URL_EC2", ec2emu_url(f->emu), 1);
-	setenv("SPOTRUN_LOG_LEVEL", "off", 1);
 	if (ec2_open(&o, &f->c, &e) < 0)
 		return -1;
 	/* the offerings call may meet the throttle too: wait for it */
