@@ -139,7 +139,7 @@ enum cloud_err_class ec2_err_class(const char *code, long http_status)
 		{ "AuthFailure", CLOUD_EAUTH },
 		{ "InvalidClientTokenId", CLOUD_EAUTH },
 		{ "SignatureDoesNotMatch", CLOUD_EAUTH },
-		{ "ExpiredToken", CLOUD_EAUTH },
+		{ "ExpiredToken", CLOUD_ECREDS },
 		{ "RequestExpired", CLOUD_EAUTH },
 		{ "OptInRequired", CLOUD_EAUTH },
 		{ "Blocked", CLOUD_EAUTH },
@@ -148,6 +148,7 @@ enum cloud_err_class ec2_err_class(const char *code, long http_status)
 		{ "InternalFailure", CLOUD_ETRANSIENT },
 		{ "ServiceUnavailable", CLOUD_ETRANSIENT },
 		{ "Unavailable", CLOUD_ETRANSIENT },
+		{ "IdempotentParameterMismatch", CLOUD_ECONFLICT },
 		{ "InvalidParameterValue", CLOUD_EINVALID },
 		{ "InvalidParameterCombination", CLOUD_EINVALID },
 		{ "MissingParameter", CLOUD_EINVALID },
@@ -181,33 +182,6 @@ static void clean(char *s)
 			*s = ' ';
 }
 
-/* Temporary credentials (instance role, or a session the user exported
- * with an expiry) are resolved again REFRESH_S before they expire; a
- * failed refresh keeps the old ones (the call then fails as auth). */
-#define REFRESH_S 300
-
-static int sign_with_fresh_creds(struct ec2 *c, const struct sr_sigv4_req *r,
-				 char ***sig, struct sr_err *e)
-{
-	struct sr_sigv4_creds cr;
-	struct sr_awscred fresh;
-	int rc;
-
-	pthread_mutex_lock(&c->cred_mu);
-	if (c->cred.expires_s > 0 && time(NULL) + REFRESH_S >= c->cred.expires_s) {
-		if (sr_awscred_resolve(&fresh, NULL) == 0) {
-			sr_awscred_free(&c->cred);
-			c->cred = fresh;
-			sr_info("aws", "credentials refreshed", "source=\"%s\"",
-				c->cred.source);
-		}
-	}
-	cr = sr_awscred_view(&c->cred);
-	rc = sr_sigv4_sign(r, &cr, sig, e);
-	pthread_mutex_unlock(&c->cred_mu);
-	return rc;
-}
-
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err)
 {
@@ -239,12 +213,12 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 			.service = "ec2", .when = time(NULL),
 		};
 
-		rc = sign_with_fresh_creds(c, &r, &sig, &e);
+		rc = sr_awscred_cache_sign(c->cred, &r, &sig, &e);
 	}
 	if (rc < 0) {
-		rc = cloud_err_set(err, rc == -ENOMEM ? CLOUD_ETRANSIENT
-						      : CLOUD_EAUTH,
-				   NULL, "EC2 %s: %s", action, e.msg);
+		rc = cloud_err_set(err, rc == -EKEYEXPIRED ? CLOUD_ECREDS
+				   : rc == -ENOMEM ? CLOUD_ETRANSIENT
+				   : CLOUD_EAUTH, NULL, "EC2 %s: %s", action, e.msg);
 		goto out;
 	}
 	while (sig[nsig] != NULL)
@@ -284,6 +258,8 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	}
 	clean(code);
 	clean(msg);
+	if (strcmp(code, "ExpiredToken") == 0)
+		sr_awscred_cache_expire(c->cred); /* renew before the next call */
 	rc = cloud_err_set(err, ec2_err_class(code, resp.status), code,
 			   "EC2 %s: %s%s%s", action, code,
 			   code[0] != '\0' ? ": " : "", msg);
