@@ -72,8 +72,8 @@ int jobspec_validate(const struct jobspec *js, const char *name,
 	unsigned cp;
 
 	if (js->name && sr_text_unsafe(js->name, &off, &cp))
-		return sr_err_set(e, -SR_EPARSE, "%s: name: control or "
-				  "bidirectional-text character U+%04X at byte "
+		return sr_err_set(e, -SR_EPARSE, "%s: name: control, "
+				  "bidirectional-text or invisible character U+%04X at byte "
 				  "%zu (not allowed in a job name)", name, cp, off);
 	if (js->num_nodes < 1)
 		return sr_err_set(e, -SR_EPARSE, "%s: num_nodes: must be at least 1", name);
