@@ -69,7 +69,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 -linih \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------

@@ -23,7 +23,7 @@ _spotrun()
         --cloud)
             COMPREPLY=($(compgen -W "aws gcp azure lambda coreweave" -- "$cur"))
             return ;;
-X
+        --data|--state-dir|--workdir|--work-dir|--dir)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
         --focus)

@@ -22,8 +22,9 @@
  * returns the class's negative code (compute.h).
  *
  * Threading: a struct ec2 may be used from several threads at once; its
- * only mutable part, the credentials, is refreshed under a lock when
- * temporary credentials (instance role) come within 5 minutes of expiry.
+ * only mutable part, the credentials, lives in a struct sr_awscred_cache
+ * (common/awscred.h), which renews temporary credentials before they
+ * expire.
  */
 #ifndef SR_AWS_EC2_H
 #define SR_AWS_EC2_H
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "cloud/compute.h"
+#include "common/awscred.h"
 #include "common/err.h"
 #include "common/money.h"
 
@@ -65,11 +67,14 @@ struct ec2; /* a configured client; opaque */
 int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e);
 void ec2_close(struct ec2 *c); /* NULL-safe */
 
-/* Borrowed strings, valid until ec2_close() (the credential source until
- * a refresh, see Threading). */
+/* Borrowed strings, valid until ec2_close(). */
 const char *ec2_region(const struct ec2 *c);
 const char *ec2_endpoint(const struct ec2 *c);
-const char *ec2_cred_source(const struct ec2 *c); /* "environment ..." */
+const char *ec2_cred_source(const struct ec2 *c); /* as found at open */
+
+/* The client's credentials (state, health: common/awscred.h); borrowed,
+ * valid until ec2_close(). */
+struct sr_awscred_cache *ec2_creds(struct ec2 *c);
 
 /* One RunInstances: exactly one instance. */
 struct ec2_run {

@@ -48,7 +48,7 @@ void ec2_close(struct ec2 *c)
 	free(c->region);
 	free(c->endpoint);
 	free(c->host);
-	sr_awscred_free(&c->cred);
+	sr_awscred_cache_close(c->cred);
 	free(c->image_id);
 	free(c->subnet_id);
 	free(c->security_group_id);
@@ -56,7 +56,6 @@ void ec2_close(struct ec2 *c)
 	free(c->instance_profile);
 	free(c->api_url);
 	free(c->agent_path);
-	pthread_mutex_destroy(&c->cred_mu);
 	free(c);
 }
 
@@ -68,7 +67,6 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	*out = NULL;
 	if (c == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
-	pthread_mutex_init(&c->cred_mu, NULL);
 	xmlInitParser();
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
 	c->max_retries = o->max_retries >= 0 ? o->max_retries : 2;
@@ -99,9 +97,15 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 				c->endpoint);
 		goto fail;
 	}
-	rc = sr_awscred_resolve(&c->cred, e);
+	rc = sr_awscred_cache_open(&c->cred, e);
 	if (rc < 0)
 		goto fail;
+	{
+		struct sr_awscred_state st;
+
+		sr_awscred_cache_state(c->cred, &st);
+		snprintf(c->cred_source, sizeof(c->cred_source), "%s", st.source);
+	}
 	if (dup_opt(o->image_id, &c->image_id) < 0 ||
 	    dup_opt(o->subnet_id, &c->subnet_id) < 0 ||
 	    dup_opt(o->security_group_id, &c->security_group_id) < 0 ||
@@ -134,7 +138,12 @@ const char *ec2_endpoint(const struct ec2 *c)
 
 const char *ec2_cred_source(const struct ec2 *c)
 {
-	return c->cred.source;
+	return c->cred_source;
+}
+
+struct sr_awscred_cache *ec2_creds(struct ec2 *c)
+{
+	return c->cred;
 }
 
 /* ---- RunInstances ----------------------------------------------------- */

@@ -128,6 +128,9 @@ struct cloud_check {
 	char credentials[256];     /* where they came from ("" none needed) */
 	char region[64], endpoint[256];
 	int64_t expires_s;         /* temporary credentials: epoch s, 0 none */
+	/* they, or what renews them, run out within the hour and cannot be
+	 * renewed unaided: what to do ("" none) */
+	char warning[SR_ERR_MSG_MAX];
 	char probe[48];            /* the instance type probed, "" none */
 	char **zones;              /* zones selling it (malloc'd strings in
 				      a malloc'd array) */
@@ -145,7 +148,10 @@ struct cloud_provider_ops {
 	 * provider never launched it.  NULL otherwise. */
 	int (*metadata)(void *st, int64_t node, struct cloud_meta *out);
 	/* Credentials: valid now?  *expires_s (may be NULL) the epoch second
-	 * temporary ones expire, 0 none.  NULL: none needed. */
+	 * temporary ones expire, 0 none.  0 when good; 1 with *e naming
+	 * what to do when they (or what renews them) run out within the
+	 * hour and cannot be renewed unaided (the daemon alerts); < 0 when
+	 * they are gone (-EKEYEXPIRED) or refused.  NULL: none needed. */
 	int (*cred_check)(void *st, int64_t *expires_s, struct sr_err *e);
 	/* Refresh temporary credentials now.  NULL: nothing to refresh. */
 	int (*cred_refresh)(void *st, struct sr_err *e);

@@ -12,7 +12,11 @@
  * in the region its environment names.
  *
  * A provider that cannot be used is reported with the reason, which names
- * the missing variable or file.  Exit status: 0, or 1 when a provider
+ * the missing variable or file.  Temporary credentials show when they
+ * expire; ones that run out within the hour and cannot be renewed
+ * without the user (an exported session, an SSO login) are a WARNING
+ * naming what to do, and expired ones an error - before a job would need
+ * them.  Exit status: 0, or 1 when a provider
  * named on the command line cannot be used.
  */
 #include <stdio.h>
@@ -26,6 +30,7 @@
 #include "ctl/ctlfile.h"
 #include "cloud/provider.h"
 #include "common/err.h"
+#include "common/timeutil.h"
 #include "providers/registry.h"
 
 struct result {
@@ -62,6 +67,14 @@ static void print_text(const struct result *r)
 		return;
 	}
 	printf("         credentials: %s\n", c->credentials);
+	if (c->expires_s > 0) {
+		char t[40];
+
+		sr_time_format_rfc3339(c->expires_s * SR_NS_PER_SEC, 0, t, sizeof t);
+		printf("         expires:     %s (renewed before then)\n", t);
+	}
+	if (c->warning[0])
+		printf("         WARNING:     %s\n", c->warning);
 	printf("         region:      %s (%s)\n", c->region, c->endpoint);
 	if (c->probe[0]) {
 		printf("         zones selling %s:", c->probe);
@@ -100,6 +113,8 @@ static json_t *to_json(const struct result *r)
 	if (c->expires_s)
 		json_object_set_new(o, "credentials_expire_s",
 				    json_integer(c->expires_s));
+	if (c->warning[0])
+		json_object_set_new(o, "warning", json_string(c->warning));
 	return o;
 }
 

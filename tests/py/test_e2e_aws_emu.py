@@ -180,14 +180,15 @@ def test_local_and_aws_in_one_daemon(tmp_path, monkeypatch):
 
 
 def run_lines(path):
-    """The RunInstances lines of an emulator's request log, as dicts."""
+    """The RunInstances lines of an emulator's request log ("<ns>
+    RunInstances <status> <code> Key=Value..."), their keys as dicts."""
     out = []
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
                 words = line.split()
-                if words and words[0] == "RunInstances":
-                    out.append(dict(w.split("=", 1) for w in words[1:]))
+                if len(words) > 4 and words[1] == "RunInstances":
+                    out.append(dict(w.split("=", 1) for w in words[4:]))
     return out
 
 

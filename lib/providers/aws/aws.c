@@ -316,8 +316,43 @@ static void aws_destroy(void *st)
 	free(a);
 }
 
+/* Health of credentials (common/awscred.h): 0 good, 1 running out
+ * unrenewable (*e says what to do), -EKEYEXPIRED gone. */
+static int cred_health(struct sr_awscred_cache *cc, int64_t *expires_s,
+		       struct sr_err *e)
+{
+	struct sr_awscred_state st;
+	char msg[SR_ERR_MSG_MAX];
+	int lvl = sr_awscred_cache_health(cc, (int64_t)time(NULL), msg,
+					  sizeof msg);
+
+	sr_awscred_cache_state(cc, &st);
+	if (expires_s)
+		*expires_s = st.expires_s;
+	if (lvl == 0)
+		return 0;
+	sr_err_set(e, lvl == 2 ? -EKEYEXPIRED : 1, "%s", msg);
+	return lvl == 2 ? -EKEYEXPIRED : 1;
+}
+
+static int aws_cred_check(void *st, int64_t *expires_s, struct sr_err *e)
+{
+	struct awsp *a = st;
+
+	return cred_health(ec2_creds(a->ec2), expires_s, e);
+}
+
+static int aws_cred_refresh(void *st, struct sr_err *e)
+{
+	struct awsp *a = st;
+
+	return sr_awscred_cache_refresh(ec2_creds(a->ec2), e);
+}
+
 static const struct cloud_provider_ops aws_ops = {
 	.bootstrap = aws_bootstrap,
+	.cred_check = aws_cred_check,
+	.cred_refresh = aws_cred_refresh,
 	.destroy = aws_destroy,
 };
 
@@ -410,6 +445,13 @@ static int aws_check(const struct cloud_conf *conf,
 		return rc;
 	snprintf(out->credentials, sizeof out->credentials, "%s",
 		 ec2_cred_source(c));
+	rc = cred_health(ec2_creds(c), &out->expires_s, e);
+	if (rc < 0) {
+		ec2_close(c);
+		return rc;
+	}
+	if (rc == 1)
+		snprintf(out->warning, sizeof out->warning, "%s", e->msg);
 	snprintf(out->region, sizeof out->region, "%s", ec2_region(c));
 	snprintf(out->endpoint, sizeof out->endpoint, "%s", ec2_endpoint(c));
 	snprintf(out->probe, sizeof out->probe, "%s", PROBE_TYPE);
