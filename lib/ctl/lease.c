@@ -179,19 +179,20 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 	int64_t epoch = 0, exp = 0, iv[3], mono = sr_time_mono_ns();
 	char url[sizeof c->lease.leader_url] = "";
 	bool sqlite = store_backend(db) == STORE_SQLITE;
-	int rc = store_begin(db, e);
-
 	/* the first try of this process: on SQLite the state's lock
 	 * (spotrund) proves any other holder dead */
-	c->lease.started = true;
+	bool first = !c->lease.started, mine = false;
+	int rc = store_begin(db, e);
 
+	c->lease.started = true;
 	if (!rc)
-		rc = store_prepare(db, "SELECT url, epoch, expires_ns FROM lease"
-				   " WHERE id=1", &st, e);
+		rc = store_prepare(db, "SELECT holder, url, epoch, expires_ns FROM"
+				   " lease WHERE id=1", &st, e);
 	if (!rc) {
 		rc = store_step(st, e);
 		if (rc == 1) {
 			snprintf(url, sizeof url, "%s", store_col_text(st, "url"));
+			mine = !strcmp(store_col_text(st, "holder"), c->lease.holder);
 			epoch = store_col_i64(st, "epoch");
 			exp = store_col_i64(st, "expires_ns");
 			rc = 0;
@@ -200,7 +201,10 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 		}
 		store_done(st);
 	}
-	if (!rc && exp >= now && !(sqlite && !c->lease.started)) {
+	/* an unexpired lease is taken only when it is this process's own
+	 * (it stepped down, e.g. after a stall: epoch + 1 fences its older
+	 * transactions) or, on SQLite, at the daemon's start */
+	if (!rc && exp >= now && !mine && !(sqlite && first)) {
 		set_leader_url(c, url);
 		store_rollback(db);
 		return 0;
