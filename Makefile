@@ -17,6 +17,8 @@
 #
 # Layout rules (see CONTRIBUTING.md):
 #   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
+#   lib/providers/*.c + lib/providers/*/*.c -> build/lib/libspotproviders.a
+#                         (the registry and one folder per provider)
 #   lib/ckpt + lib/objstore + lib/common -> build/lib/libspotckpt.so
 #                         (the public library; objstore is its tier 3)
 #   src/cli/*.c           -> build/bin/spotrun
@@ -65,7 +67,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 -linih \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -74,8 +76,10 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_A = $(BUILD)/lib/libspot$(1).a
 STATIC_LIBS := $(foreach l,$(LIBDIRS),$(call LIB_A,$(l)))
 
+# A library's folder may hold one level of subfolders (lib/providers/<name>/);
+# ar keeps base names, so file names stay unique across them (local_drv.c).
 define lib_rule
-$(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c))
+$(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c) $(wildcard lib/$(1)/*/*.c))
 	@mkdir -p $$(dir $$@)
 	$$(call say,AR,$$@)
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^

@@ -22,8 +22,9 @@
  * returns the class's negative code (compute.h).
  *
  * Threading: a struct ec2 may be used from several threads at once; its
- * only mutable part, the credentials, is refreshed under a lock when
- * temporary credentials (instance role) come within 5 minutes of expiry.
+ * only mutable part, the credentials, lives in a struct sr_awscred_cache
+ * (common/awscred.h), which renews temporary credentials before they
+ * expire.
  */
 #ifndef SR_AWS_EC2_H
 #define SR_AWS_EC2_H
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "cloud/compute.h"
+#include "common/awscred.h"
 #include "common/err.h"
 #include "common/money.h"
 
@@ -65,11 +67,14 @@ struct ec2; /* a configured client; opaque */
 int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e);
 void ec2_close(struct ec2 *c); /* NULL-safe */
 
-/* Borrowed strings, valid until ec2_close() (the credential source until
- * a refresh, see Threading). */
+/* Borrowed strings, valid until ec2_close(). */
 const char *ec2_region(const struct ec2 *c);
 const char *ec2_endpoint(const struct ec2 *c);
-const char *ec2_cred_source(const struct ec2 *c); /* "environment ..." */
+const char *ec2_cred_source(const struct ec2 *c); /* as found at open */
+
+/* The client's credentials (state, health: common/awscred.h); borrowed,
+ * valid until ec2_close(). */
+struct sr_awscred_cache *ec2_creds(struct ec2 *c);
 
 /* One RunInstances: exactly one instance. */
 struct ec2_run {
@@ -80,6 +85,8 @@ struct ec2_run {
 	sr_micros max_price_per_h; /* spot MaxPrice; <= 0: not sent */
 	struct cloud_tags tags;
 	const char *user_data;     /* plain text; sent base64-encoded */
+	/* NULL: the client's options (ec2_opts) */
+	const char *image_id, *subnet_id, *security_group_id;
 };
 
 /* Launch; *out describes the new (or, for a repeated client token, the
@@ -141,8 +148,9 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 /*
  * The compute driver (cloud/compute.h) over client c.  The driver takes
  * ownership of c (closed by ops->destroy).  launch->bootstrap is sent as
- * user-data as given; the image, subnet, group and key come from c's
- * options.  On failure c is closed too.
+ * user-data as given; the image, subnet and group come from the launch
+ * (cloud_launch.image, .subnet, .security_group) or else c's options,
+ * the key and instance profile from c's options.  On failure c is closed too.
  */
 int ec2_driver_new(struct ec2 *c, struct cloud_driver *out, struct sr_err *e);
 

@@ -14,8 +14,8 @@ struct ec2 {
 	char *region;
 	char *endpoint;       /* "https://ec2.us-east-1.amazonaws.com" */
 	char *host;           /* Host header: authority of endpoint */
-	pthread_mutex_t cred_mu; /* guards cred: refreshed before it expires */
-	struct sr_awscred cred;
+	struct sr_awscred_cache *cred; /* refreshed before they expire */
+	char cred_source[320];   /* where they came from at open */
 	char *image_id, *subnet_id, *security_group_id, *key_name;
 	char *instance_profile, *api_url, *agent_path;
 	long timeout_ms;

@@ -48,7 +48,7 @@ void ec2_close(struct ec2 *c)
 	free(c->region);
 	free(c->endpoint);
 	free(c->host);
-	sr_awscred_free(&c->cred);
+	sr_awscred_cache_close(c->cred);
 	free(c->image_id);
 	free(c->subnet_id);
 	free(c->security_group_id);
@@ -56,7 +56,6 @@ void ec2_close(struct ec2 *c)
 	free(c->instance_profile);
 	free(c->api_url);
 	free(c->agent_path);
-	pthread_mutex_destroy(&c->cred_mu);
 	free(c);
 }
 
@@ -68,7 +67,6 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	*out = NULL;
 	if (c == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
-	pthread_mutex_init(&c->cred_mu, NULL);
 	xmlInitParser();
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
 	c->max_retries = o->max_retries >= 0 ? o->max_retries : 2;
@@ -99,9 +97,15 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 				c->endpoint);
 		goto fail;
 	}
-	rc = sr_awscred_resolve(&c->cred, e);
+	rc = sr_awscred_cache_open(&c->cred, e);
 	if (rc < 0)
 		goto fail;
+	{
+		struct sr_awscred_state st;
+
+		sr_awscred_cache_state(c->cred, &st);
+		snprintf(c->cred_source, sizeof(c->cred_source), "%s", st.source);
+	}
 	if (dup_opt(o->image_id, &c->image_id) < 0 ||
 	    dup_opt(o->subnet_id, &c->subnet_id) < 0 ||
 	    dup_opt(o->security_group_id, &c->security_group_id) < 0 ||
@@ -134,7 +138,12 @@ const char *ec2_endpoint(const struct ec2 *c)
 
 const char *ec2_cred_source(const struct ec2 *c)
 {
-	return c->cred.source;
+	return c->cred_source;
+}
+
+struct sr_awscred_cache *ec2_creds(struct ec2 *c)
+{
+	return c->cred;
 }
 
 /* ---- RunInstances ----------------------------------------------------- */
@@ -178,11 +187,18 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 	size_t len = 0, n = 0;
 	int rc;
 
+	const char *image = r->image_id ? r->image_id : c->image_id;
+	const char *subnet = r->subnet_id ? r->subnet_id : c->subnet_id;
+	const char *group = r->security_group_id ? r->security_group_id :
+			    c->security_group_id;
+
 	memset(out, 0, sizeof(*out));
-	if (c->image_id == NULL) {
+	if (image == NULL) {
 		rc = cloud_err_set(err, CLOUD_EINVALID, NULL,
-				   "EC2 RunInstances: no image: set the AMI "
-				   "(spotrund --aws-image ami-...)");
+				   "EC2 RunInstances: no image: set the AMI (the "
+				   "task's resources.image_id, the config file's "
+				   "providers.aws image, or spotrund --aws-image "
+				   "ami-...)");
 		goto out;
 	}
 	if (r->client_token == NULL || r->client_token[0] == '\0' ||
@@ -193,19 +209,19 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 				   "and cluster tag are required");
 		goto out;
 	}
-	ec2__param(&p, "ImageId", c->image_id);
+	ec2__param(&p, "ImageId", image);
 	ec2__param(&p, "InstanceType", r->instance_type);
 	ec2__param(&p, "MinCount", "1");
 	ec2__param(&p, "MaxCount", "1");
 	ec2__param(&p, "ClientToken", r->client_token);
 	if (c->key_name != NULL)
 		ec2__param(&p, "KeyName", c->key_name);
-	if (c->subnet_id != NULL)
-		ec2__param(&p, "SubnetId", c->subnet_id); /* pins the zone */
+	if (subnet != NULL)
+		ec2__param(&p, "SubnetId", subnet); /* pins the zone */
 	else if (r->zone != NULL && r->zone[0] != '\0')
 		ec2__param(&p, "Placement.AvailabilityZone", r->zone);
-	if (c->security_group_id != NULL)
-		ec2__param(&p, "SecurityGroupId.1", c->security_group_id);
+	if (group != NULL)
+		ec2__param(&p, "SecurityGroupId.1", group);
 	if (c->instance_profile != NULL)
 		ec2__param(&p, "IamInstanceProfile.Name", c->instance_profile);
 	if (r->user_data != NULL) {

@@ -11,9 +11,15 @@
  *
  * Lists are flattened with 1-based indices (SecurityGroupId.1,
  * TagSpecification.1.Tag.2.Key, Filter.1.Value.1), as the SDKs send them.
- * HTTP-level retries (transport errors, 5xx, 429) are sr_http_request's,
- * with backoff and jitter; a retried RunInstances is safe because it
- * carries its ClientToken.
+ * HTTP-level retries (transport errors, 5xx - EC2 throttles with 503
+ * RequestLimitExceeded - and 429) are sr_http_request's, with backoff and
+ * full jitter.  A POST is retried only when it is safe to repeat, and every
+ * action this driver sends is: the Describe* calls read, TerminateInstances
+ * of an instance already going is a no-op, and RunInstances carries its
+ * ClientToken (EC2 answers a repeat with the instance the first one
+ * started).  So each call is marked safe (retry_unsafe).  The signature
+ * is made once per call: EC2 accepts it for 5 minutes, longer than the
+ * retries of one call take.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,7 +145,7 @@ enum cloud_err_class ec2_err_class(const char *code, long http_status)
 		{ "AuthFailure", CLOUD_EAUTH },
 		{ "InvalidClientTokenId", CLOUD_EAUTH },
 		{ "SignatureDoesNotMatch", CLOUD_EAUTH },
-		{ "ExpiredToken", CLOUD_EAUTH },
+		{ "ExpiredToken", CLOUD_ECREDS },
 		{ "RequestExpired", CLOUD_EAUTH },
 		{ "OptInRequired", CLOUD_EAUTH },
 		{ "Blocked", CLOUD_EAUTH },
@@ -148,6 +154,7 @@ enum cloud_err_class ec2_err_class(const char *code, long http_status)
 		{ "InternalFailure", CLOUD_ETRANSIENT },
 		{ "ServiceUnavailable", CLOUD_ETRANSIENT },
 		{ "Unavailable", CLOUD_ETRANSIENT },
+		{ "IdempotentParameterMismatch", CLOUD_ECONFLICT },
 		{ "InvalidParameterValue", CLOUD_EINVALID },
 		{ "InvalidParameterCombination", CLOUD_EINVALID },
 		{ "MissingParameter", CLOUD_EINVALID },
@@ -181,33 +188,6 @@ static void clean(char *s)
 			*s = ' ';
 }
 
-/* Temporary credentials (instance role, or a session the user exported
- * with an expiry) are resolved again REFRESH_S before they expire; a
- * failed refresh keeps the old ones (the call then fails as auth). */
-#define REFRESH_S 300
-
-static int sign_with_fresh_creds(struct ec2 *c, const struct sr_sigv4_req *r,
-				 char ***sig, struct sr_err *e)
-{
-	struct sr_sigv4_creds cr;
-	struct sr_awscred fresh;
-	int rc;
-
-	pthread_mutex_lock(&c->cred_mu);
-	if (c->cred.expires_s > 0 && time(NULL) + REFRESH_S >= c->cred.expires_s) {
-		if (sr_awscred_resolve(&fresh, NULL) == 0) {
-			sr_awscred_free(&c->cred);
-			c->cred = fresh;
-			sr_info("aws", "credentials refreshed", "source=\"%s\"",
-				c->cred.source);
-		}
-	}
-	cr = sr_awscred_view(&c->cred);
-	rc = sr_sigv4_sign(r, &cr, sig, e);
-	pthread_mutex_unlock(&c->cred_mu);
-	return rc;
-}
-
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err)
 {
@@ -239,12 +219,12 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 			.service = "ec2", .when = time(NULL),
 		};
 
-		rc = sign_with_fresh_creds(c, &r, &sig, &e);
+		rc = sr_awscred_cache_sign(c->cred, &r, &sig, &e);
 	}
 	if (rc < 0) {
-		rc = cloud_err_set(err, rc == -ENOMEM ? CLOUD_ETRANSIENT
-						      : CLOUD_EAUTH,
-				   NULL, "EC2 %s: %s", action, e.msg);
+		rc = cloud_err_set(err, rc == -EKEYEXPIRED ? CLOUD_ECREDS
+				   : rc == -ENOMEM ? CLOUD_ETRANSIENT
+				   : CLOUD_EAUTH, NULL, "EC2 %s: %s", action, e.msg);
 		goto out;
 	}
 	while (sig[nsig] != NULL)
@@ -262,6 +242,8 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	sr_http_opts_default(&o);
 	o.timeout_ms = c->timeout_ms;
 	o.max_retries = c->max_retries;
+	o.retry_unsafe = 1;         /* every action sent is idempotent: above */
+	o.backoff_base_ms = 250;    /* a throttled account needs a breath */
 	o.max_body = 32u << 20;
 	snprintf(url, sizeof(url), "%s/", c->endpoint);
 	rc = sr_http_request("POST", url, hdrs, form, strlen(form), &o, &resp, &e);
@@ -284,6 +266,8 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	}
 	clean(code);
 	clean(msg);
+	if (strcmp(code, "ExpiredToken") == 0)
+		sr_awscred_cache_expire(c->cred); /* renew before the next call */
 	rc = cloud_err_set(err, ec2_err_class(code, resp.status), code,
 			   "EC2 %s: %s%s%s", action, code,
 			   code[0] != '\0' ? ": " : "", msg);

@@ -50,6 +50,7 @@
 #include "common/random.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 
 int ctl__lease_init(struct ctl *c, struct sr_err *e)
 {

@@ -434,11 +434,12 @@ static void refuse_tx(struct ctl *c, struct store *db, const struct rnode *n,
 /* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
- * (-EBUSY) and transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR)
- * keep it REQUESTED and pace every launch with one backoff with jitter
- * (the rate limit is the account's); auth (-EACCES) and invalid
- * (-EINVAL) fail the job; anything else ends the node, and it is
- * replaced. */
+ * (-EBUSY), transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR) and
+ * our own expired credentials (-EKEYEXPIRED: the daemon alerts, the job
+ * is not at fault) keep it REQUESTED and pace every launch with one
+ * backoff with jitter (the rate limit is the account's); auth (-EACCES)
+ * and invalid (-EINVAL) fail the job; an idempotency conflict (-EEXIST)
+ * and anything else end the node, and it is replaced under a new key. */
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		       int64_t now)
 {
@@ -482,6 +483,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	case -ETIMEDOUT:
 	case -EAGAIN:
 	case -EINTR:
+	case -EKEYEXPIRED:
 		wait = sr_backoff_fail(&c->launch_bo, mono);
 		sr_warn("recon", "launch deferred", "node=%" PRId64 " err=\"%s\""
 			" retry_in_ms=%" PRId64, n->id, sr_err_str(&e, rc),

@@ -26,6 +26,8 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/routes.h"
 
 static const struct ctl_route *routes[CTL_ROUTES_MAX];
 static size_t nroutes;

@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
 #include "ctl/secrets.h"

@@ -31,6 +31,7 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 #include "ctl/secrets.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
@@ -378,7 +379,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	else
 		peer_addr(rq, addr, sizeof addr);
 	json_decref(root);
-	shared = ctl__prov_shared(c, n.pool);
+	shared = ctl__prov_caps(c, n.pool) & CLOUD_CAP_SHARED_DISK;
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the

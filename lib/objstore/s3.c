@@ -51,7 +51,8 @@ struct s3 {
 	char *host;        /* Host header value */
 	char *path0;       /* "/BUCKET" for path-style, "" for virtual */
 	char *region;
-	struct sr_awscred cred;
+	struct sr_awscred cred;       /* GCS's HMAC key */
+	struct sr_awscred_cache *aws; /* S3: the AWS chain, kept fresh */
 	int gcs;
 	int crc32c;        /* shard data: CRC32C (S3 and GCS headers), else MD5 */
 };
@@ -67,6 +68,7 @@ static void s3_free(void *p)
 	free(s3->path0);
 	free(s3->region);
 	sr_awscred_free(&s3->cred);
+	sr_awscred_cache_close(s3->aws);
 	free(s3);
 }
 
@@ -120,7 +122,8 @@ static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
 		.region = c->s3->region, .service = "s3", .when = time(NULL),
 		.s3_path = 1, .add_content_sha256 = 1,
 	};
-	rc = sr_sigv4_sign(&r, &cr, &add, e);
+	rc = c->s3->aws != NULL ? sr_awscred_cache_sign(c->s3->aws, &r, &add, e)
+				: sr_sigv4_sign(&r, &cr, &add, e);
 	if (rc)
 		return rc;
 	for (int i = 0; rc == 0 && i < n; i++)
@@ -793,7 +796,7 @@ int objstore__s3_open(struct objstore *s, struct sr_err *e)
 	} else {
 		struct sr_err re = { 0 };
 
-		rc = sr_awscred_resolve(&s3->cred, e);
+		rc = sr_awscred_cache_open(&s3->aws, e);
 		if (rc) {
 			sr_err_prefix(e, "%s: no AWS credentials", s->uri_str);
 			rc = rc == -ENOMEM ? rc : -EACCES;

@@ -34,6 +34,8 @@
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/router.h"
 #include "ctl/recon_int.h"
 
 #define MS INT64_C(1000000)
@@ -336,10 +338,10 @@ static const struct cloud_driver_ops fake_drv = {
 };
 
 /* The bootstrap channel: the token as the whole text. */
-static int f_bootstrap(struct ctl *c, const struct ctl_boot *b, char **out,
+static int f_bootstrap(void *st, const struct cloud_boot *b, char **out,
 		       struct sr_err *e)
 {
-	(void)c;
+	(void)st;
 	*out = strdup(b->token);
 	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
 }
@@ -357,10 +359,11 @@ static int alive_instances(void)
 
 static void start_fake(void)
 {
+	static const struct cloud_provider_ops ops = { .bootstrap = f_bootstrap };
 	struct ctl_cloud cloud = {
-		.name = "fake", .shared_disk = false,
-		.mkt = { &fake_mkt, NULL }, .drv = { &fake_drv, NULL },
-		.bootstrap = f_bootstrap,
+		.name = "fake", .caps = CLOUD_CAP_SPOT | CLOUD_CAP_TAGS,
+		.p = { .mkt = { &fake_mkt, NULL }, .drv = { &fake_drv, NULL },
+		       .ops = &ops },
 	};
 	const struct ctl_clock clk = { clk_real, clk_mono, NULL };
 	struct ctl_config cfg;
