@@ -13,6 +13,7 @@
  *     the store, and takes the lease back only when it has expired. */
 #include "ctl_fixture.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
 #include "store_backends.h"
 
 /* Start a daemon on b's database, leading; *sd gets its state dir. */
