@@ -11,9 +11,15 @@
  *
  * Lists are flattened with 1-based indices (SecurityGroupId.1,
  * TagSpecification.1.Tag.2.Key, Filter.1.Value.1), as the SDKs send them.
- * HTTP-level retries (transport errors, 5xx, 429) are sr_http_request's,
- * with backoff and jitter; a retried RunInstances is safe because it
- * carries its ClientToken.
+ * HTTP-level retries (transport errors, 5xx - EC2 throttles with 503
+ * RequestLimitExceeded - and 429) are sr_http_request's, with backoff and
+ * full jitter.  A POST is retried only when it is safe to repeat, and every
+ * action this driver sends is: the Describe* calls read, TerminateInstances
+ * of an instance already going is a no-op, and RunInstances carries its
+ * ClientToken (EC2 answers a repeat with the instance the first one
+ * started).  So each call is marked safe (retry_unsafe).  The signature
+ * is made once per call: EC2 accepts it for 5 minutes, longer than the
+ * retries of one call take.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -236,6 +242,8 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	sr_http_opts_default(&o);
 	o.timeout_ms = c->timeout_ms;
 	o.max_retries = c->max_retries;
+	o.retry_unsafe = 1;         /* every action sent is idempotent: above */
+	o.backoff_base_ms = 250;    /* a throttled account needs a breath */
 	o.max_body = 32u << 20;
 	snprintf(url, sizeof(url), "%s/", c->endpoint);
 	rc = sr_http_request("POST", url, hdrs, form, strlen(form), &o, &resp, &e);

@@ -68,7 +68,8 @@ void ec2emu__describe_instances(struct ec2emu *m, const struct emu_params *p,
 		if (id == NULL)
 			break;
 		for (i = 0; i < m->ninst; i++)
-			found |= strcmp(m->inst[i]->id, id) == 0;
+			found |= strcmp(m->inst[i]->id, id) == 0 &&
+				 ec2emu__visible(m->inst[i]);
 		if (!found) {
 			ec2emu__fail(a, 400, "InvalidInstanceID.NotFound", "The instance ID "
 			     "'%s' does not exist", id);
@@ -90,7 +91,7 @@ void ec2emu__describe_instances(struct ec2emu *m, const struct emu_params *p,
 				break;
 			by_id = strcmp(id, in->id) == 0;
 		}
-		if (!by_id || !filter_match(in, p))
+		if (!by_id || !filter_match(in, p) || !ec2emu__visible(in))
 			continue;
 		fprintf(f, "    <item>\n      <reservationId>r-emu%012x</reservationId>\n"
 			   "      <ownerId>000000000000</ownerId>\n      <groupSet/>\n"

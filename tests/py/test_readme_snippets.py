@@ -342,8 +342,10 @@ def ok(p):
 
 def check_train(sb, block):
     """Two calls around a training loop: a notice makes a final checkpoint
-    and exit 0; the next run restores it, trains to the end, and keeps the
-    newest `keep=2` periodic checkpoints."""
+    and exit 0; the next run restores it, trains to the end, and keeps at
+    most `keep=2` checkpoints, the last one (step 300) among them.  (A
+    save the writer had not started when the next came may be coalesced
+    away: which older step is kept depends on the machine's load.)"""
     notice = os.path.join(sb.dir, "notice")
     open(notice, "w").close()
     first = sb.run(block, {"SPOTRUN_NOTICE_FILE": notice})
@@ -355,7 +357,8 @@ def check_train(sb, block):
     out = ok(second)
     assert "resumed at step 0" in out, describe(second)
     steps = ckpt_steps(sb, "ckpt")
-    assert steps == [200, 100], "after the run, checkpoints %r" % steps
+    assert steps[:1] == [300] and len(steps) <= 2 and \
+        set(steps) <= {100, 200, 300}, "after the run, checkpoints %r" % steps
 
 
 def ckpt_steps(sb, where):
@@ -379,10 +382,9 @@ def check_tier3(sb, block):
 def check_ckpt_cli(sb, block):
     p = sb.run(block)
     out = ok(p)
-    assert re.search(r"^200\s+committed", out, re.M), describe(p)
-    assert re.search(r"^100\s+committed", out, re.M), describe(p)
-    assert "ckpt: step 200: valid" in out, describe(p)
-    assert "path:     ckpt/step-00000200" in out, describe(p)
+    assert re.search(r"^300\s+committed", out, re.M), describe(p)
+    assert "ckpt: step 300: valid" in out, describe(p)
+    assert "path:     ckpt/step-00000300" in out, describe(p)
     assert "model.weight" in out or '"model"' in out, describe(p)
     # the URI listing: the tier-3 block's bucket
     assert re.search(r"^(10|20)\s+committed", out, re.M), describe(p)
