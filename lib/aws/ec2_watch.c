@@ -137,6 +137,18 @@ static bool listed_id(const struct ec2_watch *w, const char *id)
 	return false;
 }
 
+/* Drop batch's ids from those shown stopping (lock held). */
+static void forget_going(struct ec2_watch *w, const struct term *batch,
+			 size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		for (size_t g = 0; g < w->ngoing; g++)
+			if (strcmp(w->going[g].id, batch[k].id) == 0) {
+				w->going[g] = w->going[--w->ngoing];
+				break;
+			}
+}
+
 /* ---- one round of each kind of call (the lock not held) -------------- */
 
 static void do_terminate(struct ec2_watch *w, int64_t now)
@@ -172,8 +184,10 @@ static void do_terminate(struct ec2_watch *w, int64_t now)
 		 * holds the lease now sweeps what is left */
 		w->term_fails = 0;
 		w->term_due = now;
-		if (err.cls == CLOUD_EFENCED)
+		if (err.cls == CLOUD_EFENCED) {
 			w->stats.fenced += n;
+			forget_going(w, batch, n); /* never asked: as it was */
+		}
 	} else {
 		for (k = 0; k < n && grow((void **)&w->q, &w->capq, w->nq,
 					  sizeof(*w->q)); k++)
