@@ -127,6 +127,7 @@ struct cloud_meta {
 	int64_t notice_ns;         /* interruption time (wall clock), 0 none */
 	int64_t rebalance_ns;      /* rebalance recommendation, 0 none */
 	char zone[40], instance_type[48];
+	char instance_id[64];      /* as the node's metadata names it */
 	bool spot;
 };
 
@@ -183,6 +184,9 @@ struct cloud_prov_def {
 	/* the keys its configuration section and regions may hold (NULL-
 	 * terminated), beyond `regions` itself */
 	const char *const *conf_keys;
+	/* the clouds (offering.cloud, a job's infra) it sells beyond the
+	 * catalog's (NULL-terminated; NULL: none, it sells catalog pools) */
+	const char *const *infra;
 	/* the agent's notice source (docs/agent.md: "imds" = IMDSv2
 	 * spot/instance-action + rebalance; "signal" = a scheduler's
 	 * signal) and whether the notice must be acknowledged */

@@ -35,6 +35,7 @@
 #include "ctl/routes.h"
 #include "store/store.h"
 #include "market/catalog.h"
+#include "providers/registry.h"
 
 void ctl_config_defaults(struct ctl_config *cfg)
 {
@@ -401,6 +402,7 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 	find_agent(c);
 	rc = ctl__cluster_load(c, e);
 	host_init(c);
+	prov_infra_install(c->cfg.registry); /* job files name its clouds */
 	if (!rc && !cloud)
 		rc = ctl__clouds_open(c, e);
 	if (rc)

@@ -77,7 +77,7 @@ struct call {
 	int blockblob;          /* send x-ms-blob-type: BlockBlob */
 };
 
-static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
+static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 		struct sr_err *e)
 {
 	struct call *c = ud;
@@ -106,21 +106,21 @@ static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
 	free(sts);
 	if (rc)
 		return sr_err_set(e, rc, "Azure: signing failed");
-	rc = os_hdr(hdrs, "x-ms-date: %s", date);
+	rc = sr_http_hdrs_add(hdrs, "x-ms-date: %s", date);
 	if (!rc)
-		rc = os_hdr(hdrs, "x-ms-version: " AZ_VERSION);
+		rc = sr_http_hdrs_add(hdrs, "x-ms-version: " AZ_VERSION);
 	if (!rc && c->blockblob)
-		rc = os_hdr(hdrs, "x-ms-blob-type: BlockBlob");
+		rc = sr_http_hdrs_add(hdrs, "x-ms-blob-type: BlockBlob");
 	if (!rc && c->range)
-		rc = os_hdr(hdrs, "x-ms-range: %s", c->range);
+		rc = sr_http_hdrs_add(hdrs, "x-ms-range: %s", c->range);
 	if (!rc && c->md5[0])
-		rc = os_hdr(hdrs, "Content-MD5: %s", c->md5);
+		rc = sr_http_hdrs_add(hdrs, "Content-MD5: %s", c->md5);
 	if (!rc)
-		rc = os_hdr(hdrs, "Authorization: SharedKey %s:%s",
+		rc = sr_http_hdrs_add(hdrs, "Authorization: SharedKey %s:%s",
 			    c->az->account, sig);
 	/* curl would add a Content-Type to some uploads; none is signed */
 	if (!rc)
-		rc = os_hdr(hdrs, "Content-Type:");
+		rc = sr_http_hdrs_add(hdrs, "Content-Type:");
 	return rc;
 }
 

@@ -86,7 +86,7 @@ struct call {
 	void *sink_ud;
 };
 
-static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
+static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 		struct sr_err *e)
 {
 	struct call *c = ud;
@@ -127,9 +127,9 @@ static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
 	if (rc)
 		return rc;
 	for (int i = 0; rc == 0 && i < n; i++)
-		rc = os_hdr(hdrs, "%s", extra[i]);
+		rc = sr_http_hdrs_add(hdrs, "%s", extra[i]);
 	for (int i = 0; rc == 0 && add[i]; i++)
-		rc = os_hdr(hdrs, "%s", add[i]);
+		rc = sr_http_hdrs_add(hdrs, "%s", add[i]);
 	sr_sigv4_headers_free(add);
 	return rc;
 }

@@ -245,6 +245,11 @@ void objstore_set_cancel(struct objstore *s, atomic_int *flag)
 	s->cancel = flag;
 }
 
+void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns)
+{
+	atomic_store(&s->deadline_ns, deadline_mono_ns);
+}
+
 int objstore_put(struct objstore *s, const char *key, const void *buf,
 		 size_t len, struct sr_err *e)
 {

@@ -685,6 +685,8 @@ int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 		snprintf(out->instance_type, sizeof out->instance_type, "%s",
 			 best->itype);
 		out->spot = best->spot;
+		snprintf(out->instance_id, sizeof out->instance_id,
+			 "i-local%015" PRId64, node);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&d->mu);
