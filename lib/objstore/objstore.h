@@ -114,6 +114,10 @@ int objstore_kind(const struct objstore *s);
 /* Transfers in progress stop with -ECANCELED while *flag is non-zero
  * (borrowed; NULL to detach). */
 void objstore_set_cancel(struct objstore *s, atomic_int *flag);
+/* Bound every request's retries by deadline_mono_ns (CLOCK_MONOTONIC)
+ * instead of SPOTRUN_OBJSTORE_RETRIES; 0 returns to the count.  Takes
+ * effect at the next request; may be called from any thread. */
+void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns);
 
 /* Write an object from memory in one request (small objects: manifests).
  * On S3-compatible stores and Azure the body carries Content-MD5. */
