@@ -17,12 +17,16 @@
 #
 # Layout rules (see CONTRIBUTING.md):
 #   lib/<name>/*.c        -> build/lib/libspot<name>.a   (every lib/ folder)
+#   lib/providers/*.c + lib/providers/*/*.c -> build/lib/libspotproviders.a
+#                         (the registry and one folder per provider)
 #   lib/ckpt + lib/objstore + lib/common -> build/lib/libspotckpt.so
 #                         (the public library; objstore is its tier 3)
 #   src/cli/*.c           -> build/bin/spotrun
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   tests/providers/*/*.c -> linked into build/tests/test_prov_* (test
+#                            providers: a folder and a registry line)
 #   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
@@ -65,7 +69,7 @@ Q := @
 say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 \
+EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 -linih \
 	-lssl -lcrypto -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
@@ -74,8 +78,10 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_A = $(BUILD)/lib/libspot$(1).a
 STATIC_LIBS := $(foreach l,$(LIBDIRS),$(call LIB_A,$(l)))
 
+# A library's folder may hold one level of subfolders (lib/providers/<name>/);
+# ar keeps base names, so file names stay unique across them (local_drv.c).
 define lib_rule
-$(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c))
+$(call LIB_A,$(1)): $(call obj,$(wildcard lib/$(1)/*.c) $(wildcard lib/$(1)/*/*.c))
 	@mkdir -p $$(dir $$@)
 	$$(call say,AR,$$@)
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^
@@ -120,6 +126,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LDEXTRA) $(LINK_LIBS) -lcmocka
+
+# Test providers (tests/providers/<name>/, docs/providers.md): linked into
+# the tests that drive them, test_prov_*; never into the programs.
+TEST_PROV_OBJS := $(call obj,$(wildcard tests/providers/*/*.c))
+TEST_PROV_BINS := $(filter $(BUILD)/tests/test_prov_%,$(TEST_BINS))
+$(TEST_PROV_BINS): $(TEST_PROV_OBJS)
+$(TEST_PROV_BINS): LDEXTRA = $(TEST_PROV_OBJS)
 
 # Fault injection (lib/common/faultinj.h): this test's calls to these
 # functions go through counting wrappers that fail the N-th one.

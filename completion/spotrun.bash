@@ -1,12 +1,15 @@
 # bash completion for spotrun (installed as
-# $(PREFIX)/share/bash-completion/completions/spotrun).
+# $(PREFIX)/share/bash-completion/completions/spotrun).  Each command's
+# words are the options it parses (src/cli, cliopt.h); tests/py/
+# test_cli_options.py checks that they match.
 _spotrun()
 {
-    local cur prev cmd
+    local cur prev cmd sub
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
-    local cmds="cancel catalog ckpt cost daemon dashboard events gpus launch logs nodes plan sim status version"
+    sub=${COMP_WORDS[2]}
+    local cmds="cancel catalog check ckpt cost daemon dashboard ec2-emulator events gpus launch logs nodes plan sim status trace version"
     local common="--api --state-dir --json --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
@@ -20,11 +23,23 @@ _spotrun()
         --cloud)
             COMPREPLY=($(compgen -W "aws gcp azure lambda coreweave" -- "$cur"))
             return ;;
-        --data|--state-dir|--workdir)
+        --data|--state-dir|--workdir|--work-dir|--dir)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
         --focus)
             COMPREPLY=($(compgen -f -- "$cur") -)
+            return ;;
+        --trace|--torch-script|--out|-o|--config)
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return ;;
+        --by)
+            COMPREPLY=($(compgen -W "job cloud region pool day" -- "$cur"))
+            return ;;
+        --policy)
+            COMPREPLY=($(compgen -W "od greedy up ups optimal spotrun" -- "$cur"))
+            return ;;
+        --trace-format)
+            COMPREPLY=($(compgen -W "cbl skynomad csv" -- "$cur"))
             return ;;
     esac
     case $cmd in
@@ -36,22 +51,43 @@ _spotrun()
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
+        check)
+            COMPREPLY=($(compgen -W "local aws --json --config --help" -- "$cur")) ;;
         gpus)
             COMPREPLY=($(compgen -W "--cloud --region --data --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
-        status|logs|events|cancel)
+        status|events|cancel|dashboard)
+            COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
+        logs)
             COMPREPLY=($(compgen -W "$common -f --follow --rank" -- "$cur")) ;;
         nodes)
             COMPREPLY=($(compgen -W "--all --job $common" -- "$cur")) ;;
         daemon)
-            COMPREPLY=($(compgen -W "start stop status --listen --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "start stop status --listen --state-dir --json --help" -- "$cur")) ;;
         cost)
-            COMPREPLY=($(compgen -W "--by --since --until --job --focus --account --account-name --api --state-dir --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--by --since --until --job --focus --account --account-name $common" -- "$cur")) ;;
         ckpt)
-            COMPREPLY=($(compgen -W "ls verify inspect bench --json --help" -- "$cur")) ;;
+            if [[ $sub == bench ]]; then
+                COMPREPLY=($(compgen -W "--size --dir --json --threads --reps --train-seconds --interval --pairs --placement --copy-cpus --nice --write-cap --torch-script --io-depth --io-chunk --remote --only --no-progress --help" -- "$cur"))
+            elif [[ $COMP_CWORD -eq 2 ]]; then
+                COMPREPLY=($(compgen -W "ls verify inspect bench --help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--json --step --full-meta --help" -- "$cur"))
+                [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur"))
+            fi ;;
         sim)
-            COMPREPLY=($(compgen -W "--help --json --work-hours --deadline-hours --windows" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --json --help" -- "$cur")) ;;
+        trace)
+            if [[ $COMP_CWORD -eq 2 ]]; then
+                COMPREPLY=($(compgen -W "gen --help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
+            fi ;;
+        ec2-emulator)
+            COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --request-log --seed --help" -- "$cur")) ;;
+        version)
+            COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)
-            COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }
 complete -F _spotrun spotrun

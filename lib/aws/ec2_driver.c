@@ -26,6 +26,7 @@ struct cloud_req {
 	struct ec2 *c;
 	struct ec2_run run;        /* strings below are its storage */
 	char *idem, *type, *zone, *cluster, *bootstrap;
+	char *image, *subnet, *group;
 	void (*cb)(void *ud);
 	void *cb_ud;
 };
@@ -39,6 +40,9 @@ static void req_destroy(struct cloud_req *r)
 	free(r->zone);
 	free(r->cluster);
 	free(r->bootstrap);
+	free(r->image);
+	free(r->subnet);
+	free(r->group);
 	free(r);
 }
 
@@ -97,6 +101,9 @@ static int drv_provision(void *st, const struct cloud_launch *l,
 	r->zone = dup_or_null(l->zone, &oom);
 	r->cluster = dup_or_null(l->tags.cluster, &oom);
 	r->bootstrap = dup_or_null(l->bootstrap, &oom);
+	r->image = dup_or_null(l->image, &oom);
+	r->subnet = dup_or_null(l->subnet, &oom);
+	r->group = dup_or_null(l->security_group, &oom);
 	if (oom) {
 		req_destroy(r);
 		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
@@ -105,7 +112,9 @@ static int drv_provision(void *st, const struct cloud_launch *l,
 		.client_token = r->idem, .instance_type = r->type,
 		.zone = r->zone, .spot = l->spot,
 		.max_price_per_h = l->max_price_per_h, .tags = l->tags,
-		.user_data = r->bootstrap,
+		.user_data = r->bootstrap, .image_id = r->image,
+		.subnet_id = r->subnet, .security_group_id = r->group,
+		.epoch = l->epoch, /* fenced just before it is sent */
 	};
 	r->run.tags.cluster = r->cluster;
 	r->cb = l->done;

@@ -5,6 +5,8 @@
 #define SR_AWS_EC2_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "common/awscred.h"
@@ -14,12 +16,15 @@ struct ec2 {
 	char *region;
 	char *endpoint;       /* "https://ec2.us-east-1.amazonaws.com" */
 	char *host;           /* Host header: authority of endpoint */
-	pthread_mutex_t cred_mu; /* guards cred: refreshed before it expires */
-	struct sr_awscred cred;
+	struct sr_awscred_cache *cred; /* refreshed before they expire */
+	char cred_source[320];   /* where they came from at open */
 	char *image_id, *subnet_id, *security_group_id, *key_name;
 	char *instance_profile, *api_url, *agent_path;
 	long timeout_ms;
 	int max_retries;
+	/* the lease check of a fenced call (ec2_set_fence); NULL: none */
+	bool (*fence)(void *ud, int64_t epoch);
+	void *fence_ud;
 };
 
 /* An ordered list of Query API parameters (name, value), values raw. */
@@ -27,6 +32,8 @@ struct ec2_params {
 	char **kv;    /* 2*n strings, malloc'd */
 	size_t n, cap;
 	int oom;      /* set when an add failed: the call reports -ENOMEM */
+	int64_t epoch; /* a side effect's lease epoch: checked with the
+			  client's fence just before sending; 0: not fenced */
 };
 
 /* Appends; on out-of-memory sets p->oom (checked once by the caller). */

@@ -22,9 +22,8 @@
  *                              nextToken
  *   Response (errors)          Errors/Error/(Code, Message), RequestID
  *
- * Documents are parsed with XML_PARSE_NONET and without entity
- * substitution or DTD loading, so an answer cannot make us read a file or
- * the network; the size is bounded by the HTTP layer.
+ * Documents are parsed by common/xml.h (no network, no entities, no DTD);
+ * the size is bounded by the HTTP layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,67 +34,11 @@
 #include <libxml/tree.h>
 
 #include "common/money.h"
+#include "common/xml.h"
 #include "common/timeutil.h"
 #include "ec2.h"
 
 #define MAX_ITEMS 100000 /* a bound on any one list */
-
-static xmlDoc *parse(const char *xml, size_t len)
-{
-	if (xml == NULL || len == 0 || len > INT32_MAX)
-		return NULL;
-	return xmlReadMemory(xml, (int)len, "ec2.xml", NULL,
-			     XML_PARSE_NONET | XML_PARSE_NOERROR |
-			     XML_PARSE_NOWARNING);
-}
-
-static bool is(const xmlNode *n, const char *name)
-{
-	return n != NULL && n->type == XML_ELEMENT_NODE &&
-	       strcmp((const char *)n->name, name) == 0;
-}
-
-/* First element child called name, or NULL. */
-static xmlNode *child(const xmlNode *n, const char *name)
-{
-	if (n == NULL)
-		return NULL;
-	for (xmlNode *c = n->children; c != NULL; c = c->next)
-		if (is(c, name))
-			return c;
-	return NULL;
-}
-
-/* Next sibling element called name after c, or NULL. */
-static xmlNode *next_named(xmlNode *c, const char *name)
-{
-	for (c = c != NULL ? c->next : NULL; c != NULL; c = c->next)
-		if (is(c, name))
-			return c;
-	return NULL;
-}
-
-/* Text of element n into buf (cut to fit); "" when n is NULL. Returns
- * 0 when n had text, -1 otherwise. */
-static int text(const xmlNode *n, char *buf, size_t len)
-{
-	xmlChar *t;
-
-	buf[0] = '\0';
-	if (n == NULL)
-		return -1;
-	t = xmlNodeGetContent(n);
-	if (t == NULL)
-		return -1;
-	snprintf(buf, len, "%s", (const char *)t);
-	xmlFree(t);
-	return buf[0] != '\0' ? 0 : -1;
-}
-
-static int ctext(const xmlNode *n, const char *name, char *buf, size_t len)
-{
-	return text(child(n, name), buf, len);
-}
 
 /* Make room for one more element in *v (capacity *cap, length n).
  * Returns 0, or -1 past MAX_ITEMS or on out-of-memory. */
@@ -132,13 +75,13 @@ static xmlNode *open_root(const char *xml, size_t len, const char *root_name,
 	xmlNode *root;
 	char what[96];
 
-	*doc = parse(xml, len);
+	*doc = sr_xml_parse(xml, len);
 	if (*doc == NULL) {
 		*rc = bad(err, "not well-formed XML");
 		return NULL;
 	}
 	root = xmlDocGetRootElement(*doc);
-	if (!is(root, root_name)) {
+	if (!sr_xml_is(root, root_name)) {
 		snprintf(what, sizeof(what), "expected %s", root_name);
 		*rc = bad(err, what);
 		xmlFreeDoc(*doc);
@@ -179,27 +122,31 @@ static int parse_instance(xmlNode *item, const char *region,
 	int64_t ns;
 
 	memset(out, 0, sizeof(*out));
-	if (ctext(item, "instanceId", out->id, sizeof(out->id)) < 0)
+	if (sr_xml_ctext(item, "instanceId", out->id, sizeof(out->id)) < 0)
 		return bad(err, "instance item: instanceId: missing");
-	if (ctext(child(item, "instanceState"), "name", state, sizeof(state)) < 0)
+	if (sr_xml_ctext(sr_xml_child(item, "instanceState"), "name", state,
+			 sizeof(state)) < 0)
 		return bad(err, "instance item: instanceState/name: missing");
 	out->state = state_of(state);
-	ctext(item, "instanceType", out->instance_type, sizeof(out->instance_type));
-	ctext(child(item, "placement"), "availabilityZone", out->zone,
-	      sizeof(out->zone));
-	ctext(item, "instanceLifecycle", life, sizeof(life));
+	sr_xml_ctext(item, "instanceType", out->instance_type,
+		     sizeof(out->instance_type));
+	sr_xml_ctext(sr_xml_child(item, "placement"), "availabilityZone",
+		     out->zone, sizeof(out->zone));
+	sr_xml_ctext(item, "instanceLifecycle", life, sizeof(life));
 	out->spot = strcmp(life, "spot") == 0;
-	ctext(child(item, "stateReason"), "code", out->reason, sizeof(out->reason));
-	if (ctext(item, "launchTime", launch, sizeof(launch)) == 0 &&
+	sr_xml_ctext(sr_xml_child(item, "stateReason"), "code", out->reason,
+		     sizeof(out->reason));
+	if (sr_xml_ctext(item, "launchTime", launch, sizeof(launch)) == 0 &&
 	    sr_time_parse_rfc3339(launch, &ns, NULL) == 0)
 		out->launched_s = ns / 1000000000;
-	tags = child(item, "tagSet");
-	for (xmlNode *t = child(tags, "item"); t != NULL; t = next_named(t, "item")) {
+	tags = sr_xml_child(item, "tagSet");
+	for (xmlNode *t = sr_xml_child(tags, "item"); t != NULL;
+	     t = sr_xml_next(t, "item")) {
 		char key[128];
 
-		if (ctext(t, "key", key, sizeof(key)) < 0)
+		if (sr_xml_ctext(t, "key", key, sizeof(key)) < 0)
 			continue;
-		ctext(t, "value", v, sizeof(v));
+		sr_xml_ctext(t, "value", v, sizeof(v));
 		if (strcmp(key, CLOUD_TAG_CLUSTER) == 0)
 			snprintf(out->cluster, sizeof(out->cluster), "%.*s",
 				 (int)sizeof(out->cluster) - 1, v);
@@ -210,10 +157,10 @@ static int parse_instance(xmlNode *item, const char *region,
 		else if (strcmp(key, CLOUD_TAG_ATTEMPT) == 0)
 			out->attempt = (int)int_or_zero(v);
 	}
-	ctext(item, "privateIpAddress", ip, sizeof(ip));
-	ctext(item, "imageId", image, sizeof(image));
-	ctext(item, "subnetId", subnet, sizeof(subnet));
-	ctext(item, "spotInstanceRequestId", sir, sizeof(sir));
+	sr_xml_ctext(item, "privateIpAddress", ip, sizeof(ip));
+	sr_xml_ctext(item, "imageId", image, sizeof(image));
+	sr_xml_ctext(item, "subnetId", subnet, sizeof(subnet));
+	sr_xml_ctext(item, "spotInstanceRequestId", sir, sizeof(sir));
 	blob = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
 			 "instance_id", out->id, "region", region ? region : "",
 			 "zone", out->zone, "reservation_id",
@@ -235,7 +182,8 @@ static int add_instances(xmlNode *set, const char *region, const char *resv,
 {
 	int rc;
 
-	for (xmlNode *it = child(set, "item"); it != NULL; it = next_named(it, "item")) {
+	for (xmlNode *it = sr_xml_child(set, "item"); it != NULL;
+	     it = sr_xml_next(it, "item")) {
 		if (grow((void **)v, cap, *n, sizeof(**v)) < 0)
 			return bad(err, "too many instances (or out of memory)");
 		rc = parse_instance(it, region, resv, &(*v)[*n], err);
@@ -250,7 +198,7 @@ int ec2_xml_instances(const char *xml, size_t len, const char *region,
 		      struct cloud_instance **out, size_t *n, char *next_token,
 		      size_t next_len, struct cloud_error *err)
 {
-	xmlDoc *doc = parse(xml, len);
+	xmlDoc *doc = sr_xml_parse(xml, len);
 	xmlNode *root;
 	struct cloud_instance *v = NULL;
 	size_t nv = 0, cap = 0;
@@ -264,21 +212,21 @@ int ec2_xml_instances(const char *xml, size_t len, const char *region,
 	if (doc == NULL)
 		return bad(err, "not well-formed XML");
 	root = xmlDocGetRootElement(doc);
-	if (is(root, "RunInstancesResponse")) {
-		ctext(root, "reservationId", resv, sizeof(resv));
-		rc = add_instances(child(root, "instancesSet"), region, resv, &v,
-				   &nv, &cap, err);
-	} else if (is(root, "DescribeInstancesResponse")) {
-		xmlNode *rs = child(root, "reservationSet");
+	if (sr_xml_is(root, "RunInstancesResponse")) {
+		sr_xml_ctext(root, "reservationId", resv, sizeof(resv));
+		rc = add_instances(sr_xml_child(root, "instancesSet"), region,
+				   resv, &v, &nv, &cap, err);
+	} else if (sr_xml_is(root, "DescribeInstancesResponse")) {
+		xmlNode *rs = sr_xml_child(root, "reservationSet");
 
-		for (xmlNode *r = child(rs, "item"); r != NULL && rc == 0;
-		     r = next_named(r, "item")) {
-			ctext(r, "reservationId", resv, sizeof(resv));
-			rc = add_instances(child(r, "instancesSet"), region, resv,
-					   &v, &nv, &cap, err);
+		for (xmlNode *r = sr_xml_child(rs, "item");
+		     r != NULL && rc == 0; r = sr_xml_next(r, "item")) {
+			sr_xml_ctext(r, "reservationId", resv, sizeof(resv));
+			rc = add_instances(sr_xml_child(r, "instancesSet"),
+					   region, resv, &v, &nv, &cap, err);
 		}
 		if (next_token != NULL)
-			ctext(root, "nextToken", next_token, next_len);
+			sr_xml_ctext(root, "nextToken", next_token, next_len);
 	} else {
 		rc = bad(err, "expected RunInstancesResponse or "
 			      "DescribeInstancesResponse");
@@ -296,25 +244,9 @@ int ec2_xml_instances(const char *xml, size_t len, const char *region,
 int ec2_xml_error(const char *xml, size_t len, char *code, size_t code_len,
 		  char *msg, size_t msg_len)
 {
-	xmlDoc *doc = parse(xml, len);
-	xmlNode *root, *e;
-	int rc = -SR_EPARSE;
-
-	code[0] = '\0';
-	msg[0] = '\0';
-	if (doc == NULL)
-		return rc;
-	root = xmlDocGetRootElement(doc);
-	/* <Response><Errors><Error>; also <ErrorResponse><Error> */
-	e = child(child(root, "Errors"), "Error");
-	if (e == NULL)
-		e = child(root, "Error");
-	if (e != NULL && ctext(e, "Code", code, code_len) == 0) {
-		ctext(e, "Message", msg, msg_len);
-		rc = 0;
-	}
-	xmlFreeDoc(doc);
-	return rc;
+	return sr_xml_error(xml, len, code, code_len, msg, msg_len) == 0
+		       ? 0
+		       : -SR_EPARSE;
 }
 
 static sr_micros price_of(const char *s)
@@ -344,8 +276,9 @@ int ec2_xml_spot_prices(const char *xml, size_t len,
 	root = open_root(xml, len, "DescribeSpotPriceHistoryResponse", &doc, err, &rc);
 	if (root == NULL)
 		return rc;
-	set = child(root, "spotPriceHistorySet");
-	for (xmlNode *it = child(set, "item"); it != NULL; it = next_named(it, "item")) {
+	set = sr_xml_child(root, "spotPriceHistorySet");
+	for (xmlNode *it = sr_xml_child(set, "item"); it != NULL;
+	     it = sr_xml_next(it, "item")) {
 		struct ec2_spot_price *p;
 		char price[64], ts[64];
 		int64_t ns;
@@ -356,8 +289,8 @@ int ec2_xml_spot_prices(const char *xml, size_t len,
 		}
 		p = &v[nv];
 		memset(p, 0, sizeof(*p));
-		if (ctext(it, "spotPrice", price, sizeof(price)) < 0 ||
-		    ctext(it, "timestamp", ts, sizeof(ts)) < 0 ||
+		if (sr_xml_ctext(it, "spotPrice", price, sizeof(price)) < 0 ||
+		    sr_xml_ctext(it, "timestamp", ts, sizeof(ts)) < 0 ||
 		    sr_time_parse_rfc3339(ts, &ns, NULL) < 0) {
 			rc = bad(err, "spotPriceHistorySet item: spotPrice or "
 				      "timestamp missing or malformed");
@@ -365,13 +298,15 @@ int ec2_xml_spot_prices(const char *xml, size_t len,
 		}
 		p->price_per_h = price_of(price);
 		p->at_s = ns / 1000000000;
-		ctext(it, "availabilityZone", p->zone, sizeof(p->zone));
-		ctext(it, "instanceType", p->instance_type, sizeof(p->instance_type));
-		ctext(it, "productDescription", p->product, sizeof(p->product));
+		sr_xml_ctext(it, "availabilityZone", p->zone, sizeof(p->zone));
+		sr_xml_ctext(it, "instanceType", p->instance_type,
+			     sizeof(p->instance_type));
+		sr_xml_ctext(it, "productDescription", p->product,
+			     sizeof(p->product));
 		nv++;
 	}
 	if (next_token != NULL)
-		ctext(root, "nextToken", next_token, next_len);
+		sr_xml_ctext(root, "nextToken", next_token, next_len);
 out:
 	xmlFreeDoc(doc);
 	if (rc < 0) {
@@ -410,9 +345,10 @@ int ec2_xml_offerings(const char *xml, size_t len, char ***zones, size_t *n,
 			 err, &rc);
 	if (root == NULL)
 		return rc;
-	set = child(root, "instanceTypeOfferingSet");
-	for (xmlNode *it = child(set, "item"); it != NULL; it = next_named(it, "item")) {
-		if (ctext(it, "location", loc, sizeof(loc)) < 0) {
+	set = sr_xml_child(root, "instanceTypeOfferingSet");
+	for (xmlNode *it = sr_xml_child(set, "item"); it != NULL;
+	     it = sr_xml_next(it, "item")) {
+		if (sr_xml_ctext(it, "location", loc, sizeof(loc)) < 0) {
 			rc = bad(err, "instanceTypeOfferingSet item: location: "
 				      "missing");
 			goto out;
@@ -427,7 +363,7 @@ int ec2_xml_offerings(const char *xml, size_t len, char ***zones, size_t *n,
 		nv++;
 	}
 	if (next_token != NULL)
-		ctext(root, "nextToken", next_token, next_len);
+		sr_xml_ctext(root, "nextToken", next_token, next_len);
 	goto out;
 oom:
 	rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");

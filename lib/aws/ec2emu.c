@@ -37,7 +37,7 @@
 #include "common/money.h"
 #include "common/sigv4.h"
 #include "common/timeutil.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
 #include "ec2emu_int.h"
 
 /* ---- pools ------------------------------------------------------------ */
@@ -169,8 +169,8 @@ static int launch_process(struct ec2emu *m, struct emu_inst *in,
 		char *argv[] = { "/bin/sh", path, NULL };
 		char *envp[] = { env_path, env_root, env_imds, env_home, NULL };
 
-		rc = proc_spawn(argv, envp, in->dir, log, gate_ok, NULL, &in->pid,
-				&in->pid_start, e);
+		rc = sr_proc_spawn(argv, envp, in->dir, log, gate_ok, NULL,
+				   &in->pid, &in->pid_start, e);
 	}
 	return rc;
 }
@@ -236,7 +236,8 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 			return;
 		}
 	}
-	if (spot && !ec2emu__spot_capacity(m, pool, now)) {
+	if ((spot && !ec2emu__spot_capacity(m, pool, now)) ||
+	    ec2emu__capacity_fails(m)) {
 		ec2emu__fail(a, 500, "InsufficientInstanceCapacity", "We currently do not "
 		     "have sufficient %s capacity in the Availability Zone you "
 		     "requested (%s).", type, pool->zone);
@@ -258,6 +259,17 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 			     (long long)(price % SR_MICROS_PER_USD));
 			return;
 		}
+	}
+	if (ec2emu__over_quota(m, spot)) {
+		if (spot)
+			ec2emu__fail(a, 400, "MaxSpotInstanceCountExceeded", "Max spot "
+			     "instance count exceeded");
+		else
+			ec2emu__fail(a, 400, "InstanceLimitExceeded", "You have "
+			     "requested more instances (%d) than your current "
+			     "instance limit of %d allows.", m->ondemand_quota + 1,
+			     m->ondemand_quota);
+		return;
 	}
 	if (m->ninst == m->capinst) {
 		size_t nc = m->capinst ? m->capinst * 2 : 16;
@@ -291,6 +303,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	in->launch_sim = now;
 	in->notice_sim = -1;
 	in->state = EMU_PENDING;
+	ec2emu__visible_from(m, in);
 	snprintf(in->reason, sizeof(in->reason), "pending");
 	RAND_bytes((unsigned char *)&in->imds_salt, sizeof(in->imds_salt));
 	if (launch_process(m, in, ec2emu__param(p, "UserData"), &e) < 0) {
@@ -337,7 +350,7 @@ static void terminate_instances(struct ec2emu *m, const struct emu_params *p,
 
 		if (id == NULL)
 			break;
-		if (inst_by_id(m, id) == NULL) {
+		if (inst_by_id(m, id) == NULL || !ec2emu__visible(inst_by_id(m, id))) {
 			ec2emu__fail(a, 400, "InvalidInstanceID.NotFound", "The instance ID "
 			     "'%s' does not exist", id);
 			return;
@@ -378,6 +391,7 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 {
 	const char *action = ec2emu__param(p, "Action");
 	const char *version = ec2emu__param(p, "Version");
+	enum ec2emu_action act;
 
 	memset(a, 0, sizeof(*a));
 	if (action == NULL) {
@@ -391,7 +405,11 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 		return;
 	}
 	pthread_mutex_lock(&m->mu);
-	if (strcmp(action, "RunInstances") == 0)
+	act = ec2emu__action_of(action);
+	if (ec2emu__throttled(m, act, p))
+		ec2emu__fail(a, 503, "RequestLimitExceeded", "Request limit "
+		     "exceeded.");
+	else if (strcmp(action, "RunInstances") == 0)
 		run_instances(m, p, a);
 	else if (strcmp(action, "DescribeInstances") == 0)
 		ec2emu__describe_instances(m, p, a);
@@ -404,6 +422,7 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 	else
 		ec2emu__fail(a, 400, "InvalidAction", "The action %s is not valid for "
 		     "this web service.", action);
+	ec2emu__count(m, act, p, a);
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -441,7 +460,7 @@ static void drop_disk(const struct emu_inst *in)
 static void kill_inst(struct emu_inst *in, const char *reason)
 {
 	if (in->pid > 0)
-		proc_kill_session(in->pid, in->pid_start);
+		sr_proc_kill_session(in->pid, in->pid_start);
 	drop_disk(in);
 	in->pid = 0;
 	in->state = EMU_TERMINATED;
@@ -471,7 +490,7 @@ void ec2emu__tick(struct ec2emu *m)
 			kill_inst(in, "Client.UserInitiatedShutdown");
 	}
 	pthread_mutex_unlock(&m->mu);
-	proc_reap();
+	sr_proc_reap();
 }
 
 int ec2emu_preempt(struct ec2emu *m, const char *id)
@@ -597,11 +616,11 @@ void ec2emu__free_state(struct ec2emu *m)
 		struct emu_inst *in = m->inst[i];
 
 		if (in->pid > 0)
-			proc_kill_session(in->pid, in->pid_start);
+			sr_proc_kill_session(in->pid, in->pid_start);
 		inst_free(in);
 	}
 	free(m->inst);
 	free(m->pools);
 	localmkt_free(m->mkt);
-	proc_reap();
+	sr_proc_reap();
 }

@@ -5,7 +5,7 @@
  * uses: RunInstances, DescribeInstances, TerminateInstances,
  * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings) with
  * well-formed EC2 XML, for the AWS pools of one region of the local
- * market (ctl/localmkt.h: catalog offerings whose spot availability and
+ * market (cloud/localmkt.h: catalog offerings whose spot availability and
  * price replay real traces).  Zones are the catalog's zone ids
  * ("use1-az4").
  *
@@ -36,6 +36,18 @@
  * 1800 a notice_s of 120 reads "terminate in 0.07 s", which is when the
  * emulator kills it.
  *
+ * EC2 where it hurts (all off by default; ec2emu_limits.c has the
+ * numbers): request-token-bucket throttling per action class with the
+ * bucket sizes and refill rates AWS documents (RequestLimitExceeded),
+ * eventual consistency (a new instance invisible to DescribeInstances
+ * for a random short time: InvalidInstanceID.NotFound), capacity errors
+ * by pool and instance quotas.  Random draws come from opts.seed.
+ * Every call is counted by action and outcome (ec2emu_stats) and, with
+ * opts.request_log, written as one line "<epoch ns> <Action> <status>
+ * <code|->" (a RunInstances line goes on with what it carried: ImageId=,
+ * InstanceType=, SubnetId=, SecurityGroupId.1=): an EC2 endpoint that
+ * logs what a client costs.
+ *
  * The emulator accepts any credentials but requires a SigV4
  * Authorization header.  It listens on 127.0.0.1 only.
  *
@@ -46,6 +58,7 @@
 #define SR_AWS_EC2EMU_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/err.h"
 
@@ -58,6 +71,37 @@ struct ec2emu_opts {
 	double trace_start_s;   /* cloud time at start */
 	double boot_s;          /* pending -> running, cloud s; < 0: 0 */
 	double notice_s;        /* notice -> termination, cloud s; 0: 120 */
+	/* EC2 where it hurts */
+	bool throttle;          /* token buckets, RequestLimitExceeded */
+	double throttle_scale;  /* x bucket sizes and refill rates; 0: 1 */
+	double background_rps;  /* other tools' read calls per s */
+	double consistency_s;   /* a new instance is invisible for
+				   U[0, this) real s; 0: at once */
+	double capacity_fail;   /* P(a launch finds no capacity) */
+	int spot_quota;         /* instances not terminated; 0: none */
+	int ondemand_quota;
+	uint64_t seed;
+	const char *request_log; /* append one line per call; NULL: none */
+};
+
+/* What a client cost, by action. */
+enum ec2emu_action {
+	EC2EMU_A_RUN, EC2EMU_A_DESCRIBE, EC2EMU_A_TERMINATE,
+	EC2EMU_A_SPOT_PRICES, EC2EMU_A_OFFERINGS, EC2EMU_A_OTHER,
+	EC2EMU_NACTIONS
+};
+
+struct ec2emu_action_stats {
+	uint64_t calls;         /* every call answered, throttled included */
+	uint64_t throttled;     /* RequestLimitExceeded */
+	uint64_t not_found;     /* InvalidInstanceID.NotFound */
+	uint64_t capacity;      /* InsufficientInstanceCapacity */
+	uint64_t quota;         /* MaxSpotInstanceCountExceeded, ... */
+	uint64_t other_errors;
+};
+
+struct ec2emu_stats {
+	struct ec2emu_action_stats action[EC2EMU_NACTIONS];
 };
 
 struct ec2emu;
@@ -85,6 +129,11 @@ int ec2emu_reclaim_all(struct ec2emu *m);
 enum ec2emu_capacity { EC2EMU_TRACE, EC2EMU_NONE, EC2EMU_PLENTY };
 int ec2emu_set_capacity(struct ec2emu *m, const char *zone,
 			const char *instance_type, enum ec2emu_capacity c);
+
+/* A copy of the counters so far. */
+void ec2emu_stats(struct ec2emu *m, struct ec2emu_stats *out);
+/* "RunInstances", ...; "other". */
+const char *ec2emu_action_name(enum ec2emu_action a);
 
 /* Kill every instance's processes, stop the server, free.  NULL-safe. */
 void ec2emu_stop(struct ec2emu *m);

@@ -10,6 +10,7 @@
  *                                           404 until a notice
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,15 @@ int ec2emu_start(const struct ec2emu_opts *o, struct ec2emu **out,
 	m->epoch0_ns = sr_time_real_ns();
 	m->epoch0 = m->epoch0_ns / 1000000000;
 	RAND_bytes((unsigned char *)&m->id_salt, sizeof(m->id_salt));
+	ec2emu__limits_init(m, o);
+	if (o->request_log != NULL) {
+		m->log = fopen(o->request_log, "ae");
+		if (m->log == NULL) {
+			rc = sr_err_set(e, -errno, "ec2 emulator: request log %s: %s",
+					o->request_log, strerror(errno));
+			goto fail;
+		}
+	}
 	if (o->work_dir == NULL || stat(o->work_dir, &sb) != 0 ||
 	    !S_ISDIR(sb.st_mode)) {
 		rc = sr_err_set(e, -ENOENT, "ec2 emulator: work dir '%s': not a "
@@ -328,6 +338,8 @@ void ec2emu_stop(struct ec2emu *m)
 		pthread_join(m->clock, NULL);
 	}
 	ec2emu__free_state(m);
+	if (m->log != NULL)
+		fclose(m->log);
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m);

@@ -12,7 +12,7 @@
 
 #include "common/money.h"
 
-#include "ctl/localmkt.h"
+#include "cloud/localmkt.h"
 #include "ec2emu.h"
 
 #define EMU_MAX_TAGS 16
@@ -42,6 +42,15 @@ struct emu_inst {
 	unsigned imds_salt;
 	char *tag_k[EMU_MAX_TAGS], *tag_v[EMU_MAX_TAGS];
 	size_t ntags;
+	int64_t visible_ns;  /* monotonic: DescribeInstances sees it from */
+};
+
+enum { EMU_B_MUTATING, EMU_B_READ, EMU_B_UNFILTERED, EMU_B_RUN_RES,
+       EMU_B_TERM_RES, EMU_NBUCKETS };
+
+struct emu_bucket {
+	double tokens, cap, rate;   /* rate: tokens per real second */
+	int64_t at_ns;              /* monotonic time of the last refill */
 };
 
 struct ec2emu {
@@ -66,6 +75,14 @@ struct ec2emu {
 	bool clock_started;
 	bool stopping;
 	pthread_cond_t cv;
+	/* EC2 where it hurts (ec2emu_limits.c) */
+	bool throttle;
+	struct emu_bucket bucket[EMU_NBUCKETS];
+	double background_rps, consistency_s, capacity_fail;
+	int spot_quota, ondemand_quota;
+	uint64_t rng;
+	struct ec2emu_stats stats;
+	FILE *log;
 };
 
 struct emu_params {
@@ -77,6 +94,7 @@ struct emu_answer {
 	int status;
 	char *body;                  /* malloc'd */
 	size_t len;
+	char code[64];               /* the error's code, "" on success */
 };
 
 int ec2emu__params_parse(const char *body, size_t len, struct emu_params *p);
@@ -129,5 +147,19 @@ int ec2emu__imds_notice(struct ec2emu *m, const char *id, char *json,
 bool ec2emu__imds_token_ok(struct ec2emu *m, const char *id, const char *tok,
 			   char *issue, size_t len);
 void ec2emu__free_state(struct ec2emu *m);
+
+/* ec2emu_limits.c, called with m->mu held. */
+void ec2emu__limits_init(struct ec2emu *m, const struct ec2emu_opts *o);
+enum ec2emu_action ec2emu__action_of(const char *name);
+/* Whether the call is refused for want of tokens (it then costs none). */
+bool ec2emu__throttled(struct ec2emu *m, enum ec2emu_action act,
+		       const struct emu_params *p);
+double ec2emu__rand(struct ec2emu *m);         /* [0, 1) */
+void ec2emu__visible_from(struct ec2emu *m, struct emu_inst *in);
+bool ec2emu__visible(const struct emu_inst *in);
+bool ec2emu__capacity_fails(struct ec2emu *m);
+bool ec2emu__over_quota(const struct ec2emu *m, bool spot);
+void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
+		   const struct emu_params *p, const struct emu_answer *a);
 
 #endif

@@ -130,6 +130,7 @@ void ec2emu__fail(struct emu_answer *a, int status, const char *code,
 	free(a->body);
 	a->body = NULL;
 	a->status = status;
+	snprintf(a->code, sizeof(a->code), "%s", code);
 	f = open_memstream(&a->body, &a->len);
 	if (f == NULL)
 		return;

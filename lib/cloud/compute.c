@@ -19,13 +19,16 @@ const char *cloud_err_class_str(enum cloud_err_class c)
 	case CLOUD_ETHROTTLE: return "throttle";
 	case CLOUD_ETRANSIENT: return "transient";
 	case CLOUD_EINVALID: return "invalid";
+	case CLOUD_ECREDS: return "credentials";
+	case CLOUD_ECONFLICT: return "conflict";
+	case CLOUD_EFENCED: return "fenced";
 	}
 	return "unknown";
 }
 
 bool cloud_err_retryable(enum cloud_err_class c)
 {
-	return c == CLOUD_ETHROTTLE || c == CLOUD_ETRANSIENT;
+	return c == CLOUD_ETHROTTLE || c == CLOUD_ETRANSIENT || c == CLOUD_ECREDS;
 }
 
 static int class_code(enum cloud_err_class c)
@@ -38,6 +41,9 @@ static int class_code(enum cloud_err_class c)
 	case CLOUD_ETHROTTLE: return -EBUSY;
 	case CLOUD_ETRANSIENT: return -SR_EHTTP;
 	case CLOUD_EINVALID: return -EINVAL;
+	case CLOUD_ECREDS: return -EKEYEXPIRED;
+	case CLOUD_ECONFLICT: return -EEXIST;
+	case CLOUD_EFENCED: return -ESTALE;
 	}
 	return -EINVAL;
 }

@@ -6,9 +6,9 @@
  * estimates - is cloud/market.h: a driver may feed it, e.g. EC2's
  * DescribeSpotPriceHistory, but placement never asks a driver "is there
  * capacity now?"; it learns that from launch results, classified below.
- * The control plane drives every cloud through these two headers,
- * lib/ctl/clouds.c; the local cloud, AWS EC2 and the unit tests'
- * scripted cloud implement them.)
+ * The control plane drives every cloud through these two headers and
+ * cloud/provider.h, lib/ctl/clouds.c; lib/providers/<name>/ and the
+ * unit tests' scripted clouds implement them.)
  *
  * LIFECYCLE OF ONE LAUNCH
  *
@@ -54,6 +54,16 @@
  *     CLOUD_ETRANSIENT network or server error: retry (same idem_key).
  *     CLOUD_EINVALID   the request was rejected as malformed (bad image,
  *                      subnet, parameter): a job-level error, no retry.
+ *     CLOUD_ECREDS     our credentials expired and could not be renewed
+ *                      yet (ExpiredToken, a failing refresh): wait and
+ *                      retry; the daemon alerts.  Never a job's fault.
+ *     CLOUD_EFENCED    not sent: the daemon that decided it no longer
+ *                      holds the lease it decided it under (FENCING).
+ *     CLOUD_ECONFLICT  the idempotency key was used before with other
+ *                      parameters (EC2 IdempotentParameterMismatch): this
+ *                      launch cannot go on under its key, but the job can
+ *                      (the node is replaced under a new key; the tag
+ *                      sweep removes whatever the first attempt started).
  *   The cloud's own code (e.g. "InsufficientInstanceCapacity") and its
  *   message are kept in the error for the event log; they never contain
  *   credentials.
@@ -66,6 +76,15 @@
  *   worker thread, never on an HTTP thread.  req_free() waits for the
  *   request's worker.  destroy() must be called once, after every other
  *   call returned and every request was freed.
+ *
+ * FENCING
+ *   Only the leader acts on clouds, and only while it holds its lease.
+ *   A side effect (a launch, a terminate, the leak sweep's terminates)
+ *   is decided under a lease epoch; the driver checks that epoch with
+ *   its host (cloud/provider.h, cloud_host.fence_ok) just before it
+ *   sends the request, and sends nothing once the lease is gone
+ *   (CLOUD_EFENCED): a leader that was paused or cut off and comes back
+ *   after a failover cannot terminate what the new leader launched.
  *
  * SECRETS
  *   A driver never logs or returns credentials.  The bootstrap text
@@ -98,6 +117,9 @@ enum cloud_err_class {
 	CLOUD_ETHROTTLE,
 	CLOUD_ETRANSIENT,
 	CLOUD_EINVALID,
+	CLOUD_ECREDS,
+	CLOUD_ECONFLICT,
+	CLOUD_EFENCED,
 };
 
 struct cloud_error {
@@ -129,6 +151,14 @@ struct cloud_launch {
 				      driver's bootstrap channel (EC2: a
 				      user-data script; local: a JSON
 				      startup document) */
+	/* Where and from what it boots; NULL: the driver's default (its
+	 * configuration).  image: the task's resources.image_id wins over
+	 * the configured one (docs/providers.md "Configuration"). */
+	const char *image;         /* EC2: an AMI id */
+	const char *subnet;
+	const char *security_group;
+	int64_t epoch;             /* the lease epoch it is decided under
+				      (FENCING); 0: not fenced */
 	void (*done)(void *ud);    /* called once from a driver thread */
 	void *done_ud;
 };
@@ -197,12 +227,13 @@ struct cloud_driver {
 const char *cloud_err_class_str(enum cloud_err_class c);
 
 /* Whether the caller should retry the same request later (throttle,
- * transient) as opposed to moving on (capacity) or failing the job. */
+ * transient, credentials) as opposed to moving on (capacity) or failing the job. */
 bool cloud_err_retryable(enum cloud_err_class c);
 
 /* Fill *err (NULL-safe) and return the negative code of the class:
  * capacity -ENOSPC, quota -EDQUOT, auth -EACCES, throttle -EBUSY,
- * transient -SR_EHTTP, invalid -EINVAL.  code may be NULL. */
+ * transient -SR_EHTTP, invalid -EINVAL, credentials -EKEYEXPIRED,
+ * conflict -EEXIST, fenced -ESTALE.  code may be NULL. */
 int cloud_err_set(struct cloud_error *err, enum cloud_err_class cls,
 		  const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

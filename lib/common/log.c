@@ -18,10 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include <strings.h>
 #include <unistd.h>
 
-#define MAX_SECRETS 16
+#define MAX_SECRETS 64
 #define REDACTED "[REDACTED]"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -29,6 +30,7 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int log_level = SR_LOG_INFO;
 static int log_fd = -1;
 static char *secrets[MAX_SECRETS];
+static int secret_refs[MAX_SECRETS]; /* registrations not yet forgotten */
 static int nsecrets;
 
 static const char *const level_names[] = { "debug", "info", "warn", "error", "off" };
@@ -87,15 +89,40 @@ void sr_log_secret(const char *secret)
 		return;
 	pthread_mutex_lock(&log_mu);
 	for (int i = 0; i < nsecrets; i++) {
-		if (strcmp(secrets[i], secret) == 0)
+		if (strcmp(secrets[i], secret) == 0) {
+			secret_refs[i]++;
 			goto out;
+		}
 	}
 	if (nsecrets == MAX_SECRETS)
 		goto out;
 	copy = strdup(secret);
-	if (copy != NULL)
+	if (copy != NULL) {
+		secret_refs[nsecrets] = 1;
 		secrets[nsecrets++] = copy;
+	}
 out:
+	pthread_mutex_unlock(&log_mu);
+}
+
+void sr_log_secret_forget(const char *secret)
+{
+	if (secret == NULL)
+		return;
+	pthread_mutex_lock(&log_mu);
+	for (int i = 0; i < nsecrets; i++) {
+		if (strcmp(secrets[i], secret) != 0)
+			continue;
+		if (--secret_refs[i] > 0)
+			break;
+		OPENSSL_cleanse(secrets[i], strlen(secrets[i]));
+		free(secrets[i]);
+		nsecrets--;
+		secrets[i] = secrets[nsecrets];
+		secret_refs[i] = secret_refs[nsecrets];
+		secrets[nsecrets] = NULL;
+		break;
+	}
 	pthread_mutex_unlock(&log_mu);
 }
 

@@ -23,8 +23,12 @@ enum sr_log_level sr_log_get_level(void);
 void sr_log_set_fd(int fd);
 
 /* Register a secret that must never appear in a log line (copied; up to
- * 16 secrets; strings shorter than 4 bytes are ignored). */
+ * 64 secrets; strings shorter than 4 bytes are ignored).  Registrations
+ * are counted: the secret is redacted until each was forgotten. */
 void sr_log_secret(const char *secret);
+/* Undo one sr_log_secret() of a secret no longer used (credentials that
+ * were refreshed and wiped), so the list never fills up.  NULL-safe. */
+void sr_log_secret_forget(const char *secret);
 
 /* Parse "debug", "info", ...; returns -EINVAL if unknown. */
 int sr_log_level_parse(const char *s, enum sr_log_level *out);

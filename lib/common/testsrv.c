@@ -31,6 +31,7 @@
 struct reply {
 	int status, delay_ms;
 	char *ctype, *body;
+	char *hdrs;         /* "Name: value\n" lines, or NULL */
 };
 
 struct route {
@@ -223,8 +224,32 @@ static void delay(struct sr_testsrv *s, int ms)
 	}
 }
 
-static enum MHD_Result respond(struct MHD_Connection *c, int status,
-			       const char *ctype, const char *body, size_t len)
+static void add_headers(struct MHD_Response *resp, const char *hdrs)
+{
+	char line[512];
+
+	while (hdrs != NULL && *hdrs != '\0') {
+		size_t n = strcspn(hdrs, "\n");
+		char *colon;
+
+		if (n < sizeof(line)) {
+			memcpy(line, hdrs, n);
+			line[n] = '\0';
+			colon = strchr(line, ':');
+			if (colon != NULL) {
+				*colon++ = '\0';
+				while (*colon == ' ')
+					colon++;
+				MHD_add_response_header(resp, line, colon);
+			}
+		}
+		hdrs += n + (hdrs[n] == '\n');
+	}
+}
+
+static enum MHD_Result respond_h(struct MHD_Connection *c, int status,
+				 const char *ctype, const char *hdrs,
+				 const char *body, size_t len)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -233,11 +258,18 @@ static enum MHD_Result respond(struct MHD_Connection *c, int status,
 					       MHD_RESPMEM_MUST_COPY);
 	if (resp == NULL)
 		return MHD_NO;
+	add_headers(resp, hdrs);
 	if (ctype != NULL && ctype[0] != '\0')
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, int status,
+			       const char *ctype, const char *body, size_t len)
+{
+	return respond_h(c, status, ctype, NULL, body, len);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -296,8 +328,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 	if (rt != NULL) {
 		delay(s, rep.delay_ms);
-		return respond(c, rep.status, rep.ctype, rep.body,
-			       rep.body != NULL ? strlen(rep.body) : 0);
+		return respond_h(c, rep.status, rep.ctype, rep.hdrs, rep.body,
+				 rep.body != NULL ? strlen(rep.body) : 0);
 	}
 	if (fn != NULL && fn(ud, r, &dstatus, &dctype, &dbody, &dlen) == 0) {
 		ret = respond(c, dstatus, dctype, dbody != NULL ? dbody : "",
@@ -358,14 +390,23 @@ int sr_testsrv_reply(struct sr_testsrv *s, const char *method,
 		     const char *path, int status, const char *ctype,
 		     const char *body, int delay_ms)
 {
-	struct reply rep = { status, delay_ms, NULL, NULL };
+	return sr_testsrv_reply_hdrs(s, method, path, status, ctype, NULL, body,
+				     delay_ms);
+}
+
+int sr_testsrv_reply_hdrs(struct sr_testsrv *s, const char *method,
+			  const char *path, int status, const char *ctype,
+			  const char *hdrs, const char *body, int delay_ms)
+{
+	struct reply rep = { status, delay_ms, NULL, NULL, NULL };
 	struct route *rt, *nr;
 	struct reply *nrep;
 	int rc = 0;
 
 	rep.ctype = strdup(ctype != NULL ? ctype : "");
 	rep.body = strdup(body != NULL ? body : "");
-	if (rep.ctype == NULL || rep.body == NULL)
+	rep.hdrs = hdrs != NULL ? strdup(hdrs) : NULL;
+	if (rep.ctype == NULL || rep.body == NULL || (hdrs && !rep.hdrs))
 		goto oom;
 	pthread_mutex_lock(&s->mu);
 	rt = route_find(s, method, path);
@@ -397,6 +438,7 @@ oom_locked:
 oom:
 	free(rep.ctype);
 	free(rep.body);
+	free(rep.hdrs);
 	return -ENOMEM;
 }
 
@@ -486,6 +528,7 @@ void sr_testsrv_stop(struct sr_testsrv *s)
 		for (size_t j = 0; j < s->routes[i].n; j++) {
 			free(s->routes[i].replies[j].ctype);
 			free(s->routes[i].replies[j].body);
+			free(s->routes[i].replies[j].hdrs);
 		}
 		free(s->routes[i].replies);
 		free(s->routes[i].method);

@@ -45,6 +45,11 @@ const char *sr_testsrv_url(const struct sr_testsrv *s);
 int sr_testsrv_reply(struct sr_testsrv *s, const char *method,
 		     const char *path, int status, const char *ctype,
 		     const char *body, int delay_ms);
+/* The same with extra response headers: "Name: value" lines separated
+ * by '\n' (may be NULL), e.g. "Retry-After: 1". */
+int sr_testsrv_reply_hdrs(struct sr_testsrv *s, const char *method,
+			  const char *path, int status, const char *ctype,
+			  const char *hdrs, const char *body, int delay_ms);
 void sr_testsrv_set_handler(struct sr_testsrv *s, sr_testsrv_fn fn, void *ud);
 
 /* Requests received so far, in arrival order. */

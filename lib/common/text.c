@@ -49,7 +49,8 @@ static bool cp_unsafe(unsigned cp)
 {
 	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
 	       cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+	       cp == 0x2028 || cp == 0x2029 || cp == 0xfeff;
 }
 
 int sr_text_unsafe(const char *s, size_t *off, unsigned *cp)

@@ -10,7 +10,10 @@
  *
  * Unsafe: C0 controls (0x00-0x1f), DEL, C1 controls (U+0080-U+009F), the
  * Unicode bidirectional controls U+061C, U+200E, U+200F, U+202A-U+202E,
- * U+2066-U+2069, and bytes that are not valid UTF-8.
+ * U+2066-U+2069, the line and paragraph separators U+2028 and U+2029
+ * (a new line to JavaScript and many terminals), the byte-order mark
+ * U+FEFF (invisible), and bytes that are not valid UTF-8.  A NUL cannot
+ * be in a C string: the parsers refuse a value that holds one.
  */
 #ifndef SR_COMMON_TEXT_H
 #define SR_COMMON_TEXT_H

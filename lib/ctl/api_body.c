@@ -119,8 +119,8 @@ int api_parse_job_create(const char *buf, size_t len, json_t **root,
 		goto fail;
 	}
 	if (sr_text_unsafe(out->spec_name, &off, &cp)) {
-		rc = sr_err_set(e, -SR_EPARSE, CTX ": spec_name: control or "
-				"bidirectional-text character U+%04X at byte %zu",
+		rc = sr_err_set(e, -SR_EPARSE, CTX ": spec_name: control, "
+				"bidirectional-text or invisible character U+%04X at byte %zu",
 				cp, off);
 		goto fail;
 	}

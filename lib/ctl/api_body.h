@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "market/joblimits.h"
 
 #define CTL_BODY_MAX (1024 * 1024)
 #define CTL_PATH_MAX 1024
@@ -29,7 +30,7 @@
 #define CTL_HEADERS_MAX (16 * 1024)
 #define CTL_CONN_MEMORY (64 * 1024)
 #define CTL_IDEM_KEY_MAX 128 /* Idempotency-Key header, bytes */
-#define CTL_YAML_MAX (256 * 1024)
+#define CTL_YAML_MAX SR_LIMIT_JOB_BYTES /* market/joblimits.h */
 #define CTL_LOG_LINES_MAX 1000
 #define CTL_LOG_LINE_MAX 4096
 #define CTL_EVENTS_MAX 1100

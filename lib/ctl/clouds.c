@@ -1,14 +1,22 @@
 /*
- * clouds.c - how the reconciler drives every cloud through provider
- * contract v2 (cloud/market.h + cloud/compute.h), the same way for the
- * local cloud, AWS and the tests' scripted cloud.
+ * clouds.c - how the reconciler drives every provider through the
+ * provider contract (cloud/provider.h, cloud/market.h, cloud/compute.h),
+ * the same way for every entry of the registry (lib/providers) and the
+ * tests' scripted clouds.  Nothing here names a provider.
  *
- * Pools.  Every market view numbers pools the catalog's way, so a pool
- * id means one offering whoever sells it.  A pool belongs to the first
- * cloud whose market describes it: real clouds first (aws sells the
- * catalog's AWS pools of its region), the local cloud last (it
- * simulates everything else).  So `infra: aws/us-east-1` lands on EC2
- * when aws is enabled for us-east-1, on the local simulation otherwise.
+ * Opening.  The providers the configuration enables (--providers, else
+ * the config file's `providers:` section, else the registry's first) are
+ * opened from the registry: a regional one once per configured region
+ * (or once, in the region its environment names), the others once.
+ *
+ * Pools.  Every market view numbers pools the catalog's way (or from
+ * CLOUD_POOL_OWN_BASE for offerings of its own), so a pool id means one
+ * offering whoever sells it.  A pool belongs to the first cloud whose
+ * market describes it: providers without CLOUD_CAP_FALLBACK first (a
+ * real cloud's provider sells the catalog's pools of its regions),
+ * fallback ones last (a simulation of everything else).  So a job kept
+ * to a region lands on the real cloud when its provider is enabled for
+ * that region, on the simulation otherwise.
  *
  * A launch.  The node row exists first (REQUESTED).  ctl__launch()
  * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
@@ -39,6 +47,7 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
+#include "providers/registry.h"
 
 int ctl__cluster_load(struct ctl *c, struct sr_err *e)
 {
@@ -60,21 +69,35 @@ int ctl__cluster_load(struct ctl *c, struct sr_err *e)
 	return store_setting_set(db, "cluster_id", c->cluster, e);
 }
 
-int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e)
+int ctl__clouds_add(struct ctl *c, struct ctl_cloud *cl, struct sr_err *e)
 {
+	bool fb = cl->caps & CLOUD_CAP_FALLBACK;
 	size_t at = c->nclouds;
 
-	if (c->nclouds == CTL_CLOUDS_MAX)
-		return sr_err_set(e, -EINVAL, "--providers: at most %d",
-				  CTL_CLOUDS_MAX);
 	for (size_t i = 0; i < c->nclouds; i++) {
-		if (strcmp(c->clouds[i].name, cl->name) == 0)
-			return sr_err_set(e, -EINVAL, "--providers: '%s' named "
-					  "twice", cl->name);
+		if (strcmp(c->clouds[i].name, cl->name) == 0 &&
+		    strcmp(c->clouds[i].p.region, cl->p.region) == 0) {
+			cloud_provider_close(&cl->p);
+			return sr_err_set(e, -EINVAL, "providers: '%s%s%s' named "
+					  "twice", cl->name, cl->p.region[0] ?
+					  "/" : "", cl->p.region);
+		}
 	}
-	/* real clouds first, the local simulation last */
-	if (!cl->shared_disk) {
-		for (at = 0; at < c->nclouds && !c->clouds[at].shared_disk; at++)
+	if (c->nclouds == c->capclouds) {
+		size_t nc = c->capclouds ? 2 * c->capclouds : 4;
+		struct ctl_cloud *v = realloc(c->clouds, nc * sizeof *v);
+
+		if (!v) {
+			cloud_provider_close(&cl->p);
+			return sr_err_set(e, -ENOMEM, "out of memory");
+		}
+		c->clouds = v;
+		c->capclouds = nc;
+	}
+	/* real clouds first, fallback simulations last */
+	if (!fb) {
+		for (at = 0; at < c->nclouds &&
+			     !(c->clouds[at].caps & CLOUD_CAP_FALLBACK); at++)
 			;
 		memmove(&c->clouds[at + 1], &c->clouds[at],
 			(c->nclouds - at) * sizeof c->clouds[0]);
@@ -84,11 +107,92 @@ int ctl__clouds_add(struct ctl *c, const struct ctl_cloud *cl, struct sr_err *e)
 	return 0;
 }
 
+/* Open provider `def` with its configuration (NULL: none) in each of its
+ * regions. */
+static int open_def(struct ctl *c, const struct cloud_prov_def *def,
+		    const struct cloud_conf *conf, struct sr_err *e)
+{
+	size_t nreg = def->regional && conf && conf->nregions ? conf->nregions : 1;
+	int rc = 0;
+
+	if (conf) {
+		rc = cloud_conf_check(conf, def->conf_keys, e);
+		if (rc)
+			return rc;
+	}
+	for (size_t r = 0; r < nreg && !rc; r++) {
+		const struct cloud_conf_region *reg = def->regional && conf &&
+			conf->nregions ? &conf->regions[r] : NULL;
+		struct ctl_cloud cl = { .def = def, .caps = def->caps };
+		struct sr_err oe = { 0 };
+
+		snprintf(cl.name, sizeof cl.name, "%s", def->name);
+		rc = def->open(&c->host, conf, reg, &cl.p, &oe);
+		if (rc) {
+			cloud_provider_close(&cl.p);
+			return sr_err_set(e, rc, "provider %s%s%s: %s", def->name,
+					  reg ? " region " : "", reg ? reg->name : "",
+					  sr_err_str(&oe, rc));
+		}
+		rc = ctl__clouds_add(c, &cl, e);
+	}
+	return rc;
+}
+
+/* One name of the enabled list. */
+static int open_name(struct ctl *c, const char *name, struct sr_err *e)
+{
+	const struct cloud_prov_def *const *reg = c->cfg.registry;
+	const struct cloud_prov_def *def = prov_find(reg, name);
+	const struct cloud_conf *conf = NULL;
+	char names[256];
+
+	if (!def) {
+		prov_names(reg, names, sizeof names);
+		return sr_err_set(e, -SR_EUNSUPPORTED, "providers: unknown "
+				  "provider '%s' (built: %s)", name, names);
+	}
+	if (c->cfg.providers)
+		conf = cloud_confs_find(c->cfg.providers, name, 0);
+	return open_def(c, def, conf, e);
+}
+
+int ctl__clouds_open(struct ctl *c, struct sr_err *e)
+{
+	const char *p = c->cfg.provider;
+	const struct cloud_confs *cs = c->cfg.providers;
+	char name[64];
+	int rc = 0;
+
+	if (p && *p) {
+		while (!rc) {
+			size_t len = strcspn(p, ",");
+
+			snprintf(name, sizeof name, "%.*s", (int)len, p);
+			rc = open_name(c, name, e);
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
+		return rc;
+	}
+	/* the config file's providers (a flag's settings alone, line 0,
+	 * enable nothing) */
+	for (size_t i = 0; cs && i < cs->n && !rc; i++) {
+		if (cs->v[i].line)
+			rc = open_name(c, cs->v[i].name, e);
+	}
+	if (!rc && !c->nclouds) /* nothing named: the registry's first */
+		rc = open_name(c, (c->cfg.registry ? c->cfg.registry :
+				   prov_registry())[0]->name, e);
+	return rc;
+}
+
 static void inflight_drop(struct ctl *c, size_t k)
 {
 	struct ctl_cloud *cl = &c->clouds[c->fly[k].cloud];
 
-	cl->drv.ops->req_free(cl->drv.st, c->fly[k].req); /* waits for it */
+	cl->p.drv.ops->req_free(cl->p.drv.st, c->fly[k].req); /* waits */
 	c->fly[k] = c->fly[--c->nfly];
 }
 
@@ -96,13 +200,11 @@ void ctl__clouds_free(struct ctl *c)
 {
 	while (c->nfly)
 		inflight_drop(c, 0);
-	for (size_t i = 0; i < c->nclouds; i++) {
-		if (c->clouds[i].mkt.ops)
-			c->clouds[i].mkt.ops->destroy(c->clouds[i].mkt.st);
-		if (c->clouds[i].drv.ops)
-			c->clouds[i].drv.ops->destroy(c->clouds[i].drv.st);
-	}
-	c->nclouds = 0;
+	for (size_t i = 0; i < c->nclouds; i++)
+		cloud_provider_close(&c->clouds[i].p);
+	free(c->clouds);
+	c->clouds = NULL;
+	c->nclouds = c->capclouds = 0;
 }
 
 void ctl__clouds_names(const struct ctl *c, char *out, size_t cap)
@@ -111,7 +213,9 @@ void ctl__clouds_names(const struct ctl *c, char *out, size_t cap)
 	for (size_t i = 0; i < c->nclouds; i++) {
 		size_t l = strlen(out);
 
-		snprintf(out + l, cap - l, "%s%s", i ? "," : "", c->clouds[i].name);
+		snprintf(out + l, cap - l, "%s%s%s%s", i ? "," : "",
+			 c->clouds[i].name, c->clouds[i].p.region[0] ? "/" : "",
+			 c->clouds[i].p.region);
 	}
 }
 
@@ -120,7 +224,7 @@ int ctl__cloud_of(const struct ctl *c, int pool)
 	struct cloud_offering o;
 
 	for (size_t i = 0; i < c->nclouds; i++) {
-		const struct cloud_market *m = &c->clouds[i].mkt;
+		const struct cloud_market *m = &c->clouds[i].p.mkt;
 
 		if (m->ops->describe(m->st, pool, &o) == 0)
 			return (int)i;
@@ -137,11 +241,24 @@ const char *ctl__prov_name(const struct ctl *c, int pool)
 	return c->nclouds ? c->clouds[0].name : "none";
 }
 
-bool ctl__prov_shared(const struct ctl *c, int pool)
+unsigned ctl__prov_caps(const struct ctl *c, int pool)
 {
 	int i = ctl__cloud_of(c, pool);
 
-	return i >= 0 && c->clouds[i].shared_disk;
+	return i >= 0 ? c->clouds[i].caps : 0;
+}
+
+int ctl__node_meta(struct ctl *c, int64_t node, struct cloud_meta *out)
+{
+	for (size_t i = 0; i < c->nclouds; i++) {
+		const struct ctl_cloud *cl = &c->clouds[i];
+
+		if ((cl->caps & CLOUD_CAP_HOSTED_META) && cl->p.ops &&
+		    cl->p.ops->metadata &&
+		    cl->p.ops->metadata(cl->p.st, node, out) == 0)
+			return 0;
+	}
+	return -SR_ENOTFOUND;
 }
 
 int ctl__offerings(struct ctl *c, const struct cloud_query *q,
@@ -154,7 +271,7 @@ int ctl__offerings(struct ctl *c, const struct cloud_query *q,
 	*out = NULL;
 	*n = 0;
 	for (size_t i = 0; i < c->nclouds && !rc; i++) {
-		const struct cloud_market *m = &c->clouds[i].mkt;
+		const struct cloud_market *m = &c->clouds[i].p.mkt;
 		struct cloud_offering *v = NULL, *grown;
 		size_t nv = 0;
 
@@ -191,7 +308,7 @@ int ctl__describe(struct ctl *c, int pool, struct cloud_offering *out)
 
 	if (i < 0)
 		return -SR_ENOTFOUND;
-	return c->clouds[i].mkt.ops->describe(c->clouds[i].mkt.st, pool, out);
+	return c->clouds[i].p.mkt.ops->describe(c->clouds[i].p.mkt.st, pool, out);
 }
 
 int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
@@ -204,7 +321,7 @@ int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
 		usd_h[k] = -1;
 	if (i < 0)
 		return 0;
-	m = &c->clouds[i].mkt;
+	m = &c->clouds[i].p.mkt;
 	return m->ops->price_history ? m->ops->price_history(m->st, pool, step_s,
 							     n, usd_h) : 0;
 }
@@ -220,6 +337,15 @@ static struct ctl_inflight *inflight_of(struct ctl *c, int64_t node, size_t *k)
 		}
 	}
 	return NULL;
+}
+
+bool ctl__launch_pending(const struct ctl *c, int64_t node)
+{
+	for (size_t i = 0; i < c->nfly; i++) {
+		if (c->fly[i].node == node)
+			return true;
+	}
+	return false;
 }
 
 static void launch_done(void *ud)
@@ -242,56 +368,94 @@ static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
 
 	if (n == 0)
 		return 0;
-	rc = cl->drv.ops->terminate(cl->drv.st, ids, n, &err);
+	rc = cl->p.drv.ops->terminate(cl->p.drv.st, ids, n, &err);
 	if (rc)
 		sr_warn("clouds", "terminate failed", "provider=%s n=%zu err=\"%s\"",
 			cl->name, n, err.msg);
 	return rc;
 }
 
-/* Start the launch of node n (its request joins the launch table). */
+/* The launch of node n as its first attempt makes it: *boot is the
+ * bootstrap text (malloc'd; the caller wipes and frees it). */
+static int launch_make(struct ctl *c, struct ctl_cloud *cl,
+		       const struct ctl_node_ref *n, const char *token,
+		       const char *key, struct cloud_launch *l, char **boot,
+		       struct sr_err *e)
+{
+	char eps[1024];
+	struct cloud_boot b = { n->id, n->job_id, token, eps };
+	struct cloud_offering o;
+	int rc;
+
+	/* the agent gets every daemon sharing the store, the leader first
+	 * (lease.c) */
+	ctl__endpoints(c, eps, sizeof eps);
+	rc = cl->p.mkt.ops->describe(cl->p.mkt.st, n->pool, &o);
+	if (rc)
+		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
+				  cl->name);
+	rc = cl->p.ops->bootstrap(cl->p.st, &b, boot, e);
+	if (rc)
+		return rc;
+	l->idem_key = key;
+	l->zone = o.zone[0] ? strdup(o.zone) : NULL;
+	l->instance_type = strdup(o.instance_type);
+	l->spot = n->spot;
+	l->bootstrap = *boot;
+	l->image = n->image && n->image[0] ? n->image : NULL;
+	if (!l->instance_type || (o.zone[0] && !l->zone))
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	/* written down before it is sent (launchrec.c) */
+	return ctl__launch_keep(c, n->id, l, e);
+}
+
+/* Start the launch of node n (its request joins the launch table).  The
+ * first attempt makes it and keeps its parameters; every later one -
+ * after a crash, or on another daemon after a failover - sends exactly
+ * what was kept, under the same key (launchrec.c). */
 static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 			const char *token, struct sr_err *e)
 {
 	struct ctl_cloud *cl = &c->clouds[i];
-	char eps[1024];
-	struct ctl_boot b = { n->id, n->job_id, token, eps };
-	struct cloud_offering o;
 	struct cloud_launch l = { 0 };
 	struct cloud_req *req = NULL;
 	struct cloud_error err = { 0 };
+	struct cloud_tags tags = { c->cluster, n->job_id, n->id, 1 };
 	char key[CLOUD_IDEM_MAX], *boot = NULL;
+	json_t *kept = NULL;
 	int rc;
 
 	if (c->nfly == CTL_INFLIGHT_MAX)
 		return -EINPROGRESS; /* as many in flight as we allow: later */
-	/* the agent gets every daemon sharing the store, the leader first
-	 * (lease.c) */
-	ctl__endpoints(c, eps, sizeof eps);
-	rc = cl->mkt.ops->describe(cl->mkt.st, n->pool, &o);
+	cloud_idem_key(&tags, key);
+	rc = ctl__launch_recall(c, n->id, key, &l, &kept, e);
+	if (rc == 0)
+		rc = launch_make(c, cl, n, token, key, &l, &boot, e);
+	else if (rc == 1)
+		rc = 0;
 	if (rc)
-		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
-				  cl->name);
-	l.tags = (struct cloud_tags){ c->cluster, n->job_id, n->id, 1 };
-	cloud_idem_key(&l.tags, key);
-	rc = cl->bootstrap(c, &b, &boot, e);
-	if (rc)
-		return rc;
-	l.idem_key = key;
-	l.zone = o.zone[0] ? o.zone : NULL;
-	l.instance_type = o.instance_type;
-	l.spot = n->spot;
+		goto out;
+	l.tags = tags;
 	l.pool = n->pool;
-	l.bootstrap = boot;
 	l.done = launch_done;
 	l.done_ud = c;
-	rc = cl->drv.ops->provision(cl->drv.st, &l, &req, &err);
-	explicit_bzero(boot, strlen(boot));
-	free(boot);
-	if (rc)
-		return cloud_fail(&err, rc, e);
+	rc = cl->p.drv.ops->provision(cl->p.drv.st, &l, &req, &err);
+	if (rc) {
+		rc = cloud_fail(&err, rc, e);
+		goto out;
+	}
 	c->fly[c->nfly++] = (struct ctl_inflight){ n->id, i, req };
-	return 0;
+out:
+	if (!kept) { /* made here: the strings are ours */
+		free((char *)l.zone);
+		free((char *)l.instance_type);
+	}
+	if (boot) {
+		explicit_bzero(boot, strlen(boot));
+		free(boot);
+	}
+	json_decref(kept);
+	return rc;
 }
 
 int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
@@ -318,7 +482,7 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 			return rc;
 		f = inflight_of(c, n->id, &k);
 	}
-	rc = cl->drv.ops->poll(cl->drv.st, f->req, &inst, &err);
+	rc = cl->p.drv.ops->poll(cl->p.drv.st, f->req, &inst, &err);
 	if (rc == -EAGAIN)
 		return -EINPROGRESS;
 	inflight_drop(c, k);
@@ -330,6 +494,8 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 		" instance=%s zone=%s type=%s spot=%d", n->id, cl->name, inst.id,
 		inst.zone, inst.instance_type, n->spot);
 	rc = commit(ud, inst.id, inst.blob, inst.state == CLOUD_INST_PENDING);
+	if (rc == 0)
+		ctl__launch_forget(c, n->id); /* recorded: no repeat needed */
 	if (rc) {
 		const char *id = inst.id;
 
@@ -366,7 +532,7 @@ int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n)
 		return terminate_ids(cl, ids, 1);
 	}
 	/* no id recorded (a crash before the commit): by the node's tag */
-	rc = cl->drv.ops->list(cl->drv.st, c->cluster, &v, &nv, &err);
+	rc = cl->p.drv.ops->list(cl->p.drv.st, c->cluster, &v, &nv, &err);
 	if (rc) {
 		sr_warn("clouds", "cannot list instances", "provider=%s err=\"%s\"",
 			cl->name, err.msg);
@@ -400,9 +566,9 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 	size_t nx = 0, nleak = 0, k;
 	int rc;
 
-	if (cl->mkt.ops->refresh)
-		cl->mkt.ops->refresh(cl->mkt.st);
-	rc = cl->drv.ops->list(cl->drv.st, c->cluster, &x, &nx, &err);
+	if (cl->p.mkt.ops->refresh)
+		cl->p.mkt.ops->refresh(cl->p.mkt.st);
+	rc = cl->p.drv.ops->list(cl->p.drv.st, c->cluster, &x, &nx, &err);
 	if (rc) {
 		sr_warn("clouds", "cannot list instances", "provider=%s err=\"%s\"",
 			cl->name, err.msg);
@@ -420,8 +586,10 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 			obs[j].reclaim = x[q].notice_ns != 0;
 		}
 	}
-	/* running instances of this cluster that no live node holds */
-	for (size_t q = 0; q < nx && nleak < 64; q++) {
+	/* running instances of this cluster that no live node holds (a
+	 * provider without tags cannot tell ours: left alone) */
+	for (size_t q = 0; q < nx && nleak < 64 && (cl->caps & CLOUD_CAP_TAGS);
+	     q++) {
 		bool known = inflight_of(c, x[q].node_id, &k) != NULL;
 
 		if (!running(&x[q]))

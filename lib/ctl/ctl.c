@@ -31,15 +31,18 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/routes.h"
 #include "store/store.h"
 #include "market/catalog.h"
+#include "providers/registry.h"
 
 void ctl_config_defaults(struct ctl_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->listen_host = "127.0.0.1";
 	cfg->listen_port = 7077;
-	cfg->provider = "local";
+	cfg->provider = NULL; /* the config file's, else the registry's first */
 	cfg->time_scale = 3600;
 	cfg->notice_ms = 5000;
 	cfg->provision_ms = 1000;
@@ -260,45 +263,38 @@ static void find_agent(struct ctl *c)
 	snprintf(c->agent_path, sizeof c->agent_path, "%s/spotrun-agent", exe);
 }
 
-/* The cloud named by --providers ("local" or "aws").  The agents' URL
- * is needed by a cloud's bootstrap, so the HTTP server is prepared first
- * (ctl__http_prepare fills c->url). */
-static int prov_one(struct ctl *c, const char *p, size_t len, struct sr_err *e)
+static int64_t host_real(void *ud)
 {
-	struct ctl_cloud cl;
-	int rc;
-
-	if (len == 5 && strncmp(p, "local", 5) == 0)
-		rc = ctl__prov_local_init(c, &cl, e);
-	else if (len == 3 && strncmp(p, "aws", 3) == 0)
-		rc = ctl__prov_aws_init(c, &cl, e);
-	else
-		return sr_err_set(e, -SR_EUNSUPPORTED, "--providers: unknown "
-				  "provider '%.*s' (built: local, aws)", (int)len, p);
-	if (!rc)
-		rc = ctl__clouds_add(c, &cl, e);
-	if (rc && cl.mkt.ops) {
-		cl.mkt.ops->destroy(cl.mkt.st);
-		cl.drv.ops->destroy(cl.drv.st);
-	}
-	return rc;
+	return ctl__now(ud);
 }
 
-/* "local", "aws" or a comma-separated list of them (each once). */
-static int prov_init(struct ctl *c, const char *names, struct sr_err *e)
+static double host_sim(void *ud)
 {
-	const char *p = names && names[0] ? names : "local";
-	int rc = 0;
+	return ctl__sim_now(ud);
+}
 
-	while (!rc) {
-		size_t len = strcspn(p, ",");
+static int64_t host_epoch(void *ud)
+{
+	return ctl__lease_epoch(ud);
+}
 
-		rc = prov_one(c, p, len, e);
-		if (rc || !p[len])
-			break;
-		p += len + 1;
-	}
-	return rc;
+static bool host_fence(void *ud, int64_t epoch)
+{
+	return ctl__lease_fence_ok(ud, epoch);
+}
+
+/* What the providers borrow from the daemon (cloud/provider.h). */
+static void host_init(struct ctl *c)
+{
+	c->host = (struct cloud_host){
+		.state_dir = c->state_dir, .data_dir = c->data_dir,
+		.agent_path = c->agent_path,
+		.agent_given = c->cfg.agent_path && c->cfg.agent_path[0],
+		.cluster = c->cluster, .real_ns = host_real, .sim_s = host_sim,
+		.ud = c, .notice_ms = c->cfg.notice_ms,
+		.provision_ms = c->cfg.provision_ms,
+		.lease_epoch = host_epoch, .fence_ok = host_fence,
+	};
 }
 
 int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
@@ -306,27 +302,27 @@ int ctl_start(const struct ctl_config *cfg, struct ctl **out, struct sr_err *e)
 	return ctl__start_with(cfg, NULL, NULL, out, e);
 }
 
-int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
+int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		    const struct ctl_clock *clock, struct ctl **out,
 		    struct sr_err *e)
 {
 	struct ctl *c = calloc(1, sizeof *c);
 	struct store *db;
 	struct sr_err ae = { 0 };
-	char path[2400], names[80];
+	char path[2400], names[512];
 	int rc;
 
 	*out = NULL;
 	if (!c) {
-		if (cloud) {
-			cloud->mkt.ops->destroy(cloud->mkt.st);
-			cloud->drv.ops->destroy(cloud->drv.st);
-		}
+		if (cloud)
+			cloud_provider_close(&cloud->p);
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	}
-	if (cloud)
-		ctl__clouds_add(c, cloud, e); /* owned from here */
 	c->cfg = *cfg;
+	if (cloud && ctl__clouds_add(c, cloud, e)) { /* owned from here */
+		free(c);
+		return -ENOMEM;
+	}
 	if (clock)
 		c->clock = *clock;
 	pthread_mutex_init(&c->wake_mu, NULL);
@@ -405,12 +401,18 @@ int ctl__start_with(const struct ctl_config *cfg, const struct ctl_cloud *cloud,
 		snprintf(c->data_dir, sizeof c->data_dir, "data");
 	find_agent(c);
 	rc = ctl__cluster_load(c, e);
+	host_init(c);
+	prov_infra_install(c->cfg.registry); /* job files name its clouds */
 	if (!rc && !cloud)
-		rc = prov_init(c, cfg->provider, e);
+		rc = ctl__clouds_open(c, e);
 	if (rc)
 		goto fail;
 	ctl__routes_jobs();
 	ctl__routes_nodes();
+	for (size_t i = 0; i < c->nclouds; i++) {
+		if (c->clouds[i].caps & CLOUD_CAP_HOSTED_META)
+			ctl__routes_imds();
+	}
 	rc = ctl__http_start(c, e);
 	if (rc)
 		goto fail;

@@ -15,6 +15,8 @@
 #include "common/err.h"
 
 struct ctl;
+struct cloud_confs;
+struct cloud_prov_def;
 
 struct ctl_config {
 	const char *state_dir;     /* required; created 0700 */
@@ -23,12 +25,22 @@ struct ctl_config {
 				      "postgresql://..." URI (docs/store.md) */
 	const char *listen_host;   /* "127.0.0.1" */
 	int listen_port;           /* 7077; 0 = ephemeral (tests) */
-	const char *provider;      /* "local" */
+	/* The providers to open, comma-separated ("local,aws"); NULL or "":
+	 * those of `providers`, else the registry's first (local). */
+	const char *provider;
+	/* The config file's `providers:` section with the flags' overrides
+	 * (cloud/conf.h); borrowed, must outlive the daemon.  NULL: none. */
+	struct cloud_confs *providers;
+	/* The provider table (lib/providers/registry.h); NULL: the built-in
+	 * one.  Tests add their own providers here. */
+	const struct cloud_prov_def *const *registry;
 	const char *agent_path;    /* spotrun-agent binary; NULL = beside exe */
 	const char *data_dir;      /* catalog + traces; NULL = catalog_find_data_dir */
 	double time_scale;         /* cloud seconds per real second (3600) */
-	int64_t notice_ms;         /* local preemption notice lead, real ms */
-	int64_t provision_ms;      /* local provisioning delay, real ms */
+	int64_t notice_ms;         /* the local cloud's notice lead, real ms
+				      (cloud_host.notice_ms) */
+	int64_t provision_ms;      /* the local cloud's provisioning delay,
+				      real ms (cloud_host.provision_ms) */
 	int64_t heartbeat_ms;      /* what agents are told (1000) */
 	int64_t heartbeat_timeout_ms; /* node LOST after this silence (10000) */
 	int64_t boot_timeout_ms;   /* BOOTING without register -> LOST (30000) */
@@ -47,12 +59,6 @@ struct ctl_config {
 				      without TLS (tokens in clear) */
 	int manual_reconcile;      /* tests: start no reconciler thread;
 				      the caller runs passes itself */
-	/* --providers aws: what RunInstances starts (NULL = not set) */
-	const char *aws_image;     /* AMI with spotrun-agent installed */
-	const char *aws_subnet;    /* subnet id (sets the VPC and zone) */
-	const char *aws_security_group;
-	const char *aws_key_name;
-	const char *aws_instance_profile;
 };
 
 /* Defaults for every field except state_dir. */

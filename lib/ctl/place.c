@@ -13,6 +13,7 @@
 
 #include "common/money.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
 
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 
@@ -79,14 +80,16 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->work_s = js->work_h * 3600.0;
 	if (p->work_s <= 0)
 		p->work_s = isfinite(p->deadline_s) ? p->deadline_s / 2 : 3600.0;
-	/* A restart in the local cloud costs the provisioning delay plus the
-	 * agent's and workload's start, in real time, times the scale; the
-	 * job's own figure is used when larger on a cloud whose nodes are
-	 * machines of their own (no shared disk: a real cloud). */
+	/* A restart costs the provisioning delay plus the agent's and
+	 * workload's start, in real time, times the scale; the job's own
+	 * figure (provision + image_pull) is used when larger on a provider
+	 * whose provisioning time is not its own known setting (without
+	 * CLOUD_CAP_KNOWN_BOOT: a real cloud). */
 	p->restart_s = (double)(c->cfg.provision_ms + c->cfg.restart_guess_ms) /
 		       1000.0 * scale;
 	if ((double)(js->provision_ns + js->image_pull_ns) / 1e9 > p->restart_s &&
-	    !ctl__prov_shared(c, p->od >= 0 ? p->od : p->spot[0]))
+	    !(ctl__prov_caps(c, p->od >= 0 ? p->od : p->spot[0]) &
+	      CLOUD_CAP_KNOWN_BOOT))
 		p->restart_s = (double)(js->provision_ns + js->image_pull_ns) / 1e9;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
 #include "ctl/place.h"
 
 struct ctl_pol *ctl__pol_get(struct ctl *c, int64_t job)

@@ -13,6 +13,7 @@
 #include "ctl/ctl_int.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
+#include "ctl/recon.h"
 
 #define RECON_MAX_NODES 1024
 #define RECON_JOB_PAGE 1024 /* active job ids read per query */

@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 
 struct conn {
 	char *body;

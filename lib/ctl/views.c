@@ -10,6 +10,7 @@
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 #include "store/store.h"
 
 static json_t *ts_or_null(int64_t ns)

@@ -13,6 +13,9 @@
  *   resources.accelerators     1   1024   job file, stored spec (count)
  *   spotrun.max_restarts       0   1000   job file, API body, schema
  *   YAML nesting depth         -     64   job file (rejected while parsing)
+ *   job file size (bytes)      -   256 KiB  every reader of a job file: the
+ *                                         parser (so the CLI's plan, launch,
+ *                                         sim), the API's spec_yaml
  *
  * Values must stay plain integer literals: the schema pastes them into
  * its SQL text with SR_LIMIT_STR().
@@ -25,6 +28,7 @@
 #define SR_LIMIT_ACCEL_COUNT_MAX 1024
 #define SR_LIMIT_MAX_RESTARTS_MAX 1000
 #define SR_LIMIT_YAML_DEPTH 64
+#define SR_LIMIT_JOB_BYTES 262144
 
 #define SR_LIMIT_STR_(x) #x
 #define SR_LIMIT_STR(x) SR_LIMIT_STR_(x)

@@ -38,11 +38,12 @@
 #include "os_int.h"
 #include "common/log.h"
 #include "common/sigv4.h"
+#include "common/url.h"
 
 #define AZ_VERSION "2021-08-06"
 
 struct az {
-	char *base;           /* scheme://host[:port][/path] */
+	char *base;           /* scheme://host[:port] */
 	char *path0;          /* URL path of the endpoint ("" or "/acct") */
 	char *account;
 	unsigned char *key;   /* decoded account key */
@@ -77,7 +78,7 @@ struct call {
 	int blockblob;          /* send x-ms-blob-type: BlockBlob */
 };
 
-static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
+static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 		struct sr_err *e)
 {
 	struct call *c = ud;
@@ -106,21 +107,21 @@ static int sign(const struct os_req *rq, void *ud, struct curl_slist **hdrs,
 	free(sts);
 	if (rc)
 		return sr_err_set(e, rc, "Azure: signing failed");
-	rc = os_hdr(hdrs, "x-ms-date: %s", date);
+	rc = sr_http_hdrs_add(hdrs, "x-ms-date: %s", date);
 	if (!rc)
-		rc = os_hdr(hdrs, "x-ms-version: " AZ_VERSION);
+		rc = sr_http_hdrs_add(hdrs, "x-ms-version: " AZ_VERSION);
 	if (!rc && c->blockblob)
-		rc = os_hdr(hdrs, "x-ms-blob-type: BlockBlob");
+		rc = sr_http_hdrs_add(hdrs, "x-ms-blob-type: BlockBlob");
 	if (!rc && c->range)
-		rc = os_hdr(hdrs, "x-ms-range: %s", c->range);
+		rc = sr_http_hdrs_add(hdrs, "x-ms-range: %s", c->range);
 	if (!rc && c->md5[0])
-		rc = os_hdr(hdrs, "Content-MD5: %s", c->md5);
+		rc = sr_http_hdrs_add(hdrs, "Content-MD5: %s", c->md5);
 	if (!rc)
-		rc = os_hdr(hdrs, "Authorization: SharedKey %s:%s",
+		rc = sr_http_hdrs_add(hdrs, "Authorization: SharedKey %s:%s",
 			    c->az->account, sig);
 	/* curl would add a Content-Type to some uploads; none is signed */
 	if (!rc)
-		rc = os_hdr(hdrs, "Content-Type:");
+		rc = sr_http_hdrs_add(hdrs, "Content-Type:");
 	return rc;
 }
 
@@ -145,16 +146,12 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 		  struct os_resp *resp, struct sr_err *e)
 {
 	struct az *az = s->impl;
-	const char *host_end = strstr(az->base, "://");
 	char *url = NULL;
 	int rc;
 
-	host_end = host_end ? strchr(host_end + 3, '/') : NULL;
-	/* base may carry the account path; c->path starts with it already */
-	if (asprintf(&url, "%.*s%s%s%s",
-		     (int)(host_end ? (size_t)(host_end - az->base)
-				    : strlen(az->base)), az->base,
-		     c->path, query && *query ? "?" : "", query ? query : "") < 0)
+	/* c->path starts with the endpoint's own path (path0) already */
+	if (asprintf(&url, "%s%s%s%s", az->base, c->path,
+		     query && *query ? "?" : "", query ? query : "") < 0)
 		return -ENOMEM;
 	c->az = az;
 	c->clen = blen;
@@ -499,7 +496,7 @@ int objstore__az_open(struct objstore *s, struct sr_err *e)
 	struct az *az = calloc(1, sizeof *az);
 	const char *cs = getenv("AZURE_STORAGE_CONNECTION_STRING");
 	char *key = NULL, *ep = NULL, *name = NULL;
-	const char *hs, *slash;
+	struct sr_url url = { .port = -1 };
 	int rc = -ENOMEM;
 
 	if (!az)
@@ -539,15 +536,18 @@ int objstore__az_open(struct objstore *s, struct sr_err *e)
 	}
 	while (ep[0] && ep[strlen(ep) - 1] == '/')
 		ep[strlen(ep) - 1] = 0;
-	hs = strstr(ep, "://");
-	if (!hs) {
-		rc = sr_err_set(e, -EINVAL, "Azure endpoint %s: expected "
-				"http(s)://host[:port][/path]", ep);
+	rc = sr_url_parse_http(ep, "Azure endpoint", &url, e);
+	if (rc)
+		goto fail;
+	if (url.user || url.query || url.fragment) {
+		rc = sr_err_set(e, -EINVAL, "Azure endpoint: expected "
+				"http(s)://host[:port][/path] (the storage key "
+				"signs; no user:password@, query or fragment)");
 		goto fail;
 	}
-	slash = strchr(hs + 3, '/');
-	az->path0 = strdup(slash ? slash : "");
-	az->base = strdup(ep);
+	rc = -ENOMEM;
+	az->path0 = strdup(strcmp(url.path, "/") ? url.path : "");
+	az->base = sr_url_origin(&url);
 	az->account = strdup(s->u.account);
 	if (!az->path0 || !az->base || !az->account)
 		goto fail;
@@ -561,6 +561,7 @@ fail:
 	free(key);
 	free(ep);
 	free(name);
+	sr_url_free(&url);
 	az_free(az);
 	return rc;
 }

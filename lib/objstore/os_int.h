@@ -4,8 +4,8 @@
 #ifndef SR_OBJSTORE_INT_H
 #define SR_OBJSTORE_INT_H
 
-#include <curl/curl.h>
 #include "objstore.h"
+#include "common/http.h"
 
 struct objstore_ops {
 	int (*put)(struct objstore *s, const char *key, const void *buf,
@@ -32,6 +32,7 @@ struct objstore {
 	struct objstore_uri u;
 	struct objstore_cfg cfg;
 	atomic_int *cancel;
+	_Atomic int64_t deadline_ns; /* objstore_set_deadline(); 0 = none */
 	void *impl;           /* backend state, freed by ops->free_impl */
 };
 
@@ -47,15 +48,15 @@ char *objstore__full_key(const struct objstore *s, const char *key);
 
 /* ---- http.c: one request, retried ------------------------------------------
  *
- * A request is described once; `sign` is called before every attempt to
+ * A request is described once and performed by the one HTTP layer
+ * (lib/common/http.h); `sign` is called before every attempt to
  * (re)build the headers (dates and signatures), so a retry an hour later
  * is still valid.  The body comes from memory or from a range of an fd;
  * the response body goes to a fixed buffer (exact length expected) or to
- * a growing one.  Transport errors, 408, 429, 500, 502, 503, 504 are
- * retried with full-jitter exponential backoff, at least Retry-After. */
+ * a growing one.  Retries: see http.c. */
 struct os_req;
 typedef int (*os_sign_fn)(const struct os_req *rq, void *ud,
-			  struct curl_slist **hdrs, struct sr_err *e);
+			  struct sr_http_hdrs *hdrs, struct sr_err *e);
 
 struct os_req {
 	const char *method;
@@ -95,9 +96,9 @@ void os_resp_free(struct os_resp *r);
  * 404 -> -SR_ENOTFOUND, 401/403 -> -EACCES, else -SR_EHTTP. */
 int os_status_err(const struct os_req *rq, const struct os_resp *r,
 		  struct sr_err *e);
-/* A curl_slist append that reports out-of-memory. */
-int os_hdr(struct curl_slist **l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* The store's settings as options of the HTTP layer (its deadline and
+ * cancel flag included). */
+void objstore__http_opts(const struct objstore *s, struct sr_http_opts *o);
 
 /* ---- crypt.c ---------------------------------------------------------------- */
 /* base64 of MD5(data) into out[25]. */

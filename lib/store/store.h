@@ -111,7 +111,14 @@ bool store_in_tx(const struct store *s);
  * lock (so no other writer commits between the check and the caller's
  * commit).  Non-zero fails the store_begin (rolled back) with that
  * error.  The control plane's leader fences its reconciler's
- * transactions with its lease epoch (lib/ctl/lease.c).  NULL removes it. */
+ * transactions with its lease epoch (lib/ctl/lease.c).  NULL removes it.
+ * On a fenced connection a write run outside a transaction (an
+ * autocommit INSERT, UPDATE or DELETE) gets a transaction of its own,
+ * fenced the same way: store_step / store_run open it before the
+ * statement's first step and commit it after its last (or roll it back
+ * on an error, the fence's included); store_done commits one a caller
+ * left open (a RETURNING row read, the rest not), logging a failure it
+ * cannot return - run a write to its end to see its commit's error. */
 typedef int (*store_fence_fn)(struct store *s, void *ud, struct sr_err *e);
 void store_set_fence(struct store *s, store_fence_fn fn, void *ud);
 
@@ -285,6 +292,19 @@ struct store_job {
 int store_job_load(struct store *s, int64_t id, unsigned what,
 		   struct store_job *j, struct sr_err *e);
 void store_job_free(struct store_job *j);
+
+/* A launch's sealed parameters (table node_launch; lib/ctl/clouds.c):
+ *   _put: keep them for node (1), or leave the row already kept (0);
+ *   _get: 1 with key (its idempotency key) and *sealed (malloc'd, caller
+ *         frees; *n bytes), or 0 when none is kept;
+ *   _del: drop them (the instance is recorded).
+ * Negative codes with *e. */
+int store_launch_put(struct store *s, int64_t node, const char *key,
+		     const void *sealed, size_t n, int64_t now_ns,
+		     struct sr_err *e);
+int store_launch_get(struct store *s, int64_t node, char *key, size_t keylen,
+		     void **sealed, size_t *n, struct sr_err *e);
+int store_launch_del(struct store *s, int64_t node, struct sr_err *e);
 
 /* For code not yet moved behind this interface (docs/store.md lists it:
  * the reconciler files) and the entry points they call:

@@ -46,6 +46,7 @@
 
 #include "ckpt_bench.h"
 #include "cli.h"
+#include "cliopt.h"
 
 static const char *const BUSAGE =
 	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
@@ -152,8 +153,44 @@ static int parse_only(const char *v, int *out)
 	return *out ? 0 : -1;
 }
 
+enum { OPT_NO_PROGRESS = CLI_KEY_LONG, OPT_SIZE, OPT_DIR, OPT_REMOTE,
+       OPT_COPY_CPUS, OPT_NICE, OPT_WRITE_CAP, OPT_ONLY, OPT_TORCH_SCRIPT,
+       OPT_THREADS, OPT_IO_DEPTH, OPT_IO_CHUNK, OPT_PAIRS, OPT_PLACEMENT,
+       OPT_REPS, OPT_TRAIN_SECONDS, OPT_INTERVAL };
+
+static const struct cli_optdef bench_defs[] = {
+	{ "no-progress", OPT_NO_PROGRESS, CLI_NOARG },
+	{ "size", OPT_SIZE, CLI_ARG },
+	{ "dir", OPT_DIR, CLI_ARG },
+	{ "remote", OPT_REMOTE, CLI_ARG },
+	{ "copy-cpus", OPT_COPY_CPUS, CLI_ARG },
+	{ "nice", OPT_NICE, CLI_ARG },
+	{ "write-cap", OPT_WRITE_CAP, CLI_ARG },
+	{ "only", OPT_ONLY, CLI_ARG },
+	{ "torch-script", OPT_TORCH_SCRIPT, CLI_ARG },
+	{ "threads", OPT_THREADS, CLI_ARG },
+	{ "io-depth", OPT_IO_DEPTH, CLI_ARG },
+	{ "io-chunk", OPT_IO_CHUNK, CLI_ARG },
+	{ "pairs", OPT_PAIRS, CLI_ARG },
+	{ "placement", OPT_PLACEMENT, CLI_ARG },
+	{ "reps", OPT_REPS, CLI_ARG },
+	{ "train-seconds", OPT_TRAIN_SECONDS, CLI_ARG },
+	{ "interval", OPT_INTERVAL, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static void busage(void)
+{
+	fputs(BUSAGE, stdout);
+}
+
+/* Returns -1 to go on, or the exit status (help shown, usage error). */
 static int parse(int argc, char **argv, struct bopts *o)
 {
+	struct cli_opts p = { .cmd = "ckpt", .sub = "bench", .defs = bench_defs,
+			      .usage = busage, .flags = CLI_OPT_JSON };
+	int c;
+
 	memset(o, 0, sizeof *o);
 	o->reps = 5;
 	o->train_s = 0; /* 2 x pairs x interval */
@@ -165,102 +202,105 @@ static int parse(int argc, char **argv, struct bopts *o)
 	o->progress = isatty(2);
 	o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	o->script = "python/spotrun/bench_torch_save.py";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		const char *a = p.name, *v = p.arg;
 		char *end = NULL;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(BUSAGE, stdout);
-			return 1;
-		} else if (!strcmp(a, "--json")) {
-			o->json = 1;
-			continue;
-		} else if (!strcmp(a, "--no-progress")) {
+		switch (c) {
+		case OPT_NO_PROGRESS:
 			o->progress = 0;
-			continue;
-		}
-		if (!v)
-			return cli_usage_error("ckpt", "bench: %s needs a value", a);
-		i++;
-		if (!strcmp(a, "--size")) {
+			break;
+		case OPT_SIZE:
 			if (parse_size(v, &o->size))
-				return cli_usage_error("ckpt", "bench: --size: '%s' is "
-						       "not a size like 512M or 2G", v);
-		} else if (!strcmp(a, "--dir")) {
+				return cli_opts_error(&p, "--size: '%s' is not a size "
+						      "like 512M or 2G", v);
+			break;
+		case OPT_DIR:
 			o->dir = v;
-		} else if (!strcmp(a, "--remote")) {
+			break;
+		case OPT_REMOTE:
 			o->remote = v;
-		} else if (!strcmp(a, "--copy-cpus")) {
+			break;
+		case OPT_COPY_CPUS:
 			if (strcmp(v, "any") && strcmp(v, "others"))
-				return cli_usage_error("ckpt", "bench: --copy-cpus: "
-						       "'%s' is not any or others", v);
+				return cli_opts_error(&p, "--copy-cpus: '%s' is not "
+						      "any or others", v);
 			o->copy_others = !strcmp(v, "others");
-		} else if (!strcmp(a, "--nice")) {
+			break;
+		case OPT_NICE:
 			o->nice = (int)strtol(v, &end, 10);
-			if (*end || o->nice < 0 || o->nice > 19)
-				return cli_usage_error("ckpt", "bench: --nice: '%s' "
-						       "is not 0..19", v);
-		} else if (!strcmp(a, "--write-cap")) {
+			if (*end || end == v || o->nice < 0 || o->nice > 19)
+				return cli_opts_error(&p, "--nice: '%s' is not 0..19", v);
+			break;
+		case OPT_WRITE_CAP:
 			if (parse_size(v, &o->write_cap))
-				return cli_usage_error("ckpt", "bench: --write-cap: "
-						       "'%s' is not a size like 200M", v);
-		} else if (!strcmp(a, "--only")) {
+				return cli_opts_error(&p, "--write-cap: '%s' is not a "
+						      "size like 200M", v);
+			break;
+		case OPT_ONLY:
 			if (parse_only(v, &o->only))
-				return cli_usage_error("ckpt", "bench: --only: '%s' is "
-						       "not a comma-separated list of "
-						       "saves, restore, torch, train", v);
-		} else if (!strcmp(a, "--torch-script")) {
+				return cli_opts_error(&p, "--only: '%s' is not a "
+						      "comma-separated list of saves, "
+						      "restore, torch, train", v);
+			break;
+		case OPT_TORCH_SCRIPT:
 			o->script = v;
-		} else if (!strcmp(a, "--threads")) {
+			break;
+		case OPT_THREADS:
 			o->threads = (int)strtol(v, &end, 10);
-			if (*end || o->threads < 1 || o->threads > 64)
-				return cli_usage_error("ckpt", "bench: --threads: '%s'"
-						       " is not 1..64", v);
-		} else if (!strcmp(a, "--io-depth")) {
+			if (*end || end == v || o->threads < 1 || o->threads > 64)
+				return cli_opts_error(&p, "--threads: '%s' is not 1..64", v);
+			break;
+		case OPT_IO_DEPTH:
 			o->io_depth = (int)strtol(v, &end, 10);
-			if (*end || o->io_depth < 1 || o->io_depth > 64)
-				return cli_usage_error("ckpt", "bench: --io-depth: "
-						       "'%s' is not 1..64", v);
-		} else if (!strcmp(a, "--io-chunk")) {
-			uint64_t c = 0;
+			if (*end || end == v || o->io_depth < 1 || o->io_depth > 64)
+				return cli_opts_error(&p, "--io-depth: '%s' is not 1..64", v);
+			break;
+		case OPT_IO_CHUNK: {
+			uint64_t n = 0;
 
-			if (parse_size(v, &c) || c > (1u << 30))
-				return cli_usage_error("ckpt", "bench: --io-chunk: "
-						       "'%s' is not a size", v);
-			o->io_chunk = (uint32_t)c;
-		} else if (!strcmp(a, "--pairs")) {
+			if (parse_size(v, &n) || n > (1u << 30))
+				return cli_opts_error(&p, "--io-chunk: '%s' is not a size", v);
+			o->io_chunk = (uint32_t)n;
+			break;
+		}
+		case OPT_PAIRS:
 			o->pairs = (int)strtol(v, &end, 10);
-			if (*end || o->pairs < 2 || o->pairs > 100)
-				return cli_usage_error("ckpt", "bench: --pairs: '%s' "
-						       "is not 2..100", v);
-		} else if (!strcmp(a, "--placement")) {
+			if (*end || end == v || o->pairs < 2 || o->pairs > 100)
+				return cli_opts_error(&p, "--pairs: '%s' is not 2..100", v);
+			break;
+		case OPT_PLACEMENT:
 			if (strcmp(v, "pinned") && strcmp(v, "none"))
-				return cli_usage_error("ckpt", "bench: --placement: "
-						       "'%s' is not pinned or none", v);
+				return cli_opts_error(&p, "--placement: '%s' is not "
+						      "pinned or none", v);
 			o->pinned = !strcmp(v, "pinned");
-		} else if (!strcmp(a, "--reps")) {
+			break;
+		case OPT_REPS:
 			o->reps = (int)strtol(v, &end, 10);
-			if (*end || o->reps < 1 || o->reps > 100)
-				return cli_usage_error("ckpt", "bench: --reps: '%s' "
-						       "is not 1..100", v);
-		} else if (!strcmp(a, "--train-seconds") || !strcmp(a, "--interval")) {
+			if (*end || end == v || o->reps < 1 || o->reps > 100)
+				return cli_opts_error(&p, "--reps: '%s' is not 1..100", v);
+			break;
+		default: { /* OPT_TRAIN_SECONDS, OPT_INTERVAL */
 			double d = strtod(v, &end);
 
-			if (*end || d <= 0)
-				return cli_usage_error("ckpt", "bench: %s: '%s' is "
-						       "not a positive number", a, v);
-			*(!strcmp(a, "--interval") ? &o->interval_s : &o->train_s) = d;
-		} else {
-			return cli_usage_error("ckpt", "bench: unknown argument '%s'", a);
+			if (*end || end == v || !(d > 0))
+				return cli_opts_error(&p, "%s: '%s' is not a positive "
+						      "number", a, v);
+			*(c == OPT_INTERVAL ? &o->interval_s : &o->train_s) = d;
+			break;
+		}
 		}
 	}
+	if (c < 0)
+		return p.status;
+	o->json = p.json;
 	if (o->only & PH_TORCH) /* stall_vs_torch_save needs the saves' stall */
 		o->only |= PH_SAVES;
 	if (!o->size || !o->dir)
-		return cli_usage_error("ckpt", "bench: --size and --dir are required");
+		return cli_opts_error(&p, "--size and --dir are required");
 	if (o->threads > 8)
 		o->threads = 8;
-	return 0;
+	return -1;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -707,7 +747,7 @@ int ckpt_bench_main(int argc, char **argv)
 {
 	struct bopts o;
 	struct bench_state st = { 0 };
-	json_t *root = json_object();
+	json_t *root = NULL;
 	char wdir[4096], raw[4200], reason[256] = "", load0[64], load1[64];
 	char sz[32];
 	double rw[100], stall = 0, lazy = 0, tsave = 0;
@@ -715,13 +755,19 @@ int ckpt_bench_main(int argc, char **argv)
 	int rc, direct = 0, need_dst;
 
 	rc = parse(argc, argv, &o);
-	if (rc)
-		return rc == 1 ? CLI_OK : rc;
+	if (rc >= 0)
+		return rc;
+	root = json_object();
+	if (!root) {
+		fprintf(stderr, "spotrun ckpt: bench: out of memory\n");
+		return CLI_FAIL;
+	}
 	snprintf(sz, sizeof sz, "%.0f MiB", (double)o.size / (1 << 20));
 	snprintf(wdir, sizeof wdir, "%s/spotrun-bench-%d", o.dir, (int)getpid());
 	snprintf(raw, sizeof raw, "%s/raw.bin", wdir);
 	if (mkdir(wdir, 0755) != 0) {
 		fprintf(stderr, "spotrun ckpt: bench: %s: %s\n", wdir, strerror(errno));
+		json_decref(root);
 		return CLI_FAIL;
 	}
 	bench_loadavg(load0, sizeof load0);

@@ -6,7 +6,8 @@
  * builds the top-level --help from the registry, so adding a command
  * touches no shared file.
  *
- * Conventions for every subcommand:
+ * Conventions for every subcommand (its options are parsed by cliopt.h,
+ * which does the first three alike for all):
  *   - `spotrun NAME --help` prints usage to stdout and exits 0;
  *   - a usage error prints one line naming the bad argument plus
  *     "try 'spotrun NAME --help'" to stderr and exits 2;
@@ -35,13 +36,8 @@ void cli_register(const struct cli_cmd *c);
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* Print "spotrun <cmd>: <msg>\ntry 'spotrun <cmd> --help'\n" to stderr
- * and return CLI_USAGE. */
+ * and return CLI_USAGE (cliopt.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-/* Parse the value s of option flag as a whole number <= max into *out.
- * Returns 0, or cli_usage_error(cmd, ...) naming the flag and the value. */
-int cli_parse_count(const char *cmd, const char *flag, const char *s,
-		    unsigned long long max, unsigned long long *out);
 
 #endif

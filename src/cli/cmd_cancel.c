@@ -23,7 +23,7 @@ static int cmd_cancel(int argc, char **argv)
 	int64_t id;
 	int rc;
 
-	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, NULL, NULL);
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, NULL, NULL, NULL);
 	if (rc >= 0)
 		return rc;
 	id = o.job;

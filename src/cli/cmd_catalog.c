@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "clijob.h"
 #include "market/catalog.h"
 
@@ -116,8 +117,26 @@ static void print_table(const struct catalog *cat, const size_t *idx, size_t n)
 	}
 }
 
+enum { OPT_SPOT = CLI_KEY_LONG, OPT_GPU, OPT_CLOUD, OPT_REGION, OPT_ZONE,
+       OPT_DATA, OPT_LIMIT };
+
+static const struct cli_optdef catalog_defs[] = {
+	{ "spot", OPT_SPOT, CLI_NOARG },
+	{ "gpu", OPT_GPU, CLI_ARG },
+	{ "cloud", OPT_CLOUD, CLI_ARG },
+	{ "region", OPT_REGION, CLI_ARG },
+	{ "zone", OPT_ZONE, CLI_ARG },
+	{ "data", OPT_DATA, CLI_ARG },
+	{ "limit", OPT_LIMIT, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_catalog(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "catalog", .defs = catalog_defs, .usage = usage,
+		.flags = CLI_OPT_JSON,
+	};
 	struct catalog cat;
 	struct catalog_filter f = { 0 };
 	struct sr_err err = { 0 };
@@ -125,51 +144,46 @@ static int cmd_catalog(int argc, char **argv)
 	const char *data = NULL, *zone = NULL;
 	size_t *idx = NULL, n = 0;
 	long limit = 0;
-	int json = 0, rc = CLI_FAIL;
+	int json, c, rc = CLI_FAIL;
 
 	catalog_init(&cat);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		const char *v = p.arg;
+		char *end;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage();
-			return CLI_OK;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--spot")) {
+		switch (c) {
+		case OPT_SPOT:
 			f.spot_only = 1;
-		} else if (!strcmp(a, "--gpu") || !strcmp(a, "--cloud") ||
-			   !strcmp(a, "--region") || !strcmp(a, "--limit") ||
-			   !strcmp(a, "--data") || !strcmp(a, "--zone")) {
-			if (!v)
-				return cli_usage_error("catalog", "%s needs a value", a);
-			i++;
-			if (!strcmp(a, "--gpu")) {
-				if (catalog_parse_accel(v, accel, sizeof accel, &f.accel_count))
-					return cli_usage_error("catalog", "--gpu '%s': expected NAME or NAME:COUNT", v);
-				f.accelerator = accel;
-				if (!strchr(v, ':'))
-					f.accel_count = 0;
-			} else if (!strcmp(a, "--cloud")) {
-				f.cloud = v;
-			} else if (!strcmp(a, "--region")) {
-				f.region = v;
-			} else if (!strcmp(a, "--zone")) {
-				zone = v;
-			} else if (!strcmp(a, "--data")) {
-				data = v;
-			} else {
-				char *end;
-
-				limit = strtol(v, &end, 10);
-				if (*end || limit < 0)
-					return cli_usage_error("catalog", "--limit '%s': expected a count", v);
-			}
-		} else {
-			return cli_usage_error("catalog", "unknown argument '%s'", a);
+			break;
+		case OPT_GPU:
+			if (catalog_parse_accel(v, accel, sizeof accel, &f.accel_count))
+				return cli_opts_error(&p, "--gpu '%s': expected NAME or NAME:COUNT", v);
+			f.accelerator = accel;
+			if (!strchr(v, ':'))
+				f.accel_count = 0;
+			break;
+		case OPT_CLOUD:
+			f.cloud = v;
+			break;
+		case OPT_REGION:
+			f.region = v;
+			break;
+		case OPT_ZONE:
+			zone = v;
+			break;
+		case OPT_DATA:
+			data = v;
+			break;
+		default: /* OPT_LIMIT */
+			limit = strtol(v, &end, 10);
+			if (*end || end == v || limit < 0)
+				return cli_opts_error(&p, "--limit '%s': expected a count", v);
+			break;
 		}
 	}
+	if (c < 0)
+		return p.status;
+	json = p.json;
 	if (cli_load_catalog("catalog", data, &cat))
 		goto out;
 	if ((f.accelerator && catalog_check_gpu(&cat, f.accelerator, f.accel_count, &err)) ||

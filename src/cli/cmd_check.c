@@ -1,15 +1,22 @@
 /*
- * cmd_check.c - `spotrun check [--json] [PROVIDER...]`: which providers
- * can be used from this machine, like `sky check`.
+ * cmd_check.c - `spotrun check [--json] [--config FILE] [PROVIDER...]`:
+ * which providers can be used from this machine, like `sky check`.
  *
- *   local  the built-in local spot cloud: always available.
- *   aws    credentials found (environment, ~/.aws profile, instance role)
- *          and valid: one cheap signed read call,
- *          DescribeInstanceTypeOfferings, which also says which zones of
- *          the region sell the probe instance type.  Nothing is started.
+ * Every provider of the registry (lib/providers/registry.h) answers its
+ * own check (cloud_prov_def.check): the local cloud is always available;
+ * a cloud says where its credentials came from and makes one cheap
+ * signed read call (AWS: DescribeInstanceTypeOfferings, which also says
+ * which zones sell the probe type).  Nothing is started.  A regional
+ * provider is checked in each region the configuration file names
+ * (--config, else $SPOTRUN_CONFIG; the daemon reads the same file), or
+ * in the region its environment names.
  *
  * A provider that cannot be used is reported with the reason, which names
- * the missing variable or file.  Exit status: 0, or 1 when a provider
+ * the missing variable or file.  Temporary credentials show when they
+ * expire; ones that run out within the hour and cannot be renewed
+ * without the user (an exported session, an SSO login) are a WARNING
+ * naming what to do, and expired ones an error - before a job would need
+ * them.  Exit status: 0, or 1 when a provider
  * named on the command line cannot be used.
  */
 #include <stdio.h>
@@ -18,168 +25,200 @@
 
 #include <jansson.h>
 
-#include "aws/ec2.h"
 #include "cli.h"
+#include "cliopt.h"
+#include "ctl/ctlfile.h"
+#include "cloud/provider.h"
 #include "common/err.h"
-
-#define PROBE_TYPE "m5.large"
+#include "common/timeutil.h"
+#include "providers/registry.h"
 
 struct result {
-	const char *name;
+	const struct cloud_prov_def *def;
+	const char *region;        /* the configured one, or NULL */
 	bool ok;
 	char reason[SR_ERR_MSG_MAX + 64];
-	char detail[256];      /* credentials source */
-	char region[64];
-	char endpoint[256];
-	json_t *zones;         /* array of strings, owned */
+	struct cloud_check chk;
 };
 
-static void check_local(struct result *r)
+static void run_check(const struct cloud_conf *conf,
+		      const struct cloud_conf_region *reg, struct result *r)
 {
-	r->ok = true;
-	snprintf(r->detail, sizeof(r->detail),
-		 "the built-in local spot cloud (trace replay)");
-	r->zones = json_array();
-}
-
-static void check_aws(struct result *r)
-{
-	struct ec2_opts o = { .allow_remote = true, .timeout_ms = 10000,
-			      .max_retries = 1 };
-	struct ec2 *c = NULL;
 	struct sr_err e = { 0 };
-	struct cloud_error err = { 0 };
-	char **zones = NULL;
-	size_t n = 0;
-	int rc;
+	int rc = r->def->check(conf, reg, &r->chk, &e);
 
-	r->zones = json_array();
-	/* A read call starts nothing, so any endpoint may be asked. */
-	rc = ec2_open(&o, &c, &e);
-	if (rc < 0) {
-		snprintf(r->reason, sizeof(r->reason), "%s", sr_err_str(&e, rc));
-		return;
-	}
-	snprintf(r->detail, sizeof(r->detail), "%s", ec2_cred_source(c));
-	snprintf(r->region, sizeof(r->region), "%s", ec2_region(c));
-	snprintf(r->endpoint, sizeof(r->endpoint), "%s", ec2_endpoint(c));
-	rc = ec2_instance_type_zones(c, PROBE_TYPE, &zones, &n, &err);
-	if (rc < 0) {
-		snprintf(r->reason, sizeof(r->reason), "signed call failed (%s): %s",
-			 cloud_err_class_str(err.cls), err.msg);
-	} else {
-		r->ok = true;
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(r->zones, json_string(zones[i]));
-	}
-	ec2_strv_free(zones, n);
-	ec2_close(c);
+	r->region = reg ? reg->name : NULL;
+	r->ok = rc == 0;
+	if (rc)
+		snprintf(r->reason, sizeof r->reason, "%s", sr_err_str(&e, rc));
 }
-
-static const struct {
-	const char *name;
-	void (*fn)(struct result *r);
-} providers[] = {
-	{ "local", check_local },
-	{ "aws", check_aws },
-};
-#define NPROV (sizeof(providers) / sizeof(providers[0]))
 
 static void print_text(const struct result *r)
 {
-	size_t nz = json_array_size(r->zones);
+	const struct cloud_check *c = &r->chk;
 
 	if (!r->ok) {
-		printf("  %-6s disabled\n         %s\n", r->name, r->reason);
+		printf("  %-6s disabled\n         %s\n", r->def->name, r->reason);
 		return;
 	}
-	printf("  %-6s enabled\n", r->name);
-	if (r->region[0] == '\0') {
-		printf("         %s\n", r->detail);
+	printf("  %-6s enabled\n", r->def->name);
+	if (!c->region[0]) {
+		printf("         %s\n", c->detail);
 		return;
 	}
-	printf("         credentials: %s\n", r->detail);
-	printf("         region:      %s (%s)\n", r->region, r->endpoint);
-	printf("         zones selling %s:", PROBE_TYPE);
-	for (size_t i = 0; i < nz; i++)
-		printf(" %s", json_string_value(json_array_get(r->zones, i)));
-	printf("%s\n", nz == 0 ? " none" : "");
+	printf("         credentials: %s\n", c->credentials);
+	if (c->expires_s > 0) {
+		char t[40];
+
+		sr_time_format_rfc3339(c->expires_s * SR_NS_PER_SEC, 0, t, sizeof t);
+		printf("         expires:     %s (renewed before then)\n", t);
+	}
+	if (c->warning[0])
+		printf("         WARNING:     %s\n", c->warning);
+	printf("         region:      %s (%s)\n", c->region, c->endpoint);
+	if (c->probe[0]) {
+		printf("         zones selling %s:", c->probe);
+		for (size_t i = 0; i < c->nzones; i++)
+			printf(" %s", c->zones[i]);
+		printf("%s\n", c->nzones == 0 ? " none" : "");
+	}
 }
 
-static json_t *to_json(struct result *r)
+static json_t *to_json(const struct result *r)
 {
-	json_t *o = json_pack("{ss sb}", "provider", r->name, "enabled", r->ok);
+	const struct cloud_check *c = &r->chk;
+	json_t *o = json_pack("{ss sb}", "provider", r->def->name, "enabled", r->ok);
+	json_t *z;
 
+	if (!o)
+		return NULL;
 	if (!r->ok)
 		json_object_set_new(o, "reason", json_string(r->reason));
-	if (r->detail[0] != '\0')
-		json_object_set_new(o, r->region[0] ? "credentials" : "detail",
-				    json_string(r->detail));
-	if (r->region[0] != '\0') {
+	if (c->region[0]) {
+		json_object_set_new(o, "credentials", json_string(c->credentials));
+		json_object_set_new(o, "region", json_string(c->region));
+		json_object_set_new(o, "endpoint", json_string(c->endpoint));
+	} else if (c->detail[0]) {
+		json_object_set_new(o, "detail", json_string(c->detail));
+	} else if (r->region) {
 		json_object_set_new(o, "region", json_string(r->region));
-		json_object_set_new(o, "endpoint", json_string(r->endpoint));
-		json_object_set_new(o, "probe_instance_type", json_string(PROBE_TYPE));
-		json_object_set(o, "zones", r->zones);
 	}
+	if (c->probe[0]) {
+		json_object_set_new(o, "probe_instance_type", json_string(c->probe));
+		z = json_array();
+		for (size_t i = 0; z && i < c->nzones; i++)
+			json_array_append_new(z, json_string(c->zones[i]));
+		json_object_set_new(o, "zones", z);
+	}
+	if (c->expires_s)
+		json_object_set_new(o, "credentials_expire_s",
+				    json_integer(c->expires_s));
+	if (c->warning[0])
+		json_object_set_new(o, "warning", json_string(c->warning));
 	return o;
 }
 
+/* Check provider def in each of its configured regions (or once). */
+static int check_one(const struct cloud_prov_def *def, struct cloud_confs *cs,
+		     bool json, json_t *arr)
+{
+	const struct cloud_conf *conf = cloud_confs_find(cs, def->name, 0);
+	size_t nreg = def->regional && conf && conf->nregions ? conf->nregions : 1;
+	bool all_ok = true;
+
+	for (size_t k = 0; k < nreg; k++) {
+		struct result r = { .def = def };
+
+		run_check(conf, def->regional && conf && conf->nregions ?
+			  &conf->regions[k] : NULL, &r);
+		all_ok &= r.ok;
+		if (json)
+			json_array_append_new(arr, to_json(&r));
+		else
+			print_text(&r);
+		cloud_check_clear(&r.chk);
+	}
+	return all_ok ? 0 : -1;
+}
+
+static void usage(void)
+{
+	char names[256];
+
+	prov_names(NULL, names, sizeof names);
+	printf("usage: spotrun check [--json] [--config FILE] [PROVIDER...]\n\n"
+	       "Say which providers spotrun can use from here: for\n"
+	       "each, whether its credentials are found and valid (one\n"
+	       "cheap signed read call; nothing is started) and which\n"
+	       "region it will use.  PROVIDER: %s (default:\n"
+	       "all).  Exits 1 when a provider named here cannot be\n"
+	       "used.\n\n"
+	       "  --config FILE  the daemon's configuration file (default:\n"
+	       "                 $SPOTRUN_CONFIG): each region of its\n"
+	       "                 providers: section is checked\n\n"
+	       "AWS reads AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+	       "AWS_SESSION_TOKEN, AWS_PROFILE with ~/.aws/credentials\n"
+	       "and ~/.aws/config, or the instance role (IMDSv2);\n"
+	       "AWS_REGION; AWS_ENDPOINT_URL_EC2.  See docs/providers.md.\n",
+	       names);
+}
+
+enum { OPT_CONFIG = CLI_KEY_LONG };
+
+static const struct cli_optdef check_defs[] = {
+	{ "config", OPT_CONFIG, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_check(int argc, char **argv)
 {
-	struct result res[NPROV];
-	bool want[NPROV] = { false }, named = false, json = false;
+	struct cli_opts p = {
+		.cmd = "check", .defs = check_defs, .usage = usage,
+		.flags = CLI_OPT_JSON, .max_operands = CLI_MAX_OPERANDS,
+	};
+	const struct cloud_prov_def *const *reg = prov_registry();
+	const struct cloud_prov_def *want[32];
+	struct cloud_confs cs = { 0 };
+	size_t nwant = 0;
+	const char *config = getenv("SPOTRUN_CONFIG");
+	bool json;
 	json_t *arr = NULL;
-	int rc = CLI_OK;
+	int rc = CLI_OK, c;
 
-	for (int i = 1; i < argc; i++) {
-		size_t k;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		config = p.arg; /* OPT_CONFIG */
+	if (c < 0)
+		return p.status;
+	json = p.json;
+	for (int i = 0; i < p.n_operands; i++) {
+		const struct cloud_prov_def *d = prov_find(reg, p.operand[i]);
+		char names[256];
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: spotrun check [--json] [PROVIDER...]\n\n"
-			       "Say which providers spotrun can use from here: for\n"
-			       "each, whether its credentials are found and valid (one\n"
-			       "cheap signed read call; nothing is started) and which\n"
-			       "region it will use.  PROVIDER: local, aws (default:\n"
-			       "all).  Exits 1 when a provider named here cannot be\n"
-			       "used.\n\n"
-			       "AWS reads AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
-			       "AWS_SESSION_TOKEN, AWS_PROFILE with ~/.aws/credentials\n"
-			       "and ~/.aws/config, or the instance role (IMDSv2);\n"
-			       "AWS_REGION; AWS_ENDPOINT_URL_EC2.  See docs/providers.md.\n");
-			return CLI_OK;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-			continue;
-		}
-		if (argv[i][0] == '-')
-			return cli_usage_error("check", "unknown option '%s'", argv[i]);
-		for (k = 0; k < NPROV; k++)
-			if (!strcmp(argv[i], providers[k].name))
-				break;
-		if (k == NPROV)
+		if (!d) {
+			prov_names(reg, names, sizeof names);
 			return cli_usage_error("check", "unknown provider '%s' "
-					       "(known: local, aws)", argv[i]);
-		want[k] = true;
-		named = true;
+					       "(known: %s)", p.operand[i], names);
+		}
+		if (nwant < sizeof want / sizeof want[0])
+			want[nwant++] = d;
 	}
-	memset(res, 0, sizeof(res));
+	if (config && *config) {
+		struct sr_err e = { 0 };
+		int crc = ctl_config_file_providers(config, &cs, &e);
+
+		if (crc) {
+			fprintf(stderr, "spotrun check: %s\n", sr_err_str(&e, crc));
+			cloud_confs_free(&cs);
+			return CLI_FAIL;
+		}
+	}
 	if (json)
 		arr = json_array();
 	else
 		printf("Checking providers:\n");
-	for (size_t k = 0; k < NPROV; k++) {
-		if (named && !want[k])
-			continue;
-		res[k].name = providers[k].name;
-		providers[k].fn(&res[k]);
-		if (named && !res[k].ok)
+	for (size_t k = 0; nwant ? k < nwant : reg[k] != NULL; k++) {
+		if (check_one(nwant ? want[k] : reg[k], &cs, json, arr) && nwant)
 			rc = CLI_FAIL;
-		if (json)
-			json_array_append_new(arr, to_json(&res[k]));
-		else
-			print_text(&res[k]);
-		json_decref(res[k].zones);
 	}
 	if (json) {
 		json_t *doc = json_pack("{so}", "providers", arr);
@@ -188,6 +227,7 @@ static int cmd_check(int argc, char **argv)
 		putchar('\n');
 		json_decref(doc);
 	}
+	cloud_confs_free(&cs);
 	return rc;
 }
 

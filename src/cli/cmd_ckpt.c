@@ -16,6 +16,7 @@
 
 #include "ckpt_bench.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "common/timeutil.h"
 #include "spotrun/ckpt.h"
 
@@ -50,39 +51,57 @@ static const char *entry_state(int32_t st)
 	}
 }
 
-static int parse_args(const char *sub, int argc, char **argv, int allow_step,
-		      struct args *a)
-{
-	a->dir = NULL;
-	a->step = SPOTCKPT_NEWEST;
-	a->json = 0;
-	a->full_meta = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			a->json = 1;
-		} else if (!strcmp(sub, "inspect") && !strcmp(argv[i], "--full-meta")) {
-			a->full_meta = 1;
-		} else if (allow_step && !strcmp(argv[i], "--step")) {
-			char *end;
+enum { OPT_STEP = CLI_KEY_LONG, OPT_FULL_META };
 
-			if (i + 1 >= argc)
-				return cli_usage_error("ckpt", "%s: --step needs a "
-						       "value", sub);
-			errno = 0;
-			a->step = strtoll(argv[++i], &end, 10);
-			if (*end || errno || a->step < 0)
-				return cli_usage_error("ckpt", "%s: --step: '%s' "
-						       "is not a step number", sub,
-						       argv[i]);
-		} else if (argv[i][0] == '-' || a->dir) {
-			return cli_usage_error("ckpt", "%s: unexpected argument "
-					       "'%s'", sub, argv[i]);
-		} else {
-			a->dir = argv[i];
+static const struct cli_optdef verify_defs[] = {
+	{ "step", OPT_STEP, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+static const struct cli_optdef inspect_defs[] = {
+	{ "step", OPT_STEP, CLI_ARG },
+	{ "full-meta", OPT_FULL_META, CLI_NOARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static void usage(void)
+{
+	fputs(USAGE, stdout);
+}
+
+/* argv[0] is the subcommand: ls takes no option of its own, verify
+ * --step, inspect --step and --full-meta. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	const char *sub = argv[0];
+	struct cli_opts p = {
+		.cmd = "ckpt", .sub = sub, .usage = usage, .flags = CLI_OPT_JSON,
+		.max_operands = 1,
+		.defs = !strcmp(sub, "ls") ? NULL : !strcmp(sub, "verify")
+			? verify_defs : inspect_defs,
+	};
+	int c;
+
+	a->step = SPOTCKPT_NEWEST;
+	a->full_meta = 0;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		char *end;
+
+		if (c == OPT_FULL_META) {
+			a->full_meta = 1;
+			continue;
 		}
+		errno = 0;
+		a->step = strtoll(p.arg, &end, 10);
+		if (*end || end == p.arg || errno || a->step < 0)
+			return cli_opts_error(&p, "--step: '%s' is not a step number",
+					      p.arg);
 	}
+	if (c < 0)
+		return p.status;
+	a->json = p.json;
+	a->dir = p.n_operands ? p.operand[0] : NULL;
 	if (!a->dir)
-		return cli_usage_error("ckpt", "%s: DIR is required", sub);
+		return cli_opts_error(&p, "DIR is required");
 	return 0;
 }
 
@@ -104,7 +123,7 @@ static int cmd_ls(int argc, char **argv)
 	struct spotckpt_entry *ents = NULL;
 	struct args a;
 	size_t n = 0;
-	int rc = parse_args("ls", argc, argv, 0, &a);
+	int rc = parse_args(argc, argv, &a);
 
 	if (rc)
 		return rc;
@@ -156,7 +175,7 @@ static int cmd_verify(int argc, char **argv)
 {
 	struct args a;
 	int64_t step = -1;
-	int rc = parse_args("verify", argc, argv, 1, &a);
+	int rc = parse_args(argc, argv, &a);
 
 	if (rc)
 		return rc;
@@ -268,7 +287,7 @@ static int cmd_inspect(int argc, char **argv)
 	struct spotckpt_reader *r = NULL;
 	struct args a;
 	char ts[40] = "", sz[32];
-	int rc = parse_args("inspect", argc, argv, 1, &a);
+	int rc = parse_args(argc, argv, &a);
 	int64_t nt;
 
 	if (rc)
@@ -335,30 +354,31 @@ static int cmd_inspect(int argc, char **argv)
 
 static int cmd_ckpt(int argc, char **argv)
 {
-	if (argc < 2) {
+	struct cli_opts p = { .cmd = "ckpt", .usage = usage,
+			      .flags = CLI_OPT_VERB, .max_operands = 1 };
+	const char *sub;
+	int c;
+
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return p.status;
+	if (!p.n_operands) {
 		fputs(USAGE, stderr);
 		return CLI_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(USAGE, stdout);
-		return CLI_OK;
-	}
-	for (int i = 2; i < argc; i++) {
-		if ((!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) &&
-		    strcmp(argv[1], "bench")) {
-			fputs(USAGE, stdout);
-			return CLI_OK;
-		}
-	}
-	if (!strcmp(argv[1], "ls"))
+	sub = p.operand[0];
+	argc = p.n_rest + 1; /* from the subcommand on */
+	argv = p.rest - 1;
+	if (!strcmp(sub, "ls"))
 		return cmd_ls(argc, argv);
-	if (!strcmp(argv[1], "verify"))
+	if (!strcmp(sub, "verify"))
 		return cmd_verify(argc, argv);
-	if (!strcmp(argv[1], "inspect"))
+	if (!strcmp(sub, "inspect"))
 		return cmd_inspect(argc, argv);
-	if (!strcmp(argv[1], "bench"))
-		return ckpt_bench_main(argc - 1, argv + 1);
-	return cli_usage_error("ckpt", "unknown subcommand '%s'", argv[1]);
+	if (!strcmp(sub, "bench"))
+		return ckpt_bench_main(argc, argv);
+	return cli_usage_error("ckpt", "unknown subcommand '%s'", sub);
 }
 
 CLI_COMMAND("ckpt", "list, verify, inspect and benchmark checkpoints", cmd_ckpt)

@@ -56,51 +56,56 @@ struct cost_opts {
 	int64_t job;
 };
 
-static int cost_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
-{
-	static const char *const valued[] = { "--since", "--until", "--job", "--by",
-					      "--focus", "--account",
-					      "--account-name", NULL };
-	struct cost_opts *co = ud;
-	const char *opt = argv[*i], *v;
-	int64_t ns;
-	size_t k;
+enum { OPT_SINCE = CLI_KEY_LONG, OPT_UNTIL, OPT_JOB, OPT_BY, OPT_FOCUS,
+       OPT_ACCOUNT, OPT_ACCOUNT_NAME };
 
-	for (k = 0; valued[k] && strcmp(opt, valued[k]); k++)
-		;
-	if (!valued[k])
-		return 0;
-	if (*i + 1 >= argc) {
-		cli_usage_error(CMD, "%s needs a value", opt);
-		return -1;
-	}
-	v = argv[++*i];
-	if (!strcmp(opt, "--since") || !strcmp(opt, "--until")) {
-		if (finops_parse_when(v, sr_time_real_ns(), &ns)) {
-			cli_usage_error(CMD, "%s: '%s' is not an RFC 3339 time, a date "
-					"or a duration", opt, v);
-			return -1;
-		}
-		*(opt[2] == 's' ? &co->since : &co->until) = v;
-	} else if (!strcmp(opt, "--job")) {
+static const struct cli_optdef cost_defs[] = {
+	{ "since", OPT_SINCE, CLI_ARG },
+	{ "until", OPT_UNTIL, CLI_ARG },
+	{ "job", OPT_JOB, CLI_ARG },
+	{ "by", OPT_BY, CLI_ARG },
+	{ "focus", OPT_FOCUS, CLI_ARG },
+	{ "account", OPT_ACCOUNT, CLI_ARG },
+	{ "account-name", OPT_ACCOUNT_NAME, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static int cost_opt(struct ctlcli *o, void *ud, const struct cli_opts *p, int key)
+{
+	struct cost_opts *co = ud;
+	const char *v = p->arg;
+	int64_t ns;
+
+	switch (key) {
+	case OPT_SINCE:
+	case OPT_UNTIL:
+		if (finops_parse_when(v, sr_time_real_ns(), &ns))
+			return cli_opts_error(p, "%s: '%s' is not an RFC 3339 time, "
+					      "a date or a duration", p->name, v);
+		*(key == OPT_SINCE ? &co->since : &co->until) = v;
+		break;
+	case OPT_JOB:
 		co->job_ref = v; /* an id is checked here, a name looked up later */
 		if (strspn(v, "0123456789") == strlen(v) &&
 		    ctlcli_job_id(o, v, &co->job) < 0)
-			return -1;
-	} else if (!strcmp(opt, "--by")) {
-		if (finops_by_parse(v, &co->by) || co->by == FINOPS_BY_TOTAL) {
-			cli_usage_error(CMD, "--by: '%s' is not one of job, cloud, "
-					"region, pool, day", v);
-			return -1;
-		}
-	} else if (!strcmp(opt, "--focus")) {
+			return CLI_USAGE;
+		break;
+	case OPT_BY:
+		if (finops_by_parse(v, &co->by) || co->by == FINOPS_BY_TOTAL)
+			return cli_opts_error(p, "%s: '%s' is not one of job, cloud, "
+					      "region, pool, day", p->name, v);
+		break;
+	case OPT_FOCUS:
 		co->focus = v;
-	} else if (!strcmp(opt, "--account")) {
+		break;
+	case OPT_ACCOUNT:
 		co->account = v;
-	} else {
+		break;
+	default:
 		co->account_name = v;
+		break;
 	}
-	return 1;
+	return 0;
 }
 
 /* Append "&key=escaped(v)" to path when v is set. */
@@ -247,7 +252,8 @@ static int cmd_cost(int argc, char **argv)
 	char path[1400], id[24];
 	int rc;
 
-	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, cost_opt, &co);
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, cost_defs,
+			  cost_opt, &co);
 	if (rc >= 0)
 		goto out;
 	rc = CLI_USAGE;

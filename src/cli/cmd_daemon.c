@@ -30,7 +30,7 @@
 #include "common/fsutil.h"
 #include "common/http.h"
 #include "common/timeutil.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
 #include "ctlcli.h"
 
 #define START_WAIT_S 20
@@ -81,7 +81,7 @@ static pid_t read_pid(const char *dir)
 	free(path);
 	if (v <= 0 || v > INT_MAX || start < 0)
 		return 0;
-	if (!proc_alive(v, start))
+	if (!sr_proc_alive(v, start))
 		return 0;
 	return (pid_t)v;
 }
@@ -95,7 +95,7 @@ static int write_pid(const char *dir, pid_t pid)
 	if (!path)
 		return -ENOMEM;
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)pid,
-		 (long long)proc_start_time(pid));
+		 (long long)sr_proc_start_time(pid));
 	rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, NULL);
 	free(path);
 	return rc;
@@ -347,37 +347,38 @@ static int do_status(const char *dir, int json)
 	return pid && up ? CLI_OK : 3;
 }
 
+enum { OPT_STATE_DIR = CLI_KEY_LONG, OPT_LISTEN };
+
+static const struct cli_optdef daemon_defs[] = {
+	{ "state-dir", OPT_STATE_DIR, CLI_ARG },
+	{ "listen", OPT_LISTEN, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_daemon(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "daemon", .defs = daemon_defs, .usage = usage,
+		.flags = CLI_OPT_JSON | CLI_OPT_REST, .max_operands = 1,
+	};
 	const char *verb = NULL, *dirflag = NULL, *listen = NULL;
-	char **extra = NULL;
-	int nextra = 0, json = 0, rc;
+	char **extra;
+	int nextra, json, c, rc;
 	struct sr_err e = { 0 };
 	char *dir;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		} else if (!strcmp(argv[i], "--")) {
-			extra = argv + i + 1;
-			nextra = argc - i - 1;
-			break;
-		} else if (!strcmp(argv[i], "--state-dir") || !strcmp(argv[i], "--listen")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("daemon", "%s needs a value", argv[i]);
-			if (argv[i][2] == 's')
-				dirflag = argv[++i];
-			else
-				listen = argv[++i];
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (argv[i][0] == '-' || verb) {
-			return cli_usage_error("daemon", "unexpected argument '%s'", argv[i]);
-		} else {
-			verb = argv[i];
-		}
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		if (c == OPT_STATE_DIR)
+			dirflag = p.arg;
+		else
+			listen = p.arg;
 	}
+	if (c < 0)
+		return p.status;
+	verb = p.n_operands ? p.operand[0] : NULL;
+	extra = p.rest;
+	nextra = p.n_rest;
+	json = p.json;
 	if (!verb)
 		return cli_usage_error("daemon", "start, stop or status?");
 	if (nextra > MAX_EXTRA)

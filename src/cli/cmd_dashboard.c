@@ -6,57 +6,43 @@
  * it in sessionStorage.  So the URL printed here is a secret: it goes to
  * stdout only.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common/err.h"
+#include "ctlcli.h"
 #include "ctlclient/ctlclient.h"
 
 #define CMD "dashboard"
 
+static void usage(void)
+{
+	printf("usage: spotrun dashboard [--api URL] [--state-dir DIR] [--json]\n\n"
+	       "Print the URL of spotrund's live dashboard (jobs, nodes, cost,\n"
+	       "savings, preemptions).  It carries the admin token in its\n"
+	       "#fragment: treat it like the token.\n");
+}
+
 static int cmd_dashboard(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "api", required_argument, NULL, 'a' },
-		{ "state-dir", required_argument, NULL, 'S' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct cli_opts p = { .cmd = CMD, .more = ctlcli_common_defs,
+			      .usage = usage, .flags = CLI_OPT_JSON };
 	const char *api = NULL, *state_flag = NULL;
 	char *dir = NULL, *url = NULL, *token = NULL;
 	struct sr_err e;
-	int json = 0, c, rc = CLI_FAIL;
+	int json, c, rc = CLI_FAIL;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			printf("usage: spotrun dashboard [--api URL] [--state-dir DIR] [--json]\n\n"
-			       "Print the URL of spotrund's live dashboard (jobs, nodes, cost,\n"
-			       "savings, preemptions).  It carries the admin token in its\n"
-			       "#fragment: treat it like the token.\n");
-			return CLI_OK;
-		case 'J':
-			json = 1;
-			break;
-		case 'a':
-			api = optarg;
-			break;
-		case 'S':
-			state_flag = optarg;
-			break;
-		default:
-			return cli_usage_error(CMD, "unknown or incomplete argument '%s'",
-					       argv[optind - 1]);
-		}
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		if (c == CTLCLI_OPT_API)
+			api = p.arg;
+		else
+			state_flag = p.arg;
 	}
-	if (optind < argc)
-		return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (c < 0)
+		return p.status;
+	json = p.json;
 	dir = ctlc_state_dir(state_flag, &e);
 	if (!dir) {
 		fprintf(stderr, "spotrun dashboard: %s\n", e.msg);

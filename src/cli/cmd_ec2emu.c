@@ -20,6 +20,7 @@
 
 #include "aws/ec2emu.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "market/catalog.h"
 
 #define POLL_MS 200
@@ -38,13 +39,19 @@ static void on_signal(int sig)
 	quit = 1;
 }
 
-static int usage(void)
+static void usage(void)
 {
 	printf("usage: spotrun ec2-emulator --work-dir DIR [--data DIR] "
 	       "[--region R] [--port N]\n"
 	       "                            [--time-scale X] [--notice-s S] "
 	       "[--boot-s S]\n"
-	       "                            [--capacity ZONE:TYPE=none|plenty]...\n\n"
+	       "                            [--capacity ZONE:TYPE=none|plenty]...\n"
+	       "                            [--throttle] [--throttle-scale X] "
+	       "[--background-rps R]\n"
+	       "                            [--consistency-s S] [--capacity-fail P]"
+	       " [--seed N]\n"
+	       "                            [--spot-quota N] [--ondemand-quota N] "
+	       "[--request-log FILE]\n\n"
 	       "Answer the EC2 Query API (RunInstances, DescribeInstances,\n"
 	       "TerminateInstances, DescribeSpotPriceHistory,\n"
 	       "DescribeInstanceTypeOfferings) on 127.0.0.1 for the AWS pools of\n"
@@ -66,9 +73,27 @@ static int usage(void)
 	       "  --boot-s S       pending to running, cloud s (default 0)\n"
 	       "  --capacity ZONE:TYPE=none|plenty\n"
 	       "                   override the trace for one pool\n\n"
+	       "EC2 where it hurts (all off by default):\n"
+	       "  --throttle       meter calls with EC2's request token buckets\n"
+	       "                   (reads 100 + 20/s, mutating 50 + 5/s, unfiltered\n"
+	       "                   reads 50 + 10/s, RunInstances 1000 + 2/s per\n"
+	       "                   instance): an empty bucket answers HTTP 503\n"
+	       "                   RequestLimitExceeded\n"
+	       "  --throttle-scale X  multiply bucket sizes and rates (default 1)\n"
+	       "  --background-rps R  the account's other tools' reads per second\n"
+	       "                   (they share the read bucket)\n"
+	       "  --consistency-s S  a new instance stays invisible to\n"
+	       "                   DescribeInstances for a random [0, S) s\n"
+	       "                   (InvalidInstanceID.NotFound by id)\n"
+	       "  --capacity-fail P  probability a launch finds no capacity\n"
+	       "  --spot-quota N, --ondemand-quota N  instances not terminated\n"
+	       "                   (MaxSpotInstanceCountExceeded,\n"
+	       "                   InstanceLimitExceeded)\n"
+	       "  --seed N         seed of the random draws (default 0)\n"
+	       "  --request-log FILE  append \"<epoch ns> <Action> <status> <code>\"\n"
+	       "                   per call (what a client costs)\n\n"
 	       "Use it with: AWS_ENDPOINT_URL_EC2=<url> AWS_REGION=<region>\n"
 	       "AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y (any key is accepted).\n");
-	return CLI_OK;
 }
 
 static int num(const char *opt, const char *v, double *out)
@@ -110,8 +135,36 @@ static void poll_interrupts(struct ec2emu *m, const char *work)
 	closedir(d);
 }
 
+enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_REGION, OPT_PORT,
+       OPT_TIME_SCALE, OPT_NOTICE_S, OPT_BOOT_S, OPT_CAPACITY, OPT_THROTTLE,
+       OPT_THROTTLE_SCALE, OPT_BACKGROUND, OPT_CONSISTENCY, OPT_CAP_FAIL,
+       OPT_SEED, OPT_SPOT_QUOTA, OPT_OD_QUOTA, OPT_REQUEST_LOG };
+
+static const struct cli_optdef ec2emu_defs[] = {
+	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
+	{ "data", OPT_DATA, CLI_ARG },
+	{ "region", OPT_REGION, CLI_ARG },
+	{ "port", OPT_PORT, CLI_ARG },
+	{ "time-scale", OPT_TIME_SCALE, CLI_ARG },
+	{ "notice-s", OPT_NOTICE_S, CLI_ARG },
+	{ "boot-s", OPT_BOOT_S, CLI_ARG },
+	{ "capacity", OPT_CAPACITY, CLI_REPEAT },
+	{ "throttle", OPT_THROTTLE, CLI_NOARG },
+	{ "throttle-scale", OPT_THROTTLE_SCALE, CLI_ARG },
+	{ "background-rps", OPT_BACKGROUND, CLI_ARG },
+	{ "consistency-s", OPT_CONSISTENCY, CLI_ARG },
+	{ "capacity-fail", OPT_CAP_FAIL, CLI_ARG },
+	{ "seed", OPT_SEED, CLI_ARG },
+	{ "spot-quota", OPT_SPOT_QUOTA, CLI_ARG },
+	{ "ondemand-quota", OPT_OD_QUOTA, CLI_ARG },
+	{ "request-log", OPT_REQUEST_LOG, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_ec2emu(int argc, char **argv)
 {
+	struct cli_opts p = { .cmd = "ec2-emulator", .defs = ec2emu_defs,
+			      .usage = usage };
 	struct ec2emu_opts o = { .time_scale = 1 };
 	const char *caps[32];
 	size_t ncaps = 0;
@@ -119,51 +172,88 @@ static int cmd_ec2emu(int argc, char **argv)
 	struct ec2emu *m = NULL;
 	struct sr_err e = { 0 };
 	struct sigaction sa;
-	double d;
-	int rc;
+	double d = 0;
+	int opt, rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((opt = cli_opts_next(&p, argc, argv)) > 0) {
+		const char *a = p.name, *v = p.arg;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-			return usage();
-		if (a[0] != '-' || a[1] != '-')
-			return cli_usage_error("ec2-emulator", "unexpected argument "
-					       "'%s'", a);
-		if (v == NULL)
-			return cli_usage_error("ec2-emulator", "%s needs a value", a);
-		i++;
-		if (!strcmp(a, "--work-dir")) {
+		switch (opt) {
+		case OPT_WORK_DIR:
 			o.work_dir = v;
-		} else if (!strcmp(a, "--data")) {
+			break;
+		case OPT_DATA:
 			o.data_dir = v;
-		} else if (!strcmp(a, "--region")) {
+			break;
+		case OPT_REGION:
 			o.region = v;
-		} else if (!strcmp(a, "--port")) {
+			break;
+		case OPT_PORT:
 			if (num(a, v, &d) || d > 65535)
-				return d > 65535 ? cli_usage_error("ec2-emulator",
+				return d > 65535 ? cli_opts_error(&p,
 					"--port '%s': expected 0..65535", v) : CLI_USAGE;
 			o.port = (int)d;
-		} else if (!strcmp(a, "--time-scale")) {
+			break;
+		case OPT_TIME_SCALE:
 			if (num(a, v, &o.time_scale))
 				return CLI_USAGE;
-		} else if (!strcmp(a, "--notice-s")) {
+			break;
+		case OPT_NOTICE_S:
 			if (num(a, v, &o.notice_s))
 				return CLI_USAGE;
-		} else if (!strcmp(a, "--boot-s")) {
+			break;
+		case OPT_BOOT_S:
 			if (num(a, v, &o.boot_s))
 				return CLI_USAGE;
-		} else if (!strcmp(a, "--capacity")) {
+			break;
+		case OPT_THROTTLE:
+			o.throttle = true;
+			break;
+		case OPT_THROTTLE_SCALE:
+			if (num(a, v, &o.throttle_scale))
+				return CLI_USAGE;
+			break;
+		case OPT_BACKGROUND:
+			if (num(a, v, &o.background_rps))
+				return CLI_USAGE;
+			break;
+		case OPT_CONSISTENCY:
+			if (num(a, v, &o.consistency_s))
+				return CLI_USAGE;
+			break;
+		case OPT_CAP_FAIL:
+			if (num(a, v, &o.capacity_fail) || o.capacity_fail > 1)
+				return o.capacity_fail > 1 ? cli_opts_error(&p,
+					"--capacity-fail '%s': expected 0..1", v)
+							   : CLI_USAGE;
+			break;
+		case OPT_SEED:
+			if (num(a, v, &d))
+				return CLI_USAGE;
+			o.seed = (uint64_t)d;
+			break;
+		case OPT_SPOT_QUOTA:
+		case OPT_OD_QUOTA:
+			if (num(a, v, &d) || d > 1e6)
+				return d > 1e6 ? cli_opts_error(&p, "%s '%s': at most "
+					"1000000", a, v) : CLI_USAGE;
+			*(opt == OPT_SPOT_QUOTA ? &o.spot_quota : &o.ondemand_quota) =
+				(int)d;
+			break;
+		case OPT_REQUEST_LOG:
+			o.request_log = v;
+			break;
+		default: /* OPT_CAPACITY */
 			if (ncaps == sizeof(caps) / sizeof(caps[0]) ||
 			    strchr(v, ':') == NULL || strchr(v, '=') == NULL)
-				return cli_usage_error("ec2-emulator", "--capacity "
-						       "'%s': expected ZONE:TYPE="
-						       "none|plenty", v);
+				return cli_opts_error(&p, "--capacity '%s': expected "
+						      "ZONE:TYPE=none|plenty", v);
 			caps[ncaps++] = v;
-		} else {
-			return cli_usage_error("ec2-emulator", "unknown option '%s'", a);
+			break;
 		}
 	}
+	if (opt < 0)
+		return p.status;
 	if (o.work_dir == NULL)
 		return cli_usage_error("ec2-emulator", "--work-dir is required");
 	if (o.data_dir == NULL) {

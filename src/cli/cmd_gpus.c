@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "clijob.h"
 #include "market/catalog.h"
 
@@ -182,47 +183,49 @@ static int print_rows(const struct row *rows, size_t n, int json)
 	return 0;
 }
 
+enum { OPT_CLOUD = CLI_KEY_LONG, OPT_REGION, OPT_DATA };
+
+static const struct cli_optdef gpus_defs[] = {
+	{ "cloud", OPT_CLOUD, CLI_ARG },
+	{ "region", OPT_REGION, CLI_ARG },
+	{ "data", OPT_DATA, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_gpus(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "gpus", .defs = gpus_defs, .usage = usage,
+		.flags = CLI_OPT_JSON, .max_operands = 1,
+	};
 	struct catalog cat;
 	struct catalog_filter f = { 0 };
 	struct sr_err err = { 0 };
 	struct row *rows = NULL;
 	char accel[24];
-	const char *data = NULL, *name = NULL;
+	const char *data = NULL;
 	size_t *idx = NULL, n = 0, nrows = 0;
-	int json = 0, rc = CLI_FAIL;
+	int json, c, rc = CLI_FAIL;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		if (c == OPT_CLOUD)
+			f.cloud = p.arg;
+		else if (c == OPT_REGION)
+			f.region = p.arg;
+		else
+			data = p.arg;
+	}
+	if (c < 0)
+		return p.status;
+	json = p.json;
+	if (p.n_operands) {
+		const char *a = p.operand[0];
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage();
-			return CLI_OK;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--cloud") || !strcmp(a, "--region") ||
-			   !strcmp(a, "--data")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("gpus", "%s needs a value", a);
-			if (!strcmp(a, "--cloud"))
-				f.cloud = argv[++i];
-			else if (!strcmp(a, "--region"))
-				f.region = argv[++i];
-			else
-				data = argv[++i];
-		} else if (a[0] == '-' && a[1]) {
-			return cli_usage_error("gpus", "unknown argument '%s'", a);
-		} else if (name) {
-			return cli_usage_error("gpus", "extra argument '%s'", a);
-		} else {
-			name = a;
-			if (catalog_parse_accel(a, accel, sizeof accel, &f.accel_count))
-				return cli_usage_error("gpus", "'%s': expected NAME or NAME:COUNT", a);
-			f.accelerator = accel;
-			if (!strchr(a, ':'))
-				f.accel_count = 0;
-		}
+		if (catalog_parse_accel(a, accel, sizeof accel, &f.accel_count))
+			return cli_usage_error("gpus", "'%s': expected NAME or NAME:COUNT", a);
+		f.accelerator = accel;
+		if (!strchr(a, ':'))
+			f.accel_count = 0;
 	}
 	if (cli_load_catalog("gpus", data, &cat))
 		goto out;

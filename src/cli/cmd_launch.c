@@ -30,9 +30,8 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
+#include "market/joblimits.h"
 #include "market/plan.h"
-
-#define SPEC_MAX (256 * 1024)
 
 void events_print_line(FILE *f, json_t *ev); /* cmd_events.c */
 void logs_print_line(json_t *l, int multi);  /* cmd_logs.c */
@@ -373,13 +372,29 @@ static int fill_secrets(const struct jobspec *js, json_t *envs, const char *file
 	return 0;
 }
 
+enum { OPT_NO_LOGS = CLI_KEY_LONG, OPT_ENV, OPT_MAX_RESTARTS, OPT_WORKDIR };
+
+static const struct cli_optdef launch_defs[] = {
+	{ "detach", 'd', CLI_NOARG },
+	{ "yes", 'y', CLI_NOARG },
+	{ "no-logs", OPT_NO_LOGS, CLI_NOARG },
+	{ "env", OPT_ENV, CLI_REPEAT },
+	{ "max-restarts", OPT_MAX_RESTARTS, CLI_ARG },
+	{ "workdir", OPT_WORKDIR, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_launch(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "launch" };
+	struct cli_opts p = {
+		.cmd = "launch", .defs = launch_defs, .more = ctlcli_common_defs,
+		.usage = usage, .flags = CLI_OPT_JSON, .max_operands = 1,
+	};
 	const char *file = NULL, *workdir = NULL;
 	char *text = NULL, *dircopy = NULL, absdir[PATH_MAX], *namecopy = NULL;
 	json_t *envs = json_object(), *body = NULL, *reply = NULL;
-	int detach = 0, yes = 0, logs = 1, rc, ret = CLI_FAIL;
+	int detach = 0, yes = 0, logs = 1, c, rc, ret = CLI_FAIL;
 	struct jobspec js;
 	long max_restarts = -1;
 	struct sr_err e;
@@ -387,73 +402,69 @@ static int cmd_launch(int argc, char **argv)
 	int64_t id;
 
 	jobspec_init(&js);
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			ret = CLI_OK;
-			goto out;
-		}
-		rc = ctlcli_common_opt(&o, argc, argv, &i);
-		if (rc < 0) {
-			ret = CLI_USAGE;
-			goto out;
-		}
-		if (rc)
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		const char *eq;
+		char *end, *key;
+
+		if (ctlcli_common_opt(&o, c, p.arg))
 			continue;
-		if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--detach")) {
+		switch (c) {
+		case 'd':
 			detach = 1;
-		} else if (!strcmp(argv[i], "-y") || !strcmp(argv[i], "--yes")) {
+			break;
+		case 'y':
 			yes = 1;
-		} else if (!strcmp(argv[i], "--no-logs")) {
+			break;
+		case OPT_NO_LOGS:
 			logs = 0;
-		} else if (!strcmp(argv[i], "--env")) {
-			char *eq = i + 1 < argc ? strchr(argv[i + 1], '=') : NULL;
-
-			if (!eq || eq == argv[i + 1]) {
-				ret = cli_usage_error("launch", "--env needs KEY=VALUE");
+			break;
+		case OPT_ENV:
+			eq = strchr(p.arg, '=');
+			if (!eq || eq == p.arg) {
+				ret = cli_opts_error(&p, "--env needs KEY=VALUE, got '%s'",
+						     p.arg);
 				goto out;
 			}
-			i++;
-			*eq = '\0';
-			json_object_set_new(envs, argv[i], json_string(eq + 1));
-			*eq = '=';
-		} else if (!strcmp(argv[i], "--max-restarts")) {
-			char *end;
-
-			if (i + 1 >= argc) {
-				ret = cli_usage_error("launch", "--max-restarts needs a value");
+			key = strndup(p.arg, (size_t)(eq - p.arg));
+			if (!key || json_object_set_new(envs, key,
+							json_string(eq + 1)) < 0) {
+				free(key);
+				fprintf(stderr, "spotrun launch: --env '%s': not "
+					"valid UTF-8, or out of memory\n", p.arg);
 				goto out;
 			}
-			max_restarts = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || max_restarts < 0 ||
+			free(key);
+			break;
+		case OPT_MAX_RESTARTS:
+			max_restarts = strtol(p.arg, &end, 10);
+			if (*end || end == p.arg || max_restarts < 0 ||
 			    max_restarts > 1000) {
-				ret = cli_usage_error("launch", "--max-restarts: '%s' is "
-						      "not a number in 0..1000", argv[i]);
+				ret = cli_opts_error(&p, "--max-restarts: '%s' is "
+						     "not a number in 0..1000", p.arg);
 				goto out;
 			}
-		} else if (!strcmp(argv[i], "--workdir")) {
-			if (i + 1 >= argc) {
-				ret = cli_usage_error("launch", "--workdir needs a value");
-				goto out;
-			}
-			workdir = argv[++i];
-		} else if (argv[i][0] == '-' || file) {
-			ret = cli_usage_error("launch", "unexpected argument '%s'", argv[i]);
-			goto out;
-		} else {
-			file = argv[i];
+			break;
+		default: /* OPT_WORKDIR */
+			workdir = p.arg;
+			break;
 		}
 	}
-	if (!file) {
+	if (c < 0) {
+		ret = p.status;
+		goto out;
+	}
+	o.json = p.json;
+	if (!p.n_operands) {
 		ret = cli_usage_error("launch", "which job? (a JOB.yaml file)");
 		goto out;
 	}
+	file = p.operand[0];
 	sr_err_clear(&e);
-	rc = sr_fs_read_file(file, SPEC_MAX, &text, &len, &e);
+	rc = sr_fs_read_file(file, SR_LIMIT_JOB_BYTES, &text, &len, &e);
 	if (rc < 0) {
 		if (rc == -EFBIG)
 			fprintf(stderr, "spotrun launch: %s: larger than %d KiB\n", file,
-				SPEC_MAX / 1024);
+				SR_LIMIT_JOB_BYTES / 1024);
 		else
 			fprintf(stderr, "spotrun launch: %s\n", sr_err_str(&e, rc));
 		goto out;

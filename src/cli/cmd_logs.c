@@ -4,6 +4,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,28 +49,28 @@ struct logs_opts {
 	int64_t rank;
 };
 
-static int logs_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
+enum { OPT_RANK = CLI_KEY_LONG };
+
+static const struct cli_optdef logs_defs[] = {
+	{ "follow", 'f', CLI_NOARG },
+	{ "rank", OPT_RANK, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static int logs_opt(struct ctlcli *o, void *ud, const struct cli_opts *p, int key)
 {
 	struct logs_opts *lo = ud;
 	char *end;
 
 	(void)o;
-	if (!strcmp(argv[*i], "-f") || !strcmp(argv[*i], "--follow")) {
+	if (key == 'f') {
 		lo->follow = 1;
-		return 1;
-	}
-	if (strcmp(argv[*i], "--rank"))
 		return 0;
-	if (*i + 1 >= argc) {
-		cli_usage_error("logs", "--rank needs a value");
-		return -1;
 	}
-	lo->rank = strtoll(argv[++*i], &end, 10);
-	if (*end || end == argv[*i] || lo->rank < 0) {
-		cli_usage_error("logs", "--rank: '%s' is not a rank", argv[*i]);
-		return -1;
-	}
-	return 1;
+	lo->rank = strtoll(p->arg, &end, 10);
+	if (*end || end == p->arg || lo->rank < 0)
+		return cli_opts_error(p, "%s: '%s' is not a rank", p->name, p->arg);
+	return 0;
 }
 
 static int cmd_logs(int argc, char **argv)
@@ -80,7 +81,8 @@ static int cmd_logs(int argc, char **argv)
 	int64_t id, after = 0;
 	int rc, multi = 0;
 
-	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, logs_opt, &lo);
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_REQUIRED, usage, logs_defs,
+			  logs_opt, &lo);
 	if (rc >= 0)
 		return rc;
 	id = o.job;

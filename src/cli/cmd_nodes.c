@@ -58,43 +58,53 @@ static void print_table(json_t *nodes)
 
 struct nodes_opts {
 	int all;
-	int64_t job;
+	const char *job; /* an id or a name, looked up once parsed */
 };
 
-static int nodes_opt(struct ctlcli *o, void *ud, int argc, char **argv, int *i)
+enum { OPT_ALL = CLI_KEY_LONG, OPT_JOB };
+
+static const struct cli_optdef nodes_defs[] = {
+	{ "all", OPT_ALL, CLI_NOARG },
+	{ "job", OPT_JOB, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static int nodes_opt(struct ctlcli *o, void *ud, const struct cli_opts *p, int key)
 {
 	struct nodes_opts *no = ud;
 
-	if (!strcmp(argv[*i], "--all")) {
+	(void)o;
+	if (key == OPT_ALL)
 		no->all = 1;
-		return 1;
-	}
-	if (strcmp(argv[*i], "--job"))
-		return 0;
-	if (*i + 1 >= argc) {
-		cli_usage_error("nodes", "--job needs a value");
-		return -1;
-	}
-	return ctlcli_job_ref(o, argv[++*i], &no->job) < 0 ? -1 : 1;
+	else
+		no->job = p->arg;
+	return 0;
 }
 
 static int cmd_nodes(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = "nodes" };
-	struct nodes_opts no = { 0, 0 };
+	struct nodes_opts no = { 0, NULL };
 	json_t *reply = NULL;
 	char path[96];
+	int64_t job = 0;
 	int rc;
 
-	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, nodes_opt, &no);
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, nodes_defs,
+			  nodes_opt, &no);
 	if (rc >= 0)
 		return rc;
+	rc = no.job ? ctlcli_job_ref(&o, no.job, &job) : 0;
+	if (rc < 0) {
+		ctlcli_close(&o);
+		return rc == -2 ? CLI_USAGE : CLI_FAIL;
+	}
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
 	snprintf(path, sizeof path, "/v1/nodes?all=%d", no.all);
-	if (no.job)
+	if (job)
 		snprintf(path + strlen(path), sizeof path - strlen(path), "&job=%lld",
-			 (long long)no.job);
+			 (long long)job);
 	rc = ctlcli_call(&o, "GET", path, NULL, &reply);
 	if (rc == 0) {
 		if (o.json)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "clijob.h"
 #include "common/timeutil.h"
 #include "market/plan.h"
@@ -94,8 +95,24 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
 }
 
+enum { OPT_ALL = CLI_KEY_LONG, OPT_DATA, OPT_LIMIT, OPT_WORK_HOURS,
+       OPT_DEADLINE_HOURS };
+
+static const struct cli_optdef plan_defs[] = {
+	{ "all", OPT_ALL, CLI_NOARG },
+	{ "data", OPT_DATA, CLI_ARG },
+	{ "limit", OPT_LIMIT, CLI_ARG },
+	{ "work-hours", OPT_WORK_HOURS, CLI_ARG },
+	{ "deadline-hours", OPT_DEADLINE_HOURS, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 static int cmd_plan(int argc, char **argv)
 {
+	struct cli_opts p = {
+		.cmd = "plan", .defs = plan_defs, .usage = usage,
+		.flags = CLI_OPT_JSON, .max_operands = 1,
+	};
 	struct catalog cat;
 	struct jobspec js;
 	struct plan_result res = { 0 };
@@ -103,48 +120,40 @@ static int cmd_plan(int argc, char **argv)
 	const char *data = NULL, *file = NULL;
 	double work_h = 0, deadline_h = 0;
 	long limit = 15;
-	int json = 0, all = 0, rc = CLI_FAIL;
+	int json, all = 0, c, rc = CLI_FAIL;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		char *end;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage();
-			return CLI_OK;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--all")) {
+		switch (c) {
+		case OPT_ALL:
 			all = 1;
-		} else if (!strcmp(a, "--data") || !strcmp(a, "--limit") ||
-			   !strcmp(a, "--work-hours") || !strcmp(a, "--deadline-hours")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("plan", "%s needs a value", a);
-			if (!strcmp(a, "--data")) {
-				data = argv[++i];
-			} else if (!strcmp(a, "--work-hours") || !strcmp(a, "--deadline-hours")) {
-				double *dst = a[2] == 'w' ? &work_h : &deadline_h;
-				char *end;
+			break;
+		case OPT_DATA:
+			data = p.arg;
+			break;
+		case OPT_WORK_HOURS:
+		case OPT_DEADLINE_HOURS: {
+			double *dst = c == OPT_WORK_HOURS ? &work_h : &deadline_h;
 
-				*dst = strtod(argv[++i], &end);
-				if (*end || !(*dst > 0) || *dst > 1e6)
-					return cli_usage_error("plan", "%s '%s': expected hours", a,
-							       argv[i]);
-			} else {
-				char *end;
-
-				limit = strtol(argv[++i], &end, 10);
-				if (*end || limit < 0)
-					return cli_usage_error("plan", "--limit '%s': expected a count",
-							       argv[i]);
-			}
-		} else if (a[0] == '-' && a[1]) {
-			return cli_usage_error("plan", "unknown argument '%s'", a);
-		} else if (file) {
-			return cli_usage_error("plan", "extra argument '%s'", a);
-		} else {
-			file = a;
+			*dst = strtod(p.arg, &end);
+			if (*end || end == p.arg || !(*dst > 0) || *dst > 1e6)
+				return cli_opts_error(&p, "%s '%s': expected hours",
+						      p.name, p.arg);
+			break;
+		}
+		default: /* OPT_LIMIT */
+			limit = strtol(p.arg, &end, 10);
+			if (*end || end == p.arg || limit < 0)
+				return cli_opts_error(&p, "--limit '%s': expected a count",
+						      p.arg);
+			break;
 		}
 	}
+	if (c < 0)
+		return p.status;
+	json = p.json;
+	file = p.n_operands ? p.operand[0] : NULL;
 	if (!file)
 		return cli_usage_error("plan", "missing JOB.yaml");
 	catalog_init(&cat);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "common/json.h"
 #include "sim/sim_sweep.h"
 
@@ -119,8 +120,41 @@ static void print_table(json_t *doc, struct sim_sweep_opts *o)
 	}
 }
 
-static int sim_main(int argc, char **argv)
+enum { OPT_TRACE = CLI_KEY_LONG, OPT_POLICY, OPT_WORK_HOURS,
+       OPT_DEADLINE_HOURS, OPT_RESTART_HOURS, OPT_CKPT_INTERVAL_HOURS,
+       OPT_CKPT_GB, OPT_EGRESS_PER_GB, OPT_OD_PRICE, OPT_SPOT_PRICE,
+       OPT_HISTORY_HOURS, OPT_WINDOW_HOURS, OPT_WINDOWS, OPT_SEED,
+       OPT_START_TICK, OPT_TRACE_FORMAT };
+
+static const struct cli_optdef sim_defs[] = {
+	{ "trace", OPT_TRACE, CLI_LIST },
+	{ "policy", OPT_POLICY, CLI_LIST },
+	{ "work-hours", OPT_WORK_HOURS, CLI_ARG },
+	{ "deadline-hours", OPT_DEADLINE_HOURS, CLI_ARG },
+	{ "restart-hours", OPT_RESTART_HOURS, CLI_ARG },
+	{ "ckpt-interval-hours", OPT_CKPT_INTERVAL_HOURS, CLI_ARG },
+	{ "ckpt-gb", OPT_CKPT_GB, CLI_ARG },
+	{ "egress-per-gb", OPT_EGRESS_PER_GB, CLI_ARG },
+	{ "od-price", OPT_OD_PRICE, CLI_ARG },
+	{ "spot-price", OPT_SPOT_PRICE, CLI_ARG },
+	{ "history-hours", OPT_HISTORY_HOURS, CLI_ARG },
+	{ "window-hours", OPT_WINDOW_HOURS, CLI_ARG },
+	{ "windows", OPT_WINDOWS, CLI_ARG },
+	{ "seed", OPT_SEED, CLI_ARG },
+	{ "start-tick", OPT_START_TICK, CLI_REPEAT },
+	{ "trace-format", OPT_TRACE_FORMAT, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static void usage(void)
 {
+	fputs(usage_text, stdout);
+}
+
+static int cmd_sim(int argc, char **argv)
+{
+	struct cli_opts p = { .cmd = "sim", .defs = sim_defs, .usage = usage,
+			      .flags = CLI_OPT_JSON };
 	struct sim_sweep_opts o = {
 		.p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2, .history_h = 24 },
 		.nwindows = 100, .seed = 1,
@@ -130,94 +164,90 @@ static int sim_main(int argc, char **argv)
 	static size_t starts[MAX_STARTS];
 	enum trace_format fmt = TRACE_FMT_AUTO;
 	double od_price = 3.06, spot_price = 0.9731;
-	int nfiles = 0, json = 0, force_od = 0, rc = CLI_OK;
+	int nfiles = 0, json, force_od = 0, c, rc = CLI_OK;
 	char label[1024] = "";
 	struct sim_market m;
 	struct sr_err e = { 0 };
 	json_t *doc = NULL;
 	unsigned long long u;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		const char *a = p.name, *v = p.arg;
 		int r = 0;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-			continue;
-		} else if (!strcmp(a, "--trace") || !strcmp(a, "--policy")) {
-			int is_trace = a[2] == 't', n = 0;
-
-			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
-				const char *x = argv[++i];
-
-				n++;
-				if (is_trace) {
-					if (nfiles == SIM_MAX_REGIONS)
-						return cli_usage_error("sim", "--trace: at most %d files",
-								       SIM_MAX_REGIONS);
-					files[nfiles++] = x;
-				} else {
-					if (!known_policy(x))
-						return cli_usage_error("sim", "--policy: unknown policy '%s' (known: od greedy up ups optimal spotrun)", x);
-					if (o.npolicies == SIM_SWEEP_MAX_POLICIES)
-						return cli_usage_error("sim", "--policy: too many");
-					o.policies[o.npolicies++] = x;
-				}
-			}
-			if (!n)
-				return cli_usage_error("sim", "%s: needs a value", a);
-			continue;
-		}
-		if (!v)
-			return cli_usage_error("sim", "unknown argument or missing value: '%s'", a);
-		i++;
-		if (!strcmp(a, "--work-hours"))
+		switch (c) {
+		case OPT_TRACE:
+			if (nfiles == SIM_MAX_REGIONS)
+				return cli_opts_error(&p, "--trace: at most %d files",
+						      SIM_MAX_REGIONS);
+			files[nfiles++] = v;
+			break;
+		case OPT_POLICY:
+			if (!known_policy(v))
+				return cli_opts_error(&p, "--policy: unknown policy '%s' (known: od greedy up ups optimal spotrun)", v);
+			if (o.npolicies == SIM_SWEEP_MAX_POLICIES)
+				return cli_opts_error(&p, "--policy: too many");
+			o.policies[o.npolicies++] = v;
+			break;
+		case OPT_WORK_HOURS:
 			r = parse_num(a, v, 1e-6, &o.p.work_h);
-		else if (!strcmp(a, "--deadline-hours"))
+			break;
+		case OPT_DEADLINE_HOURS:
 			r = parse_num(a, v, 1e-6, &o.p.deadline_h);
-		else if (!strcmp(a, "--restart-hours"))
+			break;
+		case OPT_RESTART_HOURS:
 			r = parse_num(a, v, 0, &o.p.restart_h);
-		else if (!strcmp(a, "--ckpt-interval-hours"))
+			break;
+		case OPT_CKPT_INTERVAL_HOURS:
 			r = parse_num(a, v, 0, &o.p.ckpt_interval_h);
-		else if (!strcmp(a, "--ckpt-gb"))
+			break;
+		case OPT_CKPT_GB:
 			r = parse_num(a, v, 0, &o.p.ckpt_gb);
-		else if (!strcmp(a, "--egress-per-gb"))
+			break;
+		case OPT_EGRESS_PER_GB:
 			r = parse_num(a, v, 0, &o.p.egress_per_gb);
-		else if (!strcmp(a, "--od-price")) {
+			break;
+		case OPT_OD_PRICE:
 			r = parse_num(a, v, 1e-9, &od_price);
 			force_od = 1;
-		} else if (!strcmp(a, "--spot-price"))
+			break;
+		case OPT_SPOT_PRICE:
 			r = parse_num(a, v, 0, &spot_price);
-		else if (!strcmp(a, "--history-hours"))
+			break;
+		case OPT_HISTORY_HOURS:
 			r = parse_num(a, v, 0, &o.p.history_h);
-		else if (!strcmp(a, "--window-hours"))
+			break;
+		case OPT_WINDOW_HOURS:
 			r = parse_num(a, v, 1e-6, &o.window_h);
-		else if (!strcmp(a, "--windows")) {
-			r = cli_parse_count("sim", a, v, 1000000, &u);
+			break;
+		case OPT_WINDOWS:
+			r = cli_opts_count(&p, 1000000, &u);
 			o.nwindows = (size_t)u;
 			if (!r && !u)
-				r = cli_usage_error("sim", "--windows: must be at least 1");
-		} else if (!strcmp(a, "--seed")) {
-			r = cli_parse_count("sim", a, v, UINT64_MAX, &u);
+				r = cli_opts_error(&p, "--windows: must be at least 1");
+			break;
+		case OPT_SEED:
+			r = cli_opts_count(&p, UINT64_MAX, &u);
 			o.seed = u;
-		} else if (!strcmp(a, "--start-tick")) {
+			break;
+		case OPT_START_TICK:
 			if (o.nstarts == MAX_STARTS)
-				return cli_usage_error("sim", "--start-tick: at most %d", MAX_STARTS);
-			r = cli_parse_count("sim", a, v, SIZE_MAX, &u);
+				return cli_opts_error(&p, "--start-tick: at most %d",
+						      MAX_STARTS);
+			r = cli_opts_count(&p, SIZE_MAX, &u);
 			starts[o.nstarts++] = (size_t)u;
-		} else if (!strcmp(a, "--trace-format")) {
+			break;
+		default: /* OPT_TRACE_FORMAT */
 			if (trace_format_parse(v, &fmt) || fmt == TRACE_FMT_AUTO)
-				return cli_usage_error("sim", "--trace-format: expected cbl, skynomad or csv, got '%s'", v);
-		} else {
-			return cli_usage_error("sim", "unknown argument '%s'", a);
+				return cli_opts_error(&p, "--trace-format: expected cbl, skynomad or csv, got '%s'", v);
+			break;
 		}
 		if (r)
 			return r;
 	}
+	if (c < 0)
+		return p.status;
+	json = p.json;
 	if (!nfiles)
 		return cli_usage_error("sim", "--trace: at least one trace file is needed");
 	if (o.p.work_h + o.p.restart_h > o.p.deadline_h)
@@ -284,41 +314,6 @@ out:
 	json_decref(doc);
 	for (int f = 0; f < nfiles; f++)
 		trace_free(tr[f]);
-	return rc;
-}
-
-/* Accept --flag=value as well as --flag value. */
-static int cmd_sim(int argc, char **argv)
-{
-	char **av = NULL, *copy = NULL;
-	size_t total = 0;
-	int n = 0, rc;
-
-	for (int i = 0; i < argc; i++)
-		total += strlen(argv[i]) + 1;
-	av = calloc((size_t)argc * 2 + 1, sizeof *av);
-	copy = malloc(total ? total : 1);
-	if (!av || !copy) {
-		free(av);
-		free(copy);
-		fputs("spotrun sim: out of memory\n", stderr);
-		return CLI_FAIL;
-	}
-	for (int i = 0, off = 0; i < argc; i++) {
-		char *a = copy + off, *eq;
-
-		strcpy(a, argv[i]);
-		off += (int)strlen(argv[i]) + 1;
-		eq = strchr(a, '=');
-		av[n++] = a;
-		if (i && !strncmp(a, "--", 2) && eq) {
-			*eq = '\0';
-			av[n++] = eq + 1;
-		}
-	}
-	rc = sim_main(n, av);
-	free(av);
-	free(copy);
 	return rc;
 }
 

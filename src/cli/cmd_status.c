@@ -126,7 +126,7 @@ static int cmd_status(int argc, char **argv)
 	int64_t id = 0;
 	int rc;
 
-	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_OPTIONAL, usage, NULL, NULL);
+	rc = ctlcli_parse(&o, argc, argv, CTLCLI_JOB_OPTIONAL, usage, NULL, NULL, NULL);
 	if (rc >= 0)
 		return rc;
 	id = o.job;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "sim/trace_gen.h"
 
 #define MAX_REGIONS TRACE_GEN_MAX_ZONES
@@ -65,29 +66,37 @@ static int num_arg(const char *flag, const char *s, double *out)
 	return 0;
 }
 
-/* The generator's number flags and the field each sets (NULL: not one). */
-static double *num_field(struct trace_gen_params *p, const char *flag)
-{
-	const struct {
-		const char *flag;
-		double *field;
-	} map[] = {
-		{ "--up-hours", &p->up_h }, { "--down-hours", &p->down_h },
-		{ "--tail", &p->tail }, { "--hours", &p->hours },
-		{ "--spot-price", &p->spot_price }, { "--od-ratio", &p->od_ratio },
-		{ "--outage-hours", &p->outage_h }, { "--blip-hours", &p->blip_h },
-		{ "--price-vol", &p->price_vol },
-	};
+enum { OPT_REGIONS = CLI_KEY_LONG, OPT_NODES, OPT_UP_HOURS, OPT_DOWN_HOURS,
+       OPT_TAIL, OPT_GAP_SECONDS, OPT_HOURS, OPT_SPOT_PRICE, OPT_OD_RATIO,
+       OPT_SHARED, OPT_OUTAGE_HOURS, OPT_BLIP_HOURS, OPT_PRICE_VOL, OPT_SEED };
 
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-		if (!strcmp(flag, map[i].flag))
-			return map[i].field;
-	}
-	return NULL;
+static const struct cli_optdef gen_defs[] = {
+	{ "out", 'o', CLI_ARG },
+	{ "regions", OPT_REGIONS, CLI_ARG },
+	{ "nodes", OPT_NODES, CLI_ARG },
+	{ "up-hours", OPT_UP_HOURS, CLI_ARG },
+	{ "down-hours", OPT_DOWN_HOURS, CLI_ARG },
+	{ "tail", OPT_TAIL, CLI_ARG },
+	{ "gap-seconds", OPT_GAP_SECONDS, CLI_ARG },
+	{ "hours", OPT_HOURS, CLI_ARG },
+	{ "spot-price", OPT_SPOT_PRICE, CLI_ARG },
+	{ "od-ratio", OPT_OD_RATIO, CLI_ARG },
+	{ "shared-nodes", OPT_SHARED, CLI_ARG },
+	{ "outage-hours", OPT_OUTAGE_HOURS, CLI_ARG },
+	{ "blip-hours", OPT_BLIP_HOURS, CLI_ARG },
+	{ "price-vol", OPT_PRICE_VOL, CLI_ARG },
+	{ "seed", OPT_SEED, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
+static void usage(void)
+{
+	fputs(usage_text, stdout);
 }
 
 static int trace_gen_cmd(int argc, char **argv)
 {
+	struct cli_opts op = { .cmd = "trace", .defs = gen_defs, .usage = usage };
 	struct trace_gen_params p;
 	struct sr_err e = { 0 };
 	const char *out = NULL;
@@ -95,46 +104,71 @@ static int trace_gen_cmd(int argc, char **argv)
 	struct trace *t[MAX_REGIONS];
 	static char paths[MAX_REGIONS][4096];
 	char *names[MAX_REGIONS];
-	int rc = CLI_OK;
+	int c, rc = CLI_OK;
 
 	trace_gen_defaults(&p);
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((c = cli_opts_next(&op, argc, argv)) > 0) {
+		const char *a = op.name, *v = op.arg;
 		int r = 0;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		}
-		if (!v)
-			return cli_usage_error("trace", "unknown argument or missing value: '%s'", a);
-		i++;
-		if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
+		switch (c) {
+		case 'o':
 			out = v;
-		} else if (!strcmp(a, "--regions")) {
-			r = cli_parse_count("trace", a, v, MAX_REGIONS, &regions);
+			break;
+		case OPT_REGIONS:
+			r = cli_opts_count(&op, MAX_REGIONS, &regions);
 			if (!r && !regions)
-				r = cli_usage_error("trace", "--regions: must be at least 1");
-		} else if (!strcmp(a, "--nodes")) {
-			r = cli_parse_count("trace", a, v, TRACE_GEN_MAX_NODES, &u);
+				r = cli_opts_error(&op, "--regions: must be at least 1");
+			break;
+		case OPT_NODES:
+			r = cli_opts_count(&op, TRACE_GEN_MAX_NODES, &u);
 			p.nodes = (int)u;
-		} else if (!strcmp(a, "--gap-seconds")) {
-			r = cli_parse_count("trace", a, v, 604800, &u);
+			break;
+		case OPT_UP_HOURS:
+			r = num_arg(a, v, &p.up_h);
+			break;
+		case OPT_DOWN_HOURS:
+			r = num_arg(a, v, &p.down_h);
+			break;
+		case OPT_TAIL:
+			r = num_arg(a, v, &p.tail);
+			break;
+		case OPT_GAP_SECONDS:
+			r = cli_opts_count(&op, 604800, &u);
 			p.gap_s = (int64_t)u;
-		} else if (!strcmp(a, "--shared-nodes")) {
-			r = cli_parse_count("trace", a, v, TRACE_GEN_MAX_NODES, &u);
+			break;
+		case OPT_HOURS:
+			r = num_arg(a, v, &p.hours);
+			break;
+		case OPT_SPOT_PRICE:
+			r = num_arg(a, v, &p.spot_price);
+			break;
+		case OPT_OD_RATIO:
+			r = num_arg(a, v, &p.od_ratio);
+			break;
+		case OPT_SHARED:
+			r = cli_opts_count(&op, TRACE_GEN_MAX_NODES, &u);
 			p.shared = (int)u;
-		} else if (num_field(&p, a)) {
-			r = num_arg(a, v, num_field(&p, a));
-		} else if (!strcmp(a, "--seed")) {
-			r = cli_parse_count("trace", a, v, UINT64_MAX, &u);
+			break;
+		case OPT_OUTAGE_HOURS:
+			r = num_arg(a, v, &p.outage_h);
+			break;
+		case OPT_BLIP_HOURS:
+			r = num_arg(a, v, &p.blip_h);
+			break;
+		case OPT_PRICE_VOL:
+			r = num_arg(a, v, &p.price_vol);
+			break;
+		default: /* OPT_SEED */
+			r = cli_opts_count(&op, UINT64_MAX, &u);
 			p.seed = u;
-		} else {
-			return cli_usage_error("trace", "unknown argument '%s'", a);
+			break;
 		}
 		if (r)
 			return r;
 	}
+	if (c < 0)
+		return op.status;
 	if (!out)
 		return cli_usage_error("trace", "--out: a file (or, with --regions, a directory) is needed");
 	if (trace_gen_check(&p, &e))
@@ -166,13 +200,22 @@ static int trace_gen_cmd(int argc, char **argv)
 
 static int cmd_trace(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(usage_text, argc < 2 ? stderr : stdout);
-		return argc < 2 ? CLI_USAGE : CLI_OK;
+	struct cli_opts p = { .cmd = "trace", .usage = usage,
+			      .flags = CLI_OPT_VERB, .max_operands = 1 };
+	int c;
+
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return p.status;
+	if (!p.n_operands) {
+		fputs(usage_text, stderr);
+		return CLI_USAGE;
 	}
-	if (!strcmp(argv[1], "gen"))
-		return trace_gen_cmd(argc, argv);
-	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen)", argv[1]);
+	if (!strcmp(p.operand[0], "gen"))
+		return trace_gen_cmd(p.n_rest + 1, p.rest - 1);
+	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen)",
+			       p.operand[0]);
 }
 
 CLI_COMMAND("trace", "generate synthetic spot traces (trace gen)", cmd_trace)

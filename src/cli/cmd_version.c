@@ -7,29 +7,30 @@
  * written by the Makefile; "unknown" outside a git checkout).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "git_commit.h"
 #include "spotrun/ckpt.h"
 
+static void usage(void)
+{
+	printf("usage: spotrun version [--json]\n"
+	       "       spotrun --version\n\n"
+	       "Print spotrun's version, the git commit it was built from and\n"
+	       "the ABI version of libspotckpt.\n");
+}
+
 static int cmd_version(int argc, char **argv)
 {
-	int json = 0;
+	struct cli_opts p = { .cmd = "version", .usage = usage, .flags = CLI_OPT_JSON };
+	int json, c;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: spotrun version [--json]\n"
-			       "       spotrun --version\n\n"
-			       "Print spotrun's version, the git commit it was built from and\n"
-			       "the ABI version of libspotckpt.\n");
-			return CLI_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else {
-			return cli_usage_error("version", "unknown argument '%s'", argv[i]);
-		}
-	}
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return p.status;
+	json = p.json;
 	if (json)
 		printf("{\"version\":\"%s\",\"commit\":\"%s\",\"libspotckpt_abi\":%d}\n",
 		       SPOTRUN_VERSION, SPOTRUN_GIT_COMMIT, (int)spotckpt_abi_version());

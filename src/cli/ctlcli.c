@@ -13,65 +13,49 @@
 #include "common/timeutil.h"
 #include "ctlcli.h"
 
-int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i)
-{
-	const char *a = argv[*i];
-	const char **slot = NULL;
+const struct cli_optdef ctlcli_common_defs[] = {
+	{ "api", CTLCLI_OPT_API, CLI_ARG },
+	{ "state-dir", CTLCLI_OPT_STATE_DIR, CLI_ARG },
+	{ NULL, 0, CLI_NOARG },
+};
 
-	if (!strcmp(a, "--json")) {
-		o->json = 1;
-		return 1;
-	}
-	if (!strcmp(a, "--api"))
-		slot = &o->api;
-	else if (!strcmp(a, "--state-dir"))
-		slot = &o->state_dir;
-	else if (!strncmp(a, "--api=", 6)) {
-		o->api = a + 6;
-		return 1;
-	} else if (!strncmp(a, "--state-dir=", 12)) {
-		o->state_dir = a + 12;
-		return 1;
-	}
-	if (!slot)
+int ctlcli_common_opt(struct ctlcli *o, int key, const char *arg)
+{
+	if (key == CTLCLI_OPT_API)
+		o->api = arg;
+	else if (key == CTLCLI_OPT_STATE_DIR)
+		o->state_dir = arg;
+	else
 		return 0;
-	if (*i + 1 >= argc) {
-		cli_usage_error(o->cmd, "%s needs a value", a);
-		return -2;
-	}
-	*slot = argv[++*i];
 	return 1;
 }
 
 int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
-		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
-		 void *ud)
+		 enum ctlcli_job_arg job, void (*usage)(void),
+		 const struct cli_optdef *defs, ctlcli_opt_fn fn, void *ud)
 {
-	const char *jobarg = NULL;
-	int rc;
+	struct cli_opts p = {
+		.cmd = o->cmd, .defs = defs, .more = ctlcli_common_defs,
+		.usage = usage, .flags = CLI_OPT_JSON,
+		.max_operands = job == CTLCLI_NO_JOB ? 0 : 1,
+	};
+	int c, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return CLI_OK;
-		}
-		rc = ctlcli_common_opt(o, argc, argv, &i);
-		if (rc == 0 && fn)
-			rc = fn(o, ud, argc, argv, &i);
-		if (rc < 0)
-			return CLI_USAGE;
-		if (rc)
+	while ((c = cli_opts_next(&p, argc, argv)) > 0) {
+		if (ctlcli_common_opt(o, c, p.arg) || !fn)
 			continue;
-		if (argv[i][0] == '-' || jobarg || job == CTLCLI_NO_JOB)
-			return cli_usage_error(o->cmd, "unexpected argument '%s'",
-					       argv[i]);
-		jobarg = argv[i];
+		rc = fn(o, ud, &p, c);
+		if (rc)
+			return rc;
 	}
-	if (!jobarg && job == CTLCLI_JOB_REQUIRED)
+	if (c < 0)
+		return p.status;
+	o->json = p.json;
+	if (!p.n_operands && job == CTLCLI_JOB_REQUIRED)
 		return cli_usage_error(o->cmd, "which job? (a job id or name)");
 	o->job = 0;
-	if (jobarg) {
-		rc = ctlcli_job_ref(o, jobarg, &o->job);
+	if (p.n_operands) {
+		rc = ctlcli_job_ref(o, p.operand[0], &o->job);
 		if (rc < 0)
 			return rc == -2 ? CLI_USAGE : CLI_FAIL;
 	}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cliopt.h"
 #include "ctlclient/ctlclient.h"
 
 struct ctlcli {
@@ -23,10 +24,10 @@ struct ctlcli {
 
 enum ctlcli_job_arg { CTLCLI_NO_JOB, CTLCLI_JOB_OPTIONAL, CTLCLI_JOB_REQUIRED };
 
-/* A command's own options: return 1 when argv[*i] is one (advancing *i
- * past its value), 0 when it is not, -1 after printing a usage error. */
-typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud, int argc, char **argv,
-			     int *i);
+/* --api and --state-dir, which every command that talks to spotrund
+ * takes (a cli_opts `more` table), and their keys. */
+enum { CTLCLI_OPT_API = CLI_KEY_LONG + 200, CTLCLI_OPT_STATE_DIR };
+extern const struct cli_optdef ctlcli_common_defs[];
 
 #define CTLCLI_COMMON_HELP                                                     \
 	"  --api URL        spotrund URL (default: $SPOTRUN_API, else the\n"   \
@@ -35,18 +36,22 @@ typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud, int argc, char **argv,
 	"                   or ~/.local/state/spotrun); the token is read there\n" \
 	"JOB is a job id or a job name (the newest job of that name).\n"
 
-/* If argv[*i] is a common option, consume it (and its value) and return
- * 1; return 0 if it is not one; CLI_USAGE-style negative (-2) after
- * printing a usage error when its value is missing. */
-int ctlcli_common_opt(struct ctlcli *o, int argc, char **argv, int *i);
+/* If key is a common option's, store its value and return 1; else 0. */
+int ctlcli_common_opt(struct ctlcli *o, int key, const char *arg);
 
-/* Parse a command line: --help/-h (prints usage()), the common options,
- * the command's own (fn, may be NULL), and the JOB id as `job` says.
- * Returns -1 to go on, or the exit status to return at once (CLI_OK after
- * --help, CLI_USAGE after a usage error, already printed). */
+/* A command's own option `key` (value in p->arg, spelling in p->name):
+ * return 0, or CLI_USAGE after printing a usage error (cli_opts_error). */
+typedef int (*ctlcli_opt_fn)(struct ctlcli *o, void *ud,
+			     const struct cli_opts *p, int key);
+
+/* Parse a command line: --help/-h (prints usage()), --json, the common
+ * options, the command's own (defs, handed to fn; both may be NULL), and
+ * the JOB as `job` says.  Returns -1 to go on, or the exit status to
+ * return at once (CLI_OK after --help, CLI_USAGE after a usage error,
+ * already printed; CLI_FAIL when a job name could not be looked up). */
 int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
-		 enum ctlcli_job_arg job, void (*usage)(void), ctlcli_opt_fn fn,
-		 void *ud);
+		 enum ctlcli_job_arg job, void (*usage)(void),
+		 const struct cli_optdef *defs, ctlcli_opt_fn fn, void *ud);
 
 /* Open the client (a no-op when already open); on failure print
  * "spotrun CMD: why" and return -1. */

@@ -15,9 +15,13 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/timeutil.h"
+#include "cloud/conf.h"
 #include "ctl/ctl.h"
-#include "ctl/proc.h"
+#include "ctl/ctlfile.h"
+#include "statelock.h"
+#include "store/store.h"
 
 static const char usage[] =
 	"usage: spotrund [options]\n"
@@ -39,10 +43,17 @@ static const char usage[] =
 	"  --lease-ms N             the leader's lease when daemons share a\n"
 	"                           PostgreSQL store (5000; 300..10000): a standby\n"
 	"                           takes over within 2 x N of the leader's death\n"
-	"  --providers NAMES        where nodes run: local (the built-in spot\n"
-	"                           cloud, the default) or aws (EC2: credentials,\n"
-	"                           region and endpoint as the AWS SDKs find them;\n"
-	"                           docs/providers.md); --provider is the same\n"
+	"  --config FILE            settings from a YAML file (default\n"
+	"                           $SPOTRUN_CONFIG): any flag below without\n"
+	"                           its \"--\", and a providers: section with\n"
+	"                           each provider's regions, images, subnets\n"
+	"                           (docs/providers.md); flags override it\n"
+	"  --providers NAMES        where nodes run, comma-separated: local (the\n"
+	"                           built-in spot cloud, the default) or aws\n"
+	"                           (EC2: credentials, region and endpoint as the\n"
+	"                           AWS SDKs find them; docs/providers.md);\n"
+	"                           default: the config file's; --provider is\n"
+	"                           the same\n"
 	"  --aws-image AMI          aws: the image nodes boot (spotrun-agent\n"
 	"                           installed; required to launch)\n"
 	"  --aws-subnet ID          aws: subnet (default: the zone's default VPC)\n"
@@ -55,7 +66,9 @@ static const char usage[] =
 	"  --time-scale N           cloud seconds per real second (3600)\n"
 	"  --trace-start HOURS      cloud clock at first start, in trace hours (48)\n"
 	"  --provision-ms N         local provisioning delay, real ms (1000)\n"
-	"  --notice-ms N            preemption notice lead time, real ms (5000)\n"
+	"  --notice-ms N            the local cloud's preemption notice lead,\n"
+	"                           real ms (5000; a real cloud's notice carries\n"
+	"                           its own time)\n"
 	"  --heartbeat-ms N         agent heartbeat period (1000)\n"
 	"  --heartbeat-timeout DUR  node LOST after this silence (10s)\n"
 	"  --boot-timeout DUR       BOOTING node LOST if it never registers (30s)\n"
@@ -69,6 +82,10 @@ static const char usage[] =
 
 static volatile sig_atomic_t stop_sig;
 
+/* Where the value being read came from: "" (the command line) or
+ * "FILE:LINE: " (the configuration file). */
+static char where[2200];
+
 static void on_signal(int sig)
 {
 	stop_sig = sig;
@@ -76,8 +93,8 @@ static void on_signal(int sig)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr, "spotrund: %s: invalid value '%s'\ntry 'spotrund --help'\n",
-		opt, val);
+	fprintf(stderr, "spotrund: %s%s: invalid value '%s'\ntry 'spotrund "
+		"--help'\n", where, opt, val);
 	return 2;
 }
 
@@ -118,134 +135,267 @@ static void default_state_dir(char *buf, size_t n)
 		snprintf(buf, n, "%s/.local/state/spotrun", h ? h : ".");
 }
 
+/* The providers setting a --aws-* flag sets (cloud/conf.h keys). */
+static const char *aws_flag_key(int opt)
+{
+	switch (opt) {
+	case 0x101: return "image";
+	case 0x102: return "subnet";
+	case 0x103: return "security_group";
+	case 0x104: return "key_name";
+	default: return "instance_profile";
+	}
+}
+
+/* A flag's value for provider `prov` (wins over the config file). */
+static int flag_override(struct cloud_confs *cs, const char *prov,
+			 const char *key, const char *val)
+{
+	struct cloud_conf *c = cloud_confs_find(cs, prov, 1);
+
+	if (!c || cloud_conf_override(c, key, val)) {
+		fprintf(stderr, "spotrund: out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct option opts[] = {
+	{ "listen", required_argument, NULL, 'l' },
+	{ "state-dir", required_argument, NULL, 's' },
+	{ "store", required_argument, NULL, 0x106 },
+	{ "lease-ms", required_argument, NULL, 0x107 },
+	{ "provider", required_argument, NULL, 'p' },
+	{ "providers", required_argument, NULL, 'p' },
+	{ "aws-image", required_argument, NULL, 0x101 },
+	{ "aws-subnet", required_argument, NULL, 0x102 },
+	{ "aws-security-group", required_argument, NULL, 0x103 },
+	{ "aws-key-name", required_argument, NULL, 0x104 },
+	{ "aws-instance-profile", required_argument, NULL, 0x105 },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "agent", required_argument, NULL, 'a' },
+	{ "time-scale", required_argument, NULL, 'T' },
+	{ "trace-start", required_argument, NULL, 'S' },
+	{ "provision-ms", required_argument, NULL, 'P' },
+	{ "notice-ms", required_argument, NULL, 'N' },
+	{ "heartbeat-ms", required_argument, NULL, 'H' },
+	{ "heartbeat-timeout", required_argument, NULL, 'O' },
+	{ "boot-timeout", required_argument, NULL, 'B' },
+	{ "bill-interval-ms", required_argument, NULL, 'I' },
+	{ "policy", required_argument, NULL, 'y' },
+	{ "restart-guess-ms", required_argument, NULL, 'R' },
+	{ "http-threads", required_argument, NULL, 't' },
+	{ "tick-ms", required_argument, NULL, 'k' },
+	{ "tls-cert", required_argument, NULL, 'C' },
+	{ "tls-key", required_argument, NULL, 'K' },
+	{ "insecure-listen", no_argument, NULL, 'X' },
+	{ "config", required_argument, NULL, 0x108 },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct opts_out {
+	struct ctl_config *cfg;
+	struct cloud_confs *confs;
+	char *state, *host;
+	size_t state_cap, host_cap;
+};
+
+/* Apply option `opt` with argument arg (NULL for a flag without one):
+ * 0, or the exit status (2 a bad value, 1 out of memory, 3 --help
+ * printed: exit 0). */
+static int apply(int opt, const char *arg, struct opts_out *o)
+{
+	struct ctl_config *cfg = o->cfg;
+	char *colon, *end = NULL;
+	int64_t v;
+
+	switch (opt) {
+	case 'l':
+		colon = strrchr(arg, ':');
+		if (!colon || colon == arg ||
+		    (size_t)(colon - arg) >= o->host_cap)
+			return bad("--listen", arg);
+		memcpy(o->host, arg, (size_t)(colon - arg));
+		o->host[colon - arg] = '\0';
+		v = strtoll(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || v < 0 || v > 65535)
+			return bad("--listen", arg);
+		cfg->listen_port = (int)v;
+		break;
+	case 's': snprintf(o->state, o->state_cap, "%s", arg); break;
+	case 0x106: cfg->store = arg; break;
+	case 0x107:
+		if (parse_i64("--lease-ms", arg, 300, &cfg->lease_ms))
+			return 2;
+		if (cfg->lease_ms > 10000)
+			return bad("--lease-ms", arg);
+		break;
+	case 'C': cfg->tls_cert = arg; break;
+	case 'K': cfg->tls_key = arg; break;
+	case 'X': cfg->insecure_listen = 1; break;
+	case 'p': cfg->provider = arg; break;
+	case 0x101: case 0x102: case 0x103: case 0x104: case 0x105:
+		/* --aws-KEY: the aws provider's setting KEY, over the
+		 * config file's at every level */
+		if (flag_override(o->confs, "aws", aws_flag_key(opt), arg))
+			return 1;
+		break;
+	case 'd': cfg->data_dir = arg; break;
+	case 'a': cfg->agent_path = arg; break;
+	case 'y': cfg->policy = arg; break;
+	case 'T':
+		cfg->time_scale = strtod(arg, &end);
+		if (end == arg || *end || !(cfg->time_scale > 0 &&
+					    cfg->time_scale <= 1e7))
+			return bad("--time-scale", arg);
+		break;
+	case 'S':
+		cfg->trace_start_h = strtod(arg, &end);
+		if (end == arg || *end || cfg->trace_start_h < 0)
+			return bad("--trace-start", arg);
+		break;
+	case 'P': if (parse_i64("--provision-ms", arg, 0, &cfg->provision_ms)) return 2; break;
+	case 'N': if (parse_i64("--notice-ms", arg, 1, &cfg->notice_ms)) return 2; break;
+	case 'H': if (parse_i64("--heartbeat-ms", arg, 10, &cfg->heartbeat_ms)) return 2; break;
+	case 'O': if (parse_dur_ms("--heartbeat-timeout", arg, &cfg->heartbeat_timeout_ms)) return 2; break;
+	case 'B': if (parse_dur_ms("--boot-timeout", arg, &cfg->boot_timeout_ms)) return 2; break;
+	case 'I': if (parse_i64("--bill-interval-ms", arg, 10, &cfg->bill_interval_ms)) return 2; break;
+	case 'R': if (parse_i64("--restart-guess-ms", arg, 0, &cfg->restart_guess_ms)) return 2; break;
+	case 'k': if (parse_i64("--tick-ms", arg, 1, &cfg->tick_ms)) return 2; break;
+	case 't':
+		if (parse_i64("--http-threads", arg, 1, &v))
+			return 2;
+		if (v > 64)
+			return bad("--http-threads", arg);
+		cfg->http_threads = (int)v;
+		break;
+	case 0x108: break; /* --config: read before the other flags */
+	case 'h':
+		fputs(usage, stdout);
+		return 3;
+	default:
+		fputs("try 'spotrund --help'\n", stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* The configuration file: --config FILE (or --config=FILE), else
+ * $SPOTRUN_CONFIG; NULL none. */
+static const char *config_path(int argc, char **argv)
+{
+	const char *env = getenv("SPOTRUN_CONFIG");
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			return argv[i + 1];
+		if (!strncmp(argv[i], "--config=", 9))
+			return argv[i] + 9;
+	}
+	return env && *env ? env : NULL;
+}
+
+/* The file's settings, each as the flag of its name ("state_dir" is
+ * --state-dir), before the command line's: flags override the file. */
+static int apply_file(const struct ctl_file *f, struct opts_out *o)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const struct ctl_file_setting *st = &f->v[i];
+		const struct option *op = NULL;
+		char name[64];
+		size_t k;
+		int rc;
+
+		for (k = 0; st->key[k] && k < sizeof name - 1; k++)
+			name[k] = st->key[k] == '_' ? '-' : st->key[k];
+		name[k] = '\0';
+		for (size_t q = 0; opts[q].name && !op; q++) {
+			if (!strcmp(opts[q].name, name) && opts[q].val != 'h' &&
+			    opts[q].val != 0x108)
+				op = &opts[q];
+		}
+		if (!op) {
+			fprintf(stderr, "spotrund: %s:%d: '%s' is not a setting (a "
+				"setting is a spotrund flag without its \"--\", or "
+				"providers:)\n", f->path, st->line, st->key);
+			return 2;
+		}
+		snprintf(where, sizeof where, "%s:%d: ", f->path, st->line);
+		if (op->has_arg == no_argument) {
+			if (!strcmp(st->val, "false") || !strcmp(st->val, "no"))
+				continue;
+			if (strcmp(st->val, "true") && strcmp(st->val, "yes"))
+				return bad(st->key, st->val);
+		}
+		rc = apply(op->val, op->has_arg == no_argument ? NULL : st->val, o);
+		if (rc)
+			return rc;
+	}
+	where[0] = '\0';
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "store", required_argument, NULL, 0x106 },
-		{ "lease-ms", required_argument, NULL, 0x107 },
-		{ "provider", required_argument, NULL, 'p' },
-		{ "providers", required_argument, NULL, 'p' },
-		{ "aws-image", required_argument, NULL, 0x101 },
-		{ "aws-subnet", required_argument, NULL, 0x102 },
-		{ "aws-security-group", required_argument, NULL, 0x103 },
-		{ "aws-key-name", required_argument, NULL, 0x104 },
-		{ "aws-instance-profile", required_argument, NULL, 0x105 },
-		{ "data-dir", required_argument, NULL, 'd' },
-		{ "agent", required_argument, NULL, 'a' },
-		{ "time-scale", required_argument, NULL, 'T' },
-		{ "trace-start", required_argument, NULL, 'S' },
-		{ "provision-ms", required_argument, NULL, 'P' },
-		{ "notice-ms", required_argument, NULL, 'N' },
-		{ "heartbeat-ms", required_argument, NULL, 'H' },
-		{ "heartbeat-timeout", required_argument, NULL, 'O' },
-		{ "boot-timeout", required_argument, NULL, 'B' },
-		{ "bill-interval-ms", required_argument, NULL, 'I' },
-		{ "policy", required_argument, NULL, 'y' },
-		{ "restart-guess-ms", required_argument, NULL, 'R' },
-		{ "http-threads", required_argument, NULL, 't' },
-		{ "tick-ms", required_argument, NULL, 'k' },
-		{ "tls-cert", required_argument, NULL, 'C' },
-		{ "tls-key", required_argument, NULL, 'K' },
-		{ "insecure-listen", no_argument, NULL, 'X' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ctl_config cfg;
+	struct ctl_file file = { 0 };
 	struct ctl *c = NULL;
 	struct sr_err e = { 0 };
 	char state[2048], host[64], path[2400], buf[256];
+	struct opts_out o = { &cfg, NULL, state, host, sizeof state, sizeof host };
+	const char *conf_file = config_path(argc, argv);
 	struct sigaction sa;
 	sigset_t block, old;
-	int64_t v;
-	int opt, rc;
+	int opt, rc, lock_fd = -1;
 
 	ctl_config_defaults(&cfg);
 	default_state_dir(state, sizeof state);
 	if (getenv("SPOTRUN_STORE") && *getenv("SPOTRUN_STORE"))
 		cfg.store = getenv("SPOTRUN_STORE");
 	snprintf(host, sizeof host, "%s", cfg.listen_host);
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char *colon, *end = NULL;
-
-		switch (opt) {
-		case 'l':
-			colon = strrchr(optarg, ':');
-			if (!colon || colon == optarg ||
-			    (size_t)(colon - optarg) >= sizeof host)
-				return bad("--listen", optarg);
-			memcpy(host, optarg, (size_t)(colon - optarg));
-			host[colon - optarg] = '\0';
-			v = strtoll(colon + 1, &end, 10);
-			if (end == colon + 1 || *end || v < 0 || v > 65535)
-				return bad("--listen", optarg);
-			cfg.listen_port = (int)v;
-			break;
-		case 's': snprintf(state, sizeof state, "%s", optarg); break;
-		case 0x106: cfg.store = optarg; break;
-		case 0x107:
-			if (parse_i64("--lease-ms", optarg, 300, &cfg.lease_ms))
-				return 2;
-			if (cfg.lease_ms > 10000)
-				return bad("--lease-ms", optarg);
-			break;
-		case 'C': cfg.tls_cert = optarg; break;
-		case 'K': cfg.tls_key = optarg; break;
-		case 'X': cfg.insecure_listen = 1; break;
-		case 'p': cfg.provider = optarg; break;
-		case 0x101: cfg.aws_image = optarg; break;
-		case 0x102: cfg.aws_subnet = optarg; break;
-		case 0x103: cfg.aws_security_group = optarg; break;
-		case 0x104: cfg.aws_key_name = optarg; break;
-		case 0x105: cfg.aws_instance_profile = optarg; break;
-		case 'd': cfg.data_dir = optarg; break;
-		case 'a': cfg.agent_path = optarg; break;
-		case 'y': cfg.policy = optarg; break;
-		case 'T':
-			cfg.time_scale = strtod(optarg, &end);
-			if (end == optarg || *end || !(cfg.time_scale > 0 &&
-						       cfg.time_scale <= 1e7))
-				return bad("--time-scale", optarg);
-			break;
-		case 'S':
-			cfg.trace_start_h = strtod(optarg, &end);
-			if (end == optarg || *end || cfg.trace_start_h < 0)
-				return bad("--trace-start", optarg);
-			break;
-		case 'P': if (parse_i64("--provision-ms", optarg, 0, &cfg.provision_ms)) return 2; break;
-		case 'N': if (parse_i64("--notice-ms", optarg, 1, &cfg.notice_ms)) return 2; break;
-		case 'H': if (parse_i64("--heartbeat-ms", optarg, 10, &cfg.heartbeat_ms)) return 2; break;
-		case 'O': if (parse_dur_ms("--heartbeat-timeout", optarg, &cfg.heartbeat_timeout_ms)) return 2; break;
-		case 'B': if (parse_dur_ms("--boot-timeout", optarg, &cfg.boot_timeout_ms)) return 2; break;
-		case 'I': if (parse_i64("--bill-interval-ms", optarg, 10, &cfg.bill_interval_ms)) return 2; break;
-		case 'R': if (parse_i64("--restart-guess-ms", optarg, 0, &cfg.restart_guess_ms)) return 2; break;
-		case 'k': if (parse_i64("--tick-ms", optarg, 1, &cfg.tick_ms)) return 2; break;
-		case 't':
-			if (parse_i64("--http-threads", optarg, 1, &v))
-				return 2;
-			if (v > 64)
-				return bad("--http-threads", optarg);
-			cfg.http_threads = (int)v;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			fputs("try 'spotrund --help'\n", stderr);
+	o.confs = &file.providers;
+	if (conf_file) {
+		rc = ctl_file_load(conf_file, &file, &e);
+		if (rc) {
+			fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+			ctl_file_free(&file);
 			return 2;
+		}
+		rc = apply_file(&file, &o);
+		if (rc) {
+			ctl_file_free(&file);
+			return rc == 3 ? 0 : rc;
+		}
+	}
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		rc = apply(opt, optarg, &o);
+		if (rc) {
+			ctl_file_free(&file);
+			return rc == 3 ? 0 : rc;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "spotrund: unexpected argument '%s'\ntry 'spotrund "
 			"--help'\n", argv[optind]);
+		ctl_file_free(&file);
 		return 2;
 	}
 	cfg.state_dir = state;
 	cfg.listen_host = host;
+	cfg.providers = &file.providers;
 	/* every file the daemon creates (database, WAL, tokens, logs) is
 	 * private to its user (issue 10: spotrun.db was created 0644) */
 	umask(077);
+	/* one daemon per SQLite state, for its whole life (statelock.h) */
+	if (store_backend_of(cfg.store ? cfg.store : "") == STORE_SQLITE) {
+		rc = statelock_take(state, &lock_fd, &e);
+		if (rc) {
+			fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+			ctl_file_free(&file);
+			return 1;
+		}
+	}
 	/* the agents it starts trust the same certificate */
 	if (cfg.tls_cert)
 		setenv("SPOTRUN_CA_CERT", cfg.tls_cert, 0);
@@ -266,6 +416,7 @@ int main(int argc, char **argv)
 	rc = ctl_start(&cfg, &c, &e);
 	if (rc) {
 		fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
+		ctl_file_free(&file);
 		return rc == -EACCES || rc == -EINVAL ? 2 : 1;
 	}
 	if (cfg.insecure_listen && strncmp(host, "127.", 4) != 0)
@@ -280,12 +431,13 @@ int main(int argc, char **argv)
 	/* "PID START": START (the /proc starttime) tells this process from
 	 * a later one that reuses the pid */
 	snprintf(buf, sizeof buf, "%d %lld\n", (int)getpid(),
-		 (long long)proc_start_time(getpid()));
+		 (long long)sr_proc_start_time(getpid()));
 	if (!rc)
 		rc = sr_fs_write_atomic(path, buf, strlen(buf), 0600, &e);
 	if (rc) {
 		fprintf(stderr, "spotrund: %s\n", sr_err_str(&e, rc));
 		ctl_stop(c);
+		ctl_file_free(&file);
 		return 1;
 	}
 	while (!stop_sig)
@@ -293,6 +445,9 @@ int main(int argc, char **argv)
 	sr_info("ctl", "stopping", "signal=%d", (int)stop_sig);
 	/* Nodes keep running: the next start adopts them (docs/api.md). */
 	ctl_stop(c);
+	ctl_file_free(&file);
 	unlink(path);
+	if (lock_fd >= 0)
+		close(lock_fd); /* the lock goes with it */
 	return 0;
 }

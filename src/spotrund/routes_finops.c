@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 #include "finops/focus.h"
 #include "finops/metrics.h"
 #include "finops/report.h"

@@ -17,7 +17,7 @@ const fs = require('fs');
 const path = require('path');
 const { execFile } = require('child_process');
 const ec2sdk = require('@aws-sdk/client-ec2');
-const { verifyCaptured, assertLoopback } = require('./lib');
+const { verifyCaptured, assertLoopback, tally, formParams, diffParams } = require('./lib');
 const { ANSWERS, errorXml, ERROR_STATUS } = require('./ec2_fixtures');
 
 const BUILD = path.resolve(process.argv[2] || '../../build');
@@ -27,12 +27,7 @@ const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const TOKEN = 'IQoJb3JpZ2luX2VjEXAMPLE//TOKEN+with/slash=';
 const REGION = 'us-east-1';
 
-let pass = 0, fail = 0;
-function check(name, cond, detail) {
-  if (cond) { pass++; return; }
-  fail++;
-  console.log(`FAIL ${name}${detail ? `\n  ${detail}` : ''}`);
-}
+const { check, done } = tally();
 
 // ---- capture server ----------------------------------------------------
 const captured = [];
@@ -61,25 +56,6 @@ const server = http.createServer((req, res) => {
     res.end(xml);
   });
 });
-
-// Decode an application/x-www-form-urlencoded body strictly: RFC 3986
-// percent-encoding; a '+' would mean a space in forms, and neither client
-// should send one for a space.
-function formParams(body) {
-  const out = {};
-  for (const part of body.split('&')) {
-    if (!part) continue;
-    const i = part.indexOf('=');
-    const k = decodeURIComponent(i < 0 ? part : part.slice(0, i));
-    out[k] = i < 0 ? '' : decodeURIComponent(part.slice(i + 1));
-  }
-  return out;
-}
-
-function diffParams(a, b) {
-  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
-  return keys.filter((k) => a[k] !== b[k]).map((k) => `${k}: sdk=${JSON.stringify(a[k])} driver=${JSON.stringify(b[k])}`);
-}
 
 let url, home;
 function sdkClient(token) {
@@ -274,6 +250,5 @@ async function testErrors() {
   await testErrors();
   server.close();
   fs.rmSync(home, { recursive: true, force: true });
-  console.log(`ec2 driver vs @aws-sdk/client-ec2: ${pass} passed, ${fail} failed`);
-  process.exit(fail ? 1 : 0);
+  done('ec2 driver vs @aws-sdk/client-ec2');
 })().catch((e) => { console.error(e); process.exit(1); });

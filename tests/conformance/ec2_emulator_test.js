@@ -10,17 +10,12 @@ const path = require('path');
 const readline = require('readline');
 const { spawn, execFile } = require('child_process');
 const ec2sdk = require('@aws-sdk/client-ec2');
-const { assertLoopback } = require('./lib');
+const { assertLoopback, tally } = require('./lib');
 
 const BUILD = path.resolve(process.argv[2] || '../../build');
 const ROOT = path.resolve(__dirname, '..', '..');
 const TYPE = 'g5.xlarge';
-let pass = 0, fail = 0;
-function check(name, cond, detail) {
-  if (cond) { pass++; return; }
-  fail++;
-  console.log(`FAIL ${name}${detail ? `\n  ${detail}` : ''}`);
-}
+const { check, done } = tally();
 
 function tool(url, home, args) {
   assertLoopback(url);
@@ -137,6 +132,5 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     check('the emulator stops cleanly on SIGTERM (exit 0, no sanitizer report)', code === 0, `exit ${code}`);
     fs.rmSync(work, { recursive: true, force: true });
   }
-  console.log(`SDK vs spotrun ec2-emulator: ${pass} passed, ${fail} failed`);
-  process.exit(fail ? 1 : 0);
+  done('SDK vs spotrun ec2-emulator');
 })().catch((e) => { console.error(e); process.exit(1); });

@@ -80,4 +80,40 @@ function assertLoopback(url) {
     throw new Error(`refusing non-loopback endpoint ${url}`);
 }
 
-module.exports = { Sha256, signer, parseQuery, verifyCaptured, assertLoopback, amzDateToDate };
+// Pass/fail counting: t.check(name, cond, detail) prints a failure;
+// t.done(what) prints "N passed, M failed" and exits.
+function tally() {
+  const t = { pass: 0, fail: 0 };
+  t.check = (name, cond, detail) => {
+    if (cond) { t.pass++; return; }
+    t.fail++;
+    console.log(`FAIL ${name}${detail ? `\n  ${detail}` : ''}`);
+  };
+  t.done = (what) => {
+    console.log(`${what}: ${t.pass} passed, ${t.fail} failed`);
+    process.exit(t.fail ? 1 : 0);
+  };
+  return t;
+}
+
+// Decode an application/x-www-form-urlencoded body strictly: RFC 3986
+// percent-encoding; a '+' would mean a space in forms, and neither client
+// should send one for a space.
+function formParams(body) {
+  const out = {};
+  for (const part of body.split('&')) {
+    if (!part) continue;
+    const i = part.indexOf('=');
+    const k = decodeURIComponent(i < 0 ? part : part.slice(0, i));
+    out[k] = i < 0 ? '' : decodeURIComponent(part.slice(i + 1));
+  }
+  return out;
+}
+
+// The parameters that differ, "name: a=... b=..." (a, b: who sent them).
+function diffParams(x, y, a = 'sdk', b = 'driver') {
+  const keys = [...new Set([...Object.keys(x), ...Object.keys(y)])].sort();
+  return keys.filter((k) => x[k] !== y[k]).map((k) => `${k}: ${a}=${JSON.stringify(x[k])} ${b}=${JSON.stringify(y[k])}`);
+}
+
+module.exports = { Sha256, signer, parseQuery, verifyCaptured, assertLoopback, amzDateToDate, tally, formParams, diffParams };

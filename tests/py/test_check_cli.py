@@ -133,3 +133,61 @@ def test_aws_missing_pieces_are_named(tmp_path):
     # without arguments a disabled provider is reported, not an error
     r = check(env_for(tmp_path))
     assert r.returncode == 0 and "local  enabled" in r.stdout and "aws    disabled" in r.stdout
+
+
+def iso(t):
+    import time
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def test_aws_credentials_that_cannot_be_renewed(ec2, tmp_path):
+    """An exported session that runs out within the hour is a WARNING that
+    says what to do; an expired one disables the provider - before a job
+    would need it."""
+    import time
+    base = dict(AWS_ACCESS_KEY_ID="ASIASESS", AWS_SECRET_ACCESS_KEY=SECRET,
+                AWS_SESSION_TOKEN="sesstokenDONOTPRINT", AWS_REGION="us-east-1",
+                AWS_ENDPOINT_URL_EC2=ec2)
+    soon = iso(time.time() + 1800)
+    r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=soon, **base), "aws")
+    assert r.returncode == 0, r.stdout
+    assert "expires:     %s" % soon in r.stdout
+    assert "WARNING:     aws credentials from environment" in r.stdout
+    assert "cannot be renewed" in r.stdout and "credential_process" in r.stdout
+    r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=soon, **base), "--json", "aws")
+    aws = json.loads(r.stdout)["providers"][0]
+    assert aws["enabled"] is True
+    assert iso(aws["credentials_expire_s"]) == soon
+    assert "cannot be renewed" in aws["warning"]
+    r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=iso(time.time() - 60),
+                      **base), "--json", "aws")
+    assert r.returncode == 1
+    aws = json.loads(r.stdout)["providers"][0]
+    assert aws["enabled"] is False and " expired at " in aws["reason"]
+    # a session good for longer: no warning
+    r = check(env_for(tmp_path, AWS_CREDENTIAL_EXPIRATION=iso(time.time() + 6 * 3600),
+                      **base), "aws")
+    assert r.returncode == 0 and "WARNING" not in r.stdout
+    assert SECRET not in r.stdout + r.stderr
+    assert "sesstokenDONOTPRINT" not in r.stdout + r.stderr
+
+
+def test_aws_credential_process_profile(ec2, tmp_path):
+    """A profile whose credentials come from a command: they renew
+    themselves, so only their expiry is shown."""
+    import time
+    exp = iso(time.time() + 1800)
+    os.makedirs(tmp_path / ".aws")
+    tool = tmp_path / "get creds.sh"
+    tool.write_text("#!/bin/sh\necho '{\"Version\": 1, \"AccessKeyId\": \"ASIAPROC\","
+                    " \"SecretAccessKey\": \"%s\", \"SessionToken\": \"t\","
+                    " \"Expiration\": \"%s\"}'\n" % (SECRET, exp))
+    tool.chmod(0o700)
+    (tmp_path / ".aws" / "config").write_text(
+        "[profile ops]\nregion = us-east-1\ncredential_process = '%s' --x\n" % tool)
+    r = check(env_for(tmp_path, AWS_PROFILE="ops", AWS_ENDPOINT_URL_EC2=ec2), "aws")
+    assert r.returncode == 0, r.stdout
+    assert "credentials: profile ops (credential_process " in r.stdout
+    assert "expires:     %s" % exp in r.stdout and "WARNING" not in r.stdout
+    assert Ec2Stub.seen[-1][1].startswith("AWS4-HMAC-SHA256 Credential=ASIAPROC/")
+    assert SECRET not in r.stdout + r.stderr

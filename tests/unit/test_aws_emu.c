@@ -22,6 +22,7 @@
 #include "common/fsutil.h"
 #include "common/testsrv.h"
 #include "common/timeutil.h"
+#include "ec2emu_fixture.h"
 
 #define TYPE "g5.xlarge"
 
@@ -61,22 +62,8 @@ static int setup_with(void **state, double scale, double notice_s)
 	if (f == NULL)
 		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/sr-ec2emu-XXXXXX");
-	if (mkdtemp(f->dir) == NULL)
+	if (emu_fixture_start(f->dir, &eo, NULL, 0, &f->emu) < 0)
 		return -1;
-	eo.work_dir = f->dir;
-	if (ec2emu_start(&eo, &f->emu, &e) < 0) {
-		fprintf(stderr, "ec2emu_start: %s\n", e.msg);
-		return -1;
-	}
-	unsetenv("AWS_PROFILE");
-	unsetenv("AWS_SESSION_TOKEN");
-	setenv("HOME", f->dir, 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-	setenv("AWS_ACCESS_KEY_ID", "AKIAEMU", 1);
-	setenv("AWS_SECRET_ACCESS_KEY", "emusecret", 1);
-	setenv("AWS_REGION", "us-east-1", 1);
-	setenv("AWS_ENDPOINT_URL_EC2", ec2emu_url(f->emu), 1);
-	setenv("SPOTRUN_LOG_LEVEL", "off", 1);
 	if (ec2_open(&o, &c, &e) < 0 || ec2_instance_type_zones(c, TYPE, &f->zones,
 								&f->nz, &err) < 0 ||
 	    ec2_driver_new(c, &f->d, &e) < 0) {

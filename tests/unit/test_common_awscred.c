@@ -1,6 +1,8 @@
 /* Unit tests: lib/common/awscred.c - the AWS credential chain (environment,
- * shared files with profiles, IMDSv2 instance role against the canned
- * test server), region and endpoint resolution. */
+ * shared files with profiles, the container endpoint and the IMDSv2
+ * instance role against canned test servers), health, region and
+ * endpoint resolution.  Roles, web identity, SSO, credential_process, the
+ * INI reader and refreshing have their own test_common_awscred_*.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,75 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "awscred_fixture.h"
 #include "common/awscred.h"
 #include "common/testsrv.h"
-
-static const char *const vars[] = {
-	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-	"AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-	"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-	"AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_S3",
-	"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-	"AWS_EC2_METADATA_SERVICE_ENDPOINT", NULL
-};
-
-struct fx {
-	char dir[64];
-	char home[128];
-};
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (f == NULL)
-		return -1;
-	snprintf(f->dir, sizeof(f->dir), "/tmp/sr-awscred-XXXXXX");
-	if (mkdtemp(f->dir) == NULL)
-		return -1;
-	snprintf(f->home, sizeof(f->home), "%s/.aws", f->dir);
-	mkdir(f->home, 0700);
-	for (int i = 0; vars[i] != NULL; i++)
-		unsetenv(vars[i]);
-	setenv("HOME", f->dir, 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/credentials", f->home);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/config", f->home);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/other", f->dir);
-	unlink(p);
-	rmdir(f->home);
-	rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
-static void put(struct fx *f, const char *name, const char *text)
-{
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/%s", f->home, name);
-	write_file(p, text);
-}
 
 static void test_env(void **state)
 {
@@ -98,9 +34,44 @@ static void test_env(void **state)
 	assert_string_equal(c.secret_access_key, "envsecret123");
 	assert_string_equal(c.session_token, "envtoken456");
 	assert_string_equal(c.source, "environment (AWS_ACCESS_KEY_ID)");
+	assert_int_equal(c.kind, SR_AWSCRED_ENV);
+	assert_int_equal(c.expires_s, 0);
 	sr_awscred_free(&c);
 	assert_null(c.access_key_id);
 	sr_awscred_free(NULL);
+
+	/* what `aws configure export-credentials --format env` exports */
+	setenv("AWS_CREDENTIAL_EXPIRATION", "2026-11-30T20:00:00Z", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), 0);
+	assert_int_equal(c.expires_s, 1796068800);
+	assert_int_equal(c.renew_until_s, 1796068800);
+	assert_non_null(strstr(c.renew_hint, "cannot be renewed"));
+	sr_awscred_free(&c);
+	setenv("AWS_CREDENTIAL_EXPIRATION", "tomorrow", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "AWS_CREDENTIAL_EXPIRATION: 'tomorrow'"));
+}
+
+/* The warning `spotrun check` prints and the daemon alerts on. */
+static void test_health(void **state)
+{
+	struct sr_awscred c = { 0 };
+	char msg[512];
+
+	(void)state;
+	snprintf(c.source, sizeof(c.source), "environment (AWS_ACCESS_KEY_ID)");
+	snprintf(c.renew_hint, sizeof(c.renew_hint), "log in again");
+	c.expires_s = c.renew_until_s = 10000;
+	assert_int_equal(sr_awscred_health(&c, 10000 - 2 * 3600, msg, sizeof(msg)), 0);
+	assert_int_equal(sr_awscred_health(&c, 10000 - 1800, msg, sizeof(msg)), 1);
+	assert_non_null(strstr(msg, "environment (AWS_ACCESS_KEY_ID) expire at "
+				    "1970-01-01T02:46:40Z and cannot be renewed "
+				    "without you: log in again"));
+	assert_int_equal(sr_awscred_health(&c, 10001, msg, sizeof(msg)), 2);
+	assert_non_null(strstr(msg, " expired at "));
+	/* renewing themselves: fine whatever expires_s says */
+	c.renew_until_s = 0;
+	assert_int_equal(sr_awscred_health(&c, 10001, NULL, 0), 0);
 }
 
 static void test_profiles(void **state)
@@ -110,19 +81,19 @@ static void test_profiles(void **state)
 	struct sr_err e = { 0 };
 	char *v = NULL;
 
-	put(f, "credentials",
+	fx_put(f, "credentials",
 	    "# comment\n[default]\naws_access_key_id = AKIADEF\n"
 	    "aws_secret_access_key=defsecret1\n\n"
 	    "[dev]\n aws_access_key_id = AKIADEV\n"
-	    "aws_access_key_id = AKIADEV\naws_secret_access_key = devsecret2\n"
+	    "aws_secret_access_key = devsecret2\n"
 	    "aws_session_token = devtoken3\n");
-	put(f, "config",
+	fx_put(f, "config",
 	    "[default]\nregion = eu-west-1\n"
 	    "[profile dev]\nregion = us-west-2\ns3 =\n  addressing_style = path\n"
 	    "[profile cfgonly]\naws_access_key_id = AKIACFG\n"
 	    "aws_secret_access_key = cfgsecret4\n"
 	    "[profile assume]\nrole_arn = arn:aws:iam::1:role/x\n"
-	    "source_profile = default\n"
+	    "source_profile = default\nmfa_serial = arn:aws:iam::1:mfa/u\n"
 	    "[profile nosecret]\naws_access_key_id = AKIANS\n");
 
 	assert_int_equal(sr_awscred_resolve(&c, &e), 0);
@@ -156,7 +127,7 @@ static void test_profiles(void **state)
 
 	setenv("AWS_PROFILE", "assume", 1);
 	assert_int_equal(sr_awscred_resolve(&c, &e), -SR_EUNSUPPORTED);
-	assert_non_null(strstr(e.msg, "profile assume uses role_arn"));
+	assert_non_null(strstr(e.msg, "profile assume uses mfa_serial"));
 
 	setenv("AWS_PROFILE", "nosecret", 1);
 	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
@@ -170,7 +141,7 @@ static void test_profiles(void **state)
 
 	/* the variables that move the files */
 	snprintf(v = calloc(1, 256), 256, "%s/other", f->dir);
-	write_file(v, "[alt]\naws_access_key_id=AKIAALT\n"
+	fx_write(v, "[alt]\naws_access_key_id=AKIAALT\n"
 		      "aws_secret_access_key=altsecret5\n");
 	setenv("AWS_SHARED_CREDENTIALS_FILE", v, 1);
 	setenv("AWS_PROFILE", "alt", 1);
@@ -193,10 +164,10 @@ static void test_malformed_and_none(void **state)
 	assert_null(v);
 	assert_non_null(strstr(e.msg, "export AWS_REGION"));
 
-	put(f, "credentials", "[default]\naws_access_key_id = A\njunk line\n");
+	fx_put(f, "credentials", "[default]\naws_access_key_id = A\njunk line\n");
 	assert_int_equal(sr_awscred_resolve(&c, &e), -SR_EPARSE);
 	assert_non_null(strstr(e.msg, "/.aws/credentials:3: expected 'key = value'"));
-	put(f, "credentials", "[default\n");
+	fx_put(f, "credentials", "[default\n");
 	assert_int_equal(sr_awscred_resolve(&c, &e), -SR_EPARSE);
 	assert_non_null(strstr(e.msg, ":1: section header: missing ']'"));
 }
@@ -212,7 +183,19 @@ static void test_endpoint(void **state)
 	assert_string_equal(u, "https://ec2.us-east-1.amazonaws.com");
 	assert_int_equal(custom, 0);
 	free(u);
-	put(f, "config", "[default]\nendpoint_url = http://127.0.0.1:9/\n");
+	/* the profile's services section wins over its endpoint_url */
+	fx_put(f, "config", "[default]\nendpoint_url = http://127.0.0.1:9/\n"
+	       "services = local\n[services local]\nsts =\n"
+	       "  endpoint_url = http://127.0.0.1:7/\n"
+	       "ec2 =\n  region = x\n  endpoint_url = http://127.0.0.2:8\n");
+	assert_int_equal(sr_aws_endpoint("STS", "sts", "r", &u, &custom, &e), 0);
+	assert_string_equal(u, "http://127.0.0.1:7");
+	assert_int_equal(custom, 1);
+	free(u);
+	assert_int_equal(sr_aws_endpoint("EC2", "ec2", "r", &u, &custom, &e), 0);
+	assert_string_equal(u, "http://127.0.0.2:8");
+	free(u);
+	fx_put(f, "config", "[default]\nendpoint_url = http://127.0.0.1:9/\n");
 	assert_int_equal(sr_aws_endpoint("EC2", "ec2", "r", &u, &custom, &e), 0);
 	assert_string_equal(u, "http://127.0.0.1:9");
 	assert_int_equal(custom, 1);
@@ -310,14 +293,76 @@ static void test_imds(void **state)
 	sr_testsrv_stop(s);
 }
 
+static void test_container(void **state)
+{
+	struct fx *f = *state;
+	struct sr_testsrv *s = sr_testsrv_start(0);
+	const struct sr_testsrv_req *q;
+	struct sr_awscred c;
+	struct sr_err e = { 0 };
+	char url[256], tokf[256], v[128];
+
+	assert_non_null(s);
+	sr_testsrv_reply(s, "GET", "/v2/credentials/abc", 200, "application/json",
+			 "{\"AccessKeyId\":\"ASIATASK\",\"SecretAccessKey\":"
+			 "\"tasksecret\",\"Token\":\"tasktoken\",\"Expiration\":"
+			 "\"2026-11-30T20:00:00Z\",\"RoleArn\":\"arn:x\"}", 0);
+	snprintf(url, sizeof(url), "%s/v2/credentials/abc", sr_testsrv_url(s));
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	/* EKS Pod Identity: the token file wins over the variable */
+	snprintf(tokf, sizeof(tokf), "%s/eks-token", f->dir);
+	fx_write(tokf, "podtoken123\n");
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tokf, 1);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "ignored", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), 0);
+	assert_string_equal(c.access_key_id, "ASIATASK");
+	assert_string_equal(c.session_token, "tasktoken");
+	assert_int_equal(c.expires_s, 1796068800);
+	assert_int_equal(c.kind, SR_AWSCRED_CONTAINER);
+	assert_int_equal(c.renew_until_s, 0);
+	sr_awscred_free(&c);
+	q = sr_testsrv_req(s, 0);
+	assert_int_equal(sr_testsrv_req_header(q, "authorization", v, sizeof(v)), 0);
+	assert_string_equal(v, "podtoken123");
+
+	/* the endpoint refuses: named, the job's error class */
+	sr_testsrv_reply(s, "GET", "/v2/credentials/gone", 403, "text/plain",
+			 "no", 0);
+	snprintf(url, sizeof(url), "%s/v2/credentials/gone", sr_testsrv_url(s));
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EACCES);
+	assert_non_null(strstr(e.msg, "container endpoint"));
+	assert_non_null(strstr(e.msg, "HTTP 403"));
+
+	/* a plain-http host that is neither loopback nor ECS's: refused */
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.1.2.3/creds", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "must be https, loopback"));
+	/* ECS's address as a user name (the prefix check let ":80@" by):
+	 * the host is evil.example */
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI",
+	       "http://169.254.170.2:80@evil.example/creds", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "must be https, loopback"));
+	/* a token with a line break would forge a header */
+	fx_write(tokf, "a\r\nX-Evil: 1");
+	snprintf(url, sizeof(url), "%s/v2/credentials/abc", sr_testsrv_url(s));
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "line break"));
+	sr_testsrv_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_env, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_profiles, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed_and_none, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_endpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_imds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_health, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_container, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_profiles, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_and_none, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_endpoint, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_imds, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/http.h"
 #include "common/testsrv.h"
+#include "common/timeutil.h"
 
 struct fx {
 	struct sr_testsrv *srv;
@@ -410,6 +412,245 @@ static void test_backoff_bounds(void **state)
 	}
 }
 
+/* Issue 26: a server's Retry-After is the least wait before a retry. */
+static void test_retry_after_honoured(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	int64_t t0;
+
+	sr_testsrv_reply_hdrs(f->srv, "GET", "/ra", 503, NULL, "Retry-After: 1",
+			      "busy", 0);
+	sr_testsrv_reply(f->srv, "GET", "/ra", 200, NULL, "ok", 0);
+	t0 = sr_time_mono_ns();
+	assert_int_equal(sr_http_request("GET", url(f, "/ra"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.attempts, 2);
+	/* a lower bound only: the backoff alone (<= 5 ms here) is shorter */
+	assert_true(sr_time_mono_ns() - t0 >= 900 * INT64_C(1000000));
+	sr_http_resp_free(&r);
+
+	/* a Retry-After beyond the deadline ends the retries at once */
+	sr_testsrv_reply_hdrs(f->srv, "GET", "/ra2", 503, NULL, "Retry-After: 30",
+			      "busy", 0);
+	f->o.deadline_mono_ns = sr_time_mono_ns() + 2 * SR_NS_PER_SEC;
+	assert_int_equal(sr_http_request("GET", url(f, "/ra2"), NULL, NULL, 0,
+					 &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 503);
+	assert_int_equal(r.attempts, 1);
+	sr_http_resp_free(&r);
+
+	assert_int_equal(sr_http_retry_after_ms("3", 0), 3000);
+	assert_int_equal(sr_http_retry_after_ms(" 0 ", 0), 0);
+	assert_int_equal(sr_http_retry_after_ms("soon", 0), -1);
+	assert_int_equal(sr_http_retry_after_ms("-1", 0), -1);
+	/* an HTTP-date: Sun, 06 Nov 1994 08:49:37 GMT is 784111777 */
+	assert_int_equal(sr_http_retry_after_ms("Sun, 06 Nov 1994 08:49:37 GMT",
+						784111770), 7000);
+	assert_int_equal(sr_http_retry_after_ms("Sun, 06 Nov 1994 08:49:37 GMT",
+						784111999), 0);
+}
+
+/* Issue 23: with a deadline, the deadline bounds the retries, not the
+ * count (a store answering 503 SlowDown for a while). */
+static void test_deadline_bounds_retries(void **state)
+{
+	struct fx *f = *state;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+
+	f->o.max_retries = 1;
+	for (int i = 0; i < 5; i++)
+		sr_testsrv_reply(f->srv, "PUT", "/slowdown", 503, NULL,
+				 "<Error><Code>SlowDown</Code></Error>", 0);
+	sr_testsrv_reply(f->srv, "PUT", "/slowdown", 200, NULL, "", 0);
+	f->o.deadline_mono_ns = sr_time_mono_ns() + 60 * SR_NS_PER_SEC;
+	assert_int_equal(sr_http_request("PUT", url(f, "/slowdown"), NULL, "x", 1,
+					 &f->o, &r, &e), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.attempts, 6);
+	sr_http_resp_free(&r);
+
+	/* a store that never recovers: the call returns at the deadline
+	 * with the last answer */
+	sr_testsrv_reply(f->srv, "GET", "/down", 503, NULL, "busy", 0);
+	f->o.deadline_mono_ns = sr_time_mono_ns() + SR_NS_PER_SEC / 2;
+	assert_int_equal(sr_http_request("GET", url(f, "/down"), NULL, NULL, 0,
+					 &f->o, &r, &e), 0);
+	assert_int_equal(r.status, 503);
+	assert_true(r.attempts > 2);
+	assert_true(sr_time_mono_ns() < f->o.deadline_mono_ns + SR_NS_PER_SEC);
+	sr_http_resp_free(&r);
+
+	/* a deadline already passed: a timeout, no request sent */
+	f->o.timeout_ms = 5000;
+	sr_testsrv_reply(f->srv, "GET", "/late", 200, NULL, "late", 1500);
+	f->o.deadline_mono_ns = sr_time_mono_ns() + SR_NS_PER_SEC / 5;
+	assert_int_equal(sr_http_request("GET", url(f, "/late"), NULL, NULL, 0,
+					 &f->o, &r, &e), -SR_ETIMEOUT);
+	sr_http_resp_free(&r);
+}
+
+struct signer {
+	int calls;
+};
+
+static int sign_attempt(void *ud, const struct sr_http_req *rq,
+			struct sr_http_hdrs *h, struct sr_err *e)
+{
+	struct signer *s = ud;
+
+	(void)rq;
+	(void)e;
+	return sr_http_hdrs_add(h, "X-Signature: attempt-%d", ++s->calls);
+}
+
+/* Every attempt is signed again (a retry after a long backoff carries a
+ * fresh date and signature). */
+static void test_resign_each_attempt(void **state)
+{
+	struct fx *f = *state;
+	struct signer sg = { 0 };
+	const char *const fixed[] = { "X-Fixed: 1", NULL };
+	struct sr_http_req rq = {
+		.method = "DELETE", .url = url(f, "/obj"), .headers = fixed,
+		.sign = sign_attempt, .sign_ud = &sg,
+	};
+	struct sr_http_resp r;
+	char v[64];
+
+	sr_testsrv_reply(f->srv, "DELETE", "/obj", 500, NULL, "", 0);
+	sr_testsrv_reply(f->srv, "DELETE", "/obj", 502, NULL, "", 0);
+	sr_testsrv_reply(f->srv, "DELETE", "/obj", 204, NULL, "", 0);
+	assert_int_equal(sr_http_do(&rq, &f->o, &r, NULL), 0);
+	assert_int_equal(r.status, 204);
+	assert_int_equal(sg.calls, 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct sr_testsrv_req *q = sr_testsrv_req(f->srv, i);
+		char want[32];
+
+		snprintf(want, sizeof want, "attempt-%zu", i + 1);
+		assert_int_equal(sr_testsrv_req_header(q, "x-signature", v,
+						       sizeof v), 0);
+		assert_string_equal(v, want);
+		assert_int_equal(sr_testsrv_req_header(q, "x-fixed", v,
+						       sizeof v), 0);
+	}
+	sr_http_resp_free(&r);
+}
+
+static int collect(void *ud, uint64_t pos, const void *p, size_t n)
+{
+	char *buf = ud;
+
+	memcpy(buf + pos, p, n);
+	return 0;
+}
+
+static int refuse(void *ud, uint64_t pos, const void *p, size_t n)
+{
+	(void)ud;
+	(void)pos;
+	(void)p;
+	(void)n;
+	return -SR_ECHECKSUM;
+}
+
+/* A body from a file range; a fixed-length answer into a buffer or a
+ * sink; an answer cut short is retried, then an error. */
+static void test_fd_body_sink_and_short_answer(void **state)
+{
+	struct fx *f = *state;
+	char path[] = "/tmp/spotrun-http-XXXXXX", got[16] = { 0 };
+	int fd = mkstemp(path);
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+	const struct sr_testsrv_req *q;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, "0123456789", 10), 10);
+	{
+		struct sr_http_req rq = {
+			.method = "PUT", .url = url(f, "/part"),
+			.body_from_fd = true, .body_fd = fd, .body_off = 3,
+			.body_len = 5,
+		};
+
+		sr_testsrv_reply(f->srv, "PUT", "/part", 503, NULL, "", 0);
+		sr_testsrv_reply(f->srv, "PUT", "/part", 200, NULL, "", 0);
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, NULL), 0);
+		assert_int_equal(r.attempts, 2);
+		sr_http_resp_free(&r);
+		/* each attempt re-read the range from its offset */
+		for (size_t i = 0; i < 2; i++) {
+			q = sr_testsrv_req(f->srv, i);
+			assert_int_equal(q->body_len, 5);
+			assert_memory_equal(q->body, "34567", 5);
+		}
+	}
+	close(fd);
+	{
+		struct sr_http_req rq = {
+			.method = "GET", .url = url(f, "/range"), .dst = got,
+			.dst_len = 6,
+		};
+
+		sr_testsrv_reply(f->srv, "GET", "/range", 206, NULL, "abcdef", 0);
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, NULL), 0);
+		assert_int_equal(r.status, 206);
+		assert_null(r.body);
+		assert_int_equal(r.body_len, 6);
+		assert_memory_equal(got, "abcdef", 6);
+		sr_http_resp_free(&r);
+		rq.dst = NULL;
+		rq.sink = collect;
+		rq.sink_ud = got;
+		memset(got, 0, sizeof got);
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, NULL), 0);
+		assert_memory_equal(got, "abcdef", 6);
+		sr_http_resp_free(&r);
+		/* a sink's own error stops the request, not retried */
+		rq.sink = refuse;
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, &e), -SR_ECHECKSUM);
+		assert_int_equal(r.attempts, 1);
+		sr_http_resp_free(&r);
+		/* an error status is not written to dst: it is the answer */
+		rq.sink = NULL;
+		rq.dst = got;
+		sr_testsrv_reply(f->srv, "GET", "/gone", 416, NULL, "<Error/>", 0);
+		rq.url = url(f, "/gone");
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, NULL), 0);
+		assert_int_equal(r.status, 416);
+		assert_string_equal(r.body, "<Error/>");
+		sr_http_resp_free(&r);
+		/* too short: retried, then an error naming the bytes */
+		f->o.max_retries = 2;
+		sr_testsrv_reply(f->srv, "GET", "/short", 206, NULL, "abc", 0);
+		rq.url = url(f, "/short");
+		assert_int_equal(sr_http_do(&rq, &f->o, &r, &e), -SR_EHTTP);
+		assert_int_equal(r.attempts, 3);
+		assert_non_null(strstr(e.msg, "3 of 6 bytes"));
+		sr_http_resp_free(&r);
+	}
+}
+
+static void test_cancelled(void **state)
+{
+	struct fx *f = *state;
+	atomic_int flag;
+	struct sr_http_resp r;
+	struct sr_err e = { 0 };
+
+	atomic_init(&flag, 1);
+	f->o.cancel = &flag;
+	assert_int_equal(sr_http_request("GET", url(f, "/x"), NULL, NULL, 0,
+					 &f->o, &r, &e), -ECANCELED);
+	assert_int_equal(sr_testsrv_nreq(f->srv), 0);
+	sr_http_resp_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +666,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_max_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handler_and_queue, setup, teardown),
 		cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test_setup_teardown(test_retry_after_honoured, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadline_bounds_retries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resign_each_attempt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_body_sink_and_short_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancelled, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

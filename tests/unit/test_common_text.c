@@ -31,6 +31,13 @@ static void test_unsafe(void **state)
 	assert_int_equal(cp, 0xc0);
 	assert_int_equal(sr_text_unsafe("x\xed\xa0\x80", NULL, NULL), 1); /* surrogate */
 	assert_int_equal(sr_text_unsafe("x\xe2\x80", NULL, NULL), 1);     /* cut */
+	/* line and paragraph separators, byte-order mark (issue 24) */
+	assert_int_equal(sr_text_unsafe("a\xe2\x80\xa8", NULL, &cp), 1);
+	assert_int_equal(cp, 0x2028);
+	assert_int_equal(sr_text_unsafe("a\xe2\x80\xa9", NULL, &cp), 1);
+	assert_int_equal(cp, 0x2029);
+	assert_int_equal(sr_text_unsafe("\xef\xbb\xbf", NULL, &cp), 1);
+	assert_int_equal(cp, 0xfeff);
 }
 
 static void test_escape(void **state)

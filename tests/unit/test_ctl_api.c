@@ -445,7 +445,7 @@ static void test_local_driver_contract(void **state)
 	(void)state;
 	for (size_t i = 0; i < ctl->nclouds; i++) {
 		if (strcmp(ctl->clouds[i].name, "local") == 0)
-			d = &ctl->clouds[i].drv;
+			d = &ctl->clouds[i].p.drv;
 	}
 	assert_non_null(d);
 	snprintf(script, sizeof script, "%s/agent2.sh", dir);

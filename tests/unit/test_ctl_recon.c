@@ -219,9 +219,12 @@ static const struct cloud_driver_ops fake_ops = { .name = "fake",
 /* c's one cloud: the fake market and driver. */
 static void fake_cloud(struct ctl *c)
 {
-	snprintf(c->clouds[0].name, sizeof c->clouds[0].name, "fake");
-	c->clouds[0].mkt = (struct cloud_market){ &market_ops, NULL };
-	c->clouds[0].drv = (struct cloud_driver){ &fake_ops, NULL };
+	static struct ctl_cloud one;
+
+	snprintf(one.name, sizeof one.name, "fake");
+	one.p.mkt = (struct cloud_market){ &market_ops, NULL };
+	one.p.drv = (struct cloud_driver){ &fake_ops, NULL };
+	c->clouds = &one;
 	c->nclouds = 1;
 }
 

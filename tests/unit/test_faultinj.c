@@ -21,6 +21,8 @@
 
 #include "common/faultinj.h"
 #include "ctl/ctl_int.h"
+#include "ctl/recon.h"
+#include "ctl/router.h"
 #include "spotrun/ckpt.h"
 
 #define SWEEP_MAX 400

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <errno.h>
 #include <cmocka.h>
 
 #include "common/timeutil.h"
@@ -355,6 +357,86 @@ static void test_yaml_depth(void **state)
 	free(y);
 }
 
+/* Issue 24: one size cap on every reader, duplicate keys found in one
+ * pass, and names that hide what they are refused. */
+static void test_input_limits(void **state)
+{
+	struct jobspec js;
+	struct sr_err e = { 0 };
+	size_t cap = SR_LIMIT_JOB_BYTES + 64, off;
+	char *y = malloc(cap + 1), path[] = "/tmp/spotrun-jobspec-XXXXXX";
+	FILE *f;
+	int fd, rc, i;
+
+	(void)state;
+	assert_non_null(y);
+	/* envs with 20,000 keys and the duplicate last: found, by line */
+	off = (size_t)sprintf(y, "name: x\nrun: x\nenvs:\n");
+	for (i = 0; i < 20000; i++)
+		off += (size_t)sprintf(y + off, "  K%d: v\n", i);
+	off += (size_t)sprintf(y + off, "  K7: again\n");
+	assert_true(off <= SR_LIMIT_JOB_BYTES);
+	rc = jobspec_parse_buf(y, off, "keys.yaml", &js, &e);
+	assert_int_equal(rc, -SR_EPARSE);
+	assert_string_equal(e.msg, "keys.yaml:20004: envs: duplicate key 'K7'");
+	/* without it, all 20,000 are kept */
+	sr_err_clear(&e);
+	rc = jobspec_parse_buf(y, off - strlen("  K7: again\n"), "keys.yaml", &js,
+			       &e);
+	assert_int_equal(rc, 0);
+	assert_int_equal(js.n_envs, 20000);
+	assert_string_equal(js.envs[19999].key, "K19999");
+	jobspec_free(&js);
+	/* one byte over the cap: refused before parsing, buffer and file */
+	memset(y, '#', cap);
+	y[cap] = '\0';
+	sr_err_clear(&e);
+	rc = jobspec_parse_buf(y, SR_LIMIT_JOB_BYTES + 1, "big.yaml", &js, &e);
+	assert_int_equal(rc, -EFBIG);
+	assert_non_null(strstr(e.msg, "big.yaml: 262145 bytes; a job file may "
+				      "have at most 256 KiB"));
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	for (i = 0; i < 16; i++) /* 4 MiB */
+		fwrite(y, 1, cap, f);
+	fclose(f);
+	sr_err_clear(&e);
+	rc = jobspec_parse_file(path, &js, &e);
+	unlink(path);
+	assert_int_equal(rc, -EFBIG);
+	assert_non_null(strstr(e.msg, "larger than 256 KiB"));
+	/* a NUL in the text, or inside a quoted value, is refused; the
+	 * name is never stored cut at it */
+	sr_err_clear(&e);
+	rc = jobspec_parse_buf("name: a\0b\nrun: x\n", 17, "nul.yaml", &js, &e);
+	assert_int_equal(rc, -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "NUL"));
+	sr_err_clear(&e);
+	strcpy(y, "name: \"nul\\0after\"\nrun: x\n");
+	rc = jobspec_parse_buf(y, strlen(y), "q.yaml", &js, &e);
+	assert_int_equal(rc, -SR_EPARSE);
+	assert_string_equal(e.msg, "q.yaml:1: name: contains a NUL character");
+	/* line separators and the byte-order mark in a name */
+	{
+		static const char *const bad[] = { "a\xe2\x80\xa8" "b", "a\xe2\x80\xa9" "b",
+						   "\xef\xbb\xbfname" };
+		static const unsigned cps[] = { 0x2028, 0x2029, 0xfeff };
+
+		for (i = 0; i < 3; i++) {
+			char msg[64];
+
+			off = (size_t)sprintf(y, "name: \"%s\"\nrun: x\n", bad[i]);
+			sr_err_clear(&e);
+			rc = jobspec_parse_buf(y, off, "n.yaml", &js, &e);
+			assert_int_equal(rc, -SR_EPARSE);
+			snprintf(msg, sizeof msg, "character U+%04X", cps[i]);
+			assert_non_null(strstr(e.msg, msg));
+		}
+	}
+	free(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_limits_table),
 		cmocka_unit_test(test_yaml_depth),
+		cmocka_unit_test(test_input_limits),
 		cmocka_unit_test(test_governance_conflicts),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_json_roundtrip),

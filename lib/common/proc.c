@@ -12,7 +12,7 @@
  * (sigaction, sigprocmask, read, setsid, chdir, dup2, close_range, execve,
  * _exit): the daemon is multi-threaded.
  */
-#include "ctl/proc.h"
+#include "common/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -62,7 +62,7 @@ static int read_stat(int64_t pid, char *state, int64_t *sid, int64_t *start)
 	return 0;
 }
 
-int64_t proc_start_time(int64_t pid)
+int64_t sr_proc_start_time(int64_t pid)
 {
 	int64_t st = -1;
 
@@ -71,7 +71,7 @@ int64_t proc_start_time(int64_t pid)
 	return st;
 }
 
-bool proc_alive(int64_t pid, int64_t start)
+bool sr_proc_alive(int64_t pid, int64_t start)
 {
 	char state = 0;
 	int64_t st = -1;
@@ -83,12 +83,12 @@ bool proc_alive(int64_t pid, int64_t start)
 	return start == 0 || st == start;
 }
 
-int proc_kill_session(int64_t sid, int64_t start)
+int sr_proc_kill_session(int64_t sid, int64_t start)
 {
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
-	int64_t lead_start = proc_start_time(sid);
+	int64_t lead_start = sr_proc_start_time(sid);
 
 	if (sid <= 1)
 		return 0;
@@ -115,16 +115,16 @@ int proc_kill_session(int64_t sid, int64_t start)
 	return n;
 }
 
-void proc_reap(void)
+void sr_proc_reap(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 }
 
-int proc_spawn(char *const argv[], char *const envp[], const char *dir,
-	       const char *log_path,
-	       int (*gate)(void *ud, int64_t pid, int64_t start), void *ud,
-	       int64_t *pid, int64_t *start, struct sr_err *e)
+int sr_proc_spawn(char *const argv[], char *const envp[], const char *dir,
+		  const char *log_path,
+		  int (*gate)(void *ud, int64_t pid, int64_t start), void *ud,
+		  int64_t *pid, int64_t *start, struct sr_err *e)
 {
 	int gatefd[2] = { -1, -1 };
 	int logfd = -1, nullfd = -1;
@@ -173,7 +173,7 @@ int proc_spawn(char *const argv[], char *const envp[], const char *dir,
 	}
 	close(gatefd[0]);
 	gatefd[0] = -1;
-	st = proc_start_time(child);
+	st = sr_proc_start_time(child);
 	rc = gate(ud, child, st);
 	if (rc) {
 		/* Closing the gate unwritten makes the child exit 127. */

@@ -1,36 +1,33 @@
 /*
- * prov_local.c - the `local` cloud: a simulated multi-cloud spot market
- * on this machine, behind provider contract v2 like any cloud.
+ * local_drv.c - the local cloud's compute driver (cloud/compute.h): an
+ * instance is a real spotrun-agent process on this machine.
  *
- * Market view (cloud/market.h).  Offerings, spot prices and spot
- * availability replay real traces (localmkt) on the local cloud's own
- * clock: the daemon's cloud clock, accelerated by --time-scale, which
- * only this provider reads.  Price history: the trace's prices.
- *
- * Compute driver (cloud/compute.h).  An instance is a real spotrun-agent
- * process started with fork + execve (no shell) in its own session, in
- * its own work directory <state>/nodes/<node id> (its "disk").  The
- * cloud keeps one record per launch, <state>/localcloud/<key>.json (key:
- * the launch's idempotency key): instance id "local-<pid>-<start>", the
- * tags, the pool, the notice.  The start gate: the child waits before
- * execve until its record is durable, so a crash of the daemon can never
- * leave a process the cloud does not know; the same key again answers
- * with that record's instance, never a second process.  Terminating
- * SIGKILLs every process of the instance's session, as a cloud
- * reclaiming a machine would, and its disk's checkpoints go with it.
+ * An instance is started with fork + execve (no shell) in its own
+ * session, in its own work directory <state>/nodes/<node id> (its
+ * "disk").  The cloud keeps one record per launch,
+ * <state>/localcloud/<key>.json (key: the launch's idempotency key):
+ * instance id "local-<pid>-<start>", the tags, the pool, the notice.  The
+ * start gate: the child waits before execve until its record is durable,
+ * so a crash of the daemon can never leave a process the cloud does not
+ * know; the same key again answers with that record's instance, never a
+ * second process.  Terminating SIGKILLs every process of the instance's
+ * session, as a cloud reclaiming a machine would, and its disk's
+ * checkpoints go with it.
  *
  * Bootstrap channel: a JSON startup document {"api", "node", "token"}
- * (like a GCE instance's startup metadata); the driver writes the token
- * to a 0600 file on the instance's disk before the process may run.
+ * (like a GCE instance's startup metadata, local.c); the driver writes
+ * the token to a 0600 file on the instance's disk before the process may
+ * run.
  *
  * Spot interruptions.  When a running spot instance's pool has no
  * capacity on the cloud's clock, or <state>/interrupts/<node id> exists
  * (the local cloud's send-spot-instance-interruptions, as AWS FIS
  * offers; tests and `make demo` preempt one node of a gang this way),
- * the cloud schedules the interruption notice_ms ahead: it serves the
- * notice on the instance's IMDSv2 (ctl__local_imds, prov_local_imds.c),
- * reports it in list() (cloud_instance.notice_ns) and kills the
- * instance when the time comes.  A pool's lost capacity takes a job's
+ * the cloud schedules the interruption notice_ms ahead (its setting,
+ * providers.local.notice_ms or --notice-ms): it serves the notice on the
+ * instance's IMDSv2 (local__metadata, which the daemon's /imds routes
+ * read), reports it in list() (cloud_instance.notice_ns) and kills the
+ * instance when that time comes.  A pool's lost capacity takes a job's
  * instances one at a time, as a cloud's reclaims of a fleet come
  * instance by instance: the job's oldest live instance in that pool is
  * interrupted, the next only once it is gone (so a gang loses one node,
@@ -38,8 +35,7 @@
  * spot launch into a pool without capacity fails with the capacity
  * class.
  *
- * Threading: the driver's state is under one mutex; the market is
- * read-only after load.
+ * Threading: the records are under one mutex (struct local_prov.mu).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,85 +52,11 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
-#include "ctl/auth.h"
-#include "ctl/ctl_int.h"
-#include "ctl/localmkt.h"
-#include "ctl/proc.h"
+#include "common/proc.h"
+#include "providers/local/local_int.h"
 
 #define GONE_KEEP_NS (INT64_C(3600) * SR_NS_PER_SEC) /* records of the gone */
-#define LPATH 2600 /* a record's or a disk's path: the state dir + a name */
-
-/* ---- market view --------------------------------------------------------- */
-
-struct lmkt {
-	struct ctl *c;
-	struct localmkt *m;
-};
-
-static void lm_destroy(void *st)
-{
-	struct lmkt *l = st;
-
-	if (!l)
-		return;
-	localmkt_free(l->m);
-	free(l);
-}
-
-static void lm_mark(struct cloud_offering *o)
-{
-	o->price_src = o->trace[0] ? CLOUD_PRICE_TRACE : CLOUD_PRICE_CATALOG;
-	o->price_age_s = 0;
-}
-
-static int lm_offerings(void *st, const struct cloud_query *q,
-			struct cloud_offering **out, size_t *n, struct sr_err *e)
-{
-	struct lmkt *l = st;
-	int rc = localmkt_offerings(l->m, q, ctl__sim_now(l->c), out, n, e);
-
-	for (size_t i = 0; !rc && i < *n; i++)
-		lm_mark(&(*out)[i]);
-	return rc;
-}
-
-static int lm_describe(void *st, int pool, struct cloud_offering *out)
-{
-	struct lmkt *l = st;
-	int rc = localmkt_describe(l->m, pool, ctl__sim_now(l->c), out);
-
-	if (!rc)
-		lm_mark(out);
-	return rc;
-}
-
-static int lm_history(void *st, int pool, double step_s, int n, double *usd_h)
-{
-	struct lmkt *l = st;
-	double now = ctl__sim_now(l->c);
-	int known = 0;
-
-	for (int i = 0; i < n; i++) {
-		struct cloud_offering o;
-		double at = now - (double)(n - i) * step_s;
-
-		usd_h[i] = -1;
-		if (at < 0 || localmkt_describe(l->m, pool, at, &o) ||
-		    o.spot_per_h < 0)
-			continue;
-		usd_h[i] = sr_money_to_usd(o.spot_per_h);
-		known++;
-	}
-	return known;
-}
-
-static const struct cloud_market_ops lm_ops = {
-	.name = "local",
-	.offerings = lm_offerings,
-	.describe = lm_describe,
-	.price_history = lm_history,
-	.destroy = lm_destroy,
-};
+#define LPATH LOCAL_PATH_MAX
 
 /* ---- compute driver ------------------------------------------------------ */
 
@@ -148,13 +70,6 @@ struct lrec {
 	bool spot, gone;
 	char zone[40], itype[48];
 	int64_t launched_s, notice_ns, gone_ns;
-};
-
-struct ldrv {
-	struct ctl *c;
-	struct lmkt *mkt;          /* borrowed: destroyed after the driver */
-	pthread_mutex_t mu;        /* guards the records */
-	char dir[2200];            /* <state>/localcloud */
 };
 
 struct cloud_req {
@@ -172,7 +87,7 @@ static const char *const pass_env[] = {
 };
 
 /* The record's file: the key with anything but [A-Za-z0-9._-] as '_'. */
-static void rec_path(const struct ldrv *d, const char *key, char *out, size_t cap)
+static void rec_path(const struct local_prov *d, const char *key, char *out, size_t cap)
 {
 	char k[CLOUD_IDEM_MAX];
 	size_t i;
@@ -187,7 +102,7 @@ static void rec_path(const struct ldrv *d, const char *key, char *out, size_t ca
 	snprintf(out, cap, "%s/%s.json", d->dir, k);
 }
 
-static int rec_save(const struct ldrv *d, const struct lrec *r, struct sr_err *e)
+static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_err *e)
 {
 	char path[LPATH], *s;
 	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
@@ -256,7 +171,7 @@ static int rec_load(const char *path, struct lrec *r)
 }
 
 /* Every record: *out malloc'd (caller frees), with each file's path. */
-static int recs_all(const struct ldrv *d, struct lrec **out, char (**paths)[LPATH],
+static int recs_all(const struct local_prov *d, struct lrec **out, char (**paths)[LPATH],
 		    size_t *n)
 {
 	DIR *dir = opendir(d->dir);
@@ -325,13 +240,13 @@ static void rec_instance(const struct lrec *r, bool alive,
 }
 
 /* The instance's "disk": <state>/nodes/<id>. */
-static void work_dir_of(const struct ldrv *d, int64_t node, char *out, size_t cap)
+static void work_dir_of(const struct local_prov *d, int64_t node, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s/nodes/%" PRId64, d->c->state_dir, node);
+	snprintf(out, cap, "%s/nodes/%" PRId64, d->h->state_dir, node);
 }
 
 struct gate_ud {
-	struct ldrv *d;
+	struct local_prov *d;
 	struct lrec *r;
 	struct sr_err *e;
 };
@@ -349,13 +264,31 @@ static int gate(void *ud, int64_t pid, int64_t start)
 	return rec_save(g->d, g->r, g->e);
 }
 
+/* The node's token, one line in a 0600 file of its disk. */
+static int token_write(const char *path, const char *token, struct sr_err *e)
+{
+	size_t n = strlen(token);
+	char *line = malloc(n + 2);
+	int rc;
+
+	if (!line)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	memcpy(line, token, n);
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	rc = sr_fs_write_atomic(path, line, n + 1, 0600, e);
+	explicit_bzero(line, n + 1);
+	free(line);
+	return rc;
+}
+
 /* Fork + exec the agent for launch l (its bootstrap parsed into api,
  * node, token); fills r. */
-static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
+static int spawn(struct local_prov *d, const struct cloud_launch *l, const char *api,
 		 int64_t node, const char *token, struct lrec *r,
 		 struct sr_err *e)
 {
-	struct ctl *c = d->c;
+	const struct cloud_host *h = d->h;
 	char id[24], tokfile[LPATH + 32], imds[1200], logp[LPATH + 32], wd[LPATH];
 	char *argv[16], *envp[32];
 	struct gate_ud g = { d, r, e };
@@ -367,7 +300,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 	snprintf(id, sizeof id, "%" PRId64, node);
 	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
 	/* api: every daemon sharing the store, the leader first
-	 * (ctl__endpoints); the agent moves to the next when one stops
+	 * (cloud_boot.api_url); the agent moves to the next when one stops
 	 * answering, for the IMDS too (lease.c) */
 	imds[0] = '\0';
 	for (const char *p = api; *p;) {
@@ -381,10 +314,10 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)
 		return sr_err_set(e, rc, "%s: %s", wd, sr_strerror(rc));
-	rc = ctl_token_write(tokfile, token, e);
+	rc = token_write(tokfile, token, e);
 	if (rc)
 		return rc;
-	argv[0] = c->agent_path;
+	argv[0] = (char *)h->agent_path;
 	argv[1] = "--api";
 	argv[2] = (char *)api;
 	argv[3] = "--node-id";
@@ -398,7 +331,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 	/* the workload must not see the state dir (admin token, database,
 	 * every node's token): docs/security.md */
 	argv[11] = "--private";
-	argv[12] = c->state_dir;
+	argv[12] = (char *)h->state_dir;
 	argv[13] = NULL;
 	for (size_t i = 0; pass_env[i] && k < 30; i++) {
 		const char *v = getenv(pass_env[i]);
@@ -414,7 +347,7 @@ static int spawn(struct ldrv *d, const struct cloud_launch *l, const char *api,
 		k++;
 	}
 	envp[k] = NULL;
-	rc = proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
+	rc = sr_proc_spawn(argv, envp, wd, logp, gate, &g, &pid, &start, e);
 	if (!rc)
 		sr_info("local", "node started", "node=%" PRId64 " pid=%" PRId64
 			" pool=%d spot=%d", node, pid, l->pool, l->spot);
@@ -424,7 +357,7 @@ out:
 	return rc;
 }
 
-static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
+static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 		     struct cloud_req *q)
 {
 	struct lrec *r = &q->rec;
@@ -448,8 +381,8 @@ static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
 				     "local: the bootstrap is not a startup "
 				     "document {api, node, token}");
 	}
-	if (l->spot && !localmkt_available(d->mkt->m, l->pool,
-					   ctl__sim_now(d->c))) {
+	if (l->spot && !localmkt_available(d->m, l->pool,
+					   local__sim(d))) {
 		json_decref(b);
 		return cloud_err_set(&q->err, CLOUD_ECAPACITY,
 				     "InsufficientInstanceCapacity", "local: no "
@@ -467,7 +400,7 @@ static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
 	r->attempt = l->tags.attempt;
 	r->pool = l->pool;
 	r->spot = l->spot;
-	r->launched_s = ctl__now(d->c) / SR_NS_PER_SEC;
+	r->launched_s = local__now(d) / SR_NS_PER_SEC;
 	rc = spawn(d, l, api, node, tok, r, &e);
 	json_decref(b);
 	if (rc)
@@ -476,13 +409,32 @@ static int ld_launch(struct ldrv *d, const struct cloud_launch *l,
 	return 0;
 }
 
+/* Fencing (cloud/compute.h): a side effect is sent only while the
+ * daemon still holds the lease it leads under.  Everything here runs at
+ * once on the caller's thread, so the epoch is taken and checked
+ * together - which still stops a leader paused past its lease that
+ * resumes in the middle of a pass. */
+static bool fenced(const struct local_prov *d, struct cloud_error *err)
+{
+	const struct cloud_host *h = d->h;
+	int64_t epoch = h->lease_epoch ? h->lease_epoch(h->ud) : 0;
+
+	if (epoch <= 0 || !h->fence_ok || h->fence_ok(h->ud, epoch))
+		return false;
+	cloud_err_set(err, CLOUD_EFENCED, NULL, "local: not done: lease epoch "
+		      "%lld is no longer held", (long long)epoch);
+	return true;
+}
+
 static int ld_provision(void *st, const struct cloud_launch *l,
 			struct cloud_req **req, struct cloud_error *err)
 {
-	struct ldrv *d = st;
+	struct local_prov *d = st;
 	struct cloud_req *q;
 
 	*req = NULL;
+	if (fenced(d, err))
+		return -ESTALE;
 	if (!l->idem_key || !l->idem_key[0] || !l->instance_type)
 		return cloud_err_set(err, CLOUD_EINVALID, "InvalidParameterValue",
 				     "local: idem_key and instance_type are "
@@ -527,19 +479,19 @@ static void ckpt_dir_remove(const char *work_dir)
 }
 
 /* Stop r's processes and its disk's checkpoints; the record says gone. */
-static void rec_kill(struct ldrv *d, struct lrec *r, const char *why)
+static void rec_kill(struct local_prov *d, struct lrec *r, const char *why)
 {
 	struct sr_err e = { 0 };
 	char wd[LPATH];
 
-	if (r->pid > 0 && proc_kill_session(r->pid, r->start) > 0)
+	if (r->pid > 0 && sr_proc_kill_session(r->pid, r->start) > 0)
 		sr_info("local", "node killed", "node=%" PRId64 " pid=%" PRId64
 			" why=%s", r->node, r->pid, why);
 	work_dir_of(d, r->node, wd, sizeof wd);
 	ckpt_dir_remove(wd);
 	if (!r->gone) {
 		r->gone = true;
-		r->gone_ns = ctl__now(d->c);
+		r->gone_ns = local__now(d);
 		if (rec_save(d, r, &e))
 			sr_warn("local", "cannot record a terminated instance",
 				"instance=%s err=\"%s\"", r->id, e.msg);
@@ -549,12 +501,14 @@ static void rec_kill(struct ldrv *d, struct lrec *r, const char *why)
 static int ld_terminate(void *st, const char *const *ids, size_t n,
 			struct cloud_error *err)
 {
-	struct ldrv *d = st;
+	struct local_prov *d = st;
 	struct lrec *v = NULL;
 	char (*paths)[LPATH] = NULL;
 	size_t nv = 0;
 	int rc;
 
+	if (fenced(d, err))
+		return -ESTALE;
 	pthread_mutex_lock(&d->mu);
 	rc = recs_all(d, &v, &paths, &nv);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -571,10 +525,10 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 		 * its id names its process */
 		if (!found && sscanf(ids[i], "local-%lld-%lld", &pid, &start) == 2 &&
 		    pid > 0)
-			proc_kill_session(pid, start);
+			sr_proc_kill_session(pid, start);
 	}
 	pthread_mutex_unlock(&d->mu);
-	proc_reap();
+	sr_proc_reap();
 	free(v);
 	free(paths);
 	if (rc)
@@ -584,12 +538,12 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 }
 
 /* Whether <state>/interrupts/<id> asks to reclaim node `id`. */
-static bool interrupt_injected(const struct ldrv *d, int64_t id)
+static bool interrupt_injected(const struct local_prov *d, int64_t id)
 {
 	char p[2200];
 	struct stat sb;
 
-	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, d->c->state_dir, id);
+	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, d->h->state_dir, id);
 	return stat(p, &sb) == 0;
 }
 
@@ -612,10 +566,10 @@ static bool reclaim_turn(const struct lrec *v, size_t nv, size_t i)
 /* The cloud's own timeline, advanced when it is observed: interruptions
  * scheduled and carried out, dead processes recorded as gone.  `turn`:
  * whether a shortage of its pool takes this instance now. */
-static bool rec_step(struct ldrv *d, struct lrec *r, bool turn, int64_t now)
+static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t now)
 {
 	struct sr_err e = { 0 };
-	bool alive = !r->gone && r->pid > 0 && proc_alive(r->pid, r->start);
+	bool alive = !r->gone && r->pid > 0 && sr_proc_alive(r->pid, r->start);
 
 	if (!r->gone && !alive) {
 		rec_kill(d, r, "exited");
@@ -624,10 +578,10 @@ static bool rec_step(struct ldrv *d, struct lrec *r, bool turn, int64_t now)
 	if (!alive)
 		return false;
 	if (r->spot && !r->notice_ns &&
-	    ((turn && !localmkt_available(d->mkt->m, r->pool,
-					  ctl__sim_now(d->c))) ||
+	    ((turn && !localmkt_available(d->m, r->pool,
+					  local__sim(d))) ||
 	     interrupt_injected(d, r->node))) {
-		r->notice_ns = now + d->c->cfg.notice_ms * 1000000;
+		r->notice_ns = now + d->notice_ms * 1000000;
 		if (rec_save(d, r, &e))
 			sr_warn("local", "cannot record a notice", "instance=%s"
 				" err=\"%s\"", r->id, e.msg);
@@ -644,17 +598,17 @@ static bool rec_step(struct ldrv *d, struct lrec *r, bool turn, int64_t now)
 static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 		   size_t *n, struct cloud_error *err)
 {
-	struct ldrv *d = st;
+	struct local_prov *d = st;
 	struct lrec *v = NULL;
 	char (*paths)[LPATH] = NULL;
 	struct cloud_instance *x = NULL;
-	int64_t now = ctl__now(d->c);
+	int64_t now = local__now(d);
 	size_t nv = 0, k = 0;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	proc_reap();
+	sr_proc_reap();
 	pthread_mutex_lock(&d->mu);
 	rc = recs_all(d, &v, &paths, &nv);
 	if (!rc && nv) {
@@ -687,17 +641,13 @@ static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 	return 0;
 }
 
+/* The provider's state is released by its own destroy (local.c). */
 static void ld_destroy(void *st)
 {
-	struct ldrv *d = st;
-
-	if (!d)
-		return;
-	pthread_mutex_destroy(&d->mu);
-	free(d);
+	(void)st;
 }
 
-static const struct cloud_driver_ops ld_ops = {
+const struct cloud_driver_ops local__drv_ops = {
 	.name = "local",
 	.provision = ld_provision,
 	.poll = ld_poll,
@@ -707,35 +657,16 @@ static const struct cloud_driver_ops ld_ops = {
 	.destroy = ld_destroy,
 };
 
-/* ---- bootstrap, IMDS, init ------------------------------------------------- */
 
-static int local_bootstrap(struct ctl *c, const struct ctl_boot *b, char **out,
-			   struct sr_err *e)
+int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 {
-	json_t *o = json_pack("{s:s,s:I,s:s}", "api", b->api_url, "node",
-			      (json_int_t)b->node_id, "token", b->token);
-
-	(void)c;
-	*out = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
-}
-
-int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
-		    char *zone, size_t zcap, char *itype, size_t tcap, bool *spot)
-{
-	struct ldrv *d = NULL;
+	struct local_prov *d = st;
 	struct lrec *v = NULL, *best = NULL;
 	char (*paths)[LPATH] = NULL;
 	size_t nv = 0;
 	int rc = -SR_ENOTFOUND;
 
-	for (size_t i = 0; i < c->nclouds; i++) {
-		if (c->clouds[i].drv.ops == &ld_ops)
-			d = c->clouds[i].drv.st;
-	}
-	if (!d)
-		return rc;
+	memset(out, 0, sizeof *out);
 	pthread_mutex_lock(&d->mu);
 	if (recs_all(d, &v, &paths, &nv) == 0) {
 		for (size_t i = 0; i < nv; i++) {
@@ -749,52 +680,17 @@ int ctl__local_imds(struct ctl *c, int64_t node, int64_t *notice_ns,
 		}
 	}
 	if (best) {
-		*notice_ns = best->notice_ns;
-		snprintf(zone, zcap, "%s", best->zone);
-		snprintf(itype, tcap, "%s", best->itype);
-		*spot = best->spot;
+		out->notice_ns = best->notice_ns;
+		snprintf(out->zone, sizeof out->zone, "%s", best->zone);
+		snprintf(out->instance_type, sizeof out->instance_type, "%s",
+			 best->itype);
+		out->spot = best->spot;
+		snprintf(out->instance_id, sizeof out->instance_id,
+			 "i-local%015" PRId64, node);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&d->mu);
 	free(v);
 	free(paths);
-	return rc;
-}
-
-int ctl__prov_local_init(struct ctl *c, struct ctl_cloud *out, struct sr_err *e)
-{
-	struct lmkt *m = calloc(1, sizeof *m);
-	struct ldrv *d = calloc(1, sizeof *d);
-	int rc;
-
-	memset(out, 0, sizeof *out);
-	if (!m || !d) {
-		rc = sr_err_set(e, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	m->c = d->c = c;
-	d->mkt = m;
-	snprintf(d->dir, sizeof d->dir, "%s/localcloud", c->state_dir);
-	rc = sr_fs_mkdir_p(d->dir, 0700);
-	if (rc) {
-		sr_err_set(e, rc, "%s: %s", d->dir, sr_strerror(rc));
-		goto fail;
-	}
-	rc = localmkt_load(c->data_dir, &m->m, e);
-	if (rc)
-		goto fail;
-	pthread_mutex_init(&d->mu, NULL);
-	sr_info("local", "market loaded", "data=%s pools=%zu", c->data_dir,
-		localmkt_npools(m->m));
-	ctl__routes_imds(); /* the local cloud's IMDSv2 (prov_local_imds.c) */
-	snprintf(out->name, sizeof out->name, "local");
-	out->shared_disk = true;
-	out->mkt = (struct cloud_market){ &lm_ops, m };
-	out->drv = (struct cloud_driver){ &ld_ops, d };
-	out->bootstrap = local_bootstrap;
-	return 0;
-fail:
-	free(m);
-	free(d);
 	return rc;
 }

@@ -1,11 +1,12 @@
 /*
- * prov_local_imds.c - the local cloud's AWS IMDSv2, one base URL per
- * instance: /imds/{node id}/latest/...  (docs/api.md "Local IMDSv2").
- * Part of the local provider: it answers from the local cloud's own
- * instance records (prov_local.c, ctl__local_imds), never from the
- * control plane's database; the daemon's HTTP server only carries it,
- * as the local cloud has no network of its own.  An instance of another
- * cloud has that cloud's IMDS (EC2's, or the EC2 emulator's).
+ * routes_imds.c - an AWS-style IMDSv2 the daemon serves the nodes of a
+ * provider whose nodes have no metadata service of their own
+ * (CLOUD_CAP_HOSTED_META: the local cloud), one base URL per instance:
+ * /imds/{node id}/latest/...  (docs/api.md "Local IMDSv2").  It answers
+ * from the provider's own view of its instances (cloud_provider_ops.
+ * metadata, through ctl__node_meta), never from the control plane's
+ * database; the daemon's HTTP server only carries it.  An instance of
+ * another cloud has that cloud's IMDS (EC2's, or the EC2 emulator's).
  *
  * Protocol as AWS documents it: PUT /latest/api/token with header
  * X-aws-ec2-metadata-token-ttl-seconds (1..21600) returns a session token
@@ -23,6 +24,7 @@
 #include "common/timeutil.h"
 #include "ctl/auth.h"
 #include "ctl/ctl_int.h"
+#include "ctl/routes.h"
 
 #define TEXT "text/plain"
 
@@ -33,9 +35,7 @@ static int text(struct ctl_resp *rs, int status, const char *s)
 
 struct imds_node {
 	int64_t id;
-	int64_t notice_ns;         /* 0: none */
-	char zone[40], itype[48];
-	bool spot;
+	struct cloud_meta m;
 };
 
 static int find(struct ctl_req *rq, struct imds_node *n)
@@ -47,9 +47,7 @@ static int find(struct ctl_req *rq, struct imds_node *n)
 	n->id = s ? strtoll(s, &end, 10) : 0;
 	if (!s || *end || n->id <= 0)
 		return -1;
-	return ctl__local_imds(ctl_req_ctl(rq), n->id, &n->notice_ns, n->zone,
-			       sizeof n->zone, n->itype, sizeof n->itype,
-			       &n->spot) ? -1 : 0;
+	return ctl__node_meta(ctl_req_ctl(rq), n->id, &n->m) ? -1 : 0;
 }
 
 static int imds_token(struct ctl_req *rq, struct ctl_resp *rs)
@@ -96,22 +94,22 @@ static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 	if (strcmp(what, "instance-action") == 0) {
 		char t[40];
 
-		if (!n.notice_ns)
+		if (!n.m.notice_ns)
 			return text(rs, 404, "Not Found");
-		if (sr_time_format_rfc3339(n.notice_ns, 0, t, sizeof t) < 0)
+		if (sr_time_format_rfc3339(n.m.notice_ns, 0, t, sizeof t) < 0)
 			return text(rs, 500, "Internal Error");
 		snprintf(buf, sizeof buf, "{\"action\": \"terminate\", \"time\": "
 			 "\"%s\"}", t);
 		return ctl_resp_text(rs, 200, "application/json", buf, strlen(buf));
 	}
 	if (strcmp(what, "instance-id") == 0)
-		snprintf(buf, sizeof buf, "i-local%015" PRId64, n.id);
+		snprintf(buf, sizeof buf, "%s", n.m.instance_id);
 	else if (strcmp(what, "availability-zone") == 0)
-		snprintf(buf, sizeof buf, "%s", n.zone);
+		snprintf(buf, sizeof buf, "%s", n.m.zone);
 	else if (strcmp(what, "instance-type") == 0)
-		snprintf(buf, sizeof buf, "%s", n.itype);
+		snprintf(buf, sizeof buf, "%s", n.m.instance_type);
 	else
-		snprintf(buf, sizeof buf, "%s", n.spot ? "spot" : "on-demand");
+		snprintf(buf, sizeof buf, "%s", n.m.spot ? "spot" : "on-demand");
 	return text(rs, 200, buf);
 }
 

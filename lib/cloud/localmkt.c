@@ -1,7 +1,7 @@
 /*
  * localmkt.c - pools, trace assignment and replay (rules in localmkt.h).
  */
-#include "ctl/localmkt.h"
+#include "cloud/localmkt.h"
 
 #include <dirent.h>
 #include <errno.h>

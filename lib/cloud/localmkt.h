@@ -20,8 +20,8 @@
  * price when the trace has none.  On-demand and reserved prices come from
  * the catalog unchanged.
  */
-#ifndef SR_CTL_LOCALMKT_H
-#define SR_CTL_LOCALMKT_H
+#ifndef SR_CLOUD_LOCALMKT_H
+#define SR_CLOUD_LOCALMKT_H
 
 #include <stdbool.h>
 #include <stddef.h>

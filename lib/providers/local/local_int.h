@@ -1,0 +1,45 @@
+/*
+ * local_int.h - internals shared by the local provider's files: local.c
+ * (its definition, market view, bootstrap, metadata) and local_drv.c (its
+ * compute driver).
+ */
+#ifndef SR_PROVIDERS_LOCAL_INT_H
+#define SR_PROVIDERS_LOCAL_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cloud/localmkt.h"
+#include "cloud/provider.h"
+
+#define LOCAL_PATH_MAX 2600 /* a record's or a disk's path */
+
+/* One local cloud: its market and driver share it (st of both). */
+struct local_prov {
+	const struct cloud_host *h;  /* borrowed */
+	struct localmkt *m;          /* the catalog's pools, replayed */
+	int64_t notice_ms;           /* interruption lead, real ms */
+	pthread_mutex_t mu;          /* guards the records */
+	bool mu_init;
+	char dir[2200];              /* <state>/localcloud */
+};
+
+static inline double local__sim(const struct local_prov *l)
+{
+	return l->h->sim_s(l->h->ud);
+}
+
+static inline int64_t local__now(const struct local_prov *l)
+{
+	return l->h->real_ns(l->h->ud);
+}
+
+/* The compute driver (local_drv.c); st = struct local_prov. */
+extern const struct cloud_driver_ops local__drv_ops;
+
+/* The newest instance of `node` (a gone one too: its agent may still
+ * read the notice that ended it): 0 or -SR_ENOTFOUND (local_drv.c). */
+int local__metadata(void *st, int64_t node, struct cloud_meta *out);
+
+#endif
