@@ -105,6 +105,14 @@ struct cloud_host {
 	/* the daemon's settings for a simulated cloud (real ms; the local
 	 * provider's configuration may override them) */
 	int64_t notice_ms, provision_ms;
+	/* Fencing (compute.h, FENCING).  lease_epoch: the epoch the daemon
+	 * leads under now, 0 when it does not lead; a side effect asked of
+	 * a provider (provision, terminate) is decided under it.  fence_ok:
+	 * whether that epoch is still held - call it just before the request
+	 * leaves, and send nothing when it says no.  Both any thread; NULL
+	 * in tests that run no lease (never fenced). */
+	int64_t (*lease_epoch)(void *ud);
+	bool (*fence_ok)(void *ud, int64_t epoch);
 };
 
 /* What a node needs at its first boot (borrowed). */

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "sigv4.h"
 #include "timeutil.h"
+#include "url.h"
 #include "xml.h"
 
 #define STS_VERSION "2011-06-15"
@@ -85,23 +86,20 @@ static char *form(const struct sr_awssts_req *r)
 	return buf;
 }
 
-/* Split an endpoint URL into its authority (Host) and path ("/" when
- * none); host and path are malloc'd. */
+/* Split an endpoint URL into its authority (Host, without any
+ * user:password@) and path ("/" when none); host and path are malloc'd. */
 static int split_url(const char *url, char **host, char **path)
 {
-	const char *h = strstr(url, "://");
-	size_t n;
+	struct sr_url u;
+	int rc = sr_url_parse(url, &u, NULL);
 
 	*host = NULL;
 	*path = NULL;
-	if (h == NULL)
-		return -EINVAL;
-	h += 3;
-	n = strcspn(h, "/?#");
-	if (n == 0)
-		return -EINVAL;
-	*host = strndup(h, n);
-	*path = strdup(h[n] == '/' ? h + n : "/");
+	if (rc < 0)
+		return rc;
+	*host = sr_url_authority(&u);
+	*path = strdup(u.path);
+	sr_url_free(&u);
 	if (*host == NULL || *path == NULL) {
 		free(*host);
 		free(*path);
@@ -126,7 +124,7 @@ static int endpoint(const struct sr_awssts_req *r, char **url, struct sr_err *e)
 		if (*url == NULL)
 			return sr_err_set(e, -ENOMEM, "out of memory");
 	}
-	if (strncmp(*url, "https://", 8) != 0 && !sr_aws_url_is_loopback(*url)) {
+	if (!sr_url_tls_or_loopback(*url)) {
 		rc = sr_err_set(e, -EINVAL,
 				"aws credentials: STS endpoint %s: plain http "
 				"would carry credentials in the clear (https or "

@@ -274,6 +274,16 @@ static double host_sim(void *ud)
 	return ctl__sim_now(ud);
 }
 
+static int64_t host_epoch(void *ud)
+{
+	return ctl__lease_epoch(ud);
+}
+
+static bool host_fence(void *ud, int64_t epoch)
+{
+	return ctl__lease_fence_ok(ud, epoch);
+}
+
 /* What the providers borrow from the daemon (cloud/provider.h). */
 static void host_init(struct ctl *c)
 {
@@ -284,6 +294,7 @@ static void host_init(struct ctl *c)
 		.cluster = c->cluster, .real_ns = host_real, .sim_s = host_sim,
 		.ud = c, .notice_ms = c->cfg.notice_ms,
 		.provision_ms = c->cfg.provision_ms,
+		.lease_epoch = host_epoch, .fence_ok = host_fence,
 	};
 }
 

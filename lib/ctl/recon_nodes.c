@@ -519,6 +519,12 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
 		return;
+	case -ESTALE:
+		/* fenced: this daemon lost its lease, nothing was sent; the
+		 * new leader starts the node */
+		sr_warn("recon", "launch not sent: the lease is gone", "node=%"
+			PRId64, n->id);
+		return;
 	case -EINPROGRESS:
 		/* the cloud carries the launch out: QUEUED, asked again on
 		 * the next pass (or when the driver wakes us) */
