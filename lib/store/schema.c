@@ -229,6 +229,13 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
+/* 10: a rebalance recommendation (AWS: IMDS events/recommendations/
+ * rebalance), the cloud's early warning that the node's capacity is at
+ * risk: when it came (wall clock), NULL none.  Not a notice: nothing is
+ * ended by it; the planner may read it (docs/providers.md). */
+static const char m10[] =
+	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -349,7 +356,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
-	{ m9, NULL, NULL, NULL },
+	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
