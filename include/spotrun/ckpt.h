@@ -270,7 +270,9 @@ struct spotckpt_stats {
 	int64_t max_stall_ns;
 	int64_t total_stall_ns;
 	int64_t last_copy_ns;     /* duration of the last tier-1 copy */
-	int64_t last_write_ns;    /* duration of the last tier-2 write+commit */
+	int64_t last_write_ns;    /* duration of the last tier-2 write, up to
+				   * its durable commit (retention after it
+				   * is not counted) */
 	uint64_t last_write_bytes;/* bytes of the last committed checkpoint */
 	uint64_t bytes_written;   /* total over all commits */
 	uint64_t staging_bytes;   /* staging memory currently allocated */
@@ -285,6 +287,52 @@ struct spotckpt_stats {
 /* Snapshot of the counters.  Never waits for a save.  Returns 0, or
  * -EINVAL when e or out is NULL. */
 SPOTCKPT_API int spotckpt_stats(struct spotckpt *e, struct spotckpt_stats *out);
+
+/* Where the last committed tier-2 write spent its time, phase by phase,
+ * so that a slow write explains itself (`spotrun ckpt bench --json` prints
+ * it).  Each moment of a writing thread belongs to exactly one phase:
+ * wall_ns[p] is the time it spent there, cpu_ns[p] the CPU it used
+ * (wall - cpu: waiting for the device, or for a core).  With several
+ * directories each writing thread (lane) counts its own moments, so the
+ * wall times add up to more than the write's duration. */
+enum spotckpt_wphase {
+	SPOTCKPT_WP_PREPARE = 0,  /* leftovers removed, directories made,
+				   * files created and preallocated */
+	SPOTCKPT_WP_HASH = 1,     /* XXH3 of each chunk before it is sent */
+	SPOTCKPT_WP_SUBMIT = 2,   /* handing writes (and the unaligned tail of
+				   * each file) to the kernel */
+	SPOTCKPT_WP_WAIT = 3,     /* waiting for writes and per-file fsyncs */
+	SPOTCKPT_WP_MANIFEST = 4, /* manifest.json rendered and written */
+	SPOTCKPT_WP_FSYNC = 5,    /* the last files, manifest and directories
+				   * made durable (one concurrent round) */
+	SPOTCKPT_WP_PUBLISH = 6,  /* rename to step-N + fsync of the
+				   * directory: the commit point */
+	SPOTCKPT_WP_RETENTION = 7,/* older checkpoints removed (after the
+				   * commit; not in commit_ns) */
+	SPOTCKPT_WP_COUNT = 8
+};
+#define SPOTCKPT_WP_MAX 12 /* array size; entries past COUNT stay 0 */
+
+struct spotckpt_write_profile {
+	int64_t wall_ns[SPOTCKPT_WP_MAX];
+	int64_t cpu_ns[SPOTCKPT_WP_MAX];
+	int64_t commit_ns;        /* start to durable commit (last_write_ns) */
+	int64_t cpu_total_ns;     /* CPU of the writing threads, all phases */
+	uint64_t bytes;           /* bytes written, manifest included */
+	uint64_t writes;          /* write requests sent */
+	uint32_t fsyncs;          /* fsync calls (files and directories) */
+	uint32_t lanes;           /* threads that wrote shards */
+	int32_t fixed_buffers;    /* 1: io_uring writes from registered memory */
+	int32_t preallocated;     /* 1: shard files preallocated (fallocate) */
+};
+
+/* The profile of the last committed tier-2 write (zeros before the first
+ * one).  Never waits for a save.  Returns 0, or -EINVAL when e or out is
+ * NULL. */
+SPOTCKPT_API int spotckpt_write_profile(struct spotckpt *e,
+					struct spotckpt_write_profile *out);
+/* "prepare", "hash", ... for a phase; NULL outside 0..COUNT-1. */
+SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
 
 /* Keeping the engine out of the training thread's way.  The engine's
  * threads are the tier-1 copy threads (busy for one memory copy of the

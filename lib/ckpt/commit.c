@@ -9,12 +9,15 @@
  *
  * Commit sequence for step N:
  *   1. mkdir step-N.tmp/ (a leftover from a crash is removed first)
- *   2. write each shard file (O_EXCL), fsync it, close it
- *   3. write manifest.json (O_EXCL), fsync it, close it
- *   4. fsync step-N.tmp/ so its directory entries are durable
+ *   2. write each shard file (O_EXCL, preallocated), hashing as it goes;
+ *      fsync each as soon as its writes completed, except the last few
+ *   3. write manifest.json (O_EXCL)
+ *   4. fsync, in one concurrent round, the last shards, manifest.json and
+ *      step-N.tmp/ (so its directory entries are durable): on a
+ *      journalling file system the round shares one journal commit
  *   5. rename step-N.tmp -> step-N (RENAME_NOREPLACE; if step-N already
  *      exists, RENAME_EXCHANGE swaps them and the old one is deleted)
- *   6. fsync DIR, making the rename durable
+ *   6. fsync DIR, making the rename durable: the commit point
  *   7. retention: for each checkpoint beyond the newest `keep`, rename it
  *      to step-M.del.tmp, fsync DIR, then delete its files.
  *
@@ -25,9 +28,9 @@
  * support: after a crash the directory is found under the old name or the
  * new one, never both or neither.  Everything under it - every shard's
  * data and size, the manifest, the directory entries - was made durable
- * by the fsyncs of steps 2-4 before the rename was issued, so when the
- * new name survives, so does complete content.  The manifest is written
- * last, so even a directory renamed by something else is only trusted
+ * by the fsyncs of steps 2 and 4, all complete before the rename is
+ * issued, so when the new name survives, so does complete content.  The
+ * manifest is written after every shard, so even a directory renamed by something else is only trusted
  * with a manifest whose own checksum verifies and whose shard sizes and
  * per-tensor XXH3 checksums match.  Step 6 orders the commit before
  * retention: an older checkpoint is deleted only after the newer one's
@@ -225,9 +228,9 @@ struct hasher {
 	int open;         /* tensor state reset and in use */
 };
 
-static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+static void feed_hasher(struct hasher *h, uint64_t off, const uint8_t *p,
+			uint64_t n)
 {
-	struct hasher *h = ud;
 	uint64_t end = off + n;
 
 	while (h->k < h->end) {
@@ -251,52 +254,129 @@ static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 	}
 }
 
-static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
-		       struct ckpt_shard *sh, const uint8_t *image,
-		       const struct ckpt_commit_opts *o,
-		       struct ckpt_commit_res *res, struct sr_err *e)
-{
-	struct hasher *h = NULL;
-	struct ckpt_dio d;
-	int fd_buf = -1, fd_dir = -1, rc;
+/* One shard file being written: where it goes and its hasher. */
+struct shard_out {
+	struct hasher *h;        /* in the 64-byte aligned hasher array */
+	struct ckpt_shard *sh;
+	int dirfd;               /* the directory it is created in */
+	int want_direct;
+	int preallocated;
+	struct sr_err *e;
+};
 
-	rc = ckpt__dio_open_write(tfd, sh->file, o->direct, &fd_buf, &fd_dir, &d);
-	if (rc) {
-		sr_err_set(e, rc, "%s: create: %s", sh->file, sr_strerror(rc));
-		goto out;
-	}
-	/* XXH3 states want 64-byte alignment; too big for some stacks */
-	if (posix_memalign((void **)&h, 64, sizeof *h)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memset(h, 0, sizeof *h);
-	h->l = l;
-	h->k = sh->first;
-	h->end = sh->first + sh->count;
-	/* the header region of the image is copied in by the engine */
-	rc = ckpt__io_write_file(io, fd_buf, fd_dir, &d, image + sh->img_off,
-				 sh->file_bytes, feed, h, o->cancel);
-	if (rc) {
-		sr_err_set(e, rc, "%s: write: %s", sh->file, sr_strerror(rc));
-		goto out;
-	}
-	sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
-	sh->xxh3 = ckpt__shard_hash(l, sh);
-	res->direct_used = fd_dir >= 0;
-	res->bytes += sh->file_bytes;
-out:
-	free(h);
-	if (fd_dir >= 0)
-		close(fd_dir);
-	if (fd_buf >= 0 && close(fd_buf) != 0 && rc == 0)
-		rc = sr_err_set(e, -errno, "%s: close: %s", sh->file,
-				strerror(errno));
-	return rc;
+static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+{
+	feed_hasher(((struct shard_out *)ud)->h, off, p, n);
 }
 
+/* Preallocate the whole file: a direct write into allocated blocks is an
+ * overwrite the file system issues at once (iowrite.c).  Returns 0 also
+ * where the file system cannot preallocate (*done stays 0). */
+static int preallocate(int fd, uint64_t n, int *done)
+{
+	int rc;
+
+	do
+		rc = fallocate(fd, 0, 0, (off_t)n);
+	while (rc != 0 && errno == EINTR);
+	if (rc == 0) {
+		*done = 1;
+		return 0;
+	}
+	if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
+static int open_shard(void *ud, struct ckpt_wfile *f)
+{
+	struct shard_out *so = ud;
+	int rc;
+
+	rc = ckpt__dio_open_write(so->dirfd, so->sh->file, so->want_direct,
+				  &f->fd_buf, &f->fd_dir, &f->d);
+	if (rc)
+		return sr_err_set(so->e, rc, "%s: create: %s", so->sh->file,
+				  sr_strerror(rc));
+	rc = preallocate(f->fd_buf, so->sh->file_bytes, &so->preallocated);
+	if (rc)
+		return sr_err_set(so->e, rc, "%s: preallocate %" PRIu64 " bytes:"
+				  " %s", so->sh->file, so->sh->file_bytes,
+				  sr_strerror(rc));
+	return 0;
+}
+
+/* A shard's last byte is written (and, if it was to be synced, durable):
+ * its O_DIRECT descriptor is no longer needed, nor a synced one's. */
+static void shard_done(void *ud, struct ckpt_wfile *f)
+{
+	(void)ud;
+	if (f->fd_dir >= 0)
+		close(f->fd_dir);
+	f->fd_dir = -1;
+	if (f->sync && f->fd_buf >= 0)
+		close(f->fd_buf); /* fsync'ed: close cannot lose data */
+	if (f->sync)
+		f->fd_buf = -1;
+}
+
+/* Shards fsync'ed as they complete, all but the last few: those join the
+ * manifest and the directory in the final concurrent round, and no more
+ * descriptors than this stay open however many shards there are. */
+#define SYNC_LAST 4
+
+/* Steps 2-4 for the shards: write them all, hashing as they go (fills the
+ * layout's tensor and shard hashes), fsync all but the last SYNC_LAST on
+ * the way.  wf[i].fd_buf of the last ones stays open for the caller's
+ * round; the caller closes what is left open in wf. */
+static int write_shards(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
+			const uint8_t *image, const struct ckpt_commit_opts *o,
+			struct ckpt_wfile *wf, struct shard_out *so,
+			struct hasher *h, struct ckpt_commit_res *res,
+			struct sr_err *e)
+{
+	size_t failed = 0;
+	int rc;
+
+	for (size_t i = 0; i < l->ns; i++) {
+		struct ckpt_shard *sh = &l->s[i];
+
+		memset(&h[i], 0, sizeof h[i]);
+		h[i].l = l;
+		h[i].k = sh->first;
+		h[i].end = sh->first + sh->count;
+		so[i] = (struct shard_out){ .h = &h[i], .sh = sh, .dirfd = tfd,
+					    .want_direct = o->direct, .e = e };
+		/* the header region of the image is copied in by the engine */
+		wf[i] = (struct ckpt_wfile){ .buf = image + sh->img_off,
+					     .len = sh->file_bytes,
+					     .sync = i + SYNC_LAST < l->ns,
+					     .feed = feed, .ud = &so[i],
+					     .open = open_shard, .done = shard_done,
+					     .fd_buf = -1, .fd_dir = -1 };
+	}
+	rc = ckpt__io_write_files(io, wf, l->ns, o->cancel, &res->prof, &failed);
+	if (rc) {
+		if (!e->msg[0])
+			sr_err_set(e, rc, "%s: write: %s", l->s[failed].file,
+				   sr_strerror(rc));
+		return rc;
+	}
+	for (size_t i = 0; i < l->ns; i++) {
+		struct ckpt_shard *sh = &l->s[i];
+
+		sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
+		sh->xxh3 = ckpt__shard_hash(l, sh);
+		res->bytes += sh->file_bytes;
+		res->direct_used |= wf[i].d.direct;
+		res->preallocated |= so[i].preallocated;
+	}
+	return 0;
+}
+
+/* Step 3: the manifest, written (its fsync is in the final round). */
 static int write_manifest(int tfd, int64_t step, const char *meta,
-			  struct ckpt_layout *l, uint64_t *bytes,
+			  struct ckpt_layout *l, int *fd_out, uint64_t *bytes,
 			  struct sr_err *e)
 {
 	char *buf = NULL;
@@ -314,15 +394,11 @@ static int write_manifest(int tfd, int64_t step, const char *meta,
 		goto out;
 	}
 	rc = ckpt__pwrite_all(fd, (const uint8_t *)buf, len, 0);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
 	if (rc)
 		sr_err_set(e, rc, "%s: write: %s", CKPT_MANIFEST, sr_strerror(rc));
 	*bytes += len;
 out:
-	if (fd >= 0 && close(fd) != 0 && rc == 0)
-		rc = sr_err_set(e, -errno, "%s: close: %s", CKPT_MANIFEST,
-				strerror(errno));
+	*fd_out = fd;
 	free(buf);
 	return rc;
 }
@@ -346,20 +422,84 @@ static int publish(int dfd, const char *tmp, const char *final,
 			  strerror(errno));
 }
 
+/* Close what write_shards and write_manifest left open; a failed close
+ * of a file that is not yet durable fails the commit. */
+static int close_all(struct ckpt_wfile *wf, size_t n, int *mfd,
+		     struct ckpt_layout *l, struct sr_err *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; wf && i < n; i++) {
+		if (wf[i].fd_dir >= 0)
+			close(wf[i].fd_dir);
+		if (wf[i].fd_buf >= 0 && close(wf[i].fd_buf) != 0 && rc == 0)
+			rc = sr_err_set(e, -errno, "%s: close: %s", l->s[i].file,
+					strerror(errno));
+		wf[i].fd_buf = wf[i].fd_dir = -1;
+	}
+	if (*mfd >= 0 && close(*mfd) != 0 && rc == 0)
+		rc = sr_err_set(e, -errno, "%s: close: %s", CKPT_MANIFEST,
+				strerror(errno));
+	*mfd = -1;
+	return rc;
+}
+
+/* Step 4: one concurrent round of fsyncs: the shards not synced on the
+ * way, the manifest and the directory. */
+static int fsync_round(struct ckpt_io *io, struct ckpt_wfile *wf,
+		       const struct ckpt_layout *l, int mfd, int tfd,
+		       const char *tmp, struct ckpt_prof *prof, struct sr_err *e)
+{
+	int fds[SYNC_LAST + 2];
+	const char *what[SYNC_LAST + 2];
+	size_t k = 0, failed = 0;
+	int rc;
+
+	for (size_t i = 0; i < l->ns; i++) {
+		if (!wf[i].sync && wf[i].fd_buf >= 0 && k < SYNC_LAST) {
+			what[k] = l->s[i].file;
+			fds[k++] = wf[i].fd_buf;
+		}
+	}
+	what[k] = CKPT_MANIFEST;
+	fds[k++] = mfd;
+	what[k] = tmp;
+	fds[k++] = tfd;
+	rc = ckpt__io_fsync_all(io, fds, k, prof, &failed);
+	if (rc)
+		sr_err_set(e, rc, "%s: fsync: %s", what[failed], sr_strerror(rc));
+	return rc;
+}
+
 int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 		 const char *meta_json, struct ckpt_layout *l,
 		 const uint8_t *image, const struct ckpt_commit_opts *o,
 		 struct ckpt_commit_res *res, struct sr_err *e)
 {
 	char tmp[64], final[40];
-	int dfd = -1, tfd = -1, rc;
+	struct ckpt_wfile *wf = NULL;
+	struct shard_out *so = NULL;
+	struct hasher *h = NULL;
+	struct ckpt_prof *prof = &res->prof;
+	int dfd = -1, tfd = -1, mfd = -1, rc;
+	int64_t t0 = sr_time_mono_ns();
 
 	memset(res, 0, sizeof *res);
+	ckpt__prof_start(prof, SPOTCKPT_WP_PREPARE);
 	if (ckpt__test_before_commit)
 		ckpt__test_before_commit(step);
 	res->uring_used = ckpt__io_uring_used(io);
 	snprintf(final, sizeof final, "step-%08" PRId64, step);
 	snprintf(tmp, sizeof tmp, "%s.tmp", final);
+	wf = calloc(l->ns ? l->ns : 1, sizeof *wf);
+	so = calloc(l->ns ? l->ns : 1, sizeof *so);
+	/* XXH3 states want 64-byte alignment; too big for some stacks */
+	if (!wf || !so ||
+	    posix_memalign((void **)&h, 64, (l->ns ? l->ns : 1) * sizeof *h)) {
+		h = NULL;
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		rc = sr_err_set(e, -errno, "%s: %s", dir, strerror(errno));
@@ -383,28 +523,37 @@ int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 		rc = sr_err_set(e, -errno, "%s/%s: %s", dir, tmp, strerror(errno));
 		goto out;
 	}
-	for (size_t i = 0; i < l->ns; i++) {
-		rc = write_shard(io, tfd, l, &l->s[i], image, o, res, e);
-		if (rc)
-			goto out;
-	}
-	rc = write_manifest(tfd, step, meta_json, l, &res->bytes, e);
+	rc = write_shards(io, tfd, l, image, o, wf, so, h, res, e);
 	if (rc)
 		goto out;
-	if (fsync(tfd) != 0) {
-		rc = sr_err_set(e, -errno, "%s/%s: fsync: %s", dir, tmp,
-				strerror(errno));
+	ckpt__prof_enter(prof, SPOTCKPT_WP_MANIFEST);
+	rc = write_manifest(tfd, step, meta_json, l, &mfd, &res->bytes, e);
+	if (rc)
 		goto out;
-	}
+	rc = fsync_round(io, wf, l, mfd, tfd, tmp, prof, e);
+	if (rc == 0)
+		rc = close_all(wf, l->ns, &mfd, l, e);
+	if (rc)
+		goto out;
+	ckpt__prof_enter(prof, SPOTCKPT_WP_PUBLISH);
 	rc = publish(dfd, tmp, final, e);
 	if (rc)
 		goto out;
+	prof->fsyncs++;
 	if (fsync(dfd) != 0) {
 		rc = sr_err_set(e, -errno, "%s: fsync: %s", dir, strerror(errno));
 		goto out;
 	}
+	res->commit_ns = sr_time_mono_ns() - t0;
+	ckpt__prof_enter(prof, SPOTCKPT_WP_RETENTION);
 	ckpt__retention(dir, o->keep, step);
 out:
+	ckpt__prof_enter(prof, -1);
+	{
+		struct sr_err ignored = { 0 }; /* rc already tells */
+
+		close_all(wf, wf ? l->ns : 0, &mfd, l, &ignored);
+	}
 	if (tfd >= 0)
 		close(tfd);
 	if (rc && dfd >= 0) {
@@ -413,5 +562,8 @@ out:
 	}
 	if (dfd >= 0)
 		close(dfd);
+	free(h);
+	free(so);
+	free(wf);
 	return rc;
 }

@@ -36,6 +36,8 @@ static void *writer_main(void *arg)
 {
 	struct spotckpt *e = arg;
 	unsigned placed = 0;
+	const uint8_t *reg_base;
+	uint64_t reg_len;
 
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
@@ -54,19 +56,23 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		s->state = SLOT_WRITING;
+		reg_base = e->stg.base; /* set before the slot was staged */
+		reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		pthread_mutex_unlock(&e->mu);
 		ckpt__place_apply(&e->place, &placed, 1);
+		/* best effort: without it each write pins its pages */
+		if (reg_len)
+			ckpt__io_register_buffer(e->io, reg_base, reg_len);
 		{
 			struct ckpt_commit_opts co = {
 				.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO,
 				.keep = e->o.keep, .cancel = &e->cancel };
 			struct ckpt_commit_res res;
 			struct sr_err err = { 0 };
-			int64_t t0 = sr_time_mono_ns();
 			int rc = ckpt__commit(e->io, e->dir, s->step, s->meta,
 					      s->l, s->base, &co, &res, &err);
 
-			ckpt__writer_finish(e, s, rc, &res, t0, &err);
+			ckpt__writer_finish(e, s, rc, &res, &err);
 		}
 		pthread_mutex_lock(&e->mu);
 	}
@@ -182,12 +188,13 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 		ckpt__layout_unref(e->slots[i].l);
 		free(e->slots[i].meta);
 	}
+	ckpt__io_free(e->io); /* its ring holds the staging pages registered */
+	e->io = NULL;
 	ckpt__staging_free(&e->stg);
 	if (e->cu && e->stream)
 		e->cu->stream_destroy(e->stream);
 	if (e->cu && e->event)
 		e->cu->event_destroy(e->event);
-	ckpt__io_free(e->io);
 	ckpt__layout_unref(e->layout);
 	reg_free(e);
 	free(e->reg);

@@ -77,14 +77,18 @@ struct spotckpt {
 	void *stream, *event;
 
 	struct spotckpt_stats st;   /* under mu */
+	struct spotckpt_write_profile wprof; /* last commit's, under mu */
 	struct objstore_tier3 *t3;  /* tier 3 (lib/objstore) or NULL; set
 				     * under api and mu, freed by close */
 };
 
 /* save.c */
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
-			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err);
+/* prof.c: the public profile of a commit. */
+void ckpt__prof_publish(const struct ckpt_commit_res *res, uint32_t lanes,
+			struct spotckpt_write_profile *out);
 int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
 

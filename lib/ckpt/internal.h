@@ -13,6 +13,7 @@
  *   manifest.c    manifest.json writer and parser (self-checksummed)
  *   dio.c         O_DIRECT probing and alignment (statx STATX_DIOALIGN)
  *   iowrite.c     io_uring / pwrite shard writer hashing as it goes
+ *   prof.c        where a write's time goes, phase by phase
  *   ioread.c      io_uring / pread parallel shard reader verifying hashes
  *   commit.c      the commit protocol and retention
  *   engine.c      the engine: slots, back-pressure, writer thread
@@ -186,22 +187,75 @@ void ckpt__dio_probe(int fd, struct ckpt_dio *d);
 int ckpt__dio_open_write(int dirfd, const char *name, int want_direct,
 			 int *fd_buf, int *fd_dir, struct ckpt_dio *d);
 
+/* ---- prof.c ------------------------------------------------------------------ */
+/* One writing thread's phase clock (enum spotckpt_wphase). */
+struct ckpt_prof {
+	int cur;                /* phase being timed, -1 = none */
+	int64_t t_wall, t_cpu;  /* when it was entered (ns) */
+	int64_t wall_ns[SPOTCKPT_WP_COUNT], cpu_ns[SPOTCKPT_WP_COUNT];
+	uint64_t writes, fsyncs;
+	int fixed_buffers;      /* a write went from registered memory */
+};
+/* Reset and start timing `phase`.  NULL-safe, like every prof call. */
+void ckpt__prof_start(struct ckpt_prof *p, int phase);
+/* Charge the time since the last call to the current phase and move on to
+ * `phase` (-1 stops the clock). */
+void ckpt__prof_enter(struct ckpt_prof *p, int phase);
+/* Add src's times and counts to dst (the lanes of one write). */
+void ckpt__prof_add(struct ckpt_prof *dst, const struct ckpt_prof *src);
+
 /* ---- iowrite.c / ioread.c -------------------------------------------------- */
 struct ckpt_io;  /* an io_uring (or the pwrite fallback) for one thread */
 int ckpt__io_new(uint32_t depth, uint32_t chunk, struct ckpt_io **out);
 void ckpt__io_free(struct ckpt_io *io);
 int ckpt__io_uring_used(const struct ckpt_io *io);
+/* Register buf[0..n) with the ring, so writes from it skip pinning their
+ * pages each time (io_uring fixed buffers, in pieces of up to 1 GiB).
+ * Replaces an earlier registration.  0, or a negative errno with the io
+ * left without registered memory (e.g. RLIMIT_MEMLOCK, no ring): writes
+ * then pin their pages as before. */
+int ckpt__io_register_buffer(struct ckpt_io *io, const uint8_t *buf,
+			     uint64_t n);
+/* Drop the registration (before the memory is unmapped: the ring holds
+ * the pages).  Only while no write is in flight on io. */
+void ckpt__io_unregister_buffer(struct ckpt_io *io);
 
 /* Called for each chunk in file order before it is submitted. */
 typedef void (*ckpt_feed_fn)(void *ud, uint64_t off, const uint8_t *p,
 			     uint64_t n);
 
-/* Write buf[0..len) to the file; feed sees every byte in order; stops
- * early with -ECANCELED when *cancel becomes non-zero.  Then fsync. */
-int ckpt__io_write_file(struct ckpt_io *io, int fd_buf, int fd_dir,
-			const struct ckpt_dio *d, const uint8_t *buf,
-			uint64_t len, ckpt_feed_fn feed, void *ud,
-			atomic_int *cancel);
+/* One file of a ckpt__io_write_files batch.  open() fills fd_buf (a
+ * buffered descriptor), fd_dir (O_DIRECT or -1) and d, right before the
+ * file's first write; done() is called once its last byte was written
+ * (and, with sync, made durable by an fsync of fd_buf); the caller closes
+ * descriptors there or later.  A file whose open failed, or after an
+ * error, gets no done(). */
+struct ckpt_wfile {
+	const uint8_t *buf;     /* the file's bytes */
+	uint64_t len;
+	int sync;               /* fsync it as soon as its writes completed */
+	ckpt_feed_fn feed;      /* sees every byte in order */
+	void *ud;
+	int (*open)(void *ud, struct ckpt_wfile *f);
+	void (*done)(void *ud, struct ckpt_wfile *f);
+	int fd_buf, fd_dir;     /* set by open() */
+	struct ckpt_dio d;
+};
+/* Write the files one after the other through one queue that does not
+ * drain between files (the next file's first writes go out while the
+ * previous one's last are in flight), hashing each chunk through feed just
+ * before it is sent; the aligned body through fd_dir, the unaligned tail
+ * through fd_buf.  Stops early with -ECANCELED when *cancel becomes
+ * non-zero.  On error *failed (may be NULL) is the index of the file at
+ * fault.  prof (may be NULL) is charged hash/submit/wait. */
+int ckpt__io_write_files(struct ckpt_io *io, struct ckpt_wfile *f, size_t n,
+			 atomic_int *cancel, struct ckpt_prof *prof,
+			 size_t *failed);
+/* fsync every fd in fds[0..n) (files or directories) concurrently: one
+ * round of requests on the ring, or one after the other without it.
+ * Returns 0 or the first error, *failed (may be NULL) the index of its fd. */
+int ckpt__io_fsync_all(struct ckpt_io *io, const int *fds, size_t n,
+		       struct ckpt_prof *prof, size_t *failed);
 
 /* A byte range of a file to read, delivered in order to a sink. */
 typedef int (*ckpt_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
@@ -244,6 +298,9 @@ struct ckpt_commit_res {
 	uint64_t bytes;
 	int direct_used;
 	int uring_used;
+	int preallocated;
+	int64_t commit_ns;     /* start to durable commit */
+	struct ckpt_prof prof; /* phases of the write (all lanes) */
 };
 /* Write `image` (a staging slot laid out by l) as checkpoint `step` of
  * dir, commit it, then apply retention.  Fills l's tensor and shard

@@ -83,6 +83,8 @@ static int ensure_staging(struct spotckpt *e)
 	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	/* the writer is idle: its ring must let go of the old pages */
+	ckpt__io_unregister_buffer(e->io);
 	pthread_mutex_unlock(&e->mu);
 	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
@@ -254,10 +256,10 @@ int ckpt__engine_wait_all(struct spotckpt *e)
 }
 
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
-			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err)
 {
-	int64_t now = sr_time_mono_ns(), step;
+	int64_t step;
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
@@ -272,7 +274,8 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 	} else {
 		e->st.saves_committed++;
 		e->st.last_saved_step = s->step;
-		e->st.last_write_ns = now - t0;
+		e->st.last_write_ns = res->commit_ns;
+		ckpt__prof_publish(res, 1, &e->wprof);
 		e->st.last_write_bytes = res->bytes;
 		e->st.bytes_written += res->bytes;
 		e->st.direct_io_used = res->direct_used;
@@ -496,7 +499,7 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 		if (rc)
 			ckpt__fail_err(&err, rc);
 	}
-	ckpt__writer_finish(e, s, rc, &res, t0, &err);
+	ckpt__writer_finish(e, s, rc, &res, &err);
 	if (met_deadline)
 		*met_deadline = rc == 0 && (deadline_mono_ns == 0 ||
 					    sr_time_mono_ns() <= deadline_mono_ns);
