@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes layout. */
-#define SPOTCKPT_ABI_VERSION 1
+#define SPOTCKPT_ABI_VERSION 2
 
 /* Highest tensor rank accepted (0 = scalar). */
 #define SPOTCKPT_MAX_NDIM 16
@@ -162,7 +162,20 @@ struct spotckpt_opts {
 	int32_t backpressure;   /* enum spotckpt_backpressure; def. COALESCE */
 	int32_t direct_io;      /* enum spotckpt_direct_io; default AUTO */
 	int32_t io_depth;       /* io_uring writes in flight; 0 = 8 */
-	uint32_t io_chunk_bytes;/* bytes per write; 0 = 4 MiB */
+	uint32_t io_chunk_bytes;/* bytes per write; 0 = 8 MiB */
+	/* Striping over several disks: dirs[0..ndirs) are the tier-2
+	 * directories, one per disk, dirs[0] the same directory as `dir`
+	 * (which may then be NULL).  dir holds every step-N/ with its
+	 * manifest; the shards are spread over all of them by size (a
+	 * striped shard lives in DIRk/stripe-N-<random>/ and step-N/ holds a
+	 * link to it), each directory written by a thread of its own.  With
+	 * ndirs 0, $SPOTRUN_CKPT_DIRS (a:b:c) is used when its first entry is
+	 * `dir`.  Unless shard_bytes is set, the shard size is the state
+	 * split over the directories (at most 4 GiB).  Each directory of a
+	 * list belongs to this engine alone.  Copied. */
+	const char *const *dirs;
+	uint32_t ndirs;
+	uint32_t pad_;
 };
 
 /* Fill *o with the defaults above (dir = NULL).  Never fails. */

@@ -41,6 +41,7 @@ struct slot {
 
 struct spotckpt {
 	char *dir;
+	struct ckpt_stripes stripes; /* dir and the others; lanes (set at open) */
 	struct spotckpt_opts o;
 	pthread_mutex_t api, mu;
 	pthread_cond_t cv;
@@ -87,7 +88,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err);
 /* prof.c: the public profile of a commit. */
-void ckpt__prof_publish(const struct ckpt_commit_res *res, uint32_t lanes,
+void ckpt__prof_publish(const struct ckpt_commit_res *res,
 			struct spotckpt_write_profile *out);
 int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */

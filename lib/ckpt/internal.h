@@ -15,7 +15,10 @@
  *   iowrite.c     io_uring / pwrite shard writer hashing as it goes
  *   prof.c        where a write's time goes, phase by phase
  *   ioread.c      io_uring / pread parallel shard reader verifying hashes
- *   commit.c      the commit protocol and retention
+ *   commit.c      the commit protocol
+ *   retain.c      step directory names, scans, cleanup, retention
+ *   stripes.c     shards striped over several directories (disks)
+ *   lanes.c       the writer's helper threads, one per extra directory
  *   engine.c      the engine: slots, back-pressure, writer thread
  *   reader.c      opening and reading a checkpoint
  *   restore.c     restore with fallback, verify, list
@@ -24,6 +27,7 @@
 #ifndef SPOTCKPT_INTERNAL_H
 #define SPOTCKPT_INTERNAL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -288,17 +292,69 @@ int ckpt__io_read_stream(struct ckpt_io *io, const struct ckpt_read_src *src);
  * chunks fit. */
 int ckpt__io_borrow_buffer(struct ckpt_io *io, uint8_t *buf, uint64_t n);
 
+/* ---- lanes.c ----------------------------------------------------------------- */
+struct ckpt_place;
+struct ckpt_lanes;
+typedef void (*ckpt_lane_fn)(struct ckpt_io *io, void *arg);
+/* n lanes: n-1 threads with an io each (depth, chunk as ckpt__io_new),
+ * following `place` (borrowed, may be NULL) like the writer. */
+int ckpt__lanes_new(int n, uint32_t depth, uint32_t chunk,
+		    struct ckpt_place *place, struct ckpt_lanes **out);
+void ckpt__lanes_free(struct ckpt_lanes *ls); /* NULL-safe */
+int ckpt__lanes_count(const struct ckpt_lanes *ls); /* 1 for NULL */
+/* Run fn(io0, args[0]) here and fn(io_k, args[k]) on lane k's thread, all
+ * at once; return when all are done.  ls NULL: only lane 0. */
+void ckpt__lanes_run(struct ckpt_lanes *ls, struct ckpt_io *io0,
+		     ckpt_lane_fn fn, void *const *args);
+/* The lanes' rate cap (bytes/s each); their registered memory dropped. */
+void ckpt__lanes_set_rate(struct ckpt_lanes *ls, uint64_t bytes_per_s);
+void ckpt__lanes_unregister(struct ckpt_lanes *ls);
+
+/* ---- stripes.c ---------------------------------------------------------------- */
+#define CKPT_MAX_DIRS 64
+/* An engine's tier-2 directories: n >= 1, dir[0] the primary (manifests,
+ * step-N/), all absolute (realpath, malloc'd); lanes when n > 1 (set by
+ * the engine). */
+struct ckpt_stripes {
+	int n;
+	char **dir;
+	struct ckpt_lanes *lanes;
+};
+/* From dirs[0..ndirs) (dirs[0] must be `primary`, an existing directory),
+ * or when ndirs is 0 from $SPOTRUN_CKPT_DIRS (a:b:c) if its first entry
+ * is `primary`; else just `primary`.  The others are created if missing.
+ * Errors (with the thread's message): -EINVAL (empty entry, too many,
+ * dirs[0] not primary, the same directory twice), errno of mkdir/realpath. */
+int ckpt__stripes_open(const char *primary, const char *const *dirs,
+		       uint32_t ndirs, struct ckpt_stripes *s);
+void ckpt__stripes_close(struct ckpt_stripes *s); /* frees lanes too */
+/* where[i]: the directory of shard i, the least loaded by bytes so far. */
+void ckpt__stripes_assign(const struct ckpt_layout *l, int n, uint32_t *where);
+/* Shard size when none is set: the state split over n directories. */
+uint64_t ckpt__stripes_shard_bytes(uint64_t state_bytes, int n);
+/* mkdir dir unless it is a directory already (its parent must exist);
+ * errors with the thread's message. */
+int ckpt__make_dir(const char *dir);
+/* mkdir a fresh stripe-NNNNNNNN-<random> in dirfd; its name into name. */
+int ckpt__stripe_mkdir(int dirfd, int64_t step, char *name, size_t n);
+/* Remove the stripe directories no committed step of dir[0] links to. */
+void ckpt__stripes_gc(const struct ckpt_stripes *s);
+
 /* ---- commit.c ---------------------------------------------------------------- */
 struct ckpt_commit_opts {
 	int direct;            /* try O_DIRECT */
 	int keep;              /* retention */
 	atomic_int *cancel;    /* may be NULL */
+	const struct ckpt_stripes *stripes; /* NULL: dir alone */
+	const uint8_t *reg_base;  /* memory the lanes may register (the */
+	uint64_t reg_len;         /* staging buffer), or NULL */
 };
 struct ckpt_commit_res {
 	uint64_t bytes;
 	int direct_used;
 	int uring_used;
 	int preallocated;
+	int lanes;             /* lanes that wrote shards */
 	int64_t commit_ns;     /* start to durable commit */
 	struct ckpt_prof prof; /* phases of the write (all lanes) */
 };
@@ -317,6 +373,9 @@ void ckpt__cleanup_tmp(const char *dir);
 void ckpt__retention(const char *dir, int keep, int64_t protect);
 /* rm -r of a directory tree one level deep (checkpoint dirs are flat). */
 int ckpt__rmdir_flat(int parentfd, const char *name);
+/* opendir of parentfd/name; NULL with *rc 0 when it does not exist, else
+ * with -errno. */
+DIR *ckpt__opendir_at(int parentfd, const char *name, int *rc);
 /* Parse "step-N" (committed, *tmp = 0) or "step-N.tmp" (*tmp = 1). */
 int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp);
 /* ---- restore.c ---------------------------------------------------------- */

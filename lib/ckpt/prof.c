@@ -83,7 +83,7 @@ SPOTCKPT_API int spotckpt_write_profile(struct spotckpt *e,
 	return 0;
 }
 
-void ckpt__prof_publish(const struct ckpt_commit_res *res, uint32_t lanes,
+void ckpt__prof_publish(const struct ckpt_commit_res *res,
 			struct spotckpt_write_profile *out)
 {
 	const struct ckpt_prof *p = &res->prof;
@@ -98,7 +98,7 @@ void ckpt__prof_publish(const struct ckpt_commit_res *res, uint32_t lanes,
 	out->bytes = res->bytes;
 	out->writes = p->writes;
 	out->fsyncs = (uint32_t)p->fsyncs;
-	out->lanes = lanes;
+	out->lanes = (uint32_t)res->lanes;
 	out->fixed_buffers = p->fixed_buffers;
 	out->preallocated = res->preallocated;
 }

@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 MAX_NDIM = 16
 LIBNAME = "libspotckpt.so"
 
@@ -47,7 +47,9 @@ class Opts(_c.Structure):
                 ("copy_threads", _i32), ("staging_bytes", _u64),
                 ("shard_bytes", _u64), ("backpressure", _i32),
                 ("direct_io", _i32), ("io_depth", _i32),
-                ("io_chunk_bytes", _u32)]
+                ("io_chunk_bytes", _u32),
+                ("dirs", _c.POINTER(_c.c_char_p)), ("ndirs", _u32),
+                ("pad_", _u32)]
 
 
 class Background(_c.Structure):

@@ -424,6 +424,10 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
 
 	spotckpt_opts_init(&eo);
 	eo.dir = w->wdir[0];
+	if (w->n > 1) { /* striped over the same disks as the raw peers */
+		eo.dirs = (const char *const *)w->wdir;
+		eo.ndirs = (uint32_t)w->n;
+	}
 	eo.copy_threads = o->threads;
 	eo.io_depth = o->io_depth;
 	eo.io_chunk_bytes = o->io_chunk;

@@ -125,3 +125,23 @@ def test_bad_arguments_are_named(tmp_path, bad, word):
     p = subprocess.run(["spotrun", "ckpt", "bench", "--size", "16M", "--dir",
                         str(tmp_path)] + bad, capture_output=True, text=True)
     assert p.returncode == 2 and word in p.stderr
+
+
+def test_striped_over_two_directories(tmp_path):
+    """--dir twice: the checkpoint is striped over both (two lanes) and
+    compared with a raw write striped over the same directories."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    p = subprocess.run(["spotrun", "ckpt", "bench", "--dir", str(a), "--dir",
+                        str(b), "--json", "--only", "saves,restore"] + ARGS,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert out["machine"]["dirs"] == [str(a), str(b)]
+    wr = out["write_vs_raw"]
+    check_phases(wr, dirs=2)
+    assert wr["phases"]["engine"]["lanes"] == 2
+    assert out["restore_vs_raw"]["pairs"] == 2
+    assert not os.listdir(a) and not os.listdir(b)
