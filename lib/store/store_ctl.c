@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/store.h"
@@ -206,4 +207,177 @@ int store_job_set_restart_est(struct store *s, int64_t job, double est_s,
 	store_bind_f64(st, 1, est_s);
 	store_bind_i64(st, 2, job);
 	return run_done(st, "restart estimate", e);
+}
+
+/* ---- placement ------------------------------------------------------------- */
+
+int store_pool_unavailable(struct store *s, int pool, int64_t since_ns,
+			   void (*fn)(void *ud, int64_t at_ns), void *ud,
+			   struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "SELECT CASE WHEN notice_ns >= ?2 THEN"
+			       " notice_ns ELSE terminated_ns END AS at FROM nodes"
+			       " WHERE pool=?1 AND (notice_ns >= ?2 OR (end_reason"
+			       " IN ('capacity','quota') AND terminated_ns >= ?2))",
+			       &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, pool);
+	store_bind_i64(st, 2, since_ns);
+	while ((rc = store_step(st, e)) == 1)
+		fn(ud, store_col_i64(st, "at"));
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "pool %d: our notices", pool) : 0;
+}
+
+int store_job_policy_load(struct store *s, int64_t job, void **state,
+			  size_t *len, char **decision, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	const void *b;
+	const char *d;
+	size_t n = 0;
+	int rc;
+
+	*state = NULL;
+	*len = 0;
+	*decision = NULL;
+	rc = store_prepare(s, "SELECT policy_state, decision FROM jobs WHERE id=?",
+			   &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, job);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		b = store_col_blob(st, "policy_state", &n);
+		d = store_col_text(st, "decision");
+		rc = 0;
+		if (b && n > 0) {
+			*state = malloc(n);
+			if (*state) {
+				memcpy(*state, b, n);
+				*len = n;
+			}
+		}
+		if (d[0])
+			*decision = strdup(d);
+		if ((b && n > 0 && !*state) || (d[0] && !*decision))
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": not found", job);
+	}
+	store_done(st);
+	if (rc) {
+		free(*state);
+		free(*decision);
+		*state = NULL;
+		*decision = NULL;
+		*len = 0;
+	}
+	return rc;
+}
+
+int store_job_policy_save(struct store *s, int64_t job, const void *state,
+			  size_t len, const char *decision, int64_t tick,
+			  struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE jobs SET policy_state=?1, decision=?2,"
+			       " policy_tick=?3 WHERE id=?4", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_blob(st, 1, state, len);
+	store_bind_text(st, 2, decision);
+	store_bind_i64(st, 3, tick);
+	store_bind_i64(st, 4, job);
+	return run_done(st, "policy state", e);
+}
+
+int store_node_insert(struct store *s, const struct store_node_new *n,
+		      int64_t *id, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "INSERT INTO nodes(job_id, rank, state,"
+			       " token_hash, provider, cloud, region, zone,"
+			       " instance_type, accelerator, accel_count, spot,"
+			       " pool, price_micros, list_micros, reserved_micros,"
+			       " created_ns, boot_at_ns) VALUES(?1,?2,'REQUESTED',"
+			       "?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
+			       "?17) RETURNING id", &st, e);
+
+	*id = 0;
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, n->job);
+	store_bind_i64(st, 2, n->rank);
+	store_bind_blob(st, 3, n->token_hash, n->token_hash_len);
+	store_bind_text(st, 4, n->provider);
+	store_bind_text(st, 5, n->cloud);
+	store_bind_text(st, 6, n->region);
+	store_bind_text(st, 7, n->zone);
+	store_bind_text(st, 8, n->instance_type);
+	store_bind_text(st, 9, n->accelerator);
+	store_bind_f64(st, 10, n->accel_count);
+	store_bind_i64(st, 11, n->spot);
+	store_bind_i64(st, 12, n->pool);
+	store_bind_i64(st, 13, n->price_micros);
+	store_bind_i64(st, 14, n->list_micros);
+	store_bind_i64(st, 15, n->reserved_micros);
+	store_bind_i64(st, 16, n->created_ns);
+	store_bind_i64(st, 17, n->boot_at_ns);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		*id = store_col_i64(st, "id");
+		rc = store_run(st, e); /* to its end */
+	} else if (rc == 0) {
+		rc = sr_err_set(e, -EIO, "no row returned");
+	}
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "insert node") : 0;
+}
+
+int store_node_set_token_hash(struct store *s, int64_t node, const void *hash,
+			      size_t len, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET token_hash=?1 WHERE id=?2",
+			       &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_blob(st, 1, hash, len);
+	store_bind_i64(st, 2, node);
+	return run_done(st, "node token", e);
+}
+
+int store_job_set_message(struct store *s, int64_t job, const char *msg,
+			  struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
+			       " message<>?1", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, msg);
+	store_bind_i64(st, 2, job);
+	return run_done(st, "job message", e);
+}
+
+int store_job_set_placement(struct store *s, int64_t job, const char *json,
+			    bool moved, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE jobs SET placement=?1, moves=moves+?2"
+			       " WHERE id=?3", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, json);
+	store_bind_i64(st, 2, moved);
+	store_bind_i64(st, 3, job);
+	return run_done(st, "placement", e);
 }

@@ -7,6 +7,8 @@
 #ifndef SR_STORE_CTL_H
 #define SR_STORE_CTL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -59,5 +61,47 @@ int store_restart_node(struct store *s, int64_t job, int64_t *created_ns,
 		       double *est_restart_s, struct sr_err *e);
 int store_job_set_restart_est(struct store *s, int64_t job, double est_s,
 			      struct sr_err *e);
+
+/* ---- placement (lib/ctl/recon_place.c) ---- */
+
+/* Each time since since_ns at which one of our nodes in `pool` got a
+ * preemption notice or a launch there ended for capacity or quota:
+ * fn(ud, at_ns) once per row. */
+int store_pool_unavailable(struct store *s, int pool, int64_t since_ns,
+			   void (*fn)(void *ud, int64_t at_ns), void *ud,
+			   struct sr_err *e);
+/* The job's policy state (a malloc'd copy, *len bytes; NULL, 0 when
+ * none) and last decision (malloc'd JSON text; NULL none): 0, or
+ * -SR_ENOTFOUND.  The caller frees both. */
+int store_job_policy_load(struct store *s, int64_t job, void **state,
+			  size_t *len, char **decision, struct sr_err *e);
+int store_job_policy_save(struct store *s, int64_t job, const void *state,
+			  size_t len, const char *decision, int64_t tick,
+			  struct sr_err *e);
+
+/* A new node row, REQUESTED (borrowed strings). */
+struct store_node_new {
+	int64_t job, rank;
+	const void *token_hash;
+	size_t token_hash_len;
+	const char *provider, *cloud, *region, *zone, *instance_type;
+	const char *accelerator;
+	double accel_count;
+	bool spot;
+	int pool;
+	int64_t price_micros, list_micros, reserved_micros; /* per hour */
+	int64_t created_ns, boot_at_ns;
+};
+
+int store_node_insert(struct store *s, const struct store_node_new *n,
+		      int64_t *id, struct sr_err *e);
+int store_node_set_token_hash(struct store *s, int64_t node, const void *hash,
+			      size_t len, struct sr_err *e);
+/* The job's human message, when it changed (no event). */
+int store_job_set_message(struct store *s, int64_t job, const char *msg,
+			  struct sr_err *e);
+/* Where the job's missing ranks were placed (JSON), counting a move. */
+int store_job_set_placement(struct store *s, int64_t job, const char *json,
+			    bool moved, struct sr_err *e);
 
 #endif
