@@ -9,21 +9,9 @@
 #include <string.h>
 
 #include "os_int.h"
+#include "ckpt/backend.h"
 
 /* ---- URIs ------------------------------------------------------------------ */
-int objstore_uri_is_remote(const char *s)
-{
-	return s && (!strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
-		     !strncmp(s, "az://", 5));
-}
-
-const char *objstore_uri_local_path(const char *s)
-{
-	if (s && !strncmp(s, "file://", 7))
-		return s + 7;
-	return s;
-}
-
 void objstore_uri_free(struct objstore_uri *u)
 {
 	if (!u)
@@ -84,7 +72,7 @@ int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e)
 	if (!s || !*s)
 		return sr_err_set(e, -EINVAL, "checkpoint URI: empty");
 	if (!strstr(s, "://") || !strncmp(s, "file://", 7)) {
-		const char *p = objstore_uri_local_path(s);
+		const char *p = ckpt__uri_local_path(s);
 
 		if (p[0] != '/' && !strncmp(s, "file://", 7))
 			return sr_err_set(e, -EINVAL, "%s: a file URI needs an "
@@ -250,23 +238,75 @@ void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns)
 	atomic_store(&s->deadline_ns, deadline_mono_ns);
 }
 
+/* ---- keys -------------------------------------------------------------------- */
+int objstore_key_check(const char *key, struct sr_err *e)
+{
+	size_t n, seg = 0;
+
+	if (!key || !key[0])
+		return sr_err_set(e, -EINVAL, "empty object key");
+	n = strlen(key);
+	if (n > OBJSTORE_KEY_MAX)
+		return sr_err_set(e, -EINVAL, "object key of %zu bytes (at most "
+				  "%d)", n, OBJSTORE_KEY_MAX);
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (c && (c < 0x20 || c == 0x7f))
+			return sr_err_set(e, -EINVAL, "object key has a control "
+					  "character at byte %zu", i);
+		if (c && c != '/')
+			continue;
+		/* a segment ends at key[i]: none empty, none "." or ".." */
+		if (i == seg || (i - seg == 1 && key[seg] == '.') ||
+		    (i - seg == 2 && key[seg] == '.' && key[seg + 1] == '.'))
+			return sr_err_set(e, -EINVAL, "object key \"%.*s\": no "
+					  "leading '/', \"//\", \".\" or \"..\" "
+					  "segment", (int)(n > 200 ? 200 : n), key);
+		seg = i + 1;
+	}
+	return 0;
+}
+
+/* Every call that names keys checks them here, so that no request can
+ * reach outside the store's prefix. */
+static int keys_ok(const struct objstore *s, const char *const *keys,
+		   size_t n, struct sr_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = objstore_key_check(keys[i], e);
+
+		if (rc) {
+			sr_err_prefix(e, "%s", s->uri_str);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 int objstore_put(struct objstore *s, const char *key, const void *buf,
 		 size_t len, struct sr_err *e)
 {
-	return s->ops->put(s, key, buf, len, e);
+	int rc = keys_ok(s, &key, 1, e);
+
+	return rc ? rc : s->ops->put(s, key, buf, len, e);
 }
 
 int objstore_put_fd(struct objstore *s, const char *key, int fd,
 		    uint64_t size, uint64_t *sent, struct sr_err *e)
 {
-	return s->ops->put_fd(s, key, fd, size, sent, e);
+	int rc = keys_ok(s, &key, 1, e);
+
+	return rc ? rc : s->ops->put_fd(s, key, fd, size, sent, e);
 }
 
 int objstore_get_range(struct objstore *s, const char *key, uint64_t off,
 		       uint64_t len, void *dst, struct sr_err *e)
 {
-	if (len == 0)
-		return 0;
+	int rc = keys_ok(s, &key, 1, e);
+
+	if (rc || len == 0)
+		return rc;
 	return s->ops->get_range(s, key, off, len, dst, NULL, NULL, e);
 }
 
@@ -274,8 +314,10 @@ int objstore_get_range_to(struct objstore *s, const char *key, uint64_t off,
 			  uint64_t len, objstore_sink_fn sink, void *ud,
 			  struct sr_err *e)
 {
-	if (len == 0)
-		return 0;
+	int rc = keys_ok(s, &key, 1, e);
+
+	if (rc || len == 0)
+		return rc;
 	return s->ops->get_range(s, key, off, len, NULL, sink, ud, e);
 }
 
@@ -284,7 +326,8 @@ int objstore_get(struct objstore *s, const char *key, size_t max, char **out,
 {
 	*out = NULL;
 	*len = 0;
-	return s->ops->get(s, key, max, out, len, e);
+	return keys_ok(s, &key, 1, e) ? -EINVAL
+				       : s->ops->get(s, key, max, out, len, e);
 }
 
 int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out,
@@ -296,15 +339,18 @@ int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out
 int objstore_del(struct objstore *s, const char *const *keys, size_t n,
 		 struct sr_err *e)
 {
-	return n ? s->ops->del(s, keys, n, e) : 0;
+	int rc = keys_ok(s, keys, n, e);
+
+	return rc ? rc : n ? s->ops->del(s, keys, n, e) : 0;
 }
 
-int objstore_abort_stale(struct objstore *s, int64_t older_than_ns,
-			 size_t *n, struct sr_err *e)
+int objstore_abort_stale(struct objstore *s, const char *sub,
+			 int64_t older_than_ns, size_t *n, struct sr_err *e)
 {
 	if (n)
 		*n = 0;
-	return s->ops->abort_stale ? s->ops->abort_stale(s, older_than_ns, n, e)
+	return s->ops->abort_stale ? s->ops->abort_stale(s, sub, older_than_ns,
+							 n, e)
 				   : 0;
 }
 
@@ -337,6 +383,18 @@ void objstore_list_free(struct objstore_list *l)
 		free(l->v[i].key);
 	free(l->v);
 	memset(l, 0, sizeof *l);
+}
+
+const char *objstore__relative_key(const struct objstore *s, const char *fk)
+{
+	const char *p = s->u.prefix ? s->u.prefix : "";
+	size_t pl = strlen(p);
+
+	if (pl == 0)
+		return fk;
+	if (strncmp(fk, p, pl) || fk[pl] != '/')
+		return NULL;
+	return fk + pl + 1;
 }
 
 char *objstore__full_key(const struct objstore *s, const char *key)

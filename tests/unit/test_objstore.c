@@ -19,6 +19,7 @@
 
 #include "objstore/os_int.h"
 #include "objstore/tier3.h"
+#include "ckpt/backend.h"
 #include "spotrun/ckpt.h"
 
 static char g_dir[256];
@@ -64,9 +65,9 @@ static void test_uri_good(void **state)
 	assert_int_equal(u.kind, OBJSTORE_FILE);
 	assert_string_equal(u.prefix, "/tmp/ck");
 	objstore_uri_free(&u);
-	assert_true(objstore_uri_is_remote("az://a/b"));
-	assert_false(objstore_uri_is_remote("/tmp/x"));
-	assert_string_equal(objstore_uri_local_path("file:///x/y"), "/x/y");
+	assert_true(ckpt__uri_is_remote("az://a/b"));
+	assert_false(ckpt__uri_is_remote("/tmp/x"));
+	assert_string_equal(ckpt__uri_local_path("file:///x/y"), "/x/y");
 }
 
 static void test_uri_bad(void **state)
