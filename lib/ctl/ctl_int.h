@@ -83,13 +83,19 @@ struct ctl {
 		char holder[17];         /* this process's random id */
 		_Atomic int64_t epoch;   /* held epoch (while leader) */
 		atomic_bool leader;
-		int64_t renewed_mono, member_mono;
+		/* when the held lease was last renewed (or taken), on this
+		 * process's monotonic clock: it is ours until then + lease */
+		_Atomic int64_t renewed_mono;
+		int64_t member_mono;
+		bool started;            /* take() was tried once */
 		int64_t taken_mono;      /* when this daemon took it */
 		_Atomic int64_t passed_epoch; /* the last epoch in which a
 					       * reconciler pass completed */
 		/* the leader's completed reconciler passes: count, total,
 		 * longest and last duration (monotonic ns; GET /v1/lease) */
 		_Atomic int64_t passes, pass_sum_ns, pass_max_ns, pass_last_ns;
+		/* writes answered 503 not_leader (router.c) */
+		_Atomic int64_t writes_refused;
 		pthread_mutex_t mu;
 		bool mu_init;
 		char leader_url[128];    /* the last leader seen */
@@ -130,7 +136,7 @@ struct store *ctl__store(struct ctl *c);
 
 /* The leader's lease (lease.c).  _tick: take or renew it, on a
  * connection without a fence; _fence: the store fence (store_set_fence)
- * of the reconciler's connection; _release: let a standby take over at
+ * of the reconciler's connection and of every HTTP thread's; _release: let a standby take over at
  * once (clean stop).  ctl__endpoints: this daemon's URL, then the
  * other live members', comma-separated (what agents are given). */
 int ctl__lease_init(struct ctl *c, struct sr_err *e);
@@ -146,6 +152,15 @@ void ctl__lease_release(struct ctl *c, struct store *db);
  * GET /v1/lease ("passed"). */
 void ctl__lease_passed(struct ctl *c, int64_t took_ns);
 bool ctl__is_leader(const struct ctl *c);
+/* The leader, and its lease not past on this process's monotonic clock
+ * (a process paused past its lease knows it lost it before it touches
+ * the store): what the router asks before a write (any thread). */
+bool ctl__lease_valid(const struct ctl *c);
+/* A write of this thread's current request was refused by the fence
+ * (ctl__lease_fence): the router answers 503 not_leader.  _clear at the
+ * start of each request. */
+void ctl__fenced_clear(void);
+bool ctl__fenced(void);
 void ctl__leader_url(struct ctl *c, char *buf, size_t n);
 int ctl__endpoints(struct ctl *c, char *buf, size_t n);
 

@@ -16,16 +16,25 @@
  *   LEADER   -- clean stop: expires_ns = 0, so a standby takes over at
  *               once
  *
- * Fencing.  The reconciler's connection carries a store fence
- * (store_set_fence): inside every transaction it opens, under the
- * writers' lock, the lease row must still name this daemon with its
- * epoch and an unexpired time; otherwise the transaction fails (-ESTALE)
- * and the daemon steps down.  A takeover commits epoch + 1 under the same
+ * Fencing (issue 24: every write).  Every connection that writes - the
+ * reconciler's and each HTTP thread's (ctl_req_store) - carries a store
+ * fence (store_set_fence): inside every transaction it opens, and around
+ * every autocommit write (store.h), under the writers' lock, this
+ * process must still lead by its own monotonic clock and the lease row
+ * must still name it with its epoch and an unexpired time; otherwise the
+ * transaction fails (-ESTALE), the daemon steps down and the request is
+ * answered 503 not_leader.  A takeover commits epoch + 1 under the same
  * lock, so once it has, no transaction of the old leader can commit: a
- * work step started by the old leader is never applied twice.
+ * work step started by the old leader is never applied twice.  Before
+ * that, the router refuses a write (503 not_leader, the store untouched)
+ * once the lease is past on this process's monotonic clock
+ * (ctl__lease_valid): a leader paused past its lease (SIGSTOP, a VM
+ * freeze) knows it lost the lease the moment it runs again.
  *
- * SQLite is one daemon's store: there the daemon takes the lease at once
- * (bumping the epoch, which fences any older process on the same file).
+ * SQLite is one daemon's store (spotrund holds a flock on the state dir):
+ * at its start the daemon takes the lease at once, whoever's row it is
+ * (the lock proves that holder dead); later, like on PostgreSQL, only an
+ * expired lease is taken.
  *
  * Clocks: expires_ns is wall-clock time; daemons sharing a store need
  * clocks in step to well under the lease (NTP).  A leader also steps down
@@ -57,6 +66,27 @@ int ctl__lease_init(struct ctl *c, struct sr_err *e)
 bool ctl__is_leader(const struct ctl *c)
 {
 	return atomic_load(&c->lease.leader);
+}
+
+static int64_t lease_ns(const struct ctl *c);
+
+bool ctl__lease_valid(const struct ctl *c)
+{
+	return atomic_load(&c->lease.leader) &&
+	       sr_time_mono_ns() - atomic_load(&c->lease.renewed_mono) <=
+	       lease_ns(c);
+}
+
+static _Thread_local bool fenced_now;
+
+void ctl__fenced_clear(void)
+{
+	fenced_now = false;
+}
+
+bool ctl__fenced(void)
+{
+	return fenced_now;
 }
 
 void ctl__leader_url(struct ctl *c, char *buf, size_t n)
@@ -91,9 +121,18 @@ int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 	struct store_stmt *st = NULL;
 	int rc;
 
-	if (!atomic_load(&c->lease.leader))
+	if (!atomic_load(&c->lease.leader)) {
+		fenced_now = true;
 		return sr_err_set(e, -ESTALE, "fenced: this spotrund is not the "
 				  "leader");
+	}
+	if (!ctl__lease_valid(c)) {
+		step_down(c, "not renewed within one lease");
+		fenced_now = true;
+		return sr_err_set(e, -ESTALE, "fenced: lease epoch %" PRId64
+				  " is past on this spotrund's clock",
+				  (int64_t)c->lease.epoch);
+	}
 	rc = store_prepare(s, "SELECT epoch FROM lease WHERE id=1 AND holder=?1"
 			   " AND epoch=?2 AND expires_ns>?3", &st, e);
 	if (rc)
@@ -107,6 +146,7 @@ int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 		return 0;
 	if (rc == 0) {
 		step_down(c, "the lease moved on");
+		fenced_now = true;
 		rc = sr_err_set(e, -ESTALE, "fenced: lease epoch %" PRId64
 				" is no longer this spotrund's", c->lease.epoch);
 	}
@@ -137,18 +177,23 @@ static int run(struct store *db, const char *sql, const char *const *tv,
 static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int64_t epoch = 0, exp = 0, iv[3];
+	int64_t epoch = 0, exp = 0, iv[3], mono = sr_time_mono_ns();
 	char url[sizeof c->lease.leader_url] = "";
 	bool sqlite = store_backend(db) == STORE_SQLITE;
+	/* the first try of this process: on SQLite the state's lock
+	 * (spotrund) proves any other holder dead */
+	bool first = !c->lease.started, mine = false;
 	int rc = store_begin(db, e);
 
+	c->lease.started = true;
 	if (!rc)
-		rc = store_prepare(db, "SELECT url, epoch, expires_ns FROM lease"
-				   " WHERE id=1", &st, e);
+		rc = store_prepare(db, "SELECT holder, url, epoch, expires_ns FROM"
+				   " lease WHERE id=1", &st, e);
 	if (!rc) {
 		rc = store_step(st, e);
 		if (rc == 1) {
 			snprintf(url, sizeof url, "%s", store_col_text(st, "url"));
+			mine = !strcmp(store_col_text(st, "holder"), c->lease.holder);
 			epoch = store_col_i64(st, "epoch");
 			exp = store_col_i64(st, "expires_ns");
 			rc = 0;
@@ -157,7 +202,10 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 		}
 		store_done(st);
 	}
-	if (!rc && exp >= now && !sqlite) {
+	/* an unexpired lease is taken only when it is this process's own
+	 * (it stepped down, e.g. after a stall: epoch + 1 fences its older
+	 * transactions) or, on SQLite, at the daemon's start */
+	if (!rc && exp >= now && !mine && !(sqlite && first)) {
 		set_leader_url(c, url);
 		store_rollback(db);
 		return 0;
@@ -178,6 +226,8 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 		return rc == -SR_ECONFLICT ? 0 : rc;
 	c->lease.epoch = epoch + 1;
 	set_leader_url(c, c->url);
+	/* ours from before the UPDATE, so never past its row's expiry */
+	atomic_store(&c->lease.renewed_mono, mono);
 	atomic_store(&c->lease.leader, true);
 	sr_info("lease", "this spotrund is the leader", "epoch=%" PRId64
 		" lease_ms=%" PRId64 " previous=\"%s\"", c->lease.epoch,
@@ -233,12 +283,12 @@ bool ctl__lease_keep(struct ctl *c, struct store *db)
 
 	if (!atomic_load(&c->lease.leader))
 		return false;
-	if (mono - c->lease.renewed_mono > lease_ns(c)) {
+	if (mono - atomic_load(&c->lease.renewed_mono) > lease_ns(c)) {
 		step_down(c, "not renewed within one lease");
-	} else if (mono - c->lease.renewed_mono >= lease_ns(c) / 3) {
+	} else if (mono - atomic_load(&c->lease.renewed_mono) >= lease_ns(c) / 3) {
 		rc = renew(c, db, sr_time_real_ns(), &e);
 		if (rc == 0)
-			c->lease.renewed_mono = mono;
+			atomic_store(&c->lease.renewed_mono, mono);
 		else if (rc == -ESTALE)
 			step_down(c, sr_err_str(&e, rc));
 		else
@@ -264,7 +314,7 @@ void ctl__lease_tick(struct ctl *c, struct store *db)
 	if (!atomic_load(&c->lease.leader)) {
 		rc = take(c, db, now, &e);
 		if (rc == 1)
-			c->lease.renewed_mono = c->lease.taken_mono = mono;
+			c->lease.taken_mono = mono;
 		else if (rc < 0)
 			sr_warn("lease", "cannot read the lease (retrying)",
 				"err=\"%s\"", sr_err_str(&e, rc));
@@ -338,8 +388,8 @@ int ctl__endpoints(struct ctl *c, char *buf, size_t n)
 
 /* GET /v1/lease: whether this daemon leads, its epoch, whether it has
  * completed a reconciler pass in that epoch, the leader's URL as last
- * seen, and this daemon's reconciler pass times as the leader
- * (docs/store.md). */
+ * seen, this daemon's reconciler pass times as the leader, and the
+ * writes it answered 503 not_leader (docs/store.md). */
 static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
@@ -349,11 +399,12 @@ static int lease_get(struct ctl_req *rq, struct ctl_resp *rs)
 
 	ctl__leader_url(c, url, sizeof url);
 	return ctl_resp_json(rs, 200, json_pack(
-		"{s:b,s:I,s:s,s:s,s:I,s:b,s:{s:I,s:f,s:f,s:f}}",
+		"{s:b,s:I,s:s,s:s,s:I,s:b,s:I,s:{s:I,s:f,s:f,s:f}}",
 		"leader", leader, "epoch", (json_int_t)epoch,
 		"leader_url", url, "url", c->url,
 		"lease_ms", (json_int_t)c->cfg.lease_ms,
 		"passed", leader && atomic_load(&c->lease.passed_epoch) == epoch,
+		"writes_refused", (json_int_t)atomic_load(&c->lease.writes_refused),
 		"reconciler", "passes", (json_int_t)atomic_load(&c->lease.passes),
 		"sum_ms", (double)atomic_load(&c->lease.pass_sum_ns) / 1e6,
 		"max_ms", (double)atomic_load(&c->lease.pass_max_ns) / 1e6,

@@ -938,8 +938,11 @@ void *ctl__reconcile_main(void *arg)
 	struct ctl *c = arg;
 	struct store *db = ctl__store(c);
 
-	if (db)
+	if (db) {
+		/* its writes (kill_pending) are a leader's (lease.c) */
+		store_set_fence(db, ctl__lease_fence, c);
 		recon__sweep_orphans(c, db);
+	}
 	while (!atomic_load(&c->stopping)) {
 		struct timespec ts;
 		int64_t until;

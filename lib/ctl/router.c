@@ -139,7 +139,12 @@ int64_t ctl_req_node(const struct ctl_req *rq) { return rq->node_id; }
 
 struct store *ctl_req_store(const struct ctl_req *rq)
 {
-	return ctl__store(rq->ctl);
+	struct store *db = ctl__store(rq->ctl);
+
+	/* every write of a request carries the lease (lease.c) */
+	if (db)
+		store_set_fence(db, ctl__lease_fence, rq->ctl);
+	return db;
 }
 
 const char *ctl_req_param(const struct ctl_req *rq, const char *name)
@@ -323,21 +328,30 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	return -1;
 }
 
-/* A standby serves reads; a write (any method but GET/HEAD, except the
- * IMDS token PUT, which changes nothing) gets 503 "not_leader" naming the
- * leader, and the client tries its next endpoint (lease.c). */
-static int standby_refuses(struct ctl_req *rq, struct ctl_resp *rs)
+/* 503 "not_leader" naming the leader as last seen: the client tries its
+ * next endpoint (lease.c). */
+static void not_leader(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	char url[128];
 
-	if (ctl__is_leader(rq->ctl) || !strcmp(rq->method, "GET") ||
-	    !strcmp(rq->method, "HEAD") || !strncmp(rq->path, "/imds/", 6))
-		return 0;
+	atomic_fetch_add(&rq->ctl->lease.writes_refused, 1);
 	ctl__leader_url(rq->ctl, url, sizeof url);
 	ctl_resp_json(rs, 503, json_pack("{s:{s:s,s:s,s:s}}", "error", "code",
 					 "not_leader", "message", "this spotrund "
 					 "is a standby: writes go to the leader",
 					 "leader", url));
+}
+
+/* A standby serves reads; a write (any method but GET/HEAD, except the
+ * IMDS token PUT, which changes nothing) gets 503 "not_leader" before it
+ * touches the store - also from a leader whose lease is past on its own
+ * clock (paused past it: ctl__lease_valid). */
+static int standby_refuses(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	if (ctl__lease_valid(rq->ctl) || !strcmp(rq->method, "GET") ||
+	    !strcmp(rq->method, "HEAD") || !strncmp(rq->path, "/imds/", 6))
+		return 0;
+	not_leader(rq, rs);
 	return -1;
 }
 
@@ -372,8 +386,13 @@ void ctl__dispatch(struct ctl_req *rq, struct ctl_resp *rs)
 				       sizeof rq->pval[0] - 1);
 			return;
 		}
+		ctl__fenced_clear();
 		rc = r->fn(rq, rs);
-		if (rs->status == 0)
+		/* the lease moved on under this request: none of its writes
+		 * was applied; the client goes to the leader */
+		if (ctl__fenced())
+			not_leader(rq, rs);
+		else if (rs->status == 0)
 			ctl_resp_error(rs, 500, "%s: %s", r->name, sr_strerror(rc));
 		return;
 	}

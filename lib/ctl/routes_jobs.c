@@ -24,7 +24,9 @@
 
 static int internal(struct ctl_resp *rs, const struct sr_err *e, int rc)
 {
-	sr_error("api", "internal error", "err=\"%s\"", sr_err_str(e, rc));
+	/* a fenced write is not an error: the router answers not_leader */
+	if (!ctl__fenced())
+		sr_error("api", "internal error", "err=\"%s\"", sr_err_str(e, rc));
 	return ctl_resp_error(rs, 500, "%s", sr_err_str(e, rc));
 }
 

@@ -4,11 +4,13 @@
  */
 #include "store/store_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/backoff.h"
@@ -291,6 +293,67 @@ int store_end(struct store *s, int rc, struct sr_err *e)
 	return store_commit(s, e);
 }
 
+/* A write outside a transaction on a fenced connection: its own fenced
+ * transaction (store.h, store_set_fence). */
+static int own_tx_begin(struct store_stmt *st, struct sr_err *e)
+{
+	int rc;
+
+	if (!st->s->fence || !st->write || st->own_tx || store_in_tx(st->s))
+		return 0;
+	rc = store_begin(st->s, e);
+	if (!rc)
+		st->own_tx = true;
+	return rc;
+}
+
+/* End the statement's own transaction: rc < 0 rolls it back and is
+ * returned; else it commits, and a failed commit is the result. */
+static int own_tx_end(struct store_stmt *st, int rc, struct sr_err *e)
+{
+	int c;
+
+	if (!st->own_tx)
+		return rc;
+	st->own_tx = false;
+	if (rc < 0) {
+		store_rollback(st->s);
+		return rc;
+	}
+	c = store_commit(st->s, e);
+	return c ? c : rc;
+}
+
+/* Does sql change rows?  Its first word (past spaces and parentheses) is
+ * INSERT, UPDATE, DELETE or REPLACE, or it is a WITH whose text has one
+ * of them as a word.  Reads and DDL are not fenced per statement. */
+static bool sql_writes(const char *sql)
+{
+	static const char *const w[] = { "INSERT", "UPDATE", "DELETE", "REPLACE" };
+	const char *p = sql;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '(')
+		p++;
+	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+		if (!strncasecmp(p, w[i], strlen(w[i])))
+			return true;
+	}
+	if (strncasecmp(p, "WITH", 4))
+		return false;
+	for (const char *q = p; *q; q++) {
+		bool edge = q == sql || !(isalnum((unsigned char)q[-1]) || q[-1] == '_');
+
+		for (size_t i = 0; edge && i < 3; i++) {
+			size_t n = strlen(w[i]);
+
+			if (!strncasecmp(q, w[i], n) &&
+			    !(isalnum((unsigned char)q[n]) || q[n] == '_'))
+				return true;
+		}
+	}
+	return false;
+}
+
 static struct store_stmt *stmt_new(struct store *s, const char *sql,
 				   uint64_t h, struct sr_err *e, int *rc)
 {
@@ -305,6 +368,7 @@ static struct store_stmt *stmt_new(struct store *s, const char *sql,
 	}
 	st->s = s;
 	st->hash = h;
+	st->write = sql_writes(sql);
 	/* store_prepare checked the connection (usable) just before */
 	*rc = s->ops->prepare(s, st, e);
 	if (*rc && lost(s) && !store_in_tx(s)) { /* a PREPARE changes nothing */
@@ -364,8 +428,18 @@ int store_prepare(struct store *s, const char *sql, struct store_stmt **out,
 
 void store_done(struct store_stmt *st)
 {
+	struct sr_err e = { 0 };
+
 	if (!st)
 		return;
+	if (st->own_tx) {
+		/* a fenced write the caller stopped reading: what it did
+		 * stands (as an autocommit statement's would) */
+		st->s->ops->reset(st);
+		if (own_tx_end(st, 0, &e))
+			sr_error("store", "commit of a write failed", "err=\"%s\""
+				 " sql=\"%.80s\"", sr_err_str(&e, -EIO), st->sql);
+	}
 	if (st->priv) {
 		stmt_free(st);
 		return;
@@ -412,18 +486,25 @@ int store_bind_null(struct store_stmt *st, int idx)
 
 int store_step(struct store_stmt *st, struct sr_err *e)
 {
-	return st->s->ops->step(st, e);
+	int rc = own_tx_begin(st, e);
+
+	if (rc)
+		return rc;
+	rc = st->s->ops->step(st, e);
+	return rc == 1 ? 1 : own_tx_end(st, rc, e);
 }
 
 int store_run(struct store_stmt *st, struct sr_err *e)
 {
-	int rc;
+	int rc = own_tx_begin(st, e);
 
+	if (rc)
+		return rc;
 	while ((rc = st->s->ops->step(st, e)) == 1)
 		;
-	if (rc < 0)
-		return rc;
-	return st->s->ops->changes(st);
+	if (rc == 0)
+		rc = st->s->ops->changes(st);
+	return own_tx_end(st, rc, e);
 }
 
 static int col(struct store_stmt *st, const char *name)

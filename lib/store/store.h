@@ -111,7 +111,14 @@ bool store_in_tx(const struct store *s);
  * lock (so no other writer commits between the check and the caller's
  * commit).  Non-zero fails the store_begin (rolled back) with that
  * error.  The control plane's leader fences its reconciler's
- * transactions with its lease epoch (lib/ctl/lease.c).  NULL removes it. */
+ * transactions with its lease epoch (lib/ctl/lease.c).  NULL removes it.
+ * On a fenced connection a write run outside a transaction (an
+ * autocommit INSERT, UPDATE or DELETE) gets a transaction of its own,
+ * fenced the same way: store_step / store_run open it before the
+ * statement's first step and commit it after its last (or roll it back
+ * on an error, the fence's included); store_done commits one a caller
+ * left open (a RETURNING row read, the rest not), logging a failure it
+ * cannot return - run a write to its end to see its commit's error. */
 typedef int (*store_fence_fn)(struct store *s, void *ud, struct sr_err *e);
 void store_set_fence(struct store *s, store_fence_fn fn, void *ud);
 

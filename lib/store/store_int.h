@@ -52,6 +52,9 @@ struct store_stmt {
 	uint64_t hash;
 	bool busy;          /* handed out by store_prepare, not yet done */
 	bool priv;          /* a private copy: finalized by store_done */
+	bool write;         /* INSERT/UPDATE/DELETE (or WITH ... one of them) */
+	bool own_tx;        /* a fenced autocommit write: the transaction
+			     * store_step opened for it is still open */
 	void *impl;
 };
 
