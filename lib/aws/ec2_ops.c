@@ -146,6 +146,13 @@ struct sr_awscred_cache *ec2_creds(struct ec2 *c)
 	return c->cred;
 }
 
+void ec2_set_fence(struct ec2 *c, bool (*fence)(void *ud, int64_t epoch),
+		   void *ud)
+{
+	c->fence = fence;
+	c->fence_ud = ud;
+}
+
 /* ---- RunInstances ----------------------------------------------------- */
 
 static char *base64(const char *s)
@@ -250,6 +257,7 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 	}
 	add_tags(&p, 1, "instance", &r->tags);
 	add_tags(&p, 2, "volume", &r->tags);
+	p.epoch = r->epoch;
 	rc = ec2__call(c, "RunInstances", &p, &body, &len, err);
 	if (rc < 0)
 		goto out;
@@ -355,9 +363,9 @@ out:
 /* ---- TerminateInstances ----------------------------------------------- */
 
 static int terminate_some(struct ec2 *c, const char *const *ids, size_t n,
-			  struct cloud_error *err)
+			  int64_t epoch, struct cloud_error *err)
 {
-	struct ec2_params p = { 0 };
+	struct ec2_params p = { .epoch = epoch };
 	char *body = NULL;
 	size_t len = 0;
 	int rc;
@@ -373,18 +381,24 @@ static int terminate_some(struct ec2 *c, const char *const *ids, size_t n,
 int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
 			    struct cloud_error *err)
 {
+	return ec2_terminate_at(c, ids, n, 0, err);
+}
+
+int ec2_terminate_at(struct ec2 *c, const char *const *ids, size_t n,
+		     int64_t epoch, struct cloud_error *err)
+{
 	int rc;
 
 	if (n == 0)
 		return 0;
-	rc = terminate_some(c, ids, n, err);
+	rc = terminate_some(c, ids, n, epoch, err);
 	if (rc == 0 || err == NULL ||
 	    strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
 		return rc;
 	/* One unknown id fails the whole call: go one by one, and an id
 	 * EC2 does not know is already gone. */
 	for (size_t i = 0; i < n; i++) {
-		rc = terminate_some(c, &ids[i], 1, err);
+		rc = terminate_some(c, &ids[i], 1, epoch, err);
 		if (rc < 0 && strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
 			return rc;
 	}
@@ -394,31 +408,35 @@ int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
 
 /* ---- DescribeSpotPriceHistory ----------------------------------------- */
 
-int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
-			   const char *zone, int64_t since_s, size_t max_items,
-			   struct ec2_spot_price **out, size_t *n,
-			   struct cloud_error *err)
+int ec2_spot_prices(struct ec2 *c, const struct ec2_price_query *q,
+		    struct ec2_spot_price **out, size_t *n,
+		    struct cloud_error *err)
 {
 	struct ec2_spot_price *all = NULL, *page = NULL;
-	size_t nall = 0, np = 0;
+	size_t nall = 0, np = 0, max_items = q->max_items ? q->max_items : 1000;
 	char next[2048] = "", start[40], mr[16];
 	int rc = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (max_items == 0)
-		max_items = 1000;
-	sr_time_format_rfc3339(since_s * 1000000000LL, 0, start, sizeof(start));
+	sr_time_format_rfc3339(q->since_s * 1000000000LL, 0, start, sizeof(start));
 	for (int pg = 0; pg < MAX_PAGES && nall < max_items; pg++) {
 		struct ec2_params p = { 0 };
 		char *body = NULL;
 		size_t len = 0, want = max_items - nall;
 
-		ec2__param(&p, "InstanceType.1", instance_type);
+		for (size_t i = 0; i < q->ntypes; i++)
+			ec2__paramf(&p, q->types[i], "InstanceType.%zu", i + 1);
 		ec2__param(&p, "ProductDescription.1", "Linux/UNIX");
 		ec2__param(&p, "StartTime", start);
-		if (zone != NULL && zone[0] != '\0')
-			ec2__param(&p, "AvailabilityZone", zone);
+		if (q->nzones == 1) {
+			ec2__param(&p, "AvailabilityZone", q->zones[0]);
+		} else if (q->nzones > 1) {
+			ec2__param(&p, "Filter.1.Name", "availability-zone");
+			for (size_t i = 0; i < q->nzones; i++)
+				ec2__paramf(&p, q->zones[i], "Filter.1.Value.%zu",
+					    i + 1);
+		}
 		snprintf(mr, sizeof(mr), "%zu", want > 1000 ? (size_t)1000 : want);
 		ec2__param(&p, "MaxResults", mr);
 		if (next[0] != '\0')
@@ -452,6 +470,21 @@ out:
 	*out = all;
 	*n = nall;
 	return 0;
+}
+
+int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
+			   const char *zone, int64_t since_s, size_t max_items,
+			   struct ec2_spot_price **out, size_t *n,
+			   struct cloud_error *err)
+{
+	const char *types[1] = { instance_type }, *zones[1] = { zone };
+	struct ec2_price_query q = {
+		.types = types, .ntypes = 1, .zones = zones,
+		.nzones = zone != NULL && zone[0] != '\0' ? 1 : 0,
+		.since_s = since_s, .max_items = max_items,
+	};
+
+	return ec2_spot_prices(c, &q, out, n, err);
 }
 
 static int price_cmp(const void *a, const void *b)

@@ -246,6 +246,15 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	o.backoff_base_ms = 250;    /* a throttled account needs a breath */
 	o.max_body = 32u << 20;
 	snprintf(url, sizeof(url), "%s/", c->endpoint);
+	/* fencing: the last thing before the request leaves (compute.h) */
+	if (p->epoch > 0 && c->fence != NULL && !c->fence(c->fence_ud, p->epoch)) {
+		rc = cloud_err_set(err, CLOUD_EFENCED, NULL, "EC2 %s: not sent: "
+				   "lease epoch %lld is no longer held", action,
+				   (long long)p->epoch);
+		sr_warn("aws", "fenced: side effect not sent", "action=%s epoch=%lld",
+			action, (long long)p->epoch);
+		goto out;
+	}
 	rc = sr_http_request("POST", url, hdrs, form, strlen(form), &o, &resp, &e);
 	if (rc < 0) {
 		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "EC2 %s: %s",

@@ -9,13 +9,14 @@
  * opened from the registry: a regional one once per configured region
  * (or once, in the region its environment names), the others once.
  *
- * Pools.  Every market view numbers pools the catalog's way, so a pool
- * id means one offering whoever sells it.  A pool belongs to the first
- * cloud whose market describes it: providers without CLOUD_CAP_FALLBACK
- * first (aws sells the catalog's AWS pools of its regions), fallback
- * ones last (the local cloud simulates everything else).  So
- * `infra: aws/us-east-1` lands on EC2 when aws is enabled for us-east-1,
- * on the local simulation otherwise.
+ * Pools.  Every market view numbers pools the catalog's way (or from
+ * CLOUD_POOL_OWN_BASE for offerings of its own), so a pool id means one
+ * offering whoever sells it.  A pool belongs to the first cloud whose
+ * market describes it: providers without CLOUD_CAP_FALLBACK first (a
+ * real cloud's provider sells the catalog's pools of its regions),
+ * fallback ones last (a simulation of everything else).  So a job kept
+ * to a region lands on the real cloud when its provider is enabled for
+ * that region, on the simulation otherwise.
  *
  * A launch.  The node row exists first (REQUESTED).  ctl__launch()
  * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
@@ -338,6 +339,15 @@ static struct ctl_inflight *inflight_of(struct ctl *c, int64_t node, size_t *k)
 	return NULL;
 }
 
+bool ctl__launch_pending(const struct ctl *c, int64_t node)
+{
+	for (size_t i = 0; i < c->nfly; i++) {
+		if (c->fly[i].node == node)
+			return true;
+	}
+	return false;
+}
+
 static void launch_done(void *ud)
 {
 	ctl__wake(ud); /* the reconciler polls the request at once */
@@ -399,6 +409,7 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	l.spot = n->spot;
 	l.pool = n->pool;
 	l.bootstrap = boot;
+	l.image = n->image && n->image[0] ? n->image : NULL;
 	l.done = launch_done;
 	l.done_ud = c;
 	rc = cl->p.drv.ops->provision(cl->p.drv.st, &l, &req, &err);

@@ -36,6 +36,8 @@ struct ctl_node_ref {
 	int pool;
 	bool spot;
 	const char *instance_id;   /* the cloud's id; NULL/"" not known yet */
+	const char *image;         /* the task's image (resources.image_id) for
+				      the pool's region; NULL: the provider's */
 };
 
 /* What a cloud says about a node's instance. */
@@ -95,6 +97,9 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 			      bool pending),
 		void *ud, struct sr_err *e);
 int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
+/* A launch of node `node` is in flight (ctl__launch answered
+ * -EINPROGRESS): the next ctl__launch polls it, sending nothing new. */
+bool ctl__launch_pending(const struct ctl *c, int64_t node);
 int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
 		 struct ctl_node_obs *obs);
 /* "local,aws/us-east-1": the open clouds' names (and regions). */

@@ -196,8 +196,9 @@ static void test_all_problems_at_once(void **state)
 	assert_int_equal(jobspec_parse_file_diag("tests/skypilot/unsupported.yaml",
 						 &js, &d, &e), -SR_EPARSE);
 	assert_int_equal(d.n_errors, 10);
-	assert_true(has(&d, "unsupported.yaml:5: resources.cloud: 'kubernetes'"));
-	assert_true(has(&d, "use infra: aws"));
+	assert_true(has(&d, "unsupported.yaml:5: resources.cloud: unknown cloud "
+			"'kubernetes'"));
+	assert_true(has(&d, "(clouds: aws, gcp, azure, lambda, coreweave)"));
 	assert_true(has(&d, ":6: resources.instance_type: not supported; name the GPU"));
 	assert_true(has(&d, ":7: resources.accelerators[1]: 'tpu-v4-8': TPUs"));
 	assert_true(has(&d, ":8: resources.disk_tier"));
@@ -215,9 +216,10 @@ static void test_all_problems_at_once(void **state)
 			 -SR_EPARSE);
 	assert_true(has(&d, "resources.acelerators: unknown key; expected one of: accelerators"));
 	jobspec_diag_free(&d);
-	/* infra: k8s is an error, not an empty plan */
+	/* infra: k8s is an error, not an empty plan: no provider sells it */
 	assert_int_equal(parse("resources:\n  infra: k8s\n", &js, &d, &e), -SR_EPARSE);
-	assert_true(has(&d, "'k8s': spotrun buys spot capacity from clouds"));
+	assert_true(has(&d, "unknown cloud 'k8s': no catalog cloud and no provider "
+			"sells it"));
 	jobspec_diag_free(&d);
 	assert_int_equal(parse("resources:\n  infra: oracle/us-ashburn-1\n", &js, &d, &e),
 			 -SR_EPARSE);
