@@ -116,8 +116,9 @@ enum spotckpt_device {
  * has not finished writing earlier saves. */
 enum spotckpt_backpressure {
 	/* The new save replaces a staged save that the writer has not started
-	 * (counted as coalesced).  Needs a staging budget of at least two
-	 * states; with one slot it behaves like SKIP. */
+	 * (counted as coalesced).  When there is none to replace - one slot
+	 * (the default budget), being written - the save waits for that
+	 * write, like BLOCK: the newest save is never dropped. */
 	SPOTCKPT_BP_COALESCE = 0,
 	/* The new save is dropped (counted as skipped); training never waits
 	 * longer than the staging copy. */

@@ -323,6 +323,13 @@ static int pick_slot(struct spotckpt *e, int32_t *outcome)
 				     e->slots[i].seq > e->slots[newest].seq))
 					newest = i;
 			}
+			if (newest < 0) {
+				/* nothing staged to replace (one slot, being
+				 * written): wait for it rather than drop the
+				 * newest save (issue 23) */
+				pthread_cond_wait(&e->cv, &e->mu);
+				continue;
+			}
 		}
 		if (newest >= 0) {
 			ckpt__layout_unref(e->slots[newest].l);

@@ -387,7 +387,7 @@ static void *uploader(void *arg)
 		struct sr_err e = { 0 };
 		uint64_t bytes = 0;
 		int64_t step, t0, time_ns = 0;
-		int rc;
+		int rc, newer;
 
 		if (t->stop)
 			break;
@@ -409,6 +409,9 @@ static void *uploader(void *arg)
 		t0 = sr_time_mono_ns();
 		rc = upload_step(t, step, &bytes, &time_ns, &e);
 		t0 = sr_time_mono_ns() - t0; /* upload until committed */
+		pthread_mutex_lock(&t->mu);
+		newer = t->local > step;
+		pthread_mutex_unlock(&t->mu);
 		if (rc == 0) {
 			struct sr_err re = { 0 };
 			int rr = retention(t, step, &re);
@@ -424,7 +427,7 @@ static void *uploader(void *arg)
 			sr_info("objstore", "upload cancelled for a newer "
 				"checkpoint", "uri=%s step=%" PRId64,
 				objstore_uri(t->s), step);
-		} else if (rc != -ENOENT || t->local <= step) {
+		} else if (rc != -ENOENT || !newer) {
 			sr_error("objstore", "tier-3 upload failed; retrying with "
 				 "backoff, training goes on with tier 2", "uri=%s "
 				 "step=%" PRId64 " err=\"%s\"", objstore_uri(t->s),

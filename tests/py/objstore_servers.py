@@ -325,7 +325,8 @@ class S3Proxy:
         in `aborted` (keys).
     Failures, switched by the test while it runs:
       * slowdown(seconds): every request is answered 503 SlowDown (S3's
-        XML body) for that long;
+        XML body) for that long (also GET /__proxy/slowdown?s=SECONDS,
+        from another process); an Azure client reads it as ServerBusy;
       * deny(code): every request is answered 403 with that <Code>
         (AccessDenied, SignatureDoesNotMatch), until deny(None);
       * range_fault(pattern, fault, times): ranged GETs whose target
@@ -393,6 +394,11 @@ class S3Proxy:
             slow = time.monotonic() < self._slow_until
             deny = self._deny
             rng = self._range
+        if path == "/__proxy/slowdown":
+            # the switch, for test processes that cannot call slowdown()
+            self.slowdown(float(params.get("s", ["10"])[0]))
+            return "switch", (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+                              b"Connection: close\r\n\r\n")
         if slow:
             return "503", _s3_error(503, "SlowDown", "Please reduce your "
                                     "request rate.")
