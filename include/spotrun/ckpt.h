@@ -536,7 +536,9 @@ struct spotckpt_remote_stats {
 	int64_t next_retry_ns;     /* CLOCK_MONOTONIC of the next attempt of a
 				    * failed upload, 0 = none waiting */
 	uint32_t retries;          /* failed attempts since the last commit */
-	int32_t pad_;
+	uint32_t behind;           /* checkpoints committed to tier 2 after
+				    * uploaded_step: how many intervals the
+				    * store's copy lags (0 = up to date) */
 };
 
 /* Start tier 3 to `uri` (copied).  The store is listed once, now: a

@@ -61,6 +61,7 @@ static void up_stats(void *up, struct spotckpt_remote_stats *out, char *msg,
 	out->store_time_ns = st.store_time_ns;
 	out->next_retry_ns = st.next_retry_ns;
 	out->retries = st.retries;
+	out->behind = st.behind;
 	if (msg && n)
 		snprintf(msg, n, "%s", st.last_msg);
 }

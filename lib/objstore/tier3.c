@@ -69,6 +69,7 @@
 #include "tier3.h"
 #include "common/backoff.h"
 #include "common/fsutil.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 
@@ -82,6 +83,8 @@
 
 void (*objstore__tier3_test_point)(const char *what, int64_t step);
 
+#define RECENT 256
+
 struct objstore_tier3 {
 	struct objstore *s;
 	char *dir;
@@ -94,6 +97,11 @@ struct objstore_tier3 {
 	int64_t local;          /* newest step tier 2 committed, -1 */
 	int64_t busy;           /* being uploaded, -1 */
 	int waiters;            /* flush/drain calls with a deadline */
+	int dirty;              /* the recovery point file is behind */
+	/* the last offers (tier-2 commits), to count how many the store's
+	 * newest step is behind: offer k was step recent[k % RECENT] */
+	uint64_t offers;
+	int64_t recent[RECENT];
 	struct sr_backoff bo;   /* after failed uploads */
 	atomic_int cancel;      /* the upload in flight stops */
 	struct objstore_tier3_stats st;
@@ -316,6 +324,33 @@ out:
 	return rc;
 }
 
+/* ---- the recovery point, published next to tier 2 ---------------------------------
+ * DIR/tier3.json (docs/api.md): what a node lost now would resume from.
+ * The node agent reads it (heartbeats, the job's end) without asking
+ * the workload; written whole (temp, fsync, rename) after each change. */
+static void publish(const struct objstore_tier3 *t,
+		    const struct objstore_tier3_stats *st)
+{
+	struct sr_err e = { 0 };
+	char path[4200];
+	json_t *v;
+
+	snprintf(path, sizeof path, "%s/" OBJSTORE_TIER3_FILE, t->dir);
+	v = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "uri",
+		      objstore_uri(t->s), "local_step", (json_int_t)st->local_step,
+		      "local_time_ns", (json_int_t)st->local_time_ns,
+		      "store_step", (json_int_t)st->uploaded_step,
+		      "store_time_ns", (json_int_t)st->store_time_ns,
+		      "behind", (json_int_t)st->behind,
+		      "retries", (json_int_t)st->retries, "last_error",
+		      st->last_error ? st->last_msg : "", "updated_ns",
+		      (json_int_t)sr_time_real_ns());
+	if (v && sr_json_write_file(v, path, &e))
+		sr_debug("objstore", "cannot publish the recovery point",
+			 "path=%s err=\"%s\"", path, e.msg);
+	json_decref(v);
+}
+
 /* ---- the thread ----------------------------------------------------------------- */
 static int64_t target(const struct objstore_tier3 *t)
 {
@@ -337,6 +372,19 @@ static void wait_until(struct objstore_tier3 *t, int64_t mono_ns)
 	ts.tv_sec = at / SR_NS_PER_SEC;
 	ts.tv_nsec = at % SR_NS_PER_SEC;
 	pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+}
+
+/* Tier-2 commits since the one of the store's newest step (mu held): the
+ * recovery point's lag in checkpoint intervals.  Older than the window:
+ * RECENT. */
+static void count_behind(struct objstore_tier3 *t)
+{
+	uint64_t k = 0;
+
+	while (k < t->offers && k < RECENT &&
+	       t->recent[(t->offers - 1 - k) % RECENT] > t->st.uploaded_step)
+		k++;
+	t->st.behind = (uint32_t)k;
 }
 
 /* After an attempt at `step` ended with rc (mu held). */
@@ -376,6 +424,7 @@ static void account(struct objstore_tier3 *t, int64_t step, int rc,
 	}
 	t->st.pending_step = target(t) >= 0 && target(t) != t->busy ?
 			     target(t) : -1;
+	count_behind(t);
 }
 
 static void *uploader(void *arg)
@@ -391,6 +440,17 @@ static void *uploader(void *arg)
 
 		if (t->stop)
 			break;
+		if (t->dirty) {
+			/* written by this thread, outside the lock: an offer
+			 * (under the engine's lock) never waits for an fsync */
+			struct objstore_tier3_stats snap = t->st;
+
+			t->dirty = 0;
+			pthread_mutex_unlock(&t->mu);
+			publish(t, &snap);
+			pthread_mutex_lock(&t->mu);
+			continue;
+		}
 		step = target(t);
 		if (step < 0) {
 			pthread_cond_wait(&t->cv, &t->mu);
@@ -435,6 +495,7 @@ static void *uploader(void *arg)
 		}
 		pthread_mutex_lock(&t->mu);
 		account(t, step, rc, bytes, t0, time_ns, &e);
+		t->dirty = 1;
 		pthread_cond_broadcast(&t->cv);
 	}
 	pthread_mutex_unlock(&t->mu);
@@ -519,6 +580,7 @@ int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
 			 sr_err_str(&pe, rc));
 	}
 	objstore_set_cancel(t->s, &t->cancel);
+	publish(t, &t->st);
 	rc = pthread_create(&t->th, NULL, uploader, t);
 	if (rc) {
 		rc = sr_err_set(e, -rc, "tier 3: cannot start the uploader thread");
@@ -543,6 +605,7 @@ void objstore_tier3_stop(struct objstore_tier3 *t)
 		pthread_cond_broadcast(&t->cv);
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->th, NULL);
+		publish(t, &t->st); /* as the engine closes */
 	}
 	objstore_close(t->s);
 	pthread_cond_destroy(&t->cv);
@@ -561,8 +624,11 @@ void objstore_tier3_offer(struct objstore_tier3 *t, int64_t step,
 		t->local = step;
 		t->st.local_step = step;
 		t->st.local_time_ns = time_ns;
+		t->recent[t->offers++ % RECENT] = step;
+		count_behind(t);
 		if (target(t) >= 0 && t->busy != target(t))
 			t->st.pending_step = target(t);
+		t->dirty = 1;
 		pthread_cond_broadcast(&t->cv);
 	}
 	pthread_mutex_unlock(&t->mu);

@@ -15,6 +15,12 @@
 
 struct objstore_tier3;
 
+/* The recovery point, in the tier-2 directory (docs/api.md): a JSON
+ * object {uri, local_step, local_time_ns, store_step, store_time_ns,
+ * behind, retries, last_error, updated_ns}, replaced whole after every
+ * change. */
+#define OBJSTORE_TIER3_FILE "tier3.json"
+
 struct objstore_tier3_stats {
 	int64_t uploaded_step;    /* newest whole step in the store, -1 */
 	int64_t store_time_ns;    /* its save time (manifest), wall ns, 0 */
@@ -29,6 +35,8 @@ struct objstore_tier3_stats {
 	int64_t last_upload_ns;   /* last committed upload: first shard byte
 				   * to manifest committed (no retention) */
 	uint32_t retries;         /* failed attempts since the last commit */
+	uint32_t behind;          /* tier-2 commits newer than uploaded_step
+				   * (checkpoint intervals the store lags) */
 	int64_t next_retry_ns;    /* CLOCK_MONOTONIC of the next attempt
 				   * after a failure, 0 = none waiting */
 	int32_t last_error;       /* 0, or the last failure's code */

@@ -228,6 +228,13 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
+/* 10: the recovery point of a job with tier 3 (issue 23), from rank 0's
+ * heartbeats: the newest step on its node's disk, and the save time
+ * (wall ns) of ckpt_step, the object store's newest. */
+static const char m10[] =
+	"ALTER TABLE jobs ADD COLUMN ckpt_local_step INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN ckpt_store_ns INTEGER;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -331,7 +338,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
-	{ m9, NULL, NULL, NULL },
+	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

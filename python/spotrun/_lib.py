@@ -95,7 +95,7 @@ class RemoteStats(_c.Structure):
         [("last_upload_ns", _i64), ("last_error", _i32), ("enabled", _i32)] + \
         [(n, _i64) for n in ("local_step", "local_time_ns", "store_time_ns",
                              "next_retry_ns")] + \
-        [("retries", _u32), ("pad_", _i32)]
+        [("retries", _u32), ("behind", _u32)]
 
 
 _P = _c.c_void_p

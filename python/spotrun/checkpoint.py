@@ -359,15 +359,15 @@ class Checkpointer:
         "last_message", "remote", and the recovery point: "local_step"
         (newest on disk), "uploaded_step" (newest whole in the store),
         "store_age_s" (seconds since the store's copy was saved, None
-        when it holds none) and "steps_behind" (True when the disk holds
-        a newer step than the store)."""
+        when it holds none), "behind" (checkpoints on disk newer than
+        the store's: how many intervals it lags) and "steps_behind"
+        (True when the disk holds a newer step than the store)."""
         st = _lib.RemoteStats()
         msg = ctypes.create_string_buffer(512)
         with self._lock:
             _lib.check(_lib.lib().spotckpt_remote_stats(
                 self._h(), ctypes.byref(st), msg, len(msg)), "remote stats")
-        out = {f: getattr(st, f) for f, _ in _lib.RemoteStats._fields_
-               if f != "pad_"}
+        out = {f: getattr(st, f) for f, _ in _lib.RemoteStats._fields_}
         out["last_message"] = msg.value.decode(errors="replace")
         out["remote"] = self.remote
         out["store_age_s"] = None if st.store_time_ns <= 0 else \
