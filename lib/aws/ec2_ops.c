@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 #include "ec2_int.h"
 
 #define DEFAULT_AGENT "/usr/local/bin/spotrun-agent"
@@ -28,17 +29,31 @@ static int dup_opt(const char *s, char **out)
 	return *out != NULL ? 0 : -ENOMEM;
 }
 
-/* Authority ("host" or "host:port") of an http(s) URL. */
-static char *url_host(const char *url)
+/* Authority ("host" or "host:port", IPv6 in brackets) of an http(s)
+ * URL, for the Host header SigV4 signs: *out, or NULL with *e saying
+ * why (no user:password@, which SigV4 has no use for). */
+static int url_host(const char *url, char **out, struct sr_err *e)
 {
-	const char *h = strstr(url, "://");
-	size_t n;
+	struct sr_url u;
+	int rc;
 
-	if (h == NULL)
-		return NULL;
-	h += 3;
-	n = strcspn(h, "/?#");
-	return n > 0 ? strndup(h, n) : NULL;
+	*out = NULL;
+	rc = sr_url_parse_http(url, "EC2 endpoint", &u, e);
+	if (rc < 0)
+		return rc;
+	if (u.user != NULL)
+		rc = sr_err_set(e, -EINVAL, "EC2 endpoint: user:password@ in the "
+				"URL is not used (credentials come from the AWS "
+				"chain); remove it");
+	else if (u.path[1] != '\0' || u.query != NULL)
+		rc = sr_err_set(e, -EINVAL, "EC2 endpoint %s: a path or query is "
+				"not supported", url);
+	else
+		*out = sr_url_authority(&u);
+	if (rc == 0 && *out == NULL)
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+	sr_url_free(&u);
+	return rc;
 }
 
 void ec2_close(struct ec2 *c)
@@ -84,19 +99,16 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	}
 	if (rc < 0)
 		goto fail;
-	if (!o->allow_remote && !sr_aws_url_is_loopback(c->endpoint)) {
+	if (!o->allow_remote && !sr_url_is_loopback(c->endpoint)) {
 		rc = sr_err_set(e, -EPERM,
 				"EC2 endpoint %s is not on loopback: real instances "
 				"cost money, so the aws provider must be enabled "
 				"(spotrund --providers aws)", c->endpoint);
 		goto fail;
 	}
-	c->host = url_host(c->endpoint);
-	if (c->host == NULL) {
-		rc = sr_err_set(e, -EINVAL, "EC2 endpoint '%s': no host",
-				c->endpoint);
+	rc = url_host(c->endpoint, &c->host, e);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = sr_awscred_cache_open(&c->cred, e);
 	if (rc < 0)
 		goto fail;
@@ -601,22 +613,34 @@ static bool shell_safe(const char *s)
 	return true;
 }
 
+/* 0 if url is an http(s) URL with a host, *plain set for http://. */
+static int api_scheme(const char *url, int *plain)
+{
+	struct sr_url u;
+
+	if (sr_url_parse_http(url, "api url", &u, NULL) < 0)
+		return -EINVAL;
+	*plain = strcmp(u.scheme, "http") == 0;
+	sr_url_free(&u);
+	return 0;
+}
+
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 int64_t node_id, const char *token, char **out,
 			 struct sr_err *e)
 {
 	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
+	int plain = 0;
 
 	*out = NULL;
 	if (!shell_safe(agent) || agent[0] != '/')
 		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
 				  "an absolute path without quotes or spaces");
-	if (!shell_safe(api_url) || (strncmp(api_url, "http://", 7) != 0 &&
-				     strncmp(api_url, "https://", 8) != 0))
+	if (!shell_safe(api_url) || api_scheme(api_url, &plain) < 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
 				  "http(s) URL without quotes or spaces");
 	/* the node token is a bearer token: never in clear across a network */
-	if (strncmp(api_url, "http://", 7) == 0 && !sr_aws_url_is_loopback(api_url))
+	if (plain && !sr_url_is_loopback(api_url))
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: http:// to a "
 				  "host that is not loopback would send the node "
 				  "token in clear; use https:// (spotrund "

@@ -206,6 +206,7 @@ SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
 		sr_error("ckpt", "tier 3 incomplete at close", "err=\"%s\"",
 			 spotckpt_errmsg());
 	ckpt__remote_stop(e);
+	ckpt__progress_flush();
 	ckpt__pool_free(e->pool);
 	for (int i = 0; i < CKPT_MAX_SLOTS; i++) {
 		ckpt__layout_unref(e->slots[i].l);

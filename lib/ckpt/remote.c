@@ -23,20 +23,36 @@
 #include "engine.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 
 #define B (&ckpt_remote_backend)
 
+/* URIs are split by lib/common/url.h (libcurl's URL API): a string
+ * without "scheme://" is a local path; file:///dir is one too. */
 int ckpt__uri_is_remote(const char *s)
 {
-	return s && (!strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
-		     !strncmp(s, "az://", 5));
+	char scheme[8];
+
+	return s && sr_url_scheme(s, scheme, sizeof scheme) == 1 &&
+	       (!strcmp(scheme, "s3") || !strcmp(scheme, "gs") ||
+		!strcmp(scheme, "az"));
 }
 
 const char *ckpt__uri_local_path(const char *s)
 {
-	if (s && !strncmp(s, "file://", 7))
-		return s + 7;
-	return s;
+	struct sr_url u;
+	char scheme[8];
+	const char *p = s;
+
+	if (!s || sr_url_scheme(s, scheme, sizeof scheme) != 1 ||
+	    strcmp(scheme, "file") || sr_url_parse(s, &u, NULL))
+		return s;
+	/* the path as it stands at the end of s ("file:///x" -> "/x") */
+	if (!u.query && u.path[0] == '/' && strlen(u.path) <= strlen(s) &&
+	    !strcmp(s + strlen(s) - strlen(u.path), u.path))
+		p = s + strlen(s) - strlen(u.path);
+	sr_url_free(&u);
+	return p;
 }
 
 SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,

@@ -375,22 +375,18 @@ static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
 	return rc;
 }
 
-/* Start the launch of node n (its request joins the launch table). */
-static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
-			const char *token, struct sr_err *e)
+/* The launch of node n as its first attempt makes it: *boot is the
+ * bootstrap text (malloc'd; the caller wipes and frees it). */
+static int launch_make(struct ctl *c, struct ctl_cloud *cl,
+		       const struct ctl_node_ref *n, const char *token,
+		       const char *key, struct cloud_launch *l, char **boot,
+		       struct sr_err *e)
 {
-	struct ctl_cloud *cl = &c->clouds[i];
 	char eps[1024];
 	struct cloud_boot b = { n->id, n->job_id, token, eps };
 	struct cloud_offering o;
-	struct cloud_launch l = { 0 };
-	struct cloud_req *req = NULL;
-	struct cloud_error err = { 0 };
-	char key[CLOUD_IDEM_MAX], *boot = NULL;
 	int rc;
 
-	if (c->nfly == CTL_INFLIGHT_MAX)
-		return -EINPROGRESS; /* as many in flight as we allow: later */
 	/* the agent gets every daemon sharing the store, the leader first
 	 * (lease.c) */
 	ctl__endpoints(c, eps, sizeof eps);
@@ -398,27 +394,68 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
 				  cl->name);
-	l.tags = (struct cloud_tags){ c->cluster, n->job_id, n->id, 1 };
-	cloud_idem_key(&l.tags, key);
-	rc = cl->p.ops->bootstrap(cl->p.st, &b, &boot, e);
+	rc = cl->p.ops->bootstrap(cl->p.st, &b, boot, e);
 	if (rc)
 		return rc;
-	l.idem_key = key;
-	l.zone = o.zone[0] ? o.zone : NULL;
-	l.instance_type = o.instance_type;
-	l.spot = n->spot;
+	l->idem_key = key;
+	l->zone = o.zone[0] ? strdup(o.zone) : NULL;
+	l->instance_type = strdup(o.instance_type);
+	l->spot = n->spot;
+	l->bootstrap = *boot;
+	l->image = n->image && n->image[0] ? n->image : NULL;
+	if (!l->instance_type || (o.zone[0] && !l->zone))
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	/* written down before it is sent (launchrec.c) */
+	return ctl__launch_keep(c, n->id, l, e);
+}
+
+/* Start the launch of node n (its request joins the launch table).  The
+ * first attempt makes it and keeps its parameters; every later one -
+ * after a crash, or on another daemon after a failover - sends exactly
+ * what was kept, under the same key (launchrec.c). */
+static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
+			const char *token, struct sr_err *e)
+{
+	struct ctl_cloud *cl = &c->clouds[i];
+	struct cloud_launch l = { 0 };
+	struct cloud_req *req = NULL;
+	struct cloud_error err = { 0 };
+	struct cloud_tags tags = { c->cluster, n->job_id, n->id, 1 };
+	char key[CLOUD_IDEM_MAX], *boot = NULL;
+	json_t *kept = NULL;
+	int rc;
+
+	if (c->nfly == CTL_INFLIGHT_MAX)
+		return -EINPROGRESS; /* as many in flight as we allow: later */
+	cloud_idem_key(&tags, key);
+	rc = ctl__launch_recall(c, n->id, key, &l, &kept, e);
+	if (rc == 0)
+		rc = launch_make(c, cl, n, token, key, &l, &boot, e);
+	else if (rc == 1)
+		rc = 0;
+	if (rc)
+		goto out;
+	l.tags = tags;
 	l.pool = n->pool;
-	l.bootstrap = boot;
-	l.image = n->image && n->image[0] ? n->image : NULL;
 	l.done = launch_done;
 	l.done_ud = c;
 	rc = cl->p.drv.ops->provision(cl->p.drv.st, &l, &req, &err);
-	explicit_bzero(boot, strlen(boot));
-	free(boot);
-	if (rc)
-		return cloud_fail(&err, rc, e);
+	if (rc) {
+		rc = cloud_fail(&err, rc, e);
+		goto out;
+	}
 	c->fly[c->nfly++] = (struct ctl_inflight){ n->id, i, req };
-	return 0;
+out:
+	if (!kept) { /* made here: the strings are ours */
+		free((char *)l.zone);
+		free((char *)l.instance_type);
+	}
+	if (boot) {
+		explicit_bzero(boot, strlen(boot));
+		free(boot);
+	}
+	json_decref(kept);
+	return rc;
 }
 
 int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
@@ -457,6 +494,8 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 		" instance=%s zone=%s type=%s spot=%d", n->id, cl->name, inst.id,
 		inst.zone, inst.instance_type, n->spot);
 	rc = commit(ud, inst.id, inst.blob, inst.state == CLOUD_INST_PENDING);
+	if (rc == 0)
+		ctl__launch_forget(c, n->id); /* recorded: no repeat needed */
 	if (rc) {
 		const char *id = inst.id;
 

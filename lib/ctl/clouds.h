@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "cloud/provider.h"
 #include "common/err.h"
 
@@ -76,6 +78,19 @@ unsigned ctl__prov_caps(const struct ctl *c, int pool);
  *     live nodes v[0..n) (obs[i]); instances no live node holds are
  *     terminated (leaks); refreshes the market views' caches.
  * Reconciler thread only, but _offerings/_describe/_name/_shared. */
+/* A launch's parameters kept from its first attempt (launchrec.c): the
+ * same idempotency key always goes with the same parameters, whichever
+ * daemon sends it.  _recall: 1 and *l filled from the kept record (its
+ * strings borrowed from *doc, the caller's to json_decref), 0 when
+ * none is kept, < 0 on an error; _keep: seal *l and write it in a
+ * fenced transaction before it is sent (0 or < 0: then it must not be
+ * sent); _forget: drop it once the instance is recorded. */
+int ctl__launch_recall(struct ctl *c, int64_t node, const char *key,
+		       struct cloud_launch *l, json_t **doc, struct sr_err *e);
+int ctl__launch_keep(struct ctl *c, int64_t node, const struct cloud_launch *l,
+		     struct sr_err *e);
+void ctl__launch_forget(struct ctl *c, int64_t node);
+
 /* Add an open provider (owned from here, also on failure). */
 int ctl__clouds_add(struct ctl *c, struct ctl_cloud *cl, struct sr_err *e);
 /* Open the providers cfg names (cfg->provider, else those of

@@ -184,6 +184,43 @@ static void test_other_keys_roundtrip(void **state)
 	jobspec_diag_free(&d);
 }
 
+/* A mount source with a scheme (curl reads it as a URL, upper case and a
+ * port too) is refused by name; a local path with a colon is a path. */
+static void test_mount_sources(void **state)
+{
+	static const struct { const char *src, *err; } cases[] = {
+		{ "gs://bucket/data", "'gs://bucket/data': gs:// URLs are not supported" },
+		{ "HTTPS://[::1]:8443/x", "https:// URLs are not supported" },
+		{ "s3://bad bucket/x", "s3:// URLs are not supported" },
+		{ "./run:1/data", NULL },
+		{ "/data/a://b", NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct jobspec js;
+		struct jobspec_diag d;
+		struct sr_err e = { 0 };
+		char y[256];
+		int rc;
+
+		snprintf(y, sizeof y, "resources: {accelerators: H100:8}\n"
+			 "file_mounts: {/data: '%s'}\nspotrun: {work: 3h}\n",
+			 cases[i].src);
+		rc = parse(y, &js, &d, &e);
+		if (cases[i].err) {
+			assert_int_equal(rc, -SR_EPARSE);
+			if (!has(&d, cases[i].err))
+				fail_msg("%s: '%s'", cases[i].src, e.msg);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_string_equal(js.mounts[0].src, cases[i].src);
+			jobspec_free(&js);
+		}
+		jobspec_diag_free(&d);
+	}
+}
+
 /* tests/skypilot/unsupported.yaml: all ten problems in one run, each with
  * its line and a suggestion. */
 static void test_all_problems_at_once(void **state)
@@ -388,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_accelerator_forms),
 		cmocka_unit_test(test_candidates),
 		cmocka_unit_test(test_other_keys_roundtrip),
+		cmocka_unit_test(test_mount_sources),
 		cmocka_unit_test(test_all_problems_at_once),
 		cmocka_unit_test(test_examples_plan),
 		cmocka_unit_test(test_plan_validation),
