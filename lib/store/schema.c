@@ -229,10 +229,17 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
-/* 10: the recovery point of a job with tier 3 (issue 23), from rank 0's
+/* 10: a rebalance recommendation (AWS: IMDS events/recommendations/
+ * rebalance), the cloud's early warning that the node's capacity is at
+ * risk: when it came (wall clock), NULL none.  Not a notice: nothing is
+ * ended by it; the planner may read it (docs/providers.md). */
+static const char m10[] =
+	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
+
+/* 11: the recovery point of a job with tier 3 (issue 23), from rank 0's
  * heartbeats: the newest step on its node's disk, and the save time
  * (wall ns) of ckpt_step, the object store's newest. */
-static const char m10[] =
+static const char m11[] =
 	"ALTER TABLE jobs ADD COLUMN ckpt_local_step INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN ckpt_store_ns INTEGER;";
 
@@ -357,6 +364,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
