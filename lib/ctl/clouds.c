@@ -19,8 +19,9 @@
  *
  * A launch.  The node row exists first (REQUESTED).  ctl__launch()
  * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
- * and the bootstrap text of the node (its token, the control plane's
- * URL) and polls the request at once; a cloud still working answers
+ * and the bootstrap text of the node (a one-time bootstrap secret issued
+ * for it, committed first: nodeboot.h; the control plane's URL) and
+ * polls the request at once; a cloud still working answers
  * -EINPROGRESS and its driver wakes the reconciler when it is done, so
  * the next pass polls again.  Once the instance is known, commit()
  * records its id and the driver's blob with the node; if that fails the
@@ -46,6 +47,7 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
+#include "ctl/nodeboot.h"
 #include "providers/registry.h"
 
 int ctl__cluster_load(struct ctl *c, struct sr_err *e)
@@ -367,11 +369,11 @@ static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
 
 /* Start the launch of node n (its request joins the launch table). */
 static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
-			const char *token, struct sr_err *e)
+			struct sr_err *e)
 {
 	struct ctl_cloud *cl = &c->clouds[i];
-	char eps[1024];
-	struct cloud_boot b = { n->id, n->job_id, token, eps };
+	char eps[1024], secret[CTL_TOKEN_HEX + 1];
+	struct cloud_boot b = { n->id, n->job_id, secret, eps };
 	struct cloud_offering o;
 	struct cloud_launch l = { 0 };
 	struct cloud_req *req = NULL;
@@ -390,7 +392,12 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 				  cl->name);
 	l.tags = (struct cloud_tags){ c->cluster, n->job_id, n->id, 1 };
 	cloud_idem_key(&l.tags, key);
-	rc = cl->p.ops->bootstrap(cl->p.st, &b, &boot, e);
+	/* the database first: the secret is valid before the instance that
+	 * carries it exists (on the reconciler's fenced connection) */
+	rc = ctl__boot_issue(c, ctl__store(c), n->id, secret, e);
+	if (!rc)
+		rc = cl->p.ops->bootstrap(cl->p.st, &b, &boot, e);
+	explicit_bzero(secret, sizeof secret);
 	if (rc)
 		return rc;
 	l.idem_key = key;
@@ -410,7 +417,7 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	return 0;
 }
 
-int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
+int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
 		int (*commit)(void *ud, const char *id, const char *blob,
 			      bool pending),
 		void *ud, struct sr_err *e)
@@ -429,7 +436,7 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 	cl = &c->clouds[i];
 	f = inflight_of(c, n->id, &k);
 	if (!f) {
-		rc = launch_start(c, i, n, token, e);
+		rc = launch_start(c, i, n, e);
 		if (rc)
 			return rc;
 		f = inflight_of(c, n->id, &k);
