@@ -25,6 +25,8 @@
 #   src/spotrund/*.c      -> build/bin/spotrund
 #   src/agent/*.c         -> build/bin/spotrun-agent
 #   tests/unit/test_*.c   -> build/tests/test_*   (cmocka, one binary each)
+#   tests/providers/*/*.c -> linked into build/tests/test_prov_* (test
+#                            providers: a folder and a registry line)
 #   tests/helpers/*.c     -> build/tests/helpers/* (programs tests drive)
 #   bench/bench_*.c       -> build/bench/bench_*
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
@@ -124,6 +126,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(LDSAN) $(LDEXTRA) $(LINK_LIBS) -lcmocka
+
+# Test providers (tests/providers/<name>/, docs/providers.md): linked into
+# the tests that drive them, test_prov_*; never into the programs.
+TEST_PROV_OBJS := $(call obj,$(wildcard tests/providers/*/*.c))
+TEST_PROV_BINS := $(filter $(BUILD)/tests/test_prov_%,$(TEST_BINS))
+$(TEST_PROV_BINS): $(TEST_PROV_OBJS)
+$(TEST_PROV_BINS): LDEXTRA = $(TEST_PROV_OBJS)
 
 # Fault injection (lib/common/faultinj.h): this test's calls to these
 # functions go through counting wrappers that fail the N-th one.

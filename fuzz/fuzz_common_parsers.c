@@ -1,6 +1,7 @@
 /*
  * fuzz_common_parsers - libFuzzer target for lib/common's text parsers:
- * money, durations, RFC 3339 and JSON buffers.  Whatever parses must
+ * money, durations, RFC 3339 (strict and with the data-file flags),
+ * month starts and JSON buffers.  Whatever parses must
  * format and parse back to the same value.
  */
 #include <stdint.h>
@@ -39,6 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sr_time_parse_rfc3339(s, &v, &e) == 0) {
 		if (sr_time_format_rfc3339(v, 9, buf, sizeof(buf)) < 0 ||
 		    sr_time_parse_rfc3339(buf, &back, &e) != 0 || back != v)
+			abort();
+		(void)sr_time_month_start(v, 1);
+	}
+	if (sr_time_parse(s, SR_TIME_SPACE | SR_TIME_UTC, &v, &e) == 0) {
+		if (sr_time_format_rfc3339(v, 9, buf, sizeof(buf)) < 0 ||
+		    sr_time_parse_rfc3339(buf, &back, &e) != 0 || back != v ||
+		    sr_time_month_start(v, 0) > v)
 			abort();
 	}
 	j = sr_json_load_buf((const char *)data, size, "fuzz", &e);

@@ -567,6 +567,24 @@ SPOTCKPT_API int spotckpt_store_del(struct spotckpt_store *s,
 /* Free memory returned by this library (NULL-safe). */
 SPOTCKPT_API void spotckpt_free(void *p);
 
+/* ---- progress for the node agent ---------------------------------------- */
+/* Under spotrun's node agent ($SPOTRUN_PROGRESS_FILE set), the library
+ * reports on its own every accepted save (its step and stall), every
+ * step committed to tier 2, and what spotckpt_restore() restored, so
+ * `spotrun status` shows them with no status file (docs/api.md).  Without
+ * the variable these do nothing.  Process-wide, thread-safe, never
+ * blocking on the agent; a report that cannot be written is dropped
+ * (logged once): they fail only on a negative step (-EINVAL). */
+
+/* The training loop's step (and its total, when known: > 0; else pass
+ * -1).  Cheap enough for every step: written at most once a second. */
+SPOTCKPT_API int spotckpt_progress_step(int64_t step, int64_t total_steps);
+
+/* What this process resumed from: the restored step, 0 for a fresh start.
+ * spotckpt_restore() calls it; a binding that restores through the reader
+ * API calls it itself. */
+SPOTCKPT_API int spotckpt_progress_restored(int64_t step);
+
 /* ---- misc ---------------------------------------------------------------- */
 /* Words for any code returned by this library.  Never NULL; static. */
 SPOTCKPT_API const char *spotckpt_strerror(int code);

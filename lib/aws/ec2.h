@@ -76,6 +76,13 @@ const char *ec2_cred_source(const struct ec2 *c); /* as found at open */
  * valid until ec2_close(). */
 struct sr_awscred_cache *ec2_creds(struct ec2 *c);
 
+/* Fencing (cloud/compute.h, FENCING): a call carrying a lease epoch
+ * (ec2_run.epoch, ec2_terminate_at) is sent only if fence(ud, epoch)
+ * says so just before it leaves.  Set once, before the client is
+ * shared. */
+void ec2_set_fence(struct ec2 *c, bool (*fence)(void *ud, int64_t epoch),
+		   void *ud);
+
 /* One RunInstances: exactly one instance. */
 struct ec2_run {
 	const char *client_token;  /* idempotency key (ClientToken) */
@@ -87,6 +94,8 @@ struct ec2_run {
 	const char *user_data;     /* plain text; sent base64-encoded */
 	/* NULL: the client's options (ec2_opts) */
 	const char *image_id, *subnet_id, *security_group_id;
+	int64_t epoch;             /* lease epoch it was decided under
+				      (fenced); 0: not fenced */
 };
 
 /* Launch; *out describes the new (or, for a repeated client token, the
@@ -101,9 +110,12 @@ int ec2_describe_instances(struct ec2 *c, const char *cluster,
 			   const char *const *ids, struct cloud_instance **out,
 			   size_t *n, struct cloud_error *err);
 
-/* Terminate; ids EC2 no longer knows are not an error. */
+/* Terminate; ids EC2 no longer knows are not an error.  _at: fenced by
+ * epoch (0: not fenced). */
 int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
 			    struct cloud_error *err);
+int ec2_terminate_at(struct ec2 *c, const char *const *ids, size_t n,
+		     int64_t epoch, struct cloud_error *err);
 
 struct ec2_spot_price {
 	char zone[40];
@@ -121,6 +133,23 @@ int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
 			   struct ec2_spot_price **out, size_t *n,
 			   struct cloud_error *err);
 
+/* Linux/UNIX spot prices of several instance types at once, in the
+ * listed zones (none: all; one: AvailabilityZone; more: an
+ * availability-zone filter), since since_s, following NextToken, at most
+ * max_items (0: 1000).  One call per 1000 points instead of one per type.
+ * *out malloc'd (caller frees). */
+struct ec2_price_query {
+	const char *const *types;
+	size_t ntypes;
+	const char *const *zones;
+	size_t nzones;
+	int64_t since_s;
+	size_t max_items;
+};
+int ec2_spot_prices(struct ec2 *c, const struct ec2_price_query *q,
+		    struct ec2_spot_price **out, size_t *n,
+		    struct cloud_error *err);
+
 /* The newest price of each (zone, instance type) in v[0..n), cheapest
  * first (ties by zone): what the market view shows as "spot price now".
  * *out malloc'd (caller frees), *nout its length; -ENOMEM. */
@@ -132,6 +161,60 @@ int ec2_spot_price_latest(const struct ec2_spot_price *v, size_t n,
 int ec2_instance_type_zones(struct ec2 *c, const char *instance_type,
 			    char ***zones, size_t *n, struct cloud_error *err);
 void ec2_strv_free(char **v, size_t n); /* NULL-safe */
+
+/*
+ * The EC2 calls of a region that are not launches, on a thread of their
+ * own (ec2_watch.c has the loop and why): the cluster's instances listed
+ * every period_ns, spot price history of the given types and zones
+ * every price_period_ns, terminations sent as they are queued.  Nothing
+ * here blocks on EC2.  The client c is borrowed and must outlive the
+ * watch.
+ */
+struct ec2_watch_opts {
+	const char *cluster;         /* CLOUD_TAG_CLUSTER value to list */
+	int64_t period_ns;           /* listing; 0: 5 s */
+	const char *const *types;    /* spot prices of these types ... */
+	size_t ntypes;               /* ... (0: no prices) */
+	const char *const *zones;    /* in these zones (0: all) */
+	size_t nzones;
+	int64_t price_period_ns;     /* 0: 5 min */
+	int64_t history_s;           /* kept and first fetched; 0: 24 h */
+};
+
+struct ec2_watch_stats {
+	uint64_t describe_calls, describe_failed;
+	uint64_t price_calls, terminate_calls;
+	uint64_t fenced;             /* terminations not sent: lease gone */
+	size_t queued_terminations;
+};
+
+struct ec2_watch;
+int ec2_watch_start(struct ec2 *c, const struct ec2_watch_opts *o,
+		    struct ec2_watch **out, struct sr_err *e);
+void ec2_watch_stop(struct ec2_watch *w); /* joins the thread; NULL-safe */
+
+/* The cluster's instances (cloud_instances_free): the last listing, plus
+ * launches made here it does not show yet, with those being terminated
+ * shown stopping.  A transient error before the first listing or when
+ * it is more than 5 minutes old. */
+int ec2_watch_list(struct ec2_watch *w, struct cloud_instance **out,
+		   size_t *n, struct cloud_error *err);
+/* A launch answered: listed from now on (until EC2 lists it itself). */
+void ec2_watch_launched(struct ec2_watch *w, const struct cloud_instance *in);
+/* Queue terminations decided under lease `epoch` (0: unfenced); they are
+ * sent from the watch's thread, fenced, retried with backoff. */
+int ec2_watch_terminate(struct ec2_watch *w, const char *const *ids, size_t n,
+			int64_t epoch, struct cloud_error *err);
+/* The newest spot price of (zone, type) and when it was fetched;
+ * -SR_ENOTFOUND when none is known. */
+int ec2_watch_price_now(struct ec2_watch *w, const char *zone,
+			const char *type, sr_micros *per_h, int64_t *at_s);
+/* usd_h[i]: the price in effect (n - i) * step_s seconds before now_s,
+ * -1 where the history does not reach; returns how many are known. */
+int ec2_watch_price_history(struct ec2_watch *w, const char *zone,
+			    const char *type, int64_t now_s, double step_s,
+			    int n, double *usd_h);
+void ec2_watch_stats(struct ec2_watch *w, struct ec2_watch_stats *out);
 
 /*
  * The user-data script that starts spotrun-agent for node `node_id` with

@@ -114,6 +114,7 @@ static int drv_provision(void *st, const struct cloud_launch *l,
 		.max_price_per_h = l->max_price_per_h, .tags = l->tags,
 		.user_data = r->bootstrap, .image_id = r->image,
 		.subnet_id = r->subnet, .security_group_id = r->group,
+		.epoch = l->epoch, /* fenced just before it is sent */
 	};
 	r->run.tags.cluster = r->cluster;
 	r->cb = l->done;

@@ -5,6 +5,8 @@
 #define SR_AWS_EC2_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "common/awscred.h"
@@ -20,6 +22,9 @@ struct ec2 {
 	char *instance_profile, *api_url, *agent_path;
 	long timeout_ms;
 	int max_retries;
+	/* the lease check of a fenced call (ec2_set_fence); NULL: none */
+	bool (*fence)(void *ud, int64_t epoch);
+	void *fence_ud;
 };
 
 /* An ordered list of Query API parameters (name, value), values raw. */
@@ -27,6 +32,8 @@ struct ec2_params {
 	char **kv;    /* 2*n strings, malloc'd */
 	size_t n, cap;
 	int oom;      /* set when an add failed: the call reports -ENOMEM */
+	int64_t epoch; /* a side effect's lease epoch: checked with the
+			  client's fence just before sending; 0: not fenced */
 };
 
 /* Appends; on out-of-memory sets p->oom (checked once by the caller). */

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 #include "ec2_int.h"
 
 #define DEFAULT_AGENT "/usr/local/bin/spotrun-agent"
@@ -28,17 +29,31 @@ static int dup_opt(const char *s, char **out)
 	return *out != NULL ? 0 : -ENOMEM;
 }
 
-/* Authority ("host" or "host:port") of an http(s) URL. */
-static char *url_host(const char *url)
+/* Authority ("host" or "host:port", IPv6 in brackets) of an http(s)
+ * URL, for the Host header SigV4 signs: *out, or NULL with *e saying
+ * why (no user:password@, which SigV4 has no use for). */
+static int url_host(const char *url, char **out, struct sr_err *e)
 {
-	const char *h = strstr(url, "://");
-	size_t n;
+	struct sr_url u;
+	int rc;
 
-	if (h == NULL)
-		return NULL;
-	h += 3;
-	n = strcspn(h, "/?#");
-	return n > 0 ? strndup(h, n) : NULL;
+	*out = NULL;
+	rc = sr_url_parse_http(url, "EC2 endpoint", &u, e);
+	if (rc < 0)
+		return rc;
+	if (u.user != NULL)
+		rc = sr_err_set(e, -EINVAL, "EC2 endpoint: user:password@ in the "
+				"URL is not used (credentials come from the AWS "
+				"chain); remove it");
+	else if (u.path[1] != '\0' || u.query != NULL)
+		rc = sr_err_set(e, -EINVAL, "EC2 endpoint %s: a path or query is "
+				"not supported", url);
+	else
+		*out = sr_url_authority(&u);
+	if (rc == 0 && *out == NULL)
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+	sr_url_free(&u);
+	return rc;
 }
 
 void ec2_close(struct ec2 *c)
@@ -84,19 +99,16 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	}
 	if (rc < 0)
 		goto fail;
-	if (!o->allow_remote && !sr_aws_url_is_loopback(c->endpoint)) {
+	if (!o->allow_remote && !sr_url_is_loopback(c->endpoint)) {
 		rc = sr_err_set(e, -EPERM,
 				"EC2 endpoint %s is not on loopback: real instances "
 				"cost money, so the aws provider must be enabled "
 				"(spotrund --providers aws)", c->endpoint);
 		goto fail;
 	}
-	c->host = url_host(c->endpoint);
-	if (c->host == NULL) {
-		rc = sr_err_set(e, -EINVAL, "EC2 endpoint '%s': no host",
-				c->endpoint);
+	rc = url_host(c->endpoint, &c->host, e);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = sr_awscred_cache_open(&c->cred, e);
 	if (rc < 0)
 		goto fail;
@@ -144,6 +156,13 @@ const char *ec2_cred_source(const struct ec2 *c)
 struct sr_awscred_cache *ec2_creds(struct ec2 *c)
 {
 	return c->cred;
+}
+
+void ec2_set_fence(struct ec2 *c, bool (*fence)(void *ud, int64_t epoch),
+		   void *ud)
+{
+	c->fence = fence;
+	c->fence_ud = ud;
 }
 
 /* ---- RunInstances ----------------------------------------------------- */
@@ -250,6 +269,7 @@ int ec2_run_instances(struct ec2 *c, const struct ec2_run *r,
 	}
 	add_tags(&p, 1, "instance", &r->tags);
 	add_tags(&p, 2, "volume", &r->tags);
+	p.epoch = r->epoch;
 	rc = ec2__call(c, "RunInstances", &p, &body, &len, err);
 	if (rc < 0)
 		goto out;
@@ -355,9 +375,9 @@ out:
 /* ---- TerminateInstances ----------------------------------------------- */
 
 static int terminate_some(struct ec2 *c, const char *const *ids, size_t n,
-			  struct cloud_error *err)
+			  int64_t epoch, struct cloud_error *err)
 {
-	struct ec2_params p = { 0 };
+	struct ec2_params p = { .epoch = epoch };
 	char *body = NULL;
 	size_t len = 0;
 	int rc;
@@ -373,18 +393,24 @@ static int terminate_some(struct ec2 *c, const char *const *ids, size_t n,
 int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
 			    struct cloud_error *err)
 {
+	return ec2_terminate_at(c, ids, n, 0, err);
+}
+
+int ec2_terminate_at(struct ec2 *c, const char *const *ids, size_t n,
+		     int64_t epoch, struct cloud_error *err)
+{
 	int rc;
 
 	if (n == 0)
 		return 0;
-	rc = terminate_some(c, ids, n, err);
+	rc = terminate_some(c, ids, n, epoch, err);
 	if (rc == 0 || err == NULL ||
 	    strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
 		return rc;
 	/* One unknown id fails the whole call: go one by one, and an id
 	 * EC2 does not know is already gone. */
 	for (size_t i = 0; i < n; i++) {
-		rc = terminate_some(c, &ids[i], 1, err);
+		rc = terminate_some(c, &ids[i], 1, epoch, err);
 		if (rc < 0 && strcmp(err->code, "InvalidInstanceID.NotFound") != 0)
 			return rc;
 	}
@@ -394,31 +420,35 @@ int ec2_terminate_instances(struct ec2 *c, const char *const *ids, size_t n,
 
 /* ---- DescribeSpotPriceHistory ----------------------------------------- */
 
-int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
-			   const char *zone, int64_t since_s, size_t max_items,
-			   struct ec2_spot_price **out, size_t *n,
-			   struct cloud_error *err)
+int ec2_spot_prices(struct ec2 *c, const struct ec2_price_query *q,
+		    struct ec2_spot_price **out, size_t *n,
+		    struct cloud_error *err)
 {
 	struct ec2_spot_price *all = NULL, *page = NULL;
-	size_t nall = 0, np = 0;
+	size_t nall = 0, np = 0, max_items = q->max_items ? q->max_items : 1000;
 	char next[2048] = "", start[40], mr[16];
 	int rc = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (max_items == 0)
-		max_items = 1000;
-	sr_time_format_rfc3339(since_s * 1000000000LL, 0, start, sizeof(start));
+	sr_time_format_rfc3339(q->since_s * 1000000000LL, 0, start, sizeof(start));
 	for (int pg = 0; pg < MAX_PAGES && nall < max_items; pg++) {
 		struct ec2_params p = { 0 };
 		char *body = NULL;
 		size_t len = 0, want = max_items - nall;
 
-		ec2__param(&p, "InstanceType.1", instance_type);
+		for (size_t i = 0; i < q->ntypes; i++)
+			ec2__paramf(&p, q->types[i], "InstanceType.%zu", i + 1);
 		ec2__param(&p, "ProductDescription.1", "Linux/UNIX");
 		ec2__param(&p, "StartTime", start);
-		if (zone != NULL && zone[0] != '\0')
-			ec2__param(&p, "AvailabilityZone", zone);
+		if (q->nzones == 1) {
+			ec2__param(&p, "AvailabilityZone", q->zones[0]);
+		} else if (q->nzones > 1) {
+			ec2__param(&p, "Filter.1.Name", "availability-zone");
+			for (size_t i = 0; i < q->nzones; i++)
+				ec2__paramf(&p, q->zones[i], "Filter.1.Value.%zu",
+					    i + 1);
+		}
 		snprintf(mr, sizeof(mr), "%zu", want > 1000 ? (size_t)1000 : want);
 		ec2__param(&p, "MaxResults", mr);
 		if (next[0] != '\0')
@@ -452,6 +482,21 @@ out:
 	*out = all;
 	*n = nall;
 	return 0;
+}
+
+int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
+			   const char *zone, int64_t since_s, size_t max_items,
+			   struct ec2_spot_price **out, size_t *n,
+			   struct cloud_error *err)
+{
+	const char *types[1] = { instance_type }, *zones[1] = { zone };
+	struct ec2_price_query q = {
+		.types = types, .ntypes = 1, .zones = zones,
+		.nzones = zone != NULL && zone[0] != '\0' ? 1 : 0,
+		.since_s = since_s, .max_items = max_items,
+	};
+
+	return ec2_spot_prices(c, &q, out, n, err);
 }
 
 static int price_cmp(const void *a, const void *b)
@@ -568,6 +613,18 @@ static bool shell_safe(const char *s)
 	return true;
 }
 
+/* 0 if url is an http(s) URL with a host, *plain set for http://. */
+static int api_scheme(const char *url, int *plain)
+{
+	struct sr_url u;
+
+	if (sr_url_parse_http(url, "api url", &u, NULL) < 0)
+		return -EINVAL;
+	*plain = strcmp(u.scheme, "http") == 0;
+	sr_url_free(&u);
+	return 0;
+}
+
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 int64_t node_id, const char *bootstrap,
 			 const char *const *private_paths, char **out,
@@ -576,18 +633,18 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
 	char priv[2048] = "";
 	size_t k = 0;
+	int plain = 0;
 
 	*out = NULL;
 	if (!shell_safe(agent) || agent[0] != '/')
 		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
 				  "an absolute path without quotes or spaces");
-	if (!shell_safe(api_url) || (strncmp(api_url, "http://", 7) != 0 &&
-				     strncmp(api_url, "https://", 8) != 0))
+	if (!shell_safe(api_url) || api_scheme(api_url, &plain) < 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
 				  "http(s) URL without quotes or spaces");
 	/* the secret is a bearer credential until used: never in clear
 	 * across a network */
-	if (strncmp(api_url, "http://", 7) == 0 && !sr_aws_url_is_loopback(api_url))
+	if (plain && !sr_url_is_loopback(api_url))
 		return sr_err_set(e, -EINVAL, "bootstrap: api url: http:// to a "
 				  "host that is not loopback would send the node's "
 				  "bootstrap secret and token in clear; use https:// "

@@ -17,9 +17,10 @@
  * action this driver sends is: the Describe* calls read, TerminateInstances
  * of an instance already going is a no-op, and RunInstances carries its
  * ClientToken (EC2 answers a repeat with the instance the first one
- * started).  So each call is marked safe (retry_unsafe).  The signature
- * is made once per call: EC2 accepts it for 5 minutes, longer than the
- * retries of one call take.
+ * started).  So each call is marked safe (retry_unsafe), and its retries
+ * are bounded by a deadline (timeout x attempts).  Before every attempt
+ * the fence is checked (a side effect's lease epoch) and the request is
+ * signed afresh (sr_http_do's sign callback).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "common/http.h"
 #include "common/log.h"
 #include "common/sigv4.h"
+#include "common/timeutil.h"
 #include "ec2_int.h"
 
 void ec2__param(struct ec2_params *p, const char *name, const char *value)
@@ -188,19 +190,59 @@ static void clean(char *s)
 			*s = ' ';
 }
 
+/* What an attempt's signer needs (sr_http_do calls it before each). */
+struct attempt {
+	struct ec2 *c;
+	const char *action, *form;
+	int64_t epoch;
+};
+
+#define CTYPE "Content-Type: application/x-www-form-urlencoded; charset=utf-8"
+
+/* Before every attempt: the fence (compute.h, FENCING: the last thing
+ * before a side effect leaves, retries included), then a fresh SigV4
+ * signature - a retry after a long backoff is signed anew. */
+static int sign_attempt(void *ud, const struct sr_http_req *rq,
+			struct sr_http_hdrs *h, struct sr_err *e)
+{
+	const struct attempt *a = ud;
+	const char *const sign_hdrs[] = { CTYPE, NULL };
+	struct sr_sigv4_req r = {
+		.method = "POST", .host = a->c->host, .path = "/",
+		.headers = sign_hdrs, .body = a->form,
+		.body_len = strlen(a->form), .region = a->c->region,
+		.service = "ec2", .when = time(NULL),
+	};
+	char **sig = NULL;
+	int rc;
+
+	(void)rq;
+	if (a->epoch > 0 && a->c->fence != NULL &&
+	    !a->c->fence(a->c->fence_ud, a->epoch)) {
+		sr_warn("aws", "fenced: side effect not sent", "action=%s epoch=%lld",
+			a->action, (long long)a->epoch);
+		return sr_err_set(e, -ESTALE, "not sent: lease epoch %lld is no "
+				  "longer held", (long long)a->epoch);
+	}
+	rc = sr_awscred_cache_sign(a->c->cred, &r, &sig, e);
+	for (size_t i = 0; rc == 0 && sig[i] != NULL; i++)
+		rc = sr_http_hdrs_add(h, "%s", sig[i]);
+	sr_sigv4_headers_free(sig);
+	return rc;
+}
+
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err)
 {
-	static const char ctype[] =
-		"Content-Type: application/x-www-form-urlencoded; charset=utf-8";
-	const char *const sign_hdrs[] = { ctype, NULL };
-	const char **hdrs = NULL;
-	char *form = NULL, **sig = NULL, code[128], msg[384];
+	const char *const hdrs[] = { CTYPE, NULL };
+	char *form = NULL, code[128], msg[384], url[600], what[64];
 	struct sr_http_resp resp = { 0 };
 	struct sr_http_opts o;
 	struct sr_err e = { 0 };
-	char url[600];
-	size_t nsig = 0;
+	struct attempt a = { c, action, NULL, p->epoch };
+	struct sr_http_req rq = { .method = "POST", .url = url, .what = what,
+				  .headers = hdrs, .sign = sign_attempt,
+				  .sign_ud = &a };
 	int rc;
 
 	*body = NULL;
@@ -211,45 +253,31 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 				   "EC2 %s: out of memory", action);
 		goto out;
 	}
-	{
-		struct sr_sigv4_req r = {
-			.method = "POST", .host = c->host, .path = "/",
-			.headers = sign_hdrs, .body = form,
-			.body_len = strlen(form), .region = c->region,
-			.service = "ec2", .when = time(NULL),
-		};
-
-		rc = sr_awscred_cache_sign(c->cred, &r, &sig, &e);
-	}
-	if (rc < 0) {
-		rc = cloud_err_set(err, rc == -EKEYEXPIRED ? CLOUD_ECREDS
-				   : rc == -ENOMEM ? CLOUD_ETRANSIENT
-				   : CLOUD_EAUTH, NULL, "EC2 %s: %s", action, e.msg);
-		goto out;
-	}
-	while (sig[nsig] != NULL)
-		nsig++;
-	hdrs = calloc(nsig + 2, sizeof(*hdrs));
-	if (hdrs == NULL) {
-		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL,
-				   "EC2 %s: out of memory", action);
-		goto out;
-	}
-	hdrs[0] = ctype;
-	for (size_t i = 0; i < nsig; i++)
-		hdrs[i + 1] = sig[i];
-
+	a.form = form;
+	rq.body = form;
+	rq.body_len = strlen(form);
+	snprintf(url, sizeof(url), "%s/", c->endpoint);
+	snprintf(what, sizeof(what), "EC2 %s", action);
 	sr_http_opts_default(&o);
 	o.timeout_ms = c->timeout_ms;
-	o.max_retries = c->max_retries;
 	o.retry_unsafe = 1;         /* every action sent is idempotent: above */
 	o.backoff_base_ms = 250;    /* a throttled account needs a breath */
 	o.max_body = 32u << 20;
-	snprintf(url, sizeof(url), "%s/", c->endpoint);
-	rc = sr_http_request("POST", url, hdrs, form, strlen(form), &o, &resp, &e);
+	/* bounded in time: as many attempts as fit, each cut to what is left */
+	o.deadline_mono_ns = sr_time_mono_ns() +
+			     (int64_t)c->timeout_ms * (c->max_retries + 1) * 1000000;
+	if (c->max_retries == 0) {
+		o.deadline_mono_ns = 0; /* exactly one attempt */
+		o.max_retries = 0;
+	}
+	rc = sr_http_do(&rq, &o, &resp, &e);
 	if (rc < 0) {
-		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "EC2 %s: %s",
-				   action, e.msg);
+		enum cloud_err_class cls = rc == -ESTALE ? CLOUD_EFENCED
+				: rc == -EKEYEXPIRED ? CLOUD_ECREDS
+				: CLOUD_ETRANSIENT;
+
+		rc = cloud_err_set(err, cls, NULL, "EC2 %s: %s", action,
+				   e.msg[0] ? e.msg : sr_strerror(rc));
 		goto out;
 	}
 	if (resp.status == 200) {
@@ -277,8 +305,6 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 				    : ec2_err_class(code, resp.status)));
 out:
 	sr_http_resp_free(&resp);
-	sr_sigv4_headers_free(sig);
-	free(hdrs);
 	free(form);
 	return rc;
 }

@@ -428,7 +428,7 @@ void ec2emu__action(struct ec2emu *m, const struct emu_params *p,
 	else
 		ec2emu__fail(a, 400, "InvalidAction", "The action %s is not valid for "
 		     "this web service.", action);
-	ec2emu__count(m, act, a);
+	ec2emu__count(m, act, p, a);
 	pthread_mutex_unlock(&m->mu);
 }
 

@@ -46,7 +46,9 @@
  * by pool and instance quotas.  Random draws come from opts.seed.
  * Every call is counted by action and outcome (ec2emu_stats) and, with
  * opts.request_log, written as one line "<epoch ns> <Action> <status>
- * <code|->": an EC2 endpoint that logs what a client costs.
+ * <code|->" (a RunInstances line goes on with what it carried: ImageId=,
+ * InstanceType=, SubnetId=, SecurityGroupId.1=): an EC2 endpoint that
+ * logs what a client costs.
  *
  * The emulator accepts any credentials but requires a SigV4
  * Authorization header.  It listens on 127.0.0.1 only.

@@ -160,6 +160,6 @@ bool ec2emu__visible(const struct emu_inst *in);
 bool ec2emu__capacity_fails(struct ec2emu *m);
 bool ec2emu__over_quota(const struct ec2emu *m, bool spot);
 void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
-		   const struct emu_answer *a);
+		   const struct emu_params *p, const struct emu_answer *a);
 
 #endif

@@ -211,8 +211,13 @@ bool ec2emu__over_quota(const struct ec2emu *m, bool spot)
 }
 
 void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
-		   const struct emu_answer *a)
+		   const struct emu_params *p, const struct emu_answer *a)
 {
+	/* what a RunInstances carried, for a test to check (never the
+	 * user-data) */
+	static const char *const keys[] = {
+		"ImageId", "InstanceType", "SubnetId", "SecurityGroupId.1", NULL
+	};
 	struct ec2emu_action_stats *s = &m->stats.action[act];
 
 	s->calls++;
@@ -228,8 +233,15 @@ void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 	else if (a->code[0] != '\0')
 		s->other_errors++;
 	if (m->log != NULL) {
-		fprintf(m->log, "%" PRId64 " %s %d %s\n", sr_time_real_ns(),
+		fprintf(m->log, "%" PRId64 " %s %d %s", sr_time_real_ns(),
 			action_names[act], a->status, a->code[0] ? a->code : "-");
+		for (size_t i = 0; act == EC2EMU_A_RUN && keys[i] != NULL; i++) {
+			const char *v = ec2emu__param(p, keys[i]);
+
+			if (v != NULL)
+				fprintf(m->log, " %s=%s", keys[i], v);
+		}
+		fputc('\n', m->log);
 		fflush(m->log);
 	}
 }

@@ -122,13 +122,43 @@ static bool type_wanted(const struct emu_params *p, const char *type)
 	}
 }
 
+/* AvailabilityZone, or a Filter availability-zone (any of its values). */
+static bool zone_wanted(const struct emu_params *p, const char *zone)
+{
+	const char *one = ec2emu__param(p, "AvailabilityZone");
+	bool filtered = false;
+
+	if (one != NULL)
+		return strcmp(one, zone) == 0;
+	for (int n = 1;; n++) {
+		const char *name = ec2emu__paramf(p, "Filter.%d.Name", n);
+
+		if (name == NULL)
+			return !filtered;
+		if (strcmp(name, "availability-zone") != 0)
+			continue;
+		filtered = true;
+		for (int v = 1;; v++) {
+			const char *val = ec2emu__paramf(p, "Filter.%d.Value.%d", n, v);
+
+			if (val == NULL)
+				break;
+			if (strcmp(val, zone) == 0)
+				return true;
+		}
+	}
+}
+
 void ec2emu__spot_price_history(struct ec2emu *m, const struct emu_params *p,
 			       struct emu_answer *a)
 {
-	const char *zone = ec2emu__param(p, "AvailabilityZone");
 	const char *st = ec2emu__param(p, "StartTime");
 	const char *mr = ec2emu__param(p, "MaxResults");
+	const char *nt = ec2emu__param(p, "NextToken");
 	size_t max = mr != NULL ? (size_t)strtoul(mr, NULL, 10) : 1000, shown = 0;
+	size_t skip = nt != NULL && strncmp(nt, "emu-", 4) == 0
+			      ? (size_t)strtoul(nt + 4, NULL, 10) : 0, seen = 0;
+	bool more = false;
 	double now = ec2emu__now(m), from = now - 6 * 3600.0;
 	int64_t ns;
 	FILE *f;
@@ -150,20 +180,24 @@ void ec2emu__spot_price_history(struct ec2emu *m, const struct emu_params *p,
 		return;
 	fputs("  <spotPriceHistorySet>\n", f);
 	/* newest first: one point per pool per hour of cloud time, on a grid
-	 * anchored at the trace start so that repeated calls agree */
+	 * anchored at the trace start so that repeated calls agree; the
+	 * point in effect at StartTime too, as EC2 answers */
 	for (double t = m->trace_start + floor((now - m->trace_start) / 3600.0) * 3600.0;
-	     t >= from && shown < max; t -= 3600.0) {
-		for (size_t i = 0; i < m->npools && shown < max; i++) {
+	     t > from - 3600.0 && !more; t -= 3600.0) {
+		for (size_t i = 0; i < m->npools && !more; i++) {
 			const struct emu_pool *pl = &m->pools[i];
 			sr_micros pr;
 			char ts[40];
 
-			if (!type_wanted(p, pl->type) ||
-			    (zone != NULL && strcmp(zone, pl->zone) != 0))
+			if (!type_wanted(p, pl->type) || !zone_wanted(p, pl->zone))
 				continue;
 			pr = ec2emu__spot_price(m, pl, t);
-			if (pr < 0)
+			if (pr < 0 || seen++ < skip)
 				continue;
+			if (shown == max) {
+				more = true;
+				break;
+			}
 			ec2emu__ts(m, t, ts);
 			fprintf(f, "    <item><instanceType>%s</instanceType>"
 				   "<productDescription>Linux/UNIX</productDescription>"
@@ -175,7 +209,11 @@ void ec2emu__spot_price_history(struct ec2emu *m, const struct emu_params *p,
 			shown++;
 		}
 	}
-	fputs("  </spotPriceHistorySet>\n  <nextToken/>\n", f);
+	fputs("  </spotPriceHistorySet>\n", f);
+	if (more)
+		fprintf(f, "  <nextToken>emu-%zu</nextToken>\n", skip + shown);
+	else
+		fputs("  <nextToken/>\n", f);
 	ec2emu__end(a, f, "DescribeSpotPriceHistoryResponse");
 }
 

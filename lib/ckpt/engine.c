@@ -176,6 +176,7 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 		pthread_join(e->writer, NULL);
 	}
 	objstore_tier3_stop(e->t3); /* uploads what tier 2 committed last */
+	ckpt__progress_flush();
 	ckpt__pool_free(e->pool);
 	for (int i = 0; i < CKPT_MAX_SLOTS; i++) {
 		ckpt__layout_unref(e->slots[i].l);

@@ -18,6 +18,7 @@
  *   engine.c      the engine: slots, back-pressure, writer thread
  *   reader.c      opening and reading a checkpoint
  *   restore.c     restore with fallback, verify, list
+ *   progress.c    the progress report for the node agent
  */
 #ifndef SPOTCKPT_INTERNAL_H
 #define SPOTCKPT_INTERNAL_H
@@ -52,6 +53,13 @@ void ckpt__errmsg_clear(void);
  * "what: <words for code>" when the path that failed set none (an
  * allocation deep inside, found by tests/unit/test_faultinj.c). */
 int ckpt__fail_default(int code, const char *what);
+
+/* ---- progress.c ---------------------------------------------------------- */
+/* A save was accepted (its stall), a step was committed to tier 2, the
+ * last step reported is to be written now (close).  Never fail. */
+void ckpt__progress_saved(int64_t step, double stall_ms);
+void ckpt__progress_committed(int64_t step);
+void ckpt__progress_flush(void);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 /* Dtype of a safetensors name, or -1. */

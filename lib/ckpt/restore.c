@@ -187,6 +187,7 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 				  int64_t *step)
 {
 	struct reg_match m = { .e = e };
+	int64_t got = -1;
 	uint64_t nbuf = 0;
 	uint8_t *buf;
 	int rc;
@@ -203,8 +204,14 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 		rc = ckpt__restore_loop(objstore_tier3_source(e->t3, e->dir,
 							       max_step),
 					max_step, reg_lookup, reg_check, &m,
-					buf, nbuf, step);
+					buf, nbuf, &got);
 	pthread_mutex_unlock(&e->api);
+	/* what this process resumes from, for the node agent: 0 when there
+	 * was nothing to restore (a fresh start) */
+	if (rc == 0 || rc == -SR_ENOTFOUND)
+		spotckpt_progress_restored(rc == 0 ? got : 0);
+	if (rc == 0 && step)
+		*step = got;
 	return rc;
 }
 

@@ -257,7 +257,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct ckpt_commit_res *res, int64_t t0,
 			 const struct sr_err *err)
 {
-	int64_t now = sr_time_mono_ns();
+	int64_t now = sr_time_mono_ns(), step;
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
@@ -284,14 +284,19 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;
+	step = s->step;
 	s->state = SLOT_FREE;
 	ckpt__layout_unref(s->l);
 	s->l = NULL;
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (rc == 0)
+		ckpt__progress_committed(step);
 }
 
-static void note_stall(struct spotckpt *e, int64_t t0)
+/* A save's stall: into the stats, and (accepted saves) the progress
+ * report. */
+static void note_stall(struct spotckpt *e, int64_t t0, int64_t step)
 {
 	int64_t d = sr_time_mono_ns() - t0;
 
@@ -301,6 +306,8 @@ static void note_stall(struct spotckpt *e, int64_t t0)
 	if (d > e->st.max_stall_ns)
 		e->st.max_stall_ns = d;
 	pthread_mutex_unlock(&e->mu);
+	if (step >= 0)
+		ckpt__progress_saved(step, (double)d / 1e6);
 }
 
 /* Choose a slot under back-pressure (mu held).  Returns an index, or -1
@@ -399,7 +406,7 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 		rc = s->copy_rc;
 	}
 out:
-	note_stall(e, t0);
+	note_stall(e, t0, rc == 0 && oc != SPOTCKPT_SKIPPED ? step : -1);
 	pthread_mutex_unlock(&e->api);
 	if (outcome)
 		*outcome = oc;
@@ -480,7 +487,7 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 			rc = ckpt__fail(-SR_EUNSUPPORTED, "save_final: CUDA copy "
 					"failed");
 	}
-	note_stall(e, t0);
+	note_stall(e, t0, rc == 0 ? step : -1);
 	if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
 		co.keep = e->o.keep;

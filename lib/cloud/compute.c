@@ -21,6 +21,7 @@ const char *cloud_err_class_str(enum cloud_err_class c)
 	case CLOUD_EINVALID: return "invalid";
 	case CLOUD_ECREDS: return "credentials";
 	case CLOUD_ECONFLICT: return "conflict";
+	case CLOUD_EFENCED: return "fenced";
 	}
 	return "unknown";
 }
@@ -42,6 +43,7 @@ static int class_code(enum cloud_err_class c)
 	case CLOUD_EINVALID: return -EINVAL;
 	case CLOUD_ECREDS: return -EKEYEXPIRED;
 	case CLOUD_ECONFLICT: return -EEXIST;
+	case CLOUD_EFENCED: return -ESTALE;
 	}
 	return -EINVAL;
 }

@@ -57,6 +57,8 @@
  *     CLOUD_ECREDS     our credentials expired and could not be renewed
  *                      yet (ExpiredToken, a failing refresh): wait and
  *                      retry; the daemon alerts.  Never a job's fault.
+ *     CLOUD_EFENCED    not sent: the daemon that decided it no longer
+ *                      holds the lease it decided it under (FENCING).
  *     CLOUD_ECONFLICT  the idempotency key was used before with other
  *                      parameters (EC2 IdempotentParameterMismatch): this
  *                      launch cannot go on under its key, but the job can
@@ -74,6 +76,15 @@
  *   worker thread, never on an HTTP thread.  req_free() waits for the
  *   request's worker.  destroy() must be called once, after every other
  *   call returned and every request was freed.
+ *
+ * FENCING
+ *   Only the leader acts on clouds, and only while it holds its lease.
+ *   A side effect (a launch, a terminate, the leak sweep's terminates)
+ *   is decided under a lease epoch; the driver checks that epoch with
+ *   its host (cloud/provider.h, cloud_host.fence_ok) just before it
+ *   sends the request, and sends nothing once the lease is gone
+ *   (CLOUD_EFENCED): a leader that was paused or cut off and comes back
+ *   after a failover cannot terminate what the new leader launched.
  *
  * SECRETS
  *   A driver never logs or returns credentials.  The bootstrap text
@@ -108,6 +119,7 @@ enum cloud_err_class {
 	CLOUD_EINVALID,
 	CLOUD_ECREDS,
 	CLOUD_ECONFLICT,
+	CLOUD_EFENCED,
 };
 
 struct cloud_error {
@@ -145,6 +157,8 @@ struct cloud_launch {
 	const char *image;         /* EC2: an AMI id */
 	const char *subnet;
 	const char *security_group;
+	int64_t epoch;             /* the lease epoch it is decided under
+				      (FENCING); 0: not fenced */
 	void (*done)(void *ud);    /* called once from a driver thread */
 	void *done_ud;
 };
@@ -219,7 +233,7 @@ bool cloud_err_retryable(enum cloud_err_class c);
 /* Fill *err (NULL-safe) and return the negative code of the class:
  * capacity -ENOSPC, quota -EDQUOT, auth -EACCES, throttle -EBUSY,
  * transient -SR_EHTTP, invalid -EINVAL, credentials -EKEYEXPIRED,
- * conflict -EEXIST.  code may be NULL. */
+ * conflict -EEXIST, fenced -ESTALE.  code may be NULL. */
 int cloud_err_set(struct cloud_error *err, enum cloud_err_class cls,
 		  const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

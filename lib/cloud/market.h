@@ -18,7 +18,9 @@
  * Pools are small integers, stable for the life of the view and across
  * restarts with the same data (the catalog's row numbers), stored with
  * each node.  Several views may number pools the same way; the control
- * plane gives a pool to the first view that describes it.
+ * plane gives a pool to the first view that describes it.  A provider
+ * whose offerings are not the catalog's (a cluster, a cloud the catalog
+ * lacks) numbers them from CLOUD_POOL_OWN_BASE, stably.
  *
  * Times: a view keeps its own clock (the local cloud's is accelerated
  * by --time-scale; a real cloud's is the wall clock); no call takes one.
@@ -37,6 +39,10 @@
 
 #include "common/err.h"
 #include "common/money.h"
+
+/* The first pool number of a provider's own offerings (not the
+ * catalog's rows, which stay below it). */
+#define CLOUD_POOL_OWN_BASE (1 << 24)
 
 enum cloud_price_src {
 	CLOUD_PRICE_CATALOG = 0, /* the catalog CSV's spot price */

@@ -105,6 +105,14 @@ struct cloud_host {
 	/* the daemon's settings for a simulated cloud (real ms; the local
 	 * provider's configuration may override them) */
 	int64_t notice_ms, provision_ms;
+	/* Fencing (compute.h, FENCING).  lease_epoch: the epoch the daemon
+	 * leads under now, 0 when it does not lead; a side effect asked of
+	 * a provider (provision, terminate) is decided under it.  fence_ok:
+	 * whether that epoch is still held - call it just before the request
+	 * leaves, and send nothing when it says no.  Both any thread; NULL
+	 * in tests that run no lease (never fenced). */
+	int64_t (*lease_epoch)(void *ud);
+	bool (*fence_ok)(void *ud, int64_t epoch);
 };
 
 /* What a node needs at its first boot (borrowed). */
@@ -123,6 +131,7 @@ struct cloud_meta {
 	int64_t notice_ns;         /* interruption time (wall clock), 0 none */
 	int64_t rebalance_ns;      /* rebalance recommendation, 0 none */
 	char zone[40], instance_type[48];
+	char instance_id[64];      /* as the node's metadata names it */
 	bool spot;
 };
 
@@ -179,6 +188,9 @@ struct cloud_prov_def {
 	/* the keys its configuration section and regions may hold (NULL-
 	 * terminated), beyond `regions` itself */
 	const char *const *conf_keys;
+	/* the clouds (offering.cloud, a job's infra) it sells beyond the
+	 * catalog's (NULL-terminated; NULL: none, it sells catalog pools) */
+	const char *const *infra;
 	/* the agent's notice source (docs/agent.md: "imds" = IMDSv2
 	 * spot/instance-action + rebalance; "signal" = a scheduler's
 	 * signal) and whether the notice must be acknowledged */

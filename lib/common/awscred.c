@@ -16,12 +16,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include <arpa/inet.h>
 #include <openssl/crypto.h>
 
 #include "awscred_int.h"
 #include "log.h"
 #include "timeutil.h"
+#include "url.h"
 
 const char *sr_awscred__env(const char *name)
 {
@@ -334,12 +334,14 @@ int sr_aws_endpoint(const char *service_id, const char *host_prefix,
 		}
 	}
 	if (v != NULL) {
-		if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-			rc = sr_err_set(e, -EINVAL,
-					"aws endpoint for %s: '%s': expected an "
-					"http:// or https:// URL", service_id, v);
+		struct sr_url u;
+		char what[64];
+
+		snprintf(what, sizeof(what), "aws endpoint for %s", service_id);
+		rc = sr_url_parse_http(v, what, &u, e);
+		if (rc < 0)
 			goto out;
-		}
+		sr_url_free(&u);
 		*out = strdup(v);
 		if (custom != NULL)
 			*custom = 1;
@@ -361,38 +363,5 @@ out:
 
 int sr_aws_url_is_loopback(const char *url)
 {
-	const char *h, *end;
-	char host[256];
-	struct in_addr a4;
-	size_t n;
-
-	if (url == NULL)
-		return 0;
-	h = strstr(url, "://");
-	if (h == NULL)
-		return 0;
-	h += 3;
-	if (strchr(h, '@') != NULL && strchr(h, '@') < h + strcspn(h, "/"))
-		h = strchr(h, '@') + 1;
-	if (*h == '[') {
-		end = strchr(h, ']');
-		if (end == NULL)
-			return 0;
-		n = (size_t)(end - h - 1);
-		if (n >= sizeof(host))
-			return 0;
-		memcpy(host, h + 1, n);
-		host[n] = '\0';
-		return strcmp(host, "::1") == 0;
-	}
-	n = strcspn(h, ":/?#");
-	if (n == 0 || n >= sizeof(host))
-		return 0;
-	memcpy(host, h, n);
-	host[n] = '\0';
-	if (strcasecmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	return 0;
+	return sr_url_is_loopback(url);
 }

@@ -218,7 +218,8 @@ int sr_aws_endpoint(const char *service_id, const char *host_prefix,
 
 /*
  * Whether url's host is a loopback address (127.0.0.0/8, ::1,
- * "localhost").  Tests call it to refuse spending real money.
+ * "localhost"): sr_url_is_loopback (url.h).  Tests call it to refuse
+ * spending real money.
  */
 int sr_aws_url_is_loopback(const char *url);
 

@@ -30,6 +30,7 @@
 #include "json.h"
 #include "log.h"
 #include "timeutil.h"
+#include "url.h"
 
 #define IMDS_DEFAULT "http://169.254.169.254"
 #define IMDS_CREDS "/latest/meta-data/iam/security-credentials/"
@@ -98,20 +99,19 @@ static int from_body(const struct sr_http_resp *r, const char *what,
 
 static bool container_host_ok(const char *url)
 {
-	static const char *const ok[] = { "http://169.254.170.2",
-					  "http://169.254.170.23",
-					  "http://[fd00:ec2::23]", NULL };
+	static const char *const ok[] = { "169.254.170.2", "169.254.170.23",
+					  "[fd00:ec2::23]", NULL };
+	struct sr_url u;
+	bool yes = false;
 
-	if (strncmp(url, "https://", 8) == 0 || sr_aws_url_is_loopback(url))
+	if (sr_url_tls_or_loopback(url))
 		return true;
-	for (int i = 0; ok[i] != NULL; i++) {
-		size_t l = strlen(ok[i]);
-
-		if (strncmp(url, ok[i], l) == 0 &&
-		    (url[l] == '\0' || url[l] == '/' || url[l] == ':'))
-			return true;
-	}
-	return false;
+	if (sr_url_parse(url, &u, NULL) < 0)
+		return false;
+	for (int i = 0; ok[i] != NULL && !yes; i++)
+		yes = strcmp(u.scheme, "http") == 0 && strcmp(u.host, ok[i]) == 0;
+	sr_url_free(&u);
+	return yes;
 }
 
 /* The Authorization value, malloc'd into *out (NULL when none). */

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "sigv4.h"
 #include "timeutil.h"
+#include "url.h"
 
 struct sso {
 	const char *profile, *session, *start_url, *region, *account, *role;
@@ -211,7 +212,7 @@ int sr_awscred__from_sso(const struct sr_awsconf *c, const char *profile,
 	rc = sr_aws_endpoint("SSO", "portal.sso", s.region, &base, NULL, e);
 	if (rc < 0)
 		goto out;
-	if (strncmp(base, "https://", 8) != 0 && !sr_aws_url_is_loopback(base)) {
+	if (!sr_url_tls_or_loopback(base)) {
 		rc = sr_err_set(e, -EINVAL, "aws credentials: SSO endpoint %s: "
 				"https or loopback only", base);
 		goto out;

@@ -24,7 +24,8 @@
  * https://sts.amazonaws.com (signed for us-east-1) with no region.  The
  * answer holds secrets, so a plain-http endpoint must be loopback.
  * Both calls are safe to repeat: transport errors, throttling and 5xx are
- * retried twice with backoff (sr_http_request, retry_unsafe).
+ * retried with backoff for up to 30 s (sr_http_do, retry_unsafe),
+ * AssumeRole signed afresh before every attempt.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 #include "log.h"
 #include "sigv4.h"
 #include "timeutil.h"
+#include "url.h"
 #include "xml.h"
 
 #define STS_VERSION "2011-06-15"
@@ -85,23 +87,20 @@ static char *form(const struct sr_awssts_req *r)
 	return buf;
 }
 
-/* Split an endpoint URL into its authority (Host) and path ("/" when
- * none); host and path are malloc'd. */
+/* Split an endpoint URL into its authority (Host, without any
+ * user:password@) and path ("/" when none); host and path are malloc'd. */
 static int split_url(const char *url, char **host, char **path)
 {
-	const char *h = strstr(url, "://");
-	size_t n;
+	struct sr_url u;
+	int rc = sr_url_parse(url, &u, NULL);
 
 	*host = NULL;
 	*path = NULL;
-	if (h == NULL)
-		return -EINVAL;
-	h += 3;
-	n = strcspn(h, "/?#");
-	if (n == 0)
-		return -EINVAL;
-	*host = strndup(h, n);
-	*path = strdup(h[n] == '/' ? h + n : "/");
+	if (rc < 0)
+		return rc;
+	*host = sr_url_authority(&u);
+	*path = strdup(u.path);
+	sr_url_free(&u);
 	if (*host == NULL || *path == NULL) {
 		free(*host);
 		free(*path);
@@ -126,7 +125,7 @@ static int endpoint(const struct sr_awssts_req *r, char **url, struct sr_err *e)
 		if (*url == NULL)
 			return sr_err_set(e, -ENOMEM, "out of memory");
 	}
-	if (strncmp(*url, "https://", 8) != 0 && !sr_aws_url_is_loopback(*url)) {
+	if (!sr_url_tls_or_loopback(*url)) {
 		rc = sr_err_set(e, -EINVAL,
 				"aws credentials: STS endpoint %s: plain http "
 				"would carry credentials in the clear (https or "
@@ -206,21 +205,53 @@ static int refused(const struct sr_http_resp *resp, const char *action,
 			  role, code, msg[0] ? ": " : "", msg);
 }
 
+/* What an attempt's signer needs. */
+struct attempt {
+	const struct sr_awssts_req *r;
+	const char *host, *path, *body;
+};
+
+#define CTYPE "Content-Type: application/x-www-form-urlencoded; charset=utf-8"
+
+/* AssumeRole is signed afresh before every attempt (sr_http_do). */
+static int sign_attempt(void *ud, const struct sr_http_req *rq,
+			struct sr_http_hdrs *h, struct sr_err *e)
+{
+	const struct attempt *a = ud;
+	const char *const sign_hdrs[] = { CTYPE, NULL };
+	struct sr_sigv4_creds cr = sr_awscred_view(a->r->src);
+	struct sr_sigv4_req q = {
+		.method = "POST", .host = a->host, .path = a->path,
+		.headers = sign_hdrs, .body = a->body,
+		.body_len = strlen(a->body),
+		.region = a->r->region != NULL ? a->r->region : "us-east-1",
+		.service = "sts", .when = time(NULL),
+	};
+	char **sig = NULL;
+	int rc;
+
+	(void)rq;
+	rc = sr_sigv4_sign(&q, &cr, &sig, e);
+	for (size_t i = 0; rc == 0 && sig[i] != NULL; i++)
+		rc = sr_http_hdrs_add(h, "%s", sig[i]);
+	sr_sigv4_headers_free(sig);
+	return rc;
+}
+
 int sr_awscred__sts(const struct sr_awssts_req *r, struct sr_awscred *out,
 		    struct sr_err *e)
 {
-	static const char ctype[] =
-		"Content-Type: application/x-www-form-urlencoded; charset=utf-8";
 	const char *action = r->web_identity ? "AssumeRoleWithWebIdentity"
 					     : "AssumeRole";
-	const char *sign_hdrs[] = { ctype, NULL };
-	const char **hdrs = NULL;
+	const char *const hdrs[] = { CTYPE, NULL };
 	char *url = NULL, *host = NULL, *path = NULL, *body = NULL;
-	char **sig = NULL;
+	char full[1024], what[64];
 	struct sr_http_resp resp = { 0 };
 	struct sr_http_opts o;
 	struct sr_err he = { 0 };
-	size_t nsig = 0;
+	struct attempt a = { r, NULL, NULL, NULL };
+	struct sr_http_req rq = { .method = "POST", .url = full, .what = what,
+				  .headers = hdrs };
 	int rc;
 
 	rc = endpoint(r, &url, e);
@@ -237,43 +268,23 @@ int sr_awscred__sts(const struct sr_awssts_req *r, struct sr_awscred *out,
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!r->web_identity) {
-		struct sr_sigv4_creds cr = sr_awscred_view(r->src);
-		struct sr_sigv4_req q = {
-			.method = "POST", .host = host, .path = path,
-			.headers = sign_hdrs, .body = body,
-			.body_len = strlen(body),
-			.region = r->region != NULL ? r->region : "us-east-1",
-			.service = "sts", .when = time(NULL),
-		};
-
-		rc = sr_sigv4_sign(&q, &cr, &sig, e);
-		if (rc < 0)
-			goto out;
-		while (sig[nsig] != NULL)
-			nsig++;
+	a.host = host;
+	a.path = path;
+	a.body = body;
+	if (!r->web_identity) { /* the web token is the proof: unsigned */
+		rq.sign = sign_attempt;
+		rq.sign_ud = &a;
 	}
-	hdrs = calloc(nsig + 2, sizeof(*hdrs));
-	if (hdrs == NULL) {
-		rc = sr_err_set(e, -ENOMEM, "out of memory");
-		goto out;
-	}
-	hdrs[0] = ctype;
-	for (size_t i = 0; i < nsig; i++)
-		hdrs[i + 1] = sig[i];
+	rq.body = body;
+	rq.body_len = strlen(body);
+	snprintf(full, sizeof(full), "%s%s", url, strcmp(path, "/") == 0 ? "/" : "");
+	snprintf(what, sizeof(what), "STS %s", action);
 	sr_http_opts_default(&o);
 	o.timeout_ms = 10000;
-	o.max_retries = 2;
 	o.retry_unsafe = 1; /* no side effect but new credentials */
 	o.max_body = 1 << 20;
-	{
-		char full[1024];
-
-		snprintf(full, sizeof(full), "%s%s", url,
-			 strcmp(path, "/") == 0 ? "/" : "");
-		rc = sr_http_request("POST", full, hdrs, body, strlen(body), &o,
-				     &resp, &he);
-	}
+	o.deadline_mono_ns = sr_time_mono_ns() + 30 * SR_NS_PER_SEC;
+	rc = sr_http_do(&rq, &o, &resp, &he);
 	if (rc < 0) {
 		rc = sr_err_set(e, -SR_EHTTP, "aws credentials: STS %s %s: %s",
 				action, r->role_arn, he.msg);
@@ -288,8 +299,6 @@ out:
 	if (resp.body != NULL)
 		OPENSSL_cleanse(resp.body, resp.body_len);
 	sr_http_resp_free(&resp);
-	sr_sigv4_headers_free(sig);
-	free(hdrs);
 	sr_awscred__wipe(body);
 	free(url);
 	free(host);

@@ -84,7 +84,24 @@ static int expect(const char **p, char c)
 	return 0;
 }
 
+int64_t sr_time_month_start(int64_t ns, int months)
+{
+	int64_t secs = ns / SR_NS_PER_SEC - (ns % SR_NS_PER_SEC < 0), y, mm;
+	int m, d;
+
+	civil_from_days(secs / 86400 - (secs % 86400 < 0), &y, &m, &d);
+	mm = (int64_t)m - 1 + months; /* months since January of year y */
+	y += mm / 12 - (mm % 12 < 0);
+	mm = (mm % 12 + 12) % 12;
+	return days_from_civil(y, (int)mm + 1, 1) * 86400 * SR_NS_PER_SEC;
+}
+
 int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e)
+{
+	return sr_time_parse(s, 0, out_ns, e);
+}
+
+int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err *e)
 {
 	const char *p = s, *why = "expected YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)";
 	int Y, M, D, h, mi, sec, oh = 0, om = 0, sign = 0;
@@ -101,7 +118,7 @@ int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e)
 	if (M < 0 || expect(&p, '-') < 0)
 		goto bad;
 	D = digits(&p, 2);
-	if (D < 0 || (*p != 'T' && *p != 't'))
+	if (D < 0 || (*p != 'T' && *p != 't' && !(*p == ' ' && (flags & SR_TIME_SPACE))))
 		goto bad;
 	p++;
 	h = digits(&p, 2);
@@ -135,7 +152,7 @@ int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e)
 		om = digits(&p, 2);
 		if (om < 0)
 			goto bad;
-	} else {
+	} else if (!(*p == '\0' && (flags & SR_TIME_UTC))) {
 		why = "missing time zone (Z or +hh:mm)";
 		goto bad;
 	}

@@ -17,8 +17,21 @@ int64_t sr_time_mono_ns(void);  /* CLOCK_MONOTONIC */
 int64_t sr_time_real_ns(void);  /* CLOCK_REALTIME, ns since the epoch */
 
 /* Parse RFC 3339: "2026-11-29T14:14:28Z", fractional seconds and
- * "+hh:mm"/"-hh:mm" offsets accepted; 't'/'z' lower case accepted. */
+ * "+hh:mm"/"-hh:mm" offsets accepted; 't'/'z' lower case accepted.
+ * The one time parser of the project: every reader of a date calls it
+ * (or sr_time_parse for the looser forms of data files). */
 int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e);
+
+/* sr_time_parse_rfc3339, and with flags what data files also write:
+ * SR_TIME_SPACE  a space between date and time ("2023-02-15 22:08:16",
+ *                which RFC 3339 5.6 allows "for readability");
+ * SR_TIME_UTC    no zone at all means UTC. */
+enum { SR_TIME_SPACE = 1, SR_TIME_UTC = 2 };
+int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err *e);
+
+/* The first instant (UTC) of the month `months` after the one holding
+ * ns: 0 is that month's start, 1 the next month's. */
+int64_t sr_time_month_start(int64_t ns, int months);
 
 /* Format UTC as "YYYY-MM-DDTHH:MM:SSZ" (frac_digits 0) or with 3/6/9
  * fractional digits.  Returns the length written, or -ENOSPC. */

@@ -9,13 +9,14 @@
  * opened from the registry: a regional one once per configured region
  * (or once, in the region its environment names), the others once.
  *
- * Pools.  Every market view numbers pools the catalog's way, so a pool
- * id means one offering whoever sells it.  A pool belongs to the first
- * cloud whose market describes it: providers without CLOUD_CAP_FALLBACK
- * first (aws sells the catalog's AWS pools of its regions), fallback
- * ones last (the local cloud simulates everything else).  So
- * `infra: aws/us-east-1` lands on EC2 when aws is enabled for us-east-1,
- * on the local simulation otherwise.
+ * Pools.  Every market view numbers pools the catalog's way (or from
+ * CLOUD_POOL_OWN_BASE for offerings of its own), so a pool id means one
+ * offering whoever sells it.  A pool belongs to the first cloud whose
+ * market describes it: providers without CLOUD_CAP_FALLBACK first (a
+ * real cloud's provider sells the catalog's pools of its regions),
+ * fallback ones last (a simulation of everything else).  So a job kept
+ * to a region lands on the real cloud when its provider is enabled for
+ * that region, on the simulation otherwise.
  *
  * A launch.  The node row exists first (REQUESTED).  ctl__launch()
  * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
@@ -340,6 +341,15 @@ static struct ctl_inflight *inflight_of(struct ctl *c, int64_t node, size_t *k)
 	return NULL;
 }
 
+bool ctl__launch_pending(const struct ctl *c, int64_t node)
+{
+	for (size_t i = 0; i < c->nfly; i++) {
+		if (c->fly[i].node == node)
+			return true;
+	}
+	return false;
+}
+
 static void launch_done(void *ud)
 {
 	ctl__wake(ud); /* the reconciler polls the request at once */
@@ -367,22 +377,17 @@ static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
 	return rc;
 }
 
-/* Start the launch of node n (its request joins the launch table). */
-static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
-			struct sr_err *e)
+/* The launch of node n as its first attempt makes it: *boot is the
+ * bootstrap text (malloc'd; the caller wipes and frees it). */
+static int launch_make(struct ctl *c, struct ctl_cloud *cl,
+		       const struct ctl_node_ref *n, const char *key,
+		       struct cloud_launch *l, char **boot, struct sr_err *e)
 {
-	struct ctl_cloud *cl = &c->clouds[i];
 	char eps[1024], secret[CTL_TOKEN_HEX + 1];
 	struct cloud_boot b = { n->id, n->job_id, secret, eps };
 	struct cloud_offering o;
-	struct cloud_launch l = { 0 };
-	struct cloud_req *req = NULL;
-	struct cloud_error err = { 0 };
-	char key[CLOUD_IDEM_MAX], *boot = NULL;
 	int rc;
 
-	if (c->nfly == CTL_INFLIGHT_MAX)
-		return -EINPROGRESS; /* as many in flight as we allow: later */
 	/* the agent gets every daemon sharing the store, the leader first
 	 * (lease.c) */
 	ctl__endpoints(c, eps, sizeof eps);
@@ -390,31 +395,75 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
 				  cl->name);
-	l.tags = (struct cloud_tags){ c->cluster, n->job_id, n->id, 1 };
-	cloud_idem_key(&l.tags, key);
 	/* the database first: the secret is valid before the instance that
-	 * carries it exists (on the reconciler's fenced connection) */
+	 * carries it exists (the reconciler's fenced connection); a later
+	 * attempt resends this text, and the secret stays valid until used
+	 * or the node ends (nodeboot.h) */
 	rc = ctl__boot_issue(c, ctl__store(c), n->id, secret, e);
 	if (!rc)
-		rc = cl->p.ops->bootstrap(cl->p.st, &b, &boot, e);
+		rc = cl->p.ops->bootstrap(cl->p.st, &b, boot, e);
 	explicit_bzero(secret, sizeof secret);
 	if (rc)
 		return rc;
-	l.idem_key = key;
-	l.zone = o.zone[0] ? o.zone : NULL;
-	l.instance_type = o.instance_type;
-	l.spot = n->spot;
+	l->idem_key = key;
+	l->zone = o.zone[0] ? strdup(o.zone) : NULL;
+	l->instance_type = strdup(o.instance_type);
+	l->spot = n->spot;
+	l->bootstrap = *boot;
+	l->image = n->image && n->image[0] ? n->image : NULL;
+	if (!l->instance_type || (o.zone[0] && !l->zone))
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	/* written down before it is sent (launchrec.c) */
+	return ctl__launch_keep(c, n->id, l, e);
+}
+
+/* Start the launch of node n (its request joins the launch table).  The
+ * first attempt makes it and keeps its parameters; every later one -
+ * after a crash, or on another daemon after a failover - sends exactly
+ * what was kept, under the same key (launchrec.c). */
+static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
+			struct sr_err *e)
+{
+	struct ctl_cloud *cl = &c->clouds[i];
+	struct cloud_launch l = { 0 };
+	struct cloud_req *req = NULL;
+	struct cloud_error err = { 0 };
+	struct cloud_tags tags = { c->cluster, n->job_id, n->id, 1 };
+	char key[CLOUD_IDEM_MAX], *boot = NULL;
+	json_t *kept = NULL;
+	int rc;
+
+	if (c->nfly == CTL_INFLIGHT_MAX)
+		return -EINPROGRESS; /* as many in flight as we allow: later */
+	cloud_idem_key(&tags, key);
+	rc = ctl__launch_recall(c, n->id, key, &l, &kept, e);
+	if (rc == 0)
+		rc = launch_make(c, cl, n, key, &l, &boot, e);
+	else if (rc == 1)
+		rc = 0;
+	if (rc)
+		goto out;
+	l.tags = tags;
 	l.pool = n->pool;
-	l.bootstrap = boot;
 	l.done = launch_done;
 	l.done_ud = c;
 	rc = cl->p.drv.ops->provision(cl->p.drv.st, &l, &req, &err);
-	explicit_bzero(boot, strlen(boot));
-	free(boot);
-	if (rc)
-		return cloud_fail(&err, rc, e);
+	if (rc) {
+		rc = cloud_fail(&err, rc, e);
+		goto out;
+	}
 	c->fly[c->nfly++] = (struct ctl_inflight){ n->id, i, req };
-	return 0;
+out:
+	if (!kept) { /* made here: the strings are ours */
+		free((char *)l.zone);
+		free((char *)l.instance_type);
+	}
+	if (boot) {
+		explicit_bzero(boot, strlen(boot));
+		free(boot);
+	}
+	json_decref(kept);
+	return rc;
 }
 
 int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
@@ -453,6 +502,8 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
 		" instance=%s zone=%s type=%s spot=%d", n->id, cl->name, inst.id,
 		inst.zone, inst.instance_type, n->spot);
 	rc = commit(ud, inst.id, inst.blob, inst.state == CLOUD_INST_PENDING);
+	if (rc == 0)
+		ctl__launch_forget(c, n->id); /* recorded: no repeat needed */
 	if (rc) {
 		const char *id = inst.id;
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "cloud/provider.h"
 #include "common/err.h"
 
@@ -36,6 +38,8 @@ struct ctl_node_ref {
 	int pool;
 	bool spot;
 	const char *instance_id;   /* the cloud's id; NULL/"" not known yet */
+	const char *image;         /* the task's image (resources.image_id) for
+				      the pool's region; NULL: the provider's */
 };
 
 /* What a cloud says about a node's instance. */
@@ -75,6 +79,19 @@ unsigned ctl__prov_caps(const struct ctl *c, int pool);
  *     live nodes v[0..n) (obs[i]); instances no live node holds are
  *     terminated (leaks); refreshes the market views' caches.
  * Reconciler thread only, but _offerings/_describe/_name/_shared. */
+/* A launch's parameters kept from its first attempt (launchrec.c): the
+ * same idempotency key always goes with the same parameters, whichever
+ * daemon sends it.  _recall: 1 and *l filled from the kept record (its
+ * strings borrowed from *doc, the caller's to json_decref), 0 when
+ * none is kept, < 0 on an error; _keep: seal *l and write it in a
+ * fenced transaction before it is sent (0 or < 0: then it must not be
+ * sent); _forget: drop it once the instance is recorded. */
+int ctl__launch_recall(struct ctl *c, int64_t node, const char *key,
+		       struct cloud_launch *l, json_t **doc, struct sr_err *e);
+int ctl__launch_keep(struct ctl *c, int64_t node, const struct cloud_launch *l,
+		     struct sr_err *e);
+void ctl__launch_forget(struct ctl *c, int64_t node);
+
 /* Add an open provider (owned from here, also on failure). */
 int ctl__clouds_add(struct ctl *c, struct ctl_cloud *cl, struct sr_err *e);
 /* Open the providers cfg names (cfg->provider, else those of
@@ -96,6 +113,9 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
 			      bool pending),
 		void *ud, struct sr_err *e);
 int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
+/* A launch of node `node` is in flight (ctl__launch answered
+ * -EINPROGRESS): the next ctl__launch polls it, sending nothing new. */
+bool ctl__launch_pending(const struct ctl *c, int64_t node);
 int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
 		 struct ctl_node_obs *obs);
 /* "local,aws/us-east-1": the open clouds' names (and regions). */

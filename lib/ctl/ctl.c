@@ -39,6 +39,7 @@
 #include "ctl/routes.h"
 #include "store/store.h"
 #include "market/catalog.h"
+#include "providers/registry.h"
 
 void ctl_config_defaults(struct ctl_config *cfg)
 {
@@ -276,6 +277,16 @@ static double host_sim(void *ud)
 	return ctl__sim_now(ud);
 }
 
+static int64_t host_epoch(void *ud)
+{
+	return ctl__lease_epoch(ud);
+}
+
+static bool host_fence(void *ud, int64_t epoch)
+{
+	return ctl__lease_fence_ok(ud, epoch);
+}
+
 /* What the providers borrow from the daemon (cloud/provider.h). */
 static void host_init(struct ctl *c)
 {
@@ -286,6 +297,7 @@ static void host_init(struct ctl *c)
 		.cluster = c->cluster, .real_ns = host_real, .sim_s = host_sim,
 		.ud = c, .notice_ms = c->cfg.notice_ms,
 		.provision_ms = c->cfg.provision_ms,
+		.lease_epoch = host_epoch, .fence_ok = host_fence,
 	};
 }
 
@@ -394,6 +406,7 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 	find_agent(c);
 	rc = ctl__cluster_load(c, e);
 	host_init(c);
+	prov_infra_install(c->cfg.registry); /* job files name its clouds */
 	if (!rc && !cloud)
 		rc = ctl__clouds_open(c, e);
 	if (rc)

@@ -146,6 +146,14 @@ void ctl__lease_tick(struct ctl *c, struct store *db);
  * leader. */
 bool ctl__lease_keep(struct ctl *c, struct store *db);
 int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e);
+/* Fencing beyond the database (cloud/compute.h, FENCING).  _epoch: the
+ * epoch this daemon leads under, 0 when it does not.  _fence_ok: whether
+ * it still holds `epoch` - leads under it and renewed it within the
+ * lease less a margin on its own monotonic clock, so a leader paused
+ * past its lease (SIGSTOP, a frozen VM) sends nothing when it wakes,
+ * even before its reconciler notices.  Any thread. */
+int64_t ctl__lease_epoch(struct ctl *c);
+bool ctl__lease_fence_ok(struct ctl *c, int64_t epoch);
 void ctl__lease_release(struct ctl *c, struct store *db);
 /* The reconciler completed a pass as the leader, in took_ns: counted for
  * GET /v1/lease; the first one of an epoch is logged ("first reconciler pass as the leader") and shown by

@@ -153,6 +153,26 @@ int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 	return rc;
 }
 
+int64_t ctl__lease_epoch(struct ctl *c)
+{
+	return atomic_load(&c->lease.leader) ? atomic_load(&c->lease.epoch) : 0;
+}
+
+bool ctl__lease_fence_ok(struct ctl *c, int64_t epoch)
+{
+	int64_t lease = lease_ns(c);
+	/* the row's expiry was set before the renewal committed, our
+	 * renewed_mono after: stop a fifth of the lease early */
+	int64_t margin = lease / 5;
+
+	if (epoch <= 0)
+		return true; /* not fenced */
+	return atomic_load(&c->lease.leader) &&
+	       atomic_load(&c->lease.epoch) == epoch &&
+	       sr_time_mono_ns() - atomic_load(&c->lease.renewed_mono) <
+		       lease - margin;
+}
+
 /* Run `sql` (no rows) inside the caller's transaction: parameters
  * ?1..?nt are the texts tv, then ?nt+1.. the integers iv.  Returns the
  * rows changed or < 0. */

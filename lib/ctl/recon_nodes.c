@@ -42,6 +42,7 @@
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 #include "finops/policy.h"
+#include "market/jobspec.h"
 
 /* The reconciler's view of a node row (struct store_node, store.h). */
 static void node_row(const struct store_node *x, struct rnode *n)
@@ -211,8 +212,9 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 
 	if (n->billed_until_ns <= 0 || until <= n->billed_until_ns)
 		return 0;
-	/* The simulated cloud is the provider a bill names (FOCUS
-	 * ProviderName); "local" is only how it is simulated. */
+	/* The offering's cloud is the provider a bill names (FOCUS
+	 * ProviderName), whichever provider of ours ran it (a simulation
+	 * of that cloud's market, or the cloud itself). */
 	r.provider = n->cloud;
 	r.region = n->region;
 	r.zone = n->zone;
@@ -400,6 +402,39 @@ static void refuse_tx(struct ctl *c, struct store *db, const struct rnode *n,
 			 n->id, sr_err_str(&e, rc));
 }
 
+/* The image job asks for in `region` (resources.image_id: one, or one
+ * per region), into out; "" when it names none (the provider's
+ * configured image). */
+static int job_image(struct store *db, int64_t job, const char *region,
+		     char *out, size_t cap, struct sr_err *e)
+{
+	struct store_job j;
+	struct jobspec js;
+	json_t *spec = NULL;
+	const char *img;
+	int rc;
+
+	out[0] = '\0';
+	jobspec_init(&js);
+	rc = store_job_load(db, job, STORE_JOB_SPEC, &j, e);
+	if (rc)
+		return rc;
+	spec = json_loads(j.spec_json, 0, NULL);
+	rc = spec ? jobspec_from_json(spec, &js, e) :
+		    sr_err_set(e, -SR_ECORRUPT, "job %" PRId64 ": spec is not "
+			       "JSON", job);
+	img = rc ? NULL : jobspec_image_for(&js, region);
+	if (img && strlen(img) >= cap)
+		rc = sr_err_set(e, -EINVAL, "job %" PRId64 ": image_id longer "
+				"than %zu bytes", job, cap - 1);
+	else if (img)
+		snprintf(out, cap, "%s", img);
+	json_decref(spec);
+	jobspec_free(&js);
+	store_job_free(&j);
+	return rc;
+}
+
 /* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
@@ -416,6 +451,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
+	char image[256];
 	int rc;
 
 	if (!c->launch_bo.base_ns)
@@ -426,10 +462,25 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
+	if (!ctl__launch_pending(c, n->id)) {
+		rc = job_image(db, n->job, n->region, image, sizeof image, &e);
+		if (rc) {
+			sr_error("recon", "cannot read the job's image", "node=%"
+				 PRId64 " err=\"%s\"", n->id, sr_err_str(&e, rc));
+			return; /* the next pass tries again */
+		}
+		p.image = image;
+	}
 	rc = ctl__launch(c, &p, commit_boot, &u, &e);
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
+		return;
+	case -ESTALE:
+		/* fenced: this daemon lost its lease, nothing was sent; the
+		 * new leader starts the node */
+		sr_warn("recon", "launch not sent: the lease is gone", "node=%"
+			PRId64, n->id);
 		return;
 	case -EINPROGRESS:
 		/* the cloud carries the launch out: QUEUED, asked again on

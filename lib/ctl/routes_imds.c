@@ -103,7 +103,7 @@ static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 		return ctl_resp_text(rs, 200, "application/json", buf, strlen(buf));
 	}
 	if (strcmp(what, "instance-id") == 0)
-		snprintf(buf, sizeof buf, "i-local%015" PRId64, n.id);
+		snprintf(buf, sizeof buf, "%s", n.m.instance_id);
 	else if (strcmp(what, "availability-zone") == 0)
 		snprintf(buf, sizeof buf, "%s", n.m.zone);
 	else if (strcmp(what, "instance-type") == 0)

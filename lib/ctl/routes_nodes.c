@@ -383,7 +383,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	snprintf(nodedir, sizeof nodedir, "%s/nodes/%" PRId64, c->state_dir, n.id);
 	/* with a checkpoint URI (tier 3) each node keeps its tier 2 on its
 	 * own disk, deleted with the node; without one, nodes share the
-	 * control plane's directory - on the local cloud only: a cloud's
+	 * control plane's directory - on a provider with a shared disk
+	 * only (CLOUD_CAP_SHARED_DISK): a cloud's
 	 * node sees no directory of ours, and the agent uses its own */
 	ckpt_uri_of(db, n.job, uri, sizeof uri);
 	if (uri[0])

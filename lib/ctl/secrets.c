@@ -17,7 +17,7 @@
 #define TAG_LEN 16
 #define REDACTED "\"<redacted>\""
 
-static const unsigned char aad[] = "spotrun-secrets-v1";
+#define SECRETS_LABEL "spotrun-secrets-v1"
 
 /* ---- spec_yaml ------------------------------------------------------------ */
 
@@ -144,8 +144,8 @@ int ctl_secrets_redact_yaml(const char *yaml, size_t len, char **out,
 
 /* ---- sealing ----------------------------------------------------------------- */
 
-static int seal(const unsigned char *key, const char *plain, size_t n,
-		unsigned char **out, size_t *outn)
+static int seal(const unsigned char *key, const char *label,
+		const char *plain, size_t n, unsigned char **out, size_t *outn)
 {
 	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
 	unsigned char *b = malloc(NONCE_LEN + n + TAG_LEN);
@@ -158,7 +158,8 @@ static int seal(const unsigned char *key, const char *plain, size_t n,
 	if (getrandom(b, NONCE_LEN, 0) != NONCE_LEN)
 		goto out;
 	if (EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, key, b) != 1 ||
-	    EVP_EncryptUpdate(x, NULL, &l1, aad, sizeof aad - 1) != 1 ||
+	    EVP_EncryptUpdate(x, NULL, &l1, (const unsigned char *)label,
+			      (int)strlen(label)) != 1 ||
 	    EVP_EncryptUpdate(x, b + NONCE_LEN, &l1, (const unsigned char *)plain,
 			      (int)n) != 1 ||
 	    EVP_EncryptFinal_ex(x, b + NONCE_LEN + l1, &l2) != 1 ||
@@ -175,8 +176,32 @@ out:
 	return rc;
 }
 
+int ctl_sealed_json(const json_t *v, const char *label,
+		    const unsigned char key[CTL_SECRET_KEY_LEN],
+		    unsigned char **out, size_t *n)
+{
+	char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!text)
+		return -ENOMEM;
+	rc = seal(key, label, text, strlen(text), out, n);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return rc;
+}
+
 json_t *ctl_secrets_open(const unsigned char *blob, size_t len,
 			 const unsigned char key[CTL_SECRET_KEY_LEN])
+{
+	return ctl_sealed_open(blob, len, SECRETS_LABEL, key);
+}
+
+json_t *ctl_sealed_open(const unsigned char *blob, size_t len,
+			const char *label,
+			const unsigned char key[CTL_SECRET_KEY_LEN])
 {
 	EVP_CIPHER_CTX *x = NULL;
 	unsigned char *p = NULL;
@@ -192,7 +217,8 @@ json_t *ctl_secrets_open(const unsigned char *blob, size_t len,
 	if (!x || !p)
 		goto out;
 	if (EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, key, blob) != 1 ||
-	    EVP_DecryptUpdate(x, NULL, &l1, aad, sizeof aad - 1) != 1 ||
+	    EVP_DecryptUpdate(x, NULL, &l1, (const unsigned char *)label,
+			      (int)strlen(label)) != 1 ||
 	    EVP_DecryptUpdate(x, p, &l1, blob + NONCE_LEN, (int)n) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, TAG_LEN,
 				(void *)(blob + NONCE_LEN + n)) != 1 ||
@@ -261,7 +287,8 @@ int ctl_secrets_split(const struct jobspec *js, const char *yaml, size_t len,
 	text = json_dumps(vals, JSON_COMPACT);
 	if (!text)
 		goto oom;
-	rc = seal(key, text, strlen(text), &out->sealed, &out->sealed_len);
+	rc = seal(key, SECRETS_LABEL, text, strlen(text), &out->sealed,
+		  &out->sealed_len);
 	if (rc) {
 		sr_err_set(e, rc, "secrets: cannot seal: %s", sr_strerror(rc));
 		goto fail;

@@ -56,6 +56,19 @@ void ctl_secrets_clear(struct ctl_secrets *s);
 json_t *ctl_secrets_open(const unsigned char *blob, size_t len,
 			 const unsigned char key[CTL_SECRET_KEY_LEN]);
 
+/* The same sealing for other secrets kept in the database (a launch's
+ * parameters: clouds.c), under their own label (the associated data,
+ * so a blob of one kind never opens as another): v as compact JSON,
+ * sealed into *out (malloc'd, caller frees) of *n bytes.  0, -ENOMEM,
+ * -EIO. */
+int ctl_sealed_json(const json_t *v, const char *label,
+		    const unsigned char key[CTL_SECRET_KEY_LEN],
+		    unsigned char **out, size_t *n);
+/* Open a blob sealed under label: a new JSON object, or NULL. */
+json_t *ctl_sealed_open(const unsigned char *blob, size_t len,
+			const char *label,
+			const unsigned char key[CTL_SECRET_KEY_LEN]);
+
 /* The redaction of spec_yaml alone (exposed for tests): a malloc'd copy
  * of yaml with every value of the top-level `secrets:` mapping replaced. */
 int ctl_secrets_redact_yaml(const char *yaml, size_t len, char **out,

@@ -28,6 +28,7 @@
 #include "common/fsutil.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/url.h"
 
 #define QUEUE_MAX 256
 
@@ -94,10 +95,15 @@ static int parse_events(json_t *ch, const char *ctx, unsigned *mask,
 	return 0;
 }
 
-static int check_url(const char *u, const char *ctx, struct sr_err *e)
+static int check_url(const char *s, const char *ctx, struct sr_err *e)
 {
-	if (strncmp(u, "https://", 8) && strncmp(u, "http://", 7))
-		return sr_err_set(e, -SR_EPARSE, "%s: expected an http(s) URL", ctx);
+	struct sr_url u;
+
+	/* the message names the field, not the URL: a webhook URL is a secret */
+	if (sr_url_parse_http(s, ctx, &u, NULL) < 0)
+		return sr_err_set(e, -SR_EPARSE, "%s: expected an http(s) URL with "
+				  "a host", ctx);
+	sr_url_free(&u);
 	return 0;
 }
 

@@ -175,19 +175,6 @@ static void put_field(FILE *out, const char *s, int first)
 	}
 }
 
-/* Month containing `ns` as [start, end) in ns. */
-static void month_bounds(int64_t ns, int64_t *start, int64_t *end)
-{
-	time_t t = (time_t)(ns / SR_NS_PER_SEC);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	tm.tm_mday = 1;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	*start = (int64_t)timegm(&tm) * SR_NS_PER_SEC;
-	tm.tm_mon += 1;
-	*end = (int64_t)timegm(&tm) * SR_NS_PER_SEC;
-}
 
 static int fmt_time(int64_t ns, char *buf, size_t n)
 {
@@ -259,7 +246,8 @@ static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 	if (end < start + SR_NS_PER_SEC)
 		end = start + SR_NS_PER_SEC;
 	*last = end;
-	month_bounds(start, &m0, &m1);
+	m0 = sr_time_month_start(start, 0);
+	m1 = sr_time_month_start(start, 1);
 	rc |= fmt_time(m0, bps, sizeof bps);
 	rc |= fmt_time(m1, bpe, sizeof bpe);
 	rc |= fmt_time(start, cps, sizeof cps);

@@ -198,18 +198,6 @@ static int insert_row(struct store *db, const struct ledger_row *r,
 	return 0;
 }
 
-/* First instant of the UTC month after the one containing ns. */
-static int64_t next_month_ns(int64_t ns)
-{
-	time_t t = (time_t)(ns / SR_NS_PER_SEC);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	tm.tm_mday = 1;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_mon += 1;
-	return (int64_t)timegm(&tm) * SR_NS_PER_SEC;
-}
 
 /* All or none: inside the caller's transaction a savepoint, else a
  * transaction of its own.  split_end(db, mode, rc, e) finishes it. */
@@ -256,13 +244,13 @@ int ledger_row_add(struct store *db, const struct ledger_row *r,
 	rc = validate_row(r, e);
 	if (rc)
 		return rc;
-	if (next_month_ns(r->start_ns) >= r->end_ns)
+	if (sr_time_month_start(r->start_ns, 1) >= r->end_ns)
 		return insert_row(db, r, out_cost, e);
 	rc = split_begin(db, &mode, e);
 	if (rc)
 		return sr_err_prefix(e, "ledger_append");
 	while (!rc && part.start_ns < r->end_ns) {
-		part.end_ns = next_month_ns(part.start_ns);
+		part.end_ns = sr_time_month_start(part.start_ns, 1);
 		if (part.end_ns >= r->end_ns) {
 			part.end_ns = r->end_ns;
 			part.billed_ns = billed_left;

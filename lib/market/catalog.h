@@ -172,6 +172,11 @@ int catalog_parse_accel(const char *s, char *name, size_t n, double *count);
 
 /* Up to 3 of names[0..n) nearest to s (edit distance, ignoring case),
  * as "a, b, c" into out; "" when names is empty. */
+/* The clouds whose markets the catalog models (offering.cloud; a job's
+ * infra names them): aws, gcp, azure, lambda, coreweave. */
+extern const char *const catalog_clouds[];
+extern const size_t catalog_n_clouds;
+
 void catalog_nearest(const char *s, const char *const *names, size_t n,
 		     char *out, size_t outn);
 

@@ -21,6 +21,7 @@
 #include "catalog_csv.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 #include "joblimits.h"
 #include "jobspec_int.h"
 #include "objstore/objstore.h"
@@ -527,6 +528,7 @@ static int mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	struct jobspec *js = c->js;
 	struct jobspec_mount *v;
 	const char *s = scalar(vn);
+	char scheme[32];
 
 	(void)kn;
 	if (vn->type == YAML_MAPPING_NODE)
@@ -534,9 +536,9 @@ static int mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 			    "supported; give a local path (file_mounts: {%s: ./data})", k);
 	if (!s || is_null(vn))
 		return fail(c, vn, path, "expected a local path");
-	if (strstr(s, "://"))
-		return fail(c, vn, path, "'%s': bucket URLs are not supported; copy the "
-			    "data to a local path and mount that", s);
+	if (sr_url_scheme(s, scheme, sizeof scheme) == 1)
+		return fail(c, vn, path, "'%s': %s:// URLs are not supported; copy the "
+			    "data to a local path and mount that", s, scheme);
 	if (!*k || strstr(k, ".."))
 		return fail(c, kn, path, "'%s' is not a destination path", k);
 	v = realloc(js->mounts, (js->n_mounts + 1) * sizeof *v);

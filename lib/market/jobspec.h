@@ -99,6 +99,12 @@ struct jobspec_diag {
 	size_t n_notes;
 };
 
+/* resources.image_id given per region (SkyPilot's map form). */
+struct jobspec_image {
+	char region[40];
+	char *image;                /* owned */
+};
+
 /* Defaults the parser fills in when a key is absent. */
 #define JOBSPEC_DEFAULT_P_TARGET 0.99
 #define JOBSPEC_DEFAULT_PROVISION_S 300
@@ -126,6 +132,8 @@ struct jobspec {
 	int cpus_plus, memory_plus; /* 1: "8+" (at least), 0: exactly */
 	int disk_gb;                /* 0: provider default */
 	char *image_id;             /* owned; NULL: provider default */
+	struct jobspec_image *images;/* owned; image_id as a map per region */
+	size_t n_images;
 	char **ports;               /* owned; "8080" or "10020-10040" */
 	size_t n_ports;
 	char *recovery;             /* job_recovery.strategy; owned; NULL */
@@ -200,17 +208,28 @@ double jobspec_stall_h(const struct jobspec *js);
 int jobspec_parse_size(const char *s, uint64_t *out);
 
 /* "aws", "aws/us-east-1", "aws/us-east-1/use1-az5"; "*" = any.  The
- * cloud is lower-cased ("k8s" and other clouds are checked by the
- * caller: jobspec_cloud_known).  0 or -EINVAL. */
+ * cloud is lower-cased (whether a cloud is known is the caller's to
+ * check: jobspec_cloud_known).  0 or -EINVAL. */
 int jobspec_infra_parse(const char *s, struct jobspec_infra *out);
 /* The inverse, into buf ("*" for an empty cloud).  Returns buf. */
 char *jobspec_infra_format(const struct jobspec_infra *in, char *buf, size_t n);
 
-/* Clouds a job may name: aws, gcp, azure, lambda, coreweave, local.
- * 1 if known. */
+/* The image the task asks for in `region` (NULL: any): its entry in
+ * the per-region map, else the one image_id, else NULL (the provider's
+ * configured image).  Borrowed from js. */
+const char *jobspec_image_for(const struct jobspec *js, const char *region);
+
+/* Clouds a job may name: the catalog's (aws, gcp, azure, lambda,
+ * coreweave) and the infra names the enabled providers' registry adds
+ * (jobspec_set_infra_source).  1 if known. */
 int jobspec_cloud_known(const char *cloud);
-extern const char *const jobspec_clouds[];
-extern const size_t jobspec_n_clouds;
+/* Who knows the infra names beyond the catalog's clouds: the provider
+ * registry (lib/providers/registry.h, prov_infra_*), installed by the
+ * daemon and the CLI at start, before any parse.  known(name): 1 if a
+ * provider sells `name`; names(): "slurm, ..." for messages ("" none).
+ * NULL functions: the catalog's clouds only (the default). */
+void jobspec_set_infra_source(int (*known)(const char *name),
+			      void (*names)(char *buf, size_t cap));
 
 const char *jobspec_crit_name(enum jobspec_crit c);
 int jobspec_crit_parse(const char *s, enum jobspec_crit *out);

@@ -39,6 +39,24 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+/* image_id: one image, or {REGION: IMAGE} (SkyPilot's two forms). */
+static json_t *image_json(const struct jobspec *js)
+{
+	json_t *o;
+
+	if (!js->n_images)
+		return str_or_null(js->image_id);
+	o = json_object();
+	for (size_t i = 0; o && i < js->n_images; i++) {
+		if (json_object_set_new(o, js->images[i].region,
+					json_string(js->images[i].image))) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
 static json_t *accel_str(const char *name, int count)
 {
 	char buf[48];
@@ -108,7 +126,7 @@ static int sky_to_json(const struct jobspec *js, json_t *o, json_t *res)
 		bad |= json_object_set_new(res, "memory",
 					   amount_json(js->memory_gib, js->memory_plus));
 		bad |= json_object_set_new(res, "disk_size", json_integer(js->disk_gb));
-		bad |= json_object_set_new(res, "image_id", str_or_null(js->image_id));
+		bad |= json_object_set_new(res, "image_id", image_json(js));
 		bad |= json_object_set(res, "ports", ports);
 		bad |= json_object_set(res, "job_recovery", rec);
 		bad |= json_object_set_new(o, "secrets", envs_json(js->secrets, js->n_secrets));
@@ -285,6 +303,32 @@ static int read_amount(json_t *r, const char *k, double *v, int *plus,
 	return 0;
 }
 
+/* resources.image_id: {REGION: IMAGE} when given per region. */
+static int read_images(json_t *r, struct jobspec *js, struct sr_err *e)
+{
+	json_t *v = json_object_get(r, "image_id"), *x;
+	const char *k;
+
+	if (!json_is_object(v))
+		return get_str(r, "image_id", &js->image_id, "resources", e);
+	js->images = calloc(json_object_size(v) + 1, sizeof *js->images);
+	if (!js->images)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	json_object_foreach(v, k, x) {
+		struct jobspec_image *im = &js->images[js->n_images];
+
+		if (!json_is_string(x) || !k[0] || strlen(k) >= sizeof im->region)
+			return sr_err_set(e, -SR_EPARSE, "resources.image_id.%s: "
+					  "expected REGION: IMAGE", k);
+		snprintf(im->region, sizeof im->region, "%s", k);
+		im->image = strdup(json_string_value(x));
+		if (!im->image)
+			return sr_err_set(e, -ENOMEM, "out of memory");
+		js->n_images++;
+	}
+	return 0;
+}
+
 static int read_sky_res(json_t *r, struct jobspec *js, struct sr_err *e)
 {
 	json_t *v = json_object_get(r, "ordered"), *rec;
@@ -301,7 +345,7 @@ static int read_sky_res(json_t *r, struct jobspec *js, struct sr_err *e)
 		rc = sr_err_set(e, -SR_EPARSE, "resources.disk_size: out of range");
 	js->disk_gb = (int)disk;
 	if (!rc)
-		rc = get_str(r, "image_id", &js->image_id, "resources", e);
+		rc = read_images(r, js, e);
 	v = json_object_get(r, "ports");
 	if (!rc && v && !json_is_array(v))
 		rc = sr_err_set(e, -SR_EPARSE, "resources.ports: expected an array");

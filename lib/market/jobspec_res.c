@@ -10,8 +10,11 @@
  *                 -> infra[] (each may carry its own accelerators); the
  *                 top-level location fills what an entry leaves out
  *   cpus, memory  "8" (exactly) | "8+" (at least)    -> offering filter
- *   disk_size, image_id, ports                       -> kept for the
- *                 provider (the local cloud needs none of them)
+ *   image_id      "ami-..." | {us-east-1: ami-..., ...}  -> image_id /
+ *                 images[]: the image a provider boots its nodes from
+ *                 (one that boots none ignores it)
+ *   disk_size, ports                                 -> kept for the
+ *                 provider
  *   job_recovery  STRATEGY | {strategy, max_restarts_on_errors}
  *
  * Keys SkyPilot has and spotrun does not (instance_type, labels, ...) are
@@ -38,17 +41,24 @@
 
 #define MAX_CHOICES 16
 
-const char *const jobspec_clouds[] = { "aws", "gcp", "azure", "lambda",
-				       "coreweave" };
-const size_t jobspec_n_clouds = sizeof jobspec_clouds / sizeof jobspec_clouds[0];
+
+static int (*infra_known)(const char *name);
+static void (*infra_names)(char *buf, size_t cap);
+
+void jobspec_set_infra_source(int (*known)(const char *name),
+			      void (*names)(char *buf, size_t cap))
+{
+	infra_known = known;
+	infra_names = names;
+}
 
 int jobspec_cloud_known(const char *cloud)
 {
-	for (size_t i = 0; i < jobspec_n_clouds; i++) {
-		if (!strcasecmp(cloud, jobspec_clouds[i]))
+	for (size_t i = 0; i < catalog_n_clouds; i++) {
+		if (!strcasecmp(cloud, catalog_clouds[i]))
 			return 1;
 	}
-	return 0;
+	return infra_known && infra_known(cloud);
 }
 
 /* ---- accelerators ------------------------------------------------------ */
@@ -132,15 +142,25 @@ static int check_cloud(struct ctx *c, yaml_node_t *n, const char *path,
 {
 	char near[120];
 
+	char more[200] = "", all[200] = "";
+
 	if (!cloud[0] || jobspec_cloud_known(cloud))
 		return 0;
-	if (!strcasecmp(cloud, "k8s") || !strcasecmp(cloud, "kubernetes") ||
-	    !strcasecmp(cloud, "ssh") || !strcasecmp(cloud, "slurm"))
-		return fail(c, n, path, "'%s': spotrun buys spot capacity from clouds, not from "
-			    "clusters; use infra: aws, gcp, azure, lambda or coreweave", cloud);
-	catalog_nearest(cloud, jobspec_clouds, jobspec_n_clouds, near, sizeof near);
-	return fail(c, n, path, "unknown cloud '%s'; did you mean %s? (clouds: aws, gcp, "
-		    "azure, lambda, coreweave)", cloud, near);
+	/* not a catalog cloud, and no provider of the registry sells it (a
+	 * cluster such as slurm or kubernetes needs a provider of its own:
+	 * docs/providers.md) */
+	if (infra_names)
+		infra_names(more, sizeof more);
+	for (size_t i = 0; i < catalog_n_clouds; i++) {
+		size_t l = strlen(all);
+
+		snprintf(all + l, sizeof all - l, "%s%s", i ? ", " : "",
+			 catalog_clouds[i]);
+	}
+	catalog_nearest(cloud, catalog_clouds, catalog_n_clouds, near, sizeof near);
+	return fail(c, n, path, "unknown cloud '%s': no catalog cloud and no provider "
+		    "sells it; did you mean %s? (clouds: %s%s%s)", cloud, near, all,
+		    more[0] ? "; from providers: " : "", more);
 }
 
 static int parse_infra(struct ctx *c, yaml_node_t *n, const char *path,
@@ -390,6 +410,34 @@ static int recovery_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	return jobspec__unknown(c, kn, path, k, keys, NULL);
 }
 
+/* image_id: {REGION: IMAGE, ...}, as SkyPilot allows. */
+static int image_pair(struct ctx *c, const char *k, yaml_node_t *kn,
+		      yaml_node_t *vn, const char *path)
+{
+	struct jobspec *js = c->js;
+	struct jobspec_image *v;
+	char *img = NULL;
+	int rc;
+
+	if (!k[0] || strlen(k) >= sizeof v->region || strchr(k, '/'))
+		return fail(c, kn, path, "'%s' is not a region name (image_id: "
+			    "{us-east-1: ami-..., us-west-2: ami-...})", k);
+	rc = jobspec__want_str(c, vn, path, &img);
+	if (rc)
+		return rc;
+	v = realloc(js->images, (js->n_images + 1) * sizeof *v);
+	if (!v) {
+		free(img);
+		c->oom = 1;
+		return -ENOMEM;
+	}
+	js->images = v;
+	snprintf(v[js->n_images].region, sizeof v->region, "%s", k);
+	v[js->n_images].image = img;
+	js->n_images++;
+	return 0;
+}
+
 static const char *const res_keys[] = {
 	"accelerators", "use_spot", "infra", "cloud", "region", "zone", "any_of",
 	"ordered", "cpus", "memory", "disk_size", "image_id", "ports",
@@ -474,8 +522,7 @@ int jobspec__res_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	}
 	if (!strcmp(k, "image_id")) {
 		if (vn->type == YAML_MAPPING_NODE)
-			return fail(c, vn, path, "per-region images are not supported; give one "
-				    "image (image_id: docker:pytorch/pytorch:latest)");
+			return jobspec__walk_map(c, vn, path, image_pair);
 		return jobspec__want_str(c, vn, path, &js->image_id);
 	}
 	if (!strcmp(k, "ports"))

@@ -47,6 +47,9 @@ void jobspec_free(struct jobspec *js)
 	free(js->run);
 	free(js->accels);
 	free(js->image_id);
+	for (size_t i = 0; i < js->n_images; i++)
+		free(js->images[i].image);
+	free(js->images);
 	for (size_t i = 0; i < js->n_ports; i++)
 		free(js->ports[i]);
 	free(js->ports);
@@ -220,6 +223,15 @@ int jobspec_infra_parse(const char *s, struct jobspec_infra *out)
 	if (parts[2])
 		strcpy(out->zone, parts[2]);
 	return 0;
+}
+
+const char *jobspec_image_for(const struct jobspec *js, const char *region)
+{
+	for (size_t i = 0; region && i < js->n_images; i++) {
+		if (strcmp(js->images[i].region, region) == 0)
+			return js->images[i].image;
+	}
+	return js->image_id;
 }
 
 char *jobspec_infra_format(const struct jobspec_infra *in, char *buf, size_t n)

@@ -1,5 +1,6 @@
 /*
- * names.c - "did you mean": the valid names nearest to a bad one.
+ * names.c - the clouds the catalog models, and "did you mean": the valid
+ * names nearest to a bad one.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -7,6 +8,10 @@
 #include <string.h>
 
 #include "catalog.h"
+
+const char *const catalog_clouds[] = { "aws", "gcp", "azure", "lambda",
+				       "coreweave" };
+const size_t catalog_n_clouds = sizeof catalog_clouds / sizeof catalog_clouds[0];
 
 /* Levenshtein distance, case-insensitive, capped at 64 characters. */
 static size_t dist(const char *a, const char *b)

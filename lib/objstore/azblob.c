@@ -38,11 +38,12 @@
 #include "os_int.h"
 #include "common/log.h"
 #include "common/sigv4.h"
+#include "common/url.h"
 
 #define AZ_VERSION "2021-08-06"
 
 struct az {
-	char *base;           /* scheme://host[:port][/path] */
+	char *base;           /* scheme://host[:port] */
 	char *path0;          /* URL path of the endpoint ("" or "/acct") */
 	char *account;
 	unsigned char *key;   /* decoded account key */
@@ -145,16 +146,12 @@ static int do_req(struct objstore *s, struct call *c, const char *method,
 		  struct os_resp *resp, struct sr_err *e)
 {
 	struct az *az = s->impl;
-	const char *host_end = strstr(az->base, "://");
 	char *url = NULL;
 	int rc;
 
-	host_end = host_end ? strchr(host_end + 3, '/') : NULL;
-	/* base may carry the account path; c->path starts with it already */
-	if (asprintf(&url, "%.*s%s%s%s",
-		     (int)(host_end ? (size_t)(host_end - az->base)
-				    : strlen(az->base)), az->base,
-		     c->path, query && *query ? "?" : "", query ? query : "") < 0)
+	/* c->path starts with the endpoint's own path (path0) already */
+	if (asprintf(&url, "%s%s%s%s", az->base, c->path,
+		     query && *query ? "?" : "", query ? query : "") < 0)
 		return -ENOMEM;
 	c->az = az;
 	c->clen = blen;
@@ -499,7 +496,7 @@ int objstore__az_open(struct objstore *s, struct sr_err *e)
 	struct az *az = calloc(1, sizeof *az);
 	const char *cs = getenv("AZURE_STORAGE_CONNECTION_STRING");
 	char *key = NULL, *ep = NULL, *name = NULL;
-	const char *hs, *slash;
+	struct sr_url url = { .port = -1 };
 	int rc = -ENOMEM;
 
 	if (!az)
@@ -539,15 +536,18 @@ int objstore__az_open(struct objstore *s, struct sr_err *e)
 	}
 	while (ep[0] && ep[strlen(ep) - 1] == '/')
 		ep[strlen(ep) - 1] = 0;
-	hs = strstr(ep, "://");
-	if (!hs) {
-		rc = sr_err_set(e, -EINVAL, "Azure endpoint %s: expected "
-				"http(s)://host[:port][/path]", ep);
+	rc = sr_url_parse_http(ep, "Azure endpoint", &url, e);
+	if (rc)
+		goto fail;
+	if (url.user || url.query || url.fragment) {
+		rc = sr_err_set(e, -EINVAL, "Azure endpoint: expected "
+				"http(s)://host[:port][/path] (the storage key "
+				"signs; no user:password@, query or fragment)");
 		goto fail;
 	}
-	slash = strchr(hs + 3, '/');
-	az->path0 = strdup(slash ? slash : "");
-	az->base = strdup(ep);
+	rc = -ENOMEM;
+	az->path0 = strdup(strcmp(url.path, "/") ? url.path : "");
+	az->base = sr_url_origin(&url);
 	az->account = strdup(s->u.account);
 	if (!az->path0 || !az->base || !az->account)
 		goto fail;
@@ -561,6 +561,7 @@ fail:
 	free(key);
 	free(ep);
 	free(name);
+	sr_url_free(&url);
 	az_free(az);
 	return rc;
 }

@@ -33,6 +33,7 @@
  * HMAC keys in place of AWS keys.  Where GCS differs (no DeleteObjects)
  * the code says so.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@
 #include "common/awscred.h"
 #include "common/log.h"
 #include "common/sigv4.h"
+#include "common/url.h"
 
 struct s3 {
 	char *base;        /* scheme://host[:port] of the requests */
@@ -760,12 +762,34 @@ static int load_gcs(struct s3 *s3, struct sr_err *e)
 	return 0;
 }
 
+/* The endpoint: http(s)://host[:port], nothing more (a path would have
+ * to be signed; user:password@ has no use: the keys sign). */
+static int endpoint_split(const char *endpoint, struct sr_url *url,
+			  struct sr_err *e)
+{
+	int rc = sr_url_parse_http(endpoint, "S3 endpoint", url, e);
+
+	if (rc)
+		return rc;
+	if (url->user)
+		rc = sr_err_set(e, -EINVAL, "S3 endpoint: user:password@ is not "
+				"used (the access keys sign each request); "
+				"remove it");
+	else if (strcmp(url->path, "/") || url->query || url->fragment)
+		rc = sr_err_set(e, -EINVAL, "S3 endpoint %s: a path is not "
+				"supported", endpoint);
+	if (rc)
+		sr_url_free(url);
+	return rc;
+}
+
 int objstore__s3_open(struct objstore *s, struct sr_err *e)
 {
 	struct s3 *s3 = calloc(1, sizeof *s3);
 	const char *addr = getenv("SPOTRUN_S3_ADDRESSING");
+	struct sr_url url = { .port = -1 };
+	struct in_addr a4;
 	char *endpoint = NULL;
-	const char *hs;
 	int custom = 0, virt, rc;
 
 	if (!s3)
@@ -815,37 +839,36 @@ int objstore__s3_open(struct objstore *s, struct sr_err *e)
 	}
 	while (endpoint[0] && endpoint[strlen(endpoint) - 1] == '/')
 		endpoint[strlen(endpoint) - 1] = 0;
+	rc = endpoint_split(endpoint, &url, e);
+	if (rc)
+		goto fail;
 	virt = !custom;
 	if (addr && !strcmp(addr, "path"))
 		virt = 0;
 	else if (addr && !strcmp(addr, "virtual"))
 		virt = 1;
-	if (virt && strchr(s->u.bucket, '.') && !strncmp(endpoint, "https", 5))
+	if (virt && strchr(s->u.bucket, '.') && !strcmp(url.scheme, "https"))
 		virt = 0; /* a dotted bucket breaks the TLS wildcard */
-	hs = strstr(endpoint, "://");
-	if (!hs) {
-		rc = sr_err_set(e, -EINVAL, "S3 endpoint %s: expected "
-				"http(s)://host[:port]", endpoint);
-		goto fail;
-	}
-	hs += 3;
-	if (strchr(hs, '/')) {
-		rc = sr_err_set(e, -EINVAL, "S3 endpoint %s: a path is not "
-				"supported", endpoint);
-		goto fail;
-	}
+	if (url.host[0] == '[' || inet_pton(AF_INET, url.host, &a4) == 1)
+		virt = 0; /* no BUCKET.<IP address> */
 	if (virt) {
-		if (asprintf(&s3->host, "%s.%s", s->u.bucket, hs) < 0 ||
-		    asprintf(&s3->base, "%.*s%s", (int)(hs - endpoint), endpoint,
-			     s3->host) < 0 || !(s3->path0 = strdup(""))) {
+		struct sr_url vh = url;
+
+		vh.host = NULL;
+		if (asprintf(&vh.host, "%s.%s", s->u.bucket, url.host) < 0)
+			vh.host = NULL;
+		s3->host = vh.host ? sr_url_authority(&vh) : NULL;
+		s3->base = vh.host ? sr_url_origin(&vh) : NULL;
+		free(vh.host);
+		if (!s3->host || !s3->base || !(s3->path0 = strdup(""))) {
 			rc = -ENOMEM;
 			goto fail;
 		}
 	} else {
 		char *eb = sr_sigv4_uri_encode(s->u.bucket, strlen(s->u.bucket), 0);
 
-		s3->host = strdup(hs);
-		s3->base = strdup(endpoint);
+		s3->host = sr_url_authority(&url);
+		s3->base = sr_url_origin(&url);
 		if (!eb || asprintf(&s3->path0, "/%s", eb) < 0)
 			s3->path0 = NULL;
 		free(eb);
@@ -854,11 +877,13 @@ int objstore__s3_open(struct objstore *s, struct sr_err *e)
 			goto fail;
 		}
 	}
+	sr_url_free(&url);
 	free(endpoint);
 	s->ops = &s3_ops;
 	s->impl = s3;
 	return 0;
 fail:
+	sr_url_free(&url);
 	free(endpoint);
 	s3_free(s3);
 	return rc;

@@ -8,20 +8,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/url.h"
 #include "os_int.h"
 
-/* ---- URIs ------------------------------------------------------------------ */
+/* ---- URIs ------------------------------------------------------------------
+ * Split by lib/common/url.h (libcurl's URL API): a string without
+ * "scheme://" is a local path; file:///dir is one too. */
+static int uri_kind(const char *scheme)
+{
+	static const char *const names[] = { "file", "s3", "gs", "az" };
+
+	for (int k = OBJSTORE_FILE; k <= OBJSTORE_AZURE; k++)
+		if (!strcmp(scheme, names[k]))
+			return k;
+	return -1;
+}
+
 int objstore_uri_is_remote(const char *s)
 {
-	return s && (!strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
-		     !strncmp(s, "az://", 5));
+	char scheme[8];
+
+	return sr_url_scheme(s, scheme, sizeof scheme) == 1 && uri_kind(scheme) > 0;
 }
 
 const char *objstore_uri_local_path(const char *s)
 {
-	if (s && !strncmp(s, "file://", 7))
-		return s + 7;
-	return s;
+	struct sr_url u;
+	char scheme[8];
+	const char *p = s;
+
+	if (sr_url_scheme(s, scheme, sizeof scheme) != 1 || strcmp(scheme, "file") ||
+	    sr_url_parse(s, &u, NULL))
+		return s;
+	/* the path as it stands at the end of s ("file:///x" -> "/x") */
+	if (!u.query && u.path[0] == '/' && strlen(u.path) <= strlen(s) &&
+	    !strcmp(s + strlen(s) - strlen(u.path), u.path))
+		p = s + strlen(s) - strlen(u.path);
+	sr_url_free(&u);
+	return p;
 }
 
 void objstore_uri_free(struct objstore_uri *u)
@@ -74,61 +98,97 @@ static int prefix_ok(const char *p)
 	return 1;
 }
 
+/* What a checkpoint URI may not hold besides a bucket and a prefix. */
+static int uri_extras(const char *s, const struct sr_url *url, struct sr_err *e)
+{
+	if (url->user) /* never echo it: the password would be in the message */
+		return sr_err_set(e, -EINVAL, "checkpoint URI: user:password@ has no "
+				  "place in it (credentials come from the "
+				  "environment)");
+	if (url->port >= 0)
+		return sr_err_set(e, -EINVAL, "%s: a port has no place in a "
+				  "checkpoint URI (set the endpoint: "
+				  "AWS_ENDPOINT_URL_S3, SPOTRUN_GCS_ENDPOINT, "
+				  "AZURE_STORAGE_BLOB_ENDPOINT)", s);
+	if (url->query || url->fragment)
+		return sr_err_set(e, -EINVAL, "%s: '?' and '#' have no place in a "
+				  "checkpoint URI", s);
+	return 0;
+}
+
 int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e)
 {
-	const char *rest, *slash;
+	struct sr_url url = { 0 };
+	const char *rest, *slash, *host;
+	char scheme[16];
 	size_t bl;
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, kind;
 
 	memset(u, 0, sizeof *u);
 	if (!s || !*s)
 		return sr_err_set(e, -EINVAL, "checkpoint URI: empty");
-	if (!strstr(s, "://") || !strncmp(s, "file://", 7)) {
-		const char *p = objstore_uri_local_path(s);
-
-		if (p[0] != '/' && !strncmp(s, "file://", 7))
-			return sr_err_set(e, -EINVAL, "%s: a file URI needs an "
-					  "absolute path (file:///dir)", s);
+	rc = sr_url_scheme(s, scheme, sizeof scheme);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) { /* a plain path */
 		u->kind = OBJSTORE_FILE;
-		u->prefix = strdup(p);
+		u->prefix = strdup(s);
 		return u->prefix ? 0 : -ENOMEM;
 	}
-	if (!strncmp(s, "s3://", 5))
-		u->kind = OBJSTORE_S3;
-	else if (!strncmp(s, "gs://", 5))
-		u->kind = OBJSTORE_GCS;
-	else if (!strncmp(s, "az://", 5))
-		u->kind = OBJSTORE_AZURE;
-	else
+	kind = uri_kind(scheme);
+	if (kind < 0)
 		return sr_err_set(e, -EINVAL, "%s: unknown scheme (expected "
 				  "file://, s3://, gs:// or az://)", s);
-	rest = s + 5;
+	rc = sr_url_parse(s, &url, e);
+	if (rc == 0)
+		rc = uri_extras(s, &url, e);
+	if (rc) {
+		sr_err_prefix(e, "checkpoint URI");
+		goto fail;
+	}
+	u->kind = kind;
+	rc = -ENOMEM;
+	if (kind == OBJSTORE_FILE) { /* curl: "file:///dir" or file://localhost/dir */
+		if (url.path[0] != '/') { /* curl reads "file:x" as "x" */
+			rc = sr_err_set(e, -EINVAL, "%s: a file URI needs an "
+					"absolute path (file:///dir)", s);
+			goto fail;
+		}
+		u->prefix = strdup(url.path);
+		if (!u->prefix)
+			goto fail;
+		sr_url_free(&url);
+		return 0;
+	}
+	host = url.host;
+	rest = url.path + 1;
 	if (u->kind == OBJSTORE_AZURE) {
-		slash = strchr(rest, '/');
-		if (!slash || !account_ok(rest, (size_t)(slash - rest))) {
+		if (!account_ok(host, strlen(host)) || !*rest) {
 			rc = sr_err_set(e, -EINVAL, "%s: expected az://ACCOUNT/"
 					"CONTAINER[/PREFIX] with an account of "
 					"3-24 lower-case letters and digits", s);
 			goto fail;
 		}
-		u->account = strndup(rest, (size_t)(slash - rest));
+		u->account = strdup(host);
 		if (!u->account)
 			goto fail;
-		rest = slash + 1;
+		host = rest; /* the container is the first segment */
+		slash = strchr(rest, '/');
+		rest = slash ? slash + 1 : "";
+		bl = slash ? (size_t)(slash - host) : strlen(host);
+	} else {
+		bl = strlen(host);
 	}
-	slash = strchr(rest, '/');
-	bl = slash ? (size_t)(slash - rest) : strlen(rest);
-	if (!bucket_ok(rest, bl) ||
-	    (u->kind == OBJSTORE_AZURE && memchr(rest, '.', bl))) {
+	if (!bucket_ok(host, bl) ||
+	    (u->kind == OBJSTORE_AZURE && memchr(host, '.', bl))) {
 		rc = sr_err_set(e, -EINVAL, "%s: bad %s name '%.*s' (3-63 "
 				"lower-case letters, digits, '-'%s)", s,
 				u->kind == OBJSTORE_AZURE ? "container" : "bucket",
-				(int)(bl > 80 ? 80 : bl), rest,
+				(int)(bl > 80 ? 80 : bl), host,
 				u->kind == OBJSTORE_AZURE ? "" : ", '.'");
 		goto fail;
 	}
-	u->bucket = strndup(rest, bl);
-	rest = slash ? slash + 1 : "";
+	u->bucket = strndup(host, bl);
 	u->prefix = strdup(rest);
 	if (!u->bucket || !u->prefix)
 		goto fail;
@@ -143,8 +203,10 @@ int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e)
 				"'//', backslash or control character)", s);
 		goto fail;
 	}
+	sr_url_free(&url);
 	return 0;
 fail:
+	sr_url_free(&url);
 	objstore_uri_free(u);
 	return rc;
 }

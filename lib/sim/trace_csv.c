@@ -21,32 +21,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/csv.h"
+#include "common/timeutil.h"
 #include "sim/trace.h"
 
-/* "YYYY-MM-DD HH:MM:SS" or "YYYY-MM-DDTHH:MM:SS[Z]" -> seconds since epoch. */
-static int parse_date(const char *s, int64_t *out)
+/* "YYYY-MM-DD HH:MM:SS", or RFC 3339 ("...T...[.frac](Z|+hh:mm)"), no
+ * zone meaning UTC -> whole seconds since the epoch (the trace's
+ * resolution); *e says what is wrong. */
+static int parse_date(const char *s, int64_t *out, struct sr_err *e)
 {
-	struct tm tm;
-	char sep, tail[4] = "";
-	int n = 0;
+	int64_t ns;
+	int rc = sr_time_parse(s, SR_TIME_SPACE | SR_TIME_UTC, &ns, e);
 
-	memset(&tm, 0, sizeof tm);
-	if (sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-		   &tm.tm_mday, &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 7)
-		return -1;
-	if (sep != ' ' && sep != 'T')
-		return -1;
-	if (s[n] && (sscanf(s + n, "%3s", tail) != 1 || strcmp(tail, "Z")))
-		return -1;
-	if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	*out = (int64_t)timegm(&tm);
+	if (rc)
+		return rc;
+	*out = ns / SR_NS_PER_SEC - (ns % SR_NS_PER_SEC < 0);
 	return 0;
 }
 
@@ -138,10 +128,10 @@ int trace__parse_csv(const char *buf, size_t len, struct trace *t,
 		rc = 0;
 		ds = trim(r.fields[ci_date]);
 		as = trim(r.fields[ci_av]);
-		if (parse_date(ds, &d)) {
-			rc = sr_err_set(e, -SR_EPARSE,
-					"%s:%d: date: expected 'YYYY-MM-DD HH:MM:SS', got '%.40s'",
-					t->name, line, ds);
+		rc = parse_date(ds, &d, e);
+		if (rc) {
+			sr_err_prefix(e, "%s:%d: date: expected 'YYYY-MM-DD HH:MM:SS' "
+				      "or RFC 3339", t->name, line);
 			break;
 		}
 		errno = 0;

@@ -20,6 +20,7 @@
  *   logs       workload output lines.
  *   ledger, ledger_event, ledger_plan  the cost ledger (lib/finops),
  *              append-only: triggers refuse UPDATE and DELETE.
+ *   node_launch  a launch's parameters, sealed (component 'launch').
  *
  * A step's PostgreSQL text is NULL when the SQLite text maps to it by
  * type names alone (store__pg_ddl below); STRICT tables become plain
@@ -340,6 +341,23 @@ static const char h1[] =
 	" seen_ns INTEGER NOT NULL"
 	") STRICT;";
 
+/* A launch's parameters, kept from its first attempt so that its
+ * idempotency key (EC2 ClientToken) always goes with the same ones, on
+ * any daemon after a failover (lib/ctl/clouds.c).  `sealed` is the
+ * launch as JSON sealed with the secrets key (it holds the node's
+ * bootstrap text).  A component of its own. */
+static const char n1[] =
+	"CREATE TABLE node_launch ("
+	" node_id INTEGER PRIMARY KEY CHECK (node_id > 0),"
+	" idem_key TEXT NOT NULL,"
+	" sealed BLOB NOT NULL,"
+	" created_ns INTEGER NOT NULL"
+	") STRICT;";
+
+static const struct store_migration launch_steps[] = {
+	{ n1, NULL, NULL, NULL },
+};
+
 static const struct store_migration ha_steps[] = {
 	{ h1, NULL, NULL, NULL },
 };
@@ -366,6 +384,7 @@ const struct store_component store__components[] = {
 	{ "ctl", ctl_steps, sizeof ctl_steps / sizeof ctl_steps[0] },
 	{ "ledger", ledger_steps, sizeof ledger_steps / sizeof ledger_steps[0] },
 	{ "ha", ha_steps, sizeof ha_steps / sizeof ha_steps[0] },
+	{ "launch", launch_steps, sizeof launch_steps / sizeof launch_steps[0] },
 };
 const size_t store__ncomponents = sizeof store__components /
 				  sizeof store__components[0];

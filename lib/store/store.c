@@ -16,6 +16,7 @@
 #include "common/backoff.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 
 static uint64_t fnv1a(const char *s)
 {
@@ -26,9 +27,14 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
+/* A libpq URI (libpq splits it: "postgresql://u@h1,h2/db" has hosts
+ * curl would refuse, so only its scheme is asked, url.h). */
 static bool is_pg_url(const char *w)
 {
-	return !strncmp(w, "postgresql://", 13) || !strncmp(w, "postgres://", 11);
+	char scheme[16];
+
+	return sr_url_scheme(w, scheme, sizeof scheme) == 1 &&
+	       (!strcmp(scheme, "postgresql") || !strcmp(scheme, "postgres"));
 }
 
 enum store_backend store_backend_of(const char *where)

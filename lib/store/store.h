@@ -293,6 +293,19 @@ int store_job_load(struct store *s, int64_t id, unsigned what,
 		   struct store_job *j, struct sr_err *e);
 void store_job_free(struct store_job *j);
 
+/* A launch's sealed parameters (table node_launch; lib/ctl/clouds.c):
+ *   _put: keep them for node (1), or leave the row already kept (0);
+ *   _get: 1 with key (its idempotency key) and *sealed (malloc'd, caller
+ *         frees; *n bytes), or 0 when none is kept;
+ *   _del: drop them (the instance is recorded).
+ * Negative codes with *e. */
+int store_launch_put(struct store *s, int64_t node, const char *key,
+		     const void *sealed, size_t n, int64_t now_ns,
+		     struct sr_err *e);
+int store_launch_get(struct store *s, int64_t node, char *key, size_t keylen,
+		     void **sealed, size_t *n, struct sr_err *e);
+int store_launch_del(struct store *s, int64_t node, struct sr_err *e);
+
 /* For code not yet moved behind this interface (docs/store.md lists it:
  * the reconciler files) and the entry points they call:
  * store_sqlite_handle: the SQLite connection, or NULL on PostgreSQL;

@@ -149,6 +149,8 @@ _PROTOS = {
     "spotckpt_strerror": (_c.c_char_p, [_c.c_int]),
     "spotckpt_errmsg": (_c.c_char_p, []),
     "spotckpt_abi_version": (_i32, []),
+    "spotckpt_progress_step": (_c.c_int, [_i64, _i64]),
+    "spotckpt_progress_restored": (_c.c_int, [_i64]),
     "spotckpt_cuda_available": (_i32, []),
 }
 

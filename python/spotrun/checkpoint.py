@@ -386,8 +386,16 @@ class Checkpointer:
             elif self.remote is not None:
                 src = self.dir if os.path.isdir(os.path.join(
                     self.dir, "step-%08d" % int(step))) else self.remote
-            return restore(src, state, max_step=max_step, step=step,
-                           cuda_direct=self._cuda)
+            got = restore(src, state, max_step=max_step, step=step,
+                          cuda_direct=self._cuda)
+            report_restored(got)
+            return got
+
+
+def report_restored(step):
+    """Tell the node agent what this process resumed from (None: a fresh
+    start, reported as step 0); see spotckpt_progress_restored."""
+    _lib.lib().spotckpt_progress_restored(0 if step is None else int(step))
 
 
 def _newest(src, max_step):

@@ -627,6 +627,7 @@ class DistCheckpointer:
             # marker left by an earlier run is gone before a new one of
             # the same step can be counted
             self._agree(found)
+        _ckpt.report_restored(found)
         return found
 
     def _restore_newest(self, state, lim):

@@ -534,6 +534,9 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 		 o->workdir);
 	snprintf(ag->notice_path, sizeof ag->notice_path, "%s/notice",
 		 o->workdir);
+	snprintf(ag->progress_path, sizeof ag->progress_path, "%s/progress.json",
+		 o->workdir);
+	ag->python_dir = agent_python_dir();
 	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
 		 (long long)o->node_id);
 	ag->cli = ctlc_create(o->api, token, &agent__client_opts);

@@ -72,13 +72,28 @@ struct agent;
 int agent_sync_files(struct agent *ag, struct sr_err *e);
 void assignment_free(struct assignment *a);
 
+/* The node's files named in the workload's environment. */
+struct envp_files {
+	const char *node_dir;      /* SPOTRUN_NODE_DIR */
+	const char *status_file;   /* SPOTRUN_STATUS_FILE (the workload's) */
+	const char *progress_file; /* SPOTRUN_PROGRESS_FILE (libspotckpt's) */
+	const char *notice_file;   /* SPOTRUN_NOTICE_FILE */
+	const char *python_dir;    /* put on PYTHONPATH unless the job sets
+				      PYTHONPATH itself; NULL = none */
+};
+
 /* Build the workload environment: inherited environ minus the agent's own
  * secrets, then the job's envs, then the SPOTRUN_* contract.  Returns a
  * malloc'd NULL-terminated array of malloc'd strings (free with
  * envp_free) or NULL on out-of-memory / a bad env name (*e says which). */
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
-		  const char *node_dir, const char *status_file,
-		  const char *notice_file, struct sr_err *e);
+		  const struct envp_files *f, struct sr_err *e);
+
+/* The folder holding the spotrun Python package this agent was built or
+ * installed with (build: <repo>/python; installed:
+ * PREFIX/lib/python3.X/dist-packages), found from the agent's own path;
+ * NULL when there is none.  Static storage (pypath.c). */
+const char *agent_python_dir(void);
 void envp_free(char **envp);
 /* The torch.distributed rendezvous port of a job's attempt: the same on
  * every node, different for consecutive attempts, in
@@ -142,15 +157,17 @@ struct agent {
 	struct ctlc *cli;
 	struct assignment a;
 	char node_dir[4096], status_path[4200], wlog_path[4200];
-	char notice_path[4200];
+	char notice_path[4200], progress_path[4200];
+	const char *python_dir; /* the spotrun package's folder, NULL unknown */
 	char path_prefix[64]; /* "/v1/nodes/<id>" */
 	int wlog_fd;
 
 	struct notice_watch nw;
 	int nw_err_gen;
 	struct logbatch *logs;
-	struct status_reader st;
-	struct status_info last_status;
+	struct status_reader st;   /* the workload's status file */
+	struct status_reader pg;   /* libspotckpt's progress report */
+	struct status_info last_status; /* both merged (agent__read_progress) */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;

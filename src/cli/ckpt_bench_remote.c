@@ -46,6 +46,7 @@
 #include "ckpt_bench.h"
 #include "common/awscred.h"
 #include "common/sigv4.h"
+#include "common/url.h"
 #include "objstore/objstore.h"
 
 struct peer {
@@ -340,7 +341,8 @@ static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
 {
 	struct objstore_uri u;
 	struct sr_err e = { 0 };
-	const char *hs;
+	struct sr_url url;
+	char *auth, *origin;
 	const char *ep = getenv("AWS_ENDPOINT_URL_S3");
 	char *region = NULL;
 	int rc;
@@ -360,13 +362,23 @@ static int peer_init(const char *uri, struct peer *p, char *why, size_t wn)
 		objstore_uri_free(&u);
 		return -1;
 	}
+	rc = sr_url_parse_http(ep, "AWS_ENDPOINT_URL_S3", &url, &e);
+	auth = rc ? NULL : sr_url_authority(&url);
+	origin = rc ? NULL : sr_url_origin(&url);
+	sr_url_free(&url);
+	if (!auth || !origin) {
+		snprintf(why, wn, "%s", rc ? sr_err_str(&e, rc) : "out of memory");
+		free(auth);
+		free(origin);
+		objstore_uri_free(&u);
+		return -1;
+	}
 	if (sr_aws_region(&region, &e))
 		region = NULL;
-	hs = strstr(ep, "://");
-	snprintf(p->base, sizeof p->base, "%s", ep);
-	snprintf(p->host, sizeof p->host, "%s", hs ? hs + 3 : ep);
-	if (strchr(p->host, '/'))
-		*strchr(p->host, '/') = 0;
+	snprintf(p->base, sizeof p->base, "%s", origin);
+	snprintf(p->host, sizeof p->host, "%s", auth);
+	free(auth);
+	free(origin);
 	snprintf(p->path, sizeof p->path, "/%s/%s%sbench-raw", u.bucket,
 		 u.prefix, u.prefix[0] ? "/" : "");
 	snprintf(p->region, sizeof p->region, "%s", region ? region : "us-east-1");

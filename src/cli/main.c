@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cliopt.h"
+#include "providers/registry.h"
 
 #define CLI_MAX_CMDS 64
 
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	qsort(g_cmds, (size_t)g_ncmds, sizeof g_cmds[0], cmp_cmd);
+	/* job files name the clouds the built providers sell */
+	prov_infra_install(NULL);
 	return dispatch(argc, argv);
 }
 

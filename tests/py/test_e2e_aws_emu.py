@@ -47,15 +47,20 @@ echo "attempt $SPOTRUN_ATTEMPT zone $SPOTRUN_ZONE" >> $d/completions
 """
 
 
-def start_emulator(tmp):
-    work = os.path.join(str(tmp), "emu")
+def start_emulator(tmp, region=None, request_log=None):
+    work = os.path.join(str(tmp), "emu" + (("-" + region) if region else ""))
     os.makedirs(work)
     args = [os.path.join(BUILD, "bin", "spotrun"), "ec2-emulator",
             "--work-dir", work, "--data", os.path.join(ROOT, "data"),
             "--time-scale", "60", "--notice-s", "300"]
+    if region:
+        args += ["--region", region]
+    if request_log:
+        args += ["--request-log", request_log]
     for z in ZONES:
         args += ["--capacity", "%s:p3.2xlarge=plenty" % z]
-    log = open(os.path.join(str(tmp), "emulator.log"), "wb")
+    log = open(os.path.join(str(tmp), "emulator%s.log" % (
+        ("-" + region) if region else "")), "wb")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
                             start_new_session=True, text=True)
     log.close()
@@ -172,3 +177,72 @@ def test_local_and_aws_in_one_daemon(tmp_path, monkeypatch):
         d.stop()
         emu.terminate()
         emu.wait(timeout=20)
+
+
+def run_lines(path):
+    """The RunInstances lines of an emulator's request log ("<ns>
+    RunInstances <status> <code> Key=Value..."), their keys as dicts."""
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                words = line.split()
+                if len(words) > 4 and words[1] == "RunInstances":
+                    out.append(dict(w.split("=", 1) for w in words[4:]))
+    return out
+
+
+def test_config_file_regions_and_task_image(tmp_path, monkeypatch):
+    """The daemon's config file enables aws in two regions, each with its
+    own endpoint (an emulator per region), image and subnet; no --providers
+    or --aws-* flag.  A job kept to us-east-1 boots the region's
+    configured image in its configured subnet; a job kept to us-west-2
+    whose resources.image_id names an image per region boots that one
+    (the task's image overrides the configured one).  The emulators log
+    what RunInstances carried."""
+    logs = {r: os.path.join(str(tmp_path), "requests-%s.log" % r)
+            for r in ("us-east-1", "us-west-2")}
+    emus = {r: start_emulator(tmp_path, r, logs[r]) for r in logs}
+    aws_env(monkeypatch, "http://127.0.0.1:9")    # overridden per region
+    monkeypatch.delenv("AWS_ENDPOINT_URL_EC2")
+    cfg = os.path.join(str(tmp_path), "spotrund.yaml")
+    with open(cfg, "w") as f:
+        f.write("time-scale: 60\nheartbeat-timeout: 20s\nboot-timeout: 60s\n"
+                "providers:\n  aws:\n    regions:\n"
+                "      us-east-1:\n        endpoint: %s\n"
+                "        image: ami-0east000000000000\n"
+                "        subnet: subnet-east\n"
+                "      us-west-2:\n        endpoint: %s\n"
+                "        image: ami-0west000000000000\n" % (
+                    emus["us-east-1"][1], emus["us-west-2"][1]))
+    shares = [os.path.join(str(tmp_path), s) for s in ("east", "west")]
+    for s in shares:
+        os.makedirs(s)
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config", cfg,
+               "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
+    try:
+        d.start()
+        east = d.submit(job_yaml("east", "aws/us-east-1", shares[0], 3,
+                                 spot=False))
+        west_yaml = job_yaml("west", "aws/us-west-2", shares[1], 3,
+                             spot=False).replace(
+            "  infra: aws/us-west-2\n",
+            "  infra: aws/us-west-2\n  image_id:\n"
+            "    us-west-2: ami-0task000000000000\n"
+            "    us-east-1: ami-0other00000000000\n")
+        west = d.submit(west_yaml)
+        jobs = d.wait([east, west], 120)
+        for j in jobs:
+            assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+            assert {n["provider"] for n in j["nodes"]} == {"aws"}, j
+        e_runs, w_runs = run_lines(logs["us-east-1"]), run_lines(logs["us-west-2"])
+        assert e_runs and w_runs, (e_runs, w_runs)
+        assert {r["ImageId"] for r in e_runs} == {"ami-0east000000000000"}, e_runs
+        assert {r.get("SubnetId") for r in e_runs} == {"subnet-east"}, e_runs
+        assert {r["ImageId"] for r in w_runs} == {"ami-0task000000000000"}, w_runs
+        assert all("SubnetId" not in r for r in w_runs), w_runs
+    finally:
+        d.stop()
+        for proc, _ in emus.values():
+            proc.terminate()
+            proc.wait(timeout=20)

@@ -22,6 +22,7 @@
 #include "agent/procstat.h"
 #include "agent/status.h"
 #include "agent/workload.h"
+#include "ckpt/internal.h"
 #include "common/fsutil.h"
 
 static char g_dir[256];
@@ -180,6 +181,59 @@ static void test_status_file(void **state)
 	sr_err_clear(&e);
 	assert_true(status_read(&r, &si, &e) < 0);
 	assert_non_null(strstr(e.msg, "status.json"));
+}
+
+/* The library's own report ($SPOTRUN_PROGRESS_FILE, lib/ckpt/progress.c)
+ * read by the agent's reader: steps, commits, the restore, and each
+ * save's stall exactly once, even when reads skip writes. */
+static void test_progress_report(void **state)
+{
+	char path[400];
+	struct status_reader r;
+	struct status_info si;
+	int seen = 0;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/progress.json", g_dir);
+	status_reader_init(&r, path);
+	unsetenv("SPOTRUN_PROGRESS_FILE");
+	assert_int_equal(spotckpt_progress_step(5, -1), 0); /* not under an agent */
+	assert_int_equal(status_read(&r, &si, NULL), 0);
+	setenv("SPOTRUN_PROGRESS_FILE", path, 1);
+	assert_int_equal(spotckpt_progress_restored(0), 0); /* a fresh start */
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.restored_step, 0);
+	assert_int_equal(si.ckpt_step, -1);   /* unknown, not 0 */
+	assert_int_equal(si.total_steps, -1);
+	assert_int_equal(si.nstalls, 0);
+	/* 20 saves, read after every third: 20 stalls in all, in order */
+	for (int i = 1; i <= 20; i++) {
+		ckpt__progress_saved(i * 10, (double)i);
+		ckpt__progress_committed(i * 10 - 10);
+		if (i % 3 == 0 || i == 20) {
+			assert_int_equal(status_read(&r, &si, NULL), 1);
+			for (int k = 0; k < si.nstalls; k++)
+				assert_true(si.stall_ms[k] == (double)(++seen));
+		}
+	}
+	assert_int_equal(seen, 20);
+	assert_int_equal(si.step, 200);
+	assert_int_equal(si.ckpt_step, 190);
+	/* more than the ring between two reads: the newest 16, none twice */
+	for (int i = 21; i <= 40; i++)
+		ckpt__progress_saved(i * 10, (double)i);
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.nstalls, 16);
+	assert_true(si.stall_ms[0] == 25.0 && si.stall_ms[15] == 40.0);
+	/* the loop's step and total, flushed by close at the latest */
+	assert_int_equal(spotckpt_progress_step(401, 1000), 0);
+	ckpt__progress_flush();
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.step, 401);
+	assert_int_equal(si.total_steps, 1000);
+	assert_int_equal(si.nstalls, 0);
+	assert_true(spotckpt_progress_step(-1, 0) < 0);
+	unsetenv("SPOTRUN_PROGRESS_FILE");
 }
 
 /* ---- checkpoint scan ------------------------------------------------------ */
@@ -378,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_logbatch_lines),
 		cmocka_unit_test(test_logbatch_limits),
 		cmocka_unit_test(test_status_file),
+		cmocka_unit_test(test_progress_report),
 		cmocka_unit_test(test_ckscan),
 		cmocka_unit_test(test_procstat_parse),
 		cmocka_unit_test(test_gpustat_absent),

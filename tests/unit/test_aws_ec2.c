@@ -545,6 +545,18 @@ static void test_bootstrap(void **state)
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077", 1,
 					      "tok_ABC-123-456789", NULL, &s, &e), 0);
 	free(s);
+	/* the host is curl's: an IPv6 loopback is loopback, a user name
+	 * that looks like one is not the host */
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://[::1]:7077", 1,
+					      "tok_ABC-123-456789", NULL, &s, &e), 0);
+	free(s);
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1@10.0.0.5:7077",
+					      1, "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "would send the node's bootstrap secret"));
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://", 1,
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
 }
 
 /* Instance-role credentials close to expiry are fetched again before a
@@ -611,6 +623,15 @@ static void test_loopback_guard(void **state)
 	assert_int_equal(ec2_open(&o, &c, &e), -SR_ENOTFOUND);
 	assert_non_null(strstr(e.msg, "AWS_REGION"));
 	ec2_close(NULL);
+	/* user:password@ would have gone into the signed Host header */
+	o.region = "us-east-1";
+	o.endpoint = "http://key:s3cret@127.0.0.1:9";
+	assert_int_equal(ec2_open(&o, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "user:password@"));
+	assert_null(strstr(e.msg, "s3cret"));
+	o.endpoint = "http://127.0.0.1:9/ec2";
+	assert_int_equal(ec2_open(&o, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "a path or query is not supported"));
 }
 
 static void test_xml_malformed(void **state)

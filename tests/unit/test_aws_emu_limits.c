@@ -267,8 +267,9 @@ static void test_quota(void **state)
 	for (char *p = log; *p != '\0'; p++)
 		lines += *p == '\n';
 	assert_int_equal(lines, calls);
-	assert_non_null(strstr(log, " RunInstances 400 InstanceLimitExceeded\n"));
-	assert_non_null(strstr(log, " RunInstances 200 -\n"));
+	assert_non_null(strstr(log, " RunInstances 400 InstanceLimitExceeded "
+			       "ImageId="));
+	assert_non_null(strstr(log, " RunInstances 200 - ImageId="));
 	free(log);
 }
 

@@ -338,6 +338,12 @@ static void test_container(void **state)
 	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.1.2.3/creds", 1);
 	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "must be https, loopback"));
+	/* ECS's address as a user name (the prefix check let ":80@" by):
+	 * the host is evil.example */
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI",
+	       "http://169.254.170.2:80@evil.example/creds", 1);
+	assert_int_equal(sr_awscred_resolve(&c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "must be https, loopback"));
 	/* a token with a line break would forge a header */
 	fx_write(tokf, "a\r\nX-Evil: 1");
 	snprintf(url, sizeof(url), "%s/v2/credentials/abc", sr_testsrv_url(s));

@@ -77,6 +77,53 @@ static void test_rfc3339_bad(void **state)
 	assert_true(sr_time_parse_rfc3339(NULL, &(int64_t){ 0 }, NULL) < 0);
 }
 
+static int64_t at(const char *s)
+{
+	int64_t ns = 0;
+
+	assert_int_equal(sr_time_parse_rfc3339(s, &ns, NULL), 0);
+	return ns;
+}
+
+/* Month starts for the ledger's and FOCUS's monthly splits (no timegm). */
+static void test_month_start(void **state)
+{
+	(void)state;
+	assert_int_equal(sr_time_month_start(at("2026-11-29T14:14:28.5Z"), 0),
+			 at("2026-11-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(at("2026-12-31T23:59:59.999Z"), 1),
+			 at("2027-01-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(at("2024-01-31T00:00:00Z"), 1),
+			 at("2024-02-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(at("2024-03-01T00:00:00Z"), -1),
+			 at("2024-02-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(at("2026-05-01T00:00:00Z"), 25),
+			 at("2028-06-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(-1, 0), at("1969-12-01T00:00:00Z"));
+	assert_int_equal(sr_time_month_start(-1, 1), 0);
+}
+
+/* The looser forms data files write, by flag only. */
+static void test_parse_flags(void **state)
+{
+	struct sr_err e = { 0 };
+	int64_t ns = 0;
+
+	(void)state;
+	assert_int_equal(sr_time_parse("2026-11-29 14:14:28Z", SR_TIME_SPACE, &ns, &e), 0);
+	assert_int_equal(ns, INT64_C(1795961668) * SR_NS_PER_SEC);
+	assert_int_equal(sr_time_parse("2026-11-29T14:14:28.5", SR_TIME_UTC, &ns, &e), 0);
+	assert_int_equal(ns, INT64_C(1795961668) * SR_NS_PER_SEC + 500000000);
+	assert_int_equal(sr_time_parse("2026-11-29 15:14:28+01:00",
+				       SR_TIME_SPACE | SR_TIME_UTC, &ns, &e), 0);
+	assert_int_equal(ns, INT64_C(1795961668) * SR_NS_PER_SEC);
+	assert_true(sr_time_parse("2026-11-29 14:14:28", SR_TIME_UTC, &ns, &e) < 0);
+	assert_true(sr_time_parse("2026-11-29T14:14:28", SR_TIME_SPACE, &ns, &e) < 0);
+	assert_non_null(strstr(e.msg, "time zone"));
+	assert_true(sr_time_parse("2026-11-29  14:14:28", SR_TIME_SPACE | SR_TIME_UTC,
+				  &ns, &e) < 0);
+}
+
 static void test_rfc3339_format(void **state)
 {
 	char buf[64];
@@ -200,6 +247,8 @@ int main(void)
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_rfc3339_parse),
 		cmocka_unit_test(test_rfc3339_bad),
+		cmocka_unit_test(test_parse_flags),
+		cmocka_unit_test(test_month_start),
 		cmocka_unit_test(test_rfc3339_format),
 		cmocka_unit_test(test_dur_parse),
 		cmocka_unit_test(test_dur_bad),

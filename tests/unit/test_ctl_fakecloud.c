@@ -77,6 +77,7 @@ struct finst {
 	_Atomic bool pending;       /* the cloud still boots it */
 	char token[80];             /* its bootstrap secret */
 	char ntoken[80];            /* the node token it got for it, "" */
+	char boot[128];             /* the bootstrap text it was started with */
 };
 
 /* One launch request: answers after `waits` more polls (-EAGAIN), then
@@ -87,7 +88,7 @@ struct cloud_req {
 	int waits;
 	bool hang;                  /* never answers (the daemon "dies") */
 	struct cloud_launch l;      /* strings below */
-	char key[CLOUD_IDEM_MAX], cluster[64], token[80];
+	char key[CLOUD_IDEM_MAX], cluster[64], token[80], boot[128];
 	int inst;                   /* fc.inst index once started, -1 */
 };
 
@@ -101,6 +102,9 @@ static struct fcloud {
 	bool boot_pending;          /* new instances start "pending" */
 	bool register_early;        /* the agent registers before the commit */
 	bool term_fail;             /* terminate() fails */
+	bool vary_boot;             /* each bootstrap text differs ("#N") */
+	int boots;                  /* bootstrap texts made */
+	int mismatches;             /* a key came back with other parameters */
 	int launches, terminates, lists;
 	struct finst inst[64];
 	int ninst;
@@ -185,7 +189,10 @@ static int f_provision(void *st, const struct cloud_launch *l,
 	q->l = *l;
 	snprintf(q->key, sizeof q->key, "%s", l->idem_key);
 	snprintf(q->cluster, sizeof q->cluster, "%s", l->tags.cluster);
-	snprintf(q->token, sizeof q->token, "%s", l->bootstrap);
+	/* the token is the bootstrap's first line */
+	snprintf(q->token, sizeof q->token, "%.*s",
+		 (int)strcspn(l->bootstrap, "\n"), l->bootstrap);
+	snprintf(q->boot, sizeof q->boot, "%s", l->bootstrap);
 	q->inst = -1;
 	if (fc.fail_launch[l->pool] > 0) {
 		fc.fail_launch[l->pool]--;
@@ -217,8 +224,13 @@ static struct finst *start_inst(struct cloud_req *q)
 	struct finst *x;
 
 	for (int i = 0; i < fc.ninst; i++) {
-		if (strcmp(fc.inst[i].key, q->key) == 0)
-			return &fc.inst[i]; /* idempotent: no second launch */
+		if (strcmp(fc.inst[i].key, q->key) != 0)
+			continue;
+		/* EC2 refuses a key sent again with other parameters
+		 * (IdempotentParameterMismatch) */
+		if (strcmp(fc.inst[i].boot, q->boot) != 0)
+			fc.mismatches++;
+		return &fc.inst[i]; /* idempotent: no second launch */
 	}
 	assert_true(fc.ninst < 64);
 	x = &fc.inst[fc.ninst++];
@@ -227,6 +239,7 @@ static struct finst *start_inst(struct cloud_req *q)
 	snprintf(x->key, sizeof x->key, "%s", q->key);
 	snprintf(x->cluster, sizeof x->cluster, "%s", q->cluster);
 	snprintf(x->token, sizeof x->token, "%s", q->token);
+	snprintf(x->boot, sizeof x->boot, "%s", q->boot);
 	x->node = q->l.tags.node_id;
 	x->job = q->l.tags.job_id;
 	x->pool = q->l.pool;
@@ -359,12 +372,20 @@ static const struct cloud_driver_ops fake_drv = {
 	.destroy = f_nop,
 };
 
-/* The bootstrap channel: the bootstrap secret as the whole text. */
+/* The bootstrap channel: the bootstrap secret as the whole text (with
+ * vary_boot, a second line that differs every time, as the daemons' list
+ * in EC2's user-data differs after a failover). */
 static int f_bootstrap(void *st, const struct cloud_boot *b, char **out,
 		       struct sr_err *e)
 {
 	(void)st;
-	*out = strdup(b->bootstrap);
+	fc.boots++;
+	if (fc.vary_boot) {
+		if (asprintf(out, "%s\n#%d", b->bootstrap, fc.boots) < 0)
+			*out = NULL;
+	} else {
+		*out = strdup(b->bootstrap);
+	}
 	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
 }
 
@@ -874,6 +895,44 @@ static void test_crash_mid_provision_no_double_launch(void **state)
 		pass();
 	assert_int_equal(fc.launches, 1);
 	assert_string_equal(node_view(id, n1).state, "READY");
+}
+
+/* The same key always goes with the same parameters: a launch whose
+ * answer was lost is sent again after a restart with exactly what the
+ * first attempt sent (kept, sealed, in node_launch), even though the
+ * bootstrap text would now be made differently - no
+ * IdempotentParameterMismatch, no second instance. */
+static void test_relaunch_sends_kept_parameters(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.vary_boot = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	fc.die_before_commit = true;
+	pass();
+	assert_int_equal(fc.launches, 1);
+	assert_int_equal(fc.boots, 1);
+	stop_fake();
+	start_fake();
+	pass();
+	assert_int_equal(fc.mismatches, 0);
+	assert_int_equal(fc.boots, 1); /* recalled, not made again */
+	assert_int_equal(fc.launches, 1);
+	assert_int_equal(live_node(id), n1);
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	/* recorded: the kept parameters are dropped */
+	{
+		int64_t kept = -1;
+		struct sr_err e = { 0 };
+
+		assert_int_equal(store_query_i64(ctl__store(ctl), "SELECT count(*)"
+						 " FROM node_launch WHERE node_id"
+						 " = ?1", n1, &kept, &e), 1);
+		assert_int_equal(kept, 0);
+	}
 }
 
 /* A terminate that fails leaves the instance running: it is retried on
@@ -1394,6 +1453,8 @@ int main(void)
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_failed,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_relaunch_sends_kept_parameters,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_mid_provision_no_double_launch,
 						fsetup, fteardown),

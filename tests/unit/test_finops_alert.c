@@ -336,6 +336,10 @@ static void test_config_file(void **state)
 		} bad[] = {
 			{ "{\"slack\":{}}", "webhook_url" },
 			{ "{\"slack\":{\"webhook_url\":\"ftp://x\"}}", "webhook_url" },
+			/* "http://" passed a prefix check; it has no host */
+			{ "{\"slack\":{\"webhook_url\":\"https://\"}}", "webhook_url" },
+			{ "{\"pagerduty\":{\"routing_key\":\"k\",\"url\":\"http://h:99999/x\"}}",
+			  "pagerduty.url: expected an http(s) URL" },
 			{ "{\"slack\":{\"webhook_url\":\"https://x\",\"events\":[\"lunch\"]}}",
 			  "events[0]" },
 			{ "{\"pagerduty\":{\"routing_key\":\"\"}}", "routing_key" },

@@ -184,6 +184,43 @@ static void test_other_keys_roundtrip(void **state)
 	jobspec_diag_free(&d);
 }
 
+/* A mount source with a scheme (curl reads it as a URL, upper case and a
+ * port too) is refused by name; a local path with a colon is a path. */
+static void test_mount_sources(void **state)
+{
+	static const struct { const char *src, *err; } cases[] = {
+		{ "gs://bucket/data", "'gs://bucket/data': gs:// URLs are not supported" },
+		{ "HTTPS://[::1]:8443/x", "https:// URLs are not supported" },
+		{ "s3://bad bucket/x", "s3:// URLs are not supported" },
+		{ "./run:1/data", NULL },
+		{ "/data/a://b", NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct jobspec js;
+		struct jobspec_diag d;
+		struct sr_err e = { 0 };
+		char y[256];
+		int rc;
+
+		snprintf(y, sizeof y, "resources: {accelerators: H100:8}\n"
+			 "file_mounts: {/data: '%s'}\nspotrun: {work: 3h}\n",
+			 cases[i].src);
+		rc = parse(y, &js, &d, &e);
+		if (cases[i].err) {
+			assert_int_equal(rc, -SR_EPARSE);
+			if (!has(&d, cases[i].err))
+				fail_msg("%s: '%s'", cases[i].src, e.msg);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_string_equal(js.mounts[0].src, cases[i].src);
+			jobspec_free(&js);
+		}
+		jobspec_diag_free(&d);
+	}
+}
+
 /* tests/skypilot/unsupported.yaml: all ten problems in one run, each with
  * its line and a suggestion. */
 static void test_all_problems_at_once(void **state)
@@ -196,8 +233,9 @@ static void test_all_problems_at_once(void **state)
 	assert_int_equal(jobspec_parse_file_diag("tests/skypilot/unsupported.yaml",
 						 &js, &d, &e), -SR_EPARSE);
 	assert_int_equal(d.n_errors, 10);
-	assert_true(has(&d, "unsupported.yaml:5: resources.cloud: 'kubernetes'"));
-	assert_true(has(&d, "use infra: aws"));
+	assert_true(has(&d, "unsupported.yaml:5: resources.cloud: unknown cloud "
+			"'kubernetes'"));
+	assert_true(has(&d, "(clouds: aws, gcp, azure, lambda, coreweave)"));
 	assert_true(has(&d, ":6: resources.instance_type: not supported; name the GPU"));
 	assert_true(has(&d, ":7: resources.accelerators[1]: 'tpu-v4-8': TPUs"));
 	assert_true(has(&d, ":8: resources.disk_tier"));
@@ -215,9 +253,10 @@ static void test_all_problems_at_once(void **state)
 			 -SR_EPARSE);
 	assert_true(has(&d, "resources.acelerators: unknown key; expected one of: accelerators"));
 	jobspec_diag_free(&d);
-	/* infra: k8s is an error, not an empty plan */
+	/* infra: k8s is an error, not an empty plan: no provider sells it */
 	assert_int_equal(parse("resources:\n  infra: k8s\n", &js, &d, &e), -SR_EPARSE);
-	assert_true(has(&d, "'k8s': spotrun buys spot capacity from clouds"));
+	assert_true(has(&d, "unknown cloud 'k8s': no catalog cloud and no provider "
+			"sells it"));
 	jobspec_diag_free(&d);
 	assert_int_equal(parse("resources:\n  infra: oracle/us-ashburn-1\n", &js, &d, &e),
 			 -SR_EPARSE);
@@ -386,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_accelerator_forms),
 		cmocka_unit_test(test_candidates),
 		cmocka_unit_test(test_other_keys_roundtrip),
+		cmocka_unit_test(test_mount_sources),
 		cmocka_unit_test(test_all_problems_at_once),
 		cmocka_unit_test(test_examples_plan),
 		cmocka_unit_test(test_plan_validation),

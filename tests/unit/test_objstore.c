@@ -67,6 +67,23 @@ static void test_uri_good(void **state)
 	assert_true(objstore_uri_is_remote("az://a/b"));
 	assert_false(objstore_uri_is_remote("/tmp/x"));
 	assert_string_equal(objstore_uri_local_path("file:///x/y"), "/x/y");
+	/* split by curl: the scheme in any case, file://localhost/, a
+	 * malformed URL is still a remote one (its error comes on parsing),
+	 * a path with a colon or "://" inside is a path */
+	assert_int_equal(objstore_uri_parse("S3://my-bucket", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_S3);
+	assert_string_equal(u.prefix, "");
+	objstore_uri_free(&u);
+	assert_int_equal(objstore_uri_parse("file://localhost/tmp/ck/", &u, &e), 0);
+	assert_string_equal(u.prefix, "/tmp/ck/");
+	objstore_uri_free(&u);
+	assert_string_equal(objstore_uri_local_path("file://localhost/x"), "/x");
+	assert_true(objstore_uri_is_remote("s3://bad bucket/x"));
+	assert_false(objstore_uri_is_remote("s3:bucket"));
+	assert_int_equal(objstore_uri_parse("/data/run:1/a://b", &u, &e), 0);
+	assert_int_equal(u.kind, OBJSTORE_FILE);
+	assert_string_equal(u.prefix, "/data/run:1/a://b");
+	objstore_uri_free(&u);
 }
 
 static void test_uri_bad(void **state)
@@ -80,7 +97,16 @@ static void test_uri_bad(void **state)
 		{ "az://Acct/c", "expected az://ACCOUNT/CONTAINER" },
 		{ "az://acct/con.tainer", "bad container name" },
 		{ "file://relative", "absolute path" },
+		{ "file:relative", "absolute path" },
 		{ "", "empty" },
+		/* what splitting at "://" and '/' by hand let through */
+		{ "s3://user:s3cret@bucket/x", "user:password@ has no place" },
+		{ "s3://bucket:9000/x", "a port has no place" },
+		{ "s3://[::1]/x", "bad bucket name '[::1]'" },
+		{ "az://acct:1/c", "a port has no place" },
+		{ "s3://bucket/a?b", "'?' and '#'" },
+		{ "gs://bucket/a#b", "'?' and '#'" },
+		{ "s3://bad bucket/x", "bad host name" },
 	};
 
 	(void)state;
@@ -92,6 +118,7 @@ static void test_uri_bad(void **state)
 		if (!strstr(e.msg, bad[i].msg))
 			fail_msg("%s: message '%s' lacks '%s'", bad[i].uri, e.msg,
 				 bad[i].msg);
+		assert_null(strstr(e.msg, "s3cret"));
 		assert_null(u.bucket);
 	}
 }

@@ -121,6 +121,16 @@ static void test_csv_polarity_and_gap(void **state)
 	assert_int_equal(t->avail[0], 1);
 	assert_int_equal(t->avail[1], 0);
 	trace_free(t);
+	/* RFC 3339 dates through the one parser: fractional seconds and
+	 * offsets (the sscanf before took neither) mixed with the plain form */
+	t = parse("date,availability\n"
+		  "2023-01-01 00:00:00,1\n"
+		  "2023-01-01T00:10:00.250Z,1\n"
+		  "2023-01-01T01:20:00+01:00,0\n"
+		  "2022-12-31T20:00:00.9-04:30,1\n", TRACE_FMT_CSV);
+	assert_int_equal(t->n, 4);
+	assert_int_equal(t->gap_s, 600);
+	trace_free(t);
 }
 
 /* RFC 4180 through the shared reader: blank lines, quoted fields, CRLF,
@@ -178,6 +188,13 @@ static void test_bad_files(void **state)
 	    TRACE_FMT_AUTO, "bad.json:3: availability");
 	bad("date,availability\n2023-01-01 00:00:00,1\nyesterday,1\n",
 	    TRACE_FMT_AUTO, "bad.json:3: date");
+	bad("date,availability\n2023-01-01 00:00:00,1\n2023-02-30 00:00:00,1\n",
+	    TRACE_FMT_AUTO, "bad.json:3: date: expected 'YYYY-MM-DD HH:MM:SS' or RFC "
+	    "3339: time '2023-02-30 00:00:00': field out of range");
+	bad("date,availability\n2023-01-01 00:00:00,1\n2023-01-01 00:01:00+0100,1\n",
+	    TRACE_FMT_AUTO, "bad.json:3: date");
+	bad("date,availability\n2023-01-01 00:00:00.3,1\n2023-01-01 00:00:00.7,1\n",
+	    TRACE_FMT_AUTO, "bad.json:3: date does not increase");
 	bad("date,availability\n2023-01-01 00:01:00,1\n2023-01-01 00:00:00,1\n",
 	    TRACE_FMT_AUTO, "bad.json:3: date does not increase");
 	bad("time,avail\n", TRACE_FMT_AUTO, "bad.json:1: expected a header");

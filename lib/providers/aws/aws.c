@@ -6,16 +6,21 @@
  * in the provider's region (the same pool numbers as the local market's,
  * so a pool id in the database means one thing).  What a real cloud can
  * tell is all the policy sees: list prices from the catalog, the spot
- * price now from DescribeSpotPriceHistory (refreshed at most once a
- * minute on the reconciler thread; the catalog's spot price until then),
+ * price and its history from DescribeSpotPriceHistory (every type and
+ * zone of our pools in one paginated call every 5 minutes, on the EC2
+ * thread of the region: the catalog's spot price until the first answer),
  * and spot capacity as an *estimate* - "a spot price is quoted" -
  * corrected by what launches answer (a capacity error marks the pool,
  * ctl__pool_mark).  EC2 exposes neither past nor present capacity, so
  * nothing here replays a trace.
  *
- * Compute driver: lib/aws's EC2 driver (RunInstances with ClientToken,
- * tags, user-data; DescribeInstances by the cluster tag;
- * TerminateInstances), behind a thin layer that fills each launch's
+ * Compute driver: lib/aws's EC2 driver for launches (RunInstances with
+ * ClientToken, tags, user-data, on a worker thread each), and the
+ * region's EC2 thread (ec2_watch, lib/aws/ec2_watch.c) for the rest:
+ * list() answers from its listing (DescribeInstances by the cluster tag
+ * every describe_interval seconds, 5 by default, plus the launches made
+ * here it does not show yet), terminate() queues for it.  The reconciler
+ * never waits on EC2.  A thin layer fills each launch's
  * image, subnet and security group from the configuration for its zone
  * (zone, region, then provider settings; flags win) unless the launch
  * names them (the task's resources.image_id).
@@ -30,8 +35,12 @@
  * Configuration keys (docs/providers.md): image, subnet, security_group
  * (provider, region or zone), key_name, instance_profile, endpoint.
  *
+ * Fencing: launches and terminations carry the lease epoch they were
+ * asked under (the host's lease_epoch) and are checked with the host's
+ * fence_ok just before EC2 is called (lib/aws ec2_set_fence).
+ *
  * Threading: offerings/describe may be called from HTTP threads; the
- * price cache is under a mutex.  refresh() runs on the reconciler thread.
+ * listing and prices are the watch's, under its mutex.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,12 +56,7 @@
 #include "cloud/localmkt.h"
 #include "cloud/provider.h"
 
-#define PRICE_REFRESH_NS (60 * SR_NS_PER_SEC)
-
-struct price {
-	char zone[40], itype[48];
-	sr_micros per_h;
-};
+#define DESCRIBE_S_DEFAULT 5
 
 struct awsp {
 	const struct cloud_host *h;  /* borrowed */
@@ -62,11 +66,7 @@ struct awsp {
 	struct ec2 *ec2;             /* borrowed from the driver (its owner) */
 	struct cloud_driver ec2drv;  /* the EC2 driver (owns ec2) */
 	char region[40];
-	pthread_mutex_t mu;          /* guards prices */
-	struct price *prices;
-	size_t nprices;
-	int64_t priced_ns;           /* monotonic; 0 never */
-	int64_t priced_s;            /* wall clock of the last answer */
+	struct ec2_watch *w;         /* the region's EC2 thread */
 };
 
 static bool ours(const struct awsp *a, const struct cloud_offering *o)
@@ -78,19 +78,16 @@ static bool ours(const struct awsp *a, const struct cloud_offering *o)
  * spot capacity as an estimate. */
 static void view(struct awsp *a, struct cloud_offering *o)
 {
+	sr_micros p;
+	int64_t at;
+
 	o->price_src = CLOUD_PRICE_CATALOG;
 	o->price_age_s = 0;
-	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->nprices; i++) {
-		if (strcmp(a->prices[i].zone, o->zone) == 0 &&
-		    strcmp(a->prices[i].itype, o->instance_type) == 0) {
-			o->spot_per_h = a->prices[i].per_h;
-			o->price_src = CLOUD_PRICE_LIVE;
-			o->price_age_s = (int64_t)time(NULL) - a->priced_s;
-			break;
-		}
+	if (ec2_watch_price_now(a->w, o->zone, o->instance_type, &p, &at) == 0) {
+		o->spot_per_h = p;
+		o->price_src = CLOUD_PRICE_LIVE;
+		o->price_age_s = (int64_t)time(NULL) - at;
 	}
-	pthread_mutex_unlock(&a->mu);
 	o->spot_available = o->spot_per_h >= 0;
 	o->trace[0] = '\0';
 }
@@ -128,84 +125,17 @@ static int aws_describe(void *st, int pool, struct cloud_offering *out)
 	return 0;
 }
 
-/* Spot prices now of every instance type of our pools (one
- * DescribeSpotPriceHistory per type, last hour). */
-static void prices_refresh(void *st)
-{
-	struct awsp *a = st;
-	int64_t mono = sr_time_mono_ns();
-	struct price *v = NULL;
-	size_t nv = 0, cap = 0, np = localmkt_npools(a->m);
-	char done[64][48];
-	size_t ndone = 0;
-
-	if (a->priced_ns && mono - a->priced_ns < PRICE_REFRESH_NS)
-		return;
-	a->priced_ns = mono;
-	for (size_t p = 0; p < np && ndone < 64; p++) {
-		struct cloud_offering o;
-		struct ec2_spot_price *h = NULL, *now = NULL;
-		struct cloud_error err = { 0 };
-		size_t nh = 0, nn = 0;
-		bool seen = false;
-
-		if (localmkt_describe(a->m, (int)p, 0, &o) || !ours(a, &o) ||
-		    o.spot_per_h < 0)
-			continue;
-		for (size_t i = 0; i < ndone; i++)
-			seen |= strcmp(done[i], o.instance_type) == 0;
-		if (seen)
-			continue;
-		snprintf(done[ndone++], sizeof done[0], "%s", o.instance_type);
-		if (ec2_spot_price_history(a->ec2, o.instance_type, NULL,
-					   (int64_t)time(NULL) - 3600, 0, &h, &nh,
-					   &err)) {
-			sr_warn("aws", "spot prices unavailable", "type=%s err=\"%s\":"
-				" using the catalog's", o.instance_type, err.msg);
-			continue;
-		}
-		if (ec2_spot_price_latest(h, nh, &now, &nn) == 0) {
-			for (size_t i = 0; i < nn; i++) {
-				if (nv == cap) {
-					size_t nc = cap ? 2 * cap : 32;
-					struct price *x = realloc(v, nc * sizeof *x);
-
-					if (!x)
-						break;
-					v = x;
-					cap = nc;
-				}
-				snprintf(v[nv].zone, sizeof v[nv].zone, "%s", now[i].zone);
-				snprintf(v[nv].itype, sizeof v[nv].itype, "%s",
-					 now[i].instance_type);
-				v[nv].per_h = now[i].price_per_h;
-				nv++;
-			}
-		}
-		free(now);
-		free(h);
-	}
-	pthread_mutex_lock(&a->mu);
-	free(a->prices);
-	a->prices = v;
-	a->nprices = nv;
-	a->priced_s = (int64_t)time(NULL);
-	pthread_mutex_unlock(&a->mu);
-}
-
-/* History: what DescribeSpotPriceHistory answered last, as the price of
- * the whole window (the driver keeps no series). */
+/* History: the price in effect at each step, from the region's
+ * DescribeSpotPriceHistory answers (24 hours are kept). */
 static int aws_history(void *st, int pool, double step_s, int n, double *usd_h)
 {
+	struct awsp *a = st;
 	struct cloud_offering o;
 
-	(void)step_s;
-	if (n <= 0 || aws_describe(st, pool, &o) || o.spot_per_h < 0 ||
-	    o.price_src != CLOUD_PRICE_LIVE)
+	if (n <= 0 || localmkt_describe(a->m, pool, 0, &o) || !ours(a, &o))
 		return 0;
-	for (int i = 0; i < n; i++)
-		usd_h[i] = sr_money_to_usd(o.spot_per_h);
-	return n;
+	return ec2_watch_price_history(a->w, o.zone, o.instance_type,
+				       (int64_t)time(NULL), step_s, n, usd_h);
 }
 
 /* The provider's state is released by its own destroy (aws_destroy). */
@@ -219,7 +149,6 @@ static const struct cloud_market_ops aws_mkt_ops = {
 	.offerings = aws_offerings,
 	.describe = aws_describe,
 	.price_history = aws_history,
-	.refresh = prices_refresh,
 	.destroy = aws_nop,
 };
 
@@ -243,6 +172,7 @@ static int aws_provision(void *st, const struct cloud_launch *l,
 		x.subnet = setting(a, l->zone, "subnet");
 	if (!x.security_group)
 		x.security_group = setting(a, l->zone, "security_group");
+	x.epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
 	return a->ec2drv.ops->provision(a->ec2drv.st, &x, req, err);
 }
 
@@ -250,8 +180,11 @@ static int aws_poll(void *st, struct cloud_req *req, struct cloud_instance *out,
 		    struct cloud_error *err)
 {
 	struct awsp *a = st;
+	int rc = a->ec2drv.ops->poll(a->ec2drv.st, req, out, err);
 
-	return a->ec2drv.ops->poll(a->ec2drv.st, req, out, err);
+	if (rc == 0) /* listed from now on, whatever EC2 lists yet */
+		ec2_watch_launched(a->w, out);
+	return rc;
 }
 
 static void aws_req_free(void *st, struct cloud_req *req)
@@ -265,8 +198,10 @@ static int aws_terminate(void *st, const char *const *ids, size_t n,
 			 struct cloud_error *err)
 {
 	struct awsp *a = st;
+	int64_t epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
 
-	return a->ec2drv.ops->terminate(a->ec2drv.st, ids, n, err);
+	/* queued: the EC2 thread sends it, fenced by this epoch */
+	return ec2_watch_terminate(a->w, ids, n, epoch, err);
 }
 
 static int aws_list(void *st, const char *cluster, struct cloud_instance **out,
@@ -274,7 +209,8 @@ static int aws_list(void *st, const char *cluster, struct cloud_instance **out,
 {
 	struct awsp *a = st;
 
-	return a->ec2drv.ops->list(a->ec2drv.st, cluster, out, n, err);
+	(void)cluster; /* the host's: the watch lists it */
+	return ec2_watch_list(a->w, out, n, err);
 }
 
 static const struct cloud_driver_ops aws_drv_ops = {
@@ -310,13 +246,12 @@ static void aws_destroy(void *st)
 
 	if (!a)
 		return;
+	ec2_watch_stop(a->w); /* before the client it borrows */
 	if (a->ec2drv.ops)
 		a->ec2drv.ops->destroy(a->ec2drv.st); /* closes a->ec2 */
 	else
 		ec2_close(a->ec2);
 	localmkt_free(a->m);
-	free(a->prices);
-	pthread_mutex_destroy(&a->mu);
 	free(a);
 }
 
@@ -376,6 +311,69 @@ static void opts_of(const struct cloud_conf *conf,
 	o->instance_profile = cloud_conf_get(conf, r, NULL, "instance_profile");
 }
 
+static bool fence_ok(void *ud, int64_t epoch)
+{
+	struct awsp *a = ud;
+
+	return !a->h->fence_ok || a->h->fence_ok(a->h->ud, epoch);
+}
+
+/* The region's EC2 thread: the cluster's instances every
+ * describe_interval seconds, and the spot prices of every type and zone
+ * our pools sell. */
+static int watch_start(struct awsp *a, struct sr_err *e)
+{
+	const char *iv = setting(a, NULL, "describe_interval");
+	size_t np = localmkt_npools(a->m), nt = 0, nz = 0;
+	const char **types = calloc(np + 1, sizeof *types);
+	const char **zones = calloc(np + 1, sizeof *zones);
+	struct cloud_offering *offs = calloc(np + 1, sizeof *offs);
+	struct ec2_watch_opts o = { .cluster = a->h->cluster };
+	double secs = DESCRIBE_S_DEFAULT;
+	char *end = NULL;
+	int rc;
+
+	if (!types || !zones || !offs) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (iv) {
+		secs = strtod(iv, &end);
+		if (end == iv || *end || secs < 1 || secs > 300) {
+			rc = sr_err_set(e, -EINVAL, "providers.aws.describe_interval"
+					" '%s': expected 1 to 300 seconds", iv);
+			goto out;
+		}
+	}
+	for (size_t p = 0; p < np; p++) {
+		struct cloud_offering *x = &offs[p];
+		bool have_t = false, have_z = false;
+
+		if (localmkt_describe(a->m, (int)p, 0, x) || !ours(a, x) ||
+		    x->spot_per_h < 0)
+			continue;
+		for (size_t i = 0; i < nt; i++)
+			have_t |= strcmp(types[i], x->instance_type) == 0;
+		for (size_t i = 0; i < nz; i++)
+			have_z |= strcmp(zones[i], x->zone) == 0;
+		if (!have_t)
+			types[nt++] = x->instance_type;
+		if (!have_z && x->zone[0])
+			zones[nz++] = x->zone;
+	}
+	o.period_ns = (int64_t)(secs * 1e9);
+	o.types = types;
+	o.ntypes = nt;
+	o.zones = zones;
+	o.nzones = nz;
+	rc = ec2_watch_start(a->ec2, &o, &a->w, e);
+out:
+	free(types);
+	free(zones);
+	free(offs);
+	return rc;
+}
+
 static int aws_open(const struct cloud_host *h, const struct cloud_conf *conf,
 		    const struct cloud_conf_region *region,
 		    struct cloud_provider *out, struct sr_err *e)
@@ -388,7 +386,6 @@ static int aws_open(const struct cloud_host *h, const struct cloud_conf *conf,
 	memset(out, 0, sizeof *out);
 	if (!a)
 		return sr_err_set(e, -ENOMEM, "out of memory");
-	pthread_mutex_init(&a->mu, NULL);
 	a->h = h;
 	a->conf = conf;
 	a->reg = region;
@@ -404,11 +401,15 @@ static int aws_open(const struct cloud_host *h, const struct cloud_conf *conf,
 		goto fail;
 	snprintf(a->region, sizeof a->region, "%s", ec2_region(ec2));
 	a->ec2 = ec2;
+	ec2_set_fence(ec2, fence_ok, a);
 	rc = ec2_driver_new(ec2, &a->ec2drv, e); /* owns ec2, even on failure */
 	if (rc) {
 		a->ec2 = NULL;
 		goto fail;
 	}
+	rc = watch_start(a, e);
+	if (rc)
+		goto fail;
 	sr_info("aws", "provider ready", "region=%s endpoint=%s cluster=%s "
 		"credentials=\"%s\"", a->region, ec2_endpoint(ec2), h->cluster,
 		ec2_cred_source(ec2));
@@ -470,7 +471,7 @@ static int aws_check(const struct cloud_conf *conf,
 
 static const char *const aws_keys[] = {
 	"image", "subnet", "security_group", "key_name", "instance_profile",
-	"endpoint", NULL
+	"endpoint", "describe_interval", NULL
 };
 
 const struct cloud_prov_def prov_aws = {

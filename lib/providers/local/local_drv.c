@@ -410,6 +410,23 @@ static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 	return 0;
 }
 
+/* Fencing (cloud/compute.h): a side effect is sent only while the
+ * daemon still holds the lease it leads under.  Everything here runs at
+ * once on the caller's thread, so the epoch is taken and checked
+ * together - which still stops a leader paused past its lease that
+ * resumes in the middle of a pass. */
+static bool fenced(const struct local_prov *d, struct cloud_error *err)
+{
+	const struct cloud_host *h = d->h;
+	int64_t epoch = h->lease_epoch ? h->lease_epoch(h->ud) : 0;
+
+	if (epoch <= 0 || !h->fence_ok || h->fence_ok(h->ud, epoch))
+		return false;
+	cloud_err_set(err, CLOUD_EFENCED, NULL, "local: not done: lease epoch "
+		      "%lld is no longer held", (long long)epoch);
+	return true;
+}
+
 static int ld_provision(void *st, const struct cloud_launch *l,
 			struct cloud_req **req, struct cloud_error *err)
 {
@@ -417,6 +434,8 @@ static int ld_provision(void *st, const struct cloud_launch *l,
 	struct cloud_req *q;
 
 	*req = NULL;
+	if (fenced(d, err))
+		return -ESTALE;
 	if (!l->idem_key || !l->idem_key[0] || !l->instance_type)
 		return cloud_err_set(err, CLOUD_EINVALID, "InvalidParameterValue",
 				     "local: idem_key and instance_type are "
@@ -489,6 +508,8 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 	size_t nv = 0;
 	int rc;
 
+	if (fenced(d, err))
+		return -ESTALE;
 	pthread_mutex_lock(&d->mu);
 	rc = recs_all(d, &v, &paths, &nv);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -665,6 +686,8 @@ int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 		snprintf(out->instance_type, sizeof out->instance_type, "%s",
 			 best->itype);
 		out->spot = best->spot;
+		snprintf(out->instance_id, sizeof out->instance_id,
+			 "i-local%015" PRId64, node);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&d->mu);
