@@ -231,13 +231,20 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
-/* 10: one-time bootstrap secrets (lib/ctl/nodeboot.c, issue 24): what a
+/* 10: a rebalance recommendation (AWS: IMDS events/recommendations/
+ * rebalance), the cloud's early warning that the node's capacity is at
+ * risk: when it came (wall clock), NULL none.  Not a notice: nothing is
+ * ended by it; the planner may read it (docs/providers.md). */
+static const char m10[] =
+	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
+
+/* 11: one-time bootstrap secrets (lib/ctl/nodeboot.c, issue 24): what a
  * node's user-data carries instead of its token.  hash is the secret's
  * SHA-256; a secret is valid for its node until expires_ns, and once
  * used (nonce_hash: the SHA-256 of the agent's nonce; used_ns) only the
  * same agent's retry of that exchange is answered.  A launch attempt
  * adds a row; the first use deletes the node's other rows. */
-static const char m10[] =
+static const char m11[] =
 	"CREATE TABLE node_boot("
 	" hash BLOB PRIMARY KEY,"
 	" node_id INTEGER NOT NULL,"
@@ -368,6 +375,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
