@@ -10,7 +10,9 @@
  *              `state` changes only through jobsm_transition().
  *   nodes      one row per node ever requested; never deleted.  A node
  *              belongs to one job and one rank; token_hash is the
- *              SHA-256 of its bearer token.
+ *              SHA-256 of its bearer token (random, given to its agent
+ *              once, in exchange for a one-time bootstrap secret).
+ *   node_boot  those bootstrap secrets' SHA-256, until used or expired.
  *   exits      one row per (job, attempt, rank): how that rank's workload
  *              of that attempt ended.  The primary key makes a duplicated
  *              report harmless.
@@ -236,10 +238,26 @@ static const char m9[] =
 static const char m10[] =
 	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
 
-/* 11: the recovery point of a job with tier 3 (issue 23), from rank 0's
+/* 11: one-time bootstrap secrets (lib/ctl/nodeboot.c, issue 24): what a
+ * node's user-data carries instead of its token.  hash is the secret's
+ * SHA-256; a secret is valid for its node until expires_ns, and once
+ * used (nonce_hash: the SHA-256 of the agent's nonce; used_ns) only the
+ * same agent's retry of that exchange is answered.  A launch attempt
+ * adds a row; the first use deletes the node's other rows. */
+static const char m11[] =
+	"CREATE TABLE node_boot("
+	" hash BLOB PRIMARY KEY,"
+	" node_id INTEGER NOT NULL,"
+	" expires_ns INTEGER NOT NULL,"
+	" nonce_hash BLOB,"
+	" used_ns INTEGER) STRICT;"
+	"CREATE INDEX node_boot_node ON node_boot(node_id);"
+	"CREATE INDEX node_boot_expires ON node_boot(expires_ns);";
+
+/* 12: the recovery point of a job with tier 3 (issue 23), from rank 0's
  * heartbeats: the newest step on its node's disk, and the save time
  * (wall ns) of ckpt_step, the object store's newest. */
-static const char m11[] =
+static const char m12[] =
 	"ALTER TABLE jobs ADD COLUMN ckpt_local_step INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN ckpt_store_ns INTEGER;";
 
@@ -364,7 +382,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
-	{ m11, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
