@@ -289,9 +289,10 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 {
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
-					     "ckpt_error", "isolation" };
-	static const char *const keys[8][9] = {
-		{ "type", "action", "time", NULL },
+					     "ckpt_error", "isolation",
+					     "rebalance" };
+	static const char *const keys[9][9] = {
+		{ "type", "action", "time", "source", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
 		{ "type", "cpu_util", "gpu_util", NULL },
@@ -299,6 +300,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "attempt", "stream", "ts", "line", NULL },
 		{ "type", "attempt", "message", NULL },
 		{ "type", "mode", "message", NULL },
+		{ "type", "time", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -315,7 +317,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 8);
+	t = pick(type, types, 9);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -334,6 +336,13 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		    strcmp(s, "hibernate"))
 			rc = sr_err_set(e, -SR_EPARSE, "%s: action: expected "
 					"terminate, stop or hibernate", ctx);
+		if (!rc)
+			rc = sr_json_get_str_opt(o, "source", &ev->source, ctx, e);
+		if (!rc && ev->source && !ev->source[0])
+			rc = sr_err_set(e, -SR_EPARSE, "%s: source: empty", ctx);
+		/* the cloud's time, as a rebalance's */
+		/* fall through */
+	case EV_REBALANCE:
 		if (!rc)
 			rc = sr_json_get_str_opt(o, "time", &ev->time, ctx, e);
 		if (!rc && ev->time)

@@ -62,16 +62,17 @@ struct api_heartbeat {
 };
 
 enum api_ev_type { EV_NOTICE, EV_CHECKPOINT, EV_EXIT, EV_UTIL, EV_SETUP_DONE,
-		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION };
+		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION, EV_REBALANCE };
 enum api_exit_cause { CAUSE_COMPLETED, CAUSE_PREEMPTED, CAUSE_STOPPED,
 		      CAUSE_CRASHED };
 
 struct api_event {
 	enum api_ev_type type;
 	int64_t attempt;          /* -1 absent */
-	/* notice */
+	/* notice, rebalance: the cloud's time */
 	const char *time;         /* RFC 3339 or NULL */
 	int64_t time_ns;
+	const char *source;       /* notice: "imds", "signal", ... or NULL */
 	/* checkpoint */
 	int64_t step;             /* -1 absent */
 	double stall_ms;          /* -1 absent */

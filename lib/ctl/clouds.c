@@ -583,7 +583,7 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 				continue;
 			obs[j].alive = true;
 			obs[j].pending = x[q].state == CLOUD_INST_PENDING;
-			obs[j].reclaim = x[q].notice_ns != 0;
+			obs[j].notice_ns = x[q].notice_ns;
 		}
 	}
 	/* running instances of this cluster that no live node holds (a

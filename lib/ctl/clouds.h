@@ -45,7 +45,9 @@ struct ctl_node_ref {
 /* What a cloud says about a node's instance. */
 struct ctl_node_obs {
 	bool alive;                /* the instance still exists */
-	bool reclaim;              /* the cloud announced its interruption */
+	int64_t notice_ns;         /* the cloud announced its interruption at
+				      this wall-clock time: the node's
+				      deadline (0: none) */
 	bool pending;              /* the cloud still boots it: a slow
 				      cloud's boot, not the node's, so no
 				      boot timeout runs */

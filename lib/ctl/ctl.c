@@ -45,6 +45,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
 	cfg->provider = NULL; /* the config file's, else the registry's first */
 	cfg->time_scale = 3600;
 	cfg->notice_ms = 5000;
+	cfg->stop_grace_ms = 5000;
 	cfg->provision_ms = 1000;
 	cfg->heartbeat_ms = 1000;
 	cfg->heartbeat_timeout_ms = 10000;

@@ -52,6 +52,9 @@ struct rnode {
 	char instance[64];                              /* "" not known */
 	int64_t created_ns, boot_at_ns, registered_ns, last_hb_ns;
 	int64_t notice_ns, kill_ns, billed_until_ns;   /* 0 if unset */
+	int64_t rebalance_ns;      /* the cloud recommends moving off it (a
+				      rebalance recommendation), 0 none:
+				      an early warning the planner may read */
 	int64_t price, list, reserved;
 	char cloud[16], region[40], zone[40], itype[48], accel[24];
 	double accel_count;

@@ -15,7 +15,8 @@
  *   BOOTING   --(no register within boot timeout)-----------> LOST
  *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
  *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
- *   notice set: kill at kill_ns, or as soon as the agent is gone
+ *   notice set: kill at kill_ns (the cloud's notice time), or as soon
+ *               as the instance is gone
  *               ---------------------------------------------> TERMINATED
  *
  * Order of effects: the database first, the world second.  A node row
@@ -66,6 +67,7 @@ static void node_row(const struct store_node *x, struct rnode *n)
 	n->last_hb_ns = x->last_hb_ns == STORE_NULL_I64 ? 0 : x->last_hb_ns;
 	n->notice_ns = x->notice_ns == STORE_NULL_I64 ? 0 : x->notice_ns;
 	n->kill_ns = x->kill_ns == STORE_NULL_I64 ? 0 : x->kill_ns;
+	n->rebalance_ns = x->rebalance_ns == STORE_NULL_I64 ? 0 : x->rebalance_ns;
 	n->billed_until_ns = x->billed_until_ns == STORE_NULL_I64 ? 0 :
 			     x->billed_until_ns;
 	n->price = x->price_micros;
@@ -564,16 +566,18 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	}
 }
 
+/* The cloud announced node n's interruption at kill_at (its own time,
+ * wall clock): that is the node's deadline, for the final checkpoint and
+ * the kill. */
 static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
-			int64_t now)
+			int64_t now, int64_t kill_at)
 {
-	int64_t kill_at = now + c->cfg.notice_ms * 1000000;
 	struct sr_err e = { 0 };
 	struct store_stmt *st = NULL;
 	char msg[320], t[40];
 	int rc;
 
-	sr_time_format_rfc3339(kill_at, 0, t, sizeof t);
+	sr_time_format_rfc3339(kill_at, 3, t, sizeof t);
 	snprintf(msg, sizeof msg, "spot capacity of %s/%s/%s %s reclaimed: node %"
 		 PRId64 " will be terminated at %s", n->cloud, n->region,
 		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
@@ -714,14 +718,15 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	if (strcmp(x->state, "REQUESTED") == 0)
 		return now >= x->boot_at_ns ? NODE_START : NODE_KEEP;
 	if (x->notice_ns) {
-		/* The notice deadline is a cloud's promise, kept in the
-		 * database across restarts; an instance the provider says is
-		 * gone goes at once - but only on a list() that worked. */
-		if (now >= x->kill_ns || (listed && !o->alive))
+		/* The notice deadline is the cloud's own time, kept in the
+		 * database across restarts (none: a notice that came without
+		 * one); an instance the provider says is gone goes at once -
+		 * but only on a list() that worked. */
+		if ((x->kill_ns && now >= x->kill_ns) || (listed && !o->alive))
 			return NODE_END_PREEMPTED;
 		return bill_due ? NODE_BILL : NODE_KEEP;
 	}
-	if (listed && o->reclaim)
+	if (listed && o->notice_ns)
 		return NODE_NOTICE;
 	/* no boot timeout while the cloud still boots it (PENDING) */
 	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
@@ -790,7 +795,7 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			end_tx(c, db, x, "TERMINATED", "preempted", now, true);
 			break;
 		case NODE_NOTICE:
-			notice_node(c, db, x, now);
+			notice_node(c, db, x, now, obs[i].notice_ns);
 			break;
 		case NODE_LOST_BOOT:
 			end_tx(c, db, x, "LOST", "never registered", now, true);

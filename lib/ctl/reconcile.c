@@ -594,6 +594,7 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 	struct exits_sum x;
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c), deadline = 0, node = 0;
+	int64_t grace = c->cfg.stop_grace_ms * 1000000;
 	double sim = ctl__sim_at(c, now);
 	sr_micros price = 0;
 	int waiting = 0, rc;
@@ -614,12 +615,15 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
-	/* Every rank gets until the notice deadline, plus the same again as
-	 * grace, to checkpoint and stop (the noticed node may already be gone
-	 * while a healthy gang member is still writing). */
-	if (deadline < j->notice_ns + c->cfg.notice_ms * 1000000)
-		deadline = j->notice_ns + c->cfg.notice_ms * 1000000;
-	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
+	/* Every rank gets until the notice deadline - the cloud's own time,
+	 * the latest of the noticed nodes' - plus the stop grace, to
+	 * checkpoint and stop (the noticed node may already be gone while a
+	 * healthy gang member is still writing).  A stop no cloud timed (a
+	 * policy move, a notice without a time) gets the stop grace from
+	 * the notice. */
+	if (deadline <= j->notice_ns)
+		deadline = j->notice_ns + grace;
+	if (waiting && now < deadline + grace)
 		return 0;
 	migrate = strcmp(j->recover_reason, "migrate") == 0;
 	if (!migrate)

@@ -43,6 +43,7 @@ struct nodeinfo {
 	int64_t id, job, rank, attempt, num_nodes;
 	char state[16], job_state[16], desired[8];
 	bool notice, retire;
+	int64_t kill_ns;            /* the notice's deadline, 0 none */
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
@@ -62,7 +63,8 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
 			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
 			   " n.instance_type, n.spot, n.price_micros, n.retire,"
-			   " n.pool FROM nodes n JOIN jobs j ON j.id=n.job_id"
+			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns"
+			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			   " WHERE n.id=?", &st, e);
 	if (rc)
 		return rc;
@@ -89,6 +91,7 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 		n->price = store_col_i64(st, "price_micros");
 		n->retire = store_col_i64(st, "retire") != 0;
 		n->pool = (int)store_col_i64(st, "pool");
+		n->kill_ns = store_col_i64(st, "kill_ns");
 		rc = 0;
 	} else if (rc == 0) {
 		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
@@ -162,6 +165,15 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 	else
 		a = "stop";
 	d = json_pack("{s:s,s:I}", "action", a, "attempt", (json_int_t)n->attempt);
+	/* a node the cloud will take: its time, which the agent may not
+	 * have read on its own metadata yet (the final checkpoint's and the
+	 * kill's deadline, docs/api.md) */
+	if (d && n->notice && n->kill_ns) {
+		char t[40];
+
+		if (sr_time_format_rfc3339(n->kill_ns, 3, t, sizeof t) >= 0)
+			json_object_set_new(d, "notice_time", json_string(t));
+	}
 	/* An attempt runs once every rank is READY, so every address is
 	 * known: each attempt's rendezvous is at its own rank 0, which a
 	 * recovery may have replaced (kept nodes learn it here). */
@@ -715,23 +727,50 @@ static int apply_event(struct ctl *c, struct store *db,
 		return rc;
 	case EV_NOTICE:
 		/* The provider normally recorded the notice first; a cloud that
-		 * tells only the node is covered here. */
+		 * tells only the node is covered here.  The cloud's time (AWS:
+		 * instance-action's) is the node's deadline; a notice without
+		 * one (a scheduler's signal) sets none: the node goes when its
+		 * instance is gone. */
 		rc = store_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
 				   "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
 				   " WHERE id=?3", &st, e);
 		if (!rc) {
 			store_bind_i64(st, 1, now);
-			store_bind_i64(st, 2, ev->time_ns ? ev->time_ns :
-				       now + c->cfg.notice_ms * 1000000);
+			if (ev->time_ns)
+				store_bind_i64(st, 2, ev->time_ns);
+			else
+				store_bind_null(st, 2);
 			store_bind_i64(st, 3, n->id);
 			rc = store_run(st, e);
 			rc = rc < 0 ? sr_err_prefix(e, "notice") : 0;
 			store_done(st);
 		}
-		d = json_pack("{s:s}", "time", ev->time ? ev->time : "");
+		d = json_pack("{s:s,s:s}", "time", ev->time ? ev->time : "",
+			      "source", ev->source ? ev->source : "imds");
 		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
 					     n->id, now, sim, d, "agent saw the "
 					     "preemption notice", e);
+		break;
+	case EV_REBALANCE:
+		/* the cloud's early warning: recorded on the node (the first
+		 * one) and as an event; nothing is ended by it */
+		rc = store_prepare(db, "UPDATE nodes SET rebalance_ns=coalesce("
+				   "rebalance_ns, ?1) WHERE id=?2", &st, e);
+		if (!rc) {
+			store_bind_i64(st, 1, ev->time_ns ? ev->time_ns : now);
+			store_bind_i64(st, 2, n->id);
+			rc = store_run(st, e);
+			rc = rc < 0 ? sr_err_prefix(e, "rebalance") : 0;
+			store_done(st);
+		}
+		d = json_pack("{s:s,s:s,s:s,s:s}", "time", ev->time ? ev->time : "",
+			      "cloud", n->cloud, "zone", n->zone,
+			      "instance_type", n->itype);
+		snprintf(msg, sizeof msg, "the cloud recommends moving off node %"
+			 PRId64 " (%s %s): a rebalance recommendation, an early "
+			 "warning of spot interruption", n->id, n->zone, n->itype);
+		rc = rc ? rc : ctl_event_append(db, n->job, "rebalance", NULL, NULL,
+					     n->id, now, sim, d, msg, e);
 		break;
 	case EV_CHECKPOINT:
 		d = json_pack("{s:I,s:I,s:f,s:b,s:b}", "attempt", (json_int_t)ev->attempt,

@@ -92,6 +92,7 @@ json_t *ctl__node_json(const struct store_node *n)
 	put(j, "last_heartbeat_at", ts_or_null(n->last_hb_ns));
 	put(j, "notice_at", ts_or_null(n->notice_ns));
 	put(j, "terminate_at", ts_or_null(n->kill_ns));
+	put(j, "rebalance_at", ts_or_null(n->rebalance_ns));
 	put(j, "terminated_at", ts_or_null(n->terminated_ns));
 	put(j, "end_reason", text_or_null(n->end_reason));
 	put(j, "cpu_util", real_or_null(n->cpu_util));

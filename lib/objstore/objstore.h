@@ -65,11 +65,12 @@ struct objstore_uri {
 			       * ("" for none); for file: the directory */
 };
 
-/* Parse `s` into *u (owned strings; objstore_uri_free()).  Bucket and
- * container names are checked against the services' rules, the prefix
- * must not contain "..", "//" or control characters.  A plain path (no
- * "://") is a file URI.  Errors: -EINVAL with *e naming the part at
- * fault; -ENOMEM.  *u is zeroed on failure. */
+/* Parse `s` into *u (owned strings; objstore_uri_free()); libcurl splits
+ * it (common/url.h).  Bucket and container names are checked against the
+ * services' rules, the prefix must not contain "..", "//" or control
+ * characters; a port, user:password@, '?' or '#' is refused.  A plain
+ * path (no scheme://, sr_url_scheme) is a file URI.  Errors: -EINVAL with
+ * *e naming the part at fault; -ENOMEM.  *u is zeroed on failure. */
 int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e);
 void objstore_uri_free(struct objstore_uri *u); /* NULL-safe */
 /* 1 if s is an s3://, gs:// or az:// URI (anything not a local path). */

@@ -229,7 +229,14 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
-/* 10: what spotrun tells a user must be true (issue 28).
+/* 10: a rebalance recommendation (AWS: IMDS events/recommendations/
+ * rebalance), the cloud's early warning that the node's capacity is at
+ * risk: when it came (wall clock), NULL none.  Not a notice: nothing is
+ * ended by it; the planner may read it (docs/providers.md). */
+static const char m10[] =
+	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
+
+/* 11: what spotrun tells a user must be true (issue 28).
  * jobs.deadline_state: what the job was last told about its deadline
  * (lib/ctl/recon_deadline.c): 0 nothing (on track, or none), 1 at risk
  * (a deadline_risk event), 2 missed (a deadline_missed event; final).
@@ -237,7 +244,7 @@ static const char m9[] =
  * and in which attempt; lost_pending: the attempts that ended before
  * their work was safe (preempted, lost, crashed, moved), until the next
  * attempt says what it restored (lib/ctl/recon_lost.c). */
-static const char m10[] =
+static const char m11[] =
 	"ALTER TABLE jobs ADD COLUMN deadline_state INTEGER NOT NULL DEFAULT 0;"
 	"CREATE TABLE ckpt_seen("
 	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
@@ -404,6 +411,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

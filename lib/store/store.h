@@ -223,6 +223,7 @@ struct store_node {
 	int64_t created_ns, boot_at_ns;
 	int64_t registered_ns, last_hb_ns, notice_ns, kill_ns; /* nullable */
 	int64_t terminated_ns, billed_until_ns;                /* nullable */
+	int64_t rebalance_ns;       /* nullable: a rebalance recommendation */
 	const char *end_reason;     /* nullable */
 	const char *workload;       /* the agent's last report: idle, running ... */
 	int64_t wl_attempt;

@@ -63,6 +63,7 @@ static const struct col node_cols[] = {
 	NODE("last_hb_ns", C_I64_NULL, last_hb_ns),
 	NODE("notice_ns", C_I64_NULL, notice_ns),
 	NODE("kill_ns", C_I64_NULL, kill_ns),
+	NODE("rebalance_ns", C_I64_NULL, rebalance_ns),
 	NODE("terminated_ns", C_I64_NULL, terminated_ns),
 	NODE("billed_until_ns", C_I64_NULL, billed_until_ns),
 	NODE("end_reason", C_TEXT_NULL, end_reason),

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "agent/imds.h"
@@ -40,7 +41,22 @@ struct agent_opts {
 	/* workload isolation (isolate.h, docs/security.md) */
 	enum agent_iso { AGENT_ISO_AUTO, AGENT_ISO_STRICT, AGENT_ISO_OFF } isolation;
 	const char *private_paths[ISO_MAX_PATHS - 2]; /* --private, NULL-ended */
+	/* Where preemption notices come from (notice.c, docs/agent.md
+	 * "Notice sources"): NOTICE_SRC_* bits (--notice). */
+	unsigned notice_sources;
+	int notice_signal;          /* the signal source's signal (SIGUSR1) */
+	int64_t notice_lead_ns;     /* its lead: the kill comes this long
+				       after the signal (30 s) */
 };
+
+#define NOTICE_SRC_IMDS 0x1    /* IMDSv2: instance-action + rebalance */
+#define NOTICE_SRC_SIGNAL 0x2  /* a scheduler's signal (Slurm) */
+
+/* --notice LIST ("imds", "signal", "imds,signal", "none") into bits:
+ * 0 or -EINVAL naming the word. */
+int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e);
+/* "TERM", "USR1", "USR2" (with or without SIG): the signal, or -1. */
+int notice_signal_parse(const char *name);
 
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
 struct assignment {
@@ -101,7 +117,9 @@ void envp_free(char **envp);
 #define ENVP_PORT_SPAN 12000
 uint16_t envp_master_port(int64_t job_id, int attempt);
 
-/* The IMDS polling thread. */
+/* The notice sources: the IMDS polling thread (NOTICE_SRC_IMDS) and a
+ * scheduler's signal (NOTICE_SRC_SIGNAL, its handler); both wake the
+ * main loop through the pipe. */
 struct notice_watch {
 	pthread_t thr;
 	int started;
@@ -109,24 +127,33 @@ struct notice_watch {
 	long interval_ms;
 	int wake_fd[2];         /* [0] read by the main loop, [1] written */
 	atomic_int stop;
-	atomic_int have;        /* a notice was seen */
+	atomic_int have;        /* a notice was seen (IMDS) */
 	_Atomic int64_t time_ns;/* its deadline (epoch ns) */
 	_Atomic int action;
+	_Atomic int64_t rebalance_ns; /* a rebalance recommendation, 0 none */
 	atomic_int errors;      /* consecutive failed polls */
 	pthread_mutex_t mu;     /* guards last_err */
 	char last_err[SR_ERR_MSG_MAX];
 	atomic_int err_gen;     /* +1 each time last_err changes */
 };
 
-int notice_watch_start(struct notice_watch *w, const char *imds_url,
+/* Start the sources of o->notice_sources (the IMDS at o->imds, polled
+ * every interval_ms; the signal's handler). */
+int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 		       long interval_ms, struct sr_err *e);
+/* Catch `sig` as the signal source's notice (main, at start: a signal
+ * before the main loop runs is kept); -1 with errno on failure. */
+int notice_signal_install(int sig);
+/* The scheduler's signal arrived (the signal source). */
+bool notice_signal_seen(void);
 void notice_watch_stop(struct notice_watch *w);
 /* Copy the last poll error if it changed since *gen; returns 1 if so. */
 int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
 
 int agent_run(const struct agent_opts *o, const char *token);
 
-/* The signal that asked the agent to quit (main.c's handler), 0 if none. */
+/* The signal that asked the agent to quit (main.c's handler), 0 if none:
+ * SIGINT, and SIGTERM unless it is the signal source's notice signal. */
 extern volatile sig_atomic_t agent_quit_signal;
 
 /* ---- agent internals shared by agent.c and workrun.c ------------------ */
@@ -184,6 +211,7 @@ struct agent {
 	int64_t ckpt_before;
 
 	int notice_handled;
+	int rebalance_sent;     /* the rebalance recommendation was reported */
 	int exit_after;     /* exit once the workload is gone and reported */
 	int node_gone;      /* spotrund answered 409: stop everything */
 	int64_t next_hb_ns, next_report_ns;

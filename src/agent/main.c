@@ -3,6 +3,13 @@
  *
  *   spotrun-agent --api URL --node-id N --token-file PATH --workdir DIR
  *                 [--imds URL] [--private PATH]... [--isolation MODE]
+ *                 [--notice SOURCES] [--notice-signal SIG] [--notice-lead D]
+ *
+ * Signals: SIGINT asks the agent to quit (the workload is stopped with a
+ * short grace, the agent exits).  SIGTERM does the same, unless the
+ * signal notice source claims it (--notice signal --notice-signal TERM,
+ * as under Slurm): then SIGTERM is a preemption notice - final checkpoint,
+ * the notice reported with its time, exit - and only SIGINT quits.
  *
  * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
  * is then wiped from the environment so the workload never sees it).  The
@@ -53,7 +60,17 @@ static void usage(FILE *f)
 		"                     --private and the token file from the workload\n"
 		"                     with namespaces, or say once why not and run\n"
 		"                     it anyway; strict: refuse to run it without\n"
-		"                     full isolation; off\n\n"
+		"                     full isolation; off\n"
+		"  --notice SOURCES   where preemption notices come from, comma-\n"
+		"                     separated (default imds): imds (IMDSv2 spot/\n"
+		"                     instance-action and rebalance recommendations\n"
+		"                     at --imds), signal (a scheduler's signal),\n"
+		"                     none\n"
+		"  --notice-signal S  the signal source's signal: USR1 (default),\n"
+		"                     USR2 or TERM (then SIGTERM is a notice, not a\n"
+		"                     quit: only SIGINT quits the agent)\n"
+		"  --notice-lead D    the scheduler kills this long after its signal\n"
+		"                     (default 30s): the notice's deadline\n\n"
 		"$SPOTRUN_NODE_ADDR, when set, is the address this node's gang\n"
 		"peers reach it at (rank 0's becomes MASTER_ADDR); without it\n"
 		"spotrund takes the address the agent's requests come from.\n",
@@ -85,12 +102,18 @@ int main(int argc, char **argv)
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "private", required_argument, NULL, 'p' },
 		{ "isolation", required_argument, NULL, 'I' },
+		{ "notice", required_argument, NULL, 'N' },
+		{ "notice-signal", required_argument, NULL, 'S' },
+		{ "notice-lead", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned char addr_buf[16];
 	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
-				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
+				.orphan_timeout_ns = 600 * SR_NS_PER_SEC,
+				.notice_sources = NOTICE_SRC_IMDS,
+				.notice_signal = SIGUSR1,
+				.notice_lead_ns = 30 * SR_NS_PER_SEC };
 	struct sigaction sa;
 	struct sr_err e;
 	char *token = NULL, *end;
@@ -106,6 +129,24 @@ int main(int argc, char **argv)
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
 		case 'I': iso = optarg; break;
+		case 'N':
+			sr_err_clear(&e);
+			if (notice_sources_parse(optarg, &o.notice_sources, &e) < 0)
+				return bad("--notice: %s", e.msg);
+			break;
+		case 'S':
+			o.notice_signal = notice_signal_parse(optarg);
+			if (o.notice_signal < 0)
+				return bad("--notice-signal: '%s' is not TERM, USR1 "
+					   "or USR2", optarg);
+			break;
+		case 'L':
+			sr_err_clear(&e);
+			if (sr_dur_parse(optarg, &o.notice_lead_ns, &e) < 0 ||
+			    o.notice_lead_ns <= 0)
+				return bad("--notice-lead: '%s' is not a duration "
+					   "like 30s", optarg);
+			break;
 		case 'p':
 			if (npriv + 1 >= sizeof o.private_paths / sizeof o.private_paths[0])
 				return bad("--private: at most %zu paths",
@@ -185,11 +226,22 @@ int main(int argc, char **argv)
 	}
 	sr_log_secret(token);
 
+	/* "agent, quit": SIGINT, and SIGTERM unless a scheduler's notice
+	 * signal is SIGTERM (notice.c installs that one's handler) */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_quit;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
+	if (!(o.notice_sources & NOTICE_SRC_SIGNAL) || o.notice_signal != SIGTERM)
+		sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* the notice signal is caught from now on (a handler, never
+	 * SIG_IGN, which the workload would inherit through execve) */
+	if (o.notice_sources & NOTICE_SRC_SIGNAL &&
+	    notice_signal_install(o.notice_signal) < 0) {
+		fprintf(stderr, "spotrun-agent: --notice-signal: %s\n",
+			strerror(errno));
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	/* orphans of the workload (its /bin/sh killed first) are ours to reap */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -33,7 +33,9 @@
  * interrupted, the next only once it is gone (so a gang loses one node,
  * keeps the others, and loses the next if the pool stays short).  A
  * spot launch into a pool without capacity fails with the capacity
- * class.
+ * class.  <state>/rebalance/<node id> gives a running spot instance a
+ * rebalance recommendation (EC2's early warning), served on its IMDS at
+ * events/recommendations/rebalance.
  *
  * Threading: the records are under one mutex (struct local_prov.mu).
  */
@@ -70,6 +72,8 @@ struct lrec {
 	bool spot, gone;
 	char zone[40], itype[48];
 	int64_t launched_s, notice_ns, gone_ns;
+	int64_t rebalance_ns;      /* a rebalance recommendation, 0 none */
+	int64_t noticed_ns;        /* when the notice was given, 0 none */
 };
 
 struct cloud_req {
@@ -106,7 +110,7 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 {
 	char path[LPATH], *s;
 	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
-			      "s:s,s:I,s:I,s:I}", "key", r->key, "id", r->id,
+			      "s:s,s:I,s:I,s:I,s:I,s:I}", "key", r->key, "id", r->id,
 			      "pid", (json_int_t)r->pid, "start",
 			      (json_int_t)r->start, "cluster", r->cluster, "job",
 			      (json_int_t)r->job, "node", (json_int_t)r->node,
@@ -114,7 +118,9 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 			      r->spot, "gone", r->gone, "zone", r->zone, "type",
 			      r->itype, "launched_s", (json_int_t)r->launched_s,
 			      "notice_ns", (json_int_t)r->notice_ns, "gone_ns",
-			      (json_int_t)r->gone_ns);
+			      (json_int_t)r->gone_ns, "rebalance_ns",
+			      (json_int_t)r->rebalance_ns, "noticed_ns",
+			      (json_int_t)r->noticed_ns);
 	int rc;
 
 	if (!o)
@@ -166,6 +172,8 @@ static int rec_load(const char *path, struct lrec *r)
 	r->launched_s = int_of(o, "launched_s");
 	r->notice_ns = int_of(o, "notice_ns");
 	r->gone_ns = int_of(o, "gone_ns");
+	r->rebalance_ns = int_of(o, "rebalance_ns");
+	r->noticed_ns = int_of(o, "noticed_ns");
 	json_decref(o);
 	return r->id[0] ? 0 : -SR_ECORRUPT;
 }
@@ -537,13 +545,14 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 	return 0;
 }
 
-/* Whether <state>/interrupts/<id> asks to reclaim node `id`. */
-static bool interrupt_injected(const struct local_prov *d, int64_t id)
+/* Whether <state>/<what>/<id> asks to reclaim node `id` (interrupts)
+ * or to recommend rebalancing it (rebalance). */
+static bool injected(const struct local_prov *d, const char *what, int64_t id)
 {
 	char p[2200];
 	struct stat sb;
 
-	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, d->h->state_dir, id);
+	snprintf(p, sizeof p, "%s/%s/%" PRId64, d->h->state_dir, what, id);
 	return stat(p, &sb) == 0;
 }
 
@@ -580,12 +589,24 @@ static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t no
 	if (r->spot && !r->notice_ns &&
 	    ((turn && !localmkt_available(d->m, r->pool,
 					  local__sim(d))) ||
-	     interrupt_injected(d, r->node))) {
+	     injected(d, "interrupts", r->node))) {
+		r->noticed_ns = now;
 		r->notice_ns = now + d->notice_ms * 1000000;
 		if (rec_save(d, r, &e))
 			sr_warn("local", "cannot record a notice", "instance=%s"
 				" err=\"%s\"", r->id, e.msg);
 		sr_info("local", "spot interruption scheduled", "node=%" PRId64
+			" pool=%d", r->node, r->pool);
+	}
+	if (r->spot && !r->rebalance_ns && !r->notice_ns &&
+	    injected(d, "rebalance", r->node)) {
+		/* the cloud's early warning, as EC2's rebalance
+		 * recommendation: served on the instance's IMDS */
+		r->rebalance_ns = now;
+		if (rec_save(d, r, &e))
+			sr_warn("local", "cannot record a rebalance recommendation",
+				"instance=%s err=\"%s\"", r->id, e.msg);
+		sr_info("local", "rebalance recommended", "node=%" PRId64
 			" pool=%d", r->node, r->pool);
 	}
 	if (r->notice_ns && now >= r->notice_ns) {
@@ -681,6 +702,7 @@ int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 	}
 	if (best) {
 		out->notice_ns = best->notice_ns;
+		out->rebalance_ns = best->rebalance_ns;
 		snprintf(out->zone, sizeof out->zone, "%s", best->zone);
 		snprintf(out->instance_type, sizeof out->instance_type, "%s",
 			 best->itype);
