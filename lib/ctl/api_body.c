@@ -299,7 +299,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "exit_code", NULL },
 		{ "type", "attempt", "stream", "ts", "line", NULL },
 		{ "type", "attempt", "message", NULL },
-		{ "type", "mode", "message", NULL },
+		{ "type", "mode", "message", "hidden", NULL },
 		{ "type", "time", NULL },
 	};
 	const char *type = NULL, *s = NULL;
@@ -408,6 +408,22 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 					"root-partial, none, unavailable or refused", ctx);
 		if (rc)
 			return rc;
+		/* the paths the agent checked were hidden (issue 24) */
+		x = json_object_get(o, "hidden");
+		if (x && !json_is_null(x)) {
+			size_t i;
+			json_t *p;
+
+			if (!json_is_array(x) || json_array_size(x) > 32)
+				return sr_err_set(e, -SR_EPARSE, "%s: hidden: expected "
+						  "an array of at most 32 paths", ctx);
+			json_array_foreach(x, i, p) {
+				if (!json_is_string(p) || json_string_length(p) > 4096)
+					return sr_err_set(e, -SR_EPARSE, "%s: hidden[%zu]: "
+							  "expected a path", ctx, i);
+			}
+			ev->hidden = x;
+		}
 		/* a message like ckpt_error's */
 		/* fall through */
 	case EV_CKPT_ERROR:

@@ -87,6 +87,7 @@ struct api_event {
 	 * isolation: how the workload is isolated (mode) and why */
 	const char *message;
 	const char *mode;
+	json_t *hidden;           /* isolation: paths, borrowed; NULL absent */
 	/* log */
 	const char *stream;
 	const char *line;

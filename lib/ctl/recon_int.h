@@ -128,11 +128,6 @@ int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
 void recon__kill(struct ctl *c, struct store *db, const struct rnode *n);
-/* The bearer token of node `node` of `job`, derived from the daemon's
- * key: the same every time (a launch retried after a crash carries the
- * token its instance booted with); never stored, only its digest. */
-int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
-		      char out[CTL_TOKEN_HEX + 1]);
 /* 1 (and the message in msg) if the cloud refused a launch of the job
  * for good (auth, invalid request: a job-level error), 0 if not,
  * < 0 on error. */

@@ -822,7 +822,9 @@ static int apply_event(struct ctl *c, struct store *db,
 				      n->id, now, sim, d, msg, e);
 		break;
 	case EV_ISOLATION:
-		d = json_pack("{s:s,s:s}", "mode", ev->mode, "message", ev->message);
+		d = json_pack("{s:s,s:s,s:O}", "mode", ev->mode, "message",
+			      ev->message, "hidden", ev->hidden ? ev->hidden :
+			      json_null());
 		snprintf(msg, sizeof msg, "workload isolation: %.16s: %.400s",
 			 ev->mode, ev->message);
 		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,

@@ -10,7 +10,9 @@
  *              `state` changes only through jobsm_transition().
  *   nodes      one row per node ever requested; never deleted.  A node
  *              belongs to one job and one rank; token_hash is the
- *              SHA-256 of its bearer token.
+ *              SHA-256 of its bearer token (random, given to its agent
+ *              once, in exchange for a one-time bootstrap secret).
+ *   node_boot  those bootstrap secrets' SHA-256, until used or expired.
  *   exits      one row per (job, attempt, rank): how that rank's workload
  *              of that attempt ended.  The primary key makes a duplicated
  *              report harmless.
@@ -236,7 +238,23 @@ static const char m9[] =
 static const char m10[] =
 	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
 
-/* 11: what spotrun tells a user must be true (issue 28).
+/* 11: one-time bootstrap secrets (lib/ctl/nodeboot.c, issue 24): what a
+ * node's user-data carries instead of its token.  hash is the secret's
+ * SHA-256; a secret is valid for its node until expires_ns, and once
+ * used (nonce_hash: the SHA-256 of the agent's nonce; used_ns) only the
+ * same agent's retry of that exchange is answered.  A launch attempt
+ * adds a row; the first use deletes the node's other rows. */
+static const char m11[] =
+	"CREATE TABLE node_boot("
+	" hash BLOB PRIMARY KEY,"
+	" node_id INTEGER NOT NULL,"
+	" expires_ns INTEGER NOT NULL,"
+	" nonce_hash BLOB,"
+	" used_ns INTEGER) STRICT;"
+	"CREATE INDEX node_boot_node ON node_boot(node_id);"
+	"CREATE INDEX node_boot_expires ON node_boot(expires_ns);";
+
+/* 12: what spotrun tells a user must be true (issue 28).
  * jobs.deadline_state: what the job was last told about its deadline
  * (lib/ctl/recon_deadline.c): 0 nothing (on track, or none), 1 at risk
  * (a deadline_risk event), 2 missed (a deadline_missed event; final).
@@ -244,7 +262,7 @@ static const char m10[] =
  * and in which attempt; lost_pending: the attempts that ended before
  * their work was safe (preempted, lost, crashed, moved), until the next
  * attempt says what it restored (lib/ctl/recon_lost.c). */
-static const char m11[] =
+static const char m12[] =
 	"ALTER TABLE jobs ADD COLUMN deadline_state INTEGER NOT NULL DEFAULT 0;"
 	"CREATE TABLE ckpt_seen("
 	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
@@ -411,7 +429,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
-	{ m11, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
