@@ -19,7 +19,10 @@
  * spotrun_recoveries_total                  counter    job_id
  * spotrun_recovery_downtime_seconds_total   counter    job_id
  * spotrun_checkpoint_stall_seconds          histogram  -
- * spotrun_job_deadline_slack_seconds        gauge      job_id
+ * spotrun_job_deadline_slack_seconds        gauge      job_id   (deadline minus
+ *                                                      the projected finish)
+ * spotrun_job_deadline_missed               gauge      job_id   (1: missed)
+ * spotrun_deadlines_missed_total            counter    -     (jobs, all time)
  * spotrun_job_checkpoint_local_step         gauge      job_id   (tier 3: newest
  *                                                      on the node's disk)
  * spotrun_job_checkpoint_store_step         gauge      job_id   (newest in the
@@ -59,21 +62,6 @@ const double finops_stall_buckets_s[] = {
 };
 const size_t finops_stall_nbuckets =
 	sizeof finops_stall_buckets_s / sizeof finops_stall_buckets_s[0];
-
-bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
-			   int64_t step, int64_t total_steps, double *slack_s)
-{
-	double remaining;
-
-	if (step > 0 && total_steps >= step && run_s > 0)
-		remaining = (double)(total_steps - step) * (run_s / (double)step);
-	else if (work_s > 0)
-		remaining = work_s > run_s ? work_s - run_s : 0;
-	else
-		return false;
-	*slack_s = deadline_left_s - remaining;
-	return true;
-}
 
 /* Label value escaping per the exposition format. */
 static void put_label(FILE *f, const char *name, const char *v, int first)
@@ -312,8 +300,17 @@ static void live_families(FILE *f, const struct finops_live *live)
 		fputs("} ", f);
 		usd(f, n->price_per_hour);
 	}
+	family(f, "spotrun_job_deadline_missed", "gauge",
+	       "1 for each job whose deadline passed before it was done.");
+	for (size_t i = 0; live && i < live->nmissed; i++)
+		fprintf(f, "spotrun_job_deadline_missed{job_id=\"%lld\"} 1\n",
+			(long long)live->missed[i]);
+	family(f, "spotrun_deadlines_missed_total", "counter",
+	       "Jobs whose deadline passed before they were done.");
+	fprintf(f, "spotrun_deadlines_missed_total %zu\n", live ? live->nmissed : 0);
 	family(f, slack, "gauge",
-	       "Cloud seconds left before the deadline minus the work left.");
+	       "Cloud seconds from the projected finish to the deadline "
+	       "(negative: projected late).");
 	for (size_t i = 0; live && i < live->njobs; i++) {
 		const struct finops_live_job *j = &live->jobs[i];
 		char id[24];

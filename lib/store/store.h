@@ -285,6 +285,7 @@ struct store_job {
 	double est_pace_ns, est_restart_s; /* workest.h; 0 unknown */
 	int64_t pace_attempt;
 	int64_t pace_step0;         /* nullable */
+	int64_t deadline_state;     /* recon_deadline.c: 0 none, 1 risk, 2 missed */
 	char *text_;                /* owns every text above */
 };
 

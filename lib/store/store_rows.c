@@ -127,6 +127,7 @@ static const struct col job_cols[] = {
 	JOB("est_restart_s", C_F64, est_restart_s),
 	JOB("pace_attempt", C_I64, pace_attempt),
 	JOB("pace_step0", C_I64_NULL, pace_step0),
+	JOB("deadline_state", C_I64, deadline_state),
 	/* last: only with STORE_JOB_SPEC */
 	JOB("spec_json", C_TEXT, spec_json),
 };

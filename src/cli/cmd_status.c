@@ -45,6 +45,16 @@ static const char *place_str(json_t *j, char *buf, size_t n)
 	return buf;
 }
 
+static const char *red(bool on)
+{
+	return on && ctlcli_color(stdout) ? "\033[31m" : "";
+}
+
+static const char *unred(bool on)
+{
+	return on && ctlcli_color(stdout) ? "\033[0m" : "";
+}
+
 static void print_table(json_t *jobs)
 {
 	size_t i;
@@ -54,17 +64,20 @@ static void print_table(json_t *jobs)
 		printf("no jobs (start one with 'spotrun launch JOB.yaml')\n");
 		return;
 	}
-	printf("%-5s %-16s %-13s %-11s %-10s %-8s %-5s %s\n", "ID", "NAME", "STATE",
-	       "STEP", "COST", "PREEMPT", "MOVES", "PLACEMENT");
+	printf("%-5s %-16s %-13s %-11s %-10s %-8s %-5s %-26s %s\n", "ID", "NAME",
+	       "STATE", "STEP", "COST", "PREEMPT", "MOVES", "DEADLINE", "PLACEMENT");
 	json_array_foreach(jobs, i, j) {
-		char step[40], cost[32], pl[160];
+		char step[40], cost[32], pl[160], dl[64];
+		bool alarm;
 
-		printf("%-5lld %-16.16s %-13s %-11s %-10s %-8lld %-5lld %s\n",
+		ctlcli_deadline(j, dl, sizeof dl, &alarm);
+		printf("%-5lld %-16.16s %-13s %-11s %-10s %-8lld %-5lld %s%-26s%s %s\n",
 		       (long long)ctlcli_int(j, "id", 0), ctlcli_str(j, "name", "-"),
 		       ctlcli_str(j, "state", "?"), step_str(j, step, sizeof step),
 		       ctlcli_money(json_object_get(j, "cost_micros"), cost, sizeof cost),
 		       (long long)ctlcli_int(j, "preemptions", 0),
-		       (long long)ctlcli_int(j, "moves", 0), place_str(j, pl, sizeof pl));
+		       (long long)ctlcli_int(j, "moves", 0), red(alarm), dl, unred(alarm),
+		       place_str(j, pl, sizeof pl));
 	}
 }
 
@@ -131,6 +144,13 @@ static void print_job(json_t *j)
 		printf(" of a %s deadline", ctlcli_secs(json_number_value(dl), b2,
 						       sizeof b2));
 	printf("\n");
+	if (json_is_object(json_object_get(j, "deadline"))) {
+		bool alarm;
+
+		ctlcli_deadline(j, b1, sizeof b1, &alarm);
+		printf("  deadline     %s%s%s  (%s)\n", red(alarm), b1, unred(alarm),
+		       ctlcli_str(json_object_get(j, "deadline"), "at", "?"));
+	}
 	if (json_is_integer(json_object_get(j, "exit_code")))
 		printf("  exit code    %lld\n", (long long)ctlcli_int(j, "exit_code", 0));
 	printf("  created      %s\n", ctlcli_str(j, "created_at", "-"));
