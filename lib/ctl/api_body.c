@@ -238,12 +238,14 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 {
 	static const char *const keys[] = { "workload", "attempt", "step",
 		"total_steps", "ckpt_step", "restored_step", "cpu_util",
-		"gpu_util", "workload_pgid", NULL };
+		"gpu_util", "workload_pgid", "ckpt_local_step", "ckpt_store_ns",
+		NULL };
 	const char *wl = "idle";
 	int rc, w;
 
 	memset(out, 0, sizeof *out);
 	out->step = out->total_steps = out->ckpt_step = out->restored_step = -1;
+	out->ckpt_local_step = out->ckpt_store_ns = -1;
 	out->cpu_util = out->gpu_util = -1;
 	rc = load_obj(buf, len, root, e);
 	if (rc)
@@ -268,6 +270,11 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 		rc = get_nonneg(*root, "ckpt_step", &out->ckpt_step, CTX, e);
 	if (!rc)
 		rc = get_nonneg(*root, "restored_step", &out->restored_step, CTX, e);
+	if (!rc)
+		rc = get_nonneg(*root, "ckpt_local_step", &out->ckpt_local_step,
+				CTX, e);
+	if (!rc)
+		rc = get_nonneg(*root, "ckpt_store_ns", &out->ckpt_store_ns, CTX, e);
 	if (!rc)
 		rc = get_util(*root, "cpu_util", &out->cpu_util, CTX, e);
 	if (!rc)
@@ -299,7 +306,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "exit_code", NULL },
 		{ "type", "attempt", "stream", "ts", "line", NULL },
 		{ "type", "attempt", "message", NULL },
-		{ "type", "mode", "message", NULL },
+		{ "type", "mode", "message", "hidden", NULL },
 		{ "type", "time", NULL },
 	};
 	const char *type = NULL, *s = NULL;
@@ -408,6 +415,22 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 					"root-partial, none, unavailable or refused", ctx);
 		if (rc)
 			return rc;
+		/* the paths the agent checked were hidden (issue 24) */
+		x = json_object_get(o, "hidden");
+		if (x && !json_is_null(x)) {
+			size_t i;
+			json_t *p;
+
+			if (!json_is_array(x) || json_array_size(x) > 32)
+				return sr_err_set(e, -SR_EPARSE, "%s: hidden: expected "
+						  "an array of at most 32 paths", ctx);
+			json_array_foreach(x, i, p) {
+				if (!json_is_string(p) || json_string_length(p) > 4096)
+					return sr_err_set(e, -SR_EPARSE, "%s: hidden[%zu]: "
+							  "expected a path", ctx, i);
+			}
+			ev->hidden = x;
+		}
 		/* a message like ckpt_error's */
 		/* fall through */
 	case EV_CKPT_ERROR:

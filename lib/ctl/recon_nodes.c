@@ -24,16 +24,13 @@
  * commit callback) before the instance may act; a node is marked
  * TERMINATED in a committed transaction before it is terminated.  After
  * a crash in between, recon__sweep_orphans() terminates again what the
- * database says is gone (terminate is idempotent).  The node's token is
- * derived (recon__node_token): its digest is stored with the new row, and
- * the token itself is handed to the provider when the node starts, for
- * the node's bootstrap channel.
+ * database says is gone (terminate is idempotent).  A node's token is
+ * random, made when its agent first calls with the one-time bootstrap
+ * secret its launch carried (nodeboot.h); only its digest is stored.
  */
 #include <errno.h>
 #include <inttypes.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,7 +325,6 @@ struct commit_ud {
 	struct store *db;
 	int64_t now;
 	int64_t node;
-	const unsigned char *digest; /* of the token handed to the provider */
 };
 
 static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
@@ -342,21 +338,20 @@ static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 	if (rc)
 		return rc;
 	/* A cloud's instance may boot and its agent register (READY) before
-	 * this commit: its token was valid from the node's creation. */
+	 * this commit: its bootstrap secret was valid before the launch. */
 	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
 			   "'REQUESTED' THEN 'BOOTING' ELSE state END,"
-			   " phase=CASE WHEN state='REQUESTED' AND ?6=1 THEN"
+			   " phase=CASE WHEN state='REQUESTED' AND ?5=1 THEN"
 			   " 'pending' ELSE NULL END,"
-			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
-			   " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
+			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3"
+			   " WHERE id=?4 AND (state='REQUESTED' OR"
 			   " (state='READY' AND instance_id IS NULL))", &st, &e);
 	if (!rc) {
 		store_bind_text(st, 1, id);
 		store_bind_text(st, 2, blob); /* NULL: SQL NULL */
 		store_bind_i64(st, 3, u->now);
 		store_bind_i64(st, 4, u->node);
-		store_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN);
-		store_bind_i64(st, 6, pending);
+		store_bind_i64(st, 5, pending);
 		rc = store_run(st, &e);
 		store_done(st);
 		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
@@ -384,32 +379,6 @@ static int end_tx(struct ctl *c, struct store *db, const struct rnode *n,
 	else if (kill)
 		recon__kill(c, db, n);
 	return rc;
-}
-
-/* The node's bearer token (recon_int.h): HMAC-SHA256 of its job and node
- * ids under the daemon's secret key (imds.key, 0600 in the state dir), as
- * hex.
- * The same every time, so a launch retried after a crash (a cloud
- * answering the same idempotency key with the instance it already
- * started, whose bootstrap carries the first token) still matches the
- * digest stored at commit; nothing but the digest is ever stored. */
-int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
-		      char out[CTL_TOKEN_HEX + 1])
-{
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char msg[96];
-	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
-			 job, node);
-
-	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
-		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
-	    len * 2 < CTL_TOKEN_HEX)
-		return -EIO;
-	for (int i = 0; i < CTL_TOKEN_HEX / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", mac[i]);
-	explicit_bzero(mac, sizeof mac);
-	return 0;
 }
 
 /* A launch the cloud refused for good (credentials, a bad image or
@@ -480,9 +449,7 @@ static int job_image(struct store *db, int64_t job, const char *region,
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		       int64_t now)
 {
-	unsigned char dg[CTL_DIGEST_LEN];
-	char tok[CTL_TOKEN_HEX + 1];
-	struct commit_ud u = { c, db, now, n->id, dg };
+	struct commit_ud u = { c, db, now, n->id };
 	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
@@ -497,12 +464,6 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = recon__node_token(c, n->job, n->id, tok);
-	if (rc) {
-		sr_error("recon", "cannot make a node token", "node=%" PRId64
-			 " err=\"%s\"", n->id, sr_strerror(rc));
-		return; /* the next pass tries again */
-	}
 	if (!ctl__launch_pending(c, n->id)) {
 		rc = job_image(db, n->job, n->region, image, sizeof image, &e);
 		if (rc) {
@@ -512,9 +473,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		}
 		p.image = image;
 	}
-	ctl_token_digest(tok, dg);
-	rc = ctl__launch(c, &p, tok, commit_boot, &u, &e);
-	explicit_bzero(tok, sizeof tok);
+	rc = ctl__launch(c, &p, commit_boot, &u, &e);
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);

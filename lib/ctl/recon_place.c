@@ -330,23 +330,14 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 		};
 		int64_t id = 0;
 
-		/* A placeholder nobody holds until the row's id is known */
+		/* A placeholder nobody holds, until the node's agent trades
+		 * its bootstrap secret for a token (nodeboot.h) */
 		rc = ctl_token_new(tok);
 		if (rc)
 			break;
 		ctl_token_digest(tok, dg);
 		explicit_bzero(tok, sizeof tok);
 		rc = store_node_insert(db, &nn, &id, e);
-		/* the node's own token (recon__node_token): valid from now,
-		 * since a cloud's agent may register before its launch is
-		 * recorded */
-		if (!rc)
-			rc = recon__node_token(c, j->id, id, tok);
-		if (!rc) {
-			ctl_token_digest(tok, dg);
-			explicit_bzero(tok, sizeof tok);
-			rc = store_node_set_token_hash(db, id, dg, CTL_DIGEST_LEN, e);
-		}
 	}
 	return rc;
 }

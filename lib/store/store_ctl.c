@@ -339,20 +339,6 @@ int store_node_insert(struct store *s, const struct store_node_new *n,
 	return rc < 0 ? sr_err_prefix(e, "insert node") : 0;
 }
 
-int store_node_set_token_hash(struct store *s, int64_t node, const void *hash,
-			      size_t len, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE nodes SET token_hash=?1 WHERE id=?2",
-			       &st, e);
-
-	if (rc)
-		return rc;
-	store_bind_blob(st, 1, hash, len);
-	store_bind_i64(st, 2, node);
-	return run_done(st, "node token", e);
-}
-
 int store_job_set_message(struct store *s, int64_t job, const char *msg,
 			  struct sr_err *e)
 {

@@ -95,8 +95,6 @@ struct store_node_new {
 
 int store_node_insert(struct store *s, const struct store_node_new *n,
 		      int64_t *id, struct sr_err *e);
-int store_node_set_token_hash(struct store *s, int64_t node, const void *hash,
-			      size_t len, struct sr_err *e);
 /* The job's human message, when it changed (no event). */
 int store_job_set_message(struct store *s, int64_t job, const char *msg,
 			  struct sr_err *e);
