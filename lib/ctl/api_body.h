@@ -57,6 +57,8 @@ struct api_heartbeat {
 	enum api_workload workload;
 	int64_t attempt;
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 absent */
+	int64_t ckpt_at_ns;   /* when the agent saw ckpt_step committed
+				 (Unix ns), -1 absent */
 	double cpu_util, gpu_util;                            /* -1 absent */
 	int64_t workload_pgid;                                /* 0 absent */
 };

@@ -178,6 +178,9 @@ static void heartbeat(struct agent *ag)
 					    json_integer(s->total_steps));
 		if (s->ckpt_step >= 0)
 			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
+		if (s->ckpt_step >= 0 && ag->ckpt_at_ns > 0)
+			json_object_set_new(b, "ckpt_at_ns",
+					    json_integer(ag->ckpt_at_ns));
 		if (s->restored_step >= 0)
 			json_object_set_new(b, "restored_step",
 					    json_integer(s->restored_step));

@@ -194,7 +194,9 @@ struct agent {
 	struct logbatch *logs;
 	struct status_reader st;   /* the workload's status file */
 	struct status_reader pg;   /* libspotckpt's progress report */
-	struct status_info last_status; /* both merged (agent__read_progress) */
+	struct status_info last_status; /* both merged (read_progress) */
+	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
+				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
