@@ -38,6 +38,7 @@ struct rjob {
 	bool plan_ok;
 	int last_pool;                          /* from placement, -1 none */
 	int64_t policy_tick;
+	int64_t deadline_state;                 /* recon_deadline.c */
 	char placement[512];
 };
 
@@ -168,6 +169,13 @@ double recon__work_done(const struct rjob *j, double scale);
 /* Every step of the job is in a checkpoint (the workload only has to
  * restore and report completion). */
 bool recon__work_finished(const struct rjob *j);
+
+/* Deadlines (recon_deadline.c): inside a transaction, record what job j
+ * must be told about its deadline now - at risk (with the projected
+ * finish), missed - once each.  `end`: the terminal state the job is
+ * entering, or j->state while it lives.  0 or a store error. */
+int recon__deadline_check(struct ctl *c, struct store *db, const struct rjob *j,
+			  enum job_state end, int64_t now, struct sr_err *e);
 
 /* Lost work (recon_lost.c).  _open, inside the transaction that leaves
  * the nodes: remember the step last seen, the attempt, and for a

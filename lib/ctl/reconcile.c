@@ -87,6 +87,7 @@ int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 	snprintf(j->placement, sizeof j->placement, "%s",
 		 r.placement ? r.placement : "");
 	j->policy_tick = r.policy_tick;
+	j->deadline_state = r.deadline_state;
 	j->step_ns = isnan(r.step_ns) ? 0 : r.step_ns;
 	j->est_work_s = r.est_work_s;
 	j->est_pace_ns = r.est_pace_ns;
@@ -205,6 +206,8 @@ static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 	if (!rc)
 		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
 					&e);
+	if (!rc)
+		rc = recon__deadline_check(c, db, j, to, now, &e);
 	if (!rc)
 		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -698,6 +701,21 @@ static void replace_noticed(struct ctl *c, struct store *db, struct rjob *j,
 		(void)recon__place_missing(c, db, j, live, n);
 }
 
+/* The deadline's verdict for a live job, in a transaction of its own
+ * (it writes only when there is something new to say). */
+static void deadline_tick(struct ctl *c, struct store *db, const struct rjob *j)
+{
+	struct sr_err e = { 0 };
+	int rc = store_begin(db, &e);
+
+	if (!rc)
+		rc = recon__deadline_check(c, db, j, j->state, ctl__now(c), &e);
+	rc = store_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "deadline check failed", "job=%" PRId64
+			 " err=\"%s\"", j->id, sr_err_str(&e, rc));
+}
+
 /* One step for job `id`.  Returns 1 if its state changed (call again),
  * 0 if it waits, < 0 on error. */
 static int step_job(struct ctl *c, struct store *db, int64_t id)
@@ -780,8 +798,10 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		free(live);
 		live = NULL;
 		if (recon__nodes_live(c, db, id, &live, &n) == 0 &&
-		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok)
+		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok) {
 			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
+			deadline_tick(c, db, &j);
+		}
 	}
 out:
 	free(live);

@@ -23,6 +23,7 @@
 #include "agent/logbatch.h"
 #include "agent/procstat.h"
 #include "agent/status.h"
+#include "agent/ckscan.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
 #include "common/backoff.h"
@@ -68,6 +69,8 @@ struct assignment {
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
 	char *ckpt_uri;       /* tier 3 (object store) or NULL */
+	int64_t ckpt_alert_intervals; /* ckpt_error when the store lags more
+				       * checkpoints than this (default 3) */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	char *node_ips;         /* one address per line, rank 0 first; NULL */
@@ -197,6 +200,8 @@ struct agent {
 	struct status_reader pg;   /* libspotckpt's progress report */
 	struct status_info last_status; /* both merged (agent__read_progress) */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
+	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
+	int behind_sent;               /* the lag was reported, not cleared */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;
@@ -258,6 +263,8 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
+/* Newest checkpoint step that survives this node (see workrun.c). */
+int64_t agent__durable_step(struct agent *ag);
 /* isolate.c: start the workload as opts.isolation says, falling back
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
