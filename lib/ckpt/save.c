@@ -21,7 +21,6 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 static int ensure_layout(struct spotckpt *e)
@@ -279,8 +278,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 		e->st.uring_used = res->uring_used;
 		e->last_rc = 0;
 		e->last_msg[0] = '\0';
-		if (e->t3)
-			objstore_tier3_offer(e->t3, s->step); /* never blocks */
+		ckpt__remote_offer(e, s->step); /* never blocks */
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;
@@ -332,6 +330,13 @@ static int pick_slot(struct spotckpt *e, int32_t *outcome)
 				     e->slots[i].seq > e->slots[newest].seq))
 					newest = i;
 			}
+			if (newest < 0) {
+				/* nothing staged to replace (one slot, being
+				 * written): wait for it rather than drop the
+				 * newest save (issue 23) */
+				pthread_cond_wait(&e->cv, &e->mu);
+				continue;
+			}
 		}
 		if (newest >= 0) {
 			ckpt__layout_unref(e->slots[newest].l);
@@ -375,6 +380,8 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 	e->st.saves_requested++;
 	idx = pick_slot(e, &oc);
 	if (idx < 0) {
+		if (step > e->skipped_step)
+			e->skipped_step = step; /* close() says so */
 		pthread_mutex_unlock(&e->mu);
 		goto out;
 	}

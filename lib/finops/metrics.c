@@ -23,6 +23,13 @@
  *                                                      the projected finish)
  * spotrun_job_deadline_missed               gauge      job_id   (1: missed)
  * spotrun_deadlines_missed_total            counter    -     (jobs, all time)
+ * spotrun_job_checkpoint_local_step         gauge      job_id   (tier 3: newest
+ *                                                      on the node's disk)
+ * spotrun_job_checkpoint_store_step         gauge      job_id   (newest in the
+ *                                                      object store)
+ * spotrun_job_checkpoint_store_age_seconds  gauge      job_id   (since that one
+ *                                                      was saved: the recovery
+ *                                                      point)
  * spotrun_cost_dollars_total                counter    -     (all jobs)
  * spotrun_idle_gpu_seconds_total            counter    -     (all jobs)
  *
@@ -252,6 +259,27 @@ static int stall_histogram(struct store *db, FILE *f, struct sr_err *e)
 	return 0;
 }
 
+/* One gauge per live job that has the value (skip: its "unknown"). */
+static void job_gauge(FILE *f, const struct finops_live *live,
+		      const char *name, const char *help, int which)
+{
+	family(f, name, "gauge", help);
+	for (size_t i = 0; live && i < live->njobs; i++) {
+		const struct finops_live_job *j = &live->jobs[i];
+		double v = which == 0 ? (double)j->ckpt_local_step :
+			   which == 1 ? (double)j->ckpt_store_step :
+			   j->ckpt_store_age_s;
+		char id[24];
+
+		if (!isfinite(v) || v < 0)
+			continue;
+		snprintf(id, sizeof id, "%lld", (long long)j->id);
+		fprintf(f, "%s{", name);
+		put_label(f, "job_id", id, 1);
+		fprintf(f, "} %.3f\n", v);
+	}
+}
+
 static void live_families(FILE *f, const struct finops_live *live)
 {
 	const char *price = "spotrun_node_hourly_price_dollars";
@@ -297,6 +325,13 @@ static void live_families(FILE *f, const struct finops_live *live)
 		put_label(f, "job_id", id, 1);
 		fprintf(f, "} %.3f\n", j->deadline_slack_s);
 	}
+	job_gauge(f, live, "spotrun_job_checkpoint_local_step",
+		  "Tier 3: the newest checkpoint step on the job's node disk.", 0);
+	job_gauge(f, live, "spotrun_job_checkpoint_store_step",
+		  "Tier 3: the newest checkpoint step in the object store.", 1);
+	job_gauge(f, live, "spotrun_job_checkpoint_store_age_seconds",
+		  "Tier 3: seconds since the object store's newest checkpoint "
+		  "was saved (the recovery point).", 2);
 }
 
 #define OFF(field) offsetof(struct job_agg, field)

@@ -39,6 +39,10 @@ struct finops_live_job {
 	double deadline_slack_s;   /* cloud seconds: the deadline minus the
 				      projected finish (lib/ctl/deadline.h);
 				      negative = projected late */
+	/* tier 3's recovery point (-1 / NaN unknown) */
+	int64_t ckpt_local_step;   /* newest on rank 0's disk */
+	int64_t ckpt_store_step;   /* newest in the object store */
+	double ckpt_store_age_s;   /* wall seconds since that one was saved */
 };
 
 struct finops_live {

@@ -270,6 +270,8 @@ struct store_job {
 	double deadline_s;          /* nullable: cloud s after sim_start_s */
 	double work_s, est_work_s;  /* declared work, its estimate (0: none) */
 	int64_t step, total_steps, ckpt_step; /* nullable */
+	int64_t ckpt_local_step, ckpt_store_ns; /* nullable: tier 3's
+						 * recovery point */
 	double step_ns;             /* nullable: measured wall ns per step */
 	const char *placement;      /* nullable: JSON */
 	const char *message;

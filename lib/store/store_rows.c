@@ -107,6 +107,8 @@ static const struct col job_cols[] = {
 	JOB("step", C_I64_NULL, step),
 	JOB("total_steps", C_I64_NULL, total_steps),
 	JOB("ckpt_step", C_I64_NULL, ckpt_step),
+	JOB("ckpt_local_step", C_I64_NULL, ckpt_local_step),
+	JOB("ckpt_store_ns", C_I64_NULL, ckpt_store_ns),
 	JOB("step_ns", C_F64_NULL, step_ns),
 	JOB("placement", C_TEXT_NULL, placement),
 	JOB("message", C_TEXT, message),

@@ -176,9 +176,26 @@ static void heartbeat(struct agent *ag)
 		if (s->total_steps >= 0)
 			json_object_set_new(b, "total_steps",
 					    json_integer(s->total_steps));
-		if (s->ckpt_step >= 0)
+		if (ag->a.ckpt_uri) {
+			/* the recovery point: newest on this node's disk, newest
+			 * in the store and when that one was saved */
+			int64_t durable = agent__durable_step(ag);
+
+			if (durable >= 0)
+				json_object_set_new(b, "ckpt_step",
+						    json_integer(durable));
+			if (ag->rp.local_step >= 0)
+				json_object_set_new(b, "ckpt_local_step",
+						    json_integer(ag->rp.local_step));
+			if (ag->rp.store_step >= 0 && ag->rp.store_time_ns > 0)
+				json_object_set_new(b, "ckpt_store_ns",
+						    json_integer(ag->rp.store_time_ns));
+		} else if (s->ckpt_step >= 0) {
 			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
-		if (s->ckpt_step >= 0 && ag->ckpt_at_ns > 0)
+		}
+		/* when that step was committed, as this agent saw it (with
+		 * tier 3 the store's own save time, ckpt_store_ns) */
+		if (!ag->a.ckpt_uri && s->ckpt_step >= 0 && ag->ckpt_at_ns > 0)
 			json_object_set_new(b, "ckpt_at_ns",
 					    json_integer(ag->ckpt_at_ns));
 		if (s->restored_step >= 0)

@@ -23,6 +23,7 @@
 #include "agent/logbatch.h"
 #include "agent/procstat.h"
 #include "agent/status.h"
+#include "agent/ckscan.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
 #include "common/backoff.h"
@@ -68,6 +69,8 @@ struct assignment {
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
 	char *ckpt_uri;       /* tier 3 (object store) or NULL */
+	int64_t ckpt_alert_intervals; /* ckpt_error when the store lags more
+				       * checkpoints than this (default 3) */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	char *node_ips;         /* one address per line, rank 0 first; NULL */
@@ -75,7 +78,8 @@ struct assignment {
 	int spot;               /* -1 unknown */
 	/* SkyPilot-style jobs (docs/jobs.md) */
 	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */
-	int sync_workdir;       /* copy workdir into the node's dir first */
+	int sync_workdir;       /* setup and run in the node's workdir/ */
+	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 };
 
@@ -198,6 +202,8 @@ struct agent {
 	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
 				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
+	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
+	int behind_sent;               /* the lag was reported, not cleared */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;
@@ -259,10 +265,17 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
+/* Newest checkpoint step that survives this node (see workrun.c). */
+int64_t agent__durable_step(struct agent *ag);
 /* isolate.c: start the workload as opts.isolation says, falling back
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
 			  const char *cwd, char *const *envp, struct sr_err *e);
+/* The same for argv with stdin from `in` (-1: /dev/null): what the
+ * agent runs in the workload's isolation itself (sync.c). */
+int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
+			       const char *cwd, char *const *envp,
+			       struct sr_err *e);
 
 
 #endif

@@ -81,6 +81,37 @@ static void print_table(json_t *jobs)
 	}
 }
 
+/* Tier 3's recovery point: the newest checkpoint on the node's disk and
+ * the newest in the object store (what a lost node resumes from), with
+ * the store's copy's age. */
+static void print_recovery_point(json_t *j)
+{
+	json_t *spec = json_object_get(j, "spec");
+	const char *uri = json_string_value(json_object_get(json_object_get(
+		json_object_get(spec, "spotrun"), "checkpoint"), "uri"));
+	json_t *age = json_object_get(j, "ckpt_store_age_s");
+	int64_t local = ctlcli_int(j, "ckpt_local_step", -1);
+	int64_t store = ctlcli_int(j, "ckpt_step", -1);
+	char b[64];
+
+	if (!uri)
+		return;
+	printf("  checkpoints  node disk: %s", local >= 0 ? "" : "-");
+	if (local >= 0)
+		printf("step %lld", (long long)local);
+	printf("   object store: ");
+	if (store >= 0)
+		printf("step %lld", (long long)store);
+	else
+		printf("none");
+	if (json_is_number(age))
+		printf(" (saved %s ago)", ctlcli_secs(json_number_value(age), b,
+						     sizeof b));
+	if (local > store)
+		printf("   BEHIND");
+	printf("\n  store        %s\n", uri);
+}
+
 static void print_job(json_t *j)
 {
 	char b1[64], b2[64], pl[160];
@@ -100,6 +131,7 @@ static void print_job(json_t *j)
 	step_str(j, b1, sizeof b1);
 	printf("\n  step         %s   last checkpoint %s\n",
 	       strcmp(b1, "-") ? b1 : "unknown", b2);
+	print_recovery_point(j);
 	printf("  placement    %s\n", place_str(j, pl, sizeof pl));
 	printf("  cost         %s\n",
 	       ctlcli_money(json_object_get(j, "cost_micros"), b1, sizeof b1));

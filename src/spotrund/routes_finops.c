@@ -13,6 +13,7 @@
  * prices and deadline slack for /metrics are read from the daemon's
  * `nodes` and `jobs` tables; every other figure comes from the ledger.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,7 +330,8 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		return rc;
 	rc = store_prepare(db, "SELECT id, name, state, sim_start_s, deadline_s,"
 			   " run_s, run_started_ns, work_s, est_work_s, est_restart_s,"
-			   " step, total_steps FROM jobs"
+			   " step, total_steps, ckpt_step, ckpt_local_step,"
+			   " ckpt_store_ns FROM jobs"
 			   " WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
 			   " ORDER BY id", &st, e);
 	if (rc)
@@ -345,6 +347,15 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		copy_col(b->jname[b->nj], st, "name");
 		j->id = store_col_i64(st, "id");
 		j->state = "";
+		j->ckpt_local_step = store_col_null(st, "ckpt_local_step") ? -1 :
+				     store_col_i64(st, "ckpt_local_step");
+		/* ckpt_step is the store's only for a job with tier 3 (the
+		 * ones whose agent reports the node's disk apart) */
+		j->ckpt_store_step = store_col_null(st, "ckpt_step") ||
+				     j->ckpt_local_step < 0 ? -1 :
+				     store_col_i64(st, "ckpt_step");
+		j->ckpt_store_age_s = store_col_null(st, "ckpt_store_ns") ? NAN :
+			(sr_time_real_ns() - store_col_i64(st, "ckpt_store_ns")) / 1e9;
 		j->has_deadline = !store_col_null(st, "deadline_s");
 		if (j->has_deadline)
 			j->deadline_slack_s = slack_of(c, st, sim_now);

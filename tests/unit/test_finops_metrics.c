@@ -80,8 +80,8 @@ static char *render(sqlite3 *db)
 		{ 10, 4, "gcp", "us-c\"1", "z\\1", "a2", false, 12000000 },
 	};
 	struct finops_live_job jobs[] = {
-		{ 3, "demo", "RUNNING", true, -42.5 },
-		{ 4, "other", "RUNNING", false, 0 },
+		{ 3, "demo", "RUNNING", true, -42.5, 120, 100, 75.5 },
+		{ 4, "other", "RUNNING", false, 0, -1, -1, NAN },
 	};
 	static const int64_t missed[] = { 3 };
 	struct finops_live live = { nodes, 2, jobs, 2, missed, 1 };
@@ -145,6 +145,14 @@ static void test_values(void **state)
 	assert_non_null(strstr(m, "region=\"us-c\\\"1\",zone=\"z\\\\1\""));
 	expect_line(m, "spotrun_job_deadline_slack_seconds{job_id=\"3\"} -42.500");
 	assert_null(strstr(m, "spotrun_job_deadline_slack_seconds{job_id=\"4\"}"));
+	/* tier 3's recovery point: job 3 has one, job 4 none */
+	expect_line(m, "spotrun_job_checkpoint_local_step{job_id=\"3\"} 120.000");
+	expect_line(m, "spotrun_job_checkpoint_store_step{job_id=\"3\"} 100.000");
+	expect_line(m, "spotrun_job_checkpoint_store_age_seconds{job_id=\"3\"} "
+		    "75.500");
+	assert_null(strstr(m, "spotrun_job_checkpoint_local_step{job_id=\"4\"}"));
+	assert_null(strstr(m, "spotrun_job_checkpoint_store_age_seconds{job_id="
+			   "\"4\"}"));
 	/* histogram: cumulative buckets, +Inf = count, sum in seconds */
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.001\"} 0");
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.005\"} 1");
