@@ -27,6 +27,16 @@ void ctl__routes_nodes(void);
 /* The IMDSv2 the daemon serves the nodes of a provider with
  * CLOUD_CAP_HOSTED_META (routes_imds.c; registered when one is open). */
 void ctl__routes_imds(void);
+/* routes_files.c: POST /v1/uploads, GET /v1/nodes/{id}/files */
+void ctl__routes_files(void);
+struct jobspec;
+/* A job's files, checked at POST /v1/jobs: a spec with workdir: or
+ * file_mounts: needs an upload (`files`), which must hold workdir/ and
+ * every mount's destination; an API workdir is never inside the state
+ * dir.  0, or -EINVAL / -EPERM (a 400) / a store error with e. */
+int ctl__files_check(struct ctl *c, struct store *db, const struct jobspec *js,
+		     const char *files, const char *workdir, struct sr_err *e);
+
 
 /* HTTP server (server.c).  _prepare checks the listen address against
  * the TLS settings and loads the certificate (before anything slow);

@@ -158,9 +158,9 @@ static int job_insert(struct ctl *c, struct store *db,
 			   "spec_yaml, spec_json, workdir, envs, num_nodes, "
 			   "max_restarts, created_ns, updated_ns, state_since_ns,"
 			   " sim_start_s, deadline_s, work_s, candidates, message,"
-			   " idem_key, idem_hash, secrets_enc)"
+			   " idem_key, idem_hash, secrets_enc, files)"
 			   " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			   "?10,?11,?12,?13,'accepted',?14,?15,?16) RETURNING id",
+			   "?10,?11,?12,?13,'accepted',?14,?15,?16,?17) RETURNING id",
 			   &st, e);
 	if (rc)
 		goto out;
@@ -190,6 +190,7 @@ static int job_insert(struct ctl *c, struct store *db,
 	else
 		store_bind_null(st, 15);
 	store_bind_blob(st, 16, sec->sealed, sec->sealed_len);
+	store_bind_text(st, 17, b->files);
 	rc = store_step(st, e);
 	if (rc == 1) {
 		*id = store_col_i64(st, "id");
@@ -262,6 +263,16 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	specj = jobspec_to_json(&js);
 	if (!specj || !db) {
 		rc = internal(rs, &e, -ENOMEM);
+		goto out;
+	}
+	/* the job's files came with it, never from a path of ours */
+	rc = ctl__files_check(c, db, &js, b.files, b.workdir, &e);
+	if (rc) {
+		if (rc == -EINVAL || rc == -EPERM)
+			ctl_resp_error(rs, 400, "%s: %s", b.spec_name,
+				       sr_err_str(&e, rc));
+		else
+			internal(rs, &e, rc);
 		goto out;
 	}
 	/* secret values never reach the database in clear */

@@ -286,6 +286,7 @@ struct sky_extra {
 	json_t *mounts;   /* new reference, an object */
 	int sync_workdir;
 	int gpus;
+	int files;        /* the job brings files (GET .../files) */
 };
 
 static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
@@ -321,8 +322,8 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc "
-			  "FROM jobs WHERE id=?", &st, &err))
+	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc, "
+			  "files FROM jobs WHERE id=?", &st, &err))
 		return envs;
 	store_bind_i64(st, 1, job);
 	if (store_step(st, &err) == 1) {
@@ -361,6 +362,7 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 			json_decref(sec);
 		}
 		snprintf(workdir, wn, "%s", store_col_text(st, "workdir"));
+		x->files = !store_col_null(st, "files");
 		json_decref(spec);
 		json_decref(over);
 	}
@@ -379,7 +381,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct sr_err e = { 0 };
 	struct store_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
-	struct sky_extra sky = { NULL, 0, 0 };
+	struct sky_extra sky = { NULL, 0, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
@@ -450,7 +452,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*,s:I}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -463,8 +465,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
-		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
-		"ckpt_uri", uri_json(uri),
+		"sync_workdir", sky.sync_workdir, "files", sky.files,
+		"gpus_per_node", sky.gpus, "ckpt_uri", uri_json(uri),
 		"ckpt_alert_intervals", (json_int_t)alert_intervals));
 }
 

@@ -78,7 +78,8 @@ struct assignment {
 	int spot;               /* -1 unknown */
 	/* SkyPilot-style jobs (docs/jobs.md) */
 	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */
-	int sync_workdir;       /* copy workdir into the node's dir first */
+	int sync_workdir;       /* setup and run in the node's workdir/ */
+	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 };
 
@@ -268,6 +269,11 @@ int64_t agent__durable_step(struct agent *ag);
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
 			  const char *cwd, char *const *envp, struct sr_err *e);
+/* The same for argv with stdin from `in` (-1: /dev/null): what the
+ * agent runs in the workload's isolation itself (sync.c). */
+int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
+			       const char *cwd, char *const *envp,
+			       struct sr_err *e);
 
 
 #endif
