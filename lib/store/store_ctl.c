@@ -434,3 +434,154 @@ int store_job_set_placement(struct store *s, int64_t job, const char *json,
 	store_bind_i64(st, 3, job);
 	return run_done(st, "placement", e);
 }
+
+/* ---- the node pass ----------------------------------------------------------- */
+
+/* Run st to its end, store_done it: the rows it changed, or the error
+ * prefixed by what. */
+static int run_count(struct store_stmt *st, const char *what, struct sr_err *e)
+{
+	int rc = store_run(st, e);
+
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "%s", what) : rc;
+}
+
+int store_node_set_kill_pending(struct store *s, int64_t node, bool pending,
+				struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET kill_pending=?1 WHERE"
+			       " id=?2 AND kill_pending<>?1", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, pending);
+	store_bind_i64(st, 2, node);
+	return run_count(st, "pending terminate", e);
+}
+
+int store_node_set_phase(struct store *s, int64_t node, const char *state,
+			 const char *phase, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
+			       " state=?3", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, phase); /* NULL: SQL NULL */
+	store_bind_i64(st, 2, node);
+	store_bind_text(st, 3, state);
+	return run_count(st, "node phase", e);
+}
+
+int store_node_bill(struct store *s, const struct store_bill *b,
+		    struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc;
+
+	/* the samples billed go out, any a heartbeat added since stay (a
+	 * stale node billed twice cannot go below 0) */
+	rc = store_prepare(s, "UPDATE nodes SET billed_until_ns=?1,"
+			   " cost_micros=cost_micros+?2,"
+			   " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
+			   " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, b->until_ns);
+	store_bind_i64(st, 2, b->cost);
+	store_bind_i64(st, 3, b->node);
+	store_bind_f64(st, 4, b->util_sum);
+	store_bind_i64(st, 5, b->util_n);
+	rc = run_done(st, "bill node", e);
+	if (rc)
+		return rc;
+	rc = store_prepare(s, "UPDATE jobs SET cost_micros=cost_micros+?1,"
+			   " list_cost_micros=list_cost_micros+?3,"
+			   " reserved_cost_micros=reserved_cost_micros+?4,"
+			   " reserved_unknown=greatest(reserved_unknown, ?5)"
+			   " WHERE id=?2", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, b->cost);
+	store_bind_i64(st, 2, b->job);
+	store_bind_i64(st, 3, b->list_cost);
+	store_bind_i64(st, 4, b->reserved_cost);
+	store_bind_i64(st, 5, b->reserved_unknown);
+	return run_done(st, "bill job", e);
+}
+
+int store_node_end(struct store *s, int64_t node, const char *state,
+		   const char *reason, int64_t now_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET state=?1, end_reason=?2,"
+			       " terminated_ns=?3 WHERE id=?4 AND state IN"
+			       " ('REQUESTED','BOOTING','READY')", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, state);
+	store_bind_text(st, 2, reason);
+	store_bind_i64(st, 3, now_ns);
+	store_bind_i64(st, 4, node);
+	return run_count(st, "end node", e);
+}
+
+int store_node_booted(struct store *s, int64_t node, const char *instance_id,
+		      const char *blob, bool pending, int64_t now_ns,
+		      struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET state=CASE WHEN state="
+			       "'REQUESTED' THEN 'BOOTING' ELSE state END,"
+			       " phase=CASE WHEN state='REQUESTED' AND ?5=1 THEN"
+			       " 'pending' ELSE NULL END,"
+			       " instance_id=?1, driver_blob=?2, billed_until_ns=?3"
+			       " WHERE id=?4 AND (state='REQUESTED' OR"
+			       " (state='READY' AND instance_id IS NULL))", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, instance_id);
+	store_bind_text(st, 2, blob); /* NULL: SQL NULL */
+	store_bind_i64(st, 3, now_ns);
+	store_bind_i64(st, 4, node);
+	store_bind_i64(st, 5, pending);
+	return run_count(st, "boot node", e);
+}
+
+int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
+		       int64_t kill_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
+			       " WHERE id=?3 AND notice_ns IS NULL", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, now_ns);
+	store_bind_i64(st, 2, kill_ns);
+	store_bind_i64(st, 3, node);
+	return run_count(st, "notice", e);
+}
+
+int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
+		      struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int found = store_prepare(s, "SELECT message FROM events WHERE job_id=?"
+				  " AND type='launch_refused' ORDER BY seq DESC"
+				  " LIMIT 1", &st, e);
+
+	if (found)
+		return found;
+	store_bind_i64(st, 1, job);
+	found = store_step(st, e);
+	if (found == 1)
+		snprintf(msg, cap, "%s", store_col_text(st, "message"));
+	store_done(st);
+	return found;
+}

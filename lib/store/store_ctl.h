@@ -116,4 +116,46 @@ int store_job_set_message(struct store *s, int64_t job, const char *msg,
 int store_job_set_placement(struct store *s, int64_t job, const char *json,
 			    bool moved, struct sr_err *e);
 
+/* ---- the node pass (lib/ctl/recon_nodes.c) ---- */
+
+/* A terminate failed (pending 1: retried on every pass) or went through
+ * (0).  1 changed, 0 already so. */
+int store_node_set_kill_pending(struct store *s, int64_t node, bool pending,
+				struct sr_err *e);
+/* The node's phase within `state` (schema m9; NULL none): 1 changed, 0
+ * the node is no longer in `state`. */
+int store_node_set_phase(struct store *s, int64_t node, const char *state,
+			 const char *phase, struct sr_err *e);
+/* Bill a node up to until_ns: its cost so far, the utilisation samples
+ * billed taken out, and the job's sums (cost, list, reserved; reserved
+ * unknown when the offering has no reserved price). */
+struct store_bill {
+	int64_t node, job, until_ns;
+	int64_t cost, list_cost, reserved_cost;   /* micro-dollars */
+	bool reserved_unknown;
+	double util_sum;                          /* the samples billed */
+	int64_t util_n;
+};
+int store_node_bill(struct store *s, const struct store_bill *b,
+		    struct sr_err *e);
+/* A live node ends (TERMINATED or LOST, why, when): 1 ended, 0 it had
+ * already ended. */
+int store_node_end(struct store *s, int64_t node, const char *state,
+		   const char *reason, int64_t now_ns, struct sr_err *e);
+/* The instance a launch answered with: recorded, the node BOOTING
+ * (pending: the cloud still boots it) and billed from now.  A node whose
+ * agent registered before (READY, no instance yet) keeps its state.
+ * 1 recorded, 0 the node was neither. */
+int store_node_booted(struct store *s, int64_t node, const char *instance_id,
+		      const char *blob, bool pending, int64_t now_ns,
+		      struct sr_err *e);
+/* The cloud's notice: when it came and its deadline (the cloud's time).
+ * 1 recorded, 0 the node had one already. */
+int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
+		       int64_t kill_ns, struct sr_err *e);
+/* The message of the job's last launch_refused event into msg: 1, or 0
+ * when it has none. */
+int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
+		      struct sr_err *e);
+
 #endif
