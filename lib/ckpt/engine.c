@@ -13,7 +13,7 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
+#include "backend.h"
 #include "common/timeutil.h"
 
 SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o)
@@ -36,6 +36,8 @@ static void *writer_main(void *arg)
 {
 	struct spotckpt *e = arg;
 	unsigned placed = 0;
+	const uint8_t *reg_base;
+	uint64_t reg_len;
 
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
@@ -54,19 +56,25 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		s->state = SLOT_WRITING;
+		reg_base = e->stg.base; /* set before the slot was staged */
+		reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		pthread_mutex_unlock(&e->mu);
 		ckpt__place_apply(&e->place, &placed, 1);
+		/* best effort: without it each write pins its pages */
+		if (reg_len)
+			ckpt__io_register_buffer(e->io, reg_base, reg_len);
 		{
 			struct ckpt_commit_opts co = {
 				.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO,
-				.keep = e->o.keep, .cancel = &e->cancel };
+				.keep = e->o.keep, .cancel = &e->cancel,
+				.stripes = &e->stripes, .reg_base = reg_base,
+				.reg_len = reg_len };
 			struct ckpt_commit_res res;
 			struct sr_err err = { 0 };
-			int64_t t0 = sr_time_mono_ns();
 			int rc = ckpt__commit(e->io, e->dir, s->step, s->meta,
 					      s->l, s->base, &co, &res, &err);
 
-			ckpt__writer_finish(e, s, rc, &res, t0, &err);
+			ckpt__writer_finish(e, s, rc, &res, &err);
 		}
 		pthread_mutex_lock(&e->mu);
 	}
@@ -74,52 +82,53 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static int make_dir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0755) == 0)
-		return 0;
-	if (errno != EEXIST)
-		return ckpt__fail(-errno, "%s: mkdir: %s", dir, strerror(errno));
-	if (stat(dir, &st) != 0)
-		return ckpt__fail(-errno, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return ckpt__fail(-ENOTDIR, "%s: not a directory", dir);
-	return 0;
-}
-
 SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 			       struct spotckpt **out)
 {
 	struct spotckpt *e = NULL;
+	struct ckpt_stripes stripes;
+	const char *dir;
 	int rc;
 
 	if (out)
 		*out = NULL;
 	ckpt__errmsg_clear();
-	if (!o || !out || !o->dir || !*o->dir)
+	dir = !o ? NULL : o->dir && *o->dir ? o->dir : o->ndirs && o->dirs ?
+	      o->dirs[0] : NULL;
+	if (!o || !out || !dir || !*dir || (o->ndirs && !o->dirs))
 		return ckpt__fail(-EINVAL, "spotckpt_open: dir is required");
-	if (objstore_uri_is_remote(o->dir))
+	if (ckpt__uri_is_remote(dir))
 		return ckpt__fail(-EINVAL, "spotckpt_open: %s: tier 2 needs a "
 				  "local directory; add the object store with "
-				  "spotckpt_set_remote()", o->dir);
+				  "spotckpt_set_remote()", dir);
 	if (o->keep < 1 || o->copy_threads < 0 || o->io_depth < 0 ||
 	    o->backpressure < SPOTCKPT_BP_COALESCE ||
 	    o->backpressure > SPOTCKPT_BP_BLOCK ||
 	    o->direct_io < SPOTCKPT_DIO_AUTO || o->direct_io > SPOTCKPT_DIO_OFF)
 		return ckpt__fail(-EINVAL, "spotckpt_open: keep must be >= 1 and "
 				  "the enums in range");
-	rc = make_dir(objstore_uri_local_path(o->dir));
+	rc = ckpt__make_dir(ckpt__uri_local_path(dir));
 	if (rc)
 		return rc;
+	rc = ckpt__stripes_open(ckpt__uri_local_path(dir), o->dirs, o->ndirs,
+				&stripes);
+	if (rc)
+		return rc; /* with its message */
 	e = calloc(1, sizeof *e);
-	if (!e)
+	if (!e) {
+		ckpt__stripes_close(&stripes);
 		return ckpt__fail(-ENOMEM, "spotckpt_open: out of memory");
+	}
+	e->stripes = stripes;
 	e->o = *o;
-	e->dir = strdup(objstore_uri_local_path(o->dir));
+	e->o.dirs = NULL; /* the caller's; e->stripes has the copies */
+	e->o.ndirs = 0;
+	e->dir = strdup(ckpt__uri_local_path(dir));
 	e->o.dir = e->dir;
+	if (e->o.commit_timeout_ms <= 0)
+		e->o.commit_timeout_ms = SPOTCKPT_COMMIT_TIMEOUT_MS;
 	e->lazy_slot = -1;
+	e->skipped_step = -1;
 	e->st.last_saved_step = -1;
 	atomic_init(&e->cancel, 0);
 	pthread_mutex_init(&e->api, NULL);
@@ -137,9 +146,14 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	atomic_init(&e->place.gen, 0);
 	ckpt__pool_set_place(e->pool, &e->place);
 	rc = ckpt__io_new((uint32_t)e->o.io_depth, e->o.io_chunk_bytes, &e->io);
+	if (rc == 0 && e->stripes.n > 1)
+		rc = ckpt__lanes_new(e->stripes.n, (uint32_t)e->o.io_depth,
+				     e->o.io_chunk_bytes, &e->place,
+				     &e->stripes.lanes);
 	if (rc)
 		goto fail;
 	ckpt__cleanup_tmp(e->dir);
+	ckpt__stripes_gc(&e->stripes);
 	rc = -pthread_create(&e->writer, NULL, writer_main, e);
 	if (rc)
 		goto fail;
@@ -159,9 +173,26 @@ static void reg_free(struct spotckpt *e)
 	e->dirty = 1;
 }
 
-SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
+/* The newest save asked for was dropped by back-pressure: nothing holds
+ * it, so no tier can; say so. */
+static void warn_skipped(struct spotckpt *e)
 {
-	int rc = 0;
+	int64_t skipped, saved;
+
+	pthread_mutex_lock(&e->mu);
+	skipped = e->skipped_step;
+	saved = e->st.last_saved_step;
+	pthread_mutex_unlock(&e->mu);
+	if (skipped > saved)
+		sr_warn("ckpt", "the newest save was skipped by back-pressure "
+			"(tier 2 was still writing); the newest checkpoint is an "
+			"older step", "dir=%s skipped_step=%" PRId64
+			" newest_step=%" PRId64, e->dir, skipped, saved);
+}
+
+SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
+{
+	int rc = 0, rc3;
 
 	if (!e)
 		return 0;
@@ -175,19 +206,31 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->writer, NULL);
 	}
-	objstore_tier3_stop(e->t3); /* uploads what tier 2 committed last */
+	warn_skipped(e);
+	/* tier 3: the newest committed step, whole in the store, or an
+	 * error saying where it is */
+	rc3 = ckpt__remote_drain(e, timeout_ms < 0 ? e->o.commit_timeout_ms
+					       : timeout_ms);
+	if (rc == 0)
+		rc = rc3;
+	else if (rc3)
+		sr_error("ckpt", "tier 3 incomplete at close", "err=\"%s\"",
+			 spotckpt_errmsg());
+	ckpt__remote_stop(e);
 	ckpt__progress_flush();
 	ckpt__pool_free(e->pool);
 	for (int i = 0; i < CKPT_MAX_SLOTS; i++) {
 		ckpt__layout_unref(e->slots[i].l);
 		free(e->slots[i].meta);
 	}
+	ckpt__stripes_close(&e->stripes); /* lanes: idle, writer joined */
+	ckpt__io_free(e->io); /* its ring holds the staging pages registered */
+	e->io = NULL;
 	ckpt__staging_free(&e->stg);
 	if (e->cu && e->stream)
 		e->cu->stream_destroy(e->stream);
 	if (e->cu && e->event)
 		e->cu->event_destroy(e->event);
-	ckpt__io_free(e->io);
 	ckpt__layout_unref(e->layout);
 	reg_free(e);
 	free(e->reg);
@@ -198,6 +241,11 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 	pthread_cond_destroy(&e->cv);
 	free(e);
 	return rc;
+}
+
+SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
+{
+	return spotckpt_close_ex(e, -1);
 }
 
 static int cuda_init(struct spotckpt *e)

@@ -21,19 +21,27 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 static int ensure_layout(struct spotckpt *e)
 {
 	struct ckpt_layout *l;
 	struct ckpt_seg *segs;
+	uint64_t shard_bytes;
 
 	if (!e->dirty && e->layout)
 		return 0;
 	if (e->nreg == 0)
 		return ckpt__fail(-SR_ECONFLICT, "save: no tensor registered");
-	l = ckpt__layout_build(e->reg, e->nreg, e->o.shard_bytes);
+	shard_bytes = e->o.shard_bytes;
+	if (!shard_bytes && e->stripes.n > 1) { /* a shard or more per disk */
+		uint64_t state = 0;
+
+		for (size_t i = 0; i < e->nreg; i++)
+			state += e->reg[i].nbytes;
+		shard_bytes = ckpt__stripes_shard_bytes(state, e->stripes.n);
+	}
+	l = ckpt__layout_build(e->reg, e->nreg, shard_bytes);
 	if (!l)
 		return ckpt__fail(-ENOMEM, "save: out of memory building layout");
 	segs = realloc(e->segs, e->nreg * sizeof *segs);
@@ -83,6 +91,9 @@ static int ensure_staging(struct spotckpt *e)
 	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	/* the writer is idle: its rings must let go of the old pages */
+	ckpt__io_unregister_buffer(e->io);
+	ckpt__lanes_unregister(e->stripes.lanes);
 	pthread_mutex_unlock(&e->mu);
 	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
@@ -254,10 +265,10 @@ int ckpt__engine_wait_all(struct spotckpt *e)
 }
 
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
-			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err)
 {
-	int64_t now = sr_time_mono_ns(), step;
+	int64_t step;
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
@@ -272,15 +283,15 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 	} else {
 		e->st.saves_committed++;
 		e->st.last_saved_step = s->step;
-		e->st.last_write_ns = now - t0;
+		e->st.last_write_ns = res->commit_ns;
+		ckpt__prof_publish(res, &e->wprof);
 		e->st.last_write_bytes = res->bytes;
 		e->st.bytes_written += res->bytes;
 		e->st.direct_io_used = res->direct_used;
 		e->st.uring_used = res->uring_used;
 		e->last_rc = 0;
 		e->last_msg[0] = '\0';
-		if (e->t3)
-			objstore_tier3_offer(e->t3, s->step); /* never blocks */
+		ckpt__remote_offer(e, s->step); /* never blocks */
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;
@@ -332,6 +343,13 @@ static int pick_slot(struct spotckpt *e, int32_t *outcome)
 				     e->slots[i].seq > e->slots[newest].seq))
 					newest = i;
 			}
+			if (newest < 0) {
+				/* nothing staged to replace (one slot, being
+				 * written): wait for it rather than drop the
+				 * newest save (issue 23) */
+				pthread_cond_wait(&e->cv, &e->mu);
+				continue;
+			}
 		}
 		if (newest >= 0) {
 			ckpt__layout_unref(e->slots[newest].l);
@@ -375,6 +393,8 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 	e->st.saves_requested++;
 	idx = pick_slot(e, &oc);
 	if (idx < 0) {
+		if (step > e->skipped_step)
+			e->skipped_step = step; /* close() says so */
 		pthread_mutex_unlock(&e->mu);
 		goto out;
 	}
@@ -491,12 +511,15 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 	if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
 		co.keep = e->o.keep;
+		co.stripes = &e->stripes;
+		co.reg_base = e->stg.base; /* the lanes' rings keep it */
+		co.reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		rc = ckpt__commit(io, e->dir, step, s->meta, s->l, s->base, &co,
 				  &res, &err);
 		if (rc)
 			ckpt__fail_err(&err, rc);
 	}
-	ckpt__writer_finish(e, s, rc, &res, t0, &err);
+	ckpt__writer_finish(e, s, rc, &res, &err);
 	if (met_deadline)
 		*met_deadline = rc == 0 && (deadline_mono_ns == 0 ||
 					    sr_time_mono_ns() <= deadline_mono_ns);

@@ -24,16 +24,13 @@
  * commit callback) before the instance may act; a node is marked
  * TERMINATED in a committed transaction before it is terminated.  After
  * a crash in between, recon__sweep_orphans() terminates again what the
- * database says is gone (terminate is idempotent).  The node's token is
- * derived (recon__node_token): its digest is stored with the new row, and
- * the token itself is handed to the provider when the node starts, for
- * the node's bootstrap channel.
+ * database says is gone (terminate is idempotent).  A node's token is
+ * random, made when its agent first calls with the one-time bootstrap
+ * secret its launch carried (nodeboot.h); only its digest is stored.
  */
 #include <errno.h>
 #include <inttypes.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +44,7 @@
 #include "finops/ledger.h"
 #include "finops/policy.h"
 #include "market/jobspec.h"
+#include "store/store_ctl.h"
 
 /* The reconciler's view of a node row (struct store_node, store.h). */
 static void node_row(const struct store_node *x, struct rnode *n)
@@ -134,36 +132,21 @@ static struct ctl_node_ref pnode(const struct rnode *n)
 
 static void set_kill_pending(struct store *db, int64_t node, int pending)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
+	int rc = store_node_set_kill_pending(db, node, pending, &e);
 
-	if (store_prepare(db, "UPDATE nodes SET kill_pending=?1 WHERE"
-			  " id=?2 AND kill_pending<>?1", &st, &e))
-		return;
-	store_bind_i64(st, 1, pending);
-	store_bind_i64(st, 2, node);
-	if (store_run(st, &e) < 0)
+	if (rc < 0)
 		sr_warn("recon", "cannot record a pending terminate", "node=%"
-			PRId64 " err=\"%s\"", node, sr_err_str(&e, -EIO));
-	store_done(st);
+			PRId64 " err=\"%s\"", node, sr_err_str(&e, rc));
 }
 
 /* The node's phase within `state` (schema.c m9): NULL for none. */
 static void set_phase(struct store *db, const struct rnode *n, const char *state,
 		      const char *phase)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int rc;
+	int rc = store_node_set_phase(db, n->id, state, phase, &e);
 
-	if (store_prepare(db, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
-			  " state=?3", &st, &e))
-		return;
-	store_bind_text(st, 1, phase); /* NULL: SQL NULL */
-	store_bind_i64(st, 2, n->id);
-	store_bind_text(st, 3, state);
-	rc = store_run(st, &e);
-	store_done(st);
 	if (rc == 1)
 		sr_info("recon", "node phase", "node=%" PRId64 " state=%s phase=%s",
 			n->id, state, phase ? phase : "-");
@@ -210,7 +193,6 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 {
 	struct ledger_row r = { 0 };
 	struct cloud_offering o;
-	struct store_stmt *st = NULL;
 	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
 	int rc;
@@ -257,34 +239,16 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	 * those out, and keep any a heartbeat added since (heartbeats do not
 	 * wait for the reconciler's transactions: routes_nodes.c); a stale
 	 * n billed twice (the ledger conflict above) cannot go below 0. */
-	rc = store_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
-			    " cost_micros=cost_micros+?2,"
-			    " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
-			    " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
-	if (!rc) {
-		store_bind_i64(st, 1, until);
-		store_bind_i64(st, 2, cost);
-		store_bind_i64(st, 3, n->id);
-		store_bind_f64(st, 4, n->util_sum);
-		store_bind_i64(st, 5, n->util_n);
-		rc = recon__run(st, e, "bill node");
-		store_done(st);
-	}
-	if (!rc) {
-		rc = store_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
-				    " list_cost_micros=list_cost_micros+?3,"
-				    " reserved_cost_micros=reserved_cost_micros+?4,"
-				    " reserved_unknown=greatest(reserved_unknown, ?5)"
-				    " WHERE id=?2", &st, e);
-		if (!rc) {
-			store_bind_i64(st, 1, cost);
-			store_bind_i64(st, 2, n->job);
-			store_bind_i64(st, 3, list_cost);
-			store_bind_i64(st, 4, res_cost);
-			store_bind_i64(st, 5, n->reserved < 0);
-			rc = recon__run(st, e, "bill job");
-			store_done(st);
-		}
+	{
+		struct store_bill b = {
+			.node = n->id, .job = n->job, .until_ns = until,
+			.cost = cost, .list_cost = list_cost,
+			.reserved_cost = res_cost,
+			.reserved_unknown = n->reserved < 0,
+			.util_sum = n->util_sum, .util_n = n->util_n,
+		};
+
+		rc = store_node_bill(db, &b, e);
 	}
 	return rc;
 }
@@ -293,26 +257,15 @@ int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
 	char msg[128];
 	int rc;
 
 	rc = bill(c, db, n, now, e);
 	if (rc)
 		return rc;
-	rc = store_prepare(db, "UPDATE nodes SET state=?1, end_reason=?2,"
-			    " terminated_ns=?3 WHERE id=?4 AND state IN"
-			    " ('REQUESTED','BOOTING','READY')", &st, e);
-	if (rc)
-		return rc;
-	store_bind_text(st, 1, state);
-	store_bind_text(st, 2, reason);
-	store_bind_i64(st, 3, now);
-	store_bind_i64(st, 4, n->id);
-	rc = store_run(st, e);
-	store_done(st);
+	rc = store_node_end(db, n->id, state, reason, now, e);
 	if (rc <= 0)
-		return rc < 0 ? sr_err_prefix(e, "%s", "end node") : 0;
+		return rc;
 	snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64 ") %s: %s",
 		 n->id, n->rank, strcmp(state, "LOST") == 0 ? "lost" : "terminated",
 		 reason);
@@ -328,13 +281,11 @@ struct commit_ud {
 	struct store *db;
 	int64_t now;
 	int64_t node;
-	const unsigned char *digest; /* of the token handed to the provider */
 };
 
 static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 {
 	struct commit_ud *u = ud;
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int rc;
 
@@ -342,26 +293,9 @@ static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 	if (rc)
 		return rc;
 	/* A cloud's instance may boot and its agent register (READY) before
-	 * this commit: its token was valid from the node's creation. */
-	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
-			   "'REQUESTED' THEN 'BOOTING' ELSE state END,"
-			   " phase=CASE WHEN state='REQUESTED' AND ?6=1 THEN"
-			   " 'pending' ELSE NULL END,"
-			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
-			   " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
-			   " (state='READY' AND instance_id IS NULL))", &st, &e);
-	if (!rc) {
-		store_bind_text(st, 1, id);
-		store_bind_text(st, 2, blob); /* NULL: SQL NULL */
-		store_bind_i64(st, 3, u->now);
-		store_bind_i64(st, 4, u->node);
-		store_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN);
-		store_bind_i64(st, 6, pending);
-		rc = store_run(st, &e);
-		store_done(st);
-		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
-		     -SR_ECONFLICT;
-	}
+	 * this commit: its bootstrap secret was valid before the launch. */
+	rc = store_node_booted(u->db, u->node, id, blob, pending, u->now, &e);
+	rc = rc == 1 ? 0 : rc < 0 ? rc : -SR_ECONFLICT;
 	if (!rc)
 		rc = store_commit(u->db, &e);
 	else
@@ -384,32 +318,6 @@ static int end_tx(struct ctl *c, struct store *db, const struct rnode *n,
 	else if (kill)
 		recon__kill(c, db, n);
 	return rc;
-}
-
-/* The node's bearer token (recon_int.h): HMAC-SHA256 of its job and node
- * ids under the daemon's secret key (imds.key, 0600 in the state dir), as
- * hex.
- * The same every time, so a launch retried after a crash (a cloud
- * answering the same idempotency key with the instance it already
- * started, whose bootstrap carries the first token) still matches the
- * digest stored at commit; nothing but the digest is ever stored. */
-int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
-		      char out[CTL_TOKEN_HEX + 1])
-{
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char msg[96];
-	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
-			 job, node);
-
-	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
-		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
-	    len * 2 < CTL_TOKEN_HEX)
-		return -EIO;
-	for (int i = 0; i < CTL_TOKEN_HEX / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", mac[i]);
-	explicit_bzero(mac, sizeof mac);
-	return 0;
 }
 
 /* A launch the cloud refused for good (credentials, a bad image or
@@ -480,9 +388,7 @@ static int job_image(struct store *db, int64_t job, const char *region,
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		       int64_t now)
 {
-	unsigned char dg[CTL_DIGEST_LEN];
-	char tok[CTL_TOKEN_HEX + 1];
-	struct commit_ud u = { c, db, now, n->id, dg };
+	struct commit_ud u = { c, db, now, n->id };
 	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
@@ -497,12 +403,6 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = recon__node_token(c, n->job, n->id, tok);
-	if (rc) {
-		sr_error("recon", "cannot make a node token", "node=%" PRId64
-			 " err=\"%s\"", n->id, sr_strerror(rc));
-		return; /* the next pass tries again */
-	}
 	if (!ctl__launch_pending(c, n->id)) {
 		rc = job_image(db, n->job, n->region, image, sizeof image, &e);
 		if (rc) {
@@ -512,9 +412,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		}
 		p.image = image;
 	}
-	ctl_token_digest(tok, dg);
-	rc = ctl__launch(c, &p, tok, commit_boot, &u, &e);
-	explicit_bzero(tok, sizeof tok);
+	rc = ctl__launch(c, &p, commit_boot, &u, &e);
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
@@ -573,7 +471,6 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 			int64_t now, int64_t kill_at)
 {
 	struct sr_err e = { 0 };
-	struct store_stmt *st = NULL;
 	char msg[320], t[40];
 	int rc;
 
@@ -583,15 +480,8 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
 	rc = store_begin(db, &e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
-				    " WHERE id=?3 AND notice_ns IS NULL", &st, &e);
-	if (!rc) {
-		store_bind_i64(st, 1, now);
-		store_bind_i64(st, 2, kill_at);
-		store_bind_i64(st, 3, n->id);
-		rc = recon__run(st, &e, "notice");
-		store_done(st);
-	}
+		rc = store_node_noticed(db, n->id, now, kill_at, &e);
+	rc = rc < 0 ? rc : 0;
 	if (!rc) {
 		json_t *d = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "pool", n->pool,
 				      "cloud", n->cloud, "region", n->region,
@@ -623,20 +513,9 @@ static void bill_tx(struct ctl *c, struct store *db, const struct rnode *n, int6
 
 int recon__launch_refused(struct store *db, int64_t job, char *msg, size_t cap)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int found;
 
-	if (store_prepare(db, "SELECT message FROM events WHERE job_id=? AND"
-			  " type='launch_refused' ORDER BY seq DESC LIMIT 1",
-			  &st, &e))
-		return -EIO;
-	store_bind_i64(st, 1, job);
-	found = store_step(st, &e);
-	if (found == 1)
-		snprintf(msg, cap, "%s", store_col_text(st, "message"));
-	store_done(st);
-	return found;
+	return store_job_refusal(db, job, msg, cap, &e);
 }
 
 /* ---- silence on the monotonic clock ------------------------------------------ */

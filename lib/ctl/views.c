@@ -10,7 +10,10 @@
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/deadline.h"
+#include "ctl/jobsm.h"
 #include "ctl/routes.h"
+#include "finops/report.h"
 #include "store/store.h"
 
 static json_t *ts_or_null(int64_t ns)
@@ -149,15 +152,98 @@ static void redact_secrets(json_t *spec)
 	}
 }
 
+/* The wall-clock instant the cloud clock reads `sim`, as JSON. */
+static json_t *sim_ts(struct ctl *c, double sim)
+{
+	if (!isfinite(sim) || c->cfg.time_scale <= 0)
+		return json_null();
+	return ts_or_null(c->real0_ns + (int64_t)((sim - c->sim0_s) /
+						  c->cfg.time_scale * 1e9));
+}
+
+/* {"at", "state", "projected_finish_at", "late_s"}: what the job is told
+ * about its deadline (lib/ctl/deadline.h; recon_deadline.c records the
+ * same verdicts as events), or null without a deadline. */
+static json_t *deadline_json(struct ctl *c, const struct store_job *r)
+{
+	enum job_state st = JOB_PENDING;
+	bool ended, running;
+	double now, total, run;
+	struct ctl_deadline d;
+
+	if (isnan(r->deadline_s))
+		return json_null();
+	jobsm_parse(r->state, &st);
+	ended = jobsm_terminal(st);
+	running = st == JOB_RUNNING && r->run_started_ns != STORE_NULL_I64;
+	now = ended && r->finished_ns != STORE_NULL_I64 ?
+	      ctl__sim_at(c, r->finished_ns) : ctl__sim_now(c);
+	total = r->est_work_s > 0 ? r->est_work_s : r->work_s;
+	run = r->run_s + (running ? (double)(ctl__now(c) - r->run_started_ns) /
+			  1e9 * c->cfg.time_scale : 0);
+	ctl_deadline_eval(&(struct ctl_deadline_in){
+		.now_s = now, .start_s = r->sim_start_s, .deadline_s = r->deadline_s,
+		.work_total_s = total,
+		.work_done_s = ctl_deadline_work_done(total, r->step == STORE_NULL_I64 ?
+			-1 : r->step, r->total_steps == STORE_NULL_I64 ? -1 :
+			r->total_steps, run),
+		.restart_s = r->est_restart_s, .running = running, .ended = ended,
+		.succeeded = st == JOB_SUCCEEDED }, &d);
+	/* a miss recorded while the job ran stays one, whatever came after */
+	if (r->deadline_state == 2 && d.state != CTL_DEADLINE_MISSED) {
+		d.state = CTL_DEADLINE_MISSED;
+		d.late_s = fmax(0, now - (r->sim_start_s + r->deadline_s));
+	}
+	return json_pack("{s:o,s:s,s:o,s:f}", "at",
+			 sim_ts(c, r->sim_start_s + r->deadline_s), "state",
+			 ctl_deadline_name(d.state), "projected_finish_at",
+			 ended ? json_null() : sim_ts(c, d.projected_s),
+			 "late_s", d.late_s);
+}
+
+/* The job's figures as the ledger has them (lib/finops/report.h): the
+ * one source of its cost, preemptions, downtime and lost work. */
+static json_t *ledger_json(const struct finops_totals *t)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:I,s:I,s:f}",
+			 "cost_micros", (json_int_t)t->cost,
+			 "list_cost_micros", (json_int_t)t->list_cost,
+			 "preemptions", (json_int_t)t->preemptions,
+			 "recoveries", (json_int_t)t->recoveries,
+			 "downtime_s", (double)t->downtime_ns / 1e9,
+			 "lost_attempts", (json_int_t)t->lost_attempts,
+			 "lost_work_s", (double)t->lost_work_ns / 1e9,
+			 "lost_work_micros", (json_int_t)t->lost_work_cost,
+			 "idle_cost_micros", (json_int_t)t->idle_cost,
+			 "idle_fraction", t->cost > 0 ? (double)t->idle_cost /
+			 (double)t->cost : 0.0);
+}
+
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		     bool with_nodes, struct sr_err *e)
 {
+	return ctl__job_json_with(c, s, id, with_nodes, NULL, e);
+}
+
+json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
+			   bool with_nodes, const struct finops_totals *t,
+			   struct sr_err *e)
+{
 	struct store_job r;
+	struct finops_report rep = { 0 };
 	json_t *j = NULL, *spec, *pl;
 	double elapsed;
 
+	if (!t) {
+		struct finops_filter f = { 0, 0, id };
+
+		if (finops_report_build(s, &f, FINOPS_BY_TOTAL, &rep, e))
+			return NULL;
+		t = &rep.total;
+	}
 	if (store_job_load(s, id, STORE_JOB_SPEC, &r, e))
 		return NULL;
+
 	j = json_object();
 	if (!j) {
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
@@ -174,19 +260,26 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	put(j, "attempt", json_integer(r.attempt));
 	put(j, "restarts", json_integer(r.restarts));
 	put(j, "max_restarts", json_integer(r.max_restarts));
-	put(j, "preemptions", json_integer(r.preemptions));
+	/* counts and money from the ledger, as every other surface */
+	put(j, "preemptions", json_integer(t->preemptions));
 	put(j, "moves", json_integer(r.moves));
-	put(j, "recoveries", json_integer(r.recoveries));
+	put(j, "recoveries", json_integer(t->recoveries));
+	put(j, "ledger", ledger_json(t));
 	put(j, "exit_code", int_or_null(r.exit_code));
 	put(j, "step", int_or_null(r.step));
 	put(j, "total_steps", int_or_null(r.total_steps));
 	put(j, "ckpt_step", int_or_null(r.ckpt_step));
+	/* tier 3's recovery point: the newest step on rank 0's disk, and
+	 * how old the store's newest (ckpt_step) is */
+	put(j, "ckpt_local_step", int_or_null(r.ckpt_local_step));
+	put(j, "ckpt_store_age_s", r.ckpt_store_ns == STORE_NULL_I64 ?
+	    json_null() : json_real((sr_time_real_ns() - r.ckpt_store_ns) / 1e9));
 	put(j, "message", json_string(r.message));
 	put(j, "sim_deadline_s", real_or_null(r.deadline_s));
-	put(j, "cost_micros", json_integer(r.cost_micros));
+	put(j, "cost_micros", json_integer(t->cost));
 	put(j, "spec_name", json_string(r.spec_name));
 	put(j, "workdir", text_or_null(r.workdir));
-	put(j, "list_cost_micros", json_integer(r.list_cost_micros));
+	put(j, "list_cost_micros", json_integer(t->list_cost));
 	spec = json_loads(r.spec_json, 0, NULL);
 	redact_secrets(spec);
 	pl = r.placement ? json_loads(r.placement, 0, NULL) : NULL;
@@ -196,17 +289,10 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	put(j, "placement", pl ? pl : json_null());
 	put(j, "sim_elapsed_s", json_real(elapsed));
 	put(j, "spec", spec ? spec : json_null());
-	put(j, "deadline_at", json_null());
-	if (!isnan(r.deadline_s) && c->cfg.time_scale > 0) {
-		/* wall-clock moment the cloud clock reaches the deadline */
-		double at_sim = r.sim_start_s + r.deadline_s;
-		int64_t at_ns = c->real0_ns + (int64_t)((at_sim - c->sim0_s) /
-					c->cfg.time_scale * 1e9);
-		char buf[40];
-
-		if (sr_time_format_rfc3339(at_ns, 3, buf, sizeof buf) > 0)
-			put(j, "deadline_at", json_string(buf));
-	}
+	/* wall-clock moment the cloud clock reaches the deadline */
+	put(j, "deadline_at", isnan(r.deadline_s) ? json_null() :
+	    sim_ts(c, r.sim_start_s + r.deadline_s));
+	put(j, "deadline", deadline_json(c, &r));
 	if (spec) {
 		json_t *rs = json_object_get(spec, "resources");
 		json_t *us = rs ? json_object_get(rs, "use_spot") : NULL;
@@ -241,5 +327,6 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
 out:
 	store_job_free(&r);
+	finops_report_free(&rep);
 	return j;
 }

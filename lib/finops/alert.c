@@ -8,7 +8,11 @@
  *   recovery        resolve   preemption      -
  *   deadline_risk   trigger   deadline        error
  *   budget          trigger   budget          warning / critical (stop)
- *   job_done        resolve   every topic     -      (resolve_all)
+ *   checkpoint      trigger   checkpoint      error
+ *   deadline_missed trigger   deadline-missed critical (never resolved
+ *                                                     by spotrun: a fact)
+ *   job_done        resolve   every topic     -      (resolve_all; not
+ *                                                     deadline-missed)
  *
  * dedup_key = "spotrun/job-<id>/<topic>", so a resolve matches its
  * trigger.  Slack gets one message per alert.
@@ -34,11 +38,12 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
-	"checkpoint",
+	"checkpoint", "deadline_missed",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
 	"Job done", "Checkpoints not reaching the object store",
+	"Deadline missed",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -340,6 +345,9 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_CHECKPOINT:
 		topic = "checkpoint";
+		break;
+	case FINOPS_ALERT_DEADLINE_MISSED:
+		topic = "deadline-missed";
 		break;
 	case FINOPS_ALERT_JOB_DONE:
 	default:

@@ -104,11 +104,7 @@ static void handle_directive(struct agent *ag, json_t *reply);
 static void take_notice(struct agent *ag, int64_t t_ns, int action,
 			const char *source);
 
-/* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
- * node_gone on 409 (the node was terminated or declared lost).  A failure
- * pushes ag->retry back (no call to spotrund before it), a success
- * clears it; repeated failures are logged once per FAIL_LOG_EVERY_NS. */
-static int post(struct agent *ag, const char *what, json_t *body,
+int agent__post(struct agent *ag, const char *what, json_t *body,
 		json_t **reply)
 {
 	char path[128];
@@ -180,13 +176,33 @@ static void heartbeat(struct agent *ag)
 		if (s->total_steps >= 0)
 			json_object_set_new(b, "total_steps",
 					    json_integer(s->total_steps));
-		if (s->ckpt_step >= 0)
+		if (ag->a.ckpt_uri) {
+			/* the recovery point: newest on this node's disk, newest
+			 * in the store and when that one was saved */
+			int64_t durable = agent__durable_step(ag);
+
+			if (durable >= 0)
+				json_object_set_new(b, "ckpt_step",
+						    json_integer(durable));
+			if (ag->rp.local_step >= 0)
+				json_object_set_new(b, "ckpt_local_step",
+						    json_integer(ag->rp.local_step));
+			if (ag->rp.store_step >= 0 && ag->rp.store_time_ns > 0)
+				json_object_set_new(b, "ckpt_store_ns",
+						    json_integer(ag->rp.store_time_ns));
+		} else if (s->ckpt_step >= 0) {
 			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
+		}
+		/* when that step was committed, as this agent saw it (with
+		 * tier 3 the store's own save time, ckpt_store_ns) */
+		if (!ag->a.ckpt_uri && s->ckpt_step >= 0 && ag->ckpt_at_ns > 0)
+			json_object_set_new(b, "ckpt_at_ns",
+					    json_integer(ag->ckpt_at_ns));
 		if (s->restored_step >= 0)
 			json_object_set_new(b, "restored_step",
 					    json_integer(s->restored_step));
 	}
-	if (post(ag, "heartbeat", b, &reply) == 0)
+	if (agent__post(ag, "heartbeat", b, &reply) == 0)
 		handle_directive(ag, reply);
 	json_decref(reply);
 	json_decref(b);
@@ -218,7 +234,7 @@ static int report(struct agent *ag)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = post(ag, "report", b, &reply);
+	rc = agent__post(ag, "report", b, &reply);
 	if (rc == 0 || rc == -EINVAL || rc == -E2BIG) {
 		/* sent, or refused as malformed: retrying the same batch would
 		 * fail forever, so it is dropped (the warning names why) */
@@ -415,13 +431,32 @@ static void check_notice(struct agent *ag)
 
 /* ---- setup and the loop ------------------------------------------------ */
 
+int agent__post_first(struct agent *ag, const char *what, json_t *body,
+		      json_t **reply)
+{
+	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
+	int rc;
+
+	for (;;) {
+		rc = agent__post(ag, what, body, reply);
+		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
+		    rc == -SR_ENOTFOUND || agent_quit_signal)
+			break;
+		if (sr_time_mono_ns() > give_up) /* a minute without a daemon */
+			break;
+		while (!sr_backoff_ready(&ag->retry, sr_time_mono_ns()) &&
+		       !agent_quit_signal)
+			usleep(20000);
+	}
+	return rc;
+}
+
 static int do_register(struct agent *ag)
 {
 	char host[256] = "";
 	const char *addr;
 	json_t *b, *reply = NULL;
 	struct sr_err e;
-	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
 	int rc;
 
 	gethostname(host, sizeof host - 1);
@@ -434,17 +469,7 @@ static int do_register(struct agent *ag)
 	addr = getenv("SPOTRUN_NODE_ADDR");
 	if (addr && *addr)
 		json_object_set_new(b, "addr", json_string(addr));
-	for (;;) {
-		rc = post(ag, "register", b, &reply);
-		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
-		    rc == -SR_ENOTFOUND || agent_quit_signal)
-			break;
-		if (sr_time_mono_ns() > give_up) /* a minute without a daemon */
-			break;
-		while (!sr_backoff_ready(&ag->retry, sr_time_mono_ns()) &&
-		       !agent_quit_signal)
-			usleep(20000);
-	}
+	rc = agent__post_first(ag, "register", b, &reply);
 	json_decref(b);
 	if (rc < 0)
 		return rc;
@@ -545,10 +570,13 @@ static void loop_once(struct agent *ag)
 	}
 }
 
+const struct ctlc_opts agent__client_opts = { .timeout_ms = 3000,
+					      .max_retries = 0 };
+
+/* token: the node token, or the bootstrap secret to trade for it */
 static int agent_init(struct agent *ag, const struct agent_opts *o,
 		      const char *token)
 {
-	struct ctlc_opts co = { .timeout_ms = 3000, .max_retries = 0 };
 	struct sr_err e;
 	int rc;
 
@@ -574,7 +602,7 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	ag->python_dir = agent_python_dir();
 	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
 		 (long long)o->node_id);
-	ag->cli = ctlc_create(o->api, token, &co);
+	ag->cli = ctlc_create(o->api, token, &agent__client_opts);
 	ag->logs = logbatch_create();
 	ag->events = json_array();
 	if (!ag->cli || !ag->logs || !ag->events)
@@ -602,15 +630,21 @@ static void agent_fini(struct agent *ag)
 	assignment_free(&ag->a);
 }
 
-int agent_run(const struct agent_opts *o, const char *token)
+int agent_run(const struct agent_opts *o, const char *token,
+	      const char *bootstrap)
 {
 	struct agent ag;
 	struct sr_err e;
 	int rc;
 
-	rc = agent_init(&ag, o, token);
+	rc = agent_init(&ag, o, token ? token : bootstrap);
 	if (rc < 0)
 		goto out;
+	if (!token) {
+		rc = agent__exchange(&ag);
+		if (rc < 0)
+			goto out;
+	}
 	rc = do_register(&ag);
 	if (rc < 0) {
 		sr_error("agent", "registration failed", "node=%lld rc=%d",

@@ -7,6 +7,7 @@
  *   notice.c  the IMDS polling thread (lib/agent/imds.c does the protocol)
  *   envp.c    the workload's environment (api.md "environment contract")
  *   assign.c  parsing the register reply
+ *   boot.c    first contact: the bootstrap secret traded for the token
  */
 #ifndef SR_AGENT_AGENT_H
 #define SR_AGENT_AGENT_H
@@ -22,6 +23,7 @@
 #include "agent/logbatch.h"
 #include "agent/procstat.h"
 #include "agent/status.h"
+#include "agent/ckscan.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
 #include "common/backoff.h"
@@ -67,6 +69,8 @@ struct assignment {
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
 	char *ckpt_uri;       /* tier 3 (object store) or NULL */
+	int64_t ckpt_alert_intervals; /* ckpt_error when the store lags more
+				       * checkpoints than this (default 3) */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	char *node_ips;         /* one address per line, rank 0 first; NULL */
@@ -74,7 +78,8 @@ struct assignment {
 	int spot;               /* -1 unknown */
 	/* SkyPilot-style jobs (docs/jobs.md) */
 	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */
-	int sync_workdir;       /* copy workdir into the node's dir first */
+	int sync_workdir;       /* setup and run in the node's workdir/ */
+	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 };
 
@@ -150,7 +155,10 @@ void notice_watch_stop(struct notice_watch *w);
 /* Copy the last poll error if it changed since *gen; returns 1 if so. */
 int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
 
-int agent_run(const struct agent_opts *o, const char *token);
+/* Run the agent with its node token, or (token NULL) with the one-time
+ * bootstrap secret it trades for one at first contact (boot.c). */
+int agent_run(const struct agent_opts *o, const char *token,
+	      const char *bootstrap);
 
 /* The signal that asked the agent to quit (main.c's handler), 0 if none:
  * SIGINT, and SIGTERM unless it is the signal source's notice signal. */
@@ -190,8 +198,12 @@ struct agent {
 	struct logbatch *logs;
 	struct status_reader st;   /* the workload's status file */
 	struct status_reader pg;   /* libspotckpt's progress report */
-	struct status_info last_status; /* both merged (agent__read_progress) */
+	struct status_info last_status; /* both merged (read_progress) */
+	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
+				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
+	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
+	int behind_sent;               /* the lag was reported, not cleared */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;
@@ -223,6 +235,26 @@ struct agent {
 };
 
 /* agent.c */
+/* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
+ * node_gone on 409 (the node was terminated or declared lost) and on
+ * 401/403.  A failure pushes ag->retry back (no call to spotrund before
+ * it), a success clears it; repeated failures are logged once per
+ * FAIL_LOG_EVERY_NS. */
+int agent__post(struct agent *ag, const char *what, json_t *body,
+		json_t **reply);
+/* agent__post until spotrund answers (a first contact: registration,
+ * the bootstrap exchange), pacing retries with ag->retry, for at most
+ * REGISTER_GIVE_UP_NS; stops early on a refusal (401/403/400/404/409) or
+ * a quit signal. */
+int agent__post_first(struct agent *ag, const char *what, json_t *body,
+		      json_t **reply);
+/* How the agent's client talks to spotrund (short timeouts; the agent
+ * paces its own retries). */
+extern const struct ctlc_opts agent__client_opts;
+/* boot.c: trade the bootstrap secret ag->cli carries for the node token
+ * (POST .../bootstrap), retried like the registration; on success ag->cli
+ * carries the token.  0 or a negative code (logged). */
+int agent__exchange(struct agent *ag);
 void agent__line(struct agent *ag, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void agent__push(struct agent *ag, json_t *ev, int urgent);
@@ -233,10 +265,17 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
+/* Newest checkpoint step that survives this node (see workrun.c). */
+int64_t agent__durable_step(struct agent *ag);
 /* isolate.c: start the workload as opts.isolation says, falling back
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
 			  const char *cwd, char *const *envp, struct sr_err *e);
+/* The same for argv with stdin from `in` (-1: /dev/null): what the
+ * agent runs in the workload's isolation itself (sync.c). */
+int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
+			       const char *cwd, char *const *envp,
+			       struct sr_err *e);
 
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * main.c - spotrun-agent: the node agent (docs/agent.md, docs/api.md).
  *
- *   spotrun-agent --api URL --node-id N --token-file PATH --workdir DIR
+ *   spotrun-agent --api URL --node-id N --workdir DIR
+ *                 (--bootstrap-file PATH | --token-file PATH)
  *                 [--imds URL] [--private PATH]... [--isolation MODE]
  *                 [--notice SOURCES] [--notice-signal SIG] [--notice-lead D]
  *
@@ -11,10 +12,16 @@
  * as under Slurm): then SIGTERM is a preemption notice - final checkpoint,
  * the notice reported with its time, exit - and only SIGINT quits.
  *
- * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
- * is then wiped from the environment so the workload never sees it).  The
- * agent is not dumpable: a process of the same user cannot read its
- * memory or /proc/PID/environ (docs/security.md).
+ *   spotrun-agent --unpack DIR    (the agent runs this itself: sync.c)
+ *
+ * A provider starts it with the node's one-time bootstrap secret
+ * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
+ * which it trades for its node token at first contact (boot.c); the token
+ * lives in its memory only.  --token-file (or $SPOTRUN_AGENT_TOKEN) gives
+ * a token directly (tests, a hand-started agent).  Either variable is
+ * wiped from the environment so the workload never sees it.  The agent is
+ * not dumpable: a process of the same user cannot read its memory or
+ * /proc/PID/environ (docs/security.md).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "agent.h"
+#include "bundle/bundle.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 
@@ -38,8 +47,10 @@ static void on_quit(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: spotrun-agent --api URL --node-id N --token-file PATH "
-		"--workdir DIR [--imds URL]\n\n"
+		"usage: spotrun-agent --api URL --node-id N --workdir DIR\n"
+		"                     (--bootstrap-file PATH | --token-file PATH)\n"
+		"                     [--imds URL] [--private PATH]... "
+		"[--isolation MODE]\n\n"
 		"The spotrun node agent.  spotrund's provider starts one per node;\n"
 		"it registers, runs the job's setup and run as a process group,\n"
 		"heartbeats, ships logs and utilisation, and on a spot interruption\n"
@@ -47,7 +58,11 @@ static void usage(FILE *f)
 		"checkpoint before the node goes away.\n\n"
 		"  --api URL          spotrund base URL (e.g. http://127.0.0.1:7077)\n"
 		"  --node-id N        this node's id\n"
-		"  --token-file PATH  file holding the node token (or set\n"
+		"  --bootstrap-file PATH  the node's one-time bootstrap secret\n"
+		"                     (or $SPOTRUN_AGENT_BOOTSTRAP): read, the file\n"
+		"                     removed, and traded for the node token at\n"
+		"                     first contact (what providers start it with)\n"
+		"  --token-file PATH  file holding the node token itself (or set\n"
 		"                     $SPOTRUN_AGENT_TOKEN)\n"
 		"  --workdir DIR      the node's private directory\n"
 		"  --imds URL         metadata endpoint (default %s)\n"
@@ -77,6 +92,55 @@ static void usage(FILE *f)
 		IMDS_DEFAULT_URL);
 }
 
+/* --unpack DIR: the job's files archive on stdin, unpacked under DIR
+ * (lib/bundle; run by the agent in the workload's isolation, sync.c). */
+static int unpack_main(const char *dir)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+	struct sr_err e = { 0 };
+	int rc;
+
+	while (buf) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb = cap > BUNDLE_MAX_BYTES ? NULL : realloc(buf, cap * 2);
+
+			if (!nb) {
+				fprintf(stderr, "the job's files are over %u MiB, or out "
+					"of memory\n", BUNDLE_MAX_BYTES >> 20);
+				free(buf);
+				return 1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(0, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "reading the job's files: %s\n", strerror(errno));
+			free(buf);
+			return 1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	rc = bundle_unpack(buf, len, dir, &e);
+	free(buf);
+	if (rc) {
+		fprintf(stderr, "%s\n", sr_err_str(&e, rc));
+		return 1;
+	}
+	return 0;
+}
+
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int bad(const char *fmt, ...)
@@ -97,6 +161,8 @@ int main(int argc, char **argv)
 		{ "api", required_argument, NULL, 'a' },
 		{ "node-id", required_argument, NULL, 'n' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "bootstrap-file", required_argument, NULL, 'b' },
+		{ "unpack", required_argument, NULL, 'U' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "imds", required_argument, NULL, 'i' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
@@ -116,8 +182,9 @@ int main(int argc, char **argv)
 				.notice_lead_ns = 30 * SR_NS_PER_SEC };
 	struct sigaction sa;
 	struct sr_err e;
-	char *token = NULL, *end;
-	const char *env, *iso = getenv("SPOTRUN_ISOLATION");
+	char *token = NULL, *boot = NULL, *end;
+	const char *env, *benv, *iso = getenv("SPOTRUN_ISOLATION");
+	const char *boot_file = NULL;
 	size_t npriv = 0;
 	int c, rc;
 
@@ -126,6 +193,8 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'a': o.api = optarg; break;
 		case 't': o.token_file = optarg; break;
+		case 'b': boot_file = optarg; break;
+		case 'U': return unpack_main(optarg);
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
 		case 'I': iso = optarg; break;
@@ -202,29 +271,42 @@ int main(int argc, char **argv)
 		return bad("$SPOTRUN_NODE_ADDR: '%s' is not an IPv4 or IPv6 "
 			   "address", env);
 	env = getenv("SPOTRUN_AGENT_TOKEN");
-	if (o.token_file) {
-		sr_err_clear(&e);
+	benv = getenv("SPOTRUN_AGENT_BOOTSTRAP");
+	if (o.token_file && boot_file)
+		return bad("%s", "--token-file and --bootstrap-file: give one");
+	sr_err_clear(&e);
+	if (boot_file) {
+		rc = ctlc_read_token_file(boot_file, &boot, &e);
+		/* one use: nothing the workload could read is left behind */
+		if (rc == 0 && unlink(boot_file) < 0)
+			fprintf(stderr, "spotrun-agent: %s: cannot remove it: %s\n",
+				boot_file, strerror(errno));
+	} else if (o.token_file) {
 		rc = ctlc_read_token_file(o.token_file, &token, &e);
-		if (rc < 0) {
-			fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
-			return 1;
-		}
 	} else if (env && *env) {
 		token = strdup(env);
+		rc = token ? 0 : -ENOMEM;
+	} else if (benv && *benv) {
+		boot = strdup(benv);
+		rc = boot ? 0 : -ENOMEM;
 	} else {
-		return bad("%s", "--token-file (or $SPOTRUN_AGENT_TOKEN) is "
+		return bad("%s", "--bootstrap-file or --token-file (or "
+			   "$SPOTRUN_AGENT_BOOTSTRAP / $SPOTRUN_AGENT_TOKEN) is "
 			   "required");
 	}
 	/* unsetenv only drops the pointer: the bytes stay in the initial
 	 * environment block, which /proc/PID/environ shows */
 	if (env)
 		explicit_bzero((char *)env, strlen(env));
+	if (benv)
+		explicit_bzero((char *)benv, strlen(benv));
 	unsetenv("SPOTRUN_AGENT_TOKEN");
-	if (!token) {
-		fprintf(stderr, "spotrun-agent: out of memory\n");
+	unsetenv("SPOTRUN_AGENT_BOOTSTRAP");
+	if (rc < 0) {
+		fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
 		return 1;
 	}
-	sr_log_secret(token);
+	sr_log_secret(token ? token : boot);
 
 	/* "agent, quit": SIGINT, and SIGTERM unless a scheduler's notice
 	 * signal is SIGTERM (notice.c installs that one's handler) */
@@ -246,8 +328,12 @@ int main(int argc, char **argv)
 	/* orphans of the workload (its /bin/sh killed first) are ours to reap */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-	rc = agent_run(&o, token);
-	explicit_bzero(token, strlen(token));
+	rc = agent_run(&o, token, boot);
+	if (token)
+		explicit_bzero(token, strlen(token));
+	if (boot)
+		explicit_bzero(boot, strlen(boot));
 	free(token);
+	free(boot);
 	return rc < 0 ? 1 : 0;
 }

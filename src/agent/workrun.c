@@ -37,6 +37,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->last_status.total_steps = -1;
 		ag->last_status.ckpt_step = -1;
 		ag->last_status.restored_step = -1;
+		ag->ckpt_at_ns = 0;
 		ag->w_attempt = attempt;
 	}
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, &(struct envp_files){
@@ -105,17 +106,21 @@ void agent__advance(struct agent *ag)
 	start_child(ag, W_RUN, want);
 }
 
-/* Newest committed checkpoint: with a checkpoint URI the one the
- * workload reports in the object store (status "ckpt_step"; the node's
- * disk goes with it), else the newest committed in ckpt_dir or the
- * newest the library reports committed (a trainer may checkpoint
- * elsewhere than $SPOTRUN_CKPT_DIR). */
+/* Newest checkpoint that survives this node.  With a checkpoint URI: the
+ * newest in the object store - the engine's recovery point (tier3.json in
+ * ckpt_dir, issue 23) when it publishes one, else what the workload
+ * reports in its status file ("ckpt_step"); the node's disk goes with
+ * the node.  Without: the newest committed in ckpt_dir or the newest the
+ * library reports committed (a trainer may checkpoint elsewhere than
+ * $SPOTRUN_CKPT_DIR). */
 static int64_t durable_step(struct agent *ag)
 {
 	int64_t s;
 
-	if (ag->a.ckpt_uri)
-		return ag->last_status.ckpt_step;
+	if (ag->a.ckpt_uri) {
+		ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+		return ag->rp.found ? ag->rp.store_step : ag->last_status.ckpt_step;
+	}
 	s = ckscan_newest_step(ag->a.ckpt_dir);
 	return s > ag->last_status.ckpt_step ? s : ag->last_status.ckpt_step;
 }
@@ -155,9 +160,94 @@ static int read_progress(struct agent *ag, struct status_info *out,
 		out->nstalls = p.nstalls;
 		memcpy(out->stall_ms, p.stall_ms, sizeof out->stall_ms);
 	}
+	if (out->ckpt_step > ag->last_status.ckpt_step)
+		ag->ckpt_at_ns = sr_time_real_ns(); /* when it was committed */
 	if (rs == 1 || rp == 1)
 		ag->last_status = *out;
 	return rs < 0 ? rs : (rs == 1 || rp == 1);
+}
+
+int64_t agent__durable_step(struct agent *ag)
+{
+	return durable_step(ag);
+}
+
+/* A tier-3 failure: a ckpt_error event once per new message (spotrund
+ * records checkpoint_failed and raises the "checkpoint" alert). */
+static void report_ckpt_error(struct agent *ag, const char *msg)
+{
+	if (!msg[0] || !strcmp(msg, ag->ckpt_error_sent))
+		return;
+	snprintf(ag->ckpt_error_sent, sizeof ag->ckpt_error_sent, "%s", msg);
+	agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
+				  "attempt", ag->w_attempt, "message", msg), 1);
+}
+
+/* The engine's own word on tier 3 (tier3.json), no workload code needed:
+ * a failed upload, and a store whose copy lags more checkpoints than the
+ * job allows (spotrun.checkpoint.alert_intervals), each a ckpt_error
+ * event (the "checkpoint" alert).  The lag is reported once until the
+ * store has caught up again. */
+static void check_recovery_point(struct agent *ag)
+{
+	char msg[256];
+
+	ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+	if (!ag->rp.found)
+		return;
+	if (ag->rp.retries > 0)
+		report_ckpt_error(ag, ag->rp.last_error);
+	if (ag->rp.behind <= ag->a.ckpt_alert_intervals) {
+		ag->behind_sent = 0;
+		return;
+	}
+	if (ag->behind_sent)
+		return;
+	ag->behind_sent = 1;
+	if (ag->rp.store_step < 0)
+		snprintf(msg, sizeof msg, "the object store holds no checkpoint; "
+			 "this node's disk holds %lld of them, up to step %lld "
+			 "(more than %lld)", (long long)ag->rp.behind,
+			 (long long)ag->rp.local_step,
+			 (long long)ag->a.ckpt_alert_intervals);
+	else
+		snprintf(msg, sizeof msg, "the object store's newest checkpoint "
+			 "(step %lld) lags %lld behind this node's (step %lld; "
+			 "more than %lld)", (long long)ag->rp.store_step,
+			 (long long)ag->rp.behind, (long long)ag->rp.local_step,
+			 (long long)ag->a.ckpt_alert_intervals);
+	agent__line(ag, "%s", msg);
+	agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
+				  "attempt", ag->w_attempt, "message", msg), 1);
+}
+
+/* The job's end under tier 3: a run that completed with its newest
+ * checkpoint on this node's disk only is not a silent success - the
+ * failure is a ckpt_error event (issue 23). */
+static void check_last_checkpoint(struct agent *ag)
+{
+	char msg[512];
+	int n;
+
+	if (!ag->a.ckpt_uri)
+		return;
+	ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+	if (!ag->rp.found || ag->rp.local_step <= ag->rp.store_step)
+		return;
+	if (ag->rp.store_step < 0)
+		n = snprintf(msg, sizeof msg, "the run ended with checkpoint step "
+			     "%lld on this node's disk only; the object store "
+			     "holds no step", (long long)ag->rp.local_step);
+	else
+		n = snprintf(msg, sizeof msg, "the run ended with checkpoint step "
+			     "%lld on this node's disk only; the object store "
+			     "holds step %lld", (long long)ag->rp.local_step,
+			     (long long)ag->rp.store_step);
+	if (ag->rp.last_error[0] && n > 0 && (size_t)n < sizeof msg)
+		snprintf(msg + n, sizeof msg - (size_t)n, ": %s",
+			 ag->rp.last_error);
+	agent__line(ag, "%s", msg);
+	report_ckpt_error(ag, msg);
 }
 
 static void reap_children(struct agent *ag)
@@ -301,6 +391,8 @@ static void workload_finished(struct agent *ag)
 			}
 		} else {
 			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
+			if (ag->w.exit_code == 0 && !ag->w.signal)
+				check_last_checkpoint(ag);
 		}
 		agent__line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
 			   how, cause);
@@ -354,6 +446,8 @@ void agent__check_status(struct agent *ag)
 
 	if (ag->w_attempt == 0 || ag->stopping != STOP_NONE)
 		return; /* while stopping, final_stall() reads it at the end */
+	if (ag->a.ckpt_uri)
+		check_recovery_point(ag);
 	sr_err_clear(&e);
 	rc = read_progress(ag, &si, &e);
 	if (rc < 0) {
@@ -362,15 +456,9 @@ void agent__check_status(struct agent *ag)
 	}
 	if (rc == 0)
 		return;
-	if (si.ckpt_error[0] && strcmp(si.ckpt_error, ag->ckpt_error_sent)) {
-		/* checkpoints stopped reaching the object store: spotrund
-		 * records it and raises the "checkpoint" alert */
-		snprintf(ag->ckpt_error_sent, sizeof ag->ckpt_error_sent, "%s",
-			 si.ckpt_error);
-		agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
-					  "attempt", ag->w_attempt, "message",
-					  si.ckpt_error), 1);
-	}
+	/* checkpoints stopped reaching the object store: spotrund records
+	 * it and raises the "checkpoint" alert */
+	report_ckpt_error(ag, si.ckpt_error);
 	if (si.nstalls > 0) {
 		/* the workload writes the file right after a save, so the
 		 * stalls belong to the saves at `step` (status.h) */

@@ -267,6 +267,61 @@ static void test_ckscan(void **state)
 	assert_int_equal(ckscan_newest_step(d), 20);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The engine's recovery point (tier3.json): one engine, or the parts of
+ * a multi-rank checkpointer folded to their least. */
+static void test_ckscan_tier3(void **state)
+{
+	struct ckscan_tier3 rp;
+	char d[400], p[500];
+
+	(void)state;
+	snprintf(d, sizeof d, "%s/t3", g_dir);
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 0);
+	assert_int_equal(rp.store_step, -1);
+	assert_int_equal(mkdir(d, 0755), 0);
+	snprintf(p, sizeof p, "%s/tier3.json", d);
+	write_text(p, "{\"uri\":\"s3://b/p\",\"local_step\":9,\"store_step\":7,"
+		   "\"store_time_ns\":1234,\"behind\":2,\"retries\":1,"
+		   "\"last_error\":\"HTTP 503\"}");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 1);
+	assert_int_equal(rp.local_step, 9);
+	assert_int_equal(rp.store_step, 7);
+	assert_int_equal(rp.store_time_ns, 1234);
+	assert_int_equal(rp.behind, 2);
+	assert_int_equal(rp.retries, 1);
+	assert_string_equal(rp.last_error, "HTTP 503");
+	/* torn or foreign: ignored, not a crash */
+	write_text(p, "{\"local_step\":");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 0);
+	unlink(p);
+	/* two parts: the step whole in the store is the least */
+	snprintf(p, sizeof p, "%s/rank-00000", d);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/rank-00000/tier3.json", d);
+	write_text(p, "{\"local_step\":12,\"store_step\":10,\"store_time_ns\":5}");
+	snprintf(p, sizeof p, "%s/replicated", d);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/replicated/tier3.json", d);
+	write_text(p, "{\"local_step\":12,\"store_step\":8,\"store_time_ns\":4}");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 1);
+	assert_int_equal(rp.local_step, 12);
+	assert_int_equal(rp.store_step, 8);
+	assert_int_equal(rp.store_time_ns, 4);
+}
+
 /* ---- /proc parsing ----------------------------------------------------- */
 
 static void test_procstat_parse(void **state)
@@ -434,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_status_file),
 		cmocka_unit_test(test_progress_report),
 		cmocka_unit_test(test_ckscan),
+		cmocka_unit_test(test_ckscan_tier3),
 		cmocka_unit_test(test_procstat_parse),
 		cmocka_unit_test(test_gpustat_absent),
 		cmocka_unit_test(test_workload_env_and_exit),

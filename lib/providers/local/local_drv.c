@@ -14,10 +14,11 @@
  * session, as a cloud reclaiming a machine would, and its disk's
  * checkpoints go with it.
  *
- * Bootstrap channel: a JSON startup document {"api", "node", "token"}
- * (like a GCE instance's startup metadata, local.c); the driver writes
- * the token to a 0600 file on the instance's disk before the process may
- * run.
+ * Bootstrap channel: a JSON startup document {"api", "node",
+ * "bootstrap"} (like a GCE instance's startup metadata, local.c); the
+ * driver writes the one-time bootstrap secret to a 0600 file on the
+ * instance's disk before the process may run; the agent reads it,
+ * removes it and trades it for its token (lib/ctl/nodeboot.h).
  *
  * Spot interruptions.  When a running spot instance's pool has no
  * capacity on the cloud's clock, or <state>/interrupts/<node id> exists
@@ -272,7 +273,7 @@ static int gate(void *ud, int64_t pid, int64_t start)
 	return rec_save(g->d, g->r, g->e);
 }
 
-/* The node's token, one line in a 0600 file of its disk. */
+/* The node's bootstrap secret, one line in a 0600 file of its disk. */
 static int token_write(const char *path, const char *token, struct sr_err *e)
 {
 	size_t n = strlen(token);
@@ -291,9 +292,9 @@ static int token_write(const char *path, const char *token, struct sr_err *e)
 }
 
 /* Fork + exec the agent for launch l (its bootstrap parsed into api,
- * node, token); fills r. */
+ * node, secret); fills r. */
 static int spawn(struct local_prov *d, const struct cloud_launch *l, const char *api,
-		 int64_t node, const char *token, struct lrec *r,
+		 int64_t node, const char *secret, struct lrec *r,
 		 struct sr_err *e)
 {
 	const struct cloud_host *h = d->h;
@@ -306,7 +307,7 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 
 	work_dir_of(d, node, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, node);
-	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
+	snprintf(tokfile, sizeof tokfile, "%s/bootstrap", wd);
 	/* api: every daemon sharing the store, the leader first
 	 * (cloud_boot.api_url); the agent moves to the next when one stops
 	 * answering, for the IMDS too (lease.c) */
@@ -322,7 +323,7 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)
 		return sr_err_set(e, rc, "%s: %s", wd, sr_strerror(rc));
-	rc = token_write(tokfile, token, e);
+	rc = token_write(tokfile, secret, e);
 	if (rc)
 		return rc;
 	argv[0] = (char *)h->agent_path;
@@ -330,14 +331,14 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 	argv[2] = (char *)api;
 	argv[3] = "--node-id";
 	argv[4] = id;
-	argv[5] = "--token-file";
+	argv[5] = "--bootstrap-file";
 	argv[6] = tokfile;
 	argv[7] = "--workdir";
 	argv[8] = wd;
 	argv[9] = "--imds";
 	argv[10] = imds;
 	/* the workload must not see the state dir (admin token, database,
-	 * every node's token): docs/security.md */
+	 * keys, other nodes' dirs): docs/security.md */
 	argv[11] = "--private";
 	argv[12] = (char *)h->state_dir;
 	argv[13] = NULL;
@@ -381,13 +382,13 @@ static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 		return 0; /* this key's instance: the same answer again */
 	b = l->bootstrap ? json_loads(l->bootstrap, 0, NULL) : NULL;
 	api = json_string_value(json_object_get(b, "api"));
-	tok = json_string_value(json_object_get(b, "token"));
+	tok = json_string_value(json_object_get(b, "bootstrap"));
 	node = json_integer_value(json_object_get(b, "node"));
 	if (!api || !tok || node <= 0) {
 		json_decref(b);
 		return cloud_err_set(&q->err, CLOUD_EINVALID, "InvalidParameterValue",
 				     "local: the bootstrap is not a startup "
-				     "document {api, node, token}");
+				     "document {api, node, bootstrap}");
 	}
 	if (l->spot && !localmkt_available(d->m, l->pool,
 					   local__sim(d))) {
