@@ -36,23 +36,6 @@
 
 #include "sim/sim_gensweep.h"
 
-static void base_cell(struct gensweep_cell *c)
-{
-	memset(c, 0, sizeof *c);
-	trace_gen_defaults(&c->gen);
-	c->gen.up_h = 30;
-	c->gen.down_h = 1;
-	c->gen.tail = 1.5;
-	c->gen.gap_s = 600;
-	c->gen.price_vol = 0.2;
-	c->gen.blip_h = 4;
-	c->zones = 1;
-	c->work_h = 48;
-	c->deadline_h = 60;
-	c->restart_h = 0.2;
-	c->history_h = 24;
-}
-
 static int run_cell(const struct gensweep_cell *c, int windows, uint64_t seed,
 		    int optimal, const char *label, double *worst, int *over,
 		    double *sum, int *n, int *misses)
@@ -122,7 +105,7 @@ int main(int argc, char **argv)
 					struct gensweep_cell c;
 					char label[64];
 
-					base_cell(&c);
+					gensweep_cell_base(&c);
 					c.gen.nodes = nodes[a];
 					c.zones = zones[z];
 					c.gen.shared = zones[z] > 1 ? nodes[a] / 2 : 0;
@@ -152,12 +135,7 @@ int main(int argc, char **argv)
 		struct gensweep_cell c;
 		char label[64];
 
-		base_cell(&c);
-		c.gen.nodes = 16;
-		c.gen.up_h = 2000;
-		c.gen.price_vol = 0;
-		c.gen.od_ratio = 5.6;
-		c.outage_left_h = lefts[i];
+		gensweep_cell_issue27(&c, lefts[i]);
 		snprintf(label, sizeof label, "spot back %2.0f h into the window", lefts[i]);
 		if (only && !strstr(label, only))
 			continue;

@@ -14,7 +14,7 @@
  * weight the prior has against the spell ends the policy has observed.
  *
  * The default prior (policy_prior_bundled) is fitted on every bundled
- * trace (data/traces); `spotrun sim prior` prints it, and
+ * trace (data/traces); `spotrun trace prior` prints such a fit, and
  * tests/unit/test_sim_prior.c checks the table below against a fit of
  * the files.  For validation on folds it was not fitted on, a caller
  * fits its own on the other folds (`spotrun sim --prior-trace`).

@@ -89,6 +89,33 @@ static int run_market(const struct gensweep_cell *c, const struct trace_gen_para
 	return rc;
 }
 
+void gensweep_cell_base(struct gensweep_cell *c)
+{
+	memset(c, 0, sizeof *c);
+	trace_gen_defaults(&c->gen);
+	c->gen.up_h = 30;
+	c->gen.down_h = 1;
+	c->gen.tail = 1.5;
+	c->gen.gap_s = 600;
+	c->gen.price_vol = 0.2;
+	c->gen.blip_h = 4;
+	c->zones = 1;
+	c->work_h = 48;
+	c->deadline_h = 60;
+	c->restart_h = 0.2;
+	c->history_h = 24;
+}
+
+void gensweep_cell_issue27(struct gensweep_cell *c, double left_h)
+{
+	gensweep_cell_base(c);
+	c->gen.nodes = 16;
+	c->gen.up_h = 2000;
+	c->gen.price_vol = 0;
+	c->gen.od_ratio = 5.6;
+	c->outage_left_h = left_h;
+}
+
 int gensweep_run(const struct gensweep_cell *c, int windows, uint64_t seed,
 		 int with_optimal, struct gensweep_result *r, struct sr_err *e)
 {

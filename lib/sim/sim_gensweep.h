@@ -40,6 +40,18 @@ struct gensweep_result {
 	double spotrun_spot;  /* spotrun's share of held ticks on spot */
 };
 
+/* The sweep's base cell: 600 s ticks, node spells 30 h up / 1 h down
+ * with tail 1.5, spot prices that move every tick (log-price sd 0.2),
+ * one-tick blips every 4 h in a forced outage; one zone; 48 h of work by
+ * a 60 h deadline, R = 0.2 h, 24 h of history; stationary windows. */
+void gensweep_cell_base(struct gensweep_cell *c);
+
+/* Issue 27's market, rebuilt on the base cell: a 16-node gang, on-demand
+ * 5.6x spot at a fixed price, node spells 2000 h up (spot up for days
+ * once back), every window starting in an outage that ends left_h hours
+ * into it. */
+void gensweep_cell_issue27(struct gensweep_cell *c, double left_h);
+
 /* Run `windows` windows of cell c (seeded: the same seed gives the same
  * result); optimal too if with_optimal (else r->optimal = NAN).  Returns
  * 0, or -EINVAL (a bad cell) / -ENOMEM with e set. */

@@ -194,22 +194,6 @@ static void test_generator_outage_and_prices(void **state)
 	assert_int_equal(trace_gen_check(&p, &(struct sr_err){ 0 }), -EINVAL);
 }
 
-static void cell_base(struct gensweep_cell *c)
-{
-	memset(c, 0, sizeof *c);
-	trace_gen_defaults(&c->gen);
-	c->gen.up_h = 30;
-	c->gen.down_h = 1;
-	c->gen.tail = 1.5;
-	c->gen.price_vol = 0.2;
-	c->gen.blip_h = 4;
-	c->zones = 1;
-	c->work_h = 48;
-	c->deadline_h = 60;
-	c->restart_h = 0.2;
-	c->history_h = 24;
-}
-
 static int sanitized(void)
 {
 	const char *mode = getenv("SPOTRUN_CHECK_MODE");
@@ -234,12 +218,7 @@ static void test_long_outage_then_recovery(void **state)
 		struct gensweep_result r;
 		struct sr_err e = { 0 };
 
-		cell_base(&c);
-		c.gen.nodes = 16;
-		c.gen.up_h = 2000;
-		c.gen.price_vol = 0;
-		c.gen.od_ratio = 5.6;
-		c.outage_left_h = lefts[i];
+		gensweep_cell_issue27(&c, lefts[i]);
 		assert_int_equal(gensweep_run(&c, 1, 1 + (uint64_t)i, 0, &r, &e), 0);
 		printf("  spot back %2.0f h in: up $%.2f spotrun $%.2f (x%.3f), spotrun on spot %.0f%% of held ticks\n",
 		       lefts[i], r.up, r.spotrun, r.spotrun / r.up, 100 * r.spotrun_spot);
@@ -293,7 +272,7 @@ static void test_spotrun_never_loses_to_up(void **state)
 		struct sr_err e = { 0 };
 		double q;
 
-		cell_base(&c);
+		gensweep_cell_base(&c);
 		c.gen.nodes = cells[i].nodes;
 		c.zones = cells[i].zones;
 		c.gen.shared = c.zones > 1 ? c.gen.nodes / 2 : 0;
