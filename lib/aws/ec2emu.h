@@ -16,7 +16,9 @@
  *     (the driver's bootstrap script honours both).  Spot launches fail
  *     with InsufficientInstanceCapacity when the pool's trace has no
  *     capacity now, and with SpotMaxPriceTooLow under the current price.
- *     ClientToken is idempotent.
+ *     ClientToken is idempotent: the same token with the same parameters
+ *     answers the instance it started; with other parameters,
+ *     IdempotentParameterMismatch, as EC2 does.
  *   - Each instance has its own IMDSv2 at /imds/<id>/latest/...:
  *     api/token, meta-data/instance-id, meta-data/spot/instance-action
  *     (404 until a notice, then {"action":"terminate","time":...}).
@@ -97,6 +99,7 @@ struct ec2emu_action_stats {
 	uint64_t not_found;     /* InvalidInstanceID.NotFound */
 	uint64_t capacity;      /* InsufficientInstanceCapacity */
 	uint64_t quota;         /* MaxSpotInstanceCountExceeded, ... */
+	uint64_t mismatch;      /* IdempotentParameterMismatch */
 	uint64_t other_errors;
 };
 

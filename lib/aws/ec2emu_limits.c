@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include <openssl/evp.h>
 #include "ec2emu_int.h"
 
 static const struct {
@@ -210,6 +211,41 @@ bool ec2emu__over_quota(const struct ec2emu *m, bool spot)
 	return n >= quota;
 }
 
+/* qsort of parameter indices by name. */
+static const struct emu_params *sort_p;
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(sort_p->kv[2 * *(const size_t *)a],
+		      sort_p->kv[2 * *(const size_t *)b]);
+}
+
+void ec2emu__params_digest(const struct emu_params *p,
+			   unsigned char out[EMU_DIGEST_LEN])
+{
+	size_t *ix = calloc(p->n + 1, sizeof(*ix)), k = 0;
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+
+	memset(out, 0, EMU_DIGEST_LEN);
+	if (ix == NULL || x == NULL)
+		goto out;
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->kv[2 * i], "ClientToken") != 0)
+			ix[k++] = i;
+	sort_p = p; /* called with m->mu held: one at a time */
+	qsort(ix, k, sizeof(*ix), by_name);
+	EVP_DigestInit_ex(x, EVP_sha256(), NULL);
+	for (size_t i = 0; i < k; i++) {
+		EVP_DigestUpdate(x, p->kv[2 * ix[i]], strlen(p->kv[2 * ix[i]]) + 1);
+		EVP_DigestUpdate(x, p->kv[2 * ix[i] + 1],
+				 strlen(p->kv[2 * ix[i] + 1]) + 1);
+	}
+	EVP_DigestFinal_ex(x, out, NULL);
+out:
+	EVP_MD_CTX_free(x);
+	free(ix);
+}
+
 void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 		   const struct emu_params *p, const struct emu_answer *a)
 {
@@ -227,6 +263,8 @@ void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 		s->not_found++;
 	else if (strcmp(a->code, "InsufficientInstanceCapacity") == 0)
 		s->capacity++;
+	else if (strcmp(a->code, "IdempotentParameterMismatch") == 0)
+		s->mismatch++;
 	else if (strcmp(a->code, "MaxSpotInstanceCountExceeded") == 0 ||
 		 strcmp(a->code, "InstanceLimitExceeded") == 0)
 		s->quota++;
@@ -235,6 +273,15 @@ void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 	if (m->log != NULL) {
 		fprintf(m->log, "%" PRId64 " %s %d %s", sr_time_real_ns(),
 			action_names[act], a->status, a->code[0] ? a->code : "-");
+		if (p->epoch > 0)
+			fprintf(m->log, " epoch=%" PRId64, p->epoch);
+		for (int k = 1; act == EC2EMU_A_TERMINATE; k++) {
+			const char *id = ec2emu__paramf(p, "InstanceId.%d", k);
+
+			if (id == NULL)
+				break;
+			fprintf(m->log, " InstanceId=%s", id);
+		}
 		for (size_t i = 0; act == EC2EMU_A_RUN && keys[i] != NULL; i++) {
 			const char *v = ec2emu__param(p, keys[i]);
 
