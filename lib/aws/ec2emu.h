@@ -77,6 +77,8 @@ struct ec2emu_opts {
 	bool throttle;          /* token buckets, RequestLimitExceeded */
 	double throttle_scale;  /* x bucket sizes and refill rates; 0: 1 */
 	double background_rps;  /* other tools' read calls per s */
+	double bucket_fill;     /* buckets start this full (others have
+				   been busy); 0: full */
 	double consistency_s;   /* a new instance is invisible for
 				   U[0, this) real s; 0: at once */
 	double capacity_fail;   /* P(a launch finds no capacity) */

@@ -20,7 +20,8 @@
  * clock whatever the cloud clock's scale: a rate limit is per real
  * second.  throttle_scale multiplies sizes and rates (a test makes them
  * small); background_rps drains the non-mutating bucket as the account's
- * other tools would (the bucket is shared by everyone in the account).
+ * other tools would (the bucket is shared by everyone in the account),
+ * and bucket_fill starts the buckets part empty, as they left them.
  *
  * Eventual consistency.  A new instance becomes visible to
  * DescribeInstances (and TerminateInstances) only after a delay drawn
@@ -102,7 +103,9 @@ void ec2emu__limits_init(struct ec2emu *m, const struct ec2emu_opts *o)
 	for (int i = 0; i < EMU_NBUCKETS; i++) {
 		m->bucket[i].cap = bucket_def[i].cap * scale;
 		m->bucket[i].rate = bucket_def[i].rate * scale;
-		m->bucket[i].tokens = m->bucket[i].cap;
+		m->bucket[i].tokens = m->bucket[i].cap *
+				      (o->bucket_fill > 0 && o->bucket_fill < 1
+					       ? o->bucket_fill : 1.0);
 		m->bucket[i].at_ns = now;
 	}
 }
