@@ -76,7 +76,9 @@ def test_throttling_soak(tmp_path, monkeypatch):
             while arrivals and arrivals[0] <= now:
                 arrivals.pop(0)
                 run_s = int(rnd.uniform(0.3, 0.6) * window) + 1
-                jobs.append(d.submit(af.job_yaml("soak-%d" % len(jobs), run_s)))
+                region = ("aws/us-east-1", "aws/us-west-2")[len(jobs) % 2]
+                jobs.append(d.submit(af.job_yaml("soak-%d" % len(jobs), run_s,
+                                                 infra=region)))
             while kills and kills[0] <= now:
                 kills.pop(0)
                 live = fleet.live()
