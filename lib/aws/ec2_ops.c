@@ -625,26 +625,57 @@ static int api_scheme(const char *url, int *plain)
 	return 0;
 }
 
+/* The control plane's URLs as the agent gets them: one, or every daemon
+ * sharing the store, comma-separated, leader first (--api takes the
+ * list).  Each must be http(s), and plain http only to loopback: the
+ * node token is a bearer token, never in clear across a network. */
+static int api_urls_ok(const char *list, struct sr_err *e)
+{
+	char one[1024];
+	const char *p = list;
+
+	if (!shell_safe(list))
+		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected "
+				  "http(s) URLs without quotes or spaces");
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
+		int plain = 0;
+
+		if (n == 0 || n >= sizeof(one))
+			return sr_err_set(e, -EINVAL, "bootstrap: api url: an empty "
+					  "or overlong URL in '%s'", list);
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (api_scheme(one, &plain) < 0)
+			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
+					  "expected an http(s) URL", one);
+		if (plain && !sr_url_is_loopback(one))
+			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
+					  "http:// to a host that is not loopback "
+					  "would send the node token in clear; use "
+					  "https:// (spotrund --tls-cert/--tls-key) or "
+					  "a tunnel", one);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 int64_t node_id, const char *token, char **out,
 			 struct sr_err *e)
 {
 	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
-	int plain = 0;
+	int rc;
 
 	*out = NULL;
 	if (!shell_safe(agent) || agent[0] != '/')
 		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
 				  "an absolute path without quotes or spaces");
-	if (!shell_safe(api_url) || api_scheme(api_url, &plain) < 0)
-		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
-				  "http(s) URL without quotes or spaces");
-	/* the node token is a bearer token: never in clear across a network */
-	if (plain && !sr_url_is_loopback(api_url))
-		return sr_err_set(e, -EINVAL, "bootstrap: api url: http:// to a "
-				  "host that is not loopback would send the node "
-				  "token in clear; use https:// (spotrund "
-				  "--tls-cert/--tls-key) or a tunnel");
+	rc = api_urls_ok(api_url, e);
+	if (rc < 0)
+		return rc;
 	if (!shell_safe(token) || strlen(token) < 16 || strlen(token) > 256)
 		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
 				  "16..256 printable characters without quotes");
