@@ -86,6 +86,9 @@ struct ec2emu_opts {
 	int ondemand_quota;
 	uint64_t seed;
 	const char *request_log; /* append one line per call; NULL: none */
+	int run_latency_ms;     /* RunInstances answers this late (the
+				   instance starts then): a launch in flight
+				   long enough to kill its caller in it */
 };
 
 /* What a client cost, by action. */

@@ -133,6 +133,16 @@ static enum MHD_Result query_api(struct ec2emu *m, struct MHD_Connection *c,
 
 		p.epoch = ep != NULL ? strtoll(ep + 12, NULL, 10) : 0;
 	}
+	if (m->run_latency_ms > 0) {
+		const char *act = ec2emu__param(&p, "Action");
+
+		if (act != NULL && strcmp(act, "RunInstances") == 0) {
+			struct timespec ts = { m->run_latency_ms / 1000,
+					       (m->run_latency_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL); /* this connection's thread only */
+		}
+	}
 	ec2emu__action(m, &p, &a);
 	ec2emu__params_free(&p);
 	if (a.body == NULL)

@@ -85,6 +85,7 @@ struct ec2emu {
 	uint64_t rng;
 	struct ec2emu_stats stats;
 	FILE *log;
+	int run_latency_ms;
 };
 
 struct emu_params {

@@ -100,6 +100,7 @@ void ec2emu__limits_init(struct ec2emu *m, const struct ec2emu_opts *o)
 	m->spot_quota = o->spot_quota;
 	m->ondemand_quota = o->ondemand_quota;
 	m->rng = o->seed;
+	m->run_latency_ms = o->run_latency_ms > 0 ? o->run_latency_ms : 0;
 	for (int i = 0; i < EMU_NBUCKETS; i++) {
 		m->bucket[i].cap = bucket_def[i].cap * scale;
 		m->bucket[i].rate = bucket_def[i].rate * scale;

@@ -53,7 +53,8 @@ static void usage(void)
 	       "                            [--consistency-s S] [--capacity-fail P]"
 	       " [--seed N]\n"
 	       "                            [--spot-quota N] [--ondemand-quota N] "
-	       "[--request-log FILE]\n\n"
+	       "[--request-log FILE]\n"
+	       "                            [--run-latency-ms N]\n\n"
 	       "Answer the EC2 Query API (RunInstances, DescribeInstances,\n"
 	       "TerminateInstances, DescribeSpotPriceHistory,\n"
 	       "DescribeInstanceTypeOfferings) on 127.0.0.1 for the AWS pools of\n"
@@ -93,6 +94,8 @@ static void usage(void)
 	       "                   (MaxSpotInstanceCountExceeded,\n"
 	       "                   InstanceLimitExceeded)\n"
 	       "  --seed N         seed of the random draws (default 0)\n"
+	       "  --run-latency-ms N  RunInstances answers N ms late (a launch\n"
+	       "                   stays in flight: kill its caller in it)\n"
 	       "  --request-log FILE  append \"<epoch ns> <Action> <status> <code>\"\n"
 	       "                   per call (what a client costs)\n\n"
 	       "Use it with: AWS_ENDPOINT_URL_EC2=<url> AWS_REGION=<region>\n"
@@ -142,7 +145,7 @@ enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_REGION, OPT_PORT,
        OPT_TIME_SCALE, OPT_NOTICE_S, OPT_BOOT_S, OPT_CAPACITY, OPT_THROTTLE,
        OPT_THROTTLE_SCALE, OPT_BACKGROUND, OPT_CONSISTENCY, OPT_CAP_FAIL,
        OPT_SEED, OPT_SPOT_QUOTA, OPT_OD_QUOTA, OPT_REQUEST_LOG,
-       OPT_BUCKET_FILL };
+       OPT_BUCKET_FILL, OPT_RUN_LATENCY };
 
 static const struct cli_optdef ec2emu_defs[] = {
 	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
@@ -157,6 +160,7 @@ static const struct cli_optdef ec2emu_defs[] = {
 	{ "throttle-scale", OPT_THROTTLE_SCALE, CLI_ARG },
 	{ "background-rps", OPT_BACKGROUND, CLI_ARG },
 	{ "bucket-fill", OPT_BUCKET_FILL, CLI_ARG },
+	{ "run-latency-ms", OPT_RUN_LATENCY, CLI_ARG },
 	{ "consistency-s", OPT_CONSISTENCY, CLI_ARG },
 	{ "capacity-fail", OPT_CAP_FAIL, CLI_ARG },
 	{ "seed", OPT_SEED, CLI_ARG },
@@ -221,6 +225,12 @@ static int cmd_ec2emu(int argc, char **argv)
 		case OPT_BACKGROUND:
 			if (num(a, v, &o.background_rps))
 				return CLI_USAGE;
+			break;
+		case OPT_RUN_LATENCY:
+			if (num(a, v, &d) || d > 600000)
+				return d > 600000 ? cli_opts_error(&p, "--run-latency-ms"
+					" '%s': at most 600000", v) : CLI_USAGE;
+			o.run_latency_ms = (int)d;
 			break;
 		case OPT_BUCKET_FILL:
 			if (num(a, v, &o.bucket_fill) || o.bucket_fill > 1)
