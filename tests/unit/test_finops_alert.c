@@ -167,8 +167,8 @@ static void test_pagerduty_trigger_resolve(void **state)
 	a = sample(FINOPS_ALERT_JOB_DONE);
 	a.resolve_all = true;
 	assert_int_equal(finops_alert_send(&c, &a, &e), 0);
-	assert_int_equal(sr_testsrv_nreq(srv), 7);
-	for (size_t i = 3; i < 7; i++) {
+	assert_int_equal(sr_testsrv_nreq(srv), 8);
+	for (size_t i = 3; i < 8; i++) {
 		json_t *j = json_loads(sr_testsrv_req(srv, i)->body, 0, NULL);
 
 		assert_string_equal(json_string_value(json_object_get(j, "event_action")),
@@ -259,12 +259,12 @@ static void test_alerter_async_and_no_secret_in_logs(void **state)
 	}
 	assert_int_equal(finops_alerter_flush(s, 20000), 0);
 	finops_alerter_stats(s, &sent, &failed, &dropped);
-	/* Slack took all six; PagerDuty refused (403) the five it was sent
-	 * (job_done without resolve_all sends nothing), so five failed */
-	assert_int_equal(sent + failed, 6);
-	assert_int_equal(failed, 5);
+	/* Slack took all seven; PagerDuty refused (403) the six it was sent
+	 * (job_done without resolve_all sends nothing), so six failed */
+	assert_int_equal(sent + failed, 7);
+	assert_int_equal(failed, 6);
 	assert_int_equal(dropped, 0);
-	assert_int_equal(sr_testsrv_count(srv, "POST", SLACK_PATH), 6);
+	assert_int_equal(sr_testsrv_count(srv, "POST", SLACK_PATH), 7);
 	/* delivered in order */
 	for (size_t i = 0, n = 0; i < sr_testsrv_nreq(srv); i++) {
 		const struct sr_testsrv_req *r = sr_testsrv_req(srv, i);
