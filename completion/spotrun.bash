@@ -80,7 +80,7 @@ _spotrun()
             if [[ $COMP_CWORD -eq 2 ]]; then
                 COMPREPLY=($(compgen -W "gen --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --seed --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
             fi ;;
         ec2-emulator)
             COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --request-log --seed --help" -- "$cur")) ;;

@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes layout. */
-#define SPOTCKPT_ABI_VERSION 1
+#define SPOTCKPT_ABI_VERSION 2
 
 /* Highest tensor rank accepted (0 = scalar). */
 #define SPOTCKPT_MAX_NDIM 16
@@ -116,8 +116,9 @@ enum spotckpt_device {
  * has not finished writing earlier saves. */
 enum spotckpt_backpressure {
 	/* The new save replaces a staged save that the writer has not started
-	 * (counted as coalesced).  Needs a staging budget of at least two
-	 * states; with one slot it behaves like SKIP. */
+	 * (counted as coalesced).  When there is none to replace - one slot
+	 * (the default budget), being written - the save waits for that
+	 * write, like BLOCK: the newest save is never dropped. */
 	SPOTCKPT_BP_COALESCE = 0,
 	/* The new save is dropped (counted as skipped); training never waits
 	 * longer than the staging copy. */
@@ -163,7 +164,13 @@ struct spotckpt_opts {
 	int32_t direct_io;      /* enum spotckpt_direct_io; default AUTO */
 	int32_t io_depth;       /* io_uring writes in flight; 0 = 8 */
 	uint32_t io_chunk_bytes;/* bytes per write; 0 = 4 MiB */
+	int64_t commit_timeout_ms; /* how long spotckpt_close() waits for tier
+				 * 3 to hold the newest checkpoint; 0 =
+				 * SPOTCKPT_COMMIT_TIMEOUT_MS */
 };
+
+/* Default of spotckpt_opts.commit_timeout_ms: 2 minutes. */
+#define SPOTCKPT_COMMIT_TIMEOUT_MS INT64_C(120000)
 
 /* Fill *o with the defaults above (dir = NULL).  Never fails. */
 SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o);
@@ -178,11 +185,23 @@ SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o);
 SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 			       struct spotckpt **out);
 
-/* Wait for every accepted save to be committed or to fail, stop the
- * threads and free everything.  Registered memory is not touched.  Returns
- * the result of that wait (0 or the last writer error); the engine is
+/* Wait for every accepted save to be committed or to fail; then, with
+ * tier 3 (spotckpt_set_remote), wait until the newest committed step is
+ * in the object store, whole - at most o->commit_timeout_ms (a failing
+ * upload is retried meanwhile, each request bounded by that deadline).
+ * Then stop the threads (an upload still in flight is abandoned; the
+ * store keeps its previous whole step) and free everything.  Registered
+ * memory is not touched.  Returns 0 only when the newest committed step
+ * is on disk and, with tier 3, in the store; else the tier-2 writer's
+ * error, or -SPOTCKPT_ETIMEOUT / the upload's error with
+ * spotckpt_errmsg() saying which step is where ("checkpoint step 20 is
+ * in DIR only; the store URI holds step 10: ...").  A newest save that
+ * back-pressure skipped is logged (nothing holds it).  The engine is
  * freed either way.  NULL-safe (returns 0). */
 SPOTCKPT_API int spotckpt_close(struct spotckpt *e);
+/* spotckpt_close() with its own bound on the wait for tier 3: timeout_ms
+ * >= 0 (0: do not wait, only check), < 0: o->commit_timeout_ms. */
+SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms);
 
 /* Register a tensor for the next saves.  `name` is copied (1..255 bytes of
  * printable ASCII, no '"' or '\\', unique within the engine); `ptr` is
@@ -396,13 +415,19 @@ struct spotckpt_dest {
 			  * pointer when device == SPOTCKPT_DEV_CUDA */
 	uint64_t len;    /* bytes available at ptr, >= the tensor's nbytes */
 	int32_t device;  /* enum spotckpt_device */
-	int32_t pad_;
+	uint32_t flags;  /* SPOTCKPT_DEST_* */
 };
+/* spotckpt_dest.flags: ptr is a buffer allocated for this read (nothing
+ * in it to keep): a failed read need not put its old bytes back. */
+#define SPOTCKPT_DEST_SCRATCH 0x1u
 
 /* Read n tensors in parallel (io_uring, several threads) into the given
  * destinations, verifying every checksum.  Stops at the first error and
- * returns it (-SPOTCKPT_ECHECKSUM names file and tensor); destinations may
- * then be partly written. */
+ * returns it (-SPOTCKPT_ECHECKSUM names file and tensor).  All or
+ * nothing: when it fails, every destination holds what it held before
+ * the call (a tensor's old bytes are kept aside before its first byte is
+ * written, and put back on failure; see docs/checkpoint.md), except those
+ * marked SPOTCKPT_DEST_SCRATCH. */
 SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 					  const struct spotckpt_dest *d,
 					  size_t n);
@@ -473,32 +498,58 @@ SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
  * gs://BUCKET/PREFIX (XML API, HMAC keys), az://ACCOUNT/CONTAINER/PREFIX,
  * or file:///DIR (see docs/checkpoint.md for credentials and endpoints).
  * Training never waits for it: a newer checkpoint replaces one whose upload
- * has not started.  Shards go first (multipart, parallel parts with
- * Content-MD5), the manifest last as the commit point; the store keeps
- * the newest `keep` checkpoints, deleting manifests before shards.  The
- * reader functions, spotckpt_list(), spotckpt_verify() and
+ * has not started, and a failed upload is retried with backoff.  Only
+ * steps tier 2 committed are uploaded.  Shards go first (multipart,
+ * parallel parts with checksums), the manifest last as the commit point;
+ * the store keeps the newest `keep` checkpoints, deleting a step only
+ * after a newer one is committed there, manifests before shards.
+ *
+ * THE GUARANTEE: after spotckpt_remote_wait(N) returns 0, and after
+ * spotckpt_close() returns 0, step N (for close: the newest committed) is
+ * restorable from the store, whole.
+ *
+ * The reader functions, spotckpt_list(), spotckpt_verify() and
  * spotckpt_restore_cb() accept the same URIs and read straight from the
  * store with parallel ranged GETs; spotckpt_restore() uses whichever tier
- * holds the newer checkpoint. */
+ * holds the newer checkpoint.  A store that does not answer (credentials
+ * refused, no such bucket, unreachable) is an error, never "no
+ * checkpoint": -SPOTCKPT_ENOTFOUND means the store answered and holds no
+ * committed step. */
 struct spotckpt_remote_stats {
-	int64_t uploaded_step;     /* newest step committed in the store, -1 */
+	int64_t uploaded_step;     /* newest whole step in the store (uploaded,
+				    * or found there when tier 3 started), -1 */
 	int64_t uploading_step;    /* upload in progress, -1 */
 	int64_t pending_step;      /* waiting for the uploader, -1 */
 	uint64_t uploads_committed;
-	uint64_t uploads_failed;   /* each also logged at error level */
+	uint64_t uploads_failed;   /* failed attempts, each logged; retried */
 	uint64_t uploads_superseded;
 	uint64_t bytes_uploaded;
 	int64_t last_upload_ns;    /* duration of the last committed upload */
-	int32_t last_error;        /* 0 if the last upload committed */
+	int32_t last_error;        /* 0 if the last attempt committed */
 	int32_t enabled;           /* 1 once spotckpt_set_remote succeeded */
+	/* the recovery point: what a node that is lost now resumes from */
+	int64_t local_step;        /* newest step committed to tier 2, -1 */
+	int64_t local_time_ns;     /* when (CLOCK_REALTIME ns), 0 */
+	int64_t store_time_ns;     /* save time of uploaded_step (its
+				    * manifest, CLOCK_REALTIME ns), 0; its age
+				    * is the recovery point objective met */
+	int64_t next_retry_ns;     /* CLOCK_MONOTONIC of the next attempt of a
+				    * failed upload, 0 = none waiting */
+	uint32_t retries;          /* failed attempts since the last commit */
+	uint32_t behind;           /* checkpoints committed to tier 2 after
+				    * uploaded_step: how many intervals the
+				    * store's copy lags (0 = up to date) */
 };
 
-/* Start tier 3 to `uri` (copied).  Credentials are read now and checked
- * by the first upload; a failing upload never fails a save (see
- * spotckpt_remote_stats()).  The newest checkpoint already in the
- * directory is offered for upload.  Errors: -EINVAL (bad URI, with
- * spotckpt_errmsg() naming the part), -EACCES (no credentials found),
- * -SPOTCKPT_ECONFLICT (already set), -ENOMEM. */
+/* Start tier 3 to `uri` (copied).  The store is listed once, now: a
+ * configuration it refuses is an error here; one that does not answer
+ * only logs a warning (uploads are retried, the failure shows in
+ * spotckpt_remote_stats()).  A failing upload never fails a save.  The
+ * newest checkpoint already in the directory is offered for upload.
+ * Errors: -EINVAL (bad URI or scheme, invalid bucket name, a request the
+ * store calls bad; spotckpt_errmsg() names what to fix), -EACCES (no
+ * credentials found, or refused), -SPOTCKPT_ENOTFOUND (no such bucket or
+ * container), -SPOTCKPT_ECONFLICT (already set), -ENOMEM. */
 SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri);
 
 /* spotckpt_set_remote() with choices: `keep` committed checkpoints kept
@@ -513,13 +564,17 @@ SPOTCKPT_API int spotckpt_set_remote(struct spotckpt *e, const char *uri);
 SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,
 				       int32_t keep, uint32_t flags);
 
-/* Preemption path: make checkpoint `step` (-1 = the newest committed to
- * tier 2) reach the store by deadline_mono_ns (CLOCK_MONOTONIC ns, 0 =
- * none).  An upload of an older step in progress is cancelled so that
- * this one starts at once.  Returns 0 once it is committed in the store
- * (*met = 1 if by the deadline), -SPOTCKPT_ETIMEOUT when the deadline
- * passed (the upload continues), or the upload's error (errmsg names the
- * request and the service's answer). */
+/* Make checkpoint `step` (-1 = the newest committed to tier 2) reach the
+ * store by deadline_mono_ns (CLOCK_MONOTONIC ns; 0 = now + the engine's
+ * commit_timeout_ms), e.g. on a preemption notice.  Waits for tier 2's
+ * writes of it first; an upload of an older step in progress is
+ * cancelled so that this one starts at once; failed attempts and every
+ * request are retried until the deadline (not a count).  Returns 0 once
+ * it is committed in the store (*met = 1 if by the deadline),
+ * -SPOTCKPT_ETIMEOUT when the deadline passed (errmsg: the last failure;
+ * the upload goes on in the background), or -SPOTCKPT_ENOTFOUND when
+ * tier 2 never committed `step` (skipped by back-pressure, or its write
+ * failed). */
 SPOTCKPT_API int spotckpt_remote_wait(struct spotckpt *e, int64_t step,
 				      int64_t deadline_mono_ns, int32_t *met);
 
@@ -566,6 +621,24 @@ SPOTCKPT_API int spotckpt_store_del(struct spotckpt_store *s,
 				    const char *const *keys, size_t n);
 /* Free memory returned by this library (NULL-safe). */
 SPOTCKPT_API void spotckpt_free(void *p);
+
+/* ---- progress for the node agent ---------------------------------------- */
+/* Under spotrun's node agent ($SPOTRUN_PROGRESS_FILE set), the library
+ * reports on its own every accepted save (its step and stall), every
+ * step committed to tier 2, and what spotckpt_restore() restored, so
+ * `spotrun status` shows them with no status file (docs/api.md).  Without
+ * the variable these do nothing.  Process-wide, thread-safe, never
+ * blocking on the agent; a report that cannot be written is dropped
+ * (logged once): they fail only on a negative step (-EINVAL). */
+
+/* The training loop's step (and its total, when known: > 0; else pass
+ * -1).  Cheap enough for every step: written at most once a second. */
+SPOTCKPT_API int spotckpt_progress_step(int64_t step, int64_t total_steps);
+
+/* What this process resumed from: the restored step, 0 for a fresh start.
+ * spotckpt_restore() calls it; a binding that restores through the reader
+ * API calls it itself. */
+SPOTCKPT_API int spotckpt_progress_restored(int64_t step);
 
 /* ---- misc ---------------------------------------------------------------- */
 /* Words for any code returned by this library.  Never NULL; static. */

@@ -18,4 +18,21 @@
  * missing).  Never fails otherwise. */
 int64_t ckscan_newest_step(const char *dir);
 
+/* The recovery point the checkpoint engine's tier-3 uploader publishes in
+ * its directory (tier3.json, docs/api.md).  A multi-rank checkpointer
+ * keeps one engine per part (rank-NNNNN/, replicated/): then each field
+ * is the least over the parts (a step is whole once every part is). */
+struct ckscan_tier3 {
+	int found;                /* 0: no engine of dir uploads */
+	int64_t local_step;       /* newest step on this node's disk, -1 */
+	int64_t store_step;       /* newest whole in the store, -1 */
+	int64_t store_time_ns;    /* that step's save time (wall ns), 0 */
+	int64_t retries;          /* failed attempts since the last commit */
+	int64_t behind;           /* checkpoints newer than store_step */
+	char last_error[256];     /* the last failure's message, "" */
+};
+
+/* Read dir's recovery point (dir/tier3.json, else its parts'). */
+void ckscan_tier3(const char *dir, struct ckscan_tier3 *out);
+
 #endif

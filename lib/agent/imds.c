@@ -3,7 +3,7 @@
  *
  * Token life cycle:
  *
- *   NO_TOKEN --PUT ok--> HAVE_TOKEN --age > ttl-60s--> NO_TOKEN
+ *   NO_TOKEN --PUT ok--> HAVE_TOKEN --age > ttl-margin--> NO_TOKEN
  *                            |
  *                            +--GET answers 401--> NO_TOKEN, retry once
  */
@@ -27,6 +27,8 @@ struct imds {
 	size_t cur;    /* index of base in bases */
 	char token[TOKEN_MAX];
 	int64_t token_at_ns; /* monotonic; 0 = no token */
+	int ttl_s;           /* asked for with each token */
+	int64_t rebalance_ns; /* the recommendation seen, 0 none yet */
 };
 
 /* Use the k-th URL of the list (wrapping), without a trailing '/'; the
@@ -63,7 +65,14 @@ struct imds *imds_create(const char *base_url, long timeout_ms)
 		return NULL;
 	}
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	c->ttl_s = IMDS_TOKEN_TTL_S;
 	return c;
+}
+
+void imds_set_token_ttl(struct imds *c, int ttl_s)
+{
+	c->ttl_s = ttl_s >= 1 && ttl_s <= IMDS_TOKEN_TTL_S ? ttl_s : IMDS_TOKEN_TTL_S;
+	c->token_at_ns = 0;
 }
 
 void imds_destroy(struct imds *c)
@@ -113,12 +122,13 @@ static int token_fetch(struct imds *c, struct sr_err *e)
 	char url[1024];
 	char ttl[64];
 	const char *hdr[] = { ttl, NULL };
+	int64_t t0 = sr_time_mono_ns(); /* its age counts from the ask */
 	int rc;
 
 	opts_init(c, &o);
 	snprintf(url, sizeof url, "%s/latest/api/token", c->base);
 	snprintf(ttl, sizeof ttl, "X-aws-ec2-metadata-token-ttl-seconds: %d",
-		 IMDS_TOKEN_TTL_S);
+		 c->ttl_s);
 	rc = sr_http_request("PUT", url, hdr, "", 0, &o, &r, e);
 	if (rc < 0) {
 		sr_err_prefix(e, "imds: PUT /latest/api/token");
@@ -151,22 +161,26 @@ static int token_fetch(struct imds *c, struct sr_err *e)
 	}
 	memcpy(c->token, r.body, n);
 	c->token[n] = '\0';
-	c->token_at_ns = sr_time_mono_ns();
+	c->token_at_ns = t0;
 	rc = 0;
 out:
 	sr_http_resp_free(&r);
 	return rc;
 }
 
+/* A token younger than its TTL less a margin: 60 s, or a quarter of a
+ * TTL shorter than 4 min (the age is taken from before the PUT, so the
+ * server's clock started later than ours). */
 static int token_fresh(const struct imds *c)
 {
-	int64_t age;
+	int64_t ttl_ns = (int64_t)c->ttl_s * SR_NS_PER_SEC;
+	int64_t margin = (int64_t)TOKEN_REFRESH_MARGIN_S * SR_NS_PER_SEC;
 
 	if (c->token_at_ns == 0)
 		return 0;
-	age = sr_time_mono_ns() - c->token_at_ns;
-	return age < (int64_t)(IMDS_TOKEN_TTL_S - TOKEN_REFRESH_MARGIN_S) *
-			     SR_NS_PER_SEC;
+	if (margin > ttl_ns / 4)
+		margin = ttl_ns / 4;
+	return sr_time_mono_ns() - c->token_at_ns < ttl_ns - margin;
 }
 
 int imds_parse_notice(const char *body, size_t len, struct imds_notice *out,
@@ -221,8 +235,39 @@ out:
 	return rc;
 }
 
-static int notice_get(struct imds *c, struct imds_notice *out, long *status,
-		      struct sr_err *e)
+int imds_parse_rebalance(const char *body, size_t len, int64_t *time_ns,
+			 struct sr_err *e)
+{
+	const char *ctx = "imds: events/recommendations/rebalance";
+	const char *when = NULL;
+	json_t *j = sr_json_load_buf(body, len, ctx, e);
+	int rc;
+
+	*time_ns = 0;
+	if (!j)
+		return e && e->code ? e->code : -SR_EPARSE;
+	if (!json_is_object(j)) {
+		rc = sr_err_set(e, -SR_EPARSE, "%s: expected a JSON object", ctx);
+		goto out;
+	}
+	rc = sr_json_get_str(j, "noticeTime", &when, ctx, e);
+	if (rc < 0)
+		goto out;
+	rc = sr_time_parse_rfc3339(when, time_ns, e);
+	if (rc < 0) {
+		sr_err_prefix(e, "%s: noticeTime", ctx);
+		*time_ns = 0;
+	}
+out:
+	json_decref(j);
+	return rc < 0 ? rc : 0;
+}
+
+/* GET <base>/latest/meta-data/<what> with the token: *status (0 when no
+ * answer came), and on 200 the parse of its body into out (notice) or
+ * *rebalance_ns. */
+static int meta_get(struct imds *c, const char *what, struct imds_notice *out,
+		    long *status, struct sr_err *e)
 {
 	struct sr_http_opts o;
 	struct sr_http_resp r;
@@ -232,23 +277,23 @@ static int notice_get(struct imds *c, struct imds_notice *out, long *status,
 	int rc;
 
 	opts_init(c, &o);
-	snprintf(url, sizeof url, "%s/latest/meta-data/spot/instance-action",
-		 c->base);
+	snprintf(url, sizeof url, "%s/latest/meta-data/%s", c->base, what);
 	snprintf(tok, sizeof tok, "X-aws-ec2-metadata-token: %s", c->token);
 	*status = 0;
 	rc = sr_http_request("GET", url, hdr, NULL, 0, &o, &r, e);
 	if (rc < 0) {
-		sr_err_prefix(e, "imds: GET spot/instance-action");
+		sr_err_prefix(e, "imds: GET %s", what);
 		goto out;
 	}
 	*status = r.status;
 	if (r.status == 404) {
 		rc = 0;
-	} else if (r.status == 200) {
+	} else if (r.status == 200 && out) {
 		rc = imds_parse_notice(r.body, r.body_len, out, e);
+	} else if (r.status == 200) {
+		rc = imds_parse_rebalance(r.body, r.body_len, &c->rebalance_ns, e);
 	} else {
-		rc = sr_err_set(e, -SR_EHTTP,
-				"imds: GET spot/instance-action: HTTP %ld",
+		rc = sr_err_set(e, -SR_EHTTP, "imds: GET %s: HTTP %ld", what,
 				r.status);
 	}
 out:
@@ -265,26 +310,47 @@ static int next_base(struct imds *c, int rc)
 	return rc;
 }
 
-int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e)
+/* One GET of `what` with a valid token (a 401 fetches a new one and
+ * asks again, once). */
+static int poll_one(struct imds *c, const char *what, struct imds_notice *out,
+		    struct sr_err *e)
 {
 	long status = 0;
 	int rc;
 
-	memset(out, 0, sizeof *out);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (!token_fresh(c)) {
 			rc = token_fetch(c, e);
 			if (rc < 0)
 				return next_base(c, rc);
 		}
-		rc = notice_get(c, out, &status, e);
+		rc = meta_get(c, what, out, &status, e);
 		if (status == 0 && rc < 0)
 			return next_base(c, rc);
 		if (status != 401)
 			return rc;
 		c->token_at_ns = 0; /* expired or revoked: fetch a new one */
 	}
-	return sr_err_set(e, -SR_EHTTP,
-			  "imds: GET spot/instance-action: HTTP 401 with a "
-			  "fresh token");
+	return sr_err_set(e, -SR_EHTTP, "imds: GET %s: HTTP 401 with a fresh "
+			  "token", what);
+}
+
+int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e)
+{
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = poll_one(c, "spot/instance-action", out, e);
+	if (rc < 0)
+		return rc;
+	/* the early warning, until it came (an IMDS without the path
+	 * answers 404: none) */
+	if (!c->rebalance_ns) {
+		rc = poll_one(c, "events/recommendations/rebalance", NULL, e);
+		if (rc < 0 && out->action == IMDS_NONE)
+			return rc;
+		/* else: a notice seen is what matters now */
+	}
+	out->rebalance_ns = c->rebalance_ns;
+	return 0;
 }

@@ -13,10 +13,20 @@
  *     -> 200 {"action":"terminate","time":"2026-11-29T14:20:00Z"}
  *     -> 401                       token expired: fetch a new one, retry once
  *
+   GET /latest/meta-data/events/recommendations/rebalance
+ *       X-aws-ec2-metadata-token: <token>
+ *     -> 404                       no rebalance recommendation
+ *     -> 200 {"noticeTime":"2026-11-29T14:18:00Z"}
+ *
  * A 200 whose body is not that object (bad JSON, unknown action, a time
  * that is not RFC 3339) is an error (-SR_EPARSE) naming the field; the
  * caller reports it and keeps polling.  It is never taken as "no notice"
  * silently, nor as a notice with an invented deadline.
+ *
+ * The session token is asked for with a TTL (IMDS_TOKEN_TTL_S unless
+ * imds_set_token_ttl) and fetched again before it expires: once it is
+ * older than its TTL less a margin (60 s, or a quarter of a short TTL),
+ * so a GET never carries an expired token.
  *
  * Not thread-safe: one client per polling thread.
  */
@@ -42,6 +52,9 @@ enum imds_action {
 struct imds_notice {
 	enum imds_action action;
 	int64_t time_ns; /* when the instance goes away, epoch ns; 0 if none */
+	/* the rebalance recommendation's noticeTime, epoch ns; 0 if none
+	 * (asked until one is seen: imds_poll stops asking after) */
+	int64_t rebalance_ns;
 };
 
 /* Create a client for base_url (e.g. "http://127.0.0.1:8123", no trailing
@@ -49,17 +62,23 @@ struct imds_notice {
  * choice).  Returns NULL on out-of-memory.  Caller owns; imds_destroy(). */
 struct imds *imds_create(const char *base_url, long timeout_ms);
 void imds_destroy(struct imds *c); /* NULL-safe */
+/* The TTL its session tokens are asked for, 1..21600 s (tests). */
+void imds_set_token_ttl(struct imds *c, int ttl_s);
 
 /* One poll: fetch a token if there is none (or it is near expiry), then ask
- * for spot/instance-action.  On success fills *out (action IMDS_NONE when
- * the endpoint says 404) and returns 0.  On a transport failure, an
+ * for spot/instance-action and, until one was seen, for a rebalance
+ * recommendation.  On success fills *out (action IMDS_NONE when the
+ * endpoint says 404, rebalance_ns 0 when it says 404) and returns 0.  On a transport failure, an
  * unexpected status or a malformed notice returns a negative code with *e
  * naming what was wrong; *out is then IMDS_NONE. */
 int imds_poll(struct imds *c, struct imds_notice *out, struct sr_err *e);
 
-/* Parse a spot/instance-action body.  Exposed for tests and the fuzzer. */
+/* Parse a spot/instance-action body, a rebalance recommendation's.
+ * Exposed for tests and the fuzzer. */
 int imds_parse_notice(const char *body, size_t len, struct imds_notice *out,
 		      struct sr_err *e);
+int imds_parse_rebalance(const char *body, size_t len, int64_t *time_ns,
+			 struct sr_err *e);
 
 const char *imds_action_name(enum imds_action a);
 

@@ -15,6 +15,10 @@
  *   8. /dev/null bound over every hidden file that is still visible
  *   9. ISO_ROOT: unshare USER+NS again, uid/gid 0 mapped to themselves:
  *      the mounts above become locked and host capabilities are gone
+ *  10. verify: every hidden dir that existed reads as a tmpfs (statfs),
+ *      every hidden file as /dev/null (stat: char device 1:3); what was
+ *      checked goes back to the parent, which reports it (issue 24: the
+ *      isolation event says what is hidden, not what was meant to be)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +27,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
 
 #include "agent/isolate.h"
 
@@ -182,10 +192,61 @@ static int cover(const char *dir, struct iso_fail *f)
 	return 0;
 }
 
+/* Step 10: what is hidden now, checked; present: bit i = hide_dirs[i]
+ * existed (a dir) before step 5, bit 16 + i = hide_files[i] existed. */
+static int verify(const struct workload_iso *iso, unsigned present,
+		  struct iso_fail *f)
+{
+	struct statfs fs;
+	struct stat sb;
+
+	f->dirs_hidden = f->files_hidden = 0;
+	for (int i = 0; i < 16 && i < ISO_MAX_PATHS && iso->hide_dirs[i]; i++) {
+		if (!(present & (1u << i)))
+			continue;
+		if (statfs(iso->hide_dirs[i], &fs) < 0 ||
+		    (unsigned long)fs.f_type != TMPFS_MAGIC) {
+			errno = EEXIST;
+			return fail(f, "verify", iso->hide_dirs[i]);
+		}
+		f->dirs_hidden |= 1u << i;
+	}
+	for (int i = 0; i < 16 && i < ISO_MAX_PATHS && iso->hide_files[i]; i++) {
+		if (!(present & (1u << (16 + i))))
+			continue;
+		/* under a hidden dir the file is gone; else it is /dev/null */
+		if (stat(iso->hide_files[i], &sb) == 0 &&
+		    !(S_ISCHR(sb.st_mode) && sb.st_rdev == makedev(1, 3))) {
+			errno = EEXIST;
+			return fail(f, "verify", iso->hide_files[i]);
+		}
+		f->files_hidden |= 1u << i;
+	}
+	return 0;
+}
+
+/* Which hidden paths exist before anything is mounted (verify's "present"). */
+static unsigned present_now(const struct workload_iso *iso)
+{
+	struct stat sb;
+	unsigned m = 0;
+
+	for (int i = 0; i < 16 && i < ISO_MAX_PATHS && iso->hide_dirs[i]; i++) {
+		if (lstat(iso->hide_dirs[i], &sb) == 0 && S_ISDIR(sb.st_mode))
+			m |= 1u << i;
+	}
+	for (int i = 0; i < 16 && i < ISO_MAX_PATHS && iso->hide_files[i]; i++) {
+		if (lstat(iso->hide_files[i], &sb) == 0 && !S_ISDIR(sb.st_mode))
+			m |= 1u << (16 + i);
+	}
+	return m;
+}
+
 int iso__enter(const struct workload_iso *iso, uid_t uid, gid_t gid,
 	       struct iso_fail *f)
 {
 	int keep_fd[ISO_MAX_PATHS];
+	unsigned present = present_now(iso);
 	char src[48];
 	int rc = -1, i;
 
@@ -251,6 +312,8 @@ int iso__enter(const struct workload_iso *iso, uid_t uid, gid_t gid,
 	errno = 0;
 	if (iso->mode == ISO_ROOT &&
 	    enter_userns(CLONE_NEWNS, 0, 0, 0, 0, f) < 0)
+		goto out;
+	if (verify(iso, present, f) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -26,7 +26,9 @@
  *     can be read), so a hostile root workload is not contained.
  *
  * Every path must be absolute and canonical (realpath).  A hidden path
- * that does not exist is skipped.
+ * that does not exist is skipped.  The child checks its work before it
+ * execs (step 10 in isolate.c): each hidden dir must read as a tmpfs,
+ * each hidden file as /dev/null, or the start fails ("verify").
  */
 #ifndef SR_AGENT_ISOLATE_H
 #define SR_AGENT_ISOLATE_H
@@ -45,12 +47,17 @@ struct workload_iso {
 	const char *keep_dirs[ISO_MAX_PATHS];  /* NULL-terminated */
 };
 
-/* Why the child could not set up the isolation (written to the parent
- * through a pipe; async-signal-safe to fill). */
+/* What the child set up, or why it could not (written to the parent
+ * through a pipe; async-signal-safe to fill).  On success (err 0) the
+ * masks say which hide_dirs[i] / hide_files[i] the child found hidden
+ * when it looked, after setting everything up: a dir is an empty tmpfs,
+ * a file is /dev/null (bit i; a path that did not exist is not hidden:
+ * there was nothing to hide). */
 struct iso_fail {
-	int err;           /* errno */
+	int err;           /* errno; 0: set up, and checked */
 	char step[24];     /* "unshare", "uid_map", "mount tmpfs", ... */
 	char path[200];    /* the path it was working on, "" if none */
+	unsigned dirs_hidden, files_hidden;
 };
 
 /* The mode this process can have: ISO_ROOT when euid is 0, else
@@ -59,8 +66,9 @@ enum iso_mode iso_mode_for_self(void);
 /* "userns", "root-partial" or "none". */
 const char *iso_mode_name(enum iso_mode m);
 
-/* Child side, between fork and exec: set up iso.  Only async-signal-safe
- * calls.  0 on success; -1 with *f filled on failure. */
+/* Child side, between fork and exec: set up iso and check it.  Only
+ * async-signal-safe calls.  0 on success (f->dirs_hidden/files_hidden
+ * filled); -1 with *f filled on failure. */
 int iso__enter(const struct workload_iso *iso, uid_t uid, gid_t gid,
 	       struct iso_fail *f);
 

@@ -15,6 +15,7 @@ static void info_reset(struct status_info *s)
 {
 	memset(s, 0, sizeof *s);
 	s->step = s->total_steps = s->ckpt_step = s->restored_step = -1;
+	s->saves = -1;
 }
 
 void status_reader_init(struct status_reader *r, const char *path)
@@ -22,6 +23,7 @@ void status_reader_init(struct status_reader *r, const char *path)
 	memset(r, 0, sizeof *r);
 	snprintf(r->path, sizeof r->path, "%s", path ? path : "");
 	r->last_seq = -1;
+	r->last_saves = -1;
 	info_reset(&r->last);
 }
 
@@ -59,6 +61,8 @@ int status_parse(const char *buf, size_t len, const char *name,
 		rc = get_count(j, "ckpt_step", &out->ckpt_step, name, e);
 	if (rc == 0)
 		rc = get_count(j, "restored_step", &out->restored_step, name, e);
+	if (rc == 0)
+		rc = get_count(j, "saves", &out->saves, name, e);
 	if (rc < 0)
 		goto out;
 	arr = json_object_get(j, "ckpt_error");
@@ -140,12 +144,28 @@ int status_read(struct status_reader *r, struct status_info *out,
 		out->nstalls = 0;
 		return rc;
 	}
-	if (seq >= 0) {
+	if (out->saves >= 0) {
+		/* the newest stalls, counted: keep the ones not seen (a
+		 * smaller count is a new process, all of whose are new) */
+		int64_t fresh = r->last_saves >= 0 && out->saves >= r->last_saves ?
+				out->saves - r->last_saves : out->saves;
+
+		if (fresh < out->nstalls) {
+			int skip = out->nstalls - (int)fresh;
+
+			memmove(out->stall_ms, out->stall_ms + skip,
+				(size_t)fresh * sizeof out->stall_ms[0]);
+			out->nstalls = (int)fresh;
+		}
+		r->last_saves = out->saves;
+	} else if (seq >= 0) {
 		if (seq <= r->last_seq) { /* same write seen again */
 			out->nstalls = 0;
 		}
 		r->last_seq = seq > r->last_seq ? seq : r->last_seq;
 	}
+	if (out->nstalls > 0)
+		r->stalls_seen = 1;
 	r->last = *out;
 	r->last.nstalls = 0;
 	return 1;

@@ -13,6 +13,12 @@
  * A workload writes the file right after each save, so the agent reports
  * each stall as a checkpoint of `step`.
  *
+ * The same reader reads libspotckpt's own report ($SPOTRUN_PROGRESS_FILE,
+ * lib/ckpt/progress.c), which has the same fields plus "saves": the
+ * count of saves so far, while "stall_ms" holds the newest stalls; the
+ * new stalls of a read are then the last (saves - saves at the previous
+ * read) of them.
+ *
  * Every field is optional; unknown fields are ignored (the workload is
  * user code, and a newer binding may add some).  A wrong type is an error
  * naming the field.  status_read() returns the new stalls only once per
@@ -33,6 +39,7 @@
 
 struct status_info {
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 = absent */
+	int64_t saves;                    /* -1 = absent (status files) */
 	char ckpt_error[256];             /* "" = none (truncated) */
 	int nstalls;                      /* new stalls in this read */
 	double stall_ms[STATUS_MAX_STALLS];
@@ -41,6 +48,8 @@ struct status_info {
 struct status_reader {
 	char path[4096];
 	int64_t last_seq;         /* -1 none seen */
+	int64_t last_saves;       /* -1 none seen */
+	int stalls_seen;          /* some read carried a stall */
 	ino_t last_ino;
 	int64_t last_mtime_ns;
 	off_t last_size;

@@ -55,8 +55,13 @@ static void child(const char *script, const char *cwd, char *const *envp,
 	if (errfd > 3)
 		close_range(3, (unsigned)errfd - 1, 0);
 	close_range((unsigned)errfd + 1, ~0U, 0);
-	if (iso && iso->mode != ISO_NONE && iso__enter(iso, uid, gid, &f) < 0)
-		goto fail;
+	if (iso && iso->mode != ISO_NONE) {
+		if (iso__enter(iso, uid, gid, &f) < 0)
+			goto fail;
+		/* what was set up and checked: the parent reports it */
+		if (write(errfd, &f, sizeof f) < 0)
+			(void)0;
+	}
 	if (cwd && chdir(cwd) < 0) {
 		f.err = errno;
 		memcpy(f.step, "chdir", 6);
@@ -84,6 +89,7 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 	int rc;
 
 	memset(w, 0, sizeof *w);
+	memset(&f, 0, sizeof f);
 	w->pid = -1;
 	w->out_fd = w->err_fd = -1;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
@@ -101,10 +107,17 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 	setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
 	close(rep[1]);
 	rep[1] = -1;
-	/* EOF: exec happened (the pipe is close-on-exec); else why not */
-	do {
-		n = read(rep[0], &f, sizeof f);
-	} while (n < 0 && errno == EINTR);
+	/* EOF: exec happened (the pipe is close-on-exec); before it, the
+	 * isolation's report (err 0), then a failure's (err set), if any */
+	for (;;) {
+		do {
+			n = read(rep[0], &f, sizeof f);
+		} while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof f || f.err)
+			break;
+		w->iso_dirs_hidden = f.dirs_hidden;
+		w->iso_files_hidden = f.files_hidden;
+	}
 	if (n > 0) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;

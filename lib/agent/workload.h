@@ -38,13 +38,18 @@ struct workload {
 	int signal;       /* terminating signal, 0 if it exited */
 	int64_t started_mono_ns;
 	int iso_failed;   /* the last start failed setting up isolation */
+	/* what the isolated child found hidden (isolate.h iso_fail): bit i
+	 * of iso->hide_dirs / hide_files */
+	unsigned iso_dirs_hidden, iso_files_hidden;
 };
 
 /* Start `/bin/sh -c script` in cwd (NULL = inherit) with environment envp
  * (NULL-terminated "K=V" strings, copied by exec), isolated as iso says
  * (NULL or ISO_NONE: not at all).  On success fills *w and returns 0; on
  * failure *w has pid -1 and no open fds, and w->iso_failed is 1 when the
- * isolation step failed (e names the step and path). */
+ * isolation step failed (e names the step and path).  With isolation,
+ * w->iso_dirs_hidden / iso_files_hidden say what the child checked was
+ * hidden before it ran the script. */
 int workload_start(struct workload *w, const char *script, const char *cwd,
 		   char *const *envp, const struct workload_iso *iso,
 		   struct sr_err *e);

@@ -218,14 +218,23 @@ void ec2_watch_stats(struct ec2_watch *w, struct ec2_watch_stats *out);
 
 /*
  * The user-data script that starts spotrun-agent for node `node_id` with
- * its token and the control-plane URL.  Values are checked (the token and
- * URL may hold no quote, space or control character) so nothing can
- * break out of the script, and a plain http:// URL is accepted only for
- * a loopback host (the token is a bearer token).  Returns 0 with *out malloc'd (caller frees),
- * or -EINVAL naming the bad field.
+ * its one-time bootstrap secret (lib/ctl/nodeboot.h: user-data is
+ * readable from the node for its whole life, so it never carries a node
+ * token) and the control-plane URL, with the same workload isolation as
+ * every provider's agent: --private for the node's own directory (its
+ * work dir, the node dir, stays visible), cloud-init's copies of the
+ * user-data (/var/lib/cloud), each path of private_paths (NULL-ended,
+ * may be NULL: the daemon's state dir when the node shares its host) and,
+ * on the EC2 emulator, $SPOTRUN_EMU_HIDE (every emulated instance).
+ * Values are checked (the secret, URL and paths may hold no quote, space
+ * or control character) so nothing can break out of the script, and a
+ * plain http:// URL is accepted only for a loopback host (the secret is
+ * a bearer credential until used).  Returns 0 with *out malloc'd (caller
+ * wipes and frees), or -EINVAL naming the bad field.
  */
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
-			 int64_t node_id, const char *token, char **out,
+			 int64_t node_id, const char *bootstrap,
+			 const char *const *private_paths, char **out,
 			 struct sr_err *e);
 
 /*

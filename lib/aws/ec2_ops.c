@@ -628,7 +628,8 @@ static int api_scheme(const char *url, int *plain)
 /* The control plane's URLs as the agent gets them: one, or every daemon
  * sharing the store, comma-separated, leader first (--api takes the
  * list).  Each must be http(s), and plain http only to loopback: the
- * node token is a bearer token, never in clear across a network. */
+ * bootstrap secret is a bearer credential until used, and the node token
+ * after it: never in clear across a network. */
 static int api_urls_ok(const char *list, struct sr_err *e)
 {
 	char one[1024];
@@ -652,9 +653,9 @@ static int api_urls_ok(const char *list, struct sr_err *e)
 		if (plain && !sr_url_is_loopback(one))
 			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
 					  "http:// to a host that is not loopback "
-					  "would send the node token in clear; use "
-					  "https:// (spotrund --tls-cert/--tls-key) or "
-					  "a tunnel", one);
+					  "would send the node's bootstrap secret and "
+					  "token in clear; use https:// (spotrund "
+					  "--tls-cert/--tls-key) or a tunnel", one);
 		p += n;
 		if (*p == ',')
 			p++;
@@ -663,10 +664,13 @@ static int api_urls_ok(const char *list, struct sr_err *e)
 }
 
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
-			 int64_t node_id, const char *token, char **out,
+			 int64_t node_id, const char *bootstrap,
+			 const char *const *private_paths, char **out,
 			 struct sr_err *e)
 {
 	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
+	char priv[2048] = "";
+	size_t k = 0;
 	int rc;
 
 	*out = NULL;
@@ -676,15 +680,32 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 	rc = api_urls_ok(api_url, e);
 	if (rc < 0)
 		return rc;
-	if (!shell_safe(token) || strlen(token) < 16 || strlen(token) > 256)
-		return sr_err_set(e, -EINVAL, "bootstrap: node token: expected "
+	if (!shell_safe(bootstrap) || strlen(bootstrap) < 16 ||
+	    strlen(bootstrap) > 256)
+		return sr_err_set(e, -EINVAL, "bootstrap: secret: expected "
 				  "16..256 printable characters without quotes");
 	if (node_id <= 0)
 		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
-	/* The token goes to a 0600 file, never onto a command line (where
-	 * ps would show it) nor into the cloud-init log.  SPOTRUN_NODE_ROOT
-	 * and SPOTRUN_IMDS_URL are set only by the EC2 emulator (ec2emu.h),
-	 * whose instance is the script's own process session. */
+	for (size_t i = 0; private_paths && private_paths[i]; i++) {
+		const char *p = private_paths[i];
+		int n;
+
+		if (!shell_safe(p) || p[0] != '/')
+			return sr_err_set(e, -EINVAL, "bootstrap: private path '%s':"
+					  " expected an absolute path without "
+					  "quotes or spaces", p);
+		n = snprintf(priv + k, sizeof priv - k, " --private '%s'", p);
+		if (n < 0 || (size_t)n >= sizeof priv - k)
+			return sr_err_set(e, -EINVAL, "bootstrap: private paths: "
+					  "longer than %zu bytes", sizeof priv);
+		k += (size_t)n;
+	}
+	/* The secret goes to a 0600 file the agent reads and removes, never
+	 * onto a command line (where ps would show it) nor into the
+	 * cloud-init log.  SPOTRUN_NODE_ROOT, SPOTRUN_IMDS_URL and
+	 * SPOTRUN_EMU_HIDE are set only by the EC2 emulator (ec2emu.h),
+	 * whose instance is the script's own process session on the
+	 * emulator's host. */
 	if (asprintf(out,
 		     "#!/bin/sh\n"
 		     "# spotrun node bootstrap (EC2 user-data), node %lld\n"
@@ -692,10 +713,14 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 		     "umask 077\n"
 		     "d=\"${SPOTRUN_NODE_ROOT:-/var/lib/spotrun}/node-%lld\"\n"
 		     "mkdir -p \"$d/work\"\n"
-		     "printf '%%s\\n' '%s' > \"$d/token\"\n"
-		     "chmod 600 \"$d/token\"\n"
+		     "printf '%%s\\n' '%s' > \"$d/bootstrap\"\n"
+		     "chmod 600 \"$d/bootstrap\"\n"
 		     "set -- '%s' --api '%s' --node-id %lld"
-		     " --token-file \"$d/token\" --workdir \"$d/work\"\n"
+		     " --bootstrap-file \"$d/bootstrap\" --workdir \"$d/work\""
+		     " --private \"$d\" --private /var/lib/cloud%s\n"
+		     "if [ -n \"${SPOTRUN_EMU_HIDE:-}\" ]; then\n"
+		     "  set -- \"$@\" --private \"$SPOTRUN_EMU_HIDE\"\n"
+		     "fi\n"
 		     "if [ -n \"${SPOTRUN_IMDS_URL:-}\" ]; then\n"
 		     "  set -- \"$@\" --imds \"$SPOTRUN_IMDS_URL\"\n"
 		     "fi\n"
@@ -704,12 +729,11 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 		     "fi\n"
 		     "if [ -d /run/systemd/system ] && command -v systemd-run"
 		     " >/dev/null 2>&1; then\n"
-		     "  exec systemd-run --unit=spotrun-agent-%lld"
-		     " --property=Restart=on-failure \"$@\"\n"
+		     "  exec systemd-run --unit=spotrun-agent-%lld \"$@\"\n"
 		     "fi\n"
 		     "nohup \"$@\" >>\"$d/agent.log\" 2>&1 &\n",
-		     (long long)node_id, (long long)node_id, token, agent, api_url,
-		     (long long)node_id, (long long)node_id) < 0) {
+		     (long long)node_id, (long long)node_id, bootstrap, agent,
+		     api_url, (long long)node_id, priv, (long long)node_id) < 0) {
 		*out = NULL;
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	}

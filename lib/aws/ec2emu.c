@@ -123,6 +123,7 @@ static int launch_process(struct ec2emu *m, struct emu_inst *in,
 {
 	char path[700], root[700], log[700], env_root[760], env_imds[200];
 	char env_home[760], env_path[] = "PATH=/usr/local/bin:/usr/bin:/bin";
+	char env_hide[700];
 	unsigned char *ud = NULL;
 	size_t b64len = user_data_b64 != NULL ? strlen(user_data_b64) : 0;
 	int udlen = 0, rc;
@@ -165,9 +166,14 @@ static int launch_process(struct ec2emu *m, struct emu_inst *in,
 	snprintf(env_imds, sizeof(env_imds), "SPOTRUN_IMDS_URL=%s/imds/%s",
 		 m->url, in->id);
 	snprintf(env_home, sizeof(env_home), "HOME=%s", root);
+	/* an instance sees no other instance's disk (nor its own user-data
+	 * file): the bootstrap script hides the emulator's work dir from
+	 * the workload */
+	snprintf(env_hide, sizeof(env_hide), "SPOTRUN_EMU_HIDE=%s", m->work_dir);
 	{
 		char *argv[] = { "/bin/sh", path, NULL };
-		char *envp[] = { env_path, env_root, env_imds, env_home, NULL };
+		char *envp[] = { env_path, env_root, env_imds, env_home, env_hide,
+				 NULL };
 
 		rc = sr_proc_spawn(argv, envp, in->dir, log, gate_ok, NULL,
 				   &in->pid, &in->pid_start, e);

@@ -13,7 +13,9 @@
  *     by /bin/sh in a new session under <work_dir>/<instance-id>/, with
  *       SPOTRUN_NODE_ROOT=<that dir>/root
  *       SPOTRUN_IMDS_URL=<emulator>/imds/<instance-id>
- *     (the driver's bootstrap script honours both).  Spot launches fail
+ *       SPOTRUN_EMU_HIDE=<work_dir> (every instance's disk and user-data:
+ *         what a real instance cannot see of the others)
+ *     (the driver's bootstrap script honours them).  Spot launches fail
  *     with InsufficientInstanceCapacity when the pool's trace has no
  *     capacity now, and with SpotMaxPriceTooLow under the current price.
  *     ClientToken is idempotent: the same token with the same parameters

@@ -13,7 +13,7 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
+#include "backend.h"
 #include "common/timeutil.h"
 
 SPOTCKPT_API void spotckpt_opts_init(struct spotckpt_opts *o)
@@ -100,7 +100,7 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	ckpt__errmsg_clear();
 	if (!o || !out || !o->dir || !*o->dir)
 		return ckpt__fail(-EINVAL, "spotckpt_open: dir is required");
-	if (objstore_uri_is_remote(o->dir))
+	if (ckpt__uri_is_remote(o->dir))
 		return ckpt__fail(-EINVAL, "spotckpt_open: %s: tier 2 needs a "
 				  "local directory; add the object store with "
 				  "spotckpt_set_remote()", o->dir);
@@ -110,16 +110,19 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	    o->direct_io < SPOTCKPT_DIO_AUTO || o->direct_io > SPOTCKPT_DIO_OFF)
 		return ckpt__fail(-EINVAL, "spotckpt_open: keep must be >= 1 and "
 				  "the enums in range");
-	rc = make_dir(objstore_uri_local_path(o->dir));
+	rc = make_dir(ckpt__uri_local_path(o->dir));
 	if (rc)
 		return rc;
 	e = calloc(1, sizeof *e);
 	if (!e)
 		return ckpt__fail(-ENOMEM, "spotckpt_open: out of memory");
 	e->o = *o;
-	e->dir = strdup(objstore_uri_local_path(o->dir));
+	e->dir = strdup(ckpt__uri_local_path(o->dir));
 	e->o.dir = e->dir;
+	if (e->o.commit_timeout_ms <= 0)
+		e->o.commit_timeout_ms = SPOTCKPT_COMMIT_TIMEOUT_MS;
 	e->lazy_slot = -1;
+	e->skipped_step = -1;
 	e->st.last_saved_step = -1;
 	atomic_init(&e->cancel, 0);
 	pthread_mutex_init(&e->api, NULL);
@@ -159,9 +162,26 @@ static void reg_free(struct spotckpt *e)
 	e->dirty = 1;
 }
 
-SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
+/* The newest save asked for was dropped by back-pressure: nothing holds
+ * it, so no tier can; say so. */
+static void warn_skipped(struct spotckpt *e)
 {
-	int rc = 0;
+	int64_t skipped, saved;
+
+	pthread_mutex_lock(&e->mu);
+	skipped = e->skipped_step;
+	saved = e->st.last_saved_step;
+	pthread_mutex_unlock(&e->mu);
+	if (skipped > saved)
+		sr_warn("ckpt", "the newest save was skipped by back-pressure "
+			"(tier 2 was still writing); the newest checkpoint is an "
+			"older step", "dir=%s skipped_step=%" PRId64
+			" newest_step=%" PRId64, e->dir, skipped, saved);
+}
+
+SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
+{
+	int rc = 0, rc3;
 
 	if (!e)
 		return 0;
@@ -175,7 +195,18 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->writer, NULL);
 	}
-	objstore_tier3_stop(e->t3); /* uploads what tier 2 committed last */
+	warn_skipped(e);
+	/* tier 3: the newest committed step, whole in the store, or an
+	 * error saying where it is */
+	rc3 = ckpt__remote_drain(e, timeout_ms < 0 ? e->o.commit_timeout_ms
+					       : timeout_ms);
+	if (rc == 0)
+		rc = rc3;
+	else if (rc3)
+		sr_error("ckpt", "tier 3 incomplete at close", "err=\"%s\"",
+			 spotckpt_errmsg());
+	ckpt__remote_stop(e);
+	ckpt__progress_flush();
 	ckpt__pool_free(e->pool);
 	for (int i = 0; i < CKPT_MAX_SLOTS; i++) {
 		ckpt__layout_unref(e->slots[i].l);
@@ -197,6 +228,11 @@ SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
 	pthread_cond_destroy(&e->cv);
 	free(e);
 	return rc;
+}
+
+SPOTCKPT_API int spotckpt_close(struct spotckpt *e)
+{
+	return spotckpt_close_ex(e, -1);
 }
 
 static int cuda_init(struct spotckpt *e)

@@ -20,8 +20,6 @@
 
 #include "internal.h"
 
-struct objstore_tier3;
-
 #define CKPT_MAX_SLOTS 8
 
 enum slot_state { SLOT_FREE, SLOT_COPYING, SLOT_STAGED, SLOT_WRITING };
@@ -77,8 +75,11 @@ struct spotckpt {
 	void *stream, *event;
 
 	struct spotckpt_stats st;   /* under mu */
-	struct objstore_tier3 *t3;  /* tier 3 (lib/objstore) or NULL; set
-				     * under api and mu, freed by close */
+	int64_t skipped_step;       /* newest save dropped by back-pressure
+				     * (under mu), -1 */
+	void *up;                   /* tier 3: the backend's uploader
+				     * (backend.h) or NULL; set under api and
+				     * mu, freed by close */
 };
 
 /* save.c */
@@ -87,5 +88,17 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct sr_err *err);
 int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
+
+/* remote.c: tier 3 through the backend (no-ops without one) */
+void ckpt__remote_offer(struct spotckpt *e, int64_t step); /* mu held */
+/* Wait up to timeout_ms for the newest committed step to be in the
+ * store; the error (errmsg) says which step is where. */
+int ckpt__remote_drain(struct spotckpt *e, int64_t timeout_ms);
+void ckpt__remote_stop(struct spotckpt *e);
+/* Where spotckpt_restore reads from: the directory, or the store when it
+ * holds a newer committed step.  A store that does not answer is an
+ * error. */
+int ckpt__restore_source(struct spotckpt *e, int64_t max_step,
+			 const char **src);
 
 #endif

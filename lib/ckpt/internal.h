@@ -18,6 +18,7 @@
  *   engine.c      the engine: slots, back-pressure, writer thread
  *   reader.c      opening and reading a checkpoint
  *   restore.c     restore with fallback, verify, list
+ *   progress.c    the progress report for the node agent
  */
 #ifndef SPOTCKPT_INTERNAL_H
 #define SPOTCKPT_INTERNAL_H
@@ -52,6 +53,13 @@ void ckpt__errmsg_clear(void);
  * "what: <words for code>" when the path that failed set none (an
  * allocation deep inside, found by tests/unit/test_faultinj.c). */
 int ckpt__fail_default(int code, const char *what);
+
+/* ---- progress.c ---------------------------------------------------------- */
+/* A save was accepted (its stall), a step was committed to tier 2, the
+ * last step reported is to be written now (close).  Never fail. */
+void ckpt__progress_saved(int64_t step, double stall_ms);
+void ckpt__progress_committed(int64_t step);
+void ckpt__progress_flush(void);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 /* Dtype of a safetensors name, or -1. */
@@ -254,7 +262,31 @@ void ckpt__retention(const char *dir, int keep, int64_t protect);
 int ckpt__rmdir_flat(int parentfd, const char *name);
 /* Parse "step-N" (committed, *tmp = 0) or "step-N.tmp" (*tmp = 1). */
 int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp);
+/* ---- undo.c: a failed read leaves the destinations as they were --------- */
+struct ckpt_undo;
+/* For the destinations map[0..l->nt-1] (NULL = none): a buffer as large
+ * as the ones to keep, borrow[0..borrow_n) when it fits, else mapped.
+ * *out owned by the caller (ckpt__undo_free). */
+int ckpt__undo_new(const struct ckpt_layout *l,
+		   const struct spotckpt_dest *const *map, uint8_t *borrow,
+		   uint64_t borrow_n, struct ckpt_undo **out);
+/* Keep tensor t's destination bytes aside; call before its first byte is
+ * written (any thread; idempotent; u may be NULL).  Non-zero: it could
+ * not be kept (a device copy failed) and must not be written. */
+int ckpt__undo_save(struct ckpt_undo *u, uint32_t t);
+/* 1 when the undo buffer is the borrowed memory. */
+int ckpt__undo_borrowed(const struct ckpt_undo *u);
+/* Put back every destination kept so far. */
+void ckpt__undo_rollback(struct ckpt_undo *u);
+void ckpt__undo_free(struct ckpt_undo *u); /* NULL-safe */
+
 /* ---- restore.c ---------------------------------------------------------- */
+/* 1 for the codes that say a checkpoint is damaged or incomplete
+ * (checksum, format, a missing file or object): restore then falls back
+ * to the previous one.  Any other failure (I/O to a store, permissions,
+ * memory, arguments) stops the restore: an older step must not be taken
+ * for the newest because a store did not answer. */
+int ckpt__is_damage(int rc);
 /* The restore loop shared by spotckpt_restore and spotckpt_restore_cb:
  * after lookup ran for every tensor of a candidate, check(ud) (may be NULL)
  * may reject the candidate (non-zero), e.g. when a required tensor was not

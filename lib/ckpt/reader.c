@@ -25,7 +25,7 @@
 #include "internal.h"
 #include "common/fsutil.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
+#include "backend.h"
 
 #define READ_THREADS_MAX 4
 
@@ -33,11 +33,15 @@ struct spotckpt_reader {
 	char *dir;               /* the checkpoint's own directory */
 	struct ckpt_manifest m;
 	uint32_t io_depth, io_chunk;
-	struct objstore_rd *remote; /* tier 3: reads go to the object store */
-	uint8_t *buf;            /* borrowed read buffers (the engine's idle
-				  * staging slot) or NULL: each thread maps its
-				  * own */
+	void *remote;            /* tier 3: reads go to the store through
+				  * ckpt_remote_backend */
+	uint8_t *buf;            /* borrowed memory (the engine's idle
+				  * staging slot) or NULL: for the undo buffer
+				  * when it fits, else for the read buffers
+				  * (each thread maps its own without it) */
 	uint64_t buf_bytes;
+	uint8_t *io_buf;         /* read buffers of this read_all, or NULL */
+	uint64_t io_buf_bytes;
 };
 
 void ckpt__reader_borrow_buffer(struct spotckpt_reader *r, uint8_t *buf,
@@ -157,6 +161,7 @@ struct shard_job {
 	uint32_t k;        /* cursor: current tensor */
 	int open;
 	const struct ckpt_cuda_ops *cu;
+	struct ckpt_undo *undo;  /* old destination bytes, or NULL */
 	struct sr_err err;
 	int rc;
 };
@@ -193,6 +198,12 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 		if (want && !j->open) {
 			XXH3_64bits_reset(j->tst);
 			j->open = 1;
+			/* its old bytes aside before the first is written */
+			if (d && ckpt__undo_save(j->undo, j->k))
+				return sr_err_set(&j->err, -SR_EUNSUPPORTED,
+						  "tensor %s: cannot keep its "
+						  "old contents (device copy "
+						  "failed)", t->name);
 		}
 		if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
 			ckpt__hash_copy(j->tst, (uint8_t *)d->ptr + (lo - tb),
@@ -335,7 +346,8 @@ static int job_cmp(const void *a, const void *b)
 /* Cut the wanted tensors into jobs; returns the number of jobs. */
 static size_t plan_jobs(struct spotckpt_reader *r,
 			const struct spotckpt_dest **dest, int verify_all,
-			int nthreads, struct shard_job *jobs)
+			int nthreads, struct ckpt_undo *undo,
+			struct shard_job *jobs)
 {
 	const struct ckpt_layout *l = r->m.l;
 	uint64_t job_bytes = 0;
@@ -371,6 +383,7 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			jobs[n].dest = dest;
 			jobs[n].verify_all = verify_all;
 			jobs[n].cu = ckpt__cuda();
+			jobs[n].undo = undo;
 			n++;
 		}
 	}
@@ -381,7 +394,8 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 /* Read (and verify) the wanted tensors on up to READ_THREADS_MAX threads.
  * The first failure's message goes to the caller's errmsg. */
 static int run_shards(struct spotckpt_reader *r,
-		      const struct spotckpt_dest **dest, int verify_all)
+		      const struct spotckpt_dest **dest, int verify_all,
+		      struct ckpt_undo *undo)
 {
 	struct job_set js = { 0 };
 	pthread_t th[READ_THREADS_MAX];
@@ -394,16 +408,18 @@ static int run_shards(struct spotckpt_reader *r,
 		return -ENOMEM;
 	pthread_mutex_init(&js.mu, NULL);
 	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
-	js.n = plan_jobs(r, dest, verify_all, want, js.jobs);
+	js.n = plan_jobs(r, dest, verify_all, want, undo, js.jobs);
 	if ((size_t)want > js.n)
 		want = js.n ? (int)js.n : 1;
 	for (int i = 0; i < want; i++) {
 		/* thread i reads into the i-th 2 MiB-aligned share of the
 		 * borrowed buffer (huge pages stay whole) */
-		uint64_t share = r->buf_bytes / (uint64_t)want & ~((2ull << 20) - 1);
+		uint64_t share = r->io_buf_bytes / (uint64_t)want &
+				 ~((2ull << 20) - 1);
 
 		w[i].js = &js;
-		w[i].buf = r->buf && share ? r->buf + share * (uint64_t)i : NULL;
+		w[i].buf = r->io_buf && share ? r->io_buf + share * (uint64_t)i
+					      : NULL;
 		w[i].buf_bytes = share;
 		w[i].rc = 0;
 	}
@@ -472,7 +488,7 @@ static int try_open(const char *ckdir, int64_t want, uint32_t flags,
 			goto out;
 	}
 	if (flags & SPOTCKPT_OPEN_VERIFY) {
-		rc = run_shards(r, NULL, 1);
+		rc = run_shards(r, NULL, 1, NULL);
 		if (rc) {
 			sr_err_set(e, rc, "%s", spotckpt_errmsg());
 			goto out;
@@ -497,7 +513,7 @@ out:
 	return rc;
 }
 
-/* A checkpoint in an object store (lib/objstore/remote.c). */
+/* A checkpoint in an object store (the backend, backend.h). */
 static int remote_open(const char *uri, int64_t step, int64_t max_step,
 		       uint32_t flags, struct spotckpt_reader **out)
 {
@@ -507,8 +523,9 @@ static int remote_open(const char *uri, int64_t step, int64_t max_step,
 
 	if (!r)
 		return -ENOMEM;
-	rc = objstore_rd_open(uri, step, max_step, flags & SPOTCKPT_OPEN_VERIFY,
-			      &r->remote, &r->m, &r->dir, &e);
+	rc = ckpt_remote_backend.rd_open(uri, step, max_step,
+					 flags & SPOTCKPT_OPEN_VERIFY, &r->remote,
+					 &r->m, &r->dir, &e);
 	if (rc) {
 		spotckpt_reader_close(r);
 		return ckpt__fail_err(&e, rc);
@@ -532,9 +549,9 @@ SPOTCKPT_API int spotckpt_reader_open(const char *dir, int64_t step,
 	ckpt__errmsg_clear();
 	if (!dir || !out)
 		return ckpt__fail(-EINVAL, "reader_open: NULL argument");
-	if (objstore_uri_is_remote(dir))
+	if (ckpt__uri_is_remote(dir))
 		return remote_open(dir, step, max_step, flags, out);
-	dir = objstore_uri_local_path(dir);
+	dir = ckpt__uri_local_path(dir);
 	if (step >= 0) {
 		snprintf(path, sizeof path, "%s/step-%08" PRId64, dir, step);
 		rc = try_open(path, step, flags, out, &e);
@@ -568,7 +585,8 @@ SPOTCKPT_API void spotckpt_reader_close(struct spotckpt_reader *r)
 	if (!r)
 		return;
 	ckpt__manifest_free(&r->m);
-	objstore_rd_close(r->remote);
+	if (r->remote)
+		ckpt_remote_backend.rd_close(r->remote);
 	free(r->dir);
 	free(r);
 }
@@ -640,6 +658,7 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 					  size_t n)
 {
 	const struct spotckpt_dest **map;
+	struct ckpt_undo *undo = NULL;
 	int rc;
 
 	if (!r || (n && !d))
@@ -670,16 +689,31 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 		}
 		map[d[i].index] = &d[i];
 	}
+	/* all or nothing: the old bytes of every destination are kept aside
+	 * as it is first written, and put back if anything fails */
+	rc = ckpt__undo_new(r->m.l, map, r->buf, r->buf_bytes, &undo);
+	if (rc) {
+		rc = ckpt__fail(rc, "read_all: no memory to keep the destinations' "
+				"contents");
+		goto out;
+	}
+	/* the borrowed memory went to the undo buffer, else to reading */
+	r->io_buf = r->buf && ckpt__undo_borrowed(undo) ? NULL : r->buf;
+	r->io_buf_bytes = r->io_buf ? r->buf_bytes : 0;
 	if (r->remote) {
 		struct sr_err e = { 0 };
 
-		rc = objstore_rd_read(r->remote, &r->m, map, 0, &e);
+		rc = ckpt_remote_backend.rd_read(r->remote, &r->m, map, 0, undo,
+						 &e);
 		if (rc)
 			ckpt__fail_err(&e, rc);
 	} else {
-		rc = run_shards(r, map, 0);
+		rc = run_shards(r, map, 0, undo);
 	}
+	if (rc)
+		ckpt__undo_rollback(undo);
 out:
+	ckpt__undo_free(undo);
 	free(map);
 	return rc;
 }

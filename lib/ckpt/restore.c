@@ -20,7 +20,13 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
+#include "backend.h"
+
+int ckpt__is_damage(int rc)
+{
+	return rc == -SR_ECHECKSUM || rc == -SR_ECORRUPT || rc == -SR_EPARSE ||
+	       rc == -SR_ENOTFOUND || rc == -ENOENT || rc == -EIO;
+}
 
 int ckpt__restore_loop(const char *dir, int64_t max_step,
 		       spotckpt_lookup_fn lookup, int (*check)(void *ud),
@@ -78,7 +84,7 @@ int ckpt__restore_loop(const char *dir, int64_t max_step,
 				spotckpt_reader_close(r);
 				break;
 			}
-			if (rc == -ENOMEM || rc == -ENOBUFS || rc == -EINVAL) {
+			if (!ckpt__is_damage(rc)) {
 				spotckpt_reader_close(r);
 				break;
 			}
@@ -187,6 +193,8 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 				  int64_t *step)
 {
 	struct reg_match m = { .e = e };
+	const char *src = NULL;
+	int64_t got = -1;
 	uint64_t nbuf = 0;
 	uint8_t *buf;
 	int rc;
@@ -200,11 +208,17 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 	if (e->nreg == 0)
 		rc = ckpt__fail(-SR_ECONFLICT, "restore: no tensor registered");
 	else
-		rc = ckpt__restore_loop(objstore_tier3_source(e->t3, e->dir,
-							       max_step),
-					max_step, reg_lookup, reg_check, &m,
-					buf, nbuf, step);
+		rc = ckpt__restore_source(e, max_step, &src);
+	if (rc == 0)
+		rc = ckpt__restore_loop(src, max_step, reg_lookup, reg_check, &m,
+					buf, nbuf, &got);
 	pthread_mutex_unlock(&e->api);
+	/* what this process resumes from, for the node agent: 0 when there
+	 * was nothing to restore (a fresh start) */
+	if (rc == 0 || rc == -SR_ENOTFOUND)
+		spotckpt_progress_restored(rc == 0 ? got : 0);
+	if (rc == 0 && step)
+		*step = got;
 	return rc;
 }
 
@@ -219,11 +233,11 @@ SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
 	ckpt__errmsg_clear();
 	if (!dir)
 		return ckpt__fail(-EINVAL, "verify: NULL dir");
-	dir = objstore_uri_local_path(dir);
-	if (step < 0 && objstore_uri_is_remote(dir)) {
+	dir = ckpt__uri_local_path(dir);
+	if (step < 0 && ckpt__uri_is_remote(dir)) {
 		struct sr_err e = { 0 };
 
-		rc = objstore_rd_newest(dir, &step, &e);
+		rc = ckpt_remote_backend.rd_newest(dir, &step, &e);
 		if (rc)
 			return ckpt__fail_err(&e, rc);
 		if (step < 0)
@@ -314,17 +328,17 @@ SPOTCKPT_API int spotckpt_list(const char *dir, struct spotckpt_entry *out,
 		*n = 0;
 	if (!dir || (cap && !out))
 		return ckpt__fail(-EINVAL, "list: NULL argument");
-	if (objstore_uri_is_remote(dir)) {
+	if (ckpt__uri_is_remote(dir)) {
 		struct sr_err e = { 0 };
 
-		rc = objstore_rd_list(dir, out, cap, &cnt, &e);
+		rc = ckpt_remote_backend.rd_list(dir, out, cap, &cnt, &e);
 		if (rc)
 			return ckpt__fail_err(&e, rc);
 		if (n)
 			*n = cnt;
 		return 0;
 	}
-	dir = objstore_uri_local_path(dir);
+	dir = ckpt__uri_local_path(dir);
 	rc = ckpt__scan(dir, &steps, &cnt, 1, &tmp);
 	if (rc)
 		return ckpt__fail(rc, "%s: %s", dir, sr_strerror(rc));

@@ -21,7 +21,6 @@
 
 #include "engine.h"
 #include "common/log.h"
-#include "objstore/tier3.h"
 #include "common/timeutil.h"
 
 static int ensure_layout(struct spotckpt *e)
@@ -257,7 +256,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct ckpt_commit_res *res, int64_t t0,
 			 const struct sr_err *err)
 {
-	int64_t now = sr_time_mono_ns();
+	int64_t now = sr_time_mono_ns(), step;
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
@@ -279,19 +278,23 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 		e->st.uring_used = res->uring_used;
 		e->last_rc = 0;
 		e->last_msg[0] = '\0';
-		if (e->t3)
-			objstore_tier3_offer(e->t3, s->step); /* never blocks */
+		ckpt__remote_offer(e, s->step); /* never blocks */
 	}
 	if (s->seq > e->finished)
 		e->finished = s->seq;
+	step = s->step;
 	s->state = SLOT_FREE;
 	ckpt__layout_unref(s->l);
 	s->l = NULL;
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (rc == 0)
+		ckpt__progress_committed(step);
 }
 
-static void note_stall(struct spotckpt *e, int64_t t0)
+/* A save's stall: into the stats, and (accepted saves) the progress
+ * report. */
+static void note_stall(struct spotckpt *e, int64_t t0, int64_t step)
 {
 	int64_t d = sr_time_mono_ns() - t0;
 
@@ -301,6 +304,8 @@ static void note_stall(struct spotckpt *e, int64_t t0)
 	if (d > e->st.max_stall_ns)
 		e->st.max_stall_ns = d;
 	pthread_mutex_unlock(&e->mu);
+	if (step >= 0)
+		ckpt__progress_saved(step, (double)d / 1e6);
 }
 
 /* Choose a slot under back-pressure (mu held).  Returns an index, or -1
@@ -324,6 +329,13 @@ static int pick_slot(struct spotckpt *e, int32_t *outcome)
 				    (newest < 0 ||
 				     e->slots[i].seq > e->slots[newest].seq))
 					newest = i;
+			}
+			if (newest < 0) {
+				/* nothing staged to replace (one slot, being
+				 * written): wait for it rather than drop the
+				 * newest save (issue 23) */
+				pthread_cond_wait(&e->cv, &e->mu);
+				continue;
 			}
 		}
 		if (newest >= 0) {
@@ -368,6 +380,8 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 	e->st.saves_requested++;
 	idx = pick_slot(e, &oc);
 	if (idx < 0) {
+		if (step > e->skipped_step)
+			e->skipped_step = step; /* close() says so */
 		pthread_mutex_unlock(&e->mu);
 		goto out;
 	}
@@ -399,7 +413,7 @@ SPOTCKPT_API int spotckpt_save(struct spotckpt *e, int64_t step,
 		rc = s->copy_rc;
 	}
 out:
-	note_stall(e, t0);
+	note_stall(e, t0, rc == 0 && oc != SPOTCKPT_SKIPPED ? step : -1);
 	pthread_mutex_unlock(&e->api);
 	if (outcome)
 		*outcome = oc;
@@ -480,7 +494,7 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 			rc = ckpt__fail(-SR_EUNSUPPORTED, "save_final: CUDA copy "
 					"failed");
 	}
-	note_stall(e, t0);
+	note_stall(e, t0, rc == 0 ? step : -1);
 	if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
 		co.keep = e->o.keep;

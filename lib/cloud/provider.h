@@ -118,7 +118,11 @@ struct cloud_host {
 /* What a node needs at its first boot (borrowed). */
 struct cloud_boot {
 	int64_t node_id, job_id;
-	const char *token;         /* the node's first secret */
+	/* the node's one-time bootstrap secret (lib/ctl/nodeboot.h): its
+	 * agent exchanges it for its token at first contact.  Put it in
+	 * the instance's bootstrap channel and nowhere else; never a node
+	 * token (spotrun-agent --bootstrap-file) */
+	const char *bootstrap;
 	const char *api_url;       /* the control plane(s), leader first */
 };
 
@@ -149,7 +153,7 @@ struct cloud_check {
 struct cloud_provider_ops {
 	/* The first-boot text (EC2: a user-data script; the local cloud: a
 	 * JSON startup document).  *out malloc'd; the caller wipes and
-	 * frees it (it holds the token). */
+	 * frees it (it holds the bootstrap secret). */
 	int (*bootstrap)(void *st, const struct cloud_boot *b, char **out,
 			 struct sr_err *e);
 	/* CLOUD_CAP_HOSTED_META: node's view; -SR_ENOTFOUND when this

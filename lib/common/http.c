@@ -361,6 +361,9 @@ static CURLcode attempt(struct xfer *x, struct curl_slist *hdrs,
 		return CURLE_OUT_OF_MEMORY;
 	errbuf[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_URL, rq->url);
+	/* the path is sent as written: "/../" is never squashed (an object
+	 * key is not a file path, and its signature covers it as is) */
+	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, attempt_limit_ms(o));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);

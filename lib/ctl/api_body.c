@@ -238,12 +238,14 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 {
 	static const char *const keys[] = { "workload", "attempt", "step",
 		"total_steps", "ckpt_step", "restored_step", "cpu_util",
-		"gpu_util", "workload_pgid", NULL };
+		"gpu_util", "workload_pgid", "ckpt_local_step", "ckpt_store_ns",
+		NULL };
 	const char *wl = "idle";
 	int rc, w;
 
 	memset(out, 0, sizeof *out);
 	out->step = out->total_steps = out->ckpt_step = out->restored_step = -1;
+	out->ckpt_local_step = out->ckpt_store_ns = -1;
 	out->cpu_util = out->gpu_util = -1;
 	rc = load_obj(buf, len, root, e);
 	if (rc)
@@ -269,6 +271,11 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 	if (!rc)
 		rc = get_nonneg(*root, "restored_step", &out->restored_step, CTX, e);
 	if (!rc)
+		rc = get_nonneg(*root, "ckpt_local_step", &out->ckpt_local_step,
+				CTX, e);
+	if (!rc)
+		rc = get_nonneg(*root, "ckpt_store_ns", &out->ckpt_store_ns, CTX, e);
+	if (!rc)
 		rc = get_util(*root, "cpu_util", &out->cpu_util, CTX, e);
 	if (!rc)
 		rc = get_util(*root, "gpu_util", &out->gpu_util, CTX, e);
@@ -289,16 +296,18 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 {
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
-					     "ckpt_error", "isolation" };
-	static const char *const keys[8][9] = {
-		{ "type", "action", "time", NULL },
+					     "ckpt_error", "isolation",
+					     "rebalance" };
+	static const char *const keys[9][9] = {
+		{ "type", "action", "time", "source", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
 		{ "type", "cpu_util", "gpu_util", NULL },
 		{ "type", "exit_code", NULL },
 		{ "type", "attempt", "stream", "ts", "line", NULL },
 		{ "type", "attempt", "message", NULL },
-		{ "type", "mode", "message", NULL },
+		{ "type", "mode", "message", "hidden", NULL },
+		{ "type", "time", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -315,7 +324,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 8);
+	t = pick(type, types, 9);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -334,6 +343,13 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		    strcmp(s, "hibernate"))
 			rc = sr_err_set(e, -SR_EPARSE, "%s: action: expected "
 					"terminate, stop or hibernate", ctx);
+		if (!rc)
+			rc = sr_json_get_str_opt(o, "source", &ev->source, ctx, e);
+		if (!rc && ev->source && !ev->source[0])
+			rc = sr_err_set(e, -SR_EPARSE, "%s: source: empty", ctx);
+		/* the cloud's time, as a rebalance's */
+		/* fall through */
+	case EV_REBALANCE:
 		if (!rc)
 			rc = sr_json_get_str_opt(o, "time", &ev->time, ctx, e);
 		if (!rc && ev->time)
@@ -399,6 +415,22 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 					"root-partial, none, unavailable or refused", ctx);
 		if (rc)
 			return rc;
+		/* the paths the agent checked were hidden (issue 24) */
+		x = json_object_get(o, "hidden");
+		if (x && !json_is_null(x)) {
+			size_t i;
+			json_t *p;
+
+			if (!json_is_array(x) || json_array_size(x) > 32)
+				return sr_err_set(e, -SR_EPARSE, "%s: hidden: expected "
+						  "an array of at most 32 paths", ctx);
+			json_array_foreach(x, i, p) {
+				if (!json_is_string(p) || json_string_length(p) > 4096)
+					return sr_err_set(e, -SR_EPARSE, "%s: hidden[%zu]: "
+							  "expected a path", ctx, i);
+			}
+			ev->hidden = x;
+		}
 		/* a message like ckpt_error's */
 		/* fall through */
 	case EV_CKPT_ERROR:

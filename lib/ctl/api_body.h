@@ -57,21 +57,25 @@ struct api_heartbeat {
 	enum api_workload workload;
 	int64_t attempt;
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 absent */
+	/* the recovery point with tier 3: newest step on the node's disk,
+	 * and the save time (wall ns) of ckpt_step, the store's newest */
+	int64_t ckpt_local_step, ckpt_store_ns;               /* -1 absent */
 	double cpu_util, gpu_util;                            /* -1 absent */
 	int64_t workload_pgid;                                /* 0 absent */
 };
 
 enum api_ev_type { EV_NOTICE, EV_CHECKPOINT, EV_EXIT, EV_UTIL, EV_SETUP_DONE,
-		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION };
+		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION, EV_REBALANCE };
 enum api_exit_cause { CAUSE_COMPLETED, CAUSE_PREEMPTED, CAUSE_STOPPED,
 		      CAUSE_CRASHED };
 
 struct api_event {
 	enum api_ev_type type;
 	int64_t attempt;          /* -1 absent */
-	/* notice */
+	/* notice, rebalance: the cloud's time */
 	const char *time;         /* RFC 3339 or NULL */
 	int64_t time_ns;
+	const char *source;       /* notice: "imds", "signal", ... or NULL */
 	/* checkpoint */
 	int64_t step;             /* -1 absent */
 	double stall_ms;          /* -1 absent */
@@ -86,6 +90,7 @@ struct api_event {
 	 * isolation: how the workload is isolated (mode) and why */
 	const char *message;
 	const char *mode;
+	json_t *hidden;           /* isolation: paths, borrowed; NULL absent */
 	/* log */
 	const char *stream;
 	const char *line;

@@ -20,8 +20,9 @@
  *
  * A launch.  The node row exists first (REQUESTED).  ctl__launch()
  * sends the cloud its idempotency key, cloud_idem_key(cluster, node, 1),
- * and the bootstrap text of the node (its token, the control plane's
- * URL) and polls the request at once; a cloud still working answers
+ * and the bootstrap text of the node (a one-time bootstrap secret issued
+ * for it, committed first: nodeboot.h; the control plane's URL) and
+ * polls the request at once; a cloud still working answers
  * -EINPROGRESS and its driver wakes the reconciler when it is done, so
  * the next pass polls again.  Once the instance is known, commit()
  * records its id and the driver's blob with the node; if that fails the
@@ -47,6 +48,7 @@
 
 #include "common/log.h"
 #include "ctl/ctl_int.h"
+#include "ctl/nodeboot.h"
 #include "providers/registry.h"
 
 int ctl__cluster_load(struct ctl *c, struct sr_err *e)
@@ -378,12 +380,11 @@ static int terminate_ids(struct ctl_cloud *cl, const char *const *ids, size_t n)
 /* The launch of node n as its first attempt makes it: *boot is the
  * bootstrap text (malloc'd; the caller wipes and frees it). */
 static int launch_make(struct ctl *c, struct ctl_cloud *cl,
-		       const struct ctl_node_ref *n, const char *token,
-		       const char *key, struct cloud_launch *l, char **boot,
-		       struct sr_err *e)
+		       const struct ctl_node_ref *n, const char *key,
+		       struct cloud_launch *l, char **boot, struct sr_err *e)
 {
-	char eps[1024];
-	struct cloud_boot b = { n->id, n->job_id, token, eps };
+	char eps[1024], secret[CTL_TOKEN_HEX + 1];
+	struct cloud_boot b = { n->id, n->job_id, secret, eps };
 	struct cloud_offering o;
 	int rc;
 
@@ -394,7 +395,14 @@ static int launch_make(struct ctl *c, struct ctl_cloud *cl,
 	if (rc)
 		return sr_err_set(e, rc, "pool %d: not sold by %s", n->pool,
 				  cl->name);
-	rc = cl->p.ops->bootstrap(cl->p.st, &b, boot, e);
+	/* the database first: the secret is valid before the instance that
+	 * carries it exists (the reconciler's fenced connection); a later
+	 * attempt resends this text, and the secret stays valid until used
+	 * or the node ends (nodeboot.h) */
+	rc = ctl__boot_issue(c, ctl__store(c), n->id, secret, e);
+	if (!rc)
+		rc = cl->p.ops->bootstrap(cl->p.st, &b, boot, e);
+	explicit_bzero(secret, sizeof secret);
 	if (rc)
 		return rc;
 	l->idem_key = key;
@@ -414,7 +422,7 @@ static int launch_make(struct ctl *c, struct ctl_cloud *cl,
  * after a crash, or on another daemon after a failover - sends exactly
  * what was kept, under the same key (launchrec.c). */
 static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
-			const char *token, struct sr_err *e)
+			struct sr_err *e)
 {
 	struct ctl_cloud *cl = &c->clouds[i];
 	struct cloud_launch l = { 0 };
@@ -430,7 +438,7 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	cloud_idem_key(&tags, key);
 	rc = ctl__launch_recall(c, n->id, key, &l, &kept, e);
 	if (rc == 0)
-		rc = launch_make(c, cl, n, token, key, &l, &boot, e);
+		rc = launch_make(c, cl, n, key, &l, &boot, e);
 	else if (rc == 1)
 		rc = 0;
 	if (rc)
@@ -458,7 +466,7 @@ out:
 	return rc;
 }
 
-int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
+int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
 		int (*commit)(void *ud, const char *id, const char *blob,
 			      bool pending),
 		void *ud, struct sr_err *e)
@@ -477,7 +485,7 @@ int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
 	cl = &c->clouds[i];
 	f = inflight_of(c, n->id, &k);
 	if (!f) {
-		rc = launch_start(c, i, n, token, e);
+		rc = launch_start(c, i, n, e);
 		if (rc)
 			return rc;
 		f = inflight_of(c, n->id, &k);
@@ -583,7 +591,7 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 				continue;
 			obs[j].alive = true;
 			obs[j].pending = x[q].state == CLOUD_INST_PENDING;
-			obs[j].reclaim = x[q].notice_ns != 0;
+			obs[j].notice_ns = x[q].notice_ns;
 		}
 	}
 	/* running instances of this cluster that no live node holds (a

@@ -45,7 +45,9 @@ struct ctl_node_ref {
 /* What a cloud says about a node's instance. */
 struct ctl_node_obs {
 	bool alive;                /* the instance still exists */
-	bool reclaim;              /* the cloud announced its interruption */
+	int64_t notice_ns;         /* the cloud announced its interruption at
+				      this wall-clock time: the node's
+				      deadline (0: none) */
 	bool pending;              /* the cloud still boots it: a slow
 				      cloud's boot, not the node's, so no
 				      boot timeout runs */
@@ -67,7 +69,8 @@ unsigned ctl__prov_caps(const struct ctl *c, int pool);
 /* The clouds (clouds.c).  The market of the first cloud that
  * describes a pool sells it; CLOUD_CAP_FALLBACK ones come last.
  *   _offerings / _describe: the merged market view (any thread).
- *   _launch: start node n (token for its bootstrap).  0: the instance
+ *   _launch: start node n (a bootstrap secret issued for it travels
+ *     in its bootstrap: nodeboot.h).  0: the instance
  *     is known and commit(ud, id, blob, pending: the cloud still boots
  *     it) recorded it; -EINPROGRESS: the
  *     cloud call runs on, ask again on a later pass; else the class's
@@ -107,7 +110,7 @@ int ctl__offerings(struct ctl *c, const struct cloud_query *q,
 int ctl__describe(struct ctl *c, int pool, struct cloud_offering *out);
 int ctl__price_history(struct ctl *c, int pool, double step_s, int n,
 		       double *usd_h);
-int ctl__launch(struct ctl *c, const struct ctl_node_ref *n, const char *token,
+int ctl__launch(struct ctl *c, const struct ctl_node_ref *n,
 		int (*commit)(void *ud, const char *id, const char *blob,
 			      bool pending),
 		void *ud, struct sr_err *e);

@@ -6,9 +6,12 @@
  *   spotrun.db (+ -wal, -shm)  everything the daemon knows
  *   api.token                  admin bearer token, 0600
  *   imds.key                   HMAC key of IMDS session tokens, 0600
+ *                              (node tokens are random: nodeboot.h)
  *   secrets.key                AES-256-GCM key of job secrets, 0600
  *   api.url, spotrund.pid      written by spotrund's main for the CLI
- *   nodes/<id>/                a local node's disk: node.token, agent.log
+ *   nodes/<id>/                a local node's disk: bootstrap (the
+ *                              one-time secret, read and removed by the
+ *                              agent), agent.log
  *   localcloud/<key>.json      the local cloud's record of each launch
  *   jobs/<id>/ckpt/            a job's checkpoint "bucket"
  *
@@ -31,6 +34,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/nodeboot.h"
 #include "ctl/recon.h"
 #include "ctl/routes.h"
 #include "store/store.h"
@@ -45,6 +49,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
 	cfg->provider = NULL; /* the config file's, else the registry's first */
 	cfg->time_scale = 3600;
 	cfg->notice_ms = 5000;
+	cfg->stop_grace_ms = 5000;
 	cfg->provision_ms = 1000;
 	cfg->heartbeat_ms = 1000;
 	cfg->heartbeat_timeout_ms = 10000;
@@ -409,6 +414,7 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		goto fail;
 	ctl__routes_jobs();
 	ctl__routes_nodes();
+	ctl__routes_boot();
 	for (size_t i = 0; i < c->nclouds; i++) {
 		if (c->clouds[i].caps & CLOUD_CAP_HOSTED_META)
 			ctl__routes_imds();

@@ -38,7 +38,11 @@ struct ctl_config {
 	const char *data_dir;      /* catalog + traces; NULL = catalog_find_data_dir */
 	double time_scale;         /* cloud seconds per real second (3600) */
 	int64_t notice_ms;         /* the local cloud's notice lead, real ms
-				      (cloud_host.notice_ms) */
+				      (cloud_host.notice_ms): a real cloud's
+				      notice carries its own time */
+	int64_t stop_grace_ms;     /* a stop's grace: after a notice's
+				      deadline, or from a stop no cloud
+				      timed (a policy move) (5000) */
 	int64_t provision_ms;      /* the local cloud's provisioning delay,
 				      real ms (cloud_host.provision_ms) */
 	int64_t heartbeat_ms;      /* what agents are told (1000) */

@@ -1,6 +1,6 @@
 /*
  * ctlfile.h - the daemon's configuration file (YAML), as spotrund and
- * `spotrun check` read it (docs/control-plane.md "Configuration file"):
+ * `spotrun check` read it (docs/providers.md "Configuration file"):
  *
  *   listen: 127.0.0.1:7077     # any spotrund flag, without the "--"
  *   time-scale: 3600           # ("_" and "-" are the same)

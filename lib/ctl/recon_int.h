@@ -38,6 +38,7 @@ struct rjob {
 	bool plan_ok;
 	int last_pool;                          /* from placement, -1 none */
 	int64_t policy_tick;
+	int64_t deadline_state;                 /* recon_deadline.c */
 	char placement[512];
 };
 
@@ -51,6 +52,9 @@ struct rnode {
 	char instance[64];                              /* "" not known */
 	int64_t created_ns, boot_at_ns, registered_ns, last_hb_ns;
 	int64_t notice_ns, kill_ns, billed_until_ns;   /* 0 if unset */
+	int64_t rebalance_ns;      /* the cloud recommends moving off it (a
+				      rebalance recommendation), 0 none:
+				      an early warning the planner may read */
 	int64_t price, list, reserved;
 	char cloud[16], region[40], zone[40], itype[48], accel[24];
 	double accel_count;
@@ -124,11 +128,6 @@ int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
 void recon__kill(struct ctl *c, struct store *db, const struct rnode *n);
-/* The bearer token of node `node` of `job`, derived from the daemon's
- * key: the same every time (a launch retried after a crash carries the
- * token its instance booted with); never stored, only its digest. */
-int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
-		      char out[CTL_TOKEN_HEX + 1]);
 /* 1 (and the message in msg) if the cloud refused a launch of the job
  * for good (auth, invalid request: a job-level error), 0 if not,
  * < 0 on error. */
@@ -170,6 +169,13 @@ double recon__work_done(const struct rjob *j, double scale);
 /* Every step of the job is in a checkpoint (the workload only has to
  * restore and report completion). */
 bool recon__work_finished(const struct rjob *j);
+
+/* Deadlines (recon_deadline.c): inside a transaction, record what job j
+ * must be told about its deadline now - at risk (with the projected
+ * finish), missed - once each.  `end`: the terminal state the job is
+ * entering, or j->state while it lives.  0 or a store error. */
+int recon__deadline_check(struct ctl *c, struct store *db, const struct rjob *j,
+			  enum job_state end, int64_t now, struct sr_err *e);
 
 /* Lost work (recon_lost.c).  _open, inside the transaction that leaves
  * the nodes: remember the step last seen, the attempt, and for a

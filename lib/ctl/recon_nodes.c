@@ -15,7 +15,8 @@
  *   BOOTING   --(no register within boot timeout)-----------> LOST
  *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
  *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
- *   notice set: kill at kill_ns, or as soon as the agent is gone
+ *   notice set: kill at kill_ns (the cloud's notice time), or as soon
+ *               as the instance is gone
  *               ---------------------------------------------> TERMINATED
  *
  * Order of effects: the database first, the world second.  A node row
@@ -23,16 +24,13 @@
  * commit callback) before the instance may act; a node is marked
  * TERMINATED in a committed transaction before it is terminated.  After
  * a crash in between, recon__sweep_orphans() terminates again what the
- * database says is gone (terminate is idempotent).  The node's token is
- * derived (recon__node_token): its digest is stored with the new row, and
- * the token itself is handed to the provider when the node starts, for
- * the node's bootstrap channel.
+ * database says is gone (terminate is idempotent).  A node's token is
+ * random, made when its agent first calls with the one-time bootstrap
+ * secret its launch carried (nodeboot.h); only its digest is stored.
  */
 #include <errno.h>
 #include <inttypes.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +64,7 @@ static void node_row(const struct store_node *x, struct rnode *n)
 	n->last_hb_ns = x->last_hb_ns == STORE_NULL_I64 ? 0 : x->last_hb_ns;
 	n->notice_ns = x->notice_ns == STORE_NULL_I64 ? 0 : x->notice_ns;
 	n->kill_ns = x->kill_ns == STORE_NULL_I64 ? 0 : x->kill_ns;
+	n->rebalance_ns = x->rebalance_ns == STORE_NULL_I64 ? 0 : x->rebalance_ns;
 	n->billed_until_ns = x->billed_until_ns == STORE_NULL_I64 ? 0 :
 			     x->billed_until_ns;
 	n->price = x->price_micros;
@@ -326,7 +325,6 @@ struct commit_ud {
 	struct store *db;
 	int64_t now;
 	int64_t node;
-	const unsigned char *digest; /* of the token handed to the provider */
 };
 
 static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
@@ -340,21 +338,20 @@ static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 	if (rc)
 		return rc;
 	/* A cloud's instance may boot and its agent register (READY) before
-	 * this commit: its token was valid from the node's creation. */
+	 * this commit: its bootstrap secret was valid before the launch. */
 	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
 			   "'REQUESTED' THEN 'BOOTING' ELSE state END,"
-			   " phase=CASE WHEN state='REQUESTED' AND ?6=1 THEN"
+			   " phase=CASE WHEN state='REQUESTED' AND ?5=1 THEN"
 			   " 'pending' ELSE NULL END,"
-			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3,"
-			   " token_hash=?5 WHERE id=?4 AND (state='REQUESTED' OR"
+			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3"
+			   " WHERE id=?4 AND (state='REQUESTED' OR"
 			   " (state='READY' AND instance_id IS NULL))", &st, &e);
 	if (!rc) {
 		store_bind_text(st, 1, id);
 		store_bind_text(st, 2, blob); /* NULL: SQL NULL */
 		store_bind_i64(st, 3, u->now);
 		store_bind_i64(st, 4, u->node);
-		store_bind_blob(st, 5, u->digest, CTL_DIGEST_LEN);
-		store_bind_i64(st, 6, pending);
+		store_bind_i64(st, 5, pending);
 		rc = store_run(st, &e);
 		store_done(st);
 		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
@@ -382,32 +379,6 @@ static int end_tx(struct ctl *c, struct store *db, const struct rnode *n,
 	else if (kill)
 		recon__kill(c, db, n);
 	return rc;
-}
-
-/* The node's bearer token (recon_int.h): HMAC-SHA256 of its job and node
- * ids under the daemon's secret key (imds.key, 0600 in the state dir), as
- * hex.
- * The same every time, so a launch retried after a crash (a cloud
- * answering the same idempotency key with the instance it already
- * started, whose bootstrap carries the first token) still matches the
- * digest stored at commit; nothing but the digest is ever stored. */
-int recon__node_token(const struct ctl *c, int64_t job, int64_t node,
-		      char out[CTL_TOKEN_HEX + 1])
-{
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char msg[96];
-	int k = snprintf(msg, sizeof msg, "spotrun node token:%" PRId64 ":%" PRId64,
-			 job, node);
-
-	if (!HMAC(EVP_sha256(), c->imds_key, CTL_DIGEST_LEN,
-		  (const unsigned char *)msg, (size_t)k, mac, &len) ||
-	    len * 2 < CTL_TOKEN_HEX)
-		return -EIO;
-	for (int i = 0; i < CTL_TOKEN_HEX / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", mac[i]);
-	explicit_bzero(mac, sizeof mac);
-	return 0;
 }
 
 /* A launch the cloud refused for good (credentials, a bad image or
@@ -482,9 +453,7 @@ static int job_image(struct store *db, int64_t job, const char *region,
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		       int64_t now)
 {
-	unsigned char dg[CTL_DIGEST_LEN];
-	char tok[CTL_TOKEN_HEX + 1];
-	struct commit_ud u = { c, db, now, n->id, dg };
+	struct commit_ud u = { c, db, now, n->id };
 	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
@@ -507,12 +476,6 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
-	rc = recon__node_token(c, n->job, n->id, tok);
-	if (rc) {
-		sr_error("recon", "cannot make a node token", "node=%" PRId64
-			 " err=\"%s\"", n->id, sr_strerror(rc));
-		return; /* the next pass tries again */
-	}
 	if (!ctl__launch_pending(c, n->id)) {
 		rc = job_image(db, n->job, n->region, image, sizeof image, &e);
 		if (rc) {
@@ -522,9 +485,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		}
 		p.image = image;
 	}
-	ctl_token_digest(tok, dg);
-	rc = ctl__launch(c, &p, tok, commit_boot, &u, &e);
-	explicit_bzero(tok, sizeof tok);
+	rc = ctl__launch(c, &p, commit_boot, &u, &e);
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
@@ -582,16 +543,18 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	}
 }
 
+/* The cloud announced node n's interruption at kill_at (its own time,
+ * wall clock): that is the node's deadline, for the final checkpoint and
+ * the kill. */
 static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
-			int64_t now)
+			int64_t now, int64_t kill_at)
 {
-	int64_t kill_at = now + c->cfg.notice_ms * 1000000;
 	struct sr_err e = { 0 };
 	struct store_stmt *st = NULL;
 	char msg[320], t[40];
 	int rc;
 
-	sr_time_format_rfc3339(kill_at, 0, t, sizeof t);
+	sr_time_format_rfc3339(kill_at, 3, t, sizeof t);
 	snprintf(msg, sizeof msg, "spot capacity of %s/%s/%s %s reclaimed: node %"
 		 PRId64 " will be terminated at %s", n->cloud, n->region,
 		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
@@ -732,14 +695,15 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	if (strcmp(x->state, "REQUESTED") == 0)
 		return now >= x->boot_at_ns ? NODE_START : NODE_KEEP;
 	if (x->notice_ns) {
-		/* The notice deadline is a cloud's promise, kept in the
-		 * database across restarts; an instance the provider says is
-		 * gone goes at once - but only on a list() that worked. */
-		if (now >= x->kill_ns || (listed && !o->alive))
+		/* The notice deadline is the cloud's own time, kept in the
+		 * database across restarts (none: a notice that came without
+		 * one); an instance the provider says is gone goes at once -
+		 * but only on a list() that worked. */
+		if ((x->kill_ns && now >= x->kill_ns) || (listed && !o->alive))
 			return NODE_END_PREEMPTED;
 		return bill_due ? NODE_BILL : NODE_KEEP;
 	}
-	if (listed && o->reclaim)
+	if (listed && o->notice_ns)
 		return NODE_NOTICE;
 	/* no boot timeout while the cloud still boots it (PENDING) */
 	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
@@ -808,7 +772,7 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			end_tx(c, db, x, "TERMINATED", "preempted", now, true);
 			break;
 		case NODE_NOTICE:
-			notice_node(c, db, x, now);
+			notice_node(c, db, x, now, obs[i].notice_ns);
 			break;
 		case NODE_LOST_BOOT:
 			end_tx(c, db, x, "LOST", "never registered", now, true);

@@ -334,10 +334,9 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 	for (int i = 0; i < nranks && !rc; i++) {
 		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
-		struct store_stmt *up = NULL;
-		int64_t id = 0;
 
-		/* A placeholder nobody holds until the row's id is known */
+		/* A placeholder nobody holds, until the node's agent trades
+		 * its bootstrap secret for a token (nodeboot.h) */
 		rc = ctl_token_new(tok);
 		if (rc)
 			break;
@@ -349,7 +348,7 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 				   " pool, price_micros, list_micros, reserved_micros,"
 				   " created_ns, boot_at_ns) VALUES(?1,?2,'REQUESTED',"
 				   "?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
-				   "?17) RETURNING id", &st, e);
+				   "?17)", &st, e);
 		if (rc)
 			break;
 		store_bind_i64(st, 1, j->id);
@@ -369,30 +368,9 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 		store_bind_i64(st, 15, o.reserved_per_h);
 		store_bind_i64(st, 16, now);
 		store_bind_i64(st, 17, now + c->cfg.provision_ms * 1000000);
-		rc = store_step(st, e);
-		if (rc == 1) {
-			id = store_col_i64(st, "id");
-			rc = store_run(st, e); /* to its end */
-		}
+		rc = store_run(st, e);
 		store_done(st);
 		rc = rc < 0 ? sr_err_prefix(e, "%s", "insert node") : 0;
-		/* the node's own token (recon__node_token): valid from now,
-		 * since a cloud's agent may register before its launch is
-		 * recorded */
-		if (!rc)
-			rc = recon__node_token(c, j->id, id, tok);
-		if (!rc) {
-			ctl_token_digest(tok, dg);
-			explicit_bzero(tok, sizeof tok);
-			rc = store_prepare(db, "UPDATE nodes SET token_hash=?1 WHERE"
-					    " id=?2", &up, e);
-		}
-		if (!rc) {
-			store_bind_blob(up, 1, dg, CTL_DIGEST_LEN);
-			store_bind_i64(up, 2, id);
-			rc = recon__run(up, e, "node token");
-		}
-		store_done(up);
 	}
 	return rc;
 }

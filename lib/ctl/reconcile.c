@@ -87,6 +87,7 @@ int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 	snprintf(j->placement, sizeof j->placement, "%s",
 		 r.placement ? r.placement : "");
 	j->policy_tick = r.policy_tick;
+	j->deadline_state = r.deadline_state;
 	j->step_ns = isnan(r.step_ns) ? 0 : r.step_ns;
 	j->est_work_s = r.est_work_s;
 	j->est_pace_ns = r.est_pace_ns;
@@ -205,6 +206,8 @@ static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 	if (!rc)
 		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
 					&e);
+	if (!rc)
+		rc = recon__deadline_check(c, db, j, to, now, &e);
 	if (!rc)
 		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -591,6 +594,7 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 	struct exits_sum x;
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c), deadline = 0, node = 0;
+	int64_t grace = c->cfg.stop_grace_ms * 1000000;
 	double sim = ctl__sim_at(c, now);
 	sr_micros price = 0;
 	int waiting = 0, rc;
@@ -611,12 +615,15 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
 	}
-	/* Every rank gets until the notice deadline, plus the same again as
-	 * grace, to checkpoint and stop (the noticed node may already be gone
-	 * while a healthy gang member is still writing). */
-	if (deadline < j->notice_ns + c->cfg.notice_ms * 1000000)
-		deadline = j->notice_ns + c->cfg.notice_ms * 1000000;
-	if (waiting && now < deadline + c->cfg.notice_ms * 1000000)
+	/* Every rank gets until the notice deadline - the cloud's own time,
+	 * the latest of the noticed nodes' - plus the stop grace, to
+	 * checkpoint and stop (the noticed node may already be gone while a
+	 * healthy gang member is still writing).  A stop no cloud timed (a
+	 * policy move, a notice without a time) gets the stop grace from
+	 * the notice. */
+	if (deadline <= j->notice_ns)
+		deadline = j->notice_ns + grace;
+	if (waiting && now < deadline + grace)
 		return 0;
 	migrate = strcmp(j->recover_reason, "migrate") == 0;
 	if (!migrate)
@@ -692,6 +699,21 @@ static void replace_noticed(struct ctl *c, struct store *db, struct rjob *j,
 	}
 	if (doomed)
 		(void)recon__place_missing(c, db, j, live, n);
+}
+
+/* The deadline's verdict for a live job, in a transaction of its own
+ * (it writes only when there is something new to say). */
+static void deadline_tick(struct ctl *c, struct store *db, const struct rjob *j)
+{
+	struct sr_err e = { 0 };
+	int rc = store_begin(db, &e);
+
+	if (!rc)
+		rc = recon__deadline_check(c, db, j, j->state, ctl__now(c), &e);
+	rc = store_end(db, rc, &e);
+	if (rc)
+		sr_error("recon", "deadline check failed", "job=%" PRId64
+			 " err=\"%s\"", j->id, sr_err_str(&e, rc));
 }
 
 /* One step for job `id`.  Returns 1 if its state changed (call again),
@@ -776,8 +798,10 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		free(live);
 		live = NULL;
 		if (recon__nodes_live(c, db, id, &live, &n) == 0 &&
-		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok)
+		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok) {
 			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
+			deadline_tick(c, db, &j);
+		}
 	}
 out:
 	free(live);

@@ -258,21 +258,11 @@ int ctl_resp_error(struct ctl_resp *rs, int status, const char *fmt, ...)
 
 /* ---- authentication ------------------------------------------------------ */
 
-/* 0 = ok; else the response is filled. */
-static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
-			struct ctl_resp *rs)
+const char *ctl_req_bearer(const struct ctl_req *rq)
 {
 	static const char pfx[] = "Bearer";
-	unsigned char d[CTL_DIGEST_LEN];
 	const char *h = rq->auth_header, *tok = NULL;
-	struct store_stmt *st = NULL;
-	struct store *db;
-	struct sr_err e = { 0 };
-	int64_t node = 0, want = 0;
 
-	rq->node_id = 0;
-	if (r->auth == CTL_AUTH_PUBLIC)
-		return 0;
 	/* RFC 9110 11.1: the scheme name is case-insensitive; one or more
 	 * spaces separate it from the token */
 	if (h && strncasecmp(h, pfx, sizeof pfx - 1) == 0 &&
@@ -281,7 +271,25 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 		while (*tok == ' ')
 			tok++;
 	}
-	if (!tok || !*tok) {
+	return tok && *tok ? tok : NULL;
+}
+
+/* 0 = ok; else the response is filled. */
+static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
+			struct ctl_resp *rs)
+{
+	unsigned char d[CTL_DIGEST_LEN];
+	const char *tok;
+	struct store_stmt *st = NULL;
+	struct store *db;
+	struct sr_err e = { 0 };
+	int64_t node = 0, want = 0;
+
+	rq->node_id = 0;
+	if (r->auth == CTL_AUTH_PUBLIC)
+		return 0;
+	tok = ctl_req_bearer(rq);
+	if (!tok) {
 		ctl_resp_error(rs, 401, "missing bearer token "
 			       "(Authorization: Bearer <token>)");
 		return -1;

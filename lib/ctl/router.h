@@ -75,6 +75,10 @@ int ctl_req_param_id(const struct ctl_req *rq, const char *name,
 		     int64_t *out, struct ctl_resp *rs);
 /* Query-string argument (URL-decoded) or NULL. */
 const char *ctl_req_query(const struct ctl_req *rq, const char *key);
+/* The token of "Authorization: Bearer <token>" (the scheme in any case),
+ * or NULL: for a CTL_AUTH_PUBLIC route that checks a credential of its
+ * own (a node's bootstrap secret). */
+const char *ctl_req_bearer(const struct ctl_req *rq);
 /* Raw body (NUL-terminated; "" if none). */
 const char *ctl_req_body(const struct ctl_req *rq, size_t *len);
 /* The calling thread's database connection. */

@@ -14,6 +14,9 @@
  * 401.  /latest/meta-data/spot/instance-action is 404 until the cloud
  * has scheduled the instance's interruption, then
  *     {"action": "terminate", "time": "2026-11-29T14:20:05Z"}
+ * /latest/meta-data/events/recommendations/rebalance is 404 until the
+ * cloud recommends rebalancing it, then
+ *     {"noticeTime": "2026-11-29T14:18:00Z"}
  * Answers are text/plain like the real service, not the API's JSON errors.
  */
 #include <inttypes.h>
@@ -82,6 +85,22 @@ static int authorized(struct ctl_req *rq, const struct imds_node *n)
 				    sr_time_real_ns() / SR_NS_PER_SEC);
 }
 
+/* A document {"<head>": ..., "<key>": "<the cloud's time>"} (whole
+ * seconds, as EC2 writes them): 404 while there is none.  head: a
+ * leading '"action": "terminate", ' or "". */
+static int timed(struct ctl_resp *rs, int64_t at_ns, const char *head,
+		 const char *key)
+{
+	char t[40], buf[128];
+
+	if (!at_ns)
+		return text(rs, 404, "Not Found");
+	if (sr_time_format_rfc3339(at_ns, 0, t, sizeof t) < 0)
+		return text(rs, 500, "Internal Error");
+	snprintf(buf, sizeof buf, "{%s\"%s\": \"%s\"}", head, key, t);
+	return ctl_resp_text(rs, 200, "application/json", buf, strlen(buf));
+}
+
 static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 {
 	struct imds_node n;
@@ -91,17 +110,11 @@ static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 		return text(rs, 404, "Not Found");
 	if (!authorized(rq, &n))
 		return text(rs, 401, "Unauthorized");
-	if (strcmp(what, "instance-action") == 0) {
-		char t[40];
-
-		if (!n.m.notice_ns)
-			return text(rs, 404, "Not Found");
-		if (sr_time_format_rfc3339(n.m.notice_ns, 0, t, sizeof t) < 0)
-			return text(rs, 500, "Internal Error");
-		snprintf(buf, sizeof buf, "{\"action\": \"terminate\", \"time\": "
-			 "\"%s\"}", t);
-		return ctl_resp_text(rs, 200, "application/json", buf, strlen(buf));
-	}
+	if (strcmp(what, "instance-action") == 0)
+		return timed(rs, n.m.notice_ns, "\"action\": \"terminate\", ",
+			     "time");
+	if (strcmp(what, "rebalance") == 0)
+		return timed(rs, n.m.rebalance_ns, "", "noticeTime");
 	if (strcmp(what, "instance-id") == 0)
 		snprintf(buf, sizeof buf, "%s", n.m.instance_id);
 	else if (strcmp(what, "availability-zone") == 0)
@@ -116,6 +129,11 @@ static int imds_get(struct ctl_req *rq, struct ctl_resp *rs, const char *what)
 static int imds_action(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	return imds_get(rq, rs, "instance-action");
+}
+
+static int imds_rebalance(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	return imds_get(rq, rs, "rebalance");
 }
 
 static int imds_id(struct ctl_req *rq, struct ctl_resp *rs)
@@ -143,6 +161,8 @@ static const struct ctl_route routes[] = {
 	  "imds_token" },
 	{ "GET", "/imds/{id}/latest/meta-data/spot/instance-action",
 	  CTL_AUTH_PUBLIC, imds_action, "imds_action" },
+	{ "GET", "/imds/{id}/latest/meta-data/events/recommendations/rebalance",
+	  CTL_AUTH_PUBLIC, imds_rebalance, "imds_rebalance" },
 	{ "GET", "/imds/{id}/latest/meta-data/instance-id", CTL_AUTH_PUBLIC,
 	  imds_id, "imds_id" },
 	{ "GET", "/imds/{id}/latest/meta-data/placement/availability-zone",

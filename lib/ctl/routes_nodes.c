@@ -38,11 +38,13 @@
 #include "ctl/recon_int.h"
 #include "ctl/workest.h"
 #include "finops/ledger.h"
+#include "market/jobspec.h"
 
 struct nodeinfo {
 	int64_t id, job, rank, attempt, num_nodes;
 	char state[16], job_state[16], desired[8];
 	bool notice, retire;
+	int64_t kill_ns;            /* the notice's deadline, 0 none */
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
 	int64_t price;
@@ -62,7 +64,8 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
 			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
 			   " n.instance_type, n.spot, n.price_micros, n.retire,"
-			   " n.pool FROM nodes n JOIN jobs j ON j.id=n.job_id"
+			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns"
+			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			   " WHERE n.id=?", &st, e);
 	if (rc)
 		return rc;
@@ -89,6 +92,7 @@ static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
 		n->price = store_col_i64(st, "price_micros");
 		n->retire = store_col_i64(st, "retire") != 0;
 		n->pool = (int)store_col_i64(st, "pool");
+		n->kill_ns = store_col_i64(st, "kill_ns");
 		rc = 0;
 	} else if (rc == 0) {
 		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
@@ -162,6 +166,15 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 	else
 		a = "stop";
 	d = json_pack("{s:s,s:I}", "action", a, "attempt", (json_int_t)n->attempt);
+	/* a node the cloud will take: its time, which the agent may not
+	 * have read on its own metadata yet (the final checkpoint's and the
+	 * kill's deadline, docs/api.md) */
+	if (d && n->notice && n->kill_ns) {
+		char t[40];
+
+		if (sr_time_format_rfc3339(n->kill_ns, 3, t, sizeof t) >= 0)
+			json_object_set_new(d, "notice_time", json_string(t));
+	}
 	/* An attempt runs once every rank is READY, so every address is
 	 * known: each attempt's rendezvous is at its own rank 0, which a
 	 * recovery may have replaced (kept nodes learn it here). */
@@ -232,12 +245,14 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 }
 
 /* The job's checkpoint URI (spotrun.checkpoint.uri) into uri, or "". */
-static void ckpt_uri_of(struct store *db, int64_t job, char *uri, size_t un)
+static void ckpt_uri_of(struct store *db, int64_t job, char *uri, size_t un,
+			int64_t *alert_intervals)
 {
 	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 
 	uri[0] = '\0';
+	*alert_intervals = JOBSPEC_DEFAULT_ALERT_INTERVALS;
 	if (store_prepare(db, "SELECT spec_json FROM jobs WHERE id=?", &st, &e))
 		return;
 	store_bind_i64(st, 1, job);
@@ -246,8 +261,13 @@ static void ckpt_uri_of(struct store *db, int64_t job, char *uri, size_t un)
 		json_t *u = json_object_get(json_object_get(json_object_get(
 			spec, "spotrun"), "checkpoint"), "uri");
 
+		json_t *ai = json_object_get(json_object_get(json_object_get(
+			spec, "spotrun"), "checkpoint"), "alert_intervals");
+
 		if (json_is_string(u))
 			snprintf(uri, un, "%s", json_string_value(u));
+		if (json_is_integer(ai) && json_integer_value(ai) > 0)
+			*alert_intervals = json_integer_value(ai);
 		json_decref(spec);
 	}
 	store_done(st);
@@ -361,6 +381,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	json_t *root = NULL, *setup, *run, *envs, *dir;
 	struct sky_extra sky = { NULL, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
+	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
 	bool shared;
 	size_t len;
@@ -386,7 +407,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	 * control plane's directory - on a provider with a shared disk
 	 * only (CLOUD_CAP_SHARED_DISK): a cloud's
 	 * node sees no directory of ours, and the agent uses its own */
-	ckpt_uri_of(db, n.job, uri, sizeof uri);
+	ckpt_uri_of(db, n.job, uri, sizeof uri, &alert_intervals);
 	if (uri[0])
 		snprintf(ckpt, sizeof ckpt, "%s/ckpt", nodedir);
 	else
@@ -429,7 +450,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*,s:I}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -443,7 +464,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
 		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
-		"ckpt_uri", uri_json(uri)));
+		"ckpt_uri", uri_json(uri),
+		"ckpt_alert_intervals", (json_int_t)alert_intervals));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */
@@ -470,7 +492,8 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	json_decref(root);
 	/* Progress comes from rank 0 of the current attempt. */
 	progress = n.rank == 0 && b.attempt == n.attempt && n.attempt > 0 &&
-		   (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0);
+		   (b.step >= 0 || b.total_steps >= 0 || b.ckpt_step >= 0 ||
+		    b.ckpt_local_step >= 0);
 	/* A heartbeat that reports no progress is one single-row UPDATE of
 	 * the node's heartbeat columns, atomic by itself: it runs in its own
 	 * autocommit statement, not in a store_begin() transaction, so it
@@ -543,6 +566,8 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = store_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
 				   " total_steps=coalesce(?2, total_steps),"
 				   " ckpt_step=greatest(?3, ckpt_step),"
+				   " ckpt_local_step=coalesce(?7, ckpt_local_step),"
+				   " ckpt_store_ns=coalesce(?8, ckpt_store_ns),"
 				   " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
 				   "  AND ?1 - pace_step0 >= greatest(1, coalesce(?2,"
 				   "  total_steps, 0) / 50, least(10, coalesce(?2,"
@@ -570,6 +595,14 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 				store_bind_i64(st, 3, b.ckpt_step);
 			else
 				store_bind_null(st, 3);
+			if (b.ckpt_local_step >= 0)
+				store_bind_i64(st, 7, b.ckpt_local_step);
+			else
+				store_bind_null(st, 7);
+			if (b.ckpt_store_ns >= 0)
+				store_bind_i64(st, 8, b.ckpt_store_ns);
+			else
+				store_bind_null(st, 8);
 			store_bind_i64(st, 4, n.job);
 			rc = store_run(st, &e);
 			rc = rc < 0 ? sr_err_prefix(&e, "progress") : 0;
@@ -715,23 +748,50 @@ static int apply_event(struct ctl *c, struct store *db,
 		return rc;
 	case EV_NOTICE:
 		/* The provider normally recorded the notice first; a cloud that
-		 * tells only the node is covered here. */
+		 * tells only the node is covered here.  The cloud's time (AWS:
+		 * instance-action's) is the node's deadline; a notice without
+		 * one (a scheduler's signal) sets none: the node goes when its
+		 * instance is gone. */
 		rc = store_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
 				   "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
 				   " WHERE id=?3", &st, e);
 		if (!rc) {
 			store_bind_i64(st, 1, now);
-			store_bind_i64(st, 2, ev->time_ns ? ev->time_ns :
-				       now + c->cfg.notice_ms * 1000000);
+			if (ev->time_ns)
+				store_bind_i64(st, 2, ev->time_ns);
+			else
+				store_bind_null(st, 2);
 			store_bind_i64(st, 3, n->id);
 			rc = store_run(st, e);
 			rc = rc < 0 ? sr_err_prefix(e, "notice") : 0;
 			store_done(st);
 		}
-		d = json_pack("{s:s}", "time", ev->time ? ev->time : "");
+		d = json_pack("{s:s,s:s}", "time", ev->time ? ev->time : "",
+			      "source", ev->source ? ev->source : "imds");
 		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
 					     n->id, now, sim, d, "agent saw the "
 					     "preemption notice", e);
+		break;
+	case EV_REBALANCE:
+		/* the cloud's early warning: recorded on the node (the first
+		 * one) and as an event; nothing is ended by it */
+		rc = store_prepare(db, "UPDATE nodes SET rebalance_ns=coalesce("
+				   "rebalance_ns, ?1) WHERE id=?2", &st, e);
+		if (!rc) {
+			store_bind_i64(st, 1, ev->time_ns ? ev->time_ns : now);
+			store_bind_i64(st, 2, n->id);
+			rc = store_run(st, e);
+			rc = rc < 0 ? sr_err_prefix(e, "rebalance") : 0;
+			store_done(st);
+		}
+		d = json_pack("{s:s,s:s,s:s,s:s}", "time", ev->time ? ev->time : "",
+			      "cloud", n->cloud, "zone", n->zone,
+			      "instance_type", n->itype);
+		snprintf(msg, sizeof msg, "the cloud recommends moving off node %"
+			 PRId64 " (%s %s): a rebalance recommendation, an early "
+			 "warning of spot interruption", n->id, n->zone, n->itype);
+		rc = rc ? rc : ctl_event_append(db, n->job, "rebalance", NULL, NULL,
+					     n->id, now, sim, d, msg, e);
 		break;
 	case EV_CHECKPOINT:
 		d = json_pack("{s:I,s:I,s:f,s:b,s:b}", "attempt", (json_int_t)ev->attempt,
@@ -783,7 +843,9 @@ static int apply_event(struct ctl *c, struct store *db,
 				      n->id, now, sim, d, msg, e);
 		break;
 	case EV_ISOLATION:
-		d = json_pack("{s:s,s:s}", "mode", ev->mode, "message", ev->message);
+		d = json_pack("{s:s,s:s,s:O}", "mode", ev->mode, "message",
+			      ev->message, "hidden", ev->hidden ? ev->hidden :
+			      json_null());
 		snprintf(msg, sizeof msg, "workload isolation: %.16s: %.400s",
 			 ev->mode, ev->message);
 		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,

@@ -10,6 +10,8 @@
 
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/deadline.h"
+#include "ctl/jobsm.h"
 #include "ctl/routes.h"
 #include "store/store.h"
 
@@ -90,6 +92,7 @@ json_t *ctl__node_json(const struct store_node *n)
 	put(j, "last_heartbeat_at", ts_or_null(n->last_hb_ns));
 	put(j, "notice_at", ts_or_null(n->notice_ns));
 	put(j, "terminate_at", ts_or_null(n->kill_ns));
+	put(j, "rebalance_at", ts_or_null(n->rebalance_ns));
 	put(j, "terminated_at", ts_or_null(n->terminated_ns));
 	put(j, "end_reason", text_or_null(n->end_reason));
 	put(j, "cpu_util", real_or_null(n->cpu_util));
@@ -148,6 +151,55 @@ static void redact_secrets(json_t *spec)
 	}
 }
 
+/* The wall-clock instant the cloud clock reads `sim`, as JSON. */
+static json_t *sim_ts(struct ctl *c, double sim)
+{
+	if (!isfinite(sim) || c->cfg.time_scale <= 0)
+		return json_null();
+	return ts_or_null(c->real0_ns + (int64_t)((sim - c->sim0_s) /
+						  c->cfg.time_scale * 1e9));
+}
+
+/* {"at", "state", "projected_finish_at", "late_s"}: what the job is told
+ * about its deadline (lib/ctl/deadline.h; recon_deadline.c records the
+ * same verdicts as events), or null without a deadline. */
+static json_t *deadline_json(struct ctl *c, const struct store_job *r)
+{
+	enum job_state st = JOB_PENDING;
+	bool ended, running;
+	double now, total, run;
+	struct ctl_deadline d;
+
+	if (isnan(r->deadline_s))
+		return json_null();
+	jobsm_parse(r->state, &st);
+	ended = jobsm_terminal(st);
+	running = st == JOB_RUNNING && r->run_started_ns != STORE_NULL_I64;
+	now = ended && r->finished_ns != STORE_NULL_I64 ?
+	      ctl__sim_at(c, r->finished_ns) : ctl__sim_now(c);
+	total = r->est_work_s > 0 ? r->est_work_s : r->work_s;
+	run = r->run_s + (running ? (double)(ctl__now(c) - r->run_started_ns) /
+			  1e9 * c->cfg.time_scale : 0);
+	ctl_deadline_eval(&(struct ctl_deadline_in){
+		.now_s = now, .start_s = r->sim_start_s, .deadline_s = r->deadline_s,
+		.work_total_s = total,
+		.work_done_s = ctl_deadline_work_done(total, r->step == STORE_NULL_I64 ?
+			-1 : r->step, r->total_steps == STORE_NULL_I64 ? -1 :
+			r->total_steps, run),
+		.restart_s = r->est_restart_s, .running = running, .ended = ended,
+		.succeeded = st == JOB_SUCCEEDED }, &d);
+	/* a miss recorded while the job ran stays one, whatever came after */
+	if (r->deadline_state == 2 && d.state != CTL_DEADLINE_MISSED) {
+		d.state = CTL_DEADLINE_MISSED;
+		d.late_s = fmax(0, now - (r->sim_start_s + r->deadline_s));
+	}
+	return json_pack("{s:o,s:s,s:o,s:f}", "at",
+			 sim_ts(c, r->sim_start_s + r->deadline_s), "state",
+			 ctl_deadline_name(d.state), "projected_finish_at",
+			 ended ? json_null() : sim_ts(c, d.projected_s),
+			 "late_s", d.late_s);
+}
+
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		     bool with_nodes, struct sr_err *e)
 {
@@ -180,6 +232,11 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	put(j, "step", int_or_null(r.step));
 	put(j, "total_steps", int_or_null(r.total_steps));
 	put(j, "ckpt_step", int_or_null(r.ckpt_step));
+	/* tier 3's recovery point: the newest step on rank 0's disk, and
+	 * how old the store's newest (ckpt_step) is */
+	put(j, "ckpt_local_step", int_or_null(r.ckpt_local_step));
+	put(j, "ckpt_store_age_s", r.ckpt_store_ns == STORE_NULL_I64 ?
+	    json_null() : json_real((sr_time_real_ns() - r.ckpt_store_ns) / 1e9));
 	put(j, "message", json_string(r.message));
 	put(j, "sim_deadline_s", real_or_null(r.deadline_s));
 	put(j, "cost_micros", json_integer(r.cost_micros));
@@ -195,17 +252,10 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	put(j, "placement", pl ? pl : json_null());
 	put(j, "sim_elapsed_s", json_real(elapsed));
 	put(j, "spec", spec ? spec : json_null());
-	put(j, "deadline_at", json_null());
-	if (!isnan(r.deadline_s) && c->cfg.time_scale > 0) {
-		/* wall-clock moment the cloud clock reaches the deadline */
-		double at_sim = r.sim_start_s + r.deadline_s;
-		int64_t at_ns = c->real0_ns + (int64_t)((at_sim - c->sim0_s) /
-					c->cfg.time_scale * 1e9);
-		char buf[40];
-
-		if (sr_time_format_rfc3339(at_ns, 3, buf, sizeof buf) > 0)
-			put(j, "deadline_at", json_string(buf));
-	}
+	/* wall-clock moment the cloud clock reaches the deadline */
+	put(j, "deadline_at", isnan(r.deadline_s) ? json_null() :
+	    sim_ts(c, r.sim_start_s + r.deadline_s));
+	put(j, "deadline", deadline_json(c, &r));
 	if (spec) {
 		json_t *rs = json_object_get(spec, "resources");
 		json_t *us = rs ? json_object_get(rs, "use_spot") : NULL;

@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/random.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 #include "ctlclient/ctlclient.h"
 
 #define TOKEN_MIN 16
@@ -368,7 +369,7 @@ static char *first_line(const char *path, size_t max)
 char *ctlc_api_url(const char *flag, const char *state_dir)
 {
 	const char *v = flag;
-	char *path = NULL, *line = NULL;
+	char *path = NULL, *line = NULL, scheme[8];
 
 	if (v && *v)
 		return strdup(v);
@@ -378,7 +379,8 @@ char *ctlc_api_url(const char *flag, const char *state_dir)
 	if (state_dir && asprintf(&path, "%s/api.url", state_dir) >= 0) {
 		line = first_line(path, 4096);
 		free(path);
-		if (line && !strncmp(line, "http", 4))
+		if (line && sr_url_scheme(line, scheme, sizeof scheme) == 1 &&
+		    (!strcmp(scheme, "http") || !strcmp(scheme, "https")))
 			return line;
 		free(line);
 	}

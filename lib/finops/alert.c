@@ -8,7 +8,11 @@
  *   recovery        resolve   preemption      -
  *   deadline_risk   trigger   deadline        error
  *   budget          trigger   budget          warning / critical (stop)
- *   job_done        resolve   every topic     -      (resolve_all)
+ *   checkpoint      trigger   checkpoint      error
+ *   deadline_missed trigger   deadline-missed critical (never resolved
+ *                                                     by spotrun: a fact)
+ *   job_done        resolve   every topic     -      (resolve_all; not
+ *                                                     deadline-missed)
  *
  * dedup_key = "spotrun/job-<id>/<topic>", so a resolve matches its
  * trigger.  Slack gets one message per alert.
@@ -34,12 +38,12 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
-	"checkpoint", "credentials",
+	"checkpoint", "deadline_missed", "credentials",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
 	"Job done", "Checkpoints not reaching the object store",
-	"Cloud credentials running out",
+	"Deadline missed", "Cloud credentials running out",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -341,6 +345,9 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_CHECKPOINT:
 		topic = "checkpoint";
+		break;
+	case FINOPS_ALERT_DEADLINE_MISSED:
+		topic = "deadline-missed";
 		break;
 	case FINOPS_ALERT_CREDENTIALS:
 		topic = "credentials";

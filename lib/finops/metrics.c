@@ -19,7 +19,17 @@
  * spotrun_recoveries_total                  counter    job_id
  * spotrun_recovery_downtime_seconds_total   counter    job_id
  * spotrun_checkpoint_stall_seconds          histogram  -
- * spotrun_job_deadline_slack_seconds        gauge      job_id
+ * spotrun_job_deadline_slack_seconds        gauge      job_id   (deadline minus
+ *                                                      the projected finish)
+ * spotrun_job_deadline_missed               gauge      job_id   (1: missed)
+ * spotrun_deadlines_missed_total            counter    -     (jobs, all time)
+ * spotrun_job_checkpoint_local_step         gauge      job_id   (tier 3: newest
+ *                                                      on the node's disk)
+ * spotrun_job_checkpoint_store_step         gauge      job_id   (newest in the
+ *                                                      object store)
+ * spotrun_job_checkpoint_store_age_seconds  gauge      job_id   (since that one
+ *                                                      was saved: the recovery
+ *                                                      point)
  * spotrun_cost_dollars_total                counter    -     (all jobs)
  * spotrun_idle_gpu_seconds_total            counter    -     (all jobs)
  *
@@ -52,21 +62,6 @@ const double finops_stall_buckets_s[] = {
 };
 const size_t finops_stall_nbuckets =
 	sizeof finops_stall_buckets_s / sizeof finops_stall_buckets_s[0];
-
-bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
-			   int64_t step, int64_t total_steps, double *slack_s)
-{
-	double remaining;
-
-	if (step > 0 && total_steps >= step && run_s > 0)
-		remaining = (double)(total_steps - step) * (run_s / (double)step);
-	else if (work_s > 0)
-		remaining = work_s > run_s ? work_s - run_s : 0;
-	else
-		return false;
-	*slack_s = deadline_left_s - remaining;
-	return true;
-}
 
 /* Label value escaping per the exposition format. */
 static void put_label(FILE *f, const char *name, const char *v, int first)
@@ -261,6 +256,27 @@ static int stall_histogram(struct store *db, FILE *f, struct sr_err *e)
 	return 0;
 }
 
+/* One gauge per live job that has the value (skip: its "unknown"). */
+static void job_gauge(FILE *f, const struct finops_live *live,
+		      const char *name, const char *help, int which)
+{
+	family(f, name, "gauge", help);
+	for (size_t i = 0; live && i < live->njobs; i++) {
+		const struct finops_live_job *j = &live->jobs[i];
+		double v = which == 0 ? (double)j->ckpt_local_step :
+			   which == 1 ? (double)j->ckpt_store_step :
+			   j->ckpt_store_age_s;
+		char id[24];
+
+		if (!isfinite(v) || v < 0)
+			continue;
+		snprintf(id, sizeof id, "%lld", (long long)j->id);
+		fprintf(f, "%s{", name);
+		put_label(f, "job_id", id, 1);
+		fprintf(f, "} %.3f\n", v);
+	}
+}
+
 static void live_families(FILE *f, const struct finops_live *live)
 {
 	const char *price = "spotrun_node_hourly_price_dollars";
@@ -284,8 +300,17 @@ static void live_families(FILE *f, const struct finops_live *live)
 		fputs("} ", f);
 		usd(f, n->price_per_hour);
 	}
+	family(f, "spotrun_job_deadline_missed", "gauge",
+	       "1 for each job whose deadline passed before it was done.");
+	for (size_t i = 0; live && i < live->nmissed; i++)
+		fprintf(f, "spotrun_job_deadline_missed{job_id=\"%lld\"} 1\n",
+			(long long)live->missed[i]);
+	family(f, "spotrun_deadlines_missed_total", "counter",
+	       "Jobs whose deadline passed before they were done.");
+	fprintf(f, "spotrun_deadlines_missed_total %zu\n", live ? live->nmissed : 0);
 	family(f, slack, "gauge",
-	       "Cloud seconds left before the deadline minus the work left.");
+	       "Cloud seconds from the projected finish to the deadline "
+	       "(negative: projected late).");
 	for (size_t i = 0; live && i < live->njobs; i++) {
 		const struct finops_live_job *j = &live->jobs[i];
 		char id[24];
@@ -297,6 +322,13 @@ static void live_families(FILE *f, const struct finops_live *live)
 		put_label(f, "job_id", id, 1);
 		fprintf(f, "} %.3f\n", j->deadline_slack_s);
 	}
+	job_gauge(f, live, "spotrun_job_checkpoint_local_step",
+		  "Tier 3: the newest checkpoint step on the job's node disk.", 0);
+	job_gauge(f, live, "spotrun_job_checkpoint_store_step",
+		  "Tier 3: the newest checkpoint step in the object store.", 1);
+	job_gauge(f, live, "spotrun_job_checkpoint_store_age_seconds",
+		  "Tier 3: seconds since the object store's newest checkpoint "
+		  "was saved (the recovery point).", 2);
 }
 
 #define OFF(field) offsetof(struct job_agg, field)

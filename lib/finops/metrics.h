@@ -36,7 +36,13 @@ struct finops_live_job {
 	const char *name;
 	const char *state;
 	bool has_deadline;
-	double deadline_slack_s;   /* cloud seconds; negative = late */
+	double deadline_slack_s;   /* cloud seconds: the deadline minus the
+				      projected finish (lib/ctl/deadline.h);
+				      negative = projected late */
+	/* tier 3's recovery point (-1 / NaN unknown) */
+	int64_t ckpt_local_step;   /* newest on rank 0's disk */
+	int64_t ckpt_store_step;   /* newest in the object store */
+	double ckpt_store_age_s;   /* wall seconds since that one was saved */
 };
 
 struct finops_live {
@@ -44,14 +50,11 @@ struct finops_live {
 	size_t nnodes;
 	const struct finops_live_job *jobs;
 	size_t njobs;
+	/* every job, live or ended, whose deadline passed before it was done
+	 * (its deadline_missed event), ascending */
+	const int64_t *missed;
+	size_t nmissed;
 };
-
-/* Deadline slack in cloud seconds: time left before the deadline minus
- * the work still to do.  Remaining work comes from the measured step rate
- * when steps are known (run_s / step per step), else from the estimate
- * (work_s - run_s).  Returns false when it cannot be estimated. */
-bool finops_deadline_slack(double deadline_left_s, double run_s, double work_s,
-			   int64_t step, int64_t total_steps, double *slack_s);
 
 /* Render every metric into a malloc'd NUL-terminated buffer (*out, caller
  * frees).  live may be NULL.  Returns 0 or a negative code with *e set. */

@@ -318,7 +318,8 @@ static int parse_bps(struct ctx *c, yaml_node_t *n, const char *path, double *ou
 }
 
 static const char *const ckpt_keys[] = {
-	"size", "interval", "stall", "restore_bandwidth", "uri", NULL
+	"size", "interval", "stall", "restore_bandwidth", "uri",
+	"alert_intervals", NULL
 };
 
 static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
@@ -340,6 +341,8 @@ static int ckpt_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->ckpt_stall_ns);
 	if (!strcmp(k, "restore_bandwidth"))
 		return parse_bps(c, vn, path, &js->restore_bps);
+	if (!strcmp(k, "alert_intervals"))
+		return want_int(c, vn, path, 1, 1000000, &js->ckpt_alert_intervals);
 	if (!strcmp(k, "uri")) {
 		struct objstore_uri u;
 		struct sr_err ue = { 0 };

@@ -15,7 +15,8 @@
  *     work: 20h                     # compute hours (duration or number)
  *     criticality: standard         # critical | standard | best-effort
  *     checkpoint: {size: 40GB, interval: 30m, stall: 20s,
- *                  restore_bandwidth: 1GB/s}
+ *                  restore_bandwidth: 1GB/s, uri: s3://b/jobs/x,
+ *                  alert_intervals: 3}
  *     max_hourly_cost: 120          # $/h for the whole gang
  *     max_cost: 3000                # $ for the job
  *     max_restarts: 20
@@ -110,6 +111,7 @@ struct jobspec_image {
 #define JOBSPEC_DEFAULT_PROVISION_S 300
 #define JOBSPEC_DEFAULT_IMAGE_PULL_S 180
 #define JOBSPEC_DEFAULT_RESTORE_BPS 1e9  /* 1 GB/s */
+#define JOBSPEC_DEFAULT_ALERT_INTERVALS 3 /* checkpoint.alert_intervals */
 #define JOBSPEC_DEFAULT_STALL_BPS 2e9    /* stall = size / 2 GB/s */
 
 struct jobspec {
@@ -154,6 +156,9 @@ struct jobspec {
 	double restore_bps;         /* bytes per second */
 	char *ckpt_uri;             /* spotrun.checkpoint.uri (tier 3), or NULL:
 				     * nodes share the control plane's dir */
+	int ckpt_alert_intervals;   /* the "checkpoint" alert fires when the
+				     * store's copy lags this many checkpoints
+				     * (tier 3); default 3 */
 	int64_t provision_ns, image_pull_ns;
 	sr_micros max_hourly_cost;  /* -1: no limit */
 	sr_micros max_cost;         /* -1: no limit */

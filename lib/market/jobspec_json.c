@@ -190,6 +190,8 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(ck, "restore_bps", json_real(js->restore_bps));
 	if (js->ckpt_uri)
 		bad |= json_object_set_new(ck, "uri", json_string(js->ckpt_uri));
+	bad |= json_object_set_new(ck, "alert_intervals",
+				   json_integer(js->ckpt_alert_intervals));
 	bad |= json_object_set(sp, "checkpoint", ck);
 	bad |= json_object_set_new(sp, "max_hourly_cost_micros", json_integer(js->max_hourly_cost));
 	bad |= json_object_set_new(sp, "max_cost_micros", json_integer(js->max_cost));
@@ -492,7 +494,8 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"image_pull_ns", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
-					     "restore_bps", "uri", NULL };
+					     "restore_bps", "uri", "alert_intervals",
+					     NULL };
 	json_t *v, *ck;
 	int64_t size = 0;
 	int rc = sr_json_check_keys(s, keys, "spotrun", e);
@@ -528,6 +531,16 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 			rc = sr_json_get_int_opt(ck, "stall_ns", &js->ckpt_stall_ns, "spotrun.checkpoint", e);
 		if (!rc)
 			rc = sr_json_get_num_opt(ck, "restore_bps", &js->restore_bps, "spotrun.checkpoint", e);
+		if (!rc) {
+			int64_t ai = js->ckpt_alert_intervals;
+
+			rc = sr_json_get_int_opt(ck, "alert_intervals", &ai,
+						 "spotrun.checkpoint", e);
+			if (!rc && (ai < 1 || ai > 1000000))
+				rc = sr_err_set(e, -SR_EPARSE, "spotrun.checkpoint."
+						"alert_intervals: out of 1..1000000");
+			js->ckpt_alert_intervals = (int)ai;
+		}
 		v = json_object_get(ck, "uri");
 		if (!rc && v && !json_is_string(v))
 			rc = sr_err_set(e, -SR_EPARSE, "spotrun.checkpoint.uri: expected a string");

@@ -20,6 +20,7 @@ void jobspec_init(struct jobspec *js)
 	js->num_nodes = 1;
 	js->criticality = JOBSPEC_CRIT_STANDARD;
 	js->ckpt_stall_ns = -1;
+	js->ckpt_alert_intervals = JOBSPEC_DEFAULT_ALERT_INTERVALS;
 	js->restore_bps = JOBSPEC_DEFAULT_RESTORE_BPS;
 	js->provision_ns = (int64_t)JOBSPEC_DEFAULT_PROVISION_S * 1000000000;
 	js->image_pull_ns = (int64_t)JOBSPEC_DEFAULT_IMAGE_PULL_S * 1000000000;

@@ -364,18 +364,21 @@ static int az_get(struct objstore *s, const char *key, size_t max, char **out,
 }
 
 struct list_ud {
+	struct objstore *s;
 	struct objstore_list *out;
-	size_t strip;
+	size_t outside;   /* listed names not under the prefix (ignored) */
 };
 
 static int list_one(void *ud, const char *name, const char *size)
 {
 	struct list_ud *l = ud;
+	const char *rel = name ? objstore__relative_key(l->s, name) : NULL;
 
-	if (!name || strlen(name) < l->strip)
+	if (!rel) {
+		l->outside++;
 		return 0;
-	return objstore__list_add(l->out, name + l->strip,
-				  strlen(name + l->strip),
+	}
+	return objstore__list_add(l->out, rel, strlen(rel),
 				  size ? strtoull(size, NULL, 10) : 0);
 }
 
@@ -383,12 +386,11 @@ static int az_list(struct objstore *s, const char *sub,
 		   struct objstore_list *out, struct sr_err *e)
 {
 	struct az *az = s->impl;
-	struct list_ud lu = { .out = out };
+	struct list_ud lu = { .s = s, .out = out };
 	char *fk = objstore__full_key(s, sub), *efk = NULL, *marker = NULL;
 	char *path = NULL, *query = NULL, *qsign = NULL, what[512];
 	int rc = -ENOMEM;
 
-	lu.strip = s->u.prefix[0] ? strlen(s->u.prefix) + 1 : 0;
 	efk = fk ? sr_sigv4_uri_encode(fk, strlen(fk), 0) : NULL;
 	if (!efk || asprintf(&path, "%s/%s", az->path0, s->u.bucket) < 0)
 		goto out;
@@ -435,6 +437,9 @@ static int az_list(struct objstore *s, const char *sub,
 		if (rc || !marker)
 			break;
 	}
+	if (lu.outside)
+		sr_warn("objstore", "listing returned blobs outside the prefix; "
+			"ignored", "uri=%s n=%zu", s->uri_str, lu.outside);
 out:
 	free(marker);
 	free(query);

@@ -13,34 +13,17 @@
 #include "objstore.h"
 #include "ckpt/internal.h"
 
-#define KEY_MAX 512
-
 struct spotckpt_store {
 	struct objstore *s;
 };
 
-/* 0 if key is a relative key without "..", "//" or control chars. */
+/* 0 if key is a relative key objstore accepts (objstore_key_check). */
 static int key_check(const char *key, const char *what)
 {
-	size_t n;
+	struct sr_err e = { 0 };
+	int rc = objstore_key_check(key, &e);
 
-	if (!key || !key[0])
-		return ckpt__fail(-EINVAL, "%s: empty key", what);
-	n = strlen(key);
-	if (n > KEY_MAX)
-		return ckpt__fail(-EINVAL, "%s: key of %zu bytes (at most %d)",
-				  what, n, KEY_MAX);
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
-			return ckpt__fail(-EINVAL, "%s: key has a control "
-					  "character at byte %zu", what, i);
-	}
-	if (key[0] == '/' || strstr(key, "//") || !strcmp(key, "..") ||
-	    !strncmp(key, "../", 3) || strstr(key, "/../") ||
-	    (n >= 3 && !strcmp(key + n - 3, "/..")))
-		return ckpt__fail(-EINVAL, "%s: key \"%s\": no leading '/', "
-				  "\"//\" or \"..\" segment", what, key);
-	return 0;
+	return rc ? ckpt__fail(rc, "%s: %s", what, e.msg) : 0;
 }
 
 SPOTCKPT_API int spotckpt_store_open(const char *uri,

@@ -57,6 +57,8 @@ int os_status_err(const struct os_req *rq, const struct os_resp *r,
 		code = -SR_ENOTFOUND;
 	else if (r->status == 401 || r->status == 403)
 		code = -EACCES;
+	else if (r->status == 416)
+		code = -SR_ECORRUPT; /* the object is shorter than the range */
 	return sr_err_set(e, code, "%s: HTTP %ld%s%s%s%s", rq->what, r->status,
 			  r->err_code[0] ? " " : "", r->err_code,
 			  r->err_msg[0] ? ": " : "", r->err_msg);
@@ -115,6 +117,11 @@ int os_http(struct objstore *s, const struct os_req *rq, struct os_resp *resp,
 	r.body = NULL;
 	if (sr_http_resp_header(&r, "ETag", resp->etag, sizeof resp->etag))
 		resp->etag[0] = 0;
+	if (sr_http_resp_header(&r, "x-amz-meta-spotrun-upload", resp->token,
+				sizeof resp->token) &&
+	    sr_http_resp_header(&r, "x-goog-meta-spotrun-upload", resp->token,
+				sizeof resp->token))
+		resp->token[0] = 0;
 	sr_http_resp_free(&r);
 	if (resp->status / 100 != 2) {
 		/* a final answer: rc 0, the caller reads the status; a

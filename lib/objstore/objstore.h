@@ -65,17 +65,28 @@ struct objstore_uri {
 			       * ("" for none); for file: the directory */
 };
 
-/* Parse `s` into *u (owned strings; objstore_uri_free()).  Bucket and
- * container names are checked against the services' rules, the prefix
- * must not contain "..", "//" or control characters.  A plain path (no
- * "://") is a file URI.  Errors: -EINVAL with *e naming the part at
- * fault; -ENOMEM.  *u is zeroed on failure. */
+/* Parse `s` into *u (owned strings; objstore_uri_free()); libcurl splits
+ * it (common/url.h).  Bucket and container names are checked against the
+ * services' rules, the prefix must not contain "..", "//" or control
+ * characters; a port, user:password@, '?' or '#' is refused.  A plain
+ * path (no scheme://, sr_url_scheme) is a file URI.  Errors: -EINVAL with
+ * *e naming the part at fault; -ENOMEM.  *u is zeroed on failure. */
 int objstore_uri_parse(const char *s, struct objstore_uri *u, struct sr_err *e);
 void objstore_uri_free(struct objstore_uri *u); /* NULL-safe */
-/* 1 if s is an s3://, gs:// or az:// URI (anything not a local path). */
-int objstore_uri_is_remote(const char *s);
-/* If s is file:///x return a pointer to "/x" inside s, else s itself. */
-const char *objstore_uri_local_path(const char *s);
+/* (Whether a URI is remote, and the path of a file URI: ckpt__uri_*
+ * in lib/ckpt/backend.h.) */
+
+/* KEY RULES.  Every call naming keys checks them (objstore_key_check):
+ * 1..OBJSTORE_KEY_MAX bytes, no control character, no empty, "." or
+ * ".." segment (so no leading '/' and no "//"): a key can never reach
+ * outside the store's prefix, whatever a listing returned.  Any other
+ * byte is allowed and travels as S3 and Azure define: percent-encoded
+ * in URLs, XML-escaped in request bodies; listings are made under the
+ * prefix with its trailing '/', and a listed key outside it is
+ * ignored. */
+#define OBJSTORE_KEY_MAX 512
+/* 0, or -EINVAL with *e naming the rule broken. */
+int objstore_key_check(const char *key, struct sr_err *e);
 
 /* One object of a listing; key relative to the store's prefix. */
 struct objstore_obj {
@@ -157,11 +168,13 @@ int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out
 /* Delete objects (missing ones are not an error). */
 int objstore_del(struct objstore *s, const char *const *keys, size_t n,
 		 struct sr_err *e);
-/* Abort multipart uploads under the prefix that were started before
- * `older_than_ns` (wall clock); *n (may be NULL) receives how many.
- * Stores without the notion (Azure: uncommitted blocks expire by
- * themselves; file) return 0. */
-int objstore_abort_stale(struct objstore *s, int64_t older_than_ns,
-			 size_t *n, struct sr_err *e);
+/* Abort the multipart uploads of keys that start with `sub` (relative,
+ * like objstore_list's; listed with the prefix's trailing '/', and each
+ * listed key checked to be under it before its abort is sent) that were
+ * started before `older_than_ns` (wall clock); *n (may be NULL)
+ * receives how many.  Stores without the notion (Azure: uncommitted
+ * blocks expire by themselves; file) return 0. */
+int objstore_abort_stale(struct objstore *s, const char *sub,
+			 int64_t older_than_ns, size_t *n, struct sr_err *e);
 
 #endif

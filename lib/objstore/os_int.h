@@ -21,8 +21,8 @@ struct objstore_ops {
 		    struct objstore_list *out, struct sr_err *e);
 	int (*del)(struct objstore *s, const char *const *keys, size_t n,
 		   struct sr_err *e);
-	int (*abort_stale)(struct objstore *s, int64_t older_ns, size_t *n,
-			   struct sr_err *e);
+	int (*abort_stale)(struct objstore *s, const char *sub,
+			   int64_t older_ns, size_t *n, struct sr_err *e);
 	void (*free_impl)(void *impl);
 };
 
@@ -45,6 +45,9 @@ int objstore__list_add(struct objstore_list *l, const char *key, size_t klen,
 		       uint64_t size);
 /* prefix + "/" + key (or key alone for an empty prefix); malloc'd. */
 char *objstore__full_key(const struct objstore *s, const char *key);
+/* The part of a full key after "prefix/" (borrowed from fk), or NULL
+ * when fk is not under the prefix. */
+const char *objstore__relative_key(const struct objstore *s, const char *fk);
 
 /* ---- http.c: one request, retried ------------------------------------------
  *
@@ -80,6 +83,7 @@ struct os_resp {
 	char *body;            /* growing buffer, NUL-terminated (or NULL) */
 	size_t len;            /* bytes received (either buffer) */
 	char etag[160];        /* ETag header, quotes kept */
+	char token[64];        /* x-amz-meta-spotrun-upload (or x-goog-) */
 	char err_code[64];     /* <Code> of an XML error body */
 	char err_msg[256];     /* <Message> */
 	int attempts;
@@ -124,6 +128,8 @@ int os_hmac_sha256_b64(const void *key, size_t klen, const char *msg,
 		       size_t mlen, char out[45]);
 
 /* ---- xml.c ------------------------------------------------------------------- */
+/* s with & < > " ' escaped for an XML text or attribute (malloc'd). */
+char *os_xml_escape(const char *s);
 /* Text of the first element called `name` anywhere in doc (malloc'd) or
  * NULL. */
 char *os_xml_text(const char *doc, size_t len, const char *name);

@@ -93,6 +93,13 @@ static int try_step(struct objstore *s, const struct objstore_list *l,
 	rc = ckpt__manifest_parse(buf, len, key, m, e);
 	if (rc)
 		goto out;
+	if (m->step != step) {
+		/* a copy of another step's files is not this step */
+		rc = sr_err_set(e, -SR_ECORRUPT, "%s/%s: manifest says step %"
+				PRId64 ", the key step %" PRId64, objstore_uri(s),
+				key, m->step, step);
+		goto out;
+	}
 	for (size_t i = 0; i < m->l->ns; i++) {
 		const struct ckpt_shard *sh = &m->l->s[i];
 		const struct objstore_obj *o;
@@ -149,6 +156,7 @@ struct rjob {
 	uint64_t off, len;      /* the range: its segments, back to back */
 	struct seg *segs;
 	size_t nseg, cur;
+	struct ckpt_undo *undo; /* old destination bytes, or NULL */
 };
 
 struct rd_job {
@@ -180,6 +188,9 @@ static int scatter(void *ud, uint64_t pos, const void *p, size_t n)
 		s = &j->segs[j->cur];
 		k = (size_t)(s->off + s->len - at) < n ? (size_t)(s->off + s->len - at)
 						       : n;
+		/* the tensor's old bytes aside before its first is written */
+		if (ckpt__undo_save(j->undo, s->t))
+			return -SR_EUNSUPPORTED;
 		memcpy(s->dst + (at - s->off), b, k);
 		at += k;
 		b += k;
@@ -214,6 +225,8 @@ static int fetch(void *ud, size_t i, struct sr_err *e)
 		 j->m->l->s[rj->shard].file);
 	rc = objstore_get_range_to(j->r->s, key, rj->off, rj->len, scatter, rj,
 				   e);
+	if (rc == -SR_ENOTFOUND)
+		rc = -SR_ECORRUPT; /* a shard gone: the step is not whole */
 	/* a tensor whose last bytes this GET brought is verified now */
 	for (size_t k = 0; rc == 0 && k < rj->nseg; k++) {
 		const struct seg *sg = &rj->segs[k];
@@ -227,7 +240,7 @@ static int fetch(void *ud, size_t i, struct sr_err *e)
 /* Fetch and verify the tensors whose dst is set (never an empty one:
  * the caller leaves those out). */
 static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
-			uint8_t **dst, struct sr_err *e)
+			uint8_t **dst, struct ckpt_undo *undo, struct sr_err *e)
 {
 	const struct ckpt_layout *l = m->l;
 	uint64_t part = r->s->cfg.part_bytes, total = 0;
@@ -274,6 +287,7 @@ static int fetch_verify(struct objstore_rd *r, const struct ckpt_manifest *m,
 					cur->len = 0;
 					cur->segs = &segs[ns];
 					cur->nseg = cur->cur = 0;
+					cur->undo = undo;
 				}
 				k = part - cur->len < left ? part - cur->len : left;
 				segs[ns].dst = d;
@@ -301,7 +315,7 @@ out:
 
 int objstore_rd_read(struct objstore_rd *r, const struct ckpt_manifest *m,
 		     const struct spotckpt_dest **map, int verify_all,
-		     struct sr_err *e)
+		     struct ckpt_undo *undo, struct sr_err *e)
 {
 	const struct ckpt_cuda_ops *cu = NULL;
 	uint8_t **dst = calloc(m->l->nt + 1, sizeof *dst);
@@ -316,7 +330,7 @@ int objstore_rd_read(struct objstore_rd *r, const struct ckpt_manifest *m,
 		    m->l->t[i].nbytes)
 			dst[i] = map[i]->ptr;
 	}
-	rc = fetch_verify(r, m, dst, e);
+	rc = fetch_verify(r, m, dst, undo, e);
 	/* CUDA destinations and verify-only tensors, one at a time */
 	for (size_t i = 0; rc == 0 && i < m->l->nt; i++) {
 		const struct ckpt_tensor *t = &m->l->t[i];
@@ -332,13 +346,14 @@ int objstore_rd_read(struct objstore_rd *r, const struct ckpt_manifest *m,
 		}
 		memset(dst, 0, m->l->nt * sizeof *dst);
 		dst[i] = bounce;
-		rc = fetch_verify(r, m, dst, e);
+		rc = fetch_verify(r, m, dst, NULL, e);
 		if (rc == 0 && is_cuda) {
 			int cr;
 
 			cu = cu ? cu : ckpt__cuda();
-			cr = cu ? cu->memcpy(map[i]->ptr, bounce, t->nbytes,
-					     CKPT_CUDA_H2D) : -1;
+			cr = cu && ckpt__undo_save(undo, (uint32_t)i) == 0 ?
+			     cu->memcpy(map[i]->ptr, bounce, t->nbytes,
+					CKPT_CUDA_H2D) : -1;
 			if (cr)
 				rc = sr_err_set(e, -SR_EUNSUPPORTED, "tensor %s: "
 						"copy to the GPU failed", t->name);
@@ -351,6 +366,27 @@ int objstore_rd_read(struct objstore_rd *r, const struct ckpt_manifest *m,
 }
 
 /* ---- opening --------------------------------------------------------------------- */
+/* Open uri and list its step- keys.  A store that does not answer with
+ * a listing is an error naming the store, never "no checkpoint" (a
+ * missing bucket included: -SR_EHTTP, not -SR_ENOTFOUND). */
+static int open_list(const char *uri, struct objstore **s,
+		     struct objstore_list *l, struct sr_err *e)
+{
+	int rc = objstore_open(uri, NULL, s, e);
+
+	if (rc)
+		return rc;
+	rc = objstore_list(*s, "step-", l, e);
+	if (rc) {
+		if (rc == -SR_ENOTFOUND)
+			rc = -SR_EHTTP;
+		sr_err_prefix(e, "%s: cannot list the checkpoints", uri);
+		if (e)
+			e->code = rc;
+	}
+	return rc;
+}
+
 int objstore_rd_open(const char *uri, int64_t step, int64_t max_step,
 		     int verify, struct objstore_rd **out,
 		     struct ckpt_manifest *m, char **path, struct sr_err *e)
@@ -366,10 +402,7 @@ int objstore_rd_open(const char *uri, int64_t step, int64_t max_step,
 	memset(m, 0, sizeof *m);
 	if (!r)
 		return -ENOMEM;
-	rc = objstore_open(uri, NULL, &r->s, e);
-	if (rc)
-		goto fail;
-	rc = objstore_list(r->s, "step-", &l, e);
+	rc = open_list(uri, &r->s, &l, e);
 	if (rc)
 		goto fail;
 	if (step >= 0) {
@@ -394,11 +427,14 @@ int objstore_rd_open(const char *uri, int64_t step, int64_t max_step,
 		r->step = steps[i];
 		rc = try_step(r->s, &l, steps[i], m, &se);
 		if (rc == 0 && verify) {
-			rc = objstore_rd_read(r, m, NULL, 1, &se);
+			rc = objstore_rd_read(r, m, NULL, 1, NULL, &se);
 			if (rc)
 				ckpt__manifest_free(m);
 		}
-		if (rc == 0 || rc == -ENOMEM || rc == -EACCES || step >= 0) {
+		/* only a damaged step is skipped; a store that fails to
+		 * answer (auth, transport, retries over) stops the search:
+		 * an older step must not be taken for the newest */
+		if (rc == 0 || !ckpt__is_damage(rc) || step >= 0) {
 			if (rc)
 				*e = se;
 			break;
@@ -437,7 +473,8 @@ void objstore_rd_close(struct objstore_rd *r)
 	free(r);
 }
 
-int objstore_rd_newest(const char *uri, int64_t *step, struct sr_err *e)
+int objstore_rd_newest(const char *uri, int64_t max_step, int64_t *step,
+		       struct sr_err *e)
 {
 	struct objstore *s = NULL;
 	struct objstore_list l = { 0 };
@@ -446,13 +483,13 @@ int objstore_rd_newest(const char *uri, int64_t *step, struct sr_err *e)
 	int rc;
 
 	*step = -1;
-	rc = objstore_open(uri, NULL, &s, e);
-	if (rc == 0)
-		rc = objstore_list(s, "step-", &l, e);
+	rc = open_list(uri, &s, &l, e);
 	if (rc == 0)
 		rc = objstore_steps(&l, &steps, &n);
-	if (rc == 0 && n)
-		*step = steps[0];
+	for (size_t i = 0; rc == 0 && i < n && *step < 0; i++) {
+		if (max_step < 0 || steps[i] <= max_step)
+			*step = steps[i];
+	}
 	free(steps);
 	objstore_list_free(&l);
 	objstore_close(s);
@@ -469,9 +506,7 @@ int objstore_rd_list(const char *uri, struct spotckpt_entry *out, size_t cap,
 	int rc;
 
 	*n = 0;
-	rc = objstore_open(uri, NULL, &s, e);
-	if (rc == 0)
-		rc = objstore_list(s, "step-", &l, e);
+	rc = open_list(uri, &s, &l, e);
 	if (rc)
 		goto out;
 	/* every step with any object: committed (manifest) or not */

@@ -44,6 +44,7 @@
 
 #include "os_int.h"
 #include "common/awscred.h"
+#include "common/random.h"
 #include "common/log.h"
 #include "common/sigv4.h"
 #include "common/url.h"
@@ -75,6 +76,12 @@ static void s3_free(void *p)
 }
 
 /* ---- one request --------------------------------------------------------------- */
+/* The user metadata a multipart upload carries: a token of its own, so
+ * that a CompleteMultipartUpload whose answer was lost can tell its
+ * object from an older one of the same key. */
+#define S3_TOKEN_HDR "x-amz-meta-spotrun-upload"
+#define GCS_TOKEN_HDR "x-goog-meta-spotrun-upload"
+
 struct call {
 	struct s3 *s3;
 	const char *path;     /* encoded path, from '/' */
@@ -86,6 +93,12 @@ struct call {
 	const char *ctype;    /* Content-Type or NULL */
 	objstore_sink_fn sink;/* response body of a range, or NULL */
 	void *sink_ud;
+	const char *token;    /* x-amz-meta-spotrun-upload, or NULL */
+	/* before every attempt after the first: non-zero ends the request
+	 * with that code (e.g. the work is found already done) */
+	int (*before_retry)(struct call *c);
+	void *retry_ud;
+	int attempts;
 };
 
 static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
@@ -93,11 +106,21 @@ static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 {
 	struct call *c = ud;
 	struct sr_sigv4_creds cr = sr_awscred_view(&c->s3->cred);
-	const char *extra[6] = { 0 };
-	char b1[64], b2[160], b3[160], b4[64];
+	const char *extra[7] = { 0 };
+	char b1[64], b2[160], b3[160], b4[64], b5[96];
 	char **add = NULL;
 	int n = 0, rc;
 
+	if (c->attempts++ > 0 && c->before_retry) {
+		rc = c->before_retry(c);
+		if (rc)
+			return rc;
+	}
+	if (c->token) {
+		snprintf(b5, sizeof b5, "%s: %s", c->s3->gcs ? GCS_TOKEN_HDR :
+			 S3_TOKEN_HDR, c->token);
+		extra[n++] = b5;
+	}
 	if (c->md5[0]) {
 		snprintf(b1, sizeof b1, "Content-MD5: %s", c->md5);
 		extra[n++] = b1;
@@ -303,6 +326,32 @@ static char *enc_id(const char *id)
 	return sr_sigv4_uri_encode(id, strlen(id), 0);
 }
 
+struct done_check {
+	struct objstore *s;
+	const char *fk, *path, *token;
+};
+
+/* before_retry of a CompleteMultipartUpload: an earlier attempt whose
+ * answer was lost may have completed it (a repeat then finds no upload:
+ * S3 answers NoSuchUpload, some stores 500).  HEAD the key: carrying
+ * this upload's token, it is done (-EALREADY ends the retries). */
+static int completed_before(struct call *cc)
+{
+	const struct done_check *d = cc->retry_ud;
+	struct call c = { .s3 = d->s->impl, .path = d->path, .query = "" };
+	struct os_resp resp = { 0 };
+	struct sr_err e = { 0 };
+	char what[512];
+	int rc;
+
+	snprintf(what, sizeof what, "HeadObject %s", d->fk);
+	rc = do_req(d->s, &c, "HEAD", what, NULL, 0, -1, 0, NULL, 0, 0, &resp,
+		    &e);
+	rc = rc == 0 && !strcmp(resp.token, d->token) ? -EALREADY : 0;
+	os_resp_free(&resp);
+	return rc;
+}
+
 static int s3_put_fd(struct objstore *s, const char *key, int fd,
 		     uint64_t size, uint64_t *sent, struct sr_err *e)
 {
@@ -312,6 +361,8 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 	char *fk = NULL, *path = NULL, *uid = NULL, *euid = NULL, *xml = NULL;
 	char what[512], query[1100];
 	struct call c = { .s3 = s3, .query = "uploads" };
+	char token[32];
+	struct done_check dc = { .s = s, .token = token };
 	size_t xl = 0;
 	int rc = -ENOMEM;
 
@@ -342,8 +393,15 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 		goto out;
 	c.path = path;
 	c.crc_algo = s3->crc32c;
+	rc = sr_random_hex(token, 12);
+	if (rc) {
+		sr_err_set(e, rc, "%s: no random token: %s", fk, sr_strerror(rc));
+		goto out;
+	}
+	c.token = token;
 	snprintf(what, sizeof what, "CreateMultipartUpload %s", fk);
 	rc = do_req(s, &c, "POST", what, "", 0, -1, 0, NULL, 0, 0, &resp, e);
+	c.token = NULL;
 	if (rc)
 		goto out;
 	uid = os_xml_text(resp.body, resp.len, "UploadId");
@@ -357,6 +415,8 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 		rc = -ENOMEM;
 		goto out;
 	}
+	dc.fk = fk;
+	dc.path = path;
 	m.s = s;
 	m.fk = fk;
 	m.path = path;
@@ -409,6 +469,9 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 	c.query = query;
 	c.crc_algo = 0;
 	c.ctype = "application/xml";
+	c.attempts = 0;
+	c.before_retry = completed_before;
+	c.retry_ud = &dc;
 	os_md5_b64(xml, xl, c.md5);
 	snprintf(what, sizeof what, "CompleteMultipartUpload %s", fk);
 	rc = do_req(s, &c, "POST", what, xml, xl, -1, 0, NULL, 0, 0, &resp, e);
@@ -418,6 +481,10 @@ static int s3_put_fd(struct objstore *s, const char *key, int fd,
 
 		rc = sr_err_set(e, -SR_EHTTP, "%s: %s", what, code ? code : "error");
 		free(code);
+	}
+	if (rc == -EALREADY) {
+		sr_err_clear(e);
+		rc = 0; /* completed by an attempt whose answer was lost */
 	}
 	if (rc)
 		goto abort;
@@ -502,17 +569,21 @@ out:
 }
 
 struct list_ud {
+	struct objstore *s;
 	struct objstore_list *out;
-	size_t strip;     /* bytes of "prefix/" to drop from each key */
+	size_t outside;   /* listed keys not under the prefix (ignored) */
 };
 
 static int list_one(void *ud, const char *key, const char *size)
 {
 	struct list_ud *l = ud;
+	const char *rel = key ? objstore__relative_key(l->s, key) : NULL;
 
-	if (!key || strlen(key) < l->strip)
+	if (!rel) {
+		l->outside++;
 		return 0;
-	return objstore__list_add(l->out, key + l->strip, strlen(key + l->strip),
+	}
+	return objstore__list_add(l->out, rel, strlen(rel),
 				  size ? strtoull(size, NULL, 10) : 0);
 }
 
@@ -521,14 +592,13 @@ static int s3_list(struct objstore *s, const char *sub,
 {
 	struct s3 *s3 = s->impl;
 	struct call c = { .s3 = s3 };
-	struct list_ud lu = { .out = out };
+	struct list_ud lu = { .s = s, .out = out };
 	char *fk = objstore__full_key(s, sub), *efk = NULL, *token = NULL;
 	char *path = NULL, *query = NULL, what[512];
 	int rc = -ENOMEM;
 
 	if (!fk)
 		goto out;
-	lu.strip = s->u.prefix[0] ? strlen(s->u.prefix) + 1 : 0;
 	efk = sr_sigv4_uri_encode(fk, strlen(fk), 0);
 	if (asprintf(&path, "%s", bucket_path(s3)) < 0)
 		path = NULL;
@@ -579,6 +649,9 @@ static int s3_list(struct objstore *s, const char *sub,
 		if (rc || !token)
 			break;
 	}
+	if (lu.outside)
+		sr_warn("objstore", "listing returned keys outside the prefix; "
+			"ignored", "uri=%s n=%zu", s->uri_str, lu.outside);
 out:
 	free(token);
 	free(query);
@@ -626,7 +699,7 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 			continue;
 		}
 		for (size_t i = 0; i < batch; i++)
-			cap += strlen(s->u.prefix) + strlen(keys[at + i]) * 6 + 40;
+			cap += (strlen(s->u.prefix) + strlen(keys[at + i])) * 6 + 40;
 		xml = malloc(cap);
 		if (asprintf(&path, "%s", bucket_path(s3)) < 0)
 			path = NULL;
@@ -638,15 +711,19 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 		xl = (size_t)sprintf(xml, "<Delete><Quiet>true</Quiet>");
 		for (size_t i = 0; i < batch; i++) {
 			char *fk = objstore__full_key(s, keys[at + i]);
+			char *x = fk ? os_xml_escape(fk) : NULL;
 
-			if (!fk) {
+			if (!x) {
+				free(fk);
 				free(xml);
 				free(path);
 				return -ENOMEM;
 			}
-			/* keys are checkpoint names: no XML specials in them */
+			/* a key is text of the body: escaped, so that no key
+			 * can close its element and name another object */
 			xl += (size_t)sprintf(xml + xl, "<Object><Key>%s</Key>"
-					      "</Object>", fk);
+					      "</Object>", x);
+			free(x);
 			free(fk);
 		}
 		xl += (size_t)sprintf(xml + xl, "</Delete>");
@@ -674,17 +751,27 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 
 struct stale_ud {
 	struct objstore *s;
+	const char *under;    /* full-key prefix every aborted key starts with */
 	int64_t older_ns;
-	size_t n;
+	size_t n, outside;
 };
 
 static int abort_one(void *ud, const char *key, const char *uid)
 {
 	struct stale_ud *st = ud;
+	const char *rel;
 	char *path, *euid;
 
 	if (!key || !uid)
 		return 0;
+	/* checked before anything is sent: under our prefix and `sub`, and
+	 * a key our own calls would accept */
+	rel = objstore__relative_key(st->s, key);
+	if (!rel || strncmp(key, st->under, strlen(st->under)) ||
+	    objstore_key_check(rel, NULL)) {
+		st->outside++;
+		return 0;
+	}
 	path = obj_path(st->s->impl, key);
 	euid = enc_id(uid);
 	if (path && euid && abort_upload(st->s, key, path, euid) == 0)
@@ -694,42 +781,96 @@ static int abort_one(void *ud, const char *key, const char *uid)
 	return 0;
 }
 
-static int s3_abort_stale(struct objstore *s, int64_t older_ns, size_t *n,
-			  struct sr_err *e)
+static int s3_abort_stale(struct objstore *s, const char *sub, int64_t older_ns,
+			  size_t *n, struct sr_err *e)
 {
 	struct s3 *s3 = s->impl;
-	struct os_resp resp = { 0 };
 	struct stale_ud st = { .s = s, .older_ns = older_ns };
 	struct call c = { .s3 = s3 };
-	char *path = NULL, *query = NULL, *efk = NULL;
+	char *path = NULL, *query = NULL, *efk = NULL, *fk = NULL;
+	char *kmark = NULL, *umark = NULL;
 	int rc = -ENOMEM;
 
 	(void)older_ns; /* see below */
-	efk = sr_sigv4_uri_encode(s->u.prefix, strlen(s->u.prefix), 0);
-	if (!efk || asprintf(&path, "%s", bucket_path(s3)) < 0 ||
-	    asprintf(&query, "prefix=%s&uploads=", efk) < 0)
-		goto out;
-	c.path = path;
-	c.query = query;
-	rc = do_req(s, &c, "GET", "ListMultipartUploads", NULL, 0, -1, 0, NULL,
-		    0, 16u << 20, &resp, e);
-	if (rc == -SR_EHTTP && resp.status == 501) {
-		/* a store without the call (s3rver): nothing we can list */
-		rc = 0;
+	fk = objstore__full_key(s, sub ? sub : "");
+	efk = fk ? sr_sigv4_uri_encode(fk, strlen(fk), 0) : NULL;
+	if (!efk || asprintf(&path, "%s", bucket_path(s3)) < 0) {
+		path = NULL;
 		goto out;
 	}
+	st.under = fk;
+	c.path = path;
 	/* Only one uploader writes a prefix, and it calls this before its
 	 * first upload and after each commit, when none of its own is in
-	 * flight; so every upload listed is an orphan of a killed process,
-	 * whatever its age.  older_ns is kept for stores shared by writers. */
-	if (rc == 0)
-		rc = os_xml_each(resp.body, resp.len, "Upload", "Key", "UploadId",
-				 abort_one, &st);
+	 * flight; so every upload listed under it is an orphan of a killed
+	 * process, whatever its age.  older_ns is kept for stores shared by
+	 * writers. */
+	for (;;) {
+		struct os_resp resp = { 0 };
+		char *ek = kmark ? sr_sigv4_uri_encode(kmark, strlen(kmark), 0)
+				 : NULL;
+		char *eu = umark ? sr_sigv4_uri_encode(umark, strlen(umark), 0)
+				 : NULL;
+		int more;
+
+		free(query);
+		query = NULL;
+		if ((kmark && !ek) || (umark && !eu) ||
+		    asprintf(&query, "%s%s%sprefix=%s%s%s%suploads=",
+			     ek ? "key-marker=" : "", ek ? ek : "", ek ? "&" : "",
+			     efk, eu ? "&upload-id-marker=" : "", eu ? eu : "",
+			     "&") < 0) {
+			free(ek);
+			free(eu);
+			query = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+		free(ek);
+		free(eu);
+		c.query = query;
+		rc = do_req(s, &c, "GET", "ListMultipartUploads", NULL, 0, -1, 0,
+			    NULL, 0, 16u << 20, &resp, e);
+		if (rc == -SR_EHTTP && resp.status == 501) {
+			/* a store without the call (s3rver): nothing to list */
+			os_resp_free(&resp);
+			rc = 0;
+			break;
+		}
+		if (rc == 0)
+			rc = os_xml_each(resp.body, resp.len, "Upload", "Key",
+					 "UploadId", abort_one, &st);
+		free(kmark);
+		free(umark);
+		kmark = umark = NULL;
+		more = 0;
+		if (rc == 0 && resp.body) {
+			char *t = os_xml_text(resp.body, resp.len, "IsTruncated");
+
+			more = t && !strcmp(t, "true");
+			free(t);
+			if (more) {
+				kmark = os_xml_text(resp.body, resp.len,
+						    "NextKeyMarker");
+				umark = os_xml_text(resp.body, resp.len,
+						    "NextUploadIdMarker");
+			}
+		}
+		os_resp_free(&resp);
+		if (rc || !more || !kmark || !*kmark)
+			break;
+	}
+	if (st.outside)
+		sr_warn("objstore", "multipart uploads outside the prefix were "
+			"listed; left alone", "uri=%s n=%zu", s->uri_str,
+			st.outside);
 	if (n)
 		*n = st.n;
 out:
-	os_resp_free(&resp);
+	free(kmark);
+	free(umark);
 	free(efk);
+	free(fk);
 	free(query);
 	free(path);
 	return rc;

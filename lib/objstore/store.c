@@ -10,10 +10,12 @@
 
 #include "common/url.h"
 #include "os_int.h"
+#include "ckpt/backend.h"
 
 /* ---- URIs ------------------------------------------------------------------
  * Split by lib/common/url.h (libcurl's URL API): a string without
- * "scheme://" is a local path; file:///dir is one too. */
+ * "scheme://" is a local path; file:///dir is one too (whether a URI is
+ * remote, and a file URI's path: ckpt__uri_*, lib/ckpt/backend.h). */
 static int uri_kind(const char *scheme)
 {
 	static const char *const names[] = { "file", "s3", "gs", "az" };
@@ -22,30 +24,6 @@ static int uri_kind(const char *scheme)
 		if (!strcmp(scheme, names[k]))
 			return k;
 	return -1;
-}
-
-int objstore_uri_is_remote(const char *s)
-{
-	char scheme[8];
-
-	return sr_url_scheme(s, scheme, sizeof scheme) == 1 && uri_kind(scheme) > 0;
-}
-
-const char *objstore_uri_local_path(const char *s)
-{
-	struct sr_url u;
-	char scheme[8];
-	const char *p = s;
-
-	if (sr_url_scheme(s, scheme, sizeof scheme) != 1 || strcmp(scheme, "file") ||
-	    sr_url_parse(s, &u, NULL))
-		return s;
-	/* the path as it stands at the end of s ("file:///x" -> "/x") */
-	if (!u.query && u.path[0] == '/' && strlen(u.path) <= strlen(s) &&
-	    !strcmp(s + strlen(s) - strlen(u.path), u.path))
-		p = s + strlen(s) - strlen(u.path);
-	sr_url_free(&u);
-	return p;
 }
 
 void objstore_uri_free(struct objstore_uri *u)
@@ -312,23 +290,75 @@ void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns)
 	atomic_store(&s->deadline_ns, deadline_mono_ns);
 }
 
+/* ---- keys -------------------------------------------------------------------- */
+int objstore_key_check(const char *key, struct sr_err *e)
+{
+	size_t n, seg = 0;
+
+	if (!key || !key[0])
+		return sr_err_set(e, -EINVAL, "empty object key");
+	n = strlen(key);
+	if (n > OBJSTORE_KEY_MAX)
+		return sr_err_set(e, -EINVAL, "object key of %zu bytes (at most "
+				  "%d)", n, OBJSTORE_KEY_MAX);
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (c && (c < 0x20 || c == 0x7f))
+			return sr_err_set(e, -EINVAL, "object key has a control "
+					  "character at byte %zu", i);
+		if (c && c != '/')
+			continue;
+		/* a segment ends at key[i]: none empty, none "." or ".." */
+		if (i == seg || (i - seg == 1 && key[seg] == '.') ||
+		    (i - seg == 2 && key[seg] == '.' && key[seg + 1] == '.'))
+			return sr_err_set(e, -EINVAL, "object key \"%.*s\": no "
+					  "leading '/', \"//\", \".\" or \"..\" "
+					  "segment", (int)(n > 200 ? 200 : n), key);
+		seg = i + 1;
+	}
+	return 0;
+}
+
+/* Every call that names keys checks them here, so that no request can
+ * reach outside the store's prefix. */
+static int keys_ok(const struct objstore *s, const char *const *keys,
+		   size_t n, struct sr_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = objstore_key_check(keys[i], e);
+
+		if (rc) {
+			sr_err_prefix(e, "%s", s->uri_str);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 int objstore_put(struct objstore *s, const char *key, const void *buf,
 		 size_t len, struct sr_err *e)
 {
-	return s->ops->put(s, key, buf, len, e);
+	int rc = keys_ok(s, &key, 1, e);
+
+	return rc ? rc : s->ops->put(s, key, buf, len, e);
 }
 
 int objstore_put_fd(struct objstore *s, const char *key, int fd,
 		    uint64_t size, uint64_t *sent, struct sr_err *e)
 {
-	return s->ops->put_fd(s, key, fd, size, sent, e);
+	int rc = keys_ok(s, &key, 1, e);
+
+	return rc ? rc : s->ops->put_fd(s, key, fd, size, sent, e);
 }
 
 int objstore_get_range(struct objstore *s, const char *key, uint64_t off,
 		       uint64_t len, void *dst, struct sr_err *e)
 {
-	if (len == 0)
-		return 0;
+	int rc = keys_ok(s, &key, 1, e);
+
+	if (rc || len == 0)
+		return rc;
 	return s->ops->get_range(s, key, off, len, dst, NULL, NULL, e);
 }
 
@@ -336,8 +366,10 @@ int objstore_get_range_to(struct objstore *s, const char *key, uint64_t off,
 			  uint64_t len, objstore_sink_fn sink, void *ud,
 			  struct sr_err *e)
 {
-	if (len == 0)
-		return 0;
+	int rc = keys_ok(s, &key, 1, e);
+
+	if (rc || len == 0)
+		return rc;
 	return s->ops->get_range(s, key, off, len, NULL, sink, ud, e);
 }
 
@@ -346,7 +378,8 @@ int objstore_get(struct objstore *s, const char *key, size_t max, char **out,
 {
 	*out = NULL;
 	*len = 0;
-	return s->ops->get(s, key, max, out, len, e);
+	return keys_ok(s, &key, 1, e) ? -EINVAL
+				       : s->ops->get(s, key, max, out, len, e);
 }
 
 int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out,
@@ -358,15 +391,18 @@ int objstore_list(struct objstore *s, const char *sub, struct objstore_list *out
 int objstore_del(struct objstore *s, const char *const *keys, size_t n,
 		 struct sr_err *e)
 {
-	return n ? s->ops->del(s, keys, n, e) : 0;
+	int rc = keys_ok(s, keys, n, e);
+
+	return rc ? rc : n ? s->ops->del(s, keys, n, e) : 0;
 }
 
-int objstore_abort_stale(struct objstore *s, int64_t older_than_ns,
-			 size_t *n, struct sr_err *e)
+int objstore_abort_stale(struct objstore *s, const char *sub,
+			 int64_t older_than_ns, size_t *n, struct sr_err *e)
 {
 	if (n)
 		*n = 0;
-	return s->ops->abort_stale ? s->ops->abort_stale(s, older_than_ns, n, e)
+	return s->ops->abort_stale ? s->ops->abort_stale(s, sub, older_than_ns,
+							 n, e)
 				   : 0;
 }
 
@@ -399,6 +435,18 @@ void objstore_list_free(struct objstore_list *l)
 		free(l->v[i].key);
 	free(l->v);
 	memset(l, 0, sizeof *l);
+}
+
+const char *objstore__relative_key(const struct objstore *s, const char *fk)
+{
+	const char *p = s->u.prefix ? s->u.prefix : "";
+	size_t pl = strlen(p);
+
+	if (pl == 0)
+		return fk;
+	if (strncmp(fk, p, pl) || fk[pl] != '/')
+		return NULL;
+	return fk + pl + 1;
 }
 
 char *objstore__full_key(const struct objstore *s, const char *key)

@@ -111,3 +111,31 @@ int os_xml_each(const char *doc, size_t len, const char *item, const char *a,
 	xmlFreeDoc(d);
 	return rc;
 }
+
+char *os_xml_escape(const char *s)
+{
+	size_t n = 1;
+	char *out, *p;
+
+	for (const char *c = s; *c; c++)
+		n += *c == '&' || *c == '"' || *c == '\'' ? 6 : *c == '<' ||
+		     *c == '>' ? 4 : 1;
+	out = malloc(n);
+	if (!out)
+		return NULL;
+	p = out;
+	for (const char *c = s; *c; c++) {
+		const char *r = *c == '&' ? "&amp;" : *c == '<' ? "&lt;" :
+				*c == '>' ? "&gt;" : *c == '"' ? "&quot;" :
+				*c == '\'' ? "&apos;" : NULL;
+
+		if (r) {
+			memcpy(p, r, strlen(r));
+			p += strlen(r);
+		} else {
+			*p++ = *c;
+		}
+	}
+	*p = 0;
+	return out;
+}

@@ -10,7 +10,9 @@
  *              `state` changes only through jobsm_transition().
  *   nodes      one row per node ever requested; never deleted.  A node
  *              belongs to one job and one rank; token_hash is the
- *              SHA-256 of its bearer token.
+ *              SHA-256 of its bearer token (random, given to its agent
+ *              once, in exchange for a one-time bootstrap secret).
+ *   node_boot  those bootstrap secrets' SHA-256, until used or expired.
  *   exits      one row per (job, attempt, rank): how that rank's workload
  *              of that attempt ended.  The primary key makes a duplicated
  *              report harmless.
@@ -229,6 +231,64 @@ static const char m9[] =
 	"UPDATE nodes SET instance_id = 'local-' || pid || '-' ||"
 	" coalesce(pid_start, 0) WHERE pid IS NOT NULL AND pid > 0;";
 
+/* 10: a rebalance recommendation (AWS: IMDS events/recommendations/
+ * rebalance), the cloud's early warning that the node's capacity is at
+ * risk: when it came (wall clock), NULL none.  Not a notice: nothing is
+ * ended by it; the planner may read it (docs/providers.md). */
+static const char m10[] =
+	"ALTER TABLE nodes ADD COLUMN rebalance_ns INTEGER;";
+
+/* 11: one-time bootstrap secrets (lib/ctl/nodeboot.c, issue 24): what a
+ * node's user-data carries instead of its token.  hash is the secret's
+ * SHA-256; a secret is valid for its node until expires_ns, and once
+ * used (nonce_hash: the SHA-256 of the agent's nonce; used_ns) only the
+ * same agent's retry of that exchange is answered.  A launch attempt
+ * adds a row; the first use deletes the node's other rows. */
+static const char m11[] =
+	"CREATE TABLE node_boot("
+	" hash BLOB PRIMARY KEY,"
+	" node_id INTEGER NOT NULL,"
+	" expires_ns INTEGER NOT NULL,"
+	" nonce_hash BLOB,"
+	" used_ns INTEGER) STRICT;"
+	"CREATE INDEX node_boot_node ON node_boot(node_id);"
+	"CREATE INDEX node_boot_expires ON node_boot(expires_ns);";
+
+/* 12: what spotrun tells a user must be true (issue 28).
+ * jobs.deadline_state: what the job was last told about its deadline
+ * (lib/ctl/recon_deadline.c): 0 nothing (on track, or none), 1 at risk
+ * (a deadline_risk event), 2 missed (a deadline_missed event; final).
+ * ckpt_seen: when the daemon first heard of each committed step of a job,
+ * and in which attempt; lost_pending: the attempts that ended before
+ * their work was safe (preempted, lost, crashed, moved), until the next
+ * attempt says what it restored (lib/ctl/recon_lost.c). */
+static const char m12[] =
+	"ALTER TABLE jobs ADD COLUMN deadline_state INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE ckpt_seen("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" step INTEGER NOT NULL CHECK(step >= 0),"
+	" attempt INTEGER NOT NULL,"
+	" seen_ns INTEGER NOT NULL,"
+	" PRIMARY KEY(job_id, step)) STRICT;"
+	"CREATE TABLE lost_pending("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id),"
+	" attempt INTEGER NOT NULL,"
+	" cause TEXT NOT NULL CHECK(cause IN ('preemption','lost','crash',"
+	"  'move')),"
+	" node_id INTEGER,"
+	" price_micros INTEGER NOT NULL CHECK(price_micros >= 0),"
+	" started_ns INTEGER NOT NULL,"
+	" ended_ns INTEGER NOT NULL,"
+	" step INTEGER,"
+	" PRIMARY KEY(job_id, attempt)) STRICT;";
+
+/* 13: the recovery point of a job with tier 3 (issue 23), from rank 0's
+ * heartbeats: the newest step on its node's disk, and the save time
+ * (wall ns) of ckpt_step, the object store's newest. */
+static const char m13[] =
+	"ALTER TABLE jobs ADD COLUMN ckpt_local_step INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN ckpt_store_ns INTEGER;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -302,6 +362,32 @@ static const char l2[] =
 	" planned_cost INTEGER NOT NULL CHECK (planned_cost >= 0)"
 	") STRICT;";
 
+/* ledger 3: the work lost, one row per attempt whose work did not
+ * survive it (lib/ctl/recon_lost.c): value_ns of cloud time from the
+ * point the next attempt restored to the attempt's end, at the unit
+ * prices of the attempt's nodes.  Since this table, ledger_event's
+ * preemption rows (kind 1) count preemptions with value 0. */
+static const char l3[] =
+	"CREATE TABLE IF NOT EXISTS ledger_lost ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL CHECK (job_id > 0),"
+	" attempt INTEGER NOT NULL CHECK (attempt > 0),"
+	" cause TEXT NOT NULL CHECK (cause IN ('preemption', 'lost', 'crash',"
+	"  'move')),"
+	" node_id INTEGER CHECK (node_id > 0),"
+	" provider TEXT,"
+	" region TEXT,"
+	" zone TEXT,"
+	" instance_type TEXT,"
+	" at_ns INTEGER NOT NULL,"
+	" value_ns INTEGER NOT NULL CHECK (value_ns >= 0),"
+	" unit_price INTEGER NOT NULL CHECK (unit_price >= 0),"
+	" value_cost INTEGER NOT NULL CHECK (value_cost >= 0),"
+	" restored_step INTEGER,"
+	" UNIQUE (job_id, attempt)"
+	") STRICT;"
+	"CREATE INDEX IF NOT EXISTS ledger_lost_by_at ON ledger_lost(at_ns);";
+
 /* The leader's lease (lib/ctl/lease.c; docs/store.md): one row; `epoch`
  * grows by one at every takeover and fences the leader's reconciler
  * transactions.  members: every daemon sharing this store, with the API
@@ -349,7 +435,9 @@ static const struct store_migration ctl_steps[] = {
 	{ m3, NULL, NULL, NULL }, { m4, NULL, NULL, NULL },
 	{ m5, NULL, NULL, NULL }, { m6, NULL, NULL, NULL },
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
-	{ m9, NULL, NULL, NULL },
+	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
+	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
+	{ m13, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {
@@ -360,6 +448,7 @@ static const struct store_migration ledger_steps[] = {
 	  " USING ERRCODE = 'integrity_constraint_violation'; END $$;"
 	  APPEND_ONLY_PG("ledger") APPEND_ONLY_PG("ledger_event") },
 	{ l2, APPEND_ONLY_SQLITE("ledger_plan"), NULL, APPEND_ONLY_PG("ledger_plan") },
+	{ l3, APPEND_ONLY_SQLITE("ledger_lost"), NULL, APPEND_ONLY_PG("ledger_lost") },
 };
 
 const struct store_component store__components[] = {

@@ -223,6 +223,7 @@ struct store_node {
 	int64_t created_ns, boot_at_ns;
 	int64_t registered_ns, last_hb_ns, notice_ns, kill_ns; /* nullable */
 	int64_t terminated_ns, billed_until_ns;                /* nullable */
+	int64_t rebalance_ns;       /* nullable: a rebalance recommendation */
 	const char *end_reason;     /* nullable */
 	const char *workload;       /* the agent's last report: idle, running ... */
 	int64_t wl_attempt;
@@ -269,6 +270,8 @@ struct store_job {
 	double deadline_s;          /* nullable: cloud s after sim_start_s */
 	double work_s, est_work_s;  /* declared work, its estimate (0: none) */
 	int64_t step, total_steps, ckpt_step; /* nullable */
+	int64_t ckpt_local_step, ckpt_store_ns; /* nullable: tier 3's
+						 * recovery point */
 	double step_ns;             /* nullable: measured wall ns per step */
 	const char *placement;      /* nullable: JSON */
 	const char *message;
@@ -282,6 +285,7 @@ struct store_job {
 	double est_pace_ns, est_restart_s; /* workest.h; 0 unknown */
 	int64_t pace_attempt;
 	int64_t pace_step0;         /* nullable */
+	int64_t deadline_state;     /* recon_deadline.c: 0 none, 1 risk, 2 missed */
 	char *text_;                /* owns every text above */
 };
 

@@ -63,6 +63,7 @@ static const struct col node_cols[] = {
 	NODE("last_hb_ns", C_I64_NULL, last_hb_ns),
 	NODE("notice_ns", C_I64_NULL, notice_ns),
 	NODE("kill_ns", C_I64_NULL, kill_ns),
+	NODE("rebalance_ns", C_I64_NULL, rebalance_ns),
 	NODE("terminated_ns", C_I64_NULL, terminated_ns),
 	NODE("billed_until_ns", C_I64_NULL, billed_until_ns),
 	NODE("end_reason", C_TEXT_NULL, end_reason),
@@ -106,6 +107,8 @@ static const struct col job_cols[] = {
 	JOB("step", C_I64_NULL, step),
 	JOB("total_steps", C_I64_NULL, total_steps),
 	JOB("ckpt_step", C_I64_NULL, ckpt_step),
+	JOB("ckpt_local_step", C_I64_NULL, ckpt_local_step),
+	JOB("ckpt_store_ns", C_I64_NULL, ckpt_store_ns),
 	JOB("step_ns", C_F64_NULL, step_ns),
 	JOB("placement", C_TEXT_NULL, placement),
 	JOB("message", C_TEXT, message),
@@ -124,6 +127,7 @@ static const struct col job_cols[] = {
 	JOB("est_restart_s", C_F64, est_restart_s),
 	JOB("pace_attempt", C_I64, pace_attempt),
 	JOB("pace_step0", C_I64_NULL, pace_step0),
+	JOB("deadline_state", C_I64, deadline_state),
 	/* last: only with STORE_JOB_SPEC */
 	JOB("spec_json", C_TEXT, spec_json),
 };

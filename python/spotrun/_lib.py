@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 MAX_NDIM = 16
 LIBNAME = "libspotckpt.so"
 
@@ -36,6 +36,7 @@ SAVE_LAZY = 0x1
 REMOTE_KEEP_ALL = -1
 REMOTE_NO_BACKFILL = 0x1
 OPEN_VERIFY = 0x1
+DEST_SCRATCH = 0x1
 NEWEST = -1
 
 _c = ctypes
@@ -47,7 +48,7 @@ class Opts(_c.Structure):
                 ("copy_threads", _i32), ("staging_bytes", _u64),
                 ("shard_bytes", _u64), ("backpressure", _i32),
                 ("direct_io", _i32), ("io_depth", _i32),
-                ("io_chunk_bytes", _u32)]
+                ("io_chunk_bytes", _u32), ("commit_timeout_ms", _i64)]
 
 
 class Background(_c.Structure):
@@ -78,7 +79,7 @@ class TensorInfo(_c.Structure):
 
 class Dest(_c.Structure):
     _fields_ = [("index", _i64), ("ptr", _c.c_void_p), ("len", _u64),
-                ("device", _i32), ("pad_", _i32)]
+                ("device", _i32), ("flags", _u32)]
 
 
 class Entry(_c.Structure):
@@ -91,7 +92,10 @@ class RemoteStats(_c.Structure):
                                     "pending_step")] + \
         [(n, _u64) for n in ("uploads_committed", "uploads_failed",
                              "uploads_superseded", "bytes_uploaded")] + \
-        [("last_upload_ns", _i64), ("last_error", _i32), ("enabled", _i32)]
+        [("last_upload_ns", _i64), ("last_error", _i32), ("enabled", _i32)] + \
+        [(n, _i64) for n in ("local_step", "local_time_ns", "store_time_ns",
+                             "next_retry_ns")] + \
+        [("retries", _u32), ("behind", _u32)]
 
 
 _P = _c.c_void_p
@@ -99,6 +103,7 @@ _PROTOS = {
     "spotckpt_opts_init": (None, [_c.POINTER(Opts)]),
     "spotckpt_open": (_c.c_int, [_c.POINTER(Opts), _c.POINTER(_P)]),
     "spotckpt_close": (_c.c_int, [_P]),
+    "spotckpt_close_ex": (_c.c_int, [_P, _i64]),
     "spotckpt_register": (_c.c_int, [_P, _c.c_char_p, _P, _i32, _i32,
                                      _c.POINTER(_i64), _i32]),
     "spotckpt_clear": (_c.c_int, [_P]),
@@ -149,6 +154,8 @@ _PROTOS = {
     "spotckpt_strerror": (_c.c_char_p, [_c.c_int]),
     "spotckpt_errmsg": (_c.c_char_p, []),
     "spotckpt_abi_version": (_i32, []),
+    "spotckpt_progress_step": (_c.c_int, [_i64, _i64]),
+    "spotckpt_progress_restored": (_c.c_int, [_i64]),
     "spotckpt_cuda_available": (_i32, []),
 }
 

@@ -292,13 +292,15 @@ class Plan:
     """The result of plan_restore(): where each saved tensor's bytes go.
 
     buffers: name -> (ptr, nbytes, owner, device) for every tensor the
-    metadata refers to; device is "cpu" or "cuda".  commit(state) applies
-    the decoded tree to `state`: call it only after every buffer has been
-    filled."""
+    metadata refers to; device is "cpu" or "cuda".  scratch: the names
+    whose buffer was made for this restore (a failed read need not keep
+    their old bytes).  commit(state) applies the decoded tree to `state`:
+    call it only after every buffer has been filled."""
 
-    def __init__(self, value, buffers, copies, moved):
+    def __init__(self, value, buffers, copies, moved, scratch=()):
         self.value = value
         self.buffers = buffers
+        self.scratch = set(scratch)
         self._copies = copies
         self._moved = moved
 
@@ -340,6 +342,7 @@ class _Decoder:
         self.infos = infos  # name -> (dtype, shape) from the manifest
         self.cuda_direct = cuda_direct
         self.buffers = {}
+        self.scratch = set()  # buffers made for this restore (not the caller's)
         self.copies = []
         self.moved = False
 
@@ -411,6 +414,7 @@ class _Decoder:
         buf = torch.empty(shape, dtype=dtype)
         self.buffers[name] = (buf.data_ptr(),
                               buf.numel() * buf.element_size(), buf, "cpu")
+        self.scratch.add(name)
         if same:
             self.copies.append((old.detach(), buf))
             return old
@@ -441,6 +445,7 @@ class _Decoder:
             return old
         buf = np.empty(shape, dtype=dtype)
         self.buffers[name] = (buf.ctypes.data, buf.nbytes, buf, "cpu")
+        self.scratch.add(name)
         if same:
             self.copies.append((old, buf))
             return old
@@ -485,4 +490,4 @@ def plan_restore(tree, infos, state, cuda_direct=False):
         # a field missing or of the wrong type: still damaged metadata
         raise MetadataError("checkpoint metadata does not decode: %s: %s"
                             % (type(exc).__name__, exc)) from None
-    return Plan(value, d.buffers, d.copies, d.moved)
+    return Plan(value, d.buffers, d.copies, d.moved, d.scratch)

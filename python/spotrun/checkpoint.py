@@ -25,6 +25,7 @@ DESIGN
 """
 
 import ctypes
+import errno
 import json
 import logging
 import os
@@ -37,7 +38,9 @@ from . import _lib, _state, preemption
 FORMAT = "spotrun.python/1"
 REMOTE_SCHEMES = ("s3://", "gs://", "az://")
 log = logging.getLogger("spotrun")
-_FALLBACK_CODES = (-_lib.ECHECKSUM, -_lib.EPARSE, -_lib.ECORRUPT)
+# a damaged checkpoint: the previous one is tried (lib/ckpt ckpt__is_damage);
+# any other failure - a store that does not answer included - raises
+_FALLBACK_CODES = (-_lib.ECHECKSUM, -_lib.EPARSE, -_lib.ECORRUPT, -errno.EIO)
 
 
 def _meta_json(tree):
@@ -87,16 +90,28 @@ class Checkpointer:
                       each committed checkpoint is uploaded to, in the
                       background.  `dir` may itself be such a URI; tier 2
                       is then `local_dir` (default $SPOTRUN_CKPT_LOCAL_DIR
-                      or ~/.cache/spotrun/ckpt/...).  An upload failure
+                      or ~/.cache/spotrun/ckpt/...).  A configuration the
+                      store refuses (bad URI or bucket name, no such
+                      bucket, missing or refused credentials) raises
+                      CheckpointError here.  A store that does not answer
                       never stops training: it is logged, counted in
-                      remote_stats() and training goes on with tier 2.
+                      remote_stats(), and the uploads are retried.
+      commit_timeout  seconds close() waits for the newest checkpoint to
+                      be in the object store (default 120)
+
+    THE GUARANTEE.  After close() returns, and after remote_wait(step)
+    returns True, that step - for close(), the newest one committed to
+    disk - is restorable from the object store, whole.  When it cannot be
+    (the store stayed down past commit_timeout), close() raises
+    CheckpointError saying which step is where.
 
     Thread-safety: the methods may be called from any thread; they are
     serialised by a lock.  Use as a context manager or call close()."""
 
     def __init__(self, dir, keep=2, copy_threads=0, staging_bytes=0,
                  shard_bytes=0, backpressure="coalesce", direct_io=True,
-                 io_depth=0, io_chunk_bytes=0, remote=None, local_dir=None):
+                 io_depth=0, io_chunk_bytes=0, remote=None, local_dir=None,
+                 commit_timeout=120.0):
         lib = _lib.lib()
         if _is_remote(dir):
             if remote is not None and str(remote) != str(dir):
@@ -107,7 +122,17 @@ class Checkpointer:
             os.makedirs(dir, exist_ok=True)
         dir = _local_path(dir)
         self.remote = None if remote is None else str(remote)
-        self.remote_error = None
+        self.remote_error = None  # kept for old callers; errors raise now
+        if remote is not None and not _is_remote(remote) and \
+                not str(remote).startswith("file://"):
+            raise ValueError("remote=%r: expected an object-store URI "
+                             "(s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, "
+                             "az://ACCOUNT/CONTAINER/PREFIX or "
+                             "file:///DIR)" % (remote,))
+        if not commit_timeout or commit_timeout < 0:
+            raise ValueError("commit_timeout must be > 0 seconds, not %r"
+                             % (commit_timeout,))
+        self.commit_timeout = float(commit_timeout)
         if backpressure not in _lib.BACKPRESSURE:
             raise ValueError("backpressure must be one of %s, not %r"
                              % ("/".join(_lib.BACKPRESSURE), backpressure))
@@ -128,6 +153,7 @@ class Checkpointer:
         o.direct_io = 0 if direct_io else 1
         o.io_depth = io_depth
         o.io_chunk_bytes = io_chunk_bytes
+        o.commit_timeout_ms = max(1, int(self.commit_timeout * 1000))
         h = ctypes.c_void_p()
         _lib.check(lib.spotckpt_open(ctypes.byref(o), ctypes.byref(h)),
                    "cannot open checkpoint directory %s" % self.dir)
@@ -135,37 +161,41 @@ class Checkpointer:
         self._pid = os.getpid()
         if self.remote is not None:
             uri, self.remote = self.remote, None
-            self.set_remote(uri)
+            try:
+                self.set_remote(uri)
+            except BaseException:
+                self._handle = None
+                lib.spotckpt_close_ex(h, 0)
+                raise
 
     def set_remote(self, uri, keep=0, backfill=True):
         """Start tier 3 to `uri` (see the class's `remote` option), if the
         constructor did not.  keep: checkpoints kept in the store (0: this
         Checkpointer's keep; -1: none deleted here - the caller prunes, as
         spotrun.DistCheckpointer does).  backfill: also upload the newest
-        checkpoint already in `dir`.  A failure to start never raises: it
-        is logged and kept in remote_error, and training goes on with
-        tier 2.  Raises ValueError if tier 3 is already set."""
+        checkpoint already in `dir`.  Raises CheckpointError naming what
+        to fix when the URI, the bucket or the credentials are wrong (the
+        store is listed once here); a store that does not answer only
+        logs a warning and the uploads are retried.  Raises ValueError if
+        tier 3 is already set."""
         with self._lock:
             if self.remote is not None:
                 raise ValueError("tier 3 is already %s" % self.remote)
             lib = _lib.lib()
-            self.remote = str(uri)
             flags = 0 if backfill else _lib.REMOTE_NO_BACKFILL
-            rc = lib.spotckpt_set_remote_ex(self._h(), self.remote.encode(),
-                                            int(keep), flags)
-            if rc:
-                # training goes on with tier 2; the agent sees the store
-                # fall behind and raises the alert
-                self.remote_error = "%s: %s" % (
-                    lib.spotckpt_strerror(rc).decode(),
-                    lib.spotckpt_errmsg().decode(errors="replace"))
-                log.error("tier 3 disabled, checkpoints stay on local disk "
-                          "only: %s", self.remote_error)
+            _lib.check(lib.spotckpt_set_remote_ex(self._h(), str(uri).encode(),
+                                                  int(keep), flags),
+                       "cannot use %s for checkpoints" % uri)
+            self.remote = str(uri)
 
     # -- lifetime ---------------------------------------------------------
-    def close(self):
-        """Wait for pending writes, stop the engine.  Raises
-        CheckpointError if the newest pending save failed.  Idempotent."""
+    def close(self, timeout=None):
+        """Wait for pending writes, then - with an object store - until
+        the newest checkpoint is in the store (at most `timeout` seconds,
+        default commit_timeout), and stop the engine.  Raises
+        CheckpointError if the newest save failed, or if the store does
+        not hold the newest checkpoint by then: the message says which
+        step is where (the local copy stays on disk).  Idempotent."""
         with self._lock:
             h, self._handle = self._handle, None
             if h is None:
@@ -174,10 +204,11 @@ class Checkpointer:
                 # a forked child (e.g. a DataLoader worker): the engine's
                 # threads live in the parent only; leave it alone
                 return
-            rc = _lib.lib().spotckpt_close(h)
+            ms = -1 if timeout is None else max(0, int(timeout * 1000))
+            rc = _lib.lib().spotckpt_close_ex(h, ms)
             self._keep_alive = []
             self._registered = None
-            _lib.check(rc, "checkpoint write failed")
+            _lib.check(rc, "checkpoint not safe at close")
 
     def __enter__(self):
         return self
@@ -288,7 +319,7 @@ class Checkpointer:
             _lib.check(_lib.lib().spotckpt_save_final(
                 self._h(), int(step), meta, mono_ns, ctypes.byref(met)),
                 "final checkpoint of step %d failed" % step)
-            if self.remote is not None and self.remote_error is None:
+            if self.remote is not None:
                 return self._remote_wait(int(step), mono_ns) and \
                     bool(met.value)
             return bool(met.value)
@@ -307,8 +338,12 @@ class Checkpointer:
 
     def remote_wait(self, step=None, deadline=None):
         """Wait until checkpoint `step` (default: the newest committed to
-        disk) is in the object store; deadline: time.time() seconds.
-        Returns True if it got there by the deadline."""
+        disk) is in the object store, whole; deadline: time.time()
+        seconds (None: no deadline - then the first failed attempt
+        returns False, while the upload is retried in the background).
+        Waits for the disk write of `step` first.  Returns True if it got
+        there by the deadline; False (logged) if not, or if `step` was
+        never committed to disk (skipped by back-pressure, or failed)."""
         mono_ns = 0
         if deadline is not None:
             mono_ns = max(1, time.monotonic_ns() +
@@ -321,16 +356,23 @@ class Checkpointer:
 
     def remote_stats(self):
         """Tier-3 counters as a dict (struct spotckpt_remote_stats) plus
-        "last_message" and "remote"."""
+        "last_message", "remote", and the recovery point: "local_step"
+        (newest on disk), "uploaded_step" (newest whole in the store),
+        "store_age_s" (seconds since the store's copy was saved, None
+        when it holds none), "behind" (checkpoints on disk newer than
+        the store's: how many intervals it lags) and "steps_behind"
+        (True when the disk holds a newer step than the store)."""
         st = _lib.RemoteStats()
         msg = ctypes.create_string_buffer(512)
         with self._lock:
             _lib.check(_lib.lib().spotckpt_remote_stats(
                 self._h(), ctypes.byref(st), msg, len(msg)), "remote stats")
         out = {f: getattr(st, f) for f, _ in _lib.RemoteStats._fields_}
-        out["last_message"] = msg.value.decode(errors="replace") or \
-            (self.remote_error or "")
+        out["last_message"] = msg.value.decode(errors="replace")
         out["remote"] = self.remote
+        out["store_age_s"] = None if st.store_time_ns <= 0 else \
+            max(0.0, time.time() - st.store_time_ns / 1e9)
+        out["steps_behind"] = st.local_step > st.uploaded_step
         return out
 
     def last_saved_step(self):
@@ -386,17 +428,25 @@ class Checkpointer:
             elif self.remote is not None:
                 src = self.dir if os.path.isdir(os.path.join(
                     self.dir, "step-%08d" % int(step))) else self.remote
-            return restore(src, state, max_step=max_step, step=step,
-                           cuda_direct=self._cuda)
+            got = restore(src, state, max_step=max_step, step=step,
+                          cuda_direct=self._cuda)
+            report_restored(got)
+            return got
+
+
+def report_restored(step):
+    """Tell the node agent what this process resumed from (None: a fresh
+    start, reported as step 0); see spotckpt_progress_restored."""
+    _lib.lib().spotckpt_progress_restored(0 if step is None else int(step))
 
 
 def _newest(src, max_step):
-    try:
-        for e in list_checkpoints(src):
-            if e["committed"] and (max_step is None or e["step"] <= max_step):
-                return e["step"]
-    except _lib.CheckpointError as exc:
-        log.warning("cannot list %s: %s", src, exc)
+    """Newest committed step of src at or below max_step, -1 if none.
+    A store (or directory) that cannot be listed raises: "no checkpoint"
+    only means that it answered and holds none."""
+    for e in list_checkpoints(src):
+        if e["committed"] and (max_step is None or e["step"] <= max_step):
+            return e["step"]
     return -1
 
 
@@ -405,6 +455,29 @@ def _newer_source(local, remote, max_step):
     lstep = _newest(local, max_step) if os.path.isdir(local) else -1
     rstep = _newest(remote, max_step)
     return remote if rstep > lstep else local
+
+
+def _multirank_hint(dir):
+    """A message when dir is a multi-rank (DistCheckpointer) checkpoint
+    directory or URI, else None."""
+    name = str(dir)
+    try:
+        if _is_remote(name):
+            from .objects import ObjectStore
+            with ObjectStore(name) as st:
+                multi = bool(st.list("global/step-"))
+        else:
+            path = _local_path(name)
+            multi = os.path.isdir(os.path.join(path, "global")) and any(
+                n.startswith("rank-") for n in os.listdir(path))
+    except (OSError, _lib.CheckpointError):
+        return None
+    if not multi:
+        return None
+    return ("%s holds a multi-rank checkpoint (spotrun.DistCheckpointer: "
+            "rank-*/ and global/), not one of a single process; restore it "
+            "with spotrun.DistCheckpointer(%r, rank=0, world_size=1)"
+            % (name, name))
 
 
 def _read_infos(lib, r):
@@ -445,6 +518,7 @@ def _restore_one(lib, r, state, cuda_direct):
         d.ptr = ptr
         d.len = nbytes
         d.device = _lib.DEV_CUDA if dev == "cuda" else _lib.DEV_CPU
+        d.flags = _lib.DEST_SCRATCH if name in plan.scratch else 0
     rc = lib.spotckpt_reader_read_all(r, dests, len(plan.buffers))
     return rc, plan
 
@@ -466,11 +540,18 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     restored, or None when `dir` holds no valid checkpoint (or does not
     exist).  A checkpoint that
     fails verification is skipped (the library logs which file and
-    tensor) and the previous one is used; if it fails after tensors in
-    `state` were overwritten, they are overwritten again by that one.
-    So is one whose metadata does not decode (an unknown tag, a dtype name
-    that is not a real dtype, metadata written by the C API): a warning
-    names it; with `step` given it raises MetadataError (a ValueError)."""
+    tensor) and the previous one is used.  So is one whose metadata does
+    not decode (an unknown tag, a dtype name that is not a real dtype,
+    metadata written by the C API): a warning names it; with `step` given
+    it raises MetadataError (a ValueError).
+
+    A restore that fails, or returns None, leaves `state` untouched: no
+    tensor of it holds bytes that were not verified (the library keeps
+    each destination's old bytes aside and puts them back on failure).
+    A store that does not answer (credentials, no such bucket, network)
+    raises CheckpointError naming it - None means only that the
+    directory or store holds no valid checkpoint.  A directory of
+    spotrun.DistCheckpointer raises, naming how to open it."""
     if not isinstance(state, (dict, list)):
         raise TypeError("restore() fills a dict (or list) in place, not a %s"
                         % type(state).__name__)
@@ -487,6 +568,9 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
             rc = lib.spotckpt_reader_open(str(dir).encode(), int(step), 0,
                                           0, ctypes.byref(r))
         if step is None and rc in (-_lib.ENOTFOUND, -2):  # -ENOENT
+            hint = _multirank_hint(dir)
+            if hint:
+                raise _lib.CheckpointError(rc, hint)
             return None
         _lib.check(rc, "cannot open a checkpoint in %s" % dir)
         try:

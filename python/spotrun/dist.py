@@ -341,11 +341,14 @@ class DistCheckpointer:
         upload and global commit, at most commit_timeout), then close
         the engines."""
         self._join()
+        end = self._end()
         if self._rc is not None:
-            self._rc.close(max(0.0, self._end() - time.monotonic()))
+            self._rc.close(max(0.0, end - time.monotonic()))
+        # each engine's close waits for its newest step to be in the
+        # store (the single-process guarantee), within the same bound
         for c in (self._own, self._repl):
             if c is not None:
-                c.close()
+                c.close(timeout=max(0.0, end - time.monotonic()))
 
     def __enter__(self):
         return self
@@ -627,6 +630,7 @@ class DistCheckpointer:
             # marker left by an earlier run is gone before a new one of
             # the same step can be counted
             self._agree(found)
+        _ckpt.report_restored(found)
         return found
 
     def _restore_newest(self, state, lim):

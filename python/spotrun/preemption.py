@@ -28,6 +28,13 @@ DESIGN
     `poll_interval_s` -- and deadline() says when the hard kill is
     expected, in time.time() seconds.
 
+    Progress: the checkpoint library reports every save, commit and
+    restore to the agent by itself.  A loop that also says which step it
+    is at - install(total_steps=N) and should_checkpoint(step), or
+    install(step=callable) - has that step shown too (`spotrun status`),
+    written through the library at most once a second
+    (spotckpt_progress_step; nothing happens outside the agent).
+
     Clocks: the deadline is a wall-clock time only at the edges (the
     notice file's Unix seconds, deadline()'s answer).  Inside the process
     it is kept on the monotonic clock, converted once when the notice is
@@ -37,6 +44,7 @@ DESIGN
 """
 
 import datetime
+import logging
 import os
 import signal
 import threading
@@ -59,6 +67,8 @@ _state = {
     "previous": {},
 }
 poll_interval_s = 0.5
+report_interval_s = 0.5
+_progress = {"step_fn": None, "total": None, "next": 0.0, "warned": False}
 
 
 def _grace_s():
@@ -141,12 +151,24 @@ def _env_signal():
                      "caught" % raw)
 
 
-def install(signals=(signal.SIGTERM, signal.SIGUSR1)):
+def install(signals=(signal.SIGTERM, signal.SIGUSR1), step=None,
+            total_steps=None):
     """Install the notice handlers for `signals` plus the one named by
     $SPOTRUN_PREEMPT_SIGNAL, if set.  Call once, from the main thread,
     before training starts.  Idempotent.  The previous handlers are kept
-    and restored by uninstall()."""
+    and restored by uninstall().
+
+    step: optional callable returning the training step, read at each
+    should_checkpoint() call and reported to the node agent;
+    total_steps: the steps of the whole run, if known (shown as "of N")."""
     _grace_s()  # reject a malformed SPOTRUN_GRACE_S now, not mid-notice
+    if step is not None and not callable(step):
+        raise TypeError("install(step=...) takes a callable returning the "
+                        "current step, not %s" % type(step).__name__)
+    if total_steps is not None and int(total_steps) <= 0:
+        raise ValueError("install(total_steps=%r): must be > 0" % total_steps)
+    _progress["step_fn"] = step
+    _progress["total"] = None if total_steps is None else int(total_steps)
     extra = _env_signal()
     signals = tuple(signals) + ((extra,) if extra is not None and
                                 extra not in signals else ())
@@ -192,12 +214,38 @@ def notify(deadline=None):
     _notify(None, deadline)
 
 
-def should_checkpoint():
+def should_checkpoint(step=None):
     """True once a preemption notice has arrived.  Cheap: poll it at every
-    step boundary, then take the final checkpoint and exit."""
+    step boundary, then take the final checkpoint and exit.  step: the
+    training step, reported to the node agent (see report())."""
+    if step is None and _progress["step_fn"] is not None:
+        step = _progress["step_fn"]()
+    if step is not None:
+        report(step)
     if _state["notice_time"] is None:
         _poll_notice_file()
     return _state["notice_time"] is not None
+
+
+def report(step, total_steps=None):
+    """Report the training step (and the total, if known) to the node
+    agent, so `spotrun status` shows it.  Cheap: at most one call into the
+    library every `report_interval_s`; outside the agent
+    ($SPOTRUN_PROGRESS_FILE unset) nothing happens."""
+    if total_steps is not None:
+        _progress["total"] = int(total_steps)
+    now = time.monotonic()
+    if now < _progress["next"] or not os.environ.get("SPOTRUN_PROGRESS_FILE"):
+        return
+    _progress["next"] = now + report_interval_s
+    try:
+        from . import _lib
+        _lib.lib().spotckpt_progress_step(int(step), _progress["total"] or -1)
+    except (ImportError, OSError) as exc:  # LibraryNotFound is an ImportError
+        if not _progress["warned"]:
+            _progress["warned"] = True
+            logging.getLogger("spotrun").warning(
+                "cannot report progress to the agent: %s", exc)
 
 
 def _refresh_deadline():

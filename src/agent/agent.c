@@ -15,7 +15,8 @@
  *                                  |                               |
  *              leader exits and group empty (or deadline: SIGKILL) -> NONE
  *
- * Preemption (IMDS notice seen by notice.c):
+ * Preemption (a notice from a source of notice.c: the IMDS's
+ * instance-action, or a scheduler's signal; its time is the deadline):
  *   1. SIGTERM the workload's process group (SPOTRUN_PREEMPT_SIGNAL=TERM,
  *      the spotrun.preemption contract: final checkpoint at the next step
  *      boundary, then exit 0);
@@ -100,12 +101,10 @@ static const char *wstate_name(const struct agent *ag)
 /* ---- talking to spotrund ---------------------------------------------- */
 
 static void handle_directive(struct agent *ag, json_t *reply);
+static void take_notice(struct agent *ag, int64_t t_ns, int action,
+			const char *source);
 
-/* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
- * node_gone on 409 (the node was terminated or declared lost).  A failure
- * pushes ag->retry back (no call to spotrund before it), a success
- * clears it; repeated failures are logged once per FAIL_LOG_EVERY_NS. */
-static int post(struct agent *ag, const char *what, json_t *body,
+int agent__post(struct agent *ag, const char *what, json_t *body,
 		json_t **reply)
 {
 	char path[128];
@@ -177,13 +176,28 @@ static void heartbeat(struct agent *ag)
 		if (s->total_steps >= 0)
 			json_object_set_new(b, "total_steps",
 					    json_integer(s->total_steps));
-		if (s->ckpt_step >= 0)
+		if (ag->a.ckpt_uri) {
+			/* the recovery point: newest on this node's disk, newest
+			 * in the store and when that one was saved */
+			int64_t durable = agent__durable_step(ag);
+
+			if (durable >= 0)
+				json_object_set_new(b, "ckpt_step",
+						    json_integer(durable));
+			if (ag->rp.local_step >= 0)
+				json_object_set_new(b, "ckpt_local_step",
+						    json_integer(ag->rp.local_step));
+			if (ag->rp.store_step >= 0 && ag->rp.store_time_ns > 0)
+				json_object_set_new(b, "ckpt_store_ns",
+						    json_integer(ag->rp.store_time_ns));
+		} else if (s->ckpt_step >= 0) {
 			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
+		}
 		if (s->restored_step >= 0)
 			json_object_set_new(b, "restored_step",
 					    json_integer(s->restored_step));
 	}
-	if (post(ag, "heartbeat", b, &reply) == 0)
+	if (agent__post(ag, "heartbeat", b, &reply) == 0)
 		handle_directive(ag, reply);
 	json_decref(reply);
 	json_decref(b);
@@ -215,7 +229,7 @@ static int report(struct agent *ag)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = post(ag, "report", b, &reply);
+	rc = agent__post(ag, "report", b, &reply);
 	if (rc == 0 || rc == -EINVAL || rc == -E2BIG) {
 		/* sent, or refused as malformed: retrying the same batch would
 		 * fail forever, so it is dropped (the warning names why) */
@@ -281,8 +295,9 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 static void handle_directive(struct agent *ag, json_t *reply)
 {
 	json_t *d = reply ? json_object_get(reply, "directive") : NULL;
-	const char *action;
+	const char *action, *nt;
 	json_int_t attempt;
+	int64_t t_ns = 0;
 
 	if (!json_is_object(d) || ag->notice_handled)
 		return;
@@ -290,6 +305,13 @@ static void handle_directive(struct agent *ag, json_t *reply)
 	attempt = json_integer_value(json_object_get(d, "attempt"));
 	if (!action)
 		return;
+	/* the control plane learnt of the cloud's notice first (a cloud
+	 * that announces it through its API): its time is the deadline */
+	nt = json_string_value(json_object_get(d, "notice_time"));
+	if (nt && sr_time_parse_rfc3339(nt, &t_ns, NULL) == 0 && t_ns > 0) {
+		take_notice(ag, t_ns, IMDS_TERMINATE, "control-plane");
+		return;
+	}
 	if (!strcmp(action, "run")) {
 		if (attempt <= 0 || attempt > INT32_MAX)
 			return;
@@ -332,25 +354,35 @@ static void write_notice_file(struct agent *ag, int64_t t_ns)
 		agent__line(ag, "cannot write the notice file: %s", sr_err_str(&e, rc));
 }
 
-static void check_notice(struct agent *ag)
+/* A rebalance recommendation (the IMDS source): reported once, as an
+ * early warning; the workload goes on. */
+static void check_rebalance(struct agent *ag)
 {
-	char buf[16], msg[SR_ERR_MSG_MAX], ts[40];
-	int64_t t_ns, now_real, lead, deadline;
-	int action;
+	int64_t t_ns = atomic_load(&ag->nw.rebalance_ns);
+	char ts[40];
 
-	while (read(ag->nw.wake_fd[0], buf, sizeof buf) > 0)
-		;
-	if (notice_watch_error(&ag->nw, &ag->nw_err_gen, msg, sizeof msg) &&
-	    msg[0])
-		agent__line(ag, "preemption endpoint: %s", msg);
-	if (ag->notice_handled || !atomic_load(&ag->nw.have))
+	if (!t_ns || ag->rebalance_sent)
 		return;
+	ag->rebalance_sent = 1;
+	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
+	agent__push(ag, json_pack("{s:s, s:s}", "type", "rebalance", "time", ts),
+		    1);
+	agent__line(ag, "rebalance recommendation at %s: the cloud may take "
+		    "this node soon", ts);
+}
+
+/* Act on a notice whose deadline is t_ns (the cloud's time, wall clock)
+ * from `source`: the notice file, the workload's stop by that deadline,
+ * the report. */
+static void take_notice(struct agent *ag, int64_t t_ns, int action,
+			const char *source)
+{
+	char ts[40];
+	int64_t now_real = sr_time_real_ns(), lead, deadline;
+
 	ag->notice_handled = 1;
 	ag->exit_after = 1;
 	ag->want_attempt = 0;
-	t_ns = atomic_load(&ag->nw.time_ns);
-	action = atomic_load(&ag->nw.action);
-	now_real = sr_time_real_ns();
 	lead = t_ns - now_real;
 	deadline = imds_kill_deadline_mono(t_ns, now_real, sr_time_mono_ns());
 	write_notice_file(ag, t_ns);
@@ -362,15 +394,57 @@ static void check_notice(struct agent *ag)
 	}
 	agent__begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
-	agent__push(ag, json_pack("{s:s, s:s, s:s}", "type", "notice", "action",
+	agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice",
+				 "action",
 				 imds_action_name((enum imds_action)action),
-				 "time", ts), 1);
-	agent__line(ag, "spot interruption notice: %s at %s (%.1f s from now)",
-		   imds_action_name((enum imds_action)action), ts,
-		   (double)lead / 1e9);
+				 "time", ts, "source", source), 1);
+	agent__line(ag, "%s notice: %s at %s (%.1f s from now)",
+		    strcmp(source, "signal") ? "spot interruption" :
+		    "scheduler's signal", imds_action_name((enum imds_action)action),
+		    ts, (double)lead / 1e9);
+}
+
+static void check_notice(struct agent *ag)
+{
+	char buf[16], msg[SR_ERR_MSG_MAX];
+
+	while (read(ag->nw.wake_fd[0], buf, sizeof buf) > 0)
+		;
+	if (notice_watch_error(&ag->nw, &ag->nw_err_gen, msg, sizeof msg) &&
+	    msg[0])
+		agent__line(ag, "preemption endpoint: %s", msg);
+	check_rebalance(ag);
+	if (ag->notice_handled)
+		return;
+	if (atomic_load(&ag->nw.have))
+		take_notice(ag, atomic_load(&ag->nw.time_ns),
+			    atomic_load(&ag->nw.action), "imds");
+	else if (notice_signal_seen()) /* its kill comes --notice-lead later */
+		take_notice(ag, sr_time_real_ns() + ag->o->notice_lead_ns,
+			    IMDS_TERMINATE, "signal");
 }
 
 /* ---- setup and the loop ------------------------------------------------ */
+
+int agent__post_first(struct agent *ag, const char *what, json_t *body,
+		      json_t **reply)
+{
+	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
+	int rc;
+
+	for (;;) {
+		rc = agent__post(ag, what, body, reply);
+		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
+		    rc == -SR_ENOTFOUND || agent_quit_signal)
+			break;
+		if (sr_time_mono_ns() > give_up) /* a minute without a daemon */
+			break;
+		while (!sr_backoff_ready(&ag->retry, sr_time_mono_ns()) &&
+		       !agent_quit_signal)
+			usleep(20000);
+	}
+	return rc;
+}
 
 static int do_register(struct agent *ag)
 {
@@ -378,7 +452,6 @@ static int do_register(struct agent *ag)
 	const char *addr;
 	json_t *b, *reply = NULL;
 	struct sr_err e;
-	int64_t give_up = sr_time_mono_ns() + REGISTER_GIVE_UP_NS;
 	int rc;
 
 	gethostname(host, sizeof host - 1);
@@ -391,17 +464,7 @@ static int do_register(struct agent *ag)
 	addr = getenv("SPOTRUN_NODE_ADDR");
 	if (addr && *addr)
 		json_object_set_new(b, "addr", json_string(addr));
-	for (;;) {
-		rc = post(ag, "register", b, &reply);
-		if (rc == 0 || rc == -EACCES || rc == -EINVAL || ag->node_gone ||
-		    rc == -SR_ENOTFOUND || agent_quit_signal)
-			break;
-		if (sr_time_mono_ns() > give_up) /* a minute without a daemon */
-			break;
-		while (!sr_backoff_ready(&ag->retry, sr_time_mono_ns()) &&
-		       !agent_quit_signal)
-			usleep(20000);
-	}
+	rc = agent__post_first(ag, "register", b, &reply);
 	json_decref(b);
 	if (rc < 0)
 		return rc;
@@ -502,10 +565,13 @@ static void loop_once(struct agent *ag)
 	}
 }
 
+const struct ctlc_opts agent__client_opts = { .timeout_ms = 3000,
+					      .max_retries = 0 };
+
+/* token: the node token, or the bootstrap secret to trade for it */
 static int agent_init(struct agent *ag, const struct agent_opts *o,
 		      const char *token)
 {
-	struct ctlc_opts co = { .timeout_ms = 3000, .max_retries = 0 };
 	struct sr_err e;
 	int rc;
 
@@ -526,9 +592,12 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 		 o->workdir);
 	snprintf(ag->notice_path, sizeof ag->notice_path, "%s/notice",
 		 o->workdir);
+	snprintf(ag->progress_path, sizeof ag->progress_path, "%s/progress.json",
+		 o->workdir);
+	ag->python_dir = agent_python_dir();
 	snprintf(ag->path_prefix, sizeof ag->path_prefix, "/v1/nodes/%lld",
 		 (long long)o->node_id);
-	ag->cli = ctlc_create(o->api, token, &co);
+	ag->cli = ctlc_create(o->api, token, &agent__client_opts);
 	ag->logs = logbatch_create();
 	ag->events = json_array();
 	if (!ag->cli || !ag->logs || !ag->events)
@@ -556,15 +625,21 @@ static void agent_fini(struct agent *ag)
 	assignment_free(&ag->a);
 }
 
-int agent_run(const struct agent_opts *o, const char *token)
+int agent_run(const struct agent_opts *o, const char *token,
+	      const char *bootstrap)
 {
 	struct agent ag;
 	struct sr_err e;
 	int rc;
 
-	rc = agent_init(&ag, o, token);
+	rc = agent_init(&ag, o, token ? token : bootstrap);
 	if (rc < 0)
 		goto out;
+	if (!token) {
+		rc = agent__exchange(&ag);
+		if (rc < 0)
+			goto out;
+	}
 	rc = do_register(&ag);
 	if (rc < 0) {
 		sr_error("agent", "registration failed", "node=%lld rc=%d",
@@ -575,7 +650,7 @@ int agent_run(const struct agent_opts *o, const char *token)
 		(long long)o->node_id, (long long)ag.a.job_id,
 		(long long)ag.a.rank, (long long)ag.a.num_nodes);
 	sr_err_clear(&e);
-	rc = notice_watch_start(&ag.nw, o->imds, ag.a.imds_poll_ms, &e);
+	rc = notice_watch_start(&ag.nw, o, ag.a.imds_poll_ms, &e);
 	if (rc < 0) {
 		sr_error("agent", "cannot watch for notices", "error=\"%s\"",
 			 sr_err_str(&e, rc));

@@ -7,6 +7,7 @@
  *   notice.c  the IMDS polling thread (lib/agent/imds.c does the protocol)
  *   envp.c    the workload's environment (api.md "environment contract")
  *   assign.c  parsing the register reply
+ *   boot.c    first contact: the bootstrap secret traded for the token
  */
 #ifndef SR_AGENT_AGENT_H
 #define SR_AGENT_AGENT_H
@@ -15,12 +16,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "agent/imds.h"
 #include "agent/logbatch.h"
 #include "agent/procstat.h"
 #include "agent/status.h"
+#include "agent/ckscan.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
 #include "common/backoff.h"
@@ -40,7 +43,22 @@ struct agent_opts {
 	/* workload isolation (isolate.h, docs/security.md) */
 	enum agent_iso { AGENT_ISO_AUTO, AGENT_ISO_STRICT, AGENT_ISO_OFF } isolation;
 	const char *private_paths[ISO_MAX_PATHS - 2]; /* --private, NULL-ended */
+	/* Where preemption notices come from (notice.c, docs/agent.md
+	 * "Notice sources"): NOTICE_SRC_* bits (--notice). */
+	unsigned notice_sources;
+	int notice_signal;          /* the signal source's signal (SIGUSR1) */
+	int64_t notice_lead_ns;     /* its lead: the kill comes this long
+				       after the signal (30 s) */
 };
+
+#define NOTICE_SRC_IMDS 0x1    /* IMDSv2: instance-action + rebalance */
+#define NOTICE_SRC_SIGNAL 0x2  /* a scheduler's signal (Slurm) */
+
+/* --notice LIST ("imds", "signal", "imds,signal", "none") into bits:
+ * 0 or -EINVAL naming the word. */
+int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e);
+/* "TERM", "USR1", "USR2" (with or without SIG): the signal, or -1. */
+int notice_signal_parse(const char *name);
 
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
 struct assignment {
@@ -51,6 +69,8 @@ struct assignment {
 	char *workdir;          /* cwd of setup and run */
 	char *ckpt_dir;
 	char *ckpt_uri;       /* tier 3 (object store) or NULL */
+	int64_t ckpt_alert_intervals; /* ckpt_error when the store lags more
+				       * checkpoints than this (default 3) */
 	long heartbeat_ms, imds_poll_ms;
 	char *cloud, *region, *zone, *instance_type, *master_addr; /* may be NULL */
 	char *node_ips;         /* one address per line, rank 0 first; NULL */
@@ -71,13 +91,28 @@ struct agent;
 int agent_sync_files(struct agent *ag, struct sr_err *e);
 void assignment_free(struct assignment *a);
 
+/* The node's files named in the workload's environment. */
+struct envp_files {
+	const char *node_dir;      /* SPOTRUN_NODE_DIR */
+	const char *status_file;   /* SPOTRUN_STATUS_FILE (the workload's) */
+	const char *progress_file; /* SPOTRUN_PROGRESS_FILE (libspotckpt's) */
+	const char *notice_file;   /* SPOTRUN_NOTICE_FILE */
+	const char *python_dir;    /* put on PYTHONPATH unless the job sets
+				      PYTHONPATH itself; NULL = none */
+};
+
 /* Build the workload environment: inherited environ minus the agent's own
  * secrets, then the job's envs, then the SPOTRUN_* contract.  Returns a
  * malloc'd NULL-terminated array of malloc'd strings (free with
  * envp_free) or NULL on out-of-memory / a bad env name (*e says which). */
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
-		  const char *node_dir, const char *status_file,
-		  const char *notice_file, struct sr_err *e);
+		  const struct envp_files *f, struct sr_err *e);
+
+/* The folder holding the spotrun Python package this agent was built or
+ * installed with (build: <repo>/python; installed:
+ * PREFIX/lib/python3.X/dist-packages), found from the agent's own path;
+ * NULL when there is none.  Static storage (pypath.c). */
+const char *agent_python_dir(void);
 void envp_free(char **envp);
 /* The torch.distributed rendezvous port of a job's attempt: the same on
  * every node, different for consecutive attempts, in
@@ -86,7 +121,9 @@ void envp_free(char **envp);
 #define ENVP_PORT_SPAN 12000
 uint16_t envp_master_port(int64_t job_id, int attempt);
 
-/* The IMDS polling thread. */
+/* The notice sources: the IMDS polling thread (NOTICE_SRC_IMDS) and a
+ * scheduler's signal (NOTICE_SRC_SIGNAL, its handler); both wake the
+ * main loop through the pipe. */
 struct notice_watch {
 	pthread_t thr;
 	int started;
@@ -94,24 +131,36 @@ struct notice_watch {
 	long interval_ms;
 	int wake_fd[2];         /* [0] read by the main loop, [1] written */
 	atomic_int stop;
-	atomic_int have;        /* a notice was seen */
+	atomic_int have;        /* a notice was seen (IMDS) */
 	_Atomic int64_t time_ns;/* its deadline (epoch ns) */
 	_Atomic int action;
+	_Atomic int64_t rebalance_ns; /* a rebalance recommendation, 0 none */
 	atomic_int errors;      /* consecutive failed polls */
 	pthread_mutex_t mu;     /* guards last_err */
 	char last_err[SR_ERR_MSG_MAX];
 	atomic_int err_gen;     /* +1 each time last_err changes */
 };
 
-int notice_watch_start(struct notice_watch *w, const char *imds_url,
+/* Start the sources of o->notice_sources (the IMDS at o->imds, polled
+ * every interval_ms; the signal's handler). */
+int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 		       long interval_ms, struct sr_err *e);
+/* Catch `sig` as the signal source's notice (main, at start: a signal
+ * before the main loop runs is kept); -1 with errno on failure. */
+int notice_signal_install(int sig);
+/* The scheduler's signal arrived (the signal source). */
+bool notice_signal_seen(void);
 void notice_watch_stop(struct notice_watch *w);
 /* Copy the last poll error if it changed since *gen; returns 1 if so. */
 int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
 
-int agent_run(const struct agent_opts *o, const char *token);
+/* Run the agent with its node token, or (token NULL) with the one-time
+ * bootstrap secret it trades for one at first contact (boot.c). */
+int agent_run(const struct agent_opts *o, const char *token,
+	      const char *bootstrap);
 
-/* The signal that asked the agent to quit (main.c's handler), 0 if none. */
+/* The signal that asked the agent to quit (main.c's handler), 0 if none:
+ * SIGINT, and SIGTERM unless it is the signal source's notice signal. */
 extern volatile sig_atomic_t agent_quit_signal;
 
 /* ---- agent internals shared by agent.c and workrun.c ------------------ */
@@ -138,16 +187,20 @@ struct agent {
 	struct ctlc *cli;
 	struct assignment a;
 	char node_dir[4096], status_path[4200], wlog_path[4200];
-	char notice_path[4200];
+	char notice_path[4200], progress_path[4200];
+	const char *python_dir; /* the spotrun package's folder, NULL unknown */
 	char path_prefix[64]; /* "/v1/nodes/<id>" */
 	int wlog_fd;
 
 	struct notice_watch nw;
 	int nw_err_gen;
 	struct logbatch *logs;
-	struct status_reader st;
-	struct status_info last_status;
+	struct status_reader st;   /* the workload's status file */
+	struct status_reader pg;   /* libspotckpt's progress report */
+	struct status_info last_status; /* both merged (agent__read_progress) */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
+	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
+	int behind_sent;               /* the lag was reported, not cleared */
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;
@@ -167,6 +220,7 @@ struct agent {
 	int64_t ckpt_before;
 
 	int notice_handled;
+	int rebalance_sent;     /* the rebalance recommendation was reported */
 	int exit_after;     /* exit once the workload is gone and reported */
 	int node_gone;      /* spotrund answered 409: stop everything */
 	int64_t next_hb_ns, next_report_ns;
@@ -178,6 +232,26 @@ struct agent {
 };
 
 /* agent.c */
+/* POST to /v1/nodes/<id>/<what>.  Returns 0, or a negative code; sets
+ * node_gone on 409 (the node was terminated or declared lost) and on
+ * 401/403.  A failure pushes ag->retry back (no call to spotrund before
+ * it), a success clears it; repeated failures are logged once per
+ * FAIL_LOG_EVERY_NS. */
+int agent__post(struct agent *ag, const char *what, json_t *body,
+		json_t **reply);
+/* agent__post until spotrund answers (a first contact: registration,
+ * the bootstrap exchange), pacing retries with ag->retry, for at most
+ * REGISTER_GIVE_UP_NS; stops early on a refusal (401/403/400/404/409) or
+ * a quit signal. */
+int agent__post_first(struct agent *ag, const char *what, json_t *body,
+		      json_t **reply);
+/* How the agent's client talks to spotrund (short timeouts; the agent
+ * paces its own retries). */
+extern const struct ctlc_opts agent__client_opts;
+/* boot.c: trade the bootstrap secret ag->cli carries for the node token
+ * (POST .../bootstrap), retried like the registration; on success ag->cli
+ * carries the token.  0 or a negative code (logged). */
+int agent__exchange(struct agent *ag);
 void agent__line(struct agent *ag, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void agent__push(struct agent *ag, json_t *ev, int urgent);
@@ -188,6 +262,8 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
+/* Newest checkpoint step that survives this node (see workrun.c). */
+int64_t agent__durable_step(struct agent *ag);
 /* isolate.c: start the workload as opts.isolation says, falling back
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,

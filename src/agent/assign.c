@@ -48,6 +48,13 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 		rc = dup_opt(r, "ckpt_dir", &a->ckpt_dir, ctx, e);
 	if (rc == 0)
 		rc = dup_opt(r, "ckpt_uri", &a->ckpt_uri, ctx, e);
+	a->ckpt_alert_intervals = 3;
+	if (rc == 0)
+		rc = sr_json_get_int_opt(r, "ckpt_alert_intervals",
+					 &a->ckpt_alert_intervals, ctx, e);
+	if (rc == 0 && a->ckpt_alert_intervals < 1)
+		rc = sr_err_set(e, -SR_EPARSE, "%s: ckpt_alert_intervals: must be "
+				">= 1", ctx);
 	if (rc == 0)
 		rc = sr_json_get_int_opt(r, "heartbeat_ms", &hb, ctx, e);
 	if (rc == 0)

@@ -6,7 +6,9 @@
  *   1. the agent's own environment (spotrund passes only PATH, HOME, LANG,
  *      PYTHONPATH, SPOTRUN_LIB, SPOTRUN_LOG_LEVEL), minus anything that
  *      could carry the node token (SPOTRUN_AGENT_TOKEN);
- *   2. the job's `envs`;
+ *   2. the job's `envs`; unless they set PYTHONPATH, the folder of the
+ *      spotrun Python package the agent came with goes first on it
+ *      (agent_python_dir), so a job finds `import spotrun`;
  *   3. the SPOTRUN_* contract, SkyPilot's SKYPILOT_* variables and the
  *      torch.distributed launch contract (MASTER_ADDR, MASTER_PORT,
  *      WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, NNODES),
@@ -170,9 +172,29 @@ static int torch_env(struct envv *ev, const struct assignment *a, int attempt)
 	return rc;
 }
 
+/* The spotrun package's folder first on PYTHONPATH (before what the
+ * agent inherited), unless the job set PYTHONPATH itself. */
+static int python_env(struct envv *ev, const struct assignment *a,
+		      const char *dir)
+{
+	const char *inherited = getenv("PYTHONPATH");
+	char *v = NULL;
+	int rc;
+
+	if (!dir || (a->envs && json_object_get(a->envs, "PYTHONPATH")))
+		return 0;
+	if (inherited && *inherited && strcmp(inherited, dir) != 0)
+		rc = asprintf(&v, "%s:%s", dir, inherited) < 0 ? -ENOMEM : 0;
+	else
+		rc = (v = strdup(dir)) ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = env_set(ev, "PYTHONPATH", v);
+	free(v);
+	return rc;
+}
+
 char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
-		  const char *node_dir, const char *status_file,
-		  const char *notice_file, struct sr_err *e)
+		  const struct envp_files *f, struct sr_err *e)
 {
 	struct envv ev = { NULL, 0, 0 };
 	const char *k;
@@ -219,11 +241,15 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 	if (rc == 0 && a->ckpt_uri)
 		rc = env_set(&ev, "SPOTRUN_CKPT_URI", a->ckpt_uri);
 	if (rc == 0)
-		rc = env_set(&ev, "SPOTRUN_NODE_DIR", node_dir);
+		rc = python_env(&ev, a, f->python_dir);
 	if (rc == 0)
-		rc = env_set(&ev, "SPOTRUN_STATUS_FILE", status_file);
+		rc = env_set(&ev, "SPOTRUN_NODE_DIR", f->node_dir);
 	if (rc == 0)
-		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", notice_file);
+		rc = env_set(&ev, "SPOTRUN_STATUS_FILE", f->status_file);
+	if (rc == 0 && f->progress_file)
+		rc = env_set(&ev, "SPOTRUN_PROGRESS_FILE", f->progress_file);
+	if (rc == 0)
+		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", f->notice_file);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
 	if (rc == 0)

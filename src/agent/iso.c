@@ -89,35 +89,76 @@ static void paths_free(struct iso_paths *ps)
 	ps->nown = 0;
 }
 
-/* Once per agent: a log line in the job's log and an "isolation" event. */
-static void report_once(struct agent *ag, const char *mode, const char *msg)
+/* Once per agent: a log line in the job's log and an "isolation" event,
+ * with the paths the workload's process checked were hidden (hidden may
+ * be NULL: nothing was). */
+static void report_once(struct agent *ag, const char *mode, const char *msg,
+			json_t *hidden)
 {
-	if (ag->iso_reported)
+	if (ag->iso_reported) {
+		json_decref(hidden);
 		return;
+	}
 	ag->iso_reported = 1;
 	agent__line(ag, "isolation: %s", msg);
-	agent__push(ag, json_pack("{s:s, s:s, s:s}", "type", "isolation", "mode",
-				  mode, "message", msg), 1);
+	agent__push(ag, json_pack("{s:s, s:s, s:s, s:o}", "type", "isolation",
+				  "mode", mode, "message", msg, "hidden",
+				  hidden ? hidden : json_array()), 1);
 }
 
-static void report_mode(struct agent *ag)
+/* What the started workload's process found hidden (workload.h), as a
+ * list of paths and a phrase for the message. */
+static json_t *hidden_of(const struct agent *ag, const struct iso_paths *ps,
+			 char *buf, size_t n)
 {
+	json_t *a = json_array();
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; a && i < ISO_MAX_PATHS && ps->iso.hide_dirs[i]; i++) {
+		if (ag->w.iso_dirs_hidden & (1u << i))
+			json_array_append_new(a, json_string(ps->iso.hide_dirs[i]));
+	}
+	for (int i = 0; a && i < ISO_MAX_PATHS && ps->iso.hide_files[i]; i++) {
+		if (ag->w.iso_files_hidden & (1u << i))
+			json_array_append_new(a, json_string(ps->iso.hide_files[i]));
+	}
+	for (size_t i = 0; a && i < json_array_size(a) && k + 8 < n; i++) {
+		int m = snprintf(buf + k, n - k, "%s%s", i ? ", " : "",
+				 json_string_value(json_array_get(a, i)));
+
+		k = m < 0 || (size_t)m >= n - k ? n - 1 : k + (size_t)m;
+	}
+	if (a && !json_array_size(a))
+		snprintf(buf, n, "nothing (no --private path exists)");
+	return a;
+}
+
+static void report_mode(struct agent *ag, const struct iso_paths *ps)
+{
+	char what[700], msg[1024];
+	json_t *hidden = ps ? hidden_of(ag, ps, what, sizeof what) : NULL;
+
 	switch (ag->iso_mode) {
 	case ISO_USERNS:
-		report_once(ag, "userns", "user and mount namespaces: the state "
-			    "dir and the node token are hidden from the workload");
+		snprintf(msg, sizeof msg, "user and mount namespaces; checked "
+			 "hidden from the workload: %s", what);
+		report_once(ag, "userns", msg, hidden);
 		break;
 	case ISO_ROOT:
-		report_once(ag, "root-partial", "the agent runs as root: the "
-			    "workload runs in a mount namespace that hides the "
-			    "state dir and the node token, as root of its own user "
-			    "namespace; uid 0 still owns the host's files, so a "
-			    "hostile workload is not contained (run spotrund as an "
-			    "unprivileged user for full isolation)");
+		snprintf(msg, sizeof msg, "the agent runs as root: the workload "
+			 "runs in a mount namespace, as root of its own user "
+			 "namespace; checked hidden from it: %s; uid 0 still owns "
+			 "the host's files, so a hostile workload is not contained "
+			 "(run spotrund as an unprivileged user for full isolation)",
+			 what);
+		report_once(ag, "root-partial", msg, hidden);
 		break;
 	default:
+		json_decref(hidden);
 		report_once(ag, "none", "off (--isolation off): the workload "
-			    "can read the node token and spotrund's state dir");
+			    "can read the node token and spotrund's state dir",
+			    NULL);
 		break;
 	}
 }
@@ -130,35 +171,35 @@ int agent__start_isolated(struct agent *ag, const char *script,
 	int rc;
 
 	if (ag->iso_mode == ISO_NONE) {
-		report_mode(ag);
+		report_mode(ag, NULL);
 		return workload_start(&ag->w, script, cwd, envp, NULL, e);
 	}
 	if (ag->iso_mode == ISO_ROOT && ag->o->isolation == AGENT_ISO_STRICT) {
 		rc = sr_err_set(e, -EPERM, "isolation is strict, but the agent runs "
 				"as root, where it is only partial: run spotrund as "
 				"an unprivileged user, or set SPOTRUN_ISOLATION=auto");
-		report_once(ag, "refused", e->msg);
+		report_once(ag, "refused", e->msg, NULL);
 		return rc;
 	}
 	paths_build(ag, cwd, &ps);
 	rc = workload_start(&ag->w, script, cwd, envp, &ps.iso, e);
+	if (rc == 0)
+		report_mode(ag, &ps);
 	paths_free(&ps);
-	if (rc == 0) {
-		report_mode(ag);
+	if (rc == 0)
 		return 0;
-	}
 	if (!ag->w.iso_failed)
 		return rc;
 	if (ag->o->isolation == AGENT_ISO_STRICT) {
 		snprintf(msg, sizeof msg, "strict, and it cannot be set up (%s): "
 			 "the workload is not started", e->msg);
-		report_once(ag, "refused", msg);
+		report_once(ag, "refused", msg, NULL);
 		return rc;
 	}
 	snprintf(msg, sizeof msg, "unavailable (%s): the workload runs without "
 		 "it and can read the node token and spotrund's state dir", e->msg);
 	ag->iso_mode = ISO_NONE;
-	report_once(ag, "unavailable", msg);
+	report_once(ag, "unavailable", msg, NULL);
 	sr_err_clear(e);
 	return workload_start(&ag->w, script, cwd, envp, NULL, e);
 }

@@ -1,13 +1,25 @@
 /*
  * main.c - spotrun-agent: the node agent (docs/agent.md, docs/api.md).
  *
- *   spotrun-agent --api URL --node-id N --token-file PATH --workdir DIR
+ *   spotrun-agent --api URL --node-id N --workdir DIR
+ *                 (--bootstrap-file PATH | --token-file PATH)
  *                 [--imds URL] [--private PATH]... [--isolation MODE]
+ *                 [--notice SOURCES] [--notice-signal SIG] [--notice-lead D]
  *
- * The node token comes from --token-file (or $SPOTRUN_AGENT_TOKEN, which
- * is then wiped from the environment so the workload never sees it).  The
- * agent is not dumpable: a process of the same user cannot read its
- * memory or /proc/PID/environ (docs/security.md).
+ * Signals: SIGINT asks the agent to quit (the workload is stopped with a
+ * short grace, the agent exits).  SIGTERM does the same, unless the
+ * signal notice source claims it (--notice signal --notice-signal TERM,
+ * as under Slurm): then SIGTERM is a preemption notice - final checkpoint,
+ * the notice reported with its time, exit - and only SIGINT quits.
+ *
+ * A provider starts it with the node's one-time bootstrap secret
+ * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
+ * which it trades for its node token at first contact (boot.c); the token
+ * lives in its memory only.  --token-file (or $SPOTRUN_AGENT_TOKEN) gives
+ * a token directly (tests, a hand-started agent).  Either variable is
+ * wiped from the environment so the workload never sees it.  The agent is
+ * not dumpable: a process of the same user cannot read its memory or
+ * /proc/PID/environ (docs/security.md).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "common/log.h"
@@ -31,8 +44,10 @@ static void on_quit(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: spotrun-agent --api URL --node-id N --token-file PATH "
-		"--workdir DIR [--imds URL]\n\n"
+		"usage: spotrun-agent --api URL --node-id N --workdir DIR\n"
+		"                     (--bootstrap-file PATH | --token-file PATH)\n"
+		"                     [--imds URL] [--private PATH]... "
+		"[--isolation MODE]\n\n"
 		"The spotrun node agent.  spotrund's provider starts one per node;\n"
 		"it registers, runs the job's setup and run as a process group,\n"
 		"heartbeats, ships logs and utilisation, and on a spot interruption\n"
@@ -40,7 +55,11 @@ static void usage(FILE *f)
 		"checkpoint before the node goes away.\n\n"
 		"  --api URL          spotrund base URL (e.g. http://127.0.0.1:7077)\n"
 		"  --node-id N        this node's id\n"
-		"  --token-file PATH  file holding the node token (or set\n"
+		"  --bootstrap-file PATH  the node's one-time bootstrap secret\n"
+		"                     (or $SPOTRUN_AGENT_BOOTSTRAP): read, the file\n"
+		"                     removed, and traded for the node token at\n"
+		"                     first contact (what providers start it with)\n"
+		"  --token-file PATH  file holding the node token itself (or set\n"
 		"                     $SPOTRUN_AGENT_TOKEN)\n"
 		"  --workdir DIR      the node's private directory\n"
 		"  --imds URL         metadata endpoint (default %s)\n"
@@ -53,7 +72,17 @@ static void usage(FILE *f)
 		"                     --private and the token file from the workload\n"
 		"                     with namespaces, or say once why not and run\n"
 		"                     it anyway; strict: refuse to run it without\n"
-		"                     full isolation; off\n\n"
+		"                     full isolation; off\n"
+		"  --notice SOURCES   where preemption notices come from, comma-\n"
+		"                     separated (default imds): imds (IMDSv2 spot/\n"
+		"                     instance-action and rebalance recommendations\n"
+		"                     at --imds), signal (a scheduler's signal),\n"
+		"                     none\n"
+		"  --notice-signal S  the signal source's signal: USR1 (default),\n"
+		"                     USR2 or TERM (then SIGTERM is a notice, not a\n"
+		"                     quit: only SIGINT quits the agent)\n"
+		"  --notice-lead D    the scheduler kills this long after its signal\n"
+		"                     (default 30s): the notice's deadline\n\n"
 		"$SPOTRUN_NODE_ADDR, when set, is the address this node's gang\n"
 		"peers reach it at (rank 0's becomes MASTER_ADDR); without it\n"
 		"spotrund takes the address the agent's requests come from.\n",
@@ -80,21 +109,29 @@ int main(int argc, char **argv)
 		{ "api", required_argument, NULL, 'a' },
 		{ "node-id", required_argument, NULL, 'n' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "bootstrap-file", required_argument, NULL, 'b' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "imds", required_argument, NULL, 'i' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "private", required_argument, NULL, 'p' },
 		{ "isolation", required_argument, NULL, 'I' },
+		{ "notice", required_argument, NULL, 'N' },
+		{ "notice-signal", required_argument, NULL, 'S' },
+		{ "notice-lead", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned char addr_buf[16];
 	struct agent_opts o = { .imds = IMDS_DEFAULT_URL,
-				.orphan_timeout_ns = 600 * SR_NS_PER_SEC };
+				.orphan_timeout_ns = 600 * SR_NS_PER_SEC,
+				.notice_sources = NOTICE_SRC_IMDS,
+				.notice_signal = SIGUSR1,
+				.notice_lead_ns = 30 * SR_NS_PER_SEC };
 	struct sigaction sa;
 	struct sr_err e;
-	char *token = NULL, *end;
-	const char *env, *iso = getenv("SPOTRUN_ISOLATION");
+	char *token = NULL, *boot = NULL, *end;
+	const char *env, *benv, *iso = getenv("SPOTRUN_ISOLATION");
+	const char *boot_file = NULL;
 	size_t npriv = 0;
 	int c, rc;
 
@@ -103,9 +140,28 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'a': o.api = optarg; break;
 		case 't': o.token_file = optarg; break;
+		case 'b': boot_file = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
 		case 'I': iso = optarg; break;
+		case 'N':
+			sr_err_clear(&e);
+			if (notice_sources_parse(optarg, &o.notice_sources, &e) < 0)
+				return bad("--notice: %s", e.msg);
+			break;
+		case 'S':
+			o.notice_signal = notice_signal_parse(optarg);
+			if (o.notice_signal < 0)
+				return bad("--notice-signal: '%s' is not TERM, USR1 "
+					   "or USR2", optarg);
+			break;
+		case 'L':
+			sr_err_clear(&e);
+			if (sr_dur_parse(optarg, &o.notice_lead_ns, &e) < 0 ||
+			    o.notice_lead_ns <= 0)
+				return bad("--notice-lead: '%s' is not a duration "
+					   "like 30s", optarg);
+			break;
 		case 'p':
 			if (npriv + 1 >= sizeof o.private_paths / sizeof o.private_paths[0])
 				return bad("--private: at most %zu paths",
@@ -161,41 +217,69 @@ int main(int argc, char **argv)
 		return bad("$SPOTRUN_NODE_ADDR: '%s' is not an IPv4 or IPv6 "
 			   "address", env);
 	env = getenv("SPOTRUN_AGENT_TOKEN");
-	if (o.token_file) {
-		sr_err_clear(&e);
+	benv = getenv("SPOTRUN_AGENT_BOOTSTRAP");
+	if (o.token_file && boot_file)
+		return bad("%s", "--token-file and --bootstrap-file: give one");
+	sr_err_clear(&e);
+	if (boot_file) {
+		rc = ctlc_read_token_file(boot_file, &boot, &e);
+		/* one use: nothing the workload could read is left behind */
+		if (rc == 0 && unlink(boot_file) < 0)
+			fprintf(stderr, "spotrun-agent: %s: cannot remove it: %s\n",
+				boot_file, strerror(errno));
+	} else if (o.token_file) {
 		rc = ctlc_read_token_file(o.token_file, &token, &e);
-		if (rc < 0) {
-			fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
-			return 1;
-		}
 	} else if (env && *env) {
 		token = strdup(env);
+		rc = token ? 0 : -ENOMEM;
+	} else if (benv && *benv) {
+		boot = strdup(benv);
+		rc = boot ? 0 : -ENOMEM;
 	} else {
-		return bad("%s", "--token-file (or $SPOTRUN_AGENT_TOKEN) is "
+		return bad("%s", "--bootstrap-file or --token-file (or "
+			   "$SPOTRUN_AGENT_BOOTSTRAP / $SPOTRUN_AGENT_TOKEN) is "
 			   "required");
 	}
 	/* unsetenv only drops the pointer: the bytes stay in the initial
 	 * environment block, which /proc/PID/environ shows */
 	if (env)
 		explicit_bzero((char *)env, strlen(env));
+	if (benv)
+		explicit_bzero((char *)benv, strlen(benv));
 	unsetenv("SPOTRUN_AGENT_TOKEN");
-	if (!token) {
-		fprintf(stderr, "spotrun-agent: out of memory\n");
+	unsetenv("SPOTRUN_AGENT_BOOTSTRAP");
+	if (rc < 0) {
+		fprintf(stderr, "spotrun-agent: %s\n", sr_err_str(&e, rc));
 		return 1;
 	}
-	sr_log_secret(token);
+	sr_log_secret(token ? token : boot);
 
+	/* "agent, quit": SIGINT, and SIGTERM unless a scheduler's notice
+	 * signal is SIGTERM (notice.c installs that one's handler) */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_quit;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
+	if (!(o.notice_sources & NOTICE_SRC_SIGNAL) || o.notice_signal != SIGTERM)
+		sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* the notice signal is caught from now on (a handler, never
+	 * SIG_IGN, which the workload would inherit through execve) */
+	if (o.notice_sources & NOTICE_SRC_SIGNAL &&
+	    notice_signal_install(o.notice_signal) < 0) {
+		fprintf(stderr, "spotrun-agent: --notice-signal: %s\n",
+			strerror(errno));
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	/* orphans of the workload (its /bin/sh killed first) are ours to reap */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-	rc = agent_run(&o, token);
-	explicit_bzero(token, strlen(token));
+	rc = agent_run(&o, token, boot);
+	if (token)
+		explicit_bzero(token, strlen(token));
+	if (boot)
+		explicit_bzero(boot, strlen(boot));
 	free(token);
+	free(boot);
 	return rc < 0 ? 1 : 0;
 }

@@ -1,16 +1,32 @@
 /*
- * notice.c - the IMDS polling thread.
+ * notice.c - the notice sources: how a node learns that its provider will
+ * take it (docs/agent.md "Notice sources").  A provider names its nodes'
+ * source (cloud_prov_def.notice_source); the agent runs those --notice
+ * lists:
+ *
+ *   imds    AWS IMDSv2, as EC2 and spotrund's local cloud serve it:
+ *           spot/instance-action (the notice and the cloud's time for it)
+ *           and events/recommendations/rebalance (an early warning, not a
+ *           notice), on a polling thread; tokens fetched again before
+ *           they expire (lib/agent/imds.c).
+ *   signal  a scheduler's signal (Slurm sends SIGTERM before its kill, or
+ *           --signal=USR1@LEAD): the notice's time is now + --notice-lead.
+ *           The signal is then a notice, not "agent, quit": SIGINT always
+ *           quits, SIGTERM quits unless it is the notice signal.
  *
  * DESIGN: the main loop makes blocking HTTP calls to spotrund (heartbeats,
  * reports) that may take a second or more when the daemon is slow or
  * down; a preemption notice must still be seen within the poll interval.
  * So polling runs on its own thread, which only touches the atomics and
  * the error buffer in struct notice_watch and writes one byte to a pipe
- * to wake the main loop when a notice arrives.  It stops polling once a
- * notice is seen (the node is going away; nothing later matters).
+ * to wake the main loop when a notice arrives; the signal's handler
+ * writes the same pipe (write is async-signal-safe).  Polling stops once
+ * a notice is seen (the node is going away; nothing later matters).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <strings.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -42,6 +58,71 @@ static void set_error(struct notice_watch *w, const char *msg)
 	}
 }
 
+/* The signal source: its handler's state (one agent per process). */
+static volatile sig_atomic_t sig_seen;
+static int sig_wake_fd = -1;
+
+static void on_notice_signal(int sig)
+{
+	int saved = errno;
+	char one = 's';
+
+	(void)sig;
+	sig_seen = 1;
+	if (sig_wake_fd >= 0 && write(sig_wake_fd, &one, 1) < 0)
+		(void)0; /* the main loop also polls */
+	errno = saved;
+}
+
+int notice_signal_install(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_notice_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	return sigaction(sig, &sa, NULL);
+}
+
+bool notice_signal_seen(void)
+{
+	return sig_seen != 0;
+}
+
+int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e)
+{
+	const char *p = list;
+
+	*out = 0;
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 4 && !strncmp(p, "imds", 4))
+			*out |= NOTICE_SRC_IMDS;
+		else if (len == 6 && !strncmp(p, "signal", 6))
+			*out |= NOTICE_SRC_SIGNAL;
+		else if (!(len == 4 && !strncmp(p, "none", 4)))
+			return sr_err_set(e, -EINVAL, "'%.*s' is not a notice "
+					  "source (imds, signal, none)", (int)len, p);
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+int notice_signal_parse(const char *name)
+{
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	if (!strcasecmp(name, "TERM"))
+		return SIGTERM;
+	if (!strcasecmp(name, "USR1"))
+		return SIGUSR1;
+	if (!strcasecmp(name, "USR2"))
+		return SIGUSR2;
+	return -1;
+}
+
 static void *watch_main(void *arg)
 {
 	struct notice_watch *w = arg;
@@ -59,6 +140,13 @@ static void *watch_main(void *arg)
 			set_error(w, sr_err_str(&e, rc));
 		} else {
 			atomic_store(&w->errors, 0);
+			if (n.rebalance_ns && !atomic_load(&w->rebalance_ns)) {
+				char one = 'r';
+
+				atomic_store(&w->rebalance_ns, n.rebalance_ns);
+				if (write(w->wake_fd[1], &one, 1) < 0)
+					(void)0;
+			}
 			if (n.action != IMDS_NONE) {
 				char one = 'n';
 
@@ -77,7 +165,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int notice_watch_start(struct notice_watch *w, const char *imds_url,
+int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 		       long interval_ms, struct sr_err *e)
 {
 	int rc;
@@ -86,12 +174,20 @@ int notice_watch_start(struct notice_watch *w, const char *imds_url,
 	w->wake_fd[0] = w->wake_fd[1] = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	w->interval_ms = interval_ms > 0 && interval_ms <= 1000 ? interval_ms : 500;
-	/* each request may take at most one interval */
-	w->imds = imds_create(imds_url, w->interval_ms);
-	if (!w->imds)
-		return sr_err_set(e, -ENOMEM, "imds client: out of memory");
 	if (pipe2(w->wake_fd, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rc = sr_err_set(e, -errno, "notice pipe: %s", strerror(errno));
+		goto fail;
+	}
+	/* the signal source's handler (notice_signal_install) wakes the
+	 * main loop from here on */
+	if (o->notice_sources & NOTICE_SRC_SIGNAL)
+		sig_wake_fd = w->wake_fd[1];
+	if (!(o->notice_sources & NOTICE_SRC_IMDS))
+		return 0;
+	/* each request may take at most one interval */
+	w->imds = imds_create(o->imds, w->interval_ms);
+	if (!w->imds) {
+		rc = sr_err_set(e, -ENOMEM, "imds client: out of memory");
 		goto fail;
 	}
 	rc = -pthread_create(&w->thr, NULL, watch_main, w);
@@ -113,6 +209,7 @@ void notice_watch_stop(struct notice_watch *w)
 		pthread_join(w->thr, NULL);
 		w->started = 0;
 	}
+	sig_wake_fd = -1; /* the handler writes nothing from here */
 	for (int i = 0; i < 2; i++) {
 		if (w->wake_fd[i] >= 0)
 			close(w->wake_fd[i]);

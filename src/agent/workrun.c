@@ -27,8 +27,10 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 	sr_err_clear(&e);
 	if (kind == W_RUN) {
 		unlink(ag->status_path); /* a new attempt writes its own */
+		unlink(ag->progress_path);
 		unlink(ag->notice_path);
 		status_reader_init(&ag->st, ag->status_path);
+		status_reader_init(&ag->pg, ag->progress_path);
 		/* nothing reported yet by this attempt: a zeroed or stale value
 		 * would read as "restored step 0" or as the last attempt's step */
 		ag->last_status.step = -1;
@@ -37,8 +39,12 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->last_status.restored_step = -1;
 		ag->w_attempt = attempt;
 	}
-	envp = envp_build(&ag->a, ag->o->node_id, attempt, ag->node_dir,
-			  ag->status_path, ag->notice_path, &e);
+	envp = envp_build(&ag->a, ag->o->node_id, attempt, &(struct envp_files){
+				  .node_dir = ag->node_dir,
+				  .status_file = ag->status_path,
+				  .progress_file = ag->progress_path,
+				  .notice_file = ag->notice_path,
+				  .python_dir = ag->python_dir }, &e);
 	if (!envp) {
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;
@@ -99,14 +105,146 @@ void agent__advance(struct agent *ag)
 	start_child(ag, W_RUN, want);
 }
 
-/* Newest checkpoint that survives this node: with a checkpoint URI the
- * one the workload reports in the object store (status "ckpt_step"; the
- * node's disk goes with it), else the newest committed in ckpt_dir. */
+/* Newest checkpoint that survives this node.  With a checkpoint URI: the
+ * newest in the object store - the engine's recovery point (tier3.json in
+ * ckpt_dir, issue 23) when it publishes one, else what the workload
+ * reports in its status file ("ckpt_step"); the node's disk goes with
+ * the node.  Without: the newest committed in ckpt_dir or the newest the
+ * library reports committed (a trainer may checkpoint elsewhere than
+ * $SPOTRUN_CKPT_DIR). */
 static int64_t durable_step(struct agent *ag)
 {
-	if (ag->a.ckpt_uri)
-		return ag->last_status.ckpt_step;
-	return ckscan_newest_step(ag->a.ckpt_dir);
+	int64_t s;
+
+	if (ag->a.ckpt_uri) {
+		ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+		return ag->rp.found ? ag->rp.store_step : ag->last_status.ckpt_step;
+	}
+	s = ckscan_newest_step(ag->a.ckpt_dir);
+	return s > ag->last_status.ckpt_step ? s : ag->last_status.ckpt_step;
+}
+
+/* Read the workload's status file and the library's progress report
+ * into ag->last_status: the status file's values win where it gives
+ * them (the script knows best), the report fills the rest.  The new
+ * stalls come from the status file once it has carried any (a script
+ * that reports its own and also saves through the library must not have
+ * each save counted twice), else from the report.  Returns 1 when
+ * either changed (*out: the merged values and the new stalls), 0 when
+ * neither did, < 0 for a malformed status file (*e; the report is still
+ * read). */
+static int read_progress(struct agent *ag, struct status_info *out,
+			 struct sr_err *e)
+{
+	struct status_info s, p;
+	int rs = status_read(&ag->st, &s, e);
+	int rp = status_read(&ag->pg, &p, NULL);
+
+	if (rs < 0) {
+		s = ag->st.last;
+		s.nstalls = 0;
+	}
+	*out = s;
+	if (out->step < 0)
+		out->step = p.step;
+	if (out->total_steps < 0)
+		out->total_steps = p.total_steps;
+	if (out->ckpt_step < 0)
+		out->ckpt_step = p.ckpt_step;
+	if (out->restored_step < 0)
+		out->restored_step = p.restored_step;
+	if (!out->ckpt_error[0])
+		memcpy(out->ckpt_error, p.ckpt_error, sizeof out->ckpt_error);
+	if (!ag->st.stalls_seen) {
+		out->nstalls = p.nstalls;
+		memcpy(out->stall_ms, p.stall_ms, sizeof out->stall_ms);
+	}
+	if (rs == 1 || rp == 1)
+		ag->last_status = *out;
+	return rs < 0 ? rs : (rs == 1 || rp == 1);
+}
+
+int64_t agent__durable_step(struct agent *ag)
+{
+	return durable_step(ag);
+}
+
+/* A tier-3 failure: a ckpt_error event once per new message (spotrund
+ * records checkpoint_failed and raises the "checkpoint" alert). */
+static void report_ckpt_error(struct agent *ag, const char *msg)
+{
+	if (!msg[0] || !strcmp(msg, ag->ckpt_error_sent))
+		return;
+	snprintf(ag->ckpt_error_sent, sizeof ag->ckpt_error_sent, "%s", msg);
+	agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
+				  "attempt", ag->w_attempt, "message", msg), 1);
+}
+
+/* The engine's own word on tier 3 (tier3.json), no workload code needed:
+ * a failed upload, and a store whose copy lags more checkpoints than the
+ * job allows (spotrun.checkpoint.alert_intervals), each a ckpt_error
+ * event (the "checkpoint" alert).  The lag is reported once until the
+ * store has caught up again. */
+static void check_recovery_point(struct agent *ag)
+{
+	char msg[256];
+
+	ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+	if (!ag->rp.found)
+		return;
+	if (ag->rp.retries > 0)
+		report_ckpt_error(ag, ag->rp.last_error);
+	if (ag->rp.behind <= ag->a.ckpt_alert_intervals) {
+		ag->behind_sent = 0;
+		return;
+	}
+	if (ag->behind_sent)
+		return;
+	ag->behind_sent = 1;
+	if (ag->rp.store_step < 0)
+		snprintf(msg, sizeof msg, "the object store holds no checkpoint; "
+			 "this node's disk holds %lld of them, up to step %lld "
+			 "(more than %lld)", (long long)ag->rp.behind,
+			 (long long)ag->rp.local_step,
+			 (long long)ag->a.ckpt_alert_intervals);
+	else
+		snprintf(msg, sizeof msg, "the object store's newest checkpoint "
+			 "(step %lld) lags %lld behind this node's (step %lld; "
+			 "more than %lld)", (long long)ag->rp.store_step,
+			 (long long)ag->rp.behind, (long long)ag->rp.local_step,
+			 (long long)ag->a.ckpt_alert_intervals);
+	agent__line(ag, "%s", msg);
+	agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
+				  "attempt", ag->w_attempt, "message", msg), 1);
+}
+
+/* The job's end under tier 3: a run that completed with its newest
+ * checkpoint on this node's disk only is not a silent success - the
+ * failure is a ckpt_error event (issue 23). */
+static void check_last_checkpoint(struct agent *ag)
+{
+	char msg[512];
+	int n;
+
+	if (!ag->a.ckpt_uri)
+		return;
+	ckscan_tier3(ag->a.ckpt_dir, &ag->rp);
+	if (!ag->rp.found || ag->rp.local_step <= ag->rp.store_step)
+		return;
+	if (ag->rp.store_step < 0)
+		n = snprintf(msg, sizeof msg, "the run ended with checkpoint step "
+			     "%lld on this node's disk only; the object store "
+			     "holds no step", (long long)ag->rp.local_step);
+	else
+		n = snprintf(msg, sizeof msg, "the run ended with checkpoint step "
+			     "%lld on this node's disk only; the object store "
+			     "holds step %lld", (long long)ag->rp.local_step,
+			     (long long)ag->rp.store_step);
+	if (ag->rp.last_error[0] && n > 0 && (size_t)n < sizeof msg)
+		snprintf(msg + n, sizeof msg - (size_t)n, ": %s",
+			 ag->rp.last_error);
+	agent__line(ag, "%s", msg);
+	report_ckpt_error(ag, msg);
 }
 
 static void reap_children(struct agent *ag)
@@ -172,9 +310,8 @@ static double final_stall(struct agent *ag)
 	struct status_info si;
 	double last;
 
-	if (status_read(&ag->st, &si, NULL) != 1 || si.nstalls == 0)
+	if (read_progress(ag, &si, NULL) != 1 || si.nstalls == 0)
 		return -1;
-	ag->last_status = si;
 	last = si.stall_ms[si.nstalls - 1];
 	for (int i = 0; i + 1 < si.nstalls; i++) {
 		json_t *ev = json_pack("{s:s, s:i, s:f, s:b, s:b}", "type",
@@ -239,14 +376,20 @@ static void workload_finished(struct agent *ag)
 							    json_real(final_ms));
 				agent__push(ag, ev, 1);
 				agent__line(ag, "final checkpoint at step %lld is "
-					   "durable", (long long)now_step);
+					   "committed", (long long)now_step);
+			} else if (now_step >= 0) {
+				agent__line(ag, "no final checkpoint before the "
+					   "deadline (newest committed: step %lld)",
+					   (long long)now_step);
 			} else {
 				agent__line(ag, "no final checkpoint before the "
-					   "deadline (newest committed: %lld)",
-					   (long long)now_step);
+					   "deadline (no committed checkpoint "
+					   "reported)");
 			}
 		} else {
 			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
+			if (ag->w.exit_code == 0 && !ag->w.signal)
+				check_last_checkpoint(ag);
 		}
 		agent__line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
 			   how, cause);
@@ -300,24 +443,19 @@ void agent__check_status(struct agent *ag)
 
 	if (ag->w_attempt == 0 || ag->stopping != STOP_NONE)
 		return; /* while stopping, final_stall() reads it at the end */
+	if (ag->a.ckpt_uri)
+		check_recovery_point(ag);
 	sr_err_clear(&e);
-	rc = status_read(&ag->st, &si, &e);
+	rc = read_progress(ag, &si, &e);
 	if (rc < 0) {
 		agent__line(ag, "ignoring status file: %s", sr_err_str(&e, rc));
 		return;
 	}
 	if (rc == 0)
 		return;
-	ag->last_status = si;
-	if (si.ckpt_error[0] && strcmp(si.ckpt_error, ag->ckpt_error_sent)) {
-		/* checkpoints stopped reaching the object store: spotrund
-		 * records it and raises the "checkpoint" alert */
-		snprintf(ag->ckpt_error_sent, sizeof ag->ckpt_error_sent, "%s",
-			 si.ckpt_error);
-		agent__push(ag, json_pack("{s:s, s:i, s:s}", "type", "ckpt_error",
-					  "attempt", ag->w_attempt, "message",
-					  si.ckpt_error), 1);
-	}
+	/* checkpoints stopped reaching the object store: spotrund records
+	 * it and raises the "checkpoint" alert */
+	report_ckpt_error(ag, si.ckpt_error);
 	if (si.nstalls > 0) {
 		/* the workload writes the file right after a save, so the
 		 * stalls belong to the saves at `step` (status.h) */

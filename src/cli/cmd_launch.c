@@ -138,11 +138,15 @@ static void summary(json_t *job)
 	       (long long)ctlcli_int(job, "preemptions", 0),
 	       (long long)ctlcli_int(job, "moves", 0),
 	       ctlcli_secs(ctlcli_num(job, "sim_elapsed_s", -1), el, sizeof el));
-	if (json_is_number(dl))
-		printf(" (deadline %s: %s)", ctlcli_secs(json_number_value(dl), list,
-							 sizeof list),
-		       ctlcli_num(job, "sim_elapsed_s", 0) <= json_number_value(dl)
-			       ? "met" : "missed");
+	if (json_is_number(dl)) {
+		char v[64];
+		bool alarm, c = ctlcli_color(stdout);
+
+		ctlcli_deadline(job, v, sizeof v, &alarm);
+		printf(" (deadline %s: %s%s%s)", ctlcli_secs(json_number_value(dl), list,
+							    sizeof list),
+		       alarm && c ? "\033[31m" : "", v, alarm && c ? "\033[0m" : "");
+	}
 	printf("\n");
 }
 

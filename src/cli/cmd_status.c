@@ -45,6 +45,16 @@ static const char *place_str(json_t *j, char *buf, size_t n)
 	return buf;
 }
 
+static const char *red(bool on)
+{
+	return on && ctlcli_color(stdout) ? "\033[31m" : "";
+}
+
+static const char *unred(bool on)
+{
+	return on && ctlcli_color(stdout) ? "\033[0m" : "";
+}
+
 static void print_table(json_t *jobs)
 {
 	size_t i;
@@ -54,18 +64,52 @@ static void print_table(json_t *jobs)
 		printf("no jobs (start one with 'spotrun launch JOB.yaml')\n");
 		return;
 	}
-	printf("%-5s %-16s %-13s %-11s %-10s %-8s %-5s %s\n", "ID", "NAME", "STATE",
-	       "STEP", "COST", "PREEMPT", "MOVES", "PLACEMENT");
+	printf("%-5s %-16s %-13s %-11s %-10s %-8s %-5s %-26s %s\n", "ID", "NAME",
+	       "STATE", "STEP", "COST", "PREEMPT", "MOVES", "DEADLINE", "PLACEMENT");
 	json_array_foreach(jobs, i, j) {
-		char step[40], cost[32], pl[160];
+		char step[40], cost[32], pl[160], dl[64];
+		bool alarm;
 
-		printf("%-5lld %-16.16s %-13s %-11s %-10s %-8lld %-5lld %s\n",
+		ctlcli_deadline(j, dl, sizeof dl, &alarm);
+		printf("%-5lld %-16.16s %-13s %-11s %-10s %-8lld %-5lld %s%-26s%s %s\n",
 		       (long long)ctlcli_int(j, "id", 0), ctlcli_str(j, "name", "-"),
 		       ctlcli_str(j, "state", "?"), step_str(j, step, sizeof step),
 		       ctlcli_money(json_object_get(j, "cost_micros"), cost, sizeof cost),
 		       (long long)ctlcli_int(j, "preemptions", 0),
-		       (long long)ctlcli_int(j, "moves", 0), place_str(j, pl, sizeof pl));
+		       (long long)ctlcli_int(j, "moves", 0), red(alarm), dl, unred(alarm),
+		       place_str(j, pl, sizeof pl));
 	}
+}
+
+/* Tier 3's recovery point: the newest checkpoint on the node's disk and
+ * the newest in the object store (what a lost node resumes from), with
+ * the store's copy's age. */
+static void print_recovery_point(json_t *j)
+{
+	json_t *spec = json_object_get(j, "spec");
+	const char *uri = json_string_value(json_object_get(json_object_get(
+		json_object_get(spec, "spotrun"), "checkpoint"), "uri"));
+	json_t *age = json_object_get(j, "ckpt_store_age_s");
+	int64_t local = ctlcli_int(j, "ckpt_local_step", -1);
+	int64_t store = ctlcli_int(j, "ckpt_step", -1);
+	char b[64];
+
+	if (!uri)
+		return;
+	printf("  checkpoints  node disk: %s", local >= 0 ? "" : "-");
+	if (local >= 0)
+		printf("step %lld", (long long)local);
+	printf("   object store: ");
+	if (store >= 0)
+		printf("step %lld", (long long)store);
+	else
+		printf("none");
+	if (json_is_number(age))
+		printf(" (saved %s ago)", ctlcli_secs(json_number_value(age), b,
+						     sizeof b));
+	if (local > store)
+		printf("   BEHIND");
+	printf("\n  store        %s\n", uri);
 }
 
 static void print_job(json_t *j)
@@ -81,6 +125,7 @@ static void print_job(json_t *j)
 		printf("  (%s)", ctlcli_str(j, "message", ""));
 	printf("\n  step         %s   last checkpoint %lld\n",
 	       step_str(j, b1, sizeof b1), (long long)ctlcli_int(j, "ckpt_step", -1));
+	print_recovery_point(j);
 	printf("  placement    %s\n", place_str(j, pl, sizeof pl));
 	printf("  cost         %s\n",
 	       ctlcli_money(json_object_get(j, "cost_micros"), b1, sizeof b1));
@@ -99,6 +144,13 @@ static void print_job(json_t *j)
 		printf(" of a %s deadline", ctlcli_secs(json_number_value(dl), b2,
 						       sizeof b2));
 	printf("\n");
+	if (json_is_object(json_object_get(j, "deadline"))) {
+		bool alarm;
+
+		ctlcli_deadline(j, b1, sizeof b1, &alarm);
+		printf("  deadline     %s%s%s  (%s)\n", red(alarm), b1, unred(alarm),
+		       ctlcli_str(json_object_get(j, "deadline"), "at", "?"));
+	}
 	if (json_is_integer(json_object_get(j, "exit_code")))
 		printf("  exit code    %lld\n", (long long)ctlcli_int(j, "exit_code", 0));
 	printf("  created      %s\n", ctlcli_str(j, "created_at", "-"));

@@ -12,13 +12,15 @@
 #include "cliopt.h"
 #include "sim/trace_gen.h"
 
-#define MAX_REGIONS 16
+#define MAX_REGIONS TRACE_GEN_MAX_ZONES
 
 static const char usage_text[] =
 	"usage: spotrun trace gen --out PATH [--regions N] [--nodes N]\n"
 	"                         [--up-hours H --down-hours H --tail A]\n"
 	"                         [--gap-seconds S --hours H]\n"
 	"                         [--spot-price $ --od-ratio X] [--seed S]\n"
+	"                         [--shared-nodes N] [--outage-hours H --blip-hours H]\n"
+	"                         [--price-vol V]\n"
 	"\n"
 	"Write a synthetic spot trace (SkyNomad JSON, readable by `spotrun sim\n"
 	"--trace`): a semi-Markov market with heavy-tailed spells.  Each node of\n"
@@ -26,7 +28,7 @@ static const char usage_text[] =
 	"spot is available when every node is up.\n"
 	"\n"
 	"  --out PATH        the trace file; with --regions N > 1, a directory that\n"
-	"                    gets region0.json ... (independent regions)\n"
+	"                    gets region0.json ... (one market's zones)\n"
 	"  --regions N       regions, 1..16 (default 1)\n"
 	"  --nodes N         gang size: nodes that must all be up (default 16)\n"
 	"  --up-hours H      mean up spell of one node (default 20)\n"
@@ -37,7 +39,15 @@ static const char usage_text[] =
 	"  --hours H         trace length (default 720)\n"
 	"  --spot-price $    spot $/h (default 1)\n"
 	"  --od-ratio X      on-demand price / spot price (default 5)\n"
-	"  --seed S          random seed; region k uses seed + k (default 1)\n"
+	"  --seed S          random seed; region k's own nodes use seed + k (default 1)\n"
+	"  --shared-nodes N  of the gang's nodes, N shared by every region: their\n"
+	"                    outages are every region's (correlated; default 0 =\n"
+	"                    independent regions)\n"
+	"  --outage-hours H  spot down everywhere for the first H hours (default 0)\n"
+	"  --blip-hours H    in that outage, one-tick blips of spot every H hours on\n"
+	"                    average (default 0 = none)\n"
+	"  --price-vol V     spot price per tick: sd of its log around --spot-price,\n"
+	"                    reverting with a 6 h half-life (default 0 = constant)\n"
 	"\n"
 	"The model is described in docs/simulator.md (\"Synthetic traces\").\n";
 
@@ -58,7 +68,7 @@ static int num_arg(const char *flag, const char *s, double *out)
 
 enum { OPT_REGIONS = CLI_KEY_LONG, OPT_NODES, OPT_UP_HOURS, OPT_DOWN_HOURS,
        OPT_TAIL, OPT_GAP_SECONDS, OPT_HOURS, OPT_SPOT_PRICE, OPT_OD_RATIO,
-       OPT_SEED };
+       OPT_SHARED, OPT_OUTAGE_HOURS, OPT_BLIP_HOURS, OPT_PRICE_VOL, OPT_SEED };
 
 static const struct cli_optdef gen_defs[] = {
 	{ "out", 'o', CLI_ARG },
@@ -71,6 +81,10 @@ static const struct cli_optdef gen_defs[] = {
 	{ "hours", OPT_HOURS, CLI_ARG },
 	{ "spot-price", OPT_SPOT_PRICE, CLI_ARG },
 	{ "od-ratio", OPT_OD_RATIO, CLI_ARG },
+	{ "shared-nodes", OPT_SHARED, CLI_ARG },
+	{ "outage-hours", OPT_OUTAGE_HOURS, CLI_ARG },
+	{ "blip-hours", OPT_BLIP_HOURS, CLI_ARG },
+	{ "price-vol", OPT_PRICE_VOL, CLI_ARG },
 	{ "seed", OPT_SEED, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
@@ -87,6 +101,9 @@ static int trace_gen_cmd(int argc, char **argv)
 	struct sr_err e = { 0 };
 	const char *out = NULL;
 	unsigned long long u, regions = 1;
+	struct trace *t[MAX_REGIONS];
+	static char paths[MAX_REGIONS][4096];
+	char *names[MAX_REGIONS];
 	int c, rc = CLI_OK;
 
 	trace_gen_defaults(&p);
@@ -129,6 +146,19 @@ static int trace_gen_cmd(int argc, char **argv)
 		case OPT_OD_RATIO:
 			r = num_arg(a, v, &p.od_ratio);
 			break;
+		case OPT_SHARED:
+			r = cli_opts_count(&op, TRACE_GEN_MAX_NODES, &u);
+			p.shared = (int)u;
+			break;
+		case OPT_OUTAGE_HOURS:
+			r = num_arg(a, v, &p.outage_h);
+			break;
+		case OPT_BLIP_HOURS:
+			r = num_arg(a, v, &p.blip_h);
+			break;
+		case OPT_PRICE_VOL:
+			r = num_arg(a, v, &p.price_vol);
+			break;
 		default: /* OPT_SEED */
 			r = cli_opts_count(&op, UINT64_MAX, &u);
 			p.seed = u;
@@ -147,22 +177,23 @@ static int trace_gen_cmd(int argc, char **argv)
 		fprintf(stderr, "spotrun trace: %s: %s\n", out, strerror(errno));
 		return CLI_FAIL;
 	}
-	for (unsigned long long k = 0; k < regions && rc == CLI_OK; k++) {
-		struct trace_gen_params pk = p;
-		struct trace *t = NULL;
-		char path[4096];
-
-		pk.seed = p.seed + k;
+	for (unsigned long long k = 0; k < regions; k++) {
+		names[k] = paths[k];
 		if (regions > 1)
-			snprintf(path, sizeof path, "%s/region%llu.json", out, k);
+			snprintf(paths[k], sizeof paths[k], "%s/region%llu.json", out, k);
 		else
-			snprintf(path, sizeof path, "%s", out);
-		if (trace_gen(&pk, path, &t, &e) ||
-		    trace_write_skynomad(t, pk.spot_price, path, &e)) {
+			snprintf(paths[k], sizeof paths[k], "%s", out);
+	}
+	if (trace_gen_market(&p, (int)regions, (const char *const *)names, t, &e)) {
+		fprintf(stderr, "spotrun trace: %s\n", e.msg);
+		return CLI_FAIL;
+	}
+	for (unsigned long long k = 0; k < regions; k++) {
+		if (rc == CLI_OK && trace_write_skynomad(t[k], p.spot_price, paths[k], &e)) {
 			fprintf(stderr, "spotrun trace: %s\n", e.msg);
 			rc = CLI_FAIL;
 		}
-		trace_free(t);
+		trace_free(t[k]);
 	}
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "common/text.h"
@@ -282,5 +283,45 @@ const char *ctlcli_where(json_t *obj, char *buf, size_t n)
 	}
 	if (!buf[0])
 		snprintf(buf, n, "?");
+	return buf;
+}
+
+bool ctlcli_color(FILE *f)
+{
+	return isatty(fileno(f)) && !getenv("NO_COLOR");
+}
+
+const char *ctlcli_deadline(json_t *job, char *buf, size_t n, bool *alarm)
+{
+	json_t *d = json_object_get(job, "deadline");
+	const char *st = ctlcli_str(d, "state", NULL);
+	char a[32], when[40];
+
+	*alarm = false;
+	if (!st) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	if (!strcmp(st, "missed")) {
+		*alarm = true;
+		snprintf(buf, n, "MISSED by %s", ctlcli_secs(ctlcli_num(d, "late_s", 0),
+							     a, sizeof a));
+	} else if (!strcmp(st, "at_risk")) {
+		*alarm = true;
+		/* "2026-12-02T14:02:11.000Z" -> "12-02 14:02Z" */
+		const char *p = ctlcli_str(d, "projected_finish_at", "");
+
+		if (strlen(p) >= 16)
+			snprintf(when, sizeof when, "%.5s %.5sZ", p + 5, p + 11);
+		else
+			snprintf(when, sizeof when, "?");
+		snprintf(buf, n, "AT RISK, done ~%s", when);
+	} else if (!strcmp(st, "not_met")) {
+		snprintf(buf, n, "not met");
+	} else if (!strcmp(st, "on_track")) {
+		snprintf(buf, n, "on track");
+	} else {
+		snprintf(buf, n, "%s", st);
+	}
 	return buf;
 }

@@ -7,6 +7,7 @@
 #define SR_CLI_CTLCLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,5 +91,11 @@ int64_t ctlcli_int(json_t *obj, const char *key, int64_t dflt);
 double ctlcli_num(json_t *obj, const char *key, double dflt); /* int or real */
 /* "cloud/region/zone" of a placement or node (empty parts skipped). */
 const char *ctlcli_where(json_t *obj, char *buf, size_t n);
+/* Whether to color what goes to f: a terminal, and NO_COLOR unset. */
+bool ctlcli_color(FILE *f);
+/* A job's deadline verdict (its view's "deadline"): "MISSED by 1h30m",
+ * "AT RISK, done ~12-02 14:02Z", "met", "not met", "on track", or "-"
+ * without a deadline; *alarm for the first two (shown red). */
+const char *ctlcli_deadline(json_t *job, char *buf, size_t n, bool *alarm);
 
 #endif

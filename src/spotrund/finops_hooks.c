@@ -9,8 +9,11 @@
  *   event                                         alert
  *   type "preempted"                              preemption
  *   type "recovered" (training resumed)           recovery
- *   type "deadline_risk" (the policy fell back
- *     to on-demand to meet the deadline)          deadline at risk
+ *   type "deadline_risk" (projected to finish
+ *     after the deadline, or the policy fell back
+ *     to on-demand to meet it)                    deadline at risk
+ *   type "deadline_missed"                        deadline missed
+ *   type "checkpoint_failed"                      checkpoint
  *   type "budget"                                 budget
  *   type "credentials" (creds_watch.c: a cloud's
  *     credentials run out and cannot be renewed
@@ -138,6 +141,11 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 	if (!strcmp(type, "deadline_risk")) {
 		*k = FINOPS_ALERT_DEADLINE_RISK;
 		*sev = FINOPS_SEV_ERROR;
+		return 1;
+	}
+	if (!strcmp(type, "deadline_missed")) {
+		*k = FINOPS_ALERT_DEADLINE_MISSED;
+		*sev = FINOPS_SEV_CRITICAL;
 		return 1;
 	}
 	if (!strcmp(type, "budget") || !strcmp(type, "autostop")) {

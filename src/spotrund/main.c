@@ -69,6 +69,9 @@ static const char usage[] =
 	"  --notice-ms N            the local cloud's preemption notice lead,\n"
 	"                           real ms (5000; a real cloud's notice carries\n"
 	"                           its own time)\n"
+	"  --stop-grace-ms N        how long a stop may take past a notice's\n"
+	"                           deadline, or from a policy move, real ms\n"
+	"                           (5000)\n"
 	"  --heartbeat-ms N         agent heartbeat period (1000)\n"
 	"  --heartbeat-timeout DUR  node LOST after this silence (10s)\n"
 	"  --boot-timeout DUR       BOOTING node LOST if it never registers (30s)\n"
@@ -178,6 +181,7 @@ static const struct option opts[] = {
 	{ "trace-start", required_argument, NULL, 'S' },
 	{ "provision-ms", required_argument, NULL, 'P' },
 	{ "notice-ms", required_argument, NULL, 'N' },
+	{ "stop-grace-ms", required_argument, NULL, 0x109 },
 	{ "heartbeat-ms", required_argument, NULL, 'H' },
 	{ "heartbeat-timeout", required_argument, NULL, 'O' },
 	{ "boot-timeout", required_argument, NULL, 'B' },
@@ -256,7 +260,14 @@ static int apply(int opt, const char *arg, struct opts_out *o)
 			return bad("--trace-start", arg);
 		break;
 	case 'P': if (parse_i64("--provision-ms", arg, 0, &cfg->provision_ms)) return 2; break;
-	case 'N': if (parse_i64("--notice-ms", arg, 1, &cfg->notice_ms)) return 2; break;
+	case 'N':
+		if (parse_i64("--notice-ms", arg, 1, &cfg->notice_ms))
+			return 2;
+		/* the local cloud's setting, over the config file's */
+		if (flag_override(o->confs, "local", "notice_ms", arg))
+			return 1;
+		break;
+	case 0x109: if (parse_i64("--stop-grace-ms", arg, 1, &cfg->stop_grace_ms)) return 2; break;
 	case 'H': if (parse_i64("--heartbeat-ms", arg, 10, &cfg->heartbeat_ms)) return 2; break;
 	case 'O': if (parse_dur_ms("--heartbeat-timeout", arg, &cfg->heartbeat_timeout_ms)) return 2; break;
 	case 'B': if (parse_dur_ms("--boot-timeout", arg, &cfg->boot_timeout_ms)) return 2; break;

@@ -13,6 +13,7 @@
  * prices and deadline slack for /metrics are read from the daemon's
  * `nodes` and `jobs` tables; every other figure comes from the ledger.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/deadline.h"
 #include "ctl/routes.h"
 #include "finops/focus.h"
 #include "finops/metrics.h"
@@ -224,6 +226,8 @@ struct live_buf {
 	struct finops_live_job *jobs;
 	char (*jname)[64];
 	size_t nj, capj;
+	int64_t *missed;
+	size_t nm, capm;
 	struct finops_live live;
 };
 
@@ -233,6 +237,7 @@ static void live_free(struct live_buf *b)
 	free(b->nstr);
 	free(b->jobs);
 	free(b->jname);
+	free(b->missed);
 }
 
 /* Room for one more row in v (element size sz) and its strings in s
@@ -261,6 +266,33 @@ static int live_grow(void **v, size_t sz, void **str, size_t ssz, size_t n,
 static void copy_col(char *dst, struct store_stmt *st, const char *col)
 {
 	snprintf(dst, 64, "%s", store_col_text(st, col));
+}
+
+/* The deadline minus the projected finish (lib/ctl/deadline.h), cloud s,
+ * of the live job in st's row. */
+static double slack_of(struct ctl *c, struct store_stmt *st, double sim_now)
+{
+	double total = store_col_f64(st, "est_work_s") > 0 ?
+		       store_col_f64(st, "est_work_s") : store_col_f64(st, "work_s");
+	double run = store_col_f64(st, "run_s");
+	bool running = !store_col_null(st, "run_started_ns");
+	struct ctl_deadline d;
+
+	if (running)
+		run += (double)(sr_time_real_ns() - store_col_i64(st,
+			"run_started_ns")) / 1e9 * c->cfg.time_scale;
+	ctl_deadline_eval(&(struct ctl_deadline_in){
+		.now_s = sim_now, .start_s = store_col_f64(st, "sim_start_s"),
+		.deadline_s = store_col_f64(st, "deadline_s"),
+		.work_total_s = total,
+		.work_done_s = ctl_deadline_work_done(total,
+			store_col_null(st, "step") ? -1 : store_col_i64(st, "step"),
+			store_col_null(st, "total_steps") ? -1 :
+			store_col_i64(st, "total_steps"), run),
+		.restart_s = store_col_f64(st, "est_restart_s"),
+		.running = running }, &d);
+	return store_col_f64(st, "sim_start_s") + store_col_f64(st, "deadline_s") -
+	       d.projected_s;
 }
 
 static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
@@ -297,7 +329,9 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 	if (rc < 0)
 		return rc;
 	rc = store_prepare(db, "SELECT id, name, state, sim_start_s, deadline_s,"
-			   " run_s, work_s, step, total_steps FROM jobs"
+			   " run_s, run_started_ns, work_s, est_work_s, est_restart_s,"
+			   " step, total_steps, ckpt_step, ckpt_local_step,"
+			   " ckpt_store_ns FROM jobs"
 			   " WHERE state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
 			   " ORDER BY id", &st, e);
 	if (rc)
@@ -313,15 +347,36 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		copy_col(b->jname[b->nj], st, "name");
 		j->id = store_col_i64(st, "id");
 		j->state = "";
-		j->has_deadline = !store_col_null(st, "deadline_s") &&
-			finops_deadline_slack(store_col_f64(st, "sim_start_s") +
-					      store_col_f64(st, "deadline_s") - sim_now,
-					      store_col_f64(st, "run_s"),
-					      store_col_f64(st, "work_s"),
-					      store_col_i64(st, "step"),
-					      store_col_i64(st, "total_steps"),
-					      &j->deadline_slack_s);
+		j->ckpt_local_step = store_col_null(st, "ckpt_local_step") ? -1 :
+				     store_col_i64(st, "ckpt_local_step");
+		/* ckpt_step is the store's only for a job with tier 3 (the
+		 * ones whose agent reports the node's disk apart) */
+		j->ckpt_store_step = store_col_null(st, "ckpt_step") ||
+				     j->ckpt_local_step < 0 ? -1 :
+				     store_col_i64(st, "ckpt_step");
+		j->ckpt_store_age_s = store_col_null(st, "ckpt_store_ns") ? NAN :
+			(sr_time_real_ns() - store_col_i64(st, "ckpt_store_ns")) / 1e9;
+		j->has_deadline = !store_col_null(st, "deadline_s");
+		if (j->has_deadline)
+			j->deadline_slack_s = slack_of(c, st, sim_now);
 		b->nj++;
+	}
+	store_done(st);
+	if (rc < 0)
+		return rc;
+	rc = store_prepare(db, "SELECT id FROM jobs WHERE deadline_state = 2"
+			   " ORDER BY id", &st, e);
+	if (rc)
+		return rc;
+	while ((rc = store_step(st, e)) == 1) {
+		void *unused = NULL;
+
+		rc = live_grow((void **)&b->missed, sizeof *b->missed, &unused, 1,
+			       b->nm, &b->capm);
+		free(unused);
+		if (rc)
+			break;
+		b->missed[b->nm++] = store_col_i64(st, "id");
 	}
 	store_done(st);
 	if (rc < 0)
@@ -338,6 +393,8 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 	b->live.nnodes = b->nn;
 	b->live.jobs = b->jobs;
 	b->live.njobs = b->nj;
+	b->live.missed = b->missed;
+	b->live.nmissed = b->nm;
 	return 0;
 }
 

@@ -11,7 +11,8 @@
  * check that what it restored is exactly step N's state.  With WAIT = 1
  * each save waits for its upload (more kills land mid-upload; a failed
  * upload is reported on stderr and training goes on).  Prints "ready"
- * once tier 3 is set, then "saved N" after each save.
+ * once tier 3 is set, then "saved N" after each save, and "stored N"
+ * whenever spotckpt_remote_stats() reports a newer step in the store.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
 	float *w = malloc(W_N * sizeof *w);
 	int64_t *b = malloc(B_N * sizeof *b), s = 0;
 	int64_t wshape[1] = { W_N }, bshape[1] = { B_N };
-	int64_t step;
+	int64_t step, stored = -1;
 	int wait, rc;
 
 	if (argc < 4 || !w || !b) {
@@ -90,6 +91,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("saved %lld\n", (long long)step);
+		/* what the library reports in the store: the kill test checks
+		 * that it really is there */
+		{
+			struct spotckpt_remote_stats rs;
+
+			if (spotckpt_remote_stats(e, &rs, NULL, 0) == 0 &&
+			    rs.uploaded_step > stored) {
+				stored = rs.uploaded_step;
+				printf("stored %lld\n", (long long)stored);
+			}
+		}
 		fflush(stdout);
 	}
 }

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
 import time
 
 import torch
@@ -461,4 +462,75 @@ def ddp_preempt(rank, world, port, d, out, total, every, trial):
         c.close()
         res.update(done=True, final=final)
         torch.save(res, res_path)
+    dist.destroy_process_group()
+
+
+# ---- the durability matrix (test_objstore_durability.py) -----------------
+
+def _fresh_restore(rank, world, d, out, tag):
+    """What the store restores on a fresh node: OUT/<tag>-R.pt."""
+    local, uri, env = d
+    fresh = (local + "-fresh", uri, env)
+    c = _ckpt(fresh, rank, world)
+    st = _kv_state(-1, rank, world)
+    got = c.restore(st)
+    torch.save({"restored": got, "w": st["w"].clone(),
+                "s": st["s"].tensor.clone()},
+               os.path.join(out, "%s-%d.pt" % (tag, rank)))
+    c.close()
+
+
+def durability_cell(rank, world, port, d, out, column, slow_url):
+    """One cell of the 2-rank row: the column's saves, then close(), then
+    what a fresh node restores from the store (OUT/cell-R.pt)."""
+    import urllib.request
+    _group(rank, world, port)
+    # the 503 column: the commit waits the store's 10 s of 503 out
+    c = _ckpt(d, rank, world, commit_timeout=120 if column == "503" else 0)
+    c.restore(_kv_state(0, rank, world))
+    res = {}
+    if column == "close":
+        c.save(5, _kv_state(5, rank, world))
+    elif column == "notice":
+        c.save(3, _kv_state(3, rank, world))
+        res["final"] = c.save_final(4, _kv_state(4, rank, world),
+                                    deadline=time.time() + 60)
+    elif column == "two":
+        c.save(1, _kv_state(1, rank, world))
+        c.save(2, _kv_state(2, rank, world))
+    elif column == "503":
+        c.save(1, _kv_state(1, rank, world))
+        c.wait()
+        dist.barrier()
+        if rank == 0:
+            urllib.request.urlopen(slow_url, timeout=30).read()
+        dist.barrier()
+        c.save(2, _kv_state(2, rank, world))
+    c.close()
+    torch.save(res, os.path.join(out, "res-%d.pt" % rank))
+    dist.barrier()
+    _fresh_restore(rank, world, d, out, "cell")
+    dist.destroy_process_group()
+
+
+def durability_kill(rank, world, port, d, out, delay_s):
+    """Save steps 1, 2, ... until SIGKILLed after delay_s (both ranks; the
+    kill lands anywhere in the saves, uploads and the commit protocol).
+    OUT/kill-R.txt: the steps whose save() and wait() returned."""
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world)
+    c.restore(_kv_state(0, rank, world))
+    threading.Timer(delay_s, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    step = 1
+    while True:
+        c.save(step, _kv_state(step, rank, world))
+        ok = c.wait()
+        with open(os.path.join(out, "kill-%d.txt" % rank), "a") as f:
+            f.write("%d %d\n" % (step, ok))
+        step += 1
+
+
+def durability_restore(rank, world, port, d, out):
+    _group(rank, world, port)
+    _fresh_restore(rank, world, d, out, "after")
     dist.destroy_process_group()

@@ -141,12 +141,10 @@ class Daemon:
             if not pid.isdigit():
                 continue
             try:
-                with open("/proc/%s/cwd/node.token" % pid):
-                    pass
                 cwd = os.readlink("/proc/%s/cwd" % pid)
             except OSError:
                 continue
-            if cwd.startswith(nodes):
+            if cwd.startswith(nodes + "/"):
                 try:
                     os.killpg(int(pid), signal.SIGKILL)
                 except OSError:

@@ -62,6 +62,7 @@ class Plane:
         self.imds_tokens = set()  # X-aws-ec2-metadata-token values seen
         self.notice = None        # None, "good" or "bad"
         self.notice_time = None
+        self.rebalance_time = None
         self.directive = {"action": "run", "attempt": 1}
         self.revoked = False      # answer 401 to the node from now on
         plane = self
@@ -88,6 +89,15 @@ class Plane:
                 self.reply(404, {})
 
             def do_GET(self):
+                if self.path == ("/imds/latest/meta-data/events/"
+                                 "recommendations/rebalance"):
+                    with plane.lock:
+                        reb = plane.rebalance_time
+                    if self.headers.get("X-aws-ec2-metadata-token") != "imds-tok-1":
+                        return self.reply(401, "", "text/plain")
+                    if reb is None:
+                        return self.reply(404, "Not Found", "text/plain")
+                    return self.reply(200, {"noticeTime": reb})
                 if self.path != "/imds/latest/meta-data/spot/instance-action":
                     return self.reply(404, {})
                 tok = self.headers.get("X-aws-ec2-metadata-token")
@@ -429,3 +439,74 @@ def test_trainer_exit_status_survives_the_sh_wrapper(tmp_path, code):
         assert "never-reached" not in p.lines("stdout")
     finally:
         p.close()
+
+
+def test_rebalance_recommendation_is_reported_and_work_goes_on(plane):
+    """IMDS events/recommendations/rebalance: reported once as a
+    'rebalance' event with the cloud's noticeTime; the workload runs on."""
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload's first status")
+    with plane.lock:
+        plane.rebalance_time = "2026-11-29T14:18:00Z"
+    plane.wait_for(lambda: any(e["type"] == "rebalance" for e in plane.events),
+                   what="the rebalance event")
+    n = len(plane.heartbeats)
+    plane.wait_for(lambda: len(plane.heartbeats) > n + 2,
+                   what="heartbeats after the recommendation")
+    reb = [e for e in plane.events if e["type"] == "rebalance"]
+    assert len(reb) == 1 and reb[0]["time"].startswith("2026-11-29T14:18:00")
+    assert "notice" not in plane.types()
+    assert plane.heartbeats[-1]["workload"] == "running"
+    stop_agent(plane)
+
+
+def test_scheduler_sigterm_is_a_notice_and_sigint_still_quits(tmp_path):
+    """--notice signal --notice-signal TERM: a SIGTERM from the scheduler
+    is a preemption notice (reported with its time, now + --notice-lead;
+    the workload takes its final checkpoint; the agent exits 0), while
+    SIGINT - the agent's own quit signal - still just quits."""
+    opts = ("--notice", "signal", "--notice-signal", "TERM",
+            "--notice-lead", "20s")
+    p = Plane(tmp_path / "a")
+    try:
+        p.start_agent(opts)
+        p.wait_for(lambda: any(h.get("step") == 10 for h in p.heartbeats),
+                   what="the workload's first status")
+        t0 = time.time()
+        p.proc.send_signal(15)
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+        ev = {e["type"]: e for e in p.events}
+        assert ev["notice"]["source"] == "signal", p.events
+        t = datetime.strptime(ev["notice"]["time"][:19], "%Y-%m-%dT%H:%M:%S")
+        lead = t.replace(tzinfo=timezone.utc).timestamp() - t0
+        assert 15 < lead < 25, lead     # now + --notice-lead (20 s)
+        fin = [e for e in p.events if e["type"] == "checkpoint" and e["final"]]
+        assert fin and fin[0]["step"] == 42, p.events
+        assert ev["exit"]["cause"] == "preempted"
+        assert "final-saved" in p.lines("stdout")
+        with open(os.path.join(p.workdir, "notice")) as f:
+            assert abs(float(f.read()) - (t0 + 20)) < 5
+    finally:
+        p.close()
+    q = Plane(tmp_path / "b")
+    try:
+        q.start_agent(opts)
+        q.wait_for(lambda: any(h.get("step") == 10 for h in q.heartbeats),
+                   what="the workload's first status")
+        q.proc.send_signal(2)
+        assert q.proc.wait(timeout=20) == 0, q.agent_log()
+        assert "notice" not in q.types(), q.events
+        assert "agent received signal 2" in "\n".join(q.lines()), q.events
+    finally:
+        q.close()
+
+
+def test_sigterm_quits_without_a_signal_source(plane):
+    """By default SIGTERM is "agent, quit": no notice is reported."""
+    plane.start_agent()
+    plane.wait_for(lambda: any(h.get("step") == 10 for h in plane.heartbeats),
+                   what="the workload's first status")
+    plane.proc.send_signal(15)
+    assert plane.proc.wait(timeout=20) == 0, plane.agent_log()
+    assert "notice" not in plane.types(), plane.events

@@ -73,7 +73,7 @@ def test_python_package_imports_without_pythonpath(dest):
                        env=clean_env(preload=True,
                                      SPOTRUN_LIB=dest + PREFIX + "/lib/libspotckpt.so"),
                        cwd="/")
-    assert p.returncode == 0 and p.stdout.strip() == "1", p.stderr
+    assert p.returncode == 0 and p.stdout.strip() == "2", p.stderr
 
 
 def test_pkg_config_and_linking(dest, tmp_path):

@@ -89,7 +89,8 @@ def roundtrip(uri, tmp_path):
     with spotrun.Checkpointer(uri, local_dir=str(tmp_path / "node2")) as ck2:
         assert ck2.restore(got) == 30
     assert same(got, state_for(30))
-    assert not os.listdir(tmp_path / "node2")  # no local copy was made
+    # no local copy was made (tier3.json: the uploader's recovery point)
+    assert os.listdir(tmp_path / "node2") in ([], ["tier3.json"])
     # an older step by number, straight from the store
     got = zero_state()
     assert spotrun.restore(uri, got, step=20) == 20
@@ -185,20 +186,31 @@ def test_fault_proxy(s3, env, tmp_path):
 
 
 def test_store_down_keeps_tier2(s3, env, tmp_path):
-    """A store that only answers 503: the upload gives up after its
-    retries, nothing is committed there, training keeps its tier 2."""
+    """A store that only answers 503: nothing is committed there, every
+    failed upload is retried, training keeps its tier 2, and close()
+    says which step is where instead of returning as if all were safe."""
     px = FaultProxy(s3.port, faults=["503"])
     try:
         env(s3.env(endpoint="http://127.0.0.1:%d" % px.port))
         env({"SPOTRUN_OBJSTORE_RETRIES": "2"})
         uri = "s3://ckpt/jobs/down"
-        with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
-            ck.save(5, state_for(5))
-            ck.wait()
-            assert not ck.remote_wait(5)
-            st = ck.remote_stats()
-        assert st["uploads_failed"] == 1 and st["uploaded_step"] == -1
+        ck = spotrun.Checkpointer(str(tmp_path / "l"), remote=uri)
+        ck.save(5, state_for(5))
+        ck.wait()
+        assert not ck.remote_wait(5, deadline=time.time() + 2)
+        # the attempt under way ends (fails) at the deadline it was given
+        end = time.monotonic() + 60
+        while ck.remote_stats()["uploads_failed"] < 1 and \
+                time.monotonic() < end:
+            time.sleep(0.05)
+        st = ck.remote_stats()
+        assert st["uploads_failed"] >= 1 and st["uploaded_step"] == -1
+        assert st["local_step"] == 5 and st["steps_behind"]
         assert "503" in st["last_message"]
+        with pytest.raises(_lib.CheckpointError) as ei:
+            ck.close(timeout=1)
+        assert "step 5 is in %s only" % (tmp_path / "l") in str(ei.value)
+        assert "holds no step" in str(ei.value)
     finally:
         px.close()
     env(s3.env())
@@ -207,30 +219,35 @@ def test_store_down_keeps_tier2(s3, env, tmp_path):
     assert spotrun.restore(str(tmp_path / "l"), got) == 5
 
 
-@pytest.mark.parametrize("case", ["secret", "bucket", "nokeys"])
-def test_bad_credentials_and_bucket(s3, env, tmp_path, monkeypatch, case):
-    """A clear error, training goes on with tier 2, and the failure is
-    visible to the agent (remote_stats, the error log line)."""
+@pytest.mark.parametrize("case", ["secret", "bucket", "nokeys", "name",
+                                  "scheme"])
+def test_bad_configuration_raises(s3, env, tmp_path, monkeypatch, case):
+    """Issue 23: a configuration the store refuses is an exception at
+    construction, naming what to fix - not a warning and a run without
+    durability."""
     if case == "secret":
         env(s3.env(secret="not-the-secret"))
         uri, want = "s3://ckpt/jobs/bad", "SignatureDoesNotMatch"
     elif case == "bucket":
         env(s3.env())
         uri, want = "s3://no-such-bucket/jobs", "NoSuchBucket"
-    else:
+    elif case == "nokeys":
         env(s3.env())
         monkeypatch.delenv("AWS_ACCESS_KEY_ID")
         monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
         uri, want = "s3://ckpt/jobs/nokeys", "AWS_ACCESS_KEY_ID"
-    with spotrun.Checkpointer(str(tmp_path / "l"), remote=uri) as ck:
-        ck.save(3, state_for(3))
-        ck.wait()  # tier 2 committed regardless
-        st = ck.remote_stats()
-        if case != "nokeys":
-            assert not ck.remote_wait(3)
-            st = ck.remote_stats()
-            assert st["uploads_failed"] == 1
-        assert want in st["last_message"], st
-        assert ck.last_saved_step() == 3
-    got = zero_state()
-    assert spotrun.restore(str(tmp_path / "l"), got) == 3
+    elif case == "name":
+        env(s3.env())
+        uri, want = "s3://CK/run1", "bad bucket name 'CK'"
+    else:
+        env(s3.env())
+        uri, want = "s4://ckpt/run1", "expected an object-store URI"
+    with pytest.raises((_lib.CheckpointError, ValueError)) as ei:
+        spotrun.Checkpointer(str(tmp_path / "l"), remote=uri)
+    assert want in str(ei.value)
+    if case in ("secret", "bucket", "nokeys", "name"):
+        # the URI alone (the tier-2 directory in the cache) is the same
+        monkeypatch.setenv("SPOTRUN_CKPT_LOCAL_DIR", str(tmp_path / "c"))
+        with pytest.raises(_lib.CheckpointError) as ei:
+            spotrun.Checkpointer(uri)
+        assert want in str(ei.value)

@@ -18,6 +18,28 @@ sleep 3
 """
 
 
+def start_job(d, tmp, name, script):
+    """A tier-3 job running `script`: (job id, its workdir)."""
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+    with open(os.path.join(work, "run.sh"), "w") as f:
+        f.write(script)
+    spec = ("name: %s\n"
+            "resources: {accelerators: V100:1, use_spot: true}\n"
+            "run: sh run.sh\n"
+            "spotrun:\n  deadline: 48h\n  work: 1h\n"
+            "  checkpoint: {uri: s3://no-such-bucket/jobs}\n" % name)
+    status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec,
+                                              "workdir": work})
+    assert status == 201, body
+    return body["job"]["id"], work
+
+
+def checkpoint_failed(d, job):
+    _, evs = d.req("GET", "/v1/jobs/%d/events?limit=1000" % job)
+    return [e for e in evs["events"] if e["type"] == "checkpoint_failed"]
+
+
 def test_checkpoint_failed_alert():
     tmp = tempfile.mkdtemp(prefix="objstore-alert-")
     rx = Receiver()
@@ -29,24 +51,9 @@ def test_checkpoint_failed_alert():
             json.dump({"slack": {"webhook_url": rx.url + SLACK_PATH,
                                  "events": ["checkpoint"]}}, f)
         d.start()
-        work = os.path.join(tmp, "work")
-        os.makedirs(work)
-        with open(os.path.join(work, "run.sh"), "w") as f:
-            f.write(RUN_SH)
-        spec = ("name: tier3\n"
-                "resources: {accelerators: V100:1, use_spot: true}\n"
-                "run: sh run.sh\n"
-                "spotrun:\n  deadline: 48h\n  work: 1h\n"
-                "  checkpoint: {uri: s3://no-such-bucket/jobs}\n")
-        status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec,
-                                                  "workdir": work})
-        assert status == 201, body
-        job = body["job"]["id"]
+        job, _ = start_job(d, tmp, "tier3", RUN_SH)
         d.wait_state(job, ("SUCCEEDED",), timeout=90)
-
-        def failed():
-            _, evs = d.req("GET", "/v1/jobs/%d/events?limit=1000" % job)
-            return [e for e in evs["events"] if e["type"] == "checkpoint_failed"]
+        failed = lambda: checkpoint_failed(d, job)  # noqa: E731
         d.wait(failed, 30, "the checkpoint_failed event")
         ev = failed()[0]
         assert "not reaching the object store" in ev["message"]
@@ -68,4 +75,62 @@ def test_checkpoint_failed_alert():
     finally:
         d.stop()
         rx.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# The engine's recovery point (tier3.json beside tier 2, as the uploader
+# writes it): local step 4, the store's newest 2.  Then the run ends.
+RP_SH = r"""
+printf '{"uri":"s3://no-such-bucket/jobs","local_step":4,"store_step":2,"store_time_ns":%s,"behind":2,"retries":0,"last_error":""}' "$(($(date +%s) - 30))000000000" > "$SPOTRUN_CKPT_DIR/t.json"
+mv "$SPOTRUN_CKPT_DIR/t.json" "$SPOTRUN_CKPT_DIR/tier3.json"
+printf '{"seq":1,"step":5}' > "$SPOTRUN_STATUS_FILE.t"
+mv "$SPOTRUN_STATUS_FILE.t" "$SPOTRUN_STATUS_FILE"
+touch started
+while [ ! -e stop ]; do sleep 0.1; done
+"""
+
+
+def test_recovery_point_on_every_surface():
+    """The recovery point reaches the job (GET /v1/jobs/ID), `spotrun
+    status JOB`, /metrics; and a run that ends with its newest
+    checkpoint on the node's disk only is a checkpoint_failed event
+    saying which step is where (issue 23)."""
+    import subprocess
+    import time
+    from finops_daemon import bin_path
+    tmp = tempfile.mkdtemp(prefix="objstore-rp-")
+    d = Daemon(tmp)
+    try:
+        d.start()
+        job, work = start_job(d, tmp, "rp", RP_SH)
+        d.wait(lambda: d.job(job).get("ckpt_local_step") == 4, 90,
+               "the recovery point in the job")
+        j = d.job(job)
+        assert j["ckpt_step"] == 2
+        assert 25 <= j["ckpt_store_age_s"] < 600
+        out = subprocess.run([bin_path("spotrun"), "status", str(job),
+                              "--state-dir", d.state], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "node disk: step 4" in out.stdout, out.stdout
+        assert "object store: step 2 (saved" in out.stdout, out.stdout
+        assert "BEHIND" in out.stdout
+        status, text = d.req("GET", "/metrics", raw=True)
+        assert status == 200
+        text = text.decode() if isinstance(text, bytes) else text
+        assert 'spotrun_job_checkpoint_local_step{job_id="%d"} 4' % job in text
+        assert 'spotrun_job_checkpoint_store_step{job_id="%d"} 2' % job in text
+        assert 'spotrun_job_checkpoint_store_age_seconds{job_id="%d"}' % job \
+            in text
+        # the run ends: its newest checkpoint is not in the store
+        open(os.path.join(work, "stop"), "w").close()
+        d.wait_state(job, ("SUCCEEDED",), timeout=90)
+
+        failed = lambda: checkpoint_failed(d, job)  # noqa: E731
+        d.wait(failed, 30, "the checkpoint_failed event")
+        assert any("the run ended with checkpoint step 4 on this node's disk "
+                   "only; the object store holds step 2" in e["message"]
+                   for e in failed()), failed()
+    finally:
+        d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

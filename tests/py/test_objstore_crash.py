@@ -8,7 +8,9 @@ and then checks the store:
   * every committed checkpoint (a manifest) names shards that exist with
     the recorded sizes and header checksums (opening it succeeds);
   * a restore yields the newest committed step, complete: every byte
-    verified against the manifest's XXH3 and equal to that step's state.
+    verified against the manifest's XXH3 and equal to that step's state;
+  * a step the library reported in the store (spotckpt_remote_stats, the
+    helper's "stored N") is really there: the store restores it or newer.
 
 The next trial restarts the uploader from the following step, so the
 store accumulates leftovers of killed uploads, which retention must clean
@@ -95,15 +97,19 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                                     "30" if ASAN else "200"))
         rnd = random.Random(int(os.environ.get("SPOTRUN_SEED", "12")))
         step, best = 0, -1
-        mid_upload = torn = 0
+        mid_upload = torn = reported = 0
         torn_seen = set()  # steps first seen torn as the newest listed
         for trial in range(trials):
             local = tmp_path / ("n%d" % trial)  # a fresh node every time
             p = subprocess.Popen([helper, str(local), uri, str(step),
                                   str(trial % 2)],
                                  stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=env)
-            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+                                 stderr=subprocess.PIPE, env=env,
+                                 bufsize=0)
+            # unbuffered: readline() takes only its line, so communicate()
+            # below gets every later one ("stored N" right after "saved")
+            line = p.stdout.readline().decode()
+            assert line.strip() == "ready", p.stderr.read()
             if trial % 2:
                 # waiting mode: let one upload commit first, so that slow
                 # runs (ASan, a loaded box) still commit; the kill then
@@ -111,18 +117,21 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 sel = selectors.DefaultSelector()
                 sel.register(p.stdout, selectors.EVENT_READ)
                 assert sel.select(timeout=120), "no upload committed in 120 s"
-                first = p.stdout.readline()
+                first = p.stdout.readline().decode()
                 assert first.startswith("saved "), "trial %d: %r" % (trial, first)
                 step = int(first.split()[1]) + 1  # the next one to save
             time.sleep(rnd.uniform(0.0, 0.25))
             p.kill()
-            out, err = p.communicate()
+            out, err = (x.decode(errors="replace") for x in p.communicate())
             assert p.returncode == -9, "trial %d: %s" % (trial, err)
             shutil.rmtree(local, ignore_errors=True)  # the node is gone
             # the next uploader starts after the newest step this one saved
             saved = [step - 1] + [int(x.split()[1]) for x in out.split("\n")
                                   if x.startswith("saved ")]
             step = saved[-1] + 1
+            # the newest step the library said was in the store
+            stored = max([-1] + [int(x.split()[1]) for x in out.split("\n")
+                                 if x.startswith("stored ")])
             # every manifest names complete shards.  s3rver writes a PUT
             # body in place, so a kill during the manifest PUT can leave
             # a torn manifest object (S3 itself never shows one); the
@@ -155,6 +164,12 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 committed.append(s)
             # the restore is the newest committed, complete and exact
             got, w, b = restore_newest(lib, uri)
+            # a step reported in the store is really there: the store
+            # restores it or a newer one
+            assert got is not None and got >= stored or stored < 0, \
+                "trial %d: reported step %d in the store, it restores %r" \
+                % (trial, stored, got)
+            reported += stored >= 0
             if committed:
                 assert got == committed[0], (trial, got, committed)
                 ew, eb = expected(got)
@@ -170,7 +185,9 @@ def test_kill9_uploader(tmp_path, monkeypatch):
         assert best >= 0, "no upload ever committed in %d trials" % trials
         # some kills landed mid-upload (objects of a step, no manifest)
         assert mid_upload > 0
-        print("trials=%d mid_upload=%d torn_manifests=%d newest=%d"
-              % (trials, mid_upload, torn, best))
+        # and the check above ran on steps the library reported
+        assert reported > 0
+        print("trials=%d mid_upload=%d torn_manifests=%d reported=%d "
+              "newest=%d" % (trials, mid_upload, torn, reported, best))
     finally:
         srv.close()

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import spotrun
+from spotrun import _lib
 from spotrun import checkpoint as ckmod
 
 TAG = "__spotrun__"
@@ -107,3 +108,22 @@ def test_manifest_step_must_match_the_directory(tmp_path, caplog):
                          stdout=subprocess.PIPE, text=True, check=True).stdout
     states = {e["step"]: e["state"] for e in json.loads(out)}
     assert states == {200: "damaged", 100: "committed"}
+
+
+def test_multi_rank_directory_is_named(tmp_path):
+    """A single-process Checkpointer pointed at a DistCheckpointer's
+    directory says so, naming how to open it, instead of returning None
+    (issue 23)."""
+    import numpy as np
+    d = str(tmp_path / "gang")
+    with spotrun.DistCheckpointer(d, rank=0, world_size=1) as dc:
+        dc.save(3, {"w": np.arange(10, dtype=np.float32)})
+        assert dc.wait()
+    want = "spotrun.DistCheckpointer(%r, rank=0, world_size=1)" % d
+    with pytest.raises(_lib.CheckpointError) as ei:
+        spotrun.restore(d, {"w": np.zeros(10, dtype=np.float32)})
+    assert want in str(ei.value)
+    with spotrun.Checkpointer(d) as ck, pytest.raises(_lib.CheckpointError):
+        ck.restore({"w": np.zeros(10, dtype=np.float32)})
+    # an empty directory is still "no checkpoint"
+    assert spotrun.restore(str(tmp_path / "empty"), {"w": None}) is None

@@ -169,3 +169,27 @@ def test_trace_gen(tmp_path):
         assert r.returncode == 2 and needle in r.stderr, (bad, r.stderr)
     r = subprocess.run(["spotrun", "trace", "gen"], capture_output=True, text=True)
     assert r.returncode == 2 and "--out" in r.stderr
+
+
+def test_trace_gen_widened(tmp_path):
+    """Correlated zones, a forced outage with blips, per-tick prices."""
+    d = tmp_path / "m"
+    args = ["spotrun", "trace", "gen", "--out", str(d), "--regions", "3", "--nodes", "4",
+            "--shared-nodes", "2", "--outage-hours", "30", "--blip-hours", "3",
+            "--price-vol", "0.3", "--hours", "200", "--seed", "9"]
+    assert subprocess.run(args).returncode == 0
+    docs = [json.loads((d / f"region{k}.json").read_text()) for k in range(3)]
+    for doc in docs:
+        up = [1 - x for x in doc["data"]]
+        assert sum(up[:180]) < 30          # 30 h of outage, blips only
+        assert len(set(doc["prices"])) > 100 and min(doc["prices"]) > 0
+    assert docs[0]["prices"] != docs[1]["prices"]
+    for bad, needle in ((["--shared-nodes", "5"], "shared-nodes"),
+                        (["--outage-hours", "300"], "outage-hours"),
+                        (["--blip-hours", "0.01"], "blip-hours"),
+                        (["--price-vol", "3"], "price-vol")):
+        r = subprocess.run(["spotrun", "trace", "gen", "--out", str(tmp_path / "b.json"),
+                            "--nodes", "4", "--hours", "200", *bad],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and needle in r.stderr, (bad, r.stderr)
+

@@ -30,7 +30,11 @@ static char **build(struct assignment *a, int attempt)
 	char **envp;
 
 	sr_err_clear(&e);
-	envp = envp_build(a, 7, attempt, "/nd", "/nd/status", "/nd/notice", &e);
+	envp = envp_build(a, 7, attempt, &(struct envp_files){
+				  .node_dir = "/nd", .status_file = "/nd/status",
+				  .progress_file = "/nd/progress.json",
+				  .notice_file = "/nd/notice",
+				  .python_dir = "/opt/spotrun/python" }, &e);
 	assert_non_null(envp);
 	return envp;
 }
@@ -112,10 +116,42 @@ static void test_port_fresh_per_attempt(void **state)
 	assert_int_not_equal(envp_master_port(1, 1), envp_master_port(2, 1));
 }
 
+/* Jobs find the library: the agent's spotrun package goes first on
+ * PYTHONPATH, before what the agent inherited, unless the job sets its
+ * own; the library's progress report has its file. */
+static void test_python_path(void **state)
+{
+	struct assignment a;
+	char **envp;
+
+	(void)state;
+	memset(&a, 0, sizeof a);
+	a.job_id = 1;
+	a.num_nodes = 1;
+	a.spot = -1;
+	unsetenv("PYTHONPATH");
+	envp = build(&a, 1);
+	assert_string_equal(get(envp, "PYTHONPATH"), "/opt/spotrun/python");
+	assert_string_equal(get(envp, "SPOTRUN_PROGRESS_FILE"), "/nd/progress.json");
+	envp_free(envp);
+	setenv("PYTHONPATH", "/site/extra", 1);
+	envp = build(&a, 1);
+	assert_string_equal(get(envp, "PYTHONPATH"),
+			    "/opt/spotrun/python:/site/extra");
+	envp_free(envp);
+	a.envs = json_pack("{s:s}", "PYTHONPATH", "/mine");
+	envp = build(&a, 1);
+	assert_string_equal(get(envp, "PYTHONPATH"), "/mine");
+	envp_free(envp);
+	unsetenv("PYTHONPATH");
+	json_decref(a.envs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_torch_contract),
+		cmocka_unit_test(test_python_path),
 		cmocka_unit_test(test_port_fresh_per_attempt),
 	};
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/imds.h"
 #include "common/testsrv.h"
@@ -209,7 +210,8 @@ static void test_401_refreshes_token(void **state)
 	assert_int_equal(n.action, IMDS_NONE);
 	assert_int_equal(sr_testsrv_count(f->srv, "PUT", TOKEN_PATH), 2);
 	assert_int_equal(sr_testsrv_count(f->srv, "GET", ACTION_PATH), 3);
-	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(f->srv, 4),
+	/* PUT, GET action, GET rebalance; GET action (401), PUT, GET action */
+	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(f->srv, 5),
 					       "x-aws-ec2-metadata-token", v,
 					       sizeof v), 0);
 	assert_string_equal(v, "new-token");
@@ -317,6 +319,105 @@ static void test_kill_deadline_is_monotonic(void **state)
 	assert_int_equal(imds_kill_deadline_mono(real - S, real, 5 * S), 5 * S);
 }
 
+
+#define REBALANCE_PATH "/latest/meta-data/events/recommendations/rebalance"
+
+/* A rebalance recommendation: its noticeTime, asked for until seen and
+ * not after; a malformed one is an error naming the field. */
+static void test_rebalance(void **state)
+{
+	struct fx *f = *state;
+	struct imds_notice n;
+	struct sr_err e;
+	int64_t want = 0;
+
+	reply(f, "PUT", TOKEN_PATH, 200, "tok");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	reply(f, "GET", REBALANCE_PATH, 404, "");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	reply(f, "GET", REBALANCE_PATH, 200,
+	      "{\"noticeTime\": \"2026-11-29T14:18:00Z\"}");
+	reply(f, "GET", ACTION_PATH, 404, "");
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+	assert_int_equal(n.rebalance_ns, 0);
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+	assert_int_equal(sr_time_parse_rfc3339("2026-11-29T14:18:00Z", &want,
+					       NULL), 0);
+	assert_int_equal(n.rebalance_ns, want);
+	assert_int_equal(n.action, IMDS_NONE);
+	assert_int_equal(imds_poll(f->c, &n, NULL), 0); /* kept, not asked */
+	assert_int_equal(n.rebalance_ns, want);
+	assert_int_equal(sr_testsrv_count(f->srv, "GET", REBALANCE_PATH), 2);
+	sr_err_clear(&e);
+	assert_int_equal(imds_parse_rebalance("{\"noticeTime\": 5}", 17, &want,
+					      &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "noticeTime"));
+	assert_int_equal(want, 0);
+}
+
+/* A metadata service that enforces its tokens' TTL, as EC2's does: a GET
+ * with an expired token is answered 401. */
+struct ttl_srv {
+	_Atomic int ttl_s;
+	_Atomic int issued, expired_gets, gets; /* read by the test thread */
+	int64_t at_ns[64];                      /* the server thread's */
+};
+
+static int ttl_handler(void *ud, const struct sr_testsrv_req *req, int *status,
+		       char **ctype, char **body, size_t *body_len)
+{
+	struct ttl_srv *t = ud;
+	char v[64];
+	int k;
+
+	*ctype = strdup("text/plain");
+	if (!strcmp(req->method, "PUT") && t->issued < 64) {
+		sr_testsrv_req_header(req, "x-aws-ec2-metadata-token-ttl-seconds",
+				      v, sizeof v);
+		t->ttl_s = atoi(v);
+		t->at_ns[t->issued] = sr_time_mono_ns();
+		*body = malloc(32);
+		snprintf(*body, 32, "tok-%d", t->issued++);
+		*body_len = strlen(*body);
+		*status = 200;
+		return 0;
+	}
+	t->gets++;
+	*body = strdup("");
+	*body_len = 0;
+	if (sr_testsrv_req_header(req, "x-aws-ec2-metadata-token", v, sizeof v) ||
+	    sscanf(v, "tok-%d", &k) != 1 || k < 0 || k >= t->issued ||
+	    sr_time_mono_ns() - t->at_ns[k] >= (int64_t)t->ttl_s * SR_NS_PER_SEC) {
+		t->expired_gets++;
+		*status = 401;
+		return 0;
+	}
+	*status = 404;
+	return 0;
+}
+
+/* Tokens are fetched again before they expire: polling for three TTLs
+ * of a 2 s token, no GET ever carries an expired one. */
+static void test_token_refreshed_before_expiry(void **state)
+{
+	struct fx *f = *state;
+	struct ttl_srv t = { 0 };
+	struct imds_notice n;
+	int64_t end;
+
+	sr_testsrv_set_handler(f->srv, ttl_handler, &t);
+	imds_set_token_ttl(f->c, 2);
+	end = sr_time_mono_ns() + 6 * SR_NS_PER_SEC;
+	while (sr_time_mono_ns() < end) {
+		assert_int_equal(imds_poll(f->c, &n, NULL), 0);
+		usleep(50000);
+	}
+	assert_int_equal(t.ttl_s, 2);
+	assert_true(t.issued >= 3);
+	assert_true(t.gets > 10);
+	assert_int_equal(t.expired_gets, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +432,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_token_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unexpected_status, setup, teardown),
 		cmocka_unit_test(test_no_server),
+		cmocka_unit_test_setup_teardown(test_rebalance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_refreshed_before_expiry,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "agent/procstat.h"
 #include "agent/status.h"
 #include "agent/workload.h"
+#include "ckpt/internal.h"
 #include "common/fsutil.h"
 
 static char g_dir[256];
@@ -182,6 +183,59 @@ static void test_status_file(void **state)
 	assert_non_null(strstr(e.msg, "status.json"));
 }
 
+/* The library's own report ($SPOTRUN_PROGRESS_FILE, lib/ckpt/progress.c)
+ * read by the agent's reader: steps, commits, the restore, and each
+ * save's stall exactly once, even when reads skip writes. */
+static void test_progress_report(void **state)
+{
+	char path[400];
+	struct status_reader r;
+	struct status_info si;
+	int seen = 0;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/progress.json", g_dir);
+	status_reader_init(&r, path);
+	unsetenv("SPOTRUN_PROGRESS_FILE");
+	assert_int_equal(spotckpt_progress_step(5, -1), 0); /* not under an agent */
+	assert_int_equal(status_read(&r, &si, NULL), 0);
+	setenv("SPOTRUN_PROGRESS_FILE", path, 1);
+	assert_int_equal(spotckpt_progress_restored(0), 0); /* a fresh start */
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.restored_step, 0);
+	assert_int_equal(si.ckpt_step, -1);   /* unknown, not 0 */
+	assert_int_equal(si.total_steps, -1);
+	assert_int_equal(si.nstalls, 0);
+	/* 20 saves, read after every third: 20 stalls in all, in order */
+	for (int i = 1; i <= 20; i++) {
+		ckpt__progress_saved(i * 10, (double)i);
+		ckpt__progress_committed(i * 10 - 10);
+		if (i % 3 == 0 || i == 20) {
+			assert_int_equal(status_read(&r, &si, NULL), 1);
+			for (int k = 0; k < si.nstalls; k++)
+				assert_true(si.stall_ms[k] == (double)(++seen));
+		}
+	}
+	assert_int_equal(seen, 20);
+	assert_int_equal(si.step, 200);
+	assert_int_equal(si.ckpt_step, 190);
+	/* more than the ring between two reads: the newest 16, none twice */
+	for (int i = 21; i <= 40; i++)
+		ckpt__progress_saved(i * 10, (double)i);
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.nstalls, 16);
+	assert_true(si.stall_ms[0] == 25.0 && si.stall_ms[15] == 40.0);
+	/* the loop's step and total, flushed by close at the latest */
+	assert_int_equal(spotckpt_progress_step(401, 1000), 0);
+	ckpt__progress_flush();
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.step, 401);
+	assert_int_equal(si.total_steps, 1000);
+	assert_int_equal(si.nstalls, 0);
+	assert_true(spotckpt_progress_step(-1, 0) < 0);
+	unsetenv("SPOTRUN_PROGRESS_FILE");
+}
+
 /* ---- checkpoint scan ------------------------------------------------------ */
 
 static void mkckpt(const char *name, int with_manifest)
@@ -211,6 +265,61 @@ static void test_ckscan(void **state)
 	mkckpt("step-x50", 1);
 	mkckpt("other", 1);
 	assert_int_equal(ckscan_newest_step(d), 20);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The engine's recovery point (tier3.json): one engine, or the parts of
+ * a multi-rank checkpointer folded to their least. */
+static void test_ckscan_tier3(void **state)
+{
+	struct ckscan_tier3 rp;
+	char d[400], p[500];
+
+	(void)state;
+	snprintf(d, sizeof d, "%s/t3", g_dir);
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 0);
+	assert_int_equal(rp.store_step, -1);
+	assert_int_equal(mkdir(d, 0755), 0);
+	snprintf(p, sizeof p, "%s/tier3.json", d);
+	write_text(p, "{\"uri\":\"s3://b/p\",\"local_step\":9,\"store_step\":7,"
+		   "\"store_time_ns\":1234,\"behind\":2,\"retries\":1,"
+		   "\"last_error\":\"HTTP 503\"}");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 1);
+	assert_int_equal(rp.local_step, 9);
+	assert_int_equal(rp.store_step, 7);
+	assert_int_equal(rp.store_time_ns, 1234);
+	assert_int_equal(rp.behind, 2);
+	assert_int_equal(rp.retries, 1);
+	assert_string_equal(rp.last_error, "HTTP 503");
+	/* torn or foreign: ignored, not a crash */
+	write_text(p, "{\"local_step\":");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 0);
+	unlink(p);
+	/* two parts: the step whole in the store is the least */
+	snprintf(p, sizeof p, "%s/rank-00000", d);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/rank-00000/tier3.json", d);
+	write_text(p, "{\"local_step\":12,\"store_step\":10,\"store_time_ns\":5}");
+	snprintf(p, sizeof p, "%s/replicated", d);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/replicated/tier3.json", d);
+	write_text(p, "{\"local_step\":12,\"store_step\":8,\"store_time_ns\":4}");
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 1);
+	assert_int_equal(rp.local_step, 12);
+	assert_int_equal(rp.store_step, 8);
+	assert_int_equal(rp.store_time_ns, 4);
 }
 
 /* ---- /proc parsing ----------------------------------------------------- */
@@ -378,7 +487,9 @@ int main(void)
 		cmocka_unit_test(test_logbatch_lines),
 		cmocka_unit_test(test_logbatch_limits),
 		cmocka_unit_test(test_status_file),
+		cmocka_unit_test(test_progress_report),
 		cmocka_unit_test(test_ckscan),
+		cmocka_unit_test(test_ckscan_tier3),
 		cmocka_unit_test(test_procstat_parse),
 		cmocka_unit_test(test_gpustat_absent),
 		cmocka_unit_test(test_workload_env_and_exit),

@@ -497,64 +497,81 @@ static void test_idem_key_fits(void **state)
 
 static void test_bootstrap(void **state)
 {
+	const char *priv[] = { "/srv/spotrun-state", NULL };
+	const char *bad[] = { "/tmp/x y", NULL };
 	struct sr_err e = { 0 };
 	char *s = NULL;
 
 	(void)state;
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://ctl.example:7077", 42,
-					      "tok_ABC-123-456789", &s, &e), 0);
-	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' > \"$d/token\""));
+					      "tok_ABC-123-456789", priv, &s, &e), 0);
+	/* a one-time bootstrap secret, never a node token (issue 24) */
+	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' > "
+				  "\"$d/bootstrap\""));
 	assert_non_null(strstr(s, "set -- '/usr/local/bin/spotrun-agent' --api "
 				  "'https://ctl.example:7077' --node-id 42 "
-				  "--token-file \"$d/token\""));
-	/* the token is never on the agent's command line */
+				  "--bootstrap-file \"$d/bootstrap\""));
+	/* isolation as on every provider: the node's own dir, cloud-init's
+	 * copies of the user-data, the given paths, the emulator's disks */
+	assert_non_null(strstr(s, " --private \"$d\" --private /var/lib/cloud"
+				  " --private '/srv/spotrun-state'\n"));
+	assert_non_null(strstr(s, "--private \"$SPOTRUN_EMU_HIDE\""));
+	assert_null(strstr(s, "token"));
+	/* the secret is never on the agent's command line */
 	assert_null(strstr(strstr(s, "set -- "), "tok_ABC"));
 	free(s);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1", 1,
 					      "a'; rm -rf / #################",
-					      &s, &e), -EINVAL);
+					      NULL, &s, &e), -EINVAL);
 	assert_null(s);
-	assert_string_equal(e.msg, "bootstrap: node token: expected 16..256 "
+	assert_string_equal(e.msg, "bootstrap: secret: expected 16..256 "
 				   "printable characters without quotes");
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1", 1,
-					      "short", &s, &e), -EINVAL);
+					      "short", NULL, &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://x $(id)", 1, "t",
-					      &s, &e), -EINVAL);
+					      NULL, &s, &e), -EINVAL);
 	assert_int_equal(ec2_bootstrap_script("rel/agent", "http://x", 1, "t",
-					      &s, &e), -EINVAL);
-	assert_int_equal(ec2_bootstrap_script(NULL, "ftp://x", 1, "t", &s, &e),
+					      NULL, &s, &e), -EINVAL);
+	assert_int_equal(ec2_bootstrap_script(NULL, "ftp://x", 1, "t", NULL, &s,
+					      &e), -EINVAL);
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1", 1,
+					      "tok_ABC-123-456789", bad, &s, &e),
 			 -EINVAL);
+	assert_non_null(strstr(e.msg, "private path '/tmp/x y'"));
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://10.0.0.5:7077", 1,
-					      "tok_ABC-123-456789", &s, &e),
+					      "tok_ABC-123-456789", NULL, &s, &e),
 			 -EINVAL);
-	assert_non_null(strstr(e.msg, "would send the node token in clear"));
+	assert_non_null(strstr(e.msg, "would send the node's bootstrap secret"));
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077", 1,
-					      "tok_ABC-123-456789", &s, &e), 0);
+					      "tok_ABC-123-456789", NULL, &s, &e), 0);
 	free(s);
 	/* every daemon sharing the store, leader first: each URL checked */
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077,"
 					      "https://b.example:7077", 1,
-					      "tok_ABC-123-456789", &s, &e), 0);
+					      "tok_ABC-123-456789", NULL, &s, &e), 0);
 	assert_non_null(strstr(s, "--api 'http://127.0.0.1:7077,"
 				  "https://b.example:7077'"));
 	free(s);
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://a.example,"
 					      "http://10.0.0.5:7077", 1,
-					      "tok_ABC-123-456789", &s, &e), -EINVAL);
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "'http://10.0.0.5:7077': http:// to a host"));
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://a.example,,", 1,
-					      "tok_ABC-123-456789", &s, &e), -EINVAL);
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
 	/* the host is curl's: an IPv6 loopback is loopback, a user name
 	 * that looks like one is not the host */
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://[::1]:7077", 1,
-					      "tok_ABC-123-456789", &s, &e), 0);
+					      "tok_ABC-123-456789", NULL, &s, &e), 0);
 	free(s);
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1@10.0.0.5:7077",
-					      1, "tok_ABC-123-456789", &s, &e),
+					      1, "tok_ABC-123-456789", NULL, &s, &e),
 			 -EINVAL);
-	assert_non_null(strstr(e.msg, "would send the node token in clear"));
+	assert_non_null(strstr(e.msg, "would send the node's bootstrap secret"));
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://", 1,
-					      "tok_ABC-123-456789", &s, &e), -EINVAL);
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
 }
 
 /* Instance-role credentials close to expiry are fetched again before a

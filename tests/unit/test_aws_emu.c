@@ -317,6 +317,9 @@ static void test_emulator_errors(void **state)
 
 /* A stand-in control plane: register hands out a trivial assignment,
  * everything else (heartbeat, report) is acknowledged. */
+/* what the fake control plane trades the bootstrap secret for */
+#define NODE_TOKEN "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 static int fake_ctl(void *ud, const struct sr_testsrv_req *req, int *status,
 		    char **ctype, char **body, size_t *body_len)
 {
@@ -325,7 +328,9 @@ static int fake_ctl(void *ud, const struct sr_testsrv_req *req, int *status,
 	(void)ud;
 	*status = 200;
 	*ctype = strdup("application/json");
-	if (n > 9 && strcmp(req->path + n - 9, "/register") == 0)
+	if (n > 10 && strcmp(req->path + n - 10, "/bootstrap") == 0)
+		*body = strdup("{\"token\":\"" NODE_TOKEN "\"}");
+	else if (n > 9 && strcmp(req->path + n - 9, "/register") == 0)
 		*body = strdup("{\"job_id\":3,\"rank\":0,\"num_nodes\":1,"
 			       "\"run\":\"exec sleep 600\",\"heartbeat_ms\":100,"
 			       "\"imds_poll_ms\":50}");
@@ -384,9 +389,10 @@ static bool token_in_some_cmdline(const char *tok)
 }
 
 /* The driver's own user-data starts the real spotrun-agent inside an
- * emulated instance: it registers with its token at the control-plane URL
- * it was given, and reports the spot notice it reads from the instance's
- * IMDSv2.  The token never appears on a command line. */
+ * emulated instance: it trades the one-time bootstrap secret of its
+ * user-data for its node token at the control-plane URL it was given,
+ * registers with that token, and reports the spot notice it reads from
+ * the instance's IMDSv2.  Neither appears on a command line. */
 static void test_bootstrap_starts_agent(void **state)
 {
 	struct fx *f = *state;
@@ -414,7 +420,8 @@ static void test_bootstrap_starts_agent(void **state)
 	snprintf(agent, sizeof(agent), "%s/../bin/spotrun-agent", exe);
 	assert_int_equal(access(agent, X_OK), 0);
 	assert_int_equal(ec2_bootstrap_script(agent, sr_testsrv_url(ctl), 5,
-					      "tok-abc123XYZ-0123456789", &script, &e), 0);
+					      "tok-abc123XYZ-0123456789", NULL, &script,
+					      &e), 0);
 	ec2emu_set_capacity(f->emu, f->zones[1], TYPE, EC2EMU_PLENTY);
 	cloud_idem_key(&l.tags, key);
 	l.idem_key = key;
@@ -425,13 +432,19 @@ static void test_bootstrap_starts_agent(void **state)
 	f->d.ops->req_free(f->d.st, req);
 	assert_int_equal(rc, 0);
 
-	reg = wait_request(ctl, "/v1/nodes/5/register", NULL);
+	reg = wait_request(ctl, "/v1/nodes/5/bootstrap", "\"nonce\"");
 	assert_true(reg >= 0);
 	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(ctl, (size_t)reg),
 					       "authorization", hdr, sizeof(hdr)), 0);
 	assert_string_equal(hdr, "Bearer tok-abc123XYZ-0123456789");
-	/* no process carries the token in its argv */
+	reg = wait_request(ctl, "/v1/nodes/5/register", NULL);
+	assert_true(reg >= 0);
+	assert_int_equal(sr_testsrv_req_header(sr_testsrv_req(ctl, (size_t)reg),
+					       "authorization", hdr, sizeof(hdr)), 0);
+	assert_string_equal(hdr, "Bearer " NODE_TOKEN);
+	/* no process carries either in its argv */
 	assert_false(token_in_some_cmdline("tok-abc123XYZ-0123456789"));
+	assert_false(token_in_some_cmdline(NODE_TOKEN));
 
 	assert_int_equal(ec2emu_preempt(f->emu, a.id), 0);
 	assert_true(wait_request(ctl, "/v1/nodes/5/report", "\"notice\"") >= 0);

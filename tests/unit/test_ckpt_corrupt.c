@@ -210,9 +210,72 @@ static void test_all_bad(void **st)
 	}
 }
 
+/* Issue 23: a restore that fails leaves the caller's state untouched.
+ * alpha verifies, beta (after it in the file) does not, in every
+ * checkpoint: alpha was overwritten before beta's checksum was known. */
+static void test_failed_restore_leaves_state(void **st)
+{
+	struct fx *f = *st;
+	char p[4400];
+	int64_t step = -1, sh[1] = { N };
+
+	for (int s = 1; s <= 3; s++) {
+		snprintf(p, sizeof p, "%s/step-%08d/shard-00000.safetensors",
+			 f->dir, s);
+		ct_flip_bit(p, -1); /* the last byte of beta */
+	}
+	for (int i = 0; i < N; i++) {
+		f->a[i] = 7.0f;
+		f->b[i] = 9.0f;
+	}
+	{
+		struct spotckpt *e = ct_open(f->dir, 3);
+
+		assert_int_equal(spotckpt_register(e, "alpha", f->a, SPOTCKPT_F32,
+						   1, sh, 0), 0);
+		assert_int_equal(spotckpt_register(e, "beta", f->b, SPOTCKPT_F32,
+						   1, sh, 0), 0);
+		assert_int_equal(spotckpt_restore(e, SPOTCKPT_NEWEST, &step),
+				 -SPOTCKPT_ENOTFOUND);
+		assert_int_equal(spotckpt_close(e), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(f->a[i] == 7.0f);
+		assert_true(f->b[i] == 9.0f);
+	}
+	/* the reader alone: all or nothing too */
+	{
+		struct spotckpt_reader *r = NULL;
+		struct spotckpt_dest d[2] = {
+			{ .index = 0, .ptr = f->a, .len = sizeof f->a },
+			{ .index = 1, .ptr = f->b, .len = sizeof f->b },
+		};
+
+		assert_int_equal(spotckpt_reader_open(f->dir, 3, 0, 0, &r), 0);
+		assert_int_equal(spotckpt_reader_read_all(r, d, 2),
+				 -SPOTCKPT_ECHECKSUM);
+		spotckpt_reader_close(r);
+		for (int i = 0; i < N; i++) {
+			assert_true(f->a[i] == 7.0f);
+			assert_true(f->b[i] == 9.0f);
+		}
+		/* a destination marked scratch is not kept: the caller said
+		 * it holds nothing */
+		d[0].flags = SPOTCKPT_DEST_SCRATCH;
+		assert_int_equal(spotckpt_reader_open(f->dir, 3, 0, 0, &r), 0);
+		assert_int_equal(spotckpt_reader_read_all(r, d, 2),
+				 -SPOTCKPT_ECHECKSUM);
+		spotckpt_reader_close(r);
+		assert_true(f->a[0] == 3000.0f);
+		assert_true(f->b[0] == 9.0f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_failed_restore_leaves_state,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flip_tensor_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flip_first_tensor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flip_shard_header, setup, teardown),

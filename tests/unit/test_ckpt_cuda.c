@@ -15,7 +15,7 @@
 
 static struct {
 	int host_alloc, host_free, stream_create, stream_destroy, async,
-	    h2d, sync, ev_create, ev_destroy, ev_record, wait_event;
+	    h2d, d2h, sync, ev_create, ev_destroy, ev_record, wait_event;
 } g_calls;
 static int g_fail_async;
 
@@ -46,9 +46,13 @@ static int f_memcpy_async(void *d, const void *s, size_t n, int kind, void *st)
 }
 static int f_memcpy(void *d, const void *s, size_t n, int kind)
 {
-	assert_int_equal(kind, CKPT_CUDA_H2D);
+	/* H2D: a restore's data; D2H: a restore keeping the old contents */
+	assert_true(kind == CKPT_CUDA_H2D || kind == CKPT_CUDA_D2H);
 	memcpy(d, s, n);
-	g_calls.h2d++;
+	if (kind == CKPT_CUDA_H2D)
+		g_calls.h2d++;
+	else
+		g_calls.d2h++;
 	return 0;
 }
 static int f_sync(void *s) { (void)s; g_calls.sync++; return 0; }
@@ -165,6 +169,8 @@ static void test_fake_runtime(void **st)
 		back[i] = (float)i * 0.5f;
 	assert_memory_equal(dev, back, sizeof dev);
 	assert_true(host[499] == -499.0f);
+	/* its old contents were kept aside first (device to host) */
+	assert_true(g_calls.d2h >= 1);
 
 	/* a failing async copy fails the save cleanly */
 	g_fail_async = 1;

@@ -178,6 +178,8 @@ static void test_skip(void **st)
 	free(dir);
 }
 
+static void *releaser(void *arg);
+
 static void test_coalesce(void **st)
 {
 	char *dir = ct_tmpdir();
@@ -212,16 +214,26 @@ static void test_coalesce(void **st)
 	assert_true(step_value(dir, 4) == 4);
 	assert_false(ct_exists("%s/step-00000002", dir));
 	assert_false(ct_exists("%s/step-00000003", dir));
-	/* with one slot, coalesce degrades to skip */
+	/* with one slot, being written, the newest save waits for that
+	 * write instead of being dropped (issue 23: a save(10); save(20);
+	 * close() left 10) */
 	assert_int_equal(spotckpt_close(e), 0);
 	e = open_bp(dir, SPOTCKPT_BP_COALESCE, 0, x);
 	hold();
+	x[N - 1] = 5;
 	assert_int_equal(spotckpt_save(e, 5, NULL, 0, &oc), 0);
 	wait_writer_held();
-	assert_int_equal(spotckpt_save(e, 6, NULL, 0, &oc), 0);
-	assert_int_equal(oc, SPOTCKPT_SKIPPED);
-	release();
+	{
+		pthread_t th;
+
+		assert_int_equal(pthread_create(&th, NULL, releaser, NULL), 0);
+		x[N - 1] = 6;
+		assert_int_equal(spotckpt_save(e, 6, NULL, 0, &oc), 0);
+		pthread_join(th, NULL);
+	}
+	assert_int_equal(oc, SPOTCKPT_STAGED);
 	assert_int_equal(spotckpt_close(e), 0);
+	assert_true(step_value(dir, 6) == 6);
 	ct_rmtree(dir);
 	free(dir);
 }

@@ -452,7 +452,7 @@ static void test_local_driver_contract(void **state)
 	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
 					    24, 0700, &e), 0);
 	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
-	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":999,\"token\":"
+	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":999,\"bootstrap\":"
 		 "\"00\"}", base);
 	/* a cluster of its own: the daemon's leak sweep leaves it alone */
 	l.tags = (struct cloud_tags){ "test-cluster", 1, 999, 1 };

@@ -143,7 +143,13 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE nodes DROP COLUMN addr;"
 		" ALTER TABLE nodes DROP COLUMN instance_id;"
 		" ALTER TABLE nodes DROP COLUMN driver_blob;"
-		" ALTER TABLE nodes DROP COLUMN phase; UPDATE schema_version"
+		" ALTER TABLE nodes DROP COLUMN phase;"
+		" ALTER TABLE jobs DROP COLUMN ckpt_local_step;"
+		" ALTER TABLE jobs DROP COLUMN ckpt_store_ns;"
+		" ALTER TABLE nodes DROP COLUMN rebalance_ns; DROP TABLE node_boot;"
+		" ALTER TABLE jobs DROP COLUMN deadline_state;"
+		" DROP TABLE ckpt_seen; DROP TABLE lost_pending;"
+		" UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);
 	assert_int_equal(ctl_db_version(db), store_schema_latest());

@@ -3,8 +3,9 @@
  * (manual_reconcile); every pass is one ctl__reconcile_once() call, the
  * clock moves only when the test says so, and the "cloud" is a fake
  * provider: no process is started and nothing sleeps.  The test speaks
- * for the agents through the real node API, with the token the fake
- * provider received through its bootstrap channel.
+ * for the agents through the real node API, with the token they trade
+ * the bootstrap secret the fake provider received through its bootstrap
+ * channel for (lib/ctl/nodeboot.h).
  *
  * Covered: every job state (PENDING, PROVISIONING, RUNNING, NOTICE,
  * CHECKPOINTING, PREEMPTED, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
@@ -74,7 +75,8 @@ struct finst {
 	int pool;
 	bool spot, alive;
 	_Atomic bool pending;       /* the cloud still boots it */
-	char token[80];
+	char token[80];             /* its bootstrap secret */
+	char ntoken[80];            /* the node token it got for it, "" */
 	char boot[128];             /* the bootstrap text it was started with */
 };
 
@@ -94,7 +96,7 @@ static struct fcloud {
 	_Atomic bool avail[NPOOL];  /* spot capacity now (HTTP threads read it) */
 	int fail_launch[NPOOL];     /* the next N launches there: capacity */
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
-	char died_token[80];        /* the token that launch carried */
+	char died_token[80];        /* the secret that launch carried */
 	int err_code, err_n;        /* the next err_n launches fail so */
 	bool async;                 /* launches answer on the next pass */
 	bool boot_pending;          /* new instances start "pending" */
@@ -248,6 +250,25 @@ static struct finst *start_inst(struct cloud_req *q)
 	return x;
 }
 
+/* The node token of instance x: at its first call, as its agent would,
+ * it trades its bootstrap secret for one. */
+static const char *inst_token(struct finst *x)
+{
+	json_t *v = NULL;
+	char p[96];
+
+	if (x->ntoken[0])
+		return x->ntoken;
+	snprintf(p, sizeof p, "/v1/nodes/%lld/bootstrap", (long long)x->node);
+	assert_int_equal(jreq("POST", p, x->token, json_pack("{s:s}", "nonce",
+			      "00112233445566778899aabbccddeeff"), &v), 200);
+	snprintf(x->ntoken, sizeof x->ntoken, "%s",
+		 json_string_value(json_object_get(v, "token")));
+	json_decref(v);
+	assert_int_equal(strlen(x->ntoken), 64);
+	return x->ntoken;
+}
+
 static int f_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
 		  struct cloud_error *err)
 {
@@ -273,12 +294,13 @@ static int f_poll(void *st, struct cloud_req *q, struct cloud_instance *out,
 	x = start_inst(q);
 	if (fc.register_early) {
 		/* a fast cloud: the instance boots and its agent registers
-		 * (with the token from its bootstrap) before the commit */
+		 * (with the token its bootstrap got it) before the commit */
 		json_t *v = NULL;
 		char p[96];
 
 		snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)x->node);
-		assert_int_equal(jreq("POST", p, x->token, json_object(), &v), 200);
+		assert_int_equal(jreq("POST", p, inst_token(x), json_object(), &v),
+				 200);
 		json_decref(v);
 	}
 	snprintf(out->id, sizeof out->id, "%s", x->id);
@@ -350,19 +372,19 @@ static const struct cloud_driver_ops fake_drv = {
 	.destroy = f_nop,
 };
 
-/* The bootstrap channel: the token as the whole text (with vary_boot,
- * a second line that differs every time, as the daemons' list in EC2's
- * user-data differs after a failover). */
+/* The bootstrap channel: the bootstrap secret as the whole text (with
+ * vary_boot, a second line that differs every time, as the daemons' list
+ * in EC2's user-data differs after a failover). */
 static int f_bootstrap(void *st, const struct cloud_boot *b, char **out,
 		       struct sr_err *e)
 {
 	(void)st;
 	fc.boots++;
 	if (fc.vary_boot) {
-		if (asprintf(out, "%s\n#%d", b->token, fc.boots) < 0)
+		if (asprintf(out, "%s\n#%d", b->bootstrap, fc.boots) < 0)
 			*out = NULL;
 	} else {
-		*out = strdup(b->token);
+		*out = strdup(b->bootstrap);
 	}
 	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
 }
@@ -518,7 +540,7 @@ static void agent_post(int64_t node, const char *what, json_t *body, long want)
 
 	assert_non_null(x);
 	snprintf(p, sizeof p, "/v1/nodes/%lld/%s", (long long)node, what);
-	assert_int_equal(jreq("POST", p, x->token, body, &v), want);
+	assert_int_equal(jreq("POST", p, inst_token(x), body, &v), want);
 	json_decref(v);
 }
 
@@ -863,7 +885,7 @@ static void test_crash_mid_provision_no_double_launch(void **state)
 	assert_int_equal(fc.launches, 1);
 	assert_true(inst_of(n1)->alive);
 	assert_string_equal(inst_of(n1)->token, fc.died_token);
-	/* its agent (booted with the first try's token) is accepted */
+	/* its agent (booted with the first try's secret) is accepted */
 	agent_register(n1);
 	assert_string_equal(node_view(id, n1).state, "READY");
 	/* a restart after the launch committed: nothing is launched again */
@@ -1086,8 +1108,87 @@ static void test_queued_capacity_then_pending_ready(void **state)
 	assert_int_equal(fc.launches, 1);
 }
 
+/* POST /v1/nodes/{node}/bootstrap with bearer secret and nonce: the
+ * status; *tok (may be NULL) gets the token on a 200. */
+static long exchange(int64_t node, const char *secret, const char *nonce,
+		     char *tok)
+{
+	json_t *v = NULL;
+	char p[96];
+	long st;
+
+	snprintf(p, sizeof p, "/v1/nodes/%lld/bootstrap", (long long)node);
+	st = jreq("POST", p, secret, nonce ? json_pack("{s:s}", "nonce", nonce) :
+		  json_object(), &v);
+	if (st == 200 && tok)
+		snprintf(tok, 80, "%s", json_string_value(json_object_get(v,
+								"token")));
+	json_decref(v);
+	return st;
+}
+
+/* The one-time bootstrap secret (issue 24, lib/ctl/nodeboot.h): one node,
+ * one use - a retry of that use with its nonce gets a new token that
+ * replaces the first -, a bounded time, a live node; the token is random
+ * and what it replaced opens nothing. */
+static void test_bootstrap_secret_rules(void **state)
+{
+	const char *n1 = "0123456789abcdef0123456789abcdef";
+	const char *n2 = "fedcba9876543210fedcba9876543210";
+	char t1[80], t2[80], p[96];
+	json_t *v = NULL;
+	int64_t id, a, b;
+	struct finst *xa, *xb;
+
+	(void)state;
+	id = create_job(job_spot);
+	a = to_booting(id);
+	xa = inst_of(a);
+	/* malformed: no bearer, no nonce, a nonce that is not hex */
+	assert_int_equal(exchange(a, NULL, n1, NULL), 401);
+	assert_int_equal(exchange(a, xa->token, NULL, NULL), 400);
+	assert_int_equal(exchange(a, xa->token, "not hex at all, not hex at all!!",
+				  NULL), 400);
+	/* the secret never opened the node routes */
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)a);
+	assert_int_equal(jreq("POST", p, xa->token, json_object(), &v), 401);
+	json_decref(v);
+	/* first use: a token, random (not the secret, not derived) */
+	assert_int_equal(exchange(a, xa->token, n1, t1), 200);
+	assert_int_equal(strlen(t1), 64);
+	assert_string_not_equal(t1, xa->token);
+	/* second use (another nonce: not this agent): refused */
+	assert_int_equal(exchange(a, xa->token, n2, NULL), 401);
+	/* the same exchange retried (its reply lost): a new token, and the
+	 * first one no longer opens anything */
+	assert_int_equal(exchange(a, xa->token, n1, t2), 200);
+	assert_string_not_equal(t1, t2);
+	assert_int_equal(jreq("POST", p, t1, json_object(), &v), 401);
+	json_decref(v);
+	assert_int_equal(jreq("POST", p, t2, json_object(), &v), 200);
+	json_decref(v);
+	snprintf(xa->ntoken, sizeof xa->ntoken, "%s", t2);
+	/* another job's node: its secret is for it alone, and expires */
+	id = create_job(job_spot);
+	b = to_booting(id);
+	xb = inst_of(b);
+	assert_int_equal(exchange(a, xb->token, n1, NULL), 401);
+	advance_ms(3600 * 1000 + 1000);
+	assert_int_equal(exchange(b, xb->token, n1, NULL), 401);
+	/* a node that has ended gets 409 (its agent exits) */
+	id = create_job(job_spot);
+	b = to_booting(id);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id);
+	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
+	json_decref(v);
+	pass();
+	pass();
+	assert_string_equal(node_view(id, b).state, "TERMINATED");
+	assert_int_equal(exchange(b, inst_of(b)->token, n1, NULL), 409);
+}
+
 /* The agent registers before its launch is recorded (a fast cloud,
- * a slow control plane): its token is already valid, the commit keeps
+ * a slow control plane): its secret is already valid, the commit keeps
  * the node READY, and nothing is terminated. */
 static void test_agent_registers_before_commit(void **state)
 {
@@ -1368,6 +1469,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_bootstrap_secret_rules,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_setup_failure_fails_job,
 						fsetup, fteardown),

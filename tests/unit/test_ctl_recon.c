@@ -168,7 +168,7 @@ static void test_silence_table(void **state)
 static void test_failed_list_ends_nothing(void **state)
 {
 	struct ctl_config cfg = cfg_default();
-	struct ctl_node_obs junk = { .alive = false, .reclaim = true };
+	struct ctl_node_obs junk = { .alive = false, .notice_ns = 1 };
 	int64_t now = INT64_C(1800000000) * S;
 	struct rnode n = ready_node(1, now, now);
 

@@ -80,10 +80,11 @@ static char *render(sqlite3 *db)
 		{ 10, 4, "gcp", "us-c\"1", "z\\1", "a2", false, 12000000 },
 	};
 	struct finops_live_job jobs[] = {
-		{ 3, "demo", "RUNNING", true, -42.5 },
-		{ 4, "other", "RUNNING", false, 0 },
+		{ 3, "demo", "RUNNING", true, -42.5, 120, 100, 75.5 },
+		{ 4, "other", "RUNNING", false, 0, -1, -1, NAN },
 	};
-	struct finops_live live = { nodes, 2, jobs, 2 };
+	static const int64_t missed[] = { 3 };
+	struct finops_live live = { nodes, 2, jobs, 2, missed, 1 };
 	struct store *s = NULL, *tmp = NULL;
 	struct sr_err e;
 	char *out = NULL;
@@ -134,6 +135,8 @@ static void test_values(void **state)
 	expect_line(m, "spotrun_recoveries_total{job_id=\"3\"} 1");
 	expect_line(m, "spotrun_recovery_downtime_seconds_total{job_id=\"3\"} 95.000000000");
 	expect_line(m, "spotrun_cost_dollars_total 4.900000");
+	expect_line(m, "spotrun_job_deadline_missed{job_id=\"3\"} 1");
+	expect_line(m, "spotrun_deadlines_missed_total 1");
 	expect_line(m, "spotrun_idle_gpu_seconds_total 3600.000000000");
 	expect_line(m, "spotrun_node_hourly_price_dollars{node=\"9\",job_id=\"3\",cloud=\"aws\","
 		       "region=\"us-west-2\",zone=\"us-west-2a\",instance_type=\"p3.2xlarge\","
@@ -142,6 +145,14 @@ static void test_values(void **state)
 	assert_non_null(strstr(m, "region=\"us-c\\\"1\",zone=\"z\\\\1\""));
 	expect_line(m, "spotrun_job_deadline_slack_seconds{job_id=\"3\"} -42.500");
 	assert_null(strstr(m, "spotrun_job_deadline_slack_seconds{job_id=\"4\"}"));
+	/* tier 3's recovery point: job 3 has one, job 4 none */
+	expect_line(m, "spotrun_job_checkpoint_local_step{job_id=\"3\"} 120.000");
+	expect_line(m, "spotrun_job_checkpoint_store_step{job_id=\"3\"} 100.000");
+	expect_line(m, "spotrun_job_checkpoint_store_age_seconds{job_id=\"3\"} "
+		    "75.500");
+	assert_null(strstr(m, "spotrun_job_checkpoint_local_step{job_id=\"4\"}"));
+	assert_null(strstr(m, "spotrun_job_checkpoint_store_age_seconds{job_id="
+			   "\"4\"}"));
 	/* histogram: cumulative buckets, +Inf = count, sum in seconds */
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.001\"} 0");
 	expect_line(m, "spotrun_checkpoint_stall_seconds_bucket{le=\"0.005\"} 1");
@@ -237,27 +248,12 @@ static void test_promtool(void **state)
 	sqlite3_close(db);
 }
 
-static void test_deadline_slack(void **state)
-{
-	double s = 0;
-
-	(void)state;
-	/* 100 of 1000 steps took 600 s: 5400 s left of work, 7200 s to go */
-	assert_true(finops_deadline_slack(7200, 600, 0, 100, 1000, &s));
-	assert_true(fabs(s - 1800) < 1e-9);
-	/* no steps: use the estimate */
-	assert_true(finops_deadline_slack(1000, 300, 2000, 0, 0, &s));
-	assert_true(fabs(s - (-700)) < 1e-9);
-	assert_false(finops_deadline_slack(1000, 0, 0, 0, 0, &s));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_promtool),
-		cmocka_unit_test(test_deadline_slack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

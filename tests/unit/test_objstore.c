@@ -19,6 +19,7 @@
 
 #include "objstore/os_int.h"
 #include "objstore/tier3.h"
+#include "ckpt/backend.h"
 #include "spotrun/ckpt.h"
 
 static char g_dir[256];
@@ -64,9 +65,9 @@ static void test_uri_good(void **state)
 	assert_int_equal(u.kind, OBJSTORE_FILE);
 	assert_string_equal(u.prefix, "/tmp/ck");
 	objstore_uri_free(&u);
-	assert_true(objstore_uri_is_remote("az://a/b"));
-	assert_false(objstore_uri_is_remote("/tmp/x"));
-	assert_string_equal(objstore_uri_local_path("file:///x/y"), "/x/y");
+	assert_true(ckpt__uri_is_remote("az://a/b"));
+	assert_false(ckpt__uri_is_remote("/tmp/x"));
+	assert_string_equal(ckpt__uri_local_path("file:///x/y"), "/x/y");
 	/* split by curl: the scheme in any case, file://localhost/, a
 	 * malformed URL is still a remote one (its error comes on parsing),
 	 * a path with a colon or "://" inside is a path */
@@ -77,9 +78,9 @@ static void test_uri_good(void **state)
 	assert_int_equal(objstore_uri_parse("file://localhost/tmp/ck/", &u, &e), 0);
 	assert_string_equal(u.prefix, "/tmp/ck/");
 	objstore_uri_free(&u);
-	assert_string_equal(objstore_uri_local_path("file://localhost/x"), "/x");
-	assert_true(objstore_uri_is_remote("s3://bad bucket/x"));
-	assert_false(objstore_uri_is_remote("s3:bucket"));
+	assert_string_equal(ckpt__uri_local_path("file://localhost/x"), "/x");
+	assert_true(ckpt__uri_is_remote("s3://bad bucket/x"));
+	assert_false(ckpt__uri_is_remote("s3:bucket"));
 	assert_int_equal(objstore_uri_parse("/data/run:1/a://b", &u, &e), 0);
 	assert_int_equal(u.kind, OBJSTORE_FILE);
 	assert_string_equal(u.prefix, "/data/run:1/a://b");

@@ -95,6 +95,103 @@ static void test_generator_errors(void **state)
 	assert_non_null(strstr(e.msg, "down-hours"));
 }
 
+/* Zones drawn together share their shared nodes' outages: with every
+ * node shared they are one market, with none the zones are trace_gen()'s
+ * independent traces of seed + k, and in between both-down ticks are
+ * far more common than independence gives. */
+static void test_generator_zones(void **state)
+{
+	static const char *const names[] = { "z0", "z1", "z2" };
+	struct trace_gen_params p;
+	struct trace *z[3], *one;
+	struct sr_err e = { 0 };
+	size_t down0 = 0, down1 = 0, both = 0;
+
+	(void)state;
+	trace_gen_defaults(&p);
+	p.nodes = 4;
+	p.hours = 5000;
+	p.seed = 11;
+	assert_int_equal(trace_gen_market(&p, 3, names, z, &e), 0);
+	for (int k = 0; k < 3; k++) {
+		struct trace_gen_params q = p;
+
+		q.seed = p.seed + (uint64_t)k;
+		one = gen(&q);
+		assert_memory_equal(one->avail, z[k]->avail, one->n);
+		trace_free(one);
+		trace_free(z[k]);
+	}
+	p.shared = 4;
+	assert_int_equal(trace_gen_market(&p, 2, names, z, &e), 0);
+	assert_memory_equal(z[0]->avail, z[1]->avail, z[0]->n);
+	trace_free(z[0]);
+	trace_free(z[1]);
+	p.shared = 2;
+	assert_int_equal(trace_gen_market(&p, 2, names, z, &e), 0);
+	for (size_t i = 0; i < z[0]->n; i++) {
+		down0 += !z[0]->avail[i];
+		down1 += !z[1]->avail[i];
+		both += !z[0]->avail[i] && !z[1]->avail[i];
+	}
+	/* correlated: P(both down) well above P(down)^2 */
+	assert_true((double)both / (double)z[0]->n >
+		    2 * ((double)down0 / (double)z[0]->n) * ((double)down1 / (double)z[0]->n));
+	assert_memory_not_equal(z[0]->avail, z[1]->avail, z[0]->n);
+	trace_free(z[0]);
+	trace_free(z[1]);
+	assert_int_equal(trace_gen_market(&p, 0, names, z, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "zones"));
+}
+
+/* The forced outage: down for its hours but for one-tick blips at about
+ * the rate asked; then the market as it would have been.  Prices move
+ * per tick around the spot price when asked to, and nothing else moves. */
+static void test_generator_outage_and_prices(void **state)
+{
+	struct trace_gen_params p;
+	struct trace *a, *b;
+	size_t out, blips = 0;
+	double mean = 0;
+
+	(void)state;
+	trace_gen_defaults(&p);
+	p.nodes = 2;
+	p.up_h = 200;
+	p.hours = 2000;
+	a = gen(&p);
+	p.outage_h = 1000;
+	p.blip_h = 2;
+	p.price_vol = 0.3;
+	b = gen(&p);
+	out = 1000 * 6;
+	for (size_t i = 0; i < out; i++)
+		blips += b->avail[i];
+	/* 1000 h / 2 h = 500 blips expected */
+	assert_true(blips > 400 && blips < 600);
+	assert_memory_equal(a->avail + out, b->avail + out, a->n - out);
+	for (size_t i = 0; i < b->n; i++) {
+		assert_true(b->price[i] > 0);
+		mean += b->price[i] / (double)b->n;
+	}
+	assert_true(fabs(mean - 1) < 0.1);
+	assert_true(b->price[10] != b->price[11]);
+	trace_free(a);
+	trace_free(b);
+	trace_gen_defaults(&p);
+	p.outage_h = p.hours;
+	assert_int_equal(trace_gen_check(&p, &(struct sr_err){ 0 }), -EINVAL);
+	trace_gen_defaults(&p);
+	p.blip_h = 0.01;
+	assert_int_equal(trace_gen_check(&p, &(struct sr_err){ 0 }), -EINVAL);
+	trace_gen_defaults(&p);
+	p.price_vol = -1;
+	assert_int_equal(trace_gen_check(&p, &(struct sr_err){ 0 }), -EINVAL);
+	trace_gen_defaults(&p);
+	p.shared = 17;
+	assert_int_equal(trace_gen_check(&p, &(struct sr_err){ 0 }), -EINVAL);
+}
+
 /* Work, deadline, history and the windows each cell runs. */
 #define WORK_H 48
 #define DEADLINE_H 60
@@ -209,6 +306,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generator_shape),
 		cmocka_unit_test(test_generator_errors),
+		cmocka_unit_test(test_generator_zones),
+		cmocka_unit_test(test_generator_outage_and_prices),
 		cmocka_unit_test(test_spotrun_never_loses_to_up),
 	};
 

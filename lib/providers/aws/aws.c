@@ -226,14 +226,18 @@ static const struct cloud_driver_ops aws_drv_ops = {
 /* ---- bootstrap, provider ------------------------------------------------------ */
 
 /* The user-data script: the agent (the image's, or the daemon's own
- * --agent path when it was given: the emulator), its token, our URL. */
+ * --agent path when it was given: the emulator, whose instances share
+ * this host - then the state dir is theirs to hide too), its one-time
+ * bootstrap secret, our URL. */
 static int aws_bootstrap(void *st, const struct cloud_boot *b, char **out,
 			 struct sr_err *e)
 {
 	struct awsp *a = st;
+	const char *priv[] = { a->h->agent_given ? a->h->state_dir : NULL, NULL };
 
 	return ec2_bootstrap_script(a->h->agent_given ? a->h->agent_path : NULL,
-				    b->api_url, b->node_id, b->token, out, e);
+				    b->api_url, b->node_id, b->bootstrap, priv,
+				    out, e);
 }
 
 static void aws_destroy(void *st)

@@ -12,8 +12,9 @@
  *
  * Compute: local_drv.c (a node is a spotrun-agent process here).
  *
- * Bootstrap: a JSON startup document {"api", "node", "token"}, like a
- * GCE instance's startup metadata.
+ * Bootstrap: a JSON startup document {"api", "node", "bootstrap"} (the
+ * node's one-time bootstrap secret, lib/ctl/nodeboot.h), like a GCE
+ * instance's startup metadata.
  *
  * Notice: the cloud schedules an interruption notice_ms ahead (its one
  * setting of that kind: providers.local.notice_ms, --notice-ms) and
@@ -109,7 +110,7 @@ static int local_bootstrap(void *st, const struct cloud_boot *b, char **out,
 			   struct sr_err *e)
 {
 	json_t *o = json_pack("{s:s,s:I,s:s}", "api", b->api_url, "node",
-			      (json_int_t)b->node_id, "token", b->token);
+			      (json_int_t)b->node_id, "bootstrap", b->bootstrap);
 
 	(void)st;
 	*out = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -14,10 +14,11 @@
  * session, as a cloud reclaiming a machine would, and its disk's
  * checkpoints go with it.
  *
- * Bootstrap channel: a JSON startup document {"api", "node", "token"}
- * (like a GCE instance's startup metadata, local.c); the driver writes
- * the token to a 0600 file on the instance's disk before the process may
- * run.
+ * Bootstrap channel: a JSON startup document {"api", "node",
+ * "bootstrap"} (like a GCE instance's startup metadata, local.c); the
+ * driver writes the one-time bootstrap secret to a 0600 file on the
+ * instance's disk before the process may run; the agent reads it,
+ * removes it and trades it for its token (lib/ctl/nodeboot.h).
  *
  * Spot interruptions.  When a running spot instance's pool has no
  * capacity on the cloud's clock, or <state>/interrupts/<node id> exists
@@ -33,7 +34,9 @@
  * interrupted, the next only once it is gone (so a gang loses one node,
  * keeps the others, and loses the next if the pool stays short).  A
  * spot launch into a pool without capacity fails with the capacity
- * class.
+ * class.  <state>/rebalance/<node id> gives a running spot instance a
+ * rebalance recommendation (EC2's early warning), served on its IMDS at
+ * events/recommendations/rebalance.
  *
  * Threading: the records are under one mutex (struct local_prov.mu).
  */
@@ -70,6 +73,8 @@ struct lrec {
 	bool spot, gone;
 	char zone[40], itype[48];
 	int64_t launched_s, notice_ns, gone_ns;
+	int64_t rebalance_ns;      /* a rebalance recommendation, 0 none */
+	int64_t noticed_ns;        /* when the notice was given, 0 none */
 };
 
 struct cloud_req {
@@ -106,7 +111,7 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 {
 	char path[LPATH], *s;
 	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
-			      "s:s,s:I,s:I,s:I}", "key", r->key, "id", r->id,
+			      "s:s,s:I,s:I,s:I,s:I,s:I}", "key", r->key, "id", r->id,
 			      "pid", (json_int_t)r->pid, "start",
 			      (json_int_t)r->start, "cluster", r->cluster, "job",
 			      (json_int_t)r->job, "node", (json_int_t)r->node,
@@ -114,7 +119,9 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 			      r->spot, "gone", r->gone, "zone", r->zone, "type",
 			      r->itype, "launched_s", (json_int_t)r->launched_s,
 			      "notice_ns", (json_int_t)r->notice_ns, "gone_ns",
-			      (json_int_t)r->gone_ns);
+			      (json_int_t)r->gone_ns, "rebalance_ns",
+			      (json_int_t)r->rebalance_ns, "noticed_ns",
+			      (json_int_t)r->noticed_ns);
 	int rc;
 
 	if (!o)
@@ -166,6 +173,8 @@ static int rec_load(const char *path, struct lrec *r)
 	r->launched_s = int_of(o, "launched_s");
 	r->notice_ns = int_of(o, "notice_ns");
 	r->gone_ns = int_of(o, "gone_ns");
+	r->rebalance_ns = int_of(o, "rebalance_ns");
+	r->noticed_ns = int_of(o, "noticed_ns");
 	json_decref(o);
 	return r->id[0] ? 0 : -SR_ECORRUPT;
 }
@@ -264,7 +273,7 @@ static int gate(void *ud, int64_t pid, int64_t start)
 	return rec_save(g->d, g->r, g->e);
 }
 
-/* The node's token, one line in a 0600 file of its disk. */
+/* The node's bootstrap secret, one line in a 0600 file of its disk. */
 static int token_write(const char *path, const char *token, struct sr_err *e)
 {
 	size_t n = strlen(token);
@@ -283,9 +292,9 @@ static int token_write(const char *path, const char *token, struct sr_err *e)
 }
 
 /* Fork + exec the agent for launch l (its bootstrap parsed into api,
- * node, token); fills r. */
+ * node, secret); fills r. */
 static int spawn(struct local_prov *d, const struct cloud_launch *l, const char *api,
-		 int64_t node, const char *token, struct lrec *r,
+		 int64_t node, const char *secret, struct lrec *r,
 		 struct sr_err *e)
 {
 	const struct cloud_host *h = d->h;
@@ -298,7 +307,7 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 
 	work_dir_of(d, node, wd, sizeof wd);
 	snprintf(id, sizeof id, "%" PRId64, node);
-	snprintf(tokfile, sizeof tokfile, "%s/node.token", wd);
+	snprintf(tokfile, sizeof tokfile, "%s/bootstrap", wd);
 	/* api: every daemon sharing the store, the leader first
 	 * (cloud_boot.api_url); the agent moves to the next when one stops
 	 * answering, for the IMDS too (lease.c) */
@@ -314,7 +323,7 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 	rc = sr_fs_mkdir_p(wd, 0700);
 	if (rc)
 		return sr_err_set(e, rc, "%s: %s", wd, sr_strerror(rc));
-	rc = token_write(tokfile, token, e);
+	rc = token_write(tokfile, secret, e);
 	if (rc)
 		return rc;
 	argv[0] = (char *)h->agent_path;
@@ -322,14 +331,14 @@ static int spawn(struct local_prov *d, const struct cloud_launch *l, const char 
 	argv[2] = (char *)api;
 	argv[3] = "--node-id";
 	argv[4] = id;
-	argv[5] = "--token-file";
+	argv[5] = "--bootstrap-file";
 	argv[6] = tokfile;
 	argv[7] = "--workdir";
 	argv[8] = wd;
 	argv[9] = "--imds";
 	argv[10] = imds;
 	/* the workload must not see the state dir (admin token, database,
-	 * every node's token): docs/security.md */
+	 * keys, other nodes' dirs): docs/security.md */
 	argv[11] = "--private";
 	argv[12] = (char *)h->state_dir;
 	argv[13] = NULL;
@@ -373,13 +382,13 @@ static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 		return 0; /* this key's instance: the same answer again */
 	b = l->bootstrap ? json_loads(l->bootstrap, 0, NULL) : NULL;
 	api = json_string_value(json_object_get(b, "api"));
-	tok = json_string_value(json_object_get(b, "token"));
+	tok = json_string_value(json_object_get(b, "bootstrap"));
 	node = json_integer_value(json_object_get(b, "node"));
 	if (!api || !tok || node <= 0) {
 		json_decref(b);
 		return cloud_err_set(&q->err, CLOUD_EINVALID, "InvalidParameterValue",
 				     "local: the bootstrap is not a startup "
-				     "document {api, node, token}");
+				     "document {api, node, bootstrap}");
 	}
 	if (l->spot && !localmkt_available(d->m, l->pool,
 					   local__sim(d))) {
@@ -537,13 +546,14 @@ static int ld_terminate(void *st, const char *const *ids, size_t n,
 	return 0;
 }
 
-/* Whether <state>/interrupts/<id> asks to reclaim node `id`. */
-static bool interrupt_injected(const struct local_prov *d, int64_t id)
+/* Whether <state>/<what>/<id> asks to reclaim node `id` (interrupts)
+ * or to recommend rebalancing it (rebalance). */
+static bool injected(const struct local_prov *d, const char *what, int64_t id)
 {
 	char p[2200];
 	struct stat sb;
 
-	snprintf(p, sizeof p, "%s/interrupts/%" PRId64, d->h->state_dir, id);
+	snprintf(p, sizeof p, "%s/%s/%" PRId64, d->h->state_dir, what, id);
 	return stat(p, &sb) == 0;
 }
 
@@ -580,12 +590,24 @@ static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t no
 	if (r->spot && !r->notice_ns &&
 	    ((turn && !localmkt_available(d->m, r->pool,
 					  local__sim(d))) ||
-	     interrupt_injected(d, r->node))) {
+	     injected(d, "interrupts", r->node))) {
+		r->noticed_ns = now;
 		r->notice_ns = now + d->notice_ms * 1000000;
 		if (rec_save(d, r, &e))
 			sr_warn("local", "cannot record a notice", "instance=%s"
 				" err=\"%s\"", r->id, e.msg);
 		sr_info("local", "spot interruption scheduled", "node=%" PRId64
+			" pool=%d", r->node, r->pool);
+	}
+	if (r->spot && !r->rebalance_ns && !r->notice_ns &&
+	    injected(d, "rebalance", r->node)) {
+		/* the cloud's early warning, as EC2's rebalance
+		 * recommendation: served on the instance's IMDS */
+		r->rebalance_ns = now;
+		if (rec_save(d, r, &e))
+			sr_warn("local", "cannot record a rebalance recommendation",
+				"instance=%s err=\"%s\"", r->id, e.msg);
+		sr_info("local", "rebalance recommended", "node=%" PRId64
 			" pool=%d", r->node, r->pool);
 	}
 	if (r->notice_ns && now >= r->notice_ns) {
@@ -681,6 +703,7 @@ int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 	}
 	if (best) {
 		out->notice_ns = best->notice_ns;
+		out->rebalance_ns = best->rebalance_ns;
 		snprintf(out->zone, sizeof out->zone, "%s", best->zone);
 		snprintf(out->instance_type, sizeof out->instance_type, "%s",
 			 best->itype);

@@ -17,8 +17,11 @@
   }
 
   const $ = (id) => document.getElementById(id);
+  // one money format, as spotrun's tables: dollars and cents
   const usd = (micros) => (micros == null ? '–' :
-    (micros < 0 ? '-$' : '$') + (Math.abs(micros) / 1e6).toFixed(4));
+    (micros < 0 ? '-$' : '$') + (Math.abs(micros) / 1e6).toFixed(2));
+  const hours = (s) => (s >= 3600 ? (s / 3600).toFixed(1) + ' h' :
+    Math.round(s / 60) + ' min');
 
   async function api(path) {
     const r = await fetch(path, { headers: { Authorization: 'Bearer ' + token } });
@@ -59,13 +62,21 @@
     cell(tr, usd(cost ? cost.cost_micros : j.cost_micros));
     const saved = cost ? cost.savings_vs_plan_micros : null;
     cell(tr, saved != null ? usd(saved) : '–', saved != null && saved < 0 ? 'negative' : '');
-    let dl = '–';
-    if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state)) {
-      dl = j.finished_at ? 'finished' : '–';
-    } else if (j.sim_deadline_s != null && j.sim_elapsed_s != null) {
-      dl = ((j.sim_deadline_s - j.sim_elapsed_s) / 3600).toFixed(1) + ' h left';
+    // the daemon's verdict (job view "deadline"), never worked out here
+    const d = j.deadline;
+    let dl = '–', cls = '';
+    if (d && d.state === 'missed') {
+      dl = 'MISSED by ' + hours(d.late_s); cls = 'deadline-missed';
+    } else if (d && d.state === 'at_risk') {
+      dl = 'at risk: done ~' + (d.projected_finish_at || '?').slice(5, 16).replace('T', ' ');
+      cls = 'deadline-risk';
+    } else if (d && d.state === 'on_track') {
+      dl = hours(Math.max(0, j.sim_deadline_s - j.sim_elapsed_s)) + ' left, on track';
+    } else if (d) {
+      dl = d.state.replace('_', ' ');
     }
-    cell(tr, dl);
+    const td = cell(tr, dl, cls);
+    if (d) td.dataset.deadline = d.state;
     return tr;
   }
 

@@ -200,12 +200,12 @@ static const struct cloud_driver_ops t_drv = {
 
 /* ---- bootstrap, provider ------------------------------------------------------- */
 
-/* The token alone: the test is the node's agent. */
+/* The bootstrap secret alone: the test is the node's agent. */
 static int t_bootstrap(void *st, const struct cloud_boot *b, char **out,
 		       struct sr_err *e)
 {
 	(void)st;
-	*out = strdup(b->token);
+	*out = strdup(b->bootstrap);
 	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
 }
 

@@ -1,0 +1,344 @@
+/*
+ * test_objstore_tier3.c - the uploader's rules (issue 23), on a file://
+ * store and on a store that does not answer:
+ *
+ *   - the race: tier 2's commit of step N is held while the uploader is
+ *     asked for N (remote_wait); nothing is uploaded before the commit,
+ *     and N gets there whole after it (the code before uploaded N's
+ *     directory before it existed, failed, and never tried again);
+ *   - a failed upload is retried (with backoff) until it commits;
+ *   - a step tier 2 never committed is refused, not started;
+ *   - close() returns 0 only once the newest step is in the store, and
+ *     says which step is where when the store never answered;
+ *   - object keys that could reach outside the prefix are refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt/internal.h"
+#include "common/timeutil.h"
+#include "objstore/os_int.h"
+#include "spotrun/ckpt.h"
+
+static char g_dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof g_dir, "/tmp/spotrun-tier3-XXXXXX");
+	return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[400];
+
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct spotckpt *open_engine(const char *sub, float *w, size_t n,
+				    int64_t commit_timeout_ms)
+{
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	char dir[300];
+	int64_t shape[1] = { (int64_t)n };
+
+	snprintf(dir, sizeof dir, "%s/%s", g_dir, sub);
+	spotckpt_opts_init(&o);
+	o.dir = dir;
+	o.keep = 2;
+	o.backpressure = SPOTCKPT_BP_BLOCK;
+	o.commit_timeout_ms = commit_timeout_ms;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_register(e, "w", w, SPOTCKPT_F32, 1, shape,
+					   SPOTCKPT_DEV_CPU), 0);
+	return e;
+}
+
+static int store_has(const char *sub, int64_t step)
+{
+	char p[600];
+	struct stat st;
+
+	snprintf(p, sizeof p, "%s/%s/step-%08lld/manifest.json", g_dir, sub,
+		 (long long)step);
+	return stat(p, &st) == 0;
+}
+
+/* ---- the race ---------------------------------------------------------------- */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static int g_holding, g_release;
+
+static void hold_commit(int64_t step)
+{
+	if (step != 2)
+		return;
+	pthread_mutex_lock(&g_mu);
+	g_holding = 1;
+	pthread_cond_broadcast(&g_cv);
+	while (!g_release)
+		pthread_cond_wait(&g_cv, &g_mu);
+	pthread_mutex_unlock(&g_mu);
+}
+
+struct waiter {
+	struct spotckpt *e;
+	int rc;
+	int32_t met;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = spotckpt_remote_wait(w->e, 2, sr_time_mono_ns() +
+				     120 * SR_NS_PER_SEC, &w->met);
+	return NULL;
+}
+
+static void test_race_commit_held(void **state)
+{
+	static float w[65536];
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+	struct waiter wt = { 0 };
+	pthread_t th;
+	char uri[300], msg[512];
+	int64_t t0;
+
+	(void)state;
+	e = open_engine("race2", w, 65536, 0);
+	snprintf(uri, sizeof uri, "file://%s/race3", g_dir);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	w[0] = 1;
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_remote_wait(e, 1, 0, NULL), 0);
+	/* step 2: staged, its commit held by the hook */
+	ckpt__test_before_commit = hold_commit;
+	w[0] = 2;
+	assert_int_equal(spotckpt_save(e, 2, NULL, 0, NULL), 0);
+	pthread_mutex_lock(&g_mu);
+	while (!g_holding)
+		pthread_cond_wait(&g_cv, &g_mu);
+	pthread_mutex_unlock(&g_mu);
+	/* the uploader is asked for step 2 while tier 2 has not committed
+	 * it; before the fix it started at once, failed, never retried */
+	wt.e = e;
+	assert_int_equal(pthread_create(&th, NULL, wait_thread, &wt), 0);
+	t0 = sr_time_mono_ns();
+	for (;;) {
+		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+		if (rs.uploads_failed || sr_time_mono_ns() - t0 > SR_NS_PER_SEC)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(rs.uploads_failed, 0);
+	assert_false(store_has("race3", 2));
+	pthread_mutex_lock(&g_mu);
+	g_release = 1;
+	pthread_cond_broadcast(&g_cv);
+	pthread_mutex_unlock(&g_mu);
+	pthread_join(th, NULL);
+	ckpt__test_before_commit = NULL;
+	assert_int_equal(wt.rc, 0);
+	assert_int_equal(wt.met, 1);
+	assert_true(store_has("race3", 2));
+	assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+	assert_int_equal(rs.uploaded_step, 2);
+	assert_int_equal(rs.local_step, 2);
+	assert_int_equal(rs.uploads_failed, 0);
+	assert_true(rs.store_time_ns > 0);
+	assert_int_equal(spotckpt_close(e), 0);
+}
+
+/* ---- a failed upload is retried ------------------------------------------------ */
+static void test_failed_upload_retried(void **state)
+{
+	static float w[4096];
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+	char uri[300], block[400], msg[512];
+	int32_t met = 0;
+	FILE *f;
+	int64_t t0;
+
+	(void)state;
+	e = open_engine("retry2", w, 4096, 0);
+	snprintf(uri, sizeof uri, "file://%s/retry3", g_dir);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	/* a file where step 1's directory goes: its upload fails */
+	snprintf(block, sizeof block, "%s/retry3/step-00000001", g_dir);
+	f = fopen(block, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	t0 = sr_time_mono_ns();
+	do {
+		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+		usleep(10000);
+	} while (rs.uploads_failed == 0 &&
+		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	assert_true(rs.uploads_failed >= 1);
+	assert_int_equal(rs.uploaded_step, -1);
+	assert_true(rs.last_error != 0);
+	assert_true(msg[0] != 0);
+	/* the store comes back: the same step goes up without a new save */
+	assert_int_equal(unlink(block), 0);
+	assert_int_equal(spotckpt_remote_wait(e, 1, sr_time_mono_ns() +
+					      120 * SR_NS_PER_SEC, &met), 0);
+	assert_int_equal(met, 1);
+	assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+	assert_int_equal(rs.uploaded_step, 1);
+	assert_int_equal(rs.retries, 0);
+	assert_int_equal(rs.last_error, 0);
+	assert_int_equal(spotckpt_close(e), 0);
+}
+
+/* ---- only committed steps ------------------------------------------------------ */
+static void test_uncommitted_step_refused(void **state)
+{
+	static float w[256];
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+	char uri[300];
+
+	(void)state;
+	e = open_engine("unc2", w, 256, 0);
+	snprintf(uri, sizeof uri, "file://%s/unc3", g_dir);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_remote_wait(e, 1, 0, NULL), 0);
+	assert_int_equal(spotckpt_remote_wait(e, 7, 0, NULL), -SPOTCKPT_ENOTFOUND);
+	assert_non_null(strstr(spotckpt_errmsg(), "step 7 was not committed"));
+	assert_int_equal(spotckpt_remote_stats(e, &rs, NULL, 0), 0);
+	assert_int_equal(rs.uploads_failed, 0);
+	assert_int_equal(spotckpt_close(e), 0);
+}
+
+/* ---- close --------------------------------------------------------------------- */
+static void test_close_waits_for_the_store(void **state)
+{
+	static float w[65536];
+	struct spotckpt *e;
+	char uri[300];
+
+	(void)state;
+	e = open_engine("close2", w, 65536, 0);
+	snprintf(uri, sizeof uri, "file://%s/close3", g_dir);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	for (int s = 1; s <= 3; s++) {
+		w[0] = (float)s;
+		assert_int_equal(spotckpt_save(e, s, NULL, 0, NULL), 0);
+	}
+	assert_int_equal(spotckpt_close(e), 0);
+	assert_true(store_has("close3", 3));
+}
+
+static void test_close_says_where_the_step_is(void **state)
+{
+	static float w[256];
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+
+	(void)state;
+	/* a store that is not there: port 9 (discard) refuses */
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9", 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("SPOTRUN_OBJSTORE_RETRIES", "1", 1);
+	e = open_engine("down2", w, 256, 1500);
+	/* the start only warns: a store that does not answer is retried */
+	assert_int_equal(spotckpt_set_remote(e, "s3://bucket/jobs/down"), 0);
+	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_int_equal(spotckpt_remote_stats(e, &rs, NULL, 0), 0);
+	assert_int_equal(rs.local_step, 4);
+	assert_int_equal(rs.uploaded_step, -1);
+	assert_int_equal(spotckpt_close(e), -SPOTCKPT_ETIMEOUT);
+	assert_non_null(strstr(spotckpt_errmsg(), "step 4 is in "));
+	assert_non_null(strstr(spotckpt_errmsg(), "holds no step"));
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
+}
+
+/* ---- keys ------------------------------------------------------------------------ */
+static void test_keys_stay_in_the_prefix(void **state)
+{
+	static const char *bad[] = { "", "/abs", "a//b", "..", "../x", "a/../b",
+				     "a/..", ".", "./a", "a/./b", "a/", "a\nb",
+				     "a\x7f" };
+	static const char *good[] = { "a<b", "c&d", "q\"t", "sp ace",
+				      "n\xc3\xb6n", "x</Key></Object>", "a..b",
+				      ".hidden", "step-00000001/shard" };
+	struct objstore *s = NULL;
+	struct sr_err e = { 0 };
+	char uri[300];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_int_equal(objstore_key_check(bad[i], &e), -EINVAL);
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		assert_int_equal(objstore_key_check(good[i], &e), 0);
+	snprintf(uri, sizeof uri, "file://%s/keys", g_dir);
+	assert_int_equal(objstore_open(uri, NULL, &s, &e), 0);
+	{
+		const char *del[2] = { "ok", "../../etc/passwd" };
+
+		assert_int_equal(objstore_del(s, del, 2, &e), -EINVAL);
+		assert_non_null(strstr(e.msg, "segment"));
+	}
+	assert_int_equal(objstore_put(s, "a/../../x", "1", 1, &e), -EINVAL);
+	/* a listed key is taken only under the prefix */
+	{
+		char full[400];
+
+		snprintf(full, sizeof full, "%s/keys/step-1/a", g_dir);
+		assert_string_equal(objstore__relative_key(s, full), "step-1/a");
+		snprintf(full, sizeof full, "%s/keysX/step-1/a", g_dir);
+		assert_null(objstore__relative_key(s, full));
+	}
+	/* XML text is escaped once */
+	{
+		char *x = os_xml_escape("a<b&c>\"d'");
+
+		assert_string_equal(x, "a&lt;b&amp;c&gt;&quot;d&apos;");
+		free(x);
+	}
+	objstore_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_race_commit_held, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_upload_retried, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_uncommitted_step_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_waits_for_the_store,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_says_where_the_step_is,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keys_stay_in_the_prefix,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
