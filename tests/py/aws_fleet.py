@@ -230,7 +230,8 @@ class Fleet(threading.Thread):
         urls = opt["--api"].split(",")
         n = _Node(nid, token, urls, root, tokf)
         if "--bootstrap-file" in opt:   # a one-time secret: trade it
-            st, body = self._call(n, "/v1/nodes/%d/bootstrap" % nid, {})
+            st, body = self._call(n, "/v1/nodes/%d/bootstrap" % nid,
+                                  {"nonce": os.urandom(16).hex()})
             if st != 200:
                 return None
             n.token = body["token"]
