@@ -162,6 +162,7 @@ class _Node:
         self.id, self.token, self.urls, self.root = nid, token, urls, root
         self.tokf = tokf         # on the instance's disk: gone with it
         self.instance = os.path.basename(os.path.dirname(root)) if root else ""
+        self.secret = self.nonce = None  # a bootstrap secret to trade
         self.next_hb = 0.0
         self.hb_s = 1.0
         self.run_s = 0
@@ -229,12 +230,9 @@ class Fleet(threading.Thread):
             token = f.read().strip()
         urls = opt["--api"].split(",")
         n = _Node(nid, token, urls, root, tokf)
-        if "--bootstrap-file" in opt:   # a one-time secret: trade it
-            st, body = self._call(n, "/v1/nodes/%d/bootstrap" % nid,
-                                  {"nonce": os.urandom(16).hex()})
-            if st != 200:
-                return None
-            n.token = body["token"]
+        if "--bootstrap-file" in opt:   # a one-time secret: traded first
+            n.secret, n.token = token, None
+            n.nonce = os.urandom(16).hex()
         return n
 
     def _scan(self):
@@ -258,6 +256,18 @@ class Fleet(threading.Thread):
             n.gone = True
             self.stats["silenced"] += 1
             return
+        if n.token is None:
+            # the one-time bootstrap secret for the node token; retried
+            # with the same nonce when the answer is lost (a daemon killed)
+            n.token = n.secret
+            st, body = self._call(n, "/v1/nodes/%d/bootstrap" % n.id,
+                                  {"nonce": n.nonce})
+            n.token = body["token"] if st == 200 else None
+            if st in (401, 409):
+                n.gone = True
+            if n.token is None:
+                n.next_hb = now + 1
+                return
         if not n.registered:
             st, body = self._call(n, "/v1/nodes/%d/register" % n.id,
                                   {"agent_version": "fleet"})
