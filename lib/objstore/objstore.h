@@ -29,7 +29,8 @@
  *        https://ACCOUNT.blob.core.windows.net).
  *   All  SPOTRUN_OBJSTORE_PART_MB (multipart part size, default 16),
  *        SPOTRUN_OBJSTORE_PARALLEL (parts / ranges in flight, default 8),
- *        SPOTRUN_OBJSTORE_RETRIES (default 6),
+ *        SPOTRUN_OBJSTORE_RETRIES (default 6: a request's retries when no
+ *        deadline bounds them, see objstore_set_deadline),
  *        SPOTRUN_OBJSTORE_CHECKSUM=crc32c|md5 (S3/GCS part checksums,
  *        default crc32c).
  *
