@@ -128,6 +128,17 @@ static void test_ledger_report_focus_metrics(void **state)
 	int64_t since;
 	FILE *mem;
 
+	/* both done: their plans count (a running job's would not yet) */
+	for (int id = 1; id <= 2; id++) {
+		char sql[400];
+
+		snprintf(sql, sizeof sql, "INSERT INTO jobs(id, name, state,"
+			 " spec_name, spec_yaml, spec_json, num_nodes, max_restarts,"
+			 " created_ns, updated_ns, state_since_ns, sim_start_s)"
+			 " VALUES(%d, 'j', 'SUCCEEDED', 'j', '', '{}', 1, 3, 0, 0, 0,"
+			 " 0)", id);
+		assert_int_equal(store_exec_sql(s, sql, &e), 0);
+	}
 	/* job 1: two busy hours across the month end (two rows), then an
 	 * idle one; job 2: one hour */
 	bill(s, 1, 7, T0, 2 * HOUR_NS, true, 1000000);
