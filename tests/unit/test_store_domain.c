@@ -175,9 +175,19 @@ static void test_ledger_report_focus_metrics(void **state)
 	assert_non_null(strstr(csv, "BilledCost"));
 	free(csv);
 
-	assert_int_equal(finops_metrics_render(s, NULL, &text, &len, &e), 0);
-	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"1\"} 9.240000\n"));
-	assert_null(strstr(text, "spotrun_job_savings_dollars{job_id=\"2\"}"));
+	/* the daemon says both SUCCEEDED: job 1's plan ($12.24) against its
+	 * $3.00; job 2 has no plan; against on-demand for the hours used,
+	 * job 1 saved 3 h x $3.06 - $3.00, job 2 (at list) nothing */
+	{
+		static const int64_t done[] = { 1, 2 };
+		struct finops_live live = { .succeeded = done, .nsucceeded = 2 };
+
+		assert_int_equal(finops_metrics_render(s, &live, &text, &len, &e), 0);
+	}
+	assert_non_null(strstr(text, "\nspotrun_job_savings_vs_plan_dollars{job_id=\"1\"} 9.240000\n"));
+	assert_null(strstr(text, "spotrun_job_savings_vs_plan_dollars{job_id=\"2\"}"));
+	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"1\"} 6.180000\n"));
+	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"2\"} 0.000000\n"));
 	free(text);
 
 	assert_int_equal(finops_job_spend(s, 1, T0 + 3 * HOUR_NS, HOUR_NS, &spent,
