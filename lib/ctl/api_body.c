@@ -259,12 +259,13 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 	static const char *const keys[] = { "workload", "attempt", "step",
 		"total_steps", "ckpt_step", "restored_step", "cpu_util",
 		"gpu_util", "workload_pgid", "ckpt_local_step", "ckpt_store_ns",
-		NULL };
+		"ckpt_at_ns", NULL };
 	const char *wl = "idle";
 	int rc, w;
 
 	memset(out, 0, sizeof *out);
 	out->step = out->total_steps = out->ckpt_step = out->restored_step = -1;
+	out->ckpt_at_ns = -1;
 	out->ckpt_local_step = out->ckpt_store_ns = -1;
 	out->cpu_util = out->gpu_util = -1;
 	rc = load_obj(buf, len, root, e);
@@ -290,6 +291,8 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 		rc = get_nonneg(*root, "ckpt_step", &out->ckpt_step, CTX, e);
 	if (!rc)
 		rc = get_nonneg(*root, "restored_step", &out->restored_step, CTX, e);
+	if (!rc)
+		rc = get_nonneg(*root, "ckpt_at_ns", &out->ckpt_at_ns, CTX, e);
 	if (!rc)
 		rc = get_nonneg(*root, "ckpt_local_step", &out->ckpt_local_step,
 				CTX, e);

@@ -58,6 +58,8 @@ struct api_heartbeat {
 	enum api_workload workload;
 	int64_t attempt;
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 absent */
+	int64_t ckpt_at_ns;   /* when the agent saw ckpt_step committed
+				 (Unix ns), -1 absent */
 	/* the recovery point with tier 3: newest step on the node's disk,
 	 * and the save time (wall ns) of ckpt_step, the store's newest */
 	int64_t ckpt_local_step, ckpt_store_ns;               /* -1 absent */

@@ -54,6 +54,12 @@ void ctl__http_stop(struct ctl *c);
  * live_only, limit); 0 or an error. */
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		      bool with_nodes, struct sr_err *e);
+/* The same with the job's ledger totals given (t; NULL: read them):
+ * a list reads every job's at once (finops_report_build by job). */
+struct finops_totals;
+json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
+			   bool with_nodes, const struct finops_totals *t,
+			   struct sr_err *e);
 struct store_node;
 json_t *ctl__node_json(const struct store_node *n);
 int ctl__nodes_json(struct store *s, int64_t job, bool live_only,

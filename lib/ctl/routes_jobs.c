@@ -15,6 +15,7 @@
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
 #include "ctl/routes.h"
+#include "finops/report.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
 #include "ctl/secrets.h"
@@ -336,18 +337,31 @@ static int jobs_append(struct ctl *c, struct store *db, const char *sql,
 		       json_t *arr, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
+	struct finops_report rep = { 0 };
 	json_t *j;
 	int rc;
 
-	rc = store_prepare(db, sql, &st, e);
-	if (rc)
+	/* every job's ledger figures in one pass over the ledger */
+	rc = finops_report_build(db, NULL, FINOPS_BY_JOB, &rep, e);
+	if (!rc)
+		rc = store_prepare(db, sql, &st, e);
+	if (rc) {
+		finops_report_free(&rep);
 		return rc;
+	}
 	if (name)
 		store_bind_text(st, 1, name);
 	while ((int)json_array_size(arr) < limit && (rc = store_step(st, e)) == 1) {
+		static const struct finops_totals none;
+		const struct finops_group *g;
+		char key[32];
+
 		if (states && !state_in(states, store_col_text(st, "state")))
 			continue;
-		j = ctl__job_json(c, db, store_col_i64(st, "id"), false, e);
+		snprintf(key, sizeof key, "%lld", (long long)store_col_i64(st, "id"));
+		g = finops_report_group(&rep, key);
+		j = ctl__job_json_with(c, db, store_col_i64(st, "id"), false,
+				       g ? &g->t : &none, e);
 		if (!j && e->code == -SR_ENOTFOUND)
 			continue; /* gone between the two reads */
 		if (!j || json_array_append_new(arr, j)) {
@@ -357,6 +371,7 @@ static int jobs_append(struct ctl *c, struct store *db, const char *sql,
 		}
 	}
 	store_done(st);
+	finops_report_free(&rep);
 	return rc < 0 ? rc : 0;
 }
 

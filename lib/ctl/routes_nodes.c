@@ -627,9 +627,20 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			if (first)
 				rc = 0;
 		}
+		/* When this attempt committed its checkpoint: the store's
+		 * save time with tier 3, else the agent's own time when it
+		 * gives one (a heartbeat comes up to a period later), never
+		 * in the future */
+		if (!rc && b.ckpt_step >= 0) {
+			int64_t at = b.ckpt_store_ns > 0 ? b.ckpt_store_ns :
+				     b.ckpt_at_ns;
+
+			rc = recon__lost_seen(db, n.job, b.attempt, b.ckpt_step,
+					      at > 0 && at < now ? at : now, &e);
+		}
 		/* The first report of a later attempt names the checkpoint it
-		 * restored: count the work the last preemption lost, and make
-		 * it the job's checkpoint (recon_lost.c). */
+		 * restored: count the work the attempts before it lost, and
+		 * make it the job's checkpoint (recon_lost.c). */
 		if (!rc && restored >= 0)
 			rc = recon__lost_settle(rq->ctl, db, n.job,
 						b.attempt, restored, first, now, &e);
@@ -799,15 +810,26 @@ static int apply_event(struct ctl *c, struct store *db,
 		d = json_pack("{s:I,s:I,s:f,s:b,s:b}", "attempt", (json_int_t)ev->attempt,
 			      "step", (json_int_t)ev->step, "stall_ms", ev->stall_ms,
 			      "final", ev->final, "durable", ev->durable);
-		snprintf(msg, sizeof msg, "%scheckpoint at step %" PRId64
-			 " (stall %.1f ms)", ev->final ? "final " : "", ev->step,
-			 ev->stall_ms);
+		{
+			char st_[32], stall[32] = "stall unknown";
+
+			if (ev->stall_ms >= 0)
+				snprintf(stall, sizeof stall, "stall %.1f ms",
+					 ev->stall_ms);
+			snprintf(msg, sizeof msg, "%scheckpoint at step %s (%s)",
+				 ev->final ? "final " : "",
+				 recon__step_str(ev->step, st_, sizeof st_), stall);
+		}
 		rc = ctl_event_append(db, n->job, "checkpoint", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
 			rc = exec_bind2(db, "UPDATE jobs SET ckpt_step=greatest("
 					"ckpt_step, ?1) WHERE id=?2", ev->step,
 					n->job, e);
+		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
+			rc = recon__lost_seen(db, n->job, ev->attempt, ev->step,
+					      ev->ts_ns > 0 && ev->ts_ns < now ?
+					      ev->ts_ns : now, e);
 		if (!rc && ev->stall_ms >= 0) {
 			struct ledger_event le = {
 				.kind = LEDGER_EV_CKPT_STALL, .job_id = n->job,

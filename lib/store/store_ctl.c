@@ -19,25 +19,33 @@ static int run_done(struct store_stmt *st, const char *what, struct sr_err *e)
 	return rc < 0 ? sr_err_prefix(e, "%s", what) : 0;
 }
 
-/* ---- work lost to a preemption --------------------------------------------- */
+/* ---- work lost (lib/ctl/recon_lost.c) -------------------------------------- */
 
-int store_lost_open(struct store *s, int64_t job, int64_t from_step,
-		    int64_t attempt, int64_t node, int64_t price_micros,
+int store_lost_open(struct store *s, int64_t job, const struct store_lost *p,
 		    struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE jobs SET lost_from_step=?1,"
-			       " lost_attempt=?2, lost_node=?3, lost_price=?4"
-			       " WHERE id=?5", &st, e);
+	int rc = store_prepare(s, "INSERT INTO lost_pending(job_id, attempt, cause,"
+			       " node_id, price_micros, started_ns, ended_ns, step)"
+			       " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+			       &st, e);
 
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, from_step);
-	store_bind_i64(st, 2, attempt);
-	if (node > 0)
-		store_bind_i64(st, 3, node);
-	store_bind_i64(st, 4, price_micros);
-	store_bind_i64(st, 5, job);
+	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, p->attempt);
+	store_bind_text(st, 3, p->cause);
+	if (p->node > 0)
+		store_bind_i64(st, 4, p->node);
+	else
+		store_bind_null(st, 4);
+	store_bind_i64(st, 5, p->price_micros > 0 ? p->price_micros : 0);
+	store_bind_i64(st, 6, p->started_ns);
+	store_bind_i64(st, 7, p->ended_ns);
+	if (p->step >= 0)
+		store_bind_i64(st, 8, p->step);
+	else
+		store_bind_null(st, 8);
 	return run_done(st, "lost work pending", e);
 }
 
@@ -47,56 +55,115 @@ static void text_to(struct store_stmt *st, const char *col, char *out,
 	snprintf(out, cap, "%s", store_col_text(st, col));
 }
 
-int store_lost_load(struct store *s, int64_t job, struct store_lost *p,
-		    struct sr_err *e)
+int store_lost_pending(struct store *s, int64_t job, int64_t before,
+		       struct store_lost *v, int cap, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int found;
+	int n = 0, rc;
 
-	memset(p, 0, sizeof *p);
-	found = store_prepare(s, "SELECT j.lost_from_step AS lost_from_step,"
-			      " j.lost_attempt AS lost_attempt,"
-			      " coalesce(j.lost_node, 0) AS lost_node,"
-			      " j.lost_price AS lost_price,"
-			      " coalesce(j.total_steps, -1) AS total_steps,"
-			      " CASE WHEN j.est_work_s > 0 THEN j.est_work_s ELSE"
-			      " j.work_s END AS work_s, coalesce(n.cloud, '') AS cloud,"
-			      " coalesce(n.region, '') AS region,"
-			      " coalesce(n.zone, '') AS zone,"
-			      " coalesce(n.instance_type, '') AS itype FROM jobs j"
-			      " LEFT JOIN nodes n ON n.id=j.lost_node WHERE j.id=? AND"
-			      " j.lost_from_step IS NOT NULL", &st, e);
-	if (found)
-		return found;
+	rc = store_prepare(s, "SELECT p.attempt AS attempt, p.cause AS cause,"
+			   " coalesce(p.node_id, 0) AS node, p.price_micros AS price,"
+			   " p.started_ns AS started, p.ended_ns AS ended,"
+			   " coalesce(p.step, -1) AS step,"
+			   " coalesce(n.cloud, '') AS cloud, coalesce(n.region, '')"
+			   " AS region, coalesce(n.zone, '') AS zone,"
+			   " coalesce(n.instance_type, '') AS itype"
+			   " FROM lost_pending p LEFT JOIN nodes n ON n.id = p.node_id"
+			   " WHERE p.job_id=?1 AND (?2 = 0 OR p.attempt < ?2)"
+			   " ORDER BY p.attempt", &st, e);
+	if (rc)
+		return rc;
 	store_bind_i64(st, 1, job);
-	found = store_step(st, e);
-	if (found == 1) {
-		p->from_step = store_col_i64(st, "lost_from_step");
-		p->attempt = store_col_i64(st, "lost_attempt");
-		p->node = store_col_i64(st, "lost_node");
-		p->price_micros = store_col_i64(st, "lost_price");
-		p->total_steps = store_col_i64(st, "total_steps");
-		p->work_s = store_col_f64(st, "work_s");
+	store_bind_i64(st, 2, before > 0 ? before : 0);
+	while (n < cap && (rc = store_step(st, e)) == 1) {
+		struct store_lost *p = &v[n++];
+
+		memset(p, 0, sizeof *p);
+		p->attempt = store_col_i64(st, "attempt");
+		p->node = store_col_i64(st, "node");
+		p->price_micros = store_col_i64(st, "price");
+		p->started_ns = store_col_i64(st, "started");
+		p->ended_ns = store_col_i64(st, "ended");
+		p->step = store_col_i64(st, "step");
+		text_to(st, "cause", p->cause, sizeof p->cause);
 		text_to(st, "cloud", p->cloud, sizeof p->cloud);
 		text_to(st, "region", p->region, sizeof p->region);
 		text_to(st, "zone", p->zone, sizeof p->zone);
 		text_to(st, "itype", p->itype, sizeof p->itype);
 	}
 	store_done(st);
-	return found < 0 ? sr_err_prefix(e, "job %" PRId64 ": lost work", job)
-			 : found;
+	return rc < 0 ? sr_err_prefix(e, "job %" PRId64 ": lost work", job) : n;
 }
 
-int store_lost_clear(struct store *s, int64_t job, struct sr_err *e)
+int store_lost_clear(struct store *s, int64_t job, int64_t attempt,
+		     struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE jobs SET lost_from_step=NULL,"
-			       " lost_node=NULL, lost_price=0 WHERE id=?", &st, e);
+	int rc = store_prepare(s, "DELETE FROM lost_pending WHERE job_id=?1 AND"
+			       " attempt=?2", &st, e);
 
 	if (rc)
 		return rc;
 	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, attempt);
 	return run_done(st, "lost work settled", e);
+}
+
+int store_ckpt_seen_add(struct store *s, int64_t job, int64_t attempt,
+			int64_t step, int64_t at_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "INSERT INTO ckpt_seen(job_id, step, attempt,"
+			       " seen_ns) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
+			       &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, step);
+	store_bind_i64(st, 3, attempt);
+	store_bind_i64(st, 4, at_ns);
+	return run_done(st, "checkpoint seen", e);
+}
+
+int store_ckpt_seen_get(struct store *s, int64_t job, int64_t step,
+			int64_t *at_ns, int64_t *attempt, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "SELECT seen_ns, attempt FROM ckpt_seen"
+			       " WHERE job_id=?1 AND step=?2", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, step);
+	rc = store_step(st, e);
+	if (rc == 1) {
+		*at_ns = store_col_i64(st, "seen_ns");
+		*attempt = store_col_i64(st, "attempt");
+	}
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "checkpoint seen") : rc;
+}
+
+int store_ckpt_newest_in(struct store *s, int64_t job, int64_t attempt,
+			 int64_t *step, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "SELECT max(step) AS s FROM ckpt_seen"
+			       " WHERE job_id=?1 AND attempt=?2", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, job);
+	store_bind_i64(st, 2, attempt);
+	rc = store_step(st, e);
+	if (rc == 1 && store_col_null(st, "s"))
+		rc = 0;
+	else if (rc == 1)
+		*step = store_col_i64(st, "s");
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "checkpoint seen") : rc;
 }
 
 int store_job_set_ckpt_step(struct store *s, int64_t job, int64_t step,
@@ -366,4 +433,155 @@ int store_job_set_placement(struct store *s, int64_t job, const char *json,
 	store_bind_i64(st, 2, moved);
 	store_bind_i64(st, 3, job);
 	return run_done(st, "placement", e);
+}
+
+/* ---- the node pass ----------------------------------------------------------- */
+
+/* Run st to its end, store_done it: the rows it changed, or the error
+ * prefixed by what. */
+static int run_count(struct store_stmt *st, const char *what, struct sr_err *e)
+{
+	int rc = store_run(st, e);
+
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "%s", what) : rc;
+}
+
+int store_node_set_kill_pending(struct store *s, int64_t node, bool pending,
+				struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET kill_pending=?1 WHERE"
+			       " id=?2 AND kill_pending<>?1", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, pending);
+	store_bind_i64(st, 2, node);
+	return run_count(st, "pending terminate", e);
+}
+
+int store_node_set_phase(struct store *s, int64_t node, const char *state,
+			 const char *phase, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
+			       " state=?3", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, phase); /* NULL: SQL NULL */
+	store_bind_i64(st, 2, node);
+	store_bind_text(st, 3, state);
+	return run_count(st, "node phase", e);
+}
+
+int store_node_bill(struct store *s, const struct store_bill *b,
+		    struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc;
+
+	/* the samples billed go out, any a heartbeat added since stay (a
+	 * stale node billed twice cannot go below 0) */
+	rc = store_prepare(s, "UPDATE nodes SET billed_until_ns=?1,"
+			   " cost_micros=cost_micros+?2,"
+			   " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
+			   " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, b->until_ns);
+	store_bind_i64(st, 2, b->cost);
+	store_bind_i64(st, 3, b->node);
+	store_bind_f64(st, 4, b->util_sum);
+	store_bind_i64(st, 5, b->util_n);
+	rc = run_done(st, "bill node", e);
+	if (rc)
+		return rc;
+	rc = store_prepare(s, "UPDATE jobs SET cost_micros=cost_micros+?1,"
+			   " list_cost_micros=list_cost_micros+?3,"
+			   " reserved_cost_micros=reserved_cost_micros+?4,"
+			   " reserved_unknown=greatest(reserved_unknown, ?5)"
+			   " WHERE id=?2", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, b->cost);
+	store_bind_i64(st, 2, b->job);
+	store_bind_i64(st, 3, b->list_cost);
+	store_bind_i64(st, 4, b->reserved_cost);
+	store_bind_i64(st, 5, b->reserved_unknown);
+	return run_done(st, "bill job", e);
+}
+
+int store_node_end(struct store *s, int64_t node, const char *state,
+		   const char *reason, int64_t now_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET state=?1, end_reason=?2,"
+			       " terminated_ns=?3 WHERE id=?4 AND state IN"
+			       " ('REQUESTED','BOOTING','READY')", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, state);
+	store_bind_text(st, 2, reason);
+	store_bind_i64(st, 3, now_ns);
+	store_bind_i64(st, 4, node);
+	return run_count(st, "end node", e);
+}
+
+int store_node_booted(struct store *s, int64_t node, const char *instance_id,
+		      const char *blob, bool pending, int64_t now_ns,
+		      struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET state=CASE WHEN state="
+			       "'REQUESTED' THEN 'BOOTING' ELSE state END,"
+			       " phase=CASE WHEN state='REQUESTED' AND ?5=1 THEN"
+			       " 'pending' ELSE NULL END,"
+			       " instance_id=?1, driver_blob=?2, billed_until_ns=?3"
+			       " WHERE id=?4 AND (state='REQUESTED' OR"
+			       " (state='READY' AND instance_id IS NULL))", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, instance_id);
+	store_bind_text(st, 2, blob); /* NULL: SQL NULL */
+	store_bind_i64(st, 3, now_ns);
+	store_bind_i64(st, 4, node);
+	store_bind_i64(st, 5, pending);
+	return run_count(st, "boot node", e);
+}
+
+int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
+		       int64_t kill_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
+			       " WHERE id=?3 AND notice_ns IS NULL", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, now_ns);
+	store_bind_i64(st, 2, kill_ns);
+	store_bind_i64(st, 3, node);
+	return run_count(st, "notice", e);
+}
+
+int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
+		      struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int found = store_prepare(s, "SELECT message FROM events WHERE job_id=?"
+				  " AND type='launch_refused' ORDER BY seq DESC"
+				  " LIMIT 1", &st, e);
+
+	if (found)
+		return found;
+	store_bind_i64(st, 1, job);
+	found = store_step(st, e);
+	if (found == 1)
+		snprintf(msg, cap, "%s", store_col_text(st, "message"));
+	store_done(st);
+	return found;
 }

@@ -15,25 +15,39 @@
 
 struct store;
 
-/* ---- work lost to a preemption (lib/ctl/recon_lost.c) ---- */
+/* ---- work lost (lib/ctl/recon_lost.c) ---- */
 
-/* What a preemption left pending until a later attempt restores: the
- * step seen, the attempt left, the noticed node (0 none: a move) and the
- * gang's price; with the job's totals and the node's place. */
+/* An attempt that ended before its work was safe, until a later attempt
+ * says what it restored (table lost_pending): with the place of one of
+ * its nodes when read back. */
 struct store_lost {
-	int64_t from_step, attempt, node, total_steps; /* total -1 unknown */
-	int64_t price_micros;                          /* per hour */
-	double work_s;          /* the work estimate, else the declared work */
+	int64_t attempt, node;               /* node 0: none */
+	int64_t started_ns, ended_ns;        /* wall clock */
+	int64_t step;                        /* last seen, -1 unknown */
+	int64_t price_micros;                /* its nodes together, per hour */
+	char cause[16];                      /* preemption lost crash move */
 	char cloud[16], region[40], zone[40], itype[48];
 };
 
-int store_lost_open(struct store *s, int64_t job, int64_t from_step,
-		    int64_t attempt, int64_t node, int64_t price_micros,
+/* Record attempt p->attempt (a second record of it is ignored). */
+int store_lost_open(struct store *s, int64_t job, const struct store_lost *p,
 		    struct sr_err *e);
-/* 1 and *out when work is pending, 0 when none. */
-int store_lost_load(struct store *s, int64_t job, struct store_lost *out,
-		    struct sr_err *e);
-int store_lost_clear(struct store *s, int64_t job, struct sr_err *e);
+/* The pending attempts older than `before` (0: all), oldest first, at
+ * most cap into v: how many, or < 0. */
+int store_lost_pending(struct store *s, int64_t job, int64_t before,
+		       struct store_lost *v, int cap, struct sr_err *e);
+int store_lost_clear(struct store *s, int64_t job, int64_t attempt,
+		     struct sr_err *e);
+/* Committed step `step` was first reported at at_ns during `attempt`
+ * (table ckpt_seen; a later report of it is ignored). */
+int store_ckpt_seen_add(struct store *s, int64_t job, int64_t attempt,
+			int64_t step, int64_t at_ns, struct sr_err *e);
+/* 1 and when/during which attempt `step` was committed, 0 never seen. */
+int store_ckpt_seen_get(struct store *s, int64_t job, int64_t step,
+			int64_t *at_ns, int64_t *attempt, struct sr_err *e);
+/* 1 and the newest step committed during `attempt`, 0 none. */
+int store_ckpt_newest_in(struct store *s, int64_t job, int64_t attempt,
+			 int64_t *step, struct sr_err *e);
 /* The job's checkpoint step is the one a restore found (a step reported
  * checkpointed before it was durable is not work done). */
 int store_job_set_ckpt_step(struct store *s, int64_t job, int64_t step,
@@ -101,5 +115,47 @@ int store_job_set_message(struct store *s, int64_t job, const char *msg,
 /* Where the job's missing ranks were placed (JSON), counting a move. */
 int store_job_set_placement(struct store *s, int64_t job, const char *json,
 			    bool moved, struct sr_err *e);
+
+/* ---- the node pass (lib/ctl/recon_nodes.c) ---- */
+
+/* A terminate failed (pending 1: retried on every pass) or went through
+ * (0).  1 changed, 0 already so. */
+int store_node_set_kill_pending(struct store *s, int64_t node, bool pending,
+				struct sr_err *e);
+/* The node's phase within `state` (schema m9; NULL none): 1 changed, 0
+ * the node is no longer in `state`. */
+int store_node_set_phase(struct store *s, int64_t node, const char *state,
+			 const char *phase, struct sr_err *e);
+/* Bill a node up to until_ns: its cost so far, the utilisation samples
+ * billed taken out, and the job's sums (cost, list, reserved; reserved
+ * unknown when the offering has no reserved price). */
+struct store_bill {
+	int64_t node, job, until_ns;
+	int64_t cost, list_cost, reserved_cost;   /* micro-dollars */
+	bool reserved_unknown;
+	double util_sum;                          /* the samples billed */
+	int64_t util_n;
+};
+int store_node_bill(struct store *s, const struct store_bill *b,
+		    struct sr_err *e);
+/* A live node ends (TERMINATED or LOST, why, when): 1 ended, 0 it had
+ * already ended. */
+int store_node_end(struct store *s, int64_t node, const char *state,
+		   const char *reason, int64_t now_ns, struct sr_err *e);
+/* The instance a launch answered with: recorded, the node BOOTING
+ * (pending: the cloud still boots it) and billed from now.  A node whose
+ * agent registered before (READY, no instance yet) keeps its state.
+ * 1 recorded, 0 the node was neither. */
+int store_node_booted(struct store *s, int64_t node, const char *instance_id,
+		      const char *blob, bool pending, int64_t now_ns,
+		      struct sr_err *e);
+/* The cloud's notice: when it came and its deadline (the cloud's time).
+ * 1 recorded, 0 the node had one already. */
+int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
+		       int64_t kill_ns, struct sr_err *e);
+/* The message of the job's last launch_refused event into msg: 1, or 0
+ * when it has none. */
+int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
+		      struct sr_err *e);
 
 #endif

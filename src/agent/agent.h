@@ -198,7 +198,9 @@ struct agent {
 	struct logbatch *logs;
 	struct status_reader st;   /* the workload's status file */
 	struct status_reader pg;   /* libspotckpt's progress report */
-	struct status_info last_status; /* both merged (agent__read_progress) */
+	struct status_info last_status; /* both merged (read_progress) */
+	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
+				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
 	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
 	int behind_sent;               /* the lag was reported, not cleared */
