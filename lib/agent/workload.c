@@ -23,11 +23,10 @@ static void close_pair(int p[2])
 
 /* Child side of workload_start, between fork and exec: only
  * async-signal-safe calls.  On failure it writes *f to errfd and exits. */
-static void child(const char *script, const char *cwd, char *const *envp,
-		  const struct workload_iso *iso, uid_t uid, gid_t gid,
+static void child(char *const *argv, const char *cwd, char *const *envp,
+		  int in, const struct workload_iso *iso, uid_t uid, gid_t gid,
 		  int outw, int errw, int errfd)
 {
-	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
 	struct iso_fail f;
 	struct sigaction sa;
 	sigset_t none;
@@ -45,7 +44,7 @@ static void child(const char *script, const char *cwd, char *const *envp,
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	fd = open("/dev/null", O_RDONLY);
+	fd = in >= 0 ? in : open("/dev/null", O_RDONLY);
 	if (fd < 0 || dup2(fd, 0) < 0 || dup2(outw, 1) < 0 || dup2(errw, 2) < 0) {
 		f.err = errno;
 		memcpy(f.step, "stdio", 6);
@@ -67,7 +66,7 @@ static void child(const char *script, const char *cwd, char *const *envp,
 		memcpy(f.step, "chdir", 6);
 		goto fail;
 	}
-	execve("/bin/sh", argv, envp);
+	execve(argv[0], argv, envp);
 	f.err = errno;
 	memcpy(f.step, "exec", 5);
 fail:
@@ -79,6 +78,15 @@ fail:
 int workload_start(struct workload *w, const char *script, const char *cwd,
 		   char *const *envp, const struct workload_iso *iso,
 		   struct sr_err *e)
+{
+	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
+
+	return workload_start_argv(w, argv, cwd, envp, -1, iso, e);
+}
+
+int workload_start_argv(struct workload *w, char *const *argv, const char *cwd,
+			char *const *envp, int in, const struct workload_iso *iso,
+			struct sr_err *e)
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	struct iso_fail f;
@@ -103,7 +111,7 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 		goto out;
 	}
 	if (pid == 0)
-		child(script, cwd, envp, iso, uid, gid, outp[1], errp[1], rep[1]);
+		child(argv, cwd, envp, in, iso, uid, gid, outp[1], errp[1], rep[1]);
 	setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
 	close(rep[1]);
 	rep[1] = -1;
@@ -127,8 +135,8 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 		w->iso_failed = strcmp(f.step, "exec") && strcmp(f.step, "chdir") &&
 				strcmp(f.step, "stdio");
 		if (!strcmp(f.step, "chdir"))
-			sr_err_set(e, rc, "workload: spawn /bin/sh in %s: %s",
-				   cwd, strerror(-rc));
+			sr_err_set(e, rc, "workload: spawn %s in %s: %s",
+				   argv[0], cwd, strerror(-rc));
 		else
 			sr_err_set(e, rc, "workload: %s%s%s%s: %s",
 				   w->iso_failed ? "isolation: " : "", f.step,

@@ -54,6 +54,13 @@ int workload_start(struct workload *w, const char *script, const char *cwd,
 		   char *const *envp, const struct workload_iso *iso,
 		   struct sr_err *e);
 
+/* The same for argv (argv[0] a path, exec'ed as is) with stdin from the
+ * descriptor `in` (-1: /dev/null; the child's copy only): the agent's
+ * unpacking of a job's files, in the workload's isolation. */
+int workload_start_argv(struct workload *w, char *const *argv, const char *cwd,
+			char *const *envp, int in, const struct workload_iso *iso,
+			struct sr_err *e);
+
 /* Send sig to the whole group.  0, or -ESRCH when the group is empty. */
 int workload_signal(const struct workload *w, int sig);
 

@@ -74,11 +74,26 @@ static bool env_name_ok(const char *k)
 	return true;
 }
 
+int api_upload_id_ok(const char *s)
+{
+	size_t i = 0;
+
+	if (strncmp(s, "sha256:", 7))
+		return 0;
+	for (s += 7; s[i]; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return i == 64;
+}
+
+#define upload_id_ok api_upload_id_ok
+
 int api_parse_job_create(const char *buf, size_t len, json_t **root,
 			 struct api_job_create *out, struct sr_err *e)
 {
 	static const char *const keys[] = { "spec_yaml", "spec_name", "workdir",
-					    "max_restarts", "envs", NULL };
+					    "max_restarts", "envs", "files", NULL };
 	const char *k;
 	json_t *v;
 	size_t off;
@@ -98,6 +113,11 @@ int api_parse_job_create(const char *buf, size_t len, json_t **root,
 		rc = sr_json_get_str_opt(*root, "spec_name", &out->spec_name, CTX, e);
 	if (!rc)
 		rc = sr_json_get_str_opt(*root, "workdir", &out->workdir, CTX, e);
+	if (!rc)
+		rc = sr_json_get_str_opt(*root, "files", &out->files, CTX, e);
+	if (!rc && out->files && !upload_id_ok(out->files))
+		rc = sr_err_set(e, -SR_EPARSE, CTX ": files: expected the \"upload\""
+				" of POST /v1/uploads (sha256:<64 hex>)");
 	if (!rc)
 		rc = sr_json_get_int_opt(*root, "max_restarts", &out->max_restarts,
 					 CTX, e);
@@ -239,12 +259,13 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 	static const char *const keys[] = { "workload", "attempt", "step",
 		"total_steps", "ckpt_step", "restored_step", "cpu_util",
 		"gpu_util", "workload_pgid", "ckpt_local_step", "ckpt_store_ns",
-		NULL };
+		"ckpt_at_ns", NULL };
 	const char *wl = "idle";
 	int rc, w;
 
 	memset(out, 0, sizeof *out);
 	out->step = out->total_steps = out->ckpt_step = out->restored_step = -1;
+	out->ckpt_at_ns = -1;
 	out->ckpt_local_step = out->ckpt_store_ns = -1;
 	out->cpu_util = out->gpu_util = -1;
 	rc = load_obj(buf, len, root, e);
@@ -270,6 +291,8 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 		rc = get_nonneg(*root, "ckpt_step", &out->ckpt_step, CTX, e);
 	if (!rc)
 		rc = get_nonneg(*root, "restored_step", &out->restored_step, CTX, e);
+	if (!rc)
+		rc = get_nonneg(*root, "ckpt_at_ns", &out->ckpt_at_ns, CTX, e);
 	if (!rc)
 		rc = get_nonneg(*root, "ckpt_local_step", &out->ckpt_local_step,
 				CTX, e);

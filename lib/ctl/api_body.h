@@ -40,6 +40,7 @@ struct api_job_create {
 	size_t spec_len;
 	const char *spec_name;  /* "job.yaml" if absent */
 	const char *workdir;    /* NULL if absent; absolute */
+	const char *files;      /* "sha256:<hex>" of an upload, NULL if absent */
 	int64_t max_restarts;   /* -1 if absent */
 	json_t *envs;           /* borrowed object of strings, or NULL */
 };
@@ -57,6 +58,8 @@ struct api_heartbeat {
 	enum api_workload workload;
 	int64_t attempt;
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 absent */
+	int64_t ckpt_at_ns;   /* when the agent saw ckpt_step committed
+				 (Unix ns), -1 absent */
 	/* the recovery point with tier 3: newest step on the node's disk,
 	 * and the save time (wall ns) of ckpt_step, the store's newest */
 	int64_t ckpt_local_step, ckpt_store_ns;               /* -1 absent */
@@ -104,6 +107,8 @@ struct api_report {
 	size_t n;
 };
 
+/* "sha256:" and 64 lower-case hex: an upload's id (POST /v1/uploads). */
+int api_upload_id_ok(const char *s);
 int api_parse_job_create(const char *buf, size_t len, json_t **root,
 			 struct api_job_create *out, struct sr_err *e);
 int api_parse_register(const char *buf, size_t len, json_t **root,

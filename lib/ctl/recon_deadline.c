@@ -82,7 +82,7 @@ int recon__deadline_check(struct ctl *c, struct store *db, const struct rjob *j,
 	if (d.state == CTL_DEADLINE_MISSED) {
 		char late[32];
 
-		sr_dur_format((int64_t)(d.late_s * 1e9), late, sizeof late);
+		sr_dur_format((int64_t)(d.late_s + 0.5) * SR_NS_PER_SEC, late, sizeof late);
 		snprintf(msg, sizeof msg, "deadline missed: %s at %s, %s of cloud "
 			 "time after the deadline (%s)", ended ? "ended" : "not done",
 			 ended ? jobsm_name(end) : jobsm_name(j->state), late, due);
@@ -98,7 +98,7 @@ int recon__deadline_check(struct ctl *c, struct store *db, const struct rjob *j,
 		double by = d.projected_s - (j->sim_start_s + j->deadline_s);
 
 		sim_time_str(c, d.projected_s, when, sizeof when);
-		sr_dur_format((int64_t)(by * 1e9), late, sizeof late);
+		sr_dur_format((int64_t)(by + 0.5) * SR_NS_PER_SEC, late, sizeof late);
 		snprintf(msg, sizeof msg, "deadline at risk: projected to finish at "
 			 "%s, %s after the deadline (%s)", when, late, due);
 		data = json_pack("{s:s,s:s,s:f,s:f}", "projected_finish_at", when,

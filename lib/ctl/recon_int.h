@@ -70,6 +70,8 @@ struct rnode {
 int recon__run(struct store_stmt *st, struct sr_err *e, const char *what);
 
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j);
+/* A step for a message: the number, or "unknown" when < 0. */
+const char *recon__step_str(int64_t step, char *buf, size_t n);
 /* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
  * *out malloc'd. */
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
@@ -177,17 +179,31 @@ bool recon__work_finished(const struct rjob *j);
 int recon__deadline_check(struct ctl *c, struct store *db, const struct rjob *j,
 			  enum job_state end, int64_t now, struct sr_err *e);
 
-/* Lost work (recon_lost.c).  _open, inside the transaction that leaves
- * the nodes: remember the step last seen, the attempt, and for a
- * preemption the node and the gang's price ($/h, 0 for a move).
- * _settle, inside a transaction: count it against `restored`, the
- * checkpoint step a later attempt (> the one left; -1 = any) resumed
- * from - a ledger event for a preemption, a `lost_work` event always.
- * `first`: this is the attempt's first report, so `restored` also
- * becomes the job's checkpoint step (a step reported as checkpointed
- * that the restore did not find was never durable). */
-int recon__lost_open(struct store *db, const struct rjob *j, int64_t node,
-		     sr_micros price, struct sr_err *e);
+/* Lost work (recon_lost.c).  _open, inside the transaction that ends
+ * attempt j->attempt before its work was safe (cause "preemption",
+ * "lost", "crash", "move"): remember its start, its end (now), a node of
+ * it and the price of its nodes together ($/h).  _seen: committed step
+ * `step` was first reported at at_ns during `attempt` (rank 0).
+ * _settle, inside a transaction: count every pending attempt older than
+ * `attempt` (-1: every one; the job ends) - `restored`, the step that
+ * attempt resumed from, is its predecessor's successor's word (-1: not
+ * said) - as a ledger_lost row and a lost_work event.  `first`: this is
+ * the attempt's first report, so `restored` also becomes the job's
+ * checkpoint step (a step reported as checkpointed that the restore did
+ * not find was never durable). */
+int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
+		     const char *cause, int64_t node, sr_micros price,
+		     int64_t now, struct sr_err *e);
+/* The price of the attempt's nodes together, $/h (a rank whose node is
+ * gone at the placement's price); and one preemption, counted for every
+ * surface: the job's counter and a ledger row at node x (may be NULL),
+ * in the caller's transaction. */
+sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
+			    size_t n);
+int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
+			    const struct rnode *x, int64_t now, struct sr_err *e);
+int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,
+		     int64_t step, int64_t at_ns, struct sr_err *e);
 int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e);

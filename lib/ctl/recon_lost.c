@@ -1,21 +1,32 @@
 /*
- * recon_lost.c - the work a preemption lost, counted from the checkpoint
- * the next attempt actually restores.
+ * recon_lost.c - the work an attempt lost, counted as it was: the cloud
+ * time the attempt ran past the point the next attempt resumed from.
  *
- * When a job leaves its nodes (a preemption, or a move), the step the
- * daemon last saw and its last known checkpoint may both be stale: the
- * daemon or the agent may have been down while the workload stepped and
- * checkpointed.  So nothing is counted then.  The job records what it
- * knows (jobs.lost_*: the step it last saw, the attempt, the node and
- * price of a preemption), and the count is made at the first progress
- * report of a later attempt - whose checkpoint step is the one restored -
- * or, if the job ends first, from the last checkpoint it reported:
+ * When an attempt ends before its work is safe - a preemption, a lost
+ * node, a crash, a move - the job records it in lost_pending: its start,
+ * its end (when the daemon saw it end: the notice, the loss, the crash),
+ * the price of its nodes together (every rank of a gang redoes the work).
+ * Nothing is counted then: what survived is known only when a later
+ * attempt says which checkpoint it restored (its first progress report;
+ * libspotckpt reports a fresh start as step 0).  ckpt_seen holds, for
+ * every committed step of the job, when it was committed (as the node's
+ * agent saw it) and during which attempt.  Then, oldest first, for each
+ * pending attempt i:
  *
- *   lost = max(0, step seen before - restored step) / total steps x work
+ *   r    the step the next attempt restored (the newest pending attempt,
+ *        when a later one reports); for an attempt whose successor never
+ *        said (it ended first, or the job ended): the newest step
+ *        committed during i - the best case - or none
+ *   t0   when r was committed, if that was during attempt i; else i's
+ *        start: its successor resumed from before it, so all of it is lost
+ *   lost_i = max(0, end_i - t0) x the time scale, in cloud seconds
  *
- * A preemption's lost work goes to the ledger (ledger_event, kind
- * preemption, at the preempted node's place and price); a move's is only
- * an event.
+ * So six attempts that each restart from step 0 lose all of each
+ * attempt's time, and a final checkpoint committed after the notice
+ * loses nothing.  Each count is one ledger_lost row (the dollars: lost
+ * time x the attempt's price) and one lost_work event, in the same
+ * transaction: `spotrun cost`, /metrics, FOCUS, the dashboard, `status`
+ * and `events` all read these, never a figure of their own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,153 +34,185 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
+#include "store/store_ctl.h"
 
-int recon__lost_open(struct store *db, const struct rjob *j, int64_t node,
-		     sr_micros price, struct sr_err *e)
+const char *recon__step_str(int64_t step, char *buf, size_t n)
 {
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, "UPDATE jobs SET lost_from_step=?1,"
-				" lost_attempt=?2, lost_node=?3, lost_price=?4"
-				" WHERE id=?5", &st, e);
-
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, j->step >= 0 ? j->step : 0);
-	store_bind_i64(st, 2, j->attempt);
-	if (node > 0)
-		store_bind_i64(st, 3, node);
-	store_bind_i64(st, 4, price);
-	store_bind_i64(st, 5, j->id);
-	rc = recon__run(st, e, "lost work pending");
-	store_done(st);
-	return rc;
+	if (step < 0)
+		snprintf(buf, n, "unknown");
+	else
+		snprintf(buf, n, "%" PRId64, step);
+	return buf;
 }
 
-struct pending {
-	int64_t from, attempt, node, total;
-	sr_micros price;
-	double work_s;
-	char cloud[16], region[40], zone[40], itype[48];
-};
-
-static int pending_load(struct store *db, int64_t job, struct pending *p)
+int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
+		     const char *cause, int64_t node, sr_micros price,
+		     int64_t now, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	struct sr_err e = { 0 };
-	int found;
+	struct store_lost p = {
+		.attempt = j->attempt, .node = node, .price_micros = price,
+		.started_ns = j->run_started_ns > 0 && j->run_started_ns <= now ?
+			      j->run_started_ns : now,
+		.ended_ns = now, .step = j->step,
+	};
 
-	memset(p, 0, sizeof *p);
-	if (store_prepare(db, "SELECT j.lost_from_step AS lost_from_step,"
-			  " j.lost_attempt AS lost_attempt,"
-			  " coalesce(j.lost_node, 0) AS lost_node,"
-			  " j.lost_price AS lost_price,"
-			  " coalesce(j.total_steps, -1) AS total_steps,"
-			  " CASE WHEN j.est_work_s > 0 THEN j.est_work_s ELSE"
-			  " j.work_s END AS work_s, coalesce(n.cloud, '') AS cloud,"
-			  " coalesce(n.region, '') AS region,"
-			  " coalesce(n.zone, '') AS zone,"
-			  " coalesce(n.instance_type, '') AS itype FROM jobs j"
-			  " LEFT JOIN nodes n ON n.id=j.lost_node WHERE j.id=? AND"
-			  " j.lost_from_step IS NOT NULL", &st, &e))
-		return -1;
-	store_bind_i64(st, 1, job);
-	found = store_step(st, &e);
-	if (found == 1) {
-		p->from = store_col_i64(st, "lost_from_step");
-		p->attempt = store_col_i64(st, "lost_attempt");
-		p->node = store_col_i64(st, "lost_node");
-		p->price = store_col_i64(st, "lost_price");
-		p->total = store_col_i64(st, "total_steps");
-		p->work_s = store_col_f64(st, "work_s");
-		snprintf(p->cloud, sizeof p->cloud, "%s", store_col_text(st, "cloud"));
-		snprintf(p->region, sizeof p->region, "%s", store_col_text(st, "region"));
-		snprintf(p->zone, sizeof p->zone, "%s", store_col_text(st, "zone"));
-		snprintf(p->itype, sizeof p->itype, "%s", store_col_text(st, "itype"));
+	(void)c;
+	if (j->attempt <= 0)
+		return 0; /* nothing ran yet */
+	snprintf(p.cause, sizeof p.cause, "%s", cause);
+	return store_lost_open(db, j->id, &p, e);
+}
+
+int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,
+		     int64_t step, int64_t at_ns, struct sr_err *e)
+{
+	if (step < 0 || attempt <= 0)
+		return 0;
+	return store_ckpt_seen_add(db, job, attempt, step, at_ns, e);
+}
+
+/* The price of the attempt's nodes together, $/h: the live ones, and a
+ * rank whose node is gone at the price of the job's placement. */
+sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
+			    size_t n)
+{
+	sr_micros sum = 0;
+	int have = 0;
+	json_t *pl = json_loads(j->placement, 0, NULL);
+	json_int_t each = json_integer_value(json_object_get(pl,
+						"price_micros_per_hour"));
+
+	json_decref(pl);
+	for (size_t i = 0; i < n; i++) {
+		if (j->notice_ns && live[i].created_ns >= j->notice_ns &&
+		    !live[i].notice_ns) /* placed at the notice: ran nothing */
+			continue;
+		sum += live[i].price;
+		have++;
 	}
-	store_done(st);
-	return found;
+	if (have < j->num_nodes && each > 0)
+		sum += (sr_micros)each * (j->num_nodes - have);
+	return sum;
 }
 
-/* A restore names the durable checkpoint: a step reported as checkpointed
- * before (a snapshot not yet durable when the node went) is not work
- * done. */
-static int set_restored(struct store *db, int64_t job, int64_t restored,
-			struct sr_err *e)
+/* One preemption of the job, counted once for every surface: the job's
+ * counter and a ledger row (kind preemption, at node x's place and price)
+ * in the caller's transaction. */
+int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
+			    const struct rnode *x, int64_t now, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, "UPDATE jobs SET ckpt_step=?1 WHERE id=?2",
-				&st, e);
+	struct ledger_event le = {
+		.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
+		.node_id = x ? x->id : 0, .provider = x ? x->cloud : NULL,
+		.region = x ? x->region : NULL, .zone = x ? x->zone : NULL,
+		.instance_type = x ? x->itype : NULL, .at_ns = now,
+		.unit_price = x ? x->price : 0,
+	};
+	int rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, e);
 
+	(void)c;
+	return rc ? rc : ledger_event_add(db, &le, e);
+}
+
+/* Count one pending attempt; r = what its successor resumed from (-1:
+ * not said). */
+static int settle_one(struct ctl *c, struct store *db, int64_t job,
+		      const struct store_lost *p, int64_t r, bool said, int64_t now,
+		      struct sr_err *e)
+{
+	int64_t t0 = p->started_ns, at = 0, in = 0, lost_ns;
+	char msg[320], dur[32];
+	const char *basis;
+	json_t *d;
+	int rc;
+
+	if (!said) {
+		rc = store_ckpt_newest_in(db, job, p->attempt, &r, e);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			r = -1;
+	}
+	rc = r >= 0 ? store_ckpt_seen_get(db, job, r, &at, &in, e) : 0;
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && in == p->attempt) {
+		t0 = at;
+		basis = said ? "restored a checkpoint this attempt committed" :
+			"its successor did not say what it restored: counted from "
+			"the newest checkpoint it committed";
+	} else {
+		basis = !said && r < 0 ? "it committed no checkpoint" :
+			"the next attempt resumed from before it: all of it";
+	}
+	lost_ns = (int64_t)(fmax(0.0, (double)(p->ended_ns - t0)) *
+			    c->cfg.time_scale);
+	{
+		struct ledger_lost l = {
+			.job_id = job, .attempt = p->attempt, .cause = p->cause,
+			.node_id = p->node, .provider = p->cloud[0] ? p->cloud : NULL,
+			.region = p->region, .zone = p->zone, .instance_type = p->itype,
+			.at_ns = now, .value_ns = lost_ns, .unit_price = p->price_micros,
+			.restored_step = said ? r : -1,
+		};
+		sr_micros cost = 0;
+
+		rc = ledger_lost_add(db, &l, &cost, e);
+		if (rc)
+			return rc;
+		d = json_pack("{s:I,s:s,s:o,s:f,s:I,s:s}", "attempt",
+			      (json_int_t)p->attempt, "cause", p->cause,
+			      "restored_step", said && r >= 0 ? json_integer(r) :
+			      json_null(), "lost_work_s", (double)lost_ns / 1e9,
+			      "lost_work_micros", (json_int_t)cost, "basis", basis);
+	}
+	sr_dur_format((lost_ns + SR_NS_PER_SEC / 2) / SR_NS_PER_SEC * SR_NS_PER_SEC,
+		      dur, sizeof dur); /* to the second */
+	if (said)
+		snprintf(msg, sizeof msg, "attempt %" PRId64 " (%s): the next "
+			 "attempt resumed from step %" PRId64 ": %s of cloud work "
+			 "lost (%s)", p->attempt, p->cause, r, dur, basis);
+	else
+		snprintf(msg, sizeof msg, "attempt %" PRId64 " (%s): %s of cloud "
+			 "work lost (%s)", p->attempt, p->cause, dur, basis);
+	rc = ctl_event_append(db, job, "lost_work", NULL, NULL, p->node, now,
+			      ctl__sim_at(c, now), d, msg, e);
+	json_decref(d);
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, restored);
-	store_bind_i64(st, 2, job);
-	rc = recon__run(st, e, "restored checkpoint");
-	store_done(st);
-	return rc;
+	return store_lost_clear(db, job, p->attempt, e);
 }
 
 int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e)
 {
-	struct pending p;
-	double lost_s = 0;
-	json_t *d;
-	char msg[200];
-	int rc;
+	struct store_lost v[16];
+	int n, rc;
 
+	/* A restore names the durable checkpoint: a step reported as
+	 * checkpointed before (a snapshot not yet durable when the node
+	 * went) is not work done. */
 	if (first && restored >= 0) {
-		rc = set_restored(db, job, restored, e);
+		rc = store_job_set_ckpt_step(db, job, restored, e);
 		if (rc)
 			return rc;
 	}
-	rc = pending_load(db, job, &p);
-	if (rc <= 0)
-		return rc < 0 ? sr_err_set(e, -EIO, "lost work: cannot read job") : 0;
-	if (attempt >= 0 && attempt <= p.attempt)
-		return 0; /* still the attempt that was left */
-	if (restored < 0)
-		restored = 0;
-	if (p.total > 0 && p.from > restored)
-		lost_s = (double)(p.from - restored) / (double)p.total * p.work_s;
-	if (p.price > 0) {
-		struct ledger_event le = {
-			.kind = LEDGER_EV_PREEMPTION, .job_id = job,
-			.node_id = p.node,
-			.provider = p.cloud[0] ? p.cloud : "unknown",
-			.region = p.region[0] ? p.region : NULL,
-			.zone = p.zone[0] ? p.zone : NULL,
-			.instance_type = p.itype[0] ? p.itype : NULL,
-			.at_ns = now, .value_ns = (int64_t)(lost_s * 1e9),
-			.unit_price = p.price,
-		};
+	n = store_lost_pending(db, job, attempt > 0 ? attempt : 0, v,
+			       (int)(sizeof v / sizeof v[0]), e);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		/* what the reporting attempt restored is its predecessor's */
+		bool said = attempt > 0 && restored >= 0 && i == n - 1;
 
-		rc = ledger_event_add(db, &le, e);
+		rc = settle_one(c, db, job, &v[i], said ? restored : -1, said, now, e);
 		if (rc)
 			return rc;
 	}
-	d = json_pack("{s:I,s:I,s:f}", "step_seen", (json_int_t)p.from,
-		      "restored_step", (json_int_t)restored, "lost_work_s", lost_s);
-	snprintf(msg, sizeof msg, "resumed from the checkpoint at step %" PRId64
-		 ": %" PRId64 " step(s), %.0f s of cloud work lost", restored,
-		 p.from > restored ? p.from - restored : 0, lost_s);
-	rc = ctl_event_append(db, job, "lost_work", NULL, NULL, p.node, now,
-			   ctl__sim_at(c, now), d, msg, e);
-	json_decref(d);
-	if (!rc) {
-		struct store_stmt *st = NULL;
-
-		rc = store_prepare(db, "UPDATE jobs SET lost_from_step=NULL,"
-				    " lost_node=NULL, lost_price=0 WHERE id=?", &st, e);
-		if (!rc) {
-			store_bind_i64(st, 1, job);
-			rc = recon__run(st, e, "lost work settled");
-			store_done(st);
-		}
-	}
-	return rc;
+	return 0;
 }

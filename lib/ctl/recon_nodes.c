@@ -44,6 +44,7 @@
 #include "finops/ledger.h"
 #include "finops/policy.h"
 #include "market/jobspec.h"
+#include "store/store_ctl.h"
 
 /* The reconciler's view of a node row (struct store_node, store.h). */
 static void node_row(const struct store_node *x, struct rnode *n)
@@ -131,36 +132,21 @@ static struct ctl_node_ref pnode(const struct rnode *n)
 
 static void set_kill_pending(struct store *db, int64_t node, int pending)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
+	int rc = store_node_set_kill_pending(db, node, pending, &e);
 
-	if (store_prepare(db, "UPDATE nodes SET kill_pending=?1 WHERE"
-			  " id=?2 AND kill_pending<>?1", &st, &e))
-		return;
-	store_bind_i64(st, 1, pending);
-	store_bind_i64(st, 2, node);
-	if (store_run(st, &e) < 0)
+	if (rc < 0)
 		sr_warn("recon", "cannot record a pending terminate", "node=%"
-			PRId64 " err=\"%s\"", node, sr_err_str(&e, -EIO));
-	store_done(st);
+			PRId64 " err=\"%s\"", node, sr_err_str(&e, rc));
 }
 
 /* The node's phase within `state` (schema.c m9): NULL for none. */
 static void set_phase(struct store *db, const struct rnode *n, const char *state,
 		      const char *phase)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int rc;
+	int rc = store_node_set_phase(db, n->id, state, phase, &e);
 
-	if (store_prepare(db, "UPDATE nodes SET phase=?1 WHERE id=?2 AND"
-			  " state=?3", &st, &e))
-		return;
-	store_bind_text(st, 1, phase); /* NULL: SQL NULL */
-	store_bind_i64(st, 2, n->id);
-	store_bind_text(st, 3, state);
-	rc = store_run(st, &e);
-	store_done(st);
 	if (rc == 1)
 		sr_info("recon", "node phase", "node=%" PRId64 " state=%s phase=%s",
 			n->id, state, phase ? phase : "-");
@@ -207,7 +193,6 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 {
 	struct ledger_row r = { 0 };
 	struct cloud_offering o;
-	struct store_stmt *st = NULL;
 	sr_micros cost = 0, list_cost = 0, res_cost = 0;
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
 	int rc;
@@ -254,34 +239,16 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	 * those out, and keep any a heartbeat added since (heartbeats do not
 	 * wait for the reconciler's transactions: routes_nodes.c); a stale
 	 * n billed twice (the ledger conflict above) cannot go below 0. */
-	rc = store_prepare(db, "UPDATE nodes SET billed_until_ns=?1,"
-			    " cost_micros=cost_micros+?2,"
-			    " util_sum=CASE WHEN util_n<=?5 THEN 0 ELSE util_sum-?4 END,"
-			    " util_n=greatest(util_n-?5, 0) WHERE id=?3", &st, e);
-	if (!rc) {
-		store_bind_i64(st, 1, until);
-		store_bind_i64(st, 2, cost);
-		store_bind_i64(st, 3, n->id);
-		store_bind_f64(st, 4, n->util_sum);
-		store_bind_i64(st, 5, n->util_n);
-		rc = recon__run(st, e, "bill node");
-		store_done(st);
-	}
-	if (!rc) {
-		rc = store_prepare(db, "UPDATE jobs SET cost_micros=cost_micros+?1,"
-				    " list_cost_micros=list_cost_micros+?3,"
-				    " reserved_cost_micros=reserved_cost_micros+?4,"
-				    " reserved_unknown=greatest(reserved_unknown, ?5)"
-				    " WHERE id=?2", &st, e);
-		if (!rc) {
-			store_bind_i64(st, 1, cost);
-			store_bind_i64(st, 2, n->job);
-			store_bind_i64(st, 3, list_cost);
-			store_bind_i64(st, 4, res_cost);
-			store_bind_i64(st, 5, n->reserved < 0);
-			rc = recon__run(st, e, "bill job");
-			store_done(st);
-		}
+	{
+		struct store_bill b = {
+			.node = n->id, .job = n->job, .until_ns = until,
+			.cost = cost, .list_cost = list_cost,
+			.reserved_cost = res_cost,
+			.reserved_unknown = n->reserved < 0,
+			.util_sum = n->util_sum, .util_n = n->util_n,
+		};
+
+		rc = store_node_bill(db, &b, e);
 	}
 	return rc;
 }
@@ -290,26 +257,15 @@ int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
 	char msg[128];
 	int rc;
 
 	rc = bill(c, db, n, now, e);
 	if (rc)
 		return rc;
-	rc = store_prepare(db, "UPDATE nodes SET state=?1, end_reason=?2,"
-			    " terminated_ns=?3 WHERE id=?4 AND state IN"
-			    " ('REQUESTED','BOOTING','READY')", &st, e);
-	if (rc)
-		return rc;
-	store_bind_text(st, 1, state);
-	store_bind_text(st, 2, reason);
-	store_bind_i64(st, 3, now);
-	store_bind_i64(st, 4, n->id);
-	rc = store_run(st, e);
-	store_done(st);
+	rc = store_node_end(db, n->id, state, reason, now, e);
 	if (rc <= 0)
-		return rc < 0 ? sr_err_prefix(e, "%s", "end node") : 0;
+		return rc;
 	snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64 ") %s: %s",
 		 n->id, n->rank, strcmp(state, "LOST") == 0 ? "lost" : "terminated",
 		 reason);
@@ -330,7 +286,6 @@ struct commit_ud {
 static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 {
 	struct commit_ud *u = ud;
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 	int rc;
 
@@ -339,24 +294,8 @@ static int commit_boot(void *ud, const char *id, const char *blob, bool pending)
 		return rc;
 	/* A cloud's instance may boot and its agent register (READY) before
 	 * this commit: its bootstrap secret was valid before the launch. */
-	rc = store_prepare(u->db, "UPDATE nodes SET state=CASE WHEN state="
-			   "'REQUESTED' THEN 'BOOTING' ELSE state END,"
-			   " phase=CASE WHEN state='REQUESTED' AND ?5=1 THEN"
-			   " 'pending' ELSE NULL END,"
-			   " instance_id=?1, driver_blob=?2, billed_until_ns=?3"
-			   " WHERE id=?4 AND (state='REQUESTED' OR"
-			   " (state='READY' AND instance_id IS NULL))", &st, &e);
-	if (!rc) {
-		store_bind_text(st, 1, id);
-		store_bind_text(st, 2, blob); /* NULL: SQL NULL */
-		store_bind_i64(st, 3, u->now);
-		store_bind_i64(st, 4, u->node);
-		store_bind_i64(st, 5, pending);
-		rc = store_run(st, &e);
-		store_done(st);
-		rc = rc == 1 ? 0 : rc < 0 ? sr_err_prefix(&e, "%s", "boot node") :
-		     -SR_ECONFLICT;
-	}
+	rc = store_node_booted(u->db, u->node, id, blob, pending, u->now, &e);
+	rc = rc == 1 ? 0 : rc < 0 ? rc : -SR_ECONFLICT;
 	if (!rc)
 		rc = store_commit(u->db, &e);
 	else
@@ -532,7 +471,6 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 			int64_t now, int64_t kill_at)
 {
 	struct sr_err e = { 0 };
-	struct store_stmt *st = NULL;
 	char msg[320], t[40];
 	int rc;
 
@@ -542,15 +480,8 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
 	rc = store_begin(db, &e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
-				    " WHERE id=?3 AND notice_ns IS NULL", &st, &e);
-	if (!rc) {
-		store_bind_i64(st, 1, now);
-		store_bind_i64(st, 2, kill_at);
-		store_bind_i64(st, 3, n->id);
-		rc = recon__run(st, &e, "notice");
-		store_done(st);
-	}
+		rc = store_node_noticed(db, n->id, now, kill_at, &e);
+	rc = rc < 0 ? rc : 0;
 	if (!rc) {
 		json_t *d = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "pool", n->pool,
 				      "cloud", n->cloud, "region", n->region,
@@ -582,20 +513,9 @@ static void bill_tx(struct ctl *c, struct store *db, const struct rnode *n, int6
 
 int recon__launch_refused(struct store *db, int64_t job, char *msg, size_t cap)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int found;
 
-	if (store_prepare(db, "SELECT message FROM events WHERE job_id=? AND"
-			  " type='launch_refused' ORDER BY seq DESC LIMIT 1",
-			  &st, &e))
-		return -EIO;
-	store_bind_i64(st, 1, job);
-	found = store_step(st, &e);
-	if (found == 1)
-		snprintf(msg, cap, "%s", store_col_text(st, "message"));
-	store_done(st);
-	return found;
+	return store_job_refusal(db, job, msg, cap, &e);
 }
 
 /* ---- silence on the monotonic clock ------------------------------------------ */

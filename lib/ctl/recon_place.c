@@ -14,6 +14,7 @@
 #include "ctl/auth.h"
 #include "ctl/jobsm.h"
 #include "ctl/recon_int.h"
+#include "store/store_ctl.h"
 #include "finops/ledger.h"
 
 /* Policy ticks of market history shown before the first decision:
@@ -76,6 +77,22 @@ bool ctl__spot_open(struct ctl *c, int pool)
  * our nodes there got a preemption notice, or a launch there failed for
  * capacity or quota, was without spot; any other tick counts as with
  * it.  avail and price are [ticks][nspot], oldest tick first. */
+struct unavail {
+	int64_t since;
+	double gap_ns;
+	int ticks, nspot, i;
+	uint8_t *avail;
+};
+
+static void mark_unavail(void *ud, int64_t at)
+{
+	struct unavail *u = ud;
+	int t = (int)((double)(at - u->since) / u->gap_ns);
+
+	if (t >= 0 && t < u->ticks)
+		u->avail[t * u->nspot + u->i] = 0;
+}
+
 static int warm_history(struct ctl *c, struct store *db,
 			const struct place_plan *p, int ticks, uint8_t *avail,
 			double *price)
@@ -91,10 +108,9 @@ static int warm_history(struct ctl *c, struct store *db,
 		return -ENOMEM;
 	memset(avail, 1, (size_t)ticks * (size_t)p->nspot);
 	for (int i = 0; !rc && i < p->nspot; i++) {
-		struct store_stmt *st = NULL;
+		struct unavail u = { since, gap_ns, ticks, p->nspot, i, avail };
 		struct cloud_offering o;
 		double last = -1;
-		int src;
 
 		ctl__price_history(c, p->spot[i], (double)p->gap_s, ticks, h);
 		if (ctl__describe(c, p->spot[i], &o) == 0 && o.spot_per_h >= 0)
@@ -106,25 +122,8 @@ static int warm_history(struct ctl *c, struct store *db,
 			last = h[t];
 			price[t * p->nspot + i] = last > 0 ? last : 0;
 		}
-		rc = store_prepare(db, "SELECT CASE WHEN notice_ns >= ?2 THEN"
-				   " notice_ns ELSE terminated_ns END AS at FROM nodes"
-				   " WHERE pool=?1 AND (notice_ns >= ?2 OR (end_reason"
-				   " IN ('capacity','quota') AND terminated_ns >= ?2))",
-				   &st, &e);
-		if (rc)
-			break;
-		store_bind_i64(st, 1, p->spot[i]);
-		store_bind_i64(st, 2, since);
-		while ((src = store_step(st, &e)) == 1) {
-			int64_t at = store_col_i64(st, "at");
-			int t = (int)((double)(at - since) / gap_ns);
-
-			if (t >= 0 && t < ticks)
-				avail[t * p->nspot + i] = 0;
-		}
-		if (src < 0)
-			rc = src;
-		store_done(st);
+		rc = store_pool_unavailable(db, p->spot[i], since, mark_unavail,
+					    &u, &e);
 	}
 	free(h);
 	return rc;
@@ -133,48 +132,41 @@ static int warm_history(struct ctl *c, struct store *db,
 static int load_state(struct ctl *c, struct store *db, int64_t id, void **blob,
 		      size_t *len, struct place_choice *last)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
+	void *b = NULL;
+	char *ds = NULL;
+	size_t n = 0;
+	json_t *d;
 	int rc;
 
 	*blob = NULL;
 	*len = 0;
 	memset(last, 0, sizeof *last);
 	last->pool = -1;
-	rc = store_prepare(db, "SELECT policy_state, decision FROM jobs "
-			   "WHERE id=?", &st, &e);
+	rc = store_job_policy_load(db, id, &b, &n, &ds, &e);
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, &e);
-	if (rc == 0)
-		rc = -SR_ENOTFOUND;
-	if (rc == 1) {
-		size_t n = 0;
-		const void *b = store_col_blob(st, "policy_state", &n);
-		json_t *d = json_loads(store_col_text(st, "decision"), 0, NULL);
-
-		rc = 0;
-		if (b && n > 0) {
-			rc = place_state_unpack(c->cfg.policy, b, n, blob, len);
-			if (rc == -SR_ECORRUPT) {
-				sr_warn("recon", "stored policy state not usable",
-					"job=%" PRId64 " bytes=%zu: another format, "
-					"version or policy; rebuilt from the market's "
-					"past", id, n);
-				rc = 0;
-			}
-		}
-		if (d) {
-			last->hold = (enum sim_hold)json_integer_value(json_object_get(d, "hold"));
-			last->pool = (int)json_integer_value(json_object_get(d, "pool"));
-			last->spot = json_is_true(json_object_get(d, "spot"));
-			snprintf(last->why, sizeof last->why, "%s",
-				 json_string_value(json_object_get(d, "why")) ?: "");
-			json_decref(d);
+	if (b && n > 0) {
+		rc = place_state_unpack(c->cfg.policy, b, n, blob, len);
+		if (rc == -SR_ECORRUPT) {
+			sr_warn("recon", "stored policy state not usable",
+				"job=%" PRId64 " bytes=%zu: another format, "
+				"version or policy; rebuilt from the market's "
+				"past", id, n);
+			rc = 0;
 		}
 	}
-	store_done(st);
+	d = ds ? json_loads(ds, 0, NULL) : NULL;
+	if (d) {
+		last->hold = (enum sim_hold)json_integer_value(json_object_get(d, "hold"));
+		last->pool = (int)json_integer_value(json_object_get(d, "pool"));
+		last->spot = json_is_true(json_object_get(d, "spot"));
+		snprintf(last->why, sizeof last->why, "%s",
+			 json_string_value(json_object_get(d, "why")) ?: "");
+		json_decref(d);
+	}
+	free(b);
+	free(ds);
 	return rc;
 }
 
@@ -182,7 +174,6 @@ static int save_state(struct ctl *c, struct store *db, int64_t id, int64_t tick,
 		      const void *state, size_t state_len,
 		      const struct place_choice *ch, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
 	json_t *d = json_pack("{s:i,s:i,s:b,s:s}", "hold", (int)ch->hold,
 			      "pool", ch->pool, "spot", ch->spot, "why", ch->why);
 	char *ds = d ? json_dumps(d, JSON_COMPACT) : NULL;
@@ -199,16 +190,7 @@ static int save_state(struct ctl *c, struct store *db, int64_t id, int64_t tick,
 	}
 	rc = store_begin(db, e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE jobs SET policy_state=?1, decision=?2,"
-				    " policy_tick=?3 WHERE id=?4", &st, e);
-	if (!rc) {
-		store_bind_blob(st, 1, blob, (int)len);
-		store_bind_text(st, 2, ds);
-		store_bind_i64(st, 3, tick);
-		store_bind_i64(st, 4, id);
-		rc = recon__run(st, e, "policy state");
-		store_done(st);
-	}
+		rc = store_job_policy_save(db, id, blob, len, ds, tick, e);
 	rc = store_end(db, rc, e);
 	free(ds);
 	free(blob);
@@ -325,7 +307,6 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			int64_t now, struct sr_err *e)
 {
 	struct cloud_offering o;
-	struct store_stmt *st = NULL;
 	int rc;
 
 	rc = ctl__describe(c, pool, &o);
@@ -334,6 +315,20 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 	for (int i = 0; i < nranks && !rc; i++) {
 		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
+		struct store_node_new nn = {
+			.job = j->id, .rank = ranks[i], .token_hash = dg,
+			.token_hash_len = CTL_DIGEST_LEN,
+			.provider = ctl__prov_name(c, pool), .cloud = o.cloud,
+			.region = o.region, .zone = o.zone,
+			.instance_type = o.instance_type,
+			.accelerator = o.accelerator, .accel_count = o.accel_count,
+			.spot = spot, .pool = pool,
+			.price_micros = spot ? o.spot_per_h : o.ondemand_per_h,
+			.list_micros = o.ondemand_per_h,
+			.reserved_micros = o.reserved_per_h, .created_ns = now,
+			.boot_at_ns = now + c->cfg.provision_ms * 1000000,
+		};
+		int64_t id = 0;
 
 		/* A placeholder nobody holds, until the node's agent trades
 		 * its bootstrap secret for a token (nodeboot.h) */
@@ -342,35 +337,7 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			break;
 		ctl_token_digest(tok, dg);
 		explicit_bzero(tok, sizeof tok);
-		rc = store_prepare(db, "INSERT INTO nodes(job_id, rank, state,"
-				   " token_hash, provider, cloud, region, zone,"
-				   " instance_type, accelerator, accel_count, spot,"
-				   " pool, price_micros, list_micros, reserved_micros,"
-				   " created_ns, boot_at_ns) VALUES(?1,?2,'REQUESTED',"
-				   "?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
-				   "?17)", &st, e);
-		if (rc)
-			break;
-		store_bind_i64(st, 1, j->id);
-		store_bind_i64(st, 2, ranks[i]);
-		store_bind_blob(st, 3, dg, CTL_DIGEST_LEN);
-		store_bind_text(st, 4, ctl__prov_name(c, pool));
-		store_bind_text(st, 5, o.cloud);
-		store_bind_text(st, 6, o.region);
-		store_bind_text(st, 7, o.zone);
-		store_bind_text(st, 8, o.instance_type);
-		store_bind_text(st, 9, o.accelerator);
-		store_bind_f64(st, 10, o.accel_count);
-		store_bind_i64(st, 11, spot);
-		store_bind_i64(st, 12, pool);
-		store_bind_i64(st, 13, spot ? o.spot_per_h : o.ondemand_per_h);
-		store_bind_i64(st, 14, o.ondemand_per_h);
-		store_bind_i64(st, 15, o.reserved_per_h);
-		store_bind_i64(st, 16, now);
-		store_bind_i64(st, 17, now + c->cfg.provision_ms * 1000000);
-		rc = store_run(st, e);
-		store_done(st);
-		rc = rc < 0 ? sr_err_prefix(e, "%s", "insert node") : 0;
+		rc = store_node_insert(db, &nn, &id, e);
 	}
 	return rc;
 }
@@ -400,18 +367,12 @@ int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 /* Update the job's human message (no event: nothing changed state). */
 void recon__job_set_msg(struct store *db, int64_t id, const char *msg)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
+	int rc = store_job_set_message(db, id, msg, &e);
 
-	if (store_prepare(db, "UPDATE jobs SET message=?1 WHERE id=?2 AND"
-			  " message<>?1", &st, &e))
-		return;
-	store_bind_text(st, 1, msg);
-	store_bind_i64(st, 2, id);
-	if (store_run(st, &e) < 0)
+	if (rc)
 		sr_warn("recon", "cannot set the job message", "job=%" PRId64
-			" err=\"%s\"", id, sr_err_str(&e, -EIO));
-	store_done(st);
+			" err=\"%s\"", id, sr_err_str(&e, rc));
 }
 
 static json_t *placement_json(struct ctl *c, int pool, bool spot, const char *why)
@@ -549,19 +510,8 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	if (rc)
 		goto fail;
 	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
-	if (!rc) {
-		struct store_stmt *st = NULL;
-
-		rc = store_prepare(db, "UPDATE jobs SET placement=?1, moves=moves+?2"
-				    " WHERE id=?3", &st, &e);
-		if (!rc) {
-			store_bind_text(st, 1, pls);
-			store_bind_i64(st, 2, moved);
-			store_bind_i64(st, 3, j->id);
-			rc = recon__run(st, &e, "placement");
-			store_done(st);
-		}
-	}
+	if (!rc)
+		rc = store_job_set_placement(db, j->id, pls, moved, &e);
 	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
 		 json_string_value(json_object_get(pl, "cloud")),
 		 json_string_value(json_object_get(pl, "region")),

@@ -258,6 +258,13 @@ static int setup_failure(const struct rnode *live, size_t n, int64_t *code)
 	return 0;
 }
 
+/* A node placed at the job's notice to replace a noticed one
+ * (replace_noticed): it has run nothing of the attempt being stopped. */
+static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
+{
+	return j->notice_ns && x->created_ns >= j->notice_ns;
+}
+
 /* PROVISIONING: replace noticed/missing ranks; RUNNING when all READY. */
 static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 			     struct rnode *live, size_t n)
@@ -281,7 +288,7 @@ static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 			rc = recon__node_end(c, db, &live[i], "TERMINATED", "preempted",
 					     now, &e);
 		if (!rc)
-			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, &e);
+			rc = recon__preemption_count(c, db, j, &live[i], now, &e);
 		if (!rc)
 			rc = ctl_event_append(db, j->id, "preempted", NULL, NULL,
 					   live[i].id, now, sim, NULL, "node "
@@ -367,22 +374,43 @@ static int exec_set_retire(struct store *db, int64_t node, struct sr_err *e)
 	return rc;
 }
 
+/* The cause of lost work a reason to leave RUNNING is (lost_pending). */
+static const char *lost_cause(const char *reason)
+{
+	if (!strcmp(reason, "preempted"))
+		return "preemption";
+	if (!strcmp(reason, "migrate"))
+		return "move";
+	return reason; /* "lost", "crash" */
+}
+
 /* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE (a
- * preemption notice, or the policy moving the job: then the nodes in
- * `retire` with .retire set are marked in the same transaction). */
+ * preemption notice, or the policy moving the job: then the nodes of
+ * `live` with .retire set are marked in the same transaction).  The
+ * attempt's work since what the next attempt restores is lost: it is
+ * recorded as pending (recon_lost.c); a preemption is counted. */
 static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 			 enum job_state to, const char *reason, const char *msg,
-			 bool restart, const struct rnode *retire, size_t nretire)
+			 bool restart, const struct rnode *live, size_t n)
 {
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c);
 	struct store_stmt *st = NULL;
+	const struct rnode *hit = n ? &live[0] : NULL;
+	bool preempted = strcmp(reason, "preempted") == 0;
 	int rc = store_begin(db, &e);
 
-	for (size_t i = 0; !rc && i < nretire; i++) {
-		if (retire[i].retire)
-			rc = exec_set_retire(db, retire[i].id, &e);
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (live[i].retire)
+			rc = exec_set_retire(db, live[i].id, &e);
+		if (live[i].notice_ns && (hit == &live[0] || !hit->notice_ns))
+			hit = &live[i];
 	}
+	if (!rc)
+		rc = recon__lost_open(c, db, j, lost_cause(reason), hit ? hit->id : 0,
+				      recon__gang_price(j, live, n), now, &e);
+	if (!rc && preempted)
+		rc = recon__preemption_count(c, db, j, hit, now, &e);
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc)
@@ -390,22 +418,16 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 				    " recover_reason=?2, restarts=restarts+?3,"
 				    " notice_ns=CASE WHEN ?4 THEN ?1 ELSE notice_ns END,"
 				    " notice_step=CASE WHEN ?4 THEN step ELSE notice_step"
-				    " END, preemptions=preemptions+?6 WHERE id=?5",
-				    &st, &e);
+				    " END WHERE id=?5", &st, &e);
 	if (!rc) {
 		store_bind_i64(st, 1, now);
 		store_bind_text(st, 2, reason);
 		store_bind_i64(st, 3, restart);
 		store_bind_i64(st, 4, to == JOB_NOTICE);
 		store_bind_i64(st, 5, j->id);
-		store_bind_i64(st, 6, strcmp(reason, "preempted") == 0);
 		rc = recon__run(st, &e, "leave running");
 		store_done(st);
 	}
-	/* A lost node: its work since the checkpoint the next attempt
-	 * restores is lost too (counted then, recon_lost.c). */
-	if (!rc && strcmp(reason, "lost") == 0)
-		rc = recon__lost_open(db, j, 0, 0, &e);
 	if (!rc)
 		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -443,20 +465,20 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 			 ": restart %" PRId64 " of %" PRId64, code, j->restarts + 1,
 			 j->max_restarts);
 		return leave_running(c, db, j, JOB_RECOVERING, "crash", msg, true,
-				     NULL, 0);
+				     live, n);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns) {
 			snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64
 				 ") got a preemption notice", live[i].id, live[i].rank);
 			return leave_running(c, db, j, JOB_NOTICE, "preempted", msg,
-					     false, NULL, 0);
+					     false, live, n);
 		}
 	}
 	if (rank_missing(j, live, n))
 		return leave_running(c, db, j, JOB_RECOVERING, "lost",
 				     "a node was lost: recovering from the last "
-				     "checkpoint", false, NULL, 0);
+				     "checkpoint", false, live, n);
 	return maybe_migrate(c, db, j, live, n);
 }
 
@@ -541,12 +563,6 @@ static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
 	return seen;
 }
 
-/* A node placed at the job's notice to replace a noticed one
- * (replace_noticed): it has run nothing of the attempt being stopped. */
-static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
-{
-	return j->notice_ns && x->created_ns >= j->notice_ns;
-}
 
 /* The node a preemption hit and the gang's price: from the live noticed
  * nodes, or - when the node pass already ended them (the instance was
@@ -637,22 +653,30 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		/* a replacement noticed before it ran: a preemption of its
 		 * own, counted as one while provisioning is */
 		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
-			rc = recon__job_set(db, j->id, "preemptions=preemptions+?1",
-					    1, &e);
+			rc = recon__preemption_count(c, db, j, &live[i], now, &e);
+		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
+			rc = ctl_event_append(db, j->id, "preempted", NULL, NULL,
+					      live[i].id, now, sim, NULL,
+					      "replacement node preempted before "
+					      "it ran", &e);
 	}
-	/* The work lost is counted when a later attempt restores: the step
-	 * and checkpoint seen now may be stale (recon_lost.c). */
-	if (!rc)
-		rc = recon__lost_open(db, j, node, migrate ? 0 : price, &e);
-	d = json_pack("{s:I,s:I,s:f}", "step", (json_int_t)j->step,
-		      "ckpt_step", (json_int_t)j->ckpt_step,
+	/* The work lost was recorded as pending when the job left RUNNING;
+	 * it is counted when a later attempt restores (recon_lost.c). */
+	d = json_pack("{s:o,s:o,s:f}", "step", j->step >= 0 ?
+		      json_integer(j->step) : json_null(), "ckpt_step",
+		      j->ckpt_step >= 0 ? json_integer(j->ckpt_step) : json_null(),
 		      "notice_to_stop_real_s", j->notice_ns ?
 		      (double)(now - j->notice_ns) / 1e9 : 0.0);
-	snprintf(msg, sizeof msg, "%s at step %" PRId64 ", last checkpoint "
-		 "seen at step %" PRId64 " (the work lost is counted from the "
-		 "checkpoint the next attempt restores)",
-		 migrate ? "left the old nodes" : "preempted", j->step,
-		 j->ckpt_step);
+	{
+		char a[32], b[32];
+
+		snprintf(msg, sizeof msg, "%s at step %s, last checkpoint seen at "
+			 "step %s (the work lost is counted from the checkpoint "
+			 "the next attempt restores)",
+			 migrate ? "left the old nodes" : "preempted",
+			 recon__step_str(j->step, a, sizeof a),
+			 recon__step_str(j->ckpt_step, b, sizeof b));
+	}
 	if (!rc)
 		rc = ctl_event_append(db, j->id, migrate ? "migrated" : "preempted",
 				   NULL, NULL, node, now, sim, d, msg, &e);

@@ -27,6 +27,16 @@ void ctl__routes_nodes(void);
 /* The IMDSv2 the daemon serves the nodes of a provider with
  * CLOUD_CAP_HOSTED_META (routes_imds.c; registered when one is open). */
 void ctl__routes_imds(void);
+/* routes_files.c: POST /v1/uploads, GET /v1/nodes/{id}/files */
+void ctl__routes_files(void);
+struct jobspec;
+/* A job's files, checked at POST /v1/jobs: a spec with workdir: or
+ * file_mounts: needs an upload (`files`), which must hold workdir/ and
+ * every mount's destination; an API workdir is never inside the state
+ * dir.  0, or -EINVAL / -EPERM (a 400) / a store error with e. */
+int ctl__files_check(struct ctl *c, struct store *db, const struct jobspec *js,
+		     const char *files, const char *workdir, struct sr_err *e);
+
 
 /* HTTP server (server.c).  _prepare checks the listen address against
  * the TLS settings and loads the certificate (before anything slow);
@@ -44,6 +54,12 @@ void ctl__http_stop(struct ctl *c);
  * live_only, limit); 0 or an error. */
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		      bool with_nodes, struct sr_err *e);
+/* The same with the job's ledger totals given (t; NULL: read them):
+ * a list reads every job's at once (finops_report_build by job). */
+struct finops_totals;
+json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
+			   bool with_nodes, const struct finops_totals *t,
+			   struct sr_err *e);
 struct store_node;
 json_t *ctl__node_json(const struct store_node *n);
 int ctl__nodes_json(struct store *s, int64_t job, bool live_only,

@@ -15,6 +15,7 @@
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
 #include "ctl/routes.h"
+#include "finops/report.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
 #include "ctl/secrets.h"
@@ -158,9 +159,9 @@ static int job_insert(struct ctl *c, struct store *db,
 			   "spec_yaml, spec_json, workdir, envs, num_nodes, "
 			   "max_restarts, created_ns, updated_ns, state_since_ns,"
 			   " sim_start_s, deadline_s, work_s, candidates, message,"
-			   " idem_key, idem_hash, secrets_enc)"
+			   " idem_key, idem_hash, secrets_enc, files)"
 			   " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			   "?10,?11,?12,?13,'accepted',?14,?15,?16) RETURNING id",
+			   "?10,?11,?12,?13,'accepted',?14,?15,?16,?17) RETURNING id",
 			   &st, e);
 	if (rc)
 		goto out;
@@ -190,6 +191,7 @@ static int job_insert(struct ctl *c, struct store *db,
 	else
 		store_bind_null(st, 15);
 	store_bind_blob(st, 16, sec->sealed, sec->sealed_len);
+	store_bind_text(st, 17, b->files);
 	rc = store_step(st, e);
 	if (rc == 1) {
 		*id = store_col_i64(st, "id");
@@ -264,6 +266,16 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = internal(rs, &e, -ENOMEM);
 		goto out;
 	}
+	/* the job's files came with it, never from a path of ours */
+	rc = ctl__files_check(c, db, &js, b.files, b.workdir, &e);
+	if (rc) {
+		if (rc == -EINVAL || rc == -EPERM)
+			ctl_resp_error(rs, 400, "%s: %s", b.spec_name,
+				       sr_err_str(&e, rc));
+		else
+			internal(rs, &e, rc);
+		goto out;
+	}
 	/* secret values never reach the database in clear */
 	rc = ctl_secrets_split(&js, b.spec_yaml, b.spec_len, specj, b.envs,
 			       c->secrets_key, &sec, &e);
@@ -325,18 +337,31 @@ static int jobs_append(struct ctl *c, struct store *db, const char *sql,
 		       json_t *arr, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
+	struct finops_report rep = { 0 };
 	json_t *j;
 	int rc;
 
-	rc = store_prepare(db, sql, &st, e);
-	if (rc)
+	/* every job's ledger figures in one pass over the ledger */
+	rc = finops_report_build(db, NULL, FINOPS_BY_JOB, &rep, e);
+	if (!rc)
+		rc = store_prepare(db, sql, &st, e);
+	if (rc) {
+		finops_report_free(&rep);
 		return rc;
+	}
 	if (name)
 		store_bind_text(st, 1, name);
 	while ((int)json_array_size(arr) < limit && (rc = store_step(st, e)) == 1) {
+		static const struct finops_totals none;
+		const struct finops_group *g;
+		char key[32];
+
 		if (states && !state_in(states, store_col_text(st, "state")))
 			continue;
-		j = ctl__job_json(c, db, store_col_i64(st, "id"), false, e);
+		snprintf(key, sizeof key, "%lld", (long long)store_col_i64(st, "id"));
+		g = finops_report_group(&rep, key);
+		j = ctl__job_json_with(c, db, store_col_i64(st, "id"), false,
+				       g ? &g->t : &none, e);
 		if (!j && e->code == -SR_ENOTFOUND)
 			continue; /* gone between the two reads */
 		if (!j || json_array_append_new(arr, j)) {
@@ -346,6 +371,7 @@ static int jobs_append(struct ctl *c, struct store *db, const char *sql,
 		}
 	}
 	store_done(st);
+	finops_report_free(&rep);
 	return rc < 0 ? rc : 0;
 }
 

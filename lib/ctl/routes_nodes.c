@@ -286,6 +286,7 @@ struct sky_extra {
 	json_t *mounts;   /* new reference, an object */
 	int sync_workdir;
 	int gpus;
+	int files;        /* the job brings files (GET .../files) */
 };
 
 static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
@@ -321,8 +322,8 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc "
-			  "FROM jobs WHERE id=?", &st, &err))
+	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc, "
+			  "files FROM jobs WHERE id=?", &st, &err))
 		return envs;
 	store_bind_i64(st, 1, job);
 	if (store_step(st, &err) == 1) {
@@ -361,6 +362,7 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 			json_decref(sec);
 		}
 		snprintf(workdir, wn, "%s", store_col_text(st, "workdir"));
+		x->files = !store_col_null(st, "files");
 		json_decref(spec);
 		json_decref(over);
 	}
@@ -379,7 +381,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct sr_err e = { 0 };
 	struct store_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
-	struct sky_extra sky = { NULL, 0, 0 };
+	struct sky_extra sky = { NULL, 0, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
@@ -450,7 +452,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:i,s:o*,s:I}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -463,8 +465,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"region", n.region, "zone", n.zone, "instance_type", n.itype,
 		"spot", n.spot, "price_micros_per_hour", (json_int_t)n.price,
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
-		"sync_workdir", sky.sync_workdir, "gpus_per_node", sky.gpus,
-		"ckpt_uri", uri_json(uri),
+		"sync_workdir", sky.sync_workdir, "files", sky.files,
+		"gpus_per_node", sky.gpus, "ckpt_uri", uri_json(uri),
 		"ckpt_alert_intervals", (json_int_t)alert_intervals));
 }
 
@@ -625,9 +627,20 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			if (first)
 				rc = 0;
 		}
+		/* When this attempt committed its checkpoint: the store's
+		 * save time with tier 3, else the agent's own time when it
+		 * gives one (a heartbeat comes up to a period later), never
+		 * in the future */
+		if (!rc && b.ckpt_step >= 0) {
+			int64_t at = b.ckpt_store_ns > 0 ? b.ckpt_store_ns :
+				     b.ckpt_at_ns;
+
+			rc = recon__lost_seen(db, n.job, b.attempt, b.ckpt_step,
+					      at > 0 && at < now ? at : now, &e);
+		}
 		/* The first report of a later attempt names the checkpoint it
-		 * restored: count the work the last preemption lost, and make
-		 * it the job's checkpoint (recon_lost.c). */
+		 * restored: count the work the attempts before it lost, and
+		 * make it the job's checkpoint (recon_lost.c). */
 		if (!rc && restored >= 0)
 			rc = recon__lost_settle(rq->ctl, db, n.job,
 						b.attempt, restored, first, now, &e);
@@ -797,15 +810,26 @@ static int apply_event(struct ctl *c, struct store *db,
 		d = json_pack("{s:I,s:I,s:f,s:b,s:b}", "attempt", (json_int_t)ev->attempt,
 			      "step", (json_int_t)ev->step, "stall_ms", ev->stall_ms,
 			      "final", ev->final, "durable", ev->durable);
-		snprintf(msg, sizeof msg, "%scheckpoint at step %" PRId64
-			 " (stall %.1f ms)", ev->final ? "final " : "", ev->step,
-			 ev->stall_ms);
+		{
+			char st_[32], stall[32] = "stall unknown";
+
+			if (ev->stall_ms >= 0)
+				snprintf(stall, sizeof stall, "stall %.1f ms",
+					 ev->stall_ms);
+			snprintf(msg, sizeof msg, "%scheckpoint at step %s (%s)",
+				 ev->final ? "final " : "",
+				 recon__step_str(ev->step, st_, sizeof st_), stall);
+		}
 		rc = ctl_event_append(db, n->job, "checkpoint", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
 			rc = exec_bind2(db, "UPDATE jobs SET ckpt_step=greatest("
 					"ckpt_step, ?1) WHERE id=?2", ev->step,
 					n->job, e);
+		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
+			rc = recon__lost_seen(db, n->job, ev->attempt, ev->step,
+					      ev->ts_ns > 0 && ev->ts_ns < now ?
+					      ev->ts_ns : now, e);
 		if (!rc && ev->stall_ms >= 0) {
 			struct ledger_event le = {
 				.kind = LEDGER_EV_CKPT_STALL, .job_id = n->job,

@@ -7,7 +7,11 @@
  * (3) once more with no data.  On (1) a request whose Content-Length is
  * over CTL_BODY_MAX is answered 413 at once; on (2) chunks are appended
  * until the limit, past which the rest is discarded and 413 answered on
- * (3).  Routing, authentication and the handler all run on (3).
+ * (3).  Routing, authentication and the handler all run on (3).  One
+ * exception to the limit: POST /v1/uploads (a job's files, a tar of up
+ * to BUNDLE_MAX_BYTES) carrying the admin token - checked on (1), from
+ * the header alone, so nobody without it makes the daemon hold more
+ * than CTL_BODY_MAX of a body.
  *
  * Every answer is JSON.  libmicrohttpd 0.9.75 writes some answers itself,
  * as HTML, before any callback of ours runs, and has no hook to replace
@@ -30,9 +34,11 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "bundle/bundle.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
 #include "ctl/routes.h"
@@ -40,6 +46,7 @@
 struct conn {
 	char *body;
 	size_t len, cap;
+	size_t max;         /* this request's body limit (set on call 1) */
 	bool too_big;
 	bool started;       /* the header call (1) has been seen */
 	size_t query_len;   /* bytes after '?' in the raw request target */
@@ -102,12 +109,39 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, int status,
 	return send_resp(mc, &rs);
 }
 
+static bool ctype_is(const char *ct, const char *want)
+{
+	size_t n = strlen(want);
+
+	return ct && strncasecmp(ct, want, n) == 0 &&
+	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
 static bool json_ctype(const char *ct)
 {
-	size_t n = strlen("application/json");
+	return ctype_is(ct, "application/json");
+}
 
-	return ct && strncasecmp(ct, "application/json", n) == 0 &&
-	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+/* The body limit of a request, from its head: a job's files (POST
+ * /v1/uploads, application/x-tar) may be BUNDLE_MAX_BYTES when the
+ * request carries the admin token; anything else CTL_BODY_MAX. */
+static size_t body_max(struct ctl *c, struct MHD_Connection *mc,
+		       const char *method, const char *url)
+{
+	struct ctl_req rq = { .ctl = c };
+	unsigned char d[CTL_DIGEST_LEN];
+	const char *tok;
+
+	if (strcmp(method, "POST") || strcmp(url, "/v1/uploads"))
+		return CTL_BODY_MAX;
+	rq.auth_header = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_AUTHORIZATION);
+	tok = ctl_req_bearer(&rq);
+	if (!tok)
+		return CTL_BODY_MAX;
+	ctl_token_digest(tok, d);
+	return CRYPTO_memcmp(d, c->admin_digest, CTL_DIGEST_LEN) == 0 ?
+	       BUNDLE_MAX_BYTES : CTL_BODY_MAX;
 }
 
 /* libmicrohttpd's own messages (a request it refused itself, a socket
@@ -195,9 +229,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 		if (cn->query_len > CTL_QUERY_MAX)
 			return send_error(mc, 400, "query string longer than "
 					  "1024 bytes");
-		if (cl && strtoull(cl, NULL, 10) > CTL_BODY_MAX) {
+		cn->max = body_max(c, mc, method, url);
+		if (cl && strtoull(cl, NULL, 10) > cn->max) {
 			cn->too_big = true;
-			return send_error(mc, 413, "request body over 1048576 bytes");
+			return send_error(mc, 413, cn->max == CTL_BODY_MAX ?
+					  "request body over 1048576 bytes" :
+					  "a job's files over the upload limit");
 		}
 		return MHD_YES;
 	}
@@ -205,7 +242,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 		size_t n = *upload_size;
 
 		*upload_size = 0;
-		if (cn->too_big || cn->len + n > CTL_BODY_MAX) {
+		if (cn->too_big || cn->len + n > cn->max) {
 			cn->too_big = true;
 			return MHD_YES;
 		}
@@ -227,7 +264,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 		return MHD_YES;
 	}
 	if (cn->too_big)
-		return send_error(mc, 413, "request body over 1048576 bytes");
+		return send_error(mc, 413, cn->max == CTL_BODY_MAX ?
+				  "request body over 1048576 bytes" :
+				  "a job's files over the upload limit");
 	if (atomic_load(&c->stopping))
 		return send_error(mc, 503, "spotrund is shutting down");
 
@@ -242,7 +281,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 						     MHD_HTTP_HEADER_AUTHORIZATION);
 	rq.ctype = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
 					       MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (cn->len > 0 && strncmp(url, "/imds/", 6) != 0 && !json_ctype(rq.ctype))
+	if (cn->len > 0 && strncmp(url, "/imds/", 6) != 0 && !json_ctype(rq.ctype) &&
+	    !(strcmp(url, "/v1/uploads") == 0 &&
+	      ctype_is(rq.ctype, "application/x-tar")))
 		return send_error(mc, 415, "request body must be Content-Type: "
 				  "application/json");
 	ctl__dispatch(&rq, &rs);

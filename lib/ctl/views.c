@@ -13,6 +13,7 @@
 #include "ctl/deadline.h"
 #include "ctl/jobsm.h"
 #include "ctl/routes.h"
+#include "finops/report.h"
 #include "store/store.h"
 
 static json_t *ts_or_null(int64_t ns)
@@ -200,15 +201,49 @@ static json_t *deadline_json(struct ctl *c, const struct store_job *r)
 			 "late_s", d.late_s);
 }
 
+/* The job's figures as the ledger has them (lib/finops/report.h): the
+ * one source of its cost, preemptions, downtime and lost work. */
+static json_t *ledger_json(const struct finops_totals *t)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:I,s:I,s:f}",
+			 "cost_micros", (json_int_t)t->cost,
+			 "list_cost_micros", (json_int_t)t->list_cost,
+			 "preemptions", (json_int_t)t->preemptions,
+			 "recoveries", (json_int_t)t->recoveries,
+			 "downtime_s", (double)t->downtime_ns / 1e9,
+			 "lost_attempts", (json_int_t)t->lost_attempts,
+			 "lost_work_s", (double)t->lost_work_ns / 1e9,
+			 "lost_work_micros", (json_int_t)t->lost_work_cost,
+			 "idle_cost_micros", (json_int_t)t->idle_cost,
+			 "idle_fraction", t->cost > 0 ? (double)t->idle_cost /
+			 (double)t->cost : 0.0);
+}
+
 json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		     bool with_nodes, struct sr_err *e)
 {
+	return ctl__job_json_with(c, s, id, with_nodes, NULL, e);
+}
+
+json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
+			   bool with_nodes, const struct finops_totals *t,
+			   struct sr_err *e)
+{
 	struct store_job r;
+	struct finops_report rep = { 0 };
 	json_t *j = NULL, *spec, *pl;
 	double elapsed;
 
+	if (!t) {
+		struct finops_filter f = { 0, 0, id };
+
+		if (finops_report_build(s, &f, FINOPS_BY_TOTAL, &rep, e))
+			return NULL;
+		t = &rep.total;
+	}
 	if (store_job_load(s, id, STORE_JOB_SPEC, &r, e))
 		return NULL;
+
 	j = json_object();
 	if (!j) {
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
@@ -225,9 +260,11 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	put(j, "attempt", json_integer(r.attempt));
 	put(j, "restarts", json_integer(r.restarts));
 	put(j, "max_restarts", json_integer(r.max_restarts));
-	put(j, "preemptions", json_integer(r.preemptions));
+	/* counts and money from the ledger, as every other surface */
+	put(j, "preemptions", json_integer(t->preemptions));
 	put(j, "moves", json_integer(r.moves));
-	put(j, "recoveries", json_integer(r.recoveries));
+	put(j, "recoveries", json_integer(t->recoveries));
+	put(j, "ledger", ledger_json(t));
 	put(j, "exit_code", int_or_null(r.exit_code));
 	put(j, "step", int_or_null(r.step));
 	put(j, "total_steps", int_or_null(r.total_steps));
@@ -239,10 +276,10 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 	    json_null() : json_real((sr_time_real_ns() - r.ckpt_store_ns) / 1e9));
 	put(j, "message", json_string(r.message));
 	put(j, "sim_deadline_s", real_or_null(r.deadline_s));
-	put(j, "cost_micros", json_integer(r.cost_micros));
+	put(j, "cost_micros", json_integer(t->cost));
 	put(j, "spec_name", json_string(r.spec_name));
 	put(j, "workdir", text_or_null(r.workdir));
-	put(j, "list_cost_micros", json_integer(r.list_cost_micros));
+	put(j, "list_cost_micros", json_integer(t->list_cost));
 	spec = json_loads(r.spec_json, 0, NULL);
 	redact_secrets(spec);
 	pl = r.placement ? json_loads(r.placement, 0, NULL) : NULL;
@@ -290,5 +327,6 @@ json_t *ctl__job_json(struct ctl *c, struct store *s, int64_t id,
 		sr_err_set(e, -ENOMEM, "job view: out of memory");
 out:
 	store_job_free(&r);
+	finops_report_free(&rep);
 	return j;
 }

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "store/store_ctl.h"
+
 
 double workest_total(const struct workest *w, const struct workest_job *j)
 {
@@ -116,72 +118,35 @@ double workest_restart(double est_s, double sample_s)
 static int restart_sample(struct store *db, int64_t job, int64_t now_ns,
 			  double scale, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	double sample = 0, est = 0;
-	int rc;
+	int64_t created = 0;
+	double sample, est = 0;
+	int rc = store_restart_node(db, job, &created, &est, e);
 
-	rc = store_prepare(db, "SELECT n.created_ns, j.est_restart_s FROM nodes n"
-			   " JOIN jobs j ON j.id=n.job_id WHERE n.job_id=?1 AND"
-			   " n.rank=0 AND n.state='READY' AND NOT EXISTS"
-			   " (SELECT 1 FROM exits x WHERE x.node_id=n.id)"
-			   " ORDER BY n.id DESC LIMIT 1", &st, e);
-	if (rc)
+	if (rc <= 0)
 		return rc;
-	store_bind_i64(st, 1, job);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		sample = (double)(now_ns - store_col_i64(st, "created_ns")) / 1e9 *
-			 scale;
-		est = store_col_f64(st, "est_restart_s");
-	}
-	store_done(st);
-	if (rc < 0 || sample <= 0)
-		return rc < 0 ? rc : 0;
-	rc = store_prepare(db, "UPDATE jobs SET est_restart_s=?1 WHERE id=?2", &st, e);
-	if (rc)
-		return rc;
-	store_bind_f64(st, 1, workest_restart(est, sample));
-	store_bind_i64(st, 2, job);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc < 0 ? sr_err_prefix(e, "restart estimate") : 0;
+	sample = (double)(now_ns - created) / 1e9 * scale;
+	if (sample <= 0)
+		return 0;
+	return store_job_set_restart_est(db, job, workest_restart(est, sample), e);
 }
 
 int workest_report(struct store *db, int64_t job, int64_t attempt,
 		   int64_t step, int64_t now_ns, double scale,
 		   int64_t interval_ns, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
+	struct store_est se;
 	struct workest w;
 	struct workest_job j = { .scale = scale, .interval_ns = interval_ns };
 	int rc, first = 0;
 
-	memset(&w, 0, sizeof w);
-	rc = store_prepare(db, "SELECT work_s, coalesce(total_steps, -1) AS total,"
-			   " est_work_s, est_pace_ns, est_steps, est_attempt,"
-			   " est_step0, est_t0_ns, est_last_step, est_last_ns,"
-			   " est_upd_ns FROM jobs WHERE id=?", &st, e);
+	rc = store_est_load(db, job, &se, e);
 	if (rc)
 		return rc;
-	store_bind_i64(st, 1, job);
-	rc = store_step(st, e);
-	if (rc <= 0) {
-		store_done(st);
-		return rc < 0 ? rc : sr_err_set(e, -SR_ENOTFOUND, "job %lld",
-						(long long)job);
-	}
-	j.declared_s = store_col_f64(st, "work_s");
-	j.total_steps = store_col_i64(st, "total");
-	w.work_s = store_col_f64(st, "est_work_s");
-	w.pace_ns = store_col_f64(st, "est_pace_ns");
-	w.steps = store_col_i64(st, "est_steps");
-	w.attempt = store_col_i64(st, "est_attempt");
-	w.step0 = store_col_i64(st, "est_step0");
-	w.t0_ns = store_col_i64(st, "est_t0_ns");
-	w.last_step = store_col_i64(st, "est_last_step");
-	w.last_ns = store_col_i64(st, "est_last_ns");
-	w.upd_ns = store_col_i64(st, "est_upd_ns");
-	store_done(st);
+	j.declared_s = se.declared_s;
+	j.total_steps = se.total_steps;
+	w = (struct workest){ se.work_s, se.pace_ns, se.steps, se.attempt,
+			      se.step0, se.t0_ns, se.last_step, se.last_ns,
+			      se.upd_ns };
 	if (attempt != w.attempt && step >= 0) {
 		first = 1;
 		rc = restart_sample(db, job, now_ns, scale, e);
@@ -189,25 +154,15 @@ int workest_report(struct store *db, int64_t job, int64_t attempt,
 			return rc;
 	}
 	workest_sample(&w, &j, attempt, step, now_ns);
-	rc = store_prepare(db, "UPDATE jobs SET est_work_s=?1, est_pace_ns=?2,"
-			   " est_steps=?3, est_attempt=?4, est_step0=?5,"
-			   " est_t0_ns=?6, est_last_step=?7, est_last_ns=?8,"
-			   " est_upd_ns=?9 WHERE id=?10", &st, e);
-	if (rc)
-		return rc;
-	store_bind_f64(st, 1, w.work_s);
-	store_bind_f64(st, 2, w.pace_ns);
-	store_bind_i64(st, 3, w.steps);
-	store_bind_i64(st, 4, w.attempt);
-	store_bind_i64(st, 5, w.step0);
-	store_bind_i64(st, 6, w.t0_ns);
-	store_bind_i64(st, 7, w.last_step);
-	store_bind_i64(st, 8, w.last_ns);
-	store_bind_i64(st, 9, w.upd_ns);
-	store_bind_i64(st, 10, job);
-	rc = store_run(st, e);
-	store_done(st);
-	if (rc < 0)
-		return sr_err_prefix(e, "work estimate");
-	return first;
+	se.work_s = w.work_s;
+	se.pace_ns = w.pace_ns;
+	se.steps = w.steps;
+	se.attempt = w.attempt;
+	se.step0 = w.step0;
+	se.t0_ns = w.t0_ns;
+	se.last_step = w.last_step;
+	se.last_ns = w.last_ns;
+	se.upd_ns = w.upd_ns;
+	rc = store_est_save(db, job, &se, e);
+	return rc ? rc : first;
 }

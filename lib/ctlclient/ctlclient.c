@@ -174,17 +174,27 @@ int ctlc_idem_key(char out[CTLC_IDEM_KEY_LEN + 1])
 	return sr_random_hex(out, CTLC_IDEM_KEY_LEN / 2);
 }
 
-/* Send `method path` (body may be NULL); on a 2xx reply return 0 with it
- * in *r (the caller frees it with sr_http_resp_free, also on failure). */
+/* A body that is not JSON (ctlc_post_raw), and a per-call timeout. */
+struct raw {
+	const char *ctype;     /* "Content-Type: ..." header line */
+	const void *data;
+	size_t len;
+	long timeout_ms;       /* 0: the client's */
+};
+
+/* Send `method path` (body, or raw's, may be NULL); on a 2xx reply return
+ * 0 with it in *r (the caller frees it with sr_http_resp_free, also on
+ * failure). */
 static int request(const struct ctlc *c, const char *method, const char *path,
-		   json_t *body, const char *accept, struct sr_http_resp *r,
-		   long *status, struct sr_err *e)
+		   json_t *body, const struct raw *raw, const char *accept,
+		   struct sr_http_resp *r, long *status, struct sr_err *e)
 {
 	const char *hdr[] = { c->auth, accept, NULL, NULL, NULL };
 	char idem[sizeof "Idempotency-Key: " + CTLC_IDEM_KEY_LEN];
 	struct sr_http_opts o;
 	char *url = NULL, *text = NULL;
-	size_t nh = 2;
+	const char *data = NULL;
+	size_t nh = 2, dlen = 0;
 	int rc;
 
 	if (status)
@@ -211,9 +221,15 @@ static int request(const struct ctlc *c, const char *method, const char *path,
 			goto out;
 		}
 		hdr[nh++] = "Content-Type: application/json";
+		data = text;
+		dlen = strlen(text);
+	} else if (raw && raw->data) {
+		hdr[nh++] = raw->ctype;
+		data = raw->data;
+		dlen = raw->len;
 	}
 	sr_http_opts_default(&o);
-	o.timeout_ms = c->o.timeout_ms;
+	o.timeout_ms = raw && raw->timeout_ms ? raw->timeout_ms : c->o.timeout_ms;
 	o.max_retries = c->o.max_retries;
 	o.ca_file = c->ca_file;
 	/* Every endpoint in turn, from the one that answered last, until
@@ -240,8 +256,7 @@ static int request(const struct ctlc *c, const char *method, const char *path,
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = sr_http_request(method, url, hdr, text,
-				     text ? strlen(text) : 0, &o, r, e);
+		rc = sr_http_request(method, url, hdr, data, dlen, &o, r, e);
 		if ((rc < 0 || not_leader(r)) && c->neps > 1)
 			continue;
 		atomic_store(&((struct ctlc *)c)->cur, i);
@@ -278,7 +293,7 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 
 	if (reply)
 		*reply = NULL;
-	rc = request(c, method, path, body, "Accept: application/json", &r,
+	rc = request(c, method, path, body, NULL, "Accept: application/json", &r,
 		     status, e);
 	if (!rc && reply) {
 		j = sr_json_load_buf(r.body ? r.body : "", r.body_len,
@@ -294,6 +309,36 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
 int ctlc_get_text(const struct ctlc *c, const char *path, const char *accept,
 		  char **out, size_t *len, struct sr_err *e)
 {
+	return ctlc_get_raw(c, path, accept, 0, out, len, e);
+}
+
+int ctlc_post_raw(const struct ctlc *c, const char *path, const char *ctype,
+		  const void *data, size_t len, long timeout_ms, json_t **reply,
+		  struct sr_err *e)
+{
+	char hdr[128];
+	struct raw raw = { hdr, data, len, timeout_ms };
+	struct sr_http_resp r;
+	int rc;
+
+	*reply = NULL;
+	snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype);
+	rc = request(c, "POST", path, NULL, &raw, "Accept: application/json", &r,
+		     NULL, e);
+	if (!rc) {
+		*reply = sr_json_load_buf(r.body ? r.body : "", r.body_len,
+					  "spotrund reply", e);
+		if (!*reply)
+			rc = -SR_EPARSE;
+	}
+	sr_http_resp_free(&r);
+	return rc;
+}
+
+int ctlc_get_raw(const struct ctlc *c, const char *path, const char *accept,
+		 long timeout_ms, char **out, size_t *len, struct sr_err *e)
+{
+	struct raw raw = { NULL, NULL, 0, timeout_ms };
 	struct sr_http_resp r;
 	char hdr[128];
 	int rc;
@@ -301,7 +346,7 @@ int ctlc_get_text(const struct ctlc *c, const char *path, const char *accept,
 	*out = NULL;
 	*len = 0;
 	snprintf(hdr, sizeof hdr, "Accept: %s", accept);
-	rc = request(c, "GET", path, NULL, hdr, &r, NULL, e);
+	rc = request(c, "GET", path, NULL, &raw, hdr, &r, NULL, e);
 	if (!rc) {
 		*out = malloc(r.body_len + 1);
 		if (!*out) {

@@ -70,6 +70,16 @@ int ctlc_call(const struct ctlc *c, const char *method, const char *path,
  * Errors as ctlc_call. */
 int ctlc_get_text(const struct ctlc *c, const char *path, const char *accept,
 		  char **out, size_t *len, struct sr_err *e);
+/* The same with a timeout of its own (ms; 0: the client's): a large
+ * body (a job's files). */
+int ctlc_get_raw(const struct ctlc *c, const char *path, const char *accept,
+		 long timeout_ms, char **out, size_t *len, struct sr_err *e);
+/* POST a body that is not JSON (Content-Type: ctype; a job's files as
+ * application/x-tar), with a timeout of its own (ms; 0: the client's);
+ * the JSON reply in *reply as ctlc_call. */
+int ctlc_post_raw(const struct ctlc *c, const char *path, const char *ctype,
+		  const void *data, size_t len, long timeout_ms, json_t **reply,
+		  struct sr_err *e);
 
 /* ---- locating the daemon (CLI) ---------------------------------------- */
 

@@ -315,6 +315,67 @@ int ledger_event_add(struct store *db, const struct ledger_event *ev,
 	return rc < 0 ? sr_err_prefix(e, "ledger_event_append") : 0;
 }
 
+static bool lost_cause_ok(const char *c)
+{
+	return c && (!strcmp(c, "preemption") || !strcmp(c, "lost") ||
+		     !strcmp(c, "crash") || !strcmp(c, "move"));
+}
+
+int ledger_lost_add(struct store *db, const struct ledger_lost *l,
+		    sr_micros *out_cost, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	sr_micros cost;
+	int rc;
+
+	if (l->job_id <= 0 || l->attempt <= 0)
+		return sr_err_set(e, -EINVAL, "ledger lost work: job_id and attempt "
+				  "must be > 0");
+	if (!lost_cause_ok(l->cause))
+		return sr_err_set(e, -EINVAL, "ledger lost work: cause: '%.32s' is "
+				  "not preemption, lost, crash or move",
+				  l->cause ? l->cause : "(null)");
+	if (l->value_ns < 0 || l->unit_price < 0 || l->node_id < 0)
+		return sr_err_set(e, -EINVAL, "ledger lost work: job %lld: value, "
+				  "price and node must not be negative",
+				  (long long)l->job_id);
+	cost = sr_money_cost(l->unit_price, l->value_ns);
+	rc = store_prepare(db, "INSERT INTO ledger_lost(job_id, attempt, cause,"
+			   " node_id, provider, region, zone, instance_type, at_ns,"
+			   " value_ns, unit_price, value_cost, restored_step)"
+			   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+			   &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, l->job_id);
+	store_bind_i64(st, 2, l->attempt);
+	store_bind_text(st, 3, l->cause);
+	if (l->node_id > 0)
+		store_bind_i64(st, 4, l->node_id);
+	else
+		store_bind_null(st, 4);
+	store_bind_text(st, 5, l->provider && *l->provider ? l->provider : NULL);
+	store_bind_text(st, 6, l->region && *l->region ? l->region : NULL);
+	store_bind_text(st, 7, l->zone && *l->zone ? l->zone : NULL);
+	store_bind_text(st, 8, l->instance_type && *l->instance_type ?
+			l->instance_type : NULL);
+	store_bind_i64(st, 9, l->at_ns);
+	store_bind_i64(st, 10, l->value_ns);
+	store_bind_i64(st, 11, l->unit_price);
+	store_bind_i64(st, 12, cost);
+	if (l->restored_step >= 0)
+		store_bind_i64(st, 13, l->restored_step);
+	else
+		store_bind_null(st, 13);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc < 0)
+		return sr_err_prefix(e, "ledger_lost_add");
+	if (out_cost)
+		*out_cost = cost;
+	return 0;
+}
+
 int ledger_plan_add(struct store *db, const struct ledger_plan *p,
 		    sr_micros *out_cost, struct sr_err *e)
 {

@@ -93,7 +93,9 @@ int ledger_row_add(struct store *db, const struct ledger_row *r,
 
 /* Events the FinOps reports and metrics count, beyond billing rows. */
 enum ledger_event_kind {
-	LEDGER_EV_PREEMPTION = 1, /* value_ns = work lost since last durable ckpt */
+	LEDGER_EV_PREEMPTION = 1, /* one per preemption, value_ns 0 (the work
+				     lost is a ledger_lost row; rows written
+				     before it carried the lost work here) */
 	LEDGER_EV_RECOVERY = 2,   /* value_ns = downtime, notice -> training resumed */
 	LEDGER_EV_CKPT_STALL = 3, /* value_ns = training stalled by one checkpoint */
 };
@@ -118,6 +120,29 @@ struct ledger_event {
  * Same transaction rules as ledger_row_add. */
 int ledger_event_add(struct store *db, const struct ledger_event *ev,
 		     struct sr_err *e);
+
+/* The work one attempt lost (lib/ctl/recon_lost.c): the cloud time it
+ * ran past the point the next attempt restored, at the unit prices of
+ * its nodes (the whole gang: every rank redoes it).  One row per
+ * (job, attempt); a second is ignored.  The dollars are computed here,
+ * once.  Same transaction rules as ledger_row_add. */
+struct ledger_lost {
+	int64_t job_id;           /* > 0 */
+	int64_t attempt;          /* > 0: the attempt whose work was lost */
+	const char *cause;        /* "preemption", "lost", "crash", "move" */
+	int64_t node_id;          /* a node of the attempt, 0 if none */
+	const char *provider;     /* where it ran; may be NULL */
+	const char *region;
+	const char *zone;
+	const char *instance_type;
+	int64_t at_ns;            /* when counted, Unix epoch ns */
+	int64_t value_ns;         /* cloud time lost, >= 0 */
+	sr_micros unit_price;     /* $/h of the attempt's nodes together */
+	int64_t restored_step;    /* what the next attempt resumed from, -1 */
+};
+
+int ledger_lost_add(struct store *db, const struct ledger_lost *l,
+		    sr_micros *out_cost, struct sr_err *e);
 
 /* The job's plan: what its declared work would cost on on-demand
  * (od_price x nodes for work_ns), recorded once per job (a second record

@@ -124,6 +124,9 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		"  CASE kind WHEN 1 THEN value_ns ELSE 0 END, 0,"
 		"  CASE kind WHEN 1 THEN 1 ELSE 0 END, CASE kind WHEN 2 THEN 1 ELSE 0 END,"
 		"  CASE kind WHEN 2 THEN value_ns ELSE 0 END FROM ledger_event"
+		" UNION ALL"
+		" SELECT job_id, 0, 0, 0, value_cost, 0, value_ns, 0, 0, 0, 0"
+		" FROM ledger_lost"
 		") AS rows GROUP BY j ORDER BY j";
 	struct store_stmt *st = NULL;
 	size_t cap = 0;
@@ -372,10 +375,11 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 		   "Reserved-baseline cost minus billed cost where a reserved "
 		   "price is known, dollars.", OFF(reserved_saving), 0);
 	job_family(f, a, n, "spotrun_job_lost_work_dollars_total", "counter",
-		   "Work lost to preemptions (since the last durable checkpoint), "
-		   "dollars.", OFF(lost_cost), 0);
+		   "Work lost: time attempts ran past what the next attempt "
+		   "restored (preemptions, lost nodes, crashes, moves), dollars.",
+		   OFF(lost_cost), 0);
 	job_family(f, a, n, "spotrun_job_lost_work_seconds_total", "counter",
-		   "Work lost to preemptions, cloud seconds.", OFF(lost_ns), 1);
+		   "Work lost, cloud seconds.", OFF(lost_ns), 1);
 	job_family(f, a, n, "spotrun_job_idle_gpu_seconds_total", "counter",
 		   "GPU time billed while the node was idle, cloud seconds.",
 		   OFF(idle_gpu_ns), 1);

@@ -255,6 +255,43 @@ static int query_events(struct store *db, const struct finops_filter *f,
 	return rc < 0 ? sr_err_prefix(e, "finops report: events") : 0;
 }
 
+/* Work lost (ledger_lost, lib/ctl/recon_lost.c), added to what
+ * preemption rows of before that table carried. */
+static int query_lost(struct store *db, const struct finops_filter *f,
+		      enum finops_by by, struct finops_report *r, size_t *cap,
+		      struct sr_err *e)
+{
+	char sql[1024];
+	struct store_stmt *st = NULL;
+	size_t nsorted = r->ngroups;
+	int rc;
+
+	snprintf(sql, sizeof sql,
+		 "SELECT %s AS k, count(*) AS n, sum(value_ns) AS lost_ns,"
+		 " sum(value_cost) AS lost_cost FROM ledger_lost"
+		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", key_sql(by, 1));
+	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	if (rc)
+		return rc;
+	if (r->ngroups > 1)
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_group *g = group_of(r, cap, nsorted,
+						  store_col_text(st, "k"));
+
+		if (!g) {
+			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
+			break;
+		}
+		g->t.lost_attempts = store_col_i64(st, "n");
+		g->t.lost_work_ns += store_col_i64(st, "lost_ns");
+		g->t.lost_work_cost += store_col_i64(st, "lost_cost");
+	}
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "finops report: lost work") : 0;
+}
+
 static int query_plans(struct store *db, const struct finops_filter *f,
 		       enum finops_by by, struct finops_report *r, size_t *cap,
 		       struct sr_err *e)
@@ -329,6 +366,7 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->recoveries += b->recoveries;
 	a->lost_work_ns += b->lost_work_ns;
 	a->lost_work_cost += b->lost_work_cost;
+	a->lost_attempts += b->lost_attempts;
 	a->downtime_ns += b->downtime_ns;
 	a->ckpt_stalls += b->ckpt_stalls;
 	a->ckpt_stall_ns += b->ckpt_stall_ns;
@@ -352,6 +390,8 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 	if (!rc)
 		rc = query_events(db, f, by, out, &cap, e);
 	if (!rc)
+		rc = query_lost(db, f, by, out, &cap, e);
+	if (!rc)
 		rc = query_plans(db, f, by, out, &cap, e);
 	if (rc) {
 		finops_report_free(out);
@@ -368,6 +408,17 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 	}
 	totals_derive(&out->total);
 	return 0;
+}
+
+const struct finops_group *finops_report_group(const struct finops_report *r,
+					       const char *key)
+{
+	struct finops_group probe;
+
+	if (!r->ngroups)
+		return NULL;
+	snprintf(probe.key, sizeof probe.key, "%s", key);
+	return bsearch(&probe, r->groups, r->ngroups, sizeof probe, cmp_group);
 }
 
 void finops_report_free(struct finops_report *r)
@@ -448,6 +499,7 @@ json_t *finops_totals_json(const struct finops_totals *t)
 	rc |= json_object_set_new(o, "preemptions", json_integer(t->preemptions));
 	rc |= json_object_set_new(o, "recoveries", json_integer(t->recoveries));
 	rc |= set_secs(o, "lost_work", t->lost_work_ns);
+	rc |= json_object_set_new(o, "lost_attempts", json_integer(t->lost_attempts));
 	rc |= set_money(o, "lost_work_cost", t->lost_work_cost);
 	rc |= set_secs(o, "downtime", t->downtime_ns);
 	rc |= json_object_set_new(o, "ckpt_stalls", json_integer(t->ckpt_stalls));

@@ -11,7 +11,11 @@
  *   savings_vs_list = list_cost - cost
  *   reserved_cost   = sum(reserved_cost) over rows with a known reserved price
  *   savings_vs_reserved = reserved_cost - sum(cost) over those same rows
- *   lost_work_cost  = sum(value_cost) of preemption events
+ *   lost_work_cost  = sum(value_cost) of ledger_lost rows (each attempt
+ *                     that ended before its work was safe: the time it ran
+ *                     past what the next attempt restored, at its nodes'
+ *                     price; lib/ctl/recon_lost.c), plus preemption events
+ *                     of before that table
  *   planned_od_cost = sum(planned_cost) of ledger_plan rows (at_ns in the
  *                     window): each job's declared work x nodes x its
  *                     on-demand price - what it was planned to cost
@@ -84,6 +88,7 @@ struct finops_totals {
 	int64_t recoveries;
 	int64_t lost_work_ns;
 	sr_micros lost_work_cost;
+	int64_t lost_attempts;          /* ledger_lost rows */
 	int64_t downtime_ns;
 	int64_t ckpt_stalls;
 	int64_t ckpt_stall_ns;
@@ -111,6 +116,10 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e);
 void finops_report_free(struct finops_report *r); /* NULL-safe */
+/* The group of `key` (a job id as text for FINOPS_BY_JOB), or NULL;
+ * borrowed from r. */
+const struct finops_group *finops_report_group(const struct finops_report *r,
+					       const char *key);
 
 /* {"by":..., "since":..., "total":{...}, "groups":[{"key":...,...}]}
  * with money as both *_micros (integers, exact) and *_usd (numbers), and

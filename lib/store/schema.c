@@ -13,6 +13,8 @@
  *              SHA-256 of its bearer token (random, given to its agent
  *              once, in exchange for a one-time bootstrap secret).
  *   node_boot  those bootstrap secrets' SHA-256, until used or expired.
+ *   uploads    the archives of jobs' files (workdir, file_mounts) by
+ *              SHA-256; jobs.files names a job's.
  *   exits      one row per (job, attempt, rank): how that rank's workload
  *              of that attempt ended.  The primary key makes a duplicated
  *              report harmless.
@@ -289,6 +291,19 @@ static const char m13[] =
 	"ALTER TABLE jobs ADD COLUMN ckpt_local_step INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN ckpt_store_ns INTEGER;";
 
+/* 14: a job's files (issue 24): the workdir and file_mounts `spotrun
+ * launch` read as its user and uploaded as one archive (lib/bundle,
+ * POST /v1/uploads), kept by their SHA-256 ("sha256:<hex>"); jobs.files
+ * names the one a job brings.  Nothing on the daemon's or a node's disk
+ * is read on a job's behalf any more. */
+static const char m14[] =
+	"CREATE TABLE uploads("
+	" id TEXT PRIMARY KEY,"
+	" bytes INTEGER NOT NULL CHECK (bytes > 0),"
+	" created_ns INTEGER NOT NULL,"
+	" data BLOB NOT NULL) STRICT;"
+	"ALTER TABLE jobs ADD COLUMN files TEXT;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -437,7 +452,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m7, NULL, NULL, NULL }, { m8, NULL, NULL, NULL },
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
 	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
-	{ m13, NULL, NULL, NULL },
+	{ m13, NULL, NULL, NULL }, { m14, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

@@ -193,6 +193,11 @@ static void heartbeat(struct agent *ag)
 		} else if (s->ckpt_step >= 0) {
 			json_object_set_new(b, "ckpt_step", json_integer(s->ckpt_step));
 		}
+		/* when that step was committed, as this agent saw it (with
+		 * tier 3 the store's own save time, ckpt_store_ns) */
+		if (!ag->a.ckpt_uri && s->ckpt_step >= 0 && ag->ckpt_at_ns > 0)
+			json_object_set_new(b, "ckpt_at_ns",
+					    json_integer(ag->ckpt_at_ns));
 		if (s->restored_step >= 0)
 			json_object_set_new(b, "restored_step",
 					    json_integer(s->restored_step));

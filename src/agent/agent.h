@@ -78,7 +78,8 @@ struct assignment {
 	int spot;               /* -1 unknown */
 	/* SkyPilot-style jobs (docs/jobs.md) */
 	json_t *mounts;         /* file_mounts {dst: src}, owned ref; NULL */
-	int sync_workdir;       /* copy workdir into the node's dir first */
+	int sync_workdir;       /* setup and run in the node's workdir/ */
+	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 };
 
@@ -197,7 +198,9 @@ struct agent {
 	struct logbatch *logs;
 	struct status_reader st;   /* the workload's status file */
 	struct status_reader pg;   /* libspotckpt's progress report */
-	struct status_info last_status; /* both merged (agent__read_progress) */
+	struct status_info last_status; /* both merged (read_progress) */
+	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
+				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
 	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
 	int behind_sent;               /* the lag was reported, not cleared */
@@ -268,6 +271,11 @@ int64_t agent__durable_step(struct agent *ag);
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
 			  const char *cwd, char *const *envp, struct sr_err *e);
+/* The same for argv with stdin from `in` (-1: /dev/null): what the
+ * agent runs in the workload's isolation itself (sync.c). */
+int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
+			       const char *cwd, char *const *envp,
+			       struct sr_err *e);
 
 
 #endif

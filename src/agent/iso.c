@@ -166,13 +166,22 @@ static void report_mode(struct agent *ag, const struct iso_paths *ps)
 int agent__start_isolated(struct agent *ag, const char *script,
 			  const char *cwd, char *const *envp, struct sr_err *e)
 {
+	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
+
+	return agent__start_isolated_argv(ag, argv, -1, cwd, envp, e);
+}
+
+int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
+			       const char *cwd, char *const *envp,
+			       struct sr_err *e)
+{
 	char msg[SR_ERR_MSG_MAX + 160];
 	struct iso_paths ps;
 	int rc;
 
 	if (ag->iso_mode == ISO_NONE) {
 		report_mode(ag, NULL);
-		return workload_start(&ag->w, script, cwd, envp, NULL, e);
+		return workload_start_argv(&ag->w, argv, cwd, envp, in, NULL, e);
 	}
 	if (ag->iso_mode == ISO_ROOT && ag->o->isolation == AGENT_ISO_STRICT) {
 		rc = sr_err_set(e, -EPERM, "isolation is strict, but the agent runs "
@@ -182,7 +191,7 @@ int agent__start_isolated(struct agent *ag, const char *script,
 		return rc;
 	}
 	paths_build(ag, cwd, &ps);
-	rc = workload_start(&ag->w, script, cwd, envp, &ps.iso, e);
+	rc = workload_start_argv(&ag->w, argv, cwd, envp, in, &ps.iso, e);
 	if (rc == 0)
 		report_mode(ag, &ps);
 	paths_free(&ps);
@@ -201,5 +210,5 @@ int agent__start_isolated(struct agent *ag, const char *script,
 	ag->iso_mode = ISO_NONE;
 	report_once(ag, "unavailable", msg, NULL);
 	sr_err_clear(e);
-	return workload_start(&ag->w, script, cwd, envp, NULL, e);
+	return workload_start_argv(&ag->w, argv, cwd, envp, in, NULL, e);
 }

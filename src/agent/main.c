@@ -12,6 +12,8 @@
  * as under Slurm): then SIGTERM is a preemption notice - final checkpoint,
  * the notice reported with its time, exit - and only SIGINT quits.
  *
+ *   spotrun-agent --unpack DIR    (the agent runs this itself: sync.c)
+ *
  * A provider starts it with the node's one-time bootstrap secret
  * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
  * which it trades for its node token at first contact (boot.c); the token
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "bundle/bundle.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 
@@ -89,6 +92,55 @@ static void usage(FILE *f)
 		IMDS_DEFAULT_URL);
 }
 
+/* --unpack DIR: the job's files archive on stdin, unpacked under DIR
+ * (lib/bundle; run by the agent in the workload's isolation, sync.c). */
+static int unpack_main(const char *dir)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+	struct sr_err e = { 0 };
+	int rc;
+
+	while (buf) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb = cap > BUNDLE_MAX_BYTES ? NULL : realloc(buf, cap * 2);
+
+			if (!nb) {
+				fprintf(stderr, "the job's files are over %u MiB, or out "
+					"of memory\n", BUNDLE_MAX_BYTES >> 20);
+				free(buf);
+				return 1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(0, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "reading the job's files: %s\n", strerror(errno));
+			free(buf);
+			return 1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	rc = bundle_unpack(buf, len, dir, &e);
+	free(buf);
+	if (rc) {
+		fprintf(stderr, "%s\n", sr_err_str(&e, rc));
+		return 1;
+	}
+	return 0;
+}
+
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int bad(const char *fmt, ...)
@@ -110,6 +162,7 @@ int main(int argc, char **argv)
 		{ "node-id", required_argument, NULL, 'n' },
 		{ "token-file", required_argument, NULL, 't' },
 		{ "bootstrap-file", required_argument, NULL, 'b' },
+		{ "unpack", required_argument, NULL, 'U' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "imds", required_argument, NULL, 'i' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
@@ -141,6 +194,7 @@ int main(int argc, char **argv)
 		case 'a': o.api = optarg; break;
 		case 't': o.token_file = optarg; break;
 		case 'b': boot_file = optarg; break;
+		case 'U': return unpack_main(optarg);
 		case 'w': o.workdir = optarg; break;
 		case 'i': o.imds = optarg; break;
 		case 'I': iso = optarg; break;

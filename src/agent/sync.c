@@ -1,109 +1,182 @@
 /*
- * sync.c - a SkyPilot-style job's files on the node: `workdir:` and
- * `file_mounts:` (docs/jobs.md), copied once, before setup.
+ * sync.c - a job's files on the node (issue 24; docs/jobs.md): the
+ * archive `spotrun launch` read as its user and uploaded with the job
+ * (lib/bundle: its workdir/ and file_mounts), put in the node's dir once,
+ * before setup:
  *
- * The local cloud's nodes share the host's filesystem, so "the node" is
- * its directory ($SPOTRUN_NODE_DIR):
- *   workdir            -> NODE_DIR/workdir (then setup and run run there)
- *   file_mounts DST    -> NODE_DIR/DST without its leading "/" or "~/"
- *                         (/data/x -> NODE_DIR/data/x); a relative SRC is
- *                         taken from the job's workdir
- * Copies are made by /bin/cp -a, spawned with an argv (no shell), so no
- * path is ever interpreted.  A provider for real machines runs the same
- * copy in its bootstrap.
+ *   workdir/...  -> NODE_DIR/workdir/... (setup and run then run there)
+ *   DST          -> NODE_DIR/DST (file_mounts /data/x -> NODE_DIR/data/x)
+ *
+ * The agent downloads the archive (GET /v1/nodes/<id>/files) into an
+ * anonymous memory file and runs `spotrun-agent --unpack NODE_DIR` - this
+ * binary, through /proc/self/exe - with that file on its stdin, in the
+ * workload's own isolation and as the workload's user (agent__start_
+ * isolated_argv): it can write nothing the workload could not, never
+ * follows a link (bundle_unpack), and reads nothing but its stdin.
+ * Nothing of the daemon's or the node's filesystem is read on a job's
+ * behalf.  Its output goes to the job's log; a failure fails the node's
+ * setup (exit 126), so the job's restart policy applies.
  */
 #include <errno.h>
-#include <spawn.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent.h"
-#include "common/fsutil.h"
+#include "bundle/bundle.h"
+#include "common/timeutil.h"
 
-extern char **environ;
+#define FETCH_TIMEOUT_MS 120000
+#define UNPACK_LIMIT_NS (120 * SR_NS_PER_SEC)
 
-static int cp_a(const char *src, const char *dst, struct sr_err *e)
+/* The job's archive in a memory file, positioned at 0: *fd. */
+static int fetch(struct agent *ag, int *fd, struct sr_err *e)
 {
-	char *argv[] = { "/bin/cp", "-a", "--", (char *)src, (char *)dst, NULL };
-	pid_t pid;
-	int st = 0, rc;
+	char path[96], *buf = NULL;
+	size_t len = 0, off = 0;
+	int rc;
 
-	rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
-	if (rc)
-		return sr_err_set(e, -rc, "cp %s: %s", src, strerror(rc));
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
-			return sr_err_set(e, -errno, "cp %s: %s", src, strerror(errno));
+	*fd = -1;
+	snprintf(path, sizeof path, "%s/files", ag->path_prefix);
+	rc = ctlc_get_raw(ag->cli, path, "application/x-tar", FETCH_TIMEOUT_MS,
+			  &buf, &len, e);
+	if (rc < 0)
+		return rc;
+	*fd = memfd_create("spotrun-files", MFD_CLOEXEC);
+	if (*fd < 0) {
+		rc = sr_err_set(e, -errno, "files: memfd: %s", strerror(errno));
+		goto out;
 	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return sr_err_set(e, -EIO, "cp -a %s %s failed (status %d)", src, dst,
-				  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	return 0;
+	while (off < len) {
+		ssize_t n = write(*fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = sr_err_set(e, -errno, "files: %s", strerror(errno));
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (lseek(*fd, 0, SEEK_SET) < 0)
+		rc = sr_err_set(e, -errno, "files: %s", strerror(errno));
+out:
+	free(buf);
+	if (rc && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
 }
 
-/* NODE_DIR/DST without a leading "/" or "~/"; -EINVAL for "..". */
-static int mount_target(const char *node_dir, const char *dst, char *out, size_t n)
+/* Lines of fd into the job's log, as "files: LINE"; 0 at EOF. */
+static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap)
 {
-	if (!strncmp(dst, "~/", 2))
-		dst += 2;
-	while (*dst == '/')
-		dst++;
-	if (!*dst || strstr(dst, ".."))
-		return -EINVAL;
-	if ((size_t)snprintf(out, n, "%s/%s", node_dir, dst) >= n)
-		return -ENAMETOOLONG;
+	ssize_t n = read(fd, buf + *have, cap - 1 - *have);
+	char *nl;
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	*have += (size_t)n;
+	buf[*have] = '\0';
+	while ((nl = memchr(buf, '\n', *have))) {
+		*nl = '\0';
+		agent__line(ag, "files: %s", buf);
+		*have -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, *have + 1);
+	}
+	if (*have && (n == 0 || *have == cap - 1)) {
+		agent__line(ag, "files: %s", buf);
+		*have = 0;
+	}
+	return n > 0;
+}
+
+/* Run the unpacker on archive `in`, in the workload's isolation, and
+ * wait for it (at most UNPACK_LIMIT_NS). */
+static int unpack(struct agent *ag, int in, struct sr_err *e)
+{
+	char *argv[] = { "/proc/self/exe", "--unpack", ag->node_dir, NULL };
+	char *envp[8] = { "PATH=/usr/bin:/bin" }, vars[3][4096];
+	const char *san[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+	char out[4096], err[4096];
+	size_t no = 0, ne = 0, k = 1;
+	int64_t until = sr_time_mono_ns() + UNPACK_LIMIT_NS;
+	int st = 0, rc, open_fds = 2;
+
+	for (int i = 0; i < 3; i++) { /* a sanitizer build's settings */
+		const char *v = getenv(san[i]);
+
+		if (v && (size_t)snprintf(vars[i], sizeof vars[i], "%s=%s", san[i],
+					  v) < sizeof vars[i])
+			envp[k++] = vars[i];
+	}
+	rc = agent__start_isolated_argv(ag, argv, in, ag->node_dir, envp, e);
+	if (rc < 0)
+		return rc;
+	while (open_fds && sr_time_mono_ns() < until) {
+		struct pollfd p[2] = { { ag->w.out_fd, POLLIN, 0 },
+				       { ag->w.err_fd, POLLIN, 0 } };
+
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents && !relay(ag, ag->w.out_fd, out, &no, sizeof out)) {
+			close(ag->w.out_fd);
+			ag->w.out_fd = -1;
+			open_fds--;
+		}
+		if (p[1].revents && !relay(ag, ag->w.err_fd, err, &ne, sizeof err)) {
+			close(ag->w.err_fd);
+			ag->w.err_fd = -1;
+			open_fds--;
+		}
+	}
+	if (open_fds)
+		workload_signal(&ag->w, SIGKILL); /* past its time */
+	workload_close_fds(&ag->w);
+	while (waitpid(ag->w.pid, &st, 0) < 0 && errno == EINTR)
+		;
+	workload_note_exit(&ag->w, ag->w.pid, st);
+	ag->w.pid = -1;
+	if (open_fds)
+		return sr_err_set(e, -ETIMEDOUT, "unpacking the job's files took "
+				  "more than %lld s", (long long)(UNPACK_LIMIT_NS /
+								  SR_NS_PER_SEC));
+	if (ag->w.exit_code)
+		return sr_err_set(e, -EIO, "unpacking the job's files failed "
+				  "(exit %d; its message is above)", ag->w.exit_code);
 	return 0;
 }
 
 int agent_sync_files(struct agent *ag, struct sr_err *e)
 {
 	struct assignment *a = &ag->a;
-	const char *base = a->workdir ? a->workdir : ag->node_dir;
-	char dst[8192], src[8192];
-	const char *k;
-	json_t *v;
-	int rc = 0;
+	char dir[sizeof ag->node_dir + 16];
+	int fd = -1, rc = 0;
 
 	if (ag->synced)
 		return 0;
-	json_object_foreach(a->mounts, k, v) {
-		const char *s = json_string_value(v);
-		char *slash;
-
-		if (!s)
-			continue;
-		rc = mount_target(ag->node_dir, k, dst, sizeof dst);
-		if (rc)
-			return sr_err_set(e, rc, "file_mounts: '%s' is not a destination", k);
-		if ((size_t)snprintf(src, sizeof src, "%s%s%s", s[0] == '/' ? "" : base,
-				     s[0] == '/' ? "" : "/", s) >= sizeof src)
-			return sr_err_set(e, -ENAMETOOLONG, "file_mounts.%s: path too long", k);
-		slash = strrchr(dst, '/');
-		*slash = '\0';
-		rc = sr_fs_mkdir_p(dst, 0700);
-		*slash = '/';
+	if (a->files) {
+		rc = fetch(ag, &fd, e);
 		if (!rc)
-			rc = cp_a(src, dst, e);
+			rc = unpack(ag, fd, e);
+		if (fd >= 0)
+			close(fd);
 		if (rc)
-			return e && e->code ? rc : sr_err_set(e, rc, "file_mounts.%s", k);
-		agent__line(ag, "file_mounts: copied %s to %s", src, dst);
+			return rc;
+		agent__line(ag, "files: unpacked into %s", ag->node_dir);
 	}
-	if (a->sync_workdir && a->workdir) {
+	if (a->sync_workdir) {
 		char *copy;
 
-		snprintf(dst, sizeof dst, "%s/workdir", ag->node_dir);
-		snprintf(src, sizeof src, "%s/.", a->workdir);
-		rc = sr_fs_mkdir_p(dst, 0700);
-		if (!rc)
-			rc = cp_a(src, dst, e);
-		if (rc)
-			return e && e->code ? rc : sr_err_set(e, rc, "workdir: %s", dst);
-		copy = strdup(dst);
+		snprintf(dir, sizeof dir, "%s/workdir", ag->node_dir);
+		copy = strdup(dir);
 		if (!copy)
 			return sr_err_set(e, -ENOMEM, "out of memory");
-		agent__line(ag, "workdir: copied %s to %s", a->workdir, dst);
 		free(a->workdir);
 		a->workdir = copy;
 	}

@@ -37,6 +37,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->last_status.total_steps = -1;
 		ag->last_status.ckpt_step = -1;
 		ag->last_status.restored_step = -1;
+		ag->ckpt_at_ns = 0;
 		ag->w_attempt = attempt;
 	}
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, &(struct envp_files){
@@ -159,6 +160,8 @@ static int read_progress(struct agent *ag, struct status_info *out,
 		out->nstalls = p.nstalls;
 		memcpy(out->stall_ms, p.stall_ms, sizeof out->stall_ms);
 	}
+	if (out->ckpt_step > ag->last_status.ckpt_step)
+		ag->ckpt_at_ns = sr_time_real_ns(); /* when it was committed */
 	if (rs == 1 || rp == 1)
 		ag->last_status = *out;
 	return rs < 0 ? rs : (rs == 1 || rp == 1);

@@ -30,6 +30,7 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
+#include "launch_files.h"
 #include "market/joblimits.h"
 #include "market/plan.h"
 
@@ -63,8 +64,12 @@ static void usage(void)
 	       "  -y, --yes          do not ask for confirmation\n"
 	       "  --env KEY=VALUE    add an environment variable for the workload\n"
 	       "  --max-restarts N   workload crashes tolerated (default 3)\n"
-	       "  --workdir DIR      where setup/run execute (default: the file's\n"
-	       "                     workdir:, else the YAML's dir)\n"
+	       "  --workdir DIR      the job's directory: uploaded as its workdir\n"
+	       "                     when it has workdir: (which DIR replaces),\n"
+	       "                     where relative file_mounts sources are read\n"
+	       "                     (only files under it are uploaded), else where\n"
+	       "                     the local cloud runs it (default: the file's\n"
+	       "                     workdir:, else the file's dir)\n"
 	       "  --no-logs          follow events only, not the workload's output\n"
 	       "  --json             with -d: print the created job as JSON\n"
 	       "secrets: with no value are taken from the environment of this command.\n"
@@ -396,7 +401,7 @@ static int cmd_launch(int argc, char **argv)
 		.usage = usage, .flags = CLI_OPT_JSON, .max_operands = 1,
 	};
 	const char *file = NULL, *workdir = NULL;
-	char *text = NULL, *dircopy = NULL, absdir[PATH_MAX], *namecopy = NULL;
+	char *text = NULL, *namecopy = NULL;
 	json_t *envs = json_object(), *body = NULL, *reply = NULL;
 	int detach = 0, yes = 0, logs = 1, c, rc, ret = CLI_FAIL;
 	struct jobspec js;
@@ -480,8 +485,6 @@ static int cmd_launch(int argc, char **argv)
 	}
 	if (cli_load_job("launch", file, &js))
 		goto out;
-	if (!workdir && js.workdir)
-		workdir = js.workdir; /* SkyPilot: relative to where launch runs */
 	rc = preview(&js, o.json ? NULL : stdout);
 	if (rc) {
 		ret = rc;
@@ -493,16 +496,9 @@ static int cmd_launch(int argc, char **argv)
 	}
 	if (fill_secrets(&js, envs, file))
 		goto out;
-	dircopy = strdup(workdir ? workdir : file);
 	namecopy = strdup(file);
-	if (!dircopy || !namecopy ||
-	    !realpath(workdir ? dircopy : dirname(dircopy), absdir)) {
-		fprintf(stderr, "spotrun launch: %s: %s\n", workdir ? workdir : file,
-			strerror(errno));
-		goto out;
-	}
-	body = json_pack("{s:s, s:s, s:s}", "spec_yaml", text, "spec_name",
-			 basename(namecopy), "workdir", absdir);
+	body = namecopy ? json_pack("{s:s, s:s}", "spec_yaml", text, "spec_name",
+				    basename(namecopy)) : NULL;
 	if (!body) {
 		fprintf(stderr, "spotrun launch: %s: not valid UTF-8 text\n", file);
 		goto out;
@@ -512,6 +508,10 @@ static int cmd_launch(int argc, char **argv)
 	if (max_restarts >= 0)
 		json_object_set_new(body, "max_restarts", json_integer(max_restarts));
 	if (ctlcli_open(&o) < 0)
+		goto out;
+	/* workdir: and file_mounts: are read here, as this user, and go
+	 * with the job (launch_files.c) */
+	if (launch_files(&o, &js, file, workdir, body))
 		goto out;
 	if (ctlcli_call(&o, "POST", "/v1/jobs", body, &reply) < 0)
 		goto out;
@@ -534,7 +534,6 @@ out:
 	json_decref(body);
 	json_decref(envs);
 	free(text);
-	free(dircopy);
 	free(namecopy);
 	ctlcli_close(&o);
 	return ret;

@@ -116,6 +116,7 @@ static void print_job(json_t *j)
 {
 	char b1[64], b2[64], pl[160];
 	json_t *nodes = json_object_get(j, "nodes"), *n, *dl;
+	json_t *lg = json_object_get(j, "ledger");
 	size_t i;
 
 	printf("job %lld  %s\n", (long long)ctlcli_int(j, "id", 0),
@@ -123,12 +124,29 @@ static void print_job(json_t *j)
 	printf("  state        %s", ctlcli_str(j, "state", "?"));
 	if (ctlcli_str(j, "message", NULL))
 		printf("  (%s)", ctlcli_str(j, "message", ""));
-	printf("\n  step         %s   last checkpoint %lld\n",
-	       step_str(j, b1, sizeof b1), (long long)ctlcli_int(j, "ckpt_step", -1));
+	if (ctlcli_int(j, "ckpt_step", -1) >= 0)
+		snprintf(b2, sizeof b2, "%lld", (long long)ctlcli_int(j, "ckpt_step", -1));
+	else
+		snprintf(b2, sizeof b2, "unknown");
+	step_str(j, b1, sizeof b1);
+	printf("\n  step         %s   last checkpoint %s\n",
+	       strcmp(b1, "-") ? b1 : "unknown", b2);
 	print_recovery_point(j);
 	printf("  placement    %s\n", place_str(j, pl, sizeof pl));
 	printf("  cost         %s\n",
 	       ctlcli_money(json_object_get(j, "cost_micros"), b1, sizeof b1));
+	if (json_is_object(lg)) {
+		char b3[32];
+
+		/* the ledger's figures: the same as spotrun cost's */
+		printf("  lost work    %s of cloud time, %s (%lld attempt(s))   "
+		       "downtime %s\n",
+		       ctlcli_secs(ctlcli_num(lg, "lost_work_s", 0), b2, sizeof b2),
+		       ctlcli_money(json_object_get(lg, "lost_work_micros"), b1,
+				    sizeof b1),
+		       (long long)ctlcli_int(lg, "lost_attempts", 0),
+		       ctlcli_secs(ctlcli_num(lg, "downtime_s", 0), b3, sizeof b3));
+	}
 	printf("  attempt      %lld   restarts %lld/%lld   preemptions %lld   "
 	       "moves %lld   recoveries %lld\n",
 	       (long long)ctlcli_int(j, "attempt", 0),

@@ -106,8 +106,8 @@ def test_cloud_notice_time_is_the_deadline_end_to_end(tmp_path):
         rec = [r for r in rec if r["node"] == node["id"]][0]
         assert (rec["notice_ns"] - rec["noticed_ns"]) / 1e9 * SCALE == 120, rec
         assert abs(rec["notice_ns"] / 1e9 - cloud_t) < 0.002, (rec, notice)
-        # seen by the control plane between the two
-        assert rec["noticed_ns"] / 1e9 - 0.002 <= ts(n["notice_at"]) <= cloud_t
+        # the control plane knew before the deadline
+        assert ts(n["notice_at"]) <= cloud_t, (n, notice)
         # one time, end to end: the node's deadline, what the agent read
         # on its IMDS (whole seconds, as EC2's), the workload's
         # final-checkpoint deadline

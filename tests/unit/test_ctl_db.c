@@ -149,6 +149,7 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE nodes DROP COLUMN rebalance_ns; DROP TABLE node_boot;"
 		" ALTER TABLE jobs DROP COLUMN deadline_state;"
 		" DROP TABLE ckpt_seen; DROP TABLE lost_pending;"
+		" DROP TABLE uploads; ALTER TABLE jobs DROP COLUMN files;"
 		" UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);

@@ -307,9 +307,32 @@ static void test_failed_terminate_is_retried(void **state)
 	free(c);
 }
 
-/* Lost work is counted from the checkpoint the next attempt restores, not
- * from the stale step the daemon last saw; a preemption's loss goes to the
- * ledger at the preempted node's pool (not "local/unknown"). */
+/* Lost work is counted as it was: the time an attempt ran past the
+ * checkpoint the next attempt restored (all of it when that checkpoint
+ * is older than the attempt), at the attempt's place and price, once per
+ * attempt, whatever step the daemon last saw. */
+static int64_t lost_s(sqlite3 *db, int64_t job, int64_t attempt, char *pool,
+		      size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value_ns, provider || '/' ||"
+		" region || '/' || zone, value_cost FROM ledger_lost WHERE job_id=?"
+		" AND attempt=?", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, job);
+	sqlite3_bind_int64(st, 2, attempt);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		v = sqlite3_column_int64(st, 0) / S;
+		snprintf(pool, n, "%s", (const char *)sqlite3_column_text(st, 1));
+		/* dollars: lost time at the attempt's price ($0.918/h) */
+		assert_int_equal(sqlite3_column_int64(st, 2),
+				 sr_money_cost(918000, sqlite3_column_int64(st, 0)));
+	}
+	sqlite3_finalize(st);
+	return v;
+}
+
 static void test_lost_work_from_the_restored_checkpoint(void **state)
 {
 	struct ctl *c = calloc(1, sizeof *c);
@@ -318,15 +341,13 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	sqlite3_stmt *st = NULL;
 	struct rjob j;
 	int64_t job = insert_job(db), node;
-	char sql[512];
+	char sql[512], pool[64];
 
 	(void)state;
 	assert_non_null(c);
 	fake_cloud(c);
+	c->cfg.time_scale = 1; /* cloud seconds = real seconds */
 	assert_int_equal(ledger_migrate(db, &e), 0);
-	snprintf(sql, sizeof sql, "UPDATE jobs SET total_steps=1200, work_s=108000,"
-		 " attempt=1 WHERE id=%lld", (long long)job);
-	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
 	snprintf(sql, sizeof sql, "INSERT INTO nodes(job_id, rank, state,"
 		 " token_hash, provider, cloud, region, zone, instance_type,"
 		 " accelerator, accel_count, spot, pool, price_micros, list_micros,"
@@ -338,20 +359,33 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	node = sqlite3_last_insert_rowid(db);
 	memset(&j, 0, sizeof j);
 	j.id = job;
+	/* attempt 1 runs 1000..2000 s and commits steps 100 (at 1200 s) and
+	 * 200 (1500 s); the daemon last saw step 50 when it was preempted */
 	j.attempt = 1;
-	/* the daemon was down: it last saw step 50; the workload went on
-	 * and checkpointed step 200, which attempt 2 restores */
 	j.step = 50;
-	assert_int_equal(ON_STORE(db, s, recon__lost_open(s, &j, node, 918000,
+	j.run_started_ns = 1000 * S;
+	assert_int_equal(ON_STORE(db, s, recon__lost_seen(s, job, 1, 100, 1200 * S,
 							  &e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_seen(s, job, 1, 200, 1500 * S,
+							  &e)), 0);
+	/* seen again later: the first report stands */
+	assert_int_equal(ON_STORE(db, s, recon__lost_seen(s, job, 2, 200, 2500 * S,
+							  &e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_open(c, s, &j, "preemption",
+				node, 918000, 2000 * S, &e)), 0);
 	/* a snapshot reported as checkpointed but never durable */
 	snprintf(sql, sizeof sql, "UPDATE jobs SET ckpt_step=1190 WHERE id=%lld",
 		 (long long)job);
 	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
-	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 1, 10, false, 5, 
-					&e)), 0);
-	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 200, true, 6, 
-					&e)), 0);
+	/* attempt 1's own late report counts nothing */
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 1, 10, false,
+				2001 * S, &e)), 0);
+	assert_int_equal(lost_s(db, job, 1, pool, sizeof pool), -1);
+	/* attempt 2 restored step 200: 2000 - 1500 s lost */
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 200, true,
+				2100 * S, &e)), 0);
+	assert_int_equal(lost_s(db, job, 1, pool, sizeof pool), 500);
+	assert_string_equal(pool, "aws/us-east-1/use1-az2");
 	/* the restore is the truth about what was durable */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ckpt_step FROM jobs WHERE id=?",
 					    -1, &st, NULL), SQLITE_OK);
@@ -361,34 +395,38 @@ static void test_lost_work_from_the_restored_checkpoint(void **state)
 	sqlite3_finalize(st);
 	st = NULL;
 	/* a second report of that attempt counts nothing more */
-	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 210, false, 7, 
-					&e)), 0);
-	/* then the daemon saw step 300 when attempt 2 was preempted, and
-	 * attempt 3 restored 200 again: 100 steps = 9,000 s lost */
-	j.step = 300;
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 2, 210, false,
+				2200 * S, &e)), 0);
+	/* attempt 2 (2100..3000 s) commits nothing; attempt 3 restores
+	 * step 200 again: all of attempt 2 is lost */
 	j.attempt = 2;
-	assert_int_equal(ON_STORE(db, s, recon__lost_open(s, &j, node, 918000,
+	j.step = 300;
+	j.run_started_ns = 2100 * S;
+	assert_int_equal(ON_STORE(db, s, recon__lost_open(c, s, &j, "preemption",
+				node, 918000, 3000 * S, &e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 3, 200, true,
+				3100 * S, &e)), 0);
+	assert_int_equal(lost_s(db, job, 2, pool, sizeof pool), 900);
+	/* attempt 3 (3100..3600 s) commits 300 at 3400 s and its node is
+	 * lost; the job ends before another attempt says what it restored:
+	 * counted from its newest commit */
+	j.attempt = 3;
+	j.run_started_ns = 3100 * S;
+	assert_int_equal(ON_STORE(db, s, recon__lost_seen(s, job, 3, 300, 3400 * S,
 							  &e)), 0);
-	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, 3, 200, true, 8, 
-					&e)), 0);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value_ns, provider, region,"
-		" zone FROM ledger_event WHERE job_id=? ORDER BY id", -1, &st, NULL),
-		SQLITE_OK);
+	assert_int_equal(ON_STORE(db, s, recon__lost_open(c, s, &j, "lost", node,
+				918000, 3600 * S, &e)), 0);
+	assert_int_equal(ON_STORE(db, s, recon__lost_settle(c, s, job, -1, -1, false,
+				3700 * S, &e)), 0);
+	assert_int_equal(lost_s(db, job, 3, pool, sizeof pool), 200);
+	/* one lost_work event per attempt, and nothing left pending */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM events"
+		" WHERE job_id=?1 AND type='lost_work'), (SELECT count(*) FROM"
+		" lost_pending WHERE job_id=?1)", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, job);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int64(st, 0), 0);
-	assert_string_equal((const char *)sqlite3_column_text(st, 1), "aws");
-	assert_string_equal((const char *)sqlite3_column_text(st, 2), "us-east-1");
-	assert_string_equal((const char *)sqlite3_column_text(st, 3), "use1-az2");
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int64(st, 0), INT64_C(9000) * S);
-	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-	sqlite3_finalize(st);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE"
-		" job_id=? AND type='lost_work'", -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_int64(st, 1, job);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int64(st, 0), 2);
+	assert_int_equal(sqlite3_column_int64(st, 0), 3);
+	assert_int_equal(sqlite3_column_int64(st, 1), 0);
 	sqlite3_finalize(st);
 	sqlite3_close_v2(db);
 	free(c);

@@ -1,0 +1,161 @@
+/*
+ * store_ctl.h - the control plane's statements (lib/ctl) as functions
+ * (store_ctl.c): lib/ctl holds no SQL of its own for these.  Each runs
+ * inside the caller's transaction when there is one, returns 0 (or 1 /
+ * 0 for "found" / "none") or a negative code with *e naming what failed.
+ */
+#ifndef SR_STORE_CTL_H
+#define SR_STORE_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct store;
+
+/* ---- work lost (lib/ctl/recon_lost.c) ---- */
+
+/* An attempt that ended before its work was safe, until a later attempt
+ * says what it restored (table lost_pending): with the place of one of
+ * its nodes when read back. */
+struct store_lost {
+	int64_t attempt, node;               /* node 0: none */
+	int64_t started_ns, ended_ns;        /* wall clock */
+	int64_t step;                        /* last seen, -1 unknown */
+	int64_t price_micros;                /* its nodes together, per hour */
+	char cause[16];                      /* preemption lost crash move */
+	char cloud[16], region[40], zone[40], itype[48];
+};
+
+/* Record attempt p->attempt (a second record of it is ignored). */
+int store_lost_open(struct store *s, int64_t job, const struct store_lost *p,
+		    struct sr_err *e);
+/* The pending attempts older than `before` (0: all), oldest first, at
+ * most cap into v: how many, or < 0. */
+int store_lost_pending(struct store *s, int64_t job, int64_t before,
+		       struct store_lost *v, int cap, struct sr_err *e);
+int store_lost_clear(struct store *s, int64_t job, int64_t attempt,
+		     struct sr_err *e);
+/* Committed step `step` was first reported at at_ns during `attempt`
+ * (table ckpt_seen; a later report of it is ignored). */
+int store_ckpt_seen_add(struct store *s, int64_t job, int64_t attempt,
+			int64_t step, int64_t at_ns, struct sr_err *e);
+/* 1 and when/during which attempt `step` was committed, 0 never seen. */
+int store_ckpt_seen_get(struct store *s, int64_t job, int64_t step,
+			int64_t *at_ns, int64_t *attempt, struct sr_err *e);
+/* 1 and the newest step committed during `attempt`, 0 none. */
+int store_ckpt_newest_in(struct store *s, int64_t job, int64_t attempt,
+			 int64_t *step, struct sr_err *e);
+/* The job's checkpoint step is the one a restore found (a step reported
+ * checkpointed before it was durable is not work done). */
+int store_job_set_ckpt_step(struct store *s, int64_t job, int64_t step,
+			    struct sr_err *e);
+
+/* ---- the work estimator's state (lib/ctl/workest.c) ---- */
+
+struct store_est {
+	double declared_s;                 /* jobs.work_s */
+	int64_t total_steps;               /* -1 unknown */
+	double work_s, pace_ns;            /* the estimate (workest.h) */
+	int64_t steps, attempt, step0, t0_ns, last_step, last_ns, upd_ns;
+};
+
+/* 0, or -SR_ENOTFOUND when there is no such job. */
+int store_est_load(struct store *s, int64_t job, struct store_est *out,
+		   struct sr_err *e);
+/* Writes the estimate's fields (not declared_s, total_steps). */
+int store_est_save(struct store *s, int64_t job, const struct store_est *w,
+		   struct sr_err *e);
+/* The job's rank-0 node that runs and reported no exit yet (a new node
+ * of this attempt): 1 with its creation time and the job's restart
+ * estimate, 0 when none. */
+int store_restart_node(struct store *s, int64_t job, int64_t *created_ns,
+		       double *est_restart_s, struct sr_err *e);
+int store_job_set_restart_est(struct store *s, int64_t job, double est_s,
+			      struct sr_err *e);
+
+/* ---- placement (lib/ctl/recon_place.c) ---- */
+
+/* Each time since since_ns at which one of our nodes in `pool` got a
+ * preemption notice or a launch there ended for capacity or quota:
+ * fn(ud, at_ns) once per row. */
+int store_pool_unavailable(struct store *s, int pool, int64_t since_ns,
+			   void (*fn)(void *ud, int64_t at_ns), void *ud,
+			   struct sr_err *e);
+/* The job's policy state (a malloc'd copy, *len bytes; NULL, 0 when
+ * none) and last decision (malloc'd JSON text; NULL none): 0, or
+ * -SR_ENOTFOUND.  The caller frees both. */
+int store_job_policy_load(struct store *s, int64_t job, void **state,
+			  size_t *len, char **decision, struct sr_err *e);
+int store_job_policy_save(struct store *s, int64_t job, const void *state,
+			  size_t len, const char *decision, int64_t tick,
+			  struct sr_err *e);
+
+/* A new node row, REQUESTED (borrowed strings). */
+struct store_node_new {
+	int64_t job, rank;
+	const void *token_hash;
+	size_t token_hash_len;
+	const char *provider, *cloud, *region, *zone, *instance_type;
+	const char *accelerator;
+	double accel_count;
+	bool spot;
+	int pool;
+	int64_t price_micros, list_micros, reserved_micros; /* per hour */
+	int64_t created_ns, boot_at_ns;
+};
+
+int store_node_insert(struct store *s, const struct store_node_new *n,
+		      int64_t *id, struct sr_err *e);
+/* The job's human message, when it changed (no event). */
+int store_job_set_message(struct store *s, int64_t job, const char *msg,
+			  struct sr_err *e);
+/* Where the job's missing ranks were placed (JSON), counting a move. */
+int store_job_set_placement(struct store *s, int64_t job, const char *json,
+			    bool moved, struct sr_err *e);
+
+/* ---- the node pass (lib/ctl/recon_nodes.c) ---- */
+
+/* A terminate failed (pending 1: retried on every pass) or went through
+ * (0).  1 changed, 0 already so. */
+int store_node_set_kill_pending(struct store *s, int64_t node, bool pending,
+				struct sr_err *e);
+/* The node's phase within `state` (schema m9; NULL none): 1 changed, 0
+ * the node is no longer in `state`. */
+int store_node_set_phase(struct store *s, int64_t node, const char *state,
+			 const char *phase, struct sr_err *e);
+/* Bill a node up to until_ns: its cost so far, the utilisation samples
+ * billed taken out, and the job's sums (cost, list, reserved; reserved
+ * unknown when the offering has no reserved price). */
+struct store_bill {
+	int64_t node, job, until_ns;
+	int64_t cost, list_cost, reserved_cost;   /* micro-dollars */
+	bool reserved_unknown;
+	double util_sum;                          /* the samples billed */
+	int64_t util_n;
+};
+int store_node_bill(struct store *s, const struct store_bill *b,
+		    struct sr_err *e);
+/* A live node ends (TERMINATED or LOST, why, when): 1 ended, 0 it had
+ * already ended. */
+int store_node_end(struct store *s, int64_t node, const char *state,
+		   const char *reason, int64_t now_ns, struct sr_err *e);
+/* The instance a launch answered with: recorded, the node BOOTING
+ * (pending: the cloud still boots it) and billed from now.  A node whose
+ * agent registered before (READY, no instance yet) keeps its state.
+ * 1 recorded, 0 the node was neither. */
+int store_node_booted(struct store *s, int64_t node, const char *instance_id,
+		      const char *blob, bool pending, int64_t now_ns,
+		      struct sr_err *e);
+/* The cloud's notice: when it came and its deadline (the cloud's time).
+ * 1 recorded, 0 the node had one already. */
+int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
+		       int64_t kill_ns, struct sr_err *e);
+/* The message of the job's last launch_refused event into msg: 1, or 0
+ * when it has none. */
+int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
+		      struct sr_err *e);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * launch_files.c - what `spotrun launch` sends of a job's files (issue
+ * 24; docs/jobs.md "workdir and file_mounts").
+ *
+ * The files are read here, as the user who launches, and uploaded with
+ * the job: spotrund and the nodes never read a path on a job's behalf.
+ *
+ *   the job's directory  workdir: (or --workdir DIR, which replaces it)
+ *                        when the job has one, else the job file's
+ *                        directory (or --workdir DIR)
+ *   workdir:             that directory, uploaded as workdir/ (the node
+ *                        runs setup and run in its copy)
+ *   file_mounts DST: SRC SRC relative to the job's directory, and inside
+ *                        it: a path that resolves (links followed) out of
+ *                        it is refused, as is anything in spotrund's state
+ *                        dir and a link inside the tree that leaves it
+ *                        (lib/bundle); uploaded as DST without its
+ *                        leading "/" or "~/"
+ *   neither              nothing is uploaded; the local cloud runs the
+ *                        job in place, in the job's directory (the API's
+ *                        "workdir")
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle/bundle.h"
+#include "launch_files.h"
+
+static void note(void *ud, const char *msg)
+{
+	(void)ud;
+	fprintf(stderr, "spotrun launch: note: %s\n", msg);
+}
+
+/* path is dir or below it (both canonical) */
+static int under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The job's directory, canonical, into ctx. */
+static int job_dir(const struct jobspec *js, const char *file,
+		   const char *workdir, char ctx[PATH_MAX])
+{
+	const char *w = workdir ? workdir : js->workdir;
+	char *copy = strdup(w ? w : file);
+	int ok;
+
+	if (!copy) {
+		fprintf(stderr, "spotrun launch: out of memory\n");
+		return -1;
+	}
+	ok = realpath(w ? copy : dirname(copy), ctx) != NULL;
+	if (!ok)
+		fprintf(stderr, "spotrun launch: %s: %s\n", w ? w : file,
+			strerror(errno));
+	free(copy);
+	return ok ? 0 : -1;
+}
+
+/* file_mounts.DST's source, resolved, into out; -1 (said) if it is not
+ * a file or directory inside ctx. */
+static int mount_src(const struct jobspec_mount *m, const char *ctx,
+		     char out[PATH_MAX])
+{
+	char joined[PATH_MAX * 2];
+	const char *s = m->src, *home = getenv("HOME");
+
+	if (!strncmp(s, "~/", 2) && home)
+		snprintf(joined, sizeof joined, "%s/%s", home, s + 2);
+	else if (s[0] == '/')
+		snprintf(joined, sizeof joined, "%s", s);
+	else
+		snprintf(joined, sizeof joined, "%s/%s", ctx, s);
+	if (!realpath(joined, out)) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s: %s\n", m->dst,
+			m->src, strerror(errno));
+		return -1;
+	}
+	if (!under(out, ctx)) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s%s%s lies outside "
+			"the job's directory %s: spotrun uploads only files under it "
+			"(copy what the job needs there; docs/jobs.md)\n", m->dst,
+			m->src, strcmp(m->src, out) ? " -> " : "",
+			strcmp(m->src, out) ? out : "", ctx);
+		return -1;
+	}
+	return 0;
+}
+
+int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
+		 const char *workdir, json_t *body)
+{
+	char ctx[PATH_MAX], src[PATH_MAX], state[PATH_MAX];
+	const char *refuse[2] = { NULL, NULL };
+	struct bundle b = { .refuse = refuse, .note = note };
+	struct sr_err e = { 0 };
+	json_t *reply = NULL;
+	char *sd = ctlc_state_dir(o->state_dir, &e);
+	int rc = -1;
+
+	if (sd && realpath(sd, state))
+		refuse[0] = state;
+	free(sd);
+	if (job_dir(js, file, workdir, ctx))
+		goto out;
+	if (!js->workdir && !js->n_mounts) {
+		/* in place, on a node that shares this disk */
+		rc = json_object_set_new(body, "workdir", json_string(ctx)) ? -1 : 0;
+		goto out;
+	}
+	sr_err_clear(&e);
+	if (js->workdir && bundle_add(&b, ctx, "workdir", &e)) {
+		fprintf(stderr, "spotrun launch: workdir: %s\n", e.msg);
+		goto out;
+	}
+	for (size_t i = 0; i < js->n_mounts; i++) {
+		const struct jobspec_mount *m = &js->mounts[i];
+		const char *name = bundle_mount_name(m->dst);
+
+		if (!bundle_name_ok(name)) {
+			fprintf(stderr, "spotrun launch: file_mounts: '%s' is not a "
+				"destination (a path under the node's dir, no '..')\n",
+				m->dst);
+			goto out;
+		}
+		if (mount_src(m, ctx, src))
+			goto out;
+		sr_err_clear(&e);
+		if (bundle_add(&b, src, name, &e)) {
+			fprintf(stderr, "spotrun launch: file_mounts.%s: %s\n", m->dst,
+				e.msg);
+			goto out;
+		}
+	}
+	sr_err_clear(&e);
+	if (bundle_finish(&b, &e) ||
+	    ctlc_post_raw(o->c, "/v1/uploads", "application/x-tar", b.buf, b.len,
+			  120000, &reply, &e) < 0) {
+		fprintf(stderr, "spotrun launch: uploading the job's files: %s\n",
+			sr_err_str(&e, -EIO));
+		goto out;
+	}
+	rc = json_object_set(body, "files", json_object_get(reply, "upload")) ?
+	     -1 : 0;
+	if (rc)
+		fprintf(stderr, "spotrun launch: the upload's reply has no id\n");
+out:
+	json_decref(reply);
+	bundle_free(&b);
+	return rc;
+}
