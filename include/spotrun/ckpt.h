@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes layout. */
-#define SPOTCKPT_ABI_VERSION 2
+#define SPOTCKPT_ABI_VERSION 3
 
 /* Highest tensor rank accepted (0 = scalar). */
 #define SPOTCKPT_MAX_NDIM 16
@@ -163,10 +163,23 @@ struct spotckpt_opts {
 	int32_t backpressure;   /* enum spotckpt_backpressure; def. COALESCE */
 	int32_t direct_io;      /* enum spotckpt_direct_io; default AUTO */
 	int32_t io_depth;       /* io_uring writes in flight; 0 = 8 */
-	uint32_t io_chunk_bytes;/* bytes per write; 0 = 4 MiB */
+	uint32_t io_chunk_bytes;/* bytes per write; 0 = 8 MiB */
 	int64_t commit_timeout_ms; /* how long spotckpt_close() waits for tier
 				 * 3 to hold the newest checkpoint; 0 =
 				 * SPOTCKPT_COMMIT_TIMEOUT_MS */
+	/* Striping over several disks: dirs[0..ndirs) are the tier-2
+	 * directories, one per disk, dirs[0] the same directory as `dir`
+	 * (which may then be NULL).  dir holds every step-N/ with its
+	 * manifest; the shards are spread over all of them by size (a
+	 * striped shard lives in DIRk/stripe-N-<random>/ and step-N/ holds a
+	 * link to it), each directory written by a thread of its own.  With
+	 * ndirs 0, $SPOTRUN_CKPT_DIRS (a:b:c) is used when its first entry is
+	 * `dir`.  Unless shard_bytes is set, the shard size is the state
+	 * split over the directories (at most 4 GiB).  Each directory of a
+	 * list belongs to this engine alone.  Copied. */
+	const char *const *dirs;
+	uint32_t ndirs;
+	uint32_t pad_;
 };
 
 /* Default of spotckpt_opts.commit_timeout_ms: 2 minutes. */
@@ -289,7 +302,9 @@ struct spotckpt_stats {
 	int64_t max_stall_ns;
 	int64_t total_stall_ns;
 	int64_t last_copy_ns;     /* duration of the last tier-1 copy */
-	int64_t last_write_ns;    /* duration of the last tier-2 write+commit */
+	int64_t last_write_ns;    /* duration of the last tier-2 write, up to
+				   * its durable commit (retention after it
+				   * is not counted) */
 	uint64_t last_write_bytes;/* bytes of the last committed checkpoint */
 	uint64_t bytes_written;   /* total over all commits */
 	uint64_t staging_bytes;   /* staging memory currently allocated */
@@ -304,6 +319,52 @@ struct spotckpt_stats {
 /* Snapshot of the counters.  Never waits for a save.  Returns 0, or
  * -EINVAL when e or out is NULL. */
 SPOTCKPT_API int spotckpt_stats(struct spotckpt *e, struct spotckpt_stats *out);
+
+/* Where the last committed tier-2 write spent its time, phase by phase,
+ * so that a slow write explains itself (`spotrun ckpt bench --json` prints
+ * it).  Each moment of a writing thread belongs to exactly one phase:
+ * wall_ns[p] is the time it spent there, cpu_ns[p] the CPU it used
+ * (wall - cpu: waiting for the device, or for a core).  With several
+ * directories each writing thread (lane) counts its own moments, so the
+ * wall times add up to more than the write's duration. */
+enum spotckpt_wphase {
+	SPOTCKPT_WP_PREPARE = 0,  /* leftovers removed, directories made,
+				   * files created and preallocated */
+	SPOTCKPT_WP_HASH = 1,     /* XXH3 of each chunk before it is sent */
+	SPOTCKPT_WP_SUBMIT = 2,   /* handing writes (and the unaligned tail of
+				   * each file) to the kernel */
+	SPOTCKPT_WP_WAIT = 3,     /* waiting for writes and per-file fsyncs */
+	SPOTCKPT_WP_MANIFEST = 4, /* manifest.json rendered and written */
+	SPOTCKPT_WP_FSYNC = 5,    /* the last files, manifest and directories
+				   * made durable (one concurrent round) */
+	SPOTCKPT_WP_PUBLISH = 6,  /* rename to step-N + fsync of the
+				   * directory: the commit point */
+	SPOTCKPT_WP_RETENTION = 7,/* older checkpoints removed (after the
+				   * commit; not in commit_ns) */
+	SPOTCKPT_WP_COUNT = 8
+};
+#define SPOTCKPT_WP_MAX 12 /* array size; entries past COUNT stay 0 */
+
+struct spotckpt_write_profile {
+	int64_t wall_ns[SPOTCKPT_WP_MAX];
+	int64_t cpu_ns[SPOTCKPT_WP_MAX];
+	int64_t commit_ns;        /* start to durable commit (last_write_ns) */
+	int64_t cpu_total_ns;     /* CPU of the writing threads, all phases */
+	uint64_t bytes;           /* bytes written, manifest included */
+	uint64_t writes;          /* write requests sent */
+	uint32_t fsyncs;          /* fsync calls (files and directories) */
+	uint32_t lanes;           /* threads that wrote shards */
+	int32_t fixed_buffers;    /* 1: io_uring writes from registered memory */
+	int32_t preallocated;     /* 1: shard files preallocated (fallocate) */
+};
+
+/* The profile of the last committed tier-2 write (zeros before the first
+ * one).  Never waits for a save.  Returns 0, or -EINVAL when e or out is
+ * NULL. */
+SPOTCKPT_API int spotckpt_write_profile(struct spotckpt *e,
+					struct spotckpt_write_profile *out);
+/* "prepare", "hash", ... for a phase; NULL outside 0..COUNT-1. */
+SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
 
 /* Keeping the engine out of the training thread's way.  The engine's
  * threads are the tier-1 copy threads (busy for one memory copy of the

@@ -1,22 +1,27 @@
 /*
- * commit.c - writing a checkpoint directory so that a crash never leaves a
- * torn one under a committed name, and retention.
- *
- * Names in DIR:
- *   step-NNNNNNNN/         committed (N in decimal, at least 8 digits)
- *   step-NNNNNNNN.<x>/     anything with a suffix is uncommitted scratch:
- *                          .tmp (being written), .del.tmp (being deleted)
+ * commit.c - writing a checkpoint so that a crash never leaves a torn one
+ * under a committed name.  Names and retention: retain.c; shards striped
+ * over several directories: stripes.c.
  *
  * Commit sequence for step N:
- *   1. mkdir step-N.tmp/ (a leftover from a crash is removed first)
- *   2. write each shard file (O_EXCL), fsync it, close it
- *   3. write manifest.json (O_EXCL), fsync it, close it
- *   4. fsync step-N.tmp/ so its directory entries are durable
+ *   1. mkdir step-N.tmp/ (a leftover from a crash is removed first); with
+ *      stripes, a fresh stripe-N-<random>/ in each other directory that
+ *      gets shards
+ *   2. write each shard file (O_EXCL, preallocated), hashing as it goes,
+ *      each directory's shards by a lane of their own (lanes.c); fsync
+ *      each as soon as its writes completed, except each lane's last few
+ *   3. write manifest.json (O_EXCL), and in step-N.tmp/ a link to each
+ *      striped shard
+ *   4. fsync, in one concurrent round, the lanes' last shards,
+ *      manifest.json, step-N.tmp/ (so its entries are durable) and each
+ *      stripe directory and the directory holding it: on a journalling
+ *      file system the round shares one journal commit
  *   5. rename step-N.tmp -> step-N (RENAME_NOREPLACE; if step-N already
  *      exists, RENAME_EXCHANGE swaps them and the old one is deleted)
- *   6. fsync DIR, making the rename durable
+ *   6. fsync DIR, making the rename durable: the commit point
  *   7. retention: for each checkpoint beyond the newest `keep`, rename it
- *      to step-M.del.tmp, fsync DIR, then delete its files.
+ *      to step-M.del.tmp, fsync DIR, then delete its files; then the
+ *      stripe directories no committed step links to.
  *
  * Why this is crash-consistent.  A reader only looks at directories named
  * step-N with no suffix.  Such a name comes into existence only through
@@ -24,21 +29,24 @@
  * rename is atomic across a crash on the journalled file systems we
  * support: after a crash the directory is found under the old name or the
  * new one, never both or neither.  Everything under it - every shard's
- * data and size, the manifest, the directory entries - was made durable
- * by the fsyncs of steps 2-4 before the rename was issued, so when the
- * new name survives, so does complete content.  The manifest is written
- * last, so even a directory renamed by something else is only trusted
- * with a manifest whose own checksum verifies and whose shard sizes and
- * per-tensor XXH3 checksums match.  Step 6 orders the commit before
- * retention: an older checkpoint is deleted only after the newer one's
- * rename is durable, so at every instant at least one complete checkpoint
- * is reachable (the newest committed one is never a deletion victim).
- * Deletion itself first renames the victim to a scratch name, so a
- * half-deleted checkpoint is never visible as committed.  Anything a crash
- * leaves under a scratch name is removed by the next engine's open.
- * Data damaged after commit (bit rot, a disk that lied about fsync) is
- * caught by the checksums at restore, which then falls back to the
- * previous checkpoint.
+ * data and size, the manifest, the directory entries, the links and what
+ * they point to - was made durable by the fsyncs of steps 2 and 4, all
+ * complete before the rename is issued, so when the new name survives, so
+ * does complete content.  A stripe directory is new for every save and
+ * never written again, so no committed step's shards change under it.  The
+ * manifest is written after every shard, so even a directory renamed by
+ * something else is only trusted with a manifest whose own checksum
+ * verifies and whose shard sizes and per-tensor XXH3 checksums match.
+ * Step 6 orders the commit before retention: an older checkpoint is
+ * deleted only after the newer one's rename is durable, so at every
+ * instant at least one complete checkpoint is reachable (the newest
+ * committed one is never a deletion victim).  Deletion itself first
+ * renames the victim to a scratch name, so a half-deleted checkpoint is
+ * never visible as committed.  Anything a crash leaves under a scratch
+ * name, and any stripe no committed step links to, is removed by the next
+ * engine's open.  Data damaged after commit (bit rot, a disk that lied
+ * about fsync, a lost disk) is caught at restore, which then falls back
+ * to the previous checkpoint.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -59,164 +67,6 @@
 
 void (*ckpt__test_before_commit)(int64_t step);
 
-int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp)
-{
-	int64_t v = 0;
-	const char *p = s + 5;
-
-	if (strncmp(s, "step-", 5) || *p < '0' || *p > '9')
-		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (INT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (*p - '0');
-	}
-	if (*p != '\0' && *p != '.')
-		return -1;
-	*step = v;
-	*tmp = *p == '.';
-	return 0;
-}
-
-int ckpt__rmdir_flat(int parentfd, const char *name)
-{
-	int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	for (de = readdir(d); de; de = readdir(d)) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT)
-			rc = -errno;
-	}
-	closedir(d);
-	if (unlinkat(parentfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
-		rc = -errno;
-	return rc;
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,
-	       int **tmpflags)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int64_t *v = NULL;
-	size_t cnt = 0, cap = 0;
-
-	*steps = NULL;
-	*n = 0;
-	if (tmpflags)
-		*tmpflags = NULL;
-	if (!d)
-		return -errno;
-	for (de = readdir(d); de; de = readdir(d)) {
-		int64_t s;
-		int tmp;
-
-		if (ckpt__parse_dirname(de->d_name, &s, &tmp) || (tmp && !with_tmp))
-			continue;
-		if (cnt == cap) {
-			int64_t *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		/* encode the tmp flag in the low bit of a doubled step */
-		v[cnt++] = s * 2 + (tmp ? 0 : 1);
-	}
-	closedir(d);
-	if (cnt > 1)
-		qsort(v, cnt, sizeof *v, cmp_desc);
-	if (tmpflags && cnt) {
-		*tmpflags = calloc(cnt, sizeof **tmpflags);
-		if (!*tmpflags) {
-			free(v);
-			return -ENOMEM;
-		}
-	}
-	for (size_t i = 0; i < cnt; i++) {
-		if (tmpflags)
-			(*tmpflags)[i] = !(v[i] & 1);
-		v[i] /= 2;
-	}
-	*steps = v;
-	*n = cnt;
-	return 0;
-}
-
-void ckpt__cleanup_tmp(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int dfd;
-
-	if (!d)
-		return;
-	dfd = dirfd(d);
-	for (de = readdir(d); de; de = readdir(d)) {
-		int64_t s;
-		int tmp;
-
-		if (ckpt__parse_dirname(de->d_name, &s, &tmp) == 0 && tmp) {
-			sr_info("ckpt", "removing incomplete checkpoint",
-				"dir=%s name=%s", dir, de->d_name);
-			ckpt__rmdir_flat(dfd, de->d_name);
-		}
-	}
-	fsync(dfd);
-	closedir(d);
-}
-
-void ckpt__retention(const char *dir, int keep, int64_t protect)
-{
-	int64_t *steps = NULL;
-	size_t n = 0;
-	int dfd = -1, kept = 0;
-
-	if (ckpt__scan(dir, &steps, &n, 0, NULL))
-		return;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (size_t i = 0; dfd >= 0 && i < n; i++) {
-		char name[48], del[64];
-
-		if (kept < keep || steps[i] == protect) {
-			kept++;
-			continue;
-		}
-		snprintf(name, sizeof name, "step-%08" PRId64, steps[i]);
-		snprintf(del, sizeof del, "%s.del.tmp", name);
-		if (renameat(dfd, name, dfd, del) != 0)
-			continue;
-		fsync(dfd);
-		ckpt__rmdir_flat(dfd, del);
-		sr_debug("ckpt", "retention removed checkpoint", "dir=%s step=%"
-			 PRId64, dir, steps[i]);
-	}
-	if (dfd >= 0)
-		close(dfd);
-	free(steps);
-}
-
 /* The hasher, fed in file order: each tensor's bytes. */
 struct hasher {
 	XXH3_state_t tensor;
@@ -225,9 +75,9 @@ struct hasher {
 	int open;         /* tensor state reset and in use */
 };
 
-static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+static void feed_hasher(struct hasher *h, uint64_t off, const uint8_t *p,
+			uint64_t n)
 {
-	struct hasher *h = ud;
 	uint64_t end = off + n;
 
 	while (h->k < h->end) {
@@ -251,78 +101,259 @@ static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 	}
 }
 
-static int write_shard(struct ckpt_io *io, int tfd, struct ckpt_layout *l,
-		       struct ckpt_shard *sh, const uint8_t *image,
-		       const struct ckpt_commit_opts *o,
-		       struct ckpt_commit_res *res, struct sr_err *e)
-{
-	struct hasher *h = NULL;
-	struct ckpt_dio d;
-	int fd_buf = -1, fd_dir = -1, rc;
+/* One shard file being written: where it goes and its hasher. */
+struct shard_out {
+	struct hasher *h;        /* in the 64-byte aligned hasher array */
+	struct ckpt_shard *sh;
+	int dirfd;               /* the directory it is created in */
+	int want_direct;
+	int preallocated;
+	struct sr_err *e;        /* its lane's */
+};
 
-	rc = ckpt__dio_open_write(tfd, sh->file, o->direct, &fd_buf, &fd_dir, &d);
-	if (rc) {
-		sr_err_set(e, rc, "%s: create: %s", sh->file, sr_strerror(rc));
-		goto out;
-	}
-	/* XXH3 states want 64-byte alignment; too big for some stacks */
-	if (posix_memalign((void **)&h, 64, sizeof *h)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memset(h, 0, sizeof *h);
-	h->l = l;
-	h->k = sh->first;
-	h->end = sh->first + sh->count;
-	/* the header region of the image is copied in by the engine */
-	rc = ckpt__io_write_file(io, fd_buf, fd_dir, &d, image + sh->img_off,
-				 sh->file_bytes, feed, h, o->cancel);
-	if (rc) {
-		sr_err_set(e, rc, "%s: write: %s", sh->file, sr_strerror(rc));
-		goto out;
-	}
-	sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
-	sh->xxh3 = ckpt__shard_hash(l, sh);
-	res->direct_used = fd_dir >= 0;
-	res->bytes += sh->file_bytes;
-out:
-	free(h);
-	if (fd_dir >= 0)
-		close(fd_dir);
-	if (fd_buf >= 0 && close(fd_buf) != 0 && rc == 0)
-		rc = sr_err_set(e, -errno, "%s: close: %s", sh->file,
-				strerror(errno));
-	return rc;
+static void feed(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
+{
+	feed_hasher(((struct shard_out *)ud)->h, off, p, n);
 }
 
-static int write_manifest(int tfd, int64_t step, const char *meta,
-			  struct ckpt_layout *l, uint64_t *bytes,
-			  struct sr_err *e)
+/* Preallocate the whole file: a direct write into allocated blocks is an
+ * overwrite the file system issues at once (iowrite.c).  Returns 0 also
+ * where the file system cannot preallocate (*done stays 0). */
+static int preallocate(int fd, uint64_t n, int *done)
+{
+	int rc;
+
+	do
+		rc = fallocate(fd, 0, 0, (off_t)n);
+	while (rc != 0 && errno == EINTR);
+	if (rc == 0) {
+		*done = 1;
+		return 0;
+	}
+	if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
+static int open_shard(void *ud, struct ckpt_wfile *f)
+{
+	struct shard_out *so = ud;
+	int rc;
+
+	rc = ckpt__dio_open_write(so->dirfd, so->sh->file, so->want_direct,
+				  &f->fd_buf, &f->fd_dir, &f->d);
+	if (rc)
+		return sr_err_set(so->e, rc, "%s: create: %s", so->sh->file,
+				  sr_strerror(rc));
+	rc = preallocate(f->fd_buf, so->sh->file_bytes, &so->preallocated);
+	if (rc)
+		return sr_err_set(so->e, rc, "%s: preallocate %" PRIu64 " bytes:"
+				  " %s", so->sh->file, so->sh->file_bytes,
+				  sr_strerror(rc));
+	return 0;
+}
+
+/* A shard's last byte is written (and, if it was to be synced, durable):
+ * its O_DIRECT descriptor is no longer needed, nor a synced one's. */
+static void shard_done(void *ud, struct ckpt_wfile *f)
+{
+	(void)ud;
+	if (f->fd_dir >= 0)
+		close(f->fd_dir);
+	f->fd_dir = -1;
+	if (f->sync && f->fd_buf >= 0)
+		close(f->fd_buf); /* fsync'ed: close cannot lose data */
+	if (f->sync)
+		f->fd_buf = -1;
+}
+
+/* Shards fsync'ed as they complete, all but each lane's last few: those
+ * join the manifest and the directories in the final concurrent round,
+ * and no more descriptors than this stay open however many shards. */
+#define SYNC_LAST 4
+
+/* One lane's part of a commit: the shards of one directory. */
+struct lane_job {
+	struct ckpt_wfile *wf;   /* its files, contiguous in the commit's */
+	size_t n;
+	int dirfd;               /* step-N.tmp/ (lane 0) or its stripe dir */
+	int parentfd;            /* the directory holding that (lanes >= 1) */
+	char stripe[64];         /* the stripe directory's name (lanes >= 1) */
+	atomic_int *cancel;
+	const uint8_t *reg_base; /* to register with a lane's own ring */
+	uint64_t reg_len;
+	struct ckpt_prof own, *prof; /* lane 0: the commit's */
+	struct sr_err err;
+	int rc;
+};
+
+static void lane_write(struct ckpt_io *io, void *arg)
+{
+	struct lane_job *j = arg;
+	size_t failed = 0;
+
+	if (j->prof == &j->own)
+		ckpt__prof_start(j->prof, SPOTCKPT_WP_PREPARE);
+	if (j->reg_len) /* best effort: without it each write pins pages */
+		ckpt__io_register_buffer(io, j->reg_base, j->reg_len);
+	j->rc = j->n ? ckpt__io_write_files(io, j->wf, j->n, j->cancel, j->prof,
+					    &failed) : 0;
+	if (j->rc && !j->err.msg[0])
+		sr_err_set(&j->err, j->rc, "%s: write: %s",
+			   ((struct shard_out *)j->wf[failed].ud)->sh->file,
+			   sr_strerror(j->rc));
+	if (j->prof == &j->own)
+		ckpt__prof_enter(j->prof, -1);
+}
+
+/* Everything a commit allocates, opens and makes; freed by commit_free. */
+struct commit {
+	struct ckpt_layout *l;
+	const struct ckpt_stripes *st;
+	int nl;                  /* lanes */
+	uint32_t *where;         /* shard -> lane */
+	struct ckpt_wfile *wf;   /* by lane, then shard order */
+	struct shard_out *so;
+	struct hasher *h;
+	struct lane_job *job;
+	void **args;
+	int dfd, tfd, mfd;
+};
+
+/* Steps 1 (stripe directories) and 2: every shard of every lane written,
+ * hashed (the layout's tensor and shard hashes filled) and all but each
+ * lane's last few fsync'ed. */
+static int write_shards(struct commit *c, struct ckpt_io *io, int64_t step,
+			const uint8_t *image, const struct ckpt_commit_opts *o,
+			struct ckpt_commit_res *res, struct sr_err *e)
+{
+	struct ckpt_layout *l = c->l;
+	size_t pos = 0;
+	int rc = 0;
+
+	if (c->nl > 1)
+		ckpt__stripes_assign(l, c->nl, c->where);
+	for (int k = 0; k < c->nl; k++) {
+		struct lane_job *j = &c->job[k];
+		size_t first = pos;
+
+		j->parentfd = j->dirfd = -1;
+		j->cancel = o->cancel;
+		j->prof = k == 0 ? &res->prof : &j->own;
+		if (k > 0 && o->reg_len) {
+			j->reg_base = o->reg_base;
+			j->reg_len = o->reg_len;
+		}
+		c->args[k] = j;
+		for (size_t i = 0; i < l->ns; i++) {
+			if (c->where[i] == (uint32_t)k)
+				pos++;
+		}
+		j->wf = &c->wf[first];
+		j->n = pos - first;
+		if (k == 0)
+			j->dirfd = c->tfd;
+		else if (j->n > 0) {
+			const char *d = c->st->dir[k];
+
+			j->parentfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			rc = j->parentfd < 0 ? -errno :
+			     ckpt__stripe_mkdir(j->parentfd, step, j->stripe,
+						sizeof j->stripe);
+			if (rc == 0) {
+				j->dirfd = openat(j->parentfd, j->stripe,
+						  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				rc = j->dirfd < 0 ? -errno : 0;
+			}
+			if (rc)
+				return sr_err_set(e, rc, "%s: stripe directory: %s",
+						  d, sr_strerror(rc));
+		}
+	}
+	pos = 0;
+	for (int k = 0; k < c->nl; k++) {
+		size_t in_lane = 0, n = c->job[k].n;
+
+		for (size_t i = 0; i < l->ns; i++) {
+			struct ckpt_shard *sh = &l->s[i];
+
+			if (c->where[i] != (uint32_t)k)
+				continue;
+			memset(&c->h[i], 0, sizeof c->h[i]);
+			c->h[i].l = l;
+			c->h[i].k = sh->first;
+			c->h[i].end = sh->first + sh->count;
+			c->so[i] = (struct shard_out){ .h = &c->h[i], .sh = sh,
+				.dirfd = c->job[k].dirfd, .want_direct = o->direct,
+				.e = &c->job[k].err };
+			/* the header region of the image is copied in by the engine */
+			c->wf[pos++] = (struct ckpt_wfile){
+				.buf = image + sh->img_off, .len = sh->file_bytes,
+				.sync = ++in_lane + SYNC_LAST <= n, .feed = feed,
+				.ud = &c->so[i], .open = open_shard,
+				.done = shard_done, .fd_buf = -1, .fd_dir = -1 };
+		}
+	}
+	ckpt__lanes_run(c->nl > 1 ? c->st->lanes : NULL, io, lane_write, c->args);
+	for (int k = 0; k < c->nl; k++) {
+		res->lanes += c->job[k].n > 0;
+		if (k > 0)
+			ckpt__prof_add(&res->prof, &c->job[k].own);
+		if (c->job[k].rc && rc == 0)
+			rc = sr_err_set(e, c->job[k].rc, "%s", c->job[k].err.msg);
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < l->ns; i++) {
+		struct ckpt_shard *sh = &l->s[i];
+
+		sh->header_xxh3 = XXH3_64bits(image + sh->img_off, sh->data_start);
+		sh->xxh3 = ckpt__shard_hash(l, sh);
+		res->bytes += sh->file_bytes;
+		res->preallocated |= c->so[i].preallocated;
+	}
+	for (size_t i = 0; i < l->ns; i++)
+		res->direct_used |= c->wf[i].d.direct;
+	return 0;
+}
+
+/* Step 3: the manifest (its fsync is in the final round) and a link in
+ * step-N.tmp/ to each striped shard. */
+static int write_manifest(struct commit *c, int64_t step, const char *meta,
+			  uint64_t *bytes, struct sr_err *e)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int fd = -1, rc;
+	int rc;
 
-	rc = ckpt__manifest_render(step, sr_time_real_ns(), l, meta, &buf, &len, e);
+	for (size_t i = 0; i < c->l->ns; i++) {
+		uint32_t k = c->where[i];
+		char target[4200];
+
+		if (k == 0)
+			continue;
+		snprintf(target, sizeof target, "%s/%s/%s", c->st->dir[k],
+			 c->job[k].stripe, c->l->s[i].file);
+		if (symlinkat(target, c->tfd, c->l->s[i].file) != 0)
+			return sr_err_set(e, -errno, "%s: link to %s: %s",
+					  c->l->s[i].file, target, strerror(errno));
+	}
+	rc = ckpt__manifest_render(step, sr_time_real_ns(), c->l, meta, &buf,
+				   &len, e);
 	if (rc)
 		goto out;
-	fd = openat(tfd, CKPT_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		    0644);
-	if (fd < 0) {
+	c->mfd = openat(c->tfd, CKPT_MANIFEST,
+			O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (c->mfd < 0) {
 		rc = sr_err_set(e, -errno, "%s: create: %s", CKPT_MANIFEST,
 				strerror(errno));
 		goto out;
 	}
-	rc = ckpt__pwrite_all(fd, (const uint8_t *)buf, len, 0);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
+	rc = ckpt__pwrite_all(c->mfd, (const uint8_t *)buf, len, 0);
 	if (rc)
 		sr_err_set(e, rc, "%s: write: %s", CKPT_MANIFEST, sr_strerror(rc));
 	*bytes += len;
 out:
-	if (fd >= 0 && close(fd) != 0 && rc == 0)
-		rc = sr_err_set(e, -errno, "%s: close: %s", CKPT_MANIFEST,
-				strerror(errno));
 	free(buf);
 	return rc;
 }
@@ -346,27 +377,152 @@ static int publish(int dfd, const char *tmp, const char *final,
 			  strerror(errno));
 }
 
+/* Close what write_shards and write_manifest left open; a failed close
+ * of a file that is not yet durable fails the commit. */
+static int close_files(struct commit *c, struct sr_err *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; c->wf && i < c->l->ns; i++) {
+		if (c->wf[i].fd_dir >= 0)
+			close(c->wf[i].fd_dir);
+		if (c->wf[i].fd_buf >= 0 && close(c->wf[i].fd_buf) != 0 && rc == 0)
+			rc = sr_err_set(e, -errno, "%s: close: %s",
+					((struct shard_out *)c->wf[i].ud)->sh->file,
+					strerror(errno));
+		c->wf[i].fd_buf = c->wf[i].fd_dir = -1;
+	}
+	if (c->mfd >= 0 && close(c->mfd) != 0 && rc == 0)
+		rc = sr_err_set(e, -errno, "%s: close: %s", CKPT_MANIFEST,
+				strerror(errno));
+	c->mfd = -1;
+	return rc;
+}
+
+/* Step 4: one concurrent round of fsyncs: the shards not synced on the
+ * way, the manifest, step-N.tmp/, and each stripe directory with the
+ * directory holding it. */
+static int fsync_round(struct commit *c, struct ckpt_io *io, const char *tmp,
+		       struct ckpt_prof *prof, struct sr_err *e)
+{
+	size_t max = c->l->ns + 2 + 2 * (size_t)c->nl, k = 0, failed = 0;
+	int *fds = malloc(max * sizeof *fds);
+	const char **what = malloc(max * sizeof *what);
+	int rc;
+
+	if (!fds || !what) {
+		rc = sr_err_set(e, -ENOMEM, "fsync: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < c->l->ns; i++) {
+		if (c->wf[i].fd_buf >= 0) {
+			what[k] = ((struct shard_out *)c->wf[i].ud)->sh->file;
+			fds[k++] = c->wf[i].fd_buf;
+		}
+	}
+	what[k] = CKPT_MANIFEST;
+	fds[k++] = c->mfd;
+	what[k] = tmp;
+	fds[k++] = c->tfd;
+	for (int j = 1; j < c->nl; j++) {
+		if (c->job[j].dirfd < 0)
+			continue;
+		what[k] = c->job[j].stripe;
+		fds[k++] = c->job[j].dirfd;
+		what[k] = c->st->dir[j];
+		fds[k++] = c->job[j].parentfd;
+	}
+	rc = ckpt__io_fsync_all(io, fds, k, prof, &failed);
+	if (rc)
+		sr_err_set(e, rc, "%s: fsync: %s", what[failed], sr_strerror(rc));
+out:
+	free(fds);
+	free(what);
+	return rc;
+}
+
+static int commit_alloc(struct commit *c, struct ckpt_layout *l,
+			const struct ckpt_stripes *st)
+{
+	size_t ns = l->ns ? l->ns : 1;
+
+	memset(c, 0, sizeof *c);
+	c->l = l;
+	c->st = st;
+	c->nl = st && st->n > 1 ? st->n : 1;
+	c->dfd = c->tfd = c->mfd = -1;
+	c->where = calloc(ns, sizeof *c->where);
+	c->wf = calloc(ns, sizeof *c->wf);
+	c->so = calloc(ns, sizeof *c->so);
+	c->job = calloc((size_t)c->nl, sizeof *c->job);
+	c->args = calloc((size_t)c->nl, sizeof *c->args);
+	/* XXH3 states want 64-byte alignment; too big for some stacks */
+	if (posix_memalign((void **)&c->h, 64, ns * sizeof *c->h))
+		c->h = NULL;
+	for (int k = 0; c->job && k < c->nl; k++)
+		c->job[k].parentfd = c->job[k].dirfd = -1;
+	for (size_t i = 0; c->wf && i < ns; i++)
+		c->wf[i].fd_buf = c->wf[i].fd_dir = -1;
+	return c->where && c->wf && c->so && c->job && c->args && c->h ? 0
+								       : -ENOMEM;
+}
+
+/* Close everything; on failure also remove the stripe directories. */
+static void commit_free(struct commit *c, int failed)
+{
+	struct sr_err ignored = { 0 }; /* the commit's result already tells */
+
+	close_files(c, &ignored);
+	for (int k = 1; c->job && k < c->nl; k++) {
+		struct lane_job *j = &c->job[k];
+
+		if (j->dirfd >= 0)
+			close(j->dirfd);
+		if (failed && j->parentfd >= 0 && j->stripe[0])
+			ckpt__rmdir_flat(j->parentfd, j->stripe);
+		if (j->parentfd >= 0)
+			close(j->parentfd);
+	}
+	if (c->tfd >= 0)
+		close(c->tfd);
+	free(c->h);
+	free(c->args);
+	free(c->job);
+	free(c->so);
+	free(c->wf);
+	free(c->where);
+}
+
 int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 		 const char *meta_json, struct ckpt_layout *l,
 		 const uint8_t *image, const struct ckpt_commit_opts *o,
 		 struct ckpt_commit_res *res, struct sr_err *e)
 {
 	char tmp[64], final[40];
-	int dfd = -1, tfd = -1, rc;
+	struct ckpt_prof *prof = &res->prof;
+	struct commit c;
+	int rc;
+	int64_t t0 = sr_time_mono_ns();
 
 	memset(res, 0, sizeof *res);
+	ckpt__prof_start(prof, SPOTCKPT_WP_PREPARE);
 	if (ckpt__test_before_commit)
 		ckpt__test_before_commit(step);
 	res->uring_used = ckpt__io_uring_used(io);
 	snprintf(final, sizeof final, "step-%08" PRId64, step);
 	snprintf(tmp, sizeof tmp, "%s.tmp", final);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
+	rc = commit_alloc(&c, l, o->stripes);
+	if (rc) {
+		rc = sr_err_set(e, rc, "out of memory");
+		goto out;
+	}
+	c.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.dfd < 0) {
 		rc = sr_err_set(e, -errno, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
-	rc = ckpt__rmdir_flat(dfd, tmp);
-	if (mkdirat(dfd, tmp, 0755) != 0) {
+	rc = ckpt__rmdir_flat(c.dfd, tmp);
+	if (mkdirat(c.dfd, tmp, 0755) != 0) {
 		/* a leftover we could not remove: its removal's failure is the
 		 * cause (EROFS, EACCES), not the EEXIST it leads to */
 		if (errno == EEXIST && rc < 0)
@@ -378,40 +534,43 @@ int ckpt__commit(struct ckpt_io *io, const char *dir, int64_t step,
 					strerror(errno));
 		goto out;
 	}
-	tfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0) {
+	c.tfd = openat(c.dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.tfd < 0) {
 		rc = sr_err_set(e, -errno, "%s/%s: %s", dir, tmp, strerror(errno));
 		goto out;
 	}
-	for (size_t i = 0; i < l->ns; i++) {
-		rc = write_shard(io, tfd, l, &l->s[i], image, o, res, e);
-		if (rc)
-			goto out;
-	}
-	rc = write_manifest(tfd, step, meta_json, l, &res->bytes, e);
+	rc = write_shards(&c, io, step, image, o, res, e);
 	if (rc)
 		goto out;
-	if (fsync(tfd) != 0) {
-		rc = sr_err_set(e, -errno, "%s/%s: fsync: %s", dir, tmp,
-				strerror(errno));
-		goto out;
-	}
-	rc = publish(dfd, tmp, final, e);
+	ckpt__prof_enter(prof, SPOTCKPT_WP_MANIFEST);
+	rc = write_manifest(&c, step, meta_json, &res->bytes, e);
+	if (rc == 0)
+		rc = fsync_round(&c, io, tmp, prof, e);
+	if (rc == 0)
+		rc = close_files(&c, e);
 	if (rc)
 		goto out;
-	if (fsync(dfd) != 0) {
+	ckpt__prof_enter(prof, SPOTCKPT_WP_PUBLISH);
+	rc = publish(c.dfd, tmp, final, e);
+	if (rc)
+		goto out;
+	prof->fsyncs++;
+	if (fsync(c.dfd) != 0) {
 		rc = sr_err_set(e, -errno, "%s: fsync: %s", dir, strerror(errno));
 		goto out;
 	}
+	res->commit_ns = sr_time_mono_ns() - t0;
+	ckpt__prof_enter(prof, SPOTCKPT_WP_RETENTION);
 	ckpt__retention(dir, o->keep, step);
+	ckpt__stripes_gc(o->stripes);
 out:
-	if (tfd >= 0)
-		close(tfd);
-	if (rc && dfd >= 0) {
-		ckpt__rmdir_flat(dfd, tmp);
+	ckpt__prof_enter(prof, -1);
+	commit_free(&c, rc != 0);
+	if (rc && c.dfd >= 0) {
+		ckpt__rmdir_flat(c.dfd, tmp);
 		sr_err_prefix(e, "%s step %" PRId64, dir, step);
 	}
-	if (dfd >= 0)
-		close(dfd);
+	if (c.dfd >= 0)
+		close(c.dfd);
 	return rc;
 }

@@ -36,6 +36,8 @@ static void *writer_main(void *arg)
 {
 	struct spotckpt *e = arg;
 	unsigned placed = 0;
+	const uint8_t *reg_base;
+	uint64_t reg_len;
 
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
@@ -54,19 +56,25 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		s->state = SLOT_WRITING;
+		reg_base = e->stg.base; /* set before the slot was staged */
+		reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		pthread_mutex_unlock(&e->mu);
 		ckpt__place_apply(&e->place, &placed, 1);
+		/* best effort: without it each write pins its pages */
+		if (reg_len)
+			ckpt__io_register_buffer(e->io, reg_base, reg_len);
 		{
 			struct ckpt_commit_opts co = {
 				.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO,
-				.keep = e->o.keep, .cancel = &e->cancel };
+				.keep = e->o.keep, .cancel = &e->cancel,
+				.stripes = &e->stripes, .reg_base = reg_base,
+				.reg_len = reg_len };
 			struct ckpt_commit_res res;
 			struct sr_err err = { 0 };
-			int64_t t0 = sr_time_mono_ns();
 			int rc = ckpt__commit(e->io, e->dir, s->step, s->meta,
 					      s->l, s->base, &co, &res, &err);
 
-			ckpt__writer_finish(e, s, rc, &res, t0, &err);
+			ckpt__writer_finish(e, s, rc, &res, &err);
 		}
 		pthread_mutex_lock(&e->mu);
 	}
@@ -74,50 +82,48 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static int make_dir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0755) == 0)
-		return 0;
-	if (errno != EEXIST)
-		return ckpt__fail(-errno, "%s: mkdir: %s", dir, strerror(errno));
-	if (stat(dir, &st) != 0)
-		return ckpt__fail(-errno, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return ckpt__fail(-ENOTDIR, "%s: not a directory", dir);
-	return 0;
-}
-
 SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 			       struct spotckpt **out)
 {
 	struct spotckpt *e = NULL;
+	struct ckpt_stripes stripes;
+	const char *dir;
 	int rc;
 
 	if (out)
 		*out = NULL;
 	ckpt__errmsg_clear();
-	if (!o || !out || !o->dir || !*o->dir)
+	dir = !o ? NULL : o->dir && *o->dir ? o->dir : o->ndirs && o->dirs ?
+	      o->dirs[0] : NULL;
+	if (!o || !out || !dir || !*dir || (o->ndirs && !o->dirs))
 		return ckpt__fail(-EINVAL, "spotckpt_open: dir is required");
-	if (ckpt__uri_is_remote(o->dir))
+	if (ckpt__uri_is_remote(dir))
 		return ckpt__fail(-EINVAL, "spotckpt_open: %s: tier 2 needs a "
 				  "local directory; add the object store with "
-				  "spotckpt_set_remote()", o->dir);
+				  "spotckpt_set_remote()", dir);
 	if (o->keep < 1 || o->copy_threads < 0 || o->io_depth < 0 ||
 	    o->backpressure < SPOTCKPT_BP_COALESCE ||
 	    o->backpressure > SPOTCKPT_BP_BLOCK ||
 	    o->direct_io < SPOTCKPT_DIO_AUTO || o->direct_io > SPOTCKPT_DIO_OFF)
 		return ckpt__fail(-EINVAL, "spotckpt_open: keep must be >= 1 and "
 				  "the enums in range");
-	rc = make_dir(ckpt__uri_local_path(o->dir));
+	rc = ckpt__make_dir(ckpt__uri_local_path(dir));
 	if (rc)
 		return rc;
+	rc = ckpt__stripes_open(ckpt__uri_local_path(dir), o->dirs, o->ndirs,
+				&stripes);
+	if (rc)
+		return rc; /* with its message */
 	e = calloc(1, sizeof *e);
-	if (!e)
+	if (!e) {
+		ckpt__stripes_close(&stripes);
 		return ckpt__fail(-ENOMEM, "spotckpt_open: out of memory");
+	}
+	e->stripes = stripes;
 	e->o = *o;
-	e->dir = strdup(ckpt__uri_local_path(o->dir));
+	e->o.dirs = NULL; /* the caller's; e->stripes has the copies */
+	e->o.ndirs = 0;
+	e->dir = strdup(ckpt__uri_local_path(dir));
 	e->o.dir = e->dir;
 	if (e->o.commit_timeout_ms <= 0)
 		e->o.commit_timeout_ms = SPOTCKPT_COMMIT_TIMEOUT_MS;
@@ -140,9 +146,14 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	atomic_init(&e->place.gen, 0);
 	ckpt__pool_set_place(e->pool, &e->place);
 	rc = ckpt__io_new((uint32_t)e->o.io_depth, e->o.io_chunk_bytes, &e->io);
+	if (rc == 0 && e->stripes.n > 1)
+		rc = ckpt__lanes_new(e->stripes.n, (uint32_t)e->o.io_depth,
+				     e->o.io_chunk_bytes, &e->place,
+				     &e->stripes.lanes);
 	if (rc)
 		goto fail;
 	ckpt__cleanup_tmp(e->dir);
+	ckpt__stripes_gc(&e->stripes);
 	rc = -pthread_create(&e->writer, NULL, writer_main, e);
 	if (rc)
 		goto fail;
@@ -212,12 +223,14 @@ SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
 		ckpt__layout_unref(e->slots[i].l);
 		free(e->slots[i].meta);
 	}
+	ckpt__stripes_close(&e->stripes); /* lanes: idle, writer joined */
+	ckpt__io_free(e->io); /* its ring holds the staging pages registered */
+	e->io = NULL;
 	ckpt__staging_free(&e->stg);
 	if (e->cu && e->stream)
 		e->cu->stream_destroy(e->stream);
 	if (e->cu && e->event)
 		e->cu->event_destroy(e->event);
-	ckpt__io_free(e->io);
 	ckpt__layout_unref(e->layout);
 	reg_free(e);
 	free(e->reg);

@@ -39,6 +39,7 @@ struct slot {
 
 struct spotckpt {
 	char *dir;
+	struct ckpt_stripes stripes; /* dir and the others; lanes (set at open) */
 	struct spotckpt_opts o;
 	pthread_mutex_t api, mu;
 	pthread_cond_t cv;
@@ -75,6 +76,7 @@ struct spotckpt {
 	void *stream, *event;
 
 	struct spotckpt_stats st;   /* under mu */
+	struct spotckpt_write_profile wprof; /* last commit's, under mu */
 	int64_t skipped_step;       /* newest save dropped by back-pressure
 				     * (under mu), -1 */
 	void *up;                   /* tier 3: the backend's uploader
@@ -84,8 +86,11 @@ struct spotckpt {
 
 /* save.c */
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
-			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err);
+/* prof.c: the public profile of a commit. */
+void ckpt__prof_publish(const struct ckpt_commit_res *res,
+			struct spotckpt_write_profile *out);
 int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
 

@@ -13,8 +13,12 @@
  *   manifest.c    manifest.json writer and parser (self-checksummed)
  *   dio.c         O_DIRECT probing and alignment (statx STATX_DIOALIGN)
  *   iowrite.c     io_uring / pwrite shard writer hashing as it goes
+ *   prof.c        where a write's time goes, phase by phase
  *   ioread.c      io_uring / pread parallel shard reader verifying hashes
- *   commit.c      the commit protocol and retention
+ *   commit.c      the commit protocol
+ *   retain.c      step directory names, scans, cleanup, retention
+ *   stripes.c     shards striped over several directories (disks)
+ *   lanes.c       the writer's helper threads, one per extra directory
  *   engine.c      the engine: slots, back-pressure, writer thread
  *   reader.c      opening and reading a checkpoint
  *   restore.c     restore with fallback, verify, list
@@ -23,6 +27,7 @@
 #ifndef SPOTCKPT_INTERNAL_H
 #define SPOTCKPT_INTERNAL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -186,22 +191,75 @@ void ckpt__dio_probe(int fd, struct ckpt_dio *d);
 int ckpt__dio_open_write(int dirfd, const char *name, int want_direct,
 			 int *fd_buf, int *fd_dir, struct ckpt_dio *d);
 
+/* ---- prof.c ------------------------------------------------------------------ */
+/* One writing thread's phase clock (enum spotckpt_wphase). */
+struct ckpt_prof {
+	int cur;                /* phase being timed, -1 = none */
+	int64_t t_wall, t_cpu;  /* when it was entered (ns) */
+	int64_t wall_ns[SPOTCKPT_WP_COUNT], cpu_ns[SPOTCKPT_WP_COUNT];
+	uint64_t writes, fsyncs;
+	int fixed_buffers;      /* a write went from registered memory */
+};
+/* Reset and start timing `phase`.  NULL-safe, like every prof call. */
+void ckpt__prof_start(struct ckpt_prof *p, int phase);
+/* Charge the time since the last call to the current phase and move on to
+ * `phase` (-1 stops the clock). */
+void ckpt__prof_enter(struct ckpt_prof *p, int phase);
+/* Add src's times and counts to dst (the lanes of one write). */
+void ckpt__prof_add(struct ckpt_prof *dst, const struct ckpt_prof *src);
+
 /* ---- iowrite.c / ioread.c -------------------------------------------------- */
 struct ckpt_io;  /* an io_uring (or the pwrite fallback) for one thread */
 int ckpt__io_new(uint32_t depth, uint32_t chunk, struct ckpt_io **out);
 void ckpt__io_free(struct ckpt_io *io);
 int ckpt__io_uring_used(const struct ckpt_io *io);
+/* Register buf[0..n) with the ring, so writes from it skip pinning their
+ * pages each time (io_uring fixed buffers, in pieces of up to 1 GiB).
+ * Replaces an earlier registration.  0, or a negative errno with the io
+ * left without registered memory (e.g. RLIMIT_MEMLOCK, no ring): writes
+ * then pin their pages as before. */
+int ckpt__io_register_buffer(struct ckpt_io *io, const uint8_t *buf,
+			     uint64_t n);
+/* Drop the registration (before the memory is unmapped: the ring holds
+ * the pages).  Only while no write is in flight on io. */
+void ckpt__io_unregister_buffer(struct ckpt_io *io);
 
 /* Called for each chunk in file order before it is submitted. */
 typedef void (*ckpt_feed_fn)(void *ud, uint64_t off, const uint8_t *p,
 			     uint64_t n);
 
-/* Write buf[0..len) to the file; feed sees every byte in order; stops
- * early with -ECANCELED when *cancel becomes non-zero.  Then fsync. */
-int ckpt__io_write_file(struct ckpt_io *io, int fd_buf, int fd_dir,
-			const struct ckpt_dio *d, const uint8_t *buf,
-			uint64_t len, ckpt_feed_fn feed, void *ud,
-			atomic_int *cancel);
+/* One file of a ckpt__io_write_files batch.  open() fills fd_buf (a
+ * buffered descriptor), fd_dir (O_DIRECT or -1) and d, right before the
+ * file's first write; done() is called once its last byte was written
+ * (and, with sync, made durable by an fsync of fd_buf); the caller closes
+ * descriptors there or later.  A file whose open failed, or after an
+ * error, gets no done(). */
+struct ckpt_wfile {
+	const uint8_t *buf;     /* the file's bytes */
+	uint64_t len;
+	int sync;               /* fsync it as soon as its writes completed */
+	ckpt_feed_fn feed;      /* sees every byte in order */
+	void *ud;
+	int (*open)(void *ud, struct ckpt_wfile *f);
+	void (*done)(void *ud, struct ckpt_wfile *f);
+	int fd_buf, fd_dir;     /* set by open() */
+	struct ckpt_dio d;
+};
+/* Write the files one after the other through one queue that does not
+ * drain between files (the next file's first writes go out while the
+ * previous one's last are in flight), hashing each chunk through feed just
+ * before it is sent; the aligned body through fd_dir, the unaligned tail
+ * through fd_buf.  Stops early with -ECANCELED when *cancel becomes
+ * non-zero.  On error *failed (may be NULL) is the index of the file at
+ * fault.  prof (may be NULL) is charged hash/submit/wait. */
+int ckpt__io_write_files(struct ckpt_io *io, struct ckpt_wfile *f, size_t n,
+			 atomic_int *cancel, struct ckpt_prof *prof,
+			 size_t *failed);
+/* fsync every fd in fds[0..n) (files or directories) concurrently: one
+ * round of requests on the ring, or one after the other without it.
+ * Returns 0 or the first error, *failed (may be NULL) the index of its fd. */
+int ckpt__io_fsync_all(struct ckpt_io *io, const int *fds, size_t n,
+		       struct ckpt_prof *prof, size_t *failed);
 
 /* A byte range of a file to read, delivered in order to a sink. */
 typedef int (*ckpt_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
@@ -234,16 +292,71 @@ int ckpt__io_read_stream(struct ckpt_io *io, const struct ckpt_read_src *src);
  * chunks fit. */
 int ckpt__io_borrow_buffer(struct ckpt_io *io, uint8_t *buf, uint64_t n);
 
+/* ---- lanes.c ----------------------------------------------------------------- */
+struct ckpt_place;
+struct ckpt_lanes;
+typedef void (*ckpt_lane_fn)(struct ckpt_io *io, void *arg);
+/* n lanes: n-1 threads with an io each (depth, chunk as ckpt__io_new),
+ * following `place` (borrowed, may be NULL) like the writer. */
+int ckpt__lanes_new(int n, uint32_t depth, uint32_t chunk,
+		    struct ckpt_place *place, struct ckpt_lanes **out);
+void ckpt__lanes_free(struct ckpt_lanes *ls); /* NULL-safe */
+int ckpt__lanes_count(const struct ckpt_lanes *ls); /* 1 for NULL */
+/* Run fn(io0, args[0]) here and fn(io_k, args[k]) on lane k's thread, all
+ * at once; return when all are done.  ls NULL: only lane 0. */
+void ckpt__lanes_run(struct ckpt_lanes *ls, struct ckpt_io *io0,
+		     ckpt_lane_fn fn, void *const *args);
+/* The lanes' rate cap (bytes/s each); their registered memory dropped. */
+void ckpt__lanes_set_rate(struct ckpt_lanes *ls, uint64_t bytes_per_s);
+void ckpt__lanes_unregister(struct ckpt_lanes *ls);
+
+/* ---- stripes.c ---------------------------------------------------------------- */
+#define CKPT_MAX_DIRS 64
+/* An engine's tier-2 directories: n >= 1, dir[0] the primary (manifests,
+ * step-N/), all absolute (realpath, malloc'd); lanes when n > 1 (set by
+ * the engine). */
+struct ckpt_stripes {
+	int n;
+	char **dir;
+	struct ckpt_lanes *lanes;
+};
+/* From dirs[0..ndirs) (dirs[0] must be `primary`, an existing directory),
+ * or when ndirs is 0 from $SPOTRUN_CKPT_DIRS (a:b:c) if its first entry
+ * is `primary`; else just `primary`.  The others are created if missing.
+ * Errors (with the thread's message): -EINVAL (empty entry, too many,
+ * dirs[0] not primary, the same directory twice), errno of mkdir/realpath. */
+int ckpt__stripes_open(const char *primary, const char *const *dirs,
+		       uint32_t ndirs, struct ckpt_stripes *s);
+void ckpt__stripes_close(struct ckpt_stripes *s); /* frees lanes too */
+/* where[i]: the directory of shard i, the least loaded by bytes so far. */
+void ckpt__stripes_assign(const struct ckpt_layout *l, int n, uint32_t *where);
+/* Shard size when none is set: the state split over n directories. */
+uint64_t ckpt__stripes_shard_bytes(uint64_t state_bytes, int n);
+/* mkdir dir unless it is a directory already (its parent must exist);
+ * errors with the thread's message. */
+int ckpt__make_dir(const char *dir);
+/* mkdir a fresh stripe-NNNNNNNN-<random> in dirfd; its name into name. */
+int ckpt__stripe_mkdir(int dirfd, int64_t step, char *name, size_t n);
+/* Remove the stripe directories no committed step of dir[0] links to. */
+void ckpt__stripes_gc(const struct ckpt_stripes *s);
+
 /* ---- commit.c ---------------------------------------------------------------- */
 struct ckpt_commit_opts {
 	int direct;            /* try O_DIRECT */
 	int keep;              /* retention */
 	atomic_int *cancel;    /* may be NULL */
+	const struct ckpt_stripes *stripes; /* NULL: dir alone */
+	const uint8_t *reg_base;  /* memory the lanes may register (the */
+	uint64_t reg_len;         /* staging buffer), or NULL */
 };
 struct ckpt_commit_res {
 	uint64_t bytes;
 	int direct_used;
 	int uring_used;
+	int preallocated;
+	int lanes;             /* lanes that wrote shards */
+	int64_t commit_ns;     /* start to durable commit */
+	struct ckpt_prof prof; /* phases of the write (all lanes) */
 };
 /* Write `image` (a staging slot laid out by l) as checkpoint `step` of
  * dir, commit it, then apply retention.  Fills l's tensor and shard
@@ -260,6 +373,9 @@ void ckpt__cleanup_tmp(const char *dir);
 void ckpt__retention(const char *dir, int keep, int64_t protect);
 /* rm -r of a directory tree one level deep (checkpoint dirs are flat). */
 int ckpt__rmdir_flat(int parentfd, const char *name);
+/* opendir of parentfd/name; NULL with *rc 0 when it does not exist, else
+ * with -errno. */
+DIR *ckpt__opendir_at(int parentfd, const char *name, int *rc);
 /* Parse "step-N" (committed, *tmp = 0) or "step-N.tmp" (*tmp = 1). */
 int ckpt__parse_dirname(const char *s, int64_t *step, int *tmp);
 /* ---- undo.c: a failed read leaves the destinations as they were --------- */

@@ -56,7 +56,9 @@ SPOTCKPT_API int spotckpt_set_background(struct spotckpt *e,
 	e->place.nice = b->nice;
 	e->place.writer_cpus = b->writer_cpus;
 	e->place.copy_cpus = b->copy_cpus;
-	e->io->max_bytes_per_s = b->write_bytes_per_s;
+	/* each lane (directory) its share of the cap */
+	e->io->max_bytes_per_s = b->write_bytes_per_s / (uint64_t)e->stripes.n;
+	ckpt__lanes_set_rate(e->stripes.lanes, e->io->max_bytes_per_s);
 	atomic_fetch_add(&e->place.gen, 1);
 	pthread_mutex_unlock(&e->mu);
 	return 0;

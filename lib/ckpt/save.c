@@ -27,12 +27,21 @@ static int ensure_layout(struct spotckpt *e)
 {
 	struct ckpt_layout *l;
 	struct ckpt_seg *segs;
+	uint64_t shard_bytes;
 
 	if (!e->dirty && e->layout)
 		return 0;
 	if (e->nreg == 0)
 		return ckpt__fail(-SR_ECONFLICT, "save: no tensor registered");
-	l = ckpt__layout_build(e->reg, e->nreg, e->o.shard_bytes);
+	shard_bytes = e->o.shard_bytes;
+	if (!shard_bytes && e->stripes.n > 1) { /* a shard or more per disk */
+		uint64_t state = 0;
+
+		for (size_t i = 0; i < e->nreg; i++)
+			state += e->reg[i].nbytes;
+		shard_bytes = ckpt__stripes_shard_bytes(state, e->stripes.n);
+	}
+	l = ckpt__layout_build(e->reg, e->nreg, shard_bytes);
 	if (!l)
 		return ckpt__fail(-ENOMEM, "save: out of memory building layout");
 	segs = realloc(e->segs, e->nreg * sizeof *segs);
@@ -82,6 +91,9 @@ static int ensure_staging(struct spotckpt *e)
 	/* under mu: the writer thread scans the slots (found by TSan) */
 	e->slot_bytes = 0;
 	e->nslots = 0;
+	/* the writer is idle: its rings must let go of the old pages */
+	ckpt__io_unregister_buffer(e->io);
+	ckpt__lanes_unregister(e->stripes.lanes);
 	pthread_mutex_unlock(&e->mu);
 	ckpt__staging_free(&e->stg);
 	rc = ckpt__staging_alloc(&e->stg, need * (uint64_t)n, want_pin, e->pool);
@@ -253,10 +265,10 @@ int ckpt__engine_wait_all(struct spotckpt *e)
 }
 
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
-			 const struct ckpt_commit_res *res, int64_t t0,
+			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err)
 {
-	int64_t now = sr_time_mono_ns(), step;
+	int64_t step;
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
@@ -271,7 +283,8 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 	} else {
 		e->st.saves_committed++;
 		e->st.last_saved_step = s->step;
-		e->st.last_write_ns = now - t0;
+		e->st.last_write_ns = res->commit_ns;
+		ckpt__prof_publish(res, &e->wprof);
 		e->st.last_write_bytes = res->bytes;
 		e->st.bytes_written += res->bytes;
 		e->st.direct_io_used = res->direct_used;
@@ -498,12 +511,15 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 	if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
 		co.keep = e->o.keep;
+		co.stripes = &e->stripes;
+		co.reg_base = e->stg.base; /* the lanes' rings keep it */
+		co.reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		rc = ckpt__commit(io, e->dir, step, s->meta, s->l, s->base, &co,
 				  &res, &err);
 		if (rc)
 			ckpt__fail_err(&err, rc);
 	}
-	ckpt__writer_finish(e, s, rc, &res, t0, &err);
+	ckpt__writer_finish(e, s, rc, &res, &err);
 	if (met_deadline)
 		*met_deadline = rc == 0 && (deadline_mono_ns == 0 ||
 					    sr_time_mono_ns() <= deadline_mono_ns);

@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 MAX_NDIM = 16
 LIBNAME = "libspotckpt.so"
 
@@ -48,7 +48,9 @@ class Opts(_c.Structure):
                 ("copy_threads", _i32), ("staging_bytes", _u64),
                 ("shard_bytes", _u64), ("backpressure", _i32),
                 ("direct_io", _i32), ("io_depth", _i32),
-                ("io_chunk_bytes", _u32), ("commit_timeout_ms", _i64)]
+                ("io_chunk_bytes", _u32), ("commit_timeout_ms", _i64),
+                ("dirs", _c.POINTER(_c.c_char_p)), ("ndirs", _u32),
+                ("pad_", _u32)]
 
 
 class Background(_c.Structure):

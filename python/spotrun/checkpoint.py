@@ -81,10 +81,17 @@ class Checkpointer:
       keep            complete checkpoints kept (default 2)
       copy_threads    tier-1 copy threads (0 = auto)
       staging_bytes   staging memory budget (0 = one state's size)
-      shard_bytes     target shard size (0 = 1 GiB)
+      shard_bytes     target shard size (0 = 4 GiB, or with `dirs` the
+                      state split over the directories)
       backpressure    "coalesce" | "skip" | "block" when tier 2 lags
       direct_io       use O_DIRECT where the file system allows it
       io_depth, io_chunk_bytes   io_uring tuning (0 = defaults)
+      dirs            tier-2 directories to stripe the shards over, one per
+                      disk, the first being `dir` (which may then be None);
+                      every step-N/ and its manifest stay in the first,
+                      which links to the shards striped to the others.
+                      Default: $SPOTRUN_CKPT_DIRS (a:b:c) when its first
+                      entry is `dir`.
       remote          tier 3: an object-store URI (s3://BUCKET/PREFIX,
                       gs://..., az://ACCOUNT/CONTAINER/PREFIX, file:///DIR)
                       each committed checkpoint is uploaded to, in the
@@ -111,8 +118,13 @@ class Checkpointer:
     def __init__(self, dir, keep=2, copy_threads=0, staging_bytes=0,
                  shard_bytes=0, backpressure="coalesce", direct_io=True,
                  io_depth=0, io_chunk_bytes=0, remote=None, local_dir=None,
-                 commit_timeout=120.0):
+                 commit_timeout=120.0, dirs=None):
         lib = _lib.lib()
+        dirs = [str(_local_path(d)) for d in dirs] if dirs else []
+        if dir is None:
+            if not dirs:
+                raise ValueError("give dir, or dirs")
+            dir = dirs[0]
         if _is_remote(dir):
             if remote is not None and str(remote) != str(dir):
                 raise ValueError("two object stores given: %s and %s"
@@ -154,6 +166,11 @@ class Checkpointer:
         o.io_depth = io_depth
         o.io_chunk_bytes = io_chunk_bytes
         o.commit_timeout_ms = max(1, int(self.commit_timeout * 1000))
+        self.dirs = dirs
+        if dirs:
+            arr = (ctypes.c_char_p * len(dirs))(*[d.encode() for d in dirs])
+            o.dirs = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+            o.ndirs = len(dirs)   # copied by spotckpt_open
         h = ctypes.c_void_p()
         _lib.check(lib.spotckpt_open(ctypes.byref(o), ctypes.byref(h)),
                    "cannot open checkpoint directory %s" % self.dir)

@@ -49,7 +49,8 @@
 #include "cliopt.h"
 
 static const char *const BUSAGE =
-	"usage: spotrun ckpt bench --size SIZE --dir DIR [--json] [--threads N]\n"
+	"usage: spotrun ckpt bench --size SIZE --dir DIR [--dir DIR2 ...] [--json]\n"
+	"                          [--threads N]\n"
 	"                          [--reps N] [--train-seconds S] [--interval S]\n"
 	"                          [--pairs N] [--placement pinned|none]\n"
 	"                          [--copy-cpus any|others] [--nice N]\n"
@@ -62,7 +63,10 @@ static const char *const BUSAGE =
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
 	"write_vs_raw, restore_vs_raw, stall_vs_torch_save, train_overhead and\n"
-	"peak_rss_vs_state, each with a ratio and the raw numbers behind it.\n"
+	"peak_rss_vs_state, each with a ratio and the raw numbers behind it;\n"
+	"write_vs_raw.phases tells where the engine's and the raw write's time\n"
+	"went.  --dir given several times stripes the checkpoint over the\n"
+	"directories (one per disk) and the raw peers over the same ones.\n"
 	"  --threads N        copy threads for engine and memcpy (default: cores)\n"
 	"  --reps N           repetitions per measurement, median kept (5)\n"
 	"  --train-seconds S  total length of the training segments (default\n"
@@ -95,7 +99,8 @@ enum { PH_SAVES = 1, PH_RESTORE = 2, PH_TORCH = 4, PH_TRAIN = 8,
 
 struct bopts {
 	uint64_t size;
-	const char *dir, *script, *remote;
+	const char *dirs[BENCH_MAX_DIRS], *script, *remote;
+	int ndirs;
 	int json, threads, reps, io_depth, pairs, pinned, progress;
 	int only;          /* PH_* bits of the phases to run */
 	int copy_others, nice;
@@ -161,7 +166,7 @@ enum { OPT_NO_PROGRESS = CLI_KEY_LONG, OPT_SIZE, OPT_DIR, OPT_REMOTE,
 static const struct cli_optdef bench_defs[] = {
 	{ "no-progress", OPT_NO_PROGRESS, CLI_NOARG },
 	{ "size", OPT_SIZE, CLI_ARG },
-	{ "dir", OPT_DIR, CLI_ARG },
+	{ "dir", OPT_DIR, CLI_REPEAT },
 	{ "remote", OPT_REMOTE, CLI_ARG },
 	{ "copy-cpus", OPT_COPY_CPUS, CLI_ARG },
 	{ "nice", OPT_NICE, CLI_ARG },
@@ -216,7 +221,10 @@ static int parse(int argc, char **argv, struct bopts *o)
 						      "like 512M or 2G", v);
 			break;
 		case OPT_DIR:
-			o->dir = v;
+			if (o->ndirs == BENCH_MAX_DIRS)
+				return cli_opts_error(&p, "--dir: at most %d "
+						      "directories", BENCH_MAX_DIRS);
+			o->dirs[o->ndirs++] = v;
 			break;
 		case OPT_REMOTE:
 			o->remote = v;
@@ -296,7 +304,7 @@ static int parse(int argc, char **argv, struct bopts *o)
 	o->json = p.json;
 	if (o->only & PH_TORCH) /* stall_vs_torch_save needs the saves' stall */
 		o->only |= PH_SAVES;
-	if (!o->size || !o->dir)
+	if (!o->size || !o->ndirs)
 		return cli_opts_error(&p, "--size and --dir are required");
 	if (o->threads > 8)
 		o->threads = 8;
@@ -376,14 +384,50 @@ static double gbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
+/* The bench's work directories (one per --dir) and the raw write. */
+struct bwork {
+	int n;
+	char *wdir[BENCH_MAX_DIRS];     /* DIR/spotrun-bench-PID */
+	char *raw[BENCH_MAX_DIRS];      /* WDIR/raw.bin: the raw peer's stripe */
+	double raw_w_s;                 /* median raw write */
+	struct bench_raw_phases raw_ph; /* phases of that write */
+	int raw_direct;
+};
+
+/* Index of the median of v[0..n) (the lower one for even n). */
+static int median_index(const double *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int below = 0, same_before = 0;
+
+		for (int j = 0; j < n; j++) {
+			below += v[j] < v[i];
+			same_before += j < i && v[j] == v[i];
+		}
+		if (below + same_before == (n - 1) / 2)
+			return i;
+	}
+	return 0;
+}
+
+static void drop_caches(const struct bwork *w)
+{
+	for (int k = 0; k < w->n; k++)
+		bench_drop_cache(w->wdir[k]);
+}
+
 static int open_engine(const struct bopts *o, struct bench_state *st,
-		       const char *wdir, struct spotckpt **out)
+		       const struct bwork *w, struct spotckpt **out)
 {
 	struct spotckpt_opts eo;
 	int rc;
 
 	spotckpt_opts_init(&eo);
-	eo.dir = wdir;
+	eo.dir = w->wdir[0];
+	if (w->n > 1) { /* striped over the same disks as the raw peers */
+		eo.dirs = (const char *const *)w->wdir;
+		eo.ndirs = (uint32_t)w->n;
+	}
 	eo.copy_threads = o->threads;
 	eo.io_depth = o->io_depth;
 	eo.io_chunk_bytes = o->io_chunk;
@@ -427,22 +471,22 @@ static void put_restore(json_t *root, uint64_t total, int reps, double *rest,
  * restore (--only restore: after one unmeasured save when the saves are
  * not measured). */
 static int run_engine(const struct bopts *o, struct bench_state *st,
-		      const char *wdir, json_t *root, uint8_t *dst,
-		      uint64_t dst_bytes, double raw_w_s, const char *raw,
-		      int raw_direct, double *stall_out, double *lazy_out)
+		      const struct bwork *w, json_t *root, uint8_t *dst,
+		      uint64_t dst_bytes, double *stall_out, double *lazy_out)
 {
 	double mc[100], memcpy_s;
 	struct spotckpt *e = NULL;
 	struct spotckpt_stats s;
+	struct spotckpt_write_profile prof[100];
 	double stall[100], wr[100], lazy[100], rest[100], rr[100], rrat[100];
-	double rcpu[100];
+	double rcpu[100], wcpu[100];
 	uint64_t rss0, peak, bytes = 0;
 	int rc, step = 0, rdirect = 0, saves = o->only & PH_SAVES;
 	int nsave = saves ? o->reps : 1;
 
 	bench_reset_hwm();
 	rss0 = bench_proc_bytes("VmRSS:");
-	rc = open_engine(o, st, wdir, &e);
+	rc = open_engine(o, st, w, &e);
 	if (saves)
 		progress(o, "engine saves (each after a memcpy), lazy saves");
 	for (int r = 0; rc == 0 && r < nsave; r++) {
@@ -450,9 +494,12 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		/* the peer runs right before each save: same load, same caches */
 		mc[r] = bench_memcpy(st, dst, o->threads);
 		rc = spotckpt_save(e, ++step, "{\"bench\":true}", 0, NULL);
+		wcpu[r] = bench_proc_cpu(); /* the copy is done: the write's */
 		if (rc == 0)
 			rc = spotckpt_wait(e);
+		wcpu[r] = bench_proc_cpu() - wcpu[r];
 		spotckpt_stats(e, &s);
+		spotckpt_write_profile(e, &prof[r]);
 		stall[r] = (double)s.last_stall_ns * 1e-9;
 		wr[r] = (double)s.last_write_ns * 1e-9;
 		bytes = s.last_write_bytes;
@@ -473,11 +520,12 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		int64_t got = -1;
 
 		prog_show(r, o->reps);
-		bench_drop_cache(wdir);
-		rc = bench_raw_read(raw, dst, st->total, &rr[r], &rdirect);
+		drop_caches(w);
+		rc = bench_raw_read((const char *const *)w->raw, w->n, dst,
+				    st->total, &rr[r], &rdirect);
 		if (rc) {
 			fprintf(stderr, "spotrun ckpt: bench: raw read of %s: %s\n",
-				raw, strerror(-rc));
+				w->raw[0], strerror(-rc));
 			spotckpt_close(e);
 			return rc;
 		}
@@ -496,9 +544,15 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	}
 	spotckpt_stats(e, &s);
 	if (saves) {
+		int mi = median_index(wr, o->reps);
 		double st_m = median(stall, o->reps), lz = median(lazy, o->reps);
-		double w = median(wr, o->reps);
-		double wg = gbps(bytes, w), rwg = gbps(st->total, raw_w_s);
+		double wm = median(wr, o->reps);
+		double wg = gbps(bytes, wm), rwg = gbps(st->total, w->raw_w_s);
+		json_t *ph = json_pack("{s:o,s:o,s:i,s:s}", "engine",
+				       bench_phases_json(&prof[mi], wcpu[mi]),
+				       "raw", bench_raw_phases_json(&w->raw_ph),
+				       "dirs", w->n, "of", "the median write of "
+				       "each side; see docs/checkpoint.md");
 
 		memcpy_s = median(mc, o->reps);
 		*stall_out = st_m;
@@ -511,12 +565,12 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 			"{s:f,s:f,s:f}", "lazy_stall_s", lz, "memcpy_s", memcpy_s,
 			"goal_max", 0.05));
 		put(root, "write_vs_raw", wg / rwg, json_pack(
-			"{s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:b,s:b,s:f}", "write_gbps", wg,
-			"raw_write_gbps", rwg, "write_s", w, "raw_write_s", raw_w_s,
-			"bytes", (json_int_t)bytes, "raw_bytes",
+			"{s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:b,s:b,s:f,s:o}", "write_gbps",
+			wg, "raw_write_gbps", rwg, "write_s", wm, "raw_write_s",
+			w->raw_w_s, "bytes", (json_int_t)bytes, "raw_bytes",
 			(json_int_t)st->total, "direct_io", s.direct_io_used,
-			"raw_direct_io", raw_direct, "io_uring", s.uring_used,
-			"goal_min", 0.90));
+			"raw_direct_io", w->raw_direct, "io_uring", s.uring_used,
+			"goal_min", 0.90, "phases", ph));
 		put(root, "peak_rss_vs_state",
 		    (double)(peak > rss0 ? peak - rss0 : 0) / (double)st->total,
 		    json_pack("{s:I,s:I,s:I,s:I,s:f,s:s}", "state_bytes",
@@ -594,7 +648,7 @@ static void place(struct spotckpt *e, const struct bopts *o, char *what,
 }
 
 static int run_train(const struct bopts *o, struct bench_state *st,
-		     const char *wdir, json_t *root)
+		     const struct bwork *w, json_t *root)
 {
 	struct spotckpt *e = NULL;
 	double step_s = 0.1;
@@ -611,7 +665,7 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 		step_s = seg_s / 20;
 	iters = bench_calibrate(step_s);
 	steps = (long)(seg_s / step_s);
-	rc = open_engine(o, st, wdir, &e);
+	rc = open_engine(o, st, w, &e);
 	if (rc == 0)
 		place(e, o, where, sizeof where);
 	progress(o, "training segments without (A) and with (B) a checkpoint");
@@ -686,6 +740,29 @@ static int run_train(const struct bopts *o, struct bench_state *st,
 	return 0;
 }
 
+/* write_vs_raw's breakdown under the table: wall/CPU seconds by phase. */
+static void print_phases(json_t *ph)
+{
+	static const char *const sides[] = { "engine", "raw" };
+
+	if (!ph)
+		return;
+	printf("write phases, wall/CPU s (the median write of each side):\n");
+	for (int k = 0; k < 2; k++) {
+		json_t *side = json_object_get(ph, sides[k]), *v;
+		const char *name;
+
+		printf("  %-6s", sides[k]);
+		json_object_foreach(side, name, v) {
+			if (json_is_object(v))
+				printf(" %s %.3f/%.3f", name,
+				       json_number_value(json_object_get(v, "wall_s")),
+				       json_number_value(json_object_get(v, "cpu_s")));
+		}
+		printf("\n");
+	}
+}
+
 static void print_table(json_t *root)
 {
 	static const struct { const char *key, *goal; } rows[] = {
@@ -724,6 +801,7 @@ static void print_table(json_t *root)
 		rest = json_copy(o);
 		if (rest) {
 			json_object_del(rest, "ratio");
+			json_object_del(rest, "phases"); /* on lines of its own */
 			raw = json_dumps(rest, JSON_COMPACT | JSON_REAL_PRECISION(4));
 			json_decref(rest);
 		}
@@ -731,6 +809,8 @@ static void print_table(json_t *root)
 		       raw ? raw : "");
 		free(raw);
 	}
+	print_phases(json_object_get(json_object_get(root, "write_vs_raw"),
+				     "phases"));
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag,
@@ -743,33 +823,101 @@ static int rm_entry(const char *path, const struct stat *sb, int flag,
 	return 0;
 }
 
+/* Make DIR/spotrun-bench-PID in every --dir.  0 or CLI_FAIL (printed). */
+static int work_make(const struct bopts *o, struct bwork *w)
+{
+	memset(w, 0, sizeof *w);
+	for (int k = 0; k < o->ndirs; k++) {
+		if (asprintf(&w->wdir[k], "%s/spotrun-bench-%d", o->dirs[k],
+			     (int)getpid()) < 0 ||
+		    asprintf(&w->raw[k], "%s/raw.bin", w->wdir[k]) < 0) {
+			w->wdir[k] = w->raw[k] = NULL;
+			fprintf(stderr, "spotrun ckpt: bench: out of memory\n");
+			return CLI_FAIL;
+		}
+		w->n = k + 1;
+		if (mkdir(w->wdir[k], 0755) != 0) {
+			fprintf(stderr, "spotrun ckpt: bench: %s: %s\n", w->wdir[k],
+				strerror(errno));
+			free(w->raw[k]);
+			w->raw[k] = NULL; /* not ours: nothing to remove */
+			free(w->wdir[k]);
+			w->wdir[k] = NULL;
+			w->n = k;
+			return CLI_FAIL;
+		}
+	}
+	return 0;
+}
+
+static void work_free(struct bwork *w)
+{
+	for (int k = 0; k < w->n; k++) {
+		nftw(w->wdir[k], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(w->wdir[k]);
+		free(w->raw[k]);
+	}
+	w->n = 0;
+}
+
+/* Phase 2: the raw writes (one unmeasured when only the restores need
+ * the raw files, none when neither runs).  0 or CLI_FAIL (printed). */
+static int run_raw_writes(const struct bopts *o, const struct bench_state *st,
+			  const uint8_t *dst, struct bwork *w)
+{
+	struct bench_raw_phases ph[100];
+	double rw[100];
+	int n = (o->only & PH_SAVES) ? o->reps : (o->only & PH_RESTORE) ? 1 : 0;
+	int rc = 0;
+
+	if (n)
+		progress(o, "raw writes of the same bytes (peer)");
+	for (int r = 0; rc == 0 && r < n; r++) {
+		prog_show(r, n);
+		rc = bench_raw_write((const char *const *)w->raw, w->n, dst,
+				     st->total, &rw[r], &w->raw_direct, &ph[r]);
+	}
+	if (rc) {
+		fprintf(stderr, "spotrun ckpt: bench: raw I/O in %s%s: %s\n",
+			w->wdir[0], w->n > 1 ? " and the other directories" : "",
+			strerror(-rc));
+		return CLI_FAIL;
+	}
+	if (n) {
+		w->raw_ph = ph[median_index(rw, n)];
+		w->raw_w_s = median(rw, n);
+	}
+	return 0;
+}
+
 int ckpt_bench_main(int argc, char **argv)
 {
 	struct bopts o;
 	struct bench_state st = { 0 };
-	json_t *root = NULL;
-	char wdir[4096], raw[4200], reason[256] = "", load0[64], load1[64];
+	struct bwork w = { 0 };
+	json_t *root = NULL, *dirs = NULL;
+	char reason[256] = "", load0[64], load1[64];
 	char sz[32];
-	double rw[100], stall = 0, lazy = 0, tsave = 0;
+	double stall = 0, lazy = 0, tsave = 0;
 	uint8_t *dst = NULL;
-	int rc, direct = 0, need_dst;
+	int rc, need_dst;
 
 	rc = parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
 	root = json_object();
-	if (!root) {
+	dirs = json_array();
+	if (!root || !dirs) {
 		fprintf(stderr, "spotrun ckpt: bench: out of memory\n");
-		return CLI_FAIL;
+		rc = CLI_FAIL;
+		goto out;
 	}
+	for (int k = 0; k < o.ndirs; k++)
+		json_array_append_new(dirs, json_string(o.dirs[k]));
 	snprintf(sz, sizeof sz, "%.0f MiB", (double)o.size / (1 << 20));
-	snprintf(wdir, sizeof wdir, "%s/spotrun-bench-%d", o.dir, (int)getpid());
-	snprintf(raw, sizeof raw, "%s/raw.bin", wdir);
-	if (mkdir(wdir, 0755) != 0) {
-		fprintf(stderr, "spotrun ckpt: bench: %s: %s\n", wdir, strerror(errno));
-		json_decref(root);
-		return CLI_FAIL;
-	}
+	rc = work_make(&o, &w);
+	if (rc)
+		goto out;
 	bench_loadavg(load0, sizeof load0);
 	progress(&o, "building a %s state", sz);
 	rc = bench_state_build(&st, o.size);
@@ -782,33 +930,20 @@ int ckpt_bench_main(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto out;
 	}
-	if (o.only & (PH_SAVES | PH_RESTORE))
-		progress(&o, "raw writes of the same bytes (peer)");
 	if (dst) /* the written bytes: the state */
 		bench_memcpy(&st, dst, o.threads);
-	/* one unmeasured write when only the restores need raw.bin */
-	for (int r = 0; rc == 0 && r < ((o.only & PH_SAVES) ? o.reps :
-					 (o.only & PH_RESTORE) ? 1 : 0); r++) {
-		prog_show(r, o.reps);
-		unlink(raw);
-		rc = bench_raw_write(raw, dst, st.total, &rw[r], &direct);
-	}
-	if (rc) {
-		unlink(raw);
-		fprintf(stderr, "spotrun ckpt: bench: raw I/O in %s: %s\n", wdir,
-			strerror(-rc));
-		rc = CLI_FAIL;
+	rc = run_raw_writes(&o, &st, dst, &w);
+	if (rc)
 		goto out;
-	}
-	/* raw.bin stays for the raw reads paired with the restores */
+	/* the raw files stay for the raw reads paired with the restores */
 	if (o.only & (PH_SAVES | PH_RESTORE))
-		rc = run_engine(&o, &st, wdir, root, dst, st.total + 4096,
-				(o.only & PH_SAVES) ? median(rw, o.reps) : 0, raw,
-				direct, &stall, &lazy);
-	unlink(raw);
+		rc = run_engine(&o, &st, &w, root, dst, st.total + 4096, &stall,
+				&lazy);
+	for (int k = 0; k < w.n; k++)
+		unlink(w.raw[k]);
 	if (rc == 0 && o.remote) {
 		progress(&o, "tier 3: upload and remote restore");
-		rc = bench_remote(&st, o.remote, wdir, o.reps, dst,
+		rc = bench_remote(&st, o.remote, w.wdir[0], o.reps, dst,
 				  st.total + 4096, root);
 	}
 	bench_unmap(dst, st.total + 4096);
@@ -821,7 +956,7 @@ int ckpt_bench_main(int argc, char **argv)
 		progress(&o, "torch.save of the same bytes (peer)");
 	if (!(o.only & PH_TORCH))
 		; /* not asked for */
-	else if (bench_torch_save(o.script, st.total, wdir, &tsave, reason,
+	else if (bench_torch_save(o.script, st.total, w.wdir[0], &tsave, reason,
 				  sizeof reason) == 0)
 		put(root, "stall_vs_torch_save", stall / tsave, json_pack(
 			"{s:f,s:f,s:I,s:f,s:f,s:f}", "stall_s", stall, "torch_save_s",
@@ -831,12 +966,12 @@ int ckpt_bench_main(int argc, char **argv)
 		put(root, "stall_vs_torch_save", NAN, json_pack("{s:f,s:s}",
 			"stall_s", stall, "reason", reason));
 	if (o.only & PH_TRAIN)
-		rc = run_train(&o, &st, wdir, root) ? CLI_FAIL : CLI_OK;
+		rc = run_train(&o, &st, &w, root) ? CLI_FAIL : CLI_OK;
 	progress_end();
 	bench_loadavg(load1, sizeof load1);
 	json_object_set_new(root, "machine", json_pack(
-		"{s:i,s:s,s:s,s:s}", "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN),
-		"loadavg_start", load0, "loadavg_end", load1, "note",
+		"{s:i,s:s,s:s,s:O,s:s}", "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN),
+		"loadavg_start", load0, "loadavg_end", load1, "dirs", dirs, "note",
 		"1/5/15-minute load averages; a load above the CPU count means "
 		"other work shared the machine during the run"));
 	if (rc == CLI_OK) {
@@ -852,10 +987,11 @@ int ckpt_bench_main(int argc, char **argv)
 	}
 out:
 	progress_end();
-	nftw(wdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	work_free(&w);
 	if (dst)
 		bench_unmap(dst, st.total + 4096);
 	bench_state_free(&st);
+	json_decref(dirs);
 	json_decref(root);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #ifndef SR_CLI_CKPT_BENCH_H
 #define SR_CLI_CKPT_BENCH_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,13 +30,23 @@ void bench_unmap(void *p, uint64_t n);
 /* memcpy of every tensor into dst (packed) split over `threads` threads
  * by bytes, the way the engine splits its copy; returns seconds. */
 double bench_memcpy(const struct bench_state *s, uint8_t *dst, int threads);
-/* Sequential write of buf to path (O_DIRECT when the file system takes
- * it, 64 MiB requests) + fsync; read back the same way (without O_DIRECT,
- * after dropping the file's cached pages). */
-int bench_raw_write(const char *path, const uint8_t *buf, uint64_t n,
-		    double *secs, int *direct);
-int bench_raw_read(const char *path, uint8_t *buf, uint64_t n, double *secs,
-		   int *direct);
+/* ckpt_bench_raw.c: the raw peers over the bench's n directories.
+ * Piece k of buf (bench_stripe: 4 KiB-aligned, the last takes the rest)
+ * goes to paths[k], one thread per piece, all at once: a sequential
+ * write (O_DIRECT when the file system takes it, 64 MiB requests) +
+ * fsync; read back the same way (without O_DIRECT, after dropping the
+ * file's cached pages).  *secs: the whole; *ph: each phase's wall and CPU
+ * summed over the threads. */
+#define BENCH_MAX_DIRS 16
+struct bench_raw_phases {
+	double write_s, write_cpu_s, fsync_s, fsync_cpu_s;
+};
+void bench_stripe(uint64_t len, int n, int k, uint64_t *off, uint64_t *size);
+int bench_raw_write(const char *const *paths, int n, const uint8_t *buf,
+		    uint64_t len, double *secs, int *direct,
+		    struct bench_raw_phases *ph);
+int bench_raw_read(const char *const *paths, int n, uint8_t *buf,
+		   uint64_t len, double *secs, int *direct);
 /* posix_fadvise(DONTNEED) every file under dir: reads that follow come
  * from the disk, as the raw read's do, even where O_DIRECT is refused. */
 void bench_drop_cache(const char *dir);
@@ -69,10 +80,15 @@ double bench_proc_cpu(void);
 /* /proc/loadavg's three load averages, "0.52 0.58 0.59"; "" if unknown. */
 void bench_loadavg(char *buf, size_t n);
 
+/* The write profile (and the process CPU during the write) and the raw
+ * peer's phases as JSON objects (new references). */
+json_t *bench_phases_json(const struct spotckpt_write_profile *p,
+			  double proc_cpu_s);
+json_t *bench_raw_phases_json(const struct bench_raw_phases *ph);
+
 /* ckpt_bench_remote.c: upload_vs_raw and remote_restore_vs_raw against
  * uri (an engine on WDIR/tier3-bench), into root.  buf holds cap bytes
  * (>= the state).  Returns 0 or the library's error (printed). */
-#include <jansson.h>
 int bench_remote(const struct bench_state *st, const char *uri,
 		 const char *wdir, int reps, uint8_t *buf, uint64_t cap,
 		 json_t *root);

@@ -49,7 +49,11 @@ def test_table_with_progress_on_a_tty(tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].startswith("load average")
     assert lines[1].split()[:3] == ["key", "ratio", "goal"]
-    assert [ln.split()[0] for ln in lines[2:]] == list(ROWS)
+    assert [ln.split()[0] for ln in lines[2:2 + len(ROWS)]] == list(ROWS)
+    # where the writes' time went, under the table
+    assert lines[2 + len(ROWS)].startswith("write phases")
+    assert lines[3 + len(ROWS)].split()[:2] == ["engine", "prepare"]
+    assert lines[4 + len(ROWS)].split()[:2] == ["raw", "write"]
     # the torch peer was not found: n/a with the reason, not a crash
     assert "peer script /nonexistent not found" in p.stdout
     err = err.decode(errors="replace")
@@ -74,7 +78,29 @@ def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
     assert rr["pair_ratio_min"] <= rr["ratio"] <= rr["pair_ratio_max"]
     assert rr["restore_cpu_s"] > 0
     assert out["machine"]["cpus"] >= 1 and out["machine"]["loadavg_start"]
+    assert out["machine"]["dirs"] == [str(tmp_path)]
+    check_phases(out["write_vs_raw"])
     assert not os.listdir(tmp_path), "the work directory was left behind"
+
+
+def check_phases(wr, dirs=1):
+    """The breakdown of the median write: every phase of the engine and of
+    the raw peer, CPU never above wall, and the engine's phases up to the
+    commit adding up to its commit time (one writing thread's clock)."""
+    ph = wr["phases"]
+    assert ph["dirs"] == dirs
+    eng, raw = ph["engine"], ph["raw"]
+    names = ("prepare", "hash", "submit", "wait", "manifest", "fsync",
+             "publish", "retention")
+    for side, keys in ((eng, names), (raw, ("write", "fsync"))):
+        for k in keys:
+            assert 0 <= side[k]["cpu_s"] <= side[k]["wall_s"] + 0.01, (k, side)
+    assert eng["writes"] > 0 and eng["fsyncs"] >= 3
+    assert eng["hash"]["cpu_s"] > 0          # every byte hashed
+    if dirs == 1:
+        upto = sum(eng[k]["wall_s"] for k in names[:-1])
+        assert abs(upto - eng["commit_s"]) <= 0.02 * eng["commit_s"] + 0.002
+    assert raw["write"]["wall_s"] > 0
 
 
 @pytest.mark.parametrize("only,rows", [
@@ -99,3 +125,23 @@ def test_bad_arguments_are_named(tmp_path, bad, word):
     p = subprocess.run(["spotrun", "ckpt", "bench", "--size", "16M", "--dir",
                         str(tmp_path)] + bad, capture_output=True, text=True)
     assert p.returncode == 2 and word in p.stderr
+
+
+def test_striped_over_two_directories(tmp_path):
+    """--dir twice: the checkpoint is striped over both (two lanes) and
+    compared with a raw write striped over the same directories."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    p = subprocess.run(["spotrun", "ckpt", "bench", "--dir", str(a), "--dir",
+                        str(b), "--json", "--only", "saves,restore"] + ARGS,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert out["machine"]["dirs"] == [str(a), str(b)]
+    wr = out["write_vs_raw"]
+    check_phases(wr, dirs=2)
+    assert wr["phases"]["engine"]["lanes"] == 2
+    assert out["restore_vs_raw"]["pairs"] == 2
+    assert not os.listdir(a) and not os.listdir(b)

@@ -78,7 +78,7 @@ def test_completion_matches_the_parser(form):
 @pytest.mark.parametrize("args,opt", [
     (("catalog", "--limit", "1", "--limit", "2"), "--limit"),
     (("status", "--api", "http://a", "--api=http://b"), "--api"),
-    (("ckpt", "bench", "--dir", "/a", "--dir", "/b", "--size", "16M"), "--dir"),
+    (("ckpt", "bench", "--dir", "/a", "--size", "16M", "--size=32M"), "--size"),
     (("trace", "gen", "-o", "a.json", "--out", "b.json"), "--out"),
     (("launch", "--workdir", "a", "--workdir", "b", "x.yaml"), "--workdir"),
     (("sim", "--trace", TRACE, "--seed", "1", "--seed", "2"), "--seed"),

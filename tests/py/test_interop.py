@@ -76,7 +76,10 @@ def as_bits(t):
     return t.contiguous().reshape(-1).numpy().view(np.uint8)
 
 
-def test_every_shard_loads_with_an_independent_reader(tmp_path):
+@pytest.mark.parametrize("striped", [False, True])
+def test_every_shard_loads_with_an_independent_reader(tmp_path, striped):
+    """Also striped over three directories (dirs=...): the shards are
+    reached through step-N/, some of them links to the other disks."""
     g = torch.Generator().manual_seed(3)
     state = {
         "big": torch.randn(64, 1024, generator=g),          # 256 KiB
@@ -94,7 +97,8 @@ def test_every_shard_loads_with_an_independent_reader(tmp_path):
         "np_u32": np.arange(10, dtype=np.uint32) * 400000000,
     }
     d = tmp_path / "ck"
-    with spotrun.Checkpointer(d, shard_bytes=128 << 10) as ck:
+    dirs = [d] + [tmp_path / ("disk%d" % k) for k in (1, 2)] if striped else None
+    with spotrun.Checkpointer(d, shard_bytes=128 << 10, dirs=dirs) as ck:
         ck.save(11, state)
         ck.wait()
     steps = [e for e in os.listdir(d) if not e.endswith(".tmp")]
@@ -102,6 +106,16 @@ def test_every_shard_loads_with_an_independent_reader(tmp_path):
     cdir = d / steps[0]
     shards = [f for f in sorted(os.listdir(cdir)) if f != "manifest.json"]
     assert len(shards) >= 2, "shard_bytes should have split the state"
+    links = [f for f in shards if os.path.islink(cdir / f)]
+    if striped:
+        assert links and len(links) < len(shards)
+        assert {os.path.dirname(os.path.dirname(os.readlink(cdir / f)))
+                for f in links} == {str(x) for x in dirs[1:]}
+        back = {}
+        spotrun.Checkpointer(None, dirs=dirs).restore(back)
+        assert torch.equal(back["big"], state["big"])
+    else:
+        assert not links
     loaded = {}
     for f in shards:
         tensors, _meta = read_safetensors(cdir / f)

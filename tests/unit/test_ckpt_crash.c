@@ -11,8 +11,12 @@
  * continues from the restored step, so the engine's startup cleanup of a
  * dead writer's leftovers is exercised too.
  *
- * Trials: 200 by default, $SPOTRUN_CRASH_TRIALS to change (long mode:
- * 2000), 60 under SPOTRUN_CHECK_MODE=asan.
+ * The same again with the checkpoint striped over three directories
+ * (stripes.c): whole steps only, and once an engine has opened them no
+ * stripe is left that no committed step links to.
+ *
+ * Trials: 200 by default (60 striped), $SPOTRUN_CRASH_TRIALS to change
+ * (long mode: 2000), 60 (50) under SPOTRUN_CHECK_MODE=asan.
  */
 #include "ckpt_test.h"
 
@@ -45,7 +49,8 @@ static void name_of(int i, char *buf, size_t n)
 	snprintf(buf, n, "layer%02d.%s", i, i % 3 ? "weight" : "exp_avg");
 }
 
-static _Noreturn void child(const char *dir, int64_t start, int wfd)
+static _Noreturn void child(const char *dir, const char **dirs, int ndirs,
+			    int64_t start, int wfd)
 {
 	struct spotckpt_opts o;
 	struct spotckpt *e = NULL;
@@ -54,6 +59,8 @@ static _Noreturn void child(const char *dir, int64_t start, int wfd)
 	sr_log_set_level(SR_LOG_ERROR);
 	spotckpt_opts_init(&o);
 	o.dir = dir;
+	o.dirs = ndirs > 1 ? dirs : NULL;
+	o.ndirs = ndirs > 1 ? (uint32_t)ndirs : 0;
 	o.keep = 2;
 	o.copy_threads = 1;
 	o.shard_bytes = 600 << 10; /* several shards */
@@ -105,27 +112,93 @@ static int lookup(void *ud, const struct spotckpt_tensor_info *ti,
 	return 1;
 }
 
-static int trials(void)
+static int trials(int striped)
 {
 	const char *env = getenv("SPOTRUN_CRASH_TRIALS");
 	const char *mode = getenv("SPOTRUN_CHECK_MODE");
 
 	if (env && atoi(env) > 0)
 		return atoi(env);
-	return mode && !strcmp(mode, "asan") ? 60 : 200;
+	if (mode && !strcmp(mode, "asan"))
+		return striped ? 50 : 60;
+	return striped ? 60 : 200;
 }
 
-static void test_kill9_during_saves(void **st)
+/* Every stripe directory left in dirs[1..] is linked to from a committed
+ * step of dirs[0]. */
+static void check_no_orphan_stripes(const char **dirs, int ndirs)
+{
+	struct spotckpt_entry ents[16];
+	struct stat linked[64];
+	size_t n, nl = 0;
+
+	assert_int_equal(spotckpt_list(dirs[0], ents, 16, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		char p[4200], t[4200];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(p, sizeof p, "%s/step-%08lld", dirs[0],
+			 (long long)ents[i].step);
+		d = opendir(p);
+		assert_non_null(d);
+		for (de = readdir(d); de; de = readdir(d)) {
+			ssize_t k = readlinkat(dirfd(d), de->d_name, t, sizeof t - 1);
+			char *slash;
+
+			if (k <= 0)
+				continue;
+			t[k] = '\0';
+			slash = strrchr(t, '/');
+			*slash = '\0';
+			assert_true(nl < 64);
+			assert_int_equal(stat(t, &linked[nl++]), 0);
+		}
+		closedir(d);
+	}
+	for (int k = 1; k < ndirs; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *de;
+
+		assert_non_null(d);
+		for (de = readdir(d); de; de = readdir(d)) {
+			struct stat st;
+			int found = 0;
+
+			if (strncmp(de->d_name, "stripe-", 7))
+				continue;
+			assert_int_equal(fstatat(dirfd(d), de->d_name, &st, 0), 0);
+			for (size_t j = 0; j < nl; j++)
+				found |= linked[j].st_dev == st.st_dev &&
+					 linked[j].st_ino == st.st_ino;
+			if (!found)
+				fail_msg("%s/%s: no committed step links to it",
+					 dirs[k], de->d_name);
+		}
+		closedir(d);
+	}
+}
+
+static void kill9_trials(int ndirs)
 {
 	char *dir = ct_tmpdir();
+	char *sdir[3] = { dir, NULL, NULL };
+	const char *dirs[3];
 	char logpath[4200];
 	int64_t next = 1, ever = -1;
 	struct rctx c;
-	int n = trials(), logfd, restored_newer = 0;
+	int n = trials(ndirs > 1), logfd, restored_newer = 0;
 	long range_us = 80000; /* grows while a slow child makes no progress */
 	unsigned seed = (unsigned)time(NULL);
 
-	(void)st;
+	if (getenv("SPOTRUN_SEED"))
+		seed = (unsigned)strtoul(getenv("SPOTRUN_SEED"), NULL, 10);
+	for (int k = 1; k < ndirs; k++) {
+		assert_true(asprintf(&sdir[k], "%s.s%d", dir, k) > 0);
+		assert_int_equal(mkdir(sdir[k], 0755), 0);
+	}
+	for (int k = 0; k < 3; k++)
+		dirs[k] = sdir[k];
 	sizes_init();
 	for (int i = 0; i < NT; i++)
 		c.buf[i] = malloc(g_nbytes[i]);
@@ -133,7 +206,9 @@ static void test_kill9_during_saves(void **st)
 	logfd = open(logpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	assert_true(logfd >= 0);
 	sr_log_set_fd(logfd);
-	print_message("crash test: %d trials, seed %u, dir %s\n", n, seed, dir);
+	print_message("crash test: %d trials over %d director%s, seed %u "
+		      "(SPOTRUN_SEED), dir %s\n", n, ndirs, ndirs > 1 ? "ies" : "y",
+		      seed, dir);
 	for (int t = 0; t < n; t++) {
 		int fds[2], status;
 		int64_t step, last = -1, got = -1;
@@ -146,7 +221,7 @@ static void test_kill9_during_saves(void **st)
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			close(fds[0]);
-			child(dir, next, fds[1]);
+			child(dir, dirs, ndirs, next, fds[1]);
 		}
 		close(fds[1]);
 		usleep((useconds_t)delay_us);
@@ -205,18 +280,47 @@ static void test_kill9_during_saves(void **st)
 		      "commit newer than the last report\n", (long long)next - 1,
 		      restored_newer);
 	assert_true(ever > 0);
+	if (ndirs > 1) { /* an engine's open removes the dead writers' stripes */
+		struct spotckpt_opts o;
+		struct spotckpt *e = NULL;
+
+		spotckpt_opts_init(&o);
+		o.dir = dir;
+		o.dirs = dirs;
+		o.ndirs = (uint32_t)ndirs;
+		assert_int_equal(spotckpt_open(&o, &e), 0);
+		assert_int_equal(spotckpt_close(e), 0);
+		check_no_orphan_stripes(dirs, ndirs);
+	}
 	close(logfd);
 	unlink(logpath);
 	for (int i = 0; i < NT; i++)
 		free(c.buf[i]);
+	for (int k = 1; k < ndirs; k++) {
+		ct_rmtree(sdir[k]);
+		free(sdir[k]);
+	}
 	ct_rmtree(dir);
 	free(dir);
+}
+
+static void test_kill9_during_saves(void **st)
+{
+	(void)st;
+	kill9_trials(1);
+}
+
+static void test_kill9_during_striped_saves(void **st)
+{
+	(void)st;
+	kill9_trials(3);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kill9_during_saves),
+		cmocka_unit_test(test_kill9_during_striped_saves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
