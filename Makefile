@@ -272,7 +272,7 @@ bench: all
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
 # Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
 # then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
-# make check runs 200), then 200 kill -9 of the leader of two daemons on
+# make check runs 50), then 200 kill -9 of the leader of two daemons on
 # PostgreSQL (bench/failover.sh; make check: 20).
 soak: deps
 	@$(MAKE) --no-print-directory build

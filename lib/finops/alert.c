@@ -250,7 +250,7 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 	snprintf(fields[0], sizeof fields[0], "*Cost so far*\n%s", amount);
 	usd(amount, sizeof amount, a->saved);
 	/* Slack text has no colour: a negative saving gets a red marker */
-	snprintf(fields[1], sizeof fields[1], "*Saved vs planned on-demand*\n%s%s",
+	snprintf(fields[1], sizeof fields[1], "*Saved vs on-demand, hours used*\n%s%s",
 		 a->saved < 0 ? ":red_circle: " : "", amount);
 	snprintf(ctx, sizeof ctx, "spotrun %s · severity %s · %s", kind,
 		 sev_names[a->severity], a->source);

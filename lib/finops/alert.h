@@ -59,8 +59,9 @@ struct finops_alert {
 	char source[128];        /* e.g. "spotrund@host" */
 	/* figures (shown in Slack blocks and PagerDuty custom_details) */
 	sr_micros cost;
-	sr_micros saved;         /* vs the planned on-demand cost (report.h
-	                            savings_vs_plan); negative = over */
+	sr_micros saved;         /* vs on-demand for the node-hours used
+	                            (report.h savings_vs_list; 0 for a FAILED
+	                            or CANCELLED job); negative = over */
 	int64_t preemptions;
 	bool resolve_all;        /* job ended: resolve every open PD topic */
 };

@@ -93,8 +93,9 @@ static int job_facts(struct store *db, int64_t job, struct finops_alert *a)
 	}
 	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
 		a->cost = rep.total.cost;
-		a->saved = rep.total.plans > 0 ? rep.total.savings_vs_plan :
-			   rep.total.savings_vs_list;
+		/* the headline: on-demand for the node-hours used (0 for a
+		 * FAILED or CANCELLED job: its cost is waste) */
+		a->saved = rep.total.savings_vs_list;
 		finops_report_free(&rep);
 	}
 	return rc;
@@ -184,10 +185,16 @@ static void on_event(struct ctl *c, const json_t *ev)
 	gethostname(host, sizeof host - 1);
 	snprintf(a.source, sizeof a.source, "spotrund@%s", host);
 	a.resolve_all = k == FINOPS_ALERT_JOB_DONE;
-	if (k == FINOPS_ALERT_JOB_DONE)
+	if (k == FINOPS_ALERT_JOB_DONE && strcmp(str(ev, "to"), "SUCCEEDED"))
 		snprintf(a.summary, sizeof a.summary,
-			 "job %lld %s %s: cost $%.2f, saved %s$%.2f vs planned "
-			 "on-demand, %lld preemption(s)", (long long)a.job_id,
+			 "job %lld %s %s: cost $%.2f, all of it waste (no saving), "
+			 "%lld preemption(s)", (long long)a.job_id, a.job_name,
+			 str(ev, "to"), sr_money_to_usd(a.cost),
+			 (long long)a.preemptions);
+	else if (k == FINOPS_ALERT_JOB_DONE)
+		snprintf(a.summary, sizeof a.summary,
+			 "job %lld %s %s: cost $%.2f, saved %s$%.2f vs on-demand "
+			 "for the hours used, %lld preemption(s)", (long long)a.job_id,
 			 a.job_name, str(ev, "to"), sr_money_to_usd(a.cost),
 			 a.saved < 0 ? "-" : "", sr_money_to_usd(a.saved < 0 ?
 			 -a.saved : a.saved), (long long)a.preemptions);

@@ -101,7 +101,7 @@ static void test_slack_exact_payload(void **state)
 		"\"text\":\"job 3 demo: spot node 9 in aws/us-west-2a preempted\"}},"
 		"{\"type\":\"section\",\"fields\":["
 		"{\"type\":\"mrkdwn\",\"text\":\"*Cost so far*\\n$1.23\"},"
-		"{\"type\":\"mrkdwn\",\"text\":\"*Saved vs planned on-demand*\\n$4.50\"}]},"
+		"{\"type\":\"mrkdwn\",\"text\":\"*Saved vs on-demand, hours used*\\n$4.50\"}]},"
 		"{\"type\":\"context\",\"elements\":[{\"type\":\"mrkdwn\","
 		"\"text\":\"spotrun preemption \xc2\xb7 severity warning \xc2\xb7 spotrund@test\"}]}]}");
 	/* 200 with a body other than "ok" is a failure */
