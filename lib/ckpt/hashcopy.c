@@ -16,6 +16,11 @@
  *    stores, which skip the read-for-ownership of the destination and do
  *    not evict the block still being hashed: two memory passes per byte
  *    instead of three.
+ *  - a restore that must be able to put the old contents back (undo.c)
+ *    copies each block of the destination aside just before that block is
+ *    overwritten, in the same loop: the work is spread over the read
+ *    instead of one copy of a whole tensor that leaves the I/O queue to
+ *    drain while it runs.
  */
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
@@ -69,15 +74,28 @@ static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
 void ckpt__hash_copy(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
 		     uint64_t n)
 {
+	ckpt__hash_copy_keep(st, dst, src, n, NULL);
+}
+
+void ckpt__hash_copy_keep(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
+			  uint64_t n, uint8_t *keep)
+{
 	while (n > 0) {
 		size_t k = n < HASH_COPY_BLOCK ? (size_t)n : HASH_COPY_BLOCK;
 
-		ckpt__hash_update(st, src, k);
 #if defined(__x86_64__)
+		if (keep) /* the old bytes aside, before they are overwritten */
+			copy_stream(keep, dst, k);
+		ckpt__hash_update(st, src, k);
 		copy_stream(dst, src, k);
 #else
+		if (keep)
+			memcpy(keep, dst, k);
+		ckpt__hash_update(st, src, k);
 		memcpy(dst, src, k);
 #endif
+		if (keep)
+			keep += k;
 		dst += k;
 		src += k;
 		n -= k;

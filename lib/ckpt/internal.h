@@ -65,6 +65,13 @@ int ckpt__fail_default(int code, const char *what);
 void ckpt__progress_saved(int64_t step, double stall_ms);
 void ckpt__progress_committed(int64_t step);
 void ckpt__progress_flush(void);
+/* Tier 3 of engine `who`: the store's newest whole step (-1: none) and
+ * the last upload failure ("" after a commit) - the report's ckpt_step
+ * and ckpt_error from then on (a ckpt_backend watch's changed()).  _end:
+ * the engine closed (its last values stay reported), or its tier 3
+ * failed to start (failed: as if never reported). */
+void ckpt__progress_remote(void *who, int64_t store_step, const char *err);
+void ckpt__progress_remote_end(const void *who, int failed);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 /* Dtype of a safetensors name, or -1. */
@@ -76,6 +83,10 @@ struct XXH3_state_s;
 void ckpt__hash_update(struct XXH3_state_s *st, const void *p, size_t n);
 void ckpt__hash_copy(struct XXH3_state_s *st, uint8_t *dst,
 		     const uint8_t *src, uint64_t n);
+/* The same, first copying each block of dst's old bytes to keep (may be
+ * NULL), block by block while it is in the cache anyway. */
+void ckpt__hash_copy_keep(struct XXH3_state_s *st, uint8_t *dst,
+			  const uint8_t *src, uint64_t n, uint8_t *keep);
 
 /* ---- layout.c ------------------------------------------------------------ */
 struct ckpt_tensor {
@@ -390,6 +401,14 @@ int ckpt__undo_new(const struct ckpt_layout *l,
  * written (any thread; idempotent; u may be NULL).  Non-zero: it could
  * not be kept (a device copy failed) and must not be written. */
 int ckpt__undo_save(struct ckpt_undo *u, uint32_t t);
+/* Where bytes [off, off+n) of tensor t's destination (host memory) are
+ * to be kept, for the caller to copy them there before it overwrites
+ * them (ckpt__hash_copy_keep); NULL when they need no keeping (u NULL, a
+ * scratch destination, already kept whole).  One thread per tensor, in
+ * order from its first byte: a tensor read in pieces keeps what it will
+ * overwrite as it goes, never stalling its reads for a whole-tensor copy. */
+uint8_t *ckpt__undo_keep_at(struct ckpt_undo *u, uint32_t t, uint64_t off,
+			    uint64_t n);
 /* 1 when the undo buffer is the borrowed memory. */
 int ckpt__undo_borrowed(const struct ckpt_undo *u);
 /* Put back every destination kept so far. */

@@ -198,16 +198,20 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 		if (want && !j->open) {
 			XXH3_64bits_reset(j->tst);
 			j->open = 1;
-			/* its old bytes aside before the first is written */
-			if (d && ckpt__undo_save(j->undo, j->k))
+			/* a device tensor's old bytes aside, whole, before the
+			 * first is written (host ones: block by block below) */
+			if (d && d->device == SPOTCKPT_DEV_CUDA &&
+			    ckpt__undo_save(j->undo, j->k))
 				return sr_err_set(&j->err, -SR_EUNSUPPORTED,
 						  "tensor %s: cannot keep its "
 						  "old contents (device copy "
 						  "failed)", t->name);
 		}
 		if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
-			ckpt__hash_copy(j->tst, (uint8_t *)d->ptr + (lo - tb),
-					p + (lo - off), hi - lo);
+			ckpt__hash_copy_keep(j->tst, (uint8_t *)d->ptr + (lo - tb),
+					     p + (lo - off), hi - lo,
+					     ckpt__undo_keep_at(j->undo, j->k,
+								lo - tb, hi - lo));
 		} else if (want && hi > lo) {
 			ckpt__hash_update(j->tst, p + (lo - off), hi - lo);
 			if (d && d->device == SPOTCKPT_DEV_CUDA) {

@@ -18,10 +18,18 @@
  * SPOTCKPT_DEST_SCRATCH (buffers the caller allocated for this restore)
  * are not saved.
  *
+ * Host destinations read from local files are kept block by block
+ * (ckpt__undo_keep_at with ckpt__hash_copy_keep): each 64 KiB of the
+ * destination is copied aside just before the read overwrites it, so the
+ * cost is spread over the read; a whole-tensor copy at the first byte
+ * made the reading thread stop submitting for as long as it took (a
+ * 128 MiB tensor: tens of ms of an empty queue).  kept[t] is how much of
+ * tensor t is aside from its start; rollback puts that much back.
+ *
  * Memory: one buffer as large as the saved destinations, borrowed (the
- * engine's idle staging slot) or mapped here and faulted in by the
- * threads that save into it.  CUDA destinations are saved and put back
- * with device copies.
+ * engine's idle staging slot) or mapped here (huge pages where the kernel
+ * gives them) and faulted in by the threads that save into it.  CUDA
+ * destinations are saved and put back with device copies.
  *
  * Threads: save() may be called from any thread for any tensor; the
  * first caller for a tensor copies it, a concurrent one for the same
@@ -44,7 +52,8 @@ struct ckpt_undo {
 	uint64_t bytes;
 	int mapped;
 	uint64_t *off;          /* per tensor: its place in buf */
-	atomic_int *state;      /* per tensor: U_* */
+	atomic_int *state;      /* per tensor: U_* (whole-tensor saves) */
+	uint64_t *kept;         /* per tensor: bytes kept block by block */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
@@ -68,9 +77,10 @@ int ckpt__undo_new(const struct ckpt_layout *l,
 	u->map = map;
 	u->off = calloc(l->nt + 1, sizeof *u->off);
 	u->state = calloc(l->nt + 1, sizeof *u->state);
+	u->kept = calloc(l->nt + 1, sizeof *u->kept);
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->cv, NULL);
-	if (!u->off || !u->state) {
+	if (!u->off || !u->state || !u->kept) {
 		ckpt__undo_free(u);
 		return -ENOMEM;
 	}
@@ -91,6 +101,7 @@ int ckpt__undo_new(const struct ckpt_layout *l,
 			ckpt__undo_free(u);
 			return -ENOMEM;
 		}
+		madvise(p, total, MADV_HUGEPAGE); /* 512 faults per GiB, not 262144 */
 		u->buf = p;
 		u->mapped = 1;
 	}
@@ -133,6 +144,29 @@ int ckpt__undo_save(struct ckpt_undo *u, uint32_t t)
 	return rc;
 }
 
+uint8_t *ckpt__undo_keep_at(struct ckpt_undo *u, uint32_t t, uint64_t off,
+			    uint64_t n)
+{
+	uint64_t k;
+
+	if (!u || !wanted(u->map[t], &u->l->t[t]) ||
+	    atomic_load(&u->state[t]) == U_SAVED || n == 0)
+		return NULL;
+	k = u->kept[t];
+	if (off + n <= k)
+		return NULL; /* aside already */
+	if (off != k) {
+		/* out of order (no caller does this): keep everything up to
+		 * the range's end now; bytes past kept were never written */
+		memcpy(u->buf + u->off[t] + k, (const uint8_t *)u->map[t]->ptr + k,
+		       off + n - k);
+		u->kept[t] = off + n;
+		return NULL;
+	}
+	u->kept[t] = off + n;
+	return u->buf + u->off[t] + off;
+}
+
 int ckpt__undo_borrowed(const struct ckpt_undo *u)
 {
 	return u && u->bytes && !u->mapped;
@@ -145,8 +179,12 @@ void ckpt__undo_rollback(struct ckpt_undo *u)
 	for (size_t t = 0; t < u->l->nt; t++) {
 		const struct spotckpt_dest *d = u->map[t];
 
-		if (atomic_load(&u->state[t]) != U_SAVED)
+		if (atomic_load(&u->state[t]) != U_SAVED) {
+			if (u->kept[t]) /* host memory, kept block by block */
+				memcpy(d->ptr, u->buf + u->off[t], u->kept[t]);
+			u->kept[t] = 0;
 			continue;
+		}
 		if (d->device == SPOTCKPT_DEV_CUDA) {
 			const struct ckpt_cuda_ops *cu = ckpt__cuda();
 
@@ -170,5 +208,6 @@ void ckpt__undo_free(struct ckpt_undo *u)
 	pthread_cond_destroy(&u->cv);
 	free(u->off);
 	free(u->state);
+	free(u->kept);
 	free(u);
 }

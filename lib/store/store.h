@@ -198,6 +198,13 @@ int store_job_set_state(struct store *s, int64_t id, const char *from,
 int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
 			     struct sr_err *e);
 
+/* Each ended job (SUCCEEDED, FAILED, CANCELLED): fn(ud, id, state) in
+ * no given order; a non-zero return from fn stops the walk and is
+ * returned.  0, fn's value, or an error. */
+int store_jobs_ended(struct store *s,
+		     int (*fn)(void *ud, int64_t id, const char *state),
+		     void *ud, struct sr_err *e);
+
 /* ---- row structs (store_rows.c) ----
  * A job's or a node's row as one struct: the one place that knows which
  * column fills which field.  A nullable integer column that is NULL reads
