@@ -47,7 +47,7 @@ _spotrun()
             COMPREPLY=($(compgen -W "--all --limit --work-hours --deadline-hours --data --json --help" -- "$cur"))
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         launch)
-            COMPREPLY=($(compgen -W "-d --detach -y --yes --env --max-restarts --workdir --no-logs $common" -- "$cur"))
+            COMPREPLY=($(compgen -W "-d --detach -y --yes --env --max-restarts --workdir --no-logs --no-store-check $common" -- "$cur"))
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
