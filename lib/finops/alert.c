@@ -38,12 +38,12 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
-	"checkpoint", "deadline_missed",
+	"checkpoint", "deadline_missed", "credentials",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
 	"Job done", "Checkpoints not reaching the object store",
-	"Deadline missed",
+	"Deadline missed", "Cloud credentials running out",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -327,7 +327,7 @@ static int send_pd(const struct finops_alert_config *c,
 		   const struct finops_alert *a, struct sr_err *e)
 {
 	static const char *const all_topics[] = { "preemption", "deadline", "budget",
-						  "checkpoint" };
+						  "checkpoint", "credentials" };
 	const char *topic = "preemption", *action = "trigger";
 	int rc = 0;
 
@@ -348,6 +348,11 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_DEADLINE_MISSED:
 		topic = "deadline-missed";
+		break;
+	case FINOPS_ALERT_CREDENTIALS:
+		topic = "credentials";
+		if (a->severity == FINOPS_SEV_INFO)
+			action = "resolve"; /* renewed */
 		break;
 	case FINOPS_ALERT_JOB_DONE:
 	default:

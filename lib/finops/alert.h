@@ -39,11 +39,12 @@ enum finops_alert_kind {
 	FINOPS_ALERT_JOB_DONE,
 	FINOPS_ALERT_CHECKPOINT,  /* checkpoints not reaching the object store */
 	FINOPS_ALERT_DEADLINE_MISSED, /* the deadline passed, the job not done */
+	FINOPS_ALERT_CREDENTIALS, /* a cloud's credentials run out unrenewed */
 	FINOPS_ALERT_NKINDS
 };
 
 /* "preemption", "recovery", "deadline_risk", "budget", "job_done",
- * "checkpoint", "deadline_missed". */
+ * "checkpoint", "deadline_missed", "credentials". */
 const char *finops_alert_kind_name(enum finops_alert_kind k);
 int finops_alert_kind_parse(const char *s, enum finops_alert_kind *out);
 

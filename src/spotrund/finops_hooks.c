@@ -15,6 +15,9 @@
  *   type "deadline_missed"                        deadline missed
  *   type "checkpoint_failed"                      checkpoint
  *   type "budget"                                 budget
+ *   type "credentials" (creds_watch.c: a cloud's
+ *     credentials run out and cannot be renewed
+ *     unaided; "renewed" resolves it)             credentials
  *   transition -> SUCCEEDED/FAILED/CANCELLED      job done (dollars saved)
  *
  * Channels come from <state-dir>/alerts.json (mode 0600, see alert.h),
@@ -128,6 +131,12 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 	if (!strcmp(type, "checkpoint_failed")) {
 		*k = FINOPS_ALERT_CHECKPOINT;
 		*sev = FINOPS_SEV_ERROR;
+		return 1;
+	}
+	if (!strcmp(type, "credentials")) {
+		*k = FINOPS_ALERT_CREDENTIALS;
+		*sev = !strncmp(msg, "renewed", 7) ? FINOPS_SEV_INFO :
+		       strstr(msg, "expired") ? FINOPS_SEV_ERROR : FINOPS_SEV_WARNING;
 		return 1;
 	}
 	if (!strcmp(type, "deadline_risk")) {

@@ -167,8 +167,8 @@ static void test_pagerduty_trigger_resolve(void **state)
 	a = sample(FINOPS_ALERT_JOB_DONE);
 	a.resolve_all = true;
 	assert_int_equal(finops_alert_send(&c, &a, &e), 0);
-	assert_int_equal(sr_testsrv_nreq(srv), 7);
-	for (size_t i = 3; i < 7; i++) {
+	assert_int_equal(sr_testsrv_nreq(srv), 8);
+	for (size_t i = 3; i < 8; i++) {
 		json_t *j = json_loads(sr_testsrv_req(srv, i)->body, 0, NULL);
 
 		assert_string_equal(json_string_value(json_object_get(j, "event_action")),
