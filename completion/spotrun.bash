@@ -83,7 +83,7 @@ _spotrun()
                 COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
             fi ;;
         ec2-emulator)
-            COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --request-log --seed --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --bucket-fill --run-latency-ms --request-log --seed --help" -- "$cur")) ;;
         version)
             COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)
