@@ -272,8 +272,11 @@ bench: all
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
 # Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
 # then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
-# make check runs 200), then 200 kill -9 of the leader of two daemons on
-# PostgreSQL (bench/failover.sh; make check: 20).
+# make check runs 50), then 200 kill -9 of the leader of two daemons on
+# PostgreSQL (bench/failover.sh; make check: 20), then the AWS soaks:
+# 200 fake nodes in two throttling EC2 emulators over two simulated hours
+# (make check: 6 over a quarter), and 20 leader kills + a frozen leader
+# with the AWS provider on PostgreSQL (make check: 8) (scripts/soak-aws).
 soak: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/soak --build $(BUILD)
@@ -284,6 +287,7 @@ soak: deps
 		tests/py/test_dist_preempt.py
 	@scripts/soak-uploader --build $(BUILD)
 	@SPOTRUN_FAILOVER_KILLS=200 bench/failover.sh $(BUILD)
+	@scripts/soak-aws $(BUILD)
 
 clean:
 	rm -rf build

@@ -4,11 +4,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "agent/ckscan.h"
+#include "common/fsutil.h"
+
+/* a recovery point is a few hundred bytes */
+#define TIER3_MAX_BYTES (64 * 1024)
 
 /* Step of a "step-<digits>" name, -1 for anything else. */
 static int64_t name_step(const char *n)
@@ -59,13 +65,21 @@ static int64_t get_i64(json_t *o, const char *k, int64_t def)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
 }
 
-/* Fold one tier3.json into out (the least of each field). */
-static void fold(const char *path, struct ckscan_tier3 *out)
+/* Fold dfd's tier3.json into out (the least of each field).  The
+ * workload writes in the checkpoint dir: a link or a FIFO planted as the
+ * file is not read (sr_fs_read_regular_at). */
+static void fold(int dfd, const char *path, struct ckscan_tier3 *out)
 {
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	char *buf = NULL;
+	size_t len = 0;
+	json_t *o = NULL;
 	int64_t ls, ss, st;
 	const char *err;
 
+	if (sr_fs_read_regular_at(dfd, "tier3.json", path, TIER3_MAX_BYTES,
+				  &buf, &len, NULL) == 0)
+		o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	free(buf);
 	if (!json_is_object(o)) {
 		json_decref(o);
 		return;
@@ -96,26 +110,41 @@ void ckscan_tier3(const char *dir, struct ckscan_tier3 *out)
 	struct dirent *d;
 	struct stat st;
 	DIR *dh;
+	int fd;
 
 	memset(out, 0, sizeof *out);
 	out->local_step = out->store_step = -1;
 	if (!dir || !*dir)
 		return;
-	snprintf(path, sizeof path, "%s/tier3.json", dir);
-	if (stat(path, &st) == 0) {
-		fold(path, out);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstatat(fd, "tier3.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		snprintf(path, sizeof path, "%s/tier3.json", dir);
+		fold(fd, path, out);
+		close(fd);
 		return;
 	}
-	dh = opendir(dir);
-	if (!dh)
+	dh = fdopendir(fd);
+	if (!dh) {
+		close(fd);
 		return;
+	}
 	while ((d = readdir(dh)) != NULL) {
+		int pfd;
+
 		if (strncmp(d->d_name, "rank-", 5) &&
 		    strcmp(d->d_name, "replicated"))
 			continue;
+		/* a part is a directory of the checkpoint dir, never a link */
+		pfd = openat(dirfd(dh), d->d_name, O_RDONLY | O_DIRECTORY |
+			     O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0)
+			continue;
 		snprintf(path, sizeof path, "%s/%s/tier3.json", dir, d->d_name);
-		if (stat(path, &st) == 0)
-			fold(path, out);
+		if (fstatat(pfd, "tier3.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+			fold(pfd, path, out);
+		close(pfd);
 	}
 	closedir(dh);
 }

@@ -2,6 +2,7 @@
  * status.c - reading the workload's status file (see status.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,20 +124,23 @@ int status_read(struct status_reader *r, struct status_info *out,
 
 	*out = r->last;
 	out->nstalls = 0;
-	if (!r->path[0] || stat(r->path, &st) < 0)
+	/* the workload writes in the file's directory: a link it planted
+	 * (to spotrund's api.token, say) is not followed, a FIFO not waited
+	 * on - the agent reads nothing on its behalf */
+	if (!r->path[0] || lstat(r->path, &st) < 0)
 		return 0;
 	mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	if (st.st_ino == r->last_ino && mt == r->last_mtime_ns &&
 	    st.st_size == r->last_size)
 		return 0;
-	rc = sr_fs_read_file(r->path, STATUS_MAX_BYTES, &buf, &len, e);
+	rc = sr_fs_read_regular_at(AT_FDCWD, r->path, r->path, STATUS_MAX_BYTES,
+				   &buf, &len, e);
 	if (rc == -ENOENT)
 		return 0; /* replaced between stat and open */
-	if (rc < 0)
-		return rc;
-	rc = status_parse(buf, len, r->path, out, &seq, e);
+	if (rc == 0)
+		rc = status_parse(buf, len, r->path, out, &seq, e);
 	free(buf);
-	r->last_ino = st.st_ino;
+	r->last_ino = st.st_ino; /* a bad file is reported once */
 	r->last_mtime_ns = mt;
 	r->last_size = st.st_size;
 	if (rc < 0) {

@@ -625,6 +625,44 @@ static int api_scheme(const char *url, int *plain)
 	return 0;
 }
 
+/* The control plane's URLs as the agent gets them: one, or every daemon
+ * sharing the store, comma-separated, leader first (--api takes the
+ * list).  Each must be http(s), and plain http only to loopback: the
+ * bootstrap secret is a bearer credential until used, and the node token
+ * after it: never in clear across a network. */
+static int api_urls_ok(const char *list, struct sr_err *e)
+{
+	char one[1024];
+	const char *p = list;
+
+	if (!shell_safe(list))
+		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected "
+				  "http(s) URLs without quotes or spaces");
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
+		int plain = 0;
+
+		if (n == 0 || n >= sizeof(one))
+			return sr_err_set(e, -EINVAL, "bootstrap: api url: an empty "
+					  "or overlong URL in '%s'", list);
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (api_scheme(one, &plain) < 0)
+			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
+					  "expected an http(s) URL", one);
+		if (plain && !sr_url_is_loopback(one))
+			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
+					  "http:// to a host that is not loopback "
+					  "would send the node's bootstrap secret and "
+					  "token in clear; use https:// (spotrund "
+					  "--tls-cert/--tls-key) or a tunnel", one);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 int64_t node_id, const char *bootstrap,
 			 const char *const *private_paths, char **out,
@@ -633,22 +671,15 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
 	char priv[2048] = "";
 	size_t k = 0;
-	int plain = 0;
+	int rc;
 
 	*out = NULL;
 	if (!shell_safe(agent) || agent[0] != '/')
 		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
 				  "an absolute path without quotes or spaces");
-	if (!shell_safe(api_url) || api_scheme(api_url, &plain) < 0)
-		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected an "
-				  "http(s) URL without quotes or spaces");
-	/* the secret is a bearer credential until used: never in clear
-	 * across a network */
-	if (plain && !sr_url_is_loopback(api_url))
-		return sr_err_set(e, -EINVAL, "bootstrap: api url: http:// to a "
-				  "host that is not loopback would send the node's "
-				  "bootstrap secret and token in clear; use https:// "
-				  "(spotrund --tls-cert/--tls-key) or a tunnel");
+	rc = api_urls_ok(api_url, e);
+	if (rc < 0)
+		return rc;
 	if (!shell_safe(bootstrap) || strlen(bootstrap) < 16 ||
 	    strlen(bootstrap) > 256)
 		return sr_err_set(e, -EINVAL, "bootstrap: secret: expected "

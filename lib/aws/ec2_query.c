@@ -234,7 +234,8 @@ static int sign_attempt(void *ud, const struct sr_http_req *rq,
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err)
 {
-	const char *const hdrs[] = { CTYPE, NULL };
+	char ua[64];
+	const char *const hdrs[] = { CTYPE, ua, NULL };
 	char *form = NULL, code[128], msg[384], url[600], what[64];
 	struct sr_http_resp resp = { 0 };
 	struct sr_http_opts o;
@@ -253,6 +254,13 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 				   "EC2 %s: out of memory", action);
 		goto out;
 	}
+	/* a side effect names the lease epoch it was decided under (logs,
+	 * the emulator's request log); EC2 ignores it */
+	if (p->epoch > 0)
+		snprintf(ua, sizeof(ua), "User-Agent: spotrun (lease-epoch %lld)",
+			 (long long)p->epoch);
+	else
+		snprintf(ua, sizeof(ua), "User-Agent: spotrun");
 	a.form = form;
 	rq.body = form;
 	rq.body_len = strlen(form);

@@ -195,6 +195,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	const struct emu_pool *pool = NULL;
 	struct emu_inst *in = NULL;
 	struct sr_err e = { 0 };
+	unsigned char digest[EMU_DIGEST_LEN];
 	double now = ec2emu__now(m);
 	bool spot = market != NULL && strcmp(market, "spot") == 0;
 	FILE *f;
@@ -214,11 +215,19 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 		     "characters");
 		return;
 	}
+	ec2emu__params_digest(p, digest);
 	for (size_t i = 0; token != NULL && i < m->ninst; i++) {
-		if (strcmp(m->inst[i]->token, token) == 0) {
-			in = m->inst[i]; /* idempotent repeat */
-			goto answer;
+		if (strcmp(m->inst[i]->token, token) != 0)
+			continue;
+		if (memcmp(m->inst[i]->params, digest, sizeof(digest)) != 0) {
+			ec2emu__fail(a, 400, "IdempotentParameterMismatch",
+				     "Arguments on this idempotent request are "
+				     "inconsistent with arguments used in previous "
+				     "request(s).");
+			return;
 		}
+		in = m->inst[i]; /* idempotent repeat */
+		goto answer;
 	}
 	if (zone != NULL) {
 		pool = pool_find(m, type, zone);
@@ -299,6 +308,7 @@ static void run_instances(struct ec2emu *m, const struct emu_params *p,
 	snprintf(in->id, sizeof(in->id), "i-%05x%012x", m->id_salt & 0xfffff,
 		 in->seq);
 	snprintf(in->token, sizeof(in->token), "%s", token != NULL ? token : "");
+	memcpy(in->params, digest, sizeof(digest));
 	snprintf(in->image, sizeof(in->image), "%.*s", (int)sizeof(in->image) - 1,
 		 image);
 	snprintf(in->type, sizeof(in->type), "%s", pool->type);

@@ -18,7 +18,9 @@
  *     (the driver's bootstrap script honours them).  Spot launches fail
  *     with InsufficientInstanceCapacity when the pool's trace has no
  *     capacity now, and with SpotMaxPriceTooLow under the current price.
- *     ClientToken is idempotent.
+ *     ClientToken is idempotent: the same token with the same parameters
+ *     answers the instance it started; with other parameters,
+ *     IdempotentParameterMismatch, as EC2 does.
  *   - Each instance has its own IMDSv2 at /imds/<id>/latest/...:
  *     api/token, meta-data/instance-id, meta-data/spot/instance-action
  *     (404 until a notice, then {"action":"terminate","time":...}).
@@ -77,6 +79,8 @@ struct ec2emu_opts {
 	bool throttle;          /* token buckets, RequestLimitExceeded */
 	double throttle_scale;  /* x bucket sizes and refill rates; 0: 1 */
 	double background_rps;  /* other tools' read calls per s */
+	double bucket_fill;     /* buckets start this full (others have
+				   been busy); 0: full */
 	double consistency_s;   /* a new instance is invisible for
 				   U[0, this) real s; 0: at once */
 	double capacity_fail;   /* P(a launch finds no capacity) */
@@ -84,6 +88,9 @@ struct ec2emu_opts {
 	int ondemand_quota;
 	uint64_t seed;
 	const char *request_log; /* append one line per call; NULL: none */
+	int run_latency_ms;     /* RunInstances answers this late (the
+				   instance starts then): a launch in flight
+				   long enough to kill its caller in it */
 };
 
 /* What a client cost, by action. */
@@ -99,6 +106,7 @@ struct ec2emu_action_stats {
 	uint64_t not_found;     /* InvalidInstanceID.NotFound */
 	uint64_t capacity;      /* InsufficientInstanceCapacity */
 	uint64_t quota;         /* MaxSpotInstanceCountExceeded, ... */
+	uint64_t mismatch;      /* IdempotentParameterMismatch */
 	uint64_t other_errors;
 };
 

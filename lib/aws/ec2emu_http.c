@@ -126,6 +126,23 @@ static enum MHD_Result query_api(struct ec2emu *m, struct MHD_Connection *c,
 			       sizeof(noauth) - 1);
 	if (ec2emu__params_parse(k->buf != NULL ? k->buf : "", k->len, &p) < 0)
 		return text(c, 500, "out of memory\n");
+	{
+		const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							     "User-Agent");
+		const char *ep = ua != NULL ? strstr(ua, "lease-epoch ") : NULL;
+
+		p.epoch = ep != NULL ? strtoll(ep + 12, NULL, 10) : 0;
+	}
+	if (m->run_latency_ms > 0) {
+		const char *act = ec2emu__param(&p, "Action");
+
+		if (act != NULL && strcmp(act, "RunInstances") == 0) {
+			struct timespec ts = { m->run_latency_ms / 1000,
+					       (m->run_latency_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL); /* this connection's thread only */
+		}
+	}
 	ec2emu__action(m, &p, &a);
 	ec2emu__params_free(&p);
 	if (a.body == NULL)

@@ -17,6 +17,7 @@
 
 #define EMU_MAX_TAGS 16
 #define EMU_MAX_NOCAP 32
+#define EMU_DIGEST_LEN 32
 
 enum { EMU_PENDING, EMU_RUNNING, EMU_SHUTTING_DOWN, EMU_TERMINATED };
 
@@ -30,6 +31,7 @@ struct emu_inst {
 	char id[32];
 	unsigned seq;
 	char token[65];
+	unsigned char params[EMU_DIGEST_LEN]; /* what RunInstances asked */
 	char image[64], type[48], zone[40], subnet[64];
 	bool spot;
 	const struct emu_pool *pool;
@@ -83,11 +85,14 @@ struct ec2emu {
 	uint64_t rng;
 	struct ec2emu_stats stats;
 	FILE *log;
+	int run_latency_ms;
 };
 
 struct emu_params {
 	char **kv;                   /* 2*n decoded strings */
 	size_t n;
+	int64_t epoch;               /* the caller's lease epoch, from its
+					User-Agent ("lease-epoch N"); 0 */
 };
 
 struct emu_answer {
@@ -159,6 +164,10 @@ void ec2emu__visible_from(struct ec2emu *m, struct emu_inst *in);
 bool ec2emu__visible(const struct emu_inst *in);
 bool ec2emu__capacity_fails(struct ec2emu *m);
 bool ec2emu__over_quota(const struct ec2emu *m, bool spot);
+/* SHA-256 of a call's parameters but ClientToken, in name order: what
+ * EC2 compares when a ClientToken comes back. */
+void ec2emu__params_digest(const struct emu_params *p,
+			   unsigned char out[EMU_DIGEST_LEN]);
 void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 		   const struct emu_params *p, const struct emu_answer *a);
 

@@ -20,7 +20,8 @@
  * clock whatever the cloud clock's scale: a rate limit is per real
  * second.  throttle_scale multiplies sizes and rates (a test makes them
  * small); background_rps drains the non-mutating bucket as the account's
- * other tools would (the bucket is shared by everyone in the account).
+ * other tools would (the bucket is shared by everyone in the account),
+ * and bucket_fill starts the buckets part empty, as they left them.
  *
  * Eventual consistency.  A new instance becomes visible to
  * DescribeInstances (and TerminateInstances) only after a delay drawn
@@ -42,6 +43,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include <openssl/evp.h>
 #include "ec2emu_int.h"
 
 static const struct {
@@ -98,10 +100,13 @@ void ec2emu__limits_init(struct ec2emu *m, const struct ec2emu_opts *o)
 	m->spot_quota = o->spot_quota;
 	m->ondemand_quota = o->ondemand_quota;
 	m->rng = o->seed;
+	m->run_latency_ms = o->run_latency_ms > 0 ? o->run_latency_ms : 0;
 	for (int i = 0; i < EMU_NBUCKETS; i++) {
 		m->bucket[i].cap = bucket_def[i].cap * scale;
 		m->bucket[i].rate = bucket_def[i].rate * scale;
-		m->bucket[i].tokens = m->bucket[i].cap;
+		m->bucket[i].tokens = m->bucket[i].cap *
+				      (o->bucket_fill > 0 && o->bucket_fill < 1
+					       ? o->bucket_fill : 1.0);
 		m->bucket[i].at_ns = now;
 	}
 }
@@ -210,6 +215,41 @@ bool ec2emu__over_quota(const struct ec2emu *m, bool spot)
 	return n >= quota;
 }
 
+/* qsort of parameter indices by name. */
+static const struct emu_params *sort_p;
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(sort_p->kv[2 * *(const size_t *)a],
+		      sort_p->kv[2 * *(const size_t *)b]);
+}
+
+void ec2emu__params_digest(const struct emu_params *p,
+			   unsigned char out[EMU_DIGEST_LEN])
+{
+	size_t *ix = calloc(p->n + 1, sizeof(*ix)), k = 0;
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+
+	memset(out, 0, EMU_DIGEST_LEN);
+	if (ix == NULL || x == NULL)
+		goto out;
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->kv[2 * i], "ClientToken") != 0)
+			ix[k++] = i;
+	sort_p = p; /* called with m->mu held: one at a time */
+	qsort(ix, k, sizeof(*ix), by_name);
+	EVP_DigestInit_ex(x, EVP_sha256(), NULL);
+	for (size_t i = 0; i < k; i++) {
+		EVP_DigestUpdate(x, p->kv[2 * ix[i]], strlen(p->kv[2 * ix[i]]) + 1);
+		EVP_DigestUpdate(x, p->kv[2 * ix[i] + 1],
+				 strlen(p->kv[2 * ix[i] + 1]) + 1);
+	}
+	EVP_DigestFinal_ex(x, out, NULL);
+out:
+	EVP_MD_CTX_free(x);
+	free(ix);
+}
+
 void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 		   const struct emu_params *p, const struct emu_answer *a)
 {
@@ -227,6 +267,8 @@ void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 		s->not_found++;
 	else if (strcmp(a->code, "InsufficientInstanceCapacity") == 0)
 		s->capacity++;
+	else if (strcmp(a->code, "IdempotentParameterMismatch") == 0)
+		s->mismatch++;
 	else if (strcmp(a->code, "MaxSpotInstanceCountExceeded") == 0 ||
 		 strcmp(a->code, "InstanceLimitExceeded") == 0)
 		s->quota++;
@@ -235,6 +277,15 @@ void ec2emu__count(struct ec2emu *m, enum ec2emu_action act,
 	if (m->log != NULL) {
 		fprintf(m->log, "%" PRId64 " %s %d %s", sr_time_real_ns(),
 			action_names[act], a->status, a->code[0] ? a->code : "-");
+		if (p->epoch > 0)
+			fprintf(m->log, " epoch=%" PRId64, p->epoch);
+		for (int k = 1; act == EC2EMU_A_TERMINATE; k++) {
+			const char *id = ec2emu__paramf(p, "InstanceId.%d", k);
+
+			if (id == NULL)
+				break;
+			fprintf(m->log, " InstanceId=%s", id);
+		}
 		for (size_t i = 0; act == EC2EMU_A_RUN && keys[i] != NULL; i++) {
 			const char *v = ec2emu__param(p, keys[i]);
 

@@ -65,3 +65,52 @@ bool sr_ratelimit_allow(struct sr_ratelimit *r, int64_t now, long *suppressed)
 	r->last_ns = now;
 	return true;
 }
+
+void sr_pacer_init(struct sr_pacer *p, double start, double min, double max,
+		   double step)
+{
+	*p = (struct sr_pacer){ .min = min, .max = max, .step = step,
+				.start = start };
+}
+
+static void refill(struct sr_pacer *p, int64_t now)
+{
+	if (p->at_ns != 0 && now > p->at_ns)
+		p->tokens += p->rate * (double)(now - p->at_ns) / 1e9;
+	if (p->tokens > 1 + p->rate)
+		p->tokens = 1 + p->rate;
+	p->at_ns = now;
+}
+
+bool sr_pacer_take(struct sr_pacer *p, int64_t now)
+{
+	if (p->rate <= 0)
+		return true;
+	refill(p, now);
+	if (p->tokens < 1)
+		return false;
+	p->tokens -= 1;
+	return true;
+}
+
+void sr_pacer_throttled(struct sr_pacer *p, int64_t now)
+{
+	if (p->rate > 0 && p->cut_ns != 0 && now - p->cut_ns < 1000000000LL)
+		return; /* one burst of refusals: one decrease */
+	refill(p, now);
+	p->rate = p->rate <= 0 ? p->start : p->rate / 2;
+	if (p->rate < p->min)
+		p->rate = p->min;
+	p->tokens = 0;
+	p->at_ns = now;
+	p->cut_ns = now;
+}
+
+void sr_pacer_ok(struct sr_pacer *p)
+{
+	if (p->rate <= 0)
+		return;
+	p->rate += p->step;
+	if (p->rate > p->max)
+		p->rate = 0; /* unlimited again */
+}

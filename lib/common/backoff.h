@@ -12,6 +12,15 @@
  * the ones it held back, so a failure repeated a thousand times a second
  * costs one log line per interval that says how many were suppressed.
  *
+ * A struct sr_pacer paces requests to a peer that meters us with a token
+ * bucket we cannot see (EC2's RunInstances): unlimited until the peer
+ * throttles; then a rate that halves at each throttle (at most once per
+ * second: a burst of answers to one burst of calls is one signal) and
+ * grows by `step` per success (additive increase, multiplicative
+ * decrease), unlimited again once it passes `max`.  Unlike a backoff it
+ * keeps calls flowing at about the rate the peer grants, instead of
+ * stopping everyone after each refusal.
+ *
  * Not thread-safe: each belongs to one loop.
  */
 #ifndef SR_COMMON_BACKOFF_H
@@ -46,5 +55,25 @@ void sr_ratelimit_init(struct sr_ratelimit *r, int64_t interval_ns);
 /* True if a message may go out at `now`; then *suppressed (may be NULL)
  * gets how many were held back before it, and the count restarts. */
 bool sr_ratelimit_allow(struct sr_ratelimit *r, int64_t now, long *suppressed);
+
+struct sr_pacer {
+	double rate;       /* calls per second; 0 = unlimited */
+	double tokens;     /* calls that may go now (at most 1 + rate) */
+	int64_t at_ns;     /* of the last refill */
+	int64_t cut_ns;    /* of the last decrease */
+	double min, max, step, start;
+};
+
+/* After a throttle the rate starts at `start`, halves down to `min`, and
+ * grows by `step` per success; above `max` it is unlimited again. */
+void sr_pacer_init(struct sr_pacer *p, double start, double min, double max,
+		   double step);
+/* True when a call may go at `now` (it then takes one token). */
+bool sr_pacer_take(struct sr_pacer *p, int64_t now);
+/* The peer throttled a call; the next one to consider is not before a
+ * token refills. */
+void sr_pacer_throttled(struct sr_pacer *p, int64_t now);
+/* A call went through. */
+void sr_pacer_ok(struct sr_pacer *p);
 
 #endif

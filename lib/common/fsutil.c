@@ -135,19 +135,15 @@ int sr_fs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-int sr_fs_read_file(const char *path, size_t max, char **out,
-		    size_t *out_len, struct sr_err *e)
+/* Read fd to its end (at most max bytes) into *out; path names it in
+ * errors.  Closes fd. */
+static int read_fd(int fd, const char *path, size_t max, char **out,
+		   size_t *out_len, struct sr_err *e)
 {
 	char *buf = NULL, *nb;
 	size_t len = 0, cap = 0;
-	int fd, rc = 0;
+	int rc = 0;
 
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		return sr_err_set(e, rc, "%s: %s", path, sr_strerror(rc));
-	}
 	for (;;) {
 		ssize_t r;
 
@@ -185,6 +181,45 @@ out:
 	free(buf);
 	close(fd);
 	return rc;
+}
+
+int sr_fs_read_file(const char *path, size_t max, char **out,
+		    size_t *out_len, struct sr_err *e)
+{
+	int fd, rc;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		return sr_err_set(e, rc, "%s: %s", path, sr_strerror(rc));
+	}
+	return read_fd(fd, path, max, out, out_len, e);
+}
+
+int sr_fs_read_regular_at(int dirfd, const char *name, const char *path,
+			  size_t max, char **out, size_t *out_len,
+			  struct sr_err *e)
+{
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		if (rc == -ELOOP)
+			return sr_err_set(e, rc, "%s: a symbolic link, not read",
+					  path);
+		return sr_err_set(e, rc, "%s: %s", path, sr_strerror(rc));
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return sr_err_set(e, -EINVAL, "%s: not a regular file, not read",
+				  path);
+	}
+	return read_fd(fd, path, max, out, out_len, e);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag,

@@ -40,4 +40,14 @@ void sr_fs_rm_tree(const char *path);
 int sr_fs_read_file(const char *path, size_t max, char **out,
 		    size_t *out_len, struct sr_err *e);
 
+/* Read a file that another party may have planted (a workload's status
+ * file, in a directory the workload writes): as sr_fs_read_file, but
+ * name (relative to dirfd: AT_FDCWD or a directory the caller opened
+ * O_NOFOLLOW) is never followed when it is a symbolic link (-ELOOP), and
+ * what is not a regular file - a FIFO, a device - is refused (-EINVAL)
+ * without blocking.  path names the file in errors. */
+int sr_fs_read_regular_at(int dirfd, const char *name, const char *path,
+			  size_t max, char **out, size_t *out_len,
+			  struct sr_err *e);
+
 #endif

@@ -128,6 +128,9 @@ struct ctl {
 	/* Paces launches after the cloud throttled us or failed
 	 * transiently (monotonic clock; reconciler thread only). */
 	struct sr_backoff launch_bo;
+	/* Paces new launches once a cloud throttled them (AIMD: at about the
+	 * rate it grants; reconciler thread only). */
+	struct sr_pacer launch_pace;
 };
 
 /* The calling thread's store connection (opened on first use); NULL on

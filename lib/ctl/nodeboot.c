@@ -22,6 +22,9 @@
 #include "ctl/nodeboot.h"
 #include "ctl/routes.h"
 #include "store/store.h"
+#include "store/store_ctl.h"
+
+_Static_assert(CTL_DIGEST_LEN == STORE_DIGEST_LEN, "one digest size");
 
 #define NONCE_MIN 32
 #define NONCE_MAX 128
@@ -30,7 +33,6 @@ int ctl__boot_issue(struct ctl *c, struct store *db, int64_t node_id,
 		    char out[CTL_TOKEN_HEX + 1], struct sr_err *e)
 {
 	unsigned char d[CTL_DIGEST_LEN];
-	struct store_stmt *st = NULL;
 	int64_t now = ctl__now(c);
 	int64_t ttl = c->cfg.boot_timeout_ms * 1000000 + CTL_BOOT_GRACE_NS;
 	int rc = ctl_token_new(out);
@@ -38,27 +40,8 @@ int ctl__boot_issue(struct ctl *c, struct store *db, int64_t node_id,
 	if (rc)
 		return sr_err_set(e, rc, "bootstrap secret: no randomness");
 	ctl_token_digest(out, d);
-	rc = store_begin(db, e);
-	if (!rc)
-		rc = store_prepare(db, "DELETE FROM node_boot WHERE expires_ns<?1",
-				   &st, e);
-	if (!rc) {
-		store_bind_i64(st, 1, now);
-		rc = store_run(st, e);
-		store_done(st);
-	}
-	if (rc >= 0)
-		rc = store_prepare(db, "INSERT INTO node_boot(hash, node_id,"
-				   " expires_ns) VALUES(?1, ?2, ?3)", &st, e);
-	if (rc >= 0) {
-		store_bind_blob(st, 1, d, sizeof d);
-		store_bind_i64(st, 2, node_id);
-		store_bind_i64(st, 3, now + (ttl > CTL_BOOT_TTL_NS ? ttl :
-					     CTL_BOOT_TTL_NS));
-		rc = store_run(st, e);
-		store_done(st);
-	}
-	rc = store_end(db, rc < 0 ? sr_err_prefix(e, "bootstrap secret") : 0, e);
+	rc = store_boot_issue(db, d, node_id, now, now + (ttl > CTL_BOOT_TTL_NS ?
+							  ttl : CTL_BOOT_TTL_NS), e);
 	if (rc)
 		explicit_bzero(out, CTL_TOKEN_HEX + 1);
 	return rc;
@@ -101,59 +84,26 @@ static int check(struct store *db, int64_t node, const unsigned char *sd,
 		 const unsigned char *nd, int64_t now, enum verdict *v,
 		 struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	size_t n = 0;
-	const void *used;
-	int rc = store_prepare(db, "SELECT b.node_id, b.expires_ns, b.nonce_hash,"
-			       " n.state FROM node_boot b JOIN nodes n ON"
-			       " n.id=b.node_id WHERE b.hash=?1", &st, e);
+	struct store_boot b;
+	int rc = store_boot_get(db, sd, &b, e);
 
-	if (rc)
-		return rc;
-	store_bind_blob(st, 1, sd, CTL_DIGEST_LEN);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		const char *state = store_col_text(st, "state");
-
-		used = store_col_null(st, "nonce_hash") ? NULL :
-		       store_col_blob(st, "nonce_hash", &n);
-		if (store_col_i64(st, "node_id") != node)
-			*v = V_UNKNOWN;
-		else if (store_col_i64(st, "expires_ns") <= now)
-			*v = V_EXPIRED;
-		else if (used && (n != CTL_DIGEST_LEN ||
-				  memcmp(used, nd, CTL_DIGEST_LEN)))
-			*v = V_USED;
-		else if (strcmp(state, "REQUESTED") && strcmp(state, "BOOTING") &&
-			 strcmp(state, "READY"))
-			*v = V_GONE;
-		else
-			*v = V_OK;
-		rc = 0;
-	} else if (rc == 0) {
+	if (rc == 0)
 		*v = V_UNKNOWN;
-	}
-	store_done(st);
-	return rc;
-}
-
-/* Run sql with ?1 = the digest a, ?2 = x (and ?3 = the digest b unless
- * NULL).  0 or < 0. */
-static int run(struct store *db, const char *sql, const unsigned char *a,
-	       int64_t x, const unsigned char *b, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, sql, &st, e);
-
-	if (rc)
+	if (rc != 1)
 		return rc;
-	store_bind_blob(st, 1, a, CTL_DIGEST_LEN);
-	store_bind_i64(st, 2, x);
-	if (b)
-		store_bind_blob(st, 3, b, CTL_DIGEST_LEN);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc < 0 ? rc : 0;
+	if (b.node != node)
+		*v = V_UNKNOWN;
+	else if (b.expires_ns <= now)
+		*v = V_EXPIRED;
+	else if (b.used && (b.nonce_len != CTL_DIGEST_LEN ||
+			    memcmp(b.nonce, nd, CTL_DIGEST_LEN)))
+		*v = V_USED;
+	else if (strcmp(b.state, "REQUESTED") && strcmp(b.state, "BOOTING") &&
+		 strcmp(b.state, "READY"))
+		*v = V_GONE;
+	else
+		*v = V_OK;
+	return 0;
 }
 
 /* POST /v1/nodes/{id}/bootstrap (nodeboot.h). */
@@ -190,14 +140,7 @@ static int node_bootstrap(struct ctl_req *rq, struct ctl_resp *rs)
 	if (!rc)
 		rc = check(db, id, sd, nd, now, &v, &e);
 	if (!rc && v == V_OK)
-		rc = run(db, "UPDATE node_boot SET used_ns=?2, nonce_hash=?3"
-			 " WHERE hash=?1", sd, now, nd, &e);
-	if (!rc && v == V_OK)
-		rc = run(db, "DELETE FROM node_boot WHERE hash<>?1 AND node_id=?2",
-			 sd, id, NULL, &e);
-	if (!rc && v == V_OK)
-		rc = run(db, "UPDATE nodes SET token_hash=?1 WHERE id=?2", td, id,
-			 NULL, &e);
+		rc = store_boot_use(db, id, sd, nd, td, now, &e);
 	rc = store_end(db, rc ? rc : v == V_OK ? 0 : -EACCES, &e);
 	if (rc && rc != -EACCES) {
 		explicit_bzero(tok, sizeof tok);

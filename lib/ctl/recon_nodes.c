@@ -379,10 +379,14 @@ static int job_image(struct store *db, int64_t job, const char *region,
 /* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
- * (-EBUSY), transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR) and
- * our own expired credentials (-EKEYEXPIRED: the daemon alerts, the job
- * is not at fault) keep it REQUESTED and pace every launch with one
- * backoff with jitter (the rate limit is the account's); auth (-EACCES)
+ * (-EBUSY) keeps it REQUESTED and paces new launches at about the rate
+ * the cloud grants (c->launch_pace: halved at each throttle, grown per
+ * success - the rate limit is the account's, and a backoff after every
+ * refusal would let a burst of launches through once a minute);
+ * transient errors (-SR_EHTTP, -ETIMEDOUT, -EAGAIN, -EINTR) and our own
+ * expired credentials (-EKEYEXPIRED: the daemon alerts, the job is not
+ * at fault) keep it REQUESTED and pace every launch with one backoff
+ * with jitter; auth (-EACCES)
  * and invalid (-EINVAL) fail the job; an idempotency conflict (-EEXIST)
  * and anything else end the node, and it is replaced under a new key. */
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
@@ -395,9 +399,17 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	char image[256];
 	int rc;
 
-	if (!c->launch_bo.base_ns)
+	if (!c->launch_bo.base_ns) {
 		sr_backoff_init(&c->launch_bo, SR_NS_PER_SEC, 60 * SR_NS_PER_SEC);
-	if (!sr_backoff_ready(&c->launch_bo, mono))
+		/* after a throttle: 2 launches a second, halving to one in
+		 * 20 s, +1 a second per 4 successes, free again above 10 */
+		sr_pacer_init(&c->launch_pace, 2, 0.05, 10, 0.25);
+	}
+	/* a new launch waits its turn; one in flight is polled whatever the
+	 * pacing (its answer may be in) */
+	if (!ctl__launch_pending(c, n->id) &&
+	    (!sr_backoff_ready(&c->launch_bo, mono) ||
+	     !sr_pacer_take(&c->launch_pace, mono)))
 		return;
 	if (n->spot && !ctl__spot_open(c, n->pool)) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
@@ -416,6 +428,7 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	switch (rc) {
 	case 0:
 		sr_backoff_ok(&c->launch_bo);
+		sr_pacer_ok(&c->launch_pace);
 		return;
 	case -ESTALE:
 		/* fenced: this daemon lost its lease, nothing was sent; the
@@ -430,6 +443,11 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 			set_phase(db, n, "REQUESTED", "queued");
 		return;
 	case -EBUSY:
+		sr_pacer_throttled(&c->launch_pace, mono);
+		sr_warn("recon", "launch throttled", "node=%" PRId64 " err=\"%s\""
+			" launches_per_s=%.2f", n->id, sr_err_str(&e, rc),
+			c->launch_pace.rate);
+		return;
 	case -SR_EHTTP:
 	case -ETIMEDOUT:
 	case -EAGAIN:

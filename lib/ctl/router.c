@@ -28,6 +28,7 @@
 #include "ctl/ctl_int.h"
 #include "ctl/recon.h"
 #include "ctl/routes.h"
+#include "store/store_ctl.h"
 
 static const struct ctl_route *routes[CTL_ROUTES_MAX];
 static size_t nroutes;
@@ -280,7 +281,6 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 {
 	unsigned char d[CTL_DIGEST_LEN];
 	const char *tok;
-	struct store_stmt *st = NULL;
 	struct store *db;
 	struct sr_err e = { 0 };
 	int64_t node = 0, want = 0;
@@ -298,26 +298,11 @@ static int authenticate(struct ctl_req *rq, const struct ctl_route *r,
 	if (CRYPTO_memcmp(d, rq->ctl->admin_digest, CTL_DIGEST_LEN) == 0)
 		return 0;
 	db = ctl__store(rq->ctl);
-	if (!db || store_prepare(db, "SELECT id FROM nodes WHERE token_hash=?",
-				 &st, &e)) {
+	if (!db || store_node_by_token(db, d, &node, &e) < 0) {
 		ctl_resp_error(rs, 503, "cannot check the token: %s",
 			       sr_err_str(&e, -EIO));
 		return -1;
 	}
-	store_bind_blob(st, 1, d, CTL_DIGEST_LEN);
-	switch (store_step(st, &e)) {
-	case 1:
-		node = store_col_i64(st, "id");
-		break;
-	case 0:
-		break;
-	default:
-		store_done(st);
-		ctl_resp_error(rs, 503, "cannot check the token: %s",
-			       sr_err_str(&e, -EIO));
-		return -1;
-	}
-	store_done(st);
 	if (node == 0) {
 		ctl_resp_error(rs, 401, "invalid token");
 		return -1;

@@ -34,6 +34,7 @@
 #include "ctl/routes.h"
 #include "market/jobspec.h"
 #include "store/store.h"
+#include "store/store_ctl.h"
 
 #define UPLOAD_KEEP_NS (3600 * SR_NS_PER_SEC)
 
@@ -49,7 +50,6 @@ static int upload_post(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
 	struct store *db = ctl_req_store(rq);
-	struct store_stmt *st = NULL;
 	unsigned char d[32];
 	unsigned int dl = sizeof d;
 	char id[7 + 65];
@@ -71,30 +71,7 @@ static int upload_post(struct ctl_req *rq, struct ctl_resp *rs)
 	sr_hex(d, sizeof d, id + 7);
 	if (!db)
 		return ctl_resp_error(rs, 503, "no store connection");
-	rc = store_begin(db, &e);
-	if (!rc)
-		rc = store_prepare(db, "DELETE FROM uploads WHERE created_ns<?1 AND"
-				   " id NOT IN (SELECT files FROM jobs WHERE files IS"
-				   " NOT NULL AND state NOT IN ('SUCCEEDED','FAILED',"
-				   "'CANCELLED'))", &st, &e);
-	if (!rc) {
-		store_bind_i64(st, 1, now - UPLOAD_KEEP_NS);
-		rc = store_run(st, &e);
-		store_done(st);
-	}
-	if (rc >= 0)
-		rc = store_prepare(db, "INSERT INTO uploads(id, bytes, created_ns,"
-				   " data) VALUES(?1, ?2, ?3, ?4) ON CONFLICT(id) DO"
-				   " UPDATE SET created_ns=excluded.created_ns", &st, &e);
-	if (rc >= 0) {
-		store_bind_text(st, 1, id);
-		store_bind_i64(st, 2, (int64_t)len);
-		store_bind_i64(st, 3, now);
-		store_bind_blob(st, 4, body, len);
-		rc = store_run(st, &e);
-		store_done(st);
-	}
-	rc = store_end(db, rc < 0 ? rc : 0, &e);
+	rc = store_upload_put(db, id, body, len, now, now - UPLOAD_KEEP_NS, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "upload: %s", sr_err_str(&e, rc));
 	sr_info("api", "files uploaded", "upload=%s bytes=%zu entries=%zu", id,
@@ -104,35 +81,32 @@ static int upload_post(struct ctl_req *rq, struct ctl_resp *rs)
 						(json_int_t)entries));
 }
 
+/* The archive as the response (1; fn of store_node_files). */
+static int files_reply(void *ud, const void *data, size_t n, struct sr_err *e)
+{
+	int rc = ctl_resp_text(ud, 200, "application/x-tar", data, n);
+
+	return rc < 0 ? sr_err_set(e, rc, "out of memory") : 1;
+}
+
 static int node_files(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct store *db = ctl_req_store(rq);
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	const void *data;
-	size_t n = 0;
 	int64_t id;
 	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs))
 		return 0;
-	if (!db || store_prepare(db, "SELECT u.data FROM nodes n JOIN jobs j ON"
-				 " j.id=n.job_id JOIN uploads u ON u.id=j.files"
-				 " WHERE n.id=?1", &st, &e))
-		return ctl_resp_error(rs, 503, "%s", sr_err_str(&e, -EIO));
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, &e);
-	if (rc == 1) {
-		data = store_col_blob(st, "data", &n);
-		rc = ctl_resp_text(rs, 200, "application/x-tar", data, n);
-	} else if (rc == 0) {
-		rc = ctl_resp_error(rs, 404, "node %" PRId64 ": its job brings no "
-				    "files", id);
-	} else {
-		rc = ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
-	}
-	store_done(st);
-	return rc;
+	if (!db)
+		return ctl_resp_error(rs, 503, "no store connection");
+	rc = store_node_files(db, id, files_reply, rs, &e);
+	if (rc == 0)
+		return ctl_resp_error(rs, 404, "node %" PRId64 ": its job brings no "
+				      "files", id);
+	if (rc < 0)
+		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
+	return 0;
 }
 
 /* path is dir or below it (both absolute). */
@@ -143,13 +117,39 @@ static int under(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+struct files_want {
+	const struct jobspec *js;
+	const char *files;
+};
+
+/* The upload holds what the job names (1; fn of store_upload_read). */
+static int files_hold(void *ud, const void *data, size_t n, struct sr_err *e)
+{
+	const struct files_want *w = ud;
+	const struct jobspec *js = w->js;
+	int rc = js->workdir ? bundle_has(data, n, "workdir", e) : 1;
+
+	if (rc == 0)
+		rc = sr_err_set(e, -EINVAL, "workdir: the upload %s has no "
+				"workdir/ (what spotrun launch puts there)",
+				w->files);
+	for (size_t i = 0; rc == 1 && i < js->n_mounts; i++) {
+		const char *name = bundle_mount_name(js->mounts[i].dst);
+
+		rc = bundle_name_ok(name) ? bundle_has(data, n, name, e) : 0;
+		if (rc == 0)
+			rc = sr_err_set(e, -EINVAL, "file_mounts.%s: the "
+					"upload %s has no %s", js->mounts[i].dst,
+					w->files, name);
+	}
+	return rc;
+}
+
 int ctl__files_check(struct ctl *c, struct store *db, const struct jobspec *js,
 		     const char *files, const char *workdir, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
+	struct files_want w = { js, files };
 	char state[PATH_MAX], wd[PATH_MAX];
-	const void *data;
-	size_t n = 0;
 	int rc;
 
 	/* the API workdir (where a shared-disk node runs the job in place)
@@ -169,35 +169,12 @@ int ctl__files_check(struct ctl *c, struct store *db, const struct jobspec *js,
 					  js->workdir ? "workdir:" : "file_mounts:");
 		return 0;
 	}
-	rc = store_prepare(db, "SELECT data FROM uploads WHERE id=?1", &st, e);
-	if (rc)
-		return rc;
-	store_bind_text(st, 1, files);
-	rc = store_step(st, e);
+	rc = store_upload_read(db, files, files_hold, &w, e);
 	if (rc == 0)
 		rc = sr_err_set(e, -EINVAL, "files: no upload %s (POST it to "
 				"/v1/uploads first; an unused upload is kept an "
 				"hour)", files);
-	if (rc == 1) {
-		data = store_col_blob(st, "data", &n);
-		rc = js->workdir ? bundle_has(data, n, "workdir", e) : 1;
-		if (rc == 0)
-			rc = sr_err_set(e, -EINVAL, "workdir: the upload %s has no "
-					"workdir/ (what spotrun launch puts there)",
-					files);
-		for (size_t i = 0; rc == 1 && i < js->n_mounts; i++) {
-			const char *name = bundle_mount_name(js->mounts[i].dst);
-
-			rc = bundle_name_ok(name) ? bundle_has(data, n, name, e) : 0;
-			if (rc == 0)
-				rc = sr_err_set(e, -EINVAL, "file_mounts.%s: the "
-						"upload %s has no %s", js->mounts[i].dst,
-						files, name);
-		}
-		rc = rc == 1 ? 0 : rc;
-	}
-	store_done(st);
-	return rc;
+	return rc == 1 ? 0 : rc;
 }
 
 static const struct ctl_route routes[] = {

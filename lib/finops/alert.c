@@ -38,12 +38,12 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
-	"checkpoint", "deadline_missed",
+	"checkpoint", "deadline_missed", "credentials",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
 	"Job done", "Checkpoints not reaching the object store",
-	"Deadline missed",
+	"Deadline missed", "Cloud credentials running out",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -250,7 +250,7 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 	snprintf(fields[0], sizeof fields[0], "*Cost so far*\n%s", amount);
 	usd(amount, sizeof amount, a->saved);
 	/* Slack text has no colour: a negative saving gets a red marker */
-	snprintf(fields[1], sizeof fields[1], "*Saved vs planned on-demand*\n%s%s",
+	snprintf(fields[1], sizeof fields[1], "*Saved vs on-demand, hours used*\n%s%s",
 		 a->saved < 0 ? ":red_circle: " : "", amount);
 	snprintf(ctx, sizeof ctx, "spotrun %s · severity %s · %s", kind,
 		 sev_names[a->severity], a->source);
@@ -327,7 +327,7 @@ static int send_pd(const struct finops_alert_config *c,
 		   const struct finops_alert *a, struct sr_err *e)
 {
 	static const char *const all_topics[] = { "preemption", "deadline", "budget",
-						  "checkpoint" };
+						  "checkpoint", "credentials" };
 	const char *topic = "preemption", *action = "trigger";
 	int rc = 0;
 
@@ -348,6 +348,11 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_DEADLINE_MISSED:
 		topic = "deadline-missed";
+		break;
+	case FINOPS_ALERT_CREDENTIALS:
+		topic = "credentials";
+		if (a->severity == FINOPS_SEV_INFO)
+			action = "resolve"; /* renewed */
 		break;
 	case FINOPS_ALERT_JOB_DONE:
 	default:

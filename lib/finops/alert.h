@@ -39,11 +39,12 @@ enum finops_alert_kind {
 	FINOPS_ALERT_JOB_DONE,
 	FINOPS_ALERT_CHECKPOINT,  /* checkpoints not reaching the object store */
 	FINOPS_ALERT_DEADLINE_MISSED, /* the deadline passed, the job not done */
+	FINOPS_ALERT_CREDENTIALS, /* a cloud's credentials run out unrenewed */
 	FINOPS_ALERT_NKINDS
 };
 
 /* "preemption", "recovery", "deadline_risk", "budget", "job_done",
- * "checkpoint", "deadline_missed". */
+ * "checkpoint", "deadline_missed", "credentials". */
 const char *finops_alert_kind_name(enum finops_alert_kind k);
 int finops_alert_kind_parse(const char *s, enum finops_alert_kind *out);
 
@@ -59,8 +60,9 @@ struct finops_alert {
 	char source[128];        /* e.g. "spotrund@host" */
 	/* figures (shown in Slack blocks and PagerDuty custom_details) */
 	sr_micros cost;
-	sr_micros saved;         /* vs the planned on-demand cost (report.h
-	                            savings_vs_plan); negative = over */
+	sr_micros saved;         /* vs on-demand for the node-hours used
+	                            (report.h savings_vs_list; 0 for a FAILED
+	                            or CANCELLED job); negative = over */
 	int64_t preemptions;
 	bool resolve_all;        /* job ended: resolve every open PD topic */
 };

@@ -7,9 +7,11 @@
  *                                                      zone, instance_type, pricing
  * spotrun_job_cost_dollars_total            counter    job_id
  * spotrun_job_on_demand_cost_dollars_total  counter    job_id   (same hours at list)
+ * spotrun_job_savings_dollars               gauge      job_id   (on-demand for
+ *                                                      the hours used - cost)
  * spotrun_job_planned_on_demand_dollars     gauge      job_id   (declared work at
  *                                                      the on-demand price)
- * spotrun_job_savings_dollars               gauge      job_id   (planned - cost)
+ * spotrun_job_savings_vs_plan_dollars       gauge      job_id   (planned - cost)
  * spotrun_job_savings_vs_reserved_dollars   gauge      job_id   (may go down)
  * spotrun_job_lost_work_dollars_total       counter    job_id
  * spotrun_job_lost_work_seconds_total       counter    job_id
@@ -38,12 +40,13 @@
  * Durations billed or lost are in cloud seconds (the local cloud's time
  * scale), like the ledger.
  *
- * Savings are what `spotrun cost` calls SAVED: the job's planned
- * on-demand cost (ledger_plan: its declared work at the on-demand price)
- * minus what it was billed, only for jobs with a plan.  A gauge: it falls
- * as the job runs and goes negative when spot cost more.  (The same
- * node-hours at list price is spotrun_job_on_demand_cost_dollars_total;
- * savings measured on it would flatter, since waste adds hours.)
+ * Savings are what `spotrun cost` calls SAVED: the same node-hours at the
+ * on-demand list price minus what they were billed; 0 for a job that
+ * ended FAILED or CANCELLED (its cost is waste, never a saving).  Savings
+ * vs plan are `spotrun cost`'s VS-PLAN: the job's planned on-demand cost
+ * (ledger_plan: its declared work at the on-demand price) minus what it
+ * was billed, only for SUCCEEDED jobs with a plan; negative when spot
+ * cost more.  Which jobs ended how comes from the daemon (finops_live).
  */
 #include <errno.h>
 #include <math.h>
@@ -102,7 +105,10 @@ struct job_agg {
 	sr_micros cost, list, reserved_saving, lost_cost, idle_cost;
 	int64_t lost_ns, idle_gpu_ns, preemptions, recoveries, downtime_ns;
 	bool planned;              /* the job has a ledger_plan row */
-	sr_micros planned_cost, savings; /* planned on-demand; planned - cost */
+	bool succeeded, wasted;    /* ended SUCCEEDED; FAILED or CANCELLED */
+	sr_micros planned_cost;    /* planned on-demand */
+	sr_micros savings;         /* list - cost; 0 when wasted */
+	sr_micros savings_plan;    /* planned - cost */
 };
 
 static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
@@ -165,7 +171,7 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		a->downtime_ns = store_col_i64(st, "d");
 		a->planned = !store_col_null(st, "planned");
 		a->planned_cost = store_col_i64(st, "planned");
-		a->savings = a->planned_cost - a->cost;
+		a->savings_plan = a->planned_cost - a->cost;
 	}
 	store_done(st);
 	if (rc < 0) {
@@ -178,19 +184,55 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 	return 0;
 }
 
-/* One counter/gauge family with a `job` label per aggregated job (with
- * planned_only, per job with a plan: without one there is no baseline,
- * as in spotrun cost). */
+static bool in_sorted(const int64_t *v, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] == id)
+			return true;
+		if (v[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* How each job ended (live: the daemon's lists), and what it saved. */
+static void jobs_outcome(struct job_agg *a, size_t n,
+			 const struct finops_live *live)
+{
+	for (size_t i = 0; i < n; i++) {
+		a[i].succeeded = live && in_sorted(live->succeeded,
+						   live->nsucceeded, a[i].job);
+		a[i].wasted = live && in_sorted(live->wasted, live->nwasted,
+						a[i].job);
+		a[i].savings = a[i].wasted ? 0 : a[i].list - a[i].cost;
+	}
+}
+
+/* Which jobs a family has a line for: every one; those with a plan;
+ * SUCCEEDED ones with a plan (without one there is no baseline, as in
+ * spotrun cost). */
+enum job_filter { JOBS_ALL, JOBS_PLANNED, JOBS_PLANNED_DONE };
+
+/* One counter/gauge family with a `job` label per aggregated job that
+ * passes `which`. */
 static void job_family_of(FILE *f, const struct job_agg *a, size_t n,
 			  const char *name, const char *type, const char *help,
-			  size_t field_off, int is_ns, bool planned_only)
+			  size_t field_off, int is_ns, enum job_filter which)
 {
 	family(f, name, type, help);
 	for (size_t i = 0; i < n; i++) {
 		int64_t v = *(const int64_t *)((const char *)&a[i] + field_off);
 		char job[24];
 
-		if (planned_only && !a[i].planned)
+		if (which != JOBS_ALL && !a[i].planned)
+			continue;
+		if (which == JOBS_PLANNED_DONE && !a[i].succeeded)
 			continue;
 
 		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
@@ -208,7 +250,7 @@ static void job_family(FILE *f, const struct job_agg *a, size_t n,
 		       const char *name, const char *type, const char *help,
 		       size_t field_off, int is_ns)
 {
-	job_family_of(f, a, n, name, type, help, field_off, is_ns, false);
+	job_family_of(f, a, n, name, type, help, field_off, is_ns, JOBS_ALL);
 }
 
 static void count_family(FILE *f, const struct job_agg *a, size_t n,
@@ -353,6 +395,7 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 	rc = load_jobs(db, &a, &n, e);
 	if (rc)
 		return rc;
+	jobs_outcome(a, n, live);
 	f = open_memstream(&buf, &mlen);
 	if (!f) {
 		free(a);
@@ -364,13 +407,17 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 	job_family(f, a, n, "spotrun_job_on_demand_cost_dollars_total", "counter",
 		   "The same node-hours at the on-demand list price, dollars.",
 		   OFF(list), 0);
+	job_family(f, a, n, "spotrun_job_savings_dollars", "gauge",
+		   "On-demand for the node-hours used minus billed cost, dollars "
+		   "(as spotrun cost's SAVED); 0 for a FAILED or CANCELLED job, "
+		   "whose cost is waste.", OFF(savings), 0);
 	job_family_of(f, a, n, "spotrun_job_planned_on_demand_dollars", "gauge",
 		      "The job's declared work at the on-demand price (its plan), "
-		      "dollars.", OFF(planned_cost), 0, true);
-	job_family_of(f, a, n, "spotrun_job_savings_dollars", "gauge",
-		      "Planned on-demand cost minus billed cost, dollars (as "
-		      "spotrun cost's SAVED; negative when spot cost more).",
-		      OFF(savings), 0, true);
+		      "dollars.", OFF(planned_cost), 0, JOBS_PLANNED);
+	job_family_of(f, a, n, "spotrun_job_savings_vs_plan_dollars", "gauge",
+		      "Planned on-demand cost minus billed cost of a SUCCEEDED "
+		      "job, dollars (as spotrun cost's VS-PLAN; negative when "
+		      "spot cost more).", OFF(savings_plan), 0, JOBS_PLANNED_DONE);
 	job_family(f, a, n, "spotrun_job_savings_vs_reserved_dollars", "gauge",
 		   "Reserved-baseline cost minus billed cost where a reserved "
 		   "price is known, dollars.", OFF(reserved_saving), 0);

@@ -54,6 +54,12 @@ struct finops_live {
 	 * (its deadline_missed event), ascending */
 	const int64_t *missed;
 	size_t nmissed;
+	/* every ended job, ascending: SUCCEEDED, and FAILED or CANCELLED
+	 * (wasted: its cost saved nothing) */
+	const int64_t *succeeded;
+	size_t nsucceeded;
+	const int64_t *wasted;
+	size_t nwasted;
 };
 
 /* Render every metric into a malloc'd NUL-terminated buffer (*out, caller

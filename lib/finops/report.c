@@ -147,6 +147,18 @@ int finops__prepare_filtered(struct store *db, const char *sql,
 	return 0;
 }
 
+/* The group of key k in r's sorted groups, or NULL. */
+static struct finops_group *find_group(const struct finops_report *r,
+				       const char *k)
+{
+	struct finops_group probe;
+
+	if (!r->ngroups)
+		return NULL;
+	snprintf(probe.key, sizeof probe.key, "%s", k);
+	return bsearch(&probe, r->groups, r->ngroups, sizeof probe, cmp_group);
+}
+
 /* The group of key k: found among the first nsorted (sorted) groups, or
  * added; NULL when out of memory. */
 static struct finops_group *group_of(struct finops_report *r, size_t *cap,
@@ -161,7 +173,7 @@ static struct finops_group *group_of(struct finops_report *r, size_t *cap,
 }
 
 static int query_rows(struct store *db, const struct finops_filter *f,
-		      enum finops_by by, struct finops_report *r, size_t *cap,
+		      const char *k, struct finops_report *r, size_t *cap,
 		      struct sr_err *e)
 {
 	char sql[2048];
@@ -179,8 +191,7 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END) AS idle_gpu,"
 		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle_cost"
 		 " FROM ledger WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
-		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
-		 key_sql(by, 0));
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
@@ -194,7 +205,6 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 		g->t.rows = store_col_i64(st, "n");
 		g->t.cost = store_col_i64(st, "cost");
 		g->t.list_cost = store_col_i64(st, "list");
-		g->t.savings_vs_list = g->t.list_cost - g->t.cost;
 		g->t.reserved_rows = store_col_i64(st, "rrows");
 		g->t.reserved_cost = store_col_i64(st, "rcost");
 		g->t.savings_vs_reserved = g->t.reserved_cost -
@@ -210,7 +220,7 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 }
 
 static int query_events(struct store *db, const struct finops_filter *f,
-			enum finops_by by, struct finops_report *r, size_t *cap,
+			const char *k, struct finops_report *r, size_t *cap,
 			struct sr_err *e)
 {
 	char sql[2048];
@@ -228,8 +238,7 @@ static int query_events(struct store *db, const struct finops_filter *f,
 		 " sum(CASE kind WHEN 2 THEN value_ns ELSE 0 END) AS down_ns,"
 		 " sum(CASE kind WHEN 3 THEN value_ns ELSE 0 END) AS stall_ns"
 		 " FROM ledger_event WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
-		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1",
-		 key_sql(by, 1));
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
@@ -258,7 +267,7 @@ static int query_events(struct store *db, const struct finops_filter *f,
 /* Work lost (ledger_lost, lib/ctl/recon_lost.c), added to what
  * preemption rows of before that table carried. */
 static int query_lost(struct store *db, const struct finops_filter *f,
-		      enum finops_by by, struct finops_report *r, size_t *cap,
+		      const char *k, struct finops_report *r, size_t *cap,
 		      struct sr_err *e)
 {
 	char sql[1024];
@@ -270,7 +279,7 @@ static int query_lost(struct store *db, const struct finops_filter *f,
 		 "SELECT %s AS k, count(*) AS n, sum(value_ns) AS lost_ns,"
 		 " sum(value_cost) AS lost_cost FROM ledger_lost"
 		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
-		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", key_sql(by, 1));
+		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
 		return rc;
@@ -292,36 +301,32 @@ static int query_lost(struct store *db, const struct finops_filter *f,
 	return rc < 0 ? sr_err_prefix(e, "finops report: lost work") : 0;
 }
 
+/* The plans (declared work at on-demand prices) of the jobs planned in
+ * the window: one group per job id. */
 static int query_plans(struct store *db, const struct finops_filter *f,
-		       enum finops_by by, struct finops_report *r, size_t *cap,
-		       struct sr_err *e)
+		       struct finops_report *r, size_t *cap, struct sr_err *e)
 {
-	char sql[1024];
 	struct store_stmt *st = NULL;
-	size_t nsorted = r->ngroups;
 	int rc;
 
-	snprintf(sql, sizeof sql,
-		 "SELECT %s AS k, count(*) AS n, sum(planned_cost) AS planned"
-		 " FROM ledger_plan WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
-		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", key_sql(by, 1));
-	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	rc = finops__prepare_filtered(db, "SELECT CAST(job_id AS TEXT) AS k,"
+		" planned_cost FROM ledger_plan WHERE at_ns >= ?1 AND"
+		" (?2 = 0 OR at_ns < ?2) AND (?3 = 0 OR job_id = ?3)", f, &st, e);
 	if (rc)
 		return rc;
-	if (r->ngroups > 1)
-		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
 	while ((rc = store_step(st, e)) == 1) {
-		struct finops_group *g = group_of(r, cap, nsorted,
-						  store_col_text(st, "k"));
+		struct finops_group *g = add_group(r, cap, store_col_text(st, "k"));
 
 		if (!g) {
 			rc = sr_err_set(e, -ENOMEM, "finops report: out of memory");
 			break;
 		}
-		g->t.plans = store_col_i64(st, "n");
-		g->t.planned_od_cost = store_col_i64(st, "planned");
+		g->t.plans = 1;
+		g->t.planned_od_cost = store_col_i64(st, "planned_cost");
 	}
 	store_done(st);
+	if (rc >= 0 && r->ngroups > 1)
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
 	return rc < 0 ? sr_err_prefix(e, "finops report: plans") : 0;
 }
 
@@ -341,11 +346,12 @@ static void day_keys(struct finops_report *r)
 	}
 }
 
-/* The figures derived from the others, once every query is in. */
+/* The figures derived from the others, once every cell is in. */
 static void totals_derive(struct finops_totals *t)
 {
-	t->savings_vs_plan = t->plans > 0 ? t->planned_od_cost - t->cost : 0;
-	t->waste_cost = t->lost_work_cost + t->idle_cost;
+	t->savings_vs_list = t->ok_list_cost - t->ok_cost;
+	t->savings_vs_plan = t->planned_od_cost - t->plan_cost;
+	t->waste_cost = t->failed_cost + t->ok_waste;
 }
 
 static void totals_add(struct finops_totals *a, const struct finops_totals *b)
@@ -353,7 +359,6 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->rows += b->rows;
 	a->cost += b->cost;
 	a->list_cost += b->list_cost;
-	a->savings_vs_list += b->savings_vs_list;
 	a->reserved_rows += b->reserved_rows;
 	a->reserved_cost += b->reserved_cost;
 	a->savings_vs_reserved += b->savings_vs_reserved;
@@ -372,13 +377,177 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->ckpt_stall_ns += b->ckpt_stall_ns;
 	a->plans += b->plans;
 	a->planned_od_cost += b->planned_od_cost;
+	a->plan_cost += b->plan_cost;
+	a->ok_cost += b->ok_cost;
+	a->ok_list_cost += b->ok_list_cost;
+	a->ok_waste += b->ok_waste;
+	a->failed_cost += b->failed_cost;
+	a->failed_jobs += b->failed_jobs;
+}
+
+/* What became of a job, for its money: still running or SUCCEEDED (its
+ * cost bought work), or FAILED/CANCELLED (all of its cost is waste, none
+ * of it a saving). */
+enum outcome { JOB_LIVE, JOB_DONE, JOB_WASTED };
+
+struct jobinfo {
+	int64_t id;
+	enum outcome out;
+	int64_t billed_ns;        /* over every cell of the job */
+};
+
+static int cmp_jobinfo(const void *x, const void *y)
+{
+	int64_t a = ((const struct jobinfo *)x)->id, b = ((const struct jobinfo *)y)->id;
+
+	return a < b ? -1 : a > b;
+}
+
+/* A cell's key "<group key>#<job id>": the job id, and the group key
+ * cut at the '#' into k. */
+static int64_t cell_split(const char *cell, char *k, size_t n)
+{
+	const char *hash = strrchr(cell, '#');
+	size_t len = hash ? (size_t)(hash - cell) : strlen(cell);
+
+	snprintf(k, n, "%.*s", (int)len, cell);
+	return hash ? strtoll(hash + 1, NULL, 10) : 0;
+}
+
+struct jobset {
+	struct jobinfo *v;
+	size_t n;
+};
+
+static int job_ended(void *ud, int64_t id, const char *state)
+{
+	struct jobset *js = ud;
+	struct jobinfo probe = { .id = id }, *j;
+
+	j = bsearch(&probe, js->v, js->n, sizeof *js->v, cmp_jobinfo);
+	if (j)
+		j->out = strcmp(state, "SUCCEEDED") ? JOB_WASTED : JOB_DONE;
+	return 0;
+}
+
+/* The jobs of the cells, sorted by id, with their outcome and billed
+ * time.  *out malloc'd (caller frees). */
+static int jobs_of(struct store *db, const struct finops_report *cells,
+		   struct jobinfo **out, size_t *n, struct sr_err *e)
+{
+	struct jobset js = { 0 };
+	size_t m = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (cells->ngroups == 0)
+		return 0;
+	js.v = calloc(cells->ngroups, sizeof *js.v);
+	if (!js.v)
+		return sr_err_set(e, -ENOMEM, "finops report: out of memory");
+	for (size_t i = 0; i < cells->ngroups; i++) {
+		char key[sizeof cells->groups[i].key];
+
+		js.v[i].id = cell_split(cells->groups[i].key, key, sizeof key);
+		js.v[i].billed_ns = cells->groups[i].t.billed_ns;
+	}
+	qsort(js.v, cells->ngroups, sizeof *js.v, cmp_jobinfo);
+	/* one entry per job, billed time summed */
+	for (size_t i = 0; i < cells->ngroups; i++) {
+		if (m && js.v[m - 1].id == js.v[i].id)
+			js.v[m - 1].billed_ns += js.v[i].billed_ns;
+		else
+			js.v[m++] = js.v[i];
+	}
+	js.n = m;
+	rc = store_jobs_ended(db, job_ended, &js, e);
+	if (rc < 0) {
+		free(js.v);
+		return sr_err_prefix(e, "finops report");
+	}
+	*out = js.v;
+	*n = js.n;
+	return 0;
+}
+
+/* r's groups: one per distinct group key of the cells, sorted, zero. */
+static int fold_groups(const struct finops_report *cells, struct finops_report *r,
+		       struct sr_err *e)
+{
+	size_t cap = 0, m = 0;
+
+	for (size_t i = 0; i < cells->ngroups; i++) {
+		char key[sizeof cells->groups[i].key];
+
+		cell_split(cells->groups[i].key, key, sizeof key);
+		if (!add_group(r, &cap, key))
+			return sr_err_set(e, -ENOMEM, "finops report: out of memory");
+	}
+	if (r->ngroups > 1)
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+	for (size_t i = 0; i < r->ngroups; i++)
+		if (!m || cmp_group(&r->groups[m - 1], &r->groups[i]))
+			r->groups[m++] = r->groups[i];
+	r->ngroups = m;
+	return 0;
+}
+
+/* Fold the cells into r's groups by their group key: a job's outcome
+ * decides where its money goes, its plan is booked to each group for the
+ * share of the job's node-hours the group served. */
+static int fold(const struct finops_report *cells, const struct finops_report *plans,
+		const struct jobinfo *jobs, size_t njobs, struct finops_report *r,
+		struct sr_err *e)
+{
+	int rc = fold_groups(cells, r, e);
+
+	for (size_t i = 0; !rc && i < cells->ngroups; i++) {
+		const struct finops_totals *c = &cells->groups[i].t;
+		struct jobinfo probe, *j;
+		const struct finops_group *p;
+		struct finops_group *g;
+		char key[sizeof cells->groups[i].key], jk[32];
+		struct finops_totals t = *c;
+
+		probe.id = cell_split(cells->groups[i].key, key, sizeof key);
+		j = bsearch(&probe, jobs, njobs, sizeof *jobs, cmp_jobinfo);
+		snprintf(jk, sizeof jk, "%lld", (long long)probe.id);
+		p = finops_report_group(plans, jk);
+		g = find_group(r, key);
+		t.plans = 0;
+		t.planned_od_cost = 0;
+		if (j && j->out == JOB_WASTED) {
+			t.failed_cost = c->cost;
+			t.failed_jobs = 1;
+		} else {
+			t.ok_cost = c->cost;
+			t.ok_list_cost = c->list_cost;
+			t.ok_waste = c->lost_work_cost + c->idle_cost;
+		}
+		if (j && j->out == JOB_DONE && p && j->billed_ns > 0) {
+			/* the share of the plan this group's node-hours served */
+			double share = (double)c->billed_ns / (double)j->billed_ns;
+
+			t.plans = 1;
+			t.planned_od_cost = (sr_micros)((double)p->t.planned_od_cost *
+							share + 0.5);
+			t.plan_cost = c->cost;
+		}
+		totals_add(&g->t, &t);
+	}
+	return rc;
 }
 
 int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e)
 {
-	size_t cap = 0;
+	struct finops_report cells = { 0 }, plans = { 0 };
+	struct jobinfo *jobs = NULL;
+	size_t cap = 0, pcap = 0, njobs = 0;
+	int64_t nfailed = 0, nplanned = 0;
+	char kr[512], ke[512];
 	int rc;
 
 	memset(out, 0, sizeof *out);
@@ -386,26 +555,49 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 	if (!finops_by_name(by))
 		return sr_err_set(e, -EINVAL, "finops report: unknown grouping %d",
 				  (int)by);
-	rc = query_rows(db, f, by, out, &cap, e);
+	/* cells: (group key, job) */
+	snprintf(kr, sizeof kr, "%s || '#' || CAST(COALESCE(job_id, 0) AS TEXT)",
+		 key_sql(by, 0));
+	snprintf(ke, sizeof ke, "%s || '#' || CAST(COALESCE(job_id, 0) AS TEXT)",
+		 key_sql(by, 1));
+	rc = query_rows(db, f, kr, &cells, &cap, e);
 	if (!rc)
-		rc = query_events(db, f, by, out, &cap, e);
+		rc = query_events(db, f, ke, &cells, &cap, e);
 	if (!rc)
-		rc = query_lost(db, f, by, out, &cap, e);
+		rc = query_lost(db, f, ke, &cells, &cap, e);
 	if (!rc)
-		rc = query_plans(db, f, by, out, &cap, e);
+		rc = query_plans(db, f, &plans, &pcap, e);
+	if (!rc && cells.ngroups > 1)
+		qsort(cells.groups, cells.ngroups, sizeof cells.groups[0], cmp_group);
+	if (!rc)
+		rc = jobs_of(db, &cells, &jobs, &njobs, e);
+	if (!rc)
+		rc = fold(&cells, &plans, jobs, njobs, out, e);
+	for (size_t i = 0; !rc && i < njobs; i++) {
+		char jk[32];
+
+		snprintf(jk, sizeof jk, "%lld", (long long)jobs[i].id);
+		nfailed += jobs[i].out == JOB_WASTED;
+		nplanned += jobs[i].out == JOB_DONE && jobs[i].billed_ns > 0 &&
+			    finops_report_group(&plans, jk) != NULL;
+	}
+	free(jobs);
+	finops_report_free(&cells);
+	finops_report_free(&plans);
 	if (rc) {
 		finops_report_free(out);
 		out->by = by;
 		return rc;
 	}
-	if (out->ngroups > 1)
-		qsort(out->groups, out->ngroups, sizeof out->groups[0], cmp_group);
 	if (by == FINOPS_BY_DAY)
 		day_keys(out);
 	for (size_t i = 0; i < out->ngroups; i++) {
 		totals_derive(&out->groups[i].t);
 		totals_add(&out->total, &out->groups[i].t);
 	}
+	/* a job spread over groups is one job in the total */
+	out->total.plans = nplanned;
+	out->total.failed_jobs = nfailed;
 	totals_derive(&out->total);
 	return 0;
 }
@@ -413,12 +605,7 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 const struct finops_group *finops_report_group(const struct finops_report *r,
 					       const char *key)
 {
-	struct finops_group probe;
-
-	if (!r->ngroups)
-		return NULL;
-	snprintf(probe.key, sizeof probe.key, "%s", key);
-	return bsearch(&probe, r->groups, r->ngroups, sizeof probe, cmp_group);
+	return find_group(r, key);
 }
 
 void finops_report_free(struct finops_report *r)
@@ -476,6 +663,11 @@ json_t *finops_totals_json(const struct finops_totals *t)
 		rc |= json_object_set_new(o, "savings_vs_reserved_micros", json_null());
 	}
 	rc |= json_object_set_new(o, "reserved_rows", json_integer(t->reserved_rows));
+	rc |= json_object_set_new(o, "savings_vs_list_fraction",
+		t->ok_list_cost > 0 ? json_real((double)t->savings_vs_list /
+						(double)t->ok_list_cost) : json_null());
+	rc |= set_money(o, "failed_cost", t->failed_cost);
+	rc |= json_object_set_new(o, "failed_jobs", json_integer(t->failed_jobs));
 	rc |= json_object_set_new(o, "plans", json_integer(t->plans));
 	if (t->plans > 0 && t->planned_od_cost > 0) {
 		rc |= set_money(o, "planned_od_cost", t->planned_od_cost);

@@ -8,7 +8,20 @@
  * the filter's window, or over ledger events whose at_ns is):
  *   cost            = sum(cost)                  FOCUS EffectiveCost/BilledCost
  *   list_cost       = sum(list_cost)             the same hours at on-demand list
- *   savings_vs_list = list_cost - cost
+ *   savings_vs_list = list_cost - cost over the jobs whose cost bought work
+ *                     (running or SUCCEEDED): the saving against
+ *                     on-demand for the node-hours actually used - THE
+ *                     HEADLINE ("SAVED")
+ *   failed_cost     = cost of FAILED and CANCELLED jobs: waste, all of
+ *                     it, never a saving (failed_jobs: how many)
+ *   planned_od_cost = each SUCCEEDED job's plan (ledger_plan: its declared
+ *                     work x nodes x its on-demand price, planned in the
+ *                     window), booked to each group for the share of the
+ *                     job's node-hours the group served
+ *   savings_vs_plan = planned_od_cost - the cost of those same jobs (and
+ *                     groups): the second, labelled line ("VS-PLAN");
+ *                     negative when a job cost more than its plan on
+ *                     on-demand (only meaningful when plans > 0)
  *   reserved_cost   = sum(reserved_cost) over rows with a known reserved price
  *   savings_vs_reserved = reserved_cost - sum(cost) over those same rows
  *   lost_work_cost  = sum(value_cost) of ledger_lost rows (each attempt
@@ -16,20 +29,8 @@
  *                     past what the next attempt restored, at its nodes'
  *                     price; lib/ctl/recon_lost.c), plus preemption events
  *                     of before that table
- *   planned_od_cost = sum(planned_cost) of ledger_plan rows (at_ns in the
- *                     window): each job's declared work x nodes x its
- *                     on-demand price - what it was planned to cost
- *                     without spot
- *   savings_vs_plan = planned_od_cost - cost; the honest saving, negative
- *                     when the job cost more than all-on-demand would
- *                     have (only meaningful when plans > 0)
- *   savings_vs_list is the saving on the node-hours actually used
- *                     ("vs on-demand for the hours used"): waste adds
- *                     hours, so it can grow with waste - never the
- *                     headline
- *   waste_cost      = lost_work_cost + idle_cost: money spent on work
- *                     redone after preemptions and moves, and on nodes
- *                     with no workload running (boot, restore, idle)
+ *   waste_cost      = failed_cost + lost work and idle cost of the other
+ *                     jobs: money that bought no work
  *   idle_*          = rows with busy = 0 (no workload, or utilisation under
  *                     the threshold); idle_gpu_ns = billed_ns * gpus
  * Groups: job = job id ("none" for nodes without a job); cloud = provider;
@@ -92,14 +93,19 @@ struct finops_totals {
 	int64_t downtime_ns;
 	int64_t ckpt_stalls;
 	int64_t ckpt_stall_ns;
-	int64_t plans;                  /* jobs with a recorded plan */
-	sr_micros planned_od_cost;
+	int64_t plans;                  /* SUCCEEDED jobs with a plan */
+	sr_micros planned_od_cost;      /* their plans (this group's share) */
+	sr_micros plan_cost;            /* what those jobs cost here */
 	sr_micros savings_vs_plan;      /* meaningful when plans > 0 */
+	sr_micros failed_cost;          /* FAILED/CANCELLED jobs: waste */
+	int64_t failed_jobs;
+	sr_micros ok_cost, ok_list_cost;/* the other jobs' (running, SUCCEEDED) */
+	sr_micros ok_waste;             /* their lost work + idle */
 	sr_micros waste_cost;
 };
 
 struct finops_group {
-	char key[192];
+	char key[224];  /* room for a cell's "<key>#<job id>" */
 	struct finops_totals t;
 };
 

@@ -32,6 +32,9 @@
  * the same multipart calls, SigV4 with service "s3" and region "auto",
  * HMAC keys in place of AWS keys.  Where GCS differs (no DeleteObjects)
  * the code says so.
+ *
+ * The multipart calls and the cleanup of orphaned uploads are in
+ * s3_mpu.c; what the two files share, in s3_int.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,23 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "os_int.h"
+#include "s3_int.h"
 #include "common/awscred.h"
-#include "common/random.h"
 #include "common/log.h"
 #include "common/sigv4.h"
 #include "common/url.h"
-
-struct s3 {
-	char *base;        /* scheme://host[:port] of the requests */
-	char *host;        /* Host header value */
-	char *path0;       /* "/BUCKET" for path-style, "" for virtual */
-	char *region;
-	struct sr_awscred cred;       /* GCS's HMAC key */
-	struct sr_awscred_cache *aws; /* S3: the AWS chain, kept fresh */
-	int gcs;
-	int crc32c;        /* shard data: CRC32C (S3 and GCS headers), else MD5 */
-};
 
 static void s3_free(void *p)
 {
@@ -76,31 +67,6 @@ static void s3_free(void *p)
 }
 
 /* ---- one request --------------------------------------------------------------- */
-/* The user metadata a multipart upload carries: a token of its own, so
- * that a CompleteMultipartUpload whose answer was lost can tell its
- * object from an older one of the same key. */
-#define S3_TOKEN_HDR "x-amz-meta-spotrun-upload"
-#define GCS_TOKEN_HDR "x-goog-meta-spotrun-upload"
-
-struct call {
-	struct s3 *s3;
-	const char *path;     /* encoded path, from '/' */
-	const char *query;    /* without '?', or "" */
-	char md5[25];         /* Content-MD5 or "" */
-	char crc[9];          /* x-amz-checksum-crc32c or "" */
-	int crc_algo;         /* CreateMultipartUpload with CRC32C parts */
-	const char *range;    /* "bytes=A-B" or NULL */
-	const char *ctype;    /* Content-Type or NULL */
-	objstore_sink_fn sink;/* response body of a range, or NULL */
-	void *sink_ud;
-	const char *token;    /* x-amz-meta-spotrun-upload, or NULL */
-	/* before every attempt after the first: non-zero ends the request
-	 * with that code (e.g. the work is found already done) */
-	int (*before_retry)(struct call *c);
-	void *retry_ud;
-	int attempts;
-};
-
 static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 		struct sr_err *e)
 {
@@ -161,13 +127,13 @@ static int sign(const struct os_req *rq, void *ud, struct sr_http_hdrs *hdrs,
 
 /* Path of a bucket-level request: "/BUCKET" path-style (no trailing
  * slash, as the SDKs send it), "/" virtual-hosted. */
-static const char *bucket_path(const struct s3 *s3)
+const char *objstore__s3_bucket_path(const struct s3 *s3)
 {
 	return s3->path0[0] ? s3->path0 : "/";
 }
 
 /* Encoded path of an object key (full key, prefix included). */
-static char *obj_path(const struct s3 *s3, const char *fullkey)
+char *objstore__s3_obj_path(const struct s3 *s3, const char *fullkey)
 {
 	char *enc = sr_sigv4_uri_encode(fullkey, strlen(fullkey), 1);
 	char *p = NULL;
@@ -184,16 +150,16 @@ static int key_path(struct objstore *s, const char *key, char **fk,
 		    char **path)
 {
 	*fk = objstore__full_key(s, key);
-	*path = *fk ? obj_path(s->impl, *fk) : NULL;
+	*path = *fk ? objstore__s3_obj_path(s->impl, *fk) : NULL;
 	return *path ? 0 : -ENOMEM;
 }
 
 /* Perform method on path?query; *resp must be freed by the caller.
  * Returns 0 with a 2xx, else the error (also for other statuses). */
-static int do_req(struct objstore *s, struct call *c, const char *method,
-		  const char *what, const void *body, size_t blen, int fd,
-		  uint64_t foff, void *dst, size_t dlen, size_t max,
-		  struct os_resp *resp, struct sr_err *e)
+int objstore__s3_do_req(struct objstore *s, struct call *c, const char *method,
+			const char *what, const void *body, size_t blen, int fd,
+			uint64_t foff, void *dst, size_t dlen, size_t max,
+			struct os_resp *resp, struct sr_err *e)
 {
 	char *url = NULL;
 	int rc;
@@ -230,276 +196,10 @@ static int s3_put(struct objstore *s, const char *key, const void *buf,
 	c.path = path;
 	os_md5_b64(buf, len, c.md5);
 	snprintf(what, sizeof what, "PutObject %s", fk);
-	rc = do_req(s, &c, "PUT", what, buf ? buf : "", len, -1, 0, NULL, 0, 0,
-		    &resp, e);
+	rc = objstore__s3_do_req(s, &c, "PUT", what, buf ? buf : "", len, -1, 0,
+				 NULL, 0, 0, &resp, e);
 out:
 	os_resp_free(&resp);
-	free(path);
-	free(fk);
-	return rc;
-}
-
-/* The checksum header of bytes [off, off+n) of fd into c. */
-static int file_checksum(const struct s3 *s3, int fd, uint64_t off,
-			 uint64_t n, struct call *c)
-{
-	if (s3->crc32c)
-		return os_crc32c_b64_fd(fd, off, n, c->crc);
-	return os_md5_b64_fd(fd, off, n, c->md5);
-}
-
-struct mpu {
-	struct objstore *s;
-	const char *fk, *path, *upload_id;
-	int fd;
-	uint64_t size, part;
-	size_t nparts;
-	char (*etags)[160];
-	char (*crcs)[9];      /* per part, with s3->crc32c */
-	atomic_uint_fast64_t sent;
-};
-
-/* Read part i into memory so its MD5 can be sent ahead of the body, then
- * PUT it from that buffer (one part per thread in flight). */
-static int upload_part(void *ud, size_t i, struct sr_err *e)
-{
-	struct mpu *m = ud;
-	struct s3 *s3 = m->s->impl;
-	uint64_t off = (uint64_t)i * m->part;
-	uint64_t n = m->size - off < m->part ? m->size - off : m->part;
-	struct os_resp resp = { 0 };
-	char query[1200], what[512];
-	struct call c = { .s3 = s3, .path = m->path, .query = query };
-	int rc;
-
-	/* the checksum first (one pass over the file range), then the body
-	 * streams from the file: no part is held in memory */
-	rc = file_checksum(s3, m->fd, off, n, &c);
-	if (rc)
-		return sr_err_set(e, rc, "%s: reading part %zu: %s", m->fk, i + 1,
-				  sr_strerror(rc));
-	snprintf(query, sizeof query, "partNumber=%zu&uploadId=%s", i + 1,
-		 m->upload_id);
-	snprintf(what, sizeof what, "UploadPart %s #%zu", m->fk, i + 1);
-	rc = do_req(m->s, &c, "PUT", what, NULL, n, m->fd, off, NULL, 0, 0,
-		    &resp, e);
-	if (rc)
-		goto out;
-	if (!resp.etag[0]) {
-		rc = sr_err_set(e, -SR_EHTTP, "%s: no ETag in the answer", what);
-		goto out;
-	}
-	memcpy(m->etags[i], resp.etag, sizeof m->etags[i]);
-	memcpy(m->crcs[i], c.crc, sizeof m->crcs[i]);
-	atomic_fetch_add(&m->sent, n);
-out:
-	os_resp_free(&resp);
-	return rc;
-}
-
-static int abort_upload(struct objstore *s, const char *fk, const char *path,
-			const char *uid)
-{
-	struct call c = { .s3 = s->impl, .path = path };
-	struct os_resp resp = { 0 };
-	struct sr_err e = { 0 };
-	char query[1100], what[512];
-	atomic_int *saved = s->cancel;
-	int rc;
-
-	snprintf(query, sizeof query, "uploadId=%s", uid);
-	c.query = query;
-	snprintf(what, sizeof what, "AbortMultipartUpload %s", fk);
-	s->cancel = NULL; /* an abort must go out even when cancelled */
-	rc = do_req(s, &c, "DELETE", what, NULL, 0, -1, 0, NULL, 0, 0, &resp, &e);
-	s->cancel = saved;
-	if (rc && rc != -SR_ENOTFOUND)
-		sr_warn("objstore", "abort failed; retention will retry",
-			"what=\"%s\" err=\"%s\"", what, sr_err_str(&e, rc));
-	os_resp_free(&resp);
-	return rc;
-}
-
-/* Upload ids are opaque but end up in query strings: encode them. */
-static char *enc_id(const char *id)
-{
-	return sr_sigv4_uri_encode(id, strlen(id), 0);
-}
-
-struct done_check {
-	struct objstore *s;
-	const char *fk, *path, *token;
-};
-
-/* before_retry of a CompleteMultipartUpload: an earlier attempt whose
- * answer was lost may have completed it (a repeat then finds no upload:
- * S3 answers NoSuchUpload, some stores 500).  HEAD the key: carrying
- * this upload's token, it is done (-EALREADY ends the retries). */
-static int completed_before(struct call *cc)
-{
-	const struct done_check *d = cc->retry_ud;
-	struct call c = { .s3 = d->s->impl, .path = d->path, .query = "" };
-	struct os_resp resp = { 0 };
-	struct sr_err e = { 0 };
-	char what[512];
-	int rc;
-
-	snprintf(what, sizeof what, "HeadObject %s", d->fk);
-	rc = do_req(d->s, &c, "HEAD", what, NULL, 0, -1, 0, NULL, 0, 0, &resp,
-		    &e);
-	rc = rc == 0 && !strcmp(resp.token, d->token) ? -EALREADY : 0;
-	os_resp_free(&resp);
-	return rc;
-}
-
-static int s3_put_fd(struct objstore *s, const char *key, int fd,
-		     uint64_t size, uint64_t *sent, struct sr_err *e)
-{
-	struct s3 *s3 = s->impl;
-	struct mpu m;
-	struct os_resp resp = { 0 };
-	char *fk = NULL, *path = NULL, *uid = NULL, *euid = NULL, *xml = NULL;
-	char what[512], query[1100];
-	struct call c = { .s3 = s3, .query = "uploads" };
-	char token[32];
-	struct done_check dc = { .s = s, .token = token };
-	size_t xl = 0;
-	int rc = -ENOMEM;
-
-	memset(&m, 0, sizeof m);
-	fk = objstore__full_key(s, key);
-	if (fk && size <= s->cfg.part_bytes) {
-		/* one PutObject, streamed from the file after its checksum
-		 * pass */
-		path = obj_path(s3, fk);
-		if (!path)
-			goto out;
-		c.path = path;
-		c.query = "";
-		rc = file_checksum(s3, fd, 0, size, &c);
-		if (rc) {
-			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
-			goto out;
-		}
-		snprintf(what, sizeof what, "PutObject %s", fk);
-		rc = do_req(s, &c, "PUT", what, NULL, size, fd, 0, NULL, 0, 0,
-			    &resp, e);
-		if (rc == 0 && sent)
-			*sent += size;
-		goto out;
-	}
-	path = fk ? obj_path(s3, fk) : NULL;
-	if (!path)
-		goto out;
-	c.path = path;
-	c.crc_algo = s3->crc32c;
-	rc = sr_random_hex(token, 12);
-	if (rc) {
-		sr_err_set(e, rc, "%s: no random token: %s", fk, sr_strerror(rc));
-		goto out;
-	}
-	c.token = token;
-	snprintf(what, sizeof what, "CreateMultipartUpload %s", fk);
-	rc = do_req(s, &c, "POST", what, "", 0, -1, 0, NULL, 0, 0, &resp, e);
-	c.token = NULL;
-	if (rc)
-		goto out;
-	uid = os_xml_text(resp.body, resp.len, "UploadId");
-	if (!uid || !*uid) {
-		rc = sr_err_set(e, -SR_EHTTP, "%s: no UploadId in the answer",
-				what);
-		goto out;
-	}
-	euid = enc_id(uid);
-	if (!euid) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	dc.fk = fk;
-	dc.path = path;
-	m.s = s;
-	m.fk = fk;
-	m.path = path;
-	m.upload_id = euid;
-	m.fd = fd;
-	m.size = size;
-	m.part = s->cfg.part_bytes;
-	m.nparts = (size_t)((size + m.part - 1) / m.part);
-	if (m.nparts > 10000) {
-		rc = sr_err_set(e, -EFBIG, "%s: %" PRIu64 " bytes need more than "
-				"10,000 parts of %" PRIu64 " bytes; raise "
-				"SPOTRUN_OBJSTORE_PART_MB", fk, size, m.part);
-		goto abort;
-	}
-	m.etags = calloc(m.nparts, sizeof *m.etags);
-	m.crcs = calloc(m.nparts, sizeof *m.crcs);
-	if (!m.etags || !m.crcs) {
-		rc = -ENOMEM;
-		goto abort;
-	}
-	rc = os_run_parallel(s->cfg.parallel, m.nparts, upload_part, &m,
-			     s->cancel, e);
-	if (rc)
-		goto abort;
-	/* every part confirmed: the object becomes visible now, whole */
-	{
-		size_t cap = m.nparts * 270 + 128;
-		char *p;
-
-		xml = malloc(cap);
-		if (!xml) {
-			rc = -ENOMEM;
-			goto abort;
-		}
-		p = xml;
-		p += sprintf(p, "<CompleteMultipartUpload>");
-		for (size_t i = 0; i < m.nparts; i++) {
-			p += sprintf(p, "<Part><PartNumber>%zu</PartNumber>"
-				     "<ETag>%s</ETag>", i + 1, m.etags[i]);
-			if (m.crcs[i][0] && !s3->gcs)
-				p += sprintf(p, "<ChecksumCRC32C>%s</ChecksumCRC32C>",
-					     m.crcs[i]);
-			p += sprintf(p, "</Part>");
-		}
-		p += sprintf(p, "</CompleteMultipartUpload>");
-		xl = (size_t)(p - xml);
-	}
-	os_resp_free(&resp);
-	snprintf(query, sizeof query, "uploadId=%s", euid);
-	c.query = query;
-	c.crc_algo = 0;
-	c.ctype = "application/xml";
-	c.attempts = 0;
-	c.before_retry = completed_before;
-	c.retry_ud = &dc;
-	os_md5_b64(xml, xl, c.md5);
-	snprintf(what, sizeof what, "CompleteMultipartUpload %s", fk);
-	rc = do_req(s, &c, "POST", what, xml, xl, -1, 0, NULL, 0, 0, &resp, e);
-	/* S3 may answer 200 with an <Error> body when completion fails late */
-	if (rc == 0 && resp.body && strstr(resp.body, "<Error>")) {
-		char *code = os_xml_text(resp.body, resp.len, "Code");
-
-		rc = sr_err_set(e, -SR_EHTTP, "%s: %s", what, code ? code : "error");
-		free(code);
-	}
-	if (rc == -EALREADY) {
-		sr_err_clear(e);
-		rc = 0; /* completed by an attempt whose answer was lost */
-	}
-	if (rc)
-		goto abort;
-	if (sent)
-		*sent += atomic_load(&m.sent);
-	goto out;
-abort:
-	abort_upload(s, fk, path, euid);
-out:
-	os_resp_free(&resp);
-	free(m.etags);
-	free(m.crcs);
-	free(xml);
-	free(euid);
-	free(uid);
 	free(path);
 	free(fk);
 	return rc;
@@ -524,7 +224,8 @@ static int s3_get_range(struct objstore *s, const char *key, uint64_t off,
 	c.range = range;
 	snprintf(what, sizeof what, "GetObject %s [%" PRIu64 ",+%" PRIu64 ")",
 		 fk, off, len);
-	rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, dst, len, 0, &resp, e);
+	rc = objstore__s3_do_req(s, &c, "GET", what, NULL, 0, -1, 0, dst, len,
+				 0, &resp, e);
 	if (rc == 0 && resp.len != len)
 		rc = sr_err_set(e, -SR_ECORRUPT, "%s: got %zu bytes", what,
 				resp.len);
@@ -548,7 +249,8 @@ static int s3_get(struct objstore *s, const char *key, size_t max, char **out,
 		goto out;
 	c.path = path;
 	snprintf(what, sizeof what, "GetObject %s", fk);
-	rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, NULL, 0, max, &resp, e);
+	rc = objstore__s3_do_req(s, &c, "GET", what, NULL, 0, -1, 0, NULL, 0,
+				 max, &resp, e);
 	if (rc)
 		goto out;
 	if (!resp.body) {
@@ -600,7 +302,7 @@ static int s3_list(struct objstore *s, const char *sub,
 	if (!fk)
 		goto out;
 	efk = sr_sigv4_uri_encode(fk, strlen(fk), 0);
-	if (asprintf(&path, "%s", bucket_path(s3)) < 0)
+	if (asprintf(&path, "%s", objstore__s3_bucket_path(s3)) < 0)
 		path = NULL;
 	if (!efk || !path)
 		goto out;
@@ -627,8 +329,8 @@ static int s3_list(struct objstore *s, const char *sub,
 			goto out;
 		}
 		c.query = query;
-		rc = do_req(s, &c, "GET", what, NULL, 0, -1, 0, NULL, 0, 64u << 20,
-			    &resp, e);
+		rc = objstore__s3_do_req(s, &c, "GET", what, NULL, 0, -1, 0,
+					 NULL, 0, 64u << 20, &resp, e);
 		if (rc == 0) {
 			rc = os_xml_each(resp.body, resp.len, "Contents", "Key",
 					 "Size", list_one, &lu);
@@ -679,7 +381,7 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 			/* GCS's XML API has no multi-object delete */
 			char *fk = objstore__full_key(s, keys[at]);
 
-			path = fk ? obj_path(s3, fk) : NULL;
+			path = fk ? objstore__s3_obj_path(s3, fk) : NULL;
 			if (!path) {
 				free(fk);
 				return -ENOMEM;
@@ -688,8 +390,8 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 			c.query = "";
 			c.ctype = NULL;
 			snprintf(what, sizeof what, "DeleteObject %s", fk);
-			rc = do_req(s, &c, "DELETE", what, NULL, 0, -1, 0, NULL, 0,
-				    0, &resp, e);
+			rc = objstore__s3_do_req(s, &c, "DELETE", what, NULL, 0,
+						 -1, 0, NULL, 0, 0, &resp, e);
 			if (rc == -SR_ENOTFOUND)
 				rc = 0;
 			os_resp_free(&resp);
@@ -701,7 +403,7 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 		for (size_t i = 0; i < batch; i++)
 			cap += (strlen(s->u.prefix) + strlen(keys[at + i])) * 6 + 40;
 		xml = malloc(cap);
-		if (asprintf(&path, "%s", bucket_path(s3)) < 0)
+		if (asprintf(&path, "%s", objstore__s3_bucket_path(s3)) < 0)
 			path = NULL;
 		if (!xml || !path) {
 			free(xml);
@@ -730,8 +432,8 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 		c.path = path;
 		os_md5_b64(xml, xl, c.md5);
 		snprintf(what, sizeof what, "DeleteObjects (%zu keys)", batch);
-		rc = do_req(s, &c, "POST", what, xml, xl, -1, 0, NULL, 0, 0, &resp,
-			    e);
+		rc = objstore__s3_do_req(s, &c, "POST", what, xml, xl, -1, 0,
+					 NULL, 0, 0, &resp, e);
 		if (rc == 0 && resp.body && strstr(resp.body, "<Error>")) {
 			char *code = os_xml_text(resp.body, resp.len, "Code");
 			char *key = os_xml_text(resp.body, resp.len, "Key");
@@ -749,137 +451,10 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 	return rc;
 }
 
-struct stale_ud {
-	struct objstore *s;
-	const char *under;    /* full-key prefix every aborted key starts with */
-	int64_t older_ns;
-	size_t n, outside;
-};
-
-static int abort_one(void *ud, const char *key, const char *uid)
-{
-	struct stale_ud *st = ud;
-	const char *rel;
-	char *path, *euid;
-
-	if (!key || !uid)
-		return 0;
-	/* checked before anything is sent: under our prefix and `sub`, and
-	 * a key our own calls would accept */
-	rel = objstore__relative_key(st->s, key);
-	if (!rel || strncmp(key, st->under, strlen(st->under)) ||
-	    objstore_key_check(rel, NULL)) {
-		st->outside++;
-		return 0;
-	}
-	path = obj_path(st->s->impl, key);
-	euid = enc_id(uid);
-	if (path && euid && abort_upload(st->s, key, path, euid) == 0)
-		st->n++;
-	free(path);
-	free(euid);
-	return 0;
-}
-
-static int s3_abort_stale(struct objstore *s, const char *sub, int64_t older_ns,
-			  size_t *n, struct sr_err *e)
-{
-	struct s3 *s3 = s->impl;
-	struct stale_ud st = { .s = s, .older_ns = older_ns };
-	struct call c = { .s3 = s3 };
-	char *path = NULL, *query = NULL, *efk = NULL, *fk = NULL;
-	char *kmark = NULL, *umark = NULL;
-	int rc = -ENOMEM;
-
-	(void)older_ns; /* see below */
-	fk = objstore__full_key(s, sub ? sub : "");
-	efk = fk ? sr_sigv4_uri_encode(fk, strlen(fk), 0) : NULL;
-	if (!efk || asprintf(&path, "%s", bucket_path(s3)) < 0) {
-		path = NULL;
-		goto out;
-	}
-	st.under = fk;
-	c.path = path;
-	/* Only one uploader writes a prefix, and it calls this before its
-	 * first upload and after each commit, when none of its own is in
-	 * flight; so every upload listed under it is an orphan of a killed
-	 * process, whatever its age.  older_ns is kept for stores shared by
-	 * writers. */
-	for (;;) {
-		struct os_resp resp = { 0 };
-		char *ek = kmark ? sr_sigv4_uri_encode(kmark, strlen(kmark), 0)
-				 : NULL;
-		char *eu = umark ? sr_sigv4_uri_encode(umark, strlen(umark), 0)
-				 : NULL;
-		int more;
-
-		free(query);
-		query = NULL;
-		if ((kmark && !ek) || (umark && !eu) ||
-		    asprintf(&query, "%s%s%sprefix=%s%s%s%suploads=",
-			     ek ? "key-marker=" : "", ek ? ek : "", ek ? "&" : "",
-			     efk, eu ? "&upload-id-marker=" : "", eu ? eu : "",
-			     "&") < 0) {
-			free(ek);
-			free(eu);
-			query = NULL;
-			rc = -ENOMEM;
-			goto out;
-		}
-		free(ek);
-		free(eu);
-		c.query = query;
-		rc = do_req(s, &c, "GET", "ListMultipartUploads", NULL, 0, -1, 0,
-			    NULL, 0, 16u << 20, &resp, e);
-		if (rc == -SR_EHTTP && resp.status == 501) {
-			/* a store without the call (s3rver): nothing to list */
-			os_resp_free(&resp);
-			rc = 0;
-			break;
-		}
-		if (rc == 0)
-			rc = os_xml_each(resp.body, resp.len, "Upload", "Key",
-					 "UploadId", abort_one, &st);
-		free(kmark);
-		free(umark);
-		kmark = umark = NULL;
-		more = 0;
-		if (rc == 0 && resp.body) {
-			char *t = os_xml_text(resp.body, resp.len, "IsTruncated");
-
-			more = t && !strcmp(t, "true");
-			free(t);
-			if (more) {
-				kmark = os_xml_text(resp.body, resp.len,
-						    "NextKeyMarker");
-				umark = os_xml_text(resp.body, resp.len,
-						    "NextUploadIdMarker");
-			}
-		}
-		os_resp_free(&resp);
-		if (rc || !more || !kmark || !*kmark)
-			break;
-	}
-	if (st.outside)
-		sr_warn("objstore", "multipart uploads outside the prefix were "
-			"listed; left alone", "uri=%s n=%zu", s->uri_str,
-			st.outside);
-	if (n)
-		*n = st.n;
-out:
-	free(kmark);
-	free(umark);
-	free(efk);
-	free(fk);
-	free(query);
-	free(path);
-	return rc;
-}
-
 static const struct objstore_ops s3_ops = {
-	.put = s3_put, .put_fd = s3_put_fd, .get_range = s3_get_range,
+	.put = s3_put, .put_fd = objstore__s3_put_fd, .get_range = s3_get_range,
 	.get = s3_get, .list = s3_list, .del = s3_del,
-	.abort_stale = s3_abort_stale, .free_impl = s3_free,
+	.abort_stale = objstore__s3_abort_stale, .free_impl = s3_free,
 };
 
 /* ---- opening ------------------------------------------------------------------------ */

@@ -165,6 +165,10 @@ int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
 		      struct sr_err *e); /* -SR_ENOTFOUND when absent */
 int store_setting_set(struct store *s, const char *key, const char *val,
 		      struct sr_err *e);
+/* Set key only if it is absent (the first writer wins: two daemons
+ * starting at once on one database agree on what it holds). */
+int store_setting_add(struct store *s, const char *key, const char *val,
+		      struct sr_err *e);
 
 /* ---- domain rows and functions (store_jobs.c) ----
  * Every one runs inside the caller's transaction when there is one. */
@@ -197,6 +201,13 @@ int store_job_set_state(struct store *s, int64_t id, const char *from,
  * there is no such job. */
 int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
 			     struct sr_err *e);
+
+/* Each ended job (SUCCEEDED, FAILED, CANCELLED): fn(ud, id, state) in
+ * no given order; a non-zero return from fn stops the walk and is
+ * returned.  0, fn's value, or an error. */
+int store_jobs_ended(struct store *s,
+		     int (*fn)(void *ud, int64_t id, const char *state),
+		     void *ud, struct sr_err *e);
 
 /* ---- row structs (store_rows.c) ----
  * A job's or a node's row as one struct: the one place that knows which

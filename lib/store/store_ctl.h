@@ -158,4 +158,86 @@ int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
 		      struct sr_err *e);
 
+/* ---- node tokens and bootstrap secrets (store_boot.c; lib/ctl/router.c,
+ * nodeboot.c) ----
+ * Secrets and tokens are kept only as digests (STORE_DIGEST_LEN bytes). */
+#define STORE_DIGEST_LEN 32
+
+/* 1 and *node: the live or ended node whose token has digest d; 0 none. */
+int store_node_by_token(struct store *s, const unsigned char *d,
+			int64_t *node, struct sr_err *e);
+/* Keep a bootstrap secret's digest for node until expires_ns, dropping
+ * every secret expired by now_ns (one transaction). */
+int store_boot_issue(struct store *s, const unsigned char *hash, int64_t node,
+		     int64_t now_ns, int64_t expires_ns, struct sr_err *e);
+/* A secret's row and its node's state. */
+struct store_boot {
+	int64_t node, expires_ns;
+	bool used;                         /* exchanged once already */
+	unsigned char nonce[STORE_DIGEST_LEN]; /* that exchange's nonce's */
+	size_t nonce_len;                  /* digest: STORE_DIGEST_LEN */
+	char state[16];                    /* the node's */
+};
+/* 1 with the row of the secret with digest hash, 0 when none. */
+int store_boot_get(struct store *s, const unsigned char *hash,
+		   struct store_boot *out, struct sr_err *e);
+/* The secret `hash` was exchanged at now_ns with `nonce`: marked used,
+ * the node's other secrets dropped, its token's digest now `token`.
+ * Inside the caller's transaction. */
+int store_boot_use(struct store *s, int64_t node, const unsigned char *hash,
+		   const unsigned char *nonce, const unsigned char *token,
+		   int64_t now_ns, struct sr_err *e);
+
+/* ---- a job's files (store_files.c; lib/ctl/routes_files.c) ---- */
+
+/* Keep an uploaded archive under id (the same id again: its time is
+ * renewed), dropping, in the same transaction, every upload older than
+ * drop_before_ns that no unfinished job names. */
+int store_upload_put(struct store *s, const char *id, const void *data,
+		     size_t n, int64_t now_ns, int64_t drop_before_ns,
+		     struct sr_err *e);
+/* The archive of upload id (store_upload_read) or of node's job
+ * (store_node_files): fn(ud, data, n, e) reads it in place (valid during
+ * the call only) and its result is returned; 0 and fn not called when
+ * there is none, or < 0 on a store error. */
+typedef int (*store_blob_fn)(void *ud, const void *data, size_t n,
+			     struct sr_err *e);
+int store_upload_read(struct store *s, const char *id, store_blob_fn fn,
+		      void *ud, struct sr_err *e);
+int store_node_files(struct store *s, int64_t node, store_blob_fn fn,
+		     void *ud, struct sr_err *e);
+
+/* ---- the leader's lease and the members (store_lease.c; lib/ctl/lease.c)
+ * ----  Each runs inside the caller's transaction when there is one. */
+
+/* The lease row (table lease, id 1). */
+struct store_lease {
+	char holder[64], url[128];         /* longer ones are cut */
+	int64_t epoch, expires_ns;
+};
+/* 0, or -EIO when the row is missing. */
+int store_lease_get(struct store *s, struct store_lease *out,
+		    struct sr_err *e);
+/* 1 when holder still holds the lease with epoch, unexpired at now_ns;
+ * 0 when not. */
+int store_lease_held(struct store *s, const char *holder, int64_t epoch,
+		     int64_t now_ns, struct sr_err *e);
+/* Take the lease read at `epoch` (compare-and-set): holder and url, epoch
+ * + 1, until expires_ns.  1 taken, 0 another took it first. */
+int store_lease_take(struct store *s, const char *holder, const char *url,
+		     int64_t epoch, int64_t expires_ns, struct sr_err *e);
+/* Renew holder's lease of epoch until expires_ns (0: release it, so a
+ * standby takes over at once).  1 done, 0 it is no longer holder's. */
+int store_lease_renew(struct store *s, const char *holder, int64_t epoch,
+		      int64_t expires_ns, struct sr_err *e);
+/* Member holder (at url) is alive at now_ns; members not seen since
+ * forget_before_ns are dropped (one transaction). */
+int store_member_seen(struct store *s, const char *holder, const char *url,
+		      int64_t now_ns, int64_t forget_before_ns,
+		      struct sr_err *e);
+/* fn(ud, url) for each member seen after since_ns, in holder order. */
+int store_members(struct store *s, int64_t since_ns,
+		  void (*fn)(void *ud, const char *url), void *ud,
+		  struct sr_err *e);
+
 #endif

@@ -95,3 +95,27 @@ int store_job_request_cancel(struct store *s, int64_t id, int64_t now_ns,
 		return sr_err_set(e, -SR_ENOTFOUND, "job %" PRId64 ": no such job", id);
 	return 0;
 }
+
+int store_jobs_ended(struct store *s,
+		     int (*fn)(void *ud, int64_t id, const char *state),
+		     void *ud, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc;
+
+	rc = store_prepare(s, "SELECT id, state FROM jobs WHERE state IN"
+			   " ('SUCCEEDED', 'FAILED', 'CANCELLED')", &st, e);
+	if (rc)
+		return rc;
+	while ((rc = store_step(st, e)) == 1) {
+		int stop = fn(ud, store_col_i64(st, "id"),
+			      store_col_text(st, "state"));
+
+		if (stop) {
+			store_done(st);
+			return stop;
+		}
+	}
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "ended jobs") : 0;
+}

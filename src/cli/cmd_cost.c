@@ -17,7 +17,6 @@
 #include "cli.h"
 #include "common/err.h"
 #include "common/fsutil.h"
-#include "common/money.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
 #include "finops/report.h"
@@ -32,10 +31,11 @@ static void usage(void)
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "\n"
 	       "Cost, savings and waste from the billing ledger, as spotrund's API\n"
-	       "serves them (GET /v1/cost; the daemon must be running).  Savings are\n"
-	       "against each job's planned on-demand cost (its declared work at the\n"
-	       "on-demand price; negative, in red, when spot cost more), and\n"
-	       "separately against on-demand for the node-hours actually used.\n"
+	       "serves them (GET /v1/cost; the daemon must be running).  SAVED is\n"
+	       "against on-demand for the node-hours actually used; VS-PLAN, a second\n"
+	       "line, against each finished job's planned on-demand cost (its declared\n"
+	       "work at the on-demand price; negative, in red, when spot cost more).\n"
+	       "A FAILED or CANCELLED job's cost is waste, never a saving.\n"
 	       "\n"
 	       "  --since WHEN     only intervals starting at or after WHEN: an RFC 3339\n"
 	       "                   time, a date YYYY-MM-DD (UTC), or a duration ago (24h, 7d)\n"
@@ -120,22 +120,16 @@ static void add_query(char *path, size_t n, const char *key, const char *v)
 	snprintf(path + l, n - l, "%s%s=%s", strchr(path, '?') ? "&" : "?", key, esc);
 }
 
+/* "$1.23" right-aligned in 11 columns ("-" when absent); red when
+ * negative and color.  Tables show cents; --json keeps the micro-dollars. */
 static void money_cell(char *buf, size_t n, json_t *micros, bool color)
 {
-	double usd;
+	char m[32];
+	bool neg = json_is_integer(micros) && json_integer_value(micros) < 0;
 
-	if (!json_is_integer(micros)) {
-		snprintf(buf, n, "%11s", "-");
-		return;
-	}
-	usd = sr_money_to_usd(json_integer_value(micros));
-	snprintf(buf, n, "%s%11.4f%s", color && usd < 0 ? "\033[31m" : "", usd,
-		 color && usd < 0 ? "\033[0m" : "");
-}
-
-static double usd(json_t *t, const char *key)
-{
-	return sr_money_to_usd(ctlcli_int(t, key, 0));
+	ctlcli_money(micros, m, sizeof m);
+	snprintf(buf, n, "%s%11s%s", color && neg ? "\033[31m" : "", m,
+		 color && neg ? "\033[0m" : "");
 }
 
 /* "12 name" for a job key (names from GET /v1/jobs), else the key. */
@@ -156,6 +150,18 @@ static const char *job_label(json_t *jobs, const char *key, char *buf, size_t n)
 	return key;
 }
 
+/* SAVED%: a fraction of the report (null = no baseline) as "12.3%". */
+static void pct_cell(char *buf, size_t n, json_t *frac, bool color)
+{
+	double f = json_number_value(frac);
+
+	if (!json_is_number(frac))
+		snprintf(buf, n, "%7s", "-");
+	else
+		snprintf(buf, n, "%s%6.1f%%%s", color && f < 0 ? "\033[31m" : "",
+			 100.0 * f, color && f < 0 ? "\033[0m" : "");
+}
+
 static void print_table(json_t *rep, json_t *jobs)
 {
 	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
@@ -165,15 +171,29 @@ static void print_table(json_t *rep, json_t *jobs)
 
 	printf("cost since %s, by %s (USD)\n\n",
 	       ctlcli_str(rep, "since", "the beginning"), by);
-	printf("%-34s %11s %11s %11s %7s %11s %11s %11s %11s %11s %8s\n", "KEY",
-	       "COST", "PLANNED-OD", "SAVED", "SAVED%", "WASTE", "LOST-WORK",
-	       "IDLE-COST", "OD-FOR-USED", "SAVED-USED", "PREEMPT");
+	static const struct { const char *head, *key; bool signed_; } cols[] = {
+		{ "COST", "cost_micros", false },
+		{ "OD-FOR-USED", "list_cost_micros", false },
+		{ "SAVED", "savings_vs_list_micros", true },
+		{ "SAVED%", "savings_vs_list_fraction", true },
+		{ "PLANNED-OD", "planned_od_cost_micros", false },
+		{ "VS-PLAN", "savings_vs_plan_micros", true },
+		{ "WASTE", "waste_cost_micros", false },
+		{ "FAILED", "failed_cost_micros", false },
+		{ "LOST-WORK", "lost_work_cost_micros", false },
+		{ "IDLE-COST", "idle_cost_micros", false },
+	};
+	const size_t ncols = sizeof cols / sizeof cols[0];
+
+	printf("%-34s", "KEY");
+	for (size_t k = 0; k < ncols; k++)
+		printf(" %*s", strchr(cols[k].head, '%') ? 7 : 11, cols[k].head);
+	printf(" %8s\n", "PREEMPT");
 	for (size_t i = 0; i <= ng; i++) {
 		json_t *t = i < ng ? json_array_get(groups, i) :
 			    json_object_get(rep, "total");
-		char label[256], plan[40], saved[48], pct[40], used[48];
+		char label[256], cell[48];
 		const char *key = "TOTAL";
-		json_t *frac = json_object_get(t, "savings_vs_plan_fraction");
 
 		if (i < ng && !strcmp(by, "total"))
 			continue;
@@ -182,29 +202,25 @@ static void print_table(json_t *rep, json_t *jobs)
 			if (!strcmp(by, "job"))
 				key = job_label(jobs, key, label, sizeof label);
 		}
-		money_cell(plan, sizeof plan, json_object_get(t, "planned_od_cost_micros"),
-			   false);
-		money_cell(saved, sizeof saved, json_object_get(t, "savings_vs_plan_micros"),
-			   color);
-		money_cell(used, sizeof used, json_object_get(t, "savings_vs_list_micros"),
-			   color);
-		if (!json_is_number(frac))
-			snprintf(pct, sizeof pct, "%7s", "-");
-		else
-			snprintf(pct, sizeof pct, "%s%6.1f%%%s",
-				 color && json_number_value(frac) < 0 ? "\033[31m" : "",
-				 100.0 * json_number_value(frac),
-				 color && json_number_value(frac) < 0 ? "\033[0m" : "");
-		printf("%-34.34s %11.4f %s %s %s %11.4f %11.4f %11.4f %11.4f %s "
-		       "%8lld\n", key, usd(t, "cost_micros"), plan, saved, pct,
-		       usd(t, "waste_cost_micros"), usd(t, "lost_work_cost_micros"),
-		       usd(t, "idle_cost_micros"), usd(t, "list_cost_micros"), used,
-		       (long long)ctlcli_int(t, "preemptions", 0));
+		printf("%-34.34s", key);
+		for (size_t k = 0; k < ncols; k++) {
+			json_t *v = json_object_get(t, cols[k].key);
+			bool red = color && cols[k].signed_;
+
+			if (strchr(cols[k].head, '%'))
+				pct_cell(cell, sizeof cell, v, red);
+			else
+				money_cell(cell, sizeof cell, v, red);
+			printf(" %s", cell);
+		}
+		printf(" %8lld\n", (long long)ctlcli_int(t, "preemptions", 0));
 	}
-	printf("\nSAVED: against the planned on-demand cost (each job's declared "
-	       "work at the on-demand\nprice); negative = it cost more than "
-	       "all-on-demand.  SAVED-USED: against on-demand\nfor the node-hours "
-	       "actually used (waste adds hours, so it flatters).  WASTE =\n"
+	printf("\nSAVED: against on-demand for the node-hours actually used, by "
+	       "running and\nSUCCEEDED jobs.  A FAILED or CANCELLED job saves "
+	       "nothing: all of its cost is\nwaste (FAILED).  VS-PLAN: against "
+	       "each SUCCEEDED job's planned on-demand cost\n(its declared work "
+	       "at the on-demand price), for the node-hours each group\nserved; "
+	       "negative = it cost more than all-on-demand.  WASTE = FAILED +\n"
 	       "LOST-WORK + IDLE-COST (work redone after preemptions and moves; "
 	       "nodes booting,\nrestoring or idle).\n");
 }

@@ -48,10 +48,13 @@ static void usage(void)
 	       "                            [--capacity ZONE:TYPE=none|plenty]...\n"
 	       "                            [--throttle] [--throttle-scale X] "
 	       "[--background-rps R]\n"
+	       "                            [--bucket-fill F]"
+	       "\n"
 	       "                            [--consistency-s S] [--capacity-fail P]"
 	       " [--seed N]\n"
 	       "                            [--spot-quota N] [--ondemand-quota N] "
-	       "[--request-log FILE]\n\n"
+	       "[--request-log FILE]\n"
+	       "                            [--run-latency-ms N]\n\n"
 	       "Answer the EC2 Query API (RunInstances, DescribeInstances,\n"
 	       "TerminateInstances, DescribeSpotPriceHistory,\n"
 	       "DescribeInstanceTypeOfferings) on 127.0.0.1 for the AWS pools of\n"
@@ -82,6 +85,7 @@ static void usage(void)
 	       "  --throttle-scale X  multiply bucket sizes and rates (default 1)\n"
 	       "  --background-rps R  the account's other tools' reads per second\n"
 	       "                   (they share the read bucket)\n"
+	       "  --bucket-fill F  buckets start this full, 0..1 (default 1)\n"
 	       "  --consistency-s S  a new instance stays invisible to\n"
 	       "                   DescribeInstances for a random [0, S) s\n"
 	       "                   (InvalidInstanceID.NotFound by id)\n"
@@ -90,6 +94,8 @@ static void usage(void)
 	       "                   (MaxSpotInstanceCountExceeded,\n"
 	       "                   InstanceLimitExceeded)\n"
 	       "  --seed N         seed of the random draws (default 0)\n"
+	       "  --run-latency-ms N  RunInstances answers N ms late (a launch\n"
+	       "                   stays in flight: kill its caller in it)\n"
 	       "  --request-log FILE  append \"<epoch ns> <Action> <status> <code>\"\n"
 	       "                   per call (what a client costs)\n\n"
 	       "Use it with: AWS_ENDPOINT_URL_EC2=<url> AWS_REGION=<region>\n"
@@ -138,7 +144,8 @@ static void poll_interrupts(struct ec2emu *m, const char *work)
 enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_REGION, OPT_PORT,
        OPT_TIME_SCALE, OPT_NOTICE_S, OPT_BOOT_S, OPT_CAPACITY, OPT_THROTTLE,
        OPT_THROTTLE_SCALE, OPT_BACKGROUND, OPT_CONSISTENCY, OPT_CAP_FAIL,
-       OPT_SEED, OPT_SPOT_QUOTA, OPT_OD_QUOTA, OPT_REQUEST_LOG };
+       OPT_SEED, OPT_SPOT_QUOTA, OPT_OD_QUOTA, OPT_REQUEST_LOG,
+       OPT_BUCKET_FILL, OPT_RUN_LATENCY };
 
 static const struct cli_optdef ec2emu_defs[] = {
 	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
@@ -152,6 +159,8 @@ static const struct cli_optdef ec2emu_defs[] = {
 	{ "throttle", OPT_THROTTLE, CLI_NOARG },
 	{ "throttle-scale", OPT_THROTTLE_SCALE, CLI_ARG },
 	{ "background-rps", OPT_BACKGROUND, CLI_ARG },
+	{ "bucket-fill", OPT_BUCKET_FILL, CLI_ARG },
+	{ "run-latency-ms", OPT_RUN_LATENCY, CLI_ARG },
 	{ "consistency-s", OPT_CONSISTENCY, CLI_ARG },
 	{ "capacity-fail", OPT_CAP_FAIL, CLI_ARG },
 	{ "seed", OPT_SEED, CLI_ARG },
@@ -216,6 +225,18 @@ static int cmd_ec2emu(int argc, char **argv)
 		case OPT_BACKGROUND:
 			if (num(a, v, &o.background_rps))
 				return CLI_USAGE;
+			break;
+		case OPT_RUN_LATENCY:
+			if (num(a, v, &d) || d > 600000)
+				return d > 600000 ? cli_opts_error(&p, "--run-latency-ms"
+					" '%s': at most 600000", v) : CLI_USAGE;
+			o.run_latency_ms = (int)d;
+			break;
+		case OPT_BUCKET_FILL:
+			if (num(a, v, &o.bucket_fill) || o.bucket_fill > 1)
+				return o.bucket_fill > 1 ? cli_opts_error(&p,
+					"--bucket-fill '%s': expected 0..1", v)
+							 : CLI_USAGE;
 			break;
 		case OPT_CONSISTENCY:
 			if (num(a, v, &o.consistency_s))

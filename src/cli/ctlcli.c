@@ -192,7 +192,7 @@ const char *ctlcli_money(json_t *micros, char *buf, size_t n)
 	}
 	/* one precision in every table: cents (JSON keeps the micro-dollars) */
 	usd = (double)json_integer_value(micros) / 1e6;
-	snprintf(buf, n, "$%.2f", usd);
+	snprintf(buf, n, "%s$%.2f", usd < 0 ? "-" : "", usd < 0 ? -usd : usd);
 	return buf;
 }
 

@@ -7,7 +7,9 @@
  *
  *   the job's directory  workdir: (or --workdir DIR, which replaces it)
  *                        when the job has one, else the job file's
- *                        directory (or --workdir DIR)
+ *                        directory (or --workdir DIR); the file's own
+ *                        workdir: must be the current directory or
+ *                        under the job file's directory
  *   workdir:             that directory, uploaded as workdir/ (the node
  *                        runs setup and run in its copy)
  *   file_mounts DST: SRC SRC relative to the job's directory, and inside
@@ -44,6 +46,29 @@ static int under(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+/* A job file's own workdir: (canonical, in ctx) may be the directory
+ * launch runs in or one under the job file's: the file must not choose
+ * what else of this machine goes to its nodes (~/.aws, /etc).  --workdir
+ * is the launching user's own choice. */
+static int workdir_allowed(const char *w, const char *file, const char *ctx)
+{
+	char cwd[PATH_MAX], fdir[PATH_MAX];
+	char *copy = strdup(file);
+	int ok = copy && realpath(".", cwd) && !strcmp(ctx, cwd);
+
+	if (!ok && copy && realpath(dirname(copy), fdir))
+		ok = under(ctx, fdir);
+	if (!ok)
+		fprintf(stderr, "spotrun launch: workdir: %s%s%s is neither the "
+			"current directory nor under the job file's directory: "
+			"a job file may not choose what of this machine is "
+			"uploaded (run launch there, or pass --workdir %s; "
+			"docs/jobs.md)\n", w, strcmp(w, ctx) ? " -> " : "",
+			strcmp(w, ctx) ? ctx : "", w);
+	free(copy);
+	return ok ? 0 : -1;
+}
+
 /* The job's directory, canonical, into ctx. */
 static int job_dir(const struct jobspec *js, const char *file,
 		   const char *workdir, char ctx[PATH_MAX])
@@ -61,6 +86,8 @@ static int job_dir(const struct jobspec *js, const char *file,
 		fprintf(stderr, "spotrun launch: %s: %s\n", w ? w : file,
 			strerror(errno));
 	free(copy);
+	if (ok && !workdir && w)
+		return workdir_allowed(w, file, ctx);
 	return ok ? 0 : -1;
 }
 

@@ -15,6 +15,9 @@
  *   type "deadline_missed"                        deadline missed
  *   type "checkpoint_failed"                      checkpoint
  *   type "budget"                                 budget
+ *   type "credentials" (creds_watch.c: a cloud's
+ *     credentials run out and cannot be renewed
+ *     unaided; "renewed" resolves it)             credentials
  *   transition -> SUCCEEDED/FAILED/CANCELLED      job done (dollars saved)
  *
  * Channels come from <state-dir>/alerts.json (mode 0600, see alert.h),
@@ -93,8 +96,9 @@ static int job_facts(struct store *db, int64_t job, struct finops_alert *a)
 	}
 	if (finops_report_build(db, &f, FINOPS_BY_TOTAL, &rep, &e) == 0) {
 		a->cost = rep.total.cost;
-		a->saved = rep.total.plans > 0 ? rep.total.savings_vs_plan :
-			   rep.total.savings_vs_list;
+		/* the headline: on-demand for the node-hours used (0 for a
+		 * FAILED or CANCELLED job: its cost is waste) */
+		a->saved = rep.total.savings_vs_list;
 		finops_report_free(&rep);
 	}
 	return rc;
@@ -127,6 +131,12 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 	if (!strcmp(type, "checkpoint_failed")) {
 		*k = FINOPS_ALERT_CHECKPOINT;
 		*sev = FINOPS_SEV_ERROR;
+		return 1;
+	}
+	if (!strcmp(type, "credentials")) {
+		*k = FINOPS_ALERT_CREDENTIALS;
+		*sev = !strncmp(msg, "renewed", 7) ? FINOPS_SEV_INFO :
+		       strstr(msg, "expired") ? FINOPS_SEV_ERROR : FINOPS_SEV_WARNING;
 		return 1;
 	}
 	if (!strcmp(type, "deadline_risk")) {
@@ -184,10 +194,16 @@ static void on_event(struct ctl *c, const json_t *ev)
 	gethostname(host, sizeof host - 1);
 	snprintf(a.source, sizeof a.source, "spotrund@%s", host);
 	a.resolve_all = k == FINOPS_ALERT_JOB_DONE;
-	if (k == FINOPS_ALERT_JOB_DONE)
+	if (k == FINOPS_ALERT_JOB_DONE && strcmp(str(ev, "to"), "SUCCEEDED"))
 		snprintf(a.summary, sizeof a.summary,
-			 "job %lld %s %s: cost $%.2f, saved %s$%.2f vs planned "
-			 "on-demand, %lld preemption(s)", (long long)a.job_id,
+			 "job %lld %s %s: cost $%.2f, all of it waste (no saving), "
+			 "%lld preemption(s)", (long long)a.job_id, a.job_name,
+			 str(ev, "to"), sr_money_to_usd(a.cost),
+			 (long long)a.preemptions);
+	else if (k == FINOPS_ALERT_JOB_DONE)
+		snprintf(a.summary, sizeof a.summary,
+			 "job %lld %s %s: cost $%.2f, saved %s$%.2f vs on-demand "
+			 "for the hours used, %lld preemption(s)", (long long)a.job_id,
 			 a.job_name, str(ev, "to"), sr_money_to_usd(a.cost),
 			 a.saved < 0 ? "-" : "", sr_money_to_usd(a.saved < 0 ?
 			 -a.saved : a.saved), (long long)a.preemptions);

@@ -228,6 +228,7 @@ struct live_buf {
 	size_t nj, capj;
 	int64_t *missed;
 	size_t nm, capm;
+	struct idlist { int64_t *v; size_t n, cap; } ok, wasted; /* ended */
 	struct finops_live live;
 };
 
@@ -238,6 +239,34 @@ static void live_free(struct live_buf *b)
 	free(b->jobs);
 	free(b->jname);
 	free(b->missed);
+	free(b->ok.v);
+	free(b->wasted.v);
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* store_jobs_ended: SUCCEEDED into b->ok, the others into b->wasted. */
+static int ended_one(void *ud, int64_t id, const char *state)
+{
+	struct live_buf *b = ud;
+	struct idlist *l = strcmp(state, "SUCCEEDED") ? &b->wasted : &b->ok;
+
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 64;
+		int64_t *nv = realloc(l->v, nc * sizeof *nv);
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = id;
+	return 0;
 }
 
 /* Room for one more row in v (element size sz) and its strings in s
@@ -381,6 +410,13 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 	store_done(st);
 	if (rc < 0)
 		return rc;
+	rc = store_jobs_ended(db, ended_one, b, e);
+	if (rc == -ENOMEM)
+		return sr_err_set(e, rc, "metrics: out of memory");
+	if (rc)
+		return rc;
+	qsort(b->ok.v, b->ok.n, sizeof *b->ok.v, cmp_id);
+	qsort(b->wasted.v, b->wasted.n, sizeof *b->wasted.v, cmp_id);
 	for (size_t i = 0; i < b->nn; i++) {
 		b->nodes[i].provider = b->nstr[i][0];
 		b->nodes[i].region = b->nstr[i][1];
@@ -395,6 +431,10 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 	b->live.njobs = b->nj;
 	b->live.missed = b->missed;
 	b->live.nmissed = b->nm;
+	b->live.succeeded = b->ok.v;
+	b->live.nsucceeded = b->ok.n;
+	b->live.wasted = b->wasted.v;
+	b->live.nwasted = b->wasted.n;
 	return 0;
 }
 

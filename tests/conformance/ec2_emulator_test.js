@@ -73,18 +73,24 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     } catch (e) { err = e; }
     check('run: the SDK reads InsufficientInstanceCapacity', err && err.name === 'InsufficientInstanceCapacity', err && err.name);
     const ud = Buffer.from('#!/bin/sh\necho "$SPOTRUN_IMDS_URL" > "$SPOTRUN_NODE_ROOT/imds"\nexec sleep 600\n').toString('base64');
-    const run = await sdk.send(new ec2sdk.RunInstancesCommand({ ImageId: 'ami-emu', InstanceType: TYPE, MinCount: 1, MaxCount: 1,
+    const runInput = { ImageId: 'ami-emu', InstanceType: TYPE, MinCount: 1, MaxCount: 1,
       ClientToken: 'sdk-2', UserData: ud, Placement: { AvailabilityZone: 'use1-az2' },
       InstanceMarketOptions: { MarketType: 'spot', SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' } },
-      TagSpecifications: [{ ResourceType: 'instance', Tags: tags }] }));
+      TagSpecifications: [{ ResourceType: 'instance', Tags: tags }] };
+    const run = await sdk.send(new ec2sdk.RunInstancesCommand(runInput));
     const inst = run.Instances[0];
     check('run: the SDK reads the instance', /^i-[0-9a-f]{17}$/.test(inst.InstanceId) && inst.InstanceType === TYPE &&
       inst.Placement.AvailabilityZone === 'use1-az2' && inst.InstanceLifecycle === 'spot' && inst.State.Name === 'pending' &&
       inst.LaunchTime instanceof Date && run.ReservationId, JSON.stringify(inst).slice(0, 400));
     check('run: tags read back', inst.Tags.length === 4 && inst.Tags.find((t) => t.Key === 'spotrun:node').Value === '8');
-    const again = await sdk.send(new ec2sdk.RunInstancesCommand({ ImageId: 'ami-emu', InstanceType: TYPE, MinCount: 1, MaxCount: 1,
-      ClientToken: 'sdk-2', Placement: { AvailabilityZone: 'use1-az2' }, InstanceMarketOptions: { MarketType: 'spot' } }));
+    const again = await sdk.send(new ec2sdk.RunInstancesCommand(runInput));
     check('run: the same ClientToken returns the same instance', again.Instances[0].InstanceId === inst.InstanceId);
+    err = null;
+    try {
+      await sdk.send(new ec2sdk.RunInstancesCommand({ ...runInput, UserData: Buffer.from('#!/bin/sh\n').toString('base64') }));
+    } catch (e) { err = e; }
+    check('run: the same ClientToken with other parameters is IdempotentParameterMismatch',
+      err && err.name === 'IdempotentParameterMismatch', err && err.name);
     let imdsFile = null;
     for (let i = 0; i < 500 && !imdsFile; i++) {
       try { imdsFile = fs.readFileSync(path.join(work, inst.InstanceId, 'root', 'imds'), 'utf8').trim(); } catch (e) { await sleep(20); }

@@ -25,7 +25,8 @@ ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 FIELDS = ("job_id", "deadline_met", "preemptions", "moves", "bitwise_identical",
           "cost_usd", "on_demand_cost_usd", "reserved_cost_usd", "lost_work_s",
           "downtime_s", "stall_ms_p50", "planned_on_demand_cost_usd",
-          "saved_vs_plan_usd", "waste_usd")
+          "saved_vs_plan_usd", "saved_vs_used_usd", "failed_cost_usd",
+          "waste_usd")
 
 
 @pytest.mark.skipif(ASAN, reason="minutes of PyTorch; run in the plain pass")
@@ -51,8 +52,13 @@ def test_demo_scenario(tmp_path):
     # money: spot is cheaper than on-demand for the same hours
     assert 0 < r["cost_usd"] < r["on_demand_cost_usd"]
     assert 0 < r["reserved_cost_usd"] < r["on_demand_cost_usd"]
-    # honest savings: against the declared work at the on-demand price,
-    # and waste on its own line
+    # honest savings: the headline against on-demand for the node-hours
+    # used, then against the declared work at the on-demand price, and
+    # waste on its own line
+    assert abs(r["saved_vs_used_usd"] - (r["on_demand_cost_usd"]
+                                         - r["cost_usd"])) < 1e-5
+    assert r["failed_cost_usd"] == 0
+    assert "on-demand for the node-hours used" in p.stdout
     assert r["planned_on_demand_cost_usd"] > 0
     assert abs(r["saved_vs_plan_usd"] - (r["planned_on_demand_cost_usd"]
                                          - r["cost_usd"])) < 1e-5

@@ -107,7 +107,7 @@ def test_job_done_alerts_exact_payloads():
             assert ctype == "application/json"
             if summary is None:  # job done: the summary carries the totals
                 m = re.fullmatch(r"job %d alerted SUCCEEDED: cost \$(\d+\.\d\d), "
-                                 r"saved (-?\$\d+\.\d\d) vs planned on-demand, "
+                                 r"saved (-?\$\d+\.\d\d) vs on-demand for the hours used, "
                                  r"%d preemption\(s\)" % (job, npre), body["text"])
                 assert m, body["text"]
                 summary = body["text"]
@@ -115,7 +115,7 @@ def test_job_done_alerts_exact_payloads():
                 assert float(cost) > 0
             fields = body["blocks"][2]["fields"]
             c = re.fullmatch(r"\*Cost so far\*\n\$(-?\d+\.\d\d)", fields[0]["text"])
-            s_ = re.fullmatch(r"\*Saved vs planned on-demand\*\n"
+            s_ = re.fullmatch(r"\*Saved vs on-demand, hours used\*\n"
                               r"((?::red_circle: -)?\$\d+\.\d\d)",
                               fields[1]["text"])
             assert c and s_, fields
@@ -127,7 +127,7 @@ def test_job_done_alerts_exact_payloads():
                     {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
                     {"type": "section", "fields": [
                         {"type": "mrkdwn", "text": "*Cost so far*\n$" + c.group(1)},
-                        {"type": "mrkdwn", "text": "*Saved vs planned on-demand*\n" + s_.group(1)}]},
+                        {"type": "mrkdwn", "text": "*Saved vs on-demand, hours used*\n" + s_.group(1)}]},
                     {"type": "context", "elements": [
                         {"type": "mrkdwn",
                          "text": "spotrun %s \u00b7 severity %s \u00b7 spotrund@%s"

@@ -183,6 +183,18 @@ def test_cost_cli_matches_api_and_focus(daemon, tmp_path):
                 assert a[k] == b[k], k
 
     same(cli["total"], api["total"])
+    # the table: SAVED (on-demand for the hours used) first, VS-PLAN
+    # second, money as dollars and cents
+    out = subprocess.run(base + ["--by", "job"], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, NO_COLOR="1"))
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[2].split()
+    assert head[:5] == ["KEY", "COST", "OD-FOR-USED", "SAVED", "SAVED%"], head
+    assert head.index("VS-PLAN") > head.index("SAVED")
+    total = [ln for ln in out.stdout.splitlines() if ln.startswith("TOTAL")][0].split()
+    t = cli["total"]
+    assert total[1:4] == ["$%.2f" % (t[k] / 1e6) for k in (
+        "cost_micros", "list_cost_micros", "savings_vs_list_micros")], total
     assert len(cli["groups"]) == len(api["groups"])
     for g, h in zip(cli["groups"], api["groups"]):
         same(g, h)

@@ -7,8 +7,9 @@ workload's own isolation.
 
 - a job mounting spotrund's api.token or imds.key, a link to them, or
   /etc/shadow, or whose workdir holds a link out of it or the state dir,
-  is refused by `spotrun launch` with a clear error, and nothing is
-  submitted;
+  or whose workdir: is neither where launch runs nor under the job
+  file's directory (~/.aws), is refused by `spotrun launch` with a clear
+  error, and nothing is submitted;
 - through the API: a job naming workdir:/file_mounts: without an upload is
   refused (400) - it used to be accepted and to copy daemon paths; an API
   workdir inside the state dir is refused; an upload that is not a clean
@@ -101,6 +102,19 @@ def test_launch_refuses_what_is_not_the_jobs(cli, tmp_path):
         assert p.returncode != 0, (mounts, p.stdout, p.stderr)
         assert msg in p.stderr, (mounts, p.stderr)
     os.unlink(str(proj / "tok"))
+    # the job file's own workdir: elsewhere (the launching user's AWS
+    # keys, which spotrund's aws provider uses): refused, with mounts in
+    # it too; the user's own --workdir may name any directory
+    aws = tmp_path / "home" / ".aws"
+    aws.mkdir(parents=True)
+    (aws / "credentials").write_text("aws_secret_access_key = x\n")
+    path = job(str(proj), "workdir: %s\nfile_mounts: {/k: ./credentials}\n"
+               % aws, workdir=False)
+    p = launch(cli, path, "-d", "-y")
+    assert p.returncode != 0, (p.stdout, p.stderr)
+    assert ("workdir: %s is neither the current directory nor under the "
+            "job file's directory" % aws) in p.stderr, p.stderr
+    assert "pass --workdir %s" % aws in p.stderr, p.stderr
     # a workdir that holds spotrund's state dir (here: the test's tmp)
     path = os.path.join(str(tmp_path), "job.yaml")
     with open(path, "w") as f:

@@ -12,6 +12,10 @@
   workload reads neither spotrund's admin token, nor its instance's
   user-data, nor another instance's disk, and the job's isolation event
   says what was hidden.
+- The agent reads files the workload writes (its status file, the
+  library's progress report): a link planted there, to spotrund's
+  api.token, is not followed - no byte of the token reaches the job's
+  log - and a FIFO does not hold the agent up.
 """
 
 import glob
@@ -66,6 +70,45 @@ def test_node_tokens_are_not_derivable_from_the_daemons_key(tmp_path):
             and x != "bootstrap"), os.listdir(ndir)
         st, _ = api_request(d.url, d.token, "POST", "/v1/jobs/%d/cancel" % jid)
         assert st in (200, 202)
+    finally:
+        d.stop()
+
+
+def test_agent_reads_no_link_or_fifo_the_workload_plants(tmp_path):
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"))
+    try:
+        d.start()
+        run = ('S=$(dirname $(dirname $SPOTRUN_NODE_DIR))\n'
+               'ln -s $S/api.token $SPOTRUN_STATUS_FILE\n'
+               'mkfifo $SPOTRUN_PROGRESS_FILE\n'
+               'sleep 2\n'
+               'rm $SPOTRUN_STATUS_FILE\n'
+               "echo '{\"step\": 42}' > $SPOTRUN_STATUS_FILE\n"
+               'sleep 300\n')
+        jid = d.submit("name: t\nresources:\n  accelerators: V100:1\n"
+                       "  use_spot: false\nrun: |\n%sspotrun:\n"
+                       "  deadline: 1000h\n  work: 10h\n"
+                       % "".join("  " + l + "\n" for l in run.splitlines()))
+        # the agent went on past the FIFO and read the workload's own file
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            j = d.job(jid)
+            if j.get("step") == 42:
+                break
+            assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), j
+            time.sleep(0.1)
+        assert j.get("step") == 42, (j, d.log_tail())
+        st, body = api_request(d.url, d.token, "GET",
+                               "/v1/jobs/%d/logs?limit=1000" % jid)
+        lines = [l["line"] for l in body["lines"]]
+        assert [l for l in lines if "status.json: a symbolic link, not read"
+                in l], lines
+        # jansson's error used to quote the token's first characters
+        assert not [l for l in lines if d.token[:6] in l], lines
+        assert not [l for l in lines if "invalid token" in l], lines
+        st, _ = api_request(d.url, d.token, "POST", "/v1/jobs/%d/cancel" % jid)
+        assert st in (200, 202)
+        assert d.wait([jid], 60)[0]["state"] == "CANCELLED"
     finally:
         d.stop()
 

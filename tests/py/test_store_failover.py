@@ -33,8 +33,9 @@ class Member:
     """One spotrund of the pair: same state dir (the local cloud's node
     and checkpoint directories live there), same store, its own port."""
 
-    def __init__(self, tmp, name, state, data):
+    def __init__(self, tmp, name, state, data, extra=()):
         self.tmp, self.name, self.state, self.data = str(tmp), name, state, data
+        self.extra = list(extra)  # more spotrund flags (tests/py/test_aws_failover.py)
         self.proc = None
         self.url = None
         self.log = os.path.join(self.tmp, name + ".log")
@@ -49,7 +50,7 @@ class Member:
                  self.data, "--provision-ms", "200", "--heartbeat-ms", "200",
                  "--tick-ms", "50", "--time-scale", "600", "--notice-ms",
                  "1500", "--heartbeat-timeout", "6s", "--restart-guess-ms",
-                 "500", "--lease-ms", str(LEASE_MS)],
+                 "500", "--lease-ms", str(LEASE_MS)] + self.extra,
                 stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
                 env=dict(os.environ, SPOTRUN_LOG_LEVEL="info"))
         deadline = time.time() + 60
@@ -80,11 +81,11 @@ class Member:
 
 
 class Pair:
-    def __init__(self, tmp, data):
+    def __init__(self, tmp, data, extra=()):
         self.state = os.path.join(str(tmp), "state")
         os.makedirs(self.state, mode=0o700)
-        self.m = [Member(tmp, "a", self.state, data),
-                  Member(tmp, "b", self.state, data)]
+        self.m = [Member(tmp, "a", self.state, data, extra),
+                  Member(tmp, "b", self.state, data, extra)]
         self.token = None
 
     def api(self, m, method, path, body=None):

@@ -183,6 +183,50 @@ static void test_status_file(void **state)
 	assert_non_null(strstr(e.msg, "status.json"));
 }
 
+/* The workload writes in the status file's directory (issue 24): a link
+ * it plants there (to spotrund's api.token, say) is not followed - no
+ * byte of the target reaches the error the job's log shows - and a FIFO
+ * does not hold the agent up (opening one would wait for a writer). */
+static void test_status_file_planted(void **state)
+{
+	char path[400], secret[400];
+	struct status_reader r;
+	struct status_info si;
+	struct sr_err e;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/planted.json", g_dir);
+	snprintf(secret, sizeof secret, "%s/api.token", g_dir);
+	write_file(secret, "deadbeef0123");
+	assert_int_equal(symlink(secret, path), 0);
+	status_reader_init(&r, path);
+	sr_err_clear(&e);
+	assert_int_equal(status_read(&r, &si, &e), -ELOOP);
+	assert_non_null(strstr(e.msg, "a symbolic link, not read"));
+	assert_null(strstr(e.msg, "deadbeef"));
+	assert_int_equal(si.step, -1);
+	/* reported once, not at every poll */
+	assert_int_equal(status_read(&r, &si, NULL), 0);
+	/* a link to a well-formed status file is not read either */
+	unlink(path);
+	write_file(secret, "{\"step\":5}");
+	assert_int_equal(symlink(secret, path), 0);
+	assert_true(status_read(&r, &si, NULL) < 0);
+	assert_int_equal(si.step, -1);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	sr_err_clear(&e);
+	assert_int_equal(status_read(&r, &si, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	unlink(path);
+	/* the workload's own file again: read */
+	write_file(path, "{\"step\":7}");
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.step, 7);
+	unlink(path);
+	unlink(secret);
+}
+
 /* The library's own report ($SPOTRUN_PROGRESS_FILE, lib/ckpt/progress.c)
  * read by the agent's reader: steps, commits, the restore, and each
  * save's stall exactly once, even when reads skip writes. */
@@ -320,6 +364,35 @@ static void test_ckscan_tier3(void **state)
 	assert_int_equal(rp.local_step, 12);
 	assert_int_equal(rp.store_step, 8);
 	assert_int_equal(rp.store_time_ns, 4);
+
+	/* planted by the workload (issue 24): a part that is a link to
+	 * another directory, a tier3.json that is a link or a FIFO - none
+	 * is read */
+	snprintf(p, sizeof p, "%s/rank-00001", d);
+	assert_int_equal(symlink("/tmp/..", p), 0);
+	snprintf(p, sizeof p, "%s/t3-other", g_dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/t3-other/tier3.json", g_dir);
+	write_text(p, "{\"local_step\":1,\"store_step\":1,\"store_time_ns\":1}");
+	snprintf(p, sizeof p, "%s/rank-00002", d);
+	assert_int_equal(symlink("../t3-other", p), 0);
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.store_step, 8);
+	snprintf(p, sizeof p, "%s/rank-00000/tier3.json", d);
+	unlink(p);
+	assert_int_equal(symlink("../../t3-other/tier3.json", p), 0);
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 1);
+	assert_int_equal(rp.store_step, 8); /* replicated/ only */
+	snprintf(p, sizeof p, "%s/replicated/tier3.json", d);
+	unlink(p);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	ckscan_tier3(d, &rp);  /* returns: the FIFO is not waited on */
+	assert_int_equal(rp.found, 0);
+	snprintf(p, sizeof p, "%s/tier3.json", d);
+	assert_int_equal(symlink("../t3-other/tier3.json", p), 0);
+	ckscan_tier3(d, &rp);
+	assert_int_equal(rp.found, 0);
 }
 
 /* ---- /proc parsing ----------------------------------------------------- */
@@ -487,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_logbatch_lines),
 		cmocka_unit_test(test_logbatch_limits),
 		cmocka_unit_test(test_status_file),
+		cmocka_unit_test(test_status_file_planted),
 		cmocka_unit_test(test_progress_report),
 		cmocka_unit_test(test_ckscan),
 		cmocka_unit_test(test_ckscan_tier3),

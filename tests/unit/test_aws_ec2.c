@@ -545,6 +545,21 @@ static void test_bootstrap(void **state)
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077", 1,
 					      "tok_ABC-123-456789", NULL, &s, &e), 0);
 	free(s);
+	/* every daemon sharing the store, leader first: each URL checked */
+	assert_int_equal(ec2_bootstrap_script(NULL, "http://127.0.0.1:7077,"
+					      "https://b.example:7077", 1,
+					      "tok_ABC-123-456789", NULL, &s, &e), 0);
+	assert_non_null(strstr(s, "--api 'http://127.0.0.1:7077,"
+				  "https://b.example:7077'"));
+	free(s);
+	assert_int_equal(ec2_bootstrap_script(NULL, "https://a.example,"
+					      "http://10.0.0.5:7077", 1,
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "'http://10.0.0.5:7077': http:// to a host"));
+	assert_int_equal(ec2_bootstrap_script(NULL, "https://a.example,,", 1,
+					      "tok_ABC-123-456789", NULL, &s, &e),
+			 -EINVAL);
 	/* the host is curl's: an IPv6 loopback is loopback, a user name
 	 * that looks like one is not the host */
 	assert_int_equal(ec2_bootstrap_script(NULL, "http://[::1]:7077", 1,

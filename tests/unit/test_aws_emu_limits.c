@@ -189,9 +189,25 @@ static void test_consistency(void **state)
 		assert_string_equal(again.id, in.id);
 		cloud_instance_clear(&again);
 	}
+	/* the same token with other parameters: refused, as EC2 does */
+	{
+		struct cloud_instance other = { 0 };
+		struct ec2_run r = {
+			.client_token = "cons-1", .instance_type = TYPE,
+			.zone = f->zone, .spot = true,
+			.tags = { .cluster = "lim", .job_id = 1, .node_id = 1,
+				  .attempt = 1 },
+			.user_data = "#!/bin/sh\nexec sleep 999\n",
+		};
+
+		assert_true(ec2_run_instances(f->c, &r, &other, &err) < 0);
+		assert_int_equal(err.cls, CLOUD_ECONFLICT);
+		assert_string_equal(err.code, "IdempotentParameterMismatch");
+	}
 	ec2emu_stats(f->emu, &st);
 	assert_int_equal(st.action[EC2EMU_A_DESCRIBE].not_found, 1);
-	assert_int_equal(st.action[EC2EMU_A_RUN].calls, 2);
+	assert_int_equal(st.action[EC2EMU_A_RUN].calls, 3);
+	assert_int_equal(st.action[EC2EMU_A_RUN].mismatch, 1);
 	cloud_instance_clear(&in);
 }
 

@@ -101,7 +101,7 @@ static void test_slack_exact_payload(void **state)
 		"\"text\":\"job 3 demo: spot node 9 in aws/us-west-2a preempted\"}},"
 		"{\"type\":\"section\",\"fields\":["
 		"{\"type\":\"mrkdwn\",\"text\":\"*Cost so far*\\n$1.23\"},"
-		"{\"type\":\"mrkdwn\",\"text\":\"*Saved vs planned on-demand*\\n$4.50\"}]},"
+		"{\"type\":\"mrkdwn\",\"text\":\"*Saved vs on-demand, hours used*\\n$4.50\"}]},"
 		"{\"type\":\"context\",\"elements\":[{\"type\":\"mrkdwn\","
 		"\"text\":\"spotrun preemption \xc2\xb7 severity warning \xc2\xb7 spotrund@test\"}]}]}");
 	/* 200 with a body other than "ok" is a failure */
@@ -167,8 +167,8 @@ static void test_pagerduty_trigger_resolve(void **state)
 	a = sample(FINOPS_ALERT_JOB_DONE);
 	a.resolve_all = true;
 	assert_int_equal(finops_alert_send(&c, &a, &e), 0);
-	assert_int_equal(sr_testsrv_nreq(srv), 7);
-	for (size_t i = 3; i < 7; i++) {
+	assert_int_equal(sr_testsrv_nreq(srv), 8);
+	for (size_t i = 3; i < 8; i++) {
 		json_t *j = json_loads(sr_testsrv_req(srv, i)->body, 0, NULL);
 
 		assert_string_equal(json_string_value(json_object_get(j, "event_action")),

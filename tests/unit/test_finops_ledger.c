@@ -294,6 +294,20 @@ static void test_report_total(void **state)
 	sqlite3_close(db);
 }
 
+/* Job `id` in the jobs table, in `state` (what decides whether its cost
+ * bought work: SUCCEEDED, FAILED, CANCELLED, or still running). */
+static void job_state(sqlite3 *db, int64_t id, const char *state)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof sql, "INSERT INTO jobs(id, name, state, spec_name,"
+		 " spec_yaml, spec_json, num_nodes, max_restarts, created_ns,"
+		 " updated_ns, state_since_ns, sim_start_s) VALUES(%lld, 'j', '%s',"
+		 " 'j', '', '{}', 1, 3, 0, 0, 0, 0) ON CONFLICT(id) DO UPDATE SET"
+		 " state=excluded.state", (long long)id, state);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
 /* Honest savings: against each job's planned on-demand cost.  Job 1 was
  * planned at 3 h of a $3.06/h node but, after a move to a 4-GPU
  * on-demand node, cost $14.76: a negative saving, shown as such (its
@@ -313,6 +327,8 @@ static void test_report_savings_vs_plan(void **state)
 	json_t *j;
 
 	(void)state;
+	job_state(db, 1, "SUCCEEDED");
+	job_state(db, 2, "SUCCEEDED");
 	assert_int_equal(ledger_plan_record(db, &p, &planned, &e), 0);
 	assert_int_equal(planned, 9180000);
 	/* once per job: a second record is ignored */
@@ -343,6 +359,43 @@ static void test_report_savings_vs_plan(void **state)
 			 "savings_vs_plan_micros")), 9180000 - 14760000);
 	assert_true(json_real_value(json_object_get(j, "savings_vs_plan_usd")) < 0);
 	json_decref(j);
+	finops_report_free(&rep);
+
+	/* the headline: on-demand for the node-hours used; a job that failed
+	 * or was cancelled is no saving: all of its cost is waste */
+	job_state(db, 2, "CANCELLED");
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_JOB,
+							       &rep, &e)), 0);
+	assert_int_equal(rep.groups[1].t.failed_cost, 500000);
+	assert_int_equal(rep.groups[1].t.savings_vs_list, 0);
+	assert_int_equal(rep.groups[1].t.plans, 0);
+	assert_int_equal(rep.groups[1].t.waste_cost, 500000);
+	assert_int_equal(rep.total.failed_jobs, 1);
+	assert_int_equal(rep.total.plans, 1);
+	assert_int_equal(rep.total.savings_vs_list, rep.groups[0].t.list_cost -
+			 rep.groups[0].t.cost);
+	assert_int_equal(rep.total.savings_vs_plan, 9180000 - 14760000);
+	assert_int_equal(rep.total.waste_cost, 230000 + 920000 + 500000);
+	finops_report_free(&rep);
+	/* a running job's plan is no saving yet */
+	job_state(db, 1, "RUNNING");
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_TOTAL,
+							       &rep, &e)), 0);
+	assert_int_equal(rep.total.plans, 0);
+	assert_int_equal(rep.total.planned_od_cost, 0);
+	finops_report_free(&rep);
+
+	/* pools are booked only for the node-hours they served: job 1 ran
+	 * 3 h in the aws pool and 1 h in the gcp one */
+	job_state(db, 1, "SUCCEEDED");
+	assert_int_equal(ON_STORE(db, st_, finops_report_build(st_, &f, FINOPS_BY_POOL,
+							       &rep, &e)), 0);
+	assert_int_equal(rep.ngroups, 2);
+	assert_string_equal(rep.groups[0].key, "aws/us-east-1/us-east-1a/p3.2xlarge");
+	assert_int_equal(rep.groups[0].t.planned_od_cost, 9180000 / 4 * 3);
+	assert_string_equal(rep.groups[1].key, "gcp/us-central1/-/a2-highgpu-4g");
+	assert_int_equal(rep.groups[1].t.planned_od_cost, 9180000 / 4);
+	assert_int_equal(rep.total.planned_od_cost, 9180000);
 	finops_report_free(&rep);
 	sqlite3_close(db);
 }

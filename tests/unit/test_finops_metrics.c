@@ -73,7 +73,9 @@ static sqlite3 *fixture(void)
 	return db;
 }
 
-static char *render(sqlite3 *db)
+/* The metrics of db with the fixture's live nodes and jobs, or (ok or
+ * failed not 0) with job `ok` ended SUCCEEDED and job `failed` FAILED. */
+static char *render_as(sqlite3 *db, int64_t ok, int64_t failed)
 {
 	struct finops_live_node nodes[] = {
 		{ 9, 3, "aws", "us-west-2", "us-west-2a", "p3.2xlarge", true, 920000 },
@@ -84,18 +86,26 @@ static char *render(sqlite3 *db)
 		{ 4, "other", "RUNNING", false, 0, -1, -1, NAN },
 	};
 	static const int64_t missed[] = { 3 };
-	struct finops_live live = { nodes, 2, jobs, 2, missed, 1 };
+	struct finops_live live = { nodes, 2, jobs, 2, missed, 1, &ok, ok != 0,
+				    &failed, failed != 0 };
 	struct store *s = NULL, *tmp = NULL;
 	struct sr_err e;
 	char *out = NULL;
 	size_t len = 0;
 
 
+	if (ok || failed)
+		live.njobs = 0;
 	assert_int_equal(store_bridge(db, &s, &tmp, &e), 0);
 	assert_int_equal(finops_metrics_render(s, &live, &out, &len, &e), 0);
 	store_close(tmp);
 	assert_int_equal(strlen(out), len);
 	return out;
+}
+
+static char *render(sqlite3 *db)
+{
+	return render_as(db, 0, 0);
 }
 
 static void expect_line(const char *text, const char *line)
@@ -116,12 +126,14 @@ static void test_values(void **state)
 	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"3\"} 1.840000");
 	expect_line(m, "spotrun_job_cost_dollars_total{job_id=\"4\"} 3.060000");
 	expect_line(m, "spotrun_job_on_demand_cost_dollars_total{job_id=\"3\"} 6.120000");
-	/* savings against the plan (as spotrun cost's SAVED: 3 h x $3.06 =
-	 * $9.18 planned, $1.84 billed), not against the hours used at list
-	 * ($6.12 - $1.84 = $4.28) */
+	/* savings (as spotrun cost's SAVED) against on-demand for the
+	 * hours used: $6.12 - $1.84; job 4 ran on-demand: nothing saved.
+	 * The plan (3 h x $3.06 = $9.18) is a saving only once the job
+	 * SUCCEEDED (below) */
+	expect_line(m, "spotrun_job_savings_dollars{job_id=\"3\"} 4.280000");
+	expect_line(m, "spotrun_job_savings_dollars{job_id=\"4\"} 0.000000");
 	expect_line(m, "spotrun_job_planned_on_demand_dollars{job_id=\"3\"} 9.180000");
-	expect_line(m, "spotrun_job_savings_dollars{job_id=\"3\"} 7.340000");
-	assert_null(strstr(m, "spotrun_job_savings_dollars{job_id=\"4\"}"));
+	assert_null(strstr(m, "spotrun_job_savings_vs_plan_dollars{"));
 	assert_null(strstr(m, "spotrun_job_savings_dollars_total"));
 	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"3\"} 2.060000");
 	expect_line(m, "spotrun_job_savings_vs_reserved_dollars{job_id=\"4\"} -1.110000");
@@ -169,6 +181,26 @@ static void test_values(void **state)
 
 /* Conventions: spotrun_ prefix, counters end in _total, every sample's
  * family has HELP and TYPE first, no non-base units. */
+/* No failed job adds to savings; a plan is a saving once the job
+ * SUCCEEDED. */
+static void test_savings_of_ended_jobs(void **state)
+{
+	sqlite3 *db = fixture();
+	char *m;
+
+	(void)state;
+	m = render_as(db, 4, 3);
+	expect_line(m, "spotrun_job_savings_dollars{job_id=\"3\"} 0.000000");
+	assert_null(strstr(m, "spotrun_job_savings_vs_plan_dollars{"));
+	free(m);
+	m = render_as(db, 3, 4);
+	expect_line(m, "spotrun_job_savings_dollars{job_id=\"3\"} 4.280000");
+	expect_line(m, "spotrun_job_savings_vs_plan_dollars{job_id=\"3\"} 7.340000");
+	assert_null(strstr(m, "spotrun_job_savings_vs_plan_dollars{job_id=\"4\"}"));
+	free(m);
+	sqlite3_close(db);
+}
+
 static void test_conventions(void **state)
 {
 	sqlite3 *db = fixture();
@@ -252,6 +284,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_savings_of_ended_jobs),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_promtool),
 	};

@@ -128,6 +128,17 @@ static void test_ledger_report_focus_metrics(void **state)
 	int64_t since;
 	FILE *mem;
 
+	/* both done: their plans count (a running job's would not yet) */
+	for (int id = 1; id <= 2; id++) {
+		char sql[400];
+
+		snprintf(sql, sizeof sql, "INSERT INTO jobs(id, name, state,"
+			 " spec_name, spec_yaml, spec_json, num_nodes, max_restarts,"
+			 " created_ns, updated_ns, state_since_ns, sim_start_s)"
+			 " VALUES(%d, 'j', 'SUCCEEDED', 'j', '', '{}', 1, 3, 0, 0, 0,"
+			 " 0)", id);
+		assert_int_equal(store_exec_sql(s, sql, &e), 0);
+	}
 	/* job 1: two busy hours across the month end (two rows), then an
 	 * idle one; job 2: one hour */
 	bill(s, 1, 7, T0, 2 * HOUR_NS, true, 1000000);
@@ -164,9 +175,19 @@ static void test_ledger_report_focus_metrics(void **state)
 	assert_non_null(strstr(csv, "BilledCost"));
 	free(csv);
 
-	assert_int_equal(finops_metrics_render(s, NULL, &text, &len, &e), 0);
-	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"1\"} 9.240000\n"));
-	assert_null(strstr(text, "spotrun_job_savings_dollars{job_id=\"2\"}"));
+	/* the daemon says both SUCCEEDED: job 1's plan ($12.24) against its
+	 * $3.00; job 2 has no plan; against on-demand for the hours used,
+	 * job 1 saved 3 h x $3.06 - $3.00, job 2 (at list) nothing */
+	{
+		static const int64_t done[] = { 1, 2 };
+		struct finops_live live = { .succeeded = done, .nsucceeded = 2 };
+
+		assert_int_equal(finops_metrics_render(s, &live, &text, &len, &e), 0);
+	}
+	assert_non_null(strstr(text, "\nspotrun_job_savings_vs_plan_dollars{job_id=\"1\"} 9.240000\n"));
+	assert_null(strstr(text, "spotrun_job_savings_vs_plan_dollars{job_id=\"2\"}"));
+	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"1\"} 6.180000\n"));
+	assert_non_null(strstr(text, "\nspotrun_job_savings_dollars{job_id=\"2\"} 0.000000\n"));
 	free(text);
 
 	assert_int_equal(finops_job_spend(s, 1, T0 + 3 * HOUR_NS, HOUR_NS, &spent,

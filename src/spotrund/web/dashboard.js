@@ -60,8 +60,13 @@
     cell(tr, p ? `${p.cloud}/${p.zone || p.region} ${p.instance_type}${p.spot ? ' spot' : ''}` : '–');
     cell(tr, j.preemptions ?? 0);
     cell(tr, usd(cost ? cost.cost_micros : j.cost_micros));
-    const saved = cost ? cost.savings_vs_plan_micros : null;
-    cell(tr, saved != null ? usd(saved) : '–', saved != null && saved < 0 ? 'negative' : '');
+    // a FAILED or CANCELLED job saved nothing: its cost is waste
+    if (cost && cost.failed_jobs > 0) {
+      cell(tr, 'waste ' + usd(cost.failed_cost_micros), 'negative');
+    } else {
+      const saved = cost ? cost.savings_vs_list_micros : null;
+      cell(tr, saved != null ? usd(saved) : '–', saved != null && saved < 0 ? 'negative' : '');
+    }
     // the daemon's verdict (job view "deadline"), never worked out here
     const d = j.deadline;
     let dl = '–', cls = '';
@@ -196,10 +201,13 @@
       const saved = t.savings_vs_plan_micros;
       $('t-saved').textContent = saved != null ? usd(saved) : '–';
       // a saving that is negative is shown as what it is: in red
-      $('c-saved').className = 'card ' + (saved != null && saved < 0 ? 'bad' : 'good');
+      $('c-saved').className = 'card' + (saved != null && saved < 0 ? ' bad' : '');
       $('t-waste').textContent = usd(t.waste_cost_micros);
-      $('t-used').textContent = usd(t.savings_vs_list_micros);
-      $('c-used').className = 'card' + (t.savings_vs_list_micros < 0 ? ' bad' : '');
+      // the headline: on-demand for the node-hours used
+      const f = t.savings_vs_list_fraction;
+      $('t-used').textContent = usd(t.savings_vs_list_micros) +
+        (f != null ? ` (${(100 * f).toFixed(1)}%)` : '');
+      $('c-used').className = 'card ' + (t.savings_vs_list_micros < 0 ? 'bad' : 'good');
       $('t-res').textContent = usd(t.savings_vs_reserved_micros);
       $('t-idle').textContent = usd(t.idle_cost_micros);
       $('t-lost').textContent = usd(t.lost_work_cost_micros);
