@@ -207,4 +207,37 @@ int store_upload_read(struct store *s, const char *id, store_blob_fn fn,
 int store_node_files(struct store *s, int64_t node, store_blob_fn fn,
 		     void *ud, struct sr_err *e);
 
+/* ---- the leader's lease and the members (store_lease.c; lib/ctl/lease.c)
+ * ----  Each runs inside the caller's transaction when there is one. */
+
+/* The lease row (table lease, id 1). */
+struct store_lease {
+	char holder[64], url[128];         /* longer ones are cut */
+	int64_t epoch, expires_ns;
+};
+/* 0, or -EIO when the row is missing. */
+int store_lease_get(struct store *s, struct store_lease *out,
+		    struct sr_err *e);
+/* 1 when holder still holds the lease with epoch, unexpired at now_ns;
+ * 0 when not. */
+int store_lease_held(struct store *s, const char *holder, int64_t epoch,
+		     int64_t now_ns, struct sr_err *e);
+/* Take the lease read at `epoch` (compare-and-set): holder and url, epoch
+ * + 1, until expires_ns.  1 taken, 0 another took it first. */
+int store_lease_take(struct store *s, const char *holder, const char *url,
+		     int64_t epoch, int64_t expires_ns, struct sr_err *e);
+/* Renew holder's lease of epoch until expires_ns (0: release it, so a
+ * standby takes over at once).  1 done, 0 it is no longer holder's. */
+int store_lease_renew(struct store *s, const char *holder, int64_t epoch,
+		      int64_t expires_ns, struct sr_err *e);
+/* Member holder (at url) is alive at now_ns; members not seen since
+ * forget_before_ns are dropped (one transaction). */
+int store_member_seen(struct store *s, const char *holder, const char *url,
+		      int64_t now_ns, int64_t forget_before_ns,
+		      struct sr_err *e);
+/* fn(ud, url) for each member seen after since_ns, in holder order. */
+int store_members(struct store *s, int64_t since_ns,
+		  void (*fn)(void *ud, const char *url), void *ud,
+		  struct sr_err *e);
+
 #endif
