@@ -240,4 +240,65 @@ int store_members(struct store *s, int64_t since_ns,
 		  void (*fn)(void *ud, const char *url), void *ud,
 		  struct sr_err *e);
 
+/* ---- the jobs API (store_api.c; lib/ctl/routes_jobs.c) ---- */
+
+/* 1 with the job created with idempotency key `key` and the digest its
+ * request had (up to STORE_DIGEST_LEN bytes into hash, *hn of them; 0
+ * when none was kept), 0 when no job has that key. */
+int store_job_by_idem(struct store *s, const char *key, int64_t *id,
+		      unsigned char *hash, size_t *hn, struct sr_err *e);
+/* A new job row, PENDING, "accepted" (borrowed strings; NULL text is
+ * SQL NULL). */
+struct store_job_new {
+	const char *name, *spec_name, *spec_json, *workdir, *envs;
+	const char *spec_yaml;
+	size_t spec_yaml_len;
+	int64_t num_nodes, max_restarts;
+	int64_t now_ns;                /* created, updated, state since */
+	double sim_start_s;
+	double deadline_s;             /* not finite: none */
+	double work_s;
+	const char *candidates;        /* the placement plan, JSON */
+	const char *idem_key;          /* NULL none */
+	const void *idem_hash;         /* NULL none */
+	size_t idem_hash_len;
+	const void *secrets;           /* sealed */
+	size_t secrets_len;
+	const char *files;             /* an upload id, NULL none */
+};
+int store_job_insert(struct store *s, const struct store_job_new *j,
+		     int64_t *id, struct sr_err *e);
+/* fn(ud, id, state, e) for the jobs named `name` (NULL: every job),
+ * newest first, until fn returns non-zero: what it returned, 0 at the
+ * end, or a store error (< 0). */
+typedef int (*store_job_fn)(void *ud, int64_t id, const char *state,
+			    struct sr_err *e);
+int store_jobs_each(struct store *s, const char *name, store_job_fn fn,
+		    void *ud, struct sr_err *e);
+/* 1 and the job's state into state[cap], 0 when there is no such job. */
+int store_job_state(struct store *s, int64_t id, char *state, size_t cap,
+		    struct sr_err *e);
+/* The job's events after seq `after`, oldest first, at most limit:
+ * fn(ud, seq, ev, e) each (ev's strings valid during the call; from, to
+ * and data NULL when unset) until it returns non-zero.  0, or < 0. */
+typedef int (*store_event_fn)(void *ud, int64_t seq,
+			      const struct store_event *ev, struct sr_err *e);
+int store_events_each(struct store *s, int64_t job, int64_t after,
+		      int64_t limit, store_event_fn fn, void *ud,
+		      struct sr_err *e);
+/* One line of a job's output (table logs). */
+struct store_log_line {
+	int64_t seq, job, ts_ns, node, rank, attempt;
+	const char *stream, *line;
+	size_t line_len;                   /* read: strlen(line) */
+	bool truncated;
+};
+/* The job's lines after seq `after` of rank (< 0: every rank), oldest
+ * first, at most limit: fn(ud, line, e) as store_events_each's. */
+typedef int (*store_log_fn)(void *ud, const struct store_log_line *l,
+			    struct sr_err *e);
+int store_logs_each(struct store *s, int64_t job, int64_t after,
+		    int64_t rank, int64_t limit, store_log_fn fn, void *ud,
+		    struct sr_err *e);
+
 #endif
