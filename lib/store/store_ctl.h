@@ -301,4 +301,90 @@ int store_logs_each(struct store *s, int64_t job, int64_t after,
 		    int64_t rank, int64_t limit, store_log_fn fn, void *ud,
 		    struct sr_err *e);
 
+/* ---- the node API (store_nodes_api.c; lib/ctl/routes_nodes.c) ---- */
+
+/* A node with what the node API needs of its job. */
+struct store_node_ctx {
+	int64_t id, job, rank, attempt, num_nodes;  /* attempt: the job's */
+	char state[16], job_state[16], desired[8];
+	bool notice, retire;
+	int64_t kill_ns;            /* the notice's deadline, 0 none */
+	char cloud[16], region[40], zone[40], itype[48];
+	bool spot;
+	int64_t price;              /* micro-dollars per hour */
+	int pool;
+};
+/* 0, -SR_ENOTFOUND, or a store error. */
+int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
+			struct sr_err *e);
+/* fn(ud, rank, addr) for each live node of the job ("" when it gave no
+ * address yet). */
+int store_gang_addrs(struct store *s, int64_t job,
+		     void (*fn)(void *ud, int64_t rank, const char *addr),
+		     void *ud, struct sr_err *e);
+/* What a job's node runs with (malloc'd; store_job_env_free). */
+struct store_job_env {
+	char *spec_json;
+	char *envs;                 /* the API's envs (JSON), NULL none */
+	char *workdir;              /* "" none */
+	void *sealed;               /* the job's sealed secrets, NULL none */
+	size_t sealed_len;
+	bool files;                 /* the job brings an upload */
+};
+/* 0, -SR_ENOTFOUND, or an error (nothing to free then). */
+int store_job_env_load(struct store *s, int64_t job, struct store_job_env *out,
+		       struct sr_err *e);
+void store_job_env_free(struct store_job_env *j);
+/* A live node's agent registered at now_ns from addr ("" unknown): READY. */
+int store_node_register(struct store *s, int64_t node, const char *addr,
+			int64_t now_ns, struct sr_err *e);
+/* A heartbeat's node columns (a negative utilisation: not measured). */
+struct store_hb {
+	int64_t node, now_ns, attempt;
+	const char *workload;
+	int64_t pgid;               /* <= 0: keep the last one */
+	double cpu_util, gpu_util;
+};
+int store_node_heartbeat(struct store *s, const struct store_hb *h,
+			 struct sr_err *e);
+/* A heartbeat's progress of the job's rank 0 (a negative value: not
+ * reported) and the pace measured from it. */
+struct store_progress {
+	int64_t job, attempt, now_ns;
+	int64_t step, total_steps, ckpt_step, ckpt_local_step, ckpt_store_ns;
+};
+int store_job_progress(struct store *s, const struct store_progress *p,
+		       struct sr_err *e);
+/* A line of output (job, node, rank, attempt, ts_ns, stream, line of
+ * line_len bytes, truncated). */
+int store_log_add(struct store *s, const struct store_log_line *l,
+		  struct sr_err *e);
+/* A rank's workload ended (table exits; the same one twice is kept
+ * once). */
+struct store_exit {
+	int64_t job, attempt, rank, node;
+	int64_t code;               /* STORE_NULL_I64: killed by `signal` */
+	int64_t signal;             /* 0 none */
+	const char *cause;
+	int64_t ts_ns;
+};
+int store_exit_add(struct store *s, const struct store_exit *x,
+		   struct sr_err *e);
+/* A utilisation sample: cpu (< 0 unknown) and the one billed. */
+int store_node_util(struct store *s, int64_t node, double cpu, double util,
+		    struct sr_err *e);
+/* The agent saw a notice at now_ns, the cloud's deadline kill_ns (0 none):
+ * kept unless the node has them already. */
+int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
+			   int64_t kill_ns, struct sr_err *e);
+/* A rebalance recommendation at at_ns (the first one is kept). */
+int store_node_rebalance(struct store *s, int64_t node, int64_t at_ns,
+			 struct sr_err *e);
+/* A durable checkpoint at step: the job's step is the greater. */
+int store_job_ckpt_step_raise(struct store *s, int64_t job, int64_t step,
+			      struct sr_err *e);
+/* The setup's exit code. */
+int store_node_set_setup_rc(struct store *s, int64_t node, int64_t rc,
+			    struct sr_err *e);
+
 #endif
