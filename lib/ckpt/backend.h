@@ -33,15 +33,26 @@
 
 #include "internal.h"
 
+/* Who hears of the uploader's recovery point: changed() is called with
+ * the store's newest whole step (-1: none) and the last upload failure
+ * ("" once an upload commits) after each change, and once more at
+ * up_stop; from any thread, with no lock of the backend held. */
+struct ckpt_up_watch {
+	void (*changed)(void *ud, int64_t store_step, const char *error);
+	void *ud;
+};
+
 struct ckpt_backend {
 	const char *name;
 
 	/* ---- tier 3 ---------------------------------------------------------- */
 	/* Start uploading from local_dir to uri, keeping `keep` committed
 	 * checkpoints in the store (INT32_MAX: none deleted).  *up owned by
-	 * the caller (up_stop). */
+	 * the caller (up_stop).  watch (may be NULL) hears of the recovery
+	 * point. */
 	int (*up_start)(const char *uri, const char *local_dir, int keep,
-			void **up, struct sr_err *e);
+			const struct ckpt_up_watch *watch, void **up,
+			struct sr_err *e);
 	/* Tier 2 committed `step` (its save time: time_ns, wall clock).
 	 * Never blocks. */
 	void (*up_offer)(void *up, int64_t step, int64_t time_ns);

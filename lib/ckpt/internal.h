@@ -65,6 +65,13 @@ int ckpt__fail_default(int code, const char *what);
 void ckpt__progress_saved(int64_t step, double stall_ms);
 void ckpt__progress_committed(int64_t step);
 void ckpt__progress_flush(void);
+/* Tier 3 of engine `who`: the store's newest whole step (-1: none) and
+ * the last upload failure ("" after a commit) - the report's ckpt_step
+ * and ckpt_error from then on (a ckpt_backend watch's changed()).  _end:
+ * the engine closed (its last values stay reported), or its tier 3
+ * failed to start (failed: as if never reported). */
+void ckpt__progress_remote(void *who, int64_t store_step, const char *err);
+void ckpt__progress_remote_end(const void *who, int failed);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 /* Dtype of a safetensors name, or -1. */

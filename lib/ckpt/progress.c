@@ -12,7 +12,11 @@
  *    "source": "libspotckpt",
  *    "step": 1200,          the newest step reported or saved   (optional)
  *    "total_steps": 3000,   as reported by the loop             (optional)
- *    "ckpt_step": 1100,     newest step committed to tier 2     (optional)
+ *    "ckpt_step": 1100,     newest step committed to tier 2; with tier 3,
+ *                           the newest whole step in the object store (the
+ *                           least over the process's tier-3 engines): a
+ *                           node lost now resumes from it    (optional)
+ *    "ckpt_error": "...",   with tier 3, why uploads fail now   (optional)
  *    "restored_step": 1000, what this process restored, 0 for a fresh
  *                           start                               (optional)
  *    "saves": 7,            saves accepted so far
@@ -49,7 +53,16 @@
 #include "internal.h"
 
 #define CKPT_PROGRESS_STALLS 16
+#define CKPT_PROGRESS_REMOTES 16 /* tier-3 engines a process reports on */
+#define CKPT_PROGRESS_ERR 240    /* bytes of an upload error reported */
 #define STEP_EVERY_NS (1000 * INT64_C(1000000))
+
+/* One tier-3 engine's recovery point. */
+struct remote {
+	const void *who;        /* the engine; NULL = a free slot */
+	int64_t stored;         /* the store's newest whole step, -1 */
+	char err[CKPT_PROGRESS_ERR + 1];
+};
 
 static struct {
 	pthread_mutex_t mu;
@@ -58,9 +71,15 @@ static struct {
 	int64_t next_step_ns;   /* monotonic: the next step-only write */
 	bool dirty;             /* a step not written yet */
 	bool warned;
+	/* tier 3: the live engines' recovery points, and the last one's
+	 * once every engine closed (remote: tier 3 was ever reported) */
+	struct remote r[CKPT_PROGRESS_REMOTES];
+	struct remote last;
+	bool remote;
 } P = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.step = -1, .total = -1, .committed = -1, .restored = -1,
+	.last = { .stored = -1 },
 };
 
 static int put(char *buf, size_t n, size_t *k, const char *fmt, ...)
@@ -80,21 +99,75 @@ static int put(char *buf, size_t n, size_t *k, const char *fmt, ...)
 	return 0;
 }
 
+/* s as a JSON string (quotes, backslashes and control bytes escaped;
+ * UTF-8 passes as it is). */
+static int put_str(char *buf, size_t n, size_t *k, const char *s)
+{
+	int rc = put(buf, n, k, "\"");
+
+	for (; !rc && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			rc = put(buf, n, k, "\\%c", c);
+		else if (c < 0x20)
+			rc = put(buf, n, k, "\\u%04x", c);
+		else
+			rc = put(buf, n, k, "%c", c);
+	}
+	return rc ? rc : put(buf, n, k, "\"");
+}
+
+/* With tier 3: the process's recovery point - the least of its engines'
+ * store steps (a node lost now resumes from it) and the first upload
+ * error (P.mu held). */
+static void remote_point(int64_t *stored, const char **err)
+{
+	bool any = false;
+
+	*stored = -1;
+	*err = "";
+	for (int i = 0; i < CKPT_PROGRESS_REMOTES; i++) {
+		const struct remote *r = &P.r[i];
+
+		if (!r->who)
+			continue;
+		if (!any || r->stored < *stored)
+			*stored = r->stored;
+		if (!**err)
+			*err = r->err;
+		any = true;
+	}
+	if (!any) {
+		*stored = P.last.stored;
+		*err = P.last.err;
+	}
+}
+
 /* The record as JSON into buf (P.mu held). */
 static int render(char *buf, size_t n)
 {
 	size_t k = 0;
 	int64_t first = P.saves > CKPT_PROGRESS_STALLS ?
 			P.saves - CKPT_PROGRESS_STALLS : 0;
+	int64_t durable = P.committed;
+	const char *err = "";
 	int rc = put(buf, n, &k, "{\"seq\":%" PRId64 ",\"source\":\"libspotckpt\","
 		     "\"saves\":%" PRId64, P.seq, P.saves);
 
+	if (P.remote)
+		remote_point(&durable, &err);
 	if (!rc && P.step >= 0)
 		rc = put(buf, n, &k, ",\"step\":%" PRId64, P.step);
 	if (!rc && P.total > 0)
 		rc = put(buf, n, &k, ",\"total_steps\":%" PRId64, P.total);
-	if (!rc && P.committed >= 0)
-		rc = put(buf, n, &k, ",\"ckpt_step\":%" PRId64, P.committed);
+	if (!rc && durable >= 0)
+		rc = put(buf, n, &k, ",\"ckpt_step\":%" PRId64, durable);
+	if (!rc && err[0]) {
+		rc = put(buf, n, &k, ",\"ckpt_error\":");
+		if (!rc)
+			rc = put_str(buf, n, &k, err);
+	}
 	if (!rc && P.restored >= 0)
 		rc = put(buf, n, &k, ",\"restored_step\":%" PRId64, P.restored);
 	if (!rc)
@@ -111,7 +184,7 @@ static int render(char *buf, size_t n)
 static void write_record(void)
 {
 	const char *path = getenv("SPOTRUN_PROGRESS_FILE");
-	char buf[1024], tmp[4200];
+	char buf[2560], tmp[4200];
 	int fd = -1, len;
 	ssize_t w;
 
@@ -158,8 +231,78 @@ void ckpt__progress_committed(int64_t step)
 	pthread_mutex_lock(&P.mu);
 	if (step > P.committed) {
 		P.committed = step;
+		if (!P.remote) /* with tier 3, ckpt_step is the store's */
+			write_record();
+	}
+	pthread_mutex_unlock(&P.mu);
+}
+
+/* err cut to CKPT_PROGRESS_ERR bytes, at a UTF-8 character's start. */
+static void set_err(struct remote *r, const char *err)
+{
+	size_t n = strlen(err);
+
+	if (n > CKPT_PROGRESS_ERR) {
+		n = CKPT_PROGRESS_ERR;
+		while (n > 0 && ((unsigned char)err[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(r->err, err, n);
+	r->err[n] = 0;
+}
+
+void ckpt__progress_remote(void *who, int64_t store_step, const char *err)
+{
+	struct remote *r = NULL, *free_slot = NULL;
+
+	if (!who)
+		return;
+	if (!err)
+		err = "";
+	pthread_mutex_lock(&P.mu);
+	for (int i = 0; i < CKPT_PROGRESS_REMOTES && !r; i++) {
+		if (P.r[i].who == who)
+			r = &P.r[i];
+		else if (!P.r[i].who && !free_slot)
+			free_slot = &P.r[i];
+	}
+	if (!r && free_slot) {
+		r = free_slot;
+		r->who = who;
+		r->stored = -2; /* differs from any report: written below */
+		r->err[0] = 0;
+	}
+	/* more engines than slots: the rest are not reported (never a
+	 * step that is not in the store: each slot is one engine's own) */
+	if (r && (r->stored != store_step || strncmp(r->err, err,
+						     CKPT_PROGRESS_ERR))) {
+		r->stored = store_step < 0 ? -1 : store_step;
+		set_err(r, err);
+		P.remote = true;
 		write_record();
 	}
+	pthread_mutex_unlock(&P.mu);
+}
+
+void ckpt__progress_remote_end(const void *who, int failed)
+{
+	pthread_mutex_lock(&P.mu);
+	for (int i = 0; i < CKPT_PROGRESS_REMOTES; i++) {
+		if (P.r[i].who != who)
+			continue;
+		if (!failed)
+			P.last = P.r[i]; /* still the store's step after close */
+		P.r[i].who = NULL;
+	}
+	if (failed) {
+		/* tier 3 never started: the report is what it was before */
+		bool any = false;
+
+		for (int i = 0; i < CKPT_PROGRESS_REMOTES; i++)
+			any |= P.r[i].who != NULL;
+		P.remote = any || P.last.who;
+	}
+	write_record();
 	pthread_mutex_unlock(&P.mu);
 }
 

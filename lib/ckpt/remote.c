@@ -58,6 +58,8 @@ const char *ckpt__uri_local_path(const char *s)
 SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,
 				       int32_t keep, uint32_t flags)
 {
+	/* the progress report's ckpt_step is the store's from now on */
+	const struct ckpt_up_watch watch = { ckpt__progress_remote, e };
 	struct sr_err err = { 0 };
 	int64_t *steps = NULL;
 	size_t n = 0;
@@ -80,8 +82,9 @@ SPOTCKPT_API int spotckpt_set_remote_ex(struct spotckpt *e, const char *uri,
 		keep = e->o.keep;
 	else if (keep == SPOTCKPT_REMOTE_KEEP_ALL)
 		keep = INT32_MAX; /* the caller prunes committed steps */
-	rc = B->up_start(uri, e->dir, keep, &up, &err);
+	rc = B->up_start(uri, e->dir, keep, &watch, &up, &err);
 	if (rc) {
+		ckpt__progress_remote_end(e, 1);
 		ckpt__fail_err(&err, rc);
 		goto out;
 	}
@@ -188,8 +191,10 @@ int ckpt__remote_drain(struct spotckpt *e, int64_t timeout_ms)
 
 void ckpt__remote_stop(struct spotckpt *e)
 {
-	if (e->up)
+	if (e->up) {
 		B->up_stop(e->up);
+		ckpt__progress_remote_end(e, 0);
+	}
 	e->up = NULL;
 }
 

@@ -350,29 +350,15 @@ void sr_awscred__ini_entry(const struct sr_awsini *f, size_t i,
 	*key = f->v[i].key;
 }
 
-static char *trimmed(const char *s, char *buf, size_t n)
-{
-	size_t l;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	snprintf(buf, n, "%s", s);
-	l = strlen(buf);
-	while (l > 0 && isspace((unsigned char)buf[l - 1]))
-		buf[--l] = '\0';
-	return buf;
-}
-
+/* The header as written, as the CLI compares a credentials file's
+ * sections: "[ dev ]" is the profile " dev ", not "dev". */
 const char *sr_awscred__ini_get(const struct sr_awsini *f, const char *section,
 				const char *key)
 {
-	char want[256];
-
 	if (f == NULL)
 		return NULL;
-	trimmed(section, want, sizeof(want));
 	for (size_t i = 0; i < f->n; i++) {
-		if (strcmp(f->v[i].section, want) == 0 &&
+		if (strcmp(f->v[i].section, section) == 0 &&
 		    strcasecmp(f->v[i].key, key) == 0)
 			return f->v[i].val;
 	}

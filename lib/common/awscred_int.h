@@ -70,7 +70,7 @@ size_t sr_awscred__ini_count(const struct sr_awsini *f);
 void sr_awscred__ini_entry(const struct sr_awsini *f, size_t i,
 			   const char **section, const char **key);
 /* Value of key (case-insensitive) in the section whose header is exactly
- * `section` (trimmed): borrowed, NULL when absent. */
+ * `section` (nothing trimmed on either side): borrowed, NULL when absent. */
 const char *sr_awscred__ini_get(const struct sr_awsini *f, const char *section,
 				const char *key);
 

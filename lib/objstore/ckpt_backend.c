@@ -11,10 +11,12 @@
 #include "ckpt/backend.h"
 
 static int up_start(const char *uri, const char *local_dir, int keep,
-		    void **up, struct sr_err *e)
+		    const struct ckpt_up_watch *w, void **up, struct sr_err *e)
 {
 	struct objstore_tier3 *t = NULL;
-	int rc = objstore_tier3_start(uri, local_dir, keep, &t, e);
+	int rc = objstore_tier3_start(uri, local_dir, keep,
+				      w ? w->changed : NULL, w ? w->ud : NULL,
+				      &t, e);
 
 	*up = t;
 	return rc;

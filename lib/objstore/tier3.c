@@ -105,6 +105,8 @@ struct objstore_tier3 {
 	struct sr_backoff bo;   /* after failed uploads */
 	atomic_int cancel;      /* the upload in flight stops */
 	struct objstore_tier3_stats st;
+	objstore_tier3_watch_fn watch; /* told what publish() writes */
+	void *watch_ud;
 };
 
 static void point(const char *what, int64_t step)
@@ -327,7 +329,8 @@ out:
 /* ---- the recovery point, published next to tier 2 ---------------------------------
  * DIR/tier3.json (docs/api.md): what a node lost now would resume from.
  * The node agent reads it (heartbeats, the job's end) without asking
- * the workload; written whole (temp, fsync, rename) after each change. */
+ * the workload; written whole (temp, fsync, rename) after each change.
+ * The watcher (lib/ckpt: the progress report) is told the same. */
 static void publish(const struct objstore_tier3 *t,
 		    const struct objstore_tier3_stats *st)
 {
@@ -349,6 +352,9 @@ static void publish(const struct objstore_tier3 *t,
 		sr_debug("objstore", "cannot publish the recovery point",
 			 "path=%s err=\"%s\"", path, e.msg);
 	json_decref(v);
+	if (t->watch)
+		t->watch(t->watch_ud, st->uploaded_step,
+			 st->last_error ? st->last_msg : "");
 }
 
 /* ---- the thread ----------------------------------------------------------------- */
@@ -503,14 +509,6 @@ static void *uploader(void *arg)
 }
 
 /* ---- start: open, then one listing ---------------------------------------------- */
-/* A configuration the store refused, as opposed to a store that did not
- * answer (which is retried). */
-static int refused(int rc)
-{
-	return rc == -EACCES || rc == -SR_ENOTFOUND || rc == -EINVAL ||
-	       rc == -ENOMEM;
-}
-
 static int probe(struct objstore_tier3 *t, struct sr_err *e)
 {
 	struct objstore_list l = { 0 };
@@ -539,6 +537,7 @@ static int probe(struct objstore_tier3 *t, struct sr_err *e)
 }
 
 int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
+			 objstore_tier3_watch_fn watch, void *watch_ud,
 			 struct objstore_tier3 **out, struct sr_err *e)
 {
 	struct objstore_tier3 *t = calloc(1, sizeof *t);
@@ -554,6 +553,8 @@ int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
 	t->st.uploaded_step = t->st.uploading_step = t->st.pending_step = -1;
 	t->st.local_step = -1;
 	t->keep = keep < 1 ? 1 : keep;
+	t->watch = watch;
+	t->watch_ud = watch_ud;
 	sr_backoff_init(&t->bo, UPLOAD_BACKOFF_BASE_NS, UPLOAD_BACKOFF_CAP_NS);
 	atomic_init(&t->cancel, 0);
 	t->dir = strdup(local_dir);
@@ -565,7 +566,7 @@ int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
 	if (rc)
 		goto fail;
 	rc = probe(t, &pe);
-	if (rc && refused(rc)) {
+	if (rc && objstore_refused(rc)) {
 		rc = sr_err_set(e, rc, "%s: the store refused tier 3: %s", uri,
 				sr_err_str(&pe, rc));
 		goto fail;

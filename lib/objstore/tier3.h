@@ -43,14 +43,21 @@ struct objstore_tier3_stats {
 	char last_msg[SR_ERR_MSG_MAX];
 };
 
+/* Told the recovery point after each change (the store's newest whole
+ * step, -1 for none; the last failure, "" after a commit) and at the
+ * stop; called by the uploader's thread with no lock held. */
+typedef void (*objstore_tier3_watch_fn)(void *ud, int64_t store_step,
+					const char *error);
+
 /* Start an uploader from local_dir (tier 2) to uri, keeping `keep`
- * committed checkpoints there.  Opens the store and lists it once: a
+ * committed checkpoints there; watch(watch_ud, ...) may be NULL.  Opens the store and lists it once: a
  * store that refuses (-EACCES credentials, -SR_ENOTFOUND no bucket,
  * -EINVAL a bad request) fails the start with *e saying so; one that
  * does not answer logs a warning and the uploads are retried.  *out
  * owned by the caller (objstore_tier3_stop()).  Errors also as
  * objstore_open(). */
 int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
+			 objstore_tier3_watch_fn watch, void *watch_ud,
 			 struct objstore_tier3 **out, struct sr_err *e);
 /* Cancel what is in flight, stop the thread, free.  NULL-safe.  Call
  * objstore_tier3_drain() first to wait for the newest step. */

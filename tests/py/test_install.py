@@ -3,6 +3,7 @@ the programs (finding their data beside themselves), the Python package
 without PYTHONPATH, the library through pkg-config, the man pages, the
 bash completion and the systemd unit; then `make uninstall`."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,15 @@ BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
 ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 PREFIX = "/usr/local"
 PYVER = "python%d.%d" % sys.version_info[:2]
+
+
+def header_abi():
+    """SPOTCKPT_ABI_VERSION as the public header defines it (the one
+    source of truth: the library and the binding must both agree)."""
+    with open(os.path.join(ROOT, "include", "spotrun", "ckpt.h")) as f:
+        m = re.search(r"^#define SPOTCKPT_ABI_VERSION (\d+)$", f.read(), re.M)
+    assert m, "include/spotrun/ckpt.h defines no SPOTCKPT_ABI_VERSION"
+    return m.group(1)
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +78,14 @@ def test_python_package_imports_without_pythonpath(dest):
     assert PREFIX + "/lib/libspotckpt.so" in p.stdout
     # and the installed library loads through the binding
     code = ("import site; site.addsitedir(%r); import spotrun._lib as L; "
-            "print(L.lib().spotckpt_abi_version())" % site)
+            "print(L.lib().spotckpt_abi_version(), L.ABI_VERSION)" % site)
     p = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True,
                        env=clean_env(preload=True,
                                      SPOTRUN_LIB=dest + PREFIX + "/lib/libspotckpt.so"),
                        cwd="/")
-    assert p.returncode == 0 and p.stdout.strip() == "2", p.stderr
+    assert p.returncode == 0, p.stderr
+    abi = header_abi()
+    assert p.stdout.split() == [abi, abi], "library, binding vs header %s" % abi
 
 
 def test_pkg_config_and_linking(dest, tmp_path):

@@ -158,3 +158,54 @@ def test_job_end_with_the_newest_step_local_only(tmp_path):
         assert ty.index("ckpt_error") < ty.index("exit")
     finally:
         p.close()
+
+
+OWN_DIR = r"""
+/usr/bin/python3 - <<'PY'
+import os, time, numpy as np, spotrun
+store = os.environ["SPOTRUN_CKPT_URI"][len("file://"):]
+os.makedirs(store, exist_ok=True)
+block = os.path.join(store, "step-00000001")
+open(block, "w").close()   # where step 1 goes: its uploads fail
+ck = spotrun.Checkpointer("%(own)s", remote=os.environ["SPOTRUN_CKPT_URI"])
+ck.save(1, {"w": np.full(1000, 1, dtype=np.float32)})
+ck.wait()
+print("saved", flush=True)
+while not os.path.exists("%(go)s"):
+    time.sleep(0.05)
+os.unlink(block)            # the store is back: step 1 goes up
+ck.close()
+print("trained", flush=True)
+PY
+while :; do sleep 0.05; done
+"""
+
+
+def test_progress_report_carries_the_store_step(tmp_path):
+    """A trainer whose tier 2 is not $SPOTRUN_CKPT_DIR (so no tier3.json
+    where the agent looks): libspotckpt's progress report says the
+    store's step as ckpt_step and the failing upload as ckpt_error - a
+    step on the node's disk only is never reported as the one a new node
+    resumes from."""
+    go = tmp_path / "go"
+    run = OWN_DIR % {"own": tmp_path / "own-ckpt", "go": go}
+    p = StorePlane(tmp_path, run, "file://%s/store" % tmp_path)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "saved" in p.lines("stdout"), timeout=120,
+                   what="the first save")
+        p.wait_for(lambda: any(e["type"] == "ckpt_error" and
+                               "step-00000001" in e["message"]
+                               for e in p.events),
+                   what="the failing upload as a ckpt_error event")
+        p.wait_for(lambda: any("step" in h for h in p.heartbeats),
+                   what="a heartbeat after the save")
+        assert not any(h.get("ckpt_step") == 1 for h in p.heartbeats), \
+            p.heartbeats
+        go.touch()
+        p.wait_for(lambda: "trained" in p.lines("stdout"), timeout=180,
+                   what="close() after the store came back")
+        p.wait_for(lambda: any(h.get("ckpt_step") == 1 for h in p.heartbeats),
+                   what="the store's step in a heartbeat")
+    finally:
+        p.close()

@@ -106,6 +106,17 @@ static void test_syntax(void **state)
 	assert_string_equal(v, "ap-east-1");
 	free(v);
 	unsetenv("AWS_PROFILE");
+	/* a credentials file's header is the profile name as written, as
+	 * the CLI reads it: "[ spaced ]" is " spaced " (fuzz_awscred_parsers
+	 * found the lookup trimming the name it was asked for) */
+	snprintf(path, sizeof(path), "%s/credentials", f->aws);
+	fx_put(f, "credentials", "[ spaced ]\nregion = us-west-1\n");
+	assert_int_equal(sr_aws_ini_get(path, 0, " spaced ", "region", &v, &e), 0);
+	assert_string_equal(v, "us-west-1");
+	free(v);
+	assert_int_equal(sr_aws_ini_get(path, 0, "spaced", "region", &v, &e),
+			 -SR_ENOTFOUND);
+	snprintf(path, sizeof(path), "%s/config", f->aws);
 
 	/* what configparser's strict mode (the CLI's) refuses */
 	fx_put(f, "credentials", "[default]\naws_access_key_id = A\n"

@@ -6,7 +6,10 @@
  *     asked for N (remote_wait); nothing is uploaded before the commit,
  *     and N gets there whole after it (the code before uploaded N's
  *     directory before it existed, failed, and never tried again);
- *   - a failed upload is retried (with backoff) until it commits;
+ *   - a failed upload is retried (with backoff) until it commits; the
+ *     progress report ($SPOTRUN_PROGRESS_FILE) says the store's step as
+ *     ckpt_step (none while only tier 2 holds one) and the failure as
+ *     ckpt_error, and drops the error once the upload commits;
  *   - a step tier 2 never committed is refused, not started;
  *   - close() returns 0 only once the newest step is in the store, and
  *     says which step is where when the store never answered;
@@ -166,17 +169,43 @@ static void test_race_commit_held(void **state)
 }
 
 /* ---- a failed upload is retried ------------------------------------------------ */
+/* Wait (60 s at most) until the progress report at path holds `want`
+ * and not `unwanted` (NULL: anything); returns the report. */
+static const char *progress_until(const char *path, const char *want,
+				  const char *unwanted)
+{
+	static char buf[4096];
+	int64_t t0 = sr_time_mono_ns();
+
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if (strstr(buf, want) && (!unwanted || !strstr(buf, unwanted)))
+			return buf;
+		if (sr_time_mono_ns() - t0 > 60 * SR_NS_PER_SEC)
+			fail_msg("progress report %s: no %s in: %s", path, want, buf);
+		usleep(10000);
+	}
+}
+
 static void test_failed_upload_retried(void **state)
 {
 	static float w[4096];
 	struct spotckpt *e;
 	struct spotckpt_remote_stats rs;
-	char uri[300], block[400], msg[512];
+	char uri[300], block[400], msg[512], progress[300];
+	const char *rep;
 	int32_t met = 0;
 	FILE *f;
 	int64_t t0;
 
 	(void)state;
+	snprintf(progress, sizeof progress, "%s/progress.json", g_dir);
+	setenv("SPOTRUN_PROGRESS_FILE", progress, 1);
 	e = open_engine("retry2", w, 4096, 0);
 	snprintf(uri, sizeof uri, "file://%s/retry3", g_dir);
 	assert_int_equal(spotckpt_set_remote(e, uri), 0);
@@ -197,6 +226,10 @@ static void test_failed_upload_retried(void **state)
 	assert_int_equal(rs.uploaded_step, -1);
 	assert_true(rs.last_error != 0);
 	assert_true(msg[0] != 0);
+	/* the report: step 1 is on tier 2 only - no ckpt_step, the error */
+	rep = progress_until(progress, "\"ckpt_error\":\"", NULL);
+	assert_null(strstr(rep, "\"ckpt_step\""));
+	assert_non_null(strstr(rep, "step-00000001"));
 	/* the store comes back: the same step goes up without a new save */
 	assert_int_equal(unlink(block), 0);
 	assert_int_equal(spotckpt_remote_wait(e, 1, sr_time_mono_ns() +
@@ -206,7 +239,11 @@ static void test_failed_upload_retried(void **state)
 	assert_int_equal(rs.uploaded_step, 1);
 	assert_int_equal(rs.retries, 0);
 	assert_int_equal(rs.last_error, 0);
+	progress_until(progress, "\"ckpt_step\":1,", "ckpt_error");
 	assert_int_equal(spotckpt_close(e), 0);
+	/* after close the report still names the store's step */
+	progress_until(progress, "\"ckpt_step\":1,", "ckpt_error");
+	unsetenv("SPOTRUN_PROGRESS_FILE");
 }
 
 /* ---- only committed steps ------------------------------------------------------ */
