@@ -29,7 +29,7 @@ _spotrun()
         --focus)
             COMPREPLY=($(compgen -f -- "$cur") -)
             return ;;
-        --trace|--torch-script|--out|-o|--config)
+        --trace|--prior-trace|--torch-script|--out|-o|--config)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --by)
@@ -75,10 +75,13 @@ _spotrun()
                 [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur"))
             fi ;;
         sim)
-            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --json --help" -- "$cur")) ;;
         trace)
             if [[ $COMP_CWORD -eq 2 ]]; then
-                COMPREPLY=($(compgen -W "gen --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "gen prior --help" -- "$cur"))
+            elif [[ $sub == prior ]]; then
+                COMPREPLY=($(compgen -W "--json --help" -- "$cur"))
+                [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -- "$cur"))
             else
                 COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
             fi ;;
