@@ -134,9 +134,13 @@ int store_events_each(struct store *s, int64_t job, int64_t after,
 		      struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "SELECT seq, ts_ns, sim_s, type, from_state,"
+	int rc = store_prepare(s, job ? "SELECT seq, job_id, ts_ns, sim_s, type,"
+			       " from_state, to_state, node_id, message, data FROM"
+			       " events WHERE job_id=?1 AND seq>?2 ORDER BY seq"
+			       " LIMIT ?3" :
+			       "SELECT seq, job_id, ts_ns, sim_s, type, from_state,"
 			       " to_state, node_id, message, data FROM events"
-			       " WHERE job_id=?1 AND seq>?2 ORDER BY seq LIMIT ?3",
+			       " WHERE seq>?2 AND ?1=0 ORDER BY seq LIMIT ?3",
 			       &st, e);
 
 	if (rc)
@@ -146,7 +150,7 @@ int store_events_each(struct store *s, int64_t job, int64_t after,
 	store_bind_i64(st, 3, limit);
 	while ((rc = store_step(st, e)) == 1) {
 		struct store_event ev = {
-			.job_id = job,
+			.job_id = store_col_i64(st, "job_id"),
 			.type = store_col_text(st, "type"),
 			.from = text_or_null(st, "from_state"),
 			.to = text_or_null(st, "to_state"),

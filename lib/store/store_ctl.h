@@ -278,7 +278,8 @@ int store_jobs_each(struct store *s, const char *name, store_job_fn fn,
 /* 1 and the job's state into state[cap], 0 when there is no such job. */
 int store_job_state(struct store *s, int64_t id, char *state, size_t cap,
 		    struct sr_err *e);
-/* The job's events after seq `after`, oldest first, at most limit:
+/* The job's (0: every job's) events after seq `after`, oldest first, at
+ * most limit:
  * fn(ud, seq, ev, e) each (ev's strings valid during the call; from, to
  * and data NULL when unset) until it returns non-zero.  0, or < 0. */
 typedef int (*store_event_fn)(void *ud, int64_t seq,
@@ -386,5 +387,31 @@ int store_job_ckpt_step_raise(struct store *s, int64_t job, int64_t step,
 /* The setup's exit code. */
 int store_node_set_setup_rc(struct store *s, int64_t node, int64_t rc,
 			    struct sr_err *e);
+
+/* ---- the job pass (store_recon.c; lib/ctl/reconcile.c) ---- */
+
+/* fn(ud, cause, code, sig) for each rank's exit of the job's attempt
+ * (code -1 when killed by signal sig). */
+int store_exits_each(struct store *s, int64_t job, int64_t attempt,
+		     void (*fn)(void *ud, const char *cause, int64_t code,
+				int64_t sig),
+		     void *ud, struct sr_err *e);
+/* 1 when rank's exit of the attempt is recorded, 0 when not. */
+int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
+		    int64_t rank, struct sr_err *e);
+/* The attempt that stops ran add_s of cloud time: the job's clock stops. */
+int store_job_run_clock(struct store *s, int64_t job, double add_s,
+			struct sr_err *e);
+/* The policy moves the job off node: it is retired. */
+int store_node_retire(struct store *s, int64_t node, struct sr_err *e);
+/* The job left RUNNING at now_ns for `reason`, counted as a restart when
+ * `restart`; with `notice` its notice time and step are kept. */
+int store_job_went_down(struct store *s, int64_t job, int64_t now_ns,
+			const char *reason, bool restart, bool notice,
+			struct sr_err *e);
+/* The ids of every unfinished job, ascending, read `page` at a time (no
+ * cap): *out malloc'd (caller frees), *n of them. */
+int store_jobs_unfinished(struct store *s, int64_t page, int64_t **out,
+			  size_t *n, struct sr_err *e);
 
 #endif
