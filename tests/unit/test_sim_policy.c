@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_size.h"
 #include "sim/sim.h"
 #include "sim/sim_sweep.h"
 
@@ -55,11 +56,10 @@ static void unload(struct loaded *l)
 		trace_free(l->t[i]);
 }
 
+/* Windows of each trace set (plain, ASan, TSan: check_size.h). */
 static size_t windows_per_set(void)
 {
-	const char *mode = getenv("SPOTRUN_CHECK_MODE");
-
-	return mode && !strcmp(mode, "asan") ? 4 : 12;
+	return (size_t)check_size(12, 2, 1);
 }
 
 /* optimal <= every policy on every window; no misses but greedy's. */
@@ -118,7 +118,7 @@ static void test_random_markets(void **state)
 	unsigned seed = 42;
 
 	(void)state;
-	for (int it = 0; it < 40; it++) {
+	for (int it = 0, n = check_size(40, 8, 2); it < n; it++) {
 		uint8_t a[2][400];
 		double pr[2][400];
 		struct trace *t[2];
