@@ -44,9 +44,11 @@ def start_train(args, **env):
         env=child_env(**env), cwd=ROOT)
 
 
-def read_until(proc, prefix, timeout=60):
+def read_until(proc, prefix, timeout=300):
     """Read proc's stdout lines until one starts with prefix; return it.
-    Fails the test (with the child's stderr) on EOF."""
+    Fails the test (with the child's stderr) on EOF, or after `timeout`
+    seconds: only a bound on a hung child (PyTorch's import alone takes
+    a minute on a loaded machine under ASan)."""
     import selectors
     import time
     sel = selectors.DefaultSelector()

@@ -193,7 +193,7 @@ def test_training_loop_checkpoints_and_exits_on_notice(tmp_path, how):
         os.rename(tmp, notice)
     else:
         os.kill(p.pid, getattr(signal, how))
-    line = read_until(p, "preempted step=", timeout=60)
+    line = read_until(p, "preempted step=")
     out, err = p.communicate(timeout=60)
     assert p.returncode == preemption.EXIT_OK, err[-3000:]
     final = int(line.split()[1].split("=")[1])
