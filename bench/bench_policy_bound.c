@@ -42,8 +42,11 @@
  * and the ratio to optimal (mean over windows) of known, spotrun as
  * shipped (learning from 24 h of history) and up.
  *
+ * spotrun runs with its prior fitted on the other trace sets
+ * (bench/fold_prior.h; --in-sample: the shipped one, fitted on all).
+ *
  *   usage: bench_policy_bound [--windows N] [--seed S] [--no-wait-up]
- *          (from the repo root)
+ *          [--in-sample]   (from the repo root)
  */
 #include <errno.h>
 #include <glob.h>
@@ -58,6 +61,7 @@
 #include "sim/sim_law.h"
 
 #include "bound_tally.h"
+#include "fold_prior.h"
 
 #define T "data/traces/"
 #define STEP_S 720 /* = R: a restart is one step, the plan's step is the tick */
@@ -69,6 +73,7 @@
 /* Set per market before its windows. */
 static struct plan_model known_model;
 static int known_idle_up = 1; /* --no-wait-up: 0 */
+static int in_sample;         /* --in-sample: spotrun's shipped prior */
 static double known_up[PLAN_AGES_MAX], known_down[PLAN_AGES_MAX];
 
 struct known_state {
@@ -154,10 +159,16 @@ static int market_run(const char *file, int windows, uint64_t seed, struct tally
 				.history_h = HISTORY_H };
 	struct sim_params p24 = p;
 	size_t n = (size_t)((HISTORY_H + 53.0 * windows + 1) * 3600 / STEP_S);
+	static struct policy_prior prior;
 	int rc = -1;
 
 	memset(t, 0, sizeof *t);
 	p24.history_h = 24;
+	if (!in_sample) {
+		if (fold_prior(file, &prior))
+			return -1;
+		p24.prior = &prior;
+	}
 	if (trace_load(file, TRACE_FMT_AUTO, &src, &e)) {
 		fprintf(stderr, "bench_policy_bound: %s\n", e.msg);
 		return -1;
@@ -220,13 +231,17 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--no-wait-up")) {
 			known_idle_up = 0;
+		} else if (!strcmp(argv[i], "--in-sample")) {
+			in_sample = 1;
 		} else {
 			int help = !strcmp(argv[i], "--help");
 
 			fprintf(help ? stdout : stderr,
-				"usage: bench_policy_bound [--windows N] [--seed S] [--no-wait-up]\n"
+				"usage: bench_policy_bound [--windows N] [--seed S] [--no-wait-up] [--in-sample]\n"
 				"  from the repo root; N windows per market (default 40), seed S (default 1);\n"
-				"  --no-wait-up: known waits only in an outage (the shipped policy's rule)\n");
+				"  --no-wait-up: known waits only in an outage (the shipped policy's rule);\n"
+				"  --in-sample: spotrun with the shipped prior, fitted on every bundled trace\n"
+				"  (default: the prior of the other trace sets, bench/fold_prior.h)\n");
 			return help ? 0 : 2;
 		}
 	}
@@ -241,9 +256,11 @@ int main(int argc, char **argv)
 	glob(T "cbl/*/*/*/*.json", 0, NULL, &all);
 	glob(T "skynomad/*/*/full.json", GLOB_APPEND, NULL, &all);
 	printf("policy bound: 48 h work, 52 h deadline, R 0.2 h; renewal markets drawn\n"
-	       "from each single-region trace's own spells (720 s steps), %d windows, seed %llu%s\n"
+	       "from each single-region trace's own spells (720 s steps), %d windows, seed %llu%s;\n"
+	       "spotrun's prior: %s\n"
 	       "%-62s %8s %7s %7s %7s\n", windows, (unsigned long long)seed,
 	       known_idle_up ? "" : "; known waits only in an outage",
+	       in_sample ? "every bundled trace (in-sample)" : "the other trace sets (held out)",
 	       "market (spells of)", "opt $", "known", "spotrun", "up");
 	for (size_t i = 0; i < all.gl_pathc; i++) {
 		const char *f = all.gl_pathv[i];

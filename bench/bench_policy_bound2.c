@@ -43,6 +43,7 @@
 #include "sim/sim_law.h"
 
 #include "bound_tally.h"
+#include "fold_prior.h"
 
 #define T "data/traces/cbl/availability/1-node/aws-10-26-2022/"
 #define STEP_S 720 /* = R: a start is one step */
@@ -59,6 +60,7 @@ static const char *const sets[] = { "v100_1", "v100_8", "k80_1", "k80_8" };
  * spell (--joint), else two independent zones. */
 static struct sim_known2 known2_table;
 static int known2_joint;
+static int in_sample; /* --in-sample: spotrun's shipped prior */
 
 struct known2_state {
 	uint8_t last[2], jlast, seen;
@@ -253,10 +255,18 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 	struct sim_params p = { .work_h = 48, .deadline_h = 52, .restart_h = 0.2,
 				.history_h = HISTORY_H };
 	struct sim_params p24 = p;
+	static struct policy_prior prior;
+	char any[512];
 	int rc = -1;
 
 	memset(t, 0, sizeof *t);
 	p24.history_h = 24;
+	snprintf(any, sizeof any, T "us-west-2a_%s.json", inst);
+	if (!in_sample) {
+		if (fold_prior(any, &prior))
+			return -1;
+		p24.prior = &prior;
+	}
 	if ((known2_joint ? joint_law : zones_law)(inst, windows, seed, &sl, mk, &km))
 		goto out;
 	if (sim_market_init(&m, mk, 2, SPOT_PRICE, OD_PRICE, 0, &e)) {
@@ -297,12 +307,14 @@ static int usage(int help)
 {
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
-		"                           [--joint]\n"
+		"                           [--joint] [--in-sample]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
 		"  --no-wait-up: known2 waits only with spot down in both zones (the rule of\n"
 		"  the single-region plan, to measure what that rule costs);\n"
-		"  --joint: markets of joint spells of both zones (their correlation kept)\n",
+		"  --joint: markets of joint spells of both zones (their correlation kept);\n"
+		"  --in-sample: spotrun with the shipped prior, fitted on every bundled trace\n"
+		"  (default: the prior of the other trace sets, bench/fold_prior.h)\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
 }
@@ -326,6 +338,8 @@ int main(int argc, char **argv)
 			wait_up = 0;
 		else if (!strcmp(argv[i], "--joint"))
 			known2_joint = 1;
+		else if (!strcmp(argv[i], "--in-sample"))
+			in_sample = 1;
 		else if (!strcmp(argv[i], "--help"))
 			return usage(1);
 		else {
@@ -345,11 +359,12 @@ int main(int argc, char **argv)
 	}
 	printf("policy bound across 2 zones: 48 h work, 52 h deadline, R 0.2 h; renewal\n"
 	       "markets drawn from %s (720 s steps), ages exact to %d steps,\n"
-	       "%d windows, seed %llu%s\n"
+	       "%d windows, seed %llu%s; spotrun's prior: %s\n"
 	       "%-16s %8s %16s %7s %7s %7s %6s\n",
 	       known2_joint ? "both zones' joint spells" : "each zone's own spells", ages - 1,
 	       windows, (unsigned long long)seed,
 	       wait_up ? "" : ", known2 waits only with spot down everywhere",
+	       in_sample ? "every bundled trace (in-sample)" : "the other trace sets (held out)",
 	       "set (2 zones)", "opt $", "bound (cost)", "known2", "spotrun", "ups", "misses");
 	for (int i = 0; i < nsets; i++) {
 		struct tally t;

@@ -12,14 +12,21 @@
 #     stall_vs_d2h_memcpy (goal <= 1.10), stall_vs_torch_save, restore;
 #  4. the bit-exact resume test on CUDA tensors (in gpu_bench.py) and the
 #     CUDA unit test against the real runtime;
-#  5. writes one JSON file ($GPU_BENCH_OUT, default BUILD/gpu-bench.json).
+#  5. the striped tier-2 write where the machine has several NVMe drives
+#     (issue 29): spotrun ckpt bench --only saves with --dir once per
+#     drive (bench/stripe_dirs.sh chooses them), write_vs_raw against a
+#     raw write striped over the same drives; skipped, with the reason in
+#     the JSON, on a machine with fewer than two (GPU or not);
+#  6. writes one JSON file ($GPU_BENCH_OUT, default BUILD/gpu-bench.json).
 #
 # Without a GPU (or without a CUDA-enabled torch) it says so on the first
 # line, then runs the same script on CPU tensors at 64 MiB and the CUDA
 # path against the fake runtime (build/tests/test_ckpt_cuda), so `make
 # bench` keeps it working; the JSON then has "gpu": null and the reason.
 # Environment: GPU_BENCH_SIZES (1G,8G), GPU_BENCH_DIR (a directory on the
-# disk to checkpoint to; default BUILD), GPU_BENCH_OUT.
+# disk to checkpoint to; default BUILD), GPU_BENCH_OUT,
+# GPU_BENCH_STRIPE_DIRS (a:b:c, the directories to stripe over instead of
+# one per NVMe drive), GPU_BENCH_STRIPE_SIZE (the striped state, 4G).
 set -uo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +34,8 @@ cd "$ROOT"
 OUT=${GPU_BENCH_OUT:-$ROOT/$BUILD/gpu-bench.json}
 PY=/usr/bin/python3
 WORK=$(mktemp -d "${GPU_BENCH_DIR:-$ROOT/$BUILD}/gpu-bench.XXXXXX") || exit 1
-trap 'rm -rf "$WORK"' EXIT
+swork=() # the striped bench's directories, one per drive
+trap 'rm -rf "$WORK" "${swork[@]}"' EXIT
 
 make -s -j"$(nproc)" BUILD="$BUILD" build >"$WORK/build.log" 2>&1 || {
 	tail -30 "$WORK/build.log"; echo "gpu.sh: build failed" >&2; exit 1; }
@@ -76,11 +84,49 @@ else
 	trc=$?
 	unit="$BUILD/tests/test_ckpt_cuda (fake runtime)"
 fi
+
+# the striped write, where there are drives to stripe over
+sdirs=$(bash bench/stripe_dirs.sh 2>"$WORK/stripe.why")
+grc=$?
+sreason=$(cat "$WORK/stripe.why")
+if ((grc == 0)) && [[ -n $sdirs ]]; then
+	sargs=()
+	while read -r d; do
+		w=$(mktemp -d "$d/spotrun-stripe.XXXXXX") || { grc=1; break; }
+		swork+=("$w")
+		sargs+=(--dir "$w")
+	done <<<"$sdirs"
+	if ((grc == 0)); then
+		echo "gpu.sh: striped write over: $(echo $sdirs)"
+		"$ROOT/$BUILD/bin/spotrun" ckpt bench \
+			--size "${GPU_BENCH_STRIPE_SIZE:-4G}" "${sargs[@]}" \
+			--only saves --json --no-progress \
+			>"$WORK/stripe.json" 2>"$WORK/stripe.err"
+		grc=$?
+		sreason=$(tail -5 "$WORK/stripe.err")
+	fi
+	rm -rf "${swork[@]}"
+	swork=()
+fi
+
 [[ -s $WORK/bench.json ]] || echo '{}' >"$WORK/bench.json"
 "$PY" - "$WORK/bench.json" "$OUT" "$reason" "$brc" "$trc" "$unit" \
-	"$WORK/bench.err" <<'EOF'
-import json, sys
-src, out, reason, brc, trc, unit, errf = sys.argv[1:8]
+	"$WORK/bench.err" "$WORK/stripe.json" "$grc" "$sreason" <<'EOF'
+import json, os, sys
+src, out, reason, brc, trc, unit, errf, sfile, grc, sreason = sys.argv[1:11]
+try:
+    stripe = json.load(open(sfile)) if os.path.exists(sfile) else None
+except ValueError:
+    stripe = None
+if stripe and grc == "0":
+    striped = {"dirs": stripe.get("machine", {}).get("dirs"),
+               "write_vs_raw": stripe.get("write_vs_raw"),
+               "load": {k: stripe.get("machine", {}).get(k)
+                        for k in ("loadavg_start", "loadavg_end", "cpus")}}
+elif grc == "0":
+    striped = {"skipped": sreason or "no directories to stripe over"}
+else:
+    striped = {"error": sreason or "spotrun ckpt bench failed"}
 try:
     bench = json.load(open(src))
 except ValueError:
@@ -88,7 +134,8 @@ except ValueError:
 doc = {"gpu": None if reason else bench.get("gpu"),
        "no_gpu_reason": reason or None,
        "bench": bench, "bench_exit": int(brc),
-       "cuda_unit_test": {"what": unit, "passed": trc == "0"}}
+       "cuda_unit_test": {"what": unit, "passed": trc == "0"},
+       "striped_write": striped}
 if brc != "0":
     doc["bench_stderr"] = open(errf).read()[-2000:]
 tmp = out + ".tmp"
@@ -109,10 +156,20 @@ print("  resume bit-exact on %s: %s" % (rb.get("device", "?"),
                                         "passed" if rb.get("passed")
                                         else "FAILED %s" % rb))
 print("  %s: %s" % (unit, "passed" if trc == "0" else "FAILED"))
+wr = striped.get("write_vs_raw")
+if wr:
+    print("  striped write over %d directories: write_vs_raw %.3f (goal >= "
+          "0.90), engine %.2f GB/s, raw striped %.2f GB/s" % (
+              len(striped["dirs"] or []), wr["ratio"], wr["write_gbps"],
+              wr["raw_write_gbps"]))
+else:
+    print("  striped write: %s" % (striped.get("skipped") and
+                                   "skipped: " + striped["skipped"] or
+                                   "FAILED: " + str(striped.get("error"))))
 print("gpu.sh: wrote %s" % out)
 EOF
-if [[ $brc != 0 || $trc != 0 ]]; then
-	tail -20 "$WORK/bench.err" "$WORK/pytest.log" >&2
+if [[ $brc != 0 || $trc != 0 || $grc != 0 ]]; then
+	tail -n 20 "$WORK/bench.err" "$WORK/pytest.log" >&2
 	exit 1
 fi
 exit 0

@@ -29,7 +29,7 @@ _spotrun()
         --focus)
             COMPREPLY=($(compgen -f -- "$cur") -)
             return ;;
-        --trace|--torch-script|--out|-o|--config)
+        --trace|--prior-trace|--torch-script|--out|-o|--config)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --by)
@@ -47,7 +47,7 @@ _spotrun()
             COMPREPLY=($(compgen -W "--all --limit --work-hours --deadline-hours --data --json --help" -- "$cur"))
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         launch)
-            COMPREPLY=($(compgen -W "-d --detach -y --yes --env --max-restarts --workdir --no-logs $common" -- "$cur"))
+            COMPREPLY=($(compgen -W "-d --detach -y --yes --env --max-restarts --workdir --no-logs --no-store-check $common" -- "$cur"))
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
@@ -75,15 +75,18 @@ _spotrun()
                 [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur"))
             fi ;;
         sim)
-            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --json --help" -- "$cur")) ;;
         trace)
             if [[ $COMP_CWORD -eq 2 ]]; then
-                COMPREPLY=($(compgen -W "gen --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "gen prior --help" -- "$cur"))
+            elif [[ $sub == prior ]]; then
+                COMPREPLY=($(compgen -W "--json --help" -- "$cur"))
+                [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -- "$cur"))
             else
                 COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
             fi ;;
         ec2-emulator)
-            COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --request-log --seed --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --bucket-fill --run-latency-ms --request-log --seed --help" -- "$cur")) ;;
         version)
             COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)

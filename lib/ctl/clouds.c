@@ -68,7 +68,14 @@ int ctl__cluster_load(struct ctl *c, struct sr_err *e)
 	if (rc)
 		return sr_err_set(e, rc, "cluster id: no randomness");
 	snprintf(c->cluster, sizeof c->cluster, "sr%.12s", tok);
-	return store_setting_set(db, "cluster_id", c->cluster, e);
+	/* written before this daemon leads (unfenced): another one starting
+	 * on the same database at once may have written its own - keep the
+	 * first, or the two would tag their instances apart */
+	rc = store_setting_add(db, "cluster_id", c->cluster, e);
+	if (rc == 0)
+		rc = store_setting_get(db, "cluster_id", c->cluster,
+				       sizeof c->cluster, e);
+	return rc;
 }
 
 int ctl__clouds_add(struct ctl *c, struct ctl_cloud *cl, struct sr_err *e)

@@ -51,6 +51,7 @@
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
 #include "ctl/routes.h"
+#include "store/store_ctl.h"
 
 int ctl__lease_init(struct ctl *c, struct sr_err *e)
 {
@@ -118,7 +119,6 @@ static void step_down(struct ctl *c, const char *why)
 int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 {
 	struct ctl *c = ud;
-	struct store_stmt *st = NULL;
 	int rc;
 
 	if (!atomic_load(&c->lease.leader)) {
@@ -133,15 +133,8 @@ int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 				  " is past on this spotrund's clock",
 				  (int64_t)c->lease.epoch);
 	}
-	rc = store_prepare(s, "SELECT epoch FROM lease WHERE id=1 AND holder=?1"
-			   " AND epoch=?2 AND expires_ns>?3", &st, e);
-	if (rc)
-		return rc;
-	store_bind_text(st, 1, c->lease.holder);
-	store_bind_i64(st, 2, c->lease.epoch);
-	store_bind_i64(st, 3, sr_time_real_ns());
-	rc = store_step(st, e);
-	store_done(st);
+	rc = store_lease_held(s, c->lease.holder, c->lease.epoch,
+			      sr_time_real_ns(), e);
 	if (rc == 1)
 		return 0;
 	if (rc == 0) {
@@ -173,32 +166,11 @@ bool ctl__lease_fence_ok(struct ctl *c, int64_t epoch)
 		       lease - margin;
 }
 
-/* Run `sql` (no rows) inside the caller's transaction: parameters
- * ?1..?nt are the texts tv, then ?nt+1.. the integers iv.  Returns the
- * rows changed or < 0. */
-static int run(struct store *db, const char *sql, const char *const *tv,
-	       int nt, const int64_t *iv, int ni, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, sql, &st, e);
-
-	if (rc)
-		return rc;
-	for (int i = 0; i < nt; i++)
-		store_bind_text(st, 1 + i, tv[i]);
-	for (int i = 0; i < ni; i++)
-		store_bind_i64(st, 1 + nt + i, iv[i]);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc;
-}
-
 /* Try to take the lease (standby).  1 = taken, 0 = another holds it. */
 static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	int64_t epoch = 0, exp = 0, iv[3], mono = sr_time_mono_ns();
-	char url[sizeof c->lease.leader_url] = "";
+	struct store_lease l = { .url = "" };
+	int64_t mono = sr_time_mono_ns();
 	bool sqlite = store_backend(db) == STORE_SQLITE;
 	/* the first try of this process: on SQLite the state's lock
 	 * (spotrund) proves any other holder dead */
@@ -207,36 +179,20 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 
 	c->lease.started = true;
 	if (!rc)
-		rc = store_prepare(db, "SELECT holder, url, epoch, expires_ns FROM"
-				   " lease WHERE id=1", &st, e);
-	if (!rc) {
-		rc = store_step(st, e);
-		if (rc == 1) {
-			snprintf(url, sizeof url, "%s", store_col_text(st, "url"));
-			mine = !strcmp(store_col_text(st, "holder"), c->lease.holder);
-			epoch = store_col_i64(st, "epoch");
-			exp = store_col_i64(st, "expires_ns");
-			rc = 0;
-		} else if (rc == 0) {
-			rc = sr_err_set(e, -EIO, "the lease row is missing");
-		}
-		store_done(st);
-	}
+		rc = store_lease_get(db, &l, e);
+	if (!rc)
+		mine = !strcmp(l.holder, c->lease.holder);
 	/* an unexpired lease is taken only when it is this process's own
 	 * (it stepped down, e.g. after a stall: epoch + 1 fences its older
 	 * transactions) or, on SQLite, at the daemon's start */
-	if (!rc && exp >= now && !mine && !(sqlite && first)) {
-		set_leader_url(c, url);
+	if (!rc && l.expires_ns >= now && !mine && !(sqlite && first)) {
+		set_leader_url(c, l.url);
 		store_rollback(db);
 		return 0;
 	}
-	iv[0] = epoch + 1;
-	iv[1] = now + lease_ns(c);
-	iv[2] = epoch;
 	if (!rc)
-		rc = run(db, "UPDATE lease SET holder=?1, url=?2, epoch=?3,"
-			 " expires_ns=?4 WHERE id=1 AND epoch=?5",
-			 (const char *[]){ c->lease.holder, c->url }, 2, iv, 3, e);
+		rc = store_lease_take(db, c->lease.holder, c->url, l.epoch,
+				      now + lease_ns(c), e);
 	if (rc > 0)
 		rc = 0;
 	else if (rc == 0)
@@ -244,27 +200,25 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 	rc = store_end(db, rc, e);
 	if (rc)
 		return rc == -SR_ECONFLICT ? 0 : rc;
-	c->lease.epoch = epoch + 1;
+	c->lease.epoch = l.epoch + 1;
 	set_leader_url(c, c->url);
 	/* ours from before the UPDATE, so never past its row's expiry */
 	atomic_store(&c->lease.renewed_mono, mono);
 	atomic_store(&c->lease.leader, true);
 	sr_info("lease", "this spotrund is the leader", "epoch=%" PRId64
 		" lease_ms=%" PRId64 " previous=\"%s\"", c->lease.epoch,
-		c->cfg.lease_ms, url);
+		c->cfg.lease_ms, l.url);
 	return 1;
 }
 
 /* Renew the held lease: 0, or -ESTALE when it is no longer ours. */
 static int renew(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 {
-	int64_t iv[2] = { c->lease.epoch, now + lease_ns(c) };
 	int rc = store_begin(db, e);
 
 	if (!rc)
-		rc = run(db, "UPDATE lease SET expires_ns=?3 WHERE id=1 AND"
-			 " holder=?1 AND epoch=?2",
-			 (const char *[]){ c->lease.holder }, 1, iv, 2, e);
+		rc = store_lease_renew(db, c->lease.holder, c->lease.epoch,
+				       now + lease_ns(c), e);
 	if (rc == 0)
 		rc = sr_err_set(e, -ESTALE, "the lease (epoch %" PRId64 ") was "
 				"taken over", c->lease.epoch);
@@ -277,19 +231,9 @@ static int renew(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 static void member_seen(struct ctl *c, struct store *db, int64_t now)
 {
 	struct sr_err e = { 0 };
-	int64_t iv[2] = { now, now - 10 * lease_ns(c) };
-	int rc = store_begin(db, &e);
+	int rc = store_member_seen(db, c->lease.holder, c->url, now,
+				   now - 10 * lease_ns(c), &e);
 
-	if (!rc)
-		rc = run(db, "INSERT INTO members(holder, url, seen_ns)"
-			 " VALUES(?1, ?2, ?3) ON CONFLICT(holder) DO UPDATE SET"
-			 " url=excluded.url, seen_ns=excluded.seen_ns",
-			 (const char *[]){ c->lease.holder, c->url }, 2, iv, 1, &e);
-	if (rc >= 0)
-		rc = run(db, "DELETE FROM members WHERE seen_ns<?2 AND"
-			 " holder<>?1", (const char *[]){ c->lease.holder }, 1,
-			 iv + 1, 1, &e);
-	rc = store_end(db, rc < 0 ? rc : 0, &e);
 	if (rc)
 		sr_warn("lease", "cannot record this member", "err=\"%s\"",
 			sr_err_str(&e, rc));
@@ -363,7 +307,6 @@ void ctl__lease_passed(struct ctl *c, int64_t took_ns)
 void ctl__lease_release(struct ctl *c, struct store *db)
 {
 	struct sr_err e = { 0 };
-	int64_t iv[1] = { c->lease.epoch };
 	int rc;
 
 	if (!db || !atomic_exchange(&c->lease.leader, false))
@@ -371,9 +314,7 @@ void ctl__lease_release(struct ctl *c, struct store *db)
 	store_set_fence(db, NULL, NULL);
 	rc = store_begin(db, &e);
 	if (!rc)
-		rc = run(db, "UPDATE lease SET expires_ns=0 WHERE id=1 AND"
-			 " holder=?1 AND epoch=?2",
-			 (const char *[]){ c->lease.holder }, 1, iv, 1, &e);
+		rc = store_lease_renew(db, c->lease.holder, c->lease.epoch, 0, &e);
 	rc = store_end(db, rc < 0 ? rc : 0, &e);
 	if (rc)
 		sr_warn("lease", "cannot release the lease", "err=\"%s\"",
@@ -382,27 +323,31 @@ void ctl__lease_release(struct ctl *c, struct store *db)
 		sr_info("lease", "lease released", "epoch=%" PRId64, c->lease.epoch);
 }
 
+struct endpoints {
+	const char *self;
+	char *buf;
+	size_t n, k;
+};
+
+static void endpoint_add(void *ud, const char *u)
+{
+	struct endpoints *p = ud;
+
+	if (!*u || strcmp(u, p->self) == 0 || p->k + strlen(u) + 2 > p->n)
+		return;
+	p->k += (size_t)snprintf(p->buf + p->k, p->n - p->k, ",%s", u);
+}
+
 int ctl__endpoints(struct ctl *c, char *buf, size_t n)
 {
+	struct endpoints p = { c->url, buf, n, 0 };
 	struct store *db = ctl__store(c);
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	size_t k;
-	int rc;
 
-	k = (size_t)snprintf(buf, n, "%s", c->url);
-	if (!db || store_prepare(db, "SELECT url FROM members WHERE seen_ns>?"
-				 " ORDER BY holder", &st, &e))
-		return 0;
-	store_bind_i64(st, 1, sr_time_real_ns() - 3 * lease_ns(c));
-	while ((rc = store_step(st, &e)) == 1) {
-		const char *u = store_col_text(st, "url");
-
-		if (!*u || strcmp(u, c->url) == 0 || k + strlen(u) + 2 > n)
-			continue;
-		k += (size_t)snprintf(buf + k, n - k, ",%s", u);
-	}
-	store_done(st);
+	p.k = (size_t)snprintf(buf, n, "%s", c->url);
+	if (db)
+		store_members(db, sr_time_real_ns() - 3 * lease_ns(c),
+			      endpoint_add, &p, &e);
 	return 0;
 }
 

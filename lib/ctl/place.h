@@ -118,7 +118,7 @@ void place_state_free(const char *policy, void *state, size_t len);
  * malloc'd.  _unpack: -SR_ECORRUPT for bytes of another format, version,
  * policy or size (the caller rebuilds the state from the market's past);
  * *state malloc'd. */
-#define PLACE_STATE_VERSION 3 /* 3: spotrun's state grew the region-run counts */
+#define PLACE_STATE_VERSION 4 /* 4: spotrun keeps its prior's pseudo-counts */
 int place_state_pack(const char *policy, const void *state, size_t len,
 		     void **out, size_t *out_len);
 int place_state_unpack(const char *policy, const void *data, size_t n,

@@ -51,6 +51,7 @@
 #include "common/timeutil.h"
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
+#include "store/store_ctl.h"
 
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 {
@@ -126,60 +127,42 @@ struct exits_sum {
 	int64_t crash_code, preempted_node;
 };
 
+static void exit_add(void *ud, const char *cause, int64_t code, int64_t sig,
+		     int64_t node)
+{
+	struct exits_sum *s = ud;
+
+	s->n++;
+	if (strcmp(cause, "completed") == 0 && code == 0) {
+		s->ok++;
+	} else if (strcmp(cause, "crashed") == 0 ||
+		   strcmp(cause, "completed") == 0) {
+		s->crashed++;
+		s->crash_code = code >= 0 ? code : 128 + sig;
+	} else if (strcmp(cause, "preempted") == 0) {
+		s->preempted++;
+		s->preempted_node = node;
+	} else {
+		s->other++;
+	}
+}
+
 static void exits_of(struct store *db, const struct rjob *j, struct exits_sum *s)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
 
 	memset(s, 0, sizeof *s);
-	if (store_prepare(db, "SELECT cause, coalesce(exit_code, -1) AS code,"
-			  " coalesce(signal, 0) AS sig FROM exits WHERE job_id=?"
-			  " AND attempt=?", &st, &e))
-		return;
-	store_bind_i64(st, 1, j->id);
-	store_bind_i64(st, 2, j->attempt);
-	while (store_step(st, &e) == 1) {
-		const char *cause = store_col_text(st, "cause");
-		int64_t code = store_col_i64(st, "code");
-
-		s->n++;
-		if (strcmp(cause, "completed") == 0 && code == 0) {
-			s->ok++;
-		} else if (strcmp(cause, "crashed") == 0 ||
-			   strcmp(cause, "completed") == 0) {
-			s->crashed++;
-			s->crash_code = code >= 0 ? code :
-					128 + store_col_i64(st, "sig");
-		} else if (strcmp(cause, "preempted") == 0) {
-			s->preempted++;
-			s->preempted_node = store_col_i64(st, "node_id");
-		} else {
-			s->other++;
-		}
-	}
-	store_done(st);
+	store_exits_each(db, j->id, j->attempt, exit_add, s, &e);
 }
 
 /* Accumulate the cloud time of the attempt that is stopping. */
 static int stop_clock(struct ctl *c, struct store *db, const struct rjob *j,
 		      int64_t now, struct sr_err *e)
 {
-	double add;
-	struct store_stmt *st = NULL;
-	int rc;
-
 	if (!j->run_started_ns)
 		return 0;
-	add = (double)(now - j->run_started_ns) / 1e9 * c->cfg.time_scale;
-	rc = store_prepare(db, "UPDATE jobs SET run_s=run_s+?1, run_started_ns="
-			    "NULL WHERE id=?2", &st, e);
-	if (rc)
-		return rc;
-	store_bind_f64(st, 1, add);
-	store_bind_i64(st, 2, j->id);
-	rc = recon__run(st, e, "run clock");
-	store_done(st);
-	return rc;
+	return store_job_run_clock(db, j->id, (double)(now - j->run_started_ns) /
+				   1e9 * c->cfg.time_scale, e);
 }
 
 /* Finish: in one transaction move to `to`, end every live node, record
@@ -367,19 +350,6 @@ static bool rank_missing(const struct rjob *j, const struct rnode *live, size_t 
 	return false;
 }
 
-static int exec_set_retire(struct store *db, int64_t node, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, "UPDATE nodes SET retire=1 WHERE id=?", &st, e);
-
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, node);
-	rc = recon__run(st, e, "retire node");
-	store_done(st);
-	return rc;
-}
-
 /* The cause of lost work a reason to leave RUNNING is (lost_pending). */
 static const char *lost_cause(const char *reason)
 {
@@ -401,14 +371,13 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 {
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c);
-	struct store_stmt *st = NULL;
 	const struct rnode *hit = n ? &live[0] : NULL;
 	bool preempted = strcmp(reason, "preempted") == 0;
 	int rc = store_begin(db, &e);
 
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (live[i].retire)
-			rc = exec_set_retire(db, live[i].id, &e);
+			rc = store_node_retire(db, live[i].id, &e);
 		if (live[i].notice_ns && (hit == &live[0] || !hit->notice_ns))
 			hit = &live[i];
 	}
@@ -420,20 +389,8 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE jobs SET down_since_ns=?1,"
-				    " recover_reason=?2, restarts=restarts+?3,"
-				    " notice_ns=CASE WHEN ?4 THEN ?1 ELSE notice_ns END,"
-				    " notice_step=CASE WHEN ?4 THEN step ELSE notice_step"
-				    " END WHERE id=?5", &st, &e);
-	if (!rc) {
-		store_bind_i64(st, 1, now);
-		store_bind_text(st, 2, reason);
-		store_bind_i64(st, 3, restart);
-		store_bind_i64(st, 4, to == JOB_NOTICE);
-		store_bind_i64(st, 5, j->id);
-		rc = recon__run(st, &e, "leave running");
-		store_done(st);
-	}
+		rc = store_job_went_down(db, j->id, now, reason, restart,
+					 to == JOB_NOTICE, &e);
 	if (!rc)
 		rc = jobsm_move(db, j->id, j->state, to, now,
 				      ctl__sim_at(c, now), msg, &e);
@@ -577,19 +534,9 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 
 static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
 {
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	bool seen = false;
 
-	if (store_prepare(db, "SELECT 1 AS one FROM exits WHERE job_id=? AND "
-			  "attempt=? AND rank=?", &st, &e))
-		return false;
-	store_bind_i64(st, 1, j->id);
-	store_bind_i64(st, 2, j->attempt);
-	store_bind_i64(st, 3, rank);
-	seen = store_step(st, &e) == 1;
-	store_done(st);
-	return seen;
+	return store_exit_seen(db, j->id, j->attempt, rank, &e) == 1;
 }
 
 
@@ -863,51 +810,51 @@ out:
 
 /* ---- event hooks ---------------------------------------------------------------- */
 
+struct hook_run {
+	struct ctl *c;
+	int64_t seq;                 /* the last event handed on */
+};
+
+/* One event to the hooks (fn of store_events_each). */
+static int hook_event(void *ud, int64_t seq, const struct store_event *ev,
+		      struct sr_err *e)
+{
+	struct hook_run *h = ud;
+	char ts[40];
+	json_t *j, *data = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+
+	(void)e;
+	sr_time_format_rfc3339(ev->ts_ns, 3, ts, sizeof ts);
+	j = json_pack("{s:I,s:I,s:s,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
+		"seq", (json_int_t)seq, "job_id", (json_int_t)ev->job_id,
+		"ts", ts, "sim_s", ev->sim_s, "type", ev->type,
+		"from", ev->from ? json_string(ev->from) : json_null(),
+		"to", ev->to ? json_string(ev->to) : json_null(),
+		"node_id", ev->node_id ? json_integer(ev->node_id) : json_null(),
+		"message", ev->message,
+		"data", data ? data : json_object());
+	if (j)
+		ctl__hooks_call(h->c, j);
+	json_decref(j);
+	h->seq = seq;
+	return 0;
+}
+
 void ctl__hooks_run(struct ctl *c, struct store *db)
 {
-	struct store_stmt *st = NULL;
+	struct hook_run h = { c, 0 };
 	char buf[32];
-	int64_t last = 0, seq = 0;
+	int64_t last = 0;
 	struct sr_err e = { 0 };
 
 	if (ctl__hooks_count() == 0)
 		return;
 	if (store_setting_get(db, "hook_seq", buf, sizeof buf, &e) == 0)
 		last = strtoll(buf, NULL, 10);
-	if (store_prepare(db, "SELECT seq, job_id, ts_ns, sim_s, type,"
-			  " from_state, to_state, node_id, message, data"
-			  " FROM events WHERE seq>? ORDER BY seq LIMIT 500",
-			  &st, &e))
-		return;
-	store_bind_i64(st, 1, last);
-	while (store_step(st, &e) == 1) {
-		char ts[40];
-		json_t *ev, *data = NULL;
-
-		seq = store_col_i64(st, "seq");
-		sr_time_format_rfc3339(store_col_i64(st, "ts_ns"), 3, ts, sizeof ts);
-		if (!store_col_null(st, "data"))
-			data = json_loads(store_col_text(st, "data"), 0, NULL);
-		ev = json_pack("{s:I,s:I,s:s,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
-			"seq", (json_int_t)seq,
-			"job_id", (json_int_t)store_col_i64(st, "job_id"),
-			"ts", ts, "sim_s", store_col_f64(st, "sim_s"),
-			"type", store_col_text(st, "type"),
-			"from", store_col_null(st, "from_state") ? json_null() :
-				json_string(store_col_text(st, "from_state")),
-			"to", store_col_null(st, "to_state") ? json_null() :
-				json_string(store_col_text(st, "to_state")),
-			"node_id", store_col_null(st, "node_id") ? json_null() :
-				json_integer(store_col_i64(st, "node_id")),
-			"message", store_col_text(st, "message"),
-			"data", data ? data : json_object());
-		if (ev)
-			ctl__hooks_call(c, ev);
-		json_decref(ev);
-	}
-	store_done(st);
-	if (seq > last) {
-		snprintf(buf, sizeof buf, "%lld", (long long)seq);
+	h.seq = last;
+	store_events_each(db, 0, last, 500, hook_event, &h, &e);
+	if (h.seq > last) {
+		snprintf(buf, sizeof buf, "%lld", (long long)h.seq);
 		store_setting_set(db, "hook_seq", buf, &e);
 	}
 }
@@ -916,47 +863,9 @@ void ctl__hooks_run(struct ctl *c, struct store *db)
 
 int recon__active_jobs(struct store *db, int64_t **out, size_t *n)
 {
-	struct store_stmt *st = NULL;
-	int64_t *v = NULL, last = 0;
 	struct sr_err e = { 0 };
-	size_t k = 0, cap = 0;
-	int got = 0, rc;
 
-	*out = NULL;
-	*n = 0;
-	do {
-		rc = store_prepare(db, "SELECT id FROM jobs WHERE state NOT IN"
-				   " ('SUCCEEDED','FAILED','CANCELLED') AND id>?1"
-				   " ORDER BY id LIMIT ?2", &st, &e);
-		if (rc)
-			break;
-		store_bind_i64(st, 1, last);
-		store_bind_i64(st, 2, RECON_JOB_PAGE);
-		got = 0;
-		while ((rc = store_step(st, &e)) == 1) {
-			if (k == cap) {
-				size_t nc = cap ? 2 * cap : RECON_JOB_PAGE;
-				int64_t *nv = realloc(v, nc * sizeof *nv);
-
-				if (!nv) {
-					rc = -ENOMEM;
-					break;
-				}
-				v = nv;
-				cap = nc;
-			}
-			last = v[k++] = store_col_i64(st, "id");
-			got++;
-		}
-		store_done(st);
-	} while (rc == 0 && got == RECON_JOB_PAGE);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = k;
-	return 0;
+	return store_jobs_unfinished(db, RECON_JOB_PAGE, out, n, &e);
 }
 
 int ctl__reconcile_once(struct ctl *c)

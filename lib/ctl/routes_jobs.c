@@ -20,6 +20,7 @@
 #include "ctl/place.h"
 #include "ctl/secrets.h"
 #include "market/jobspec.h"
+#include "store/store_ctl.h"
 
 #define VERSION "0.1.0"
 
@@ -97,36 +98,23 @@ bad:
 static int idem_lookup(struct store *db, struct idem *k, int64_t *id,
 		       struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	const void *h;
-	size_t hn;
+	unsigned char h[STORE_DIGEST_LEN];
+	size_t hn = 0;
+	int64_t found = 0;
 	int rc;
 
 	if (!k->key)
 		return 0;
-	rc = store_prepare(db, "SELECT id, idem_hash FROM jobs WHERE idem_key=?",
-			   &st, e);
-	if (rc)
+	rc = store_job_by_idem(db, k->key, &found, h, &hn, e);
+	if (rc != 1)
 		return rc;
-	store_bind_text(st, 1, k->key);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		h = store_col_blob(st, "idem_hash", &hn);
-		if (!h || hn != CTL_DIGEST_LEN || memcmp(h, k->hash, CTL_DIGEST_LEN)) {
-			rc = sr_err_set(e, -SR_ECONFLICT, "Idempotency-Key '%s' "
-					"was used for job %lld with a different "
-					"request", k->key,
-					(long long)store_col_i64(st, "id"));
-		} else {
-			*id = store_col_i64(st, "id");
-			k->replayed = true;
-			rc = 0;
-		}
-	} else if (rc < 0) {
-		sr_err_prefix(e, "idempotency key");
-	}
-	store_done(st);
-	return rc;
+	if (hn != CTL_DIGEST_LEN || memcmp(h, k->hash, CTL_DIGEST_LEN))
+		return sr_err_set(e, -SR_ECONFLICT, "Idempotency-Key '%s' was "
+				  "used for job %lld with a different request",
+				  k->key, (long long)found);
+	*id = found;
+	k->replayed = true;
+	return 0;
 }
 
 static int job_insert(struct ctl *c, struct store *db,
@@ -135,7 +123,6 @@ static int job_insert(struct ctl *c, struct store *db,
 		      struct idem *k, const struct ctl_secrets *sec, int64_t *id,
 		      struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
 	char *spec = NULL, *envs = NULL, *cand = NULL;
 	int64_t now = sr_time_real_ns();
 	double sim = ctl__sim_at(c, now);
@@ -155,51 +142,26 @@ static int job_insert(struct ctl *c, struct store *db,
 	rc = idem_lookup(db, k, id, e);
 	if (rc || k->replayed)
 		goto out; /* nothing written either way */
-	rc = store_prepare(db, "INSERT INTO jobs(name, state, spec_name, "
-			   "spec_yaml, spec_json, workdir, envs, num_nodes, "
-			   "max_restarts, created_ns, updated_ns, state_since_ns,"
-			   " sim_start_s, deadline_s, work_s, candidates, message,"
-			   " idem_key, idem_hash, secrets_enc, files)"
-			   " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			   "?10,?11,?12,?13,'accepted',?14,?15,?16,?17) RETURNING id",
-			   &st, e);
-	if (rc)
-		goto out;
-	store_bind_text(st, 1, js->name ? js->name : b->spec_name);
-	store_bind_text(st, 2, b->spec_name);
-	store_bind_textn(st, 3, sec->yaml, sec->yaml_len);
-	store_bind_text(st, 4, spec);
-	store_bind_text(st, 5, b->workdir);
-	store_bind_text(st, 6, envs);
-	store_bind_i64(st, 7, js->num_nodes);
-	/* workload failures tolerated: the API's value, else SkyPilot's
-	 * job_recovery.max_restarts_on_errors, else spotrun.max_restarts */
-	store_bind_i64(st, 8, b->max_restarts >= 0 ? b->max_restarts :
-		       js->max_restarts_on_errors >= 0 ? js->max_restarts_on_errors :
-		       js->max_restarts >= 0 ? js->max_restarts : 3);
-	store_bind_i64(st, 9, now);
-	store_bind_f64(st, 10, sim);
-	if (isfinite(plan->deadline_s))
-		store_bind_f64(st, 11, plan->deadline_s);
-	else
-		store_bind_null(st, 11);
-	store_bind_f64(st, 12, plan->work_s);
-	store_bind_text(st, 13, cand);
-	store_bind_text(st, 14, k->key);
-	if (k->key)
-		store_bind_blob(st, 15, k->hash, CTL_DIGEST_LEN);
-	else
-		store_bind_null(st, 15);
-	store_bind_blob(st, 16, sec->sealed, sec->sealed_len);
-	store_bind_text(st, 17, b->files);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		*id = store_col_i64(st, "id");
-		rc = 0;
-	} else if (rc == 0) {
-		rc = sr_err_set(e, -EIO, "insert job: no id returned");
-	}
-	store_done(st);
+	rc = store_job_insert(db, &(struct store_job_new){
+		.name = js->name ? js->name : b->spec_name,
+		.spec_name = b->spec_name,
+		.spec_yaml = sec->yaml, .spec_yaml_len = sec->yaml_len,
+		.spec_json = spec, .workdir = b->workdir, .envs = envs,
+		.num_nodes = js->num_nodes,
+		/* workload failures tolerated: the API's value, else
+		 * SkyPilot's job_recovery.max_restarts_on_errors, else
+		 * spotrun.max_restarts */
+		.max_restarts = b->max_restarts >= 0 ? b->max_restarts :
+				js->max_restarts_on_errors >= 0 ?
+				js->max_restarts_on_errors :
+				js->max_restarts >= 0 ? js->max_restarts : 3,
+		.now_ns = now, .sim_start_s = sim,
+		.deadline_s = plan->deadline_s, .work_s = plan->work_s,
+		.candidates = cand, .idem_key = k->key,
+		.idem_hash = k->key ? k->hash : NULL,
+		.idem_hash_len = CTL_DIGEST_LEN,
+		.secrets = sec->sealed, .secrets_len = sec->sealed_len,
+		.files = b->files }, id, e);
 	if (!rc)
 		rc = ctl_event_append(db, *id, "created", NULL, "PENDING", 0, now,
 				      sim, NULL, "job accepted", e);
@@ -329,49 +291,55 @@ static bool state_in(const char *states, const char *s)
 	return false;
 }
 
-/* Append to arr the jobs of `sql` (selecting id and state, bound with
- * `name` when not NULL): at most limit, only states in `states` (NULL =
- * all).  0, or an error (a failed step is one, never "no more jobs"). */
-static int jobs_append(struct ctl *c, struct store *db, const char *sql,
-		       const char *name, const char *states, int limit,
-		       json_t *arr, struct sr_err *e)
+struct jobs_acc {
+	struct ctl *c;
+	struct store *db;
+	const char *states;          /* NULL: all */
+	int limit;
+	json_t *arr;
+	struct finops_report rep;
+};
+
+/* One job into the list (fn of store_jobs_each): 1 once it is full. */
+static int jobs_add(void *ud, int64_t id, const char *state, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	struct finops_report rep = { 0 };
+	static const struct finops_totals none;
+	struct jobs_acc *a = ud;
+	const struct finops_group *g;
+	char key[32];
 	json_t *j;
+
+	if ((int)json_array_size(a->arr) >= a->limit)
+		return 1;
+	if (a->states && !state_in(a->states, state))
+		return 0;
+	snprintf(key, sizeof key, "%lld", (long long)id);
+	g = finops_report_group(&a->rep, key);
+	j = ctl__job_json_with(a->c, a->db, id, false, g ? &g->t : &none, e);
+	if (!j && e->code == -SR_ENOTFOUND)
+		return 0; /* gone between the two reads */
+	if (!j)
+		return e->code ? e->code : -EIO;
+	if (json_array_append_new(a->arr, j))
+		return sr_err_set(e, -ENOMEM, "jobs: out of memory");
+	return 0;
+}
+
+/* Append to arr the jobs named `name` (NULL: all), newest first: at most
+ * limit, only states in `states` (NULL = all).  0, or an error (a failed
+ * step is one, never "no more jobs"). */
+static int jobs_append(struct ctl *c, struct store *db, const char *name,
+		       const char *states, int limit, json_t *arr,
+		       struct sr_err *e)
+{
+	struct jobs_acc a = { c, db, states, limit, arr, { 0 } };
 	int rc;
 
 	/* every job's ledger figures in one pass over the ledger */
-	rc = finops_report_build(db, NULL, FINOPS_BY_JOB, &rep, e);
+	rc = finops_report_build(db, NULL, FINOPS_BY_JOB, &a.rep, e);
 	if (!rc)
-		rc = store_prepare(db, sql, &st, e);
-	if (rc) {
-		finops_report_free(&rep);
-		return rc;
-	}
-	if (name)
-		store_bind_text(st, 1, name);
-	while ((int)json_array_size(arr) < limit && (rc = store_step(st, e)) == 1) {
-		static const struct finops_totals none;
-		const struct finops_group *g;
-		char key[32];
-
-		if (states && !state_in(states, store_col_text(st, "state")))
-			continue;
-		snprintf(key, sizeof key, "%lld", (long long)store_col_i64(st, "id"));
-		g = finops_report_group(&rep, key);
-		j = ctl__job_json_with(c, db, store_col_i64(st, "id"), false,
-				       g ? &g->t : &none, e);
-		if (!j && e->code == -SR_ENOTFOUND)
-			continue; /* gone between the two reads */
-		if (!j || json_array_append_new(arr, j)) {
-			rc = j ? sr_err_set(e, -ENOMEM, "jobs: out of memory")
-			       : e->code ? e->code : -EIO;
-			break;
-		}
-	}
-	store_done(st);
-	finops_report_free(&rep);
+		rc = store_jobs_each(db, name, jobs_add, &a, e);
+	finops_report_free(&a.rep);
 	return rc < 0 ? rc : 0;
 }
 
@@ -394,8 +362,7 @@ static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 		return -ENOMEM;
 	if (name) {
 		/* GET /v1/jobs?name=N: the jobs of that name, newest first */
-		rc = jobs_append(c, db, "SELECT id, state FROM jobs WHERE name=?"
-				 " ORDER BY id DESC", name, NULL, (int)limit, arr, &e);
+		rc = jobs_append(c, db, name, NULL, (int)limit, arr, &e);
 		goto reply;
 	}
 	if (states) {
@@ -412,8 +379,7 @@ static int jobs_list(struct ctl_req *rq, struct ctl_resp *rs)
 			}
 		}
 	}
-	rc = jobs_append(c, db, "SELECT id, state FROM jobs ORDER BY id DESC",
-			 NULL, states, (int)limit, arr, &e);
+	rc = jobs_append(c, db, NULL, states, (int)limit, arr, &e);
 reply:
 	if (rc) {
 		json_decref(arr);
@@ -492,28 +458,20 @@ static int jobs_cancel(struct ctl_req *rq, struct ctl_resp *rs)
 static int job_exists(struct store *db, int64_t id, bool *terminal,
 		      struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
 	enum job_state s = JOB_PENDING;
-	int rc;
+	char state[16];
+	int rc = store_job_state(db, id, state, sizeof state, e);
 
-	rc = store_prepare(db, "SELECT state FROM jobs WHERE id=?", &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		jobsm_parse(store_col_text(st, "state"), &s);
-		if (terminal)
-			*terminal = jobsm_terminal(s);
+	if (rc == 1 && terminal) {
+		jobsm_parse(state, &s);
+		*terminal = jobsm_terminal(s);
 	}
-	store_done(st);
 	return rc;
 }
 
-static json_t *text_or_null(struct store_stmt *st, const char *col)
+static json_t *text_or_null(const char *v)
 {
-	return store_col_null(st, col) ? json_null() :
-	       json_string(store_col_text(st, col));
+	return v ? json_string(v) : json_null();
 }
 
 static json_t *ts_json(int64_t ns)
@@ -525,13 +483,42 @@ static json_t *ts_json(int64_t ns)
 	return json_string(buf);
 }
 
+/* One event into the array ud (fn of store_events_each). */
+static int event_add(void *ud, int64_t seq, const struct store_event *ev,
+		     struct sr_err *e)
+{
+	json_t *data = ev->data ? json_loads(ev->data, 0, NULL) : NULL;
+	json_t *j = json_pack("{s:I,s:o,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
+		"seq", (json_int_t)seq,
+		"ts", ts_json(ev->ts_ns),
+		"sim_s", ev->sim_s,
+		"type", ev->type,
+		"from", text_or_null(ev->from),
+		"to", text_or_null(ev->to),
+		"node_id", ev->node_id ? json_integer(ev->node_id) : json_null(),
+		"message", ev->message,
+		"data", data ? data : json_object());
+
+	if (!j || json_array_append_new(ud, j))
+		return sr_err_set(e, -ENOMEM, "events: out of memory");
+	return 0;
+}
+
+/* The seq of the last entry of arr (key "seq"), or `none`. */
+static int64_t last_seq(json_t *arr, int64_t none)
+{
+	size_t n = json_array_size(arr);
+
+	return n ? json_integer_value(json_object_get(json_array_get(arr, n - 1),
+						      "seq")) : none;
+}
+
 static int jobs_events(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct store *db = ctl_req_store(rq);
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int64_t id, after, limit, next;
-	json_t *arr = NULL, *data, *ev;
+	int64_t id, after, limit;
+	json_t *arr;
 	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs) ||
@@ -543,54 +530,43 @@ static int jobs_events(struct ctl_req *rq, struct ctl_resp *rs)
 		return ctl_resp_error(rs, 404, "job %" PRId64 " not found", id);
 	if (rc < 0)
 		return internal(rs, &e, rc);
-	rc = store_prepare(db, "SELECT seq, ts_ns, sim_s, type, from_state,"
-			   " to_state, node_id, message, data FROM events"
-			   " WHERE job_id=? AND seq>? ORDER BY seq LIMIT ?", &st, &e);
-	if (rc)
-		return internal(rs, &e, rc);
-	store_bind_i64(st, 1, id);
-	store_bind_i64(st, 2, after);
-	store_bind_i64(st, 3, limit);
 	arr = json_array();
-	next = after;
-	while (arr && (rc = store_step(st, &e)) == 1) {
-		data = NULL;
-		if (!store_col_null(st, "data"))
-			data = json_loads(store_col_text(st, "data"), 0, NULL);
-		next = store_col_i64(st, "seq");
-		ev = json_pack("{s:I,s:o,s:f,s:s,s:o,s:o,s:o,s:s,s:o}",
-			"seq", (json_int_t)next,
-			"ts", ts_json(store_col_i64(st, "ts_ns")),
-			"sim_s", store_col_f64(st, "sim_s"),
-			"type", store_col_text(st, "type"),
-			"from", text_or_null(st, "from_state"),
-			"to", text_or_null(st, "to_state"),
-			"node_id", store_col_null(st, "node_id") ? json_null() :
-				json_integer(store_col_i64(st, "node_id")),
-			"message", store_col_text(st, "message"),
-			"data", data ? data : json_object());
-		if (!ev || json_array_append_new(arr, ev)) {
-			rc = sr_err_set(&e, -ENOMEM, "events: out of memory");
-			break;
-		}
-	}
-	store_done(st);
-	if (!arr || rc < 0) {
+	rc = arr ? store_events_each(db, id, after, limit, event_add, arr, &e)
+		 : -ENOMEM;
+	if (rc < 0) {
 		json_decref(arr);
-		return internal(rs, &e, arr ? rc : -ENOMEM);
+		return internal(rs, &e, rc);
 	}
 	return ctl_resp_json(rs, 200, json_pack("{s:o,s:I}", "events", arr,
-						"next", (json_int_t)next));
+						"next",
+						(json_int_t)last_seq(arr, after)));
+}
+
+/* One line into the array ud (fn of store_logs_each). */
+static int line_add(void *ud, const struct store_log_line *l, struct sr_err *e)
+{
+	json_t *j = json_pack("{s:I,s:o,s:I,s:I,s:I,s:s,s:s,s:b}",
+		"seq", (json_int_t)l->seq,
+		"ts", ts_json(l->ts_ns),
+		"node_id", (json_int_t)l->node,
+		"rank", (json_int_t)l->rank,
+		"attempt", (json_int_t)l->attempt,
+		"stream", l->stream,
+		"line", l->line,
+		"truncated", l->truncated);
+
+	if (!j || json_array_append_new(ud, j))
+		return sr_err_set(e, -ENOMEM, "logs: out of memory");
+	return 0;
 }
 
 static int jobs_logs(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct store *db = ctl_req_store(rq);
-	struct store_stmt *st = NULL;
 	struct sr_err e = { 0 };
-	int64_t id, after, limit, rank, next;
+	int64_t id, after, limit, rank;
 	bool terminal = false;
-	json_t *arr, *ln;
+	json_t *arr;
 	int rc;
 
 	if (ctl_req_param_id(rq, "id", &id, rs) ||
@@ -603,43 +579,17 @@ static int jobs_logs(struct ctl_req *rq, struct ctl_resp *rs)
 		return ctl_resp_error(rs, 404, "job %" PRId64 " not found", id);
 	if (rc < 0)
 		return internal(rs, &e, rc);
-	rc = store_prepare(db, "SELECT seq, ts_ns, node_id, rank, attempt,"
-			   " stream, line, truncated FROM logs WHERE job_id=?1"
-			   " AND seq>?2 AND (?3<0 OR rank=?3) ORDER BY seq LIMIT ?4",
-			   &st, &e);
-	if (rc)
-		return internal(rs, &e, rc);
-	store_bind_i64(st, 1, id);
-	store_bind_i64(st, 2, after);
-	store_bind_i64(st, 3, rank);
-	store_bind_i64(st, 4, limit);
 	arr = json_array();
-	next = after;
-	while (arr && (rc = store_step(st, &e)) == 1) {
-		next = store_col_i64(st, "seq");
-		ln = json_pack("{s:I,s:o,s:I,s:I,s:I,s:s,s:s,s:b}",
-			"seq", (json_int_t)next,
-			"ts", ts_json(store_col_i64(st, "ts_ns")),
-			"node_id", (json_int_t)store_col_i64(st, "node_id"),
-			"rank", (json_int_t)store_col_i64(st, "rank"),
-			"attempt", (json_int_t)store_col_i64(st, "attempt"),
-			"stream", store_col_text(st, "stream"),
-			"line", store_col_text(st, "line"),
-			"truncated", store_col_i64(st, "truncated") != 0);
-		if (!ln || json_array_append_new(arr, ln)) {
-			rc = sr_err_set(&e, -ENOMEM, "logs: out of memory");
-			break;
-		}
-	}
-	store_done(st);
-	if (!arr || rc < 0) {
+	rc = arr ? store_logs_each(db, id, after, rank, limit, line_add, arr, &e)
+		 : -ENOMEM;
+	if (rc < 0) {
 		json_decref(arr);
-		return internal(rs, &e, arr ? rc : -ENOMEM);
+		return internal(rs, &e, rc);
 	}
 	/* done: terminal, and nothing after what we return (the reconciler
 	 * stops nodes before a job is terminal, so no line can follow). */
 	return ctl_resp_json(rs, 200, json_pack("{s:o,s:I,s:b}", "lines", arr,
-				"next", (json_int_t)next,
+				"next", (json_int_t)last_seq(arr, after),
 				"done", terminal && (int64_t)json_array_size(arr) < limit));
 }
 

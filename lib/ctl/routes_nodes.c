@@ -38,97 +38,33 @@
 #include "ctl/recon_int.h"
 #include "ctl/workest.h"
 #include "finops/ledger.h"
+#include "store/store_ctl.h"
 #include "market/jobspec.h"
 
-struct nodeinfo {
-	int64_t id, job, rank, attempt, num_nodes;
-	char state[16], job_state[16], desired[8];
-	bool notice, retire;
-	int64_t kill_ns;            /* the notice's deadline, 0 none */
-	char cloud[16], region[40], zone[40], itype[48];
-	bool spot;
-	int64_t price;
-	int pool;
-};
-
-/* 0, -SR_ENOTFOUND, or a store error (in *e). */
-static int node_load(struct store *db, int64_t id, struct nodeinfo *n,
-		     struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc;
-
-	memset(n, 0, sizeof *n);
-	rc = store_prepare(db, "SELECT n.id, n.job_id, n.rank, n.state,"
-			   " j.state AS job_state, j.desired, j.attempt,"
-			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
-			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
-			   " n.instance_type, n.spot, n.price_micros, n.retire,"
-			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns"
-			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
-			   " WHERE n.id=?", &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, id);
-	rc = store_step(st, e);
-	if (rc == 1) {
-		n->id = store_col_i64(st, "id");
-		n->job = store_col_i64(st, "job_id");
-		n->rank = store_col_i64(st, "rank");
-		snprintf(n->state, sizeof n->state, "%s", store_col_text(st, "state"));
-		snprintf(n->job_state, sizeof n->job_state, "%s",
-			 store_col_text(st, "job_state"));
-		snprintf(n->desired, sizeof n->desired, "%s",
-			 store_col_text(st, "desired"));
-		n->attempt = store_col_i64(st, "attempt");
-		n->num_nodes = store_col_i64(st, "num_nodes");
-		n->notice = store_col_i64(st, "notice") != 0;
-		snprintf(n->cloud, sizeof n->cloud, "%s", store_col_text(st, "cloud"));
-		snprintf(n->region, sizeof n->region, "%s", store_col_text(st, "region"));
-		snprintf(n->zone, sizeof n->zone, "%s", store_col_text(st, "zone"));
-		snprintf(n->itype, sizeof n->itype, "%s",
-			 store_col_text(st, "instance_type"));
-		n->spot = store_col_i64(st, "spot") != 0;
-		n->price = store_col_i64(st, "price_micros");
-		n->retire = store_col_i64(st, "retire") != 0;
-		n->pool = (int)store_col_i64(st, "pool");
-		n->kill_ns = store_col_i64(st, "kill_ns");
-		rc = 0;
-	} else if (rc == 0) {
-		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);
-	}
-	store_done(st);
-	return rc;
-}
-
-static bool node_gone(const struct nodeinfo *n)
+static bool node_gone(const struct store_node_ctx *n)
 {
 	return strcmp(n->state, "TERMINATED") == 0 || strcmp(n->state, "LOST") == 0;
 }
 
 /* The addresses of the gang's live nodes, by rank ("" for a rank whose
  * node has not registered yet).  Caller owns the array (json_decref). */
-static json_t *gang_addrs(struct store *db, const struct nodeinfo *n)
+static void addr_set(void *ud, int64_t r, const char *addr)
 {
-	struct store_stmt *st = NULL;
+	json_t *a = ud;
+
+	if (r >= 0 && (size_t)r < json_array_size(a))
+		json_array_set_new(a, (size_t)r, json_string(addr));
+}
+
+static json_t *gang_addrs(struct store *db, const struct store_node_ctx *n)
+{
 	struct sr_err e = { 0 };
 	json_t *a = json_array();
 
 	for (int64_t r = 0; a && r < n->num_nodes; r++)
 		json_array_append_new(a, json_string(""));
-	if (!a || store_prepare(db, "SELECT rank, coalesce(addr, '') AS addr FROM"
-				" nodes WHERE job_id=? AND state IN"
-				" ('REQUESTED','BOOTING','READY')", &st, &e))
-		return a;
-	store_bind_i64(st, 1, n->job);
-	while (store_step(st, &e) == 1) {
-		int64_t r = store_col_i64(st, "rank");
-
-		if (r >= 0 && r < n->num_nodes)
-			json_array_set_new(a, (size_t)r,
-					   json_string(store_col_text(st, "addr")));
-	}
-	store_done(st);
+	if (a)
+		store_gang_addrs(db, n->job, addr_set, a, &e);
 	return a;
 }
 
@@ -148,7 +84,7 @@ static int64_t master_port(const char *state_dir, int64_t job, int64_t attempt)
 }
 
 static json_t *directive_of(const struct ctl *c, struct store *db,
-			    const struct nodeinfo *n)
+			    const struct store_node_ctx *n)
 {
 	enum job_state js = JOB_PENDING;
 	const char *a;
@@ -194,9 +130,9 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 json_t *ctl__directive(struct store *db, int64_t node_id)
 {
 	struct sr_err e = { 0 };
-	struct nodeinfo n;
+	struct store_node_ctx n;
 
-	if (node_load(db, node_id, &n, &e) || node_gone(&n))
+	if (store_node_ctx_load(db, node_id, &n, &e) || node_gone(&n))
 		return NULL;
 	return directive_of(NULL, db, &n);
 }
@@ -220,7 +156,7 @@ static void peer_addr(const struct ctl_req *rq, char *buf, size_t n)
 }
 
 /* Common prologue: id, node row, liveness.  Returns 0 or has answered. */
-static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
+static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct store_node_ctx *n)
 {
 	struct sr_err e = { 0 };
 	int64_t id;
@@ -228,7 +164,7 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 
 	if (ctl_req_param_id(rq, "id", &id, rs))
 		return -1;
-	rc = node_load(ctl_req_store(rq), id, n, &e);
+	rc = store_node_ctx_load(ctl_req_store(rq), id, n, &e);
 	if (rc == -SR_ENOTFOUND) {
 		ctl_resp_error(rs, 404, "node %" PRId64 " not found", id);
 		return -1;
@@ -248,29 +184,24 @@ static int prologue(struct ctl_req *rq, struct ctl_resp *rs, struct nodeinfo *n)
 static void ckpt_uri_of(struct store *db, int64_t job, char *uri, size_t un,
 			int64_t *alert_intervals)
 {
-	struct store_stmt *st = NULL;
+	struct store_job j;
 	struct sr_err e = { 0 };
+	json_t *spec, *ck, *u, *ai;
 
 	uri[0] = '\0';
 	*alert_intervals = JOBSPEC_DEFAULT_ALERT_INTERVALS;
-	if (store_prepare(db, "SELECT spec_json FROM jobs WHERE id=?", &st, &e))
+	if (store_job_load(db, job, STORE_JOB_SPEC, &j, &e))
 		return;
-	store_bind_i64(st, 1, job);
-	if (store_step(st, &e) == 1) {
-		json_t *spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
-		json_t *u = json_object_get(json_object_get(json_object_get(
-			spec, "spotrun"), "checkpoint"), "uri");
-
-		json_t *ai = json_object_get(json_object_get(json_object_get(
-			spec, "spotrun"), "checkpoint"), "alert_intervals");
-
-		if (json_is_string(u))
-			snprintf(uri, un, "%s", json_string_value(u));
-		if (json_is_integer(ai) && json_integer_value(ai) > 0)
-			*alert_intervals = json_integer_value(ai);
-		json_decref(spec);
-	}
-	store_done(st);
+	spec = json_loads(j.spec_json, 0, NULL);
+	ck = json_object_get(json_object_get(spec, "spotrun"), "checkpoint");
+	u = json_object_get(ck, "uri");
+	ai = json_object_get(ck, "alert_intervals");
+	if (json_is_string(u))
+		snprintf(uri, un, "%s", json_string_value(u));
+	if (json_is_integer(ai) && json_integer_value(ai) > 0)
+		*alert_intervals = json_integer_value(ai);
+	json_decref(spec);
+	store_job_free(&j);
 }
 
 /* NULL (key left out by json_pack's "o*") when there is no URI. */
@@ -315,58 +246,51 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 		       json_t **setup, json_t **run, char *workdir, size_t wn,
 		       struct sky_extra *x)
 {
-	struct store_stmt *st = NULL;
+	struct store_job_env j;
 	struct sr_err err = { 0 };
-	json_t *envs = json_object();
+	json_t *envs = json_object(), *spec, *over;
 
 	*setup = json_null();
 	*run = json_null();
 	workdir[0] = '\0';
-	if (store_prepare(db, "SELECT spec_json, envs, workdir, secrets_enc, "
-			  "files FROM jobs WHERE id=?", &st, &err))
+	if (store_job_env_load(db, job, &j, &err))
 		return envs;
-	store_bind_i64(st, 1, job);
-	if (store_step(st, &err) == 1) {
-		json_t *spec = json_loads(store_col_text(st, "spec_json"), 0, NULL);
-		json_t *over = json_loads(store_col_text(st, "envs"), 0, NULL);
-		size_t sn = 0;
-		const void *sealed = store_col_blob(st, "secrets_enc", &sn);
+	spec = json_loads(j.spec_json, 0, NULL);
+	over = j.envs ? json_loads(j.envs, 0, NULL) : NULL;
+	if (spec) {
+		json_t *e = json_object_get(spec, "envs");
 
-		if (spec) {
-			json_t *e = json_object_get(spec, "envs");
-
-			if (json_is_object(e))
-				json_object_update(envs, e);
-			sky_of(spec, envs, x);
-			json_decref(*setup);
-			json_decref(*run);
-			*setup = json_incref(json_object_get(spec, "setup"));
-			*run = json_incref(json_object_get(spec, "run"));
-			if (!*setup)
-				*setup = json_null();
-			if (!*run)
-				*run = json_null();
-		}
-		if (json_is_object(over))
-			json_object_update(envs, over);
-		if (sealed) {
-			/* the job's secrets, sealed at submit (secrets.h) */
-			json_t *sec = ctl_secrets_open(sealed, sn, c->secrets_key);
-
-			if (sec)
-				json_object_update(envs, sec);
-			else
-				sr_error("api", "cannot open the job's sealed "
-					 "secrets (secrets.key replaced?)",
-					 "job=%" PRId64, job);
-			json_decref(sec);
-		}
-		snprintf(workdir, wn, "%s", store_col_text(st, "workdir"));
-		x->files = !store_col_null(st, "files");
-		json_decref(spec);
-		json_decref(over);
+		if (json_is_object(e))
+			json_object_update(envs, e);
+		sky_of(spec, envs, x);
+		json_decref(*setup);
+		json_decref(*run);
+		*setup = json_incref(json_object_get(spec, "setup"));
+		*run = json_incref(json_object_get(spec, "run"));
+		if (!*setup)
+			*setup = json_null();
+		if (!*run)
+			*run = json_null();
 	}
-	store_done(st);
+	if (json_is_object(over))
+		json_object_update(envs, over);
+	if (j.sealed) {
+		/* the job's secrets, sealed at submit (secrets.h) */
+		json_t *sec = ctl_secrets_open(j.sealed, j.sealed_len,
+					       c->secrets_key);
+
+		if (sec)
+			json_object_update(envs, sec);
+		else
+			sr_error("api", "cannot open the job's sealed secrets "
+				 "(secrets.key replaced?)", "job=%" PRId64, job);
+		json_decref(sec);
+	}
+	snprintf(workdir, wn, "%s", j.workdir);
+	x->files = j.files;
+	json_decref(spec);
+	json_decref(over);
+	store_job_env_free(&j);
 	return envs;
 }
 
@@ -377,9 +301,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct ctl *c = ctl_req_ctl(rq);
 	struct store *db = ctl_req_store(rq);
 	struct api_register b;
-	struct nodeinfo n;
+	struct store_node_ctx n;
 	struct sr_err e = { 0 };
-	struct store_stmt *st = NULL;
 	json_t *root = NULL, *setup, *run, *envs, *dir;
 	struct sky_extra sky = { NULL, 0, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
@@ -420,26 +343,14 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		return ctl_resp_error(rs, 500, "%s: %s", ckpt, sr_strerror(rc));
 	rc = store_begin(db, &e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE nodes SET state='READY',"
-				   " registered_ns=coalesce(registered_ns, ?1),"
-				   " last_hb_ns=?1, addr=nullif(?3, '') WHERE id=?2"
-				   " AND state IN ('REQUESTED','BOOTING','READY')",
-				   &st, &e);
-	if (!rc) {
-		store_bind_i64(st, 1, now);
-		store_bind_i64(st, 2, n.id);
-		store_bind_text(st, 3, addr);
-		rc = store_run(st, &e);
-		rc = rc < 0 ? sr_err_prefix(&e, "register") : 0;
-		store_done(st);
-	}
+		rc = store_node_register(db, n.id, addr, now, &e);
 	if (!rc && strcmp(n.state, "READY") != 0)
 		rc = ctl_event_append(db, n.job, "node_ready", NULL, NULL, n.id, now,
 				      ctl__sim_at(c, now), NULL, "node registered",
 				      &e);
 	rc = store_end(db, rc, &e);
 	if (!rc)
-		rc = node_load(db, n.id, &n, &e);
+		rc = store_node_ctx_load(db, n.id, &n, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	sr_info("api", "node registered", "node=%" PRId64 " job=%" PRId64
@@ -476,9 +387,8 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct store *db = ctl_req_store(rq);
 	struct api_heartbeat b;
-	struct nodeinfo n;
+	struct store_node_ctx n;
 	struct sr_err e = { 0 };
-	struct store_stmt *st = NULL;
 	json_t *root = NULL;
 	int64_t now = sr_time_real_ns();
 	bool first = false, progress;
@@ -524,92 +434,18 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	if (progress)
 		rc = store_begin(db, &e);
 	if (!rc)
-		rc = store_prepare(db, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
-				   " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
-				   " cpu_util=?5, gpu_util=?6,"
-				   " util_sum=util_sum+coalesce(CAST(?7 AS DOUBLE PRECISION), 0),"
-				   " util_n=util_n+(CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END)"
-				   " WHERE id=?8", &st, &e);
-	if (!rc) {
-		double u = b.gpu_util >= 0 ? b.gpu_util : b.cpu_util;
-
-		store_bind_i64(st, 1, now);
-		store_bind_text(st, 2, api_workload_name(b.workload));
-		store_bind_i64(st, 3, b.attempt);
-		if (b.workload_pgid > 0)
-			store_bind_i64(st, 4, b.workload_pgid);
-		else
-			store_bind_null(st, 4);
-		if (b.cpu_util >= 0)
-			store_bind_f64(st, 5, b.cpu_util);
-		else
-			store_bind_null(st, 5);
-		if (b.gpu_util >= 0)
-			store_bind_f64(st, 6, b.gpu_util);
-		else
-			store_bind_null(st, 6);
-		if (u >= 0)
-			store_bind_f64(st, 7, u);
-		else
-			store_bind_null(st, 7);
-		store_bind_i64(st, 8, n.id);
-		rc = store_run(st, &e);
-		rc = rc < 0 ? sr_err_prefix(&e, "heartbeat") : 0;
-		store_done(st);
-		st = NULL;
-	}
+		rc = store_node_heartbeat(db, &(struct store_hb){
+			.node = n.id, .now_ns = now, .attempt = b.attempt,
+			.workload = api_workload_name(b.workload),
+			.pgid = b.workload_pgid, .cpu_util = b.cpu_util,
+			.gpu_util = b.gpu_util }, &e);
 	if (!rc && progress) {
-		/* Pace: from the first step this attempt reported, once it has
-		 * moved by 2 % of the steps and by 10 (a quarter of a job of
-		 * fewer than 40).  A reported step is only known to one step,
-		 * at each end of the window, so a 2-step window could read
-		 * anything from 0 to twice the true pace, and the policy would
-		 * migrate on the noise; 10 steps bound the error to 20 %. */
-		rc = store_prepare(db, "UPDATE jobs SET step=coalesce(?1, step),"
-				   " total_steps=coalesce(?2, total_steps),"
-				   " ckpt_step=greatest(?3, ckpt_step),"
-				   " ckpt_local_step=coalesce(?7, ckpt_local_step),"
-				   " ckpt_store_ns=coalesce(?8, ckpt_store_ns),"
-				   " step_ns=CASE WHEN ?1 IS NOT NULL AND pace_attempt=?5"
-				   "  AND ?1 - pace_step0 >= greatest(1, coalesce(?2,"
-				   "  total_steps, 0) / 50, least(10, coalesce(?2,"
-				   "  total_steps, 0) / 4))"
-				   "  THEN (?6 - pace_t0_ns) * 1.0 / (?1 - pace_step0)"
-				   "  ELSE step_ns END,"
-				   " pace_step0=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
-				   "  THEN pace_step0 ELSE ?1 END,"
-				   " pace_t0_ns=CASE WHEN pace_attempt=?5 OR ?1 IS NULL"
-				   "  THEN pace_t0_ns ELSE ?6 END,"
-				   " pace_attempt=CASE WHEN ?1 IS NULL THEN pace_attempt"
-				   "  ELSE ?5 END WHERE id=?4", &st, &e);
-		if (!rc) {
-			store_bind_i64(st, 5, b.attempt);
-			store_bind_i64(st, 6, now);
-			if (b.step >= 0)
-				store_bind_i64(st, 1, b.step);
-			else
-				store_bind_null(st, 1);
-			if (b.total_steps >= 0)
-				store_bind_i64(st, 2, b.total_steps);
-			else
-				store_bind_null(st, 2);
-			if (b.ckpt_step >= 0)
-				store_bind_i64(st, 3, b.ckpt_step);
-			else
-				store_bind_null(st, 3);
-			if (b.ckpt_local_step >= 0)
-				store_bind_i64(st, 7, b.ckpt_local_step);
-			else
-				store_bind_null(st, 7);
-			if (b.ckpt_store_ns >= 0)
-				store_bind_i64(st, 8, b.ckpt_store_ns);
-			else
-				store_bind_null(st, 8);
-			store_bind_i64(st, 4, n.job);
-			rc = store_run(st, &e);
-			rc = rc < 0 ? sr_err_prefix(&e, "progress") : 0;
-			store_done(st);
-		}
+		rc = store_job_progress(db, &(struct store_progress){
+			.job = n.job, .attempt = b.attempt, .now_ns = now,
+			.step = b.step, .total_steps = b.total_steps,
+			.ckpt_step = b.ckpt_step,
+			.ckpt_local_step = b.ckpt_local_step,
+			.ckpt_store_ns = b.ckpt_store_ns }, &e);
 		/* What this attempt restored: the workload says so, or its
 		 * first checkpoint step (the agent resets that to "none" for
 		 * each new attempt, while its step may still be a previous
@@ -655,83 +491,22 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 
 /* ---- POST /v1/nodes/{id}/report ------------------------------------------ */
 
-static int add_log(struct store *db, const struct nodeinfo *n,
+static int add_log(struct store *db, const struct store_node_ctx *n,
 		   const struct api_event *ev, int64_t now, struct sr_err *e)
 {
-	struct store_stmt *st = NULL;
-	int rc;
-
-	rc = store_prepare(db, "INSERT INTO logs(job_id, node_id, rank, attempt,"
-			   " ts_ns, stream, line, truncated) VALUES(?,?,?,?,?,?,?,?)",
-			   &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, n->job);
-	store_bind_i64(st, 2, n->id);
-	store_bind_i64(st, 3, n->rank);
-	store_bind_i64(st, 4, ev->attempt >= 0 ? ev->attempt : n->attempt);
-	store_bind_i64(st, 5, ev->ts_ns ? ev->ts_ns : now);
-	store_bind_text(st, 6, ev->stream);
-	store_bind_textn(st, 7, ev->line, ev->line_len);
-	store_bind_i64(st, 8, ev->truncated);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc < 0 ? sr_err_prefix(e, "insert log") : 0;
-}
-
-static int add_exit(struct store *db, const struct nodeinfo *n, int64_t attempt,
-		    int64_t code, int64_t sig, const char *cause, int64_t now,
-		    struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc;
-
-	/* a duplicated report is harmless: the key is (job, attempt, rank) */
-	rc = store_prepare(db, "INSERT INTO exits(job_id, attempt, rank,"
-			   " node_id, exit_code, signal, cause, ts_ns)"
-			   " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING", &st, e);
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, n->job);
-	store_bind_i64(st, 2, attempt);
-	store_bind_i64(st, 3, n->rank);
-	store_bind_i64(st, 4, n->id);
-	if (code != INT64_MIN)
-		store_bind_i64(st, 5, code);
-	else
-		store_bind_null(st, 5);
-	if (sig)
-		store_bind_i64(st, 6, sig);
-	else
-		store_bind_null(st, 6);
-	store_bind_text(st, 7, cause);
-	store_bind_i64(st, 8, now);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc < 0 ? sr_err_prefix(e, "insert exit") : 0;
-}
-
-static int exec_bind2(struct store *db, const char *sql, int64_t a, int64_t b,
-		      struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, sql, &st, e);
-
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, a);
-	store_bind_i64(st, 2, b);
-	rc = store_run(st, e);
-	store_done(st);
-	return rc < 0 ? rc : 0;
+	return store_log_add(db, &(struct store_log_line){
+		.job = n->job, .node = n->id, .rank = n->rank,
+		.attempt = ev->attempt >= 0 ? ev->attempt : n->attempt,
+		.ts_ns = ev->ts_ns ? ev->ts_ns : now, .stream = ev->stream,
+		.line = ev->line, .line_len = ev->line_len,
+		.truncated = ev->truncated }, e);
 }
 
 static int apply_event(struct ctl *c, struct store *db,
-		       const struct nodeinfo *n, const struct api_event *ev,
+		       const struct store_node_ctx *n, const struct api_event *ev,
 		       int64_t now, struct sr_err *e)
 {
 	double sim = ctl__sim_at(c, now);
-	struct store_stmt *st = NULL;
 	char msg[600];
 	json_t *d = NULL;
 	int rc = 0;
@@ -743,20 +518,7 @@ static int apply_event(struct ctl *c, struct store *db,
 		if (ev->cpu_util >= 0 || ev->gpu_util >= 0) {
 			double u = ev->gpu_util >= 0 ? ev->gpu_util : ev->cpu_util;
 
-			rc = store_prepare(db, "UPDATE nodes SET cpu_util=?1, "
-					   "util_sum=util_sum+?2, util_n=util_n+1 "
-					   "WHERE id=?3", &st, e);
-			if (rc)
-				return rc;
-			if (ev->cpu_util >= 0)
-				store_bind_f64(st, 1, ev->cpu_util);
-			else
-				store_bind_null(st, 1);
-			store_bind_f64(st, 2, u);
-			store_bind_i64(st, 3, n->id);
-			rc = store_run(st, e);
-			rc = rc < 0 ? sr_err_prefix(e, "util") : 0;
-			store_done(st);
+			rc = store_node_util(db, n->id, ev->cpu_util, u, e);
 		}
 		return rc;
 	case EV_NOTICE:
@@ -765,20 +527,7 @@ static int apply_event(struct ctl *c, struct store *db,
 		 * instance-action's) is the node's deadline; a notice without
 		 * one (a scheduler's signal) sets none: the node goes when its
 		 * instance is gone. */
-		rc = store_prepare(db, "UPDATE nodes SET notice_ns=coalesce("
-				   "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
-				   " WHERE id=?3", &st, e);
-		if (!rc) {
-			store_bind_i64(st, 1, now);
-			if (ev->time_ns)
-				store_bind_i64(st, 2, ev->time_ns);
-			else
-				store_bind_null(st, 2);
-			store_bind_i64(st, 3, n->id);
-			rc = store_run(st, e);
-			rc = rc < 0 ? sr_err_prefix(e, "notice") : 0;
-			store_done(st);
-		}
+		rc = store_node_notice_seen(db, n->id, now, ev->time_ns, e);
 		d = json_pack("{s:s,s:s}", "time", ev->time ? ev->time : "",
 			      "source", ev->source ? ev->source : "imds");
 		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
@@ -788,15 +537,8 @@ static int apply_event(struct ctl *c, struct store *db,
 	case EV_REBALANCE:
 		/* the cloud's early warning: recorded on the node (the first
 		 * one) and as an event; nothing is ended by it */
-		rc = store_prepare(db, "UPDATE nodes SET rebalance_ns=coalesce("
-				   "rebalance_ns, ?1) WHERE id=?2", &st, e);
-		if (!rc) {
-			store_bind_i64(st, 1, ev->time_ns ? ev->time_ns : now);
-			store_bind_i64(st, 2, n->id);
-			rc = store_run(st, e);
-			rc = rc < 0 ? sr_err_prefix(e, "rebalance") : 0;
-			store_done(st);
-		}
+		rc = store_node_rebalance(db, n->id, ev->time_ns ? ev->time_ns : now,
+					  e);
 		d = json_pack("{s:s,s:s,s:s,s:s}", "time", ev->time ? ev->time : "",
 			      "cloud", n->cloud, "zone", n->zone,
 			      "instance_type", n->itype);
@@ -823,9 +565,7 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "checkpoint", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
-			rc = exec_bind2(db, "UPDATE jobs SET ckpt_step=greatest("
-					"ckpt_step, ?1) WHERE id=?2", ev->step,
-					n->job, e);
+			rc = store_job_ckpt_step_raise(db, n->job, ev->step, e);
 		if (!rc && ev->step >= 0 && ev->durable && n->rank == 0)
 			rc = recon__lost_seen(db, n->job, ev->attempt, ev->step,
 					      ev->ts_ns > 0 && ev->ts_ns < now ?
@@ -854,8 +594,13 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "workload_exit", NULL, NULL,
 				      n->id, now, sim, d, msg, e);
 		if (!rc && ev->attempt > 0)
-			rc = add_exit(db, n, ev->attempt, ev->exit_code, ev->signal,
-				      api_cause_name(ev->cause), now, e);
+			rc = store_exit_add(db, &(struct store_exit){
+				.job = n->job, .attempt = ev->attempt,
+				.rank = n->rank, .node = n->id,
+				.code = ev->exit_code == INT64_MIN ? STORE_NULL_I64 :
+					ev->exit_code,
+				.signal = ev->signal,
+				.cause = api_cause_name(ev->cause), .ts_ns = now }, e);
 		break;
 	case EV_CKPT_ERROR:
 		d = json_pack("{s:I,s:s}", "attempt", (json_int_t)ev->attempt,
@@ -883,9 +628,8 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "setup_done", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		if (!rc)
-			rc = exec_bind2(db, "UPDATE nodes SET setup_rc=?1 WHERE id=?2",
-					ev->exit_code == INT64_MIN ? 255 : ev->exit_code,
-					n->id, e);
+			rc = store_node_set_setup_rc(db, n->id, ev->exit_code ==
+						     INT64_MIN ? 255 : ev->exit_code, e);
 		break;
 	}
 	json_decref(d);
@@ -897,7 +641,7 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	struct ctl *c = ctl_req_ctl(rq);
 	struct store *db = ctl_req_store(rq);
 	struct api_report b = { 0 };
-	struct nodeinfo n;
+	struct store_node_ctx n;
 	struct sr_err e = { 0 };
 	json_t *root = NULL;
 	int64_t now = sr_time_real_ns();
@@ -935,7 +679,7 @@ static int node_report(struct ctl_req *rq, struct ctl_resp *rs)
 	api_report_free(&b);
 	json_decref(root);
 	if (!rc)
-		rc = node_load(db, n.id, &n, &e);
+		rc = store_node_ctx_load(db, n.id, &n, &e);
 	if (rc)
 		return ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
 	if (wake)

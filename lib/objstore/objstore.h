@@ -131,6 +131,18 @@ void objstore_set_cancel(struct objstore *s, atomic_int *flag);
  * effect at the next request; may be called from any thread. */
 void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns);
 
+/* Whether rc (of objstore_open or a request) means the store refused the
+ * configuration - -EACCES credentials missing or refused, -SR_ENOTFOUND
+ * no such bucket, -EINVAL a bad URI or request, -ENOMEM - as opposed to
+ * a store that did not answer (refused connections, timeouts, 5xx: worth
+ * retrying). */
+int objstore_refused(int rc);
+/* Open uri and list its checkpoints once, every request bounded by
+ * timeout_ns: what tier 3 does when it starts, for a caller that wants
+ * to know before a job runs.  0, or the error (objstore_refused() says
+ * which kind) with *e naming the URI and what failed. */
+int objstore_check(const char *uri, int64_t timeout_ns, struct sr_err *e);
+
 /* Write an object from memory in one request (small objects: manifests).
  * On S3-compatible stores and Azure the body carries Content-MD5. */
 int objstore_put(struct objstore *s, const char *key, const void *buf,

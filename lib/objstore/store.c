@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "common/url.h"
 #include "os_int.h"
 #include "ckpt/backend.h"
@@ -288,6 +289,29 @@ void objstore_set_cancel(struct objstore *s, atomic_int *flag)
 void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns)
 {
 	atomic_store(&s->deadline_ns, deadline_mono_ns);
+}
+
+int objstore_refused(int rc)
+{
+	return rc == -EACCES || rc == -SR_ENOTFOUND || rc == -EINVAL ||
+	       rc == -ENOMEM;
+}
+
+int objstore_check(const char *uri, int64_t timeout_ns, struct sr_err *e)
+{
+	struct objstore *s = NULL;
+	struct objstore_list l = { 0 };
+	int rc = objstore_open(uri, NULL, &s, e); /* its errors name uri */
+
+	if (rc == 0) {
+		objstore_set_deadline(s, sr_time_mono_ns() + timeout_ns);
+		rc = objstore_list(s, "step-", &l, e);
+		if (rc < 0)
+			sr_err_prefix(e, "%s", uri);
+	}
+	objstore_list_free(&l);
+	objstore_close(s);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- keys -------------------------------------------------------------------- */

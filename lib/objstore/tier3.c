@@ -509,14 +509,6 @@ static void *uploader(void *arg)
 }
 
 /* ---- start: open, then one listing ---------------------------------------------- */
-/* A configuration the store refused, as opposed to a store that did not
- * answer (which is retried). */
-static int refused(int rc)
-{
-	return rc == -EACCES || rc == -SR_ENOTFOUND || rc == -EINVAL ||
-	       rc == -ENOMEM;
-}
-
 static int probe(struct objstore_tier3 *t, struct sr_err *e)
 {
 	struct objstore_list l = { 0 };
@@ -574,7 +566,7 @@ int objstore_tier3_start(const char *uri, const char *local_dir, int keep,
 	if (rc)
 		goto fail;
 	rc = probe(t, &pe);
-	if (rc && refused(rc)) {
+	if (rc && objstore_refused(rc)) {
 		rc = sr_err_set(e, rc, "%s: the store refused tier 3: %s", uri,
 				sr_err_str(&pe, rc));
 		goto fail;

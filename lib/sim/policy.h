@@ -27,6 +27,8 @@
 
 #define SIM_MAX_REGIONS 16
 
+struct policy_prior;
+
 enum sim_hold { SIM_NONE = 0, SIM_SPOT = 1, SIM_OD = 2 };
 
 /* Constant for one job. */
@@ -40,6 +42,9 @@ struct policy_job {
 	int nregions;           /* spot regions, 1..SIM_MAX_REGIONS */
 	double od_price;        /* on-demand $/h */
 	int od_region;          /* region on-demand runs in */
+	/* What spotrun believes before it has seen the market
+	 * (policy_prior.h); NULL = policy_prior_bundled. */
+	const struct policy_prior *prior;
 };
 
 /* What the policy sees at one tick boundary. */

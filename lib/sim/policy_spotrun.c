@@ -9,37 +9,58 @@
  *    (region hops), up->down transitions and prices.  Counts decay with a
  *    half-life of half a day, so the estimates follow a drifting market.
  * 2. Plan.  It turns those counts into age-dependent end probabilities
- *    (each age bucket shrunk toward the pooled rate by one planning step
- *    of pseudo-exposure) and solves the job's semi-Markov decision process
- *    exactly (policy_spotrun_plan.c): over work left x slack left x what
- *    is held x spot up or not x the spell's age (across regions, while
- *    spot is up, the age of the held or next region run and whether
- *    another region is up besides it), the least
+ *    (each age bucket's counts added to the pseudo-counts of a prior
+ *    pooled over many markets and worth PRIOR_WEIGHT spell ends,
+ *    policy_prior.h: the mean of a Gamma posterior) and solves the job's
+ *    semi-Markov decision process exactly (policy_spotrun_plan.c): over
+ *    work left x slack left x what is held x spot up or not x the spell's
+ *    age (across regions, while spot is up, the age of the held or next
+ *    region run and whether another region is up besides it), the least
  *    expected cost of finishing by the deadline, where any outcome that
- *    could miss it costs infinity.  It replans whenever an outage begins or ends - the
- *    moments the estimates move.  Nothing in it is fitted to a trace: the
- *    only constants are the half-life, the pseudo-counts and the planning
- *    table's size.
- * 3. Act.  Each tick it takes the plan's action for the present state
+ *    could miss it costs infinity.  It replans when an outage begins or
+ *    ends - the moments the estimates move - if they moved.
+ * 3. Guard.  With each plan, in every state of its table: the plan's
+ *    advantage over Uniform Progress and its standard error from the same
+ *    evidence (policy__plan_guard(): each group of estimates moved by one
+ *    posterior standard error).  Where the advantage is below GUARD_Z
+ *    standard errors, UP's rule (`ups`) runs instead.  Read every tick,
+ *    so each spot up-edge while on on-demand is a decision point.
+ * 4. Act.  Each tick it takes the plan's action for the present state
  *    (work and slack rounded against itself), puts spot in the region with
  *    the lowest restart-amortised price p * (1 + R / mean run) plus the
  *    egress spread over a run, keeps a running spot instance where it is,
  *    and finally passes policy_guard(), so no meetable deadline is missed
  *    even where the model is wrong.
+ *
+ * Nothing in it is tuned to a trace: its constants are the half-life,
+ * the pseudo-counts, the prior's weight, the guard's bound and the
+ * planning table's size; the prior is estimated (docs/design/policies.md).
  */
 #include <math.h>
 #include <string.h>
 
 #include "sim/policy.h"
+#include "sim/policy_prior.h"
 #include "sim/policy_spotrun_plan.h"
 #include "sim/policy_up.h"
 
 #define MEMORY_HALF_LIFE_H 12.0
 /* Replan when an estimate moved by more than this fraction. */
 #define REPLAN_TOLERANCE 0.25
-/* Standard errors between the estimate and the pessimist's reading of
- * the same counts (safe_to_plan()). */
-#define PESSIMISM 1.0
+/* Spell ends the prior is worth against the ends observed
+ * (policy_prior.h): a market seen for a handful of spells is read mostly
+ * as the pooled markets are. */
+#define PRIOR_WEIGHT 8.0
+/* The plan is followed where its advantage over Uniform Progress is at
+ * least this many standard errors of that advantage (one-sided, ~84%). */
+#define GUARD_Z 1.0
+
+/* Groups of estimates the guard moves by one standard error each:
+ * run (or, across regions, region run) end rates at young (< 2 steps)
+ * and old ages, outage end rates likewise, and across regions the share
+ * of run ends that leave no spot anywhere. */
+enum { GRP_NONE = -1, GRP_RUN_YOUNG, GRP_RUN_OLD, GRP_OUT_YOUNG, GRP_OUT_OLD,
+       GRP_RHO, NGRP };
 
 struct region_stats {
 	double up, downs, hops, price_sum, seen;
@@ -68,7 +89,10 @@ struct spotrun_state {
 	double unit_s;
 	int planned;
 	uint8_t plan_any; /* spell type when the plan was made */
-	uint8_t use_up;   /* the last check preferred Uniform Progress */
+	uint8_t no_guard; /* the guard could not run (memory): UP's rule */
+	/* The prior as pseudo-counts on the plan's age buckets, in ticks:
+	 * [0] outages, [1] runs (policy_prior_buckets()). */
+	double pe[2][PLAN_AGES], px[2][PLAN_AGES];
 	struct plan plan;
 	struct up_state up; /* Uniform Progress's own state */
 };
@@ -76,8 +100,12 @@ struct spotrun_state {
 static void spotrun_reset(void *state, const struct policy_job *job)
 {
 	struct spotrun_state *s = state;
+	const struct policy_prior *prior = job->prior ? job->prior : &policy_prior_bundled;
 
 	s->unit_s = policy__plan_unit(job);
+	for (int k = 0; k < 2; k++)
+		policy_prior_buckets(prior, k, s->unit_s, job->gap_s, PRIOR_WEIGHT,
+				     s->pe[k], s->px[k]);
 	policy__up_reset(&s->up, job);
 }
 
@@ -208,16 +236,12 @@ static double run_left_s(const struct spotrun_state *s,
 			 const struct policy_job *job, double age_s)
 {
 	static const double lo[PLAN_AGES] = { 0, 1, 2, 4, 8, 16 };
-	double te = 0, tx = 0, pool, gap = (double)job->gap_s, e = 0;
+	double gap = (double)job->gap_s, e = 0;
 	int b0 = policy__plan_age(age_s, s->unit_s);
 
-	for (int b = 0; b < PLAN_AGES; b++) {
-		te += s->rends[b];
-		tx += s->rexpo[b];
-	}
-	pool = (te + 1) / (tx + 2);
 	for (int b = PLAN_AGES - 1; b >= b0; b--) {
-		double h = (s->rends[b] + pool) / (s->rexpo[b] + 1), L, q;
+		double x = s->rexpo[b] + s->px[1][b];
+		double h = x > 0 ? (s->rends[b] + s->pe[1][b]) / x : 0.5, L, q;
 
 		h = h < 1e-6 ? 1e-6 : h > 1 ? 1 : h;
 		if (b == PLAN_AGES - 1) {
@@ -248,23 +272,38 @@ static double eff_price(const struct spotrun_state *s,
 	return e;
 }
 
-/* Per-step probability from per-tick counts, shrunk toward the pool, moved
- * z standard errors (Poisson: sqrt of the events) from the estimate. */
-static double per_step(double ends, double expo, double pool, double ticks,
-		       double z)
+/* Per-step end probability from per-tick counts: the ends and ticks of
+ * exposure observed plus the prior's pseudo-counts (pe, px) - the mean
+ * of a Gamma posterior on the per-tick rate, so the prior weighs as much
+ * as its pseudo-ends against the ends seen - or that mean moved z
+ * posterior standard errors up. */
+static double per_step(double ends, double expo, double pe, double px,
+		       double ticks, double z)
 {
-	double n = ends + pool * ticks;
-	double lam = (n + z * sqrt(n)) / (expo + ticks);
+	double n = ends + pe, x = expo + px, lam;
 
+	if (x <= 0)
+		return 0.5; /* no prior and nothing seen */
+	lam = (n + z * sqrt(n)) / x;
 	lam = lam < 0 ? 0 : lam > 1 ? 1 : lam;
 	return 1 - pow(1 - lam, ticks);
 }
 
-/* The market as estimated (z = 0), or as a pessimist reads the same counts
- * (z = PESSIMISM): spot spells end sooner, outages later, hops happen
- * more often. */
+/* Standard errors group g moves estimate (kind k: 1 runs, 0 outages; age
+ * bucket b) by. */
+static double z_of(int g, int k, int b)
+{
+	int young = b < 2;
+
+	if (k)
+		return g == (young ? GRP_RUN_YOUNG : GRP_RUN_OLD) ? 1 : 0;
+	return g == (young ? GRP_OUT_YOUNG : GRP_OUT_OLD) ? 1 : 0;
+}
+
+/* The market as estimated (g = GRP_NONE), or with the estimates of guard
+ * group g moved one standard error up. */
 static void model_fit(struct spotrun_state *s, const struct policy_job *job,
-		      double z, struct plan_model *out)
+		      int g, struct plan_model *out)
 {
 	struct plan_model m = { 0 };
 	double ticks = s->unit_s / (double)job->gap_s, best_e = INFINITY;
@@ -279,16 +318,9 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 		}
 	}
 	for (int k = 0; k < 2; k++) {
-		double te = 0, tx = 0, pool;
-
 		for (int b = 0; b < PLAN_AGES; b++) {
-			te += s->ends[k][b];
-			tx += s->expo[k][b];
-		}
-		pool = (te + 1) / (tx + 2);
-		for (int b = 0; b < PLAN_AGES; b++) {
-			double p = per_step(s->ends[k][b], s->expo[k][b], pool, ticks,
-					    k ? z : -z);
+			double p = per_step(s->ends[k][b], s->expo[k][b], s->pe[k][b],
+					    s->px[k][b], ticks, z_of(g, k, b));
 
 			if (k)
 				m.end_up[b] = p;
@@ -297,35 +329,34 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 		}
 	}
 	{
-		double h = s->reg[best].hops, lam = (h + z * sqrt(h)) / (s->reg[best].up + 1);
+		double h = s->reg[best].hops, lam = h / (s->reg[best].up + 1);
 
 		m.hop = 1 - pow(1 - (lam > 1 ? 1 : lam), ticks);
 	}
 	/* Several regions: the plan prices a held or started instance by its
-	 * region run's age (policy_spotrun_plan.c), from the same pooled
-	 * region-run counts as the region choice, each bucket shrunk toward
-	 * the pool like the spell rates above. */
+	 * region run's age (policy_spotrun_plan.c), from the pooled
+	 * region-run counts of the region choice and the prior of runs. */
 	if (job->nregions > 1) {
-		double te = 0, tx = 0, pool, hl = 0;
+		double hl = 0;
 
 		m.multi = 1;
 		for (int b = 0; b < PLAN_AGES; b++) {
-			te += s->rends[b];
-			tx += s->rexpo[b];
 			hl += s->hland[b];
+			m.loss[b] = per_step(s->rends[b], s->rexpo[b], s->pe[1][b],
+					     s->px[1][b], ticks, z_of(g, 1, b));
 		}
-		pool = (te + 1) / (tx + 2);
-		for (int b = 0; b < PLAN_AGES; b++)
-			m.loss[b] = per_step(s->rends[b], s->rexpo[b], pool, ticks, z);
 		/* By o, another region up besides the run: a run end with none
 		 * other up is an outage unless another comes up at once, one
 		 * with another up only if both end together; while the run
 		 * goes on, o flips at the hop rate's convention (events over
 		 * exposure + 1). */
 		for (int o = 0; o < 2; o++) {
-			double lam = s->oflip[o] / (s->oexpo[o] + 1);
+			double lam = s->oflip[o] / (s->oexpo[o] + 1), n = s->oends[o] + 2;
+			double rho = (s->oout[o] + 1) / n;
 
-			m.rho[o] = (s->oout[o] + 1) / (s->oends[o] + 2);
+			if (g == GRP_RHO)
+				rho += sqrt(rho * (1 - rho) / (n + 1));
+			m.rho[o] = rho > 1 ? 1 : rho;
 			m.flip[o] = 1 - pow(1 - (lam > 1 ? 1 : lam), ticks);
 		}
 		for (int b = 0; b < PLAN_AGES; b++)
@@ -359,25 +390,26 @@ static int model_moved(const struct plan_model *now, const struct plan_model *wa
 	return 0;
 }
 
-/* Safe improvement over Uniform Progress: is the plan still better than
- * UP when the market is read pessimistically?  Both rules are scored from
- * the present state under the pessimist's model; the plan is followed
- * only if it wins there too (under its own model it always wins: UP is
- * one of the policies the plan optimises over).  On out-of-memory, UP. */
-static int safe_to_plan(struct spotrun_state *s, const struct policy_job *job,
-			const struct policy_obs *o, const struct plan_model *pess,
-			int b)
+/* The plan for the present state, and the guard over it: the plan is
+ * followed only in states where its advantage over Uniform Progress
+ * holds by GUARD_Z standard errors of the evidence behind it
+ * (policy__plan_guard()).  Returns 0 or -ENOMEM. */
+static int replan(struct spotrun_state *s, const struct policy_job *job,
+		  const struct policy_obs *o, const struct plan_model *m)
 {
-	double C = o->work_left_s, S = o->time_left_s - o->work_left_s;
-	int a = s->any_last;
-	double v_plan, v_up;
+	struct plan_model alt[NGRP];
+	int n = job->nregions > 1 ? NGRP : GRP_RHO;
 
-	if (policy__plan_eval(&s->plan, pess, job, PLAN_RULE_PLAN, C, S, o->hold,
-			      a, b, &v_plan) ||
-	    policy__plan_eval(&s->plan, pess, job, PLAN_RULE_UP, C, S, o->hold, a,
-			      b, &v_up))
-		return 0;
-	return v_plan <= v_up;
+	policy__plan_free(&s->plan);
+	s->planned = 0;
+	if (policy__plan_build(&s->plan, m, s->unit_s, o->work_left_s,
+			       o->time_left_s - o->work_left_s))
+		return -ENOMEM;
+	s->planned = 1;
+	for (int g = 0; g < n; g++)
+		model_fit(s, job, g, &alt[g]);
+	s->no_guard = policy__plan_guard(&s->plan, job, alt, n, GUARD_Z) != 0;
+	return 0;
 }
 
 static struct policy_choice spotrun_decide(void *state,
@@ -423,22 +455,16 @@ static struct policy_choice spotrun_decide(void *state,
 	/* (Re)plan at the start, and when an outage begins or ends if the
 	 * estimates have moved since the plan was made. */
 	if (!s->planned || s->plan_any != s->any_last) {
-		struct plan_model m, pess;
+		struct plan_model m;
 
-		model_fit(s, job, 0, &m);
+		model_fit(s, job, GRP_NONE, &m);
 		s->plan_any = s->any_last;
-		if (!s->planned || model_moved(&m, &s->plan.m)) {
-			policy__plan_free(&s->plan);
-			s->planned = 0;
-			if (policy__plan_build(&s->plan, &m, s->unit_s, o->work_left_s,
-					       o->time_left_s - o->work_left_s))
-				return od; /* out of memory: the safe choice */
-			s->planned = 1;
-			model_fit(s, job, PESSIMISM, &pess);
-			s->use_up = !safe_to_plan(s, job, o, &pess, b);
-		}
+		if ((!s->planned || model_moved(&m, &s->plan.m)) && replan(s, job, o, &m))
+			return od; /* out of memory: the safe choice */
 	}
-	if (s->use_up) /* Uniform Progress with failover: the `ups` rule */
+	if (s->no_guard ||
+	    !policy__plan_follows(&s->plan, o->work_left_s, o->time_left_s - o->work_left_s,
+				  o->hold, best >= 0, b)) /* UP with failover: `ups` */
 		return policy__up_decide(&s->up, job, o, policy__up_region(job, o));
 	/* Spot that is there but dear is not an outage.  Asking the plan as
 	 * if spot were down made it wait - its outage model says outages end

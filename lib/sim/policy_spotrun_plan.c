@@ -61,6 +61,16 @@
  * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
  * spot}, b < na (PLAN_AGES, exact_ages, or 2 x PLAN_AGES with m.multi;
  * there the a = 0 tables use only b < PLAN_AGES).
+ *
+ * Scoring a rule (eval_table): the same pass with the action in each
+ * cell fixed - the plan's (act), or UP's (up_acts(), which depends on
+ * the state alone) - under any model.  The guard (policy__plan_guard)
+ * scores both under the plan's model and under each alternative model
+ * the caller gives, and marks in act the cells where the plan's
+ * advantage is below z standard errors (the delta method over the
+ * alternatives); every pass needs the whole table (a state's value
+ * reads states with less time left), so it is 1 + 2 x alternatives
+ * passes, each a third of a build or less.
  */
 #include <errno.h>
 #include <math.h>
@@ -148,16 +158,24 @@ HOT double *cell(const struct plan *pl, int k, int b, size_t c, size_t s)
 			       (pl->ns + 1) + s;
 }
 
-/* A slack coordinate resolved once: infeasible, a cell, or between two. */
+/* A slack coordinate resolved once: infeasible, a cell, or between two.
+ * With several regions it also keeps, once computed, the value of
+ * landing in a run after a run ended with spot up elsewhere (the sum
+ * over land[] in expect_run()): it depends only on the table landed in
+ * (none or on-demand, a = 1), the work left and this coordinate, not on
+ * the state the step starts from, and every state of one (c, s) reads it
+ * at the same three coordinates (idle at c, keep and start at c - 1). */
 struct spt {
 	int kind; /* 0: s < 0 (inf), 1: cell lo, 2: interpolate lo, lo+1 */
 	size_t lo;
 	double f;
+	uint8_t xok[2]; /* xland[0] (k1 = VN1) / [1] (VO1) computed */
+	double xland[2];
 };
 
 static struct spt spt_make(const struct plan *pl, double s)
 {
-	struct spt p = { 1, 0, 0 };
+	struct spt p = { 1, 0, 0, { 0, 0 }, { 0, 0 } };
 
 	if (s < -1e-9) {
 		p.kind = 0;
@@ -200,7 +218,7 @@ HOT double w(double p, double x)
  * land[] says, another up besides it with land_other.  Or it goes on,
  * ages, and o flips with flip[o]. */
 HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
-		      size_t c, const struct spt *s)
+		      size_t c, struct spt *s)
 {
 	int o = b / PLAN_AGES, age = b % PLAN_AGES;
 	int nage = age + 1 < PLAN_AGES ? age + 1 : age;
@@ -209,9 +227,15 @@ HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 	int b0 = age + PLAN_AGES * o, b1 = age + PLAN_AGES * !o;
 	int n0 = nage + PLAN_AGES * o, n1 = nage + PLAN_AGES * !o;
 
-	for (int j = 0; j < PLAN_AGES; j++)
-		x += w(pl->m.land[j], w(1 - lo, at(pl, k1, j, c, s)) +
-				      w(lo, at(pl, k1, j + PLAN_AGES, c, s)));
+	if (s->xok[k1 == VO1]) {
+		x = s->xland[k1 == VO1];
+	} else {
+		for (int j = 0; j < PLAN_AGES; j++)
+			x += w(pl->m.land[j], w(1 - lo, at(pl, k1, j, c, s)) +
+					      w(lo, at(pl, k1, j + PLAN_AGES, c, s)));
+		s->xland[k1 == VO1] = x;
+		s->xok[k1 == VO1] = 1;
+	}
 	return w(end * rho, at(pl, k0, 0, c, s)) +
 	       w(end * (1 - rho), x) +
 	       w(stay * adv * (1 - fl), at(pl, kst, n0, c, s)) +
@@ -224,7 +248,7 @@ HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
  * od; k0/k1 = the a=0/a=1 variants) or on spot, from availability a and
  * age bucket b. */
 HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
-		  size_t c, const struct spt *s)
+		  size_t c, struct spt *s)
 {
 	double end, stay, adv;
 	int k = a ? k1 : k0, ko = a ? k0 : k1;
@@ -247,7 +271,7 @@ HOT double expect(const struct plan *pl, int k0, int k1, int a, int b,
 }
 
 HOT double expect_spot(const struct plan *pl, int b, size_t c,
-		       const struct spt *s)
+		       struct spt *s)
 {
 	double end, stay, adv, hop = pl->m.hop;
 	int nb = b + 1 < pl->na ? b + 1 : b;
@@ -283,7 +307,7 @@ static struct spts spts_make(const struct plan *pl, size_t s)
 
 /* The expected cost of one choice (act) in state (c, s, h, a, b). */
 HOT double qval(const struct plan *pl, size_t c, size_t s,
-		const struct spts *sp, enum sim_hold h, int a, int b,
+		struct spts *sp, enum sim_hold h, int a, int b,
 		enum sim_hold act)
 {
 	double u_h = pl->unit_s / 3600.0, r_h = pl->m.restart_s / 3600.0;
@@ -317,7 +341,7 @@ HOT double qval(const struct plan *pl, size_t c, size_t s,
 }
 
 HOT void qvals(const struct plan *pl, size_t c, size_t s,
-	       const struct spts *sp, enum sim_hold h, int a, int b, double q[3])
+	       struct spts *sp, enum sim_hold h, int a, int b, double q[3])
 {
 	q[SIM_NONE] = qval(pl, c, s, sp, h, a, b, SIM_NONE);
 	q[SIM_OD] = qval(pl, c, s, sp, h, a, b, SIM_OD);
@@ -430,23 +454,87 @@ static enum sim_hold up_rule(const struct plan *pl, const struct policy_job *job
 	return cp < t * rate ? SIM_OD : SIM_NONE;
 }
 
-/* The rule's value in one cell of the evaluation table ev: the choice is
- * the plan's (tabulated at build time) or UP's, scored under ev's model. */
-HOT double rule_value(const struct plan *pl, const struct plan *ev,
-		      const struct policy_job *job, enum plan_rule rule,
-		      size_t c, size_t s, const struct spts *sp, int k, int b)
+/* The value in one cell of the evaluation table ev of a rule whose
+ * choice there is act, scored under ev's model; a choice that could miss
+ * the deadline becomes on-demand (the deadline guard). */
+HOT double rule_value(const struct plan *ev, size_t c, size_t s,
+		      struct spts *sp, int k, int b, enum sim_hold act)
 {
-	enum sim_hold h = ctx[k].h, act;
-	double v;
+	enum sim_hold h = ctx[k].h;
+	double v = qval(ev, c, s, sp, h, ctx[k].a, b, act);
 
-	if (rule == PLAN_RULE_PLAN)
-		act = (enum sim_hold)pl->act[cell(pl, k, b, c, s) - pl->v];
-	else
-		act = up_rule(pl, job, c, s, h, ctx[k].a);
-	v = qval(ev, c, s, sp, h, ctx[k].a, b, act);
-	if (!isfinite(v) && act != SIM_OD) /* the deadline guard */
+	if (!isfinite(v) && act != SIM_OD)
 		v = qval(ev, c, s, sp, h, ctx[k].a, b, SIM_OD);
 	return v;
+}
+
+/* Fill ev->v (allocated by the caller, the plan's shape) with the value,
+ * under ev->m, of following in every state the choices in acts (a table
+ * of the plan's act's shape, read with PLAN_ACT_MASK). */
+static void eval_table(const struct plan *pl, struct plan *ev, const uint8_t *acts)
+{
+	for (int k = 0; k < NV; k++) {
+		for (int bb = 0; bb < pl->na; bb++) {
+			for (size_t x = 0; x <= pl->ns; x++)
+				*cell(ev, k, bb, 0, x) = 0;
+		}
+	}
+	for (size_t c = 1; c <= pl->nc; c++) {
+		for (size_t s = 0; s <= pl->ns; s++) {
+			struct spts sp = spts_make(pl, s);
+
+			for (int bb = 0; bb < pl->na; bb++) {
+				for (int k = 0; k < NV; k++) {
+					double *v = cell(ev, k, bb, c, s);
+
+					*v = unused(pl, k, bb) ? INFINITY :
+					     rule_value(ev, c, s, &sp, k, bb,
+							(enum sim_hold)(acts[v - ev->v] & PLAN_ACT_MASK));
+				}
+			}
+		}
+	}
+}
+
+static size_t table_cells(const struct plan *pl)
+{
+	return (size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1);
+}
+
+/* UP's choice in every cell of the plan's table (malloc'd; NULL on
+ * out-of-memory).  It does not depend on the market's model. */
+static uint8_t *up_acts(const struct plan *pl, const struct policy_job *job)
+{
+	uint8_t *t = malloc(table_cells(pl));
+
+	if (!t)
+		return NULL;
+	for (int k = 0; k < NV; k++) {
+		for (size_t c = 0; c <= pl->nc; c++) {
+			for (size_t s = 0; s <= pl->ns; s++) {
+				uint8_t a = c ? (uint8_t)up_rule(pl, job, c, s, ctx[k].h,
+								 ctx[k].a) : SIM_NONE;
+
+				for (int b = 0; b < pl->na; b++)
+					t[cell(pl, k, b, c, s) - pl->v] = a;
+			}
+		}
+	}
+	return t;
+}
+
+/* The cell a state (C, S, h, a, b) is read from: work rounded up, slack
+ * down, both clamped to the table. */
+static size_t state_cell(const struct plan *pl, double C, double S,
+			 enum sim_hold h, int a, int b)
+{
+	size_t c = (size_t)ceil(C / pl->unit_s - 1e-9);
+	size_t s = (size_t)floor(S / pl->unit_s + 1e-9);
+	int k = h == SIM_SPOT ? VS : h == SIM_OD ? (a ? VO1 : VO0) : (a ? VN1 : VN0);
+
+	c = c > pl->nc ? pl->nc : c < 1 ? 1 : c;
+	s = s > pl->ns ? pl->ns : s;
+	return (size_t)(cell(pl, k, b, c, s) - pl->v);
 }
 
 int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
@@ -455,8 +543,7 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 		      double *value)
 {
 	struct plan ev = *pl;
-	size_t c, s;
-	int k;
+	uint8_t *up = NULL;
 
 	*value = INFINITY;
 	if (C <= 0) {
@@ -468,35 +555,75 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 	ev.m = *m_eval;
 	ev.act = NULL;
 	ev.m.exact_ages = pl->m.exact_ages;
-	ev.v = malloc((size_t)NV * (size_t)pl->na * (pl->nc + 1) * (pl->ns + 1) *
-		      sizeof(double));
-	if (!ev.v)
+	ev.v = malloc(table_cells(pl) * sizeof(double));
+	if (rule == PLAN_RULE_UP)
+		up = up_acts(pl, job);
+	if (!ev.v || (rule == PLAN_RULE_UP && !up)) {
+		free(ev.v);
+		free(up);
 		return -ENOMEM;
-	for (k = 0; k < NV; k++) {
-		for (int bb = 0; bb < pl->na; bb++) {
-			for (size_t x = 0; x <= pl->ns; x++)
-				*cell(&ev, k, bb, 0, x) = 0;
-		}
 	}
-	for (c = 1; c <= pl->nc; c++) {
-		for (s = 0; s <= pl->ns; s++) {
-			struct spts sp = spts_make(pl, s);
-
-			for (int bb = 0; bb < pl->na; bb++) {
-				for (k = 0; k < NV; k++)
-					*cell(&ev, k, bb, c, s) = unused(pl, k, bb) ? INFINITY :
-						rule_value(pl, &ev, job, rule, c, s, &sp, k, bb);
-			}
-		}
-	}
-	c = (size_t)ceil(C / pl->unit_s - 1e-9);
-	c = c > pl->nc ? pl->nc : c < 1 ? 1 : c;
-	s = (size_t)floor(S / pl->unit_s + 1e-9);
-	s = s > pl->ns ? pl->ns : s;
-	k = h == SIM_SPOT ? VS : h == SIM_OD ? (a ? VO1 : VO0) : (a ? VN1 : VN0);
-	*value = *cell(&ev, k, b, c, s);
+	eval_table(pl, &ev, rule == PLAN_RULE_UP ? up : pl->act);
+	*value = ev.v[state_cell(pl, C, S, h, a, b)];
 	free(ev.v);
+	free(up);
 	return 0;
+}
+
+int policy__plan_guard(struct plan *pl, const struct policy_job *job,
+		       const struct plan_model *alt, int nalt, double z)
+{
+	size_t n = table_cells(pl);
+	struct plan up = *pl, pa = *pl, ua = *pl;
+	double *var = NULL;
+	uint8_t *upa = NULL;
+	int rc = -ENOMEM;
+
+	up.act = pa.act = ua.act = NULL;
+	up.v = malloc(n * sizeof(double));
+	pa.v = malloc(n * sizeof(double));
+	ua.v = malloc(n * sizeof(double));
+	var = calloc(n, sizeof(double));
+	if (pl->v)
+		upa = up_acts(pl, job);
+	if (!pl->v || !up.v || !pa.v || !ua.v || !var || !upa)
+		goto out;
+	eval_table(pl, &up, upa);
+	for (int g = 0; g < nalt; g++) {
+		pa.m = ua.m = alt[g];
+		pa.m.exact_ages = ua.m.exact_ages = pl->m.exact_ages;
+		eval_table(pl, &pa, pl->act);
+		eval_table(pl, &ua, upa);
+		for (size_t i = 0; i < n; i++) {
+			double d = (pa.v[i] - pl->v[i]) - (ua.v[i] - up.v[i]);
+
+			if (isfinite(d))
+				var[i] += d * d;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		double adv = up.v[i] - pl->v[i];
+
+		pl->act[i] &= PLAN_ACT_MASK;
+		if (isfinite(pl->v[i]) && isfinite(up.v[i]) && adv < z * sqrt(var[i]))
+			pl->act[i] |= PLAN_ACT_UP;
+	}
+	rc = 0;
+out:
+	free(up.v);
+	free(pa.v);
+	free(ua.v);
+	free(var);
+	free(upa);
+	return rc;
+}
+
+int policy__plan_follows(const struct plan *pl, double C, double S,
+			 enum sim_hold h, int a, int b)
+{
+	if (C <= 0 || S < 0 || !pl->v)
+		return 1;
+	return !(pl->act[state_cell(pl, C, S, h, a, b)] & PLAN_ACT_UP);
 }
 
 void policy__plan_free(struct plan *pl)

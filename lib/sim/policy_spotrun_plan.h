@@ -54,6 +54,9 @@ struct plan_model {
 	double out_other;  /* P(o = 1 for the run an outage ends in) */
 };
 
+#define PLAN_ACT_MASK 0x03
+#define PLAN_ACT_UP 0x80
+
 struct plan {
 	struct plan_model m;
 	double unit_s;     /* planning step, seconds */
@@ -62,7 +65,8 @@ struct plan {
 			    * m.multi 2 x PLAN_AGES (age and o) */
 	double K;          /* restart in steps (fractional) */
 	double *v;         /* see the .c file */
-	uint8_t *act;      /* the choice behind each cell of v */
+	uint8_t *act;      /* the choice behind each cell of v (PLAN_ACT_MASK),
+			    * and PLAN_ACT_UP where the guard chose UP */
 };
 
 /* The planning step for a job: at least one tick, and coarse enough to
@@ -100,6 +104,23 @@ int policy__plan_eval(const struct plan *pl, const struct plan_model *m_eval,
 		      const struct policy_job *job, enum plan_rule rule,
 		      double C, double S, enum sim_hold h, int a, int b,
 		      double *value);
+
+/* The dominance guard.  Scores the plan's own choices and Uniform
+ * Progress's rules in every state under the plan's model, and again
+ * under each of the nalt models in alt (the same estimates with one
+ * group of them moved by one standard error of the evidence behind
+ * them), and marks the states where the plan's advantage over UP,
+ * V_up - V_plan, is below z times its standard error (the changes in
+ * that advantage under the alt models, added in quadrature: the delta
+ * method).  There policy__plan_follows() says no, and the caller runs
+ * UP's rule.  Returns 0 or -ENOMEM (then nothing is marked). */
+int policy__plan_guard(struct plan *pl, const struct policy_job *job,
+		       const struct plan_model *alt, int nalt, double z);
+
+/* Does the guard let the plan's choice stand in this state (the cell
+ * policy__plan_choose() reads)?  1 where no guard was run. */
+int policy__plan_follows(const struct plan *pl, double C, double S,
+			 enum sim_hold h, int a, int b);
 
 /* The step choice for work C and slack S left, holding h, spot available
  * somewhere now (a) in a spell of age bucket b (with m.multi and a = 1:

@@ -50,6 +50,7 @@ struct sim_params {
 	double ckpt_gb, egress_per_gb;
 	double history_h;       /* market history shown to policies before the
 				 * window starts (policy_ops.observe) */
+	const struct policy_prior *prior; /* spotrun's prior; NULL = the bundled one */
 };
 
 /* Can a job with these parameters meet its deadline at all?  Checks

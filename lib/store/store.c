@@ -598,15 +598,18 @@ int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
 	return rc;
 }
 
-int store_setting_set(struct store *s, const char *key, const char *val,
-		      struct sr_err *e)
+/* INSERT settings(key, value); on a key there: replace or keep */
+static int setting_put(struct store *s, const char *key, const char *val,
+		       int replace, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
 	int rc;
 
-	rc = store_prepare(s, "INSERT INTO settings(key, value) VALUES(?, ?)"
-			   " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-			   &st, e);
+	rc = store_prepare(s, replace ?
+			   "INSERT INTO settings(key, value) VALUES(?, ?)"
+			   " ON CONFLICT(key) DO UPDATE SET value=excluded.value" :
+			   "INSERT INTO settings(key, value) VALUES(?, ?)"
+			   " ON CONFLICT(key) DO NOTHING", &st, e);
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, key);
@@ -614,6 +617,18 @@ int store_setting_set(struct store *s, const char *key, const char *val,
 	rc = store_run(st, e);
 	store_done(st);
 	return rc < 0 ? rc : 0;
+}
+
+int store_setting_set(struct store *s, const char *key, const char *val,
+		      struct sr_err *e)
+{
+	return setting_put(s, key, val, 1, e);
+}
+
+int store_setting_add(struct store *s, const char *key, const char *val,
+		      struct sr_err *e)
+{
+	return setting_put(s, key, val, 0, e);
 }
 
 /* ---- migrations ---- */

@@ -165,6 +165,10 @@ int store_setting_get(struct store *s, const char *key, char *buf, size_t n,
 		      struct sr_err *e); /* -SR_ENOTFOUND when absent */
 int store_setting_set(struct store *s, const char *key, const char *val,
 		      struct sr_err *e);
+/* Set key only if it is absent (the first writer wins: two daemons
+ * starting at once on one database agree on what it holds). */
+int store_setting_add(struct store *s, const char *key, const char *val,
+		      struct sr_err *e);
 
 /* ---- domain rows and functions (store_jobs.c) ----
  * Every one runs inside the caller's transaction when there is one. */

@@ -207,4 +207,211 @@ int store_upload_read(struct store *s, const char *id, store_blob_fn fn,
 int store_node_files(struct store *s, int64_t node, store_blob_fn fn,
 		     void *ud, struct sr_err *e);
 
+/* ---- the leader's lease and the members (store_lease.c; lib/ctl/lease.c)
+ * ----  Each runs inside the caller's transaction when there is one. */
+
+/* The lease row (table lease, id 1). */
+struct store_lease {
+	char holder[64], url[128];         /* longer ones are cut */
+	int64_t epoch, expires_ns;
+};
+/* 0, or -EIO when the row is missing. */
+int store_lease_get(struct store *s, struct store_lease *out,
+		    struct sr_err *e);
+/* 1 when holder still holds the lease with epoch, unexpired at now_ns;
+ * 0 when not. */
+int store_lease_held(struct store *s, const char *holder, int64_t epoch,
+		     int64_t now_ns, struct sr_err *e);
+/* Take the lease read at `epoch` (compare-and-set): holder and url, epoch
+ * + 1, until expires_ns.  1 taken, 0 another took it first. */
+int store_lease_take(struct store *s, const char *holder, const char *url,
+		     int64_t epoch, int64_t expires_ns, struct sr_err *e);
+/* Renew holder's lease of epoch until expires_ns (0: release it, so a
+ * standby takes over at once).  1 done, 0 it is no longer holder's. */
+int store_lease_renew(struct store *s, const char *holder, int64_t epoch,
+		      int64_t expires_ns, struct sr_err *e);
+/* Member holder (at url) is alive at now_ns; members not seen since
+ * forget_before_ns are dropped (one transaction). */
+int store_member_seen(struct store *s, const char *holder, const char *url,
+		      int64_t now_ns, int64_t forget_before_ns,
+		      struct sr_err *e);
+/* fn(ud, url) for each member seen after since_ns, in holder order. */
+int store_members(struct store *s, int64_t since_ns,
+		  void (*fn)(void *ud, const char *url), void *ud,
+		  struct sr_err *e);
+
+/* ---- the jobs API (store_api.c; lib/ctl/routes_jobs.c) ---- */
+
+/* 1 with the job created with idempotency key `key` and the digest its
+ * request had (up to STORE_DIGEST_LEN bytes into hash, *hn of them; 0
+ * when none was kept), 0 when no job has that key. */
+int store_job_by_idem(struct store *s, const char *key, int64_t *id,
+		      unsigned char *hash, size_t *hn, struct sr_err *e);
+/* A new job row, PENDING, "accepted" (borrowed strings; NULL text is
+ * SQL NULL). */
+struct store_job_new {
+	const char *name, *spec_name, *spec_json, *workdir, *envs;
+	const char *spec_yaml;
+	size_t spec_yaml_len;
+	int64_t num_nodes, max_restarts;
+	int64_t now_ns;                /* created, updated, state since */
+	double sim_start_s;
+	double deadline_s;             /* not finite: none */
+	double work_s;
+	const char *candidates;        /* the placement plan, JSON */
+	const char *idem_key;          /* NULL none */
+	const void *idem_hash;         /* NULL none */
+	size_t idem_hash_len;
+	const void *secrets;           /* sealed */
+	size_t secrets_len;
+	const char *files;             /* an upload id, NULL none */
+};
+int store_job_insert(struct store *s, const struct store_job_new *j,
+		     int64_t *id, struct sr_err *e);
+/* fn(ud, id, state, e) for the jobs named `name` (NULL: every job),
+ * newest first, until fn returns non-zero: what it returned, 0 at the
+ * end, or a store error (< 0). */
+typedef int (*store_job_fn)(void *ud, int64_t id, const char *state,
+			    struct sr_err *e);
+int store_jobs_each(struct store *s, const char *name, store_job_fn fn,
+		    void *ud, struct sr_err *e);
+/* 1 and the job's state into state[cap], 0 when there is no such job. */
+int store_job_state(struct store *s, int64_t id, char *state, size_t cap,
+		    struct sr_err *e);
+/* The job's (0: every job's) events after seq `after`, oldest first, at
+ * most limit:
+ * fn(ud, seq, ev, e) each (ev's strings valid during the call; from, to
+ * and data NULL when unset) until it returns non-zero.  0, or < 0. */
+typedef int (*store_event_fn)(void *ud, int64_t seq,
+			      const struct store_event *ev, struct sr_err *e);
+int store_events_each(struct store *s, int64_t job, int64_t after,
+		      int64_t limit, store_event_fn fn, void *ud,
+		      struct sr_err *e);
+/* One line of a job's output (table logs). */
+struct store_log_line {
+	int64_t seq, job, ts_ns, node, rank, attempt;
+	const char *stream, *line;
+	size_t line_len;                   /* read: strlen(line) */
+	bool truncated;
+};
+/* The job's lines after seq `after` of rank (< 0: every rank), oldest
+ * first, at most limit: fn(ud, line, e) as store_events_each's. */
+typedef int (*store_log_fn)(void *ud, const struct store_log_line *l,
+			    struct sr_err *e);
+int store_logs_each(struct store *s, int64_t job, int64_t after,
+		    int64_t rank, int64_t limit, store_log_fn fn, void *ud,
+		    struct sr_err *e);
+
+/* ---- the node API (store_nodes_api.c; lib/ctl/routes_nodes.c) ---- */
+
+/* A node with what the node API needs of its job. */
+struct store_node_ctx {
+	int64_t id, job, rank, attempt, num_nodes;  /* attempt: the job's */
+	char state[16], job_state[16], desired[8];
+	bool notice, retire;
+	int64_t kill_ns;            /* the notice's deadline, 0 none */
+	char cloud[16], region[40], zone[40], itype[48];
+	bool spot;
+	int64_t price;              /* micro-dollars per hour */
+	int pool;
+};
+/* 0, -SR_ENOTFOUND, or a store error. */
+int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
+			struct sr_err *e);
+/* fn(ud, rank, addr) for each live node of the job ("" when it gave no
+ * address yet). */
+int store_gang_addrs(struct store *s, int64_t job,
+		     void (*fn)(void *ud, int64_t rank, const char *addr),
+		     void *ud, struct sr_err *e);
+/* What a job's node runs with (malloc'd; store_job_env_free). */
+struct store_job_env {
+	char *spec_json;
+	char *envs;                 /* the API's envs (JSON), NULL none */
+	char *workdir;              /* "" none */
+	void *sealed;               /* the job's sealed secrets, NULL none */
+	size_t sealed_len;
+	bool files;                 /* the job brings an upload */
+};
+/* 0, -SR_ENOTFOUND, or an error (nothing to free then). */
+int store_job_env_load(struct store *s, int64_t job, struct store_job_env *out,
+		       struct sr_err *e);
+void store_job_env_free(struct store_job_env *j);
+/* A live node's agent registered at now_ns from addr ("" unknown): READY. */
+int store_node_register(struct store *s, int64_t node, const char *addr,
+			int64_t now_ns, struct sr_err *e);
+/* A heartbeat's node columns (a negative utilisation: not measured). */
+struct store_hb {
+	int64_t node, now_ns, attempt;
+	const char *workload;
+	int64_t pgid;               /* <= 0: keep the last one */
+	double cpu_util, gpu_util;
+};
+int store_node_heartbeat(struct store *s, const struct store_hb *h,
+			 struct sr_err *e);
+/* A heartbeat's progress of the job's rank 0 (a negative value: not
+ * reported) and the pace measured from it. */
+struct store_progress {
+	int64_t job, attempt, now_ns;
+	int64_t step, total_steps, ckpt_step, ckpt_local_step, ckpt_store_ns;
+};
+int store_job_progress(struct store *s, const struct store_progress *p,
+		       struct sr_err *e);
+/* A line of output (job, node, rank, attempt, ts_ns, stream, line of
+ * line_len bytes, truncated). */
+int store_log_add(struct store *s, const struct store_log_line *l,
+		  struct sr_err *e);
+/* A rank's workload ended (table exits; the same one twice is kept
+ * once). */
+struct store_exit {
+	int64_t job, attempt, rank, node;
+	int64_t code;               /* STORE_NULL_I64: killed by `signal` */
+	int64_t signal;             /* 0 none */
+	const char *cause;
+	int64_t ts_ns;
+};
+int store_exit_add(struct store *s, const struct store_exit *x,
+		   struct sr_err *e);
+/* A utilisation sample: cpu (< 0 unknown) and the one billed. */
+int store_node_util(struct store *s, int64_t node, double cpu, double util,
+		    struct sr_err *e);
+/* The agent saw a notice at now_ns, the cloud's deadline kill_ns (0 none):
+ * kept unless the node has them already. */
+int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
+			   int64_t kill_ns, struct sr_err *e);
+/* A rebalance recommendation at at_ns (the first one is kept). */
+int store_node_rebalance(struct store *s, int64_t node, int64_t at_ns,
+			 struct sr_err *e);
+/* A durable checkpoint at step: the job's step is the greater. */
+int store_job_ckpt_step_raise(struct store *s, int64_t job, int64_t step,
+			      struct sr_err *e);
+/* The setup's exit code. */
+int store_node_set_setup_rc(struct store *s, int64_t node, int64_t rc,
+			    struct sr_err *e);
+
+/* ---- the job pass (store_recon.c; lib/ctl/reconcile.c) ---- */
+
+/* fn(ud, cause, code, sig, node) for each rank's exit of the job's
+ * attempt (code -1 when killed by signal sig; node: the node it ran on). */
+int store_exits_each(struct store *s, int64_t job, int64_t attempt,
+		     void (*fn)(void *ud, const char *cause, int64_t code,
+				int64_t sig, int64_t node),
+		     void *ud, struct sr_err *e);
+/* 1 when rank's exit of the attempt is recorded, 0 when not. */
+int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
+		    int64_t rank, struct sr_err *e);
+/* The attempt that stops ran add_s of cloud time: the job's clock stops. */
+int store_job_run_clock(struct store *s, int64_t job, double add_s,
+			struct sr_err *e);
+/* The policy moves the job off node: it is retired. */
+int store_node_retire(struct store *s, int64_t node, struct sr_err *e);
+/* The job left RUNNING at now_ns for `reason`, counted as a restart when
+ * `restart`; with `notice` its notice time and step are kept. */
+int store_job_went_down(struct store *s, int64_t job, int64_t now_ns,
+			const char *reason, bool restart, bool notice,
+			struct sr_err *e);
+/* The ids of every unfinished job, ascending, read `page` at a time (no
+ * cap): *out malloc'd (caller frees), *n of them. */
+int store_jobs_unfinished(struct store *s, int64_t page, int64_t **out,
+			  size_t *n, struct sr_err *e);
+
 #endif

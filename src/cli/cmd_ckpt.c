@@ -137,6 +137,14 @@ static int cmd_ls(int argc, char **argv)
 		free(ents);
 		return CLI_FAIL;
 	}
+	if (!n) {
+		/* an empty prefix of a store is not "nothing wrong": a job
+		 * that should have saved there did not (issue 28) */
+		if (a.json)
+			printf("[]\n");
+		fprintf(stderr, "spotrun ckpt: %s: no checkpoints there\n", a.dir);
+		return CLI_FAIL;
+	}
 	if (a.json) {
 		json_t *arr = json_array();
 		char *s;

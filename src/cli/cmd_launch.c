@@ -30,6 +30,7 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "ctlcli.h"
+#include "launch_ckpt.h"
 #include "launch_files.h"
 #include "market/joblimits.h"
 #include "market/plan.h"
@@ -49,6 +50,7 @@ static void usage(void)
 {
 	printf("usage: spotrun launch JOB.yaml [-d] [-y] [--env KEY=VALUE]...\n"
 	       "                      [--max-restarts N] [--workdir DIR] [--no-logs]\n"
+	       "                      [--no-store-check]\n"
 	       "                      [--json] [--api URL] [--state-dir DIR]\n\n"
 	       "Show what the job will run on (pool, price, deadline, expected cost\n"
 	       "and its 95th percentile, from the catalog), ask for confirmation on a\n"
@@ -71,6 +73,10 @@ static void usage(void)
 	       "                     the local cloud runs it (default: the file's\n"
 	       "                     workdir:, else the file's dir)\n"
 	       "  --no-logs          follow events only, not the workload's output\n"
+	       "  --no-store-check   do not check that the job's nodes can reach its\n"
+	       "                     spotrun.checkpoint.uri with the credentials they\n"
+	       "                     get (its envs and --env; by default a store that\n"
+	       "                     refuses them refuses the launch)\n"
 	       "  --json             with -d: print the created job as JSON\n"
 	       "secrets: with no value are taken from the environment of this command.\n"
 	       CTLCLI_COMMON_HELP);
@@ -381,7 +387,8 @@ static int fill_secrets(const struct jobspec *js, json_t *envs, const char *file
 	return 0;
 }
 
-enum { OPT_NO_LOGS = CLI_KEY_LONG, OPT_ENV, OPT_MAX_RESTARTS, OPT_WORKDIR };
+enum { OPT_NO_LOGS = CLI_KEY_LONG, OPT_ENV, OPT_MAX_RESTARTS, OPT_WORKDIR,
+       OPT_NO_STORE_CHECK };
 
 static const struct cli_optdef launch_defs[] = {
 	{ "detach", 'd', CLI_NOARG },
@@ -390,6 +397,7 @@ static const struct cli_optdef launch_defs[] = {
 	{ "env", OPT_ENV, CLI_REPEAT },
 	{ "max-restarts", OPT_MAX_RESTARTS, CLI_ARG },
 	{ "workdir", OPT_WORKDIR, CLI_ARG },
+	{ "no-store-check", OPT_NO_STORE_CHECK, CLI_NOARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -403,7 +411,7 @@ static int cmd_launch(int argc, char **argv)
 	const char *file = NULL, *workdir = NULL;
 	char *text = NULL, *namecopy = NULL;
 	json_t *envs = json_object(), *body = NULL, *reply = NULL;
-	int detach = 0, yes = 0, logs = 1, c, rc, ret = CLI_FAIL;
+	int detach = 0, yes = 0, logs = 1, store_check = 1, c, rc, ret = CLI_FAIL;
 	struct jobspec js;
 	long max_restarts = -1;
 	struct sr_err e;
@@ -426,6 +434,9 @@ static int cmd_launch(int argc, char **argv)
 			break;
 		case OPT_NO_LOGS:
 			logs = 0;
+			break;
+		case OPT_NO_STORE_CHECK:
+			store_check = 0;
 			break;
 		case OPT_ENV:
 			eq = strchr(p.arg, '=');
@@ -495,6 +506,9 @@ static int cmd_launch(int argc, char **argv)
 		goto out;
 	}
 	if (fill_secrets(&js, envs, file))
+		goto out;
+	/* a job whose nodes cannot reach its checkpoint store is refused */
+	if (store_check && launch_ckpt_check(&js, envs, file))
 		goto out;
 	namecopy = strdup(file);
 	body = namecopy ? json_pack("{s:s, s:s}", "spec_yaml", text, "spec_name",

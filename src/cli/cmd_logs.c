@@ -90,6 +90,32 @@ static int cmd_logs(int argc, char **argv)
 		return cli_usage_error("logs", "--json cannot be combined with -f");
 	if (ctlcli_open(&o) < 0)
 		return CLI_FAIL;
+	if (lo.rank >= 0) {
+		/* a rank outside the gang is an error, not an empty log */
+		char path[64];
+		json_t *job = NULL;
+		int64_t nn;
+
+		snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)id);
+		if (ctlcli_call(&o, "GET", path, NULL, &job) < 0) {
+			ctlcli_close(&o);
+			return CLI_FAIL;
+		}
+		nn = ctlcli_int(json_object_get(job, "job"), "num_nodes", 0);
+		json_decref(job);
+		if (nn > 0 && lo.rank >= nn) {
+			if (nn == 1)
+				fprintf(stderr, "spotrun logs: --rank %lld: job %lld "
+					"has one node (rank 0)\n", (long long)lo.rank,
+					(long long)id);
+			else
+				fprintf(stderr, "spotrun logs: --rank %lld: job %lld "
+					"has ranks 0..%lld\n", (long long)lo.rank,
+					(long long)id, (long long)(nn - 1));
+			ctlcli_close(&o);
+			return CLI_FAIL;
+		}
+	}
 	if (lo.follow)
 		signal(SIGINT, on_int);
 	all = json_array();

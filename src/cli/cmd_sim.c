@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cliopt.h"
 #include "common/json.h"
+#include "sim/policy_prior.h"
 #include "sim/sim_sweep.h"
 
 #define MAX_STARTS 4096
@@ -21,6 +22,7 @@ static const char usage_text[] =
 	"                   [--ckpt-interval-hours I --ckpt-gb S --egress-per-gb $]\n"
 	"                   [--od-price $ --spot-price $] [--trace-format cbl|skynomad|csv]\n"
 	"                   [--windows N --window-hours W --seed S | --start-tick T ...] [--json]\n"
+	"                   [--prior-trace FILE...]\n"
 	"\n"
 	"Replay spot-market traces and compare policies on the same windows.\n"
 	"Several traces are several regions, aligned in time.\n"
@@ -41,6 +43,9 @@ static const char usage_text[] =
 	"  --history-hours H       market history before each window that policies\n"
 	"                          may learn from (default 24; spotrun uses it)\n"
 	"  --start-tick T          run exactly the window starting at tick T (repeatable)\n"
+	"  --prior-trace FILE...   fit spotrun's prior on these traces instead of using\n"
+	"                          the bundled one (validation on held-out trace sets;\n"
+	"                          `spotrun trace prior`)\n"
 	"  --json                  one JSON document on stdout\n"
 	"\n"
 	"The model is described in docs/simulator.md, the policies in docs/policies.md.\n";
@@ -124,7 +129,7 @@ enum { OPT_TRACE = CLI_KEY_LONG, OPT_POLICY, OPT_WORK_HOURS,
        OPT_DEADLINE_HOURS, OPT_RESTART_HOURS, OPT_CKPT_INTERVAL_HOURS,
        OPT_CKPT_GB, OPT_EGRESS_PER_GB, OPT_OD_PRICE, OPT_SPOT_PRICE,
        OPT_HISTORY_HOURS, OPT_WINDOW_HOURS, OPT_WINDOWS, OPT_SEED,
-       OPT_START_TICK, OPT_TRACE_FORMAT };
+       OPT_START_TICK, OPT_PRIOR_TRACE, OPT_TRACE_FORMAT };
 
 static const struct cli_optdef sim_defs[] = {
 	{ "trace", OPT_TRACE, CLI_LIST },
@@ -142,6 +147,7 @@ static const struct cli_optdef sim_defs[] = {
 	{ "windows", OPT_WINDOWS, CLI_ARG },
 	{ "seed", OPT_SEED, CLI_ARG },
 	{ "start-tick", OPT_START_TICK, CLI_REPEAT },
+	{ "prior-trace", OPT_PRIOR_TRACE, CLI_LIST },
 	{ "trace-format", OPT_TRACE_FORMAT, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
@@ -162,6 +168,9 @@ static int cmd_sim(int argc, char **argv)
 	const char *files[SIM_MAX_REGIONS];
 	struct trace *tr[SIM_MAX_REGIONS] = { 0 };
 	static size_t starts[MAX_STARTS];
+	static struct policy_prior prior;
+	static const char *prior_files[MAX_STARTS];
+	int nprior = 0;
 	enum trace_format fmt = TRACE_FMT_AUTO;
 	double od_price = 3.06, spot_price = 0.9731;
 	int nfiles = 0, json, force_od = 0, c, rc = CLI_OK;
@@ -237,6 +246,12 @@ static int cmd_sim(int argc, char **argv)
 			r = cli_opts_count(&p, SIZE_MAX, &u);
 			starts[o.nstarts++] = (size_t)u;
 			break;
+		case OPT_PRIOR_TRACE:
+			if (nprior == MAX_STARTS)
+				return cli_opts_error(&p, "--prior-trace: at most %d files",
+						      MAX_STARTS);
+			prior_files[nprior++] = v;
+			break;
 		default: /* OPT_TRACE_FORMAT */
 			if (trace_format_parse(v, &fmt) || fmt == TRACE_FMT_AUTO)
 				return cli_opts_error(&p, "--trace-format: expected cbl, skynomad or csv, got '%s'", v);
@@ -248,6 +263,18 @@ static int cmd_sim(int argc, char **argv)
 	if (c < 0)
 		return p.status;
 	json = p.json;
+	for (int i = 0; i < nprior; i++) {
+		struct trace *t = NULL;
+		int r = trace_load(prior_files[i], TRACE_FMT_AUTO, &t, &e);
+
+		if (r) {
+			fprintf(stderr, "spotrun sim: --prior-trace: %s\n", sr_err_str(&e, r));
+			return CLI_FAIL;
+		}
+		policy_prior_add(&prior, t);
+		trace_free(t);
+		o.p.prior = &prior;
+	}
 	if (!nfiles)
 		return cli_usage_error("sim", "--trace: at least one trace file is needed");
 	if (o.p.work_h + o.p.restart_h > o.p.deadline_h)

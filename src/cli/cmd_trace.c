@@ -1,5 +1,6 @@
 /*
- * cmd_trace.c - `spotrun trace gen`: write synthetic spot traces.
+ * cmd_trace.c - `spotrun trace gen`: write synthetic spot traces;
+ * `spotrun trace prior`: fit spotrun's prior on traces.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,12 +11,22 @@
 
 #include "cli.h"
 #include "cliopt.h"
+#include "common/json.h"
+#include "sim/policy_prior.h"
 #include "sim/trace_gen.h"
 
 #define MAX_REGIONS TRACE_GEN_MAX_ZONES
 
 static const char usage_text[] =
-	"usage: spotrun trace gen --out PATH [--regions N] [--nodes N]\n"
+	"usage: spotrun trace gen --out PATH [--regions N] [--nodes N] ...\n"
+	"       spotrun trace prior FILE... [--json]\n"
+	"\n"
+	"  gen     write a synthetic spot trace (below)\n"
+	"  prior   fit spotrun's prior on traces: spell ends and ticks of exposure\n"
+	"          by age, pooled over the files (docs/design/policies.md); `spotrun\n"
+	"          sim --prior-trace` uses such a fit instead of the bundled one\n"
+	"\n"
+	"spotrun trace gen --out PATH [--regions N] [--nodes N]\n"
 	"                         [--up-hours H --down-hours H --tail A]\n"
 	"                         [--gap-seconds S --hours H]\n"
 	"                         [--spot-price $ --od-ratio X] [--seed S]\n"
@@ -198,6 +209,89 @@ static int trace_gen_cmd(int argc, char **argv)
 	return rc;
 }
 
+/* The fit as JSON: {"traces", "tick_seconds", "ends", "exposure_ticks"}. */
+static int prior_json(const struct policy_prior *p, int nfiles)
+{
+	json_t *doc = json_object(), *ends = json_array(), *expo = json_array();
+	char *s = NULL;
+	int rc = CLI_FAIL;
+
+	if (!doc || !ends || !expo)
+		goto out;
+	for (int k = 0; k < 2; k++) {
+		json_t *a = json_array(), *b = json_array();
+
+		for (int j = 0; a && b && j < PRIOR_BINS; j++) {
+			json_array_append_new(a, json_real(p->ends[k][j]));
+			json_array_append_new(b, json_real(p->expo[k][j]));
+		}
+		json_array_append_new(ends, a);
+		json_array_append_new(expo, b);
+	}
+	json_object_set_new(doc, "traces", json_integer(nfiles));
+	json_object_set_new(doc, "tick_seconds", json_integer(PRIOR_TICK_S));
+	json_object_set(doc, "ends", ends);
+	json_object_set(doc, "exposure_ticks", expo);
+	s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (s) {
+		puts(s);
+		rc = CLI_OK;
+	}
+out:
+	free(s);
+	json_decref(doc);
+	json_decref(ends);
+	json_decref(expo);
+	return rc;
+}
+
+static int trace_prior_cmd(int argc, char **argv)
+{
+	static const char *const kinds[2] = { "outages", "runs" };
+	struct cli_opts op = { .cmd = "trace", .sub = "prior", .usage = usage,
+			       .flags = CLI_OPT_JSON, .max_operands = CLI_MAX_OPERANDS };
+	struct policy_prior p = { 0 };
+	struct sr_err e = { 0 };
+	int c;
+
+	while ((c = cli_opts_next(&op, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return op.status;
+	if (!op.n_operands)
+		return cli_opts_error(&op, "at least one trace file is needed");
+	for (int i = 0; i < op.n_operands; i++) {
+		struct trace *t = NULL;
+		int r = trace_load(op.operand[i], TRACE_FMT_AUTO, &t, &e);
+
+		if (r) {
+			fprintf(stderr, "spotrun trace: %s\n", sr_err_str(&e, r));
+			return CLI_FAIL;
+		}
+		policy_prior_add(&p, t);
+		trace_free(t);
+	}
+	if (op.json)
+		return prior_json(&p, op.n_operands);
+	printf("prior from %d traces, resampled to %d s ticks\n"
+	       "%-8s %-12s %10s %12s %10s\n", op.n_operands, PRIOR_TICK_S, "spells",
+	       "age (ticks)", "ends", "exposure", "per tick");
+	for (int k = 0; k < 2; k++) {
+		for (int j = 0; j < PRIOR_BINS; j++) {
+			size_t lo = j ? (size_t)1 << (j - 1) : 0;
+			char age[32];
+
+			if (j == PRIOR_BINS - 1)
+				snprintf(age, sizeof age, "%zu+", lo);
+			else
+				snprintf(age, sizeof age, "%zu-%zu", lo, j ? 2 * lo - 1 : 0);
+			printf("%-8s %-12s %10.0f %12.0f %10.4f\n", kinds[k], age, p.ends[k][j],
+			       p.expo[k][j], p.expo[k][j] > 0 ? p.ends[k][j] / p.expo[k][j] : 0);
+		}
+	}
+	return CLI_OK;
+}
+
 static int cmd_trace(int argc, char **argv)
 {
 	struct cli_opts p = { .cmd = "trace", .usage = usage,
@@ -214,8 +308,11 @@ static int cmd_trace(int argc, char **argv)
 	}
 	if (!strcmp(p.operand[0], "gen"))
 		return trace_gen_cmd(p.n_rest + 1, p.rest - 1);
-	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen)",
+	if (!strcmp(p.operand[0], "prior"))
+		return trace_prior_cmd(p.n_rest + 1, p.rest - 1);
+	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen or prior)",
 			       p.operand[0]);
 }
 
-CLI_COMMAND("trace", "generate synthetic spot traces (trace gen)", cmd_trace)
+CLI_COMMAND("trace", "synthetic spot traces (trace gen), spotrun's prior (trace prior)",
+	    cmd_trace)

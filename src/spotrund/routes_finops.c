@@ -415,8 +415,10 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		return sr_err_set(e, rc, "metrics: out of memory");
 	if (rc)
 		return rc;
-	qsort(b->ok.v, b->ok.n, sizeof *b->ok.v, cmp_id);
-	qsort(b->wasted.v, b->wasted.n, sizeof *b->wasted.v, cmp_id);
+	if (b->ok.n > 1) /* v is NULL while empty */
+		qsort(b->ok.v, b->ok.n, sizeof *b->ok.v, cmp_id);
+	if (b->wasted.n > 1)
+		qsort(b->wasted.v, b->wasted.n, sizeof *b->wasted.v, cmp_id);
 	for (size_t i = 0; i < b->nn; i++) {
 		b->nodes[i].provider = b->nstr[i][0];
 		b->nodes[i].region = b->nstr[i][1];

@@ -3,7 +3,7 @@
  * (tests/py/test_objstore_crash.py): saves checkpoints with a remote
  * store as fast as tier 2 allows, until killed.
  *
- *   ckpt_uploader LOCAL_DIR URI FIRST_STEP [WAIT]
+ *   ckpt_uploader LOCAL_DIR URI FIRST_STEP [WAIT [POINT]]
  *
  * Three tensors: "w" 6 MiB float32 (two 5 MiB-part multipart uploads when
  * it is in a shard of its own), "b" 64 KiB int64, "s" one int64 = step.
@@ -13,12 +13,19 @@
  * upload is reported on stderr and training goes on).  Prints "ready"
  * once tier 3 is set, then "saved N" after each save, and "stored N"
  * whenever spotckpt_remote_stats() reports a newer step in the store.
+ * With POINT ("shard": a shard confirmed, "manifest": every shard
+ * confirmed, the manifest not sent; "retention": an old step's manifest
+ * deleted, its shards not yet) the uploader stops at the first such
+ * point, prints "at POINT N" and waits there to be killed: a kill at
+ * exactly that point of the protocol.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include "objstore/tier3.h"
 #include "spotrun/ckpt.h"
 
 #define W_N (3u << 19)    /* 1.5 Mi floats = 6 MiB */
@@ -31,6 +38,19 @@ static void fill(float *w, int64_t *b, int64_t *s, int64_t step)
 	for (uint32_t i = 0; i < B_N; i++)
 		b[i] = step * 1000 + i;
 	*s = step;
+}
+
+static const char *g_stop_at;
+
+/* The uploader's thread, at a point of the protocol (tier3.c). */
+static void stop_at(const char *what, int64_t step)
+{
+	if (strcmp(what, g_stop_at))
+		return;
+	printf("at %s %lld\n", what, (long long)step);
+	fflush(stdout);
+	for (;;)
+		pause(); /* until the kill */
 }
 
 int main(int argc, char **argv)
@@ -50,6 +70,10 @@ int main(int argc, char **argv)
 	}
 	step = strtoll(argv[3], NULL, 10);
 	wait = argc > 4 && !strcmp(argv[4], "1");
+	if (argc > 5) {
+		g_stop_at = argv[5];
+		objstore__tier3_test_point = stop_at;
+	}
 	spotckpt_opts_init(&o);
 	o.dir = argv[1];
 	o.keep = 2;

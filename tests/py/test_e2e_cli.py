@@ -211,6 +211,11 @@ echo "oops" >&2
     # -f on a finished job prints and returns
     assert "hello from rank" in cli.run("logs", str(jid), "-f", check=0,
                                         timeout=30).stdout
+    # its one rank; a rank outside the gang is an error, not an empty log
+    assert "hello from rank 0" in cli.run("logs", str(jid), "--rank", "0",
+                                          check=0).stdout
+    p = cli.run("logs", str(jid), "--rank", "1", check=1)
+    assert p.stdout == "" and "has one node (rank 0)" in p.stderr, p.stderr
     # events
     ev = cli.json("events", str(jid))["events"]
     assert any(e["type"] == "transition" and e["to"] == "SUCCEEDED" for e in ev)

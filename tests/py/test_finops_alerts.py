@@ -93,7 +93,7 @@ def test_job_done_alerts_exact_payloads():
                 want_slack.append(("Job done", "job_done", "info", None))
                 want_pd += [("resolve", t, None, None)
                             for t in ("preemption", "deadline", "budget",
-                                      "checkpoint")]
+                                      "checkpoint", "credentials")]
         assert want_slack and want_slack[-1][0] == "Job done"
         # the trace may reclaim the job's spot node: each preemption and
         # each recovery is an alert of its own, and the total names them

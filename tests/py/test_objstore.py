@@ -144,6 +144,11 @@ def test_cli_on_uri(s3, env, tmp_path):
     ls = json.loads(r.stdout)
     rows = ls if isinstance(ls, list) else ls.get("checkpoints", ls)
     assert [e["step"] for e in rows] == [7]
+    # nothing there is an error that says so, in a store as in a directory
+    for where in ("s3://ckpt/jobs/nothing", str(tmp_path / "empty")):
+        os.makedirs(str(tmp_path / "empty"), exist_ok=True)
+        r = run("ls", where)
+        assert r.returncode == 1 and "no checkpoints" in r.stderr, r.stderr
     r = run("verify", uri)
     assert r.returncode == 0, r.stderr
     r = run("inspect", uri)

@@ -12,6 +12,12 @@ and then checks the store:
   * a step the library reported in the store (spotckpt_remote_stats, the
     helper's "stored N") is really there: the store restores it or newer.
 
+Every fifth trial kills at a named point instead (the helper stops there:
+a shard confirmed, every shard confirmed but no manifest, an old step's
+manifest deleted by retention but not its shards), so each run covers
+the states between a step's first object and its manifest whatever the
+machine's speed.
+
 The next trial restarts the uploader from the following step, so the
 store accumulates leftovers of killed uploads, which retention must clean
 without ever hiding a complete checkpoint.  50 trials here (20 under
@@ -99,12 +105,14 @@ def test_kill9_uploader(tmp_path, monkeypatch):
         print("kill9 uploader: %d trials, SPOTRUN_SEED=%d" % (trials, seed))
         rnd = random.Random(seed)
         step, best = 0, -1
-        mid_upload = torn = reported = 0
+        mid_upload = torn = reported = at_points = 0
+        points = ["shard", "manifest", "retention"]
         torn_seen = set()  # steps first seen torn as the newest listed
         for trial in range(trials):
             local = tmp_path / ("n%d" % trial)  # a fresh node every time
+            point = points[trial // 5 % 3] if trial % 5 == 4 else None
             p = subprocess.Popen([helper, str(local), uri, str(step),
-                                  str(trial % 2)],
+                                  str(trial % 2)] + ([point] if point else []),
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=env,
                                  bufsize=0)
@@ -112,7 +120,18 @@ def test_kill9_uploader(tmp_path, monkeypatch):
             # below gets every later one ("stored N" right after "saved")
             line = p.stdout.readline().decode()
             assert line.strip() == "ready", p.stderr.read()
-            if trial % 2:
+            early = []  # lines read before the kill
+            if point:
+                # the kill at that point of the protocol
+                sel = selectors.DefaultSelector()
+                sel.register(p.stdout, selectors.EVENT_READ)
+                while not early or not early[-1].startswith("at "):
+                    assert sel.select(timeout=120), \
+                        "trial %d: the uploader never reached '%s'" % (
+                            trial, point)
+                    early.append(p.stdout.readline().decode())
+                    assert early[-1], "trial %d: %s" % (trial, p.stderr.read())
+            elif trial % 2:
                 # waiting mode: let one upload commit first, so that slow
                 # runs (ASan, a loaded box) still commit; the kill then
                 # lands in a later one
@@ -122,9 +141,13 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 first = p.stdout.readline().decode()
                 assert first.startswith("saved "), "trial %d: %r" % (trial, first)
                 step = int(first.split()[1]) + 1  # the next one to save
-            time.sleep(rnd.uniform(0.0, 0.25))
+            delay = rnd.uniform(0.0, 0.25)  # drawn each trial: same seed,
+            if not point:                   # same delays
+                time.sleep(delay)
             p.kill()
             out, err = (x.decode(errors="replace") for x in p.communicate())
+            out = "".join(early) + out
+            at_points += point is not None
             assert p.returncode == -9, "trial %d: %s" % (trial, err)
             shutil.rmtree(local, ignore_errors=True)  # the node is gone
             # the next uploader starts after the newest step this one saved
@@ -185,12 +208,14 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                 print("trial %d/%d: newest committed step %d" %
                       (trial + 1, trials, best), flush=True)
         assert best >= 0, "no upload ever committed in %d trials" % trials
-        # some kills landed mid-upload (objects of a step, no manifest)
-        assert mid_upload > 0
+        # kills landed mid-upload (objects of a step, no manifest): at
+        # least every kill at a named point (each leaves such a step)
+        assert mid_upload >= at_points and mid_upload > 0 or trials < 5, \
+            (mid_upload, at_points)
         # and the check above ran on steps the library reported
         assert reported > 0
-        print("trials=%d mid_upload=%d torn_manifests=%d reported=%d "
-              "newest=%d seed=%d" % (trials, mid_upload, torn, reported, best,
-                                     seed))
+        print("trials=%d at_points=%d mid_upload=%d torn_manifests=%d "
+              "reported=%d newest=%d seed=%d" % (trials, at_points, mid_upload,
+                                                 torn, reported, best, seed))
     finally:
         srv.close()

@@ -193,3 +193,28 @@ def test_trace_gen_widened(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 2 and needle in r.stderr, (bad, r.stderr)
 
+
+def test_trace_prior_and_sim_prior_trace():
+    """`spotrun trace prior` fits spotrun's prior; `sim --prior-trace`
+    runs spotrun on it, and only spotrun's figures move."""
+    r = subprocess.run(["spotrun", "trace", "prior", CBL, "--json"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["traces"] == 1 and doc["tick_seconds"] == 600
+    assert len(doc["ends"]) == 2 and len(doc["ends"][1]) == 10
+    assert sum(doc["ends"][1]) > 10 and sum(doc["exposure_ticks"][1]) > sum(doc["ends"][1])
+    r = subprocess.run(["spotrun", "trace", "prior"], capture_output=True, text=True)
+    assert r.returncode == 2 and "at least one trace" in r.stderr
+    r = subprocess.run(["spotrun", "trace", "prior", "/nonexistent.json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "/nonexistent.json" in r.stderr
+    base = sim("--trace", SKY[0], "--windows", "3", "--policy", "spotrun", "up", "--json")
+    other = sim("--trace", SKY[0], "--windows", "3", "--policy", "spotrun", "up", "--json",
+                "--prior-trace", CBL)
+    assert base.returncode == 0 and other.returncode == 0, other.stderr
+    b, o = json.loads(base.stdout)["policies"], json.loads(other.stdout)["policies"]
+    assert b["up"] == o["up"]
+    assert o["spotrun"]["misses"] == 0
+    r = sim("--trace", SKY[0], "--prior-trace", "/nonexistent.json")
+    assert r.returncode == 1 and "--prior-trace" in r.stderr

@@ -128,6 +128,11 @@ static void test_transactions(void **state)
 	assert_int_equal(store_end(s, -EINVAL, &e), -EINVAL);
 	assert_int_equal(store_setting_get(s, "a", v, sizeof v, &e), 0);
 	assert_string_equal(v, "2");
+	/* set-if-absent: the first writer wins (spotrund's cluster id) */
+	assert_int_equal(store_setting_add(s, "once", "first", &e), 0);
+	assert_int_equal(store_setting_add(s, "once", "second", &e), 0);
+	assert_int_equal(store_setting_get(s, "once", v, sizeof v, &e), 0);
+	assert_string_equal(v, "first");
 	store_close(s);
 }
 
