@@ -111,6 +111,13 @@ def test_gang_demo(tmp_path, cloud):
     assert r["bitwise_identical"] is True
     assert r["final_hash"] == r["reference_hash"]
     assert "nodes kept per recovery [1, 1]" in p.stdout
+    # savings: against on-demand for the node-hours used first (the
+    # headline), the declared work's plan only after it
+    used = p.stdout.index("on-demand for the node-hours used")
+    plan = p.stdout.find("planned on-demand")
+    assert plan == -1 or plan > used, p.stdout[-3000:]
+    assert abs(r["saved_vs_used_usd"] - (r["on_demand_cost_usd"]
+                                         - r["cost_usd"])) < 1e-5
     # checkpoints in s3rver; every node's own directory went with it
     assert r["checkpoint_uri"] == "s3://spotrun-demo/ckpt"
     assert r["nodes_terminated"] >= 3 and r["node_ckpt_dirs_left"] == 0
