@@ -1,10 +1,16 @@
 # spotrun - top-level build.  GNU make, non-recursive.
 #
 #   make            build everything into build/
-#   make check      every test, the control plane again on PostgreSQL 15,
-#                   then the whole suite again under ASan+UBSan,
-#                   the C tests under ThreadSanitizer (clang, build/tsan),
-#                   then the fuzz targets for a bounded time
+#   make check      every suite (scripts/check): the plain build's C tests
+#                   and pytest, the PostgreSQL-only tests, the AWS SDK
+#                   conformance suite; the same again under ASan+UBSan
+#                   (build/san, the daemon tests on PostgreSQL 15); the C
+#                   tests under ThreadSanitizer (clang, build/tsan); the
+#                   fuzz targets for a bounded time.  Three lanes run at
+#                   once; a suite that reports nothing fails; the closing
+#                   line counts passed, failed and skipped tests
+#   make soak       the long loops at their full counts (make check runs
+#                   a bounded count of each)
 #   make tsan       the C tests under ThreadSanitizer only
 #   make bench      the benchmarks
 #   make demo       install, build, then run a 2-node PyTorch DDP gang
@@ -186,7 +192,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(STATIC_LIBS)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(LINK_LIBS)
 
 # ---- top-level targets -------------------------------------------------
-.PHONY: all deps build tests check check-fast test-run san fuzz fuzz-build demo demo-single \
+.PHONY: all deps build tests check test-run san fuzz fuzz-build demo demo-single \
 	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
 .SECONDARY:
@@ -204,26 +210,10 @@ build: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(BENCH_BINS) $(CONF_B
 test-run: build
 	@scripts/run-tests $(BUILD) plain
 
+# Every suite, the builds it needs included (scripts/check says which runs
+# where; results, logs and the slowest tests in build/check).
 check: deps
-	@rm -f build/.results
-	@$(MAKE) --no-print-directory build
-	@echo "== check: plain build (gcc -O2, -Werror) =="
-	@SPOTRUN_RESULTS=build/.results scripts/run-tests build plain || true
-	@echo "== check: the PostgreSQL-only tests (failover, server outage; every other daemon test runs on PostgreSQL in the ASan pass) =="
-	@SPOTRUN_RESULTS=build/.results scripts/run-tests build pg || true
-	@echo "== check: AWS SDK conformance (npm, tests/conformance) =="
-	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build plain || true
-	@echo "== check: sanitizer pass (ASan+UBSan), build/san =="
-	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build
-	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/san asan || true
-	@SPOTRUN_RESULTS=build/.results scripts/run-conformance build/san asan || true
-	@echo "== check: ThreadSanitizer (clang), C tests, build/tsan =="
-	@$(MAKE) --no-print-directory tsan-build
-	@SPOTRUN_RESULTS=build/.results scripts/run-tests build/tsan tsan || true
-	@echo "== check: fuzz targets (clang libFuzzer, bounded) =="
-	@$(MAKE) --no-print-directory fuzz-build
-	@SPOTRUN_RESULTS=build/.results scripts/run-fuzz build/fuzz || true
-	@scripts/summarize build/.results
+	@scripts/check
 
 # The C unit tests built with clang -fsanitize=thread (the engine's copy
 # and writer threads, the reconciler, libmicrohttpd's workers share state).
@@ -271,20 +261,24 @@ bench: all
 # The demo job 10 times under stress-ng --cpu 2 (scripts/soak): every run
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
 # Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
-# then 2,000 kill -9 trials of the tier-3 uploader (scripts/soak-uploader;
-# make check runs 50), then 200 kill -9 of the leader of two daemons on
-# PostgreSQL (bench/failover.sh; make check: 20), then the AWS soaks:
-# 200 fake nodes in two throttling EC2 emulators over two simulated hours
-# (make check: 6 over a quarter), and 20 leader kills + a frozen leader
-# with the AWS provider on PostgreSQL (make check: 8) (scripts/soak-aws).
+# 200 kill -9 of spotrund at random moments with a preemption in flight
+# (make check: 50), then 2,000 kill -9 trials of the tier-3 uploader
+# (scripts/soak-uploader; make check runs 50), then 200 kill -9 of the
+# leader of two daemons on PostgreSQL (bench/failover.sh; make check: 20),
+# then the AWS soaks: 200 fake nodes in two throttling EC2 emulators over
+# two simulated hours (make check: 6 over a quarter), and 20 leader kills
+# + a frozen leader with the AWS provider on PostgreSQL (make check: 8)
+# (scripts/soak-aws).
+SOAK_PYTEST = SPOTRUN_BUILD=$(CURDIR)/$(BUILD) \
+	SPOTRUN_LIB=$(CURDIR)/$(BUILD)/lib/libspotckpt.so \
+	SPOTRUN_CHECK_MODE=plain PATH=$(CURDIR)/$(BUILD)/bin:$$PATH \
+	/usr/bin/python3 -m pytest -q -s -p no:cacheprovider
 soak: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/soak --build $(BUILD)
-	@SPOTRUN_DIST_TRIALS=200 SPOTRUN_BUILD=$(CURDIR)/$(BUILD) \
-		SPOTRUN_LIB=$(CURDIR)/$(BUILD)/lib/libspotckpt.so \
-		SPOTRUN_CHECK_MODE=plain PATH=$(CURDIR)/$(BUILD)/bin:$$PATH \
-		/usr/bin/python3 -m pytest -q -p no:cacheprovider \
-		tests/py/test_dist_preempt.py
+	@SPOTRUN_DIST_TRIALS=200 $(SOAK_PYTEST) tests/py/test_dist_preempt.py
+	@SPOTRUN_DAEMON_KILLS=200 $(SOAK_PYTEST) tests/py/test_ctl_crash.py \
+		-k test_kill9_daemon_at_random_moments_during_preemptions
 	@scripts/soak-uploader --build $(BUILD)
 	@SPOTRUN_FAILOVER_KILLS=200 bench/failover.sh $(BUILD)
 	@scripts/soak-aws $(BUILD)

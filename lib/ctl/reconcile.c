@@ -119,12 +119,16 @@ int recon__run(struct store_stmt *st, struct sr_err *e, const char *what)
 
 /* ---- small SQL helpers ------------------------------------------------------- */
 
+/* The exits of the job's current attempt: ok (completed, 0), crashed
+ * (a crash or a non-zero end), preempted (the node left on a preemption
+ * notice; preempted_node: one such node), other (stopped by a directive). */
 struct exits_sum {
-	int n, ok, crashed, other;
-	int64_t crash_code;
+	int n, ok, crashed, preempted, other;
+	int64_t crash_code, preempted_node;
 };
 
-static void exit_add(void *ud, const char *cause, int64_t code, int64_t sig)
+static void exit_add(void *ud, const char *cause, int64_t code, int64_t sig,
+		     int64_t node)
 {
 	struct exits_sum *s = ud;
 
@@ -135,6 +139,9 @@ static void exit_add(void *ud, const char *cause, int64_t code, int64_t sig)
 		   strcmp(cause, "completed") == 0) {
 		s->crashed++;
 		s->crash_code = code >= 0 ? code : 128 + sig;
+	} else if (strcmp(cause, "preempted") == 0) {
+		s->preempted++;
+		s->preempted_node = node;
 	} else {
 		s->other++;
 	}
@@ -394,6 +401,27 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 			 struct rnode *live, size_t n);
 
+/* A node's agent saw the preemption notice and its exit ("preempted")
+ * was reported before a pass saw the notice (a pass late under load, or
+ * spotrund restarted in between): a preemption, counted at that node's
+ * place and price, not a crash that uses up a restart. */
+static int left_on_notice(struct ctl *c, struct store *db, struct rjob *j,
+			  int64_t node)
+{
+	struct rnode *gone = NULL;
+	size_t n = 0;
+	char msg[160];
+	int rc;
+
+	if (recon__nodes_query(c, db, "id=?1", node, &gone, &n))
+		n = 0;
+	snprintf(msg, sizeof msg, "node %" PRId64 " left on a preemption "
+		 "notice", node);
+	rc = leave_running(c, db, j, JOB_NOTICE, "preempted", msg, false, gone, n);
+	free(gone);
+	return rc;
+}
+
 static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 			struct rnode *live, size_t n)
 {
@@ -431,6 +459,8 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 					     false, live, n);
 		}
 	}
+	if (x.preempted)
+		return left_on_notice(c, db, j, x.preempted_node);
 	if (rank_missing(j, live, n))
 		return leave_running(c, db, j, JOB_RECOVERING, "lost",
 				     "a node was lost: recovering from the last "

@@ -390,11 +390,11 @@ int store_node_set_setup_rc(struct store *s, int64_t node, int64_t rc,
 
 /* ---- the job pass (store_recon.c; lib/ctl/reconcile.c) ---- */
 
-/* fn(ud, cause, code, sig) for each rank's exit of the job's attempt
- * (code -1 when killed by signal sig). */
+/* fn(ud, cause, code, sig, node) for each rank's exit of the job's
+ * attempt (code -1 when killed by signal sig; node: the node it ran on). */
 int store_exits_each(struct store *s, int64_t job, int64_t attempt,
 		     void (*fn)(void *ud, const char *cause, int64_t code,
-				int64_t sig),
+				int64_t sig, int64_t node),
 		     void *ud, struct sr_err *e);
 /* 1 when rank's exit of the attempt is recorded, 0 when not. */
 int store_exit_seen(struct store *s, int64_t job, int64_t attempt,

@@ -20,13 +20,13 @@ static int run_done(struct store_stmt *st, const char *what, struct sr_err *e)
 
 int store_exits_each(struct store *s, int64_t job, int64_t attempt,
 		     void (*fn)(void *ud, const char *cause, int64_t code,
-				int64_t sig),
+				int64_t sig, int64_t node),
 		     void *ud, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
 	int rc = store_prepare(s, "SELECT cause, coalesce(exit_code, -1) AS code,"
-			       " coalesce(signal, 0) AS sig FROM exits WHERE"
-			       " job_id=?1 AND attempt=?2", &st, e);
+			       " coalesce(signal, 0) AS sig, node_id FROM exits"
+			       " WHERE job_id=?1 AND attempt=?2", &st, e);
 
 	if (rc)
 		return rc;
@@ -34,7 +34,7 @@ int store_exits_each(struct store *s, int64_t job, int64_t attempt,
 	store_bind_i64(st, 2, attempt);
 	while ((rc = store_step(st, e)) == 1)
 		fn(ud, store_col_text(st, "cause"), store_col_i64(st, "code"),
-		   store_col_i64(st, "sig"));
+		   store_col_i64(st, "sig"), store_col_i64(st, "node_id"));
 	store_done(st);
 	return rc;
 }

@@ -57,8 +57,10 @@ int ctlcli_parse(struct ctlcli *o, int argc, char **argv,
 	o->job = 0;
 	if (p.n_operands) {
 		rc = ctlcli_job_ref(o, p.operand[0], &o->job);
-		if (rc < 0)
+		if (rc < 0) {
+			ctlcli_close(o); /* a name lookup may have opened it */
 			return rc == -2 ? CLI_USAGE : CLI_FAIL;
+		}
 	}
 	return -1;
 }

@@ -19,6 +19,7 @@ if PYDIR not in sys.path:
 
 ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 PYTHON = "/usr/bin/python3"
+BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
 
 
 def child_env(**extra):
@@ -43,9 +44,11 @@ def start_train(args, **env):
         env=child_env(**env), cwd=ROOT)
 
 
-def read_until(proc, prefix, timeout=60):
+def read_until(proc, prefix, timeout=300):
     """Read proc's stdout lines until one starts with prefix; return it.
-    Fails the test (with the child's stderr) on EOF."""
+    Fails the test (with the child's stderr) on EOF, or after `timeout`
+    seconds: only a bound on a hung child (PyTorch's import alone takes
+    a minute on a loaded machine under ASan)."""
     import selectors
     import time
     sel = selectors.DefaultSelector()
@@ -65,6 +68,78 @@ def read_until(proc, prefix, timeout=60):
     _, err = proc.communicate()
     pytest.fail("no line starting with %r from train.py; stdout:\n%s\n"
                 "stderr:\n%s" % (prefix, "".join(seen), err[-3000:]))
+
+
+# ---- sanitizer reports (scripts/run-tests BUILD asan) ----
+# The interpreter runs with the sanitizer runtime preloaded and its own
+# leak check off.  The programs a test starts get $SPOTRUN_CHILD_ASAN_OPTIONS
+# with leak checking on, a report written into a directory of that test
+# instead of stderr (log_path), a leak leaving the exit status alone
+# (exitcode=0) and an error aborting (abort_on_error=1).  After the test,
+# any report from one of spotrun's programs fails it (asan_reports.py).
+_REPORTS = os.environ.get("SPOTRUN_ASAN_REPORTS") if ASAN else None
+
+
+def _child_asan_options(d):
+    os.makedirs(d, exist_ok=True)
+    os.environ["ASAN_OPTIONS"] = (
+        "%s:exitcode=0:abort_on_error=1:log_path=%s/r:log_exe_name=1"
+        % (os.environ.get("SPOTRUN_CHILD_ASAN_OPTIONS", "detect_leaks=1"), d))
+
+
+if _REPORTS:
+    # what starts outside a test (a module's fixture) reports here
+    _child_asan_options(os.path.join(_REPORTS, "outside-tests-%d" % os.getpid()))
+
+
+@pytest.fixture(autouse=True)
+def _asan_reports(request):
+    if not _REPORTS:
+        yield
+        return
+    import re
+    from asan_reports import describe, failing
+    d = os.path.join(_REPORTS, re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                                      request.node.nodeid)[-160:])
+    _child_asan_options(d)
+    yield
+    bad = failing(BUILD, d, claim=True)
+    if bad:
+        pytest.fail("sanitizer reports from spotrun's programs:\n" +
+                    describe(bad), pytrace=False)
+
+
+# ---- the runner's timing record (scripts/run-tests: the slowest tests) ----
+# With $SPOTRUN_TIMES set, every test appends one line to that file:
+# "<seconds wall> <seconds CPU> <node id>", CPU being this process's and
+# its reaped children's user+sys time over the test (a daemon killed and
+# waited for counts; one left running does not).  Lines are short and
+# written with O_APPEND, so xdist workers can share the file.
+_TIMES = os.environ.get("SPOTRUN_TIMES")
+
+
+def _cpu_s():
+    import resource
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _TIMES:
+        yield
+        return
+    import time
+    t0, c0 = time.monotonic(), _cpu_s()
+    yield
+    line = "%.2f %.2f %s\n" % (time.monotonic() - t0, _cpu_s() - c0,
+                               item.nodeid)
+    fd = os.open(_TIMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture(scope="session")

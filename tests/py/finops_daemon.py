@@ -120,8 +120,8 @@ class Daemon:
         return body["job"]
 
     def wait(self, pred, timeout, what):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             v = pred()
             if v:
                 return v

@@ -30,6 +30,8 @@ import urllib.request
 
 import pytest
 
+from pg_server import tool_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 NPM_DIR = os.path.join(ROOT, "tests", "objstore")
@@ -43,7 +45,8 @@ AZ_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq"
 
 def need_npm(pkg):
     if shutil.which("node") is None:
-        pytest.skip("node is not installed (scripts/install-deps)")
+        pytest.fail("node is not installed (scripts/install-deps installs "
+                    "nodejs)")
     if not os.path.isdir(os.path.join(NODE_MODULES, pkg)):
         pytest.fail("%s is not installed in tests/objstore: run "
                     "scripts/install-npm" % pkg)
@@ -91,7 +94,7 @@ class S3rver(_Server):
             ["node", os.path.join(NPM_DIR, "s3rver-run.js"),
              os.path.join(self.tmp, "data")] + list(buckets),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            cwd=NPM_DIR)
+            cwd=NPM_DIR, env=tool_env())
         self.port = _read_port(self.proc, r"^PORT (\d+)")
         self.endpoint = "http://127.0.0.1:%d" % self.port
 
@@ -116,7 +119,7 @@ class Azurite(_Server):
              "--blobHost", "127.0.0.1", "--blobPort", "0",
              "--location", self.tmp, "--silent", "--skipApiVersionCheck"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            cwd=NPM_DIR)
+            cwd=NPM_DIR, env=tool_env())
         self.port = _read_port(self.proc, r"listens on http://127\.0\.0\.1:(\d+)")
         self.endpoint = "http://127.0.0.1:%d/%s" % (self.port, AZ_ACCOUNT)
         for c in containers:
@@ -359,6 +362,12 @@ class S3Proxy:
     def slowdown(self, seconds):
         with self.lock:
             self._slow_until = time.monotonic() + seconds
+
+    def slowdown_over(self):
+        """Whether the SlowDown of slowdown() has ended: its requests are
+        forwarded again."""
+        with self.lock:
+            return time.monotonic() >= self._slow_until
 
     def deny(self, code="AccessDenied"):
         with self.lock:

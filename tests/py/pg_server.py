@@ -17,13 +17,14 @@ import tempfile
 
 PG_BIN = os.environ.get("SPOTRUN_PG_BIN", "/usr/lib/postgresql/15/bin")
 # The ASan pass preloads the sanitizer runtime into the interpreter; the
-# server and its tools are not instrumented and must not inherit it.
+# server and its tools (and the npm servers, objstore_servers.py) are not
+# instrumented and must not inherit it.
 _SAN_VARS = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
 
 
 def tool_env():
-    """The environment for PostgreSQL's own programs (initdb, pg_ctl,
-    psql): ours without the sanitizer preload."""
+    """The environment for programs that are not ours (PostgreSQL's
+    initdb, pg_ctl, psql; node): ours without the sanitizer preload."""
     return {k: v for k, v in os.environ.items() if k not in _SAN_VARS}
 
 

@@ -1,8 +1,10 @@
 """Crash tests of spotrund and its local cloud, with real spotrun-agent
 processes and shell workloads:
 
-- kill -9 spotrund while several jobs run through preemptions, restart it
-  on the same port: every job finishes, none runs twice, none is lost;
+- kill -9 spotrund at random moments while a preemption is in flight
+  (SPOTRUN_DAEMON_KILLS times: 50 in make check, 200 in make soak; the
+  moments from SPOTRUN_SEED, printed), restarting it on the same port
+  each time: every job finishes, none runs twice, none is lost;
 - kill an agent: its node is declared LOST after the heartbeat timeout and
   the job recovers on a new node;
 - a workload that crashes (not a preemption) is restarted up to
@@ -13,6 +15,7 @@ synthetic V100 traces, so preemptions come at a known rate."""
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -214,22 +217,64 @@ def completions(d, jid):
         return f.read().splitlines()
 
 
-def test_kill9_daemon_during_preemptions(daemon_factory):
-    # one trace hour per real second; spot pools are up 6 h then down 2 h
+KILLS = int(os.environ.get("SPOTRUN_DAEMON_KILLS", "50"))
+# a preemption is being handled: noticed, the node going, the job waiting
+# for or getting its new node
+IN_FLIGHT = ("NOTICE", "PREEMPTED", "RECOVERING")
+
+
+def test_kill9_daemon_at_random_moments_during_preemptions(daemon_factory):
+    seed = int(os.environ.get("SPOTRUN_SEED") or random.randrange(1 << 31))
+    print("daemon kill -9: %d kills, SPOTRUN_SEED=%d" % (KILLS, seed))
+    rnd = random.Random(seed)
+    # one trace hour per real second; spot pools are up 6 h then down 2 h,
+    # each zone an hour later than the last: a pool is reclaimed every few
+    # seconds.  The jobs run until the kills are done (a file in their
+    # checkpoint dir tells them to take their last steps), then each must
+    # finish once.
     d = daemon_factory([1, 1, 1, 1, 1, 1, 0, 0], "--time-scale", "3600",
                        "--notice-ms", "1000", "--heartbeat-timeout", "4s",
                        "--restart-guess-ms", "500")
     d.start()
-    njobs = 2 if ASAN else 4
-    jids = [d.submit(spot_job("crash%d" % i, 120)) for i in range(njobs)]
-    time.sleep(6)
-    d.kill9()
-    time.sleep(1.5)
-    d.start()                      # same port: the agents' URL still works
-    jobs = d.wait(jids, 240)
+    njobs = 2 if ASAN else 3
+    run_until_told = spot_job("crash", 100000).replace(
+        "while [ $s -lt 100000 ]; do", "while [ $s -lt 100000 ] && "
+        "[ ! -f $d/finish ]; do").replace("sleep 0.1 &", "sleep 0.2 &")
+    assert "$d/finish" in run_until_told and "sleep 0.2 &" in run_until_told
+    jids = [d.submit(run_until_told.replace("name: crash", "name: crash%d" % i))
+            for i in range(njobs)]
+    kills = 0
+    while kills < KILLS:
+        # wait for a preemption in flight (the limit bounds a hung run)
+        end = time.monotonic() + 120
+        states = []
+        while time.monotonic() < end:
+            st, body = d.api("GET", "/v1/jobs?limit=1000")
+            assert st == 200, body
+            states = [j["state"] for j in body["jobs"] if j["id"] in jids]
+            if any(x in IN_FLIGHT for x in states) or \
+                    all(x in TERMINAL for x in states):
+                break
+            time.sleep(0.05)
+        if all(x in TERMINAL for x in states):
+            break
+        assert any(x in IN_FLIGHT for x in states), \
+            ("no preemption in flight", states, d.log_tail())
+        time.sleep(rnd.uniform(0.0, 0.6))
+        d.kill9()
+        kills += 1
+        d.start()                  # same port: the agents' URL still works
+    assert kills == KILLS, ("the jobs ended after %d of %d kills; seed %d"
+                            % (kills, KILLS, seed))
+    for jid in jids:
+        ck = os.path.join(d.state, "jobs", str(jid), "ckpt")
+        os.makedirs(ck, exist_ok=True)
+        open(os.path.join(ck, "finish"), "w").close()
+    jobs = d.wait(jids, 600)
     pre = 0
     for j in jobs:
-        assert j["state"] == "SUCCEEDED", (j["id"], j["message"], d.log_tail())
+        assert j["state"] == "SUCCEEDED", (j["id"], j["message"], seed,
+                                           d.log_tail())
         assert j["exit_code"] == 0
         # ran to the end exactly once
         assert len(completions(d, j["id"])) == 1, completions(d, j["id"])

@@ -1,12 +1,20 @@
 """Placement and recovery through the market/sim policy, on the local
 cloud with a synthetic market (see test_ctl_crash.py for the fixture):
 
-- a deadline too tight for spot goes to on-demand and meets it;
+- a deadline too tight for spot goes to on-demand, and the job finishes;
 - criticality critical / use_spot false never use spot;
 - with slack and spot capacity the job runs on spot, and a reclaimed pool
   moves it to another zone, where it finishes;
+- a slow job's work estimate learns its pace, and only ever moves it from
+  spot to on-demand;
 - a job whose checkpointed work falls behind on spot is moved by the
-  deadline guard to on-demand, and meets its deadline."""
+  deadline guard to on-demand, from the checkpoint its stop wrote.
+
+These run on a cloud clock scaled from the real one, so whether a job
+meets its deadline here depends on how loaded the machine is: the tests
+assert the decisions (and that the job finishes), not the date.  That
+the policy meets its deadlines is asserted on simulated time, where it is
+exact (tests/unit/test_sim_policy.c, test_sim_synthetic.c)."""
 
 import time
 
@@ -14,8 +22,8 @@ from test_ctl_crash import completions, daemon_factory, spot_job  # noqa: F401
 
 
 def first_placement(d, jid):
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         for e in d.events(jid):
             if e["type"] in ("placement", "move"):
                 return e
@@ -23,15 +31,13 @@ def first_placement(d, jid):
     raise AssertionError("no placement: %s" % d.log_tail())
 
 
-def test_tight_deadline_goes_on_demand_and_meets_it(daemon_factory):
+def test_tight_deadline_goes_on_demand(daemon_factory):
     d = daemon_factory([1, 1, 0, 0], "--time-scale", "600",
                        "--restart-guess-ms", "500")
     d.start()
     # declared work 1 h, due in 65 min: one spot tick lost plus a restart
     # would miss it, so the policy (its deadline guard) buys on-demand.
-    # The workload itself is 20 steps of 0.1 s, ~2 s real = ~20 min of
-    # cloud time at 600x, so a loaded machine (the ASan pass beside other
-    # work: 40 steps once took 6.6 s of the 6.5 s) still meets the date
+    # The workload itself is 20 steps of 0.1 s.
     yaml = spot_job("tight", 20).replace("deadline: 1000h", "deadline: 65m") \
                                 .replace("work: 10h", "work: 1h")
     jid = d.submit(yaml)
@@ -39,10 +45,10 @@ def test_tight_deadline_goes_on_demand_and_meets_it(daemon_factory):
     assert p["data"]["spot"] is False, p
     ev = d.events(jid)
     assert any(e["type"] == "deadline_risk" for e in ev)
-    j = d.wait([jid], 60)[0]
+    j = d.wait([jid], 120)[0]
     assert j["state"] == "SUCCEEDED", j["message"]
     assert j["preemptions"] == 0
-    assert j["sim_elapsed_s"] <= j["sim_deadline_s"], j
+    assert all(not n["spot"] for n in j["nodes"]), j["nodes"]
 
 
 def test_governance_on_demand_only(daemon_factory):
@@ -87,16 +93,18 @@ def test_reclaimed_pool_moves_the_job(daemon_factory):
     assert j["list_cost_micros"] > j["cost_micros"]
 
 
-def test_slow_job_on_spot_learns_its_pace_without_moving(daemon_factory):
+def test_slow_job_on_spot_learns_its_pace_and_moves_only_to_on_demand(
+        daemon_factory):
     # The job file says 10 minutes of work; the workload needs ~1.7 cloud
     # hours (100 steps of 0.1 s at 600x) against a 2 h deadline.  The work
     # estimator (lib/ctl/workest.c) starts from the declared work and
     # learns the slower pace at a bounded rate; the spot pool never
-    # reclaims, so the deadline holds on spot and the move rule (a move
-    # must pay for itself, docs/control-plane.md) keeps the node: no
-    # migration, no preemption, the deadline met.  Before the estimator,
-    # a measured pace replaced the declared work at once and this job was
-    # moved to on-demand.
+    # reclaims.  On a quiet machine the deadline holds on spot and the
+    # move rule (a move must pay for itself, docs/control-plane.md) keeps
+    # the node; a loaded machine slows the workload further, and then the
+    # guard may move it - only ever from spot to on-demand.  How fast the
+    # estimate learns is asserted on exact inputs in
+    # tests/unit/test_ctl_workest.c.
     d = daemon_factory([1], "--time-scale", "600", "--restart-guess-ms", "500")
     d.start()
     yaml = spot_job("slow", 100).replace("deadline: 1000h", "deadline: 2h") \
@@ -115,14 +123,11 @@ def test_slow_job_on_spot_learns_its_pace_without_moving(daemon_factory):
     kinds = [e["type"] for e in ev]
     assert "preempted" not in kinds, kinds
     if "migrated" in kinds:
-        # a loaded machine slows the workload further; then the guard may
-        # move it, and only ever from spot to on-demand
         moves = [e["message"] for e in ev if e["type"] == "transition" and
                  e["message"].startswith("moving ")]
         assert moves and "to on-demand" in moves[0], moves
     else:
         assert all(n["spot"] for n in j["nodes"]), j["nodes"]
-        assert j["sim_elapsed_s"] <= 2 * 3600, j
     assert len(completions(d, jid)) == 1
 
 
@@ -159,6 +164,5 @@ def test_guard_moves_a_job_whose_checkpoints_lag_to_on_demand(daemon_factory):
     nodes = sorted(j["nodes"], key=lambda n: n["id"])
     assert nodes[0]["spot"] and nodes[0]["end_reason"] == "migrated", nodes
     assert any(not n["spot"] for n in nodes[1:]), nodes
-    assert j["sim_elapsed_s"] <= j["sim_deadline_s"], j
     # the stop's checkpoint was restored: the work ran to the end once
     assert len(completions(d, jid)) == 1

@@ -68,10 +68,10 @@ class Cli:
         raise AssertionError("job %s still %s\n%s" % (jid, j["state"],
                                                         self.log_tail()))
 
-    def log_tail(self):
+    def log_tail(self, n=3000):
         try:
             with open(os.path.join(self.state, "spotrund.log"), "rb") as f:
-                return f.read()[-3000:].decode(errors="replace")
+                return f.read()[-n:].decode(errors="replace")
         except OSError:
             return ""
 

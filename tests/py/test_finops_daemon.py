@@ -165,7 +165,11 @@ def micros(s):
 def test_cost_cli_matches_api_and_focus(daemon, tmp_path):
     # a fixed window that no row can still be added to
     until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
-    time.sleep(4)  # rows are billed each second; let those before `until` land
+    # rows are billed each second, in order: once one starts at or after
+    # `until`, every row before it has landed
+    daemon.wait(lambda: daemon.req("GET", "/v1/cost?job=%d&since=%s" % (
+        daemon.job_id, until))[1]["total"]["rows"] > 0, 60,
+        "a ledger row after %s" % until)
     spotrun = bin_path("spotrun")
     base = [spotrun, "cost", "--state-dir", daemon.state, "--until", until]
     out = subprocess.run(base + ["--json", "--by", "job"], capture_output=True,

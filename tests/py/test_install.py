@@ -39,13 +39,15 @@ def dest(tmp_path_factory):
 
 def clean_env(preload=False, **extra):
     """The environment without our paths.  Under ASan the sanitizer
-    runtime stays preloaded only for the interpreter that loads the
-    instrumented library (man's troff must not get it)."""
+    runtime is preloaded only for the interpreter that loads the
+    instrumented library (man's troff must not get it): without our
+    PYTHONPATH it is not the pass's sitecustomize that adds it."""
     env = dict(os.environ)
     for k in ("PYTHONPATH", "SPOTRUN_LIB", "SPOTRUN_DATA", "SPOTRUN_BUILD"):
         env.pop(k, None)
-    if not preload:
-        env.pop("LD_PRELOAD", None)
+    env.pop("LD_PRELOAD", None)
+    if preload and os.environ.get("SPOTRUN_ASAN_PRELOAD"):
+        env["LD_PRELOAD"] = os.environ["SPOTRUN_ASAN_PRELOAD"]
     env.update(extra)
     return env
 

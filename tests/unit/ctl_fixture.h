@@ -51,6 +51,10 @@ static inline int setup(void **state)
 	cfg.tick_ms = 20;
 	cfg.heartbeat_timeout_ms = 60000;
 	cfg.boot_timeout_ms = 60000;
+	/* the only daemon: its lease must outlast any stall of a loaded
+	 * machine under TSan, or its writes are fenced (503 not_leader);
+	 * the lease itself is tested in test_ctl_fence.c */
+	cfg.lease_ms = 60000;
 	if (ctl_start(&cfg, &ctl, &e)) {
 		fprintf(stderr, "ctl_start: %s\n", e.msg);
 		return -1;

@@ -16,11 +16,13 @@
  * stripe is left that no committed step links to.
  *
  * Trials: 200 by default (60 striped), $SPOTRUN_CRASH_TRIALS to change
- * (long mode: 2000), 60 (50) under SPOTRUN_CHECK_MODE=asan.
+ * (long mode: 2000), 60 (50) under SPOTRUN_CHECK_MODE=asan.  The kill
+ * delays come from $SPOTRUN_SEED (printed; a new seed each run without it).
  */
 #include "ckpt_test.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -124,6 +126,24 @@ static int trials(int striped)
 	return striped ? 60 : 200;
 }
 
+/* The kill delays' seed: $SPOTRUN_SEED, else a new one each run (both
+ * printed, so a failing run can be replayed). */
+static unsigned test_seed(void)
+{
+	const char *env = getenv("SPOTRUN_SEED");
+	char *end;
+	unsigned long v;
+
+	if (env && *env) {
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (!errno && !*end && v <= UINT_MAX)
+			return (unsigned)v;
+		fail_msg("SPOTRUN_SEED: '%s' is not a whole number", env);
+	}
+	return (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
+}
+
 /* Every stripe directory left in dirs[1..] is linked to from a committed
  * step of dirs[0]. */
 static void check_no_orphan_stripes(const char **dirs, int ndirs)
@@ -189,10 +209,8 @@ static void kill9_trials(int ndirs)
 	struct rctx c;
 	int n = trials(ndirs > 1), logfd, restored_newer = 0;
 	long range_us = 80000; /* grows while a slow child makes no progress */
-	unsigned seed = (unsigned)time(NULL);
+	unsigned seed = test_seed();
 
-	if (getenv("SPOTRUN_SEED"))
-		seed = (unsigned)strtoul(getenv("SPOTRUN_SEED"), NULL, 10);
 	for (int k = 1; k < ndirs; k++) {
 		assert_true(asprintf(&sdir[k], "%s.s%d", dir, k) > 0);
 		assert_int_equal(mkdir(sdir[k], 0755), 0);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_size.h"
 #include "sim/sim.h"
 #include "sim/sim_sweep.h"
 
@@ -57,12 +58,10 @@ static void unload(struct loaded *l)
 
 static size_t windows_per_set(void)
 {
-	const char *mode = getenv("SPOTRUN_CHECK_MODE");
-
 	/* Under the sanitizers (ASan ~3x slower, TSan ~10x; the sweep runs
 	 * on one thread) a third of the windows: the figures are the same,
-	 * only the memory and race checks differ. */
-	return mode && (!strcmp(mode, "asan") || !strcmp(mode, "tsan")) ? 4 : 12;
+	 * only the memory and race checks differ (check_size.h). */
+	return (size_t)check_size(12, 4, 4);
 }
 
 /* optimal <= every policy on every window; no misses but greedy's. */
@@ -121,7 +120,8 @@ static void test_random_markets(void **state)
 	unsigned seed = 42;
 
 	(void)state;
-	for (int it = 0; it < 40; it++) {
+	/* 40 markets plain, fewer under the sanitizers (check_size.h) */
+	for (int it = 0, n = check_size(40, 12, 4); it < n; it++) {
 		uint8_t a[2][400];
 		double pr[2][400];
 		struct trace *t[2];
