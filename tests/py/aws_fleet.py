@@ -383,3 +383,23 @@ def request_figures(emus, since):
                             for r in reqs),
         }
     return out
+
+
+def assert_no_leak_or_duplicate(emus, cluster, wait_s, poll_s):
+    """Once every job is done: within wait_s (monotonic) nothing of the
+    cluster runs on any emulator, and no node got two instances.  Returns
+    the cluster's instances."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        insts = [i for e in emus for i in e.instances(cluster)]
+        running = [i for i in insts if i["state"] in (0, 1)]
+        if not running or time.monotonic() > deadline:
+            break
+        time.sleep(poll_s)
+    assert not running, ("leaked", running)
+    per_node = {}
+    for i in insts:
+        per_node.setdefault(i["node"], []).append(i["id"])
+    dups = {n: v for n, v in per_node.items() if len(v) > 1}
+    assert not dups, ("duplicates", dups)
+    return insts

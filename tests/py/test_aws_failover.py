@@ -131,19 +131,7 @@ def test_aws_leader_killed_and_frozen(tmp_path, monkeypatch):
         assert not failed, (failed, [m.tail() for m in p.m])
 
         cluster = af.cluster_of(p.m[0].log)
-        deadline = time.time() + 60
-        while True:
-            insts = emu.instances(cluster)
-            running = [i for i in insts if i["state"] in (0, 1)]
-            if not running or time.time() > deadline:
-                break
-            time.sleep(1)
-        assert not running, ("leaked", running)
-        per_node = {}
-        for i in insts:
-            per_node.setdefault(i["node"], []).append(i["id"])
-        dups = {n: v for n, v in per_node.items() if len(v) > 1}
-        assert not dups, ("duplicates", dups)
+        insts = af.assert_no_leak_or_duplicate([emu], cluster, 60, 1)
 
         took = takes(p.m)
         reqs = emu.requests()

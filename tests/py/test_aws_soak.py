@@ -97,19 +97,7 @@ def test_throttling_soak(tmp_path, monkeypatch):
         assert not failed, (failed, d.log_tail())
         # once every job is done, nothing of the cluster runs any more
         cluster = af.cluster_of(os.path.join(str(tmp_path), "spotrund.log"))
-        deadline = time.time() + 120
-        while True:
-            insts = [i for e in emus for i in e.instances(cluster)]
-            running = [i for i in insts if i["state"] in (0, 1)]
-            if not running or time.time() > deadline:
-                break
-            time.sleep(2)
-        assert not running, ("leaked", running)
-        per_node = {}
-        for i in insts:
-            per_node.setdefault(i["node"], []).append(i["id"])
-        dups = {n: v for n, v in per_node.items() if len(v) > 1}
-        assert not dups, ("duplicates", dups)
+        insts = af.assert_no_leak_or_duplicate(emus, cluster, 120, 2)
         figs = af.request_figures(emus, t0)
         for r, f in figs.items():
             print("aws soak: %s: %.1f min, DescribeInstances %.1f/min "
