@@ -211,10 +211,12 @@ static json_t *uri_json(const char *uri)
 }
 
 /* What a SkyPilot-style job adds to a node's assignment: its secrets (as
- * envs), file_mounts, whether workdir: is to be copied to the node, and
- * the GPUs per node (the first accelerators choice). */
+ * envs), file_mounts (local sources, {dst: src}), its bucket mounts
+ * ([{dst, uri, store, mode}], issue 30), whether workdir: is to be copied
+ * to the node, and the GPUs per node (the first accelerators choice). */
 struct sky_extra {
 	json_t *mounts;   /* new reference, an object */
+	json_t *buckets;  /* new reference, an array */
 	int sync_workdir;
 	int gpus;
 	int files;        /* the job brings files (GET .../files) */
@@ -230,9 +232,15 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 			json_object_set(envs, k, v);
 	}
 	m = json_object_get(spec, "file_mounts");
-	if (json_is_object(m)) {
-		json_decref(x->mounts);
-		x->mounts = json_incref(m);
+	json_object_foreach(m, k, v) {
+		if (json_is_string(v))
+			json_object_set(x->mounts, k, v);
+		else if (json_is_object(v))
+			json_array_append_new(x->buckets, json_pack(
+				"{s:s,s:O?,s:O?,s:O?}", "dst", k,
+				"uri", json_object_get(v, "uri"),
+				"store", json_object_get(v, "store"),
+				"mode", json_object_get(v, "mode")));
 	}
 	x->sync_workdir = json_is_string(json_object_get(spec, "workdir"));
 	acc = json_object_get(json_object_get(spec, "resources"), "accelerators");
@@ -304,7 +312,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_node_ctx n;
 	struct sr_err e = { 0 };
 	json_t *root = NULL, *setup, *run, *envs, *dir;
-	struct sky_extra sky = { NULL, 0, 0, 0 };
+	struct sky_extra sky = { NULL, NULL, 0, 0, 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
@@ -357,13 +365,19 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		" rank=%" PRId64 " pid=%" PRId64, n.id, n.job, n.rank, b.pid);
 	ctl__wake(c);
 	sky.mounts = json_object();
+	sky.buckets = json_array();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
+	if (!json_array_size(sky.buckets)) {
+		json_decref(sky.buckets);
+		sky.buckets = NULL;
+	}
 	dir = workdir[0] ? json_string(workdir) : shared ? json_string(nodedir) :
 	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I,"
+		"s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -378,7 +392,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
 		"sync_workdir", sky.sync_workdir, "files", sky.files,
 		"gpus_per_node", sky.gpus, "ckpt_uri", uri_json(uri),
-		"ckpt_alert_intervals", (json_int_t)alert_intervals));
+		"ckpt_alert_intervals", (json_int_t)alert_intervals,
+		"bucket_mounts", sky.buckets));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */
