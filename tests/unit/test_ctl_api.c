@@ -335,6 +335,19 @@ static void test_register_bucket_mounts(void **state)
 		}
 	}
 	assert_int_equal(json_object_size(json_object_get(v, "file_mounts")), 0);
+	/* SKYPILOT_TASK_ID: sky-managed-YYYY-MM-DD-HH-MM-SS-UUUUUU_NAME_ID-0 */
+	{
+		const char *t = json_string_value(json_object_get(v, "task_id"));
+		char tail[64];
+		int y, mo, d, h, mi, sec, us, n = 0;
+
+		assert_non_null(t);
+		snprintf(tail, sizeof tail, "_b_%lld-0", (long long)id);
+		assert_int_equal(sscanf(t, "sky-managed-%4d-%2d-%2d-%2d-%2d-%2d-%6d%n",
+					&y, &mo, &d, &h, &mi, &sec, &us, &n), 7);
+		assert_string_equal(t + n, tail);
+		assert_true(y >= 2024 && mo >= 1 && mo <= 12);
+	}
 	json_decref(v);
 	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id);
 	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
