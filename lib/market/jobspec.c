@@ -402,8 +402,24 @@ static int parse_work(struct ctx *c, yaml_node_t *n, const char *path)
 static const char *const spot_keys[] = {
 	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
-	"image_pull", "p_target", NULL
+	"image_pull", "p_target", "team", "project", "cost_center", NULL
 };
+
+/* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
+static int want_label(struct ctx *c, yaml_node_t *n, const char *path,
+		      char *out)
+{
+	const char *s, *why;
+	int rc = want_scalar(c, n, path, &s);
+
+	if (rc)
+		return rc;
+	why = jobspec_label_bad(s);
+	if (why)
+		return fail(c, n, path, "'%.80s' is not a label: %s", s, why);
+	snprintf(out, JOBSPEC_LABEL_MAX, "%s", s);
+	return 0;
+}
 
 static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		     yaml_node_t *vn, const char *path)
@@ -444,6 +460,12 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->provision_ns);
 	if (!strcmp(k, "image_pull"))
 		return want_dur(c, vn, path, &js->image_pull_ns);
+	if (!strcmp(k, "team"))
+		return want_label(c, vn, path, js->team);
+	if (!strcmp(k, "project"))
+		return want_label(c, vn, path, js->project);
+	if (!strcmp(k, "cost_center"))
+		return want_label(c, vn, path, js->cost_center);
 	if (!strcmp(k, "p_target")) {
 		double v;
 

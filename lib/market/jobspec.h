@@ -25,6 +25,9 @@
  *     p_target: 0.99
  *     provisioning: 5m              # resume overheads (defaults below)
  *     image_pull: 3m
+ *     team: ml-research             # who pays (chargeback labels,
+ *     project: llama                #  docs/finops.md "Teams"): letters,
+ *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
  *
  * SkyPilot's task keys are accepted too (resources.cloud/region/zone,
  * any_of, ordered, accelerators as a list or dict, cpus, memory,
@@ -135,6 +138,7 @@ struct jobspec_image {
 #define JOBSPEC_DEFAULT_RESTORE_BPS 1e9  /* 1 GB/s */
 #define JOBSPEC_DEFAULT_ALERT_INTERVALS 3 /* checkpoint.alert_intervals */
 #define JOBSPEC_DEFAULT_STALL_BPS 2e9    /* stall = size / 2 GB/s */
+#define JOBSPEC_LABEL_MAX 64             /* team/project/cost_center + NUL */
 
 struct jobspec {
 	char *name;                 /* owned; NULL if absent */
@@ -190,7 +194,16 @@ struct jobspec {
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */
 	double p_target;            /* (0, 1] */
+	/* chargeback labels (docs/finops.md "Teams"); "" when absent: the
+	 * API token's defaults apply */
+	char team[JOBSPEC_LABEL_MAX];
+	char project[JOBSPEC_LABEL_MAX];
+	char cost_center[JOBSPEC_LABEL_MAX];
 };
+
+/* NULL when s is a valid label value (1..JOBSPEC_LABEL_MAX-1 bytes of
+ * letters, digits and . _ - : / @ +), else why not (static text). */
+const char *jobspec_label_bad(const char *s);
 
 /* Set every field to its default (no allocation). */
 void jobspec_init(struct jobspec *js);

@@ -214,6 +214,12 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(sp, "p_target", json_real(js->p_target));
 	bad |= json_object_set_new(sp, "provisioning_ns", json_integer(js->provision_ns));
 	bad |= json_object_set_new(sp, "image_pull_ns", json_integer(js->image_pull_ns));
+	if (js->team[0])
+		bad |= json_object_set_new(sp, "team", json_string(js->team));
+	if (js->project[0])
+		bad |= json_object_set_new(sp, "project", json_string(js->project));
+	if (js->cost_center[0])
+		bad |= json_object_set_new(sp, "cost_center", json_string(js->cost_center));
 	bad |= json_object_set(o, "spotrun", sp);
 	if (bad)
 		goto fail;
@@ -545,13 +551,30 @@ static int read_mounts(json_t *v, struct jobspec *js, struct sr_err *e)
 	return 0;
 }
 
+/* spotrun.<key>, a label, into out[JOBSPEC_LABEL_MAX]; absent: "". */
+static int get_label(json_t *s, const char *key, char *out, struct sr_err *e)
+{
+	json_t *v = json_object_get(s, key);
+	const char *why;
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return sr_err_set(e, -SR_EPARSE, "spotrun.%s: expected a string", key);
+	why = jobspec_label_bad(json_string_value(v));
+	if (why)
+		return sr_err_set(e, -SR_EPARSE, "spotrun.%s: not a label: %s", key, why);
+	snprintf(out, JOBSPEC_LABEL_MAX, "%s", json_string_value(v));
+	return 0;
+}
+
 static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 {
 	static const char *const keys[] = {
 		"deadline_ns", "deadline_at", "work_h", "criticality", "checkpoint",
 		"max_hourly_cost_micros", "max_cost_micros", "max_restarts",
 		"network", "autostop_ns", "p_target", "provisioning_ns",
-		"image_pull_ns", NULL
+		"image_pull_ns", "team", "project", "cost_center", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
 					     "restore_bps", "uri", "alert_intervals",
@@ -629,6 +652,12 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		rc = sr_json_get_int_opt(s, "provisioning_ns", &js->provision_ns, "spotrun", e);
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "image_pull_ns", &js->image_pull_ns, "spotrun", e);
+	if (!rc)
+		rc = get_label(s, "team", js->team, e);
+	if (!rc)
+		rc = get_label(s, "project", js->project, e);
+	if (!rc)
+		rc = get_label(s, "cost_center", js->cost_center, e);
 	return rc;
 }
 

@@ -265,6 +265,7 @@ struct store_job_new {
 	const void *secrets;           /* sealed */
 	size_t secrets_len;
 	const char *files;             /* an upload id, NULL none */
+	const char *team, *project, *cost_center; /* NULL or "": none */
 };
 int store_job_insert(struct store *s, const struct store_job_new *j,
 		     int64_t *id, struct sr_err *e);
