@@ -83,6 +83,13 @@ void jobspec_free(struct jobspec *js)
 		free(js->mounts[i].src);
 	}
 	free(js->mounts);
+	for (size_t i = 0; i < js->n_buckets; i++) {
+		free(js->buckets[i].dst);
+		free(js->buckets[i].uri);
+		free(js->buckets[i].name);
+		free(js->buckets[i].source);
+	}
+	free(js->buckets);
 	jobspec_init(js);
 }
 

@@ -329,6 +329,8 @@ struct store_job_env {
 	char *spec_json;
 	char *envs;                 /* the API's envs (JSON), NULL none */
 	char *workdir;              /* "" none */
+	char *name;                 /* the job's name */
+	int64_t created_ns;         /* when it was submitted (Unix ns) */
 	void *sealed;               /* the job's sealed secrets, NULL none */
 	size_t sealed_len;
 	bool files;                 /* the job brings an upload */

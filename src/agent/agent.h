@@ -81,6 +81,7 @@ struct assignment {
 	int sync_workdir;       /* setup and run in the node's workdir/ */
 	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
+	char *task_id;          /* SKYPILOT_TASK_ID (the daemon's); NULL */
 };
 
 int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);
