@@ -177,7 +177,7 @@ static int add_dir(struct bundle *b, const char *root, const char *rel,
 
 	if (!d)
 		return sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
-	rc = header(b, name, '5', 0755, 0, NULL, e);
+	rc = header(b, name, '5', b->owner_only ? 0700 : 0755, 0, NULL, e);
 	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -248,7 +248,8 @@ static int add_path(struct bundle *b, const char *root, const char *rel,
 			rc = sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
 			goto out;
 		}
-		rc = header(b, name, '0', sb.st_mode & S_IXUSR ? 0755 : 0644,
+		rc = header(b, name, '0', (sb.st_mode & S_IXUSR ? 0755 : 0644) &
+			    (b->owner_only || !(sb.st_mode & 077) ? 0700 : 0777),
 			    (uint64_t)sb.st_size, NULL, e);
 		if (!rc)
 			rc = put_file(b, fd, path, (uint64_t)sb.st_size, e);

@@ -82,6 +82,10 @@ struct assignment {
 	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 	char *task_id;          /* SKYPILOT_TASK_ID (the daemon's); NULL */
+	int shared_disk;        /* the reply named node_dir: this node shares
+				 * spotrund's disk (the local cloud) */
+	char *home;             /* where file_mounts ~/X went (sync.c); the
+				 * workload's HOME when it differs; NULL */
 };
 
 int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);
@@ -101,6 +105,7 @@ struct envp_files {
 	const char *notice_file;   /* SPOTRUN_NOTICE_FILE */
 	const char *python_dir;    /* put on PYTHONPATH unless the job sets
 				      PYTHONPATH itself; NULL = none */
+	const char *home;          /* HOME, when not the agent's; NULL */
 };
 
 /* Build the workload environment: inherited environ minus the agent's own
