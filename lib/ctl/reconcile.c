@@ -885,6 +885,13 @@ int ctl__reconcile_once(struct ctl *c)
 	if (!ctl__is_leader(c))
 		return 0;
 	store_set_fence(db, ctl__lease_fence, c);
+	{
+		struct sr_err e = { 0 };
+
+		if (ctl__clock_save(c, db, &e))
+			sr_warn("recon", "cannot save the clock's anchor",
+				"err=\"%s\"", sr_err_str(&e, -EIO));
+	}
 	rc = recon__nodes_pass(c, db);
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));

@@ -161,7 +161,8 @@ static int job_insert(struct ctl *c, struct store *db,
 		.idem_hash = k->key ? k->hash : NULL,
 		.idem_hash_len = CTL_DIGEST_LEN,
 		.secrets = sec->sealed, .secrets_len = sec->sealed_len,
-		.files = b->files }, id, e);
+		.files = b->files, .team = js->team, .project = js->project,
+		.cost_center = js->cost_center }, id, e);
 	if (!rc)
 		rc = ctl_event_append(db, *id, "created", NULL, "PENDING", 0, now,
 				      sim, NULL, "job accepted", e);

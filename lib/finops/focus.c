@@ -209,12 +209,41 @@ static int64_t *node_end_slot(struct node_ends *t, int64_t node)
 	return &t->v[t->n++][1];
 }
 
+/* Tags: {"spotrun/job-id":J,"spotrun/node-id":N} and the job's
+ * chargeback labels ("spotrun/team", "spotrun/project",
+ * "spotrun/cost-center") when set.  Labels hold no quote or backslash
+ * (jobspec_label_bad), so they need no escaping. */
+static void focus_tags(struct store_stmt *st, const char *job,
+		       const char *node, char *out, size_t n)
+{
+	static const struct { const char *col, *tag; } labels[] = {
+		{ "team", "spotrun/team" }, { "project", "spotrun/project" },
+		{ "cost_center", "spotrun/cost-center" },
+	};
+	size_t l;
+
+	if (job)
+		l = (size_t)snprintf(out, n, "{\"spotrun/job-id\":%s,"
+				     "\"spotrun/node-id\":%s", job, node);
+	else
+		l = (size_t)snprintf(out, n, "{\"spotrun/node-id\":%s", node);
+	for (size_t i = 0; i < sizeof labels / sizeof labels[0] && l < n; i++) {
+		const char *v = store_col_text(st, labels[i].col);
+
+		if (*v)
+			l += (size_t)snprintf(out + l, n - l, ",\"%s\":\"%s\"",
+					      labels[i].tag, v);
+	}
+	if (l < n)
+		snprintf(out + l, n - l, "}");
+}
+
 static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		     struct node_ends *ends, FILE *out)
 {
 	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
 	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
-	     rid[32], sku[512], tags[128], bps[32], bpe[32], cps[32], cpe[32];
+	     rid[32], sku[512], tags[512], bps[32], bpe[32], cps[32], cpe[32];
 	const char *provider = store_col_text(st, "provider");
 	const char *region = store_col_text(st, "region");
 	const char *zone = store_col_text(st, "zone");
@@ -283,11 +312,7 @@ static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 	else
 		snprintf(desc, sizeof desc, "%s %s pricing in %s", type, cat,
 			 *zone ? zone : region);
-	if (job_id > 0)
-		snprintf(tags, sizeof tags,
-			 "{\"spotrun/job-id\":%s,\"spotrun/node-id\":%s}", job, node);
-	else
-		snprintf(tags, sizeof tags, "{\"spotrun/node-id\":%s}", node);
+	focus_tags(st, job_id > 0 ? job : NULL, node, tags, sizeof tags);
 
 	const char *vals[] = {
 		billed, o->billing_account_id, o->billing_account_name, "USD",
@@ -319,7 +344,11 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 		"SELECT provider, region, zone, instance_type, accelerator, gpus,"
 		" pricing, unit_price, list_price, reserved_price, job_id,"
 		" node_id, busy, util_permille, start_ns, end_ns, billed_ns, cost,"
-		" list_cost, reserved_cost FROM ledger"
+		" list_cost, reserved_cost,"
+		" (SELECT team FROM jobs WHERE id = job_id) AS team,"
+		" (SELECT project FROM jobs WHERE id = job_id) AS project,"
+		" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center"
+		" FROM ledger"
 		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 	struct finops_focus_opts def = { "spotrun", "spotrun" };

@@ -20,6 +20,8 @@ static const char *const by_names[] = {
 	[FINOPS_BY_TOTAL] = "total", [FINOPS_BY_JOB] = "job",
 	[FINOPS_BY_CLOUD] = "cloud", [FINOPS_BY_REGION] = "region",
 	[FINOPS_BY_POOL] = "pool",   [FINOPS_BY_DAY] = "day",
+	[FINOPS_BY_TEAM] = "team",   [FINOPS_BY_PROJECT] = "project",
+	[FINOPS_BY_COST_CENTER] = "cost_center",
 };
 
 const char *finops_by_name(enum finops_by by)
@@ -77,6 +79,15 @@ static const char *key_sql(enum finops_by by, int events)
 		return "COALESCE(provider, 'unknown') || '/' || COALESCE(region, 'unknown')"
 		       " || '/' || COALESCE(zone, '-') || '/' ||"
 		       " COALESCE(instance_type, 'unknown')";
+	case FINOPS_BY_TEAM:
+		return "COALESCE((SELECT jl.team FROM jobs jl WHERE jl.id = job_id),"
+		       " '" FINOPS_UNASSIGNED "')";
+	case FINOPS_BY_PROJECT:
+		return "COALESCE((SELECT jl.project FROM jobs jl WHERE jl.id = job_id),"
+		       " '" FINOPS_UNASSIGNED "')";
+	case FINOPS_BY_COST_CENTER:
+		return "COALESCE((SELECT jl.cost_center FROM jobs jl"
+		       " WHERE jl.id = job_id), '" FINOPS_UNASSIGNED "')";
 	case FINOPS_BY_DAY:
 		/* the UTC day number; day_keys() makes it YYYY-MM-DD */
 		return events ? "CAST(at_ns / 86400000000000 AS TEXT)"

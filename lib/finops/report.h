@@ -35,7 +35,8 @@
  *                     the threshold); idle_gpu_ns = billed_ns * gpus
  * Groups: job = job id ("none" for nodes without a job); cloud = provider;
  * region = provider/region; pool = provider/region/zone/instance_type;
- * day = UTC date of the row's start (events: of at_ns).
+ * day = UTC date of the row's start (events: of at_ns); team, project,
+ * cost_center = the label of the row's job (FINOPS_UNASSIGNED if none).
  */
 #ifndef SR_FINOPS_REPORT_H
 #define SR_FINOPS_REPORT_H
@@ -55,9 +56,16 @@ enum finops_by {
 	FINOPS_BY_REGION,
 	FINOPS_BY_POOL,
 	FINOPS_BY_DAY,
+	FINOPS_BY_TEAM,        /* the job's chargeback labels (jobs.team ...); */
+	FINOPS_BY_PROJECT,     /* FINOPS_UNASSIGNED for rows of no job or a */
+	FINOPS_BY_COST_CENTER, /* job without the label */
 };
 
-/* "total", "job", "cloud", "region", "pool", "day". */
+/* The group of rows whose job carries no such label. */
+#define FINOPS_UNASSIGNED "unassigned"
+
+/* "total", "job", "cloud", "region", "pool", "day", "team", "project",
+ * "cost_center". */
 const char *finops_by_name(enum finops_by by);
 int finops_by_parse(const char *s, enum finops_by *out); /* -EINVAL */
 

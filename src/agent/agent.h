@@ -90,6 +90,7 @@ struct assignment {
 	int sync_workdir;       /* setup and run in the node's workdir/ */
 	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
+	char *task_id;          /* SKYPILOT_TASK_ID (the daemon's); NULL */
 	struct bucket_mount *buckets; /* "bucket_mounts", malloc'd [nbuckets] */
 	size_t nbuckets;
 	int64_t sync_quiet_ms;  /* a file is stable after this (2000) */

@@ -153,6 +153,8 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 			a->spot = json_is_true(sp);
 	}
 	rc = dup_opt(r, "master_addr", &a->master_addr, ctx, e);
+	if (rc == 0)
+		rc = dup_opt(r, "task_id", &a->task_id, ctx, e);
 	if (rc < 0)
 		goto fail;
 	if (json_is_object(json_object_get(r, "file_mounts")) &&
@@ -186,6 +188,7 @@ void assignment_free(struct assignment *a)
 	free(a->zone);
 	free(a->instance_type);
 	free(a->master_addr);
+	free(a->task_id);
 	free(a->node_ips);
 	json_decref(a->mounts);
 	for (size_t i = 0; i < a->nbuckets; i++) {

@@ -26,7 +26,7 @@
 static void usage(void)
 {
 	printf("usage: spotrun cost [--since WHEN] [--until WHEN] [--job JOB]\n"
-	       "                    [--by job|cloud|region|pool|day] [--json]\n"
+	       "                    [--by KEY] [--json]\n"
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "\n"
@@ -41,7 +41,8 @@ static void usage(void)
 	       "                   time, a date YYYY-MM-DD (UTC), or a duration ago (24h, 7d)\n"
 	       "  --until WHEN     only intervals starting before WHEN\n"
 	       "  --job JOB        only this job (an id, or a name: the newest of it)\n"
-	       "  --by KEY         group rows by job, cloud, region, pool or day\n"
+	       "  --by KEY         group rows by job, cloud, region, pool, day, team,\n"
+	       "                   project or cost_center (the job's labels)\n"
 	       "  --json           print one JSON document (money in *_micros and *_usd)\n"
 	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
 	       "                   (- for stdout)\n"
@@ -93,7 +94,8 @@ static int cost_opt(struct ctlcli *o, void *ud, const struct cli_opts *p, int ke
 	case OPT_BY:
 		if (finops_by_parse(v, &co->by) || co->by == FINOPS_BY_TOTAL)
 			return cli_opts_error(p, "%s: '%s' is not one of job, cloud, "
-					      "region, pool, day", p->name, v);
+					      "region, pool, day, team, project, "
+					      "cost_center", p->name, v);
 		break;
 	case OPT_FOCUS:
 		co->focus = v;

@@ -119,7 +119,8 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 		return 0;
 	if (bys && finops_by_parse(bys, &by))
 		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
-				      "job, cloud, region, pool, day", bys);
+				      "job, cloud, region, pool, day, team, project,"
+				      " cost_center", bys);
 	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
 	if (rc)
 		return db_fail(rs, &e, rc);
