@@ -55,12 +55,22 @@ struct bundle {
 
 /* Add `src` (a file or a directory tree, followed if it is itself a link)
  * as archive path `name` (relative; a directory's entries go below it).
- * src is resolved (realpath) first: every file read lies under that
- * resolved path, and a link inside it that points out of it is refused.
+ * src is opened once (O_PATH) and every file read is reached from that
+ * descriptor (bundle_write.c); a link inside it that points out of it is
+ * refused, as is the state dir (by path, and by inode for a directory).
  * 0, or a negative code with e naming the path (nothing of a failed add
  * is kept). */
 int bundle_add(struct bundle *b, const char *src, const char *name,
 	       struct sr_err *e);
+/* The same for `rel` beneath the directory the caller holds open as
+ * dirfd (opened once: `spotrun launch`'s job dir): resolved with openat2
+ * RESOLVE_BENEATH (links inside the tree followed; an absolute link, or
+ * ".." past dirfd, is -EPERM "leads out of the job's directory"), then
+ * every entry reached from its parent's descriptor, never by a path: a
+ * directory swapped for a link after it was checked is not read
+ * through.  rel "." is dirfd's directory itself. */
+int bundle_add_at(struct bundle *b, int dirfd, const char *rel,
+		  const char *name, struct sr_err *e);
 /* Close the archive (the end blocks).  b->buf/len are then the archive. */
 int bundle_finish(struct bundle *b, struct sr_err *e);
 void bundle_free(struct bundle *b); /* NULL-safe; leaves b empty */

@@ -13,6 +13,8 @@
  * the notice reported with its time, exit - and only SIGINT quits.
  *
  *   spotrun-agent --unpack DIR    (the agent runs this itself: sync.c)
+ *   spotrun-agent --dirsync DIR --uri URI ...  (a bucket mount's syncer,
+ *                                 run by the agent: dirsync_main.c)
  *
  * A provider starts it with the node's one-time bootstrap secret
  * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
@@ -189,6 +191,8 @@ int main(int argc, char **argv)
 	size_t npriv = 0;
 	int c, rc;
 
+	if (argc > 1 && !strncmp(argv[1], "--dirsync", 9))
+		return agent_dirsync_main(argc, argv);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {

@@ -32,8 +32,14 @@
  *   neither              nothing is uploaded; the local cloud runs the
  *                        job in place, in the job's directory (the API's
  *                        "workdir")
+ *
+ * The job's directory is opened once; every file uploaded is opened
+ * beneath that descriptor (lib/bundle bundle_add_at: openat2
+ * RESOLVE_BENEATH, then *at() calls), so a directory swapped for a link
+ * between the checks here and the reads is not read through.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -82,9 +88,24 @@ static int workdir_allowed(const char *w, const char *file, const char *ctx)
 	return ok ? 0 : -1;
 }
 
-/* The job's directory, canonical, into ctx. */
+/* Where the open descriptor fd is, canonical, into out. */
+static int fd_path(int fd, char out[PATH_MAX])
+{
+	char at[64];
+	ssize_t n;
+
+	snprintf(at, sizeof at, "/proc/self/fd/%d", fd);
+	n = readlink(at, out, PATH_MAX - 1);
+	if (n < 0 || n >= PATH_MAX - 1)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+/* The job's directory, opened once (*dfd: every file is read beneath
+ * it), and its canonical path into ctx. */
 static int job_dir(const struct jobspec *js, const char *file,
-		   const char *workdir, char ctx[PATH_MAX])
+		   const char *workdir, char ctx[PATH_MAX], int *dfd)
 {
 	const char *w = workdir ? workdir : js->workdir;
 	char *copy = strdup(w ? w : file);
@@ -94,7 +115,8 @@ static int job_dir(const struct jobspec *js, const char *file,
 		fprintf(stderr, "spotrun launch: out of memory\n");
 		return -1;
 	}
-	ok = realpath(w ? copy : dirname(copy), ctx) != NULL;
+	*dfd = open(w ? copy : dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ok = *dfd >= 0 && fd_path(*dfd, ctx) == 0;
 	if (!ok)
 		fprintf(stderr, "spotrun launch: %s: %s\n", w ? w : file,
 			strerror(errno));
@@ -159,13 +181,16 @@ static int home_src(const struct jobspec_mount *m, char out[PATH_MAX])
 	return 0;
 }
 
-/* file_mounts.DST's source, resolved, into out; -1 (said) if it is not
- * a file or directory inside ctx. */
+/* file_mounts.DST's source as a path relative to the job's directory ctx
+ * into rel; -1 (said) if it does not resolve to something inside ctx.
+ * The file is then opened beneath the directory's descriptor
+ * (bundle_add_at), not by this path. */
 static int mount_src(const struct jobspec_mount *m, const char *ctx,
-		     char out[PATH_MAX])
+		     char rel[PATH_MAX])
 {
-	char joined[PATH_MAX * 2];
+	char joined[PATH_MAX * 2], out[PATH_MAX];
 	const char *s = m->src;
+	size_t n = strlen(ctx);
 
 	if (s[0] == '/')
 		snprintf(joined, sizeof joined, "%s", s);
@@ -184,6 +209,7 @@ static int mount_src(const struct jobspec_mount *m, const char *ctx,
 			strcmp(m->src, out) ? out : "", ctx);
 		return -1;
 	}
+	snprintf(rel, PATH_MAX, "%s", out[n] ? out + n + (n > 1) : ".");
 	return 0;
 }
 
@@ -191,6 +217,7 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 		 const char *workdir, json_t *body)
 {
 	char ctx[PATH_MAX], src[PATH_MAX], state[PATH_MAX];
+	int dfd = -1;
 	const char *refuse[2] = { NULL, NULL };
 	struct bundle b = { .refuse = refuse, .note = note };
 	struct sr_err e = { 0 };
@@ -201,7 +228,7 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 	if (sd && realpath(sd, state))
 		refuse[0] = state;
 	free(sd);
-	if (job_dir(js, file, workdir, ctx))
+	if (job_dir(js, file, workdir, ctx, &dfd))
 		goto out;
 	if (!js->workdir && !js->n_mounts) {
 		/* in place, on a node that shares this disk */
@@ -209,9 +236,9 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 		goto out;
 	}
 	sr_err_clear(&e);
-	if (js->workdir && bundle_add(&b, ctx, "workdir", &e)) {
+	if (js->workdir && bundle_add_at(&b, dfd, ".", "workdir", &e)) {
 		fprintf(stderr, "spotrun launch: workdir: %s\n", e.msg);
-		goto out;
+		bad = 1; /* the mounts' problems are said too */
 	}
 	for (size_t i = 0; i < js->n_mounts; i++) {
 		const struct jobspec_mount *m = &js->mounts[i];
@@ -231,7 +258,8 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 		}
 		sr_err_clear(&e);
 		b.owner_only = home;
-		if (bundle_add(&b, src, name, &e)) {
+		if (home ? bundle_add(&b, src, name, &e) :
+		    bundle_add_at(&b, dfd, src, name, &e)) {
 			fprintf(stderr, "spotrun launch: file_mounts.%s: %s\n", m->dst,
 				e.msg);
 			bad = 1;
@@ -257,6 +285,8 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 	if (rc)
 		fprintf(stderr, "spotrun launch: the upload's reply has no id\n");
 out:
+	if (dfd >= 0)
+		close(dfd);
 	json_decref(reply);
 	bundle_free(&b);
 	return rc;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,64 @@ static void test_writer_refuses(void **state)
 	bundle_free(&b);
 }
 
+/* The job's directory is opened once (spotrun launch): what is read is
+ * what that descriptor holds, even when its path, or a directory under
+ * it, is swapped for a link out after the checks (issue 24, TOCTOU). */
+static void test_writer_reads_beneath_the_open_dir(void **state)
+{
+	char p[512], q[512];
+	struct bundle b = { 0 };
+	struct sr_err e = { 0 };
+	int dfd;
+
+	(void)state;
+	mk("secret");
+	put("secret/api.token", "ADMIN\n", 0600);
+	mk("job");
+	mk("job/data");
+	put("job/train.py", "print(1)\n", 0644);
+	put("job/data/vocab", "words\n", 0644);
+	ln("data", "job/data-link");   /* a link inside: followed */
+	snprintf(p, sizeof p, "%s/job", dir);
+	dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	/* the job dir's path now leads to the secret */
+	snprintf(q, sizeof q, "%s/job-was", dir);
+	assert_int_equal(rename(p, q), 0);
+	ln("secret", "job");
+	/* the workdir: the directory held open, its link stored as a link */
+	assert_int_equal(bundle_add_at(&b, dfd, ".", "workdir", &e), 0);
+	/* data/ swapped for a link out: a mount through it is refused, not
+	 * read; so is ".." out of the directory */
+	snprintf(p, sizeof p, "%s/job-was/data", dir);
+	snprintf(q, sizeof q, "%s/job-was/data-was", dir);
+	assert_int_equal(rename(p, q), 0);
+	snprintf(q, sizeof q, "%s/secret", dir);
+	assert_int_equal(symlink(q, p), 0);
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "data/api.token", "m/tok", &e),
+			 -EPERM);
+	assert_non_null(strstr(e.msg, "leads out of the job's directory"));
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "data-link/api.token", "m/tok",
+				       &e), -EPERM);
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "../secret/api.token", "m/tok",
+				       &e), -EPERM);
+	/* a link that stays inside is followed */
+	ln("data-was/vocab", "job-was/v-link");
+	assert_int_equal(bundle_add_at(&b, dfd, "v-link", "m/vocab", &e), 0);
+	assert_int_equal(bundle_finish(&b, &e), 0);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/train.py", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/data/vocab", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/data-link", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "m/vocab", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "m/tok", &e), 0);
+	assert_null(memmem(b.buf, b.len, "ADMIN", 5));
+	close(dfd);
+	bundle_free(&b);
+}
+
 /* One raw ustar header at h (checksummed). */
 static void raw_header(unsigned char *h, const char *name, char type,
 		       const char *link, unsigned size)
@@ -363,6 +422,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_home_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_reads_beneath_the_open_dir,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_refuses, setup, teardown),
 	};
 
