@@ -656,6 +656,28 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		break;
+	case EV_FILE_MOUNTS:
+		d = json_pack("{s:s}", "message", ev->message);
+		snprintf(msg, sizeof msg, "file_mounts failed before setup: %.400s",
+			 ev->message);
+		rc = ctl_event_append(db, n->job, "file_mounts", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
+		if (!rc)
+			rc = store_node_set_setup_rc(db, n->id, RECON_SETUP_FILES, e);
+		break;
+	case EV_SYNC: {
+		/* a bucket mount (issue 30): which round a node restored, how
+		 * the final round went, an upload failing */
+		char kind[32];
+
+		d = json_pack("{s:I,s:s,s:I}", "attempt", (json_int_t)ev->attempt,
+			      "what", ev->what, "round", (json_int_t)ev->round);
+		snprintf(kind, sizeof kind, "sync_%s", ev->what);
+		snprintf(msg, sizeof msg, "%.580s", ev->message);
+		rc = ctl_event_append(db, n->job, kind, NULL, NULL, n->id, now,
+				      sim, d, msg, e);
+		break;
+	}
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));
