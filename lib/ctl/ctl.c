@@ -131,11 +131,13 @@ struct store *ctl__store(struct ctl *c)
 	return s;
 }
 
+/* The cloud clock's anchor from the settings; a new one (first start,
+ * or a new time scale re-anchored at now) stays in memory, unsaved, until
+ * this daemon leads (ctl__clock_save): a standby writes nothing. */
 static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 {
 	char a[64], b[64], s[64];
 	int64_t now = sr_time_real_ns();
-	int rc;
 
 	if (store_setting_get(db, "clock_real0_ns", a, sizeof a, e) == 0 &&
 	    store_setting_get(db, "clock_sim0_s", b, sizeof b, e) == 0 &&
@@ -153,10 +155,22 @@ static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 		c->real0_ns = now;
 		c->sim0_s = c->cfg.trace_start_h * 3600.0;
 	}
+	sr_err_clear(e);
+	atomic_store(&c->clock_unsaved, true);
+	return 0;
+}
+
+int ctl__clock_save(struct ctl *c, struct store *db, struct sr_err *e)
+{
+	char a[64], b[64], s[64];
+	int rc;
+
+	if (!atomic_load(&c->clock_unsaved) || !ctl__is_leader(c))
+		return 0;
 	snprintf(a, sizeof a, "%" PRId64, c->real0_ns);
 	snprintf(b, sizeof b, "%.6f", c->sim0_s);
 	snprintf(s, sizeof s, "%.17g", c->cfg.time_scale);
-	rc = store_begin(db, e);
+	rc = store_begin(db, e); /* fenced: the lease is checked inside */
 	if (!rc)
 		rc = store_setting_set(db, "clock_real0_ns", a, e);
 	if (!rc)
@@ -164,6 +178,8 @@ static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 	if (!rc)
 		rc = store_setting_set(db, "clock_scale", s, e);
 	rc = store_end(db, rc, e);
+	if (!rc)
+		atomic_store(&c->clock_unsaved, false);
 	return rc;
 }
 
@@ -400,6 +416,11 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 	/* lead at once when the lease is free (always on SQLite), so a
 	 * single daemon takes writes from its first request */
 	ctl__lease_tick(c, db);
+	store_set_fence(db, ctl__lease_fence, c);
+	if (ctl__clock_save(c, db, &ae))
+		sr_warn("ctl", "cannot save the clock's anchor (the leader "
+			"retries)", "err=\"%s\"", sr_err_str(&ae, -EIO));
+	store_set_fence(db, NULL, NULL);
 	if (cfg->data_dir)
 		snprintf(c->data_dir, sizeof c->data_dir, "%s", cfg->data_dir);
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))

@@ -42,6 +42,11 @@ struct rjob {
 	char placement[512];
 };
 
+/* A node's setup_rc when its file_mounts could not be put in place
+ * (the agent's "file_mounts" event): setup never ran.  Outside 0..255,
+ * so no exit code of a setup script reads as it; the job ends with 126. */
+#define RECON_SETUP_FILES 1126
+
 /* A node row. */
 struct rnode {
 	int64_t id, job, rank;
@@ -61,7 +66,8 @@ struct rnode {
 	char workload[16];
 	double util_sum;
 	int64_t util_n;
-	int64_t setup_rc;                               /* INT64_MIN unset */
+	int64_t setup_rc;                               /* INT64_MIN unset;
+							 * RECON_SETUP_FILES */
 	bool retire;                                    /* policy moves off it */
 };
 

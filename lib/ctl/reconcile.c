@@ -247,6 +247,21 @@ static int setup_failure(const struct rnode *live, size_t n, int64_t *code)
 	return 0;
 }
 
+/* A node's setup (or, RECON_SETUP_FILES, its file_mounts) failed: the
+ * job fails with that code (126 for the file mounts). */
+static int setup_failed(struct ctl *c, struct store *db, struct rjob *j,
+			int64_t code)
+{
+	char msg[160];
+
+	if (code == RECON_SETUP_FILES)
+		return finish(c, db, j, JOB_FAILED, 126, "job_failed", "file_mounts "
+			      "could not be put in place on a node, so setup never "
+			      "ran (the job's file_mounts event says why)");
+	snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
+	return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
+}
+
 /* A node placed at the job's notice to replace a noticed one
  * (replace_noticed): it has run nothing of the attempt being stopped. */
 static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
@@ -264,10 +279,8 @@ static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 	int ready = 0, rc;
 	char msg[160];
 
-	if (setup_failure(live, n, &code)) {
-		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
-		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
-	}
+	if (setup_failure(live, n, &code))
+		return setup_failed(c, db, j, code);
 	for (size_t i = 0; i < n; i++) {
 		if (!live[i].notice_ns)
 			continue;
@@ -433,10 +446,8 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 	if (x.ok == j->num_nodes)
 		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
 			      "every rank exited 0");
-	if (setup_failure(live, n, &code)) {
-		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
-		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
-	}
+	if (setup_failure(live, n, &code))
+		return setup_failed(c, db, j, code);
 	if (x.crashed || x.other) {
 		code = x.crashed ? x.crash_code : 1;
 		if (j->restarts >= j->max_restarts) {
@@ -876,6 +887,13 @@ int ctl__reconcile_once(struct ctl *c)
 	if (!ctl__is_leader(c))
 		return 0;
 	store_set_fence(db, ctl__lease_fence, c);
+	{
+		struct sr_err e = { 0 };
+
+		if (ctl__clock_save(c, db, &e))
+			sr_warn("recon", "cannot save the clock's anchor",
+				"err=\"%s\"", sr_err_str(&e, -EIO));
+	}
 	rc = recon__nodes_pass(c, db);
 	if (rc)
 		sr_warn("recon", "node pass failed", "err=\"%s\"", sr_strerror(rc));

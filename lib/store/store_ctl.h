@@ -261,6 +261,7 @@ struct store_job_new {
 	const void *secrets;           /* sealed */
 	size_t secrets_len;
 	const char *files;             /* an upload id, NULL none */
+	const char *team, *project, *cost_center; /* NULL or "": none */
 };
 int store_job_insert(struct store *s, const struct store_job_new *j,
 		     int64_t *id, struct sr_err *e);
@@ -324,6 +325,8 @@ struct store_job_env {
 	char *spec_json;
 	char *envs;                 /* the API's envs (JSON), NULL none */
 	char *workdir;              /* "" none */
+	char *name;                 /* the job's name */
+	int64_t created_ns;         /* when it was submitted (Unix ns) */
 	void *sealed;               /* the job's sealed secrets, NULL none */
 	size_t sealed_len;
 	bool files;                 /* the job brings an upload */
