@@ -201,17 +201,26 @@ int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
 		     const char *cause, int64_t node, sr_micros price,
 		     int64_t now, struct sr_err *e);
 /* The price of the attempt's nodes together, $/h (a rank whose node is
- * gone at the placement's price); and one preemption, counted for every
- * surface: the job's counter and a ledger row at node x (may be NULL),
- * in the caller's transaction. */
+ * gone at the placement's price). */
 sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 			    size_t n);
-int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
-			    const struct rnode *x, int64_t now, struct sr_err *e);
 int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,
 		     int64_t step, int64_t at_ns, struct sr_err *e);
 int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e);
+
+/* Preemptions (recon_preempt.c, which says what one is).  _reclaimed,
+ * inside the caller's transaction: the cloud reclaims node `node` (its
+ * notice seen now, by the provider, the node's agent or the workload's
+ * exit; kill_ns the cloud's deadline, 0 none): recorded on the node and,
+ * the first time for that node, counted as one preemption of its job.
+ * 1 = counted, 0 = noticed before (or the job had ended), < 0 error.
+ * _count: count one preemption of job j at node x (the job's counter, a
+ * ledger event, a "preempted" event); only _reclaimed calls it. */
+int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
+			  int64_t now, int64_t kill_ns, struct sr_err *e);
+int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
+			    const struct rnode *x, int64_t now, struct sr_err *e);
 
 #endif

@@ -99,25 +99,6 @@ sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 	return sum;
 }
 
-/* One preemption of the job, counted once for every surface: the job's
- * counter and a ledger row (kind preemption, at node x's place and price)
- * in the caller's transaction. */
-int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
-			    const struct rnode *x, int64_t now, struct sr_err *e)
-{
-	struct ledger_event le = {
-		.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
-		.node_id = x ? x->id : 0, .provider = x ? x->cloud : NULL,
-		.region = x ? x->region : NULL, .zone = x ? x->zone : NULL,
-		.instance_type = x ? x->itype : NULL, .at_ns = now,
-		.unit_price = x ? x->price : 0,
-	};
-	int rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, e);
-
-	(void)c;
-	return rc ? rc : ledger_event_add(db, &le, e);
-}
-
 /* Count one pending attempt; r = what its successor resumed from (-1:
  * not said). */
 static int settle_one(struct ctl *c, struct store *db, int64_t job,
