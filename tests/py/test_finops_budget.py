@@ -8,10 +8,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
+import time
 
-from finops_daemon import Daemon
+from finops_daemon import Daemon, bin_path
 from test_finops_alerts import Receiver, SLACK_PATH, PD_KEY
+from test_finops_daemon import chromium
 
 
 def test_budget_alert_once_and_hard_refusal():
@@ -28,7 +31,9 @@ def test_budget_alert_once_and_hard_refusal():
                                      "url": rx.url + "/v2/enqueue",
                                      "events": ["team_budget"]}}, f)
         with open(os.path.join(d.state, "finops.json"), "w") as f:
-            json.dump({"budgets": [{"team": "ml", "monthly": "0.01"},
+            json.dump({"control_plane": {"resource_id": "i-0cp",
+                                         "hourly_price": "36"},
+                       "budgets": [{"team": "ml", "monthly": "0.01"},
                                    {"project": "llama", "monthly": "0.01",
                                     "hard": True}]}, f)
         d.start()
@@ -60,9 +65,30 @@ def test_budget_alert_once_and_hard_refusal():
                          r"month-end forecast \$\d+\.\d\d \+ this job \$\d+\.\d\d "
                          r"\(4\.0 h x 1 node\(s\) at \$\d+\.\d\d/h on-demand\) = "
                          r"\$\d+\.\d\d, over by \$\d+\.\d\d", msg), msg
-        # and the report groups by team
-        status, rep = d.req("GET", "/v1/cost?by=team")
+        # the report groups by team, with the control plane's cost shared
+        # (a fixed window: the control plane's share grows by the second)
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        status, rep = d.req("GET", "/v1/cost?by=team&until=" + until)
         assert status == 200 and [g["key"] for g in rep["groups"]] == ["ml"], rep
+        ml = rep["groups"][0]
+        assert ml["shared_cost_micros"] > 0
+        assert ml["allocated_cost_micros"] == ml["cost_micros"] + ml["shared_cost_micros"]
+        out = subprocess.run([bin_path("spotrun"), "cost", "--by", "team",
+                              "--until", until, "--state-dir", d.state], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "shared costs split by GPU-hours" in out.stdout, out.stdout
+        row = [ln.split() for ln in out.stdout.splitlines() if ln.startswith("ml ")]
+        assert row and row[0][1:4] == ["$%.2f" % (ml[k] / 1e6) for k in (
+            "cost_micros", "shared_cost_micros", "allocated_cost_micros")], out.stdout
+        # the dashboard's Teams table
+        r = chromium("--virtual-time-budget=8000", "--dump-dom",
+                     "%s/#token=%s" % (d.url, d.token))
+        m = re.search(r'<tr data-team="ml">(.*?)</tr>', r.stdout, re.S)
+        assert m, r.stdout[-3000:]
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", m.group(1))
+        assert cells[0] == "ml" and cells[2].startswith("$"), cells
+        assert "split by GPU-hours" in r.stdout
     finally:
         d.stop()
         rx.close()
