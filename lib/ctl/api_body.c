@@ -320,8 +320,8 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
 					     "ckpt_error", "isolation",
-					     "rebalance", "sync" };
-	static const char *const keys[10][9] = {
+					     "rebalance", "sync", "file_mounts" };
+	static const char *const keys[11][9] = {
 		{ "type", "action", "time", "source", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
@@ -332,6 +332,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "mode", "message", "hidden", NULL },
 		{ "type", "time", NULL },
 		{ "type", "attempt", "what", "round", "message", NULL },
+		{ "type", "message", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -348,7 +349,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 10);
+	t = pick(type, types, 11);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -474,6 +475,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		/* a message like ckpt_error's */
 		/* fall through */
 	case EV_CKPT_ERROR:
+	case EV_FILE_MOUNTS:
 message:
 		rc = sr_json_get_str(o, "message", &ev->message, ctx, e);
 		if (!rc && json_string_length(json_object_get(o, "message")) > 1024)

@@ -91,6 +91,10 @@ struct assignment {
 	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 	char *task_id;          /* SKYPILOT_TASK_ID (the daemon's); NULL */
+	int shared_disk;        /* the reply named node_dir: this node shares
+				 * spotrund's disk (the local cloud) */
+	char *home;             /* where file_mounts ~/X went (sync.c); the
+				 * workload's HOME when it differs; NULL */
 	struct bucket_mount *buckets; /* "bucket_mounts", malloc'd [nbuckets] */
 	size_t nbuckets;
 	int64_t sync_quiet_ms;  /* a file is stable after this (2000) */
@@ -113,6 +117,7 @@ struct envp_files {
 	const char *notice_file;   /* SPOTRUN_NOTICE_FILE */
 	const char *python_dir;    /* put on PYTHONPATH unless the job sets
 				      PYTHONPATH itself; NULL = none */
+	const char *home;          /* HOME, when not the agent's; NULL */
 	const char *sync_request;  /* SPOTRUN_SYNC_REQUEST (bucket mounts'
 				      sync_now), NULL = none */
 	const char *sync_answers;  /* SPOTRUN_SYNC_ANSWERS, ':'-separated */

@@ -161,6 +161,7 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	    json_object_size(json_object_get(r, "file_mounts")))
 		a->mounts = json_incref(json_object_get(r, "file_mounts"));
 	a->sync_workdir = json_is_true(json_object_get(r, "sync_workdir"));
+	a->shared_disk = json_is_string(json_object_get(r, "node_dir"));
 	a->files = json_is_true(json_object_get(r, "files"));
 	rc = sr_json_get_int_opt(r, "gpus_per_node", &a->gpus_per_node, ctx, e);
 	if (rc == 0)
@@ -189,6 +190,7 @@ void assignment_free(struct assignment *a)
 	free(a->instance_type);
 	free(a->master_addr);
 	free(a->task_id);
+	free(a->home);
 	free(a->node_ips);
 	json_decref(a->mounts);
 	for (size_t i = 0; i < a->nbuckets; i++) {

@@ -256,6 +256,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_CKPT_URI", a->ckpt_uri);
 	if (rc == 0)
 		rc = python_env(&ev, a, f->python_dir);
+	if (rc == 0 && f->home)
+		rc = env_set(&ev, "HOME", f->home);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_NODE_DIR", f->node_dir);
 	if (rc == 0)

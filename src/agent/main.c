@@ -94,8 +94,9 @@ static void usage(FILE *f)
 		IMDS_DEFAULT_URL);
 }
 
-/* --unpack DIR: the job's files archive on stdin, unpacked under DIR
- * (lib/bundle; run by the agent in the workload's isolation, sync.c). */
+/* --unpack DIR: the job's files archive on stdin, unpacked under DIR,
+ * its "~/" entries under $SPOTRUN_UNPACK_HOME when set (lib/bundle; run
+ * by the agent in the workload's isolation, sync.c). */
 static int unpack_main(const char *dir)
 {
 	size_t cap = 1 << 20, len = 0;
@@ -134,7 +135,7 @@ static int unpack_main(const char *dir)
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
-	rc = bundle_unpack(buf, len, dir, &e);
+	rc = bundle_unpack_home(buf, len, dir, getenv("SPOTRUN_UNPACK_HOME"), &e);
 	free(buf);
 	if (rc) {
 		fprintf(stderr, "%s\n", sr_err_str(&e, rc));

@@ -49,6 +49,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 				  .progress_file = ag->progress_path,
 				  .notice_file = ag->notice_path,
 				  .python_dir = ag->python_dir,
+				  .home = ag->a.home,
 				  .sync_request = answers ? ag->sync_request : NULL,
 				  .sync_answers = answers }, &e);
 	if (!envp) {
@@ -94,10 +95,12 @@ void agent__advance(struct agent *ag)
 
 		sr_err_clear(&e);
 		if (agent_sync_files(ag, &e) < 0) {
-			agent__line(ag, "cannot copy the job's files: %s", sr_err_str(&e, e.code));
-			/* like a failed setup: the job's restart policy applies */
-			agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
-						 "exit_code", 126), 1);
+			const char *why = sr_err_str(&e, e.code);
+
+			agent__line(ag, "cannot put the job's files in place: %s", why);
+			/* its own event: setup never ran (issue 30) */
+			agent__push(ag, json_pack("{s:s, s:s}", "type", "file_mounts",
+						 "message", why), 1);
 			return;
 		}
 	}

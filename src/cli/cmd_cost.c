@@ -180,6 +180,43 @@ static void pct_cell(char *buf, size_t n, json_t *frac, bool color)
 			 100.0 * f, color && f < 0 ? "\033[0m" : "");
 }
 
+/* --by team|project|cost_center: who pays, with the shared costs split
+ * over the groups (docs/finops.md "Shared costs"). */
+static void print_chargeback(json_t *rep, bool color)
+{
+	json_t *groups = json_object_get(rep, "groups");
+	size_t ng = json_array_size(groups);
+	char cell[4][48];
+
+	printf("cost since %s, by %s (USD); shared costs split %s\n\n",
+	       ctlcli_str(rep, "since", "the beginning"), ctlcli_str(rep, "by", ""),
+	       !strcmp(ctlcli_str(rep, "shared_split", ""), "even") ?
+	       "evenly between teams" : "by GPU-hours");
+	printf("%-34s %11s %11s %11s %9s %11s\n", "KEY", "COST", "SHARED",
+	       "ALLOCATED", "GPU-H", "SAVED");
+	for (size_t i = 0; i <= ng; i++) {
+		json_t *t = i < ng ? json_array_get(groups, i) :
+			    json_object_get(rep, "total");
+
+		money_cell(cell[0], sizeof cell[0], json_object_get(t, "cost_micros"),
+			   false);
+		money_cell(cell[1], sizeof cell[1],
+			   json_object_get(t, "shared_cost_micros"), false);
+		money_cell(cell[2], sizeof cell[2],
+			   json_object_get(t, "allocated_cost_micros"), false);
+		money_cell(cell[3], sizeof cell[3],
+			   json_object_get(t, "savings_vs_list_micros"), color);
+		printf("%-34.34s %s %s %s %9.1f %s\n", i < ng ?
+		       ctlcli_str(t, "key", "") : "TOTAL", cell[0], cell[1], cell[2],
+		       json_number_value(json_object_get(t, "gpu_hours")), cell[3]);
+	}
+	printf("\nCOST: what the group's jobs were billed.  SHARED: its part of "
+	       "the costs no\njob bought alone (the control plane, idle reserved "
+	       "capacity; finops.json),\nsplit by GPU-hours or evenly.  ALLOCATED "
+	       "= COST + SHARED: what to charge back.\n'unassigned': jobs without "
+	       "the label, and nodes of no job.\n");
+}
+
 static void print_table(json_t *rep, json_t *jobs)
 {
 	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
@@ -187,6 +224,11 @@ static void print_table(json_t *rep, json_t *jobs)
 	const char *by = ctlcli_str(rep, "by", "total");
 	size_t ng = json_array_size(groups);
 
+	if (!strcmp(by, "team") || !strcmp(by, "project") ||
+	    !strcmp(by, "cost_center")) {
+		print_chargeback(rep, color);
+		return;
+	}
 	printf("cost since %s, by %s (USD)\n\n",
 	       ctlcli_str(rep, "since", "the beginning"), by);
 	static const struct { const char *head, *key; bool signed_; } cols[] = {
