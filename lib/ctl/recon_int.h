@@ -78,6 +78,10 @@ int recon__run(struct store_stmt *st, struct sr_err *e, const char *what);
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j);
 /* A step for a message: the number, or "unknown" when < 0. */
 const char *recon__step_str(int64_t step, char *buf, size_t n);
+/* A location for a message, as the CLI prints one (ctlcli_where):
+ * "cloud/region/zone", "cloud/region" when there is no zone.  Returns buf. */
+const char *recon__where(const char *cloud, const char *region,
+			 const char *zone, char *buf, size_t n);
 /* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
  * *out malloc'd. */
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,

@@ -49,6 +49,14 @@ const char *recon__step_str(int64_t step, char *buf, size_t n)
 	return buf;
 }
 
+const char *recon__where(const char *cloud, const char *region,
+			 const char *zone, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s%s%s", cloud ? cloud : "?", region ? region : "?",
+		 zone && zone[0] ? "/" : "", zone && zone[0] ? zone : "");
+	return buf;
+}
+
 int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
 		     const char *cause, int64_t node, sr_micros price,
 		     int64_t now, struct sr_err *e)

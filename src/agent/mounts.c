@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -471,6 +472,17 @@ int agent_mounts_poll(struct agent *ag, int64_t now)
 		if (m->w.pid <= 0)
 			continue;
 		drain(ag, m);
+		{
+			/* reaped here too: the workload's loop reaps only while
+			 * a workload runs */
+			int st;
+			pid_t p = waitpid(m->w.pid, &st, WNOHANG);
+
+			if (p == m->w.pid) {
+				agent_mounts_note_exit(ag, p, st);
+				continue;
+			}
+		}
 		if (m->state != MS_FINAL)
 			continue;
 		busy = 1;
