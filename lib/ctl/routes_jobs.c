@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/teamtok.h"
 #include "ctl/routes.h"
 #include "finops/budget.h"
 #include "finops/fconf.h"
@@ -275,6 +276,8 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = internal(rs, &e, -EIO);
 		goto out;
 	}
+	/* the team token's labels where the job file gives none */
+	ctl__team_token_apply(c, rq->team_token, &js);
 	if (budget_check(c, db, &js, &plan, rs)) {
 		rc = 0;
 		goto out;

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,11 +173,46 @@ static int budget(json_t *o, const char *ctx, struct finops_budget *b,
 	return rc;
 }
 
+static int token(json_t *o, const char *ctx, struct finops_token *t,
+		 struct sr_err *e)
+{
+	static const char *const keys[] = { "name", "team", "project",
+					    "cost_center", NULL };
+	static const struct { const char *key; size_t off; } labels[] = {
+		{ "team", offsetof(struct finops_token, team) },
+		{ "project", offsetof(struct finops_token, project) },
+		{ "cost_center", offsetof(struct finops_token, cost_center) },
+	};
+	int rc;
+
+	if (!json_is_object(o))
+		return sr_err_set(e, -SR_EPARSE, "%s: expected an object", ctx);
+	rc = sr_json_check_keys(o, keys, ctx, e);
+	if (!rc)
+		rc = get_text(o, "name", true, t->name, sizeof t->name, ctx, e);
+	if (!rc && (strspn(t->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "0123456789._-") != strlen(t->name) || t->name[0] == '.'))
+		rc = sr_err_set(e, -SR_EPARSE, "%s.name: '%s': only letters, digits "
+				"and . _ - (it names the token's file)", ctx, t->name);
+	for (size_t i = 0; !rc && i < sizeof labels / sizeof labels[0]; i++) {
+		char *out = (char *)t + labels[i].off;
+		const char *why;
+
+		rc = get_text(o, labels[i].key, false, out, 64, ctx, e);
+		why = !rc && *out ? jobspec_label_bad(out) : NULL;
+		if (why)
+			rc = sr_err_set(e, -SR_EPARSE, "%s.%s: not a label: %s", ctx,
+					labels[i].key, why);
+	}
+	return rc;
+}
+
 int finops_conf_from_json(json_t *root, const char *name, struct finops_conf *c,
 			  struct sr_err *e)
 {
 	static const char *const keys[] = { "shared", "control_plane",
-					    "commitments", "budgets", NULL };
+					    "commitments", "budgets", "tokens",
+					    NULL };
 	static const char *const skeys[] = { "split", NULL };
 	static const char *const ckeys[] = { "resource_id", "name",
 					     "hourly_price", NULL };
@@ -261,6 +297,27 @@ int finops_conf_from_json(json_t *root, const char *name, struct finops_conf *c,
 			c->nbudgets++;
 		}
 	}
+	v = json_object_get(root, "tokens");
+	if (!rc && v) {
+		if (!json_is_array(v))
+			return sr_err_set(e, -SR_EPARSE, "%s: tokens: expected an "
+					  "array", name);
+		c->tokens = calloc(json_array_size(v) + 1, sizeof *c->tokens);
+		if (!c->tokens)
+			return sr_err_set(e, -ENOMEM, "out of memory");
+		json_array_foreach(v, i, it) {
+			snprintf(ctx, sizeof ctx, "%s: tokens[%zu]", name, i);
+			rc = token(it, ctx, &c->tokens[i], e);
+			for (size_t k = 0; !rc && k < i; k++)
+				if (!strcmp(c->tokens[k].name, c->tokens[i].name))
+					rc = sr_err_set(e, -SR_EPARSE, "%s.name: '%s' "
+							"given twice", ctx,
+							c->tokens[i].name);
+			if (rc)
+				break;
+			c->ntokens++;
+		}
+	}
 	return rc;
 }
 
@@ -287,5 +344,6 @@ void finops_conf_free(struct finops_conf *c)
 		return;
 	free(c->commitments);
 	free(c->budgets);
+	free(c->tokens);
 	memset(c, 0, sizeof *c);
 }

@@ -12,7 +12,14 @@
  *                     "start": "2026-01-01", "end": "2027-01-01",
  *                     "description": "1-year reserved"}],
  *    "budgets": [{"team": "ml", "monthly": "1000", "hard": true},
- *                {"project": "llama", "monthly": "400"}]}
+ *                {"project": "llama", "monthly": "400"}],
+ *    "tokens": [{"name": "ml", "team": "ml", "project": "llama",
+ *                "cost_center": "CC-1234"}]}
+ *
+ * tokens: API tokens whose jobs carry default labels.  spotrund creates
+ * each token (random, mode 0600) in <state-dir>/tokens/<name>.token at
+ * start; a request with it may do what the admin token does, and a job
+ * it launches without a label of its own gets the token's.
  *
  * Every key is optional; a missing file is an empty configuration.
  * Money is a decimal string or a number of dollars, kept as micro-dollars;
@@ -61,6 +68,12 @@ struct finops_budget {
 	bool hard;                 /* refuse launches past it */
 };
 
+/* An API token's default labels ("" = none). */
+struct finops_token {
+	char name[64];             /* letters, digits, . _ - */
+	char team[64], project[64], cost_center[64];
+};
+
 struct finops_conf {
 	enum finops_split split;
 	bool has_control_plane;
@@ -70,6 +83,8 @@ struct finops_conf {
 	size_t ncommitments;
 	struct finops_budget *budgets;
 	size_t nbudgets;
+	struct finops_token *tokens;
+	size_t ntokens;
 };
 
 /* Read `path` into *c (zeroed first).  A missing file: 0, empty. */

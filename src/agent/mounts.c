@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -83,11 +84,14 @@ static void human(uint64_t b, char *buf, size_t n)
 }
 
 /* The mount's local directory: NODE_DIR/<dst without '/'>, or under
- * $HOME for "~/...".  0 or -EINVAL for a dst the node cannot hold. */
+ * the workload's home for "~/..." (sync.c's a.home: the node's own on a
+ * disk shared with spotrund, else $HOME).  0 or -EINVAL for a dst the
+ * node cannot hold. */
 static int mount_dir(struct agent *ag, const char *dst, char *out, size_t n,
 		     struct sr_err *e)
 {
-	const char *home = getenv("HOME"), *rel = dst, *base = ag->node_dir;
+	const char *home = ag->a.home ? ag->a.home : getenv("HOME");
+	const char *rel = dst, *base = ag->node_dir;
 	size_t k;
 
 	if (!strncmp(dst, "~/", 2) && home && *home) {
@@ -468,6 +472,17 @@ int agent_mounts_poll(struct agent *ag, int64_t now)
 		if (m->w.pid <= 0)
 			continue;
 		drain(ag, m);
+		{
+			/* reaped here too: the workload's loop reaps only while
+			 * a workload runs */
+			int st;
+			pid_t p = waitpid(m->w.pid, &st, WNOHANG);
+
+			if (p == m->w.pid) {
+				agent_mounts_note_exit(ag, p, st);
+				continue;
+			}
+		}
 		if (m->state != MS_FINAL)
 			continue;
 		busy = 1;

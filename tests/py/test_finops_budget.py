@@ -93,3 +93,57 @@ def test_budget_alert_once_and_hard_refusal():
         d.stop()
         rx.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_token_defaults_label_jobs():
+    """finops.json tokens: spotrund creates <state>/tokens/<name>.token
+    (0600); a job launched with it carries the token's labels where its
+    job file gives none."""
+    from conftest import store_rows
+    import urllib.request
+    import urllib.error
+    tmp = tempfile.mkdtemp(prefix="finops-tokens-")
+    d = Daemon(tmp)
+    try:
+        with open(os.path.join(d.state, "finops.json"), "w") as f:
+            json.dump({"tokens": [{"name": "ml", "team": "ml", "project": "llama",
+                                   "cost_center": "CC-9"}]}, f)
+        d.start()
+        path = os.path.join(d.state, "tokens", "ml.token")
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        with open(path) as f:
+            tok = f.read().strip()
+        assert tok and tok != d.token
+
+        def post(spec, token):
+            r = urllib.request.Request(
+                d.url + "/v1/jobs", method="POST",
+                data=json.dumps({"spec_yaml": spec}).encode(),
+                headers={"Content-Type": "application/json",
+                         "Authorization": "Bearer " + token})
+            try:
+                with urllib.request.urlopen(r, timeout=30) as f:
+                    return f.status, json.loads(f.read())
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+
+        base = ("resources: {accelerators: V100:1, use_spot: true}\n"
+                "run: 'true'\nspotrun:\n  work: 1h\n")
+        st, a = post("name: a\n" + base, tok)
+        assert st == 201, a
+        st, b = post("name: b\n" + base + "  team: infra\n", tok)
+        assert st == 201, b
+        st, c = post("name: c\n" + base, d.token)
+        assert st == 201, c
+        st, _ = post("name: x\n" + base, "0" * 64)
+        assert st == 401
+        rows = dict((r[0], r[1:]) for r in store_rows(
+            d.state, "SELECT name, team, project, cost_center FROM jobs"))
+        assert rows["a"] == ("ml", "llama", "CC-9"), rows
+        assert rows["b"] == ("infra", "llama", "CC-9"), rows
+        assert rows["c"] == (None, None, None), rows
+        # the token is a log secret: never in the daemon's log
+        assert tok not in d.log_tail(1 << 20)
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -182,6 +182,10 @@ static void test_conf_errors(void **state)
 		{ "{\"budgets\": [{\"team\": \"ml\", \"project\": \"x\","
 		  " \"monthly\": 5}]}", "finops.json: budgets[0]: give team or project" },
 		{ "{\"colour\": 1}", "finops.json: unknown field 'colour'" },
+		{ "{\"tokens\": [{\"name\": \"../x\"}]}",
+		  "finops.json: tokens[0].name: '../x': only letters, digits" },
+		{ "{\"tokens\": [{\"name\": \"a\", \"team\": \"a b\"}]}",
+		  "finops.json: tokens[0].team: not a label" },
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
