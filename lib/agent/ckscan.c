@@ -2,6 +2,7 @@
  * ckscan.c - newest committed checkpoint step (see ckscan.h).
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,26 +33,46 @@ static int64_t name_step(const char *n)
 	return v;
 }
 
+/* Is dfd/name a real step-N directory (not a link: a workload could plant
+ * one pointing out of the checkpoint dir) holding a regular
+ * manifest.json?  Shard files inside may be links (striped checkpoints
+ * link theirs from another disk); the step dir and its manifest may not. */
+static bool committed_step_at(int dfd, const char *name)
+{
+	struct stat st;
+	bool ok;
+	int sfd;
+
+	sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return false;
+	ok = fstatat(sfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     S_ISREG(st.st_mode);
+	close(sfd);
+	return ok;
+}
+
 int64_t ckscan_newest_step(const char *dir)
 {
 	int64_t best = -1;
 	struct dirent *d;
 	DIR *dh;
+	int dfd;
 
 	if (!dir || !*dir)
 		return -1;
-	dh = opendir(dir);
-	if (!dh)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -1;
+	dh = fdopendir(dfd);
+	if (!dh) {
+		close(dfd);
+		return -1;
+	}
 	while ((d = readdir(dh)) != NULL) {
 		int64_t s = name_step(d->d_name);
-		char path[4096];
-		struct stat st;
 
-		if (s <= best)
-			continue;
-		snprintf(path, sizeof path, "%s/%s/manifest.json", dir, d->d_name);
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		if (s > best && committed_step_at(dfd, d->d_name))
 			best = s;
 	}
 	closedir(dh);

@@ -226,8 +226,13 @@ void ec2_watch_stats(struct ec2_watch *w, struct ec2_watch_stats *out);
  * user-data (/var/lib/cloud), each path of private_paths (NULL-ended,
  * may be NULL: the daemon's state dir when the node shares its host) and,
  * on the EC2 emulator, $SPOTRUN_EMU_HIDE (every emulated instance).
+ * On a real instance (run as root by cloud-init) the script makes the
+ * system user "spotrun", gives it the node dir and the bootstrap file
+ * (0600), enables user namespaces for it and starts the agent as it, so
+ * the isolation is full, not root-partial (ec2_userdata.c).
  * Values are checked (the secret, URL and paths may hold no quote, space
- * or control character) so nothing can break out of the script, and a
+ * or control character; the agent path only [A-Za-z0-9._/+-]) and sit in
+ * single quotes, so nothing can break out of the script, and a
  * plain http:// URL is accepted only for a loopback host (the secret is
  * a bearer credential until used).  Returns 0 with *out malloc'd (caller
  * wipes and frees), or -EINVAL naming the bad field.

@@ -12,6 +12,9 @@
 #include "common/awscred.h"
 #include "ec2.h"
 
+/* where the user-data script finds the agent unless told */
+#define EC2_DEFAULT_AGENT "/usr/local/bin/spotrun-agent"
+
 struct ec2 {
 	char *region;
 	char *endpoint;       /* "https://ec2.us-east-1.amazonaws.com" */

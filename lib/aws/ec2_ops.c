@@ -1,10 +1,9 @@
 /*
  * ec2_ops.c - the EC2 client and its operations (ec2.h): open/close,
  * RunInstances, DescribeInstances, TerminateInstances,
- * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings, and the
- * user-data bootstrap script.
+ * DescribeSpotPriceHistory, DescribeInstanceTypeOfferings (the user-data
+ * bootstrap script is ec2_userdata.c).
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #include "common/url.h"
 #include "ec2_int.h"
 
-#define DEFAULT_AGENT "/usr/local/bin/spotrun-agent"
 #define MAX_PAGES 1000
 
 static int dup_opt(const char *s, char **out)
@@ -124,7 +122,7 @@ int ec2_open(const struct ec2_opts *o, struct ec2 **out, struct sr_err *e)
 	    dup_opt(o->key_name, &c->key_name) < 0 ||
 	    dup_opt(o->instance_profile, &c->instance_profile) < 0 ||
 	    dup_opt(o->api_url, &c->api_url) < 0 ||
-	    dup_opt(o->agent_path != NULL ? o->agent_path : DEFAULT_AGENT,
+	    dup_opt(o->agent_path != NULL ? o->agent_path : EC2_DEFAULT_AGENT,
 		    &c->agent_path) < 0) {
 		rc = -ENOMEM;
 		goto fail;
@@ -595,147 +593,5 @@ out:
 	}
 	*zones = all;
 	*n = nall;
-	return 0;
-}
-
-/* ---- user-data -------------------------------------------------------- */
-
-/* A value that can sit inside single quotes in sh and on a command line:
- * printable ASCII, no quote, backslash or space. */
-static bool shell_safe(const char *s)
-{
-	if (s == NULL || s[0] == '\0')
-		return false;
-	for (; *s != '\0'; s++)
-		if (!isgraph((unsigned char)*s) || *s == '\'' || *s == '"' ||
-		    *s == '\\' || *s == '`' || *s == '$')
-			return false;
-	return true;
-}
-
-/* 0 if url is an http(s) URL with a host, *plain set for http://. */
-static int api_scheme(const char *url, int *plain)
-{
-	struct sr_url u;
-
-	if (sr_url_parse_http(url, "api url", &u, NULL) < 0)
-		return -EINVAL;
-	*plain = strcmp(u.scheme, "http") == 0;
-	sr_url_free(&u);
-	return 0;
-}
-
-/* The control plane's URLs as the agent gets them: one, or every daemon
- * sharing the store, comma-separated, leader first (--api takes the
- * list).  Each must be http(s), and plain http only to loopback: the
- * bootstrap secret is a bearer credential until used, and the node token
- * after it: never in clear across a network. */
-static int api_urls_ok(const char *list, struct sr_err *e)
-{
-	char one[1024];
-	const char *p = list;
-
-	if (!shell_safe(list))
-		return sr_err_set(e, -EINVAL, "bootstrap: api url: expected "
-				  "http(s) URLs without quotes or spaces");
-	while (*p != '\0') {
-		size_t n = strcspn(p, ",");
-		int plain = 0;
-
-		if (n == 0 || n >= sizeof(one))
-			return sr_err_set(e, -EINVAL, "bootstrap: api url: an empty "
-					  "or overlong URL in '%s'", list);
-		memcpy(one, p, n);
-		one[n] = '\0';
-		if (api_scheme(one, &plain) < 0)
-			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
-					  "expected an http(s) URL", one);
-		if (plain && !sr_url_is_loopback(one))
-			return sr_err_set(e, -EINVAL, "bootstrap: api url '%s': "
-					  "http:// to a host that is not loopback "
-					  "would send the node's bootstrap secret and "
-					  "token in clear; use https:// (spotrund "
-					  "--tls-cert/--tls-key) or a tunnel", one);
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
-int ec2_bootstrap_script(const char *agent_path, const char *api_url,
-			 int64_t node_id, const char *bootstrap,
-			 const char *const *private_paths, char **out,
-			 struct sr_err *e)
-{
-	const char *agent = agent_path != NULL ? agent_path : DEFAULT_AGENT;
-	char priv[2048] = "";
-	size_t k = 0;
-	int rc;
-
-	*out = NULL;
-	if (!shell_safe(agent) || agent[0] != '/')
-		return sr_err_set(e, -EINVAL, "bootstrap: agent path: expected "
-				  "an absolute path without quotes or spaces");
-	rc = api_urls_ok(api_url, e);
-	if (rc < 0)
-		return rc;
-	if (!shell_safe(bootstrap) || strlen(bootstrap) < 16 ||
-	    strlen(bootstrap) > 256)
-		return sr_err_set(e, -EINVAL, "bootstrap: secret: expected "
-				  "16..256 printable characters without quotes");
-	if (node_id <= 0)
-		return sr_err_set(e, -EINVAL, "bootstrap: node id: expected > 0");
-	for (size_t i = 0; private_paths && private_paths[i]; i++) {
-		const char *p = private_paths[i];
-		int n;
-
-		if (!shell_safe(p) || p[0] != '/')
-			return sr_err_set(e, -EINVAL, "bootstrap: private path '%s':"
-					  " expected an absolute path without "
-					  "quotes or spaces", p);
-		n = snprintf(priv + k, sizeof priv - k, " --private '%s'", p);
-		if (n < 0 || (size_t)n >= sizeof priv - k)
-			return sr_err_set(e, -EINVAL, "bootstrap: private paths: "
-					  "longer than %zu bytes", sizeof priv);
-		k += (size_t)n;
-	}
-	/* The secret goes to a 0600 file the agent reads and removes, never
-	 * onto a command line (where ps would show it) nor into the
-	 * cloud-init log.  SPOTRUN_NODE_ROOT, SPOTRUN_IMDS_URL and
-	 * SPOTRUN_EMU_HIDE are set only by the EC2 emulator (ec2emu.h),
-	 * whose instance is the script's own process session on the
-	 * emulator's host. */
-	if (asprintf(out,
-		     "#!/bin/sh\n"
-		     "# spotrun node bootstrap (EC2 user-data), node %lld\n"
-		     "set -eu\n"
-		     "umask 077\n"
-		     "d=\"${SPOTRUN_NODE_ROOT:-/var/lib/spotrun}/node-%lld\"\n"
-		     "mkdir -p \"$d/work\"\n"
-		     "printf '%%s\\n' '%s' > \"$d/bootstrap\"\n"
-		     "chmod 600 \"$d/bootstrap\"\n"
-		     "set -- '%s' --api '%s' --node-id %lld"
-		     " --bootstrap-file \"$d/bootstrap\" --workdir \"$d/work\""
-		     " --private \"$d\" --private /var/lib/cloud%s\n"
-		     "if [ -n \"${SPOTRUN_EMU_HIDE:-}\" ]; then\n"
-		     "  set -- \"$@\" --private \"$SPOTRUN_EMU_HIDE\"\n"
-		     "fi\n"
-		     "if [ -n \"${SPOTRUN_IMDS_URL:-}\" ]; then\n"
-		     "  set -- \"$@\" --imds \"$SPOTRUN_IMDS_URL\"\n"
-		     "fi\n"
-		     "if [ -n \"${SPOTRUN_NODE_ROOT:-}\" ]; then\n"
-		     "  exec \"$@\" >>\"$d/agent.log\" 2>&1\n"
-		     "fi\n"
-		     "if [ -d /run/systemd/system ] && command -v systemd-run"
-		     " >/dev/null 2>&1; then\n"
-		     "  exec systemd-run --unit=spotrun-agent-%lld \"$@\"\n"
-		     "fi\n"
-		     "nohup \"$@\" >>\"$d/agent.log\" 2>&1 &\n",
-		     (long long)node_id, (long long)node_id, bootstrap, agent,
-		     api_url, (long long)node_id, priv, (long long)node_id) < 0) {
-		*out = NULL;
-		return sr_err_set(e, -ENOMEM, "out of memory");
-	}
 	return 0;
 }

@@ -2,18 +2,27 @@
  * bundle_write.c - build a job's files archive from paths the caller
  * can read (bundle.h: the format and what is refused).
  *
- * The walk never follows a symbolic link below the source's root: each
- * entry is lstat'ed, a link is stored as a link (its target checked to
- * stay in the tree), a directory's entries are read in name order so the
- * same tree makes the same archive.
+ * The source's root is opened once (bundle_add: by its path;
+ * bundle_add_at: beneath a directory the caller holds open, openat2
+ * RESOLVE_BENEATH); every entry below is reached from its parent's
+ * descriptor with *at() calls, never by a path, so a directory swapped
+ * for a link after it was checked is not read through.  The walk never
+ * follows a symbolic link below the root: each entry is lstat'ed
+ * (fstatat AT_SYMLINK_NOFOLLOW), opened with O_NOFOLLOW and checked to
+ * be what was lstat'ed; a link is stored as a link (its target checked
+ * to stay in the tree); a directory's entries are read in name order so
+ * the same tree makes the same archive.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
@@ -141,21 +150,45 @@ static int put_file(struct bundle *b, int fd, const char *path, uint64_t size,
 	return 0;
 }
 
-static int add_path(struct bundle *b, const char *root, const char *rel,
-		    const char *name, int depth, struct sr_err *e);
+/* One walk of bundle_add/bundle_add_at: the tree's root as a path (for
+ * messages, the refused check and where links lead) and as the
+ * descriptor every entry is reached from. */
+struct walk {
+	struct bundle *b;
+	const char *root;   /* canonical: where the root's descriptor is */
+	struct stat *refused_st; /* the refused dirs that exist (dev, ino) */
+	size_t nrefused;
+};
 
-/* The link at path, followed to the end (through other links too), stays
- * under root - or its target does not exist (then the check of its text,
- * bundle__link_inside, is all there is). */
-static int resolves_inside(const char *path, const char *root)
+static int add_at(struct walk *w, int dfd, const char *entry, const char *rel,
+		  const char *name, int depth, struct sr_err *e);
+
+/* A directory (dev, ino) that is one of the refused: a link or a bind
+ * mount of the state dir has another path but the same inode. */
+static int refused_dir(const struct walk *w, const struct stat *sb)
 {
-	char *rp = realpath(path, NULL);
-	size_t n = strlen(root);
+	for (size_t i = 0; i < w->nrefused; i++)
+		if (w->refused_st[i].st_dev == sb->st_dev &&
+		    w->refused_st[i].st_ino == sb->st_ino)
+			return 1;
+	return 0;
+}
+
+/* The link `entry` of directory dfd, followed to the end (through other
+ * links too), stays under the root - or its target does not exist (then
+ * the check of its text, bundle__link_inside, is all there is). */
+static int resolves_inside(const struct walk *w, int dfd, const char *entry)
+{
+	char at[4352], *rp;
+	size_t n = strlen(w->root);
 	int ok;
 
+	snprintf(at, sizeof at, "/proc/self/fd/%d/%s", dfd, entry);
+	rp = realpath(at, NULL);
 	if (!rp)
 		return 1;
-	ok = !strncmp(rp, root, n) && (rp[n] == '/' || rp[n] == '\0');
+	ok = !strncmp(rp, w->root, n) && (rp[n] == '/' || rp[n] == '\0' ||
+					  !strcmp(w->root, "/"));
 	free(rp);
 	return ok;
 }
@@ -165,19 +198,23 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A directory's entries, in name order. */
-static int add_dir(struct bundle *b, const char *root, const char *rel,
-		   const char *name, const char *path, int depth, struct sr_err *e)
+/* The entries of the open directory fd (taken: closed here), in name
+ * order, each reached from fd. */
+static int add_dir(struct walk *w, int fd, const char *rel, const char *name,
+		   const char *path, int depth, struct sr_err *e)
 {
-	DIR *d = opendir(path);
+	DIR *d = fdopendir(fd);
 	struct dirent *de;
 	char **v = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 
-	if (!d)
-		return sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
-	rc = header(b, name, '5', 0755, 0, NULL, e);
+	if (!d) {
+		rc = sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	rc = header(w->b, name, '5', w->b->owner_only ? 0700 : 0755, 0, NULL, e);
 	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -198,7 +235,6 @@ static int add_dir(struct bundle *b, const char *root, const char *rel,
 		else
 			n++;
 	}
-	closedir(d);
 	if (!rc && n)
 		qsort(v, n, sizeof *v, cmp_names);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -208,77 +244,134 @@ static int add_dir(struct bundle *b, const char *root, const char *rel,
 		    asprintf(&a, "%s/%s", name, v[i]) < 0)
 			rc = sr_err_set(e, -ENOMEM, "out of memory");
 		else
-			rc = add_path(b, root, r, a, depth + 1, e);
+			rc = add_at(w, dirfd(d), v[i], r, a, depth + 1, e);
 		free(r);
 		free(a);
 	}
+	closedir(d);
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
 	return rc;
 }
 
-static int add_path(struct bundle *b, const char *root, const char *rel,
-		    const char *name, int depth, struct sr_err *e)
+/* The regular file open at fd (taken: closed here), whose lstat was sb. */
+static int add_file(struct walk *w, int fd, const struct stat *sb,
+		    const char *name, const char *path, struct sr_err *e)
 {
-	char *path = NULL, target[101];
+	struct stat now;
+	int rc;
+
+	if (fstat(fd, &now) < 0 || !S_ISREG(now.st_mode) ||
+	    now.st_dev != sb->st_dev || now.st_ino != sb->st_ino)
+		rc = sr_err_set(e, -EAGAIN, "%s: changed while it was read", path);
+	else
+		rc = header(w->b, name, '0', (now.st_mode & S_IXUSR ? 0755 : 0644) &
+			    (w->b->owner_only || !(now.st_mode & 077) ? 0700 : 0777),
+			    (uint64_t)now.st_size, NULL, e);
+	if (!rc)
+		rc = put_file(w->b, fd, path, (uint64_t)now.st_size, e);
+	close(fd);
+	return rc;
+}
+
+/* The link `entry` of dfd, stored as a link when it stays in the tree. */
+static int add_link(struct walk *w, int dfd, const char *entry,
+		    const char *rel, const char *name, const char *path,
+		    struct sr_err *e)
+{
+	char target[101];
+	ssize_t n = readlinkat(dfd, entry, target, sizeof target - 1);
+
+	if (n < 0)
+		return sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
+	if ((size_t)n >= sizeof target - 1)
+		return sr_err_set(e, -ENAMETOOLONG, "%s: a link target longer "
+				  "than 99 bytes", path);
+	target[n] = '\0';
+	if (!bundle__link_inside(rel, target) || !resolves_inside(w, dfd, entry))
+		return sr_err_set(e, -EPERM, "%s: a symbolic link to '%s', "
+				  "which leaves %s; a job's files may only link "
+				  "inside their own tree", path, target, w->root);
+	return header(w->b, name, '2', 0755, 0, target, e);
+}
+
+/* openat(dfd, entry, flags), where entry "" is dfd itself (the root, an
+ * O_PATH descriptor: reopened through its /proc/self/fd link). */
+static int open_entry(int dfd, const char *entry, int flags)
+{
+	char at[64];
+
+	if (*entry)
+		return openat(dfd, entry, flags);
+	if (flags & O_DIRECTORY)
+		return openat(dfd, ".", flags & ~O_NOFOLLOW);
+	snprintf(at, sizeof at, "/proc/self/fd/%d", dfd);
+	return open(at, flags & ~O_NOFOLLOW);
+}
+
+/* Entry `entry` of the directory open at dfd (the tree's path rel),
+ * never following a link: lstat, then open with O_NOFOLLOW and check it
+ * is what was lstat'ed. */
+static int add_at(struct walk *w, int dfd, const char *entry, const char *rel,
+		  const char *name, int depth, struct sr_err *e)
+{
+	char *path = NULL;
 	struct stat sb;
-	ssize_t n;
 	int rc = 0, fd;
 
 	if (depth > DEPTH_MAX)
 		return sr_err_set(e, -ELOOP, "%s/%s: nested deeper than %d "
-				  "directories", root, rel, DEPTH_MAX);
-	if (asprintf(&path, "%s%s%s", root, *rel ? "/" : "", rel) < 0)
+				  "directories", w->root, rel, DEPTH_MAX);
+	if (asprintf(&path, "%s%s%s", w->root, *rel ? "/" : "", rel) < 0)
 		return sr_err_set(e, -ENOMEM, "out of memory");
-	if (refused(b, path)) {
+	if (refused(w->b, path)) {
 		rc = sr_err_set(e, -EPERM, "%s: inside spotrund's state dir; a "
 				"job's files may not include it", path);
 		goto out;
 	}
-	if (lstat(path, &sb) < 0) {
+	if (fstatat(dfd, entry, &sb, AT_SYMLINK_NOFOLLOW |
+		    (*entry ? 0 : AT_EMPTY_PATH)) < 0) {
 		rc = sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (S_ISDIR(sb.st_mode)) {
-		rc = add_dir(b, root, rel, name, path, depth, e);
+		struct stat now;
+
+		if (refused_dir(w, &sb)) {
+			rc = sr_err_set(e, -EPERM, "%s: spotrund's state dir; a "
+					"job's files may not include it", path);
+			goto out;
+		}
+		fd = open_entry(dfd, entry, O_RDONLY | O_DIRECTORY |
+				O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &now) < 0 || now.st_ino != sb.st_ino ||
+		    now.st_dev != sb.st_dev) {
+			rc = sr_err_set(e, fd < 0 ? -errno : -EAGAIN, "%s: %s", path,
+					fd < 0 ? strerror(errno) :
+					"changed while it was read");
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		rc = add_dir(w, fd, rel, name, path, depth, e);
 	} else if (S_ISREG(sb.st_mode)) {
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open_entry(dfd, entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				O_NOCTTY | O_CLOEXEC);
 		if (fd < 0) {
 			rc = sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
 			goto out;
 		}
-		rc = header(b, name, '0', sb.st_mode & S_IXUSR ? 0755 : 0644,
-			    (uint64_t)sb.st_size, NULL, e);
-		if (!rc)
-			rc = put_file(b, fd, path, (uint64_t)sb.st_size, e);
-		close(fd);
+		rc = add_file(w, fd, &sb, name, path, e);
 	} else if (S_ISLNK(sb.st_mode)) {
-		n = readlink(path, target, sizeof target - 1);
-		if (n < 0) {
-			rc = sr_err_set(e, -errno, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		if ((size_t)n >= sizeof target - 1) {
-			rc = sr_err_set(e, -ENAMETOOLONG, "%s: a link target longer "
-					"than 99 bytes", path);
-			goto out;
-		}
-		target[n] = '\0';
-		if (!bundle__link_inside(rel, target) || !resolves_inside(path, root))
-			rc = sr_err_set(e, -EPERM, "%s: a symbolic link to '%s', "
-					"which leaves %s; a job's files may only "
-					"link inside their own tree", path, target,
-					root);
-		else
-			rc = header(b, name, '2', 0755, 0, target, e);
+		rc = add_link(w, dfd, entry, rel, name, path, e);
 	} else if (S_ISSOCK(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
-		if (b->note) {
+		if (w->b->note) {
 			char msg[4200];
 
 			snprintf(msg, sizeof msg, "%s: a %s, not uploaded", path,
 				 S_ISSOCK(sb.st_mode) ? "socket" : "FIFO");
-			b->note(b->note_ud, msg);
+			w->b->note(w->b->note_ud, msg);
 		}
 	} else {
 		rc = sr_err_set(e, -EPERM, "%s: a device; a job's files are files, "
@@ -289,26 +382,70 @@ out:
 	return rc;
 }
 
-int bundle_add(struct bundle *b, const char *src, const char *name,
-	       struct sr_err *e)
+/* Add what the O_PATH descriptor pfd (taken: closed here) holds as
+ * `name`, shown as `src` in messages.  Its entries are reached from it
+ * with *at() calls only. */
+static int add_root(struct bundle *b, int pfd, const char *src,
+		    const char *name, struct sr_err *e)
 {
-	size_t len = b->len, entries = b->entries;
-	char *root = realpath(src, NULL);
+	size_t len = b->len, entries = b->entries, nref = 0;
+	char at[64], root[PATH_MAX];
+	struct stat rs[8];
+	struct walk w = { .b = b, .root = root, .refused_st = rs };
+	ssize_t n;
 	int rc;
 
-	if (!root)
-		return sr_err_set(e, -errno, "%s: %s", src, strerror(errno));
+	snprintf(at, sizeof at, "/proc/self/fd/%d", pfd);
+	n = readlink(at, root, sizeof root - 1);
+	if (n < 0 || (size_t)n >= sizeof root - 1) {
+		rc = sr_err_set(e, n < 0 ? -errno : -ENAMETOOLONG, "%s: %s", src,
+				n < 0 ? strerror(errno) : "path too long");
+		close(pfd);
+		return rc;
+	}
+	root[n] = '\0';
+	for (size_t i = 0; b->refuse && b->refuse[i] && nref < 8; i++)
+		if (stat(b->refuse[i], &rs[nref]) == 0)
+			nref++;
+	w.nrefused = nref;
 	if (refused(b, root))
 		rc = sr_err_set(e, -EPERM, "%s: inside spotrund's state dir; a "
 				"job's files may not include it", src);
 	else
-		rc = add_path(b, root, "", name, 0, e);
-	free(root);
+		rc = add_at(&w, pfd, "", "", name, 0, e);
+	close(pfd);
 	if (rc) {
 		b->len = len;      /* nothing of a failed add is kept */
 		b->entries = entries;
 	}
 	return rc;
+}
+
+int bundle_add(struct bundle *b, const char *src, const char *name,
+	       struct sr_err *e)
+{
+	int fd = open(src, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return sr_err_set(e, -errno, "%s: %s", src, strerror(errno));
+	return add_root(b, fd, src, name, e);
+}
+
+int bundle_add_at(struct bundle *b, int dirfd, const char *rel,
+		  const char *name, struct sr_err *e)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+
+	if (fd < 0 && errno == EXDEV)
+		return sr_err_set(e, -EPERM, "%s: leads out of the job's "
+				  "directory", rel);
+	if (fd < 0)
+		return sr_err_set(e, -errno, "%s: %s", rel, strerror(errno));
+	return add_root(b, (int)fd, rel, name, e);
 }
 
 int bundle_finish(struct bundle *b, struct sr_err *e)

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/teamtok.h"
 #include "ctl/nodeboot.h"
 #include "ctl/recon.h"
 #include "ctl/routes.h"
@@ -131,11 +132,13 @@ struct store *ctl__store(struct ctl *c)
 	return s;
 }
 
+/* The cloud clock's anchor from the settings; a new one (first start,
+ * or a new time scale re-anchored at now) stays in memory, unsaved, until
+ * this daemon leads (ctl__clock_save): a standby writes nothing. */
 static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 {
 	char a[64], b[64], s[64];
 	int64_t now = sr_time_real_ns();
-	int rc;
 
 	if (store_setting_get(db, "clock_real0_ns", a, sizeof a, e) == 0 &&
 	    store_setting_get(db, "clock_sim0_s", b, sizeof b, e) == 0 &&
@@ -153,10 +156,22 @@ static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 		c->real0_ns = now;
 		c->sim0_s = c->cfg.trace_start_h * 3600.0;
 	}
+	sr_err_clear(e);
+	atomic_store(&c->clock_unsaved, true);
+	return 0;
+}
+
+int ctl__clock_save(struct ctl *c, struct store *db, struct sr_err *e)
+{
+	char a[64], b[64], s[64];
+	int rc;
+
+	if (!atomic_load(&c->clock_unsaved) || !ctl__is_leader(c))
+		return 0;
 	snprintf(a, sizeof a, "%" PRId64, c->real0_ns);
 	snprintf(b, sizeof b, "%.6f", c->sim0_s);
 	snprintf(s, sizeof s, "%.17g", c->cfg.time_scale);
-	rc = store_begin(db, e);
+	rc = store_begin(db, e); /* fenced: the lease is checked inside */
 	if (!rc)
 		rc = store_setting_set(db, "clock_real0_ns", a, e);
 	if (!rc)
@@ -164,6 +179,8 @@ static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 	if (!rc)
 		rc = store_setting_set(db, "clock_scale", s, e);
 	rc = store_end(db, rc, e);
+	if (!rc)
+		atomic_store(&c->clock_unsaved, false);
 	return rc;
 }
 
@@ -376,6 +393,9 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		goto fail;
 	ctl_token_digest(c->admin_token, c->admin_digest);
 	sr_log_secret(c->admin_token);
+	rc = ctl__team_tokens_load(c, e);
+	if (rc)
+		goto fail;
 	rc = load_key(c, "imds.key", c->imds_key, e);
 	if (!rc)
 		rc = load_key(c, "secrets.key", c->secrets_key, e);
@@ -400,6 +420,11 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 	/* lead at once when the lease is free (always on SQLite), so a
 	 * single daemon takes writes from its first request */
 	ctl__lease_tick(c, db);
+	store_set_fence(db, ctl__lease_fence, c);
+	if (ctl__clock_save(c, db, &ae))
+		sr_warn("ctl", "cannot save the clock's anchor (the leader "
+			"retries)", "err=\"%s\"", sr_err_str(&ae, -EIO));
+	store_set_fence(db, NULL, NULL);
 	if (cfg->data_dir)
 		snprintf(c->data_dir, sizeof c->data_dir, "%s", cfg->data_dir);
 	else if (catalog_find_data_dir(c->data_dir, sizeof c->data_dir))
@@ -466,5 +491,6 @@ void ctl_stop(struct ctl *c)
 	if (c->lease.mu_init)
 		pthread_mutex_destroy(&c->lease.mu);
 	explicit_bzero(c->admin_token, sizeof c->admin_token);
+	ctl__team_tokens_free(c);
 	free(c);
 }

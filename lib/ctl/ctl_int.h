@@ -51,14 +51,19 @@ struct ctl {
 	char *tls_cert_pem, *tls_key_pem; /* TLS: PEM text, owned (server.c) */
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];
+	struct ctl_team_token *team_tokens; /* finops.json tokens (teamtok.h) */
+	size_t nteam_tokens;
 	unsigned char imds_key[CTL_DIGEST_LEN];
 	unsigned char secrets_key[CTL_DIGEST_LEN]; /* seals job secrets */
 	int port;
 
 	/* Cloud clock: sim_s = sim0_s + (real_ns - real0_ns) * scale / 1e9.
-	 * (real0_ns, sim0_s) is persisted in settings at first start. */
+	 * (real0_ns, sim0_s) is read from settings at start; a new anchor
+	 * (first start, or a new time scale) is written only by the leader,
+	 * fenced (ctl__clock_save), until then clock_unsaved. */
 	int64_t real0_ns;
 	double sim0_s;
+	atomic_bool clock_unsaved;
 
 	/* The open providers, in ownership order (clouds.c): a pool
 	 * belongs to the first whose market describes it. */
@@ -144,6 +149,12 @@ struct store *ctl__store(struct ctl *c);
  * other live members', comma-separated (what agents are given). */
 int ctl__lease_init(struct ctl *c, struct sr_err *e);
 void ctl__lease_tick(struct ctl *c, struct store *db);
+/* Write this daemon's new clock anchor (first start, new time scale) to
+ * the settings when it has one and leads; db must carry the lease fence
+ * (store_set_fence(db, ctl__lease_fence, c)), so a daemon that lost the
+ * lease writes nothing.  0 when written or nothing to write (a standby
+ * keeps its anchor unsaved for when it leads). */
+int ctl__clock_save(struct ctl *c, struct store *db, struct sr_err *e);
 /* The leader renews its lease when a third of it has passed (also within
  * a long reconciler pass, between jobs); false once it is no longer the
  * leader. */

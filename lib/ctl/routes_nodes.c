@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -211,14 +212,34 @@ static json_t *uri_json(const char *uri)
 }
 
 /* What a SkyPilot-style job adds to a node's assignment: its secrets (as
- * envs), file_mounts, whether workdir: is to be copied to the node, and
- * the GPUs per node (the first accelerators choice). */
+ * envs), file_mounts (local sources, {dst: src}), its bucket mounts
+ * ([{dst, uri, store, mode}], issue 30), whether workdir: is to be copied
+ * to the node, and the GPUs per node (the first accelerators choice). */
 struct sky_extra {
 	json_t *mounts;   /* new reference, an object */
+	json_t *buckets;  /* new reference, an array */
 	int sync_workdir;
 	int gpus;
 	int files;        /* the job brings files (GET .../files) */
+	char task_id[320];/* SKYPILOT_TASK_ID, "" unknown */
 };
+
+/* SkyPilot's managed-job task id, the same on every node and attempt:
+ * sky-managed-YYYY-MM-DD-HH-MM-SS-UUUUUU_NAME_JOB-0 (the submit time,
+ * UTC; task 0 of the job's one-task pipeline). */
+static void sky_task_id(const char *name, int64_t created_ns, int64_t job,
+			char *out, size_t n)
+{
+	time_t t = (time_t)(created_ns / 1000000000);
+	struct tm tm;
+	char ts[40];
+
+	if (!gmtime_r(&t, &tm))
+		memset(&tm, 0, sizeof tm);
+	strftime(ts, sizeof ts, "%Y-%m-%d-%H-%M-%S", &tm);
+	snprintf(out, n, "sky-managed-%s-%06lld_%s_%lld-0", ts,
+		 (long long)(created_ns % 1000000000 / 1000), name, (long long)job);
+}
 
 static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 {
@@ -230,9 +251,15 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 			json_object_set(envs, k, v);
 	}
 	m = json_object_get(spec, "file_mounts");
-	if (json_is_object(m)) {
-		json_decref(x->mounts);
-		x->mounts = json_incref(m);
+	json_object_foreach(m, k, v) {
+		if (json_is_string(v))
+			json_object_set(x->mounts, k, v);
+		else if (json_is_object(v))
+			json_array_append_new(x->buckets, json_pack(
+				"{s:s,s:O?,s:O?,s:O?}", "dst", k,
+				"uri", json_object_get(v, "uri"),
+				"store", json_object_get(v, "store"),
+				"mode", json_object_get(v, "mode")));
 	}
 	x->sync_workdir = json_is_string(json_object_get(spec, "workdir"));
 	acc = json_object_get(json_object_get(spec, "resources"), "accelerators");
@@ -288,6 +315,7 @@ static json_t *envs_of(struct ctl *c, struct store *db, int64_t job,
 	}
 	snprintf(workdir, wn, "%s", j.workdir);
 	x->files = j.files;
+	sky_task_id(j.name, j.created_ns, job, x->task_id, sizeof x->task_id);
 	json_decref(spec);
 	json_decref(over);
 	store_job_env_free(&j);
@@ -304,7 +332,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_node_ctx n;
 	struct sr_err e = { 0 };
 	json_t *root = NULL, *setup, *run, *envs, *dir;
-	struct sky_extra sky = { NULL, 0, 0, 0 };
+	struct sky_extra sky = { NULL, NULL, 0, 0, 0, "" };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
@@ -357,13 +385,19 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		" rank=%" PRId64 " pid=%" PRId64, n.id, n.job, n.rank, b.pid);
 	ctl__wake(c);
 	sky.mounts = json_object();
+	sky.buckets = json_array();
 	envs = envs_of(ctl_req_ctl(rq), db, n.job, &setup, &run, workdir,
 		       sizeof workdir, &sky);
+	if (!json_array_size(sky.buckets)) {
+		json_decref(sky.buckets);
+		sky.buckets = NULL;
+	}
 	dir = workdir[0] ? json_string(workdir) : shared ? json_string(nodedir) :
 	      json_null();
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
-		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I}",
+		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I,"
+		"s:o*,s:s?}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -378,7 +412,9 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"directive", directive_of(c, db, &n), "file_mounts", sky.mounts,
 		"sync_workdir", sky.sync_workdir, "files", sky.files,
 		"gpus_per_node", sky.gpus, "ckpt_uri", uri_json(uri),
-		"ckpt_alert_intervals", (json_int_t)alert_intervals));
+		"ckpt_alert_intervals", (json_int_t)alert_intervals,
+		"bucket_mounts", sky.buckets,
+		"task_id", sky.task_id[0] ? sky.task_id : NULL));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */
@@ -527,12 +563,15 @@ static int apply_event(struct ctl *c, struct store *db,
 		 * instance-action's) is the node's deadline; a notice without
 		 * one (a scheduler's signal) sets none: the node goes when its
 		 * instance is gone. */
-		rc = store_node_notice_seen(db, n->id, now, ev->time_ns, e);
 		d = json_pack("{s:s,s:s}", "time", ev->time ? ev->time : "",
 			      "source", ev->source ? ev->source : "imds");
-		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
-					     n->id, now, sim, d, "agent saw the "
-					     "preemption notice", e);
+		rc = ctl_event_append(db, n->job, "notice_ack", NULL, NULL, n->id,
+				      now, sim, d, "agent saw the preemption "
+				      "notice", e);
+		/* the first word of it counts the job's preemption */
+		rc = rc ? rc : recon__node_reclaimed(c, db, n->id, now,
+						     ev->time_ns, e);
+		rc = rc < 0 ? rc : 0;
 		break;
 	case EV_REBALANCE:
 		/* the cloud's early warning: recorded on the node (the first
@@ -620,6 +659,28 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		break;
+	case EV_FILE_MOUNTS:
+		d = json_pack("{s:s}", "message", ev->message);
+		snprintf(msg, sizeof msg, "file_mounts failed before setup: %.400s",
+			 ev->message);
+		rc = ctl_event_append(db, n->job, "file_mounts", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
+		if (!rc)
+			rc = store_node_set_setup_rc(db, n->id, RECON_SETUP_FILES, e);
+		break;
+	case EV_SYNC: {
+		/* a bucket mount (issue 30): which round a node restored, how
+		 * the final round went, an upload failing */
+		char kind[32];
+
+		d = json_pack("{s:I,s:s,s:I}", "attempt", (json_int_t)ev->attempt,
+			      "what", ev->what, "round", (json_int_t)ev->round);
+		snprintf(kind, sizeof kind, "sync_%s", ev->what);
+		snprintf(msg, sizeof msg, "%.580s", ev->message);
+		rc = ctl_event_append(db, n->job, kind, NULL, NULL, n->id, now,
+				      sim, d, msg, e);
+		break;
+	}
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));

@@ -32,10 +32,20 @@
  * spotrun_job_checkpoint_store_age_seconds  gauge      job_id   (since that one
  *                                                      was saved: the recovery
  *                                                      point)
+ * spotrun_job_info                          gauge      job_id, team, project,
+ *                                                      cost_center (1)
+ * spotrun_team_cost_dollars_total           counter    team
+ * spotrun_project_cost_dollars_total        counter    project
+ * spotrun_cost_center_cost_dollars_total    counter    cost_center
  * spotrun_cost_dollars_total                counter    -     (all jobs)
  * spotrun_idle_gpu_seconds_total            counter    -     (all jobs)
  *
  * The job label is `job_id`: `job` belongs to Prometheus (the scrape job).
+ * A job's chargeback labels (docs/finops.md "Teams") are on
+ * spotrun_job_info{job_id,team,project,cost_center} 1 (the info-metric
+ * join: `spotrun_job_cost_dollars_total * on(job_id) group_left(team)
+ * spotrun_job_info`) and summed in spotrun_{team,project,cost_center}_
+ * cost_dollars_total{team|project|cost_center} ("unassigned": no label).
  *
  * Durations billed or lost are in cloud seconds (the local cloud's time
  * scale), like the ledger.
@@ -102,6 +112,7 @@ static void secs(FILE *f, int64_t ns)
 
 struct job_agg {
 	int64_t job;
+	char team[64], project[64], cost_center[64];
 	sr_micros cost, list, reserved_saving, lost_cost, idle_cost;
 	int64_t lost_ns, idle_gpu_ns, preemptions, recoveries, downtime_ns;
 	bool planned;              /* the job has a ledger_plan row */
@@ -118,7 +129,10 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		"SELECT j, sum(c) AS cost, sum(l) AS list, sum(rs) AS rs,"
 		" sum(lc) AS lc, sum(ic) AS ic, sum(ln) AS ln, sum(ig) AS ig,"
 		" sum(p) AS p, sum(r) AS r, sum(d) AS d,"
-		" (SELECT planned_cost FROM ledger_plan WHERE job_id = j) AS planned"
+		" (SELECT planned_cost FROM ledger_plan WHERE job_id = j) AS planned,"
+		" (SELECT team FROM jobs WHERE id = j) AS team,"
+		" (SELECT project FROM jobs WHERE id = j) AS project,"
+		" (SELECT cost_center FROM jobs WHERE id = j) AS cc"
 		" FROM ("
 		" SELECT job_id AS j, cost AS c, list_cost AS l,"
 		"  CASE WHEN reserved_cost IS NULL THEN 0 ELSE reserved_cost - cost END AS rs,"
@@ -172,6 +186,11 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		a->planned = !store_col_null(st, "planned");
 		a->planned_cost = store_col_i64(st, "planned");
 		a->savings_plan = a->planned_cost - a->cost;
+		snprintf(a->team, sizeof a->team, "%s", store_col_text(st, "team"));
+		snprintf(a->project, sizeof a->project, "%s",
+			 store_col_text(st, "project"));
+		snprintf(a->cost_center, sizeof a->cost_center, "%s",
+			 store_col_text(st, "cc"));
 	}
 	store_done(st);
 	if (rc < 0) {
@@ -214,6 +233,66 @@ static void jobs_outcome(struct job_agg *a, size_t n,
 	}
 }
 
+/* spotrun_job_info: one line per job, its labels ("" = none). */
+static void job_info(FILE *f, const struct job_agg *a, size_t n)
+{
+	family(f, "spotrun_job_info", "gauge", "A job's chargeback labels "
+	       "(team, project, cost_center; empty: none), value 1.");
+	for (size_t i = 0; i < n; i++) {
+		char job[24];
+
+		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
+		fputs("spotrun_job_info{", f);
+		put_label(f, "job_id", job, 1);
+		put_label(f, "team", a[i].team, 0);
+		put_label(f, "project", a[i].project, 0);
+		put_label(f, "cost_center", a[i].cost_center, 0);
+		fputs("} 1\n", f);
+	}
+}
+
+/* spotrun_<label>_cost_dollars_total{<label>=..}: the jobs' cost summed
+ * by one label (FINOPS_UNASSIGNED-like "unassigned" for none), sorted. */
+static void label_family(FILE *f, const struct job_agg *a, size_t n,
+			 size_t label_off, const char *label)
+{
+	char name[80];
+	struct { const char *k; sr_micros v; } *acc = calloc(n ? n : 1, sizeof *acc);
+	size_t m = 0;
+
+	snprintf(name, sizeof name, "spotrun_%s_cost_dollars_total", label);
+	family(f, name, "counter", "Cost of the jobs carrying each value of the "
+	       "label (unassigned: none), dollars.");
+	if (!acc)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *k = (const char *)&a[i] + label_off;
+		size_t j;
+
+		if (!*k)
+			k = "unassigned";
+		for (j = 0; j < m && strcmp(acc[j].k, k); j++)
+			;
+		if (j == m)
+			acc[m++].k = k;
+		acc[j].v += a[i].cost;
+	}
+	for (size_t i = 1; i < m; i++)	/* insertion sort: few labels */
+		for (size_t j = i; j > 0 && strcmp(acc[j - 1].k, acc[j].k) > 0; j--) {
+			__typeof__(*acc) t = acc[j];
+
+			acc[j] = acc[j - 1];
+			acc[j - 1] = t;
+		}
+	for (size_t i = 0; i < m; i++) {
+		fprintf(f, "%s{", name);
+		put_label(f, label, acc[i].k, 1);
+		fputs("} ", f);
+		usd(f, acc[i].v);
+	}
+	free(acc);
+}
+
 /* Which jobs a family has a line for: every one; those with a plan;
  * SUCCEEDED ones with a plan (without one there is no baseline, as in
  * spotrun cost). */
@@ -234,7 +313,6 @@ static void job_family_of(FILE *f, const struct job_agg *a, size_t n,
 			continue;
 		if (which == JOBS_PLANNED_DONE && !a[i].succeeded)
 			continue;
-
 		snprintf(job, sizeof job, "%lld", (long long)a[i].job);
 		fprintf(f, "%s{", name);
 		put_label(f, "job_id", job, 1);
@@ -402,6 +480,10 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 		return sr_err_set(e, -ENOMEM, "metrics: out of memory");
 	}
 	live_families(f, live);
+	job_info(f, a, n);
+	label_family(f, a, n, OFF(team), "team");
+	label_family(f, a, n, OFF(project), "project");
+	label_family(f, a, n, OFF(cost_center), "cost_center");
 	job_family(f, a, n, "spotrun_job_cost_dollars_total", "counter",
 		   "What the job's nodes were billed, dollars.", OFF(cost), 0);
 	job_family(f, a, n, "spotrun_job_on_demand_cost_dollars_total", "counter",

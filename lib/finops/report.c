@@ -20,6 +20,8 @@ static const char *const by_names[] = {
 	[FINOPS_BY_TOTAL] = "total", [FINOPS_BY_JOB] = "job",
 	[FINOPS_BY_CLOUD] = "cloud", [FINOPS_BY_REGION] = "region",
 	[FINOPS_BY_POOL] = "pool",   [FINOPS_BY_DAY] = "day",
+	[FINOPS_BY_TEAM] = "team",   [FINOPS_BY_PROJECT] = "project",
+	[FINOPS_BY_COST_CENTER] = "cost_center",
 };
 
 const char *finops_by_name(enum finops_by by)
@@ -77,6 +79,15 @@ static const char *key_sql(enum finops_by by, int events)
 		return "COALESCE(provider, 'unknown') || '/' || COALESCE(region, 'unknown')"
 		       " || '/' || COALESCE(zone, '-') || '/' ||"
 		       " COALESCE(instance_type, 'unknown')";
+	case FINOPS_BY_TEAM:
+		return "COALESCE((SELECT jl.team FROM jobs jl WHERE jl.id = job_id),"
+		       " '" FINOPS_UNASSIGNED "')";
+	case FINOPS_BY_PROJECT:
+		return "COALESCE((SELECT jl.project FROM jobs jl WHERE jl.id = job_id),"
+		       " '" FINOPS_UNASSIGNED "')";
+	case FINOPS_BY_COST_CENTER:
+		return "COALESCE((SELECT jl.cost_center FROM jobs jl"
+		       " WHERE jl.id = job_id), '" FINOPS_UNASSIGNED "')";
 	case FINOPS_BY_DAY:
 		/* the UTC day number; day_keys() makes it YYYY-MM-DD */
 		return events ? "CAST(at_ns / 86400000000000 AS TEXT)"
@@ -602,6 +613,26 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 	return 0;
 }
 
+int finops_report_add_shared_to(struct finops_report *r, const char *key,
+				sr_micros shared)
+{
+	struct finops_group *g;
+	size_t cap = r->ngroups;
+
+	r->total.shared_cost += shared;
+	if (!key)
+		return 0;
+	g = find_group(r, key);
+	if (!g) {
+		if (!add_group(r, &cap, key))
+			return -ENOMEM;
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+		g = find_group(r, key);
+	}
+	g->t.shared_cost += shared;
+	return 0;
+}
+
 const struct finops_group *finops_report_group(const struct finops_report *r,
 					       const char *key)
 {
@@ -680,6 +711,8 @@ json_t *finops_totals_json(const struct finops_totals *t)
 		rc |= json_object_set_new(o, "savings_vs_plan_micros", json_null());
 	}
 	rc |= set_money(o, "waste_cost", t->waste_cost);
+	rc |= set_money(o, "shared_cost", t->shared_cost);
+	rc |= set_money(o, "allocated_cost", t->cost + t->shared_cost);
 	rc |= set_hours(o, "billed", t->billed_ns);
 	rc |= set_hours(o, "gpu", t->gpu_ns);
 	rc |= set_hours(o, "idle", t->idle_ns);

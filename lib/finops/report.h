@@ -35,7 +35,8 @@
  *                     the threshold); idle_gpu_ns = billed_ns * gpus
  * Groups: job = job id ("none" for nodes without a job); cloud = provider;
  * region = provider/region; pool = provider/region/zone/instance_type;
- * day = UTC date of the row's start (events: of at_ns).
+ * day = UTC date of the row's start (events: of at_ns); team, project,
+ * cost_center = the label of the row's job (FINOPS_UNASSIGNED if none).
  */
 #ifndef SR_FINOPS_REPORT_H
 #define SR_FINOPS_REPORT_H
@@ -55,9 +56,16 @@ enum finops_by {
 	FINOPS_BY_REGION,
 	FINOPS_BY_POOL,
 	FINOPS_BY_DAY,
+	FINOPS_BY_TEAM,        /* the job's chargeback labels (jobs.team ...); */
+	FINOPS_BY_PROJECT,     /* FINOPS_UNASSIGNED for rows of no job or a */
+	FINOPS_BY_COST_CENTER, /* job without the label */
 };
 
-/* "total", "job", "cloud", "region", "pool", "day". */
+/* The group of rows whose job carries no such label. */
+#define FINOPS_UNASSIGNED "unassigned"
+
+/* "total", "job", "cloud", "region", "pool", "day", "team", "project",
+ * "cost_center". */
 const char *finops_by_name(enum finops_by by);
 int finops_by_parse(const char *s, enum finops_by *out); /* -EINVAL */
 
@@ -102,6 +110,9 @@ struct finops_totals {
 	sr_micros ok_cost, ok_list_cost;/* the other jobs' (running, SUCCEEDED) */
 	sr_micros ok_waste;             /* their lost work + idle */
 	sr_micros waste_cost;
+	/* shared costs allocated to this group (lib/finops/alloc.h: the
+	 * control plane, idle reserved capacity), not part of `cost` */
+	sr_micros shared_cost;
 };
 
 struct finops_group {
@@ -122,6 +133,10 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e);
 void finops_report_free(struct finops_report *r); /* NULL-safe */
+/* Add `shared` to the shared_cost of group `key` (created, in order, when
+ * absent; NULL key: the total only) and of the total.  0 or -ENOMEM. */
+int finops_report_add_shared_to(struct finops_report *r, const char *key,
+				sr_micros shared);
 /* The group of `key` (a job id as text for FINOPS_BY_JOB), or NULL;
  * borrowed from r. */
 const struct finops_group *finops_report_group(const struct finops_report *r,

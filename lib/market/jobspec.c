@@ -21,7 +21,6 @@
 #include "catalog_csv.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
-#include "common/url.h"
 #include "joblimits.h"
 #include "jobspec_int.h"
 #include "objstore/objstore.h"
@@ -403,8 +402,24 @@ static int parse_work(struct ctx *c, yaml_node_t *n, const char *path)
 static const char *const spot_keys[] = {
 	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
-	"image_pull", "p_target", NULL
+	"image_pull", "p_target", "team", "project", "cost_center", NULL
 };
+
+/* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
+static int want_label(struct ctx *c, yaml_node_t *n, const char *path,
+		      char *out)
+{
+	const char *s, *why;
+	int rc = want_scalar(c, n, path, &s);
+
+	if (rc)
+		return rc;
+	why = jobspec_label_bad(s);
+	if (why)
+		return fail(c, n, path, "'%.80s' is not a label: %s", s, why);
+	snprintf(out, JOBSPEC_LABEL_MAX, "%s", s);
+	return 0;
+}
 
 static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		     yaml_node_t *vn, const char *path)
@@ -445,6 +460,12 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_dur(c, vn, path, &js->provision_ns);
 	if (!strcmp(k, "image_pull"))
 		return want_dur(c, vn, path, &js->image_pull_ns);
+	if (!strcmp(k, "team"))
+		return want_label(c, vn, path, js->team);
+	if (!strcmp(k, "project"))
+		return want_label(c, vn, path, js->project);
+	if (!strcmp(k, "cost_center"))
+		return want_label(c, vn, path, js->cost_center);
 	if (!strcmp(k, "p_target")) {
 		double v;
 
@@ -525,37 +546,6 @@ static int secret_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	return var_pair(c, k, kn, vn, path, 1);
 }
 
-static int mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,
-		      yaml_node_t *vn, const char *path)
-{
-	struct jobspec *js = c->js;
-	struct jobspec_mount *v;
-	const char *s = scalar(vn);
-	char scheme[32];
-
-	(void)kn;
-	if (vn->type == YAML_MAPPING_NODE)
-		return fail(c, vn, path, "cloud storage mounts (source/store/mode) are not "
-			    "supported; give a local path (file_mounts: {%s: ./data})", k);
-	if (!s || is_null(vn))
-		return fail(c, vn, path, "expected a local path");
-	if (sr_url_scheme(s, scheme, sizeof scheme) == 1)
-		return fail(c, vn, path, "'%s': %s:// URLs are not supported; copy the "
-			    "data to a local path and mount that", s, scheme);
-	if (!*k || strstr(k, ".."))
-		return fail(c, kn, path, "'%s' is not a destination path", k);
-	v = realloc(js->mounts, (js->n_mounts + 1) * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	js->mounts = v;
-	v[js->n_mounts].dst = strdup(k);
-	v[js->n_mounts].src = strdup(s);
-	js->n_mounts++;
-	if (!v[js->n_mounts - 1].dst || !v[js->n_mounts - 1].src)
-		return -ENOMEM;
-	return 0;
-}
-
 static const char *const top_keys[] = {
 	"name", "num_nodes", "resources", "envs", "secrets", "workdir",
 	"file_mounts", "setup", "run", "spotrun", NULL
@@ -565,7 +555,7 @@ static const char *const top_keys[] = {
 static const char *const top_hints[] = {
 	"service", "SkyServe services are not supported; spotrun runs training jobs",
 	"config", "per-task SkyPilot config is not supported; remove it",
-	"volumes", "use file_mounts with a local path",
+	"volumes", "use file_mounts (a local path or a bucket)",
 	"event_callback", "use spotrun's alerts (docs/finops.md)",
 	NULL
 };
@@ -591,7 +581,7 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_str(c, vn, path, &c->js->workdir);
 	}
 	if (!strcmp(k, "file_mounts"))
-		return is_null(vn) ? 0 : walk_map(c, vn, path, mount_pair);
+		return is_null(vn) ? 0 : walk_map(c, vn, path, jobspec__mount_pair);
 	if (!strcmp(k, "setup"))
 		return want_str(c, vn, path, &c->js->setup);
 	if (!strcmp(k, "run"))
@@ -720,6 +710,8 @@ int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
 		goto out;
 	}
 	rc = jobspec__res_finish(&c);
+	if (rc == 0)
+		rc = jobspec__mount_finish(&c);
 	if (rc == -ENOMEM || c.oom) {
 		rc = -ENOMEM;
 		goto out;
@@ -738,6 +730,8 @@ int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
 out:
 	if (rc == -ENOMEM && e && !e->code)
 		sr_err_set(e, rc, "%s: out of memory", name);
+	free(c.bucket_nodes);
+	free(c.spot_strategy);
 	if (have_doc)
 		yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);

@@ -25,11 +25,15 @@
  *     p_target: 0.99
  *     provisioning: 5m              # resume overheads (defaults below)
  *     image_pull: 3m
+ *     team: ml-research             # who pays (chargeback labels,
+ *     project: llama                #  docs/finops.md "Teams"): letters,
+ *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
  *
  * SkyPilot's task keys are accepted too (resources.cloud/region/zone,
  * any_of, ordered, accelerators as a list or dict, cpus, memory,
- * disk_size, image_id, ports, job_recovery, secrets, workdir,
- * file_mounts): docs/jobs.md has the key-by-key table.
+ * disk_size, image_id, ports, job_recovery (and its older name
+ * spot_recovery), secrets, workdir, file_mounts with local paths and
+ * buckets): docs/jobs.md has the key-by-key table.
  *
  * Unknown keys and bad values fail with "file:line: key.path: reason",
  * all of them in one pass, each with a suggestion where one exists.
@@ -89,6 +93,27 @@ struct jobspec_mount {
 	char *dst, *src;   /* owned */
 };
 
+/* file_mounts DST: a bucket (SkyPilot's storage mounts; jobspec_mount.c,
+ * docs/jobs.md "Running a SkyPilot spot task unchanged").  MOUNT and
+ * MOUNT_CACHED: DST is a local directory restored from the bucket and
+ * synced back to it (tier 3); COPY: the bucket's contents copied into
+ * DST before setup, nothing written back. */
+enum jobspec_mode {
+	JOBSPEC_MODE_MOUNT = 0,     /* SkyPilot's default */
+	JOBSPEC_MODE_MOUNT_CACHED,
+	JOBSPEC_MODE_COPY,
+};
+
+struct jobspec_bucket {
+	char *dst;          /* owned; as written: "/checkpoint", "~/data" */
+	char *uri;          /* owned; what lib/objstore opens: s3://B[/P],
+			     * gs://B[/P], az://ACCOUNT/CONTAINER[/P] */
+	char *name;         /* owned; SkyPilot's name: (no source), NULL */
+	char *source;       /* owned; source: as written, NULL with name: */
+	char store[8];      /* "s3", "gcs", "azure" */
+	enum jobspec_mode mode;
+};
+
 /* What a parse found: every error (the parse fails if n_errors > 0) and
  * every note about a key accepted but honoured only in part, each one
  * line "file:line: key.path: reason[; suggestion]".  Owned; release with
@@ -113,6 +138,7 @@ struct jobspec_image {
 #define JOBSPEC_DEFAULT_RESTORE_BPS 1e9  /* 1 GB/s */
 #define JOBSPEC_DEFAULT_ALERT_INTERVALS 3 /* checkpoint.alert_intervals */
 #define JOBSPEC_DEFAULT_STALL_BPS 2e9    /* stall = size / 2 GB/s */
+#define JOBSPEC_LABEL_MAX 64             /* team/project/cost_center + NUL */
 
 struct jobspec {
 	char *name;                 /* owned; NULL if absent */
@@ -143,8 +169,10 @@ struct jobspec {
 	struct jobspec_env *secrets;/* owned; value NULL: from the environment */
 	size_t n_secrets;
 	char *workdir;              /* owned; local directory, NULL if absent */
-	struct jobspec_mount *mounts;/* owned */
+	struct jobspec_mount *mounts;/* owned; local sources */
 	size_t n_mounts;
+	struct jobspec_bucket *buckets;/* owned; bucket file_mounts */
+	size_t n_buckets;
 	/* spotrun: */
 	enum jobspec_deadline deadline_kind;
 	int64_t deadline_ns;
@@ -166,7 +194,16 @@ struct jobspec {
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */
 	double p_target;            /* (0, 1] */
+	/* chargeback labels (docs/finops.md "Teams"); "" when absent: the
+	 * API token's defaults apply */
+	char team[JOBSPEC_LABEL_MAX];
+	char project[JOBSPEC_LABEL_MAX];
+	char cost_center[JOBSPEC_LABEL_MAX];
 };
+
+/* NULL when s is a valid label value (1..JOBSPEC_LABEL_MAX-1 bytes of
+ * letters, digits and . _ - : / @ +), else why not (static text). */
+const char *jobspec_label_bad(const char *s);
 
 /* Set every field to its default (no allocation). */
 void jobspec_init(struct jobspec *js);
@@ -235,6 +272,15 @@ int jobspec_cloud_known(const char *cloud);
  * NULL functions: the catalog's clouds only (the default). */
 void jobspec_set_infra_source(int (*known)(const char *name),
 			      void (*names)(char *buf, size_t cap));
+
+/* A bucket mount from outside the parser (the stored JSON, an API
+ * request): its DST, store and URI as the parser makes them.  0 or
+ * -SR_EPARSE naming file_mounts.DST. */
+int jobspec_bucket_check(const struct jobspec_bucket *b, struct sr_err *e);
+
+/* "MOUNT", "MOUNT_CACHED", "COPY"; parse is case-blind: 0 or -EINVAL. */
+const char *jobspec_mode_name(enum jobspec_mode m);
+int jobspec_mode_parse(const char *s, enum jobspec_mode *out);
 
 const char *jobspec_crit_name(enum jobspec_crit c);
 int jobspec_crit_parse(const char *s, enum jobspec_crit *out);

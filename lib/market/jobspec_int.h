@@ -27,6 +27,11 @@ struct jobspec__ctx {
 	int base_from;              /* 0 none, 1 infra, 2 cloud/region/zone */
 	yaml_node_t *base_node;     /* the first cloud/region/zone key */
 	void *entry;                /* the any_of entry being walked */
+	yaml_node_t **bucket_nodes; /* owned; the key of js->buckets[i] */
+	/* resources.spot_recovery, read apart and merged at the end */
+	yaml_node_t *job_rec_n, *spot_rec_n;
+	char *spot_strategy;        /* owned */
+	int spot_max_restarts;
 };
 
 #define JOBSPEC__LINE(n) ((int)(n)->start_mark.line + 1)
@@ -66,5 +71,11 @@ int jobspec__unknown(struct jobspec__ctx *c, yaml_node_t *kn, const char *path,
 int jobspec__res_pair(struct jobspec__ctx *c, const char *k, yaml_node_t *kn,
 		      yaml_node_t *vn, const char *path);
 int jobspec__res_finish(struct jobspec__ctx *c);
+
+/* file_mounts: entries (jobspec_mount.c) and the checks once every key
+ * is read (a name:-only bucket's store, mounts inside a bucket's DST). */
+int jobspec__mount_pair(struct jobspec__ctx *c, const char *k, yaml_node_t *kn,
+			yaml_node_t *vn, const char *path);
+int jobspec__mount_finish(struct jobspec__ctx *c);
 
 #endif

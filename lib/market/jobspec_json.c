@@ -4,7 +4,10 @@
  *   {"name": "demo", "num_nodes": 1, "setup": null, "run": "python t.py",
  *    "envs": {"K": "V"},
  *    "secrets": {"K": "V" | null}, "workdir": "/abs" | null,
- *    "file_mounts": {"/data": "/abs/src"},
+ *    "file_mounts": {"/data": "/abs/src",
+ *                    "/ckpt": {"uri": "s3://b/p", "store": "s3",
+ *                              "mode": "MOUNT_CACHED", "name": null,
+ *                              "source": "s3://b/p"}},
  *    "resources": {"accelerators": "H100:8" | ["A100:8", "H100:8"],
  *                  "use_spot": true, "ordered": false,
  *                  "any_of": [{"infra": "aws/us-east-1",
@@ -117,6 +120,14 @@ static int sky_to_json(const struct jobspec *js, json_t *o, json_t *res)
 	for (size_t i = 0; !bad && i < js->n_mounts; i++)
 		bad |= json_object_set_new(mounts, js->mounts[i].dst,
 					   json_string(js->mounts[i].src));
+	for (size_t i = 0; !bad && i < js->n_buckets; i++) {
+		const struct jobspec_bucket *b = &js->buckets[i];
+
+		bad |= json_object_set_new(mounts, b->dst, json_pack(
+			"{s:s?,s:s,s:s,s:o,s:o}", "uri", b->uri, "store", b->store,
+			"mode", jobspec_mode_name(b->mode), "name",
+			str_or_null(b->name), "source", str_or_null(b->source)));
+	}
 	if (!bad) {
 		bad |= json_object_set_new(rec, "strategy", str_or_null(js->recovery));
 		bad |= json_object_set_new(rec, "max_restarts_on_errors",
@@ -203,6 +214,12 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(sp, "p_target", json_real(js->p_target));
 	bad |= json_object_set_new(sp, "provisioning_ns", json_integer(js->provision_ns));
 	bad |= json_object_set_new(sp, "image_pull_ns", json_integer(js->image_pull_ns));
+	if (js->team[0])
+		bad |= json_object_set_new(sp, "team", json_string(js->team));
+	if (js->project[0])
+		bad |= json_object_set_new(sp, "project", json_string(js->project));
+	if (js->cost_center[0])
+		bad |= json_object_set_new(sp, "cost_center", json_string(js->cost_center));
 	bad |= json_object_set(o, "spotrun", sp);
 	if (bad)
 		goto fail;
@@ -457,10 +474,51 @@ static int read_envs(json_t *v, const char *what, int nulls,
 	return 0;
 }
 
+/* file_mounts.DST: {uri, store, mode, name, source} */
+static int read_bucket(const char *dst, json_t *o, struct jobspec *js,
+		       struct sr_err *e)
+{
+	static const char *const keys[] = { "uri", "store", "mode", "name",
+					    "source", NULL };
+	struct jobspec_bucket *b = &js->buckets[js->n_buckets];
+	char ctx[300];
+	const char *store = NULL, *mode = NULL;
+	int rc;
+
+	snprintf(ctx, sizeof ctx, "file_mounts.%s", dst);
+	memset(b, 0, sizeof *b);
+	js->n_buckets++;
+	rc = sr_json_check_keys(o, keys, ctx, e);
+	if (!rc)
+		rc = get_str(o, "uri", &b->uri, ctx, e);
+	if (!rc)
+		rc = get_str(o, "name", &b->name, ctx, e);
+	if (!rc)
+		rc = get_str(o, "source", &b->source, ctx, e);
+	if (!rc)
+		rc = sr_json_get_str(o, "store", &store, ctx, e);
+	if (!rc)
+		rc = sr_json_get_str(o, "mode", &mode, ctx, e);
+	if (rc)
+		return rc;
+	b->dst = strdup(dst);
+	if (!b->dst)
+		return -ENOMEM;
+	if (jobspec_mode_parse(mode, &b->mode))
+		return sr_err_set(e, -SR_EPARSE, "%s.mode: '%s' is not MOUNT, "
+				  "MOUNT_CACHED or COPY", ctx, mode);
+	if (strlen(store) >= sizeof b->store)
+		return sr_err_set(e, -SR_EPARSE, "%s.store: '%.20s' unknown", ctx,
+				  store);
+	memcpy(b->store, store, strlen(store) + 1);
+	return jobspec_bucket_check(b, e);
+}
+
 static int read_mounts(json_t *v, struct jobspec *js, struct sr_err *e)
 {
 	const char *k;
 	json_t *src;
+	int rc;
 
 	if (!v)
 		return 0;
@@ -468,14 +526,22 @@ static int read_mounts(json_t *v, struct jobspec *js, struct sr_err *e)
 		return sr_err_set(e, -SR_EPARSE, "file_mounts: expected an object");
 	if (json_object_size(v)) {
 		js->mounts = calloc(json_object_size(v), sizeof *js->mounts);
-		if (!js->mounts)
+		js->buckets = calloc(json_object_size(v), sizeof *js->buckets);
+		if (!js->mounts || !js->buckets)
 			return -ENOMEM;
 	}
 	json_object_foreach(v, k, src) {
 		struct jobspec_mount *m = &js->mounts[js->n_mounts];
 
+		if (json_is_object(src)) {
+			rc = read_bucket(k, src, js, e);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (!json_is_string(src))
-			return sr_err_set(e, -SR_EPARSE, "file_mounts.%s: expected a string", k);
+			return sr_err_set(e, -SR_EPARSE, "file_mounts.%s: expected a "
+					  "string or an object", k);
 		m->dst = strdup(k);
 		m->src = strdup(json_string_value(src));
 		js->n_mounts++;
@@ -485,13 +551,30 @@ static int read_mounts(json_t *v, struct jobspec *js, struct sr_err *e)
 	return 0;
 }
 
+/* spotrun.<key>, a label, into out[JOBSPEC_LABEL_MAX]; absent: "". */
+static int get_label(json_t *s, const char *key, char *out, struct sr_err *e)
+{
+	json_t *v = json_object_get(s, key);
+	const char *why;
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return sr_err_set(e, -SR_EPARSE, "spotrun.%s: expected a string", key);
+	why = jobspec_label_bad(json_string_value(v));
+	if (why)
+		return sr_err_set(e, -SR_EPARSE, "spotrun.%s: not a label: %s", key, why);
+	snprintf(out, JOBSPEC_LABEL_MAX, "%s", json_string_value(v));
+	return 0;
+}
+
 static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 {
 	static const char *const keys[] = {
 		"deadline_ns", "deadline_at", "work_h", "criticality", "checkpoint",
 		"max_hourly_cost_micros", "max_cost_micros", "max_restarts",
 		"network", "autostop_ns", "p_target", "provisioning_ns",
-		"image_pull_ns", NULL
+		"image_pull_ns", "team", "project", "cost_center", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
 					     "restore_bps", "uri", "alert_intervals",
@@ -569,6 +652,12 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		rc = sr_json_get_int_opt(s, "provisioning_ns", &js->provision_ns, "spotrun", e);
 	if (!rc)
 		rc = sr_json_get_int_opt(s, "image_pull_ns", &js->image_pull_ns, "spotrun", e);
+	if (!rc)
+		rc = get_label(s, "team", js->team, e);
+	if (!rc)
+		rc = get_label(s, "project", js->project, e);
+	if (!rc)
+		rc = get_label(s, "cost_center", js->cost_center, e);
 	return rc;
 }
 

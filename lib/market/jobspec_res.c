@@ -410,6 +410,61 @@ static int recovery_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	return jobspec__unknown(c, kn, path, k, keys, NULL);
 }
 
+/* job_recovery, or (spot) its older name spot_recovery, read into the
+ * context apart from job_recovery's and merged by recovery_merge. */
+static int parse_recovery(struct ctx *c, yaml_node_t *vn, const char *path,
+			  int spot)
+{
+	struct jobspec *js = c->js;
+	char *keep = js->recovery;
+	int keep_max = js->max_restarts_on_errors, rc;
+
+	if (spot) {
+		js->recovery = NULL;
+		js->max_restarts_on_errors = -1;
+		c->spot_rec_n = vn;
+	} else {
+		c->job_rec_n = vn;
+	}
+	if (vn->type == YAML_MAPPING_NODE)
+		rc = jobspec__walk_map(c, vn, path, recovery_pair);
+	else
+		rc = set_strategy(c, vn, path);
+	if (spot) {
+		free(c->spot_strategy);
+		c->spot_strategy = js->recovery;
+		c->spot_max_restarts = js->max_restarts_on_errors;
+		js->recovery = keep;
+		js->max_restarts_on_errors = keep_max;
+		if (rc == 0)
+			rc = note(c, vn, path, "the older name of job_recovery; "
+				  "taken as job_recovery");
+	}
+	return rc;
+}
+
+/* spot_recovery given: it is job_recovery, unless both are given and
+ * differ. */
+static void recovery_merge(struct ctx *c)
+{
+	struct jobspec *js = c->js;
+	const char *a = js->recovery ? js->recovery : "",
+		   *b = c->spot_strategy ? c->spot_strategy : "";
+
+	if (!c->spot_rec_n)
+		return;
+	if (!c->job_rec_n) {
+		js->recovery = c->spot_strategy;
+		js->max_restarts_on_errors = c->spot_max_restarts;
+		c->spot_strategy = NULL;
+		return;
+	}
+	if (strcmp(a, b) || js->max_restarts_on_errors != c->spot_max_restarts)
+		fail(c, c->spot_rec_n, "resources.spot_recovery", "differs from "
+		     "resources.job_recovery (line %d), its newer name: give "
+		     "one of them", JOBSPEC__LINE(c->job_rec_n));
+}
+
 /* image_id: {REGION: IMAGE, ...}, as SkyPilot allows. */
 static int image_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		      yaml_node_t *vn, const char *path)
@@ -441,7 +496,7 @@ static int image_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 static const char *const res_keys[] = {
 	"accelerators", "use_spot", "infra", "cloud", "region", "zone", "any_of",
 	"ordered", "cpus", "memory", "disk_size", "image_id", "ports",
-	"job_recovery", NULL
+	"job_recovery", "spot_recovery", NULL
 };
 
 static const char *const res_hints[] = {
@@ -451,7 +506,6 @@ static const char *const res_hints[] = {
 	"accelerator_args", "TPUs are not supported; remove it",
 	"network_tier", "use spotrun.network: rdma",
 	"autostop", "use spotrun.autostop: 30m",
-	"spot_recovery", "use resources.job_recovery",
 	"max_hourly_cost", "use spotrun.max_hourly_cost (dollars per hour for the whole gang)",
 	NULL
 };
@@ -527,11 +581,10 @@ int jobspec__res_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	}
 	if (!strcmp(k, "ports"))
 		return parse_ports(c, vn, path);
-	if (!strcmp(k, "job_recovery")) {
-		if (vn->type == YAML_MAPPING_NODE)
-			return jobspec__walk_map(c, vn, path, recovery_pair);
-		return set_strategy(c, vn, path);
-	}
+	if (!strcmp(k, "job_recovery"))
+		return parse_recovery(c, vn, path, 0);
+	if (!strcmp(k, "spot_recovery"))
+		return parse_recovery(c, vn, path, 1);
 	return jobspec__unknown(c, kn, path, k, res_keys, res_hints);
 }
 
@@ -542,6 +595,7 @@ int jobspec__res_finish(struct ctx *c)
 	struct jobspec *js = c->js;
 	char eg[140];
 
+	recovery_merge(c);
 	if (c->base_from == 2)
 		note(c, c->base_node, "resources", "cloud/region/zone accepted; the "
 		     "shorter form is infra: %s",

@@ -32,6 +32,23 @@ void jobspec_init(struct jobspec *js)
 	js->p_target = JOBSPEC_DEFAULT_P_TARGET;
 }
 
+const char *jobspec_label_bad(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return "empty";
+	if (n >= JOBSPEC_LABEL_MAX)
+		return "longer than 63 bytes";
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) || !isascii((unsigned char)*s)) {
+			if (!strchr("._-:/@+", *s))
+				return "only letters, digits and . _ - : / @ + are allowed";
+		}
+	}
+	return NULL;
+}
+
 void jobspec_free(struct jobspec *js)
 {
 	if (!js)
@@ -66,6 +83,13 @@ void jobspec_free(struct jobspec *js)
 		free(js->mounts[i].src);
 	}
 	free(js->mounts);
+	for (size_t i = 0; i < js->n_buckets; i++) {
+		free(js->buckets[i].dst);
+		free(js->buckets[i].uri);
+		free(js->buckets[i].name);
+		free(js->buckets[i].source);
+	}
+	free(js->buckets);
 	jobspec_init(js);
 }
 

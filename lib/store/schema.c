@@ -23,6 +23,7 @@
  *   ledger, ledger_event, ledger_plan  the cost ledger (lib/finops),
  *              append-only: triggers refuse UPDATE and DELETE.
  *   node_launch  a launch's parameters, sealed (component 'launch').
+ *   budget_alerts  each budget crossing alerted (once per level/month).
  *
  * A step's PostgreSQL text is NULL when the SQLite text maps to it by
  * type names alone (store__pg_ddl below); STRICT tables become plain
@@ -304,6 +305,25 @@ static const char m14[] =
 	" data BLOB NOT NULL) STRICT;"
 	"ALTER TABLE jobs ADD COLUMN files TEXT;";
 
+/* 15: who pays (issue 34, docs/finops.md "Teams"): a job's chargeback
+ * labels, from its job file or its API token's defaults (NULL: none);
+ * budget_alerts: one row per budget (scope 'team'|'project', its name),
+ * month (YYYY-MM) and level crossed (80, 100), written in the
+ * transaction that sends the alert, so each crossing alerts once. */
+static const char m15[] =
+	"ALTER TABLE jobs ADD COLUMN team TEXT;"
+	"ALTER TABLE jobs ADD COLUMN project TEXT;"
+	"ALTER TABLE jobs ADD COLUMN cost_center TEXT;"
+	"CREATE TABLE budget_alerts("
+	" scope TEXT NOT NULL CHECK (scope IN ('team', 'project')),"
+	" name TEXT NOT NULL,"
+	" month TEXT NOT NULL,"
+	" level INTEGER NOT NULL CHECK (level IN (80, 100)),"
+	" at_ns INTEGER NOT NULL,"
+	" forecast INTEGER NOT NULL,"
+	" budget INTEGER NOT NULL,"
+	" PRIMARY KEY (scope, name, month, level)) STRICT;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -453,6 +473,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
 	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
 	{ m13, NULL, NULL, NULL }, { m14, NULL, NULL, NULL },
+	{ m15, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

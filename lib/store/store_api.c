@@ -44,9 +44,11 @@ int store_job_insert(struct store *s, const struct store_job_new *j,
 			       "spec_yaml, spec_json, workdir, envs, num_nodes, "
 			       "max_restarts, created_ns, updated_ns, state_since_ns,"
 			       " sim_start_s, deadline_s, work_s, candidates, message,"
-			       " idem_key, idem_hash, secrets_enc, files)"
+			       " idem_key, idem_hash, secrets_enc, files, team,"
+			       " project, cost_center)"
 			       " VALUES(?1,'PENDING',?2,?3,?4,?5,?6,?7,?8,?9,?9,?9,"
-			       "?10,?11,?12,?13,'accepted',?14,?15,?16,?17)"
+			       "?10,?11,?12,?13,'accepted',?14,?15,?16,?17,?18,?19,"
+			       "?20)"
 			       " RETURNING id", &st, e);
 
 	if (rc)
@@ -74,6 +76,10 @@ int store_job_insert(struct store *s, const struct store_job_new *j,
 		store_bind_null(st, 15);
 	store_bind_blob(st, 16, j->secrets, j->secrets_len);
 	store_bind_text(st, 17, j->files);
+	store_bind_text(st, 18, j->team && *j->team ? j->team : NULL);
+	store_bind_text(st, 19, j->project && *j->project ? j->project : NULL);
+	store_bind_text(st, 20, j->cost_center && *j->cost_center ?
+			j->cost_center : NULL);
 	rc = store_step(st, e);
 	if (rc == 1) {
 		*id = store_col_i64(st, "id");

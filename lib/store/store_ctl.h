@@ -149,10 +149,6 @@ int store_node_end(struct store *s, int64_t node, const char *state,
 int store_node_booted(struct store *s, int64_t node, const char *instance_id,
 		      const char *blob, bool pending, int64_t now_ns,
 		      struct sr_err *e);
-/* The cloud's notice: when it came and its deadline (the cloud's time).
- * 1 recorded, 0 the node had one already. */
-int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
-		       int64_t kill_ns, struct sr_err *e);
 /* The message of the job's last launch_refused event into msg: 1, or 0
  * when it has none. */
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
@@ -265,6 +261,7 @@ struct store_job_new {
 	const void *secrets;           /* sealed */
 	size_t secrets_len;
 	const char *files;             /* an upload id, NULL none */
+	const char *team, *project, *cost_center; /* NULL or "": none */
 };
 int store_job_insert(struct store *s, const struct store_job_new *j,
 		     int64_t *id, struct sr_err *e);
@@ -328,6 +325,8 @@ struct store_job_env {
 	char *spec_json;
 	char *envs;                 /* the API's envs (JSON), NULL none */
 	char *workdir;              /* "" none */
+	char *name;                 /* the job's name */
+	int64_t created_ns;         /* when it was submitted (Unix ns) */
 	void *sealed;               /* the job's sealed secrets, NULL none */
 	size_t sealed_len;
 	bool files;                 /* the job brings an upload */
@@ -374,8 +373,9 @@ int store_exit_add(struct store *s, const struct store_exit *x,
 /* A utilisation sample: cpu (< 0 unknown) and the one billed. */
 int store_node_util(struct store *s, int64_t node, double cpu, double util,
 		    struct sr_err *e);
-/* The agent saw a notice at now_ns, the cloud's deadline kill_ns (0 none):
- * kept unless the node has them already. */
+/* A notice of node's reclaim seen at now_ns (by the provider or the
+ * node's agent), the cloud's deadline kill_ns (0 none): each kept unless
+ * the node has it already.  1 = the node's first notice, 0 = it had one. */
 int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
 			   int64_t kill_ns, struct sr_err *e);
 /* A rebalance recommendation at at_ns (the first one is kept). */

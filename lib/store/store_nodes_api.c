@@ -115,7 +115,8 @@ int store_job_env_load(struct store *s, int64_t job, struct store_job_env *out,
 	const void *sealed;
 	size_t sn = 0;
 	int rc = store_prepare(s, "SELECT spec_json, envs, workdir, secrets_enc,"
-			       " files FROM jobs WHERE id=?1", &st, e);
+			       " files, name, created_ns FROM jobs WHERE id=?1",
+			       &st, e);
 
 	memset(out, 0, sizeof *out);
 	if (rc)
@@ -127,6 +128,8 @@ int store_job_env_load(struct store *s, int64_t job, struct store_job_env *out,
 		out->envs = store_col_null(st, "envs") ? NULL :
 			    strdup(store_col_text(st, "envs"));
 		out->workdir = strdup(store_col_text(st, "workdir"));
+		out->name = strdup(store_col_text(st, "name"));
+		out->created_ns = store_col_i64(st, "created_ns");
 		out->files = !store_col_null(st, "files");
 		sealed = store_col_null(st, "secrets_enc") ? NULL :
 			 store_col_blob(st, "secrets_enc", &sn);
@@ -134,7 +137,7 @@ int store_job_env_load(struct store *s, int64_t job, struct store_job_env *out,
 			memcpy(out->sealed, sealed, sn);
 			out->sealed_len = sn;
 		}
-		if (!out->spec_json || !out->workdir ||
+		if (!out->spec_json || !out->workdir || !out->name ||
 		    (!store_col_null(st, "envs") && !out->envs) ||
 		    (sealed && !out->sealed))
 			rc = sr_err_set(e, -ENOMEM, "job %" PRId64 ": out of "
@@ -155,6 +158,7 @@ void store_job_env_free(struct store_job_env *j)
 	free(j->spec_json);
 	free(j->envs);
 	free(j->workdir);
+	free(j->name);
 	if (j->sealed)
 		explicit_bzero(j->sealed, j->sealed_len);
 	free(j->sealed);
@@ -310,15 +314,26 @@ int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
 			   int64_t kill_ns, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=coalesce("
-			       "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
-			       " WHERE id=?3", &st, e);
+	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=?1, kill_ns=coalesce("
+			       "kill_ns, ?2) WHERE id=?3 AND notice_ns IS NULL",
+			       &st, e);
 
 	if (rc)
 		return rc;
 	store_bind_i64(st, 1, now_ns);
 	bind_i64_if(st, 2, kill_ns, kill_ns != 0);
 	store_bind_i64(st, 3, node);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc != 0 || !kill_ns)
+		return rc < 0 ? sr_err_prefix(e, "notice") : rc > 0;
+	/* noticed before without the cloud's time: keep the one given now */
+	rc = store_prepare(s, "UPDATE nodes SET kill_ns=?1 WHERE id=?2 AND"
+			   " kill_ns IS NULL", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, kill_ns);
+	store_bind_i64(st, 2, node);
 	return run_done(st, "notice", e);
 }
 

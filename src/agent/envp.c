@@ -100,7 +100,10 @@ void envp_free(char **envp)
  * SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES, SKYPILOT_NUM_GPUS_PER_NODE and
  * SKYPILOT_NODE_IPS (one address per line, rank 0 first: the gang's
  * addresses from the attempt's `run` directive; before one arrives,
- * the master address for every rank). */
+ * the master address for every rank), their older names SKY_NODE_RANK
+ * and SKY_NODE_IPS, and the managed job's task id (the daemon's
+ * task_id, the same on every node and attempt) as SKYPILOT_TASK_ID and
+ * its deprecated names SKYPILOT_JOB_ID and SKYPILOT_SPOT_RUN_ID. */
 static int sky_env(struct envv *ev, const struct assignment *a)
 {
 	const char *ip = a->master_addr ? a->master_addr : "127.0.0.1";
@@ -119,9 +122,20 @@ static int sky_env(struct envv *ev, const struct assignment *a)
 	for (int64_t i = 0; !a->node_ips && i < a->num_nodes; i++)
 		k += (size_t)snprintf(ips + k, len - k, "%s%s", i ? "\n" : "", ip);
 	rc = env_set(ev, "SKYPILOT_NODE_IPS", ips);
+	if (rc == 0)
+		rc = env_set(ev, "SKY_NODE_IPS", ips);
 	free(ips);
 	if (rc == 0)
 		rc = env_setf(ev, "SKYPILOT_NODE_RANK", (long long)a->rank);
+	if (rc == 0)
+		rc = env_setf(ev, "SKY_NODE_RANK", (long long)a->rank);
+	for (int i = 0; rc == 0 && a->task_id && i < 3; i++) {
+		static const char *const names[] = {
+			"SKYPILOT_TASK_ID", "SKYPILOT_JOB_ID", "SKYPILOT_SPOT_RUN_ID"
+		};
+
+		rc = env_set(ev, names[i], a->task_id);
+	}
 	if (rc == 0)
 		rc = env_setf(ev, "SKYPILOT_NUM_NODES", (long long)a->num_nodes);
 	if (rc == 0)
@@ -242,6 +256,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_CKPT_URI", a->ckpt_uri);
 	if (rc == 0)
 		rc = python_env(&ev, a, f->python_dir);
+	if (rc == 0 && f->home)
+		rc = env_set(&ev, "HOME", f->home);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_NODE_DIR", f->node_dir);
 	if (rc == 0)
@@ -252,6 +268,10 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", f->notice_file);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
+	if (rc == 0 && f->sync_request)
+		rc = env_set(&ev, "SPOTRUN_SYNC_REQUEST", f->sync_request);
+	if (rc == 0 && f->sync_answers)
+		rc = env_set(&ev, "SPOTRUN_SYNC_ANSWERS", f->sync_answers);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_MASTER_ADDR",
 			     a->master_addr ? a->master_addr : "127.0.0.1");

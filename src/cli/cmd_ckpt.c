@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cliopt.h"
 #include "common/timeutil.h"
+#include "dirsync/dirsync.h"
 #include "spotrun/ckpt.h"
 
 static const char *const USAGE =
@@ -26,7 +27,9 @@ static const char *const USAGE =
 	"       spotrun ckpt inspect DIR [--step N] [--json] [--full-meta]\n"
 	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n\n"
 	"Checkpoint directories written by libspotckpt (docs/checkpoint-format.md).\n"
-	"  ls       list checkpoints, newest first, without reading their data\n"
+	"  ls       list checkpoints, newest first, without reading their data;\n"
+	"           on a synced directory's URI (a bucket mount), its rounds\n"
+	"           with each file's size and SHA-256\n"
 	"  verify   check one checkpoint (default: the newest committed) byte\n"
 	"           for byte against its checksums; exit 0 if valid, 1 if not\n"
 	"  inspect  show a checkpoint's metadata and tensors (default: the\n"
@@ -127,6 +130,9 @@ static int cmd_ls(int argc, char **argv)
 
 	if (rc)
 		return rc;
+	/* a bucket mount's synced directory (issue 30): its rounds */
+	if (strstr(a.dir, "://") && dirsync_present(a.dir, NULL) == 1)
+		return ckpt_ls_rounds(a.dir, a.json);
 	rc = spotckpt_list(a.dir, NULL, 0, &n);
 	if (rc == 0 && n) {
 		ents = calloc(n, sizeof *ents);

@@ -68,6 +68,7 @@ static void test_torch_contract(void **state)
 	assert_string_equal(get(envp, "SKYPILOT_NODE_RANK"), "2");
 	assert_string_equal(get(envp, "SKYPILOT_NUM_NODES"), "4");
 	assert_string_equal(get(envp, "SPOTRUN_ATTEMPT"), "3");
+	assert_null(get(envp, "SKYPILOT_TASK_ID")); /* no task id given */
 	envp_free(envp);
 	/* a master address given by the control plane is used as it is */
 	a.master_addr = strdup("10.1.2.3");
@@ -84,7 +85,20 @@ static void test_torch_contract(void **state)
 	envp = build(&a, 3);
 	assert_string_equal(get(envp, "SKYPILOT_NODE_IPS"),
 			    "10.1.2.3\n10.1.2.4\n10.1.2.5\n10.1.2.6");
+	/* SkyPilot's older names, and the managed job's task id (issue 30) */
+	assert_string_equal(get(envp, "SKY_NODE_IPS"),
+			    "10.1.2.3\n10.1.2.4\n10.1.2.5\n10.1.2.6");
+	assert_string_equal(get(envp, "SKY_NODE_RANK"), "2");
 	envp_free(envp);
+	a.task_id = strdup("sky-managed-2026-12-02-09-00-00-000001_t_42-0");
+	assert_non_null(a.task_id);
+	envp = build(&a, 3);
+	assert_string_equal(get(envp, "SKYPILOT_TASK_ID"), a.task_id);
+	assert_string_equal(get(envp, "SKYPILOT_JOB_ID"), a.task_id);
+	assert_string_equal(get(envp, "SKYPILOT_SPOT_RUN_ID"), a.task_id);
+	envp_free(envp);
+	free(a.task_id);
+	a.task_id = NULL;
 	/* spotrund's port for the attempt (run directive) wins */
 	a.master_port = 23456;
 	envp = build(&a, 3);

@@ -296,7 +296,7 @@ static void mkckpt(const char *name, int with_manifest)
 
 static void test_ckscan(void **state)
 {
-	char d[400];
+	char d[400], p[512];
 
 	(void)state;
 	snprintf(d, sizeof d, "%s/ck", g_dir);
@@ -309,6 +309,21 @@ static void test_ckscan(void **state)
 	mkckpt("step-x50", 1);
 	mkckpt("other", 1);
 	assert_int_equal(ckscan_newest_step(d), 20);
+	/* a shard linked from another disk (striping) is a step's own */
+	mkckpt("stripe-0-ab/x", 0);
+	mkckpt("step-00000025", 1);
+	assert_int_equal(symlink("../stripe-0-ab/x", strcat(strcpy(p, d),
+				 "/step-00000025/shard-0.safetensors")), 0);
+	assert_int_equal(ckscan_newest_step(d), 25);
+	/* a step dir, or its manifest, planted as a link out is not */
+	mkckpt("elsewhere", 1);
+	assert_int_equal(symlink("elsewhere", strcat(strcpy(p, d),
+				 "/step-00000060")), 0);
+	mkckpt("step-00000070", 0);
+	assert_int_equal(symlink("../elsewhere/manifest.json",
+				 strcat(strcpy(p, d), "/step-00000070/manifest.json")),
+			 0);
+	assert_int_equal(ckscan_newest_step(d), 25);
 }
 
 static void write_text(const char *path, const char *text)

@@ -495,6 +495,84 @@ static void test_idem_key_fits(void **state)
 	assert_string_equal(key + strlen(key) - 13, "-123456789-17");
 }
 
+/* Every occurrence of v in script s is a whole single-quoted word, or
+ * (quoted_line) the double-quoted path on that line of the quoted
+ * here-document: no caller's value reaches the shell unquoted. */
+static void assert_quoted(const char *s, const char *v, const char *quoted_line)
+{
+	size_t n = strlen(v);
+	int seen = 0;
+
+	for (const char *p = strstr(s, v); p != NULL; p = strstr(p + 1, v)) {
+		const char *bol = p;
+
+		seen++;
+		while (bol > s && bol[-1] != '\n')
+			bol--;
+		if (p > s && p[-1] == '\'' && p[n] == '\'')
+			continue;
+		assert_non_null(quoted_line);
+		assert_int_equal(strncmp(bol, quoted_line, strlen(quoted_line)), 0);
+		assert_true(p[-1] == '"' && p[n] == '"');
+		/* inside <<'SPOTRUN_EOF' ... SPOTRUN_EOF: no expansion */
+		assert_non_null(strstr(s, "<<'SPOTRUN_EOF'\n"));
+		assert_true(strstr(s, "<<'SPOTRUN_EOF'\n") < bol);
+		assert_true(strstr(s, "\nSPOTRUN_EOF\n") > p);
+	}
+	assert_true(seen > 0);
+}
+
+static void test_bootstrap_user(void **state)
+{
+	const char *priv[] = { "/srv/spotrun-state", NULL };
+	struct sr_err e = { 0 };
+	char *s = NULL;
+	const char *start;
+
+	(void)state;
+	assert_int_equal(ec2_bootstrap_script("/opt/sr/bin/spotrun-agent",
+					      "https://a.example:7077,"
+					      "https://b.example", 42,
+					      "tok_ABC-123-456789", priv, &s, &e), 0);
+	assert_quoted(s, "tok_ABC-123-456789", NULL);
+	assert_quoted(s, "https://a.example:7077,https://b.example", NULL);
+	assert_quoted(s, "/srv/spotrun-state", NULL);
+	assert_quoted(s, "/opt/sr/bin/spotrun-agent",
+		      "profile spotrun-agent \"");
+	/* a real instance makes the user and hands it the node dir and the
+	 * bootstrap file; root never runs the agent: the only plain exec is
+	 * the emulator's ($u empty) */
+	assert_non_null(strstr(s, "  u=spotrun\n"));
+	assert_non_null(strstr(s, "useradd --system --user-group "));
+	assert_non_null(strstr(s, "chown -R \"$u:$u\" \"$d\"\n"));
+	assert_non_null(strstr(s, "chmod 600 \"$d/bootstrap\"\n"));
+	assert_non_null(strstr(s, "if [ -z \"$u\" ]; then\n"
+				  "  exec \"$@\" >>\"$d/agent.log\" 2>&1\nfi\n"));
+	start = strstr(s, "chown -R ");
+	assert_non_null(strstr(start, "exec systemd-run --unit=spotrun-agent-42"
+				      " --uid=\"$u\" --gid=\"$u\" "));
+	assert_non_null(strstr(start, "set -- setpriv --reuid=\"$uid\" "
+				      "--regid=\"$gid\" --init-groups -- \"$@\""));
+	assert_non_null(strstr(start, "set -- runuser -u \"$u\" -- \"$@\""));
+	/* user namespaces for the unprivileged agent */
+	assert_non_null(strstr(s, "/proc/sys/kernel/unprivileged_userns_clone"));
+	assert_non_null(strstr(s, "/proc/sys/user/max_user_namespaces"));
+	assert_non_null(strstr(s, "  userns,\n"));
+	free(s);
+	/* AppArmor globs, quotes and shell characters in the agent path */
+	assert_int_equal(ec2_bootstrap_script("/opt/a*b/agent", "http://127.0.0.1",
+					      1, "tok_ABC-123-456789", NULL, &s,
+					      &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "agent path"));
+	assert_int_equal(ec2_bootstrap_script("/opt/a\"b", "http://127.0.0.1",
+					      1, "tok_ABC-123-456789", NULL, &s,
+					      &e), -EINVAL);
+	assert_int_equal(ec2_bootstrap_script("/opt/a{b,c}", "http://127.0.0.1",
+					      1, "tok_ABC-123-456789", NULL, &s,
+					      &e), -EINVAL);
+	assert_null(s);
+}
+
 static void test_bootstrap(void **state)
 {
 	const char *priv[] = { "/srv/spotrun-state", NULL };
@@ -506,7 +584,7 @@ static void test_bootstrap(void **state)
 	assert_int_equal(ec2_bootstrap_script(NULL, "https://ctl.example:7077", 42,
 					      "tok_ABC-123-456789", priv, &s, &e), 0);
 	/* a one-time bootstrap secret, never a node token (issue 24) */
-	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' > "
+	assert_non_null(strstr(s, "printf '%s\\n' 'tok_ABC-123-456789' >"
 				  "\"$d/bootstrap\""));
 	assert_non_null(strstr(s, "set -- '/usr/local/bin/spotrun-agent' --api "
 				  "'https://ctl.example:7077' --node-id 42 "
@@ -692,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_idem_key_fits),
 		cmocka_unit_test(test_price_latest),
 		cmocka_unit_test(test_bootstrap),
+		cmocka_unit_test(test_bootstrap_user),
 		cmocka_unit_test_setup_teardown(test_cred_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loopback_guard, setup, teardown),
 		cmocka_unit_test(test_xml_malformed),

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,83 @@ static void test_round_trip_and_tar(void **state)
 	bundle_free(&b);
 }
 
+static void raw_header(unsigned char *h, const char *name, char type,
+		       const char *link, unsigned size);
+
+/* file_mounts ~/X (issue 30): "~/" entries go under the home given to
+ * bundle_unpack_home, owner-only ones stay so (a key: 0600, its new
+ * directories 0700), and a link there may not leave the home. */
+static void test_home_entries(void **state)
+{
+	struct bundle b = { 0 };
+	struct sr_err e = { 0 };
+	char p[512], h[512], *s;
+	struct stat sb;
+
+	(void)state;
+	put("sky-key", "KEY\n", 0644);
+	put("private.txt", "p\n", 0600);
+	put("data.txt", "d\n", 0644);
+	snprintf(p, sizeof p, "%s/sky-key", dir);
+	b.owner_only = 1;
+	assert_int_equal(bundle_add(&b, p, bundle_mount_name("~/.ssh/id_rsa"), &e), 0);
+	b.owner_only = 0;
+	snprintf(p, sizeof p, "%s/private.txt", dir);
+	assert_int_equal(bundle_add(&b, p, "mnt/private.txt", &e), 0);
+	snprintf(p, sizeof p, "%s/data.txt", dir);
+	assert_int_equal(bundle_add(&b, p, bundle_mount_name("/data/x"), &e), 0);
+	assert_int_equal(bundle_finish(&b, &e), 0);
+	assert_int_equal(bundle_has(b.buf, b.len, "~/.ssh/id_rsa", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "data/x", &e), 1);
+	mk("node");
+	mk("home");
+	snprintf(p, sizeof p, "%s/node", dir);
+	snprintf(h, sizeof h, "%s/home", dir);
+	assert_int_equal(bundle_unpack_home(b.buf, b.len, p, h, &e), 0);
+	s = slurp("home/.ssh/id_rsa");
+	assert_string_equal(s, "KEY\n");
+	free(s);
+	snprintf(p, sizeof p, "%s/home/.ssh/id_rsa", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	snprintf(p, sizeof p, "%s/home/.ssh", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	snprintf(p, sizeof p, "%s/node/mnt/private.txt", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600); /* kept owner-only */
+	snprintf(p, sizeof p, "%s/node/data/x", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0644);
+	snprintf(p, sizeof p, "%s/node/.ssh", dir);
+	assert_int_equal(stat(p, &sb), -1); /* nothing of ~/ under the node */
+	/* without a home: under dest, as before */
+	mk("flat");
+	snprintf(p, sizeof p, "%s/flat", dir);
+	assert_int_equal(bundle_unpack(b.buf, b.len, p, &e), 0);
+	s = slurp("flat/.ssh/id_rsa");
+	assert_string_equal(s, "KEY\n");
+	free(s);
+	bundle_free(&b);
+	/* a link under ~/ that climbs out of the home (inside the archive) */
+	mk("w");
+	mk("w/d");
+	ln("../../workdir/x", "w/d/up");
+	snprintf(p, sizeof p, "%s/w", dir);
+	assert_int_equal(bundle_add(&b, p, "~/w", &e), -EPERM);
+	bundle_free(&b);
+	/* one the reader sees inside the archive, but out of the home */
+	{
+		unsigned char a[512 * 3] = { 0 };
+
+		raw_header(a, "~/l", '2', "../workdir/x", 0);
+		assert_int_equal(bundle_scan(a, sizeof a, NULL, NULL, &e), 0);
+		snprintf(p, sizeof p, "%s/node", dir);
+		assert_int_equal(bundle_unpack_home(a, sizeof a, p, h, &e), -SR_EPARSE);
+		assert_non_null(strstr(e.msg, "outside the home"));
+	}
+}
+
 static void test_writer_refuses(void **state)
 {
 	char state_dir[256], p[512], *refuse[] = { state_dir, NULL };
@@ -193,6 +271,64 @@ static void test_writer_refuses(void **state)
 	assert_int_equal(bundle_add(&b, p, "w", &e), 0);
 	assert_int_equal(bundle_finish(&b, &e), 0);
 	assert_int_equal(bundle_has(b.buf, b.len, "w/self", &e), 1);
+	bundle_free(&b);
+}
+
+/* The job's directory is opened once (spotrun launch): what is read is
+ * what that descriptor holds, even when its path, or a directory under
+ * it, is swapped for a link out after the checks (issue 24, TOCTOU). */
+static void test_writer_reads_beneath_the_open_dir(void **state)
+{
+	char p[512], q[512];
+	struct bundle b = { 0 };
+	struct sr_err e = { 0 };
+	int dfd;
+
+	(void)state;
+	mk("secret");
+	put("secret/api.token", "ADMIN\n", 0600);
+	mk("job");
+	mk("job/data");
+	put("job/train.py", "print(1)\n", 0644);
+	put("job/data/vocab", "words\n", 0644);
+	ln("data", "job/data-link");   /* a link inside: followed */
+	snprintf(p, sizeof p, "%s/job", dir);
+	dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	/* the job dir's path now leads to the secret */
+	snprintf(q, sizeof q, "%s/job-was", dir);
+	assert_int_equal(rename(p, q), 0);
+	ln("secret", "job");
+	/* the workdir: the directory held open, its link stored as a link */
+	assert_int_equal(bundle_add_at(&b, dfd, ".", "workdir", &e), 0);
+	/* data/ swapped for a link out: a mount through it is refused, not
+	 * read; so is ".." out of the directory */
+	snprintf(p, sizeof p, "%s/job-was/data", dir);
+	snprintf(q, sizeof q, "%s/job-was/data-was", dir);
+	assert_int_equal(rename(p, q), 0);
+	snprintf(q, sizeof q, "%s/secret", dir);
+	assert_int_equal(symlink(q, p), 0);
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "data/api.token", "m/tok", &e),
+			 -EPERM);
+	assert_non_null(strstr(e.msg, "leads out of the job's directory"));
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "data-link/api.token", "m/tok",
+				       &e), -EPERM);
+	sr_err_clear(&e);
+	assert_int_equal(bundle_add_at(&b, dfd, "../secret/api.token", "m/tok",
+				       &e), -EPERM);
+	/* a link that stays inside is followed */
+	ln("data-was/vocab", "job-was/v-link");
+	assert_int_equal(bundle_add_at(&b, dfd, "v-link", "m/vocab", &e), 0);
+	assert_int_equal(bundle_finish(&b, &e), 0);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/train.py", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/data/vocab", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "workdir/data-link", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "m/vocab", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "m/tok", &e), 0);
+	assert_null(memmem(b.buf, b.len, "ADMIN", 5));
+	close(dfd);
 	bundle_free(&b);
 }
 
@@ -284,7 +420,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip_and_tar, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_home_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_reads_beneath_the_open_dir,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_refuses, setup, teardown),
 	};
 

@@ -292,6 +292,69 @@ static void test_crash_restarts_then_fails(void **state)
 	json_decref(j);
 }
 
+/* A job's bucket file_mounts reach its node's assignment as
+ * bucket_mounts (issue 30), apart from the local file_mounts. */
+static void test_register_bucket_mounts(void **state)
+{
+	const char yaml[] = "name: b\nresources:\n  accelerators: V100:1\n"
+			    "  use_spot: false\nrun: echo hi\nfile_mounts:\n"
+			    "  /checkpoint:\n    source: s3://my-ckpts/run1/\n"
+			    "    mode: MOUNT_CACHED\n  /data: gs://my-data/set\n"
+			    "spotrun:\n  deadline: 100h\n  work: 2h\n";
+	char ntok[80], p[128];
+	json_t *v = NULL, *b, *m;
+	int64_t id, node;
+
+	(void)state;
+	id = create_job(yaml);
+	node = wait_booting(id);
+	node_token(node, ntok);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/register", (long long)node);
+	assert_int_equal(jreq("POST", p, ntok, json_object(), &v), 200);
+	b = json_object_get(v, "bucket_mounts");
+	assert_int_equal(json_array_size(b), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const char *dst;
+
+		m = json_array_get(b, i);
+		dst = json_string_value(json_object_get(m, "dst"));
+		assert_non_null(dst);
+		if (!strcmp(dst, "/checkpoint")) {
+			assert_string_equal(json_string_value(json_object_get(m, "uri")),
+					    "s3://my-ckpts/run1");
+			assert_string_equal(json_string_value(json_object_get(m, "store")),
+					    "s3");
+			assert_string_equal(json_string_value(json_object_get(m, "mode")),
+					    "MOUNT_CACHED");
+		} else {
+			assert_string_equal(dst, "/data");
+			assert_string_equal(json_string_value(json_object_get(m, "uri")),
+					    "gs://my-data/set");
+			assert_string_equal(json_string_value(json_object_get(m, "mode")),
+					    "COPY");
+		}
+	}
+	assert_int_equal(json_object_size(json_object_get(v, "file_mounts")), 0);
+	/* SKYPILOT_TASK_ID: sky-managed-YYYY-MM-DD-HH-MM-SS-UUUUUU_NAME_ID-0 */
+	{
+		const char *t = json_string_value(json_object_get(v, "task_id"));
+		char tail[64];
+		int y, mo, d, h, mi, sec, us, n = 0;
+
+		assert_non_null(t);
+		snprintf(tail, sizeof tail, "_b_%lld-0", (long long)id);
+		assert_int_equal(sscanf(t, "sky-managed-%4d-%2d-%2d-%2d-%2d-%2d-%6d%n",
+					&y, &mo, &d, &h, &mi, &sec, &us, &n), 7);
+		assert_string_equal(t + n, tail);
+		assert_true(y >= 2024 && mo >= 1 && mo <= 12);
+	}
+	json_decref(v);
+	snprintf(p, sizeof p, "/v1/jobs/%lld/cancel", (long long)id);
+	assert_int_equal(jreq("POST", p, ctl_admin_token(ctl), NULL, &v), 202);
+	json_decref(v);
+	json_decref(wait_state(id, "CANCELLED"));
+}
+
 static void test_imds(void **state)
 {
 	char ntok[80], p[160], tok[128];
@@ -501,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_job_lifecycle_node_api),
 		cmocka_unit_test(test_crash_restarts_then_fails),
+		cmocka_unit_test(test_register_bucket_mounts),
 		cmocka_unit_test(test_imds),
 		cmocka_unit_test(test_imds_local_interruption),
 		cmocka_unit_test(test_local_driver_contract),

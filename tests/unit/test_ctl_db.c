@@ -150,6 +150,10 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE jobs DROP COLUMN deadline_state;"
 		" DROP TABLE ckpt_seen; DROP TABLE lost_pending;"
 		" DROP TABLE uploads; ALTER TABLE jobs DROP COLUMN files;"
+		" ALTER TABLE jobs DROP COLUMN team;"
+		" ALTER TABLE jobs DROP COLUMN project;"
+		" ALTER TABLE jobs DROP COLUMN cost_center;"
+		" DROP TABLE budget_alerts;"
 		" UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);

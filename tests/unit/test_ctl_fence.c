@@ -10,14 +10,19 @@
  *     set_phase / set_kill_pending kind) fails -ESTALE and writes nothing;
  *   - a transaction on it fails at store_begin;
  *   - once it has stepped down, it answers writes 503 before touching
- *     the store, and takes the lease back only when it has expired. */
+ *     the store, and takes the lease back only when it has expired;
+ *   - a daemon started while another holds the lease (a standby on
+ *     PostgreSQL) writes no clock anchor; it writes its own once it
+ *     leads. */
 #include "ctl_fixture.h"
 #include "ctl/ctl_int.h"
 #include "ctl/recon.h"
 #include "store_backends.h"
 
-/* Start a daemon on b's database, leading; *sd gets its state dir. */
-static struct ctl *start_on(struct backend *b, char *sd, size_t n)
+/* Start a daemon on b's database with that time scale; *sd gets its
+ * state dir. */
+static struct ctl *start_scaled(struct backend *b, char *sd, size_t n,
+				double scale)
 {
 	struct ctl_config cfg;
 	struct sr_err e = { 0 };
@@ -33,8 +38,18 @@ static struct ctl *start_on(struct backend *b, char *sd, size_t n)
 	cfg.agent_path = "/bin/true";
 	cfg.manual_reconcile = 1;
 	cfg.lease_ms = 10000; /* the daemon's clock says it leads throughout */
+	if (scale > 0)
+		cfg.time_scale = scale;
 	if (ctl_start(&cfg, &c, &e))
 		fail_msg("ctl_start: %s", e.msg);
+	return c;
+}
+
+/* Start a daemon on b's database, leading; *sd gets its state dir. */
+static struct ctl *start_on(struct backend *b, char *sd, size_t n)
+{
+	struct ctl *c = start_scaled(b, sd, n, 0);
+
 	assert_true(ctl__lease_valid(c));
 	return c;
 }
@@ -144,6 +159,53 @@ static void test_fence(void **state)
 	ctl = NULL;
 }
 
+static void clock_scale(struct store *s, char *buf, size_t n)
+{
+	struct sr_err e = { 0 };
+
+	assert_int_equal(store_setting_get(s, "clock_scale", buf, n, &e), 0);
+}
+
+static void test_clock_anchor_fenced(void **state)
+{
+	struct backend *b = *state;
+	struct store *other = NULL;
+	struct sr_err e = { 0 };
+	char sd[128], sd2[128], v[64], real0[64], real1[64];
+
+	ctl = start_on(b, sd, sizeof sd);
+	assert_int_equal(store_open(b->where, 0, &other, &e), 0);
+	clock_scale(other, v, sizeof v);
+	assert_string_equal(v, "3600");
+	assert_int_equal(store_setting_get(other, "clock_real0_ns", real0,
+					   sizeof real0, &e), 0);
+	ctl_stop(ctl);
+	ctl = NULL;
+	/* another daemon leads for an hour; this one starts with a new
+	 * scale: as a standby (PostgreSQL) it keeps its anchor to itself */
+	lease_to_other(other, 1);
+	ctl = start_scaled(b, sd2, sizeof sd2, 7);
+	clock_scale(other, v, sizeof v);
+	if (store_backend(other) == STORE_POSTGRES) {
+		assert_false(ctl__is_leader(ctl));
+		assert_string_equal(v, "3600");
+		assert_int_equal(store_setting_get(other, "clock_real0_ns", real1,
+						   sizeof real1, &e), 0);
+		assert_string_equal(real1, real0);
+		/* the other's lease ends: leading, it writes its anchor */
+		lease_to_other(other, 0);
+		assert_int_equal(ctl__reconcile_once(ctl), 0);
+		assert_true(ctl__is_leader(ctl));
+		clock_scale(other, v, sizeof v);
+	}
+	/* SQLite: the state's lock proves the holder gone, it leads at once */
+	assert_true(ctl__is_leader(ctl));
+	assert_string_equal(v, "7");
+	store_close(other);
+	ctl_stop(ctl);
+	ctl = NULL;
+}
+
 /* store_backends.h's helpers this file has no use for */
 static void unused(void)
 {
@@ -155,6 +217,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		BOTH(test_fence),
+		BOTH(test_clock_anchor_fenced),
 	};
 
 	(void)unused;

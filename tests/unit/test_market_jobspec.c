@@ -190,6 +190,12 @@ static void test_errors(void **state)
 		   "job.yaml:3: resources.any_of: give any_of or ordered, not both");
 	expect_err("resources:\n  any_of:\n    - infra: gcp\n      instance_type: x\n",
 		   "job.yaml:4: resources.any_of[0].instance_type: not supported; name the GPU");
+	expect_err("spotrun:\n  team: \"ml team\"\n",
+		   "job.yaml:2: spotrun.team: 'ml team' is not a label: only letters, digits");
+	expect_err("spotrun:\n  project: ''\n",
+		   "job.yaml:2: spotrun.project: '' is not a label: empty");
+	expect_err("spotrun:\n  cost_center: [a]\n",
+		   "job.yaml:2: spotrun.cost_center: expected a value");
 	expect_err("name: a\nname: b\n", "job.yaml:2: duplicate key 'name'");
 	expect_err("- a\n- b\n", "job.yaml:1: expected a mapping");
 	expect_err("", "job.yaml:1: empty job file");
@@ -259,6 +265,23 @@ static void test_json_roundtrip(void **state)
 	json_object_set_new(json_object_get(j, "spotrun"), "work_h", json_string("x"));
 	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
 	assert_non_null(strstr(e.msg, "spotrun: work_h: expected number"));
+	json_decref(j);
+	jobspec_free(&js);
+
+	/* chargeback labels survive; a bad one in JSON is refused */
+	static const char yl[] = "spotrun:\n  team: ml-research\n"
+				 "  project: llama/8b\n  cost_center: CC-1234\n";
+	assert_int_equal(jobspec_parse_buf(yl, sizeof yl - 1, "j", &js, &e), 0);
+	j = jobspec_to_json(&js);
+	assert_int_equal(jobspec_from_json(j, &back, &e), 0);
+	assert_string_equal(back.team, "ml-research");
+	assert_string_equal(back.project, "llama/8b");
+	assert_string_equal(back.cost_center, "CC-1234");
+	jobspec_free(&back);
+	json_object_set_new(json_object_get(j, "spotrun"), "team",
+			    json_string("a\"b"));
+	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "spotrun.team: not a label"));
 	json_decref(j);
 	jobspec_free(&js);
 

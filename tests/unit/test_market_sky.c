@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "market/plan.h"
+#include "jobspec_diag.h"
 
 static struct catalog g_cat;
 
@@ -38,21 +39,6 @@ static int teardown(void **state)
 {
 	(void)state;
 	catalog_free(&g_cat);
-	return 0;
-}
-
-static int parse(const char *y, struct jobspec *js, struct jobspec_diag *d,
-		 struct sr_err *e)
-{
-	return jobspec_parse_buf_diag(y, strlen(y), "t.yaml", js, d, e);
-}
-
-static int has(const struct jobspec_diag *d, const char *needle)
-{
-	for (size_t i = 0; i < d->n_errors; i++) {
-		if (strstr(d->errors[i], needle))
-			return 1;
-	}
 	return 0;
 }
 
@@ -185,13 +171,14 @@ static void test_other_keys_roundtrip(void **state)
 }
 
 /* A mount source with a scheme (curl reads it as a URL, upper case and a
- * port too) is refused by name; a local path with a colon is a path. */
+ * port too) is a bucket (tests/unit/test_market_mounts.c) or refused by
+ * name; a local path with a colon is a path. */
 static void test_mount_sources(void **state)
 {
 	static const struct { const char *src, *err; } cases[] = {
-		{ "gs://bucket/data", "'gs://bucket/data': gs:// URLs are not supported" },
-		{ "HTTPS://[::1]:8443/x", "https:// URLs are not supported" },
-		{ "s3://bad bucket/x", "s3:// URLs are not supported" },
+		{ "r2://bucket/data", "'r2://bucket/data': r2:// buckets are not supported" },
+		{ "HTTPS://[::1]:8443/x", "https:// is not a bucket URL" },
+		{ "s3://bad bucket/x", "'s3://bad bucket/x': " },
 		{ "./run:1/data", NULL },
 		{ "/data/a://b", NULL },
 	};
@@ -242,7 +229,8 @@ static void test_all_problems_at_once(void **state)
 	assert_true(has(&d, ":9: resources.labels"));
 	assert_true(has(&d, ":10: resources.ports: '99999'"));
 	assert_true(has(&d, ":11: resources.job_recovery: unknown strategy 'RETRY_FOREVER'; expected one of:"));
-	assert_true(has(&d, ":14: file_mounts./ckpt: cloud storage mounts"));
+	assert_true(has(&d, ":14: file_mounts./ckpt.source: 'r2://my-bucket': r2:// "
+			"buckets are not supported"));
 	assert_true(has(&d, ":16: service: not supported"));
 	assert_true(has(&d, ":19: workdir: a git workdir"));
 	assert_non_null(strstr(e.msg, "(and 9 more problems)"));
