@@ -63,6 +63,12 @@ struct catalog_offering {
 	double hazard_per_h;     /* spot preemptions per node-hour; 0 if none */
 	enum catalog_hazard_src hazard_src;
 	char hazard_from[64];    /* where the hazard came from, in words */
+	double outage_h;         /* mean hours the pool stays without spot
+				    capacity after a preemption, and that
+				    spell's coefficient of variation (fitted
+				    to the traces with the hazard); 0 = not
+				    measured */
+	double outage_cv;
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };

@@ -38,6 +38,10 @@ struct pool {
 	double count;
 	double up_h;
 	size_t losses, files;
+	/* the down spells that follow a loss (not one cut by the trace's
+	 * end): count, sum and sum of squares of their hours */
+	size_t spells;
+	double spell_h, spell_h2;
 	char set[48];     /* first trace set, e.g. "availability/1-node/aws-10-26-2022" */
 };
 
@@ -100,8 +104,9 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	json_error_t je;
 	json_t *root = NULL, *data, *gapj;
 	struct pool *p = NULL;
-	size_t up = 0, losses = 0, n;
-	int rc = 0;
+	size_t up = 0, losses = 0, n, spells = 0, run = 0;
+	double spell_h = 0, spell_h2 = 0;
+	int rc = 0, after_loss = 0;
 
 	if (split_name(file, zone, sizeof zone, gpu, sizeof gpu, &count) ||
 	    !gpu_known(c, gpu))
@@ -124,6 +129,20 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 
 		up += (size_t)v;
 		losses += (size_t)(v && i + 1 < n && !next);
+		/* a down spell after a loss, ended by capacity coming back */
+		if (!v && after_loss)
+			run++;
+		if (v && after_loss && run) {
+			double h = (double)run * gap / 3600.0;
+
+			spells++;
+			spell_h += h;
+			spell_h2 += h * h;
+		}
+		if (v) {
+			after_loss = i + 1 < n && !next;
+			run = 0;
+		}
 	}
 	snprintf(zone, sizeof zone, "%s", zone_id(c, cloud, zone));
 	for (size_t i = 0; i < ps->n && !p; i++) {
@@ -151,6 +170,9 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	}
 	p->up_h += (double)up * gap / 3600.0;
 	p->losses += losses;
+	p->spells += spells;
+	p->spell_h += spell_h;
+	p->spell_h2 += spell_h2;
 	p->files++;
 out:
 	json_decref(root);
@@ -219,6 +241,13 @@ int catalog_load_trace_rates(struct catalog *c, const char *dir, struct sr_err *
 			    fabs(o->accel_count - p->count) > 1e-9)
 				continue;
 			o->hazard_per_h = (double)p->losses / p->up_h;
+			if (p->spells > 1) {
+				double m = p->spell_h / (double)p->spells;
+				double var = p->spell_h2 / (double)p->spells - m * m;
+
+				o->outage_h = m;
+				o->outage_cv = var > 0 ? sqrt(var) / m : 0;
+			}
 			o->hazard_src = CATALOG_HAZARD_TRACE;
 			snprintf(o->hazard_from, sizeof o->hazard_from, "%s%s: %zu in %.0fh up",
 				 p->set, p->files > 1 ? "+" : "", p->losses, p->up_h);

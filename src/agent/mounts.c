@@ -84,11 +84,14 @@ static void human(uint64_t b, char *buf, size_t n)
 }
 
 /* The mount's local directory: NODE_DIR/<dst without '/'>, or under
- * $HOME for "~/...".  0 or -EINVAL for a dst the node cannot hold. */
+ * the workload's home for "~/..." (sync.c's a.home: the node's own on a
+ * disk shared with spotrund, else $HOME).  0 or -EINVAL for a dst the
+ * node cannot hold. */
 static int mount_dir(struct agent *ag, const char *dst, char *out, size_t n,
 		     struct sr_err *e)
 {
-	const char *home = getenv("HOME"), *rel = dst, *base = ag->node_dir;
+	const char *home = ag->a.home ? ag->a.home : getenv("HOME");
+	const char *rel = dst, *base = ag->node_dir;
 	size_t k;
 
 	if (!strncmp(dst, "~/", 2) && home && *home) {

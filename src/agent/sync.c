@@ -172,8 +172,9 @@ static int unpack(struct agent *ag, int in, const char *home,
 	return 0;
 }
 
-/* Where file_mounts ~/X go (see the top): *home, NULL when the job has
- * none; a->home is set when the workload's HOME changes to it. */
+/* Where file_mounts ~/X and bucket mounts ~/X go (see the top): *home,
+ * NULL when the job has none; a->home is set when the workload's HOME
+ * changes to it (mounts.c puts ~/ bucket mounts there too). */
 static int home_dir(struct agent *ag, const char **home, struct sr_err *e)
 {
 	struct assignment *a = &ag->a;
@@ -184,6 +185,8 @@ static int home_dir(struct agent *ag, const char **home, struct sr_err *e)
 	*home = NULL;
 	json_object_foreach(a->mounts, k, v)
 		want |= !strcmp(k, "~") || !strncmp(k, "~/", 2);
+	for (size_t i = 0; i < a->nbuckets; i++)
+		want |= !strncmp(a->buckets[i].dst, "~/", 2);
 	if (!want)
 		return 0;
 	if (a->shared_disk) {
@@ -216,10 +219,11 @@ int agent_sync_files(struct agent *ag, struct sr_err *e)
 
 	if (ag->synced)
 		return 0;
+	rc = home_dir(ag, &home, e);
+	if (rc)
+		return rc;
 	if (a->files) {
-		rc = home_dir(ag, &home, e);
-		if (!rc)
-			rc = fetch(ag, &fd, e);
+		rc = fetch(ag, &fd, e);
 		if (!rc)
 			rc = unpack(ag, fd, home, e);
 		if (fd >= 0)

@@ -14,6 +14,7 @@ put in place on the node is a `file_mounts` event, not a failed setup.
 
 import os
 import stat
+import time
 
 from test_e2e_cli import Cli, submitted_id
 from test_sec_files import jobs, launch
@@ -114,3 +115,38 @@ def test_a_mount_that_fails_on_the_node_is_no_setup_failure(cli, tmp_path):
     assert not any(e["type"] == "setup_done" for e in ev), ev
     logs = cli.run("logs", str(jid), check=0).stdout
     assert "ran" not in logs.split(), logs
+
+
+def test_a_home_bucket_mount_stays_in_the_nodes_home(cli, tmp_path):
+    """A bucket mounted under ~/ lands in the workload's home - on the
+    local cloud the node's own, never the user's."""
+    from objstore_servers import S3rver
+    s3 = S3rver(buckets=("sky-ckpt",))
+    try:
+        cli.start()
+        envs = "".join("  %s: '%s'\n" % kv for kv in s3.env().items())
+        path = task(str(tmp_path / "proj"),
+                    "  ~/ckpt: {source: s3://sky-ckpt/run, mode: MOUNT}\n",
+                    'echo saved > ~/ckpt/model.txt; echo "home=$HOME"')
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("file_mounts:\n", "envs:\n" + envs +
+                                 "file_mounts:\n"))
+        p = launch(cli, path, "-d", "-y")
+        assert p.returncode == 0, (p.stdout, p.stderr, cli.log_tail())
+        jid = submitted_id(p.stdout)
+        deadline = time.monotonic() + 120
+        logs = ""
+        while "home=" not in logs and time.monotonic() < deadline:
+            time.sleep(0.3)
+            logs = cli.run("logs", str(jid), check=0).stdout
+        assert "home=" in logs, (logs, cli.log_tail())
+        home = logs.split("home=", 1)[1].split()[0]
+        node = cli.json("status", str(jid))["job"]["nodes"][0]["id"]
+        assert home == os.path.join(cli.state, "nodes", str(node), "home")
+        assert os.path.exists(os.path.join(home, "ckpt", "model.txt"))
+        assert not os.path.exists(os.path.join(cli.home, "ckpt"))
+    finally:
+        cli.stop()
+        s3.close()
