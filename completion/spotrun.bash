@@ -64,7 +64,7 @@ _spotrun()
         daemon)
             COMPREPLY=($(compgen -W "start stop status --listen --state-dir --json --help" -- "$cur")) ;;
         cost)
-            COMPREPLY=($(compgen -W "--by --since --until --job --focus --focus-version --account --account-name $common" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--by --since --until --job reconcile --focus --focus-version --account --account-name $common" -- "$cur")) ;;
         ckpt)
             if [[ $sub == bench ]]; then
                 COMPREPLY=($(compgen -W "--size --dir --json --threads --reps --train-seconds --interval --pairs --placement --copy-cpus --nice --write-cap --torch-script --io-depth --io-chunk --remote --only --no-progress --help" -- "$cur"))
