@@ -33,6 +33,7 @@ static void usage(void)
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
 	       "                    [--focus-version 1.3|1.2]\n"
+	       "       spotrun cost reconcile BILL.csv... [--json]   (see its --help)\n"
 	       "\n"
 	       "Cost, savings and waste from the billing ledger, as spotrund's API\n"
 	       "serves them (GET /v1/cost; the daemon must be running).  SAVED is\n"
@@ -359,6 +360,8 @@ static int focus_all(struct ctlcli *o, const char *path, const char *file,
 	return rc;
 }
 
+int cost_reconcile(int argc, char **argv); /* cost_reconcile.c */
+
 static int cmd_cost(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = CMD };
@@ -367,6 +370,8 @@ static int cmd_cost(int argc, char **argv)
 	char path[1400], id[24];
 	int rc;
 
+	if (argc > 1 && !strcmp(argv[1], "reconcile"))
+		return cost_reconcile(argc - 1, argv + 1);
 	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, cost_defs,
 			  cost_opt, &co);
 	if (rc >= 0)
