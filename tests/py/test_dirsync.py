@@ -233,3 +233,31 @@ def test_kill9_syncer(tmp_path):
         assert mid_round >= trials // 5  # the named points at least
     finally:
         srv.close()
+
+
+def test_sync_now_takes_a_round_at_once(tmp_path, monkeypatch):
+    """spotrun.sync_now() (the workload's side of the contract): with a
+    quiet time of an hour, the new file is committed only because it was
+    asked for, and sync_now() returns once it is."""
+    import spotrun
+    srv = S3rver()
+    try:
+        env = env_for(srv)
+        uri = "s3://ckpt/now"
+        src = tmp_path / "src"
+        req, ans = tmp_path / "req.json", tmp_path / "ans.json"
+        p = Proc([AGENT, "--dirsync", str(src), "--uri", uri, "--quiet",
+                  "1h", "--request", str(req), "--answer", str(ans)], env)
+        p.until(lambda l, e: e.get("event") == "restored")
+        (src / "ckpt-1.pt").write_bytes(b"one")
+        monkeypatch.setenv("SPOTRUN_SYNC_REQUEST", str(req))
+        monkeypatch.setenv("SPOTRUN_SYNC_ANSWERS", str(ans))
+        assert spotrun.sync_now(timeout=LIMIT) == {str(ans): 1}
+        _, ev = p.until(lambda l, e: e.get("event") == "round")
+        assert ev["round"] == 1 and ev["files"] == 1
+        p.send("final\n")
+        assert p.p.wait(LIMIT) == 0
+        monkeypatch.delenv("SPOTRUN_SYNC_ANSWERS")
+        assert spotrun.sync_now() is None  # no bucket mount: nothing to do
+    finally:
+        srv.close()
