@@ -69,6 +69,11 @@ struct catalog_offering {
 				    to the traces with the hazard); 0 = not
 				    measured */
 	double outage_cv;
+	double hazard_disp;      /* how much the market varies from day to
+				    day (traces): losses per day as a
+				    negative binomial, var = m + m^2 disp;
+				    0 = no more than Poisson, or not
+				    measured */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };

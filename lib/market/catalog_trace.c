@@ -42,6 +42,9 @@ struct pool {
 	 * end): count, sum and sum of squares of their hours */
 	size_t spells;
 	double spell_h, spell_h2;
+	/* losses per whole day of the trace: days, sum, sum of squares */
+	size_t days;
+	double day_n, day_n2;
 	char set[48];     /* first trace set, e.g. "availability/1-node/aws-10-26-2022" */
 };
 
@@ -104,8 +107,8 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	json_error_t je;
 	json_t *root = NULL, *data, *gapj;
 	struct pool *p = NULL;
-	size_t up = 0, losses = 0, n, spells = 0, run = 0;
-	double spell_h = 0, spell_h2 = 0;
+	size_t up = 0, losses = 0, n, spells = 0, run = 0, days = 0, per_day, today = 0;
+	double spell_h = 0, spell_h2 = 0, day_n = 0, day_n2 = 0;
 	int rc = 0, after_loss = 0;
 
 	if (split_name(file, zone, sizeof zone, gpu, sizeof gpu, &count) ||
@@ -123,12 +126,20 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 		goto out;
 	}
 	n = json_array_size(data);
+	per_day = (size_t)(86400.0 / gap);
 	for (size_t i = 0; i < n; i++) {
 		int v = json_number_value(json_array_get(data, i)) != 0;
 		int next = i + 1 < n && json_number_value(json_array_get(data, i + 1)) != 0;
 
 		up += (size_t)v;
 		losses += (size_t)(v && i + 1 < n && !next);
+		today += (size_t)(v && i + 1 < n && !next);
+		if (per_day && (i + 1) % per_day == 0) {
+			days++;
+			day_n += (double)today;
+			day_n2 += (double)today * (double)today;
+			today = 0;
+		}
 		/* a down spell after a loss, ended by capacity coming back */
 		if (!v && after_loss)
 			run++;
@@ -171,6 +182,9 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	p->up_h += (double)up * gap / 3600.0;
 	p->losses += losses;
 	p->spells += spells;
+	p->days += days;
+	p->day_n += day_n;
+	p->day_n2 += day_n2;
 	p->spell_h += spell_h;
 	p->spell_h2 += spell_h2;
 	p->files++;
@@ -247,6 +261,13 @@ int catalog_load_trace_rates(struct catalog *c, const char *dir, struct sr_err *
 
 				o->outage_h = m;
 				o->outage_cv = var > 0 ? sqrt(var) / m : 0;
+			}
+			if (p->days > 2 && p->day_n > 0) {
+				double m = p->day_n / (double)p->days;
+				double var = p->day_n2 / (double)p->days - m * m;
+
+				/* negative binomial: var = m + m^2 disp */
+				o->hazard_disp = var > m ? (var - m) / (m * m) : 0;
 			}
 			o->hazard_src = CATALOG_HAZARD_TRACE;
 			snprintf(o->hazard_from, sizeof o->hazard_from, "%s%s: %zu in %.0fh up",
