@@ -69,6 +69,11 @@ struct catalog_offering {
 				    to the traces with the hazard); 0 = not
 				    measured */
 	double outage_cv;
+	double hazard_disp;      /* how much the market varies from day to
+				    day (traces): the variance of a day's
+				    scale g (its rate and outages x g,
+				    read from its share of hours up) over
+				    its mean squared; 0 = not measured */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };

@@ -92,6 +92,10 @@ int cost_monte_carlo(const struct cost_params *p, double deadline_h,
  * down spells of mean mean_h hours and coefficient of variation cv. */
 struct cost_outage {
 	double mean_h, cv;
+	double disp;      /* the market's day-to-day spread: each run's rate
+			     and outage mean are the given ones x one gamma
+			     draw of mean 1 and this variance (0 = the same
+			     in every run) */
 };
 
 struct cost_mc_result {

@@ -11,7 +11,10 @@
  * (exponential, the gang's hazard) and down spells (mean o->mean_h and
  * coefficient of variation o->cv: exponential for cv <= 1, else a
  * balanced two-phase hyperexponential with that mean and cv); the job
- * starts in a down spell with the stationary probability.  The job does
+ * starts in a down spell with the stationary probability.  Markets have
+ * better and worse days (the traces' share of hours up moves 0.2-0.3
+ * from day to day): each run scales the rate and the outage mean
+ * together by a gamma draw of mean 1 and variance o->disp.  The job does
  * what the deadline guard does:
  *
  *   - waits while the pool is down, as long as the on-demand finish
@@ -47,6 +50,35 @@ static double outage(uint64_t *rng, const struct cost_outage *o)
 	/* each phase carries half of the mean */
 	return cost__unif(rng) <= p ? expo(rng, o->mean_h / (2 * p)) :
 	       expo(rng, o->mean_h / (2 * (1 - p)));
+}
+
+/* A standard normal (Box-Muller). */
+static double normal(uint64_t *rng)
+{
+	return sqrt(-2 * log(cost__unif(rng))) * cos(2 * M_PI * cost__unif(rng));
+}
+
+/* Gamma of mean 1 and variance v (Marsaglia-Tsang; v > 0). */
+static double gamma1(uint64_t *rng, double v)
+{
+	double k = 1 / v, d, c, boost = 1;
+
+	if (k < 1) { /* G(k) = G(k + 1) U^(1/k) */
+		boost = pow(cost__unif(rng), 1 / k);
+		k += 1;
+	}
+	d = k - 1.0 / 3;
+	c = 1 / sqrt(9 * d);
+	for (;;) {
+		double z = normal(rng), x = 1 + c * z, u;
+
+		if (x <= 0)
+			continue;
+		x = x * x * x;
+		u = cost__unif(rng);
+		if (log(u) < 0.5 * z * z + d - d * x + d * log(x))
+			return d * x * boost * v;
+	}
 }
 
 /* One run; returns its cost in dollars, *fell = it fell back. */
@@ -140,7 +172,16 @@ int cost_fallback_mc(const struct cost_params *p, const struct cost_outage *o,
 	for (long i = 0; i < trials; i++) {
 		int f;
 
-		v[i] = one_run(p, o, est.gang_hazard_per_h, deadline_h,
+		double lam = est.gang_hazard_per_h;
+		struct cost_outage oi = *o;
+
+		if (o->disp > 0) {
+			double g = gamma1(&rng, o->disp);
+
+			lam *= g;
+			oi.mean_h *= g;
+		}
+		v[i] = one_run(p, &oi, lam, deadline_h,
 			       (double)od_per_h / 1e6, &rng, &f);
 		sum += v[i];
 		fell += f;

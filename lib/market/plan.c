@@ -204,7 +204,8 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 		/* a pool measured to stay down after a loss: the waits use
 		 * the slack (cost_outage.c); the plan's figures come from
 		 * runs of what the job will do there */
-		struct cost_outage ou = { o->outage_h, o->outage_cv };
+		struct cost_outage ou = { o->outage_h, o->outage_cv,
+					  o->hazard_disp };
 		struct cost_mc_result mc;
 
 		if (cost_fallback_mc(&cp, &ou, D, gang(o->ondemand_per_h,

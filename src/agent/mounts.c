@@ -146,7 +146,8 @@ static int start_one(struct agent *ag, struct agent_mount *m, struct sr_err *e)
 	envp = envp_build(&ag->a, ag->o->node_id, ag->w_attempt,
 			  &(struct envp_files){ .node_dir = ag->node_dir,
 						.status_file = ag->status_path,
-						.notice_file = ag->notice_path }, e);
+						.notice_file = ag->notice_path,
+						.home = ag->a.home }, e);
 	if (!envp)
 		return e->code ? e->code : -ENOMEM;
 	if (pipe2(p, O_CLOEXEC) < 0) {

@@ -25,7 +25,8 @@ static const char *const USAGE =
 	"usage: spotrun ckpt ls DIR [--json]\n"
 	"       spotrun ckpt verify DIR [--step N] [--json]\n"
 	"       spotrun ckpt inspect DIR [--step N] [--json] [--full-meta]\n"
-	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n\n"
+	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n"
+	"       spotrun ckpt bench-sync DIR --remote URI [--reps N] [--json]\n\n"
 	"Checkpoint directories written by libspotckpt (docs/checkpoint-format.md).\n"
 	"  ls       list checkpoints, newest first, without reading their data;\n"
 	"           on a synced directory's URI (a bucket mount), its rounds\n"
@@ -36,7 +37,8 @@ static const char *const USAGE =
 	"           newest one whose manifest and headers are valid); long\n"
 	"           arrays and strings in the metadata are shortened unless\n"
 	"           --full-meta (--json always has all of it)\n"
-	"  bench    measure the engine against its peers ('ckpt bench --help')\n";
+	"  bench    measure the engine against its peers ('ckpt bench --help')\n"
+	"  bench-sync  a bucket mount's round against a raw multipart upload\n";
 
 struct args {
 	const char *dir;
@@ -392,6 +394,8 @@ static int cmd_ckpt(int argc, char **argv)
 		return cmd_inspect(argc, argv);
 	if (!strcmp(sub, "bench"))
 		return ckpt_bench_main(argc, argv);
+	if (!strcmp(sub, "bench-sync"))
+		return ckpt_bench_sync_main(argc, argv);
 	return cli_usage_error("ckpt", "unknown subcommand '%s'", sub);
 }
 

@@ -12,7 +12,8 @@ against s3rver (npm, SigV4 checked), on 127.0.0.1.
     After every kill a fresh directory restores a WHOLE earlier round -
     every file of one trial's writes, none of another's, none missing -
     and never one older than the newest round the syncer reported
-    committed (0 bytes of committed rounds lost).  50 trials here;
+    committed (0 bytes of committed rounds lost).  50 trials here (20
+    under ASan, slower per trial);
     SPOTRUN_CRASH_TRIALS overrides (make soak: 2,000); SPOTRUN_SEED picks
     the delays and sizes (printed).
 """
@@ -28,6 +29,7 @@ import time
 
 from objstore_servers import S3rver
 
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 BUILD = os.environ.get("SPOTRUN_BUILD", "build")
 AGENT = os.path.join(BUILD, "bin", "spotrun-agent")
 CLI = os.path.join(BUILD, "bin", "spotrun")
@@ -155,7 +157,8 @@ def test_sync_restore_roundtrip(tmp_path):
 
 
 def test_kill9_syncer(tmp_path):
-    trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS", "50"))
+    trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS",
+                                "20" if ASAN else "50"))
     seed = int(os.environ.get("SPOTRUN_SEED", "30"))
     print("kill9 syncer: %d trials, SPOTRUN_SEED=%d" % (trials, seed))
     rnd = random.Random(seed)
@@ -231,5 +234,33 @@ def test_kill9_syncer(tmp_path):
         print("kill9 syncer: %d trials, %d killed before their round "
               "committed, newest round %d" % (trials, mid_round, best))
         assert mid_round >= trials // 5  # the named points at least
+    finally:
+        srv.close()
+
+
+def test_sync_now_takes_a_round_at_once(tmp_path, monkeypatch):
+    """spotrun.sync_now() (the workload's side of the contract): with a
+    quiet time of an hour, the new file is committed only because it was
+    asked for, and sync_now() returns once it is."""
+    import spotrun
+    srv = S3rver()
+    try:
+        env = env_for(srv)
+        uri = "s3://ckpt/now"
+        src = tmp_path / "src"
+        req, ans = tmp_path / "req.json", tmp_path / "ans.json"
+        p = Proc([AGENT, "--dirsync", str(src), "--uri", uri, "--quiet",
+                  "1h", "--request", str(req), "--answer", str(ans)], env)
+        p.until(lambda l, e: e.get("event") == "restored")
+        (src / "ckpt-1.pt").write_bytes(b"one")
+        monkeypatch.setenv("SPOTRUN_SYNC_REQUEST", str(req))
+        monkeypatch.setenv("SPOTRUN_SYNC_ANSWERS", str(ans))
+        assert spotrun.sync_now(timeout=LIMIT) == {str(ans): 1}
+        _, ev = p.until(lambda l, e: e.get("event") == "round")
+        assert ev["round"] == 1 and ev["files"] == 1
+        p.send("final\n")
+        assert p.p.wait(LIMIT) == 0
+        monkeypatch.delenv("SPOTRUN_SYNC_ANSWERS")
+        assert spotrun.sync_now() is None  # no bucket mount: nothing to do
     finally:
         srv.close()

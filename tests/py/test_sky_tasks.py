@@ -19,6 +19,7 @@ from test_sky_files import cli  # noqa: F401 (the fixture: a daemon, a HOME)
 import pytest
 
 SPOT = os.path.join(ROOT, "tests", "skypilot", "spot")
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 TASKS = ["bert_bucket.yaml", "ddp_torchrun.yaml", "torch_elastic.yaml",
          "deepspeed.yaml"]
 
@@ -61,6 +62,7 @@ def run_task(cli, path):
     return p, submitted_id(p.stdout)
 
 
+@pytest.mark.skipif(ASAN, reason="PyTorch on 2 nodes; run in the plain pass")
 @pytest.mark.parametrize("task", ["ddp_torchrun.yaml", "torch_elastic.yaml"])
 def test_torchrun_tasks_train_on_cpu(cli, tmp_path, task):
     cli.start()

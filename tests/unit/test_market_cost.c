@@ -188,7 +188,7 @@ static void test_fallback_with_outages(void **state)
 	struct cost_params p = { .work_h = 10, .nodes = 1, .hazard_per_h = 0,
 				 .price_per_h = 1000000, .ckpt_interval_h = 1,
 				 .resume_h = 0.2 };
-	struct cost_outage none = { 0, 0 }, o = { 1.0, 2.0 }, forever = { 1e6, 0 };
+	struct cost_outage none = { 0, 0, 0 }, o = { 1.0, 2.0, 0 }, forever = { 1e6, 0, 0 };
 	struct cost_mc_result r, r2;
 
 	(void)state;
@@ -214,6 +214,15 @@ static void test_fallback_with_outages(void **state)
 	assert_true(r.p_fallback >= r2.p_fallback);
 	assert_int_equal(cost_fallback_mc(&p, &o, 11, 3000000, 500, 7, &r2), 0);
 	assert_true(r2.p_fallback > r.p_fallback && r2.mean > r.mean);
+	/* days of a worse market (the rate and the outages scaled together
+	 * per run): a wider spread, the same seed the same figures */
+	o.disp = 0.5;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r2), 0);
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r), 0);
+	assert_int_equal(r.p95, r2.p95);
+	o.disp = 0;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r2), 0);
+	assert_true(r.p95 > r2.p95);
 	/* bad input */
 	assert_int_equal(cost_fallback_mc(&p, &o, INFINITY, 3000000, 10, 1, &r),
 			 -EINVAL);
