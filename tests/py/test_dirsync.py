@@ -12,7 +12,8 @@ against s3rver (npm, SigV4 checked), on 127.0.0.1.
     After every kill a fresh directory restores a WHOLE earlier round -
     every file of one trial's writes, none of another's, none missing -
     and never one older than the newest round the syncer reported
-    committed (0 bytes of committed rounds lost).  50 trials here;
+    committed (0 bytes of committed rounds lost).  50 trials here (20
+    under ASan, slower per trial);
     SPOTRUN_CRASH_TRIALS overrides (make soak: 2,000); SPOTRUN_SEED picks
     the delays and sizes (printed).
 """
@@ -28,6 +29,7 @@ import time
 
 from objstore_servers import S3rver
 
+ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 BUILD = os.environ.get("SPOTRUN_BUILD", "build")
 AGENT = os.path.join(BUILD, "bin", "spotrun-agent")
 CLI = os.path.join(BUILD, "bin", "spotrun")
@@ -155,7 +157,8 @@ def test_sync_restore_roundtrip(tmp_path):
 
 
 def test_kill9_syncer(tmp_path):
-    trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS", "50"))
+    trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS",
+                                "20" if ASAN else "50"))
     seed = int(os.environ.get("SPOTRUN_SEED", "30"))
     print("kill9 syncer: %d trials, SPOTRUN_SEED=%d" % (trials, seed))
     rnd = random.Random(seed)
