@@ -76,7 +76,7 @@ say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
 EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 -linih \
-	-lssl -lcrypto -lpthread -ldl -lm
+	-lssl -lcrypto -lz -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
 LIBDIRS := $(patsubst lib/%/,%,$(sort $(dir $(wildcard lib/*/*.c))))
@@ -262,7 +262,8 @@ bench: all
 # meets its deadline, is bitwise identical, moves <= preemptions + 1.
 # Then 200 random preemptions of 2- and 4-rank DDP jobs (make check: 20),
 # 200 kill -9 of spotrund at random moments with a preemption in flight
-# (make check: 50), then 2,000 kill -9 trials of the tier-3 uploader
+# (make check: 50), then 2,000 kill -9 trials each of the tier-3 uploader
+# and of the bucket-mount syncer
 # (scripts/soak-uploader; make check runs 50), then 200 kill -9 of the
 # leader of two daemons on PostgreSQL (bench/failover.sh; make check: 20),
 # then the AWS soaks: 200 fake nodes in two throttling EC2 emulators over

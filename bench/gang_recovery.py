@@ -321,7 +321,7 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records):
         # the first replacement node was asked of the cloud
         "replacement_created": min(new) - notice if new else None,
         # every rank of the attempt exited; the noticed nodes are let go
-        "gang_stopped": first("preempted"),
+        "gang_stopped": first("stopped"),
         # every rank has a READY node: the next attempt starts
         "attempt_started": first("recovered"),
     })

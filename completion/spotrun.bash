@@ -64,12 +64,14 @@ _spotrun()
         daemon)
             COMPREPLY=($(compgen -W "start stop status --listen --state-dir --json --help" -- "$cur")) ;;
         cost)
-            COMPREPLY=($(compgen -W "--by --since --until --job --focus --account --account-name $common" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--by --since --until --job reconcile --focus --focus-version --account --account-name $common" -- "$cur")) ;;
         ckpt)
             if [[ $sub == bench ]]; then
                 COMPREPLY=($(compgen -W "--size --dir --json --threads --reps --train-seconds --interval --pairs --placement --copy-cpus --nice --write-cap --torch-script --io-depth --io-chunk --remote --only --no-progress --help" -- "$cur"))
+            elif [[ $sub == bench-sync ]]; then
+                COMPREPLY=($(compgen -W "--remote --reps --json --help" -- "$cur"))
             elif [[ $COMP_CWORD -eq 2 ]]; then
-                COMPREPLY=($(compgen -W "ls verify inspect bench --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "ls verify inspect bench bench-sync --help" -- "$cur"))
             else
                 COMPREPLY=($(compgen -W "--json --step --full-meta --help" -- "$cur"))
                 [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur"))

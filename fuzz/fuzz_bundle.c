@@ -3,7 +3,8 @@
  * spotrund accepts from an API caller (POST /v1/uploads) and an agent
  * unpacks (lib/bundle).  Invariants: every entry bundle_scan hands out has
  * a name bundle_name_ok accepts, a link target that stays inside the
- * archive, and its data inside the buffer.
+ * archive, its data inside the buffer, and a mode of 0644, 0755 or the
+ * owner-only 0600, 0700.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ static int check(void *ud, const struct bundle_entry *en, struct sr_err *e)
 		abort();
 	if (en->type == BUNDLE_FILE && (d < c->buf || d + en->size > c->buf + c->len))
 		abort();
-	if (en->mode != 0644 && en->mode != 0755)
+	if (en->mode != 0644 && en->mode != 0755 && en->mode != 0600 &&
+	    en->mode != 0700) /* owner-only entries stay so (issue 30) */
 		abort();
 	return 0;
 }

@@ -11,7 +11,9 @@
  * relative, at most BUNDLE_NAME_MAX bytes (ustar prefix + name), no empty,
  * "." or ".." component; a link's target relative and, resolved from the
  * link's directory, inside the archive's root; modes 0755 or 0644 (the
- * owner's x bit decides); uid, gid and mtime 0 (the same tree gives the
+ * owner's x bit decides), or 0700 / 0600 for an owner-only entry (one
+ * whose source has no group or other permission, or added with
+ * owner_only set: a key from the user's home); uid, gid and mtime 0 (the same tree gives the
  * same bytes, so the same upload); two zero blocks at the end; at most
  * BUNDLE_MAX_BYTES in all and BUNDLE_MAX_ENTRIES entries.
  *
@@ -44,6 +46,8 @@ struct bundle {
 	size_t entries;
 	/* what must not be added (absolute, canonical; NULL-ended; borrowed) */
 	const char *const *refuse;
+	/* while set, what bundle_add adds is owner-only (0600 / 0700) */
+	int owner_only;
 	/* a skipped socket or FIFO (may be NULL) */
 	void (*note)(void *ud, const char *msg);
 	void *note_ud;
@@ -100,15 +104,22 @@ int bundle_scan(const void *buf, size_t len,
  * the way is an error. */
 int bundle_unpack(const void *buf, size_t len, const char *dest,
 		  struct sr_err *e);
+/* The same, but entries under "~/" (file_mounts ~/X: the workload's
+ * home) go under the directory home (which must exist), with the same
+ * care, and a link there may not leave it.  home NULL: under dest, as
+ * "~/X" -> dest/X. */
+int bundle_unpack_home(const void *buf, size_t len, const char *dest,
+		       const char *home, struct sr_err *e);
 
 /* Does archive path `name` (as a mount's destination, checked with
  * bundle_name_ok) exist in buf: 1, 0, or < 0 for a bad archive. */
 int bundle_has(const void *buf, size_t len, const char *name,
 	       struct sr_err *e);
 
-/* Where a file_mounts destination goes in the archive and under the
- * node's dir: DST without its leading "/" or "~/" (/data/x -> data/x;
- * borrowed from dst).  Check the result with bundle_name_ok. */
+/* Where a file_mounts destination goes in the archive: DST without its
+ * leading "/" (/data/x -> data/x, under the node's dir); "~/x" stays
+ * "~/x" (under the workload's home: bundle_unpack_home).  Borrowed from
+ * dst.  Check the result with bundle_name_ok. */
 const char *bundle_mount_name(const char *dst);
 
 /* 1 when name is a valid archive path (relative, no empty, "." or ".."

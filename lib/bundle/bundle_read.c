@@ -21,8 +21,6 @@
 
 const char *bundle_mount_name(const char *dst)
 {
-	if (!strncmp(dst, "~/", 2))
-		dst += 2;
 	while (*dst == '/')
 		dst++;
 	return dst;
@@ -178,6 +176,8 @@ static int parse_header(const unsigned char *h, struct bundle_entry *en,
 		return sr_err_set(e, -SR_EPARSE, "files archive: '%s': bad size "
 				  "or mode", en->name);
 	en->mode = en->type == BUNDLE_FILE && !(mode & 0100) ? 0644 : 0755;
+	if (!(mode & 077))
+		en->mode &= 0700; /* owner-only stays so */
 	if (en->type != BUNDLE_FILE)
 		en->size = 0; /* a link's or a dir's "size" carries nothing */
 	if (en->type == BUNDLE_LINK && !bundle__link_inside(en->name, en->link))
@@ -267,7 +267,7 @@ int bundle_has(const void *buf, size_t len, const char *name,
  * following a link, the missing ones made; *leaf gets the last component
  * (a pointer into path, a copy of name). */
 static int open_parent(int root, char *path, const char **leaf, int *out,
-		       const char *name, struct sr_err *e)
+		       unsigned dmode, const char *name, struct sr_err *e)
 {
 	char *slash, *comp = path;
 	int fd = dup(root);
@@ -281,7 +281,7 @@ static int open_parent(int root, char *path, const char **leaf, int *out,
 		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			     O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST) {
+			if (mkdirat(fd, comp, dmode) < 0 && errno != EEXIST) {
 				close(fd);
 				return sr_err_set(e, -errno, "%s: %s", name,
 						  strerror(errno));
@@ -322,15 +322,31 @@ static int write_all(int fd, const char *p, uint64_t n)
 	return 0;
 }
 
+struct unpack_ud {
+	int root, home; /* home -1: "~/" entries go under root */
+};
+
 static int unpack_fn(void *ud, const struct bundle_entry *en, struct sr_err *e)
 {
+	const struct unpack_ud *u = ud;
 	char path[BUNDLE_NAME_MAX + 1];
-	const char *leaf = NULL;
+	const char *leaf = NULL, *rel = en->name;
 	struct stat sb;
-	int pfd = -1, fd, rc;
+	int pfd = -1, fd, rc, base = u->root;
 
-	memcpy(path, en->name, strlen(en->name) + 1);
-	rc = open_parent(*(int *)ud, path, &leaf, &pfd, en->name, e);
+	if (!strcmp(rel, "~"))
+		return 0; /* the home (or dest) itself */
+	if (!strncmp(rel, "~/", 2)) {
+		rel += 2;
+		base = u->home >= 0 ? u->home : u->root;
+		if (en->type == BUNDLE_LINK && !bundle__link_inside(rel, en->link))
+			return sr_err_set(e, -SR_EPARSE, "files archive: '%s': a "
+					  "link to '%s', outside the home", en->name,
+					  en->link);
+	}
+	memcpy(path, rel, strlen(rel) + 1);
+	rc = open_parent(base, path, &leaf, &pfd, en->mode & 077 ? 0755 : 0700,
+			 en->name, e);
 	if (rc)
 		return rc;
 	switch (en->type) {
@@ -371,16 +387,32 @@ static int unpack_fn(void *ud, const struct bundle_entry *en, struct sr_err *e)
 	return rc;
 }
 
+int bundle_unpack_home(const void *buf, size_t len, const char *dest,
+		       const char *home, struct sr_err *e)
+{
+	struct unpack_ud u = { open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC), -1 };
+	int rc = 0;
+
+	if (u.root < 0)
+		return sr_err_set(e, -errno, "%s: %s", dest, strerror(errno));
+	if (home) {
+		u.home = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (u.home < 0)
+			rc = sr_err_set(e, -errno, "the home directory %s: %s", home,
+					strerror(errno));
+	}
+	if (!rc)
+		rc = bundle_scan(buf, len, NULL, NULL, e); /* all of it, first */
+	if (!rc)
+		rc = bundle_scan(buf, len, unpack_fn, &u, e);
+	close(u.root);
+	if (u.home >= 0)
+		close(u.home);
+	return rc;
+}
+
 int bundle_unpack(const void *buf, size_t len, const char *dest,
 		  struct sr_err *e)
 {
-	int root = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
-
-	if (root < 0)
-		return sr_err_set(e, -errno, "%s: %s", dest, strerror(errno));
-	rc = bundle_scan(buf, len, NULL, NULL, e); /* all of it, first */
-	if (!rc)
-		rc = bundle_scan(buf, len, unpack_fn, &root, e);
-	close(root);
-	return rc;
+	return bundle_unpack_home(buf, len, dest, NULL, e);
 }

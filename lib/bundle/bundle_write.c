@@ -214,7 +214,7 @@ static int add_dir(struct walk *w, int fd, const char *rel, const char *name,
 		close(fd);
 		return rc;
 	}
-	rc = header(w->b, name, '5', 0755, 0, NULL, e);
+	rc = header(w->b, name, '5', w->b->owner_only ? 0700 : 0755, 0, NULL, e);
 	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -266,7 +266,8 @@ static int add_file(struct walk *w, int fd, const struct stat *sb,
 	    now.st_dev != sb->st_dev || now.st_ino != sb->st_ino)
 		rc = sr_err_set(e, -EAGAIN, "%s: changed while it was read", path);
 	else
-		rc = header(w->b, name, '0', now.st_mode & S_IXUSR ? 0755 : 0644,
+		rc = header(w->b, name, '0', (now.st_mode & S_IXUSR ? 0755 : 0644) &
+			    (w->b->owner_only || !(now.st_mode & 077) ? 0700 : 0777),
 			    (uint64_t)now.st_size, NULL, e);
 	if (!rc)
 		rc = put_file(w->b, fd, path, (uint64_t)now.st_size, e);

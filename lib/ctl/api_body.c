@@ -320,8 +320,8 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
 					     "ckpt_error", "isolation",
-					     "rebalance" };
-	static const char *const keys[9][9] = {
+					     "rebalance", "sync", "file_mounts" };
+	static const char *const keys[11][9] = {
 		{ "type", "action", "time", "source", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
@@ -331,6 +331,8 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "attempt", "message", NULL },
 		{ "type", "mode", "message", "hidden", NULL },
 		{ "type", "time", NULL },
+		{ "type", "attempt", "what", "round", "message", NULL },
+		{ "type", "message", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -347,7 +349,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 9);
+	t = pick(type, types, 11);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -429,6 +431,22 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		if (!rc)
 			rc = get_util(o, "gpu_util", &ev->gpu_util, ctx, e);
 		return rc;
+	case EV_SYNC:
+		rc = sr_json_get_str(o, "what", &ev->what, ctx, e);
+		if (!rc && strcmp(ev->what, "restored") && strcmp(ev->what, "copied")
+		    && strcmp(ev->what, "final") && strcmp(ev->what, "error"))
+			rc = sr_err_set(e, -SR_EPARSE, "%s: what: expected restored, "
+					"copied, final or error", ctx);
+		ev->round = -1;
+		if (!rc)
+			rc = sr_json_get_int_opt(o, "round", &ev->round, ctx, e);
+		if (!rc && ev->round < -1)
+			rc = sr_err_set(e, -SR_EPARSE, "%s: round: expected >= -1",
+					ctx);
+		if (rc)
+			return rc;
+		/* and a message, as ckpt_error's */
+		goto message;
 	case EV_ISOLATION:
 		rc = sr_json_get_str(o, "mode", &ev->mode, ctx, e);
 		if (!rc && strcmp(ev->mode, "userns") && strcmp(ev->mode, "root-partial")
@@ -457,6 +475,8 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		/* a message like ckpt_error's */
 		/* fall through */
 	case EV_CKPT_ERROR:
+	case EV_FILE_MOUNTS:
+message:
 		rc = sr_json_get_str(o, "message", &ev->message, ctx, e);
 		if (!rc && json_string_length(json_object_get(o, "message")) > 1024)
 			rc = sr_err_set(e, -SR_EPARSE, "%s: message: longer than "

@@ -68,7 +68,8 @@ struct api_heartbeat {
 };
 
 enum api_ev_type { EV_NOTICE, EV_CHECKPOINT, EV_EXIT, EV_UTIL, EV_SETUP_DONE,
-		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION, EV_REBALANCE };
+		   EV_LOG, EV_CKPT_ERROR, EV_ISOLATION, EV_REBALANCE, EV_SYNC,
+		   EV_FILE_MOUNTS };
 enum api_exit_cause { CAUSE_COMPLETED, CAUSE_PREEMPTED, CAUSE_STOPPED,
 		      CAUSE_CRASHED };
 
@@ -93,6 +94,11 @@ struct api_event {
 	 * isolation: how the workload is isolated (mode) and why */
 	const char *message;
 	const char *mode;
+	/* sync (a bucket mount's syncer, issue 30): what happened
+	 * ("restored", "copied", "final", "error") and the round (-1 none);
+	 * message says where */
+	const char *what;
+	int64_t round;
 	json_t *hidden;           /* isolation: paths, borrowed; NULL absent */
 	/* log */
 	const char *stream;

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
+#include "ctl/teamtok.h"
 #include "ctl/nodeboot.h"
 #include "ctl/recon.h"
 #include "ctl/routes.h"
@@ -392,6 +393,9 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		goto fail;
 	ctl_token_digest(c->admin_token, c->admin_digest);
 	sr_log_secret(c->admin_token);
+	rc = ctl__team_tokens_load(c, e);
+	if (rc)
+		goto fail;
 	rc = load_key(c, "imds.key", c->imds_key, e);
 	if (!rc)
 		rc = load_key(c, "secrets.key", c->secrets_key, e);
@@ -487,5 +491,6 @@ void ctl_stop(struct ctl *c)
 	if (c->lease.mu_init)
 		pthread_mutex_destroy(&c->lease.mu);
 	explicit_bzero(c->admin_token, sizeof c->admin_token);
+	ctl__team_tokens_free(c);
 	free(c);
 }

@@ -51,6 +51,8 @@ struct ctl {
 	char *tls_cert_pem, *tls_key_pem; /* TLS: PEM text, owned (server.c) */
 	char admin_token[CTL_TOKEN_HEX + 1];
 	unsigned char admin_digest[CTL_DIGEST_LEN];
+	struct ctl_team_token *team_tokens; /* finops.json tokens (teamtok.h) */
+	size_t nteam_tokens;
 	unsigned char imds_key[CTL_DIGEST_LEN];
 	unsigned char secrets_key[CTL_DIGEST_LEN]; /* seals job secrets */
 	int port;

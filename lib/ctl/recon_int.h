@@ -42,6 +42,11 @@ struct rjob {
 	char placement[512];
 };
 
+/* A node's setup_rc when its file_mounts could not be put in place
+ * (the agent's "file_mounts" event): setup never ran.  Outside 0..255,
+ * so no exit code of a setup script reads as it; the job ends with 126. */
+#define RECON_SETUP_FILES 1126
+
 /* A node row. */
 struct rnode {
 	int64_t id, job, rank;
@@ -61,7 +66,8 @@ struct rnode {
 	char workload[16];
 	double util_sum;
 	int64_t util_n;
-	int64_t setup_rc;                               /* INT64_MIN unset */
+	int64_t setup_rc;                               /* INT64_MIN unset;
+							 * RECON_SETUP_FILES */
 	bool retire;                                    /* policy moves off it */
 };
 
@@ -72,6 +78,10 @@ int recon__run(struct store_stmt *st, struct sr_err *e, const char *what);
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j);
 /* A step for a message: the number, or "unknown" when < 0. */
 const char *recon__step_str(int64_t step, char *buf, size_t n);
+/* A location for a message, as the CLI prints one (ctlcli_where):
+ * "cloud/region/zone", "cloud/region" when there is no zone.  Returns buf. */
+const char *recon__where(const char *cloud, const char *region,
+			 const char *zone, char *buf, size_t n);
 /* Nodes matching `where` (SQL over the nodes table, ?1 = arg), by id.
  * *out malloc'd. */
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
@@ -195,17 +205,26 @@ int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
 		     const char *cause, int64_t node, sr_micros price,
 		     int64_t now, struct sr_err *e);
 /* The price of the attempt's nodes together, $/h (a rank whose node is
- * gone at the placement's price); and one preemption, counted for every
- * surface: the job's counter and a ledger row at node x (may be NULL),
- * in the caller's transaction. */
+ * gone at the placement's price). */
 sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 			    size_t n);
-int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
-			    const struct rnode *x, int64_t now, struct sr_err *e);
 int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,
 		     int64_t step, int64_t at_ns, struct sr_err *e);
 int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e);
+
+/* Preemptions (recon_preempt.c, which says what one is).  _reclaimed,
+ * inside the caller's transaction: the cloud reclaims node `node` (its
+ * notice seen now, by the provider, the node's agent or the workload's
+ * exit; kill_ns the cloud's deadline, 0 none): recorded on the node and,
+ * the first time for that node, counted as one preemption of its job.
+ * 1 = counted, 0 = noticed before (or the job had ended), < 0 error.
+ * _count: count one preemption of job j at node x (the job's counter, a
+ * ledger event, a "preempted" event); only _reclaimed calls it. */
+int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
+			  int64_t now, int64_t kill_ns, struct sr_err *e);
+int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
+			    const struct rnode *x, int64_t now, struct sr_err *e);
 
 #endif

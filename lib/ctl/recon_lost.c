@@ -49,6 +49,14 @@ const char *recon__step_str(int64_t step, char *buf, size_t n)
 	return buf;
 }
 
+const char *recon__where(const char *cloud, const char *region,
+			 const char *zone, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s%s%s", cloud ? cloud : "?", region ? region : "?",
+		 zone && zone[0] ? "/" : "", zone && zone[0] ? zone : "");
+	return buf;
+}
+
 int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
 		     const char *cause, int64_t node, sr_micros price,
 		     int64_t now, struct sr_err *e)
@@ -97,25 +105,6 @@ sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 	if (have < j->num_nodes && each > 0)
 		sum += (sr_micros)each * (j->num_nodes - have);
 	return sum;
-}
-
-/* One preemption of the job, counted once for every surface: the job's
- * counter and a ledger row (kind preemption, at node x's place and price)
- * in the caller's transaction. */
-int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
-			    const struct rnode *x, int64_t now, struct sr_err *e)
-{
-	struct ledger_event le = {
-		.kind = LEDGER_EV_PREEMPTION, .job_id = j->id,
-		.node_id = x ? x->id : 0, .provider = x ? x->cloud : NULL,
-		.region = x ? x->region : NULL, .zone = x ? x->zone : NULL,
-		.instance_type = x ? x->itype : NULL, .at_ns = now,
-		.unit_price = x ? x->price : 0,
-	};
-	int rc = recon__job_set(db, j->id, "preemptions=preemptions+?1", 1, e);
-
-	(void)c;
-	return rc ? rc : ledger_event_add(db, &le, e);
 }
 
 /* Count one pending attempt; r = what its successor resumed from (-1:

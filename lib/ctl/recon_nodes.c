@@ -489,17 +489,14 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 			int64_t now, int64_t kill_at)
 {
 	struct sr_err e = { 0 };
-	char msg[320], t[40];
+	char msg[320], t[40], where[128];
 	int rc;
 
 	sr_time_format_rfc3339(kill_at, 3, t, sizeof t);
-	snprintf(msg, sizeof msg, "spot capacity of %s/%s/%s %s reclaimed: node %"
-		 PRId64 " will be terminated at %s", n->cloud, n->region,
-		 n->zone[0] ? n->zone : "-", n->itype, n->id, t);
+	snprintf(msg, sizeof msg, "spot capacity of %s %s reclaimed: node %"
+		 PRId64 " will be terminated at %s", recon__where(n->cloud,
+		 n->region, n->zone, where, sizeof where), n->itype, n->id, t);
 	rc = store_begin(db, &e);
-	if (!rc)
-		rc = store_node_noticed(db, n->id, now, kill_at, &e);
-	rc = rc < 0 ? rc : 0;
 	if (!rc) {
 		json_t *d = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "pool", n->pool,
 				      "cloud", n->cloud, "region", n->region,
@@ -510,7 +507,10 @@ static void notice_node(struct ctl *c, struct store *db, const struct rnode *n,
 				   ctl__sim_at(c, now), d, msg, &e);
 		json_decref(d);
 	}
-	rc = store_end(db, rc, &e);
+	/* the node's notice, and the job's preemption (recon_preempt.c) */
+	if (!rc)
+		rc = recon__node_reclaimed(c, db, n->id, now, kill_at, &e);
+	rc = store_end(db, rc < 0 ? rc : 0, &e);
 	if (!rc)
 		sr_info("recon", "preemption notice", "node=%" PRId64 " job=%" PRId64
 			" pool=%d", n->id, n->job, n->pool);

@@ -476,7 +476,7 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	int64_t now = ctl__now(c);
 	double sim = ctl__sim_at(c, now);
 	json_t *pl = NULL, *d = NULL;
-	char *pls = NULL, msg[320];
+	char *pls = NULL, msg[320], where[128];
 	bool moved;
 	int rc;
 
@@ -512,10 +512,11 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
 	if (!rc)
 		rc = store_job_set_placement(db, j->id, pls, moved, &e);
-	snprintf(msg, sizeof msg, "%d node(s) in %s/%s/%s %s (%s): %s", nr,
-		 json_string_value(json_object_get(pl, "cloud")),
-		 json_string_value(json_object_get(pl, "region")),
-		 json_string_value(json_object_get(pl, "zone")),
+	snprintf(msg, sizeof msg, "%d node(s) in %s %s (%s): %s", nr,
+		 recon__where(json_string_value(json_object_get(pl, "cloud")),
+			      json_string_value(json_object_get(pl, "region")),
+			      json_string_value(json_object_get(pl, "zone")),
+			      where, sizeof where),
 		 json_string_value(json_object_get(pl, "instance_type")),
 		 ch.spot ? "spot" : "on-demand", ch.why);
 	if (!rc && j->state == JOB_PENDING)

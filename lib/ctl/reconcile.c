@@ -247,6 +247,21 @@ static int setup_failure(const struct rnode *live, size_t n, int64_t *code)
 	return 0;
 }
 
+/* A node's setup (or, RECON_SETUP_FILES, its file_mounts) failed: the
+ * job fails with that code (126 for the file mounts). */
+static int setup_failed(struct ctl *c, struct store *db, struct rjob *j,
+			int64_t code)
+{
+	char msg[160];
+
+	if (code == RECON_SETUP_FILES)
+		return finish(c, db, j, JOB_FAILED, 126, "job_failed", "file_mounts "
+			      "could not be put in place on a node, so setup never "
+			      "ran (the job's file_mounts event says why)");
+	snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
+	return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
+}
+
 /* A node placed at the job's notice to replace a noticed one
  * (replace_noticed): it has run nothing of the attempt being stopped. */
 static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
@@ -264,24 +279,17 @@ static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 	int ready = 0, rc;
 	char msg[160];
 
-	if (setup_failure(live, n, &code)) {
-		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
-		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
-	}
+	if (setup_failure(live, n, &code))
+		return setup_failed(c, db, j, code);
 	for (size_t i = 0; i < n; i++) {
 		if (!live[i].notice_ns)
 			continue;
-		/* Nothing runs there yet: let it go now, and count it. */
+		/* Nothing runs there yet: let it go now (the preemption was
+		 * counted with its notice: recon_preempt.c). */
 		rc = store_begin(db, &e);
 		if (!rc)
 			rc = recon__node_end(c, db, &live[i], "TERMINATED", "preempted",
 					     now, &e);
-		if (!rc)
-			rc = recon__preemption_count(c, db, j, &live[i], now, &e);
-		if (!rc)
-			rc = ctl_event_append(db, j->id, "preempted", NULL, NULL,
-					   live[i].id, now, sim, NULL, "node "
-					   "preempted while provisioning", &e);
 		rc = store_end(db, rc, &e);
 		if (!rc) {
 			if (live[i].spot)
@@ -364,7 +372,8 @@ static const char *lost_cause(const char *reason)
  * preemption notice, or the policy moving the job: then the nodes of
  * `live` with .retire set are marked in the same transaction).  The
  * attempt's work since what the next attempt restores is lost: it is
- * recorded as pending (recon_lost.c); a preemption is counted. */
+ * recorded as pending (recon_lost.c).  A preemption was counted with
+ * its notice (recon_preempt.c). */
 static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 			 enum job_state to, const char *reason, const char *msg,
 			 bool restart, const struct rnode *live, size_t n)
@@ -372,7 +381,6 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 	struct sr_err e = { 0 };
 	int64_t now = ctl__now(c);
 	const struct rnode *hit = n ? &live[0] : NULL;
-	bool preempted = strcmp(reason, "preempted") == 0;
 	int rc = store_begin(db, &e);
 
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -384,8 +392,6 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 	if (!rc)
 		rc = recon__lost_open(c, db, j, lost_cause(reason), hit ? hit->id : 0,
 				      recon__gang_price(j, live, n), now, &e);
-	if (!rc && preempted)
-		rc = recon__preemption_count(c, db, j, hit, now, &e);
 	if (!rc)
 		rc = stop_clock(c, db, j, now, &e);
 	if (!rc)
@@ -403,16 +409,23 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 
 /* A node's agent saw the preemption notice and its exit ("preempted")
  * was reported before a pass saw the notice (a pass late under load, or
- * spotrund restarted in between): a preemption, counted at that node's
- * place and price, not a crash that uses up a restart. */
+ * spotrund restarted in between): a preemption - the node is noticed
+ * now and counted, if no word of its notice came before - not a crash
+ * that uses up a restart. */
 static int left_on_notice(struct ctl *c, struct store *db, struct rjob *j,
 			  int64_t node)
 {
 	struct rnode *gone = NULL;
+	struct sr_err e = { 0 };
 	size_t n = 0;
 	char msg[160];
-	int rc;
+	int rc = store_begin(db, &e);
 
+	if (!rc)
+		rc = recon__node_reclaimed(c, db, node, ctl__now(c), 0, &e);
+	rc = store_end(db, rc < 0 ? rc : 0, &e);
+	if (rc)
+		return rc;
 	if (recon__nodes_query(c, db, "id=?1", node, &gone, &n))
 		n = 0;
 	snprintf(msg, sizeof msg, "node %" PRId64 " left on a preemption "
@@ -433,10 +446,8 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 	if (x.ok == j->num_nodes)
 		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
 			      "every rank exited 0");
-	if (setup_failure(live, n, &code)) {
-		snprintf(msg, sizeof msg, "setup failed with exit code %" PRId64, code);
-		return finish(c, db, j, JOB_FAILED, code, "job_failed", msg);
-	}
+	if (setup_failure(live, n, &code))
+		return setup_failed(c, db, j, code);
 	if (x.crashed || x.other) {
 		code = x.crashed ? x.crash_code : 1;
 		if (j->restarts >= j->max_restarts) {
@@ -626,15 +637,6 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 			rc = recon__node_end(c, db, &live[i], "TERMINATED",
 					     live[i].notice_ns ? "preempted" :
 					     "migrated", now, &e);
-		/* a replacement noticed before it ran: a preemption of its
-		 * own, counted as one while provisioning is */
-		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
-			rc = recon__preemption_count(c, db, j, &live[i], now, &e);
-		if (!rc && live[i].notice_ns && placed_at_notice(j, &live[i]))
-			rc = ctl_event_append(db, j->id, "preempted", NULL, NULL,
-					      live[i].id, now, sim, NULL,
-					      "replacement node preempted before "
-					      "it ran", &e);
 	}
 	/* The work lost was recorded as pending when the job left RUNNING;
 	 * it is counted when a later attempt restores (recon_lost.c). */
@@ -649,12 +651,12 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		snprintf(msg, sizeof msg, "%s at step %s, last checkpoint seen at "
 			 "step %s (the work lost is counted from the checkpoint "
 			 "the next attempt restores)",
-			 migrate ? "left the old nodes" : "preempted",
+			 migrate ? "left the old nodes" : "stopped on the preemption",
 			 recon__step_str(j->step, a, sizeof a),
 			 recon__step_str(j->ckpt_step, b, sizeof b));
 	}
 	if (!rc)
-		rc = ctl_event_append(db, j->id, migrate ? "migrated" : "preempted",
+		rc = ctl_event_append(db, j->id, migrate ? "migrated" : "stopped",
 				   NULL, NULL, node, now, sim, d, msg, &e);
 	json_decref(d);
 	if (!rc)

@@ -84,6 +84,8 @@ struct ctl_req {
 	char pval[CTL_MAX_PARAMS][128];
 	const char *long_param;   /* a {name} whose segment was too long */
 	int64_t node_id;          /* authenticated node, 0 = admin/public */
+	int team_token;           /* 1 + index of the team token used, 0 none
+				     (teamtok.h) */
 };
 
 /* Route and authenticate rq, run the handler, fill rs (router.c). */

@@ -14,7 +14,10 @@
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/teamtok.h"
 #include "ctl/routes.h"
+#include "finops/budget.h"
+#include "finops/fconf.h"
 #include "finops/report.h"
 #include "ctl/jobsm.h"
 #include "ctl/place.h"
@@ -187,6 +190,51 @@ static int job_reply(struct ctl *c, struct store *db, int64_t id, int status,
 	return ctl_resp_json(rs, status, json_pack("{s:o}", "job", j));
 }
 
+/* A hard team/project budget (<state-dir>/finops.json) the job would
+ * push past its month: 0, or a 403 naming the numbers set in rs (-1).
+ * The job's cost: its declared work x nodes at the on-demand price of
+ * its plan (the most it would cost), or its max_cost when lower. */
+static int budget_check(struct ctl *c, struct store *db, const struct jobspec *js,
+			const struct place_plan *plan, struct ctl_resp *rs)
+{
+	struct finops_conf conf;
+	struct sr_err e = { 0 };
+	char path[2200], why[160];
+	sr_micros cost = 0;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/finops.json", ctl_state_dir(c));
+	rc = finops_conf_load(path, &conf, &e);
+	if (!rc && !conf.nbudgets) {
+		finops_conf_free(&conf);
+		return 0;
+	}
+	snprintf(why, sizeof why, "no declared work");
+	if (plan->work_s > 0 && isfinite(plan->work_s) && plan->od_price_usd > 0) {
+		cost = sr_money_cost(sr_money_from_usd(plan->od_price_usd) *
+				     js->num_nodes, (int64_t)(plan->work_s * 1e9));
+		snprintf(why, sizeof why, "%.1f h x %d node(s) at $%.2f/h on-demand",
+			 plan->work_s / 3600, js->num_nodes, plan->od_price_usd);
+	}
+	if (js->max_cost >= 0 && (js->max_cost < cost || !(plan->work_s > 0))) {
+		cost = js->max_cost;
+		snprintf(why, sizeof why, "its max_cost");
+	}
+	if (!rc)
+		rc = finops_budget_admit(db, &conf, js->team, js->project, cost, why,
+					 sr_time_real_ns(), c->cfg.time_scale, &e);
+	finops_conf_free(&conf);
+	if (rc == -EDQUOT) {
+		ctl_resp_error(rs, 403, "refused: %s", e.msg);
+		return -1;
+	}
+	if (rc) {
+		internal(rs, &e, rc);
+		return -1;
+	}
+	return 0;
+}
+
 static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct ctl *c = ctl_req_ctl(rq);
@@ -224,8 +272,18 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 			internal(rs, &e, rc);
 		goto out;
 	}
+	if (!db) {
+		rc = internal(rs, &e, -EIO);
+		goto out;
+	}
+	/* the team token's labels where the job file gives none */
+	ctl__team_token_apply(c, rq->team_token, &js);
+	if (budget_check(c, db, &js, &plan, rs)) {
+		rc = 0;
+		goto out;
+	}
 	specj = jobspec_to_json(&js);
-	if (!specj || !db) {
+	if (!specj) {
 		rc = internal(rs, &e, -ENOMEM);
 		goto out;
 	}

@@ -563,12 +563,15 @@ static int apply_event(struct ctl *c, struct store *db,
 		 * instance-action's) is the node's deadline; a notice without
 		 * one (a scheduler's signal) sets none: the node goes when its
 		 * instance is gone. */
-		rc = store_node_notice_seen(db, n->id, now, ev->time_ns, e);
 		d = json_pack("{s:s,s:s}", "time", ev->time ? ev->time : "",
 			      "source", ev->source ? ev->source : "imds");
-		rc = rc ? rc : ctl_event_append(db, n->job, "notice_ack", NULL, NULL,
-					     n->id, now, sim, d, "agent saw the "
-					     "preemption notice", e);
+		rc = ctl_event_append(db, n->job, "notice_ack", NULL, NULL, n->id,
+				      now, sim, d, "agent saw the preemption "
+				      "notice", e);
+		/* the first word of it counts the job's preemption */
+		rc = rc ? rc : recon__node_reclaimed(c, db, n->id, now,
+						     ev->time_ns, e);
+		rc = rc < 0 ? rc : 0;
 		break;
 	case EV_REBALANCE:
 		/* the cloud's early warning: recorded on the node (the first
@@ -656,6 +659,28 @@ static int apply_event(struct ctl *c, struct store *db,
 		rc = ctl_event_append(db, n->job, "isolation", NULL, NULL, n->id,
 				      now, sim, d, msg, e);
 		break;
+	case EV_FILE_MOUNTS:
+		d = json_pack("{s:s}", "message", ev->message);
+		snprintf(msg, sizeof msg, "file_mounts failed before setup: %.400s",
+			 ev->message);
+		rc = ctl_event_append(db, n->job, "file_mounts", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
+		if (!rc)
+			rc = store_node_set_setup_rc(db, n->id, RECON_SETUP_FILES, e);
+		break;
+	case EV_SYNC: {
+		/* a bucket mount (issue 30): which round a node restored, how
+		 * the final round went, an upload failing */
+		char kind[32];
+
+		d = json_pack("{s:I,s:s,s:I}", "attempt", (json_int_t)ev->attempt,
+			      "what", ev->what, "round", (json_int_t)ev->round);
+		snprintf(kind, sizeof kind, "sync_%s", ev->what);
+		snprintf(msg, sizeof msg, "%.580s", ev->message);
+		rc = ctl_event_append(db, n->job, kind, NULL, NULL, n->id, now,
+				      sim, d, msg, e);
+		break;
+	}
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));

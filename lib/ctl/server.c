@@ -41,6 +41,7 @@
 #include "bundle/bundle.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
+#include "ctl/teamtok.h"
 #include "ctl/routes.h"
 
 struct conn {
@@ -140,8 +141,8 @@ static size_t body_max(struct ctl *c, struct MHD_Connection *mc,
 	if (!tok)
 		return CTL_BODY_MAX;
 	ctl_token_digest(tok, d);
-	return CRYPTO_memcmp(d, c->admin_digest, CTL_DIGEST_LEN) == 0 ?
-	       BUNDLE_MAX_BYTES : CTL_BODY_MAX;
+	return CRYPTO_memcmp(d, c->admin_digest, CTL_DIGEST_LEN) == 0 ||
+	       ctl__team_token_find(c, d) ? BUNDLE_MAX_BYTES : CTL_BODY_MAX;
 }
 
 /* libmicrohttpd's own messages (a request it refused itself, a socket

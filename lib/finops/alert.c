@@ -13,6 +13,8 @@
  *                                                     by spotrun: a fact)
  *   job_done        resolve   every topic     -      (resolve_all; not
  *                                                     deadline-missed)
+ *   team_budget     trigger   (own key)       warning (80%) / critical
+ *                   dedup_key "spotrun/budget/<scope>-<name>/<month>/<level>"
  *
  * dedup_key = "spotrun/job-<id>/<topic>", so a resolve matches its
  * trigger.  Slack gets one message per alert.
@@ -38,12 +40,13 @@
 
 static const char *const kind_names[FINOPS_ALERT_NKINDS] = {
 	"preemption", "recovery", "deadline_risk", "budget", "job_done",
-	"checkpoint", "deadline_missed", "credentials",
+	"checkpoint", "deadline_missed", "credentials", "team_budget",
 };
 static const char *const kind_titles[FINOPS_ALERT_NKINDS] = {
 	"Spot preemption", "Recovered", "Deadline at risk", "Budget",
 	"Job done", "Checkpoints not reaching the object store",
 	"Deadline missed", "Cloud credentials running out",
+	"Budget forecast",
 };
 static const char *const sev_names[] = { "info", "warning", "error", "critical" };
 
@@ -237,6 +240,38 @@ static json_t *mrkdwn(const char *text)
 	return json_pack("{s:s, s:s}", "type", "mrkdwn", "text", text);
 }
 
+/* Slack's message: header, the summary, two fields, a context line. */
+static json_t *slack_blocks(const char *summary, const char *title,
+			    const char *f0, const char *f1, const char *ctx)
+{
+	return json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:o},"
+			 " {s:s, s:[o, o]}, {s:s, s:[o]}]}",
+			 "text", summary,
+			 "blocks",
+			 "type", "header", "text", "type", "plain_text", "text", title,
+			 "type", "section", "text", mrkdwn(summary),
+			 "type", "section", "fields", mrkdwn(f0), mrkdwn(f1),
+			 "type", "context", "elements", mrkdwn(ctx));
+}
+
+/* A budget's forecast crossing: who, the forecast against the budget. */
+static json_t *budget_slack_body(const struct finops_alert *a)
+{
+	char title[192], fields[2][160], amount[48], budget[48], ctx[256];
+
+	snprintf(title, sizeof title, "%s: %s, %s, %d%%", kind_titles[a->kind],
+		 a->budget, a->month, a->level);
+	usd(amount, sizeof amount, a->cost);
+	snprintf(fields[0], sizeof fields[0], "*Spent this month*\n%s", amount);
+	usd(amount, sizeof amount, a->forecast);
+	usd(budget, sizeof budget, a->budget_micros);
+	snprintf(fields[1], sizeof fields[1], "*Month-end forecast / budget*\n%s%s"
+		 " / %s", a->level >= 100 ? ":red_circle: " : "", amount, budget);
+	snprintf(ctx, sizeof ctx, "spotrun team_budget · severity %s · %s",
+		 sev_names[a->severity], a->source);
+	return slack_blocks(a->summary, title, fields[0], fields[1], ctx);
+}
+
 json_t *finops_alert_slack_body(const struct finops_alert *a)
 {
 	char title[192], fields[2][96], amount[48], ctx[256];
@@ -244,6 +279,8 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 
 	if (!kind)
 		return NULL;
+	if (a->kind == FINOPS_ALERT_TEAM_BUDGET)
+		return budget_slack_body(a);
 	snprintf(title, sizeof title, "%s: job %lld%s%s", kind_titles[a->kind],
 		 (long long)a->job_id, a->job_name[0] ? " " : "", a->job_name);
 	usd(amount, sizeof amount, a->cost);
@@ -254,22 +291,39 @@ json_t *finops_alert_slack_body(const struct finops_alert *a)
 		 a->saved < 0 ? ":red_circle: " : "", amount);
 	snprintf(ctx, sizeof ctx, "spotrun %s · severity %s · %s", kind,
 		 sev_names[a->severity], a->source);
-	return json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:o},"
-			 " {s:s, s:[o, o]}, {s:s, s:[o]}]}",
-			 "text", a->summary,
-			 "blocks",
-			 "type", "header", "text", "type", "plain_text", "text", title,
-			 "type", "section", "text", mrkdwn(a->summary),
-			 "type", "section", "fields", mrkdwn(fields[0]), mrkdwn(fields[1]),
-			 "type", "context", "elements", mrkdwn(ctx));
+	return slack_blocks(a->summary, title, fields[0], fields[1], ctx);
 }
 
 json_t *finops_alert_pd_body(const struct finops_alert *a,
 			     const char *routing_key, const char *action,
 			     const char *topic)
 {
-	char dedup[96];
+	char dedup[160];
 
+	if (a->kind == FINOPS_ALERT_TEAM_BUDGET) {
+		char who[80];
+
+		snprintf(who, sizeof who, "%s", a->budget);
+		for (char *p = who; *p; p++)
+			if (*p == ' ')
+				*p = '-';
+		snprintf(dedup, sizeof dedup, "spotrun/budget/%s/%s/%d", who,
+			 a->month, a->level);
+		return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s,"
+				 " s:{s:s, s:s, s:i, s:f, s:f, s:f}}}",
+				 "routing_key", routing_key, "event_action", action,
+				 "dedup_key", dedup,
+				 "payload",
+				 "summary", a->summary, "source", a->source,
+				 "severity", sev_names[a->severity],
+				 "component", "spotrun", "class", "team_budget",
+				 "custom_details",
+				 "budget", a->budget, "month", a->month,
+				 "level_percent", a->level,
+				 "spent_usd", sr_money_to_usd(a->cost),
+				 "forecast_usd", sr_money_to_usd(a->forecast),
+				 "budget_usd", sr_money_to_usd(a->budget_micros));
+	}
 	snprintf(dedup, sizeof dedup, "spotrun/job-%lld/%s", (long long)a->job_id,
 		 topic);
 	if (!strcmp(action, "resolve"))
@@ -348,6 +402,9 @@ static int send_pd(const struct finops_alert_config *c,
 		break;
 	case FINOPS_ALERT_DEADLINE_MISSED:
 		topic = "deadline-missed";
+		break;
+	case FINOPS_ALERT_TEAM_BUDGET:
+		topic = "budget";
 		break;
 	case FINOPS_ALERT_CREDENTIALS:
 		topic = "credentials";

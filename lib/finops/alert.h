@@ -40,11 +40,14 @@ enum finops_alert_kind {
 	FINOPS_ALERT_CHECKPOINT,  /* checkpoints not reaching the object store */
 	FINOPS_ALERT_DEADLINE_MISSED, /* the deadline passed, the job not done */
 	FINOPS_ALERT_CREDENTIALS, /* a cloud's credentials run out unrenewed */
+	FINOPS_ALERT_TEAM_BUDGET, /* a team's or project's month-end forecast
+				     crossed 80% or 100% of its budget
+				     (budget.h); job_id 0, `budget` says whose */
 	FINOPS_ALERT_NKINDS
 };
 
 /* "preemption", "recovery", "deadline_risk", "budget", "job_done",
- * "checkpoint", "deadline_missed", "credentials". */
+ * "checkpoint", "deadline_missed", "credentials", "team_budget". */
 const char *finops_alert_kind_name(enum finops_alert_kind k);
 int finops_alert_kind_parse(const char *s, enum finops_alert_kind *out);
 
@@ -65,6 +68,13 @@ struct finops_alert {
 	                            or CANCELLED job); negative = over */
 	int64_t preemptions;
 	bool resolve_all;        /* job ended: resolve every open PD topic */
+	/* FINOPS_ALERT_TEAM_BUDGET: whose ("team ml"), the month, the level
+	 * crossed (80, 100), the forecast and the budget; PagerDuty dedup
+	 * key "spotrun/budget/<scope>-<name>/<month>/<level>" */
+	char budget[80];
+	char month[8];
+	int level;
+	sr_micros forecast, budget_micros;
 };
 
 #define FINOPS_PD_URL_DEFAULT "https://events.pagerduty.com/v2/enqueue"

@@ -54,7 +54,20 @@
 #include "dbutil.h"
 #include "store/store.h"
 #include "focus.h"
+#include "focus_int.h"
 #include "ledger.h"
+
+const char finops__usage_sql[] =
+	"SELECT provider, region, zone, instance_type, accelerator, gpus,"
+	" pricing, unit_price, list_price, reserved_price, job_id,"
+	" node_id, busy, util_permille, start_ns, end_ns, billed_ns, cost,"
+	" list_cost, reserved_cost,"
+	" (SELECT team FROM jobs WHERE id = job_id) AS team,"
+	" (SELECT project FROM jobs WHERE id = job_id) AS project,"
+	" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center"
+	" FROM ledger"
+	" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+	" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 
 const char *const finops_focus_columns[] = {
 	/* mandatory */
@@ -95,8 +108,8 @@ static const struct provider_names {
 	{ "local", "spotrun local cloud", "spotrun local compute" },
 };
 
-static void provider_lookup(const char *id, const char **display,
-			    const char **service)
+void finops__provider_lookup(const char *id, const char **display,
+			     const char **service)
 {
 	for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++) {
 		if (!strcmp(id, providers[i].id)) {
@@ -156,7 +169,7 @@ int finops_fmt_hours(int64_t ns, char *buf, size_t n)
 	return fmt_scaled(q, 12, buf, n);
 }
 
-static void put_field(FILE *out, const char *s, int first)
+void finops__put_field(FILE *out, const char *s, int first)
 {
 	if (!first)
 		fputc(',', out);
@@ -176,7 +189,7 @@ static void put_field(FILE *out, const char *s, int first)
 }
 
 
-static int fmt_time(int64_t ns, char *buf, size_t n)
+int finops__fmt_time(int64_t ns, char *buf, size_t n)
 {
 	return sr_time_format_rfc3339(ns, 0, buf, n) > 0 ? 0 : -ENOSPC;
 }
@@ -184,12 +197,7 @@ static int fmt_time(int64_t ns, char *buf, size_t n)
 /* Where the last ChargePeriod of each node ended (the export's own
  * memory, so rounding to whole seconds cannot make two periods of one
  * resource overlap). */
-struct node_ends {
-	int64_t (*v)[2]; /* node id, end ns */
-	size_t n, cap;
-};
-
-static int64_t *node_end_slot(struct node_ends *t, int64_t node)
+int64_t *finops__node_end_slot(struct node_ends *t, int64_t node)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->v[i][0] == node)
@@ -213,7 +221,7 @@ static int64_t *node_end_slot(struct node_ends *t, int64_t node)
  * chargeback labels ("spotrun/team", "spotrun/project",
  * "spotrun/cost-center") when set.  Labels hold no quote or backslash
  * (jobspec_label_bad), so they need no escaping. */
-static void focus_tags(struct store_stmt *st, const char *job,
+void finops__focus_tags(struct store_stmt *st, const char *job,
 		       const char *node, char *out, size_t n)
 {
 	static const struct { const char *col, *tag; } labels[] = {
@@ -238,31 +246,35 @@ static void focus_tags(struct store_stmt *st, const char *job,
 		snprintf(out + l, n - l, "}");
 }
 
-static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
-		     struct node_ends *ends, FILE *out)
+int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
+			struct focus_usage *u)
 {
-	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
-	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
-	     rid[32], sku[512], tags[512], bps[32], bpe[32], cps[32], cpe[32];
-	const char *provider = store_col_text(st, "provider");
-	const char *region = store_col_text(st, "region");
-	const char *zone = store_col_text(st, "zone");
-	const char *type = store_col_text(st, "instance_type");
 	const char *accel = store_col_text(st, "accelerator");
-	const char *cat = ledger_pricing_name((int)store_col_i64(st, "pricing"));
-	const char *display, *service;
 	int64_t start = store_col_i64(st, "start_ns");
 	int64_t end = store_col_i64(st, "end_ns");
-	int64_t m0, m1, job_id = store_col_i64(st, "job_id");
-	int busy = (int)store_col_i64(st, "busy");
+	int64_t m0, m1, *last;
 	sr_micros cost = store_col_i64(st, "cost");
 	int rc = 0;
 
-	provider_lookup(provider, &display, &service);
-	if (!cat)
-		cat = "Other";
-	int64_t *last = node_end_slot(ends, store_col_i64(st, "node_id"));
-
+	memset(u, 0, sizeof *u);
+	u->provider = store_col_text(st, "provider");
+	u->region = store_col_text(st, "region");
+	u->zone = store_col_text(st, "zone");
+	u->type = store_col_text(st, "instance_type");
+	u->accel = *accel ? accel : NULL;
+	u->cat = ledger_pricing_name((int)store_col_i64(st, "pricing"));
+	u->job_id = store_col_i64(st, "job_id");
+	u->node_id = store_col_i64(st, "node_id");
+	u->busy = (int)store_col_i64(st, "busy");
+	u->cost = cost;
+	u->unit_price = store_col_i64(st, "unit_price");
+	u->billed_ns = store_col_i64(st, "billed_ns");
+	u->has_util = !store_col_null(st, "util_permille");
+	u->has_reserved = !store_col_null(st, "reserved_price");
+	finops__provider_lookup(u->provider, &u->display, &u->service);
+	if (!u->cat)
+		u->cat = "Other";
+	last = finops__node_end_slot(ends, u->node_id);
 	if (!last)
 		return -ENOMEM;
 	/* Whole seconds, both ends rounded the same way (a boundary shared
@@ -275,63 +287,75 @@ static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 	if (end < start + SR_NS_PER_SEC)
 		end = start + SR_NS_PER_SEC;
 	*last = end;
+	u->start_ns = start;
+	u->end_ns = end;
 	m0 = sr_time_month_start(start, 0);
 	m1 = sr_time_month_start(start, 1);
-	rc |= fmt_time(m0, bps, sizeof bps);
-	rc |= fmt_time(m1, bpe, sizeof bpe);
-	rc |= fmt_time(start, cps, sizeof cps);
-	rc |= fmt_time(end, cpe, sizeof cpe);
-	rc |= finops_fmt_micros(cost, billed, sizeof billed) < 0;
-	rc |= finops_fmt_micros(store_col_i64(st, "list_cost"), list,
-				sizeof list) < 0;
-	rc |= finops_fmt_micros(store_col_i64(st, "list_price"), lup,
-				sizeof lup) < 0;
-	rc |= finops_fmt_micros(busy ? 0 : cost, idle, sizeof idle) < 0;
-	rc |= finops_fmt_hours(store_col_i64(st, "billed_ns"), qty,
-			       sizeof qty) < 0;
-	if (!store_col_null(st, "reserved_price")) {
-		rc |= finops_fmt_micros(store_col_i64(st, "reserved_price"), rup,
-					sizeof rup) < 0;
-		rc |= finops_fmt_micros(store_col_i64(st, "reserved_cost"), rcost,
-					sizeof rcost) < 0;
+	rc |= finops__fmt_time(m0, u->bps, sizeof u->bps);
+	rc |= finops__fmt_time(m1, u->bpe, sizeof u->bpe);
+	rc |= finops__fmt_time(start, u->cps, sizeof u->cps);
+	rc |= finops__fmt_time(end, u->cpe, sizeof u->cpe);
+	rc |= finops_fmt_micros(cost, u->billed, sizeof u->billed) < 0;
+	rc |= finops_fmt_micros(store_col_i64(st, "list_cost"), u->list,
+				sizeof u->list) < 0;
+	rc |= finops_fmt_micros(store_col_i64(st, "list_price"), u->lup,
+				sizeof u->lup) < 0;
+	rc |= finops_fmt_micros(u->busy ? 0 : cost, u->idle, sizeof u->idle) < 0;
+	rc |= finops_fmt_hours(u->billed_ns, u->qty, sizeof u->qty) < 0;
+	if (u->has_reserved) {
+		rc |= finops_fmt_micros(store_col_i64(st, "reserved_price"), u->rup,
+					sizeof u->rup) < 0;
+		rc |= finops_fmt_micros(store_col_i64(st, "reserved_cost"),
+					u->rcost, sizeof u->rcost) < 0;
 	}
-	if (!store_col_null(st, "util_permille"))
+	if (u->has_util)
 		rc |= finops_fmt_micros((sr_micros)(int)store_col_i64(st, "util_permille") * 1000,
-					util, sizeof util) < 0;
+					u->util, sizeof u->util) < 0;
 	if (rc)
 		return -ENOSPC;
-	snprintf(gpus, sizeof gpus, "%d", (int)store_col_i64(st, "gpus"));
-	snprintf(node, sizeof node, "%lld",
-		 (long long)store_col_i64(st, "node_id"));
-	snprintf(job, sizeof job, "%lld", (long long)job_id);
-	snprintf(rid, sizeof rid, "node-%s", node);
-	snprintf(sku, sizeof sku, "%s/%s/%s/%s", provider, type, region, cat);
-	if (*accel)
-		snprintf(desc, sizeof desc, "%s (%sx %s) %s pricing in %s", type,
-			 gpus, accel, cat, *zone ? zone : region);
+	snprintf(u->gpus, sizeof u->gpus, "%d", (int)store_col_i64(st, "gpus"));
+	snprintf(u->node, sizeof u->node, "%lld", (long long)u->node_id);
+	snprintf(u->job, sizeof u->job, "%lld", (long long)u->job_id);
+	snprintf(u->rid, sizeof u->rid, "node-%s", u->node);
+	snprintf(u->sku, sizeof u->sku, "%s/%s/%s/%s", u->provider, u->type,
+		 u->region, u->cat);
+	if (u->accel)
+		snprintf(u->desc, sizeof u->desc, "%s (%sx %s) %s pricing in %s",
+			 u->type, u->gpus, u->accel, u->cat,
+			 *u->zone ? u->zone : u->region);
 	else
-		snprintf(desc, sizeof desc, "%s %s pricing in %s", type, cat,
-			 *zone ? zone : region);
-	focus_tags(st, job_id > 0 ? job : NULL, node, tags, sizeof tags);
+		snprintf(u->desc, sizeof u->desc, "%s %s pricing in %s", u->type,
+			 u->cat, *u->zone ? u->zone : u->region);
+	finops__focus_tags(st, u->job_id > 0 ? u->job : NULL, u->node, u->tags,
+			   sizeof u->tags);
+	return 0;
+}
 
+static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
+		     struct node_ends *ends, FILE *out)
+{
+	struct focus_usage u;
+	int rc = finops__usage_fill(st, ends, &u);
+
+	if (rc)
+		return rc;
 	const char *vals[] = {
-		billed, o->billing_account_id, o->billing_account_name, "USD",
-		bps, bpe, "Usage", NULL, desc, cps, cpe, list, billed, display,
-		list, qty, "Hours", display, display, "Compute", service,
-		*zone ? zone : NULL, qty, "Hours", lup, cat, region, region, rid,
-		"Virtual Machine", sku, tags,
-		job_id > 0 ? job : NULL, node, *accel ? accel : NULL, gpus,
-		busy ? "Busy" : "Idle",
-		!store_col_null(st, "util_permille") ? util : NULL,
-		!store_col_null(st, "reserved_price") ? rup : NULL,
-		!store_col_null(st, "reserved_price") ? rcost : NULL,
-		idle,
+		u.billed, o->billing_account_id, o->billing_account_name, "USD",
+		u.bps, u.bpe, "Usage", NULL, u.desc, u.cps, u.cpe, u.list,
+		u.billed, u.display, u.list, u.qty, "Hours", u.display,
+		u.display, "Compute", u.service, *u.zone ? u.zone : NULL, u.qty,
+		"Hours", u.lup, u.cat, u.region, u.region, u.rid,
+		"Virtual Machine", u.sku, u.tags,
+		u.job_id > 0 ? u.job : NULL, u.node, u.accel, u.gpus,
+		u.busy ? "Busy" : "Idle", u.has_util ? u.util : NULL,
+		u.has_reserved ? u.rup : NULL, u.has_reserved ? u.rcost : NULL,
+		u.idle,
 	};
 	_Static_assert(sizeof vals / sizeof vals[0] ==
 		       sizeof finops_focus_columns / sizeof finops_focus_columns[0] - 1,
 		       "one value per FOCUS column");
 	for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-		put_field(out, vals[i], i == 0);
+		finops__put_field(out, vals[i], i == 0);
 	fputs("\r\n", out);
 	return 0;
 }
@@ -340,17 +364,6 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 		       const struct finops_focus_opts *o, FILE *out,
 		       size_t *nrows, struct sr_err *e)
 {
-	static const char sql[] =
-		"SELECT provider, region, zone, instance_type, accelerator, gpus,"
-		" pricing, unit_price, list_price, reserved_price, job_id,"
-		" node_id, busy, util_permille, start_ns, end_ns, billed_ns, cost,"
-		" list_cost, reserved_cost,"
-		" (SELECT team FROM jobs WHERE id = job_id) AS team,"
-		" (SELECT project FROM jobs WHERE id = job_id) AS project,"
-		" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center"
-		" FROM ledger"
-		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
-		" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 	struct finops_focus_opts def = { "spotrun", "spotrun" };
 	struct node_ends ends = { 0 };
 	struct store_stmt *st = NULL;
@@ -365,11 +378,11 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 		if (o->billing_account_name && *o->billing_account_name)
 			def.billing_account_name = o->billing_account_name;
 	}
-	rc = finops__prepare_filtered(db, sql, f, &st, e);
+	rc = finops__prepare_filtered(db, finops__usage_sql, f, &st, e);
 	if (rc)
 		return rc;
 	for (size_t i = 0; finops_focus_columns[i]; i++)
-		put_field(out, finops_focus_columns[i], i == 0);
+		finops__put_field(out, finops_focus_columns[i], i == 0);
 	fputs("\r\n", out);
 	while ((rc = store_step(st, e)) == 1) {
 		rc = write_row(st, &def, &ends, out);

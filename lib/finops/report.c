@@ -613,6 +613,26 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 	return 0;
 }
 
+int finops_report_add_shared_to(struct finops_report *r, const char *key,
+				sr_micros shared)
+{
+	struct finops_group *g;
+	size_t cap = r->ngroups;
+
+	r->total.shared_cost += shared;
+	if (!key)
+		return 0;
+	g = find_group(r, key);
+	if (!g) {
+		if (!add_group(r, &cap, key))
+			return -ENOMEM;
+		qsort(r->groups, r->ngroups, sizeof r->groups[0], cmp_group);
+		g = find_group(r, key);
+	}
+	g->t.shared_cost += shared;
+	return 0;
+}
+
 const struct finops_group *finops_report_group(const struct finops_report *r,
 					       const char *key)
 {
@@ -691,6 +711,8 @@ json_t *finops_totals_json(const struct finops_totals *t)
 		rc |= json_object_set_new(o, "savings_vs_plan_micros", json_null());
 	}
 	rc |= set_money(o, "waste_cost", t->waste_cost);
+	rc |= set_money(o, "shared_cost", t->shared_cost);
+	rc |= set_money(o, "allocated_cost", t->cost + t->shared_cost);
 	rc |= set_hours(o, "billed", t->billed_ns);
 	rc |= set_hours(o, "gpu", t->gpu_ns);
 	rc |= set_hours(o, "idle", t->idle_ns);

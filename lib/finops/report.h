@@ -110,6 +110,9 @@ struct finops_totals {
 	sr_micros ok_cost, ok_list_cost;/* the other jobs' (running, SUCCEEDED) */
 	sr_micros ok_waste;             /* their lost work + idle */
 	sr_micros waste_cost;
+	/* shared costs allocated to this group (lib/finops/alloc.h: the
+	 * control plane, idle reserved capacity), not part of `cost` */
+	sr_micros shared_cost;
 };
 
 struct finops_group {
@@ -130,6 +133,10 @@ int finops_report_build(struct store *db, const struct finops_filter *f,
 			enum finops_by by, struct finops_report *out,
 			struct sr_err *e);
 void finops_report_free(struct finops_report *r); /* NULL-safe */
+/* Add `shared` to the shared_cost of group `key` (created, in order, when
+ * absent; NULL key: the total only) and of the total.  0 or -ENOMEM. */
+int finops_report_add_shared_to(struct finops_report *r, const char *key,
+				sr_micros shared);
 /* The group of `key` (a job id as text for FINOPS_BY_JOB), or NULL;
  * borrowed from r. */
 const struct finops_group *finops_report_group(const struct finops_report *r,

@@ -63,6 +63,17 @@ struct catalog_offering {
 	double hazard_per_h;     /* spot preemptions per node-hour; 0 if none */
 	enum catalog_hazard_src hazard_src;
 	char hazard_from[64];    /* where the hazard came from, in words */
+	double outage_h;         /* mean hours the pool stays without spot
+				    capacity after a preemption, and that
+				    spell's coefficient of variation (fitted
+				    to the traces with the hazard); 0 = not
+				    measured */
+	double outage_cv;
+	double hazard_disp;      /* how much the market varies from day to
+				    day (traces): the variance of a day's
+				    scale g (its rate and outages x g,
+				    read from its share of hours up) over
+				    its mean squared; 0 = not measured */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };

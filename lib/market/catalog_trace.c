@@ -19,6 +19,13 @@
  *
  * A pool is (cloud, zone ID, accelerator, count); AWS zone names in file
  * names become IDs through the catalog's zone table.
+ *
+ * With the rate, for the plan's outage runs (cost_outage.c): the down
+ * spells that follow a loss and end before the trace does (their mean
+ * hours and coefficient of variation), and the day-to-day spread: a day
+ * whose rate and outages are both x g is up a share 1 / (1 + rate x
+ * outage x g^2) of its hours, so each whole day's share gives its g, and
+ * hazard_disp is their variance over their mean squared.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -38,6 +45,13 @@ struct pool {
 	double count;
 	double up_h;
 	size_t losses, files;
+	/* the down spells that follow a loss (not one cut by the trace's
+	 * end): count, sum and sum of squares of their hours */
+	size_t spells;
+	double spell_h, spell_h2;
+	/* each whole day's share of ticks up, over the pool's traces */
+	size_t days;
+	double *day_up;     /* owned */
 	char set[48];     /* first trace set, e.g. "availability/1-node/aws-10-26-2022" */
 };
 
@@ -100,8 +114,10 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	json_error_t je;
 	json_t *root = NULL, *data, *gapj;
 	struct pool *p = NULL;
-	size_t up = 0, losses = 0, n;
-	int rc = 0;
+	size_t up = 0, losses = 0, n, spells = 0, run = 0, per_day, days = 0;
+	size_t today = 0;
+	double spell_h = 0, spell_h2 = 0, *day_up = NULL;
+	int rc = 0, after_loss = 0;
 
 	if (split_name(file, zone, sizeof zone, gpu, sizeof gpu, &count) ||
 	    !gpu_known(c, gpu))
@@ -118,12 +134,37 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 		goto out;
 	}
 	n = json_array_size(data);
+	per_day = (size_t)(86400.0 / gap);
+	day_up = malloc((per_day ? n / per_day : 0) * sizeof *day_up + 1);
+	if (!day_up) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int v = json_number_value(json_array_get(data, i)) != 0;
 		int next = i + 1 < n && json_number_value(json_array_get(data, i + 1)) != 0;
 
 		up += (size_t)v;
 		losses += (size_t)(v && i + 1 < n && !next);
+		today += (size_t)v;
+		if (per_day && (i + 1) % per_day == 0) {
+			day_up[days++] = (double)today / (double)per_day;
+			today = 0;
+		}
+		/* a down spell after a loss, ended by capacity coming back */
+		if (!v && after_loss)
+			run++;
+		if (v && after_loss && run) {
+			double h = (double)run * gap / 3600.0;
+
+			spells++;
+			spell_h += h;
+			spell_h2 += h * h;
+		}
+		if (v) {
+			after_loss = i + 1 < n && !next;
+			run = 0;
+		}
 	}
 	snprintf(zone, sizeof zone, "%s", zone_id(c, cloud, zone));
 	for (size_t i = 0; i < ps->n && !p; i++) {
@@ -151,8 +192,23 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	}
 	p->up_h += (double)up * gap / 3600.0;
 	p->losses += losses;
+	p->spells += spells;
+	{
+		double *d = realloc(p->day_up, (p->days + days + 1) * sizeof *d);
+
+		if (!d) {
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		p->day_up = d;
+		memcpy(d + p->days, day_up, days * sizeof *d);
+		p->days += days;
+	}
+	p->spell_h += spell_h;
+	p->spell_h2 += spell_h2;
 	p->files++;
 out:
+	free(day_up);
 	json_decref(root);
 	return rc;
 }
@@ -219,11 +275,37 @@ int catalog_load_trace_rates(struct catalog *c, const char *dir, struct sr_err *
 			    fabs(o->accel_count - p->count) > 1e-9)
 				continue;
 			o->hazard_per_h = (double)p->losses / p->up_h;
+			if (p->spells > 1) {
+				double m = p->spell_h / (double)p->spells;
+				double var = p->spell_h2 / (double)p->spells - m * m;
+
+				o->outage_h = m;
+				o->outage_cv = var > 0 ? sqrt(var) / m : 0;
+			}
+			if (p->days > 2 && o->outage_h > 0) {
+				/* a day of scale g has its rate and outages x g:
+				 * up share 1 / (1 + rate outage g^2); each day's g
+				 * from its up share, and their spread */
+				double lm = o->hazard_per_h * o->outage_h, s = 0, s2 = 0;
+
+				for (size_t d = 0; d < p->days; d++) {
+					double u = fmin(fmax(p->day_up[d], 0.02), 0.999);
+					double g = sqrt((1 / u - 1) / lm);
+
+					s += g;
+					s2 += g * g;
+				}
+				s /= (double)p->days;
+				s2 /= (double)p->days;
+				o->hazard_disp = s2 > s * s ? (s2 - s * s) / (s * s) : 0;
+			}
 			o->hazard_src = CATALOG_HAZARD_TRACE;
 			snprintf(o->hazard_from, sizeof o->hazard_from, "%s%s: %zu in %.0fh up",
 				 p->set, p->files > 1 ? "+" : "", p->losses, p->up_h);
 		}
 	}
+	for (size_t i = 0; i < ps.n; i++)
+		free(ps.v[i].day_up);
 	free(ps.v);
 	return rc;
 }

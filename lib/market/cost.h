@@ -87,4 +87,27 @@ int cost_monte_carlo(const struct cost_params *p, double deadline_h,
 		     long trials, uint64_t seed, double *mean_makespan_h,
 		     double *mean_preempt, double *p_meet);
 
+/* Spot with on-demand fallback on a pool that stays without capacity
+ * after each preemption (cost_outage.c: the model and the job's rule):
+ * down spells of mean mean_h hours and coefficient of variation cv. */
+struct cost_outage {
+	double mean_h, cv;
+	double disp;      /* the market's day-to-day spread: each run's rate
+			     and outage mean are the given ones x one gamma
+			     draw of mean 1 and this variance (0 = the same
+			     in every run) */
+};
+
+struct cost_mc_result {
+	sr_micros mean, p95;  /* the cost: mean and 95th percentile */
+	double p_fallback;    /* share of runs that ended on demand */
+};
+
+/* `trials` runs (seeded, deterministic) of p with the deadline
+ * deadline_h and on-demand at od_per_h for the fallback.  0, -EINVAL or
+ * -ENOMEM. */
+int cost_fallback_mc(const struct cost_params *p, const struct cost_outage *o,
+		     double deadline_h, sr_micros od_per_h, long trials,
+		     uint64_t seed, struct cost_mc_result *out);
+
 #endif

@@ -8,21 +8,7 @@
 #include <math.h>
 
 #include "cost.h"
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]. */
-static double unif(uint64_t *s)
-{
-	return ((double)(splitmix64(s) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-}
+#include "cost_rng.h"
 
 static double run_segment(double s, double lam, double R, uint64_t *rng,
 			  long *n)
@@ -32,7 +18,7 @@ static double run_segment(double s, double lam, double R, uint64_t *rng,
 	if (lam <= 0)
 		return s;
 	for (;;) {
-		double x = -log(unif(rng)) / lam;
+		double x = -log(cost__unif(rng)) / lam;
 
 		if (x >= s)
 			return t + s;

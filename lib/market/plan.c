@@ -52,6 +52,11 @@ const char *plan_risk(const struct plan_result *r, const struct plan_placement *
 	return miss < 0.05 ? "medium" : "high";
 }
 
+/* Runs of the outage model per placement (cost_outage.c), and their
+ * seed: the same plan every time. */
+#define PLAN_MC_RUNS 1000
+#define PLAN_MC_SEED UINT64_C(0x5907f0aec0575eed)
+
 static sr_micros gang(sr_micros per_node, int nodes)
 {
 	if (per_node < 0)
@@ -194,6 +199,23 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 				  usd_h(over + c->r->resume_h * pf, od);
 		if (p.est.t_train_h + c->r->resume_h <= D)
 			p.p_meet = 1;
+	}
+	if (fallback && !isinf(D) && o->outage_h > 0) {
+		/* a pool measured to stay down after a loss: the waits use
+		 * the slack (cost_outage.c); the plan's figures come from
+		 * runs of what the job will do there */
+		struct cost_outage ou = { o->outage_h, o->outage_cv,
+					  o->hazard_disp };
+		struct cost_mc_result mc;
+
+		if (cost_fallback_mc(&cp, &ou, D, gang(o->ondemand_per_h,
+				     c->js->num_nodes), PLAN_MC_RUNS,
+				     PLAN_MC_SEED, &mc) == 0) {
+			p.expected_cost = mc.mean;
+			p.cost_p95 = mc.p95 > mc.mean ? mc.p95 : mc.mean;
+			p.p_fallback = mc.p_fallback;
+			return push(c, &p);
+		}
 	}
 	{
 		double t95 = makespan_quantile_h(&cp, p.est.t_train_h, 0.95);

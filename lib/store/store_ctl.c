@@ -553,21 +553,6 @@ int store_node_booted(struct store *s, int64_t node, const char *instance_id,
 	return run_count(st, "boot node", e);
 }
 
-int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
-		       int64_t kill_ns, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=?1, kill_ns=?2"
-			       " WHERE id=?3 AND notice_ns IS NULL", &st, e);
-
-	if (rc)
-		return rc;
-	store_bind_i64(st, 1, now_ns);
-	store_bind_i64(st, 2, kill_ns);
-	store_bind_i64(st, 3, node);
-	return run_count(st, "notice", e);
-}
-
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
 		      struct sr_err *e)
 {

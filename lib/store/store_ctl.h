@@ -149,10 +149,6 @@ int store_node_end(struct store *s, int64_t node, const char *state,
 int store_node_booted(struct store *s, int64_t node, const char *instance_id,
 		      const char *blob, bool pending, int64_t now_ns,
 		      struct sr_err *e);
-/* The cloud's notice: when it came and its deadline (the cloud's time).
- * 1 recorded, 0 the node had one already. */
-int store_node_noticed(struct store *s, int64_t node, int64_t now_ns,
-		       int64_t kill_ns, struct sr_err *e);
 /* The message of the job's last launch_refused event into msg: 1, or 0
  * when it has none. */
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
@@ -377,8 +373,9 @@ int store_exit_add(struct store *s, const struct store_exit *x,
 /* A utilisation sample: cpu (< 0 unknown) and the one billed. */
 int store_node_util(struct store *s, int64_t node, double cpu, double util,
 		    struct sr_err *e);
-/* The agent saw a notice at now_ns, the cloud's deadline kill_ns (0 none):
- * kept unless the node has them already. */
+/* A notice of node's reclaim seen at now_ns (by the provider or the
+ * node's agent), the cloud's deadline kill_ns (0 none): each kept unless
+ * the node has it already.  1 = the node's first notice, 0 = it had one. */
 int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
 			   int64_t kill_ns, struct sr_err *e);
 /* A rebalance recommendation at at_ns (the first one is kept). */

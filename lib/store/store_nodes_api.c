@@ -314,15 +314,26 @@ int store_node_notice_seen(struct store *s, int64_t node, int64_t now_ns,
 			   int64_t kill_ns, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=coalesce("
-			       "notice_ns, ?1), kill_ns=coalesce(kill_ns, ?2)"
-			       " WHERE id=?3", &st, e);
+	int rc = store_prepare(s, "UPDATE nodes SET notice_ns=?1, kill_ns=coalesce("
+			       "kill_ns, ?2) WHERE id=?3 AND notice_ns IS NULL",
+			       &st, e);
 
 	if (rc)
 		return rc;
 	store_bind_i64(st, 1, now_ns);
 	bind_i64_if(st, 2, kill_ns, kill_ns != 0);
 	store_bind_i64(st, 3, node);
+	rc = store_run(st, e);
+	store_done(st);
+	if (rc != 0 || !kill_ns)
+		return rc < 0 ? sr_err_prefix(e, "notice") : rc > 0;
+	/* noticed before without the cloud's time: keep the one given now */
+	rc = store_prepare(s, "UPDATE nodes SET kill_ns=?1 WHERE id=?2 AND"
+			   " kill_ns IS NULL", &st, e);
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, kill_ns);
+	store_bind_i64(st, 2, node);
 	return run_done(st, "notice", e);
 }
 

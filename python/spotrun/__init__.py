@@ -24,7 +24,8 @@ from ._lib import CheckpointError, LibraryNotFound
 from ._state import MetadataError, StateError
 from .checkpoint import list_checkpoints, restore, verify
 from .dist import Checkpointer, DistCheckpointer, Shard
+from .sync import SyncError, sync_now
 
 __all__ = ["Checkpointer", "CheckpointError", "DistCheckpointer", "Shard", "LibraryNotFound",
-           "MetadataError", "StateError", "list_checkpoints", "preemption", "restore",
-           "verify"]
+           "MetadataError", "StateError", "SyncError", "list_checkpoints",
+           "preemption", "restore", "sync_now", "verify"]

@@ -397,6 +397,17 @@ static void take_notice(struct agent *ag, int64_t t_ns, int action,
 		if (deadline < ag->stop_deadline_ns)
 			ag->stop_deadline_ns = deadline;
 	}
+	ag->notice_kill_ns = deadline;
+	/* the workload has the lead less what the bucket mounts' final
+	 * round needs (at most half of it) */
+	if (ag->nmounts) {
+		int64_t reserve = agent_mounts_reserve_ns(ag),
+			half = (deadline - sr_time_mono_ns()) / 2;
+
+		deadline -= reserve < half ? reserve : half > 0 ? half : 0;
+		if (ag->stopping != STOP_NONE && deadline < ag->stop_deadline_ns)
+			ag->stop_deadline_ns = deadline;
+	}
 	agent__begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
 	agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice",
@@ -555,6 +566,13 @@ static void loop_once(struct agent *ag)
 		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 	}
 	agent__check_workload(ag, now);
+	if (ag->nmounts) {
+		if (agent_mounts_poll(ag, sr_time_mono_ns()))
+			agent__advance(ag); /* restored: setup and run go on */
+		/* leaving with no run: the syncers' final round still */
+		if (ag->exit_after && ag->kind == W_NONE)
+			agent_mounts_final(ag, agent_mounts_final_deadline(ag));
+	}
 	agent__check_status(ag);
 	now = sr_time_mono_ns();
 	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone &&
@@ -627,6 +645,7 @@ static void agent_fini(struct agent *ag)
 	json_decref(ag->events);
 	logbatch_destroy(ag->logs);
 	ctlc_destroy(ag->cli);
+	agent_mounts_free(ag);
 	assignment_free(&ag->a);
 }
 
@@ -672,7 +691,8 @@ int agent_run(const struct agent_opts *o, const char *token,
 		if (ag.node_gone)
 			break;
 		if (ag.exit_after && json_array_size(ag.events) == 0 &&
-		    logbatch_queued(ag.logs) == 0)
+		    logbatch_queued(ag.logs) == 0 && !ag.held_exit &&
+		    !agent_mounts_busy(&ag))
 			break;
 		if (ag.give_up_ns && sr_time_mono_ns() > ag.give_up_ns)
 			break; /* told to quit and spotrund is not answering */
@@ -684,6 +704,7 @@ int agent_run(const struct agent_opts *o, const char *token,
 out:
 	if (ag.kind != W_NONE)
 		workload_signal(&ag.w, SIGKILL);
+	agent_mounts_kill(&ag);
 	agent_fini(&ag);
 	return rc;
 }

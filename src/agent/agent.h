@@ -60,6 +60,15 @@ int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e);
 /* "TERM", "USR1", "USR2" (with or without SIG): the signal, or -1. */
 int notice_signal_parse(const char *name);
 
+/* A bucket mount (issue 30; docs/jobs.md): the job file's DST, its
+ * bucket URI and mode. */
+enum bucket_mode { BUCKET_MOUNT, BUCKET_MOUNT_CACHED, BUCKET_COPY };
+struct bucket_mount {
+	char *dst;              /* as the job file names it */
+	char *uri;
+	enum bucket_mode mode;
+};
+
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
 struct assignment {
 	int64_t job_id, rank, num_nodes;
@@ -82,6 +91,13 @@ struct assignment {
 	int files;              /* the job brings files (GET .../files) */
 	int64_t gpus_per_node;  /* 0 unknown */
 	char *task_id;          /* SKYPILOT_TASK_ID (the daemon's); NULL */
+	int shared_disk;        /* the reply named node_dir: this node shares
+				 * spotrund's disk (the local cloud) */
+	char *home;             /* where file_mounts ~/X went (sync.c); the
+				 * workload's HOME when it differs; NULL */
+	struct bucket_mount *buckets; /* "bucket_mounts", malloc'd [nbuckets] */
+	size_t nbuckets;
+	int64_t sync_quiet_ms;  /* a file is stable after this (2000) */
 };
 
 int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);
@@ -101,6 +117,10 @@ struct envp_files {
 	const char *notice_file;   /* SPOTRUN_NOTICE_FILE */
 	const char *python_dir;    /* put on PYTHONPATH unless the job sets
 				      PYTHONPATH itself; NULL = none */
+	const char *home;          /* HOME, when not the agent's; NULL */
+	const char *sync_request;  /* SPOTRUN_SYNC_REQUEST (bucket mounts'
+				      sync_now), NULL = none */
+	const char *sync_answers;  /* SPOTRUN_SYNC_ANSWERS, ':'-separated */
 };
 
 /* Build the workload environment: inherited environ minus the agent's own
@@ -155,6 +175,10 @@ bool notice_signal_seen(void);
 void notice_watch_stop(struct notice_watch *w);
 /* Copy the last poll error if it changed since *gen; returns 1 if so. */
 int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
+
+/* `spotrun-agent --dirsync ...` (dirsync_main.c): a bucket mount's
+ * syncer; the process's exit status. */
+int agent_dirsync_main(int argc, char **argv);
 
 /* Run the agent with its node token, or (token NULL) with the one-time
  * bootstrap secret it trades for one at first contact (boot.c). */
@@ -224,6 +248,17 @@ struct agent {
 	int64_t ckpt_before;
 
 	int notice_handled;
+	int64_t notice_kill_ns; /* the cloud's kill, monotonic; 0 no notice */
+	/* bucket mounts (mounts.c) */
+	struct agent_mount *mounts;    /* [nmounts], one per a.buckets */
+	size_t nmounts;
+	char sync_request[4200];       /* sync_now's request file */
+	char **sync_answer;            /* [nmounts] its answers */
+	int mounts_ready;              /* every mount past its restore */
+	int64_t mounts_deadline_ns;    /* the final round's, monotonic */
+	int64_t mounts_progress_ns;    /* next "N s left" line */
+	json_t *held_exit;             /* the run's exit, reported once the
+					  final round is over */
 	int rebalance_sent;     /* the rebalance recommendation was reported */
 	int exit_after;     /* exit once the workload is gone and reported */
 	int node_gone;      /* spotrund answered 409: stop everything */
@@ -268,6 +303,29 @@ void agent__check_workload(struct agent *ag, int64_t now);
 void agent__check_status(struct agent *ag);
 /* Newest checkpoint step that survives this node (see workrun.c). */
 int64_t agent__durable_step(struct agent *ag);
+/* mounts.c: the bucket mounts' syncers (see its diagram) */
+struct agent_mount;
+/* Start the syncers not running (restore / COPY first): 0 or < 0. */
+int agent_mounts_start(struct agent *ag, struct sr_err *e);
+/* 1 every mount is past its restore, 0 not yet, -1 one failed. */
+int agent_mounts_ready(struct agent *ag);
+/* Read the syncers, enforce the final deadline, release the held exit:
+ * 1 when the mounts just became ready. */
+int agent_mounts_poll(struct agent *ag, int64_t now);
+/* A reaped child that is a syncer: 1 (taken), else 0. */
+int agent_mounts_note_exit(struct agent *ag, pid_t pid, int status);
+/* Ask every watching syncer for its final round, due by deadline_ns. */
+void agent_mounts_final(struct agent *ag, int64_t deadline_ns);
+/* The final round's deadline: the notice's kill, else a limit. */
+int64_t agent_mounts_final_deadline(struct agent *ag);
+/* How long the upload of what is left may take (a notice's reserve). */
+int64_t agent_mounts_reserve_ns(const struct agent *ag);
+int agent_mounts_busy(const struct agent *ag);
+/* SPOTRUN_SYNC_ANSWERS for the workload, in buf; NULL none. */
+const char *agent_mounts_answers(struct agent *ag, char *buf, size_t n);
+void agent_mounts_kill(struct agent *ag);
+void agent_mounts_free(struct agent *ag);
+
 /* isolate.c: start the workload as opts.isolation says, falling back
  * (auto) or refusing (strict) when it cannot be isolated. */
 int agent__start_isolated(struct agent *ag, const char *script,
@@ -277,6 +335,11 @@ int agent__start_isolated(struct agent *ag, const char *script,
 int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
 			       const char *cwd, char *const *envp,
 			       struct sr_err *e);
+/* The same into w instead of the workload's slot: a process that runs
+ * beside the workload (a bucket mount's syncer, mounts.c). */
+int agent__start_isolated_w(struct agent *ag, struct workload *w,
+			    char *const *argv, int in, const char *cwd,
+			    char *const *envp, struct sr_err *e);
 
 
 #endif

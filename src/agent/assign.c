@@ -23,6 +23,48 @@ static int dup_opt(json_t *o, const char *key, char **out, const char *ctx,
 	return *out ? 0 : -ENOMEM;
 }
 
+/* "bucket_mounts": [{"dst", "uri", "mode", "store"}] (docs/api.md). */
+static int buckets_parse(json_t *r, struct assignment *a, struct sr_err *e)
+{
+	static const char *const modes[] = { "MOUNT", "MOUNT_CACHED", "COPY" };
+	json_t *arr = json_object_get(r, "bucket_mounts"), *b;
+	size_t i;
+
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > 64)
+		return sr_err_set(e, -SR_EPARSE, "register reply: bucket_mounts: "
+				  "expected an array of at most 64 objects");
+	a->buckets = calloc(json_array_size(arr) + 1, sizeof *a->buckets);
+	if (!a->buckets)
+		return -ENOMEM;
+	json_array_foreach(arr, i, b) {
+		const char *dst, *uri, *mode = "MOUNT";
+		struct bucket_mount *m = &a->buckets[i];
+		int k;
+
+		if (json_unpack(b, "{s:s, s:s, s?:s}", "dst", &dst, "uri", &uri,
+				"mode", &mode) < 0 || !*dst || !*uri)
+			return sr_err_set(e, -SR_EPARSE, "register reply: "
+					  "bucket_mounts[%zu]: needs dst and uri", i);
+		for (k = 0; k < 3 && strcmp(mode, modes[k]); k++)
+			;
+		if (k == 3)
+			return sr_err_set(e, -SR_EPARSE, "register reply: "
+					  "bucket_mounts[%zu].mode: '%.32s' is not "
+					  "MOUNT, MOUNT_CACHED or COPY", i, mode);
+		m->mode = (enum bucket_mode)k;
+		m->dst = strdup(dst);
+		m->uri = strdup(uri);
+		a->nbuckets = i + 1;
+		if (!m->dst || !m->uri)
+			return -ENOMEM;
+	}
+	a->sync_quiet_ms = 2000;
+	return sr_json_get_int_opt(r, "sync_quiet_ms", &a->sync_quiet_ms,
+				   "register reply", e);
+}
+
 int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 {
 	const char *ctx = "register reply";
@@ -119,8 +161,11 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	    json_object_size(json_object_get(r, "file_mounts")))
 		a->mounts = json_incref(json_object_get(r, "file_mounts"));
 	a->sync_workdir = json_is_true(json_object_get(r, "sync_workdir"));
+	a->shared_disk = json_is_string(json_object_get(r, "node_dir"));
 	a->files = json_is_true(json_object_get(r, "files"));
 	rc = sr_json_get_int_opt(r, "gpus_per_node", &a->gpus_per_node, ctx, e);
+	if (rc == 0)
+		rc = buckets_parse(r, a, e);
 	if (rc < 0)
 		goto fail;
 	return 0;
@@ -145,7 +190,13 @@ void assignment_free(struct assignment *a)
 	free(a->instance_type);
 	free(a->master_addr);
 	free(a->task_id);
+	free(a->home);
 	free(a->node_ips);
 	json_decref(a->mounts);
+	for (size_t i = 0; i < a->nbuckets; i++) {
+		free(a->buckets[i].dst);
+		free(a->buckets[i].uri);
+	}
+	free(a->buckets);
 	memset(a, 0, sizeof *a);
 }

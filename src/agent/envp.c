@@ -256,6 +256,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_CKPT_URI", a->ckpt_uri);
 	if (rc == 0)
 		rc = python_env(&ev, a, f->python_dir);
+	if (rc == 0 && f->home)
+		rc = env_set(&ev, "HOME", f->home);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_NODE_DIR", f->node_dir);
 	if (rc == 0)
@@ -266,6 +268,10 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", f->notice_file);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
+	if (rc == 0 && f->sync_request)
+		rc = env_set(&ev, "SPOTRUN_SYNC_REQUEST", f->sync_request);
+	if (rc == 0 && f->sync_answers)
+		rc = env_set(&ev, "SPOTRUN_SYNC_ANSWERS", f->sync_answers);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_MASTER_ADDR",
 			     a->master_addr ? a->master_addr : "127.0.0.1");

@@ -108,7 +108,7 @@ static void report_once(struct agent *ag, const char *mode, const char *msg,
 
 /* What the started workload's process found hidden (workload.h), as a
  * list of paths and a phrase for the message. */
-static json_t *hidden_of(const struct agent *ag, const struct iso_paths *ps,
+static json_t *hidden_of(const struct workload *w, const struct iso_paths *ps,
 			 char *buf, size_t n)
 {
 	json_t *a = json_array();
@@ -116,11 +116,11 @@ static json_t *hidden_of(const struct agent *ag, const struct iso_paths *ps,
 
 	buf[0] = '\0';
 	for (int i = 0; a && i < ISO_MAX_PATHS && ps->iso.hide_dirs[i]; i++) {
-		if (ag->w.iso_dirs_hidden & (1u << i))
+		if (w->iso_dirs_hidden & (1u << i))
 			json_array_append_new(a, json_string(ps->iso.hide_dirs[i]));
 	}
 	for (int i = 0; a && i < ISO_MAX_PATHS && ps->iso.hide_files[i]; i++) {
-		if (ag->w.iso_files_hidden & (1u << i))
+		if (w->iso_files_hidden & (1u << i))
 			json_array_append_new(a, json_string(ps->iso.hide_files[i]));
 	}
 	for (size_t i = 0; a && i < json_array_size(a) && k + 8 < n; i++) {
@@ -134,10 +134,11 @@ static json_t *hidden_of(const struct agent *ag, const struct iso_paths *ps,
 	return a;
 }
 
-static void report_mode(struct agent *ag, const struct iso_paths *ps)
+static void report_mode(struct agent *ag, const struct workload *w,
+			const struct iso_paths *ps)
 {
 	char what[700], msg[1024];
-	json_t *hidden = ps ? hidden_of(ag, ps, what, sizeof what) : NULL;
+	json_t *hidden = ps ? hidden_of(w, ps, what, sizeof what) : NULL;
 
 	switch (ag->iso_mode) {
 	case ISO_USERNS:
@@ -175,13 +176,20 @@ int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
 			       const char *cwd, char *const *envp,
 			       struct sr_err *e)
 {
+	return agent__start_isolated_w(ag, &ag->w, argv, in, cwd, envp, e);
+}
+
+int agent__start_isolated_w(struct agent *ag, struct workload *w,
+			    char *const *argv, int in, const char *cwd,
+			    char *const *envp, struct sr_err *e)
+{
 	char msg[SR_ERR_MSG_MAX + 160];
 	struct iso_paths ps;
 	int rc;
 
 	if (ag->iso_mode == ISO_NONE) {
-		report_mode(ag, NULL);
-		return workload_start_argv(&ag->w, argv, cwd, envp, in, NULL, e);
+		report_mode(ag, w, NULL);
+		return workload_start_argv(w, argv, cwd, envp, in, NULL, e);
 	}
 	if (ag->iso_mode == ISO_ROOT && ag->o->isolation == AGENT_ISO_STRICT) {
 		rc = sr_err_set(e, -EPERM, "isolation is strict, but the agent runs "
@@ -191,13 +199,13 @@ int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
 		return rc;
 	}
 	paths_build(ag, cwd, &ps);
-	rc = workload_start_argv(&ag->w, argv, cwd, envp, in, &ps.iso, e);
+	rc = workload_start_argv(w, argv, cwd, envp, in, &ps.iso, e);
 	if (rc == 0)
-		report_mode(ag, &ps);
+		report_mode(ag, w, &ps);
 	paths_free(&ps);
 	if (rc == 0)
 		return 0;
-	if (!ag->w.iso_failed)
+	if (!w->iso_failed)
 		return rc;
 	if (ag->o->isolation == AGENT_ISO_STRICT) {
 		snprintf(msg, sizeof msg, "strict, and it cannot be set up (%s): "
@@ -210,5 +218,5 @@ int agent__start_isolated_argv(struct agent *ag, char *const *argv, int in,
 	ag->iso_mode = ISO_NONE;
 	report_once(ag, "unavailable", msg, NULL);
 	sr_err_clear(e);
-	return workload_start_argv(&ag->w, argv, cwd, envp, in, NULL, e);
+	return workload_start_argv(w, argv, cwd, envp, in, NULL, e);
 }

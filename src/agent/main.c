@@ -13,6 +13,8 @@
  * the notice reported with its time, exit - and only SIGINT quits.
  *
  *   spotrun-agent --unpack DIR    (the agent runs this itself: sync.c)
+ *   spotrun-agent --dirsync DIR --uri URI ...  (a bucket mount's syncer,
+ *                                 run by the agent: dirsync_main.c)
  *
  * A provider starts it with the node's one-time bootstrap secret
  * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
@@ -92,8 +94,9 @@ static void usage(FILE *f)
 		IMDS_DEFAULT_URL);
 }
 
-/* --unpack DIR: the job's files archive on stdin, unpacked under DIR
- * (lib/bundle; run by the agent in the workload's isolation, sync.c). */
+/* --unpack DIR: the job's files archive on stdin, unpacked under DIR,
+ * its "~/" entries under $SPOTRUN_UNPACK_HOME when set (lib/bundle; run
+ * by the agent in the workload's isolation, sync.c). */
 static int unpack_main(const char *dir)
 {
 	size_t cap = 1 << 20, len = 0;
@@ -132,7 +135,7 @@ static int unpack_main(const char *dir)
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
-	rc = bundle_unpack(buf, len, dir, &e);
+	rc = bundle_unpack_home(buf, len, dir, getenv("SPOTRUN_UNPACK_HOME"), &e);
 	free(buf);
 	if (rc) {
 		fprintf(stderr, "%s\n", sr_err_str(&e, rc));
@@ -188,6 +191,8 @@ int main(int argc, char **argv)
 	size_t npriv = 0;
 	int c, rc;
 
+	if (argc > 1 && !strncmp(argv[1], "--dirsync", 9))
+		return agent_dirsync_main(argc, argv);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {

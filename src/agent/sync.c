@@ -6,6 +6,14 @@
  *
  *   workdir/...  -> NODE_DIR/workdir/... (setup and run then run there)
  *   DST          -> NODE_DIR/DST (file_mounts /data/x -> NODE_DIR/data/x)
+ *   ~/X          -> HOME/X, the workload's home (issue 30: SkyPilot's
+ *                   ~/.ssh/id_rsa: ~/.ssh/sky-key; an owner-only file
+ *                   stays 0600).  On a node that shares spotrund's disk
+ *                   (the local cloud: every node is a process of this
+ *                   machine) HOME is the node's own NODE_DIR/home, which
+ *                   the workload then gets as $HOME: a node never writes
+ *                   into the user's home.  Elsewhere it is the agent's
+ *                   $HOME, which the workload inherits.
  *
  * The agent downloads the archive (GET /v1/nodes/<id>/files) into an
  * anonymous memory file and runs `spotrun-agent --unpack NODE_DIR` - this
@@ -14,8 +22,9 @@
  * isolated_argv): it can write nothing the workload could not, never
  * follows a link (bundle_unpack), and reads nothing but its stdin.
  * Nothing of the daemon's or the node's filesystem is read on a job's
- * behalf.  Its output goes to the job's log; a failure fails the node's
- * setup (exit 126), so the job's restart policy applies.
+ * behalf.  Its output goes to the job's log; a failure is reported as
+ * a "file_mounts" event naming what failed (the job fails: setup never
+ * ran), not as a failed setup.
  */
 #include <errno.h>
 #include <poll.h>
@@ -28,6 +37,7 @@
 
 #include "agent.h"
 #include "bundle/bundle.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 
 #define FETCH_TIMEOUT_MS 120000
@@ -73,8 +83,11 @@ out:
 	return rc;
 }
 
-/* Lines of fd into the job's log, as "files: LINE"; 0 at EOF. */
-static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap)
+/* Lines of fd into the job's log, as "files: LINE", the last one also
+ * into last[LAST_MAX]; 0 at EOF. */
+#define LAST_MAX 512
+static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap,
+		 char *last)
 {
 	ssize_t n = read(fd, buf + *have, cap - 1 - *have);
 	char *nl;
@@ -86,11 +99,13 @@ static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap)
 	while ((nl = memchr(buf, '\n', *have))) {
 		*nl = '\0';
 		agent__line(ag, "files: %s", buf);
+		snprintf(last, LAST_MAX, "%s", buf);
 		*have -= (size_t)(nl + 1 - buf);
 		memmove(buf, nl + 1, *have + 1);
 	}
 	if (*have && (n == 0 || *have == cap - 1)) {
 		agent__line(ag, "files: %s", buf);
+		snprintf(last, LAST_MAX, "%s", buf);
 		*have = 0;
 	}
 	return n > 0;
@@ -98,12 +113,13 @@ static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap)
 
 /* Run the unpacker on archive `in`, in the workload's isolation, and
  * wait for it (at most UNPACK_LIMIT_NS). */
-static int unpack(struct agent *ag, int in, struct sr_err *e)
+static int unpack(struct agent *ag, int in, const char *home,
+		  struct sr_err *e)
 {
 	char *argv[] = { "/proc/self/exe", "--unpack", ag->node_dir, NULL };
-	char *envp[8] = { "PATH=/usr/bin:/bin" }, vars[3][4096];
+	char *envp[8] = { "PATH=/usr/bin:/bin" }, vars[4][4096];
 	const char *san[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
-	char out[4096], err[4096];
+	char out[4096], err[4096], last[LAST_MAX] = "";
 	size_t no = 0, ne = 0, k = 1;
 	int64_t until = sr_time_mono_ns() + UNPACK_LIMIT_NS;
 	int st = 0, rc, open_fds = 2;
@@ -115,6 +131,9 @@ static int unpack(struct agent *ag, int in, struct sr_err *e)
 					  v) < sizeof vars[i])
 			envp[k++] = vars[i];
 	}
+	if (home && (size_t)snprintf(vars[3], sizeof vars[3], "SPOTRUN_UNPACK_HOME=%s",
+				     home) < sizeof vars[3])
+		envp[k++] = vars[3];
 	rc = agent__start_isolated_argv(ag, argv, in, ag->node_dir, envp, e);
 	if (rc < 0)
 		return rc;
@@ -124,12 +143,12 @@ static int unpack(struct agent *ag, int in, struct sr_err *e)
 
 		if (poll(p, 2, 500) < 0 && errno != EINTR)
 			break;
-		if (p[0].revents && !relay(ag, ag->w.out_fd, out, &no, sizeof out)) {
+		if (p[0].revents && !relay(ag, ag->w.out_fd, out, &no, sizeof out, last)) {
 			close(ag->w.out_fd);
 			ag->w.out_fd = -1;
 			open_fds--;
 		}
-		if (p[1].revents && !relay(ag, ag->w.err_fd, err, &ne, sizeof err)) {
+		if (p[1].revents && !relay(ag, ag->w.err_fd, err, &ne, sizeof err, last)) {
 			close(ag->w.err_fd);
 			ag->w.err_fd = -1;
 			open_fds--;
@@ -148,7 +167,46 @@ static int unpack(struct agent *ag, int in, struct sr_err *e)
 								  SR_NS_PER_SEC));
 	if (ag->w.exit_code)
 		return sr_err_set(e, -EIO, "unpacking the job's files failed "
-				  "(exit %d; its message is above)", ag->w.exit_code);
+				  "(exit %d): %s", ag->w.exit_code, last[0] ? last :
+				  "no message");
+	return 0;
+}
+
+/* Where file_mounts ~/X and bucket mounts ~/X go (see the top): *home,
+ * NULL when the job has none; a->home is set when the workload's HOME
+ * changes to it (mounts.c puts ~/ bucket mounts there too). */
+static int home_dir(struct agent *ag, const char **home, struct sr_err *e)
+{
+	struct assignment *a = &ag->a;
+	const char *k, *h = getenv("HOME");
+	json_t *v;
+	int want = 0, rc;
+
+	*home = NULL;
+	json_object_foreach(a->mounts, k, v)
+		want |= !strcmp(k, "~") || !strncmp(k, "~/", 2);
+	for (size_t i = 0; i < a->nbuckets; i++)
+		want |= !strncmp(a->buckets[i].dst, "~/", 2);
+	if (!want)
+		return 0;
+	if (a->shared_disk) {
+		free(a->home);
+		if (asprintf(&a->home, "%s/home", ag->node_dir) < 0) {
+			a->home = NULL;
+			return sr_err_set(e, -ENOMEM, "out of memory");
+		}
+		rc = sr_fs_mkdir_p(a->home, 0700);
+		if (rc)
+			return sr_err_set(e, rc, "file_mounts: %s: %s", a->home,
+					  sr_strerror(rc));
+		*home = a->home;
+		return 0;
+	}
+	if (!h || h[0] != '/')
+		return sr_err_set(e, -ENOENT, "file_mounts: the job mounts files "
+				  "under ~/ but the workload has no home ($HOME "
+				  "is not set)");
+	*home = h;
 	return 0;
 }
 
@@ -156,14 +214,18 @@ int agent_sync_files(struct agent *ag, struct sr_err *e)
 {
 	struct assignment *a = &ag->a;
 	char dir[sizeof ag->node_dir + 16];
+	const char *home = NULL;
 	int fd = -1, rc = 0;
 
 	if (ag->synced)
 		return 0;
+	rc = home_dir(ag, &home, e);
+	if (rc)
+		return rc;
 	if (a->files) {
 		rc = fetch(ag, &fd, e);
 		if (!rc)
-			rc = unpack(ag, fd, e);
+			rc = unpack(ag, fd, home, e);
 		if (fd >= 0)
 			close(fd);
 		if (rc)

@@ -20,6 +20,8 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 {
 	const char *script = kind == W_SETUP ? ag->a.setup : ag->a.run;
 	const char *cwd = ag->a.workdir ? ag->a.workdir : ag->node_dir;
+	const char *answers;
+	char abuf[8192];
 	struct sr_err e;
 	char **envp;
 	int rc;
@@ -40,12 +42,16 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->ckpt_at_ns = 0;
 		ag->w_attempt = attempt;
 	}
+	answers = agent_mounts_answers(ag, abuf, sizeof abuf);
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, &(struct envp_files){
 				  .node_dir = ag->node_dir,
 				  .status_file = ag->status_path,
 				  .progress_file = ag->progress_path,
 				  .notice_file = ag->notice_path,
-				  .python_dir = ag->python_dir }, &e);
+				  .python_dir = ag->python_dir,
+				  .home = ag->a.home,
+				  .sync_request = answers ? ag->sync_request : NULL,
+				  .sync_answers = answers }, &e);
 	if (!envp) {
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;
@@ -89,12 +95,41 @@ void agent__advance(struct agent *ag)
 
 		sr_err_clear(&e);
 		if (agent_sync_files(ag, &e) < 0) {
-			agent__line(ag, "cannot copy the job's files: %s", sr_err_str(&e, e.code));
-			/* like a failed setup: the job's restart policy applies */
+			const char *why = sr_err_str(&e, e.code);
+
+			agent__line(ag, "cannot put the job's files in place: %s", why);
+			/* its own event: setup never ran (issue 30) */
+			agent__push(ag, json_pack("{s:s, s:s}", "type", "file_mounts",
+						 "message", why), 1);
+			return;
+		}
+	}
+	if (ag->a.nbuckets && !ag->mounts_ready) {
+		/* bucket mounts restored (or copied) before setup and run */
+		struct sr_err e;
+		int r;
+
+		sr_err_clear(&e);
+		if (agent_mounts_start(ag, &e) < 0) {
+			agent__line(ag, "cannot start the bucket mounts: %s",
+				    sr_err_str(&e, e.code));
 			agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
 						 "exit_code", 126), 1);
 			return;
 		}
+		r = agent_mounts_ready(ag);
+		if (r < 0) {
+			agent__line(ag, "a bucket mount could not be restored: the "
+				    "run does not start");
+			agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",
+						 "exit_code", 126), 1);
+			return;
+		}
+		if (r == 0) {
+			ag->want_attempt = want; /* agent_mounts_poll says when */
+			return;
+		}
+		ag->mounts_ready = 1;
 	}
 	if (!ag->setup_ok && ag->a.setup && *ag->a.setup) {
 		ag->want_attempt = want; /* run after setup */
@@ -260,6 +295,8 @@ static void reap_children(struct agent *ag)
 			return;
 		/* the agent has no children but the workload's leader and,
 		 * being a subreaper, the leader's orphans */
+		if (agent_mounts_note_exit(ag, p, st))
+			continue; /* a bucket mount's syncer */
 		if (!workload_note_exit(&ag->w, p, st))
 			ag->orphan_status = st;
 	}
@@ -334,6 +371,7 @@ static void workload_finished(struct agent *ag)
 	char how[64];
 	const char *cause;
 	enum wkind kind = ag->kind;
+	json_t *xev;
 
 	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
 	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
@@ -396,12 +434,22 @@ static void workload_finished(struct agent *ag)
 		}
 		agent__line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
 			   how, cause);
-		agent__push(ag, json_pack("{s:s, s:i, s:i, s:o, s:s}", "type",
-					 "exit", "attempt", ag->w_attempt,
-					 "exit_code", ag->w.exit_code, "signal",
-					 ag->w.signal ? json_integer(ag->w.signal)
-						      : json_null(),
-					 "cause", cause), 1);
+		xev = json_pack("{s:s, s:i, s:i, s:o, s:s}", "type", "exit",
+			       "attempt", ag->w_attempt, "exit_code",
+			       ag->w.exit_code, "signal", ag->w.signal ?
+			       json_integer(ag->w.signal) : json_null(),
+			       "cause", cause);
+		if (ag->nmounts && xev) {
+			/* reported once the bucket mounts' final round is
+			 * durable (agent_mounts_poll), so the job ends or moves
+			 * only then; the syncers restart with the next run */
+			json_decref(ag->held_exit);
+			ag->held_exit = xev;
+			ag->mounts_ready = 0;
+			agent_mounts_final(ag, agent_mounts_final_deadline(ag));
+		} else {
+			agent__push(ag, xev, 1);
+		}
 	}
 	ag->kind = W_NONE;
 	ag->stopping = STOP_NONE;

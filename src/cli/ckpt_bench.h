@@ -93,4 +93,12 @@ int bench_remote(const struct bench_state *st, const char *uri,
 		 const char *wdir, int reps, uint8_t *buf, uint64_t cap,
 		 json_t *root);
 
+/* The raw peer alone (ckpt_bench_remote.c): a plain multipart upload of
+ * each file into one object under uri's prefix, SPOTRUN_OBJSTORE_PART_MB
+ * parts, SPOTRUN_OBJSTORE_PARALLEL in flight; seconds, or < 0 with why. */
+double bench_raw_put_files(const char *uri, const char *const *paths,
+			   size_t n, char *why, size_t wn);
+/* `spotrun ckpt bench-sync` (ckpt_bench_sync.c). */
+int ckpt_bench_sync_main(int argc, char **argv);
+
 #endif

@@ -590,3 +590,56 @@ int bench_remote(const struct bench_state *st, const char *uri,
 	}
 	return 0;
 }
+
+double bench_raw_put_files(const char *uri, const char *const *paths,
+			   size_t n, char *why, size_t wn)
+{
+	struct objstore_cfg cfg;
+	struct peer p;
+	struct job *jobs = calloc(16384, sizeof *jobs);
+	int *fds = calloc(n ? n : 1, sizeof *fds);
+	size_t nj = 0;
+	double t = -1;
+
+	memset(&p, 0, sizeof p);
+	objstore_cfg_default(&cfg);
+	if (!jobs || !fds) {
+		snprintf(why, wn, "out of memory");
+		goto out;
+	}
+	if (peer_init(uri, &p, why, wn))
+		goto out;
+	for (size_t f = 0; f < n; f++) {
+		off_t sz;
+
+		fds[f] = open(paths[f], O_RDONLY | O_CLOEXEC);
+		if (fds[f] < 0) {
+			snprintf(why, wn, "%s: %s", paths[f], strerror(errno));
+			goto out;
+		}
+		sz = lseek(fds[f], 0, SEEK_END);
+		for (uint64_t off = 0; off < (uint64_t)sz && nj < 16384;
+		     off += cfg.part_bytes) {
+			struct job *j = &jobs[nj++];
+
+			j->p = &p;
+			j->shard = (int)f;
+			j->fd = fds[f];
+			j->off = off;
+			j->len = (uint64_t)sz - off < cfg.part_bytes ?
+				 (uint64_t)sz - off : cfg.part_bytes;
+		}
+	}
+	t = nj ? run_multipart(&p, jobs, nj, cfg.parallel) : 0;
+	if (t < 0)
+		snprintf(why, wn, "a raw PUT failed");
+out:
+	for (size_t f = 0; fds && f < n; f++) {
+		if (fds[f] > 0)
+			close(fds[f]);
+	}
+	free(fds);
+	free(jobs);
+	sr_awscred_free(&p.cred);
+	return t;
+}

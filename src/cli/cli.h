@@ -40,4 +40,8 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* `spotrun ckpt ls URI` on a synced directory (ckpt_rounds.c): its
+ * rounds, newest first; CLI_OK, or CLI_FAIL with the error on stderr. */
+int ckpt_ls_rounds(const char *uri, int json);
+
 #endif

@@ -18,22 +18,27 @@
 #include "cli.h"
 #include "cliopt.h"
 #include "common/timeutil.h"
+#include "dirsync/dirsync.h"
 #include "spotrun/ckpt.h"
 
 static const char *const USAGE =
 	"usage: spotrun ckpt ls DIR [--json]\n"
 	"       spotrun ckpt verify DIR [--step N] [--json]\n"
 	"       spotrun ckpt inspect DIR [--step N] [--json] [--full-meta]\n"
-	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n\n"
+	"       spotrun ckpt bench --size SIZE --dir DIR [--json] [...]\n"
+	"       spotrun ckpt bench-sync DIR --remote URI [--reps N] [--json]\n\n"
 	"Checkpoint directories written by libspotckpt (docs/checkpoint-format.md).\n"
-	"  ls       list checkpoints, newest first, without reading their data\n"
+	"  ls       list checkpoints, newest first, without reading their data;\n"
+	"           on a synced directory's URI (a bucket mount), its rounds\n"
+	"           with each file's size and SHA-256\n"
 	"  verify   check one checkpoint (default: the newest committed) byte\n"
 	"           for byte against its checksums; exit 0 if valid, 1 if not\n"
 	"  inspect  show a checkpoint's metadata and tensors (default: the\n"
 	"           newest one whose manifest and headers are valid); long\n"
 	"           arrays and strings in the metadata are shortened unless\n"
 	"           --full-meta (--json always has all of it)\n"
-	"  bench    measure the engine against its peers ('ckpt bench --help')\n";
+	"  bench    measure the engine against its peers ('ckpt bench --help')\n"
+	"  bench-sync  a bucket mount's round against a raw multipart upload\n";
 
 struct args {
 	const char *dir;
@@ -127,6 +132,9 @@ static int cmd_ls(int argc, char **argv)
 
 	if (rc)
 		return rc;
+	/* a bucket mount's synced directory (issue 30): its rounds */
+	if (strstr(a.dir, "://") && dirsync_present(a.dir, NULL) == 1)
+		return ckpt_ls_rounds(a.dir, a.json);
 	rc = spotckpt_list(a.dir, NULL, 0, &n);
 	if (rc == 0 && n) {
 		ents = calloc(n, sizeof *ents);
@@ -386,6 +394,8 @@ static int cmd_ckpt(int argc, char **argv)
 		return cmd_inspect(argc, argv);
 	if (!strcmp(sub, "bench"))
 		return ckpt_bench_main(argc, argv);
+	if (!strcmp(sub, "bench-sync"))
+		return ckpt_bench_sync_main(argc, argv);
 	return cli_usage_error("ckpt", "unknown subcommand '%s'", sub);
 }
 

@@ -1,6 +1,9 @@
 /*
  * cmd_cost.c - `spotrun cost`: what was spent, what was saved, what was
- * wasted idle; and `--focus FILE.csv`, a FOCUS 1.2 export.
+ * wasted idle; and `--focus FILE.csv`, a FOCUS 1.3 export (its Cost and
+ * Usage dataset in FILE.csv, the Contract Commitment dataset in
+ * FILE-contract-commitment.csv, the metadata in FILE-metadata.json), or
+ * 1.2 with --focus-version 1.2.
  *
  * Asks spotrund's API (GET /v1/cost, GET /v1/cost/focus), like every
  * other command: the ledger lives in the daemon's store (SQLite or
@@ -29,6 +32,8 @@ static void usage(void)
 	       "                    [--by KEY] [--json]\n"
 	       "       spotrun cost --focus FILE.csv [--since WHEN] [--until WHEN]\n"
 	       "                    [--job JOB] [--account ID] [--account-name NAME]\n"
+	       "                    [--focus-version 1.3|1.2]\n"
+	       "       spotrun cost reconcile BILL.csv... [--json]   (see its --help)\n"
 	       "\n"
 	       "Cost, savings and waste from the billing ledger, as spotrund's API\n"
 	       "serves them (GET /v1/cost; the daemon must be running).  SAVED is\n"
@@ -44,8 +49,12 @@ static void usage(void)
 	       "  --by KEY         group rows by job, cloud, region, pool, day, team,\n"
 	       "                   project or cost_center (the job's labels)\n"
 	       "  --json           print one JSON document (money in *_micros and *_usd)\n"
-	       "  --focus FILE     write a FOCUS 1.2 CSV export to FILE instead\n"
-	       "                   (- for stdout)\n"
+	       "  --focus FILE     write a FOCUS 1.3 export instead: the Cost and Usage\n"
+	       "                   dataset to FILE (- for stdout), the Contract\n"
+	       "                   Commitment dataset to FILE-contract-commitment.csv\n"
+	       "                   and the metadata to FILE-metadata.json (FILE's\n"
+	       "                   .csv taken off first)\n"
+	       "  --focus-version V  1.3 (default) or 1.2 (one dataset, FILE only)\n"
 	       "  --account ID     BillingAccountId for the export (default spotrun)\n"
 	       "  --account-name N BillingAccountName for the export (default spotrun)\n"
 	       CTLCLI_COMMON_HELP);
@@ -53,12 +62,13 @@ static void usage(void)
 
 struct cost_opts {
 	const char *since, *until, *focus, *account, *account_name, *job_ref;
+	const char *version;
 	enum finops_by by;
 	int64_t job;
 };
 
 enum { OPT_SINCE = CLI_KEY_LONG, OPT_UNTIL, OPT_JOB, OPT_BY, OPT_FOCUS,
-       OPT_ACCOUNT, OPT_ACCOUNT_NAME };
+       OPT_ACCOUNT, OPT_ACCOUNT_NAME, OPT_FOCUS_VERSION };
 
 static const struct cli_optdef cost_defs[] = {
 	{ "since", OPT_SINCE, CLI_ARG },
@@ -68,6 +78,7 @@ static const struct cli_optdef cost_defs[] = {
 	{ "focus", OPT_FOCUS, CLI_ARG },
 	{ "account", OPT_ACCOUNT, CLI_ARG },
 	{ "account-name", OPT_ACCOUNT_NAME, CLI_ARG },
+	{ "focus-version", OPT_FOCUS_VERSION, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -102,6 +113,12 @@ static int cost_opt(struct ctlcli *o, void *ud, const struct cli_opts *p, int ke
 		break;
 	case OPT_ACCOUNT:
 		co->account = v;
+		break;
+	case OPT_FOCUS_VERSION:
+		if (strcmp(v, "1.3") && strcmp(v, "1.2"))
+			return cli_opts_error(p, "%s: '%s' is not 1.3 or 1.2",
+					      p->name, v);
+		co->version = v;
 		break;
 	default:
 		co->account_name = v;
@@ -164,6 +181,43 @@ static void pct_cell(char *buf, size_t n, json_t *frac, bool color)
 			 100.0 * f, color && f < 0 ? "\033[0m" : "");
 }
 
+/* --by team|project|cost_center: who pays, with the shared costs split
+ * over the groups (docs/finops.md "Shared costs"). */
+static void print_chargeback(json_t *rep, bool color)
+{
+	json_t *groups = json_object_get(rep, "groups");
+	size_t ng = json_array_size(groups);
+	char cell[4][48];
+
+	printf("cost since %s, by %s (USD); shared costs split %s\n\n",
+	       ctlcli_str(rep, "since", "the beginning"), ctlcli_str(rep, "by", ""),
+	       !strcmp(ctlcli_str(rep, "shared_split", ""), "even") ?
+	       "evenly between teams" : "by GPU-hours");
+	printf("%-34s %11s %11s %11s %9s %11s\n", "KEY", "COST", "SHARED",
+	       "ALLOCATED", "GPU-H", "SAVED");
+	for (size_t i = 0; i <= ng; i++) {
+		json_t *t = i < ng ? json_array_get(groups, i) :
+			    json_object_get(rep, "total");
+
+		money_cell(cell[0], sizeof cell[0], json_object_get(t, "cost_micros"),
+			   false);
+		money_cell(cell[1], sizeof cell[1],
+			   json_object_get(t, "shared_cost_micros"), false);
+		money_cell(cell[2], sizeof cell[2],
+			   json_object_get(t, "allocated_cost_micros"), false);
+		money_cell(cell[3], sizeof cell[3],
+			   json_object_get(t, "savings_vs_list_micros"), color);
+		printf("%-34.34s %s %s %s %9.1f %s\n", i < ng ?
+		       ctlcli_str(t, "key", "") : "TOTAL", cell[0], cell[1], cell[2],
+		       json_number_value(json_object_get(t, "gpu_hours")), cell[3]);
+	}
+	printf("\nCOST: what the group's jobs were billed.  SHARED: its part of "
+	       "the costs no\njob bought alone (the control plane, idle reserved "
+	       "capacity; finops.json),\nsplit by GPU-hours or evenly.  ALLOCATED "
+	       "= COST + SHARED: what to charge back.\n'unassigned': jobs without "
+	       "the label, and nodes of no job.\n");
+}
+
 static void print_table(json_t *rep, json_t *jobs)
 {
 	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
@@ -171,6 +225,11 @@ static void print_table(json_t *rep, json_t *jobs)
 	const char *by = ctlcli_str(rep, "by", "total");
 	size_t ng = json_array_size(groups);
 
+	if (!strcmp(by, "team") || !strcmp(by, "project") ||
+	    !strcmp(by, "cost_center")) {
+		print_chargeback(rep, color);
+		return;
+	}
 	printf("cost since %s, by %s (USD)\n\n",
 	       ctlcli_str(rep, "since", "the beginning"), by);
 	static const struct { const char *head, *key; bool signed_; } cols[] = {
@@ -229,14 +288,16 @@ static void print_table(json_t *rep, json_t *jobs)
 
 /* The FOCUS CSV from GET /v1/cost/focus: to stdout for "-", else written
  * durably (temporary file, fsync, rename). */
-static int write_focus(struct ctlcli *o, const char *path, const char *file)
+static int write_focus(struct ctlcli *o, const char *path, const char *file,
+		       const char *what)
 {
 	struct sr_err e = { 0 };
 	char *csv = NULL;
 	size_t len = 0, rows = 0;
 	int rc;
 
-	rc = ctlc_get_text(o->c, path, "text/csv", &csv, &len, &e);
+	rc = ctlc_get_text(o->c, path, strstr(path, "dataset=metadata") ?
+			   "application/json" : "text/csv", &csv, &len, &e);
 	if (rc) {
 		fprintf(stderr, "spotrun %s: %s\n", CMD, sr_err_str(&e, rc));
 		return CLI_FAIL;
@@ -257,10 +318,49 @@ static int write_focus(struct ctlcli *o, const char *path, const char *file)
 		fprintf(stderr, "spotrun %s: %s\n", CMD, sr_err_str(&e, rc));
 		return CLI_FAIL;
 	}
-	fprintf(stderr, "spotrun %s: wrote %zu FOCUS rows to %s\n", CMD, rows,
-		strcmp(file, "-") ? file : "stdout");
+	if (strcmp(what, "metadata"))
+		fprintf(stderr, "spotrun %s: wrote %zu FOCUS rows to %s (%s)\n",
+			CMD, rows, strcmp(file, "-") ? file : "stdout", what);
+	else
+		fprintf(stderr, "spotrun %s: wrote the FOCUS metadata to %s\n", CMD,
+			file);
 	return CLI_OK;
 }
+
+/* FOCUS 1.3: the three datasets (FILE, FILE-contract-commitment.csv,
+ * FILE-metadata.json; only the first for "-"), or 1.2's one. */
+static int focus_all(struct ctlcli *o, const char *path, const char *file,
+		     const char *version)
+{
+	static const struct { const char *ds, *suffix, *what; } sets[] = {
+		{ "contract_commitment", "-contract-commitment.csv",
+		  "Contract Commitment" },
+		{ "metadata", "-metadata.json", "metadata" },
+	};
+	char p[1600], stem[1200], out[1300];
+	size_t n = strlen(file);
+	int rc;
+
+	if (version && !strcmp(version, "1.2")) {
+		snprintf(p, sizeof p, "%s%sversion=1.2", path,
+			 strchr(path, '?') ? "&" : "?");
+		return write_focus(o, p, file, "1.2 Cost and Usage");
+	}
+	rc = write_focus(o, path, file, "1.3 Cost and Usage");
+	if (rc != CLI_OK || !strcmp(file, "-"))
+		return rc;
+	snprintf(stem, sizeof stem, "%.*s", (int)(n > 4 &&
+		 !strcmp(file + n - 4, ".csv") ? n - 4 : n), file);
+	for (size_t i = 0; rc == CLI_OK && i < sizeof sets / sizeof sets[0]; i++) {
+		snprintf(p, sizeof p, "%s%sdataset=%s", path,
+			 strchr(path, '?') ? "&" : "?", sets[i].ds);
+		snprintf(out, sizeof out, "%s%s", stem, sets[i].suffix);
+		rc = write_focus(o, p, out, sets[i].what);
+	}
+	return rc;
+}
+
+int cost_reconcile(int argc, char **argv); /* cost_reconcile.c */
 
 static int cmd_cost(int argc, char **argv)
 {
@@ -270,6 +370,8 @@ static int cmd_cost(int argc, char **argv)
 	char path[1400], id[24];
 	int rc;
 
+	if (argc > 1 && !strcmp(argv[1], "reconcile"))
+		return cost_reconcile(argc - 1, argv + 1);
 	rc = ctlcli_parse(&o, argc, argv, CTLCLI_NO_JOB, usage, cost_defs,
 			  cost_opt, &co);
 	if (rc >= 0)
@@ -280,8 +382,9 @@ static int cmd_cost(int argc, char **argv)
 				o.json ? "--json" : "--by");
 		goto out;
 	}
-	if (!co.focus && (co.account || co.account_name)) {
-		cli_usage_error(CMD, "--account and --account-name go with --focus");
+	if (!co.focus && (co.account || co.account_name || co.version)) {
+		cli_usage_error(CMD, "--account, --account-name and --focus-version "
+				"go with --focus");
 		goto out;
 	}
 	rc = CLI_FAIL;
@@ -305,7 +408,7 @@ static int cmd_cost(int argc, char **argv)
 	if (co.focus) {
 		add_query(path, sizeof path, "account", co.account);
 		add_query(path, sizeof path, "account_name", co.account_name);
-		rc = write_focus(&o, path, co.focus);
+		rc = focus_all(&o, path, co.focus, co.version);
 		goto out;
 	}
 	add_query(path, sizeof path, "by", finops_by_name(co.by));

@@ -74,9 +74,10 @@ static void usage(void)
 	       "                     workdir:, else the file's dir)\n"
 	       "  --no-logs          follow events only, not the workload's output\n"
 	       "  --no-store-check   do not check that the job's nodes can reach its\n"
-	       "                     spotrun.checkpoint.uri with the credentials they\n"
-	       "                     get (its envs and --env; by default a store that\n"
-	       "                     refuses them refuses the launch)\n"
+	       "                     spotrun.checkpoint.uri and its bucket file_mounts\n"
+	       "                     with the credentials they get (its envs and\n"
+	       "                     --env; by default a store that refuses them, or\n"
+	       "                     a missing bucket, refuses the launch)\n"
 	       "  --json             with -d: print the created job as JSON\n"
 	       "secrets: with no value are taken from the environment of this command.\n"
 	       CTLCLI_COMMON_HELP);

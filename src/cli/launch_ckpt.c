@@ -16,6 +16,12 @@
  * the launch; a store that does not answer is a warning, since the
  * uploads are retried.  The child reports through a pipe: its code, then
  * the message.
+ *
+ * Bucket file_mounts (issue 30) are checked the same way, each in a
+ * child of its own: the nodes restore and sync them with those
+ * credentials, and spotrun creates no bucket, so a missing one or
+ * refused credentials refuse the launch, naming file_mounts.DST.  Every
+ * store is checked, and every refusal said, before launch gives up.
  */
 #include <errno.h>
 #include <signal.h>
@@ -37,7 +43,8 @@
 static const char *const kept[] = { "PATH", "HOME", "LANG" };
 
 /* The child: the node's environment, the check, the result into fd. */
-static void child(const struct jobspec *js, json_t *envs, int fd)
+static void child(const struct jobspec *js, json_t *envs, const char *uri,
+		  int fd)
 {
 	const char *keep[sizeof kept / sizeof kept[0]];
 	struct sr_err e = { 0 };
@@ -62,7 +69,7 @@ static void child(const struct jobspec *js, json_t *envs, int fd)
 	json_object_foreach(envs, k, v)
 		if (json_is_string(v))
 			setenv(k, json_string_value(v), 1);
-	rc = objstore_check(js->ckpt_uri, CHECK_TIMEOUT_NS, &e);
+	rc = objstore_check(uri, CHECK_TIMEOUT_NS, &e);
 	dprintf(fd, "%d\n%s", rc, rc ? sr_err_str(&e, rc) : "");
 	_exit(0);
 }
@@ -79,7 +86,11 @@ static void slurp(int fd, char *buf, size_t n)
 	buf[got] = '\0';
 }
 
-int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
+/* Check one store, uri, which the job names at `what`
+ * ("spotrun.checkpoint.uri", "file_mounts./ckpt").  0, or -1 after
+ * saying why the launch is refused. */
+static int check_one(const struct jobspec *js, json_t *envs, const char *file,
+		     const char *what, const char *uri, int bucket)
 {
 	char buf[SR_ERR_MSG_MAX + 32], *msg;
 	int p[2], status = 0, rc;
@@ -88,12 +99,10 @@ int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
 	struct objstore_uri u;
 	struct sr_err e = { 0 };
 
-	if (!js->ckpt_uri)
-		return 0;
-	rc = objstore_uri_parse(js->ckpt_uri, &u, &e);
+	rc = objstore_uri_parse(uri, &u, &e);
 	if (rc) {
-		fprintf(stderr, "spotrun launch: %s: spotrun.checkpoint.uri: %s\n",
-			file, sr_err_str(&e, rc));
+		fprintf(stderr, "spotrun launch: %s: %s: %s\n", file, what,
+			sr_err_str(&e, rc));
 		return -1;
 	}
 	rc = u.kind;
@@ -101,22 +110,22 @@ int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
 	if (rc == OBJSTORE_FILE)
 		return 0; /* a directory: nothing to reach */
 	if (pipe(p) < 0) {
-		fprintf(stderr, "spotrun launch: cannot check %s: %s\n",
-			js->ckpt_uri, strerror(errno));
+		fprintf(stderr, "spotrun launch: cannot check %s: %s\n", uri,
+			strerror(errno));
 		return -1;
 	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "spotrun launch: cannot check %s: %s\n",
-			js->ckpt_uri, strerror(errno));
+		fprintf(stderr, "spotrun launch: cannot check %s: %s\n", uri,
+			strerror(errno));
 		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		close(p[0]);
-		child(js, envs, p[1]);
+		child(js, envs, uri, p[1]);
 	}
 	close(p[1]);
 	slurp(p[0], buf, sizeof buf);
@@ -125,9 +134,9 @@ int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
 		;
 	msg = strchr(buf, '\n');
 	if (!msg || !WIFEXITED(status)) {
-		fprintf(stderr, "spotrun launch: warning: %s: the check of "
-			"spotrun.checkpoint.uri did not finish; the job's "
-			"checkpoints may not reach its store\n", file);
+		fprintf(stderr, "spotrun launch: warning: %s: the check of %s did "
+			"not finish; the job's nodes may not reach it\n", file,
+			what);
 		return 0;
 	}
 	*msg++ = '\0';
@@ -135,17 +144,40 @@ int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
 	if (rc == 0)
 		return 0;
 	if (!objstore_refused(rc)) {
-		fprintf(stderr, "spotrun launch: warning: %s: spotrun.checkpoint.uri "
-			"does not answer now (its uploads will be retried): %s\n",
-			file, msg);
+		fprintf(stderr, "spotrun launch: warning: %s: %s does not answer "
+			"now (%s): %s\n", file, what, bucket ? "the nodes retry" :
+			"its uploads will be retried", msg);
 		return 0;
 	}
-	fprintf(stderr, "spotrun launch: %s: the job's nodes cannot use "
-		"spotrun.checkpoint.uri: %s\n  Its checkpoints would stay on "
-		"each node's disk and every preemption would lose all of its "
-		"work.  Give the nodes credentials with envs: or secrets: in "
-		"the job file, or --env KEY=VALUE (docs/checkpoint.md), or "
-		"launch with --no-store-check if they get them otherwise.\n",
-		file, msg);
+	if (bucket)
+		fprintf(stderr, "spotrun launch: %s: the job's nodes cannot use the "
+			"bucket of %s (%s): %s\n  spotrun creates no bucket: name one "
+			"that exists.  Give the nodes credentials with envs: or "
+			"secrets: in the job file, or --env KEY=VALUE "
+			"(docs/jobs.md), or launch with --no-store-check if they "
+			"get them otherwise.\n", file, what, uri, msg);
+	else
+		fprintf(stderr, "spotrun launch: %s: the job's nodes cannot use "
+			"spotrun.checkpoint.uri: %s\n  Its checkpoints would stay on "
+			"each node's disk and every preemption would lose all of its "
+			"work.  Give the nodes credentials with envs: or secrets: in "
+			"the job file, or --env KEY=VALUE (docs/checkpoint.md), or "
+			"launch with --no-store-check if they get them otherwise.\n",
+			file, msg);
 	return -1;
+}
+
+int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file)
+{
+	char what[300];
+	int rc = 0;
+
+	if (js->ckpt_uri)
+		rc |= check_one(js, envs, file, "spotrun.checkpoint.uri",
+				js->ckpt_uri, 0);
+	for (size_t i = 0; i < js->n_buckets; i++) {
+		snprintf(what, sizeof what, "file_mounts.%s", js->buckets[i].dst);
+		rc |= check_one(js, envs, file, what, js->buckets[i].uri, 1);
+	}
+	return rc ? -1 : 0;
 }

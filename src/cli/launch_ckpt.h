@@ -9,12 +9,13 @@
 
 #include "market/jobspec.h"
 
-/* With spotrun.checkpoint.uri naming an object store: can the job's
- * nodes reach it with the credentials they will get (js's envs: and
- * secrets:, then envs, the --env values)?  0 when they can, when there
- * is no such URI, or when the store did not answer (a warning is
- * printed: the uploads are retried); -1 after printing why not (no
- * credentials, credentials refused, no such bucket, a bad URI). */
+/* With spotrun.checkpoint.uri naming an object store, and for each
+ * bucket file_mounts: can the job's nodes reach it with the credentials
+ * they will get (js's envs: and secrets:, then envs, the --env values)?
+ * 0 when they can reach every one, when there is none, or when a store
+ * did not answer (a warning is printed: the nodes retry); -1 after
+ * printing, for each store refused, why (no credentials, credentials
+ * refused, no such bucket, a bad URI). */
 int launch_ckpt_check(const struct jobspec *js, json_t *envs, const char *file);
 
 #endif

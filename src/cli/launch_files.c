@@ -17,7 +17,18 @@
  *                        it is refused, as is anything in spotrund's state
  *                        dir and a link inside the tree that leaves it
  *                        (lib/bundle); uploaded as DST without its
- *                        leading "/" or "~/"
+ *                        leading "/" ("~/X" stays: the workload's home)
+ *   DST: ~/F             a FILE of the launching user's home, named with
+ *                        "~/" in the job file (SkyPilot's ~/.ssh/id_rsa:
+ *                        ~/.ssh/sky-key): read when it resolves (links
+ *                        followed) inside $HOME, is a regular file the
+ *                        user owns, and lies in none of the credential
+ *                        stores below nor spotrund's state dir; uploaded
+ *                        owner-only (0600 on the node), and said on
+ *                        stderr.  A directory of the home is refused.
+ *   bucket mounts        nothing is read here (the nodes open the bucket)
+ *
+ * Every problem of every mount is said before launch gives up.
  *   neither              nothing is uploaded; the local cloud runs the
  *                        job in place, in the job's directory (the API's
  *                        "workdir")
@@ -34,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
@@ -114,6 +126,61 @@ static int job_dir(const struct jobspec *js, const char *file,
 	return ok ? 0 : -1;
 }
 
+/* Where a home file may not come from: what other tools keep their
+ * credentials in (a job's cloud credentials go in secrets:, sealed;
+ * docs/security.md).  Relative to the home. */
+static const char *const home_refused[] = {
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg",
+	".netrc", ".git-credentials", ".pgpass", ".config/spotrun",
+	".local/state/spotrun", NULL
+};
+
+/* A "~/F" source: a regular file of the launching user's own home (see
+ * the top), resolved into out; 0, or -1 (said). */
+static int home_src(const struct jobspec_mount *m, char out[PATH_MAX])
+{
+	char home[PATH_MAX], joined[PATH_MAX * 2], bad[PATH_MAX * 2];
+	const char *h = getenv("HOME");
+	struct stat sb;
+
+	if (!h || h[0] != '/' || !realpath(h, home)) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s: no home "
+			"directory ($HOME) to read it from\n", m->dst, m->src);
+		return -1;
+	}
+	snprintf(joined, sizeof joined, "%s/%s", h, m->src + 2);
+	if (!realpath(joined, out) || stat(out, &sb) < 0) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s: %s\n", m->dst,
+			m->src, strerror(errno));
+		return -1;
+	}
+	if (!under(out, home)) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s -> %s lies "
+			"outside your home %s\n", m->dst, m->src, out, home);
+		return -1;
+	}
+	for (size_t i = 0; home_refused[i]; i++) {
+		snprintf(bad, sizeof bad, "%s/%s", home, home_refused[i]);
+		if (under(out, bad)) {
+			fprintf(stderr, "spotrun launch: file_mounts.%s: %s lies in "
+				"~/%s, where credentials are kept: a job file may "
+				"not upload them (give the job what it needs with "
+				"secrets:; docs/security.md)\n", m->dst, m->src,
+				home_refused[i]);
+			return -1;
+		}
+	}
+	if (!S_ISREG(sb.st_mode) || sb.st_uid != getuid()) {
+		fprintf(stderr, "spotrun launch: file_mounts.%s: %s: %s; from your "
+			"home spotrun uploads only files you own, each named in "
+			"the job file (docs/jobs.md)\n", m->dst, m->src,
+			S_ISDIR(sb.st_mode) ? "a directory" : !S_ISREG(sb.st_mode) ?
+			"not a regular file" : "not yours");
+		return -1;
+	}
+	return 0;
+}
+
 /* file_mounts.DST's source as a path relative to the job's directory ctx
  * into rel; -1 (said) if it does not resolve to something inside ctx.
  * The file is then opened beneath the directory's descriptor
@@ -122,12 +189,10 @@ static int mount_src(const struct jobspec_mount *m, const char *ctx,
 		     char rel[PATH_MAX])
 {
 	char joined[PATH_MAX * 2], out[PATH_MAX];
-	const char *s = m->src, *home = getenv("HOME");
+	const char *s = m->src;
 	size_t n = strlen(ctx);
 
-	if (!strncmp(s, "~/", 2) && home)
-		snprintf(joined, sizeof joined, "%s/%s", home, s + 2);
-	else if (s[0] == '/')
+	if (s[0] == '/')
 		snprintf(joined, sizeof joined, "%s", s);
 	else
 		snprintf(joined, sizeof joined, "%s/%s", ctx, s);
@@ -158,7 +223,7 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 	struct sr_err e = { 0 };
 	json_t *reply = NULL;
 	char *sd = ctlc_state_dir(o->state_dir, &e);
-	int rc = -1;
+	int rc = -1, bad = 0;
 
 	if (sd && realpath(sd, state))
 		refuse[0] = state;
@@ -173,27 +238,40 @@ int launch_files(struct ctlcli *o, const struct jobspec *js, const char *file,
 	sr_err_clear(&e);
 	if (js->workdir && bundle_add_at(&b, dfd, ".", "workdir", &e)) {
 		fprintf(stderr, "spotrun launch: workdir: %s\n", e.msg);
-		goto out;
+		bad = 1; /* the mounts' problems are said too */
 	}
 	for (size_t i = 0; i < js->n_mounts; i++) {
 		const struct jobspec_mount *m = &js->mounts[i];
 		const char *name = bundle_mount_name(m->dst);
+		int home = !strncmp(m->src, "~/", 2);
 
 		if (!bundle_name_ok(name)) {
 			fprintf(stderr, "spotrun launch: file_mounts: '%s' is not a "
 				"destination (a path under the node's dir, no '..')\n",
 				m->dst);
-			goto out;
+			bad = 1;
+			continue;
 		}
-		if (mount_src(m, ctx, src))
-			goto out;
+		if (home ? home_src(m, src) : mount_src(m, ctx, src)) {
+			bad = 1;
+			continue;
+		}
 		sr_err_clear(&e);
-		if (bundle_add_at(&b, dfd, src, name, &e)) {
+		b.owner_only = home;
+		if (home ? bundle_add(&b, src, name, &e) :
+		    bundle_add_at(&b, dfd, src, name, &e)) {
 			fprintf(stderr, "spotrun launch: file_mounts.%s: %s\n", m->dst,
 				e.msg);
-			goto out;
+			bad = 1;
+		} else if (home) {
+			fprintf(stderr, "spotrun launch: file_mounts.%s: uploading %s "
+				"from your home (owner-only on the node)\n", m->dst,
+				m->src);
 		}
+		b.owner_only = 0;
 	}
+	if (bad)
+		goto out;
 	sr_err_clear(&e);
 	if (bundle_finish(&b, &e) ||
 	    ctlc_post_raw(o->c, "/v1/uploads", "application/x-tar", b.buf, b.len,

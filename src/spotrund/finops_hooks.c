@@ -165,6 +165,21 @@ static int classify(const json_t *ev, enum finops_alert_kind *k,
 	return 0;
 }
 
+void finops_hooks_alert(struct ctl *c, struct finops_alert *a)
+{
+	char host[64] = "localhost";
+
+	g_ctl = c;
+	pthread_once(&g_once, alerts_init);
+	if (!g_alerter)
+		return;
+	gethostname(host, sizeof host - 1);
+	snprintf(a->source, sizeof a->source, "spotrund@%s", host);
+	if (finops_alerter_post(g_alerter, a))
+		sr_warn("finops", "alert dropped: queue full", "kind=%s",
+			finops_alert_kind_name(a->kind));
+}
+
 static void on_event(struct ctl *c, const json_t *ev)
 {
 	struct finops_alert a;

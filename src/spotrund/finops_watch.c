@@ -30,6 +30,9 @@
 #include "common/timeutil.h"
 #include "ctl/ctl_int.h"
 #include "ctl/jobsm.h"
+#include "finops/alert.h"
+#include "finops/budget.h"
+#include "finops/fconf.h"
 #include "finops/policy.h"
 #include "market/jobspec.h"
 #include "router.h"
@@ -37,6 +40,7 @@
 #include "finops_watch.h"
 
 #define TICK_EVERY_NS SR_NS_PER_SEC
+#define BUDGET_EVERY_NS (2 * SR_NS_PER_SEC)
 
 /* Has the job an event of `type` whose data.verdict is `verdict`?  (When
  * the store cannot tell: yes, staying quiet rather than repeating.) */
@@ -170,8 +174,81 @@ static void check_autostop(struct ctl *c, struct store *db, int64_t job,
 	json_decref(data);
 }
 
+/* One budget: its forecast, and an alert for each level newly reached
+ * (budget_alerts records it first, so each crossing alerts once, also
+ * across restarts and daemons sharing the store). */
+static void check_team_budget(struct ctl *c, struct store *db,
+			      const struct finops_conf *conf,
+			      const struct finops_budget *b, int64_t now)
+{
+	static const int levels[] = { 80, 100 };
+	struct finops_forecast f;
+	struct sr_err e = { 0 };
+	int rc = finops_budget_forecast(db, conf, b, now, c->cfg.time_scale, &f, &e);
+
+	if (rc) {
+		sr_error("finops", "budget forecast failed", "err=\"%s\"",
+			 sr_err_str(&e, rc));
+		return;
+	}
+	for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+		struct finops_alert a;
+
+		if (f.level < levels[i])
+			continue;
+		rc = finops_budget_crossed(db, b, &f, levels[i], now, &e);
+		if (rc <= 0) {
+			if (rc < 0)
+				sr_error("finops", "budget alert not recorded",
+					 "err=\"%s\"", sr_err_str(&e, rc));
+			continue;
+		}
+		memset(&a, 0, sizeof a);
+		a.kind = FINOPS_ALERT_TEAM_BUDGET;
+		a.severity = levels[i] >= 100 ? FINOPS_SEV_CRITICAL : FINOPS_SEV_WARNING;
+		snprintf(a.budget, sizeof a.budget, "%s %s",
+			 finops_budget_scope_name(b->scope), b->name);
+		snprintf(a.month, sizeof a.month, "%s", f.month);
+		a.level = levels[i];
+		a.cost = f.spent;
+		a.forecast = f.forecast;
+		a.budget_micros = f.budget;
+		snprintf(a.summary, sizeof a.summary, "%s: month-end forecast $%.2f "
+			 "is %d%% of its $%.2f budget for %s (spent $%.2f, shared "
+			 "$%.2f, running jobs' plans $%.2f, run rate $%.2f)", a.budget,
+			 sr_money_to_usd(f.forecast),
+			 (int)(100 * (double)f.forecast / (double)f.budget),
+			 sr_money_to_usd(f.budget), f.month, sr_money_to_usd(f.spent),
+			 sr_money_to_usd(f.shared + f.shared_rest),
+			 sr_money_to_usd(f.planned), sr_money_to_usd(f.run_rate_rest));
+		sr_info("finops", "budget crossed", "budget=\"%s\" level=%d",
+			a.budget, a.level);
+		finops_hooks_alert(c, &a);
+	}
+}
+
+void finops_watch_budgets(struct ctl *c, struct store *db, int64_t now_ns)
+{
+	struct finops_conf conf;
+	struct sr_err e = { 0 };
+	char path[2200];
+	int rc;
+
+	snprintf(path, sizeof path, "%s/finops.json", ctl_state_dir(c));
+	rc = finops_conf_load(path, &conf, &e);
+	if (rc) {
+		sr_error("finops", "budgets not checked", "err=\"%s\"",
+			 sr_err_str(&e, rc));
+		return;
+	}
+	for (size_t i = 0; i < conf.nbudgets; i++)
+		check_team_budget(c, db, &conf, &conf.budgets[i], now_ns);
+	finops_conf_free(&conf);
+}
+
 void finops_watch_tick(struct ctl *c, struct store *db)
 {
+	static int64_t last_budget;
 	static int64_t last;
 	int64_t now = sr_time_real_ns();
 	struct store_stmt *st = NULL;
@@ -186,6 +263,10 @@ void finops_watch_tick(struct ctl *c, struct store *db)
 	if (now - last < TICK_EVERY_NS)
 		return;
 	last = now;
+	if (now - last_budget >= BUDGET_EVERY_NS) {
+		last_budget = now;
+		finops_watch_budgets(c, db, now);
+	}
 	if (store_prepare(db, "SELECT id, spec_json FROM jobs WHERE desired = 'run'"
 			  " AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')",
 			  &st, &e))

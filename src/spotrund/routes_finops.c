@@ -5,7 +5,10 @@
  *   GET /dashboard.js, .css    its script and style (public)
  *   GET /metrics               Prometheus text exposition (admin token)
  *   GET /v1/cost               report: ?since= &until= &job= &by=
- *   GET /v1/cost/focus         FOCUS 1.2 CSV, same filters
+ *   GET /v1/cost/focus         FOCUS CSV, same filters; ?version=1.3 (the
+ *                              default) or 1.2; ?dataset=cost_and_usage
+ *                              (default), contract_commitment or metadata
+ *                              (JSON)
  *   GET /v1/cost/series        cost over time: ?buckets=N &bucket=DUR &since=
  *   GET /v1/finops/timeline    preemptions and recoveries: ?limit= &since=
  *
@@ -23,7 +26,9 @@
 #include "ctl/ctl_int.h"
 #include "ctl/deadline.h"
 #include "ctl/routes.h"
+#include "finops/alloc.h"
 #include "finops/focus.h"
+#include "finops/focus13.h"
 #include "finops/metrics.h"
 #include "finops/report.h"
 #include "router.h"
@@ -105,10 +110,39 @@ static int db_fail(struct ctl_resp *rs, const struct sr_err *e, int rc)
 	return ctl_resp_error(rs, 500, "database error");
 }
 
+/* <state-dir>/finops.json (lib/finops/fconf.h) and, when it names shared
+ * costs, their split over the window of f into *a.  On an error a 500
+ * naming the file and field is set in rs and -1 returned. */
+static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
+		       struct finops_conf *c, struct finops_alloc *a,
+		       struct ctl_resp *rs)
+{
+	char path[2200];
+	struct sr_err e = { 0 };
+	int rc;
+
+	memset(a, 0, sizeof *a);
+	snprintf(path, sizeof path, "%s/finops.json",
+		 ctl_state_dir(ctl_req_ctl(rq)));
+	rc = finops_conf_load(path, c, &e);
+	if (!rc)
+		rc = finops_alloc_build(ctl_req_store(rq), c, f, sr_time_real_ns(),
+					a, &e);
+	if (rc) {
+		sr_error("finops", "shared costs", "err=\"%s\"", sr_err_str(&e, rc));
+		ctl_resp_error(rs, 500, "%s", sr_err_str(&e, rc));
+		finops_conf_free(c);
+		return -1;
+	}
+	return 0;
+}
+
 static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct finops_filter f;
 	struct finops_report rep;
+	struct finops_conf conf;
+	struct finops_alloc al;
 	enum finops_by by = FINOPS_BY_TOTAL;
 	const char *bys = ctl_req_query(rq, "by");
 	struct sr_err e;
@@ -121,11 +155,20 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
 				      "job, cloud, region, pool, day, team, project,"
 				      " cost_center", bys);
+	if (shared_load(rq, &f, &conf, &al, rs))
+		return 0;
 	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
+	if (!rc && finops_report_add_shared(&rep, &al, f.job_id))
+		rc = sr_err_set(&e, -ENOMEM, "out of memory");
+	j = rc ? NULL : finops_report_json(&rep, &f);
+	if (j)
+		json_object_set_new(j, "shared_split",
+				    json_string(finops_split_name(conf.split)));
+	finops_report_free(&rep);
+	finops_alloc_free(&al);
+	finops_conf_free(&conf);
 	if (rc)
 		return db_fail(rs, &e, rc);
-	j = finops_report_json(&rep, &f);
-	finops_report_free(&rep);
 	if (!j)
 		return -ENOMEM;
 	return ctl_resp_json(rs, 200, j);
@@ -138,25 +181,68 @@ static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 	struct finops_filter f;
 	struct finops_focus_opts o = { ctl_req_query(rq, "account"),
 				       ctl_req_query(rq, "account_name") };
-	struct sr_err e;
+	const char *ver = ctl_req_query(rq, "version");
+	const char *ds = ctl_req_query(rq, "dataset");
+	struct finops_conf conf;
+	struct finops_alloc al;
+	struct sr_err e = { 0 };
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, rows = 0;
+	json_t *meta = NULL;
 	FILE *mem;
 	int rc;
 
 	if (filter_from_query(rq, &f, rs))
 		return 0;
+	if (ver && strcmp(ver, "1.3") && strcmp(ver, "1.2"))
+		return ctl_resp_error(rs, 400, "query: version: '%.16s' is not 1.3 "
+				      "or 1.2", ver);
+	if (!ds)
+		ds = "cost_and_usage";
+	if (strcmp(ds, "cost_and_usage") && strcmp(ds, "contract_commitment") &&
+	    strcmp(ds, "metadata"))
+		return ctl_resp_error(rs, 400, "query: dataset: '%.32s' is not "
+				      "cost_and_usage, contract_commitment or "
+				      "metadata", ds);
+	if (ver && !strcmp(ver, "1.2") && strcmp(ds, "cost_and_usage"))
+		return ctl_resp_error(rs, 400, "query: dataset: FOCUS 1.2 has only "
+				      "cost_and_usage");
+	if (shared_load(rq, &f, &conf, &al, rs))
+		return 0;
 	mem = open_memstream(&buf, &len);
-	if (!mem)
-		return -ENOMEM;
-	rc = finops_focus_write(ctl_req_store(rq), &f, &o, mem, NULL, &e);
-	fclose(mem);
-	if (rc) {
-		free(buf);
-		return db_fail(rs, &e, rc);
+	if (!mem) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	rc = ctl_resp_text(rs, 200, "text/csv; charset=utf-8", buf, len);
+	if (ver && !strcmp(ver, "1.2"))
+		rc = finops_focus_write(ctl_req_store(rq), &f, &o, mem, NULL, &e);
+	else if (!strcmp(ds, "contract_commitment"))
+		rc = finops_focus13_cc_write(&conf, &o, mem, NULL, &e);
+	else
+		rc = finops_focus13_write(ctl_req_store(rq), &f, &o, &conf, &al,
+					  mem, &rows, &e);
+	fclose(mem);
+	if (!rc && !strcmp(ds, "metadata")) {
+		meta = finops_focus13_metadata(ctl_req_store(rq), &f,
+					       sr_time_real_ns(), rows,
+					       conf.ncommitments, &e);
+		rc = meta ? 0 : (e.code ? e.code : -ENOMEM);
+	}
+	if (rc) {
+		rc = db_fail(rs, &e, rc);
+		goto out;
+	}
+	if (meta) {
+		rc = ctl_resp_json(rs, 200, meta);
+		meta = NULL;
+	} else {
+		rc = ctl_resp_text(rs, 200, "text/csv; charset=utf-8", buf, len);
+	}
+out:
+	json_decref(meta);
 	free(buf);
+	finops_alloc_free(&al);
+	finops_conf_free(&conf);
 	return rc;
 }
 

@@ -42,7 +42,7 @@ def completion(*words):
 
 
 # A command line up to where its options go (subcommands included).
-FORMS = {"ckpt": [("ckpt", "inspect"), ("ckpt", "bench")], "trace": [("trace", "gen"), ("trace", "prior")]}
+FORMS = {"ckpt": [("ckpt", "inspect"), ("ckpt", "bench"), ("ckpt", "bench-sync")], "trace": [("trace", "gen"), ("trace", "prior")]}
 
 
 def forms():

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 
-from test_ctl_crash import BUILD, ROOT, Daemon, completions  # noqa: F401
+from test_ctl_crash import ASAN, BUILD, ROOT, Daemon, completions  # noqa: F401
 
 
 def market(tmp, zones):
@@ -85,17 +85,22 @@ def test_finished_job_is_not_left_waiting(tmp_path):
 
 
 # STEPS steps whose pace is 0.1 s +-50 % in bursts of 8 steps (a CPU hog
-# beside it that comes and goes); checkpoints every 10 steps.
+# beside it that comes and goes); checkpoints every 10 steps.  The steps
+# keep a schedule (0.15 s, 0.05 s) from the attempt's start, so that the
+# shell's own forks on a loaded machine do not slow the pace on average:
+# the pace the daemon measures is the one the test means.
 JITTERY = r"""
 d=$SPOTRUN_CKPT_DIR; s=0; [ -f $d/step ] && s=$(cat $d/step)
 save() { echo $s > $d/step.tmp && mv $d/step.tmp $d/step; }
 trap 'save; exit 0' TERM
+c=$s; next=$(( $(date +%s%N) / 1000 ))
 while [ $s -lt STEPS ]; do
   s=$((s+1))
-  if [ $(( (s / 8) % 2 )) -eq 0 ]; then t=0.15; else t=0.05; fi
-  sleep $t & wait $!
-  [ $((s % 10)) -eq 0 ] && save
-  printf '{"step":%d,"total_steps":STEPS,"ckpt_step":%d}' $s $(cat $d/step 2>/dev/null || echo 0) > $SPOTRUN_STATUS_FILE.tmp
+  if [ $(( (s / 8) % 2 )) -eq 0 ]; then t=150000; else t=50000; fi
+  next=$((next + t)); left=$(( next - $(date +%s%N) / 1000 ))
+  [ $left -gt 0 ] && { sleep $(printf '%d.%06d' $((left / 1000000)) $((left % 1000000))) & wait $!; }
+  [ $((s % 10)) -eq 0 ] && { save; c=$s; }
+  printf '{"step":%d,"total_steps":STEPS,"ckpt_step":%d}' $s $c > $SPOTRUN_STATUS_FILE.tmp
   mv $SPOTRUN_STATUS_FILE.tmp $SPOTRUN_STATUS_FILE
 done
 save
@@ -153,9 +158,11 @@ def ledger_matches_nodes(state):
 
 def test_restarts_adopt_live_nodes(tmp_path):
     """kill -9 and a clean stop of spotrund, 20 times each at random
-    moments of a running job, with outages up to past the heartbeat
-    timeout: no node is lost or duplicated, the job runs once, and the
-    ledger equals the nodes' billed intervals."""
+    moments of a running job (8 each in the ASan pass, which looks for
+    memory errors on the restart paths; the plain pass does the 20), with
+    outages up to past the heartbeat timeout: no node is lost or
+    duplicated, the job runs once, and the ledger equals the nodes'
+    billed intervals."""
     import random
     import signal as sig
     import time
@@ -166,12 +173,13 @@ def test_restarts_adopt_live_nodes(tmp_path):
                "--heartbeat-timeout", "6s")
     try:
         d.start()
-        run = JITTERY.replace("STEPS", "450").replace("t=0.15", "t=0.1") \
-                     .replace("t=0.05", "t=0.1")
+        run = JITTERY.replace("STEPS", "450").replace("t=150000", "t=100000") \
+                     .replace("t=50000", "t=100000")
         jid = d.submit(job("adopt", run, "7500s", "1000h"))
-        kinds = ["kill"] * 20 + ["stop"] * 20
+        each = 8 if ASAN else 20
+        kinds = ["kill"] * each + ["stop"] * each
         rnd.shuffle(kinds)
-        # two outages of each kind last past the timeout (6 s)
+        # one outage of each kind lasts past the timeout (6 s)
         long_at = {kinds.index("kill"), kinds.index("stop")}
         for i, how in enumerate(kinds):
             time.sleep(rnd.uniform(0.05, 0.4))
@@ -229,9 +237,20 @@ echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
 
 def test_live_agrees_with_the_simulator(tmp_path):
     """The same trace window, job and policy through spotrund (local
-    cloud at 2,400x) and through `spotrun sim`: the same preemptions and
+    cloud at 1,200x) and through `spotrun sim`: the same preemptions and
     the same kind of capacity used, and the cost within the quantisation
-    of one policy tick (10 cloud minutes) per start."""
+    of one policy tick (10 cloud minutes) per start.
+
+    The live restarts are real processes on this machine - the agent's
+    start, the workload's, its first report - times the scale, and the
+    live policy plans with what it measures (workest.h).  On a loaded
+    machine (ASan, CI's other lanes) they took 0.5-1.3 cloud hours at
+    2,400x where the simulator is told 0.33: both then rightly buy
+    on-demand at a deadline of 11 h (spotrun sim does at --restart-hours
+    0.67).  So the scale is 1,200x, where a real second is 20 cloud
+    minutes, and the deadline (12 h) leaves spot safe up to 0.8 h
+    restarts in the simulator: the same decisions are expected as long
+    as the machine keeps a restart under ~2.4 s."""
     import subprocess
     # a window with two spot outages: 3 h up, 1.5 h down, 2 h up, 1 h
     # down, then up; 48 h of history before it (the live warm-up)
@@ -247,9 +266,9 @@ def test_live_agrees_with_the_simulator(tmp_path):
     trace = os.path.join(data, "traces", "us-west-2b_v100_1.json")
     with open(trace, "w") as f:
         json.dump({"metadata": {"gap_seconds": 600}, "data": vals}, f)
-    scale = 2400.0
-    work_h, deadline_h = 6.0, 11.0
-    steps, step_us = 60, 150000       # 9 s real = 6 cloud h at 2,400x
+    scale = 1200.0
+    work_h, deadline_h = 6.0, 12.0
+    steps, step_us = 60, 300000       # 18 s real = 6 cloud h at 1,200x
     provision_ms, guess_ms = 200, 300
     restart_h = (provision_ms + guess_ms) / 1000.0 * scale / 3600.0
     d = Daemon(tmp_path, data, "--time-scale", str(scale), "--notice-ms", "100",
@@ -260,7 +279,7 @@ def test_live_agrees_with_the_simulator(tmp_path):
         d.start()
         run = STEADY.replace("STEPS", str(steps)).replace("STEP_US", str(step_us))
         jid = d.submit(job("twin", run, "%gh" % work_h, "%gh" % deadline_h))
-        live = d.wait([jid], 120)[0]
+        live = d.wait([jid], 300)[0]
         assert live["state"] == "SUCCEEDED", (live["message"], d.log_tail())
         ev = d.events(jid)
     finally:
@@ -273,6 +292,8 @@ def test_live_agrees_with_the_simulator(tmp_path):
          "--history-hours", "48", "--start-tick", str(start_tick), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
     sim = json.loads(out.stdout)["windows"][0]
+    with open("/tmp/cifix10-ev-%d.json" % os.getpid(), "w") as f:
+        json.dump({"ev": ev, "sim": sim, "live": live}, f)
     tick_h = 600 / 3600.0
     live_cost = live["cost_micros"] / 1e6
     places = [e for e in ev if e["type"] in ("placement", "move")]

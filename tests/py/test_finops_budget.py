@@ -1,86 +1,149 @@
-"""Budgets and autostop enforced by spotrund: a job over spotrun.max_cost is
-first alerted on, then stopped; a job whose nodes sit idle longer than
-spotrun.autostop is stopped.  Alerts reach a local Slack receiver."""
+"""Team and project budgets end to end (issue 34): spotrund reads
+<state-dir>/finops.json; a team's month-end forecast crossing 80% and
+100% of its budget sends ONE Slack message per level to the local
+receiver however many budget ticks pass, and a launch that would push a
+hard project budget past its month is refused with the numbers."""
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import tempfile
+import time
 
-from finops_daemon import Daemon
-from test_finops_alerts import SLACK_PATH, Receiver
-
-
-def events(d, job, typ):
-    _, body = d.req("GET", "/v1/jobs/%d/events?limit=1000" % job)
-    return [e for e in body["events"] if e["type"] == typ]
+from finops_daemon import Daemon, bin_path
+from test_finops_alerts import Receiver, SLACK_PATH, PD_KEY
+from test_finops_daemon import chromium
 
 
-def with_slack(tmp, rx):
-    d = Daemon(tmp)
-    fd = os.open(os.path.join(d.state, "alerts.json"),
-                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"slack": {"webhook_url": rx.url + SLACK_PATH,
-                             "events": ["budget", "job_done"]}}, f)
-    return d.start()
-
-
-def test_budget_alerts_then_stops():
+def test_budget_alert_once_and_hard_refusal():
     tmp = tempfile.mkdtemp(prefix="finops-budget-")
     rx = Receiver()
-    d = None
+    d = Daemon(tmp)
     try:
-        d = with_slack(tmp, rx)
-        # at the default time scale one real second bills one cloud hour,
-        # so $20 goes in seconds to a minute depending on the pool's price
-        job = d.launch("budgeted", 600, extra_yaml="  max_cost: 20\n")
-        d.wait_state(job, ("CANCELLED",), timeout=180)
-        budget = events(d, job, "budget")
-        verdicts = [e["data"]["verdict"] for e in budget]
-        assert verdicts == ["alert", "stop"], budget
-        assert "reached" in budget[0]["message"] and "max_cost $20" in budget[0]["message"]
-        assert budget[1]["message"].endswith("stopping the job")
-        assert budget[0]["data"]["spent_micros"] >= 16000000  # 80 %
-        assert budget[1]["data"]["spent_micros"] >= 20000000
-        assert budget[0]["seq"] < budget[1]["seq"]
-        assert events(d, job, "cancel_requested")
-        # alert, then the stop (critical), then the end of the job
-        d.wait(lambda: len(rx.of(SLACK_PATH)) >= 3, 60, "three Slack messages")
-        texts = [b["text"] for _, _, b in rx.of(SLACK_PATH)]
-        ctx = [b["blocks"][3]["elements"][0]["text"] for _, _, b in rx.of(SLACK_PATH)]
-        assert "budget" in texts[0] and "severity warning" in ctx[0]
-        assert "stopping the job" in texts[1] and "severity critical" in ctx[1]
-        assert "CANCELLED" in texts[2]
-        assert len(texts) == 3
+        fd = os.open(os.path.join(d.state, "alerts.json"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"slack": {"webhook_url": rx.url + SLACK_PATH,
+                                 "events": ["team_budget"]},
+                       "pagerduty": {"routing_key": PD_KEY,
+                                     "url": rx.url + "/v2/enqueue",
+                                     "events": ["team_budget"]}}, f)
+        with open(os.path.join(d.state, "finops.json"), "w") as f:
+            json.dump({"control_plane": {"resource_id": "i-0cp",
+                                         "hourly_price": "36"},
+                       "budgets": [{"team": "ml", "monthly": "0.01"},
+                                   {"project": "llama", "monthly": "0.01",
+                                    "hard": True}]}, f)
+        d.start()
+        job = d.launch("budgeted", 4, extra_yaml="  team: ml\n")
+        d.wait(lambda: len(rx.of(SLACK_PATH)) >= 2, 90, "the budget alerts")
+        # ticks go on while the job runs to its end
+        d.wait_state(job, ("SUCCEEDED",), timeout=120)
+        d.wait(lambda: "budget crossed" in d.log_tail(200000), 30, "the log")
+        slack = rx.of(SLACK_PATH)
+        heads = [b["blocks"][0]["text"]["text"] for _, _, b in slack]
+        assert sorted(heads) == sorted([
+            "Budget forecast: team ml, %s, 80%%" % heads[0].split(", ")[1],
+            "Budget forecast: team ml, %s, 100%%" % heads[0].split(", ")[1]]), heads
+        for _, _, b in slack:
+            assert re.match(r"team ml: month-end forecast \$\d+\.\d\d is \d+% of "
+                            r"its \$0\.01 budget for \d{4}-\d\d", b["text"]), b["text"]
+        pd = rx.of("/v2/enqueue")
+        assert sorted(p[2]["dedup_key"].rsplit("/", 1)[1] for p in pd) == ["100", "80"]
+        assert all(p[2]["event_action"] == "trigger" for p in pd)
+        # the hard project budget refuses a launch, naming the numbers
+        spec = ("name: over\nresources: {accelerators: V100:1, use_spot: true}\n"
+                "run: 'true'\nspotrun:\n  work: 4h\n  team: ml\n"
+                "  project: llama\n")
+        status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec})
+        assert status == 403, body
+        msg = body["error"]["message"] if isinstance(body.get("error"), dict) \
+            else str(body)
+        assert re.search(r"project llama: hard budget \$0\.01 for \d{4}-\d\d: "
+                         r"month-end forecast \$\d+\.\d\d \+ this job \$\d+\.\d\d "
+                         r"\(4\.0 h x 1 node\(s\) at \$\d+\.\d\d/h on-demand\) = "
+                         r"\$\d+\.\d\d, over by \$\d+\.\d\d", msg), msg
+        # the report groups by team, with the control plane's cost shared
+        # (a fixed window: the control plane's share grows by the second)
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        status, rep = d.req("GET", "/v1/cost?by=team&until=" + until)
+        assert status == 200 and [g["key"] for g in rep["groups"]] == ["ml"], rep
+        ml = rep["groups"][0]
+        assert ml["shared_cost_micros"] > 0
+        assert ml["allocated_cost_micros"] == ml["cost_micros"] + ml["shared_cost_micros"]
+        out = subprocess.run([bin_path("spotrun"), "cost", "--by", "team",
+                              "--until", until, "--state-dir", d.state], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "shared costs split by GPU-hours" in out.stdout, out.stdout
+        row = [ln.split() for ln in out.stdout.splitlines() if ln.startswith("ml ")]
+        assert row and row[0][1:4] == ["$%.2f" % (ml[k] / 1e6) for k in (
+            "cost_micros", "shared_cost_micros", "allocated_cost_micros")], out.stdout
+        # the dashboard's Teams table
+        r = chromium("--virtual-time-budget=8000", "--dump-dom",
+                     "%s/#token=%s" % (d.url, d.token))
+        m = re.search(r'<tr data-team="ml">(.*?)</tr>', r.stdout, re.S)
+        assert m, r.stdout[-3000:]
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", m.group(1))
+        assert cells[0] == "ml" and cells[2].startswith("$"), cells
+        assert "split by GPU-hours" in r.stdout
     finally:
-        if d:
-            d.stop()
+        d.stop()
         rx.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_autostop_stops_an_idle_job():
-    tmp = tempfile.mkdtemp(prefix="finops-autostop-")
-    d = Daemon(tmp).start()
+def test_token_defaults_label_jobs():
+    """finops.json tokens: spotrund creates <state>/tokens/<name>.token
+    (0600); a job launched with it carries the token's labels where its
+    job file gives none."""
+    from conftest import store_rows
+    import urllib.request
+    import urllib.error
+    tmp = tempfile.mkdtemp(prefix="finops-tokens-")
+    d = Daemon(tmp)
     try:
-        work = os.path.join(tmp, "idle")
-        os.makedirs(work)
-        spec = ("name: idler\n"
-                "resources: {accelerators: V100:1, use_spot: true}\n"
-                "run: sleep 600\n"
-                "spotrun:\n  deadline: 48h\n  work: 4h\n  autostop: 2h\n")
-        status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
-        assert status == 201, body
-        job = body["job"]["id"]
-        d.wait_state(job, ("CANCELLED",), timeout=120)
-        ev = events(d, job, "autostop")
-        assert len(ev) == 1 and ev[0]["message"] == \
-            "autostop: every node idle for 2h: stopping the job"
-        # the ledger saw the idle time that triggered it: >= 2 cloud hours
-        _, cost = d.req("GET", "/v1/cost?job=%d" % job)
-        assert cost["total"]["idle_hours"] >= 2.0
-        assert cost["total"]["idle_cost_micros"] > 0
+        with open(os.path.join(d.state, "finops.json"), "w") as f:
+            json.dump({"tokens": [{"name": "ml", "team": "ml", "project": "llama",
+                                   "cost_center": "CC-9"}]}, f)
+        d.start()
+        path = os.path.join(d.state, "tokens", "ml.token")
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        with open(path) as f:
+            tok = f.read().strip()
+        assert tok and tok != d.token
+
+        def post(spec, token):
+            r = urllib.request.Request(
+                d.url + "/v1/jobs", method="POST",
+                data=json.dumps({"spec_yaml": spec}).encode(),
+                headers={"Content-Type": "application/json",
+                         "Authorization": "Bearer " + token})
+            try:
+                with urllib.request.urlopen(r, timeout=30) as f:
+                    return f.status, json.loads(f.read())
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+
+        base = ("resources: {accelerators: V100:1, use_spot: true}\n"
+                "run: 'true'\nspotrun:\n  work: 1h\n")
+        st, a = post("name: a\n" + base, tok)
+        assert st == 201, a
+        st, b = post("name: b\n" + base + "  team: infra\n", tok)
+        assert st == 201, b
+        st, c = post("name: c\n" + base, d.token)
+        assert st == 201, c
+        st, _ = post("name: x\n" + base, "0" * 64)
+        assert st == 401
+        rows = dict((r[0], r[1:]) for r in store_rows(
+            d.state, "SELECT name, team, project, cost_center FROM jobs"))
+        assert rows["a"] == ("ml", "llama", "CC-9"), rows
+        assert rows["b"] == ("infra", "llama", "CC-9"), rows
+        assert rows["c"] == (None, None, None), rows
+        # the token is a log secret: never in the daemon's log
+        assert tok not in d.log_tail(1 << 20)
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -81,3 +81,47 @@ def test_tier3_job_without_credentials_is_refused_at_launch():
         d.stop()
         s3.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_bucket_mounts_are_checked_too():
+    """Issue 30: each bucket file_mounts is checked like the checkpoint
+    store - spotrun creates no bucket, so a missing one refuses the
+    launch, and every refused store is named in the one run."""
+    tmp = tempfile.mkdtemp(prefix="launch-buckets-")
+    s3 = S3rver(buckets=("ckpt", "data-set"))
+    d = Daemon(tmp)
+    try:
+        d.start()
+        path = os.path.join(tmp, "sky.yaml")
+        with open(path, "w") as f:
+            f.write("name: sky\n"
+                    "resources: {accelerators: V100:1, use_spot: true}\n"
+                    "file_mounts:\n"
+                    "  /checkpoint: {name: no-such-bucket, store: s3}\n"
+                    "  /data: s3://data-set/train\n"
+                    "  /out: {source: s3://missing-too/x, mode: MOUNT_CACHED}\n"
+                    "run: 'true'\n"
+                    "spotrun:\n  deadline: 48h\n  work: 1h\n"
+                    "  checkpoint: {uri: 's3://ckpt/jobs/b'}\n")
+        p = launch(d, tmp, path, s3.env())
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "cannot use the bucket of file_mounts./checkpoint " \
+            "(s3://no-such-bucket)" in p.stderr, p.stderr
+        assert "cannot use the bucket of file_mounts./out " \
+            "(s3://missing-too/x)" in p.stderr, p.stderr
+        assert "spotrun creates no bucket" in p.stderr, p.stderr
+        assert "file_mounts./data" not in p.stderr, p.stderr
+        assert "spotrun.checkpoint.uri" not in p.stderr, p.stderr
+        assert jobs(d) == [], "a refused launch submitted a job"
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("no-such-bucket", "ckpt").replace(
+                "s3://missing-too/x", "s3://data-set/out"))
+        p = launch(d, tmp, path, s3.env())
+        assert p.returncode == 0, p.stderr
+        assert [j["name"] for j in jobs(d)] == ["sky"]
+    finally:
+        d.stop()
+        s3.close()
+        shutil.rmtree(tmp, ignore_errors=True)

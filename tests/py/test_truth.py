@@ -107,10 +107,19 @@ def test_every_surface_agrees_through_three_preemptions():
             (n_pre, cost, lost_c)
         assert abs(c["lost_work_s"] - lost_s) < 1e-6 and abs(c["downtime_s"] - down) < 1e-6
 
-        # the events: one "preempted" per preemption, the lost_work events
-        # add up to the ledger's lost work
+        # the events: one "preempted" per preemption (per node the cloud
+        # reclaimed: the three while training, and any replacement
+        # reclaimed before it ran), the lost_work events add up to the
+        # ledger's lost work
         evs = cli_json(d, "events", str(job))["events"]
-        assert sum(e["type"] == "preempted" for e in evs) == n_pre
+        pre = [e["data"] for e in evs if e["type"] == "preempted"]
+        assert len(pre) == n_pre
+        assert all(x["phase"] in ("training", "booting") for x in pre), pre
+        assert sum(x["phase"] == "training" for x in pre) >= 3, pre
+        assert all(x["attempt"] is None for x in pre if x["phase"] == "booting")
+        # the ledger's own log of them (the dashboard's timeline)
+        _, tl = d.req("GET", "/v1/finops/timeline?job=%d&limit=1000" % job)
+        assert sum(x["kind"] == "preemption" for x in tl["events"]) == n_pre
         lw = [e["data"] for e in evs if e["type"] == "lost_work"]
         assert len(lw) == lg["lost_attempts"]
         assert abs(sum(x["lost_work_s"] for x in lw) - lost_s) < 1e-3

@@ -98,6 +98,7 @@ static void test_torch_contract(void **state)
 	assert_string_equal(get(envp, "SKYPILOT_SPOT_RUN_ID"), a.task_id);
 	envp_free(envp);
 	free(a.task_id);
+	a.task_id = NULL;
 	/* spotrund's port for the attempt (run directive) wins */
 	a.master_port = 23456;
 	envp = build(&a, 3);

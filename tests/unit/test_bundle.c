@@ -132,6 +132,83 @@ static void test_round_trip_and_tar(void **state)
 	bundle_free(&b);
 }
 
+static void raw_header(unsigned char *h, const char *name, char type,
+		       const char *link, unsigned size);
+
+/* file_mounts ~/X (issue 30): "~/" entries go under the home given to
+ * bundle_unpack_home, owner-only ones stay so (a key: 0600, its new
+ * directories 0700), and a link there may not leave the home. */
+static void test_home_entries(void **state)
+{
+	struct bundle b = { 0 };
+	struct sr_err e = { 0 };
+	char p[512], h[512], *s;
+	struct stat sb;
+
+	(void)state;
+	put("sky-key", "KEY\n", 0644);
+	put("private.txt", "p\n", 0600);
+	put("data.txt", "d\n", 0644);
+	snprintf(p, sizeof p, "%s/sky-key", dir);
+	b.owner_only = 1;
+	assert_int_equal(bundle_add(&b, p, bundle_mount_name("~/.ssh/id_rsa"), &e), 0);
+	b.owner_only = 0;
+	snprintf(p, sizeof p, "%s/private.txt", dir);
+	assert_int_equal(bundle_add(&b, p, "mnt/private.txt", &e), 0);
+	snprintf(p, sizeof p, "%s/data.txt", dir);
+	assert_int_equal(bundle_add(&b, p, bundle_mount_name("/data/x"), &e), 0);
+	assert_int_equal(bundle_finish(&b, &e), 0);
+	assert_int_equal(bundle_has(b.buf, b.len, "~/.ssh/id_rsa", &e), 1);
+	assert_int_equal(bundle_has(b.buf, b.len, "data/x", &e), 1);
+	mk("node");
+	mk("home");
+	snprintf(p, sizeof p, "%s/node", dir);
+	snprintf(h, sizeof h, "%s/home", dir);
+	assert_int_equal(bundle_unpack_home(b.buf, b.len, p, h, &e), 0);
+	s = slurp("home/.ssh/id_rsa");
+	assert_string_equal(s, "KEY\n");
+	free(s);
+	snprintf(p, sizeof p, "%s/home/.ssh/id_rsa", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	snprintf(p, sizeof p, "%s/home/.ssh", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	snprintf(p, sizeof p, "%s/node/mnt/private.txt", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600); /* kept owner-only */
+	snprintf(p, sizeof p, "%s/node/data/x", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0644);
+	snprintf(p, sizeof p, "%s/node/.ssh", dir);
+	assert_int_equal(stat(p, &sb), -1); /* nothing of ~/ under the node */
+	/* without a home: under dest, as before */
+	mk("flat");
+	snprintf(p, sizeof p, "%s/flat", dir);
+	assert_int_equal(bundle_unpack(b.buf, b.len, p, &e), 0);
+	s = slurp("flat/.ssh/id_rsa");
+	assert_string_equal(s, "KEY\n");
+	free(s);
+	bundle_free(&b);
+	/* a link under ~/ that climbs out of the home (inside the archive) */
+	mk("w");
+	mk("w/d");
+	ln("../../workdir/x", "w/d/up");
+	snprintf(p, sizeof p, "%s/w", dir);
+	assert_int_equal(bundle_add(&b, p, "~/w", &e), -EPERM);
+	bundle_free(&b);
+	/* one the reader sees inside the archive, but out of the home */
+	{
+		unsigned char a[512 * 3] = { 0 };
+
+		raw_header(a, "~/l", '2', "../workdir/x", 0);
+		assert_int_equal(bundle_scan(a, sizeof a, NULL, NULL, &e), 0);
+		snprintf(p, sizeof p, "%s/node", dir);
+		assert_int_equal(bundle_unpack_home(a, sizeof a, p, h, &e), -SR_EPARSE);
+		assert_non_null(strstr(e.msg, "outside the home"));
+	}
+}
+
 static void test_writer_refuses(void **state)
 {
 	char state_dir[256], p[512], *refuse[] = { state_dir, NULL };
@@ -343,6 +420,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip_and_tar, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_home_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_reads_beneath_the_open_dir,
 						setup, teardown),

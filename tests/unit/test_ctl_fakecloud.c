@@ -15,7 +15,10 @@
  * goes elsewhere); throttling (backoff with jitter, one launch); an
  * auth error (a job-level failure with the cloud's message); a launch
  * that answers on a later pass and an instance the cloud boots for ten
- * minutes (no boot timeout until it runs); a notice while booting; an instance that vanishes
+ * minutes (no boot timeout until it runs); a notice while booting (a
+ * preemption that loses no work); a replacement reclaimed before it ran;
+ * a notice told by the agent and the provider (counted once per node,
+ * recon_preempt.c); an instance that vanishes
  * after its notice; a slow boot; a silent node; a daemon crash in the
  * middle of a launch and a restart (no double launch); a terminate that
  * fails (retried) and instances left running by a crash (swept at
@@ -579,14 +582,14 @@ static int64_t job_int(int64_t id, const char *key)
 	return v;
 }
 
-/* Whether job `id` has an event of `type` (NULL: any) whose message
- * contains `text` (NULL: any). */
-static bool has_event(int64_t id, const char *type, const char *text)
+/* How many events of job `id` are of `type` (NULL: any) with a message
+ * that contains `text` (NULL: any). */
+static int count_events(int64_t id, const char *type, const char *text)
 {
 	json_t *v = NULL, *ev;
 	char p[64];
 	size_t i;
-	bool found = false;
+	int found = 0;
 
 	snprintf(p, sizeof p, "/v1/jobs/%lld/events", (long long)id);
 	assert_int_equal(jreq("GET", p, ctl_admin_token(ctl), NULL, &v), 200);
@@ -598,10 +601,15 @@ static bool has_event(int64_t id, const char *type, const char *text)
 			fprintf(stderr, "event %s: %s\n", t, m ? m : "");
 		if (t && (!type || !strcmp(t, type)) &&
 		    (!text || (m && strstr(m, text))))
-			found = true;
+			found++;
 	}
 	json_decref(v);
 	return found;
+}
+
+static bool has_event(int64_t id, const char *type, const char *text)
+{
+	return count_events(id, type, text) > 0;
 }
 
 /* Pass until the job leaves PENDING and its rank-0 node is BOOTING. */
@@ -787,6 +795,88 @@ static void test_notice_while_booting(void **state)
 	assert_string_equal(a.reason, "preempted");
 	assert_string_equal(job_state(id), "PROVISIONING");
 	assert_true(live_node(id) > n1);
+	/* a preemption that lost no work: counted, and said so */
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	assert_int_equal(count_events(id, "preempted", "before it ran the job "
+				      "(booting)"), 1);
+}
+
+/* The replacement placed at a notice is reclaimed too, and gone before
+ * the first node's final checkpoint ends: two nodes reclaimed, two
+ * preemptions (one while training, one before it ran), each counted
+ * once, at its notice - the demo's 14 notices against 12 preemptions. */
+static void test_replacement_reclaimed_before_it_ran(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	n2 = to_checkpointing(id, n1);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	assert_int_equal(count_events(id, "preempted", "while training attempt "
+				      "1"), 1);
+	pass();
+	agent_register(n2);
+	fc.avail[node_view(id, n2).pool] = false;
+	advance_ms(100);
+	pass();
+	assert_int_equal(job_int(id, "preemptions"), 2);
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	inst_of(n2)->alive = false; /* gone before n1 has stopped */
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "TERMINATED");
+	assert_string_equal(node_view(id, n2).reason, "preempted");
+	agent_exit(n1, 1, 143, "preempted");
+	advance_ms(100);
+	pass();
+	assert_string_not_equal(job_state(id), "CHECKPOINTING");
+	assert_int_equal(job_int(id, "preemptions"), 2);
+	assert_int_equal(count_events(id, "preempted", NULL), 2);
+	assert_int_equal(count_events(id, "preempted", "before it ran the job "
+				      "(ready, the attempt not started)"), 1);
+	assert_int_equal(count_events(id, "stopped", NULL), 1);
+}
+
+/* The node's agent tells the notice first (a cloud that tells only the
+ * instance), then the provider lists it: one preemption.  A workload
+ * that exits on a notice no word reached the daemon of: one more. */
+static void test_notice_counted_once_per_node(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	agent_post(n1, "report", json_pack("{s:[{s:s,s:s}]}", "events",
+		   "type", "notice", "source", "imds"), 200);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	fc.avail[node_view(id, n1).pool] = false;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	agent_post(n1, "report", json_pack("{s:[{s:s,s:s}]}", "events",
+		   "type", "notice", "source", "imds"), 200);
+	agent_exit(n1, 1, 143, "preempted");
+	fc.avail[node_view(id, n1).pool] = true;
+	for (int i = 0; i < 10 && strcmp(job_state(id), "RUNNING"); i++) {
+		n2 = live_node(id);
+		if (n2 > 0 && !strcmp(node_view(id, n2).state, "BOOTING"))
+			agent_register(n2);
+		advance_ms(100);
+		pass();
+	}
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	n2 = live_node(id);
+	agent_exit(n2, 2, 143, "preempted"); /* no notice came before */
+	advance_ms(100);
+	pass();
+	assert_string_not_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "preemptions"), 2);
+	assert_int_equal(count_events(id, "preempted", NULL), 2);
 }
 
 /* The instance vanishes after its notice, before the notice deadline:
@@ -1448,6 +1538,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_silent_node_recovers,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_notice_while_booting,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_replacement_reclaimed_before_it_ran,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_notice_counted_once_per_node,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
 						fsetup, fteardown),

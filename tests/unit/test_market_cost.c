@@ -2,6 +2,7 @@
  * test_market_cost.c - NETC hand values, Young/Daly, analytic makespan and
  * P(deadline) against Monte Carlo of the same model.
  */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,6 +181,55 @@ static void test_overrun(void **state)
 	assert_true(fabs(prob - sum) <= 0.05 * sum);
 }
 
+/* Spot with fallback on a pool that stays down after a loss
+ * (cost_outage.c). */
+static void test_fallback_with_outages(void **state)
+{
+	struct cost_params p = { .work_h = 10, .nodes = 1, .hazard_per_h = 0,
+				 .price_per_h = 1000000, .ckpt_interval_h = 1,
+				 .resume_h = 0.2 };
+	struct cost_outage none = { 0, 0, 0 }, o = { 1.0, 2.0, 0 }, forever = { 1e6, 0, 0 };
+	struct cost_mc_result r, r2;
+
+	(void)state;
+	/* never preempted: W + R on spot, never on demand */
+	assert_int_equal(cost_fallback_mc(&p, &none, 20, 3000000, 200, 1, &r), 0);
+	assert_int_equal(r.mean, 10200000);
+	assert_int_equal(r.p95, 10200000);
+	assert_true(r.p_fallback == 0);
+	/* a pool that never comes back after its first loss: every run that
+	 * is preempted ends on demand (W - kept + R at $3/h) */
+	p.hazard_per_h = 0.5;
+	assert_int_equal(cost_fallback_mc(&p, &forever, 30, 3000000, 500, 1, &r), 0);
+	assert_true(r.p_fallback > 0.9);
+	assert_true(r.p95 > 30000000 - 1 && r.p95 <= 30600000 + 10200000);
+	/* deterministic for a seed; the p95 above the mean; outages cost
+	 * more than a pool back at once, and a tight deadline more still */
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 500, 7, &r), 0);
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 500, 7, &r2), 0);
+	assert_int_equal(r.mean, r2.mean);
+	assert_int_equal(r.p95, r2.p95);
+	assert_true(r.p95 >= r.mean);
+	assert_int_equal(cost_fallback_mc(&p, &none, 20, 3000000, 500, 7, &r2), 0);
+	assert_true(r.p_fallback >= r2.p_fallback);
+	assert_int_equal(cost_fallback_mc(&p, &o, 11, 3000000, 500, 7, &r2), 0);
+	assert_true(r2.p_fallback > r.p_fallback && r2.mean > r.mean);
+	/* days of a worse market (the rate and the outages scaled together
+	 * per run): a wider spread, the same seed the same figures */
+	o.disp = 0.5;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r2), 0);
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r), 0);
+	assert_int_equal(r.p95, r2.p95);
+	o.disp = 0;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r2), 0);
+	assert_true(r.p95 > r2.p95);
+	/* bad input */
+	assert_int_equal(cost_fallback_mc(&p, &o, INFINITY, 3000000, 10, 1, &r),
+			 -EINVAL);
+	assert_int_equal(cost_fallback_mc(&p, NULL, 20, 3000000, 10, 1, &r), -EINVAL);
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 0, 1, &r), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_young_daly),
 		cmocka_unit_test(test_monte_carlo_agreement),
 		cmocka_unit_test(test_overrun),
+		cmocka_unit_test(test_fallback_with_outages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

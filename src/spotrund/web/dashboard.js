@@ -85,6 +85,21 @@
     return tr;
   }
 
+  // one team of GET /v1/cost?by=team: its own cost, its share of the
+  // shared costs (control plane, idle reserved capacity) and both
+  function teamRow(g) {
+    const tr = document.createElement('tr');
+    tr.dataset.team = g.key;
+    cell(tr, g.key);
+    cell(tr, usd(g.cost_micros));
+    cell(tr, usd(g.shared_cost_micros));
+    cell(tr, usd(g.allocated_cost_micros));
+    cell(tr, (g.gpu_hours || 0).toFixed(1));
+    const saved = g.savings_vs_list_micros;
+    cell(tr, usd(saved), saved < 0 ? 'negative' : '');
+    return tr;
+  }
+
   // "12 llama-ft": a job's id and, when known, its name
   function jobLabel(id, names) {
     return names[id] ? `${id} ${names[id]}` : id;
@@ -182,10 +197,16 @@
       return;
     }
     try {
-      const [jobs, nodes, cost, series, tl] = await Promise.all([
+      const [jobs, nodes, cost, series, tl, teams] = await Promise.all([
         api('/v1/jobs?limit=100'), api('/v1/nodes'), api('/v1/cost?by=job'),
         api('/v1/cost/series?buckets=120'), api('/v1/finops/timeline?limit=200'),
+        api('/v1/cost?by=team'),
       ]);
+      fill($('teams').tBodies[0], teams.groups.map(teamRow), 6, 'no costs yet');
+      $('shared-note').textContent = 'Shared costs ' +
+        usd(teams.total.shared_cost_micros) + ', split ' +
+        (teams.shared_split === 'even' ? 'evenly between teams'
+                                       : 'by GPU-hours') + '.';
       const byJob = {};
       for (const g of cost.groups) byJob[g.key] = g;
       fill($('jobs').tBodies[0], jobs.jobs.map((j) => jobRow(j, byJob[String(j.id)])),

@@ -1,0 +1,222 @@
+"""A SkyPilot-style spot task with a bucket mount, unchanged (issue 30):
+examples/plain_torch_train.py (never imports spotrun) saves into the
+mount's directory; spotrund, the local cloud and real agents run it with
+the bucket in s3rver, and the cloud preempts it twice.
+
+  * it completes, and its final model is bit for bit the one an
+    uninterrupted run of the same script produces;
+  * each preempted node was told by SIGTERM (the exit cause is
+    "preempted"), its final round was durable before its exit was
+    reported (a sync_final event before the attempt's exit), and the next
+    node restored exactly that round (sync_restored names it): no
+    committed byte was lost;
+  * the script resumed from the newest checkpoint of that round.
+
+test_copy_mount_and_mount_in_one_task: a COPY mount (SkyPilot's short
+form) is in place before the run, a MOUNT beside it gets the run's output.
+
+PyTorch runs under /usr/bin/python3 (the only interpreter with torch).
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from objstore_servers import S3rver
+from test_ctl_crash import BUILD, ROOT, Daemon, make_market
+
+PY = "/usr/bin/python3"
+SCRIPT = os.path.join(ROOT, "examples", "plain_torch_train.py")
+STEPS, EVERY = 400, 50
+LIMIT = 600  # generous: events, never timings
+
+
+def torch_ok():
+    return subprocess.run([PY, "-c", "import torch"],
+                          capture_output=True).returncode == 0
+
+
+def job_yaml(uri, creds):
+    run = ("%s %s --out $SPOTRUN_NODE_DIR/checkpoint --steps %d "
+           "--save-every %d --seed 3 --step-sleep 0.02" % (
+               PY, SCRIPT, STEPS, EVERY))
+    return ("name: plain-torch\n"
+            "resources:\n  accelerators: V100:1\n  use_spot: true\n"
+            "envs:\n%s"
+            "file_mounts:\n  /checkpoint:\n    source: %s\n    mode: MOUNT\n"
+            "run: |\n  %s\n"
+            "spotrun:\n  deadline: 1000h\n  work: 10h\n" % (
+                "".join("  %s: %s\n" % kv for kv in sorted(creds.items())),
+                uri, run))
+
+
+def saved_steps(d, node_id):
+    p = os.path.join(d.state, "nodes", str(node_id), "checkpoint")
+    try:
+        names = os.listdir(p)
+    except OSError:
+        return []
+    return [int(m.group(1)) for m in
+            (re.match(r"ckpt-(\d+)\.pt$", n) for n in names) if m]
+
+
+def running_node(d, jid, seen):
+    end = time.time() + LIMIT
+    while time.time() < end:
+        j = d.job(jid)
+        assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), (
+            j["message"], d.log_tail())
+        for n in j["nodes"]:
+            if n["state"] == "READY" and n["id"] not in seen:
+                return n["id"]
+        time.sleep(0.1)
+    raise AssertionError("no new node: %s" % d.log_tail())
+
+
+def interrupt_after(d, jid, node_id, step):
+    end = time.time() + LIMIT
+    while time.time() < end:
+        if max(saved_steps(d, node_id) or [0]) >= step:
+            os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
+            open(os.path.join(d.state, "interrupts", str(node_id)),
+                 "w").close()
+            return
+        assert d.job(jid)["state"] not in ("FAILED", "CANCELLED",
+                                           "SUCCEEDED"), d.log_tail()
+        time.sleep(0.05)
+    raise AssertionError("node %d never saved step %d" % (node_id, step))
+
+
+def load(path):
+    out = subprocess.run(
+        [PY, "-c", "import sys, torch, hashlib\n"
+         "sd = torch.load(sys.argv[1])\n"
+         "for k in sorted(sd):\n"
+         "    print(k, hashlib.sha256(sd[k].numpy().tobytes()).hexdigest())",
+         path], capture_output=True, text=True, timeout=LIMIT)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif(not torch_ok(), reason="PyTorch is not importable by "
+                    "/usr/bin/python3 (scripts/install-deps installs it)")
+def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
+    srv = S3rver()
+    d = None
+    try:
+        for k, v in srv.env().items():
+            monkeypatch.setenv(k, v)  # spotrun ckpt ls, the restore below
+        # the reference: the same script, never interrupted
+        ref = tmp_path / "ref"
+        out = subprocess.run([PY, SCRIPT, "--out", str(ref), "--steps",
+                              str(STEPS), "--save-every", str(EVERY),
+                              "--seed", "3"], capture_output=True, text=True,
+                             timeout=LIMIT)
+        assert out.returncode == 0, out.stderr
+        cfg = tmp_path / "spotrund.yaml"
+        cfg.write_text("stop-grace-ms: 500\nproviders:\n  local:\n"
+                       "    notice_ms: 20000\n")
+        # spot capacity never fails by itself: the test's two interrupts
+        # are the only preemptions
+        d = Daemon(tmp_path, make_market(tmp_path, [1]), "--config",
+                   str(cfg), "--agent",
+                   os.path.join(BUILD, "bin", "spotrun-agent"))
+        d.start()
+        uri = "s3://ckpt/plain/checkpoint"
+        # the bucket's credentials travel with the task, as its envs
+        jid = d.submit(job_yaml(uri, srv.env()))
+        seen = []
+        for step in (150, 300):  # two preemptions, each after some saves
+            node = running_node(d, jid, seen)
+            seen.append(node)
+            interrupt_after(d, jid, node, max(step, 0))
+        j = d.wait([jid], LIMIT)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        ev = d.events(jid)
+        restored = [e for e in ev if e["type"] == "sync_restored"]
+        finals = [e for e in ev if e["type"] == "sync_final"]
+        exits = [e for e in ev if e["type"] == "workload_exit"]
+        assert len(restored) == 3, [e["message"] for e in ev]
+        assert restored[0]["data"]["round"] == -1
+        by_node = {}
+        for e in ev:
+            by_node.setdefault(e.get("node_id"), []).append(e)
+        for i, node in enumerate(seen):
+            evs = by_node[node]
+            kinds = [e["type"] for e in evs]
+            fin = [e for e in evs if e["type"] == "sync_final"]
+            assert fin, kinds
+            # durable before the node's run was reported over
+            assert kinds.index("sync_final") < kinds.index("workload_exit"), kinds
+            ex = [e for e in evs if e["type"] == "workload_exit"][0]
+            assert ex["data"].get("cause") in ("preempted", None), ex
+            # the next node restored exactly that round
+            nxt = restored[i + 1]
+            assert nxt["data"]["round"] == fin[0]["data"]["round"], (
+                nxt, fin[0])
+        assert len(finals) == 3 and len(exits) >= 3
+        # the final model, from the bucket, is the uninterrupted run's
+        got = tmp_path / "got"
+        out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
+                              "--dirsync", str(got), "--uri", uri,
+                              "--restore-only"], capture_output=True,
+                             text=True, timeout=LIMIT)
+        assert out.returncode == 0, out.stderr
+        assert load(str(got / "final.pt")) == load(str(ref / "final.pt"))
+        ls = subprocess.run([os.path.join(BUILD, "bin", "spotrun"), "ckpt",
+                             "ls", uri, "--json"], capture_output=True,
+                            text=True, timeout=LIMIT)
+        rounds = json.loads(ls.stdout)
+        assert rounds[0]["round"] == finals[-1]["data"]["round"]
+        files = {f["path"]: f["sha256"] for f in rounds[0]["files"]}
+        with open(got / "final.pt", "rb") as f:
+            assert files["final.pt"] == hashlib.sha256(f.read()).hexdigest()
+    finally:
+        if d:
+            d.stop()
+        srv.close()
+
+
+def test_copy_mount_and_mount_in_one_task(tmp_path, monkeypatch):
+    """COPY (SkyPilot's short form) beside a MOUNT, no PyTorch: the data
+    bucket's objects are in DST before the run, the run's output reaches
+    the other bucket in a final round before the job ends."""
+    import spotrun
+    srv = S3rver()
+    d = None
+    try:
+        for k, v in srv.env().items():
+            monkeypatch.setenv(k, v)
+        data = b"a,b\n1,2\n" * 1000
+        with spotrun.objects.ObjectStore("s3://ckpt/dataset") as st:
+            st.put("train/part-0.csv", data)
+        d = Daemon(tmp_path, make_market(tmp_path, [1]), "--agent",
+                   os.path.join(BUILD, "bin", "spotrun-agent"))
+        d.start()
+        yaml = ("name: copy-and-mount\nresources:\n  accelerators: V100:1\n"
+                "envs:\n%sfile_mounts:\n  /data: s3://ckpt/dataset\n"
+                "  /out:\n    source: s3://ckpt/out\n    mode: MOUNT\n"
+                "run: |\n  cp $SPOTRUN_NODE_DIR/data/train/part-0.csv "
+                "$SPOTRUN_NODE_DIR/out/seen.csv\n"
+                "spotrun:\n  deadline: 1000h\n  work: 1h\n" % "".join(
+                    "  %s: %s\n" % kv for kv in sorted(srv.env().items())))
+        jid = d.submit(yaml)
+        j = d.wait([jid], LIMIT)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        kinds = [e["type"] for e in d.events(jid)]
+        assert "sync_copied" in kinds and "sync_final" in kinds, kinds
+        got = tmp_path / "got"
+        out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
+                              "--dirsync", str(got), "--uri", "s3://ckpt/out",
+                              "--restore-only"], capture_output=True,
+                             text=True, timeout=LIMIT)
+        assert out.returncode == 0, out.stderr
+        assert (got / "seen.csv").read_bytes() == data
+    finally:
+        if d:
+            d.stop()
+        srv.close()
