@@ -26,11 +26,13 @@
 
 static void usage(void)
 {
-	printf("usage: spotrun cost reconcile BILL.csv... [--json]\n"
+	printf("usage: spotrun cost reconcile BILL... [--json]\n"
 	       "\n"
-	       "Match the cloud's bill (a FOCUS export: AWS, Azure, GCP and OCI write\n"
-	       "them) to spotrun's ledger, line by line, by resource id (the node's\n"
-	       "instance id, or the spotrun/node-id tag the cloud copied to its disks and\n"
+	       "Match the cloud's bill to spotrun's ledger.  BILL: a FOCUS export (AWS,\n"
+	       "Azure, GCP and OCI write them), AWS CUR 2.0 (.csv or .csv.gz), the GCP\n"
+	       "billing export to BigQuery saved as CSV or JSON, or Azure cost details,\n"
+	       "told apart by their columns.  Lines match by resource id (the node's\n"
+	       "instance id, or spotrun's node tag the cloud copied to its disks and\n"
 	       "traffic) and day.  Prints, per job, day and cloud: the ledger, the bill,\n"
 	       "the difference and its parts - price (what the instances were billed\n"
 	       "against spotrun's estimate), disk, egress, credit, other - and every\n"
@@ -205,7 +207,7 @@ int cost_reconcile(int argc, char **argv)
 		return p.status;
 	o.json = p.json;
 	if (!p.n_operands)
-		return cli_usage_error(CMD, "reconcile: which bill? (a FOCUS CSV file)");
+		return cli_usage_error(CMD, "reconcile: which bill? (a FOCUS, CUR 2.0, GCP or Azure export)");
 	for (int i = 0; i < p.n_operands; i++) {
 		char *buf = NULL;
 		size_t len = 0, n = 0;
@@ -213,7 +215,7 @@ int cost_reconcile(int argc, char **argv)
 		int r = sr_fs_read_file(p.operand[i], BILL_MAX, &buf, &len, &e);
 
 		if (!r)
-			r = finops_bill_parse_focus(buf, len, p.operand[i], &v, &n, &e);
+			r = finops_bill_parse(buf, len, p.operand[i], &v, &n, &e);
 		free(buf);
 		if (r) {
 			fprintf(stderr, "spotrun %s: reconcile: %s\n", CMD, sr_err_str(&e, r));
