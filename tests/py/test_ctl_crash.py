@@ -220,9 +220,9 @@ def completions(d, jid):
 
 
 KILLS = int(os.environ.get("SPOTRUN_DAEMON_KILLS") or (10 if ASAN else 50))
-# a preemption is being handled: noticed, the node going, the job waiting
-# for or getting its new node
-IN_FLIGHT = ("NOTICE", "PREEMPTED", "RECOVERING")
+# a preemption is being handled: noticed, its final checkpoint being
+# taken, the node going, the job waiting for or getting its new node
+IN_FLIGHT = ("NOTICE", "CHECKPOINTING", "PREEMPTED", "RECOVERING")
 
 
 def test_kill9_daemon_at_random_moments_during_preemptions(daemon_factory):
