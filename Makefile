@@ -76,7 +76,7 @@ say = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
 EXTLIBS := -lcurl -ljansson -lsqlite3 -lpq -lmicrohttpd -luring -lxxhash -lyaml -lxml2 -linih \
-	-lssl -lcrypto -lpthread -ldl -lm
+	-lssl -lcrypto -lz -lpthread -ldl -lm
 
 # ---- libraries ---------------------------------------------------------
 LIBDIRS := $(patsubst lib/%/,%,$(sort $(dir $(wildcard lib/*/*.c))))

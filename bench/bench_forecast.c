@@ -2,7 +2,7 @@
  * bench_forecast.c - does the plan's forecast cover what happens?  (issue
  * 28, "calibrated forecasts"; docs/benchmarks.md#forecast-coverage)
  *
- * For each of --jobs (default 240, at least 200) simulated jobs:
+ * For each of --jobs (default 1,000; at least 200) simulated jobs:
  *
  *   1. a job is drawn (seeded): one of the bundled single-node spot traces
  *      whose pool the catalog prices (data/traces/cbl/.../1-node, V100),
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	struct catalog cat;
 	struct sr_err e = { 0 };
 	uint64_t seed = (uint64_t)sr_time_real_ns(), x;
-	int jobs = 240, json = 0, n = 0, done = 0, cov = 0, under = 0, skipped = 0;
+	int jobs = 1000, json = 0, n = 0, done = 0, cov = 0, under = 0, skipped = 0;
 	double frac, t0 = (double)sr_time_mono_ns() / 1e9;
 
 	for (int i = 1; i < argc; i++) {

@@ -292,7 +292,7 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records):
     """kept / rebuild_at_notice: spotrun's own recovery from the local
     cloud's injected notice."""
     state = env["SPOTRUN_STATE_DIR"]
-    os.makedirs(os.path.join(state, "interrupts"))
+    os.makedirs(os.path.join(state, "interrupts"), exist_ok=True)
     victims = [1] if mode == "kept" else [0, 1]
     for r in victims:
         open(os.path.join(state, "interrupts",

@@ -492,6 +492,18 @@ struct spotckpt_dest {
 SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 					  const struct spotckpt_dest *d,
 					  size_t n);
+/* spotckpt_reader_read_all keeping the destinations' old bytes in engine
+ * e's idle staging memory instead of memory mapped (and faulted in) for
+ * this read.  When e has no staging memory yet (a restore at a job's
+ * start, before any save), it gets it now, sized to this checkpoint: the
+ * restore fills it and e's saves then use it, so the process faults that
+ * memory in once, not once for the restore and again for the first save
+ * (unless the engine has a staging_bytes budget: then e's first save
+ * sizes it).  No save of e runs during the call.  e NULL: as read_all. */
+SPOTCKPT_API int spotckpt_reader_read_all_with(struct spotckpt_reader *r,
+					       struct spotckpt *e,
+					       const struct spotckpt_dest *d,
+					       size_t n);
 
 /* Callback form: called once per tensor, in manifest order, from the
  * calling thread, with the verified bytes in `data` (valid only during the

@@ -434,6 +434,9 @@ int ckpt__restore_loop(const char *dir, int64_t max_step,
  * while the reader reads) instead of fresh mappings per thread. */
 void ckpt__reader_borrow_buffer(struct spotckpt_reader *r, uint8_t *buf,
 				uint64_t n);
+/* Memory a read_all of every tensor of r borrows whole: its undo buffer,
+ * or the staging slot a save of the same state needs, whichever is more. */
+uint64_t ckpt__reader_borrow_need(const struct spotckpt_reader *r);
 
 /* Steps of committed checkpoints in dir, newest first (malloc'd). */
 int ckpt__scan(const char *dir, int64_t **steps, size_t *n, int with_tmp,

@@ -51,6 +51,19 @@ void ckpt__reader_borrow_buffer(struct spotckpt_reader *r, uint8_t *buf,
 	r->buf_bytes = n;
 }
 
+uint64_t ckpt__reader_borrow_need(const struct spotckpt_reader *r)
+{
+	const struct ckpt_layout *l = r->m.l;
+	uint64_t img = 0, undo = 0;
+
+	for (size_t s = 0; s < l->ns; s++)
+		img += (l->s[s].file_bytes + CKPT_IMG_ALIGN - 1) &
+		       ~(uint64_t)(CKPT_IMG_ALIGN - 1);
+	for (size_t t = 0; t < l->nt; t++)
+		undo += (l->t[t].nbytes + 63) & ~(uint64_t)63; /* undo.c */
+	return (img > undo ? img : undo) + 4096;
+}
+
 static char *path_join(const char *a, const char *b)
 {
 	size_t n = strlen(a) + strlen(b) + 2;

@@ -222,6 +222,29 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 	return rc;
 }
 
+SPOTCKPT_API int spotckpt_reader_read_all_with(struct spotckpt_reader *r,
+					       struct spotckpt *e,
+					       const struct spotckpt_dest *d,
+					       size_t n)
+{
+	uint64_t nbuf = 0;
+	uint8_t *buf;
+	int rc;
+
+	if (!e || !r)
+		return spotckpt_reader_read_all(r, d, n);
+	pthread_mutex_lock(&e->api);
+	ckpt__engine_wait_staged(e);
+	buf = idle_slot(e, &nbuf);
+	if (!buf && ckpt__engine_reserve(e, ckpt__reader_borrow_need(r)) == 0)
+		buf = idle_slot(e, &nbuf);
+	ckpt__reader_borrow_buffer(r, buf, nbuf);
+	rc = spotckpt_reader_read_all(r, d, n);
+	ckpt__reader_borrow_buffer(r, NULL, 0);
+	pthread_mutex_unlock(&e->api);
+	return rc;
+}
+
 SPOTCKPT_API int spotckpt_verify(const char *dir, int64_t step,
 				 int64_t *step_out)
 {

@@ -111,6 +111,27 @@ static int ensure_staging(struct spotckpt *e)
 	return rc;
 }
 
+int ckpt__engine_reserve(struct spotckpt *e, uint64_t bytes)
+{
+	int rc;
+
+	/* a staging budget chooses its own slots: left to the first save */
+	if (e->stg.base || e->o.staging_bytes || bytes == 0)
+		return 0;
+	bytes = (bytes + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+	rc = ckpt__staging_alloc(&e->stg, bytes, 0, e->pool);
+	pthread_mutex_lock(&e->mu);
+	if (rc == 0) {
+		e->slot_bytes = bytes;
+		e->nslots = 1;
+		e->slots[0].base = e->stg.base;
+		e->slots[0].e = e;
+	}
+	e->st.staging_bytes = e->stg.bytes;
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
 SPOTCKPT_API int spotckpt_prepare(struct spotckpt *e)
 {
 	int rc;

@@ -9,6 +9,12 @@
  * resident; failing it (RLIMIT_MEMLOCK) is not an error.  With CUDA the
  * buffer comes from cudaHostAlloc (pinned, so cudaMemcpyAsync from the
  * device is a true DMA) and is touched the same way.
+ *
+ * A restore at a job's start (spotckpt_reader_read_all_with, before any
+ * save) makes the engine's staging memory (ckpt__engine_reserve) and
+ * keeps the destinations' old bytes in it instead of mapping memory of
+ * its own: the process faults that memory in once, not once for the
+ * restore and again for the first save.
  */
 #include <errno.h>
 #include <string.h>

@@ -23,6 +23,9 @@ struct dirsync_loop_opts {
 	FILE *events;           /* JSON lines */
 	const char *request;    /* sync_now request file, NULL none */
 	const char *answer;     /* its answer, written durably */
+	int background;         /* 1: lower our CPU (nice +10) and I/O
+				   (best effort, lowest level) priority, so
+				   the training beside us is served first */
 };
 
 /* Run until the final round is committed (0), or a start failure (the

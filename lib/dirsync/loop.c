@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,18 @@
 #define BACKOFF_CAP_NS (30 * SR_NS_PER_SEC)
 
 static volatile sig_atomic_t term_seen;
+
+/* Behind the training: nice +10, and the lowest best-effort I/O level
+ * (ioprio_set has no libc wrapper).  Best effort: a refusal changes
+ * nothing else. */
+static void background(void)
+{
+	errno = 0;
+	if (nice(10) == -1 && errno)
+		(void)0;
+	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0,
+		(2 /* IOPRIO_CLASS_BE */ << 13) | 7);
+}
 
 static void on_term(int sig)
 {
@@ -160,6 +173,8 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 		return sr_err_set(e, -errno, "%s: %s", o->dir, strerror(errno));
 	dopts.dirfd = fd;
 	sigaction(SIGTERM, &sa, NULL);
+	if (o->background)
+		background();
 	if (o->cmd_fd >= 0)
 		fcntl(o->cmd_fd, F_SETFL, fcntl(o->cmd_fd, F_GETFL) | O_NONBLOCK);
 	rc = dirsync_open(&dopts, &d, e);

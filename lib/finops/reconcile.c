@@ -22,21 +22,63 @@ const char *finops_rec_kind_name(enum rec_kind k)
 	return (unsigned)k < REC_NKINDS ? kind_names[k] : NULL;
 }
 
-/* "spotrun/node-id": N in a Tags object; 0 none.  *any: a spotrun/ key. */
-static int64_t tag_node(const char *tags, int *any)
+/* The node a tag names: "spotrun/node-id" (FOCUS), "spotrun:node" (the
+ * clouds' tag, lib/cloud/compute.h), "user_spotrun:node" (AWS CUR 2.0's
+ * resource_tags), "spotrun-node"/"spotrun_node" (GCP labels); 0 none.
+ * *any: some key names spotrun. */
+static int64_t tag_one(const char *k, json_t *v, int *any)
 {
-	json_t *j = *tags ? json_loads(tags, 0, NULL) : NULL, *v;
+	if (!strncmp(k, "user_", 5))
+		k += 5;
+	if (strncasecmp(k, "spotrun", 7))
+		return 0;
+	*any = 1;
+	if (strcasecmp(k, "spotrun/node-id") && strcasecmp(k, "spotrun:node") &&
+	    strcasecmp(k, "spotrun-node") && strcasecmp(k, "spotrun_node"))
+		return 0;
+	return json_is_integer(v) ? json_integer_value(v) :
+	       json_is_string(v) ? strtoll(json_string_value(v), NULL, 10) : 0;
+}
+
+/* Tags as a JSON object ({"k": v}), a GCP label list ([{"key": k,
+ * "value": v}]) or Azure's unbraced '"k": "v", ...'. */
+static int64_t tags_node(json_t *j, int *any)
+{
 	const char *k;
-	int64_t n = 0;
+	json_t *v;
+	size_t i;
+	int64_t n = 0, m;
+
+	json_object_foreach(j, k, v)
+		if ((m = tag_one(k, v, any)))
+			n = m;
+	json_array_foreach(j, i, v) {
+		const char *key = json_string_value(json_object_get(v, "key"));
+
+		if (key && (m = tag_one(key, json_object_get(v, "value"), any)))
+			n = m;
+	}
+	return n;
+}
+
+int64_t finops__tag_node(const char *tags, int *any)
+{
+	json_t *j = NULL;
+	int64_t n;
 
 	*any = 0;
-	json_object_foreach(j, k, v) {
-		if (!strncmp(k, "spotrun/", 8) || !strncmp(k, "spotrun:", 8))
-			*any = 1;
-		if (!strcmp(k, "spotrun/node-id"))
-			n = json_is_integer(v) ? json_integer_value(v) :
-			    json_is_string(v) ? strtoll(json_string_value(v), NULL, 10) : 0;
+	if (*tags == '{' || *tags == '[')
+		j = json_loads(tags, 0, NULL);
+	else if (*tags) {
+		char *b = malloc(strlen(tags) + 3);
+
+		if (b) {
+			sprintf(b, "{%s}", tags);
+			j = json_loads(b, 0, NULL);
+			free(b);
+		}
 	}
+	n = tags_node(j, any);
 	json_decref(j);
 	return n;
 }
@@ -93,7 +135,7 @@ int finops_bill_parse_focus(const char *buf, size_t len, const char *name,
 			break;
 		}
 		l->tag_node = col[TAGS] >= 0 ?
-			      tag_node(r.fields[col[TAGS]], &l->spotrun_tagged) : 0;
+			      finops__tag_node(r.fields[col[TAGS]], &l->spotrun_tagged) : 0;
 		if (!strcasecmp(cat, "Credit"))
 			l->kind = REC_CREDIT;
 		else if (!strcasecmp(scat, "Storage"))

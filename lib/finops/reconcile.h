@@ -88,6 +88,15 @@ struct rec_report {
 int finops_bill_parse_focus(const char *buf, size_t len, const char *name,
 			    struct rec_line **out, size_t *n, struct sr_err *e);
 
+/* Any bill spotrun reads (bill_formats.c): FOCUS, AWS CUR 2.0 (gzipped
+ * or not), the GCP billing export as CSV or JSON, Azure cost details;
+ * told apart by their columns.  Same contract as the FOCUS parser. */
+int finops_bill_parse(const char *buf, size_t len, const char *name,
+		      struct rec_line **out, size_t *n, struct sr_err *e);
+/* The node a Tags value names (a spotrun node tag in any provider's
+ * spelling), 0 none; *any: some tag names spotrun. */
+int64_t finops__tag_node(const char *tags, int *any);
+
 /* Match and explain.  *r owns its arrays (finops_reconcile_free). */
 int finops_reconcile(const struct rec_node *nodes, size_t nnodes,
 		     const struct rec_ledger *ledger, size_t nledger,

@@ -70,10 +70,10 @@ struct catalog_offering {
 				    measured */
 	double outage_cv;
 	double hazard_disp;      /* how much the market varies from day to
-				    day (traces): losses per day as a
-				    negative binomial, var = m + m^2 disp;
-				    0 = no more than Poisson, or not
-				    measured */
+				    day (traces): the variance of a day's
+				    scale g (its rate and outages x g,
+				    read from its share of hours up) over
+				    its mean squared; 0 = not measured */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
 };

@@ -19,6 +19,13 @@
  *
  * A pool is (cloud, zone ID, accelerator, count); AWS zone names in file
  * names become IDs through the catalog's zone table.
+ *
+ * With the rate, for the plan's outage runs (cost_outage.c): the down
+ * spells that follow a loss and end before the trace does (their mean
+ * hours and coefficient of variation), and the day-to-day spread: a day
+ * whose rate and outages are both x g is up a share 1 / (1 + rate x
+ * outage x g^2) of its hours, so each whole day's share gives its g, and
+ * hazard_disp is their variance over their mean squared.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -42,9 +49,9 @@ struct pool {
 	 * end): count, sum and sum of squares of their hours */
 	size_t spells;
 	double spell_h, spell_h2;
-	/* losses per whole day of the trace: days, sum, sum of squares */
+	/* each whole day's share of ticks up, over the pool's traces */
 	size_t days;
-	double day_n, day_n2;
+	double *day_up;     /* owned */
 	char set[48];     /* first trace set, e.g. "availability/1-node/aws-10-26-2022" */
 };
 
@@ -107,8 +114,9 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	json_error_t je;
 	json_t *root = NULL, *data, *gapj;
 	struct pool *p = NULL;
-	size_t up = 0, losses = 0, n, spells = 0, run = 0, days = 0, per_day, today = 0;
-	double spell_h = 0, spell_h2 = 0, day_n = 0, day_n2 = 0;
+	size_t up = 0, losses = 0, n, spells = 0, run = 0, per_day, days = 0;
+	size_t today = 0;
+	double spell_h = 0, spell_h2 = 0, *day_up = NULL;
 	int rc = 0, after_loss = 0;
 
 	if (split_name(file, zone, sizeof zone, gpu, sizeof gpu, &count) ||
@@ -127,17 +135,20 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	}
 	n = json_array_size(data);
 	per_day = (size_t)(86400.0 / gap);
+	day_up = malloc((per_day ? n / per_day : 0) * sizeof *day_up + 1);
+	if (!day_up) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int v = json_number_value(json_array_get(data, i)) != 0;
 		int next = i + 1 < n && json_number_value(json_array_get(data, i + 1)) != 0;
 
 		up += (size_t)v;
 		losses += (size_t)(v && i + 1 < n && !next);
-		today += (size_t)(v && i + 1 < n && !next);
+		today += (size_t)v;
 		if (per_day && (i + 1) % per_day == 0) {
-			days++;
-			day_n += (double)today;
-			day_n2 += (double)today * (double)today;
+			day_up[days++] = (double)today / (double)per_day;
 			today = 0;
 		}
 		/* a down spell after a loss, ended by capacity coming back */
@@ -182,13 +193,22 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	p->up_h += (double)up * gap / 3600.0;
 	p->losses += losses;
 	p->spells += spells;
-	p->days += days;
-	p->day_n += day_n;
-	p->day_n2 += day_n2;
+	{
+		double *d = realloc(p->day_up, (p->days + days + 1) * sizeof *d);
+
+		if (!d) {
+			rc = sr_err_set(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		p->day_up = d;
+		memcpy(d + p->days, day_up, days * sizeof *d);
+		p->days += days;
+	}
 	p->spell_h += spell_h;
 	p->spell_h2 += spell_h2;
 	p->files++;
 out:
+	free(day_up);
 	json_decref(root);
 	return rc;
 }
@@ -262,18 +282,30 @@ int catalog_load_trace_rates(struct catalog *c, const char *dir, struct sr_err *
 				o->outage_h = m;
 				o->outage_cv = var > 0 ? sqrt(var) / m : 0;
 			}
-			if (p->days > 2 && p->day_n > 0) {
-				double m = p->day_n / (double)p->days;
-				double var = p->day_n2 / (double)p->days - m * m;
+			if (p->days > 2 && o->outage_h > 0) {
+				/* a day of scale g has its rate and outages x g:
+				 * up share 1 / (1 + rate outage g^2); each day's g
+				 * from its up share, and their spread */
+				double lm = o->hazard_per_h * o->outage_h, s = 0, s2 = 0;
 
-				/* negative binomial: var = m + m^2 disp */
-				o->hazard_disp = var > m ? (var - m) / (m * m) : 0;
+				for (size_t d = 0; d < p->days; d++) {
+					double u = fmin(fmax(p->day_up[d], 0.02), 0.999);
+					double g = sqrt((1 / u - 1) / lm);
+
+					s += g;
+					s2 += g * g;
+				}
+				s /= (double)p->days;
+				s2 /= (double)p->days;
+				o->hazard_disp = s2 > s * s ? (s2 - s * s) / (s * s) : 0;
 			}
 			o->hazard_src = CATALOG_HAZARD_TRACE;
 			snprintf(o->hazard_from, sizeof o->hazard_from, "%s%s: %zu in %.0fh up",
 				 p->set, p->files > 1 ? "+" : "", p->losses, p->up_h);
 		}
 	}
+	for (size_t i = 0; i < ps.n; i++)
+		free(ps.v[i].day_up);
 	free(ps.v);
 	return rc;
 }

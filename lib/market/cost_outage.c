@@ -12,10 +12,10 @@
  * coefficient of variation o->cv: exponential for cv <= 1, else a
  * balanced two-phase hyperexponential with that mean and cv); the job
  * starts in a down spell with the stationary probability.  Markets have
- * better and worse days (the traces' losses per day are over-dispersed):
- * each run scales the rate and the outage mean together by a gamma draw
- * of mean 1 and variance o->disp.  The job does what the deadline guard
- * does:
+ * better and worse days (the traces' share of hours up moves 0.2-0.3
+ * from day to day): each run scales the rate and the outage mean
+ * together by a gamma draw of mean 1 and variance o->disp.  The job does
+ * what the deadline guard does:
  *
  *   - waits while the pool is down, as long as the on-demand finish
  *     (the work not yet checkpointed + R) still fits before D;

@@ -133,6 +133,8 @@ _PROTOS = {
                                           _c.POINTER(TensorInfo)]),
     "spotckpt_reader_read_all": (_c.c_int, [_P, _c.POINTER(Dest),
                                             _c.c_size_t]),
+    "spotckpt_reader_read_all_with": (_c.c_int, [_P, _P, _c.POINTER(Dest),
+                                                 _c.c_size_t]),
     "spotckpt_list": (_c.c_int, [_c.c_char_p, _c.POINTER(Entry),
                                  _c.c_size_t, _c.POINTER(_c.c_size_t)]),
     "spotckpt_verify": (_c.c_int, [_c.c_char_p, _i64, _c.POINTER(_i64)]),

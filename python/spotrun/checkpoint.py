@@ -445,8 +445,8 @@ class Checkpointer:
             elif self.remote is not None:
                 src = self.dir if os.path.isdir(os.path.join(
                     self.dir, "step-%08d" % int(step))) else self.remote
-            got = restore(src, state, max_step=max_step, step=step,
-                          cuda_direct=self._cuda)
+            got = _restore(src, state, max_step, step, self._cuda,
+                           self._h())
             report_restored(got)
             return got
 
@@ -510,8 +510,10 @@ def _read_infos(lib, r):
     return infos, index
 
 
-def _restore_one(lib, r, state, cuda_direct):
-    """Plan and read the checkpoint open in reader r; commit into state."""
+def _restore_one(lib, r, state, cuda_direct, engine):
+    """Plan and read the checkpoint open in reader r (keeping the old bytes
+    in engine's staging memory, made now if it has none: see
+    spotckpt_reader_read_all_with); commit into state."""
     path = lib.spotckpt_reader_path(r).decode(errors="replace")
     try:
         meta = json.loads(lib.spotckpt_reader_meta(r))
@@ -536,7 +538,8 @@ def _restore_one(lib, r, state, cuda_direct):
         d.len = nbytes
         d.device = _lib.DEV_CUDA if dev == "cuda" else _lib.DEV_CPU
         d.flags = _lib.DEST_SCRATCH if name in plan.scratch else 0
-    rc = lib.spotckpt_reader_read_all(r, dests, len(plan.buffers))
+    rc = lib.spotckpt_reader_read_all_with(r, engine, dests,
+                                           len(plan.buffers))
     return rc, plan
 
 
@@ -569,6 +572,13 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     raises CheckpointError naming it - None means only that the
     directory or store holds no valid checkpoint.  A directory of
     spotrun.DistCheckpointer raises, naming how to open it."""
+    return _restore(dir, state, max_step, step, cuda_direct, None)
+
+
+def _restore(dir, state, max_step, step, cuda_direct, engine):
+    """restore(), the old bytes kept in engine's staging memory (a
+    Checkpointer's: its saves then use that memory) or, engine None, in
+    memory mapped for the read."""
     if not isinstance(state, (dict, list)):
         raise TypeError("restore() fills a dict (or list) in place, not a %s"
                         % type(state).__name__)
@@ -593,7 +603,7 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
         try:
             found = lib.spotckpt_reader_step(r)
             try:
-                rc, plan = _restore_one(lib, r, state, cuda_direct)
+                rc, plan = _restore_one(lib, r, state, cuda_direct, engine)
             except _state.MetadataError as exc:
                 # its files verify but its metadata does not decode: as
                 # damaged as a bad checksum, so the previous one is used

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"each round with its manifest written last.  A line 'sync' on stdin\n"
 		"forces a round now; 'final', end of input or SIGTERM makes a last\n"
 		"round (every file) and exits once it is committed.  Progress is\n"
-		"printed as JSON lines.\n\n"
+		"printed as JSON lines.  It runs at a lower CPU and I/O priority\n"
+		"(nice +10, best-effort level 7) than the training beside it.\n\n"
 		"  --copy          COPY mode: download URI's objects into DIR, exit\n"
 		"  --restore-only  restore, then exit (ranks other than 0)\n"
 		"  --keep N        rounds kept in the store (default 3)\n"
@@ -63,7 +64,7 @@ int agent_dirsync_main(int argc, char **argv)
 	};
 	struct dirsync_loop_opts o = { .quiet_ns = 2 * SR_NS_PER_SEC, .keep = 3,
 				       .workers = 4, .upload = 1, .cmd_fd = 0,
-				       .events = stdout };
+				       .events = stdout, .background = 1 };
 	struct sr_err e;
 	char *end;
 	long v;

@@ -62,8 +62,9 @@ static const char *const BUSAGE =
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
-	"write_vs_raw, restore_vs_raw, restore_unstaged_vs_raw (a restore with\n"
-	"no staging buffer, as the Python binding's), stall_vs_torch_save,\n"
+	"write_vs_raw, restore_vs_raw, restore_unstaged_vs_raw (a job's first\n"
+	"restore, as the Python binding's: the engine has no staging memory\n"
+	"yet), restore_cb_vs_raw (spotckpt_restore_cb), stall_vs_torch_save,\n"
 	"train_overhead and peak_rss_vs_state, each with a ratio and the raw\n"
 	"numbers behind it;\n"
 	"write_vs_raw.phases tells where the engine's and the raw write's time\n"
@@ -495,12 +496,49 @@ static int unstaged_lookup(void *ud, const struct spotckpt_tensor_info *t,
 	return 1; /* not ours: skipped */
 }
 
-/* One pair: drop the cache, raw read, then the restore (engine: through
- * e, its idle staging slot borrowed; else spotckpt_restore_cb). */
-static int restore_pair(const struct bench_state *st, const struct bwork *w,
-			uint8_t *dst, struct spotckpt *e, struct rpairs *p,
-			int r, int *rdirect)
+/* What the Python binding's restore() does at a job's start: the reader,
+ * every tensor into the bench's own, read with a fresh engine's staging
+ * memory (spotckpt_reader_read_all_with: the engine has none yet, so the
+ * read reserves it). */
+static int first_restore(const struct bench_state *st, const struct bwork *w,
+			 struct spotckpt *fresh)
 {
+	struct spotckpt_reader *r = NULL;
+	struct spotckpt_dest *d = NULL;
+	size_t n = 0;
+	int64_t nt;
+	int rc = spotckpt_reader_open(w->wdir[0], SPOTCKPT_NEWEST,
+				      SPOTCKPT_NEWEST, 0, &r);
+
+	nt = rc ? 0 : spotckpt_reader_ntensors(r);
+	if (rc == 0 && !(d = calloc((size_t)nt + 1, sizeof *d)))
+		rc = -ENOMEM;
+	for (int64_t i = 0; rc == 0 && i < nt; i++) {
+		struct spotckpt_tensor_info info;
+
+		rc = spotckpt_reader_tensor(r, i, &info);
+		if (rc == 0 && unstaged_lookup((void *)st, &info, &d[n]) == 0)
+			d[n++].index = i;
+	}
+	if (rc == 0)
+		rc = spotckpt_reader_read_all_with(r, fresh, d, n);
+	free(d);
+	spotckpt_reader_close(r);
+	return rc;
+}
+
+/* The restore arms, measured alternately. */
+enum { ARM_ENGINE, ARM_FIRST, ARM_CB, ARMS };
+
+/* One pair: drop the cache, raw read, then the restore of that arm
+ * (ARM_ENGINE: through e, its idle staging slot borrowed; ARM_FIRST:
+ * first_restore with a fresh engine; ARM_CB: spotckpt_restore_cb, no
+ * engine at all). */
+static int restore_pair(const struct bench_state *st, const struct bwork *w,
+			uint8_t *dst, struct spotckpt *e, int arm,
+			struct rpairs *p, int r, int *rdirect)
+{
+	struct spotckpt *fresh = NULL;
 	double t0, c0;
 	int64_t got = -1;
 	int rc;
@@ -513,14 +551,28 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 			w->raw[0], strerror(-rc));
 		return rc;
 	}
+	if (arm == ARM_FIRST) {
+		struct spotckpt_opts fo;
+		char fdir[4200];
+
+		snprintf(fdir, sizeof fdir, "%s/first-restore", w->wdir[0]);
+		spotckpt_opts_init(&fo);
+		fo.dir = fdir;
+		rc = spotckpt_open(&fo, &fresh);
+		if (rc)
+			return rc;
+	}
 	t0 = bench_now();
 	c0 = bench_proc_cpu(); /* the engine's threads are idle now */
-	rc = e ? spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
-	       : spotckpt_restore_cb(w->wdir[0], SPOTCKPT_NEWEST,
-				     unstaged_lookup, (void *)st, &got);
+	rc = arm == ARM_ENGINE ? spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
+	   : arm == ARM_FIRST ? first_restore(st, w, fresh)
+	   : spotckpt_restore_cb(w->wdir[0], SPOTCKPT_NEWEST, unstaged_lookup,
+				 (void *)st, &got);
 	p->rest[r] = bench_now() - t0;
 	p->rcpu[r] = bench_proc_cpu() - c0;
 	p->rrat[r] = p->rr[r] / p->rest[r];
+	if (fresh)
+		spotckpt_close(fresh);
 	return rc;
 }
 
@@ -536,7 +588,7 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	struct spotckpt_stats s;
 	struct spotckpt_write_profile prof[100];
 	double stall[100], wr[100], lazy[100], wcpu[100];
-	struct rpairs rp[2]; /* the engine's restore, the unstaged one */
+	struct rpairs rp[ARMS]; /* each restore arm's pairs */
 	uint64_t rss0, peak, bytes = 0;
 	int rc, step = 0, rdirect = 0, saves = o->only & PH_SAVES;
 	int nsave = saves ? o->reps : 1;
@@ -572,13 +624,21 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	peak = bench_proc_bytes("VmHWM:");
 	if (o->only & PH_RESTORE)
 		progress(o, "restores, each after a raw read of the same bytes");
-	/* the engine's restore and an unstaged one (the reader on its own,
-	 * as the Python binding restores), alternately */
+	/* the engine's restore, a job's first one (as the Python binding
+	 * restores) and the C callback form, alternately */
 	for (int r = 0; (o->only & PH_RESTORE) && rc == 0 && r < o->reps; r++) {
 		prog_show(r, o->reps);
-		rc = restore_pair(st, w, dst, e, &rp[0], r, &rdirect);
-		if (rc == 0)
-			rc = restore_pair(st, w, dst, NULL, &rp[1], r, &rdirect);
+		/* the arm after the engine's finds the kernel with no memory
+		 * just freed (the other fresh-memory arm's, for the arm after
+		 * it): the two take turns in that place */
+		static const int ord[2][ARMS] = { { ARM_ENGINE, ARM_FIRST, ARM_CB },
+						  { ARM_ENGINE, ARM_CB, ARM_FIRST } };
+
+		for (int a = 0; rc == 0 && a < ARMS; a++) {
+			int arm = ord[r % 2][a];
+
+			rc = restore_pair(st, w, dst, e, arm, &rp[arm], r, &rdirect);
+		}
 	}
 	if (rc) {
 		fprintf(stderr, "spotrun ckpt: bench: engine: %s (%s)\n",
@@ -631,11 +691,17 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		put_restore(root, "restore_vs_raw", "the engine's restore "
 			    "(spotckpt_restore, its idle staging slot borrowed)",
 			    st->total, o->reps, &rp[0], rdirect);
-		put_restore(root, "restore_unstaged_vs_raw", "a restore with "
-			    "no staging buffer to borrow (spotckpt_restore_cb, as "
-			    "the Python binding and a job's first restore do) "
-			    "into the same resident tensors", st->total, o->reps,
-			    &rp[1], rdirect);
+		put_restore(root, "restore_unstaged_vs_raw", "a job's first "
+			    "restore, as the Python binding's restore() does it: "
+			    "a fresh engine with no staging memory yet, "
+			    "spotckpt_reader_read_all_with (the read reserves the "
+			    "engine's staging memory and keeps the old bytes in "
+			    "it), into the same resident tensors", st->total,
+			    o->reps, &rp[ARM_FIRST], rdirect);
+		put_restore(root, "restore_cb_vs_raw", "spotckpt_restore_cb "
+			    "(no engine: its undo buffer mapped for the read and "
+			    "populated by a filler thread) into the same resident "
+			    "tensors", st->total, o->reps, &rp[ARM_CB], rdirect);
 	}
 	return spotckpt_close(e);
 }
@@ -822,6 +888,7 @@ static void print_table(json_t *root)
 		{ "write_vs_raw", ">= 0.90" },
 		{ "restore_vs_raw", ">= 0.95" },
 		{ "restore_unstaged_vs_raw", ">= 0.95" },
+		{ "restore_cb_vs_raw", "-" },
 		{ "stall_vs_torch_save", "<= 0.05" },
 		{ "train_overhead", "< 0.01" },
 		{ "peak_rss_vs_state", "<= 1.1" },

@@ -12,6 +12,9 @@ the bucket in s3rver, and the cloud preempts it twice.
     committed byte was lost;
   * the script resumed from the newest checkpoint of that round.
 
+test_copy_mount_and_mount_in_one_task: a COPY mount (SkyPilot's short
+form) is in place before the run, a MOUNT beside it gets the run's output.
+
 PyTorch runs under /usr/bin/python3 (the only interpreter with torch).
 """
 import hashlib
@@ -172,6 +175,47 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
         files = {f["path"]: f["sha256"] for f in rounds[0]["files"]}
         with open(got / "final.pt", "rb") as f:
             assert files["final.pt"] == hashlib.sha256(f.read()).hexdigest()
+    finally:
+        if d:
+            d.stop()
+        srv.close()
+
+
+def test_copy_mount_and_mount_in_one_task(tmp_path, monkeypatch):
+    """COPY (SkyPilot's short form) beside a MOUNT, no PyTorch: the data
+    bucket's objects are in DST before the run, the run's output reaches
+    the other bucket in a final round before the job ends."""
+    import spotrun
+    srv = S3rver()
+    d = None
+    try:
+        for k, v in srv.env().items():
+            monkeypatch.setenv(k, v)
+        data = b"a,b\n1,2\n" * 1000
+        with spotrun.objects.ObjectStore("s3://ckpt/dataset") as st:
+            st.put("train/part-0.csv", data)
+        d = Daemon(tmp_path, make_market(tmp_path, [1]), "--agent",
+                   os.path.join(BUILD, "bin", "spotrun-agent"))
+        d.start()
+        yaml = ("name: copy-and-mount\nresources:\n  accelerators: V100:1\n"
+                "envs:\n%sfile_mounts:\n  /data: s3://ckpt/dataset\n"
+                "  /out:\n    source: s3://ckpt/out\n    mode: MOUNT\n"
+                "run: |\n  cp $SPOTRUN_NODE_DIR/data/train/part-0.csv "
+                "$SPOTRUN_NODE_DIR/out/seen.csv\n"
+                "spotrun:\n  deadline: 1000h\n  work: 1h\n" % "".join(
+                    "  %s: %s\n" % kv for kv in sorted(srv.env().items())))
+        jid = d.submit(yaml)
+        j = d.wait([jid], LIMIT)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        kinds = [e["type"] for e in d.events(jid)]
+        assert "sync_copied" in kinds and "sync_final" in kinds, kinds
+        got = tmp_path / "got"
+        out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
+                              "--dirsync", str(got), "--uri", "s3://ckpt/out",
+                              "--restore-only"], capture_output=True,
+                             text=True, timeout=LIMIT)
+        assert out.returncode == 0, out.stderr
+        assert (got / "seen.csv").read_bytes() == data
     finally:
         if d:
             d.stop()

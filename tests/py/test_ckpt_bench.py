@@ -10,8 +10,10 @@ import subprocess
 import pytest
 
 ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
-        "restore_vs_raw", "restore_unstaged_vs_raw", "stall_vs_torch_save",
+        "restore_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw",
+        "stall_vs_torch_save",
         "train_overhead", "peak_rss_vs_state")
+RESTORES = ("restore_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw")
 # tiny and short: two restore pairs, two training pairs of 0.25 CPU-s
 # segments (a step is calibrated on CPU time, so a busy machine stretches
 # them);
@@ -74,7 +76,7 @@ def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
     assert tr["pairs"] == 2 and 0 <= tr["late_commits"] <= 2
     assert tr["delta_s_min"] <= tr["delta_s_median"] <= tr["delta_s_max"]
     assert tr["overhead_min"] <= tr["ratio"] <= tr["overhead_max"]
-    for k in ("restore_vs_raw", "restore_unstaged_vs_raw"):
+    for k in RESTORES:
         rr = out[k]
         assert rr["pair_ratio_min"] <= rr["ratio"] <= rr["pair_ratio_max"]
         assert rr["restore_cpu_s"] > 0 and rr["pairs"] == 2
@@ -105,7 +107,7 @@ def check_phases(wr, dirs=1):
 
 
 @pytest.mark.parametrize("only,rows", [
-    ("restore", {"restore_vs_raw", "restore_unstaged_vs_raw"}),
+    ("restore", set(RESTORES)),
     ("train", {"train_overhead"}),
 ])
 def test_only_runs_the_phases_asked_for(tmp_path, only, rows):
@@ -113,7 +115,7 @@ def test_only_runs_the_phases_asked_for(tmp_path, only, rows):
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout)
     assert set(out) - {"machine"} == rows
-    for k in rows & {"restore_vs_raw", "restore_unstaged_vs_raw"}:
+    for k in rows & set(RESTORES):
         rr = out[k]                  # pairs after one unmeasured save
         assert rr["pairs"] == 2 and rr["restore_cpu_s"] > 0
     assert not os.listdir(tmp_path)

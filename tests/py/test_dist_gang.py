@@ -96,7 +96,7 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
                    "  accelerators: V100:1\n  use_spot: true\n"
                    "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
                    "  deadline: 1000h\n  work: 10h\n" % (TRAIN, envs))
-    os.makedirs(os.path.join(d.state, "interrupts"))
+    os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
     attempt, step = 1, 40
     recoveries = []
     for victim in (1, 0):

@@ -127,6 +127,46 @@ def test_restore_fills_in_place_and_creates_missing_optimizer_state(
         assert torch.equal(p, q)
 
 
+def test_checkpointer_restore_makes_the_staging_memory_its_saves_use(
+        tmp_path):
+    """A job's first restore through a Checkpointer keeps the old bytes in
+    the engine's staging memory, made for it then
+    (spotckpt_reader_read_all_with); the first save uses that memory as
+    it is; a failed restore through it puts every byte back."""
+    model, opt, sched = tiny_training(0)
+    for _ in range(2):
+        step(model, opt, sched)
+    save_and_wait(tmp_path, 2, {"model": model.state_dict(),
+                                "optimizer": opt.state_dict()})
+    model2, opt2, _ = tiny_training(1)
+    st = {"model": model2.state_dict(), "optimizer": opt2.state_dict()}
+    with spotrun.Checkpointer(tmp_path) as ck:
+        assert ck.stats()["staging_bytes"] == 0
+        assert ck.restore(st) == 2
+        staged = ck.stats()["staging_bytes"]
+        assert staged > 0
+        assert torch.equal(model2[0].weight, model[0].weight)
+        assert ck.save(3, st) == "staged"
+        ck.wait()
+        assert ck.stats()["staging_bytes"] == staged
+        # step 3's last byte damaged: restoring it exactly fails, and
+        # leaves the state as it was
+        shard = os.path.join(tmp_path, "step-00000003",
+                             "shard-00000.safetensors")
+        with open(shard, "r+b") as f:
+            f.seek(-1, os.SEEK_END)
+            b = f.read(1)
+            f.seek(-1, os.SEEK_END)
+            f.write(bytes([b[0] ^ 0x40]))
+        with torch.no_grad():
+            for p in model2.parameters():
+                p.fill_(7.0)
+        with pytest.raises(spotrun.CheckpointError):
+            ck.restore(st, step=3)
+        for p in model2.parameters():
+            assert bool((p == 7.0).all())
+
+
 def test_empty_optimizer_state_round_trips(tmp_path):
     model, opt, _ = tiny_training(0)
     save_and_wait(tmp_path, 0, {"model": model.state_dict(),

@@ -13,6 +13,8 @@
  * other thread is stopped part-way through its tensor at a point that
  * varies from run to run.  Every destination must hold its old bytes
  * afterwards, run after run, and a good restore must still fill them.
+ * The same through an engine's staging memory reserved by a job's first
+ * restore (spotckpt_reader_read_all_with), which the first save reuses.
  */
 #include "ckpt_test.h"
 
@@ -162,7 +164,8 @@ static int e2e_teardown(void **st)
 	return 0;
 }
 
-static void read_into(const char *dir, uint8_t **buf, int expect)
+static void read_into(const char *dir, uint8_t **buf, int expect,
+		      int64_t step)
 {
 	struct spotckpt_reader *r = NULL;
 	struct spotckpt_dest d[E2E_T];
@@ -170,7 +173,7 @@ static void read_into(const char *dir, uint8_t **buf, int expect)
 	for (int i = 0; i < E2E_T; i++)
 		d[i] = (struct spotckpt_dest){ .index = i, .ptr = buf[i],
 					       .len = E2E_N };
-	assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_open(dir, step, 0, 0, &r), 0);
 	assert_int_equal(spotckpt_reader_read_all(r, d, E2E_T), expect);
 	spotckpt_reader_close(r);
 }
@@ -184,7 +187,7 @@ static void test_failed_read_puts_back_every_block(void **st)
 	/* a good restore first: fills every destination */
 	for (int i = 0; i < E2E_T; i++)
 		memset(f->buf[i], 0, E2E_N);
-	read_into(f->dir, f->buf, 0);
+	read_into(f->dir, f->buf, 0, 1);
 	for (int i = 0; i < E2E_T; i++)
 		assert_true(same(f->buf[i], E2E_N, (uint8_t)(10 + i)));
 
@@ -197,12 +200,83 @@ static void test_failed_read_puts_back_every_block(void **st)
 	for (int run = 0; run < E2E_RUNS; run++) {
 		for (int i = 0; i < E2E_T; i++)
 			fill(f->buf[i], E2E_N, (uint8_t)(100 + run + i));
-		read_into(f->dir, f->buf, -SPOTCKPT_ECHECKSUM);
+		read_into(f->dir, f->buf, -SPOTCKPT_ECHECKSUM, 1);
 		for (int i = 0; i < E2E_T; i++) {
 			if (!same(f->buf[i], E2E_N, (uint8_t)(100 + run + i)))
 				fail_msg("run %d: tensor t%d not put back", run, i);
 		}
 	}
+}
+
+/* A job's first restore (spotckpt_reader_read_all_with, an engine with no
+ * staging memory yet): the engine gets its staging memory, sized to the
+ * checkpoint; the old bytes kept in it are put back on failure as with
+ * memory of the reader's own; the engine's first save then uses that
+ * memory as it is. */
+static void test_first_restore_reserves_the_engines_staging(void **st)
+{
+	struct e2e *f = *st;
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	struct spotckpt_reader *r = NULL;
+	struct spotckpt_dest d[E2E_T];
+	struct spotckpt_stats s0, s1;
+	int64_t sh[1] = { E2E_N };
+	char *dir2 = ct_tmpdir(), p[4400];
+
+	spotckpt_opts_init(&o);
+	o.dir = dir2;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	for (int i = 0; i < E2E_T; i++) {
+		memset(f->buf[i], 0, E2E_N);
+		d[i] = (struct spotckpt_dest){ .index = i, .ptr = f->buf[i],
+					       .len = E2E_N };
+	}
+	assert_int_equal(spotckpt_reader_open(f->dir, 1, 0, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_read_all_with(r, e, d, E2E_T), 0);
+	spotckpt_reader_close(r);
+	for (int i = 0; i < E2E_T; i++)
+		assert_true(same(f->buf[i], E2E_N, (uint8_t)(10 + i)));
+	assert_int_equal(spotckpt_stats(e, &s0), 0);
+	assert_true(s0.staging_bytes >= (uint64_t)E2E_T * E2E_N);
+
+	/* a failed one puts back every block, from the engine's memory */
+	snprintf(p, sizeof p, "%s/step-00000001/shard-%05d.safetensors", f->dir,
+		 E2E_T - 1);
+	ct_flip_bit(p, -1);
+	for (int run = 0; run < 3; run++) {
+		for (int i = 0; i < E2E_T; i++)
+			fill(f->buf[i], E2E_N, (uint8_t)(50 + run + i));
+		assert_int_equal(spotckpt_reader_open(f->dir, 1, 0, 0, &r), 0);
+		assert_int_equal(spotckpt_reader_read_all_with(r, e, d, E2E_T),
+				 -SPOTCKPT_ECHECKSUM);
+		spotckpt_reader_close(r);
+		for (int i = 0; i < E2E_T; i++) {
+			if (!same(f->buf[i], E2E_N, (uint8_t)(50 + run + i)))
+				fail_msg("run %d: tensor t%d not put back", run, i);
+		}
+	}
+
+	/* the first save of the same state: the same memory, no new one */
+	for (int i = 0; i < E2E_T; i++) {
+		char name[16];
+
+		snprintf(name, sizeof name, "t%d", i);
+		assert_int_equal(spotckpt_register(e, name, f->buf[i], SPOTCKPT_U8,
+						   1, sh, 0), 0);
+	}
+	assert_int_equal(spotckpt_save(e, 7, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_int_equal(spotckpt_stats(e, &s1), 0);
+	assert_int_equal(s1.staging_bytes, s0.staging_bytes);
+	assert_int_equal(spotckpt_close(e), 0);
+	for (int i = 0; i < E2E_T; i++)
+		memset(f->buf[i], 0, E2E_N);
+	read_into(dir2, f->buf, 0, 7);
+	for (int i = 0; i < E2E_T; i++)
+		assert_true(same(f->buf[i], E2E_N, (uint8_t)(52 + i)));
+	ct_rmtree(dir2);
+	free(dir2);
 }
 
 int main(void)
@@ -211,6 +285,9 @@ int main(void)
 		cmocka_unit_test(test_undo_alone),
 		cmocka_unit_test_setup_teardown(test_failed_read_puts_back_every_block,
 						e2e_setup, e2e_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_first_restore_reserves_the_engines_staging,
+			e2e_setup, e2e_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

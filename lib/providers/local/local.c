@@ -169,12 +169,22 @@ static int local_open(const struct cloud_host *h, const struct cloud_conf *conf,
 				"not a count of milliseconds >= 1", v);
 		goto fail;
 	}
-	snprintf(l->dir, sizeof l->dir, "%s/localcloud", h->state_dir);
-	rc = sr_fs_mkdir_p(l->dir, 0700);
-	if (rc) {
-		sr_err_set(e, rc, "%s: %s", l->dir, sr_strerror(rc));
-		goto fail;
+	/* the cloud's records, and the folders a user (or a test) drops a
+	 * file into to interrupt a node or recommend moving off it (local_drv.c):
+	 * there from the start, so `touch <state>/interrupts/<node>` works */
+	for (int i = 0; i < 3; i++) {
+		static const char *const sub[] = { "localcloud", "interrupts",
+						   "rebalance" };
+		char p[sizeof l->dir];
+
+		snprintf(p, sizeof p, "%s/%s", h->state_dir, sub[i]);
+		rc = sr_fs_mkdir_p(p, 0700);
+		if (rc) {
+			sr_err_set(e, rc, "%s: %s", p, sr_strerror(rc));
+			goto fail;
+		}
 	}
+	snprintf(l->dir, sizeof l->dir, "%s/localcloud", h->state_dir);
 	rc = localmkt_load(h->data_dir, &l->m, e);
 	if (rc)
 		goto fail;

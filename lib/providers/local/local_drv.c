@@ -73,6 +73,8 @@ struct lrec {
 	bool spot, gone;
 	char zone[40], itype[48];
 	int64_t launched_s, notice_ns, gone_ns;
+	int64_t launched_ns;       /* wall clock, for the bill */
+	double launched_sim;       /* cloud clock at launch, for the bill */
 	int64_t rebalance_ns;      /* a rebalance recommendation, 0 none */
 	int64_t noticed_ns;        /* when the notice was given, 0 none */
 };
@@ -111,7 +113,7 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 {
 	char path[LPATH], *s;
 	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i,s:b,s:b,s:s,"
-			      "s:s,s:I,s:I,s:I,s:I,s:I}", "key", r->key, "id", r->id,
+			      "s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "key", r->key, "id", r->id,
 			      "pid", (json_int_t)r->pid, "start",
 			      (json_int_t)r->start, "cluster", r->cluster, "job",
 			      (json_int_t)r->job, "node", (json_int_t)r->node,
@@ -121,7 +123,9 @@ static int rec_save(const struct local_prov *d, const struct lrec *r, struct sr_
 			      "notice_ns", (json_int_t)r->notice_ns, "gone_ns",
 			      (json_int_t)r->gone_ns, "rebalance_ns",
 			      (json_int_t)r->rebalance_ns, "noticed_ns",
-			      (json_int_t)r->noticed_ns);
+			      (json_int_t)r->noticed_ns, "launched_ns",
+			      (json_int_t)r->launched_ns, "launched_sim",
+			      r->launched_sim);
 	int rc;
 
 	if (!o)
@@ -175,6 +179,8 @@ static int rec_load(const char *path, struct lrec *r)
 	r->gone_ns = int_of(o, "gone_ns");
 	r->rebalance_ns = int_of(o, "rebalance_ns");
 	r->noticed_ns = int_of(o, "noticed_ns");
+	r->launched_ns = int_of(o, "launched_ns");
+	r->launched_sim = json_number_value(json_object_get(o, "launched_sim"));
 	json_decref(o);
 	return r->id[0] ? 0 : -SR_ECORRUPT;
 }
@@ -410,6 +416,8 @@ static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 	r->pool = l->pool;
 	r->spot = l->spot;
 	r->launched_s = local__now(d) / SR_NS_PER_SEC;
+	r->launched_ns = local__now(d);
+	r->launched_sim = local__sim(d);
 	rc = spawn(d, l, api, node, tok, r, &e);
 	json_decref(b);
 	if (rc)
@@ -504,6 +512,14 @@ static void rec_kill(struct local_prov *d, struct lrec *r, const char *why)
 		if (rec_save(d, r, &e))
 			sr_warn("local", "cannot record a terminated instance",
 				"instance=%s err=\"%s\"", r->id, e.msg);
+		else if (r->launched_ns > 0) /* billed once: records before
+						the bill have no launch time */
+			local__bill(d, &(struct local_billed){
+				.id = r->id, .itype = r->itype, .cluster = r->cluster,
+				.job = r->job, .node = r->node, .pool = r->pool,
+				.spot = r->spot, .launched_ns = r->launched_ns,
+				.gone_ns = r->gone_ns, .launched_sim = r->launched_sim,
+				.gone_sim = local__sim(d) });
 	}
 }
 

@@ -42,4 +42,18 @@ extern const struct cloud_driver_ops local__drv_ops;
  * read the notice that ended it): 0 or -SR_ENOTFOUND (local_drv.c). */
 int local__metadata(void *st, int64_t node, struct cloud_meta *out);
 
+/* What the bill needs of an ended instance (local_bill.c). */
+struct local_billed {
+	const char *id, *itype, *cluster;
+	int64_t job, node;
+	int pool;
+	bool spot;
+	int64_t launched_ns, gone_ns;   /* wall clock */
+	double launched_sim, gone_sim;  /* cloud clock */
+};
+
+/* Append the instance's lines to <state>/localcloud/bill.csv (under
+ * l->mu).  Failures are logged: a bill is never worth a launch. */
+void local__bill(struct local_prov *l, const struct local_billed *b);
+
 #endif
