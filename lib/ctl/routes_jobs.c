@@ -247,7 +247,8 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	json_t *root = NULL, *specj = NULL;
 	struct store *db = ctl_req_store(rq);
 	int64_t id = 0;
-	size_t len;
+	size_t len, idem_hn = 0;
+	unsigned char idem_h[STORE_DIGEST_LEN];
 	const char *body = ctl_req_body(rq, &len);
 	int rc;
 
@@ -278,10 +279,15 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 	}
 	/* the team token's labels where the job file gives none */
 	ctl__team_token_apply(c, rq->team_token, &js);
-	if (budget_check(c, db, &js, &plan, rs)) {
+	/* a retry of a create already applied is answered below, never
+	 * refused by a budget that job itself now weighs on */
+	if (!(k.key && store_job_by_idem(db, k.key, &id, idem_h, &idem_hn,
+					 &e) == 1) &&
+	    budget_check(c, db, &js, &plan, rs)) {
 		rc = 0;
 		goto out;
 	}
+	id = 0;
 	specj = jobspec_to_json(&js);
 	if (!specj) {
 		rc = internal(rs, &e, -ENOMEM);

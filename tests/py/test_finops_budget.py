@@ -116,12 +116,14 @@ def test_token_defaults_label_jobs():
             tok = f.read().strip()
         assert tok and tok != d.token
 
-        def post(spec, token):
+        def post(spec, token, key=None):
+            h = {"Content-Type": "application/json",
+                 "Authorization": "Bearer " + token}
+            if key:
+                h["Idempotency-Key"] = key
             r = urllib.request.Request(
                 d.url + "/v1/jobs", method="POST",
-                data=json.dumps({"spec_yaml": spec}).encode(),
-                headers={"Content-Type": "application/json",
-                         "Authorization": "Bearer " + token})
+                data=json.dumps({"spec_yaml": spec}).encode(), headers=h)
             try:
                 with urllib.request.urlopen(r, timeout=30) as f:
                     return f.status, json.loads(f.read())
@@ -143,6 +145,19 @@ def test_token_defaults_label_jobs():
         assert rows["a"] == ("ml", "llama", "CC-9"), rows
         assert rows["b"] == ("infra", "llama", "CC-9"), rows
         assert rows["c"] == (None, None, None), rows
+        # a retried create is the same job, even once a hard budget it
+        # weighs on is full; a new one is refused
+        st, k1 = post("name: k\n" + base, tok, key="create-k-1")
+        assert st == 201, k1
+        with open(os.path.join(d.state, "finops.json"), "w") as f:
+            json.dump({"tokens": [{"name": "ml", "team": "ml", "project": "llama",
+                                   "cost_center": "CC-9"}],
+                       "budgets": [{"team": "ml", "monthly": "0.000001",
+                                    "hard": True}]}, f)
+        st, k2 = post("name: k\n" + base, tok, key="create-k-1")
+        assert st == 200 and k2["job"]["id"] == k1["job"]["id"], k2
+        st, k3 = post("name: k\n" + base, tok, key="create-k-2")
+        assert st == 403, k3
         # the token is a log secret: never in the daemon's log
         assert tok not in d.log_tail(1 << 20)
     finally:
