@@ -8,7 +8,10 @@ against s3rver (npm, SigV4 checked), on 127.0.0.1.
     gives the same files; `spotrun ckpt ls` lists the rounds.
   * test_kill9_syncer: kill -9 of the syncer in the middle of sync rounds
     (random delays, and every fifth trial at a named point: one object
-    confirmed, every object but no manifest, committed but no retention).
+    confirmed, every object but no manifest, committed but no retention;
+    every seventh, the agent's end of the command pipe closes first, as
+    when the agent is killed, and the syncer is killed during its final
+    round).
     After every kill a fresh directory restores a WHOLE earlier round -
     every file of one trial's writes, none of another's, none missing -
     and never one older than the newest round the syncer reported
@@ -207,6 +210,11 @@ def test_kill9_syncer(tmp_path):
                 files[name] = hashlib.sha256(data).hexdigest()
             written[t] = files
             p.send("sync\n")
+            if not point and t % 7 == 3:
+                # the agent dies (its end of the pipe closes): the syncer
+                # makes its final round, and the node dies soon after
+                time.sleep(rnd.uniform(0.0, 0.2))
+                p.p.stdin.close()
             end = time.monotonic() + (LIMIT if point else
                                       rnd.uniform(0.0, 0.6))
             while True:
@@ -217,14 +225,14 @@ def test_kill9_syncer(tmp_path):
                 if line is None:
                     break
                 ev = event(line)
-                if ev.get("event") == "round":
+                if ev.get("event") in ("round", "final") and ev["round"] > 0:
                     round_trial[ev["round"]] = t
                     best = max(best, ev["round"])
                 if point and line.startswith("at " + point):
                     break
             p.p.kill()
             p.p.wait()
-            mid_round += not any(event(x).get("event") == "round"
+            mid_round += not any(event(x).get("event") in ("round", "final")
                                  for x in p.lines)
         # the end state restores too
         r, got = restore_only(env, uri, tmp_path / "final")

@@ -4,7 +4,10 @@ lists it once with exactly the credentials the nodes will get (the
 job's envs and --env, HOME's ~/.aws files; never the launching shell's
 AWS_* variables).  Without credentials, with credentials the store
 refuses, or with no such bucket nothing is submitted and the message
-says what to fix; with good ones the job is submitted."""
+says what to fix; with good ones the job is submitted.  With
+--no-store-check and no credentials for the nodes, a workload that
+checkpoints to the store fails loudly (FAILED, the store named in its
+log), never SUCCEEDED with nothing lost."""
 
 import os
 import shutil
@@ -15,14 +18,14 @@ from finops_daemon import Daemon, bin_path
 from objstore_servers import S3rver
 
 
-def job_file(tmp, name, uri):
+def job_file(tmp, name, uri, run="'true'"):
     path = os.path.join(tmp, name + ".yaml")
     with open(path, "w") as f:
         f.write("name: %s\n"
                 "resources: {accelerators: V100:1, use_spot: true}\n"
-                "run: 'true'\n"
+                "run: %s\n"
                 "spotrun:\n  deadline: 48h\n  work: 1h\n"
-                "  checkpoint: {uri: %s}\n" % (name, uri))
+                "  checkpoint: {uri: %s}\n" % (name, run, uri))
     return path
 
 
@@ -77,6 +80,20 @@ def test_tier3_job_without_credentials_is_refused_at_launch():
                    extra=["--no-store-check"])
         assert p.returncode == 0, p.stderr
         assert sorted(j["name"] for j in jobs(d)) == ["good", "role"]
+        # ... and if they do not, the job fails loudly, naming the store:
+        # the checkpointer refuses a store it cannot use, so a training
+        # run never goes on without tier 3 to SUCCEEDED with "0 lost"
+        run = ("|\n  /usr/bin/python3 -c 'import spotrun; "
+               "spotrun.Checkpointer(\"ck\", remote=\"%s\")'" % uri)
+        p = launch(d, tmp, job_file(tmp, "nocreds", uri, run), no_keys,
+                   extra=["--no-store-check", "--max-restarts", "0"])
+        assert p.returncode == 0, p.stderr
+        jid = [j["id"] for j in jobs(d) if j["name"] == "nocreds"][0]
+        j = d.wait_state(jid, ("SUCCEEDED", "FAILED"), timeout=120)
+        assert j["state"] == "FAILED", j
+        _, logs = d.req("GET", "/v1/jobs/%d/logs?limit=1000" % jid)
+        text = "\n".join(ln.get("line", "") for ln in logs["lines"])
+        assert "cannot use %s for checkpoints" % uri in text, text[-2000:]
     finally:
         d.stop()
         s3.close()
