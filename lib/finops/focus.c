@@ -66,7 +66,7 @@ const char finops__usage_sql[] =
 	" (SELECT project FROM jobs WHERE id = job_id) AS project,"
 	" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center"
 	" FROM ledger"
-	" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+	" WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 	" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
 
 const char *const finops_focus_columns[] = {

@@ -201,7 +201,7 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 		 " sum(CASE busy WHEN 0 THEN billed_ns ELSE 0 END) AS idle,"
 		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END) AS idle_gpu,"
 		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle_cost"
-		 " FROM ledger WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		 " FROM ledger WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
@@ -248,7 +248,7 @@ static int query_events(struct store *db, const struct finops_filter *f,
 		 " sum(CASE kind WHEN 1 THEN value_cost ELSE 0 END) AS lost_cost,"
 		 " sum(CASE kind WHEN 2 THEN value_ns ELSE 0 END) AS down_ns,"
 		 " sum(CASE kind WHEN 3 THEN value_ns ELSE 0 END) AS stall_ns"
-		 " FROM ledger_event WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 " FROM ledger_event WHERE at_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR at_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
@@ -289,7 +289,7 @@ static int query_lost(struct store *db, const struct finops_filter *f,
 	snprintf(sql, sizeof sql,
 		 "SELECT %s AS k, count(*) AS n, sum(value_ns) AS lost_ns,"
 		 " sum(value_cost) AS lost_cost FROM ledger_lost"
-		 " WHERE at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		 " WHERE at_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR at_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
@@ -322,7 +322,7 @@ static int query_plans(struct store *db, const struct finops_filter *f,
 
 	rc = finops__prepare_filtered(db, "SELECT CAST(job_id AS TEXT) AS k,"
 		" planned_cost FROM ledger_plan WHERE at_ns >= ?1 AND"
-		" (?2 = 0 OR at_ns < ?2) AND (?3 = 0 OR job_id = ?3)", f, &st, e);
+		" (CAST(?2 AS BIGINT) = 0 OR at_ns < ?2) AND (?3 = 0 OR job_id = ?3)", f, &st, e);
 	if (rc)
 		return rc;
 	while ((rc = store_step(st, e)) == 1) {
@@ -633,6 +633,19 @@ int finops_report_add_shared_to(struct finops_report *r, const char *key,
 	return 0;
 }
 
+void finops_report_add_billed(struct finops_report *r, const char *key,
+			      sr_micros billed, sr_micros estimate)
+{
+	struct finops_group *g = key ? find_group(r, key) : NULL;
+	struct finops_totals *t[2] = { &r->total, g ? &g->t : NULL };
+
+	for (int i = 0; i < 2 && t[i]; i++) {
+		t[i]->billed_rows++;
+		t[i]->billed += billed;
+		t[i]->billed_estimate += estimate;
+	}
+}
+
 const struct finops_group *finops_report_group(const struct finops_report *r,
 					       const char *key)
 {
@@ -713,6 +726,11 @@ json_t *finops_totals_json(const struct finops_totals *t)
 	rc |= set_money(o, "waste_cost", t->waste_cost);
 	rc |= set_money(o, "shared_cost", t->shared_cost);
 	rc |= set_money(o, "allocated_cost", t->cost + t->shared_cost);
+	/* billed: null until a bill was applied (reconcile --apply) */
+	rc |= json_object_set_new(o, "billed_micros", t->billed_rows ?
+				  json_integer(t->billed) : json_null());
+	rc |= json_object_set_new(o, "billed_estimate_micros", t->billed_rows ?
+				  json_integer(t->billed_estimate) : json_null());
 	rc |= set_hours(o, "billed", t->billed_ns);
 	rc |= set_hours(o, "gpu", t->gpu_ns);
 	rc |= set_hours(o, "idle", t->idle_ns);
@@ -783,7 +801,7 @@ int finops_series_json(struct store *db, const struct finops_filter *f,
 		"SELECT * FROM (SELECT start_ns / ?4 AS b, sum(cost) AS cost,"
 		" sum(list_cost) AS list,"
 		" sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle FROM ledger"
-		" WHERE start_ns >= ?1 AND (?2 = 0 OR start_ns < ?2)"
+		" WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) GROUP BY b ORDER BY b DESC LIMIT ?5)"
 		" AS recent ORDER BY b";
 	struct store_stmt *st = NULL;
@@ -841,7 +859,7 @@ int finops_timeline_json(struct store *db, const struct finops_filter *f,
 		" COALESCE(provider, '') || '/' || COALESCE(region, '') || '/' ||"
 		" COALESCE(zone, '-') || '/' || COALESCE(instance_type, '') AS pool,"
 		" value_ns, value_cost FROM ledger_event"
-		" WHERE kind IN (1, 2) AND at_ns >= ?1 AND (?2 = 0 OR at_ns < ?2)"
+		" WHERE kind IN (1, 2) AND at_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR at_ns < ?2)"
 		" AND (?3 = 0 OR job_id = ?3) ORDER BY at_ns DESC, id DESC LIMIT ?4";
 	struct store_stmt *st = NULL;
 	json_t *evs;

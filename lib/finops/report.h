@@ -113,6 +113,10 @@ struct finops_totals {
 	/* shared costs allocated to this group (lib/finops/alloc.h: the
 	 * control plane, idle reserved capacity), not part of `cost` */
 	sr_micros shared_cost;
+	/* the cloud's bill where one was applied (billed.h): rows of
+	 * ledger_billed, the billed figure and the estimate it replaced */
+	int64_t billed_rows;
+	sr_micros billed, billed_estimate;
 };
 
 struct finops_group {
@@ -137,6 +141,10 @@ void finops_report_free(struct finops_report *r); /* NULL-safe */
  * absent; NULL key: the total only) and of the total.  0 or -ENOMEM. */
 int finops_report_add_shared_to(struct finops_report *r, const char *key,
 				sr_micros shared);
+/* Add one billed figure (billed.h) to group `key` when r has it (NULL or
+ * absent: the total only) and to the total. */
+void finops_report_add_billed(struct finops_report *r, const char *key,
+			      sr_micros billed, sr_micros estimate);
 /* The group of `key` (a job id as text for FINOPS_BY_JOB), or NULL;
  * borrowed from r. */
 const struct finops_group *finops_report_group(const struct finops_report *r,

@@ -20,7 +20,8 @@
  *              report harmless.
  *   events     append-only log of everything that happened to a job.
  *   logs       workload output lines.
- *   ledger, ledger_event, ledger_plan  the cost ledger (lib/finops),
+ *   ledger, ledger_event, ledger_plan, ledger_lost, ledger_billed
+ *              the cost ledger (lib/finops),
  *              append-only: triggers refuse UPDATE and DELETE.
  *   node_launch  a launch's parameters, sealed (component 'launch').
  *   budget_alerts  each budget crossing alerted (once per level/month).
@@ -423,6 +424,25 @@ static const char l3[] =
 	") STRICT;"
 	"CREATE INDEX IF NOT EXISTS ledger_lost_by_at ON ledger_lost(at_ns);";
 
+/* ledger 4: the bill's figure beside the estimate (`spotrun cost
+ * reconcile --apply`, lib/finops/billed.h): per job (0: none), UTC day
+ * (days since the epoch) and provider, what the ledger estimated and what
+ * the cloud billed, from which bill.  A later row for the same key
+ * supersedes (the newest at_ns); none is ever changed. */
+static const char l4[] =
+	"CREATE TABLE IF NOT EXISTS ledger_billed ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL CHECK (job_id >= 0),"
+	" day INTEGER NOT NULL,"
+	" provider TEXT NOT NULL,"
+	" estimate INTEGER NOT NULL,"
+	" billed INTEGER NOT NULL,"
+	" source TEXT NOT NULL,"
+	" at_ns INTEGER NOT NULL"
+	") STRICT;"
+	"CREATE INDEX IF NOT EXISTS ledger_billed_by_key"
+	" ON ledger_billed(job_id, day, provider, at_ns);";
+
 /* The leader's lease (lib/ctl/lease.c; docs/store.md): one row; `epoch`
  * grows by one at every takeover and fences the leader's reconciler
  * transactions.  members: every daemon sharing this store, with the API
@@ -485,6 +505,7 @@ static const struct store_migration ledger_steps[] = {
 	  APPEND_ONLY_PG("ledger") APPEND_ONLY_PG("ledger_event") },
 	{ l2, APPEND_ONLY_SQLITE("ledger_plan"), NULL, APPEND_ONLY_PG("ledger_plan") },
 	{ l3, APPEND_ONLY_SQLITE("ledger_lost"), NULL, APPEND_ONLY_PG("ledger_lost") },
+	{ l4, APPEND_ONLY_SQLITE("ledger_billed"), NULL, APPEND_ONLY_PG("ledger_billed") },
 };
 
 const struct store_component store__components[] = {

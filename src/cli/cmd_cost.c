@@ -276,6 +276,18 @@ static void print_table(json_t *rep, json_t *jobs)
 		}
 		printf(" %8lld\n", (long long)ctlcli_int(t, "preemptions", 0));
 	}
+	if (json_is_integer(json_object_get(json_object_get(rep, "total"),
+					    "billed_micros"))) {
+		char b[32], est[32];
+		json_t *t = json_object_get(rep, "total");
+
+		ctlcli_money(json_object_get(t, "billed_micros"), b, sizeof b);
+		ctlcli_money(json_object_get(t, "billed_estimate_micros"), est,
+			     sizeof est);
+		printf("\nBILLED: %s by the cloud's bill where one was applied "
+		       "(spotrun cost reconcile --apply), against spotrun's estimate "
+		       "%s for the same job-days.\n", b, est);
+	}
 	printf("\nSAVED: against on-demand for the node-hours actually used, by "
 	       "running and\nSUCCEEDED jobs.  A FAILED or CANCELLED job saves "
 	       "nothing: all of its cost is\nwaste (FAILED).  VS-PLAN: against "

@@ -26,7 +26,7 @@
 
 static void usage(void)
 {
-	printf("usage: spotrun cost reconcile BILL... [--json]\n"
+	printf("usage: spotrun cost reconcile BILL... [--apply] [--json]\n"
 	       "\n"
 	       "Match the cloud's bill to spotrun's ledger.  BILL: a FOCUS export (AWS,\n"
 	       "Azure, GCP and OCI write them), AWS CUR 2.0 (.csv or .csv.gz), the GCP\n"
@@ -38,6 +38,9 @@ static void usage(void)
 	       "against spotrun's estimate), disk, egress, credit, other - and every\n"
 	       "resource spotrun launched but did not record (a LEAK; exit status 3).\n"
 	       "\n"
+	       "  --apply          keep the bill's figure beside spotrun's estimate for\n"
+	       "                   each job, day and cloud: spotrun cost, --json and the\n"
+	       "                   dashboard then show both (a later --apply supersedes)\n"
 	       "  --json           print one JSON document (money in *_micros)\n"
 	       CTLCLI_COMMON_HELP);
 }
@@ -186,11 +189,50 @@ static void print_report(const struct rec_report *r)
 	}
 }
 
+/* POST /v1/cost/billed: every cell's ledger and bill. */
+static int apply(struct ctlcli *o, const struct rec_report *r, const char *src)
+{
+	json_t *cells = json_array(), *reply = NULL, *body;
+	char ts[40];
+	int rc;
+
+	for (size_t i = 0; cells && i < r->ncells; i++) {
+		const struct rec_cell *c = &r->cells[i];
+
+		sr_time_format_rfc3339(c->day * INT64_C(86400) * SR_NS_PER_SEC, 0, ts,
+				       sizeof ts);
+		ts[10] = '\0';
+		json_array_append_new(cells, json_pack("{s:I,s:s,s:s,s:I,s:I}", "job",
+			(json_int_t)c->job, "day", ts, "provider", c->provider,
+			"ledger_micros", (json_int_t)c->ledger, "bill_micros",
+			(json_int_t)c->bill));
+	}
+	body = json_pack("{s:s,s:o}", "source", src, "cells", cells);
+	if (!body)
+		return -ENOMEM;
+	rc = ctlcli_call(o, "POST", "/v1/cost/billed", body, &reply); /* not consumed */
+	json_decref(body);
+	if (!rc)
+		fprintf(stderr, "spotrun %s: reconcile: applied the bill to %lld "
+			"job-day(s): spotrun cost now shows the billed figure beside "
+			"the estimate\n", CMD, (long long)ctlcli_int(reply, "applied", 0));
+	json_decref(reply);
+	return rc;
+}
+
+enum { OPT_APPLY = CLI_KEY_LONG };
+
+static const struct cli_optdef rec_defs[] = {
+	{ "apply", OPT_APPLY, CLI_NOARG },
+	{ NULL, 0, CLI_NOARG },
+};
+
 int cost_reconcile(int argc, char **argv)
 {
 	struct ctlcli o = { .cmd = CMD };
 	struct cli_opts p = {
-		.cmd = CMD, .sub = "reconcile", .more = ctlcli_common_defs,
+		.cmd = CMD, .sub = "reconcile", .defs = rec_defs,
+		.more = ctlcli_common_defs,
 		.usage = usage, .flags = CLI_OPT_JSON, .max_operands = CLI_MAX_OPERANDS,
 	};
 	struct rec_line *lines = NULL;
@@ -199,10 +241,13 @@ int cost_reconcile(int argc, char **argv)
 	struct rec_report rep = { 0 };
 	size_t nlines = 0, nnodes = 0, nledger = 0;
 	struct sr_err e = { 0 };
-	int c, rc = CLI_FAIL;
+	int c, rc = CLI_FAIL, do_apply = 0;
 
 	while ((c = cli_opts_next(&p, argc, argv)) > 0)
-		ctlcli_common_opt(&o, c, p.arg);
+		if (c == OPT_APPLY)
+			do_apply = 1;
+		else
+			ctlcli_common_opt(&o, c, p.arg);
 	if (c < 0)
 		return p.status;
 	o.json = p.json;
@@ -239,6 +284,8 @@ int cost_reconcile(int argc, char **argv)
 		fprintf(stderr, "spotrun %s: reconcile: %s\n", CMD, sr_err_str(&e, -ENOMEM));
 		goto out;
 	}
+	if (do_apply && apply(&o, &rep, p.operand[0]) < 0)
+		goto out;
 	if (o.json) {
 		json_t *j = finops_reconcile_json(&rep);
 		char *s = j ? json_dumps(j, JSON_SORT_KEYS) : NULL;

@@ -9,6 +9,10 @@
  *                              default) or 1.2; ?dataset=cost_and_usage
  *                              (default), contract_commitment or metadata
  *                              (JSON)
+ *   POST /v1/cost/billed       the bill's figures beside the estimate
+ *                              (spotrun cost reconcile --apply):
+ *                              {"source", "cells": [{"job", "day",
+ *                              "provider", "ledger_micros", "bill_micros"}]}
  *   GET /v1/cost/series        cost over time: ?buckets=N &bucket=DUR &since=
  *   GET /v1/finops/timeline    preemptions and recoveries: ?limit= &since=
  *
@@ -27,6 +31,7 @@
 #include "ctl/deadline.h"
 #include "ctl/routes.h"
 #include "finops/alloc.h"
+#include "finops/billed.h"
 #include "finops/focus.h"
 #include "finops/focus13.h"
 #include "finops/metrics.h"
@@ -160,6 +165,8 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
 	if (!rc && finops_report_add_shared(&rep, &al, f.job_id))
 		rc = sr_err_set(&e, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = finops_billed_report(ctl_req_store(rq), &f, &rep, &e);
 	j = rc ? NULL : finops_report_json(&rep, &f);
 	if (j)
 		json_object_set_new(j, "shared_split",
@@ -175,6 +182,65 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 }
 
 CTL_ROUTE("GET", "/v1/cost", CTL_AUTH_ADMIN, cost_get)
+
+static int billed_post(struct ctl_req *rq, struct ctl_resp *rs)
+{
+	size_t len, i, n;
+	const char *body = ctl_req_body(rq, &len);
+	json_t *root = json_loadb(body, len, 0, NULL), *cells, *c;
+	const char *src = json_string_value(json_object_get(root, "source"));
+	struct finops_billed *v = NULL;
+	struct sr_err e = { 0 };
+	int rc;
+
+	cells = json_object_get(root, "cells");
+	if (!json_is_object(root) || !src || !*src || !json_is_array(cells)) {
+		json_decref(root);
+		return ctl_resp_error(rs, 400, "body: expected {\"source\": \"...\", "
+				      "\"cells\": [...]}");
+	}
+	n = json_array_size(cells);
+	v = calloc(n + 1, sizeof *v);
+	if (!v) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	json_array_foreach(cells, i, c) {
+		const char *day = json_string_value(json_object_get(c, "day"));
+		const char *prov = json_string_value(json_object_get(c, "provider"));
+		json_t *j = json_object_get(c, "job");
+		json_t *l = json_object_get(c, "ledger_micros");
+		json_t *b = json_object_get(c, "bill_micros");
+		char ts[40];
+		int64_t t;
+
+		snprintf(ts, sizeof ts, "%.10sT00:00:00Z", day ? day : "");
+		if (!json_is_integer(j) || !json_is_integer(l) || !json_is_integer(b) ||
+		    !prov || !*prov || strlen(prov) >= sizeof v[i].provider ||
+		    !day || strlen(day) != 10 || sr_time_parse_rfc3339(ts, &t, NULL)) {
+			free(v);
+			json_decref(root);
+			return ctl_resp_error(rs, 400, "cells[%zu]: expected {job, day "
+					      "YYYY-MM-DD, provider, ledger_micros, "
+					      "bill_micros}", i);
+		}
+		v[i].job_id = json_integer_value(j);
+		v[i].day = t / (INT64_C(86400) * SR_NS_PER_SEC);
+		snprintf(v[i].provider, sizeof v[i].provider, "%s", prov);
+		v[i].estimate = json_integer_value(l);
+		v[i].billed = json_integer_value(b);
+	}
+	rc = finops_billed_add(ctl_req_store(rq), v, n, src, sr_time_real_ns(), &e);
+	free(v);
+	json_decref(root);
+	if (rc == -EINVAL)
+		return ctl_resp_error(rs, 400, "%s", e.msg);
+	if (rc)
+		return db_fail(rs, &e, rc);
+	return ctl_resp_json(rs, 200, json_pack("{s:I}", "applied", (json_int_t)n));
+}
+
+CTL_ROUTE("POST", "/v1/cost/billed", CTL_AUTH_ADMIN, billed_post)
 
 static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 {

@@ -124,9 +124,13 @@ def _sandbox(tmp_path, mode):
         check=True, capture_output=True, text=True).stdout
     with open(os.path.join(t, "user-data"), "w") as f:
         f.write(script)
+    # the system's tools, not spotrun's: no sanitizer runtime preloaded
+    # into them in the ASan pass (the helper above ran with it)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh",
                         "-c", SANDBOX, "sandbox", t, mode],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     return out, agent
 

@@ -69,7 +69,8 @@ def test_budget_alert_once_and_hard_refusal():
         # (a fixed window: the control plane's share grows by the second)
         until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
         status, rep = d.req("GET", "/v1/cost?by=team&until=" + until)
-        assert status == 200 and [g["key"] for g in rep["groups"]] == ["ml"], rep
+        assert status == 200 and [g["key"] for g in rep["groups"]] == ["ml"], \
+            (rep, d.log_tail())
         ml = rep["groups"][0]
         assert ml["shared_cost_micros"] > 0
         assert ml["allocated_cost_micros"] == ml["cost_micros"] + ml["shared_cost_micros"]

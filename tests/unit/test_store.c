@@ -277,7 +277,7 @@ static void test_sqlite_legacy_ledger(void **state)
 	assert_int_equal(store_query_i64(s, "SELECT version FROM schema_version "
 					 "WHERE component='ledger' AND ?=1", 1, &v,
 					 &e), 1);
-	assert_int_equal(v, 3); /* version 2 adopted, then brought to the latest */
+	assert_int_equal(v, 4); /* version 2 adopted, then brought to the latest */
 	store_close(s);
 }
 

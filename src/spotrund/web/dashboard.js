@@ -232,6 +232,10 @@
       $('t-res').textContent = usd(t.savings_vs_reserved_micros);
       $('t-idle').textContent = usd(t.idle_cost_micros);
       $('t-lost').textContent = usd(t.lost_work_cost_micros);
+      // the cloud's bill, where one was applied (spotrun cost reconcile
+      // --apply), with spotrun's estimate for the same job-days beside it
+      $('t-billed').textContent = t.billed_micros != null
+        ? `${usd(t.billed_micros)} (est. ${usd(t.billed_estimate_micros)})` : 'no bill applied';
       drawChart(series.points);
       drawTimeline(tl.events, names);
       $('status').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
