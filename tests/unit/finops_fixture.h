@@ -23,7 +23,9 @@
 #define T0 (INT64_C(1796083198) * SR_NS_PER_SEC + 500000000)
 
 #define MAXF 64
+#ifndef MAXR
 #define MAXR 64
+#endif
 
 struct csv {
 	int nrows;            /* including the header */
