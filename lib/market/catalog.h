@@ -181,13 +181,17 @@ int catalog_select(const struct catalog *c, const struct catalog_filter *f,
 /* Parse "H100:8" / "H100" (count 1).  name gets the accelerator. */
 int catalog_parse_accel(const char *s, char *name, size_t n, double *count);
 
-/* Up to 3 of names[0..n) nearest to s (edit distance, ignoring case),
- * as "a, b, c" into out; "" when names is empty. */
 /* The clouds whose markets the catalog models (offering.cloud; a job's
  * infra names them): aws, gcp, azure, lambda, coreweave. */
 extern const char *const catalog_clouds[];
 extern const size_t catalog_n_clouds;
+/* The URI scheme of the object store a catalog cloud's own buckets live
+ * in ("s3" for aws, "gs" for gcp, "az" for azure; compared ignoring
+ * case), or NULL when the cloud has none spotrun reaches. */
+const char *catalog_cloud_store(const char *cloud);
 
+/* Up to 3 of names[0..n) nearest to s (edit distance, ignoring case),
+ * as "a, b, c" into out; "" when names is empty. */
 void catalog_nearest(const char *s, const char *const *names, size_t n,
 		     char *out, size_t outn);
 

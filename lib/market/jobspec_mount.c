@@ -411,17 +411,15 @@ static int inside(const char *a, const char *b)
  * job's one cloud's; -1 if neither says. */
 static int default_store(const struct jobspec *js)
 {
-	static const char *const clouds[] = { "aws", "gcp", "azure" };
 	char scheme[16];
 	int found = -1;
 
 	if (js->ckpt_uri && sr_url_scheme(js->ckpt_uri, scheme, sizeof scheme) == 1)
 		return scheme_index(scheme);
 	for (size_t i = 0; i < js->n_infra; i++) {
-		int k = -1;
+		const char *own = catalog_cloud_store(js->infra[i].cloud);
+		int k = own ? scheme_index(own) : -1;
 
-		for (int j = 0; j < 3; j++)
-			k = !strcasecmp(js->infra[i].cloud, clouds[j]) ? j : k;
 		if (k < 0 || (found >= 0 && found != k))
 			return -1;
 		found = k;

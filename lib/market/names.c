@@ -6,12 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "catalog.h"
 
 const char *const catalog_clouds[] = { "aws", "gcp", "azure", "lambda",
 				       "coreweave" };
 const size_t catalog_n_clouds = sizeof catalog_clouds / sizeof catalog_clouds[0];
+
+const char *catalog_cloud_store(const char *cloud)
+{
+	static const char *const store[][2] = {
+		{ "aws", "s3" }, { "gcp", "gs" }, { "azure", "az" },
+	};
+
+	for (size_t i = 0; cloud && i < sizeof store / sizeof store[0]; i++)
+		if (!strcasecmp(cloud, store[i][0]))
+			return store[i][1];
+	return NULL;
+}
 
 /* Levenshtein distance, case-insensitive, capped at 64 characters. */
 static size_t dist(const char *a, const char *b)

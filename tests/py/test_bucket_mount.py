@@ -15,6 +15,10 @@ the bucket in s3rver, and the cloud preempts it twice.
 test_copy_mount_and_mount_in_one_task: a COPY mount (SkyPilot's short
 form) is in place before the run, a MOUNT beside it gets the run's output.
 
+test_a_run_that_ends_at_once_ends_its_job: runs that exit at once (0 and
+3) end their jobs once the final round is durable (the agent once reaped
+a syncer only while a workload ran, so the exit was held for 600 s).
+
 PyTorch runs under /usr/bin/python3 (the only interpreter with torch).
 """
 import hashlib
@@ -216,6 +220,55 @@ def test_copy_mount_and_mount_in_one_task(tmp_path, monkeypatch):
                              text=True, timeout=LIMIT)
         assert out.returncode == 0, out.stderr
         assert (got / "seen.csv").read_bytes() == data
+    finally:
+        if d:
+            d.stop()
+        srv.close()
+
+
+def test_a_run_that_ends_at_once_ends_its_job(tmp_path, monkeypatch):
+    """A run that exits at once - with 0, and with 3 - after writing into
+    a MOUNT: each job ends (SUCCEEDED, FAILED) once its final round is
+    durable, the exit reported after the sync_final event (the agent used
+    to count the final round's deadline down for 600 s instead)."""
+    srv = S3rver()
+    d = None
+    try:
+        for k, v in srv.env().items():
+            monkeypatch.setenv(k, v)
+        d = Daemon(tmp_path, make_market(tmp_path, [1]), "--agent",
+                   os.path.join(BUILD, "bin", "spotrun-agent"),
+                   "--time-scale", "600")
+        d.start()
+        jids = {}
+        for code, want in ((0, "SUCCEEDED"), (3, "FAILED")):
+            yaml = ("name: at-once-%d\nresources:\n  accelerators: V100:1\n"
+                    "  use_spot: false\n"
+                    "  job_recovery: {max_restarts_on_errors: 0}\n"
+                    "envs:\n%sfile_mounts:\n  /ckpt: {source: "
+                    "s3://ckpt/at-once-%d, mode: MOUNT}\n"
+                    "run: |\n  echo saved-%d > $SPOTRUN_NODE_DIR/ckpt/"
+                    "model.txt; exit %d\n"
+                    "spotrun:\n  deadline: 1000h\n  work: 1h\n" % (
+                        code, "".join("  %s: %s\n" % kv for kv in
+                                      sorted(srv.env().items())),
+                        code, code, code))
+            jids[d.submit(yaml)] = (code, want)
+        for j in d.wait(list(jids), LIMIT):
+            code, want = jids[j["id"]]
+            assert j["state"] == want, (j["message"], d.log_tail())
+            kinds = [e["type"] for e in d.events(j["id"])]
+            assert "sync_final" in kinds and "workload_exit" in kinds, kinds
+            assert kinds.index("sync_final") < kinds.index("workload_exit"), \
+                kinds
+            got = tmp_path / ("got-%d" % code)
+            out = subprocess.run(
+                [os.path.join(BUILD, "bin", "spotrun-agent"), "--dirsync",
+                 str(got), "--uri", "s3://ckpt/at-once-%d" % code,
+                 "--restore-only"], capture_output=True, text=True,
+                timeout=LIMIT)
+            assert out.returncode == 0, out.stderr
+            assert (got / "model.txt").read_text() == "saved-%d\n" % code
     finally:
         if d:
             d.stop()

@@ -173,9 +173,15 @@ def test_restarts_adopt_live_nodes(tmp_path):
                "--heartbeat-timeout", "6s")
     try:
         d.start()
-        run = JITTERY.replace("STEPS", "450").replace("t=150000", "t=100000") \
-                     .replace("t=50000", "t=100000")
-        jid = d.submit(job("adopt", run, "7500s", "1000h"))
+        # steps of 0.1 s until the restarts are done (a file in the
+        # checkpoint dir tells the job to stop stepping), so that every
+        # restart meets a running job and none is waited for after them
+        run = JITTERY.replace("STEPS", "3000").replace("t=150000", "t=100000") \
+                     .replace("t=50000", "t=100000") \
+                     .replace("while [ $s -lt 3000 ]; do",
+                              "while [ $s -lt 3000 ] && [ ! -f $d/finish ]; do")
+        assert "$d/finish" in run and "t=100000" in run
+        jid = d.submit(job("adopt", run, "50000s", "1000h"))
         each = 8 if ASAN else 20
         kinds = ["kill"] * each + ["stop"] * each
         rnd.shuffle(kinds)
@@ -190,6 +196,9 @@ def test_restarts_adopt_live_nodes(tmp_path):
                 d.proc.wait(timeout=20)
             time.sleep(7.0 if i in long_at else rnd.uniform(0.02, 0.5))
             d.start()
+        assert d.job(jid)["state"] == "RUNNING", d.job(jid)
+        ck = os.path.join(d.state, "jobs", str(jid), "ckpt")
+        open(os.path.join(ck, "finish"), "w").close()
         j = d.wait([jid], 120)[0]
         assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
         assert len(completions(d, jid)) == 1

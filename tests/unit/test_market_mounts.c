@@ -54,6 +54,9 @@ static void test_bucket_forms(void **state)
 		{ "file_mounts:\n  /ckpt: {name: my-ckpts}\n"
 		  "resources: {accelerators: H100:8, infra: aws}\n",
 		  "/ckpt", "s3://my-ckpts", "s3", JOBSPEC_MODE_MOUNT },
+		{ "file_mounts:\n  /ckpt: {name: my-ckpts}\n"
+		  "resources: {accelerators: H100:8, infra: GCP/us-central1}\n",
+		  "/ckpt", "gs://my-ckpts", "gcs", JOBSPEC_MODE_MOUNT },
 	};
 
 	(void)state;
