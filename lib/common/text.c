@@ -113,3 +113,16 @@ char *sr_text_escape(const char *s)
 	out[o] = '\0';
 	return out;
 }
+
+void sr_text_bytes(unsigned long long b, char *buf, size_t n)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, unit[i]);
+}

@@ -30,4 +30,8 @@ int sr_text_unsafe(const char *s, size_t *off, unsigned *cp);
  * Returns a malloc'd string (caller frees) or NULL on out-of-memory. */
 char *sr_text_escape(const char *s);
 
+/* b bytes as a person reads them, in binary units ("512 B", "1.5 GiB"),
+ * into buf (n bytes, truncated as snprintf does). */
+void sr_text_bytes(unsigned long long b, char *buf, size_t n);
+
 #endif

@@ -31,6 +31,7 @@
 
 #include "agent.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "dirsync/dirsync.h"
 
@@ -68,19 +69,6 @@ static void push_sync(struct agent *ag, const char *what, int64_t round,
 	agent__push(ag, json_pack("{s:s, s:i, s:s, s:I, s:s}", "type", "sync",
 				  "attempt", ag->w_attempt, "what", what, "round",
 				  (json_int_t)round, "message", msg), 1);
-}
-
-static void human(uint64_t b, char *buf, size_t n)
-{
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int i = 0;
-
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
 /* The mount's local directory: NODE_DIR/<dst without '/'>, or under
@@ -266,7 +254,7 @@ static void on_event(struct agent *ag, struct agent_mount *m, json_t *ev)
 	m->pending = (uint64_t)json_integer_value(json_object_get(ev,
 								   "pending_bytes"));
 	up = (uint64_t)json_integer_value(json_object_get(ev, "uploaded_bytes"));
-	human(m->bytes, size, sizeof size);
+	sr_text_bytes(m->bytes, size, sizeof size);
 	if (!strcmp(what, "restored")) {
 		m->round = round;
 		m->uploaded = up;
@@ -283,7 +271,7 @@ static void on_event(struct agent *ag, struct agent_mount *m, json_t *ev)
 		push_sync(ag, "restored", round, msg);
 		m->state = m->uploads ? MS_WATCHING : MS_RESTORING;
 	} else if (!strcmp(what, "copied")) {
-		human((uint64_t)json_integer_value(json_object_get(ev, "bytes")),
+		sr_text_bytes((uint64_t)json_integer_value(json_object_get(ev, "bytes")),
 		      size, sizeof size);
 		snprintf(msg, sizeof msg, "bucket mount %s: copied %lld files (%s) "
 			 "from %s", m->b->dst, (long long)json_integer_value(
@@ -488,7 +476,7 @@ int agent_mounts_poll(struct agent *ag, int64_t now)
 			continue;
 		busy = 1;
 		if (ag->mounts_deadline_ns && now >= ag->mounts_deadline_ns) {
-			human(m->pending > m->bytes ? m->pending : m->bytes, left,
+			sr_text_bytes(m->pending > m->bytes ? m->pending : m->bytes, left,
 			      sizeof left);
 			snprintf(msg, sizeof msg, "bucket mount %s: the final round "
 				 "did not finish by the deadline (up to %s not "

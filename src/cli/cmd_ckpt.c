@@ -17,6 +17,7 @@
 #include "ckpt_bench.h"
 #include "cli.h"
 #include "cliopt.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "dirsync/dirsync.h"
 #include "spotrun/ckpt.h"
@@ -110,19 +111,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t n)
-{
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int i = 0;
-
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 static int cmd_ls(int argc, char **argv)
 {
 	struct spotckpt_entry *ents = NULL;
@@ -178,7 +166,7 @@ static int cmd_ls(int argc, char **argv)
 			char ts[40] = "", sz[32];
 
 			sr_time_format_rfc3339(ents[i].time_ns, 0, ts, sizeof ts);
-			human_bytes(ents[i].bytes, sz, sizeof sz);
+			sr_text_bytes(ents[i].bytes, sz, sizeof sz);
 			printf("%-12" PRId64 " %-10s %8d %12s  %s\n", ents[i].step,
 			       entry_state(ents[i].state), ents[i].ntensors, sz, ts);
 		}
@@ -278,7 +266,7 @@ static void print_meta(const char *raw, int full)
 	json_t *m = json_loads(raw, 0, &je), *shown;
 	char *s, sz[32];
 
-	human_bytes(strlen(raw), sz, sizeof sz);
+	sr_text_bytes(strlen(raw), sz, sizeof sz);
 	if (!m) { /* the reader validated it; print it as it is */
 		printf("metadata: %s\n", raw);
 		return;
@@ -339,7 +327,7 @@ static int cmd_inspect(int argc, char **argv)
 		free(s);
 		json_decref(o);
 	} else {
-		human_bytes(spotckpt_reader_nbytes(r), sz, sizeof sz);
+		sr_text_bytes(spotckpt_reader_nbytes(r), sz, sizeof sz);
 		printf("path:     %s\nstep:     %" PRId64 "\ntime:     %s\n"
 		       "tensors:  %" PRId64 " (%s)\n",
 		       spotckpt_reader_path(r), spotckpt_reader_step(r), ts, nt,
