@@ -5,9 +5,10 @@
  * DESIGN.  MHD runs an epoll thread pool (cfg.http_threads).  The access
  * callback is called (1) once with the headers, (2) once per body chunk,
  * (3) once more with no data.  On (1) a request whose Content-Length is
- * over CTL_BODY_MAX is answered 413 at once; on (2) chunks are appended
- * until the limit, past which the rest is discarded and 413 answered on
- * (3).  Routing, authentication and the handler all run on (3).  One
+ * over CTL_BODY_MAX by more than CTL_DRAIN_MAX is answered 413 at once
+ * (a smaller excess is read and dropped, so the client, still sending,
+ * gets the answer rather than a reset); on (2) chunks are appended until
+ * the limit, past which the rest is discarded and 413 answered on (3).  Routing, authentication and the handler all run on (3).  One
  * exception to the limit: POST /v1/uploads (a job's files, a tar of up
  * to BUNDLE_MAX_BYTES) carrying the admin token - checked on (1), from
  * the header alone, so nobody without it makes the daemon hold more
@@ -43,6 +44,9 @@
 #include "ctl/ctl_int.h"
 #include "ctl/teamtok.h"
 #include "ctl/routes.h"
+
+/* how far over its limit a body is still read (and dropped) to answer 413 */
+#define CTL_DRAIN_MAX (8u * 1024 * 1024)
 
 struct conn {
 	char *body;
@@ -233,6 +237,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 		cn->max = body_max(c, mc, method, url);
 		if (cl && strtoull(cl, NULL, 10) > cn->max) {
 			cn->too_big = true;
+			/* a body at most CTL_DRAIN_MAX over the limit is read
+			 * and dropped, and 413 answered at its end: answered
+			 * now, the connection closes under a client still
+			 * sending, which then sees a reset, not our answer */
+			if (strtoull(cl, NULL, 10) - cn->max <= CTL_DRAIN_MAX)
+				return MHD_YES;
 			return send_error(mc, 413, cn->max == CTL_BODY_MAX ?
 					  "request body over 1048576 bytes" :
 					  "a job's files over the upload limit");

@@ -437,8 +437,17 @@ def check_cost(sb, block):
     with open(os.path.join(sb.work, "costs.csv")) as f:
         header = f.readline()
         row = f.readline()
-    assert header.startswith("BilledCost,"), header
+    cols = header.strip().split(",")
+    for c in ("BilledCost", "EffectiveCost", "ServiceProviderName",
+              "AllocatedMethodId", "ContractApplied"):
+        assert c in cols, (c, header)
     assert row.strip(), "costs.csv has no FOCUS row"
+    # the two other files of a FOCUS 1.3 export, beside the first
+    with open(os.path.join(sb.work, "costs-metadata.json")) as f:
+        assert json.load(f)["FocusVersion"] == "1.3"
+    with open(os.path.join(sb.work, "costs-contract-commitment.csv")) as f:
+        assert f.readline().startswith("BillingCurrency,")
+    assert re.search(r"^unassigned\s", out, re.M), describe(p)
 
 
 CHECKS = {
