@@ -123,6 +123,17 @@ class Pair:
                     return m, b["epoch"]
         return None, 0
 
+    def leads(self, m):
+        """m's epoch if m answers that it leads, else 0: asks m alone (a
+        frozen member, asked too, would hold each poll for its timeout)."""
+        if not m.alive():
+            return 0
+        try:
+            st, b = self.api(m, "GET", "/v1/lease")
+        except OSError:
+            return 0
+        return b["epoch"] if st == 200 and b["leader"] else 0
+
     def wait_leader(self):
         """(member, epoch) of the leader, waiting up to 4 leases for one
         while none leads (between a kill and the takeover)."""
