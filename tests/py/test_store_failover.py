@@ -114,13 +114,9 @@ class Pair:
 
     def leader(self):
         for m in self.m:
-            if m.alive():
-                try:
-                    st, b = self.api(m, "GET", "/v1/lease")
-                except OSError:
-                    continue
-                if st == 200 and b["leader"]:
-                    return m, b["epoch"]
+            epoch = self.leads(m)
+            if epoch:
+                return m, epoch
         return None, 0
 
     def leads(self, m):
