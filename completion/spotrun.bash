@@ -38,13 +38,16 @@ _spotrun()
         --policy)
             COMPREPLY=($(compgen -W "od greedy up ups optimal spotrun" -- "$cur"))
             return ;;
+        --prices)
+            COMPREPLY=($(compgen -W "auto live catalog" -- "$cur"))
+            return ;;
         --trace-format)
             COMPREPLY=($(compgen -W "cbl skynomad csv" -- "$cur"))
             return ;;
     esac
     case $cmd in
         plan)
-            COMPREPLY=($(compgen -W "--all --limit --work-hours --deadline-hours --data --json --help" -- "$cur"))
+            COMPREPLY=($(compgen -W "--all --limit --work-hours --deadline-hours --data --prices --config --json --help" -- "$cur"))
             [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur")) ;;
         launch)
             COMPREPLY=($(compgen -W "-d --detach -y --yes --env --max-restarts --workdir --no-logs --no-store-check $common" -- "$cur"))
@@ -54,7 +57,7 @@ _spotrun()
         check)
             COMPREPLY=($(compgen -W "local aws --json --config --help" -- "$cur")) ;;
         gpus)
-            COMPREPLY=($(compgen -W "--cloud --region --data --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--cloud --region --data --prices --config --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
         status|events|cancel|dashboard)
             COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
         logs)

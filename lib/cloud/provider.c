@@ -2,6 +2,7 @@
  * provider.c - the small shared parts of the provider contract
  * (provider.h): closing an open provider, clearing a check's answer.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,4 +31,41 @@ void cloud_check_clear(struct cloud_check *c)
 		free(c->zones[i]);
 	free(c->zones);
 	memset(c, 0, sizeof *c);
+}
+
+enum cloud_cred_state cloud_cred_state_of(int rc)
+{
+	switch (rc) {
+	case 0:
+		return CLOUD_CRED_VALID;
+	case -SR_ENOTFOUND:
+		return CLOUD_CRED_MISSING;
+	case -EACCES:
+	case -EPERM:
+	case -EKEYEXPIRED:
+	case -EKEYREJECTED:
+	case -SR_EPARSE:
+		return CLOUD_CRED_BAD;
+	default:
+		return CLOUD_CRED_UNVERIFIED;
+	}
+}
+
+const char *cloud_cred_state_str(enum cloud_cred_state s)
+{
+	switch (s) {
+	case CLOUD_CRED_VALID:
+		return "valid";
+	case CLOUD_CRED_MISSING:
+		return "missing";
+	case CLOUD_CRED_BAD:
+		return "bad";
+	case CLOUD_CRED_UNVERIFIED:
+		return "unverified";
+	case CLOUD_CRED_NONE:
+		return "none needed";
+	case CLOUD_CRED_UNSET:
+		break;
+	}
+	return "unknown";
 }

@@ -135,8 +135,24 @@ struct cloud_meta {
 	bool spot;
 };
 
+/* The state of a provider's credentials, as `spotrun check` reports
+ * them. */
+enum cloud_cred_state {
+	CLOUD_CRED_UNSET = 0,      /* derive from check()'s code:
+				      cloud_cred_state_of */
+	CLOUD_CRED_VALID,          /* found, and a signed call took them */
+	CLOUD_CRED_MISSING,        /* none found (the message names the
+				      variable or file to set) */
+	CLOUD_CRED_BAD,            /* found but refused, expired or
+				      malformed (the message names where) */
+	CLOUD_CRED_UNVERIFIED,     /* found; the endpoint could not be
+				      reached to try them */
+	CLOUD_CRED_NONE,           /* the provider needs none */
+};
+
 /* What `spotrun check` prints about a provider. */
 struct cloud_check {
+	enum cloud_cred_state cred; /* UNSET: from check()'s code */
 	char credentials[256];     /* where they came from ("" none needed) */
 	char region[64], endpoint[256];
 	int64_t expires_s;         /* temporary credentials: epoch s, 0 none */
@@ -148,6 +164,20 @@ struct cloud_check {
 				      a malloc'd array) */
 	size_t nzones;
 	char detail[256];          /* one line for a provider without these */
+};
+
+/* One row of the catalog a provider is asked to price live (borrowed
+ * strings, valid for the call). */
+struct cloud_price_ask {
+	const char *region, *zone, *instance_type;
+};
+
+/* A live price the provider's feed quoted. */
+struct cloud_price_quote {
+	char region[40], zone[40]; /* zone "": every zone of the region */
+	char instance_type[48];
+	sr_micros spot_per_h;      /* -1: not quoted */
+	sr_micros ondemand_per_h;  /* -1: not quoted */
 };
 
 struct cloud_provider_ops {
@@ -206,10 +236,31 @@ struct cloud_prov_def {
 	int (*check)(const struct cloud_conf *conf,
 		     const struct cloud_conf_region *region,
 		     struct cloud_check *out, struct sr_err *e);
+	/* spotrun plan / gpus: one pass over the provider's live price
+	 * feed for ask[0..nask) (the catalog's rows of the cloud named
+	 * like the provider), in `region` (NULL: the one its environment
+	 * names, or every region of ask it can reach).  Blocks (seconds);
+	 * CLI only, never the daemon.  *out malloc'd (caller frees), feed
+	 * names the feed ("EC2 DescribeSpotPriceHistory").  0; -SR_ENOTFOUND
+	 * with *e naming the variable or file when there are no
+	 * credentials (found without a network call where it can be: the
+	 * catalog answers then); other < 0 an error.  NULL: no live feed. */
+	int (*live_prices)(const struct cloud_conf *conf,
+			   const struct cloud_conf_region *region,
+			   const struct cloud_price_ask *ask, size_t nask,
+			   struct cloud_price_quote **out, size_t *n,
+			   char *feed, size_t feedcap, struct sr_err *e);
 };
 
 /* Close p (NULL-safe parts; zeroes it). */
 void cloud_provider_close(struct cloud_provider *p);
 void cloud_check_clear(struct cloud_check *c);
+
+/* The credential state check() meant by its code: 0 valid,
+ * -SR_ENOTFOUND missing, -EACCES -EPERM -EKEYEXPIRED -EKEYREJECTED
+ * -SR_EPARSE bad, any other (the network) unverified. */
+enum cloud_cred_state cloud_cred_state_of(int rc);
+/* "valid", "missing", "bad", "unverified", "none needed"; never NULL. */
+const char *cloud_cred_state_str(enum cloud_cred_state s);
 
 #endif

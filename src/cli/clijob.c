@@ -1,11 +1,15 @@
 /*
  * clijob.c - see clijob.h.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clijob.h"
+#include "cli.h"
+#include "ctl/ctlfile.h"
 
 int cli_load_job(const char *cmd, const char *path, struct jobspec *js)
 {
@@ -45,6 +49,36 @@ int cli_load_catalog(const char *cmd, const char *data, struct catalog *cat)
 	if (catalog_load_dir(cat, data, &err)) {
 		fprintf(stderr, "spotrun %s: %s\n", cmd, sr_err_str(&err, err.code));
 		catalog_free(cat);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_live_prices(const char *cmd, const char *mode, const char *config,
+		    const char *only, struct catalog *cat,
+		    struct prov_price_report *rep)
+{
+	enum prov_prices_mode m = PROV_PRICES_AUTO;
+	struct cloud_confs cs = { 0 };
+	struct sr_err err = { 0 };
+	int rc = 0;
+
+	memset(rep, 0, sizeof *rep);
+	if (mode && prov_prices_mode_parse(mode, &m)) {
+		cli_usage_error(cmd, "--prices '%s': expected auto, live or "
+				"catalog", mode);
+		return 2;
+	}
+	if (!config)
+		config = getenv("SPOTRUN_CONFIG");
+	if (m != PROV_PRICES_CATALOG && config && *config)
+		rc = ctl_config_file_providers(config, &cs, &err);
+	if (rc == 0)
+		rc = prov_prices_apply(NULL, &cs, m, only, cat, rep, &err);
+	cloud_confs_free(&cs);
+	if (rc) {
+		fprintf(stderr, "spotrun %s: %s\n", cmd, sr_err_str(&err, rc));
+		prov_price_report_free(rep);
 		return -1;
 	}
 	return 0;

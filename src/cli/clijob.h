@@ -7,6 +7,7 @@
 #define SR_CLI_CLIJOB_H
 
 #include "market/catalog.h"
+#include "providers/liveprice.h"
 #include "market/jobspec.h"
 
 /* Parse path into *js.  Notes go to stderr as "spotrun CMD: note: ...";
@@ -18,5 +19,15 @@ int cli_load_job(const char *cmd, const char *path, struct jobspec *js);
  * (initialised here).  On failure prints "spotrun CMD: why" and returns
  * -1 (*cat left empty). */
 int cli_load_catalog(const char *cmd, const char *data, struct catalog *cat);
+
+/* Reprice cat from the providers' live feeds (providers/liveprice.h):
+ * mode "auto", "live" or "catalog" (NULL: auto), the configuration file
+ * config (NULL: $SPOTRUN_CONFIG, none when unset) for their regions,
+ * only the cloud `only` when not NULL.  *rep filled
+ * (prov_price_report_free).  On failure prints "spotrun CMD: why" and
+ * returns -1 (2 for a bad mode). */
+int cli_live_prices(const char *cmd, const char *mode, const char *config,
+		    const char *only, struct catalog *cat,
+		    struct prov_price_report *rep);
 
 #endif

@@ -16,7 +16,9 @@
  * expire; ones that run out within the hour and cannot be renewed
  * without the user (an exported session, an SSO login) are a WARNING
  * naming what to do, and expired ones an error - before a job would need
- * them.  Exit status: 0, or 1 when a provider
+ * them.  Each provider's credentials are reported as valid, missing,
+ * bad or unverified (found, but the endpoint could not be reached), with
+ * the variable or file to fix.  Exit status: 0, or 1 when a provider
  * named on the command line cannot be used.
  */
 #include <stdio.h>
@@ -37,6 +39,7 @@ struct result {
 	const struct cloud_prov_def *def;
 	const char *region;        /* the configured one, or NULL */
 	bool ok;
+	enum cloud_cred_state cred;
 	char reason[SR_ERR_MSG_MAX + 64];
 	struct cloud_check chk;
 };
@@ -49,6 +52,7 @@ static void run_check(const struct cloud_conf *conf,
 
 	r->region = reg ? reg->name : NULL;
 	r->ok = rc == 0;
+	r->cred = r->chk.cred ? r->chk.cred : cloud_cred_state_of(rc);
 	if (rc)
 		snprintf(r->reason, sizeof r->reason, "%s", sr_err_str(&e, rc));
 }
@@ -58,10 +62,12 @@ static void print_text(const struct result *r)
 	const struct cloud_check *c = &r->chk;
 
 	if (!r->ok) {
-		printf("  %-6s disabled\n         %s\n", r->def->name, r->reason);
+		printf("  %-6s disabled (credentials %s)\n         %s\n",
+		       r->def->name, cloud_cred_state_str(r->cred), r->reason);
 		return;
 	}
-	printf("  %-6s enabled\n", r->def->name);
+	printf("  %-6s enabled (credentials %s)\n", r->def->name,
+	       cloud_cred_state_str(r->cred));
 	if (!c->region[0]) {
 		printf("         %s\n", c->detail);
 		return;
@@ -87,7 +93,9 @@ static void print_text(const struct result *r)
 static json_t *to_json(const struct result *r)
 {
 	const struct cloud_check *c = &r->chk;
-	json_t *o = json_pack("{ss sb}", "provider", r->def->name, "enabled", r->ok);
+	json_t *o = json_pack("{ss sb ss}", "provider", r->def->name,
+			      "enabled", r->ok, "credentials_state",
+			      cloud_cred_state_str(r->cred));
 	json_t *z;
 
 	if (!o)

@@ -32,7 +32,7 @@ struct row {
 static void usage(void)
 {
 	printf("usage: spotrun gpus [NAME[:COUNT]] [--cloud C] [--region R] [--data DIR]\n"
-	       "                    [--json]\n\n"
+	       "                    [--prices MODE] [--config FILE] [--json]\n\n"
 	       "For each GPU, per-node count and cloud: the cheapest on-demand and the\n"
 	       "cheapest spot price in the catalog, with the region and instance type\n"
 	       "that offer it.  Prices are USD per instance-hour.\n\n"
@@ -40,6 +40,12 @@ static void usage(void)
 	       "  --cloud C      only this cloud (aws, gcp, azure, lambda, coreweave)\n"
 	       "  --region R     only this region\n"
 	       "  --data DIR     data directory (default $SPOTRUN_DATA or ./data)\n"
+	       "  --prices MODE  auto (default): each cloud's live price feed where its\n"
+	       "                 credentials are found (spotrun check), the bundled\n"
+	       "                 catalog otherwise; live: fail without a feed;\n"
+	       "                 catalog: never ask a feed.  The output says which\n"
+	       "  --config FILE  the daemon's configuration (default $SPOTRUN_CONFIG):\n"
+	       "                 the regions of its providers: section are priced\n"
 	       "  --json         one JSON document on stdout\n\n"
 	       "An unknown GPU, count, cloud or region is an error (exit 2) naming the\n"
 	       "nearest valid values.  `spotrun catalog` lists every offering.\n");
@@ -154,12 +160,15 @@ static void print_text(const struct row *rows, size_t n)
 	}
 }
 
-static int print_rows(const struct row *rows, size_t n, int json)
+static int print_rows(const struct row *rows, size_t n, int json,
+		      const struct prov_price_report *rep)
 {
 	if (json) {
 		json_t *arr = json_array(), *doc = json_object();
 		char *s;
 
+		json_object_set_new(doc, "price_sources",
+				    prov_price_report_json(rep));
 		for (size_t i = 0; i < n; i++) {
 			json_t *j = json_object();
 
@@ -179,16 +188,20 @@ static int print_rows(const struct row *rows, size_t n, int json)
 		free(s);
 		return 0;
 	}
+	prov_price_report_print(rep, stdout);
 	print_text(rows, n);
 	return 0;
 }
 
-enum { OPT_CLOUD = CLI_KEY_LONG, OPT_REGION, OPT_DATA };
+enum { OPT_CLOUD = CLI_KEY_LONG, OPT_REGION, OPT_DATA, OPT_PRICES,
+       OPT_CONFIG };
 
 static const struct cli_optdef gpus_defs[] = {
 	{ "cloud", OPT_CLOUD, CLI_ARG },
 	{ "region", OPT_REGION, CLI_ARG },
 	{ "data", OPT_DATA, CLI_ARG },
+	{ "prices", OPT_PRICES, CLI_ARG },
+	{ "config", OPT_CONFIG, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -203,7 +216,8 @@ static int cmd_gpus(int argc, char **argv)
 	struct sr_err err = { 0 };
 	struct row *rows = NULL;
 	char accel[24];
-	const char *data = NULL;
+	const char *data = NULL, *prices = NULL, *config = NULL;
+	struct prov_price_report rep = { 0 };
 	size_t *idx = NULL, n = 0, nrows = 0;
 	int json, c, rc = CLI_FAIL;
 
@@ -212,6 +226,10 @@ static int cmd_gpus(int argc, char **argv)
 			f.cloud = p.arg;
 		else if (c == OPT_REGION)
 			f.region = p.arg;
+		else if (c == OPT_PRICES)
+			prices = p.arg;
+		else if (c == OPT_CONFIG)
+			config = p.arg;
 		else
 			data = p.arg;
 	}
@@ -235,8 +253,13 @@ static int cmd_gpus(int argc, char **argv)
 		rc = err.code == -EINVAL ? CLI_USAGE : CLI_FAIL;
 		goto out;
 	}
+	c = cli_live_prices("gpus", prices, config, f.cloud, &cat, &rep);
+	if (c) {
+		rc = c == 2 ? CLI_USAGE : CLI_FAIL;
+		goto out;
+	}
 	if (catalog_select(&cat, &f, &idx, &n) || group(&cat, idx, n, &rows, &nrows) ||
-	    print_rows(rows, nrows, json)) {
+	    print_rows(rows, nrows, json, &rep)) {
 		fprintf(stderr, "spotrun gpus: out of memory\n");
 		goto out;
 	}
@@ -244,6 +267,7 @@ static int cmd_gpus(int argc, char **argv)
 		printf("no offering matches\n");
 	rc = CLI_OK;
 out:
+	prov_price_report_free(&rep);
 	free(rows);
 	free(idx);
 	catalog_free(&cat);

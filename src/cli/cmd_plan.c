@@ -17,7 +17,8 @@
 static void usage(void)
 {
 	printf("usage: spotrun plan JOB.yaml [--all] [--limit N] [--work-hours H]\n"
-	       "                    [--deadline-hours H] [--data DIR] [--json]\n\n"
+	       "                    [--deadline-hours H] [--data DIR] [--prices MODE]\n"
+	       "                    [--config FILE] [--json]\n\n"
 	       "Rank every placement of the job (spot, on-demand, reserved) across the\n"
 	       "catalog by expected cost, subject to P(meet deadline) >= p_target and the\n"
 	       "governance rules of its criticality (docs/market.md).  JOB.yaml may be a\n"
@@ -28,6 +29,13 @@ static void usage(void)
 	       "                     SkyPilot file without a spotrun: block)\n"
 	       "  --deadline-hours H deadline in hours from now (overrides spotrun.deadline)\n"
 	       "  --data DIR         data directory (default $SPOTRUN_DATA or ./data)\n"
+	       "  --prices MODE      auto (default): each cloud's live price feed where\n"
+	       "                     its credentials are found (spotrun check), the\n"
+	       "                     bundled catalog otherwise; live: fail without a\n"
+	       "                     feed; catalog: never ask a feed.  The output says\n"
+	       "                     which each cloud's prices came from\n"
+	       "  --config FILE      the daemon's configuration (default $SPOTRUN_CONFIG):\n"
+	       "                     the regions of its providers: section are priced\n"
 	       "  --json             one JSON document on stdout (every placement)\n\n"
 	       "A GPU, cloud, region or zone the catalog does not have, or work longer\n"
 	       "than the deadline, is an error (exit 2) naming the nearest valid values.\n"
@@ -96,7 +104,7 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 }
 
 enum { OPT_ALL = CLI_KEY_LONG, OPT_DATA, OPT_LIMIT, OPT_WORK_HOURS,
-       OPT_DEADLINE_HOURS };
+       OPT_DEADLINE_HOURS, OPT_PRICES, OPT_CONFIG };
 
 static const struct cli_optdef plan_defs[] = {
 	{ "all", OPT_ALL, CLI_NOARG },
@@ -104,6 +112,8 @@ static const struct cli_optdef plan_defs[] = {
 	{ "limit", OPT_LIMIT, CLI_ARG },
 	{ "work-hours", OPT_WORK_HOURS, CLI_ARG },
 	{ "deadline-hours", OPT_DEADLINE_HOURS, CLI_ARG },
+	{ "prices", OPT_PRICES, CLI_ARG },
+	{ "config", OPT_CONFIG, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -117,7 +127,8 @@ static int cmd_plan(int argc, char **argv)
 	struct jobspec js;
 	struct plan_result res = { 0 };
 	struct sr_err err = { 0 };
-	const char *data = NULL, *file = NULL;
+	const char *data = NULL, *file = NULL, *prices = NULL, *config = NULL;
+	struct prov_price_report rep = { 0 };
 	double work_h = 0, deadline_h = 0;
 	long limit = 15;
 	int json, all = 0, c, rc = CLI_FAIL;
@@ -131,6 +142,12 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		case OPT_DATA:
 			data = p.arg;
+			break;
+		case OPT_PRICES:
+			prices = p.arg;
+			break;
+		case OPT_CONFIG:
+			config = p.arg;
 			break;
 		case OPT_WORK_HOURS:
 		case OPT_DEADLINE_HOURS: {
@@ -170,6 +187,11 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (cli_load_catalog("plan", data, &cat))
 		goto out;
+	c = cli_live_prices("plan", prices, config, NULL, &cat, &rep);
+	if (c) {
+		rc = c == 2 ? CLI_USAGE : CLI_FAIL;
+		goto out;
+	}
 	if (plan_make(&cat, &js, sr_time_real_ns(), &res, &err)) {
 		fprintf(stderr, "spotrun plan: %s: %s\n", file, sr_err_str(&err, err.code));
 		if (err.code == -EINVAL)
@@ -178,7 +200,12 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (json) {
 		json_t *doc = plan_to_json(&res, &js);
-		char *s = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+		char *s;
+
+		if (doc)
+			json_object_set_new(doc, "price_sources",
+					    prov_price_report_json(&rep));
+		s = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 
 		json_decref(doc);
 		if (!s) {
@@ -188,10 +215,12 @@ static int cmd_plan(int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else {
+		prov_price_report_print(&rep, stdout);
 		print_table(&res, &js, all, limit);
 	}
 	rc = CLI_OK;
 out:
+	prov_price_report_free(&rep);
 	plan_result_free(&res);
 	jobspec_free(&js);
 	catalog_free(&cat);

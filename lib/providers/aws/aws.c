@@ -469,6 +469,96 @@ static int aws_check(const struct cloud_conf *conf,
 	return rc;
 }
 
+/* spotrun plan / gpus: the spot price now of every catalog type and
+ * zone of the region, from one paginated DescribeSpotPriceHistory of
+ * the last hour (the newest point of each).  EC2 has no on-demand price
+ * feed here (the Pricing API is another service): the catalog's stays. */
+static int aws_live_prices(const struct cloud_conf *conf,
+			   const struct cloud_conf_region *region,
+			   const struct cloud_price_ask *ask, size_t nask,
+			   struct cloud_price_quote **out, size_t *n,
+			   char *feed, size_t feedcap, struct sr_err *e)
+{
+	const char **types = calloc(nask + 1, sizeof *types);
+	const char **zones = calloc(nask + 1, sizeof *zones);
+	struct ec2_spot_price *v = NULL, *lat = NULL;
+	struct cloud_error err = { 0 };
+	struct ec2_price_query q = { 0 };
+	struct ec2_opts o;
+	struct ec2 *c = NULL;
+	size_t nv = 0, nl = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!types || !zones) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	opts_of(conf, region, &o);
+	o.allow_remote = true; /* a read call starts nothing */
+	o.timeout_ms = 10000;
+	o.max_retries = 1;
+	rc = ec2_open(&o, &c, e);
+	if (rc)
+		goto out;
+	snprintf(feed, feedcap, "EC2 DescribeSpotPriceHistory %s",
+		 ec2_region(c));
+	for (size_t i = 0; i < nask; i++) {
+		bool have_t = false, have_z = false;
+
+		if (strcmp(ask[i].region, ec2_region(c)))
+			continue;
+		for (size_t k = 0; k < q.ntypes; k++)
+			have_t |= strcmp(types[k], ask[i].instance_type) == 0;
+		for (size_t k = 0; k < q.nzones; k++)
+			have_z |= strcmp(zones[k], ask[i].zone) == 0;
+		if (!have_t)
+			types[q.ntypes++] = ask[i].instance_type;
+		if (!have_z && ask[i].zone[0])
+			zones[q.nzones++] = ask[i].zone;
+	}
+	if (q.ntypes == 0)
+		goto out; /* the catalog sells nothing here */
+	q.types = types;
+	q.zones = zones;
+	q.since_s = (int64_t)time(NULL) - 3600;
+	q.max_items = 100000;
+	rc = ec2_spot_prices(c, &q, &v, &nv, &err);
+	if (rc) {
+		sr_err_set(e, rc, "%s", err.msg);
+		goto out;
+	}
+	rc = ec2_spot_price_latest(v, nv, &lat, &nl);
+	if (rc) {
+		sr_err_set(e, rc, "out of memory");
+		goto out;
+	}
+	*out = calloc(nl + 1, sizeof **out);
+	if (!*out) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		struct cloud_price_quote *x = &(*out)[i];
+
+		snprintf(x->region, sizeof x->region, "%s", ec2_region(c));
+		snprintf(x->zone, sizeof x->zone, "%s", lat[i].zone);
+		snprintf(x->instance_type, sizeof x->instance_type, "%s",
+			 lat[i].instance_type);
+		x->spot_per_h = lat[i].price_per_h;
+		x->ondemand_per_h = -1;
+	}
+	*n = nl;
+out:
+	free(types);
+	free(zones);
+	free(v);
+	free(lat);
+	ec2_close(c);
+	return rc;
+}
+
 static const char *const aws_keys[] = {
 	"image", "subnet", "security_group", "key_name", "instance_profile",
 	"endpoint", "describe_interval", NULL
@@ -485,4 +575,5 @@ const struct cloud_prov_def prov_aws = {
 	.notice_ack = false,
 	.open = aws_open,
 	.check = aws_check,
+	.live_prices = aws_live_prices,
 };

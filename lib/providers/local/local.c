@@ -210,6 +210,7 @@ static int local_check(const struct cloud_conf *conf,
 	(void)region;
 	(void)e;
 	memset(out, 0, sizeof *out);
+	out->cred = CLOUD_CRED_NONE;
 	snprintf(out->detail, sizeof out->detail,
 		 "the built-in local spot cloud (trace replay)");
 	return 0;
