@@ -90,9 +90,28 @@ rebuild, rebuild_at_notice, ...) and each figure is a ratio of medians:
 
 Goal <= 0.5 on the local cloud (issue 13).
 
+Real-cloud timings (issue 33): --timing aws|gcp|azure runs the same arms
+with the local cloud's real-cloud timing profile (data/timing/NAME.json,
+spotrund --timing): every node's boot drawn from the profile's
+distribution (60-180 s), the job's `setup:` the profile's setup_s,
+train_gang.py's DEMO_IMPORT_MS its import_s, the notice lead its notice_s
+(120 s AWS, 30 s GCP), SkyPilot's poll its 15 s - all in cloud seconds
+divided by --time-scale (default 24: AWS's 120 s lead is 5 s here, as
+above).  --nodes sets the gang (default 2), --state-mb each rank's state
+(a rank-local Shard, train_gang.py's DEMO_STATE_MB), --ckpt-min the
+periodic checkpoint interval in cloud minutes (default 10).  Arms 1
+(`rebuild`) and 2 (`kept`) run side by side, and every figure is also
+given in cloud seconds (x time scale), with the spread (min-max) of each
+arm.  `make bench` runs
+
+    bench/gang_arms.sh   --timing aws and gcp, 4 nodes, 512 MiB, 5 runs
+
     /usr/bin/python3 bench/gang_recovery.py [--build DIR] [--runs N]
                                             [--poll-s S] [--seed N]
                                             [--arm ARM] [--json]
+                                            [--timing NAME] [--nodes N]
+                                            [--state-mb MB] [--time-scale X]
+                                            [--ckpt-min M]
 """
 
 import argparse
@@ -123,24 +142,68 @@ DAEMON_OPTS = ["--time-scale", "600", "--notice-ms", str(int(NOTICE_S * 1000)),
 # stands for AWS's 120 s
 POLL_S = 15.0 * NOTICE_S / 120.0
 JOB = """name: gang-recovery-bench
-num_nodes: 2
+num_nodes: %(nodes)d
 resources:
   accelerators: V100:1
   use_spot: true
-setup: sleep 2
+setup: sleep %(setup_s)s
 run: /usr/bin/python3 train_gang.py
 envs:
-  DEMO_STEPS: "100000"
+  DEMO_STEPS: "1000000"
   DEMO_HIDDEN: "32"
-  DEMO_CKPT_EVERY: "20"
-  DEMO_STEP_MS: "25"
+  DEMO_CKPT_EVERY: "%(every)d"
+  DEMO_STEP_MS: "%(step_ms)d"
+  DEMO_STATE_MB: "%(state_mb)d"
+  DEMO_IMPORT_MS: "%(import_ms)d"
 spotrun:
   checkpoint:
-    uri: file://%s
+    uri: file://%(bucket)s
   work: 16h
   deadline: 480h
 """
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
+# the arms a --timing run compares (the issue's arms 1 and 2)
+TIMED_ARMS = ("rebuild", "kept")
+
+
+class Setup:
+    """One bench configuration: the daemon's options, the job's values,
+    the notice lead and SkyPilot's poll, in real seconds."""
+
+    def __init__(self, args):
+        self.nodes = args.nodes
+        self.scale = 1.0
+        self.job = {"nodes": args.nodes, "setup_s": "2", "every": 20,
+                    "step_ms": 25, "state_mb": args.state_mb,
+                    "import_ms": 0}
+        self.timing = None
+        if not args.timing:
+            self.daemon = list(DAEMON_OPTS)
+            self.notice_s = NOTICE_S
+            self.poll_s = args.poll_s or POLL_S
+            return
+        path = args.timing if "/" in args.timing else \
+            os.path.join(ROOT, "data", "timing", args.timing + ".json")
+        with open(path) as f:
+            self.timing = json.load(f)
+        t, sc = self.timing, args.time_scale
+        self.scale = sc
+        self.daemon = ["--time-scale", repr(sc), "--timing", path,
+                       "--heartbeat-ms", "250", "--tick-ms", "100"]
+        self.notice_s = t["notice_s"] / sc
+        self.poll_s = args.poll_s or 15.0 / sc
+        step_ms = 100
+        self.job.update(setup_s="%.3f" % (t["setup_s"] / sc),
+                        import_ms=int(t["import_s"] / sc * 1000),
+                        step_ms=step_ms,
+                        every=max(1, int(args.ckpt_min * 60 / sc * 1000 /
+                                         step_ms)))
+
+    def daemon_opts(self, run):
+        """The daemon's options for run number `run` (its own boots)."""
+        if self.timing is None:
+            return self.daemon
+        return self.daemon + ["--timing-seed", str(run + 1)]
 
 
 def load(name, path):
@@ -222,11 +285,11 @@ def rank_phases(lines, attempt, notice):
     return out, res
 
 
-def wait_resumed(demo, env, jid, attempt, timeout=300):
+def wait_resumed(demo, env, jid, attempt, nodes, timeout=300):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         lines = demo.run_json(env, "logs", str(jid))["lines"]
-        if len(rank_phases(lines, attempt, 0)[1]) == 2:
+        if len(rank_phases(lines, attempt, 0)[1]) == nodes:
             return lines
         if any(ln.get("attempt") == attempt and
                ln.get("line", "").startswith("start step=0")
@@ -288,23 +351,23 @@ def reclaim(sid):
             pass
 
 
-def spotrun_arm(demo, env, gang, jid, j, mode, records):
+def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
     """kept / rebuild_at_notice: spotrun's own recovery from the local
     cloud's injected notice."""
     state = env["SPOTRUN_STATE_DIR"]
     os.makedirs(os.path.join(state, "interrupts"), exist_ok=True)
-    victims = [1] if mode == "kept" else [0, 1]
+    victims = [1] if mode == "kept" else list(range(nodes))
     for r in victims:
         open(os.path.join(state, "interrupts",
                           str(gang.live(j)[r]["id"])), "w").close()
-    lines = wait_resumed(demo, env, jid, 2)
+    lines = wait_resumed(demo, env, jid, 2, nodes)
     events = demo.run_json(env, "events", str(jid))["events"]
     notice = min(ts(e["ts"]) for e in events if e["type"] == "notice")
     job = demo.run_json(env, "status", str(jid))["job"]
     after = gang.live(job)
     before = {n["id"] for n in gang.live(j).values()}
     kept = sum(after[r]["id"] == gang.live(j)[r]["id"] for r in after)
-    if kept != (1 if mode == "kept" else 0):
+    if kept != (nodes - 1 if mode == "kept" else 0):
         raise OSError("%s: %d node(s) kept" % (mode, kept))
 
     def first(ev_type):
@@ -328,24 +391,30 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records):
     return finish_phases(ph, res, notice, records)
 
 
-def rebuild_arm(demo, env, gang, jids, j, job_file, poll_s, phase,
+def rebuild_arm(demo, env, gang, jids, j, job_file, setup, phase,
                 records):
     """rebuild: SkyPilot's managed-job recovery of a multi-node job (the
     module docstring's steps 1-5)."""
     jid = jids[0]
-    victim = gang.live(j)[1]
-    healthy = gang.live(j)[0]
-    sids = [instance_sid(victim), instance_sid(healthy)]
+    poll_s = setup.poll_s
+    live = gang.live(j)
+    sids = [instance_sid(live[1])] + [instance_sid(n) for r, n in
+                                       sorted(live.items()) if r != 1]
     notice = time.time()                          # 1. nothing reacts
-    time.sleep(max(0.0, notice + NOTICE_S - time.time()))
+    time.sleep(max(0.0, notice + setup.notice_s - time.time()))
     reclaim(sids[0])                              # 2. the node is taken
     lost = time.time()
+    # a process in the middle of a large write dies when the write
+    # returns: the loss is seen once every process of the node is gone
+    end = time.monotonic() + 60
+    while session_pids(sids[0]):
+        if time.monotonic() > end:
+            raise OSError("rebuild: the reclaimed node is still running")
+        time.sleep(0.02)
     # 3. the controller's next check after the loss: its checks fall at
     # notice + phase + k * poll_s
-    k = math.ceil((lost - notice - phase) / poll_s)
+    k = math.ceil((time.time() - notice - phase) / poll_s)
     time.sleep(max(0.0, notice + phase + k * poll_s - time.time()))
-    if session_pids(sids[0]):
-        raise OSError("rebuild: the reclaimed node is still running")
     detected = time.time()
     # 4. tear down (the job may already have ended: its healthy rank
     # fails once its peer is gone, and spotrund may give up on it)
@@ -362,7 +431,7 @@ def rebuild_arm(demo, env, gang, jids, j, job_file, poll_s, phase,
                          stdout=subprocess.PIPE, text=True).stdout
     jid2 = json.loads(out)["job"]["id"]           # 5. a new cluster
     jids.append(jid2)
-    lines = wait_resumed(demo, env, jid2, 1)
+    lines = wait_resumed(demo, env, jid2, 1, setup.nodes)
     events = demo.run_json(env, "events", str(jid2))["events"]
     job = demo.run_json(env, "status", str(jid2))["job"]
     running = [ts(e["ts"]) for e in events if e["type"] == "transition"
@@ -379,9 +448,9 @@ def rebuild_arm(demo, env, gang, jids, j, job_file, poll_s, phase,
     return finish_phases(ph, res, notice, records)
 
 
-def one(gang, build, mode, poll_s, phase):
-    """One recovery in `mode`; returns its phases (seconds after the
-    notice)."""
+def one(gang, build, mode, setup, phase, run):
+    """One recovery in `mode` (run number `run`); returns its phases
+    (seconds after the notice)."""
     demo = gang.load_demo()
     state = tempfile.mkdtemp(prefix="spotrun-gang-bench-")
     env = dict(os.environ)
@@ -400,25 +469,28 @@ def one(gang, build, mode, poll_s, phase):
         market = gang.make_market(state)
         subprocess.run(["spotrun", "daemon", "start", "--listen",
                         "127.0.0.1:0", "--", "--data-dir", market,
-                        *DAEMON_OPTS], env=env, check=True,
+                        *setup.daemon_opts(run)], env=env, check=True,
                        stdout=subprocess.DEVNULL)
         job_file = os.path.join(state, "job.yaml")
         with open(job_file, "w") as f:
-            f.write(JOB % bucket)
+            f.write(JOB % dict(setup.job, bucket=bucket))
         out = subprocess.run(["spotrun", "launch", "-y", "-d", "--json",
                               job_file, "--workdir", HERE], env=env,
                              check=True, stdout=subprocess.PIPE,
                              text=True).stdout
         jids.append(json.loads(out)["job"]["id"])
+        every = setup.job["every"]
         j = gang.wait_for(env, demo, jids[0], lambda j: j["state"] ==
-                          "RUNNING" and len(gang.live(j)) == 2 and
-                          (j["step"] or 0) >= 20, 300)
+                          "RUNNING" and len(gang.live(j)) == setup.nodes and
+                          (j["step"] or 0) >= every and
+                          min(records.seen, default=-1) >= every, 600)
         if j["state"] != "RUNNING":
             raise OSError("the gang did not start: %s" % j["state"])
         if mode == "rebuild":
-            return rebuild_arm(demo, env, gang, jids, j, job_file, poll_s,
+            return rebuild_arm(demo, env, gang, jids, j, job_file, setup,
                                phase, records)
-        return spotrun_arm(demo, env, gang, jids[0], j, mode, records)
+        return spotrun_arm(demo, env, gang, jids[0], j, mode, records,
+                           setup.nodes)
     finally:
         records.close()
         for jid in jids:
@@ -438,40 +510,114 @@ def median_of(runs, name):
     return statistics.median(v) if v else None
 
 
+def spread(runs, name, scale):
+    """'median (min-max)' of `name` over the runs, in cloud seconds."""
+    v = [x[name] * scale for x in runs if x.get(name) is not None]
+    if not v:
+        return "-"
+    return "%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v))
+
+
+def timed_report(args, setup, ph, med):
+    """The --timing run's table: both measures per arm in cloud seconds
+    with their spread, and the ratios of medians against the rebuild."""
+    sc = setup.scale
+    name = setup.timing["name"]
+    ratio = {w: med["kept"][w] / med["rebuild"][w]
+             for w in ("resumed", "down")}
+    if args.json:
+        print(json.dumps({
+            "timing": name, "time_scale": sc, "nodes": setup.nodes,
+            "state_mb": args.state_mb, "runs": args.runs,
+            "kept_vs_rebuild_resumed": round(ratio["resumed"], 3),
+            "kept_vs_rebuild_down": round(ratio["down"], 3),
+            "resumed_cloud_s": {m: [round(x["resumed"] * sc, 1) for x in v]
+                                for m, v in ph.items()},
+            "down_cloud_s": {m: [round(x["down"] * sc, 1) for x in v]
+                             for m, v in ph.items()},
+            "phases_s": ph}))
+        return 0
+    print("timing profile %s (x%g: cloud seconds), %d nodes, %d MiB/rank, "
+          "%d runs per arm; notice lead %.0f s, SkyPilot poll %.0f s" % (
+              name, sc, setup.nodes, args.state_mb, args.runs,
+              setup.notice_s * sc, setup.poll_s * sc))
+    print("  median cloud seconds after the notice of each phase:")
+    print("  %-20s %10s %10s" % ("phase", "rebuild", "kept"))
+    for ph_name in PHASES:
+        row = ["%10.0f" % (med[m][ph_name] * sc)
+               if med[m][ph_name] is not None else "%10s" % "-"
+               for m in TIMED_ARMS]
+        print("  %-20s %s" % (ph_name, " ".join(row)))
+    labels = {"rebuild": "arm 1 SkyPilot rebuild",
+              "kept": "arm 2 spotrun (kept)"}
+    for m in TIMED_ARMS:
+        print("%-24s notice -> resumed %s s; training lost %s s "
+              "(median (min-max), cloud s)" % (
+                  labels[m], spread(ph[m], "resumed", sc),
+                  spread(ph[m], "down", sc)))
+    print("gang_recovery_%s_vs_rebuild %.2f (notice -> resumed); training "
+          "lost %.2f" % (name, ratio["resumed"], ratio["down"]))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--runs", type=int, default=2,
                    help="recoveries per arm (default 2)")
-    p.add_argument("--poll-s", type=float, default=POLL_S,
+    p.add_argument("--poll-s", type=float, default=None,
                    help="the rebuild arm's loss-detection poll period "
                    "(default %.3f s: SkyPilot's 15 s, scaled as the notice "
-                   "lead is)" % POLL_S)
+                   "lead is; with --timing 15 s / --time-scale)" % POLL_S)
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the rebuild arm's poll phases (default 1)")
     p.add_argument("--arm", choices=ARMS, default=None,
                    help="run only this arm and print its phases (no ratio)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--timing", default=None,
+                   help="a real-cloud timing profile (aws, gcp, azure or a "
+                   "file; data/timing/): arms rebuild and kept")
+    p.add_argument("--nodes", type=int, default=2,
+                   help="nodes of the gang (default 2)")
+    p.add_argument("--state-mb", type=int, default=0,
+                   help="MiB of state per rank (default 0)")
+    p.add_argument("--time-scale", type=float, default=24.0,
+                   help="with --timing: cloud seconds per real second "
+                   "(default 24)")
+    p.add_argument("--ckpt-min", type=float, default=10.0,
+                   help="with --timing: the periodic checkpoint interval, "
+                   "cloud minutes (default 10)")
     args = p.parse_args()
     # a timeout's SIGTERM still stops this run's daemon (finally blocks)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.runs < 1:
         p.error("--runs must be >= 1")
-    if args.poll_s <= 0:
+    if args.poll_s is not None and args.poll_s <= 0:
         p.error("--poll-s must be > 0")
+    if args.nodes < 2 or args.state_mb < 0 or args.time_scale <= 0 or \
+            args.ckpt_min <= 0:
+        p.error("--nodes must be >= 2, --state-mb >= 0, --time-scale and "
+                "--ckpt-min > 0")
+    try:
+        setup = Setup(args)
+    except (OSError, ValueError, KeyError) as exc:
+        p.error("--timing %s: %s" % (args.timing, exc))
     gang = load("spotrun_demo_gang", os.path.join(ROOT, "scripts",
                                                   "demo-gang"))
-    arms = (args.arm,) if args.arm else ARMS
+    arms = (args.arm,) if args.arm else \
+        TIMED_ARMS if args.timing else ARMS
     rnd = random.Random(args.seed)
     ph = {m: [] for m in arms}
-    for _ in range(args.runs):
+    for run in range(args.runs):
         for mode in arms:
             ph[mode].append(one(gang, os.path.abspath(args.build), mode,
-                                args.poll_s, rnd.uniform(0, args.poll_s)))
+                                setup, rnd.uniform(0, setup.poll_s), run))
     med = {m: {k: median_of(v, k) for k in PHASES} for m, v in ph.items()}
     if args.arm:
         print(json.dumps({"phases_s": ph, "median_s": med}, indent=1))
         return 0
+    if args.timing:
+        return timed_report(args, setup, ph, med)
     ratio = {}
     for what in ("resumed", "down"):
         for base in ("rebuild", "rebuild_at_notice"):
@@ -486,7 +632,7 @@ def main():
             "down_vs_rebuild": round(ratio["down/rebuild"], 3),
             "down_vs_rebuild_at_notice":
                 round(ratio["down/rebuild_at_notice"], 3),
-            "poll_s": args.poll_s, "notice_s": NOTICE_S,
+            "poll_s": setup.poll_s, "notice_s": NOTICE_S,
             "resumed_s": {m: [x["resumed"] for x in v]
                           for m, v in ph.items()},
             "down_s": {m: [x["down"] for x in v] for m, v in ph.items()},

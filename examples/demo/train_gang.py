@@ -27,7 +27,13 @@ in train_demo.py.  "joining the rendezvous" / "rendezvous joined" time a
 restart (bench/gang_recovery.py).
 
 Environment: as train_demo.py (DEMO_STEPS, DEMO_CKPT_EVERY, DEMO_HIDDEN,
-DEMO_SEED, DEMO_STEP_MS), plus the torch.distributed variables above.
+DEMO_SEED, DEMO_STEP_MS), plus the torch.distributed variables above, and
+for bench/gang_recovery.py's real-cloud profiles: DEMO_STATE_MB (default
+0) a rank-local Shard of that many MiB in every checkpoint, standing for
+a large model's part (one byte changes per step), and DEMO_IMPORT_MS
+(default 0) how long the imports take at least, standing for a GPU
+node's `import torch` and CUDA initialisation (a wait after this
+machine's own imports, when they took less).
 Flags: --reference (uninterrupted, no checkpoints), --result PATH.
 Output: "resumed step=K ..." / "start step=0 ...", "preempted: final
 checkpoint step=K ...", and on rank 0 of a finished run
@@ -36,10 +42,13 @@ Exit: 0 finished or final checkpoint taken; 75 the final checkpoint did
 not commit; 2 bad usage.
 """
 
-import argparse
-import os
-import sys
 import time
+
+T_START = time.monotonic()  # before the imports: DEMO_IMPORT_MS
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -55,8 +64,10 @@ from train_demo import (N_SAMPLES, BATCH, Status, Trainer,  # noqa: E402
 class GangTrainer(Trainer):
     """train_demo's Trainer under DDP: per-rank batches and dropout."""
 
-    def __init__(self, seed, hidden, total, rank, world):
+    def __init__(self, seed, hidden, total, rank, world, state_mb=0):
         super().__init__(seed, hidden, total)
+        # ballast: not part of the result's hash
+        self.ballast = torch.full((state_mb << 20,), rank, dtype=torch.uint8)
         # Beyond 2 ranks the order of a gradient sum changes its rounding.
         # DDP rebuilds its gradient buckets after the first step of every
         # process, so a resumed attempt would sum in another order than
@@ -69,12 +80,15 @@ class GangTrainer(Trainer):
 
     def state(self):
         from spotrun import Shard
-        return {"model": self.model.state_dict(),
-                "optimizer": self.opt.state_dict(),
-                "scheduler": self.sched.state_dict(),
-                "rng": Shard(torch.get_rng_state()),
-                "data_rng": Shard(self.data.get_state()),
-                "step": self.step}
+        st = {"model": self.model.state_dict(),
+              "optimizer": self.opt.state_dict(),
+              "scheduler": self.sched.state_dict(),
+              "rng": Shard(torch.get_rng_state()),
+              "data_rng": Shard(self.data.get_state()),
+              "step": self.step}
+        if self.ballast.numel():
+            st["ballast"] = Shard(self.ballast)
+        return st
 
     def load(self, st):
         self.model.load_state_dict(st["model"])
@@ -82,6 +96,8 @@ class GangTrainer(Trainer):
         self.sched.load_state_dict(st["scheduler"])
         torch.set_rng_state(st["rng"].tensor)
         self.data.set_state(st["data_rng"].tensor)
+        if "ballast" in st:
+            self.ballast = st["ballast"].tensor
         self.step = st["step"]
 
     def train_step(self):
@@ -95,6 +111,8 @@ class GangTrainer(Trainer):
         loss.backward()
         self.opt.step()
         self.sched.step()
+        if self.ballast.numel():
+            self.ballast[self.step % self.ballast.numel()] += 1
         self.step += 1
         self.loss = loss.item()
 
@@ -109,20 +127,24 @@ def main():
     hidden = env_int("DEMO_HIDDEN", 192)
     seed = env_int("DEMO_SEED", 1234)
     step_ms = env_int("DEMO_STEP_MS", 50)
-    if total < 1 or every < 1 or hidden < 1 or step_ms < 0:
+    state_mb = env_int("DEMO_STATE_MB", 0)
+    import_ms = env_int("DEMO_IMPORT_MS", 0)
+    if total < 1 or every < 1 or hidden < 1 or min(step_ms, state_mb,
+                                                   import_ms) < 0:
         p.error("DEMO_STEPS, DEMO_CKPT_EVERY and DEMO_HIDDEN must be >= 1, "
-                "DEMO_STEP_MS >= 0")
+                "DEMO_STEP_MS, DEMO_STATE_MB and DEMO_IMPORT_MS >= 0")
     for v in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
         if not os.environ.get(v):
             p.error("$%s is not set (spotrun-agent sets it on every node)"
                     % v)
     torch.set_num_threads(1)
+    time.sleep(max(0.0, import_ms / 1000.0 - (time.monotonic() - T_START)))
     # the two lines bench/gang_recovery.py times a recovery's restart by
     print("joining the rendezvous (imports done)", flush=True)
     dist.init_process_group("gloo", init_method="env://")
     print("rendezvous joined", flush=True)
     rank, world = dist.get_rank(), dist.get_world_size()
-    tr = GangTrainer(seed, hidden, total, rank, world)
+    tr = GangTrainer(seed, hidden, total, rank, world, state_mb)
     extra = {"world_size": world, "rank": rank}
 
     if args.reference:

@@ -17,6 +17,7 @@
 struct ctl;
 struct cloud_confs;
 struct cloud_prov_def;
+struct cloud_timing;
 
 struct ctl_config {
 	const char *state_dir;     /* required; created 0700 */
@@ -45,6 +46,12 @@ struct ctl_config {
 				      timed (a policy move) (5000) */
 	int64_t provision_ms;      /* the local cloud's provisioning delay,
 				      real ms (cloud_host.provision_ms) */
+	/* A real cloud's timing profile for the local cloud (cloud/
+	 * timing.h), borrowed, NULL none: each node's boot is drawn from
+	 * it (cloud seconds / time_scale) instead of provision_ms; draws
+	 * are keyed by timing_seed, the job, the rank and the attempt. */
+	const struct cloud_timing *timing;
+	uint64_t timing_seed;
 	int64_t heartbeat_ms;      /* what agents are told (1000) */
 	int64_t heartbeat_timeout_ms; /* node LOST after this silence (10000) */
 	int64_t boot_timeout_ms;   /* BOOTING without register -> LOST (30000) */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cloud/timing.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "ctl/auth.h"
@@ -302,6 +303,20 @@ out:
 	return rc;
 }
 
+/* How long the local cloud takes to boot rank `rank`'s node, real ns:
+ * a draw from the timing profile, else the provisioning delay. */
+static int64_t boot_ns(const struct ctl *c, const struct rjob *j, int rank)
+{
+	uint64_t key = c->cfg.timing_seed * UINT64_C(0x100000001b3) ^
+		       (uint64_t)j->id << 32 ^ (uint64_t)j->restarts << 16 ^
+		       (uint64_t)j->attempt << 8 ^ (uint64_t)rank;
+
+	if (!c->cfg.timing)
+		return c->cfg.provision_ms * 1000000;
+	return (int64_t)(cloud_timing_boot_s(c->cfg.timing, key) /
+			 c->cfg.time_scale * 1e9);
+}
+
 int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
 			int64_t now, struct sr_err *e)
@@ -326,7 +341,7 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			.price_micros = spot ? o.spot_per_h : o.ondemand_per_h,
 			.list_micros = o.ondemand_per_h,
 			.reserved_micros = o.reserved_per_h, .created_ns = now,
-			.boot_at_ns = now + c->cfg.provision_ms * 1000000,
+			.boot_at_ns = now + boot_ns(c, j, ranks[i]),
 		};
 		int64_t id = 0;
 

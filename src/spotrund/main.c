@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,10 @@
 #include "common/proc.h"
 #include "common/timeutil.h"
 #include "cloud/conf.h"
+#include "cloud/timing.h"
 #include "ctl/ctl.h"
 #include "ctl/ctlfile.h"
+#include "market/catalog.h"
 #include "statelock.h"
 #include "store/store.h"
 
@@ -69,6 +72,13 @@ static const char usage[] =
 	"  --notice-ms N            the local cloud's preemption notice lead,\n"
 	"                           real ms (5000; a real cloud's notice carries\n"
 	"                           its own time)\n"
+	"  --timing NAME|FILE       give the local cloud a real cloud's timings\n"
+	"                           (data/timing/NAME.json: aws, gcp, azure):\n"
+	"                           its notice lead and per-node boots drawn\n"
+	"                           from its distribution, in cloud seconds\n"
+	"                           divided by --time-scale; --notice-ms and\n"
+	"                           --provision-ms still win when given\n"
+	"  --timing-seed N          seed of the boot draws (1)\n"
 	"  --stop-grace-ms N        how long a stop may take past a notice's\n"
 	"                           deadline, or from a policy move, real ms\n"
 	"                           (5000)\n"
@@ -181,6 +191,8 @@ static const struct option opts[] = {
 	{ "trace-start", required_argument, NULL, 'S' },
 	{ "provision-ms", required_argument, NULL, 'P' },
 	{ "notice-ms", required_argument, NULL, 'N' },
+	{ "timing", required_argument, NULL, 0x10a },
+	{ "timing-seed", required_argument, NULL, 0x10b },
 	{ "stop-grace-ms", required_argument, NULL, 0x109 },
 	{ "heartbeat-ms", required_argument, NULL, 'H' },
 	{ "heartbeat-timeout", required_argument, NULL, 'O' },
@@ -203,6 +215,8 @@ struct opts_out {
 	struct cloud_confs *confs;
 	char *state, *host;
 	size_t state_cap, host_cap;
+	const char *timing;        /* --timing, NULL none */
+	bool notice_set, provision_set;
 };
 
 /* Apply option `opt` with argument arg (NULL for a flag without one):
@@ -259,10 +273,21 @@ static int apply(int opt, const char *arg, struct opts_out *o)
 		if (end == arg || *end || cfg->trace_start_h < 0)
 			return bad("--trace-start", arg);
 		break;
-	case 'P': if (parse_i64("--provision-ms", arg, 0, &cfg->provision_ms)) return 2; break;
+	case 'P':
+		if (parse_i64("--provision-ms", arg, 0, &cfg->provision_ms))
+			return 2;
+		o->provision_set = true;
+		break;
+	case 0x10a: o->timing = arg; break;
+	case 0x10b:
+		if (parse_i64("--timing-seed", arg, 0, &v))
+			return 2;
+		cfg->timing_seed = (uint64_t)v;
+		break;
 	case 'N':
 		if (parse_i64("--notice-ms", arg, 1, &cfg->notice_ms))
 			return 2;
+		o->notice_set = true;
 		/* the local cloud's setting, over the config file's */
 		if (flag_override(o->confs, "local", "notice_ms", arg))
 			return 1;
@@ -347,14 +372,52 @@ static int apply_file(const struct ctl_file *f, struct opts_out *o)
 	return 0;
 }
 
+/* --timing: load the profile into *t and let it set the local cloud's
+ * notice lead and mean boot where no flag did.  0 or an exit status. */
+static int timing_apply(struct opts_out *o, struct cloud_timing *t)
+{
+	struct ctl_config *cfg = o->cfg;
+	struct sr_err e = { 0 };
+	char data[2048];
+	int rc;
+
+	if (cfg->data_dir)
+		snprintf(data, sizeof data, "%s", cfg->data_dir);
+	else if (catalog_find_data_dir(data, sizeof data))
+		snprintf(data, sizeof data, "data");
+	rc = cloud_timing_load(data, o->timing, t, &e);
+	if (rc) {
+		fprintf(stderr, "spotrund: --timing: %s\n", sr_err_str(&e, rc));
+		return 2;
+	}
+	cfg->timing = t;
+	if (!o->notice_set) {
+		char ms[32];
+
+		cfg->notice_ms = (int64_t)(t->notice_s / cfg->time_scale * 1e3);
+		if (cfg->notice_ms < 1)
+			cfg->notice_ms = 1;
+		/* the local cloud's setting, over the config file's */
+		snprintf(ms, sizeof ms, "%lld", (long long)cfg->notice_ms);
+		if (flag_override(o->confs, "local", "notice_ms", ms))
+			return 1;
+	}
+	if (!o->provision_set)
+		cfg->provision_ms = (int64_t)(cloud_timing_boot_mean_s(t) /
+					      cfg->time_scale * 1e3);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl_config cfg;
+	struct cloud_timing timing;
 	struct ctl_file file = { 0 };
 	struct ctl *c = NULL;
 	struct sr_err e = { 0 };
 	char state[2048], host[64], path[2400], buf[256];
-	struct opts_out o = { &cfg, NULL, state, host, sizeof state, sizeof host };
+	struct opts_out o = { &cfg, NULL, state, host, sizeof state, sizeof host,
+			      NULL, false, false };
 	const char *conf_file = config_path(argc, argv);
 	struct sigaction sa;
 	sigset_t block, old;
@@ -395,6 +458,13 @@ int main(int argc, char **argv)
 	cfg.state_dir = state;
 	cfg.listen_host = host;
 	cfg.providers = &file.providers;
+	if (o.timing) {
+		rc = timing_apply(&o, &timing);
+		if (rc) {
+			ctl_file_free(&file);
+			return rc;
+		}
+	}
 	/* every file the daemon creates (database, WAL, tokens, logs) is
 	 * private to its user (issue 10: spotrun.db was created 0644) */
 	umask(077);
