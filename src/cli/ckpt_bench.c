@@ -62,7 +62,8 @@ static const char *const BUSAGE =
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
-	"write_vs_raw, restore_vs_raw, restore_unstaged_vs_raw (a job's first\n"
+	"write_vs_raw, restore_vs_raw, restore_scratch_vs_raw (the same\n"
+	"restore, the old bytes not kept), restore_unstaged_vs_raw (a job's first\n"
 	"restore, as the Python binding's: the engine has no staging memory\n"
 	"yet), restore_cb_vs_raw (spotckpt_restore_cb), stall_vs_torch_save,\n"
 	"train_overhead and peak_rss_vs_state, each with a ratio and the raw\n"
@@ -497,11 +498,13 @@ static int unstaged_lookup(void *ud, const struct spotckpt_tensor_info *t,
 }
 
 /* What the Python binding's restore() does at a job's start: the reader,
- * every tensor into the bench's own, read with a fresh engine's staging
- * memory (spotckpt_reader_read_all_with: the engine has none yet, so the
- * read reserves it). */
-static int first_restore(const struct bench_state *st, const struct bwork *w,
-			 struct spotckpt *fresh)
+ * every tensor into the bench's own, read with `with`'s staging memory
+ * (spotckpt_reader_read_all_with: a fresh engine has none yet, so the
+ * read reserves it).  `flags` goes to every destination:
+ * SPOTCKPT_DEST_SCRATCH measures the same read without keeping the old
+ * bytes (what the all-or-nothing guarantee costs). */
+static int reader_restore(const struct bench_state *st, const struct bwork *w,
+			  struct spotckpt *with, uint32_t flags)
 {
 	struct spotckpt_reader *r = NULL;
 	struct spotckpt_dest *d = NULL;
@@ -517,23 +520,26 @@ static int first_restore(const struct bench_state *st, const struct bwork *w,
 		struct spotckpt_tensor_info info;
 
 		rc = spotckpt_reader_tensor(r, i, &info);
-		if (rc == 0 && unstaged_lookup((void *)st, &info, &d[n]) == 0)
+		if (rc == 0 && unstaged_lookup((void *)st, &info, &d[n]) == 0) {
+			d[n].flags = flags;
 			d[n++].index = i;
+		}
 	}
 	if (rc == 0)
-		rc = spotckpt_reader_read_all_with(r, fresh, d, n);
+		rc = spotckpt_reader_read_all_with(r, with, d, n);
 	free(d);
 	spotckpt_reader_close(r);
 	return rc;
 }
 
 /* The restore arms, measured alternately. */
-enum { ARM_ENGINE, ARM_FIRST, ARM_CB, ARMS };
+enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARMS };
 
 /* One pair: drop the cache, raw read, then the restore of that arm
- * (ARM_ENGINE: through e, its idle staging slot borrowed; ARM_FIRST:
- * first_restore with a fresh engine; ARM_CB: spotckpt_restore_cb, no
- * engine at all). */
+ * (ARM_ENGINE: through e, its idle staging slot borrowed; ARM_SCRATCH:
+ * the same read with the destinations marked scratch, nothing kept;
+ * ARM_FIRST: reader_restore with a fresh engine; ARM_CB:
+ * spotckpt_restore_cb, no engine at all). */
 static int restore_pair(const struct bench_state *st, const struct bwork *w,
 			uint8_t *dst, struct spotckpt *e, int arm,
 			struct rpairs *p, int r, int *rdirect)
@@ -565,7 +571,9 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	t0 = bench_now();
 	c0 = bench_proc_cpu(); /* the engine's threads are idle now */
 	rc = arm == ARM_ENGINE ? spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
-	   : arm == ARM_FIRST ? first_restore(st, w, fresh)
+	   : arm == ARM_SCRATCH ? reader_restore(st, w, e,
+						 SPOTCKPT_DEST_SCRATCH)
+	   : arm == ARM_FIRST ? reader_restore(st, w, fresh, 0)
 	   : spotckpt_restore_cb(w->wdir[0], SPOTCKPT_NEWEST, unstaged_lookup,
 				 (void *)st, &got);
 	p->rest[r] = bench_now() - t0;
@@ -624,15 +632,18 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	peak = bench_proc_bytes("VmHWM:");
 	if (o->only & PH_RESTORE)
 		progress(o, "restores, each after a raw read of the same bytes");
-	/* the engine's restore, a job's first one (as the Python binding
-	 * restores) and the C callback form, alternately */
+	/* the engine's restore, the same without keeping the old bytes, a
+	 * job's first one (as the Python binding restores) and the C
+	 * callback form, alternately */
 	for (int r = 0; (o->only & PH_RESTORE) && rc == 0 && r < o->reps; r++) {
 		prog_show(r, o->reps);
-		/* the arm after the engine's finds the kernel with no memory
-		 * just freed (the other fresh-memory arm's, for the arm after
-		 * it): the two take turns in that place */
-		static const int ord[2][ARMS] = { { ARM_ENGINE, ARM_FIRST, ARM_CB },
-						  { ARM_ENGINE, ARM_CB, ARM_FIRST } };
+		/* the engine's two arms take turns first; the arm after them
+		 * finds the kernel with no memory just freed (the other
+		 * fresh-memory arm's, for the arm after it): the two take
+		 * turns in that place */
+		static const int ord[2][ARMS] = {
+			{ ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB },
+			{ ARM_SCRATCH, ARM_ENGINE, ARM_CB, ARM_FIRST } };
 
 		for (int a = 0; rc == 0 && a < ARMS; a++) {
 			int arm = ord[r % 2][a];
@@ -691,6 +702,12 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		put_restore(root, "restore_vs_raw", "the engine's restore "
 			    "(spotckpt_restore, its idle staging slot borrowed)",
 			    st->total, o->reps, &rp[0], rdirect);
+		put_restore(root, "restore_scratch_vs_raw", "the engine's "
+				"restore as restore_vs_raw, the destinations marked "
+				"SPOTCKPT_DEST_SCRATCH: their old bytes are not kept (the "
+				"cost of the all-or-nothing restore is the gap to "
+				"restore_vs_raw)", st->total, o->reps, &rp[ARM_SCRATCH],
+				rdirect);
 		put_restore(root, "restore_unstaged_vs_raw", "a job's first "
 			    "restore, as the Python binding's restore() does it: "
 			    "a fresh engine with no staging memory yet, "
@@ -887,6 +904,7 @@ static void print_table(json_t *root)
 		{ "lazy_stall_vs_memcpy", "<= 0.05" },
 		{ "write_vs_raw", ">= 0.90" },
 		{ "restore_vs_raw", ">= 0.95" },
+		{ "restore_scratch_vs_raw", "-" },
 		{ "restore_unstaged_vs_raw", ">= 0.95" },
 		{ "restore_cb_vs_raw", "-" },
 		{ "stall_vs_torch_save", "<= 0.05" },

@@ -10,10 +10,12 @@ import subprocess
 import pytest
 
 ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
-        "restore_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw",
+        "restore_vs_raw", "restore_scratch_vs_raw", "restore_unstaged_vs_raw",
+        "restore_cb_vs_raw",
         "stall_vs_torch_save",
         "train_overhead", "peak_rss_vs_state")
-RESTORES = ("restore_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw")
+RESTORES = ("restore_vs_raw", "restore_scratch_vs_raw",
+            "restore_unstaged_vs_raw", "restore_cb_vs_raw")
 # tiny and short: two restore pairs, two training pairs of 0.25 CPU-s
 # segments (a step is calibrated on CPU time, so a busy machine stretches
 # them);
