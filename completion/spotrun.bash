@@ -9,7 +9,7 @@ _spotrun()
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
     sub=${COMP_WORDS[2]}
-    local cmds="cancel catalog check ckpt cost daemon dashboard ec2-emulator events gpus launch logs nodes plan sim status trace version"
+    local cmds="cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gpus launch logs nodes plan sim status trace version"
     local common="--api --state-dir --json --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
@@ -78,6 +78,14 @@ _spotrun()
             else
                 COMPREPLY=($(compgen -W "--json --step --full-meta --help" -- "$cur"))
                 [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur"))
+            fi ;;
+        cloud)
+            if [[ $COMP_CWORD -eq 2 ]]; then
+                COMPREPLY=($(compgen -W "preempt outage --help" -- "$cur"))
+            elif [[ $sub == preempt ]]; then
+                COMPREPLY=($(compgen -W "--lead $common" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--for $common" -- "$cur"))
             fi ;;
         sim)
             COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --json --help" -- "$cur")) ;;

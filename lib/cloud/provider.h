@@ -197,6 +197,24 @@ struct cloud_provider_ops {
 	int (*cred_check)(void *st, int64_t *expires_s, struct sr_err *e);
 	/* Refresh temporary credentials now.  NULL: nothing to refresh. */
 	int (*cred_refresh)(void *st, struct sr_err *e);
+	/* Driven by hand (`spotrun cloud preempt|outage`; a simulated cloud
+	 * only, NULL elsewhere).
+	 *   preempt: reclaim node's running spot instance as the cloud
+	 *     would, its notice lead_ms (real ms; 0: the provider's own
+	 *     lead) ahead; *notice_ns the kill time (wall clock), the
+	 *     earlier one if the instance already had a notice.
+	 *     -SR_ENOTFOUND: no running instance of node here; -EINVAL with
+	 *     *e: an on-demand instance (never reclaimed).
+	 *   outage: no spot capacity in `pool` for for_s seconds of the
+	 *     cloud's clock from now: its spot instances are reclaimed one
+	 *     at a time and spot launches into it fail for capacity.
+	 *     *until_s the end on the cloud's clock.  -SR_ENOTFOUND: the
+	 *     provider does not sell pool.
+	 * Any thread. */
+	int (*preempt)(void *st, int64_t node, int64_t lead_ms,
+		       int64_t *notice_ns, struct sr_err *e);
+	int (*outage)(void *st, int pool, double for_s, double *until_s,
+		      struct sr_err *e);
 	void (*destroy)(void *st); /* NULL-safe st */
 };
 

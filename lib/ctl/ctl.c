@@ -441,6 +441,7 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 	ctl__routes_nodes();
 	ctl__routes_boot();
 	ctl__routes_files();
+	ctl__routes_cloud();
 	for (size_t i = 0; i < c->nclouds; i++) {
 		if (c->clouds[i].caps & CLOUD_CAP_HOSTED_META)
 			ctl__routes_imds();

@@ -27,6 +27,9 @@ void ctl__routes_nodes(void);
 /* The IMDSv2 the daemon serves the nodes of a provider with
  * CLOUD_CAP_HOSTED_META (routes_imds.c; registered when one is open). */
 void ctl__routes_imds(void);
+/* routes_cloud.c: POST /v1/cloud/preempt, /v1/cloud/outage (a cloud
+ * driven by hand) */
+void ctl__routes_cloud(void);
 /* routes_files.c: POST /v1/uploads, GET /v1/nodes/{id}/files */
 void ctl__routes_files(void);
 struct jobspec;

@@ -42,7 +42,8 @@ def completion(*words):
 
 
 # A command line up to where its options go (subcommands included).
-FORMS = {"ckpt": [("ckpt", "inspect"), ("ckpt", "bench"), ("ckpt", "bench-sync")], "trace": [("trace", "gen"), ("trace", "prior")]}
+FORMS = {"ckpt": [("ckpt", "inspect"), ("ckpt", "bench"), ("ckpt", "bench-sync")], "trace": [("trace", "gen"), ("trace", "prior")],
+         "cloud": [("cloud", "preempt"), ("cloud", "outage")]}
 
 
 def forms():

@@ -22,6 +22,10 @@
  * (CLOUD_CAP_HOSTED_META, local__metadata); the agent's source is "imds".
  * No acknowledgement.
  *
+ * Driven by hand (`spotrun cloud preempt|outage`): ops.preempt gives one
+ * node its notice (local_drv.c), ops.outage takes a pool's spot capacity
+ * away for a while (local_outage.c).
+ *
  * Credentials: none.
  *
  * Configuration keys: notice_ms (real ms, >= 1; default: the daemon's
@@ -43,30 +47,35 @@
 
 /* ---- market view --------------------------------------------------------- */
 
-static void lm_mark(struct cloud_offering *o)
+/* Price source, and no spot capacity in a pool out by hand. */
+static void lm_mark(struct local_prov *l, struct cloud_offering *o, double now)
 {
 	o->price_src = o->trace[0] ? CLOUD_PRICE_TRACE : CLOUD_PRICE_CATALOG;
 	o->price_age_s = 0;
+	if (o->spot_available)
+		o->spot_available = local__available(l, o->pool, now);
 }
 
 static int lm_offerings(void *st, const struct cloud_query *q,
 			struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	struct local_prov *l = st;
-	int rc = localmkt_offerings(l->m, q, local__sim(l), out, n, e);
+	double now = local__sim(l);
+	int rc = localmkt_offerings(l->m, q, now, out, n, e);
 
 	for (size_t i = 0; !rc && i < *n; i++)
-		lm_mark(&(*out)[i]);
+		lm_mark(l, &(*out)[i], now);
 	return rc;
 }
 
 static int lm_describe(void *st, int pool, struct cloud_offering *out)
 {
 	struct local_prov *l = st;
-	int rc = localmkt_describe(l->m, pool, local__sim(l), out);
+	double now = local__sim(l);
+	int rc = localmkt_describe(l->m, pool, now, out);
 
 	if (!rc)
-		lm_mark(out);
+		lm_mark(l, out, now);
 	return rc;
 }
 
@@ -124,6 +133,7 @@ static void local_destroy(void *st)
 
 	if (!l)
 		return;
+	local__outage_free(l);
 	localmkt_free(l->m);
 	if (l->mu_init)
 		pthread_mutex_destroy(&l->mu);
@@ -133,6 +143,8 @@ static void local_destroy(void *st)
 static const struct cloud_provider_ops local_ops = {
 	.bootstrap = local_bootstrap,
 	.metadata = local__metadata,
+	.preempt = local__preempt,
+	.outage = local__outage_set,
 	.destroy = local_destroy,
 };
 
@@ -169,9 +181,9 @@ static int local_open(const struct cloud_host *h, const struct cloud_conf *conf,
 				"not a count of milliseconds >= 1", v);
 		goto fail;
 	}
-	/* the cloud's records, and the folders a user (or a test) drops a
-	 * file into to interrupt a node or recommend moving off it (local_drv.c):
-	 * there from the start, so `touch <state>/interrupts/<node>` works */
+	/* the cloud's records, and the folders a test drops a file into to
+	 * interrupt a node or recommend moving off it (local_drv.c; a user
+	 * runs `spotrun cloud preempt`): there from the start */
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "localcloud", "interrupts",
 						   "rebalance" };
@@ -186,6 +198,8 @@ static int local_open(const struct cloud_host *h, const struct cloud_conf *conf,
 	}
 	snprintf(l->dir, sizeof l->dir, "%s/localcloud", h->state_dir);
 	rc = localmkt_load(h->data_dir, &l->m, e);
+	if (!rc)
+		rc = local__outage_load(l, e);
 	if (rc)
 		goto fail;
 	pthread_mutex_init(&l->mu, NULL);

@@ -36,7 +36,10 @@
  * spot launch into a pool without capacity fails with the capacity
  * class.  <state>/rebalance/<node id> gives a running spot instance a
  * rebalance recommendation (EC2's early warning), served on its IMDS at
- * events/recommendations/rebalance.
+ * events/recommendations/rebalance.  By hand, `spotrun cloud preempt
+ * NODE [--lead S]` (ops.preempt, local__preempt) gives one running spot
+ * instance its notice at once, S seconds ahead, and `spotrun cloud
+ * outage POOL --for D` takes a pool's capacity away (local_outage.c).
  *
  * Threading: the records are under one mutex (struct local_prov.mu).
  */
@@ -396,8 +399,7 @@ static int ld_launch(struct local_prov *d, const struct cloud_launch *l,
 				     "local: the bootstrap is not a startup "
 				     "document {api, node, bootstrap}");
 	}
-	if (l->spot && !localmkt_available(d->m, l->pool,
-					   local__sim(d))) {
+	if (l->spot && !local__available(d, l->pool, local__sim(d))) {
 		json_decref(b);
 		return cloud_err_set(&q->err, CLOUD_ECAPACITY,
 				     "InsufficientInstanceCapacity", "local: no "
@@ -604,8 +606,7 @@ static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t no
 	if (!alive)
 		return false;
 	if (r->spot && !r->notice_ns &&
-	    ((turn && !localmkt_available(d->m, r->pool,
-					  local__sim(d))) ||
+	    ((turn && !local__available(d, r->pool, local__sim(d))) ||
 	     injected(d, "interrupts", r->node))) {
 		r->noticed_ns = now;
 		r->notice_ns = now + d->notice_ms * 1000000;
@@ -729,6 +730,50 @@ int local__metadata(void *st, int64_t node, struct cloud_meta *out)
 		rc = 0;
 	}
 	pthread_mutex_unlock(&d->mu);
+	free(v);
+	free(paths);
+	return rc;
+}
+
+int local__preempt(void *st, int64_t node, int64_t lead_ms, int64_t *notice_ns,
+		   struct sr_err *e)
+{
+	struct local_prov *d = st;
+	struct lrec *v = NULL, *r = NULL;
+	char (*paths)[LPATH] = NULL;
+	int64_t now = local__now(d);
+	size_t nv = 0;
+	int rc;
+
+	*notice_ns = 0;
+	pthread_mutex_lock(&d->mu);
+	rc = recs_all(d, &v, &paths, &nv);
+	for (size_t i = 0; !rc && i < nv; i++) {
+		if (v[i].node == node && !v[i].gone && v[i].pid > 0 &&
+		    sr_proc_alive(v[i].pid, v[i].start))
+			r = &v[i];
+	}
+	if (rc)
+		sr_err_set(e, rc, "%s: %s", d->dir, sr_strerror(rc));
+	else if (!r)
+		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 " has no running "
+				"instance on the local cloud", node);
+	else if (!r->spot)
+		rc = sr_err_set(e, -EINVAL, "node %" PRId64 " is on-demand (%s): "
+				"only spot instances are reclaimed", node, r->id);
+	else if (r->notice_ns)
+		*notice_ns = r->notice_ns; /* already noticed: that one stands */
+	else {
+		r->noticed_ns = now;
+		r->notice_ns = now + (lead_ms > 0 ? lead_ms : d->notice_ms) * 1000000;
+		rc = rec_save(d, r, e);
+		if (!rc)
+			*notice_ns = r->notice_ns;
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (!rc)
+		sr_info("local", "spot interruption by hand", "node=%" PRId64
+			" at_ns=%" PRId64, node, *notice_ns);
 	free(v);
 	free(paths);
 	return rc;

@@ -23,6 +23,12 @@ struct local_prov {
 	pthread_mutex_t mu;          /* guards the records */
 	bool mu_init;
 	char dir[2200];              /* <state>/localcloud */
+	/* outages set by hand (local_outage.c): until[pool] on the cloud's
+	 * clock, 0 none; under omu (the market reads it without mu) */
+	pthread_mutex_t omu;
+	bool omu_init;
+	double *outage_until;
+	size_t npools;
 };
 
 static inline double local__sim(const struct local_prov *l)
@@ -34,6 +40,22 @@ static inline int64_t local__now(const struct local_prov *l)
 {
 	return l->h->real_ns(l->h->ud);
 }
+
+/* Outages set by hand (local_outage.c, <state>/outages.json).
+ *   _load: read the file at open (a missing one: none).
+ *   _set: cloud_provider_ops.outage.
+ *   local__available: spot capacity in pool at sim_s - the trace's, and
+ *     no outage (any thread).
+ *   _mark: clear spot_available of offerings in an outage. */
+int local__outage_load(struct local_prov *l, struct sr_err *e);
+int local__outage_set(void *st, int pool, double for_s, double *until_s,
+		      struct sr_err *e);
+bool local__available(struct local_prov *l, int pool, double sim_s);
+void local__outage_free(struct local_prov *l);
+
+/* cloud_provider_ops.preempt (local_drv.c). */
+int local__preempt(void *st, int64_t node, int64_t lead_ms, int64_t *notice_ns,
+		   struct sr_err *e);
 
 /* The compute driver (local_drv.c); st = struct local_prov. */
 extern const struct cloud_driver_ops local__drv_ops;
