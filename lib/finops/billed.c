@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "billed.h"
@@ -84,4 +85,89 @@ int finops_billed_report(struct store *db, const struct finops_filter *f,
 	}
 	store_done(st);
 	return rc < 0 ? sr_err_prefix(e, "billed figures") : 0;
+}
+
+int finops_billed_map_load(struct store *db, struct finops_billed_map *m,
+			   struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	size_t cap = 0;
+	int rc = store_prepare(db, "SELECT job_id, day, provider, estimate, billed"
+			       " FROM ledger_billed b WHERE at_ns = (SELECT"
+			       " max(at_ns) FROM ledger_billed c WHERE c.job_id ="
+			       " b.job_id AND c.day = b.day AND c.provider ="
+			       " b.provider)", &st, e);
+
+	m->v = NULL;
+	m->n = 0;
+	if (rc)
+		return rc;
+	while ((rc = store_step(st, e)) == 1) {
+		struct finops_billed_cell *c;
+
+		if (m->n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct finops_billed_cell *nv = realloc(m->v, nc * sizeof *nv);
+
+			if (!nv) {
+				rc = sr_err_set(e, -ENOMEM, "billed figures: out of memory");
+				break;
+			}
+			m->v = nv;
+			cap = nc;
+		}
+		c = &m->v[m->n++];
+		memset(c, 0, sizeof *c);
+		c->job_id = store_col_i64(st, "job_id");
+		c->day = store_col_i64(st, "day");
+		snprintf(c->provider, sizeof c->provider, "%s",
+			 store_col_text(st, "provider"));
+		c->estimate = store_col_i64(st, "estimate");
+		c->billed = store_col_i64(st, "billed");
+	}
+	store_done(st);
+	if (rc < 0) {
+		finops_billed_map_free(m);
+		return sr_err_prefix(e, "billed figures");
+	}
+	return 0;
+}
+
+void finops_billed_map_free(struct finops_billed_map *m)
+{
+	if (!m)
+		return;
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+/* round(a * b / c) for c > 0, in 128 bits (no overflow for any micros). */
+static sr_micros mul_div(sr_micros a, sr_micros b, sr_micros c)
+{
+	__int128 p = (__int128)a * b;
+
+	return (sr_micros)(p >= 0 ? (p + c / 2) / c : -((-p + c / 2) / c));
+}
+
+sr_micros finops_billed_share(struct finops_billed_map *m, int64_t job,
+			      int64_t day, const char *provider, sr_micros cost,
+			      bool *billed)
+{
+	*billed = false;
+	for (size_t i = 0; m && i < m->n; i++) {
+		struct finops_billed_cell *c = &m->v[i];
+		sr_micros to;
+
+		if (c->job_id != job || c->day != day ||
+		    strcmp(c->provider, provider) || c->estimate <= 0)
+			continue;
+		c->seen += cost;
+		to = mul_div(c->billed, c->seen, c->estimate);
+		cost = to - c->given;
+		c->given = to;
+		*billed = true;
+		break;
+	}
+	return cost;
 }

@@ -3,7 +3,10 @@
  *
  * Column                 Value (one ledger row = one FOCUS row)
  * ---------------------  ---------------------------------------------------
- * BilledCost             cost (what the interval was charged)
+ * BilledCost             cost (what the interval was charged): the row's
+ *                        share of the cloud's bill where one was applied
+ *                        (spotrun cost reconcile --apply; billed.h), else
+ *                        spotrun's estimate
  * BillingAccountId       opts, default "spotrun"
  * BillingAccountName     opts, default "spotrun"
  * BillingCurrency        "USD"
@@ -19,7 +22,7 @@
  *                        of one resource (node) never overlap
  * ContractedCost         = ListCost: no negotiated discounts exist, so the
  *                        contracted rate is the list rate
- * EffectiveCost          cost (no amortised purchases)
+ * EffectiveCost          = BilledCost (no amortised purchases)
  * InvoiceIssuerName      provider display name
  * ListCost               list_cost (on-demand list $/h x hours)
  * PricingQuantity        billed hours (decimal, 12 places)
@@ -39,6 +42,8 @@
  * SkuId                  "<provider>/<instance type>/<region>/<category>"
  * Tags                   {"spotrun/node-id": N, "spotrun/job-id": J}
  * x_JobId .. x_IdleCost  our columns (see finops_focus_columns)
+ * x_EstimatedCost        spotrun's estimate (the ledger's cost), = BilledCost
+ *                        until a bill is applied
  *
  * Invariants the tests check: ListUnitPrice x PricingQuantity = ListCost
  * to the micro-dollar (costs are rounded to micros once, in the ledger),
@@ -64,7 +69,8 @@ const char finops__usage_sql[] =
 	" list_cost, reserved_cost,"
 	" (SELECT team FROM jobs WHERE id = job_id) AS team,"
 	" (SELECT project FROM jobs WHERE id = job_id) AS project,"
-	" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center"
+	" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center,"
+	" (SELECT provider FROM nodes WHERE id = node_id) AS node_provider"
 	" FROM ledger"
 	" WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 	" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
@@ -85,7 +91,7 @@ const char *const finops_focus_columns[] = {
 	/* ours */
 	"x_JobId", "x_NodeId", "x_AcceleratorName", "x_AcceleratorCount",
 	"x_UsageState", "x_Utilization", "x_ReservedUnitPrice",
-	"x_ReservedCost", "x_IdleCost",
+	"x_ReservedCost", "x_IdleCost", "x_EstimatedCost",
 	NULL,
 };
 
@@ -247,8 +253,10 @@ void finops__focus_tags(struct store_stmt *st, const char *job,
 }
 
 int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
-			struct focus_usage *u)
+		       struct finops_billed_map *bm, struct focus_usage *u)
 {
+	const char *np = store_col_text(st, "node_provider");
+	bool is_billed = false;
 	const char *accel = store_col_text(st, "accelerator");
 	int64_t start = store_col_i64(st, "start_ns");
 	int64_t end = store_col_i64(st, "end_ns");
@@ -295,6 +303,11 @@ int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
 	rc |= finops__fmt_time(m1, u->bpe, sizeof u->bpe);
 	rc |= finops__fmt_time(start, u->cps, sizeof u->cps);
 	rc |= finops__fmt_time(end, u->cpe, sizeof u->cpe);
+	rc |= finops_fmt_micros(cost, u->est, sizeof u->est) < 0;
+	/* the day as reconcile matched it: the row's ChargePeriodStart */
+	cost = finops_billed_share(bm, u->job_id > 0 ? u->job_id : 0,
+				   start / (INT64_C(86400) * SR_NS_PER_SEC),
+				   *np ? np : u->provider, cost, &is_billed);
 	rc |= finops_fmt_micros(cost, u->billed, sizeof u->billed) < 0;
 	rc |= finops_fmt_micros(store_col_i64(st, "list_cost"), u->list,
 				sizeof u->list) < 0;
@@ -332,10 +345,11 @@ int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
 }
 
 static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
-		     struct node_ends *ends, FILE *out)
+		     struct node_ends *ends, struct finops_billed_map *bm,
+		     FILE *out)
 {
 	struct focus_usage u;
-	int rc = finops__usage_fill(st, ends, &u);
+	int rc = finops__usage_fill(st, ends, bm, &u);
 
 	if (rc)
 		return rc;
@@ -349,7 +363,7 @@ static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		u.job_id > 0 ? u.job : NULL, u.node, u.accel, u.gpus,
 		u.busy ? "Busy" : "Idle", u.has_util ? u.util : NULL,
 		u.has_reserved ? u.rup : NULL, u.has_reserved ? u.rcost : NULL,
-		u.idle,
+		u.idle, u.est,
 	};
 	_Static_assert(sizeof vals / sizeof vals[0] ==
 		       sizeof finops_focus_columns / sizeof finops_focus_columns[0] - 1,
@@ -365,6 +379,7 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 		       size_t *nrows, struct sr_err *e)
 {
 	struct finops_focus_opts def = { "spotrun", "spotrun" };
+	struct finops_billed_map bm = { 0 };
 	struct node_ends ends = { 0 };
 	struct store_stmt *st = NULL;
 	size_t n = 0;
@@ -378,14 +393,19 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 		if (o->billing_account_name && *o->billing_account_name)
 			def.billing_account_name = o->billing_account_name;
 	}
-	rc = finops__prepare_filtered(db, finops__usage_sql, f, &st, e);
+	rc = finops_billed_map_load(db, &bm, e);
 	if (rc)
+		return sr_err_prefix(e, "FOCUS export");
+	rc = finops__prepare_filtered(db, finops__usage_sql, f, &st, e);
+	if (rc) {
+		finops_billed_map_free(&bm);
 		return rc;
+	}
 	for (size_t i = 0; finops_focus_columns[i]; i++)
 		finops__put_field(out, finops_focus_columns[i], i == 0);
 	fputs("\r\n", out);
 	while ((rc = store_step(st, e)) == 1) {
-		rc = write_row(st, &def, &ends, out);
+		rc = write_row(st, &def, &ends, &bm, out);
 		if (rc) {
 			sr_err_set(e, rc, "FOCUS export: row %zu: %s", n + 1,
 				   rc == -ENOMEM ? "out of memory" : "value too long");
@@ -404,6 +424,7 @@ int finops_focus_write(struct store *db, const struct finops_filter *f,
 out:
 	store_done(st);
 	free(ends.v);
+	finops_billed_map_free(&bm);
 	return rc;
 }
 

@@ -1,7 +1,9 @@
 /*
  * focus13.c - FOCUS 1.3 export (see focus13.h).
  *
- * Cost and Usage, one row per ledger row: the 1.2 values (focus.c) with
+ * Cost and Usage, one row per ledger row: the 1.2 values (focus.c:
+ * BilledCost = EffectiveCost, the cloud's bill where one was applied,
+ * the estimate beside it in x_EstimatedCost) with
  * 1.3's names - ServiceProviderName and HostProviderName replace
  * ProviderName and PublisherName - and
  *   ChargeFrequency      "Usage-Based"
@@ -65,7 +67,7 @@ const char *const finops_focus13_columns[] = {
 	"ServiceSubcategory", "SkuId", "SkuPriceId", "Tags",
 	"x_JobId", "x_NodeId", "x_AcceleratorName", "x_AcceleratorCount",
 	"x_UsageState", "x_Utilization", "x_ReservedUnitPrice",
-	"x_ReservedCost", "x_IdleCost",
+	"x_ReservedCost", "x_IdleCost", "x_EstimatedCost",
 	NULL,
 };
 
@@ -76,7 +78,7 @@ enum {
 	C_LCOST, C_LUP, C_PCAT, C_PQ, C_PU, C_RID, C_RNAME, C_RESID, C_RESNAME,
 	C_RTYPE, C_SCAT, C_SNAME, C_SPROV, C_SSUB, C_SKU, C_SKUP, C_TAGS,
 	C_XJOB, C_XNODE, C_XACC, C_XACCN, C_XSTATE, C_XUTIL, C_XRUP, C_XRCOST,
-	C_XIDLE, NCOL
+	C_XIDLE, C_XEST, NCOL
 };
 
 const char *const finops_focus13_cc_columns[] = {
@@ -132,13 +134,13 @@ static void applied(char *buf, size_t n, const char *id, const char *cost,
 
 static int usage_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		     const struct finops_conf *c, struct node_ends *ends,
-		     FILE *out)
+		     struct finops_billed_map *bm, FILE *out)
 {
 	struct focus_usage u;
 	const struct finops_commitment *cm;
 	char skup[560], app[400];
 	const char *v[NCOL] = { 0 };
-	int rc = finops__usage_fill(st, ends, &u);
+	int rc = finops__usage_fill(st, ends, bm, &u);
 
 	if (rc)
 		return rc;
@@ -183,6 +185,7 @@ static int usage_row(struct store_stmt *st, const struct finops_focus_opts *o,
 	v[C_XRUP] = u.has_reserved ? u.rup : NULL;
 	v[C_XRCOST] = u.has_reserved ? u.rcost : NULL;
 	v[C_XIDLE] = u.idle;
+	v[C_XEST] = u.est;
 	put_row(out, v, NCOL);
 	return 0;
 }
@@ -299,6 +302,7 @@ static int share_row(const struct finops_alloc *a, const struct finops_share *s,
 	v[C_XJOB] = s->job_id ? job : NULL;
 	v[C_XSTATE] = cp ? NULL : "Idle";
 	v[C_XIDLE] = cp ? "0" : cost;
+	v[C_XEST] = cost;
 	put_row(out, v, NCOL);
 	return 0;
 }
@@ -309,6 +313,7 @@ int finops_focus13_write(struct store *db, const struct finops_filter *f,
 			 FILE *out, size_t *nrows, struct sr_err *e)
 {
 	struct finops_focus_opts def = { "spotrun", "spotrun" };
+	struct finops_billed_map bm = { 0 };
 	struct node_ends ends = { 0 };
 	struct store_stmt *st = NULL;
 	size_t n = 0;
@@ -320,18 +325,24 @@ int finops_focus13_write(struct store *db, const struct finops_filter *f,
 		def.billing_account_id = o->billing_account_id;
 	if (o && o->billing_account_name && *o->billing_account_name)
 		def.billing_account_name = o->billing_account_name;
-	rc = finops__prepare_filtered(db, finops__usage_sql, f, &st, e);
+	rc = finops_billed_map_load(db, &bm, e);
 	if (rc)
+		return sr_err_prefix(e, "FOCUS export");
+	rc = finops__prepare_filtered(db, finops__usage_sql, f, &st, e);
+	if (rc) {
+		finops_billed_map_free(&bm);
 		return rc;
+	}
 	put_header(out, finops_focus13_columns);
 	while ((rc = store_step(st, e)) == 1) {
-		rc = usage_row(st, &def, c, &ends, out);
+		rc = usage_row(st, &def, c, &ends, &bm, out);
 		if (rc)
 			break;
 		n++;
 	}
 	store_done(st);
 	free(ends.v);
+	finops_billed_map_free(&bm);
 	if (rc < 0 && rc != -ENOMEM && rc != -ENOSPC)
 		return sr_err_prefix(e, "FOCUS export");
 	for (size_t i = 0; !rc && a && i < a->nshares; i++) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "billed.h"
 #include "common/money.h"
 #include "store/store.h"
 
@@ -27,7 +28,9 @@ struct focus_usage {
 	int64_t job_id, node_id, start_ns, end_ns, billed_ns;
 	sr_micros cost, unit_price;
 	int busy, has_util, has_reserved;
-	char billed[32], list[32], qty[48], lup[32], rup[32], rcost[32],
+	/* billed: the row's share of an applied bill (billed.h), else the
+	 * estimate; est: the ledger's estimate */
+	char billed[32], est[32], list[32], qty[48], lup[32], rup[32], rcost[32],
 	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
 	     rid[32], sku[512], tags[512], bps[32], bpe[32], cps[32], cpe[32];
 };
@@ -35,7 +38,9 @@ struct focus_usage {
 /* SELECT of the ledger rows, ?1 since ?2 until ?3 job, in period order. */
 extern const char finops__usage_sql[];
 
+/* bm: the applied bills to spread (NULL: none) */
 int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
+		       struct finops_billed_map *bm,
 		       struct focus_usage *u);   /* 0, -ENOMEM, -ENOSPC */
 int64_t *finops__node_end_slot(struct node_ends *t, int64_t node);
 void finops__provider_lookup(const char *id, const char **display,

@@ -5,7 +5,10 @@
  * ----------------------------------------  ---------  ----------------------
  * spotrun_node_hourly_price_dollars         gauge      node, job_id, cloud, region,
  *                                                      zone, instance_type, pricing
- * spotrun_job_cost_dollars_total            counter    job_id
+ * spotrun_job_cost_dollars_total            counter    job_id   (billed where a
+ *                                                      bill was applied)
+ * spotrun_job_estimated_cost_dollars_total  counter    job_id   (the ledger's
+ *                                                      estimate)
  * spotrun_job_on_demand_cost_dollars_total  counter    job_id   (same hours at list)
  * spotrun_job_savings_dollars               gauge      job_id   (on-demand for
  *                                                      the hours used - cost)
@@ -49,6 +52,13 @@
  *
  * Durations billed or lost are in cloud seconds (the local cloud's time
  * scale), like the ledger.
+ *
+ * Cost after `spotrun cost reconcile --apply` (billed.h): for each
+ * job-day-provider a bill was applied to, the bill's figure replaces the
+ * estimate of that cell (the newest applied bill of it); days no bill
+ * covers stay estimates.  The estimate stays beside it,
+ * spotrun_job_estimated_cost_dollars_total.  Savings and team sums use
+ * the cost.
  *
  * Savings are what `spotrun cost` calls SAVED: the same node-hours at the
  * on-demand list price minus what they were billed; 0 for a job that
@@ -113,7 +123,11 @@ static void secs(FILE *f, int64_t ns)
 struct job_agg {
 	int64_t job;
 	char team[64], project[64], cost_center[64];
-	sr_micros cost, list, reserved_saving, lost_cost, idle_cost;
+	/* cost: the bill's figure for the job-days a bill was applied to
+	 * (reconcile --apply), the estimate for the rest; estimate: the
+	 * ledger's own for every day; billed_cells: how many were billed */
+	sr_micros cost, estimate, list, reserved_saving, lost_cost, idle_cost;
+	int64_t billed_cells;
 	int64_t lost_ns, idle_gpu_ns, preemptions, recoveries, downtime_ns;
 	bool planned;              /* the job has a ledger_plan row */
 	bool succeeded, wasted;    /* ended SUCCEEDED; FAILED or CANCELLED */
@@ -128,7 +142,8 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 	static const char sql[] =
 		"SELECT j, sum(c) AS cost, sum(l) AS list, sum(rs) AS rs,"
 		" sum(lc) AS lc, sum(ic) AS ic, sum(ln) AS ln, sum(ig) AS ig,"
-		" sum(p) AS p, sum(r) AS r, sum(d) AS d,"
+		" sum(p) AS p, sum(r) AS r, sum(d) AS d, sum(est) AS est,"
+		" sum(nb) AS nb,"
 		" (SELECT planned_cost FROM ledger_plan WHERE job_id = j) AS planned,"
 		" (SELECT team FROM jobs WHERE id = j) AS team,"
 		" (SELECT project FROM jobs WHERE id = j) AS project,"
@@ -138,15 +153,23 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		"  CASE WHEN reserved_cost IS NULL THEN 0 ELSE reserved_cost - cost END AS rs,"
 		"  0 AS lc, CASE busy WHEN 0 THEN cost ELSE 0 END AS ic, 0 AS ln,"
 		"  CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END AS ig,"
-		"  0 AS p, 0 AS r, 0 AS d FROM ledger WHERE job_id IS NOT NULL"
+		"  0 AS p, 0 AS r, 0 AS d, cost AS est, 0 AS nb FROM ledger"
+		"  WHERE job_id IS NOT NULL"
 		" UNION ALL"
 		" SELECT job_id, 0, 0, 0, value_cost, 0,"
 		"  CASE kind WHEN 1 THEN value_ns ELSE 0 END, 0,"
 		"  CASE kind WHEN 1 THEN 1 ELSE 0 END, CASE kind WHEN 2 THEN 1 ELSE 0 END,"
-		"  CASE kind WHEN 2 THEN value_ns ELSE 0 END FROM ledger_event"
+		"  CASE kind WHEN 2 THEN value_ns ELSE 0 END, 0, 0 FROM ledger_event"
 		" UNION ALL"
-		" SELECT job_id, 0, 0, 0, value_cost, 0, value_ns, 0, 0, 0, 0"
+		" SELECT job_id, 0, 0, 0, value_cost, 0, value_ns, 0, 0, 0, 0, 0, 0"
 		" FROM ledger_lost"
+		/* the bill where one was applied: what it billed beside the
+		 * estimate of those job-days (billed.h, the newest of each) */
+		" UNION ALL"
+		" SELECT job_id, billed - estimate, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1"
+		" FROM ledger_billed b WHERE job_id > 0 AND at_ns = (SELECT"
+		"  max(at_ns) FROM ledger_billed c WHERE c.job_id = b.job_id AND"
+		"  c.day = b.day AND c.provider = b.provider)"
 		") AS rows GROUP BY j ORDER BY j";
 	struct store_stmt *st = NULL;
 	size_t cap = 0;
@@ -174,6 +197,8 @@ static int load_jobs(struct store *db, struct job_agg **out, size_t *n,
 		a = &(*out)[(*n)++];
 		a->job = store_col_i64(st, "j");
 		a->cost = store_col_i64(st, "cost");
+		a->estimate = store_col_i64(st, "est");
+		a->billed_cells = store_col_i64(st, "nb");
 		a->list = store_col_i64(st, "list");
 		a->reserved_saving = store_col_i64(st, "rs");
 		a->lost_cost = store_col_i64(st, "lc");
@@ -485,7 +510,14 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 	label_family(f, a, n, OFF(project), "project");
 	label_family(f, a, n, OFF(cost_center), "cost_center");
 	job_family(f, a, n, "spotrun_job_cost_dollars_total", "counter",
-		   "What the job's nodes were billed, dollars.", OFF(cost), 0);
+		   "What the job's nodes were billed, dollars: the cloud's bill "
+		   "for the days one was applied to (spotrun cost reconcile "
+		   "--apply), spotrun's estimate for the rest.", OFF(cost), 0);
+	job_family(f, a, n, "spotrun_job_estimated_cost_dollars_total", "counter",
+		   "spotrun's own estimate of the job's cost (its ledger at "
+		   "catalog and trace prices), dollars; the same as "
+		   "spotrun_job_cost_dollars_total until a bill is applied.",
+		   OFF(estimate), 0);
 	job_family(f, a, n, "spotrun_job_on_demand_cost_dollars_total", "counter",
 		   "The same node-hours at the on-demand list price, dollars.",
 		   OFF(list), 0);

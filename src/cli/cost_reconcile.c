@@ -45,10 +45,11 @@ static void usage(void)
 	       CTLCLI_COMMON_HELP);
 }
 
-/* The ledger per node and UTC day, from the 1.2 export. */
+/* The ledger per node and UTC day, from the 1.2 export: its estimate
+ * (x_EstimatedCost; BilledCost is the bill once one was applied). */
 static int ledger_of(struct ctlcli *o, struct rec_ledger **out, size_t *n)
 {
-	static const char *const cols[] = { "x_NodeId", "BilledCost",
+	static const char *const cols[] = { "x_NodeId", "x_EstimatedCost",
 					    "ChargePeriodStart" };
 	struct sr_err e = { 0 };
 	struct sr_csv r;

@@ -180,7 +180,7 @@ def test_local_cloud_bill_explained():
                 ap.stderr, ap.stderr
         cells_bill = sum(c["bill_micros"] for c in rep["cells"])
         _, after = d.req("GET", "/v1/cost?by=job")
-        assert after["total"]["billed_micros"] == cells_bill
+        assert after["total"]["billed_micros"] == cells_bill != rep["ledger_micros"]
         assert after["total"]["billed_estimate_micros"] == rep["ledger_micros"]
         g = [x for x in after["groups"] if x["key"] == str(job)][0]
         assert g["billed_micros"] == cells_bill and g["cost_micros"] == rep["ledger_micros"]
@@ -188,6 +188,32 @@ def test_local_cloud_bill_explained():
                                capture_output=True, text=True, timeout=60)
         assert "BILLED: $%.2f by the cloud's bill" % (cells_bill / 1e6) in \
             table.stdout, table.stdout
+        # every surface then shows the billed figure, the estimate beside
+        # it: FOCUS (BilledCost = EffectiveCost, x_EstimatedCost), /metrics
+        for version in ("1.2", "1.3"):
+            st, text = d.req("GET", "/v1/cost/focus?version=" + version, raw=True)
+            assert st == 200
+            fr = [r for r in csv.DictReader(io.StringIO(text.decode()))
+                  if r["x_JobId"] == str(job) and r["ResourceId"].startswith("node-")]
+            assert fr and all(r["BilledCost"] == r["EffectiveCost"] for r in fr)
+            assert sum(micros(r["BilledCost"]) for r in fr) == cells_bill, version
+            assert sum(micros(r["x_EstimatedCost"]) for r in fr) == rep["ledger_micros"]
+        _, mt = d.req("GET", "/metrics", raw=True)
+        mt = mt.decode()
+
+        def metric(name):
+            line = [x for x in mt.splitlines()
+                    if x.startswith('%s{job_id="%d"} ' % (name, job))]
+            assert len(line) == 1, name
+            return round(float(line[0].split()[1]) * 1e6)
+        assert metric("spotrun_job_cost_dollars_total") == cells_bill
+        assert metric("spotrun_job_estimated_cost_dollars_total") == rep["ledger_micros"]
+        # and a bill matched again is matched against the estimate, not
+        # against itself
+        again = subprocess.run([bin_path("spotrun"), "cost", "reconcile", path,
+                                "--json", "--state-dir", d.state],
+                               capture_output=True, text=True, timeout=60)
+        assert json.loads(again.stdout)["ledger_micros"] == rep["ledger_micros"]
         st, _ = d.req("POST", "/v1/cost/billed", {"source": "x", "cells": [{}]})
         assert st == 400
     finally:

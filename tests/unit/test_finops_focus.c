@@ -19,6 +19,7 @@
 #include "store_bridge.h"
 
 #include "common/timeutil.h"
+#include "finops/billed.h"
 #include "finops/focus.h"
 #include "finops/ledger.h"
 #include "finops/report.h"
@@ -305,6 +306,79 @@ static void test_sums_match_report(void **state)
 	sqlite3_close(db);
 }
 
+/* A bill applied to job-days (billed.h): BilledCost = EffectiveCost is
+ * each row's share, the rows of a job-day sum to its billed figure to the
+ * micro-dollar (odd ratios, more rows than the cents), x_EstimatedCost
+ * keeps the estimate, and a day no bill covers keeps it too. */
+static void test_billed_spread(void **state)
+{
+	sqlite3 *db = fixture();
+	size_t n;
+	char *buf = export(db, NULL, &n);
+	struct csv c;
+	/* the estimate per (job, day) from the export before the bill */
+	struct { int64_t job, day, est, billed, got, got_est; } cell[8];
+	size_t nc = 0;
+	struct finops_billed v[8];
+	struct sr_err e;
+
+	(void)state;
+	csv_parse(buf, &c);
+	for (int r = 1; r < c.nrows; r++) {
+		int64_t t = 0, job = atoll(val(&c, r, "x_JobId")), day;
+		size_t k;
+
+		assert_int_equal(sr_time_parse_rfc3339(val(&c, r, "ChargePeriodStart"),
+						       &t, NULL), 0);
+		day = t / (INT64_C(86400) * SR_NS_PER_SEC);
+		assert_string_equal(val(&c, r, "x_EstimatedCost"), val(&c, r, "BilledCost"));
+		for (k = 0; k < nc && (cell[k].job != job || cell[k].day != day); k++)
+			;
+		if (k == nc) {
+			assert_true(nc < 8);
+			memset(&cell[nc++], 0, sizeof cell[0]);
+			cell[k].job = job;
+			cell[k].day = day;
+		}
+		cell[k].est += micros(val(&c, r, "BilledCost"));
+	}
+	csv_free(&c);
+	free(buf);
+	assert_true(nc >= 3); /* jobs 0, 4 and 5, two days */
+	/* bill every cell but the last: at 7/3 of the estimate, minus 1 */
+	for (size_t k = 0; k + 1 < nc; k++) {
+		cell[k].billed = cell[k].est * 7 / 3 - 1;
+		v[k] = (struct finops_billed){ .job_id = cell[k].job, .day = cell[k].day,
+					       .provider = "aws", .estimate = cell[k].est,
+					       .billed = cell[k].billed };
+	}
+	cell[nc - 1].billed = cell[nc - 1].est;
+	assert_int_equal(ON_STORE(db, st_, finops_billed_add(st_, v, nc - 1, "bill.csv",
+							     T0, &e)), 0);
+	buf = export(db, NULL, &n);
+	csv_parse(buf, &c);
+	for (int r = 1; r < c.nrows; r++) {
+		int64_t t = 0, job = atoll(val(&c, r, "x_JobId")), day;
+		size_t k;
+
+		assert_string_equal(val(&c, r, "EffectiveCost"), val(&c, r, "BilledCost"));
+		assert_int_equal(sr_time_parse_rfc3339(val(&c, r, "ChargePeriodStart"),
+						       &t, NULL), 0);
+		day = t / (INT64_C(86400) * SR_NS_PER_SEC);
+		for (k = 0; cell[k].job != job || cell[k].day != day; k++)
+			;
+		cell[k].got += micros(val(&c, r, "BilledCost"));
+		cell[k].got_est += micros(val(&c, r, "x_EstimatedCost"));
+	}
+	for (size_t k = 0; k < nc; k++) {
+		assert_int_equal(cell[k].got, cell[k].billed);
+		assert_int_equal(cell[k].got_est, cell[k].est);
+	}
+	csv_free(&c);
+	free(buf);
+	sqlite3_close(db);
+}
+
 static void test_export_file(void **state)
 {
 	sqlite3 *db = fixture();
@@ -386,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_number_format),
 		cmocka_unit_test(test_rows_follow_rules),
 		cmocka_unit_test(test_sums_match_report),
+		cmocka_unit_test(test_billed_spread),
 		cmocka_unit_test(test_export_file),
 		cmocka_unit_test(test_periods_of_a_node_do_not_overlap),
 	};
