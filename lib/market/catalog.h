@@ -69,6 +69,10 @@ struct catalog_offering {
 				    to the traces with the hazard); 0 = not
 				    measured */
 	double outage_cv;
+	double up_cv;            /* the up spells' (capacity back to the
+				    next loss) coefficient of variation:
+				    > 1 when losses come in bursts; 0 = not
+				    measured (exponential) */
 	double hazard_disp;      /* how much the market varies from day to
 				    day (traces): the variance of a day's
 				    scale g (its rate and outages x g,

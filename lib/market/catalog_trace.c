@@ -22,7 +22,9 @@
  *
  * With the rate, for the plan's outage runs (cost_outage.c): the down
  * spells that follow a loss and end before the trace does (their mean
- * hours and coefficient of variation), and the day-to-day spread: a day
+ * hours and coefficient of variation), the up spells' coefficient of
+ * variation (capacity back to the next loss, whole spells only: > 1
+ * when losses come in bursts), and the day-to-day spread: a day
  * whose rate and outages are both x g is up a share 1 / (1 + rate x
  * outage x g^2) of its hours, so each whole day's share gives its g, and
  * hazard_disp is their variance over their mean squared.
@@ -49,6 +51,10 @@ struct pool {
 	 * end): count, sum and sum of squares of their hours */
 	size_t spells;
 	double spell_h, spell_h2;
+	/* the up spells from capacity back to the next loss (not one cut
+	 * by either end of the trace): the same */
+	size_t uspells;
+	double uspell_h, uspell_h2;
 	/* each whole day's share of ticks up, over the pool's traces */
 	size_t days;
 	double *day_up;     /* owned */
@@ -115,9 +121,10 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	json_t *root = NULL, *data, *gapj;
 	struct pool *p = NULL;
 	size_t up = 0, losses = 0, n, spells = 0, run = 0, per_day, days = 0;
-	size_t today = 0;
-	double spell_h = 0, spell_h2 = 0, *day_up = NULL;
-	int rc = 0, after_loss = 0;
+	size_t today = 0, uspells = 0, urun = 0;
+	double spell_h = 0, spell_h2 = 0, uspell_h = 0, uspell_h2 = 0;
+	double *day_up = NULL;
+	int rc = 0, after_loss = 0, seen_down = 0;
 
 	if (split_name(file, zone, sizeof zone, gpu, sizeof gpu, &count) ||
 	    !gpu_known(c, gpu))
@@ -164,6 +171,17 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 		if (v) {
 			after_loss = i + 1 < n && !next;
 			run = 0;
+			urun++;
+			if (after_loss && seen_down) { /* a whole up spell */
+				double h = (double)urun * gap / 3600.0;
+
+				uspells++;
+				uspell_h += h;
+				uspell_h2 += h * h;
+			}
+		} else {
+			seen_down = 1;
+			urun = 0;
 		}
 	}
 	snprintf(zone, sizeof zone, "%s", zone_id(c, cloud, zone));
@@ -206,6 +224,9 @@ static int add_file(const struct catalog *c, struct pools *ps, const char *path,
 	}
 	p->spell_h += spell_h;
 	p->spell_h2 += spell_h2;
+	p->uspells += uspells;
+	p->uspell_h += uspell_h;
+	p->uspell_h2 += uspell_h2;
 	p->files++;
 out:
 	free(day_up);
@@ -281,6 +302,12 @@ int catalog_load_trace_rates(struct catalog *c, const char *dir, struct sr_err *
 
 				o->outage_h = m;
 				o->outage_cv = var > 0 ? sqrt(var) / m : 0;
+			}
+			if (p->uspells > 1) {
+				double m = p->uspell_h / (double)p->uspells;
+				double var = p->uspell_h2 / (double)p->uspells - m * m;
+
+				o->up_cv = var > 0 ? sqrt(var) / m : 0;
 			}
 			if (p->days > 2 && o->outage_h > 0) {
 				/* a day of scale g has its rate and outages x g:

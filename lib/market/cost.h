@@ -96,6 +96,10 @@ struct cost_outage {
 			     and outage mean are the given ones x one gamma
 			     draw of mean 1 and this variance (0 = the same
 			     in every run) */
+	double up_cv;     /* the up spells' coefficient of variation (mean:
+			     1 / the gang's hazard): <= 1 exponential, else
+			     the same two-phase form as the down spells
+			     (losses in bursts) */
 };
 
 struct cost_mc_result {

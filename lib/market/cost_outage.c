@@ -8,7 +8,9 @@
  * down per loss, with a long tail), and the waits use up the slack, so
  * the fallback to on-demand comes earlier and more often than the model
  * says (docs/notes/forecasts.md).  Here the pool alternates up spells
- * (exponential, the gang's hazard) and down spells (mean o->mean_h and
+ * (mean 1 / the gang's hazard and coefficient of variation o->up_cv:
+ * losses in bursts, many short spells then long ones, when > 1; the
+ * same form as the down spells) and down spells (mean o->mean_h and
  * coefficient of variation o->cv: exponential for cv <= 1, else a
  * balanced two-phase hyperexponential with that mean and cv); the job
  * starts in a down spell with the stationary probability.  Markets have
@@ -39,17 +41,24 @@ static double expo(uint64_t *rng, double mean)
 	return -log(cost__unif(rng)) * mean;
 }
 
-/* A down spell. */
-static double outage(uint64_t *rng, const struct cost_outage *o)
+/* A spell of mean `mean` and coefficient of variation cv: exponential
+ * for cv <= 1, else the balanced two-phase hyperexponential (each phase
+ * carries half of the mean: phase 1, of probability p, has mean
+ * mean / 2p).  resid: the rest of a spell already under way at a random
+ * instant (the phases weighed by their share of the time, p x its mean:
+ * one half each; an exponential's rest is itself). */
+static double spell(uint64_t *rng, double mean, double cv, int resid)
 {
-	double cv2 = o->cv * o->cv, p;
+	double cv2 = cv * cv, p;
 
-	if (cv2 <= 1)
-		return expo(rng, o->mean_h);
+	if (cv2 <= 1 || !isfinite(mean))
+		return expo(rng, mean);
 	p = 0.5 * (1 + sqrt((cv2 - 1) / (cv2 + 1)));
-	/* each phase carries half of the mean */
-	return cost__unif(rng) <= p ? expo(rng, o->mean_h / (2 * p)) :
-	       expo(rng, o->mean_h / (2 * (1 - p)));
+	if (resid)
+		return cost__unif(rng) <= 0.5 ? expo(rng, mean / (2 * p)) :
+		       expo(rng, mean / (2 * (1 - p)));
+	return cost__unif(rng) <= p ? expo(rng, mean / (2 * p)) :
+	       expo(rng, mean / (2 * (1 - p)));
 }
 
 /* A standard normal (Box-Muller). */
@@ -90,6 +99,7 @@ static double one_run(const struct cost_params *p, const struct cost_outage *o,
 	double C = (double)p->price_per_h / 1e6, t = 0, done = 0, spot_h = 0;
 	double up_mean = lam > 0 ? 1 / lam : INFINITY;
 	int down = lam > 0 && cost__unif(rng) <= o->mean_h / (o->mean_h + up_mean);
+	int first = 1; /* the spell the job starts in is under way */
 
 	if (!(tau > 0) || tau >= W)
 		tau = W;
@@ -99,14 +109,16 @@ static double one_run(const struct cost_params *p, const struct cost_outage *o,
 
 		if (down) {
 			/* wait while the on-demand finish still fits */
-			t += outage(rng, o);
+			t += spell(rng, o->mean_h, o->cv, first);
+			first = 0;
 			if (t > D - (W - done) - R)
 				break;
 		}
 		down = 1; /* a preemption is followed by a down spell */
 		if (t > D - (W - done) - R)
 			break;
-		x = t + (lam > 0 ? expo(rng, up_mean) : INFINITY);
+		x = t + (lam > 0 ? spell(rng, up_mean, o->up_cv, first) : INFINITY);
+		first = 0;
 		/* the resume (kept = done), then segments of tau, each
 		 * keeping its work at its end */
 		start = t;
@@ -164,6 +176,7 @@ int cost_fallback_mc(const struct cost_params *p, const struct cost_outage *o,
 	uint64_t rng = seed;
 
 	if (trials <= 0 || !o || !(o->mean_h >= 0) || !(o->cv >= 0) ||
+	    !(o->up_cv >= 0) ||
 	    !isfinite(deadline_h) || od_per_h < 0 || cost_estimate(p, &est))
 		return -EINVAL;
 	v = malloc((size_t)trials * sizeof *v);

@@ -205,7 +205,7 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 		 * the slack (cost_outage.c); the plan's figures come from
 		 * runs of what the job will do there */
 		struct cost_outage ou = { o->outage_h, o->outage_cv,
-					  o->hazard_disp };
+					  o->hazard_disp, o->up_cv };
 		struct cost_mc_result mc;
 
 		if (cost_fallback_mc(&cp, &ou, D, gang(o->ondemand_per_h,

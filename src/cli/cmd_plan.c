@@ -55,7 +55,7 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 			int all, long limit)
 {
 	char dl[32];
-	size_t shown = 0;
+	size_t shown = 0, nsrc[CATALOG_HAZARD_TRACE + 1] = { 0 };
 
 	if (isinf(r->deadline_h))
 		snprintf(dl, sizeof dl, "none");
@@ -85,10 +85,12 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 			snprintf(ck, sizeof ck, "%.0fm", p->ckpt_interval_h * 60);
 		else
 			snprintf(ck, sizeof ck, "-");
-		if (p->mode == PLAN_SPOT || p->mode == PLAN_SPOT_FALLBACK)
+		if (p->mode == PLAN_SPOT || p->mode == PLAN_SPOT_FALLBACK) {
 			snprintf(rate, sizeof rate, "%.2f %s", p->o.hazard_per_h * 24,
 				 catalog_hazard_src_name(p->o.hazard_src));
-		else
+			if (p->o.hazard_src <= CATALOG_HAZARD_TRACE)
+				nsrc[p->o.hazard_src]++;
+		} else
 			snprintf(rate, sizeof rate, "-");
 		printf("%-4zu %-9s %-9s %-16s %-17s %-25s %8.2f %10.2f %5s %5s %6.2f %-13s %5s %7.4f %s%s%s\n",
 		       i + 1, plan_mode_name(p->mode), p->o.cloud, p->o.region,
@@ -101,6 +103,14 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 	}
 	if (r->n_feasible == 0)
 		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
+	if (nsrc[CATALOG_HAZARD_TRACE] + nsrc[CATALOG_HAZARD_TABLE] +
+	    nsrc[CATALOG_HAZARD_DEFAULT])
+		printf("\nspot rates shown: %zu measured (trace: fitted to data/traces, "
+		       "with their outages), %zu from data/offerings.csv (table), "
+		       "%zu default (no data: %.2f per node per 24 h assumed; their "
+		       "cost and p95 are not calibrated)\n",
+		       nsrc[CATALOG_HAZARD_TRACE], nsrc[CATALOG_HAZARD_TABLE],
+		       nsrc[CATALOG_HAZARD_DEFAULT], CATALOG_DEFAULT_PREEMPT_PER_24H);
 }
 
 enum { OPT_ALL = CLI_KEY_LONG, OPT_DATA, OPT_LIMIT, OPT_WORK_HOURS,

@@ -69,3 +69,28 @@ def test_plan_bad_file_names_line():
     r = spotrun("plan", "examples/jobs/bad.yaml")
     assert r.returncode == 1
     assert "examples/jobs/bad.yaml:4: resources.accelerators" in r.stderr
+
+
+def test_plan_says_which_rates_are_measured(tmp_path):
+    """Each spot row names its rate's source, and the table ends with how
+    many of the rows shown were measured and how many are defaults (issue
+    28: a "1.00 default" rate must not pass for a forecast)."""
+    def plan(infra, limit):
+        job = tmp_path / (infra.replace("/", "_") + ".yaml")
+        job.write_text("name: t\nresources: {accelerators: V100:1, use_spot: true,"
+                       " infra: %s}\nrun: python3 train.py\n"
+                       "spotrun: {work: 10h, deadline: 20h}\n" % infra)
+        r = spotrun("plan", str(job), "--limit", str(limit))
+        assert r.returncode == 0, r.stderr
+        rows = [ln for ln in r.stdout.splitlines() if ln.split()[:1] and
+                ln.split()[0].isdigit()]
+        return rows, r.stdout.splitlines()[-1]
+    rows, foot = plan("aws/us-west-2", 3)
+    n = sum(" trace " in ln for ln in rows)
+    assert n == len(rows) == 3, rows
+    assert foot.startswith("spot rates shown: 3 measured (trace") and \
+        "0 default" in foot, foot
+    rows, foot = plan("azure/westus3", 2)
+    assert all(" default " in ln for ln in rows), rows
+    assert "0 measured" in foot and "%d default (no data: 1.00 per node per 24 h " \
+        "assumed; their cost and p95 are not calibrated)" % len(rows) in foot, foot

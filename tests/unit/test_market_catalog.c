@@ -344,9 +344,9 @@ static void test_real_data(void **state)
 	assert_non_null(o);
 	assert_int_equal(o->ondemand_per_h, USD(43.06615));
 	assert_int_equal(o->net, CATALOG_NET_ETHERNET);
-	/* the traced pools carry their outages and their day-to-day spread
-	 * (the bundled V100 traces: 0.8-1.3 h after a loss, wider than
-	 * exponential); the others none */
+	/* the traced pools carry their outages, their up spells' spread and
+	 * their day-to-day spread (the bundled V100 traces: 0.8-1.3 h after a
+	 * loss, wider than exponential); the others none */
 	{
 		size_t traced = 0;
 
@@ -354,13 +354,17 @@ static void test_real_data(void **state)
 			const struct catalog_offering *x = &c.items[i];
 
 			if (x->hazard_src != CATALOG_HAZARD_TRACE) {
-				assert_true(x->outage_h == 0 && x->hazard_disp == 0);
+				assert_true(x->outage_h == 0 && x->hazard_disp == 0 &&
+					    x->up_cv == 0);
 				continue;
 			}
 			traced++;
 			assert_true(x->outage_h > 0.5 && x->outage_h < 3);
 			assert_true(x->outage_cv > 1 && x->outage_cv < 4);
 			assert_true(x->hazard_disp > 0 && x->hazard_disp < 3);
+			/* losses come in bursts: up spells wider than
+			 * exponential (1.4-4.4 in these traces) */
+			assert_true(x->up_cv > 1.2 && x->up_cv < 6);
 		}
 		assert_true(traced >= 5);
 	}

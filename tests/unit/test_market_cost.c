@@ -188,7 +188,8 @@ static void test_fallback_with_outages(void **state)
 	struct cost_params p = { .work_h = 10, .nodes = 1, .hazard_per_h = 0,
 				 .price_per_h = 1000000, .ckpt_interval_h = 1,
 				 .resume_h = 0.2 };
-	struct cost_outage none = { 0, 0, 0 }, o = { 1.0, 2.0, 0 }, forever = { 1e6, 0, 0 };
+	struct cost_outage none = { 0, 0, 0, 0 }, o = { 1.0, 2.0, 0, 0 },
+			   forever = { 1e6, 0, 0, 0 };
 	struct cost_mc_result r, r2;
 
 	(void)state;
@@ -223,6 +224,14 @@ static void test_fallback_with_outages(void **state)
 	o.disp = 0;
 	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r2), 0);
 	assert_true(r.p95 > r2.p95);
+	/* losses in bursts (up spells of the same mean, cv 3): the same
+	 * rate, a wider spread of outcomes - a higher p95 */
+	o.up_cv = 3;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 2000, 7, &r), 0);
+	assert_true(r.p95 > r2.p95);
+	o.up_cv = -1;
+	assert_int_equal(cost_fallback_mc(&p, &o, 20, 3000000, 10, 1, &r), -EINVAL);
+	o.up_cv = 0;
 	/* bad input */
 	assert_int_equal(cost_fallback_mc(&p, &o, INFINITY, 3000000, 10, 1, &r),
 			 -EINVAL);
