@@ -308,3 +308,25 @@ int cli_opts_next(struct cli_opts *p, int argc, char **argv)
 	}
 	return p->done < 0 ? -1 : 0;
 }
+
+int cli_opts_verb(const char *cmd, void (*usage)(void), const char *usage_text,
+		  int argc, char **argv, const char **sub, int *sargc,
+		  char ***sargv)
+{
+	struct cli_opts p = { .cmd = cmd, .usage = usage,
+			      .flags = CLI_OPT_VERB, .max_operands = 1 };
+	int c;
+
+	while ((c = cli_opts_next(&p, argc, argv)) > 0)
+		;
+	if (c < 0)
+		return p.status;
+	if (!p.n_operands) {
+		fputs(usage_text, stderr);
+		return CLI_USAGE;
+	}
+	*sub = p.operand[0];
+	*sargc = p.n_rest + 1; /* from the subcommand on */
+	*sargv = p.rest - 1;
+	return -1;
+}

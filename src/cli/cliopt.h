@@ -114,4 +114,14 @@ int cli_opts_error(const struct cli_opts *p, const char *fmt, ...)
 int cli_opts_count(const struct cli_opts *p, unsigned long long max,
 		   unsigned long long *out);
 
+/* A command of subcommands ("spotrun ckpt ls ..."): read its command
+ * line up to the verb (--help prints usage).  Returns -1 to go on, with
+ * *sub the verb and *sargc, *sargv the words from the verb on (for the
+ * subcommand's own parse); else the exit status to return at once
+ * (CLI_OK after --help; CLI_USAGE after a usage error, or with no verb
+ * after printing usage_text on stderr). */
+int cli_opts_verb(const char *cmd, void (*usage)(void), const char *usage_text,
+		  int argc, char **argv, const char **sub, int *sargc,
+		  char ***sargv);
+
 #endif

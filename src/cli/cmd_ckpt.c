@@ -358,22 +358,11 @@ static int cmd_inspect(int argc, char **argv)
 
 static int cmd_ckpt(int argc, char **argv)
 {
-	struct cli_opts p = { .cmd = "ckpt", .usage = usage,
-			      .flags = CLI_OPT_VERB, .max_operands = 1 };
-	const char *sub;
-	int c;
+	const char *sub = NULL;
+	int rc = cli_opts_verb("ckpt", usage, USAGE, argc, argv, &sub, &argc, &argv);
 
-	while ((c = cli_opts_next(&p, argc, argv)) > 0)
-		;
-	if (c < 0)
-		return p.status;
-	if (!p.n_operands) {
-		fputs(USAGE, stderr);
-		return CLI_USAGE;
-	}
-	sub = p.operand[0];
-	argc = p.n_rest + 1; /* from the subcommand on */
-	argv = p.rest - 1;
+	if (rc >= 0)
+		return rc;
 	if (!strcmp(sub, "ls"))
 		return cmd_ls(argc, argv);
 	if (!strcmp(sub, "verify"))

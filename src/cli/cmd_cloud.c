@@ -167,24 +167,15 @@ static int run(const char *sub, int argc, char **argv)
 
 static int cmd_cloud(int argc, char **argv)
 {
-	struct cli_opts p = { .cmd = "cloud", .usage = usage,
-			      .flags = CLI_OPT_VERB, .max_operands = 1 };
-	const char *sub;
-	int c;
+	const char *sub = NULL;
+	int rc = cli_opts_verb("cloud", usage, USAGE, argc, argv, &sub, &argc, &argv);
 
-	while ((c = cli_opts_next(&p, argc, argv)) > 0)
-		;
-	if (c < 0)
-		return p.status;
-	if (!p.n_operands) {
-		fputs(USAGE, stderr);
-		return CLI_USAGE;
-	}
-	sub = p.operand[0];
+	if (rc >= 0)
+		return rc;
 	if (strcmp(sub, "preempt") && strcmp(sub, "outage"))
 		return cli_usage_error("cloud", "unknown subcommand '%s' (preempt, "
 				       "outage)", sub);
-	return run(sub, p.n_rest + 1, p.rest - 1);
+	return run(sub, argc, argv);
 }
 
 CLI_COMMAND("cloud", "drive the local cloud by hand: preempt a node, a pool outage",

@@ -294,24 +294,18 @@ static int trace_prior_cmd(int argc, char **argv)
 
 static int cmd_trace(int argc, char **argv)
 {
-	struct cli_opts p = { .cmd = "trace", .usage = usage,
-			      .flags = CLI_OPT_VERB, .max_operands = 1 };
-	int c;
+	const char *sub = NULL;
+	int rc = cli_opts_verb("trace", usage, usage_text, argc, argv, &sub, &argc,
+			       &argv);
 
-	while ((c = cli_opts_next(&p, argc, argv)) > 0)
-		;
-	if (c < 0)
-		return p.status;
-	if (!p.n_operands) {
-		fputs(usage_text, stderr);
-		return CLI_USAGE;
-	}
-	if (!strcmp(p.operand[0], "gen"))
-		return trace_gen_cmd(p.n_rest + 1, p.rest - 1);
-	if (!strcmp(p.operand[0], "prior"))
-		return trace_prior_cmd(p.n_rest + 1, p.rest - 1);
+	if (rc >= 0)
+		return rc;
+	if (!strcmp(sub, "gen"))
+		return trace_gen_cmd(argc, argv);
+	if (!strcmp(sub, "prior"))
+		return trace_prior_cmd(argc, argv);
 	return cli_usage_error("trace", "unknown subcommand '%s' (expected: gen or prior)",
-			       p.operand[0]);
+			       sub);
 }
 
 CLI_COMMAND("trace", "synthetic spot traces (trace gen), spotrun's prior (trace prior)",
