@@ -241,6 +241,14 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 int64_t node_id, const char *bootstrap,
 			 const char *const *private_paths, char **out,
 			 struct sr_err *e);
+/* The same script for a cloud whose agent watches another notice source
+ * (the agent's --notice list, e.g. "scheduled-events" for Azure, whose
+ * customData cloud-init runs the same way; NULL: the agent's default). */
+int ec2_bootstrap_script_notice(const char *agent_path, const char *api_url,
+				int64_t node_id, const char *bootstrap,
+				const char *const *private_paths,
+				const char *notice, char **out,
+				struct sr_err *e);
 
 /*
  * The compute driver (cloud/compute.h) over client c.  The driver takes

@@ -176,7 +176,7 @@ static int api_urls_ok(const char *list, struct sr_err *e)
 	"chmod 600 \"$d/bootstrap\"\n" \
 	"set -- '%2$s' --api '%4$s' --node-id %1$lld" \
 	" --bootstrap-file \"$d/bootstrap\" --workdir \"$d/work\"" \
-	" --private \"$d\" --private /var/lib/cloud%5$s\n" \
+	" --private \"$d\" --private /var/lib/cloud%5$s%6$s\n" \
 	"if [ -n \"${SPOTRUN_EMU_HIDE:-}\" ]; then\n" \
 	"  set -- \"$@\" --private \"$SPOTRUN_EMU_HIDE\"\n" \
 	"fi\n" \
@@ -211,6 +211,18 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 			 const char *const *private_paths, char **out,
 			 struct sr_err *e)
 {
+	return ec2_bootstrap_script_notice(agent_path, api_url, node_id,
+					   bootstrap, private_paths, NULL, out,
+					   e);
+}
+
+int ec2_bootstrap_script_notice(const char *agent_path, const char *api_url,
+				int64_t node_id, const char *bootstrap,
+				const char *const *private_paths,
+				const char *notice, char **out,
+				struct sr_err *e)
+{
+	char nopt[80] = "";
 	const char *agent = agent_path != NULL ? agent_path : EC2_DEFAULT_AGENT;
 	char priv[2048] = "";
 	size_t k = 0;
@@ -243,13 +255,21 @@ int ec2_bootstrap_script(const char *agent_path, const char *api_url,
 					  "longer than %zu bytes", sizeof priv);
 		k += (size_t)n;
 	}
+	if (notice) {
+		if (strlen(notice) == 0 || strlen(notice) > 60 ||
+		    strspn(notice, "abcdefghijklmnopqrstuvwxyz,-") != strlen(notice))
+			return sr_err_set(e, -EINVAL, "bootstrap: notice source "
+					  "'%s': expected lower-case words and "
+					  "commas", notice);
+		snprintf(nopt, sizeof nopt, " --notice '%s'", notice);
+	}
 	/* asprintf would leave copies of the secret in what it freed while
 	 * growing: size first, then one buffer the caller wipes. */
 	n = snprintf(NULL, 0, SCRIPT_SETUP SCRIPT_START, (long long)node_id,
-		     agent, bootstrap, api_url, priv);
+		     agent, bootstrap, api_url, priv, nopt);
 	if (n < 0 || (*out = malloc((size_t)n + 1)) == NULL)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	snprintf(*out, (size_t)n + 1, SCRIPT_SETUP SCRIPT_START,
-		 (long long)node_id, agent, bootstrap, api_url, priv);
+		 (long long)node_id, agent, bootstrap, api_url, priv, nopt);
 	return 0;
 }

@@ -20,7 +20,8 @@
  * may build its own from PROVIDERS(X) plus its test providers. */
 #define PROVIDERS(X) \
 	X(local) \
-	X(aws)
+	X(aws) \
+	X(azure)
 
 /* The built-in providers, NULL-terminated, in the registry's order. */
 const struct cloud_prov_def *const *prov_registry(void);

@@ -101,7 +101,7 @@ static const char *wstate_name(const struct agent *ag)
 /* ---- talking to spotrund ---------------------------------------------- */
 
 static void handle_directive(struct agent *ag, json_t *reply);
-static void take_notice(struct agent *ag, int64_t t_ns, int action,
+static void take_notice(struct agent *ag, int64_t t_ns, const char *action,
 			const char *source);
 
 int agent__post(struct agent *ag, const char *what, json_t *body,
@@ -314,7 +314,8 @@ static void handle_directive(struct agent *ag, json_t *reply)
 	 * that announces it through its API): its time is the deadline */
 	nt = json_string_value(json_object_get(d, "notice_time"));
 	if (nt && sr_time_parse_rfc3339(nt, &t_ns, NULL) == 0 && t_ns > 0) {
-		take_notice(ag, t_ns, IMDS_TERMINATE, "control-plane");
+		take_notice(ag, t_ns, imds_action_name(IMDS_TERMINATE),
+			    "control-plane");
 		return;
 	}
 	if (!strcmp(action, "run")) {
@@ -379,7 +380,7 @@ static void check_rebalance(struct agent *ag)
 /* Act on a notice whose deadline is t_ns (the cloud's time, wall clock)
  * from `source`: the notice file, the workload's stop by that deadline,
  * the report. */
-static void take_notice(struct agent *ag, int64_t t_ns, int action,
+static void take_notice(struct agent *ag, int64_t t_ns, const char *action,
 			const char *source)
 {
 	char ts[40];
@@ -411,13 +412,11 @@ static void take_notice(struct agent *ag, int64_t t_ns, int action,
 	agent__begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
 	agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice",
-				 "action",
-				 imds_action_name((enum imds_action)action),
+				 "action", action,
 				 "time", ts, "source", source), 1);
 	agent__line(ag, "%s notice: %s at %s (%.1f s from now)",
 		    strcmp(source, "signal") ? "spot interruption" :
-		    "scheduler's signal", imds_action_name((enum imds_action)action),
-		    ts, (double)lead / 1e9);
+		    "scheduler's signal", action, ts, (double)lead / 1e9);
 }
 
 static void check_notice(struct agent *ag)
@@ -432,12 +431,39 @@ static void check_notice(struct agent *ag)
 	check_rebalance(ag);
 	if (ag->notice_handled)
 		return;
-	if (atomic_load(&ag->nw.have))
+	if (atomic_load(&ag->nw.have) && atomic_load(&ag->nw.se_type))
 		take_notice(ag, atomic_load(&ag->nw.time_ns),
-			    atomic_load(&ag->nw.action), "imds");
+			    schedev_type_name(atomic_load(&ag->nw.se_type)),
+			    "scheduled-events");
+	else if (atomic_load(&ag->nw.have))
+		take_notice(ag, atomic_load(&ag->nw.time_ns),
+			    imds_action_name(atomic_load(&ag->nw.action)), "imds");
 	else if (notice_signal_seen()) /* its kill comes --notice-lead later */
 		take_notice(ag, sr_time_real_ns() + ag->o->notice_lead_ns,
-			    IMDS_TERMINATE, "signal");
+			    imds_action_name(IMDS_TERMINATE), "signal");
+}
+
+/* A Scheduled Events notice, once the final checkpoint and the exit are
+ * reported: StartRequests lets Azure take the VM now instead of at
+ * NotBefore (notice.c). */
+static void ack_notice(struct agent *ag)
+{
+	char id[sizeof ag->nw.se_event];
+	struct sr_err e;
+	int rc;
+
+	if (!ag->notice_handled || !atomic_load(&ag->nw.se_type))
+		return;
+	pthread_mutex_lock(&ag->nw.mu);
+	snprintf(id, sizeof id, "%s", ag->nw.se_event);
+	pthread_mutex_unlock(&ag->nw.mu);
+	sr_err_clear(&e);
+	rc = schedev_ack(ag->o->imds, id, 2000, &e);
+	if (rc < 0)
+		sr_warn("agent", "scheduled event not acknowledged", "event=%s "
+			"error=\"%s\"", id, sr_err_str(&e, rc));
+	else
+		sr_info("agent", "scheduled event acknowledged", "event=%s", id);
 }
 
 /* ---- setup and the loop ------------------------------------------------ */
@@ -699,6 +725,7 @@ int agent_run(const struct agent_opts *o, const char *token,
 	}
 	if (ag.exit_after && !ag.node_gone)
 		report(&ag); /* anything left */
+	ack_notice(&ag);
 	sr_info("agent", "exiting", "node=%lld", (long long)o->node_id);
 	rc = 0;
 out:

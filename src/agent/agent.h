@@ -26,6 +26,7 @@
 #include "agent/ckscan.h"
 #include "agent/gpustat.h"
 #include "agent/workload.h"
+#include "azure/schedev.h"
 #include "common/backoff.h"
 #include "common/err.h"
 #include "ctlclient/ctlclient.h"
@@ -53,8 +54,10 @@ struct agent_opts {
 
 #define NOTICE_SRC_IMDS 0x1    /* IMDSv2: instance-action + rebalance */
 #define NOTICE_SRC_SIGNAL 0x2  /* a scheduler's signal (Slurm) */
+#define NOTICE_SRC_SCHEDEV 0x4 /* Azure Scheduled Events (lib/azure) */
 
-/* --notice LIST ("imds", "signal", "imds,signal", "none") into bits:
+/* --notice LIST ("imds", "signal", "scheduled-events", "imds,signal",
+ * "none") into bits:
  * 0 or -EINVAL naming the word. */
 int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e);
 /* "TERM", "USR1", "USR2" (with or without SIG): the signal, or -1. */
@@ -150,12 +153,17 @@ struct notice_watch {
 	pthread_t thr;
 	int started;
 	struct imds *imds;
+	struct schedev *se;     /* NOTICE_SRC_SCHEDEV's client */
 	long interval_ms;
 	int wake_fd[2];         /* [0] read by the main loop, [1] written */
 	atomic_int stop;
 	atomic_int have;        /* a notice was seen (IMDS) */
 	_Atomic int64_t time_ns;/* its deadline (epoch ns) */
 	_Atomic int action;
+	/* the Scheduled Events notice (set before `have`): its type and
+	 * the event to acknowledge once the final checkpoint is in */
+	_Atomic int se_type;
+	char se_event[64];
 	_Atomic int64_t rebalance_ns; /* a rebalance recommendation, 0 none */
 	atomic_int errors;      /* consecutive failed polls */
 	pthread_mutex_t mu;     /* guards last_err */

@@ -9,6 +9,13 @@
  *           and events/recommendations/rebalance (an early warning, not a
  *           notice), on a polling thread; tokens fetched again before
  *           they expire (lib/agent/imds.c).
+ *   scheduled-events
+ *           Azure Scheduled Events at the same --imds base
+ *           (lib/azure/schedev.h): this VM's Preempt, Terminate, Reboot
+ *           or Redeploy, its NotBefore the deadline; polled at the same
+ *           pace (at most a second apart), DocumentIncarnation tracked.
+ *           The event is acknowledged (StartRequests) once the final
+ *           checkpoint is reported (agent.c), so Azure may go early.
  *   signal  a scheduler's signal (Slurm sends SIGTERM before its kill, or
  *           --signal=USR1@LEAD): the notice's time is now + --notice-lead.
  *           The signal is then a notice, not "agent, quit": SIGINT always
@@ -100,11 +107,14 @@ int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e)
 
 		if (len == 4 && !strncmp(p, "imds", 4))
 			*out |= NOTICE_SRC_IMDS;
+		else if (len == 16 && !strncmp(p, "scheduled-events", 16))
+			*out |= NOTICE_SRC_SCHEDEV;
 		else if (len == 6 && !strncmp(p, "signal", 6))
 			*out |= NOTICE_SRC_SIGNAL;
 		else if (!(len == 4 && !strncmp(p, "none", 4)))
 			return sr_err_set(e, -EINVAL, "'%.*s' is not a notice "
-					  "source (imds, signal, none)", (int)len, p);
+					  "source (imds, scheduled-events, signal, "
+					  "none)", (int)len, p);
 		p += len + (p[len] == ',');
 	}
 	return 0;
@@ -123,6 +133,34 @@ int notice_signal_parse(const char *name)
 	return -1;
 }
 
+/* One Scheduled Events poll: 1 when it found this VM's notice (stored,
+ * the main loop woken), 0 otherwise. */
+static int schedev_step(struct notice_watch *w, struct sr_err *e)
+{
+	struct schedev_notice n;
+	char one = 'n';
+	int rc = schedev_poll(w->se, &n, e);
+
+	if (rc < 0) {
+		atomic_fetch_add(&w->errors, 1);
+		set_error(w, sr_err_str(e, rc));
+		return 0;
+	}
+	atomic_store(&w->errors, 0);
+	if (n.type == 0)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	snprintf(w->se_event, sizeof w->se_event, "%s", n.event_id);
+	pthread_mutex_unlock(&w->mu);
+	atomic_store(&w->time_ns, n.time_ns);
+	atomic_store(&w->se_type, (int)n.type);
+	atomic_store(&w->action, IMDS_TERMINATE);
+	atomic_store(&w->have, 1);
+	if (write(w->wake_fd[1], &one, 1) < 0)
+		(void)0; /* the main loop also polls */
+	return 1;
+}
+
 static void *watch_main(void *arg)
 {
 	struct notice_watch *w = arg;
@@ -134,6 +172,11 @@ static void *watch_main(void *arg)
 		int rc;
 
 		sr_err_clear(&e);
+		if (w->se) {
+			if (schedev_step(w, &e) == 1)
+				break;
+			goto pace;
+		}
 		rc = imds_poll(w->imds, &n, &e);
 		if (rc < 0) {
 			atomic_fetch_add(&w->errors, 1);
@@ -158,6 +201,7 @@ static void *watch_main(void *arg)
 				break;
 			}
 		}
+pace:;
 		long spent = (long)((sr_time_mono_ns() - t0) / 1000000);
 		if (spent < w->interval_ms)
 			sleep_ms(w->interval_ms - spent);
@@ -182,11 +226,14 @@ int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 	 * main loop from here on */
 	if (o->notice_sources & NOTICE_SRC_SIGNAL)
 		sig_wake_fd = w->wake_fd[1];
-	if (!(o->notice_sources & NOTICE_SRC_IMDS))
+	if (!(o->notice_sources & (NOTICE_SRC_IMDS | NOTICE_SRC_SCHEDEV)))
 		return 0;
 	/* each request may take at most one interval */
-	w->imds = imds_create(o->imds, w->interval_ms);
-	if (!w->imds) {
+	if (o->notice_sources & NOTICE_SRC_SCHEDEV)
+		w->se = schedev_create(o->imds, w->interval_ms);
+	else
+		w->imds = imds_create(o->imds, w->interval_ms);
+	if (!w->imds && !w->se) {
 		rc = sr_err_set(e, -ENOMEM, "imds client: out of memory");
 		goto fail;
 	}
@@ -217,6 +264,8 @@ void notice_watch_stop(struct notice_watch *w)
 	}
 	imds_destroy(w->imds);
 	w->imds = NULL;
+	schedev_destroy(w->se);
+	w->se = NULL;
 }
 
 int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n)

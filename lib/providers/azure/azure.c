@@ -1,0 +1,441 @@
+/*
+ * azure.c - the `azure` provider: the provider contract (cloud/provider.h)
+ * over Azure Resource Manager (lib/azure/arm.h), one open provider per
+ * configured region (an Azure location: eastus, westeurope, ...).
+ *
+ * Market view.  Pools are the catalog's Azure offerings in the region
+ * (the local market's pool numbers).  Prices: the catalog's until the
+ * Retail Prices API answers (lib/azure/azprices.h: spot and pay-as-you-go
+ * per VM size, every PRICES_S on the reconciler thread's refresh), then
+ * the live ones (price_src LIVE, with their age).  Spot capacity is an
+ * estimate, "a spot price is quoted", corrected by what launches answer
+ * (a capacity error marks the pool).
+ *
+ * Compute: lib/azure's driver (a worker thread per launch: PUT the VM,
+ * follow its Azure-AsyncOperation), its list (the resource group's VMs
+ * tagged with the cluster: the leak sweep) and delete (the NIC, OS disk
+ * and public IP go with the VM: deleteOption Delete).
+ *
+ * Bootstrap: the node script in customData, cloud-init runs it at first
+ * boot: the agent with --notice scheduled-events, its one-time bootstrap
+ * secret (traded for the node token at first contact), our URL.
+ *
+ * Notices: Azure tells only the VM (Scheduled Events, Preempt with a
+ * NotBefore >= 30 s ahead); the agent reports it and acknowledges the
+ * event after its final checkpoint (notice_ack), so the VM may go early.
+ *
+ * Configuration keys (docs/providers.md "Azure"): subscription,
+ * resource_group, image, subnet, ssh_key, admin_user, public_ip,
+ * endpoint, login_endpoint, imds, prices_endpoint.
+ *
+ * Threading: offerings/describe from any thread; the live prices are
+ * under the provider's mutex; refresh on the reconciler thread only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aws/ec2.h"
+#include "azure/arm.h"
+#include "azure/azprices.h"
+#include "cloud/localmkt.h"
+#include "cloud/provider.h"
+#include "common/log.h"
+
+#define PRICES_S 300
+#define PRICES_RETRY_S 30
+
+struct azp {
+	const struct cloud_host *h;           /* borrowed */
+	const struct cloud_conf *conf;        /* borrowed; NULL: none */
+	const struct cloud_conf_region *reg;  /* borrowed */
+	struct localmkt *m;
+	struct arm *arm;                      /* owned by drv */
+	struct cloud_driver drv;
+	char region[40];
+	pthread_mutex_t mu;                   /* guards the prices */
+	struct azprice *prices;
+	size_t nprices;
+	int64_t prices_at_s, next_fetch_s;
+};
+
+static bool ours(const struct azp *a, const struct cloud_offering *o)
+{
+	return strcmp(o->cloud, "azure") == 0 && strcmp(o->region, a->region) == 0;
+}
+
+static const char *setting(const struct azp *a, const char *key)
+{
+	return a->conf ? cloud_conf_get(a->conf, a->reg, NULL, key) : NULL;
+}
+
+static void view(struct azp *a, struct cloud_offering *o)
+{
+	o->price_src = CLOUD_PRICE_CATALOG;
+	o->price_age_s = 0;
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < a->nprices; i++) {
+		const struct azprice *p = &a->prices[i];
+
+		if (strcmp(p->sku, o->instance_type))
+			continue;
+		if (p->ondemand_per_h >= 0)
+			o->ondemand_per_h = p->ondemand_per_h;
+		o->spot_per_h = p->spot_per_h;
+		o->price_src = CLOUD_PRICE_LIVE;
+		o->price_age_s = (int64_t)time(NULL) - a->prices_at_s;
+	}
+	pthread_mutex_unlock(&a->mu);
+	o->spot_available = o->spot_per_h >= 0;
+	o->trace[0] = '\0';
+}
+
+static int az_offerings(void *st, const struct cloud_query *q,
+			struct cloud_offering **out, size_t *n, struct sr_err *e)
+{
+	struct azp *a = st;
+	size_t k = 0;
+	int rc = localmkt_offerings(a->m, q, 0, out, n, e);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < *n; i++) {
+		if (!ours(a, &(*out)[i]))
+			continue;
+		(*out)[k] = (*out)[i];
+		view(a, &(*out)[k]);
+		k++;
+	}
+	*n = k;
+	qsort(*out, k, sizeof **out, cloud_offering_cmp);
+	return 0;
+}
+
+static int az_describe(void *st, int pool, struct cloud_offering *out)
+{
+	struct azp *a = st;
+	int rc = localmkt_describe(a->m, pool, 0, out);
+
+	if (rc)
+		return rc;
+	if (!ours(a, out))
+		return -SR_ENOTFOUND;
+	view(a, out);
+	return 0;
+}
+
+/* The feed quotes the price now only: no history. */
+static int az_history(void *st, int pool, double step_s, int n, double *usd_h)
+{
+	(void)st;
+	(void)pool;
+	(void)step_s;
+	for (int i = 0; i < n; i++)
+		usd_h[i] = -1;
+	return 0;
+}
+
+/* The region's sizes' prices, every PRICES_S (reconciler thread). */
+static void az_refresh(void *st)
+{
+	struct azp *a = st;
+	size_t np = localmkt_npools(a->m), ns = 0;
+	const char **skus = calloc(np + 1, sizeof *skus);
+	struct cloud_offering *offs = calloc(np + 1, sizeof *offs);
+	struct azprice *v = NULL;
+	int64_t now = (int64_t)time(NULL);
+	struct sr_err e;
+	size_t nv = 0;
+	int rc;
+
+	if (now < a->next_fetch_s || !skus || !offs)
+		goto out;
+	for (size_t p = 0; p < np; p++) {
+		bool have = false;
+
+		if (localmkt_describe(a->m, (int)p, 0, &offs[p]) ||
+		    !ours(a, &offs[p]))
+			continue;
+		for (size_t i = 0; i < ns; i++)
+			have |= strcmp(skus[i], offs[p].instance_type) == 0;
+		if (!have)
+			skus[ns++] = offs[p].instance_type;
+	}
+	if (!ns)
+		goto out;
+	sr_err_clear(&e);
+	rc = azprices_fetch(setting(a, "prices_endpoint"), a->region, skus, ns,
+			    &v, &nv, &e);
+	if (rc) {
+		sr_warn("azure", "retail prices unavailable", "region=%s "
+			"error=\"%s\"", a->region, sr_err_str(&e, rc));
+		a->next_fetch_s = now + PRICES_RETRY_S;
+		goto out;
+	}
+	pthread_mutex_lock(&a->mu);
+	free(a->prices);
+	a->prices = v;
+	a->nprices = nv;
+	a->prices_at_s = now;
+	pthread_mutex_unlock(&a->mu);
+	v = NULL;
+	a->next_fetch_s = now + PRICES_S;
+out:
+	free(v);
+	free(skus);
+	free(offs);
+}
+
+/* The provider's state is released by its own destroy (az_destroy). */
+static void az_nop(void *st)
+{
+	(void)st;
+}
+
+static const struct cloud_market_ops az_mkt_ops = {
+	.name = "azure",
+	.offerings = az_offerings,
+	.describe = az_describe,
+	.price_history = az_history,
+	.refresh = az_refresh,
+	.destroy = az_nop,
+};
+
+/* ---- compute: the ARM driver, fenced --------------------------------- */
+
+static int az_provision(void *st, const struct cloud_launch *l,
+			struct cloud_req **req, struct cloud_error *err)
+{
+	struct azp *a = st;
+	struct cloud_launch x = *l;
+
+	/* fenced by this epoch just before the PUT leaves (arm_set_fence) */
+	x.epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
+	return a->drv.ops->provision(a->drv.st, &x, req, err);
+}
+
+static int az_poll(void *st, struct cloud_req *req, struct cloud_instance *out,
+		   struct cloud_error *err)
+{
+	struct azp *a = st;
+
+	return a->drv.ops->poll(a->drv.st, req, out, err);
+}
+
+static void az_req_free(void *st, struct cloud_req *req)
+{
+	struct azp *a = st;
+
+	a->drv.ops->req_free(a->drv.st, req);
+}
+
+static int az_terminate(void *st, const char *const *ids, size_t n,
+			struct cloud_error *err)
+{
+	struct azp *a = st;
+	int64_t epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
+
+	if (a->h->fence_ok && !a->h->fence_ok(a->h->ud, epoch))
+		return cloud_err_set(err, CLOUD_EFENCED, NULL, "azure terminate: "
+				     "this daemon no longer leads");
+	return a->drv.ops->terminate(a->drv.st, ids, n, err);
+}
+
+static int az_list(void *st, const char *cluster, struct cloud_instance **out,
+		   size_t *n, struct cloud_error *err)
+{
+	struct azp *a = st;
+
+	return a->drv.ops->list(a->drv.st, cluster, out, n, err);
+}
+
+static const struct cloud_driver_ops az_drv_ops = {
+	.name = "azure",
+	.provision = az_provision,
+	.poll = az_poll,
+	.req_free = az_req_free,
+	.terminate = az_terminate,
+	.list = az_list,
+	.destroy = az_nop,
+};
+
+/* ---- bootstrap, credentials, provider -------------------------------- */
+
+static int az_bootstrap(void *st, const struct cloud_boot *b, char **out,
+			struct sr_err *e)
+{
+	struct azp *a = st;
+	const char *priv[] = { a->h->agent_given ? a->h->state_dir : NULL, NULL };
+
+	return ec2_bootstrap_script_notice(a->h->agent_given ? a->h->agent_path
+					   : NULL, b->api_url, b->node_id,
+					   b->bootstrap, priv, "scheduled-events",
+					   out, e);
+}
+
+static int az_cred_check(void *st, int64_t *expires_s, struct sr_err *e)
+{
+	struct azp *a = st;
+	char tok[8192];
+	int rc = arm_token(a->arm, tok, sizeof tok, expires_s, e);
+
+	explicit_bzero(tok, sizeof tok);
+	return rc < 0 ? -EKEYEXPIRED : 0;
+}
+
+static void az_destroy(void *st)
+{
+	struct azp *a = st;
+
+	if (!a)
+		return;
+	if (a->drv.ops)
+		a->drv.ops->destroy(a->drv.st); /* closes a->arm */
+	localmkt_free(a->m);
+	pthread_mutex_destroy(&a->mu);
+	free(a->prices);
+	free(a);
+}
+
+static const struct cloud_provider_ops az_ops = {
+	.bootstrap = az_bootstrap,
+	.cred_check = az_cred_check,
+	.destroy = az_destroy,
+};
+
+static void opts_of(const struct cloud_conf *conf,
+		    const struct cloud_conf_region *r, struct arm_opts *o)
+{
+	const char *pip = conf ? cloud_conf_get(conf, r, NULL, "public_ip") : NULL;
+
+	memset(o, 0, sizeof *o);
+	o->location = r ? r->name : NULL;
+	if (!conf)
+		return;
+	o->endpoint = cloud_conf_get(conf, r, NULL, "endpoint");
+	o->login = cloud_conf_get(conf, r, NULL, "login_endpoint");
+	o->imds = cloud_conf_get(conf, r, NULL, "imds");
+	o->subscription = cloud_conf_get(conf, r, NULL, "subscription");
+	o->resource_group = cloud_conf_get(conf, r, NULL, "resource_group");
+	o->image = cloud_conf_get(conf, r, NULL, "image");
+	o->subnet = cloud_conf_get(conf, r, NULL, "subnet");
+	o->admin_user = cloud_conf_get(conf, r, NULL, "admin_user");
+	o->ssh_key = cloud_conf_get(conf, r, NULL, "ssh_key");
+	o->public_ip = pip && (!strcmp(pip, "true") || !strcmp(pip, "yes"));
+}
+
+static bool fence_ok(void *ud, int64_t epoch)
+{
+	struct azp *a = ud;
+
+	return !a->h->fence_ok || a->h->fence_ok(a->h->ud, epoch);
+}
+
+static int az_open(const struct cloud_host *h, const struct cloud_conf *conf,
+		   const struct cloud_conf_region *region,
+		   struct cloud_provider *out, struct sr_err *e)
+{
+	struct azp *a = calloc(1, sizeof *a);
+	struct arm_opts o;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (!a)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&a->mu, NULL);
+	a->h = h;
+	a->conf = conf;
+	a->reg = region;
+	if (!region) {
+		rc = sr_err_set(e, -EINVAL, "providers.azure: regions: name at "
+				"least one Azure location (eastus, ...)");
+		goto fail;
+	}
+	snprintf(a->region, sizeof a->region, "%s", region->name);
+	rc = localmkt_load(h->data_dir, &a->m, e);
+	if (rc)
+		goto fail;
+	opts_of(conf, region, &o);
+	o.allow_remote = true; /* the user enabled the provider */
+	rc = arm_open(&o, &a->arm, e);
+	if (rc)
+		goto fail;
+	arm_set_fence(a->arm, fence_ok, a);
+	arm_driver_init(a->arm, &a->drv);
+	sr_info("azure", "provider ready", "region=%s endpoint=%s cluster=%s "
+		"credentials=\"%s\"", a->region, arm_endpoint(a->arm),
+		h->cluster, arm_cred_source(a->arm));
+	out->mkt = (struct cloud_market){ &az_mkt_ops, a };
+	out->drv = (struct cloud_driver){ &az_drv_ops, a };
+	out->ops = &az_ops;
+	out->st = a;
+	snprintf(out->region, sizeof out->region, "%s", a->region);
+	return 0;
+fail:
+	az_destroy(a);
+	return rc;
+}
+
+/* spotrun check: credentials found, a token fetched, and one cheap
+ * signed read (the resource group's VM list).  Starts nothing. */
+static int az_check(const struct cloud_conf *conf,
+		    const struct cloud_conf_region *region,
+		    struct cloud_check *out, struct sr_err *e)
+{
+	struct arm_opts o;
+	struct arm *a = NULL;
+	struct cloud_instance *v = NULL;
+	struct cloud_error err = { 0 };
+	char tok[8192];
+	size_t n = 0;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	opts_of(conf, region, &o);
+	o.allow_remote = true; /* a read call starts nothing */
+	o.timeout_ms = 10000;
+	o.max_retries = 1;
+	rc = arm_open(&o, &a, e);
+	if (rc)
+		return rc;
+	snprintf(out->credentials, sizeof out->credentials, "%s",
+		 arm_cred_source(a));
+	snprintf(out->region, sizeof out->region, "%s", arm_location(a));
+	snprintf(out->endpoint, sizeof out->endpoint, "%s", arm_endpoint(a));
+	rc = arm_token(a, tok, sizeof tok, &out->expires_s, e);
+	explicit_bzero(tok, sizeof tok);
+	if (rc == 0) {
+		rc = arm_vm_list(a, "", &v, &n, &err);
+		if (rc)
+			sr_err_set(e, rc, "signed call failed (%s): %s",
+				   cloud_err_class_str(err.cls), err.msg);
+		else
+			snprintf(out->detail, sizeof out->detail, "resource group "
+				 "readable");
+	}
+	cloud_instances_free(v, n);
+	arm_close(a);
+	return rc;
+}
+
+static const char *const az_keys[] = {
+	"subscription", "resource_group", "image", "subnet", "ssh_key",
+	"admin_user", "public_ip", "endpoint", "login_endpoint", "imds",
+	"prices_endpoint", NULL
+};
+
+const struct cloud_prov_def prov_azure = {
+	.name = "azure",
+	.summary = "Azure spot VMs through ARM (Entra client credentials or a "
+		   "managed identity; AZURE_SUBSCRIPTION_ID)",
+	.caps = CLOUD_CAP_SPOT | CLOUD_CAP_TAGS,
+	.regional = true,
+	.conf_keys = az_keys,
+	.notice_source = "scheduled-events",
+	.notice_ack = true,
+	.open = az_open,
+	.check = az_check,
+};
