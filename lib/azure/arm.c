@@ -124,7 +124,7 @@ int arm_open(const struct arm_opts *o, struct arm **out, struct sr_err *e)
 	trim_slash(a->login);
 	trim_slash(a->imds);
 	if (!a->sub) {
-		rc = sr_err_set(e, -EINVAL, "azure: no subscription: set "
+		rc = sr_err_set(e, -SR_ENOTFOUND, "azure: no subscription: set "
 				"AZURE_SUBSCRIPTION_ID or providers.azure."
 				"subscription");
 		goto fail;
@@ -185,6 +185,11 @@ void arm_set_fence(struct arm *a, bool (*fn)(void *ud, int64_t epoch),
 const char *arm_cred_source(const struct arm *a)
 {
 	return a->source;
+}
+
+bool arm_cred_is_mi(const struct arm *a)
+{
+	return a->kind == ARM_CRED_MI;
 }
 
 const char *arm_endpoint(const struct arm *a)

@@ -89,7 +89,9 @@ struct arm_opts {
 struct arm;
 
 /* Open a client: the options copied, the credentials found (not yet
- * fetched).  0, or -EINVAL naming the missing setting or variable. */
+ * fetched).  0, -SR_ENOTFOUND when no subscription is named
+ * (AZURE_SUBSCRIPTION_ID), or -EINVAL naming the missing setting or
+ * variable. */
 int arm_open(const struct arm_opts *o, struct arm **out, struct sr_err *e);
 void arm_close(struct arm *a); /* NULL-safe */
 
@@ -103,6 +105,8 @@ void arm_set_fence(struct arm *a, bool (*fn)(void *ud, int64_t epoch),
  * ("client secret (AZURE_CLIENT_SECRET, tenant ...)"); never a secret. */
 const char *arm_cred_source(const struct arm *a);
 const char *arm_endpoint(const struct arm *a);
+/* No client credentials in the environment: the managed identity. */
+bool arm_cred_is_mi(const struct arm *a);
 const char *arm_location(const struct arm *a);
 
 /* A valid token (fetched when the cache has none or it is near its

@@ -144,6 +144,8 @@ static int fetch_mi(struct arm *a, struct sr_err *e)
 		 a->client_id ? "&client_id=" : "",
 		 a->client_id ? a->client_id : "");
 	arm__http_opts(a, &o);
+	o.connect_timeout_ms = 1000; /* link-local: there at once, or not */
+	o.max_retries = 1;
 	rc = sr_http_request("GET", url, hdrs, NULL, 0, &o, &r, e);
 	if (rc == 0)
 		rc = parse_token(a, &r, "azure token (managed identity)", e);

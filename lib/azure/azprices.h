@@ -31,7 +31,7 @@
 #define AZPRICES_DEFAULT_URL "https://prices.azure.com"
 
 struct azprice {
-	char sku[64];              /* armSkuName */
+	char sku[48];              /* armSkuName (cloud_offering.instance_type) */
 	sr_micros spot_per_h;      /* -1 unknown */
 	sr_micros ondemand_per_h;  /* -1 unknown */
 };

@@ -407,6 +407,12 @@ static int az_check(const struct cloud_conf *conf,
 	snprintf(out->endpoint, sizeof out->endpoint, "%s", arm_endpoint(a));
 	rc = arm_token(a, tok, sizeof tok, &out->expires_s, e);
 	explicit_bzero(tok, sizeof tok);
+	if (rc < 0 && rc != -EACCES && arm_cred_is_mi(a))
+		rc = sr_err_set(e, -SR_ENOTFOUND, "no Azure credentials: set "
+				"AZURE_TENANT_ID, AZURE_CLIENT_ID and "
+				"AZURE_CLIENT_SECRET (or AZURE_CLIENT_CERTIFICATE_"
+				"PATH), or run on an Azure VM with a managed "
+				"identity (IMDS: %s)", e->msg);
 	if (rc == 0) {
 		rc = arm_vm_list(a, "", &v, &n, &err);
 		if (rc)
@@ -419,6 +425,87 @@ static int az_check(const struct cloud_conf *conf,
 	cloud_instances_free(v, n);
 	arm_close(a);
 	return rc;
+}
+
+/* spotrun plan / gpus: the Retail Prices API's spot and pay-as-you-go
+ * prices of the catalog's sizes, per region of ask (or `region`).  The
+ * feed is public, but a provider nobody configured (no subscription in
+ * the configuration or AZURE_SUBSCRIPTION_ID) answers -SR_ENOTFOUND: the
+ * catalog then, without a network call. */
+static int az_live_prices(const struct cloud_conf *conf,
+			  const struct cloud_conf_region *region,
+			  const struct cloud_price_ask *ask, size_t nask,
+			  struct cloud_price_quote **out, size_t *n,
+			  char *feed, size_t feedcap, struct sr_err *e)
+{
+	const char *base = conf ? cloud_conf_get(conf, region, NULL,
+						 "prices_endpoint") : NULL;
+	const char *sub = conf ? cloud_conf_get(conf, region, NULL,
+						"subscription") : NULL;
+	const char **skus = calloc(nask + 1, sizeof *skus);
+	struct cloud_price_quote *q = calloc(nask + 1, sizeof *q);
+	size_t nq = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!skus || !q) {
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!sub && !getenv("AZURE_SUBSCRIPTION_ID")) {
+		rc = sr_err_set(e, -SR_ENOTFOUND, "azure not configured: set "
+				"AZURE_SUBSCRIPTION_ID or providers.azure."
+				"subscription");
+		goto out;
+	}
+	snprintf(feed, feedcap, "Azure Retail Prices API %s",
+		 base ? base : AZPRICES_DEFAULT_URL);
+	/* one fetch per region of ask (the first row of each region) */
+	for (size_t i = 0; i < nask && rc == 0; i++) {
+		const char *reg = ask[i].region;
+		struct azprice *v = NULL;
+		size_t ns = 0, nv = 0;
+		bool seen = false;
+
+		if (region && strcmp(reg, region->name))
+			continue;
+		for (size_t k = 0; k < i; k++)
+			seen |= strcmp(ask[k].region, reg) == 0;
+		if (seen)
+			continue;
+		for (size_t k = i; k < nask; k++) {
+			bool have = false;
+
+			if (strcmp(ask[k].region, reg))
+				continue;
+			for (size_t j = 0; j < ns; j++)
+				have |= strcmp(skus[j], ask[k].instance_type) == 0;
+			if (!have)
+				skus[ns++] = ask[k].instance_type;
+		}
+		rc = azprices_fetch(base, reg, skus, ns, &v, &nv, e);
+		for (size_t k = 0; rc == 0 && k < nv && nq < nask; k++) {
+			struct cloud_price_quote *x = &q[nq++];
+
+			memset(x, 0, sizeof *x);
+			snprintf(x->region, sizeof x->region, "%s", reg);
+			snprintf(x->instance_type, sizeof x->instance_type, "%s",
+				 v[k].sku);
+			x->spot_per_h = v[k].spot_per_h;
+			x->ondemand_per_h = v[k].ondemand_per_h;
+		}
+		free(v);
+	}
+out:
+	free(skus);
+	if (rc) {
+		free(q);
+		return rc;
+	}
+	*out = q;
+	*n = nq;
+	return 0;
 }
 
 static const char *const az_keys[] = {
@@ -438,4 +525,5 @@ const struct cloud_prov_def prov_azure = {
 	.notice_ack = true,
 	.open = az_open,
 	.check = az_check,
+	.live_prices = az_live_prices,
 };

@@ -1,0 +1,63 @@
+/*
+ * fuzz_azure_parsers - libFuzzer target for what the Azure provider and
+ * its agent read from outside: the Scheduled Events document (IMDS), an
+ * ARM VM list page, an ARM error and an operation's status, and a Retail
+ * Prices page.  Invariants: a parsed document keeps at most
+ * SCHEDEV_MAX_EVENTS events, each with a known type and an id, and a
+ * picked notice is one of this VM's non-Freeze events; listed VMs carry
+ * the asked cluster; an error always has a class; prices are -1 or >= 0.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "azure/arm.h"
+#include "azure/azprices.h"
+#include "azure/schedev.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	struct schedev_doc d;
+	struct schedev_notice n;
+	struct cloud_instance *v = NULL;
+	struct cloud_error err = { 0 };
+	struct azprice *p = NULL;
+	size_t nv = 0, cap = 0, np = 0, pcap = 0;
+	char *next = NULL;
+
+	if (schedev_parse(s, size, "vm-a", &d, NULL) == 0) {
+		if (d.n > SCHEDEV_MAX_EVENTS)
+			abort();
+		for (size_t i = 0; i < d.n; i++)
+			if (!d.ev[i].id[0] || d.ev[i].type < SCHEDEV_FREEZE ||
+			    d.ev[i].type > SCHEDEV_TERMINATE)
+				abort();
+		if (schedev_pick(&d, 1, &n) == 0 &&
+		    (n.type == SCHEDEV_FREEZE || !n.event_id[0]))
+			abort();
+	}
+	if (arm_parse_vm_page(s, size, "c1", &v, &nv, &cap, &next, NULL) == 0) {
+		for (size_t i = 0; i < nv; i++)
+			if (strcmp(v[i].cluster, "c1") || !v[i].id[0])
+				abort();
+	}
+	cloud_instances_free(v, nv);
+	free(next);
+	next = NULL;
+	if (arm_parse_error(409, s, size, "fuzz", &err) >= 0 ||
+	    err.cls == CLOUD_EOK)
+		abort();
+	arm_parse_operation(s, size, &err);
+	if (azprices_parse_page(s, size, "eastus", &p, &np, &pcap, &next,
+				NULL) == 0) {
+		for (size_t i = 0; i < np; i++)
+			if (p[i].spot_per_h < -1 || p[i].ondemand_per_h < -1)
+				abort();
+	}
+	free(p);
+	free(next);
+	return 0;
+}
