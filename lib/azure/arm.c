@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "arm_int.h"
+#include "azure/azpage.h"
 #include "cloud/asynclaunch.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -175,10 +176,11 @@ fail:
 	return rc;
 }
 
-void arm_set_fence(struct arm *a, bool (*fn)(void *ud, int64_t epoch),
-		   void *ud)
+void arm_set_lease(struct arm *a, int64_t (*epoch)(void *ud),
+		   bool (*fence)(void *ud, int64_t epoch), void *ud)
 {
-	a->fence = fn;
+	a->epoch = epoch;
+	a->fence = fence;
 	a->fence_ud = ud;
 }
 
@@ -513,15 +515,12 @@ int arm_vm_list(struct arm *a, const char *cluster, struct cloud_instance **out,
 			break;
 		/* the next page only on the same ARM endpoint: the token
 		 * goes with it */
-		if (strncmp(next, a->endpoint, strlen(a->endpoint)) ||
-		    strlen(next) >= sizeof url) {
-			rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "azure list "
-					   "vms: nextLink off %s", a->endpoint);
+		rc = azpage_follow(url, sizeof url, &next, a->endpoint);
+		if (rc) {
+			cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "azure list vms: "
+				      "nextLink off %s", a->endpoint);
 			break;
 		}
-		snprintf(url, sizeof url, "%s", next);
-		free(next);
-		next = NULL;
 	}
 	free(next);
 	if (rc) {
@@ -544,25 +543,25 @@ static int launch_fn(void *ud, const struct cloud_launch *l,
 static int drv_provision(void *st, const struct cloud_launch *l,
 			 struct cloud_req **req, struct cloud_error *err)
 {
-	return cloud_async_start("azure", launch_fn, st, l, req, err);
-}
+	struct arm *a = st;
+	struct cloud_launch x = *l;
 
-static int drv_poll(void *st, struct cloud_req *req, struct cloud_instance *out,
-		    struct cloud_error *err)
-{
-	(void)st;
-	return cloud_async_poll(req, out, err);
-}
-
-static void drv_req_free(void *st, struct cloud_req *req)
-{
-	(void)st;
-	cloud_async_free(req);
+	/* decided under this epoch: fenced just before the PUT leaves */
+	if (!x.epoch && a->epoch)
+		x.epoch = a->epoch(a->fence_ud);
+	return cloud_async_start("azure", launch_fn, st, &x, req, err);
 }
 
 static int drv_terminate(void *st, const char *const *ids, size_t n,
 			 struct cloud_error *err)
 {
+	struct arm *a = st;
+	int64_t epoch = a->epoch ? a->epoch(a->fence_ud) : 0;
+
+	if (a->fence && !a->fence(a->fence_ud, epoch))
+		return cloud_err_set(err, CLOUD_EFENCED, NULL, "azure delete: not "
+				     "sent, the lease of epoch %lld is gone",
+				     (long long)epoch);
 	return arm_vm_delete(st, ids, n, err);
 }
 
@@ -580,8 +579,8 @@ static void drv_destroy(void *st)
 static const struct cloud_driver_ops arm_driver_ops = {
 	.name = "azure",
 	.provision = drv_provision,
-	.poll = drv_poll,
-	.req_free = drv_req_free,
+	.poll = cloud_async_poll,
+	.req_free = cloud_async_free,
 	.terminate = drv_terminate,
 	.list = drv_list,
 	.destroy = drv_destroy,

@@ -95,11 +95,13 @@ struct arm;
 int arm_open(const struct arm_opts *o, struct arm **out, struct sr_err *e);
 void arm_close(struct arm *a); /* NULL-safe */
 
-/* FENCING (cloud/compute.h): a create carries its launch's epoch; fn
- * (any thread) is asked just before the PUT leaves and nothing is sent
- * when it says no (CLOUD_EFENCED).  NULL fn: never fenced. */
-void arm_set_fence(struct arm *a, bool (*fn)(void *ud, int64_t epoch),
-		   void *ud);
+/* FENCING (cloud/compute.h, cloud/provider.h cloud_host): the driver's
+ * provision takes the epoch it is decided under from epoch(ud) (unless
+ * the launch names one), and fence(ud, epoch) is asked just before a PUT
+ * or a DELETE leaves: nothing is sent when it says no (CLOUD_EFENCED).
+ * NULL functions: never fenced. */
+void arm_set_lease(struct arm *a, int64_t (*epoch)(void *ud),
+		   bool (*fence)(void *ud, int64_t epoch), void *ud);
 
 /* Where the credentials come from, for logs and `spotrun check`
  * ("client secret (AZURE_CLIENT_SECRET, tenant ...)"); never a secret. */

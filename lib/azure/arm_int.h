@@ -23,6 +23,7 @@ struct arm {
 	enum arm_cred_kind kind;
 	char *tenant, *client_id, *secret, *cert_path;
 	char source[256];
+	int64_t (*epoch)(void *ud);
 	bool (*fence)(void *ud, int64_t epoch);
 	void *fence_ud;
 	/* the token cache */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "azure/azpage.h"
 #include "azure/azprices.h"
 #include "common/http.h"
 
@@ -164,14 +165,12 @@ int azprices_fetch(const char *base, const char *region,
 		sr_http_resp_free(&r);
 		if (rc || !next)
 			break;
-		if (strncmp(next, b, strlen(b)) || strlen(next) >= sizeof url) {
+		rc = azpage_follow(url, sizeof url, &next, b);
+		if (rc) {
 			rc = sr_err_set(e, -SR_EPARSE, "azure prices: NextPageLink "
 					"off %s", b);
 			break;
 		}
-		snprintf(url, sizeof url, "%s", next);
-		free(next);
-		next = NULL;
 	}
 	free(next);
 	if (rc) {

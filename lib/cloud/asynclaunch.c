@@ -110,11 +110,12 @@ int cloud_async_start(const char *who, cloud_launch_fn fn, void *ud,
 	return 0;
 }
 
-int cloud_async_poll(struct cloud_req *r, struct cloud_instance *out,
-		     struct cloud_error *err)
+int cloud_async_poll(void *st, struct cloud_req *r,
+		     struct cloud_instance *out, struct cloud_error *err)
 {
 	int rc;
 
+	(void)st;
 	memset(out, 0, sizeof *out);
 	pthread_mutex_lock(&r->mu);
 	if (!r->done) {
@@ -136,8 +137,9 @@ int cloud_async_poll(struct cloud_req *r, struct cloud_instance *out,
 	return rc;
 }
 
-void cloud_async_free(struct cloud_req *r)
+void cloud_async_free(void *st, struct cloud_req *r)
 {
+	(void)st;
 	if (!r)
 		return;
 	pthread_join(r->th, NULL);

@@ -30,9 +30,11 @@ typedef int (*cloud_launch_fn)(void *ud, const struct cloud_launch *l,
 int cloud_async_start(const char *who, cloud_launch_fn fn, void *ud,
 		      const struct cloud_launch *l, struct cloud_req **req,
 		      struct cloud_error *err);
-/* compute.h poll: -EAGAIN, 0 with *out (a copy), or the launch's error. */
-int cloud_async_poll(struct cloud_req *req, struct cloud_instance *out,
-		     struct cloud_error *err);
-void cloud_async_free(struct cloud_req *req); /* NULL-safe; joins */
+/* The driver's poll and req_free themselves (cloud_driver_ops; st is
+ * not read): -EAGAIN, 0 with *out (a copy), or the launch's error; the
+ * request freed (NULL-safe) once its worker is joined. */
+int cloud_async_poll(void *st, struct cloud_req *req,
+		     struct cloud_instance *out, struct cloud_error *err);
+void cloud_async_free(void *st, struct cloud_req *req);
 
 #endif

@@ -393,3 +393,48 @@ int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
 	*n = k;
 	return 0;
 }
+
+static bool at_place(const struct localmkt_place *pl,
+		     const struct cloud_offering *o)
+{
+	return strcmp(o->cloud, pl->cloud) == 0 &&
+	       strcmp(o->region, pl->region) == 0;
+}
+
+int localmkt_describe_at(const struct localmkt *m,
+			 const struct localmkt_place *pl, int pool,
+			 struct cloud_offering *out)
+{
+	int rc = localmkt_describe(m, pool, 0, out);
+
+	if (rc)
+		return rc;
+	if (!at_place(pl, out))
+		return -SR_ENOTFOUND;
+	if (pl->view)
+		pl->view(pl->ud, out);
+	return 0;
+}
+
+int localmkt_offerings_at(const struct localmkt *m,
+			  const struct localmkt_place *pl,
+			  const struct cloud_query *q, struct cloud_offering **out,
+			  size_t *n, struct sr_err *e)
+{
+	size_t k = 0;
+	int rc = localmkt_offerings(m, q, 0, out, n, e);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < *n; i++) {
+		if (!at_place(pl, &(*out)[i]))
+			continue;
+		(*out)[k] = (*out)[i];
+		if (pl->view)
+			pl->view(pl->ud, &(*out)[k]);
+		k++;
+	}
+	*n = k;
+	qsort(*out, k, sizeof **out, cloud_offering_cmp);
+	return 0;
+}

@@ -47,4 +47,24 @@ int localmkt_offerings(const struct localmkt *m, const struct cloud_query *q,
 		       double sim_s, struct cloud_offering **out, size_t *n,
 		       struct sr_err *e);
 
+/* A real provider's view of the catalog: its cloud's pools in one
+ * region (the same pool numbers), each passed through view (its live
+ * price and availability estimate; NULL: the catalog's), the catalog
+ * clock at 0 (no trace replayed). */
+struct localmkt_place {
+	const char *cloud, *region;
+	void (*view)(void *ud, struct cloud_offering *o);
+	void *ud;
+};
+/* localmkt_offerings kept to the place, viewed, cheapest spot first. */
+int localmkt_offerings_at(const struct localmkt *m,
+			  const struct localmkt_place *pl,
+			  const struct cloud_query *q, struct cloud_offering **out,
+			  size_t *n, struct sr_err *e);
+/* localmkt_describe of a pool of the place, viewed; -SR_ENOTFOUND for a
+ * pool elsewhere. */
+int localmkt_describe_at(const struct localmkt *m,
+			 const struct localmkt_place *pl, int pool,
+			 struct cloud_offering *out);
+
 #endif

@@ -233,7 +233,7 @@ static void fenced_create_sends_nothing(void **state)
 	struct cloud_instance in;
 	struct cloud_error err = { 0 };
 
-	arm_set_fence(f->a, fence_no, NULL);
+	arm_set_lease(f->a, NULL, fence_no, NULL);
 	l.epoch = 9;
 	assert_int_equal(arm_vm_create(f->a, &l, &in, &err), -ESTALE);
 	assert_int_equal(err.cls, CLOUD_EFENCED);

@@ -67,6 +67,7 @@ struct awsp {
 	struct cloud_driver ec2drv;  /* the EC2 driver (owns ec2) */
 	char region[40];
 	struct ec2_watch *w;         /* the region's EC2 thread */
+	struct localmkt_place place; /* aws, region, view */
 };
 
 static bool ours(const struct awsp *a, const struct cloud_offering *o)
@@ -75,9 +76,10 @@ static bool ours(const struct awsp *a, const struct cloud_offering *o)
 }
 
 /* The catalog's offering with the live spot price when one is known, and
- * spot capacity as an estimate. */
-static void view(struct awsp *a, struct cloud_offering *o)
+ * spot capacity as an estimate (localmkt_place.view). */
+static void view(void *ud, struct cloud_offering *o)
 {
+	struct awsp *a = ud;
 	sr_micros p;
 	int64_t at;
 
@@ -96,33 +98,15 @@ static int aws_offerings(void *st, const struct cloud_query *q,
 			 struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	struct awsp *a = st;
-	size_t k = 0;
-	int rc = localmkt_offerings(a->m, q, 0, out, n, e);
 
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < *n; i++) {
-		if (!ours(a, &(*out)[i]))
-			continue;
-		(*out)[k] = (*out)[i];
-		view(a, &(*out)[k]);
-		k++;
-	}
-	*n = k;
-	return 0;
+	return localmkt_offerings_at(a->m, &a->place, q, out, n, e);
 }
 
 static int aws_describe(void *st, int pool, struct cloud_offering *out)
 {
 	struct awsp *a = st;
-	int rc = localmkt_describe(a->m, pool, 0, out);
 
-	if (rc)
-		return rc;
-	if (!ours(a, out))
-		return -SR_ENOTFOUND;
-	view(a, out);
-	return 0;
+	return localmkt_describe_at(a->m, &a->place, pool, out);
 }
 
 /* History: the price in effect at each step, from the region's
@@ -400,6 +384,7 @@ static int aws_open(const struct cloud_host *h, const struct cloud_conf *conf,
 	if (rc)
 		goto fail;
 	snprintf(a->region, sizeof a->region, "%s", ec2_region(ec2));
+	a->place = (struct localmkt_place){ "aws", a->region, view, a };
 	a->ec2 = ec2;
 	ec2_set_fence(ec2, fence_ok, a);
 	rc = ec2_driver_new(ec2, &a->ec2drv, e); /* owns ec2, even on failure */

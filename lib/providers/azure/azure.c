@@ -11,10 +11,11 @@
  * estimate, "a spot price is quoted", corrected by what launches answer
  * (a capacity error marks the pool).
  *
- * Compute: lib/azure's driver (a worker thread per launch: PUT the VM,
- * follow its Azure-AsyncOperation), its list (the resource group's VMs
- * tagged with the cluster: the leak sweep) and delete (the NIC, OS disk
- * and public IP go with the VM: deleteOption Delete).
+ * Compute: lib/azure's driver itself (a worker thread per launch: PUT
+ * the VM, follow its Azure-AsyncOperation), its list (the resource
+ * group's VMs tagged with the cluster: the leak sweep) and delete (the
+ * NIC, OS disk and public IP go with the VM: deleteOption Delete),
+ * fenced with the host's lease (arm_set_lease).
  *
  * Bootstrap: the node script in customData, cloud-init runs it at first
  * boot: the agent with --notice scheduled-events, its one-time bootstrap
@@ -54,26 +55,26 @@ struct azp {
 	const struct cloud_conf_region *reg;  /* borrowed */
 	struct localmkt *m;
 	struct arm *arm;                      /* owned by drv */
-	struct cloud_driver drv;
+	struct cloud_driver drv;             /* the ARM driver, the provider's */
 	char region[40];
+	struct localmkt_place place;         /* azure, region, view */
 	pthread_mutex_t mu;                   /* guards the prices */
 	struct azprice *prices;
 	size_t nprices;
 	int64_t prices_at_s, next_fetch_s;
 };
 
-static bool ours(const struct azp *a, const struct cloud_offering *o)
-{
-	return strcmp(o->cloud, "azure") == 0 && strcmp(o->region, a->region) == 0;
-}
-
 static const char *setting(const struct azp *a, const char *key)
 {
 	return a->conf ? cloud_conf_get(a->conf, a->reg, NULL, key) : NULL;
 }
 
-static void view(struct azp *a, struct cloud_offering *o)
+/* The catalog's offering with the live prices when the feed quoted
+ * them, spot capacity as an estimate (localmkt_place.view). */
+static void view(void *ud, struct cloud_offering *o)
 {
+	struct azp *a = ud;
+
 	o->price_src = CLOUD_PRICE_CATALOG;
 	o->price_age_s = 0;
 	pthread_mutex_lock(&a->mu);
@@ -97,34 +98,15 @@ static int az_offerings(void *st, const struct cloud_query *q,
 			struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	struct azp *a = st;
-	size_t k = 0;
-	int rc = localmkt_offerings(a->m, q, 0, out, n, e);
 
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < *n; i++) {
-		if (!ours(a, &(*out)[i]))
-			continue;
-		(*out)[k] = (*out)[i];
-		view(a, &(*out)[k]);
-		k++;
-	}
-	*n = k;
-	qsort(*out, k, sizeof **out, cloud_offering_cmp);
-	return 0;
+	return localmkt_offerings_at(a->m, &a->place, q, out, n, e);
 }
 
 static int az_describe(void *st, int pool, struct cloud_offering *out)
 {
 	struct azp *a = st;
-	int rc = localmkt_describe(a->m, pool, 0, out);
 
-	if (rc)
-		return rc;
-	if (!ours(a, out))
-		return -SR_ENOTFOUND;
-	view(a, out);
-	return 0;
+	return localmkt_describe_at(a->m, &a->place, pool, out);
 }
 
 /* The feed quotes the price now only: no history. */
@@ -157,7 +139,8 @@ static void az_refresh(void *st)
 		bool have = false;
 
 		if (localmkt_describe(a->m, (int)p, 0, &offs[p]) ||
-		    !ours(a, &offs[p]))
+		    strcmp(offs[p].cloud, "azure") ||
+		    strcmp(offs[p].region, a->region))
 			continue;
 		for (size_t i = 0; i < ns; i++)
 			have |= strcmp(skus[i], offs[p].instance_type) == 0;
@@ -204,64 +187,6 @@ static const struct cloud_market_ops az_mkt_ops = {
 	.destroy = az_nop,
 };
 
-/* ---- compute: the ARM driver, fenced --------------------------------- */
-
-static int az_provision(void *st, const struct cloud_launch *l,
-			struct cloud_req **req, struct cloud_error *err)
-{
-	struct azp *a = st;
-	struct cloud_launch x = *l;
-
-	/* fenced by this epoch just before the PUT leaves (arm_set_fence) */
-	x.epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
-	return a->drv.ops->provision(a->drv.st, &x, req, err);
-}
-
-static int az_poll(void *st, struct cloud_req *req, struct cloud_instance *out,
-		   struct cloud_error *err)
-{
-	struct azp *a = st;
-
-	return a->drv.ops->poll(a->drv.st, req, out, err);
-}
-
-static void az_req_free(void *st, struct cloud_req *req)
-{
-	struct azp *a = st;
-
-	a->drv.ops->req_free(a->drv.st, req);
-}
-
-static int az_terminate(void *st, const char *const *ids, size_t n,
-			struct cloud_error *err)
-{
-	struct azp *a = st;
-	int64_t epoch = a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
-
-	if (a->h->fence_ok && !a->h->fence_ok(a->h->ud, epoch))
-		return cloud_err_set(err, CLOUD_EFENCED, NULL, "azure terminate: "
-				     "this daemon no longer leads");
-	return a->drv.ops->terminate(a->drv.st, ids, n, err);
-}
-
-static int az_list(void *st, const char *cluster, struct cloud_instance **out,
-		   size_t *n, struct cloud_error *err)
-{
-	struct azp *a = st;
-
-	return a->drv.ops->list(a->drv.st, cluster, out, n, err);
-}
-
-static const struct cloud_driver_ops az_drv_ops = {
-	.name = "azure",
-	.provision = az_provision,
-	.poll = az_poll,
-	.req_free = az_req_free,
-	.terminate = az_terminate,
-	.list = az_list,
-	.destroy = az_nop,
-};
-
 /* ---- bootstrap, credentials, provider -------------------------------- */
 
 static int az_bootstrap(void *st, const struct cloud_boot *b, char **out,
@@ -292,8 +217,10 @@ static void az_destroy(void *st)
 
 	if (!a)
 		return;
+	/* the ARM driver (out->drv) was destroyed first by
+	 * cloud_provider_close; after a failed open it is still ours */
 	if (a->drv.ops)
-		a->drv.ops->destroy(a->drv.st); /* closes a->arm */
+		a->drv.ops->destroy(a->drv.st);
 	localmkt_free(a->m);
 	pthread_mutex_destroy(&a->mu);
 	free(a->prices);
@@ -327,6 +254,13 @@ static void opts_of(const struct cloud_conf *conf,
 	o->public_ip = pip && (!strcmp(pip, "true") || !strcmp(pip, "yes"));
 }
 
+static int64_t lease_epoch(void *ud)
+{
+	struct azp *a = ud;
+
+	return a->h->lease_epoch ? a->h->lease_epoch(a->h->ud) : 0;
+}
+
 static bool fence_ok(void *ud, int64_t epoch)
 {
 	struct azp *a = ud;
@@ -355,6 +289,7 @@ static int az_open(const struct cloud_host *h, const struct cloud_conf *conf,
 		goto fail;
 	}
 	snprintf(a->region, sizeof a->region, "%s", region->name);
+	a->place = (struct localmkt_place){ "azure", a->region, view, a };
 	rc = localmkt_load(h->data_dir, &a->m, e);
 	if (rc)
 		goto fail;
@@ -363,13 +298,14 @@ static int az_open(const struct cloud_host *h, const struct cloud_conf *conf,
 	rc = arm_open(&o, &a->arm, e);
 	if (rc)
 		goto fail;
-	arm_set_fence(a->arm, fence_ok, a);
+	arm_set_lease(a->arm, lease_epoch, fence_ok, a);
 	arm_driver_init(a->arm, &a->drv);
 	sr_info("azure", "provider ready", "region=%s endpoint=%s cluster=%s "
 		"credentials=\"%s\"", a->region, arm_endpoint(a->arm),
 		h->cluster, arm_cred_source(a->arm));
 	out->mkt = (struct cloud_market){ &az_mkt_ops, a };
-	out->drv = (struct cloud_driver){ &az_drv_ops, a };
+	out->drv = a->drv; /* the provider's from here (destroyed with it) */
+	a->drv = (struct cloud_driver){ 0 };
 	out->ops = &az_ops;
 	out->st = a;
 	snprintf(out->region, sizeof out->region, "%s", a->region);
