@@ -19,6 +19,7 @@
 #include "cliopt.h"
 #include "common/text.h"
 #include "common/timeutil.h"
+#include "common/url.h"
 #include "dirsync/dirsync.h"
 #include "spotrun/ckpt.h"
 
@@ -115,13 +116,15 @@ static int cmd_ls(int argc, char **argv)
 {
 	struct spotckpt_entry *ents = NULL;
 	struct args a;
+	char scheme[16];
 	size_t n = 0;
 	int rc = parse_args(argc, argv, &a);
 
 	if (rc)
 		return rc;
 	/* a bucket mount's synced directory (issue 30): its rounds */
-	if (strstr(a.dir, "://") && dirsync_present(a.dir, NULL) == 1)
+	if (sr_url_scheme(a.dir, scheme, sizeof scheme) == 1 &&
+	    dirsync_present(a.dir, NULL) == 1)
 		return ckpt_ls_rounds(a.dir, a.json);
 	rc = spotckpt_list(a.dir, NULL, 0, &n);
 	if (rc == 0 && n) {

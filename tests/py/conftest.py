@@ -219,7 +219,8 @@ def run_on_pty(argv, env=None, cwd=None, answer_after=None, answer=b"",
 # pg passes) ----
 # SPOTRUN_CHECK_STORE=postgresql: one real PostgreSQL 15 server for the
 # session (tests/py/pg_server.py) and a fresh database per test, handed to
-# every spotrund the test starts through $SPOTRUN_STORE.
+# every spotrund the test starts through $SPOTRUN_STORE (one a test left
+# untouched goes to the next test: PgServer.give_back).
 PG_MODE = os.environ.get("SPOTRUN_CHECK_STORE") == "postgresql"
 
 
@@ -246,8 +247,9 @@ def _store_per_test(request):
         return
     srv = request.getfixturevalue("pg_server")
     old = os.environ.get("SPOTRUN_STORE")
-    os.environ["SPOTRUN_STORE"] = srv.new_db()
-    yield os.environ["SPOTRUN_STORE"]
+    url = os.environ["SPOTRUN_STORE"] = srv.new_db()
+    yield url
+    srv.give_back(url)
     if old is None:
         os.environ.pop("SPOTRUN_STORE", None)
     else:

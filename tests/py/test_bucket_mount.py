@@ -106,7 +106,9 @@ def load(path):
     return out.stdout
 
 
-@pytest.mark.skipif(not torch_ok(), reason="PyTorch is not importable by "
+# (a string: evaluated when the test runs, in its worker alone, not at
+# every worker's collection - an interpreter importing torch costs seconds)
+@pytest.mark.skipif("not torch_ok()", reason="PyTorch is not importable by "
                     "/usr/bin/python3 (scripts/install-deps installs it)")
 def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
     srv = S3rver()
