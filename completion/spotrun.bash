@@ -9,7 +9,7 @@ _spotrun()
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
     sub=${COMP_WORDS[2]}
-    local cmds="cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gpus launch logs nodes plan sim status trace version"
+    local cmds="cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gce-emulator gpus launch logs nodes plan sim status trace version"
     local common="--api --state-dir --json --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
@@ -55,7 +55,7 @@ _spotrun()
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
         check)
-            COMPREPLY=($(compgen -W "local aws --json --config --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "local aws gcp --json --config --help" -- "$cur")) ;;
         gpus)
             COMPREPLY=($(compgen -W "--cloud --region --data --prices --config --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
         status|events|cancel|dashboard)
@@ -100,6 +100,8 @@ _spotrun()
             fi ;;
         ec2-emulator)
             COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --bucket-fill --run-latency-ms --request-log --seed --help" -- "$cur")) ;;
+        gce-emulator)
+            COMPREPLY=($(compgen -W "--work-dir --data --project --region --port --time-scale --notice-s --capacity --request-log --help" -- "$cur")) ;;
         version)
             COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)

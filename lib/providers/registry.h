@@ -21,7 +21,8 @@
 #define PROVIDERS(X) \
 	X(local) \
 	X(aws) \
-	X(azure)
+	X(azure) \
+	X(gcp)
 
 /* The built-in providers, NULL-terminated, in the registry's order. */
 const struct cloud_prov_def *const *prov_registry(void);

@@ -437,7 +437,8 @@ static void check_notice(struct agent *ag)
 			    "scheduled-events");
 	else if (atomic_load(&ag->nw.have))
 		take_notice(ag, atomic_load(&ag->nw.time_ns),
-			    imds_action_name(atomic_load(&ag->nw.action)), "imds");
+			    imds_action_name(atomic_load(&ag->nw.action)),
+			    ag->o->notice_sources & NOTICE_SRC_GCE ? "gce" : "imds");
 	else if (notice_signal_seen()) /* its kill comes --notice-lead later */
 		take_notice(ag, sr_time_real_ns() + ag->o->notice_lead_ns,
 			    imds_action_name(IMDS_TERMINATE), "signal");

@@ -55,6 +55,7 @@ struct agent_opts {
 #define NOTICE_SRC_IMDS 0x1    /* IMDSv2: instance-action + rebalance */
 #define NOTICE_SRC_SIGNAL 0x2  /* a scheduler's signal (Slurm) */
 #define NOTICE_SRC_SCHEDEV 0x4 /* Azure Scheduled Events (lib/azure) */
+#define NOTICE_SRC_GCE 0x8     /* GCE metadata: preempted, maintenance */
 
 /* --notice LIST ("imds", "signal", "scheduled-events", "imds,signal",
  * "none") into bits:
@@ -169,6 +170,10 @@ struct notice_watch {
 	pthread_mutex_t mu;     /* guards last_err */
 	char last_err[SR_ERR_MSG_MAX];
 	atomic_int err_gen;     /* +1 each time last_err changes */
+	/* the gce source: one hanging GET per key (gcemeta.h) */
+	pthread_t gthr[2];
+	int gstarted;
+	const char *gce_url;    /* borrowed: o->imds */
 };
 
 /* Start the sources of o->notice_sources (the IMDS at o->imds, polled

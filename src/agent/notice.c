@@ -16,6 +16,13 @@
  *           pace (at most a second apart), DocumentIncarnation tracked.
  *           The event is acknowledged (StartRequests) once the final
  *           checkpoint is reported (agent.c), so Azure may go early.
+ *   gce     the GCE metadata server (at --imds's URL): a hanging GET on
+ *           instance/preempted and one on instance/maintenance-event,
+ *           each on its own thread, last_etag kept across reconnects
+ *           (lib/agent/gcemeta.c).  preempted TRUE is the notice; GCE
+ *           stops the VM 30 s after it (GCE_PREEMPT_S).  A
+ *           TERMINATE_ON_HOST_MAINTENANCE event is one too, 60 s ahead
+ *           (GCE_MAINT_S); MIGRATE_ON_HOST_MAINTENANCE is only logged.
  *   signal  a scheduler's signal (Slurm sends SIGTERM before its kill, or
  *           --signal=USR1@LEAD): the notice's time is now + --notice-lead.
  *           The signal is then a notice, not "agent, quit": SIGINT always
@@ -40,6 +47,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent/gcemeta.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 
@@ -111,10 +119,12 @@ int notice_sources_parse(const char *list, unsigned *out, struct sr_err *e)
 			*out |= NOTICE_SRC_SCHEDEV;
 		else if (len == 6 && !strncmp(p, "signal", 6))
 			*out |= NOTICE_SRC_SIGNAL;
+		else if (len == 3 && !strncmp(p, "gce", 3))
+			*out |= NOTICE_SRC_GCE;
 		else if (!(len == 4 && !strncmp(p, "none", 4)))
 			return sr_err_set(e, -EINVAL, "'%.*s' is not a notice "
-					  "source (imds, scheduled-events, signal, "
-					  "none)", (int)len, p);
+					  "source (imds, scheduled-events, gce, "
+					  "signal, none)", (int)len, p);
 		p += len + (p[len] == ',');
 	}
 	return 0;
@@ -209,6 +219,91 @@ pace:;
 	return NULL;
 }
 
+#define GCE_PREEMPT_S 30
+#define GCE_MAINT_S 60
+
+/* Record a notice due lead_s from now and wake the main loop. */
+static void notice_take(struct notice_watch *w, int lead_s)
+{
+	char one = 'n';
+
+	atomic_store(&w->time_ns, sr_time_real_ns() + lead_s * SR_NS_PER_SEC);
+	atomic_store(&w->action, (int)IMDS_TERMINATE);
+	atomic_store(&w->have, 1);
+	if (write(w->wake_fd[1], &one, 1) < 0)
+		(void)0; /* the main loop also polls */
+}
+
+/* One gce key's hanging GETs until a notice or stop.  A failed GET is
+ * asked again after a second (the ETag held, so nothing is missed). */
+static void gce_watch(struct notice_watch *w, const char *key)
+{
+	struct gcemeta *c = gcemeta_create(w->gce_url, key, 0, &w->stop);
+
+	if (!c) {
+		set_error(w, "gce metadata client: out of memory");
+		return;
+	}
+	while (!atomic_load(&w->stop) && !atomic_load(&w->have)) {
+		char v[40];
+		bool changed;
+		struct sr_err e;
+		int rc;
+
+		sr_err_clear(&e);
+		rc = gcemeta_next(c, v, sizeof v, &changed, &e);
+		if (rc < 0) {
+			if (atomic_load(&w->stop))
+				break;
+			atomic_fetch_add(&w->errors, 1);
+			set_error(w, sr_err_str(&e, rc));
+			sleep_ms(1000);
+			continue;
+		}
+		atomic_store(&w->errors, 0);
+		if (!changed)
+			continue;
+		if (!strcmp(v, "TRUE")) {
+			notice_take(w, GCE_PREEMPT_S);
+		} else if (!strcmp(v, "TERMINATE_ON_HOST_MAINTENANCE")) {
+			notice_take(w, GCE_MAINT_S);
+		} else if (!strcmp(v, "MIGRATE_ON_HOST_MAINTENANCE")) {
+			sr_info("agent", "host maintenance: live migration",
+				"key=%s", key);
+		}
+	}
+	gcemeta_destroy(c);
+}
+
+static void *gce_preempted_main(void *arg)
+{
+	gce_watch(arg, GCEMETA_PREEMPTED);
+	return NULL;
+}
+
+static void *gce_maint_main(void *arg)
+{
+	gce_watch(arg, GCEMETA_MAINTENANCE);
+	return NULL;
+}
+
+static int gce_start(struct notice_watch *w, const struct agent_opts *o,
+		     struct sr_err *e)
+{
+	void *(*fn[2])(void *) = { gce_preempted_main, gce_maint_main };
+
+	w->gce_url = o->imds;
+	for (int i = 0; i < 2; i++) {
+		int rc = -pthread_create(&w->gthr[i], NULL, fn[i], w);
+
+		if (rc < 0)
+			return sr_err_set(e, rc, "gce notice thread: %s",
+					  strerror(-rc));
+		w->gstarted = i + 1;
+	}
+	return 0;
+}
+
 int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 		       long interval_ms, struct sr_err *e)
 {
@@ -226,6 +321,11 @@ int notice_watch_start(struct notice_watch *w, const struct agent_opts *o,
 	 * main loop from here on */
 	if (o->notice_sources & NOTICE_SRC_SIGNAL)
 		sig_wake_fd = w->wake_fd[1];
+	if (o->notice_sources & NOTICE_SRC_GCE) {
+		rc = gce_start(w, o, e);
+		if (rc)
+			goto fail;
+	}
 	if (!(o->notice_sources & (NOTICE_SRC_IMDS | NOTICE_SRC_SCHEDEV)))
 		return 0;
 	/* each request may take at most one interval */
@@ -251,11 +351,14 @@ fail:
 
 void notice_watch_stop(struct notice_watch *w)
 {
+	atomic_store(&w->stop, 1); /* also cancels a hanging GET */
 	if (w->started) {
-		atomic_store(&w->stop, 1);
 		pthread_join(w->thr, NULL);
 		w->started = 0;
 	}
+	for (int i = 0; i < w->gstarted; i++)
+		pthread_join(w->gthr[i], NULL);
+	w->gstarted = 0;
 	sig_wake_fd = -1; /* the handler writes nothing from here */
 	for (int i = 0; i < 2; i++) {
 		if (w->wake_fd[i] >= 0)

@@ -1,0 +1,564 @@
+/*
+ * gceemu_http.c - the GCE emulator's HTTP side (libmicrohttpd on
+ * 127.0.0.1, a thread per connection): routing, the token endpoint, each
+ * VM's metadata server with its hanging GETs, the test controls, start
+ * and stop (gceemu.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "common/random.h"
+#include "common/sigv4.h"
+#include "common/timeutil.h"
+#include "gceemu_int.h"
+
+#define MAX_BODY (1u << 20)
+
+struct conn {
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+};
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *k = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (k) {
+		free(k->buf);
+		free(k);
+	}
+	*con_cls = NULL;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, int status,
+			       const char *ctype, const char *body,
+			       const char *etag, bool flavor)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", ctype);
+	if (etag)
+		MHD_add_response_header(r, "ETag", etag);
+	if (flavor)
+		MHD_add_response_header(r, "Metadata-Flavor", "Google");
+	ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result json_answer(struct MHD_Connection *c, int status,
+				   json_t *doc)
+{
+	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	enum MHD_Result ret;
+
+	json_decref(doc);
+	if (!s)
+		return respond(c, 500, "text/plain", "out of memory\n", NULL,
+			       false);
+	ret = respond(c, status, "application/json; charset=UTF-8", s, NULL,
+		      false);
+	free(s);
+	return ret;
+}
+
+static const char *arg(struct MHD_Connection *c, const char *k)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+}
+
+/* ---- the token endpoint -------------------------------------------------- */
+
+/* The value of form field key in body (malloc'd, decoded) or NULL. */
+static char *form_get(const char *body, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = body; p && *p;) {
+		size_t n = strcspn(p, "&");
+
+		if (n > kl && !strncmp(p, key, kl) && p[kl] == '=')
+			return sr_sigv4_uri_decode(p + kl + 1, n - kl - 1, 1, NULL);
+		p += n + (p[n] == '&');
+	}
+	return NULL;
+}
+
+/* base64url part -> JSON object (new reference) or NULL. */
+static json_t *jwt_part(const char *p, size_t n)
+{
+	char *b = malloc(n + 4);
+	unsigned char *out = malloc(n + 4);
+	json_t *doc = NULL;
+	size_t k;
+	int w;
+
+	if (!b || !out || n == 0)
+		goto out;
+	for (k = 0; k < n; k++)
+		b[k] = p[k] == '-' ? '+' : p[k] == '_' ? '/' : p[k];
+	while (k % 4)
+		b[k++] = '=';
+	w = EVP_DecodeBlock(out, (unsigned char *)b, (int)k);
+	if (w < 0)
+		goto out;
+	while (k > 0 && b[--k] == '=')
+		w--;
+	doc = json_loadb((char *)out, (size_t)w, 0, NULL);
+out:
+	free(b);
+	free(out);
+	return doc;
+}
+
+/* A jwt-bearer assertion as Google checks it (but its signature: the
+ * emulator holds no public key): RS256, iss, scope, aud = our /token,
+ * iat <= exp <= iat + 3600. */
+static const char *jwt_bad(struct gceemu *m, const char *jwt)
+{
+	const char *d1 = strchr(jwt, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+	json_t *h = d1 ? jwt_part(jwt, (size_t)(d1 - jwt)) : NULL;
+	json_t *cl = d2 ? jwt_part(d1 + 1, (size_t)(d2 - d1 - 1)) : NULL;
+	const char *why = NULL;
+	char aud[96];
+	json_int_t iat, exp;
+
+	snprintf(aud, sizeof aud, "%s/token", m->url);
+	iat = json_integer_value(json_object_get(cl, "iat"));
+	exp = json_integer_value(json_object_get(cl, "exp"));
+	if (!h || !cl || !d2 || !d2[1])
+		why = "not a three-part JWT";
+	else if (!json_string_value(json_object_get(h, "alg")) ||
+		 strcmp(json_string_value(json_object_get(h, "alg")), "RS256"))
+		why = "alg is not RS256";
+	else if (!json_string_value(json_object_get(cl, "iss")))
+		why = "no iss";
+	else if (!json_string_value(json_object_get(cl, "scope")))
+		why = "no scope";
+	else if (!json_string_value(json_object_get(cl, "aud")) ||
+		 strcmp(json_string_value(json_object_get(cl, "aud")), aud))
+		why = "aud is not the token endpoint";
+	else if (iat <= 0 || exp < iat || exp > iat + 3600)
+		why = "iat/exp";
+	json_decref(h);
+	json_decref(cl);
+	return why;
+}
+
+static enum MHD_Result token(struct gceemu *m, struct MHD_Connection *c,
+			     const char *body)
+{
+	char *grant = form_get(body, "grant_type");
+	char *a = NULL, *b = NULL, *d = NULL, tok[48] = "emu-", hex[33];
+	const char *why = NULL;
+	enum MHD_Result ret;
+
+	if (grant && !strcmp(grant, "urn:ietf:params:oauth:grant-type:jwt-bearer")) {
+		a = form_get(body, "assertion");
+		why = a ? jwt_bad(m, a) : "no assertion";
+	} else if (grant && !strcmp(grant, "refresh_token")) {
+		a = form_get(body, "client_id");
+		b = form_get(body, "client_secret");
+		d = form_get(body, "refresh_token");
+		why = !a || !b || !d ? "client_id, client_secret and "
+		      "refresh_token are required" : NULL;
+	} else {
+		why = "unsupported grant_type";
+	}
+	free(grant);
+	free(a);
+	free(b);
+	free(d);
+	if (why)
+		return json_answer(c, 400, json_pack("{ss ss}", "error",
+						     "invalid_grant",
+						     "error_description", why));
+	sr_random_hex(hex, sizeof hex);
+	strncat(tok, hex, sizeof tok - strlen(tok) - 1);
+	pthread_mutex_lock(&m->mu);
+	snprintf(m->tokens[m->ntokens % EMU_MAX_TOKENS], sizeof m->tokens[0],
+		 "%s", tok);
+	m->ntokens++;
+	pthread_mutex_unlock(&m->mu);
+	ret = json_answer(c, 200, json_pack("{ss si ss}", "access_token", tok,
+					    "expires_in", 3600, "token_type",
+					    "Bearer"));
+	return ret;
+}
+
+static bool bearer_ok(struct gceemu *m, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    "Authorization");
+	bool ok = false;
+
+	if (!h || strncmp(h, "Bearer ", 7))
+		return false;
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < EMU_MAX_TOKENS && i < m->ntokens; i++)
+		ok |= strcmp(m->tokens[i], h + 7) == 0;
+	pthread_mutex_unlock(&m->mu);
+	return ok;
+}
+
+/* ---- the metadata server -------------------------------------------------- */
+
+/* A watched key's value and ETag (under m->mu). */
+static void watched(struct emu_vm *v, bool pre, char *val, size_t n,
+		    char *etag, size_t en)
+{
+	snprintf(val, n, "%s", pre ? (v->preempted ? "TRUE" : "FALSE") : v->maint);
+	snprintf(etag, en, "%016llx", (unsigned long long)(pre ? v->etag_pre
+							   : v->etag_mnt));
+}
+
+static enum MHD_Result meta(struct gceemu *m, struct MHD_Connection *c,
+			    const char *url)
+{
+	const char *rest = url + 6, *slash = strchr(rest, '/'); /* "/meta/" */
+	const char *fl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     "Metadata-Flavor");
+	const char *key, *wait = arg(c, "wait_for_change");
+	const char *last = arg(c, "last_etag"), *tmo = arg(c, "timeout_sec");
+	char name[64], val[160], etag[20];
+	struct emu_vm *v;
+	bool pre;
+
+	if (!fl || strcmp(fl, "Google"))
+		return respond(c, 403, "text/html", "Missing Metadata-Flavor:"
+			       "Google header.\n", NULL, true);
+	if (!slash || (size_t)(slash - rest) >= sizeof name ||
+	    strncmp(slash, "/computeMetadata/v1/", 20))
+		return respond(c, 404, "text/html", "not found\n", NULL, true);
+	snprintf(name, sizeof name, "%.*s", (int)(slash - rest), rest);
+	key = slash + 20;
+	pthread_mutex_lock(&m->mu);
+	v = gceemu__vm(m, name);
+	if (!v) {
+		pthread_mutex_unlock(&m->mu);
+		return respond(c, 404, "text/html", "not found\n", NULL, true);
+	}
+	if (!strcmp(key, "instance/name") || !strcmp(key, "instance/zone") ||
+	    !strcmp(key, "project/project-id")) {
+		if (!strcmp(key, "instance/name"))
+			snprintf(val, sizeof val, "%s", v->name);
+		else if (!strcmp(key, "instance/zone"))
+			snprintf(val, sizeof val, "projects/0/zones/%s", v->zone);
+		else
+			snprintf(val, sizeof val, "%s", m->project);
+		pthread_mutex_unlock(&m->mu);
+		return respond(c, 200, "application/text", val, NULL, true);
+	}
+	if (!strcmp(key, "instance/service-accounts/default/token")) {
+		char tok[48] = "emu-", hex[33];
+
+		sr_random_hex(hex, sizeof hex);
+		strncat(tok, hex, sizeof tok - strlen(tok) - 1);
+		snprintf(m->tokens[m->ntokens % EMU_MAX_TOKENS],
+			 sizeof m->tokens[0], "%s", tok);
+		m->ntokens++;
+		pthread_mutex_unlock(&m->mu);
+		snprintf(val, sizeof val, "{\"access_token\":\"%s\",\"expires_in\""
+			 ":3599,\"token_type\":\"Bearer\"}", tok);
+		return respond(c, 200, "application/json", val, NULL, true);
+	}
+	pre = !strcmp(key, "instance/preempted");
+	if (!pre && strcmp(key, "instance/maintenance-event")) {
+		pthread_mutex_unlock(&m->mu);
+		return respond(c, 404, "text/html", "not found\n", NULL, true);
+	}
+	watched(v, pre, val, sizeof val, etag, sizeof etag);
+	if (wait && !strcmp(wait, "true")) {
+		/* hang until the ETag differs from last_etag (the current
+		 * one without it), timeout_sec, or the VM goes */
+		int64_t end = sr_time_mono_ns() + (int64_t)(tmo ? atoi(tmo) : 60)
+			* SR_NS_PER_SEC;
+		char want[20];
+
+		snprintf(want, sizeof want, "%s", last ? last : etag);
+		while (!m->stopping && !v->gone && !strcmp(etag, want) &&
+		       sr_time_mono_ns() < end) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+			if (!v->gone)
+				watched(v, pre, val, sizeof val, etag, sizeof etag);
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	return respond(c, 200, "application/text", val, etag, true);
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+static enum MHD_Result control(struct gceemu *m, struct MHD_Connection *c,
+			       const char *url)
+{
+	const char *name = arg(c, "name"), *ev = arg(c, "event");
+	char buf[64];
+	int n = 0;
+
+	if (!strcmp(url, "/emu/preempt")) {
+		n = gceemu_preempt(m, name);
+	} else if (!strcmp(url, "/emu/maintenance") && name && ev) {
+		pthread_mutex_lock(&m->mu);
+		struct emu_vm *v = gceemu__vm(m, name);
+
+		if (v) {
+			snprintf(v->maint, sizeof v->maint, "%s", ev);
+			v->etag_mnt = ++m->etag_seq;
+			pthread_cond_broadcast(&m->cv);
+			n = 1;
+		}
+		pthread_mutex_unlock(&m->mu);
+	}
+	snprintf(buf, sizeof buf, "{\"affected\":%d}", n);
+	return respond(c, 200, "application/json", buf, NULL, false);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct gceemu *m = cls;
+	struct conn *k = *con_cls;
+	char prefix[128];
+	size_t pl;
+
+	(void)version;
+	if (!k) {
+		k = calloc(1, sizeof *k);
+		if (!k)
+			return MHD_NO;
+		*con_cls = k;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		if (k->len + *upload_size > MAX_BODY) {
+			k->too_big = true;
+		} else {
+			char *t = realloc(k->buf, k->len + *upload_size + 1);
+
+			if (!t)
+				return MHD_NO;
+			k->buf = t;
+			memcpy(k->buf + k->len, upload, *upload_size);
+			k->len += *upload_size;
+			k->buf[k->len] = '\0';
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (m->log) {
+		fprintf(m->log, "%lld %s %s\n", (long long)sr_time_real_ns(),
+			method, url);
+		fflush(m->log);
+	}
+	if (k->too_big)
+		return respond(c, 413, "text/plain", "body too large\n", NULL, false);
+	if (!strncmp(url, "/meta/", 6))
+		return meta(m, c, url);
+	if (!strcmp(url, "/token") && !strcmp(method, "POST"))
+		return token(m, c, k->buf ? k->buf : "");
+	if (!strncmp(url, "/emu/", 5) && !strcmp(method, "POST"))
+		return control(m, c, url);
+	snprintf(prefix, sizeof prefix, "/compute/v1/projects/%s/", m->project);
+	pl = strlen(prefix);
+	if (!strncmp(url, prefix, pl)) {
+		struct emu_query q = {
+			.request_id = arg(c, "requestId"),
+			.filter = arg(c, "filter"),
+			.page_token = arg(c, "pageToken"),
+			.max_results = arg(c, "maxResults"),
+		};
+		json_t *out = NULL;
+		int status = 500;
+
+		if (!bearer_ok(m, c))
+			return json_answer(c, 401, gceemu__error(
+				401, "authError", "Request had invalid "
+				"authentication credentials."));
+		gceemu__compute(m, method, url + pl, &q, k->buf, k->len, &status,
+				&out);
+		return json_answer(c, status, out);
+	}
+	return json_answer(c, 404, gceemu__error(404, "notFound", "%s %s",
+						 method, url));
+}
+
+/* ---- start, stop, controls ----------------------------------------------- */
+
+/* The zone's spot capacity is gone from now on (under m->mu): its
+ * override says none. */
+static void reclaim_zone(struct gceemu *m, const char *zone)
+{
+	size_t zl = strlen(zone), n = 0;
+	char *ov = malloc(zl + 6), **nv;
+
+	if (!ov)
+		return;
+	snprintf(ov, zl + 6, "%s=none", zone);
+	for (; m->no_cap && m->no_cap[n]; n++) {
+		if (!strncmp(m->no_cap[n], zone, zl) && m->no_cap[n][zl] == '=') {
+			free(m->no_cap[n]);
+			m->no_cap[n] = ov;
+			return;
+		}
+	}
+	nv = realloc(m->no_cap, (n + 2) * sizeof *nv);
+	if (!nv) {
+		free(ov);
+		return;
+	}
+	nv[n] = ov;
+	nv[n + 1] = NULL;
+	m->no_cap = nv;
+}
+
+int gceemu_preempt(struct gceemu *m, const char *name)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->nvms; i++) {
+		struct emu_vm *v = &m->vms[i];
+
+		if (v->gone || !v->spot || v->preempted ||
+		    (name && strcmp(v->name, name)))
+			continue;
+		gceemu__preempt_vm(m, v);
+		reclaim_zone(m, v->zone);
+		n++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
+
+const char *gceemu_url(const struct gceemu *m)
+{
+	return m->url;
+}
+
+int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
+		 struct sr_err *e)
+{
+	struct gceemu *m = calloc(1, sizeof *m);
+	struct sockaddr_in sa = { 0 };
+	const union MHD_DaemonInfo *info;
+	pthread_condattr_t ca;
+	struct stat sb;
+	size_t nz = 0;
+	int rc;
+
+	*out = NULL;
+	if (!m)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	snprintf(m->project, sizeof m->project, "%s", o->project ? o->project
+		 : "spotrun-emu");
+	snprintf(m->region, sizeof m->region, "%s", o->region ? o->region
+		 : "us-central1");
+	m->time_scale = o->time_scale > 0 ? o->time_scale : 1;
+	m->notice_s = o->notice_s > 0 ? o->notice_s : 30;
+	m->t0_mono_ns = sr_time_mono_ns();
+	for (; o->capacity && o->capacity[nz]; nz++)
+		;
+	m->no_cap = calloc(nz + 1, sizeof *m->no_cap);
+	for (size_t i = 0; m->no_cap && i < nz; i++)
+		m->no_cap[i] = strdup(o->capacity[i]);
+	if (!o->work_dir || stat(o->work_dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		rc = sr_err_set(e, -ENOENT, "gce emulator: work dir '%s': not a "
+				"directory", o->work_dir ? o->work_dir : "(none)");
+		goto fail;
+	}
+	snprintf(m->work_dir, sizeof m->work_dir, "%s", o->work_dir);
+	if (o->request_log) {
+		m->log = fopen(o->request_log, "ae");
+		if (!m->log) {
+			rc = sr_err_set(e, -errno, "gce emulator: request log %s: %s",
+					o->request_log, strerror(errno));
+			goto fail;
+		}
+	}
+	rc = localmkt_load(o->data_dir, &m->mkt, e);
+	if (rc)
+		goto fail;
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)o->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+				     MHD_USE_THREAD_PER_CONNECTION,
+				     (uint16_t)o->port, NULL, NULL, on_request, m,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)330,
+				     MHD_OPTION_END);
+	if (!m->daemon) {
+		rc = sr_err_set(e, -EADDRINUSE, "gce emulator: cannot listen on "
+				"127.0.0.1:%d", o->port);
+		goto fail;
+	}
+	info = MHD_get_daemon_info(m->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(m->url, sizeof m->url, "http://127.0.0.1:%d",
+		 info ? info->port : o->port);
+	if (pthread_create(&m->clock, NULL, gceemu__clock, m)) {
+		rc = sr_err_set(e, -EAGAIN, "gce emulator: cannot start a thread");
+		goto fail;
+	}
+	m->clock_started = true;
+	*out = m;
+	return 0;
+fail:
+	gceemu_stop(m);
+	return rc;
+}
+
+void gceemu_stop(struct gceemu *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stopping = true; /* hanging GETs answer */
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	if (m->daemon)
+		MHD_stop_daemon(m->daemon);
+	if (m->clock_started)
+		pthread_join(m->clock, NULL);
+	for (size_t i = 0; i < m->nvms; i++)
+		json_decref(m->vms[i].labels);
+	for (size_t i = 0; m->no_cap && m->no_cap[i]; i++)
+		free(m->no_cap[i]);
+	free(m->no_cap);
+	localmkt_free(m->mkt);
+	if (m->log)
+		fclose(m->log);
+	pthread_cond_destroy(&m->cv);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
