@@ -8,8 +8,8 @@
  * availability is an estimate ("a spot price is listed"), corrected by
  * what launches answer (ZONE_RESOURCE_POOL_EXHAUSTED marks the pool).
  *
- * Compute driver: provision() starts one worker thread per launch that
- * inserts the VM (SPOT or STANDARD scheduling, the accelerators an N1
+ * Compute driver: provision() starts one worker thread per launch
+ * (cloud/asynclaunch.h) that inserts the VM (SPOT or STANDARD scheduling, the accelerators an N1
  * machine needs attached, the CLOUD_TAG_* tags as labels, the bootstrap
  * script as its startup-script, requestId from the idempotency key),
  * waits for the zone operation and reads the instance back; list() is
@@ -34,7 +34,6 @@
  * under and are checked with the host's fence_ok just before they leave.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include <time.h>
 
 #include "aws/ec2.h"
+#include "cloud/asynclaunch.h"
 #include "cloud/localmkt.h"
 #include "cloud/provider.h"
 #include "common/log.h"
@@ -55,52 +55,22 @@ struct gcpp {
 	struct localmkt *m;                  /* the catalog's pools */
 	struct gce *gce;
 	char region[40];
+	struct localmkt_place place;         /* gcp pools of region */
 };
-
-static bool ours(const struct gcpp *g, const struct cloud_offering *o)
-{
-	return strcmp(o->cloud, "gcp") == 0 && strcmp(o->region, g->region) == 0;
-}
-
-static void view(struct cloud_offering *o)
-{
-	o->price_src = CLOUD_PRICE_CATALOG;
-	o->price_age_s = 0;
-	o->spot_available = o->spot_per_h >= 0;
-	o->trace[0] = '\0';
-}
 
 static int gcp_offerings(void *st, const struct cloud_query *q,
 			 struct cloud_offering **out, size_t *n, struct sr_err *e)
 {
 	struct gcpp *g = st;
-	size_t k = 0;
-	int rc = localmkt_offerings(g->m, q, 0, out, n, e);
 
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < *n; i++) {
-		if (!ours(g, &(*out)[i]))
-			continue;
-		(*out)[k] = (*out)[i];
-		view(&(*out)[k]);
-		k++;
-	}
-	*n = k;
-	return 0;
+	return localmkt_offerings_at(g->m, &g->place, q, out, n, e);
 }
 
 static int gcp_describe(void *st, int pool, struct cloud_offering *out)
 {
 	struct gcpp *g = st;
-	int rc = localmkt_describe(g->m, pool, 0, out);
 
-	if (rc)
-		return rc;
-	if (!ours(g, out))
-		return -SR_ENOTFOUND;
-	view(out);
-	return 0;
+	return localmkt_describe_at(g->m, &g->place, pool, out);
 }
 
 static int gcp_history(void *st, int pool, double step_s, int n, double *usd_h)
@@ -129,172 +99,57 @@ static const struct cloud_market_ops gcp_mkt_ops = {
 
 /* ---- compute ---------------------------------------------------------- */
 
-/* One launch: RUNNING --worker ends--> DONE (rc, instance | error). */
-struct cloud_req {
-	pthread_t th;
-	pthread_mutex_t mu;
-	bool done;
-	int rc;
-	struct cloud_instance inst;
-	struct cloud_error err;
-	struct gcpp *g;
-	struct gce_insert in;      /* strings below are its storage */
-	char *idem, *zone, *type, *cluster, *script, *image, *net, *subnet;
-	char *sa, *accel;
-	void (*cb)(void *ud);
-	void *cb_ud;
-};
-
-static void req_destroy(struct cloud_req *r)
-{
-	pthread_mutex_destroy(&r->mu);
-	cloud_instance_clear(&r->inst);
-	if (r->script) {
-		memset(r->script, 0, strlen(r->script));
-		free(r->script);
-	}
-	free(r->idem);
-	free(r->zone);
-	free(r->type);
-	free(r->cluster);
-	free(r->image);
-	free(r->net);
-	free(r->subnet);
-	free(r->sa);
-	free(r->accel);
-	free(r);
-}
-
-static void *worker(void *arg)
-{
-	struct cloud_req *r = arg;
-	struct cloud_instance inst;
-	struct cloud_error err = { 0 };
-	int rc = gce_insert_wait(r->g->gce, &r->in, &inst, &err);
-
-	if (rc == 0) /* labels hold the cluster lower-cased: ours */
-		snprintf(inst.cluster, sizeof inst.cluster, "%s", r->cluster);
-	pthread_mutex_lock(&r->mu);
-	r->rc = rc;
-	r->inst = inst;
-	r->err = err;
-	r->done = true;
-	pthread_mutex_unlock(&r->mu);
-	if (r->cb)
-		r->cb(r->cb_ud);
-	return NULL;
-}
-
 static const char *setting(const struct gcpp *g, const char *zone,
 			   const char *key)
 {
 	return g->conf ? cloud_conf_get(g->conf, g->reg, zone, key) : NULL;
 }
 
-static char *dup_or_null(const char *s, bool *oom)
+/* The launch's worker (cloud/asynclaunch.h): the insert, its operation
+ * waited on, the instance read back. */
+static int launch(void *ud, const struct cloud_launch *l,
+		  struct cloud_instance *out, struct cloud_error *err)
 {
-	char *d = s ? strdup(s) : NULL;
-
-	if (s && !d)
-		*oom = true;
-	return d;
-}
-
-static int gcp_provision(void *st, const struct cloud_launch *l,
-			 struct cloud_req **out, struct cloud_error *err)
-{
-	struct gcpp *g = st;
+	struct gcpp *g = ud;
 	struct cloud_offering o;
-	struct cloud_req *r;
 	const char *accel = NULL;
-	bool oom = false;
+	struct gce_insert in;
 	int rc;
 
-	*out = NULL;
-	if (!l->idem_key || !l->idem_key[0] || !l->instance_type || !l->zone ||
-	    !l->tags.cluster)
+	if (!l->zone)
 		return cloud_err_set(err, CLOUD_EINVALID, NULL, "gcp provision: "
-				     "idempotency key, zone, machine type and "
-				     "cluster are required");
+				     "a zone is required");
 	/* N1 machines take their GPUs as guest accelerators; A2/A3/G2 have
 	 * theirs built in */
 	if (strncmp(l->instance_type, "n1-", 3) == 0 &&
 	    localmkt_describe(g->m, l->pool, 0, &o) == 0 && o.accel_count > 0)
 		accel = gcp__accel_type(o.accelerator);
-	r = calloc(1, sizeof *r);
-	if (!r)
-		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
-	pthread_mutex_init(&r->mu, NULL);
-	r->g = g;
-	r->idem = dup_or_null(l->idem_key, &oom);
-	r->zone = dup_or_null(l->zone, &oom);
-	r->type = dup_or_null(l->instance_type, &oom);
-	r->cluster = dup_or_null(l->tags.cluster, &oom);
-	r->script = dup_or_null(l->bootstrap, &oom);
-	r->image = dup_or_null(l->image ? l->image : setting(g, l->zone, "image"),
-			       &oom);
-	r->net = dup_or_null(setting(g, l->zone, "network"), &oom);
-	r->subnet = dup_or_null(l->subnet ? l->subnet :
-				setting(g, l->zone, "subnetwork"), &oom);
-	r->sa = dup_or_null(setting(g, l->zone, "service_account"), &oom);
-	r->accel = dup_or_null(accel, &oom);
-	if (oom) {
-		req_destroy(r);
-		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
-	}
-	r->in = (struct gce_insert){
-		.zone = r->zone, .machine_type = r->type, .spot = l->spot,
-		.accelerator = r->accel, .accel_count = accel ?
-		(int)o.accel_count : 0, .image = r->image, .network = r->net,
-		.subnetwork = r->subnet, .service_account = r->sa,
-		.tags = l->tags, .startup_script = r->script,
-		.idem_key = r->idem,
-		.epoch = g->h->lease_epoch ? g->h->lease_epoch(g->h->ud) : 0,
+	in = (struct gce_insert){
+		.zone = l->zone, .machine_type = l->instance_type,
+		.spot = l->spot, .accelerator = accel,
+		.accel_count = accel ? (int)o.accel_count : 0,
+		.image = l->image ? l->image : setting(g, l->zone, "image"),
+		.network = setting(g, l->zone, "network"),
+		.subnetwork = l->subnet ? l->subnet
+			      : setting(g, l->zone, "subnetwork"),
+		.service_account = setting(g, l->zone, "service_account"),
+		.tags = l->tags, .startup_script = l->bootstrap,
+		.idem_key = l->idem_key, .epoch = l->epoch,
 	};
-	r->in.tags.cluster = r->cluster;
-	r->cb = l->done;
-	r->cb_ud = l->done_ud;
-	rc = pthread_create(&r->th, NULL, worker, r);
-	if (rc) {
-		req_destroy(r);
-		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "gcp provision: "
-				     "cannot start a thread: %s", strerror(rc));
-	}
-	*out = r;
-	return 0;
-}
-
-static int gcp_poll(void *st, struct cloud_req *r, struct cloud_instance *out,
-		    struct cloud_error *err)
-{
-	int rc;
-
-	(void)st;
-	memset(out, 0, sizeof *out);
-	pthread_mutex_lock(&r->mu);
-	if (!r->done) {
-		pthread_mutex_unlock(&r->mu);
-		return -EAGAIN;
-	}
-	rc = r->rc;
-	if (rc < 0) {
-		if (err)
-			*err = r->err;
-	} else {
-		*out = r->inst;
-		out->blob = NULL; /* GCE needs nothing stored with the node */
-	}
-	pthread_mutex_unlock(&r->mu);
+	rc = gce_insert_wait(g->gce, &in, out, err);
+	if (rc == 0) /* labels hold the cluster lower-cased: ours */
+		snprintf(out->cluster, sizeof out->cluster, "%s", l->tags.cluster);
 	return rc;
 }
 
-static void gcp_req_free(void *st, struct cloud_req *r)
+static int gcp_provision(void *st, const struct cloud_launch *l,
+			 struct cloud_req **req, struct cloud_error *err)
 {
-	(void)st;
-	if (!r)
-		return;
-	pthread_join(r->th, NULL);
-	req_destroy(r);
+	struct gcpp *g = st;
+	struct cloud_launch x = *l;
+
+	x.epoch = g->h->lease_epoch ? g->h->lease_epoch(g->h->ud) : 0;
+	return cloud_async_start("gcp provision", launch, g, &x, req, err);
 }
 
 static int gcp_terminate(void *st, const char *const *ids, size_t n,
@@ -338,8 +193,8 @@ static int gcp_list(void *st, const char *cluster, struct cloud_instance **out,
 static const struct cloud_driver_ops gcp_drv_ops = {
 	.name = "gcp",
 	.provision = gcp_provision,
-	.poll = gcp_poll,
-	.req_free = gcp_req_free,
+	.poll = cloud_async_poll,
+	.req_free = cloud_async_free,
 	.terminate = gcp_terminate,
 	.list = gcp_list,
 	.destroy = gcp_nop,
@@ -439,6 +294,8 @@ static int gcp_open(const struct cloud_host *h, const struct cloud_conf *conf,
 	if (rc)
 		goto fail;
 	gce_set_fence(g->gce, fence_ok, g);
+	/* the catalog's prices; spot capacity estimated as "listed" */
+	g->place = (struct localmkt_place){ .cloud = "gcp", .region = g->region };
 	sr_info("gcp", "provider ready", "region=%s project=%s endpoint=%s "
 		"cluster=%s credentials=\"%s\"", g->region, gce_project(g->gce),
 		gce_endpoint(g->gce), h->cluster, gcpcred_source(gce_creds(g->gce)));
