@@ -21,6 +21,13 @@
  *    overwritten, in the same loop: the work is spread over the read
  *    instead of one copy of a whole tensor that leaves the I/O queue to
  *    drain while it runs.
+ *  - both copies ask for the next block while they stream this one (one
+ *    prefetch into L2 per line: the destination's old bytes while keeping,
+ *    the read buffer's while copying), so the block after comes from
+ *    memory while the current one is worked on.  The loop is bound by
+ *    memory latency on one core, not by instructions (measured: -12% of
+ *    a kept restore's CPU, docs/notes/checkpoint.md, "Prefetching the
+ *    next block").
  */
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
@@ -42,7 +49,10 @@ void ckpt__hash_update(XXH3_state_t *st, const void *p, size_t n)
 }
 
 #if defined(__x86_64__)
-static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
+/* Copy n bytes with streaming stores; meanwhile prefetch the first pf_n
+ * bytes at pf (the next block's source; pf_n 0: none). */
+static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n,
+			const uint8_t *pf, size_t pf_n)
 {
 	size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
 
@@ -55,6 +65,11 @@ static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
 	src += head;
 	n -= head;
 	for (; n >= 64; n -= 64, dst += 64, src += 64) {
+		if (pf_n >= 64) { /* a hint: never faults */
+			_mm_prefetch((const char *)pf, _MM_HINT_T1);
+			pf += 64;
+			pf_n -= 64;
+		}
 		__m128i a = _mm_loadu_si128((const __m128i *)src);
 		__m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
 		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
@@ -82,12 +97,14 @@ void ckpt__hash_copy_keep(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
 {
 	while (n > 0) {
 		size_t k = n < HASH_COPY_BLOCK ? (size_t)n : HASH_COPY_BLOCK;
+		size_t nk = n - k < HASH_COPY_BLOCK ? (size_t)(n - k)
+						    : HASH_COPY_BLOCK;
 
 #if defined(__x86_64__)
 		if (keep) /* the old bytes aside, before they are overwritten */
-			copy_stream(keep, dst, k);
+			copy_stream(keep, dst, k, dst + k, nk);
 		ckpt__hash_update(st, src, k);
-		copy_stream(dst, src, k);
+		copy_stream(dst, src, k, src + k, nk);
 #else
 		if (keep)
 			memcpy(keep, dst, k);
