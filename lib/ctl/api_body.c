@@ -259,7 +259,7 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 	static const char *const keys[] = { "workload", "attempt", "step",
 		"total_steps", "ckpt_step", "restored_step", "cpu_util",
 		"gpu_util", "workload_pgid", "ckpt_local_step", "ckpt_store_ns",
-		"ckpt_at_ns", NULL };
+		"ckpt_at_ns", "steps_per_s", NULL };
 	const char *wl = "idle";
 	int rc, w;
 
@@ -267,7 +267,7 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 	out->step = out->total_steps = out->ckpt_step = out->restored_step = -1;
 	out->ckpt_at_ns = -1;
 	out->ckpt_local_step = out->ckpt_store_ns = -1;
-	out->cpu_util = out->gpu_util = -1;
+	out->cpu_util = out->gpu_util = out->steps_per_s = -1;
 	rc = load_obj(buf, len, root, e);
 	if (rc)
 		return rc;
@@ -302,6 +302,13 @@ int api_parse_heartbeat(const char *buf, size_t len, json_t **root,
 		rc = get_util(*root, "cpu_util", &out->cpu_util, CTX, e);
 	if (!rc)
 		rc = get_util(*root, "gpu_util", &out->gpu_util, CTX, e);
+	if (!rc)
+		rc = sr_json_get_num_opt(*root, "steps_per_s", &out->steps_per_s,
+					 CTX, e);
+	if (!rc && out->steps_per_s != -1 &&
+	    !(out->steps_per_s >= 0 && out->steps_per_s < 1e12))
+		rc = sr_err_set(e, -SR_EPARSE, CTX ": steps_per_s: expected a "
+				"rate >= 0");
 	if (!rc)
 		rc = sr_json_get_int_opt(*root, "workload_pgid", &out->workload_pgid,
 					 CTX, e);

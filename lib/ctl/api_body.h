@@ -64,6 +64,8 @@ struct api_heartbeat {
 	 * and the save time (wall ns) of ckpt_step, the store's newest */
 	int64_t ckpt_local_step, ckpt_store_ns;               /* -1 absent */
 	double cpu_util, gpu_util;                            /* -1 absent */
+	double steps_per_s;   /* the workload's progress (lib/agent/stepstat.h),
+				 -1 absent */
 	int64_t workload_pgid;                                /* 0 absent */
 };
 

@@ -66,6 +66,8 @@ struct rnode {
 	char workload[16];
 	double util_sum;
 	int64_t util_n;
+	bool gpu_util;             /* the samples are the GPU's (NVML), not
+				      the workload's progress (store_hb) */
 	int64_t setup_rc;                               /* INT64_MIN unset;
 							 * RECON_SETUP_FILES */
 	bool retire;                                    /* policy moves off it */

@@ -80,6 +80,7 @@ static void node_row(const struct store_node *x, struct rnode *n)
 	snprintf(n->workload, sizeof n->workload, "%s", x->workload);
 	n->util_sum = x->util_sum;
 	n->util_n = x->util_n;
+	n->gpu_util = !isnan(x->gpu_util);
 	n->setup_rc = x->setup_rc; /* STORE_NULL_I64 is INT64_MIN: unset */
 	n->retire = x->retire;
 }
@@ -217,9 +218,13 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	r.reserved_price = n->reserved >= 0 ? n->reserved : LEDGER_PRICE_UNKNOWN;
 	r.job_id = n->job;
 	r.node_id = n->id;
+	/* idle: under 10 % GPU utilisation where the node reports it, else
+	 * under 10 % of its heartbeats with recent training progress (no
+	 * step for STEPSTAT_IDLE_S), else unknown: busy while running.  A
+	 * share of heartbeats is no utilisation: the row's is then unknown */
 	r.busy = finops_node_is_busy(strcmp(n->workload, "running") == 0, util,
 				     FINOPS_IDLE_UTIL_DEFAULT_PERMILLE);
-	r.util_permille = util > 1000 ? 1000 : util;
+	r.util_permille = !n->gpu_util ? -1 : util > 1000 ? 1000 : util;
 	r.start_ns = n->billed_until_ns;
 	r.end_ns = until;
 	r.billed_ns = (int64_t)((double)(until - n->billed_until_ns) *

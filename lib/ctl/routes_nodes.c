@@ -474,7 +474,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 			.node = n.id, .now_ns = now, .attempt = b.attempt,
 			.workload = api_workload_name(b.workload),
 			.pgid = b.workload_pgid, .cpu_util = b.cpu_util,
-			.gpu_util = b.gpu_util }, &e);
+			.gpu_util = b.gpu_util, .steps_per_s = b.steps_per_s }, &e);
 	if (!rc && progress) {
 		rc = store_job_progress(db, &(struct store_progress){
 			.job = n.job, .attempt = b.attempt, .now_ns = now,
@@ -551,11 +551,10 @@ static int apply_event(struct ctl *c, struct store *db,
 	case EV_LOG:
 		return add_log(db, n, ev, now, e);
 	case EV_UTIL:
-		if (ev->cpu_util >= 0 || ev->gpu_util >= 0) {
-			double u = ev->gpu_util >= 0 ? ev->gpu_util : ev->cpu_util;
-
-			rc = store_node_util(db, n->id, ev->cpu_util, u, e);
-		}
+		/* a GPU sample counts toward busy/idle; CPU load never does
+		 * (store_hb) */
+		if (ev->gpu_util >= 0)
+			rc = store_node_util(db, n->id, ev->cpu_util, ev->gpu_util, e);
 		return rc;
 	case EV_NOTICE:
 		/* The provider normally recorded the notice first; a cloud that

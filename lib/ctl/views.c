@@ -13,6 +13,7 @@
 #include "ctl/deadline.h"
 #include "ctl/jobsm.h"
 #include "ctl/routes.h"
+#include "finops/policy.h"
 #include "finops/report.h"
 #include "store/store.h"
 
@@ -313,14 +314,25 @@ json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
 	put(j, "sim_work_estimate_s", json_real(r.est_work_s > 0 ? r.est_work_s :
 						r.work_s));
 	if (with_nodes) {
-		json_t *n = NULL;
+		json_t *n = NULL, *x;
+		enum finops_idle_src src = r.step != STORE_NULL_I64 ?
+					   FINOPS_IDLE_PROGRESS : FINOPS_IDLE_NONE;
+		size_t i;
 
 		if (ctl__nodes_json(s, id, false, 0, &n, e)) {
 			json_decref(j);
 			j = NULL;
 			goto out;
 		}
+		/* where its nodes' idle comes from (recon_nodes.c bill) */
+		json_array_foreach(n, i, x) {
+			if (json_is_number(json_object_get(x, "gpu_util")))
+				src = FINOPS_IDLE_GPU;
+		}
 		put(j, "nodes", n);
+		put(j, "idle", json_pack("{s:s,s:s}", "source",
+					 finops_idle_src_name(src), "rule",
+					 finops_idle_rule(src)));
 	}
 	j = complete(j);
 	if (!j)

@@ -169,19 +169,31 @@ bool finops_node_is_busy(bool workload_running, int util_permille,
 	return util_permille >= threshold_permille;
 }
 
-int finops_util_permille(double gpu_util, double cpu_util, int ncpu)
-{
-	double u;
+_Static_assert(FINOPS_IDLE_UTIL_DEFAULT_PERMILLE == 100 &&
+	       FINOPS_IDLE_PROGRESS_S == 60, "the rules below say 10% and 60 s");
 
-	if (gpu_util >= 0)
-		u = gpu_util;
-	else if (cpu_util >= 0)
-		u = cpu_util * (ncpu > 0 ? ncpu : 1);
-	else
-		return -1;
-	if (u > 1)
-		u = 1;
-	return (int)(u * 1000 + 0.5);
+const char finops_idle_rule_all[] =
+	"idle below 10% GPU utilisation (NVML) where a node reports it, else "
+	"after 60 s without a training step; CPU load is not used";
+
+const char *finops_idle_src_name(enum finops_idle_src s)
+{
+	return s == FINOPS_IDLE_GPU ? "gpu" : s == FINOPS_IDLE_PROGRESS ?
+	       "progress" : "none";
+}
+
+const char *finops_idle_rule(enum finops_idle_src s)
+{
+	switch (s) {
+	case FINOPS_IDLE_GPU:
+		return "idle below 10% GPU utilisation (NVML)";
+	case FINOPS_IDLE_PROGRESS:
+		return "idle after 60 s without a training step (no GPU "
+		       "utilisation reported)";
+	case FINOPS_IDLE_NONE:
+		break;
+	}
+	return "no GPU utilisation or training steps reported: busy while running";
 }
 
 bool finops_autostop_due(const struct finops_policy *p, int64_t idle_since_ns,

@@ -57,19 +57,26 @@ struct jobspec;
  * hard: alert at alert_at (80 %), stop at 100 %. */
 void finops_policy_from_jobspec(const struct jobspec *js, struct finops_policy *p);
 
-/* A node is busy when a workload runs on it and its utilisation (GPU if
- * it has GPUs and the agent reports it, else CPU; permille, -1 unknown)
- * is at least the threshold.  Unknown utilisation with a running
- * workload counts as busy. */
+/* A node is busy when a workload runs on it and its utilisation sample
+ * (permille, -1 unknown) is at least the threshold.  The samples are the
+ * GPU's where the node reports it (NVML), else the workload's progress
+ * (1 while a training step came in the last FINOPS_IDLE_PROGRESS_S, 0
+ * after: lib/agent/stepstat.h, lib/store store_hb), never CPU load.
+ * Unknown utilisation with a running workload counts as busy. */
 bool finops_node_is_busy(bool workload_running, int util_permille,
 			 int threshold_permille);
 
-/* The utilisation to compare with the threshold, permille: GPU
- * utilisation (0..1) when the agent reports it; else CPU utilisation
- * (0..1 of the whole machine) scaled to one core - a local-cloud node
- * shares the host's CPUs, so a workload keeping one of 8 cores busy is
- * busy, not 12 % utilised; capped at 1000.  -1 when neither is known. */
-int finops_util_permille(double gpu_util, double cpu_util, int ncpu);
+/* = STEPSTAT_IDLE_S (lib/agent/stepstat.h; tests/unit/test_agent_stepstat.c
+ * checks they agree) */
+#define FINOPS_IDLE_PROGRESS_S 60
+
+/* Where a node's busy/idle comes from, and the rule in words (shown by
+ * spotrun status, spotrun cost and the dashboard). */
+enum finops_idle_src { FINOPS_IDLE_NONE, FINOPS_IDLE_PROGRESS, FINOPS_IDLE_GPU };
+const char *finops_idle_src_name(enum finops_idle_src s); /* "gpu" ... */
+const char *finops_idle_rule(enum finops_idle_src s);
+/* The rule for every node, in one line. */
+extern const char finops_idle_rule_all[];
 
 /* Autostop: true when the node has been idle for at least the policy's
  * idle time.  idle_since_ns is when its current idle streak began (see

@@ -13,6 +13,7 @@
 
 #include "common/timeutil.h"
 #include "dbutil.h"
+#include "policy.h"
 #include "store/store.h"
 #include "report.h"
 
@@ -770,6 +771,8 @@ json_t *finops_report_json(const struct finops_report *r,
 	else
 		rc |= json_object_set_new(o, "since", json_null());
 	rc |= json_object_set_new(o, "currency", json_string("USD"));
+	/* what idle_cost counts (recon_nodes.c bill) */
+	rc |= json_object_set_new(o, "idle_rule", json_string(finops_idle_rule_all));
 	tot = finops_totals_json(&r->total);
 	if (!tot)
 		goto fail;

@@ -339,11 +339,17 @@ void store_job_env_free(struct store_job_env *j);
 int store_node_register(struct store *s, int64_t node, const char *addr,
 			int64_t now_ns, struct sr_err *e);
 /* A heartbeat's node columns (a negative utilisation: not measured). */
+/* A heartbeat.  Its utilisation sample (util_sum, util_n: what billing
+ * calls busy or idle) is the GPU's where the node reports it (NVML),
+ * else the workload's progress - 1 when its steps advanced lately
+ * (steps_per_s > 0), 0 when they stalled - else none: never the CPU's
+ * (cpu_util is kept for display). */
 struct store_hb {
 	int64_t node, now_ns, attempt;
 	const char *workload;
 	int64_t pgid;               /* <= 0: keep the last one */
-	double cpu_util, gpu_util;
+	double cpu_util, gpu_util;  /* < 0: not reported */
+	double steps_per_s;         /* < 0: not reported */
 };
 int store_node_heartbeat(struct store *s, const struct store_hb *h,
 			 struct sr_err *e);

@@ -187,7 +187,8 @@ int store_node_heartbeat(struct store *s, const struct store_hb *h,
 			 struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
-	double u = h->gpu_util >= 0 ? h->gpu_util : h->cpu_util;
+	double u = h->gpu_util >= 0 ? h->gpu_util :
+		   h->steps_per_s >= 0 ? (h->steps_per_s > 0 ? 1 : 0) : -1;
 	int rc = store_prepare(s, "UPDATE nodes SET last_hb_ns=?1, workload=?2,"
 			       " wl_attempt=?3, wl_pgid=coalesce(?4, wl_pgid),"
 			       " cpu_util=?5, gpu_util=?6,"

@@ -168,6 +168,15 @@ static void heartbeat(struct agent *ag)
 		gpm = gpustat_mean_permille(&gs);
 	json_object_set_new(b, "gpu_util", gpm >= 0 ? json_real(gpm / 1000.0)
 						    : json_null());
+	/* the workload's own progress: spotrund's idle signal where there
+	 * is no GPU utilisation (lib/agent/stepstat.h) */
+	if (ag->kind == W_RUN) {
+		double sps = stepstat_rate(&ag->steps, ag->last_status.step,
+					   sr_time_mono_ns());
+
+		if (sps >= 0)
+			json_object_set_new(b, "steps_per_s", json_real(sps));
+	}
 	if (ag->kind == W_RUN || ag->w_attempt > 0) {
 		const struct status_info *s = &ag->last_status;
 

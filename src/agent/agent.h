@@ -25,6 +25,7 @@
 #include "agent/status.h"
 #include "agent/ckscan.h"
 #include "agent/gpustat.h"
+#include "agent/stepstat.h"
 #include "agent/workload.h"
 #include "azure/schedev.h"
 #include "common/backoff.h"
@@ -245,6 +246,8 @@ struct agent {
 	json_t *events; /* pending report events other than workload logs */
 	struct gpustat *gpu;
 	struct procstat_sample cpu_prev;
+	struct stepstat steps;  /* the attempt's steps/s: the idle signal
+				   where NVML gives no GPU utilisation */
 
 	struct workload w;
 	enum iso_mode iso_mode; /* what the next start uses (isolate.h) */

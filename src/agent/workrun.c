@@ -40,6 +40,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->last_status.ckpt_step = -1;
 		ag->last_status.restored_step = -1;
 		ag->ckpt_at_ns = 0;
+		stepstat_reset(&ag->steps);
 		ag->w_attempt = attempt;
 	}
 	answers = agent_mounts_answers(ag, abuf, sizeof abuf);

@@ -296,6 +296,7 @@ static void print_table(json_t *rep, json_t *jobs)
 	       "negative = it cost more than all-on-demand.  WASTE = FAILED +\n"
 	       "LOST-WORK + IDLE-COST (work redone after preemptions and moves; "
 	       "nodes booting,\nrestoring or idle).\n");
+	printf("IDLE-COST: %s.\n", ctlcli_str(rep, "idle_rule", "?"));
 }
 
 /* The FOCUS CSV from GET /v1/cost/focus: to stdout for "-", else written

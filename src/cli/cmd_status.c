@@ -147,6 +147,11 @@ static void print_job(json_t *j)
 		       (long long)ctlcli_int(lg, "lost_attempts", 0),
 		       ctlcli_secs(ctlcli_num(lg, "downtime_s", 0), b3, sizeof b3));
 	}
+	if (json_is_object(json_object_get(j, "idle")))
+		printf("  idle         %s   (%s)\n",
+		       ctlcli_money(json_object_get(lg, "idle_cost_micros"), b1,
+				    sizeof b1),
+		       ctlcli_str(json_object_get(j, "idle"), "rule", "?"));
 	printf("  attempt      %lld   restarts %lld/%lld   preemptions %lld   "
 	       "moves %lld   recoveries %lld\n",
 	       (long long)ctlcli_int(j, "attempt", 0),

@@ -117,12 +117,14 @@ static void test_busy(void **state)
 	assert_true(finops_node_is_busy(true, 100, 100));
 	assert_false(finops_node_is_busy(true, 99, 100));
 	assert_true(finops_node_is_busy(true, -1, 100)); /* unknown util */
-	/* GPU utilisation wins; CPU is scaled to one core of the host */
-	assert_int_equal(finops_util_permille(0.05, 0.9, 8), 50);
-	assert_int_equal(finops_util_permille(-1, 0.07, 2), 140);
-	assert_int_equal(finops_util_permille(-1, 0.9, 8), 1000);
-	assert_int_equal(finops_util_permille(-1, -1, 8), -1);
-	assert_int_equal(finops_util_permille(-1, 0.25, 0), 250);
+	/* where the idle comes from, in words that name the threshold */
+	assert_string_equal(finops_idle_src_name(FINOPS_IDLE_GPU), "gpu");
+	assert_string_equal(finops_idle_src_name(FINOPS_IDLE_PROGRESS), "progress");
+	assert_string_equal(finops_idle_src_name(FINOPS_IDLE_NONE), "none");
+	assert_non_null(strstr(finops_idle_rule(FINOPS_IDLE_GPU), "10% GPU"));
+	assert_non_null(strstr(finops_idle_rule(FINOPS_IDLE_PROGRESS),
+			       "60 s without a training step"));
+	assert_non_null(strstr(finops_idle_rule(FINOPS_IDLE_NONE), "busy while"));
 }
 
 static void test_autostop(void **state)

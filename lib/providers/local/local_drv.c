@@ -93,7 +93,7 @@ static const char *const pass_env[] = {
 	"PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SPOTRUN_LIB",
 	"SPOTRUN_LOG_LEVEL", "SPOTRUN_BUILD", "SPOTRUN_CHECK_MODE", "LD_PRELOAD",
 	"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR",
-	"SPOTRUN_CA_CERT", "SPOTRUN_ISOLATION", NULL
+	"SPOTRUN_CA_CERT", "SPOTRUN_ISOLATION", "SPOTRUN_NVML_LIB", NULL
 };
 
 /* The record's file: the key with anything but [A-Za-z0-9._-] as '_'. */

@@ -231,6 +231,8 @@
       $('c-used').className = 'card ' + (t.savings_vs_list_micros < 0 ? 'bad' : 'good');
       $('t-res').textContent = usd(t.savings_vs_reserved_micros);
       $('t-idle').textContent = usd(t.idle_cost_micros);
+      // what counts as idle: the GPU's utilisation, else training progress
+      $('t-idle-rule').textContent = cost.idle_rule || '';
       $('t-lost').textContent = usd(t.lost_work_cost_micros);
       // the cloud's bill, where one was applied (spotrun cost reconcile
       // --apply), with spotrun's estimate for the same job-days beside it
