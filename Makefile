@@ -38,6 +38,8 @@
 #   fuzz/fuzz_*.c         -> build/fuzz/bin/fuzz_*  (clang libFuzzer)
 #   tests/conformance/*.c -> build/conformance/*  (helpers of the npm SDK
 #                            conformance suite, `make conformance`)
+#   tests/conformance_gcp/*.c -> build/conformance/*  (the same for the
+#                            Google suite)
 
 ifeq ($(origin CC),default)
 CC := gcc
@@ -131,7 +133,8 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 # Programs the Python tests drive (crash tests kill them at random points).
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
-CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c))
+CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c)) \
+	$(patsubst tests/conformance_gcp/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance_gcp/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -160,6 +163,11 @@ $(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFAST) -o $@ $< $(LDSAN) $(LINK_LIBS)
+
+$(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance_gcp/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
