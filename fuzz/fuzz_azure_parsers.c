@@ -1,8 +1,9 @@
 /*
- * fuzz_azure_parsers - libFuzzer target for what the Azure provider and
- * its agent read from outside: the Scheduled Events document (IMDS), an
- * ARM VM list page, an ARM error and an operation's status, and a Retail
- * Prices page.  Invariants: a parsed document keeps at most
+ * fuzz_azure_parsers - libFuzzer target for what the Azure and Lambda
+ * providers and the agent read from outside: the Scheduled Events
+ * document (IMDS), an ARM VM list page, an ARM error and an operation's
+ * status, a Retail Prices page; Lambda's instances, instance types and
+ * errors.  Invariants: a parsed document keeps at most
  * SCHEDEV_MAX_EVENTS events, each with a known type and an id, and a
  * picked notice is one of this VM's non-Freeze events; listed VMs carry
  * the asked cluster; an error always has a class; prices are -1 or >= 0.
@@ -14,6 +15,7 @@
 #include "azure/arm.h"
 #include "azure/azprices.h"
 #include "azure/schedev.h"
+#include "lambda/lambda.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,5 +61,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(p);
 	free(next);
+	v = NULL;
+	nv = 0;
+	if (lambda_parse_instances(s, size, "c1", &v, &nv, NULL) == 0)
+		for (size_t i = 0; i < nv; i++)
+			if (!v[i].id[0] || v[i].node_id < 0)
+				abort();
+	cloud_instances_free(v, nv);
+	{
+		struct lambda_type *t = NULL;
+		size_t nt = 0;
+
+		if (lambda_parse_types(s, size, &t, &nt, NULL) == 0)
+			for (size_t i = 0; i < nt; i++)
+				if (t[i].price_per_h < 0)
+					abort();
+		lambda_types_free(t, nt);
+	}
+	if (lambda_parse_error(400, s, size, "fuzz", &err) >= 0)
+		abort();
 	return 0;
 }

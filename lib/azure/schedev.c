@@ -64,7 +64,8 @@ static int parse_date(const char *s, int64_t *ns)
 			return -1;
 	}
 	t = curl_getdate(s, NULL);
-	if (t == (time_t)-1)
+	/* after 1970 and before 2262 (int64 nanoseconds) */
+	if (t < 0 || (int64_t)t > INT64_MAX / SR_NS_PER_SEC)
 		return -1;
 	*ns = (int64_t)t * SR_NS_PER_SEC;
 	return 0;

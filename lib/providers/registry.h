@@ -22,7 +22,8 @@
 	X(local) \
 	X(aws) \
 	X(azure) \
-	X(gcp)
+	X(gcp) \
+	X(lambda)
 
 /* The built-in providers, NULL-terminated, in the registry's order. */
 const struct cloud_prov_def *const *prov_registry(void);

@@ -1,0 +1,79 @@
+"""End to end through the Lambda provider (issue 31): spotrund
+--providers lambda drives the Lambda driver against the Lambda emulator
+(lambda_cloud.py, on loopback).  Lambda has no user-data: the driver
+launches an instance named for its node, waits for it to be active and
+runs the node's bootstrap over "ssh" (the emulator's stand-in,
+lambda_ssh.py), whose agent registers.  Lambda sells on-demand only and
+gives no notice: the host fails mid-run (the emulator ends the
+instance), the control plane sees it gone and replaces it, the job
+resumes from its last checkpoint and completes."""
+
+import os
+import time
+
+from lambda_cloud import KEY, SSH, LambdaCloud
+from test_azure_e2e import wait_for
+from test_ctl_crash import BUILD, ROOT, Daemon
+from test_e2e_aws_emu import job_yaml
+
+TYPE = "gpu_8x_h100_sxm5"
+STEPS = 30
+
+
+def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
+    work = os.path.join(str(tmp_path), "hosts")
+    os.makedirs(work)
+    cloud = LambdaCloud(work, types={TYPE: (2392, ["us-east-1"])})
+    share = os.path.join(str(tmp_path), "share")
+    os.makedirs(share)
+    keyfile = os.path.join(str(tmp_path), "lambda.key")
+    with open(keyfile, "w") as f:
+        f.write(KEY + "\n")
+    os.chmod(keyfile, 0o600)
+    monkeypatch.delenv("LAMBDA_API_KEY", raising=False)
+    monkeypatch.setenv("LAMBDA_EMU_WORK", work)
+    cfg = os.path.join(str(tmp_path), "spotrund.yaml")
+    with open(cfg, "w") as f:
+        f.write("heartbeat-timeout: 5s\nboot-timeout: 60s\n"
+                "providers:\n  lambda:\n    endpoint: %s\n"
+                "    api_key_file: %s\n    ssh_key_name: ops\n"
+                "    ssh: %s\n    poll_ms: 200\n    regions:\n      us-east-1: {}\n" % (
+                    cloud.url, keyfile, SSH))
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config", cfg,
+               "--providers", "lambda",
+               "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
+    try:
+        d.start()
+        jid = d.submit(job_yaml("lambda-e2e", "lambda/us-east-1", share,
+                                STEPS, spot=False)
+                       .replace("V100:1", "H100:8"))
+
+        def past_five():
+            j = d.job(jid)
+            assert j["state"] not in ("FAILED", "CANCELLED"), (
+                j["message"], d.log_tail())
+            return j["state"] == "RUNNING" and (j.get("step") or 0) >= 5
+        wait_for(past_five, 90, "the job to run past step 5")
+        first = cloud.live()
+        assert len(first) == 1, first
+        name = first[0]["name"]
+        assert name.startswith("sr-") and name.endswith("-1-1"), name
+        launches = [r for r in cloud.requests
+                    if r[1] == "/instance-operations/launch"]
+        assert launches[0][2]["ssh_key_names"] == ["ops"]
+        assert launches[0][2]["name"] == name
+        cloud.fail(first[0]["id"])          # the host dies: no notice
+        j = d.wait([jid], 180)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        names = [r[2]["name"] for r in cloud.requests
+                 if r[1] == "/instance-operations/launch"]
+        assert len(names) >= 2 and len(set(names)) == len(names), names
+        with open(os.path.join(share, "starts")) as f:
+            starts = f.read().splitlines()
+        assert len(starts) >= 2 and int(starts[-1].split()[-1]) >= 5, starts
+        with open(os.path.join(share, "completions")) as f:
+            assert len(f.read().splitlines()) == 1
+        assert j["step"] == STEPS, j
+    finally:
+        d.stop()
+        cloud.stop()
