@@ -55,7 +55,7 @@ _spotrun()
         catalog)
             COMPREPLY=($(compgen -W "--gpu --spot --cloud --region --zone --limit --data --json --help" -- "$cur")) ;;
         check)
-            COMPREPLY=($(compgen -W "local aws gcp --json --config --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "local aws gcp slurm --json --config --help" -- "$cur")) ;;
         gpus)
             COMPREPLY=($(compgen -W "--cloud --region --data --prices --config --json --help A100 H100 H200 L4 V100" -- "$cur")) ;;
         status|events|cancel|dashboard)

@@ -23,10 +23,6 @@
  * output alone decides.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +32,7 @@
 #include <openssl/crypto.h>
 
 #include "awscred_int.h"
+#include "proc.h"
 #include "json.h"
 #include "timeutil.h"
 
@@ -168,130 +165,6 @@ int sr_awscred__split(const char *line, char ***argv, struct sr_err *e)
 	return 0;
 }
 
-/* Read both pipes until EOF or the deadline. */
-static int drain(int fo, int fe, char *out, size_t *nout, char *err,
-		 size_t *nerr, int64_t deadline)
-{
-	struct pollfd p[2] = { { fo, POLLIN, 0 }, { fe, POLLIN, 0 } };
-	int open = 2;
-
-	while (open > 0) {
-		int64_t left = (deadline - sr_time_mono_ns()) / 1000000;
-		int rc;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(p, 2, (int)(left > 1000 ? 1000 : left));
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-		for (int i = 0; i < 2 && rc > 0; i++) {
-			char junk[512], *dst = i == 0 ? out + *nout : err + *nerr;
-			size_t room = i == 0 ? OUT_MAX - *nout : ERR_MAX - 1 - *nerr;
-			ssize_t n;
-
-			if (p[i].fd < 0 || p[i].revents == 0)
-				continue;
-			if (room == 0) {
-				dst = junk;
-				room = sizeof(junk);
-			}
-			n = read(p[i].fd, dst, room);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				p[i].fd = -1;
-				open--;
-				continue;
-			}
-			if (dst == junk) {
-				if (i == 0)
-					return -EFBIG;
-				continue;
-			}
-			if (i == 0)
-				*nout += (size_t)n;
-			else
-				*nerr += (size_t)n;
-		}
-	}
-	return 0;
-}
-
-/* Run argv; stdout into out (OUT_MAX), stderr into err (NUL-ended).
- * *status: the wait status, or -1 when someone else reaped it. */
-static int run(char **argv, char *out, size_t *nout, char *err, int *status,
-	       struct sr_err *e)
-{
-	posix_spawn_file_actions_t fa;
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	size_t nerr = 0;
-	pid_t pid = -1;
-	int rc;
-
-	*nout = 0;
-	*status = -1;
-	err[0] = '\0';
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-		rc = sr_err_set(e, -errno, "pipe: %s", strerror(errno));
-		goto out;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		pid = -1;
-		rc = sr_err_set(e, -rc, "cannot run %s: %s", argv[0], strerror(rc));
-		goto out;
-	}
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
-	rc = drain(po[0], pe[0], out, nout, err, &nerr,
-		   sr_time_mono_ns() + PROC_TIMEOUT_S * SR_NS_PER_SEC);
-	err[nerr] = '\0';
-	if (rc < 0) {
-		kill(pid, SIGKILL);
-		rc = sr_err_set(e, rc, "%s %s", argv[0],
-				rc == -ETIMEDOUT ? "did not finish within 60 s: "
-						   "killed"
-						 : "printed more than 64 KiB");
-	}
-out:
-	if (pid > 0) {
-		int st = 0;
-		pid_t w;
-
-		do
-			w = waitpid(pid, &st, 0);
-		while (w < 0 && errno == EINTR);
-		if (w == pid)
-			*status = st;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
-	return rc;
-}
-
-/* First line of s, control characters removed, into buf. */
-static void first_line(const char *s, char *buf, size_t n)
-{
-	size_t k = 0;
-
-	while (*s == '\n' || *s == ' ')
-		s++;
-	for (; *s != '\0' && *s != '\n' && k + 1 < n; s++)
-		if ((unsigned char)*s >= 0x20)
-			buf[k++] = *s;
-	buf[k] = '\0';
-}
-
 int sr_awscred__process(const char *cmdline, const char *profile,
 			struct sr_awscred *out, struct sr_err *e)
 {
@@ -314,15 +187,15 @@ int sr_awscred__process(const char *cmdline, const char *profile,
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = run(argv, buf, &n, err, &status, &se);
-	buf[n] = '\0';
+	rc = sr_proc_run(argv, NULL, PROC_TIMEOUT_S * SR_NS_PER_SEC, buf,
+			 OUT_MAX + 1, &n, err, sizeof(err), &status, &se);
 	if (rc < 0) {
 		rc = sr_err_set(e, rc == -ENOMEM ? rc : -EACCES,
 				"aws credentials: %s: %s", what, se.msg);
 		goto out;
 	}
 	if (status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		first_line(err, line, sizeof(line));
+		sr_proc_first_line(err, line, sizeof(line));
 		if (WIFEXITED(status))
 			rc = sr_err_set(e, -EACCES, "aws credentials: %s: %s exited "
 					"with status %d%s%s", what, argv[0],

@@ -40,4 +40,20 @@ int sr_proc_kill_session(int64_t sid, int64_t start);
 /* Reap exited children without blocking. */
 void sr_proc_reap(void);
 
+/* Run argv[0] (searched on PATH) with envp (NULL: this process's
+ * environment) to completion, no shell, stdin /dev/null (proc_run.c).
+ * Its stdout goes to out (at most out_cap - 1 bytes, NUL-ended; *nout the
+ * length), its stderr to err (cut at err_cap - 1, NUL-ended).  *status
+ * is the wait status, or -1 when something else reaped it.  Returns 0
+ * (whatever the exit status), or -ETIMEDOUT (still running after
+ * timeout_ns: killed), -EFBIG (stdout over out_cap: killed) or -errno
+ * (could not start it), with *e naming argv[0]. */
+int sr_proc_run(char *const argv[], char *const envp[], int64_t timeout_ns,
+		char *out, size_t out_cap, size_t *nout, char *err,
+		size_t err_cap, int *status, struct sr_err *e);
+
+/* The first non-empty line of s, control characters dropped, into buf
+ * (n bytes, NUL-ended): the line an error message quotes. */
+void sr_proc_first_line(const char *s, char *buf, size_t n);
+
 #endif

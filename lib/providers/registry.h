@@ -23,7 +23,8 @@
 	X(aws) \
 	X(azure) \
 	X(gcp) \
-	X(lambda)
+	X(lambda) \
+	X(slurm)
 
 /* The built-in providers, NULL-terminated, in the registry's order. */
 const struct cloud_prov_def *const *prov_registry(void);

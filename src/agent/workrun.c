@@ -312,7 +312,13 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 	 * and its exit is what it is (completed, crashed), never a stop -
 	 * else a job that finished as the notice came is run once more. */
 	reap_children(ag);
-	if (ag->w.exited)
+	/* ... unless a signal ended only its leader and the rest of its
+	 * group runs on: a batch scheduler (Slurm) signals every process of
+	 * the job at once, so the `sh -c` wrapper may die of the notice
+	 * signal before this stop while the trainer it started takes its
+	 * final checkpoint - that is this stop, not a crash (whose
+	 * stragglers would be SIGKILLed) */
+	if (ag->w.exited && !(ag->w.signal && workload_group_alive(&ag->w)))
 		return;
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;

@@ -168,15 +168,15 @@ static void test_infra_asks_the_registry(void **state)
 	(void)state;
 	st = jreq("POST", "/v1/jobs", ctl_admin_token(ctl),
 		  json_pack("{s:s}", "spec_yaml", "name: t\nresources:\n"
-			    "  accelerators: V100:1\n  infra: slurm\n"
+			    "  accelerators: V100:1\n  infra: nimbus\n"
 			    "run: echo hi\n"), &v);
 	assert_int_equal(st, 400);
-	assert_non_null(strstr(err_msg(v), "unknown cloud 'slurm': no catalog "
+	assert_non_null(strstr(err_msg(v), "unknown cloud 'nimbus': no catalog "
 			       "cloud and no provider sells it"));
-	assert_non_null(strstr(err_msg(v), "from providers: toy"));
+	assert_non_null(strstr(err_msg(v), "from providers: slurm, toy"));
 	json_decref(v);
 	assert_int_equal(jobspec_cloud_known("toy"), 1);
-	assert_int_equal(jobspec_cloud_known("slurm"), 0);
+	assert_int_equal(jobspec_cloud_known("nimbus"), 0);
 }
 
 /* A provider name the registry does not list fails the start, naming

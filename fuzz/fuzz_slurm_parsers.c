@@ -1,0 +1,40 @@
+/*
+ * fuzz_slurm_parsers - libFuzzer target for what the slurm provider reads
+ * from Slurm's commands (lib/providers/slurm/slurm_cmd.c): sinfo's lines
+ * and Slurm's time formats.  Invariants: at most `max` partitions, each
+ * with a NUL-ended name, nodes >= idle >= 0, gpus >= 0, a time limit of
+ * -1 (unlimited) or >= 0; a time parses to -1 or >= 0, or fails.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/slurm/slurm_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct slurm_part p[4];
+	struct sr_err e = { 0 };
+	char *s = malloc(size + 1);
+	int64_t t;
+	int n;
+
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	n = slurm__parse_sinfo(s, p, 4, &e);
+	if (n > 4)
+		abort();
+	for (int i = 0; i < n; i++) {
+		if (memchr(p[i].name, '\0', sizeof p[i].name) == NULL ||
+		    p[i].idle < 0 || p[i].gpus < 0 || p[i].max_time_s < -1)
+			abort();
+	}
+	if (slurm__parse_time(s, &t) == 0 && t < -1)
+		abort();
+	free(s);
+	return 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * slurm_int.h - the `slurm` provider's parts (slurm.c: entry, market,
+ * bootstrap; slurm_drv.c: the compute driver; slurm_cmd.c: running
+ * Slurm's commands and reading what they print).  Private to
+ * lib/providers/slurm/.
+ */
+#ifndef SR_PROVIDERS_SLURM_INT_H
+#define SR_PROVIDERS_SLURM_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cloud/provider.h"
+
+#define SLURM_PARTS_MAX 32
+#define SLURM_OUT_MAX (1 << 20)     /* what one command may print */
+
+/* One partition: one pool. */
+struct slurm_part {
+	char name[40];
+	int nodes, idle;           /* nodes in it; idle now */
+	int gpus;                  /* GPUs per node (gres gpu), 0 none */
+	char gpu_type[24];         /* the gres type ("" untyped) */
+	int64_t max_time_s;        /* MaxTime, -1 UNLIMITED */
+	bool up;
+};
+
+struct slurm_prov {
+	const struct cloud_host *h;        /* borrowed */
+	char slurm_conf[512];              /* SLURM_CONF for the commands, "" */
+	char bin[256];                     /* folder of sbatch & co, "" PATH */
+	char workdir[512];                 /* <state dir>/slurm */
+	char script[600];                  /* workdir/spotrun-node.sh */
+	char cluster[40];                  /* offering.region */
+	char accelerator[24];              /* "" from the gres type */
+	char only[SLURM_PARTS_MAX][40];    /* partitions sold, none: all */
+	int nonly;
+	sr_micros gpu_h;                   /* amortised $/GPU-hour */
+	int64_t time_s;                    /* --time, 0: the partition's */
+	int64_t lead_s;                    /* --signal USR1@lead */
+	pthread_mutex_t mu;                /* parts, refreshed_ns */
+	bool mu_init;
+	struct slurm_part parts[SLURM_PARTS_MAX];
+	int nparts;
+	int64_t refreshed_ns;              /* monotonic, 0 never */
+};
+
+/* Run Slurm command `argv` (argv[0] a bare name: prefixed with p->bin)
+ * with SLURM_CONF set, plus extra "K=V" entries (NULL-terminated; may be
+ * NULL) on the environment.  *out malloc'd (NUL-ended stdout; caller
+ * frees) on 0.  Exit status non-zero: the class of its stderr
+ * (slurm__classify) with the message "<cmd>: <first line>". */
+int slurm__run(struct slurm_prov *p, const char *const *argv,
+	       const char *const *extra, char **out, struct cloud_error *err);
+
+/* The error class of a Slurm command's message. */
+enum cloud_err_class slurm__classify(const char *msg);
+
+/* Parse `sinfo -h -a -o %R|%D|%a|%l|%G|%t` lines into parts (merged per
+ * partition, at most SLURM_PARTS_MAX): the count, or -EINVAL naming the
+ * line. */
+int slurm__parse_sinfo(const char *text, struct slurm_part *parts, int max,
+		       struct sr_err *e);
+
+/* A Slurm time ("1-02:03:04", "02:03:04", "03:04", "60", "UNLIMITED")
+ * in seconds: 0, -1 for UNLIMITED/infinite, or -EINVAL. */
+int slurm__parse_time(const char *s, int64_t *out_s);
+
+/* Open and refresh (market view). */
+int slurm__refresh(struct slurm_prov *p, struct sr_err *e);
+
+extern const struct cloud_driver_ops slurm__drv_ops;
+
+#endif

@@ -1,0 +1,116 @@
+/* Unit tests: lib/providers/slurm/slurm_cmd.c - what the slurm provider
+ * reads from Slurm's commands: sinfo lines into partitions (GPUs per
+ * node from the gres, idle nodes, MaxTime), Slurm's time formats, and
+ * the error class of a command's message.  (The provider against a real
+ * Slurm: tests/py/test_slurm_provider.py.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "providers/slurm/slurm_int.h"
+
+static void test_sinfo_partitions(void **state)
+{
+	struct slurm_part p[4];
+	struct sr_err e = { 0 };
+	/* sinfo groups a partition's nodes by state: one line each */
+	const char *text =
+		"low|1|up|1:00:00|gpu:2|idle\n"
+		"low|1|up|1:00:00|gpu:2|alloc\n"
+		"high|2|up|1-00:00:00|gpu:a100:8(S:0-1)|mix\n"
+		"cpu|4|down|infinite|(null)|idle\n";
+	int n;
+
+	(void)state;
+	n = slurm__parse_sinfo(text, p, 4, &e);
+	assert_int_equal(n, 3);
+	assert_string_equal(p[0].name, "low");
+	assert_int_equal(p[0].nodes, 2);
+	assert_int_equal(p[0].idle, 1);
+	assert_int_equal(p[0].gpus, 2);
+	assert_string_equal(p[0].gpu_type, "");
+	assert_int_equal(p[0].max_time_s, 3600);
+	assert_true(p[0].up);
+	assert_int_equal(p[1].gpus, 8);
+	assert_string_equal(p[1].gpu_type, "a100");
+	assert_int_equal(p[1].max_time_s, 86400);
+	assert_int_equal(p[2].gpus, 0);
+	assert_int_equal(p[2].max_time_s, -1);
+	assert_false(p[2].up);
+	/* bounded by max: the rest is left out, not overrun */
+	assert_int_equal(slurm__parse_sinfo(text, p, 1, &e), 1);
+}
+
+static void test_sinfo_bad_lines(void **state)
+{
+	struct slurm_part p[2];
+	struct sr_err e = { 0 };
+
+	(void)state;
+	assert_int_equal(slurm__parse_sinfo("low|1|up\n", p, 2, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "sinfo: line 1"));
+	assert_int_equal(slurm__parse_sinfo("low|1|up|1:00:00|gpu:1|idle\n"
+					    "x|1|up|soon|gpu:1|idle\n", p, 2, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "line 2: time limit 'soon'"));
+}
+
+static void test_times(void **state)
+{
+	int64_t s;
+
+	(void)state;
+	assert_int_equal(slurm__parse_time("60", &s), 0);
+	assert_int_equal(s, 3600); /* bare minutes */
+	assert_int_equal(slurm__parse_time("05:30", &s), 0);
+	assert_int_equal(s, 330);  /* min:sec */
+	assert_int_equal(slurm__parse_time("02:00:01", &s), 0);
+	assert_int_equal(s, 7201);
+	assert_int_equal(slurm__parse_time("2-03", &s), 0);
+	assert_int_equal(s, (2 * 24 + 3) * 3600);
+	assert_int_equal(slurm__parse_time("1-00:00:10", &s), 0);
+	assert_int_equal(s, 86410);
+	assert_int_equal(slurm__parse_time("UNLIMITED", &s), 0);
+	assert_int_equal(s, -1);
+	assert_int_equal(slurm__parse_time("", &s), -EINVAL);
+	assert_int_equal(slurm__parse_time("1:x", &s), -EINVAL);
+	assert_int_equal(slurm__parse_time("-5", &s), -EINVAL);
+}
+
+static void test_classes(void **state)
+{
+	(void)state;
+	assert_int_equal(slurm__classify("sbatch: error: Batch job submission "
+					 "failed: Invalid partition name "
+					 "specified"), CLOUD_EINVALID);
+	assert_int_equal(slurm__classify("sbatch: error: Batch job submission "
+					 "failed: Requested time limit is "
+					 "invalid (missing or exceeds some "
+					 "limit)"), CLOUD_EINVALID);
+	assert_int_equal(slurm__classify("squeue: error: Unable to contact "
+					 "slurm controller (connect failure)"),
+			 CLOUD_ETRANSIENT);
+	assert_int_equal(slurm__classify("sbatch: error: Batch job submission "
+					 "failed: Requested node configuration "
+					 "is not available"), CLOUD_ECAPACITY);
+	assert_int_equal(slurm__classify("sbatch: error: QOSMaxSubmitJobPer"
+					 "UserLimit"), CLOUD_EQUOTA);
+	assert_int_equal(slurm__classify("sbatch: error: Access/permission "
+					 "denied"), CLOUD_EAUTH);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sinfo_partitions),
+		cmocka_unit_test(test_sinfo_bad_lines),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_classes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
