@@ -34,7 +34,8 @@
  *          instance/zone, project/project-id,
  *          instance/service-accounts/default/token
  *   POST {url}/emu/preempt?name=N (or every spot VM without name; the
- *        zone keeps no spot capacity after: --capacity ZONE=none),
+ *        zone keeps no spot capacity after: --capacity ZONE=none, unless
+ *        &keep_capacity=true),
  *        {url}/emu/maintenance?name=N&event=E    (tests' controls)
  *
  * A VM is its startup-script run by /bin/sh in a new session under

@@ -319,7 +319,9 @@ static enum MHD_Result control(struct gceemu *m, struct MHD_Connection *c,
 	int n = 0;
 
 	if (!strcmp(url, "/emu/preempt")) {
-		n = gceemu_preempt(m, name);
+		const char *keep = arg(c, "keep_capacity");
+
+		n = gceemu__preempt(m, name, !(keep && !strcmp(keep, "true")));
 	} else if (!strcmp(url, "/emu/maintenance") && name && ev) {
 		pthread_mutex_lock(&m->mu);
 		struct emu_vm *v = gceemu__vm(m, name);
@@ -438,6 +440,11 @@ static void reclaim_zone(struct gceemu *m, const char *zone)
 
 int gceemu_preempt(struct gceemu *m, const char *name)
 {
+	return gceemu__preempt(m, name, true);
+}
+
+int gceemu__preempt(struct gceemu *m, const char *name, bool reclaim)
+{
 	int n = 0;
 
 	pthread_mutex_lock(&m->mu);
@@ -448,7 +455,8 @@ int gceemu_preempt(struct gceemu *m, const char *name)
 		    (name && strcmp(v->name, name)))
 			continue;
 		gceemu__preempt_vm(m, v);
-		reclaim_zone(m, v->zone);
+		if (reclaim)
+			reclaim_zone(m, v->zone);
 		n++;
 	}
 	pthread_mutex_unlock(&m->mu);

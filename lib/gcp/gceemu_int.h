@@ -79,6 +79,9 @@ struct emu_vm *gceemu__vm(struct gceemu *m, const char *name);
 /* Mark a VM preempted now (under m->mu): the ETag moves, waiters wake. */
 void gceemu__preempt_vm(struct gceemu *m, struct emu_vm *v);
 
+/* gceemu_preempt; reclaim: the zone keeps no spot capacity after. */
+int gceemu__preempt(struct gceemu *m, const char *name, bool reclaim);
+
 /* The clock thread (pthread start routine; arg: m).  Ends when
  * m->stopping is set (under m->mu, cv signalled), deleting every VM. */
 void *gceemu__clock(void *arg);

@@ -64,8 +64,11 @@ def gcp_env(monkeypatch, tmp, url):
     monkeypatch.setenv("CLOUDSDK_COMPUTE_REGION", "us-central1")
 
 
-def preempt(url, name=None):
-    q = "?name=" + urllib.parse.quote(name) if name else ""
+def preempt(url, name=None, keep_capacity=False):
+    q = urllib.parse.urlencode(
+        ([("name", name)] if name else []) +
+        ([("keep_capacity", "true")] if keep_capacity else []))
+    q = "?" + q if q else ""
     req = urllib.request.Request(url + "/emu/preempt" + q, data=b"",
                                  method="POST")
     with urllib.request.urlopen(req, timeout=10) as r:
