@@ -71,6 +71,7 @@
 
 #define GCE_ENDPOINT "https://compute.googleapis.com/compute/v1"
 #define GCE_NAME_MAX 64            /* RFC 1035 label, 63 + NUL */
+#define GCE_ID_NAME_MAX 36         /* our names: "zone/name" fits an id */
 #define GCE_LABEL_CLUSTER "spotrun-cluster"
 #define GCE_LABEL_JOB "spotrun-job"
 #define GCE_LABEL_NODE "spotrun-node"

@@ -39,7 +39,9 @@ void gce_instance_name(const struct cloud_tags *t, char out[GCE_NAME_MAX])
 			*p = '-';
 	}
 	snprintf(tail, sizeof tail, "-%" PRId64 "-%d", t->node_id, t->attempt);
-	room = GCE_NAME_MAX - 1 - 3 - strlen(tail); /* "sr-" + tail */
+	/* "sr-" + cluster + tail, at most GCE_ID_NAME_MAX: "zone/name" must
+	 * fit a cloud_instance id */
+	room = GCE_ID_NAME_MAX - 3 - strlen(tail);
 	if (strlen(cl) > room)
 		cl[room] = '\0';
 	snprintf(out, GCE_NAME_MAX, "sr-%s%s", cl, tail);
@@ -190,8 +192,15 @@ static int parse_obj(json_t *doc, struct cloud_instance *out, struct sr_err *e)
 		return sr_err_set(e, -SR_EPARSE, "gce instance: \"%s\": expected "
 				  "a string", !name ? "name" : !zone ? "zone" :
 				  "status");
-	snprintf(out->id, sizeof out->id, "%s/%s", last_seg(zone), name);
+	if (strlen(last_seg(zone)) >= sizeof out->zone ||
+	    strlen(last_seg(zone)) + 1 + strlen(name) >= sizeof out->id)
+		return sr_err_set(e, -SR_EPARSE, "gce instance: \"zone\" and "
+				  "\"name\": longer than %zu bytes together",
+				  sizeof out->id - 1);
 	snprintf(out->zone, sizeof out->zone, "%s", last_seg(zone));
+	memcpy(out->id, out->zone, strlen(out->zone)); /* "zone/name", fits */
+	out->id[strlen(out->zone)] = '/';
+	memcpy(out->id + strlen(out->zone) + 1, name, strlen(name) + 1);
 	snprintf(out->instance_type, sizeof out->instance_type, "%s",
 		 last_seg(mt));
 	out->state = state_of(st);
