@@ -69,6 +69,7 @@ class AzureCloud:
         self.requests = []
         self.acks = []               # event ids acknowledged
         self.evicted = []            # (name, how): "ack" | "notbefore"
+        self.noticed = {}            # name -> when preempt() posted it
         self.incarnation = 1
         self.events = []             # scheduled events (dicts)
         self.mu = threading.Lock()
@@ -100,7 +101,7 @@ class AzureCloud:
                 "Description": "Spot eviction", "EventSource": "Platform",
                 "DurationInSeconds": -1, "_at": nb})
             self.incarnation += 1
-            self.vms[name]["noticed"] = time.time()
+            self.noticed[name] = time.time()
 
     def running(self):
         with self.mu:

@@ -72,8 +72,12 @@ def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
                "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
     try:
         d.start()
+        # the TERM trap stamps when the agent acted (SIGTERM after the
+        # notice) and when the final checkpoint was durable (renamed)
         jid = d.submit(job_yaml("az-e2e", "azure/eastus", share, STEPS)
-                       .replace("V100:1", "H100:8"))
+                       .replace("V100:1", "H100:8")
+                       .replace("trap 'save;", "trap 'date +%s.%N >> "
+                                "$d/acted; save; date +%s.%N >> $d/durable;"))
 
         def past_five():
             j = d.job(jid)
@@ -115,6 +119,14 @@ def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
         with open(os.path.join(share, "completions")) as f:
             assert len(f.read().splitlines()) == 1
         assert j["step"] == STEPS, j
+        with open(os.path.join(share, "acted")) as f:
+            acted = float(f.read().split()[0])
+        with open(os.path.join(share, "durable")) as f:
+            durable = float(f.read().split()[0])
+        # the agent acted after the notice, the checkpoint after that
+        # (bench/cloud_notice.py measures how long each took)
+        noticed = cloud.noticed[first[0]]
+        assert noticed <= acted <= durable, (noticed, acted, durable)
         puts = {r["path"] for r in cloud.requests if r["method"] == "PUT"}
         assert len(puts) >= 2, puts   # the replacement is another VM
         tok = [r for r in cloud.requests
