@@ -60,6 +60,9 @@ struct cloud_offering {
 	sr_micros reserved_per_h;  /* -1 unknown */
 	double hazard_per_h;       /* from the catalog */
 	bool spot_available;       /* estimate: spot can be bought now */
+	/* capacity already paid for (a reserved cluster: the slurm
+	 * provider): `criticality: critical` prefers it to on-demand */
+	bool committed;
 	enum cloud_price_src price_src;
 	int64_t price_age_s;       /* how old spot_per_h is; 0 now */
 	char trace[128];           /* local cloud: trace replayed ("" none) */

@@ -24,6 +24,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	struct cloud_query q = { 0 };
 	const char *clouds[17] = { 0 }, *regions[17] = { 0 };
 	size_t n = 0, k;
+	bool od_pref = false;
 	double scale = c->cfg.time_scale;
 	int rc;
 
@@ -46,12 +47,21 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	if (rc)
 		return rc;
 	for (k = 0; k < n; k++) {
+		/* a critical job's on-demand pool is a committed one (a
+		 * reserved cluster) when there is one, at any price: its
+		 * capacity is paid for whether used or not */
+		bool pref = js->criticality == JOBSPEC_CRIT_CRITICAL &&
+			    v[k].committed;
+
 		if (v[k].spot_per_h >= 0 && p->nspot < SIM_MAX_REGIONS)
 			p->spot[p->nspot++] = v[k].pool;
 		if (v[k].ondemand_per_h >= 0 &&
-		    (p->od < 0 || sr_money_to_usd(v[k].ondemand_per_h) < p->od_price_usd)) {
+		    (p->od < 0 || (pref && !od_pref) ||
+		     (pref == od_pref && sr_money_to_usd(v[k].ondemand_per_h) <
+		      p->od_price_usd))) {
 			p->od = v[k].pool;
 			p->od_price_usd = sr_money_to_usd(v[k].ondemand_per_h);
+			od_pref = pref;
 		}
 	}
 	free(v);

@@ -18,6 +18,7 @@ start).
 """
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -150,18 +151,31 @@ def test_preempted_by_slurm_resumes_bit_identical(tmp_path, slurm, no_preload):
         assert n0 and ev[n0[0]]["data"]["source"] == "signal", types
         node0 = ev[n0[0]]["node_id"]
         of0 = [(i, e) for i, e in enumerate(ev) if e["node_id"] == node0]
+        pre = [e for i, e in of0 if e["type"] == "preempted"]
         final = [i for i, e in of0 if e["type"] == "checkpoint" and
                  e["data"].get("final")]
         exits = [i for i, e in of0 if e["type"] == "workload_exit"]
         ended = [i for i, e in of0 if e["type"] == "node_terminated"]
-        assert final and exits and ended, types
-        assert n0[0] < final[0] < exits[0] < ended[0], types
-        assert ev[exits[0]]["data"]["cause"] == "preempted", ev[exits[0]]
-        # the next attempt resumed from that final checkpoint
-        fstep = ev[final[0]]["data"]["step"]
+        assert pre and exits and ended, types
+        assert n0[0] < exits[0] < ended[0], types
+        # the next attempt resumed from a checkpoint attempt 1 committed at
+        # or after the step it was at when the notice came: nothing the
+        # notice allowed to save was lost
         lost = [e for e in ev if e["type"] == "lost_work" and
                 e["data"].get("attempt") == 1]
-        assert lost and "resumed from step %d" % fstep in lost[0]["message"], lost
+        m = re.search(r"resumed from step (\d+)", lost[0]["message"] if lost
+                      else "")
+        assert m and int(m.group(1)) >= pre[0]["data"]["step"], (lost, pre)
+        if final:
+            # the agent saw the trainer's final checkpoint: notice, final
+            # checkpoint, preempted exit, node end, in that order, and
+            # the resume took that checkpoint.  (Slurm's SIGTERM reaches
+            # the trainer too: when it saves and exits before the agent
+            # acts on the notice, the checkpoint is there - asserted
+            # above - but reported as a periodic one; docs/slurm.md.)
+            assert n0[0] < final[0] < exits[0], types
+            assert ev[exits[0]]["data"]["cause"] == "preempted", ev[exits[0]]
+            assert int(m.group(1)) == ev[final[0]]["data"]["step"], lost
         # Slurm's records: ours was preempted (not requeued by Slurm), the
         # replacement ran on Slurm again after the high job, one job each
         rows = {r[0]: r for r in squeue(slurm)}
@@ -308,5 +322,34 @@ def test_time_limit_above_partition_max_fails_clearly(tmp_path, slurm, no_preloa
                 "MaxTime (3600 s)") in j["message"], j["message"]
         assert not [r for r in squeue(slurm) if r[1].endswith("-1-1") and
                     r[2] in ("PENDING", "RUNNING")]
+    finally:
+        d.stop()
+
+
+def test_critical_prefers_the_committed_pool(tmp_path, slurm, no_preload):
+    """criticality: critical places on the Slurm pool (committed capacity)
+    even when a cloud's on-demand price is lower; standard goes to spot."""
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config",
+               config(tmp_path, slurm, price_per_gpu_h="9.99"), "--providers",
+               "local,slurm", "--agent",
+               os.path.join(BUILD, "bin", "spotrun-agent"))
+    try:
+        d.start()
+
+        def placed(crit, spot):
+            jid = d.submit("name: %s\nresources:\n  accelerators: V100:2\n"
+                           "  use_spot: %s\nrun: 'true'\nspotrun:\n"
+                           "  criticality: %s\n  deadline: 1000h\n"
+                           "  work: 1h\n" % (crit, spot, crit))
+            ev = wait("placed", lambda: [e for e in d.events(jid)
+                                         if e["type"] == "placement"], 60, d)
+            d.api("POST", "/v1/jobs/%d/cancel" % jid)
+            return ev[0]["data"]
+        crit = placed("critical", "false")
+        assert crit["provider"] == "slurm" and crit["cloud"] == "slurm", crit
+        # 2 x 9.99 $/h: dearer than a cloud's V100:2 on demand
+        assert crit["price_micros_per_hour"] == 19980000, crit
+        std = placed("standard", "true")
+        assert std["provider"] != "slurm", std
     finally:
         d.stop()

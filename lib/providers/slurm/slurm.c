@@ -95,6 +95,7 @@ static void offering(const struct slurm_prov *p, int i, struct cloud_offering *o
 	o->reserved_per_h = p->gpu_h * g;
 	o->spot_per_h = -1;
 	o->spot_available = false;
+	o->committed = true;
 	o->price_src = CLOUD_PRICE_LIVE;
 }
 
