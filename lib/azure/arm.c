@@ -394,7 +394,7 @@ static int get_vm(struct arm *a, const char *name, const char *cluster,
 		rc = arm_parse_error(r.status, r.body, r.body_len, "get vm", err);
 	if (rc == 0 && !(page = malloc(r.body_len + 16)))
 		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
-	if (rc == 0) {
+	if (rc == 0 && page) {
 		/* one VM as a page of one */
 		sprintf(page, "{\"value\":[%s]}", r.body);
 		sr_err_clear(&e);
