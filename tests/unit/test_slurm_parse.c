@@ -79,6 +79,10 @@ static void test_times(void **state)
 	assert_int_equal(slurm__parse_time("", &s), -EINVAL);
 	assert_int_equal(slurm__parse_time("1:x", &s), -EINVAL);
 	assert_int_equal(slurm__parse_time("-5", &s), -EINVAL);
+	/* fields whose product would overflow (fuzz_slurm_parsers found it) */
+	assert_int_equal(slurm__parse_time("299999999999999901", &s), -EINVAL);
+	assert_int_equal(slurm__parse_time("2999999999999999999-1", &s), -EINVAL);
+	assert_int_equal(slurm__parse_time("1-00:99999999999:10", &s), -EINVAL);
 }
 
 static void test_classes(void **state)

@@ -128,6 +128,11 @@ out:
 	return rc;
 }
 
+/* Bounds that keep the sum below INT64_MAX: 10^6 days, 10^7 in any other
+ * field (19 years in minutes); Slurm's own limits are far below. */
+#define SLURM_DAYS_MAX 1000000L
+#define SLURM_FIELD_MAX 10000000L
+
 int slurm__parse_time(const char *s, int64_t *out_s)
 {
 	long f[4] = { 0 };
@@ -142,13 +147,13 @@ int slurm__parse_time(const char *s, int64_t *out_s)
 	}
 	if (strchr(s, '-')) {
 		days = strtol(s, &end, 10);
-		if (end == s || *end != '-' || days < 0)
+		if (end == s || *end != '-' || days < 0 || days > SLURM_DAYS_MAX)
 			return -EINVAL;
 		q = end + 1;
 	}
 	while (nf < 3) {
 		f[nf++] = strtol(q, &end, 10);
-		if (end == q || f[nf - 1] < 0)
+		if (end == q || f[nf - 1] < 0 || f[nf - 1] > SLURM_FIELD_MAX)
 			return -EINVAL;
 		if (*end != ':')
 			break;
