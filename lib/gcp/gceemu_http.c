@@ -191,7 +191,7 @@ static enum MHD_Result token(struct gceemu *m, struct MHD_Connection *c,
 		return json_answer(c, 400, json_pack("{ss ss}", "error",
 						     "invalid_grant",
 						     "error_description", why));
-	sr_random_hex(hex, sizeof hex);
+	sr_random_hex(hex, (sizeof hex - 1) / 2);
 	strncat(tok, hex, sizeof tok - strlen(tok) - 1);
 	pthread_mutex_lock(&m->mu);
 	snprintf(m->tokens[m->ntokens % EMU_MAX_TOKENS], sizeof m->tokens[0],
@@ -270,7 +270,7 @@ static enum MHD_Result meta(struct gceemu *m, struct MHD_Connection *c,
 	if (!strcmp(key, "instance/service-accounts/default/token")) {
 		char tok[48] = "emu-", hex[33];
 
-		sr_random_hex(hex, sizeof hex);
+		sr_random_hex(hex, (sizeof hex - 1) / 2);
 		strncat(tok, hex, sizeof tok - strlen(tok) - 1);
 		snprintf(m->tokens[m->ntokens % EMU_MAX_TOKENS],
 			 sizeof m->tokens[0], "%s", tok);

@@ -24,10 +24,17 @@ import time
 
 import pytest
 
+from conftest import store_rows
 from slurm_cluster import SlurmCluster
 from test_ctl_crash import BUILD, ROOT, Daemon
 
 PY = "/usr/bin/python3"
+# the ASan pass: our Python processes load the ASan-built libspotckpt, so
+# they need the runtime preloaded, which no_preload keeps from Slurm's
+# commands (and so from the job, whose environment sbatch exports)
+ASAN_PRELOAD = os.environ.get("SPOTRUN_ASAN_PRELOAD", "")
+PY_RUN = ('env "LD_PRELOAD=%s" ASAN_OPTIONS=detect_leaks=0 %s' % (
+    ASAN_PRELOAD, PY) if ASAN_PRELOAD else PY)
 STEPS = 160
 EVERY = 40
 
@@ -79,7 +86,7 @@ def train_job(share, steps=STEPS, sleep_ms=25):
             "  SPOTRUN_STEP_SLEEP_MS: '%d'\n  SPOTRUN_RESULT_FILE: %s\n"
             "run: %s %s\nspotrun:\n  deadline: 1000h\n  work: 1h\n" % (
                 steps, EVERY, sleep_ms, os.path.join(share, "result.json"),
-                PY, os.path.join(ROOT, "examples", "train.py")))
+                PY_RUN, os.path.join(ROOT, "examples", "train.py")))
 
 
 def start_reference(tmp, steps=STEPS):
@@ -89,6 +96,8 @@ def start_reference(tmp, steps=STEPS):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
                SPOTRUN_CKPT_DIR=ck, SPOTRUN_STEPS=str(steps),
                SPOTRUN_CKPT_EVERY=str(EVERY))
+    if ASAN_PRELOAD:
+        env["LD_PRELOAD"] = ASAN_PRELOAD
     env.pop("SPOTRUN_NOTICE_FILE", None)
     return subprocess.Popen([PY, os.path.join(ROOT, "examples", "train.py")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -240,11 +249,11 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
     d = daemon(tmp_path, slurm)
     try:
         d.start()
-        cluster = subprocess.run(
-            ["sqlite3", os.path.join(d.state, "spotrun.db"),
-             "select value from settings where key='cluster_id'"],
-            capture_output=True, text=True, check=True).stdout.strip()
-        assert cluster, "no cluster id"
+        # SQLite, or PostgreSQL in the ASan and pg passes
+        rows = store_rows(d.state, "select value from settings "
+                          "where key='cluster_id'")
+        assert rows and rows[0][0], "no cluster id"
+        cluster = rows[0][0]
         key = "sr-%s-1-1" % cluster
         first = slurm.run("sbatch", "--parsable", "-p", "low", "-J", key,
                           "--comment", "spotrun:%s:1:1:1" % cluster,
