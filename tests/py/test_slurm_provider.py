@@ -133,11 +133,15 @@ def test_preempted_by_slurm_resumes_bit_identical(tmp_path, slurm, no_preload):
     ref = start_reference(tmp_path)
     try:
         d.start()
-        jid = d.submit(train_job(share))
+        # 100 ms a step: steps 40-160 take 12 s, many heartbeats, so the
+        # test sees a checkpoint while the job still trains (at 25 ms the
+        # whole run fit between two looks in CI and the job just ended)
+        jid = d.submit(train_job(share, sleep_ms=100))
 
         def training():
             j = d.job(jid)
-            assert j["state"] not in ("FAILED", "CANCELLED"), (j, d.log_tail())
+            assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), (
+                "ended before it could be preempted", j, d.log_tail())
             return j if (j.get("ckpt_step") or 0) >= EVERY else None
         wait("the job training past a checkpoint on Slurm", training, 300, d)
         ours = [r for r in squeue(slurm) if r[3].startswith("spotrun:")]
