@@ -87,7 +87,8 @@ struct cloud_market_ops {
 	int (*describe)(void *st, int pool, struct cloud_offering *out);
 	/* Spot price history of `pool` in USD/h: usd_h[i] is the price
 	 * (n - i) * step_s seconds ago on the view's clock, -1 where the
-	 * view does not know it.  Returns how many entries it knew. */
+	 * view does not know it.  Returns how many entries it knew.
+	 * NULL-able: a view with no history (the caller reads all -1). */
 	int (*price_history)(void *st, int pool, double step_s, int n,
 			     double *usd_h);
 	/* Refresh cached prices (reconciler thread; may block).  NULL-able. */

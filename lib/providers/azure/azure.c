@@ -109,17 +109,6 @@ static int az_describe(void *st, int pool, struct cloud_offering *out)
 	return localmkt_describe_at(a->m, &a->place, pool, out);
 }
 
-/* The feed quotes the price now only: no history. */
-static int az_history(void *st, int pool, double step_s, int n, double *usd_h)
-{
-	(void)st;
-	(void)pool;
-	(void)step_s;
-	for (int i = 0; i < n; i++)
-		usd_h[i] = -1;
-	return 0;
-}
-
 /* The region's sizes' prices, every PRICES_S (reconciler thread). */
 static void az_refresh(void *st)
 {
@@ -182,7 +171,7 @@ static const struct cloud_market_ops az_mkt_ops = {
 	.name = "azure",
 	.offerings = az_offerings,
 	.describe = az_describe,
-	.price_history = az_history,
+	/* no .price_history: the Retail Prices feed quotes the price now only */
 	.refresh = az_refresh,
 	.destroy = az_nop,
 };

@@ -73,16 +73,6 @@ static int gcp_describe(void *st, int pool, struct cloud_offering *out)
 	return localmkt_describe_at(g->m, &g->place, pool, out);
 }
 
-static int gcp_history(void *st, int pool, double step_s, int n, double *usd_h)
-{
-	(void)st;
-	(void)pool;
-	(void)step_s;
-	for (int i = 0; i < n; i++)
-		usd_h[i] = -1; /* GCE publishes no spot price history */
-	return 0;
-}
-
 /* The provider's state is released by its own destroy (gcp_destroy). */
 static void gcp_nop(void *st)
 {
@@ -93,7 +83,7 @@ static const struct cloud_market_ops gcp_mkt_ops = {
 	.name = "gcp",
 	.offerings = gcp_offerings,
 	.describe = gcp_describe,
-	.price_history = gcp_history,
+	/* no .price_history: GCE publishes no spot price history */
 	.destroy = gcp_nop,
 };
 

@@ -50,17 +50,6 @@ static int la_describe(void *st, int pool, struct cloud_offering *out)
 	return localmkt_describe_at(a->m, &a->place, pool, out);
 }
 
-/* On-demand only: no spot price, no history. */
-static int la_history(void *st, int pool, double step_s, int n, double *usd_h)
-{
-	(void)st;
-	(void)pool;
-	(void)step_s;
-	for (int i = 0; i < n; i++)
-		usd_h[i] = -1;
-	return 0;
-}
-
 static void la_nop(void *st)
 {
 	(void)st;
@@ -70,7 +59,7 @@ static const struct cloud_market_ops la_mkt_ops = {
 	.name = "lambda",
 	.offerings = la_offerings,
 	.describe = la_describe,
-	.price_history = la_history,
+	/* no .price_history: on-demand only, no spot price */
 	.destroy = la_nop,
 };
 
