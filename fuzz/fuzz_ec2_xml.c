@@ -18,13 +18,9 @@
 #include "aws/ec2.h"
 #include "aws/ec2emu_int.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-static void check_str(const char *s, size_t cap)
-{
-	if (memchr(s, '\0', cap) == NULL)
-		abort();
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -41,10 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < n; i++) {
 			json_t *b;
 
-			check_str(v[i].id, sizeof(v[i].id));
-			check_str(v[i].zone, sizeof(v[i].zone));
-			check_str(v[i].cluster, sizeof(v[i].cluster));
-			check_str(v[i].reason, sizeof(v[i].reason));
+			fuzz_check_str(v[i].id, sizeof(v[i].id));
+			fuzz_check_str(v[i].zone, sizeof(v[i].zone));
+			fuzz_check_str(v[i].cluster, sizeof(v[i].cluster));
+			fuzz_check_str(v[i].reason, sizeof(v[i].reason));
 			if (v[i].id[0] == '\0' || v[i].blob == NULL ||
 			    v[i].state > CLOUD_INST_GONE)
 				abort();
@@ -53,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			json_decref(b);
 		}
-		check_str(next, sizeof(next));
+		fuzz_check_str(next, sizeof(next));
 		cloud_instances_free(v, n);
 	} else if (v != NULL || n != 0) {
 		abort();
@@ -61,12 +57,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ec2_xml_error(x, size, code, sizeof(code), msg, sizeof(msg)) == 0 &&
 	    code[0] == '\0')
 		abort();
-	check_str(code, sizeof(code));
-	check_str(msg, sizeof(msg));
+	fuzz_check_str(code, sizeof(code));
+	fuzz_check_str(msg, sizeof(msg));
 	n = 7;
 	if (ec2_xml_spot_prices(x, size, &p, &n, NULL, 0, &err) == 0) {
 		for (size_t i = 0; i < n; i++)
-			check_str(p[i].zone, sizeof(p[i].zone));
+			fuzz_check_str(p[i].zone, sizeof(p[i].zone));
 		free(p);
 	} else if (p != NULL || n != 0) {
 		abort();

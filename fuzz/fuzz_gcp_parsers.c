@@ -16,13 +16,9 @@
 #include "gcp/gce.h"
 #include "gcp/gcpcred.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-static void check_str(const char *s, size_t cap)
-{
-	if (memchr(s, '\0', cap) == NULL)
-		abort();
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -34,17 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t life = 0;
 
 	if (gcpcred_parse_token(x, size, tok, sizeof tok, &life, &e) == 0) {
-		check_str(tok, sizeof tok);
+		fuzz_check_str(tok, sizeof tok);
 		if (!tok[0] || life <= 0)
 			abort();
 	} else if (!e.msg[0]) {
 		abort();
 	}
 	if (gce_parse_instance(x, size, &in, &e) == 0) {
-		check_str(in.id, sizeof in.id);
-		check_str(in.zone, sizeof in.zone);
-		check_str(in.cluster, sizeof in.cluster);
-		check_str(in.reason, sizeof in.reason);
+		fuzz_check_str(in.id, sizeof in.id);
+		fuzz_check_str(in.zone, sizeof in.zone);
+		fuzz_check_str(in.cluster, sizeof in.cluster);
+		fuzz_check_str(in.reason, sizeof in.reason);
 		if (!strchr(in.id, '/'))
 			abort();
 		cloud_instance_clear(&in);
@@ -52,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gce_classify(size % 600, x, size, "fuzz", &err) >= 0 ||
 	    err.cls == CLOUD_EOK)
 		abort();
-	check_str(err.code, sizeof err.code);
+	fuzz_check_str(err.code, sizeof err.code);
 	for (int k = 0; k < 2; k++) {
 		const char *key = k ? GCEMETA_MAINTENANCE : GCEMETA_PREEMPTED;
 
