@@ -40,6 +40,8 @@
 #                            conformance suite, `make conformance`)
 #   tests/conformance_gcp/*.c -> build/conformance/*  (the same for the
 #                            Google suite)
+#   tests/conformance_azure/*.c -> build/conformance/*  (the same for the
+#                            Microsoft suite)
 
 ifeq ($(origin CC),default)
 CC := gcc
@@ -134,7 +136,8 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 # Programs the Python tests drive (crash tests kill them at random points).
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 CONF_BINS := $(patsubst tests/conformance/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance/*.c)) \
-	$(patsubst tests/conformance_gcp/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance_gcp/*.c))
+	$(patsubst tests/conformance_gcp/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance_gcp/*.c)) \
+	$(patsubst tests/conformance_azure/%.c,$(BUILD)/conformance/%,$(wildcard tests/conformance_azure/*.c))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -167,7 +170,12 @@ $(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance/%.o $(STATIC_LIBS)
 $(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance_gcp/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $< $(LDSAN) $(LINK_LIBS)
+	$(Q)$(CC) $(LDFAST) -o $@ $< $(LDSAN) $(LINK_LIBS)
+
+$(BUILD)/conformance/%: $(BUILD)/obj/tests/conformance_azure/%.o $(STATIC_LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFAST) -o $@ $< $(LDSAN) $(LINK_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC_LIBS)
 	@mkdir -p $(dir $@)
@@ -243,8 +251,10 @@ tsan-bins: $(STATIC_LIBS) $(BINS) $(TEST_BINS)
 tsan: deps tsan-build
 	@scripts/run-tests build/tsan tsan
 
-# The official AWS SDK for JavaScript against our signer and EC2 driver
-# (tests/conformance; needs node and npm, installed by install-deps).
+# The official AWS, Google and Microsoft SDKs for JavaScript against our
+# signer and drivers (tests/conformance, tests/conformance_gcp,
+# tests/conformance_azure; scripts/run-conformance; needs node and npm,
+# installed by install-deps).
 conformance: build
 	@scripts/run-conformance $(BUILD)
 

@@ -10,7 +10,7 @@
  *     POST {login}/{tenant}/oauth2/v2.0/token, grant_type=
  *     client_credentials, scope=https://management.azure.com/.default
  *   AZURE_TENANT_ID + AZURE_CLIENT_ID + AZURE_CLIENT_CERTIFICATE_PATH
- *     the same with client_assertion: a JWT (RS256, x5t#S256 header)
+ *     the same with client_assertion: a JWT (PS256, x5t#S256 header)
  *     signed with the PEM file's key (OpenSSL)
  *   else a managed identity: GET {imds}/metadata/identity/oauth2/token
  *     ?api-version=2018-02-01&resource=https://management.azure.com/

@@ -2,18 +2,21 @@
  * arm_cert.c - the client assertion of the Entra certificate credential
  * (arm.h, CREDENTIALS): a JWT
  *
- *   header  {"alg":"RS256","typ":"JWT","x5t":base64url(SHA-1 of the DER
- *            certificate)}
+ *   header  {"alg":"PS256","typ":"JWT","x5t#S256":base64url(SHA-256 of
+ *            the DER certificate)}
  *   claims  {"aud":<token endpoint>,"iss":<client id>,"sub":<client id>,
  *            "jti":<random hex>,"nbf":now,"iat":now,"exp":now+600}
  *
- * signed RS256 with the private key of AZURE_CLIENT_CERTIFICATE_PATH (a
- * PEM file holding the key and the certificate, as the Azure SDKs read
- * it).  The key is read for each assertion and freed at once.
+ * signed PS256 (RSASSA-PSS, SHA-256, salt of the digest's length) with the
+ * private key of AZURE_CLIENT_CERTIFICATE_PATH (a PEM file holding the key
+ * and the certificate, as the Azure SDKs read it), as MSAL signs it
+ * (tests/conformance_azure compares the two and verifies the signature).
+ * The key is read for each assertion and freed at once.
  */
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +59,8 @@ int arm__cert_assertion(const struct arm *a, const char *aud, char **out,
 	EVP_PKEY *key = NULL;
 	X509 *cert = NULL;
 	EVP_MD_CTX *md = NULL;
-	unsigned char *der = NULL, sha1[20], sig[1024];
+	EVP_PKEY_CTX *pctx = NULL; /* md's: freed with it */
+	unsigned char *der = NULL, thumb[32], sig[1024];
 	char jti[33], *h = NULL, *c = NULL, *s = NULL, *signing = NULL;
 	json_t *hj = NULL, *cj = NULL;
 	size_t siglen = sizeof sig;
@@ -78,15 +82,16 @@ int arm__cert_assertion(const struct arm *a, const char *aud, char **out,
 		goto out;
 	}
 	dlen = i2d_X509(cert, &der);
-	if (dlen <= 0 || !EVP_Digest(der, (size_t)dlen, sha1, NULL, EVP_sha1(),
-				     NULL) || sr_random_hex(jti, 16)) {
+	if (dlen <= 0 || !EVP_Digest(der, (size_t)dlen, thumb, NULL,
+				     EVP_sha256(), NULL) ||
+	    sr_random_hex(jti, 16)) {
 		rc = sr_err_set(e, -EIO, "azure certificate credential: cannot "
 				"hash the certificate");
 		goto out;
 	}
-	h = b64url(sha1, sizeof sha1);
-	hj = json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT",
-		       "x5t", h ? h : "");
+	h = b64url(thumb, sizeof thumb);
+	hj = json_pack("{s:s, s:s, s:s}", "alg", "PS256", "typ", "JWT",
+		       "x5t#S256", h ? h : "");
 	cj = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "aud", aud,
 		       "iss", a->client_id, "sub", a->client_id, "jti", jti,
 		       "nbf", (json_int_t)now, "iat", (json_int_t)now,
@@ -100,7 +105,9 @@ int arm__cert_assertion(const struct arm *a, const char *aud, char **out,
 	}
 	sprintf(signing, "%s.%s", h, c);
 	md = EVP_MD_CTX_new();
-	if (!md || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+	if (!md || EVP_DigestSignInit(md, &pctx, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1 ||
 	    EVP_DigestSign(md, sig, &siglen, (const unsigned char *)signing,
 			   strlen(signing)) != 1 || !(s = b64url(sig, siglen))) {
 		rc = sr_err_set(e, -EINVAL, "AZURE_CLIENT_CERTIFICATE_PATH %s: "

@@ -18,9 +18,10 @@ const path = require('path');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
-const { execFile } = require('child_process');
 const compute = require('@google-cloud/compute');
 const { JWT } = require('google-auth-library');
+const rd = require('../conformance/reqdiff.js');
+const { sameJson, jwtParts, runTool } = rd;
 
 const BUILD = process.argv[2];
 const TOOL = path.join(BUILD, 'conformance', 'gcp_tool');
@@ -68,22 +69,8 @@ const srv = http.createServer((req, res) => {
   });
 });
 
-function tool(args, env) {
-  return new Promise((resolve) => {
-    execFile(TOOL, args, { env, timeout: 30000 }, (err, stdout, stderr) => {
-      let doc = null;
-      try { doc = JSON.parse(stdout); } catch (e) { doc = { error: `${stdout} ${stderr}` }; }
-      resolve(doc);
-    });
-  });
-}
-
-function canonQuery(url) {
-  const u = new URL(url, 'http://x');
-  const q = {};
-  for (const [k, v] of u.searchParams) if (k !== '$alt') q[k] = v;
-  return { path: u.pathname, q };
-}
+function tool(args, env) { return runTool(TOOL, args, env, 30000); }
+const canonQuery = (url) => rd.canonQuery(url, ['$alt']);
 
 // An empty map (a proto map field the SDK always writes) is no field.
 function dropEmpty(v) {
@@ -100,39 +87,10 @@ function dropEmpty(v) {
   return v;
 }
 
-function sameJson(a, b, where = '') {
-  if (typeof a !== typeof b) return `${where}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-  if (a && typeof a === 'object') {
-    const ka = Object.keys(a).sort(), kb = Object.keys(b).sort();
-    if (JSON.stringify(ka) !== JSON.stringify(kb))
-      return `${where}: keys ${JSON.stringify(ka)} vs ${JSON.stringify(kb)}`;
-    for (const k of ka) { const d = sameJson(a[k], b[k], `${where}.${k}`); if (d) return d; }
-    return null;
-  }
-  return a === b ? null : `${where}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-}
-
-// Our request vs the SDK's: method, path, query, body.
-function compare(ours, sdk) {
-  if (!ours || !sdk) return `missing request (ours ${!!ours}, sdk ${!!sdk})`;
-  if (ours.method !== sdk.method) return `method ${ours.method} vs ${sdk.method}`;
-  const a = canonQuery(ours.url), b = canonQuery(sdk.url);
-  if (a.path !== b.path) return `path ${a.path} vs ${b.path}`;
-  const dq = sameJson(a.q, b.q, 'query');
-  if (dq) return dq;
-  if (ours.body || sdk.body) {
-    let x, y;
-    try { x = JSON.parse(ours.body || 'null'); y = JSON.parse(sdk.body || 'null'); } catch (e) { return `body not JSON: ${e}`; }
-    if (ours.method === 'POST' && /\/wait$/.test(a.path)) return null; // an empty body either way
-    return sameJson(dropEmpty(x), dropEmpty(y), 'body');
-  }
-  return null;
-}
-
-function jwtParts(assertion) {
-  const [h, c] = assertion.split('.').slice(0, 2).map(s => JSON.parse(Buffer.from(s, 'base64url').toString()));
-  return { h, c };
-}
+// Our request vs the SDK's: method, path, query (the SDK's $alt aside),
+// body (empty maps dropped; a wait's empty body either way).
+const compare = (ours, sdk) => rd.compare(ours, sdk, { ignore: ['$alt'], norm: dropEmpty,
+  noBody: (p, m) => m === 'POST' && /\/wait$/.test(p) });
 
 srv.listen(0, '127.0.0.1', async () => {
   const port = srv.address().port;

@@ -18,7 +18,8 @@ runs user-data.  preempt(name) posts a Preempt event for it (and one for
 another VM, which its agent must ignore); at NotBefore, or as soon as
 the VM acknowledges the event (StartRequests), the VM is evicted:
 its processes are killed and, evictionPolicy Delete, it is deleted with
-its NIC, disk and IP.  capacity[size] = False makes a create's
+its NIC, disk and IP.  A create's or a delete's answer names its
+operation (Azure-AsyncOperation, Retry-After 1).  capacity[size] = False makes a create's
 operation fail with AllocationFailed (a capacity error).  Every request
 is recorded (method, path, query, headers, body) for the tests."""
 
@@ -169,6 +170,11 @@ class AzureCloud:
                                      start_new_session=True)
         log.close()
 
+    def _op_url(self, op):
+        return ("%s/subscriptions/sub/providers/Microsoft.Compute/locations/"
+                "%s/operations/%s?api-version=2024-03-01"
+                % (self.url, self.location, op))
+
     def _vm_view(self, name, v):
         b = v["body"]
         out = {"name": name, "location": b["location"], "tags": b["tags"],
@@ -286,6 +292,8 @@ class AzureCloud:
                     st = v["state"] if v else None
                 if not o:
                     return self._err(404, "NotFound", op)
+                if o[0] is None:  # a delete: done when answered
+                    return self._send(200, {"status": "Succeeded"})
                 if st == "Creating":
                     return self._send(200, {"status": "InProgress"},
                                       {"Retry-After": "1"})
@@ -321,8 +329,11 @@ class AzureCloud:
                             return self._send(204)
                         cloud._kill(v)
                         del cloud.vms[name]
+                        op = "del-%s-%d" % (name, len(cloud.ops))
+                        cloud.ops[op] = (None, time.time(), "Succeeded")
                         return self._send(202, None, {
-                            "Azure-AsyncOperation": cloud.url + "/op/del"})
+                            "Azure-AsyncOperation": cloud._op_url(op),
+                            "Retry-After": "1"})
                     doc = json.loads(body)
                     p = doc["properties"]
                     size = p["hardwareProfile"]["vmSize"]
@@ -337,10 +348,7 @@ class AzureCloud:
                                      outcome)
                     view = cloud._vm_view(name, cloud.vms[name])
                 self._send(201, view, {
-                    "Azure-AsyncOperation":
-                        "%s/subscriptions/sub/providers/Microsoft.Compute/"
-                        "locations/%s/operations/%s?api-version=2024-03-01"
-                        % (cloud.url, cloud.location, op),
+                    "Azure-AsyncOperation": cloud._op_url(op),
                     "Retry-After": "1"})
 
             def _imds(self, name, path, body):
