@@ -131,6 +131,8 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	e->skipped_step = -1;
 	e->st.last_saved_step = -1;
 	atomic_init(&e->cancel, 0);
+	e->abandon_step = e->final_step = -1;
+	atomic_init(&e->final_cancel, 0);
 	pthread_mutex_init(&e->api, NULL);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);

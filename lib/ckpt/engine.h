@@ -68,6 +68,10 @@ struct spotckpt {
 	int last_rc;                /* result of that save */
 	char last_msg[SR_ERR_MSG_MAX];
 	atomic_int cancel;
+	/* spotckpt_abandon_final (under mu): the step given up, -1; the step
+	 * of the save_final in progress, -1; final_cancel stops its write */
+	int64_t abandon_step, final_step;
+	atomic_int final_cancel;
 	struct ckpt_io *io;         /* the writer's; its rate cap under mu */
 	struct ckpt_place place;    /* background placement (writes under mu) */
 

@@ -511,6 +511,8 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 	if (rc)
 		goto out;
 	pthread_mutex_lock(&e->mu);
+	e->final_step = step;
+	atomic_store(&e->final_cancel, e->abandon_step == step);
 	s = &e->slots[0];
 	s->state = SLOT_WRITING; /* the writer leaves it alone */
 	s->seq = ++e->seq;
@@ -529,8 +531,12 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 					"failed");
 	}
 	note_stall(e, t0, rc == 0 ? step : -1);
+	if (rc == 0 && atomic_load(&e->final_cancel))
+		rc = ckpt__fail(-ECANCELED, "save_final: step %" PRId64
+				" abandoned before its write", step);
 	if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
+		co.cancel = &e->final_cancel;
 		co.keep = e->o.keep;
 		co.stripes = &e->stripes;
 		co.reg_base = e->stg.base; /* the lanes' rings keep it */
@@ -541,6 +547,9 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 			ckpt__fail_err(&err, rc);
 	}
 	ckpt__writer_finish(e, s, rc, &res, &err);
+	pthread_mutex_lock(&e->mu);
+	e->final_step = -1;
+	pthread_mutex_unlock(&e->mu);
 	if (met_deadline)
 		*met_deadline = rc == 0 && (deadline_mono_ns == 0 ||
 					    sr_time_mono_ns() <= deadline_mono_ns);
@@ -548,4 +557,19 @@ out:
 	ckpt__io_free(io);
 	pthread_mutex_unlock(&e->api);
 	return rc;
+}
+
+SPOTCKPT_API int spotckpt_abandon_final(struct spotckpt *e, int64_t step)
+{
+	if (!e || step < 0)
+		return ckpt__fail(-EINVAL, "abandon_final: NULL engine or "
+				  "negative step");
+	pthread_mutex_lock(&e->mu);
+	e->abandon_step = step;
+	if (e->final_step == step)
+		atomic_store(&e->final_cancel, 1);
+	pthread_mutex_unlock(&e->mu);
+	sr_info("ckpt", "final checkpoint abandoned", "dir=%s step=%" PRId64,
+		e->dir, step);
+	return 0;
 }

@@ -116,6 +116,7 @@ _PROTOS = {
     "spotckpt_wait": (_c.c_int, [_P]),
     "spotckpt_save_final": (_c.c_int, [_P, _i64, _c.c_char_p, _i64,
                                        _c.POINTER(_i32)]),
+    "spotckpt_abandon_final": (_c.c_int, [_P, _i64]),
     "spotckpt_last_saved_step": (_i64, [_P]),
     "spotckpt_last_error": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t]),
     "spotckpt_stats": (_c.c_int, [_P, _c.POINTER(Stats)]),

@@ -341,6 +341,19 @@ class Checkpointer:
                     bool(met.value)
             return bool(met.value)
 
+    def abandon_final(self, step):
+        """Give up the final checkpoint of `step` from another thread
+        (it takes no lock): a save_final(step) in progress stops at its
+        next write chunk, a later one writes nothing; both raise
+        CheckpointError (errno.ECANCELED).  Nothing half-written becomes
+        visible; committed checkpoints stay.  spotrun.DistCheckpointer
+        calls it when the gang's final step can no longer commit."""
+        h = self._handle
+        if h is None:
+            return
+        _lib.check(_lib.lib().spotckpt_abandon_final(h, int(step)),
+                   "abandon_final of step %d" % step)
+
     def _remote_wait(self, step, mono_ns):
         lib = _lib.lib()
         met = ctypes.c_int32(0)

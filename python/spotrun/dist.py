@@ -71,7 +71,9 @@ import threading
 import time
 
 from . import _state
+from ._lib import CheckpointError
 from . import checkpoint as _ckpt
+from . import dist_final as _final
 from . import dist_remote as _remote
 from . import preemption as _preemption
 from .objects import ObjectStore
@@ -83,8 +85,9 @@ _STEP_RE = re.compile(r"step-(\d{8,})\.commit")
 _ENGINE_STEP_RE = re.compile(r"step-(\d{8,})")
 
 # The gang's notice deadline (should_checkpoint): Unix seconds and the
-# same on this process's monotonic clock; None before a notice.
-_gang = {"wall": None, "mono": None}
+# same on this process's monotonic clock; None before a notice.  peers:
+# {global rank: monotonic deadline} of every noticed rank.
+_gang = {"wall": None, "mono": None, "peers": {}}
 _gang_lock = threading.Lock()
 
 # Called with (phase, step) at the protocol's points ("durable",
@@ -331,6 +334,7 @@ class DistCheckpointer:
         self._last_ok = True
         self._last_step = None   # the step of the last save()
         self._last_engines = []  # the engines that saved it
+        self._abandoned = None   # the final step given up (dist_final.py)
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
@@ -342,13 +346,22 @@ class DistCheckpointer:
         the engines."""
         self._join()
         end = self._end()
+        if self._abandoned is not None:
+            end = time.monotonic()   # nothing of the final step is kept
         if self._rc is not None:
             self._rc.close(max(0.0, end - time.monotonic()))
         # each engine's close waits for its newest step to be in the
         # store (the single-process guarantee), within the same bound
         for c in (self._own, self._repl):
-            if c is not None:
+            if c is None:
+                continue
+            try:
                 c.close(timeout=max(0.0, end - time.monotonic()))
+            except CheckpointError as exc:
+                if self._abandoned is None:
+                    raise
+                log.info("closing after final step %d was abandoned: %s",
+                         self._abandoned, exc)
 
     def __enter__(self):
         return self
@@ -444,9 +457,35 @@ class DistCheckpointer:
                 return True   # prepared (rank 0: committed) in _finish
             return self._rc.final(step, self._named(self._last_engines),
                                   deadline)
+        # a kept rank gives the step up once a noticed peer's part is
+        # missing at that peer's deadline (dist_final.py)
+        guard = _final.FinalGuard(
+            self, step, [c for c in (self._repl, self._own) if c is not None],
+            _final.noticed_peers(_gang["peers"], self.rank))
+        late = guard.doomed_now()
+        if late is not None:
+            guard.abandon(late)
+            guard.close()
+            self._last_ok = False
+            return False
+        guard.start()
+        try:
+            return self._final_write(step, state, deadline)
+        except CheckpointError as exc:
+            if self._abandoned != step:
+                raise
+            log.info("final step %d: write stopped (%s)", step, exc)
+            self._last_ok = False
+            return False
+        finally:
+            guard.close()
+
+    def _final_write(self, step, state, deadline):
+        self._hook("final_write", step)
         engines, mine = self._stage(step, state, True, deadline)
         self._last_step, self._last_engines = step, engines
-        self._last_ok = self._finish(step, engines, mine)
+        self._last_ok = self._abandoned != step and \
+            self._finish(step, engines, mine)
         if not self._last_ok:
             return False
         if self._rc is None:
@@ -502,6 +541,8 @@ class DistCheckpointer:
         for c in engines:
             c.wait()
         self._hook("durable", step)
+        if self._abandoned == step:
+            return False   # it can never commit: no marker
         if self._rc is not None:
             return self._rc.durable(step, self._named(engines), mine)
         sdir = self._step_dir(step)
@@ -816,21 +857,34 @@ def should_checkpoint(group=None):
     if mine and own is None:   # a notice always has one; be safe anyway
         own = time.time() + _preemption.DEFAULT_GRACE_S
     dev = "cuda" if tdist.get_backend(group) == "nccl" else "cpu"
-    t = torch.tensor([float("inf") if own is None else own],
-                     dtype=torch.float64, device=dev)
+    # one slot per rank of the group, +inf but this rank's own: the MIN
+    # gives every rank every rank's deadline (dist_final.py needs whose)
+    n, me = tdist.get_world_size(group), tdist.get_rank(group)
+    t = torch.full((n,), float("inf"), dtype=torch.float64, device=dev)
+    if own is not None:
+        t[me] = own
     tdist.all_reduce(t, op=tdist.ReduceOp.MIN, group=group)
-    gang = float(t.item())
+    each = [float(x) for x in t.cpu().tolist()]
+    gang = min(each)
     if gang == float("inf"):
         # no rank holds a notice (any more: spotrun.preemption.uninstall()
         # forgets one): neither does the gang
         with _gang_lock:
-            _gang.update(wall=None, mono=None)
+            _gang.update(wall=None, mono=None, peers={})
         return False
+    # the one wall-to-monotonic conversion, as preemption does
+    off = time.monotonic() - time.time()
     with _gang_lock:
         if _gang["wall"] is None or gang < _gang["wall"]:
-            # the one wall-to-monotonic conversion, as preemption does
             _gang["wall"] = gang
-            _gang["mono"] = time.monotonic() + (gang - time.time())
+            _gang["mono"] = gang + off
+        for i, wall in enumerate(each):
+            if wall == float("inf"):
+                continue
+            r = i if group is None else tdist.get_global_rank(group, i)
+            old = _gang["peers"].get(r)
+            if old is None or wall + off < old:
+                _gang["peers"][r] = wall + off
     return True
 
 

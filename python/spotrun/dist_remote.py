@@ -84,6 +84,7 @@ REC_RE = re.compile(r"global/step-(\d{8,})\.commit")
 MARK_RE = re.compile(r"global/step-(\d{8,})/rank-(\d{5,})\.json")
 PART_RE = re.compile(r"(replicated|rank-\d{5,})/step-(\d{8,})/(.+)")
 POLL_S = 0.05
+FLUSH_S = 0.5   # a final upload's wait, between looks at an abandon
 
 
 def digest(data):
@@ -113,6 +114,22 @@ def committed_steps(store):
     return sorted((int(m.group(1)) for m in
                    map(REC_RE.fullmatch, store.list("global/step-")) if m),
                   reverse=True)
+
+
+def marker_of(o, data, step, r):
+    """Rank r's marker of step (bytes read from the store) as a dict when
+    it belongs to DistCheckpointer o's attempt and world size, else
+    None."""
+    try:
+        m = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(m, dict) or m.get("format") != o.FORMAT or \
+            m.get("step") != step or m.get("rank") != r or \
+            m.get("world_size") != o.world_size or \
+            m.get("attempt") != o.attempt:
+        return None
+    return m
 
 
 class RemoteCommit:
@@ -186,19 +203,33 @@ class RemoteCommit:
         if deadline is not None:
             end = min(end, time.monotonic() + max(0.0, deadline - time.time()))
         for name, c in named:
-            left = end - time.monotonic()
-            if not c.remote_wait(step, deadline=time.time() + max(0.0, left)):
+            if not self._flush(c, step, end):
                 log.error("final step %d: %s did not reach %s in time",
                           step, name, self.part_uri(name))
                 return False
         return self.await_step(step, end)
+
+    def _flush(self, c, step, end):
+        """Engine c's upload of step, by `end`; in slices of FLUSH_S, so
+        that a final step abandoned meanwhile (dist_final.py) stops the
+        wait."""
+        while self.o._abandoned != step:
+            left = end - time.monotonic()
+            part = max(0.0, min(left, FLUSH_S))
+            until = time.monotonic() + part
+            if c.remote_wait(step, deadline=time.time() + part):
+                return True
+            if left <= FLUSH_S or time.monotonic() < until:
+                return False   # out of time, or an error (not a wait)
+        return False
 
     def await_step(self, step, end):
         """Wait (until time.monotonic() `end`) for step's global commit.
         True once its record is in the store."""
         with self.cv:
             self.cv.notify_all()
-            while step not in self.settled and time.monotonic() < end:
+            while step not in self.settled and time.monotonic() < end \
+                    and self.o._abandoned != step:
                 self.cv.wait(POLL_S)
             ok = self.settled.get(step)
         if not ok:
@@ -251,7 +282,8 @@ class RemoteCommit:
                 continue
             with self.cv:
                 del self.queue[step]
-            if not verdict:
+            if not verdict or self.o._abandoned == step:
+                # abandoned: it can never commit, so no marker
                 self._settle(step, False)
                 continue
             self.o._hook("uploaded", step)
@@ -335,17 +367,7 @@ class RemoteCommit:
 
     def _marker(self, step, r):
         data = self.store.get(marker_key(step, r))
-        try:
-            m = json.loads(data) if data is not None else None
-        except ValueError:
-            return None
-        o = self.o
-        if not isinstance(m, dict) or m.get("format") != o.FORMAT or \
-                m.get("step") != step or m.get("rank") != r or \
-                m.get("world_size") != o.world_size or \
-                m.get("attempt") != o.attempt:
-            return None
-        return m
+        return None if data is None else marker_of(self.o, data, step, r)
 
     def _retain(self):
         """Records beyond `keep` first, then every part and marker of the

@@ -306,6 +306,21 @@ static void gang_addrs_take(struct agent *ag, json_t *d)
 	ag->a.node_ips = s;
 }
 
+/* A `run` of a newer attempt while the old one is still stopping (its
+ * final checkpoint under way): spotrund starts the next attempt only once
+ * the gang's notice deadline and the stop grace have passed, and that
+ * attempt restores the step committed by then, so what the old one still
+ * writes can never be used; it only delays the new run.  Kill it now
+ * (a checkpoint write is crash-safe: nothing half-written is visible). */
+static void abandon_old_attempt(struct agent *ag, int attempt)
+{
+	agent__line(ag, "attempt %d starts while attempt %d is still stopping: "
+		    "its final checkpoint can no longer count (SIGKILL)",
+		    attempt, ag->w_attempt);
+	workload_signal(&ag->w, SIGKILL);
+	ag->stop_deadline_ns = INT64_MAX;
+}
+
 static void handle_directive(struct agent *ag, json_t *reply)
 {
 	json_t *d = reply ? json_object_get(reply, "directive") : NULL;
@@ -337,7 +352,9 @@ static void handle_directive(struct agent *ag, json_t *reply)
 			return; /* a stale directive */
 		ag->want_attempt = (int)attempt;
 		gang_addrs_take(ag, d);
-		if (ag->kind == W_RUN) /* an older attempt still runs */
+		if (ag->kind == W_RUN && ag->stopping != STOP_NONE)
+			abandon_old_attempt(ag, (int)attempt);
+		else if (ag->kind == W_RUN) /* an older attempt still runs */
 			agent__begin_stop(ag, STOP_DIRECTIVE,
 				   sr_time_mono_ns() + STOP_GRACE_NS);
 		agent__advance(ag);

@@ -224,6 +224,55 @@ def shared_deadline(rank, world, port, d, out, lead_s, victim):
     dist.destroy_process_group()
 
 
+def final_abandon(rank, world, port, d, out, lead_s, victim, when):
+    """Step 0 committed by both ranks; then rank `victim` alone gets a
+    notice (lead_s) and goes without saving step 1, the node being
+    reclaimed.  The kept rank's save_final(1) must give the step up -
+    write no part of it, no marker - once the victim's part is missing at
+    the victim's deadline.  when: "late" - the kept rank calls save_final
+    after that deadline; "during" - it calls it at once and its write is
+    held (the "final_write" hook) until the guard has abandoned the step
+    at the deadline.  OUT/abandon-R.pt."""
+    from spotrun import preemption
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, commit_timeout=3600)
+    c.save(0, _kv_state(0, rank, world))
+    res = {"saved0": c.wait()}
+    dist.barrier()   # step 0 committed on both ranks before the notice
+    if rank == victim:
+        preemption.notify(time.time() + lead_s)
+    res["stop"] = sdist.should_checkpoint()
+    res["peers"] = dict(sdist._gang["peers"])
+    if rank != victim:
+        if when == "late":
+            while time.monotonic() < sdist._gang["mono"]:
+                time.sleep(0.01)
+        else:
+            def hold(phase, step):
+                if phase != "final_write":
+                    return
+                end = time.monotonic() + 300   # the guard acts at lead_s
+                while c._abandoned != step and time.monotonic() < end:
+                    time.sleep(0.01)
+            sdist._test_hook = hold
+        res["final"] = c.save_final(1, _kv_state(1, rank, world))
+        res["abandoned"] = c._abandoned
+        sdist._test_hook = None
+    c.close()
+    torch.save(res, os.path.join(out, "abandon-%d.pt" % rank))
+    dist.destroy_process_group()
+
+
+def check_final_abandoned(out, victim):
+    """final_abandon's results: the kept rank knew whose notice it was,
+    and its save_final(1) gave the step up."""
+    kept = 1 - victim
+    rk = torch.load(os.path.join(out, "abandon-%d.pt" % kept))
+    assert rk["saved0"] and rk["stop"], rk
+    assert list(rk["peers"]) == [victim], rk
+    assert rk["final"] is False and rk["abandoned"] == 1, rk
+
+
 def check_shared_deadline(out, victim, final):
     """shared_deadline's results: every rank stopped, with the victim's
     deadline; the kept rank's save_final() returned `final` (False: it

@@ -91,6 +91,23 @@ def test_gang_shares_the_notice_deadline(tmp_path):
     assert sdist.committed_steps(d) == []
 
 
+def test_kept_rank_abandons_a_final_step_that_cannot_commit(tmp_path):
+    """Rank 1 noticed goes without its part of step 1; kept rank 0's
+    final write of step 1 is under way at rank 1's deadline: rank 0 gives
+    it up - no part of step 1 on its disk (committed or temporary), no
+    marker, no record - and step 0 stays committed."""
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    assert w.launch(w.final_abandon, 2, d, out, 2.0, 1, "during",
+                    timeout=300) == [0, 0]
+    w.check_final_abandoned(out, 1)
+    assert sdist.committed_steps(d) == [0]
+    left = [os.path.join(r, n) for r, ds, fs in os.walk(d)
+            for n in ds + fs if "00000001" in n]
+    assert left == [], left
+    for part in ("replicated", "rank-00000"):
+        assert os.path.isdir(os.path.join(d, part, "step-00000000"))
+
+
 def test_final_on_the_step_just_saved_keeps_that_save(tmp_path):
     """The local protocol: a final checkpoint of the step save() has just
     saved returns once that step is committed, and leaves its files as

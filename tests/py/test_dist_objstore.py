@@ -152,6 +152,29 @@ def test_kill_during_remote_commit_uses_previous_step(tmp_path, store_env,
     assert sdist.committed_steps(uri) == [2, 1]
 
 
+def test_kept_rank_writes_nothing_of_an_uncommittable_step(tmp_path,
+                                                          store_env):
+    """Rank 0 noticed goes without its part of step 1; kept rank 1 comes
+    to its final save after rank 0's deadline: the step can never commit
+    (rank 0's record is not there), so rank 1 writes no part of it, on its
+    disk or in the store, and no marker; step 0 stays, whole."""
+    out = str(tmp_path)
+    uri = "s3://ckpt/abandon-%s" % tmp_path.name
+    d = where(tmp_path, 1, uri, store_env)
+    assert w.launch(w.final_abandon, 2, d, out, 2.0, 0, "late",
+                    timeout=TIMEOUT) == [0, 0]
+    w.check_final_abandoned(out, 0)
+    assert sdist.committed_steps(uri) == [0]
+    with ObjectStore(uri) as st:
+        keys = st.list("")
+    assert [k for k in keys if "00000001" in k] == [], keys
+    assert "rank-00001/step-00000000/manifest.json" in keys, keys
+    node1 = str(tmp_path / "a1-node1")
+    left = [n for r, ds, fs in os.walk(node1) for n in ds + fs
+            if "00000001" in n]
+    assert left == [], left
+
+
 @pytest.mark.parametrize("victim", [0, 1])
 def test_gang_notice_deadline_bounds_the_remote_commit(tmp_path, store_env,
                                                        victim):

@@ -389,6 +389,49 @@ def test_bad_notice_is_reported_and_exit_directive_stops(plane):
     assert fin and fin[0]["step"] == 42
 
 
+# attempt 1's final checkpoint never ends (a kept rank's write that the
+# gang's next attempt no longer needs); attempt 2 stops on SIGTERM
+SLOW_FINAL = """
+if [ "$SPOTRUN_ATTEMPT" = 1 ]; then
+  trap 'echo final-save-started; while :; do sleep 0.05; done' TERM
+fi
+echo "attempt=$SPOTRUN_ATTEMPT"
+while :; do sleep 0.05; done
+"""
+
+
+def test_next_attempt_kills_a_final_save_still_under_way(tmp_path):
+    """A stop, then a run of the next attempt while the old workload is
+    still writing its final checkpoint: the agent kills the old one at
+    once (it can no longer count) and starts the new one, rather than
+    waiting the stop grace (60 s)."""
+    p = Plane(tmp_path, run=SLOW_FINAL)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "attempt=1" in p.lines("stdout"),
+                   what="attempt 1 running")
+        with p.lock:
+            p.directive = {"action": "stop", "attempt": 1}
+        p.wait_for(lambda: "final-save-started" in p.lines("stdout"),
+                   what="attempt 1's final save under way")
+        with p.lock:
+            p.directive = {"action": "run", "attempt": 2}
+        p.wait_for(lambda: "attempt=2" in p.lines("stdout"), timeout=120,
+                   what="attempt 2 running")
+        assert any("can no longer count" in ln for ln in p.lines("agent"))
+        ex = [e for e in p.events if e["type"] == "exit"]
+        assert ex[0]["attempt"] == 1 and ex[0]["signal"] == 9, ex
+        assert ex[0]["cause"] == "stopped", ex
+        # nothing new was committed: no final checkpoint is reported
+        assert not [e for e in p.events if e["type"] == "checkpoint"
+                    and e.get("final")], p.events
+        with p.lock:
+            p.directive = {"action": "exit", "attempt": 2}
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+    finally:
+        p.close()
+
+
 def test_crashing_workload_is_reported_with_its_code(tmp_path):
     p = Plane(tmp_path, run="echo about to fail; exit 3")
     try:

@@ -1,8 +1,8 @@
 /*
  * test_ckpt_engine.c - retention, back-pressure (skip / coalesce / block),
- * the staging budget, lazy mode, save_final's priority and deadline, and a
- * restore that reads through an idle staging slot while the writer holds
- * the other one.
+ * the staging budget, lazy mode, save_final's priority, deadline and
+ * abandon, and a restore that reads through an idle staging slot while the
+ * writer holds the other one.
  *
  * Tier 2 is held still with the writer's test hook, which blocks before
  * each commit until the test releases it, so every back-pressure case is
@@ -497,6 +497,20 @@ static void test_save_final(void **st)
 	assert_int_equal(spotckpt_save_final(e, 4, NULL, mono_ns() - 1, &met), 0);
 	assert_int_equal(met, 0);
 	assert_true(step_value(dir, 4) == 4);
+	/* an abandoned final step (a gang's that cannot commit) writes
+	 * nothing and leaves the committed ones; the next step saves */
+	assert_int_equal(spotckpt_abandon_final(NULL, 5), -EINVAL);
+	assert_int_equal(spotckpt_abandon_final(e, 5), 0);
+	x[N - 1] = 5;
+	assert_int_equal(spotckpt_save_final(e, 5, NULL, 0, &met), -ECANCELED);
+	assert_int_equal(met, 0);
+	assert_false(ct_exists("%s/step-00000005", dir));
+	assert_false(ct_exists("%s/step-00000005.tmp", dir));
+	assert_int_equal(spotckpt_last_saved_step(e), 4);
+	assert_true(step_value(dir, 4) == 4);
+	x[N - 1] = 6;
+	assert_int_equal(spotckpt_save_final(e, 6, NULL, 0, &met), 0);
+	assert_true(step_value(dir, 6) == 6);
 	assert_int_equal(spotckpt_verify(dir, SPOTCKPT_NEWEST, NULL), 0);
 	assert_int_equal(spotckpt_close(e), 0);
 	ct_rmtree(dir);
