@@ -36,6 +36,8 @@
  *   POST {url}/emu/preempt?name=N (or every spot VM without name; the
  *        zone keeps no spot capacity after: --capacity ZONE=none, unless
  *        &keep_capacity=true),
+ *        {url}/emu/capacity?zone=Z&spot=none|plenty (the zone's spot
+ *        capacity from now on; none preempts its spot VMs),
  *        {url}/emu/maintenance?name=N&event=E    (tests' controls)
  *
  * A VM is its startup-script run by /bin/sh in a new session under

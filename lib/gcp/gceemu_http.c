@@ -315,6 +315,7 @@ static enum MHD_Result control(struct gceemu *m, struct MHD_Connection *c,
 			       const char *url)
 {
 	const char *name = arg(c, "name"), *ev = arg(c, "event");
+	const char *zone = arg(c, "zone"), *spot = arg(c, "spot");
 	char buf[64];
 	int n = 0;
 
@@ -322,6 +323,11 @@ static enum MHD_Result control(struct gceemu *m, struct MHD_Connection *c,
 		const char *keep = arg(c, "keep_capacity");
 
 		n = gceemu__preempt(m, name, !(keep && !strcmp(keep, "true")));
+	} else if (!strcmp(url, "/emu/capacity") && zone && spot) {
+		if (gceemu__set_capacity(m, zone, spot))
+			return json_answer(c, 400, gceemu__error(
+				400, "invalid", "/emu/capacity: spot=none|plenty"));
+		n = 1;
 	} else if (!strcmp(url, "/emu/maintenance") && name && ev) {
 		pthread_mutex_lock(&m->mu);
 		struct emu_vm *v = gceemu__vm(m, name);
@@ -411,31 +417,45 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 /* ---- start, stop, controls ----------------------------------------------- */
 
-/* The zone's spot capacity is gone from now on (under m->mu): its
- * override says none. */
-static void reclaim_zone(struct gceemu *m, const char *zone)
+/* The zone's spot capacity from now on (under m->mu): its override says
+ * val, "none" or "plenty".  0 or -ENOMEM. */
+static int set_zone(struct gceemu *m, const char *zone, const char *val)
 {
-	size_t zl = strlen(zone), n = 0;
-	char *ov = malloc(zl + 6), **nv;
+	size_t zl = strlen(zone), n = 0, cap = zl + strlen(val) + 2;
+	char *ov = malloc(cap), **nv;
 
 	if (!ov)
-		return;
-	snprintf(ov, zl + 6, "%s=none", zone);
+		return -ENOMEM;
+	snprintf(ov, cap, "%s=%s", zone, val);
 	for (; m->no_cap && m->no_cap[n]; n++) {
 		if (!strncmp(m->no_cap[n], zone, zl) && m->no_cap[n][zl] == '=') {
 			free(m->no_cap[n]);
 			m->no_cap[n] = ov;
-			return;
+			return 0;
 		}
 	}
 	nv = realloc(m->no_cap, (n + 2) * sizeof *nv);
 	if (!nv) {
 		free(ov);
-		return;
+		return -ENOMEM;
 	}
 	nv[n] = ov;
 	nv[n + 1] = NULL;
 	m->no_cap = nv;
+	return 0;
+}
+
+int gceemu__set_capacity(struct gceemu *m, const char *zone, const char *val)
+{
+	int rc;
+
+	if (strcmp(val, "none") && strcmp(val, "plenty"))
+		return -EINVAL;
+	pthread_mutex_lock(&m->mu);
+	rc = set_zone(m, zone, val);
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
 }
 
 int gceemu_preempt(struct gceemu *m, const char *name)
@@ -456,7 +476,7 @@ int gceemu__preempt(struct gceemu *m, const char *name, bool reclaim)
 			continue;
 		gceemu__preempt_vm(m, v);
 		if (reclaim)
-			reclaim_zone(m, v->zone);
+			set_zone(m, v->zone, "none");
 		n++;
 	}
 	pthread_mutex_unlock(&m->mu);

@@ -81,6 +81,10 @@ void gceemu__preempt_vm(struct gceemu *m, struct emu_vm *v);
 
 /* gceemu_preempt; reclaim: the zone keeps no spot capacity after. */
 int gceemu__preempt(struct gceemu *m, const char *name, bool reclaim);
+/* The zone's spot capacity from now on: val "none" (its spot VMs are
+ * preempted at the next tick) or "plenty", whatever the trace says.  0,
+ * -EINVAL for another val, -ENOMEM. */
+int gceemu__set_capacity(struct gceemu *m, const char *zone, const char *val);
 
 /* The clock thread (pthread start routine; arg: m).  Ends when
  * m->stopping is set (under m->mu, cv signalled), deleting every VM. */

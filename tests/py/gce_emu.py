@@ -15,7 +15,10 @@ from test_ctl_crash import BUILD, ROOT
 ZONES = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"]
 
 
-def start(tmp, time_scale=10, notice_s=30, zones=ZONES, request_log=None):
+def start(tmp, time_scale=10, notice_s=30, zones=ZONES, request_log=None,
+          no_capacity=()):
+    """The emulator: zones with plenty of spot capacity, no_capacity's
+    zones with none (the others as the traces say)."""
     work = os.path.join(str(tmp), "gce")
     os.makedirs(work)
     args = [os.path.join(BUILD, "bin", "spotrun"), "gce-emulator",
@@ -23,6 +26,8 @@ def start(tmp, time_scale=10, notice_s=30, zones=ZONES, request_log=None):
             "--time-scale", str(time_scale), "--notice-s", str(notice_s)]
     for z in zones:
         args += ["--capacity", "%s=plenty" % z]
+    for z in no_capacity:
+        args += ["--capacity", "%s=none" % z]
     if request_log:
         args += ["--request-log", request_log]
     log = open(os.path.join(str(tmp), "gce-emulator.log"), "wb")
@@ -70,6 +75,16 @@ def preempt(url, name=None, keep_capacity=False):
         ([("keep_capacity", "true")] if keep_capacity else []))
     q = "?" + q if q else ""
     req = urllib.request.Request(url + "/emu/preempt" + q, data=b"",
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)["affected"]
+
+
+def capacity(url, zone, spot):
+    """The zone's spot capacity from now on: "none" (its spot VMs are
+    preempted) or "plenty"."""
+    q = urllib.parse.urlencode([("zone", zone), ("spot", spot)])
+    req = urllib.request.Request(url + "/emu/capacity?" + q, data=b"",
                                  method="POST")
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.load(r)["affected"]

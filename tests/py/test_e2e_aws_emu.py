@@ -47,7 +47,7 @@ echo "attempt $SPOTRUN_ATTEMPT zone $SPOTRUN_ZONE" >> $d/completions
 """
 
 
-def start_emulator(tmp, region=None, request_log=None):
+def start_emulator(tmp, region=None, request_log=None, itype="p3.2xlarge"):
     work = os.path.join(str(tmp), "emu" + (("-" + region) if region else ""))
     os.makedirs(work)
     args = [os.path.join(BUILD, "bin", "spotrun"), "ec2-emulator",
@@ -58,7 +58,7 @@ def start_emulator(tmp, region=None, request_log=None):
     if request_log:
         args += ["--request-log", request_log]
     for z in ZONES:
-        args += ["--capacity", "%s:p3.2xlarge=plenty" % z]
+        args += ["--capacity", "%s:%s=plenty" % (z, itype)]
     log = open(os.path.join(str(tmp), "emulator%s.log" % (
         ("-" + region) if region else "")), "wb")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
