@@ -402,7 +402,8 @@ static int parse_work(struct ctx *c, yaml_node_t *n, const char *path)
 static const char *const spot_keys[] = {
 	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
-	"image_pull", "p_target", "team", "project", "cost_center", NULL
+	"image_pull", "p_target", "team", "project", "cost_center", "spares",
+	"delay_cost_per_hour", NULL
 };
 
 /* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
@@ -445,6 +446,10 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_money(c, vn, path, &js->max_hourly_cost);
 	if (!strcmp(k, "max_cost"))
 		return want_money(c, vn, path, &js->max_cost);
+	if (!strcmp(k, "spares"))
+		return want_int(c, vn, path, 0, SR_LIMIT_SPARES_MAX, &js->spares);
+	if (!strcmp(k, "delay_cost_per_hour"))
+		return want_money(c, vn, path, &js->delay_cost_per_h);
 	if (!strcmp(k, "max_restarts"))
 		return want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
 				&js->max_restarts);

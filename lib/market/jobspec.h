@@ -25,6 +25,9 @@
  *     p_target: 0.99
  *     provisioning: 5m              # resume overheads (defaults below)
  *     image_pull: 3m
+ *     spares: 1                     # warm spare nodes; default: the plan's
+ *     delay_cost_per_hour: 40       #  choice, priced against this ($/h of
+ *                                   #  delay; default the job's own $/h)
  *     team: ml-research             # who pays (chargeback labels,
  *     project: llama                #  docs/finops.md "Teams"): letters,
  *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
@@ -190,6 +193,8 @@ struct jobspec {
 	int64_t provision_ns, image_pull_ns;
 	sr_micros max_hourly_cost;  /* -1: no limit */
 	sr_micros max_cost;         /* -1: no limit */
+	int spares;                 /* warm spare nodes; -1: the plan's choice */
+	sr_micros delay_cost_per_h; /* $/h of delay; -1: the job's own $/h */
 	int max_restarts;           /* -1: no limit */
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */

@@ -22,7 +22,8 @@
  *                               "stall_ns": -1, "restore_bps": 1e9},
  *                "max_hourly_cost_micros": -1, "max_cost_micros": -1,
  *                "max_restarts": -1, "network": "any", "autostop_ns": 0,
- *                "p_target": 0.99, "provisioning_ns": ..., "image_pull_ns": ...}}
+ *                "p_target": 0.99, "provisioning_ns": ..., "image_pull_ns": ...,
+ *                "spares": -1, "delay_cost_per_hour_micros": -1}}
  *
  * -1 keeps its meaning from jobspec.h ("no limit" / "derived").  Reading
  * rejects unknown keys like the YAML parser does.
@@ -207,6 +208,9 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(sp, "max_hourly_cost_micros", json_integer(js->max_hourly_cost));
 	bad |= json_object_set_new(sp, "max_cost_micros", json_integer(js->max_cost));
 	bad |= json_object_set_new(sp, "max_restarts", json_integer(js->max_restarts));
+	bad |= json_object_set_new(sp, "spares", json_integer(js->spares));
+	bad |= json_object_set_new(sp, "delay_cost_per_hour_micros",
+				   json_integer(js->delay_cost_per_h));
 	bad |= json_object_set_new(sp, "network",
 				   json_string(js->network == CATALOG_NET_UNKNOWN ? "any"
 							: catalog_net_name(js->network)));
@@ -574,7 +578,8 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"deadline_ns", "deadline_at", "work_h", "criticality", "checkpoint",
 		"max_hourly_cost_micros", "max_cost_micros", "max_restarts",
 		"network", "autostop_ns", "p_target", "provisioning_ns",
-		"image_pull_ns", "team", "project", "cost_center", NULL
+		"image_pull_ns", "team", "project", "cost_center", "spares",
+		"delay_cost_per_hour_micros", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
 					     "restore_bps", "uri", "alert_intervals",
@@ -640,6 +645,15 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 	if (!rc)
 		rc = get_int(s, "max_restarts", &js->max_restarts, -1,
 			     SR_LIMIT_MAX_RESTARTS_MAX, "spotrun", e);
+	if (!rc)
+		rc = get_int(s, "spares", &js->spares, -1, SR_LIMIT_SPARES_MAX,
+			     "spotrun", e);
+	if (!rc)
+		rc = sr_json_get_int_opt(s, "delay_cost_per_hour_micros",
+					 &js->delay_cost_per_h, "spotrun", e);
+	if (!rc && js->delay_cost_per_h < -1)
+		rc = sr_err_set(e, -SR_EPARSE, "spotrun.delay_cost_per_hour_micros: "
+				"negative");
 	v = json_object_get(s, "network");
 	if (!rc && v && (!json_is_string(v) ||
 			 catalog_net_parse(json_string_value(v), &js->network)))

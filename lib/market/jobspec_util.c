@@ -26,6 +26,8 @@ void jobspec_init(struct jobspec *js)
 	js->image_pull_ns = (int64_t)JOBSPEC_DEFAULT_IMAGE_PULL_S * 1000000000;
 	js->max_hourly_cost = -1;
 	js->max_cost = -1;
+	js->spares = -1;
+	js->delay_cost_per_h = -1;
 	js->max_restarts = -1;
 	js->max_restarts_on_errors = -1;
 	js->network = CATALOG_NET_UNKNOWN;

@@ -430,8 +430,8 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 			continue;
 		rc = place_offering(&c, o, allow);
 	}
-	free(infra);
 	if (rc) {
+		free(infra);
 		plan_result_free(out);
 		return sr_err_set(e, rc, "plan: %s", sr_strerror(rc));
 	}
@@ -441,6 +441,9 @@ int plan_make(const struct catalog *cat, const struct jobspec *js,
 		out->n_feasible += (size_t)out->items[i].feasible;
 	}
 	qsort(out->items, out->n, sizeof *out->items, cmp_place);
+	plan_spare_price(cat, js, out->n ? &out->items[0] : NULL,
+			 out->deadline_h, &out->spare);
+	free(infra);
 	return 0;
 }
 
@@ -455,6 +458,35 @@ void plan_result_free(struct plan_result *r)
 static json_t *num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *spare_json(const struct plan_spare *s)
+{
+	json_t *j = json_object();
+
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "keep", json_integer(s->keep));
+	json_object_set_new(j, "fixed", json_boolean(s->fixed));
+	json_object_set_new(j, "priced", json_boolean(s->priced));
+	json_object_set_new(j, "why", json_string(s->why));
+	if (!s->priced)
+		return j;
+	json_object_set_new(j, "pool", json_pack("{s:s, s:s, s:s, s:s}",
+		"cloud", s->o.cloud, "region", s->o.region, "zone", s->o.zone,
+		"instance_type", s->o.instance_type));
+	json_object_set_new(j, "price_per_h_micros", json_integer(s->price_per_h));
+	json_object_set_new(j, "cost_micros", json_integer(s->cost));
+	json_object_set_new(j, "kept_h", json_real(s->kept_h));
+	json_object_set_new(j, "saved_s_per_recovery", json_real(s->saved_s));
+	json_object_set_new(j, "recoveries", json_real(s->recoveries));
+	json_object_set_new(j, "downtime_saved_h",
+			    json_real(s->recoveries * s->saved_s / 3600));
+	json_object_set_new(j, "delay_cost_per_h_micros",
+			    json_integer(s->delay_per_h));
+	json_object_set_new(j, "value_micros", json_integer(s->value));
+	json_object_set_new(j, "slack_h", num_or_null(s->slack_h));
+	return j;
 }
 
 static json_t *place_json(const struct plan_result *r, const struct plan_placement *p)
@@ -510,6 +542,7 @@ json_t *plan_to_json(const struct plan_result *r, const struct jobspec *js)
 	json_object_set_new(o, "baseline_reserved_micros",
 			    r->baseline_reserved < 0 ? json_null() : json_integer(r->baseline_reserved));
 	json_object_set_new(o, "n_feasible", json_integer((json_int_t)r->n_feasible));
+	json_object_set_new(o, "spare", spare_json(&r->spare));
 	for (size_t i = 0; i < r->n; i++)
 		json_array_append_new(arr, place_json(r, &r->items[i]));
 	json_object_set_new(o, "placements", arr);

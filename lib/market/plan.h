@@ -31,6 +31,7 @@
 #include "market/catalog.h"
 #include "market/cost.h"
 #include "market/jobspec.h"
+#include "market/spare.h"
 
 enum plan_mode {
 	PLAN_SPOT = 0,       /* spot only; a miss is a miss */
@@ -66,6 +67,7 @@ struct plan_result {
 	double stall_h;               /* checkpoint stall delta */
 	sr_micros baseline_od;        /* cheapest on-demand placement; -1 none */
 	sr_micros baseline_reserved;  /* cheapest reserved placement; -1 none */
+	struct plan_spare spare;      /* a warm spare for items[0] (spare.h) */
 };
 
 /* Plan js over c.  now_ns (Unix ns) resolves an absolute deadline.

@@ -51,6 +51,27 @@ static void pct(double v, char *buf, size_t n)
 		snprintf(buf, n, "%.0f%%", v * 100);
 }
 
+/* The plan's warm-spare choice for the first placement (spare.h). */
+static void print_spare(const struct plan_spare *s)
+{
+	if (!s->priced) {
+		printf("\nwarm spares: %d (%s)\n", s->keep, s->why);
+		return;
+	}
+	printf("\nwarm spares: %d (%s)\n", s->keep, s->why);
+	printf("  a spare: spot %s/%s %s at $%.2f/h, $%.2f over the run's "
+	       "expected %.1fh\n", s->o.cloud, s->o.region, s->o.instance_type,
+	       sr_money_to_usd(s->price_per_h), sr_money_to_usd(s->cost),
+	       s->kept_h);
+	printf("  saves %.0f s of boot and setup per recovery x %.2f expected "
+	       "= %.2fh of downtime, worth $%.2f at $%.2f/h of delay",
+	       s->saved_s, s->recoveries, s->recoveries * s->saved_s / 3600,
+	       sr_money_to_usd(s->value), sr_money_to_usd(s->delay_per_h));
+	if (isfinite(s->slack_h))
+		printf("; deadline slack %.2fh", s->slack_h);
+	printf("\n");
+}
+
 static void print_table(const struct plan_result *r, const struct jobspec *js,
 			int all, long limit)
 {
@@ -103,6 +124,7 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 	}
 	if (r->n_feasible == 0)
 		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
+	print_spare(&r->spare);
 	if (nsrc[CATALOG_HAZARD_TRACE] + nsrc[CATALOG_HAZARD_TABLE] +
 	    nsrc[CATALOG_HAZARD_DEFAULT])
 		printf("\nspot rates shown: %zu measured (trace: fitted to data/traces, "

@@ -58,6 +58,34 @@ def test_plan_json():
     assert all(p["mode"] in ("spot+od", "on-demand") for p in doc["placements"])
 
 
+def test_plan_prices_a_warm_spare(tmp_path):
+    """The plan's spare: not worth a second p5 for the run at the gang's
+    own $/h of delay; kept when an hour of delay costs $100k, with its
+    price and the downtime it saves, in the table's footer and --json."""
+    r = spotrun("plan", "examples/jobs/h100x8.yaml", "--json")
+    sp = json.loads(r.stdout)["spare"]
+    assert sp["keep"] == 0 and not sp["fixed"], sp
+    assert "does not pay" in sp["why"]
+    assert sp["value_micros"] < sp["cost_micros"], sp
+    with open(os.path.join(ROOT, "examples/jobs/h100x8.yaml")) as f:
+        text = f.read()
+    job = tmp_path / "spare.yaml"
+    job.write_text(text.rstrip("\n") + "\n  delay_cost_per_hour: 100000\n")
+    r = spotrun("plan", str(job), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    sp, top = doc["spare"], doc["placements"][0]
+    assert sp["keep"] == 1 and "it pays" in sp["why"], sp
+    assert sp["pool"]["region"] == top["region"], (sp, top)
+    assert sp["delay_cost_per_h_micros"] == 100000 * 10 ** 6
+    assert sp["value_micros"] > sp["cost_micros"] > 0, sp
+    assert sp["downtime_saved_h"] > 0
+    r = spotrun("plan", str(job))
+    assert r.returncode == 0, r.stderr
+    assert "warm spares: 1 (it pays" in r.stdout, r.stdout
+    assert "of downtime, worth $" in r.stdout, r.stdout
+
+
 def test_plan_critical_never_spot():
     r = spotrun("plan", "examples/jobs/critical.yaml", "--json")
     assert r.returncode == 0, r.stderr

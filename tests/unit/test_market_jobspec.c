@@ -177,6 +177,9 @@ static void test_errors(void **state)
 		   "job.yaml:2: resources.use_spot: expected true or false");
 	expect_err("num_nodes: 0\n", "job.yaml:1: num_nodes: '0' is not an integer in 1..1024");
 	expect_err("spotrun:\n  p_target: 1.5\n", "job.yaml:2: spotrun.p_target: '1.5' is not a probability");
+	expect_err("spotrun:\n  spares: 65\n", "job.yaml:2: spotrun.spares:");
+	expect_err("spotrun:\n  delay_cost_per_hour: -3\n",
+		   "job.yaml:2: spotrun.delay_cost_per_hour: '-3' is not an amount");
 	expect_err("spotrun:\n  max_hourly_cost: lots\n",
 		   "job.yaml:2: spotrun.max_hourly_cost: 'lots' is not an amount in dollars");
 	expect_err("spotrun:\n  network: carrier-pigeon\n",
@@ -282,6 +285,26 @@ static void test_json_roundtrip(void **state)
 			    json_string("a\"b"));
 	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
 	assert_non_null(strstr(e.msg, "spotrun.team: not a label"));
+	json_decref(j);
+	jobspec_free(&js);
+
+	/* warm spares and the delay's price (issue 33) survive; defaults */
+	assert_int_equal(js.spares, -1);
+	assert_int_equal(js.delay_cost_per_h, -1);
+	static const char ys[] = "spotrun:\n  spares: 2\n"
+				 "  delay_cost_per_hour: $40.5\n";
+	assert_int_equal(jobspec_parse_buf(ys, sizeof ys - 1, "j", &js, &e), 0);
+	assert_int_equal(js.spares, 2);
+	assert_int_equal(js.delay_cost_per_h, 40500000);
+	j = jobspec_to_json(&js);
+	assert_int_equal(jobspec_from_json(j, &back, &e), 0);
+	assert_int_equal(back.spares, 2);
+	assert_int_equal(back.delay_cost_per_h, 40500000);
+	jobspec_free(&back);
+	json_object_set_new(json_object_get(j, "spotrun"), "spares",
+			    json_integer(65));
+	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "spotrun.spares: out of range"));
 	json_decref(j);
 	jobspec_free(&js);
 

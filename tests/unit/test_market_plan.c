@@ -237,6 +237,83 @@ static void test_feasibility_and_ranking(void **state)
 	plan_result_free(&r);
 }
 
+/* The warm spare (spare.h): priced in the placement's region against
+ * the delay it saves. */
+static void test_spare(void **state)
+{
+	struct catalog *c = *state;
+	struct jobspec js;
+	struct plan_result r;
+	struct sr_err e = { 0 };
+	const struct plan_spare *s = &r.spare;
+	double saved_h;
+
+	job(&js, JOBSPEC_CRIT_BEST_EFFORT, 24, 0);
+	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
+	assert_true(r.n_feasible > 0 && r.items[0].mode == PLAN_SPOT);
+	/* the cheapest spot H100:8 in the placement's own region (never
+	 * the 1-GPU p5.4x, never another region) */
+	assert_true(s->priced);
+	assert_string_equal(s->o.region, r.items[0].o.region);
+	assert_string_equal(s->o.instance_type, r.items[0].o.instance_type);
+	assert_int_equal(s->price_per_h, r.items[0].o.spot_per_h);
+	saved_h = (double)(js.provision_ns + js.image_pull_ns) / 3600e9;
+	assert_true(fabs(s->saved_s - saved_h * 3600) < 1e-9);
+	assert_true(s->recoveries == r.items[0].est.n_preempt &&
+		    s->recoveries > 0);
+	assert_int_equal(s->cost, llround((double)s->price_per_h *
+					  r.items[0].est.makespan_h));
+	/* delay at the gang's own $/h: a few minutes saved per recovery do
+	 * not pay a second node for the whole run */
+	assert_int_equal(s->delay_per_h, r.items[0].price_per_h);
+	assert_int_equal(s->value, llround((double)s->delay_per_h *
+					   s->recoveries * saved_h));
+	assert_int_equal(s->keep, 0);
+	assert_false(s->fixed);
+	assert_non_null(strstr(s->why, "does not pay"));
+	assert_true(isinf(s->slack_h));
+	json_t *j = plan_to_json(&r, &js), *sj = json_object_get(j, "spare");
+	assert_int_equal(json_integer_value(json_object_get(sj, "keep")), 0);
+	assert_int_equal(json_integer_value(json_object_get(sj, "cost_micros")),
+			 s->cost);
+	assert_true(json_is_null(json_object_get(sj, "slack_h")));
+	json_decref(j);
+	plan_result_free(&r);
+
+	/* an hour of delay worth $100k: it pays */
+	js.delay_cost_per_h = USD(100000);
+	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
+	assert_true(s->value > s->cost);
+	assert_int_equal(s->keep, 1);
+	assert_non_null(strstr(s->why, "it pays"));
+	plan_result_free(&r);
+
+	/* no delay cost, but a deadline without room for the downtime */
+	job(&js, JOBSPEC_CRIT_STANDARD, 24, 24.5);
+	js.delay_cost_per_h = 0;
+	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
+	assert_true(s->priced && s->value == 0);
+	assert_true(s->slack_h < s->recoveries * s->saved_s / 3600);
+	assert_int_equal(s->keep, 1);
+	assert_non_null(strstr(s->why, "deadline needs it"));
+	plan_result_free(&r);
+
+	/* spotrun.spares sets the count */
+	job(&js, JOBSPEC_CRIT_BEST_EFFORT, 24, 0);
+	js.spares = 2;
+	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
+	assert_true(s->fixed && s->keep == 2 && s->priced);
+	plan_result_free(&r);
+
+	/* on-demand has nothing to recover from */
+	job(&js, JOBSPEC_CRIT_CRITICAL, 24, 0);
+	assert_int_equal(plan_make(c, &js, 0, &r, &e), 0);
+	assert_false(s->priced);
+	assert_int_equal(s->keep, 0);
+	assert_non_null(strstr(s->why, "no preemption"));
+	plan_result_free(&r);
+}
+
 static void test_errors(void **state)
 {
 	struct catalog *c = *state;
@@ -335,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_governance),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_feasibility_and_ranking),
+		cmocka_unit_test(test_spare),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_shipped_data),
