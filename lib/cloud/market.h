@@ -63,6 +63,12 @@ struct cloud_offering {
 	/* capacity already paid for (a reserved cluster: the slurm
 	 * provider): `criticality: critical` prefers it to on-demand */
 	bool committed;
+	int committed_count;       /* committed: its instances (nodes) */
+	/* own_offerings (provider.h) only: the expected wait in the
+	 * cluster's queue before a job starts, -1 unknown, and what the
+	 * estimate is based on, in words ("" none) */
+	int64_t queue_wait_s;
+	char queue_basis[120];
 	enum cloud_price_src price_src;
 	int64_t price_age_s;       /* how old spot_per_h is; 0 now */
 	char trace[128];           /* local cloud: trace replayed ("" none) */

@@ -268,6 +268,16 @@ struct cloud_prov_def {
 			   const struct cloud_price_ask *ask, size_t nask,
 			   struct cloud_price_quote **out, size_t *n,
 			   char *feed, size_t feedcap, struct sr_err *e);
+	/* spotrun plan / gpus: the offerings of a provider whose pools are
+	 * not the catalog's (a cluster), read from the cluster now, with
+	 * their queue estimate (cloud_offering.queue_wait_s, queue_basis)
+	 * for a job of `nodes` nodes.  Asked only where the configuration
+	 * (conf, not NULL) enables the provider.  Blocks (seconds); CLI
+	 * only.  *out malloc'd (caller frees).  0 or < 0 with *e set.
+	 * NULL: the provider sells the catalog's pools. */
+	int (*own_offerings)(const struct cloud_conf *conf, int nodes,
+			     struct cloud_offering **out, size_t *n,
+			     struct sr_err *e);
 };
 
 /* Close p (NULL-safe parts; zeroes it). */

@@ -210,6 +210,10 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	r.accelerator = n->accel;
 	r.gpus = (int)ceil(n->accel_count);
 	r.pricing = n->spot ? LEDGER_DYNAMIC : LEDGER_STANDARD;
+	/* a committed pool's time (a Slurm partition: paid for, amortised)
+	 * is Committed, at its committed price */
+	if (!n->spot && ctl__describe(c, n->pool, &o) == 0 && o.committed)
+		r.pricing = LEDGER_COMMITTED;
 	r.unit_price = n->price;
 	if (n->spot && ctl__describe(c, n->pool, &o) == 0 &&
 	    o.spot_per_h >= 0)

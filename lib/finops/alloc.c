@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "commit_use.h"
 #include "common/timeutil.h"
 #include "ledger.h"
 #include "store/store.h"
@@ -184,32 +185,6 @@ static int split_item(struct finops_alloc *a, size_t item, const struct recip *r
 	return 0;
 }
 
-/* Instance time (wall ns) Committed rows of cm's offering used in
- * [lo, hi). */
-static int committed_used(struct store *db, const struct finops_commitment *cm,
-			  int64_t lo, int64_t hi, int64_t *used, struct sr_err *e)
-{
-	struct store_stmt *st = NULL;
-	int rc = store_prepare(db, "SELECT COALESCE(sum(end_ns - start_ns), 0) AS u"
-			       " FROM ledger WHERE pricing = 2 AND provider = ?1"
-			       " AND region = ?2 AND instance_type = ?3"
-			       " AND start_ns >= ?4 AND start_ns < ?5", &st, e);
-
-	*used = 0;
-	if (rc)
-		return rc;
-	store_bind_text(st, 1, cm->provider);
-	store_bind_text(st, 2, cm->region);
-	store_bind_text(st, 3, cm->instance_type);
-	store_bind_i64(st, 4, lo);
-	store_bind_i64(st, 5, hi);
-	rc = store_step(st, e);
-	if (rc == 1)
-		*used = store_col_i64(st, "u");
-	store_done(st);
-	return rc < 0 ? sr_err_prefix(e, "shared costs: reserved use") : 0;
-}
-
 static int first_row(struct store *db, int64_t *lo, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
@@ -252,7 +227,7 @@ static int month(struct store *db, const struct finops_conf *c, int64_t lo,
 
 		if (a1 <= a0)
 			continue;
-		rc = committed_used(db, cm, a0, a1, &used, e);
+		rc = finops_committed_used(db, cm, a0, a1, &used, NULL, e);
 		if (rc)
 			break;
 		idle = (a1 - a0) * cm->count - used;
@@ -272,27 +247,39 @@ static int month(struct store *db, const struct finops_conf *c, int64_t lo,
 	return rc;
 }
 
+int finops_window(struct store *db, const struct finops_filter *f,
+		  int64_t now_ns, int64_t *lo, int64_t *hi, struct sr_err *e)
+{
+	int rc;
+
+	*lo = f && f->since_ns ? f->since_ns : 0;
+	*hi = f && f->until_ns ? f->until_ns : now_ns;
+	if (!*lo) {
+		*lo = *hi;
+		rc = first_row(db, lo, e);
+		if (rc)
+			return sr_err_prefix(e, "shared costs");
+	}
+	/* whole seconds, as the FOCUS periods */
+	*lo -= *lo % SR_NS_PER_SEC;
+	*hi -= *hi % SR_NS_PER_SEC;
+	return 0;
+}
+
 int finops_alloc_build(struct store *db, const struct finops_conf *c,
 		       const struct finops_filter *f, int64_t now_ns,
 		       struct finops_alloc *out, struct sr_err *e)
 {
-	int64_t lo = f && f->since_ns ? f->since_ns : 0;
-	int64_t hi = f && f->until_ns ? f->until_ns : now_ns;
+	int64_t lo, hi;
 	int rc = 0;
 
 	memset(out, 0, sizeof *out);
 	out->split = c->split;
 	if (!c->has_control_plane && !c->ncommitments)
 		return 0;
-	if (!lo) {
-		lo = hi;
-		rc = first_row(db, &lo, e);
-		if (rc)
-			return sr_err_prefix(e, "shared costs");
-	}
-	/* whole seconds, as the FOCUS periods */
-	lo -= lo % SR_NS_PER_SEC;
-	hi -= hi % SR_NS_PER_SEC;
+	rc = finops_window(db, f, now_ns, &lo, &hi, e);
+	if (rc)
+		return rc;
 	for (int64_t m = lo; !rc && m < hi;) {
 		int64_t next = sr_time_month_start(m, 1);
 

@@ -69,6 +69,12 @@ struct finops_alloc {
 /* Build the shared charges of the window [f->since_ns or the first ledger
  * row, f->until_ns or now_ns) and their split.  f->job_id is ignored
  * (costs are shared over every job).  0 or < 0 with *e set. */
+/* The window of a report as the shared costs take it: [f->since_ns, or
+ * the first ledger row (hi when the ledger is empty); f->until_ns, or
+ * now_ns), whole seconds.  0 or < 0 with *e set. */
+int finops_window(struct store *db, const struct finops_filter *f,
+		  int64_t now_ns, int64_t *lo, int64_t *hi, struct sr_err *e);
+
 int finops_alloc_build(struct store *db, const struct finops_conf *c,
 		       const struct finops_filter *f, int64_t now_ns,
 		       struct finops_alloc *out, struct sr_err *e);

@@ -338,6 +338,20 @@ int finops_conf_load(const char *path, struct finops_conf *c, struct sr_err *e)
 	return rc;
 }
 
+int finops_conf_add_commitment(struct finops_conf *c,
+			       const struct finops_commitment *m)
+{
+	struct finops_commitment *v = realloc(c->commitments,
+					      (c->ncommitments + 2) * sizeof *v);
+
+	if (!v)
+		return -ENOMEM;
+	c->commitments = v;
+	v[c->ncommitments++] = *m;
+	memset(&v[c->ncommitments], 0, sizeof *v);
+	return 0;
+}
+
 void finops_conf_free(struct finops_conf *c)
 {
 	if (!c)

@@ -93,6 +93,9 @@ int finops_conf_load(const char *path, struct finops_conf *c, struct sr_err *e);
 int finops_conf_from_json(json_t *root, const char *name, struct finops_conf *c,
 			  struct sr_err *e);
 void finops_conf_free(struct finops_conf *c); /* NULL-safe; zeroes it */
+/* Append a copy of *m to c's commitments.  0 or -ENOMEM. */
+int finops_conf_add_commitment(struct finops_conf *c,
+			       const struct finops_commitment *m);
 
 /* "gpu_hours" | "even". */
 const char *finops_split_name(enum finops_split s);

@@ -578,3 +578,49 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 		*len = mlen;
 	return 0;
 }
+
+static void commit_labels(FILE *f, const char *name,
+			  const struct finops_commitment *cm)
+{
+	fputs(name, f);
+	fputc('{', f);
+	put_label(f, "provider", cm->provider, 1);
+	put_label(f, "region", cm->region, 0);
+	put_label(f, "instance_type", cm->instance_type, 0);
+	put_label(f, "commitment", cm->id, 0);
+	fputs("} ", f);
+}
+
+void finops_commit_use_prom(FILE *f, const struct finops_commit_use *v,
+			    size_t n)
+{
+	static const struct { const char *name, *help; } fam[] = {
+		{ "spotrun_committed_used_cost_dollars",
+		  "Committed capacity used by spotrun's jobs (their Committed "
+		  "ledger rows) since the first ledger row, dollars." },
+		{ "spotrun_idle_reserved_seconds",
+		  "Committed capacity paid for but not used by spotrun's jobs "
+		  "since the first ledger row, instance seconds (waste)." },
+		{ "spotrun_idle_reserved_gpu_seconds",
+		  "Committed GPUs paid for but not used by spotrun's jobs since "
+		  "the first ledger row, GPU seconds (waste)." },
+		{ "spotrun_idle_reserved_cost_dollars",
+		  "Committed capacity paid for but not used by spotrun's jobs "
+		  "since the first ledger row, dollars at its price (waste)." },
+	};
+
+	for (size_t k = 0; k < sizeof fam / sizeof fam[0]; k++) {
+		family(f, fam[k].name, "gauge", fam[k].help);
+		for (size_t i = 0; i < n; i++) {
+			commit_labels(f, fam[k].name, v[i].cm);
+			if (k == 0)
+				usd(f, v[i].used_cost);
+			else if (k == 1)
+				secs(f, v[i].idle_ns);
+			else if (k == 2)
+				secs(f, v[i].idle_ns * v[i].cm->gpus);
+			else
+				usd(f, v[i].idle_cost);
+		}
+	}
+}

@@ -14,9 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/err.h"
 #include "common/money.h"
+#include "commit_use.h"
 
 struct store;
 
@@ -70,5 +72,14 @@ int finops_metrics_render(struct store *db, const struct finops_live *live,
 /* Checkpoint-stall histogram bucket upper bounds, seconds. */
 extern const double finops_stall_buckets_s[];
 extern const size_t finops_stall_nbuckets;
+
+/* Committed capacity (commit_use.h) as Prometheus gauges, labels
+ * provider, region, instance_type, commitment, over the window of v:
+ * spotrun_committed_used_cost_dollars (its Committed ledger rows),
+ * spotrun_idle_reserved_seconds (instance time paid for, not used by
+ * spotrun's jobs: waste), spotrun_idle_reserved_gpu_seconds,
+ * spotrun_idle_reserved_cost_dollars.  Appended to f. */
+void finops_commit_use_prom(FILE *f, const struct finops_commit_use *v,
+			    size_t n);
 
 #endif

@@ -80,6 +80,13 @@ struct catalog_offering {
 				    its mean squared; 0 = not measured */
 	enum catalog_net net;
 	char source[64];         /* "aws.csv:123" or "offerings.csv:4" */
+	/* a provider's own pool (providers/liveprice.h: a Slurm partition,
+	 * capacity already paid for): reserved_per_h is its committed
+	 * price, and the job waits queue_wait_s (-1 unknown) in its queue
+	 * first, as queue_basis says; 0 and "" for the catalog's rows */
+	int committed;
+	int64_t queue_wait_s;
+	char queue_basis[120];
 };
 
 /* One row of DIR/catalog/aws_zones.csv: a zone's name and its ID. */

@@ -153,6 +153,16 @@ static int add_fixed(struct ctx *c, const struct catalog_offering *o,
 	p.expected_cost = p.est.netc;
 	p.cost_p95 = p.est.netc;
 	p.p_meet = p.est.makespan_h <= c->r->deadline_h ? 1 : 0;
+	if (o->committed) {
+		/* a cluster's pool: the job waits in its queue first; an
+		 * unknown wait promises no deadline */
+		p.preferred = c->js->criticality == JOBSPEC_CRIT_CRITICAL;
+		if (o->queue_wait_s < 0)
+			p.p_meet = isinf(c->r->deadline_h) ? 1 : 0;
+		else if (p.est.makespan_h + (double)o->queue_wait_s / 3600 >
+			 c->r->deadline_h)
+			p.p_meet = 0;
+	}
 	return push(c, &p);
 }
 
@@ -242,6 +252,8 @@ static int cmp_place(const void *a, const void *b)
 
 	if (x->feasible != y->feasible)
 		return x->feasible ? -1 : 1;
+	if (x->preferred != y->preferred)
+		return x->preferred ? -1 : 1;
 	if (x->expected_cost != y->expected_cost)
 		return x->expected_cost < y->expected_cost ? -1 : 1;
 	if (x->mode != y->mode)
@@ -259,7 +271,11 @@ static void judge(struct ctx *c, struct plan_placement *p)
 	const struct jobspec *js = c->js;
 
 	p->feasible = 0;
-	if (p->p_meet < js->p_target)
+	if (p->p_meet < js->p_target && p->o.committed)
+		snprintf(p->why, sizeof p->why, "its queue wait (%s) leaves too "
+			 "little time before the deadline", p->o.queue_wait_s < 0 ?
+			 "unknown" : "estimated");
+	else if (p->p_meet < js->p_target)
 		snprintf(p->why, sizeof p->why, "P(meet deadline) %.3f < %.3f",
 			 p->p_meet, js->p_target);
 	else if (js->max_cost >= 0 && p->expected_cost > js->max_cost)
@@ -298,6 +314,10 @@ static int place_offering(struct ctx *c, const struct catalog_offering *o,
 {
 	int rc = 0;
 
+	if (o->committed) /* paid for: its committed price, whoever may
+			     buy on demand may use it */
+		return (allow[PLAN_ONDEMAND] || allow[PLAN_RESERVED]) &&
+		       o->reserved_per_h >= 0 ? add_fixed(c, o, PLAN_RESERVED) : 0;
 	if (allow[PLAN_ONDEMAND] && o->ondemand_per_h >= 0)
 		rc = add_fixed(c, o, PLAN_ONDEMAND);
 	if (!rc && allow[PLAN_RESERVED] && o->reserved_per_h >= 0)
@@ -317,7 +337,9 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 	r->baseline_od = r->baseline_reserved = -1;
 	for (size_t i = 0; i < cat->n; i++) {
 		const struct catalog_offering *o = &cat->items[i];
-		sr_micros od = gang(o->ondemand_per_h, js->num_nodes);
+		/* a committed pool is not bought on demand */
+		sr_micros od = o->committed ? -1 : gang(o->ondemand_per_h,
+							js->num_nodes);
 		sr_micros rs = gang(o->reserved_per_h, js->num_nodes);
 		double t = js->work_h;
 
@@ -519,6 +541,12 @@ static json_t *place_json(const struct plan_result *r, const struct plan_placeme
 	json_object_set_new(j, "feasible", json_boolean(p->feasible));
 	json_object_set_new(j, "why", json_string(p->why));
 	json_object_set_new(j, "source", json_string(p->o.source));
+	json_object_set_new(j, "committed", json_boolean(p->o.committed));
+	if (p->o.committed) {
+		json_object_set_new(j, "queue_wait_s", p->o.queue_wait_s < 0 ?
+				    json_null() : json_integer(p->o.queue_wait_s));
+		json_object_set_new(j, "queue_basis", json_string(p->o.queue_basis));
+	}
 	return j;
 }
 

@@ -8,11 +8,18 @@
  * ranks the feasible placements by expected cost:
  *
  *   criticality   modes considered
- *   critical      reserved, on-demand
+ *   critical      reserved, on-demand; a committed pool (a provider's
+ *                 own cluster: catalog_offering.committed) first
+ *                 among the feasible, at any price
  *   standard      spot with on-demand fallback, on-demand
  *                 (resources.use_spot: true -> spot with fallback only;
  *                  use_spot: false -> on-demand only)
  *   best-effort   spot only (no fallback)
+ *
+ * A committed pool is placed once, at its committed price (mode
+ * reserved), for every job that may buy on demand; its queue wait
+ * (queue_wait_s) comes before the work, and an unknown wait meets no
+ * deadline.
  *
  * Feasible = P(meet deadline) >= p_target, expected cost <= max_cost and
  * expected preemptions <= max_restarts.  Offerings that do not match the
@@ -56,6 +63,8 @@ struct plan_placement {
 	double savings_vs_od;        /* 1 - cost/baseline; NAN if no baseline */
 	double savings_vs_reserved;
 	int feasible;
+	int preferred;               /* a committed pool for a critical job:
+					ranked before the cheaper feasible */
 	char why[96];                /* reason when !feasible, else "" */
 };
 

@@ -138,6 +138,15 @@ int prov_prices_apply(const struct cloud_prov_def *const *reg,
 		struct prov_price_src *s = src_of(rep, d->name);
 		struct sr_err pe = { 0 };
 
+		if (s && d->own_offerings && !d->live_prices) {
+			/* its rows came from the cluster itself just now
+			 * (prov_own_offerings_add) */
+			s->live = true;
+			s->quoted = s->rows;
+			snprintf(s->feed, sizeof s->feed, "its own pools, read now");
+			s->why[0] = '\0';
+			continue;
+		}
 		if (!s || !d->live_prices)
 			continue;
 		if (mode == PROV_PRICES_CATALOG || (only && strcmp(only, d->name))) {
@@ -167,6 +176,54 @@ int prov_prices_apply(const struct cloud_prov_def *const *reg,
 					  s->why);
 	}
 	return 0;
+}
+
+int prov_own_offerings_add(const struct cloud_prov_def *const *reg,
+			   struct cloud_confs *cs, int nodes,
+			   struct catalog *cat, struct sr_err *e)
+{
+	const struct cloud_prov_def *const *t = reg ? reg : prov_registry();
+	int rc = 0;
+
+	for (size_t k = 0; t[k] && !rc; k++) {
+		const struct cloud_conf *conf = cs ? cloud_confs_find(cs, t[k]->name,
+								      0) : NULL;
+		struct cloud_offering *v = NULL;
+		size_t n = 0;
+
+		if (!t[k]->own_offerings || !conf)
+			continue;
+		rc = t[k]->own_offerings(conf, nodes, &v, &n, e);
+		if (rc) {
+			rc = sr_err_prefix(e, "%s", t[k]->name);
+			break;
+		}
+		for (size_t i = 0; i < n && !rc; i++) {
+			struct catalog_offering o = { 0 };
+
+			snprintf(o.cloud, sizeof o.cloud, "%s", v[i].cloud);
+			snprintf(o.region, sizeof o.region, "%s", v[i].region);
+			snprintf(o.zone, sizeof o.zone, "%s", v[i].zone);
+			snprintf(o.instance_type, sizeof o.instance_type, "%s",
+				 v[i].instance_type);
+			snprintf(o.accelerator, sizeof o.accelerator, "%s",
+				 v[i].accelerator);
+			o.accel_count = v[i].accel_count;
+			o.ondemand_per_h = v[i].ondemand_per_h;
+			o.reserved_per_h = v[i].reserved_per_h;
+			o.spot_per_h = v[i].spot_per_h;
+			o.committed = v[i].committed;
+			o.queue_wait_s = v[i].queue_wait_s;
+			snprintf(o.queue_basis, sizeof o.queue_basis, "%s",
+				 v[i].queue_basis);
+			snprintf(o.source, sizeof o.source, "%s (read now)",
+				 t[k]->name);
+			if (catalog_add(cat, &o))
+				rc = sr_err_set(e, -ENOMEM, "out of memory");
+		}
+		free(v);
+	}
+	return rc;
 }
 
 void prov_price_report_print(const struct prov_price_report *rep, FILE *f)

@@ -60,6 +60,16 @@ int prov_prices_apply(const struct cloud_prov_def *const *reg,
 		      const char *only, struct catalog *cat, struct prov_price_report *rep,
 		      struct sr_err *e);
 
+/* Add to cat the offerings of every provider of reg (NULL: the
+ * registry) that has its own pools (cloud_prov_def.own_offerings) and a
+ * configuration in cs, read now, with their queue estimates for a job of
+ * `nodes` nodes: committed rows (catalog_offering.committed) priced at
+ * their committed price, reserved and on-demand alike.  0 or < 0 with
+ * *e naming the provider. */
+int prov_own_offerings_add(const struct cloud_prov_def *const *reg,
+			   struct cloud_confs *cs, int nodes,
+			   struct catalog *cat, struct sr_err *e);
+
 /* "prices: aws live (EC2 DescribeSpotPriceHistory, 40 of 1118 rows),
  * gcp catalog (credentials missing: ...)" lines to f. */
 void prov_price_report_print(const struct prov_price_report *rep, FILE *f);

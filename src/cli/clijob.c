@@ -55,7 +55,7 @@ int cli_load_catalog(const char *cmd, const char *data, struct catalog *cat)
 }
 
 int cli_live_prices(const char *cmd, const char *mode, const char *config,
-		    const char *only, struct catalog *cat,
+		    const char *only, int nodes, struct catalog *cat,
 		    struct prov_price_report *rep)
 {
 	enum prov_prices_mode m = PROV_PRICES_AUTO;
@@ -73,6 +73,8 @@ int cli_live_prices(const char *cmd, const char *mode, const char *config,
 		config = getenv("SPOTRUN_CONFIG");
 	if (m != PROV_PRICES_CATALOG && config && *config)
 		rc = ctl_config_file_providers(config, &cs, &err);
+	if (rc == 0 && m != PROV_PRICES_CATALOG)
+		rc = prov_own_offerings_add(NULL, &cs, nodes, cat, &err);
 	if (rc == 0)
 		rc = prov_prices_apply(NULL, &cs, m, only, cat, rep, &err);
 	cloud_confs_free(&cs);

@@ -23,11 +23,14 @@ int cli_load_catalog(const char *cmd, const char *data, struct catalog *cat);
 /* Reprice cat from the providers' live feeds (providers/liveprice.h):
  * mode "auto", "live" or "catalog" (NULL: auto), the configuration file
  * config (NULL: $SPOTRUN_CONFIG, none when unset) for their regions,
- * only the cloud `only` when not NULL.  *rep filled
+ * only the cloud `only` when not NULL.  The pools of the configured
+ * providers that have their own (a Slurm cluster's partitions) are added
+ * to cat, with their queue estimates for a job of `nodes` nodes, unless
+ * mode is "catalog".  *rep filled
  * (prov_price_report_free).  On failure prints "spotrun CMD: why" and
  * returns -1 (2 for a bad mode). */
 int cli_live_prices(const char *cmd, const char *mode, const char *config,
-		    const char *only, struct catalog *cat,
+		    const char *only, int nodes, struct catalog *cat,
 		    struct prov_price_report *rep);
 
 #endif

@@ -218,6 +218,37 @@ static void print_chargeback(json_t *rep, bool color)
 	       "the label, and nodes of no job.\n");
 }
 
+/* Committed capacity (a Slurm partition, finops.json commitments):
+ * what the jobs used of it (Committed) and what stayed idle (waste). */
+static void print_committed(json_t *c)
+{
+	json_t *pools = json_object_get(c, "pools");
+	char used[32], idle[32];
+
+	if (!json_array_size(pools))
+		return;
+	ctlcli_money(json_object_get(c, "idle_cost_micros"), idle, sizeof idle);
+	printf("\nCOMMITTED capacity (paid for whether used or not; its time is "
+	       "billed as\nCommitted; idle reserved %s is waste, allocated to the "
+	       "jobs as SHARED):\n", idle);
+	for (size_t i = 0; i < json_array_size(pools); i++) {
+		json_t *p = json_array_get(pools, i);
+
+		ctlcli_money(json_object_get(p, "used_cost_micros"), used,
+			     sizeof used);
+		ctlcli_money(json_object_get(p, "idle_cost_micros"), idle,
+			     sizeof idle);
+		printf("  %s (%s %s/%s, %lld node(s)): used %.3f node-h (%s), "
+		       "idle %.3f node-h = %.3f GPU-h (%s)\n",
+		       ctlcli_str(p, "commitment", ""), ctlcli_str(p, "provider", ""),
+		       ctlcli_str(p, "region", ""), ctlcli_str(p, "instance_type", ""),
+		       (long long)ctlcli_int(p, "count", 0),
+		       json_number_value(json_object_get(p, "used_hours")), used,
+		       json_number_value(json_object_get(p, "idle_hours")),
+		       json_number_value(json_object_get(p, "idle_gpu_hours")), idle);
+	}
+}
+
 static void print_table(json_t *rep, json_t *jobs)
 {
 	bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
@@ -297,6 +328,7 @@ static void print_table(json_t *rep, json_t *jobs)
 	       "LOST-WORK + IDLE-COST (work redone after preemptions and moves; "
 	       "nodes booting,\nrestoring or idle).\n");
 	printf("IDLE-COST: %s.\n", ctlcli_str(rep, "idle_rule", "?"));
+	print_committed(json_object_get(rep, "committed"));
 }
 
 /* The FOCUS CSV from GET /v1/cost/focus: to stdout for "-", else written

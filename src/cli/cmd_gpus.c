@@ -253,7 +253,8 @@ static int cmd_gpus(int argc, char **argv)
 		rc = err.code == -EINVAL ? CLI_USAGE : CLI_FAIL;
 		goto out;
 	}
-	c = cli_live_prices("gpus", prices, config, f.cloud, &cat, &rep);
+	c = cli_live_prices("gpus", prices, config, f.cloud, 1, &cat,
+			    &rep);
 	if (c) {
 		rc = c == 2 ? CLI_USAGE : CLI_FAIL;
 		goto out;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,10 @@ static void usage(void)
 	       "                     feed; catalog: never ask a feed.  The output says\n"
 	       "                     which each cloud's prices came from\n"
 	       "  --config FILE      the daemon's configuration (default $SPOTRUN_CONFIG):\n"
-	       "                     the regions of its providers: section are priced\n"
+	       "                     the regions of its providers: section are priced,\n"
+	       "                     and a Slurm cluster it enables is read: its\n"
+	       "                     partitions are committed pools with a queue-wait\n"
+	       "                     estimate (docs/slurm.md), a critical job's first\n"
 	       "  --json             one JSON document on stdout (every placement)\n\n"
 	       "A GPU, cloud, region or zone the catalog does not have, or work longer\n"
 	       "than the deadline, is an error (exit 2) naming the nearest valid values.\n"
@@ -70,6 +74,34 @@ static void print_spare(const struct plan_spare *s)
 	if (isfinite(s->slack_h))
 		printf("; deadline slack %.2fh", s->slack_h);
 	printf("\n");
+}
+
+/* The committed pools planned (a Slurm cluster's partitions): their
+ * price and queue estimate, once each. */
+static void queue_lines(const struct plan_result *r)
+{
+	bool head = false;
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct plan_placement *p = &r->items[i];
+		char wait[32];
+
+		if (!p->o.committed)
+			continue;
+		if (!head)
+			printf("\ncommitted pools (capacity already paid for%s):\n",
+			       r->n && r->items[0].preferred ?
+			       "; a critical job takes one first" : "");
+		head = true;
+		if (p->o.queue_wait_s < 0)
+			snprintf(wait, sizeof wait, "unknown");
+		else
+			snprintf(wait, sizeof wait, "%.1f min",
+				 (double)p->o.queue_wait_s / 60);
+		printf("  %s %s/%s: $%.2f/h committed, queue wait %s (%s)\n",
+		       p->o.cloud, p->o.region, p->o.instance_type,
+		       sr_money_to_usd(p->price_per_h), wait, p->o.queue_basis);
+	}
 }
 
 static void print_table(const struct plan_result *r, const struct jobspec *js,
@@ -114,7 +146,8 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 		} else
 			snprintf(rate, sizeof rate, "-");
 		printf("%-4zu %-9s %-9s %-16s %-17s %-25s %8.2f %10.2f %5s %5s %6.2f %-13s %5s %7.4f %s%s%s\n",
-		       i + 1, plan_mode_name(p->mode), p->o.cloud, p->o.region,
+		       i + 1, p->o.committed ? "committed" : plan_mode_name(p->mode),
+		       p->o.cloud, p->o.region,
 		       p->o.zone[0] ? p->o.zone : "-", p->o.instance_type,
 		       sr_money_to_usd(p->price_per_h),
 		       sr_money_to_usd(p->expected_cost), od, rs, p->est.n_preempt,
@@ -125,6 +158,7 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 	if (r->n_feasible == 0)
 		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
 	print_spare(&r->spare);
+	queue_lines(r);
 	if (nsrc[CATALOG_HAZARD_TRACE] + nsrc[CATALOG_HAZARD_TABLE] +
 	    nsrc[CATALOG_HAZARD_DEFAULT])
 		printf("\nspot rates shown: %zu measured (trace: fitted to data/traces, "
@@ -219,7 +253,8 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (cli_load_catalog("plan", data, &cat))
 		goto out;
-	c = cli_live_prices("plan", prices, config, NULL, &cat, &rep);
+	c = cli_live_prices("plan", prices, config, NULL, js.num_nodes, &cat,
+			    &rep);
 	if (c) {
 		rc = c == 2 ? CLI_USAGE : CLI_FAIL;
 		goto out;

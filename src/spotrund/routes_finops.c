@@ -27,11 +27,13 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "ctl/commit.h"
 #include "ctl/ctl_int.h"
 #include "ctl/deadline.h"
 #include "ctl/routes.h"
 #include "finops/alloc.h"
 #include "finops/billed.h"
+#include "finops/commit_use.h"
 #include "finops/focus.h"
 #include "finops/focus13.h"
 #include "finops/metrics.h"
@@ -115,6 +117,21 @@ static int db_fail(struct ctl_resp *rs, const struct sr_err *e, int rc)
 	return ctl_resp_error(rs, 500, "database error");
 }
 
+/* The committed pools of the enabled providers (a Slurm cluster's
+ * partitions) as commitments of c over the window of f (ctl/commit.h). */
+static int committed_load(struct ctl_req *rq, const struct finops_filter *f,
+			  struct finops_conf *c, struct sr_err *e)
+{
+	int64_t lo, hi;
+	int rc = finops_window(ctl_req_store(rq), f, sr_time_real_ns(), &lo, &hi,
+			       e);
+
+	/* to the end of the window's last second (the window is whole
+	 * seconds): every row billed so far starts inside the period */
+	return rc ? rc : ctl_commitments_add(ctl_req_ctl(rq), c, lo,
+					     hi + SR_NS_PER_SEC, e);
+}
+
 /* <state-dir>/finops.json (lib/finops/fconf.h) and, when it names shared
  * costs, their split over the window of f into *a.  On an error a 500
  * naming the file and field is set in rs and -1 returned. */
@@ -131,6 +148,8 @@ static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
 		 ctl_state_dir(ctl_req_ctl(rq)));
 	rc = finops_conf_load(path, c, &e);
 	if (!rc)
+		rc = committed_load(rq, f, c, &e);
+	if (!rc)
 		rc = finops_alloc_build(ctl_req_store(rq), c, f, sr_time_real_ns(),
 					a, &e);
 	if (rc) {
@@ -142,6 +161,27 @@ static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
 	return 0;
 }
 
+/* Committed capacity over the window of f (finops/commit_use.h): what
+ * the jobs used of each commitment, and what stayed idle (waste). */
+static int committed_json(struct ctl_req *rq, const struct finops_filter *f,
+			  const struct finops_conf *c, json_t **out,
+			  struct sr_err *e)
+{
+	struct finops_commit_use *v = NULL;
+	int64_t lo, hi;
+	size_t n = 0;
+	int rc = finops_window(ctl_req_store(rq), f, sr_time_real_ns(), &lo, &hi,
+			       e);
+
+	if (!rc)
+		rc = finops_commit_use(ctl_req_store(rq), c, lo, hi, &v, &n, e);
+	if (rc)
+		return rc;
+	*out = finops_commit_use_json(v, n);
+	free(v);
+	return *out ? 0 : sr_err_set(e, -ENOMEM, "out of memory");
+}
+
 static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct finops_filter f;
@@ -151,7 +191,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	enum finops_by by = FINOPS_BY_TOTAL;
 	const char *bys = ctl_req_query(rq, "by");
 	struct sr_err e;
-	json_t *j;
+	json_t *j, *cj = NULL;
 	int rc;
 
 	if (filter_from_query(rq, &f, rs))
@@ -167,10 +207,16 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 		rc = sr_err_set(&e, -ENOMEM, "out of memory");
 	if (!rc)
 		rc = finops_billed_report(ctl_req_store(rq), &f, &rep, &e);
+	if (!rc)
+		rc = committed_json(rq, &f, &conf, &cj, &e);
 	j = rc ? NULL : finops_report_json(&rep, &f);
-	if (j)
+	if (j) {
 		json_object_set_new(j, "shared_split",
 				    json_string(finops_split_name(conf.split)));
+		json_object_set_new(j, "committed", cj);
+		cj = NULL;
+	}
+	json_decref(cj);
 	finops_report_free(&rep);
 	finops_alloc_free(&al);
 	finops_conf_free(&conf);
@@ -593,6 +639,52 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 	return 0;
 }
 
+/* Committed capacity since the first ledger row, appended to the
+ * exposition *text (finops_commit_use_prom): *text is replaced; kept
+ * as it was on an error. */
+static int committed_prom(struct ctl_req *rq, char **text, size_t *len,
+			  struct sr_err *e)
+{
+	struct finops_filter f = { 0 };
+	struct finops_commit_use *v = NULL;
+	struct finops_conf conf;
+	char path[2200], *buf = NULL;
+	size_t n = 0, blen = 0;
+	FILE *mem;
+	int64_t lo, hi;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/finops.json",
+		 ctl_state_dir(ctl_req_ctl(rq)));
+	rc = finops_conf_load(path, &conf, e);
+	if (!rc)
+		rc = committed_load(rq, &f, &conf, e);
+	if (!rc)
+		rc = finops_window(ctl_req_store(rq), &f, sr_time_real_ns(), &lo,
+				   &hi, e);
+	if (!rc)
+		rc = finops_commit_use(ctl_req_store(rq), &conf, lo, hi, &v, &n, e);
+	mem = rc ? NULL : open_memstream(&buf, &blen);
+	if (!rc && !mem)
+		rc = sr_err_set(e, -ENOMEM, "metrics: out of memory");
+	if (mem) {
+		fwrite(*text, 1, *len, mem);
+		finops_commit_use_prom(mem, v, n);
+		if (fclose(mem))
+			rc = sr_err_set(e, -ENOMEM, "metrics: out of memory");
+	}
+	free(v);
+	finops_conf_free(&conf);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	free(*text);
+	*text = buf;
+	*len = blen;
+	return 0;
+}
+
 static int metrics_get(struct ctl_req *rq, struct ctl_resp *rs)
 {
 	struct live_buf b = { 0 };
@@ -611,6 +703,10 @@ static int metrics_get(struct ctl_req *rq, struct ctl_resp *rs)
 	live_free(&b);
 	if (rc)
 		return db_fail(rs, &e, rc);
+	rc = committed_prom(rq, &text, &len, &e);
+	if (rc) /* finops.json unreadable: the rest still serves */
+		sr_warn("finops", "metrics: committed capacity unavailable",
+			"err=\"%s\"", sr_err_str(&e, rc));
 	rc = ctl_resp_text(rs, 200, "text/plain; version=0.0.4; charset=utf-8",
 			   text, len);
 	free(text);

@@ -107,6 +107,52 @@ static void test_classes(void **state)
 					 "denied"), CLOUD_EAUTH);
 }
 
+/* The queue estimate (slurm_queue.c) from squeue's lines. */
+static void test_queue_wait(void **state)
+{
+	struct slurm_part pt = { .name = "low", .nodes = 4, .idle = 1 };
+	struct slurm_qjob q[8];
+	struct sr_err e = { 0 };
+	char basis[160];
+	int n;
+
+	(void)state;
+	n = slurm__parse_squeue_queue("RUNNING|2|30:00\nRUNNING|1|10:00\n"
+				      "PENDING|1|1:00:00\n", q, 8, &e);
+	assert_int_equal(n, 3);
+	assert_true(q[2].pending);
+	assert_int_equal(q[0].left_s, 1800);
+	/* 1 idle; 1 ahead of us: the 10-minute job's node gives 2 free */
+	assert_int_equal(slurm__queue_wait(&pt, q, n, 1, basis, sizeof basis), 600);
+	assert_non_null(strstr(basis, "1 of 4 nodes idle, 2 running, 1 pending "
+			       "(1 nodes)"));
+	assert_non_null(strstr(basis, "time limits"));
+	/* idle nodes enough for the pending job and ours: now */
+	pt.idle = 2;
+	n = slurm__parse_squeue_queue("PENDING|1|5\n", q, 8, &e);
+	assert_int_equal(slurm__queue_wait(&pt, q, n, 1, basis, sizeof basis), 0);
+	assert_non_null(strstr(basis, "starts now"));
+	/* a running job without a limit in the way: unknown */
+	pt.idle = 0;
+	n = slurm__parse_squeue_queue("RUNNING|4|UNLIMITED\n", q, 8, &e);
+	assert_int_equal(slurm__queue_wait(&pt, q, n, 1, basis, sizeof basis), -1);
+	assert_non_null(strstr(basis, "no time limit"));
+	/* more nodes than the partition has: unknown */
+	assert_int_equal(slurm__queue_wait(&pt, q, 0, 5, basis, sizeof basis), -1);
+	/* NOT_SET time left is no limit; a bad node count names the line */
+	assert_int_equal(slurm__parse_squeue_queue("RUNNING|1|NOT_SET\n", q, 8,
+						   &e), 1);
+	assert_int_equal(q[0].left_s, -1);
+	assert_int_equal(slurm__parse_squeue_queue("RUNNING|1|1\nRUNNING|x|1\n",
+						   q, 8, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "squeue: line 2: node count 'x'"));
+	assert_int_equal(slurm__parse_squeue_queue("RUNNING|1\n", q, 8, &e),
+			 -EINVAL);
+	/* lines past max are not kept */
+	assert_int_equal(slurm__parse_squeue_queue("RUNNING|1|1\nRUNNING|1|1\n",
+						   q, 1, &e), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_sinfo_bad_lines),
 		cmocka_unit_test(test_times),
 		cmocka_unit_test(test_classes),
+		cmocka_unit_test(test_queue_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

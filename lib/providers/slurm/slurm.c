@@ -96,6 +96,8 @@ static void offering(const struct slurm_prov *p, int i, struct cloud_offering *o
 	o->spot_per_h = -1;
 	o->spot_available = false;
 	o->committed = true;
+	o->committed_count = pt->nodes;
+	o->queue_wait_s = -1;
 	o->price_src = CLOUD_PRICE_LIVE;
 }
 
@@ -371,23 +373,35 @@ fail:
 	return rc;
 }
 
-static int p_check(const struct cloud_conf *conf,
-		   const struct cloud_conf_region *region,
-		   struct cloud_check *out, struct sr_err *e)
+/* A provider state of conf's settings, outside the daemon (no state
+ * dir), with the cluster's partitions read: spotrun check and plan.
+ * *out: p_destroy() it, also after an error. */
+static int read_cluster(const struct cloud_conf *conf, struct slurm_prov **out,
+			struct sr_err *e)
 {
 	struct slurm_prov *p = calloc(1, sizeof *p);
-	size_t k = 0;
 	int rc;
 
-	(void)region;
-	memset(out, 0, sizeof *out);
+	*out = p;
 	if (!p)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&p->mu, NULL);
 	p->mu_init = true;
 	rc = parse_conf(p, conf, e);
-	if (!rc)
-		rc = slurm__refresh(p, e);
+	return rc ? rc : slurm__refresh(p, e);
+}
+
+static int p_check(const struct cloud_conf *conf,
+		   const struct cloud_conf_region *region,
+		   struct cloud_check *out, struct sr_err *e)
+{
+	struct slurm_prov *p = NULL;
+	size_t k = 0;
+	int rc;
+
+	(void)region;
+	memset(out, 0, sizeof *out);
+	rc = read_cluster(conf, &p, e);
 	if (!rc) {
 		k = (size_t)snprintf(out->detail, sizeof out->detail,
 				     "controller answers; partitions:");
@@ -398,6 +412,61 @@ static int p_check(const struct cloud_conf *conf,
 					      p->parts[i].idle);
 	}
 	p_destroy(p);
+	return rc;
+}
+
+/* spotrun plan: the partitions now, each with its queue estimate for a
+ * job of `nodes` nodes (slurm_queue.c). */
+static int p_own_offerings(const struct cloud_conf *conf, int nodes,
+			   struct cloud_offering **out, size_t *n,
+			   struct sr_err *e)
+{
+	struct slurm_prov *p = NULL;
+	struct slurm_qjob *q = calloc(SLURM_QJOBS_MAX, sizeof *q);
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	rc = q ? read_cluster(conf, &p, e) : sr_err_set(e, -ENOMEM,
+							  "out of memory");
+	if (!rc && !(*out = calloc((size_t)p->nparts + 1, sizeof **out)))
+		rc = sr_err_set(e, -ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < p->nparts; i++) {
+		const char *argv[] = { "squeue", "-h", "-p", p->parts[i].name,
+				       "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING",
+				       "-o", "%T|%D|%L", NULL };
+		struct cloud_offering *o = &(*out)[*n];
+		struct cloud_error err = { 0 };
+		char *text = NULL;
+		int nq;
+
+		if (!p->parts[i].up)
+			continue;
+		offering(p, i, o);
+		rc = slurm__run(p, argv, NULL, &text, &err);
+		if (rc) {
+			rc = sr_err_set(e, rc, "%s", err.msg);
+			break;
+		}
+		nq = slurm__parse_squeue_queue(text, q, SLURM_QJOBS_MAX, e);
+		free(text);
+		if (nq < 0) {
+			rc = nq;
+			break;
+		}
+		o->queue_wait_s = slurm__queue_wait(&p->parts[i], q, nq,
+						    nodes > 0 ? nodes : 1,
+						    o->queue_basis,
+						    sizeof o->queue_basis);
+		(*n)++;
+	}
+	free(q);
+	p_destroy(p);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
 	return rc;
 }
 
@@ -418,4 +487,5 @@ const struct cloud_prov_def prov_slurm = {
 	.notice_ack = false,
 	.open = p_open,
 	.check = p_check,
+	.own_offerings = p_own_offerings,
 };

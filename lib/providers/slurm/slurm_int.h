@@ -67,6 +67,26 @@ int slurm__parse_sinfo(const char *text, struct slurm_part *parts, int max,
  * in seconds: 0, -1 for UNLIMITED/infinite, or -EINVAL. */
 int slurm__parse_time(const char *s, int64_t *out_s);
 
+/* One job of `squeue -o %T|%D|%L` (slurm_queue.c). */
+struct slurm_qjob {
+	bool pending;
+	int nodes;
+	int64_t left_s;            /* time left (pending: its limit), -1 none */
+};
+
+#define SLURM_QJOBS_MAX 4096
+
+/* Parse those lines into v (at most max; lines past it are not kept):
+ * the count, or -EINVAL naming the line. */
+int slurm__parse_squeue_queue(const char *text, struct slurm_qjob *v, int max,
+			      struct sr_err *e);
+
+/* The expected wait in seconds of a job of k nodes on partition pt given
+ * its jobs v[0..n) (reordered), -1 unknown; basis gets what it rests on,
+ * in words. */
+int64_t slurm__queue_wait(const struct slurm_part *pt, struct slurm_qjob *v,
+			  int n, int k, char *basis, size_t cap);
+
 /* Open and refresh (market view). */
 int slurm__refresh(struct slurm_prov *p, struct sr_err *e);
 

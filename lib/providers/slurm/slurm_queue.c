@@ -1,0 +1,123 @@
+/*
+ * slurm_queue.c - the queue estimate of a partition (docs/slurm.md
+ * "The queue estimate"): how long a job of k nodes would wait there,
+ * read from the cluster now, never from a figure of ours.
+ *
+ * Inputs: sinfo's nodes and idle nodes of the partition
+ * (slurm__parse_sinfo) and `squeue -h -p PART -t PENDING,RUNNING,
+ * CONFIGURING,COMPLETING -o %T|%D|%L` (state, nodes, time left: a
+ * running job's time to its limit, a pending job's limit).
+ *
+ * Estimate: the pending jobs are ahead of ours and take the first nodes
+ * freed; the running jobs free theirs at their time limits (an upper
+ * bound: they may end sooner).  So the wait is 0 when the idle nodes
+ * cover k plus every pending job's nodes, else the time left of the
+ * running job whose end brings the free nodes to that many.  Unknown
+ * (-1) when a running job in the way has no limit, or the partition
+ * cannot hold that many nodes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/slurm/slurm_int.h"
+
+static int cmp_left(const void *a, const void *b)
+{
+	const struct slurm_qjob *x = a, *y = b;
+
+	/* no limit (-1) last */
+	if ((x->left_s < 0) != (y->left_s < 0))
+		return x->left_s < 0 ? 1 : -1;
+	return x->left_s < y->left_s ? -1 : x->left_s > y->left_s;
+}
+
+int slurm__parse_squeue_queue(const char *text, struct slurm_qjob *v, int max,
+			      struct sr_err *e)
+{
+	int n = 0, lineno = 0;
+
+	while (text && *text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) : strlen(text);
+		char line[160], *f[3], *end;
+		int nf = 0;
+
+		lineno++;
+		if (len >= sizeof line)
+			return sr_err_set(e, -EINVAL, "squeue: line %d: longer "
+					  "than %zu bytes", lineno, sizeof line - 1);
+		memcpy(line, text, len);
+		line[len] = '\0';
+		text += len + (nl != NULL);
+		if (!line[0])
+			continue;
+		for (char *s = line; nf < 3; nf++) {
+			f[nf] = s;
+			s = strchr(s, '|');
+			if (!s)
+				break;
+			*s++ = '\0';
+		}
+		if (nf != 2)
+			return sr_err_set(e, -EINVAL, "squeue: line %d: expected "
+					  "state|nodes|time left", lineno);
+		if (n == max)
+			continue; /* counted no further: the estimate says so */
+		v[n].pending = !strcmp(f[0], "PENDING");
+		v[n].nodes = (int)strtol(f[1], &end, 10);
+		if (end == f[1] || *end || v[n].nodes < 1 || v[n].nodes > 1000000)
+			return sr_err_set(e, -EINVAL, "squeue: line %d: node count "
+					  "'%s'", lineno, f[1]);
+		/* NOT_SET, INVALID: not known, as no limit */
+		if (slurm__parse_time(f[2], &v[n].left_s))
+			v[n].left_s = -1;
+		n++;
+	}
+	return n;
+}
+
+int64_t slurm__queue_wait(const struct slurm_part *pt, struct slurm_qjob *v,
+			  int n, int k, char *basis, size_t cap)
+{
+	int pend = 0, npend = 0, nrun = 0, free_n = pt->idle, need;
+	int64_t wait = -1;
+	const char *how;
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].pending) {
+			pend += v[i].nodes;
+			npend++;
+		} else {
+			v[nrun++] = v[i]; /* the running ones first, in place */
+		}
+	}
+	need = k + pend;
+	qsort(v, (size_t)nrun, sizeof *v, cmp_left);
+	if (k > pt->nodes) {
+		how = "the partition has fewer nodes than the job";
+	} else if (free_n >= need) {
+		wait = 0;
+		how = "starts now";
+	} else {
+		how = "nodes in use or down past every running job's limit";
+		for (int i = 0; i < nrun; i++) {
+			if (v[i].left_s < 0) {
+				how = "a running job in the way has no time limit";
+				break;
+			}
+			free_n += v[i].nodes;
+			if (free_n >= need) {
+				wait = v[i].left_s;
+				how = "when running jobs reach their time limits "
+				      "(an upper bound)";
+				break;
+			}
+		}
+	}
+	snprintf(basis, cap, "sinfo/squeue: %d of %d nodes idle, %d running, "
+		 "%d pending (%d nodes); %s", pt->idle, pt->nodes, nrun, npend,
+		 pend, how);
+	return wait;
+}
