@@ -163,16 +163,27 @@ def test_slurm_time_is_committed_and_idle_nodes_are_waste(tmp_path, slurm,
                             for x in idle), idle
         assert {x["AllocatedResourceId"] for x in idle} == {"job-%d" % jid}
         # /metrics: the same partition's idle capacity and Committed use
-        m = metrics(d)
+        # (its window ends at the last whole second: equal to the report
+        # once the ledger has no row in the current second)
         lab = ('{provider="slurm",region="slurm",instance_type="low",'
                'commitment="slurm-slurm-low"} ')
-        vals = {k: float(m.split("\n%s%s" % (k, lab))[1].split("\n")[0])
-                for k in ("spotrun_idle_reserved_cost_dollars",
-                          "spotrun_idle_reserved_gpu_seconds",
-                          "spotrun_committed_used_cost_dollars")}
-        assert vals["spotrun_idle_reserved_cost_dollars"] > 0, m
-        assert vals["spotrun_idle_reserved_gpu_seconds"] > 0, m
-        assert vals["spotrun_committed_used_cost_dollars"] == \
-            p["used_cost_micros"] / 1e6, (vals, p)
+
+        def gauges():
+            m = metrics(d)
+            v = {k: float(m.split("\n%s%s" % (k, lab))[1].split("\n")[0])
+                 for k in ("spotrun_idle_reserved_cost_dollars",
+                           "spotrun_idle_reserved_gpu_seconds",
+                           "spotrun_committed_used_cost_dollars")}
+            r = billed()
+            return v if r and round(v["spotrun_committed_used_cost_dollars"] *
+                                    1e6) == r["committed"]["pools"][0][
+                                        "used_cost_micros"] else None
+        vals = wait("/metrics matching the report", gauges, 60, d)
+        r = subprocess.run(["promtool", "check", "metrics"], input=metrics(d),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout + r.stderr == "", \
+            r.stdout + r.stderr
+        assert vals["spotrun_idle_reserved_cost_dollars"] > 0, vals
+        assert vals["spotrun_idle_reserved_gpu_seconds"] > 0, vals
     finally:
         d.stop()
