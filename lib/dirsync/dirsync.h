@@ -114,6 +114,28 @@ int dirsync_open_at(int dirfd, const char *path, struct sr_err *e);
 /* SHA-256 (hex) of fd's bytes [0, size) - exactly size, else -EAGAIN
  * (the file changed). */
 int dirsync_sha256_fd(int fd, uint64_t size, char hex[65], struct sr_err *e);
+/* The same, calling gate(ud) (when not NULL) before every 8 MiB. */
+int dirsync__sha256_fd_gated(int fd, uint64_t size, char hex[65],
+			     objstore_gate_fn gate, void *ud, struct sr_err *e);
+
+/* ---- watch.c: yield to the workload's writes ------------------------ */
+/* A directory's writes watched with inotify (watch.c has the design):
+ * dirsync_watch_gate(w) blocks while the workload has written under it
+ * less than quiet_ns ago, for at most max_ns of writing at a stretch.
+ * dirfd borrowed (it must outlive w).  *out owned (dirsync_watch_stop). */
+struct dirsync_watch;
+int dirsync_watch_start(int dirfd, int64_t quiet_ns, int64_t max_ns,
+			struct dirsync_watch **out, struct sr_err *e);
+void dirsync_watch_stop(struct dirsync_watch *w); /* NULL-safe */
+/* open = 1: the gate never blocks (a forced round); 0: it yields again. */
+void dirsync_watch_hold(struct dirsync_watch *w, int open);
+/* An objstore_gate_fn; ud = the watch (NULL: never blocks). */
+void dirsync_watch_gate(void *ud);
+/* The gates' total wait so far (ns). */
+int64_t dirsync_watch_yielded_ns(const struct dirsync_watch *w);
+/* CLOCK_MONOTONIC of the last write seen, 0 none (for tests: once it
+ * moves, every directory created before that write is watched). */
+int64_t dirsync_watch_last_ns(const struct dirsync_watch *w);
 
 /* ---- round.c: uploading and committing ------------------------------ */
 struct dirsync;
@@ -137,6 +159,9 @@ int dirsync_open(const struct dirsync_opts *o, struct dirsync **out,
 		 struct sr_err *e);
 void dirsync_close(struct dirsync *d); /* NULL-safe */
 struct objstore *dirsync_store(struct dirsync *d);
+/* gate(ud) is called before each upload part and hash block of the
+ * rounds from now on (it may block: dirsync_watch_gate); NULL none. */
+void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate, void *ud);
 void dirsync_stats(const struct dirsync *d, struct dirsync_stats *out);
 /* One round: scan, upload the stable files that changed, commit a new
  * manifest when the directory differs from the last round.  quiet_ns < 0

@@ -23,6 +23,8 @@ struct dirsync {
 	struct dirsync_known *known; /* sorted by path */
 	size_t nknown;
 	struct dirsync_stats st;
+	objstore_gate_fn gate;     /* dirsync_set_gate(); NULL none */
+	void *gate_ud;
 };
 
 /* st's fields from sb (st->path untouched). */

@@ -26,7 +26,13 @@ struct dirsync_loop_opts {
 	int background;         /* 1: lower our CPU (nice +10) and I/O
 				   (best effort, lowest level) priority, so
 				   the training beside us is served first */
+	int64_t yield_max_ns;   /* > 0: hold uploads back while the
+				   workload writes into dir (watch.c), at
+				   most this long at a stretch; 0 never */
 };
+
+/* A write this recent holds the uploads back (watch.c). */
+#define DIRSYNC_YIELD_QUIET_NS (250 * 1000000LL)
 
 /* Run until the final round is committed (0), or a start failure (the
  * store refused, the directory cannot be opened): < 0 with *e. */

@@ -4,9 +4,14 @@
  *
  *   start --restore--> restored (event "restored", round or -1)
  *     COPY mode: copy the bucket's objects, event "copied", exit 0
- *   watching --every poll: scan; stable changes--> round (event "round")
- *            --"sync" on the command fd, or a new sync_now request-->
- *                        forced round (every file stable), request answered
+ *   watching (uploads yield while the workload writes into the
+ *            directory: watch.c; a forced round does not yield)
+ *            --every poll: scan; stable changes--> round (event "round",
+ *                        with yield_ms: the uploads' total wait so far)
+ *            --"sync" on the command fd, SIGUSR2 (the workload's "my
+ *                        files are stable now"), or a new sync_now
+ *                        request--> forced round (every file stable),
+ *                        request answered
  *            --round failed--> event "error", backoff (1 s doubling to
  *                        30 s), watching
  *            --"final", EOF on the command fd, SIGTERM-->
@@ -41,7 +46,7 @@
 #define BACKOFF_BASE_NS (1 * SR_NS_PER_SEC)
 #define BACKOFF_CAP_NS (30 * SR_NS_PER_SEC)
 
-static volatile sig_atomic_t term_seen;
+static volatile sig_atomic_t term_seen, usr2_seen;
 
 /* Behind the training: nice +10, and the lowest best-effort I/O level
  * (ioprio_set has no libc wrapper).  Best effort: a refusal changes
@@ -57,8 +62,10 @@ static void background(void)
 
 static void on_term(int sig)
 {
-	(void)sig;
-	term_seen = 1;
+	if (sig == SIGUSR2)
+		usr2_seen = 1;
+	else
+		term_seen = 1;
 }
 
 static void emit(FILE *f, json_t *ev)
@@ -74,18 +81,19 @@ static void emit(FILE *f, json_t *ev)
 }
 
 static void emit_round(FILE *f, const char *what, struct dirsync *d,
-		       int64_t round)
+		       int64_t round, const struct dirsync_watch *w)
 {
 	struct dirsync_stats st;
 
 	dirsync_stats(d, &st);
-	emit(f, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "event", what,
-			  "round", (json_int_t)(round ? round : st.round),
+	emit(f, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "event",
+			  what, "round", (json_int_t)(round ? round : st.round),
 			  "files", (json_int_t)st.files, "bytes",
 			  (json_int_t)st.bytes, "uploaded_bytes",
 			  (json_int_t)st.uploaded_bytes, "pending_files",
 			  (json_int_t)st.pending_files, "pending_bytes",
-			  (json_int_t)st.pending_bytes));
+			  (json_int_t)st.pending_bytes, "yield_ms",
+			  (json_int_t)(dirsync_watch_yielded_ns(w) / 1000000)));
 }
 
 /* A new sync_now request number, or 0. */
@@ -159,6 +167,7 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 	struct dirsync_opts dopts = { .uri = o->uri, .keep = o->keep,
 				      .workers = o->workers };
 	struct dirsync *d = NULL;
+	struct dirsync_watch *w = NULL;
 	struct sigaction sa = { .sa_handler = on_term };
 	int64_t round, next_try = 0, backoff = BACKOFF_BASE_NS, req = 0;
 	int64_t poll_ns = o->poll_ns > 0 ? o->poll_ns : 500 * 1000000LL;
@@ -173,6 +182,7 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 		return sr_err_set(e, -errno, "%s: %s", o->dir, strerror(errno));
 	dopts.dirfd = fd;
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	if (o->background)
 		background();
 	if (o->cmd_fd >= 0)
@@ -195,9 +205,21 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 	if (rc < 0)
 		goto out;
 	next_try = sr_time_mono_ns() + poll_ns; /* nothing changed yet */
-	emit_round(o->events, "restored", d, round);
+	emit_round(o->events, "restored", d, round, NULL);
 	if (!o->upload)
 		goto out; /* a rank that only restores */
+	if (o->yield_max_ns > 0) {
+		struct sr_err we;
+
+		/* after the restore: its own writes are not the workload's */
+		sr_err_clear(&we);
+		if (dirsync_watch_start(fd, DIRSYNC_YIELD_QUIET_NS,
+					o->yield_max_ns, &w, &we) < 0)
+			emit(o->events, json_pack("{s:s, s:s}", "event",
+						  "warning", "message", we.msg));
+		if (w)
+			dirsync_set_gate(d, dirsync_watch_gate, w);
+	}
 	for (;;) {
 		int64_t now = sr_time_mono_ns(), r;
 		struct sr_err re;
@@ -207,12 +229,17 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 			final = 1;
 		if (c == 1)
 			forced = 1;
+		if (usr2_seen) {
+			usr2_seen = 0;
+			forced = 1;
+		}
 		if ((r = request_seen(o, req)) > 0) {
 			req = r;
 			forced = 1;
 		}
 		if (now >= next_try || final || forced) {
 			sr_err_clear(&re);
+			dirsync_watch_hold(w, final || forced);
 			rc = dirsync_sync(d, final || forced ? -1 : o->quiet_ns, &r,
 					  &re);
 			if (rc < 0) {
@@ -234,7 +261,7 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 				backoff = BACKOFF_BASE_NS;
 				next_try = 0;
 				if (r > 0)
-					emit_round(o->events, "round", d, r);
+					emit_round(o->events, "round", d, r, w);
 				if (forced && req) {
 					struct dirsync_stats st;
 
@@ -242,7 +269,7 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 					answer(o, req, st.round, NULL);
 				}
 				if (final) {
-					emit_round(o->events, "final", d, 0);
+					emit_round(o->events, "final", d, 0, w);
 					break;
 				}
 			}
@@ -259,6 +286,7 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 	rc = 0;
 out:
 	dirsync_close(d);
+	dirsync_watch_stop(w);
 	close(fd);
 	return rc;
 }

@@ -179,6 +179,13 @@ struct objstore *dirsync_store(struct dirsync *d)
 	return d->s;
 }
 
+void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate, void *ud)
+{
+	d->gate = gate;
+	d->gate_ud = ud;
+	objstore_set_gate(d->s, gate, ud);
+}
+
 void dirsync_stats(const struct dirsync *d, struct dirsync_stats *out)
 {
 	*out = d->st;
@@ -224,7 +231,8 @@ static void run_job(struct pool *p, struct job *j)
 	j->now.path = j->st->path;
 	if (!same_stat(&j->now, j->st))
 		goto changed;
-	rc = dirsync_sha256_fd(fd, j->now.size, j->sha, &j->e);
+	rc = dirsync__sha256_fd_gated(fd, j->now.size, j->sha, d->gate, d->gate_ud,
+				      &j->e);
 	if (rc == -EAGAIN)
 		goto changed;
 	if (rc < 0)

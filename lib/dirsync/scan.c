@@ -188,6 +188,12 @@ int dirsync_open_at(int dirfd, const char *path, struct sr_err *e)
 
 int dirsync_sha256_fd(int fd, uint64_t size, char hex[65], struct sr_err *e)
 {
+	return dirsync__sha256_fd_gated(fd, size, hex, NULL, NULL, e);
+}
+
+int dirsync__sha256_fd_gated(int fd, uint64_t size, char hex[65],
+			     objstore_gate_fn gate, void *ud, struct sr_err *e)
+{
 	EVP_MD_CTX *x = EVP_MD_CTX_new();
 	size_t bufsz = 1 << 20;
 	unsigned char *buf = malloc(bufsz), d[32];
@@ -200,7 +206,11 @@ int dirsync_sha256_fd(int fd, uint64_t size, char hex[65], struct sr_err *e)
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = pread(fd, buf, bufsz, (off_t)off);
+		ssize_t n;
+
+		if (gate && off % (8u << 20) == 0)
+			gate(ud);
+		n = pread(fd, buf, bufsz, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;

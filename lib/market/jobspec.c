@@ -585,8 +585,10 @@ static int top_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 				    "directory (workdir: .)");
 		return want_str(c, vn, path, &c->js->workdir);
 	}
-	if (!strcmp(k, "file_mounts"))
-		return is_null(vn) ? 0 : walk_map(c, vn, path, jobspec__mount_pair);
+	if (!strcmp(k, "file_mounts")) {
+		c->mounts_n = is_null(vn) ? NULL : vn; /* after envs: */
+		return 0;                               /* jobspec__mounts */
+	}
 	if (!strcmp(k, "setup"))
 		return want_str(c, vn, path, &c->js->setup);
 	if (!strcmp(k, "run"))
@@ -710,6 +712,8 @@ int jobspec_parse_buf_diag(const char *buf, size_t len, const char *name,
 		goto out;
 	}
 	rc = walk_map(&c, root, "", top_pair);
+	if (rc == 0 && !c.oom)
+		rc = jobspec__mounts(&c);
 	if (rc == -ENOMEM || c.oom) {
 		rc = -ENOMEM;
 		goto out;
@@ -737,6 +741,9 @@ out:
 		sr_err_set(e, rc, "%s: out of memory", name);
 	free(c.bucket_nodes);
 	free(c.spot_strategy);
+	for (size_t i = 0; i < c.n_filled; i++)
+		free(c.filled[i]);
+	free(c.filled);
 	if (have_doc)
 		yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);

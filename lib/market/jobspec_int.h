@@ -32,6 +32,10 @@ struct jobspec__ctx {
 	yaml_node_t *job_rec_n, *spot_rec_n;
 	char *spot_strategy;        /* owned */
 	int spot_max_restarts;
+	/* file_mounts, read once envs are known (their $VARs) */
+	yaml_node_t *mounts_n;
+	char **filled;              /* owned: mount strings with envs filled */
+	size_t n_filled;
 };
 
 #define JOBSPEC__LINE(n) ((int)(n)->start_mark.line + 1)
@@ -74,6 +78,8 @@ int jobspec__res_finish(struct jobspec__ctx *c);
 
 /* file_mounts: entries (jobspec_mount.c) and the checks once every key
  * is read (a name:-only bucket's store, mounts inside a bucket's DST). */
+/* file_mounts, walked after every other top-level key (envs first). */
+int jobspec__mounts(struct jobspec__ctx *c);
 int jobspec__mount_pair(struct jobspec__ctx *c, const char *k, yaml_node_t *kn,
 			yaml_node_t *vn, const char *path);
 int jobspec__mount_finish(struct jobspec__ctx *c);

@@ -25,6 +25,16 @@
  * error naming the key, reported with every other problem of the file.
  * A bucket DST is absolute or under "~/", and no mount lies inside
  * another's bucket DST.
+ *
+ * ENVIRONMENT VARIABLES, as SkyPilot fills them (sky/task.py
+ * _fill_in_env_vars): in every DST and in a bucket's source: and name:,
+ * "${NAME}" and "$NAME" become the value of NAME in the task's envs:
+ * (NAME: a letter or '_', then letters, digits, '_'); a name envs does
+ * not give, or gives no value, is left as written.  So
+ *     envs: {SIZE: 7}
+ *     file_mounts: {/models/llama-${SIZE}b: s3://weights/llama-${SIZE}b}
+ * mounts s3://weights/llama-7b at /models/llama-7b.  The file's own envs
+ * only: `--env` given at launch does not reach file_mounts.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -225,6 +235,77 @@ static int bucket_uri(struct ctx *c, yaml_node_t *n, const char *path,
 	return 0;
 }
 
+static const char *env_value(const struct jobspec *js, const char *name,
+			     size_t n)
+{
+	for (size_t i = 0; i < js->n_envs; i++) {
+		if (strlen(js->envs[i].key) == n &&
+		    !memcmp(js->envs[i].key, name, n))
+			return js->envs[i].value;
+	}
+	return NULL;
+}
+
+static int name_char(char ch, int first)
+{
+	return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (!first && ch >= '0' && ch <= '9');
+}
+
+/* s with the task's envs filled in (the rule at the top): s itself when
+ * it names none, else a string the ctx owns; NULL when out of memory
+ * (c->oom set). */
+static const char *env_fill(struct ctx *c, const char *s)
+{
+	char *out = NULL, **grown;
+	size_t cap = 0;
+	FILE *f;
+
+	if (!s || !strchr(s, '$') || !c->js->n_envs)
+		return s;
+	f = open_memstream(&out, &cap);
+	if (!f)
+		goto oom;
+	while (*s) {
+		const char *p = s + 1, *name, *v;
+		size_t n = 0;
+
+		if (*s != '$') {
+			fputc(*s++, f);
+			continue;
+		}
+		if (*p == '{')
+			p++;
+		name = p;
+		while (name_char(name[n], n == 0))
+			n++;
+		v = n ? env_value(c->js, name, n) : NULL;
+		p = name + n;
+		if (n && *p == '}')
+			p++;
+		if (v)
+			fputs(v, f);
+		else
+			fwrite(s, 1, n ? (size_t)(p - s) : 1, f);
+		s = n ? p : s + 1;
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		goto oom;
+	}
+	grown = realloc(c->filled, (c->n_filled + 1) * sizeof *grown);
+	if (!grown) {
+		free(out);
+		goto oom;
+	}
+	c->filled = grown;
+	c->filled[c->n_filled++] = out;
+	return out;
+oom:
+	c->oom = 1;
+	return NULL;
+}
+
 static int bm_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		   yaml_node_t *vn, const char *path)
 {
@@ -246,6 +327,8 @@ static int bm_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 			b->bad = 1;
 			return rc;
 		}
+		if (k[1] != 't' && !(s = env_fill(c, s)))
+			return -ENOMEM;
 		if (k[1] == 'a') {
 			b->name = s;
 			b->name_n = vn;
@@ -366,14 +449,23 @@ static int bucket_map(struct ctx *c, const char *dst, yaml_node_t *kn,
 	return add_bucket(c, dst, store >= 0 ? uri : NULL, &b, store);
 }
 
+int jobspec__mounts(struct ctx *c)
+{
+	return c->mounts_n ? jobspec__walk_map(c, c->mounts_n, "file_mounts",
+					       jobspec__mount_pair) : 0;
+}
+
 int jobspec__mount_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 			yaml_node_t *vn, const char *path)
 {
-	const char *s = scalar(vn);
+	const char *s = env_fill(c, scalar(vn));
 	char scheme[32], uri[1100];
 	struct bm b;
 	int store, rc;
 
+	k = env_fill(c, k);
+	if (c->oom)
+		return -ENOMEM;
 	if (vn->type == YAML_MAPPING_NODE || (s && sr_url_scheme(s, scheme,
 								   sizeof scheme) == 1)) {
 		if (!dst_ok(k))

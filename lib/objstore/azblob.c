@@ -219,6 +219,8 @@ static int put_block(void *ud, size_t i, struct sr_err *e)
 	struct call c = { .path = b->path, .qsign = qsign, .foff = off };
 	int rc;
 
+	if (b->s->gate)
+		b->s->gate(b->s->gate_ud);
 	/* MD5 pass, then the body streams from the file */
 	rc = os_md5_b64_fd(b->fd, off, n, c.md5);
 	if (rc)

@@ -130,6 +130,14 @@ void objstore_set_cancel(struct objstore *s, atomic_int *flag);
  * instead of SPOTRUN_OBJSTORE_RETRIES; 0 returns to the count.  Takes
  * effect at the next request; may be called from any thread. */
 void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns);
+/* A gate: fn(ud) is called before each part of a multipart upload (S3
+ * UploadPart, Azure Put Block) and may block, to hold the upload back
+ * while something more urgent runs (a bucket mount's syncer yields to the
+ * training writing its checkpoint, lib/dirsync/watch.c).  The caller
+ * bounds how long fn blocks; a request already sent is not held.  fn
+ * NULL: no gate.  Set it before the transfers start. */
+typedef void (*objstore_gate_fn)(void *ud);
+void objstore_set_gate(struct objstore *s, objstore_gate_fn fn, void *ud);
 
 /* Whether rc (of objstore_open or a request) means the store refused the
  * configuration - -EACCES credentials missing or refused, -SR_ENOTFOUND

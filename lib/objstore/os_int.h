@@ -33,6 +33,8 @@ struct objstore {
 	struct objstore_cfg cfg;
 	atomic_int *cancel;
 	_Atomic int64_t deadline_ns; /* objstore_set_deadline(); 0 = none */
+	objstore_gate_fn gate;  /* objstore_set_gate(); NULL = none */
+	void *gate_ud;
 	void *impl;           /* backend state, freed by ops->free_impl */
 };
 

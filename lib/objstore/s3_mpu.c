@@ -50,6 +50,8 @@ static int upload_part(void *ud, size_t i, struct sr_err *e)
 	struct call c = { .s3 = s3, .path = m->path, .query = query };
 	int rc;
 
+	if (m->s->gate)
+		m->s->gate(m->s->gate_ud);
 	/* the checksum first (one pass over the file range), then the body
 	 * streams from the file: no part is held in memory */
 	rc = file_checksum(s3, m->fd, off, n, &c);

@@ -12,11 +12,15 @@ or as its last act), without waiting for the quiet time.
 
 The agent names the request file ($SPOTRUN_SYNC_REQUEST) and one answer
 file per uploading mount ($SPOTRUN_SYNC_ANSWERS, ':'-separated); outside a
-job with bucket mounts sync_now() returns None at once.
+job with bucket mounts sync_now() returns None at once.  The syncers'
+pids ($SPOTRUN_SYNC_PIDS) get SIGUSR2, which wakes them at once (a script
+in another language may send only that: `kill -USR2 $SPOTRUN_SYNC_PIDS`
+takes a round now, without an answer).
 """
 
 import json
 import os
+import signal
 import time
 
 __all__ = ["sync_now", "SyncError"]
@@ -50,6 +54,11 @@ def sync_now(timeout=600.0):
     with open(tmp, "w") as f:
         json.dump({"request": n}, f)
     os.replace(tmp, req_path)
+    for pid in os.environ.get("SPOTRUN_SYNC_PIDS", "").split():
+        try:
+            os.kill(int(pid), signal.SIGUSR2)   # wake it: no poll to wait
+        except (ValueError, OSError):
+            pass                                # it reads the file anyway
     end = time.monotonic() + timeout
     done = {}
     while len(done) < len(answers):

@@ -126,6 +126,9 @@ struct envp_files {
 	const char *sync_request;  /* SPOTRUN_SYNC_REQUEST (bucket mounts'
 				      sync_now), NULL = none */
 	const char *sync_answers;  /* SPOTRUN_SYNC_ANSWERS, ':'-separated */
+	const char *sync_pids;     /* SPOTRUN_SYNC_PIDS, ' '-separated: the
+				      uploading syncers (SIGUSR2 = a round
+				      now), NULL = none */
 };
 
 /* Build the workload environment: inherited environ minus the agent's own
@@ -339,6 +342,9 @@ int64_t agent_mounts_reserve_ns(const struct agent *ag);
 int agent_mounts_busy(const struct agent *ag);
 /* SPOTRUN_SYNC_ANSWERS for the workload, in buf; NULL none. */
 const char *agent_mounts_answers(struct agent *ag, char *buf, size_t n);
+/* SPOTRUN_SYNC_PIDS for the workload: the pids of the uploading mounts'
+ * syncers, ' '-separated, in buf; NULL none. */
+const char *agent_mounts_pids(struct agent *ag, char *buf, size_t n);
 void agent_mounts_kill(struct agent *ag);
 void agent_mounts_free(struct agent *ag);
 

@@ -22,6 +22,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: spotrun-agent --dirsync DIR --uri URI [--copy | --restore-only]\n"
 		"                     [--quiet D] [--poll D] [--keep N] [--workers N]\n"
+		"                     [--yield D]\n"
 		"                     [--request FILE --answer FILE]\n\n"
 		"Keep DIR in URI in whole rounds (a bucket mount; docs/jobs.md):\n"
 		"restore the newest committed round into DIR, then upload every\n"
@@ -30,11 +31,15 @@ static void usage(FILE *f)
 		"forces a round now; 'final', end of input or SIGTERM makes a last\n"
 		"round (every file) and exits once it is committed.  Progress is\n"
 		"printed as JSON lines.  It runs at a lower CPU and I/O priority\n"
-		"(nice +10, best-effort level 7) than the training beside it.\n\n"
+		"(nice +10, best-effort level 7) than the training beside it, and\n"
+		"its uploads wait while the workload writes into DIR (until 250ms\n"
+		"after the last write, at most --yield at a stretch).\n\n"
 		"  --copy          COPY mode: download URI's objects into DIR, exit\n"
 		"  --restore-only  restore, then exit (ranks other than 0)\n"
 		"  --keep N        rounds kept in the store (default 3)\n"
 		"  --workers N     files uploaded at once (default 4)\n"
+		"  --yield D       longest wait for the workload's writes (default\n"
+		"                  60s; 0: never wait)\n"
 		"  --request FILE  spotrun.sync_now()'s request ({\"request\": N})\n"
 		"  --answer FILE   where its answer is written\n");
 }
@@ -59,12 +64,14 @@ int agent_dirsync_main(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'w' },
 		{ "request", required_argument, NULL, 'R' },
 		{ "answer", required_argument, NULL, 'A' },
+		{ "yield", required_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dirsync_loop_opts o = { .quiet_ns = 2 * SR_NS_PER_SEC, .keep = 3,
 				       .workers = 4, .upload = 1, .cmd_fd = 0,
-				       .events = stdout, .background = 1 };
+				       .events = stdout, .background = 1,
+				       .yield_max_ns = 60 * SR_NS_PER_SEC };
 	struct sr_err e;
 	char *end;
 	long v;
@@ -84,6 +91,11 @@ int agent_dirsync_main(int argc, char **argv)
 		case 'q':
 			if (sr_dur_parse(optarg, &o.quiet_ns, &e) < 0 || o.quiet_ns < 0)
 				return bad("--quiet: not a duration like 2s:", optarg);
+			break;
+		case 'y':
+			if (sr_dur_parse(optarg, &o.yield_max_ns, &e) < 0 ||
+			    o.yield_max_ns < 0)
+				return bad("--yield: not a duration like 60s:", optarg);
 			break;
 		case 'p':
 			if (sr_dur_parse(optarg, &o.poll_ns, &e) < 0 || o.poll_ns <= 0)

@@ -272,6 +272,8 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 		rc = env_set(&ev, "SPOTRUN_SYNC_REQUEST", f->sync_request);
 	if (rc == 0 && f->sync_answers)
 		rc = env_set(&ev, "SPOTRUN_SYNC_ANSWERS", f->sync_answers);
+	if (rc == 0 && f->sync_pids)
+		rc = env_set(&ev, "SPOTRUN_SYNC_PIDS", f->sync_pids);
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_MASTER_ADDR",
 			     a->master_addr ? a->master_addr : "127.0.0.1");

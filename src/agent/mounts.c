@@ -240,6 +240,25 @@ const char *agent_mounts_answers(struct agent *ag, char *buf, size_t n)
 	return k ? buf : NULL;
 }
 
+const char *agent_mounts_pids(struct agent *ag, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < ag->nmounts; i++) {
+		const struct agent_mount *m = &ag->mounts[i];
+		int w;
+
+		if (!m->uploads || m->w.pid <= 0 || m->state != MS_WATCHING)
+			continue;
+		w = snprintf(buf + k, n - k, "%s%d", k ? " " : "", (int)m->w.pid);
+		if (w < 0 || (size_t)w >= n - k)
+			return NULL;
+		k += (size_t)w;
+	}
+	return k ? buf : NULL;
+}
+
 static void on_event(struct agent *ag, struct agent_mount *m, json_t *ev)
 {
 	const char *what = json_string_value(json_object_get(ev, "event"));

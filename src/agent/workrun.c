@@ -20,8 +20,8 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 {
 	const char *script = kind == W_SETUP ? ag->a.setup : ag->a.run;
 	const char *cwd = ag->a.workdir ? ag->a.workdir : ag->node_dir;
-	const char *answers;
-	char abuf[8192];
+	const char *answers, *pids;
+	char abuf[8192], pbuf[512];
 	struct sr_err e;
 	char **envp;
 	int rc;
@@ -44,6 +44,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->w_attempt = attempt;
 	}
 	answers = agent_mounts_answers(ag, abuf, sizeof abuf);
+	pids = agent_mounts_pids(ag, pbuf, sizeof pbuf);
 	envp = envp_build(&ag->a, ag->o->node_id, attempt, &(struct envp_files){
 				  .node_dir = ag->node_dir,
 				  .status_file = ag->status_path,
@@ -52,7 +53,8 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 				  .python_dir = ag->python_dir,
 				  .home = ag->a.home,
 				  .sync_request = answers ? ag->sync_request : NULL,
-				  .sync_answers = answers }, &e);
+				  .sync_answers = answers,
+				  .sync_pids = pids }, &e);
 	if (!envp) {
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;

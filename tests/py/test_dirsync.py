@@ -6,8 +6,10 @@ against s3rver (npm, SigV4 checked), on 127.0.0.1.
     followed) once its files are quiet, takes a round at once on "sync",
     makes the final round on "final"; `--restore-only` into another dir
     gives the same files; `spotrun ckpt ls` lists the rounds.
-  * test_kill9_syncer: kill -9 of the syncer in the middle of sync rounds
-    (random delays, and every fifth trial at a named point: one object
+  * test_kill9_syncer: kill -9 of the syncer in the middle of sync rounds:
+    the real one (`spotrun-agent --dirsync`, the process the node agent
+    runs for a mount) after random delays, and every fifth trial a test
+    build of the same loop stopped at a named point (one object
     confirmed, every object but no manifest, committed but no retention;
     every seventh, the agent's end of the command pipe closes first, as
     when the agent is killed, and the syncer is killed during its final
@@ -26,6 +28,7 @@ import json
 import os
 import queue
 import random
+import signal
 import subprocess
 import threading
 import time
@@ -183,8 +186,12 @@ def test_kill9_syncer(tmp_path):
         for t in range(trials):
             local = tmp_path / ("n%d" % t)  # a fresh node every time
             point = points[t // 5 % 3] if t % 5 == 4 else None
-            p = Proc([HELPER, str(local), uri] + ([point] if point else []),
-                     env)
+            # the syncer the node agent runs (spotrun-agent --dirsync),
+            # rounds only when told; the named points need the helper
+            # (the same loop with a test hook that stops there)
+            p = Proc([HELPER, str(local), uri, point] if point else
+                     [AGENT, "--dirsync", str(local), "--uri", uri,
+                      "--quiet", "1h", "--poll", "1h", "--keep", "2"], env)
             _, ev = p.until(lambda l, e: e.get("event") == "restored")
             got = tree(local)
             r = ev["round"]
@@ -261,7 +268,8 @@ def test_kill9_syncer(tmp_path):
 def test_sync_now_takes_a_round_at_once(tmp_path, monkeypatch):
     """spotrun.sync_now() (the workload's side of the contract): with a
     quiet time of an hour, the new file is committed only because it was
-    asked for, and sync_now() returns once it is."""
+    asked for, and sync_now() returns once it is.  Then the signal
+    contract: SIGUSR2 to the syncer ($SPOTRUN_SYNC_PIDS) takes a round."""
     import spotrun
     srv = S3rver()
     try:
@@ -275,9 +283,14 @@ def test_sync_now_takes_a_round_at_once(tmp_path, monkeypatch):
         (src / "ckpt-1.pt").write_bytes(b"one")
         monkeypatch.setenv("SPOTRUN_SYNC_REQUEST", str(req))
         monkeypatch.setenv("SPOTRUN_SYNC_ANSWERS", str(ans))
+        monkeypatch.setenv("SPOTRUN_SYNC_PIDS", str(p.p.pid))
         assert spotrun.sync_now(timeout=LIMIT) == {str(ans): 1}
         _, ev = p.until(lambda l, e: e.get("event") == "round")
         assert ev["round"] == 1 and ev["files"] == 1
+        (src / "ckpt-2.pt").write_bytes(b"two")
+        os.kill(p.p.pid, signal.SIGUSR2)     # "my files are stable now"
+        _, ev = p.until(lambda l, e: e.get("event") == "round")
+        assert ev["round"] == 2 and ev["files"] == 2
         p.send("final\n")
         assert p.p.wait(LIMIT) == 0
         monkeypatch.delenv("SPOTRUN_SYNC_ANSWERS")

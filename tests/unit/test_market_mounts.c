@@ -57,6 +57,18 @@ static void test_bucket_forms(void **state)
 		{ "file_mounts:\n  /ckpt: {name: my-ckpts}\n"
 		  "resources: {accelerators: H100:8, infra: GCP/us-central1}\n",
 		  "/ckpt", "gs://my-ckpts", "gcs", JOBSPEC_MODE_MOUNT },
+		/* envs filled in as SkyPilot does: ${X} and $X, in DST, source:
+		 * and name:, whichever of envs/file_mounts comes first; a name
+		 * envs does not give stays as written */
+		{ "file_mounts:\n  /models/llama-${SIZE}b:\n"
+		  "    source: s3://$BUCKET/llama-${SIZE}b\n    mode: MOUNT_CACHED\n"
+		  "envs: {SIZE: 7, BUCKET: wts}\n", "/models/llama-7b",
+		  "s3://wts/llama-7b", "s3", JOBSPEC_MODE_MOUNT_CACHED },
+		{ "envs: {RUN: r1}\nfile_mounts:\n  ~/ckpt-$RUN: {name: 'ckpts-${RUN}', "
+		  "store: s3}\n", "~/ckpt-r1", "s3://ckpts-r1", "s3",
+		  JOBSPEC_MODE_MOUNT },
+		{ "envs: {A: x}\nfile_mounts:\n  /d/$NOT_SET: s3://b-$A/p$\n",
+		  "/d/$NOT_SET", "s3://b-x/p$", "s3", JOBSPEC_MODE_COPY },
 	};
 
 	(void)state;

@@ -1,0 +1,161 @@
+/* Unit tests: lib/dirsync/watch.c, the syncer yielding to the workload's
+ * writes.  No wall-clock assertion: each step waits for an event (the
+ * watch has seen a write) or a state (the gate returns); "still blocked"
+ * is checked after a short pause, which only a wrong gate can fail. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dirsync/dirsync.h"
+#include "common/fsutil.h"
+#include "common/timeutil.h"
+
+#define HOUR (3600 * SR_NS_PER_SEC)
+#define LIMIT_NS (120 * SR_NS_PER_SEC) /* generous: an event, never a timing */
+
+static char root[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof root, "/tmp/sr-dswatch-XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	sr_fs_rm_tree(root);
+	return 0;
+}
+
+static void write_file(const char *rel)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof p, "%s/%s", root, rel);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+}
+
+/* Wait until the watch has seen a write after `since`. */
+static void seen_after(struct dirsync_watch *w, int64_t since)
+{
+	int64_t end = sr_time_mono_ns() + LIMIT_NS;
+
+	while (dirsync_watch_last_ns(w) <= since) {
+		assert_true(sr_time_mono_ns() < end);
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+}
+
+struct gate_arg {
+	struct dirsync_watch *w;
+	atomic_int done;
+};
+
+static void *gate_thread(void *p)
+{
+	struct gate_arg *g = p;
+
+	dirsync_watch_gate(g->w);
+	atomic_store(&g->done, 1);
+	return NULL;
+}
+
+static int open_root(void)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* No write yet: the gate is open.  A write (in a directory made after the
+ * watch started, too) closes it until the round is held open. */
+static void test_gate_blocks_while_written(void **state)
+{
+	struct dirsync_watch *w = NULL;
+	struct gate_arg g = { 0 };
+	struct sr_err e = { 0 };
+	pthread_t th;
+	char sub[128];
+	int fd = open_root();
+	int64_t t;
+
+	(void)state;
+	assert_int_equal(dirsync_watch_start(fd, HOUR, HOUR, &w, &e), 0);
+	dirsync_watch_gate(w); /* returns: nothing written */
+	assert_int_equal(dirsync_watch_yielded_ns(w), 0);
+	assert_int_equal(dirsync_watch_last_ns(w), 0);
+	dirsync_watch_gate(NULL); /* no watch: never blocks */
+
+	snprintf(sub, sizeof sub, "%s/ckpt", root);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	seen_after(w, 0); /* the directory's creation */
+	t = dirsync_watch_last_ns(w);
+	write_file("ckpt/model.pt"); /* inside the new directory */
+	seen_after(w, t);
+
+	g.w = w;
+	assert_int_equal(pthread_create(&th, NULL, gate_thread, &g), 0);
+	nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	assert_int_equal(atomic_load(&g.done), 0); /* yields to the writes */
+	dirsync_watch_hold(w, 1);                  /* a forced round */
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&g.done), 1);
+	assert_true(dirsync_watch_yielded_ns(w) > 0);
+	dirsync_watch_gate(w); /* held open */
+	dirsync_watch_stop(w);
+	close(fd);
+}
+
+/* A stretch of writing longer than max_ns opens the gate (a script that
+ * writes all the time still gets its uploads); after quiet_ns with no
+ * write it opens as well. */
+static void test_gate_opens_after_max_or_quiet(void **state)
+{
+	struct dirsync_watch *w = NULL;
+	struct sr_err e = { 0 };
+	int fd = open_root();
+
+	(void)state;
+	assert_int_equal(dirsync_watch_start(fd, HOUR, 1, &w, &e), 0);
+	write_file("log.txt");
+	seen_after(w, 0);
+	dirsync_watch_gate(w); /* returns: the stretch is over max_ns */
+	dirsync_watch_stop(w);
+
+	assert_int_equal(dirsync_watch_start(fd, 1000000, HOUR, &w, &e), 0);
+	write_file("log.txt");
+	seen_after(w, 0);
+	dirsync_watch_gate(w); /* returns once 1 ms has passed quietly */
+	dirsync_watch_stop(w);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_gate_blocks_while_written,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_opens_after_max_or_quiet,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
