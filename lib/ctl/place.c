@@ -24,6 +24,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	struct cloud_query q = { 0 };
 	const char *clouds[17] = { 0 }, *regions[17] = { 0 };
 	size_t n = 0, k;
+	int slow = -1; /* a committed pool whose queue misses the deadline */
 	bool od_pref = false;
 	double scale = c->cfg.time_scale;
 	int rc;
@@ -43,19 +44,39 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	}
 	q.clouds = clouds[0] ? clouds : NULL;
 	q.regions = regions[0] ? regions : NULL;
+	/* Deadlines are in cloud time: a relative one is a cloud duration; an
+	 * absolute one is converted through the wall-clock gap to it. */
+	p->deadline_s = INFINITY;
+	if (js->deadline_kind == JOBSPEC_DEADLINE_RELATIVE)
+		p->deadline_s = (double)js->deadline_ns / 1e9;
+	else if (js->deadline_kind == JOBSPEC_DEADLINE_ABSOLUTE)
+		p->deadline_s = (double)(js->deadline_ns - now_ns) / 1e9 * scale;
+	if (p->deadline_s <= 0)
+		return sr_err_set(e, -EINVAL, "spotrun.deadline: already past");
+	p->work_s = js->work_h * 3600.0;
+	if (p->work_s <= 0)
+		p->work_s = isfinite(p->deadline_s) ? p->deadline_s / 2 : 3600.0;
 	rc = ctl__offerings(c, &q, &v, &n, e);
 	if (rc)
 		return rc;
 	for (k = 0; k < n; k++) {
 		/* a critical job's on-demand pool is a committed one (a
 		 * reserved cluster) when there is one, at any price: its
-		 * capacity is paid for whether used or not */
+		 * capacity is paid for whether used or not - unless its
+		 * queue (the provider's estimate, real seconds) would keep
+		 * the job past its deadline: then on-demand elsewhere */
+		bool fits = !v[k].committed || isinf(p->deadline_s) ||
+			    (v[k].queue_wait_s >= 0 &&
+			     (double)v[k].queue_wait_s * scale + p->work_s <=
+			     p->deadline_s);
 		bool pref = js->criticality == JOBSPEC_CRIT_CRITICAL &&
-			    v[k].committed;
+			    v[k].committed && fits;
 
+		if (!fits && v[k].ondemand_per_h >= 0 && slow < 0)
+			slow = (int)k;
 		if (v[k].spot_per_h >= 0 && p->nspot < SIM_MAX_REGIONS)
 			p->spot[p->nspot++] = v[k].pool;
-		if (v[k].ondemand_per_h >= 0 &&
+		if (v[k].ondemand_per_h >= 0 && fits &&
 		    (p->od < 0 || (pref && !od_pref) ||
 		     (pref == od_pref && sr_money_to_usd(v[k].ondemand_per_h) <
 		      p->od_price_usd))) {
@@ -63,6 +84,10 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 			p->od_price_usd = sr_money_to_usd(v[k].ondemand_per_h);
 			od_pref = pref;
 		}
+	}
+	if (p->od < 0 && slow >= 0) { /* no other on-demand pool: wait */
+		p->od = v[slow].pool;
+		p->od_price_usd = sr_money_to_usd(v[slow].ondemand_per_h);
 	}
 	free(v);
 	if (p->nspot == 0 && p->od < 0)
@@ -78,18 +103,6 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		return sr_err_set(e, -SR_ENOTFOUND, "resources: best-effort needs "
 				  "spot, and no %s:%d offering has a spot price",
 				  js->accel, js->accel_count);
-	/* Deadlines are in cloud time: a relative one is a cloud duration; an
-	 * absolute one is converted through the wall-clock gap to it. */
-	p->deadline_s = INFINITY;
-	if (js->deadline_kind == JOBSPEC_DEADLINE_RELATIVE)
-		p->deadline_s = (double)js->deadline_ns / 1e9;
-	else if (js->deadline_kind == JOBSPEC_DEADLINE_ABSOLUTE)
-		p->deadline_s = (double)(js->deadline_ns - now_ns) / 1e9 * scale;
-	if (p->deadline_s <= 0)
-		return sr_err_set(e, -EINVAL, "spotrun.deadline: already past");
-	p->work_s = js->work_h * 3600.0;
-	if (p->work_s <= 0)
-		p->work_s = isfinite(p->deadline_s) ? p->deadline_s / 2 : 3600.0;
 	/* A restart costs the provisioning delay plus the agent's and
 	 * workload's start, in real time, times the scale; the job's own
 	 * figure (provision + image_pull) is used when larger on a provider

@@ -19,7 +19,7 @@ import os
 import subprocess
 import time
 
-from test_ctl_crash import BUILD, ROOT
+from test_ctl_crash import BUILD, ROOT, Daemon
 # the fixtures too: one real Slurm for this module, no sanitizer preload
 # for Slurm's commands
 from test_slurm_provider import (config, daemon, no_preload, shell_job,  # noqa: F401
@@ -187,3 +187,39 @@ def test_slurm_time_is_committed_and_idle_nodes_are_waste(tmp_path, slurm,
         assert vals["spotrun_idle_reserved_gpu_seconds"] > 0, vals
     finally:
         d.stop()
+
+
+def test_critical_waits_or_falls_back_by_its_deadline(tmp_path, slurm,
+                                                      no_preload):
+    """The committed pool is full: a job of Slurm's own holds both nodes
+    for its 60-minute limit, so the market view's queue estimate is up to
+    an hour.  A critical job whose deadline that wait would miss goes to
+    on-demand elsewhere; one with time to spare waits in Slurm's queue."""
+    hi = slurm.run("sbatch", "--parsable", "-p", "low", "-N", "2",
+                   "--exclusive", "-t", "60", "-o", "/dev/null", "--wrap",
+                   "sleep 600").stdout.strip()
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config",
+               config(tmp_path, slurm, price_per_gpu_h="0.10"), "--providers",
+               "local,slurm", "--agent",
+               os.path.join(BUILD, "bin", "spotrun-agent"))
+    try:
+        wait("the Slurm job running", lambda: [
+            r for r in squeue(slurm) if r[0] == hi and r[2] == "RUNNING"], 60)
+        d.start()  # the view reads the queue at start (then each minute)
+
+        def placed(deadline):
+            jid = d.submit("name: crit\nresources:\n  accelerators: V100:2\n"
+                           "  use_spot: false\nrun: 'true'\nspotrun:\n"
+                           "  criticality: critical\n  deadline: %s\n"
+                           "  work: 6m\n" % deadline)
+            ev = wait("placed", lambda: [e for e in d.events(jid)
+                                         if e["type"] == "placement"], 60, d)
+            d.api("POST", "/v1/jobs/%d/cancel" % jid)
+            return ev[0]["data"]
+        # the cluster is the cheapest on-demand too (0.10 $/GPU-h): only
+        # the deadline keeps the job off it
+        assert placed("30m")["provider"] != "slurm"
+        assert placed("10h")["provider"] == "slurm"
+    finally:
+        d.stop()
+        slurm.run("scancel", hi, check=False)

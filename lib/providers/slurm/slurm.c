@@ -4,8 +4,9 @@
  * cloud (docs/slurm.md).
  *
  * Market view (cloud/market.h).  A partition is a pool: its nodes, idle
- * nodes and GPUs per node come from `sinfo` (read at open, then at most
- * once a minute on the reconciler's refresh); pools are numbered from
+ * nodes and GPUs per node come from `sinfo`, and its queue estimate for
+ * a one-node job (queue_wait_s, slurm_queue.c) from `squeue` (read at
+ * open, then at most once a minute on the reconciler's refresh); pools are numbered from
  * CLOUD_POOL_OWN_BASE in the order of the `partitions` setting (else
  * sinfo's, which is slurm.conf's), so a pool id keeps its partition
  * across restarts.  Offering: cloud "slurm", region the `cluster`
@@ -97,7 +98,8 @@ static void offering(const struct slurm_prov *p, int i, struct cloud_offering *o
 	o->spot_available = false;
 	o->committed = true;
 	o->committed_count = pt->nodes;
-	o->queue_wait_s = -1;
+	o->queue_wait_s = pt->wait_s;
+	snprintf(o->queue_basis, sizeof o->queue_basis, "%s", pt->wait_basis);
 	o->price_src = CLOUD_PRICE_LIVE;
 }
 
@@ -154,8 +156,10 @@ static int m_describe(void *st, int pool, struct cloud_offering *out)
 	return rc;
 }
 
-/* sinfo, kept to the `partitions` setting in its order. */
-int slurm__refresh(struct slurm_prov *p, struct sr_err *e)
+/* sinfo, kept to the `partitions` setting in its order; with queues,
+ * each partition's queue estimate for one node (squeue; unknown where it
+ * fails). */
+int slurm__refresh(struct slurm_prov *p, bool queues, struct sr_err *e)
 {
 	const char *argv[] = { "sinfo", "-h", "-a", "-o", "%R|%D|%a|%l|%G|%t",
 			       NULL };
@@ -185,6 +189,17 @@ int slurm__refresh(struct slurm_prov *p, struct sr_err *e)
 		}
 		keep[k++] = got[j];
 	}
+	for (int i = 0; i < k; i++) {
+		struct sr_err qe = { 0 };
+
+		keep[i].wait_s = -1;
+		keep[i].wait_basis[0] = '\0';
+		if (queues && slurm__queue_read(p, &keep[i], 1, &keep[i].wait_s,
+						keep[i].wait_basis,
+						sizeof keep[i].wait_basis, &qe))
+			snprintf(keep[i].wait_basis, sizeof keep[i].wait_basis,
+				 "squeue failed: %.100s", qe.msg);
+	}
 	pthread_mutex_lock(&p->mu);
 	memcpy(p->parts, keep, sizeof keep[0] * (size_t)k);
 	p->nparts = k;
@@ -205,7 +220,7 @@ static void m_refresh(void *st)
 	pthread_mutex_unlock(&p->mu);
 	if (sr_time_mono_ns() - at < REFRESH_NS)
 		return;
-	rc = slurm__refresh(p, &e);
+	rc = slurm__refresh(p, true, &e);
 	if (rc) {
 		sr_warn("slurm", "cannot read the partitions", "err=\"%s\"",
 			sr_err_str(&e, rc));
@@ -358,7 +373,7 @@ static int p_open(const struct cloud_host *h, const struct cloud_conf *conf,
 				0700, e);
 	if (rc)
 		goto fail;
-	rc = slurm__refresh(p, e);
+	rc = slurm__refresh(p, true, e);
 	if (rc)
 		goto fail;
 	sr_info("slurm", "cluster read", "partitions=%d workdir=%s",
@@ -388,7 +403,7 @@ static int read_cluster(const struct cloud_conf *conf, struct slurm_prov **out,
 	pthread_mutex_init(&p->mu, NULL);
 	p->mu_init = true;
 	rc = parse_conf(p, conf, e);
-	return rc ? rc : slurm__refresh(p, e);
+	return rc ? rc : slurm__refresh(p, false, e);
 }
 
 static int p_check(const struct cloud_conf *conf,
@@ -422,45 +437,22 @@ static int p_own_offerings(const struct cloud_conf *conf, int nodes,
 			   struct sr_err *e)
 {
 	struct slurm_prov *p = NULL;
-	struct slurm_qjob *q = calloc(SLURM_QJOBS_MAX, sizeof *q);
-	int rc;
+	int rc = read_cluster(conf, &p, e);
 
 	*out = NULL;
 	*n = 0;
-	rc = q ? read_cluster(conf, &p, e) : sr_err_set(e, -ENOMEM,
-							  "out of memory");
 	if (!rc && !(*out = calloc((size_t)p->nparts + 1, sizeof **out)))
 		rc = sr_err_set(e, -ENOMEM, "out of memory");
 	for (int i = 0; !rc && i < p->nparts; i++) {
-		const char *argv[] = { "squeue", "-h", "-p", p->parts[i].name,
-				       "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING",
-				       "-o", "%T|%D|%L", NULL };
-		struct cloud_offering *o = &(*out)[*n];
-		struct cloud_error err = { 0 };
-		char *text = NULL;
-		int nq;
+		struct slurm_part *pt = &p->parts[i];
 
-		if (!p->parts[i].up)
+		if (!pt->up)
 			continue;
-		offering(p, i, o);
-		rc = slurm__run(p, argv, NULL, &text, &err);
-		if (rc) {
-			rc = sr_err_set(e, rc, "%s", err.msg);
-			break;
-		}
-		nq = slurm__parse_squeue_queue(text, q, SLURM_QJOBS_MAX, e);
-		free(text);
-		if (nq < 0) {
-			rc = nq;
-			break;
-		}
-		o->queue_wait_s = slurm__queue_wait(&p->parts[i], q, nq,
-						    nodes > 0 ? nodes : 1,
-						    o->queue_basis,
-						    sizeof o->queue_basis);
-		(*n)++;
+		rc = slurm__queue_read(p, pt, nodes > 0 ? nodes : 1, &pt->wait_s,
+				       pt->wait_basis, sizeof pt->wait_basis, e);
+		if (!rc)
+			offering(p, i, &(*out)[(*n)++]);
 	}
-	free(q);
 	p_destroy(p);
 	if (rc) {
 		free(*out);

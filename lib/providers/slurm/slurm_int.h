@@ -24,6 +24,10 @@ struct slurm_part {
 	char gpu_type[24];         /* the gres type ("" untyped) */
 	int64_t max_time_s;        /* MaxTime, -1 UNLIMITED */
 	bool up;
+	/* the queue estimate of a one-node job (slurm__queue_read), -1
+	 * unknown; set by the market view's refresh */
+	int64_t wait_s;
+	char wait_basis[120];
 };
 
 struct slurm_prov {
@@ -87,8 +91,14 @@ int slurm__parse_squeue_queue(const char *text, struct slurm_qjob *v, int max,
 int64_t slurm__queue_wait(const struct slurm_part *pt, struct slurm_qjob *v,
 			  int n, int k, char *basis, size_t cap);
 
+/* The queue estimate of a job of `nodes` nodes on partition pt (squeue
+ * now, slurm__queue_wait): 0 with *wait_s and basis, or < 0 with *e. */
+int slurm__queue_read(struct slurm_prov *p, const struct slurm_part *pt,
+		      int nodes, int64_t *wait_s, char *basis, size_t cap,
+		      struct sr_err *e);
+
 /* Open and refresh (market view). */
-int slurm__refresh(struct slurm_prov *p, struct sr_err *e);
+int slurm__refresh(struct slurm_prov *p, bool queues, struct sr_err *e);
 
 extern const struct cloud_driver_ops slurm__drv_ops;
 

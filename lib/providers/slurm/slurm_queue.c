@@ -121,3 +121,30 @@ int64_t slurm__queue_wait(const struct slurm_part *pt, struct slurm_qjob *v,
 		 pend, how);
 	return wait;
 }
+
+int slurm__queue_read(struct slurm_prov *p, const struct slurm_part *pt,
+		      int nodes, int64_t *wait_s, char *basis, size_t cap,
+		      struct sr_err *e)
+{
+	const char *argv[] = { "squeue", "-h", "-p", pt->name, "-t",
+			       "PENDING,RUNNING,CONFIGURING,COMPLETING", "-o",
+			       "%T|%D|%L", NULL };
+	struct slurm_qjob *q = calloc(SLURM_QJOBS_MAX, sizeof *q);
+	struct cloud_error err = { 0 };
+	char *text = NULL;
+	int n, rc;
+
+	if (!q)
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	rc = slurm__run(p, argv, NULL, &text, &err);
+	if (rc) {
+		free(q);
+		return sr_err_set(e, rc, "%s", err.msg);
+	}
+	n = slurm__parse_squeue_queue(text, q, SLURM_QJOBS_MAX, e);
+	free(text);
+	if (n >= 0)
+		*wait_s = slurm__queue_wait(pt, q, n, nodes, basis, cap);
+	free(q);
+	return n < 0 ? n : 0;
+}
