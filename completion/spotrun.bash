@@ -101,7 +101,7 @@ _spotrun()
         ec2-emulator)
             COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --bucket-fill --run-latency-ms --request-log --seed --help" -- "$cur")) ;;
         gce-emulator)
-            COMPREPLY=($(compgen -W "--work-dir --data --project --region --port --time-scale --notice-s --capacity --request-log --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--work-dir --data --project --region --port --time-scale --notice-s --capacity --request-log --billing-skus --help" -- "$cur")) ;;
         version)
             COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)

@@ -4,9 +4,11 @@
  * answer (lib/gcp/gcpcred.c), a Compute Instance and an error or
  * Operation answer (lib/gcp/gce_json.c), and a metadata value of
  * instance/preempted and instance/maintenance-event (lib/agent/
- * gcemeta.c).  Invariants: a parse either fails with a message or fills
+ * gcemeta.c), and a page of the Cloud Billing Catalog's SKUs (lib/gcp/
+ * gcpbill.c).  Invariants: a parse either fails with a message or fills
  * NUL-terminated fields; the value parsed is one of the key's values; a
- * classified error names a class and returns its negative code.
+ * classified error names a class and returns its negative code; a rate
+ * is >= 0 and a machine's price from rates is -1 or >= 0.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,11 +16,36 @@
 
 #include "agent/gcemeta.h"
 #include "gcp/gce.h"
+#include "gcp/gcpbill.h"
 #include "gcp/gcpcred.h"
 
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_billing(const char *x, size_t size)
+{
+	struct gcpbill_rate *v = NULL;
+	struct sr_err e = { 0 };
+	size_t n = 0, cap = 0;
+	char *next = NULL;
+
+	if (gcpbill_parse_page(x, size, "us-central1", &v, &n, &cap, &next,
+			       &e) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			fuzz_check_str(v[i].name, sizeof v[i].name);
+			if (v[i].per_h < 0 || !v[i].name[0])
+				abort();
+		}
+		if (gcpbill_price(v, n, "g2-standard-4", 4, 16, "L4", 1, true) <
+		    -1)
+			abort();
+	} else if (!e.msg[0]) {
+		abort();
+	}
+	free(v);
+	free(next);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,5 +85,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strncmp(val, "TERMINATE", 9))
 			abort();
 	}
+	fuzz_billing(x, size);
 	return 0;
 }

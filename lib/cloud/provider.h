@@ -170,6 +170,8 @@ struct cloud_check {
  * strings, valid for the call). */
 struct cloud_price_ask {
 	const char *region, *zone, *instance_type;
+	const char *accelerator;   /* "L4", "" none */
+	double accel_count, vcpus, memory_gib; /* per node; 0 unknown */
 };
 
 /* A live price the provider's feed quoted. */

@@ -33,6 +33,9 @@
  *          the value's ETag differs from E), instance/name,
  *          instance/zone, project/project-id,
  *          instance/service-accounts/default/token
+ *   GET {url}/v1/services/6F81-5844-456A/skus?pageSize=N&pageToken=T
+ *        (Bearer) the Cloud Billing Catalog's Compute Engine SKUs: the
+ *        --billing-skus file's, at most min(N, 3) a page, nextPageToken
  *   POST {url}/emu/preempt?name=N (or every spot VM without name; the
  *        zone keeps no spot capacity after: --capacity ZONE=none, unless
  *        &keep_capacity=true),
@@ -72,6 +75,9 @@ struct gceemu_opts {
 	 * the trace says (NULL-terminated, may be NULL) */
 	const char *const *capacity;
 	const char *request_log;   /* one line per call; NULL none */
+	/* a Cloud Billing Catalog answer ({"skus": [...]}) served, paged,
+	 * at GET {url}/v1/services/6F81-5844-456A/skus; NULL: 404 */
+	const char *billing_skus;
 };
 
 struct gceemu;

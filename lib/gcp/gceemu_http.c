@@ -20,6 +20,9 @@
 #include "common/sigv4.h"
 #include "common/timeutil.h"
 #include "gceemu_int.h"
+#include "gcp/gcpbill.h"
+
+#define EMU_SKU_PAGE 3
 
 #define MAX_BODY (1u << 20)
 
@@ -311,6 +314,35 @@ static enum MHD_Result meta(struct gceemu *m, struct MHD_Connection *c,
 
 /* ---- routing ------------------------------------------------------------- */
 
+/* GET the Billing Catalog's SKUs: a page of m->skus from pageToken (an
+ * offset), pageSize of them but at most EMU_SKU_PAGE (the API may answer
+ * fewer than asked: a client must follow nextPageToken, and does here). */
+static enum MHD_Result billing(struct gceemu *m, struct MHD_Connection *c)
+{
+	const char *ps = arg(c, "pageSize"), *pt = arg(c, "pageToken");
+	long size = ps ? strtol(ps, NULL, 10) : 5000;
+	long from = pt ? strtol(pt, NULL, 10) : 0;
+	size_t total = json_array_size(m->skus);
+	json_t *page = json_array(), *out;
+	char next[24] = "";
+
+	if (!m->skus) {
+		json_decref(page);
+		return json_answer(c, 404, gceemu__error(
+			404, "notFound", "no SKUs (gce-emulator --billing-skus)"));
+	}
+	if (size < 1 || size > EMU_SKU_PAGE)
+		size = EMU_SKU_PAGE;
+	if (from < 0 || (size_t)from > total)
+		from = (long)total;
+	for (size_t i = (size_t)from; i < total && i < (size_t)(from + size); i++)
+		json_array_append(page, json_array_get(m->skus, i));
+	if ((size_t)(from + size) < total)
+		snprintf(next, sizeof next, "%ld", from + size);
+	out = json_pack("{so ss}", "skus", page, "nextPageToken", next);
+	return json_answer(c, 200, out);
+}
+
 static enum MHD_Result control(struct gceemu *m, struct MHD_Connection *c,
 			       const char *url)
 {
@@ -391,6 +423,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 		return token(m, c, k->buf ? k->buf : "");
 	if (!strncmp(url, "/emu/", 5) && !strcmp(method, "POST"))
 		return control(m, c, url);
+	if (!strcmp(url, "/v1/services/" GCPBILL_SERVICE "/skus") &&
+	    !strcmp(method, "GET")) {
+		if (!bearer_ok(m, c))
+			return json_answer(c, 401, gceemu__error(
+				401, "authError", "Request had invalid "
+				"authentication credentials."));
+		return billing(m, c);
+	}
 	snprintf(prefix, sizeof prefix, "/compute/v1/projects/%s/", m->project);
 	pl = strlen(prefix);
 	if (!strncmp(url, prefix, pl)) {
@@ -533,6 +573,20 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 			goto fail;
 		}
 	}
+	if (o->billing_skus) {
+		json_error_t je;
+		json_t *doc = json_load_file(o->billing_skus, 0, &je);
+
+		m->skus = json_incref(json_object_get(doc, "skus"));
+		json_decref(doc);
+		if (!json_is_array(m->skus)) {
+			rc = sr_err_set(e, -SR_EPARSE, "gce emulator: billing SKUs "
+					"%s: line %d: %s", o->billing_skus,
+					je.line, doc ? "expected {\"skus\": "
+					"[...]}" : je.text);
+			goto fail;
+		}
+	}
 	rc = localmkt_load(o->data_dir, &m->mkt, e);
 	if (rc)
 		goto fail;
@@ -584,6 +638,7 @@ void gceemu_stop(struct gceemu *m)
 		free(m->no_cap[i]);
 	free(m->no_cap);
 	localmkt_free(m->mkt);
+	json_decref(m->skus);
 	if (m->log)
 		fclose(m->log);
 	pthread_cond_destroy(&m->cv);

@@ -55,6 +55,8 @@ struct gceemu {
 	char **no_cap;             /* "ZONE=none|plenty" overrides */
 	int64_t t0_mono_ns;
 	FILE *log;
+	json_t *skus;              /* the Billing Catalog's skus array, or
+				      NULL (owned) */
 	void *daemon;              /* struct MHD_Daemon */
 	pthread_t clock;
 	bool clock_started, stopping;

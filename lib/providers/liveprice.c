@@ -97,7 +97,9 @@ static int ask_provider(const struct cloud_prov_def *d,
 
 		if (strcmp(o->cloud, d->name) == 0)
 			ask[nask++] = (struct cloud_price_ask){
-				o->region, o->zone, o->instance_type };
+				o->region, o->zone, o->instance_type,
+				o->accelerator, o->accel_count, o->vcpus,
+				o->memory_gib };
 	}
 	for (size_t r = 0; r < nreg && rc == 0; r++) {
 		struct cloud_price_quote *q = NULL;

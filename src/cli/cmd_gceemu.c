@@ -41,7 +41,8 @@ static void usage(void)
 	       "[--time-scale X]\n"
 	       "                            [--notice-s S] "
 	       "[--capacity ZONE=none|plenty]...\n"
-	       "                            [--request-log FILE]\n\n"
+	       "                            [--request-log FILE]\n"
+	       "                            [--billing-skus FILE]\n\n"
 	       "Answer the Compute Engine REST API (instances insert, get,\n"
 	       "delete, aggregatedList; zone operations; regions.get), the\n"
 	       "OAuth2 token endpoint (/token: jwt-bearer and refresh_token)\n"
@@ -63,14 +64,18 @@ static void usage(void)
 	       "  --notice-s S     preemption to deletion, cloud s (default 30)\n"
 	       "  --capacity ZONE=none|plenty  the zone's spot capacity, whatever\n"
 	       "                   the trace says\n"
-	       "  --request-log FILE  append \"<epoch ns> <METHOD> <path>\" per call\n\n"
+	       "  --request-log FILE  append \"<epoch ns> <METHOD> <path>\" per call\n"
+	       "  --billing-skus FILE  a Cloud Billing Catalog answer ({\"skus\":\n"
+	       "                   [...]}) served, paged, at\n"
+	       "                   /v1/services/6F81-5844-456A/skus\n\n"
 	       "Use it with: CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=<url>/compute/v1\n"
 	       "GOOGLE_APPLICATION_CREDENTIALS=<a key file whose token_uri is\n"
 	       "<url>/token> GOOGLE_CLOUD_PROJECT=<project>.\n");
 }
 
 enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_PROJECT, OPT_REGION,
-       OPT_PORT, OPT_TIME_SCALE, OPT_NOTICE_S, OPT_CAPACITY, OPT_LOG };
+       OPT_PORT, OPT_TIME_SCALE, OPT_NOTICE_S, OPT_CAPACITY, OPT_LOG,
+       OPT_SKUS };
 
 static const struct cli_optdef gceemu_defs[] = {
 	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
@@ -82,6 +87,7 @@ static const struct cli_optdef gceemu_defs[] = {
 	{ "notice-s", OPT_NOTICE_S, CLI_ARG },
 	{ "capacity", OPT_CAPACITY, CLI_REPEAT },
 	{ "request-log", OPT_LOG, CLI_ARG },
+	{ "billing-skus", OPT_SKUS, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
@@ -151,6 +157,9 @@ static int cmd_gceemu(int argc, char **argv)
 			caps[ncaps++] = p.arg;
 			break;
 		}
+		case OPT_SKUS:
+			o.billing_skus = p.arg;
+			break;
 		default: /* OPT_LOG */
 			o.request_log = p.arg;
 			break;

@@ -16,9 +16,10 @@ ZONES = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"]
 
 
 def start(tmp, time_scale=10, notice_s=30, zones=ZONES, request_log=None,
-          no_capacity=()):
+          no_capacity=(), billing_skus=None):
     """The emulator: zones with plenty of spot capacity, no_capacity's
-    zones with none (the others as the traces say)."""
+    zones with none (the others as the traces say); billing_skus: a file
+    of Cloud Billing Catalog SKUs it serves."""
     work = os.path.join(str(tmp), "gce")
     os.makedirs(work)
     args = [os.path.join(BUILD, "bin", "spotrun"), "gce-emulator",
@@ -30,6 +31,8 @@ def start(tmp, time_scale=10, notice_s=30, zones=ZONES, request_log=None,
         args += ["--capacity", "%s=none" % z]
     if request_log:
         args += ["--request-log", request_log]
+    if billing_skus:
+        args += ["--billing-skus", billing_skus]
     log = open(os.path.join(str(tmp), "gce-emulator.log"), "wb")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
                             start_new_session=True, text=True)

@@ -302,7 +302,7 @@ fail:
 
 static const char *const gcp_keys[] = {
 	"project", "image", "network", "subnetwork", "service_account",
-	"endpoint", NULL
+	"endpoint", "billing_endpoint", NULL
 };
 
 const struct cloud_prov_def prov_gcp = {
@@ -316,4 +316,5 @@ const struct cloud_prov_def prov_gcp = {
 	.notice_ack = false,
 	.open = gcp_open,
 	.check = gcp__check,
+	.live_prices = gcp__live_prices,
 };

@@ -25,4 +25,11 @@ int gcp__check(const struct cloud_conf *conf,
 	       const struct cloud_conf_region *region, struct cloud_check *out,
 	       struct sr_err *e);
 
+/* cloud_prov_def.live_prices (gcp_prices.c): the Cloud Billing Catalog. */
+int gcp__live_prices(const struct cloud_conf *conf,
+		     const struct cloud_conf_region *region,
+		     const struct cloud_price_ask *ask, size_t nask,
+		     struct cloud_price_quote **out, size_t *n, char *feed,
+		     size_t feedcap, struct sr_err *e);
+
 #endif
