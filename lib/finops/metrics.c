@@ -5,6 +5,7 @@
  * ----------------------------------------  ---------  ----------------------
  * spotrun_node_hourly_price_dollars         gauge      node, job_id, cloud, region,
  *                                                      zone, instance_type, pricing
+ *                                                      (spot, on_demand, committed)
  * spotrun_job_cost_dollars_total            counter    job_id   (billed where a
  *                                                      bill was applied)
  * spotrun_job_estimated_cost_dollars_total  counter    job_id   (the ledger's
@@ -444,7 +445,8 @@ static void live_families(FILE *f, const struct finops_live *live)
 		put_label(f, "region", n->region, 0);
 		put_label(f, "zone", n->zone, 0);
 		put_label(f, "instance_type", n->instance_type, 0);
-		put_label(f, "pricing", n->spot ? "spot" : "on_demand", 0);
+		put_label(f, "pricing", n->spot ? "spot" : n->committed ?
+			  "committed" : "on_demand", 0);
 		fputs("} ", f);
 		usd(f, n->price_per_hour);
 	}

@@ -30,6 +30,7 @@ struct finops_live_node {
 	const char *zone;
 	const char *instance_type;
 	bool spot;
+	bool committed;            /* capacity paid for (a Slurm partition) */
 	sr_micros price_per_hour;
 };
 

@@ -527,11 +527,12 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		     struct sr_err *e)
 {
 	struct store_stmt *st = NULL;
+	struct cloud_offering o;
 	double sim_now = ctl__sim_now(c);
 	int rc;
 
 	rc = store_prepare(db, "SELECT id, job_id, cloud, region, zone, "
-			   "instance_type, spot, price_micros FROM nodes WHERE state"
+			   "instance_type, spot, pool, price_micros FROM nodes WHERE state"
 			   " NOT IN ('TERMINATED', 'LOST') ORDER BY id", &st, e);
 	if (rc)
 		return rc;
@@ -550,6 +551,9 @@ static int load_live(struct ctl *c, struct store *db, struct live_buf *b,
 		nd->id = store_col_i64(st, "id");
 		nd->job_id = store_col_i64(st, "job_id");
 		nd->spot = store_col_i64(st, "spot") != 0;
+		/* a committed pool's node (a Slurm partition's) */
+		nd->committed = !nd->spot && ctl__describe(c, (int)store_col_i64(
+					st, "pool"), &o) == 0 && o.committed;
 		nd->price_per_hour = store_col_i64(st, "price_micros");
 		b->nn++;
 	}

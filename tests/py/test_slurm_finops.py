@@ -214,12 +214,19 @@ def test_critical_waits_or_falls_back_by_its_deadline(tmp_path, slurm,
                            "  work: 6m\n" % deadline)
             ev = wait("placed", lambda: [e for e in d.events(jid)
                                          if e["type"] == "placement"], 60, d)
+            # its node's price gauge says how it is bought
+            m = wait("its node in /metrics", lambda: [
+                l for l in metrics(d).splitlines() if l.startswith(
+                    "spotrun_node_hourly_price_dollars{") and
+                'job_id="%d"' % jid in l], 60, d)
             d.api("POST", "/v1/jobs/%d/cancel" % jid)
-            return ev[0]["data"]
+            return ev[0]["data"], m[0]
         # the cluster is the cheapest on-demand too (0.10 $/GPU-h): only
         # the deadline keeps the job off it
-        assert placed("30m")["provider"] != "slurm"
-        assert placed("10h")["provider"] == "slurm"
+        ev, m = placed("30m")
+        assert ev["provider"] != "slurm" and 'pricing="on_demand"' in m, (ev, m)
+        ev, m = placed("10h")
+        assert ev["provider"] == "slurm" and 'pricing="committed"' in m, (ev, m)
     finally:
         d.stop()
         slurm.run("scancel", hi, check=False)

@@ -78,8 +78,9 @@ static sqlite3 *fixture(void)
 static char *render_as(sqlite3 *db, int64_t ok, int64_t failed)
 {
 	struct finops_live_node nodes[] = {
-		{ 9, 3, "aws", "us-west-2", "us-west-2a", "p3.2xlarge", true, 920000 },
-		{ 10, 4, "gcp", "us-c\"1", "z\\1", "a2", false, 12000000 },
+		{ 9, 3, "aws", "us-west-2", "us-west-2a", "p3.2xlarge", true, false,
+		  920000 },
+		{ 10, 4, "gcp", "us-c\"1", "z\\1", "a2", false, true, 12000000 },
 	};
 	struct finops_live_job jobs[] = {
 		{ 3, "demo", "RUNNING", true, -42.5, 120, 100, 75.5 },
@@ -153,8 +154,10 @@ static void test_values(void **state)
 	expect_line(m, "spotrun_node_hourly_price_dollars{node=\"9\",job_id=\"3\",cloud=\"aws\","
 		       "region=\"us-west-2\",zone=\"us-west-2a\",instance_type=\"p3.2xlarge\","
 		       "pricing=\"spot\"} 0.920000");
-	/* label values are escaped */
+	/* label values are escaped; a committed pool's node says so */
 	assert_non_null(strstr(m, "region=\"us-c\\\"1\",zone=\"z\\\\1\""));
+	assert_non_null(strstr(m, "instance_type=\"a2\",pricing=\"committed\"} "
+			       "12.000000"));
 	expect_line(m, "spotrun_job_deadline_slack_seconds{job_id=\"3\"} -42.500");
 	assert_null(strstr(m, "spotrun_job_deadline_slack_seconds{job_id=\"4\"}"));
 	/* tier 3's recovery point: job 3 has one, job 4 none */
