@@ -20,7 +20,9 @@ TYPE = "gpu_8x_h100_sxm5"
 STEPS = 30
 
 
-def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
+def lambda_setup(tmp_path, monkeypatch):
+    """The emulator, its hosts' dir, the share and a daemon (not started)
+    configured for it."""
     work = os.path.join(str(tmp_path), "hosts")
     os.makedirs(work)
     cloud = LambdaCloud(work, types={TYPE: (2392, ["us-east-1"])})
@@ -42,6 +44,11 @@ def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
     d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config", cfg,
                "--providers", "lambda",
                "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
+    return work, cloud, share, d
+
+
+def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
+    work, cloud, share, d = lambda_setup(tmp_path, monkeypatch)
     try:
         d.start()
         jid = d.submit(job_yaml("lambda-e2e", "lambda/us-east-1", share,
@@ -74,6 +81,59 @@ def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
         with open(os.path.join(share, "completions")) as f:
             assert len(f.read().splitlines()) == 1
         assert j["step"] == STEPS, j
+    finally:
+        d.stop()
+        cloud.stop()
+
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def test_relaunch_after_a_crash_bootstraps_the_earlier_instance(
+        tmp_path, monkeypatch):
+    """spotrund dies (kill -9) while its launch waits for the instance's
+    sshd: the next spotrund's launch of the same node finds the instance
+    by its name (no second launch), runs the bootstrap on it once sshd is
+    up, and the job completes on it."""
+    work, cloud, share, d = lambda_setup(tmp_path, monkeypatch)
+    down = os.path.join(work, "ssh-down")
+    calls = os.path.join(work, "ssh-calls")
+    open(down, "w").close()
+    try:
+        d.start()
+        jid = d.submit(job_yaml("lambda-relaunch", "lambda/us-east-1", share,
+                                STEPS, spot=False)
+                       .replace("V100:1", "H100:8"))
+        # launched, active, and the bootstrap step knocking on ssh
+        wait_for(lambda: cloud.live() and lines(calls), 90,
+                 "the first daemon's bootstrap to try ssh")
+        d.kill9()
+        before = len(lines(calls))
+        d.start()
+        # the new daemon's launch of the node is at the bootstrap too
+        wait_for(lambda: len(lines(calls)) > before, 90,
+                 "the second daemon's bootstrap to try ssh")
+        os.unlink(down)                      # sshd is up
+        j = d.wait([jid], 180)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        launches = [r for r in cloud.requests
+                    if r[1] == "/instance-operations/launch"]
+        assert len(launches) == 1, launches  # found by name, not again
+        inst = cloud.live() or []
+        ips = [l for l in os.listdir(work)
+               if os.path.isfile(os.path.join(work, l, "runs"))]
+        assert len(ips) == 1, (ips, inst)
+        # the node script ran once, on the instance of the first launch
+        assert len(lines(os.path.join(work, ips[0], "runs"))) == 1
+        assert [n["state"] for n in j["nodes"]].count("TERMINATED") == \
+            len(j["nodes"]), j["nodes"]
+        with open(os.path.join(share, "completions")) as f:
+            assert len(f.read().splitlines()) == 1
     finally:
         d.stop()
         cloud.stop()
