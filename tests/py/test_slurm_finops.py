@@ -60,9 +60,10 @@ def test_plan_shows_the_slurm_pool_and_its_queue(tmp_path, slurm, no_preload):
     # standard on spot: never the committed pool
     doc = json.loads(plan(tmp_path, slurm, "standard", "true", "--json"))
     assert not [p for p in doc["placements"] if p["committed"]], doc
-    # a job of Slurm's own holds both nodes for its time limit (60 min):
-    # the wait is its time left, an upper bound
-    hi = slurm.run("sbatch", "--parsable", "-p", "low", "-N", "2",
+    # a job of Slurm's own, in the partition sharing low's nodes, holds
+    # both for its time limit (60 min): the wait is its time left, an
+    # upper bound
+    hi = slurm.run("sbatch", "--parsable", "-p", "high", "-N", "2",
                    "--exclusive", "-t", "60", "-o", "/dev/null", "--wrap",
                    "sleep 600").stdout.strip()
     try:

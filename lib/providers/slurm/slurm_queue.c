@@ -4,9 +4,14 @@
  * read from the cluster now, never from a figure of ours.
  *
  * Inputs: sinfo's nodes and idle nodes of the partition
- * (slurm__parse_sinfo) and `squeue -h -p PART -t PENDING,RUNNING,
- * CONFIGURING,COMPLETING -o %T|%D|%L` (state, nodes, time left: a
- * running job's time to its limit, a pending job's limit).
+ * (slurm__parse_sinfo); the jobs running on its nodes, of any partition
+ * (`sinfo -h -p PART -o %N`, then `squeue -h -w NODES -t RUNNING,
+ * CONFIGURING,COMPLETING -o %T|%D|%L`: a preempting partition's jobs
+ * hold the nodes of the partition it preempts), and its own pending jobs
+ * (`squeue -h -p PART -t PENDING -o %T|%D|%L`): state, nodes, time left
+ * (a running job's time to its limit, a pending job's limit).  A running
+ * job that also holds nodes outside the partition counts them as freed
+ * here too (an optimistic estimate where partitions only overlap).
  *
  * Estimate: the pending jobs are ahead of ours and take the first nodes
  * freed; the running jobs free theirs at their time limits (an upper
@@ -122,29 +127,68 @@ int64_t slurm__queue_wait(const struct slurm_part *pt, struct slurm_qjob *v,
 	return wait;
 }
 
+/* One command's output (argv) appended to *text (malloc'd). */
+static int run_add(struct slurm_prov *p, const char *const *argv, char **text,
+		   struct sr_err *e)
+{
+	struct cloud_error err = { 0 };
+	char *out = NULL, *t;
+	size_t a = *text ? strlen(*text) : 0, b;
+	int rc = slurm__run(p, argv, NULL, &out, &err);
+
+	if (rc)
+		return sr_err_set(e, rc, "%s", err.msg);
+	b = strlen(out);
+	t = realloc(*text, a + b + 2);
+	if (!t) {
+		free(out);
+		return sr_err_set(e, -ENOMEM, "out of memory");
+	}
+	memcpy(t + a, out, b);
+	t[a + b] = '\n';
+	t[a + b + 1] = '\0';
+	*text = t;
+	free(out);
+	return 0;
+}
+
 int slurm__queue_read(struct slurm_prov *p, const struct slurm_part *pt,
 		      int nodes, int64_t *wait_s, char *basis, size_t cap,
 		      struct sr_err *e)
 {
-	const char *argv[] = { "squeue", "-h", "-p", pt->name, "-t",
-			       "PENDING,RUNNING,CONFIGURING,COMPLETING", "-o",
-			       "%T|%D|%L", NULL };
+	const char *nl_argv[] = { "sinfo", "-h", "-p", pt->name, "-o", "%N",
+				  NULL };
+	const char *pd_argv[] = { "squeue", "-h", "-p", pt->name, "-t",
+				  "PENDING", "-o", "%T|%D|%L", NULL };
+	char *list = NULL, *text = NULL;
 	struct slurm_qjob *q = calloc(SLURM_QJOBS_MAX, sizeof *q);
-	struct cloud_error err = { 0 };
-	char *text = NULL;
-	int n, rc;
+	int n = 0, rc;
 
 	if (!q)
 		return sr_err_set(e, -ENOMEM, "out of memory");
-	rc = slurm__run(p, argv, NULL, &text, &err);
-	if (rc) {
-		free(q);
-		return sr_err_set(e, rc, "%s", err.msg);
+	/* the jobs holding its nodes, of any partition (partitions may
+	 * share nodes: a preempting one over a preemptible one) */
+	rc = run_add(p, nl_argv, &list, e);
+	if (!rc) {
+		list[strcspn(list, "\n")] = '\0';
+		if (list[0]) {
+			const char *run_argv[] = { "squeue", "-h", "-w", list, "-t",
+				"RUNNING,CONFIGURING,COMPLETING", "-o",
+				"%T|%D|%L", NULL };
+
+			rc = run_add(p, run_argv, &text, e);
+		}
 	}
-	n = slurm__parse_squeue_queue(text, q, SLURM_QJOBS_MAX, e);
-	free(text);
-	if (n >= 0)
+	if (!rc)
+		rc = run_add(p, pd_argv, &text, e);
+	if (!rc)
+		n = rc = slurm__parse_squeue_queue(text, q, SLURM_QJOBS_MAX, e);
+	if (rc >= 0) {
 		*wait_s = slurm__queue_wait(pt, q, n, nodes, basis, cap);
+		rc = 0;
+	}
+	free(list);
+	free(text);
 	free(q);
-	return n < 0 ? n : 0;
+	return rc;
 }
