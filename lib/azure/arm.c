@@ -8,7 +8,9 @@
  *   PUT vm --201/200 + Azure-AsyncOperation--> GET operation every
  *     Retry-After (2 s) --InProgress--> again, until create_timeout
  *                       --Succeeded---> GET vm: the instance
- *                       --Failed------> its error's class
+ *                       --Failed------> its error's class; DELETE vm (the
+ *                         Failed VM and, by deleteOption, its NIC, disk,
+ *                         IP), not waited for
  *   PUT vm --4xx/5xx--> the error's class (nothing was made, or the
  *     VM exists in a state ARM refuses to update: the sweep sees it)
  */
@@ -417,6 +419,22 @@ static int get_vm(struct arm *a, const char *name, const char *cluster,
 	return rc;
 }
 
+/* A create whose operation failed (or never ended) leaves the VM, in
+ * state Failed, holding its NIC, OS disk and public IP: deleted at once
+ * (their deleteOption Delete takes them with it) rather than left to the
+ * leak sweep.  Best effort, not waited for; nothing sent when fenced. */
+static void discard_failed(struct arm *a, const char *name, int64_t epoch)
+{
+	struct cloud_error derr = { 0 };
+	const char *names[] = { name };
+
+	if (epoch && a->fence && !a->fence(a->fence_ud, epoch))
+		return;
+	if (arm_vm_delete(a, names, 1, &derr))
+		sr_warn("azure", "failed vm not deleted", "vm=%s err=\"%s\" "
+			"(the leak sweep will)", name, derr.msg);
+}
+
 int arm_vm_create(struct arm *a, const struct cloud_launch *l,
 		  struct cloud_instance *out, struct cloud_error *err)
 {
@@ -451,8 +469,10 @@ int arm_vm_create(struct arm *a, const struct cloud_launch *l,
 	}
 	if (sr_http_resp_header(&r, "Azure-AsyncOperation", op, sizeof op) == 0) {
 		rc = wait_operation(a, op, deadline, err);
-		if (rc)
+		if (rc) {
+			discard_failed(a, name, l->epoch);
 			goto out;
+		}
 	}
 	rc = get_vm(a, name, l->tags.cluster, out, err);
 out:

@@ -34,7 +34,9 @@
  * key: a second PUT of the same VM answers the one ARM has.  The answer
  * (201/200) names an operation in Azure-AsyncOperation: it is polled
  * (honouring Retry-After, default 2 s) until Succeeded, Failed or
- * Canceled, within the create timeout.
+ * Canceled, within the create timeout; one that fails (or outlives the
+ * timeout) has its VM deleted at once, and with it the NIC, disk and IP
+ * (arm_vm_create).
  *
  * ERROR CLASSES (arm_classify):
  *   SkuNotAvailable, AllocationFailed, ZonalAllocationFailed,

@@ -301,14 +301,16 @@ async function main() {
     i = mark();
     const f = await tool(opts, ['create', JSON.stringify({ ...launch, key: 'sr-conf-43-1', size: FULL })], env);
     const fput = since(i, 'ours', q => q.method === 'PUT')[0];
-    await tool(opts, ['delete', canon(fput.url).path.split('/').pop()], env);
+    // the driver deletes the Failed VM (its NIC, disk, IP with it) at once
+    const fdel = since(i, 'ours', q => q.method === 'DELETE' && q.url.split('?')[0] === fput.url.split('?')[0]);
     let sdkErr = null;
     try {
       await cm.virtualMachines.beginCreateOrUpdateAndWait(RG, canon(fput.url).path.split('/').pop(),
         flatten(JSON.parse(fput.body)), { updateIntervalInMs: 200 });
     } catch (e) { sdkErr = e; }
-    ok('create: AllocationFailed from the operation is capacity to both',
+    ok('create: AllocationFailed from the operation is capacity to both; the driver deletes the Failed VM',
        (f.ok || f.class !== 1 ? `ours: ${JSON.stringify(f)} (class 1 = capacity expected)` : null) ||
+       (fdel.length !== 1 ? `${fdel.length} DELETEs of the Failed VM, not 1` : null) ||
        (!sdkErr || !/AllocationFailed/.test(`${sdkErr.code} ${sdkErr.message}`) ?
          `sdk: ${sdkErr && (sdkErr.code || sdkErr.message)}` : null));
 

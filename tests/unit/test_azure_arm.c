@@ -200,9 +200,14 @@ static void error_classes(void **state)
 			 "exceeding approved standardNCSv3Family Cores quota\"}}", 0);
 	sr_testsrv_reply(f->s, "PUT", VMS "/sr-c1-7-1", 403, "application/json",
 			 "{\"error\":{\"code\":\"AuthorizationFailed\"}}", 0);
+	sr_testsrv_reply(f->s, "DELETE", VMS "/sr-c1-7-1", 202,
+			 "application/json", "", 0);
 	assert_int_equal(arm_vm_create(f->a, &l, &in, &err), -ENOSPC);
 	assert_int_equal(err.cls, CLOUD_ECAPACITY);
 	assert_string_equal(err.code, "AllocationFailed");
+	/* the Failed VM deleted at once (its NIC, disk and IP with it); a
+	 * create refused at the PUT made nothing to delete */
+	assert_int_equal(sr_testsrv_count(f->s, "DELETE", VMS "/sr-c1-7-1"), 1);
 	assert_int_equal(arm_vm_create(f->a, &l, &in, &err), -ENOSPC);
 	assert_int_equal(err.cls, CLOUD_ECAPACITY);
 	assert_string_equal(err.code, "SkuNotAvailable");
@@ -211,6 +216,7 @@ static void error_classes(void **state)
 	assert_non_null(strstr(err.msg, "Cores quota"));
 	assert_int_equal(arm_vm_create(f->a, &l, &in, &err), -EACCES);
 	assert_int_equal(err.cls, CLOUD_EAUTH);
+	assert_int_equal(sr_testsrv_count(f->s, "DELETE", VMS "/sr-c1-7-1"), 1);
 	assert_int_equal(arm_classify(429, NULL), CLOUD_ETHROTTLE);
 	assert_int_equal(arm_classify(503, NULL), CLOUD_ETRANSIENT);
 	assert_int_equal(arm_classify(400, "InvalidParameter"), CLOUD_EINVALID);
