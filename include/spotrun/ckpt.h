@@ -282,10 +282,13 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 				     int64_t deadline_mono_ns,
 				     int32_t *met_deadline);
 
-/* Give up the final checkpoint of `step`, from any thread (it never
- * waits for the engine's lock): a spotckpt_save_final(step) in progress
- * stops at its next write chunk, one called later writes nothing; both
- * return -ECANCELED.  The step's temporary directory is discarded, so
+/* Give up checkpoint `step`, from any thread (it never waits for the
+ * engine's lock): a spotckpt_save_final(step) in progress stops at its
+ * next write chunk, one called later writes nothing; both return
+ * -ECANCELED.  The background writer's write of `step` (a spotckpt_save)
+ * stops or never starts the same way (not committed, no error).  The
+ * last four steps given up are remembered.  The step's temporary
+ * directory is discarded, so
  * nothing half-written becomes visible; committed checkpoints (and their
  * copies in the store) stay.  For a gang whose final step can no longer
  * commit (spotrun.DistCheckpointer).  0, or -EINVAL. */

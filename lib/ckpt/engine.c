@@ -56,6 +56,17 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		s->state = SLOT_WRITING;
+		e->writing_step = s->step;
+		if (ckpt__abandoned(e, s->step)) {
+			/* given up before its write: nothing to write */
+			struct ckpt_commit_res none = { 0 };
+
+			pthread_mutex_unlock(&e->mu);
+			ckpt__writer_finish(e, s, -ECANCELED, &none, NULL);
+			pthread_mutex_lock(&e->mu);
+			e->writing_step = -1;
+			continue;
+		}
 		reg_base = e->stg.base; /* set before the slot was staged */
 		reg_len = e->stg.pinned ? 0 : e->stg.bytes;
 		pthread_mutex_unlock(&e->mu);
@@ -77,6 +88,12 @@ static void *writer_main(void *arg)
 			ckpt__writer_finish(e, s, rc, &res, &err);
 		}
 		pthread_mutex_lock(&e->mu);
+		e->writing_step = -1;
+		if (e->cancel_by_abandon) {
+			/* an abandon's cancel was for that write alone */
+			e->cancel_by_abandon = 0;
+			atomic_store(&e->cancel, 0);
+		}
 	}
 	pthread_mutex_unlock(&e->mu);
 	return NULL;
@@ -131,7 +148,9 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	e->skipped_step = -1;
 	e->st.last_saved_step = -1;
 	atomic_init(&e->cancel, 0);
-	e->abandon_step = e->final_step = -1;
+	e->final_step = e->writing_step = -1;
+	for (size_t i = 0; i < sizeof e->abandoned / sizeof e->abandoned[0]; i++)
+		e->abandoned[i] = -1;
 	atomic_init(&e->final_cancel, 0);
 	pthread_mutex_init(&e->api, NULL);
 	pthread_mutex_init(&e->mu, NULL);

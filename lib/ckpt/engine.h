@@ -68,9 +68,13 @@ struct spotckpt {
 	int last_rc;                /* result of that save */
 	char last_msg[SR_ERR_MSG_MAX];
 	atomic_int cancel;
-	/* spotckpt_abandon_final (under mu): the step given up, -1; the step
-	 * of the save_final in progress, -1; final_cancel stops its write */
-	int64_t abandon_step, final_step;
+	/* spotckpt_abandon_final (under mu): the steps given up (the newest
+	 * CKPT_ABANDON_MAX, -1 unused); the step of the save_final in
+	 * progress, -1, whose write final_cancel stops; the step the writer
+	 * is writing, -1, and whether an abandon set `cancel` for it */
+	int64_t abandoned[4];
+	int64_t final_step, writing_step;
+	int cancel_by_abandon;
 	atomic_int final_cancel;
 	struct ckpt_io *io;         /* the writer's; its rate cap under mu */
 	struct ckpt_place place;    /* background placement (writes under mu) */
@@ -89,6 +93,8 @@ struct spotckpt {
 };
 
 /* save.c */
+/* Was `step` given up by spotckpt_abandon_final?  (mu held) */
+int ckpt__abandoned(const struct spotckpt *e, int64_t step);
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err);

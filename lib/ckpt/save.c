@@ -293,7 +293,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 
 	pthread_mutex_lock(&e->mu);
 	if (rc == -ECANCELED) {
-		sr_info("ckpt", "write cancelled for the final checkpoint",
+		sr_info("ckpt", "write cancelled (a final checkpoint, or a step given up)",
 			"dir=%s step=%" PRId64, e->dir, s->step);
 	} else if (rc) {
 		e->st.saves_failed++;
@@ -512,7 +512,7 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 		goto out;
 	pthread_mutex_lock(&e->mu);
 	e->final_step = step;
-	atomic_store(&e->final_cancel, e->abandon_step == step);
+	atomic_store(&e->final_cancel, ckpt__abandoned(e, step));
 	s = &e->slots[0];
 	s->state = SLOT_WRITING; /* the writer leaves it alone */
 	s->seq = ++e->seq;
@@ -559,15 +559,34 @@ out:
 	return rc;
 }
 
+int ckpt__abandoned(const struct spotckpt *e, int64_t step)
+{
+	for (size_t i = 0; i < sizeof e->abandoned / sizeof e->abandoned[0]; i++)
+		if (e->abandoned[i] == step)
+			return 1;
+	return 0;
+}
+
 SPOTCKPT_API int spotckpt_abandon_final(struct spotckpt *e, int64_t step)
 {
 	if (!e || step < 0)
 		return ckpt__fail(-EINVAL, "abandon_final: NULL engine or "
 				  "negative step");
 	pthread_mutex_lock(&e->mu);
-	e->abandon_step = step;
+	if (!ckpt__abandoned(e, step)) {
+		size_t n = sizeof e->abandoned / sizeof e->abandoned[0];
+
+		memmove(e->abandoned + 1, e->abandoned,
+			(n - 1) * sizeof e->abandoned[0]);
+		e->abandoned[0] = step;
+	}
 	if (e->final_step == step)
 		atomic_store(&e->final_cancel, 1);
+	if (e->writing_step == step) {
+		/* the writer's current write; cleared once it returns */
+		e->cancel_by_abandon = 1;
+		atomic_store(&e->cancel, 1);
+	}
 	pthread_mutex_unlock(&e->mu);
 	sr_info("ckpt", "final checkpoint abandoned", "dir=%s step=%" PRId64,
 		e->dir, step);

@@ -334,7 +334,7 @@ class DistCheckpointer:
         self._last_ok = True
         self._last_step = None   # the step of the last save()
         self._last_engines = []  # the engines that saved it
-        self._abandoned = None   # the final step given up (dist_final.py)
+        self._abandoned = set()  # the steps given up (dist_final.py)
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
@@ -346,8 +346,8 @@ class DistCheckpointer:
         the engines."""
         self._join()
         end = self._end()
-        if self._abandoned is not None:
-            end = time.monotonic()   # nothing of the final step is kept
+        if self._abandoned:
+            end = time.monotonic()   # nothing of those steps is kept
         if self._rc is not None:
             self._rc.close(max(0.0, end - time.monotonic()))
         # each engine's close waits for its newest step to be in the
@@ -358,10 +358,10 @@ class DistCheckpointer:
             try:
                 c.close(timeout=max(0.0, end - time.monotonic()))
             except CheckpointError as exc:
-                if self._abandoned is None:
+                if not self._abandoned:
                     raise
-                log.info("closing after final step %d was abandoned: %s",
-                         self._abandoned, exc)
+                log.info("closing after step(s) %s were abandoned: %s",
+                         sorted(self._abandoned), exc)
 
     def __enter__(self):
         return self
@@ -449,30 +449,33 @@ class DistCheckpointer:
         while tier 3 holds, or is uploading, the first one; the two never
         match, so the step would never commit and the gang would resume
         from the save before it."""
-        self._join()
         step = int(step)
-        self._attach()
-        if step == self._last_step and self._last_ok:
-            if self._rc is None:
-                return True   # prepared (rank 0: committed) in _finish
-            return self._rc.final(step, self._named(self._last_engines),
-                                  deadline)
-        # a kept rank gives the step up once a noticed peer's part is
-        # missing at that peer's deadline (dist_final.py)
+        # A kept rank gives a step up once a noticed peer's part of it is
+        # missing at that peer's deadline (dist_final.py): this one, and
+        # the previous save's if it is still in flight (the wait for it
+        # below would otherwise run to its end)
+        steps = [step]
+        if self._pending is not None and self._last_step not in (None, step):
+            steps.insert(0, self._last_step)
         guard = _final.FinalGuard(
-            self, step, [c for c in (self._repl, self._own) if c is not None],
+            self, steps, [c for c in (self._repl, self._own) if c is not None],
             _final.noticed_peers(_gang["peers"], self.rank))
-        late = guard.doomed_now()
-        if late is not None:
-            guard.abandon(late)
-            guard.close()
-            self._last_ok = False
-            return False
+        guard.check_now()
         guard.start()
         try:
+            self._join()
+            self._attach()
+            if step in self._abandoned:
+                self._last_ok = False
+                return False
+            if step == self._last_step and self._last_ok:
+                if self._rc is None:
+                    return True   # prepared (rank 0: committed) in _finish
+                return self._rc.final(step, self._named(self._last_engines),
+                                      deadline)
             return self._final_write(step, state, deadline)
         except CheckpointError as exc:
-            if self._abandoned != step:
+            if step not in self._abandoned:
                 raise
             log.info("final step %d: write stopped (%s)", step, exc)
             self._last_ok = False
@@ -484,7 +487,7 @@ class DistCheckpointer:
         self._hook("final_write", step)
         engines, mine = self._stage(step, state, True, deadline)
         self._last_step, self._last_engines = step, engines
-        self._last_ok = self._abandoned != step and \
+        self._last_ok = step not in self._abandoned and \
             self._finish(step, engines, mine)
         if not self._last_ok:
             return False
@@ -541,7 +544,7 @@ class DistCheckpointer:
         for c in engines:
             c.wait()
         self._hook("durable", step)
-        if self._abandoned == step:
+        if step in self._abandoned:
             return False   # it can never commit: no marker
         if self._rc is not None:
             return self._rc.durable(step, self._named(engines), mine)

@@ -47,32 +47,31 @@ def noticed_peers(peers, rank):
 
 
 class FinalGuard:
-    """Watches one final step `step` of DistCheckpointer `owner` (its
-    engines: `engines`) against the noticed peers' deadlines."""
+    """Watches the steps a final save of DistCheckpointer `owner` waits
+    for - the previous save's, still in flight, and the final one:
+    `steps` - against the noticed peers' deadlines; `engines`: the
+    owner's engines."""
 
-    def __init__(self, owner, step, engines, peers):
+    def __init__(self, owner, steps, engines, peers):
         self.o = owner
-        self.step = step
+        self.steps = list(steps)
         self.engines = engines
         self.peers = peers          # [(monotonic deadline, rank)]
         self.stop = threading.Event()
         self.thread = None
         self.store = None           # the guard's own, with `remote`
 
-    def doomed_now(self):
-        """The first noticed peer whose deadline has passed without its
-        part (checked in the caller's thread, before any write), or
-        None."""
+    def check_now(self):
+        """Give up, in the caller's thread and before any write, every
+        step a noticed peer whose deadline has passed has no part of."""
         now = time.monotonic()
         for mono, r in self.peers:
             if mono > now:
                 break
-            if not self._part_in(r):
-                return r
-        return None
+            self._check(r)
 
     def start(self):
-        if not self.peers:
+        if not self.peers or self._done():
             return
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name="spotrun-final-guard")
@@ -87,41 +86,47 @@ class FinalGuard:
             self.store.close()
             self.store = None
 
-    def abandon(self, r):
-        """The step can never commit (rank r's part is missing at its
-        deadline): stop this rank's write of it."""
+    def abandon(self, step, r):
+        """Step can never commit (rank r's part is missing at its
+        deadline): stop this rank's writes of it, no marker."""
         o = self.o
-        if o._abandoned == self.step:
+        if step in o._abandoned:
             return
-        o._abandoned = self.step
-        log.warning("final step %d abandoned on rank %d: rank %d's part was "
-                    "not in by its notice deadline, so the step can never "
-                    "commit; the last committed step stays", self.step,
-                    o.rank, r)
+        o._abandoned.add(step)
+        log.warning("step %d abandoned on rank %d: rank %d's part was not "
+                    "in by its notice deadline, so the step can never "
+                    "commit; the last committed step stays", step, o.rank, r)
         for c in self.engines:
-            c.abandon_final(self.step)
+            c.abandon_final(step)
         if o._rc is not None:
             with o._rc.cv:
                 o._rc.cv.notify_all()
+
+    def _done(self):
+        return all(s in self.o._abandoned for s in self.steps)
+
+    def _check(self, r):
+        for step in self.steps:
+            if step not in self.o._abandoned and not self._part_in(r, step):
+                self.abandon(step, r)
 
     def _run(self):
         for mono, r in self.peers:
             if self.stop.wait(max(0.0, mono - time.monotonic())):
                 return
             try:
-                if self._part_in(r):
-                    continue
+                self._check(r)
             except Exception as exc:   # a store that does not answer
-                log.warning("final step %d: cannot see rank %d's part: %s "
-                            "(the write goes on)", self.step, r, exc)
+                log.warning("final save: cannot see rank %d's part: %s "
+                            "(the writes go on)", r, exc)
                 return
-            self.abandon(r)
-            return
+            if self._done():
+                return
 
-    def _part_in(self, r):
-        """Rank r's part of the step is in: its marker, or for rank 0 the
+    def _part_in(self, r, step):
+        """Rank r's part of step is in: its marker, or for rank 0 the
         record (written only after every marker)."""
-        o, step = self.o, self.step
+        o = self.o
         if o._rc is None:
             if r == 0:
                 return os.path.exists(o._record_path(step))

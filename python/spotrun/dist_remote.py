@@ -213,7 +213,7 @@ class RemoteCommit:
         """Engine c's upload of step, by `end`; in slices of FLUSH_S, so
         that a final step abandoned meanwhile (dist_final.py) stops the
         wait."""
-        while self.o._abandoned != step:
+        while step not in self.o._abandoned:
             left = end - time.monotonic()
             part = max(0.0, min(left, FLUSH_S))
             until = time.monotonic() + part
@@ -229,7 +229,7 @@ class RemoteCommit:
         with self.cv:
             self.cv.notify_all()
             while step not in self.settled and time.monotonic() < end \
-                    and self.o._abandoned != step:
+                    and step not in self.o._abandoned:
                 self.cv.wait(POLL_S)
             ok = self.settled.get(step)
         if not ok:
@@ -282,7 +282,7 @@ class RemoteCommit:
                 continue
             with self.cv:
                 del self.queue[step]
-            if not verdict or self.o._abandoned == step:
+            if not verdict or step in self.o._abandoned:
                 # abandoned: it can never commit, so no marker
                 self._settle(step, False)
                 continue

@@ -232,7 +232,9 @@ def final_abandon(rank, world, port, d, out, lead_s, victim, when):
     the victim's deadline.  when: "late" - the kept rank calls save_final
     after that deadline; "during" - it calls it at once and its write is
     held (the "final_write" hook) until the guard has abandoned the step
-    at the deadline.  OUT/abandon-R.pt."""
+    at the deadline; "inflight" - step 1 is a periodic save() whose
+    commit is still in flight (held at its "durable" hook until the guard
+    gives it up) when save_final(1) comes.  OUT/abandon-R.pt."""
     from spotrun import preemption
     _group(rank, world, port)
     c = _ckpt(d, rank, world, commit_timeout=3600)
@@ -241,6 +243,17 @@ def final_abandon(rank, world, port, d, out, lead_s, victim, when):
     dist.barrier()   # step 0 committed on both ranks before the notice
     if rank == victim:
         preemption.notify(time.time() + lead_s)
+    phase = "durable" if when == "inflight" else "final_write"
+
+    def hold(at, step):
+        if at != phase:
+            return
+        end = time.monotonic() + 300   # the guard acts at lead_s
+        while step not in c._abandoned and time.monotonic() < end:
+            time.sleep(0.01)
+    if rank != victim and when == "inflight":
+        sdist._test_hook = hold
+        c.save(1, _kv_state(1, rank, world))
     res["stop"] = sdist.should_checkpoint()
     res["peers"] = dict(sdist._gang["peers"])
     if rank != victim:
@@ -248,15 +261,9 @@ def final_abandon(rank, world, port, d, out, lead_s, victim, when):
             while time.monotonic() < sdist._gang["mono"]:
                 time.sleep(0.01)
         else:
-            def hold(phase, step):
-                if phase != "final_write":
-                    return
-                end = time.monotonic() + 300   # the guard acts at lead_s
-                while c._abandoned != step and time.monotonic() < end:
-                    time.sleep(0.01)
             sdist._test_hook = hold
         res["final"] = c.save_final(1, _kv_state(1, rank, world))
-        res["abandoned"] = c._abandoned
+        res["abandoned"] = sorted(c._abandoned)
         sdist._test_hook = None
     c.close()
     torch.save(res, os.path.join(out, "abandon-%d.pt" % rank))
@@ -270,7 +277,7 @@ def check_final_abandoned(out, victim):
     rk = torch.load(os.path.join(out, "abandon-%d.pt" % kept))
     assert rk["saved0"] and rk["stop"], rk
     assert list(rk["peers"]) == [victim], rk
-    assert rk["final"] is False and rk["abandoned"] == 1, rk
+    assert rk["final"] is False and rk["abandoned"] == [1], rk
 
 
 def check_shared_deadline(out, victim, final):

@@ -108,6 +108,20 @@ def test_kept_rank_abandons_a_final_step_that_cannot_commit(tmp_path):
         assert os.path.isdir(os.path.join(d, part, "step-00000000"))
 
 
+def test_kept_rank_abandons_a_periodic_step_still_in_flight(tmp_path):
+    """The notice comes while kept rank 0's periodic save of step 1 is
+    still committing (held before its marker) and rank 1, noticed, never
+    saves it: the final save of that same step gives it up at rank 1's
+    deadline instead of waiting for it - no marker, no record."""
+    out, d = str(tmp_path), str(tmp_path / "ck")
+    assert w.launch(w.final_abandon, 2, d, out, 2.0, 1, "inflight",
+                    timeout=300) == [0, 0]
+    w.check_final_abandoned(out, 1)
+    assert sdist.committed_steps(d) == [0]
+    assert not os.path.exists(os.path.join(d, "global", "step-00000001",
+                                           "rank-00000.json"))
+
+
 def test_final_on_the_step_just_saved_keeps_that_save(tmp_path):
     """The local protocol: a final checkpoint of the step save() has just
     saved returns once that step is committed, and leaves its files as

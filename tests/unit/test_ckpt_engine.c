@@ -511,6 +511,22 @@ static void test_save_final(void **st)
 	x[N - 1] = 6;
 	assert_int_equal(spotckpt_save_final(e, 6, NULL, 0, &met), 0);
 	assert_true(step_value(dir, 6) == 6);
+	/* a background write given up while the writer holds it: not
+	 * committed; the writer's cancel was for it alone */
+	hold();
+	x[N - 1] = 7;
+	assert_int_equal(spotckpt_save(e, 7, NULL, 0, NULL), 0);
+	wait_writer_held();
+	assert_int_equal(spotckpt_abandon_final(e, 7), 0);
+	release();
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_false(ct_exists("%s/step-00000007", dir));
+	assert_false(ct_exists("%s/step-00000007.tmp", dir));
+	assert_int_equal(spotckpt_last_saved_step(e), 6);
+	x[N - 1] = 8;
+	assert_int_equal(spotckpt_save(e, 8, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_true(step_value(dir, 8) == 8);
 	assert_int_equal(spotckpt_verify(dir, SPOTCKPT_NEWEST, NULL), 0);
 	assert_int_equal(spotckpt_close(e), 0);
 	ct_rmtree(dir);
