@@ -588,7 +588,7 @@ SPOTCKPT_API int spotckpt_abandon_final(struct spotckpt *e, int64_t step)
 		atomic_store(&e->cancel, 1);
 	}
 	pthread_mutex_unlock(&e->mu);
-	sr_info("ckpt", "final checkpoint abandoned", "dir=%s step=%" PRId64,
-		e->dir, step);
+	sr_info("ckpt", "checkpoint step given up (abandon_final)",
+		"dir=%s step=%" PRId64, e->dir, step);
 	return 0;
 }
