@@ -275,6 +275,11 @@ void store_set_fence(struct store *s, store_fence_fn fn, void *ud)
 	s->fence_ud = ud;
 }
 
+void store_set_idle_tx_limit(struct store *s, int ms)
+{
+	s->idle_tx_ms = ms > 0 ? ms : 0;
+}
+
 int store_commit(struct store *s, struct sr_err *e)
 {
 	int rc = s->ops->commit(s, e);

@@ -122,6 +122,17 @@ bool store_in_tx(const struct store *s);
 typedef int (*store_fence_fn)(struct store *s, void *ud, struct sr_err *e);
 void store_set_fence(struct store *s, store_fence_fn fn, void *ud);
 
+/* How long a transaction on this connection may sit idle (between its
+ * statements, the client not sending) before the server ends it and
+ * the connection: ms, 0 for no limit (the default).  PostgreSQL: a
+ * writer frozen inside a transaction (SIGSTOP, a paused VM) holds the
+ * writers' lock, and every other writer - a standby taking over an
+ * expired lease included - would wait for it until it runs again; past
+ * the limit the server rolls its transaction back (its next statement
+ * fails, the connection is opened again).  spotrund sets its lease
+ * (lib/ctl/lease.c).  SQLite: nothing (one process holds the state). */
+void store_set_idle_tx_limit(struct store *s, int ms);
+
 /* Run SQL that returns no rows and takes no parameters (DDL). */
 int store_exec_sql(struct store *s, const char *sql, struct sr_err *e);
 

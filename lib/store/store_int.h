@@ -66,6 +66,7 @@ struct store {
 	size_t ncache, capcache;
 	store_fence_fn fence;      /* run inside every store_begin, or NULL */
 	void *fence_ud;
+	int idle_tx_ms;             /* store_set_idle_tx_limit, 0: none */
 };
 
 extern const struct store_ops store__sqlite_ops;

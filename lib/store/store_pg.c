@@ -10,7 +10,9 @@
  *
  * Writers serialise like SQLite's BEGIN IMMEDIATE: store_begin takes a
  * transaction-scoped advisory lock (STORE_PG_TX_LOCK), released at
- * COMMIT/ROLLBACK.
+ * COMMIT/ROLLBACK - or when the server ends a transaction left idle past
+ * the connection's limit (store_set_idle_tx_limit: SET LOCAL
+ * idle_in_transaction_session_timeout in the same round trip).
  *
  * A connection the server dropped (restart, failover) is opened again by
  * pg_reconnect (store.c decides when, with backoff); each reconnection
@@ -81,8 +83,11 @@ static int pg_err(struct store *s, PGresult *r, struct sr_err *e,
 
 	/* no SQLSTATE (libpq's own "server closed the connection"), class
 	 * 08 (connection exception), 57P01..57P03 (shutdown, crash, not yet
-	 * accepting): the connection is gone, whatever PQstatus says yet */
-	if (!state || !strncmp(state, "08", 2) || !strncmp(state, "57P0", 4))
+	 * accepting), 25P03 (idle in a transaction past the limit,
+	 * store_set_idle_tx_limit): the connection is gone, whatever
+	 * PQstatus says yet */
+	if (!state || !strncmp(state, "08", 2) || !strncmp(state, "57P0", 4) ||
+	    !strcmp(state, "25P03"))
 		((struct pg *)s->impl)->lost = true;
 	if (state && !strcmp(state, "23505"))
 		rc = -SR_ECONFLICT;
@@ -184,10 +189,13 @@ static int pg_exec(struct store *s, const char *sql, struct sr_err *e)
 
 static int pg_begin(struct store *s, struct sr_err *e)
 {
-	char sql[96];
+	char sql[160];
 	int rc;
 
-	snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%lld)",
+	/* the idle limit first: waiting for the lock is not idle */
+	snprintf(sql, sizeof sql, "BEGIN; SET LOCAL "
+		 "idle_in_transaction_session_timeout = %d; "
+		 "SELECT pg_advisory_xact_lock(%lld)", s->idle_tx_ms,
 		 (long long)STORE_PG_TX_LOCK);
 	rc = pg_exec(s, sql, e);
 	if (rc)

@@ -334,6 +334,45 @@ static void test_pg_reconnect(void **state)
 	store_close(s);
 }
 
+/* PostgreSQL: a writer that stops sending inside a transaction (a
+ * frozen leader) holds the writers' lock; with an idle limit the server
+ * ends that transaction, rolled back, and the next writer gets the lock
+ * (it waits on the lock, not on a clock: lock_timeout is only its guard
+ * against waiting forever).  The idle one's next call fails and the one
+ * after runs on a new connection. */
+static void test_pg_idle_tx_limit(void **state)
+{
+	struct backend *b = *state;
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state), *other = NULL;
+	char v[32];
+
+	assert_int_equal(store_open(b->where, 0, &other, &e), 0);
+	assert_int_equal(store_exec_sql(other, "SET lock_timeout = '120s'", &e), 0);
+	store_set_idle_tx_limit(s, 200);
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "k", "frozen", &e), 0);
+	/* s sends nothing more: the lock is other's once the server ends
+	 * s's transaction */
+	assert_int_equal(store_begin(other, &e), 0);
+	assert_int_equal(store_setting_get(other, "k", v, sizeof v, &e), -SR_ENOTFOUND);
+	assert_int_equal(store_setting_set(other, "k", "other", &e), 0);
+	assert_int_equal(store_end(other, 0, &e), 0);
+	/* the idle transaction is gone: its commit fails, nothing of it
+	 * was applied; then s works again on a new connection */
+	assert_int_not_equal(store_commit(s, &e), 0);
+	assert_false(store_in_tx(s));
+	assert_int_equal(store_setting_get(s, "k", v, sizeof v, &e), 0);
+	assert_string_equal(v, "other");
+	assert_int_equal(store_begin(s, &e), 0);
+	assert_int_equal(store_setting_set(s, "k", "again", &e), 0);
+	assert_int_equal(store_end(s, 0, &e), 0);
+	assert_int_equal(store_setting_get(other, "k", v, sizeof v, &e), 0);
+	assert_string_equal(v, "again");
+	store_close(other);
+	store_close(s);
+}
+
 /* PostgreSQL: store_analyze gives every table of the schema statistics
  * (reltuples -1 = never analyzed, PostgreSQL 14 on), whatever its name. */
 static void test_pg_analyze_covers_every_table(void **state)
@@ -370,6 +409,8 @@ int main(void)
 		  NULL, &on_sqlite },
 		{ "postgresql/test_reconnect", test_pg_reconnect, fresh, NULL,
 		  &on_pg },
+		{ "postgresql/test_idle_tx_limit", test_pg_idle_tx_limit, fresh,
+		  NULL, &on_pg },
 		{ "postgresql/test_analyze", test_pg_analyze_covers_every_table,
 		  fresh, NULL, &on_pg },
 	};
