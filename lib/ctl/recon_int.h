@@ -68,6 +68,8 @@ struct rnode {
 	int64_t util_n;
 	bool gpu_util;             /* the samples are the GPU's (NVML), not
 				      the workload's progress (store_hb) */
+	double gpu_last;           /* the latest GPU sample (0..1), when
+				      gpu_util */
 	int64_t setup_rc;                               /* INT64_MIN unset;
 							 * RECON_SETUP_FILES */
 	bool retire;                                    /* policy moves off it */

@@ -81,6 +81,7 @@ static void node_row(const struct store_node *x, struct rnode *n)
 	n->util_sum = x->util_sum;
 	n->util_n = x->util_n;
 	n->gpu_util = !isnan(x->gpu_util);
+	n->gpu_last = n->gpu_util ? x->gpu_util : 0;
 	n->setup_rc = x->setup_rc; /* STORE_NULL_I64 is INT64_MIN: unset */
 	n->retire = x->retire;
 }
@@ -198,6 +199,12 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	int util = n->util_n ? (int)lround(n->util_sum / (double)n->util_n * 1000) : -1;
 	int rc;
 
+	/* no heartbeat in the row (one a second and a row a second drift
+	 * apart, or the row ends the node before the next one): the GPU is
+	 * as its latest sample said until the next */
+	if (!n->util_n && n->gpu_util)
+		util = (int)lround(n->gpu_last * 1000);
+
 	if (n->billed_until_ns <= 0 || until <= n->billed_until_ns)
 		return 0;
 	/* The offering's cloud is the provider a bill names (FOCUS
@@ -222,10 +229,11 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 	r.reserved_price = n->reserved >= 0 ? n->reserved : LEDGER_PRICE_UNKNOWN;
 	r.job_id = n->job;
 	r.node_id = n->id;
-	/* idle: under 10 % GPU utilisation where the node reports it, else
-	 * under 10 % of its heartbeats with recent training progress (no
-	 * step for STEPSTAT_IDLE_S), else unknown: busy while running.  A
-	 * share of heartbeats is no utilisation: the row's is then unknown */
+	/* idle: under 10 % GPU utilisation where the node reports it (the
+	 * row's samples, else the latest), else under 10 % of its
+	 * heartbeats with recent training progress (no step for
+	 * STEPSTAT_IDLE_S), else unknown: busy while running.  A share of
+	 * heartbeats is no utilisation: the row's is then unknown */
 	r.busy = finops_node_is_busy(strcmp(n->workload, "running") == 0, util,
 				     FINOPS_IDLE_UTIL_DEFAULT_PERMILLE);
 	r.util_permille = !n->gpu_util ? -1 : util > 1000 ? 1000 : util;

@@ -124,7 +124,9 @@ def test_nvml_gpu_at_5_percent_is_idle_at_high_cpu():
         assert any(n["gpu_util"] == pytest.approx(0.05) for n in j["nodes"]), j["nodes"]
         assert j["idle"]["rule"] in st_text, st_text
         # the CPU burns half the time; the GPU is at 5 %: every row idle
-        assert rows and all(r["x_UsageState"] == "Idle" for r in rows), rows
+        assert rows and all(r["x_UsageState"] == "Idle" for r in rows), [
+            (r["ChargePeriodStart"], r["ChargePeriodEnd"], r["x_UsageState"],
+             r["x_Utilization"]) for r in rows]
         assert any(r["x_Utilization"] == "0.05" for r in rows), rows
         t = cost["total"]
         assert t["idle_cost_micros"] == t["cost_micros"] > 0, t
