@@ -43,10 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		(void)sr_time_month_start(v, 1);
 	}
-	if (sr_time_parse(s, SR_TIME_SPACE | SR_TIME_UTC, &v, &e) == 0) {
+	if (sr_time_parse(s, SR_TIME_SPACE | SR_TIME_UTC | SR_TIME_DATE |
+			  SR_TIME_US_DATE, &v, &e) == 0) {
 		if (sr_time_format_rfc3339(v, 9, buf, sizeof(buf)) < 0 ||
 		    sr_time_parse_rfc3339(buf, &back, &e) != 0 || back != v ||
 		    sr_time_month_start(v, 0) > v)
+			abort();
+		/* a date alone (no time of day) is a midnight UTC */
+		if (!strchr(s, ':') && v % (86400 * SR_NS_PER_SEC) != 0)
 			abort();
 	}
 	j = sr_json_load_buf((const char *)data, size, "fuzz", &e);

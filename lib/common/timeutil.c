@@ -76,6 +76,14 @@ static int digits(const char **p, int n)
 	return v;
 }
 
+/* One or two digits (a US date's month or day); -1 if none. */
+static int digits12(const char **p)
+{
+	int v = digits(p, 2);
+
+	return v >= 0 ? v : digits(p, 1);
+}
+
 static int expect(const char **p, char c)
 {
 	if (**p != c)
@@ -111,6 +119,20 @@ int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err 
 
 	if (s == NULL)
 		return sr_err_set(e, -SR_EPARSE, "time: missing");
+	if ((flags & SR_TIME_US_DATE) && strchr(s, '/')) {
+		why = "expected MM/DD/YYYY";
+		M = digits12(&p);
+		if (M < 0 || expect(&p, '/') < 0)
+			goto bad;
+		D = digits12(&p);
+		if (D < 0 || expect(&p, '/') < 0)
+			goto bad;
+		Y = digits(&p, 4);
+		if (Y < 0 || *p != '\0')
+			goto bad;
+		h = mi = sec = 0;
+		goto fields;
+	}
 	Y = digits(&p, 4);
 	if (Y < 0 || expect(&p, '-') < 0)
 		goto bad;
@@ -118,6 +140,10 @@ int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err 
 	if (M < 0 || expect(&p, '-') < 0)
 		goto bad;
 	D = digits(&p, 2);
+	if (D >= 0 && *p == '\0' && (flags & SR_TIME_DATE)) {
+		h = mi = sec = 0;
+		goto fields;
+	}
 	if (D < 0 || (*p != 'T' && *p != 't' && !(*p == ' ' && (flags & SR_TIME_SPACE))))
 		goto bad;
 	p++;
@@ -160,6 +186,7 @@ int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err 
 		why = "trailing characters";
 		goto bad;
 	}
+fields:
 	why = "field out of range";
 	if (M < 1 || M > 12 || D < 1 || D > days_in_month(Y, M) || h > 23 ||
 	    mi > 59 || sec > 59 || oh > 23 || om > 59)

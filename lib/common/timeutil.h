@@ -25,8 +25,13 @@ int sr_time_parse_rfc3339(const char *s, int64_t *out_ns, struct sr_err *e);
 /* sr_time_parse_rfc3339, and with flags what data files also write:
  * SR_TIME_SPACE  a space between date and time ("2023-02-15 22:08:16",
  *                which RFC 3339 5.6 allows "for readability");
- * SR_TIME_UTC    no zone at all means UTC. */
-enum { SR_TIME_SPACE = 1, SR_TIME_UTC = 2 };
+ * SR_TIME_UTC    no zone at all means UTC;
+ * SR_TIME_DATE   a date alone ("2026-11-29", RFC 3339's full-date) is
+ *                that day's midnight UTC;
+ * SR_TIME_US_DATE "MM/DD/YYYY", month and day of one or two digits
+ *                (Azure's cost exports), that day's midnight UTC. */
+enum { SR_TIME_SPACE = 1, SR_TIME_UTC = 2, SR_TIME_DATE = 4,
+       SR_TIME_US_DATE = 8 };
 int sr_time_parse(const char *s, unsigned flags, int64_t *out_ns, struct sr_err *e);
 
 /* The first instant (UTC) of the month `months` after the one holding

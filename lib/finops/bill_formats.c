@@ -59,20 +59,16 @@ static int dec_micros(const char *s, sr_micros *out)
  * "YYYY-MM-DD" (Azure). */
 static int bill_time(const char *s, int64_t *out)
 {
+	const unsigned flags = SR_TIME_SPACE | SR_TIME_UTC | SR_TIME_DATE |
+			       SR_TIME_US_DATE;
 	char b[64];
-	int mo, d, y;
 
-	if (sr_time_parse(s, SR_TIME_SPACE | SR_TIME_UTC, out, NULL) == 0)
+	if (sr_time_parse(s, flags, out, NULL) == 0)
 		return 0;
 	if (strlen(s) < sizeof b && strlen(s) > 4 &&
 	    !strcmp(s + strlen(s) - 4, " UTC")) {
 		snprintf(b, sizeof b, "%.*s", (int)strlen(s) - 4, s);
 		return sr_time_parse(b, SR_TIME_SPACE | SR_TIME_UTC, out, NULL);
-	}
-	if (sscanf(s, "%2d/%2d/%4d", &mo, &d, &y) == 3 ||
-	    sscanf(s, "%4d-%2d-%2d", &y, &mo, &d) == 3) {
-		snprintf(b, sizeof b, "%04d-%02d-%02dT00:00:00Z", y, mo, d);
-		return sr_time_parse_rfc3339(b, out, NULL);
 	}
 	return -EINVAL;
 }

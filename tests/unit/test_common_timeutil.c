@@ -124,6 +124,44 @@ static void test_parse_flags(void **state)
 				  &ns, &e) < 0);
 }
 
+/* Dates alone, as bills write them: that day's midnight UTC; only with
+ * their flag, and whole (the sscanf these replaced took "2026-11-29x"
+ * and "1/2/20261" as dates). */
+static void test_dates(void **state)
+{
+	const int64_t day = INT64_C(1795910400) * SR_NS_PER_SEC; /* 2026-11-29 */
+	const unsigned both = SR_TIME_DATE | SR_TIME_US_DATE;
+	struct sr_err e = { 0 };
+	int64_t ns = 0;
+
+	(void)state;
+	assert_int_equal(sr_time_parse("2026-11-29", SR_TIME_DATE, &ns, &e), 0);
+	assert_int_equal(ns, day);
+	assert_int_equal(sr_time_parse("11/29/2026", SR_TIME_US_DATE, &ns, &e), 0);
+	assert_int_equal(ns, day);
+	assert_int_equal(sr_time_parse("3/1/2024", SR_TIME_US_DATE, &ns, &e), 0);
+	assert_int_equal(ns, INT64_C(1709251200) * SR_NS_PER_SEC);
+	assert_int_equal(sr_time_parse("02/29/2024", both, &ns, &e), 0);
+	/* the full forms still parse with the flags */
+	assert_int_equal(sr_time_parse("2026-11-29T14:14:28Z", both, &ns, &e), 0);
+	assert_int_equal(ns, INT64_C(1795961668) * SR_NS_PER_SEC);
+	/* not without the flag */
+	assert_true(sr_time_parse("2026-11-29", 0, &ns, &e) < 0);
+	assert_true(sr_time_parse("11/29/2026", SR_TIME_DATE, &ns, &e) < 0);
+	/* trailing characters, wrong widths, out of range */
+	assert_true(sr_time_parse("2026-11-29x", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("1/2/20261", both, &ns, &e) < 0);
+	assert_non_null(strstr(e.msg, "MM/DD/YYYY"));
+	assert_true(sr_time_parse("123/1/2026", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("1/2/26", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("11/29/2026 10:00", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("02/29/2023", both, &ns, &e) < 0);
+	assert_non_null(strstr(e.msg, "out of range"));
+	assert_true(sr_time_parse("13/01/2026", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("2026-02-30", both, &ns, &e) < 0);
+	assert_true(sr_time_parse("//", both, &ns, &e) < 0);
+}
+
 static void test_rfc3339_format(void **state)
 {
 	char buf[64];
@@ -250,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_parse_flags),
 		cmocka_unit_test(test_month_start),
 		cmocka_unit_test(test_rfc3339_format),
+		cmocka_unit_test(test_dates),
 		cmocka_unit_test(test_dur_parse),
 		cmocka_unit_test(test_dur_bad),
 		cmocka_unit_test(test_dur_format),
