@@ -154,6 +154,12 @@ int workest_report(struct store *db, int64_t job, int64_t attempt,
 			return rc;
 	}
 	workest_sample(&w, &j, attempt, step, now_ns);
+	/* the attempt is recorded even where no pace is measured (a job
+	 * that reports no total_steps): otherwise every report of it was
+	 * "the first of a new attempt", and recon__lost_settle set the
+	 * job's checkpoint back to the restored step at each heartbeat */
+	if (step >= 0)
+		w.attempt = attempt;
 	se.work_s = w.work_s;
 	se.pace_ns = w.pace_ns;
 	se.steps = w.steps;

@@ -91,6 +91,18 @@ static void test_work_estimate(void **state)
 	assert_int_equal(count(s, "SELECT est_last_step FROM jobs WHERE id=?", id), 10);
 	assert_int_equal(workest_report(s, id + 50, 1, 0, 100, 1.0, SR_NS_PER_SEC, &e),
 			 -SR_ENOTFOUND);
+	/* a job that reports no total_steps (examples/train.py): no pace,
+	 * but still one first report per attempt (each one being "first"
+	 * set the job's checkpoint back to the restored step at every
+	 * heartbeat: test_slurm_provider) */
+	id = new_job(s, "w2");
+	assert_int_equal(workest_report(s, id, 1, 0, 100, 1.0, SR_NS_PER_SEC, &e), 1);
+	assert_int_equal(workest_report(s, id, 1, 40, 10 * SR_NS_PER_SEC, 1.0,
+					SR_NS_PER_SEC, &e), 0);
+	assert_int_equal(workest_report(s, id, 1, 40, 11 * SR_NS_PER_SEC, 1.0,
+					SR_NS_PER_SEC, &e), 0);
+	assert_int_equal(workest_report(s, id, 2, 40, 20 * SR_NS_PER_SEC, 1.0,
+					SR_NS_PER_SEC, &e), 1);
 	store_close(s);
 }
 
