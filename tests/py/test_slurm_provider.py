@@ -80,13 +80,18 @@ def daemon(tmp, slurm, **extra):
 
 
 def train_job(share, steps=STEPS, sleep_ms=25):
+    """examples/train.py through hold_train.py: its first attempt holds
+    one step after its first checkpoint until a notice comes, so the job
+    cannot end before the test preempts it, however slowly that
+    checkpoint reaches the control plane (under ASan, at load 20, a
+    whole 16 s run once went by without one)."""
     return ("name: slurm-train\nresources:\n  accelerators: V100:2\n"
             "  use_spot: false\n  infra: slurm\n"
             "envs:\n  SPOTRUN_STEPS: '%d'\n  SPOTRUN_CKPT_EVERY: '%d'\n"
             "  SPOTRUN_STEP_SLEEP_MS: '%d'\n  SPOTRUN_RESULT_FILE: %s\n"
             "run: %s %s\nspotrun:\n  deadline: 1000h\n  work: 1h\n" % (
                 steps, EVERY, sleep_ms, os.path.join(share, "result.json"),
-                PY_RUN, os.path.join(ROOT, "examples", "train.py")))
+                PY_RUN, os.path.join(ROOT, "tests", "py", "hold_train.py")))
 
 
 def start_reference(tmp, steps=STEPS):
@@ -133,10 +138,10 @@ def test_preempted_by_slurm_resumes_bit_identical(tmp_path, slurm, no_preload):
     ref = start_reference(tmp_path)
     try:
         d.start()
-        # 100 ms a step: steps 40-160 take 12 s, many heartbeats, so the
-        # test sees a checkpoint while the job still trains (at 25 ms the
-        # whole run fit between two looks in CI and the job just ended)
-        jid = d.submit(train_job(share, sleep_ms=100))
+        # the job holds after its first checkpoint until preempted
+        # (hold_train.py): the test acts on the checkpoint it sees
+        # reported, an event, not on the job still running by chance
+        jid = d.submit(train_job(share))
 
         def training():
             j = d.job(jid)
