@@ -137,6 +137,22 @@ def _asan_reports(request):
 
 
 # ---- the runner's timing record (scripts/run-tests: the slowest tests) ----
+def pytest_collection_modifyitems(session, config, items):
+    """The slowest tests first (tests/slowest.txt, slowest first; the rest
+    in their usual order): xdist hands tests out in this order, so a
+    long test starts while the short ones fill the other workers instead
+    of starting last and holding the whole pass."""
+    path = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "slowest.txt")
+    try:
+        with open(path) as f:
+            names = [l.strip() for l in f if "::" in l and not l.startswith("#")]
+    except OSError:
+        return
+    rank = {n: i for i, n in enumerate(names)}
+    items.sort(key=lambda it: rank.get(it.nodeid, len(rank)))
+
+
 # With $SPOTRUN_TIMES set, every test appends one line to that file:
 # "<seconds wall> <seconds CPU> <node id>", CPU being this process's and
 # its reaped children's user+sys time over the test (a daemon killed and
