@@ -113,10 +113,11 @@ struct store *ctl__store(struct ctl *c)
 			 sr_err_str(&e, -EIO));
 		return NULL;
 	}
-	/* a transaction idle for a whole lease is a leader's that lost it
-	 * (its renewal waits on the writers' lock that transaction holds):
-	 * frozen, it must not keep a standby from taking over (lease.c) */
-	store_set_idle_tx_limit(s, (int)c->cfg.lease_ms);
+	/* a transaction idle for two leases is a leader's that lost its
+	 * lease a lease ago (no renewal while it holds the writers' lock):
+	 * frozen, it must not keep a standby from taking over (lease.c);
+	 * one that is merely slow (load, a sanitizer) has a lease to spare */
+	store_set_idle_tx_limit(s, (int)(2 * c->cfg.lease_ms));
 	pthread_mutex_lock(&c->conns_mu);
 	if (c->nconns == c->capconns) {
 		size_t nc = c->capconns ? 2 * c->capconns : 16;

@@ -31,10 +31,10 @@
  * (ctl__lease_valid): a leader paused past its lease (SIGSTOP, a VM
  * freeze) knows it lost the lease the moment it runs again.  Frozen
  * inside a transaction, it holds the writers' lock the takeover needs:
- * the server ends a transaction idle for a whole lease (every daemon
+ * the server ends a transaction idle for two leases (every daemon
  * connection's store_set_idle_tx_limit, ctl.c), so the standby takes
- * over about one lease after the row expired, and the frozen one's
- * transaction is rolled back, never committed.
+ * over within about two leases of the freeze, as after a kill -9, and
+ * the frozen one's transaction is rolled back, never committed.
  *
  * SQLite is one daemon's store (spotrund holds a flock on the state dir):
  * at its start the daemon takes the lease at once, whoever's row it is
