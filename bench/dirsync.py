@@ -3,10 +3,10 @@
 that torch.save wrote, against s3rver on loopback:
 
   sync_stall_pct      the training stall the sync causes: torch.save of the
-                      checkpoint 0.7 s after the previous one (quiet: the
-                      syncer is uploading it), less the same two saves
-                      into a directory no syncer watches (medians of
-                      --pairs, in turn), as a share of a
+                      checkpoint once the syncer is sending the previous
+                      one (s3rver receives its parts), less the same two
+                      saves as far apart into a directory no syncer
+                      watches (medians of --pairs, in turn), as a share of a
                       30 s checkpoint interval (goal < 1 %).  The syncer
                       never blocks the script; it holds its uploads back
                       while the script writes (--no-yield: it does not).
@@ -111,6 +111,17 @@ def notice_idle(a, env, mount, size):
     return round(took, 2)
 
 
+def upload_started(procs, limit=600):
+    """Wait until s3rver is receiving the syncer's parts (0.3 CPU-s since
+    the call); the seconds that took."""
+    t0, c0 = time.monotonic(), cpu_s(procs)["s3rver"]
+    while cpu_s(procs)["s3rver"] - c0 < 0.3:
+        if time.monotonic() - t0 > limit:
+            raise SystemExit("bench/dirsync.py: the syncer never uploaded")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
 def cpu_s(pids):
     """CPU seconds (user + system) each process has used so far."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -180,21 +191,11 @@ def main():
             for i in range(a.pairs):
                 for f in os.listdir(mount):   # what the script keeps: the last
                     os.unlink(os.path.join(mount, f))
-                # the peer: the same two saves 0.7 s apart (the second one
-                # meets the first one's writeback), no syncer at work
-                for f in os.listdir(plain):
-                    os.unlink(os.path.join(plain, f))
-                saver.send(os.path.join(plain, "ckpt-a.pt"))
-                saver.until(lambda l: True)
-                time.sleep(0.7)
-                c0 = cpu_s(procs)
-                saver.send(os.path.join(plain, "ckpt-b.pt"))
-                alone.append(float(saver.until(lambda l: True)))
-                cpu_alone.append({k: round(v - c0[k], 2)
-                                  for k, v in cpu_s(procs).items()})
+                # a save, then the next one once the syncer is sending the
+                # first (s3rver is receiving parts)
                 saver.send(os.path.join(mount, "ckpt-%d.pt" % (2 * i)))
                 saver.until(lambda l: True)
-                time.sleep(0.7)  # quiet for 500 ms: the syncer is on it
+                gap = upload_started(procs)
                 c0 = cpu_s(procs)
                 saver.send(os.path.join(mount, "ckpt-%d.pt" % (2 * i + 1)))
                 beside.append(float(saver.until(lambda l: True)))
@@ -204,12 +205,24 @@ def main():
                                          json.loads(l)["files"] == 2 and
                                          json.loads(l)["pending_files"] == 0))
                 yield_ms = ev["yield_ms"]
+                # the peer: the same two saves as far apart (the second
+                # meets the first one's writeback alike), no syncer at work
+                for f in os.listdir(plain):
+                    os.unlink(os.path.join(plain, f))
+                saver.send(os.path.join(plain, "ckpt-a.pt"))
+                saver.until(lambda l: True)
+                time.sleep(gap)
+                c0 = cpu_s(procs)
+                saver.send(os.path.join(plain, "ckpt-b.pt"))
+                alone.append(float(saver.until(lambda l: True)))
+                cpu_alone.append({k: round(v - c0[k], 2)
+                                  for k, v in cpu_s(procs).items()})
             # the notice, with an upload under way: the script saves its
             # last checkpoint while the previous one is still going up,
             # then exits; "final" makes the last round
             saver.send(os.path.join(mount, "ckpt-last-1.pt"))
             saver.until(lambda l: True)
-            time.sleep(0.7)
+            upload_started(procs)
             saver.send(os.path.join(mount, "ckpt-last.pt"))
             saver.until(lambda l: True)
             saver.p.stdin.close()
@@ -233,6 +246,11 @@ def main():
                 "cpu_s_alone": cpu_alone,
                 "cpu_s_while_syncing": cpu_beside,
                 "syncer_yield_ms": yield_ms,
+                # the CPU the sync took during the saves (medians): the
+                # most it can have taken from them, whatever the load
+                "sync_cpu_pct_of_30s": {
+                    k: round(100 * med(c[k] for c in cpu_beside) / 30, 2)
+                    for k in ("syncer", "s3rver")},
                 "yield": not a.no_yield, "goal": "< 1"}
             out["notice_to_durable_s"] = {
                 "seconds": round(durable, 2), "bytes": size,
@@ -255,6 +273,9 @@ def main():
               s["pct_of_30s"], s["save_s_alone"], s["save_s_while_syncing"],
               "yields" if s["yield"] else "does not yield",
               s["syncer_yield_ms"] / 1000))
+    print("  the sync's CPU during a save (median) / 30 s: syncer %.2f %%, "
+          "s3rver %.2f %%" % (s["sync_cpu_pct_of_30s"]["syncer"],
+                              s["sync_cpu_pct_of_30s"]["s3rver"]))
     for c0, c1 in zip(s["cpu_s_alone"], s["cpu_s_while_syncing"]):
         print("  CPU-s during the save: alone %s, beside the sync %s"
               % (c0, c1))

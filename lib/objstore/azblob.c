@@ -286,6 +286,8 @@ static int az_put_fd(struct objstore *s, const char *key, int fd,
 	rc = os_run_parallel(s->cfg.parallel, nb, put_block, &b, s->cancel, e);
 	if (rc)
 		goto out;
+	if (s->gate)
+		s->gate(s->gate_ud);
 	xml = malloc(nb * 48 + 96);
 	if (!xml) {
 		rc = -ENOMEM;

@@ -131,7 +131,8 @@ void objstore_set_cancel(struct objstore *s, atomic_int *flag);
  * effect at the next request; may be called from any thread. */
 void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns);
 /* A gate: fn(ud) is called before each part of a multipart upload (S3
- * UploadPart, Azure Put Block) and may block, to hold the upload back
+ * UploadPart, Azure Put Block) and before its completion (which has the
+ * store join the parts) and may block, to hold the upload back
  * while something more urgent runs (a bucket mount's syncer yields to the
  * training writing its checkpoint, lib/dirsync/watch.c).  The caller
  * bounds how long fn blocks; a request already sent is not held.  fn

@@ -223,6 +223,8 @@ int objstore__s3_put_fd(struct objstore *s, const char *key, int fd,
 			     s->cancel, e);
 	if (rc)
 		goto abort;
+	if (s->gate)
+		s->gate(s->gate_ud); /* the store joins the parts: heavy work */
 	/* every part confirmed: the object becomes visible now, whole */
 	{
 		size_t cap = m.nparts * 270 + 128;
