@@ -590,6 +590,26 @@ static int64_t noticed_node(struct ctl *c, struct store *db, const struct rjob *
 	return id;
 }
 
+/* The cloud's deadline of this episode's noticed nodes that are ended
+ * already (the instance gone before its deadline): the latest kill_ns
+ * after the job's notice, 0 if none. */
+static int64_t ended_notice_deadline(struct ctl *c, struct store *db,
+				     const struct rjob *j)
+{
+	struct rnode *v = NULL;
+	int64_t deadline = 0;
+	size_t k = 0;
+
+	if (recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL",
+			       j->id, &v, &k) == 0) {
+		for (size_t i = 0; i < k; i++)
+			if (v[i].kill_ns > j->notice_ns && v[i].kill_ns > deadline)
+				deadline = v[i].kill_ns;
+	}
+	free(v);
+	return deadline;
+}
+
 /* CHECKPOINTING: wait until each rank of the attempt exited or is gone. */
 static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 			      struct rnode *live, size_t n)
@@ -623,7 +643,11 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 	 * checkpoint and stop (the noticed node may already be gone while a
 	 * healthy gang member is still writing).  A stop no cloud timed (a
 	 * policy move, a notice without a time) gets the stop grace from
-	 * the notice. */
+	 * the notice.  A noticed node already ended (its instance gone)
+	 * keeps its cloud's deadline: the kept ranks still get until then
+	 * plus the grace, not the notice plus two graces. */
+	if (deadline == 0 && waiting)
+		deadline = ended_notice_deadline(c, db, j);
 	if (deadline <= j->notice_ns)
 		deadline = j->notice_ns + grace;
 	if (waiting && now < deadline + grace)

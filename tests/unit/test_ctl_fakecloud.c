@@ -77,6 +77,7 @@ struct finst {
 	int64_t node, job;
 	int pool;
 	bool spot, alive;
+	bool noticed;               /* interrupted alone (its pool stays) */
 	_Atomic bool pending;       /* the cloud still boots it */
 	char token[80];             /* its bootstrap secret */
 	char ntoken[80];            /* the node token it got for it, "" */
@@ -360,7 +361,8 @@ static int f_list(void *st, const char *cluster, struct cloud_instance **out,
 		v[k].attempt = 1;
 		v[k].spot = x->spot;
 		/* the cloud announces the interruption through its API */
-		v[k].notice_ns = x->alive && x->spot && !fc.avail[x->pool] ?
+		v[k].notice_ns = x->alive && x->spot &&
+				 (!fc.avail[x->pool] || x->noticed) ?
 				 t_real + 2000 * MS : 0;
 		k++;
 	}
@@ -901,6 +903,49 @@ static void test_instance_vanishes_after_notice(void **state)
 	assert_string_equal(node_view(id, n1).reason, "preempted");
 	assert_string_equal(job_state(id), "PROVISIONING");
 	assert_true(live_node(id) > n1);
+}
+
+/* A gang of two: rank 1's instance alone is interrupted and vanishes
+ * before its deadline (2 s) while kept rank 0 still takes its final
+ * checkpoint.  CHECKPOINTING waits for rank 0 until the vanished node's
+ * cloud deadline plus the stop grace (5 s), not until the notice plus
+ * two graces (issue 33: the gang stopped 10 s after every notice). */
+static void test_gang_waits_to_the_ended_nodes_deadline(void **state)
+{
+	struct nview v[4];
+	int64_t id, t0;
+
+	(void)state;
+	id = create_job("name: t\nnum_nodes: 2\nresources:\n"
+			"  accelerators: V100:1\n  use_spot: true\nrun: echo hi\n"
+			"spotrun:\n  deadline: 100h\n  work: 2h\n");
+	pass();
+	pass();
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	agent_register(v[0].id);
+	agent_register(v[1].id);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	inst_of(v[1].id)->noticed = true;
+	t0 = t_real;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	inst_of(v[1].id)->alive = false;
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, v[1].id).state, "TERMINATED");
+	/* before the deadline plus the grace: rank 0 is waited for */
+	advance_ms(2000 + 4000 - 110);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	/* the deadline (2.1 s) plus the grace (5 s) has passed, the notice
+	 * plus two graces (10.1 s) has not: the gang moves on */
+	advance_ms(1300);
+	assert_int_equal(t_real, t0 + 7300 * MS);
+	pass();
+	assert_string_not_equal(job_state(id), "CHECKPOINTING");
+	assert_string_equal(node_view(id, v[0].id).state, "READY");
 }
 
 /* Cancel: every node is terminated, the job is CANCELLED. */
@@ -1544,6 +1589,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_notice_counted_once_per_node,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_gang_waits_to_the_ended_nodes_deadline,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_failed,
