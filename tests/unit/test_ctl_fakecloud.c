@@ -655,6 +655,21 @@ static int64_t to_checkpointing(int64_t id, int64_t n1)
 	return n2;
 }
 
+/* A spot gang of two, launched: its nodes (v[0] rank 0) after two
+ * passes.  Returns the job. */
+static int64_t gang_of_two(struct nview v[4])
+{
+	int64_t id = create_job("name: t\nnum_nodes: 2\nresources:\n"
+				"  accelerators: V100:1\n  use_spot: true\n"
+				"run: echo hi\nspotrun:\n  deadline: 100h\n"
+				"  work: 2h\n");
+
+	pass();
+	pass();
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	return id;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 /* A spot job: placed, launched, registered, running; its pool loses
@@ -916,12 +931,7 @@ static void test_gang_waits_to_the_ended_nodes_deadline(void **state)
 	int64_t id, t0;
 
 	(void)state;
-	id = create_job("name: t\nnum_nodes: 2\nresources:\n"
-			"  accelerators: V100:1\n  use_spot: true\nrun: echo hi\n"
-			"spotrun:\n  deadline: 100h\n  work: 2h\n");
-	pass();
-	pass();
-	assert_int_equal(nodes_of(id, v, 4), 2);
+	id = gang_of_two(v);
 	agent_register(v[0].id);
 	agent_register(v[1].id);
 	pass();
@@ -1369,16 +1379,9 @@ static void test_setup_failure_while_provisioning(void **state)
 {
 	struct nview v[4];
 	int64_t id;
-	int n;
 
 	(void)state;
-	id = create_job("name: t\nnum_nodes: 2\nresources:\n"
-			"  accelerators: V100:1\n  use_spot: true\nrun: echo hi\n"
-			"spotrun:\n  deadline: 100h\n  work: 2h\n");
-	pass();
-	pass();
-	n = nodes_of(id, v, 4);
-	assert_int_equal(n, 2);
+	id = gang_of_two(v);
 	assert_string_equal(v[0].state, "BOOTING");
 	assert_string_equal(v[1].state, "BOOTING");
 	agent_register(v[0].id);
