@@ -5,7 +5,8 @@
  *   start --restore--> restored (event "restored", round or -1)
  *     COPY mode: copy the bucket's objects, event "copied", exit 0
  *   watching (uploads yield while the workload writes into the
- *            directory: watch.c; a forced round does not yield)
+ *            directory: watch.c; a forced round does not yield; a watch
+ *            that cannot start is event "warning", and nothing yields)
  *            --every poll: scan; stable changes--> round (event "round",
  *                        with yield_ms: the uploads' total wait so far)
  *            --"sync" on the command fd, SIGUSR2 (the workload's "my

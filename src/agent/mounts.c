@@ -327,6 +327,11 @@ static void on_event(struct agent *ag, struct agent_mount *m, json_t *ev)
 			 "failed (retrying; the newest committed round is %lld): "
 			 "%.400s", m->b->dst, m->b->uri, (long long)m->round, t);
 		push_sync(ag, "error", m->round, msg);
+	} else if (!strcmp(what, "warning")) {
+		/* the syncer goes on (say, without yielding to the writes) */
+		const char *t = json_string_value(json_object_get(ev, "message"));
+
+		agent__line(ag, "bucket mount %s: %.400s", m->b->dst, t ? t : "?");
 	}
 }
 
