@@ -221,23 +221,18 @@ static int month(struct store *db, const struct finops_conf *c, int64_t lo,
 		rc = push_item(a, &it);
 	}
 	for (size_t i = 0; !rc && i < c->ncommitments; i++) {
-		const struct finops_commitment *cm = &c->commitments[i];
-		int64_t a0 = lo > cm->start_ns ? lo : cm->start_ns;
-		int64_t a1 = hi < cm->end_ns ? hi : cm->end_ns, used = 0, idle;
+		struct finops_commit_use u;
 
-		if (a1 <= a0)
-			continue;
-		rc = finops_committed_used(db, cm, a0, a1, &used, NULL, e);
-		if (rc)
+		rc = finops_commit_use_one(db, &c->commitments[i], lo, hi, &u, e);
+		if (rc < 0)
 			break;
-		idle = (a1 - a0) * cm->count - used;
-		if (idle <= 0)
+		rc = 0;
+		if (u.idle_ns <= 0)
 			continue;
 		rc = push_item(a, &(struct finops_shared_item){
-			.kind = FINOPS_SHARED_IDLE_RESERVED, .cm = cm,
-			.start_ns = a0, .end_ns = a1, .qty_ns = idle,
-			.unit_price = cm->hourly_price,
-			.cost = sr_money_cost(cm->hourly_price, idle) });
+			.kind = FINOPS_SHARED_IDLE_RESERVED, .cm = u.cm,
+			.start_ns = u.lo, .end_ns = u.hi, .qty_ns = u.idle_ns,
+			.unit_price = u.cm->hourly_price, .cost = u.idle_cost });
 	}
 	for (size_t i = first; !rc && i < a->nitems; i++)
 		rc = split_item(a, i, r, n);

@@ -8,7 +8,9 @@
 #include "commit_use.h"
 #include "common/timeutil.h"
 
-int finops_committed_used(struct store *db, const struct finops_commitment *cm,
+/* Instance time (wall ns) of the Committed ledger rows of cm's offering
+ * starting in [lo, hi), and their cost. */
+static int committed_used(struct store *db, const struct finops_commitment *cm,
 			  int64_t lo, int64_t hi, int64_t *used,
 			  sr_micros *cost, struct sr_err *e)
 {
@@ -20,8 +22,7 @@ int finops_committed_used(struct store *db, const struct finops_commitment *cm,
 			       " AND start_ns >= ?4 AND start_ns < ?5", &st, e);
 
 	*used = 0;
-	if (cost)
-		*cost = 0;
+	*cost = 0;
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, cm->provider);
@@ -32,11 +33,32 @@ int finops_committed_used(struct store *db, const struct finops_commitment *cm,
 	rc = store_step(st, e);
 	if (rc == 1) {
 		*used = store_col_i64(st, "u");
-		if (cost)
-			*cost = store_col_i64(st, "c");
+		*cost = store_col_i64(st, "c");
 	}
 	store_done(st);
 	return rc < 0 ? sr_err_prefix(e, "committed capacity: use") : 0;
+}
+
+int finops_commit_use_one(struct store *db, const struct finops_commitment *cm,
+			  int64_t lo, int64_t hi, struct finops_commit_use *u,
+			  struct sr_err *e)
+{
+	int64_t idle;
+	int rc;
+
+	memset(u, 0, sizeof *u);
+	u->cm = cm;
+	u->lo = lo > cm->start_ns ? lo : cm->start_ns;
+	u->hi = hi < cm->end_ns ? hi : cm->end_ns;
+	if (u->hi <= u->lo)
+		return 0;
+	rc = committed_used(db, cm, u->lo, u->hi, &u->used_ns, &u->used_cost, e);
+	if (rc)
+		return rc;
+	idle = (u->hi - u->lo) * cm->count - u->used_ns;
+	u->idle_ns = idle > 0 ? idle : 0;
+	u->idle_cost = sr_money_cost(cm->hourly_price, u->idle_ns);
+	return 1;
 }
 
 int finops_commit_use(struct store *db, const struct finops_conf *c,
@@ -50,24 +72,13 @@ int finops_commit_use(struct store *db, const struct finops_conf *c,
 	*n = 0;
 	if (!v)
 		return sr_err_set(e, -ENOMEM, "committed capacity: out of memory");
-	for (size_t i = 0; i < c->ncommitments && !rc; i++) {
-		const struct finops_commitment *cm = &c->commitments[i];
-		struct finops_commit_use *u = &v[*n];
-		int64_t idle;
-
-		u->cm = cm;
-		u->lo = lo > cm->start_ns ? lo : cm->start_ns;
-		u->hi = hi < cm->end_ns ? hi : cm->end_ns;
-		if (u->hi <= u->lo)
-			continue;
-		rc = finops_committed_used(db, cm, u->lo, u->hi, &u->used_ns,
-					   &u->used_cost, e);
-		idle = (u->hi - u->lo) * cm->count - u->used_ns;
-		u->idle_ns = idle > 0 ? idle : 0;
-		u->idle_cost = sr_money_cost(cm->hourly_price, u->idle_ns);
-		(*n)++;
+	for (size_t i = 0; i < c->ncommitments && rc >= 0; i++) {
+		rc = finops_commit_use_one(db, &c->commitments[i], lo, hi,
+					   &v[*n], e);
+		if (rc == 1)
+			(*n)++;
 	}
-	if (rc) {
+	if (rc < 0) {
 		free(v);
 		*n = 0;
 		return rc;

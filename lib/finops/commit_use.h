@@ -36,11 +36,12 @@ struct finops_commit_use {
 	sr_micros idle_cost;
 };
 
-/* Instance time (wall ns) of the Committed ledger rows of cm's offering
- * starting in [lo, hi), and their cost (cost may be NULL). */
-int finops_committed_used(struct store *db, const struct finops_commitment *cm,
-			  int64_t lo, int64_t hi, int64_t *used,
-			  sr_micros *cost, struct sr_err *e);
+/* cm's use over [lo, hi) clipped to its period, into *u (u->cm = cm):
+ * 1 when the window overlaps the period, 0 when not (*u then has only
+ * cm and the empty window), < 0 on error. */
+int finops_commit_use_one(struct store *db, const struct finops_commitment *cm,
+			  int64_t lo, int64_t hi, struct finops_commit_use *u,
+			  struct sr_err *e);
 
 /* One entry per commitment of c overlapping [lo, hi).  0 or < 0. */
 int finops_commit_use(struct store *db, const struct finops_conf *c,
