@@ -118,26 +118,28 @@ static int db_fail(struct ctl_resp *rs, const struct sr_err *e, int rc)
 }
 
 /* The committed pools of the enabled providers (a Slurm cluster's
- * partitions) as commitments of c over the window of f (ctl/commit.h). */
+ * partitions) as commitments of c over the window of f (ctl/commit.h);
+ * that window into *lo, *hi, for the figures read over it. */
 static int committed_load(struct ctl_req *rq, const struct finops_filter *f,
-			  struct finops_conf *c, struct sr_err *e)
+			  struct finops_conf *c, int64_t *lo, int64_t *hi,
+			  struct sr_err *e)
 {
-	int64_t lo, hi;
-	int rc = finops_window(ctl_req_store(rq), f, sr_time_real_ns(), &lo, &hi,
+	int rc = finops_window(ctl_req_store(rq), f, sr_time_real_ns(), lo, hi,
 			       e);
 
 	/* to the end of the window's last second (the window is whole
 	 * seconds): every row billed so far starts inside the period */
-	return rc ? rc : ctl_commitments_add(ctl_req_ctl(rq), c, lo,
-					     hi + SR_NS_PER_SEC, e);
+	return rc ? rc : ctl_commitments_add(ctl_req_ctl(rq), c, *lo,
+					     *hi + SR_NS_PER_SEC, e);
 }
 
 /* <state-dir>/finops.json (lib/finops/fconf.h) and, when it names shared
- * costs, their split over the window of f into *a.  On an error a 500
- * naming the file and field is set in rs and -1 returned. */
+ * costs, their split over the window of f into *a; that window into
+ * *lo, *hi.  On an error a 500 naming the file and field is set in rs
+ * and -1 returned. */
 static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
 		       struct finops_conf *c, struct finops_alloc *a,
-		       struct ctl_resp *rs)
+		       int64_t *lo, int64_t *hi, struct ctl_resp *rs)
 {
 	char path[2200];
 	struct sr_err e = { 0 };
@@ -148,7 +150,7 @@ static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
 		 ctl_state_dir(ctl_req_ctl(rq)));
 	rc = finops_conf_load(path, c, &e);
 	if (!rc)
-		rc = committed_load(rq, f, c, &e);
+		rc = committed_load(rq, f, c, lo, hi, &e);
 	if (!rc)
 		rc = finops_alloc_build(ctl_req_store(rq), c, f, sr_time_real_ns(),
 					a, &e);
@@ -161,20 +163,16 @@ static int shared_load(struct ctl_req *rq, const struct finops_filter *f,
 	return 0;
 }
 
-/* Committed capacity over the window of f (finops/commit_use.h): what
- * the jobs used of each commitment, and what stayed idle (waste). */
-static int committed_json(struct ctl_req *rq, const struct finops_filter *f,
+/* Committed capacity over the window [lo, hi) (finops/commit_use.h):
+ * what the jobs used of each commitment, and what stayed idle (waste). */
+static int committed_json(struct ctl_req *rq, int64_t lo, int64_t hi,
 			  const struct finops_conf *c, json_t **out,
 			  struct sr_err *e)
 {
 	struct finops_commit_use *v = NULL;
-	int64_t lo, hi;
 	size_t n = 0;
-	int rc = finops_window(ctl_req_store(rq), f, sr_time_real_ns(), &lo, &hi,
-			       e);
+	int rc = finops_commit_use(ctl_req_store(rq), c, lo, hi, &v, &n, e);
 
-	if (!rc)
-		rc = finops_commit_use(ctl_req_store(rq), c, lo, hi, &v, &n, e);
 	if (rc)
 		return rc;
 	*out = finops_commit_use_json(v, n);
@@ -192,6 +190,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	const char *bys = ctl_req_query(rq, "by");
 	struct sr_err e;
 	json_t *j, *cj = NULL;
+	int64_t lo, hi;
 	int rc;
 
 	if (filter_from_query(rq, &f, rs))
@@ -200,7 +199,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 		return ctl_resp_error(rs, 400, "query: by: '%.32s' is not one of total, "
 				      "job, cloud, region, pool, day, team, project,"
 				      " cost_center", bys);
-	if (shared_load(rq, &f, &conf, &al, rs))
+	if (shared_load(rq, &f, &conf, &al, &lo, &hi, rs))
 		return 0;
 	rc = finops_report_build(ctl_req_store(rq), &f, by, &rep, &e);
 	if (!rc && finops_report_add_shared(&rep, &al, f.job_id))
@@ -208,7 +207,7 @@ static int cost_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (!rc)
 		rc = finops_billed_report(ctl_req_store(rq), &f, &rep, &e);
 	if (!rc)
-		rc = committed_json(rq, &f, &conf, &cj, &e);
+		rc = committed_json(rq, lo, hi, &conf, &cj, &e);
 	j = rc ? NULL : finops_report_json(&rep, &f);
 	if (j) {
 		json_object_set_new(j, "shared_split",
@@ -298,6 +297,7 @@ static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 	struct finops_conf conf;
 	struct finops_alloc al;
 	struct sr_err e = { 0 };
+	int64_t lo, hi; /* the window; the export reads f */
 	char *buf = NULL;
 	size_t len = 0, rows = 0;
 	json_t *meta = NULL;
@@ -319,7 +319,7 @@ static int focus_get(struct ctl_req *rq, struct ctl_resp *rs)
 	if (ver && !strcmp(ver, "1.2") && strcmp(ds, "cost_and_usage"))
 		return ctl_resp_error(rs, 400, "query: dataset: FOCUS 1.2 has only "
 				      "cost_and_usage");
-	if (shared_load(rq, &f, &conf, &al, rs))
+	if (shared_load(rq, &f, &conf, &al, &lo, &hi, rs))
 		return 0;
 	mem = open_memstream(&buf, &len);
 	if (!mem) {
@@ -662,10 +662,7 @@ static int committed_prom(struct ctl_req *rq, char **text, size_t *len,
 		 ctl_state_dir(ctl_req_ctl(rq)));
 	rc = finops_conf_load(path, &conf, e);
 	if (!rc)
-		rc = committed_load(rq, &f, &conf, e);
-	if (!rc)
-		rc = finops_window(ctl_req_store(rq), &f, sr_time_real_ns(), &lo,
-				   &hi, e);
+		rc = committed_load(rq, &f, &conf, &lo, &hi, e);
 	if (!rc)
 		rc = finops_commit_use(ctl_req_store(rq), &conf, lo, hi, &v, &n, e);
 	mem = rc ? NULL : open_memstream(&buf, &blen);
