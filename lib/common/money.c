@@ -128,3 +128,10 @@ sr_micros sr_money_cost(sr_micros per_hour, int64_t ns)
 		return INT64_MIN;
 	return (sr_micros)q;
 }
+
+sr_micros sr_money_hours(double hours, sr_micros per_hour)
+{
+	double v = hours * (double)per_hour;
+
+	return v < 9.2e18 ? (sr_micros)llround(v) : INT64_MAX;
+}

@@ -31,4 +31,8 @@ double sr_money_to_usd(sr_micros m);
 /* Cost of holding a resource priced `per_hour` for `ns` nanoseconds. */
 sr_micros sr_money_cost(sr_micros per_hour, int64_t ns);
 
+/* The same for a planned `hours` (a model's double), rounded to the
+ * nearest micro; INT64_MAX when it does not fit. */
+sr_micros sr_money_hours(double hours, sr_micros per_hour);
+
 #endif

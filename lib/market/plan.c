@@ -66,13 +66,6 @@ static sr_micros gang(sr_micros per_node, int nodes)
 	return per_node * nodes;
 }
 
-static sr_micros usd_h(double hours, sr_micros per_h)
-{
-	double v = hours * (double)per_h;
-
-	return v < 9.2e18 ? (sr_micros)llround(v) : INT64_MAX;
-}
-
 struct ctx {
 	const struct jobspec *js;
 	struct plan_result *r;
@@ -205,8 +198,8 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 		double pf = Dp > 0 ? 1 - cost_p_finish_by(&cp, Dp) : 1;
 
 		p.p_fallback = pf;
-		p.expected_cost = usd_h(p.est.makespan_h - over, p.price_per_h) +
-				  usd_h(over + c->r->resume_h * pf, od);
+		p.expected_cost = sr_money_hours(p.est.makespan_h - over, p.price_per_h) +
+				  sr_money_hours(over + c->r->resume_h * pf, od);
 		if (p.est.t_train_h + c->r->resume_h <= D)
 			p.p_meet = 1;
 	}
@@ -234,11 +227,11 @@ static int add_spot(struct ctx *c, const struct catalog_offering *o, int fallbac
 		/* 95th percentile: spot until the fallback point, then the rest
 		 * (and one resume) on demand */
 		if (p.mode == PLAN_SPOT_FALLBACK && !isinf(D) && t95 > cut && cut > 0)
-			p.cost_p95 = usd_h(cut, p.price_per_h) +
-				     usd_h(t95 - cut + c->r->resume_h,
+			p.cost_p95 = sr_money_hours(cut, p.price_per_h) +
+				     sr_money_hours(t95 - cut + c->r->resume_h,
 					   gang(o->ondemand_per_h, c->js->num_nodes));
 		else
-			p.cost_p95 = usd_h(t95, p.price_per_h);
+			p.cost_p95 = sr_money_hours(t95, p.price_per_h);
 		if (p.cost_p95 < p.expected_cost)
 			p.cost_p95 = p.expected_cost;
 	}
@@ -345,11 +338,11 @@ static void baselines(const struct catalog *cat, const struct jobspec *js,
 
 		if (!jobspec_offer_ok(js, o))
 			continue;
-		if (od >= 0 && (r->baseline_od < 0 || usd_h(t, od) < r->baseline_od))
-			r->baseline_od = usd_h(t, od);
+		if (od >= 0 && (r->baseline_od < 0 || sr_money_hours(t, od) < r->baseline_od))
+			r->baseline_od = sr_money_hours(t, od);
 		if (rs >= 0 && (r->baseline_reserved < 0 ||
-				usd_h(t, rs) < r->baseline_reserved))
-			r->baseline_reserved = usd_h(t, rs);
+				sr_money_hours(t, rs) < r->baseline_reserved))
+			r->baseline_reserved = sr_money_hours(t, rs);
 	}
 }
 

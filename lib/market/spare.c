@@ -8,11 +8,6 @@
 #include "market/plan.h"
 #include "market/spare.h"
 
-static sr_micros usd_times_h(sr_micros per_h, double h)
-{
-	return (sr_micros)llround((double)per_h * h);
-}
-
 /* The cheapest spot offering in p's cloud and region that meets js. */
 static const struct catalog_offering *
 spare_pool(const struct catalog *cat, const struct jobspec *js,
@@ -67,8 +62,8 @@ void plan_spare_price(const struct catalog *cat, const struct jobspec *js,
 	out->recoveries = p->est.n_preempt;
 	out->delay_per_h = js->delay_cost_per_h >= 0 ? js->delay_cost_per_h :
 			   p->price_per_h;
-	out->cost = usd_times_h(out->price_per_h, out->kept_h);
-	out->value = usd_times_h(out->delay_per_h, out->recoveries * saved_h);
+	out->cost = sr_money_hours(out->kept_h, out->price_per_h);
+	out->value = sr_money_hours(out->recoveries * saved_h, out->delay_per_h);
 	if (isfinite(deadline_h))
 		out->slack_h = deadline_h - out->kept_h;
 	if (out->fixed)

@@ -120,6 +120,17 @@ static void test_usd_and_cost(void **state)
 	assert_int_equal(sr_money_cost(INT64_MIN, INT64_MAX), INT64_MIN);
 }
 
+static void test_hours(void **state)
+{
+	(void)state;
+	/* a planned duration in hours: nearest micro, saturated */
+	assert_int_equal(sr_money_hours(2.0, 3000000), 6000000);
+	assert_int_equal(sr_money_hours(0.5, 3), 2);         /* 1.5 -> 2 */
+	assert_int_equal(sr_money_hours(1.0 / 3.0, 3000000), 1000000);
+	assert_int_equal(sr_money_hours(0.0, 3000000), 0);
+	assert_int_equal(sr_money_hours(1e12, INT64_MAX / 2), INT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +139,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_usd_and_cost),
+		cmocka_unit_test(test_hours),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
