@@ -19,6 +19,8 @@
 #   make demo-single  the single-node demo (tier 3 in s3rver, moves)
 #   make demo CLOUD=aws-emulated  either demo through the AWS driver and
 #                   the EC2 emulator (also demo-single)
+#   make demo SPARES=1  the gang keeps a warm spare (issue 33): the report
+#                   gives its cost and the boot and setup it saved
 #   make clean
 #
 # Layout rules (see CONTRIBUTING.md):
@@ -304,9 +306,10 @@ fuzz: fuzz-build
 # either through the AWS provider and EC2 driver against the EC2 emulator
 # instead (docs/providers.md).
 CLOUD ?= local
+SPARES ?= 0
 demo: deps
 	@$(MAKE) --no-print-directory build
-	@scripts/demo-gang --build $(BUILD) --cloud $(CLOUD)
+	@scripts/demo-gang --build $(BUILD) --cloud $(CLOUD) --spares $(SPARES)
 
 demo-single: deps
 	@$(MAKE) --no-print-directory build

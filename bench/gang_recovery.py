@@ -56,6 +56,10 @@ the gang trains, one of three recoveries:
              (Ray, SkyPilot's own packages) of every new node, and the
              cost of spotrund's own recovery, which starts in the
              background when the node dies and is cancelled at step 4.
+  spare      spotrun with a warm spare (issue 33, arm 4): the job keeps
+             one (spotrun: {spares: 1}), booted and set up beside the
+             gang before the notice; the noticed rank goes to it, so
+             the recovery waits for no boot and no setup.
   rebuild_at_notice  last session's rebuild arm, kept as a second
              figure: spotrun with every node noticed at once - every
              rank takes its final checkpoint and gets a new node placed
@@ -100,7 +104,7 @@ divided by --time-scale (default 24: AWS's 120 s lead is 5 s here, as
 above).  --nodes sets the gang (default 2), --state-mb each rank's state
 (a rank-local Shard, train_gang.py's DEMO_STATE_MB), --ckpt-min the
 periodic checkpoint interval in cloud minutes (default 10).  Arms 1
-(`rebuild`) and 2 (`kept`) run side by side, and every figure is also
+(`rebuild`), 2 (`kept`) and 4 (`spare`) run side by side, and every figure is also
 given in cloud seconds (x time scale), with the spread (min-max) of each
 arm.  `make bench` runs
 
@@ -160,10 +164,10 @@ spotrun:
     uri: file://%(bucket)s
   work: 16h
   deadline: 480h
-"""
+%(spares)s"""
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
-# the arms a --timing run compares (the issue's arms 1 and 2)
-TIMED_ARMS = ("rebuild", "kept")
+# the arms a --timing run compares (the issue's arms 1, 2 and 4)
+TIMED_ARMS = ("rebuild", "kept", "spare")
 
 
 class Setup:
@@ -175,7 +179,7 @@ class Setup:
         self.scale = 1.0
         self.job = {"nodes": args.nodes, "setup_s": "2", "every": 20,
                     "step_ms": 25, "state_mb": args.state_mb,
-                    "import_ms": 0}
+                    "import_ms": 0, "spares": ""}
         self.timing = None
         if not args.timing:
             self.daemon = list(DAEMON_OPTS)
@@ -351,12 +355,21 @@ def reclaim(sid):
             pass
 
 
+def spare_ready(j):
+    """The job's warm spare booted and set up (spare arm), or None."""
+    s = [n for n in j["nodes"] if n.get("spare") and n["state"] == "READY"
+         and n.get("setup_exit_code") == 0]
+    return s[0] if s else None
+
+
 def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
-    """kept / rebuild_at_notice: spotrun's own recovery from the local
-    cloud's injected notice."""
+    """kept / spare / rebuild_at_notice: spotrun's own recovery from the
+    local cloud's injected notice (spare: the noticed rank goes to the
+    job's warm spare)."""
     state = env["SPOTRUN_STATE_DIR"]
     os.makedirs(os.path.join(state, "interrupts"), exist_ok=True)
-    victims = [1] if mode == "kept" else list(range(nodes))
+    victims = list(range(nodes)) if mode == "rebuild_at_notice" else [1]
+    spare = spare_ready(j) if mode == "spare" else None
     for r in victims:
         open(os.path.join(state, "interrupts",
                           str(gang.live(j)[r]["id"])), "w").close()
@@ -367,8 +380,11 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
     after = gang.live(job)
     before = {n["id"] for n in gang.live(j).values()}
     kept = sum(after[r]["id"] == gang.live(j)[r]["id"] for r in after)
-    if kept != (nodes - 1 if mode == "kept" else 0):
+    if kept != (0 if mode == "rebuild_at_notice" else nodes - 1):
         raise OSError("%s: %d node(s) kept" % (mode, kept))
+    if spare and after[1]["id"] != spare["id"]:
+        raise OSError("spare: rank 1 went to node %s, not the spare %s" %
+                      (after[1]["id"], spare["id"]))
 
     def first(ev_type):
         t = [ts(e["ts"]) for e in events if e["type"] == ev_type and
@@ -376,7 +392,10 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
         return min(t) - notice if t else None
     final = [ts(ln["ts"]) for ln in lines if ln.get("attempt") == 1 and
              ln.get("line", "").startswith("preempted: final checkpoint")]
-    new = [ts(n["created_at"]) for n in job["nodes"] if n["id"] not in before]
+    # the replacement: a new node, or the spare's adoption
+    new = [ts(n["adopted_at"] if n.get("adopted_at") else n["created_at"])
+           for n in job["nodes"] if n["id"] not in before and
+           (n.get("adopted_at") or not n.get("spare"))]
     ph, res = rank_phases(lines, 2, notice)
     ph.update({
         # every rank wrote its final checkpoint (the last rank's line)
@@ -473,7 +492,9 @@ def one(gang, build, mode, setup, phase, run):
                        stdout=subprocess.DEVNULL)
         job_file = os.path.join(state, "job.yaml")
         with open(job_file, "w") as f:
-            f.write(JOB % dict(setup.job, bucket=bucket))
+            f.write(JOB % dict(setup.job, bucket=bucket,
+                               spares="  spares: 1\n" if mode == "spare"
+                               else ""))
         out = subprocess.run(["spotrun", "launch", "-y", "-d", "--json",
                               job_file, "--workdir", HERE], env=env,
                              check=True, stdout=subprocess.PIPE,
@@ -483,7 +504,8 @@ def one(gang, build, mode, setup, phase, run):
         j = gang.wait_for(env, demo, jids[0], lambda j: j["state"] ==
                           "RUNNING" and len(gang.live(j)) == setup.nodes and
                           (j["step"] or 0) >= every and
-                          min(records.seen, default=-1) >= every, 600)
+                          min(records.seen, default=-1) >= every and
+                          (mode != "spare" or spare_ready(j)), 600)
         if j["state"] != "RUNNING":
             raise OSError("the gang did not start: %s" % j["state"])
         if mode == "rebuild":
@@ -523,14 +545,16 @@ def timed_report(args, setup, ph, med):
     with their spread, and the ratios of medians against the rebuild."""
     sc = setup.scale
     name = setup.timing["name"]
-    ratio = {w: med["kept"][w] / med["rebuild"][w]
-             for w in ("resumed", "down")}
+    ratio = {(m, w): med[m][w] / med["rebuild"][w]
+             for m in ("kept", "spare") for w in ("resumed", "down")}
     if args.json:
         print(json.dumps({
             "timing": name, "time_scale": sc, "nodes": setup.nodes,
             "state_mb": args.state_mb, "runs": args.runs,
-            "kept_vs_rebuild_resumed": round(ratio["resumed"], 3),
-            "kept_vs_rebuild_down": round(ratio["down"], 3),
+            "kept_vs_rebuild_resumed": round(ratio["kept", "resumed"], 3),
+            "kept_vs_rebuild_down": round(ratio["kept", "down"], 3),
+            "spare_vs_rebuild_resumed": round(ratio["spare", "resumed"], 3),
+            "spare_vs_rebuild_down": round(ratio["spare", "down"], 3),
             "resumed_cloud_s": {m: [round(x["resumed"] * sc, 1) for x in v]
                                 for m, v in ph.items()},
             "down_cloud_s": {m: [round(x["down"] * sc, 1) for x in v]
@@ -542,21 +566,26 @@ def timed_report(args, setup, ph, med):
               name, sc, setup.nodes, args.state_mb, args.runs,
               setup.notice_s * sc, setup.poll_s * sc))
     print("  median cloud seconds after the notice of each phase:")
-    print("  %-20s %10s %10s" % ("phase", "rebuild", "kept"))
+    print("  %-20s %10s %10s %10s" % ("phase", "rebuild", "kept", "spare"))
     for ph_name in PHASES:
         row = ["%10.0f" % (med[m][ph_name] * sc)
                if med[m][ph_name] is not None else "%10s" % "-"
                for m in TIMED_ARMS]
         print("  %-20s %s" % (ph_name, " ".join(row)))
     labels = {"rebuild": "arm 1 SkyPilot rebuild",
-              "kept": "arm 2 spotrun (kept)"}
+              "kept": "arm 2 spotrun (kept)",
+              "spare": "arm 4 warm spare"}
     for m in TIMED_ARMS:
         print("%-24s notice -> resumed %s s; training lost %s s "
               "(median (min-max), cloud s)" % (
                   labels[m], spread(ph[m], "resumed", sc),
                   spread(ph[m], "down", sc)))
     print("gang_recovery_%s_vs_rebuild %.2f (notice -> resumed); training "
-          "lost %.2f" % (name, ratio["resumed"], ratio["down"]))
+          "lost %.2f" % (name, ratio["kept", "resumed"], ratio["kept", "down"]))
+    print("gang_recovery_%s_spare_vs_rebuild %.2f (notice -> resumed, %.0f "
+          "cloud s; goal <= 0.25 and <= 60 s); training lost %.2f" % (
+              name, ratio["spare", "resumed"], med["spare"]["resumed"] * sc,
+              ratio["spare", "down"]))
     return 0
 
 
@@ -571,7 +600,7 @@ def main():
                    "lead is; with --timing 15 s / --time-scale)" % POLL_S)
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the rebuild arm's poll phases (default 1)")
-    p.add_argument("--arm", choices=ARMS, default=None,
+    p.add_argument("--arm", choices=ARMS + ("spare",), default=None,
                    help="run only this arm and print its phases (no ratio)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timing", default=None,

@@ -14,6 +14,7 @@
 #include "common/money.h"
 #include "ctl/ctl_int.h"
 #include "ctl/recon.h"
+#include "market/joblimits.h"
 
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
 
@@ -33,6 +34,7 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->od = -1;
 	p->crit = js->criticality;
 	p->use_spot = js->use_spot;
+	p->spares = js->spares > 0 ? js->spares : 0;
 	p->gap_s = PLACE_GAP_S;
 	q.accelerator = js->accel[0] ? js->accel : NULL;
 	q.accel_count = js->accel_count;
@@ -124,10 +126,10 @@ char *place_plan_json(const struct place_plan *p)
 
 	for (int i = 0; i < p->nspot; i++)
 		json_array_append_new(a, json_integer(p->spot[i]));
-	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i}", "spot", a, "od", p->od,
+	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i,s:i}", "spot", a, "od", p->od,
 		      "od_price_usd", p->od_price_usd, "restart_s", p->restart_s,
 		      "gap_s", (json_int_t)p->gap_s, "crit", p->crit,
-		      "use_spot", p->use_spot);
+		      "use_spot", p->use_spot, "spares", p->spares);
 	if (!o)
 		return NULL;
 	s = json_dumps(o, JSON_COMPACT);
@@ -156,6 +158,10 @@ int place_plan_parse(const char *s, double deadline_s, double work_s,
 	p->gap_s = json_integer_value(json_object_get(o, "gap_s"));
 	p->crit = (int)json_integer_value(json_object_get(o, "crit"));
 	p->use_spot = (int)json_integer_value(json_object_get(o, "use_spot"));
+	/* absent before warm spares: none */
+	p->spares = (int)json_integer_value(json_object_get(o, "spares"));
+	if (p->spares < 0 || p->spares > SR_LIMIT_SPARES_MAX)
+		goto out;
 	p->deadline_s = deadline_s;
 	p->work_s = work_s;
 	rc = p->gap_s > 0 ? 0 : -SR_ECORRUPT;

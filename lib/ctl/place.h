@@ -45,6 +45,9 @@ struct place_plan {
 	int64_t gap_s;             /* policy tick, cloud s */
 	int crit;                  /* enum jobspec_crit */
 	int use_spot;              /* -1 unset, 0, 1 */
+	int spares;                /* warm spares to keep (spotrun.spares;
+				      the plan's choice, -1, keeps none
+				      here yet: docs/distributed.md) */
 };
 
 /* Build the plan for `js` submitted at now_ns.  -SR_ENOTFOUND (with a

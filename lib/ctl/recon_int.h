@@ -73,7 +73,19 @@ struct rnode {
 	int64_t setup_rc;                               /* INT64_MIN unset;
 							 * RECON_SETUP_FILES */
 	bool retire;                                    /* policy moves off it */
+	bool spare;            /* a warm spare bound to no rank yet (rank is
+				  the job's num_nodes; recon_spare.c) */
+	int64_t adopted_ns;    /* a spare took a lost rank then, 0 never */
 };
+
+/* Node x was placed at job j's notice to replace a noticed one, or is a
+ * warm spare that took the rank then: it has run nothing of the attempt
+ * being stopped (reconcile.c). */
+bool recon__placed_at_notice(const struct rjob *j, const struct rnode *x);
+
+/* SQL over table nodes: a node of the job's gang, i.e. no warm spare
+ * still waiting for a rank (schema.c, 16). */
+#define RECON_GANG_SQL "(spare=0 OR adopted_ns IS NOT NULL)"
 
 /* Run a statement that returns no row (store_run): 0 or the error,
  * prefixed with `what`.  The caller still store_done()s it. */
@@ -90,8 +102,8 @@ const char *recon__where(const char *cloud, const char *region,
  * *out malloc'd. */
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
 		       int64_t arg, struct rnode **out, size_t *n);
-/* Live (REQUESTED/BOOTING/READY) nodes of job, or of every job if job=0.
- * *out malloc'd. */
+/* Live (REQUESTED/BOOTING/READY) nodes of job's gang (no spare waiting
+ * for a rank), or of every job, spares too, if job=0.  *out malloc'd. */
 int recon__nodes_live(struct ctl *c, struct store *db, int64_t job,
 		      struct rnode **out, size_t *n);
 
@@ -144,6 +156,9 @@ int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,
 		    const char *state, const char *reason, int64_t now,
 		    struct sr_err *e);
 void recon__kill(struct ctl *c, struct store *db, const struct rnode *n);
+/* Inside a transaction: bill node n's time up to `until` (a ledger row). */
+int recon__node_bill(struct ctl *c, struct store *db, const struct rnode *n,
+		     int64_t until, struct sr_err *e);
 /* 1 (and the message in msg) if the cloud refused a launch of the job
  * for good (auth, invalid request: a job-level error), 0 if not,
  * < 0 on error. */
@@ -165,10 +180,23 @@ int recon__policy_tick(struct ctl *c, struct store *db, struct rjob *j,
  * j->plan.work_s to the current estimate.  now->tick is left 0. */
 void recon__place_now(struct ctl *c, struct rjob *j, const struct rnode *live,
 		      size_t nlive, double sim, struct place_now *now);
-/* Inside a transaction: create nodes for `ranks` in `pool`. */
+/* Inside a transaction: create nodes for `ranks` in `pool`; with
+ * `spare`, nranks warm spares instead (ranks unused: theirs is the
+ * job's num_nodes). */
 int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
-			int64_t now, struct sr_err *e);
+			bool spare, int64_t now, struct sr_err *e);
+
+/* Warm spares (recon_spare.c).  _adopt, from recon__place_missing: give
+ * the missing ranks ranks[0..*nr) to the job's live spares, READY ones
+ * first, each in its own transaction (its bill as a spare closed at the
+ * adoption); the ranks given are taken out of ranks[].  The number
+ * adopted, or < 0.  _keep: once per pass of a RUNNING job, end its
+ * noticed spares and those whose setup failed, and launch one when it
+ * keeps fewer than its plan's count (place_plan.spares). */
+int recon__spares_adopt(struct ctl *c, struct store *db, const struct rjob *j,
+			int *ranks, int *nr, int64_t now);
+void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j);
 /* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
 int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 		   struct sr_err *e);

@@ -96,7 +96,7 @@ sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 
 	json_decref(pl);
 	for (size_t i = 0; i < n; i++) {
-		if (j->notice_ns && live[i].created_ns >= j->notice_ns &&
+		if (recon__placed_at_notice(j, &live[i]) &&
 		    !live[i].notice_ns) /* placed at the notice: ran nothing */
 			continue;
 		sum += live[i].price;

@@ -84,6 +84,8 @@ static void node_row(const struct store_node *x, struct rnode *n)
 	n->gpu_last = n->gpu_util ? x->gpu_util : 0;
 	n->setup_rc = x->setup_rc; /* STORE_NULL_I64 is INT64_MIN: unset */
 	n->retire = x->retire;
+	n->adopted_ns = x->adopted_ns == STORE_NULL_I64 ? 0 : x->adopted_ns;
+	n->spare = x->spare && !n->adopted_ns;
 }
 
 int recon__nodes_query(struct ctl *c, struct store *db, const char *where,
@@ -118,7 +120,8 @@ int recon__nodes_live(struct ctl *c, struct store *db, int64_t job,
 		      struct rnode **out, size_t *n)
 {
 	return recon__nodes_query(c, db, job ?
-			   "state IN ('REQUESTED','BOOTING','READY') AND job_id=?1" :
+			   "state IN ('REQUESTED','BOOTING','READY') AND job_id=?1"
+			   " AND " RECON_GANG_SQL :
 			   "state IN ('REQUESTED','BOOTING','READY') AND ?1=0",
 			   job, out, n);
 }
@@ -268,6 +271,12 @@ static int bill(struct ctl *c, struct store *db, const struct rnode *n, int64_t 
 		rc = store_node_bill(db, &b, e);
 	}
 	return rc;
+}
+
+int recon__node_bill(struct ctl *c, struct store *db, const struct rnode *n,
+		     int64_t until, struct sr_err *e)
+{
+	return bill(c, db, n, until, e);
 }
 
 int recon__node_end(struct ctl *c, struct store *db, const struct rnode *n,

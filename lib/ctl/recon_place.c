@@ -319,7 +319,7 @@ static int64_t boot_ns(const struct ctl *c, const struct rjob *j, int rank)
 
 int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			const int *ranks, int nranks, int pool, bool spot,
-			int64_t now, struct sr_err *e)
+			bool spare, int64_t now, struct sr_err *e)
 {
 	struct cloud_offering o;
 	int rc;
@@ -330,8 +330,9 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 	for (int i = 0; i < nranks && !rc; i++) {
 		char tok[CTL_TOKEN_HEX + 1];
 		unsigned char dg[CTL_DIGEST_LEN];
+		int rank = spare ? j->num_nodes : ranks[i];
 		struct store_node_new nn = {
-			.job = j->id, .rank = ranks[i], .token_hash = dg,
+			.job = j->id, .rank = rank, .spare = spare, .token_hash = dg,
 			.token_hash_len = CTL_DIGEST_LEN,
 			.provider = ctl__prov_name(c, pool), .cloud = o.cloud,
 			.region = o.region, .zone = o.zone,
@@ -341,7 +342,7 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 			.price_micros = spot ? o.spot_per_h : o.ondemand_per_h,
 			.list_micros = o.ondemand_per_h,
 			.reserved_micros = o.reserved_per_h, .created_ns = now,
-			.boot_at_ns = now + boot_ns(c, j, ranks[i]),
+			.boot_at_ns = now + boot_ns(c, j, rank),
 		};
 		int64_t id = 0;
 
@@ -503,6 +504,9 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 		if (!have)
 			ranks[nr++] = r;
 	}
+	/* a warm spare takes a missing rank before any node is placed */
+	if (nr > 0 && recon__spares_adopt(c, db, j, ranks, &nr, now) < 0)
+		return -EIO;
 	if (nr == 0)
 		return 1;
 	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
@@ -524,7 +528,8 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	rc = store_begin(db, &e);
 	if (rc)
 		goto fail;
-	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, now, &e);
+	rc = recon__nodes_create(c, db, j, ranks, nr, ch.pool, ch.spot, false,
+				 now, &e);
 	if (!rc)
 		rc = store_job_set_placement(db, j->id, pls, moved, &e);
 	snprintf(msg, sizeof msg, "%d node(s) in %s %s (%s): %s", nr,

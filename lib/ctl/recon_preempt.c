@@ -53,7 +53,7 @@ static bool node_trains(const struct rjob *j, const struct rnode *x)
 	if (j->state != JOB_NOTICE && j->state != JOB_CHECKPOINTING)
 		return false;
 	/* stopping: a replacement placed at the notice has run nothing */
-	return !(j->notice_ns && x->created_ns >= j->notice_ns);
+	return !recon__placed_at_notice(j, x);
 }
 
 int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
@@ -118,6 +118,10 @@ int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
 	if (rc) {
 		rc = sr_err_set(e, rc < 0 ? rc : -EIO, "node %" PRId64 ": reading "
 				"it and its job", node);
+	} else if (n == 1 && x->spare) {
+		/* a warm spare's notice: it only goes (recon_spare.c), and
+		 * costs its job nothing but its bill - no preemption */
+		rc = 0;
 	} else if (n == 1 && !jobsm_terminal(j.state)) {
 		/* the node as it is now: noticed */
 		x->notice_ns = now;

@@ -165,8 +165,9 @@ static int stop_clock(struct ctl *c, struct store *db, const struct rjob *j,
 				   1e9 * c->cfg.time_scale, e);
 }
 
-/* Finish: in one transaction move to `to`, end every live node, record
- * the exit code; kill the processes after the commit. */
+/* Finish: in one transaction move to `to`, end every live node (its warm
+ * spares too), record the exit code; kill the processes after the
+ * commit. */
 static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 		  enum job_state to, int64_t code, const char *reason,
 		  const char *msg)
@@ -177,7 +178,8 @@ static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 	size_t n = 0;
 	int rc;
 
-	rc = recon__nodes_live(c, db, j->id, &v, &n);
+	rc = recon__nodes_query(c, db, "state IN ('REQUESTED','BOOTING','READY')"
+				" AND job_id=?1", j->id, &v, &n);
 	if (rc)
 		return rc;
 	rc = store_begin(db, &e);
@@ -263,10 +265,12 @@ static int setup_failed(struct ctl *c, struct store *db, struct rjob *j,
 }
 
 /* A node placed at the job's notice to replace a noticed one
- * (replace_noticed): it has run nothing of the attempt being stopped. */
-static bool placed_at_notice(const struct rjob *j, const struct rnode *x)
+ * (replace_noticed), or a warm spare that took the rank then: it has
+ * run nothing of the attempt being stopped. */
+bool recon__placed_at_notice(const struct rjob *j, const struct rnode *x)
 {
-	return j->notice_ns && x->created_ns >= j->notice_ns;
+	return j->notice_ns && (x->created_ns >= j->notice_ns ||
+				x->adopted_ns >= j->notice_ns);
 }
 
 /* PROVISIONING: replace noticed/missing ranks; RUNNING when all READY. */
@@ -563,14 +567,15 @@ static int64_t noticed_node(struct ctl *c, struct store *db, const struct rjob *
 
 	*price = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (live[i].notice_ns && !placed_at_notice(j, &live[i])) {
+		if (live[i].notice_ns && !recon__placed_at_notice(j, &live[i])) {
 			*price += live[i].price;
 			if (!id)
 				id = live[i].id;
 		}
 	}
-	if (id || recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL",
-				     j->id, &v, &k) || k == 0) {
+	if (id || recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL"
+				     " AND " RECON_GANG_SQL, j->id, &v, &k) ||
+	    k == 0) {
 		free(v);
 		return id;
 	}
@@ -600,8 +605,8 @@ static int64_t ended_notice_deadline(struct ctl *c, struct store *db,
 	int64_t deadline = 0;
 	size_t k = 0;
 
-	if (recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL",
-			       j->id, &v, &k) == 0) {
+	if (recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL"
+			       " AND " RECON_GANG_SQL, j->id, &v, &k) == 0) {
 		for (size_t i = 0; i < k; i++)
 			if (v[i].kill_ns > j->notice_ns && v[i].kill_ns > deadline)
 				deadline = v[i].kill_ns;
@@ -633,7 +638,7 @@ static int step_checkpointing(struct ctl *c, struct store *db, struct rjob *j,
 		if (live[i].notice_ns && live[i].kill_ns > deadline)
 			deadline = live[i].kill_ns;
 		/* a replacement placed at the notice runs nothing yet */
-		if (placed_at_notice(j, &live[i]) && !live[i].notice_ns)
+		if (recon__placed_at_notice(j, &live[i]) && !live[i].notice_ns)
 			continue;
 		if (!exit_seen(db, j, live[i].rank))
 			waiting++;
@@ -827,6 +832,7 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok) {
 			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
 			deadline_tick(c, db, &j);
+			recon__spares_keep(c, db, &j);
 		}
 	}
 out:

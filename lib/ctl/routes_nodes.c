@@ -10,10 +10,14 @@
  *   job terminal, or cancel requested     -> exit
  *   node has a preemption notice          -> exit (after its own stop)
  *   node is being retired by the policy   -> stop (then it is replaced)
+ *   node is a warm spare (no rank yet)    -> idle (its setup runs at
+ *                                            registration; recon_spare.c)
  *   job RUNNING and node READY            -> run  (attempt = job.attempt,
  *                                            master_addr and node_ips: the
  *                                            gang's addresses, rank 0 first;
- *                                            master_port: the attempt's)
+ *                                            master_port: the attempt's;
+ *                                            rank: the node's, which a
+ *                                            spare learns here)
  *   job never ran yet (attempt 0)         -> idle
  *   otherwise                             -> stop (attempt = job.attempt)
  */
@@ -96,6 +100,8 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 		a = "exit";
 	else if (n->retire)
 		a = "stop";
+	else if (n->spare)
+		a = "idle";
 	else if (js == JOB_RUNNING && strcmp(n->state, "READY") == 0)
 		a = "run";
 	else if (n->attempt == 0)
@@ -124,6 +130,7 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 		json_decref(ips);
 		json_object_set_new(d, "master_port", json_integer(master_port(
 			c ? c->state_dir : NULL, n->job, n->attempt)));
+		json_object_set_new(d, "rank", json_integer(n->rank));
 	}
 	return d;
 }
@@ -397,7 +404,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I,"
-		"s:o*,s:s?}",
+		"s:o*,s:s?,s:b}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -414,7 +421,8 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"gpus_per_node", sky.gpus, "ckpt_uri", uri_json(uri),
 		"ckpt_alert_intervals", (json_int_t)alert_intervals,
 		"bucket_mounts", sky.buckets,
-		"task_id", sky.task_id[0] ? sky.task_id : NULL));
+		"task_id", sky.task_id[0] ? sky.task_id : NULL,
+		"spare", n.spare));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */

@@ -81,6 +81,11 @@ json_t *ctl__node_json(const struct store_node *n)
 	put(j, "id", json_integer(n->id));
 	put(j, "job_id", json_integer(n->job_id));
 	put(j, "rank", json_integer(n->rank));
+	/* a warm spare waiting for a rank (its rank is the job's num_nodes,
+	 * outside the gang), and when one took a rank */
+	put(j, "spare", json_boolean(n->spare && n->adopted_ns == STORE_NULL_I64));
+	put(j, "adopted_at", ts_or_null(n->adopted_ns));
+	put(j, "setup_exit_code", int_or_null(n->setup_rc));
 	put(j, "state", json_string(node_api_state(n)));
 	put(j, "provider", json_string(n->provider));
 	put(j, "cloud", json_string(n->cloud));

@@ -70,7 +70,8 @@ const char finops__usage_sql[] =
 	" (SELECT team FROM jobs WHERE id = job_id) AS team,"
 	" (SELECT project FROM jobs WHERE id = job_id) AS project,"
 	" (SELECT cost_center FROM jobs WHERE id = job_id) AS cost_center,"
-	" (SELECT provider FROM nodes WHERE id = node_id) AS node_provider"
+	" (SELECT provider FROM nodes WHERE id = node_id) AS node_provider,"
+	" CASE WHEN " FINOPS_SPARE_ROW_SQL " THEN 1 ELSE 0 END AS spare"
 	" FROM ledger"
 	" WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 	" AND (?3 = 0 OR job_id = ?3) ORDER BY start_ns, id";
@@ -274,6 +275,7 @@ int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
 	u->job_id = store_col_i64(st, "job_id");
 	u->node_id = store_col_i64(st, "node_id");
 	u->busy = (int)store_col_i64(st, "busy");
+	u->spare = store_col_i64(st, "spare") != 0;
 	u->cost = cost;
 	u->unit_price = store_col_i64(st, "unit_price");
 	u->billed_ns = store_col_i64(st, "billed_ns");
@@ -313,7 +315,8 @@ int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
 				sizeof u->list) < 0;
 	rc |= finops_fmt_micros(store_col_i64(st, "list_price"), u->lup,
 				sizeof u->lup) < 0;
-	rc |= finops_fmt_micros(u->busy ? 0 : cost, u->idle, sizeof u->idle) < 0;
+	rc |= finops_fmt_micros(u->busy || u->spare ? 0 : cost, u->idle,
+				sizeof u->idle) < 0;
 	rc |= finops_fmt_hours(u->billed_ns, u->qty, sizeof u->qty) < 0;
 	if (u->has_reserved) {
 		rc |= finops_fmt_micros(store_col_i64(st, "reserved_price"), u->rup,
@@ -344,6 +347,11 @@ int finops__usage_fill(struct store_stmt *st, struct node_ends *ends,
 	return 0;
 }
 
+const char *finops__usage_state(const struct focus_usage *u)
+{
+	return u->spare ? "Spare" : u->busy ? "Busy" : "Idle";
+}
+
 static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		     struct node_ends *ends, struct finops_billed_map *bm,
 		     FILE *out)
@@ -361,7 +369,7 @@ static int write_row(struct store_stmt *st, const struct finops_focus_opts *o,
 		"Hours", u.lup, u.cat, u.region, u.region, u.rid,
 		"Virtual Machine", u.sku, u.tags,
 		u.job_id > 0 ? u.job : NULL, u.node, u.accel, u.gpus,
-		u.busy ? "Busy" : "Idle", u.has_util ? u.util : NULL,
+		finops__usage_state(&u), u.has_util ? u.util : NULL,
 		u.has_reserved ? u.rup : NULL, u.has_reserved ? u.rcost : NULL,
 		u.idle, u.est,
 	};

@@ -180,7 +180,7 @@ static int usage_row(struct store_stmt *st, const struct finops_focus_opts *o,
 	v[C_XNODE] = u.node;
 	v[C_XACC] = u.accel;
 	v[C_XACCN] = u.gpus;
-	v[C_XSTATE] = u.busy ? "Busy" : "Idle";
+	v[C_XSTATE] = finops__usage_state(&u);
 	v[C_XUTIL] = u.has_util ? u.util : NULL;
 	v[C_XRUP] = u.has_reserved ? u.rup : NULL;
 	v[C_XRCOST] = u.has_reserved ? u.rcost : NULL;

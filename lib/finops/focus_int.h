@@ -5,6 +5,7 @@
 #ifndef SR_FINOPS_FOCUS_INT_H
 #define SR_FINOPS_FOCUS_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,12 +29,16 @@ struct focus_usage {
 	int64_t job_id, node_id, start_ns, end_ns, billed_ns;
 	sr_micros cost, unit_price;
 	int busy, has_util, has_reserved;
+	bool spare;             /* a warm spare's time (ledger.h) */
 	/* billed: the row's share of an applied bill (billed.h), else the
 	 * estimate; est: the ledger's estimate */
 	char billed[32], est[32], list[32], qty[48], lup[32], rup[32], rcost[32],
 	     idle[32], util[16], job[24], node[24], gpus[16], desc[512],
 	     rid[32], sku[512], tags[512], bps[32], bpe[32], cps[32], cpe[32];
 };
+
+/* x_UsageState: "Spare" (a warm spare's time), "Busy" or "Idle". */
+const char *finops__usage_state(const struct focus_usage *u);
 
 /* SELECT of the ledger rows, ?1 since ?2 until ?3 job, in period order. */
 extern const char finops__usage_sql[];

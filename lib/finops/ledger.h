@@ -49,6 +49,16 @@ int ledger_pricing_parse(const char *s, enum ledger_pricing *out);
 
 #define LEDGER_PRICE_UNKNOWN INT64_C(-1)
 
+/* SQL over a row of table ledger: the row is a warm spare's time (issue
+ * 33; lib/ctl/recon_spare.c) - its node was launched as a spare and had
+ * taken no rank yet when the row ended (the reconciler closes a spare's
+ * row at its adoption).  Spare rows are their own line of a report
+ * (report.h spare_*), not idle waste. */
+#define FINOPS_SPARE_ROW_SQL                                                  \
+	"EXISTS (SELECT 1 FROM nodes sn WHERE sn.id = ledger.node_id AND"     \
+	" sn.spare = 1 AND (sn.adopted_ns IS NULL OR"                         \
+	" ledger.end_ns <= sn.adopted_ns))"
+
 struct ledger_row {
 	/* where */
 	const char *provider;       /* "aws", "gcp", "azure", "lambda", "local" */

@@ -13,6 +13,7 @@
 
 #include "common/timeutil.h"
 #include "dbutil.h"
+#include "ledger.h"
 #include "policy.h"
 #include "store/store.h"
 #include "report.h"
@@ -199,10 +200,15 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 		 " COALESCE(sum(reserved_cost), 0) AS rcost,"
 		 " sum(CASE WHEN reserved_cost IS NULL THEN 0 ELSE cost END) AS rbilled,"
 		 " sum(billed_ns) AS billed, sum(billed_ns * gpus) AS gpu,"
-		 " sum(CASE busy WHEN 0 THEN billed_ns ELSE 0 END) AS idle,"
-		 " sum(CASE busy WHEN 0 THEN billed_ns * gpus ELSE 0 END) AS idle_gpu,"
-		 " sum(CASE busy WHEN 0 THEN cost ELSE 0 END) AS idle_cost"
-		 " FROM ledger WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
+		 " sum(CASE WHEN busy = 0 AND sp = 0 THEN billed_ns ELSE 0 END) AS idle,"
+		 " sum(CASE WHEN busy = 0 AND sp = 0 THEN billed_ns * gpus ELSE 0 END)"
+		 " AS idle_gpu,"
+		 " sum(CASE WHEN busy = 0 AND sp = 0 THEN cost ELSE 0 END) AS idle_cost,"
+		 " sum(CASE sp WHEN 1 THEN billed_ns ELSE 0 END) AS spare,"
+		 " sum(CASE sp WHEN 1 THEN cost ELSE 0 END) AS spare_cost"
+		 " FROM (SELECT ledger.*, CASE WHEN " FINOPS_SPARE_ROW_SQL
+		 " THEN 1 ELSE 0 END AS sp FROM ledger) AS ledger"
+		 " WHERE start_ns >= ?1 AND (CAST(?2 AS BIGINT) = 0 OR start_ns < ?2)"
 		 " AND (?3 = 0 OR job_id = ?3) GROUP BY 1", k);
 	rc = finops__prepare_filtered(db, sql, f, &st, e);
 	if (rc)
@@ -226,6 +232,8 @@ static int query_rows(struct store *db, const struct finops_filter *f,
 		g->t.idle_ns = store_col_i64(st, "idle");
 		g->t.idle_gpu_ns = store_col_i64(st, "idle_gpu");
 		g->t.idle_cost = store_col_i64(st, "idle_cost");
+		g->t.spare_ns = store_col_i64(st, "spare");
+		g->t.spare_cost = store_col_i64(st, "spare_cost");
 	}
 	store_done(st);
 	return rc < 0 ? sr_err_prefix(e, "finops report: ledger") : 0;
@@ -379,6 +387,8 @@ static void totals_add(struct finops_totals *a, const struct finops_totals *b)
 	a->idle_ns += b->idle_ns;
 	a->idle_gpu_ns += b->idle_gpu_ns;
 	a->idle_cost += b->idle_cost;
+	a->spare_ns += b->spare_ns;
+	a->spare_cost += b->spare_cost;
 	a->preemptions += b->preemptions;
 	a->recoveries += b->recoveries;
 	a->lost_work_ns += b->lost_work_ns;
@@ -737,6 +747,8 @@ json_t *finops_totals_json(const struct finops_totals *t)
 	rc |= set_hours(o, "idle", t->idle_ns);
 	rc |= set_hours(o, "idle_gpu", t->idle_gpu_ns);
 	rc |= set_money(o, "idle_cost", t->idle_cost);
+	rc |= set_hours(o, "spare", t->spare_ns);
+	rc |= set_money(o, "spare_cost", t->spare_cost);
 	rc |= json_object_set_new(o, "idle_fraction",
 				  json_real(t->cost > 0 ? (double)t->idle_cost /
 								(double)t->cost : 0.0));

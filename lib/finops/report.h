@@ -32,7 +32,11 @@
  *   waste_cost      = failed_cost + lost work and idle cost of the other
  *                     jobs: money that bought no work
  *   idle_*          = rows with busy = 0 (no workload, or utilisation under
- *                     the threshold); idle_gpu_ns = billed_ns * gpus
+ *                     the threshold) but a spare's; idle_gpu_ns = billed_ns
+ *                     * gpus
+ *   spare_*         = warm spares' rows (FINOPS_SPARE_ROW_SQL, ledger.h):
+ *                     nodes kept booted beside a gang to take a lost
+ *                     rank's place, their own line (not idle waste)
  * Groups: job = job id ("none" for nodes without a job); cloud = provider;
  * region = provider/region; pool = provider/region/zone/instance_type;
  * day = UTC date of the row's start (events: of at_ns); team, project,
@@ -93,6 +97,8 @@ struct finops_totals {
 	int64_t idle_ns;
 	int64_t idle_gpu_ns;
 	sr_micros idle_cost;
+	int64_t spare_ns;               /* warm spares' billed time */
+	sr_micros spare_cost;
 	int64_t preemptions;
 	int64_t recoveries;
 	int64_t lost_work_ns;

@@ -325,6 +325,19 @@ static const char m15[] =
 	" budget INTEGER NOT NULL,"
 	" PRIMARY KEY (scope, name, month, level)) STRICT;";
 
+/* 16: warm spares (issue 33, docs/design/distributed.md "Warm spares"):
+ * a node launched as a spare (spare = 1) is booted and set up beside a
+ * job's gang, bound to no rank until a notice: its rank is the job's
+ * num_nodes, outside the gang's 0..num_nodes-1, so no query of the
+ * gang's ranks (addresses, missing ranks, exits) sees it.  adopted_ns:
+ * when it took a lost rank's place (its rank then that rank's); NULL
+ * while it is still a spare.  spare stays 1 after, so its bill before
+ * adopted_ns is the spare's (lib/finops). */
+static const char m16[] =
+	"ALTER TABLE nodes ADD COLUMN spare INTEGER NOT NULL DEFAULT 0"
+	" CHECK (spare IN (0, 1));"
+	"ALTER TABLE nodes ADD COLUMN adopted_ns INTEGER;";
+
 /* The ledger's rows are never changed or removed. */
 #define APPEND_ONLY_SQLITE(t)                                                \
 	"CREATE TRIGGER IF NOT EXISTS " t "_no_update BEFORE UPDATE ON " t  \
@@ -493,7 +506,7 @@ static const struct store_migration ctl_steps[] = {
 	{ m9, NULL, NULL, NULL }, { m10, NULL, NULL, NULL },
 	{ m11, NULL, NULL, NULL }, { m12, NULL, NULL, NULL },
 	{ m13, NULL, NULL, NULL }, { m14, NULL, NULL, NULL },
-	{ m15, NULL, NULL, NULL },
+	{ m15, NULL, NULL, NULL }, { m16, NULL, NULL, NULL },
 };
 
 static const struct store_migration ledger_steps[] = {

@@ -238,6 +238,8 @@ struct store_node {
 	const char *accelerator;
 	double accel_count;
 	bool spot, retire;
+	bool spare;                 /* launched as a warm spare (schema 16) */
+	int64_t adopted_ns;         /* nullable: a spare took a rank then */
 	int pool;                   /* index into the provider's offerings */
 	int64_t price_micros, list_micros, reserved_micros; /* per hour */
 	int64_t cost_micros;        /* billed so far */

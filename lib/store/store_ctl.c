@@ -371,9 +371,9 @@ int store_node_insert(struct store *s, const struct store_node_new *n,
 			       " token_hash, provider, cloud, region, zone,"
 			       " instance_type, accelerator, accel_count, spot,"
 			       " pool, price_micros, list_micros, reserved_micros,"
-			       " created_ns, boot_at_ns) VALUES(?1,?2,'REQUESTED',"
-			       "?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
-			       "?17) RETURNING id", &st, e);
+			       " created_ns, boot_at_ns, spare) VALUES(?1,?2,"
+			       "'REQUESTED',?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+			       "?14,?15,?16,?17,?18) RETURNING id", &st, e);
 
 	*id = 0;
 	if (rc)
@@ -395,6 +395,7 @@ int store_node_insert(struct store *s, const struct store_node_new *n,
 	store_bind_i64(st, 15, n->reserved_micros);
 	store_bind_i64(st, 16, n->created_ns);
 	store_bind_i64(st, 17, n->boot_at_ns);
+	store_bind_i64(st, 18, n->spare);
 	rc = store_step(st, e);
 	if (rc == 1) {
 		*id = store_col_i64(st, "id");

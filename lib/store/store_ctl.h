@@ -105,6 +105,8 @@ struct store_node_new {
 	int pool;
 	int64_t price_micros, list_micros, reserved_micros; /* per hour */
 	int64_t created_ns, boot_at_ns;
+	bool spare;                 /* a warm spare: rank is the job's
+				       num_nodes (schema.c, 16) */
 };
 
 int store_node_insert(struct store *s, const struct store_node_new *n,
@@ -306,6 +308,7 @@ struct store_node_ctx {
 	int64_t id, job, rank, attempt, num_nodes;  /* attempt: the job's */
 	char state[16], job_state[16], desired[8];
 	bool notice, retire;
+	bool spare;                 /* a warm spare not bound to a rank yet */
 	int64_t kill_ns;            /* the notice's deadline, 0 none */
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;
@@ -408,6 +411,10 @@ int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
 /* The attempt that stops ran add_s of cloud time: the job's clock stops. */
 int store_job_run_clock(struct store *s, int64_t job, double add_s,
 			struct sr_err *e);
+/* Warm spare `node` takes rank `rank` of its job at now_ns (schema.c,
+ * 16): -SR_ECONFLICT when it is no spare, or one adopted already. */
+int store_node_adopt(struct store *s, int64_t node, int64_t rank,
+		     int64_t now_ns, struct sr_err *e);
 /* The policy moves the job off node: it is retired. */
 int store_node_retire(struct store *s, int64_t node, struct sr_err *e);
 /* The job left RUNNING at now_ns for `reason`, counted as a restart when

@@ -56,7 +56,9 @@ int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
 			   " j.num_nodes, CASE WHEN n.notice_ns IS NULL THEN 0"
 			   " ELSE 1 END AS notice, n.cloud, n.region, n.zone,"
 			   " n.instance_type, n.spot, n.price_micros, n.retire,"
-			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns"
+			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns,"
+			   " CASE WHEN n.spare = 1 AND n.adopted_ns IS NULL"
+			   " THEN 1 ELSE 0 END AS spare_now"
 			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			   " WHERE n.id=?1", &st, e);
 	if (rc)
@@ -82,6 +84,7 @@ int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
 		n->retire = store_col_i64(st, "retire") != 0;
 		n->pool = (int)store_col_i64(st, "pool");
 		n->kill_ns = store_col_i64(st, "kill_ns");
+		n->spare = store_col_i64(st, "spare_now") != 0;
 		rc = 0;
 	} else if (rc == 0) {
 		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);

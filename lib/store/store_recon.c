@@ -70,6 +70,29 @@ int store_job_run_clock(struct store *s, int64_t job, double add_s,
 	return run_done(st, "run clock", e);
 }
 
+int store_node_adopt(struct store *s, int64_t node, int64_t rank,
+		     int64_t now_ns, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET rank=?1, adopted_ns=?2"
+			       " WHERE id=?3 AND spare=1 AND adopted_ns IS NULL"
+			       " RETURNING id", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_i64(st, 1, rank);
+	store_bind_i64(st, 2, now_ns);
+	store_bind_i64(st, 3, node);
+	rc = store_step(st, e);
+	if (rc == 1)
+		rc = store_run(st, e);
+	else if (rc == 0)
+		rc = sr_err_set(e, -SR_ECONFLICT, "node %" PRId64 ": not a spare "
+				"free to adopt", node);
+	store_done(st);
+	return rc < 0 ? sr_err_prefix(e, "adopt spare") : 0;
+}
+
 int store_node_retire(struct store *s, int64_t node, struct sr_err *e)
 {
 	struct store_stmt *st = NULL;

@@ -75,6 +75,8 @@ static const struct col node_cols[] = {
 	NODE("util_n", C_I64, util_n),
 	NODE("setup_rc", C_I64_NULL, setup_rc),
 	NODE("retire", C_BOOL, retire),
+	NODE("spare", C_BOOL, spare),
+	NODE("adopted_ns", C_I64_NULL, adopted_ns),
 	NODE("instance_id", C_TEXT_NULL, instance_id),
 	NODE("driver_blob", C_TEXT_NULL, driver_blob),
 	NODE("addr", C_TEXT_NULL, addr),

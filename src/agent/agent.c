@@ -321,6 +321,23 @@ static void abandon_old_attempt(struct agent *ag, int attempt)
 	ag->stop_deadline_ns = INT64_MAX;
 }
 
+/* A warm spare learns its rank from its first `run` (false: none yet,
+ * nothing runs); a rank's node keeps its own. */
+static bool take_rank(struct agent *ag, json_t *d)
+{
+	json_t *r = json_object_get(d, "rank");
+	json_int_t rank = json_integer_value(r);
+
+	if (!ag->a.spare)
+		return true;
+	if (!json_is_integer(r) || rank < 0 || rank >= ag->a.num_nodes)
+		return false;
+	ag->a.rank = rank;
+	ag->a.spare = 0;
+	agent__line(ag, "warm spare takes rank %lld", (long long)rank);
+	return true;
+}
+
 static void handle_directive(struct agent *ag, json_t *reply)
 {
 	json_t *d = reply ? json_object_get(reply, "directive") : NULL;
@@ -350,6 +367,8 @@ static void handle_directive(struct agent *ag, json_t *reply)
 			return; /* running or already ran this attempt */
 		if ((int)attempt < ag->w_attempt)
 			return; /* a stale directive */
+		if (!take_rank(ag, d))
+			return;
 		ag->want_attempt = (int)attempt;
 		gang_addrs_take(ag, d);
 		if (ag->kind == W_RUN && ag->stopping != STOP_NONE)
@@ -736,6 +755,7 @@ int agent_run(const struct agent_opts *o, const char *token,
 	ag.next_hb_ns = sr_time_mono_ns();
 	ag.last_ok_ns = ag.next_hb_ns;
 	ag.next_report_ns = ag.next_hb_ns + REPORT_EVERY_NS;
+	agent__spare_setup(&ag);
 	agent__advance(&ag);
 	for (;;) {
 		loop_once(&ag);

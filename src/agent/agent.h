@@ -77,6 +77,8 @@ struct bucket_mount {
 /* The register reply (docs/api.md "POST /v1/nodes/{id}/register"). */
 struct assignment {
 	int64_t job_id, rank, num_nodes;
+	int spare;              /* a warm spare: rank is num_nodes (none)
+				 * until a `run` directive names one */
 	char *setup;            /* NULL if none */
 	char *run;
 	json_t *envs;           /* object of strings (owned reference) */
@@ -316,6 +318,11 @@ void agent__push(struct agent *ag, json_t *ev, int urgent);
 
 /* workrun.c: the workload's life (see the diagram in agent.c) */
 void agent__advance(struct agent *ag);
+/* A warm spare, just registered: put the job's files in place and run
+ * its setup now, so that a `run` later starts the workload at once.
+ * Not with bucket mounts (their uploads are rank 0's: they start with
+ * the rank, at the first `run`). */
+void agent__spare_setup(struct agent *ag);
 void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline);
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s);
 void agent__check_workload(struct agent *ag, int64_t now);

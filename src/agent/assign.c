@@ -103,7 +103,9 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 		rc = sr_json_get_int_opt(r, "imds_poll_ms", &ip, ctx, e);
 	if (rc < 0)
 		goto fail;
-	if (a->num_nodes < 1 || a->rank < 0 || a->rank >= a->num_nodes) {
+	a->spare = json_is_true(json_object_get(r, "spare"));
+	if (a->num_nodes < 1 || a->rank < 0 ||
+	    a->rank >= a->num_nodes + (a->spare ? 1 : 0)) {
 		rc = sr_err_set(e, -SR_EPARSE, "%s: rank %lld of %lld nodes",
 				ctx, (long long)a->rank, (long long)a->num_nodes);
 		goto fail;

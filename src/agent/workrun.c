@@ -144,6 +144,26 @@ void agent__advance(struct agent *ag)
 	start_child(ag, W_RUN, want);
 }
 
+void agent__spare_setup(struct agent *ag)
+{
+	struct sr_err e;
+
+	if (!ag->a.spare || ag->kind != W_NONE || ag->setup_ok ||
+	    ag->a.nbuckets || !ag->a.setup || !*ag->a.setup)
+		return;
+	if (!ag->synced) {
+		sr_err_clear(&e);
+		if (agent_sync_files(ag, &e) < 0) {
+			/* the first `run` tries again and reports it */
+			agent__line(ag, "warm spare: cannot put the job's files "
+				    "in place yet: %s", sr_err_str(&e, e.code));
+			return;
+		}
+	}
+	agent__line(ag, "warm spare: setup runs now, the workload at its rank");
+	start_child(ag, W_SETUP, 0);
+}
+
 /* Newest checkpoint that survives this node.  With a checkpoint URI: the
  * newest in the object store - the engine's recovery point (tier3.json in
  * ckpt_dir, issue 23) when it publishes one, else what the workload

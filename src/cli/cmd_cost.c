@@ -319,6 +319,16 @@ static void print_table(json_t *rep, json_t *jobs)
 		       "(spotrun cost reconcile --apply), against spotrun's estimate "
 		       "%s for the same job-days.\n", b, est);
 	}
+	if (ctlcli_int(json_object_get(rep, "total"), "spare_cost_micros", 0) > 0) {
+		char sp[32];
+		json_t *t = json_object_get(rep, "total");
+
+		ctlcli_money(json_object_get(t, "spare_cost_micros"), sp, sizeof sp);
+		printf("\nSPARES: %s for %.3f node-h of warm spares (spotrun.spares: "
+		       "nodes kept booted\nbeside a gang to take a lost rank's "
+		       "place), part of COST, not of IDLE-COST.\n", sp,
+		       json_number_value(json_object_get(t, "spare_hours")));
+	}
 	printf("\nSAVED: against on-demand for the node-hours actually used, by "
 	       "running and\nSUCCEEDED jobs.  A FAILED or CANCELLED job saves "
 	       "nothing: all of its cost is\nwaste (FAILED).  VS-PLAN: against "

@@ -181,9 +181,16 @@ static void print_job(json_t *j)
 		return;
 	printf("  nodes:\n");
 	json_array_foreach(nodes, i, n) {
-		printf("    node %-4lld rank %-3lld %-10s %s %s%s  addr %s  heartbeat %s\n",
-		       (long long)ctlcli_int(n, "id", 0),
-		       (long long)ctlcli_int(n, "rank", 0), ctlcli_str(n, "state", "?"),
+		char rank[24];
+
+		if (json_is_true(json_object_get(n, "spare")))
+			snprintf(rank, sizeof rank, "spare");
+		else
+			snprintf(rank, sizeof rank, "%lld",
+				 (long long)ctlcli_int(n, "rank", 0));
+		printf("    node %-4lld rank %-3s %-10s %s %s%s  addr %s  heartbeat %s\n",
+		       (long long)ctlcli_int(n, "id", 0), rank,
+		       ctlcli_str(n, "state", "?"),
 		       ctlcli_where(n, pl, sizeof pl),
 		       ctlcli_str(n, "instance_type", "?"),
 		       json_is_true(json_object_get(n, "spot")) ? " spot" : "",

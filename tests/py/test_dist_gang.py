@@ -12,15 +12,23 @@ At each recovery:
   * both ranks restore the same globally committed step - the final one -
     on a fresh rendezvous port, and training continues;
 and the finished model is bitwise identical to an uninterrupted 2-rank
-run of the same script (--reference).  Plain pass only (a minute of
+run of the same script (--reference).
+
+The job keeps a warm spare (spotrun: {spares: 1}, issue 33): a third
+node, booted and set up beside the gang, bound to no rank.  At each
+notice the noticed rank goes to the spare (no new node is booted for
+it), and the next pass launches the next spare; the spare's time is its
+own line of the job's cost.  Plain pass only (a minute of
 PyTorch; test_dist_env.py takes spotrund's master_addr path under ASan
 too)."""
 
+import csv
 import json
 import os
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -62,16 +70,24 @@ def logs(d, jid):
 
 
 def live_nodes(j):
-    return {n["rank"]: n for n in j["nodes"] if n["state"] == "READY"}
+    return {n["rank"]: n for n in j["nodes"]
+            if n["state"] == "READY" and not n["spare"]}
 
 
-def wait_running(d, jid, attempt, step, timeout=180):
+def spare_ready(j):
+    """The job's READY warm spare whose setup ran, or None."""
+    s = [n for n in j["nodes"] if n["state"] == "READY" and n["spare"]]
+    return s[0] if s else None
+
+
+def wait_running(d, jid, attempt, step, timeout=180, spare=False):
     end = time.time() + timeout
     while time.time() < end:
         j = d.job(jid)
         assert j["state"] not in ("FAILED", "CANCELLED"), j["message"]
         if j["state"] == "RUNNING" and j["attempt"] >= attempt and \
-                (j["step"] or 0) >= step and len(live_nodes(j)) == 2:
+                (j["step"] or 0) >= step and len(live_nodes(j)) == 2 and \
+                (not spare or spare_ready(j)):
             return j
         time.sleep(0.2)
     raise AssertionError("job %d not RUNNING past step %d in attempt %d: %s"
@@ -94,37 +110,46 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
     envs = "".join("  %s: \"%s\"\n" % kv for kv in ENVS.items())
     jid = d.submit("name: gang-ddp\nnum_nodes: 2\nresources:\n"
                    "  accelerators: V100:1\n  use_spot: true\n"
+                   "setup: echo set up\n"
                    "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
-                   "  deadline: 1000h\n  work: 10h\n" % (TRAIN, envs))
+                   "  deadline: 1000h\n  work: 10h\n  spares: 1\n"
+                   % (TRAIN, envs))
     os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
     attempt, step = 1, 40
     recoveries = []
     for victim in (1, 0):
-        j = wait_running(d, jid, attempt, step)
+        j = wait_running(d, jid, attempt, step, spare=True)
         before = live_nodes(j)
+        spare = spare_ready(j)
         # the local cloud reclaims that one node (the injected interruption)
         open(os.path.join(d.state, "interrupts",
                           str(before[victim]["id"])), "w").close()
         j = wait_running(d, jid, j["attempt"] + 1, 0)
         after = live_nodes(j)
-        recoveries.append((victim, before, after, j["attempt"]))
+        recoveries.append((victim, before, after, j["attempt"], spare))
         attempt, step = j["attempt"], (j["step"] or 0) + 40
     j = d.wait([jid], 240)[0]
     lines = logs(d, jid)
     text = "\n".join("%s %s %s" % (ln["attempt"], ln["rank"], ln["line"])
                      for ln in lines if ln["stream"] != "agent")
     assert j["state"] == "SUCCEEDED", (j["message"], text[-4000:])
-    for victim, before, after, att in recoveries:
+    events = d.events(jid)
+    adopted = [e for e in events if e["type"] == "spare_adopted"]
+    launched = [e for e in events if e["type"] == "spare"]
+    for victim, before, after, att, spare in recoveries:
         healthy = 1 - victim
-        # the healthy node was kept, the noticed rank got a new node
+        # the healthy node was kept, the noticed rank went to the spare
+        # (booted and set up before the notice), no node was booted for it
         assert after[healthy]["id"] == before[healthy]["id"], (before, after)
-        assert after[victim]["id"] != before[victim]["id"], (before, after)
-        # the replacement was asked for at the notice, while the gang
-        # checkpointed: before the noticed node was let go
+        assert after[victim]["id"] == spare["id"], (before, spare, after)
+        assert any(e["node_id"] == spare["id"] and e["data"]["rank"] ==
+                   victim and e["data"]["setup_done"] for e in adopted), \
+            adopted
         final = {n["id"]: n for n in j["nodes"]}
         gone, new = final[before[victim]["id"]], final[after[victim]["id"]]
-        assert ts(new["created_at"]) <= ts(gone["terminated_at"]), \
+        assert ts(new["adopted_at"]) <= ts(gone["terminated_at"]), \
             (gone, new)
+        assert new["rank"] == victim and not new["spare"], new
         # every rank took its final checkpoint for one step, and both
         # ranks of the next attempt restored exactly that step
         finals = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])
@@ -146,6 +171,31 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
         assert meet[(a, 0)] == meet[(a, 1)], meet
         assert meet[(a, 0)].startswith("127.0.0.1:")
     assert len({meet[(a, 0)] for a in (1, 2, 3)}) == 3, meet
+    # a spare per recovery plus the one kept at the end (ended with the
+    # job), all in the gang's region, none a rank's replacement placement
+    assert len(launched) >= 3, launched
+    assert len(adopted) == 2, adopted
+    assert not [n for n in j["nodes"] if n["state"] == "READY"], j["nodes"]
+    assert not [e for e in events if e["type"] == "placement" and
+                e["ts"] > launched[0]["ts"]], events
+    # the spares' time is their own line of the job's cost, in the
+    # report and in FOCUS (x_UsageState Spare), and no idle waste
+    st, cost = d.api("GET", "/v1/cost?job=%d" % jid)
+    assert st == 200, cost
+    tot = cost["total"]
+    assert 0 < tot["spare_cost_micros"] < tot["cost_micros"], tot
+    assert tot["spare_hours"] > 0, tot
+    req = urllib.request.Request(d.url + "/v1/cost/focus?job=%d" % jid)
+    req.add_header("Authorization", "Bearer " + d.token)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        rows = list(csv.DictReader(r.read().decode().splitlines()))
+    spare_ids = {str(n["id"]) for n in j["nodes"]
+                 if n["spare"] or n["adopted_at"]}
+    spare_rows = [r for r in rows if r["x_UsageState"] == "Spare"]
+    assert spare_rows and {r["x_NodeId"] for r in spare_rows} <= spare_ids, \
+        (spare_ids, spare_rows[:3])
+    assert all(r["x_IdleCost"] in ("", "0", "0.000000") for r in spare_rows), \
+        spare_rows[:3]
     result = [ln["line"] for ln in lines if ln["line"].startswith("RESULT ")]
     assert len(result) == 1, text[-4000:]
     got = json.loads(result[0][len("RESULT "):])

@@ -154,6 +154,8 @@ static void test_upgrade_from_v1(void **state)
 		" ALTER TABLE jobs DROP COLUMN project;"
 		" ALTER TABLE jobs DROP COLUMN cost_center;"
 		" DROP TABLE budget_alerts;"
+		" ALTER TABLE nodes DROP COLUMN spare;"
+		" ALTER TABLE nodes DROP COLUMN adopted_ns;"
 		" UPDATE schema_version"
 		" SET version=1 WHERE component='ctl'", &e), 0);
 	assert_int_equal(ctl_db_migrate(db, &e), 0);

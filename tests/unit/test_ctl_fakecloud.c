@@ -958,6 +958,91 @@ static void test_gang_waits_to_the_ended_nodes_deadline(void **state)
 	assert_string_equal(node_view(id, v[0].id).state, "READY");
 }
 
+/* The live warm spare of job id (0: none): READY or booting, no rank. */
+static int64_t spare_of(int64_t id)
+{
+	json_t *j = get_job(id), *n;
+	int64_t sp = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "nodes"), i, n) {
+		const char *s = json_string_value(json_object_get(n, "state"));
+
+		if (json_is_true(json_object_get(n, "spare")) &&
+		    strcmp(s, "TERMINATED") && strcmp(s, "LOST"))
+			sp = json_integer_value(json_object_get(n, "id"));
+	}
+	json_decref(j);
+	return sp;
+}
+
+/* Warm spares (issue 33): a RUNNING spot job with spotrun.spares: 1
+ * gets a spare, bound to no rank, in the cheapest open spot pool of its
+ * region.  The spare's own notice ends it and counts no preemption of
+ * the job; the next one goes to the other pool (the noticed one is
+ * marked).  At the gang's notice the rank goes to the READY spare - no
+ * node is launched for it - and the job runs its next attempt and
+ * completes there; the spare kept after that ends with the job. */
+static void test_spare_takes_the_noticed_rank(void **state)
+{
+	int64_t id, n1, s1, s2, s3;
+	int launches;
+
+	(void)state;
+	id = create_job("name: t\nresources:\n  accelerators: V100:1\n"
+			"  use_spot: true\nsetup: echo s\nrun: echo hi\n"
+			"spotrun:\n  deadline: 100h\n  work: 2h\n  spares: 1\n");
+	n1 = to_running(id);
+	/* the pass that started the run launched the spare */
+	s1 = spare_of(id);
+	assert_true(s1 > n1);
+	assert_true(has_event(id, "spare", "warm spare 1 of 1"));
+	assert_int_equal(node_view(id, s1).pool, 0);
+	pass();
+	assert_string_equal(node_view(id, s1).state, "BOOTING");
+	agent_register(s1);
+	assert_string_equal(node_view(id, s1).state, "READY");
+	/* the spare's notice: it goes, the job keeps running */
+	inst_of(s1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_string_equal(node_view(id, s1).state, "TERMINATED");
+	assert_string_equal(node_view(id, s1).reason, "preempted");
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	pass();
+	s2 = spare_of(id);
+	assert_true(s2 > s1);
+	assert_int_equal(node_view(id, s2).pool, 1);
+	pass();
+	agent_register(s2);
+	agent_setup_done(s2, 0);
+	launches = fc.launches;
+	/* the gang's node is noticed: its rank goes to the spare */
+	inst_of(n1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_true(has_event(id, "spare_adopted", "takes rank 0"));
+	assert_int_equal(live_node(id), s2);
+	assert_int_equal(fc.launches, launches);
+	agent_exit(n1, 1, 143, "preempted");
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "attempt"), 2);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	pass();
+	s3 = spare_of(id);
+	assert_true(s3 > s2);
+	agent_exit(s2, 2, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_string_equal(node_view(id, s3).state, "TERMINATED");
+	assert_int_equal(alive_instances(), 0);
+}
+
 /* Cancel: every node is terminated, the job is CANCELLED. */
 static void test_cancel(void **state)
 {
@@ -1594,6 +1679,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_waits_to_the_ended_nodes_deadline,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_spare_takes_the_noticed_rank,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_failed,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store_backends.h"
+#include "store/store_ctl.h"
 
 static void test_migrate(void **state)
 {
@@ -66,6 +67,50 @@ static void test_columns_by_name(void **state)
 	assert_memory_equal(p, blob, sizeof blob);
 	assert_int_equal(store_step(st, &e), 0);
 	store_done(st);
+	store_close(s);
+}
+
+/* Schema 16 (warm spares): a node row bound to no rank yet - spare=1, its
+ * rank the job's num_nodes - takes a rank once, and no other value of
+ * `spare` is stored. */
+static void test_spare_adopt(void **state)
+{
+	struct sr_err e = { 0 };
+	struct store *s = open_migrated(state);
+	static const unsigned char tok[32] = { 1 };
+	struct store_node_new nn = {
+		.rank = 2, .token_hash = tok, .token_hash_len = sizeof tok,
+		.provider = "local", .cloud = "aws", .region = "us-east-1",
+		.zone = "us-east-1a", .instance_type = "p3.2xlarge",
+		.accelerator = "V100", .accel_count = 1, .spot = true,
+		.price_micros = 900000, .list_micros = 3060000,
+		.reserved_micros = -1, .created_ns = 10, .boot_at_ns = 20,
+		.spare = true,
+	};
+	struct store_node *v = NULL;
+	struct store_node n;
+	size_t k = 0;
+	int64_t id = 0;
+
+	nn.job = new_job(s, "spare");
+	assert_int_equal(store_node_insert(s, &nn, &id, &e), 0);
+	assert_int_equal(store_node_select(s, "job_id=?1 AND spare=1 AND"
+					   " adopted_ns IS NULL", nn.job, &v, &k,
+					   &e), 0);
+	assert_int_equal(k, 1);
+	assert_int_equal(v[0].rank, 2);
+	assert_true(v[0].spare);
+	assert_true(v[0].adopted_ns == STORE_NULL_I64);
+	store_nodes_free(v, k);
+	assert_int_equal(store_node_adopt(s, id, 1, 30, &e), 0);
+	assert_int_equal(store_node_adopt(s, id, 0, 40, &e), -SR_ECONFLICT);
+	assert_non_null(strstr(e.msg, "not a spare"));
+	assert_int_equal(store_node_load(s, id, &n, &e), 0);
+	assert_int_equal(n.rank, 1);
+	assert_true(n.spare);
+	assert_int_equal(n.adopted_ns, 30);
+	store_node_free(&n);
+	assert_true(store_exec_sql(s, "UPDATE nodes SET spare=2", &e) < 0);
 	store_close(s);
 }
 
@@ -400,6 +445,7 @@ int main(void)
 		BOTH(test_migrate),
 		BOTH(test_columns_by_name),
 		BOTH(test_errors),
+		BOTH(test_spare_adopt),
 		BOTH(test_transactions),
 		BOTH(test_fence),
 		BOTH(test_cache_and_nesting),
