@@ -92,6 +92,11 @@ bool recon__placed_at_notice(const struct rjob *j, const struct rnode *x);
 int recon__run(struct store_stmt *st, struct sr_err *e, const char *what);
 
 int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j);
+/* A cancelled job whose rank 0 still runs with a bucket mount synced back
+ * (MOUNT, MOUNT_CACHED): true until its agent reports the run's exit,
+ * which it does once the final round is committed (recon_cancel.c). */
+bool recon__cancel_waits(struct store *db, const struct rjob *j,
+			 const struct rnode *live, size_t n);
 /* A step for a message: the number, or "unknown" when < 0. */
 const char *recon__step_str(int64_t step, char *buf, size_t n);
 /* A location for a message, as the CLI prints one (ctlcli_where):

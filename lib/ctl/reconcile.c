@@ -37,7 +37,9 @@
  *   RECOVERING     ranks without a node get one where the policy says
  *                  (same pool, another zone/cloud, or on-demand) ->
  *                  PROVISIONING; WAIT keeps it here
- *   cancel         terminate every node -> CANCELLED
+ *   cancel         terminate every node -> CANCELLED (a job with a bucket
+ *                  mount synced back first waits for rank 0's exit report:
+ *                  its final upload round, recon_cancel.c)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -762,6 +764,10 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 	rc = recon__nodes_live(c, db, id, &live, &n);
 	if (rc)
 		return rc;
+	if (j.cancel && recon__cancel_waits(db, &j, live, n)) {
+		rc = 0; /* the final upload round first (recon_cancel.c) */
+		goto out;
+	}
 	if (j.cancel) {
 		rc = finish(c, db, &j, JOB_CANCELLED, INT64_MIN, "cancelled",
 			    "cancelled by the user");

@@ -229,6 +229,8 @@ struct sky_extra {
 	int gpus;
 	int files;        /* the job brings files (GET .../files) */
 	char task_id[320];/* SKYPILOT_TASK_ID, "" unknown */
+	char preempt_signal[8]; /* spotrun.preempt_signal, "" = TERM */
+	int64_t sync_quiet_ms;  /* spotrun.sync_quiet_ms, 0 = the agent's */
 };
 
 /* SkyPilot's managed-job task id, the same on every node and attempt:
@@ -269,6 +271,14 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 				"mode", json_object_get(v, "mode")));
 	}
 	x->sync_workdir = json_is_string(json_object_get(spec, "workdir"));
+	/* checked at submit (jobspec_from_json) */
+	v = json_object_get(json_object_get(spec, "spotrun"), "preempt_signal");
+	if (json_is_string(v))
+		snprintf(x->preempt_signal, sizeof x->preempt_signal, "%s",
+			 json_string_value(v));
+	v = json_object_get(json_object_get(spec, "spotrun"), "sync_quiet_ms");
+	if (json_is_integer(v))
+		x->sync_quiet_ms = json_integer_value(v);
 	acc = json_object_get(json_object_get(spec, "resources"), "accelerators");
 	if (json_is_array(acc))
 		acc = json_array_get(acc, 0);
@@ -339,7 +349,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_node_ctx n;
 	struct sr_err e = { 0 };
 	json_t *root = NULL, *setup, *run, *envs, *dir;
-	struct sky_extra sky = { NULL, NULL, 0, 0, 0, "" };
+	struct sky_extra sky = { NULL, NULL, 0, 0, 0, "", "", 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
 	int64_t now = sr_time_real_ns();
@@ -404,7 +414,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I,"
-		"s:o*,s:s?,s:b}",
+		"s:o*,s:s?,s:b,s:s?,s:o*}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -422,7 +432,10 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"ckpt_alert_intervals", (json_int_t)alert_intervals,
 		"bucket_mounts", sky.buckets,
 		"task_id", sky.task_id[0] ? sky.task_id : NULL,
-		"spare", n.spare));
+		"spare", n.spare,
+		"preempt_signal", sky.preempt_signal[0] ? sky.preempt_signal : NULL,
+		"sync_quiet_ms", sky.sync_quiet_ms > 0 ?
+				 json_integer(sky.sync_quiet_ms) : NULL));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */

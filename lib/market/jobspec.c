@@ -20,6 +20,7 @@
 
 #include "catalog_csv.h"
 #include "common/fsutil.h"
+#include "common/signame.h"
 #include "common/timeutil.h"
 #include "joblimits.h"
 #include "jobspec_int.h"
@@ -403,7 +404,7 @@ static const char *const spot_keys[] = {
 	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
 	"image_pull", "p_target", "team", "project", "cost_center", "spares",
-	"delay_cost_per_hour", NULL
+	"delay_cost_per_hour", "preempt_signal", "sync_quiet", NULL
 };
 
 /* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
@@ -461,6 +462,21 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 	}
 	if (!strcmp(k, "autostop"))
 		return want_dur(c, vn, path, &js->autostop_ns);
+	if (!strcmp(k, "preempt_signal")) {
+		rc = want_scalar(c, vn, path, &s);
+		if (!rc && (js->preempt_signal = sr_stop_signal_parse(s)) < 0)
+			rc = fail(c, vn, path, "'%.40s' is not a signal a workload "
+				  "can stop on (" SR_STOP_SIGNALS ")", s);
+		return rc;
+	}
+	if (!strcmp(k, "sync_quiet")) {
+		rc = want_dur(c, vn, path, &js->sync_quiet_ns);
+		if (!rc && (js->sync_quiet_ns < JOBSPEC_SYNC_QUIET_MIN_MS * 1000000ll ||
+			    js->sync_quiet_ns > JOBSPEC_SYNC_QUIET_MAX_MS * 1000000ll))
+			rc = fail(c, vn, path, "%lld ms: must be 100ms to 10m",
+				  (long long)(js->sync_quiet_ns / 1000000));
+		return rc;
+	}
 	if (!strcmp(k, "provisioning"))
 		return want_dur(c, vn, path, &js->provision_ns);
 	if (!strcmp(k, "image_pull"))

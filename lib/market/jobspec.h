@@ -31,6 +31,11 @@
  *     team: ml-research             # who pays (chargeback labels,
  *     project: llama                #  docs/finops.md "Teams"): letters,
  *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
+ *     preempt_signal: USR1          # sent to the workload at a notice or
+ *                                   #  stop (TERM, INT, HUP, QUIT, USR1,
+ *                                   #  USR2; default TERM)
+ *     sync_quiet: 5s                # a bucket mount's file is uploaded
+ *                                   #  once unchanged this long (2s)
  *
  * SkyPilot's task keys are accepted too (resources.cloud/region/zone,
  * any_of, ordered, accelerators as a list or dict, cpus, memory,
@@ -142,6 +147,9 @@ struct jobspec_image {
 #define JOBSPEC_DEFAULT_ALERT_INTERVALS 3 /* checkpoint.alert_intervals */
 #define JOBSPEC_DEFAULT_STALL_BPS 2e9    /* stall = size / 2 GB/s */
 #define JOBSPEC_LABEL_MAX 64             /* team/project/cost_center + NUL */
+#define JOBSPEC_DEFAULT_SYNC_QUIET_MS 2000 /* sync_quiet */
+#define JOBSPEC_SYNC_QUIET_MIN_MS 100      /* sync_quiet's bounds */
+#define JOBSPEC_SYNC_QUIET_MAX_MS 600000
 
 struct jobspec {
 	char *name;                 /* owned; NULL if absent */
@@ -199,6 +207,11 @@ struct jobspec {
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */
 	double p_target;            /* (0, 1] */
+	int preempt_signal;         /* the workload's "checkpoint and exit"
+				     * signal (common/signame.h); SIGTERM */
+	int64_t sync_quiet_ns;      /* bucket mounts: a file is stable once
+				     * unchanged this long; default
+				     * JOBSPEC_DEFAULT_SYNC_QUIET_MS */
 	/* chargeback labels (docs/finops.md "Teams"); "" when absent: the
 	 * API token's defaults apply */
 	char team[JOBSPEC_LABEL_MAX];

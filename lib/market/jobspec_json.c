@@ -23,17 +23,21 @@
  *                "max_hourly_cost_micros": -1, "max_cost_micros": -1,
  *                "max_restarts": -1, "network": "any", "autostop_ns": 0,
  *                "p_target": 0.99, "provisioning_ns": ..., "image_pull_ns": ...,
- *                "spares": -1, "delay_cost_per_hour_micros": -1}}
+ *                "spares": -1, "delay_cost_per_hour_micros": -1,
+ *                "preempt_signal": "USR1", "sync_quiet_ms": 5000}}
+ *   (the last two only when not the defaults, TERM and 2000)
  *
  * -1 keeps its meaning from jobspec.h ("no limit" / "derived").  Reading
  * rejects unknown keys like the YAML parser does.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
+#include "common/signame.h"
 #include "common/timeutil.h"
 #include "jobspec.h"
 #include "joblimits.h"
@@ -218,6 +222,13 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(sp, "p_target", json_real(js->p_target));
 	bad |= json_object_set_new(sp, "provisioning_ns", json_integer(js->provision_ns));
 	bad |= json_object_set_new(sp, "image_pull_ns", json_integer(js->image_pull_ns));
+	/* written only when set, so a job's stored spec stays as it was */
+	if (js->preempt_signal != SIGTERM && sr_stop_signal_name(js->preempt_signal))
+		bad |= json_object_set_new(sp, "preempt_signal", json_string(
+				sr_stop_signal_name(js->preempt_signal)));
+	if (js->sync_quiet_ns != (int64_t)JOBSPEC_DEFAULT_SYNC_QUIET_MS * 1000000)
+		bad |= json_object_set_new(sp, "sync_quiet_ms", json_integer(
+				js->sync_quiet_ns / 1000000));
 	if (js->team[0])
 		bad |= json_object_set_new(sp, "team", json_string(js->team));
 	if (js->project[0])
@@ -579,7 +590,8 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"max_hourly_cost_micros", "max_cost_micros", "max_restarts",
 		"network", "autostop_ns", "p_target", "provisioning_ns",
 		"image_pull_ns", "team", "project", "cost_center", "spares",
-		"delay_cost_per_hour_micros", NULL
+		"delay_cost_per_hour_micros", "preempt_signal", "sync_quiet_ms",
+		NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
 					     "restore_bps", "uri", "alert_intervals",
@@ -672,6 +684,24 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		rc = get_label(s, "project", js->project, e);
 	if (!rc)
 		rc = get_label(s, "cost_center", js->cost_center, e);
+	v = json_object_get(s, "preempt_signal");
+	if (!rc && v && (!json_is_string(v) ||
+			 (js->preempt_signal = sr_stop_signal_parse(
+				 json_string_value(v))) < 0))
+		rc = sr_err_set(e, -SR_EPARSE, "spotrun.preempt_signal: expected "
+				"one of " SR_STOP_SIGNALS);
+	v = json_object_get(s, "sync_quiet_ms");
+	if (!rc && v) {
+		int64_t ms = 0;
+
+		rc = sr_json_get_int_opt(s, "sync_quiet_ms", &ms, "spotrun", e);
+		if (!rc && (ms < JOBSPEC_SYNC_QUIET_MIN_MS ||
+			    ms > JOBSPEC_SYNC_QUIET_MAX_MS))
+			rc = sr_err_set(e, -SR_EPARSE, "spotrun.sync_quiet_ms: out "
+					"of %d..%d", JOBSPEC_SYNC_QUIET_MIN_MS,
+					JOBSPEC_SYNC_QUIET_MAX_MS);
+		js->sync_quiet_ns = ms * 1000000;
+	}
 	return rc;
 }
 

@@ -2,6 +2,7 @@
  * jobspec_util.c - struct jobspec lifetime, checks, units and names.
  */
 #include <ctype.h>
+#include <signal.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ void jobspec_init(struct jobspec *js)
 	js->max_restarts_on_errors = -1;
 	js->network = CATALOG_NET_UNKNOWN;
 	js->p_target = JOBSPEC_DEFAULT_P_TARGET;
+	js->preempt_signal = SIGTERM;
+	js->sync_quiet_ns = (int64_t)JOBSPEC_DEFAULT_SYNC_QUIET_MS * 1000000;
 }
 
 const char *jobspec_label_bad(const char *s)

@@ -17,7 +17,8 @@
  *
  * Preemption (a notice from a source of notice.c: the IMDS's
  * instance-action, or a scheduler's signal; its time is the deadline):
- *   1. SIGTERM the workload's process group (SPOTRUN_PREEMPT_SIGNAL=TERM,
+ *   1. SIGTERM (or the job's preempt_signal) to the workload's process
+ *      group (SPOTRUN_PREEMPT_SIGNAL=TERM,
  *      the spotrun.preemption contract: final checkpoint at the next step
  *      boundary, then exit 0);
  *   2. report the notice;

@@ -105,6 +105,8 @@ struct assignment {
 	struct bucket_mount *buckets; /* "bucket_mounts", malloc'd [nbuckets] */
 	size_t nbuckets;
 	int64_t sync_quiet_ms;  /* a file is stable after this (2000) */
+	int stop_signal;        /* "preempt_signal": what the workload gets
+				 * at a notice or a stop (SIGTERM) */
 };
 
 int assignment_parse(json_t *reply, struct assignment *a, struct sr_err *e);

@@ -4,11 +4,13 @@
  * Unknown fields are tolerated here (a newer daemon may add some); missing
  * or mistyped required ones are an error naming the field.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
 #include "common/json.h"
+#include "common/signame.h"
 
 static int dup_opt(json_t *o, const char *key, char **out, const char *ctx,
 		   struct sr_err *e)
@@ -60,9 +62,29 @@ static int buckets_parse(json_t *r, struct assignment *a, struct sr_err *e)
 		if (!m->dst || !m->uri)
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+/* "preempt_signal" (TERM when absent) and "sync_quiet_ms" (2000). */
+static int stop_parse(json_t *r, struct assignment *a, struct sr_err *e)
+{
+	const char *sig = NULL;
+	int rc = sr_json_get_str_opt(r, "preempt_signal", &sig,
+				     "register reply", e);
+
+	a->stop_signal = SIGTERM;
+	if (rc == 0 && sig && (a->stop_signal = sr_stop_signal_parse(sig)) < 0)
+		rc = sr_err_set(e, -SR_EPARSE, "register reply: preempt_signal: "
+				"'%.16s' is not one of " SR_STOP_SIGNALS, sig);
 	a->sync_quiet_ms = 2000;
-	return sr_json_get_int_opt(r, "sync_quiet_ms", &a->sync_quiet_ms,
-				   "register reply", e);
+	if (rc == 0)
+		rc = sr_json_get_int_opt(r, "sync_quiet_ms", &a->sync_quiet_ms,
+					 "register reply", e);
+	if (rc == 0 && (a->sync_quiet_ms < 1 || a->sync_quiet_ms > 3600000))
+		rc = sr_err_set(e, -SR_EPARSE, "register reply: sync_quiet_ms: "
+				"%lld is not 1..3600000",
+				(long long)a->sync_quiet_ms);
+	return rc;
 }
 
 int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
@@ -168,6 +190,8 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	rc = sr_json_get_int_opt(r, "gpus_per_node", &a->gpus_per_node, ctx, e);
 	if (rc == 0)
 		rc = buckets_parse(r, a, e);
+	if (rc == 0)
+		rc = stop_parse(r, a, e);
 	if (rc < 0)
 		goto fail;
 	return 0;

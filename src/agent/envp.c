@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "common/signame.h"
 
 extern char **environ;
 
@@ -267,7 +268,9 @@ char **envp_build(const struct assignment *a, int64_t node_id, int attempt,
 	if (rc == 0)
 		rc = env_set(&ev, "SPOTRUN_NOTICE_FILE", f->notice_file);
 	if (rc == 0)
-		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL", "TERM");
+		rc = env_set(&ev, "SPOTRUN_PREEMPT_SIGNAL",
+			     sr_stop_signal_name(a->stop_signal) ?
+			     sr_stop_signal_name(a->stop_signal) : "TERM");
 	if (rc == 0 && f->sync_request)
 		rc = env_set(&ev, "SPOTRUN_SYNC_REQUEST", f->sync_request);
 	if (rc == 0 && f->sync_answers)

@@ -345,9 +345,12 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;
 	ag->ckpt_before = durable_step(ag);
-	if (workload_signal(&ag->w, SIGTERM) < 0 && !ag->w.exited)
-		sr_warn("agent", "SIGTERM to workload failed", "pgid=%d",
-			(int)ag->w.pid);
+	/* the job's own "checkpoint and exit" signal (preempt_signal) */
+	if (ag->a.stop_signal <= 0)
+		ag->a.stop_signal = SIGTERM;
+	if (workload_signal(&ag->w, ag->a.stop_signal) < 0 && !ag->w.exited)
+		sr_warn("agent", "stop signal to workload failed", "pgid=%d "
+			"signal=%d", (int)ag->w.pid, ag->a.stop_signal);
 }
 
 void agent__drain_pipe(struct agent *ag, int *fd, enum logbatch_stream s)
@@ -407,10 +410,12 @@ static void workload_finished(struct agent *ag)
 	workload_close_fds(&ag->w);
 	logbatch_flush_partial(ag->logs, sr_time_real_ns());
 	/* Stopping signals the whole group, so a `/bin/sh -c` leader dies
-	 * of the SIGTERM while the trainer it started checkpoints and exits
-	 * on its own: its exit status is the workload's (0, or 75 when the
-	 * final checkpoint failed - docs/python.md). */
-	if (ag->stopping != STOP_NONE && ag->w.signal == SIGTERM &&
+	 * of the stop signal (or of a scheduler's SIGTERM to every process)
+	 * while the trainer it started checkpoints and exits on its own: its
+	 * exit status is the workload's (0, or 75 when the final checkpoint
+	 * failed - docs/python.md). */
+	if (ag->stopping != STOP_NONE &&
+	    (ag->w.signal == SIGTERM || ag->w.signal == ag->a.stop_signal) &&
 	    ag->orphan_status >= 0 && WIFEXITED(ag->orphan_status)) {
 		ag->w.signal = 0;
 		ag->w.exit_code = WEXITSTATUS(ag->orphan_status);

@@ -11,7 +11,11 @@ static void usage(void)
 {
 	printf("usage: spotrun cancel JOB [--api URL] [--state-dir DIR]\n\n"
 	       "Cancel a job: spotrund stops its nodes and marks it CANCELLED.\n"
-	       "A job that has already finished cannot be cancelled.\n\n"
+	       "A job that has already finished cannot be cancelled.  A job with\n"
+	       "a bucket mount synced back (MOUNT, MOUNT_CACHED) ends once its\n"
+	       "node has stopped the run and committed the final upload round;\n"
+	       "`spotrun events JOB` shows it (sync_final), or what was left and\n"
+	       "where (sync_error).\n\n"
 	       CTLCLI_COMMON_HELP);
 }
 

@@ -106,6 +106,16 @@ def load(path):
     return out.stdout
 
 
+def restore_bucket(uri, got):
+    """The bucket's newest committed round, restored into got (a path)."""
+    out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
+                          "--dirsync", str(got), "--uri", uri,
+                          "--restore-only"], capture_output=True, text=True,
+                         timeout=LIMIT)
+    assert out.returncode == 0, out.stderr
+    return got
+
+
 # (a string: evaluated when the test runs, in its worker alone, not at
 # every worker's collection - an interpreter importing torch costs seconds)
 @pytest.mark.skipif("not torch_ok()", reason="PyTorch is not importable by "
@@ -166,12 +176,7 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
                 nxt, fin[0])
         assert len(finals) == 3 and len(exits) >= 3
         # the final model, from the bucket, is the uninterrupted run's
-        got = tmp_path / "got"
-        out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
-                              "--dirsync", str(got), "--uri", uri,
-                              "--restore-only"], capture_output=True,
-                             text=True, timeout=LIMIT)
-        assert out.returncode == 0, out.stderr
+        got = restore_bucket(uri, tmp_path / "got")
         assert load(str(got / "final.pt")) == load(str(ref / "final.pt"))
         ls = subprocess.run([os.path.join(BUILD, "bin", "spotrun"), "ckpt",
                              "ls", uri, "--json"], capture_output=True,
@@ -215,12 +220,7 @@ def test_copy_mount_and_mount_in_one_task(tmp_path, monkeypatch):
         assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
         kinds = [e["type"] for e in d.events(jid)]
         assert "sync_copied" in kinds and "sync_final" in kinds, kinds
-        got = tmp_path / "got"
-        out = subprocess.run([os.path.join(BUILD, "bin", "spotrun-agent"),
-                              "--dirsync", str(got), "--uri", "s3://ckpt/out",
-                              "--restore-only"], capture_output=True,
-                             text=True, timeout=LIMIT)
-        assert out.returncode == 0, out.stderr
+        got = restore_bucket("s3://ckpt/out", tmp_path / "got")
         assert (got / "seen.csv").read_bytes() == data
     finally:
         if d:
@@ -232,7 +232,9 @@ def test_a_run_that_ends_at_once_ends_its_job(tmp_path, monkeypatch):
     """A run that exits at once - with 0, and with 3 - after writing into
     a MOUNT: each job ends (SUCCEEDED, FAILED) once its final round is
     durable, the exit reported after the sync_final event (the agent used
-    to count the final round's deadline down for 600 s instead)."""
+    to count the final round's deadline down for 600 s instead).  Then
+    a cancelled run: its job ends once the final round is in the bucket
+    (cancel_waits_for_the_final_round)."""
     srv = S3rver()
     d = None
     try:
@@ -263,15 +265,48 @@ def test_a_run_that_ends_at_once_ends_its_job(tmp_path, monkeypatch):
             assert "sync_final" in kinds and "workload_exit" in kinds, kinds
             assert kinds.index("sync_final") < kinds.index("workload_exit"), \
                 kinds
-            got = tmp_path / ("got-%d" % code)
-            out = subprocess.run(
-                [os.path.join(BUILD, "bin", "spotrun-agent"), "--dirsync",
-                 str(got), "--uri", "s3://ckpt/at-once-%d" % code,
-                 "--restore-only"], capture_output=True, text=True,
-                timeout=LIMIT)
-            assert out.returncode == 0, out.stderr
+            got = restore_bucket("s3://ckpt/at-once-%d" % code,
+                           tmp_path / ("got-%d" % code))
             assert (got / "model.txt").read_text() == "saved-%d\n" % code
+        cancel_waits_for_the_final_round(d, srv, tmp_path)
     finally:
         if d:
             d.stop()
         srv.close()
+
+
+CANCELLED_RUN = r"""
+trap 'echo at-term > $SPOTRUN_NODE_DIR/out/last.txt; exit 0' TERM
+echo first > $SPOTRUN_NODE_DIR/out/first.txt
+while :; do sleep 0.1; done
+"""
+
+
+def cancel_waits_for_the_final_round(d, srv, tmp_path):
+    """spotrun cancel of a running job with a MOUNT: the node is ended only
+    after its agent stopped the run (SIGTERM: the script writes one more
+    file) and committed the final round with that file (before, the
+    cancel terminated the node at once and the round was lost)."""
+    yaml = ("name: cancelled\nresources:\n  accelerators: V100:1\n"
+            "  use_spot: false\nenvs:\n%sfile_mounts:\n  /out: {source: "
+            "s3://ckpt/cancelled, mode: MOUNT}\nrun: |\n%s"
+            "spotrun:\n  deadline: 1000h\n  work: 1h\n" % (
+                "".join("  %s: %s\n" % kv for kv in sorted(srv.env().items())),
+                "".join("  %s\n" % ln for ln in CANCELLED_RUN.strip().split("\n"))))
+    jid = d.submit(yaml)
+    end = time.time() + LIMIT
+    while not any(os.path.exists(os.path.join(d.state, "nodes", str(n["id"]),
+                                              "out", "first.txt"))
+                  for n in d.job(jid)["nodes"]):
+        assert time.time() < end, d.log_tail()
+        assert d.job(jid)["state"] not in ("FAILED", "SUCCEEDED"), d.log_tail()
+        time.sleep(0.05)
+    st, body = d.api("POST", "/v1/jobs/%d/cancel" % jid, {})
+    assert st == 202, body
+    j = d.wait([jid], LIMIT)[0]
+    assert j["state"] == "CANCELLED", (j["message"], d.log_tail())
+    kinds = [e["type"] for e in d.events(jid)]
+    assert "sync_final" in kinds and "workload_exit" in kinds, kinds
+    got = restore_bucket("s3://ckpt/cancelled", tmp_path / "got-cancelled")
+    assert (got / "first.txt").read_text() == "first\n"
+    assert (got / "last.txt").read_text() == "at-term\n"

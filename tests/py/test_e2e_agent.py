@@ -562,3 +562,39 @@ def test_sigterm_quits_without_a_signal_source(plane):
     plane.proc.send_signal(15)
     assert plane.proc.wait(timeout=20) == 0, plane.agent_log()
     assert "notice" not in plane.types(), plane.events
+
+
+NAMED_SIGNAL = r"""
+trap 'mkdir -p "$SPOTRUN_CKPT_DIR/step-00000042" &&
+      echo "{}" > "$SPOTRUN_CKPT_DIR/step-00000042/manifest.json" &&
+      echo final-saved-on-usr1; exit 0' USR1
+trap 'echo wrong-signal-term; exit 1' TERM
+echo "signal=$SPOTRUN_PREEMPT_SIGNAL"
+while :; do sleep 0.05; done
+"""
+
+
+def test_notice_delivers_the_signal_the_task_names(tmp_path):
+    """spotrun.preempt_signal: USR1 reaches the agent as the register
+    reply's preempt_signal; at the notice the workload gets SIGUSR1, not
+    SIGTERM, and $SPOTRUN_PREEMPT_SIGNAL names it (issue 30)."""
+    p = Plane(tmp_path, run=NAMED_SIGNAL)
+    base = p.assignment
+    p.assignment = lambda d: dict(base(d), preempt_signal="USR1")
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "signal=USR1" in p.lines("stdout"),
+                   what="the workload running with its signal named")
+        t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        assert p.proc.wait(timeout=60) == 0, p.agent_log()
+        out = p.lines("stdout")
+        assert "final-saved-on-usr1" in out and "wrong-signal-term" not in out
+        ex = [e for e in p.events if e["type"] == "exit"]
+        assert ex[0]["cause"] == "preempted" and ex[0]["exit_code"] == 0, ex
+        fin = [e for e in p.events if e["type"] == "checkpoint" and e["final"]]
+        assert fin and fin[0]["step"] == 42, p.events
+    finally:
+        p.close()

@@ -300,7 +300,8 @@ static void test_register_bucket_mounts(void **state)
 			    "  use_spot: false\nrun: echo hi\nfile_mounts:\n"
 			    "  /checkpoint:\n    source: s3://my-ckpts/run1/\n"
 			    "    mode: MOUNT_CACHED\n  /data: gs://my-data/set\n"
-			    "spotrun:\n  deadline: 100h\n  work: 2h\n";
+			    "spotrun:\n  deadline: 100h\n  work: 2h\n"
+			    "  preempt_signal: USR1\n  sync_quiet: 5s\n";
 	char ntok[80], p[128];
 	json_t *v = NULL, *b, *m;
 	int64_t id, node;
@@ -335,6 +336,11 @@ static void test_register_bucket_mounts(void **state)
 		}
 	}
 	assert_int_equal(json_object_size(json_object_get(v, "file_mounts")), 0);
+	/* the task's notice signal and the syncers' quiet time */
+	assert_string_equal(json_string_value(json_object_get(v, "preempt_signal")),
+			    "USR1");
+	assert_int_equal(json_integer_value(json_object_get(v, "sync_quiet_ms")),
+			 5000);
 	/* SKYPILOT_TASK_ID: sky-managed-YYYY-MM-DD-HH-MM-SS-UUUUUU_NAME_ID-0 */
 	{
 		const char *t = json_string_value(json_object_get(v, "task_id"));

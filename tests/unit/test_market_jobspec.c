@@ -4,6 +4,7 @@
  * governance conflicts, sizes, and the JSON round trip.
  */
 #include <math.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,6 +200,13 @@ static void test_errors(void **state)
 		   "job.yaml:2: spotrun.project: '' is not a label: empty");
 	expect_err("spotrun:\n  cost_center: [a]\n",
 		   "job.yaml:2: spotrun.cost_center: expected a value");
+	expect_err("spotrun:\n  preempt_signal: KILL\n",
+		   "job.yaml:2: spotrun.preempt_signal: 'KILL' is not a signal a "
+		   "workload can stop on (TERM, INT, HUP, QUIT, USR1, USR2)");
+	expect_err("spotrun:\n  preempt_signal: 15\n",
+		   "job.yaml:2: spotrun.preempt_signal: '15' is not a signal");
+	expect_err("spotrun:\n  sync_quiet: 20m\n",
+		   "job.yaml:2: spotrun.sync_quiet: 1200000 ms: must be 100ms to 10m");
 	expect_err("name: a\nname: b\n", "job.yaml:2: duplicate key 'name'");
 	expect_err("- a\n- b\n", "job.yaml:1: expected a mapping");
 	expect_err("", "job.yaml:1: empty job file");
@@ -305,6 +313,32 @@ static void test_json_roundtrip(void **state)
 			    json_integer(65));
 	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
 	assert_non_null(strstr(e.msg, "spotrun.spares: out of range"));
+	json_decref(j);
+	jobspec_free(&js);
+
+	/* the workload's stop signal and the sync's quiet time (issue 30):
+	 * defaults TERM and 2 s, left out of the JSON; set, they survive */
+	assert_int_equal(js.preempt_signal, SIGTERM);
+	assert_true(js.sync_quiet_ns == 2000 * INT64_C(1000000));
+	j = jobspec_to_json(&js);
+	assert_null(json_object_get(json_object_get(j, "spotrun"), "preempt_signal"));
+	assert_null(json_object_get(json_object_get(j, "spotrun"), "sync_quiet_ms"));
+	json_decref(j);
+	static const char ysig[] = "spotrun:\n  preempt_signal: sigusr1\n"
+				   "  sync_quiet: 500ms\n";
+	assert_int_equal(jobspec_parse_buf(ysig, sizeof ysig - 1, "j", &js, &e), 0);
+	assert_int_equal(js.preempt_signal, SIGUSR1);
+	j = jobspec_to_json(&js);
+	assert_string_equal(json_string_value(json_object_get(
+		json_object_get(j, "spotrun"), "preempt_signal")), "USR1");
+	assert_int_equal(jobspec_from_json(j, &back, &e), 0);
+	assert_int_equal(back.preempt_signal, SIGUSR1);
+	assert_true(back.sync_quiet_ns == 500 * INT64_C(1000000));
+	jobspec_free(&back);
+	json_object_set_new(json_object_get(j, "spotrun"), "preempt_signal",
+			    json_string("STOP"));
+	assert_int_equal(jobspec_from_json(j, &back, &e), -SR_EPARSE);
+	assert_non_null(strstr(e.msg, "spotrun.preempt_signal: expected one of"));
 	json_decref(j);
 	jobspec_free(&js);
 
