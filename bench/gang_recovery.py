@@ -60,6 +60,10 @@ the gang trains, one of three recoveries:
              one (spotrun: {spares: 1}), booted and set up beside the
              gang before the notice; the noticed rank goes to it, so
              the recovery waits for no boot and no setup.
+  through    spotrun training through the notice (issue 33, arm 5): the
+             job has spotrun: {train_through_notice: true}; the gang
+             trains on until the replacement is READY and set up, or
+             the last safe moment (deadline less a quarter of the lead).
   rebuild_at_notice  last session's rebuild arm, kept as a second
              figure: spotrun with every node noticed at once - every
              rank takes its final checkpoint and gets a new node placed
@@ -104,7 +108,8 @@ divided by --time-scale (default 24: AWS's 120 s lead is 5 s here, as
 above).  --nodes sets the gang (default 2), --state-mb each rank's state
 (a rank-local Shard, train_gang.py's DEMO_STATE_MB), --ckpt-min the
 periodic checkpoint interval in cloud minutes (default 10).  Arms 1
-(`rebuild`), 2 (`kept`) and 4 (`spare`) run side by side, and every figure is also
+(`rebuild`), 2 (`kept`), 4 (`spare`) and 5 (`through`) run side by
+side (--arms to choose), and every figure is also
 given in cloud seconds (x time scale), with the spread (min-max) of each
 arm.  `make bench` runs
 
@@ -166,8 +171,8 @@ spotrun:
   deadline: 480h
 %(spares)s"""
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
-# the arms a --timing run compares (the issue's arms 1, 2 and 4)
-TIMED_ARMS = ("rebuild", "kept", "spare")
+# the arms a --timing run compares (the issue's arms 1, 2, 4 and 5)
+TIMED_ARMS = ("rebuild", "kept", "spare", "through")
 
 
 class Setup:
@@ -494,7 +499,8 @@ def one(gang, build, mode, setup, phase, run):
         with open(job_file, "w") as f:
             f.write(JOB % dict(setup.job, bucket=bucket,
                                spares="  spares: 1\n" if mode == "spare"
-                               else ""))
+                               else "  train_through_notice: true\n"
+                               if mode == "through" else ""))
         out = subprocess.run(["spotrun", "launch", "-y", "-d", "--json",
                               job_file, "--workdir", HERE], env=env,
                              check=True, stdout=subprocess.PIPE,
@@ -540,52 +546,57 @@ def spread(runs, name, scale):
     return "%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v))
 
 
+GOALS = {"kept": "", "spare": "; goal <= 0.25 and <= 60 s",
+         "through": "; goal: training lost <= 10 s"}
+LABELS = {"rebuild": "arm 1 SkyPilot rebuild",
+          "kept": "arm 2 spotrun (kept)",
+          "spare": "arm 4 warm spare",
+          "through": "arm 5 train through"}
+
+
 def timed_report(args, setup, ph, med):
     """The --timing run's table: both measures per arm in cloud seconds
     with their spread, and the ratios of medians against the rebuild."""
     sc = setup.scale
     name = setup.timing["name"]
+    arms = list(ph)
+    others = [m for m in arms if m != "rebuild"]
     ratio = {(m, w): med[m][w] / med["rebuild"][w]
-             for m in ("kept", "spare") for w in ("resumed", "down")}
+             for m in others for w in ("resumed", "down")}
     if args.json:
-        print(json.dumps({
-            "timing": name, "time_scale": sc, "nodes": setup.nodes,
-            "state_mb": args.state_mb, "runs": args.runs,
-            "kept_vs_rebuild_resumed": round(ratio["kept", "resumed"], 3),
-            "kept_vs_rebuild_down": round(ratio["kept", "down"], 3),
-            "spare_vs_rebuild_resumed": round(ratio["spare", "resumed"], 3),
-            "spare_vs_rebuild_down": round(ratio["spare", "down"], 3),
-            "resumed_cloud_s": {m: [round(x["resumed"] * sc, 1) for x in v]
+        out = {"timing": name, "time_scale": sc, "nodes": setup.nodes,
+               "state_mb": args.state_mb, "runs": args.runs,
+               "resumed_cloud_s": {m: [round(x["resumed"] * sc, 1)
+                                       for x in v] for m, v in ph.items()},
+               "down_cloud_s": {m: [round(x["down"] * sc, 1) for x in v]
                                 for m, v in ph.items()},
-            "down_cloud_s": {m: [round(x["down"] * sc, 1) for x in v]
-                             for m, v in ph.items()},
-            "phases_s": ph}))
+               "phases_s": ph}
+        for m in others:
+            for w in ("resumed", "down"):
+                out["%s_vs_rebuild_%s" % (m, w)] = round(ratio[m, w], 3)
+        print(json.dumps(out))
         return 0
     print("timing profile %s (x%g: cloud seconds), %d nodes, %d MiB/rank, "
           "%d runs per arm; notice lead %.0f s, SkyPilot poll %.0f s" % (
               name, sc, setup.nodes, args.state_mb, args.runs,
               setup.notice_s * sc, setup.poll_s * sc))
     print("  median cloud seconds after the notice of each phase:")
-    print("  %-20s %10s %10s %10s" % ("phase", "rebuild", "kept", "spare"))
+    print("  %-20s %s" % ("phase", " ".join("%10s" % m for m in arms)))
     for ph_name in PHASES:
         row = ["%10.0f" % (med[m][ph_name] * sc)
                if med[m][ph_name] is not None else "%10s" % "-"
-               for m in TIMED_ARMS]
+               for m in arms]
         print("  %-20s %s" % (ph_name, " ".join(row)))
-    labels = {"rebuild": "arm 1 SkyPilot rebuild",
-              "kept": "arm 2 spotrun (kept)",
-              "spare": "arm 4 warm spare"}
-    for m in TIMED_ARMS:
+    for m in arms:
         print("%-24s notice -> resumed %s s; training lost %s s "
               "(median (min-max), cloud s)" % (
-                  labels[m], spread(ph[m], "resumed", sc),
+                  LABELS[m], spread(ph[m], "resumed", sc),
                   spread(ph[m], "down", sc)))
-    print("gang_recovery_%s_vs_rebuild %.2f (notice -> resumed); training "
-          "lost %.2f" % (name, ratio["kept", "resumed"], ratio["kept", "down"]))
-    print("gang_recovery_%s_spare_vs_rebuild %.2f (notice -> resumed, %.0f "
-          "cloud s; goal <= 0.25 and <= 60 s); training lost %.2f" % (
-              name, ratio["spare", "resumed"], med["spare"]["resumed"] * sc,
-              ratio["spare", "down"]))
+    for m in others:
+        print("gang_recovery_%s_%s_vs_rebuild %.2f (notice -> resumed, %.0f "
+              "cloud s); training lost %.2f (%.0f cloud s)%s" % (
+                  name, m, ratio[m, "resumed"], med[m]["resumed"] * sc,
+                  ratio[m, "down"], med[m]["down"] * sc, GOALS[m]))
     return 0
 
 
@@ -600,7 +611,10 @@ def main():
                    "lead is; with --timing 15 s / --time-scale)" % POLL_S)
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the rebuild arm's poll phases (default 1)")
-    p.add_argument("--arm", choices=ARMS + ("spare",), default=None,
+    p.add_argument("--arms", default=None,
+                   help="with --timing: the arms, comma-separated (default "
+                   "%s; rebuild always runs)" % ",".join(TIMED_ARMS))
+    p.add_argument("--arm", choices=ARMS + ("spare", "through"), default=None,
                    help="run only this arm and print its phases (no ratio)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timing", default=None,
@@ -635,6 +649,12 @@ def main():
                                                   "demo-gang"))
     arms = (args.arm,) if args.arm else \
         TIMED_ARMS if args.timing else ARMS
+    if args.arms and args.timing and not args.arm:
+        want = args.arms.split(",")
+        bad = [a for a in want if a not in TIMED_ARMS]
+        if bad:
+            p.error("--arms: %s not among %s" % (bad, TIMED_ARMS))
+        arms = ("rebuild",) + tuple(a for a in want if a != "rebuild")
     rnd = random.Random(args.seed)
     ph = {m: [] for m in arms}
     for run in range(args.runs):

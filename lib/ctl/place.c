@@ -35,6 +35,8 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->crit = js->criticality;
 	p->use_spot = js->use_spot;
 	p->spares = js->spares > 0 ? js->spares : 0;
+	p->train_through = js->train_through_notice != 0;
+	p->has_setup = js->setup && *js->setup;
 	p->gap_s = PLACE_GAP_S;
 	q.accelerator = js->accel[0] ? js->accel : NULL;
 	q.accel_count = js->accel_count;
@@ -126,10 +128,12 @@ char *place_plan_json(const struct place_plan *p)
 
 	for (int i = 0; i < p->nspot; i++)
 		json_array_append_new(a, json_integer(p->spot[i]));
-	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i,s:i}", "spot", a, "od", p->od,
-		      "od_price_usd", p->od_price_usd, "restart_s", p->restart_s,
-		      "gap_s", (json_int_t)p->gap_s, "crit", p->crit,
-		      "use_spot", p->use_spot, "spares", p->spares);
+	/* "train_through":true is matched as text by store_node_ctx_load */
+	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i,s:i,s:b,s:b}", "spot", a,
+		      "od", p->od, "od_price_usd", p->od_price_usd,
+		      "restart_s", p->restart_s, "gap_s", (json_int_t)p->gap_s,
+		      "crit", p->crit, "use_spot", p->use_spot, "spares", p->spares,
+		      "train_through", p->train_through, "has_setup", p->has_setup);
 	if (!o)
 		return NULL;
 	s = json_dumps(o, JSON_COMPACT);
@@ -162,6 +166,8 @@ int place_plan_parse(const char *s, double deadline_s, double work_s,
 	p->spares = (int)json_integer_value(json_object_get(o, "spares"));
 	if (p->spares < 0 || p->spares > SR_LIMIT_SPARES_MAX)
 		goto out;
+	p->train_through = json_is_true(json_object_get(o, "train_through"));
+	p->has_setup = json_is_true(json_object_get(o, "has_setup"));
 	p->deadline_s = deadline_s;
 	p->work_s = work_s;
 	rc = p->gap_s > 0 ? 0 : -SR_ECORRUPT;

@@ -48,6 +48,8 @@ struct place_plan {
 	int spares;                /* warm spares to keep (spotrun.spares;
 				      the plan's choice, -1, keeps none
 				      here yet: docs/distributed.md) */
+	bool train_through;        /* spotrun.train_through_notice */
+	bool has_setup;            /* the job has a `setup:` */
 };
 
 /* Build the plan for `js` submitted at now_ns.  -SR_ENOTFOUND (with a

@@ -202,6 +202,13 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
 int recon__spares_adopt(struct ctl *c, struct store *db, const struct rjob *j,
 			int *ranks, int *nr, int64_t now);
 void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j);
+
+/* Training through a notice (recon_through.c): a RUNNING job with
+ * spotrun.train_through_notice and a noticed node.  1: it trains on
+ * (the replacement asked for, not yet READY, before the last safe
+ * moment); 0: leave RUNNING as at any notice. */
+int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
+			 const struct rnode *live, size_t n);
 /* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
 int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 		   struct sr_err *e);

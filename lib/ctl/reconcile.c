@@ -468,6 +468,11 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 		return leave_running(c, db, j, JOB_RECOVERING, "crash", msg, true,
 				     live, n);
 	}
+	/* a job that trains through the notice's lead runs on until its
+	 * replacement is ready or the last safe moment (recon_through.c),
+	 * unless a noticed rank stopped already */
+	if (!x.preempted && recon__train_through(c, db, j, live, n) == 1)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns) {
 			snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64

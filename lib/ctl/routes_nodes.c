@@ -8,10 +8,15 @@
  *
  *   node TERMINATED/LOST                  -> 409 (the agent exits)
  *   job terminal, or cancel requested     -> exit
- *   node has a preemption notice          -> exit (after its own stop)
+ *   node has a preemption notice          -> exit (after its own stop);
+ *                                            run while a job that trains
+ *                                            through the notice runs
+ *                                            (recon_through.c)
  *   node is being retired by the policy   -> stop (then it is replaced)
  *   node is a warm spare (no rank yet)    -> idle (its setup runs at
  *                                            registration; recon_spare.c)
+ *   node replaces a noticed one while the -> idle (its setup runs at
+ *   job trains through the notice            registration; recon_through.c)
  *   job RUNNING and node READY            -> run  (attempt = job.attempt,
  *                                            master_addr and node_ips: the
  *                                            gang's addresses, rank 0 first;
@@ -94,16 +99,20 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 	enum job_state js = JOB_PENDING;
 	const char *a;
 	json_t *d, *ips;
+	bool through;
 
 	jobsm_parse(n->job_state, &js);
-	if (jobsm_terminal(js) || strcmp(n->desired, "cancel") == 0 || n->notice)
+	through = n->notice && n->train_through && js == JOB_RUNNING &&
+		  strcmp(n->state, "READY") == 0;
+	if (jobsm_terminal(js) || strcmp(n->desired, "cancel") == 0 ||
+	    (n->notice && !through))
 		a = "exit";
 	else if (n->retire)
 		a = "stop";
-	else if (n->spare)
+	else if (n->spare || (n->stand_in && js == JOB_RUNNING))
 		a = "idle";
 	else if (js == JOB_RUNNING && strcmp(n->state, "READY") == 0)
-		a = "run";
+		a = "run"; /* a noticed node training through too */
 	else if (n->attempt == 0)
 		a = "idle";
 	else
@@ -112,7 +121,7 @@ static json_t *directive_of(const struct ctl *c, struct store *db,
 	/* a node the cloud will take: its time, which the agent may not
 	 * have read on its own metadata yet (the final checkpoint's and the
 	 * kill's deadline, docs/api.md) */
-	if (d && n->notice && n->kill_ns) {
+	if (d && n->notice && n->kill_ns && !through) {
 		char t[40];
 
 		if (sr_time_format_rfc3339(n->kill_ns, 3, t, sizeof t) >= 0)
@@ -414,7 +423,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	return ctl_resp_json(rs, 200, json_pack(
 		"{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:s?,s:s?,s:I,s:I,s:I,"
 		"s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I},s:o,s:o,s:b,s:b,s:i,s:o*,s:I,"
-		"s:o*,s:s?,s:b,s:s?,s:o*}",
+		"s:o*,s:s?,s:b,s:s?,s:o*,s:b,s:b}",
 		"node_id", (json_int_t)n.id, "job_id", (json_int_t)n.job,
 		"rank", (json_int_t)n.rank, "num_nodes", (json_int_t)n.num_nodes,
 		"setup", setup, "run", run, "envs", envs, "workdir", dir,
@@ -435,7 +444,9 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 		"spare", n.spare,
 		"preempt_signal", sky.preempt_signal[0] ? sky.preempt_signal : NULL,
 		"sync_quiet_ms", sky.sync_quiet_ms > 0 ?
-				 json_integer(sky.sync_quiet_ms) : NULL));
+				 json_integer(sky.sync_quiet_ms) : NULL,
+		"setup_ahead", n.spare || (n.stand_in && n.train_through),
+		"train_through_notice", n.train_through));
 }
 
 /* ---- POST /v1/nodes/{id}/heartbeat --------------------------------------- */

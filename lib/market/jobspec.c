@@ -404,7 +404,8 @@ static const char *const spot_keys[] = {
 	"deadline", "work", "criticality", "checkpoint", "max_hourly_cost",
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
 	"image_pull", "p_target", "team", "project", "cost_center", "spares",
-	"delay_cost_per_hour", "preempt_signal", "sync_quiet", NULL
+	"delay_cost_per_hour", "preempt_signal", "sync_quiet",
+	"train_through_notice", NULL
 };
 
 /* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
@@ -451,6 +452,8 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_int(c, vn, path, 0, SR_LIMIT_SPARES_MAX, &js->spares);
 	if (!strcmp(k, "delay_cost_per_hour"))
 		return want_money(c, vn, path, &js->delay_cost_per_h);
+	if (!strcmp(k, "train_through_notice"))
+		return want_bool(c, vn, path, &js->train_through_notice);
 	if (!strcmp(k, "max_restarts"))
 		return want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
 				&js->max_restarts);

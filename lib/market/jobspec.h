@@ -28,6 +28,9 @@
  *     spares: 1                     # warm spare nodes; default: the plan's
  *     delay_cost_per_hour: 40       #  choice, priced against this ($/h of
  *                                   #  delay; default the job's own $/h)
+ *     train_through_notice: true    # a gang trains on after a notice until
+ *                                   #  its replacement is ready or the last
+ *                                   #  safe moment (default false)
  *     team: ml-research             # who pays (chargeback labels,
  *     project: llama                #  docs/finops.md "Teams"): letters,
  *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
@@ -203,6 +206,8 @@ struct jobspec {
 	sr_micros max_cost;         /* -1: no limit */
 	int spares;                 /* warm spare nodes; -1: the plan's choice */
 	sr_micros delay_cost_per_h; /* $/h of delay; -1: the job's own $/h */
+	int train_through_notice;   /* 1: train through the notice's lead
+				     * (docs/distributed.md); default 0 */
 	int max_restarts;           /* -1: no limit */
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */

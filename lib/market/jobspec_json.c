@@ -24,6 +24,7 @@
  *                "max_restarts": -1, "network": "any", "autostop_ns": 0,
  *                "p_target": 0.99, "provisioning_ns": ..., "image_pull_ns": ...,
  *                "spares": -1, "delay_cost_per_hour_micros": -1,
+ *                "train_through_notice": false,
  *                "preempt_signal": "USR1", "sync_quiet_ms": 5000}}
  *   (the last two only when not the defaults, TERM and 2000)
  *
@@ -215,6 +216,8 @@ json_t *jobspec_to_json(const struct jobspec *js)
 	bad |= json_object_set_new(sp, "spares", json_integer(js->spares));
 	bad |= json_object_set_new(sp, "delay_cost_per_hour_micros",
 				   json_integer(js->delay_cost_per_h));
+	bad |= json_object_set_new(sp, "train_through_notice",
+				   json_boolean(js->train_through_notice));
 	bad |= json_object_set_new(sp, "network",
 				   json_string(js->network == CATALOG_NET_UNKNOWN ? "any"
 							: catalog_net_name(js->network)));
@@ -591,7 +594,7 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"network", "autostop_ns", "p_target", "provisioning_ns",
 		"image_pull_ns", "team", "project", "cost_center", "spares",
 		"delay_cost_per_hour_micros", "preempt_signal", "sync_quiet_ms",
-		NULL
+		"train_through_notice", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
 					     "restore_bps", "uri", "alert_intervals",
@@ -666,6 +669,12 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 	if (!rc && js->delay_cost_per_h < -1)
 		rc = sr_err_set(e, -SR_EPARSE, "spotrun.delay_cost_per_hour_micros: "
 				"negative");
+	v = json_object_get(s, "train_through_notice");
+	if (!rc && v && !json_is_boolean(v))
+		rc = sr_err_set(e, -SR_EPARSE, "spotrun.train_through_notice: "
+				"expected a boolean");
+	if (!rc)
+		js->train_through_notice = json_is_true(v); /* absent: off */
 	v = json_object_get(s, "network");
 	if (!rc && v && (!json_is_string(v) ||
 			 catalog_net_parse(json_string_value(v), &js->network)))

@@ -309,6 +309,11 @@ struct store_node_ctx {
 	char state[16], job_state[16], desired[8];
 	bool notice, retire;
 	bool spare;                 /* a warm spare not bound to a rank yet */
+	bool stand_in;              /* another live node of its rank has a
+				       notice: it replaces that one */
+	bool train_through;         /* the job trains through a notice's lead
+				       (its plan, jobs.candidates, says
+				       "train_through":true: lib/ctl/place.c) */
 	int64_t kill_ns;            /* the notice's deadline, 0 none */
 	char cloud[16], region[40], zone[40], itype[48];
 	bool spot;

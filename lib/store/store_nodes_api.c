@@ -58,7 +58,15 @@ int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
 			   " n.instance_type, n.spot, n.price_micros, n.retire,"
 			   " n.pool, coalesce(n.kill_ns, 0) AS kill_ns,"
 			   " CASE WHEN n.spare = 1 AND n.adopted_ns IS NULL"
-			   " THEN 1 ELSE 0 END AS spare_now"
+			   " THEN 1 ELSE 0 END AS spare_now,"
+			   " CASE WHEN j.candidates LIKE"
+			   " '%\"train_through\":true%' THEN 1 ELSE 0 END"
+			   " AS train_through,"
+			   " CASE WHEN EXISTS (SELECT 1 FROM nodes o WHERE"
+			   " o.job_id = n.job_id AND o.rank = n.rank AND"
+			   " o.id <> n.id AND o.notice_ns IS NOT NULL AND"
+			   " o.state IN ('REQUESTED','BOOTING','READY'))"
+			   " THEN 1 ELSE 0 END AS stand_in"
 			   " FROM nodes n JOIN jobs j ON j.id=n.job_id"
 			   " WHERE n.id=?1", &st, e);
 	if (rc)
@@ -85,6 +93,8 @@ int store_node_ctx_load(struct store *s, int64_t id, struct store_node_ctx *n,
 		n->pool = (int)store_col_i64(st, "pool");
 		n->kill_ns = store_col_i64(st, "kill_ns");
 		n->spare = store_col_i64(st, "spare_now") != 0;
+		n->train_through = store_col_i64(st, "train_through") != 0;
+		n->stand_in = store_col_i64(st, "stand_in") != 0 && !n->notice;
 		rc = 0;
 	} else if (rc == 0) {
 		rc = sr_err_set(e, -SR_ENOTFOUND, "node %" PRId64 ": not found", id);

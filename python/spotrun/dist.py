@@ -849,7 +849,14 @@ def should_checkpoint(group=None):
     cut short: its node stays.  Deadlines cross nodes as wall-clock times,
     as exact as the nodes' clocks agree (NTP: a few ms).  Without an
     initialized process group it is this process's own
-    should_checkpoint()."""
+    should_checkpoint().
+
+    A job with `spotrun: {train_through_notice: true}` (docs/
+    distributed.md, "Training through the notice") answers "not yet"
+    after a notice: the noticed node's agent holds the notice back - no
+    notice file, no signal - until the replacement is ready or the last
+    safe moment (the deadline less a quarter of the lead), and the gang
+    trains on; then this answers True on every rank as above."""
     mine = _preemption.should_checkpoint()
     tdist = getattr(sys.modules.get("torch"), "distributed", None)
     if tdist is None or not tdist.is_available() or \

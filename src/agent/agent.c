@@ -103,7 +103,7 @@ static const char *wstate_name(const struct agent *ag)
 
 static void handle_directive(struct agent *ag, json_t *reply);
 static void take_notice(struct agent *ag, int64_t t_ns, const char *action,
-			const char *source);
+			const char *source, bool now);
 
 int agent__post(struct agent *ag, const char *what, json_t *body,
 		json_t **reply)
@@ -357,7 +357,7 @@ static void handle_directive(struct agent *ag, json_t *reply)
 	nt = json_string_value(json_object_get(d, "notice_time"));
 	if (nt && sr_time_parse_rfc3339(nt, &t_ns, NULL) == 0 && t_ns > 0) {
 		take_notice(ag, t_ns, imds_action_name(IMDS_TERMINATE),
-			    "control-plane");
+			    "control-plane", true);
 		return;
 	}
 	if (!strcmp(action, "run")) {
@@ -423,15 +423,52 @@ static void check_rebalance(struct agent *ag)
 		    "this node soon", ts);
 }
 
+/* A job that trains through a notice (assignment.train_through), its
+ * workload running: the notice is reported now but held back from the
+ * workload - no notice file, no signal - until spotrund's `exit` (its
+ * replacement is ready: lib/ctl/recon_through.c) or the last safe
+ * moment, the deadline less a quarter of the lead (the rule spotrund
+ * uses).  true: held back (still); false: act on it now. */
+static bool hold_notice(struct agent *ag, int64_t t_ns, const char *action,
+			const char *source)
+{
+	int64_t now_real = sr_time_real_ns(), mono = sr_time_mono_ns();
+	char ts[40];
+
+	if (!ag->a.train_through || ag->kind != W_RUN ||
+	    ag->stopping != STOP_NONE || t_ns <= now_real)
+		return false;
+	if (!ag->through_ns) {
+		int64_t kill = imds_kill_deadline_mono(t_ns, now_real, mono);
+
+		ag->through_ns = t_ns;
+		ag->through_safe_ns = kill - (kill - mono) / 4;
+		sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
+		agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type",
+					 "notice", "action", action, "time", ts,
+					 "source", source), 1);
+		agent__line(ag, "spot interruption notice: %s at %s (%.1f s from "
+			    "now); training through it until the replacement is "
+			    "ready (%.1f s at the latest)", action, ts,
+			    (double)(t_ns - now_real) / 1e9,
+			    (double)(ag->through_safe_ns - mono) / 1e9);
+	}
+	return mono < ag->through_safe_ns;
+}
+
 /* Act on a notice whose deadline is t_ns (the cloud's time, wall clock)
  * from `source`: the notice file, the workload's stop by that deadline,
- * the report. */
+ * the report.  Not `now`: a job that trains through it may hold it back
+ * (hold_notice). */
 static void take_notice(struct agent *ag, int64_t t_ns, const char *action,
-			const char *source)
+			const char *source, bool now)
 {
 	char ts[40];
 	int64_t now_real = sr_time_real_ns(), lead, deadline;
+	bool reported = ag->through_ns != 0;
 
+	if (!now && hold_notice(ag, t_ns, action, source))
+		return;
 	ag->notice_handled = 1;
 	ag->exit_after = 1;
 	ag->want_attempt = 0;
@@ -457,9 +494,10 @@ static void take_notice(struct agent *ag, int64_t t_ns, const char *action,
 	}
 	agent__begin_stop(ag, STOP_NOTICE, deadline);
 	sr_time_format_rfc3339(t_ns, 3, ts, sizeof ts);
-	agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice",
-				 "action", action,
-				 "time", ts, "source", source), 1);
+	if (!reported) /* a notice held back was reported then */
+		agent__push(ag, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice",
+					 "action", action,
+					 "time", ts, "source", source), 1);
 	agent__line(ag, "%s notice: %s at %s (%.1f s from now)",
 		    strcmp(source, "signal") ? "spot interruption" :
 		    "scheduler's signal", action, ts, (double)lead / 1e9);
@@ -480,14 +518,15 @@ static void check_notice(struct agent *ag)
 	if (atomic_load(&ag->nw.have) && atomic_load(&ag->nw.se_type))
 		take_notice(ag, atomic_load(&ag->nw.time_ns),
 			    schedev_type_name(atomic_load(&ag->nw.se_type)),
-			    "scheduled-events");
+			    "scheduled-events", false);
 	else if (atomic_load(&ag->nw.have))
 		take_notice(ag, atomic_load(&ag->nw.time_ns),
 			    imds_action_name(atomic_load(&ag->nw.action)),
-			    ag->o->notice_sources & NOTICE_SRC_GCE ? "gce" : "imds");
+			    ag->o->notice_sources & NOTICE_SRC_GCE ? "gce" : "imds",
+			    false);
 	else if (notice_signal_seen()) /* its kill comes --notice-lead later */
 		take_notice(ag, sr_time_real_ns() + ag->o->notice_lead_ns,
-			    imds_action_name(IMDS_TERMINATE), "signal");
+			    imds_action_name(IMDS_TERMINATE), "signal", false);
 }
 
 /* A Scheduled Events notice, once the final checkpoint and the exit are

@@ -79,6 +79,12 @@ struct assignment {
 	int64_t job_id, rank, num_nodes;
 	int spare;              /* a warm spare: rank is num_nodes (none)
 				 * until a `run` directive names one */
+	int setup_ahead;        /* run setup at registration (a spare, or a
+				 * replacement while the gang trains through
+				 * a notice) */
+	int train_through;      /* hold a notice back from the workload
+				 * until spotrund (or the last safe moment)
+				 * says stop */
 	char *setup;            /* NULL if none */
 	char *run;
 	json_t *envs;           /* object of strings (owned reference) */
@@ -283,6 +289,12 @@ struct agent {
 	json_t *held_exit;             /* the run's exit, reported once the
 					  final round is over */
 	int rebalance_sent;     /* the rebalance recommendation was reported */
+	int64_t through_ns;     /* a notice held back while the gang trains
+				 * through it (assignment.train_through):
+				 * its time (wall), 0 none */
+	int64_t through_safe_ns;/* ... and the last safe moment (monotonic):
+				 * the workload is stopped then at the
+				 * latest */
 	int exit_after;     /* exit once the workload is gone and reported */
 	int node_gone;      /* spotrund answered 409: stop everything */
 	int64_t next_hb_ns, next_report_ns;
@@ -320,8 +332,10 @@ void agent__push(struct agent *ag, json_t *ev, int urgent);
 
 /* workrun.c: the workload's life (see the diagram in agent.c) */
 void agent__advance(struct agent *ag);
-/* A warm spare, just registered: put the job's files in place and run
- * its setup now, so that a `run` later starts the workload at once.
+/* A warm spare or a replacement while the gang trains through a notice
+ * (assignment.setup_ahead), just registered: put the job's files in
+ * place and run its setup now, so that a `run` later starts the
+ * workload at once.
  * Not with bucket mounts (their uploads are rank 0's: they start with
  * the rank, at the first `run`). */
 void agent__spare_setup(struct agent *ag);

@@ -126,6 +126,9 @@ int assignment_parse(json_t *r, struct assignment *a, struct sr_err *e)
 	if (rc < 0)
 		goto fail;
 	a->spare = json_is_true(json_object_get(r, "spare"));
+	a->setup_ahead = json_is_true(json_object_get(r, "setup_ahead"));
+	a->train_through = json_is_true(json_object_get(r,
+							"train_through_notice"));
 	if (a->num_nodes < 1 || a->rank < 0 ||
 	    a->rank >= a->num_nodes + (a->spare ? 1 : 0)) {
 		rc = sr_err_set(e, -SR_EPARSE, "%s: rank %lld of %lld nodes",

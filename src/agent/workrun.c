@@ -148,19 +148,20 @@ void agent__spare_setup(struct agent *ag)
 {
 	struct sr_err e;
 
-	if (!ag->a.spare || ag->kind != W_NONE || ag->setup_ok ||
+	if (!ag->a.setup_ahead || ag->kind != W_NONE || ag->setup_ok ||
 	    ag->a.nbuckets || !ag->a.setup || !*ag->a.setup)
 		return;
 	if (!ag->synced) {
 		sr_err_clear(&e);
 		if (agent_sync_files(ag, &e) < 0) {
 			/* the first `run` tries again and reports it */
-			agent__line(ag, "warm spare: cannot put the job's files "
-				    "in place yet: %s", sr_err_str(&e, e.code));
+			agent__line(ag, "cannot put the job's files in place "
+				    "ahead of the run: %s", sr_err_str(&e, e.code));
 			return;
 		}
 	}
-	agent__line(ag, "warm spare: setup runs now, the workload at its rank");
+	agent__line(ag, "setup runs now, ahead of the run (%s)", ag->a.spare ?
+		    "a warm spare" : "a replacement while the gang trains on");
 	start_child(ag, W_SETUP, 0);
 }
 

@@ -1043,6 +1043,93 @@ static void test_spare_takes_the_noticed_rank(void **state)
 	assert_int_equal(alive_instances(), 0);
 }
 
+/* The action of the directive node gets on a heartbeat, into buf. */
+static const char *directive_action(int64_t node, char *buf, size_t n)
+{
+	struct finst *x = inst_of(node);
+	json_t *v = NULL;
+	char p[96];
+
+	assert_non_null(x);
+	snprintf(p, sizeof p, "/v1/nodes/%lld/heartbeat", (long long)node);
+	assert_int_equal(jreq("POST", p, inst_token(x), json_pack("{s:s}",
+			 "workload", "running"), &v), 200);
+	snprintf(buf, n, "%s", json_string_value(json_object_get(
+		 json_object_get(v, "directive"), "action")) ?: "");
+	json_decref(v);
+	return buf;
+}
+
+static const char job_through[] =
+	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: true\n"
+	"setup: echo s\nrun: echo hi\nspotrun:\n  deadline: 100h\n"
+	"  work: 2h\n  train_through_notice: true\n";
+
+/* Training through a notice (issue 33, arm 5): the noticed node's job
+ * stays RUNNING - its node keeps its `run` - while the replacement
+ * boots, registers (told to idle: its setup runs ahead) and reports its
+ * setup; then the gang stops as at any notice and the next attempt runs
+ * on the replacement. */
+static void test_train_through_until_replacement_ready(void **state)
+{
+	int64_t id, n1, n2;
+	char a[16];
+
+	(void)state;
+	id = create_job(job_through);
+	n1 = to_running(id);
+	agent_setup_done(n1, 0);
+	inst_of(n1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_true(has_event(id, "train_through", "training through"));
+	assert_string_equal(directive_action(n1, a, sizeof a), "run");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	pass();
+	agent_register(n2);
+	assert_string_equal(directive_action(n2, a, sizeof a), "idle");
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING"); /* setup not done */
+	agent_setup_done(n2, 0);
+	pass();
+	assert_true(has_event(id, "train_through_end", "replacement is ready"));
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_string_equal(directive_action(n1, a, sizeof a), "exit");
+	agent_exit(n1, 1, 143, "preempted");
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "attempt"), 2);
+	assert_int_equal(live_node(id), n2);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+}
+
+/* ... and when the replacement is not ready by the last safe moment (the
+ * deadline, 2 s after the notice here, less a quarter of the lead), the
+ * gang stops then. */
+static void test_train_through_stops_at_the_last_safe_moment(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_through);
+	n1 = to_running(id);
+	inst_of(n1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	advance_ms(1400);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	advance_ms(150);
+	pass();
+	assert_true(has_event(id, "train_through_end", "last safe moment"));
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+}
+
 /* Cancel: every node is terminated, the job is CANCELLED. */
 static void test_cancel(void **state)
 {
@@ -1681,6 +1768,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gang_waits_to_the_ended_nodes_deadline,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_spare_takes_the_noticed_rank,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_train_through_until_replacement_ready,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_train_through_stops_at_the_last_safe_moment,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_failed,
