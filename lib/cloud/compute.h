@@ -33,6 +33,19 @@
  *   and the cloud answers with the instance it already started, never a
  *   second one.  Keys are at most CLOUD_IDEM_MAX-1 printable ASCII bytes.
  *
+ * LAUNCH GROUPS
+ *   The nodes the control plane places in one pass (a gang's ranks) are
+ *   one launch group: each of their launches carries the group's key
+ *   (the idempotency key of its index-0 launch), its size and the
+ *   launch's index.  A driver that can start a group as one allocation
+ *   (a batch scheduler: one `sbatch -N size`) holds each launch (poll
+ *   -EAGAIN) until all size have come - one provision() each, in any
+ *   order, over one or more passes - then starts the group once, under
+ *   the group's key, and answers each launch with its own instance.  A
+ *   launch that finds its group already started (after a crash) takes
+ *   its instance at once.  Every other driver ignores the group.  A
+ *   rank replaced alone is a group of one (size 1).
+ *
  * TAGS
  *   Every instance carries the tags of cloud_tags (CLOUD_TAG_* keys):
  *   cluster id, job id, node id, attempt.  list(cluster) returns every
@@ -135,6 +148,13 @@ struct cloud_tags {
 	int attempt;          /* 1, 2, ... for this node row */
 };
 
+/* The launch group a launch belongs to (LAUNCH GROUPS); size <= 1:
+ * alone, key NULL. */
+struct cloud_group {
+	const char *key;           /* the group's idempotency key */
+	int size, index;           /* index 0..size-1 (the rank order) */
+};
+
 /* What to start.  Strings are borrowed for the duration of provision()
  * (the driver copies what it keeps). */
 struct cloud_launch {
@@ -147,6 +167,7 @@ struct cloud_launch {
 				      a driver that is its own market (the
 				      local cloud) uses it; others ignore it */
 	struct cloud_tags tags;
+	struct cloud_group group;  /* LAUNCH GROUPS */
 	const char *bootstrap;     /* the node's first-boot text: the
 				      driver's bootstrap channel (EC2: a
 				      user-data script; local: a JSON

@@ -47,6 +47,11 @@
  *                          own: the daemon serves an IMDSv2 for each at
  *                          /imds/{node} (docs/api.md), answered by
  *                          ops.metadata.
+ *   CLOUD_CAP_GROUP_ALLOC  it starts a launch group (compute.h, LAUNCH
+ *                          GROUPS) as one allocation, whose nodes end
+ *                          together (a batch job of k nodes): a notice to
+ *                          one of them dooms the whole group, whose ranks
+ *                          are all placed again - as one group.
  *
  * THE NOTICE.  A preemption notice carries the cloud's time: the instant
  * the instance will be taken (AWS: instance-action's "time", two minutes
@@ -85,6 +90,7 @@ enum cloud_cap {
 	CLOUD_CAP_FALLBACK = 1u << 4,
 	CLOUD_CAP_KNOWN_BOOT = 1u << 5,
 	CLOUD_CAP_HOSTED_META = 1u << 6,
+	CLOUD_CAP_GROUP_ALLOC = 1u << 7,
 };
 
 /* What the daemon lends a provider (borrowed; outlives it). */

@@ -436,7 +436,8 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	struct cloud_req *req = NULL;
 	struct cloud_error err = { 0 };
 	struct cloud_tags tags = { c->cluster, n->job_id, n->id, 1 };
-	char key[CLOUD_IDEM_MAX], *boot = NULL;
+	struct cloud_tags gtags = { c->cluster, n->job_id, n->group_first, 1 };
+	char key[CLOUD_IDEM_MAX], gkey[CLOUD_IDEM_MAX], *boot = NULL;
 	json_t *kept = NULL;
 	int rc;
 
@@ -451,6 +452,11 @@ static int launch_start(struct ctl *c, int i, const struct ctl_node_ref *n,
 	if (rc)
 		goto out;
 	l.tags = tags;
+	if (n->group_size > 1) {
+		cloud_idem_key(&gtags, gkey);
+		l.group = (struct cloud_group){ gkey, n->group_size,
+						n->group_index };
+	}
 	l.pool = n->pool;
 	l.done = launch_done;
 	l.done_ud = c;

@@ -40,6 +40,11 @@ struct ctl_node_ref {
 	const char *instance_id;   /* the cloud's id; NULL/"" not known yet */
 	const char *image;         /* the task's image (resources.image_id) for
 				      the pool's region; NULL: the provider's */
+	/* its launch group (cloud/compute.h, LAUNCH GROUPS): the nodes of
+	 * its job placed with it in one pass; size <= 1 alone.  first: the
+	 * node id of index 0, whose key is the group's */
+	int group_size, group_index;
+	int64_t group_first;
 };
 
 /* What a cloud says about a node's instance. */

@@ -402,6 +402,28 @@ static int job_image(struct store *db, int64_t job, const char *region,
 	return rc;
 }
 
+/* Node v[i] as a launch: its launch group (cloud/compute.h) is the
+ * nodes of its job placed with it in one pass (recon__nodes_create:
+ * one pool, one created_ns), in rank order; a warm spare is alone. */
+static struct ctl_node_ref group_of(const struct rnode *v, size_t n, size_t i)
+{
+	struct ctl_node_ref p = pnode(&v[i]);
+	const struct rnode *first = &v[i];
+
+	for (size_t k = 0; k < n; k++) {
+		if (v[k].job != v[i].job || v[k].pool != v[i].pool ||
+		    v[k].created_ns != v[i].created_ns ||
+		    ((v[k].spare || v[i].spare) && k != i))
+			continue;
+		p.group_size++;
+		p.group_index += v[k].rank < v[i].rank;
+		if (v[k].rank < first->rank)
+			first = &v[k];
+	}
+	p.group_first = first->id;
+	return p;
+}
+
 /* Start node n.  What a failure means comes from its class (clouds.c,
  * cloud/compute.h): capacity (-ENOSPC) and quota (-EDQUOT) end the node
  * and mark the pool, so the next placement goes elsewhere; throttling
@@ -416,10 +438,9 @@ static int job_image(struct store *db, int64_t job, const char *region,
  * and invalid (-EINVAL) fail the job; an idempotency conflict (-EEXIST)
  * and anything else end the node, and it is replaced under a new key. */
 static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
-		       int64_t now)
+		       struct ctl_node_ref p, int64_t now)
 {
 	struct commit_ud u = { c, db, now, n->id };
-	struct ctl_node_ref p = pnode(n);
 	struct sr_err e = { 0 };
 	int64_t mono = ctl__mono(c), wait;
 	char image[256];
@@ -712,7 +733,7 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
 		case NODE_START:
-			start_node(c, db, x, now);
+			start_node(c, db, x, group_of(v, n, i), now);
 			break;
 		case NODE_END_PREEMPTED:
 			end_tx(c, db, x, "TERMINATED", "preempted", now, true);

@@ -481,6 +481,26 @@ static void finisher(struct ctl *c, const struct rjob *j,
 			 j->total_steps, ch->spot ? "spot" : "on-demand");
 }
 
+/* live[i] is one node of an allocation that ends with a noticed node's
+ * (provider.h, CLOUD_CAP_GROUP_ALLOC: its launch group, the nodes placed
+ * with it in one pass): its rank is placed again with the noticed ones,
+ * as one group, before its own notice comes. */
+static bool group_doomed(struct ctl *c, const struct rnode *live,
+			 size_t nlive, size_t i)
+{
+	int k = ctl__cloud_of(c, live[i].pool);
+
+	if (k < 0 || !(c->clouds[k].caps & CLOUD_CAP_GROUP_ALLOC))
+		return false;
+	for (size_t q = 0; q < nlive; q++) {
+		if (live[q].notice_ns && live[q].job == live[i].job &&
+		    live[q].pool == live[i].pool &&
+		    live[q].created_ns == live[i].created_ns)
+			return true;
+	}
+	return false;
+}
+
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
 int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
@@ -500,7 +520,8 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 		bool have = false;
 
 		for (size_t i = 0; i < nlive; i++)
-			have |= live[i].rank == r && !live[i].notice_ns;
+			have |= live[i].rank == r && !live[i].notice_ns &&
+				!group_doomed(c, live, nlive, i);
 		if (!have)
 			ranks[nr++] = r;
 	}

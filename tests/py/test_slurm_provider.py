@@ -3,14 +3,14 @@ Slurm: slurmctld, two slurmd and munged from Debian, started once for
 this module by slurm_cluster.py (it fails, never skips, when they cannot
 start).
 
-- A PyTorch job placed on the Slurm pool (partition `low`) is a Slurm
-  batch job running spotrun-agent as its step.  A job of the `high`
-  partition preempts it: the agent gets Slurm's signal (USR1, the job's
-  --signal, sent at preemption) as a notice, the workload's final
-  checkpoint is committed and reported before the Slurm job ends, the
-  control plane queues a replacement on Slurm (pending while `high` runs:
-  QUEUED, no boot timeout), which resumes from that checkpoint, and the
-  final weights are bit-identical to an uninterrupted run's.
+- A 2-node PyTorch gang (DDP) placed on the Slurm pool (partition `low`)
+  is ONE Slurm batch job of both nodes, an agent as its step on each.  A
+  job of the `high` partition preempts it: each agent gets Slurm's
+  SIGTERM as a notice, both ranks commit their final checkpoint for one
+  step before the Slurm job ends, the control plane queues the whole gang
+  again on Slurm as one job (pending while `high` runs: QUEUED, no boot
+  timeout), which resumes from that checkpoint, and the final weights are
+  bit-identical to an uninterrupted run's.
 - Idempotency: one Slurm job per launch key, found again by its name.
 - Errors: the controller down (transient: the launch waits, no job lost
   or doubled), a partition that does not exist, a time limit too short
@@ -18,7 +18,6 @@ start).
 """
 import json
 import os
-import re
 import subprocess
 import time
 
@@ -35,8 +34,6 @@ PY = "/usr/bin/python3"
 ASAN_PRELOAD = os.environ.get("SPOTRUN_ASAN_PRELOAD", "")
 PY_RUN = ('env "LD_PRELOAD=%s" ASAN_OPTIONS=detect_leaks=0 %s' % (
     ASAN_PRELOAD, PY) if ASAN_PRELOAD else PY)
-STEPS = 160
-EVERY = 40
 
 
 @pytest.fixture(scope="module")
@@ -79,42 +76,6 @@ def daemon(tmp, slurm, **extra):
                   "--heartbeat-timeout", "30s")
 
 
-def train_job(share, steps=STEPS, sleep_ms=25):
-    """examples/train.py through hold_train.py: its first attempt holds
-    one step after its first checkpoint until a notice comes, so the job
-    cannot end before the test preempts it, however slowly that
-    checkpoint reaches the control plane (under ASan, at load 20, a
-    whole 16 s run once went by without one)."""
-    return ("name: slurm-train\nresources:\n  accelerators: V100:2\n"
-            "  use_spot: false\n  infra: slurm\n"
-            "envs:\n  SPOTRUN_STEPS: '%d'\n  SPOTRUN_CKPT_EVERY: '%d'\n"
-            "  SPOTRUN_STEP_SLEEP_MS: '%d'\n  SPOTRUN_RESULT_FILE: %s\n"
-            "run: %s %s\nspotrun:\n  deadline: 1000h\n  work: 1h\n" % (
-                steps, EVERY, sleep_ms, os.path.join(share, "result.json"),
-                PY_RUN, os.path.join(ROOT, "tests", "py", "hold_train.py")))
-
-
-def start_reference(tmp, steps=STEPS):
-    """The uninterrupted run (same seed, same steps), started at once so
-    it trains while the Slurm job does; reference_hash() reads it."""
-    ck = os.path.join(str(tmp), "ref-ckpt")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
-               SPOTRUN_CKPT_DIR=ck, SPOTRUN_STEPS=str(steps),
-               SPOTRUN_CKPT_EVERY=str(EVERY))
-    if ASAN_PRELOAD:
-        env["LD_PRELOAD"] = ASAN_PRELOAD
-    env.pop("SPOTRUN_NOTICE_FILE", None)
-    return subprocess.Popen([PY, os.path.join(ROOT, "examples", "train.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-
-
-def reference_hash(ref):
-    out, err = ref.communicate(timeout=600)
-    assert ref.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1])["hash"]
-
-
 def squeue(slurm):
     out = slurm.run("squeue", "-h", "--states=all", "-o", "%i|%j|%T|%k|%P").stdout
     return [l.split("|") for l in out.splitlines() if l]
@@ -131,88 +92,16 @@ def wait(what, fn, timeout, d=None):
         what, timeout, d.log_tail() if d else ""))
 
 
-def test_preempted_by_slurm_resumes_bit_identical(tmp_path, slurm, no_preload):
-    share = os.path.join(str(tmp_path), "share")
-    os.makedirs(share)
-    d = daemon(tmp_path, slurm)
-    ref = start_reference(tmp_path)
-    try:
-        d.start()
-        # the job holds after its first checkpoint until preempted
-        # (hold_train.py): the test acts on the checkpoint it sees
-        # reported, an event, not on the job still running by chance
-        jid = d.submit(train_job(share))
-
-        def training():
-            j = d.job(jid)
-            assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), (
-                "ended before it could be preempted", j, d.log_tail())
-            return j if (j.get("ckpt_step") or 0) >= EVERY else None
-        wait("the job training past a checkpoint on Slurm", training, 300, d)
-        ours = [r for r in squeue(slurm) if r[3].startswith("spotrun:")]
-        assert len(ours) == 1 and ours[0][2] == "RUNNING" and ours[0][4] == "low", ours
-        first = ours[0]
-        # a job of the high partition needs both nodes: Slurm preempts ours
-        hi = slurm.run("sbatch", "--parsable", "-p", "high", "-N", "2",
-                       "--exclusive", "-o", "/dev/null", "--time=1",
-                       "--wrap", "sleep 3").stdout.strip()
-        j = d.wait([jid], 600)[0]
-        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
-        assert j["preemptions"] >= 1, j
-        ev = d.events(jid)
-        types = [e["type"] for e in ev]
-        # the order of events, not their times: Slurm's SIGTERM reached
-        # the agent as a notice (source "signal"), the workload's final
-        # checkpoint was committed and reported, then the workload exited
-        # as preempted, and only then did the node end
-        n0 = [i for i, e in enumerate(ev) if e["type"] == "notice_ack"]
-        assert n0 and ev[n0[0]]["data"]["source"] == "signal", types
-        node0 = ev[n0[0]]["node_id"]
-        of0 = [(i, e) for i, e in enumerate(ev) if e["node_id"] == node0]
-        pre = [e for i, e in of0 if e["type"] == "preempted"]
-        final = [i for i, e in of0 if e["type"] == "checkpoint" and
-                 e["data"].get("final")]
-        exits = [i for i, e in of0 if e["type"] == "workload_exit"]
-        ended = [i for i, e in of0 if e["type"] == "node_terminated"]
-        assert pre and exits and ended, types
-        assert n0[0] < exits[0] < ended[0], types
-        # the next attempt resumed from a checkpoint attempt 1 committed at
-        # or after the step it was at when the notice came: nothing the
-        # notice allowed to save was lost
-        lost = [e for e in ev if e["type"] == "lost_work" and
-                e["data"].get("attempt") == 1]
-        m = re.search(r"resumed from step (\d+)", lost[0]["message"] if lost
-                      else "")
-        assert m and int(m.group(1)) >= pre[0]["data"]["step"], (lost, pre)
-        if final:
-            # the agent saw the trainer's final checkpoint: notice, final
-            # checkpoint, preempted exit, node end, in that order, and
-            # the resume took that checkpoint.  (Slurm's SIGTERM reaches
-            # the trainer too: when it saves and exits before the agent
-            # acts on the notice, the checkpoint is there - asserted
-            # above - but reported as a periodic one; docs/slurm.md.)
-            assert n0[0] < final[0] < exits[0], types
-            assert ev[exits[0]]["data"]["cause"] == "preempted", ev[exits[0]]
-            assert int(m.group(1)) == ev[final[0]]["data"]["step"], lost
-        # Slurm's records: ours was preempted (not requeued by Slurm), the
-        # replacement ran on Slurm again after the high job, one job each
-        rows = {r[0]: r for r in squeue(slurm)}
-        assert rows[first[0]][2] in ("PREEMPTED", "COMPLETED", "CANCELLED"), rows
-        assert rows[hi][2] == "COMPLETED", rows
-        ours = [r for r in rows.values() if r[3].startswith("spotrun:")]
-        assert len(ours) == 2 and len({r[1] for r in ours}) == 2, ours
-        with open(os.path.join(share, "result.json")) as f:
-            got = json.loads(f.read().strip().splitlines()[-1])
-        assert got["steps"] == STEPS, got
-        assert got["hash"] == reference_hash(ref), got
-    finally:
-        d.stop()
-        if ref.poll() is None:
-            ref.kill()
-            ref.wait()
-        for r in squeue(slurm):
-            if r[2] in ("RUNNING", "PENDING"):
-                slurm.run("scancel", r[0], check=False)
+def preempt_by_high(slurm, d, jid):
+    """A job of the high partition needing both nodes: Slurm preempts
+    ours, which then succeeds.  The high job's id, and the job's view."""
+    hi = slurm.run("sbatch", "--parsable", "-p", "high", "-N", "2",
+                   "--exclusive", "-o", "/dev/null", "--time=1",
+                   "--wrap", "sleep 3").stdout.strip()
+    j = d.wait([jid], 600)[0]
+    assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+    assert j["preemptions"] >= 1, j
+    return hi, j
 
 
 def check(tmp, slurm, **extra):
@@ -371,3 +260,126 @@ def test_critical_prefers_the_committed_pool(tmp_path, slurm, no_preload):
         assert std["provider"] != "slurm", std
     finally:
         d.stop()
+
+
+GANG_ENVS = {"DEMO_STEPS": "80", "DEMO_HIDDEN": "32", "DEMO_STEP_MS": "25",
+             "DEMO_CKPT_EVERY": "20"}
+
+
+def gang_reference():
+    """An uninterrupted 2-rank run of train_gang.py (same seed, same
+    steps): the final weights' hash."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               WORLD_SIZE="2", **GANG_ENVS)
+    if ASAN_PRELOAD:
+        env["LD_PRELOAD"] = ASAN_PRELOAD
+    return [subprocess.Popen(
+        [PY, os.path.join(ROOT, "examples", "demo", "train_gang.py"),
+         "--reference"], env=dict(env, RANK=str(r)), stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True) for r in (0, 1)]
+
+
+def test_gang_is_one_allocation_preempted_and_resumed(tmp_path, slurm,
+                                                      no_preload):
+    """A 2-node gang is ONE Slurm job of 2 nodes (the reconciler's launch
+    group, cloud/compute.h), an agent on each node.  A 2-node job of the
+    high partition preempts it: both ranks take their final checkpoint
+    for one step, the gang is queued again on Slurm and resumes from it,
+    and the final weights are bit-identical to an uninterrupted run."""
+    d = daemon(tmp_path, slurm)
+    ref = gang_reference()
+    hi = None
+    try:
+        d.start()
+        envs = "".join("  %s: \"%s\"\n" % kv for kv in GANG_ENVS.items())
+        jid = d.submit(
+            "name: slurm-gang\nnum_nodes: 2\nresources:\n"
+            "  accelerators: V100:2\n  use_spot: false\n  infra: slurm\n"
+            "run: %s %s\nenvs:\n%sspotrun:\n  deadline: 1000h\n"
+            "  work: 1h\n" % (PY_RUN, os.path.join(ROOT, "tests", "py",
+                                                    "hold_train.py"), envs))
+
+        def training():
+            j = d.job(jid)
+            assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), (
+                "ended before it could be preempted", j, d.log_tail())
+            return j if (j.get("ckpt_step") or 0) >= 20 else None
+        j = wait("the gang training past a checkpoint on Slurm", training,
+                 300, d)
+        # this daemon's Slurm jobs (the module's cluster ran others')
+        cluster = store_rows(d.state, "select value from settings "
+                             "where key='cluster_id'")[0][0]
+
+        def of_ours():
+            return [r for r in squeue(slurm) if r[3].startswith(
+                "spotrun:%s:" % cluster)]
+        ours = of_ours()
+        # one Slurm job holds both nodes: its comment names both
+        nodes = sorted(n["id"] for n in j["nodes"])
+        assert len(ours) == 1 and ours[0][2] == "RUNNING", (
+            ours, j, d.log_tail())
+        assert ours[0][3].split(":")[3] == "%d,%d" % tuple(nodes), ours
+        assert sorted(n["instance_id"] for n in j["nodes"]) == [
+            "slurm-%s.0" % ours[0][0], "slurm-%s.1" % ours[0][0]], j["nodes"]
+        first = ours[0][0]
+        hi, j = preempt_by_high(slurm, d, jid)
+        # each node of the preempted allocation, by the order of events
+        # (never their times): Slurm's SIGTERM reached its agent as a
+        # notice (source "signal"), its workload exited as preempted, and
+        # only then did the node end
+        ev = d.events(jid)
+        types = [(e["type"], e["node_id"]) for e in ev]
+        for node in nodes:
+            of = [(i, e) for i, e in enumerate(ev) if e["node_id"] == node]
+            notice = [i for i, e in of if e["type"] == "notice_ack"]
+            exits = [i for i, e in of if e["type"] == "workload_exit"]
+            ended = [i for i, e in of if e["type"] == "node_terminated"]
+            assert notice and exits and ended, types
+            assert ev[notice[0]]["data"]["source"] == "signal", ev[notice[0]]
+            assert notice[0] < exits[0] < ended[0], types
+            assert ev[exits[0]]["data"]["cause"] == "preempted", ev[exits[0]]
+        st, body = d.api("GET", "/v1/jobs/%d/logs?limit=5000" % jid)
+        assert st == 200, body
+        lines = body["lines"]
+        text = "\n".join("%s %s %s" % (ln["attempt"], ln["rank"], ln["line"])
+                         for ln in lines if ln["stream"] != "agent")
+        # both ranks took their final checkpoint for one step, and both
+        # ranks of the next attempt restored exactly that step
+        finals = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])
+                  for ln in lines if ln["attempt"] == 1 and
+                  ln["line"].startswith("preempted: final checkpoint")}
+        resumed = {ln["rank"]: int(ln["line"].split("step=")[1].split()[0])
+                   for ln in lines if ln["attempt"] == 2 and
+                   ln["line"].startswith("resumed step=")}
+        assert sorted(finals) == [0, 1] and len(set(finals.values())) == 1, \
+            text[-4000:]
+        assert resumed == finals, (finals, resumed, text[-4000:])
+        # Slurm's records: the first allocation preempted, the high job
+        # done, and the gang's every attempt one job of both its nodes
+        rows = {r[0]: r for r in squeue(slurm)}
+        assert rows[first][2] in ("PREEMPTED", "COMPLETED", "CANCELLED"), rows
+        assert rows[hi][2] == "COMPLETED", rows
+        ours = of_ours()
+        assert len(ours) == 2, ours
+        assert all(len(r[3].split(":")[3].split(",")) == 2 for r in ours), ours
+        result = [ln["line"] for ln in lines if ln["line"].startswith("RESULT ")]
+        assert len(result) == 1, text[-4000:]
+        got = json.loads(result[0][len("RESULT "):])
+        outs = [p.communicate(timeout=300)[0] for p in ref]
+        assert [p.returncode for p in ref] == [0, 0], outs
+        want = [ln for ln in outs[0].splitlines() if ln.startswith("RESULT ")]
+        assert got["hash"] == json.loads(want[0][len("RESULT "):])["hash"]
+        assert got["steps"] == 80 and got["world_size"] == 2, got
+    finally:
+        d.stop()
+        for p in ref:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for r in squeue(slurm):
+            if r[2] in ("RUNNING", "PENDING"):
+                slurm.run("scancel", r[0], check=False)

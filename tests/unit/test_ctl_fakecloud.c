@@ -82,6 +82,8 @@ struct finst {
 	char token[80];             /* its bootstrap secret */
 	char ntoken[80];            /* the node token it got for it, "" */
 	char boot[128];             /* the bootstrap text it was started with */
+	char gkey[CLOUD_IDEM_MAX];  /* its launch's group: key, size, index */
+	int gsize, gindex;
 };
 
 /* One launch request: answers after `waits` more polls (-EAGAIN), then
@@ -93,6 +95,7 @@ struct cloud_req {
 	bool hang;                  /* never answers (the daemon "dies") */
 	struct cloud_launch l;      /* strings below */
 	char key[CLOUD_IDEM_MAX], cluster[64], token[80], boot[128];
+	char gkey[CLOUD_IDEM_MAX];
 	int inst;                   /* fc.inst index once started, -1 */
 };
 
@@ -107,6 +110,7 @@ static struct fcloud {
 	bool register_early;        /* the agent registers before the commit */
 	bool term_fail;             /* terminate() fails */
 	bool vary_boot;             /* each bootstrap text differs ("#N") */
+	bool group_alloc;           /* CLOUD_CAP_GROUP_ALLOC (start_fake) */
 	int boots;                  /* bootstrap texts made */
 	int mismatches;             /* a key came back with other parameters */
 	int launches, terminates, lists;
@@ -192,6 +196,7 @@ static int f_provision(void *st, const struct cloud_launch *l,
 	assert_non_null(l->bootstrap);
 	q->l = *l;
 	snprintf(q->key, sizeof q->key, "%s", l->idem_key);
+	snprintf(q->gkey, sizeof q->gkey, "%s", l->group.key ? l->group.key : "");
 	snprintf(q->cluster, sizeof q->cluster, "%s", l->tags.cluster);
 	/* the token is the bootstrap's first line */
 	snprintf(q->token, sizeof q->token, "%.*s",
@@ -248,6 +253,9 @@ static struct finst *start_inst(struct cloud_req *q)
 	x->job = q->l.tags.job_id;
 	x->pool = q->l.pool;
 	x->spot = q->l.spot;
+	snprintf(x->gkey, sizeof x->gkey, "%s", q->gkey);
+	x->gsize = q->l.group.size;
+	x->gindex = q->l.group.index;
 	x->alive = true;
 	x->pending = fc.boot_pending;
 	fc.launches++;
@@ -409,7 +417,8 @@ static void start_fake(void)
 {
 	static const struct cloud_provider_ops ops = { .bootstrap = f_bootstrap };
 	struct ctl_cloud cloud = {
-		.name = "fake", .caps = CLOUD_CAP_SPOT | CLOUD_CAP_TAGS,
+		.name = "fake", .caps = CLOUD_CAP_SPOT | CLOUD_CAP_TAGS |
+			(fc.group_alloc ? CLOUD_CAP_GROUP_ALLOC : 0),
 		.p = { .mkt = { &fake_mkt, NULL }, .drv = { &fake_drv, NULL },
 		       .ops = &ops },
 	};
@@ -1130,6 +1139,55 @@ static void test_train_through_stops_at_the_last_safe_moment(void **state)
 	assert_string_equal(job_state(id), "CHECKPOINTING");
 }
 
+/* Launch groups (cloud/compute.h): a gang's two ranks placed in one
+ * pass are launched as one group - one key (rank 0's launch key), size
+ * 2, index = rank.  On a provider whose groups are one allocation
+ * (CLOUD_CAP_GROUP_ALLOC), a notice to rank 1 alone places both ranks
+ * again at once, as one new group; the replacements' launches carry it. */
+static void test_gang_is_one_launch_group(void **state)
+{
+	struct nview v[4];
+	struct finst *a, *b;
+	int64_t id;
+	int n;
+
+	(void)state;
+	stop_fake();
+	fc.group_alloc = true;
+	start_fake();
+	id = gang_of_two(v);
+	a = inst_of(v[0].id);
+	b = inst_of(v[1].id);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->gsize, 2);
+	assert_int_equal(b->gsize, 2);
+	assert_string_equal(a->gkey, a->key); /* rank 0's key */
+	assert_string_equal(b->gkey, a->key);
+	assert_int_equal(a->gindex, 0);
+	assert_int_equal(b->gindex, 1);
+	agent_register(v[0].id);
+	agent_register(v[1].id);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	/* rank 1's notice alone: the allocation ends with it, so rank 0 is
+	 * placed again too, with rank 1, in one pass */
+	inst_of(v[1].id)->noticed = true;
+	advance_ms(100);
+	pass();
+	pass();
+	n = nodes_of(id, v, 4);
+	assert_int_equal(n, 4);
+	a = inst_of(v[2].id);
+	b = inst_of(v[3].id);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->gsize, 2);
+	assert_string_equal(a->gkey, a->key);
+	assert_string_equal(b->gkey, a->key);
+	assert_int_equal(a->gindex + b->gindex, 1);
+}
+
 /* Cancel: every node is terminated, the job is CANCELLED. */
 static void test_cancel(void **state)
 {
@@ -1764,6 +1822,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_notice_counted_once_per_node,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_gang_is_one_launch_group,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_waits_to_the_ended_nodes_deadline,
 						fsetup, fteardown),

@@ -19,10 +19,12 @@
  * CLOUD_CAP_QUEUES, runs no boot timeout).
  *
  * Bootstrap: a JSON document {"api", "node", "bootstrap"}; the driver
- * puts the api and the one-time secret on the environment sbatch
- * exports to the job ($SPOTRUN_AGENT_BOOTSTRAP, which the agent reads
- * and removes).  The batch script (written at open into <state dir>/slurm,
- * NODE_SCRIPT below) is fixed text: it reads only those variables.
+ * puts the api and each node's one-time secret on the environment sbatch
+ * exports to the job ($SPOTRUN_AGENT_BOOTSTRAP_<i> for the allocation's
+ * node i, which the script hands its agent as $SPOTRUN_AGENT_BOOTSTRAP:
+ * the agent reads and removes it).  The batch script (written at open
+ * into <state dir>/slurm, NODE_SCRIPT below) is fixed text: it reads
+ * only those variables.
  *
  * Notice: Slurm's SIGTERM.  Slurm ends a job's steps with SIGTERM, then
  * SIGKILL KillWait seconds later (PreemptMode=REQUEUE, or CANCEL at the
@@ -57,15 +59,37 @@
 #define REFRESH_NS (60 * SR_NS_PER_SEC)
 #define LEAD_S_DEFAULT 30
 
+/* The batch script: as the batch shell it starts itself as the job's one
+ * step on every node of the allocation (srun, one task a node); as that
+ * task it takes its node's settings by the node's index in the
+ * allocation ($SLURM_NODEID: a number, checked before eval reads
+ * SPOTRUN_SLURM_NODE_<i> and its kin), drops every node's secret from
+ * the environment but its own, and becomes spotrun-agent. */
 static const char NODE_SCRIPT[] =
 	"#!/bin/sh\n"
-	"# spotrun (lib/providers/slurm): spotrun-agent as this job's step.\n"
-	"# Every value comes from the environment sbatch exported.\n"
-	"mkdir -p \"$SPOTRUN_SLURM_WORKDIR\" || exit 1\n"
-	"exec srun --ntasks-per-node=1 --kill-on-bad-exit=0 "
-	"\"$SPOTRUN_SLURM_AGENT\" --api \"$SPOTRUN_SLURM_API\" "
-	"--node-id \"$SPOTRUN_SLURM_NODE\" "
-	"--workdir \"$SPOTRUN_SLURM_WORKDIR\" --notice signal "
+	"# spotrun (lib/providers/slurm): spotrun-agent as this job's step, one\n"
+	"# a node.  Every value comes from the environment sbatch exported.\n"
+	"if [ -z \"$SPOTRUN_SLURM_TASK\" ]; then\n"
+	"\texport SPOTRUN_SLURM_TASK=1\n"
+	"\texec srun --ntasks-per-node=1 --kill-on-bad-exit=0 /bin/sh "
+	"\"$SPOTRUN_SLURM_SCRIPT\"\n"
+	"fi\n"
+	"i=\"${SLURM_NODEID:-0}\"\n"
+	"case \"$i\" in ''|*[!0-9]*) echo \"spotrun: SLURM_NODEID '$i'\" >&2; "
+	"exit 1;; esac\n"
+	"eval \"node=\\${SPOTRUN_SLURM_NODE_$i:-} "
+	"wd=\\${SPOTRUN_SLURM_WORKDIR_$i:-} "
+	"boot=\\${SPOTRUN_AGENT_BOOTSTRAP_$i:-}\"\n"
+	"k=0\n"
+	"while [ \"$k\" -lt \"${SPOTRUN_SLURM_NNODES:-0}\" ]; do\n"
+	"\tunset \"SPOTRUN_AGENT_BOOTSTRAP_$k\"\n"
+	"\tk=$((k + 1))\n"
+	"done\n"
+	"[ -n \"$node\" ] || { echo \"spotrun: no node $i\" >&2; exit 1; }\n"
+	"mkdir -p \"$wd\" || exit 1\n"
+	"export SPOTRUN_AGENT_BOOTSTRAP=\"$boot\"\n"
+	"exec \"$SPOTRUN_SLURM_AGENT\" --api \"$SPOTRUN_SLURM_API\" "
+	"--node-id \"$node\" --workdir \"$wd\" --notice signal "
 	"--notice-signal TERM --notice-lead \"$SPOTRUN_SLURM_LEAD\" "
 	"--private \"$SPOTRUN_SLURM_PRIVATE\"\n";
 
@@ -471,7 +495,8 @@ static const char *const slurm_infra[] = { "slurm", NULL };
 const struct cloud_prov_def prov_slurm = {
 	.name = "slurm",
 	.summary = "a Slurm cluster: partitions as pools, nodes as batch jobs",
-	.caps = CLOUD_CAP_TAGS | CLOUD_CAP_QUEUES | CLOUD_CAP_SHARED_DISK,
+	.caps = CLOUD_CAP_TAGS | CLOUD_CAP_QUEUES | CLOUD_CAP_SHARED_DISK |
+		CLOUD_CAP_GROUP_ALLOC,
 	.regional = false,
 	.conf_keys = slurm_keys,
 	.infra = slurm_infra,

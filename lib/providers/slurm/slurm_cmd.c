@@ -30,7 +30,7 @@
 #include "providers/slurm/slurm_int.h"
 
 #define CMD_TIMEOUT_S 30
-#define ENV_MAX 512
+#define ENV_MAX 1024
 
 extern char **environ;
 
@@ -72,8 +72,12 @@ static char **env_of(struct slurm_prov *p, const char *const *extra,
 
 	if (!v)
 		return NULL;
-	for (char **e = environ; e && *e && n < ENV_MAX - 8; e++) {
-		if (strncmp(*e, "SLURM_CONF=", 11))
+	/* ours that a launch sets are never inherited (one of each) */
+	for (char **e = environ; e && *e && n < ENV_MAX - SLURM_EXTRA_MAX - 1;
+	     e++) {
+		if (strncmp(*e, "SLURM_CONF=", 11) &&
+		    strncmp(*e, "SPOTRUN_SLURM_", 14) &&
+		    strncmp(*e, "SPOTRUN_AGENT_BOOTSTRAP", 23))
 			v[n++] = *e;
 	}
 	if (p->slurm_conf[0]) {

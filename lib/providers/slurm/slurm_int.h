@@ -15,6 +15,12 @@
 
 #define SLURM_PARTS_MAX 32
 #define SLURM_OUT_MAX (1 << 20)     /* what one command may print */
+/* the most nodes of one launch group (one allocation), and the most
+ * variables a launch adds to sbatch's environment: 3 a node + 8 */
+#define SLURM_GROUP_MAX 32
+#define SLURM_EXTRA_MAX (8 + 3 * SLURM_GROUP_MAX)
+
+struct slurm_group;
 
 /* One partition: one pool. */
 struct slurm_part {
@@ -48,7 +54,29 @@ struct slurm_prov {
 	struct slurm_part parts[SLURM_PARTS_MAX];
 	int nparts;
 	int64_t refreshed_ns;              /* monotonic, 0 never */
+	struct slurm_group *groups;        /* being gathered (mu) */
 };
+
+/* Launch groups (slurm_group.c; cloud/compute.h LAUNCH GROUPS), under
+ * p->mu.  _join: launch `ud`, index `index` of group key (size), has
+ * come: 1 when it is the last, so its caller starts the group with
+ * members[0..size) (every launch, by index, held - never freed - until
+ * _done); 0 when another will: _wait.  *g is the caller's until _leave.
+ * _wait: until the group is started (0, *jobid) or failed (its error),
+ * *cancel is set, or timeout_s pass (both transient:
+ * the launch is asked again).  _wake: every waiter checks its cancel
+ * flag (set under p->mu).  -EINVAL: size above SLURM_GROUP_MAX. */
+int slurm__group_join(struct slurm_prov *p, const char *key, int size,
+		      int index, void *ud, struct slurm_group **g,
+		      void **members, struct cloud_error *err);
+void slurm__group_done(struct slurm_prov *p, struct slurm_group *g, int rc,
+		       long long jobid, const struct cloud_error *err);
+int slurm__group_wait(struct slurm_prov *p, struct slurm_group *g,
+		      const bool *cancel, int64_t timeout_s, long long *jobid,
+		      struct cloud_error *err);
+void slurm__group_leave(struct slurm_prov *p, struct slurm_group *g,
+			int index);
+void slurm__group_wake(struct slurm_prov *p);
 
 /* Run Slurm command `argv` (argv[0] a bare name: prefixed with p->bin)
  * with SLURM_CONF set, plus extra "K=V" entries (NULL-terminated; may be
