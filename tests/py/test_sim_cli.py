@@ -218,3 +218,45 @@ def test_trace_prior_and_sim_prior_trace():
     assert o["spotrun"]["misses"] == 0
     r = sim("--trace", SKY[0], "--prior-trace", "/nonexistent.json")
     assert r.returncode == 1 and "--prior-trace" in r.stderr
+
+
+def fold_run(spotrun_fold, misses=0):
+    """One run's summaries as scripts/sim-policy-table --json saves them."""
+    def pol(cost, m=0):
+        return {"mean_cost": cost, "ratio_to_optimal": cost / 80.0, "misses": m,
+                "median_cost": cost, "p95_cost": cost, "ratio_to_od": cost / 200.0,
+                "windows": 2, "mean_preemptions": 0.0, "spot_fraction": 0.5}
+    return {"fold": "cbl availability 1-node 2022", "od": pol(200), "greedy": pol(150),
+            "optimal": pol(80), "up": pol(100), "ups": pol(104), "spotrun": pol(95),
+            "spotrun_fold": pol(spotrun_fold, misses)}
+
+
+def test_policy_table_fold_goal(tmp_path):
+    """scripts/sim-policy-table --goal: exit 1 when a held-out fold costs
+    more than 1.02 x the better of up and ups, or misses a deadline there;
+    0 when every fold meets it (issue 27; bench/policy_folds.sh)."""
+    script = os.path.join(ROOT, "scripts", "sim-policy-table")
+    key = "single|cbl/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json|52|0.2"
+
+    def table(doc, *flags):
+        path = tmp_path / "res.json"
+        path.write_text(json.dumps(doc))
+        return subprocess.run([script, "--from", str(path), *flags], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+
+    r = table({key: fold_run(101.9)}, "--goal")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "fold goal: met" in r.stdout
+    r = table({key: fold_run(102.5)}, "--goal")
+    assert r.returncode == 1
+    assert "NOT met: cbl availability 1-node 2022 at 52:0.2" in r.stdout and "1.0250" in r.stdout
+    r = table({key: fold_run(90, misses=1)}, "--goal")
+    assert r.returncode == 1 and "1 misses held out" in r.stdout
+    r = table({key: fold_run(102.5)})  # the table alone never fails
+    assert r.returncode == 0
+    doc = {key: fold_run(95)}
+    del doc[key]["spotrun_fold"]
+    r = table(doc, "--goal")
+    assert r.returncode != 0 and "no held-out folds" in r.stderr
+    r = subprocess.run([script, "--goal"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "--goal: needs --folds" in r.stderr
