@@ -378,6 +378,33 @@ SPOTCKPT_API int spotckpt_write_profile(struct spotckpt *e,
 /* "prepare", "hash", ... for a phase; NULL outside 0..COUNT-1. */
 SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
 
+/* Where the calling thread's last restore (spotckpt_reader_read_all and
+ * what calls it: spotckpt_restore, spotckpt_restore_cb, ...) spent its
+ * time, so that a slow restore explains itself (`spotrun ckpt bench
+ * --json`, restore_vs_raw.phases).  A restore is all or nothing, one of
+ * two ways (docs/checkpoint.md, "Where restore time goes"), its `mode`:
+ * SPOTCKPT_RESTORE_VERIFY_FIRST: read_* is reading every wanted tensor
+ * into an image of the checkpoint and checking it there, place_* copying
+ * the checked image into the destinations afterwards;
+ * SPOTCKPT_RESTORE_KEEP (tier-3 reads, CUDA destinations, or the
+ * environment's SPOTCKPT_RESTORE_KEEP=1): read_* is reading straight into
+ * the destinations, each block's old bytes kept aside first; place_* 0;
+ * SPOTCKPT_RESTORE_AS_READ: the same with nothing to keep (every
+ * destination SPOTCKPT_DEST_SCRATCH).  cpu_ns is the process's CPU over
+ * the phase (every reading thread's). */
+#define SPOTCKPT_RESTORE_KEEP 0
+#define SPOTCKPT_RESTORE_VERIFY_FIRST 1
+#define SPOTCKPT_RESTORE_AS_READ 2
+struct spotckpt_restore_profile {
+	int32_t mode;             /* SPOTCKPT_RESTORE_* */
+	int32_t ok;               /* 1: the restore succeeded */
+	int64_t read_wall_ns, read_cpu_ns;
+	int64_t place_wall_ns, place_cpu_ns;
+	uint64_t bytes;           /* bytes of the destinations */
+};
+/* The calling thread's last restore profile (zeros before the first). */
+SPOTCKPT_API void spotckpt_restore_profile(struct spotckpt_restore_profile *out);
+
 /* Keeping the engine out of the training thread's way.  The engine's
  * threads are the tier-1 copy threads (busy for one memory copy of the
  * state per save; in lazy mode the training thread waits for them before
@@ -498,15 +525,17 @@ struct spotckpt_dest {
  * destinations, verifying every checksum.  Stops at the first error and
  * returns it (-SPOTCKPT_ECHECKSUM names file and tensor).  All or
  * nothing: when it fails, every destination holds what it held before
- * the call (a tensor's old bytes are kept aside before its first byte is
- * written, and put back on failure; see docs/checkpoint.md), except those
- * marked SPOTCKPT_DEST_SCRATCH. */
+ * the call, except those marked SPOTCKPT_DEST_SCRATCH (a local checkpoint
+ * into host memory is verified whole in an image of it before any
+ * destination is written; a store's or into CUDA memory, each tensor's
+ * old bytes are kept aside before its first byte is written and put back
+ * on failure; see docs/checkpoint.md). */
 SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 					  const struct spotckpt_dest *d,
 					  size_t n);
-/* spotckpt_reader_read_all keeping the destinations' old bytes in engine
- * e's idle staging memory instead of memory mapped (and faulted in) for
- * this read.  When e has no staging memory yet (a restore at a job's
+/* spotckpt_reader_read_all using engine e's idle staging memory (for the
+ * checkpoint's image, or the destinations' old bytes) instead of memory
+ * mapped (and faulted in) for this read.  When e has no staging memory yet (a restore at a job's
  * start, before any save), it gets it now, sized to this checkpoint: the
  * restore fills it and e's saves then use it, so the process faults that
  * memory in once, not once for the restore and again for the first save

@@ -103,7 +103,8 @@ void ckpt__prof_publish(const struct ckpt_commit_res *res,
 			struct spotckpt_write_profile *out);
 int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
 /* api held: staging memory of at least `bytes` for a restore to borrow
- * when e has none and no staging budget (save.c); 0 or -ENOMEM. */
+ * when e has none and no staging budget (save.c), mapped lazily (the
+ * restore faults it in; ckpt__staging_settle after it); 0 or -ENOMEM. */
 int ckpt__engine_reserve(struct spotckpt *e, uint64_t bytes);
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
 

@@ -86,6 +86,27 @@ static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n,
 
 #define HASH_COPY_BLOCK (64u << 10)
 
+void ckpt__copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+	while (n > 0) {
+		size_t k = n < HASH_COPY_BLOCK ? (size_t)n : HASH_COPY_BLOCK;
+		size_t nk = n - k < HASH_COPY_BLOCK ? (size_t)(n - k)
+						    : HASH_COPY_BLOCK;
+
+#if defined(__x86_64__)
+		copy_stream(dst, src, k, src + k, nk);
+#else
+		memcpy(dst, src, k);
+#endif
+		dst += k;
+		src += k;
+		n -= k;
+	}
+#if defined(__x86_64__)
+	_mm_sfence();
+#endif
+}
+
 void ckpt__hash_copy(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
 		     uint64_t n)
 {

@@ -85,6 +85,10 @@ void ckpt__hash_copy(struct XXH3_state_s *st, uint8_t *dst,
 		     const uint8_t *src, uint64_t n);
 /* The same, first copying each block of dst's old bytes to keep (may be
  * NULL), block by block while it is in the cache anyway. */
+/* Copy n bytes with streaming stores (the destination is not read into
+ * the cache), prefetching the source ahead: the copy of a verified image
+ * into the caller's tensors. */
+void ckpt__copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n);
 void ckpt__hash_copy_keep(struct XXH3_state_s *st, uint8_t *dst,
 			  const uint8_t *src, uint64_t n, uint8_t *keep);
 
@@ -280,6 +284,13 @@ struct ckpt_read_range {
 	uint64_t off, len;
 	ckpt_sink_fn sink;     /* consecutive pieces, in file order */
 	void *ud;
+	/* Optional: memory standing for the file's bytes [0, dst_len) (an
+	 * image of it).  When the range's aligned reads fit, they go straight
+	 * there instead of the io's read buffers, and the sink gets pointers
+	 * into it (p == dst + off); else the read buffers are used as without
+	 * it.  NULL: the read buffers. */
+	uint8_t *dst;
+	uint64_t dst_len;
 };
 /* Where a reading thread's ranges come from (see ioread.c). */
 struct ckpt_read_src {
@@ -415,6 +426,18 @@ int ckpt__undo_borrowed(const struct ckpt_undo *u);
 void ckpt__undo_rollback(struct ckpt_undo *u);
 void ckpt__undo_free(struct ckpt_undo *u); /* NULL-safe */
 
+/* ---- placeall.c -------------------------------------------------------------- */
+/* A shard file's bytes in an image of it (staging slot, verified restore):
+ * its size rounded up to CKPT_IMG_ALIGN; the image of a checkpoint is its
+ * shards' back to back, in shard order. */
+uint64_t ckpt__shard_image_bytes(const struct ckpt_shard *sh);
+uint64_t ckpt__image_bytes(const struct ckpt_layout *l);
+/* Copy every tensor t with map[t] (host memory) from the checkpoint's
+ * image at stage into map[t]->ptr, on up to 4 threads.  0 or -ENOMEM
+ * (nothing copied). */
+int ckpt__place_all(const struct ckpt_layout *l,
+		    const struct spotckpt_dest *const *map, const uint8_t *stage);
+
 /* ---- restore.c ---------------------------------------------------------- */
 /* 1 for the codes that say a checkpoint is damaged or incomplete
  * (checksum, format, a missing file or object): restore then falls back
@@ -448,6 +471,7 @@ struct ckpt_staging {
 	uint64_t bytes;
 	int pinned;            /* cudaHostAlloc'd */
 	int locked;            /* mlock succeeded */
+	int lazy;              /* mapped, not yet populated (staging_settle) */
 };
 /* place.c: where the engine's background threads run (see
  * spotckpt_set_background).  A thread remembers the generation it applied
@@ -466,6 +490,14 @@ struct ckpt_pool;
  * the pool's threads touch them); mlock is attempted, best effort. */
 int ckpt__staging_alloc(struct ckpt_staging *s, uint64_t bytes, int use_cuda,
 			struct ckpt_pool *pool);
+/* The same, host memory only, mapped but not faulted in: a restore's
+ * reads fault it in as they fill it (on the reading threads, beside the
+ * device's work); ckpt__staging_settle then makes it what
+ * ckpt__staging_alloc gives. */
+int ckpt__staging_alloc_lazy(struct ckpt_staging *s, uint64_t bytes);
+/* Fault in what the restore left untouched (MADV_POPULATE_WRITE, which
+ * keeps the contents) and mlock, best effort; no-op unless lazy. */
+void ckpt__staging_settle(struct ckpt_staging *s);
 void ckpt__staging_free(struct ckpt_staging *s); /* NULL-safe, idempotent */
 
 /* One contiguous copy; src NULL means "write zeros" (pre-faulting). */

@@ -17,6 +17,11 @@
  *   in flight:          [A7 A8 B1 B2 B3 B4 B5 B6]      (depth 8)
  *   delivered: A1..A6 to A's sink; A finished after A8, then B's sink
  *
+ * A range that names an image of its file (ckpt_read_range.dst) is read
+ * straight into it instead: each request at its own place, no slot to
+ * free, the sink handed pointers into the image (a verified restore then
+ * copies nothing until every tensor has been checked, reader.c).
+ *
  * Ranges live in a FIFO from `next` to `finish`: every range the source
  * returned is finished exactly once, in order, with 0 when its last byte
  * reached its sink, or with the error that stopped the stream (the range
@@ -39,6 +44,7 @@
 /* A range between next() and finish(). */
 struct rrange {
 	struct ckpt_read_range r;
+	uint8_t *dst;             /* r.dst when the reads fit it, else NULL */
 	int fd_buf, fd_dir, fd;   /* fd: where the reads go */
 	uint64_t a0, a1, next;    /* aligned bounds; next offset to submit */
 	uint64_t nsub, ndone;     /* requests submitted / delivered */
@@ -114,6 +120,10 @@ static int range_open(struct rrange *g)
 	g->a1 = (g->r.off + g->r.len + d.off_align - 1) / d.off_align *
 		d.off_align;
 	g->next = g->a0;
+	/* straight into the caller's image when every read fits it */
+	if (g->r.dst && g->a1 <= g->r.dst_len &&
+	    !((uintptr_t)(g->r.dst + g->a0) & ((d.direct ? d.mem_align : 1) - 1)))
+		g->dst = g->r.dst;
 	return 0;
 }
 
@@ -140,15 +150,22 @@ static int range_next(const struct ckpt_read_src *src, struct rrange *g)
 	return n;
 }
 
+/* Where request q (in `slot`) of range g reads to. */
+static uint8_t *req_buf(const struct ckpt_io *io, uint32_t slot,
+			const struct rreq *q, const struct rrange *g)
+{
+	return g->dst ? g->dst + q->off : io->bounce + (uint64_t)slot * io->chunk;
+}
+
 static int submit_read(struct ckpt_io *io, uint32_t slot, struct rreq *q,
-		       int fd)
+		       const struct rrange *g)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
 
 	if (!sqe)
 		return -EBUSY;
 	q->res = INT64_MIN;
-	io_uring_prep_read(sqe, fd, io->bounce + (uint64_t)slot * io->chunk,
+	io_uring_prep_read(sqe, g->fd, req_buf(io, slot, q, g),
 			   (unsigned)q->len, q->off);
 	io_uring_sqe_set_data64(sqe, slot);
 	return io_uring_submit(&io->ring) < 0 ? -EIO : 0;
@@ -175,7 +192,7 @@ static int complete_one(struct ckpt_io *io, struct rreq *reqs, uint32_t slot,
 			struct rrange *g)
 {
 	struct rreq *q = &reqs[slot];
-	uint8_t *p = io->bounce + (uint64_t)slot * io->chunk;
+	uint8_t *p = req_buf(io, slot, q, g);
 	int rc = 0;
 
 	if (q->res < 0) {
@@ -217,7 +234,7 @@ static int stream_ring(struct ckpt_io *io, const struct ckpt_read_src *src)
 				q->len = g->a1 - g->next < io->chunk ? g->a1 - g->next
 								      : io->chunk;
 				q->range = rtail - 1;
-				rc = submit_read(io, slot, q, g->fd);
+				rc = submit_read(io, slot, q, g);
 				if (rc) {
 					failed = rtail - 1;
 					break;
@@ -310,11 +327,13 @@ static int stream_sync(struct ckpt_io *io, const struct ckpt_read_src *src)
 			struct rreq q = { .off = at };
 			uint64_t got = 0;
 
+			uint8_t *p = g.dst ? g.dst + at : io->bounce;
+
 			q.len = g.a1 - at < io->chunk ? g.a1 - at : io->chunk;
-			rc = pread_full(g.fd_buf, io->bounce, q.len, at, &got);
+			rc = pread_full(g.fd_buf, p, q.len, at, &got);
 			q.len = got;
 			if (rc == 0)
-				rc = deliver(&q, io->bounce, &g.r);
+				rc = deliver(&q, p, &g.r);
 			if (got == 0)
 				break;
 			at += got;

@@ -5,8 +5,10 @@
  * schema, that each shard file has the recorded size, and that each
  * shard's safetensors header agrees with the manifest (names, dtypes,
  * shapes, offsets).  Tensor data is verified as it is read: every tensor's
- * bytes are hashed with XXH3 on the way to the caller's buffer and
- * compared with the manifest.  SPOTCKPT_OPEN_VERIFY additionally reads
+ * bytes are hashed with XXH3 and compared with the manifest - read into an
+ * image of the checkpoint and placed in the caller's buffers only once
+ * all matched (placeall.c), or, for a store's or into CUDA memory, on the
+ * way to the caller's buffers with their old bytes kept (undo.c).  SPOTCKPT_OPEN_VERIFY additionally reads
  * every shard whole and checks the file hash and every tensor hash before
  * returning.  Reads of different shards run in parallel threads, each
  * with its own io_uring.
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -175,6 +179,12 @@ struct shard_job {
 	int open;
 	const struct ckpt_cuda_ops *cu;
 	struct ckpt_undo *undo;  /* old destination bytes, or NULL */
+	uint8_t *stage;    /* verify first: the image of this job's shard
+			    * file, where its bytes are read and checked;
+			    * the destinations are written only after every
+			    * tensor passed (place_all).  NULL: straight into
+			    * the destinations, old bytes kept in undo */
+	uint64_t stage_len;
 	struct sr_err err;
 	int rc;
 };
@@ -220,7 +230,17 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 						  "old contents (device copy "
 						  "failed)", t->name);
 		}
-		if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
+		if (want && hi > lo && j->stage) {
+			/* verify first: the bytes stay in the image (read
+			 * there, or copied there from a read buffer) */
+			const uint8_t *src = p + (lo - off);
+			uint8_t *at = j->stage + lo;
+
+			if (src == at)
+				ckpt__hash_update(j->tst, src, hi - lo);
+			else
+				ckpt__hash_copy(j->tst, at, src, hi - lo);
+		} else if (want && hi > lo && d && d->device != SPOTCKPT_DEV_CUDA) {
 			ckpt__hash_copy_keep(j->tst, (uint8_t *)d->ptr + (lo - tb),
 					     p + (lo - off), hi - lo,
 					     ckpt__undo_keep_at(j->undo, j->k,
@@ -294,6 +314,8 @@ static int job_next(void *ud, struct ckpt_read_range *rr)
 	rr->len = l->t[j->last - 1].offset + l->t[j->last - 1].nbytes - rr->off;
 	rr->sink = sink;
 	rr->ud = j;
+	rr->dst = j->stage;
+	rr->dst_len = j->stage_len;
 	return 1;
 }
 
@@ -363,11 +385,11 @@ static int job_cmp(const void *a, const void *b)
 /* Cut the wanted tensors into jobs; returns the number of jobs. */
 static size_t plan_jobs(struct spotckpt_reader *r,
 			const struct spotckpt_dest **dest, int verify_all,
-			int nthreads, struct ckpt_undo *undo,
+			int nthreads, struct ckpt_undo *undo, uint8_t *stage,
 			struct shard_job *jobs)
 {
 	const struct ckpt_layout *l = r->m.l;
-	uint64_t job_bytes = 0;
+	uint64_t job_bytes = 0, base = 0;
 	size_t n = 0;
 
 	for (uint32_t k = 0; k < l->nt; k++)
@@ -378,6 +400,7 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 
 	for (uint32_t s = 0; s < l->ns; s++) {
 		uint32_t k = l->s[s].first, end = k + l->s[s].count;
+		uint64_t img = ckpt__shard_image_bytes(&l->s[s]);
 
 		while (k < end) {
 			uint64_t bytes = 0;
@@ -401,8 +424,11 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			jobs[n].verify_all = verify_all;
 			jobs[n].cu = ckpt__cuda();
 			jobs[n].undo = undo;
+			jobs[n].stage = stage ? stage + base : NULL;
+			jobs[n].stage_len = stage ? img : 0;
 			n++;
 		}
+		base += img;
 	}
 	qsort(jobs, n, sizeof *jobs, job_cmp);
 	return n;
@@ -412,7 +438,7 @@ static size_t plan_jobs(struct spotckpt_reader *r,
  * The first failure's message goes to the caller's errmsg. */
 static int run_shards(struct spotckpt_reader *r,
 		      const struct spotckpt_dest **dest, int verify_all,
-		      struct ckpt_undo *undo)
+		      struct ckpt_undo *undo, uint8_t *stage)
 {
 	struct job_set js = { 0 };
 	pthread_t th[READ_THREADS_MAX];
@@ -425,7 +451,7 @@ static int run_shards(struct spotckpt_reader *r,
 		return -ENOMEM;
 	pthread_mutex_init(&js.mu, NULL);
 	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
-	js.n = plan_jobs(r, dest, verify_all, want, undo, js.jobs);
+	js.n = plan_jobs(r, dest, verify_all, want, undo, stage, js.jobs);
 	if ((size_t)want > js.n)
 		want = js.n ? (int)js.n : 1;
 	for (int i = 0; i < want; i++) {
@@ -505,7 +531,7 @@ static int try_open(const char *ckdir, int64_t want, uint32_t flags,
 			goto out;
 	}
 	if (flags & SPOTCKPT_OPEN_VERIFY) {
-		rc = run_shards(r, NULL, 1, NULL);
+		rc = run_shards(r, NULL, 1, NULL, NULL);
 		if (rc) {
 			sr_err_set(e, rc, "%s", spotckpt_errmsg());
 			goto out;
@@ -670,16 +696,89 @@ SPOTCKPT_API int64_t spotckpt_reader_find(const struct spotckpt_reader *r,
 			  name ? name : "(null)");
 }
 
+static __thread struct spotckpt_restore_profile t_prof;
+
+SPOTCKPT_API void spotckpt_restore_profile(struct spotckpt_restore_profile *out)
+{
+	if (out)
+		*out = t_prof;
+}
+
+static int64_t cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Verify first, then place (placeall.c): every wanted tensor read into an
+ * image of the checkpoint and checked there; the destinations are written
+ * only after the last one matched.  The image is the borrowed buffer when
+ * it is large enough (the engine's idle staging slot), else mapped here. */
+static int read_verified(struct spotckpt_reader *r,
+			 const struct spotckpt_dest **map)
+{
+	uint64_t need = ckpt__image_bytes(r->m.l);
+	uint8_t *stage = NULL;
+	int64_t t0, c0;
+	int rc, mapped = 0;
+
+	if (r->buf && r->buf_bytes >= need) {
+		stage = r->buf;
+	} else if (need) {
+		void *p = mmap(NULL, need, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			return ckpt__fail(-ENOMEM, "read_all: no memory for the "
+					  "checkpoint's image (%" PRIu64 " bytes)",
+					  need);
+		madvise(p, need, MADV_HUGEPAGE); /* 512 faults per GiB */
+		stage = p;
+		mapped = 1;
+	}
+	r->io_buf = NULL; /* the reads go into the image */
+	r->io_buf_bytes = 0;
+	t_prof.mode = SPOTCKPT_RESTORE_VERIFY_FIRST;
+	t0 = wall_now();
+	c0 = cpu_now();
+	rc = run_shards(r, map, 0, NULL, stage);
+	t_prof.read_wall_ns = wall_now() - t0;
+	t_prof.read_cpu_ns = cpu_now() - c0;
+	if (rc == 0 && stage) {
+		t0 = wall_now();
+		c0 = cpu_now();
+		rc = ckpt__place_all(r->m.l, (const struct spotckpt_dest *const *)map,
+				     stage);
+		t_prof.place_wall_ns = wall_now() - t0;
+		t_prof.place_cpu_ns = cpu_now() - c0;
+	}
+	if (mapped)
+		munmap(stage, need);
+	return rc;
+}
+
 SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 					  const struct spotckpt_dest *d,
 					  size_t n)
 {
 	const struct spotckpt_dest **map;
 	struct ckpt_undo *undo = NULL;
-	int rc;
+	int64_t t0, c0;
+	int rc, cuda = 0, keep = 0;
 
 	if (!r || (n && !d))
 		return ckpt__fail(-EINVAL, "read_all: NULL argument");
+	memset(&t_prof, 0, sizeof t_prof);
 	map = calloc(r->m.l->nt + 1, sizeof *map);
 	if (!map)
 		return -ENOMEM;
@@ -705,9 +804,20 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 			goto out;
 		}
 		map[d[i].index] = &d[i];
+		cuda |= d[i].device == SPOTCKPT_DEV_CUDA;
+		keep |= !(d[i].flags & SPOTCKPT_DEST_SCRATCH) && t->nbytes;
+		t_prof.bytes += t->nbytes;
 	}
-	/* all or nothing: the old bytes of every destination are kept aside
-	 * as it is first written, and put back if anything fails */
+	/* all or nothing: a local checkpoint into host memory is verified
+	 * whole before any destination is written (SPOTCKPT_RESTORE_KEEP=1:
+	 * the keep below, for a side by side measure); destinations that
+	 * are all scratch have nothing to keep and are written as read */
+	if (keep && !r->remote && !cuda && !getenv("SPOTCKPT_RESTORE_KEEP")) {
+		rc = read_verified(r, map);
+		goto out;
+	}
+	/* else the old bytes of every destination are kept aside as it is
+	 * first written, and put back if anything fails */
 	rc = ckpt__undo_new(r->m.l, map, r->buf, r->buf_bytes, &undo);
 	if (rc) {
 		rc = ckpt__fail(rc, "read_all: no memory to keep the destinations' "
@@ -717,6 +827,9 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 	/* the borrowed memory went to the undo buffer, else to reading */
 	r->io_buf = r->buf && ckpt__undo_borrowed(undo) ? NULL : r->buf;
 	r->io_buf_bytes = r->io_buf ? r->buf_bytes : 0;
+	t_prof.mode = keep ? SPOTCKPT_RESTORE_KEEP : SPOTCKPT_RESTORE_AS_READ;
+	t0 = wall_now();
+	c0 = cpu_now();
 	if (r->remote) {
 		struct sr_err e = { 0 };
 
@@ -725,11 +838,14 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 		if (rc)
 			ckpt__fail_err(&e, rc);
 	} else {
-		rc = run_shards(r, map, 0, undo);
+		rc = run_shards(r, map, 0, undo, NULL);
 	}
 	if (rc)
 		ckpt__undo_rollback(undo);
+	t_prof.read_wall_ns = wall_now() - t0;
+	t_prof.read_cpu_ns = cpu_now() - c0;
 out:
+	t_prof.ok = rc == 0;
 	ckpt__undo_free(undo);
 	free(map);
 	return rc;

@@ -241,6 +241,7 @@ SPOTCKPT_API int spotckpt_reader_read_all_with(struct spotckpt_reader *r,
 	ckpt__reader_borrow_buffer(r, buf, nbuf);
 	rc = spotckpt_reader_read_all(r, d, n);
 	ckpt__reader_borrow_buffer(r, NULL, 0);
+	ckpt__staging_settle(&e->stg); /* reserved just now: fault in the rest */
 	pthread_mutex_unlock(&e->api);
 	return rc;
 }

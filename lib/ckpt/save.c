@@ -119,7 +119,7 @@ int ckpt__engine_reserve(struct spotckpt *e, uint64_t bytes)
 	if (e->stg.base || e->o.staging_bytes || bytes == 0)
 		return 0;
 	bytes = (bytes + (2ull << 20) - 1) & ~((2ull << 20) - 1);
-	rc = ckpt__staging_alloc(&e->stg, bytes, 0, e->pool);
+	rc = ckpt__staging_alloc_lazy(&e->stg, bytes); /* the restore fills it */
 	pthread_mutex_lock(&e->mu);
 	if (rc == 0) {
 		e->slot_bytes = bytes;

@@ -12,9 +12,13 @@
  *
  * A restore at a job's start (spotckpt_reader_read_all_with, before any
  * save) makes the engine's staging memory (ckpt__engine_reserve) and
- * keeps the destinations' old bytes in it instead of mapping memory of
- * its own: the process faults that memory in once, not once for the
- * restore and again for the first save.
+ * reads the checkpoint's image into it (or keeps the destinations' old
+ * bytes there) instead of mapping memory of its own: the process faults
+ * that memory in once, not once for the restore and again for the first
+ * save.  That memory is mapped lazily (ckpt__staging_alloc_lazy): the
+ * restore's reads fault it in on the reading threads while the device
+ * works, instead of a populate of the whole buffer before the first read;
+ * ckpt__staging_settle then faults in what is left and mlocks it.
  */
 #include <errno.h>
 #include <string.h>
@@ -60,6 +64,36 @@ int ckpt__staging_alloc(struct ckpt_staging *s, uint64_t bytes, int use_cuda,
 	s->base = p;
 	s->bytes = bytes;
 	return 0;
+}
+
+int ckpt__staging_alloc_lazy(struct ckpt_staging *s, uint64_t bytes)
+{
+	void *p;
+
+	memset(s, 0, sizeof *s);
+	if (bytes == 0)
+		return 0;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return ckpt__fail(-ENOMEM, "staging: mmap of %llu bytes: %s",
+				  (unsigned long long)bytes, strerror(errno));
+	madvise(p, bytes, MADV_HUGEPAGE);
+	s->base = p;
+	s->bytes = bytes;
+	s->lazy = 1;
+	return 0;
+}
+
+void ckpt__staging_settle(struct ckpt_staging *s)
+{
+	if (!s || !s->base || !s->lazy)
+		return;
+	/* the pages the restore filled are there; this faults the rest (a
+	 * failed restore's, say) so that a save's copy never stalls on them */
+	(void)madvise(s->base, s->bytes, MADV_POPULATE_WRITE);
+	s->locked = mlock(s->base, s->bytes) == 0;
+	s->lazy = 0;
 }
 
 void ckpt__staging_free(struct ckpt_staging *s)

@@ -9,14 +9,14 @@
  * if anything fails - a checksum, a short file, a store error - every
  * tensor saved so far is copied back (ckpt__undo_rollback).
  *
- * Why this way and not "verify in a staging buffer, then scatter": the
- * scatter after verification is one more pass over the whole state that
- * cannot overlap the reads, about 10-30% of a restore at NVMe speeds.
- * Saving the old contents overlaps the reads (it runs in the reading
- * threads while the I/O queue is full) and costs memory bandwidth only;
- * the copy back is paid only when a restore fails.  Destinations marked
- * SPOTCKPT_DEST_SCRATCH (buffers the caller allocated for this restore)
- * are not saved.
+ * Used where "verify first, then place" (placeall.c, a local checkpoint
+ * into host memory) does not apply: reads from an object store, CUDA
+ * destinations, and SPOTCKPT_RESTORE_KEEP=1 (the bench's side-by-side
+ * arm).  Saving the old contents overlaps the reads (it runs in the
+ * reading threads while the I/O queue is full) and costs memory
+ * bandwidth only; the copy back is paid only when a restore fails.
+ * Destinations marked SPOTCKPT_DEST_SCRATCH (buffers the caller allocated
+ * for this restore) are not saved.
  *
  * Host destinations read from local files are kept block by block
  * (ckpt__undo_keep_at with ckpt__hash_copy_keep): each 64 KiB of the

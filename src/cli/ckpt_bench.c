@@ -62,10 +62,11 @@ static const char *const BUSAGE =
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
-	"write_vs_raw, restore_vs_raw, restore_scratch_vs_raw (the same\n"
-	"restore, the old bytes not kept), restore_unstaged_vs_raw (a job's first\n"
-	"restore, as the Python binding's: the engine has no staging memory\n"
-	"yet), restore_cb_vs_raw (spotckpt_restore_cb), stall_vs_torch_save,\n"
+	"write_vs_raw, restore_vs_raw (and its phases), restore_keep_vs_raw\n"
+	"(the same restore made all or nothing by keeping the old bytes),\n"
+	"restore_scratch_vs_raw (the same restore, nothing kept),\n"
+	"restore_unstaged_vs_raw (a job's first restore, as the Python\n"
+	"binding's: the engine has no staging memory yet), restore_cb_vs_raw (spotckpt_restore_cb), stall_vs_torch_save,\n"
 	"train_overhead and peak_rss_vs_state, each with a ratio and the raw\n"
 	"numbers behind it;\n"
 	"write_vs_raw.phases tells where the engine's and the raw write's time\n"
@@ -453,16 +454,28 @@ static int open_engine(const struct bopts *o, struct bench_state *st,
  * same bytes, both after dropping the page cache. */
 struct rpairs {
 	double rest[100], rr[100], rrat[100], rcpu[100];
+	struct spotckpt_restore_profile prof[100]; /* each restore's phases */
 };
 
 /* A restore arm's row from its pairs (sorted in place for the medians). */
 static void put_restore(json_t *root, const char *key, const char *what,
 			uint64_t total, int reps, struct rpairs *p, int rdirect)
 {
+	int mi = median_index(p->rest, reps); /* before median() sorts */
+	const struct spotckpt_restore_profile *pf = &p->prof[mi];
 	double rs = median(p->rest, reps), raw_r_s = median(p->rr, reps);
 	double rg = gbps(total, rs), rrg = gbps(total, raw_r_s);
 	double rpair = median(p->rrat, reps);
 	char measures[512];
+	json_t *ph = json_pack("{s:s,s:f,s:f,s:f,s:f,s:s}", "mode",
+			       pf->mode == SPOTCKPT_RESTORE_VERIFY_FIRST ?
+			       "verify_first" : pf->mode == SPOTCKPT_RESTORE_KEEP ?
+			       "keep" : "as_read",
+			       "read_s", pf->read_wall_ns * 1e-9, "read_cpu_s",
+			       pf->read_cpu_ns * 1e-9, "place_s",
+			       pf->place_wall_ns * 1e-9, "place_cpu_s",
+			       pf->place_cpu_ns * 1e-9, "of", "the median "
+			       "restore; see docs/checkpoint.md");
 
 	snprintf(measures, sizeof measures, "median over pairs of raw read "
 		 "time / restore time, %s, each pair right after dropping the "
@@ -470,13 +483,13 @@ static void put_restore(json_t *root, const char *key, const char *what,
 		 "(hashing, copying, keeping the old bytes; a raw read uses "
 		 "next to none)", what);
 	put(root, key, rpair, json_pack(
-		"{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b,s:f,s:s}",
+		"{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:b,s:f,s:s,s:o}",
 		"restore_gbps", rg, "raw_read_gbps", rrg, "restore_s", rs,
 		"raw_read_s", raw_r_s, "ratio_of_medians", rg / rrg,
 		"pair_ratio_min", p->rrat[0], "pair_ratio_max",
 		p->rrat[reps - 1], "restore_cpu_s", median(p->rcpu, reps),
 		"pairs", reps, "raw_direct_io", rdirect, "goal_min", 0.95,
-		"measures", measures));
+		"measures", measures, "phases", ph));
 }
 
 /* spotckpt_restore_cb's lookup for the unstaged arm: every tensor into
@@ -533,13 +546,15 @@ static int reader_restore(const struct bench_state *st, const struct bwork *w,
 }
 
 /* The restore arms, measured alternately. */
-enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARMS };
+enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARMS };
 
 /* One pair: drop the cache, raw read, then the restore of that arm
  * (ARM_ENGINE: through e, its idle staging slot borrowed; ARM_SCRATCH:
  * the same read with the destinations marked scratch, nothing kept;
  * ARM_FIRST: reader_restore with a fresh engine; ARM_CB:
- * spotckpt_restore_cb, no engine at all). */
+ * spotckpt_restore_cb, no engine at all; ARM_KEEP: ARM_ENGINE made
+ * all or nothing by the keep instead of verify first,
+ * SPOTCKPT_RESTORE_KEEP=1 around it). */
 static int restore_pair(const struct bench_state *st, const struct bwork *w,
 			uint8_t *dst, struct spotckpt *e, int arm,
 			struct rpairs *p, int r, int *rdirect)
@@ -568,9 +583,12 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 		if (rc)
 			return rc;
 	}
+	if (arm == ARM_KEEP)
+		setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
 	t0 = bench_now();
 	c0 = bench_proc_cpu(); /* the engine's threads are idle now */
-	rc = arm == ARM_ENGINE ? spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
+	rc = arm == ARM_ENGINE || arm == ARM_KEEP ?
+		spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
 	   : arm == ARM_SCRATCH ? reader_restore(st, w, e,
 						 SPOTCKPT_DEST_SCRATCH)
 	   : arm == ARM_FIRST ? reader_restore(st, w, fresh, 0)
@@ -579,6 +597,8 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	p->rest[r] = bench_now() - t0;
 	p->rcpu[r] = bench_proc_cpu() - c0;
 	p->rrat[r] = p->rr[r] / p->rest[r];
+	spotckpt_restore_profile(&p->prof[r]);
+	unsetenv("SPOTCKPT_RESTORE_KEEP");
 	if (fresh)
 		spotckpt_close(fresh);
 	return rc;
@@ -642,8 +662,8 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		 * fresh-memory arm's, for the arm after it): the two take
 		 * turns in that place */
 		static const int ord[2][ARMS] = {
-			{ ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB },
-			{ ARM_SCRATCH, ARM_ENGINE, ARM_CB, ARM_FIRST } };
+			{ ARM_ENGINE, ARM_KEEP, ARM_SCRATCH, ARM_FIRST, ARM_CB },
+			{ ARM_KEEP, ARM_ENGINE, ARM_SCRATCH, ARM_CB, ARM_FIRST } };
 
 		for (int a = 0; rc == 0 && a < ARMS; a++) {
 			int arm = ord[r % 2][a];
@@ -700,25 +720,33 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	}
 	if (o->only & PH_RESTORE) {
 		put_restore(root, "restore_vs_raw", "the engine's restore "
-			    "(spotckpt_restore, its idle staging slot borrowed)",
+			    "(spotckpt_restore, its idle staging slot borrowed; "
+			    "verified whole there, then placed)",
 			    st->total, o->reps, &rp[0], rdirect);
+		put_restore(root, "restore_keep_vs_raw", "the engine's "
+			    "restore as restore_vs_raw, made all or nothing by "
+			    "keeping each destination block's old bytes aside as "
+			    "it is overwritten (SPOTCKPT_RESTORE_KEEP=1) instead of "
+			    "verifying first", st->total, o->reps, &rp[ARM_KEEP],
+			    rdirect);
 		put_restore(root, "restore_scratch_vs_raw", "the engine's "
 				"restore as restore_vs_raw, the destinations marked "
-				"SPOTCKPT_DEST_SCRATCH: their old bytes are not kept (the "
-				"cost of the all-or-nothing restore is the gap to "
-				"restore_vs_raw)", st->total, o->reps, &rp[ARM_SCRATCH],
-				rdirect);
+				"SPOTCKPT_DEST_SCRATCH: written as read, nothing kept "
+				"and nothing verified first (the cost of the "
+				"all-or-nothing restore is the gap to restore_vs_raw)",
+				st->total, o->reps, &rp[ARM_SCRATCH], rdirect);
 		put_restore(root, "restore_unstaged_vs_raw", "a job's first "
 			    "restore, as the Python binding's restore() does it: "
 			    "a fresh engine with no staging memory yet, "
 			    "spotckpt_reader_read_all_with (the read reserves the "
-			    "engine's staging memory and keeps the old bytes in "
-			    "it), into the same resident tensors", st->total,
+			    "engine's staging memory and verifies the step in it "
+			    "before placing it), into the same resident tensors",
+			    st->total,
 			    o->reps, &rp[ARM_FIRST], rdirect);
 		put_restore(root, "restore_cb_vs_raw", "spotckpt_restore_cb "
-			    "(no engine: its undo buffer mapped for the read and "
-			    "populated by a filler thread) into the same resident "
-			    "tensors", st->total, o->reps, &rp[ARM_CB], rdirect);
+			    "(no engine: the checkpoint's image mapped for the "
+			    "read) into the same resident tensors", st->total,
+			    o->reps, &rp[ARM_CB], rdirect);
 	}
 	return spotckpt_close(e);
 }
@@ -904,6 +932,7 @@ static void print_table(json_t *root)
 		{ "lazy_stall_vs_memcpy", "<= 0.05" },
 		{ "write_vs_raw", ">= 0.90" },
 		{ "restore_vs_raw", ">= 0.95" },
+		{ "restore_keep_vs_raw", "-" },
 		{ "restore_scratch_vs_raw", "-" },
 		{ "restore_unstaged_vs_raw", ">= 0.95" },
 		{ "restore_cb_vs_raw", "-" },

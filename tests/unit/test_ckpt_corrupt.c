@@ -210,20 +210,12 @@ static void test_all_bad(void **st)
 	}
 }
 
-/* Issue 23: a restore that fails leaves the caller's state untouched.
- * alpha verifies, beta (after it in the file) does not, in every
- * checkpoint: alpha was overwritten before beta's checksum was known. */
-static void test_failed_restore_leaves_state(void **st)
+/* One restore of each kind over the damaged steps; keep: the keep-copy
+ * way (SPOTCKPT_RESTORE_KEEP=1), else verify first (placeall.c). */
+static void restore_fails_untouched(struct fx *f, int keep)
 {
-	struct fx *f = *st;
-	char p[4400];
 	int64_t step = -1, sh[1] = { N };
 
-	for (int s = 1; s <= 3; s++) {
-		snprintf(p, sizeof p, "%s/step-%08d/shard-00000.safetensors",
-			 f->dir, s);
-		ct_flip_bit(p, -1); /* the last byte of beta */
-	}
 	for (int i = 0; i < N; i++) {
 		f->a[i] = 7.0f;
 		f->b[i] = 9.0f;
@@ -259,16 +251,37 @@ static void test_failed_restore_leaves_state(void **st)
 			assert_true(f->a[i] == 7.0f);
 			assert_true(f->b[i] == 9.0f);
 		}
-		/* a destination marked scratch is not kept: the caller said
-		 * it holds nothing */
+		/* a destination marked scratch need not be kept (the caller
+		 * said it holds nothing): written as read by the keep, not
+		 * written at all by verify first; the other one is kept */
 		d[0].flags = SPOTCKPT_DEST_SCRATCH;
 		assert_int_equal(spotckpt_reader_open(f->dir, 3, 0, 0, &r), 0);
 		assert_int_equal(spotckpt_reader_read_all(r, d, 2),
 				 -SPOTCKPT_ECHECKSUM);
 		spotckpt_reader_close(r);
-		assert_true(f->a[0] == 3000.0f);
+		assert_true(f->a[0] == (keep ? 3000.0f : 7.0f));
 		assert_true(f->b[0] == 9.0f);
 	}
+}
+
+/* Issue 23: a restore that fails leaves the caller's state untouched.
+ * alpha verifies, beta (after it in the file) does not, in every
+ * checkpoint: the keep overwrote alpha before beta's checksum was known;
+ * verify first writes neither. */
+static void test_failed_restore_leaves_state(void **st)
+{
+	struct fx *f = *st;
+	char p[4400];
+
+	for (int s = 1; s <= 3; s++) {
+		snprintf(p, sizeof p, "%s/step-%08d/shard-00000.safetensors",
+			 f->dir, s);
+		ct_flip_bit(p, -1); /* the last byte of beta */
+	}
+	restore_fails_untouched(f, 0);
+	setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
+	restore_fails_untouched(f, 1);
+	unsetenv("SPOTCKPT_RESTORE_KEEP");
 }
 
 int main(void)

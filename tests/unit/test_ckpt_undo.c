@@ -15,8 +15,12 @@
  * afterwards, run after run, and a good restore must still fill them.
  * The same through an engine's staging memory reserved by a job's first
  * restore (spotckpt_reader_read_all_with), which the first save reuses.
+ * Both ways of being all or nothing run: verify first (nothing written
+ * until every tensor matched, lib/ckpt/placeall.c) and the keep
+ * (SPOTCKPT_RESTORE_KEEP=1).
  */
 #include "ckpt_test.h"
+#include "check_size.h"
 
 #include "../../lib/ckpt/internal.h"
 
@@ -178,9 +182,8 @@ static void read_into(const char *dir, uint8_t **buf, int expect,
 	spotckpt_reader_close(r);
 }
 
-static void test_failed_read_puts_back_every_block(void **st)
+static void failed_read_untouched(struct e2e *f, int runs)
 {
-	struct e2e *f = *st;
 	char p[4400];
 	int shard;
 
@@ -197,7 +200,7 @@ static void test_failed_read_puts_back_every_block(void **st)
 	snprintf(p, sizeof p, "%s/step-00000001/shard-%05d.safetensors", f->dir,
 		 shard);
 	ct_flip_bit(p, -1);
-	for (int run = 0; run < E2E_RUNS; run++) {
+	for (int run = 0; run < runs; run++) {
 		for (int i = 0; i < E2E_T; i++)
 			fill(f->buf[i], E2E_N, (uint8_t)(100 + run + i));
 		read_into(f->dir, f->buf, -SPOTCKPT_ECHECKSUM, 1);
@@ -206,6 +209,23 @@ static void test_failed_read_puts_back_every_block(void **st)
 				fail_msg("run %d: tensor t%d not put back", run, i);
 		}
 	}
+}
+
+/* Verify first (placeall.c, the default): nothing is written, wherever
+ * the other threads were stopped (fewer runs: no point it stops at can
+ * leave anything to put back). */
+static void test_failed_read_puts_back_every_block(void **st)
+{
+	failed_read_untouched(*st, 3);
+}
+
+/* The keep (SPOTCKPT_RESTORE_KEEP=1): every block written is put back. */
+static void test_failed_read_keep_puts_back_every_block(void **st)
+{
+	setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
+	/* the same stops in fewer runs under TSan (10x the CPU) */
+	failed_read_untouched(*st, check_size(E2E_RUNS, E2E_RUNS, 3));
+	unsetenv("SPOTCKPT_RESTORE_KEEP");
 }
 
 /* A job's first restore (spotckpt_reader_read_all_with, an engine with no
@@ -285,6 +305,9 @@ int main(void)
 		cmocka_unit_test(test_undo_alone),
 		cmocka_unit_test_setup_teardown(test_failed_read_puts_back_every_block,
 						e2e_setup, e2e_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_failed_read_keep_puts_back_every_block,
+			e2e_setup, e2e_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_first_restore_reserves_the_engines_staging,
 			e2e_setup, e2e_teardown),
