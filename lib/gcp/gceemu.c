@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/fsutil.h"
+#include "cloud/emuhttp.h"
 #include "common/proc.h"
 #include "common/timeutil.h"
 #include "gcp/gce.h"
@@ -144,52 +144,21 @@ static double sim_now(const struct gceemu *m)
 /* Spot capacity in zone now: an override, else the pool's trace. */
 static bool capacity(struct gceemu *m, const char *zone, int pool)
 {
-	size_t zl = strlen(zone);
+	int ov = emuhttp_cap_get(m->no_cap, zone);
 
-	for (size_t i = 0; m->no_cap && m->no_cap[i]; i++) {
-		if (strncmp(m->no_cap[i], zone, zl) == 0 && m->no_cap[i][zl] == '=')
-			return strcmp(m->no_cap[i] + zl + 1, "none") != 0;
-	}
-	return localmkt_available(m->mkt, pool, sim_now(m));
-}
-
-static int gate_open(void *ud, int64_t pid, int64_t start)
-{
-	(void)ud;
-	(void)pid;
-	(void)start;
-	return 0; /* nothing to record before it runs */
+	return ov >= 0 ? ov == 1 : localmkt_available(m->mkt, pool, sim_now(m));
 }
 
 /* Start the VM's startup-script as its session. */
 static int vm_boot(struct gceemu *m, struct emu_vm *v, const char *script,
 		   struct sr_err *e)
 {
-	char root[700], path[700], log[700], env_root[740], env_meta[160];
-	char env_home[740], env_hide[560], env_path[] = "PATH=/usr/local/bin:"
-							"/usr/bin:/bin";
-	char *argv[] = { "/bin/sh", path, NULL };
-	char *envp[] = { env_path, env_root, env_meta, env_home, env_hide, NULL };
+	char meta[160];
 
-	char name[sizeof v->name];
-
-	memcpy(name, v->name, sizeof name);
-	snprintf(v->dir, sizeof v->dir, "%s/%s", m->work_dir, name);
-	snprintf(root, sizeof root, "%s/root", v->dir);
-	snprintf(path, sizeof path, "%s/startup-script", v->dir);
-	snprintf(log, sizeof log, "%s/console.log", v->dir);
-	if ((mkdir(v->dir, 0700) && errno != EEXIST) ||
-	    (mkdir(root, 0700) && errno != EEXIST))
-		return sr_err_set(e, -errno, "%s: %s", v->dir, strerror(errno));
-	if (sr_fs_write_atomic(path, script, strlen(script), 0600, e))
-		return -EIO;
-	snprintf(env_root, sizeof env_root, "SPOTRUN_NODE_ROOT=%s", root);
-	snprintf(env_meta, sizeof env_meta, "SPOTRUN_IMDS_URL=%s/meta/%s",
-		 m->url, v->name);
-	snprintf(env_home, sizeof env_home, "HOME=%s", root);
-	snprintf(env_hide, sizeof env_hide, "SPOTRUN_EMU_HIDE=%s", m->work_dir);
-	return sr_proc_spawn(argv, envp, v->dir, log, gate_open, NULL, &v->pid,
-			     &v->pid_start, e);
+	snprintf(meta, sizeof meta, "%s/meta/%s", m->url, v->name);
+	return emuhttp_vm_spawn(m->work_dir, v->name, "startup-script",
+				"console.log", script, meta, v->dir, &v->pid,
+				&v->pid_start, e);
 }
 
 static const char *meta_script(json_t *body)
@@ -292,16 +261,10 @@ static void insert(struct gceemu *m, const char *zone, const struct emu_query *q
 /* Kill the VM's session and forget it (under m->mu). */
 static void vm_delete(struct gceemu *m, struct emu_vm *v)
 {
-	char root[700];
-
-	if (v->pid > 0)
-		sr_proc_kill_session(v->pid, v->pid_start);
+	emuhttp_vm_end(v->pid, v->pid_start, v->dir);
 	v->gone = true;
 	json_decref(v->labels);
 	v->labels = NULL;
-	snprintf(root, sizeof root, "%s/root", v->dir);
-	if (v->dir[0])
-		sr_fs_rm_tree(root);
 	pthread_cond_broadcast(&m->cv);
 }
 
@@ -315,7 +278,6 @@ void *gceemu__clock(void *arg)
 
 	pthread_mutex_lock(&m->mu);
 	while (!m->stopping) {
-		struct timespec ts;
 		int64_t now = sr_time_mono_ns();
 
 		for (size_t i = 0; i < m->nvms; i++) {
@@ -330,13 +292,7 @@ void *gceemu__clock(void *arg)
 				vm_delete(m, v);
 		}
 		sr_proc_reap();
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+		emuhttp_tick_wait(&m->cv, &m->mu, TICK_MS);
 	}
 	for (size_t i = 0; i < m->nvms; i++) {
 		if (!m->vms[i].gone)

@@ -4,7 +4,6 @@
  * VM's metadata server with its hanging GETs, the test controls, start
  * and stop (gceemu.h).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -13,74 +12,37 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 
+#include "cloud/emuhttp.h"
 #include "common/random.h"
-#include "common/sigv4.h"
 #include "common/timeutil.h"
 #include "gceemu_int.h"
 #include "gcp/gcpbill.h"
 
 #define EMU_SKU_PAGE 3
 
-#define MAX_BODY (1u << 20)
-
-struct conn {
-	char *buf;
-	size_t len, cap;
-	bool too_big;
-};
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct conn *k = *con_cls;
-
-	(void)cls;
-	(void)c;
-	(void)toe;
-	if (k) {
-		free(k->buf);
-		free(k);
-	}
-	*con_cls = NULL;
-}
-
 static enum MHD_Result respond(struct MHD_Connection *c, int status,
 			       const char *ctype, const char *body,
 			       const char *etag, bool flavor)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-		strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
+	const char *hdrs[5] = { NULL };
+	size_t h = 0;
 
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", ctype);
-	if (etag)
-		MHD_add_response_header(r, "ETag", etag);
-	if (flavor)
-		MHD_add_response_header(r, "Metadata-Flavor", "Google");
-	ret = MHD_queue_response(c, (unsigned)status, r);
-	MHD_destroy_response(r);
-	return ret;
+	if (etag) {
+		hdrs[h++] = "ETag";
+		hdrs[h++] = etag;
+	}
+	if (flavor) {
+		hdrs[h++] = "Metadata-Flavor";
+		hdrs[h++] = "Google";
+	}
+	return emuhttp_respond(c, status, ctype, body, strlen(body), hdrs);
 }
 
 static enum MHD_Result json_answer(struct MHD_Connection *c, int status,
 				   json_t *doc)
 {
-	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	enum MHD_Result ret;
-
-	json_decref(doc);
-	if (!s)
-		return respond(c, 500, "text/plain", "out of memory\n", NULL,
-			       false);
-	ret = respond(c, status, "application/json; charset=UTF-8", s, NULL,
-		      false);
-	free(s);
-	return ret;
+	return emuhttp_json(c, status, doc, NULL);
 }
 
 static const char *arg(struct MHD_Connection *c, const char *k)
@@ -90,64 +52,21 @@ static const char *arg(struct MHD_Connection *c, const char *k)
 
 /* ---- the token endpoint -------------------------------------------------- */
 
-/* The value of form field key in body (malloc'd, decoded) or NULL. */
-static char *form_get(const char *body, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = body; p && *p;) {
-		size_t n = strcspn(p, "&");
-
-		if (n > kl && !strncmp(p, key, kl) && p[kl] == '=')
-			return sr_sigv4_uri_decode(p + kl + 1, n - kl - 1, 1, NULL);
-		p += n + (p[n] == '&');
-	}
-	return NULL;
-}
-
-/* base64url part -> JSON object (new reference) or NULL. */
-static json_t *jwt_part(const char *p, size_t n)
-{
-	char *b = malloc(n + 4);
-	unsigned char *out = malloc(n + 4);
-	json_t *doc = NULL;
-	size_t k;
-	int w;
-
-	if (!b || !out || n == 0)
-		goto out;
-	for (k = 0; k < n; k++)
-		b[k] = p[k] == '-' ? '+' : p[k] == '_' ? '/' : p[k];
-	while (k % 4)
-		b[k++] = '=';
-	w = EVP_DecodeBlock(out, (unsigned char *)b, (int)k);
-	if (w < 0)
-		goto out;
-	while (k > 0 && b[--k] == '=')
-		w--;
-	doc = json_loadb((char *)out, (size_t)w, 0, NULL);
-out:
-	free(b);
-	free(out);
-	return doc;
-}
-
 /* A jwt-bearer assertion as Google checks it (but its signature: the
  * emulator holds no public key): RS256, iss, scope, aud = our /token,
  * iat <= exp <= iat + 3600. */
 static const char *jwt_bad(struct gceemu *m, const char *jwt)
 {
-	const char *d1 = strchr(jwt, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
-	json_t *h = d1 ? jwt_part(jwt, (size_t)(d1 - jwt)) : NULL;
-	json_t *cl = d2 ? jwt_part(d1 + 1, (size_t)(d2 - d1 - 1)) : NULL;
+	json_t *h = NULL, *cl = NULL;
 	const char *why = NULL;
 	char aud[96];
 	json_int_t iat, exp;
 
 	snprintf(aud, sizeof aud, "%s/token", m->url);
+	emuhttp_jwt(jwt, &h, &cl);
 	iat = json_integer_value(json_object_get(cl, "iat"));
 	exp = json_integer_value(json_object_get(cl, "exp"));
-	if (!h || !cl || !d2 || !d2[1])
+	if (!h || !cl)
 		why = "not a three-part JWT";
 	else if (!json_string_value(json_object_get(h, "alg")) ||
 		 strcmp(json_string_value(json_object_get(h, "alg")), "RS256"))
@@ -169,18 +88,18 @@ static const char *jwt_bad(struct gceemu *m, const char *jwt)
 static enum MHD_Result token(struct gceemu *m, struct MHD_Connection *c,
 			     const char *body)
 {
-	char *grant = form_get(body, "grant_type");
+	char *grant = emuhttp_form_get(body, "grant_type");
 	char *a = NULL, *b = NULL, *d = NULL, tok[48] = "emu-", hex[33];
 	const char *why = NULL;
 	enum MHD_Result ret;
 
 	if (grant && !strcmp(grant, "urn:ietf:params:oauth:grant-type:jwt-bearer")) {
-		a = form_get(body, "assertion");
+		a = emuhttp_form_get(body, "assertion");
 		why = a ? jwt_bad(m, a) : "no assertion";
 	} else if (grant && !strcmp(grant, "refresh_token")) {
-		a = form_get(body, "client_id");
-		b = form_get(body, "client_secret");
-		d = form_get(body, "refresh_token");
+		a = emuhttp_form_get(body, "client_id");
+		b = emuhttp_form_get(body, "client_secret");
+		d = emuhttp_form_get(body, "refresh_token");
 		why = !a || !b || !d ? "client_id, client_secret and "
 		      "refresh_token are required" : NULL;
 	} else {
@@ -382,34 +301,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  size_t *upload_size, void **con_cls)
 {
 	struct gceemu *m = cls;
-	struct conn *k = *con_cls;
+	struct emuhttp_body *k = NULL;
 	char prefix[128];
 	size_t pl;
+	int g = emuhttp_gather(con_cls, upload, upload_size, &k);
 
 	(void)version;
-	if (!k) {
-		k = calloc(1, sizeof *k);
-		if (!k)
-			return MHD_NO;
-		*con_cls = k;
-		return MHD_YES;
-	}
-	if (*upload_size > 0) {
-		if (k->len + *upload_size > MAX_BODY) {
-			k->too_big = true;
-		} else {
-			char *t = realloc(k->buf, k->len + *upload_size + 1);
-
-			if (!t)
-				return MHD_NO;
-			k->buf = t;
-			memcpy(k->buf + k->len, upload, *upload_size);
-			k->len += *upload_size;
-			k->buf[k->len] = '\0';
-		}
-		*upload_size = 0;
-		return MHD_YES;
-	}
+	if (g <= 0)
+		return g < 0 ? MHD_NO : MHD_YES;
 	if (m->log) {
 		fprintf(m->log, "%lld %s %s\n", (long long)sr_time_real_ns(),
 			method, url);
@@ -457,34 +356,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 /* ---- start, stop, controls ----------------------------------------------- */
 
-/* The zone's spot capacity from now on (under m->mu): its override says
- * val, "none" or "plenty".  0 or -ENOMEM. */
-static int set_zone(struct gceemu *m, const char *zone, const char *val)
-{
-	size_t zl = strlen(zone), n = 0, cap = zl + strlen(val) + 2;
-	char *ov = malloc(cap), **nv;
-
-	if (!ov)
-		return -ENOMEM;
-	snprintf(ov, cap, "%s=%s", zone, val);
-	for (; m->no_cap && m->no_cap[n]; n++) {
-		if (!strncmp(m->no_cap[n], zone, zl) && m->no_cap[n][zl] == '=') {
-			free(m->no_cap[n]);
-			m->no_cap[n] = ov;
-			return 0;
-		}
-	}
-	nv = realloc(m->no_cap, (n + 2) * sizeof *nv);
-	if (!nv) {
-		free(ov);
-		return -ENOMEM;
-	}
-	nv[n] = ov;
-	nv[n + 1] = NULL;
-	m->no_cap = nv;
-	return 0;
-}
-
 int gceemu__set_capacity(struct gceemu *m, const char *zone, const char *val)
 {
 	int rc;
@@ -492,7 +363,7 @@ int gceemu__set_capacity(struct gceemu *m, const char *zone, const char *val)
 	if (strcmp(val, "none") && strcmp(val, "plenty"))
 		return -EINVAL;
 	pthread_mutex_lock(&m->mu);
-	rc = set_zone(m, zone, val);
+	rc = emuhttp_cap_set(&m->no_cap, zone, val);
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
 	return rc;
@@ -516,7 +387,7 @@ int gceemu__preempt(struct gceemu *m, const char *name, bool reclaim)
 			continue;
 		gceemu__preempt_vm(m, v);
 		if (reclaim)
-			set_zone(m, v->zone, "none");
+			emuhttp_cap_set(&m->no_cap, v->zone, "none");
 		n++;
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -532,21 +403,13 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 		 struct sr_err *e)
 {
 	struct gceemu *m = calloc(1, sizeof *m);
-	struct sockaddr_in sa = { 0 };
-	const union MHD_DaemonInfo *info;
-	pthread_condattr_t ca;
-	struct stat sb;
-	size_t nz = 0;
 	int rc;
 
 	*out = NULL;
 	if (!m)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&m->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	emuhttp_cond_init(&m->cv);
 	snprintf(m->project, sizeof m->project, "%s", o->project ? o->project
 		 : "spotrun-emu");
 	snprintf(m->region, sizeof m->region, "%s", o->region ? o->region
@@ -554,17 +417,9 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 	m->time_scale = o->time_scale > 0 ? o->time_scale : 1;
 	m->notice_s = o->notice_s > 0 ? o->notice_s : 30;
 	m->t0_mono_ns = sr_time_mono_ns();
-	for (; o->capacity && o->capacity[nz]; nz++)
-		;
-	m->no_cap = calloc(nz + 1, sizeof *m->no_cap);
-	for (size_t i = 0; m->no_cap && i < nz; i++)
-		m->no_cap[i] = strdup(o->capacity[i]);
-	if (!o->work_dir || stat(o->work_dir, &sb) || !S_ISDIR(sb.st_mode)) {
-		rc = sr_err_set(e, -ENOENT, "gce emulator: work dir '%s': not a "
-				"directory", o->work_dir ? o->work_dir : "(none)");
+	rc = emuhttp_cap_parse(&m->no_cap, o->capacity, "gce emulator", e);
+	if (rc)
 		goto fail;
-	}
-	snprintf(m->work_dir, sizeof m->work_dir, "%s", o->work_dir);
 	if (o->request_log) {
 		m->log = fopen(o->request_log, "ae");
 		if (!m->log) {
@@ -587,27 +442,11 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 			goto fail;
 		}
 	}
-	rc = localmkt_load(o->data_dir, &m->mkt, e);
+	rc = emuhttp_open("gce emulator", o->work_dir, o->data_dir, o->port,
+			  on_request, m, m->work_dir, &m->mkt, &m->daemon, m->url,
+			  e);
 	if (rc)
 		goto fail;
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)o->port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-				     MHD_USE_THREAD_PER_CONNECTION,
-				     (uint16_t)o->port, NULL, NULL, on_request, m,
-				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)330,
-				     MHD_OPTION_END);
-	if (!m->daemon) {
-		rc = sr_err_set(e, -EADDRINUSE, "gce emulator: cannot listen on "
-				"127.0.0.1:%d", o->port);
-		goto fail;
-	}
-	info = MHD_get_daemon_info(m->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(m->url, sizeof m->url, "http://127.0.0.1:%d",
-		 info ? info->port : o->port);
 	if (pthread_create(&m->clock, NULL, gceemu__clock, m)) {
 		rc = sr_err_set(e, -EAGAIN, "gce emulator: cannot start a thread");
 		goto fail;
@@ -634,9 +473,7 @@ void gceemu_stop(struct gceemu *m)
 		pthread_join(m->clock, NULL);
 	for (size_t i = 0; i < m->nvms; i++)
 		json_decref(m->vms[i].labels);
-	for (size_t i = 0; m->no_cap && m->no_cap[i]; i++)
-		free(m->no_cap[i]);
-	free(m->no_cap);
+	emuhttp_cap_free(m->no_cap);
 	localmkt_free(m->mkt);
 	json_decref(m->skus);
 	if (m->log)

@@ -5,32 +5,18 @@
  * gcp driver (or gcloud, or an SDK) can be pointed at it.  Runs until
  * SIGINT or SIGTERM; SIGUSR1 preempts every running spot VM.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cliopt.h"
+#include "emurun.h"
 #include "gcp/gceemu.h"
-#include "market/catalog.h"
 
-#define POLL_MS 200
-#define MAX_CAPS 32
-
-static volatile sig_atomic_t quit, preempt;
-
-static void on_preempt(int sig)
+static int preempt_all(void *ud)
 {
-	(void)sig;
-	preempt = 1;
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	quit = 1;
+	return gceemu_preempt(ud, NULL);
 }
 
 static void usage(void)
@@ -73,134 +59,62 @@ static void usage(void)
 	       "<url>/token> GOOGLE_CLOUD_PROJECT=<project>.\n");
 }
 
-enum { OPT_WORK_DIR = CLI_KEY_LONG, OPT_DATA, OPT_PROJECT, OPT_REGION,
-       OPT_PORT, OPT_TIME_SCALE, OPT_NOTICE_S, OPT_CAPACITY, OPT_LOG,
+enum { OPT_PROJECT = CLI_KEY_LONG, OPT_REGION, OPT_NOTICE_S, OPT_LOG,
        OPT_SKUS };
 
 static const struct cli_optdef gceemu_defs[] = {
-	{ "work-dir", OPT_WORK_DIR, CLI_ARG },
-	{ "data", OPT_DATA, CLI_ARG },
 	{ "project", OPT_PROJECT, CLI_ARG },
 	{ "region", OPT_REGION, CLI_ARG },
-	{ "port", OPT_PORT, CLI_ARG },
-	{ "time-scale", OPT_TIME_SCALE, CLI_ARG },
 	{ "notice-s", OPT_NOTICE_S, CLI_ARG },
-	{ "capacity", OPT_CAPACITY, CLI_REPEAT },
 	{ "request-log", OPT_LOG, CLI_ARG },
 	{ "billing-skus", OPT_SKUS, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
 
-static int positive(struct cli_opts *p, double *out, double max)
-{
-	char *end;
-
-	*out = strtod(p->arg, &end);
-	if (!*p->arg || *end || !(*out >= 0) || *out > max)
-		return cli_opts_error(p, "%s '%s': expected a number 0..%g",
-				      p->name, p->arg, max);
-	return 0;
-}
-
 static int cmd_gceemu(int argc, char **argv)
 {
 	struct cli_opts p = { .cmd = "gce-emulator", .defs = gceemu_defs,
-			      .usage = usage };
-	struct gceemu_opts o = { .time_scale = 1 };
-	const char *caps[MAX_CAPS + 1] = { NULL };
-	size_t ncaps = 0;
-	char datadir[4096];
+			      .more = emurun_defs, .usage = usage };
+	struct emurun_common c = { .cmd = "gce-emulator", .cap_key = "ZONE",
+				   .time_scale = 1 };
+	struct gceemu_opts o = { 0 };
 	struct gceemu *m = NULL;
 	struct sr_err e = { 0 };
-	struct sigaction sa;
-	double d = 0;
 	int opt, rc;
 
 	while ((opt = cli_opts_next(&p, argc, argv)) > 0) {
-		switch (opt) {
-		case OPT_WORK_DIR:
-			o.work_dir = p.arg;
-			break;
-		case OPT_DATA:
-			o.data_dir = p.arg;
-			break;
-		case OPT_PROJECT:
+		rc = emurun_option(&p, opt, &c);
+		if (rc)
+			rc = rc == 1 ? 0 : rc;
+		else if (opt == OPT_PROJECT)
 			o.project = p.arg;
-			break;
-		case OPT_REGION:
+		else if (opt == OPT_REGION)
 			o.region = p.arg;
-			break;
-		case OPT_PORT:
-			if (positive(&p, &d, 65535))
-				return CLI_USAGE;
-			o.port = (int)d;
-			break;
-		case OPT_TIME_SCALE:
-			if (positive(&p, &o.time_scale, 1e6))
-				return CLI_USAGE;
-			break;
-		case OPT_NOTICE_S:
-			if (positive(&p, &o.notice_s, 3600))
-				return CLI_USAGE;
-			break;
-		case OPT_CAPACITY: {
-			const char *eq = strchr(p.arg, '=');
-
-			if (!eq || eq == p.arg || (strcmp(eq, "=none") &&
-						   strcmp(eq, "=plenty")))
-				return cli_opts_error(&p, "--capacity '%s': "
-						      "expected ZONE=none|plenty",
-						      p.arg);
-			if (ncaps >= MAX_CAPS)
-				return cli_opts_error(&p, "--capacity: at most "
-						      "%d", MAX_CAPS);
-			caps[ncaps++] = p.arg;
-			break;
-		}
-		case OPT_SKUS:
+		else if (opt == OPT_NOTICE_S)
+			rc = emurun_number(&p, &o.notice_s, 3600);
+		else if (opt == OPT_SKUS)
 			o.billing_skus = p.arg;
-			break;
-		default: /* OPT_LOG */
+		else /* OPT_LOG */
 			o.request_log = p.arg;
-			break;
-		}
+		if (rc)
+			return CLI_USAGE;
 	}
 	if (opt < 0)
 		return p.status;
-	if (!o.work_dir)
-		return cli_usage_error("gce-emulator", "--work-dir is required");
-	if (!o.data_dir) {
-		if (catalog_find_data_dir(datadir, sizeof datadir)) {
-			fprintf(stderr, "spotrun gce-emulator: no data directory "
-				"(set SPOTRUN_DATA or use --data)\n");
-			return CLI_FAIL;
-		}
-		o.data_dir = datadir;
-	}
-	o.capacity = caps;
+	rc = emurun_check(&c);
+	if (rc)
+		return rc;
+	o.work_dir = c.work_dir;
+	o.data_dir = c.data_dir;
+	o.port = c.port;
+	o.time_scale = c.time_scale;
+	o.capacity = c.caps;
 	rc = gceemu_start(&o, &m, &e);
 	if (rc < 0) {
 		fprintf(stderr, "spotrun gce-emulator: %s\n", sr_err_str(&e, rc));
 		return CLI_FAIL;
 	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_preempt;
-	sigaction(SIGUSR1, &sa, NULL);
-	printf("%s\n", gceemu_url(m));
-	fflush(stdout);
-	while (!quit) {
-		struct timespec ts = { 0, POLL_MS * 1000000L };
-
-		nanosleep(&ts, NULL); /* a signal cuts it short */
-		if (preempt) {
-			preempt = 0;
-			fprintf(stderr, "spotrun gce-emulator: SIGUSR1: %d spot "
-				"VM(s) preempted\n", gceemu_preempt(m, NULL));
-		}
-	}
+	emurun_serve("gce-emulator", gceemu_url(m), preempt_all, m);
 	gceemu_stop(m);
 	return CLI_OK;
 }
