@@ -7,7 +7,8 @@ and emulator of each cloud, side by side in one run:
        and answers the agent's hanging GET (goal: acts within 0.1 s)
   aws  the EC2 emulator's IMDSv2: spot/instance-action appears and the
        agent's poll finds it (goal: within 1 s)
-  azure  the Azure emulator's Scheduled Events: a Preempt for the VM
+  azure  the Azure emulator's (`spotrun azure-emulator`) Scheduled
+       Events: a Preempt for the VM
        appears and the agent's poll finds it (goal: within 1 s); the
        agent acknowledges it after the final checkpoint
 
@@ -28,8 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "py"))
 import gce_emu  # noqa: E402
-import test_azure_e2e as azemu  # noqa: E402
-from azure_cloud import AzureCloud  # noqa: E402
+import azure_emu  # noqa: E402
 import test_e2e_aws_emu as awsemu  # noqa: E402
 from test_ctl_crash import BUILD, ROOT, Daemon  # noqa: E402
 
@@ -116,13 +116,12 @@ def arm(cloud, tmp):
             # the zone keeps its capacity: every round may land anywhere
             preempt = lambda: gce_emu.preempt(url, keep_capacity=True)  # noqa: E731
         elif cloud == "azure":
-            work = os.path.join(tmp, "vms")
-            os.makedirs(work)
-            az = AzureCloud(work, prices={azemu.SIZE: (10.0, 98.32)})
+            az = azure_emu.AzureEmu(tmp)
             emu = None
-            azemu.azure_env(env, az)
-            extra = ["--config", azemu.config(tmp, az), "--providers", "azure"]
-            infra, accel = "azure/eastus", "H100:8"
+            azure_emu.azure_env(env, az.url)
+            extra = ["--config", azure_emu.config(tmp, az.url), "--providers",
+                     "azure"]
+            infra, accel = "azure/eastus", "V100:1"
             preempt = lambda: az.preempt(az.running()[0])  # noqa: E731
         else:
             emu, url = awsemu.start_emulator(tmp)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cloud_notice.sh [BUILD] - notice -> agent acts and notice -> final
-# checkpoint durable, per cloud (GCE metadata hanging GET vs EC2 IMDS
-# poll), through each cloud's driver, agent and emulator
+# checkpoint durable, per cloud (GCE metadata hanging GET, EC2 IMDS poll,
+# Azure Scheduled Events poll), through each cloud's driver, agent and
+# C emulator (spotrun gce-emulator, ec2-emulator, azure-emulator)
 # (bench/cloud_notice.py; BENCH_NOTICE_ROUNDS rounds each, 3).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -9,7 +9,7 @@ _spotrun()
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
     sub=${COMP_WORDS[2]}
-    local cmds="cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gce-emulator gpus launch logs nodes plan sim status trace version"
+    local cmds="azure-emulator cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gce-emulator gpus lambda-emulator launch logs nodes plan sim status trace version"
     local common="--api --state-dir --json --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
@@ -98,10 +98,14 @@ _spotrun()
             else
                 COMPREPLY=($(compgen -W "--out --regions --nodes --up-hours --down-hours --tail --gap-seconds --hours --spot-price --od-ratio --shared-nodes --outage-hours --blip-hours --price-vol --seed --help" -- "$cur"))
             fi ;;
+        azure-emulator)
+            COMPREPLY=($(compgen -W "--work-dir --data --location --port --time-scale --notice-s --boot-s --page --quota-vms --capacity --help" -- "$cur")) ;;
         ec2-emulator)
             COMPREPLY=($(compgen -W "--work-dir --data --region --port --time-scale --notice-s --boot-s --capacity --capacity-fail --consistency-s --ondemand-quota --spot-quota --throttle --throttle-scale --background-rps --bucket-fill --run-latency-ms --request-log --seed --help" -- "$cur")) ;;
         gce-emulator)
             COMPREPLY=($(compgen -W "--work-dir --data --project --region --port --time-scale --notice-s --capacity --request-log --billing-skus --help" -- "$cur")) ;;
+        lambda-emulator)
+            COMPREPLY=($(compgen -W "--work-dir --data --port --time-scale --boot-s --quota --capacity --api-key-file --help" -- "$cur")) ;;
         version)
             COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         *)

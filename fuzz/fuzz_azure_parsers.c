@@ -7,6 +7,10 @@
  * SCHEDEV_MAX_EVENTS events, each with a known type and an id, and a
  * picked notice is one of this VM's non-Freeze events; listed VMs carry
  * the asked cluster; an error always has a class; prices are -1 or >= 0.
+ * Also the leak sweep's resource list pages (at most cap kept, each named,
+ * an IP's NIC only for IPs) and VM names, and what the emulators read from
+ * a client (lib/cloud/emuhttp.h: a form body, a JWT's parts: objects or
+ * nothing).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include "azure/arm.h"
 #include "azure/azprices.h"
 #include "azure/schedev.h"
+#include "cloud/emuhttp.h"
 #include "lambda/lambda.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -80,5 +85,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (lambda_parse_error(400, s, size, "fuzz", &err) >= 0)
 		abort();
+	for (int k = 0; k < ARM_RES_KINDS; k++) {
+		struct arm_leak lv[4];
+		size_t nl = 0;
+
+		next = NULL;
+		if (arm_parse_res_page(s, size, "c1", (enum arm_res_kind)k, lv, &nl,
+				       4, &next, NULL) == 0) {
+			if (nl > 4)
+				abort();
+			for (size_t i = 0; i < nl; i++)
+				if (!lv[i].name[0] || (int)lv[i].kind != k ||
+				    (k != ARM_RES_IP && lv[i].on_nic[0]))
+					abort();
+		}
+		free(next);
+	}
+	{
+		char *z = malloc(size + 1), *f;
+		json_t *h, *c;
+
+		if (!z)
+			return 0;
+		memcpy(z, data, size);
+		z[size] = '\0';
+		arm_vm_name_of("c1", z);
+		free(emuhttp_form_get(z, "client_assertion"));
+		if ((f = emuhttp_form_get(z, "grant_type")) && strlen(f) > size)
+			abort();
+		free(f);
+		if (emuhttp_jwt(z, &h, &c) == 0) {
+			if (!json_is_object(h) || !json_is_object(c))
+				abort();
+			json_decref(h);
+			json_decref(c);
+		} else if (h || c) {
+			abort();
+		}
+		free(z);
+	}
 	return 0;
 }

@@ -60,6 +60,7 @@ void arm_close(struct arm *a)
 	if (!a)
 		return;
 	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->sweep_mu);
 	explicit_bzero(a->token, sizeof a->token);
 	if (a->secret) {
 		sr_log_secret_forget(a->secret);
@@ -103,6 +104,8 @@ int arm_open(const struct arm_opts *o, struct arm **out, struct sr_err *e)
 	if (!a)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_mutex_init(&a->sweep_mu, NULL);
+	a->sweep_every_ms = o->sweep_every_ms > 0 ? o->sweep_every_ms : 60000;
 	a->endpoint = dup_or(o->endpoint, ARM_DEFAULT_ENDPOINT);
 	a->login = dup_or(o->login, getenv("AZURE_AUTHORITY_HOST") ?
 			  getenv("AZURE_AUTHORITY_HOST") : ARM_DEFAULT_LOGIN);
@@ -304,9 +307,7 @@ static int sign(void *ud, const struct sr_http_req *rq, struct sr_http_hdrs *h,
 	return rc;
 }
 
-/* One ARM call (url absolute).  0 with *r (any status), or < 0 with *err
- * (no answer, or no token: its class). */
-static int call(struct arm *a, const char *method, const char *url,
+int arm__call(struct arm *a, const char *method, const char *url,
 		const char *body, const char *op, struct sr_http_resp *r,
 		struct cloud_error *err)
 {
@@ -351,7 +352,7 @@ static int wait_operation(struct arm *a, const char *url, int64_t deadline,
 		struct sr_http_resp r = { 0 };
 		char ra[32];
 		long wait_ms = POLL_DEFAULT_MS;
-		int rc = call(a, "GET", url, NULL, "operation", &r, err);
+		int rc = arm__call(a, "GET", url, NULL, "operation", &r, err);
 
 		if (rc == 0 && r.status != 200)
 			rc = arm_parse_error(r.status, r.body, r.body_len,
@@ -391,7 +392,7 @@ static int get_vm(struct arm *a, const char *name, const char *cluster,
 	int rc;
 
 	vm_url(a, name, url, sizeof url);
-	rc = call(a, "GET", url, NULL, "get vm", &r, err);
+	rc = arm__call(a, "GET", url, NULL, "get vm", &r, err);
 	if (rc == 0 && r.status != 200)
 		rc = arm_parse_error(r.status, r.body, r.body_len, "get vm", err);
 	if (rc == 0 && !(page = malloc(r.body_len + 16)))
@@ -458,7 +459,7 @@ int arm_vm_create(struct arm *a, const struct cloud_launch *l,
 				   "not sent, the lease of epoch %lld is gone",
 				   name, (long long)l->epoch);
 	else
-		rc = call(a, "PUT", url, body, "create vm", &r, err);
+		rc = arm__call(a, "PUT", url, body, "create vm", &r, err);
 	explicit_bzero(body, strlen(body)); /* customData: the secret */
 	free(body);
 	if (rc)
@@ -491,7 +492,7 @@ int arm_vm_delete(struct arm *a, const char *const *names, size_t n,
 		int rc;
 
 		vm_url(a, names[i], url, sizeof url);
-		rc = call(a, "DELETE", url, NULL, "delete vm", &r, err);
+		rc = arm__call(a, "DELETE", url, NULL, "delete vm", &r, err);
 		if (rc == 0 && r.status != 200 && r.status != 202 &&
 		    r.status != 204 && r.status != 404)
 			rc = arm_parse_error(r.status, r.body, r.body_len,
@@ -503,32 +504,28 @@ int arm_vm_delete(struct arm *a, const char *const *names, size_t n,
 	return first;
 }
 
-int arm_vm_list(struct arm *a, const char *cluster, struct cloud_instance **out,
-		size_t *n, struct cloud_error *err)
+int arm__list_pages(struct arm *a, const char *first, const char *op,
+		    int (*page)(void *ud, const char *body, size_t len,
+				char **next, struct sr_err *e),
+		    void *ud, struct cloud_error *err)
 {
-	struct cloud_instance *v = NULL;
-	size_t nv = 0, cap = 0;
 	char *next = NULL, url[4096];
 	int rc = 0;
 
-	*out = NULL;
-	*n = 0;
-	vm_url(a, NULL, url, sizeof url);
-	for (int page = 0; page < 1000; page++) {
+	snprintf(url, sizeof url, "%s", first);
+	for (int n = 0; n < 1000; n++) {
 		struct sr_http_resp r = { 0 };
 		struct sr_err e;
 
 		sr_err_clear(&e);
-		rc = call(a, "GET", url, NULL, "list vms", &r, err);
+		rc = arm__call(a, "GET", url, NULL, op, &r, err);
 		if (rc == 0 && r.status != 200)
-			rc = arm_parse_error(r.status, r.body, r.body_len,
-					     "list vms", err);
+			rc = arm_parse_error(r.status, r.body, r.body_len, op, err);
 		if (rc == 0) {
-			rc = arm_parse_vm_page(r.body, r.body_len, cluster, &v, &nv,
-					       &cap, &next, &e);
+			rc = page(ud, r.body, r.body_len, &next, &e);
 			if (rc)
 				cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "azure "
-					      "list vms: %s", e.msg);
+					      "%s: %s", op, e.msg);
 		}
 		sr_http_resp_free(&r);
 		if (rc || !next)
@@ -537,18 +534,47 @@ int arm_vm_list(struct arm *a, const char *cluster, struct cloud_instance **out,
 		 * goes with it */
 		rc = azpage_follow(url, sizeof url, &next, a->endpoint);
 		if (rc) {
-			cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "azure list vms: "
-				      "nextLink off %s", a->endpoint);
+			cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "azure %s: "
+				      "nextLink off %s", op, a->endpoint);
 			break;
 		}
 	}
 	free(next);
+	return rc;
+}
+
+struct vm_pages {
+	const char *cluster;
+	struct cloud_instance *v;
+	size_t n, cap;
+};
+
+static int vm_page(void *ud, const char *body, size_t len, char **next,
+		   struct sr_err *e)
+{
+	struct vm_pages *p = ud;
+
+	return arm_parse_vm_page(body, len, p->cluster, &p->v, &p->n, &p->cap,
+				 next, e);
+}
+
+int arm_vm_list(struct arm *a, const char *cluster, struct cloud_instance **out,
+		size_t *n, struct cloud_error *err)
+{
+	struct vm_pages p = { .cluster = cluster };
+	char url[2048];
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	vm_url(a, NULL, url, sizeof url);
+	rc = arm__list_pages(a, url, "list vms", vm_page, &p, err);
 	if (rc) {
-		cloud_instances_free(v, nv);
+		cloud_instances_free(p.v, p.n);
 		return rc;
 	}
-	*out = v;
-	*n = nv;
+	*out = p.v;
+	*n = p.n;
 	return 0;
 }
 
@@ -585,10 +611,17 @@ static int drv_terminate(void *st, const char *const *ids, size_t n,
 	return arm_vm_delete(st, ids, n, err);
 }
 
+/* The VMs, and the sweep of NICs, disks and IPs no VM holds (arm.h "THE
+ * LEAK SWEEP": their list is read before the VMs'). */
 static int drv_list(void *st, const char *cluster, struct cloud_instance **out,
 		    size_t *n, struct cloud_error *err)
 {
-	return arm_vm_list(st, cluster, out, n, err);
+	struct arm *a = st;
+	struct arm_sweep *sw = arm__sweep_begin(a, cluster);
+	int rc = arm_vm_list(a, cluster, out, n, err);
+
+	arm__sweep_end(a, sw, rc == 0, *out, *n);
+	return rc;
 }
 
 static void drv_destroy(void *st)

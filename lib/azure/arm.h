@@ -86,6 +86,8 @@ struct arm_opts {
 	long timeout_ms;           /* per request; 0: 30000 */
 	int max_retries;           /* 0: 4 */
 	long create_timeout_ms;    /* the create's operation; 0: 15 min */
+	long sweep_every_ms;       /* the NIC/disk/IP sweep at most this
+				      often; 0: 60000 */
 };
 
 struct arm;
@@ -131,6 +133,39 @@ int arm_vm_delete(struct arm *a, const char *const *names, size_t n,
  * (paginated): *out malloc'd (cloud_instances_free). */
 int arm_vm_list(struct arm *a, const char *cluster, struct cloud_instance **out,
 		size_t *n, struct cloud_error *err);
+
+/* THE LEAK SWEEP of a VM's other resources.  A VM's NIC, OS disk and
+ * public IP carry deleteOption Delete and go with it; one left behind
+ * (the VM deleted by a tool that detaches them, an older driver, an ARM
+ * failure part-way) bills on.  ARM does not give the resources a VM
+ * makes the VM's tags, so the driver's list() (at most sweep_every_ms
+ * apart) finds them by tag (spotrun:cluster, when someone tagged them)
+ * or by name: <vm>-nic, <vm>-osdisk, <vm>-ip where <vm> is the VM name of
+ * this cluster's idempotency key for some node and attempt.  Those no VM
+ * holds (a NIC without virtualMachine, a disk without managedBy, an IP
+ * without ipConfiguration or on such a NIC) and whose VM is not in the
+ * VM list read after them are deleted (fenced as terminate is): NICs,
+ * then disks, then IPs.  A delete ARM refuses (still in use) waits for
+ * the next sweep. */
+/* Is name (without its -nic/-osdisk/-ip) the VM name of cluster's
+ * idempotency key for some node and attempt? */
+bool arm_vm_name_of(const char *cluster, const char *name);
+
+enum arm_res_kind { ARM_RES_NIC, ARM_RES_DISK, ARM_RES_IP, ARM_RES_KINDS };
+/* A resource the sweep may delete. */
+struct arm_leak {
+	enum arm_res_kind kind;
+	char name[96];
+	char vm[80];               /* the VM its name says ("" none) */
+	char on_nic[96];           /* an IP still on this NIC ("" none) */
+};
+/* One page of a resource list of kind: cluster's resources (arm.h THE
+ * LEAK SWEEP) no VM holds, or IPs on a NIC, appended to v (*n, at most
+ * cap: the rest are left to the next sweep), *next the nextLink
+ * (malloc'd) or NULL.  0 or -SR_EPARSE (-ENOMEM). */
+int arm_parse_res_page(const char *body, size_t len, const char *cluster,
+		       enum arm_res_kind kind, struct arm_leak *v, size_t *n,
+		       size_t cap, char **next, struct sr_err *e);
 
 /* The VM's name for idempotency key key: [a-z0-9-], at most 64. */
 void arm_vm_name(const char *key, char out[65]);

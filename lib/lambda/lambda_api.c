@@ -171,16 +171,20 @@ int lambda__call(struct lambda *l, const char *method, const char *path,
 static int name_parse(const char *name, const char *cluster, int64_t *node,
 		      int *attempt)
 {
-	char pfx[96];
+	char pfx[96], back[48];
 	long long nd = 0;
 	int at = 0, used = 0;
 
 	snprintf(pfx, sizeof pfx, "sr-%s-", cluster ? cluster : "");
 	if (cluster && strncmp(name, pfx, strlen(pfx)))
 		return -1;
+	/* the tail exactly as cloud_idem_key writes it: no sign, no space,
+	 * no leading zero (fuzz_azure_parsers found "sr-c1--7-2": node -7) */
 	if (cluster &&
 	    (sscanf(name + strlen(pfx), "%lld-%d%n", &nd, &at, &used) != 2 ||
-	     name[strlen(pfx) + (size_t)used] != '\0'))
+	     name[strlen(pfx) + (size_t)used] != '\0' ||
+	     snprintf(back, sizeof back, "%lld-%d", nd, at) < 0 ||
+	     strcmp(back, name + strlen(pfx)) || nd < 0 || at < 0))
 		nd = at = 0;
 	*node = nd;
 	*attempt = at;

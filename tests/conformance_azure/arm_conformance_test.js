@@ -4,7 +4,7 @@
 // virtualMachines operations use api-version 2024-03-01, the driver's
 // ARM_API_COMPUTE) and @azure/identity (ClientSecretCredential,
 // ClientCertificateCredential), both driving the tests' Azure emulator
-// (tests/py/azure_cloud.py, which the e2e tests run the driver against)
+// (`spotrun azure-emulator`, which the e2e tests run the driver against)
 // through a recording proxy on 127.0.0.1, as does spotrun's driver
 // (build/conformance/azure_tool).
 //
@@ -48,43 +48,39 @@ const ARM_HOST = 'https://management.conformance.test';
 const LOGIN_HOST = 'https://login.conformance.test';
 const SUBNET = `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/v/subnets/default`;
 const SIZE = 'Standard_NC6s_v3', FULL = 'Standard_ND96asr_v4';
+const TOKEN = /^azemu-[0-9a-f]{32}$/; // the emulator's access tokens
 let passed = 0, failed = 0;
 
 function ok(name, why) {
   if (why) { failed++; console.log(`FAIL ${name}: ${why}`); } else { passed++; console.log(`ok   ${name}`); }
 }
 
-// ---- the emulator (a python3 child; commands on its stdin) ----------------
-const EMU_PY = `
-import sys
-sys.path.insert(0, sys.argv[1])
-from azure_cloud import AzureCloud
-c = AzureCloud(sys.argv[2], location="eastus", boot_s=0.2, page=1)
-print(c.url, flush=True)
-for line in sys.stdin:
-    w = line.split()
-    if w[:1] == ["capacity"]:
-        c.capacity[w[1]] = w[2] == "on"
-    print("ok", flush=True)
-c.stop()
-`;
+// ---- the emulator (`spotrun azure-emulator`, lib/azure/azemu.h) ----------
 function startEmulator(work) {
-  const p = spawn('python3', ['-c', EMU_PY, path.join(ROOT, 'tests', 'py'), work],
-                  { stdio: ['pipe', 'pipe', 'inherit'] });
-  let buf = '';
-  const waiters = [];
-  p.stdout.on('data', d => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i); buf = buf.slice(i + 1);
-      const w = waiters.shift();
-      if (w) w(line);
-    }
+  const p = spawn(path.join(BUILD, 'bin', 'spotrun'),
+                  ['azure-emulator', '--work-dir', work, '--data', path.join(ROOT, 'data'), '--page', '1',
+                   '--boot-s', '0.2', '--capacity', `${SIZE}=plenty`],
+                  { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = new Promise((resolve, reject) => {
+    let buf = '';
+    p.stdout.on('data', d => {
+      buf += d;
+      const i = buf.indexOf('\n');
+      if (i >= 0) resolve(buf.slice(0, i));
+    });
+    p.on('exit', c => reject(new Error(`azure-emulator exited (${c})`)));
   });
-  const next = () => new Promise(r => waiters.push(r));
-  return { proc: p, url: next(),
-           cmd: (s) => { const r = next(); p.stdin.write(s + '\n'); return r; } };
+  // a control: POST <url>/emu/<what>?<q>
+  const control = async (what, q) => {
+    const u = new URL(`${await url}/emu/${what}`);
+    for (const [k, v] of Object.entries(q)) u.searchParams.set(k, v);
+    return new Promise((resolve, reject) => {
+      const rq = http.request(u, { method: 'POST' }, r => { r.resume(); r.on('end', resolve); });
+      rq.on('error', reject);
+      rq.end();
+    });
+  };
+  return { proc: p, url, control };
 }
 
 // ---- the recording proxy ---------------------------------------------------
@@ -205,8 +201,8 @@ function compareToken(ours, sdk) {
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armconf-'));
-  const emu = startEmulator(path.join(dir, 'work'));
   fs.mkdirSync(path.join(dir, 'work'));
+  const emu = startEmulator(path.join(dir, 'work'));
   const emuUrl = await emu.url;
   const px = await makeProxy(emuUrl);
   const opts = { endpoint: px.url, resource_group: RG, location: 'eastus', subnet: SUBNET,
@@ -228,7 +224,8 @@ async function main() {
     const t = await tool(opts, ['token'], env);
     const tk = await cred.getToken('https://management.azure.com/.default');
     ok('token: client secret (form fields, path)',
-       (t.ok ? null : `tool: ${t.error}`) || (tk && tk.token === t.ok ? null : 'the SDK got another token') ||
+       (t.ok ? null : `tool: ${t.error}`) || (tk && TOKEN.test(tk.token) && TOKEN.test(t.ok) ? null :
+        `not the emulator's tokens: ${tk && tk.token}, ${t.ok}`) ||
        compareToken(since(i, 'ours', isToken)[0], since(i, 'sdk', isToken)[0]));
 
     // 2. client credentials (certificate: a client_assertion JWT)
@@ -297,7 +294,7 @@ async function main() {
        (vm.tags['spotrun:cluster'] !== 'conf' ? `tags ${JSON.stringify(vm.tags)}` : null));
 
     // 4. a capacity failure, from the operation
-    await emu.cmd(`capacity ${FULL} off`);
+    await emu.control('capacity', { size: FULL, spot: 'none' });
     i = mark();
     const f = await tool(opts, ['create', JSON.stringify({ ...launch, key: 'sr-conf-43-1', size: FULL })], env);
     const fput = since(i, 'ours', q => q.method === 'PUT')[0];
@@ -340,13 +337,14 @@ async function main() {
        compare(oursD, since(i, 'sdk', q => q.method === 'DELETE')[0]) ||
        compare(oursD, sdkDel && { ...sdkDel, url: sdkDel.url.replace(name, c2.ok.id) }));
     const bad = seen.filter(q => q.client === 'ours' && /\/subscriptions\//.test(q.url) &&
-                            q.headers.authorization !== 'Bearer emulator-access-token');
+                            (!/^Bearer azemu-/.test(q.headers.authorization) || q.status === 401));
     ok('Authorization: Bearer on every ARM request', bad.length ? `${bad.length} without` : null);
   } catch (e) {
     ok('suite', e.stack);
   }
-  emu.proc.stdin.end();
-  await new Promise(r => { emu.proc.on('exit', r); setTimeout(r, 10000); });
+  const exited = new Promise(r => { emu.proc.on('exit', r); setTimeout(r, 10000); });
+  emu.proc.kill('SIGTERM');
+  await exited;
   px.srv.close();
   fs.rmSync(dir, { recursive: true, force: true });
   console.log(`${passed} passed, ${failed} failed`);

@@ -1,7 +1,7 @@
 """End to end through the Azure provider (issue 31): spotrund --providers
-azure drives the ARM driver against the Azure emulator (azure_cloud.py,
-on loopback), and a real spotrun-agent boots from the customData the
-driver sends:
+azure drives the ARM driver against the Azure emulator (`spotrun
+azure-emulator`, on loopback, over the local market), and a real
+spotrun-agent boots from the customData the driver sends:
 
   token (client credentials) -> PUT the spot VM, its Azure-AsyncOperation
   followed -> the agent registers with the bootstrap secret from
@@ -18,36 +18,11 @@ import json
 import os
 import time
 
-from azure_cloud import AzureCloud
+from azure_emu import AzureEmu, azure_env, config
 from test_ctl_crash import BUILD, ROOT, Daemon
 from test_e2e_aws_emu import job_yaml
 
-SIZE = "Standard_ND96isr_H100_v5"
 STEPS = 40
-
-
-def azure_env(monkeypatch, cloud):
-    for k in list(os.environ):
-        if k.startswith("AZURE_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("AZURE_TENANT_ID", "tenant-1")
-    monkeypatch.setenv("AZURE_CLIENT_ID", "client-1")
-    monkeypatch.setenv("AZURE_CLIENT_SECRET", "emulator-secret")
-    monkeypatch.setenv("AZURE_AUTHORITY_HOST", cloud.url)
-
-
-def config(tmp_path, cloud):
-    cfg = os.path.join(str(tmp_path), "spotrund.yaml")
-    with open(cfg, "w") as f:
-        f.write("time-scale: 60\nheartbeat-timeout: 20s\nboot-timeout: 60s\n"
-                "providers:\n  azure:\n    subscription: sub\n"
-                "    resource_group: rg\n"
-                "    subnet: /subscriptions/sub/resourceGroups/rg/providers/"
-                "Microsoft.Network/virtualNetworks/vnet/subnets/default\n"
-                "    ssh_key: ssh-ed25519 AAAAC3Nza test\n"
-                "    endpoint: %s\n    prices_endpoint: %s\n"
-                "    regions:\n      eastus: {}\n" % (cloud.url, cloud.url))
-    return cfg
 
 
 def wait_for(pred, timeout, what):
@@ -61,21 +36,21 @@ def wait_for(pred, timeout, what):
 
 
 def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
-    work = os.path.join(str(tmp_path), "vms")
-    os.makedirs(work)
-    cloud = AzureCloud(work, prices={SIZE: (10.0, 98.32)}, notice_s=25)
+    cloud = AzureEmu(tmp_path, notice_s=25)
     share = os.path.join(str(tmp_path), "share")
     os.makedirs(share)
-    azure_env(monkeypatch, cloud)
+    azure_env(monkeypatch, cloud.url)
+    # the first ARM calls are throttled: the driver backs off, honouring
+    # Retry-After, and goes on
+    cloud.throttle(2)
     d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config",
-               config(tmp_path, cloud), "--providers", "azure",
+               config(tmp_path, cloud.url), "--providers", "azure",
                "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
     try:
         d.start()
         # the TERM trap stamps when the agent acted (SIGTERM after the
         # notice) and when the final checkpoint was durable (renamed)
         jid = d.submit(job_yaml("az-e2e", "azure/eastus", share, STEPS)
-                       .replace("V100:1", "H100:8")
                        .replace("trap 'save;", "trap 'date +%s.%N >> "
                                 "$d/acted; save; date +%s.%N >> $d/durable;"))
 
@@ -87,7 +62,8 @@ def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
         wait_for(past_five, 60, "the job to run past step 5")
         first = cloud.running()
         assert len(first) == 1, first
-        body = [r for r in cloud.requests if r["method"] == "PUT"][0]
+        reqs = cloud.requests()
+        body = [r for r in reqs if r["method"] == "PUT"][0]
         doc = json.loads(body["body"])
         p = doc["properties"]
         assert p["priority"] == "Spot" and p["evictionPolicy"] == "Delete"
@@ -102,10 +78,16 @@ def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
         assert j["preemptions"] >= 1, j
         # the agent acknowledged its own event (the other VM's event was
         # left alone) and the VM is gone: evicted at the acknowledgement
-        # or deleted by the control plane, never left at NotBefore
-        assert cloud.acks == ["preempt-" + first[0]], cloud.acks
-        assert first[0] not in cloud.vms, cloud.vms.keys()
-        assert (first[0], "notbefore") not in cloud.evicted, cloud.evicted
+        # or deleted by the control plane, never left at NotBefore; its
+        # NIC and disk went with it (deleteOption Delete)
+        st = cloud.state()
+        ev = st["noticed"][first[0]]["event"]
+        assert st["acks"] == [{"event": ev, "by": first[0]}], st["acks"]
+        assert first[0] not in [v["name"] for v in st["vms"]], st["vms"]
+        assert {"name": first[0], "how": "notbefore"} not in st["evicted"], (
+            st["evicted"])
+        assert not [r for k in ("nics", "disks", "ips") for r in st[k]
+                    if r["name"].startswith(first[0] + "-")], st
         types = [e["type"] for e in d.events(jid)]
         assert "preempted" in types, " ".join(types)
         with open(os.path.join(share, "finals")) as f:
@@ -125,12 +107,12 @@ def test_job_through_azure_driver_and_emulator(tmp_path, monkeypatch):
             durable = float(f.read().split()[0])
         # the agent acted after the notice, the checkpoint after that
         # (bench/cloud_notice.py measures how long each took)
-        noticed = cloud.noticed[first[0]]
+        noticed = st["noticed"][first[0]]["at"]
         assert noticed <= acted <= durable, (noticed, acted, durable)
-        puts = {r["path"] for r in cloud.requests if r["method"] == "PUT"}
+        reqs = cloud.requests()
+        puts = {r["path"] for r in reqs if r["method"] == "PUT"}
         assert len(puts) >= 2, puts   # the replacement is another VM
-        tok = [r for r in cloud.requests
-               if r["path"] == "/tenant-1/oauth2/v2.0/token"]
+        tok = [r for r in reqs if r["path"] == "/tenant-1/oauth2/v2.0/token"]
         assert tok, "no token request"
     finally:
         d.stop()

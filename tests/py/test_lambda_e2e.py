@@ -1,9 +1,9 @@
 """End to end through the Lambda provider (issue 31): spotrund
 --providers lambda drives the Lambda driver against the Lambda emulator
-(lambda_cloud.py, on loopback).  Lambda has no user-data: the driver
-launches an instance named for its node, waits for it to be active and
-runs the node's bootstrap over "ssh" (the emulator's stand-in,
-lambda_ssh.py), whose agent registers.  Lambda sells on-demand only and
+(`spotrun lambda-emulator`, on loopback, over the local market).  Lambda
+has no user-data: the driver launches an instance named for its node,
+waits for it to be active and runs the node's bootstrap over "ssh" (the
+emulator's stand-in, <work>/ssh), whose agent registers.  Lambda sells on-demand only and
 gives no notice: the host fails mid-run (the emulator ends the
 instance), the control plane sees it gone and replaces it, the job
 resumes from its last checkpoint and completes."""
@@ -11,21 +11,21 @@ resumes from its last checkpoint and completes."""
 import os
 import time
 
-from lambda_cloud import KEY, SSH, LambdaCloud
+from lambda_emu import KEY, LambdaEmu
 from test_azure_e2e import wait_for
 from test_ctl_crash import BUILD, ROOT, Daemon
 from test_e2e_aws_emu import job_yaml
 
-TYPE = "gpu_8x_h100_sxm5"
 STEPS = 30
 
 
 def lambda_setup(tmp_path, monkeypatch):
     """The emulator, its hosts' dir, the share and a daemon (not started)
     configured for it."""
-    work = os.path.join(str(tmp_path), "hosts")
-    os.makedirs(work)
-    cloud = LambdaCloud(work, types={TYPE: (2392, ["us-east-1"])})
+    cloud = LambdaEmu(tmp_path)
+    work = cloud.work
+    # the first API calls are throttled: the driver backs off and goes on
+    cloud.throttle(2)
     share = os.path.join(str(tmp_path), "share")
     os.makedirs(share)
     keyfile = os.path.join(str(tmp_path), "lambda.key")
@@ -33,14 +33,13 @@ def lambda_setup(tmp_path, monkeypatch):
         f.write(KEY + "\n")
     os.chmod(keyfile, 0o600)
     monkeypatch.delenv("LAMBDA_API_KEY", raising=False)
-    monkeypatch.setenv("LAMBDA_EMU_WORK", work)
     cfg = os.path.join(str(tmp_path), "spotrund.yaml")
     with open(cfg, "w") as f:
         f.write("heartbeat-timeout: 5s\nboot-timeout: 60s\n"
                 "providers:\n  lambda:\n    endpoint: %s\n"
                 "    api_key_file: %s\n    ssh_key_name: ops\n"
                 "    ssh: %s\n    poll_ms: 200\n    regions:\n      us-east-1: {}\n" % (
-                    cloud.url, keyfile, SSH))
+                    cloud.url, keyfile, cloud.ssh))
     d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--config", cfg,
                "--providers", "lambda",
                "--agent", os.path.join(BUILD, "bin", "spotrun-agent"))
@@ -65,14 +64,14 @@ def test_job_through_lambda_driver_and_emulator(tmp_path, monkeypatch):
         assert len(first) == 1, first
         name = first[0]["name"]
         assert name.startswith("sr-") and name.endswith("-1-1"), name
-        launches = [r for r in cloud.requests
+        launches = [r for r in cloud.requests()
                     if r[1] == "/instance-operations/launch"]
         assert launches[0][2]["ssh_key_names"] == ["ops"]
         assert launches[0][2]["name"] == name
         cloud.fail(first[0]["id"])          # the host dies: no notice
         j = d.wait([jid], 180)[0]
         assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
-        names = [r[2]["name"] for r in cloud.requests
+        names = [r[2]["name"] for r in cloud.requests()
                  if r[1] == "/instance-operations/launch"]
         assert len(names) >= 2 and len(set(names)) == len(names), names
         with open(os.path.join(share, "starts")) as f:
@@ -121,7 +120,7 @@ def test_relaunch_after_a_crash_bootstraps_the_earlier_instance(
         os.unlink(down)                      # sshd is up
         j = d.wait([jid], 180)[0]
         assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
-        launches = [r for r in cloud.requests
+        launches = [r for r in cloud.requests()
                     if r[1] == "/instance-operations/launch"]
         assert len(launches) == 1, launches  # found by name, not again
         inst = cloud.live() or []
