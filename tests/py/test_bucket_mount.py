@@ -10,7 +10,10 @@ the bucket in s3rver, and the cloud preempts it twice.
     reported (a sync_final event before the attempt's exit), and the next
     node restored exactly that round (sync_restored names it): no
     committed byte was lost;
-  * the script resumed from the newest checkpoint of that round.
+  * the script resumed from the newest checkpoint of that round;
+  * it was launched as a user launches it, `spotrun launch` with its
+    workdir (the script runs from there) and a COPY mount of data (its
+    seed), beside the MOUNT; `spotrun events` names each restored round.
 
 test_copy_mount_and_mount_in_one_task: a COPY mount (SkyPilot's short
 form) is in place before the run, a MOUNT beside it gets the run's output.
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -32,6 +36,7 @@ import pytest
 
 from objstore_servers import S3rver
 from test_ctl_crash import BUILD, ROOT, Daemon, make_market
+from test_e2e_cli import submitted_id
 
 PY = "/usr/bin/python3"
 SCRIPT = os.path.join(ROOT, "examples", "plain_torch_train.py")
@@ -44,18 +49,29 @@ def torch_ok():
                           capture_output=True).returncode == 0
 
 
-def job_yaml(uri, creds):
-    run = ("%s %s --out $SPOTRUN_NODE_DIR/checkpoint --steps %d "
-           "--save-every %d --seed 3 --step-sleep 0.02" % (
-               PY, SCRIPT, STEPS, EVERY))
-    return ("name: plain-torch\n"
-            "resources:\n  accelerators: V100:1\n  use_spot: true\n"
-            "envs:\n%s"
-            "file_mounts:\n  /checkpoint:\n    source: %s\n    mode: MOUNT\n"
-            "run: |\n  %s\n"
-            "spotrun:\n  deadline: 1000h\n  work: 10h\n" % (
-                "".join("  %s: %s\n" % kv for kv in sorted(creds.items())),
-                uri, run))
+def job_project(tmp_path, uri, data_uri, creds):
+    """The task in a project directory of its own, as a user has it: the
+    script in the workdir (run from there, by its relative name), its
+    seed in a data bucket mounted with COPY, the checkpoints in a MOUNT."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    shutil.copy(SCRIPT, str(proj))
+    run = ("test -s $SPOTRUN_NODE_DIR/data/seed.txt && %s plain_torch_train.py "
+           "--out $SPOTRUN_NODE_DIR/checkpoint --steps %d --save-every %d "
+           "--seed $(cat $SPOTRUN_NODE_DIR/data/seed.txt) --step-sleep 0.02" % (
+               PY, STEPS, EVERY))
+    (proj / "task.yaml").write_text(
+        "name: plain-torch\n"
+        "resources:\n  accelerators: V100:1\n  use_spot: true\n"
+        "envs:\n%s"
+        "workdir: .\n"
+        "file_mounts:\n  /checkpoint:\n    source: %s\n    mode: MOUNT\n"
+        "  /data:\n    source: %s\n    mode: COPY\n"
+        "run: |\n  %s\n"
+        "spotrun:\n  deadline: 1000h\n  work: 10h\n" % (
+            "".join("  %s: %s\n" % kv for kv in sorted(creds.items())),
+            uri, data_uri, run))
+    return str(proj / "task.yaml")
 
 
 def saved_steps(d, node_id):
@@ -121,6 +137,7 @@ def restore_bucket(uri, got):
 @pytest.mark.skipif("not torch_ok()", reason="PyTorch is not importable by "
                     "/usr/bin/python3 (scripts/install-deps installs it)")
 def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
+    import spotrun
     srv = S3rver()
     d = None
     try:
@@ -143,8 +160,17 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
                    os.path.join(BUILD, "bin", "spotrun-agent"))
         d.start()
         uri = "s3://ckpt/plain/checkpoint"
-        # the bucket's credentials travel with the task, as its envs
-        jid = d.submit(job_yaml(uri, srv.env()))
+        with spotrun.objects.ObjectStore("s3://ckpt/plain-data") as st:
+            st.put("seed.txt", b"3\n")
+        # launched as a user does, with its workdir; the buckets'
+        # credentials travel with the task, as its envs
+        task = job_project(tmp_path, uri, "s3://ckpt/plain-data", srv.env())
+        p = subprocess.run([os.path.join(BUILD, "bin", "spotrun"), "launch",
+                            task, "-d", "-y", "--state-dir", d.state],
+                           cwd=os.path.dirname(task), capture_output=True,
+                           text=True, timeout=LIMIT)
+        assert p.returncode == 0, (p.stdout, p.stderr, d.log_tail())
+        jid = submitted_id(p.stdout)
         seen = []
         for step in (150, 300):  # two preemptions, each after some saves
             node = running_node(d, jid, seen)
@@ -175,6 +201,14 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
             assert nxt["data"]["round"] == fin[0]["data"]["round"], (
                 nxt, fin[0])
         assert len(finals) == 3 and len(exits) >= 3
+        # `spotrun events JOB` says which round each resumed node restored
+        evs = subprocess.run([os.path.join(BUILD, "bin", "spotrun"), "events",
+                              str(jid), "--state-dir", d.state],
+                             capture_output=True, text=True, timeout=LIMIT)
+        assert evs.returncode == 0, evs.stderr
+        for e in restored[1:]:
+            assert "/checkpoint: restored round %d (" % e["data"]["round"] \
+                in evs.stdout, evs.stdout[-3000:]
         # the final model, from the bucket, is the uninterrupted run's
         got = restore_bucket(uri, tmp_path / "got")
         assert load(str(got / "final.pt")) == load(str(ref / "final.pt"))
