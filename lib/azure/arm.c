@@ -105,7 +105,8 @@ int arm_open(const struct arm_opts *o, struct arm **out, struct sr_err *e)
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_mutex_init(&a->sweep_mu, NULL);
-	a->sweep_every_ms = o->sweep_every_ms > 0 ? o->sweep_every_ms : 60000;
+	a->sweep_every_ms = o->sweep_every_ms < 0 ? 0 : o->sweep_every_ms > 0 ?
+			    o->sweep_every_ms : 60000;
 	a->endpoint = dup_or(o->endpoint, ARM_DEFAULT_ENDPOINT);
 	a->login = dup_or(o->login, getenv("AZURE_AUTHORITY_HOST") ?
 			  getenv("AZURE_AUTHORITY_HOST") : ARM_DEFAULT_LOGIN);

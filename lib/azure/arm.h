@@ -87,7 +87,7 @@ struct arm_opts {
 	int max_retries;           /* 0: 4 */
 	long create_timeout_ms;    /* the create's operation; 0: 15 min */
 	long sweep_every_ms;       /* the NIC/disk/IP sweep at most this
-				      often; 0: 60000 */
+				      often; 0: 60000; < 0: at every list */
 };
 
 struct arm;

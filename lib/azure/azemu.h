@@ -53,7 +53,9 @@
  *        and every event; POST {"StartRequests":[{"EventId"}]})
  *   POST {url}/emu/preempt?name=N (every running spot VM without name;
  *        the size keeps no spot capacity after unless &keep_capacity=
- *        true), /emu/capacity?size=S&spot=none|plenty, /emu/throttle?n=K
+ *        true), /emu/event?name=N&type=Preempt|Terminate|Reboot|Redeploy|
+ *        Freeze (azemu_event), /emu/capacity?size=S&spot=none|plenty,
+ *        /emu/throttle?n=K
  *        (the next K ARM calls answer 429), /emu/leak?name=N (the VM
  *        goes, its NIC, disk and IP stay, detached: a leak to sweep)
  *   GET  {url}/emu/state  {"vms":[{name,state,size,spot,tags}],"nics":[],
@@ -108,6 +110,11 @@ const char *azemu_url(const struct azemu *m);
 /* Evict VM `name` (NULL: every running spot VM) with a Preempt notice;
  * reclaim: its size keeps no spot capacity after.  How many. */
 int azemu_preempt(struct azemu *m, const char *name, bool reclaim);
+/* Post a Scheduled Event of type for VM name (Preempt, Terminate: the VM
+ * is deleted at its acknowledgement or NotBefore; Reboot, Redeploy,
+ * Freeze: the event ends then, the VM runs on), beside another VM's
+ * Freeze: 0, -SR_ENOTFOUND (no such VM), -EINVAL (type). */
+int azemu_event(struct azemu *m, const char *name, const char *type);
 /* VM name goes, its NIC, disk and IP stay, detached (a leak to sweep):
  * 1, or 0 when there is no such VM. */
 int azemu_leak(struct azemu *m, const char *name);

@@ -342,6 +342,20 @@ json_t *azemu_state(struct azemu *m)
 	return out;
 }
 
+int azemu_event(struct azemu *m, const char *name, const char *type)
+{
+	struct az_vm *v;
+	int rc = -SR_ENOTFOUND;
+
+	pthread_mutex_lock(&m->mu);
+	v = name ? azemu__vm(m, name) : NULL;
+	if (v)
+		rc = azemu__event(m, v, type ? type : "");
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
 int azemu_leak(struct azemu *m, const char *name)
 {
 	struct az_vm *v;
@@ -375,6 +389,8 @@ static enum MHD_Result control(struct azemu *m, struct MHD_Connection *c,
 		affected = azemu_preempt(m, name, !(keep && !strcmp(keep, "true")));
 	else if (!strcmp(url, "/emu/leak") && name)
 		affected = azemu_leak(m, name) ? 1 : -1;
+	else if (!strcmp(url, "/emu/event") && name)
+		affected = azemu_event(m, name, arg(c, "type")) ? -1 : 1;
 	pthread_mutex_lock(&m->mu);
 	if (!strcmp(url, "/emu/capacity") && size && spot)
 		affected = azemu__set_capacity(m, size, spot) ? -1 : 1;

@@ -4,6 +4,7 @@
  * document each VM's IMDS answers, its acknowledgement, and the eviction
  * at the acknowledgement or at NotBefore.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,26 +46,36 @@ static struct az_event *event_add(struct azemu *m, const char *type,
 
 void azemu__notice(struct azemu *m, struct az_vm *v)
 {
+	if (!v->noticed && !v->gone && azemu__event(m, v, "Preempt") == 0)
+		v->noticed = true;
+}
+
+int azemu__event(struct azemu *m, struct az_vm *v, const char *type)
+{
 	double real_s = m->notice_s / m->time_scale;
 	int64_t now_ns = sr_time_real_ns();
 	time_t nb = (time_t)((now_ns + (int64_t)(real_s * 1e9)) /
 			     SR_NS_PER_SEC);
+	bool ends = !strcmp(type, "Preempt") || !strcmp(type, "Terminate");
 	struct az_event *ev;
 
-	if (v->noticed || v->gone)
-		return;
-	v->noticed = true;
+	if (v->gone || (!ends && strcmp(type, "Reboot") &&
+			strcmp(type, "Redeploy") && strcmp(type, "Freeze")))
+		return -EINVAL;
 	/* another VM's event first: the agent must pick its own */
 	event_add(m, "Freeze", "another-vm", v->name, nb);
-	ev = event_add(m, "Preempt", v->name, v->name, nb);
-	if (ev) {
-		/* whole seconds, as NotBefore says: never before it */
-		ev->at_mono_ns = sr_time_mono_ns() +
-				 ((int64_t)nb * SR_NS_PER_SEC - now_ns);
-		json_object_set_new(m->noticed, v->name, json_pack(
-			"{sf ss}", "at", (double)now_ns / 1e9, "event", ev->id));
-	}
+	ev = event_add(m, type, v->name, v->name, nb);
+	if (!ev)
+		return -ENOSPC;
+	/* whole seconds, as NotBefore says: never before it */
+	ev->at_mono_ns = sr_time_mono_ns() + ((int64_t)nb * SR_NS_PER_SEC -
+					      now_ns);
+	ev->ends = ends;
+	json_object_set_new(m->noticed, v->name, json_pack(
+		"{sf ss ss}", "at", (double)now_ns / 1e9, "event", ev->id,
+		"type", type));
 	m->incarnation++;
+	return 0;
 }
 
 void azemu__events_drop(struct azemu *m, const char *name)
@@ -88,10 +99,16 @@ void azemu__evictions(struct azemu *m, int64_t now_mono_ns)
 
 		if (!ev->at_mono_ns || (!ev->acked && now_mono_ns < ev->at_mono_ns))
 			continue;
+		if (!ev->ends) { /* a Reboot, Redeploy, Freeze: it happened */
+			m->events[i] = m->events[--m->nevents];
+			m->incarnation++;
+			i = (size_t)-1;
+			continue;
+		}
 		v = azemu__vm(m, ev->vm);
 		json_array_append_new(m->evicted, json_pack(
-			"{ss ss}", "name", ev->vm, "how",
-			ev->acked ? "ack" : "notbefore"));
+			"{ss ss ss}", "name", ev->vm, "how",
+			ev->acked ? "ack" : "notbefore", "type", ev->type));
 		if (v)
 			azemu__vm_delete(m, v, false); /* drops its events */
 		else
@@ -112,10 +129,10 @@ static json_t *document(struct azemu *m)
 			"EventType", ev->type, "ResourceType", "VirtualMachine",
 			"Resources", ev->vm, "EventStatus", "Scheduled",
 			"NotBefore", ev->not_before, "Description",
-			ev->at_mono_ns ? "Virtual machine is being evicted from "
-			"Azure Spot." : "Host server is undergoing maintenance.",
-			"EventSource", "Platform", "DurationInSeconds",
-			ev->at_mono_ns ? -1 : 5));
+			!strcmp(ev->type, "Preempt") ? "Virtual machine is being "
+			"evicted from Azure Spot." : "Host server is undergoing "
+			"maintenance.", "EventSource", "Platform",
+			"DurationInSeconds", ev->ends ? -1 : 5));
 	}
 	return json_pack("{si so}", "DocumentIncarnation", (int)m->incarnation,
 			 "Events", evs);

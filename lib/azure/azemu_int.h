@@ -59,7 +59,8 @@ struct az_event {
 	char id[64], type[16], vm[64];
 	char owner[64];            /* the VM whose notice posted it */
 	char not_before[40];       /* RFC 1123 */
-	int64_t at_mono_ns;        /* Preempt: evicted then; 0 not ours */
+	int64_t at_mono_ns;        /* NotBefore; 0: another VM's event */
+	bool ends;                 /* Preempt, Terminate: the VM goes then */
 	bool acked;
 };
 
@@ -116,8 +117,13 @@ int azemu__pool(struct azemu *m, const char *size);
 
 /* Scheduled Events (azemu_imds.c), under m->mu. */
 /* Post VM v's Preempt (and another VM's Freeze); NotBefore notice_s
- * cloud seconds ahead. */
+ * cloud seconds ahead; once per VM. */
 void azemu__notice(struct azemu *m, struct az_vm *v);
+/* Post an event of type (Preempt, Terminate: the VM is deleted at its
+ * acknowledgement or NotBefore; Reboot, Redeploy, Freeze: the event ends
+ * then, the VM stays) for v, and another VM's Freeze.  0, -EINVAL for
+ * another type, -ENOSPC. */
+int azemu__event(struct azemu *m, struct az_vm *v, const char *type);
 /* The Scheduled Events call of VM name (GET, or POST body): *status and
  * *out (new reference; NULL: an empty body). */
 void azemu__schedev(struct azemu *m, const char *name, const char *method,

@@ -5,8 +5,11 @@
  * the IP that was on it), leaves another cluster's alone and those of a
  * VM still listed; a spot size without capacity is a capacity error whose
  * Failed VM goes at once; a size the location does not sell is
- * SkuNotAvailable; the VM quota is a quota error; throttling (429) is
- * backed off. */
+ * SkuNotAvailable; the VM quota is a quota error.  The emulator's
+ * Scheduled Events as a VM's IMDS answers them: DocumentIncarnation moves
+ * with the list, another VM's Freeze beside this VM's event, a Reboot
+ * acknowledged ends and the VM stays, a Terminate acknowledged (StartRequests)
+ * deletes the VM at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +23,7 @@
 #include "azure/arm.h"
 #include "azure/azemu.h"
 #include "common/fsutil.h"
+#include "common/http.h"
 
 #define SIZE "Standard_NC6s_v3"
 #define SUBNET "/subscriptions/sub/resourceGroups/rg/providers/" \
@@ -42,7 +46,7 @@ static int setup(void **state)
 	struct arm_opts o = { .subscription = "sub", .resource_group = "rg",
 			      .location = "eastus", .subnet = SUBNET,
 			      .public_ip = true, .timeout_ms = 10000,
-			      .sweep_every_ms = 1 };
+			      .sweep_every_ms = -1 };
 	struct sr_err e = { 0 };
 
 	if (!f)
@@ -207,6 +211,115 @@ static void test_errors_from_the_emulator(void **state)
 	assert_string_equal(err.code, "OperationNotAllowed");
 }
 
+/* A call to VM vm's IMDS (Metadata: true): the JSON answer. */
+static json_t *imds(struct fx *f, const char *vm, const char *method,
+		    const char *body)
+{
+	static const char *const hdrs[] = { "Metadata: true",
+					    "Content-Type: application/json",
+					    NULL };
+	char url[256];
+	struct sr_http_req rq = { .method = method, .url = url,
+				  .headers = hdrs, .body = body,
+				  .body_len = body ? strlen(body) : 0 };
+	struct sr_http_opts o;
+	struct sr_http_resp r = { 0 };
+	struct sr_err e = { 0 };
+	json_t *doc;
+
+	snprintf(url, sizeof url, "%s/imds/%s/metadata/scheduledevents?"
+		 "api-version=2020-07-01", azemu_url(f->m), vm);
+	sr_http_opts_default(&o);
+	assert_int_equal(sr_http_do(&rq, &o, &r, &e), 0);
+	assert_int_equal(r.status, 200);
+	doc = body ? json_object() : json_loadb(r.body, r.body_len, 0, NULL);
+	sr_http_resp_free(&r);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* The id of vm's event of type in doc, or NULL. */
+static const char *event_of(json_t *doc, const char *vm, const char *type)
+{
+	json_t *ev;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "Events"), i, ev) {
+		if (!strcmp(json_string_value(json_object_get(ev, "EventType")),
+			    type) &&
+		    !strcmp(json_string_value(json_array_get(json_object_get(
+			    ev, "Resources"), 0)), vm))
+			return json_string_value(json_object_get(ev, "EventId"));
+	}
+	return NULL;
+}
+
+static bool vm_listed(struct fx *f, const char *vm)
+{
+	char buf[1024], want[96];
+
+	names(f, "vms", buf, sizeof buf);
+	snprintf(want, sizeof want, "%s ", vm);
+	return strstr(buf, want) != NULL;
+}
+
+static void test_scheduled_events(void **state)
+{
+	struct fx *f = *state;
+	struct cloud_error err = { 0 };
+	json_t *d0, *d1, *d2, *st;
+	char a[80], ack[160];
+	const char *id;
+
+	assert_int_equal(create(f, "c1", 1, SIZE, a, &err), 0);
+	d0 = imds(f, a, "GET", NULL);
+	assert_int_equal(json_array_size(json_object_get(d0, "Events")), 0);
+	assert_int_equal(azemu_event(f->m, a, "Reboot"), 0);
+	assert_int_equal(azemu_event(f->m, a, "Bogus"), -EINVAL);
+	assert_int_equal(azemu_event(f->m, "nope", "Reboot"), -SR_ENOTFOUND);
+	d1 = imds(f, a, "GET", NULL);
+	assert_true(json_integer_value(json_object_get(d1, "DocumentIncarnation"))
+		    > json_integer_value(json_object_get(d0, "DocumentIncarnation")));
+	assert_non_null(event_of(d1, "another-vm", "Freeze"));
+	id = event_of(d1, a, "Reboot");
+	assert_non_null(id);
+	/* acknowledged: the Reboot happens, the VM stays */
+	snprintf(ack, sizeof ack, "{\"StartRequests\":[{\"EventId\":\"%s\"}]}",
+		 id);
+	json_decref(imds(f, a, "POST", ack));
+	for (int i = 0; i < 400; i++) { /* the clock's next tick, 50 ms */
+		d2 = imds(f, a, "GET", NULL);
+		if (!event_of(d2, a, "Reboot"))
+			break;
+		json_decref(d2);
+		d2 = NULL;
+		usleep(25000);
+	}
+	assert_non_null(d2);
+	assert_true(vm_listed(f, a));
+	json_decref(d2);
+	/* a Terminate acknowledged: the VM goes at once, not at NotBefore */
+	assert_int_equal(azemu_event(f->m, a, "Terminate"), 0);
+	d2 = imds(f, a, "GET", NULL);
+	id = event_of(d2, a, "Terminate");
+	assert_non_null(id);
+	snprintf(ack, sizeof ack, "{\"StartRequests\":[{\"EventId\":\"%s\"}]}",
+		 id);
+	json_decref(imds(f, a, "POST", ack));
+	for (int i = 0; i < 400 && vm_listed(f, a); i++)
+		usleep(25000);
+	assert_false(vm_listed(f, a));
+	st = azemu_state(f->m);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(st, "evicted"), 0), "how")), "ack");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(st, "evicted"), 0), "type")), "Terminate");
+	json_decref(st);
+	json_decref(d0);
+	json_decref(d1);
+	json_decref(d2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +328,8 @@ int main(void)
 			test_sweep_deletes_what_a_gone_vm_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors_from_the_emulator,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scheduled_events, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
