@@ -118,10 +118,15 @@ int slurm__run(struct slurm_prov *p, const char *const *argv,
 		goto out;
 	}
 	if (status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		size_t cmd = strlen(argv[0]);
+		bool named;
+
 		sr_proc_first_line(errbuf[0] ? errbuf : buf, line, sizeof line);
-		rc = cloud_err_set(err, slurm__classify(line), NULL, "%s: %s",
-				   argv[0], line[0] ? line : "failed with no "
-				   "message");
+		/* Slurm's lines name the command already ("sbatch: error:") */
+		named = !strncmp(line, argv[0], cmd) && line[cmd] == ':';
+		rc = cloud_err_set(err, slurm__classify(line), NULL, "%s%s%s",
+				   named ? "" : argv[0], named ? "" : ": ",
+				   line[0] ? line : "failed with no message");
 		goto out;
 	}
 	*out = buf;
