@@ -140,8 +140,10 @@ static void check_autostop(struct ctl *c, struct store *db, int64_t job,
 
 	if (p->autostop_idle_ns <= 0)
 		return;
+	/* the gang's nodes: a warm spare idles by design (recon_spare.c) */
 	if (store_prepare(db, "SELECT id FROM nodes WHERE job_id = ?1 AND"
-			  " state NOT IN ('TERMINATED', 'LOST')", &st, &e))
+			  " state NOT IN ('TERMINATED', 'LOST') AND"
+			  " (spare = 0 OR adopted_ns IS NOT NULL)", &st, &e))
 		return;
 	store_bind_i64(st, 1, job);
 	while ((rc = store_step(st, &e)) == 1) {
