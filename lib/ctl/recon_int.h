@@ -206,9 +206,16 @@ void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j);
 /* Training through a notice (recon_through.c): a RUNNING job with
  * spotrun.train_through_notice and a noticed node.  1: it trains on
  * (the replacement asked for, not yet READY, before the last safe
- * moment); 0: leave RUNNING as at any notice. */
+ * moment); 0: leave RUNNING as at any notice; 2: a rank's node of the
+ * attempt is gone (taken before the last safe moment): leave now. */
 int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 			 const struct rnode *live, size_t n);
+/* After such a job left RUNNING (j as loaded before): its notice time is
+ * its first noticed node's of the attempt, not the stop's, so that the
+ * replacements asked for while it trained on count as placed at the
+ * notice (recon__placed_at_notice: they ran nothing of the attempt). */
+void recon__through_notice_at(struct ctl *c, struct store *db,
+			      const struct rjob *j);
 /* Inside a transaction: UPDATE jobs SET <assign> (with ?1 = a) for job id. */
 int recon__job_set(struct store *db, int64_t id, const char *assign, int64_t a,
 		   struct sr_err *e);

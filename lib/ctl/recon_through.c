@@ -17,6 +17,8 @@
  *     of its lead (THROUGH_MARGIN), time left for the final checkpoint
  *     and the stop;
  *
+ * (or at once when a noticed node is gone before that: the cloud took it
+ * early, and its rank's replacement has run nothing of the attempt),
  * then the job leaves RUNNING as at any notice (reconcile.c step_running:
  * NOTICE, every rank's final checkpoint, the next attempt on the kept
  * nodes and the replacement).  "Training through" is a phase of
@@ -27,6 +29,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -73,6 +76,24 @@ static void through_event(struct ctl *c, struct store *db, const struct rjob *j,
 			" type=%s err=\"%s\"", j->id, type, sr_err_str(&e, rc));
 }
 
+/* A rank of the attempt whose node is gone while its replacement waits:
+ * every live node of some rank joined after the attempt started (a
+ * noticed node the cloud took before the last safe moment). */
+static bool rank_gone(const struct rjob *j, const struct rnode *live, size_t n)
+{
+	for (int r = 0; r < j->num_nodes; r++) {
+		bool have = false;
+
+		for (size_t i = 0; i < n && !have; i++)
+			have = live[i].rank == r &&
+			       live[i].created_ns <= j->run_started_ns &&
+			       live[i].adopted_ns <= j->run_started_ns;
+		if (!have)
+			return true;
+	}
+	return false;
+}
+
 int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 			 const struct rnode *live, size_t n)
 {
@@ -84,6 +105,8 @@ int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 
 	if (!j->plan.train_through)
 		return 0;
+	if (j->run_started_ns && rank_gone(j, live, n))
+		return 2;
 	for (size_t i = 0; i < n; i++) {
 		int64_t s;
 
@@ -107,6 +130,12 @@ int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 		 * again next pass; RECOVERING places what is still missing) */
 		char t[40];
 
+		/* the cloud is reclaiming the noticed pools now, as at any
+		 * notice (reconcile.c replace_noticed) */
+		for (size_t i = 0; i < n; i++) {
+			if (live[i].notice_ns && live[i].spot)
+				ctl__pool_mark(c, live[i].pool);
+		}
 		if (recon__place_missing(c, db, j, live, n) != 1)
 			return 1;
 		sr_time_format_rfc3339(safe, 3, t, sizeof t);
@@ -132,4 +161,34 @@ int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 	through_event(c, db, j, x, "train_through_end", d, msg);
 	json_decref(d);
 	return 0;
+}
+
+void recon__through_notice_at(struct ctl *c, struct store *db,
+			      const struct rjob *j)
+{
+	struct rnode *v = NULL;
+	struct sr_err e = { 0 };
+	int64_t first = 0;
+	size_t k = 0;
+	int rc;
+
+	if (!j->plan.train_through || !j->run_started_ns ||
+	    recon__nodes_query(c, db, "job_id=?1 AND notice_ns IS NOT NULL AND "
+			       RECON_GANG_SQL, j->id, &v, &k))
+		return;
+	for (size_t i = 0; i < k; i++) {
+		if (v[i].notice_ns >= j->run_started_ns &&
+		    (!first || v[i].notice_ns < first))
+			first = v[i].notice_ns;
+	}
+	free(v);
+	if (!first)
+		return;
+	rc = store_begin(db, &e);
+	if (!rc)
+		rc = recon__job_set(db, j->id, "notice_ns=?1", first, &e);
+	rc = store_end(db, rc, &e);
+	if (rc)
+		sr_warn("recon", "cannot set the notice time", "job=%" PRId64
+			" err=\"%s\"", j->id, sr_err_str(&e, rc));
 }

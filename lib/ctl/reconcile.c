@@ -471,14 +471,31 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 	/* a job that trains through the notice's lead runs on until its
 	 * replacement is ready or the last safe moment (recon_through.c),
 	 * unless a noticed rank stopped already */
-	if (!x.preempted && recon__train_through(c, db, j, live, n) == 1)
-		return 0;
+	if (!x.preempted) {
+		int tt = recon__train_through(c, db, j, live, n);
+
+		if (tt == 1)
+			return 0;
+		if (tt == 2) {
+			int rc = leave_running(c, db, j, JOB_NOTICE, "preempted",
+					       "a noticed node was taken while the "
+					       "gang trained through its notice",
+					       false, live, n);
+
+			recon__through_notice_at(c, db, j);
+			return rc;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (live[i].notice_ns) {
+			int rc;
+
 			snprintf(msg, sizeof msg, "node %" PRId64 " (rank %" PRId64
 				 ") got a preemption notice", live[i].id, live[i].rank);
-			return leave_running(c, db, j, JOB_NOTICE, "preempted", msg,
-					     false, live, n);
+			rc = leave_running(c, db, j, JOB_NOTICE, "preempted", msg,
+					   false, live, n);
+			recon__through_notice_at(c, db, j);
+			return rc;
 		}
 	}
 	if (x.preempted)

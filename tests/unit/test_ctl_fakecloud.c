@@ -1188,6 +1188,36 @@ static void test_gang_is_one_launch_group(void **state)
 	assert_int_equal(a->gindex + b->gindex, 1);
 }
 
+/* ... and when the cloud takes the noticed node before that (its
+ * instance gone), the gang stops at once - its rank's replacement has
+ * run nothing of the attempt, so CHECKPOINTING waits for no exit of it
+ * and the next attempt starts as soon as the replacement is up. */
+static void test_train_through_node_taken_early(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_through);
+	n1 = to_running(id);
+	inst_of(n1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+	inst_of(n1)->alive = false;
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_true(has_event(id, "transition", "taken while the gang trained"));
+	assert_string_equal(job_state(id), "PROVISIONING");
+	agent_register(n2);
+	agent_setup_done(n2, 0);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "attempt"), 2);
+}
+
 /* Cancel: every node is terminated, the job is CANCELLED. */
 static void test_cancel(void **state)
 {
@@ -1832,6 +1862,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_train_through_until_replacement_ready,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_train_through_stops_at_the_last_safe_moment,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_train_through_node_taken_early,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_crash_then_failed,
