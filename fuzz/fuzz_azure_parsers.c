@@ -10,7 +10,9 @@
  * Also the leak sweep's resource list pages (at most cap kept, each named,
  * an IP's NIC only for IPs) and VM names, and what the emulators read from
  * a client (lib/cloud/emuhttp.h: a form body, a JWT's parts: objects or
- * nothing).
+ * nothing; the Azure emulator's ARM routing of "PATH\nBODY" for GET and
+ * DELETE and its StartRequests body: an HTTP status, an operation id that
+ * fits).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,10 +21,61 @@
 #include "azure/arm.h"
 #include "azure/azprices.h"
 #include "azure/schedev.h"
+#include "azure/azemu_int.h"
 #include "cloud/emuhttp.h"
 #include "lambda/lambda.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* An Azure emulator's state without a market or a server: what ARM's GET
+ * and DELETE routing and Scheduled Events read (never freed). */
+static struct azemu *emu(void)
+{
+	static struct azemu *m;
+
+	if (!m && (m = calloc(1, sizeof *m))) {
+		pthread_mutex_init(&m->mu, NULL);
+		m->page = 2;
+		m->time_scale = m->notice_s = 1;
+		m->incarnation = 1;
+		m->acks = json_array();
+		m->evicted = json_array();
+		m->noticed = json_object();
+		snprintf(m->url, sizeof m->url, "http://127.0.0.1:1");
+		snprintf(m->location, sizeof m->location, "eastus");
+	}
+	return m;
+}
+
+static void emu_calls(const char *z)
+{
+	static const char *const methods[] = { "GET", "DELETE" };
+	struct azemu *m = emu();
+	const char *nl = strchr(z, '\n');
+	char *path = strndup(z, nl ? (size_t)(nl - z) : strlen(z));
+	const char *body = nl ? nl + 1 : "";
+	json_t *out;
+	char op[40];
+	int st;
+
+	if (!m || !path) {
+		free(path);
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		out = NULL;
+		azemu__arm(m, methods[i], path, "2024-03-01", body, body,
+			   strlen(body), &st, &out, op);
+		if (st < 200 || st > 599 || strnlen(op, sizeof op) >= sizeof op)
+			abort();
+		json_decref(out);
+	}
+	azemu__schedev(m, "vm-a", "POST", body, &st, &out);
+	if (st != 200 && st != 400)
+		abort();
+	json_decref(out);
+	free(path);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -110,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(z, data, size);
 		z[size] = '\0';
 		arm_vm_name_of("c1", z);
+		emu_calls(z);
 		free(emuhttp_form_get(z, "client_assertion"));
 		if ((f = emuhttp_form_get(z, "grant_type")) && strlen(f) > size)
 			abort();
