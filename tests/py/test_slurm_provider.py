@@ -118,7 +118,10 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
     """sbatch has no token: the launch looks for a job named by its key
     first.  A job submitted under node 1's key before the launch (as a
     crash between sbatch and the commit leaves it; ended already, so the
-    leak sweep leaves it be) is node 1's instance: never a second job."""
+    leak sweep leaves it be) is node 1's instance: never a second job.
+    The same for a gang's one allocation: a 2-node job named by the
+    group's key (its first node's), its comment naming both nodes, holds
+    both nodes' instances."""
     d = daemon(tmp_path, slurm)
     try:
         d.start()
@@ -139,6 +142,26 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
         n = wait("the node holding the earlier job", lambda: (
             node_of(d, jid) or {}).get("instance_id"), 60, d)
         assert n == "slurm-" + first, n
+        assert [r[0] for r in squeue(slurm) if r[1] == key] == [first]
+        d.api("POST", "/v1/jobs/%d/cancel" % jid)
+        # job 2, a gang: nodes 2 and 3, one allocation under node 2's key
+        key = "sr-%s-2-1" % cluster
+        first = slurm.run("sbatch", "--parsable", "-p", "low", "-N", "2",
+                          "-J", key, "--comment", "spotrun:%s:2:2,3:1" %
+                          cluster, "-o", "/dev/null", "--wrap",
+                          "true").stdout.strip()
+        wait("the earlier allocation ended", lambda: [
+            r for r in squeue(slurm) if r[0] == first and r[2] in (
+                "COMPLETED", "CANCELLED")], 60)
+        jid = d.submit(shell_job("adopt-gang").replace(
+            "name: adopt-gang\n", "name: adopt-gang\nnum_nodes: 2\n"))
+
+        def both():
+            j = d.job(jid)
+            ids = sorted(x["instance_id"] or "" for x in j["nodes"])
+            return ids if len(ids) == 2 and all(ids) else None
+        ids = wait("both nodes holding the earlier allocation", both, 60, d)
+        assert ids == ["slurm-%s.0" % first, "slurm-%s.1" % first], ids
         assert [r[0] for r in squeue(slurm) if r[1] == key] == [first]
         d.api("POST", "/v1/jobs/%d/cancel" % jid)
     finally:
