@@ -85,21 +85,16 @@
 
 #include <jansson.h>
 
+#include "cloud/emuconf.h"
 #include "common/err.h"
 
 struct azemu_opts {
-	const char *data_dir;      /* catalog + traces */
-	const char *work_dir;      /* VM directories (must exist) */
+	struct emuhttp_conf conf;  /* capacity: "SIZE=none|plenty" */
 	const char *location;      /* NULL: "eastus" */
-	int port;                  /* 0: ephemeral */
-	double time_scale;         /* 0: 1 */
 	double notice_s;           /* Preempt -> NotBefore, cloud s; 0: 30 */
 	double boot_s;             /* a create's operation, real s; 0: 0.2 */
 	int page;                  /* VMs / prices a page; 0: 50 */
 	int quota_vms;             /* VMs at most; 0: no limit */
-	/* "SIZE=none" / "SIZE=plenty": the size's spot capacity, whatever
-	 * the trace says (NULL-terminated, may be NULL) */
-	const char *const *capacity;
 };
 
 struct azemu;

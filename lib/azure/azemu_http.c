@@ -503,7 +503,7 @@ int azemu_start(const struct azemu_opts *o, struct azemu **out,
 	emuhttp_cond_init(&m->cv);
 	snprintf(m->location, sizeof m->location, "%s", o->location ?
 		 o->location : "eastus");
-	m->time_scale = o->time_scale > 0 ? o->time_scale : 1;
+	m->time_scale = o->conf.time_scale > 0 ? o->conf.time_scale : 1;
 	m->notice_s = o->notice_s > 0 ? o->notice_s : 30;
 	m->boot_s = o->boot_s > 0 ? o->boot_s : 0.2;
 	m->page = o->page > 0 ? o->page : 50;
@@ -514,12 +514,8 @@ int azemu_start(const struct azemu_opts *o, struct azemu **out,
 	m->evicted = json_array();
 	m->noticed = json_object();
 	m->log = json_array();
-	rc = emuhttp_cap_parse(&m->cap, o->capacity, "azure emulator", e);
-	if (rc)
-		goto fail;
-	rc = emuhttp_open("azure emulator", o->work_dir, o->data_dir, o->port,
-			  on_request, m, m->work_dir, &m->mkt, &m->daemon, m->url,
-			  e);
+	rc = emuhttp_open("azure emulator", &o->conf, &m->cap, on_request, m,
+			  m->work_dir, &m->mkt, &m->daemon, m->url, e);
 	if (rc)
 		goto fail;
 	if (pthread_create(&m->clock, NULL, azemu__clock, m)) {

@@ -90,22 +90,25 @@ struct MHD_Daemon *emuhttp_listen(int port, MHD_AccessHandlerCallback cb,
 	return d;
 }
 
-int emuhttp_open(const char *what, const char *work_dir, const char *data_dir,
-		 int port, MHD_AccessHandlerCallback cb, void *cls,
-		 char work_out[512], struct localmkt **mkt, void **daemon,
-		 char url[64], struct sr_err *e)
+int emuhttp_open(const char *what, const struct emuhttp_conf *c, char ***caps,
+		 MHD_AccessHandlerCallback cb, void *cls, char work_out[512],
+		 struct localmkt **mkt, void **daemon, char url[64],
+		 struct sr_err *e)
 {
 	struct stat sb;
-	int rc;
+	int rc = emuhttp_cap_parse(caps, c->capacity, what, e);
 
-	if (!work_dir || stat(work_dir, &sb) || !S_ISDIR(sb.st_mode))
-		return sr_err_set(e, -ENOENT, "%s: work dir '%s': not a "
-				  "directory", what, work_dir ? work_dir : "(none)");
-	snprintf(work_out, 512, "%s", work_dir);
-	rc = localmkt_load(data_dir, mkt, e);
 	if (rc)
 		return rc;
-	*daemon = emuhttp_listen(port, cb, cls, url, e);
+	if (!c->work_dir || stat(c->work_dir, &sb) || !S_ISDIR(sb.st_mode))
+		return sr_err_set(e, -ENOENT, "%s: work dir '%s': not a "
+				  "directory", what, c->work_dir ? c->work_dir :
+				  "(none)");
+	snprintf(work_out, 512, "%s", c->work_dir);
+	rc = localmkt_load(c->data_dir, mkt, e);
+	if (rc)
+		return rc;
+	*daemon = emuhttp_listen(c->port, cb, cls, url, e);
 	return *daemon ? 0 : -EADDRINUSE;
 }
 

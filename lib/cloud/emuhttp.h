@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "cloud/emuconf.h"
 #include "cloud/localmkt.h"
 #include "common/err.h"
 
@@ -42,15 +43,15 @@ int emuhttp_gather(void **con_cls, const char *upload, size_t *upload_size,
 struct MHD_Daemon *emuhttp_listen(int port, MHD_AccessHandlerCallback cb,
 				  void *cls, char url[64], struct sr_err *e);
 
-/* An emulator's start: work_dir must be a directory (copied to
- * work_out, 512 bytes), the market loaded from data_dir into *mkt, then
- * listening as emuhttp_listen does (*daemon, url).  0, or < 0 with *e
- * naming what (the emulator); what was made is left for the caller's
- * stop to free. */
-int emuhttp_open(const char *what, const char *work_dir, const char *data_dir,
-		 int port, MHD_AccessHandlerCallback cb, void *cls,
-		 char work_out[512], struct localmkt **mkt, void **daemon,
-		 char url[64], struct sr_err *e);
+/* An emulator's start from c: its capacity overrides into *caps
+ * (emuhttp_cap_parse), its work_dir a directory (copied to work_out, 512
+ * bytes), the market loaded from data_dir into *mkt, then listening as
+ * emuhttp_listen does (*daemon, url).  0, or < 0 with *e naming what
+ * (the emulator); what was made is left for the caller's stop to free. */
+int emuhttp_open(const char *what, const struct emuhttp_conf *c, char ***caps,
+		 MHD_AccessHandlerCallback cb, void *cls, char work_out[512],
+		 struct localmkt **mkt, void **daemon, char url[64],
+		 struct sr_err *e);
 /* A condition variable on the monotonic clock. */
 void emuhttp_cond_init(pthread_cond_t *cv);
 /* A clock thread's wait (mu held): ms, or until cv is signalled. */

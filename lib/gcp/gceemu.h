@@ -61,19 +61,14 @@
 
 #include <stdbool.h>
 
+#include "cloud/emuconf.h"
 #include "common/err.h"
 
 struct gceemu_opts {
-	const char *data_dir;      /* catalog + traces */
-	const char *work_dir;      /* VM directories (must exist) */
+	struct emuhttp_conf conf;  /* capacity: "ZONE=none|plenty" */
 	const char *project;       /* NULL: "spotrun-emu" */
 	const char *region;        /* NULL: "us-central1" */
-	int port;                  /* 0: ephemeral */
-	double time_scale;         /* 0: 1 */
 	double notice_s;           /* preempted -> deleted, cloud s; 0: 30 */
-	/* "ZONE=none" / "ZONE=plenty": the zone's spot capacity, whatever
-	 * the trace says (NULL-terminated, may be NULL) */
-	const char *const *capacity;
 	const char *request_log;   /* one line per call; NULL none */
 	/* a Cloud Billing Catalog answer ({"skus": [...]}) served, paged,
 	 * at GET {url}/v1/services/6F81-5844-456A/skus; NULL: 404 */

@@ -414,12 +414,9 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 		 : "spotrun-emu");
 	snprintf(m->region, sizeof m->region, "%s", o->region ? o->region
 		 : "us-central1");
-	m->time_scale = o->time_scale > 0 ? o->time_scale : 1;
+	m->time_scale = o->conf.time_scale > 0 ? o->conf.time_scale : 1;
 	m->notice_s = o->notice_s > 0 ? o->notice_s : 30;
 	m->t0_mono_ns = sr_time_mono_ns();
-	rc = emuhttp_cap_parse(&m->no_cap, o->capacity, "gce emulator", e);
-	if (rc)
-		goto fail;
 	if (o->request_log) {
 		m->log = fopen(o->request_log, "ae");
 		if (!m->log) {
@@ -442,9 +439,8 @@ int gceemu_start(const struct gceemu_opts *o, struct gceemu **out,
 			goto fail;
 		}
 	}
-	rc = emuhttp_open("gce emulator", o->work_dir, o->data_dir, o->port,
-			  on_request, m, m->work_dir, &m->mkt, &m->daemon, m->url,
-			  e);
+	rc = emuhttp_open("gce emulator", &o->conf, &m->no_cap, on_request, m,
+			  m->work_dir, &m->mkt, &m->daemon, m->url, e);
 	if (rc)
 		goto fail;
 	if (pthread_create(&m->clock, NULL, gceemu__clock, m)) {

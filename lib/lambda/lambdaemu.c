@@ -432,17 +432,13 @@ int lambdaemu_start(const struct lambdaemu_opts *o, struct lambdaemu **out,
 	pthread_mutex_init(&m->mu, NULL);
 	snprintf(m->key, sizeof m->key, "%s", o->api_key ? o->api_key :
 		 LAMBDAEMU_KEY);
-	m->time_scale = o->time_scale > 0 ? o->time_scale : 1;
+	m->time_scale = o->conf.time_scale > 0 ? o->conf.time_scale : 1;
 	m->boot_s = o->boot_s > 0 ? o->boot_s : 0.3;
 	m->quota = o->quota;
 	m->t0_mono_ns = sr_time_mono_ns();
 	m->log = json_array();
-	rc = emuhttp_cap_parse(&m->cap, o->capacity, "lambda emulator", e);
-	if (rc)
-		goto fail;
-	rc = emuhttp_open("lambda emulator", o->work_dir, o->data_dir, o->port,
-			  on_request, m, m->work_dir, &m->mkt, &m->daemon, m->url,
-			  e);
+	rc = emuhttp_open("lambda emulator", &o->conf, &m->cap, on_request, m,
+			  m->work_dir, &m->mkt, &m->daemon, m->url, e);
 	if (rc)
 		goto fail;
 	snprintf(path, sizeof path, "%s/ssh-url", m->work_dir);

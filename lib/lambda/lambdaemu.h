@@ -44,21 +44,17 @@
 #ifndef SR_LAMBDA_LAMBDAEMU_H
 #define SR_LAMBDA_LAMBDAEMU_H
 
+#include "cloud/emuconf.h"
 #include "common/err.h"
 
 #define LAMBDAEMU_KEY "lambda-emulator-key"
 
 struct lambdaemu_opts {
-	const char *data_dir;      /* catalog + traces */
-	const char *work_dir;      /* instance directories (must exist) */
+	struct emuhttp_conf conf;  /* capacity: "TYPE=none|plenty", in every
+				      region */
 	const char *api_key;       /* NULL: LAMBDAEMU_KEY */
-	int port;                  /* 0: ephemeral */
-	double time_scale;         /* 0: 1 */
 	double boot_s;             /* booting -> active, real s; 0: 0.3 */
 	int quota;                 /* live instances at most; 0: no limit */
-	/* "TYPE=none" / "TYPE=plenty": the type's capacity in every region,
-	 * whatever the trace says (NULL-terminated, may be NULL) */
-	const char *const *capacity;
 };
 
 struct lambdaemu;

@@ -76,8 +76,7 @@ static int cmd_azemu(int argc, char **argv)
 {
 	struct cli_opts p = { .cmd = "azure-emulator", .defs = azemu_defs,
 			      .more = emurun_defs, .usage = usage };
-	struct emurun_common c = { .cmd = "azure-emulator", .cap_key = "SIZE",
-				   .time_scale = 1 };
+	struct emurun_common c = { .cmd = "azure-emulator", .cap_key = "SIZE" };
 	struct azemu_opts o = { 0 };
 	struct azemu *m = NULL;
 	struct sr_err e = { 0 };
@@ -103,11 +102,7 @@ static int cmd_azemu(int argc, char **argv)
 	rc = emurun_check(&c);
 	if (rc)
 		return rc;
-	o.work_dir = c.work_dir;
-	o.data_dir = c.data_dir;
-	o.port = c.port;
-	o.time_scale = c.time_scale;
-	o.capacity = c.caps;
+	o.conf = c.conf;
 	rc = azemu_start(&o, &m, &e);
 	if (rc < 0) {
 		fprintf(stderr, "spotrun azure-emulator: %s\n", sr_err_str(&e, rc));

@@ -75,8 +75,7 @@ static int cmd_gceemu(int argc, char **argv)
 {
 	struct cli_opts p = { .cmd = "gce-emulator", .defs = gceemu_defs,
 			      .more = emurun_defs, .usage = usage };
-	struct emurun_common c = { .cmd = "gce-emulator", .cap_key = "ZONE",
-				   .time_scale = 1 };
+	struct emurun_common c = { .cmd = "gce-emulator", .cap_key = "ZONE" };
 	struct gceemu_opts o = { 0 };
 	struct gceemu *m = NULL;
 	struct sr_err e = { 0 };
@@ -104,11 +103,7 @@ static int cmd_gceemu(int argc, char **argv)
 	rc = emurun_check(&c);
 	if (rc)
 		return rc;
-	o.work_dir = c.work_dir;
-	o.data_dir = c.data_dir;
-	o.port = c.port;
-	o.time_scale = c.time_scale;
-	o.capacity = c.caps;
+	o.conf = c.conf;
 	rc = gceemu_start(&o, &m, &e);
 	if (rc < 0) {
 		fprintf(stderr, "spotrun gce-emulator: %s\n", sr_err_str(&e, rc));

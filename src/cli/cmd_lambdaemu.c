@@ -80,8 +80,7 @@ static int cmd_lambdaemu(int argc, char **argv)
 {
 	struct cli_opts p = { .cmd = "lambda-emulator", .defs = lambdaemu_defs,
 			      .more = emurun_defs, .usage = usage };
-	struct emurun_common c = { .cmd = "lambda-emulator", .cap_key = "TYPE",
-				   .time_scale = 1 };
+	struct emurun_common c = { .cmd = "lambda-emulator", .cap_key = "TYPE" };
 	struct lambdaemu_opts o = { 0 };
 	const char *key_file = NULL;
 	char key[128];
@@ -113,11 +112,7 @@ static int cmd_lambdaemu(int argc, char **argv)
 			return CLI_FAIL;
 		o.api_key = key;
 	}
-	o.work_dir = c.work_dir;
-	o.data_dir = c.data_dir;
-	o.port = c.port;
-	o.time_scale = c.time_scale;
-	o.capacity = c.caps;
+	o.conf = c.conf;
 	rc = lambdaemu_start(&o, &m, &e);
 	if (rc < 0) {
 		fprintf(stderr, "spotrun lambda-emulator: %s\n", sr_err_str(&e, rc));

@@ -47,18 +47,18 @@ int emurun_option(struct cli_opts *p, int opt, struct emurun_common *c)
 
 	switch (opt) {
 	case EMU_WORK_DIR:
-		c->work_dir = p->arg;
+		c->conf.work_dir = p->arg;
 		return 1;
 	case EMU_DATA:
-		c->data_dir = p->arg;
+		c->conf.data_dir = p->arg;
 		return 1;
 	case EMU_PORT:
 		if (emurun_number(p, &d, 65535))
 			return CLI_USAGE;
-		c->port = (int)d;
+		c->conf.port = (int)d;
 		return 1;
 	case EMU_TIME_SCALE:
-		return emurun_number(p, &c->time_scale, 1e6) ? CLI_USAGE : 1;
+		return emurun_number(p, &c->conf.time_scale, 1e6) ? CLI_USAGE : 1;
 	case EMU_CAPACITY:
 		eq = strchr(p->arg, '=');
 		if (!eq || eq == p->arg || (strcmp(eq, "=none") &&
@@ -77,15 +77,18 @@ int emurun_option(struct cli_opts *p, int opt, struct emurun_common *c)
 
 int emurun_check(struct emurun_common *c)
 {
-	if (!c->work_dir)
+	c->conf.capacity = c->caps;
+	if (!c->conf.time_scale)
+		c->conf.time_scale = 1;
+	if (!c->conf.work_dir)
 		return cli_usage_error(c->cmd, "--work-dir is required");
-	if (!c->data_dir) {
+	if (!c->conf.data_dir) {
 		if (catalog_find_data_dir(c->datadir, sizeof c->datadir)) {
 			fprintf(stderr, "spotrun %s: no data directory (set "
 				"SPOTRUN_DATA or use --data)\n", c->cmd);
 			return CLI_FAIL;
 		}
-		c->data_dir = c->datadir;
+		c->conf.data_dir = c->datadir;
 	}
 	return 0;
 }

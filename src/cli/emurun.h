@@ -7,6 +7,7 @@
 #define SR_CLI_EMURUN_H
 
 #include "cliopt.h"
+#include "cloud/emuconf.h"
 
 #define EMURUN_MAX_CAPS 32
 
@@ -18,9 +19,8 @@ extern const struct cli_optdef emurun_defs[];
 struct emurun_common {
 	const char *cmd;           /* "azure-emulator" */
 	const char *cap_key;       /* what --capacity names: "SIZE" */
-	const char *work_dir, *data_dir;
-	int port;
-	double time_scale;         /* 1 unless given */
+	struct emuhttp_conf conf;  /* what the options say (emurun_check
+				      completes it) */
 	const char *caps[EMURUN_MAX_CAPS + 1];   /* NULL-ended */
 	size_t ncaps;
 	char datadir[4096];
@@ -30,7 +30,8 @@ struct emurun_common {
  * them, or CLI_USAGE (said). */
 int emurun_option(struct cli_opts *p, int opt, struct emurun_common *c);
 /* After the options: --work-dir given, the data directory found (--data,
- * else $SPOTRUN_DATA or ./data).  0, or the exit status (said). */
+ * else $SPOTRUN_DATA or ./data), c->conf complete (time scale 1 unless
+ * given, the capacity list).  0, or the exit status (said). */
 int emurun_check(struct emurun_common *c);
 
 /* p->arg as a number in 0..max into *out: 0, or cli_opts_error's code

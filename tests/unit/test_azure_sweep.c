@@ -41,8 +41,8 @@ static int setup(void **state)
 	static const char *const caps[] = { SIZE "=plenty",
 					    "Standard_ND96asr_v4=none", NULL };
 	struct fx *f = calloc(1, sizeof *f);
-	struct azemu_opts eo = { .data_dir = "data", .boot_s = 1e-6,
-				 .quota_vms = 4, .capacity = caps };
+	struct azemu_opts eo = { .conf = { .data_dir = "data", .capacity = caps },
+				 .boot_s = 1e-6, .quota_vms = 4 };
 	struct arm_opts o = { .subscription = "sub", .resource_group = "rg",
 			      .location = "eastus", .subnet = SUBNET,
 			      .public_ip = true, .timeout_ms = 10000,
@@ -54,7 +54,7 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/azsweep-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
-	eo.work_dir = f->dir;
+	eo.conf.work_dir = f->dir;
 	if (azemu_start(&eo, &f->m, &e)) {
 		print_error("%s\n", e.msg);
 		return -1;
