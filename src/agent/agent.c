@@ -379,6 +379,10 @@ static void handle_directive(struct agent *ag, json_t *reply)
 				   sr_time_mono_ns() + STOP_GRACE_NS);
 		agent__advance(ag);
 	} else if (!strcmp(action, "stop")) {
+		/* a setup run ahead (a spare's, a replacement's) belongs to no
+		 * attempt: the gang's stop is not for it */
+		if (ag->kind == W_SETUP && ag->w_attempt == 0)
+			return;
 		ag->want_attempt = 0;
 		agent__begin_stop(ag, STOP_DIRECTIVE, sr_time_mono_ns() + STOP_GRACE_NS);
 	} else if (!strcmp(action, "exit")) {

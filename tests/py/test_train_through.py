@@ -38,6 +38,21 @@ print("stopped at step %d" % i, flush=True)
 '"""
 
 
+def wait_training(d, jid, nodes=1):
+    """Once the workload trains on every node (steps of each rank in the
+    log): the job."""
+    end = time.time() + 120
+    while time.time() < end:
+        st, body = d.api("GET", "/v1/jobs/%d/logs?limit=5000" % jid)
+        steps = [ln["rank"] for ln in body["lines"]
+                 if ln["line"].startswith("step ")]
+        if len(steps) >= 5 * nodes and len(set(steps)) == nodes:
+            return d.job(jid)
+        assert d.job(jid)["state"] not in ("FAILED", "CANCELLED")
+        time.sleep(0.1)
+    raise AssertionError(d.log_tail())
+
+
 @pytest.fixture
 def daemon(tmp_path):
     # a 30 s lead: the last safe moment (22.5 s after the notice) stays
@@ -56,17 +71,7 @@ def test_gang_trains_until_the_replacement_is_set_up(daemon):
                    "spotrun:\n  deadline: 1000h\n  work: 10h\n"
                    "  train_through_notice: true\n" %
                    "".join("  " + ln + "\n" for ln in WORK.splitlines()))
-    # the workload trains (its first steps are in the log)
-    end = time.time() + 120
-    while time.time() < end:
-        st, body = d.api("GET", "/v1/jobs/%d/logs?limit=5000" % jid)
-        if sum(ln["line"].startswith("step ") for ln in body["lines"]) >= 5:
-            break
-        assert d.job(jid)["state"] not in ("FAILED", "CANCELLED")
-        time.sleep(0.1)
-    else:
-        raise AssertionError(d.log_tail())
-    j = d.job(jid)
+    j = wait_training(d, jid)
     n1 = [n for n in j["nodes"] if n["state"] == "READY"][0]
     os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
     open(os.path.join(d.state, "interrupts", str(n1["id"])), "w").close()
@@ -102,3 +107,49 @@ def test_gang_trains_until_the_replacement_is_set_up(daemon):
     assert any(ln["attempt"] == 2 and ln["line"] == "attempt 2 done"
                for ln in lines), lines[-5:]
     assert j["preemptions"] == 1 and j["attempt"] == 2, j
+
+
+def test_stop_at_the_last_safe_moment_spares_a_setup_run_ahead(tmp_path):
+    """A 2-node job, a 4 s lead on rank 1's node: the gang stops at its
+    last safe moment (3 s) while rank 1's replacement still runs its
+    setup ahead (4 s of it), and kept rank 0's final checkpoint (1.5 s
+    after its signal) keeps the job stopping long enough for the
+    replacement to hear the gang's `stop`.  That stop is not for a setup
+    run ahead - it belongs to no attempt - so the setup ends well
+    (before, the agent killed it: exit 143, and the job failed) and the
+    next attempt runs on the kept node and the replacement."""
+    d = Daemon(tmp_path, make_market(tmp_path, [1]), "--time-scale", "600",
+               "--notice-ms", "4000", "--provision-ms", "300")
+    work = WORK.replace("print(\"stopped at", "time.sleep(1.5 if os.environ["
+                        "\"SPOTRUN_NODE_RANK\"] == \"0\" else 0)\n"
+                        "print(\"stopped at")
+    try:
+        d.start()
+        jid = d.submit("name: through\nnum_nodes: 2\nresources:\n"
+                       "  accelerators: V100:1\n"
+                       "  use_spot: true\nsetup: sleep 4\nrun: |\n%s"
+                       "spotrun:\n  deadline: 1000h\n  work: 10h\n"
+                       "  train_through_notice: true\n" %
+                       "".join("  " + ln + "\n" for ln in work.splitlines()))
+        j = wait_training(d, jid, 2)
+        n1 = [n for n in j["nodes"] if n["state"] == "READY" and
+              n["rank"] == 1][0]
+        os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
+        open(os.path.join(d.state, "interrupts", str(n1["id"])),
+             "w").close()
+        j = d.wait([jid], 90)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        ev = d.events(jid)
+        end_ev = [e for e in ev if e["type"] == "train_through_end"]
+        n2 = [n["id"] for n in j["nodes"] if n["id"] != n1["id"] and
+              n["rank"] == 1]
+        setups = [e for e in ev if e["type"] == "setup_done" and
+                  e["node_id"] in n2]
+        # the agent's own last safe moment or spotrund's (the same rule),
+        # whichever comes first
+        assert not end_ev or end_ev[0]["data"]["why"] == "last_safe_moment", \
+            end_ev
+        assert len(setups) == 1 and "exit 0" in setups[0]["message"], \
+            "\n".join("%s: %s" % (e["type"], e["message"][:90]) for e in ev)
+    finally:
+        d.stop()
