@@ -109,6 +109,9 @@ def test_gang_trains_until_the_replacement_is_set_up(daemon):
     assert j["preemptions"] == 1 and j["attempt"] == 2, j
 
 
+@pytest.mark.skipif(os.environ.get("SPOTRUN_CHECK_MODE") == "asan",
+                    reason="the plain pass only: 11 s under ASan, and the "
+                    "agent's hold runs under ASan in the test above")
 def test_stop_at_the_last_safe_moment_spares_a_setup_run_ahead(tmp_path):
     """A 2-node job, a 4 s lead on rank 1's node: the gang stops at its
     last safe moment (3 s) while rank 1's replacement still runs its
