@@ -3,8 +3,9 @@
 # rank, recovering from a spot notice on the local cloud with real-cloud
 # timings (data/timing/aws.json, gcp.json: boots of 60-180 s, setup,
 # torch import, notice leads of 120 s and 30 s, scaled x24): SkyPilot's
-# rebuild (arm 1) against spotrun keeping the healthy nodes (arm 2), 5
-# runs each, side by side; notice -> training resumed on all ranks and
+# rebuild (arm 1) against spotrun keeping the healthy nodes (arm 2), with
+# a warm spare (arm 4) and training through the notice (arm 5), 5 runs
+# each, side by side; notice -> training resumed on all ranks and
 # the training lost, in cloud seconds with their spread
 # (bench/gang_recovery.py --timing).
 set -euo pipefail

@@ -1074,6 +1074,20 @@ static const char job_through[] =
 	"setup: echo s\nrun: echo hi\nspotrun:\n  deadline: 100h\n"
 	"  work: 2h\n  train_through_notice: true\n";
 
+/* A job that trains through notices, running on n1 (*n1), whose node is
+ * noticed: it stays RUNNING.  Returns the job. */
+static int64_t through_noticed(int64_t *n1)
+{
+	int64_t id = create_job(job_through);
+
+	*n1 = to_running(id);
+	inst_of(*n1)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	return id;
+}
+
 /* Training through a notice (issue 33, arm 5): the noticed node's job
  * stays RUNNING - its node keeps its `run` - while the replacement
  * boots, registers (told to idle: its setup runs ahead) and reports its
@@ -1085,13 +1099,7 @@ static void test_train_through_until_replacement_ready(void **state)
 	char a[16];
 
 	(void)state;
-	id = create_job(job_through);
-	n1 = to_running(id);
-	agent_setup_done(n1, 0);
-	inst_of(n1)->noticed = true;
-	advance_ms(100);
-	pass();
-	assert_string_equal(job_state(id), "RUNNING");
+	id = through_noticed(&n1);
 	assert_true(has_event(id, "train_through", "training through"));
 	assert_string_equal(directive_action(n1, a, sizeof a), "run");
 	n2 = live_node(id);
@@ -1124,12 +1132,7 @@ static void test_train_through_stops_at_the_last_safe_moment(void **state)
 	int64_t id, n1;
 
 	(void)state;
-	id = create_job(job_through);
-	n1 = to_running(id);
-	inst_of(n1)->noticed = true;
-	advance_ms(100);
-	pass();
-	assert_string_equal(job_state(id), "RUNNING");
+	id = through_noticed(&n1);
 	advance_ms(1400);
 	pass();
 	assert_string_equal(job_state(id), "RUNNING");
@@ -1197,12 +1200,7 @@ static void test_train_through_node_taken_early(void **state)
 	int64_t id, n1, n2;
 
 	(void)state;
-	id = create_job(job_through);
-	n1 = to_running(id);
-	inst_of(n1)->noticed = true;
-	advance_ms(100);
-	pass();
-	assert_string_equal(job_state(id), "RUNNING");
+	id = through_noticed(&n1);
 	n2 = live_node(id);
 	assert_true(n2 > n1);
 	inst_of(n1)->alive = false;
