@@ -161,13 +161,19 @@ int sr_proc_spawn(char *const argv[], char *const envp[], const char *dir,
 		sigaction(SIGPIPE, &dfl, NULL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		close(gatefd[1]);
-		if (read(gatefd[0], &c, 1) != 1)
-			_exit(127);
-		if (setsid() < 0 || chdir(dir) != 0 ||
-		    dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+		/* Keep only stdio and the gate (as fd 3) before waiting on
+		 * it: a descriptor the daemon holds, its state lock above all,
+		 * must not outlive a daemon killed while the child waits
+		 * (O_CLOEXEC drops them only at the execve). */
+		if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 ||
+		    dup2(logfd, 2) < 0 || dup2(gatefd[0], 3) < 0)
 			_exit(126);
-		syscall(SYS_close_range, 3u, ~0u, 0u);
+		syscall(SYS_close_range, 4u, ~0u, 0u);
+		if (read(3, &c, 1) != 1)
+			_exit(127);
+		close(3);
+		if (setsid() < 0 || chdir(dir) != 0)
+			_exit(126);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}

@@ -38,6 +38,54 @@ def test_second_spotrund_on_one_state_exits_naming_the_first(tmp_path):
         d.stop()
 
 
+
+def test_lock_left_by_a_dead_daemons_child_is_waited_for(tmp_path):
+    """A daemon killed -9 while a child it forked had not yet exec'd: the
+    child holds the lock a moment longer.  The next daemon waits for it
+    (the pid in the lock file is gone) instead of refusing to start."""
+    if PG_MODE:
+        pytest.skip("the lock is for a SQLite state")
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"))
+    os.makedirs(d.state, mode=0o700)
+    gone = subprocess.Popen(["true"])
+    gone.wait()                       # a pid that names no process now
+    lock = os.path.join(d.state, "spotrund.lock")
+    with open(lock, "w") as f:
+        f.write("%d\n" % gone.pid)
+    # the "child": holds the lock until told to let go (its stdin closes)
+    holder = subprocess.Popen(
+        ["/usr/bin/python3", "-c",
+         "import fcntl,sys; f=open(%r,'r+'); fcntl.flock(f, fcntl.LOCK_EX);"
+         "print('held', flush=True); sys.stdin.read()" % lock],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "spotrund"), "--listen",
+             "127.0.0.1:0", "--state-dir", d.state,
+             "--data-dir", os.path.join(ROOT, "data")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            # let the daemon reach the lock first (were it slower, the
+            # test would pass without exercising the wait, never fail)
+            subprocess.run(["sleep", "0.5"])
+            holder.stdin.close()      # the child execs: the lock goes
+            holder.wait(timeout=60)
+            url = os.path.join(d.state, "api.url")
+            while not os.path.exists(url):
+                assert proc.poll() is None, proc.stderr.read()
+                subprocess.run(["sleep", "0.05"])
+            with open(lock) as f:
+                assert int(f.read()) == proc.pid
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
 # ---- a leader paused past its lease writes nothing ---------------------
 # The daemon is stopped (SIGSTOP) for longer than its lease; meanwhile
 # another party takes the lease in the store, as a standby would.  When
