@@ -54,6 +54,15 @@ def _free_ports(n):
             s.close()
 
 
+def _alive(pid):
+    """Whether pid is a process that has not yet exited (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class SlurmCluster:
     def __init__(self, nodes=2):
         self.nodes = ["n%d" % (i + 1) for i in range(nodes)]
@@ -225,9 +234,51 @@ class SlurmCluster:
                     os.killpg(p.pid, 9)
                     p.wait()
         self.procs = {}
+        self._kill_stray_steps()
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    def _kill_stray_steps(self):
+        """A slurmstepd outlives its slurmd (slurmd may restart under
+        running jobs): end every one this cluster's slurmd started, found
+        by the SLURM_CONF in its environment, with the job processes under
+        it, and wait for them to go."""
+        if not self.dir:
+            return
+        mark = ("SLURM_CONF=" + self.path("slurm.conf")).encode() + b"\0"
+        parent, steps = {}, []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    parent[int(pid)] = int(f.read().rsplit(") ", 1)[1].split()[1])
+                with open("/proc/%s/comm" % pid) as f:
+                    if f.read().strip() != "slurmstepd":
+                        continue
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if mark in f.read() + b"\0":
+                        steps.append(int(pid))
+            except (OSError, IndexError, ValueError):
+                continue
+        doomed, grew = set(steps), True
+        while grew:
+            grew = False
+            for pid, pp in parent.items():
+                if pp in doomed and pid not in doomed:
+                    doomed.add(pid)
+                    grew = True
+        for pid in doomed:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        end = time.monotonic() + 20
+        pids = list(doomed)
+        while pids and time.monotonic() < end:
+            pids = [p for p in pids if _alive(p)]
+            time.sleep(0.05)
 
     def stop_controller(self):
         """Stop slurmctld alone (the controller-down tests)."""
