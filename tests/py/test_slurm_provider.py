@@ -298,7 +298,12 @@ def test_gang_is_one_allocation_preempted_and_resumed(tmp_path, slurm,
             notice = [i for i, e in of if e["type"] == "notice_ack"]
             exits = [i for i, e in of if e["type"] == "workload_exit"]
             ended = [i for i, e in of if e["type"] == "node_terminated"]
-            assert notice and exits and ended, types
+            assert notice and exits and ended, (
+                "node %d: notice %s, workload exit %s, ended %s in\n%s\n%s"
+                % (node, notice, exits, ended, "\n".join(
+                    "%d %s node=%s %s" % (i, e["type"], e["node_id"],
+                                          json.dumps(e.get("data")))
+                    for i, e in enumerate(ev)), d.log_tail()))
             assert ev[notice[0]]["data"]["source"] == "signal", ev[notice[0]]
             assert notice[0] < exits[0] < ended[0], types
             assert ev[exits[0]]["data"]["cause"] == "preempted", ev[exits[0]]
