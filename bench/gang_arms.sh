@@ -4,7 +4,9 @@
 # timings (data/timing/aws.json, gcp.json: boots of 60-180 s, setup,
 # torch import, notice leads of 120 s and 30 s, scaled x24): SkyPilot's
 # rebuild (arm 1) against spotrun keeping the healthy nodes (arm 2), with
-# a warm spare (arm 4) and training through the notice (arm 5), 5 runs
+# an early signal (arm 3: a rebalance recommendation 300 cloud s before
+# the notice), a warm spare (arm 4) and training through the notice
+# (arm 5), 5 runs
 # each, side by side; notice -> training resumed on all ranks and
 # the training lost, in cloud seconds with their spread
 # (bench/gang_recovery.py --timing).

@@ -60,6 +60,13 @@ the gang trains, one of three recoveries:
              one (spotrun: {spares: 1}), booted and set up beside the
              gang before the notice; the noticed rank goes to it, so
              the recovery waits for no boot and no setup.
+  early      spotrun with an early signal (issue 33, arm 3): the job keeps
+             no spare (spotrun: {spares: 0}); --rebalance-s cloud seconds
+             before the notice (default 300) rank 1's node gets a
+             rebalance recommendation (the local cloud's
+             <state>/rebalance/<node>), spotrund launches its replacement
+             then (event early_replacement), and at the notice the rank
+             goes to it, booted and set up if the lead was long enough.
   through    spotrun training through the notice (issue 33, arm 5): the
              job has spotrun: {train_through_notice: true}; the gang
              trains on until the replacement is READY and set up, or
@@ -108,8 +115,8 @@ divided by --time-scale (default 24: AWS's 120 s lead is 5 s here, as
 above).  --nodes sets the gang (default 2), --state-mb each rank's state
 (a rank-local Shard, train_gang.py's DEMO_STATE_MB), --ckpt-min the
 periodic checkpoint interval in cloud minutes (default 10).  Arms 1
-(`rebuild`), 2 (`kept`), 4 (`spare`) and 5 (`through`) run side by
-side (--arms to choose), and every figure is also
+(`rebuild`), 2 (`kept`), 3 (`early`), 4 (`spare`) and 5 (`through`) run
+side by side (--arms to choose), and every figure is also
 given in cloud seconds (x time scale), with the spread (min-max) of each
 arm.  `make bench` runs
 
@@ -121,6 +128,7 @@ arm.  `make bench` runs
                                             [--timing NAME] [--nodes N]
                                             [--state-mb MB] [--time-scale X]
                                             [--ckpt-min M]
+                                            [--rebalance-s S]
 """
 
 import argparse
@@ -171,8 +179,8 @@ spotrun:
   deadline: 480h
 %(spares)s"""
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
-# the arms a --timing run compares (the issue's arms 1, 2, 4 and 5)
-TIMED_ARMS = ("rebuild", "kept", "spare", "through")
+# the arms a --timing run compares (the issue's arms 1-5)
+TIMED_ARMS = ("rebuild", "kept", "early", "spare", "through")
 
 
 class Setup:
@@ -186,6 +194,7 @@ class Setup:
                     "step_ms": 25, "state_mb": args.state_mb,
                     "import_ms": 0, "spares": ""}
         self.timing = None
+        self.rebalance_s = args.rebalance_s
         if not args.timing:
             self.daemon = list(DAEMON_OPTS)
             self.notice_s = NOTICE_S
@@ -367,14 +376,49 @@ def spare_ready(j):
     return s[0] if s else None
 
 
-def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
-    """kept / spare / rebuild_at_notice: spotrun's own recovery from the
-    local cloud's injected notice (spare: the noticed rank goes to the
-    job's warm spare)."""
+def early_signal(demo, env, gang, jid, j, lead_s):
+    """early: a rebalance recommendation on rank 1's node, lead_s real
+    seconds before the notice; its replacement must be launched (event
+    early_replacement) before the notice.  The replacement's node id."""
+    state = env["SPOTRUN_STATE_DIR"]
+    node = gang.live(j)[1]["id"]
+    os.makedirs(os.path.join(state, "rebalance"), exist_ok=True)
+    t0 = time.monotonic()
+    open(os.path.join(state, "rebalance", str(node)), "w").close()
+    end = t0 + max(60.0, lead_s)
+    while True:
+        ev = [e for e in demo.run_json(env, "events", str(jid))["events"]
+              if e["type"] == "early_replacement"]
+        if ev:
+            break
+        if time.monotonic() > end:
+            raise OSError("early: no replacement launched for node %s" %
+                          node)
+        time.sleep(0.1)
+    if ev[0]["data"]["for_node"] != node:
+        raise OSError("early: the replacement stands by for %s, not %s" %
+                      (ev[0]["data"]["for_node"], node))
+    time.sleep(max(0.0, t0 + lead_s - time.monotonic()))
+    job = demo.run_json(env, "status", str(jid))["job"]
+    s = [n for n in job["nodes"] if n.get("spare") and
+         n["state"] in ("REQUESTED", "BOOTING", "READY")]
+    if not s:
+        raise OSError("early: the replacement is gone before the notice")
+    return s[0]
+
+
+def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
+    """kept / early / spare / rebuild_at_notice: spotrun's own recovery
+    from the local cloud's injected notice (spare: the noticed rank goes
+    to the job's warm spare; early: to the replacement launched at a
+    rebalance recommendation)."""
     state = env["SPOTRUN_STATE_DIR"]
     os.makedirs(os.path.join(state, "interrupts"), exist_ok=True)
     victims = list(range(nodes)) if mode == "rebuild_at_notice" else [1]
-    spare = spare_ready(j) if mode == "spare" else None
+    spare = spare_ready(j) if mode == "spare" else \
+        early_signal(demo, env, gang, jid, j, setup.rebalance_s /
+                     (setup.scale if setup.timing else 120.0 / NOTICE_S)) \
+        if mode == "early" else None
     for r in victims:
         open(os.path.join(state, "interrupts",
                           str(gang.live(j)[r]["id"])), "w").close()
@@ -388,8 +432,8 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes):
     if kept != (0 if mode == "rebuild_at_notice" else nodes - 1):
         raise OSError("%s: %d node(s) kept" % (mode, kept))
     if spare and after[1]["id"] != spare["id"]:
-        raise OSError("spare: rank 1 went to node %s, not the spare %s" %
-                      (after[1]["id"], spare["id"]))
+        raise OSError("%s: rank 1 went to node %s, not the spare %s" %
+                      (mode, after[1]["id"], spare["id"]))
 
     def first(ev_type):
         t = [ts(e["ts"]) for e in events if e["type"] == ev_type and
@@ -499,6 +543,7 @@ def one(gang, build, mode, setup, phase, run):
         with open(job_file, "w") as f:
             f.write(JOB % dict(setup.job, bucket=bucket,
                                spares="  spares: 1\n" if mode == "spare"
+                               else "  spares: 0\n" if mode == "early"
                                else "  train_through_notice: true\n"
                                if mode == "through" else ""))
         out = subprocess.run(["spotrun", "launch", "-y", "-d", "--json",
@@ -518,7 +563,7 @@ def one(gang, build, mode, setup, phase, run):
             return rebuild_arm(demo, env, gang, jids, j, job_file, setup,
                                phase, records)
         return spotrun_arm(demo, env, gang, jids[0], j, mode, records,
-                           setup.nodes)
+                           setup.nodes, setup)
     finally:
         records.close()
         for jid in jids:
@@ -546,10 +591,11 @@ def spread(runs, name, scale):
     return "%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v))
 
 
-GOALS = {"kept": "", "spare": "; goal <= 0.25 and <= 60 s",
+GOALS = {"kept": "", "early": "", "spare": "; goal <= 0.25 and <= 60 s",
          "through": "; goal: training lost <= 10 s"}
 LABELS = {"rebuild": "arm 1 SkyPilot rebuild",
           "kept": "arm 2 spotrun (kept)",
+          "early": "arm 3 early signal",
           "spare": "arm 4 warm spare",
           "through": "arm 5 train through"}
 
@@ -614,7 +660,8 @@ def main():
     p.add_argument("--arms", default=None,
                    help="with --timing: the arms, comma-separated (default "
                    "%s; rebuild always runs)" % ",".join(TIMED_ARMS))
-    p.add_argument("--arm", choices=ARMS + ("spare", "through"), default=None,
+    p.add_argument("--arm", choices=ARMS + ("early", "spare", "through"),
+                   default=None,
                    help="run only this arm and print its phases (no ratio)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timing", default=None,
@@ -630,6 +677,9 @@ def main():
     p.add_argument("--ckpt-min", type=float, default=10.0,
                    help="with --timing: the periodic checkpoint interval, "
                    "cloud minutes (default 10)")
+    p.add_argument("--rebalance-s", type=float, default=300.0,
+                   help="arm early: cloud seconds from the rebalance "
+                   "recommendation to the notice (default 300)")
     args = p.parse_args()
     # a timeout's SIGTERM still stops this run's daemon (finally blocks)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -638,9 +688,9 @@ def main():
     if args.poll_s is not None and args.poll_s <= 0:
         p.error("--poll-s must be > 0")
     if args.nodes < 2 or args.state_mb < 0 or args.time_scale <= 0 or \
-            args.ckpt_min <= 0:
-        p.error("--nodes must be >= 2, --state-mb >= 0, --time-scale and "
-                "--ckpt-min > 0")
+            args.ckpt_min <= 0 or args.rebalance_s < 0:
+        p.error("--nodes must be >= 2, --state-mb >= 0, --rebalance-s >= 0, "
+                "--time-scale and --ckpt-min > 0")
     try:
         setup = Setup(args)
     except (OSError, ValueError, KeyError) as exc:

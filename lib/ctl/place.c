@@ -15,8 +15,31 @@
 #include "ctl/ctl_int.h"
 #include "ctl/recon.h"
 #include "market/joblimits.h"
+#include "market/spare.h"
 
 #define NODEADLINE_FACTOR 3.0 /* horizon of a job without a deadline, x work */
+
+/* Without spotrun.spares the job keeps what the plan chooses; a job the
+ * planner cannot price (no spotrun.work, a name it does not know) keeps
+ * none, and the plan says why. */
+static void plan_spares(const struct jobspec *js, const struct cloud_offering *v,
+			size_t n, int64_t now_ns, struct place_plan *p)
+{
+	struct plan_spare s;
+	struct sr_err e = { 0 };
+	int rc = place_spare_choose(js, v, n, p->deadline_s, now_ns, &s, &e);
+
+	p->spares_planned = true;
+	if (rc) {
+		snprintf(p->spares_why, sizeof p->spares_why, "the plan cannot "
+			 "price a spare: %.120s", sr_err_str(&e, rc));
+		return;
+	}
+	p->spares = s.keep;
+	if (s.priced)
+		p->delay_per_h = s.delay_per_h;
+	snprintf(p->spares_why, sizeof p->spares_why, "the plan: %.140s", s.why);
+}
 
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		    struct place_plan *p, struct sr_err *e)
@@ -35,6 +58,10 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 	p->crit = js->criticality;
 	p->use_spot = js->use_spot;
 	p->spares = js->spares > 0 ? js->spares : 0;
+	p->spare_saved_s = (double)(js->provision_ns + js->image_pull_ns) / 1e9;
+	p->delay_per_h = js->delay_cost_per_h;
+	if (js->spares >= 0)
+		snprintf(p->spares_why, sizeof p->spares_why, "spotrun.spares");
 	p->train_through = js->train_through_notice != 0;
 	p->has_setup = js->setup && *js->setup;
 	p->gap_s = PLACE_GAP_S;
@@ -93,6 +120,8 @@ int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		p->od = v[slow].pool;
 		p->od_price_usd = sr_money_to_usd(v[slow].ondemand_per_h);
 	}
+	if (js->spares < 0)
+		plan_spares(js, v, n, now_ns, p);
 	free(v);
 	if (p->nspot == 0 && p->od < 0)
 		return sr_err_set(e, -SR_ENOTFOUND, "resources.accelerators: no "
@@ -129,11 +158,14 @@ char *place_plan_json(const struct place_plan *p)
 	for (int i = 0; i < p->nspot; i++)
 		json_array_append_new(a, json_integer(p->spot[i]));
 	/* "train_through":true is matched as text by store_node_ctx_load */
-	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i,s:i,s:b,s:b}", "spot", a,
-		      "od", p->od, "od_price_usd", p->od_price_usd,
+	o = json_pack("{s:o,s:i,s:f,s:f,s:I,s:i,s:i,s:i,s:b,s:b,s:b,s:s,s:f,s:I}",
+		      "spot", a, "od", p->od, "od_price_usd", p->od_price_usd,
 		      "restart_s", p->restart_s, "gap_s", (json_int_t)p->gap_s,
 		      "crit", p->crit, "use_spot", p->use_spot, "spares", p->spares,
-		      "train_through", p->train_through, "has_setup", p->has_setup);
+		      "train_through", p->train_through, "has_setup", p->has_setup,
+		      "spares_planned", p->spares_planned, "spares_why",
+		      p->spares_why, "spare_saved_s", p->spare_saved_s,
+		      "delay_per_h_micros", (json_int_t)p->delay_per_h);
 	if (!o)
 		return NULL;
 	s = json_dumps(o, JSON_COMPACT);
@@ -168,6 +200,19 @@ int place_plan_parse(const char *s, double deadline_s, double work_s,
 		goto out;
 	p->train_through = json_is_true(json_object_get(o, "train_through"));
 	p->has_setup = json_is_true(json_object_get(o, "has_setup"));
+	/* absent before the plan's own choice (issue 33): the job's
+	 * defaults */
+	p->spares_planned = json_is_true(json_object_get(o, "spares_planned"));
+	snprintf(p->spares_why, sizeof p->spares_why, "%s",
+		 json_string_value(json_object_get(o, "spares_why")) ?: "");
+	p->spare_saved_s = json_is_number(json_object_get(o, "spare_saved_s")) ?
+			   json_number_value(json_object_get(o, "spare_saved_s")) :
+			   JOBSPEC_DEFAULT_PROVISION_S + JOBSPEC_DEFAULT_IMAGE_PULL_S;
+	p->delay_per_h = json_is_integer(json_object_get(o, "delay_per_h_micros")) ?
+			 json_integer_value(json_object_get(o, "delay_per_h_micros")) :
+			 -1;
+	if (!(p->spare_saved_s >= 0) || p->delay_per_h < -1)
+		goto out;
 	p->deadline_s = deadline_s;
 	p->work_s = work_s;
 	rc = p->gap_s > 0 ? 0 : -SR_ECORRUPT;

@@ -45,9 +45,17 @@ struct place_plan {
 	int64_t gap_s;             /* policy tick, cloud s */
 	int crit;                  /* enum jobspec_crit */
 	int use_spot;              /* -1 unset, 0, 1 */
-	int spares;                /* warm spares to keep (spotrun.spares;
-				      the plan's choice, -1, keeps none
-				      here yet: docs/distributed.md) */
+	int spares;                /* warm spares to keep: spotrun.spares,
+				      or without it the plan's choice
+				      (place_spare_choose) */
+	bool spares_planned;       /* spares is the plan's choice */
+	char spares_why[160];      /* the choice in words */
+	double spare_saved_s;      /* cloud s a set-up spare saves per
+				      recovery: the job's provisioning +
+				      image_pull (market/spare.h) */
+	int64_t delay_per_h;       /* micro-$ an hour of delay costs the
+				      job (spotrun.delay_cost_per_hour);
+				      -1: the gang's own $/h */
 	bool train_through;        /* spotrun.train_through_notice */
 	bool has_setup;            /* the job has a `setup:` */
 };
@@ -57,6 +65,19 @@ struct place_plan {
  * fits; -EINVAL for a deadline already past. */
 int place_plan_init(struct ctl *c, const struct jobspec *js, int64_t now_ns,
 		    struct place_plan *p, struct sr_err *e);
+
+struct cloud_offering;
+struct plan_spare;
+
+/* The plan's warm-spare choice for js (spotrun.spares absent): the
+ * planner `spotrun plan` runs (market/plan.h plan_make; its first
+ * placement's spare, market/spare.h), over the n offerings v of this
+ * daemon's clouds, with the job's deadline deadline_s in cloud s after
+ * now (INFINITY: none).  Fills *out; 0, or the planner's error (a job
+ * without spotrun.work cannot be planned: -SR_EPARSE) with *e set. */
+int place_spare_choose(const struct jobspec *js, const struct cloud_offering *v,
+		       size_t n, double deadline_s, int64_t now_ns,
+		       struct plan_spare *out, struct sr_err *e);
 
 /* JSON round trip for the jobs.candidates column.  _json returns a
  * malloc'd string (caller frees) or NULL. */

@@ -201,7 +201,32 @@ int recon__nodes_create(struct ctl *c, struct store *db, const struct rjob *j,
  * keeps fewer than its plan's count (place_plan.spares). */
 int recon__spares_adopt(struct ctl *c, struct store *db, const struct rjob *j,
 			int *ranks, int *nr, int64_t now);
-void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j);
+/* _keep also keeps the early replacements recon__early_price asks for
+ * beside the plan's count, and releases a spare beyond both (an early
+ * replacement whose node got no notice within its horizon).  gang/n:
+ * the job's live gang nodes (recon__nodes_live). */
+void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j,
+			const struct rnode *gang, size_t n);
+
+/* Early replacements (recon_early.c): what the gang's nodes with a
+ * rebalance recommendation ask for now, priced against a replacement at
+ * spare_per_h. */
+struct recon_early {
+	int want;                /* replacements wanted now (<= num_nodes) */
+	int64_t node;            /* the first node at risk, 0 none */
+	double age_s;            /* cloud s since its rebalance
+				    recommendation */
+	double horizon_s;        /* cloud s a replacement pays for itself
+				    after a recommendation */
+	double saved_s;          /* downtime one saves per recovery */
+	sr_micros delay_per_h;   /* the job's cost of an hour of delay */
+};
+void recon__early_price(struct ctl *c, const struct rjob *j,
+			const struct rnode *gang, size_t n, sr_micros spare_per_h,
+			int64_t now, struct recon_early *out);
+/* The pool of the gang's first node with a rebalance recommendation and
+ * no notice (a replacement should go elsewhere), -1 none. */
+int recon__early_avoid(const struct rnode *gang, size_t n);
 
 /* Training through a notice (recon_through.c): a RUNNING job with
  * spotrun.train_through_notice and a noticed node.  1: it trains on

@@ -860,7 +860,7 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		    recon__job_load(c, db, id, &j) == 0 && j.plan_ok) {
 			recon__policy_tick(c, db, &j, live, n, false, &ch, &e);
 			deadline_tick(c, db, &j);
-			recon__spares_keep(c, db, &j);
+			recon__spares_keep(c, db, &j, live, n);
 		}
 	}
 out:

@@ -166,9 +166,16 @@ static int job_insert(struct ctl *c, struct store *db,
 		.secrets = sec->sealed, .secrets_len = sec->sealed_len,
 		.files = b->files, .team = js->team, .project = js->project,
 		.cost_center = js->cost_center }, id, e);
-	if (!rc)
+	if (!rc) {
+		/* the warm spares it keeps, and whether the plan chose them */
+		json_t *d = json_pack("{s:i,s:b,s:s}", "spares", plan->spares,
+				      "spares_planned", plan->spares_planned,
+				      "spares_why", plan->spares_why);
+
 		rc = ctl_event_append(db, *id, "created", NULL, "PENDING", 0, now,
-				      sim, NULL, "job accepted", e);
+				      sim, d, "job accepted", e);
+		json_decref(d);
+	}
 out:
 	if (store_in_tx(db))
 		rc = store_end(db, rc, e);

@@ -50,15 +50,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def reference():
+def reference(world=2, envs=None):
     env = dict(os.environ, MASTER_ADDR="127.0.0.1",
-               MASTER_PORT=str(free_port()), WORLD_SIZE="2", **ENVS)
+               MASTER_PORT=str(free_port()), WORLD_SIZE=str(world),
+               **(envs or ENVS))
     ps = [subprocess.Popen(["/usr/bin/python3", TRAIN, "--reference"],
                            env=dict(env, RANK=str(r)), stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
-          for r in (0, 1)]
+          for r in range(world)]
     outs = [p.communicate(timeout=300)[0] for p in ps]
-    assert [p.returncode for p in ps] == [0, 0], outs
+    assert [p.returncode for p in ps] == [0] * world, outs
     line = [ln for ln in outs[0].splitlines() if ln.startswith("RESULT ")]
     return json.loads(line[0][len("RESULT "):])["hash"]
 
@@ -80,13 +81,23 @@ def spare_ready(j):
     return s[0] if s else None
 
 
-def wait_running(d, jid, attempt, step, timeout=180, spare=False):
+def finished(d, jid):
+    """The job once SUCCEEDED, its log lines and their text."""
+    j = d.wait([jid], 240)[0]
+    lines = logs(d, jid)
+    text = "\n".join("%s %s %s" % (ln["attempt"], ln["rank"], ln["line"])
+                     for ln in lines if ln["stream"] != "agent")
+    assert j["state"] == "SUCCEEDED", (j["message"], text[-4000:])
+    return j, lines, text
+
+
+def wait_running(d, jid, attempt, step, timeout=180, spare=False, nodes=2):
     end = time.time() + timeout
     while time.time() < end:
         j = d.job(jid)
         assert j["state"] not in ("FAILED", "CANCELLED"), j["message"]
         if j["state"] == "RUNNING" and j["attempt"] >= attempt and \
-                (j["step"] or 0) >= step and len(live_nodes(j)) == 2 and \
+                (j["step"] or 0) >= step and len(live_nodes(j)) == nodes and \
                 (not spare or spare_ready(j)):
             return j
         time.sleep(0.2)
@@ -128,11 +139,7 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
         after = live_nodes(j)
         recoveries.append((victim, before, after, j["attempt"], spare))
         attempt, step = j["attempt"], (j["step"] or 0) + 40
-    j = d.wait([jid], 240)[0]
-    lines = logs(d, jid)
-    text = "\n".join("%s %s %s" % (ln["attempt"], ln["rank"], ln["line"])
-                     for ln in lines if ln["stream"] != "agent")
-    assert j["state"] == "SUCCEEDED", (j["message"], text[-4000:])
+    j, lines, text = finished(d, jid)
     events = d.events(jid)
     adopted = [e for e in events if e["type"] == "spare_adopted"]
     launched = [e for e in events if e["type"] == "spare"]
@@ -201,3 +208,75 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
     got = json.loads(result[0][len("RESULT "):])
     assert got["hash"] == want and got["steps"] == 240 and \
         got["world_size"] == 2
+
+
+def test_rebalance_starts_the_replacement_before_the_notice(daemon):
+    """Early signals (issue 33, arm 3): a 2-node spot gang that keeps no
+    spare gets a rebalance recommendation on rank 1's node (the local
+    cloud's <state>/rebalance/<node>, served on the node's IMDS and
+    reported by its agent).  spotrund launches the replacement before any
+    notice (event early_replacement): it boots and runs the setup as a
+    spare.  The notice then moves rank 1 onto it - no node is placed at
+    the notice, rank 0's node is kept - and the job ends bitwise identical
+    to an uninterrupted run.  $1000/h of delay keeps the replacement's
+    horizon (its bill against the 480 s of boot and setup it saves) far
+    beyond the test."""
+    d = daemon
+    envs = dict(ENVS, DEMO_STEPS="120")
+    want = reference(2, envs)
+    d.start()
+    jid = d.submit("name: early\nnum_nodes: 2\nresources:\n"
+                   "  accelerators: V100:1\n  use_spot: true\n"
+                   "setup: echo set up\n"
+                   "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
+                   "  deadline: 1000h\n  work: 10h\n  spares: 0\n"
+                   "  delay_cost_per_hour: 1000\n"
+                   % (TRAIN, "".join("  %s: \"%s\"\n" % kv
+                                     for kv in envs.items())))
+    j = wait_running(d, jid, 1, 20)
+    before = live_nodes(j)
+    n1 = before[1]["id"]
+    assert not [n for n in j["nodes"] if n["spare"]], j["nodes"]
+    os.makedirs(os.path.join(d.state, "rebalance"), exist_ok=True)
+    open(os.path.join(d.state, "rebalance", str(n1)), "w").close()
+    end = time.time() + 180
+    early = spare = None
+    while time.time() < end:
+        ev = d.events(jid)
+        early = [e for e in ev if e["type"] == "early_replacement"]
+        spare = [n for n in d.job(jid)["nodes"] if n["spare"] and
+                 n["state"] == "READY"]
+        if early and spare and any(e["type"] == "setup_done" and
+                                   e["node_id"] == spare[0]["id"]
+                                   for e in ev):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError((early, spare, d.log_tail()))
+    assert early[0]["data"]["for_node"] == n1 and \
+        early[0]["data"]["signal"] == "rebalance", early
+    s1 = spare[0]["id"]
+    os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
+    open(os.path.join(d.state, "interrupts", str(n1)), "w").close()
+    j, lines, text = finished(d, jid)
+    ev = d.events(jid)
+    kinds = [e["type"] for e in ev]
+    reb = [e for e in ev if e["type"] == "rebalance"]
+    notice = [e for e in ev if e["type"] in ("notice", "notice_ack")]
+    adopted = [e for e in ev if e["type"] == "spare_adopted"]
+    # recommendation -> replacement launched -> notice -> rank moved
+    assert reb and notice and reb[0]["seq"] < early[0]["seq"] < \
+        min(e["seq"] for e in notice), kinds
+    assert len(adopted) == 1 and adopted[0]["node_id"] == s1 and \
+        adopted[0]["data"]["rank"] == 1 and \
+        adopted[0]["data"]["setup_done"], adopted
+    assert kinds.count("placement") == 1, kinds
+    final = {n["id"]: n for n in j["nodes"]}
+    assert final[s1]["rank"] == 1 and final[s1]["adopted_at"], final[s1]
+    assert final[before[0]["id"]]["rank"] == 0, final
+    assert j["attempt"] == 2 and j["preemptions"] == 1, j
+    result = [ln["line"] for ln in lines if ln["line"].startswith("RESULT ")]
+    assert len(result) == 1, text[-4000:]
+    got = json.loads(result[0][len("RESULT "):])
+    assert got["hash"] == want and got["steps"] == 120 and \
+        got["world_size"] == 2, got
