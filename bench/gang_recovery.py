@@ -71,6 +71,13 @@ the gang trains, one of three recoveries:
              job has spotrun: {train_through_notice: true}; the gang
              trains on until the replacement is READY and set up, or
              the last safe moment (deadline less a quarter of the lead).
+  peer       spotrun restoring from a peer (issue 33, arm 6): the job
+             has spotrun: {peer_replicas: 1}; each rank's node holds the
+             previous rank's part of the newest step, and the noticed
+             rank's replacement reads its parts from the kept nodes
+             (python/spotrun/dist_peer.py) instead of the bucket; its
+             run prints where each part came from, and the arm fails
+             unless the replacement's came from a peer.
   rebuild_at_notice  last session's rebuild arm, kept as a second
              figure: spotrun with every node noticed at once - every
              rank takes its final checkpoint and gets a new node placed
@@ -115,8 +122,8 @@ divided by --time-scale (default 24: AWS's 120 s lead is 5 s here, as
 above).  --nodes sets the gang (default 2), --state-mb each rank's state
 (a rank-local Shard, train_gang.py's DEMO_STATE_MB), --ckpt-min the
 periodic checkpoint interval in cloud minutes (default 10).  Arms 1
-(`rebuild`), 2 (`kept`), 3 (`early`), 4 (`spare`) and 5 (`through`) run
-side by side (--arms to choose), and every figure is also
+(`rebuild`), 2 (`kept`), 3 (`early`), 4 (`spare`), 5 (`through`) and
+6 (`peer`) run side by side (--arms to choose), and every figure is also
 given in cloud seconds (x time scale), with the spread (min-max) of each
 arm.  `make bench` runs
 
@@ -179,8 +186,8 @@ spotrun:
   deadline: 480h
 %(spares)s"""
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
-# the arms a --timing run compares (the issue's arms 1-5)
-TIMED_ARMS = ("rebuild", "kept", "early", "spare", "through")
+# the arms a --timing run compares (the issue's arms 1-6)
+TIMED_ARMS = ("rebuild", "kept", "early", "spare", "through", "peer")
 
 
 class Setup:
@@ -434,6 +441,19 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
     if spare and after[1]["id"] != spare["id"]:
         raise OSError("%s: rank 1 went to node %s, not the spare %s" %
                       (mode, after[1]["id"], spare["id"]))
+    if mode == "peer":
+        # the replaced rank 1 read every part from a peer, not the bucket
+        # (its line follows its "resumed step=" one: a few looks)
+        for _ in range(100):
+            src = [ln["line"] for ln in lines if ln.get("attempt") == 2 and
+                   ln.get("rank") == 1 and
+                   ln.get("line", "").startswith("restored from: ")]
+            if src:
+                break
+            time.sleep(0.3)
+            lines = demo.run_json(env, "logs", str(jid))["lines"]
+        if not src or "store" in src[0] or "peer rank" not in src[0]:
+            raise OSError("peer: rank 1 restored %s" % (src,))
 
     def first(ev_type):
         t = [ts(e["ts"]) for e in events if e["type"] == ev_type and
@@ -545,7 +565,9 @@ def one(gang, build, mode, setup, phase, run):
                                spares="  spares: 1\n" if mode == "spare"
                                else "  spares: 0\n" if mode == "early"
                                else "  train_through_notice: true\n"
-                               if mode == "through" else ""))
+                               if mode == "through" else
+                               "  peer_replicas: 1\n" if mode == "peer"
+                               else ""))
         out = subprocess.run(["spotrun", "launch", "-y", "-d", "--json",
                               job_file, "--workdir", HERE], env=env,
                              check=True, stdout=subprocess.PIPE,
@@ -591,13 +613,14 @@ def spread(runs, name, scale):
     return "%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v))
 
 
-GOALS = {"kept": "", "early": "", "spare": "; goal <= 0.25 and <= 60 s",
+GOALS = {"kept": "", "early": "", "peer": "", "spare": "; goal <= 0.25 and <= 60 s",
          "through": "; goal: training lost <= 10 s"}
 LABELS = {"rebuild": "arm 1 SkyPilot rebuild",
           "kept": "arm 2 spotrun (kept)",
           "early": "arm 3 early signal",
           "spare": "arm 4 warm spare",
-          "through": "arm 5 train through"}
+          "through": "arm 5 train through",
+          "peer": "arm 6 peer restore"}
 
 
 def timed_report(args, setup, ph, med):
@@ -660,7 +683,8 @@ def main():
     p.add_argument("--arms", default=None,
                    help="with --timing: the arms, comma-separated (default "
                    "%s; rebuild always runs)" % ",".join(TIMED_ARMS))
-    p.add_argument("--arm", choices=ARMS + ("early", "spare", "through"),
+    p.add_argument("--arm", choices=ARMS + ("early", "spare", "through",
+                                           "peer"),
                    default=None,
                    help="run only this arm and print its phases (no ratio)")
     p.add_argument("--json", action="store_true")

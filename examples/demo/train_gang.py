@@ -181,6 +181,12 @@ def main():
         tr.load(st)
         print("resumed step=%d of %d (%s)" % (resumed, total, where),
               flush=True)
+        # where each part came from (spotrun: {peer_replicas: 1} with
+        # an object store: a peer's copy, else tier 2 or the store)
+        src = getattr(ckpt, "restore_sources", None)
+        if src:
+            print("restored from: %s" % ", ".join(
+                "%s=%s" % kv for kv in sorted(src.items())), flush=True)
     committed = resumed
     status.write(tr.step, committed, resumed, force=True)
     t_start = pace = time.monotonic()

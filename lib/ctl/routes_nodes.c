@@ -288,6 +288,12 @@ static void sky_of(json_t *spec, json_t *envs, struct sky_extra *x)
 	v = json_object_get(json_object_get(spec, "spotrun"), "sync_quiet_ms");
 	if (json_is_integer(v))
 		x->sync_quiet_ms = json_integer_value(v);
+	/* spotrun.peer_replicas: the workload's DistCheckpointer reads it
+	 * (python/spotrun/dist_peer.py) */
+	v = json_object_get(json_object_get(spec, "spotrun"), "peer_replicas");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		json_object_set_new(envs, "SPOTRUN_PEER_REPLICAS",
+				    json_sprintf("%d", (int)json_integer_value(v)));
 	acc = json_object_get(json_object_get(spec, "resources"), "accelerators");
 	if (json_is_array(acc))
 		acc = json_array_get(acc, 0);

@@ -28,6 +28,7 @@
 #define SR_LIMIT_ACCEL_COUNT_MAX 1024
 #define SR_LIMIT_MAX_RESTARTS_MAX 1000
 #define SR_LIMIT_SPARES_MAX 64      /* spotrun.spares */
+#define SR_LIMIT_PEER_REPLICAS_MAX 8 /* spotrun.peer_replicas */
 #define SR_LIMIT_YAML_DEPTH 64
 #define SR_LIMIT_JOB_BYTES 262144
 

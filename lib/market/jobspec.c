@@ -405,7 +405,7 @@ static const char *const spot_keys[] = {
 	"max_cost", "max_restarts", "network", "autostop", "provisioning",
 	"image_pull", "p_target", "team", "project", "cost_center", "spares",
 	"delay_cost_per_hour", "preempt_signal", "sync_quiet",
-	"train_through_notice", NULL
+	"train_through_notice", "peer_replicas", NULL
 };
 
 /* team/project/cost_center: a label value into out[JOBSPEC_LABEL_MAX]. */
@@ -454,6 +454,11 @@ static int spot_pair(struct ctx *c, const char *k, yaml_node_t *kn,
 		return want_money(c, vn, path, &js->delay_cost_per_h);
 	if (!strcmp(k, "train_through_notice"))
 		return want_bool(c, vn, path, &js->train_through_notice);
+	if (!strcmp(k, "peer_replicas")) {
+		c->peer_line = LINE(vn);
+		return want_int(c, vn, path, 0, SR_LIMIT_PEER_REPLICAS_MAX,
+				&js->peer_replicas);
+	}
 	if (!strcmp(k, "max_restarts"))
 		return want_int(c, vn, path, 0, SR_LIMIT_MAX_RESTARTS_MAX,
 				&js->max_restarts);
@@ -684,6 +689,16 @@ static void check_crit(struct ctx *c)
 	if (js->criticality == JOBSPEC_CRIT_BEST_EFFORT && js->use_spot == 0)
 		snprintf(msg, sizeof msg, "%s:%d: resources.use_spot: best-effort jobs run on spot only (line %d)",
 			 c->name, c->use_spot_line, c->crit_line);
+	if (msg[0])
+		push_raw(c, &c->d.errors, &c->d.n_errors, msg);
+	msg[0] = '\0';
+	if (js->peer_replicas > 0 && js->peer_replicas >= js->num_nodes)
+		snprintf(msg, sizeof msg, "%s:%d: spotrun.peer_replicas: %d copies need at least %d nodes (num_nodes is %d); a copy lives on another rank's node",
+			 c->name, c->peer_line, js->peer_replicas,
+			 js->peer_replicas + 1, js->num_nodes);
+	else if (js->peer_replicas > 0 && !js->ckpt_uri)
+		snprintf(msg, sizeof msg, "%s:%d: spotrun.peer_replicas: needs spotrun.checkpoint.uri (without an object store the nodes share one directory, which holds every part)",
+			 c->name, c->peer_line);
 	if (msg[0])
 		push_raw(c, &c->d.errors, &c->d.n_errors, msg);
 }

@@ -31,6 +31,9 @@
  *     train_through_notice: true    # a gang trains on after a notice until
  *                                   #  its replacement is ready or the last
  *                                   #  safe moment (default false)
+ *     peer_replicas: 1              # each rank keeps a copy of the previous
+ *                                   #  rank's checkpoint part (needs
+ *                                   #  checkpoint.uri; default 0)
  *     team: ml-research             # who pays (chargeback labels,
  *     project: llama                #  docs/finops.md "Teams"): letters,
  *     cost_center: CC-1234          #  digits and . _ - : / @ +, <= 63
@@ -208,6 +211,8 @@ struct jobspec {
 	sr_micros delay_cost_per_h; /* $/h of delay; -1: the job's own $/h */
 	int train_through_notice;   /* 1: train through the notice's lead
 				     * (docs/distributed.md); default 0 */
+	int peer_replicas;          /* copies of each rank's part on the next
+				     * ranks (docs/distributed.md); default 0 */
 	int max_restarts;           /* -1: no limit */
 	enum catalog_net network;   /* minimum tier; UNKNOWN = any */
 	int64_t autostop_ns;        /* 0: none */

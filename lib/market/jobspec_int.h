@@ -21,7 +21,7 @@ struct jobspec__ctx {
 	struct jobspec *js;
 	struct jobspec_diag d;      /* owned; handed over or freed at the end */
 	int oom;
-	int use_spot_line, crit_line;
+	int use_spot_line, crit_line, peer_line;
 	/* resources.cloud/region/zone and resources.infra, merged at the end */
 	struct jobspec_infra base;
 	int base_from;              /* 0 none, 1 infra, 2 cloud/region/zone */

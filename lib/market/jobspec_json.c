@@ -218,6 +218,9 @@ json_t *jobspec_to_json(const struct jobspec *js)
 				   json_integer(js->delay_cost_per_h));
 	bad |= json_object_set_new(sp, "train_through_notice",
 				   json_boolean(js->train_through_notice));
+	if (js->peer_replicas > 0)
+		bad |= json_object_set_new(sp, "peer_replicas",
+					   json_integer(js->peer_replicas));
 	bad |= json_object_set_new(sp, "network",
 				   json_string(js->network == CATALOG_NET_UNKNOWN ? "any"
 							: catalog_net_name(js->network)));
@@ -594,6 +597,7 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 		"network", "autostop_ns", "p_target", "provisioning_ns",
 		"image_pull_ns", "team", "project", "cost_center", "spares",
 		"delay_cost_per_hour_micros", "preempt_signal", "sync_quiet_ms",
+		"peer_replicas",
 		"train_through_notice", NULL
 	};
 	static const char *const ckeys[] = { "size_bytes", "interval_ns", "stall_ns",
@@ -675,6 +679,9 @@ static int read_spotrun(json_t *s, struct jobspec *js, struct sr_err *e)
 				"expected a boolean");
 	if (!rc)
 		js->train_through_notice = json_is_true(v); /* absent: off */
+	if (!rc)
+		rc = get_int(s, "peer_replicas", &js->peer_replicas, 0,
+			     SR_LIMIT_PEER_REPLICAS_MAX, "spotrun", e);
 	v = json_object_get(s, "network");
 	if (!rc && v && (!json_is_string(v) ||
 			 catalog_net_parse(json_string_value(v), &js->network)))

@@ -74,6 +74,7 @@ from . import _state
 from ._lib import CheckpointError
 from . import checkpoint as _ckpt
 from . import dist_final as _final
+from . import dist_peer as _peer
 from . import dist_remote as _remote
 from . import preemption as _preemption
 from .objects import ObjectStore
@@ -303,7 +304,7 @@ class DistCheckpointer:
 
     def __init__(self, dir, keep=2, rank=None, world_size=None,
                  commit_timeout=120.0, remote=None, local_dir=None,
-                 **engine_opts):
+                 peer_replicas=None, **engine_opts):
         if _ckpt._is_remote(dir):
             if remote is not None and str(remote) != str(dir):
                 raise ValueError("two object stores given: %s and %s"
@@ -338,6 +339,19 @@ class DistCheckpointer:
         if self.rank == 0:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
+        # peer copies (dist_peer.py): where the last restore read each
+        # part ("tier 2", "held", "peer rank N", "store")
+        self.restore_sources = {}
+        self._peers = None
+        k = _peer.replicas_from_env() if peer_replicas is None \
+            else int(peer_replicas)
+        if k > 0 and self.world_size > 1:
+            if self._rc is None:
+                log.info("%s: peer copies need an object store (remote=); "
+                         "a shared directory already holds every part",
+                         _peer.KEY)
+            else:
+                self._peers = _peer.Peers(self, k)
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
@@ -348,6 +362,10 @@ class DistCheckpointer:
         end = self._end()
         if self._abandoned:
             end = time.monotonic()   # nothing of those steps is kept
+        if self._peers is not None:
+            # the last step's copies, to and from the ranks around this one
+            self._peers.close(None if self._abandoned else self._last_step,
+                              end, min(end, self._peer_end()))
         if self._rc is not None:
             self._rc.close(max(0.0, end - time.monotonic()))
         # each engine's close waits for its newest step to be in the
@@ -547,6 +565,8 @@ class DistCheckpointer:
         if step in self._abandoned:
             return False   # it can never commit: no marker
         if self._rc is not None:
+            if self._peers is not None:
+                self._peers.push(step, self._named(engines))
             return self._rc.durable(step, self._named(engines), mine)
         sdir = self._step_dir(step)
         _mkdir_durable(sdir)
@@ -655,6 +675,8 @@ class DistCheckpointer:
             raise TypeError("restore() fills a dict (or list) in place, not "
                             "a %s" % type(state).__name__)
         lim = max_step
+        if self._peers is not None:
+            self._peers.meet()   # every rank: addresses and copies
         while True:
             found = self._restore_newest(state, lim)
             lo, hi = self._agree(found)
@@ -682,6 +704,7 @@ class DistCheckpointer:
         for s in self._committed():
             if lim is not None and s > lim:
                 continue
+            self.restore_sources = {}
             try:
                 self._restore_step(s, state)
             except _ckpt._lib.CheckpointError as exc:

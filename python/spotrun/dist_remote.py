@@ -408,13 +408,21 @@ class RemoteCommit:
         when it holds the manifest the record names, else from the store
         (whose manifest must be that one)."""
         local = os.path.join(self.o.dir, name)
+        src = self.o.restore_sources
         if want is not None and local_digest(local, step) == want:
             try:
                 if _ckpt.restore(local, holder, step=step) == step:
+                    src[name] = "tier 2"
                     return
             except _lib.CheckpointError as exc:
                 log.warning("%s step %d on this node unusable, reading the "
                             "store: %s", name, step, exc)
+        peers = self.o._peers   # a held copy or a peer's (dist_peer.py)
+        if peers is not None and want is not None:
+            got = peers.load(name, step, holder, want)
+            if got is not None:
+                src[name] = got
+                return
         data = self.store.get("%s/step-%08d/manifest.json" % (name, step))
         if data is None or (want is not None and digest(data) != want):
             raise _lib.CheckpointError(
@@ -423,6 +431,7 @@ class RemoteCommit:
         if _ckpt.restore(self.part_uri(name), holder, step=step) != step:
             raise _lib.CheckpointError(-_lib.ENOTFOUND, "%s step %d"
                                        % (self.part_uri(name), step))
+        src[name] = "store"
 
     def drop_after(self, lim, names):
         """Delete this rank's parts (`names`) and markers newer than lim

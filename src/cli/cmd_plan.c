@@ -14,6 +14,7 @@
 #include "clijob.h"
 #include "common/timeutil.h"
 #include "market/plan.h"
+#include "plan_peer.h"
 
 static void usage(void)
 {
@@ -158,6 +159,7 @@ static void print_table(const struct plan_result *r, const struct jobspec *js,
 	if (r->n_feasible == 0)
 		printf("no feasible placement%s\n", all ? "" : " (use --all to see why)");
 	print_spare(&r->spare);
+	plan_peer_print(r, js);
 	queue_lines(r);
 	if (nsrc[CATALOG_HAZARD_TRACE] + nsrc[CATALOG_HAZARD_TABLE] +
 	    nsrc[CATALOG_HAZARD_DEFAULT])
@@ -265,6 +267,8 @@ static int cmd_plan(int argc, char **argv)
 			rc = CLI_USAGE;
 		goto out;
 	}
+	if (plan_peer_check(&res, &js, file))
+		goto out;
 	if (json) {
 		json_t *doc = plan_to_json(&res, &js);
 		char *s;
@@ -272,6 +276,9 @@ static int cmd_plan(int argc, char **argv)
 		if (doc)
 			json_object_set_new(doc, "price_sources",
 					    prov_price_report_json(&rep));
+		if (doc && js.peer_replicas > 0)
+			json_object_set_new(doc, "peer_copies",
+					    plan_peer_json(&res, &js));
 		s = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 
 		json_decref(doc);

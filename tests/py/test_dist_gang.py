@@ -18,7 +18,15 @@ The job keeps a warm spare (spotrun: {spares: 1}, issue 33): a third
 node, booted and set up beside the gang, bound to no rank.  At each
 notice the noticed rank goes to the spare (no new node is booted for
 it), and the next pass launches the next spare; the spare's time is its
-own line of the job's cost.  Plain pass only (a minute of
+own line of the job's cost.
+
+The job's checkpoints go to a file:// object store with peer copies on
+(spotrun: {peer_replicas: 1}, issue 33 "restore from a peer"): at each
+recovery the replaced rank restores every part from the kept rank - its
+own part from the copy the kept node held, rank 0's replicated part from
+rank 0's disk or rank 1's copy - never from the store, and the kept
+rank from its own disk and held copy (tests/py/test_dist_peer.py has the
+fallbacks: copy missing, stale or corrupt).  Plain pass only (a minute of
 PyTorch; test_dist_env.py takes spotrund's master_addr path under ASan
 too)."""
 
@@ -42,6 +50,16 @@ pytestmark = pytest.mark.skipif(
 TRAIN = os.path.join(ROOT, "examples", "demo", "train_gang.py")
 ENVS = {"DEMO_STEPS": "240", "DEMO_HIDDEN": "32", "DEMO_STEP_MS": "25",
         "DEMO_CKPT_EVERY": "20"}
+
+
+# restore sources (DistCheckpointer.restore_sources) of each rank when
+# it was kept and when it was the replaced one
+WHERE = {
+    0: {"kept": "rank-00000=tier 2, replicated=tier 2",
+        "new": "rank-00000=peer rank 1, replicated=peer rank 1"},
+    1: {"kept": "rank-00001=tier 2, replicated=held",
+        "new": "rank-00001=peer rank 0, replicated=peer rank 0"},
+}
 
 
 def free_port():
@@ -124,7 +142,9 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
                    "setup: echo set up\n"
                    "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
                    "  deadline: 1000h\n  work: 10h\n  spares: 1\n"
-                   % (TRAIN, envs))
+                   "  peer_replicas: 1\n"
+                   "  checkpoint: {uri: \"file://%s/store\"}\n"
+                   % (TRAIN, envs, tmp_path))
     os.makedirs(os.path.join(d.state, "interrupts"), exist_ok=True)
     attempt, step = 1, 40
     recoveries = []
@@ -168,6 +188,12 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
         assert sorted(finals) == [0, 1] and len(set(finals.values())) == 1, \
             (att, text[-4000:])
         assert resumed == finals, (att, finals, resumed)
+        # where each rank read each part: the replaced rank from its peer
+        src = {ln["rank"]: ln["line"][len("restored from: "):]
+               for ln in lines if ln["attempt"] == att and
+               ln["line"].startswith("restored from: ")}
+        assert src == {healthy: WHERE[healthy]["kept"],
+                       victim: WHERE[victim]["new"]}, (att, src, text[-3000:])
     # a fresh rendezvous each attempt, shared by its ranks: 3 attempts,
     # 3 ports, at the master address spotrund sent (rank 0's node)
     meet = {(ln["attempt"], ln["rank"]): ln["line"].rsplit(" ", 1)[1][:-1]
