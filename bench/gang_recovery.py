@@ -452,7 +452,7 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
                 break
             time.sleep(0.3)
             lines = demo.run_json(env, "logs", str(jid))["lines"]
-        if not src or "store" in src[0] or "peer rank" not in src[0]:
+        if not src or "=store" in src[0] or "peer rank" not in src[0]:
             raise OSError("peer: rank 1 restored %s" % (src,))
 
     def first(ev_type):
