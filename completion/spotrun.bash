@@ -9,7 +9,7 @@ _spotrun()
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
     sub=${COMP_WORDS[2]}
-    local cmds="azure-emulator cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gce-emulator gpus lambda-emulator launch logs nodes plan sim status trace version"
+    local cmds="azure-emulator cancel catalog check ckpt cloud cost daemon dashboard ec2-emulator events gce-emulator gpus lambda-emulator launch logs nodes plan sim slurm status trace version"
     local common="--api --state-dir --json --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
@@ -86,6 +86,14 @@ _spotrun()
                 COMPREPLY=($(compgen -W "--lead $common" -- "$cur"))
             else
                 COMPREPLY=($(compgen -W "--for $common" -- "$cur"))
+            fi ;;
+        slurm)
+            if [[ $COMP_CWORD -eq 2 ]]; then
+                COMPREPLY=($(compgen -W "resume suspend resume-fail node --help" -- "$cur"))
+            elif [[ $sub == node ]]; then
+                COMPREPLY=($(compgen -W "--slurmd --bin --help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--token-file --accelerators --deadline --cluster --bin --slurmd --slurm-conf --spotrun --api --json --help" -- "$cur"))
             fi ;;
         sim)
             COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --json --help" -- "$cur")) ;;

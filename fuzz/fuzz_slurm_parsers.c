@@ -5,11 +5,16 @@
  * with a NUL-ended name, nodes >= idle >= 0, gpus >= 0, a time limit of
  * -1 (unlimited) or >= 0; a time parses to -1 or >= 0, or fails; a
  * queue job has nodes >= 1 and time left >= -1, and its wait is >= -1.
+ * Spot bursting's text (slurm_burst.c): every host name parsed passes
+ * slurm_burst_name_ok; a comment's deadline is > 0; a job has an id > 0,
+ * a limit >= -1 and NUL-ended fields; a node's need has a deadline of -1
+ * or > 0 and a work >= -1; a --deadline option parsed is >= 1 s.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/slurm/slurm_burst.h"
 #include "providers/slurm/slurm_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -50,6 +55,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (nq >= 0 && slurm__queue_wait(&pt, q, nq, 1, basis,
 						 sizeof basis) < -1)
 			abort();
+	}
+	{
+		static char names[8][SLURM_BURST_NAME_MAX];
+		struct slurm_burst_job j[4];
+		struct slurm_burst_deadline d;
+		struct slurm_burst_need need;
+		bool up, ours;
+		int nn = slurm_burst_parse_hostnames(s, names, 8, &e), nj;
+
+		for (int i = 0; i < nn; i++)
+			if (!slurm_burst_name_ok(names[i]))
+				abort();
+		if (slurm_burst_comment_deadline(s, &t, &e) == 1 && t <= 0)
+			abort();
+		nj = slurm_burst_parse_jobs(s, j, 4, &e);
+		if (nj > 4)
+			abort();
+		for (int i = 0; i < nj; i++)
+			if (j[i].id <= 0 || j[i].limit_s < -1 ||
+			    !memchr(j[i].comment, '\0', sizeof j[i].comment) ||
+			    !memchr(j[i].partition, '\0', sizeof j[i].partition))
+				abort();
+		if (nj >= 0 && slurm_burst_need_of(j, nj, NULL, 0, &need, &e) == 0 &&
+		    (need.deadline_s == 0 || need.deadline_s < -1 ||
+		     need.work_s < -1))
+			abort();
+		if (slurm_burst_parse_deadline_opt(s, &d, &e) == 0 && d.s < 1)
+			abort();
+		(void)slurm_burst_node_line(s, &up, &ours);
 	}
 	free(s);
 	return 0;

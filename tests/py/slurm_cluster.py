@@ -64,8 +64,15 @@ def _alive(pid):
 
 
 class SlurmCluster:
-    def __init__(self, nodes=2):
+    def __init__(self, nodes=2, cloud=0, power_lines=(), auth_extra=""):
         self.nodes = ["n%d" % (i + 1) for i in range(nodes)]
+        # State=CLOUD nodes b1..bK of partition `burst` (docs/slurm.md
+        # "Spot bursting"): no slurmd until Slurm's ResumeProgram starts
+        # one; power_lines are the power-saving lines of slurm.conf
+        self.cloud = ["b%d" % (i + 1) for i in range(cloud)]
+        self.power_lines = list(power_lines)
+        self.ports = {}
+        self.auth_extra = auth_extra  # more AuthInfo options ("cred_expire=5")
         self.dir = None
         self.procs = {}
         self.start_s = None
@@ -89,7 +96,8 @@ class SlurmCluster:
             "SlurmdPort=%d" % ports[1],
             "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", "CredType=cred/munge",
-            "AuthInfo=socket=%s/munge/sock" % d,
+            "AuthInfo=socket=%s/munge/sock%s" % (
+                d, "," + self.auth_extra if self.auth_extra else ""),
             "StateSaveLocation=%s/state" % d,
             "SlurmdSpoolDir=%s/spool/%%n" % d,
             "SlurmctldPidFile=%s/slurmctld.pid" % d,
@@ -114,6 +122,20 @@ class SlurmCluster:
             lines.append("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=localhost "
                          "Port=%d CPUs=%d RealMemory=1000 Gres=gpu:2 "
                          "State=UNKNOWN" % (n, ports[2 + i], CPUS))
+        for i, n in enumerate(self.nodes + self.cloud):
+            self.ports[n] = ports[2 + i]
+        for n in self.cloud:
+            lines.append("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=localhost "
+                         "Port=%d CPUs=%d RealMemory=1000 Gres=gpu:2 "
+                         "State=CLOUD" % (n, self.ports[n], CPUS))
+        if self.cloud:
+            # a power line replaces the base line of its key
+            keys = {l.split("=", 1)[0] for l in self.power_lines}
+            lines = [l for l in lines if l.split("=", 1)[0] not in keys]
+            lines += self.power_lines
+            lines += ["SuspendExcNodes=%s" % ",".join(self.nodes),
+                      "PartitionName=burst Nodes=%s MaxTime=60 State=UP"
+                      % ",".join(self.cloud)]
         all_nodes = ",".join(self.nodes)
         lines += [
             "PartitionName=low Nodes=%s Default=YES PriorityTier=1 "
@@ -181,15 +203,15 @@ class SlurmCluster:
         os.chmod(self.dir, 0o755)
         for d in ("munge", "state", "log", "spool"):
             os.mkdir(self.path(d))
-        for n in self.nodes:
+        for n in self.nodes + self.cloud:
             os.mkdir(self.path("spool", n))
         os.chmod(self.path("munge"), 0o711)
         self._write("munge/munge.key", os.urandom(1024).hex(), 0o400)
-        ports = _free_ports(2 + len(self.nodes))
+        ports = _free_ports(2 + len(self.nodes) + len(self.cloud))
         self._write("slurm.conf", self._conf(ports))
         self._write("gres.conf", "NodeName=%s Name=gpu File=/dev/zero\n"
                     "NodeName=%s Name=gpu File=/dev/full\n"
-                    % ((",".join(self.nodes),) * 2))
+                    % ((",".join(self.nodes + self.cloud),) * 2))
         self._write("cgroup.conf", "CgroupPlugin=cgroup/v1\n")
         m = self.path("munge")
         self._spawn("munged", [SBIN + "/munged", "-F", "-f",
@@ -213,7 +235,7 @@ class SlurmCluster:
                 if p.poll() is not None:
                     self._fail("%s exited with %d" % (name, p.returncode))
             st = self.node_states()
-            if len(st) == len(self.nodes) and all(v == "idle" for v in st.values()):
+            if all(st.get(n) == "idle" for n in self.nodes):
                 break
             if time.monotonic() > end:
                 self._fail("the nodes are not idle after %d s: %s" % (timeout, st))
@@ -241,9 +263,10 @@ class SlurmCluster:
 
     def _kill_stray_steps(self):
         """A slurmstepd outlives its slurmd (slurmd may restart under
-        running jobs): end every one this cluster's slurmd started, found
-        by the SLURM_CONF in its environment, with the job processes under
-        it, and wait for them to go."""
+        running jobs), and a cloud node's slurmd is started by spotrun, not
+        here: end every slurmd and slurmstepd of this cluster, found by the
+        SLURM_CONF in its environment, with the processes under them, and
+        wait for them to go."""
         if not self.dir:
             return
         mark = ("SLURM_CONF=" + self.path("slurm.conf")).encode() + b"\0"
@@ -255,7 +278,7 @@ class SlurmCluster:
                 with open("/proc/%s/stat" % pid) as f:
                     parent[int(pid)] = int(f.read().rsplit(") ", 1)[1].split()[1])
                 with open("/proc/%s/comm" % pid) as f:
-                    if f.read().strip() != "slurmstepd":
+                    if f.read().strip() not in ("slurmstepd", "slurmd"):
                         continue
                 with open("/proc/%s/environ" % pid, "rb") as f:
                     if mark in f.read() + b"\0":

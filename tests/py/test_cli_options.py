@@ -43,7 +43,9 @@ def completion(*words):
 
 # A command line up to where its options go (subcommands included).
 FORMS = {"ckpt": [("ckpt", "inspect"), ("ckpt", "bench"), ("ckpt", "bench-sync")], "trace": [("trace", "gen"), ("trace", "prior")],
-         "cloud": [("cloud", "preempt"), ("cloud", "outage")]}
+         "cloud": [("cloud", "preempt"), ("cloud", "outage")],
+         "slurm": [("slurm", "resume"), ("slurm", "suspend"),
+                   ("slurm", "resume-fail"), ("slurm", "node")]}
 
 
 def forms():
