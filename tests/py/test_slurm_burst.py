@@ -22,6 +22,14 @@ import pytest
 from slurm_cluster import SlurmCluster
 from test_ctl_crash import BUILD, ROOT, Daemon
 
+# ~45 s a run, 30 s of it Slurm 22.05's power-up (CONFIGURING until
+# slurmctld's 30 s periodic check): the plain pass only.  Under ASan it
+# passes with no report (54.7 s at load 16, issue 32's report); the
+# parsers run under ASan in tests/unit/test_slurm_burst.c, the options in
+# test_cli_options.py.
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SPOTRUN_CHECK_MODE") == "asan",
+    reason="a Slurm power-up takes 30 s: the plain pass runs it")
 DOC = os.path.join(ROOT, "docs", "slurm.md")
 STEPS = 20
 
