@@ -754,6 +754,13 @@ SPOTCKPT_API int spotckpt_progress_step(int64_t step, int64_t total_steps);
  * API calls it itself. */
 SPOTCKPT_API int spotckpt_progress_restored(int64_t step);
 
+/* The same, with where each part was read (a multi-rank restore, e.g.
+ * "rank-00001=peer rank 0, replicated=store"; at most 240 bytes kept):
+ * the agent reports it as the job's `restored` event.  -EINVAL on a
+ * negative step or a NULL text. */
+SPOTCKPT_API int spotckpt_progress_restored_from(int64_t step,
+						 const char *from);
+
 /* ---- misc ---------------------------------------------------------------- */
 /* Words for any code returned by this library.  Never NULL; static. */
 SPOTCKPT_API const char *spotckpt_strerror(int code);

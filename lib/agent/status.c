@@ -76,6 +76,16 @@ int status_parse(const char *buf, size_t len, const char *name,
 		snprintf(out->ckpt_error, sizeof out->ckpt_error, "%s",
 			 json_string_value(arr));
 	}
+	arr = json_object_get(j, "restored_from");
+	if (arr && !json_is_null(arr)) {
+		if (!json_is_string(arr)) {
+			rc = sr_err_set(e, -SR_EPARSE, "%s: restored_from: "
+					"expected a string", name);
+			goto out;
+		}
+		snprintf(out->restored_from, sizeof out->restored_from, "%s",
+			 json_string_value(arr));
+	}
 	arr = NULL;
 	arr = json_object_get(j, "stall_ms");
 	if (arr && !json_is_null(arr)) {

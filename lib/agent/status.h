@@ -41,6 +41,8 @@ struct status_info {
 	int64_t step, total_steps, ckpt_step, restored_step; /* -1 = absent */
 	int64_t saves;                    /* -1 = absent (status files) */
 	char ckpt_error[256];             /* "" = none (truncated) */
+	char restored_from[256];          /* where each part of the restore
+					   * was read; "" = not said */
 	int nstalls;                      /* new stalls in this read */
 	double stall_ms[STATUS_MAX_STALLS];
 };

@@ -19,6 +19,9 @@
  *    "ckpt_error": "...",   with tier 3, why uploads fail now   (optional)
  *    "restored_step": 1000, what this process restored, 0 for a fresh
  *                           start                               (optional)
+ *    "restored_from": "...", where each part of it was read (a multi-rank
+ *                           restore: "rank-00001=peer rank 0, ...")
+ *                                                               (optional)
  *    "saves": 7,            saves accepted so far
  *    "stall_ms": [..]}      the newest (<= CKPT_PROGRESS_STALLS) stalls,
  *                           oldest first: a reader that saw saves = k
@@ -55,6 +58,7 @@
 #define CKPT_PROGRESS_STALLS 16
 #define CKPT_PROGRESS_REMOTES 16 /* tier-3 engines a process reports on */
 #define CKPT_PROGRESS_ERR 240    /* bytes of an upload error reported */
+#define CKPT_PROGRESS_FROM 240   /* bytes of restored_from reported */
 #define STEP_EVERY_NS (1000 * INT64_C(1000000))
 
 /* One tier-3 engine's recovery point. */
@@ -67,6 +71,7 @@ struct remote {
 static struct {
 	pthread_mutex_t mu;
 	int64_t seq, step, total, committed, restored, saves;
+	char from[CKPT_PROGRESS_FROM + 1]; /* restored_from, "" none */
 	double stall_ms[CKPT_PROGRESS_STALLS]; /* ring, newest at saves-1 */
 	int64_t next_step_ns;   /* monotonic: the next step-only write */
 	bool dirty;             /* a step not written yet */
@@ -170,6 +175,11 @@ static int render(char *buf, size_t n)
 	}
 	if (!rc && P.restored >= 0)
 		rc = put(buf, n, &k, ",\"restored_step\":%" PRId64, P.restored);
+	if (!rc && P.from[0]) {
+		rc = put(buf, n, &k, ",\"restored_from\":");
+		if (!rc)
+			rc = put_str(buf, n, &k, P.from);
+	}
 	if (!rc)
 		rc = put(buf, n, &k, ",\"stall_ms\":[");
 	for (int64_t i = first; !rc && i < P.saves; i++)
@@ -306,16 +316,33 @@ void ckpt__progress_remote_end(const void *who, int failed)
 	pthread_mutex_unlock(&P.mu);
 }
 
-SPOTCKPT_API int spotckpt_progress_restored(int64_t step)
+/* The restore's report; from "" = not said (P.mu not held). */
+static void restored(int64_t step, const char *from)
 {
-	if (step < 0)
-		return ckpt__fail(-EINVAL, "progress_restored: negative step");
 	pthread_mutex_lock(&P.mu);
 	P.restored = step;
 	if (step > P.step)
 		P.step = step;
+	snprintf(P.from, sizeof P.from, "%s", from);
 	write_record();
 	pthread_mutex_unlock(&P.mu);
+}
+
+SPOTCKPT_API int spotckpt_progress_restored(int64_t step)
+{
+	if (step < 0)
+		return ckpt__fail(-EINVAL, "progress_restored: negative step");
+	restored(step, "");
+	return 0;
+}
+
+SPOTCKPT_API int spotckpt_progress_restored_from(int64_t step,
+						 const char *from)
+{
+	if (step < 0 || !from)
+		return ckpt__fail(-EINVAL, "progress_restored_from: negative "
+				  "step or no text");
+	restored(step, from);
 	return 0;
 }
 

@@ -327,8 +327,9 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	static const char *const types[] = { "notice", "checkpoint", "exit",
 					     "util", "setup_done", "log",
 					     "ckpt_error", "isolation",
-					     "rebalance", "sync", "file_mounts" };
-	static const char *const keys[11][9] = {
+					     "rebalance", "sync", "file_mounts",
+					     "restored" };
+	static const char *const keys[12][9] = {
 		{ "type", "action", "time", "source", NULL },
 		{ "type", "attempt", "step", "stall_ms", "final", "durable", NULL },
 		{ "type", "attempt", "exit_code", "signal", "cause", NULL },
@@ -340,6 +341,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		{ "type", "time", NULL },
 		{ "type", "attempt", "what", "round", "message", NULL },
 		{ "type", "message", NULL },
+		{ "type", "attempt", "step", "message", NULL },
 	};
 	const char *type = NULL, *s = NULL;
 	json_t *x;
@@ -356,7 +358,7 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 	rc = sr_json_get_str(o, "type", &type, ctx, e);
 	if (rc)
 		return rc;
-	t = pick(type, types, 11);
+	t = pick(type, types, 12);
 	if (t < 0)
 		return sr_err_set(e, -SR_EPARSE, "%s: type: unknown event type "
 				  "'%.32s'", ctx, type);
@@ -438,6 +440,12 @@ static int parse_event(json_t *o, struct api_event *ev, const char *ctx,
 		if (!rc)
 			rc = get_util(o, "gpu_util", &ev->gpu_util, ctx, e);
 		return rc;
+	case EV_RESTORED:
+		/* where a multi-rank restore read each part (peer copies) */
+		rc = get_nonneg(o, "step", &ev->step, ctx, e);
+		if (rc)
+			return rc;
+		goto message;
 	case EV_SYNC:
 		rc = sr_json_get_str(o, "what", &ev->what, ctx, e);
 		if (!rc && strcmp(ev->what, "restored") && strcmp(ev->what, "copied")

@@ -718,6 +718,17 @@ static int apply_event(struct ctl *c, struct store *db,
 				      sim, d, msg, e);
 		break;
 	}
+	case EV_RESTORED:
+		/* where each part of a multi-rank restore came from (a peer's
+		 * copy, this node's disk, the store: docs/distributed.md) */
+		d = json_pack("{s:I,s:I,s:I,s:s}", "attempt",
+			      (json_int_t)ev->attempt, "rank", (json_int_t)n->rank,
+			      "step", (json_int_t)ev->step, "from", ev->message);
+		snprintf(msg, sizeof msg, "rank %d restored step %" PRId64
+			 ": %.400s", (int)n->rank, ev->step, ev->message);
+		rc = ctl_event_append(db, n->job, "restored", NULL, NULL, n->id,
+				      now, sim, d, msg, e);
+		break;
 	case EV_SETUP_DONE:
 		d = json_pack("{s:o}", "exit_code", ev->exit_code == INT64_MIN ?
 			      json_null() : json_integer(ev->exit_code));

@@ -161,6 +161,7 @@ _PROTOS = {
     "spotckpt_abi_version": (_i32, []),
     "spotckpt_progress_step": (_c.c_int, [_i64, _i64]),
     "spotckpt_progress_restored": (_c.c_int, [_i64]),
+    "spotckpt_progress_restored_from": (_c.c_int, [_i64, _c.c_char_p]),
     "spotckpt_cuda_available": (_i32, []),
 }
 

@@ -464,10 +464,17 @@ class Checkpointer:
             return got
 
 
-def report_restored(step):
+def report_restored(step, sources=None):
     """Tell the node agent what this process resumed from (None: a fresh
-    start, reported as step 0); see spotckpt_progress_restored."""
-    _lib.lib().spotckpt_progress_restored(0 if step is None else int(step))
+    start, reported as step 0); see spotckpt_progress_restored.  sources:
+    {part: where it was read} of a multi-rank restore, reported as the
+    job's `restored` event."""
+    step = 0 if step is None else int(step)
+    if sources:
+        _lib.lib().spotckpt_progress_restored_from(step, ", ".join(
+            "%s=%s" % kv for kv in sorted(sources.items())).encode())
+        return
+    _lib.lib().spotckpt_progress_restored(step)
 
 
 def _newest(src, max_step):

@@ -696,7 +696,8 @@ class DistCheckpointer:
             # marker left by an earlier run is gone before a new one of
             # the same step can be counted
             self._agree(found)
-        _ckpt.report_restored(found)
+        _ckpt.report_restored(found, self.restore_sources
+                              if found is not None else None)
         return found
 
     def _restore_newest(self, state, lim):

@@ -254,6 +254,7 @@ struct agent {
 	int64_t ckpt_at_ns;        /* when last_status.ckpt_step was first
 				      seen (Unix ns), 0 unknown */
 	char ckpt_error_sent[256];     /* last tier-3 failure reported */
+	int restored_sent;             /* this attempt's `restored` event */
 	struct ckscan_tier3 rp;        /* the engine's recovery point (tier 3) */
 	int behind_sent;               /* the lag was reported, not cleared */
 	json_t *events; /* pending report events other than workload logs */

@@ -39,6 +39,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		ag->last_status.total_steps = -1;
 		ag->last_status.ckpt_step = -1;
 		ag->last_status.restored_step = -1;
+		ag->restored_sent = 0;
 		ag->ckpt_at_ns = 0;
 		stepstat_reset(&ag->steps);
 		ag->w_attempt = attempt;
@@ -215,6 +216,19 @@ static int read_progress(struct agent *ag, struct status_info *out,
 		out->restored_step = p.restored_step;
 	if (!out->ckpt_error[0])
 		memcpy(out->ckpt_error, p.ckpt_error, sizeof out->ckpt_error);
+	if (!out->restored_from[0])
+		memcpy(out->restored_from, p.restored_from,
+		       sizeof out->restored_from);
+	/* where a multi-rank restore read each part (peer copies, issue
+	 * 33): the job's `restored` event, once per attempt */
+	if (out->restored_from[0] && out->restored_step >= 0 &&
+	    !ag->restored_sent) {
+		ag->restored_sent = 1;
+		agent__push(ag, json_pack("{s:s, s:i, s:I, s:s}", "type",
+					  "restored", "attempt", ag->w_attempt,
+					  "step", (json_int_t)out->restored_step,
+					  "message", out->restored_from), 1);
+	}
 	if (!ag->st.stalls_seen) {
 		out->nstalls = p.nstalls;
 		memcpy(out->stall_ms, p.stall_ms, sizeof out->stall_ms);

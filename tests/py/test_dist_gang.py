@@ -194,6 +194,10 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
                ln["line"].startswith("restored from: ")}
         assert src == {healthy: WHERE[healthy]["kept"],
                        victim: WHERE[victim]["new"]}, (att, src, text[-3000:])
+        # and the same as the job's `restored` events, one per rank
+        got = {e["data"]["rank"]: e["data"]["from"] for e in events
+               if e["type"] == "restored" and e["data"]["attempt"] == att}
+        assert got == src, (att, got, src)
     # a fresh rendezvous each attempt, shared by its ranks: 3 attempts,
     # 3 ports, at the master address spotrund sent (rank 0's node)
     meet = {(ln["attempt"], ln["rank"]): ln["line"].rsplit(" ", 1)[1][:-1]

@@ -277,6 +277,16 @@ static void test_progress_report(void **state)
 	assert_int_equal(si.total_steps, 1000);
 	assert_int_equal(si.nstalls, 0);
 	assert_true(spotckpt_progress_step(-1, 0) < 0);
+	/* a multi-rank restore says where each part came from (peer copies),
+	 * escaped as JSON; the agent's `restored` event carries it */
+	assert_string_equal(si.restored_from, "");
+	assert_int_equal(spotckpt_progress_restored_from(
+				 80, "rank-00001=peer rank 0, \"q\""), 0);
+	assert_int_equal(status_read(&r, &si, NULL), 1);
+	assert_int_equal(si.restored_step, 80);
+	assert_string_equal(si.restored_from, "rank-00001=peer rank 0, \"q\"");
+	assert_true(spotckpt_progress_restored_from(-1, "x") < 0);
+	assert_true(spotckpt_progress_restored_from(1, NULL) < 0);
 	unsetenv("SPOTRUN_PROGRESS_FILE");
 }
 
