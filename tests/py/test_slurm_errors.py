@@ -93,16 +93,21 @@ def test_sbatch_refusal_fails_the_job_clearly(tmp_path, slurm, no_preload):
 
 
 def test_time_limit_above_partition_max_fails_clearly(tmp_path, slurm, no_preload):
-    d = daemon(tmp_path, slurm, time="2h")   # low's MaxTime is 60 min
+    d = daemon(tmp_path, slurm, time="30m")   # low's MaxTime is 60 min
     try:
         d.start()
+        # lowered while spotrund runs: its market view still says 60 min,
+        # the launch reads MaxTime anew (Slurm would queue the job for
+        # ever, reason PartitionTimeLimit)
+        slurm.run("scontrol", "update", "PartitionName=low", "MaxTime=10")
         jid = d.submit(shell_job("too-long"))
         j = d.wait([jid], 60)[0]
         assert j["state"] == "FAILED", j
-        assert ("providers.slurm.time: 7200 s is more than partition low's "
-                "MaxTime (3600 s)") in j["message"], j["message"]
+        assert ("providers.slurm.time: 1800 s is more than partition low's "
+                "MaxTime (600 s)") in j["message"], j["message"]
         assert of_cluster(slurm, d) == []
     finally:
+        slurm.run("scontrol", "update", "PartitionName=low", "MaxTime=60")
         d.stop()
 
 

@@ -63,6 +63,9 @@ static void test_comment_deadline(void **state)
 	assert_non_null(strstr(e.msg, "deadline=soon"));
 	assert_int_equal(slurm_burst_comment_deadline("deadline=0s", &s, &e),
 			 -EINVAL);
+	/* under a second (found by fuzz_slurm_parsers) */
+	assert_int_equal(slurm_burst_comment_deadline("deadline=099ms", &s, &e),
+			 -EINVAL);
 }
 
 static void test_jobs_and_need(void **state)

@@ -80,11 +80,11 @@ int slurm_burst_comment_deadline(const char *comment, int64_t *out_s,
 						  "a value of %zu bytes", vl);
 			memcpy(v, p + sizeof key - 1, vl);
 			v[vl] = '\0';
-			if (sr_dur_parse(v, &ns, e) < 0 || ns <= 0) {
+			if (sr_dur_parse(v, &ns, e) < 0 || ns < 1000000000) {
 				sr_err_clear(e);
 				return sr_err_set(e, -EINVAL, "comment: deadline=%s: "
-						  "not a duration like 90m, 12h "
-						  "or 2d", v);
+						  "not a duration of 1s or more "
+						  "like 90m, 12h or 2d", v);
 			}
 			*out_s = ns / 1000000000;
 			return 1;

@@ -224,6 +224,26 @@ static void kv_put(const char **env, char (*kv)[KV_MAX], int *e,
 	(*e)++;
 }
 
+/* The partition's MaxTime now (`sinfo -h -p PART -o %l`), not the market
+ * view's (up to a minute old: a MaxTime lowered since would leave the job
+ * PENDING for ever); `cached` when sinfo fails (sbatch will say why). */
+static int64_t max_time_now(struct slurm_prov *p, const char *part,
+			    int64_t cached)
+{
+	const char *argv[] = { "sinfo", "-h", "-p", part, "-o", "%l", NULL };
+	struct cloud_error ce = { 0 };
+	char *out = NULL;
+	int64_t s = cached;
+
+	if (slurm__run(p, argv, NULL, &out, &ce) == 0) {
+		out[strcspn(out, "\n")] = '\0';
+		if (slurm__parse_time(out, &s) < 0)
+			s = cached;
+	}
+	free(out);
+	return s;
+}
+
 /* One Slurm job for the launches m[0..k) (by index; one node each), in
  * m[0]'s partition, named m[0]->key: *id its job id. */
 static int submit(struct cloud_req *const *m, int k, long long *id,
@@ -244,6 +264,8 @@ static int submit(struct cloud_req *const *m, int k, long long *id,
 			max_s = p->parts[i].max_time_s;
 	}
 	pthread_mutex_unlock(&p->mu);
+	if (p->time_s > 0)
+		max_s = max_time_now(p, r->part, max_s);
 	/* Slurm would queue it for ever (reason PartitionTimeLimit) */
 	if (p->time_s > 0 && max_s >= 0 && p->time_s > max_s)
 		return cloud_err_set(err, CLOUD_EINVALID, NULL, "providers.slurm."
