@@ -347,19 +347,21 @@ static int run(const char *sub, int argc, char **argv)
 	}
 	/* Slurm's commands are not ours: no sanitizer runtime for them */
 	unsetenv("LD_PRELOAD");
+	if (open_client(&b))
+		return CLI_FAIL;
 	av[3] = p.operand[0];
 	if (slurmcli_run(b.bin, av, &out, why, sizeof why)) {
 		fprintf(stderr, "spotrun slurm: %s: %s\n", sub, why);
+		ctlcli_close(&b.o);
 		return CLI_FAIL;
 	}
 	n = slurm_burst_parse_hostnames(out, names, SLURM_BURST_NODES_MAX, &e);
 	free(out);
 	if (n < 0) {
 		fprintf(stderr, "spotrun slurm: %s %s: %s\n", sub, p.operand[0], e.msg);
+		ctlcli_close(&b.o);
 		return CLI_FAIL;
 	}
-	if (open_client(&b))
-		return CLI_FAIL;
 	doc = json_pack("{s:s, s:[]}", "action", sub, "nodes");
 	arr = json_object_get(doc, "nodes");
 	for (int i = 0; arr && i < n; i++) {

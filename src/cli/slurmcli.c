@@ -4,6 +4,7 @@
  */
 #include "slurmcli.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,14 @@ int slurmcli_run(const char *bin, const char *const *argv, char **out,
 		goto out;
 	}
 	if (status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		size_t cmd = strlen(argv[0]);
+		bool named;
+
 		sr_proc_first_line(errbuf[0] ? errbuf : buf, line, sizeof line);
-		snprintf(why, cap, "%s: %s", argv[0],
-			 line[0] ? line : "failed with no message");
+		/* Slurm's lines name the command already ("scontrol: error:") */
+		named = !strncmp(line, argv[0], cmd) && line[cmd] == ':';
+		snprintf(why, cap, "%s%s%s", named ? "" : argv[0],
+			 named ? "" : ": ", line[0] ? line : "failed with no message");
 		goto out;
 	}
 	*out = buf;
