@@ -33,6 +33,8 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -40,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -294,6 +297,11 @@ static size_t on_read(char *p, size_t sz, size_t nm, void *ud)
 		x->sent += want;
 		return want;
 	}
+	if (rq->body_pace) {
+		rq->body_pace(rq->body_pace_ud);
+		if (cancelled(x->o))
+			return CURL_READFUNC_ABORT;
+	}
 	got = pread(rq->body_fd, p, want, (off_t)(rq->body_off + x->sent));
 	if (got <= 0) {
 		x->read_failed = true;
@@ -324,6 +332,23 @@ static int on_prereq(void *ud, char *rip, char *lip, int rport, int lport)
 		return CURL_PREREQFUNC_ABORT;
 	}
 	return CURL_PREREQFUNC_OK;
+}
+
+/* A paced body's socket keeps at most PACE_UNSENT bytes it has not sent
+ * yet (TCP_NOTSENT_LOWAT; the congestion window is not limited), so that
+ * once body_pace holds the body, what still goes out is that much per
+ * request rather than the whole autotuned send buffer (~3 MiB each on
+ * loopback, measured).  Best effort: an older kernel keeps its default. */
+#define PACE_UNSENT (256 << 10)
+
+static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	int v = PACE_UNSENT;
+
+	(void)ud;
+	if (purpose == CURLSOCKTYPE_IPCXN)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof v);
+	return CURL_SOCKOPT_OK;
 }
 
 /* Time limit of the next attempt in ms (0 = none). */
@@ -402,6 +427,9 @@ static CURLcode attempt(struct xfer *x, struct curl_slist *hdrs,
 			curl_easy_setopt(c, CURLOPT_READDATA, x);
 			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
 					 (curl_off_t)rq->body_len);
+			if (rq->body_from_fd && rq->body_pace)
+				curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION,
+						 on_sockopt);
 		}
 	}
 	cc = curl_easy_perform(c);

@@ -11,7 +11,8 @@
  *               a fresh token), so a retry after a long backoff is still
  *               valid.  Fixed headers go in `headers`.
  *   BODIES      from memory, or `body_len` bytes of a file from an offset
- *               (re-read from that offset by every attempt).
+ *               (re-read from that offset by every attempt; a file
+ *               body may be paced: body_pace).
  *   RESPONSES   a growing buffer (up to opts.max_body), or - for a 2xx -
  *               a fixed buffer / a sink expecting exactly dst_len bytes:
  *               a shorter body is a transport error (retried), and every
@@ -120,6 +121,18 @@ struct sr_http_req {
 	bool body_from_fd;          /* body: body_len bytes of body_fd ... */
 	int body_fd;
 	uint64_t body_off;          /* ... from this offset */
+	void (*body_pace)(void *ud);/* a file body: called before each read
+				       of it (curl's buffer, 64 KiB) and may
+				       block to hold the body back (a
+				       bucket mount's upload pauses while
+				       the training writes).  The caller
+				       bounds each call well under a
+				       server's idle limit (S3: ~20 s) and
+				       a cancel is seen only after it
+				       returns.  Its socket keeps at most
+				       256 KiB unsent, so a hold stops
+				       the wire that soon; NULL none */
+	void *body_pace_ud;
 	void *dst;                  /* 2xx body into dst, exactly dst_len */
 	sr_http_sink_fn sink;       /* or to sink, exactly dst_len bytes */
 	void *sink_ud;

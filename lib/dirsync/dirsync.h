@@ -131,6 +131,12 @@ void dirsync_watch_stop(struct dirsync_watch *w); /* NULL-safe */
 void dirsync_watch_hold(struct dirsync_watch *w, int open);
 /* An objstore_gate_fn; ud = the watch (NULL: never blocks). */
 void dirsync_watch_gate(void *ud);
+/* The same wait, at most DIRSYNC_PACE_MAX_NS a call: the objstore pace
+ * of the bodies already on the wire (objstore_set_pace). */
+#define DIRSYNC_PACE_MAX_NS (5 * 1000000000LL)
+void dirsync_watch_pace(void *ud);
+/* Test hook: the bound of one pace call (DIRSYNC_PACE_MAX_NS). */
+extern int64_t dirsync__pace_max_ns;
 /* The gates' total wait so far (ns). */
 int64_t dirsync_watch_yielded_ns(const struct dirsync_watch *w);
 /* CLOCK_MONOTONIC of the last write seen, 0 none (for tests: once it
@@ -160,8 +166,10 @@ int dirsync_open(const struct dirsync_opts *o, struct dirsync **out,
 void dirsync_close(struct dirsync *d); /* NULL-safe */
 struct objstore *dirsync_store(struct dirsync *d);
 /* gate(ud) is called before each upload part and hash block of the
- * rounds from now on (it may block: dirsync_watch_gate); NULL none. */
-void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate, void *ud);
+ * rounds from now on (it may block: dirsync_watch_gate), pace(ud) before
+ * each 64 KiB of an upload's body (dirsync_watch_pace); NULL none. */
+void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate,
+		      objstore_gate_fn pace, void *ud);
 void dirsync_stats(const struct dirsync *d, struct dirsync_stats *out);
 /* One round: scan, upload the stable files that changed, commit a new
  * manifest when the directory differs from the last round.  quiet_ns < 0

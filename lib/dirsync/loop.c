@@ -219,7 +219,8 @@ int dirsync_loop(const struct dirsync_loop_opts *o, struct sr_err *e)
 			emit(o->events, json_pack("{s:s, s:s}", "event",
 						  "warning", "message", we.msg));
 		if (w)
-			dirsync_set_gate(d, dirsync_watch_gate, w);
+			dirsync_set_gate(d, dirsync_watch_gate,
+					 dirsync_watch_pace, w);
 	}
 	for (;;) {
 		int64_t now = sr_time_mono_ns(), r;

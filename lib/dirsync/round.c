@@ -179,11 +179,13 @@ struct objstore *dirsync_store(struct dirsync *d)
 	return d->s;
 }
 
-void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate, void *ud)
+void dirsync_set_gate(struct dirsync *d, objstore_gate_fn gate,
+		      objstore_gate_fn pace, void *ud)
 {
 	d->gate = gate;
 	d->gate_ud = ud;
 	objstore_set_gate(d->s, gate, ud);
+	objstore_set_pace(d->s, pace, ud);
 }
 
 void dirsync_stats(const struct dirsync *d, struct dirsync_stats *out)

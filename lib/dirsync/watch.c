@@ -24,6 +24,16 @@
  *   held (dirsync_watch_hold: the final round, a round the workload
  *   asked for) --> the gate never blocks
  *
+ * The gate holds back the next part or hash block; the parts already on
+ * the wire (8 x 16 MiB) would still go on beside the save, and the
+ * store's work receiving them with it (s3rver on the same 2 vCPUs: ~1
+ * CPU-s, the slow saves in docs/benchmarks.md "sync-stall").  So the
+ * bodies on the wire pause too: dirsync_watch_pace() is the same wait,
+ * called before every 64 KiB of a part's body (objstore_set_pace), each
+ * call at most DIRSYNC_PACE_MAX_NS so that a request is never idle long
+ * enough for a store to end it (S3: ~20 s); a longer save gets a 64 KiB
+ * trickle per part every DIRSYNC_PACE_MAX_NS.
+ *
  * A directory created (or moved in) while watched gets its watches when
  * its event is read; an event-queue overflow counts as a write and
  * re-walks the tree.  Names starting with ".spotrun-" are ignored (the
@@ -243,9 +253,10 @@ int64_t dirsync_watch_last_ns(const struct dirsync_watch *w)
 	return w ? atomic_load(&w->last_ns) : 0;
 }
 
-void dirsync_watch_gate(void *ud)
+/* Block while the workload writes (the state diagram above); cap_ns > 0
+ * bounds this one wait. */
+static void wait_quiet(struct dirsync_watch *w, int64_t cap_ns)
 {
-	struct dirsync_watch *w = ud;
 	int64_t t0 = 0, now = 0;
 
 	if (!w)
@@ -255,7 +266,8 @@ void dirsync_watch_gate(void *ud)
 
 		now = sr_time_mono_ns();
 		if (atomic_load(&w->hold) || !last || now - last >= w->quiet_ns ||
-		    now - atomic_load(&w->stretch_ns) >= w->max_ns)
+		    now - atomic_load(&w->stretch_ns) >= w->max_ns ||
+		    (t0 && cap_ns > 0 && now - t0 >= cap_ns))
 			break;
 		if (!t0)
 			t0 = now;
@@ -263,4 +275,16 @@ void dirsync_watch_gate(void *ud)
 	}
 	if (t0)
 		atomic_fetch_add(&w->yielded_ns, now - t0);
+}
+
+void dirsync_watch_gate(void *ud)
+{
+	wait_quiet(ud, 0);
+}
+
+int64_t dirsync__pace_max_ns = DIRSYNC_PACE_MAX_NS;
+
+void dirsync_watch_pace(void *ud)
+{
+	wait_quiet(ud, dirsync__pace_max_ns);
 }

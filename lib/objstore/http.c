@@ -99,6 +99,8 @@ int os_http(struct objstore *s, const struct os_req *rq, struct os_resp *resp,
 		.body_from_fd = rq->body_fd >= 0, .body_fd = rq->body_fd,
 		.body_off = rq->body_off, .dst = rq->dst, .sink = rq->sink,
 		.sink_ud = rq->sink_ud, .dst_len = rq->dst_len,
+		.body_pace = rq->body_fd >= 0 ? s->pace : NULL,
+		.body_pace_ud = s->pace_ud,
 	};
 	int rc;
 

@@ -135,10 +135,18 @@ void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns);
  * store join the parts) and may block, to hold the upload back
  * while something more urgent runs (a bucket mount's syncer yields to the
  * training writing its checkpoint, lib/dirsync/watch.c).  The caller
- * bounds how long fn blocks; a request already sent is not held.  fn
- * NULL: no gate.  Set it before the transfers start. */
+ * bounds how long fn blocks; a request already sent is held only by a
+ * pace (objstore_set_pace).  fn NULL: no gate.  Set it before the
+ * transfers start. */
 typedef void (*objstore_gate_fn)(void *ud);
 void objstore_set_gate(struct objstore *s, objstore_gate_fn fn, void *ud);
+/* A pace: fn(ud) is called before each read of a body streamed from a
+ * file (an upload's part or whole object, every 64 KiB) and may block,
+ * to hold back the parts already on the wire too (a gate holds only the
+ * next one).  fn must bound each call well under the store's idle limit
+ * (S3 ends a request idle for ~20 s); a cancel is seen once it returns.
+ * NULL: none.  Set it before the transfers start. */
+void objstore_set_pace(struct objstore *s, objstore_gate_fn fn, void *ud);
 
 /* Whether rc (of objstore_open or a request) means the store refused the
  * configuration - -EACCES credentials missing or refused, -SR_ENOTFOUND

@@ -35,6 +35,8 @@ struct objstore {
 	_Atomic int64_t deadline_ns; /* objstore_set_deadline(); 0 = none */
 	objstore_gate_fn gate;  /* objstore_set_gate(); NULL = none */
 	void *gate_ud;
+	objstore_gate_fn pace;  /* objstore_set_pace(); NULL = none */
+	void *pace_ud;
 	void *impl;           /* backend state, freed by ops->free_impl */
 };
 

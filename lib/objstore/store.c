@@ -292,6 +292,12 @@ void objstore_set_gate(struct objstore *s, objstore_gate_fn fn, void *ud)
 	s->gate_ud = ud;
 }
 
+void objstore_set_pace(struct objstore *s, objstore_gate_fn fn, void *ud)
+{
+	s->pace = fn;
+	s->pace_ud = ud;
+}
+
 void objstore_set_deadline(struct objstore *s, int64_t deadline_mono_ns)
 {
 	atomic_store(&s->deadline_ns, deadline_mono_ns);

@@ -3,9 +3,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/http.h"
@@ -636,6 +638,106 @@ static void test_fd_body_sink_and_short_answer(void **state)
 	}
 }
 
+/* A file body is paced: body_pace runs before every read of it, and
+ * while it blocks nothing more of the body goes out (the server has not
+ * got the request); released, the whole body arrives intact. */
+struct pace {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int calls, held, released;
+};
+
+static void pace_fn(void *ud)
+{
+	struct pace *p = ud;
+
+	pthread_mutex_lock(&p->mu);
+	p->calls++;
+	p->held = 1;
+	pthread_cond_broadcast(&p->cv);
+	while (!p->released)
+		pthread_cond_wait(&p->cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+struct paced_put {
+	struct fx *f;
+	struct sr_http_req rq;
+	int rc;
+};
+
+static void *paced_put_thread(void *arg)
+{
+	struct paced_put *pp = arg;
+	struct sr_http_resp r;
+
+	pp->rc = sr_http_do(&pp->rq, &pp->f->o, &r, NULL);
+	if (pp->rc == 0 && r.status != 200)
+		pp->rc = -1;
+	sr_http_resp_free(&r);
+	return NULL;
+}
+
+static void test_fd_body_paced(void **state)
+{
+	struct fx *f = *state;
+	enum { LEN = 1 << 20 };
+	char path[] = "/tmp/spotrun-http-XXXXXX";
+	char *data = malloc(LEN);
+	int fd = mkstemp(path);
+	struct pace p = { .calls = 0 };
+	struct paced_put pp = { .f = f };
+	const struct sr_testsrv_req *q;
+	pthread_t th;
+
+	assert_non_null(data);
+	assert_true(fd >= 0);
+	unlink(path);
+	for (size_t i = 0; i < LEN; i++)
+		data[i] = (char)(i * 7 + i / 4096);
+	assert_int_equal(write(fd, data, LEN), LEN);
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	sr_testsrv_reply(f->srv, "PUT", "/paced", 200, NULL, "", 0);
+	pp.rq = (struct sr_http_req){
+		.method = "PUT", .url = url(f, "/paced"), .body_from_fd = true,
+		.body_fd = fd, .body_len = LEN, .body_pace = pace_fn,
+		.body_pace_ud = &p,
+	};
+	assert_int_equal(pthread_create(&th, NULL, paced_put_thread, &pp), 0);
+	pthread_mutex_lock(&p.mu);
+	while (!p.held)
+		pthread_cond_wait(&p.cv, &p.mu);
+	pthread_mutex_unlock(&p.mu);
+	/* held before its first read: a while later, still nothing */
+	nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	assert_int_equal(sr_testsrv_nreq(f->srv), 0);
+	pthread_mutex_lock(&p.mu);
+	p.released = 1;
+	pthread_cond_broadcast(&p.cv);
+	pthread_mutex_unlock(&p.mu);
+	pthread_join(th, NULL);
+	assert_int_equal(pp.rc, 0);
+	q = sr_testsrv_req(f->srv, 0);
+	assert_non_null(q);
+	assert_int_equal(q->body_len, LEN);
+	assert_memory_equal(q->body, data, LEN);
+	/* one call per read: a 1 MiB body takes more than one */
+	assert_true(p.calls > 1);
+	/* a memory body is not paced */
+	p.calls = 0;
+	sr_testsrv_reply(f->srv, "PUT", "/paced", 200, NULL, "", 0);
+	pp.rq.body_from_fd = false;
+	pp.rq.body = data;
+	paced_put_thread(&pp);
+	assert_int_equal(pp.rc, 0);
+	assert_int_equal(p.calls, 0);
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
+	close(fd);
+	free(data);
+}
+
 static void test_cancelled(void **state)
 {
 	struct fx *f = *state;
@@ -670,6 +772,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deadline_bounds_retries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resign_each_attempt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fd_body_sink_and_short_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_body_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancelled, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,7 @@ static void seen_after(struct dirsync_watch *w, int64_t since)
 
 struct gate_arg {
 	struct dirsync_watch *w;
+	void (*wait)(void *ud);  /* NULL: dirsync_watch_gate */
 	atomic_int done;
 };
 
@@ -72,7 +73,7 @@ static void *gate_thread(void *p)
 {
 	struct gate_arg *g = p;
 
-	dirsync_watch_gate(g->w);
+	(g->wait ? g->wait : dirsync_watch_gate)(g->w);
 	atomic_store(&g->done, 1);
 	return NULL;
 }
@@ -148,12 +149,54 @@ static void test_gate_opens_after_max_or_quiet(void **state)
 	close(fd);
 }
 
+/* The pace of the bodies on the wire is the gate's wait (it blocks while
+ * the workload writes, a held round releases it), but each call is
+ * bounded: with a 1 ms bound it returns while the gate still blocks. */
+static void test_pace_blocks_and_is_bounded(void **state)
+{
+	struct dirsync_watch *w = NULL;
+	struct gate_arg g = { 0 };
+	struct gate_arg pa = { .wait = dirsync_watch_pace };
+	struct sr_err e = { 0 };
+	pthread_t tg, tp;
+	int fd = open_root();
+	int64_t saved = dirsync__pace_max_ns;
+
+	(void)state;
+	assert_int_equal(dirsync_watch_start(fd, HOUR, HOUR, &w, &e), 0);
+	dirsync_watch_pace(w); /* nothing written: returns */
+	dirsync_watch_pace(NULL);
+	write_file("ckpt.pt");
+	seen_after(w, 0);
+	pa.w = g.w = w;
+	assert_int_equal(pthread_create(&tp, NULL, gate_thread, &pa), 0);
+	nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	assert_int_equal(atomic_load(&pa.done), 0); /* yields to the writes */
+	dirsync_watch_hold(w, 1);
+	pthread_join(tp, NULL);
+	assert_int_equal(atomic_load(&pa.done), 1);
+	dirsync_watch_hold(w, 0);
+
+	dirsync__pace_max_ns = 1000000;
+	assert_int_equal(pthread_create(&tg, NULL, gate_thread, &g), 0);
+	dirsync_watch_pace(w); /* returns after 1 ms: the writes go on */
+	assert_int_equal(atomic_load(&g.done), 0);
+	dirsync_watch_hold(w, 1);
+	pthread_join(tg, NULL);
+	assert_int_equal(atomic_load(&g.done), 1);
+	dirsync__pace_max_ns = saved;
+	dirsync_watch_stop(w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_gate_blocks_while_written,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_opens_after_max_or_quiet,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pace_blocks_and_is_bounded,
 						setup, teardown),
 	};
 

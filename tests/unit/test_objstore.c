@@ -4,7 +4,8 @@
  * store: upload, manifest-last commit, retention, restore and the reader
  * on the URI, a missing shard skipped; the public object calls
  * (spotckpt_store_*: bad keys refused by name) and spotckpt_set_remote_ex
- * (no backfill, every committed step kept). */
+ * (no backfill, every committed step kept); the pace of a body streamed
+ * from a file (against lib/common/testsrv on loopback). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "objstore/os_int.h"
+#include "common/testsrv.h"
 #include "objstore/tier3.h"
 #include "ckpt/backend.h"
 #include "spotrun/ckpt.h"
@@ -383,6 +385,60 @@ static void test_set_remote_ex(void **state)
 	assert_int_equal(ents[2].step, 2);
 }
 
+/* The pace (objstore_set_pace) runs before the reads of a body streamed
+ * from a file, not for a body in memory; the object arrives whole. */
+static void count_pace(void *ud)
+{
+	(*(int *)ud)++;
+}
+
+static void test_pace_of_file_bodies(void **state)
+{
+	enum { LEN = 300 << 10 };
+	struct sr_testsrv *srv = sr_testsrv_start(0);
+	struct objstore *s = NULL;
+	struct sr_err e = { 0 };
+	const struct sr_testsrv_req *q;
+	char path[300], *data = malloc(LEN);
+	int fd, calls = 0;
+	uint64_t sent = 0;
+
+	(void)state;
+	assert_non_null(srv);
+	assert_non_null(data);
+	for (size_t i = 0; i < LEN; i++)
+		data[i] = (char)(i % 251);
+	snprintf(path, sizeof path, "%s/paced", g_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, LEN), LEN);
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	setenv("AWS_ENDPOINT_URL_S3", sr_testsrv_url(srv), 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	assert_int_equal(objstore_open("s3://bucket/p", NULL, &s, &e), 0);
+	objstore_set_pace(s, count_pace, &calls);
+	sr_testsrv_reply_hdrs(srv, "PUT", "/bucket/p/obj", 200, NULL,
+			      "ETag: \"e\"", "", 0);
+	assert_int_equal(objstore_put_fd(s, "obj", fd, LEN, &sent, &e), 0);
+	assert_int_equal(sent, LEN);
+	assert_true(calls >= 1);
+	q = sr_testsrv_req(srv, sr_testsrv_nreq(srv) - 1);
+	assert_string_equal(q->path, "/bucket/p/obj");
+	assert_int_equal(q->body_len, LEN);
+	assert_memory_equal(q->body, data, LEN);
+	calls = 0;
+	sr_testsrv_reply_hdrs(srv, "PUT", "/bucket/p/mem", 200, NULL,
+			      "ETag: \"e\"", "", 0);
+	assert_int_equal(objstore_put(s, "mem", data, LEN, &e), 0);
+	assert_int_equal(calls, 0);
+	objstore_close(s);
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	sr_testsrv_stop(srv);
+	close(fd);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_tier3_file),
 		cmocka_unit_test(test_store_api),
 		cmocka_unit_test(test_set_remote_ex),
+		cmocka_unit_test(test_pace_of_file_bodies),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
