@@ -9,7 +9,8 @@ that torch.save wrote, against s3rver on loopback:
                       watches (medians of --pairs, in turn), as a share of a
                       30 s checkpoint interval (goal < 1 %).  The syncer
                       never blocks the script; it holds its uploads back
-                      while the script writes (--no-yield: it does not).
+                      while the script writes, the parts already on the
+                      wire included (--no-yield: it does not).
                       The CPU seconds s3rver, the syncer and torch.save
                       used during each save are printed: s3rver's own CPU
                       is work a real store would not do on the node.
@@ -146,7 +147,7 @@ def main():
     ap.add_argument("--size", default="1G")
     ap.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"))
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--pairs", type=int, default=3,
+    ap.add_argument("--pairs", type=int, default=5,
                     help="saves alone / beside the sync, in turn")
     ap.add_argument("--no-yield", action="store_true",
                     help="the syncer does not wait for the script's writes")

@@ -253,6 +253,14 @@ int64_t dirsync_watch_last_ns(const struct dirsync_watch *w)
 	return w ? atomic_load(&w->last_ns) : 0;
 }
 
+/* Whether inotify holds events nobody has read. */
+static int unread(struct dirsync_watch *w)
+{
+	struct pollfd p = { w->ifd, POLLIN, 0 };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 /* Block while the workload writes (the state diagram above); cap_ns > 0
  * bounds this one wait. */
 static void wait_quiet(struct dirsync_watch *w, int64_t cap_ns)
@@ -265,6 +273,12 @@ static void wait_quiet(struct dirsync_watch *w, int64_t cap_ns)
 		int64_t last = atomic_load(&w->last_ns);
 
 		now = sr_time_mono_ns();
+		if (unread(w)) {
+			/* events the reader has not taken yet (it may wait
+			 * for a CPU: we run at nice +10): a write, now */
+			wrote(w);
+			last = now;
+		}
 		if (atomic_load(&w->hold) || !last || now - last >= w->quiet_ns ||
 		    now - atomic_load(&w->stretch_ns) >= w->max_ns ||
 		    (t0 && cap_ns > 0 && now - t0 >= cap_ns))
