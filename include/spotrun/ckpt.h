@@ -390,11 +390,18 @@ SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
  * environment's SPOTCKPT_RESTORE_KEEP=1): read_* is reading straight into
  * the destinations, each block's old bytes kept aside first; place_* 0;
  * SPOTCKPT_RESTORE_AS_READ: the same with nothing to keep (every
- * destination SPOTCKPT_DEST_SCRATCH).  cpu_ns is the process's CPU over
- * the phase (every reading thread's). */
+ * destination SPOTCKPT_DEST_SCRATCH);
+ * SPOTCKPT_RESTORE_BEHIND (the default for host destinations of a local
+ * checkpoint; SPOTCKPT_RESTORE_VERIFY_FIRST=1 in the environment gives
+ * the mode above): read_* as verify first, while each tensor that
+ * matched already goes to its destination, its old bytes kept in the
+ * image until the restore succeeds (put back if it fails); place_* the
+ * rest, after the last read.  cpu_ns is the process's CPU over the phase
+ * (every reading and placing thread's). */
 #define SPOTCKPT_RESTORE_KEEP 0
 #define SPOTCKPT_RESTORE_VERIFY_FIRST 1
 #define SPOTCKPT_RESTORE_AS_READ 2
+#define SPOTCKPT_RESTORE_BEHIND 3
 struct spotckpt_restore_profile {
 	int32_t mode;             /* SPOTCKPT_RESTORE_* */
 	int32_t ok;               /* 1: the restore succeeded */

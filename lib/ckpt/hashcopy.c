@@ -107,6 +107,85 @@ void ckpt__copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
 #endif
 }
 
+#if defined(__x86_64__)
+/* Swap one block: 64 bytes at a time, a's new contents streamed (a is
+ * 16-byte aligned), b's too when b is; the next block of both asked for
+ * meanwhile. */
+static void swap_block(uint8_t *a, uint8_t *b, size_t n, const uint8_t *pa,
+		       const uint8_t *pb, size_t pf_n)
+{
+	int b_al = !((uintptr_t)b & 15);
+
+	for (; n >= 64; n -= 64, a += 64, b += 64) {
+		if (pf_n >= 64) { /* hints: never fault */
+			_mm_prefetch((const char *)pa, _MM_HINT_T1);
+			_mm_prefetch((const char *)pb, _MM_HINT_T1);
+			pa += 64;
+			pb += 64;
+			pf_n -= 64;
+		}
+		for (int i = 0; i < 64; i += 16) {
+			__m128i x = _mm_load_si128((const __m128i *)(a + i));
+			__m128i y = _mm_loadu_si128((const __m128i *)(b + i));
+
+			_mm_stream_si128((__m128i *)(a + i), y);
+			if (b_al)
+				_mm_stream_si128((__m128i *)(b + i), x);
+			else
+				_mm_storeu_si128((__m128i *)(b + i), x);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = a[i];
+
+		a[i] = b[i];
+		b[i] = c;
+	}
+}
+#endif
+
+void ckpt__swap_stream(uint8_t *a, uint8_t *b, uint64_t n)
+{
+#if defined(__x86_64__)
+	size_t head = (16 - ((uintptr_t)a & 15)) & 15;
+
+	head = head < n ? head : (size_t)n;
+	for (size_t i = 0; i < head; i++) {
+		uint8_t c = a[i];
+
+		a[i] = b[i];
+		b[i] = c;
+	}
+	a += head;
+	b += head;
+	n -= head;
+	while (n > 0) {
+		size_t k = n < HASH_COPY_BLOCK ? (size_t)n : HASH_COPY_BLOCK;
+		size_t nk = n - k < HASH_COPY_BLOCK ? (size_t)(n - k)
+						    : HASH_COPY_BLOCK;
+
+		swap_block(a, b, k, a + k, b + k, nk);
+		a += k;
+		b += k;
+		n -= k;
+	}
+	_mm_sfence();
+#else
+	uint8_t tmp[256];
+
+	while (n > 0) {
+		size_t k = n < sizeof tmp ? (size_t)n : sizeof tmp;
+
+		memcpy(tmp, a, k);
+		memcpy(a, b, k);
+		memcpy(b, tmp, k);
+		a += k;
+		b += k;
+		n -= k;
+	}
+#endif
+}
+
 void ckpt__hash_copy(XXH3_state_t *st, uint8_t *dst, const uint8_t *src,
 		     uint64_t n)
 {

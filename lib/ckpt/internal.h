@@ -21,6 +21,8 @@
  *   lanes.c       the writer's helper threads, one per extra directory
  *   engine.c      the engine: slots, back-pressure, writer thread
  *   reader.c      opening and reading a checkpoint
+ *   placeall.c    a verified image copied into the destinations
+ *   behind.c      ... placed tensor by tensor behind the reads
  *   restore.c     restore with fallback, verify, list
  *   progress.c    the progress report for the node agent
  */
@@ -89,6 +91,9 @@ void ckpt__hash_copy(struct XXH3_state_s *st, uint8_t *dst,
  * the cache), prefetching the source ahead: the copy of a verified image
  * into the caller's tensors. */
 void ckpt__copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n);
+/* Exchange n bytes of a and b (streaming stores; the regions must not
+ * overlap). */
+void ckpt__swap_stream(uint8_t *a, uint8_t *b, uint64_t n);
 void ckpt__hash_copy_keep(struct XXH3_state_s *st, uint8_t *dst,
 			  const uint8_t *src, uint64_t n, uint8_t *keep);
 
@@ -437,6 +442,36 @@ uint64_t ckpt__image_bytes(const struct ckpt_layout *l);
  * (nothing copied). */
 int ckpt__place_all(const struct ckpt_layout *l,
 		    const struct spotckpt_dest *const *map, const uint8_t *stage);
+/* n bytes from src to dst, for ckpt__place_segs. */
+struct ckpt_place_seg {
+	uint8_t *dst;
+	const uint8_t *src;
+	uint64_t n;
+};
+/* Copy every segment, on up to 4 threads (the caller's included; fewer
+ * when threads cannot start).  Cannot fail. */
+void ckpt__place_segs(const struct ckpt_place_seg *segs, size_t n);
+
+/* ---- behind.c: a verified restore placed behind its reads ------------------ */
+struct ckpt_behind;
+/* Start placing the tensors of map[] (host memory) from the checkpoint's
+ * image at stage as they are pushed; one placer thread (none if it
+ * cannot start: everything is then placed at the finish).  *out owned by
+ * the caller (ckpt__behind_free after ckpt__behind_finish). */
+int ckpt__behind_start(const struct ckpt_layout *l,
+		       const struct spotckpt_dest *const *map, uint8_t *stage,
+		       struct ckpt_behind **out);
+/* Tensor t matched its checksum in the image and no read will write its
+ * interior again (any thread; once per tensor; b may be NULL). */
+void ckpt__behind_push(struct ckpt_behind *b, uint32_t t);
+/* Wait until the placer has placed every tensor pushed so far (tests). */
+void ckpt__behind_wait_idle(struct ckpt_behind *b);
+/* After the last read.  ok: every wanted tensor matched; the rest is
+ * copied and every destination holds the checkpoint.  !ok: what was
+ * placed is put back; every destination holds what it held.  *behind
+ * (may be NULL): bytes placed before the finish.  Cannot fail. */
+void ckpt__behind_finish(struct ckpt_behind *b, int ok, uint64_t *behind);
+void ckpt__behind_free(struct ckpt_behind *b); /* NULL-safe */
 
 /* ---- restore.c ---------------------------------------------------------- */
 /* 1 for the codes that say a checkpoint is damaged or incomplete

@@ -3,10 +3,14 @@
  * caller's tensors.
  *
  * DESIGN.  A restore must leave the caller's tensors as they were when
- * it fails (issue 23).  reader.c does it one of two ways:
+ * it fails (issue 23).  reader.c does it one of three ways:
  *
- *  - verify first (this file's caller, host destinations of a local
- *    checkpoint): every wanted byte is read into an image of the shard
+ *  - placed behind the reads (behind.c, the default for host
+ *    destinations of a local checkpoint): as verify first below, but each
+ *    tensor that matched is swapped into its destination while the next
+ *    ones are read, and swapped back if a later one fails; what is left
+ *    at the end is copied by ckpt__place_segs here.
+ *  - verify first (SPOTCKPT_RESTORE_VERIFY_FIRST=1): every wanted byte is read into an image of the shard
  *    files - the engine's idle staging slot, or memory mapped for the
  *    read - and hashed there, straight from the device (the reads go
  *    into the image itself, ioread.c); no destination is touched until
@@ -55,14 +59,8 @@ uint64_t ckpt__image_bytes(const struct ckpt_layout *l)
 	return n;
 }
 
-struct place_seg {
-	uint8_t *dst;
-	const uint8_t *src;
-	uint64_t n;
-};
-
 struct place_job {
-	const struct place_seg *segs;
+	const struct ckpt_place_seg *segs;
 	size_t nsegs;
 	uint64_t total;
 	atomic_uint_fast64_t next; /* first byte not yet taken */
@@ -73,7 +71,7 @@ static void place_piece(const struct place_job *pj, uint64_t lo, uint64_t hi)
 	uint64_t base = 0;
 
 	for (size_t i = 0; i < pj->nsegs && base < hi; i++) {
-		const struct place_seg *g = &pj->segs[i];
+		const struct ckpt_place_seg *g = &pj->segs[i];
 		uint64_t sb = base, se = base + g->n;
 
 		base = se;
@@ -99,15 +97,35 @@ static void *place_thread(void *arg)
 	}
 }
 
-int ckpt__place_all(const struct ckpt_layout *l,
-		    const struct spotckpt_dest *const *map, const uint8_t *stage)
+void ckpt__place_segs(const struct ckpt_place_seg *segs, size_t n)
 {
-	struct place_job pj = { 0 };
-	struct place_seg *segs = calloc(l->nt + 1, sizeof *segs);
-	uint64_t *base = calloc(l->ns + 1, sizeof *base);
+	struct place_job pj = { .segs = segs, .nsegs = n };
 	pthread_t th[PLACE_THREADS_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nth = 0, want;
+
+	for (size_t i = 0; i < n; i++)
+		pj.total += segs[i].n;
+	atomic_init(&pj.next, 0);
+	want = ncpu < 1 ? 1 : ncpu > PLACE_THREADS_MAX ? PLACE_THREADS_MAX
+						       : (int)ncpu;
+	if ((uint64_t)want > (pj.total + PLACE_PIECE - 1) / PLACE_PIECE)
+		want = (int)((pj.total + PLACE_PIECE - 1) / PLACE_PIECE);
+	for (int i = 1; i < want; i++) {
+		if (pthread_create(&th[nth], NULL, place_thread, &pj) == 0)
+			nth++;
+	}
+	place_thread(&pj); /* this thread too; any piece left is done here */
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+}
+
+int ckpt__place_all(const struct ckpt_layout *l,
+		    const struct spotckpt_dest *const *map, const uint8_t *stage)
+{
+	struct ckpt_place_seg *segs = calloc(l->nt + 1, sizeof *segs);
+	uint64_t *base = calloc(l->ns + 1, sizeof *base);
+	size_t n = 0;
 
 	if (!segs || !base) {
 		free(segs);
@@ -121,24 +139,11 @@ int ckpt__place_all(const struct ckpt_layout *l,
 
 		if (!map[t] || !x->nbytes)
 			continue;
-		segs[pj.nsegs++] = (struct place_seg){
+		segs[n++] = (struct ckpt_place_seg){
 			.dst = map[t]->ptr, .n = x->nbytes,
 			.src = stage + base[x->shard] + x->offset };
-		pj.total += x->nbytes;
 	}
-	pj.segs = segs;
-	atomic_init(&pj.next, 0);
-	want = ncpu < 1 ? 1 : ncpu > PLACE_THREADS_MAX ? PLACE_THREADS_MAX
-						       : (int)ncpu;
-	if ((uint64_t)want > (pj.total + PLACE_PIECE - 1) / PLACE_PIECE)
-		want = (int)((pj.total + PLACE_PIECE - 1) / PLACE_PIECE);
-	for (int i = 1; i < want; i++) {
-		if (pthread_create(&th[nth], NULL, place_thread, &pj) == 0)
-			nth++;
-	}
-	place_thread(&pj); /* this thread too; any piece left is done here */
-	for (int i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
+	ckpt__place_segs(segs, n);
 	free(segs);
 	free(base);
 	return 0;

@@ -6,8 +6,9 @@
  * shard's safetensors header agrees with the manifest (names, dtypes,
  * shapes, offsets).  Tensor data is verified as it is read: every tensor's
  * bytes are hashed with XXH3 and compared with the manifest - read into an
- * image of the checkpoint and placed in the caller's buffers only once
- * all matched (placeall.c), or, for a store's or into CUDA memory, on the
+ * image of the checkpoint and placed in the caller's buffers tensor by
+ * tensor once each matched, put back if a later one fails (behind.c;
+ * or all at once after the last, placeall.c), or, for a store's or into CUDA memory, on the
  * way to the caller's buffers with their old bytes kept (undo.c).  SPOTCKPT_OPEN_VERIFY additionally reads
  * every shard whole and checks the file hash and every tensor hash before
  * returning.  Reads of different shards run in parallel threads, each
@@ -185,6 +186,8 @@ struct shard_job {
 			    * tensor passed (place_all).  NULL: straight into
 			    * the destinations, old bytes kept in undo */
 	uint64_t stage_len;
+	struct ckpt_behind *behind; /* verify first: takes each tensor once
+				     * it matched (behind.c), or NULL */
 	struct sr_err err;
 	int rc;
 };
@@ -263,6 +266,8 @@ static int sink(void *ud, uint64_t off, const uint8_t *p, uint64_t n)
 
 			if (rc)
 				return rc;
+			if (d && j->behind) /* checked: it may go in now */
+				ckpt__behind_push(j->behind, j->k);
 		}
 		j->open = 0;
 		j->k++;
@@ -386,7 +391,7 @@ static int job_cmp(const void *a, const void *b)
 static size_t plan_jobs(struct spotckpt_reader *r,
 			const struct spotckpt_dest **dest, int verify_all,
 			int nthreads, struct ckpt_undo *undo, uint8_t *stage,
-			struct shard_job *jobs)
+			struct ckpt_behind *behind, struct shard_job *jobs)
 {
 	const struct ckpt_layout *l = r->m.l;
 	uint64_t job_bytes = 0, base = 0;
@@ -426,6 +431,7 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			jobs[n].undo = undo;
 			jobs[n].stage = stage ? stage + base : NULL;
 			jobs[n].stage_len = stage ? img : 0;
+			jobs[n].behind = behind;
 			n++;
 		}
 		base += img;
@@ -438,7 +444,8 @@ static size_t plan_jobs(struct spotckpt_reader *r,
  * The first failure's message goes to the caller's errmsg. */
 static int run_shards(struct spotckpt_reader *r,
 		      const struct spotckpt_dest **dest, int verify_all,
-		      struct ckpt_undo *undo, uint8_t *stage)
+		      struct ckpt_undo *undo, uint8_t *stage,
+		      struct ckpt_behind *behind)
 {
 	struct job_set js = { 0 };
 	pthread_t th[READ_THREADS_MAX];
@@ -451,7 +458,8 @@ static int run_shards(struct spotckpt_reader *r,
 		return -ENOMEM;
 	pthread_mutex_init(&js.mu, NULL);
 	want = ncpu < 1 ? 1 : ncpu > READ_THREADS_MAX ? READ_THREADS_MAX : (int)ncpu;
-	js.n = plan_jobs(r, dest, verify_all, want, undo, stage, js.jobs);
+	js.n = plan_jobs(r, dest, verify_all, want, undo, stage, behind,
+			 js.jobs);
 	if ((size_t)want > js.n)
 		want = js.n ? (int)js.n : 1;
 	for (int i = 0; i < want; i++) {
@@ -531,7 +539,7 @@ static int try_open(const char *ckdir, int64_t want, uint32_t flags,
 			goto out;
 	}
 	if (flags & SPOTCKPT_OPEN_VERIFY) {
-		rc = run_shards(r, NULL, 1, NULL, NULL);
+		rc = run_shards(r, NULL, 1, NULL, NULL, NULL);
 		if (rc) {
 			sr_err_set(e, rc, "%s", spotckpt_errmsg());
 			goto out;
@@ -720,15 +728,20 @@ static int64_t wall_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Verify first, then place (placeall.c): every wanted tensor read into an
- * image of the checkpoint and checked there; the destinations are written
- * only after the last one matched.  The image is the borrowed buffer when
- * it is large enough (the engine's idle staging slot), else mapped here. */
+/* Verified in an image of the checkpoint: every wanted tensor read there
+ * and checked before it goes to its destination - placed behind the
+ * reads, each tensor once it matched, its destination's old bytes kept
+ * in its place in the image until the restore succeeds (behind.c), or,
+ * with SPOTCKPT_RESTORE_VERIFY_FIRST=1 in the environment (the bench's
+ * side-by-side arm), all placed after the last one matched (placeall.c).
+ * The image is the borrowed buffer when it is large enough (the engine's
+ * idle staging slot), else mapped here. */
 static int read_verified(struct spotckpt_reader *r,
 			 const struct spotckpt_dest **map)
 {
 	uint64_t need = ckpt__image_bytes(r->m.l);
 	uint8_t *stage = NULL;
+	struct ckpt_behind *behind = NULL;
 	int64_t t0, c0;
 	int rc, mapped = 0;
 
@@ -749,19 +762,26 @@ static int read_verified(struct spotckpt_reader *r,
 	r->io_buf = NULL; /* the reads go into the image */
 	r->io_buf_bytes = 0;
 	t_prof.mode = SPOTCKPT_RESTORE_VERIFY_FIRST;
+	/* no placer (no memory for its lists): verify first */
+	if (stage && !getenv("SPOTCKPT_RESTORE_VERIFY_FIRST") &&
+	    ckpt__behind_start(r->m.l, (const struct spotckpt_dest *const *)map,
+			       stage, &behind) == 0)
+		t_prof.mode = SPOTCKPT_RESTORE_BEHIND;
 	t0 = wall_now();
 	c0 = cpu_now();
-	rc = run_shards(r, map, 0, NULL, stage);
+	rc = run_shards(r, map, 0, NULL, stage, behind);
 	t_prof.read_wall_ns = wall_now() - t0;
 	t_prof.read_cpu_ns = cpu_now() - c0;
-	if (rc == 0 && stage) {
-		t0 = wall_now();
-		c0 = cpu_now();
+	t0 = wall_now();
+	c0 = cpu_now();
+	if (behind) /* the rest placed, or what was placed put back */
+		ckpt__behind_finish(behind, rc == 0, NULL);
+	else if (rc == 0 && stage)
 		rc = ckpt__place_all(r->m.l, (const struct spotckpt_dest *const *)map,
 				     stage);
-		t_prof.place_wall_ns = wall_now() - t0;
-		t_prof.place_cpu_ns = cpu_now() - c0;
-	}
+	t_prof.place_wall_ns = wall_now() - t0;
+	t_prof.place_cpu_ns = cpu_now() - c0;
+	ckpt__behind_free(behind);
 	if (mapped)
 		munmap(stage, need);
 	return rc;
@@ -838,7 +858,7 @@ SPOTCKPT_API int spotckpt_reader_read_all(struct spotckpt_reader *r,
 		if (rc)
 			ckpt__fail_err(&e, rc);
 	} else {
-		rc = run_shards(r, map, 0, undo, NULL);
+		rc = run_shards(r, map, 0, undo, NULL, NULL);
 	}
 	if (rc)
 		ckpt__undo_rollback(undo);

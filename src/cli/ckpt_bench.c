@@ -62,7 +62,9 @@ static const char *const BUSAGE =
 	"bytes (e.g. 512M, 2G) in DIR (which must exist; the bench works in a\n"
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
-	"write_vs_raw, restore_vs_raw (and its phases), restore_keep_vs_raw\n"
+	"write_vs_raw, restore_vs_raw (and its phases),\n"
+	"restore_verify_first_vs_raw (the same restore placing nothing before\n"
+	"every tensor matched), restore_keep_vs_raw\n"
 	"(the same restore made all or nothing by keeping the old bytes),\n"
 	"restore_scratch_vs_raw (the same restore, nothing kept),\n"
 	"restore_unstaged_vs_raw (a job's first restore, as the Python\n"
@@ -394,8 +396,6 @@ struct bwork {
 	int n;
 	char *wdir[BENCH_MAX_DIRS];     /* DIR/spotrun-bench-PID */
 	char *raw[BENCH_MAX_DIRS];      /* WDIR/raw.bin: the raw peer's stripe */
-	double raw_w_s;                 /* median raw write */
-	struct bench_raw_phases raw_ph; /* phases of that write */
 	int raw_direct;
 };
 
@@ -468,6 +468,7 @@ static void put_restore(json_t *root, const char *key, const char *what,
 	double rpair = median(p->rrat, reps);
 	char measures[512];
 	json_t *ph = json_pack("{s:s,s:f,s:f,s:f,s:f,s:s}", "mode",
+			       pf->mode == SPOTCKPT_RESTORE_BEHIND ? "behind" :
 			       pf->mode == SPOTCKPT_RESTORE_VERIFY_FIRST ?
 			       "verify_first" : pf->mode == SPOTCKPT_RESTORE_KEEP ?
 			       "keep" : "as_read",
@@ -546,15 +547,18 @@ static int reader_restore(const struct bench_state *st, const struct bwork *w,
 }
 
 /* The restore arms, measured alternately. */
-enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARMS };
+enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARM_VFIRST,
+       ARMS };
 
 /* One pair: drop the cache, raw read, then the restore of that arm
  * (ARM_ENGINE: through e, its idle staging slot borrowed; ARM_SCRATCH:
  * the same read with the destinations marked scratch, nothing kept;
  * ARM_FIRST: reader_restore with a fresh engine; ARM_CB:
  * spotckpt_restore_cb, no engine at all; ARM_KEEP: ARM_ENGINE made
- * all or nothing by the keep instead of verify first,
- * SPOTCKPT_RESTORE_KEEP=1 around it). */
+ * all or nothing by the keep instead of placing behind the reads,
+ * SPOTCKPT_RESTORE_KEEP=1 around it; ARM_VFIRST: ARM_ENGINE placing
+ * nothing before the last tensor matched,
+ * SPOTCKPT_RESTORE_VERIFY_FIRST=1 around it). */
 static int restore_pair(const struct bench_state *st, const struct bwork *w,
 			uint8_t *dst, struct spotckpt *e, int arm,
 			struct rpairs *p, int r, int *rdirect)
@@ -585,9 +589,11 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	}
 	if (arm == ARM_KEEP)
 		setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
+	if (arm == ARM_VFIRST)
+		setenv("SPOTCKPT_RESTORE_VERIFY_FIRST", "1", 1);
 	t0 = bench_now();
 	c0 = bench_proc_cpu(); /* the engine's threads are idle now */
-	rc = arm == ARM_ENGINE || arm == ARM_KEEP ?
+	rc = arm == ARM_ENGINE || arm == ARM_KEEP || arm == ARM_VFIRST ?
 		spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
 	   : arm == ARM_SCRATCH ? reader_restore(st, w, e,
 						 SPOTCKPT_DEST_SCRATCH)
@@ -599,6 +605,7 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	p->rrat[r] = p->rr[r] / p->rest[r];
 	spotckpt_restore_profile(&p->prof[r]);
 	unsetenv("SPOTCKPT_RESTORE_KEEP");
+	unsetenv("SPOTCKPT_RESTORE_VERIFY_FIRST");
 	if (fresh)
 		spotckpt_close(fresh);
 	return rc;
@@ -616,19 +623,35 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	struct spotckpt_stats s;
 	struct spotckpt_write_profile prof[100];
 	double stall[100], wr[100], lazy[100], wcpu[100];
+	double rw[100], wrat[100]; /* the raw write of each save's pair */
+	struct bench_raw_phases rph[100];
 	struct rpairs rp[ARMS]; /* each restore arm's pairs */
 	uint64_t rss0, peak, bytes = 0;
-	int rc, step = 0, rdirect = 0, saves = o->only & PH_SAVES;
+	int rc, step = 0, rdirect = 0, wdirect = 0, saves = o->only & PH_SAVES;
 	int nsave = saves ? o->reps : 1;
 
 	bench_reset_hwm();
 	rss0 = bench_proc_bytes("VmRSS:");
 	rc = open_engine(o, st, w, &e);
 	if (saves)
-		progress(o, "engine saves (each after a memcpy), lazy saves");
+		progress(o, "engine saves (each after a raw write and a "
+			 "memcpy), lazy saves");
 	for (int r = 0; rc == 0 && r < nsave; r++) {
 		prog_show(r, 2 * o->reps);
-		/* the peer runs right before each save: same load, same caches */
+		/* the peers run right before each save: same load, same
+		 * caches, the same state of a disk shared with others (a raw
+		 * write measured apart, before all the saves, put the disk's
+		 * drift between the two into write_vs_raw) */
+		if (saves) {
+			rc = bench_raw_write((const char *const *)w->raw, w->n,
+					     dst, st->total, &rw[r], &wdirect,
+					     &rph[r]);
+			if (rc) {
+				fprintf(stderr, "spotrun ckpt: bench: raw write in "
+					"%s: %s\n", w->wdir[0], strerror(-rc));
+				break;
+			}
+		}
 		mc[r] = bench_memcpy(st, dst, o->threads);
 		rc = spotckpt_save(e, ++step, "{\"bench\":true}", 0, NULL);
 		wcpu[r] = bench_proc_cpu(); /* the copy is done: the write's */
@@ -640,6 +663,7 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		stall[r] = (double)s.last_stall_ns * 1e-9;
 		wr[r] = (double)s.last_write_ns * 1e-9;
 		bytes = s.last_write_bytes;
+		wrat[r] = gbps(bytes, wr[r]) / gbps(st->total, rw[r]);
 	}
 	for (int r = 0; saves && rc == 0 && r < o->reps; r++) {
 		prog_show(o->reps + r, 2 * o->reps);
@@ -657,16 +681,20 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	 * callback form, alternately */
 	for (int r = 0; (o->only & PH_RESTORE) && rc == 0 && r < o->reps; r++) {
 		prog_show(r, o->reps);
-		/* the engine's two arms take turns first; the arm after them
-		 * finds the kernel with no memory just freed (the other
+		/* the engine's three arms take turns first; the arm after
+		 * them finds the kernel with no memory just freed (the other
 		 * fresh-memory arm's, for the arm after it): the two take
 		 * turns in that place */
-		static const int ord[2][ARMS] = {
-			{ ARM_ENGINE, ARM_KEEP, ARM_SCRATCH, ARM_FIRST, ARM_CB },
-			{ ARM_KEEP, ARM_ENGINE, ARM_SCRATCH, ARM_CB, ARM_FIRST } };
+		static const int ord[3][ARMS] = {
+			{ ARM_ENGINE, ARM_VFIRST, ARM_KEEP, ARM_SCRATCH, ARM_FIRST,
+			  ARM_CB },
+			{ ARM_VFIRST, ARM_KEEP, ARM_ENGINE, ARM_SCRATCH, ARM_CB,
+			  ARM_FIRST },
+			{ ARM_KEEP, ARM_ENGINE, ARM_VFIRST, ARM_SCRATCH, ARM_FIRST,
+			  ARM_CB } };
 
 		for (int a = 0; rc == 0 && a < ARMS; a++) {
-			int arm = ord[r % 2][a];
+			int arm = ord[r % 3][a];
 
 			rc = restore_pair(st, w, dst, e, arm, &rp[arm], r, &rdirect);
 		}
@@ -679,13 +707,13 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	}
 	spotckpt_stats(e, &s);
 	if (saves) {
-		int mi = median_index(wr, o->reps);
+		int mi = median_index(wr, o->reps), ri = median_index(rw, o->reps);
 		double st_m = median(stall, o->reps), lz = median(lazy, o->reps);
-		double wm = median(wr, o->reps);
-		double wg = gbps(bytes, wm), rwg = gbps(st->total, w->raw_w_s);
+		double wm = median(wr, o->reps), raw_s = median(rw, o->reps);
+		double wg = gbps(bytes, wm), rwg = gbps(st->total, raw_s);
 		json_t *ph = json_pack("{s:o,s:o,s:i,s:s}", "engine",
 				       bench_phases_json(&prof[mi], wcpu[mi]),
-				       "raw", bench_raw_phases_json(&w->raw_ph),
+				       "raw", bench_raw_phases_json(&rph[ri]),
 				       "dirs", w->n, "of", "the median write of "
 				       "each side; see docs/checkpoint.md");
 
@@ -699,12 +727,16 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		put(root, "lazy_stall_vs_memcpy", lz / memcpy_s, json_pack(
 			"{s:f,s:f,s:f}", "lazy_stall_s", lz, "memcpy_s", memcpy_s,
 			"goal_max", 0.05));
+		median(wrat, o->reps); /* sorted: the spread of the pairs */
 		put(root, "write_vs_raw", wg / rwg, json_pack(
-			"{s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:b,s:b,s:f,s:o}", "write_gbps",
+			"{s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:b,s:b,s:f,s:f,s:i,s:f,"
+			"s:o}", "write_gbps",
 			wg, "raw_write_gbps", rwg, "write_s", wm, "raw_write_s",
-			w->raw_w_s, "bytes", (json_int_t)bytes, "raw_bytes",
+			raw_s, "bytes", (json_int_t)bytes, "raw_bytes",
 			(json_int_t)st->total, "direct_io", s.direct_io_used,
-			"raw_direct_io", w->raw_direct, "io_uring", s.uring_used,
+			"raw_direct_io", wdirect, "io_uring", s.uring_used,
+			"pair_ratio_min", wrat[0], "pair_ratio_max",
+			wrat[o->reps - 1], "pairs", o->reps,
 			"goal_min", 0.90, "phases", ph));
 		put(root, "peak_rss_vs_state",
 		    (double)(peak > rss0 ? peak - rss0 : 0) / (double)st->total,
@@ -721,8 +753,15 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	if (o->only & PH_RESTORE) {
 		put_restore(root, "restore_vs_raw", "the engine's restore "
 			    "(spotckpt_restore, its idle staging slot borrowed; "
-			    "verified whole there, then placed)",
+			    "each tensor checked there and placed behind the "
+			    "reads, its old bytes kept in the image until the "
+			    "restore succeeds)",
 			    st->total, o->reps, &rp[0], rdirect);
+		put_restore(root, "restore_verify_first_vs_raw", "the engine's "
+			    "restore as restore_vs_raw, placing nothing before "
+			    "the last tensor matched "
+			    "(SPOTCKPT_RESTORE_VERIFY_FIRST=1)", st->total,
+			    o->reps, &rp[ARM_VFIRST], rdirect);
 		put_restore(root, "restore_keep_vs_raw", "the engine's "
 			    "restore as restore_vs_raw, made all or nothing by "
 			    "keeping each destination block's old bytes aside as "
@@ -932,6 +971,7 @@ static void print_table(json_t *root)
 		{ "lazy_stall_vs_memcpy", "<= 0.05" },
 		{ "write_vs_raw", ">= 0.90" },
 		{ "restore_vs_raw", ">= 0.95" },
+		{ "restore_verify_first_vs_raw", "-" },
 		{ "restore_keep_vs_raw", "-" },
 		{ "restore_scratch_vs_raw", "-" },
 		{ "restore_unstaged_vs_raw", ">= 0.95" },
@@ -1026,32 +1066,28 @@ static void work_free(struct bwork *w)
 	w->n = 0;
 }
 
-/* Phase 2: the raw writes (one unmeasured when only the restores need
- * the raw files, none when neither runs).  0 or CLI_FAIL (printed). */
+/* Phase 2: one raw write, unmeasured: the raw files the restores' raw
+ * reads need, and a first write of the disk before the saves (each
+ * measured save is paired with a raw write of its own, run_engine);
+ * none when neither runs.  0 or CLI_FAIL (printed). */
 static int run_raw_writes(const struct bopts *o, const struct bench_state *st,
 			  const uint8_t *dst, struct bwork *w)
 {
-	struct bench_raw_phases ph[100];
-	double rw[100];
-	int n = (o->only & PH_SAVES) ? o->reps : (o->only & PH_RESTORE) ? 1 : 0;
+	struct bench_raw_phases ph;
+	double rw = 0;
+	int n = (o->only & (PH_SAVES | PH_RESTORE)) ? 1 : 0;
 	int rc = 0;
 
-	if (n)
-		progress(o, "raw writes of the same bytes (peer)");
-	for (int r = 0; rc == 0 && r < n; r++) {
-		prog_show(r, n);
+	if (n) {
+		progress(o, "raw write of the same bytes (peer)");
 		rc = bench_raw_write((const char *const *)w->raw, w->n, dst,
-				     st->total, &rw[r], &w->raw_direct, &ph[r]);
+				     st->total, &rw, &w->raw_direct, &ph);
 	}
 	if (rc) {
 		fprintf(stderr, "spotrun ckpt: bench: raw I/O in %s%s: %s\n",
 			w->wdir[0], w->n > 1 ? " and the other directories" : "",
 			strerror(-rc));
 		return CLI_FAIL;
-	}
-	if (n) {
-		w->raw_ph = ph[median_index(rw, n)];
-		w->raw_w_s = median(rw, n);
 	}
 	return 0;
 }

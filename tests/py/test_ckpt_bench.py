@@ -10,17 +10,20 @@ import subprocess
 import pytest
 
 ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
-        "restore_vs_raw", "restore_keep_vs_raw", "restore_scratch_vs_raw",
-        "restore_unstaged_vs_raw", "restore_cb_vs_raw",
+        "restore_vs_raw", "restore_verify_first_vs_raw", "restore_keep_vs_raw",
+        "restore_scratch_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw",
         "stall_vs_torch_save",
         "train_overhead", "peak_rss_vs_state")
-RESTORES = ("restore_vs_raw", "restore_keep_vs_raw", "restore_scratch_vs_raw",
+RESTORES = ("restore_vs_raw", "restore_verify_first_vs_raw",
+            "restore_keep_vs_raw", "restore_scratch_vs_raw",
             "restore_unstaged_vs_raw", "restore_cb_vs_raw")
 # how each arm is all or nothing (restore_vs_raw.phases.mode)
-MODES = {"restore_vs_raw": "verify_first", "restore_keep_vs_raw": "keep",
+MODES = {"restore_vs_raw": "behind",
+         "restore_verify_first_vs_raw": "verify_first",
+         "restore_keep_vs_raw": "keep",
          "restore_scratch_vs_raw": "as_read",
-         "restore_unstaged_vs_raw": "verify_first",
-         "restore_cb_vs_raw": "verify_first"}
+         "restore_unstaged_vs_raw": "behind",
+         "restore_cb_vs_raw": "behind"}
 # tiny and short: two restore pairs, two training pairs of 0.25 CPU-s
 # segments (a step is calibrated on CPU time, so a busy machine stretches
 # them);
@@ -97,13 +100,17 @@ def test_json_has_every_ratio_and_no_progress_off_a_tty(tmp_path):
 def check_restore_phases(key, rr):
     """Where the median restore's time went: its way of being all or
     nothing, the read (and verify) with CPU used, and the place after it
-    only when verifying first."""
+    only when the image is placed (verify first: all of it; behind the
+    reads: what the placers had not done, at least every tensor's
+    unaligned edges)."""
     ph = rr["phases"]
     assert ph["mode"] == MODES[key], (key, ph)
     assert ph["read_s"] > 0 and ph["read_cpu_s"] > 0, (key, ph)
     assert ph["read_s"] + ph["place_s"] <= rr["restore_s"] * 1.01 + 0.002
     if ph["mode"] == "verify_first":
         assert ph["place_s"] > 0 and ph["place_cpu_s"] > 0, (key, ph)
+    elif ph["mode"] == "behind":
+        assert ph["place_s"] > 0 and ph["place_cpu_s"] >= 0, (key, ph)
     else:
         assert ph["place_s"] == 0 and ph["place_cpu_s"] == 0, (key, ph)
 

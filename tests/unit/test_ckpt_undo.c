@@ -15,9 +15,14 @@
  * afterwards, run after run, and a good restore must still fill them.
  * The same through an engine's staging memory reserved by a job's first
  * restore (spotckpt_reader_read_all_with), which the first save reuses.
- * Both ways of being all or nothing run: verify first (nothing written
- * until every tensor matched, lib/ckpt/placeall.c) and the keep
- * (SPOTCKPT_RESTORE_KEEP=1).
+ * Every way of being all or nothing runs: placed behind the reads (the
+ * default: each tensor swapped into its destination once it matched,
+ * put back on failure, lib/ckpt/behind.c), verify first (nothing written
+ * until every tensor matched, SPOTCKPT_RESTORE_VERIFY_FIRST=1) and the
+ * keep (SPOTCKPT_RESTORE_KEEP=1).  behind.c also alone: tensors at
+ * unaligned offsets, placed or not when the restore fails; and end to
+ * end, many tensors of odd sizes in one shard read as several jobs, so
+ * that a job's widened reads cover its neighbours' edges.
  */
 #include "ckpt_test.h"
 #include "check_size.h"
@@ -36,6 +41,16 @@ static int same(const uint8_t *p, size_t n, uint8_t seed)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != (uint8_t)(i * 131u + seed))
+			return 0;
+	}
+	return 1;
+}
+
+/* p holds bytes [off, off + n) of what fill(.., seed) wrote. */
+static int same_from(const uint8_t *p, size_t n, uint64_t off, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != (uint8_t)((off + i) * 131u + seed))
 			return 0;
 	}
 	return 1;
@@ -112,6 +127,73 @@ static void test_undo_alone(void **st)
 	}
 	free(a);
 	free(b);
+}
+
+/* ---- behind.c alone ----------------------------------------------------- */
+#define BH_T 6
+
+/* Tensors at unaligned offsets of one shard whose image holds the new
+ * bytes (seed 1): pushed, placed (or not), then finished ok or not. */
+static void behind_round(int push, int idle, int ok)
+{
+	/* offsets in the file: an edge-only tensor, one inside one page,
+	 * ones across several pages, an empty one, an aligned one */
+	static const uint64_t off[BH_T] = { 4096, 4196, 5000, 20000, 20000, 65536 };
+	static const uint64_t len[BH_T] = { 100, 804, 15000, 0, 45536, 3 * 4096 };
+	struct ckpt_tensor t[BH_T];
+	struct ckpt_shard sh = { .file_bytes = 65536 + 3 * 4096, .count = BH_T };
+	struct ckpt_layout l = { .t = t, .nt = BH_T, .s = &sh, .ns = 1 };
+	struct spotckpt_dest d[BH_T];
+	const struct spotckpt_dest *map[BH_T];
+	uint8_t *img = aligned_alloc(4096, 128 << 10), *dst[BH_T];
+	struct ckpt_behind *b = NULL;
+
+	assert_non_null(img);
+	fill(img, 128 << 10, 1);
+	for (int i = 0; i < BH_T; i++) {
+		t[i] = (struct ckpt_tensor){ .offset = off[i], .nbytes = len[i] };
+		dst[i] = malloc(len[i] + 1 + 3); /* odd addresses too */
+		assert_non_null(dst[i]);
+		d[i] = (struct spotckpt_dest){ .index = i, .ptr = dst[i] + (i & 3),
+					       .len = len[i] };
+		fill(d[i].ptr, len[i], (uint8_t)(40 + i));
+		map[i] = &d[i];
+	}
+	assert_int_equal(ckpt__behind_start(&l, map, img, &b), 0);
+	for (int i = 0; i < BH_T && push; i++)
+		ckpt__behind_push(b, (uint32_t)i);
+	if (idle)
+		ckpt__behind_wait_idle(b);
+	if (idle && push) {
+		/* the interiors are in, their old bytes kept in the image */
+		const uint8_t *p2 = d[2].ptr, *p4 = d[4].ptr;
+
+		assert_int_equal(p2[8199 - 5000], (uint8_t)(8199 * 131u + 1));
+		assert_int_equal(img[8199], (uint8_t)((8199 - 5000) * 131u + 42));
+		assert_int_equal(p4[20487 - 20000], (uint8_t)(20487 * 131u + 1));
+		assert_int_equal(img[20487], (uint8_t)((20487 - 20000) * 131u + 44));
+		/* an edge waits for the finish */
+		assert_int_equal(p2[7], (uint8_t)(7 * 131u + 42));
+	}
+	ckpt__behind_finish(b, ok, NULL);
+	ckpt__behind_free(b);
+	for (int i = 0; i < BH_T; i++) {
+		if (ok ? !same_from(d[i].ptr, len[i], off[i], 1) :
+			 !same(d[i].ptr, len[i], (uint8_t)(40 + i)))
+			fail_msg("push %d idle %d ok %d: tensor %d wrong", push,
+				 idle, ok, i);
+		free(dst[i]);
+	}
+	free(img);
+}
+
+static void test_behind_alone(void **st)
+{
+	(void)st;
+	for (int push = 0; push <= 1; push++)
+		for (int idle = 0; idle <= 1; idle++)
+			for (int ok = 0; ok <= 1; ok++)
+				behind_round(push, idle, ok);
 }
 
 /* ---- end to end --------------------------------------------------------- */
@@ -209,14 +291,87 @@ static void failed_read_untouched(struct e2e *f, int runs)
 				fail_msg("run %d: tensor t%d not put back", run, i);
 		}
 	}
+	ct_flip_bit(p, -1); /* whole again, for the next way */
 }
 
-/* Verify first (placeall.c, the default): nothing is written, wherever
- * the other threads were stopped (fewer runs: no point it stops at can
- * leave anything to put back). */
+/* Placed behind the reads (behind.c, the default): every tensor placed
+ * before the damage was found is put back, wherever the other threads
+ * were stopped; then verify first (nothing is written: fewer runs). */
 static void test_failed_read_puts_back_every_block(void **st)
 {
+	failed_read_untouched(*st, check_size(E2E_RUNS, E2E_RUNS, 3));
+	setenv("SPOTCKPT_RESTORE_VERIFY_FIRST", "1", 1);
 	failed_read_untouched(*st, 3);
+	unsetenv("SPOTCKPT_RESTORE_VERIFY_FIRST");
+}
+
+/* Many tensors of odd sizes in one shard, read as several jobs: a job's
+ * reads, widened to the O_DIRECT alignment, cover the edges of the
+ * tensors next to it, which another job may have placed already; what
+ * is put back must still be the old bytes. */
+#define ODD_T 20
+static void test_failed_read_odd_tensors_put_back(void **st)
+{
+	char *dir = ct_tmpdir(), p[4400];
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	struct spotckpt_reader *r = NULL;
+	struct spotckpt_dest d[ODD_T];
+	uint8_t *buf[ODD_T];
+	size_t n[ODD_T];
+
+	(void)st;
+	spotckpt_opts_init(&o);
+	o.dir = dir;
+	o.keep = 1;
+	o.shard_bytes = 1ull << 30; /* one shard */
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	for (int i = 0; i < ODD_T; i++) {
+		int64_t sh[1];
+		char name[16];
+
+		/* about 21 MiB in all: two jobs of up to 16 MiB */
+		n[i] = (1u << 20) + 4096 * (size_t)i + 37 * (size_t)i + 1;
+		sh[0] = (int64_t)n[i];
+		buf[i] = malloc(n[i]);
+		assert_non_null(buf[i]);
+		fill(buf[i], n[i], (uint8_t)(10 + i));
+		snprintf(name, sizeof name, "odd%d", i);
+		assert_int_equal(spotckpt_register(e, name, buf[i], SPOTCKPT_U8,
+						   1, sh, 0), 0);
+		d[i] = (struct spotckpt_dest){ .index = i, .ptr = buf[i],
+					       .len = n[i] };
+	}
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_int_equal(spotckpt_close(e), 0);
+	/* a good restore fills them */
+	for (int i = 0; i < ODD_T; i++)
+		memset(buf[i], 0, n[i]);
+	assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_read_all(r, d, ODD_T), 0);
+	spotckpt_reader_close(r);
+	for (int i = 0; i < ODD_T; i++)
+		assert_true(same(buf[i], n[i], (uint8_t)(10 + i)));
+	/* the last byte of the shard (of the last tensor) damaged */
+	snprintf(p, sizeof p, "%s/step-00000001/shard-00000.safetensors", dir);
+	ct_flip_bit(p, -1);
+	for (int run = 0; run < check_size(E2E_RUNS, E2E_RUNS, 3); run++) {
+		for (int i = 0; i < ODD_T; i++)
+			fill(buf[i], n[i], (uint8_t)(100 + run + i));
+		assert_int_equal(spotckpt_reader_open(dir, 1, 0, 0, &r), 0);
+		assert_int_equal(spotckpt_reader_read_all(r, d, ODD_T),
+				 -SPOTCKPT_ECHECKSUM);
+		spotckpt_reader_close(r);
+		for (int i = 0; i < ODD_T; i++) {
+			if (!same(buf[i], n[i], (uint8_t)(100 + run + i)))
+				fail_msg("run %d: tensor odd%d not put back", run, i);
+		}
+	}
+	for (int i = 0; i < ODD_T; i++)
+		free(buf[i]);
+	ct_rmtree(dir);
+	free(dir);
 }
 
 /* The keep (SPOTCKPT_RESTORE_KEEP=1): every block written is put back. */
@@ -303,6 +458,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_undo_alone),
+		cmocka_unit_test(test_behind_alone),
+		cmocka_unit_test(test_failed_read_odd_tensors_put_back),
 		cmocka_unit_test_setup_teardown(test_failed_read_puts_back_every_block,
 						e2e_setup, e2e_teardown),
 		cmocka_unit_test_setup_teardown(
