@@ -743,7 +743,7 @@ static int read_verified(struct spotckpt_reader *r,
 	uint8_t *stage = NULL;
 	struct ckpt_behind *behind = NULL;
 	int64_t t0, c0;
-	int rc, mapped = 0;
+	int rc, mapped = 0, several = 0;
 
 	if (r->buf && r->buf_bytes >= need) {
 		stage = r->buf;
@@ -762,8 +762,12 @@ static int read_verified(struct spotckpt_reader *r,
 	r->io_buf = NULL; /* the reads go into the image */
 	r->io_buf_bytes = 0;
 	t_prof.mode = SPOTCKPT_RESTORE_VERIFY_FIRST;
-	/* no placer (no memory for its lists): verify first */
-	if (stage && !getenv("SPOTCKPT_RESTORE_VERIFY_FIRST") &&
+	/* placers only when one tensor can be placed while another is read
+	 * (not for spotckpt_reader_read's one tensor: two threads for
+	 * nothing); no placer (no memory for its lists): verify first */
+	for (size_t t = 0, n = 0; t < r->m.l->nt && !several; t++)
+		several = map[t] && r->m.l->t[t].nbytes && ++n > 1;
+	if (stage && several && !getenv("SPOTCKPT_RESTORE_VERIFY_FIRST") &&
 	    ckpt__behind_start(r->m.l, (const struct spotckpt_dest *const *)map,
 			       stage, &behind) == 0)
 		t_prof.mode = SPOTCKPT_RESTORE_BEHIND;
