@@ -27,8 +27,11 @@
  * would) and forgets each zone's own age; known2 then knows the joint
  * state and its age, which is all such a market tells.
  *
+ * --pairs runs spotrun with the pair model (which zones are up together,
+ * policy_job.zone_pairs), the experiment of docs/notes/policies.md.
+ *
  *   usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]
- *          [--joint]
+ *          [--joint] [--in-sample] [--pairs]
  *          (from the repo root)
  */
 #include <errno.h>
@@ -61,6 +64,7 @@ static const char *const sets[] = { "v100_1", "v100_8", "k80_1", "k80_8" };
 static struct sim_known2 known2_table;
 static int known2_joint;
 static int in_sample; /* --in-sample: spotrun's shipped prior */
+static int zone_pairs; /* --pairs: spotrun with the pair model */
 
 struct known2_state {
 	uint8_t last[2], jlast, seen;
@@ -261,6 +265,7 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 
 	memset(t, 0, sizeof *t);
 	p24.history_h = 24;
+	p24.zone_pairs = zone_pairs;
 	snprintf(any, sizeof any, T "us-west-2a_%s.json", inst);
 	if (!in_sample) {
 		if (fold_prior(any, &prior))
@@ -307,14 +312,16 @@ static int usage(int help)
 {
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
-		"                           [--joint] [--in-sample]\n"
+		"                           [--joint] [--in-sample] [--pairs]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
 		"  --no-wait-up: known2 waits only with spot down in both zones (the rule of\n"
 		"  the single-region plan, to measure what that rule costs);\n"
 		"  --joint: markets of joint spells of both zones (their correlation kept);\n"
 		"  --in-sample: spotrun with the shipped prior, fitted on every bundled trace\n"
-		"  (default: the prior of the other trace sets, bench/fold_prior.h)\n",
+		"  (default: the prior of the other trace sets, bench/fold_prior.h);\n"
+		"  --pairs: spotrun plans with which zones are up together (policy_job.zone_pairs,\n"
+		"  an experiment arm, not the default)\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
 }
@@ -340,6 +347,8 @@ int main(int argc, char **argv)
 			known2_joint = 1;
 		else if (!strcmp(argv[i], "--in-sample"))
 			in_sample = 1;
+		else if (!strcmp(argv[i], "--pairs"))
+			zone_pairs = 1;
 		else if (!strcmp(argv[i], "--help"))
 			return usage(1);
 		else {
@@ -359,12 +368,13 @@ int main(int argc, char **argv)
 	}
 	printf("policy bound across 2 zones: 48 h work, 52 h deadline, R 0.2 h; renewal\n"
 	       "markets drawn from %s (720 s steps), ages exact to %d steps,\n"
-	       "%d windows, seed %llu%s; spotrun's prior: %s\n"
+	       "%d windows, seed %llu%s; spotrun's prior: %s%s\n"
 	       "%-16s %8s %16s %7s %7s %7s %6s\n",
 	       known2_joint ? "both zones' joint spells" : "each zone's own spells", ages - 1,
 	       windows, (unsigned long long)seed,
 	       wait_up ? "" : ", known2 waits only with spot down everywhere",
 	       in_sample ? "every bundled trace (in-sample)" : "the other trace sets (held out)",
+	       zone_pairs ? "; spotrun with the pair model (--pairs)" : "",
 	       "set (2 zones)", "opt $", "bound (cost)", "known2", "spotrun", "ups", "misses");
 	for (int i = 0; i < nsets; i++) {
 		struct tally t;

@@ -45,6 +45,10 @@ struct policy_job {
 	/* What spotrun believes before it has seen the market
 	 * (policy_prior.h); NULL = policy_prior_bundled. */
 	const struct policy_prior *prior;
+	/* 1: spotrun plans across regions with the pair model (which
+	 * regions are up together, policy_spotrun_plan.h): an experiment
+	 * arm, not the default (docs/notes/policies.md). */
+	int zone_pairs;
 };
 
 /* What the policy sees at one tick boundary. */

@@ -18,7 +18,10 @@
  *    region run and whether another region is up besides it), the least
  *    expected cost of finishing by the deadline, where any outcome that
  *    could miss it costs infinity.  It replans when an outage begins or
- *    ends - the moments the estimates move - if they moved.
+ *    ends - the moments the estimates move - if they moved.  With
+ *    job->zone_pairs (an experiment, not the default) the age across
+ *    regions is that of the pair (the run, another region up or not)
+ *    and its changes are estimated by o and age (pair_fit()).
  * 3. Guard.  With each plan, in every state of its table: the plan's
  *    advantage over Uniform Progress and its standard error from the same
  *    evidence (policy__plan_guard(): each group of estimates moved by one
@@ -51,6 +54,9 @@
  * (policy_prior.h): a market seen for a handful of spells is read mostly
  * as the pooled markets are. */
 #define PRIOR_WEIGHT 8.0
+/* Pseudo-changes the outcomes of a pair change pooled over o are worth
+ * against those seen from one o (pair_fit()). */
+#define PAIR_OUT_WEIGHT 1.0
 /* The plan is followed where its advantage over Uniform Progress is at
  * least this many standard errors of that advantage (one-sided, ~84%). */
 #define GUARD_Z 1.0
@@ -65,6 +71,7 @@ enum { GRP_NONE = -1, GRP_RUN_YOUNG, GRP_RUN_OLD, GRP_OUT_YOUNG, GRP_OUT_OLD,
 struct region_stats {
 	double up, downs, hops, price_sum, seen;
 	double age_s; /* age of the region's current spell (up or down) */
+	double pair_s; /* up: time since its run began or o last changed */
 	uint8_t last;
 };
 
@@ -85,6 +92,10 @@ struct spotrun_state {
 	 * still up, those where another besides the oldest run was up too;
 	 * outage ends, and of those with two or more regions up. */
 	double oexpo[2], oflip[2], oends[2], oout[2], lother, outs, oother;
+	/* The pair (a region's run, o): ticks of exposure and changes by o
+	 * and pair age bucket, and how the changes from o went (PAIR_*). */
+	double pexpo[2][PLAN_AGES], pchg[2][PLAN_AGES], pcnt[2][3];
+	int pair; /* job->zone_pairs: the pair model */
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -107,6 +118,7 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 		policy_prior_buckets(prior, k, s->unit_s, job->gap_s, PRIOR_WEIGHT,
 				     s->pe[k], s->px[k]);
 	policy__up_reset(&s->up, job);
+	s->pair = job->zone_pairs && job->nregions > 1;
 }
 
 static void spotrun_destroy(void *state)
@@ -157,6 +169,14 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			s->lother *= f;
 			s->outs *= f;
 			s->oother *= f;
+			for (int o = 0; o < 2; o++) {
+				for (int b = 0; b < PLAN_AGES; b++) {
+					s->pexpo[o][b] *= f;
+					s->pchg[o][b] *= f;
+				}
+				for (int i = 0; i < 3; i++)
+					s->pcnt[o][i] *= f;
+			}
 		}
 		if (s->seen && g->last) {
 			int b = policy__plan_age(g->age_s, s->unit_s);
@@ -174,7 +194,21 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				if (!any)
 					s->oout[o]++;
 			}
+			{
+				int pb = policy__plan_age(g->pair_s, s->unit_s);
+				int on = nup - (avail[r] ? 1 : 0) > 0;
+
+				s->pexpo[o][pb]++;
+				if (!avail[r] || on != o) {
+					s->pchg[o][pb]++;
+					s->pcnt[o][avail[r] ? PAIR_FLIP : any ? PAIR_LAND : PAIR_OUT]++;
+				}
+			}
 		}
+		if (s->seen && g->last && avail[r] && (nwas - 1 > 0) == (nup - 1 > 0))
+			g->pair_s += (double)job->gap_s;
+		else
+			g->pair_s = 0;
 		if (s->seen && g->last == (avail[r] ? 1 : 0))
 			g->age_s += (double)job->gap_s;
 		else
@@ -300,6 +334,52 @@ static double z_of(int g, int k, int b)
 	return g == (young ? GRP_OUT_YOUNG : GRP_OUT_OLD) ? 1 : 0;
 }
 
+/* The pair model (plan_model.pair): the change rate of the pair (a
+ * region's run, o) by o and pair age, each (o, age) shrunk toward the
+ * rate at that age pooled over o, with the prior's weight in that
+ * bucket; the pooled rate itself carries the prior of runs.  The
+ * outcomes of a change by o shrunk toward those pooled over o with
+ * PAIR_OUT_WEIGHT pseudo-changes.  The rates move with guard group g
+ * as the region-run rates do, the outage share with GRP_RHO. */
+static void pair_fit(const struct spotrun_state *s, int g, double ticks,
+		     struct plan_model *m)
+{
+	double tot[3] = { 0, 0, 0 }, nt = 0;
+
+	m->pair = 1;
+	for (int i = 0; i < 3; i++) {
+		tot[i] = s->pcnt[0][i] + s->pcnt[1][i];
+		nt += tot[i];
+	}
+	for (int b = 0; b < PLAN_AGES; b++) {
+		double n = s->pchg[0][b] + s->pchg[1][b] + s->pe[1][b];
+		double x = s->pexpo[0][b] + s->pexpo[1][b] + s->px[1][b];
+		double rate = x > 0 ? n / x : 0.5, pe = s->pe[1][b];
+
+		for (int o = 0; o < 2; o++)
+			m->chg[o][b] = per_step(s->pchg[o][b], s->pexpo[o][b], pe,
+						rate > 0 ? pe / rate : 0, ticks, z_of(g, 1, b));
+	}
+	for (int o = 0; o < 2; o++) {
+		double n = 0, q[3], w = PAIR_OUT_WEIGHT;
+
+		for (int i = 0; i < 3; i++)
+			n += s->pcnt[o][i];
+		for (int i = 0; i < 3; i++)
+			q[i] = (s->pcnt[o][i] + w * (tot[i] + 1.0 / 3) / (nt + 1)) / (n + w);
+		if (g == GRP_RHO) { /* one standard error more outages */
+			double d = sqrt(q[PAIR_OUT] * (1 - q[PAIR_OUT]) / (n + w + 1));
+			double up = q[PAIR_OUT] + d > 1 ? 1 : q[PAIR_OUT] + d;
+			double rest = 1 - q[PAIR_OUT];
+
+			for (int i = 0; i < 3; i++)
+				q[i] = i == PAIR_OUT ? up : rest > 0 ? q[i] * (1 - up) / rest : 0;
+		}
+		for (int i = 0; i < 3; i++)
+			m->pout[o][i] = q[i];
+	}
+}
+
 /* The market as estimated (g = GRP_NONE), or with the estimates of guard
  * group g moved one standard error up. */
 static void model_fit(struct spotrun_state *s, const struct policy_job *job,
@@ -363,6 +443,8 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 			m.land[b] = (s->hland[b] + 1.0 / PLAN_AGES) / (hl + 1);
 		m.land_other = (s->lother + 0.5) / (hl + 1);
 		m.out_other = (s->oother + 0.5) / (s->outs + 1);
+		if (s->pair)
+			pair_fit(s, g, ticks, &m);
 	}
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
 	m.od_price = job->od_price;
@@ -382,6 +464,9 @@ static int model_moved(const struct plan_model *now, const struct plan_model *wa
 		return 1;
 	for (int b = 0; b < PLAN_AGES; b++) {
 		if (now->multi && moved(now->loss[b], was->loss[b]))
+			return 1;
+		if (now->pair && (moved(now->chg[0][b], was->chg[0][b]) ||
+				  moved(now->chg[1][b], was->chg[1][b])))
 			return 1;
 		if (moved(now->end_up[b], was->end_up[b]) ||
 		    moved(now->end_down[b], was->end_down[b]))
@@ -442,7 +527,8 @@ static struct policy_choice spotrun_decide(void *state,
 		dear = 1; /* spot no cheaper than on-demand after restarts */
 	/* The plan's age index: the spot-somewhere spell's, or with several
 	 * regions and spot up, the age of the run held or to be started. */
-	b = policy__plan_age(job->nregions > 1 && best >= 0 ? s->reg[best].age_s :
+	b = policy__plan_age(job->nregions > 1 && best >= 0 ?
+			     (s->pair ? s->reg[best].pair_s : s->reg[best].age_s) :
 			     s->age_s, s->unit_s);
 	if (job->nregions > 1 && best >= 0) { /* and another region up besides */
 		for (int r = 0; r < job->nregions; r++) {

@@ -58,6 +58,12 @@
  * Outages (a = 0) keep the spot-somewhere age (index < PLAN_AGES), and
  * end at run age 0 with o = 1 with out_other.
  *
+ * The pair model (m.pair, with m.multi): the same index, but its age is
+ * that of the pair (the run, o) - since the run began or o last changed
+ * - and the pair's change (chg[o][age]) is one of: o flips, the run ends
+ * with spot up elsewhere, or it ends into an outage (pout[o]); see
+ * expect_pair().  With two zones that is their joint spell.
+ *
  * Tables: v[k][b][c][s] for k in {none a=0, none a=1, od a=0, od a=1,
  * spot}, b < na (PLAN_AGES, exact_ages, or 2 x PLAN_AGES with m.multi;
  * there the a = 0 tables use only b < PLAN_AGES).
@@ -209,6 +215,28 @@ HOT double w(double p, double x)
 	return p > 0 ? p * x : 0;
 }
 
+/* The pair model (m.pair): index b is the pair's age and o.  The pair
+ * changes with chg[o][age]: the run goes on with o flipped (table kst,
+ * pair age 0), or ends with spot up elsewhere (k1, the run landed in at
+ * pair age 0, another up besides it with land_other), or with no spot
+ * anywhere (k0, outage age 0).  Or it goes on and ages. */
+HOT double expect_pair(const struct plan *pl, int k0, int k1, int kst, int b,
+		       size_t c, struct spt *s)
+{
+	int o = b / PLAN_AGES, age = b % PLAN_AGES;
+	int nage = age + 1 < PLAN_AGES ? age + 1 : age;
+	double end = pl->m.chg[o][age], stay = 1 - end, adv = advance(pl, b);
+	double lo = pl->m.land_other;
+	const double *q = pl->m.pout[o];
+
+	return w(end * q[PAIR_FLIP], at(pl, kst, PLAN_AGES * !o, c, s)) +
+	       w(end * q[PAIR_LAND], w(1 - lo, at(pl, k1, 0, c, s)) +
+				      w(lo, at(pl, k1, PLAN_AGES, c, s))) +
+	       w(end * q[PAIR_OUT], at(pl, k0, 0, c, s)) +
+	       w(stay * adv, at(pl, kst, nage + PLAN_AGES * o, c, s)) +
+	       w(stay * (1 - adv), at(pl, kst, b, c, s));
+}
+
 /* Several regions, spot up somewhere (m.multi): expected value after one
  * step in table kst (none/od a=1, or spot) whose index b is that of a
  * region run - the held one, or the one a start would land in - and o,
@@ -217,8 +245,8 @@ HOT double w(double p, double x)
  * (a=1, nothing held) with the run a start would now land in aged as
  * land[] says, another up besides it with land_other.  Or it goes on,
  * ages, and o flips with flip[o]. */
-HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
-		      size_t c, struct spt *s)
+HOT double expect_runs(const struct plan *pl, int k0, int k1, int kst, int b,
+		       size_t c, struct spt *s)
 {
 	int o = b / PLAN_AGES, age = b % PLAN_AGES;
 	int nage = age + 1 < PLAN_AGES ? age + 1 : age;
@@ -242,6 +270,16 @@ HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
 	       w(stay * adv * fl, at(pl, kst, n1, c, s)) +
 	       w(stay * (1 - adv) * (1 - fl), at(pl, kst, b0, c, s)) +
 	       w(stay * (1 - adv) * fl, at(pl, kst, b1, c, s));
+}
+
+/* Several regions, spot up somewhere: the region-run model, or the pair
+ * model (m.pair). */
+HOT double expect_run(const struct plan *pl, int k0, int k1, int kst, int b,
+		      size_t c, struct spt *s)
+{
+	if (pl->m.pair)
+		return expect_pair(pl, k0, k1, kst, b, c, s);
+	return expect_runs(pl, k0, k1, kst, b, c, s);
 }
 
 /* Expected value after one step that leaves the job in table k (none or

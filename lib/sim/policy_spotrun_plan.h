@@ -52,7 +52,19 @@ struct plan_model {
 	double flip[2];    /* P(o changes within a step | o, the run goes on) */
 	double land_other; /* P(o = 1 for the run landed in after a run end) */
 	double out_other;  /* P(o = 1 for the run an outage ends in) */
+	/* Which regions are up together (pair = 1, with multi): the age in
+	 * the index is then that of the pair (the run, o) - the time since
+	 * the run started or o last changed - and the pair's end replaces
+	 * loss, rho, flip and land: it changes with chg[o][age], and then
+	 * the run goes on with o flipped (pout[o][PAIR_FLIP]), ends with
+	 * spot up elsewhere (PAIR_LAND: the run landed in at pair age 0, o
+	 * = 1 with land_other), or ends with no spot anywhere (PAIR_OUT). */
+	int pair;
+	double chg[2][PLAN_AGES];
+	double pout[2][3];
 };
+
+enum { PAIR_FLIP, PAIR_LAND, PAIR_OUT };
 
 #define PLAN_ACT_MASK 0x03
 #define PLAN_ACT_UP 0x80

@@ -114,6 +114,7 @@ void sim_job(const struct sim_market *m, const struct sim_params *p,
 	job->od_price = m->od_price;
 	job->od_region = m->od_region;
 	job->prior = p->prior;
+	job->zone_pairs = p->zone_pairs;
 }
 
 size_t sim_window_ticks(const struct sim_market *m, const struct sim_params *p)

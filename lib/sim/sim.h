@@ -51,6 +51,7 @@ struct sim_params {
 	double history_h;       /* market history shown to policies before the
 				 * window starts (policy_ops.observe) */
 	const struct policy_prior *prior; /* spotrun's prior; NULL = the bundled one */
+	int zone_pairs; /* policy_job.zone_pairs */
 };
 
 /* Can a job with these parameters meet its deadline at all?  Checks

@@ -3,7 +3,8 @@
  * past its restart is never chosen when the restart is modelled step by
  * step, waiting with spot up (the exact-law reference's option) only
  * lowers values, across regions a start is priced by whether another
- * region is up, and bad model options are refused. */
+ * region is up (and, with the pair model, by which regions are up
+ * together), and bad model options are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,42 @@ static void test_idle_up_waits_out_a_dying_run(void **state)
 	policy__plan_free(&pw);
 }
 
+/* The market of the two tests of several regions below: outages of 20 steps on
+ * average, spot at 2.5 $/h against 3.06, R one step; the run's fate is
+ * the test's. */
+static struct plan_model multi_market(void)
+{
+	struct plan_model m;
+
+	memset(&m, 0, sizeof m);
+	for (int b = 0; b < PLAN_AGES; b++) {
+		m.end_up[b] = 0.01;
+		m.end_down[b] = 0.05;
+	}
+	m.multi = 1;
+	m.land_other = 1;
+	m.spot_price = 2.5;
+	m.od_price = 3.06;
+	m.restart_s = STEP;
+	return m;
+}
+
+/* From on-demand with 20 h of work and 4 h of slack: start spot only
+ * with another region up (index PLAN_AGES), not alone (0); held spot is
+ * kept in both. */
+static void assert_starts_only_beside_another(const struct plan_model *m)
+{
+	struct plan pl = { 0 };
+	double C = 20 * 3600.0, S = 4 * 3600.0;
+
+	assert_int_equal(policy__plan_build(&pl, m, STEP, C, S), 0);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, 0), SIM_OD);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, PLAN_AGES), SIM_SPOT);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, 0), SIM_SPOT);
+	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, PLAN_AGES), SIM_SPOT);
+	policy__plan_free(&pl);
+}
+
 /* Several regions: a region run's end with another region up lands the
  * job in that region's run, with none up it is an outage.  From
  * on-demand, 20 h of work and 4 h of slack, spot at 2.5 $/h against
@@ -181,32 +218,81 @@ static void test_idle_up_waits_out_a_dying_run(void **state)
  * region up), not where it is an outage (none other up). */
 static void test_multi_prices_another_region_up(void **state)
 {
+	struct plan_model m = multi_market();
+
+	(void)state;
+	for (int b = 0; b < PLAN_AGES; b++) {
+		m.loss[b] = 0.2;
+		m.land[b] = 1.0 / PLAN_AGES;
+	}
+	m.rho[0] = 1; /* none other up: a run end is an outage */
+	m.rho[1] = 0; /* another up: never */
+	assert_starts_only_beside_another(&m);
+}
+
+/* The pair model (m.pair) where it says what the run model says: no
+ * change of o while the run goes on, a run end landing at age 0, the
+ * same end rate by age for both o and the same outage share by o.  The
+ * two tables agree in every cell. */
+static void test_pair_agrees_with_runs_when_o_never_flips(void **state)
+{
 	struct plan_model m;
-	struct plan pl = { 0 };
-	double C = 20 * 3600.0, S = 4 * 3600.0;
+	struct plan run = { 0 }, pair = { 0 };
+	double C = 12 * 3600.0, S = 4 * 3600.0;
 
 	(void)state;
 	memset(&m, 0, sizeof m);
 	for (int b = 0; b < PLAN_AGES; b++) {
 		m.end_up[b] = 0.01;
-		m.end_down[b] = 0.05;
-		m.loss[b] = 0.2;
-		m.land[b] = 1.0 / PLAN_AGES;
+		m.end_down[b] = 0.05 + 0.01 * b;
+		m.loss[b] = 0.3 / (b + 1);
 	}
+	m.land[0] = 1; /* a run landed in is fresh */
 	m.multi = 1;
-	m.rho[0] = 1; /* none other up: a run end is an outage */
-	m.rho[1] = 0; /* another up: never */
-	m.land_other = 1;
-	m.spot_price = 2.5;
+	m.rho[0] = 0.9;
+	m.rho[1] = 0.2;
+	m.land_other = 0.4;
+	m.out_other = 0.3;
+	m.spot_price = 1.0;
 	m.od_price = 3.06;
 	m.restart_s = STEP;
-	assert_int_equal(policy__plan_build(&pl, &m, STEP, C, S), 0);
-	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, 0), SIM_OD);
-	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_OD, 1, PLAN_AGES), SIM_SPOT);
-	/* Held spot is kept in both. */
-	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, 0), SIM_SPOT);
-	assert_int_equal(policy__plan_choose(&pl, C, S, SIM_SPOT, 1, PLAN_AGES), SIM_SPOT);
-	policy__plan_free(&pl);
+	assert_int_equal(policy__plan_build(&run, &m, STEP, C, S), 0);
+	m.pair = 1;
+	for (int o = 0; o < 2; o++) {
+		for (int b = 0; b < PLAN_AGES; b++)
+			m.chg[o][b] = m.loss[b];
+		m.pout[o][PAIR_FLIP] = 0;
+		m.pout[o][PAIR_OUT] = m.rho[o];
+		m.pout[o][PAIR_LAND] = 1 - m.rho[o];
+	}
+	assert_int_equal(policy__plan_build(&pair, &m, STEP, C, S), 0);
+	for (size_t i = 0; i < 5 * (size_t)run.na * (run.nc + 1) * (run.ns + 1); i++) {
+		if (isfinite(run.v[i]))
+			assert_true(fabs(run.v[i] - pair.v[i]) < 1e-9 * (1 + run.v[i]));
+		else
+			assert_false(isfinite(pair.v[i]));
+	}
+	policy__plan_free(&run);
+	policy__plan_free(&pair);
+}
+
+/* Which regions are up together: a run alone whose pair changes into an
+ * outage is not worth a start from on-demand; the same run beside
+ * another region, whose pair changes only into a loss with spot up
+ * elsewhere, is. */
+static void test_pair_prices_zones_up_together(void **state)
+{
+	struct plan_model m = multi_market();
+
+	(void)state;
+	m.pair = 1;
+	for (int b = 0; b < PLAN_AGES; b++) {
+		m.chg[0][b] = 0.2;
+		m.chg[1][b] = 0.2;
+	}
+	m.pout[0][PAIR_OUT] = 1;  /* alone: a change is an outage */
+	m.pout[1][PAIR_LAND] = 1; /* beside another: a restart there */
+	assert_starts_only_beside_another(&m);
 }
 
 static void test_bad_model_options_are_refused(void **state)
@@ -238,6 +324,8 @@ int main(void)
 		cmocka_unit_test(test_exact_restart_never_starts_a_doomed_run),
 		cmocka_unit_test(test_idle_up_waits_out_a_dying_run),
 		cmocka_unit_test(test_multi_prices_another_region_up),
+		cmocka_unit_test(test_pair_agrees_with_runs_when_o_never_flips),
+		cmocka_unit_test(test_pair_prices_zones_up_together),
 		cmocka_unit_test(test_bad_model_options_are_refused),
 	};
 
