@@ -1,10 +1,13 @@
 /*
  * fuzz_slurm_parsers - libFuzzer target for what the slurm provider reads
- * from Slurm's commands (lib/providers/slurm/slurm_cmd.c, slurm_queue.c):
- * sinfo's lines, squeue's queue lines and Slurm's time formats.  Invariants: at most `max` partitions, each
+ * from Slurm's commands (lib/providers/slurm/slurm_cmd.c, slurm_queue.c,
+ * slurm_drv.c): sinfo's lines, squeue's queue lines, the driver's squeue
+ * list line and Slurm's time formats.  Invariants: at most `max`
+ * partitions, each
  * with a NUL-ended name, nodes >= idle >= 0, gpus >= 0, a time limit of
  * -1 (unlimited) or >= 0; a time parses to -1 or >= 0, or fails; a
- * queue job has nodes >= 1 and time left >= -1, and its wait is >= -1.
+ * queue job has nodes >= 1 and time left >= -1, and its wait is >= -1;
+ * a list line gives 0..max instances, each named slurm-<job>[.<i>].
  * Spot bursting's text (slurm_burst.c): every host name parsed passes
  * slurm_burst_name_ok; a comment's deadline is > 0; a job has an id > 0,
  * a limit >= -1 and NUL-ended fields; a node's need has a deadline of -1
@@ -41,6 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (slurm__parse_time(s, &t) == 0 && t < -1)
 		abort();
+	{
+		/* the driver's list line: bounded, each instance named */
+		struct cloud_instance x[3];
+		int nx = slurm__parse_squeue_line(s, NULL, x, 3);
+
+		if (nx < 0 || nx > 3)
+			abort();
+		for (int i = 0; i < nx; i++)
+			if (strncmp(x[i].id, "slurm-", 6) != 0)
+				abort();
+	}
 	{
 		struct slurm_qjob q[4];
 		struct slurm_part pt = { .nodes = 3, .idle = 1 };

@@ -1,7 +1,8 @@
 /* Unit tests: lib/providers/slurm/slurm_cmd.c - what the slurm provider
  * reads from Slurm's commands: sinfo lines into partitions (GPUs per
- * node from the gres, idle nodes, MaxTime), Slurm's time formats, and
- * the error class of a command's message.  (The provider against a real
+ * node from the gres, idle nodes, MaxTime), Slurm's time formats, the
+ * error class of a command's message, and the driver's squeue lines
+ * (slurm_drv.c) into instances.  (The provider against a real
  * Slurm: tests/py/test_slurm_provider.py.) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -153,6 +154,53 @@ static void test_queue_wait(void **state)
 						   q, 1, &e), 1);
 }
 
+/* The driver's list (slurm_drv.c, STATES): a squeue line into its
+ * nodes' instances.  A preempted job is SIGNALING while Slurm delivers
+ * the preemption's TERM - its agents' notice - and still runs: read as
+ * stopping, the control plane ended the noticed nodes before their
+ * agents reported the final checkpoint and the exit. */
+static void test_squeue_line_states(void **state)
+{
+	struct cloud_instance x[4];
+
+	(void)state;
+	assert_int_equal(slurm__parse_squeue_line(
+		"7|sr-c1-1-1|SIGNALING|spotrun:c1:3:1,2:1|low", "c1", x, 4), 2);
+	assert_string_equal(x[0].id, "slurm-7.0");
+	assert_string_equal(x[1].id, "slurm-7.1");
+	assert_int_equal(x[0].node_id, 1);
+	assert_int_equal(x[1].node_id, 2);
+	assert_int_equal(x[0].job_id, 3);
+	assert_int_equal(x[1].attempt, 1);
+	assert_int_equal(x[0].state, CLOUD_INST_RUNNING);
+	assert_int_equal(x[1].state, CLOUD_INST_RUNNING);
+	assert_string_equal(x[0].zone, "low");
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|RUNNING|spotrun:c1:3:4:2|low", "c1", x, 4), 1);
+	assert_string_equal(x[0].id, "slurm-8");
+	assert_int_equal(x[0].state, CLOUD_INST_RUNNING);
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|CONFIGURING|spotrun:c1:3:4:2|low", "c1", x, 4), 1);
+	assert_int_equal(x[0].state, CLOUD_INST_PENDING);
+	/* its steps are being killed (KillWait): stopping */
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|COMPLETING|spotrun:c1:3:4:2|low", "c1", x, 4), 1);
+	assert_int_equal(x[0].state, CLOUD_INST_STOPPING);
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|PREEMPTED|spotrun:c1:3:4:2|low", "c1", x, 4), 1);
+	assert_int_equal(x[0].state, CLOUD_INST_GONE);
+	assert_string_equal(x[0].reason, "PREEMPTED");
+	/* another cluster's, a comment not ours, a short line: none */
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|RUNNING|spotrun:c2:3:4:2|low", "c1", x, 4), 0);
+	assert_int_equal(slurm__parse_squeue_line(
+		"8|k|RUNNING|(null)|low", NULL, x, 4), 0);
+	assert_int_equal(slurm__parse_squeue_line("8|k|RUNNING", NULL, x, 4), 0);
+	/* bounded by max */
+	assert_int_equal(slurm__parse_squeue_line(
+		"7|k|RUNNING|spotrun:c1:3:1,2,5:1|low", NULL, x, 2), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_times),
 		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_queue_wait),
+		cmocka_unit_test(test_squeue_line_states),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,12 +34,17 @@
  *   RESV_DEL_HOLD, SUSPENDED, RESIZING           -> CLOUD_INST_PENDING
  *                                                   (queued: no boot timeout,
  *                                                   CLOUD_CAP_QUEUES)
- *   RUNNING                                      -> CLOUD_INST_RUNNING
- *   COMPLETING, STOPPED, SIGNALING, STAGE_OUT    -> CLOUD_INST_STOPPING
+ *   RUNNING, SIGNALING                           -> CLOUD_INST_RUNNING
+ *   COMPLETING, STOPPED, STAGE_OUT               -> CLOUD_INST_STOPPING
  *   anything else (COMPLETED, CANCELLED, FAILED,
  *   TIMEOUT, PREEMPTED, NODE_FAIL, BOOT_FAIL, ...) -> CLOUD_INST_GONE,
  *                                                   reason = the state
  * A job squeue no longer shows (MinJobAge passed) is gone too.
+ * SIGNALING is a running job while Slurm delivers it a signal - the
+ * preemption's TERM (preempt_send_user_signal), which its agents take as
+ * their notice: read as stopping, it ended the noticed nodes before
+ * their agents could report the final checkpoint and the exit (a gang's
+ * exits refused with 409 - test_slurm_provider's gang, 2 of 3 CIs).
  *
  * Instance ids: "slurm-<jobid>" for a one-node job, "slurm-<jobid>.<i>"
  * for node i of a k-node one (list() gives each its own instance, from
@@ -101,12 +106,12 @@ static enum cloud_inst_state state_of(const char *t)
 		"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
 		"SUSPENDED", "RESIZING", NULL };
 	static const char *const stop[] = { "COMPLETING", "STOPPED",
-		"SIGNALING", "STAGE_OUT", NULL };
+		"STAGE_OUT", NULL };
 
 	for (int i = 0; pend[i]; i++)
 		if (!strcmp(t, pend[i]))
 			return CLOUD_INST_PENDING;
-	if (!strcmp(t, "RUNNING"))
+	if (!strcmp(t, "RUNNING") || !strcmp(t, "SIGNALING"))
 		return CLOUD_INST_RUNNING;
 	for (int i = 0; stop[i]; i++)
 		if (!strcmp(t, stop[i]))
@@ -114,11 +119,9 @@ static enum cloud_inst_state state_of(const char *t)
 	return CLOUD_INST_GONE;
 }
 
-/* One squeue line "%i|%j|%T|%k|%P" of this cluster: its instances (one
- * a node of the comment's list) into x[0..max), their count; 0 when the
- * job is not ours (another comment or cluster). */
-static int parse_line(const char *line, const char *cluster,
-		      struct cloud_instance *x, int max)
+/* slurm_int.h: one squeue line into the instances of its nodes */
+int slurm__parse_squeue_line(const char *line, const char *cluster,
+			     struct cloud_instance *x, int max)
 {
 	char buf[1024], *f[5], *save = NULL, c[64], nodes[640], *end;
 	const char *q;
@@ -176,7 +179,7 @@ static int find(struct cloud_req *r, struct cloud_instance *x,
 		nl = strchr(l, '\n');
 		if (nl)
 			*nl++ = '\0';
-		k = parse_line(l, r->cluster, v, SLURM_GROUP_MAX);
+		k = slurm__parse_squeue_line(l, r->cluster, v, SLURM_GROUP_MAX);
 		for (int i = 0; i < k && !found; i++) {
 			if (v[i].node_id == r->node) {
 				*x = v[i];
@@ -631,7 +634,8 @@ static int d_list(void *st, const char *cluster, struct cloud_instance **out,
 		nl = strchr(l, '\n');
 		if (nl)
 			*nl++ = '\0';
-		*n += (size_t)parse_line(l, cluster, *out + *n, (int)(cap - *n));
+		*n += (size_t)slurm__parse_squeue_line(l, cluster, *out + *n,
+						       (int)(cap - *n));
 	}
 	free(text);
 	return 0;

@@ -128,6 +128,13 @@ int slurm__queue_read(struct slurm_prov *p, const struct slurm_part *pt,
 /* Open and refresh (market view). */
 int slurm__refresh(struct slurm_prov *p, bool queues, struct sr_err *e);
 
+/* One squeue line "%i|%j|%T|%k|%P" of `cluster` (NULL: any) as the
+ * driver lists it (slurm_drv.c, STATES): its instances, one a node of
+ * the comment's list, into x[0..max); their count, 0 when the job is
+ * not ours (another comment or cluster) or the line is malformed. */
+int slurm__parse_squeue_line(const char *line, const char *cluster,
+			     struct cloud_instance *x, int max);
+
 extern const struct cloud_driver_ops slurm__drv_ops;
 
 #endif
