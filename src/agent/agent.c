@@ -27,6 +27,12 @@
  *   4. report the final checkpoint (newest committed step in ckpt_dir, if
  *      it is newer than before the signal) and the exit, then exit 0.
  *
+ * A scheduler's signal reaches the workload too: a workload that exits
+ * before the agent has taken the signal as the notice (the agent was in
+ * a call to spotrund) is reaped after it, and that exit is the notice's
+ * stop (cause preempted), never a run that completed (workrun.c,
+ * exit_in_notice).
+ *
  * A directive `stop` is the same without the exit: a healthy gang member
  * checkpoints and keeps heart-beating while a lost peer is replaced.
  *
@@ -439,7 +445,7 @@ static bool hold_notice(struct agent *ag, int64_t t_ns, const char *action,
 	int64_t now_real = sr_time_real_ns(), mono = sr_time_mono_ns();
 	char ts[40];
 
-	if (!ag->a.train_through || ag->kind != W_RUN ||
+	if (!ag->a.train_through || ag->kind != W_RUN || ag->w.exited ||
 	    ag->stopping != STOP_NONE || t_ns <= now_real)
 		return false;
 	if (!ag->through_ns) {

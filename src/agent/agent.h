@@ -272,6 +272,9 @@ struct agent {
 	int synced;             /* workdir / file_mounts copied (sync.c) */
 	int orphan_status;  /* wait status of the last reaped orphan of the
 			       workload (its trainer after sh died), -1 none */
+	int exit_in_notice; /* its leader was reaped after a notice signal
+			       reached the agent (taken as the notice or
+			       not yet): that exit is the notice's stop */
 	int want_attempt;   /* a run directive not yet acted on, 0 none */
 	enum stop_why stopping;
 	int64_t stop_deadline_ns; /* monotonic */

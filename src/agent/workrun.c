@@ -67,6 +67,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 	ag->kind = kind;
 	ag->stopping = STOP_NONE;
 	ag->orphan_status = -1;
+	ag->exit_in_notice = 0;
 	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
 	agent__line(ag, "started %s of attempt %d (pid %d)",
 		   kind == W_SETUP ? "setup" : "run", attempt, (int)ag->w.pid);
@@ -337,6 +338,8 @@ static void reap_children(struct agent *ag)
 			continue; /* a bucket mount's syncer */
 		if (!workload_note_exit(&ag->w, p, st))
 			ag->orphan_status = st;
+		else if (notice_signal_seen())
+			ag->exit_in_notice = 1; /* the signal came first */
 	}
 }
 
@@ -354,8 +357,13 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 	 * the job at once, so the `sh -c` wrapper may die of the notice
 	 * signal before this stop while the trainer it started takes its
 	 * final checkpoint - that is this stop, not a crash (whose
-	 * stragglers would be SIGKILLed) */
-	if (ag->w.exited && !(ag->w.signal && workload_group_alive(&ag->w)))
+	 * stragglers would be SIGKILLed).  And the same signal may have
+	 * ended the whole workload (its final checkpoint taken, exit 0)
+	 * before the agent took it as the notice: reaped after the signal
+	 * came (exit_in_notice), that exit is this notice's stop too, never
+	 * a run that completed - else the job ends SUCCEEDED, undone. */
+	if (ag->w.exited && !(ag->w.signal && workload_group_alive(&ag->w)) &&
+	    !(why == STOP_NOTICE && ag->exit_in_notice))
 		return;
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;
@@ -520,6 +528,12 @@ void agent__check_workload(struct agent *ag, int64_t now)
 		ag->stop_deadline_ns = INT64_MAX;
 	}
 	if (!ag->w.exited)
+		return;
+	/* it exited after a notice signal the agent has not taken yet: the
+	 * loop's notice check takes it first (agent__begin_stop), then the
+	 * exit is that stop's - not classified (nor its group killed) now */
+	if (ag->stopping == STOP_NONE && ag->exit_in_notice &&
+	    !ag->notice_handled)
 		return;
 	if (workload_group_alive(&ag->w)) {
 		if (ag->stopping == STOP_NONE) {

@@ -66,6 +66,11 @@ class Plane:
         self.rebalance_time = None
         self.directive = {"action": "run", "attempt": 1}
         self.revoked = False      # answer 401 to the node from now on
+        # hold: the next POST waits for release (the agent blocked in a
+        # call to spotrund); held is set once one is waiting
+        self.hold = False
+        self.held = threading.Event()
+        self.release = threading.Event()
         plane = self
 
         class H(BaseHTTPRequestHandler):
@@ -120,6 +125,11 @@ class Plane:
                 body = json.loads(self.rfile.read(n) or b"{}")
                 with plane.lock:
                     plane.auth.add(self.headers.get("Authorization"))
+                    hold, plane.hold = plane.hold, False
+                if hold:
+                    plane.held.set()
+                    plane.release.wait(60)
+                with plane.lock:
                     d = dict(plane.directive)
                     revoked = plane.revoked
                 if revoked:
@@ -193,6 +203,7 @@ class Plane:
                 and (stream is None or e["stream"] == stream)]
 
     def close(self):
+        self.release.set()
         # SIGTERM first: the agent stops its workload's process group on
         # the way out.  A bare SIGKILL left the workload (its own group,
         # reparented to init) running after the test.
@@ -463,6 +474,64 @@ def test_revoked_node_stops_its_workload_and_exits(plane):
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
     assert "node is gone" in plane.agent_log()
+
+
+# The workload of a scheduler's signal: once told (the file "go"), it
+# sends the notice signal to the agent and exits 0 at once, as a trainer
+# that Slurm's SIGTERM to every process of the step reached too.
+SIGNALLED = r"""
+echo $$ > pid
+while [ ! -f go ]; do sleep 0.05; done
+kill -TERM $PPID
+exit 0
+"""
+
+
+def proc_state(pid):
+    """A process's state letter ('Z': exited, not reaped), None if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def test_exit_after_a_notice_signal_not_yet_taken_is_preempted(tmp_path):
+    """The notice signal reaches the agent and the workload together
+    (Slurm signals every process of the step); the workload exits while
+    the agent is still inside a call to spotrund, so its exit is there to
+    reap before the agent has taken the notice.  That exit is the
+    notice's stop (cause preempted, after the notice), never a run that
+    completed: a job 'completed' by its final checkpoint would end as
+    SUCCEEDED with its work undone."""
+    p = Plane(tmp_path, run=SIGNALLED)
+    try:
+        p.start_agent(["--isolation", "off", "--notice", "signal",
+                       "--notice-signal", "TERM", "--notice-lead", "30s"])
+        pidf = os.path.join(p.workdir, "pid")
+        p.wait_for(lambda: any(h.get("workload") == "running"
+                               for h in p.heartbeats) and
+                   os.path.exists(pidf), what="the workload running")
+        with open(pidf) as f:
+            pid = int(f.read())
+        with p.lock:
+            p.hold = True
+        assert p.held.wait(60), p.agent_log()
+        # the agent waits for spotrund's answer: the signal and the exit
+        # both happen now
+        open(os.path.join(p.workdir, "go"), "w").close()
+        p.wait_for(lambda: proc_state(pid) in ("Z", None),
+                   what="the workload exited")
+        p.release.set()
+        assert p.proc.wait(timeout=60) == 0, p.agent_log()
+        ty = [x for x in p.types() if x in ("notice", "exit")]
+        assert ty == ["notice", "exit"], (p.events, p.agent_log())
+        ev = {e["type"]: e for e in p.events}
+        assert ev["notice"]["source"] == "signal", ev["notice"]
+        assert ev["exit"]["cause"] == "preempted", (ev["exit"], p.agent_log())
+        assert ev["exit"]["exit_code"] == 0 and ev["exit"]["attempt"] == 1
+    finally:
+        p.close()
 
 
 @pytest.mark.parametrize("code", [0, 75])
