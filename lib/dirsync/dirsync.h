@@ -142,6 +142,12 @@ int64_t dirsync_watch_yielded_ns(const struct dirsync_watch *w);
 /* CLOCK_MONOTONIC of the last write seen, 0 none (for tests: once it
  * moves, every directory created before that write is watched). */
 int64_t dirsync_watch_last_ns(const struct dirsync_watch *w);
+/* How many files the workload has written and not yet closed (watch.c):
+ * while one is open, the gate waits DIRSYNC_OPEN_QUIET_NS of silence. */
+int dirsync_watch_open_files(const struct dirsync_watch *w);
+#define DIRSYNC_OPEN_QUIET_NS (2 * 1000000000LL)
+/* Test hook: that silence (DIRSYNC_OPEN_QUIET_NS). */
+extern int64_t dirsync__open_quiet_ns;
 
 /* ---- round.c: uploading and committing ------------------------------ */
 struct dirsync;

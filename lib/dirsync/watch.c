@@ -16,7 +16,9 @@
  *                           event is less than quiet_ns old)
  *   WRITING: dirsync_watch_gate() blocks (the caller's upload part or
  *            hash block waits), polling every 20 ms
- *     --no write event for quiet_ns--> OPEN
+ *     --no write event for quiet_ns, and no file written and not yet
+ *       closed--> OPEN
+ *     --no write event for DIRSYNC_OPEN_QUIET_NS, files still open--> OPEN
  *     --the stretch has lasted max_ns--> the gate opens until the next
  *            quiet gap: a script that writes all the time (a log, an
  *            event file) still gets its uploads, at worst one gate wait
@@ -34,6 +36,17 @@
  * enough for a store to end it (S3: ~20 s); a longer save gets a 64 KiB
  * trickle per part every DIRSYNC_PACE_MAX_NS.
  *
+ * Files written and not yet closed: inotify reports a write when the
+ * write() returns, so one large write() of torch.save (64 MiB and more,
+ * over 250 ms on a loaded machine) is a silence of quiet_ns in the middle
+ * of a save.  So the reader keeps the files it saw created or modified
+ * until their IN_CLOSE_WRITE (or deletion, or move away): while one is
+ * open the gate needs DIRSYNC_OPEN_QUIET_NS of silence, not quiet_ns.  A
+ * file kept open for good (a log) costs that longer wait, no more.  At
+ * most OPEN_MAX files are kept (by directory watch and name hash: a
+ * collision only changes how long a gate waits); past that, or after an
+ * event-queue overflow, the set is cleared.
+ *
  * A directory created (or moved in) while watched gets its watches when
  * its event is read; an event-queue overflow counts as a write and
  * re-walks the tree.  Names starting with ".spotrun-" are ignored (the
@@ -47,6 +60,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +75,13 @@
 #define DIRSYNC_WATCH_MAX 4096
 #define GATE_POLL_NS (20 * 1000000L)
 #define WRITE_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO)
+#define GONE_MASK (IN_DELETE | IN_MOVED_FROM)
+#define OPEN_MAX 64
+
+struct open_file {
+	int wd;
+	uint64_t h;                /* FNV-1a of the name */
+};
 
 struct dirsync_watch {
 	int dirfd;                 /* the directory (borrowed) */
@@ -74,7 +95,12 @@ struct dirsync_watch {
 	_Atomic int64_t stretch_ns;/* when the current writing began */
 	atomic_int hold;
 	_Atomic int64_t yielded_ns;/* the gates' total wait */
+	struct open_file open[OPEN_MAX]; /* written, not closed (reader's) */
+	int nopen;
+	atomic_int open_files;     /* nopen, for the gates */
 };
+
+int64_t dirsync__open_quiet_ns = DIRSYNC_OPEN_QUIET_NS;
 
 static void add_tree(struct dirsync_watch *w, int fd, int depth)
 {
@@ -84,7 +110,8 @@ static void add_tree(struct dirsync_watch *w, int fd, int depth)
 
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	if (w->nwatch >= DIRSYNC_WATCH_MAX ||
-	    inotify_add_watch(w->ifd, path, WRITE_MASK | IN_ONLYDIR) < 0) {
+	    inotify_add_watch(w->ifd, path,
+			      WRITE_MASK | GONE_MASK | IN_ONLYDIR) < 0) {
 		close(fd);
 		return;
 	}
@@ -132,6 +159,31 @@ static void wrote(struct dirsync_watch *w)
 	atomic_store(&w->last_ns, now);
 }
 
+/* The set of files written and not closed: an event on the file named
+ * ev->name in the directory of ev->wd. */
+static void track(struct dirsync_watch *w, const struct inotify_event *ev)
+{
+	uint64_t h = 1469598103934665603ULL;
+	int i;
+
+	if (!ev->len || (ev->mask & IN_ISDIR))
+		return;
+	for (const char *c = ev->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	for (i = 0; i < w->nopen; i++)
+		if (w->open[i].wd == ev->wd && w->open[i].h == h)
+			break;
+	if (ev->mask & (IN_CLOSE_WRITE | GONE_MASK)) {
+		if (i < w->nopen)
+			w->open[i] = w->open[--w->nopen];
+	} else if ((ev->mask & (IN_CREATE | IN_MODIFY)) && i == w->nopen) {
+		if (w->nopen == OPEN_MAX)
+			w->nopen = 0; /* a bound: forget them all */
+		w->open[w->nopen++] = (struct open_file){ ev->wd, h };
+	}
+	atomic_store(&w->open_files, w->nopen);
+}
+
 static void *reader(void *arg)
 {
 	struct dirsync_watch *w = arg;
@@ -161,11 +213,14 @@ static void *reader(void *arg)
 			q += sizeof *ev + ev->len;
 			if (ev->mask & IN_Q_OVERFLOW) {
 				any = rewalk = 1;
+				w->nopen = 0;
+				atomic_store(&w->open_files, 0);
 				continue;
 			}
 			if (ev->len && !strncmp(ev->name, DIRSYNC_LOCAL_PREFIX,
 						strlen(DIRSYNC_LOCAL_PREFIX)))
 				continue;
+			track(w, ev);
 			if (ev->mask & WRITE_MASK)
 				any = 1;
 			if ((ev->mask & IN_ISDIR) &&
@@ -253,6 +308,11 @@ int64_t dirsync_watch_last_ns(const struct dirsync_watch *w)
 	return w ? atomic_load(&w->last_ns) : 0;
 }
 
+int dirsync_watch_open_files(const struct dirsync_watch *w)
+{
+	return w ? atomic_load(&w->open_files) : 0;
+}
+
 /* Whether inotify holds events nobody has read. */
 static int unread(struct dirsync_watch *w)
 {
@@ -270,7 +330,7 @@ static void wait_quiet(struct dirsync_watch *w, int64_t cap_ns)
 	if (!w)
 		return;
 	for (;;) {
-		int64_t last = atomic_load(&w->last_ns);
+		int64_t last = atomic_load(&w->last_ns), quiet;
 
 		now = sr_time_mono_ns();
 		if (unread(w)) {
@@ -279,7 +339,10 @@ static void wait_quiet(struct dirsync_watch *w, int64_t cap_ns)
 			wrote(w);
 			last = now;
 		}
-		if (atomic_load(&w->hold) || !last || now - last >= w->quiet_ns ||
+		quiet = atomic_load(&w->open_files) &&
+				dirsync__open_quiet_ns > w->quiet_ns
+			? dirsync__open_quiet_ns : w->quiet_ns;
+		if (atomic_load(&w->hold) || !last || now - last >= quiet ||
 		    now - atomic_load(&w->stretch_ns) >= w->max_ns ||
 		    (t0 && cap_ns > 0 && now - t0 >= cap_ns))
 			break;

@@ -189,6 +189,71 @@ static void test_pace_blocks_and_is_bounded(void **state)
 	close(fd);
 }
 
+/* Wait until the watch counts n files written and not yet closed. */
+static void open_files_are(struct dirsync_watch *w, int n)
+{
+	int64_t end = sr_time_mono_ns() + LIMIT_NS;
+
+	while (dirsync_watch_open_files(w) != n) {
+		assert_true(sr_time_mono_ns() < end);
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+}
+
+/* A file written and still open holds the gate past quiet_ns (one large
+ * write() of torch.save is a silence: inotify reports it when it
+ * returns); its close releases it.  Deleted or renamed away, a file no
+ * longer counts; a closed file never did. */
+static void test_open_file_holds_the_gate(void **state)
+{
+	struct dirsync_watch *w = NULL;
+	struct gate_arg g = { 0 };
+	struct sr_err e = { 0 };
+	pthread_t th;
+	char p[256], q[256];
+	int fd = open_root(), wfd, wfd2;
+	int64_t saved = dirsync__open_quiet_ns;
+
+	(void)state;
+	dirsync__open_quiet_ns = HOUR;
+	assert_int_equal(dirsync_watch_start(fd, 1000000, HOUR, &w, &e), 0);
+	snprintf(p, sizeof p, "%s/model.pt", root);
+	wfd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(wfd >= 0);
+	assert_int_equal(write(wfd, "x", 1), 1);
+	open_files_are(w, 1);
+
+	g.w = w;
+	assert_int_equal(pthread_create(&th, NULL, gate_thread, &g), 0);
+	nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	assert_int_equal(atomic_load(&g.done), 0); /* 1 ms quiet: not enough */
+	close(wfd);                                /* IN_CLOSE_WRITE */
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&g.done), 1);
+	assert_int_equal(dirsync_watch_open_files(w), 0);
+
+	write_file("done.pt"); /* created, written, closed */
+	snprintf(q, sizeof q, "%s/tmp.pt", root);
+	wfd = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(wfd >= 0);
+	snprintf(p, sizeof p, "%s/gone.pt", root);
+	wfd2 = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(wfd2 >= 0);
+	open_files_are(w, 2);
+	assert_int_equal(unlink(p), 0);        /* IN_DELETE */
+	open_files_are(w, 1);
+	snprintf(p, sizeof p, "%s/../%s-moved", root, strrchr(root, '/') + 1);
+	assert_int_equal(rename(q, p), 0);     /* IN_MOVED_FROM: out of sight */
+	open_files_are(w, 0);
+	dirsync_watch_gate(w); /* 1 ms of quiet is enough again */
+	close(wfd);
+	close(wfd2);
+	unlink(p);
+	dirsync__open_quiet_ns = saved;
+	dirsync_watch_stop(w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +262,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gate_opens_after_max_or_quiet,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pace_blocks_and_is_bounded,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_file_holds_the_gate,
 						setup, teardown),
 	};
 
