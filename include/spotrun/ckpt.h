@@ -383,17 +383,18 @@ SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
  * time, so that a slow restore explains itself (`spotrun ckpt bench
  * --json`, restore_vs_raw.phases).  A restore is all or nothing, one of
  * two ways (docs/checkpoint.md, "Where restore time goes"), its `mode`:
- * SPOTCKPT_RESTORE_VERIFY_FIRST: read_* is reading every wanted tensor
- * into an image of the checkpoint and checking it there, place_* copying
- * the checked image into the destinations afterwards;
+ * SPOTCKPT_RESTORE_VERIFY_FIRST (the default for host destinations of a
+ * local checkpoint): read_* is reading every wanted tensor into an image
+ * of the checkpoint and checking it there, place_* copying the checked
+ * image into the destinations afterwards;
  * SPOTCKPT_RESTORE_KEEP (tier-3 reads, CUDA destinations, or the
  * environment's SPOTCKPT_RESTORE_KEEP=1): read_* is reading straight into
  * the destinations, each block's old bytes kept aside first; place_* 0;
  * SPOTCKPT_RESTORE_AS_READ: the same with nothing to keep (every
  * destination SPOTCKPT_DEST_SCRATCH);
- * SPOTCKPT_RESTORE_BEHIND (the default for host destinations of a local
- * checkpoint; SPOTCKPT_RESTORE_VERIFY_FIRST=1 in the environment gives
- * the mode above): read_* as verify first, while each tensor that
+ * SPOTCKPT_RESTORE_BEHIND (SPOTCKPT_RESTORE_BEHIND=1 in the environment
+ * instead of verify first; slower on 2 cores, see docs/checkpoint.md):
+ * read_* as verify first, while each tensor that
  * matched already goes to its destination, its old bytes kept in the
  * image until the restore succeeds (put back if it fails); place_* the
  * rest, after the last read.  cpu_ns is the process's CPU over the phase

@@ -2,6 +2,10 @@
  * behind.c - a verified restore placed behind its reads: each tensor goes
  * into its destination as soon as its checksum matched, while the reads
  * of the next ones go on, and comes back out if the restore fails later.
+ * Not the default (SPOTCKPT_RESTORE_BEHIND=1 asks for it): on the 2-core
+ * VM, quiet, the swaps took 0.5 CPU-s per GiB from the reads and the
+ * restore ran at 0.55 of a raw read against verify first's 0.75
+ * (docs/notes/checkpoint.md); a machine with cores to spare may differ.
  *
  * DESIGN.  Verify first (placeall.c) writes no destination before the
  * last tensor matched, so its copy of the whole state comes after the

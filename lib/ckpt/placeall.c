@@ -5,12 +5,8 @@
  * DESIGN.  A restore must leave the caller's tensors as they were when
  * it fails (issue 23).  reader.c does it one of three ways:
  *
- *  - placed behind the reads (behind.c, the default for host
- *    destinations of a local checkpoint): as verify first below, but each
- *    tensor that matched is swapped into its destination while the next
- *    ones are read, and swapped back if a later one fails; what is left
- *    at the end is copied by ckpt__place_segs here.
- *  - verify first (SPOTCKPT_RESTORE_VERIFY_FIRST=1): every wanted byte is read into an image of the shard
+ *  - verify first (the default for host destinations of a local
+ *    checkpoint): every wanted byte is read into an image of the shard
  *    files - the engine's idle staging slot, or memory mapped for the
  *    read - and hashed there, straight from the device (the reads go
  *    into the image itself, ioread.c); no destination is touched until
@@ -18,6 +14,12 @@
  *    into the destinations (ckpt__place_all), on several threads with
  *    streaming stores.  A copy cannot fail, so once it starts the
  *    restore succeeds; before it, nothing was written.
+ *  - placed behind the reads (behind.c, SPOTCKPT_RESTORE_BEHIND=1): as
+ *    verify first, but each tensor that matched is swapped into its
+ *    destination while the next ones are read, and swapped back if a
+ *    later one fails; what is left at the end is copied by
+ *    ckpt__place_segs here.  Slower than verify first on 2 cores (the
+ *    swap's CPU competes with the reads).
  *  - keep (undo.c; tier-3 reads, CUDA destinations, or
  *    SPOTCKPT_RESTORE_KEEP=1): data goes to the destinations as it is
  *    read, each block's old bytes copied aside first and put back on

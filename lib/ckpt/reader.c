@@ -7,8 +7,9 @@
  * shapes, offsets).  Tensor data is verified as it is read: every tensor's
  * bytes are hashed with XXH3 and compared with the manifest - read into an
  * image of the checkpoint and placed in the caller's buffers tensor by
- * tensor once each matched, put back if a later one fails (behind.c;
- * or all at once after the last, placeall.c), or, for a store's or into CUDA memory, on the
+ * all at once after the last one matched (placeall.c; or, on request,
+ * tensor by tensor behind the reads, put back if a later one fails:
+ * behind.c), or, for a store's or into CUDA memory, on the
  * way to the caller's buffers with their old bytes kept (undo.c).  SPOTCKPT_OPEN_VERIFY additionally reads
  * every shard whole and checks the file hash and every tensor hash before
  * returning.  Reads of different shards run in parallel threads, each
@@ -729,11 +730,14 @@ static int64_t wall_now(void)
 }
 
 /* Verified in an image of the checkpoint: every wanted tensor read there
- * and checked before it goes to its destination - placed behind the
- * reads, each tensor once it matched, its destination's old bytes kept
- * in its place in the image until the restore succeeds (behind.c), or,
- * with SPOTCKPT_RESTORE_VERIFY_FIRST=1 in the environment (the bench's
- * side-by-side arm), all placed after the last one matched (placeall.c).
+ * and checked, then all placed after the last one matched (placeall.c),
+ * or, with SPOTCKPT_RESTORE_BEHIND=1 in the environment (the bench's
+ * side-by-side arm), placed behind the reads, each tensor once it
+ * matched, its destination's old bytes kept in its place in the image
+ * until the restore succeeds (behind.c).  Verify first is the default:
+ * on the 2-core VM, quiet, the swap behind the reads cost 0.5 CPU-s per
+ * GiB and slowed the reads it competed with (restore_vs_raw 0.55 placed
+ * behind vs 0.75 verify first, docs/notes/checkpoint.md).
  * The image is the borrowed buffer when it is large enough (the engine's
  * idle staging slot), else mapped here. */
 static int read_verified(struct spotckpt_reader *r,
@@ -767,7 +771,7 @@ static int read_verified(struct spotckpt_reader *r,
 	 * nothing); no placer (no memory for its lists): verify first */
 	for (size_t t = 0, n = 0; t < r->m.l->nt && !several; t++)
 		several = map[t] && r->m.l->t[t].nbytes && ++n > 1;
-	if (stage && several && !getenv("SPOTCKPT_RESTORE_VERIFY_FIRST") &&
+	if (stage && several && getenv("SPOTCKPT_RESTORE_BEHIND") &&
 	    ckpt__behind_start(r->m.l, (const struct spotckpt_dest *const *)map,
 			       stage, &behind) == 0)
 		t_prof.mode = SPOTCKPT_RESTORE_BEHIND;

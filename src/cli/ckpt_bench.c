@@ -63,8 +63,8 @@ static const char *const BUSAGE =
 	"subdirectory it removes afterwards).  Prints a table, or with --json one\n"
 	"object whose keys are stall_vs_memcpy, lazy_stall_vs_memcpy,\n"
 	"write_vs_raw, restore_vs_raw (and its phases),\n"
-	"restore_verify_first_vs_raw (the same restore placing nothing before\n"
-	"every tensor matched), restore_keep_vs_raw\n"
+	"restore_behind_vs_raw (the same restore placing each tensor behind\n"
+	"the reads once it matched), restore_keep_vs_raw\n"
 	"(the same restore made all or nothing by keeping the old bytes),\n"
 	"restore_scratch_vs_raw (the same restore, nothing kept),\n"
 	"restore_unstaged_vs_raw (a job's first restore, as the Python\n"
@@ -547,7 +547,7 @@ static int reader_restore(const struct bench_state *st, const struct bwork *w,
 }
 
 /* The restore arms, measured alternately. */
-enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARM_VFIRST,
+enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARM_BEHIND,
        ARMS };
 
 /* One pair: drop the cache, raw read, then the restore of that arm
@@ -555,10 +555,10 @@ enum { ARM_ENGINE, ARM_SCRATCH, ARM_FIRST, ARM_CB, ARM_KEEP, ARM_VFIRST,
  * the same read with the destinations marked scratch, nothing kept;
  * ARM_FIRST: reader_restore with a fresh engine; ARM_CB:
  * spotckpt_restore_cb, no engine at all; ARM_KEEP: ARM_ENGINE made
- * all or nothing by the keep instead of placing behind the reads,
- * SPOTCKPT_RESTORE_KEEP=1 around it; ARM_VFIRST: ARM_ENGINE placing
- * nothing before the last tensor matched,
- * SPOTCKPT_RESTORE_VERIFY_FIRST=1 around it). */
+ * all or nothing by the keep instead of verifying first,
+ * SPOTCKPT_RESTORE_KEEP=1 around it; ARM_BEHIND: ARM_ENGINE placing each
+ * tensor behind the reads once it matched,
+ * SPOTCKPT_RESTORE_BEHIND=1 around it). */
 static int restore_pair(const struct bench_state *st, const struct bwork *w,
 			uint8_t *dst, struct spotckpt *e, int arm,
 			struct rpairs *p, int r, int *rdirect)
@@ -589,11 +589,11 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	}
 	if (arm == ARM_KEEP)
 		setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
-	if (arm == ARM_VFIRST)
-		setenv("SPOTCKPT_RESTORE_VERIFY_FIRST", "1", 1);
+	if (arm == ARM_BEHIND)
+		setenv("SPOTCKPT_RESTORE_BEHIND", "1", 1);
 	t0 = bench_now();
 	c0 = bench_proc_cpu(); /* the engine's threads are idle now */
-	rc = arm == ARM_ENGINE || arm == ARM_KEEP || arm == ARM_VFIRST ?
+	rc = arm == ARM_ENGINE || arm == ARM_KEEP || arm == ARM_BEHIND ?
 		spotckpt_restore(e, SPOTCKPT_NEWEST, &got)
 	   : arm == ARM_SCRATCH ? reader_restore(st, w, e,
 						 SPOTCKPT_DEST_SCRATCH)
@@ -605,7 +605,7 @@ static int restore_pair(const struct bench_state *st, const struct bwork *w,
 	p->rrat[r] = p->rr[r] / p->rest[r];
 	spotckpt_restore_profile(&p->prof[r]);
 	unsetenv("SPOTCKPT_RESTORE_KEEP");
-	unsetenv("SPOTCKPT_RESTORE_VERIFY_FIRST");
+	unsetenv("SPOTCKPT_RESTORE_BEHIND");
 	if (fresh)
 		spotckpt_close(fresh);
 	return rc;
@@ -686,11 +686,11 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 		 * fresh-memory arm's, for the arm after it): the two take
 		 * turns in that place */
 		static const int ord[3][ARMS] = {
-			{ ARM_ENGINE, ARM_VFIRST, ARM_KEEP, ARM_SCRATCH, ARM_FIRST,
+			{ ARM_ENGINE, ARM_BEHIND, ARM_KEEP, ARM_SCRATCH, ARM_FIRST,
 			  ARM_CB },
-			{ ARM_VFIRST, ARM_KEEP, ARM_ENGINE, ARM_SCRATCH, ARM_CB,
+			{ ARM_BEHIND, ARM_KEEP, ARM_ENGINE, ARM_SCRATCH, ARM_CB,
 			  ARM_FIRST },
-			{ ARM_KEEP, ARM_ENGINE, ARM_VFIRST, ARM_SCRATCH, ARM_FIRST,
+			{ ARM_KEEP, ARM_ENGINE, ARM_BEHIND, ARM_SCRATCH, ARM_FIRST,
 			  ARM_CB } };
 
 		for (int a = 0; rc == 0 && a < ARMS; a++) {
@@ -753,15 +753,15 @@ static int run_engine(const struct bopts *o, struct bench_state *st,
 	if (o->only & PH_RESTORE) {
 		put_restore(root, "restore_vs_raw", "the engine's restore "
 			    "(spotckpt_restore, its idle staging slot borrowed; "
-			    "each tensor checked there and placed behind the "
-			    "reads, its old bytes kept in the image until the "
-			    "restore succeeds)",
+			    "every tensor read and checked there, then all "
+			    "placed)",
 			    st->total, o->reps, &rp[0], rdirect);
-		put_restore(root, "restore_verify_first_vs_raw", "the engine's "
-			    "restore as restore_vs_raw, placing nothing before "
-			    "the last tensor matched "
-			    "(SPOTCKPT_RESTORE_VERIFY_FIRST=1)", st->total,
-			    o->reps, &rp[ARM_VFIRST], rdirect);
+		put_restore(root, "restore_behind_vs_raw", "the engine's "
+			    "restore as restore_vs_raw, each tensor placed behind "
+			    "the reads once it matched, its old bytes kept in the "
+			    "image until the restore succeeds "
+			    "(SPOTCKPT_RESTORE_BEHIND=1)", st->total,
+			    o->reps, &rp[ARM_BEHIND], rdirect);
 		put_restore(root, "restore_keep_vs_raw", "the engine's "
 			    "restore as restore_vs_raw, made all or nothing by "
 			    "keeping each destination block's old bytes aside as "
@@ -971,7 +971,7 @@ static void print_table(json_t *root)
 		{ "lazy_stall_vs_memcpy", "<= 0.05" },
 		{ "write_vs_raw", ">= 0.90" },
 		{ "restore_vs_raw", ">= 0.95" },
-		{ "restore_verify_first_vs_raw", "-" },
+		{ "restore_behind_vs_raw", "-" },
 		{ "restore_keep_vs_raw", "-" },
 		{ "restore_scratch_vs_raw", "-" },
 		{ "restore_unstaged_vs_raw", ">= 0.95" },

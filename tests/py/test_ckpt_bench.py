@@ -10,20 +10,20 @@ import subprocess
 import pytest
 
 ROWS = ("stall_vs_memcpy", "lazy_stall_vs_memcpy", "write_vs_raw",
-        "restore_vs_raw", "restore_verify_first_vs_raw", "restore_keep_vs_raw",
+        "restore_vs_raw", "restore_behind_vs_raw", "restore_keep_vs_raw",
         "restore_scratch_vs_raw", "restore_unstaged_vs_raw", "restore_cb_vs_raw",
         "stall_vs_torch_save",
         "train_overhead", "peak_rss_vs_state")
-RESTORES = ("restore_vs_raw", "restore_verify_first_vs_raw",
+RESTORES = ("restore_vs_raw", "restore_behind_vs_raw",
             "restore_keep_vs_raw", "restore_scratch_vs_raw",
             "restore_unstaged_vs_raw", "restore_cb_vs_raw")
 # how each arm is all or nothing (restore_vs_raw.phases.mode)
-MODES = {"restore_vs_raw": "behind",
-         "restore_verify_first_vs_raw": "verify_first",
+MODES = {"restore_vs_raw": "verify_first",
+         "restore_behind_vs_raw": "behind",
          "restore_keep_vs_raw": "keep",
          "restore_scratch_vs_raw": "as_read",
-         "restore_unstaged_vs_raw": "behind",
-         "restore_cb_vs_raw": "behind"}
+         "restore_unstaged_vs_raw": "verify_first",
+         "restore_cb_vs_raw": "verify_first"}
 # tiny and short: two restore pairs, two training pairs of 0.25 CPU-s
 # segments (a step is calibrated on CPU time, so a busy machine stretches
 # them);

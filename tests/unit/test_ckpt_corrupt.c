@@ -214,9 +214,8 @@ static void test_all_bad(void **st)
 enum { WAY_BEHIND, WAY_VERIFY_FIRST, WAY_KEEP };
 
 /* One restore of each kind over the damaged steps, `way`: placed behind
- * the reads (the default, behind.c), verify first
- * (SPOTCKPT_RESTORE_VERIFY_FIRST=1, placeall.c) or the keep-copy
- * (SPOTCKPT_RESTORE_KEEP=1). */
+ * the reads (SPOTCKPT_RESTORE_BEHIND=1, behind.c), verify first (the
+ * default, placeall.c) or the keep-copy (SPOTCKPT_RESTORE_KEEP=1). */
 static void restore_fails_untouched(struct fx *f, int way)
 {
 	int64_t step = -1, sh[1] = { N };
@@ -289,10 +288,10 @@ static void test_failed_restore_leaves_state(void **st)
 			 f->dir, s);
 		ct_flip_bit(p, -1); /* the last byte of beta */
 	}
-	restore_fails_untouched(f, WAY_BEHIND);
-	setenv("SPOTCKPT_RESTORE_VERIFY_FIRST", "1", 1);
 	restore_fails_untouched(f, WAY_VERIFY_FIRST);
-	unsetenv("SPOTCKPT_RESTORE_VERIFY_FIRST");
+	setenv("SPOTCKPT_RESTORE_BEHIND", "1", 1);
+	restore_fails_untouched(f, WAY_BEHIND);
+	unsetenv("SPOTCKPT_RESTORE_BEHIND");
 	setenv("SPOTCKPT_RESTORE_KEEP", "1", 1);
 	restore_fails_untouched(f, WAY_KEEP);
 	unsetenv("SPOTCKPT_RESTORE_KEEP");

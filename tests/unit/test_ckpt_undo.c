@@ -15,10 +15,10 @@
  * afterwards, run after run, and a good restore must still fill them.
  * The same through an engine's staging memory reserved by a job's first
  * restore (spotckpt_reader_read_all_with), which the first save reuses.
- * Every way of being all or nothing runs: placed behind the reads (the
- * default: each tensor swapped into its destination once it matched,
- * put back on failure, lib/ckpt/behind.c), verify first (nothing written
- * until every tensor matched, SPOTCKPT_RESTORE_VERIFY_FIRST=1) and the
+ * Every way of being all or nothing runs: verify first (the default:
+ * nothing written until every tensor matched), placed behind the reads
+ * (SPOTCKPT_RESTORE_BEHIND=1: each tensor swapped into its destination
+ * once it matched, put back on failure, lib/ckpt/behind.c) and the
  * keep (SPOTCKPT_RESTORE_KEEP=1).  behind.c also alone: tensors at
  * unaligned offsets, placed or not when the restore fails; and end to
  * end, many tensors of odd sizes in one shard read as several jobs, so
@@ -294,15 +294,16 @@ static void failed_read_untouched(struct e2e *f, int runs)
 	ct_flip_bit(p, -1); /* whole again, for the next way */
 }
 
-/* Placed behind the reads (behind.c, the default): every tensor placed
- * before the damage was found is put back, wherever the other threads
- * were stopped; then verify first (nothing is written: fewer runs). */
+/* Placed behind the reads (SPOTCKPT_RESTORE_BEHIND=1, behind.c): every
+ * tensor placed before the damage was found is put back, wherever the
+ * other threads were stopped; then verify first, the default (nothing is
+ * written: fewer runs). */
 static void test_failed_read_puts_back_every_block(void **st)
 {
+	setenv("SPOTCKPT_RESTORE_BEHIND", "1", 1);
 	failed_read_untouched(*st, check_size(E2E_RUNS, E2E_RUNS, 3));
-	setenv("SPOTCKPT_RESTORE_VERIFY_FIRST", "1", 1);
+	unsetenv("SPOTCKPT_RESTORE_BEHIND");
 	failed_read_untouched(*st, check_size(3, 3, 1));
-	unsetenv("SPOTCKPT_RESTORE_VERIFY_FIRST");
 }
 
 /* Many tensors of odd sizes in one shard, read as several jobs: a job's
@@ -356,6 +357,7 @@ static void test_failed_read_odd_tensors_put_back(void **st)
 	/* the last byte of the shard (of the last tensor) damaged */
 	snprintf(p, sizeof p, "%s/step-00000001/shard-00000.safetensors", dir);
 	ct_flip_bit(p, -1);
+	setenv("SPOTCKPT_RESTORE_BEHIND", "1", 1); /* placed behind the reads */
 	for (int run = 0; run < check_size(E2E_RUNS, E2E_RUNS, 1); run++) {
 		for (int i = 0; i < ODD_T; i++)
 			fill(buf[i], n[i], (uint8_t)(100 + run + i));
@@ -368,6 +370,7 @@ static void test_failed_read_odd_tensors_put_back(void **st)
 				fail_msg("run %d: tensor odd%d not put back", run, i);
 		}
 	}
+	unsetenv("SPOTCKPT_RESTORE_BEHIND");
 	for (int i = 0; i < ODD_T; i++)
 		free(buf[i]);
 	ct_rmtree(dir);
