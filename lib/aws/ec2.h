@@ -137,6 +137,7 @@ int ec2_spot_price_history(struct ec2 *c, const char *instance_type,
  * listed zones (none: all; one: AvailabilityZone; more: an
  * availability-zone filter), since since_s, following NextToken, at most
  * max_items (0: 1000).  One call per 1000 points instead of one per type.
+ * once: each page asked once, no retry (a caller that backs off itself).
  * *out malloc'd (caller frees). */
 struct ec2_price_query {
 	const char *const *types;
@@ -145,6 +146,7 @@ struct ec2_price_query {
 	size_t nzones;
 	int64_t since_s;
 	size_t max_items;
+	bool once;
 };
 int ec2_spot_prices(struct ec2 *c, const struct ec2_price_query *q,
 		    struct ec2_spot_price **out, size_t *n,

@@ -37,6 +37,9 @@ struct ec2_params {
 	int oom;      /* set when an add failed: the call reports -ENOMEM */
 	int64_t epoch; /* a side effect's lease epoch: checked with the
 			  client's fence just before sending; 0: not fenced */
+	bool once;     /* exactly one attempt, no HTTP-level retry: a caller
+			  with a backoff of its own (ec2_watch.c) decides
+			  when to ask again */
 };
 
 /* Appends; on out-of-memory sets p->oom (checked once by the caller). */
@@ -54,5 +57,12 @@ char *ec2__form(const char *action, const struct ec2_params *p);
  * code returned. */
 int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	      char **body, size_t *len, struct cloud_error *err);
+
+/* ec2_describe_instances with each page's call made once (p.once) when
+ * `once`: a throttled listing costs one request, not a round of
+ * retries (ec2_watch.c). */
+int ec2__describe(struct ec2 *c, const char *cluster, const char *const *ids,
+		  bool once, struct cloud_instance **out, size_t *n,
+		  struct cloud_error *err);
 
 #endif

@@ -319,6 +319,13 @@ int ec2_describe_instances(struct ec2 *c, const char *cluster,
 			   const char *const *ids, struct cloud_instance **out,
 			   size_t *n, struct cloud_error *err)
 {
+	return ec2__describe(c, cluster, ids, false, out, n, err);
+}
+
+int ec2__describe(struct ec2 *c, const char *cluster, const char *const *ids,
+		  bool once, struct cloud_instance **out, size_t *n,
+		  struct cloud_error *err)
+{
 	struct cloud_instance *all = NULL, *page = NULL;
 	size_t nall = 0, np = 0;
 	char next[2048] = "", tagf[128];
@@ -328,7 +335,7 @@ int ec2_describe_instances(struct ec2 *c, const char *cluster,
 	*n = 0;
 	snprintf(tagf, sizeof(tagf), "tag:%s", CLOUD_TAG_CLUSTER);
 	for (int pg = 0; pg < MAX_PAGES; pg++) {
-		struct ec2_params p = { 0 };
+		struct ec2_params p = { .once = once };
 		char *body = NULL;
 		size_t len = 0;
 
@@ -431,7 +438,7 @@ int ec2_spot_prices(struct ec2 *c, const struct ec2_price_query *q,
 	*n = 0;
 	sr_time_format_rfc3339(q->since_s * 1000000000LL, 0, start, sizeof(start));
 	for (int pg = 0; pg < MAX_PAGES && nall < max_items; pg++) {
-		struct ec2_params p = { 0 };
+		struct ec2_params p = { .once = q->once };
 		char *body = NULL;
 		size_t len = 0, want = max_items - nall;
 

@@ -18,7 +18,10 @@
  * of an instance already going is a no-op, and RunInstances carries its
  * ClientToken (EC2 answers a repeat with the instance the first one
  * started).  So each call is marked safe (retry_unsafe), and its retries
- * are bounded by a deadline (timeout x attempts).  Before every attempt
+ * are bounded by a deadline (timeout x attempts) - except a call made
+ * once (ec2_params.once: the watch's listing and prices, whose own
+ * backoff decides when to ask again; a round of retries there spent the
+ * throttled read bucket several requests a listing).  Before every attempt
  * the fence is checked (a side effect's lease epoch) and the request is
  * signed afresh (sr_http_do's sign callback).
  */
@@ -274,7 +277,7 @@ int ec2__call(struct ec2 *c, const char *action, const struct ec2_params *p,
 	/* bounded in time: as many attempts as fit, each cut to what is left */
 	o.deadline_mono_ns = sr_time_mono_ns() +
 			     (int64_t)c->timeout_ms * (c->max_retries + 1) * 1000000;
-	if (c->max_retries == 0) {
+	if (c->max_retries == 0 || p->once) {
 		o.deadline_mono_ns = 0; /* exactly one attempt */
 		o.max_retries = 0;
 	}

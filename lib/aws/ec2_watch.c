@@ -28,6 +28,10 @@
  *   A call that fails (throttled, transient) keeps what was there and
  *   tries again after a backoff with full jitter, doubling up to a
  *   minute: a throttled account is given room instead of more calls.
+ *   So a listing or a price query is sent once (ec2_params.once): a
+ *   throttled one costs one request, not a round of HTTP retries (it
+ *   cost several: 33 DescribeInstances a minute in the ASan soak, 28
+ *   of them throttled).  Terminations keep their bounded retries.
  *
  * WHAT LIST ANSWERS.  The last snapshot, plus every instance this
  * process launched that the snapshot does not show yet (EC2 lists a new
@@ -204,7 +208,9 @@ static void do_list(struct ec2_watch *w, int64_t now)
 	struct cloud_instance *v = NULL;
 	struct cloud_error err = { 0 };
 	size_t n = 0;
-	int rc = ec2_describe_instances(w->c, w->cluster, NULL, &v, &n, &err);
+	/* once: throttled, it is this loop's backoff that waits, not a
+	 * round of HTTP retries that each take a token of the read bucket */
+	int rc = ec2__describe(w->c, w->cluster, NULL, true, &v, &n, &err);
 
 	pthread_mutex_lock(&w->mu);
 	w->stats.describe_calls++;
@@ -310,7 +316,7 @@ static void do_prices(struct ec2_watch *w, int64_t now)
 	q = (struct ec2_price_query){
 		.types = (const char *const *)w->types, .ntypes = w->ntypes,
 		.zones = (const char *const *)w->zones, .nzones = w->nzones,
-		.since_s = w->price_since_s, .max_items = 100000,
+		.since_s = w->price_since_s, .max_items = 100000, .once = true,
 	};
 	pthread_mutex_unlock(&w->mu);
 	/* the lists are only set at start: reading them unlocked is safe */

@@ -355,17 +355,20 @@ def cluster_of(daemon_log):
     raise AssertionError("no cluster id in " + daemon_log)
 
 
-def request_figures(emus, since):
-    """Per region: minutes covered, DescribeInstances per minute, and
-    the throttled (RequestLimitExceeded) and NotFound answers by action."""
+def request_figures(emus, since, until):
+    """Per region, of the requests in [since, until) - the daemon's while
+    it ran the jobs, not the test's own listings after (instances(), which
+    retries a throttled call every second): minutes covered,
+    DescribeInstances per minute, and the throttled (RequestLimitExceeded)
+    and NotFound answers by action."""
     out = {}
     for e in emus:
-        reqs = [r for r in e.requests() if r["t"] >= since]
+        reqs = [r for r in e.requests() if since <= r["t"] < until]
         if not reqs:
             out[e.region] = {"minutes": 0, "describe_per_min": 0,
                              "throttled": {}, "not_found": 0, "mismatch": 0}
             continue
-        mins = max((reqs[-1]["t"] - since) / 60.0, 1e-9)
+        mins = max((until - since) / 60.0, 1e-9)
         throttled = {}
         for r in reqs:
             if r["code"] == "RequestLimitExceeded":

@@ -96,14 +96,17 @@ def test_throttling_soak(tmp_path, monkeypatch):
             time.sleep(0.2)
         print("aws soak: all submitted at %.0f s, waiting" % (time.time() - t0))
         done = d.wait(jobs, 300 + window)
-        print("aws soak: all done at %.0f s" % (time.time() - t0))
+        t_done = time.time()
+        print("aws soak: all done at %.0f s" % (t_done - t0))
         failed = [(j["id"], j["state"], j["message"]) for j in done
                   if j["state"] != "SUCCEEDED"]
         assert not failed, (failed, d.log_tail())
         # once every job is done, nothing of the cluster runs any more
         cluster = af.cluster_of(os.path.join(str(tmp_path), "spotrund.log"))
         insts = af.assert_no_leak_or_duplicate(emus, cluster, 120, 2)
-        figs = af.request_figures(emus, t0)
+        # the daemon's requests while it ran the jobs (the leak check's
+        # own listings above come after)
+        figs = af.request_figures(emus, t0, t_done)
         throttled = sum(n for f in figs.values() for n in f["throttled"].values())
         for r, f in figs.items():
             print("aws soak: %s: %.1f min, DescribeInstances %.1f/min "
