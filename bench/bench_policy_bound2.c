@@ -19,6 +19,9 @@
  * steps share one end rate (the mean over them).  As a check that the
  * table models the simulator, its expected cost at each window's start is
  * printed next to what the simulator billed.
+ * The last line says whether issue 27's goal is met (spotrun / known2 <=
+ * 1.03, 0 misses); the exit status is 1 if not (make bench runs the
+ * independent zones; --joint is not met as shipped, docs/policies.md).
  *
  * --joint draws a different market from the same traces: one joint spell
  * of both zones (up/down each), its length and the state after it drawn
@@ -28,10 +31,12 @@
  * state and its age, which is all such a market tells.
  *
  * --pairs runs spotrun with the pair model (which zones are up together,
- * policy_job.zone_pairs), the experiment of docs/notes/policies.md.
+ * policy_job.zone_pairs), the experiment of docs/notes/policies.md;
+ * --pairs-auto with that model only where the market's own run ends
+ * favour it (SIM_PAIRS_AUTO).
  *
  *   usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]
- *          [--joint] [--in-sample] [--pairs]
+ *          [--joint] [--in-sample] [--pairs | --pairs-auto]
  *          (from the repo root)
  */
 #include <errno.h>
@@ -64,7 +69,7 @@ static const char *const sets[] = { "v100_1", "v100_8", "k80_1", "k80_8" };
 static struct sim_known2 known2_table;
 static int known2_joint;
 static int in_sample; /* --in-sample: spotrun's shipped prior */
-static int zone_pairs; /* --pairs: spotrun with the pair model */
+static int zone_pairs; /* --pairs, --pairs-auto: spotrun's SIM_PAIRS_* */
 
 struct known2_state {
 	uint8_t last[2], jlast, seen;
@@ -312,7 +317,7 @@ static int usage(int help)
 {
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
-		"                           [--joint] [--in-sample] [--pairs]\n"
+		"                           [--joint] [--in-sample] [--pairs | --pairs-auto]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
 		"  --no-wait-up: known2 waits only with spot down in both zones (the rule of\n"
@@ -321,7 +326,8 @@ static int usage(int help)
 		"  --in-sample: spotrun with the shipped prior, fitted on every bundled trace\n"
 		"  (default: the prior of the other trace sets, bench/fold_prior.h);\n"
 		"  --pairs: spotrun plans with which zones are up together (policy_job.zone_pairs,\n"
-		"  an experiment arm, not the default)\n",
+		"  an experiment arm, not the default); --pairs-auto: only where the market's own\n"
+		"  run ends favour that model by the evidence\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
 }
@@ -348,7 +354,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--in-sample"))
 			in_sample = 1;
 		else if (!strcmp(argv[i], "--pairs"))
-			zone_pairs = 1;
+			zone_pairs = SIM_PAIRS_ON;
+		else if (!strcmp(argv[i], "--pairs-auto"))
+			zone_pairs = SIM_PAIRS_AUTO;
 		else if (!strcmp(argv[i], "--help"))
 			return usage(1);
 		else {
@@ -374,7 +382,8 @@ int main(int argc, char **argv)
 	       windows, (unsigned long long)seed,
 	       wait_up ? "" : ", known2 waits only with spot down everywhere",
 	       in_sample ? "every bundled trace (in-sample)" : "the other trace sets (held out)",
-	       zone_pairs ? "; spotrun with the pair model (--pairs)" : "",
+	       zone_pairs == SIM_PAIRS_ON ? "; spotrun with the pair model (--pairs)" :
+	       zone_pairs == SIM_PAIRS_AUTO ? "; spotrun with the pair model where the evidence favours it (--pairs-auto)" : "",
 	       "set (2 zones)", "opt $", "bound (cost)", "known2", "spotrun", "ups", "misses");
 	for (int i = 0; i < nsets; i++) {
 		struct tally t;
@@ -388,6 +397,5 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		tally_add(&sum, &t);
 	}
-	tally_report(&sum, nsets, "sets", "known2", "ups", "table");
-	return 0;
+	return tally_report(&sum, nsets, "sets", "known2", "ups", "table", 1.03) ? 0 : 1;
 }

@@ -69,12 +69,16 @@ static inline double tally_bound(const struct tally *t, double *se)
 
 /* The closing lines over n markets (what: "markets" or "sets"), naming
  * the reference (known), the peer and what the reference's values come
- * from (whose: "plan" or "table"). */
-static inline void tally_report(const struct tally *sum, int n, const char *what,
-				const char *known, const char *peer, const char *whose)
+ * from (whose: "plan" or "table"), and issue 27's goal: spotrun's mean
+ * ratio to optimal at most goal x the reference's, 0 misses.  Returns 1
+ * if the goal is met, 0 if not (the bench's exit status, for make bench). */
+static inline int tally_report(const struct tally *sum, int n, const char *what,
+			       const char *known, const char *peer, const char *whose,
+			       double goal)
 {
 	double se, bound = tally_bound(sum, &se), mean = sum->known / n;
 	double dmean = (sum->billed - sum->v0) / sum->windows;
+	int met;
 
 	printf("mean of %d %s, ratio to optimal: %s %.4f (standard error %.4f),\n"
 	       "  spotrun %.4f, %s %.4f; spotrun / %s %.4f; misses %d\n"
@@ -88,6 +92,9 @@ static inline void tally_report(const struct tally *sum, int n, const char *what
 	       sum->misses, known, bound, se, known, whose, sum->v0 / sum->windows,
 	       sum->billed / sum->windows, dmean,
 	       sqrt(fmax(0, sum->diff_sq / sum->windows - dmean * dmean) / sum->windows));
+	met = sum->spotrun / sum->known <= goal && !sum->misses;
+	printf("goal: spotrun / %s <= %.2f, 0 misses: %s\n", known, goal, met ? "met" : "NOT met");
+	return met;
 }
 
 #endif

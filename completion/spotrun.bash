@@ -44,6 +44,9 @@ _spotrun()
         --trace-format)
             COMPREPLY=($(compgen -W "cbl skynomad csv" -- "$cur"))
             return ;;
+        --zone-pairs)
+            COMPREPLY=($(compgen -W "off on auto" -- "$cur"))
+            return ;;
     esac
     case $cmd in
         plan)
@@ -96,7 +99,7 @@ _spotrun()
                 COMPREPLY=($(compgen -W "--token-file --accelerators --deadline --cluster --bin --slurmd --slurm-conf --spotrun --api --json --help" -- "$cur"))
             fi ;;
         sim)
-            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --json --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--trace --policy --trace-format --work-hours --deadline-hours --restart-hours --ckpt-interval-hours --ckpt-gb --egress-per-gb --od-price --spot-price --history-hours --windows --window-hours --seed --start-tick --prior-trace --zone-pairs --json --help" -- "$cur")) ;;
         trace)
             if [[ $COMP_CWORD -eq 2 ]]; then
                 COMPREPLY=($(compgen -W "gen prior --help" -- "$cur"))

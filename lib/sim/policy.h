@@ -31,6 +31,11 @@ struct policy_prior;
 
 enum sim_hold { SIM_NONE = 0, SIM_SPOT = 1, SIM_OD = 2 };
 
+/* policy_job.zone_pairs: spotrun's model across regions - the region
+ * run's age (off), the pair's (on), or the pair's once the market's own
+ * run ends favour it by the evidence (auto; policy_spotrun.c). */
+enum sim_pairs { SIM_PAIRS_OFF = 0, SIM_PAIRS_ON = 1, SIM_PAIRS_AUTO = 2 };
+
 /* Constant for one job. */
 struct policy_job {
 	double work_s;          /* total work */
@@ -45,9 +50,9 @@ struct policy_job {
 	/* What spotrun believes before it has seen the market
 	 * (policy_prior.h); NULL = policy_prior_bundled. */
 	const struct policy_prior *prior;
-	/* 1: spotrun plans across regions with the pair model (which
-	 * regions are up together, policy_spotrun_plan.h): an experiment
-	 * arm, not the default (docs/notes/policies.md). */
+	/* SIM_PAIRS_*: does spotrun plan across regions with the pair
+	 * model (which regions are up together, policy_spotrun_plan.h)?
+	 * An experiment arm, not the default (docs/notes/policies.md). */
 	int zone_pairs;
 };
 

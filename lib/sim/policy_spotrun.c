@@ -21,7 +21,9 @@
  *    ends - the moments the estimates move - if they moved.  With
  *    job->zone_pairs (an experiment, not the default) the age across
  *    regions is that of the pair (the run, another region up or not)
- *    and its changes are estimated by o and age (pair_fit()).
+ *    and its changes are estimated by o and age (pair_fit()): always
+ *    (SIM_PAIRS_ON), or only once the market's own run ends have shown
+ *    the pair model predicts them better (SIM_PAIRS_AUTO, pair_chosen()).
  * 3. Guard.  With each plan, in every state of its table: the plan's
  *    advantage over Uniform Progress and its standard error from the same
  *    evidence (policy__plan_guard(): each group of estimates moved by one
@@ -57,6 +59,11 @@
 /* Pseudo-changes the outcomes of a pair change pooled over o are worth
  * against those seen from one o (pair_fit()). */
 #define PAIR_OUT_WEIGHT 1.0
+/* With job->zone_pairs = SIM_PAIRS_AUTO the pair model is used where its
+ * log score on the held runs' ends seen so far beats the run model's by
+ * more than this (natural log: a Bayes factor of 3, "positive"
+ * evidence); otherwise the simpler run model (pair_chosen()). */
+#define PAIR_EVIDENCE 1.1
 /* The plan is followed where its advantage over Uniform Progress is at
  * least this many standard errors of that advantage (one-sided, ~84%). */
 #define GUARD_Z 1.0
@@ -95,7 +102,11 @@ struct spotrun_state {
 	/* The pair (a region's run, o): ticks of exposure and changes by o
 	 * and pair age bucket, and how the changes from o went (PAIR_*). */
 	double pexpo[2][PLAN_AGES], pchg[2][PLAN_AGES], pcnt[2][3];
-	int pair; /* job->zone_pairs: the pair model */
+	int pair; /* job->zone_pairs (SIM_PAIRS_*), with several regions */
+	/* Prequential log scores of each region run's end or survival at
+	 * every tick, as the run model and as the pair model predicted it
+	 * from the counts before that tick (decayed like them). */
+	double lrun, lpair;
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -118,7 +129,7 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 		policy_prior_buckets(prior, k, s->unit_s, job->gap_s, PRIOR_WEIGHT,
 				     s->pe[k], s->px[k]);
 	policy__up_reset(&s->up, job);
-	s->pair = job->zone_pairs && job->nregions > 1;
+	s->pair = job->nregions > 1 ? job->zone_pairs : SIM_PAIRS_OFF;
 }
 
 static void spotrun_destroy(void *state)
@@ -126,6 +137,54 @@ static void spotrun_destroy(void *state)
 	struct spotrun_state *s = state;
 
 	policy__plan_free(&s->plan);
+}
+
+/* The pair model's estimates (pair_fit()): the pseudo-exposure that,
+ * with the prior's pe[1][b] pseudo-changes, puts the change rate of
+ * pair age bucket b for one o at the rate pooled over o; and the share
+ * of the changes from o that went as outcome i (PAIR_*), shrunk toward
+ * the share pooled over o with PAIR_OUT_WEIGHT pseudo-changes. */
+static double pair_px(const struct spotrun_state *s, int b)
+{
+	double n = s->pchg[0][b] + s->pchg[1][b] + s->pe[1][b];
+	double x = s->pexpo[0][b] + s->pexpo[1][b] + s->px[1][b];
+	double rate = x > 0 ? n / x : 0.5;
+
+	return rate > 0 ? s->pe[1][b] / rate : 0;
+}
+
+static double pair_share(const struct spotrun_state *s, int o, int i)
+{
+	double n = 0, nt = 0;
+
+	for (int j = 0; j < 3; j++) {
+		n += s->pcnt[o][j];
+		nt += s->pcnt[0][j] + s->pcnt[1][j];
+	}
+	return (s->pcnt[o][i] + PAIR_OUT_WEIGHT * (s->pcnt[0][i] + s->pcnt[1][i] + 1.0 / 3) /
+				(nt + 1)) / (n + PAIR_OUT_WEIGHT);
+}
+
+/* log p of a 0/1 outcome predicted with probability p, p kept off 0 and 1. */
+static double log_score(double p, int hit)
+{
+	p = p < 1e-6 ? 1e-6 : p > 1 - 1e-6 ? 1 - 1e-6 : p;
+	return log(hit ? p : 1 - p);
+}
+
+/* Score one tick of a region run (run age bucket b, o a tick before, pair
+ * age bucket pb) that ended or not, under both models as estimated from
+ * the counts so far, per tick: the run model's end rate at b, and the
+ * pair model's change rate at (o, pb) (shrunk as pair_fit() does) times
+ * its share of changes that end the run.  Only the run's end is scored:
+ * the loss of a held instance is what the plan pays for. */
+static void score_end(struct spotrun_state *s, int b, int o, int pb, int ended)
+{
+	double prun = (s->rends[b] + s->pe[1][b]) / (s->rexpo[b] + s->px[1][b] + 1e-12);
+	double chg = (s->pchg[o][pb] + s->pe[1][pb]) / (s->pexpo[o][pb] + pair_px(s, pb) + 1e-12);
+
+	s->lrun += log_score(prun, ended);
+	s->lpair += log_score((chg > 1 ? 1 : chg) * (1 - pair_share(s, o, PAIR_FLIP)), ended);
 }
 
 static void spotrun_observe(void *state, const struct policy_job *job,
@@ -167,6 +226,8 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				s->oout[o] *= f;
 			}
 			s->lother *= f;
+			s->lrun *= f;
+			s->lpair *= f;
 			s->outs *= f;
 			s->oother *= f;
 			for (int o = 0; o < 2; o++) {
@@ -182,6 +243,9 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			int b = policy__plan_age(g->age_s, s->unit_s);
 			int o = nwas - 1 > 0; /* another up a tick before */
 
+			if (s->pair == SIM_PAIRS_AUTO)
+				score_end(s, b, o, policy__plan_age(g->pair_s, s->unit_s),
+					  !avail[r]);
 			s->rexpo[b]++;
 			if (!avail[r])
 				s->rends[b]++;
@@ -344,29 +408,19 @@ static double z_of(int g, int k, int b)
 static void pair_fit(const struct spotrun_state *s, int g, double ticks,
 		     struct plan_model *m)
 {
-	double tot[3] = { 0, 0, 0 }, nt = 0;
-
 	m->pair = 1;
-	for (int i = 0; i < 3; i++) {
-		tot[i] = s->pcnt[0][i] + s->pcnt[1][i];
-		nt += tot[i];
-	}
 	for (int b = 0; b < PLAN_AGES; b++) {
-		double n = s->pchg[0][b] + s->pchg[1][b] + s->pe[1][b];
-		double x = s->pexpo[0][b] + s->pexpo[1][b] + s->px[1][b];
-		double rate = x > 0 ? n / x : 0.5, pe = s->pe[1][b];
-
 		for (int o = 0; o < 2; o++)
-			m->chg[o][b] = per_step(s->pchg[o][b], s->pexpo[o][b], pe,
-						rate > 0 ? pe / rate : 0, ticks, z_of(g, 1, b));
+			m->chg[o][b] = per_step(s->pchg[o][b], s->pexpo[o][b], s->pe[1][b],
+						pair_px(s, b), ticks, z_of(g, 1, b));
 	}
 	for (int o = 0; o < 2; o++) {
 		double n = 0, q[3], w = PAIR_OUT_WEIGHT;
 
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 3; i++) {
 			n += s->pcnt[o][i];
-		for (int i = 0; i < 3; i++)
-			q[i] = (s->pcnt[o][i] + w * (tot[i] + 1.0 / 3) / (nt + 1)) / (n + w);
+			q[i] = pair_share(s, o, i);
+		}
 		if (g == GRP_RHO) { /* one standard error more outages */
 			double d = sqrt(q[PAIR_OUT] * (1 - q[PAIR_OUT]) / (n + w + 1));
 			double up = q[PAIR_OUT] + d > 1 ? 1 : q[PAIR_OUT] + d;
@@ -378,6 +432,18 @@ static void pair_fit(const struct spotrun_state *s, int g, double ticks,
 		for (int i = 0; i < 3; i++)
 			m->pout[o][i] = q[i];
 	}
+}
+
+/* Does the plan use the pair model?  Always (SIM_PAIRS_ON), never
+ * (SIM_PAIRS_OFF, or one region), or where the market's own runs have
+ * shown it predicts their ends better than the run model by
+ * PAIR_EVIDENCE (SIM_PAIRS_AUTO): with few runs seen both scores come
+ * mostly from the same prior and the simpler run model stays. */
+static int pair_chosen(const struct spotrun_state *s)
+{
+	if (s->pair == SIM_PAIRS_AUTO)
+		return s->lpair - s->lrun > PAIR_EVIDENCE;
+	return s->pair == SIM_PAIRS_ON;
 }
 
 /* The market as estimated (g = GRP_NONE), or with the estimates of guard
@@ -443,7 +509,7 @@ static void model_fit(struct spotrun_state *s, const struct policy_job *job,
 			m.land[b] = (s->hland[b] + 1.0 / PLAN_AGES) / (hl + 1);
 		m.land_other = (s->lother + 0.5) / (hl + 1);
 		m.out_other = (s->oother + 0.5) / (s->outs + 1);
-		if (s->pair)
+		if (pair_chosen(s))
 			pair_fit(s, g, ticks, &m);
 	}
 	m.spot_price = s->reg[best].price_sum / s->reg[best].seen;
@@ -460,7 +526,8 @@ static int moved(double a, double b)
 /* Has the market moved enough since the plan was made to redo it? */
 static int model_moved(const struct plan_model *now, const struct plan_model *was)
 {
-	if (moved(now->hop, was->hop) || moved(now->spot_price, was->spot_price))
+	if (now->pair != was->pair || moved(now->hop, was->hop) ||
+	    moved(now->spot_price, was->spot_price))
 		return 1;
 	for (int b = 0; b < PLAN_AGES; b++) {
 		if (now->multi && moved(now->loss[b], was->loss[b]))
@@ -525,19 +592,6 @@ static struct policy_choice spotrun_decide(void *state,
 		best = o->region;
 	else if (best >= 0 && best_e >= job->od_price)
 		dear = 1; /* spot no cheaper than on-demand after restarts */
-	/* The plan's age index: the spot-somewhere spell's, or with several
-	 * regions and spot up, the age of the run held or to be started. */
-	b = policy__plan_age(job->nregions > 1 && best >= 0 ?
-			     (s->pair ? s->reg[best].pair_s : s->reg[best].age_s) :
-			     s->age_s, s->unit_s);
-	if (job->nregions > 1 && best >= 0) { /* and another region up besides */
-		for (int r = 0; r < job->nregions; r++) {
-			if (r != best && o->avail[r]) {
-				b += PLAN_AGES;
-				break;
-			}
-		}
-	}
 	/* (Re)plan at the start, and when an outage begins or ends if the
 	 * estimates have moved since the plan was made. */
 	if (!s->planned || s->plan_any != s->any_last) {
@@ -547,6 +601,20 @@ static struct policy_choice spotrun_decide(void *state,
 		s->plan_any = s->any_last;
 		if ((!s->planned || model_moved(&m, &s->plan.m)) && replan(s, job, o, &m))
 			return od; /* out of memory: the safe choice */
+	}
+	/* The plan's age index: the spot-somewhere spell's, or with several
+	 * regions and spot up, the age of the run held or to be started (or
+	 * of the pair, if the plan uses the pair model). */
+	b = policy__plan_age(job->nregions > 1 && best >= 0 ?
+			     (s->plan.m.pair ? s->reg[best].pair_s : s->reg[best].age_s) :
+			     s->age_s, s->unit_s);
+	if (job->nregions > 1 && best >= 0) { /* and another region up besides */
+		for (int r = 0; r < job->nregions; r++) {
+			if (r != best && o->avail[r]) {
+				b += PLAN_AGES;
+				break;
+			}
+		}
 	}
 	if (s->no_guard ||
 	    !policy__plan_follows(&s->plan, o->work_left_s, o->time_left_s - o->work_left_s,

@@ -22,7 +22,7 @@ static const char usage_text[] =
 	"                   [--ckpt-interval-hours I --ckpt-gb S --egress-per-gb $]\n"
 	"                   [--od-price $ --spot-price $] [--trace-format cbl|skynomad|csv]\n"
 	"                   [--windows N --window-hours W --seed S | --start-tick T ...] [--json]\n"
-	"                   [--prior-trace FILE...]\n"
+	"                   [--prior-trace FILE...] [--zone-pairs off|on|auto]\n"
 	"\n"
 	"Replay spot-market traces and compare policies on the same windows.\n"
 	"Several traces are several regions, aligned in time.\n"
@@ -46,6 +46,10 @@ static const char usage_text[] =
 	"  --prior-trace FILE...   fit spotrun's prior on these traces instead of using\n"
 	"                          the bundled one (validation on held-out trace sets;\n"
 	"                          `spotrun trace prior`)\n"
+	"  --zone-pairs M          spotrun across regions: plan on each region run's\n"
+	"                          age (off, default), on which regions are up together\n"
+	"                          (on), or on that once the market's own run ends favour\n"
+	"                          it (auto); an experiment (docs/policies.md)\n"
 	"  --json                  one JSON document on stdout\n"
 	"\n"
 	"The model is described in docs/simulator.md, the policies in docs/policies.md.\n";
@@ -129,7 +133,7 @@ enum { OPT_TRACE = CLI_KEY_LONG, OPT_POLICY, OPT_WORK_HOURS,
        OPT_DEADLINE_HOURS, OPT_RESTART_HOURS, OPT_CKPT_INTERVAL_HOURS,
        OPT_CKPT_GB, OPT_EGRESS_PER_GB, OPT_OD_PRICE, OPT_SPOT_PRICE,
        OPT_HISTORY_HOURS, OPT_WINDOW_HOURS, OPT_WINDOWS, OPT_SEED,
-       OPT_START_TICK, OPT_PRIOR_TRACE, OPT_TRACE_FORMAT };
+       OPT_START_TICK, OPT_PRIOR_TRACE, OPT_ZONE_PAIRS, OPT_TRACE_FORMAT };
 
 static const struct cli_optdef sim_defs[] = {
 	{ "trace", OPT_TRACE, CLI_LIST },
@@ -148,6 +152,7 @@ static const struct cli_optdef sim_defs[] = {
 	{ "seed", OPT_SEED, CLI_ARG },
 	{ "start-tick", OPT_START_TICK, CLI_REPEAT },
 	{ "prior-trace", OPT_PRIOR_TRACE, CLI_LIST },
+	{ "zone-pairs", OPT_ZONE_PAIRS, CLI_ARG },
 	{ "trace-format", OPT_TRACE_FORMAT, CLI_ARG },
 	{ NULL, 0, CLI_NOARG },
 };
@@ -251,6 +256,16 @@ static int cmd_sim(int argc, char **argv)
 				return cli_opts_error(&p, "--prior-trace: at most %d files",
 						      MAX_STARTS);
 			prior_files[nprior++] = v;
+			break;
+		case OPT_ZONE_PAIRS:
+			if (!strcmp(v, "off"))
+				o.p.zone_pairs = SIM_PAIRS_OFF;
+			else if (!strcmp(v, "on"))
+				o.p.zone_pairs = SIM_PAIRS_ON;
+			else if (!strcmp(v, "auto"))
+				o.p.zone_pairs = SIM_PAIRS_AUTO;
+			else
+				return cli_opts_error(&p, "--zone-pairs: expected off, on or auto, got '%s'", v);
 			break;
 		default: /* OPT_TRACE_FORMAT */
 			if (trace_format_parse(v, &fmt) || fmt == TRACE_FMT_AUTO)

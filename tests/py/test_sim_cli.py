@@ -30,7 +30,7 @@ def test_help_and_usage_errors():
 
 
 def test_json_shape_and_bounds():
-    r = sim("--trace", *SKY, "--windows", "5", "--seed", "3", "--json")
+    r = sim("--trace", *SKY, "--windows", "3", "--seed", "3", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert set(doc) == {"params", "policies", "windows"}
@@ -43,10 +43,10 @@ def test_json_shape_and_bounds():
                   "ratio_to_od", "misses", "windows", "mean_preemptions",
                   "spot_fraction"):
             assert k in s, (name, k)
-        assert s["windows"] == 5
+        assert s["windows"] == 3
         assert s["ratio_to_optimal"] >= 1 - 1e-9
     assert pols["od"]["ratio_to_od"] == 1
-    assert len(doc["windows"]) == 5 * 6
+    assert len(doc["windows"]) == 3 * 6
     by = {}
     for w in doc["windows"]:
         assert set(w) == {"trace", "start_tick", "policy", "cost", "met", "preemptions"}
@@ -218,6 +218,22 @@ def test_trace_prior_and_sim_prior_trace():
     assert o["spotrun"]["misses"] == 0
     r = sim("--trace", SKY[0], "--prior-trace", "/nonexistent.json")
     assert r.returncode == 1 and "--prior-trace" in r.stderr
+
+
+def test_sim_zone_pairs():
+    """`sim --zone-pairs` picks spotrun's model across regions: the pair
+    model (on) plans differently from the run model (off), every mode
+    runs without a miss, anything else is refused."""
+    base = ["--trace", *SKY[:2], "--windows", "2", "--policy", "spotrun", "--json"]
+    got = {}
+    for m in ("off", "on", "auto"):
+        r = sim(*base, "--zone-pairs", m)
+        assert r.returncode == 0, (m, r.stderr)
+        got[m] = json.loads(r.stdout)["policies"]["spotrun"]
+        assert got[m]["misses"] == 0, m
+    assert got["on"]["mean_cost"] != got["off"]["mean_cost"]
+    r = sim(*base, "--zone-pairs", "both")
+    assert r.returncode == 2 and "--zone-pairs" in r.stderr and "both" in r.stderr
 
 
 def fold_run(spotrun_fold, misses=0):
