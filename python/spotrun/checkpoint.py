@@ -586,8 +586,10 @@ def restore(dir, state, max_step=None, step=None, cuda_direct=None):
     it raises MetadataError (a ValueError).
 
     A restore that fails, or returns None, leaves `state` untouched: no
-    tensor of it holds bytes that were not verified (the library keeps
-    each destination's old bytes aside and puts them back on failure).
+    tensor of it holds bytes that were not verified (a local checkpoint
+    is checked whole before any tensor is written; a read from a store
+    or into CUDA memory keeps each destination's old bytes aside and
+    puts them back on failure).
     A store that does not answer (credentials, no such bucket, network)
     raises CheckpointError naming it - None means only that the
     directory or store holds no valid checkpoint.  A directory of
