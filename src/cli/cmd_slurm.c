@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "ctlcli.h"
 #include "providers/slurm/slurm_burst.h"
+#include "providers/slurm/slurm_cmd.h"
 #include "slurmcli.h"
 
 #define USAGE                                                                  \
@@ -179,7 +180,7 @@ static int need_of(struct burst *b, const char *node,
 	char *out = NULL;
 	int n;
 
-	if (slurmcli_run(b->bin, argv, &out, why, cap))
+	if (slurm_cmd_run(b->bin, argv, NULL, &out, NULL, why, cap))
 		return -1;
 	n = slurm_burst_parse_jobs(out, v, SLURM_BURST_JOBS_MAX, &e);
 	free(out);
@@ -350,7 +351,7 @@ static int run(const char *sub, int argc, char **argv)
 	if (open_client(&b))
 		return CLI_FAIL;
 	av[3] = p.operand[0];
-	if (slurmcli_run(b.bin, av, &out, why, sizeof why)) {
+	if (slurm_cmd_run(b.bin, av, NULL, &out, NULL, why, sizeof why)) {
 		fprintf(stderr, "spotrun slurm: %s: %s\n", sub, why);
 		ctlcli_close(&b.o);
 		return CLI_FAIL;

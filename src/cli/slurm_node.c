@@ -31,6 +31,7 @@
 #include "cliopt.h"
 #include "common/timeutil.h"
 #include "providers/slurm/slurm_burst.h"
+#include "providers/slurm/slurm_cmd.h"
 #include "slurmcli.h"
 
 #define SETTLE_S 600      /* how long to watch for the node to answer */
@@ -73,7 +74,7 @@ static int run_quiet(const struct node *n, const char *const *argv, char **out)
 	char why[512];
 	char *o = NULL;
 
-	if (slurmcli_run(n->bin, argv, &o, why, sizeof why)) {
+	if (slurm_cmd_run(n->bin, argv, NULL, &o, NULL, why, sizeof why)) {
 		fprintf(stderr, "spotrun slurm node %s: %s\n", n->name, why);
 		return -1;
 	}

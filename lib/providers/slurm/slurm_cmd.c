@@ -1,6 +1,7 @@
 /*
  * slurm_cmd.c - running Slurm's commands (sbatch, squeue, scancel,
- * sinfo) for the slurm provider, and reading what they print.
+ * sinfo) for the slurm provider and `spotrun slurm` (slurm_cmd.h), and
+ * reading what they print.
  *
  * A command is exec'd with an argv (sr_proc_run): no shell, so nothing a
  * user wrote (a partition, a path) is ever parsed twice.  Its
@@ -27,9 +28,9 @@
 
 #include "common/proc.h"
 #include "common/timeutil.h"
+#include "providers/slurm/slurm_cmd.h"
 #include "providers/slurm/slurm_int.h"
 
-#define CMD_TIMEOUT_S 30
 #define ENV_MAX 1024
 
 extern char **environ;
@@ -89,32 +90,32 @@ static char **env_of(struct slurm_prov *p, const char *const *extra,
 	return v;
 }
 
-int slurm__run(struct slurm_prov *p, const char *const *argv,
-	       const char *const *extra, char **out, struct cloud_error *err)
+int slurm_cmd_run(const char *bin, const char *const *argv, char *const *envp,
+		  char **out, enum cloud_err_class *cls, char *why, size_t cap)
 {
-	char *av[40], path[320], errbuf[2048], line[400], conf_kv[560];
-	char **envp = NULL, *buf = malloc(SLURM_OUT_MAX);
+	char *av[SLURM_CMD_ARGS], path[512], errbuf[2048], line[400];
+	char *buf = malloc(SLURM_CMD_OUT_MAX);
 	struct sr_err se = { 0 };
+	enum cloud_err_class c = CLOUD_ETRANSIENT;
 	size_t n = 0, k = 0;
 	int status = -1, rc;
 
 	*out = NULL;
-	envp = env_of(p, extra, conf_kv, sizeof conf_kv);
-	if (!buf || !envp) {
-		rc = cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
+	if (!buf) {
+		snprintf(why, cap, "%s: out of memory", argv[0]);
+		rc = -ENOMEM;
 		goto out;
 	}
-	snprintf(path, sizeof path, "%s%s%s", p->bin, p->bin[0] ? "/" : "",
-		 argv[0]);
+	snprintf(path, sizeof path, "%s%s%s", bin, bin[0] ? "/" : "", argv[0]);
 	av[k++] = path;
-	for (size_t i = 1; argv[i] && k < 39; i++)
+	for (size_t i = 1; argv[i] && k < SLURM_CMD_ARGS - 1; i++)
 		av[k++] = (char *)argv[i];
 	av[k] = NULL;
-	rc = sr_proc_run(av, envp, CMD_TIMEOUT_S * SR_NS_PER_SEC, buf,
-			 SLURM_OUT_MAX, &n, errbuf, sizeof errbuf, &status, &se);
+	rc = sr_proc_run(av, envp, SLURM_CMD_TIMEOUT_S * SR_NS_PER_SEC, buf,
+			 SLURM_CMD_OUT_MAX, &n, errbuf, sizeof errbuf, &status, &se);
 	if (rc) {
-		rc = cloud_err_set(err, rc == -ENOENT ? CLOUD_EINVALID :
-				   CLOUD_ETRANSIENT, NULL, "%s", se.msg);
+		c = rc == -ENOENT ? CLOUD_EINVALID : CLOUD_ETRANSIENT;
+		snprintf(why, cap, "%s", se.msg);
 		goto out;
 	}
 	if (status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
@@ -124,17 +125,37 @@ int slurm__run(struct slurm_prov *p, const char *const *argv,
 		sr_proc_first_line(errbuf[0] ? errbuf : buf, line, sizeof line);
 		/* Slurm's lines name the command already ("sbatch: error:") */
 		named = !strncmp(line, argv[0], cmd) && line[cmd] == ':';
-		rc = cloud_err_set(err, slurm__classify(line), NULL, "%s%s%s",
-				   named ? "" : argv[0], named ? "" : ": ",
-				   line[0] ? line : "failed with no message");
+		c = slurm__classify(line);
+		snprintf(why, cap, "%s%s%s", named ? "" : argv[0],
+			 named ? "" : ": ", line[0] ? line : "failed with no message");
+		rc = -EIO;
 		goto out;
 	}
 	*out = buf;
 	buf = NULL;
 out:
+	if (rc && cls)
+		*cls = c;
 	free(buf);
-	free(envp);
 	return rc;
+}
+
+int slurm__run(struct slurm_prov *p, const char *const *argv,
+	       const char *const *extra, char **out, struct cloud_error *err)
+{
+	char conf_kv[560], why[SR_ERR_MSG_MAX];
+	char **envp = env_of(p, extra, conf_kv, sizeof conf_kv);
+	enum cloud_err_class cls = CLOUD_ETRANSIENT;
+	int rc;
+
+	*out = NULL;
+	if (!envp)
+		return cloud_err_set(err, CLOUD_ETRANSIENT, NULL, "out of memory");
+	rc = slurm_cmd_run(p->bin, argv, envp, out, &cls, why, sizeof why);
+	free(envp);
+	if (rc)
+		return cloud_err_set(err, cls, NULL, "%s", why);
+	return 0;
 }
 
 /* Bounds that keep the sum below INT64_MAX: 10^6 days, 10^7 in any other

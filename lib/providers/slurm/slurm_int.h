@@ -14,7 +14,6 @@
 #include "cloud/provider.h"
 
 #define SLURM_PARTS_MAX 32
-#define SLURM_OUT_MAX (1 << 20)     /* what one command may print */
 /* the most nodes of one launch group (one allocation), and the most
  * variables a launch adds to sbatch's environment: 3 a node + 8 */
 #define SLURM_GROUP_MAX 32
@@ -78,11 +77,10 @@ void slurm__group_leave(struct slurm_prov *p, struct slurm_group *g,
 			int index);
 void slurm__group_wake(struct slurm_prov *p);
 
-/* Run Slurm command `argv` (argv[0] a bare name: prefixed with p->bin)
- * with SLURM_CONF set, plus extra "K=V" entries (NULL-terminated; may be
- * NULL) on the environment.  *out malloc'd (NUL-ended stdout; caller
- * frees) on 0.  Exit status non-zero: the class of its stderr
- * (slurm__classify) with the message "<cmd>: <first line>". */
+/* slurm_cmd_run (slurm_cmd.h) of `argv` from p->bin with SLURM_CONF set,
+ * plus extra "K=V" entries (NULL-terminated; may be NULL) on the
+ * environment.  *out malloc'd (NUL-ended stdout; caller frees) on 0.
+ * Else err has the class and message slurm_cmd_run gives. */
 int slurm__run(struct slurm_prov *p, const char *const *argv,
 	       const char *const *extra, char **out, struct cloud_error *err);
 
