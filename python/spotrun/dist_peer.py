@@ -34,24 +34,12 @@ A copy that is missing, of another step (stale) or corrupt (digest, or
 a tensor that fails verification) is skipped with a warning naming why.
 Where each part came from: DistCheckpointer.restore_sources.
 
-WIRE (one TCP connection per request; ranks of one attempt only: the
-token is rank 0's, shared with the addresses):
-    request   one JSON line (<= LINE_MAX bytes):
-              {"token", "op": "put"|"get"|"done", "part", "step",
-               "files": [[name, size], ...] (put only),
-               "from": the sender's rank (done only)}
-              put: then the files' bytes, in order; done: every part
-              of that step was put (a rank's close() waits for it from
-              the ranks before it, bounded by its deadline, so that the
-              last step's copy is not lost to a receiver that exited)
-    reply     one JSON line {"ok": true|false, "error",
-              "files": [[name, size], ...] (get only)}, get: then bytes
-Every count and size is bounded (FILES_MAX, the memory check, the
-socket timeout IO_S).
+WIRE: one TCP connection per request, between the ranks of one attempt
+(rank 0's token): put, get and done, each answered by one line
+(peer_wire.py, which bounds every count and size).
 """
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -64,23 +52,15 @@ import time
 
 from . import _lib
 from . import checkpoint as _ckpt
+from . import peer_wire as _wire
+from .peer_wire import IO_S, PART_RE, WireError
 
 log = logging.getLogger("spotrun")
 ENV = "SPOTRUN_PEER_REPLICAS"
 DIR_ENV = "SPOTRUN_PEER_DIR"
 KEY = "spotrun.peer_replicas"
-PART_RE = re.compile(r"replicated|rank-\d{5}")
 STEP_RE = re.compile(r"step-(\d{8,})")
-FILE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-LINE_MAX = 1 << 16
-FILES_MAX = 4096
-IO_S = 60.0
 HOLD_KEEP = 2
-CHUNK = 1 << 20
-
-
-class WireError(ValueError):
-    """A request or reply that breaks the protocol."""
 
 
 def replicas_from_env():
@@ -104,116 +84,6 @@ def digest_file(path):
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return None
-
-
-def parse_request(line):
-    """The request line (bytes, newline stripped) as a dict with part,
-    step, op, token and files (put); WireError if it breaks the
-    protocol."""
-    if len(line) > LINE_MAX:
-        raise WireError("request line over %d bytes" % LINE_MAX)
-    try:
-        r = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise WireError("request is not JSON: %s" % exc) from None
-    if not isinstance(r, dict):
-        raise WireError("request is not an object")
-    op, part, step = r.get("op"), r.get("part"), r.get("step")
-    if op not in ("put", "get", "done"):
-        raise WireError("op %r is not put, get or done" % (op,))
-    if not _is_int(step, 10 ** 12):
-        raise WireError("step %r is not a step number" % (step,))
-    if not isinstance(r.get("token"), str):
-        raise WireError("no token")
-    out = {"op": op, "step": step, "token": r["token"]}
-    if op == "done":
-        if not _is_int(r.get("from"), 1 << 20):
-            raise WireError("from %r is not a rank" % (r.get("from"),))
-        out["from"] = r["from"]
-        return out
-    if not isinstance(part, str) or not PART_RE.fullmatch(part):
-        raise WireError("part %r is not replicated or rank-NNNNN" % (part,))
-    out["part"] = part
-    if op == "put":
-        out["files"] = parse_files(r.get("files"))
-    return out
-
-
-def _is_int(v, lim):
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < lim
-
-
-def parse_files(files):
-    """[[name, size], ...] checked: names plain, unique, sizes >= 0."""
-    if not isinstance(files, list) or not 0 < len(files) <= FILES_MAX:
-        raise WireError("files: not a list of 1..%d entries" % FILES_MAX)
-    seen, out = set(), []
-    for f in files:
-        if not isinstance(f, list) or len(f) != 2:
-            raise WireError("files: entry %r is not [name, size]" % (f,))
-        name, size = f
-        if not isinstance(name, str) or not FILE_RE.fullmatch(name) or \
-                name in seen:
-            raise WireError("files: bad or repeated name %r" % (name,))
-        if not isinstance(size, int) or isinstance(size, bool) or \
-                not 0 <= size < 1 << 48:
-            raise WireError("files: bad size %r for %s" % (size, name))
-        seen.add(name)
-        out.append((name, size))
-    if "manifest.json" not in seen:
-        raise WireError("files: no manifest.json")
-    return out
-
-
-def _read_line(sock):
-    buf = bytearray()
-    while not buf.endswith(b"\n"):
-        b = sock.recv(1)
-        if not b:
-            raise WireError("connection closed inside a line")
-        buf += b
-        if len(buf) > LINE_MAX + 1:
-            raise WireError("line over %d bytes" % LINE_MAX)
-    return bytes(buf[:-1])
-
-
-def _send_line(sock, obj):
-    sock.sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-
-
-def _step_files(d):
-    """[[name, size]] of an engine step directory (plain files only)."""
-    files = []
-    for name in sorted(os.listdir(d)):
-        p = os.path.join(d, name)
-        if os.path.isfile(p) and FILE_RE.fullmatch(name):
-            files.append([name, os.path.getsize(p)])
-    return files
-
-
-def _send_files(sock, d, files):
-    for name, size in files:
-        with open(os.path.join(d, name), "rb") as f:
-            left = size
-            while left > 0:
-                b = f.read(min(CHUNK, left))
-                if not b:
-                    raise OSError("%s/%s shrank while sent" % (d, name))
-                sock.sendall(b)
-                left -= len(b)
-
-
-def _recv_files(sock, d, files):
-    os.makedirs(d)
-    for name, size in files:
-        with open(os.path.join(d, name), "wb") as f:
-            left = size
-            while left > 0:
-                b = sock.recv(min(CHUNK, left))
-                if not b:
-                    raise WireError("connection closed inside %s" % name)
-                f.write(b)
-                left -= len(b)
 
 
 def mem_available():
@@ -346,7 +216,7 @@ class Peers:
         with c:
             c.settimeout(IO_S)
             try:
-                req = parse_request(_read_line(c))
+                req = _wire.parse_request(_wire.read_line(c))
                 # a peer whose all_gather returned first may ask before
                 # this rank's has: wait for the token (bounded)
                 with self.cv:
@@ -361,13 +231,13 @@ class Peers:
                         f = req["from"]
                         self.done[f] = max(self.done.get(f, -1), req["step"])
                         self.cv.notify_all()
-                    _send_line(c, {"ok": True})
+                    _wire.send_line(c, {"ok": True})
                 else:
                     self._serve_put(c, req)
             except (OSError, WireError) as exc:
                 log.warning("peer copy: request refused: %s", exc)
                 try:
-                    _send_line(c, {"ok": False, "error": str(exc)})
+                    _wire.send_line(c, {"ok": False, "error": str(exc)})
                 except OSError:
                     pass
 
@@ -376,9 +246,9 @@ class Peers:
         if d is None:
             raise WireError("%s step %d: not held here"
                             % (req["part"], req["step"]))
-        files = _step_files(d)
-        _send_line(c, {"ok": True, "files": files})
-        _send_files(c, d, files)
+        files = _wire.step_files(d)
+        _wire.send_line(c, {"ok": True, "files": files})
+        _wire.send_files(c, d, files)
 
     def _serve_put(self, c, req):
         total = sum(s for _, s in req["files"])
@@ -396,12 +266,12 @@ class Peers:
             tmp = os.path.join(part_dir, ".tmp-%d-%d" % (os.getpid(),
                                                          self.n_tmp))
         try:
-            _recv_files(c, tmp, req["files"])
+            _wire.recv_files(c, tmp, req["files"])
             _install(tmp, os.path.join(part_dir, "step-%08d" % req["step"]))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         self._trim(part_dir)
-        _send_line(c, {"ok": True})
+        _wire.send_line(c, {"ok": True})
 
     def _trim(self, part_dir):
         steps = sorted((n for n in os.listdir(part_dir)
@@ -470,36 +340,24 @@ class Peers:
         """Tell rank t that this rank's parts of step were all put (one
         try: its close() waits for it only until its deadline)."""
         try:
-            with self._connect(t) as c:
-                _send_line(c, {"token": self.token, "op": "done",
-                               "step": step, "from": self.o.rank})
-                self._reply(c)
+            self._request(t, {"op": "done", "step": step,
+                              "from": self.o.rank})
         except (OSError, WireError) as exc:
             log.warning("peer copy: rank %d not told of step %d: %s", t,
                         step, exc)
 
-    def _connect(self, t):
+    def _request(self, t, msg, send=None, recv=None):
+        """One request to rank t with this attempt's token (peer_wire.
+        request): its reply; OSError or WireError."""
         p = self.peers[t]
-        return socket.create_connection((p["addr"], p["port"]), timeout=IO_S)
+        return _wire.request(p["addr"], p["port"],
+                             dict(msg, token=self.token), send, recv)
 
     def _put(self, t, part, step, d):
-        files = _step_files(d)
-        with self._connect(t) as c:
-            _send_line(c, {"token": self.token, "op": "put", "part": part,
-                           "step": step, "files": files})
-            _send_files(c, d, files)
-            rep = self._reply(c)
-        if not rep.get("ok"):
-            raise WireError("rank %d refused: %s" % (t, rep.get("error")))
-
-    def _reply(self, c):
-        try:
-            rep = json.loads(_read_line(c))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise WireError("reply is not JSON: %s" % exc) from None
-        if not isinstance(rep, dict):
-            raise WireError("reply is not an object")
-        return rep
+        files = _wire.step_files(d)
+        self._request(t, {"op": "put", "part": part, "step": step,
+                          "files": files},
+                      send=lambda c: _wire.send_files(c, d, files))
 
     def wait_pushed(self, step, end):
         """Wait (until time.monotonic() end) for the push of step; its
@@ -579,13 +437,9 @@ class Peers:
         sd = os.path.join(got, "step-%08d" % step)
         try:
             os.makedirs(got)
-            with self._connect(r) as c:
-                _send_line(c, {"token": self.token, "op": "get",
-                               "part": part, "step": step})
-                rep = self._reply(c)
-                if not rep.get("ok"):
-                    raise WireError(str(rep.get("error")))
-                _recv_files(c, sd, parse_files(rep.get("files")))
+            self._request(r, {"op": "get", "part": part, "step": step},
+                          recv=lambda c, rep: _wire.recv_files(
+                              c, sd, _wire.parse_files(rep.get("files"))))
             dig = digest_file(os.path.join(sd, "manifest.json"))
             if dig != want:
                 log.warning("peer rank %d's copy of %s step %d refused: "

@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 import dist_workers as w  # noqa: E402
 import peer_workers as pw  # noqa: E402
 from spotrun import dist as sdist  # noqa: E402
-from spotrun import dist_peer  # noqa: E402
+from spotrun import peer_wire  # noqa: E402
 
 TIMEOUT = 300
 pytestmark = pytest.mark.skipif(
@@ -110,7 +110,7 @@ def test_corrupt_peer_copy_is_refused(tmp_path, first):
 def test_wire_parser_refuses_bad_requests():
     ok = {"token": "t", "op": "put", "part": "rank-00001", "step": 4,
           "files": [["manifest.json", 10], ["shard-00000.safetensors", 5]]}
-    assert dist_peer.parse_request(json.dumps(ok).encode())["files"] == \
+    assert peer_wire.parse_request(json.dumps(ok).encode())["files"] == \
         [("manifest.json", 10), ("shard-00000.safetensors", 5)]
     bad = [b"not json", b"[]", b"{}",
            dict(ok, op="delete"), dict(ok, part="../etc"),
@@ -119,8 +119,8 @@ def test_wire_parser_refuses_bad_requests():
            dict(ok, files=[["../x", 1], ["manifest.json", 1]]),
            dict(ok, files=[["manifest.json", 1], ["manifest.json", 1]]),
            dict(ok, files=[["a", 1]]), dict(ok, files=[["manifest.json", -1]]),
-           b"x" * (dist_peer.LINE_MAX + 1)]
+           b"x" * (peer_wire.LINE_MAX + 1)]
     for b in bad:
         line = b if isinstance(b, bytes) else json.dumps(b).encode()
-        with pytest.raises(dist_peer.WireError):
-            dist_peer.parse_request(line)
+        with pytest.raises(peer_wire.WireError):
+            peer_wire.parse_request(line)
