@@ -346,6 +346,7 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		return sr_err_set(e, -ENOMEM, "out of memory");
 	}
 	c->cfg = *cfg;
+	c->lease.id_fd = -1;
 	if (cloud && ctl__clouds_add(c, cloud, e)) { /* owned from here */
 		free(c);
 		return -ENOMEM;
@@ -388,6 +389,8 @@ int ctl__start_with(const struct ctl_config *cfg, struct ctl_cloud *cloud,
 		goto fail;
 	}
 	rc = secure_state_dir(c, e);
+	if (!rc)
+		ctl__lease_id_claim(c);
 	if (!rc)
 		rc = ctl__http_prepare(c, e);
 	if (rc)
@@ -498,5 +501,6 @@ void ctl_stop(struct ctl *c)
 		pthread_mutex_destroy(&c->lease.mu);
 	explicit_bzero(c->admin_token, sizeof c->admin_token);
 	ctl__team_tokens_free(c);
+	ctl__lease_id_release(c); /* last: nothing of this process writes */
 	free(c);
 }

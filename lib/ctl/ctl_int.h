@@ -85,7 +85,10 @@ struct ctl {
 	/* The leader's lease (lease.c): written by the reconciler thread;
 	 * `leader` read by any thread, leader_url under mu. */
 	struct {
-		char holder[17];         /* this process's random id */
+		/* this process's id: random, or its state dir's previous
+		 * daemon's, reclaimed (lease_id.c) */
+		char holder[17];
+		int id_fd;               /* lease.lock held, -1 none */
 		_Atomic int64_t epoch;   /* held epoch (while leader) */
 		atomic_bool leader;
 		/* when the held lease was last renewed (or taken), on this
@@ -122,6 +125,16 @@ struct ctl {
 	 * thread only; released by ctl__silence_free). */
 	struct hbtable *hbseen;
 
+	/* The jobs with a live spare not yet adopted, as this pass's node
+	 * list read them (recon__nodes_pass; sorted ids; reconciler thread
+	 * only; released by ctl__silence_free).  !valid: the list was not
+	 * read, and every job may have one. */
+	struct {
+		int64_t *job;
+		size_t n;
+		bool valid;
+	} spared;
+
 	/* Pools where a launch just failed for lack of capacity: no spot
 	 * there until `until_ns` (real clock; reconciler thread only). */
 	struct ctl_mark {
@@ -148,6 +161,13 @@ struct store *ctl__store(struct ctl *c);
  * once (clean stop).  ctl__endpoints: this daemon's URL, then the
  * other live members', comma-separated (what agents are given). */
 int ctl__lease_init(struct ctl *c, struct sr_err *e);
+/* lease_id.c: _claim (at start, once the state dir exists): hold
+ * <state>/lease.lock and take the holder id of this state dir's previous
+ * daemon (gone: the lock was free), so a lease it left is taken at once;
+ * the random id when another live daemon holds the lock.  _release: let
+ * the lock go (ctl_stop). */
+void ctl__lease_id_claim(struct ctl *c);
+void ctl__lease_id_release(struct ctl *c);
 void ctl__lease_tick(struct ctl *c, struct store *db);
 /* Write this daemon's new clock anchor (first start, new time scale) to
  * the settings when it has one and leads; db must carry the lease fence

@@ -39,7 +39,11 @@
  * SQLite is one daemon's store (spotrund holds a flock on the state dir):
  * at its start the daemon takes the lease at once, whoever's row it is
  * (the lock proves that holder dead); later, like on PostgreSQL, only an
- * expired lease is taken.
+ * expired lease is taken.  On any backend an unexpired lease that names
+ * this daemon's holder id is taken at once: the id is its state dir's,
+ * reclaimed only when the daemon before it is gone (lease_id.c), so a
+ * daemon restarted after a kill -9 leads again without waiting out its
+ * own dead lease.
  *
  * Clocks: expires_ns is wall-clock time; daemons sharing a store need
  * clocks in step to well under the lease (NTP).  A leader also steps down
@@ -179,7 +183,7 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 	bool sqlite = store_backend(db) == STORE_SQLITE;
 	/* the first try of this process: on SQLite the state's lock
 	 * (spotrund) proves any other holder dead */
-	bool first = !c->lease.started, mine = false;
+	bool first = !c->lease.started, mine = false, own = false;
 	int rc = store_begin(db, e);
 
 	c->lease.started = true;
@@ -195,6 +199,9 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 		store_rollback(db);
 		return 0;
 	}
+	/* unexpired and ours: we stepped down, or this state dir's previous
+	 * daemon (gone) held it (lease_id.c) */
+	own = !rc && mine && l.expires_ns >= now;
 	if (!rc)
 		rc = store_lease_take(db, c->lease.holder, c->url, l.epoch,
 				      now + lease_ns(c), e);
@@ -211,8 +218,8 @@ static int take(struct ctl *c, struct store *db, int64_t now, struct sr_err *e)
 	atomic_store(&c->lease.renewed_mono, mono);
 	atomic_store(&c->lease.leader, true);
 	sr_info("lease", "this spotrund is the leader", "epoch=%" PRId64
-		" lease_ms=%" PRId64 " previous=\"%s\"", c->lease.epoch,
-		c->cfg.lease_ms, l.url);
+		" lease_ms=%" PRId64 " previous=\"%s\" own_unexpired=%d",
+		c->lease.epoch, c->cfg.lease_ms, l.url, own);
 	return 1;
 }
 

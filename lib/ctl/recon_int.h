@@ -141,6 +141,12 @@ int64_t recon__silence(struct hbtable *t, int64_t node, int64_t key,
 void recon__silence_prune(struct hbtable *t, const struct rnode *live, size_t n);
 void recon__silence_clear(struct hbtable *t);
 
+/* Whether job may have a live spare not yet adopted: false only when
+ * this pass's node list (recon__nodes_pass) was read and holds none, so
+ * a pass over jobs that keep none asks the store nothing about spares
+ * (recon__spares_keep). */
+bool recon__job_spared(const struct ctl *c, int64_t job);
+
 /* What the node pass does with one live node. */
 enum node_act {
 	NODE_KEEP, NODE_START, NODE_BILL, NODE_NOTICE, NODE_END_PREEMPTED,

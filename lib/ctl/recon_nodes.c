@@ -645,6 +645,8 @@ void recon__silence_clear(struct hbtable *t)
 
 void ctl__silence_free(struct ctl *c)
 {
+	free(c->spared.job);
+	memset(&c->spared, 0, sizeof c->spared);
 	if (!c->hbseen)
 		return;
 	recon__silence_clear(c->hbseen);
@@ -681,6 +683,45 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	return bill_due ? NODE_BILL : NODE_KEEP;
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The pass's spared jobs from its live nodes v[0..n) (spares included). */
+static void spared_note(struct ctl *c, const struct rnode *v, size_t n)
+{
+	size_t k = 0;
+
+	c->spared.valid = false;
+	c->spared.n = 0;
+	for (size_t i = 0; i < n; i++)
+		k += v[i].spare;
+	if (k) {
+		int64_t *p = realloc(c->spared.job, k * sizeof *p);
+
+		if (!p)
+			return; /* !valid: every job is asked */
+		c->spared.job = p;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].spare)
+			c->spared.job[c->spared.n++] = v[i].job;
+	}
+	if (c->spared.n)
+		qsort(c->spared.job, c->spared.n, sizeof *c->spared.job, id_cmp);
+	c->spared.valid = true;
+}
+
+bool recon__job_spared(const struct ctl *c, int64_t job)
+{
+	return !c->spared.valid ||
+	       (c->spared.n && bsearch(&job, c->spared.job, c->spared.n,
+				       sizeof job, id_cmp));
+}
+
 int recon__nodes_pass(struct ctl *c, struct store *db)
 {
 	struct rnode *v = NULL;
@@ -697,9 +738,11 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			return -ENOMEM;
 	}
 	recon__kill_pending(c, db);
+	c->spared.valid = false;
 	rc = recon__nodes_live(c, db, 0, &v, &n);
 	if (rc)
 		goto out;
+	spared_note(c, v, n);
 	recon__silence_prune(c->hbseen, v, n);
 	/* observed also with no live node: the clouds' leaks are swept */
 	pn = calloc(n + 1, sizeof *pn);

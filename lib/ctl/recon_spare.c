@@ -295,6 +295,12 @@ void recon__spares_keep(struct ctl *c, struct store *db, const struct rjob *j,
 
 	if (j->state != JOB_RUNNING || ng == 0)
 		return;
+	/* the hot path: a job that keeps no spare, has no node at risk and
+	 * no live spare (this pass's node list) costs no query */
+	if ((!gang[0].spot || (j->plan.spares <= 0 &&
+			       recon__early_avoid(gang, ng) < 0)) &&
+	    !recon__job_spared(c, j->id))
+		return;
 	/* a gang on on-demand nodes expects no notice: no spare, and no
 	 * early replacement */
 	if (gang[0].spot) {

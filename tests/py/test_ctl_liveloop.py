@@ -196,7 +196,13 @@ def test_restarts_adopt_live_nodes(tmp_path):
                 d.proc.wait(timeout=20)
             time.sleep(7.0 if i in long_at else rnd.uniform(0.02, 0.5))
             d.start()
-        assert d.job(jid)["state"] == "RUNNING", d.job(jid)
+        # the first restarts may meet it still placed or booting: how far
+        # it got between them is the machine's pace, not a result (the
+        # ASan pass on PostgreSQL once ended them at PROVISIONING)
+        deadline = time.monotonic() + 120
+        while d.job(jid)["state"] != "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert d.job(jid)["state"] == "RUNNING", (d.job(jid), d.log_tail())
         ck = os.path.join(d.state, "jobs", str(jid), "ckpt")
         open(os.path.join(ck, "finish"), "w").close()
         j = d.wait([jid], 120)[0]
@@ -206,6 +212,7 @@ def test_restarts_adopt_live_nodes(tmp_path):
         assert len(nodes) == 1, nodes
         assert not [n for n in nodes if n["state"] == "LOST"], nodes
         assert j["preemptions"] == 0 and j["moves"] == 0, j
+        assert j["attempt"] == 1, j      # never restarted by a restart
         kinds_seen = [e["type"] for e in d.events(jid)]
         assert "node_lost" not in kinds_seen
         d.proc.send_signal(sig.SIGTERM)

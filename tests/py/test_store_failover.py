@@ -292,3 +292,55 @@ def test_leader_killed_standby_takes_over(tmp_path):
                   takeovers[-1], j["preemptions"], nnodes, len(ev)))
     finally:
         p.stop()
+
+
+@pytest.mark.skipif(not PG, reason="needs PostgreSQL: runs"
+                    " in the PostgreSQL pass (scripts/run-tests BUILD pg)")
+def test_daemon_restarted_after_kill9_leads_at_once(tmp_path):
+    """A spotrund killed -9 leaves its lease unexpired.  Started again on
+    its state dir it is that lease's holder again (the dead one's lock on
+    <state>/lease.lock is gone: lib/ctl/lease_id.c), so it leads at once
+    with epoch + 1, though the lease had an hour to run, and takes writes.
+    A second daemon on the same state dir while the first lives keeps an
+    id of its own and stands by.  (Before, a restart stood by for up to a
+    whole lease: test_ctl_liveloop's restarts made little progress on
+    PostgreSQL.)"""
+    from conftest import store_rows
+    from test_ctl_crash import ROOT, Daemon
+    data = os.path.join(ROOT, "data")
+    # the longest lease (10 s): the leader renews every 3.3 s, so no stall
+    # of a loaded machine lets it lapse to the second daemon
+    d = Daemon(tmp_path, data, "--lease-ms", "10000")
+    d2 = None
+    try:
+        d.start()
+        st, lease = d.api("GET", "/v1/lease")
+        assert st == 200 and lease["leader"], lease
+        first = lease["epoch"]
+        d.kill9()
+        # the dead daemon's lease made to run an hour (as if renewed at
+        # the kill with a long lease): only its own holder may take it
+        store_rows(d.state, "UPDATE lease SET expires_ns=%d WHERE id=1"
+                   " RETURNING epoch" % (time.time_ns() + 3600 * 10**9))
+        d.start()
+        st, lease = d.api("GET", "/v1/lease")
+        assert st == 200 and lease["leader"], (lease, d.log_tail())
+        assert lease["epoch"] == first + 1, lease
+        assert "own_unexpired=1" in d.log_tail(), d.log_tail()
+        st, body = d.api("POST", "/v1/jobs", {
+            "spec_yaml": spot_job("w", 1), "spec_name": "t.yaml"})
+        assert st == 201, body
+        # a second daemon beside it (same state dir and store): a standby
+        d2 = Daemon(os.path.join(str(tmp_path), "second"), data,
+                    "--lease-ms", "10000")
+        d2.state = d.state
+        os.makedirs(d2.tmp)
+        d2.start()
+        st, lease2 = d2.api("GET", "/v1/lease")
+        assert st == 200 and not lease2["leader"], lease2
+        st, lease = d.api("GET", "/v1/lease")
+        assert lease["leader"] and lease["epoch"] == first + 1, lease
+    finally:
+        if d2 is not None:
+            d2.stop()
+        d.stop()
