@@ -218,6 +218,8 @@ static void heartbeat(struct agent *ag)
 			json_object_set_new(b, "restored_step",
 					    json_integer(s->restored_step));
 	}
+	if (ag->kind == W_RUN && ag->stopping == STOP_NONE)
+		ag->ckpt_hb = agent__durable_step(ag);
 	if (agent__post(ag, "heartbeat", b, &reply) == 0)
 		handle_directive(ag, reply);
 	json_decref(reply);

@@ -279,6 +279,8 @@ struct agent {
 	enum stop_why stopping;
 	int64_t stop_deadline_ns; /* monotonic */
 	int64_t ckpt_before;
+	int64_t ckpt_hb;    /* the durable step of the run's last heartbeat
+			       (what spotrund last heard), -1 none */
 
 	int notice_handled;
 	int64_t notice_kill_ns; /* the cloud's kill, monotonic; 0 no notice */

@@ -68,6 +68,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 	ag->stopping = STOP_NONE;
 	ag->orphan_status = -1;
 	ag->exit_in_notice = 0;
+	ag->ckpt_hb = -1;
 	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
 	agent__line(ag, "started %s of attempt %d (pid %d)",
 		   kind == W_SETUP ? "setup" : "run", attempt, (int)ag->w.pid);
@@ -368,6 +369,12 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 	ag->stopping = why;
 	ag->stop_deadline_ns = deadline;
 	ag->ckpt_before = durable_step(ag);
+	/* a workload that is over on the notice signal took its final
+	 * checkpoint already: what is newer than spotrund last heard of is
+	 * that final one */
+	if (ag->w.exited && ag->exit_in_notice && ag->ckpt_hb < ag->ckpt_before &&
+	    !workload_group_alive(&ag->w))
+		ag->ckpt_before = ag->ckpt_hb;
 	/* the job's own "checkpoint and exit" signal (preempt_signal) */
 	if (ag->a.stop_signal <= 0)
 		ag->a.stop_signal = SIGTERM;

@@ -477,12 +477,15 @@ def test_revoked_node_stops_its_workload_and_exits(plane):
 
 
 # The workload of a scheduler's signal: once told (the file "go"), it
-# sends the notice signal to the agent and exits 0 at once, as a trainer
-# that Slurm's SIGTERM to every process of the step reached too.
+# sends the notice signal to the agent, commits its final checkpoint and
+# exits 0, as a trainer that Slurm's SIGTERM to every process of the step
+# reached too.
 SIGNALLED = r"""
 echo $$ > pid
 while [ ! -f go ]; do sleep 0.05; done
 kill -TERM $PPID
+mkdir -p "$SPOTRUN_CKPT_DIR/step-00000042"
+echo "{}" > "$SPOTRUN_CKPT_DIR/step-00000042/manifest.json"
 exit 0
 """
 
@@ -524,12 +527,17 @@ def test_exit_after_a_notice_signal_not_yet_taken_is_preempted(tmp_path):
                    what="the workload exited")
         p.release.set()
         assert p.proc.wait(timeout=60) == 0, p.agent_log()
-        ty = [x for x in p.types() if x in ("notice", "exit")]
-        assert ty == ["notice", "exit"], (p.events, p.agent_log())
+        ty = [x for x in p.types() if x in ("notice", "checkpoint", "exit")]
+        assert ty == ["notice", "checkpoint", "exit"], (p.events,
+                                                        p.agent_log())
         ev = {e["type"]: e for e in p.events}
         assert ev["notice"]["source"] == "signal", ev["notice"]
         assert ev["exit"]["cause"] == "preempted", (ev["exit"], p.agent_log())
         assert ev["exit"]["exit_code"] == 0 and ev["exit"]["attempt"] == 1
+        # its final checkpoint, committed before the agent took the
+        # notice, is reported as the final one
+        fin = ev["checkpoint"]
+        assert fin["final"] and fin["durable"] and fin["step"] == 42, fin
     finally:
         p.close()
 
