@@ -17,9 +17,12 @@
  *                          it at once, lib/common/proc.c), released by
  *                          the kernel when the process dies, kill -9
  *                          included
- *   <state>/lease.holder   the id, 16 hex digits and a newline, written
+ *   <state>/lease.holder   "<id> <dev>:<ino>\n": the id (16 hex digits)
+ *                          and the lock file's device and inode, written
  *                          durably (temp + fsync + rename + fsync dir)
- *                          by the first daemon to hold the lock
+ *                          by the first daemon to hold the lock; a copy
+ *                          of the state dir has another lock file and
+ *                          so a fresh id
  *
  * The lock taken: no live process holds this state dir's identity (a
  * frozen or paused daemon still holds its lock), so the id in the file is
@@ -37,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -46,23 +51,38 @@
 
 #define LEASE_ID_LEN 16
 
-/* The id in `path`, when it holds exactly one (16 lower-case hex digits
- * and a newline): 1 and out set; 0 when absent or anything else. */
-static int id_read(const char *path, char *out)
+/* The lock file's identity, "dev:ino": a copy of the state dir (another
+ * machine, or cp -r here) has another lock file, so it never reclaims
+ * the id of the daemon it was copied from (two live daemons under one
+ * id would take the lease back and forth). */
+static int lock_tag(int fd, char *tag, size_t n)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) != 0)
+		return -errno;
+	snprintf(tag, n, "%ju:%ju", (uintmax_t)sb.st_dev, (uintmax_t)sb.st_ino);
+	return 0;
+}
+
+/* The id in `path` when the file is exactly "<16 lower-case hex digits>
+ * <tag>\n" with this lock's tag: 1 and out set; 0 otherwise (absent,
+ * damaged, or written beside another lock file). */
+static int id_read(const char *path, const char *tag, char *out)
 {
 	struct sr_err e = { 0 };
-	char *buf = NULL;
+	char *buf = NULL, want[96];
 	size_t n = 0;
-	int ok = 0;
+	int ok;
 
-	if (sr_fs_read_file(path, 64, &buf, &n, &e))
+	if (sr_fs_read_file(path, 160, &buf, &n, &e))
 		return 0;
-	if (n == LEASE_ID_LEN + 1 && buf[LEASE_ID_LEN] == '\n') {
-		ok = 1;
-		for (int i = 0; i < LEASE_ID_LEN; i++)
-			ok &= isxdigit((unsigned char)buf[i]) &&
-			      !isupper((unsigned char)buf[i]);
-	}
+	snprintf(want, sizeof want, " %s\n", tag);
+	ok = n == LEASE_ID_LEN + strlen(want) &&
+	     strcmp(buf + LEASE_ID_LEN, want) == 0;
+	for (int i = 0; ok && i < LEASE_ID_LEN; i++)
+		ok = isxdigit((unsigned char)buf[i]) &&
+		     !isupper((unsigned char)buf[i]);
 	if (ok) {
 		memcpy(out, buf, LEASE_ID_LEN);
 		out[LEASE_ID_LEN] = '\0';
@@ -73,7 +93,7 @@ static int id_read(const char *path, char *out)
 
 void ctl__lease_id_claim(struct ctl *c)
 {
-	char lock[4200], idp[4200], id[LEASE_ID_LEN + 2];
+	char lock[4200], idp[4200], tag[64], rec[LEASE_ID_LEN + 80];
 	struct sr_err e = { 0 };
 	int fd, rc;
 
@@ -88,16 +108,16 @@ void ctl__lease_id_claim(struct ctl *c)
 			"id", "path=%s err=\"%s\"", lock, strerror(errno));
 		return;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || lock_tag(fd, tag, sizeof tag)) {
 		/* a live daemon on this state dir: it is that holder */
 		close(fd);
 		return;
 	}
-	if (id_read(idp, id)) {
-		memcpy(c->lease.holder, id, sizeof c->lease.holder);
+	if (id_read(idp, tag, rec)) {
+		memcpy(c->lease.holder, rec, sizeof c->lease.holder);
 	} else {
-		snprintf(id, sizeof id, "%s\n", c->lease.holder);
-		rc = sr_fs_write_atomic(idp, id, strlen(id), 0600, &e);
+		snprintf(rec, sizeof rec, "%s %s\n", c->lease.holder, tag);
+		rc = sr_fs_write_atomic(idp, rec, strlen(rec), 0600, &e);
 		if (rc) {
 			sr_warn("lease", "cannot record the holder id: the next "
 				"daemon on this state dir waits out this one's "

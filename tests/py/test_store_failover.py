@@ -301,8 +301,8 @@ def test_daemon_restarted_after_kill9_leads_at_once(tmp_path):
     its state dir it is that lease's holder again (the dead one's lock on
     <state>/lease.lock is gone: lib/ctl/lease_id.c), so it leads at once
     with epoch + 1, though the lease had an hour to run, and takes writes.
-    A second daemon on the same state dir while the first lives keeps an
-    id of its own and stands by.  (Before, a restart stood by for up to a
+    A second daemon on the same state dir while the first lives, and one
+    on a copy of it, keep ids of their own and stand by.  (Before, a restart stood by for up to a
     whole lease: test_ctl_liveloop's restarts made little progress on
     PostgreSQL.)"""
     from conftest import store_rows
@@ -335,6 +335,17 @@ def test_daemon_restarted_after_kill9_leads_at_once(tmp_path):
                     "--lease-ms", "10000")
         d2.state = d.state
         os.makedirs(d2.tmp)
+        d2.start()
+        st, lease2 = d2.api("GET", "/v1/lease")
+        assert st == 200 and not lease2["leader"], lease2
+        d2.stop()
+        # a copy of the state dir (its lease.holder included) is another
+        # state dir: its daemon keeps an id of its own and stands by too
+        import shutil
+        d2 = Daemon(os.path.join(str(tmp_path), "copy"), data,
+                    "--lease-ms", "10000")
+        shutil.copytree(d.state, d2.state, ignore=shutil.ignore_patterns(
+            "nodes", "jobs", "localcloud"))
         d2.start()
         st, lease2 = d2.api("GET", "/v1/lease")
         assert st == 200 and not lease2["leader"], lease2
