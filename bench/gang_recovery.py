@@ -125,7 +125,18 @@ periodic checkpoint interval in cloud minutes (default 10).  Arms 1
 (`rebuild`), 2 (`kept`), 3 (`early`), 4 (`spare`), 5 (`through`) and
 6 (`peer`) run side by side (--arms to choose), and every figure is also
 given in cloud seconds (x time scale), with the spread (min-max) of each
-arm.  `make bench` runs
+arm.  Each run's JSON (phases_s) has its "breakdown": the stretches
+from the notice in the order they ended, each in this machine's real
+seconds and in cloud seconds, and what it waits for - "profile: ..."
+(a boot, setup_s, import_s, the notice lead, SkyPilot's poll: simulated,
+exact in cloud seconds) or "machine (xS)" (this machine's own work: a
+write, a process start, an import, a restore, spotrund's passes, which
+read as cloud seconds only multiplied by the scale); the text report
+prints the median run's.  --start warm (the default) gives the job a
+warm start (python/spotrun/warm.py: its setup leaves a process with
+train_gang.py's imports done, gang_imports.py, and each attempt's run
+forks it, so neither a warm spare nor a kept node imports torch again);
+--start cold runs train_gang.py anew every attempt.  `make bench` runs
 
     bench/gang_arms.sh   --timing aws and gcp, 4 nodes, 512 MiB, 5 runs
 
@@ -136,6 +147,7 @@ arm.  `make bench` runs
                                             [--state-mb MB] [--time-scale X]
                                             [--ckpt-min M]
                                             [--rebalance-s S]
+                                            [--start warm|cold]
 """
 
 import argparse
@@ -170,8 +182,8 @@ num_nodes: %(nodes)d
 resources:
   accelerators: V100:1
   use_spot: true
-setup: sleep %(setup_s)s
-run: /usr/bin/python3 train_gang.py
+setup: sleep %(setup_s)s%(warm_setup)s
+run: /usr/bin/python3 %(run)s
 envs:
   DEMO_STEPS: "1000000"
   DEMO_HIDDEN: "32"
@@ -185,6 +197,10 @@ spotrun:
   work: 16h
   deadline: 480h
 %(spares)s"""
+WARM_JOB = {"warm_setup": " && /usr/bin/python3 -m spotrun.warm start "
+            "--preload gang_imports",
+            "run": "-m spotrun.warm run train_gang.py"}
+COLD_JOB = {"warm_setup": "", "run": "train_gang.py"}
 ARMS = ("kept", "rebuild", "rebuild_at_notice")
 # the arms a --timing run compares (the issue's arms 1-6)
 TIMED_ARMS = ("rebuild", "kept", "early", "spare", "through", "peer")
@@ -200,6 +216,10 @@ class Setup:
         self.job = {"nodes": args.nodes, "setup_s": "2", "every": 20,
                     "step_ms": 25, "state_mb": args.state_mb,
                     "import_ms": 0, "spares": ""}
+        # a warm start (python/spotrun/warm.py): setup leaves a process
+        # with train_gang.py's imports done, every attempt's run forks it
+        self.warm = args.start == "warm"
+        self.job.update(WARM_JOB if self.warm else COLD_JOB)
         self.timing = None
         self.rebalance_s = args.rebalance_s
         if not args.timing:
@@ -338,6 +358,44 @@ def finish_phases(ph, res, notice, records):
     ph["down"] = ph["resumed"] - max(0.0, rec - notice)
     ph["restored_step"] = step
     return ph
+
+
+# What a stretch of a recovery waits for, by the phase that ends it: the
+# profile's simulated time (cloud seconds / the time scale, so exact in
+# cloud seconds), or else this machine's own work (a write, a process
+# start, an import, a restore, spotrund's passes), which reads as cloud
+# seconds only multiplied by the time scale.
+SIMULATED = {"node_lost": "the notice lead", "loss_detected": "SkyPilot's poll",
+             "setup_started": "a boot", "setup_done": "setup_s"}
+
+
+def breakdown(ph, mode, warm, scale):
+    """One recovery's stretches from the notice, in the order their
+    phases ended: [{"from", "to", "real_s", "cloud_s", "what"}], "what"
+    "machine (x scale)" or "profile: ..."."""
+    pts = sorted((v, k) for k, v in ph.items()
+                 if k in PHASES and k != "down" and v is not None)
+    out, prev_t, prev = [], 0.0, "notice"
+    for t, k in pts:
+        what = SIMULATED.get(k)
+        if k == "imports_done" and not warm:
+            what = "import_s (a cold start)"
+        if k == "setup_done" and warm:
+            what = "setup_s + import_s (the warm server's imports)"
+        if k == "setup_started" and prev == "attempt_started":
+            what = None           # the boot was the stretch before
+        if k == "attempt_started" and mode == "rebuild":
+            what = "a boot"       # the new cluster's nodes
+        if k in ("attempt_started", "run_started") and \
+                mode not in ("rebuild", "spare", "early"):
+            # the replacement was asked for at the notice
+            what = "the replacement's boot and setup_s, if it waited"
+        out.append({"from": prev, "to": k, "real_s": round(t - prev_t, 3),
+                    "cloud_s": round((t - prev_t) * scale, 1),
+                    "what": "profile: " + what if what else
+                    "machine (x%g)" % scale})
+        prev_t, prev = t, k
+    return out
 
 
 def session_pids(sid):
@@ -582,10 +640,13 @@ def one(gang, build, mode, setup, phase, run):
         if j["state"] != "RUNNING":
             raise OSError("the gang did not start: %s" % j["state"])
         if mode == "rebuild":
-            return rebuild_arm(demo, env, gang, jids, j, job_file, setup,
-                               phase, records)
-        return spotrun_arm(demo, env, gang, jids[0], j, mode, records,
-                           setup.nodes, setup)
+            ph = rebuild_arm(demo, env, gang, jids, j, job_file, setup,
+                             phase, records)
+        else:
+            ph = spotrun_arm(demo, env, gang, jids[0], j, mode, records,
+                             setup.nodes, setup)
+        ph["breakdown"] = breakdown(ph, mode, setup.warm, setup.scale)
+        return ph
     finally:
         records.close()
         for jid in jids:
@@ -635,6 +696,7 @@ def timed_report(args, setup, ph, med):
     if args.json:
         out = {"timing": name, "time_scale": sc, "nodes": setup.nodes,
                "state_mb": args.state_mb, "runs": args.runs,
+               "start": args.start,
                "resumed_cloud_s": {m: [round(x["resumed"] * sc, 1)
                                        for x in v] for m, v in ph.items()},
                "down_cloud_s": {m: [round(x["down"] * sc, 1) for x in v]
@@ -646,9 +708,9 @@ def timed_report(args, setup, ph, med):
         print(json.dumps(out))
         return 0
     print("timing profile %s (x%g: cloud seconds), %d nodes, %d MiB/rank, "
-          "%d runs per arm; notice lead %.0f s, SkyPilot poll %.0f s" % (
-              name, sc, setup.nodes, args.state_mb, args.runs,
-              setup.notice_s * sc, setup.poll_s * sc))
+          "%d runs per arm, %s start; notice lead %.0f s, SkyPilot poll "
+          "%.0f s" % (name, sc, setup.nodes, args.state_mb, args.runs,
+                      args.start, setup.notice_s * sc, setup.poll_s * sc))
     print("  median cloud seconds after the notice of each phase:")
     print("  %-20s %s" % ("phase", " ".join("%10s" % m for m in arms)))
     for ph_name in PHASES:
@@ -656,6 +718,13 @@ def timed_report(args, setup, ph, med):
                if med[m][ph_name] is not None else "%10s" % "-"
                for m in arms]
         print("  %-20s %s" % (ph_name, " ".join(row)))
+    print("  where the median recovery of each arm spent its time "
+          "(cloud s, this machine's real s, what it waits for):")
+    for m in arms:
+        by = sorted(ph[m], key=lambda x: x["resumed"])[(len(ph[m]) - 1) // 2]
+        print("  %s: %s" % (m, "; ".join(
+            "%s %.0f (%.2f, %s)" % (b["to"], b["cloud_s"], b["real_s"],
+                                    b["what"]) for b in by["breakdown"])))
     for m in arms:
         print("%-24s notice -> resumed %s s; training lost %s s "
               "(median (min-max), cloud s)" % (
@@ -701,6 +770,11 @@ def main():
     p.add_argument("--ckpt-min", type=float, default=10.0,
                    help="with --timing: the periodic checkpoint interval, "
                    "cloud minutes (default 10)")
+    p.add_argument("--start", choices=("warm", "cold"), default="warm",
+                   help="warm (default): the job's setup leaves a process "
+                   "with train_gang.py's imports done (python3 -m "
+                   "spotrun.warm), every attempt's run forks it; cold: "
+                   "every run imports torch anew")
     p.add_argument("--rebalance-s", type=float, default=300.0,
                    help="arm early: cloud seconds from the rebalance "
                    "recommendation to the notice (default 300)")
@@ -735,6 +809,10 @@ def main():
         for mode in arms:
             ph[mode].append(one(gang, os.path.abspath(args.build), mode,
                                 setup, rnd.uniform(0, setup.poll_s), run))
+            # each recovery as it ends (a long run's partial figures)
+            print(json.dumps({"run": run, "arm": mode,
+                              "phases_s": ph[mode][-1]}),
+                  file=sys.stderr, flush=True)
     med = {m: {k: median_of(v, k) for k in PHASES} for m, v in ph.items()}
     if args.arm:
         print(json.dumps({"phases_s": ph, "median_s": med}, indent=1))

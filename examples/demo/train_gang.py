@@ -33,7 +33,8 @@ for bench/gang_recovery.py's real-cloud profiles: DEMO_STATE_MB (default
 a large model's part (one byte changes per step), and DEMO_IMPORT_MS
 (default 0) how long the imports take at least, standing for a GPU
 node's `import torch` and CUDA initialisation (a wait after this
-machine's own imports, when they took less).
+machine's own imports, when they took less; gang_imports.py, which a
+warm server preloads: `python3 -m spotrun.warm`).
 Flags: --reference (uninterrupted, no checkpoints), --result PATH.
 Output: "resumed step=K ..." / "start step=0 ...", "preempted: final
 checkpoint step=K ...", and on rank 0 of a finished run
@@ -42,18 +43,16 @@ Exit: 0 finished or final checkpoint taken; 75 the final checkpoint did
 not commit; 2 bad usage.
 """
 
+import argparse
+import os
+import sys
 import time
-
-T_START = time.monotonic()  # before the imports: DEMO_IMPORT_MS
-
-import argparse  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 
+import gang_imports  # noqa: E402,F401  (torch, DEMO_IMPORT_MS's floor)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -138,9 +137,10 @@ def main():
             p.error("$%s is not set (spotrun-agent sets it on every node)"
                     % v)
     torch.set_num_threads(1)
-    time.sleep(max(0.0, import_ms / 1000.0 - (time.monotonic() - T_START)))
     # the two lines bench/gang_recovery.py times a recovery's restart by
-    print("joining the rendezvous (imports done)", flush=True)
+    print("joining the rendezvous (imports done%s)" % (
+        ", a warm start" if os.environ.get("SPOTRUN_WARM") else ""),
+        flush=True)
     dist.init_process_group("gloo", init_method="env://")
     print("rendezvous joined", flush=True)
     rank, world = dist.get_rank(), dist.get_world_size()

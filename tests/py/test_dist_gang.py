@@ -49,6 +49,7 @@ pytestmark = pytest.mark.skipif(
     reason="a minute of PyTorch; run in the plain pass")
 
 TRAIN = os.path.join(ROOT, "examples", "demo", "train_gang.py")
+HOLD = os.path.join(ROOT, "tests", "py", "hold_train.py")
 ENVS = {"DEMO_STEPS": "240", "DEMO_HIDDEN": "32", "DEMO_STEP_MS": "25",
         "DEMO_CKPT_EVERY": "20"}
 
@@ -252,18 +253,27 @@ def test_rebalance_starts_the_replacement_before_the_notice(daemon):
     the notice, rank 0's node is kept - and the job ends bitwise identical
     to an uninterrupted run.  $1000/h of delay keeps the replacement's
     horizon (its bill against the 480 s of boot and setup it saves) far
-    beyond the test."""
+    beyond the test.
+
+    The job starts warm (python/spotrun/warm.py): each node's setup
+    leaves a process with train_gang.py's imports done, and every run -
+    on the kept node and on the replacement too - is a child of it.  The
+    replacement's setup imports torch, so the first attempt holds after
+    its first checkpoint until the notice (hold_train.py)."""
     d = daemon
     want = reference()
     d.start()
     jid = d.submit("name: early\nnum_nodes: 2\nresources:\n"
                    "  accelerators: V100:1\n  use_spot: true\n"
-                   "setup: echo set up\n"
-                   "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
+                   "setup: cd %s && /usr/bin/python3 -m spotrun.warm start "
+                   "--preload gang_imports\n"
+                   "run: /usr/bin/python3 -m spotrun.warm run %s\n"
+                   "envs:\n%sspotrun:\n"
                    "  deadline: 1000h\n  work: 10h\n  spares: 0\n"
                    "  delay_cost_per_hour: 1000\n"
-                   % (TRAIN, "".join("  %s: \"%s\"\n" % kv
-                                     for kv in ENVS.items())))
+                   % (os.path.dirname(TRAIN), HOLD,
+                      "".join("  %s: \"%s\"\n" % kv
+                              for kv in ENVS.items())))
     j = wait_running(d, jid, 1, 20)
     before = live_nodes(j)
     n1 = before[1]["id"]
@@ -306,6 +316,11 @@ def test_rebalance_starts_the_replacement_before_the_notice(daemon):
     assert final[s1]["rank"] == 1 and final[s1]["adopted_at"], final[s1]
     assert final[before[0]["id"]]["rank"] == 0, final
     assert j["attempt"] == 2 and j["preemptions"] == 1, j
+    # both attempts' ranks started warm: nothing imported torch anew
+    warm = sorted((ln["attempt"], ln["rank"]) for ln in lines if
+                  ln["line"].startswith("joining the rendezvous") and
+                  "a warm start" in ln["line"])
+    assert warm == [(1, 0), (1, 1), (2, 0), (2, 1)], text[-4000:]
     result = [ln["line"] for ln in lines if ln["line"].startswith("RESULT ")]
     assert len(result) == 1, text[-4000:]
     got = json.loads(result[0][len("RESULT "):])
