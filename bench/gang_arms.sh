@@ -7,9 +7,10 @@
 # an early signal (arm 3: a rebalance recommendation 300 cloud s before
 # the notice), a warm spare (arm 4) and training through the notice
 # (arm 5), 5 runs
-# each, side by side; notice -> training resumed on all ranks and
-# the training lost, in cloud seconds with their spread
-# (bench/gang_recovery.py --timing).
+# each, side by side, every arm with a warm start (python3 -m
+# spotrun.warm); notice -> training resumed on all ranks and the
+# training lost, in cloud seconds with their spread, and where the
+# median recovery spent its time (bench/gang_recovery.py --timing).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
