@@ -41,34 +41,40 @@ class Node:
         self.shutting_down = True
 
 
-def run(durations, workers):
-    """Run the schedule as xdist would (a worker starts its next test when
-    the one it runs ends); returns the nodes, each test's worker and the
-    most any worker held."""
+def run(durations, workers, ids=None):
+    """Run the schedule as xdist would: a worker starts a test once it
+    holds the next one too, or was told that none will come; returns the
+    nodes, each test's (worker, start, end) and the most any worker
+    held.  Fails where the workers would wait for ever."""
     sched = xdist_order.make_scheduler(Config(workers), None)
     assert isinstance(sched, xdist_order.OneAtATime)
-    ids = ["t%d" % i for i in range(len(durations))]
+    ids = ids or ["t%d" % i for i in range(len(durations))]
     nodes = [Node("gw%d" % k) for k in range(workers)]
     for n in nodes:
         sched.add_node(n)
         sched.add_node_collection(n, ids)
     assert sched.collection_is_completed
     sched.schedule()
-    held = max(len(sched.node2pending[n]) for n in nodes)
-    ran = {}
-    clock = [(durations[n.sent[0]], k) for k, n in enumerate(nodes) if n.sent]
-    heapq.heapify(clock)
-    done = [0] * workers
+    ran, clock, done, busy = {}, [], [0] * workers, [False] * workers
+    held = 0
+
+    def start(now):
+        for k, n in enumerate(nodes):
+            left = len(n.sent) - done[k]
+            if not busy[k] and left and (left >= 2 or n.shutting_down):
+                busy[k] = True
+                i = n.sent[done[k]]
+                heapq.heappush(clock, (now + durations[i], k, i, now))
+    start(0)
     while clock:
-        t, k = heapq.heappop(clock)
-        node = nodes[k]
-        item = node.sent[done[k]]
-        ran[item] = node.name
+        t, k, item, t0 = heapq.heappop(clock)
+        ran[item] = (nodes[k].name, t0, t)
         done[k] += 1
-        sched.mark_test_complete(node, item, durations[item])
-        held = max(held, len(sched.node2pending[node]))
-        if done[k] < len(node.sent):
-            heapq.heappush(clock, (t + durations[node.sent[done[k]]], k))
+        busy[k] = False
+        sched.mark_test_complete(nodes[k], item, durations[item])
+        held = max([held] + [len(v) for v in sched.node2pending.values()])
+        start(t)
+    assert sorted(ran) == list(range(len(durations))), "workers left waiting"
     return nodes, ran, held
 
 
@@ -83,6 +89,8 @@ def test_slowest_tests_start_at_once_on_different_workers():
     assert sent == list(range(len(durations)))
     assert sorted(ran) == sent
     assert all(n.shutting_down for n in nodes)
+    # the three slowest started at once
+    assert [ran[i][1] for i in range(3)] == [0, 0, 0]
     # the worker on the 200 s test holds one more, then nothing: the
     # short tests went to the other two
     assert len(nodes[0].sent) == 2
@@ -100,3 +108,26 @@ def test_other_dist_modes_keep_xdists_scheduler():
         def getvalue(self, name):
             return "each" if name == "dist" else super().getvalue(name)
     assert xdist_order.make_scheduler(Each(2), None) is None
+
+
+def test_demos_never_run_beside_one_another():
+    # three demos among the slowest tests, as in tests/slowest.txt
+    demo = xdist_order.APART[0]
+    ids = [demo + "a", "kill9", demo + "b", demo + "c", "soak"] + \
+        ["t%d" % i for i in range(60)]
+    durations = [200, 150, 60, 45, 50] + [3] * 60
+    for workers in (2, 3, 4):
+        nodes, ran, held = run(durations, workers, ids)
+        assert held <= xdist_order.DEPTH
+        spans = sorted(ran[i][1:] for i in range(len(ids))
+                       if ids[i].startswith(demo))
+        assert len(spans) == 3
+        for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+            assert s1 >= e0, (workers, spans)
+        # the other tests did not wait for them
+        assert ran[1][1] == 0
+        # and the pass ends about when the longer of the demos in a row
+        # and the whole pass spread over the workers would (+ 2 short)
+        end = max(e for _, _, e in ran.values())
+        assert end <= max(200 + 60 + 45, sum(durations) / workers) + 6, \
+            (workers, end)
