@@ -389,6 +389,36 @@ static int job_cmp(const void *a, const void *b)
 }
 
 /* Cut the wanted tensors into jobs; returns the number of jobs. */
+/* Reading into the stage, a job's aligned reads write whole blocks of the
+ * shard's image: two jobs whose ranges share a block would both write it
+ * from two threads (the same bytes, but a race all the same: TSan saw it
+ * with odd-size tensors).  So a job read into the stage ends only where
+ * the next wanted tensor starts in a later block; until then it takes the
+ * tensors up to it (unwanted ones in between are skipped by the sink).
+ * CKPT_SHARE_ALIGN is the largest offset alignment an O_DIRECT read uses
+ * (ckpt__dio_probe; 4096 without O_DIRECT).  Returns the job's new end. */
+#define CKPT_SHARE_ALIGN 4096u
+
+static uint32_t stage_cut(const struct ckpt_layout *l,
+			  const struct spotckpt_dest **dest, int verify_all,
+			  uint32_t k, uint32_t end, uint64_t *bytes)
+{
+	while (k < end) {
+		const struct ckpt_tensor *p = &l->t[k - 1];
+		uint64_t jend = p->offset + p->nbytes;
+		uint32_t k2 = k;
+
+		while (k2 < end && !wanted(dest, verify_all, k2))
+			k2++;
+		if (k2 == end || l->t[k2].offset / CKPT_SHARE_ALIGN >=
+		    (jend + CKPT_SHARE_ALIGN - 1) / CKPT_SHARE_ALIGN)
+			break;
+		*bytes += l->t[k2].nbytes;
+		k = k2 + 1;
+	}
+	return k;
+}
+
 static size_t plan_jobs(struct spotckpt_reader *r,
 			const struct spotckpt_dest **dest, int verify_all,
 			int nthreads, struct ckpt_undo *undo, uint8_t *stage,
@@ -421,6 +451,8 @@ static size_t plan_jobs(struct spotckpt_reader *r,
 			while (k < end && wanted(dest, verify_all, k) &&
 			       (bytes == 0 || bytes + l->t[k].nbytes <= job_bytes))
 				bytes += l->t[k++].nbytes;
+			if (stage)
+				k = stage_cut(l, dest, verify_all, k, end, &bytes);
 			jobs[n].r = r;
 			jobs[n].shard = s;
 			jobs[n].first = first;
