@@ -361,9 +361,8 @@ void agent__begin_stop(struct agent *ag, enum stop_why why, int64_t deadline)
 	 * stragglers would be SIGKILLed).  And the same signal may have
 	 * ended the whole workload (its final checkpoint taken, exit 0)
 	 * before the agent took it as the notice: reaped after the signal
-	 * came (exit_in_notice), that exit is this notice's stop too, not
-	 * a run that completed - else the job ends SUCCEEDED, undone -
-	 * unless its progress says its work is done (exit_cause). */
+	 * came (exit_in_notice), that exit is this notice's stop too, never
+	 * a run that completed - else the job ends SUCCEEDED, undone. */
 	if (ag->w.exited && !(ag->w.signal && workload_group_alive(&ag->w)) &&
 	    !(why == STOP_NOTICE && ag->exit_in_notice))
 		return;
@@ -427,25 +426,6 @@ static double final_stall(struct agent *ag)
 	return last;
 }
 
-/* Why the run ended (docs/agent.md, "How a workload's exit is
- * classified").  A stop (a notice, spotrund's stop) asked for a final
- * checkpoint, so an exit then is the stop's ("preempted", "stopped") -
- * unless the workload exited 0 with its work done: its progress, read
- * once more at the exit (final_stall), says step >= total_steps.  That
- * run completed; the notice came as it ended, and placing it again
- * would run its end (an upload, an eval) twice. */
-static const char *exit_cause(const struct agent *ag)
-{
-	const struct status_info *s = &ag->last_status;
-	bool ok = ag->w.exit_code == 0 && !ag->w.signal;
-
-	if (ag->stopping == STOP_NONE)
-		return ag->w.exit_code == 0 ? "completed" : "crashed";
-	if (ok && s->total_steps > 0 && s->step >= s->total_steps)
-		return "completed";
-	return ag->notice_handled ? "preempted" : "stopped";
-}
-
 /* The workload is over: the leader exited and the group is empty, or
  * stragglers were killed.  Report it. */
 static void workload_finished(struct agent *ag)
@@ -487,6 +467,8 @@ static void workload_finished(struct agent *ag)
 			 * save's duration: take it for the final event */
 			final_ms = final_stall(ag);
 			now_step = durable_step(ag);
+			/* a stop for any reason asks for a final checkpoint */
+			cause = ag->notice_handled ? "preempted" : "stopped";
 			if (now_step >= 0 && now_step > ag->ckpt_before) {
 				json_t *ev = json_pack(
 					"{s:s, s:i, s:I, s:b, s:b}", "type",
@@ -509,10 +491,11 @@ static void workload_finished(struct agent *ag)
 					   "deadline (no committed checkpoint "
 					   "reported)");
 			}
+		} else {
+			cause = ag->w.exit_code == 0 ? "completed" : "crashed";
+			if (ag->w.exit_code == 0 && !ag->w.signal)
+				check_last_checkpoint(ag);
 		}
-		cause = exit_cause(ag);
-		if (!strcmp(cause, "completed") && !ag->w.signal)
-			check_last_checkpoint(ag);
 		agent__line(ag, "run of attempt %d ended: %s (%s)", ag->w_attempt,
 			   how, cause);
 		xev = json_pack("{s:s, s:i, s:i, s:o, s:s}", "type", "exit",

@@ -37,29 +37,19 @@ TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 # the job's shared checkpoint dir, takes a final checkpoint on SIGTERM
 # (the preemption contract) and resumes from the last checkpoint.  At the
 # end it appends one line to `completions` - so a job that ran to the end
-# twice would leave two lines.  Its end (fin) is the workload contract's
-# (docs/agent.md): a SIGTERM there, or once its steps are done (or it was
-# told to finish), no longer stops it; it ends its work and then says so,
-# step == total_steps, so that its exit 0 is a completion, not a stop.
+# twice would leave two lines.
 WORKLOAD = r"""
 d=$SPOTRUN_CKPT_DIR; s=0; [ -f $d/step ] && s=$(cat $d/step)
 save() { echo $s > $d/step.tmp && mv $d/step.tmp $d/step; }
-st() {
-  printf '{"step":%d,"total_steps":%d,"ckpt_step":%d}' $s $1 $(cat $d/step 2>/dev/null || echo 0) > $SPOTRUN_STATUS_FILE.tmp
-  mv $SPOTRUN_STATUS_FILE.tmp $SPOTRUN_STATUS_FILE
-}
-fin() {
-  trap '' TERM; save
-  echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
-  st $s; exit 0
-}
-trap 'save; { [ $s -ge STEPS ] || [ -f $d/finish ]; } && fin; exit 0' TERM
+trap 'save; exit 0' TERM
 while [ $s -lt STEPS ]; do
   s=$((s+1)); sleep 0.1 & wait $!
   [ $((s % 10)) -eq 0 ] && save
-  st STEPS
+  printf '{"step":%d,"total_steps":STEPS,"ckpt_step":%d}' $s $(cat $d/step 2>/dev/null || echo 0) > $SPOTRUN_STATUS_FILE.tmp
+  mv $SPOTRUN_STATUS_FILE.tmp $SPOTRUN_STATUS_FILE
 done
-fin
+save
+echo "attempt $SPOTRUN_ATTEMPT node $SPOTRUN_NODE_ID" >> $d/completions
 """
 
 

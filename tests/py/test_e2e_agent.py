@@ -202,15 +202,6 @@ class Plane:
         return [e["line"] for e in self.events if e["type"] == "log"
                 and (stream is None or e["stream"] == stream)]
 
-    def give_notice(self, lead_s):
-        """The metadata service's spot notice, its time lead_s from now
-        (returned)."""
-        t = datetime.fromtimestamp(time.time() + lead_s, timezone.utc)
-        with self.lock:
-            self.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
-            self.notice = "good"
-        return t
-
     def close(self):
         self.release.set()
         # SIGTERM first: the agent stops its workload's process group on
@@ -240,7 +231,10 @@ def test_preemption_notice_final_checkpoint_and_exit(plane):
                    what="the workload's first status")
     plane.wait_for(lambda: any(e["type"] == "checkpoint" for e in plane.events),
                    what="the periodic checkpoint")
-    t = plane.give_notice(4)
+    t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+    with plane.lock:
+        plane.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        plane.notice = "good"
     # it acts on the notice and leaves on its own (the limit is only how
     # long to wait; the order of what it did is checked below, and the
     # deadline it handed the trainer further down)
@@ -548,55 +542,32 @@ def test_exit_after_a_notice_signal_not_yet_taken_is_preempted(tmp_path):
         p.close()
 
 
-def exit_on_a_notice(tmp_path, run):
-    """Run `run` (it prints "ready" once its TERM trap is set), give it a
-    notice, wait for the agent to leave: (its one exit event, stdout)."""
-    p = Plane(tmp_path, run=run)
-    try:
-        p.start_agent()
-        p.wait_for(lambda: "ready" in p.lines("stdout"), what="the workload")
-        # a lead that a loaded machine can't eat into: with 4 s (cut to
-        # whole seconds), the agent's kill deadline could pass before the
-        # trap's exit under load, and the status was the SIGKILL's
-        p.give_notice(30)
-        assert p.proc.wait(timeout=60) == 0, p.agent_log()
-        ex = [e for e in p.events if e["type"] == "exit"]
-        assert len(ex) == 1, (ex, p.agent_log())
-        return ex[0], p.lines("stdout")
-    finally:
-        p.close()
-
-
 @pytest.mark.parametrize("code", [0, 75])
 def test_trainer_exit_status_survives_the_sh_wrapper(tmp_path, code):
     # the trainer is a child of the run script's /bin/sh: SIGTERM to the
     # group kills that sh at once, the trainer exits on its own afterwards
     # (0 = final checkpoint committed, 75 = it failed); the agent reports
-    # the trainer's status, not the shell's death by signal.  Its steps
-    # are not done (49 of 50): an exit 0 is the notice's stop.
-    ex, out = exit_on_a_notice(tmp_path, (
-        "f=$SPOTRUN_STATUS_FILE\n"
-        "printf '{\"step\":49,\"total_steps\":50}' > $f.tmp; mv $f.tmp $f\n"
-        "sh -c 'trap \"sleep 0.3; exit %d\" TERM; echo ready; "
-        "while :; do sleep 0.05; done'\necho never-reached\n" % code))
-    assert ex["cause"] == "preempted"
-    assert ex["exit_code"] == code and ex["signal"] is None, ex
-    assert "never-reached" not in out
-
-
-def test_exit_0_on_a_notice_with_the_work_done_is_completed(tmp_path):
-    """The notice comes as the run ends: its trap writes its progress and
-    exits 0.  With step >= total_steps (read at the exit, not only from a
-    heartbeat) the run completed - placed again, its end (an upload, an
-    eval) would run twice.  (Short of total_steps it is the notice's
-    stop: test_trainer_exit_status_survives_the_sh_wrapper.)"""
-    ex, _ = exit_on_a_notice(tmp_path, (
-        "f=$SPOTRUN_STATUS_FILE\nend() { printf "
-        "'{\"step\":50,\"total_steps\":50}' > $f.tmp; mv $f.tmp $f; "
-        "exit 0; }\ntrap end TERM\necho ready\n"
-        "while :; do sleep 0.05; done\n"))
-    assert ex["cause"] == "completed", ex
-    assert ex["exit_code"] == 0 and ex["signal"] is None, ex
+    # the trainer's status, not the shell's death by signal
+    run = ("sh -c 'trap \"sleep 0.3; exit %d\" TERM; echo ready; "
+           "while :; do sleep 0.05; done'\necho never-reached\n" % code)
+    p = Plane(tmp_path, run=run)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: "ready" in p.lines("stdout"), what="the trainer")
+        # a lead that a loaded machine can't eat into: with 4 s (cut to
+        # whole seconds), the agent's kill deadline could pass before the
+        # trap's exit under load, and the status was the SIGKILL's
+        t = datetime.fromtimestamp(time.time() + 30, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        assert p.proc.wait(timeout=20) == 0, p.agent_log()
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "preempted"
+        assert ex["exit_code"] == code and ex["signal"] is None, ex
+        assert "never-reached" not in p.lines("stdout")
+    finally:
+        p.close()
 
 
 def test_rebalance_recommendation_is_reported_and_work_goes_on(plane):
@@ -691,7 +662,10 @@ def test_notice_delivers_the_signal_the_task_names(tmp_path):
         p.start_agent()
         p.wait_for(lambda: "signal=USR1" in p.lines("stdout"),
                    what="the workload running with its signal named")
-        p.give_notice(4)
+        t = datetime.fromtimestamp(time.time() + 4, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
         assert p.proc.wait(timeout=60) == 0, p.agent_log()
         out = p.lines("stdout")
         assert "final-saved-on-usr1" in out and "wrong-signal-term" not in out
