@@ -255,10 +255,8 @@ test-run: build
 	@scripts/run-tests $(BUILD) plain
 
 # Every suite, the builds it needs included (scripts/check says which runs
-# where; results, logs and the slowest tests in build/check).  The npm
-# packages (test-only) install while the builds run: scripts/check.
-check:
-	@scripts/install-deps -q --no-npm
+# where; results, logs and the slowest tests in build/check).
+check: deps
 	@scripts/check
 
 # The C unit tests built with clang -fsanitize=thread (the engine's copy

@@ -153,14 +153,6 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda it: rank.get(it.nodeid, len(rank)))
 
 
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """That order kept across the workers: one test at a time to the
-    worker that is free (tests/py/xdist_order.py says why)."""
-    import xdist_order
-    return xdist_order.make_scheduler(config, log)
-
-
 # With $SPOTRUN_TIMES set, every test appends one line to that file:
 # "<seconds wall> <seconds CPU> <node id>", CPU being this process's and
 # its reaped children's user+sys time over the test (a daemon killed and
