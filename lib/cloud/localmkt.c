@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "common/text.h"
 #include "market/catalog.h"
 #include "sim/trace.h"
 
@@ -30,14 +31,6 @@ struct localmkt {
 	struct pool *pools; /* [cat.n] */
 };
 
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
 
 static int add_trace(struct localmkt *m, struct trace *t, const char *rel)
 {
@@ -211,13 +204,13 @@ static void assign_pools(struct localmkt *m)
 	for (size_t i = 0; i < m->cat.n; i++) {
 		const struct catalog_offering *o = &m->cat.items[i];
 		struct pool *p = &m->pools[i];
-		uint64_t h = fnv1a(o->cloud, UINT64_C(14695981039346656037));
+		uint64_t h = sr_text_fnv1a(o->cloud, SR_FNV1A_BASIS);
 		bool exact;
 		int t;
 
-		h = fnv1a(o->region, h);
-		h = fnv1a(o->zone, h);
-		h = fnv1a(o->instance_type, h);
+		h = sr_text_fnv1a(o->region, h);
+		h = sr_text_fnv1a(o->zone, h);
+		h = sr_text_fnv1a(o->instance_type, h);
 		p->trace = -1;
 		p->phase = 0;
 		p->price_scale = 1.0;

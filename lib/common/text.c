@@ -126,3 +126,10 @@ void sr_text_bytes(unsigned long long b, char *buf, size_t n)
 	}
 	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, unit[i]);
 }
+
+uint64_t sr_text_fnv1a(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+	return h;
+}

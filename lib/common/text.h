@@ -19,6 +19,7 @@
 #define SR_COMMON_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* 0 if s is safe; else 1, with *off (may be NULL) the byte offset of the
  * first unsafe character and *cp (may be NULL) its code point (the byte's
@@ -33,5 +34,12 @@ char *sr_text_escape(const char *s);
 /* b bytes as a person reads them, in binary units ("512 B", "1.5 GiB"),
  * into buf (n bytes, truncated as snprintf does). */
 void sr_text_bytes(unsigned long long b, char *buf, size_t n);
+
+/* h folded with the bytes of s by FNV-1a (64 bit): a cheap hash of a name
+ * for a table or a salt, never for security.  FNV's own start is
+ * SR_FNV1A_BASIS; a caller whose hashes are already out in the world
+ * keeps its own start. */
+#define SR_FNV1A_BASIS UINT64_C(14695981039346656037)
+uint64_t sr_text_fnv1a(const char *s, uint64_t h);
 
 #endif

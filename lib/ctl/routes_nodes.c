@@ -38,6 +38,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "ctl/api_body.h"
 #include "ctl/ctl_int.h"
@@ -84,12 +85,11 @@ static json_t *gang_addrs(struct store *db, const struct store_node_ctx *n)
  * 1 in each) do not hand the same port to their jobs' same attempt. */
 static int64_t master_port(const char *state_dir, int64_t job, int64_t attempt)
 {
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	/* its own start: the ports handed out so far stay the same */
+	uint64_t h = sr_text_fnv1a(state_dir ? state_dir : "",
+				   1469598103934665603ULL);
 	uint64_t j = (uint64_t)(job < 0 ? -job : job) % 12000;
 	uint64_t at = (uint64_t)(attempt < 0 ? 0 : attempt) % 12000;
-
-	for (const char *p = state_dir ? state_dir : ""; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 	return 20000 + (int64_t)((j * 7919 + at + h % 12000) % 12000);
 }
 

@@ -70,6 +70,7 @@
 #include <unistd.h>
 
 #include "dirsync.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 
 #define DIRSYNC_WATCH_MAX 4096
@@ -163,13 +164,12 @@ static void wrote(struct dirsync_watch *w)
  * ev->name in the directory of ev->wd. */
 static void track(struct dirsync_watch *w, const struct inotify_event *ev)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h;
 	int i;
 
 	if (!ev->len || (ev->mask & IN_ISDIR))
 		return;
-	for (const char *c = ev->name; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	h = sr_text_fnv1a(ev->name, SR_FNV1A_BASIS);
 	for (i = 0; i < w->nopen; i++)
 		if (w->open[i].wd == ev->wd && w->open[i].h == h)
 			break;

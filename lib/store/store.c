@@ -15,16 +15,13 @@
 
 #include "common/backoff.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "common/url.h"
 
 static uint64_t fnv1a(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return sr_text_fnv1a(s, 1469598103934665603ull); /* its own start */
 }
 
 /* A libpq URI (libpq splits it: "postgresql://u@h1,h2/db" has hosts

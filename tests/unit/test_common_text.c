@@ -59,11 +59,25 @@ static void test_escape(void **state)
 	free(s);
 }
 
+/* FNV-1a's published 64-bit vectors; a caller's own start carries on. */
+static void test_fnv1a(void **state)
+{
+	(void)state;
+	assert_true(sr_text_fnv1a("", SR_FNV1A_BASIS) == SR_FNV1A_BASIS);
+	assert_true(sr_text_fnv1a("a", SR_FNV1A_BASIS) ==
+		    UINT64_C(0xaf63dc4c8601ec8c));
+	assert_true(sr_text_fnv1a("foobar", SR_FNV1A_BASIS) ==
+		    UINT64_C(0x85944171f73967e8));
+	assert_true(sr_text_fnv1a("bar", sr_text_fnv1a("foo", SR_FNV1A_BASIS)) ==
+		    sr_text_fnv1a("foobar", SR_FNV1A_BASIS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unsafe),
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_fnv1a),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
