@@ -142,7 +142,13 @@ int sr_url_parse(const char *s, struct sr_url *u, struct sr_err *e)
 		rc = sr_err_set(e, -EINVAL, "'%.200s': %s", shown(s), why(cu));
 	} else {
 		rc = copy_parts(h, u);
-		if (rc == -EINVAL)
+		/* curl decodes "%25" in a host to '%': such a host would be
+		 * decoded again when its origin is parsed (a bracketed IPv6
+		 * host carries its zone as "%25" on purpose) */
+		if (rc == 0 && u->host[0] != '[' && strchr(u->host, '%'))
+			rc = sr_err_set(e, -EINVAL, "'%.200s': %s", shown(s),
+					why(CURLUE_BAD_HOSTNAME));
+		else if (rc == -EINVAL)
 			sr_err_set(e, rc, "'%.200s': bad IPv6 zone (an interface "
 				   "name)", shown(s));
 		else if (rc)

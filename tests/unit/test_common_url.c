@@ -86,6 +86,8 @@ static void test_errors(void **state)
 		{ "/tmp/x", "not a URL" },
 		{ "http://", "no host" },
 		{ "http://a b/", "bad host name" },
+		{ "http:/%25e0Y:80/", "bad host name" }, /* fuzz_url: '%' */
+		{ "http://a%25b/", "bad host name" },
 		{ "file://relative", "absolute path" },
 		{ "", "not a URL" },
 	};
