@@ -1043,8 +1043,13 @@ static int work_make(const struct bopts *o, struct bwork *w)
 		}
 		w->n = k + 1;
 		if (mkdir(w->wdir[k], 0755) != 0) {
-			fprintf(stderr, "spotrun ckpt: bench: %s: %s\n", w->wdir[k],
-				strerror(errno));
+			if (errno == ENOENT || errno == ENOTDIR)
+				fprintf(stderr, "spotrun ckpt: bench: --dir %s: not "
+					"a directory (create it first)\n",
+					o->dirs[k]);
+			else
+				fprintf(stderr, "spotrun ckpt: bench: %s: %s\n",
+					w->wdir[k], strerror(errno));
 			free(w->raw[k]);
 			w->raw[k] = NULL; /* not ours: nothing to remove */
 			free(w->wdir[k]);

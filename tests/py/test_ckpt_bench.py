@@ -159,6 +159,15 @@ def test_bad_arguments_are_named(tmp_path, bad, word):
     assert p.returncode == 2 and word in p.stderr
 
 
+def test_missing_dir_is_named(tmp_path):
+    missing = tmp_path / "not-made"
+    p = subprocess.run(["spotrun", "ckpt", "bench", "--size", "16M", "--dir",
+                        str(missing)], capture_output=True, text=True)
+    assert p.returncode != 0
+    assert f"--dir {missing}: not a directory" in p.stderr
+    assert not missing.exists()
+
+
 def test_striped_over_two_directories(tmp_path):
     """--dir twice: the checkpoint is striped over both (two lanes) and
     compared with a raw write striped over the same directories."""
