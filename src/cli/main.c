@@ -36,10 +36,15 @@ static int cmp_cmd(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
+	int w = 0;
+
 	fprintf(f, "usage: spotrun COMMAND [ARGS...]\n\n"
 		   "Run training jobs safely on spot GPUs.\n\ncommands:\n");
 	for (int i = 0; i < g_ncmds; i++)
-		fprintf(f, "  %-10s %s\n", g_cmds[i]->name, g_cmds[i]->summary);
+		if ((int)strlen(g_cmds[i]->name) > w)
+			w = (int)strlen(g_cmds[i]->name);
+	for (int i = 0; i < g_ncmds; i++)
+		fprintf(f, "  %-*s  %s\n", w, g_cmds[i]->name, g_cmds[i]->summary);
 	fprintf(f, "\n'spotrun COMMAND --help' describes a command.\n");
 }
 

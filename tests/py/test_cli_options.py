@@ -63,6 +63,12 @@ def parsed(form, opt):
     return "unknown option" not in p.stderr
 
 
+def test_command_summaries_start_in_one_column():
+    lines = re.findall(r"^  \S+ +\S.*$", spotrun("--help").stdout, re.M)
+    starts = {len(l) - len(l.split(None, 1)[1]) for l in lines}
+    assert len(lines) == len(commands()) and len(starts) == 1, lines
+
+
 def test_completion_offers_every_command():
     assert completion() - {"--help", "--version"} == set(commands())
 
