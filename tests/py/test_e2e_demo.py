@@ -18,6 +18,7 @@ the other end-to-end tests).
 
 import json
 import os
+import signal
 import subprocess
 from datetime import datetime
 
@@ -34,6 +35,30 @@ FIELDS = ("job_id", "deadline_met", "preemptions", "moves", "bitwise_identical",
           "waste_usd")
 
 
+def run_demo(argv, env):
+    """argv's output and exit status.  Past 600 s the demo gets a SIGTERM
+    (it stops its daemon, emulators and object store), then its process
+    group a SIGKILL: a timeout leaves nothing running behind the test."""
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=600)
+        return subprocess.CompletedProcess(argv, p.returncode, out)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, _ = p.communicate(timeout=120)
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        pytest.fail("%s ran past 600 s; its last output:\n%s"
+                    % (argv[0], (out or "")[-6000:]))
+
+
 @pytest.mark.skipif(ASAN, reason="minutes of PyTorch; run in the plain pass")
 def test_demo_scenario(tmp_path):
     report = os.path.join(str(tmp_path), "report.json")
@@ -43,9 +68,8 @@ def test_demo_scenario(tmp_path):
     # the reference run at the job's priority: at nice 10 beside make
     # check's other lanes it was starved past the timeout (12.5 min)
     env["SPOTRUN_DEMO_REF_NICE"] = "0"
-    p = subprocess.run([os.path.join(ROOT, "scripts", "demo"), "--build", BUILD,
-                        "--report", report], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=600)
+    p = run_demo([os.path.join(ROOT, "scripts", "demo"), "--build", BUILD,
+                  "--report", report], env)
     problems = [ln for ln in p.stdout.splitlines()
                 if ln.startswith("demo: FAILED: ")]
     assert problems in ([], ["demo: FAILED: the deadline was missed"]), \
@@ -122,10 +146,8 @@ def test_gang_demo(tmp_path, cloud):
     env = dict(os.environ)
     for k in ("SPOTRUN_API", "SPOTRUN_TOKEN", "SPOTRUN_STATE_DIR"):
         env.pop(k, None)
-    p = subprocess.run([os.path.join(ROOT, "scripts", "demo-gang"), "--build",
-                        BUILD, "--report", report, "--cloud", cloud], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=600)
+    p = run_demo([os.path.join(ROOT, "scripts", "demo-gang"), "--build",
+                  BUILD, "--report", report, "--cloud", cloud], env)
     assert p.returncode == 0, p.stdout[-6000:]
     with open(report) as f:
         r = json.load(f)
