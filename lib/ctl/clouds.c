@@ -600,7 +600,11 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 			continue;
 		obs[j] = (struct ctl_node_obs){ 0 };
 		for (size_t q = 0; q < nx; q++) {
-			if (!holds(&v[j], &x[q]) || !running(&x[q]))
+			if (!holds(&v[j], &x[q]))
+				continue;
+			if (x[q].state == CLOUD_INST_STOPPING)
+				obs[j].stopping = true;
+			if (!running(&x[q]))
 				continue;
 			obs[j].alive = true;
 			obs[j].pending = x[q].state == CLOUD_INST_PENDING;

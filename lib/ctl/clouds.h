@@ -56,6 +56,11 @@ struct ctl_node_obs {
 	bool pending;              /* the cloud still boots it: a slow
 				      cloud's boot, not the node's, so no
 				      boot timeout runs */
+	bool stopping;             /* not alive, but listed as shutting
+				      down (CLOUD_INST_STOPPING: GCE's
+				      STOPPING at a preemption, Slurm's
+				      COMPLETING): its agent may still be
+				      sending its last reports */
 };
 
 /* A launch the reconciler started and has not committed. */

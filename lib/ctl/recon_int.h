@@ -151,6 +151,11 @@ bool recon__job_spared(const struct ctl *c, int64_t job);
 enum node_act {
 	NODE_KEEP, NODE_START, NODE_BILL, NODE_NOTICE, NODE_END_PREEMPTED,
 	NODE_LOST_BOOT, NODE_LOST_HB,
+	/* a noticed node whose instance the cloud lists as shutting down
+	 * before the notice deadline: ended once its agent owes no report
+	 * (recon__node_owes_exit), else kept (and billed) until it reports
+	 * or the deadline passes */
+	NODE_GOING,
 };
 /* Decide for node x: `listed` says whether the provider's list() worked
  * (when it did not, `o` is not used: nothing is ended or noticed on
@@ -308,5 +313,10 @@ int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
 			  int64_t now, int64_t kill_ns, struct sr_err *e);
 int recon__preemption_count(struct ctl *c, struct store *db, const struct rjob *j,
 			    const struct rnode *x, int64_t now, struct sr_err *e);
+/* Whether noticed node x's agent still owes its last reports: it ran
+ * its job's current attempt and its rank's exit of that attempt is not
+ * recorded (false when they cannot be read: the node goes). */
+bool recon__node_owes_exit(struct ctl *c, struct store *db,
+			   const struct rnode *x);
 
 #endif

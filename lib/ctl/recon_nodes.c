@@ -16,7 +16,8 @@
  *   READY     --(no heartbeat within heartbeat timeout)-----> LOST
  *   any live  --(job done / cancelled / spot capacity gone)-> TERMINATED
  *   notice set: kill at kill_ns (the cloud's notice time), or as soon
- *               as the instance is gone
+ *               as the instance is gone - or shuts down and its agent
+ *               owes no report (its exit of the attempt it ran)
  *               ---------------------------------------------> TERMINATED
  *
  * Order of effects: the database first, the world second.  A node row
@@ -654,12 +655,18 @@ void ctl__silence_free(struct ctl *c)
 	c->hbseen = NULL;
 }
 
+static bool bill_due_of(const struct ctl_config *cfg, const struct rnode *x,
+			int64_t now)
+{
+	return now - x->billed_until_ns >= cfg->bill_interval_ms * 1000000;
+}
+
 enum node_act recon__node_act(const struct ctl_config *cfg,
 			      const struct rnode *x, const struct ctl_node_obs *o,
 			      bool listed, int64_t now, int64_t silent_ns)
 {
 	bool booting = strcmp(x->state, "BOOTING") == 0;
-	bool bill_due = now - x->billed_until_ns >= cfg->bill_interval_ms * 1000000;
+	bool bill_due = bill_due_of(cfg, x, now);
 
 	if (strcmp(x->state, "REQUESTED") == 0)
 		return now >= x->boot_at_ns ? NODE_START : NODE_KEEP;
@@ -667,9 +674,16 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 		/* The notice deadline is the cloud's own time, kept in the
 		 * database across restarts (none: a notice that came without
 		 * one); an instance the provider says is gone goes at once -
-		 * but only on a list() that worked. */
-		if ((x->kill_ns && now >= x->kill_ns) || (listed && !o->alive))
+		 * but only on a list() that worked.  One that shuts down
+		 * before that deadline (GCE lists STOPPING from its notice)
+		 * still runs its agent, whose last reports - the final
+		 * checkpoint, the exit - must not meet a node already ended
+		 * (409): the pass ends it once it owes none. */
+		if (x->kill_ns && now >= x->kill_ns)
 			return NODE_END_PREEMPTED;
+		if (listed && !o->alive)
+			return o->stopping && x->kill_ns ? NODE_GOING :
+			       NODE_END_PREEMPTED;
 		return bill_due ? NODE_BILL : NODE_KEEP;
 	}
 	if (listed && o->notice_ns)
@@ -780,6 +794,12 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			break;
 		case NODE_END_PREEMPTED:
 			end_tx(c, db, x, "TERMINATED", "preempted", now, true);
+			break;
+		case NODE_GOING:
+			if (!recon__node_owes_exit(c, db, x))
+				end_tx(c, db, x, "TERMINATED", "preempted", now, true);
+			else if (bill_due_of(&c->cfg, x, now))
+				bill_tx(c, db, x, now);
 			break;
 		case NODE_NOTICE:
 			notice_node(c, db, x, now, obs[i].notice_ns);

@@ -131,3 +131,14 @@ int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
 	free(x);
 	return rc;
 }
+
+bool recon__node_owes_exit(struct ctl *c, struct store *db,
+			   const struct rnode *x)
+{
+	struct sr_err e = { 0 };
+	struct rjob j;
+
+	if (recon__job_load(c, db, x->job, &j) || !node_trains(&j, x))
+		return false;
+	return store_exit_seen(db, j.id, j.attempt, x->rank, &e) == 0;
+}

@@ -19,8 +19,9 @@
  * preemption that loses no work); a replacement reclaimed before it ran;
  * a notice told by the agent and the provider (counted once per node,
  * recon_preempt.c); an instance that vanishes
- * after its notice; a slow boot; a silent node; a daemon crash in the
- * middle of a launch and a restart (no double launch); a terminate that
+ * after its notice, and one that shuts down (kept for its agent's last
+ * reports until its deadline); a slow boot; a silent node; a daemon
+ * crash in the middle of a launch and a restart (no double launch); a terminate that
  * fails (retried) and instances left running by a crash (swept at
  * start); a policy move of a running spot job to on-demand (NOTICE
  * "migrate" -> CHECKPOINTING -> PREEMPTED -> RECOVERING: node
@@ -78,6 +79,8 @@ struct finst {
 	int pool;
 	bool spot, alive;
 	bool noticed;               /* interrupted alone (its pool stays) */
+	bool stopping;              /* listed as shutting down (GCE's
+				       STOPPING after its notice) */
 	_Atomic bool pending;       /* the cloud still boots it */
 	char token[80];             /* its bootstrap secret */
 	char ntoken[80];            /* the node token it got for it, "" */
@@ -362,7 +365,8 @@ static int f_list(void *st, const char *cluster, struct cloud_instance **out,
 			continue;
 		snprintf(v[k].id, sizeof v[k].id, "%s", x->id);
 		snprintf(v[k].cluster, sizeof v[k].cluster, "%.63s", x->cluster);
-		v[k].state = !x->alive ? CLOUD_INST_GONE : x->pending ?
+		v[k].state = !x->alive ? CLOUD_INST_GONE : x->stopping ?
+			     CLOUD_INST_STOPPING : x->pending ?
 			     CLOUD_INST_PENDING : CLOUD_INST_RUNNING;
 		v[k].node_id = x->node;
 		v[k].job_id = x->job;
@@ -927,6 +931,68 @@ static void test_instance_vanishes_after_notice(void **state)
 	assert_string_equal(node_view(id, n1).reason, "preempted");
 	assert_string_equal(job_state(id), "PROVISIONING");
 	assert_true(live_node(id) > n1);
+}
+
+/* The cloud lists the noticed node as shutting down long before its
+ * deadline (GCE shows STOPPING from its notice; the agent runs on): the
+ * node is kept for its agent's last reports.  Here the workload had
+ * finished as the notice came: its exit lands (on the old rule the node
+ * was ended at once, the report got 409 and the job ran again) and the
+ * job ends SUCCEEDED after one attempt. */
+static void test_shutting_down_node_keeps_its_last_reports(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	n2 = to_checkpointing(id, n1);
+	inst_of(n1)->stopping = true;
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	agent_exit(n1, 1, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_int_equal(job_int(id, "attempt"), 1);
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_string_equal(node_view(id, n2).state, "TERMINATED");
+}
+
+/* A noticed node shutting down whose agent says nothing more is ended at
+ * its notice deadline (the cloud's, 2 s), not before; its replacement,
+ * noticed and shutting down before it ran anything, owes no report and
+ * goes at once. */
+static void test_shutting_down_node_ends_at_its_deadline(void **state)
+{
+	int64_t id, n1, n2, t0;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	t0 = t_real + 100 * MS; /* to_checkpointing's notice: deadline t0 + 2 s */
+	n2 = to_checkpointing(id, n1);
+	pass(); /* n2 launched */
+	inst_of(n2)->noticed = true;
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n2).state, "BOOTING");
+	inst_of(n2)->stopping = true;
+	pass();
+	assert_string_equal(node_view(id, n2).state, "TERMINATED");
+	assert_string_equal(node_view(id, n2).reason, "preempted");
+	inst_of(n1)->stopping = true;
+	advance_ms(2000 - 10 - 10);
+	pass();
+	assert_int_equal(t_real, t0 + 1990 * MS);
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	advance_ms(10);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "TERMINATED");
+	assert_string_equal(node_view(id, n1).reason, "preempted");
+	assert_string_not_equal(job_state(id), "CHECKPOINTING");
 }
 
 /* A gang of two: rank 1's instance alone is interrupted and vanishes
@@ -1946,6 +2012,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_notice_counted_once_per_node,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_instance_vanishes_after_notice,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_shutting_down_node_keeps_its_last_reports,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_shutting_down_node_ends_at_its_deadline,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_is_one_launch_group,
 						fsetup, fteardown),

@@ -185,6 +185,32 @@ static void test_failed_list_ends_nothing(void **state)
 			 NODE_END_PREEMPTED);
 }
 
+/* A noticed node the cloud lists as shutting down before its deadline
+ * is the pass's to decide (NODE_GOING: its agent may still report); one
+ * gone, or noticed without a deadline, ends at once; at the deadline it
+ * ends whatever the list says. */
+static void test_shutting_down_noticed_node_is_decided_by_the_pass(void **state)
+{
+	struct ctl_config cfg = cfg_default();
+	struct ctl_node_obs stopping = { .alive = false, .stopping = true };
+	struct ctl_node_obs gone = { .alive = false };
+	int64_t now = INT64_C(1800000000) * S;
+	struct rnode n = ready_node(1, now, now);
+
+	(void)state;
+	n.notice_ns = now - S;
+	n.kill_ns = now + 30 * S;
+	assert_int_equal(recon__node_act(&cfg, &n, &stopping, true, now, 0),
+			 NODE_GOING);
+	assert_int_equal(recon__node_act(&cfg, &n, &gone, true, now, 0),
+			 NODE_END_PREEMPTED);
+	assert_int_equal(recon__node_act(&cfg, &n, &stopping, true, n.kill_ns, 0),
+			 NODE_END_PREEMPTED);
+	n.kill_ns = 0;
+	assert_int_equal(recon__node_act(&cfg, &n, &stopping, true, now, 0),
+			 NODE_END_PREEMPTED);
+}
+
 /* ---- terminate() failure, with a fake provider --------------------------- */
 
 static int term_calls, term_fail;
@@ -537,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_dead_node_lost_one_timeout_after_start),
 		cmocka_unit_test(test_silence_table),
 		cmocka_unit_test(test_failed_list_ends_nothing),
+		cmocka_unit_test(test_shutting_down_noticed_node_is_decided_by_the_pass),
 		cmocka_unit_test(test_policy_state_is_versioned),
 		cmocka_unit_test(test_guard_follows_self_guarded),
 		cmocka_unit_test_setup_teardown(test_failed_terminate_is_retried,
