@@ -143,7 +143,7 @@ struct store *ctl__store(struct ctl *c)
 static int load_clock(struct ctl *c, struct store *db, struct sr_err *e)
 {
 	char a[64], b[64], s[64];
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c);
 
 	if (store_setting_get(db, "clock_real0_ns", a, sizeof a, e) == 0 &&
 	    store_setting_get(db, "clock_sim0_s", b, sizeof b, e) == 0 &&

@@ -123,7 +123,7 @@ static int preempt(struct ctl_req *rq, struct ctl_resp *rs)
 			rc = ctl_resp_json(rs, 202, json_pack(
 				"{s:I,s:s,s:s,s:f}", "node", (json_int_t)node,
 				"provider", cl->name, "notice_at", at, "lead_s",
-				(double)(notice_ns - sr_time_real_ns()) / 1e9));
+				(double)(notice_ns - ctl__now(c)) / 1e9));
 		}
 	}
 	store_node_free(&n);

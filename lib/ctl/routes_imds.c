@@ -18,6 +18,8 @@
  * cloud recommends rebalancing it, then
  *     {"noticeTime": "2026-11-29T14:18:00Z"}
  * Answers are text/plain like the real service, not the API's JSON errors.
+ * A session token's expiry is on the real clock, as the instance's own
+ * (the reconciler never compares it; its times come from ctl__now).
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -127,7 +127,7 @@ static int job_insert(struct ctl *c, struct store *db,
 		      struct sr_err *e)
 {
 	char *spec = NULL, *envs = NULL, *cand = NULL;
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c); /* the reconciler's clock: it ages the row */
 	double sim = ctl__sim_at(c, now);
 	int rc;
 
@@ -229,7 +229,7 @@ static int budget_check(struct ctl *c, struct store *db, const struct jobspec *j
 	}
 	if (!rc)
 		rc = finops_budget_admit(db, &conf, js->team, js->project, cost, why,
-					 sr_time_real_ns(), c->cfg.time_scale, &e);
+					 ctl__now(c), c->cfg.time_scale, &e);
 	finops_conf_free(&conf);
 	if (rc == -EDQUOT) {
 		ctl_resp_error(rs, 403, "refused: %s", e.msg);
@@ -271,7 +271,7 @@ static int jobs_create(struct ctl_req *rq, struct ctl_resp *rs)
 		ctl_resp_error(rs, 400, "%s", sr_err_str(&e, rc));
 		goto out;
 	}
-	rc = place_plan_init(c, &js, sr_time_real_ns(), &plan, &e);
+	rc = place_plan_init(c, &js, ctl__now(c), &plan, &e);
 	if (rc) {
 		if (rc == -SR_ENOTFOUND || rc == -EINVAL)
 			ctl_resp_error(rs, 400, "%s: %s", b.spec_name,
@@ -496,7 +496,7 @@ static int jobs_cancel(struct ctl_req *rq, struct ctl_resp *rs)
 	struct ctl *c = ctl_req_ctl(rq);
 	struct store *db = ctl_req_store(rq);
 	struct sr_err e = { 0 };
-	int64_t id, now = sr_time_real_ns();
+	int64_t id, now = ctl__now(c);
 	enum job_state state = JOB_PENDING;
 	json_t *j;
 	int rc;

@@ -367,7 +367,7 @@ static int node_register(struct ctl_req *rq, struct ctl_resp *rs)
 	struct sky_extra sky = { NULL, NULL, 0, 0, 0, "", "", 0 };
 	char ckpt[2500], nodedir[2400], workdir[1100], uri[1100], addr[64];
 	int64_t alert_intervals;
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(c); /* the reconciler's clock (ctl__now) */
 	bool shared;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);
@@ -464,7 +464,7 @@ static int node_heartbeat(struct ctl_req *rq, struct ctl_resp *rs)
 	struct store_node_ctx n;
 	struct sr_err e = { 0 };
 	json_t *root = NULL;
-	int64_t now = sr_time_real_ns();
+	int64_t now = ctl__now(ctl_req_ctl(rq)); /* the reconciler's clock */
 	bool first = false, progress;
 	size_t len;
 	const char *body = ctl_req_body(rq, &len);

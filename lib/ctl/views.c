@@ -279,7 +279,7 @@ json_t *ctl__job_json_with(struct ctl *c, struct store *s, int64_t id,
 	 * how old the store's newest (ckpt_step) is */
 	put(j, "ckpt_local_step", int_or_null(r.ckpt_local_step));
 	put(j, "ckpt_store_age_s", r.ckpt_store_ns == STORE_NULL_I64 ?
-	    json_null() : json_real((sr_time_real_ns() - r.ckpt_store_ns) / 1e9));
+	    json_null() : json_real((ctl__now(c) - r.ckpt_store_ns) / 1e9));
 	put(j, "message", json_string(r.message));
 	put(j, "sim_deadline_s", real_or_null(r.deadline_s));
 	put(j, "cost_micros", json_integer(t->cost));

@@ -995,6 +995,45 @@ static void test_shutting_down_node_ends_at_its_deadline(void **state)
 	assert_string_not_equal(job_state(id), "CHECKPOINTING");
 }
 
+/* The time field `key` of job id (node 0) or of its node `node`, as the
+ * API writes it, against the injected clock's now. */
+static void assert_stamped_now(int64_t id, int64_t node, const char *key)
+{
+	json_t *j = get_job(id), *n, *o = j;
+	char want[40];
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "nodes"), i, n) {
+		if (node && json_integer_value(json_object_get(n, "id")) == node)
+			o = n;
+	}
+	assert_true(!node || o != j);
+	assert_true(sr_time_format_rfc3339(t_real, 3, want, sizeof want) > 0);
+	assert_string_equal(json_string_value(json_object_get(o, key)), want);
+	json_decref(j);
+}
+
+/* Every time the API stamps on a row the reconciler ages - a job's
+ * creation, a node's registration and heartbeats - comes from the
+ * reconciler's clock (ctl__now), as a node report's does: here that
+ * clock runs a day ahead of the real one. */
+static void test_routes_stamp_the_reconcilers_clock(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	advance_ms(INT64_C(86400000));
+	id = create_job(job_spot);
+	assert_stamped_now(id, 0, "created_at");
+	n1 = to_booting(id);
+	advance_ms(1000);
+	agent_register(n1);
+	assert_stamped_now(id, n1, "last_heartbeat_at");
+	advance_ms(1000);
+	agent_heartbeat(n1, 0, 0, 0, 0);
+	assert_stamped_now(id, n1, "last_heartbeat_at");
+}
+
 /* A gang of two: rank 1's instance alone is interrupted and vanishes
  * before its deadline (2 s) while kept rank 0 still takes its final
  * checkpoint.  CHECKPOINTING waits for rank 0 until the vanished node's
@@ -2016,6 +2055,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shutting_down_node_keeps_its_last_reports,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_shutting_down_node_ends_at_its_deadline,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_routes_stamp_the_reconcilers_clock,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_is_one_launch_group,
 						fsetup, fteardown),
