@@ -32,17 +32,15 @@ static const char job_od[] =
 	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
 	"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
 
-static inline int setup(void **state)
+/* Start the daemon on dir (again, after a ctl_stop: a restart); manual:
+ * no reconciler thread (ctl__reconcile_once drives it). */
+static inline int fixture_start(int manual)
 {
 	struct ctl_config cfg;
 	struct sr_err e = { 0 };
 
-	(void)state;
-	sr_log_set_level(SR_LOG_WARN);
-	snprintf(dir, sizeof dir, "/tmp/sr-ctlapi-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
 	ctl_config_defaults(&cfg);
+	cfg.manual_reconcile = manual;
 	cfg.state_dir = dir;
 	cfg.listen_port = 0;
 	cfg.data_dir = "data";
@@ -61,6 +59,16 @@ static inline int setup(void **state)
 	}
 	snprintf(base, sizeof base, "http://127.0.0.1:%d", ctl_port(ctl));
 	return 0;
+}
+
+static inline int setup(void **state)
+{
+	(void)state;
+	sr_log_set_level(SR_LOG_WARN);
+	snprintf(dir, sizeof dir, "/tmp/sr-ctlapi-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	return fixture_start(0);
 }
 
 static inline int teardown(void **state)

@@ -5,6 +5,7 @@
  * are real processes that exit at once and the test speaks for them. */
 #include "ctl_fixture.h"
 
+#include "common/proc.h"
 #include "ctl/ctl_int.h"
 
 /* ---- tests ------------------------------------------------------------------- */
@@ -563,6 +564,66 @@ static void test_local_driver_contract(void **state)
 	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
 }
 
+/* A noticed instance whose interruption time passed while the daemon was
+ * down (the local cloud lives in it) is taken as the cloud opens again -
+ * before the daemon serves a node or lists - not at the first reconciler
+ * pass: on a real cloud the node was gone at its deadline, so nothing it
+ * did since may reach the daemon (in test_ctl_crash's kill -9 test,
+ * SPOTRUN_SEED=656135, such a node finished its job after the restart, its
+ * report held by the agent's retry backoff; the cloud then took it, the
+ * report was lost and the job's end ran twice). */
+static void test_local_cloud_takes_overdue_instances_at_open(void **state)
+{
+	struct cloud_driver *d = NULL;
+	struct cloud_launch l = { 0 };
+	struct cloud_instance a;
+	struct cloud_error err = { 0 };
+	struct cloud_req *q = NULL;
+	struct sr_err e = { 0 };
+	char script[128], boot[256], rec[200];
+	long long pid = 0, start = 0;
+	json_t *r;
+	char *s;
+
+	(void)state;
+	for (size_t i = 0; i < ctl->nclouds; i++) {
+		if (strcmp(ctl->clouds[i].name, "local") == 0)
+			d = &ctl->clouds[i].p.drv;
+	}
+	assert_non_null(d);
+	snprintf(script, sizeof script, "%s/agent3.sh", dir);
+	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
+					    24, 0700, &e), 0);
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":998,\"bootstrap\":"
+		 "\"00\"}", base);
+	l.tags = (struct cloud_tags){ "test-cluster", 1, 998, 1 };
+	l.idem_key = "sr-test-998-1";
+	l.instance_type = "p3.2xlarge";
+	l.bootstrap = boot;
+	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, &a, &err), 0);
+	d->ops->req_free(d->st, q);
+	assert_int_equal(sscanf(a.id, "local-%lld-%lld", &pid, &start), 2);
+	cloud_instance_clear(&a);
+	/* its interruption, due a second ago, in the cloud's own record */
+	snprintf(rec, sizeof rec, "%s/localcloud/sr-test-998-1.json", dir);
+	r = json_load_file(rec, 0, NULL);
+	assert_non_null(r);
+	json_object_set_new(r, "notice_ns", json_integer(sr_time_real_ns() -
+							 SR_NS_PER_SEC));
+	s = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	assert_non_null(s);
+	assert_int_equal(sr_fs_write_atomic(rec, s, strlen(s), 0600, &e), 0);
+	free(s);
+	assert_true(sr_proc_alive(pid, start));
+	/* the daemon stops (its nodes live on) and starts again, no pass */
+	ctl_stop(ctl);
+	assert_int_equal(fixture_start(1), 0);
+	assert_false(sr_proc_alive(pid, start));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_imds),
 		cmocka_unit_test(test_imds_local_interruption),
 		cmocka_unit_test(test_local_driver_contract),
+		cmocka_unit_test(test_local_cloud_takes_overdue_instances_at_open),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -204,6 +204,7 @@ static int local_open(const struct cloud_host *h, const struct cloud_conf *conf,
 		goto fail;
 	pthread_mutex_init(&l->mu, NULL);
 	l->mu_init = true;
+	local__catch_up(l);
 	sr_info("local", "market loaded", "data=%s pools=%zu notice_ms=%" PRId64,
 		h->data_dir, localmkt_npools(l->m), l->notice_ms);
 	out->mkt = (struct cloud_market){ &lm_ops, l };

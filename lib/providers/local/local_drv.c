@@ -634,6 +634,35 @@ static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t no
 	return true;
 }
 
+/* A real cloud takes a noticed instance at its time whatever the control
+ * plane is doing; this one lives in the daemon, so while the daemon was
+ * down its instances ran past their deadlines.  Whatever such a node did
+ * since (a workload that finished: its report held by the agent's retry
+ * backoff) never happened on a real cloud and must not reach the daemon
+ * once it serves again: the instance is taken at open, not at the first
+ * list (test_ctl_crash's kill -9 test, SPOTRUN_SEED=656135: a job's end
+ * ran twice). */
+void local__catch_up(struct local_prov *d)
+{
+	struct lrec *v = NULL;
+	char (*paths)[LPATH] = NULL;
+	int64_t now = local__now(d);
+	size_t nv = 0;
+
+	pthread_mutex_lock(&d->mu);
+	if (recs_all(d, &v, &paths, &nv) == 0) {
+		for (size_t i = 0; i < nv; i++) {
+			if (!v[i].gone && v[i].notice_ns && now >= v[i].notice_ns &&
+			    sr_proc_alive(v[i].pid, v[i].start))
+				rec_kill(d, &v[i], "spot interruption (due while "
+					 "the daemon was down)");
+		}
+	}
+	pthread_mutex_unlock(&d->mu);
+	free(v);
+	free(paths);
+}
+
 static int ld_list(void *st, const char *cluster, struct cloud_instance **out,
 		   size_t *n, struct cloud_error *err)
 {

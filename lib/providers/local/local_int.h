@@ -60,6 +60,11 @@ int local__preempt(void *st, int64_t node, int64_t lead_ms, int64_t *notice_ns,
 /* The compute driver (local_drv.c); st = struct local_prov. */
 extern const struct cloud_driver_ops local__drv_ops;
 
+/* The cloud's timeline caught up at open (local_drv.c): an instance
+ * whose interruption time passed while the daemon - and this cloud in it
+ * - was down is taken now, before the daemon serves any node. */
+void local__catch_up(struct local_prov *l);
+
 /* The newest instance of `node` (a gone one too: its agent may still
  * read the notice that ended it): 0 or -SR_ENOTFOUND (local_drv.c). */
 int local__metadata(void *st, int64_t node, struct cloud_meta *out);
