@@ -22,6 +22,17 @@ test_a_run_that_ends_at_once_ends_its_job: runs that exit at once (0 and
 3) end their jobs once the final round is durable (the agent once reaped
 a syncer only while a workload ran, so the exit was held for 600 s).
 
+In the attempts the test preempts, the script holds after the save
+that follows the step the test waits for (HOLD below: the unmodified
+script, run with os.replace wrapped), until the notice's SIGTERM ends
+it: the test waits on that step's checkpoint - an event - and the run
+cannot end before the interruption, however slowly the test is
+scheduled.  The daemon's
+heartbeat timeout is 60 s, not 10: this test is not about liveness, and
+an ASan agent on a loaded machine must not be declared lost (the same
+run lost node 2 without a notice 11 s after it registered).  A failure
+prints the job's events and each node's agent log (story()).
+
 PyTorch runs under /usr/bin/python3 (the only interpreter with torch).
 """
 import hashlib
@@ -49,6 +60,35 @@ def torch_ok():
                           capture_output=True).returncode == 0
 
 
+# The unmodified script, holding (at most LIMIT s) after its first
+# checkpoint at or past a step in the attempt the test preempts
+# (SPOTRUN_ATTEMPT:STEP,...): one save past the step the test waits for,
+# so the notice normally comes while it trains on (nothing is lost) and
+# the run still cannot end first.  Holding changes no training state.
+HOLD = r'''
+import os, re, runpy, sys, time
+at = dict(map(int, x.split(":")) for x in sys.argv[1].split(","))
+hold = at.get(int(os.environ.get("SPOTRUN_ATTEMPT", "0")))
+replace = os.replace
+
+def held(src, dst):
+    replace(src, dst)
+    m = re.match(r"ckpt-(\d+)\.pt$", os.path.basename(dst))
+    if hold is not None and m and int(m.group(1)) >= hold:
+        print("holding after step", m.group(1), "until the notice",
+              flush=True)
+        end = time.monotonic() + LIMIT
+        while time.monotonic() < end:
+            time.sleep(0.05)
+
+os.replace = held
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''.replace("LIMIT", str(LIMIT))
+PREEMPT_AT = (150, 300)  # two preemptions, each after some saves
+HOLD_AT = "1:%d,2:%d" % (PREEMPT_AT[0] + EVERY, PREEMPT_AT[1] + EVERY)
+
+
 def job_project(tmp_path, uri, data_uri, creds):
     """The task in a project directory of its own, as a user has it: the
     script in the workdir (run from there, by its relative name), its
@@ -56,10 +96,12 @@ def job_project(tmp_path, uri, data_uri, creds):
     proj = tmp_path / "proj"
     proj.mkdir()
     shutil.copy(SCRIPT, str(proj))
-    run = ("test -s $SPOTRUN_NODE_DIR/data/seed.txt && %s plain_torch_train.py "
+    (proj / "hold.py").write_text(HOLD)
+    run = ("test -s $SPOTRUN_NODE_DIR/data/seed.txt && %s hold.py %s "
+           "plain_torch_train.py "
            "--out $SPOTRUN_NODE_DIR/checkpoint --steps %d --save-every %d "
            "--seed $(cat $SPOTRUN_NODE_DIR/data/seed.txt) --step-sleep 0.02" % (
-               PY, STEPS, EVERY))
+               PY, HOLD_AT, STEPS, EVERY))
     (proj / "task.yaml").write_text(
         "name: plain-torch\n"
         "resources:\n  accelerators: V100:1\n  use_spot: true\n"
@@ -84,17 +126,35 @@ def saved_steps(d, node_id):
             (re.match(r"ckpt-(\d+)\.pt$", n) for n in names) if m]
 
 
+def story(d, jid):
+    """What a failure needs: the job's events and each node's agent log."""
+    out = [d.log_tail()]
+    try:
+        out += ["%s node %s: %s" % (e["type"], e.get("node_id"), e["message"])
+                for e in d.events(jid)]
+    except Exception as ex:  # the daemon may be what failed
+        out.append("events: %r" % ex)
+    nodes = os.path.join(d.state, "nodes")
+    for n in sorted(os.listdir(nodes)) if os.path.isdir(nodes) else []:
+        try:
+            with open(os.path.join(nodes, n, "agent.log")) as f:
+                out.append("== node %s agent.log\n%s" % (n, f.read()[-6000:]))
+        except OSError:
+            pass
+    return "\n".join(out)
+
+
 def running_node(d, jid, seen):
     end = time.time() + LIMIT
     while time.time() < end:
         j = d.job(jid)
         assert j["state"] not in ("FAILED", "CANCELLED", "SUCCEEDED"), (
-            j["message"], d.log_tail())
+            j["message"], story(d, jid))
         for n in j["nodes"]:
             if n["state"] == "READY" and n["id"] not in seen:
                 return n["id"]
         time.sleep(0.1)
-    raise AssertionError("no new node: %s" % d.log_tail())
+    raise AssertionError("no new node: %s" % story(d, jid))
 
 
 def interrupt_after(d, jid, node_id, step):
@@ -106,9 +166,10 @@ def interrupt_after(d, jid, node_id, step):
                  "w").close()
             return
         assert d.job(jid)["state"] not in ("FAILED", "CANCELLED",
-                                           "SUCCEEDED"), d.log_tail()
+                                           "SUCCEEDED"), story(d, jid)
         time.sleep(0.05)
-    raise AssertionError("node %d never saved step %d" % (node_id, step))
+    raise AssertionError("node %d never saved step %d: %s" % (
+        node_id, step, story(d, jid)))
 
 
 def load(path):
@@ -156,7 +217,7 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
         # spot capacity never fails by itself: the test's two interrupts
         # are the only preemptions
         d = Daemon(tmp_path, make_market(tmp_path, [1]), "--config",
-                   str(cfg), "--agent",
+                   str(cfg), "--heartbeat-timeout", "60s", "--agent",
                    os.path.join(BUILD, "bin", "spotrun-agent"))
         d.start()
         uri = "s3://ckpt/plain/checkpoint"
@@ -172,12 +233,12 @@ def test_plain_torch_script_survives_two_preemptions(tmp_path, monkeypatch):
         assert p.returncode == 0, (p.stdout, p.stderr, d.log_tail())
         jid = submitted_id(p.stdout)
         seen = []
-        for step in (150, 300):  # two preemptions, each after some saves
+        for step in PREEMPT_AT:
             node = running_node(d, jid, seen)
             seen.append(node)
-            interrupt_after(d, jid, node, max(step, 0))
+            interrupt_after(d, jid, node, step)
         j = d.wait([jid], LIMIT)[0]
-        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        assert j["state"] == "SUCCEEDED", (j["message"], story(d, jid))
         ev = d.events(jid)
         restored = [e for e in ev if e["type"] == "sync_restored"]
         finals = [e for e in ev if e["type"] == "sync_final"]
