@@ -6,8 +6,15 @@ that torch.save wrote, against s3rver on loopback:
                       checkpoint once the syncer is sending the previous
                       one (s3rver receives its parts), less the same two
                       saves as far apart into a directory no syncer
-                      watches (medians of --pairs, in turn), as a share of a
-                      30 s checkpoint interval (goal < 1 %).  The syncer
+                      watches, as a share of a 30 s checkpoint interval
+                      (goal < 1 %): the median of the --pairs paired
+                      differences, each pair's two arms run back to back in
+                      alternating order (ABBA: beside-alone, alone-beside,
+                      ...), so that neither arm always follows the other's
+                      upload and a drift of the machine's state cancels
+                      within a pair.  (Until session 16: the difference of
+                      the two arms' medians, beside always first; printed
+                      too, as "old".)  The syncer
                       never blocks the script; it holds its uploads back
                       while the script writes, the parts already on the
                       wire included (--no-yield: it does not).
@@ -147,8 +154,9 @@ def main():
     ap.add_argument("--size", default="1G")
     ap.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"))
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--pairs", type=int, default=5,
-                    help="saves alone / beside the sync, in turn")
+    ap.add_argument("--pairs", type=int, default=6,
+                    help="saves alone / beside the sync, in alternating "
+                    "order (an even count balances the orders)")
     ap.add_argument("--no-yield", action="store_true",
                     help="the syncer does not wait for the script's writes")
     a = ap.parse_args()
@@ -188,15 +196,16 @@ def main():
             procs = {"s3rver": srv.proc.pid, "syncer": sy.p.pid,
                      "torch_save": saver.p.pid}
             alone, beside, cpu_alone, cpu_beside = [], [], [], []
-            yield_ms = 0
-            for i in range(a.pairs):
+            state = {"yield_ms": 0, "gap": None}
+
+            def arm_beside(i):
                 for f in os.listdir(mount):   # what the script keeps: the last
                     os.unlink(os.path.join(mount, f))
                 # a save, then the next one once the syncer is sending the
                 # first (s3rver is receiving parts)
                 saver.send(os.path.join(mount, "ckpt-%d.pt" % (2 * i)))
                 saver.until(lambda l: True)
-                gap = upload_started(procs)
+                state["gap"] = upload_started(procs)
                 c0 = cpu_s(procs)
                 saver.send(os.path.join(mount, "ckpt-%d.pt" % (2 * i + 1)))
                 beside.append(float(saver.until(lambda l: True)))
@@ -205,19 +214,29 @@ def main():
                 ev = json.loads(sy.until(lambda l: event(l, "round") and
                                          json.loads(l)["files"] == 2 and
                                          json.loads(l)["pending_files"] == 0))
-                yield_ms = ev["yield_ms"]
+                state["yield_ms"] = ev["yield_ms"]
+
+            def arm_alone(i):
                 # the peer: the same two saves as far apart (the second
                 # meets the first one's writeback alike), no syncer at work
                 for f in os.listdir(plain):
                     os.unlink(os.path.join(plain, f))
                 saver.send(os.path.join(plain, "ckpt-a.pt"))
                 saver.until(lambda l: True)
-                time.sleep(gap)
+                time.sleep(state["gap"])
                 c0 = cpu_s(procs)
                 saver.send(os.path.join(plain, "ckpt-b.pt"))
                 alone.append(float(saver.until(lambda l: True)))
                 cpu_alone.append({k: round(v - c0[k], 2)
                                   for k, v in cpu_s(procs).items()})
+
+            for i in range(a.pairs):
+                # ABBA; the first pair starts beside (its gap is the one
+                # the alone arm waits: the last beside arm's after that)
+                for arm in ((arm_beside, arm_alone) if i % 2 == 0
+                            else (arm_alone, arm_beside)):
+                    arm(i)
+            yield_ms = state["yield_ms"]
             # the notice, with an upload under way: the script saves its
             # last checkpoint while the previous one is still going up,
             # then exits; "final" makes the last round
@@ -239,9 +258,13 @@ def main():
             # mount, one save, then "final"
             idle = notice_idle(a, env, os.path.join(wd, "mnt2"), size)
             med = statistics.median
-            stall = max(0.0, med(beside) - med(alone))
+            diffs = [b - x for b, x in zip(beside, alone)]
+            stall = max(0.0, med(diffs))
+            old_stall = max(0.0, med(beside) - med(alone))
             out["sync_stall_pct"] = {
                 "pct_of_30s": round(100 * stall / 30, 3),
+                "paired_diff_s": [round(x, 3) for x in diffs],
+                "old_pct_of_30s": round(100 * old_stall / 30, 3),
                 "save_s_alone": [round(x, 3) for x in alone],
                 "save_s_while_syncing": [round(x, 3) for x in beside],
                 "cpu_s_alone": cpu_alone,
@@ -268,10 +291,12 @@ def main():
     print("sync_upload_vs_raw   %.3f  (round %.2f s, raw multipart %.2f s; "
           "goal >= 0.90)" % (r["ratio"], r["sync_s"], r["raw_put_s"]))
     s = out["sync_stall_pct"]
-    print("sync_stall_pct       %.3f %% of 30 s  (torch.save medians: %s s "
-          "alone, %s s while syncing; syncer %s, waited %.1f s in all; "
-          "goal < 1 %%)" % (
-              s["pct_of_30s"], s["save_s_alone"], s["save_s_while_syncing"],
+    print("sync_stall_pct       %.3f %% of 30 s  (median of the paired "
+          "differences %s s; torch.save alone %s s, while syncing %s s, in "
+          "ABBA order; old statistic, the medians' difference: %.3f %%; "
+          "syncer %s, waited %.1f s in all; goal < 1 %%)" % (
+              s["pct_of_30s"], s["paired_diff_s"], s["save_s_alone"],
+              s["save_s_while_syncing"], s["old_pct_of_30s"],
               "yields" if s["yield"] else "does not yield",
               s["syncer_yield_ms"] / 1000))
     print("  the sync's CPU during a save (median) / 30 s: syncer %.2f %%, "
