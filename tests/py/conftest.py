@@ -137,11 +137,32 @@ def _asan_reports(request):
 
 
 # ---- the runner's timing record (scripts/run-tests: the slowest tests) ----
+# Test files whose tests run one after another on one xdist worker, never
+# two at once: the PyTorch demos each train a real model against the
+# clock of a time-scaled cloud, and two of them at once beside make
+# check's other lanes missed their final checkpoints (session 15).
+# scripts/run-tests runs pytest with --dist loadgroup, which sends each
+# xdist_group whole to one worker and every other test on its own.
+ONE_WORKER = {"test_e2e_demo.py": "pytorch_demos"}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """The slowest tests first (tests/slowest.txt, slowest first; the rest
     in their usual order): xdist hands tests out in this order, so a
     long test starts while the short ones fill the other workers instead
-    of starting last and holding the whole pass."""
+    of starting last and holding the whole pass.  With --dist loadgroup
+    (scripts/run-tests) a worker is sent the next test whenever it has
+    two or fewer left, so the slow tests spread over the workers; under
+    --dist load xdist 3.1 sent each worker a chunk of a quarter of its
+    share first, and every slow test ran on the first worker, one after
+    another (~85 s of make check's plain pass, session 16).  Runs before
+    xdist's own hook (tryfirst), which appends "@<group>" to the node id
+    of a test in an xdist_group."""
+    for it in items:
+        group = ONE_WORKER.get(os.path.basename(str(it.fspath)))
+        if group:
+            it.add_marker(pytest.mark.xdist_group(group))
     path = os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), "slowest.txt")
     try:
