@@ -60,10 +60,13 @@
  * against those seen from one o (pair_fit()). */
 #define PAIR_OUT_WEIGHT 1.0
 /* With job->zone_pairs = SIM_PAIRS_AUTO the pair model is used where its
- * log score on the held runs' ends seen so far beats the run model's by
- * more than this (natural log: a Bayes factor of 3, "positive"
- * evidence); otherwise the simpler run model (pair_chosen()). */
-#define PAIR_EVIDENCE 1.1
+ * log score on the region runs' ends seen so far beats the run model's
+ * by more than this (natural log; 0: the model the market's own runs
+ * favour, each predicting from its own shrunk counts, so the larger
+ * model pays for its thin cells itself); otherwise the simpler run model
+ * (pair_chosen()).  The scores are not decayed: which model fits is the
+ * market's structure, and decaying the evidence for it kept it thin. */
+#define PAIR_EVIDENCE 0.0
 /* The plan is followed where its advantage over Uniform Progress is at
  * least this many standard errors of that advantage (one-sided, ~84%). */
 #define GUARD_Z 1.0
@@ -105,7 +108,7 @@ struct spotrun_state {
 	int pair; /* job->zone_pairs (SIM_PAIRS_*), with several regions */
 	/* Prequential log scores of each region run's end or survival at
 	 * every tick, as the run model and as the pair model predicted it
-	 * from the counts before that tick (decayed like them). */
+	 * from the counts before that tick (not decayed). */
 	double lrun, lpair;
 	uint8_t any_last, seen;
 	double unit_s;
@@ -226,8 +229,6 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				s->oout[o] *= f;
 			}
 			s->lother *= f;
-			s->lrun *= f;
-			s->lpair *= f;
 			s->outs *= f;
 			s->oother *= f;
 			for (int o = 0; o < 2; o++) {
@@ -436,9 +437,9 @@ static void pair_fit(const struct spotrun_state *s, int g, double ticks,
 
 /* Does the plan use the pair model?  Always (SIM_PAIRS_ON), never
  * (SIM_PAIRS_OFF, or one region), or where the market's own runs have
- * shown it predicts their ends better than the run model by
- * PAIR_EVIDENCE (SIM_PAIRS_AUTO): with few runs seen both scores come
- * mostly from the same prior and the simpler run model stays. */
+ * shown it predicts their ends better than the run model by more than
+ * PAIR_EVIDENCE (SIM_PAIRS_AUTO): with nothing seen the scores tie and
+ * the simpler run model stays. */
 static int pair_chosen(const struct spotrun_state *s)
 {
 	if (s->pair == SIM_PAIRS_AUTO)

@@ -276,3 +276,22 @@ def test_policy_table_fold_goal(tmp_path):
     assert r.returncode != 0 and "no held-out folds" in r.stderr
     r = subprocess.run([script, "--goal"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode != 0 and "--goal: needs --folds" in r.stderr
+
+
+def test_policy_table_passes_zone_pairs(tmp_path):
+    """scripts/sim-policy-table --zone-pairs M runs every `spotrun sim` with
+    that model across regions (a stand-in spotrun records its arguments)."""
+    script = os.path.join(ROOT, "scripts", "sim-policy-table")
+    log = tmp_path / "args"
+    pols = {k: v for k, v in fold_run(95).items() if isinstance(v, dict) and k != "spotrun_fold"}
+    out = tmp_path / "out.json"
+    out.write_text(json.dumps({"policies": pols}))
+    fake = tmp_path / "spotrun"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec cat "{out}"\n')
+    fake.chmod(0o755)
+    r = subprocess.run([script, "--spotrun", str(fake), "--sets", "multi", "--settings", "52:0.2",
+                        "--windows", "2", "--jobs", "1", "--zone-pairs", "auto"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = log.read_text().splitlines()
+    assert runs and all(x.startswith("sim ") and "--zone-pairs auto" in x for x in runs), runs
