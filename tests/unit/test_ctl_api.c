@@ -497,31 +497,60 @@ static void test_imds_local_interruption(void **state)
 	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
 }
 
-/* The local cloud's compute driver on its own (cloud/compute.h): the
- * same idempotency key answers with the same instance (one process),
- * list() finds it by its cluster tag, terminate() ends it for good. */
-static void test_local_driver_contract(void **state)
+/* The fixture daemon's local compute driver (cloud/compute.h). */
+static struct cloud_driver *local_drv(void)
 {
 	struct cloud_driver *d = NULL;
-	struct cloud_launch l = { 0 };
-	struct cloud_instance a, b, *v = NULL;
-	struct cloud_error err = { 0 };
-	struct cloud_req *q = NULL;
-	struct sr_err e = { 0 };
-	char script[128], boot[256];
-	const char *ids[1];
-	size_t n = 0;
 
-	(void)state;
 	for (size_t i = 0; i < ctl->nclouds; i++) {
 		if (strcmp(ctl->clouds[i].name, "local") == 0)
 			d = &ctl->clouds[i].p.drv;
 	}
 	assert_non_null(d);
-	snprintf(script, sizeof script, "%s/agent2.sh", dir);
-	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 20\n",
-					    24, 0700, &e), 0);
+	return d;
+}
+
+/* The local cloud's nodes run `body` (a shell script written to `name`
+ * in the test dir) as their agent from now on. */
+static void use_agent(const char *name, const char *body)
+{
+	struct sr_err e = { 0 };
+	char script[128];
+
+	snprintf(script, sizeof script, "%s/%s", dir, name);
+	assert_int_equal(sr_fs_write_atomic(script, body, strlen(body), 0700,
+					    &e), 0);
 	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+}
+
+/* l provisioned on d and polled to its instance *a (the caller clears). */
+static void launch(struct cloud_driver *d, const struct cloud_launch *l,
+		   struct cloud_instance *a)
+{
+	struct cloud_error err = { 0 };
+	struct cloud_req *q = NULL;
+
+	assert_int_equal(d->ops->provision(d->st, l, &q, &err), 0);
+	assert_int_equal(d->ops->poll(d->st, q, a, &err), 0);
+	d->ops->req_free(d->st, q);
+}
+
+/* The local cloud's compute driver on its own (cloud/compute.h): the
+ * same idempotency key answers with the same instance (one process),
+ * list() finds it by its cluster tag, terminate() ends it for good. */
+static void test_local_driver_contract(void **state)
+{
+	struct cloud_driver *d = local_drv();
+	struct cloud_launch l = { 0 };
+	struct cloud_instance a, b, *v = NULL;
+	struct cloud_error err = { 0 };
+	struct cloud_req *q = NULL;
+	char boot[256];
+	const char *ids[1];
+	size_t n = 0;
+
+	(void)state;
+	use_agent("agent2.sh", "#!/bin/sh\nexec sleep 20\n");
 	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":999,\"bootstrap\":"
 		 "\"00\"}", base);
 	/* a cluster of its own: the daemon's leak sweep leaves it alone */
@@ -530,15 +559,11 @@ static void test_local_driver_contract(void **state)
 	l.instance_type = "p3.2xlarge";
 	l.pool = 0;
 	l.bootstrap = boot;
-	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
-	assert_int_equal(d->ops->poll(d->st, q, &a, &err), 0);
-	d->ops->req_free(d->st, q);
+	launch(d, &l, &a);
 	assert_int_equal(strncmp(a.id, "local-", 6), 0);
 	assert_int_equal(a.state, CLOUD_INST_RUNNING);
 	assert_non_null(a.blob);
-	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
-	assert_int_equal(d->ops->poll(d->st, q, &b, &err), 0);
-	d->ops->req_free(d->st, q);
+	launch(d, &l, &b);
 	assert_string_equal(b.id, a.id); /* no second process */
 	cloud_instance_clear(&b);
 	assert_int_equal(d->ops->list(d->st, "test-cluster", &v, &n, &err), 0);
@@ -574,36 +599,24 @@ static void test_local_driver_contract(void **state)
  * report was lost and the job's end ran twice). */
 static void test_local_cloud_takes_overdue_instances_at_open(void **state)
 {
-	struct cloud_driver *d = NULL;
+	struct cloud_driver *d = local_drv();
 	struct cloud_launch l = { 0 };
 	struct cloud_instance a;
-	struct cloud_error err = { 0 };
-	struct cloud_req *q = NULL;
 	struct sr_err e = { 0 };
-	char script[128], boot[256], rec[200];
+	char boot[256], rec[200];
 	long long pid = 0, start = 0;
 	json_t *r;
 	char *s;
 
 	(void)state;
-	for (size_t i = 0; i < ctl->nclouds; i++) {
-		if (strcmp(ctl->clouds[i].name, "local") == 0)
-			d = &ctl->clouds[i].p.drv;
-	}
-	assert_non_null(d);
-	snprintf(script, sizeof script, "%s/agent3.sh", dir);
-	assert_int_equal(sr_fs_write_atomic(script, "#!/bin/sh\nexec sleep 600\n",
-					    25, 0700, &e), 0);
-	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", script);
+	use_agent("agent3.sh", "#!/bin/sh\nexec sleep 600\n");
 	snprintf(boot, sizeof boot, "{\"api\":\"%s\",\"node\":998,\"bootstrap\":"
 		 "\"00\"}", base);
 	l.tags = (struct cloud_tags){ "test-cluster", 1, 998, 1 };
 	l.idem_key = "sr-test-998-1";
 	l.instance_type = "p3.2xlarge";
 	l.bootstrap = boot;
-	assert_int_equal(d->ops->provision(d->st, &l, &q, &err), 0);
-	assert_int_equal(d->ops->poll(d->st, q, &a, &err), 0);
-	d->ops->req_free(d->st, q);
+	launch(d, &l, &a);
 	assert_int_equal(sscanf(a.id, "local-%lld-%lld", &pid, &start), 2);
 	cloud_instance_clear(&a);
 	/* its interruption, due a second ago, in the cloud's own record */

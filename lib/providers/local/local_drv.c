@@ -639,9 +639,11 @@ static bool rec_step(struct local_prov *d, struct lrec *r, bool turn, int64_t no
  * down its instances ran past their deadlines.  Whatever such a node did
  * since (a workload that finished: its report held by the agent's retry
  * backoff) never happened on a real cloud and must not reach the daemon
- * once it serves again: the instance is taken at open, not at the first
- * list (test_ctl_crash's kill -9 test, SPOTRUN_SEED=656135: a job's end
- * ran twice). */
+ * once it serves again: the timeline is advanced at open (rec_step, as
+ * at every list; a pool's shortage is left to the first list), so an
+ * overdue instance is taken before the daemon serves a node
+ * (test_ctl_crash's kill -9 test, SPOTRUN_SEED=656135: a job's end ran
+ * twice). */
 void local__catch_up(struct local_prov *d)
 {
 	struct lrec *v = NULL;
@@ -651,12 +653,8 @@ void local__catch_up(struct local_prov *d)
 
 	pthread_mutex_lock(&d->mu);
 	if (recs_all(d, &v, &paths, &nv) == 0) {
-		for (size_t i = 0; i < nv; i++) {
-			if (!v[i].gone && v[i].notice_ns && now >= v[i].notice_ns &&
-			    sr_proc_alive(v[i].pid, v[i].start))
-				rec_kill(d, &v[i], "spot interruption (due while "
-					 "the daemon was down)");
-		}
+		for (size_t i = 0; i < nv; i++)
+			rec_step(d, &v[i], false, now);
 	}
 	pthread_mutex_unlock(&d->mu);
 	free(v);
