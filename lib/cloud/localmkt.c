@@ -31,7 +31,6 @@ struct localmkt {
 	struct pool *pools; /* [cat.n] */
 };
 
-
 static int add_trace(struct localmkt *m, struct trace *t, const char *rel)
 {
 	if (m->ntraces == m->cap) {

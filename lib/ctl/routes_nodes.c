@@ -85,9 +85,8 @@ static json_t *gang_addrs(struct store *db, const struct store_node_ctx *n)
  * 1 in each) do not hand the same port to their jobs' same attempt. */
 static int64_t master_port(const char *state_dir, int64_t job, int64_t attempt)
 {
-	/* its own start: the ports handed out so far stay the same */
 	uint64_t h = sr_text_fnv1a(state_dir ? state_dir : "",
-				   1469598103934665603ULL);
+				   SR_FNV1A_BASIS_SHORT);
 	uint64_t j = (uint64_t)(job < 0 ? -job : job) % 12000;
 	uint64_t at = (uint64_t)(attempt < 0 ? 0 : attempt) % 12000;
 	return 20000 + (int64_t)((j * 7919 + at + h % 12000) % 12000);

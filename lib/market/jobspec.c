@@ -21,6 +21,7 @@
 #include "catalog_csv.h"
 #include "common/fsutil.h"
 #include "common/signame.h"
+#include "common/text.h"
 #include "common/timeutil.h"
 #include "joblimits.h"
 #include "jobspec_int.h"
@@ -200,19 +201,10 @@ struct keyset {
 	size_t mask;
 };
 
-static uint64_t key_hash(const char *k)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
-	return h;
-}
-
 /* 1 if k was there already, 0 after adding it. */
 static int keyset_add(struct keyset *ks, const char *k)
 {
-	size_t i = (size_t)key_hash(k) & ks->mask;
+	size_t i = (size_t)sr_text_fnv1a(k, SR_FNV1A_BASIS) & ks->mask;
 
 	while (ks->slot[i]) {
 		if (!strcmp(ks->slot[i], k))

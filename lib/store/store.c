@@ -21,7 +21,7 @@
 
 static uint64_t fnv1a(const char *s)
 {
-	return sr_text_fnv1a(s, 1469598103934665603ull); /* its own start */
+	return sr_text_fnv1a(s, SR_FNV1A_BASIS_SHORT);
 }
 
 /* A libpq URI (libpq splits it: "postgresql://u@h1,h2/db" has hosts
