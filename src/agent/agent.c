@@ -541,17 +541,21 @@ static void check_notice(struct agent *ag)
 			    imds_action_name(IMDS_TERMINATE), "signal", false);
 }
 
-/* A Scheduled Events notice, once the final checkpoint and the exit are
- * reported: StartRequests lets Azure take the VM now instead of at
- * NotBefore (notice.c). */
+/* A Scheduled Events notice, as soon as the final checkpoint and the exit
+ * are reported (the logs still flushing do not hold it: the control plane
+ * may delete the VM once it has the exit, and the event goes with it):
+ * StartRequests lets Azure take the VM now instead of at NotBefore
+ * (notice.c).  Once. */
 static void ack_notice(struct agent *ag)
 {
 	char id[sizeof ag->nw.se_event];
 	struct sr_err e;
 	int rc;
 
-	if (!ag->notice_handled || !atomic_load(&ag->nw.se_type))
+	if (!ag->notice_handled || ag->notice_acked ||
+	    !atomic_load(&ag->nw.se_type))
 		return;
+	ag->notice_acked = 1;
 	pthread_mutex_lock(&ag->nw.mu);
 	snprintf(id, sizeof id, "%s", ag->nw.se_event);
 	pthread_mutex_unlock(&ag->nw.mu);
@@ -813,6 +817,9 @@ int agent_run(const struct agent_opts *o, const char *token,
 		loop_once(&ag);
 		if (ag.kind != W_NONE)
 			continue;
+		if (ag.exit_after && json_array_size(ag.events) == 0 &&
+		    !ag.held_exit && !ag.node_gone)
+			ack_notice(&ag); /* the exit is reported */
 		if (ag.node_gone)
 			break;
 		if (ag.exit_after && json_array_size(ag.events) == 0 &&

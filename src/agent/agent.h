@@ -283,6 +283,7 @@ struct agent {
 			       (what spotrund last heard), -1 none */
 
 	int notice_handled;
+	int notice_acked;       /* the Scheduled Event was acknowledged */
 	int64_t notice_kill_ns; /* the cloud's kill, monotonic; 0 no notice */
 	/* bucket mounts (mounts.c) */
 	struct agent_mount *mounts;    /* [nmounts], one per a.buckets */
