@@ -231,7 +231,7 @@ $(BUILD)/fuzzbin/%: $(BUILD)/obj/fuzz/%.o $(FUZZ_LINK_DEPS)
 	$(Q)$(CC) $(LDFAST) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LINK)
 
 # ---- top-level targets -------------------------------------------------
-.PHONY: all deps build test-bins tests check test-run san fuzz fuzz-build \
+.PHONY: all deps build test-bins py-bins tests check test-run san fuzz fuzz-build \
 	fuzz-build-lean fuzz-target-objs demo demo-single \
 	bench clean tsan tsan-build conformance install install-files uninstall soak
 .DEFAULT_GOAL := all
@@ -247,8 +247,12 @@ build: test-bins $(BENCH_BINS)
 
 # What the tests run: make check's ASan build (build/san) stops here, the
 # benchmarks being compiled and linked by the plain build alone.
-test-bins: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(TEST_BINS) $(CONF_BINS) \
-	$(HELPER_BINS)
+test-bins: py-bins $(TEST_BINS)
+
+# What the pytest and conformance suites run (no C test binary): make
+# check builds these first and starts its pytest passes on them, and the
+# C tests' binaries after, beside those passes (scripts/check).
+py-bins: $(STATIC_LIBS) $(SHARED_LIBS) $(BINS) $(CONF_BINS) $(HELPER_BINS)
 
 # The whole suite, plain build.
 test-run: build
