@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,24 @@ fail:
 	_exit(127);
 }
 
+/* 1 when fd can be read (data or EOF), 0 at the deadline (monotonic),
+ * -1 on a poll error. */
+static int wait_readable(int fd, int64_t until)
+{
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = until - sr_time_mono_ns();
+		int r;
+
+		if (left <= 0)
+			return 0;
+		r = poll(&p, 1, (int)(left / 1000000 + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		return r < 0 ? -1 : r > 0;
+	}
+}
+
 int workload_start(struct workload *w, const char *script, const char *cwd,
 		   char *const *envp, const struct workload_iso *iso,
 		   struct sr_err *e)
@@ -92,6 +111,7 @@ int workload_start_argv(struct workload *w, char *const *argv, const char *cwd,
 	struct iso_fail f;
 	uid_t uid = getuid();
 	gid_t gid = getgid();
+	int64_t until = sr_time_mono_ns() + WORKLOAD_EXEC_LIMIT_NS;
 	pid_t pid = -1;
 	ssize_t n;
 	int rc;
@@ -116,8 +136,19 @@ int workload_start_argv(struct workload *w, char *const *argv, const char *cwd,
 	close(rep[1]);
 	rep[1] = -1;
 	/* EOF: exec happened (the pipe is close-on-exec); before it, the
-	 * isolation's report (err 0), then a failure's (err set), if any */
+	 * isolation's report (err 0), then a failure's (err set), if any;
+	 * nothing by the deadline: the child is stuck before its exec */
 	for (;;) {
+		if (wait_readable(rep[0], until) <= 0) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			rc = sr_err_set(e, -ETIMEDOUT, "workload: %s did not start "
+					"within %lld s (stuck before its exec)",
+					argv[0], (long long)(WORKLOAD_EXEC_LIMIT_NS /
+							     1000000000));
+			goto out;
+		}
 		do {
 			n = read(rep[0], &f, sizeof f);
 		} while (n < 0 && errno == EINTR);

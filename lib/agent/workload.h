@@ -49,7 +49,10 @@ struct workload {
  * failure *w has pid -1 and no open fds, and w->iso_failed is 1 when the
  * isolation step failed (e names the step and path).  With isolation,
  * w->iso_dirs_hidden / iso_files_hidden say what the child checked was
- * hidden before it ran the script. */
+ * hidden before it ran the script.  The start waits for the child's exec
+ * at most WORKLOAD_EXEC_LIMIT_NS (monotonic): a child stuck before it (a
+ * hung isolation step) is killed and the start fails with -ETIMEDOUT. */
+#define WORKLOAD_EXEC_LIMIT_NS (INT64_C(30) * 1000000000)
 int workload_start(struct workload *w, const char *script, const char *cwd,
 		   char *const *envp, const struct workload_iso *iso,
 		   struct sr_err *e);

@@ -93,7 +93,7 @@ void agent__push(struct agent *ag, json_t *ev, int urgent)
 	}
 	json_array_append_new(ag->events, ev);
 	if (urgent)
-		ag->urgent = 1;
+		ag->urgent = ag->urgent_now = 1;
 }
 
 static const char *wstate_name(const struct agent *ag)
@@ -220,6 +220,8 @@ static void heartbeat(struct agent *ag)
 	}
 	if (ag->kind == W_RUN && ag->stopping == STOP_NONE)
 		ag->ckpt_hb = agent__durable_step(ag);
+	agent__watch_beat(ag, wstate_name(ag), ag->w_attempt,
+			  ag->kind != W_NONE ? (int)ag->w.pid : 0, true);
 	if (agent__post(ag, "heartbeat", b, &reply) == 0)
 		handle_directive(ag, reply);
 	json_decref(reply);
@@ -252,6 +254,7 @@ static int report(struct agent *ag)
 		rc = -ENOMEM;
 		goto out;
 	}
+	ag->urgent_now = 0; /* this attempt is the one that skipped the wait */
 	rc = agent__post(ag, "report", b, &reply);
 	if (rc == 0 || rc == -EINVAL || rc == -E2BIG) {
 		/* sent, or refused as malformed: retrying the same batch would
@@ -556,6 +559,7 @@ static void ack_notice(struct agent *ag)
 	    !atomic_load(&ag->nw.se_type))
 		return;
 	ag->notice_acked = 1;
+	agent__phase(ag, "notice ack");
 	pthread_mutex_lock(&ag->nw.mu);
 	snprintf(id, sizeof id, "%s", ag->nw.se_event);
 	pthread_mutex_unlock(&ag->nw.mu);
@@ -636,6 +640,17 @@ static int do_register(struct agent *ag)
 			return rc ? rc : -ENOMEM;
 		}
 	}
+	/* from here on the node is alive to spotrund: what follows can
+	 * block (the files, a setup ahead), the keep-alive speaks for it */
+	rc = agent__watch_start(ag, ag->a.heartbeat_ms * MS, &e);
+	if (rc < 0) {
+		sr_error("agent", "cannot start the watchdog", "error=\"%s\"",
+			 sr_err_str(&e, rc));
+		json_decref(reply);
+		return rc;
+	}
+	agent__watch_beat(ag, "idle", 0, 0, true);
+	agent__phase(ag, "register directive");
 	handle_directive(ag, reply);
 	json_decref(reply);
 	return 0;
@@ -647,11 +662,12 @@ static void loop_once(struct agent *ag)
 	int64_t now = sr_time_mono_ns(), wake;
 	int n = 0, timeout_ms;
 
+	agent__phase(ag, "poll");
 	wake = ag->next_hb_ns < ag->next_report_ns ? ag->next_hb_ns
 						    : ag->next_report_ns;
 	if (ag->urgent && wake > now)
 		wake = now;
-	if (wake < ag->retry.next_ns)
+	if (wake < ag->retry.next_ns && !ag->urgent_now)
 		wake = ag->retry.next_ns; /* spotrund failing: not before */
 	timeout_ms = (int)((wake - now) / MS);
 	if (timeout_ms < 0)
@@ -665,6 +681,7 @@ static void loop_once(struct agent *ag)
 		pfd[n++] = (struct pollfd){ ag->w.err_fd, POLLIN, 0 };
 	if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR)
 		sr_warn("agent", "poll failed", "errno=%d", errno);
+	agent__phase(ag, "notice");
 	agent__drain_pipe(ag, &ag->w.out_fd, LOGBATCH_STDOUT);
 	agent__drain_pipe(ag, &ag->w.err_fd, LOGBATCH_STDERR);
 	check_notice(ag);
@@ -693,7 +710,9 @@ static void loop_once(struct agent *ag)
 		ag->exit_after = 1;
 		agent__begin_stop(ag, STOP_DIRECTIVE, now + SIGNAL_GRACE_NS);
 	}
+	agent__phase(ag, "workload");
 	agent__check_workload(ag, now);
+	agent__phase(ag, "mounts");
 	if (ag->nmounts) {
 		if (agent_mounts_poll(ag, sr_time_mono_ns()))
 			agent__advance(ag); /* restored: setup and run go on */
@@ -701,16 +720,25 @@ static void loop_once(struct agent *ag)
 		if (ag->exit_after && ag->kind == W_NONE)
 			agent_mounts_final(ag, agent_mounts_final_deadline(ag));
 	}
+	agent__phase(ag, "status");
 	agent__check_status(ag);
 	now = sr_time_mono_ns();
+	agent__watch_beat(ag, NULL, 0, 0, !ag->notice_handled && !ag->node_gone);
 	if (now >= ag->next_hb_ns && !ag->notice_handled && !ag->node_gone &&
 	    sr_backoff_ready(&ag->retry, now)) {
+		agent__phase(ag, "heartbeat");
 		heartbeat(ag);
 		ag->next_hb_ns = sr_time_mono_ns() + ag->a.heartbeat_ms * MS;
 	}
 	now = sr_time_mono_ns();
+	/* the first attempt after an urgent event (an exit, a notice, a
+	 * final checkpoint) does not wait for the backoff: spotrund may be
+	 * back since its last failure, and the run's end should not wait up
+	 * to RETRY_CAP_NS behind it.  One attempt per urgent event, so a
+	 * spotrund that is down still sees the backoff's pace. */
 	if ((ag->urgent || now >= ag->next_report_ns) && !ag->node_gone &&
-	    sr_backoff_ready(&ag->retry, now)) {
+	    (ag->urgent_now || sr_backoff_ready(&ag->retry, now))) {
+		agent__phase(ag, "report");
 		report(ag);
 		ag->next_report_ns = sr_time_mono_ns() + REPORT_EVERY_NS;
 	}
@@ -732,7 +760,10 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 	ag->w.pid = -1;
 	ag->w.out_fd = ag->w.err_fd = -1;
 	ag->nw.wake_fd[0] = ag->nw.wake_fd[1] = -1;
-	sr_backoff_init(&ag->retry, RETRY_BASE_NS, RETRY_CAP_NS);
+	ag->watch.wake[0] = ag->watch.wake[1] = -1;
+	sr_backoff_init(&ag->retry, o->retry_base_ns ? o->retry_base_ns :
+			RETRY_BASE_NS, o->retry_cap_ns ? o->retry_cap_ns :
+			RETRY_CAP_NS);
 	sr_ratelimit_init(&ag->fail_log, FAIL_LOG_EVERY_NS);
 	ag->iso_mode = o->isolation == AGENT_ISO_OFF ? ISO_NONE
 						       : iso_mode_for_self();
@@ -765,6 +796,7 @@ static int agent_init(struct agent *ag, const struct agent_opts *o,
 
 static void agent_fini(struct agent *ag)
 {
+	agent__watch_stop(ag);
 	notice_watch_stop(&ag->nw);
 	workload_close_fds(&ag->w);
 	if (ag->wlog_fd >= 0)
@@ -811,6 +843,7 @@ int agent_run(const struct agent_opts *o, const char *token,
 	ag.next_hb_ns = sr_time_mono_ns();
 	ag.last_ok_ns = ag.next_hb_ns;
 	ag.next_report_ns = ag.next_hb_ns + REPORT_EVERY_NS;
+	agent__phase(&ag, "setup ahead");
 	agent__spare_setup(&ag);
 	agent__advance(&ag);
 	for (;;) {
@@ -829,6 +862,8 @@ int agent_run(const struct agent_opts *o, const char *token,
 		if (ag.give_up_ns && sr_time_mono_ns() > ag.give_up_ns)
 			break; /* told to quit and spotrund is not answering */
 	}
+	agent__phase(&ag, "exit");
+	agent__watch_stop(&ag); /* the node leaves: no keep-alive */
 	if (ag.exit_after && !ag.node_gone)
 		report(&ag); /* anything left */
 	ack_notice(&ag);

@@ -8,6 +8,7 @@
  *   envp.c    the workload's environment (api.md "environment contract")
  *   assign.c  parsing the register reply
  *   boot.c    first contact: the bootstrap secret traded for the token
+ *   watch.c   the main loop's watchdog: stall lines, keep-alive heartbeats
  */
 #ifndef SR_AGENT_AGENT_H
 #define SR_AGENT_AGENT_H
@@ -40,6 +41,8 @@ struct agent_opts {
 	const char *token_file; /* or $SPOTRUN_AGENT_TOKEN */
 	const char *workdir;    /* node's private dir */
 	const char *imds;       /* IMDS base URL */
+	int64_t retry_base_ns, retry_cap_ns; /* the retry backoff (0: the
+					      RETRY_* defaults) */
 	int64_t orphan_timeout_ns; /* exit after this long without spotrund;
 				      0 = never */
 	/* workload isolation (isolate.h, docs/security.md) */
@@ -232,6 +235,25 @@ extern volatile sig_atomic_t agent_quit_signal;
 #define REGISTER_GIVE_UP_NS (60 * SR_NS_PER_SEC)
 
 enum wkind { W_NONE, W_SETUP, W_RUN };
+
+/* The main loop's watchdog and keep-alive (watch.c): what the loop does
+ * now, and what its last heartbeat said, for the thread that speaks for
+ * it while one pass blocks. */
+struct agent_watch {
+	pthread_t thr;
+	int started;
+	int wake[2];                   /* [1] written to stop the thread */
+	atomic_int stop;
+	_Atomic(const char *) phase;   /* static string, NULL before the loop */
+	_Atomic int64_t since_ns;      /* when that phase began (monotonic) */
+	_Atomic int64_t hb_ns;         /* the last heartbeat sent, either thread */
+	_Atomic(const char *) hb_workload; /* what it said (wstate_name) */
+	atomic_int hb_attempt, hb_pgid;
+	atomic_int hb_allowed;         /* the loop would heartbeat now */
+	atomic_long keepalives;        /* heartbeats the thread sent */
+	int64_t every_ns;              /* the node's heartbeat period */
+	int64_t fail_ns;               /* the thread's last failure (its own) */
+};
 enum stop_why { STOP_NONE, STOP_NOTICE, STOP_DIRECTIVE };
 
 
@@ -308,6 +330,9 @@ struct agent {
 	int64_t give_up_ns; /* when quitting on a signal: stop flushing then */
 	int64_t last_ok_ns; /* last call spotrund answered (monotonic) */
 	int urgent;
+	int urgent_now;     /* an urgent event since the last report attempt:
+			       that attempt does not wait for the backoff */
+	struct agent_watch watch;
 	struct sr_backoff retry;      /* paces calls while spotrund fails */
 	struct sr_ratelimit fail_log; /* "request failed" lines */
 };
@@ -336,6 +361,20 @@ int agent__exchange(struct agent *ag);
 void agent__line(struct agent *ag, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void agent__push(struct agent *ag, json_t *ev, int urgent);
+
+/* watch.c: the main loop's watchdog.  agent__phase names what the loop
+ * does from now on and returns the previous name (a nested phase puts it
+ * back); a phase that took WATCH_LOG_NS or more is logged as "main loop
+ * stalled" when it ends, and every WATCH_LOG_EVERY_NS while it lasts. */
+const char *agent__phase(struct agent *ag, const char *name);
+/* What the loop's heartbeat said (workload NULL: only `allowed`
+ * changes): the keep-alive repeats it. */
+void agent__watch_beat(struct agent *ag, const char *workload, int attempt,
+		       int pgid, bool allowed);
+/* Start the thread (heartbeats every every_ns while the loop blocks):
+ * 0 or a negative code with e.  Stop: joins it; NULL-safe twice. */
+int agent__watch_start(struct agent *ag, int64_t every_ns, struct sr_err *e);
+void agent__watch_stop(struct agent *ag);
 
 /* workrun.c: the workload's life (see the diagram in agent.c) */
 void agent__advance(struct agent *ag);

@@ -71,6 +71,9 @@ static void usage(FILE *f)
 		"  --orphan-timeout D stop the workload (final checkpoint) and exit\n"
 		"                     when spotrund has not answered for D (default\n"
 		"                     10m; 0 = never)\n"
+		"  --retry-base D     while spotrund fails, the first retry waits\n"
+		"                     D/2..D, doubling each time (default 200ms)\n"
+		"  --retry-cap D      ... up to D/2..D (default 5s)\n"
 		"  --private PATH     a file or directory the workload must not\n"
 		"                     see (repeatable; spotrund passes its state dir)\n"
 		"  --isolation MODE   auto (default, or $SPOTRUN_ISOLATION): hide\n"
@@ -178,6 +181,8 @@ int main(int argc, char **argv)
 		{ "notice", required_argument, NULL, 'N' },
 		{ "notice-signal", required_argument, NULL, 'S' },
 		{ "notice-lead", required_argument, NULL, 'L' },
+		{ "retry-base", required_argument, NULL, 'r' },
+		{ "retry-cap", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -240,6 +245,17 @@ int main(int argc, char **argv)
 			if (sr_dur_parse(optarg, &o.orphan_timeout_ns, &e) < 0)
 				return bad("--orphan-timeout: %s", sr_err_str(&e, -EINVAL));
 			break;
+		case 'r':
+		case 'R': {
+			int64_t *d = c == 'r' ? &o.retry_base_ns : &o.retry_cap_ns;
+
+			sr_err_clear(&e);
+			if (sr_dur_parse(optarg, d, &e) < 0 || *d < 1000000)
+				return bad("--retry-%s: '%s' is not a duration of "
+					   "1ms or more", c == 'r' ? "base" : "cap",
+					   optarg);
+			break;
+		}
 		case 'n':
 			errno = 0;
 			o.node_id = strtoll(optarg, &end, 10);
@@ -257,6 +273,9 @@ int main(int argc, char **argv)
 		return bad("unexpected argument '%s'", argv[optind]);
 	if (!o.api)
 		return bad("%s", "--api is required");
+	if ((o.retry_base_ns ? o.retry_base_ns : RETRY_BASE_NS) >
+	    (o.retry_cap_ns ? o.retry_cap_ns : RETRY_CAP_NS))
+		return bad("%s", "--retry-base is more than --retry-cap");
 	if (!o.node_id)
 		return bad("%s", "--node-id is required");
 	if (!o.workdir)

@@ -223,9 +223,13 @@ int agent_sync_files(struct agent *ag, struct sr_err *e)
 	if (rc)
 		return rc;
 	if (a->files) {
+		const char *was = agent__phase(ag, "files fetch");
+
 		rc = fetch(ag, &fd, e);
+		agent__phase(ag, "files unpack");
 		if (!rc)
 			rc = unpack(ag, fd, home, e);
+		agent__phase(ag, was);
 		if (fd >= 0)
 			close(fd);
 		if (rc)

@@ -60,7 +60,12 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 		rc = e.code ? e.code : -ENOMEM;
 		goto fail;
 	}
-	rc = agent__start_isolated(ag, script, cwd, envp, &e);
+	{
+		const char *was = agent__phase(ag, "workload start");
+
+		rc = agent__start_isolated(ag, script, cwd, envp, &e);
+		agent__phase(ag, was);
+	}
 	envp_free(envp);
 	if (rc < 0)
 		goto fail;
@@ -112,11 +117,14 @@ void agent__advance(struct agent *ag)
 	}
 	if (ag->a.nbuckets && !ag->mounts_ready) {
 		/* bucket mounts restored (or copied) before setup and run */
+		const char *was = agent__phase(ag, "mounts start");
 		struct sr_err e;
 		int r;
 
 		sr_err_clear(&e);
-		if (agent_mounts_start(ag, &e) < 0) {
+		r = agent_mounts_start(ag, &e);
+		agent__phase(ag, was);
+		if (r < 0) {
 			agent__line(ag, "cannot start the bucket mounts: %s",
 				    sr_err_str(&e, e.code));
 			agent__push(ag, json_pack("{s:s, s:i}", "type", "setup_done",

@@ -71,6 +71,14 @@ class Plane:
         self.hold = False
         self.held = threading.Event()
         self.release = threading.Event()
+        # down: every POST is answered 503 (spotrund failing) and kept in
+        # refused as (path, body)
+        self.down = False
+        self.refused = []
+        # files_gate: the job brings files and GET .../files waits for
+        # the gate, then fails (503); files_asked counts the GETs
+        self.files_gate = None
+        self.files_asked = 0
         plane = self
 
         class H(BaseHTTPRequestHandler):
@@ -95,6 +103,14 @@ class Plane:
                 self.reply(404, {})
 
             def do_GET(self):
+                if self.path == "/v1/nodes/%d/files" % NODE:
+                    with plane.lock:
+                        plane.files_asked += 1
+                        gate = plane.files_gate
+                    if gate is not None:
+                        gate.wait(120)
+                    return self.reply(503, {"error": {
+                        "code": "unavailable", "message": "no files here"}})
                 if self.path == ("/imds/latest/meta-data/events/"
                                  "recommendations/rebalance"):
                     with plane.lock:
@@ -126,6 +142,12 @@ class Plane:
                 with plane.lock:
                     plane.auth.add(self.headers.get("Authorization"))
                     hold, plane.hold = plane.hold, False
+                    down = plane.down
+                    if down:
+                        plane.refused.append((self.path, body))
+                if down:
+                    return self.reply(503, {"error": {
+                        "code": "unavailable", "message": "down"}})
                 if hold:
                     plane.held.set()
                     plane.release.wait(60)
@@ -162,6 +184,7 @@ class Plane:
                 "envs": {"A": "x y $(id)"},
                 "workdir": self.workdir, "ckpt_dir": self.ckpt,
                 "heartbeat_ms": 200, "imds_poll_ms": 200,
+                "files": self.files_gate is not None,
                 "directive": directive}
 
     def start_agent(self, extra=()):

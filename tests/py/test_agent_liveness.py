@@ -1,0 +1,107 @@
+"""spotrun-agent never goes silent while it is alive, and sends an urgent
+report at once (src/agent/watch.c, agent.c loop_once).
+
+- A pass of the main loop that blocks (here the job's files fetch, held
+  by the scripted control plane) does not stop the heartbeats: the
+  watchdog thread sends keep-alives while it lasts, and names the stall
+  in the agent's log ("main loop stalled ... phase=files fetch").
+- An urgent event (a notice, the run's exit) is reported by the first
+  attempt after it, not after the retry backoff: with a backoff of
+  minutes (--retry-base/--retry-cap 300s) and spotrund failing, the
+  notice's report is tried at once, and once spotrund answers again
+  the exit's report reaches it - both long before any retry the backoff
+  would allow.
+"""
+
+import os
+import threading
+
+from test_e2e_agent import Plane
+
+
+def test_heartbeats_go_on_while_the_files_fetch_blocks(tmp_path):
+    p = Plane(tmp_path)
+    p.files_gate = threading.Event()
+    try:
+        p.start_agent()
+        p.wait_for(lambda: p.files_asked >= 1, what="the files fetch")
+        with p.lock:
+            before = len(p.heartbeats)
+        # the fetch is held: only the watchdog's keep-alives arrive
+        p.wait_for(lambda: len(p.heartbeats) >= before + 3,
+                   what="heartbeats while the fetch blocks")
+        p.wait_for(lambda: 'phase="files fetch"' in p.agent_log(),
+                   what="the stall named in the agent's log")
+        with p.lock:
+            assert p.files_asked == 1  # still the same, held fetch
+            kept = p.heartbeats[before:]
+        assert all(h["workload"] == "idle" and h["attempt"] == 0
+                   for h in kept), kept
+        # liveness only: no progress is made up
+        assert not any("step" in h for h in kept), kept
+        p.files_gate.set()
+        p.wait_for(lambda: "file_mounts" in p.types(),
+                   what="the failed fetch reported")
+        log = p.agent_log()
+        assert "main loop stalled" in log and "files fetch" in log, log
+        with p.lock:
+            p.directive = {"action": "exit", "attempt": 1}
+        assert p.proc.wait(60) == 0, p.agent_log()
+    finally:
+        if p.files_gate:
+            p.files_gate.set()
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+        p.srv.shutdown()
+
+
+def test_urgent_reports_skip_the_retry_backoff(tmp_path):
+    go = os.path.join(str(tmp_path), "go")
+    run = ("trap 'while [ ! -e \"%s\" ]; do sleep 0.05; done; exit 0' TERM\n"
+           "printf '{\"seq\":1,\"step\":5,\"total_steps\":100}' > "
+           "\"$SPOTRUN_STATUS_FILE.t\"; mv \"$SPOTRUN_STATUS_FILE.t\" "
+           "\"$SPOTRUN_STATUS_FILE\"\n"
+           "while :; do sleep 0.05; done\n" % go)
+    p = Plane(tmp_path, run=run)
+    try:
+        # a failure makes the agent wait 150-300 s before its next try
+        p.start_agent(["--retry-base", "300s", "--retry-cap", "300s"])
+        p.wait_for(lambda: any(h.get("step") == 5 for h in p.heartbeats),
+                   what="the workload running")
+        with p.lock:
+            p.down = True
+        p.wait_for(lambda: len(p.refused) >= 1, what="a refused call")
+        # the backoff now holds every call for minutes; the notice's
+        # report is an urgent event's first attempt: it goes at once
+        from datetime import datetime, timezone
+        import time
+        t = datetime.fromtimestamp(time.time() + 120, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+
+        def refused_types():
+            return [e["type"] for path, b in p.refused
+                    if path.endswith("/report") for e in b["events"]]
+        p.wait_for(lambda: "notice" in refused_types(),
+                   what="the notice's report tried during the backoff")
+        # spotrund is back; the workload ends: the exit's report is
+        # tried at once and reaches it (the backoff has minutes left)
+        with p.lock:
+            p.down = False
+            n_refused = len(p.refused)
+        open(go, "w").close()
+        p.wait_for(lambda: "exit" in p.types(), what="the exit report")
+        types = p.types()
+        assert types.index("notice") < types.index("exit"), types
+        ex = [e for e in p.events if e["type"] == "exit"][0]
+        assert ex["cause"] == "preempted" and ex["exit_code"] == 0, ex
+        with p.lock:
+            assert len(p.refused) == n_refused  # nothing refused since
+        assert p.proc.wait(60) == 0, p.agent_log()
+    finally:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+        p.srv.shutdown()
