@@ -5,9 +5,14 @@
  * VM states and what moves them (the clock thread, gceemu_http.c):
  *
  *   insert --> RUNNING (its startup-script's session started)
- *   RUNNING (spot) --(pool loses capacity | preempt)--> preempted TRUE
- *   preempted --(notice_s cloud seconds)--> session killed, deleted
- *   RUNNING --delete--> session killed, deleted
+ *   RUNNING (spot) --(pool loses capacity | preempt)--> STOPPING,
+ *       preempted TRUE (GCE's preemption is an ACPI soft off: the
+ *       instance lists STOPPING while its guest shuts down, its
+ *       session still runs)
+ *   STOPPING --(notice_s cloud seconds)--> session killed, deleted (the
+ *       driver's instanceTerminationAction DELETE; TERMINATED first on
+ *       GCE, never listed here)
+ *   RUNNING | STOPPING --delete--> session killed, deleted
  *
  * A deleted VM's directory keeps its console.log and the agent's log
  * (for debugging); its root directory goes with it, as a boot disk with
@@ -57,6 +62,7 @@ void gceemu__preempt_vm(struct gceemu *m, struct emu_vm *v)
 	if (v->preempted || v->gone)
 		return;
 	v->preempted = true;
+	snprintf(v->status, sizeof v->status, "STOPPING");
 	v->etag_pre = ++m->etag_seq;
 	v->kill_mono_ns = sr_time_mono_ns() + (int64_t)(real_s * 1e9);
 	pthread_cond_broadcast(&m->cv);
