@@ -295,18 +295,30 @@ int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
  * gone at the placement's price). */
 sr_micros recon__gang_price(const struct rjob *j, const struct rnode *live,
 			    size_t n);
+/* Every rank completed `attempt`: its pending loss (if it was stopped
+ * as it finished) is dropped, not counted. */
+int recon__lost_none(struct store *db, int64_t job, int64_t attempt,
+		     struct sr_err *e);
 int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,
 		     int64_t step, int64_t at_ns, struct sr_err *e);
 int recon__lost_settle(struct ctl *c, struct store *db, int64_t job,
 		       int64_t attempt, int64_t restored, bool first,
 		       int64_t now, struct sr_err *e);
 
+/* Node x ran its rank of job j's current attempt to completion (exit
+ * 0 reported from it): its work is done, whatever the cloud does to it
+ * now (recon_preempt.c). */
+bool recon__node_done(struct store *db, const struct rjob *j,
+		      const struct rnode *x);
+/* Rank `rank` completed job j's current attempt (exit 0), on any node. */
+bool recon__rank_done(struct store *db, const struct rjob *j, int64_t rank);
 /* Preemptions (recon_preempt.c, which says what one is).  _reclaimed,
  * inside the caller's transaction: the cloud reclaims node `node` (its
  * notice seen now, by the provider, the node's agent or the workload's
  * exit; kill_ns the cloud's deadline, 0 none): recorded on the node and,
  * the first time for that node, counted as one preemption of its job.
- * 1 = counted, 0 = noticed before (or the job had ended), < 0 error.
+ * 1 = counted, 0 = noticed before (or the job had ended, or the node's
+ * rank had completed there: recon__node_done), < 0 error.
  * _count: count one preemption of job j at node x (the job's counter, a
  * ledger event, a "preempted" event); only _reclaimed calls it. */
 int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,

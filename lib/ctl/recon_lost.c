@@ -23,7 +23,10 @@
  *
  * So six attempts that each restart from step 0 lose all of each
  * attempt's time, and a final checkpoint committed after the notice
- * loses nothing.  Each count is one ledger_lost row (the dollars: lost
+ * loses nothing.  Nor does an attempt whose every rank then completed
+ * (exit 0: the job SUCCEEDED on it, a notice or a move that stopped it
+ * came as its work was done): its pending entry is dropped uncounted
+ * (recon__lost_none) - no ledger_lost row, no lost_work event.  Each count is one ledger_lost row (the dollars: lost
  * time x the attempt's price) and one lost_work event, in the same
  * transaction: `spotrun cost`, /metrics, FOCUS, the dashboard, `status`
  * and `events` all read these, never a figure of their own.
@@ -73,6 +76,14 @@ int recon__lost_open(struct ctl *c, struct store *db, const struct rjob *j,
 		return 0; /* nothing ran yet */
 	snprintf(p.cause, sizeof p.cause, "%s", cause);
 	return store_lost_open(db, j->id, &p, e);
+}
+
+int recon__lost_none(struct store *db, int64_t job, int64_t attempt,
+		     struct sr_err *e)
+{
+	if (attempt <= 0)
+		return 0;
+	return store_lost_clear(db, job, attempt, e);
 }
 
 int recon__lost_seen(struct store *db, int64_t job, int64_t attempt,

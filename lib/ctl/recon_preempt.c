@@ -22,8 +22,15 @@
  * timed out: node_lost, a loss recovered the same way), a move (the
  * policy leaving a pool: migrated), a crash.  A notice that reaches a
  * job already SUCCEEDED/FAILED/CANCELLED is recorded on the node but not
- * counted.  The simulator counts the same way: a spot hold lost, booting
- * or not, is a preemption (lib/sim/sim.c).
+ * counted; so is one that reaches a node whose rank had already
+ * reported completing the current attempt there (exit 0: its work is
+ * done, and the cloud taking the node takes nothing from the job - a
+ * one-node job is done, a gang's other ranks train on).  A notice the
+ * control plane learns of before that report counts, as "training":
+ * then nobody could know the workload was finishing (and no work is
+ * lost if every rank then completes: recon_lost.c).  The simulator
+ * counts the same way: a spot hold lost, booting or not, is a
+ * preemption (lib/sim/sim.c), one lost after the work is done is not.
  *
  * The count is jobs.preemptions + 1, a ledger event of kind preemption
  * (at the node's place and price) and one "preempted" event (data.phase,
@@ -42,6 +49,23 @@
 #include "ctl/recon_int.h"
 #include "finops/ledger.h"
 #include "store/store_ctl.h"
+
+bool recon__node_done(struct store *db, const struct rjob *j,
+		      const struct rnode *x)
+{
+	struct sr_err e = { 0 };
+
+	return j->attempt > 0 && x->id > 0 &&
+	       store_exit_done(db, j->id, j->attempt, x->rank, x->id, &e) == 1;
+}
+
+bool recon__rank_done(struct store *db, const struct rjob *j, int64_t rank)
+{
+	struct sr_err e = { 0 };
+
+	return j->attempt > 0 &&
+	       store_exit_done(db, j->id, j->attempt, rank, 0, &e) == 1;
+}
 
 /* Whether node x was running job j's current attempt. */
 static bool node_trains(const struct rjob *j, const struct rnode *x)
@@ -122,7 +146,8 @@ int recon__node_reclaimed(struct ctl *c, struct store *db, int64_t node,
 		/* a warm spare's notice: it only goes (recon_spare.c), and
 		 * costs its job nothing but its bill - no preemption */
 		rc = 0;
-	} else if (n == 1 && !jobsm_terminal(j.state)) {
+	} else if (n == 1 && !jobsm_terminal(j.state) &&
+		   !recon__node_done(db, &j, x)) {
 		/* the node as it is now: noticed */
 		x->notice_ns = now;
 		rc = recon__preemption_count(c, db, &j, x, now, e);

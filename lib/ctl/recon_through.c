@@ -78,8 +78,10 @@ static void through_event(struct ctl *c, struct store *db, const struct rjob *j,
 
 /* A rank of the attempt whose node is gone while its replacement waits:
  * every live node of some rank joined after the attempt started (a
- * noticed node the cloud took before the last safe moment). */
-static bool rank_gone(const struct rjob *j, const struct rnode *live, size_t n)
+ * noticed node the cloud took before the last safe moment).  A rank that
+ * completed the attempt is not gone, whatever became of its node. */
+static bool rank_gone(struct store *db, const struct rjob *j,
+		      const struct rnode *live, size_t n)
 {
 	for (int r = 0; r < j->num_nodes; r++) {
 		bool have = false;
@@ -88,7 +90,7 @@ static bool rank_gone(const struct rjob *j, const struct rnode *live, size_t n)
 			have = live[i].rank == r &&
 			       live[i].created_ns <= j->run_started_ns &&
 			       live[i].adopted_ns <= j->run_started_ns;
-		if (!have)
+		if (!have && !recon__rank_done(db, j, r))
 			return true;
 	}
 	return false;
@@ -105,7 +107,7 @@ int recon__train_through(struct ctl *c, struct store *db, struct rjob *j,
 
 	if (!j->plan.train_through)
 		return 0;
-	if (j->run_started_ns && rank_gone(j, live, n))
+	if (j->run_started_ns && rank_gone(db, j, live, n))
 		return 2;
 	for (size_t i = 0; i < n; i++) {
 		int64_t s;

@@ -20,7 +20,8 @@
  *                  (nothing runs on it yet).
  *   RUNNING        all ranks exited 0 -> SUCCEEDED; a rank crashed ->
  *                  RECOVERING (or FAILED past max_restarts); a node got a
- *                  notice -> NOTICE; a node was lost -> RECOVERING; the
+ *                  notice -> NOTICE (not one whose rank completed there:
+ *                  its work is done); a node was lost -> RECOVERING; the
  *                  policy's decision of this tick differs from what the
  *                  job holds (spot vs on-demand) -> NOTICE, reason
  *                  "migrate", the nodes to leave get `stop`
@@ -30,9 +31,10 @@
  *                  doomed: its rank's replacement is placed now (its pool
  *                  marked first), so it boots while the gang checkpoints
  *                  and stops (retried in CHECKPOINTING if the policy waits)
- *   CHECKPOINTING  every rank of the attempt has exited or is gone ->
- *                  PREEMPTED (the noticed nodes are terminated; lost work
- *                  is recorded)
+ *   CHECKPOINTING  every rank of the attempt exited 0 -> SUCCEEDED (no
+ *                  work lost, nothing placed first); every rank has
+ *                  exited or is gone -> PREEMPTED (the noticed nodes are
+ *                  terminated; lost work is recorded)
  *   PREEMPTED      -> RECOVERING
  *   RECOVERING     ranks without a node get one where the policy says
  *                  (same pool, another zone/cloud, or on-demand) ->
@@ -195,7 +197,12 @@ static int finish(struct ctl *c, struct store *db, const struct rjob *j,
 	 * heartbeat before the exit happened to carry. */
 	if (!rc && to == JOB_SUCCEEDED && j->total_steps > 0)
 		rc = recon__job_set(db, j->id, "step=?1", j->total_steps, &e);
-	/* A loss not yet counted: against the last checkpoint reported. */
+	/* Every rank completed the current attempt: whatever stopped it
+	 * late (a notice in the same second as the last step) lost none of
+	 * its work.  A loss of an earlier attempt not yet counted: against
+	 * the last checkpoint reported. */
+	if (!rc && to == JOB_SUCCEEDED)
+		rc = recon__lost_none(db, j->id, j->attempt, &e);
 	if (!rc)
 		rc = recon__lost_settle(c, db, j->id, -1, j->ckpt_step, false, now,
 					&e);
@@ -351,14 +358,17 @@ static int step_provisioning(struct ctl *c, struct store *db, struct rjob *j,
 	return rc ? rc : 1;
 }
 
-static bool rank_missing(const struct rjob *j, const struct rnode *live, size_t n)
+/* A rank of j without a live node.  With db (a RUNNING attempt): a rank
+ * that completed the attempt is not missing, its node gone or not. */
+static bool rank_missing(struct store *db, const struct rjob *j,
+			 const struct rnode *live, size_t n)
 {
 	for (int r = 0; r < j->num_nodes; r++) {
 		bool have = false;
 
 		for (size_t i = 0; i < n; i++)
 			have |= live[i].rank == r;
-		if (!have)
+		if (!have && (!db || !recon__rank_done(db, j, r)))
 			return true;
 	}
 	return false;
@@ -372,6 +382,24 @@ static const char *lost_cause(const char *reason)
 	if (!strcmp(reason, "migrate"))
 		return "move";
 	return reason; /* "lost", "crash" */
+}
+
+/* Whether the exits, read again, decide otherwise than the ones the
+ * step read: every rank completed the attempt, or a noticed node of
+ * `live` completed its rank there (its notice stops nothing). */
+static bool exits_moved_on(struct store *db, const struct rjob *j,
+			   const struct rnode *live, size_t n)
+{
+	struct exits_sum x;
+
+	exits_of(db, j, &x);
+	if (x.ok == j->num_nodes)
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns && recon__node_done(db, j, &live[i]))
+			return true;
+	}
+	return false;
 }
 
 /* Leave RUNNING for RECOVERING (crash or lost node) or NOTICE (a
@@ -389,6 +417,14 @@ static int leave_running(struct ctl *c, struct store *db, struct rjob *j,
 	const struct rnode *hit = n ? &live[0] : NULL;
 	int rc = store_begin(db, &e);
 
+	/* The exits were read before this transaction: one that landed
+	 * since (a notice in the same second as the last step) decides
+	 * instead - read again here, where no report can come in between
+	 * (writers serialise: store.h). */
+	if (!rc && exits_moved_on(db, j, live, n)) {
+		store_end(db, -EAGAIN, &e);
+		return 1; /* the next step finishes it, or decides again */
+	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (live[i].retire)
 			rc = store_node_retire(db, live[i].id, &e);
@@ -452,6 +488,13 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 	if (x.ok == j->num_nodes)
 		return finish(c, db, j, JOB_SUCCEEDED, 0, "job_done",
 			      "every rank exited 0");
+	/* A noticed node whose rank completed there has done its part: the
+	 * gang trains on (the node is ended when the cloud takes it, or
+	 * with the job; recon_preempt.c does not count it). */
+	for (size_t i = 0; i < n; i++) {
+		if (live[i].notice_ns && recon__node_done(db, j, &live[i]))
+			live[i].notice_ns = 0;
+	}
 	if (setup_failure(live, n, &code))
 		return setup_failed(c, db, j, code);
 	if (x.crashed || x.other) {
@@ -500,7 +543,7 @@ static int step_running(struct ctl *c, struct store *db, struct rjob *j,
 	}
 	if (x.preempted)
 		return left_on_notice(c, db, j, x.preempted_node);
-	if (rank_missing(j, live, n))
+	if (rank_missing(db, j, live, n))
 		return leave_running(c, db, j, JOB_RECOVERING, "lost",
 				     "a node was lost: recovering from the last "
 				     "checkpoint", false, live, n);
@@ -569,6 +612,15 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 	snprintf(msg, sizeof msg, "moving %zu node(s) to %s: %s", k,
 		 ch.hold == SIM_OD ? "on-demand" : "spot", ch.why);
 	return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false, live, n);
+}
+
+/* Every rank of j's current attempt completed (exit 0). */
+static bool all_completed(struct store *db, const struct rjob *j)
+{
+	struct exits_sum x;
+
+	exits_of(db, j, &x);
+	return x.ok == j->num_nodes;
 }
 
 static bool exit_seen(struct store *db, const struct rjob *j, int64_t rank)
@@ -813,7 +865,7 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 	switch (j.state) {
 	case JOB_PENDING:
 	case JOB_RECOVERING:
-		if (j.state == JOB_RECOVERING && !rank_missing(&j, live, n)) {
+		if (j.state == JOB_RECOVERING && !rank_missing(NULL, &j, live, n)) {
 			rc = simple(c, db, &j, JOB_PROVISIONING, "every rank "
 				    "has a node (kept, or replaced at the notice): "
 				    "the next attempt starts when all are ready",
@@ -830,13 +882,17 @@ static int step_job(struct ctl *c, struct store *db, int64_t id)
 		rc = step_running(c, db, &j, live, n);
 		break;
 	case JOB_NOTICE:
-		replace_noticed(c, db, &j, live, n);
+		/* a job whose every rank completed gets no replacement:
+		 * CHECKPOINTING finishes it (SUCCEEDED) in this pass */
+		if (!all_completed(db, &j))
+			replace_noticed(c, db, &j, live, n);
 		rc = simple(c, db, &j, JOB_CHECKPOINTING, "workload signalled: "
 			    "taking the final checkpoint", NULL, 0);
 		rc = rc ? rc : 1;
 		break;
 	case JOB_CHECKPOINTING:
-		replace_noticed(c, db, &j, live, n);
+		if (!all_completed(db, &j))
+			replace_noticed(c, db, &j, live, n);
 		rc = step_checkpointing(c, db, &j, live, n);
 		break;
 	case JOB_PREEMPTED:

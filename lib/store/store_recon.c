@@ -42,15 +42,30 @@ int store_exits_each(struct store *s, int64_t job, int64_t attempt,
 int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
 		    int64_t rank, struct sr_err *e)
 {
+	return store_exit_done(s, job, attempt, rank, -1, e);
+}
+
+int store_exit_done(struct store *s, int64_t job, int64_t attempt,
+		    int64_t rank, int64_t node, struct sr_err *e)
+{
+	static const char any[] = "SELECT 1 AS one FROM exits WHERE job_id=?1"
+		" AND attempt=?2 AND rank=?3";
+	static const char done[] = "SELECT 1 AS one FROM exits WHERE job_id=?1"
+		" AND attempt=?2 AND rank=?3 AND cause='completed'"
+		" AND exit_code=0";
+	static const char done_on[] = "SELECT 1 AS one FROM exits WHERE"
+		" job_id=?1 AND attempt=?2 AND rank=?3 AND cause='completed'"
+		" AND exit_code=0 AND node_id=?4";
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, "SELECT 1 AS one FROM exits WHERE job_id=?1"
-			       " AND attempt=?2 AND rank=?3", &st, e);
+	int rc = store_prepare(s, node < 0 ? any : node ? done_on : done, &st, e);
 
 	if (rc)
 		return rc;
 	store_bind_i64(st, 1, job);
 	store_bind_i64(st, 2, attempt);
 	store_bind_i64(st, 3, rank);
+	if (node > 0)
+		store_bind_i64(st, 4, node);
 	rc = store_step(st, e);
 	store_done(st);
 	return rc;

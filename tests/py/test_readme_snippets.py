@@ -417,7 +417,25 @@ def check_control_plane(sb, block):
     out = ok(p)
     assert "job 1 SUCCEEDED" in out, describe(p)
     assert re.search(r"state\s+SUCCEEDED", out), describe(p)
-    assert "RUNNING -> SUCCEEDED" in out, describe(p)
+    # The local cloud replays real spot traces at --time-scale 3600 (a
+    # real second is a cloud hour).  The hello job goes to the cheapest
+    # V100 spot pool (azure/westus3, pool 1740), whose trace
+    # (us-west-2b_v100_8) turns unavailable about a cloud hour after the
+    # 48 h the daemon's clock starts at: ~1 real second after `spotrun
+    # daemon start`.  A job still alive then (ASan, a loaded machine) is
+    # noticed.  The README promises the job completes, not that it is
+    # never noticed: RUNNING -> SUCCEEDED (it completed first: the notice
+    # is recorded, not counted), through NOTICE -> CHECKPOINTING (noticed
+    # as it completed: one preemption, nothing lost), or a second attempt
+    # (noticed before it ran to the end).
+    assert re.search(r"(RUNNING|CHECKPOINTING) -> SUCCEEDED\s+every rank "
+                     r"exited 0", out), describe(p)
+    if "-> PREEMPTED" not in out:
+        # the attempt that ran completed: it lost nothing (session 16's
+        # flake showed "7m41s of cloud work lost" here)
+        assert not re.search(r"\slost_work\s", out), describe(p)
+        assert re.search(r"lost work\s+0s of cloud time, \$0\.00 \(0 "
+                         r"attempt", out), describe(p)
     assert "training on node " in out, describe(p)
 
 

@@ -29,7 +29,11 @@
  * that exits non-zero (RUNNING -> FAILED, and PROVISIONING -> FAILED in
  * a gang still waiting for a rank); a noticed workload that never exits
  * (killed at the notice deadline); a workload that completes while it is
- * checkpointed (CHECKPOINTING -> SUCCEEDED); cancel while PENDING and
+ * checkpointed (CHECKPOINTING -> SUCCEEDED, no work lost), and one
+ * whose only rank completed before its replacement booted (nothing more
+ * placed); a notice after the only rank completed (no preemption), a
+ * gang rank noticed after it completed (the gang trains on) and one
+ * completing in its notice's lead; cancel while PENDING and
  * while PROVISIONING (a BOOTING node terminated). */
 #include "ctl_fixture.h"
 #include "ctl_db_raw.h"
@@ -683,6 +687,18 @@ static int64_t gang_of_two(struct nview v[4])
 	return id;
 }
 
+/* ... both ranks registered and the gang RUNNING its first attempt. */
+static int64_t gang_running(struct nview v[4])
+{
+	int64_t id = gang_of_two(v);
+
+	agent_register(v[0].id);
+	agent_register(v[1].id);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	return id;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 /* A spot job: placed, launched, registered, running; its pool loses
@@ -1045,11 +1061,7 @@ static void test_gang_waits_to_the_ended_nodes_deadline(void **state)
 	int64_t id, t0;
 
 	(void)state;
-	id = gang_of_two(v);
-	agent_register(v[0].id);
-	agent_register(v[1].id);
-	pass();
-	assert_string_equal(job_state(id), "RUNNING");
+	id = gang_running(v);
 	inst_of(v[1].id)->noticed = true;
 	t0 = t_real;
 	advance_ms(100);
@@ -1936,9 +1948,33 @@ static void test_notice_deadline_kills_silent_workload(void **state)
 	assert_int_equal(job_int(id, "preemptions"), 1);
 }
 
+/* The job's ledger figure `key` (the job view's "ledger": what `spotrun
+ * cost`, /metrics and FOCUS read). */
+static double ledger_num(int64_t id, const char *key)
+{
+	json_t *j = get_job(id);
+	double v = json_number_value(json_object_get(json_object_get(j, "ledger"),
+						     key));
+
+	json_decref(j);
+	return v;
+}
+
+/* An attempt whose every rank completed lost no work: no lost_work
+ * event, nothing on the ledger (the README's flake, session 16: "7m41s
+ * of cloud work lost" for a job SUCCEEDED on its first attempt). */
+static void assert_nothing_lost(int64_t id)
+{
+	assert_int_equal(count_events(id, "lost_work", NULL), 0);
+	assert_true(ledger_num(id, "lost_work_s") == 0.0);
+	assert_true(ledger_num(id, "lost_attempts") == 0.0);
+	assert_true(ledger_num(id, "lost_work_micros") == 0.0);
+}
+
 /* The workload finishes its last step while it is being checkpointed:
  * CHECKPOINTING -> SUCCEEDED, the replacement placed at the notice is
- * terminated unused. */
+ * terminated unused.  The notice came while it trained (one
+ * preemption); the attempt completed, so it lost nothing. */
 static void test_completes_while_checkpointing(void **state)
 {
 	int64_t id, n1, n2;
@@ -1947,12 +1983,124 @@ static void test_completes_while_checkpointing(void **state)
 	id = create_job(job_spot);
 	n1 = to_running(id);
 	n2 = to_checkpointing(id, n1);
+	advance_ms(60); /* 216 cloud s of the attempt after its notice */
 	agent_exit(n1, 1, 0, "completed");
 	pass();
 	assert_string_equal(job_state(id), "SUCCEEDED");
 	assert_string_equal(node_view(id, n1).state, "TERMINATED");
 	assert_string_equal(node_view(id, n2).state, "TERMINATED");
 	assert_int_equal(alive_instances(), 0);
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	assert_nothing_lost(id);
+}
+
+/* The only rank reported completing while the job checkpointed on a
+ * notice, as the cloud reclaims the replacement placed at the notice
+ * while it boots: nothing more is placed for the rank - the job is done
+ * (SUCCEEDED in that pass, no third node). */
+static void test_completed_job_places_nothing(void **state)
+{
+	struct nview v[4];
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	n2 = to_checkpointing(id, n1);
+	pass(); /* n2 launched */
+	assert_string_equal(node_view(id, n2).state, "BOOTING");
+	assert_int_equal(fc.launches, 2);
+	fc.avail[0] = true; /* pool 0 has capacity again */
+	inst_of(n2)->noticed = true;
+	agent_exit(n1, 1, 0, "completed");
+	advance_ms(400); /* a policy tick on (600 cloud s), in n1's lead */
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_int_equal(nodes_of(id, v, 4), 2); /* no third node asked for */
+	assert_int_equal(count_events(id, "move", NULL), 1);
+	assert_int_equal(fc.launches, 2);
+	assert_int_equal(alive_instances(), 0);
+	assert_nothing_lost(id);
+}
+
+/* The notice reaches a node whose only rank had reported completing (in
+ * the same second): the job is done - SUCCEEDED in that pass, nothing
+ * placed, the notice recorded on the node but no preemption counted
+ * (recon_preempt.c). */
+static void test_notice_after_completion_is_no_preemption(void **state)
+{
+	struct nview v[4];
+	int64_t id, n1;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	agent_exit(n1, 1, 0, "completed");
+	inst_of(n1)->noticed = true;
+	advance_ms(10);
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_int_equal(nodes_of(id, v, 4), 1);
+	assert_true(has_event(id, "notice", NULL));
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	assert_int_equal(count_events(id, "preempted", NULL), 0);
+	assert_true(ledger_num(id, "preemptions") == 0.0);
+	assert_true(has_event(id, "transition", "RUNNING -> SUCCEEDED") ||
+		    has_event(id, "transition", "every rank exited 0"));
+	assert_nothing_lost(id);
+}
+
+/* A gang of two: rank 0 completed, then the cloud reclaims its node
+ * while rank 1 still trains.  Rank 0's work is done: the gang is not
+ * stopped (no NOTICE, no `stop` for rank 1), nothing is placed, no
+ * preemption is counted, and the node going changes nothing; rank 1
+ * completes and the job SUCCEEDED on its first attempt.  Then the other
+ * way round: rank 0 completed, rank 1 is noticed while it trains - the
+ * gang stops for it (one preemption, its replacement placed), and when
+ * rank 1 completes in the lead after all the job SUCCEEDED, lost
+ * nothing. */
+static void test_gang_rank_completed_then_noticed(void **state)
+{
+	struct nview v[4], w[4];
+	int64_t id, launches;
+
+	(void)state;
+	id = gang_running(v);
+	launches = fc.launches;
+	agent_exit(v[0].id, 1, 0, "completed");
+	inst_of(v[0].id)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	assert_int_equal(nodes_of(id, w, 4), 2);
+	inst_of(v[0].id)->alive = false; /* the cloud takes it */
+	advance_ms(100);
+	pass();
+	assert_string_equal(node_view(id, v[0].id).state, "TERMINATED");
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(nodes_of(id, w, 4), 2);
+	assert_int_equal(fc.launches, launches);
+	agent_exit(v[1].id, 1, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_int_equal(job_int(id, "attempt"), 1);
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	assert_nothing_lost(id);
+
+	id = gang_running(v);
+	agent_exit(v[0].id, 1, 0, "completed");
+	inst_of(v[1].id)->noticed = true;
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_int_equal(job_int(id, "preemptions"), 1);
+	assert_int_equal(nodes_of(id, w, 4), 3); /* rank 1's replacement */
+	agent_exit(v[1].id, 1, 0, "completed");
+	advance_ms(100);
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_nothing_lost(id);
 }
 
 /* Cancel before anything was placed (PENDING -> CANCELLED, no launch),
@@ -2104,6 +2252,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_notice_deadline_kills_silent_workload,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_completes_while_checkpointing,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_completed_job_places_nothing,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_notice_after_completion_is_no_preemption,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_gang_rank_completed_then_noticed,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_cancel_pending_and_provisioning,
 						fsetup, fteardown),
