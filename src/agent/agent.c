@@ -122,7 +122,9 @@ int agent__post(struct agent *ag, const char *what, json_t *body,
 
 	sr_err_clear(&e);
 	snprintf(path, sizeof path, "%s/%s", ag->path_prefix, what);
+	atomic_store(&ag->watch.talking, 1);
 	rc = ctlc_call(ag->cli, "POST", path, body, reply, &status, &e);
+	atomic_store(&ag->watch.talking, 0);
 	now = sr_time_mono_ns();
 	if (status != 0)
 		ag->last_ok_ns = now; /* it answered */

@@ -250,6 +250,9 @@ struct agent_watch {
 	_Atomic(const char *) hb_workload; /* what it said (wstate_name) */
 	atomic_int hb_attempt, hb_pgid;
 	atomic_int hb_allowed;         /* the loop would heartbeat now */
+	atomic_int talking;            /* the loop is in a call to spotrund
+					  (agent__post: bounded, 3 s): no
+					  keep-alive beside it */
 	atomic_long keepalives;        /* heartbeats the thread sent */
 	int64_t every_ns;              /* the node's heartbeat period */
 	int64_t fail_ns;               /* the thread's last failure (its own) */

@@ -15,7 +15,9 @@
  *       every WATCH_LOG_EVERY_NS while it lasts; the loop logs the total
  *       when the phase ends);
  *     stalled and no heartbeat for the node's period, heartbeats allowed
- *       (no notice taken, node not gone): a keep-alive heartbeat with what
+ *       (no notice taken, node not gone), the loop not in a call to
+ *       spotrund itself (a slow spotrund gets no second call beside
+ *       it; those calls end in 3 s): a keep-alive heartbeat with what
  *       the loop last sent (workload state, attempt, pgid) - liveness
  *       only, no progress; its directive is left to the loop (directives
  *       are spotrund's state, repeated on every heartbeat);
@@ -141,7 +143,7 @@ static void *watch_main(void *arg)
 			covered_since = since;
 			continue;
 		}
-		if (!atomic_load(&w->hb_allowed) ||
+		if (!atomic_load(&w->hb_allowed) || atomic_load(&w->talking) ||
 		    now - atomic_load(&w->hb_ns) < w->every_ns ||
 		    (w->fail_ns && now - w->fail_ns < WATCH_FAIL_EVERY_NS))
 			continue;
