@@ -28,32 +28,61 @@
  * line says whether both goals were met; the exit status is 1 if not
  * (make bench reports it), 2 on a usage error.
  *
+ * --zone-pairs M runs spotrun once more on every cell's windows with
+ * that model across zones (policy_job.zone_pairs, an experiment arm),
+ * and prints its cost and ratio beside spotrun as shipped; the goals
+ * are then checked on that arm (docs/notes/policies.md).
+ *
  *   usage: bench_policy_sweep [--windows N] [--seed S] [--no-optimal]
  *          [--only TEXT]   (only the cells whose label holds TEXT)
+ *          [--zone-pairs off|on|auto]
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/policy.h"
 #include "sim/sim_gensweep.h"
 
-static int run_cell(const struct gensweep_cell *c, int windows, uint64_t seed,
+/* --zone-pairs: the arm run beside spotrun as shipped; -1: none.  Over
+ * the cells run: spotrun as shipped's worst and summed ratio to the
+ * better of up and ups, and the cells where the arm is better / worse. */
+static int arm = -1;
+static double base_worst, base_sum;
+static int arm_better, arm_worse;
+
+static int run_cell(struct gensweep_cell *c, int windows, uint64_t seed,
 		    int optimal, const char *label, double *worst, int *over,
 		    double *sum, int *n, int *misses)
 {
-	struct gensweep_result r;
+	struct gensweep_result r, b;
 	struct sr_err e = { 0 };
-	double q;
+	double q, qb;
 
-	if (gensweep_run(c, windows, seed, optimal, &r, &e)) {
-		fprintf(stderr, "bench_policy_sweep: %s: %s\n", label, e.msg);
-		return -1;
-	}
+	if (gensweep_run(c, windows, seed, optimal, &r, &e))
+		goto fail;
 	q = gensweep_vs_up(&r);
-	printf("%-34s %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %5.1f%% %3d\n", label,
+	printf("%-34s %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %5.1f%% %3d", label,
 	       r.optimal, r.up, r.ups, r.spotrun, r.spotrun / r.optimal, q,
 	       100 * r.spotrun_spot, r.misses);
+	if (arm >= 0) {
+		/* the same windows, spotrun with the arm's model (up's and
+		 * ups's costs do not depend on it) */
+		c->zone_pairs = arm;
+		if (gensweep_run(c, windows, seed, 0, &b, &e))
+			goto fail;
+		qb = gensweep_vs_up(&b);
+		printf(" | %8.2f %7.3f %7.3f %+7.3f %5.1f%% %3d", b.spotrun,
+		       b.spotrun / r.optimal, qb, qb - q, 100 * b.spotrun_spot, b.misses);
+		base_worst = q > base_worst ? q : base_worst;
+		base_sum += q;
+		arm_better += qb < q - 0.0005; /* as printed */
+		arm_worse += qb > q + 0.0005;
+		q = qb;
+		r.misses = b.misses;
+	}
+	printf("\n");
 	fflush(stdout);
 	*worst = q > *worst ? q : *worst;
 	*over += q > 1.02;
@@ -61,6 +90,9 @@ static int run_cell(const struct gensweep_cell *c, int windows, uint64_t seed,
 	*n += 1;
 	*misses += r.misses;
 	return 0;
+fail:
+	fprintf(stderr, "bench_policy_sweep: %s: %s\n", label, e.msg);
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -81,13 +113,25 @@ int main(int argc, char **argv)
 			optimal = 0;
 		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			only = argv[++i];
+		} else if (!strcmp(argv[i], "--zone-pairs") && i + 1 < argc) {
+			const char *v = argv[++i];
+
+			arm = !strcmp(v, "off") ? SIM_PAIRS_OFF : !strcmp(v, "on") ? SIM_PAIRS_ON :
+			      !strcmp(v, "auto") ? SIM_PAIRS_AUTO : -1;
+			if (arm < 0) {
+				fprintf(stderr, "bench_policy_sweep: --zone-pairs: expected off, on "
+					"or auto, got '%s'\n", v);
+				return 2;
+			}
 		} else {
 			int help = !strcmp(argv[i], "--help");
 
 			fprintf(help ? stdout : stderr,
 				"usage: bench_policy_sweep [--windows N] [--seed S] [--no-optimal] [--only TEXT]\n"
+				"                          [--zone-pairs off|on|auto]\n"
 				"  N windows per cell (default 8), seed S (default 1); --only: the cells\n"
-				"  whose label holds TEXT\n");
+				"  whose label holds TEXT; --zone-pairs: spotrun with that model across\n"
+				"  zones too, beside spotrun as shipped (the goals on that arm)\n");
 			return help ? 0 : 2;
 		}
 	}
@@ -100,6 +144,9 @@ int main(int argc, char **argv)
 	       "%-34s %8s %8s %8s %8s %7s %7s %6s %3s\n", windows,
 	       (unsigned long long)seed, "cell", "opt $", "up $", "ups $", "spotrun",
 	       "xopt", "xbestup", "spot", "mis");
+	if (arm >= 0)
+		printf("after '|': spotrun with --zone-pairs on the same windows: $, xopt, xbestup,\n"
+		       "its change from spotrun as shipped, spot, misses\n");
 	for (int o = 0; o < 2; o++) {
 		for (size_t a = 0; a < 3; a++) {
 			for (size_t z = 0; z < 3; z++) {
@@ -125,8 +172,13 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	printf("%d cells: spotrun / best of up, ups: worst %.3f, mean %.3f, %d over 1.02; "
-	       "misses %d\n\n", n, worst, n ? sum / n : NAN, over, misses);
+	printf("%d cells: spotrun%s / best of up, ups: worst %.3f, mean %.3f, %d over 1.02; "
+	       "misses %d\n", n, arm >= 0 ? " with --zone-pairs" : "", worst,
+	       n ? sum / n : NAN, over, misses);
+	if (arm >= 0)
+		printf("spotrun as shipped: worst %.3f, mean %.3f; the arm better on %d cells, "
+		       "worse on %d\n", base_worst, n ? base_sum / n : NAN, arm_better, arm_worse);
+	printf("\n");
 	grid_over = over;
 	grid_misses = misses;
 

@@ -43,7 +43,8 @@ static int run_market(const struct gensweep_cell *c, const struct trace_gen_para
 		"zone8", "zone9", "zone10", "zone11", "zone12", "zone13", "zone14", "zone15",
 	};
 	struct sim_params sp = { .work_h = c->work_h, .deadline_h = c->deadline_h,
-				 .restart_h = c->restart_h, .history_h = c->history_h };
+				 .restart_h = c->restart_h, .history_h = c->history_h,
+				 .zone_pairs = c->zone_pairs };
 	struct sim_market m;
 	int rc;
 

@@ -32,6 +32,7 @@ struct gensweep_cell {
 	 * outage that ends this many hours in.  < 0: the same, the hours
 	 * drawn per window uniformly from [slack + 1, deadline - 10]. */
 	double outage_left_h;
+	int zone_pairs; /* spotrun's model across zones: policy_job.zone_pairs */
 };
 
 struct gensweep_result {
