@@ -33,7 +33,9 @@
  * whose only rank completed before its replacement booted (nothing more
  * placed); a notice after the only rank completed (no preemption), a
  * gang rank noticed after it completed (the gang trains on) and one
- * completing in its notice's lead; cancel while PENDING and
+ * completing in its notice's lead; a completion committed while a pass
+ * decides to stop the attempt (a trigger: the stop reads the exits
+ * again); cancel while PENDING and
  * while PROVISIONING (a BOOTING node terminated). */
 #include "ctl_fixture.h"
 #include "ctl_db_raw.h"
@@ -629,6 +631,29 @@ static int count_events(int64_t id, const char *type, const char *text)
 static bool has_event(int64_t id, const char *type, const char *text)
 {
 	return count_events(id, type, text) > 0;
+}
+
+/* The job's ledger figure `key` (the job view's "ledger": what `spotrun
+ * cost`, /metrics and FOCUS read). */
+static double ledger_num(int64_t id, const char *key)
+{
+	json_t *j = get_job(id);
+	double v = json_number_value(json_object_get(json_object_get(j, "ledger"),
+						     key));
+
+	json_decref(j);
+	return v;
+}
+
+/* An attempt whose every rank completed lost no work: no lost_work
+ * event, nothing on the ledger (the README's flake, session 16: "7m41s
+ * of cloud work lost" for a job SUCCEEDED on its first attempt). */
+static void assert_nothing_lost(int64_t id)
+{
+	assert_int_equal(count_events(id, "lost_work", NULL), 0);
+	assert_true(ledger_num(id, "lost_work_s") == 0.0);
+	assert_true(ledger_num(id, "lost_attempts") == 0.0);
+	assert_true(ledger_num(id, "lost_work_micros") == 0.0);
 }
 
 /* Pass until the job leaves PENDING and its rank-0 node is BOOTING. */
@@ -1337,6 +1362,42 @@ static void test_train_through_until_replacement_ready(void **state)
 	assert_int_equal(job_int(id, "preemptions"), 1);
 }
 
+/* The completion lands while the pass decides to stop the attempt: the
+ * exits the step read said "running", and rank 0's exit 0 was committed
+ * before the stop's transaction (here by a trigger on the event the
+ * train-through end writes in between: the race of session 16's README
+ * flake, made deterministic).  The stop reads the exits again in its
+ * transaction: RUNNING -> SUCCEEDED, no NOTICE, nothing lost. */
+static void test_completion_landing_mid_step_finishes_the_job(void **state)
+{
+	struct sr_err e = { 0 };
+	sqlite3 *db = NULL;
+	int64_t id, n1, n2;
+	char sql[512];
+
+	(void)state;
+	id = through_noticed(&n1);
+	n2 = live_node(id);
+	pass();
+	agent_register(n2);
+	assert_int_equal(ctl_db_open(ctl_db_path(ctl), &db, &e), 0);
+	snprintf(sql, sizeof sql, "CREATE TRIGGER exit_mid_step AFTER INSERT ON"
+		 " events WHEN NEW.type='train_through_end' BEGIN INSERT INTO"
+		 " exits(job_id, attempt, rank, node_id, exit_code, signal, cause,"
+		 " ts_ns) VALUES (%lld, 1, 0, %lld, 0, 0, 'completed', NEW.ts_ns);"
+		 " END", (long long)id, (long long)n1);
+	assert_int_equal(ctl_db_exec(db, sql, &e), 0);
+	sqlite3_close_v2(db);
+	agent_setup_done(n2, 0);
+	advance_ms(100);
+	pass();
+	assert_true(has_event(id, "train_through_end", "replacement is ready"));
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_false(has_event(id, "transition", "got a preemption notice"));
+	assert_int_equal(job_int(id, "attempt"), 1);
+	assert_nothing_lost(id);
+}
+
 /* ... and when the replacement is not ready by the last safe moment (the
  * deadline, 2 s after the notice here, less a quarter of the lead), the
  * gang stops then. */
@@ -1948,29 +2009,6 @@ static void test_notice_deadline_kills_silent_workload(void **state)
 	assert_int_equal(job_int(id, "preemptions"), 1);
 }
 
-/* The job's ledger figure `key` (the job view's "ledger": what `spotrun
- * cost`, /metrics and FOCUS read). */
-static double ledger_num(int64_t id, const char *key)
-{
-	json_t *j = get_job(id);
-	double v = json_number_value(json_object_get(json_object_get(j, "ledger"),
-						     key));
-
-	json_decref(j);
-	return v;
-}
-
-/* An attempt whose every rank completed lost no work: no lost_work
- * event, nothing on the ledger (the README's flake, session 16: "7m41s
- * of cloud work lost" for a job SUCCEEDED on its first attempt). */
-static void assert_nothing_lost(int64_t id)
-{
-	assert_int_equal(count_events(id, "lost_work", NULL), 0);
-	assert_true(ledger_num(id, "lost_work_s") == 0.0);
-	assert_true(ledger_num(id, "lost_attempts") == 0.0);
-	assert_true(ledger_num(id, "lost_work_micros") == 0.0);
-}
-
 /* The workload finishes its last step while it is being checkpointed:
  * CHECKPOINTING -> SUCCEEDED, the replacement placed at the notice is
  * terminated unused.  The notice came while it trained (one
@@ -2217,6 +2255,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rebalance_launches_the_replacement_early,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_train_through_until_replacement_ready,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_completion_landing_mid_step_finishes_the_job,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_train_through_stops_at_the_last_safe_moment,
 						fsetup, fteardown),
