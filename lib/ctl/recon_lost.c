@@ -26,10 +26,11 @@
  * loses nothing.  Nor does an attempt whose every rank then completed
  * (exit 0: the job SUCCEEDED on it, a notice or a move that stopped it
  * came as its work was done): its pending entry is dropped uncounted
- * (recon__lost_none) - no ledger_lost row, no lost_work event.  Each count is one ledger_lost row (the dollars: lost
- * time x the attempt's price) and one lost_work event, in the same
- * transaction: `spotrun cost`, /metrics, FOCUS, the dashboard, `status`
- * and `events` all read these, never a figure of their own.
+ * (recon__lost_none) - no ledger_lost row, no lost_work event.  Each
+ * count is one ledger_lost row (the dollars: lost time x the attempt's
+ * price) and one lost_work event, in the same transaction: `spotrun
+ * cost`, /metrics, FOCUS, the dashboard, `status` and `events` all read
+ * these, never a figure of their own.
  */
 #include <errno.h>
 #include <inttypes.h>
