@@ -88,6 +88,7 @@ static void test_errors(void **state)
 		{ "http://a b/", "bad host name" },
 		{ "http:/%25e0Y:80/", "bad host name" }, /* fuzz_url: '%' */
 		{ "http://a%25b/", "bad host name" },
+		{ "http://1%35/", "bad host name" }, /* fuzz_url: "15" */
 		{ "file://relative", "absolute path" },
 		{ "", "not a URL" },
 	};
