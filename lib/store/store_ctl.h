@@ -415,8 +415,7 @@ int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
 		    int64_t rank, struct sr_err *e);
 /* 1 when rank completed the attempt (cause "completed", exit code 0) -
  * on node `node` when node > 0, on any when 0: its work is done,
- * whatever happens to its node after; 0 when not.  node < 0: any exit
- * (store_exit_seen). */
+ * whatever happens to its node after; 0 when not. */
 int store_exit_done(struct store *s, int64_t job, int64_t attempt,
 		    int64_t rank, int64_t node, struct sr_err *e);
 /* The attempt that stops ran add_s of cloud time: the job's clock stops. */

@@ -39,25 +39,14 @@ int store_exits_each(struct store *s, int64_t job, int64_t attempt,
 	return rc;
 }
 
-int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
-		    int64_t rank, struct sr_err *e)
+/* 1 when the query (job ?1, attempt ?2, rank ?3, node ?4 when > 0)
+ * finds a row, 0 when not. */
+static int exit_row(struct store *s, const char *sql, int64_t job,
+		    int64_t attempt, int64_t rank, int64_t node,
+		    struct sr_err *e)
 {
-	return store_exit_done(s, job, attempt, rank, -1, e);
-}
-
-int store_exit_done(struct store *s, int64_t job, int64_t attempt,
-		    int64_t rank, int64_t node, struct sr_err *e)
-{
-	static const char any[] = "SELECT 1 AS one FROM exits WHERE job_id=?1"
-		" AND attempt=?2 AND rank=?3";
-	static const char done[] = "SELECT 1 AS one FROM exits WHERE job_id=?1"
-		" AND attempt=?2 AND rank=?3 AND cause='completed'"
-		" AND exit_code=0";
-	static const char done_on[] = "SELECT 1 AS one FROM exits WHERE"
-		" job_id=?1 AND attempt=?2 AND rank=?3 AND cause='completed'"
-		" AND exit_code=0 AND node_id=?4";
 	struct store_stmt *st = NULL;
-	int rc = store_prepare(s, node < 0 ? any : node ? done_on : done, &st, e);
+	int rc = store_prepare(s, sql, &st, e);
 
 	if (rc)
 		return rc;
@@ -69,6 +58,27 @@ int store_exit_done(struct store *s, int64_t job, int64_t attempt,
 	rc = store_step(st, e);
 	store_done(st);
 	return rc;
+}
+
+int store_exit_seen(struct store *s, int64_t job, int64_t attempt,
+		    int64_t rank, struct sr_err *e)
+{
+	return exit_row(s, "SELECT 1 AS one FROM exits WHERE job_id=?1"
+			" AND attempt=?2 AND rank=?3", job, attempt, rank, 0, e);
+}
+
+int store_exit_done(struct store *s, int64_t job, int64_t attempt,
+		    int64_t rank, int64_t node, struct sr_err *e)
+{
+	static const char done[] = "SELECT 1 AS one FROM exits WHERE job_id=?1"
+		" AND attempt=?2 AND rank=?3 AND cause='completed'"
+		" AND exit_code=0";
+	static const char done_on[] = "SELECT 1 AS one FROM exits WHERE"
+		" job_id=?1 AND attempt=?2 AND rank=?3 AND cause='completed'"
+		" AND exit_code=0 AND node_id=?4";
+
+	return exit_row(s, node > 0 ? done_on : done, job, attempt, rank, node,
+			e);
 }
 
 int store_job_run_clock(struct store *s, int64_t job, double add_s,
