@@ -99,8 +99,18 @@ def test_gang_trains_until_the_replacement_is_set_up(daemon):
     a1 = [ln for ln in lines if ln["attempt"] == 1]
     after = [ln for ln in a1 if ln["line"].startswith("step ") and
              ts(ln["ts"]) > t_notice]
-    assert after and all(ln["line"].endswith("notice_file=0")
-                         for ln in after), a1[-5:]
+    # the notice is released at the stop: the agent writes the notice
+    # file, then signals, so a step may be logged between the two; steps
+    # with the file come only last, once the replacement was set up
+    held = []
+    for ln in after:
+        if not ln["line"].endswith("notice_file=0"):
+            break
+        held.append(ln)
+    released = after[len(held):]
+    assert held and all(ln["line"].endswith("notice_file=1") and
+                        ts(ln["ts"]) >= ts(setup2[0]["ts"])
+                        for ln in released), (a1[-5:], setup2)
     stopped = [ln for ln in a1 if ln["line"].startswith("stopped at")]
     assert stopped and ts(stopped[0]["ts"]) >= ts(setup2[0]["ts"]), \
         (stopped, setup2)
