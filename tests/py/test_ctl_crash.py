@@ -370,9 +370,12 @@ def ts(s):
 
 def test_market_reclaim_takes_one_node_of_a_gang(daemon_factory):
     # one trace hour per 2 real seconds; each zone is short one hour in
-    # 7 (phase-shifted), so the gang's pool loses capacity before its 20 s
-    # of steps are done
-    d = daemon_factory([1] * 6 + [0], "--time-scale", "1800",
+    # 21 (phase-shifted): the gang's first pool (azure westus3) loses
+    # capacity 4 trace hours (8 s) in, before its 20 s of steps are done,
+    # taking both its nodes one at a time, and the pool the gang moves to
+    # holds to the end.  (One hour in 7 reclaimed a pool every 6-14 s:
+    # 7 attempts, and minutes under ASan, for the same first reclaim.)
+    d = daemon_factory([1] * 6 + [0] + [1] * 14, "--time-scale", "1800",
                        "--notice-ms", "1500", "--heartbeat-timeout", "4s")
     d.start()
     yaml = spot_job("gang-mkt", 200).replace("name: gang-mkt\n",
