@@ -9,10 +9,11 @@ those files back:
 - any report from one of spotrun's programs (the files in BUILD/bin,
   BUILD/tests/helpers, BUILD/conformance) is a failure, leaks included;
 - from any other program (the interpreter running a training script or a
-  pytest worker, a shell, coreutils: all with the runtime preloaded) only
-  an AddressSanitizer error or a UBSan runtime error is: CPython and
-  PyTorch do not free everything at exit, so their leak reports say
-  nothing about spotrun (asan_site/sitecustomize.py).
+  pytest worker, which loads the runtime first, asan_usercustomize.py, or
+  a program a test starts with an LD_PRELOAD of its own) only an
+  AddressSanitizer error or a UBSan runtime error is: CPython and PyTorch
+  do not free everything at exit, so their leak reports say nothing
+  about spotrun.
 
 python3 asan_reports.py BUILD DIR prints every failing report under DIR
 that no test claimed (a program that outlived the test that started it).

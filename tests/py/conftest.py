@@ -1,8 +1,9 @@
 """Shared fixtures for the Python binding tests.
 
 scripts/run-tests sets SPOTRUN_LIB (the libspotckpt.so under test),
-SPOTRUN_BUILD and SPOTRUN_CHECK_MODE (plain | asan; under asan the
-interpreter runs with libasan preloaded and sizes are cut down).
+SPOTRUN_BUILD and SPOTRUN_CHECK_MODE (plain | asan; under asan every
+interpreter runs with libasan loaded first, asan_usercustomize.py, and
+sizes are cut down).
 """
 
 import os
@@ -78,17 +79,18 @@ def read_until(proc, prefix, timeout=300):
 # error aborting (abort_on_error=1).  After the test, any report from one
 # of spotrun's programs fails it (asan_reports.py).
 #
-# Leaks are checked in spotrun's programs only: every other program (a
-# workload's shell, each date, mv or sleep it runs) has the runtime
-# preloaded too, and LeakSanitizer's scan at its exit costs ~40 ms of CPU
-# (150-250 ms of wall on a loaded machine) for a report nobody reads
-# (asan_reports.py counts no foreign program's leaks).  That slowed the
-# tests' shell workloads 1.5-5x, and the control plane on its
-# time-scaled local cloud rightly saw jobs fall behind their declared
-# work (test_live_agrees_with_the_simulator went on-demand).  So every
-# program gets detect_leaks=0, then include_if_exists=<dir>/%b (%b: the
-# program's own name) reads the child options back from a file named
-# after each of spotrun's programs.
+# Leaks are checked in spotrun's programs only.  The other programs that
+# load the runtime are the interpreters (asan_usercustomize.py gives it to
+# them alone) and what a test starts with an LD_PRELOAD of its own;
+# LeakSanitizer's scan at their exit costs ~40 ms of CPU (150-250 ms of
+# wall on a loaded machine) for a report nobody reads (asan_reports.py
+# counts no foreign program's leaks), and when every program of a shell
+# workload had the runtime, that slowed the workloads 1.5-5x and the
+# control plane on its time-scaled local cloud rightly saw jobs fall
+# behind their declared work (test_live_agrees_with_the_simulator went
+# on-demand).  So every program gets detect_leaks=0, then
+# include_if_exists=<dir>/%b (%b: the program's own name) reads the child
+# options back from a file named after each of spotrun's programs.
 _REPORTS = os.environ.get("SPOTRUN_ASAN_REPORTS") if ASAN else None
 
 

@@ -40,8 +40,9 @@ def dest(tmp_path_factory):
 def clean_env(preload=False, **extra):
     """The environment without our paths.  Under ASan the sanitizer
     runtime is preloaded only for the interpreter that loads the
-    instrumented library (man's troff must not get it): without our
-    PYTHONPATH it is not the pass's sitecustomize that adds it."""
+    instrumented library (man's troff must not get it; the pass's
+    usercustomize, asan_usercustomize.py, loads it in any interpreter
+    too)."""
     env = dict(os.environ)
     for k in ("PYTHONPATH", "SPOTRUN_LIB", "SPOTRUN_DATA", "SPOTRUN_BUILD"):
         env.pop(k, None)
