@@ -153,7 +153,10 @@ static void test_idle_up_waits_out_a_dying_run(void **state)
 	assert_int_equal(policy__plan_eval(&pw, &mw, &job, PLAN_RULE_PLAN, W, SL,
 					   SIM_NONE, 1, 3, &vw), 0);
 	assert_true(vw < vn - 0.1);
-	for (double C = STEP; C <= W; C += STEP) {
+	/* every state plain; under the sanitizers every third step of work
+	 * (their memory and race checks, at ~10x the CPU, meet the same
+	 * code in each) */
+	for (double C = STEP; C <= W; C += check_size(1, 3, 3) * STEP) {
 		for (double S = 0; S <= SL; S += STEP) {
 			for (int h = 0; h < 3; h++) {
 				for (int a = 0; a < 2; a++) {
