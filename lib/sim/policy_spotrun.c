@@ -178,13 +178,18 @@ static double log_score(double p, int hit)
 /* Score one tick of a region run (run age bucket b, o a tick before, pair
  * age bucket pb) that ended or not, under both models as estimated from
  * the counts so far, per tick: the run model's end rate at b, and the
- * pair model's change rate at (o, pb) (shrunk as pair_fit() does) times
- * its share of changes that end the run.  Only the run's end is scored:
- * the loss of a held instance is what the plan pays for. */
+ * pair model's change rate at (o, pb) times its share of changes that
+ * end the run.  Only the run's end is scored: the loss of a held
+ * instance is what the plan pays for.  Both rates are shrunk toward the
+ * same prior (pe, px: the bundled prior, worth PRIOR_WEIGHT spell ends),
+ * not the pair model's toward the market's own pooled rate as pair_fit()
+ * plans with: a prior fitted to the market would win the score on a
+ * history of one-tick blips whatever the zones' structure (session 17,
+ * docs/notes/policies.md). */
 static void score_end(struct spotrun_state *s, int b, int o, int pb, int ended)
 {
 	double prun = (s->rends[b] + s->pe[1][b]) / (s->rexpo[b] + s->px[1][b] + 1e-12);
-	double chg = (s->pchg[o][pb] + s->pe[1][pb]) / (s->pexpo[o][pb] + pair_px(s, pb) + 1e-12);
+	double chg = (s->pchg[o][pb] + s->pe[1][pb]) / (s->pexpo[o][pb] + s->px[1][pb] + 1e-12);
 
 	s->lrun += log_score(prun, ended);
 	s->lpair += log_score((chg > 1 ? 1 : chg) * (1 - pair_share(s, o, PAIR_FLIP)), ended);
