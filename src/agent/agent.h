@@ -224,6 +224,9 @@ extern volatile sig_atomic_t agent_quit_signal;
 #define MS (INT64_C(1000000))
 #define STOP_GRACE_NS (60 * SR_NS_PER_SEC)   /* stop/exit directive */
 #define SIGNAL_GRACE_NS (3 * SR_NS_PER_SEC)  /* agent itself told to quit */
+/* a leader dead of the notice signal, its group alive: how long its
+ * leftovers wait for the agent's own copy of that signal (workrun.c) */
+#define NOTICE_SIGNAL_WAIT_NS (5 * SR_NS_PER_SEC)
 #define REPORT_EVERY_NS (500 * MS)
 #define MAX_EVENTS_PER_REPORT 1000
 #define MAX_PENDING_EVENTS 5000
@@ -300,6 +303,9 @@ struct agent {
 	int exit_in_notice; /* its leader was reaped after a notice signal
 			       reached the agent (taken as the notice or
 			       not yet): that exit is the notice's stop */
+	int64_t leader_sig_ns; /* monotonic: when its leader was first seen
+				  dead of the notice signal with its group
+				  alive and no notice taken; 0 none */
 	int want_attempt;   /* a run directive not yet acted on, 0 none */
 	enum stop_why stopping;
 	int64_t stop_deadline_ns; /* monotonic */

@@ -73,6 +73,7 @@ static int start_child(struct agent *ag, enum wkind kind, int attempt)
 	ag->stopping = STOP_NONE;
 	ag->orphan_status = -1;
 	ag->exit_in_notice = 0;
+	ag->leader_sig_ns = 0;
 	ag->ckpt_hb = -1;
 	memset(&ag->cpu_prev, 0, sizeof ag->cpu_prev);
 	agent__line(ag, "started %s of attempt %d (pid %d)",
@@ -530,6 +531,29 @@ static void workload_finished(struct agent *ag)
 	ag->w.out_fd = ag->w.err_fd = -1;
 }
 
+/* A batch scheduler (Slurm) signals every process of the job, in no set
+ * order: the run script's `sh -c` may die of the notice signal before the
+ * agent's own copy of it arrives.  The trainer it started is then taking
+ * its final checkpoint, and is the notice's stop, not a leftover of a
+ * script that is done: killed as one, the rank vanished mid-collective
+ * and the gang lost its final step (test_slurm_provider's gang, stop
+ * 42's CI).  Such leftovers wait up to NOTICE_SIGNAL_WAIT_NS (monotonic)
+ * for the agent's signal, which agent__begin_stop takes as this stop;
+ * past it they are killed as before. */
+static bool awaiting_notice_signal(struct agent *ag, int64_t now)
+{
+	if (!(ag->o->notice_sources & NOTICE_SRC_SIGNAL) ||
+	    ag->w.signal == 0 || ag->w.signal != ag->o->notice_signal)
+		return false;
+	if (ag->leader_sig_ns == 0) {
+		ag->leader_sig_ns = now;
+		agent__line(ag, "the run script died of signal %d with its "
+			   "processes alive: waiting for the scheduler's notice",
+			   ag->w.signal);
+	}
+	return now - ag->leader_sig_ns < NOTICE_SIGNAL_WAIT_NS;
+}
+
 /* Move the workload along: reap, kill stragglers, detect the end. */
 void agent__check_workload(struct agent *ag, int64_t now)
 {
@@ -551,7 +575,8 @@ void agent__check_workload(struct agent *ag, int64_t now)
 	    !ag->notice_handled)
 		return;
 	if (workload_group_alive(&ag->w)) {
-		if (ag->stopping == STOP_NONE) {
+		if (ag->stopping == STOP_NONE &&
+		    !awaiting_notice_signal(ag, now)) {
 			/* the script is done; leftovers do not outlive it */
 			workload_signal(&ag->w, SIGKILL);
 		}

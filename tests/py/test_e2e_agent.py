@@ -565,6 +565,80 @@ def test_exit_after_a_notice_signal_not_yet_taken_is_preempted(tmp_path):
         p.close()
 
 
+# The run script's sh and its trainer, as a job's `run:` line makes them:
+# the trainer takes its final checkpoint on SIGTERM.
+SH_AND_TRAINER = r"""
+echo $$ > leader
+sh -c 'trap "mkdir -p \"\$SPOTRUN_CKPT_DIR/step-00000042\" &&
+  echo {} > \"\$SPOTRUN_CKPT_DIR/step-00000042/manifest.json\" &&
+  echo final-saved; exit 0" TERM
+  echo $$ > trainer; while :; do sleep 0.05; done' &
+wait
+"""
+
+
+def kill_the_leader(p):
+    """Start the agent on SH_AND_TRAINER with Slurm's notice settings and
+    SIGTERM the script's sh alone, as the scheduler's signal reaching it
+    first.  (sh's pid, the trainer's pid)"""
+    p.start_agent(["--isolation", "off", "--notice", "signal",
+                   "--notice-signal", "TERM", "--notice-lead", "30s"])
+    files = [os.path.join(p.workdir, f) for f in ("leader", "trainer")]
+    p.wait_for(lambda: all(os.path.exists(f) for f in files),
+               what="the script and its trainer running")
+    leader, trainer = (int(open(f).read()) for f in files)
+    os.kill(leader, 15)
+    return leader, trainer
+
+
+def test_leader_dead_of_the_notice_signal_before_the_agent_saw_it(tmp_path):
+    """Slurm signals every process of the step in no set order: the run
+    script's sh may die of the SIGTERM before the agent's own copy comes.
+    Its trainer is taking its final checkpoint: the agent must not kill
+    it as the leftover of a finished script (a gang lost a rank
+    mid-collective that way, stop 42's CI), but wait for the notice and
+    take the trainer's exit as the notice's stop.  Without the notice,
+    leftovers are still killed."""
+    p = Plane(tmp_path / "a", run=SH_AND_TRAINER)
+    try:
+        leader, trainer = kill_the_leader(p)
+        p.wait_for(lambda: proc_state(leader) is None,
+                   what="the agent reaping the script's sh")
+        p.wait_for(lambda: "waiting for the scheduler's notice" in
+                   "\n".join(p.lines()) or "exit" in p.types(),
+                   what="the agent waiting, or the run's end")
+        # the trainer lives on (before: SIGKILLed as the sh was reaped,
+        # and the run ended as crashed by signal 15)
+        assert "exit" not in p.types(), (p.events, p.agent_log())
+        assert proc_state(trainer) not in ("Z", None), p.agent_log()
+        p.proc.send_signal(15)          # the agent's copy of the signal
+        assert p.proc.wait(timeout=60) == 0, p.agent_log()
+        assert "final-saved" in p.lines("stdout"), p.agent_log()
+        ev = {e["type"]: e for e in p.events}
+        assert ev["notice"]["source"] == "signal", p.events
+        assert ev["exit"]["cause"] == "preempted", (ev["exit"], p.agent_log())
+        assert ev["exit"]["exit_code"] == 0, ev["exit"]
+        fin = [e for e in p.events if e["type"] == "checkpoint" and e["final"]]
+        assert fin and fin[0]["step"] == 42, p.events
+    finally:
+        p.close()
+    # no notice comes: the leftovers are killed once the wait is over
+    q = Plane(tmp_path / "b", run=SH_AND_TRAINER)
+    try:
+        leader, trainer = kill_the_leader(q)
+        q.wait_for(lambda: proc_state(trainer) in ("Z", None),
+                   what="the trainer killed as a leftover")
+        q.wait_for(lambda: any(e["type"] == "exit" for e in q.events),
+                   what="the exit reported")
+        ex = [e for e in q.events if e["type"] == "exit"][0]
+        assert ex["cause"] != "preempted" and "notice" not in q.types(), \
+            (ex, q.agent_log())
+        assert "final-saved" not in q.lines("stdout")
+        stop_agent(q)
+    finally:
+        q.close()
+
+
 @pytest.mark.parametrize("code", [0, 75])
 def test_trainer_exit_status_survives_the_sh_wrapper(tmp_path, code):
     # the trainer is a child of the run script's /bin/sh: SIGTERM to the

@@ -310,8 +310,10 @@ static void test_pairs_auto_not_fooled_by_blips(void **state)
 	double cost[2];
 
 	(void)state;
-	if (sanitized())
+	if (sanitized()) {
+		printf("# ~5 CPU-s of simulation: the plain pass runs it\n");
 		skip();
+	}
 	for (int i = 0; i < 2; i++) {
 		struct gensweep_cell c;
 		struct gensweep_result r;
