@@ -185,12 +185,10 @@ static double log_score(double p, int hit)
  * not the pair model's toward the market's own pooled rate as pair_fit()
  * plans with: a prior fitted to the market would win the score on a
  * history of one-tick blips whatever the zones' structure (session 17,
- * docs/notes/policies.md).  The caller scores only ticks after a run's
- * first: a run that ends after one tick says nothing about whether the
- * zones fail together, yet it scored for whichever model predicted young
- * runs' ends better (session 19).  Whether a tick is left out is known
- * before its outcome (the run's age), so both scores stay proper; the
- * counts take every tick as before. */
+ * docs/notes/policies.md).  Every tick is scored, a run's first too:
+ * leaving first ticks out (session 19) took the blips' head start from
+ * the run model, and the pair model, planning with estimates the blips
+ * pulled down (pair_fit()), lost the 16-node 8-zone outage cells. */
 static void score_end(struct spotrun_state *s, int b, int o, int pb, int ended)
 {
 	double prun = (s->rends[b] + s->pe[1][b]) / (s->rexpo[b] + s->px[1][b] + 1e-12);
@@ -254,8 +252,7 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			int b = policy__plan_age(g->age_s, s->unit_s);
 			int o = nwas - 1 > 0; /* another up a tick before */
 
-			/* A run's first tick is not scored (score_end()). */
-			if (s->pair == SIM_PAIRS_AUTO && g->age_s >= (double)job->gap_s)
+			if (s->pair == SIM_PAIRS_AUTO)
 				score_end(s, b, o, policy__plan_age(g->pair_s, s->unit_s),
 					  !avail[r]);
 			s->rexpo[b]++;
