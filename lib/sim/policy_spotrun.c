@@ -146,16 +146,9 @@ static void spotrun_destroy(void *state)
  * with the prior's pe[1][b] pseudo-changes, puts the change rate of
  * pair age bucket b for one o at the rate pooled over o; and the share
  * of the changes from o that went as outcome i (PAIR_*), shrunk toward
- * the share pooled over o with PAIR_OUT_WEIGHT pseudo-changes.  With
- * SIM_PAIRS_AUTO the rates are shrunk toward the bundled prior instead
- * (its pseudo-exposure px[1][b]), as score_end() scores them: a pooled
- * rate that a history of one-tick blips pulls toward "a young run ends
- * at once" made the pair model, where chosen, hold spot too little (the
- * 16-node 8-zone outage cell, session 19). */
+ * the share pooled over o with PAIR_OUT_WEIGHT pseudo-changes. */
 static double pair_px(const struct spotrun_state *s, int b)
 {
-	if (s->pair == SIM_PAIRS_AUTO)
-		return s->px[1][b];
 	double n = s->pchg[0][b] + s->pchg[1][b] + s->pe[1][b];
 	double x = s->pexpo[0][b] + s->pexpo[1][b] + s->px[1][b];
 	double rate = x > 0 ? n / x : 0.5;
@@ -192,15 +185,13 @@ static double log_score(double p, int hit)
  * not the pair model's toward the market's own pooled rate as pair_fit()
  * plans with: a prior fitted to the market would win the score on a
  * history of one-tick blips whatever the zones' structure (session 17,
- * docs/notes/policies.md).  The caller scores only ticks after a run's
- * first: a run that ends after one tick says nothing about whether the
- * zones fail together, yet it scored for whichever model predicted young
- * runs' ends better (session 19).  Whether a tick is left out is known
- * before its outcome (the run's age), so both scores stay proper; the
- * counts take every tick as before.  This needs pair_fit() shrunk toward
- * the bundled prior too (pair_px()): without the blips' first ticks the
- * pair model is chosen on blip markets, and planned with their pooled
- * rate it lost the 16-node 8-zone outage cell (session 19). */
+ * docs/notes/policies.md).  Every tick is scored, a run's first too:
+ * leaving first ticks out (session 19) took the blips' head start from
+ * the run model, and the pair model, planning with estimates the blips
+ * pulled down (pair_fit()), lost the 16-node 8-zone outage cells.  With
+ * pair_fit() shrunk toward the bundled prior as well (session 19's
+ * second arm) that cell held, but the joint-spell tuning seeds lost
+ * (docs/notes/policies.md). */
 static void score_end(struct spotrun_state *s, int b, int o, int pb, int ended)
 {
 	double prun = (s->rends[b] + s->pe[1][b]) / (s->rexpo[b] + s->px[1][b] + 1e-12);
@@ -264,8 +255,7 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			int b = policy__plan_age(g->age_s, s->unit_s);
 			int o = nwas - 1 > 0; /* another up a tick before */
 
-			/* A run's first tick is not scored (score_end()). */
-			if (s->pair == SIM_PAIRS_AUTO && g->age_s >= (double)job->gap_s)
+			if (s->pair == SIM_PAIRS_AUTO)
 				score_end(s, b, o, policy__plan_age(g->pair_s, s->unit_s),
 					  !avail[r]);
 			s->rexpo[b]++;
