@@ -143,8 +143,11 @@ def test_sbatch_bursts_onto_spot_survives_a_notice(tmp_path, no_preload,
         sj = wait("the spot job of b1", spot_job, 120, show)
         view = d.job(sj["id"])
         assert view["spec"]["resources"]["use_spot"] is True, view["spec"]
-        assert "job %s's comment" % jid in open(
-            os.path.join(progdir, "slurm-resume.log")).read(), show()
+        # the resume program logs its line once spotrund has answered it:
+        # the job can be seen through the API a moment before that
+        wait("slurm-resume saying where the deadline came from",
+             lambda: "job %s's comment" % jid in open(
+                 os.path.join(progdir, "slurm-resume.log")).read(), 30, show)
 
         def running():
             j = d.job(sj["id"])
@@ -203,9 +206,14 @@ def test_sbatch_bursts_onto_spot_survives_a_notice(tmp_path, no_preload,
         slurm.run("scontrol", "update", "nodename=b1", "state=power_down")
         j = d.wait([sj["id"]], 120)[0]
         assert j["state"] == "CANCELLED", (j, show())
-        logs = "".join(open(os.path.join(progdir, n + ".log")).read()
-                       for n in ("slurm-resume", "slurm-suspend"))
-        assert "spot job %d cancelled" % sj["id"] in logs, logs
+        def prog_logs():
+            return "".join(open(os.path.join(progdir, n + ".log")).read()
+                           for n in ("slurm-resume", "slurm-suspend"))
+        # as above: the suspend program logs once spotrund has answered
+        wait("slurm-suspend saying it cancelled the spot job",
+             lambda: "spot job %d cancelled" % sj["id"] in prog_logs(), 30,
+             show)
+        logs = prog_logs()
         assert "Sanitizer" not in logs + out, logs + out
 
         # a token file others may read is refused, naming it
