@@ -542,8 +542,10 @@ static void workload_finished(struct agent *ag)
  * past it they are killed as before. */
 static bool awaiting_notice_signal(struct agent *ag, int64_t now)
 {
+	/* notice_signal is always a real signal: a leader that exited
+	 * (signal 0) never matches */
 	if (!(ag->o->notice_sources & NOTICE_SRC_SIGNAL) ||
-	    ag->w.signal == 0 || ag->w.signal != ag->o->notice_signal)
+	    ag->w.signal != ag->o->notice_signal)
 		return false;
 	if (ag->leader_sig_ns == 0) {
 		ag->leader_sig_ns = now;

@@ -206,6 +206,7 @@ def test_sbatch_bursts_onto_spot_survives_a_notice(tmp_path, no_preload,
         slurm.run("scontrol", "update", "nodename=b1", "state=power_down")
         j = d.wait([sj["id"]], 120)[0]
         assert j["state"] == "CANCELLED", (j, show())
+
         def prog_logs():
             return "".join(open(os.path.join(progdir, n + ".log")).read()
                            for n in ("slurm-resume", "slurm-suspend"))
