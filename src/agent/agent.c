@@ -665,9 +665,16 @@ static void loop_once(struct agent *ag)
 	int n = 0, timeout_ms;
 
 	agent__phase(ag, "poll");
-	wake = ag->next_hb_ns < ag->next_report_ns ? ag->next_hb_ns
-						    : ag->next_report_ns;
-	if (ag->urgent && wake > now)
+	/* only the timers that will fire: after a notice no heartbeat goes
+	 * out (next_hb_ns stays behind), once the node is gone no report
+	 * either; a stale one here made every poll return at once, a spin
+	 * beside the workload's final checkpoint until the agent exited */
+	wake = now + 100 * MS;
+	if (!ag->node_gone && ag->next_report_ns < wake)
+		wake = ag->next_report_ns;
+	if (!ag->notice_handled && !ag->node_gone && ag->next_hb_ns < wake)
+		wake = ag->next_hb_ns;
+	if (ag->urgent && !ag->node_gone && wake > now)
 		wake = now;
 	if (wake < ag->retry.next_ns && !ag->urgent_now)
 		wake = ag->retry.next_ns; /* spotrund failing: not before */

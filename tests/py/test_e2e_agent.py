@@ -772,3 +772,49 @@ def test_notice_delivers_the_signal_the_task_names(tmp_path):
         assert fin and fin[0]["step"] == 42, p.events
     finally:
         p.close()
+
+
+def _ticks_and_reads(pid):
+    """(utime + stime in clock ticks, read syscalls) of process pid."""
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    fs = st[st.rindex(")") + 2:].split()
+    with open("/proc/%d/io" % pid) as f:
+        io = dict(ln.split(": ") for ln in f.read().splitlines())
+    return int(fs[11]) + int(fs[12]), int(io["syscr"])
+
+
+FINAL_3S = WORKLOAD.replace("trap '", "trap 'sleep 3; ", 1)
+
+
+def test_agent_sleeps_while_the_workload_takes_its_final_checkpoint(tmp_path):
+    # After a notice the agent sends no heartbeat; its poll once still
+    # woke for the heartbeat's stale timer, i.e. at once, every pass: a
+    # spin beside the final checkpoint (a core's worth of CPU on the
+    # noticed node, bench/gang_recovery.py's spare arm) until it exited.
+    # Its passes are counted by its read syscalls (each pass reads the
+    # workload's progress file) and its CPU ticks over the first second
+    # of a 3 s final checkpoint: at the 100 ms pace about 120 reads
+    # and a tick or two; spinning, tens of thousands and ~all of it.
+    p = Plane(tmp_path, run=FINAL_3S)
+    try:
+        p.start_agent()
+        p.wait_for(lambda: any(h.get("step") == 10 for h in p.heartbeats),
+                   what="the workload's first status")
+        t = datetime.fromtimestamp(time.time() + 30, timezone.utc)
+        with p.lock:
+            p.notice_time = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            p.notice = "good"
+        p.wait_for(lambda: "notice" in p.types(), what="the notice report")
+        t0, r0 = _ticks_and_reads(p.proc.pid)
+        time.sleep(1.0)   # the window: the workload's trap sleeps 3 s
+        t1, r1 = _ticks_and_reads(p.proc.pid)
+        assert "exit" not in p.types(), "the final checkpoint ended early"
+        hz = os.sysconf("SC_CLK_TCK")
+        assert r1 - r0 < 1000 and (t1 - t0) < 0.25 * hz, (
+            "agent busy after the notice: %d reads, %d ticks in the "
+            "window\n%s" % (r1 - r0, t1 - t0, p.agent_log()))
+        assert p.proc.wait(timeout=60) == 0, p.agent_log()
+        assert "final-saved" in p.lines("stdout")
+    finally:
+        p.close()
