@@ -381,6 +381,8 @@ static void handle_directive(struct agent *ag, json_t *reply)
 			return; /* running or already ran this attempt */
 		if ((int)attempt < ag->w_attempt)
 			return; /* a stale directive */
+		if ((int)attempt == ag->files_failed)
+			return; /* its files failed: reported, not retried */
 		if (!take_rank(ag, d))
 			return;
 		ag->want_attempt = (int)attempt;

@@ -307,6 +307,9 @@ struct agent {
 				  dead of the notice signal with its group
 				  alive and no notice taken; 0 none */
 	int want_attempt;   /* a run directive not yet acted on, 0 none */
+	int files_failed;   /* attempt whose files could not be put in
+			     * place: its file_mounts event went up, the
+			     * control plane decides; not fetched again */
 	enum stop_why stopping;
 	int64_t stop_deadline_ns; /* monotonic */
 	int64_t ckpt_before;

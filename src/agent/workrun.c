@@ -110,6 +110,7 @@ void agent__advance(struct agent *ag)
 			const char *why = sr_err_str(&e, e.code);
 
 			agent__line(ag, "cannot put the job's files in place: %s", why);
+			ag->files_failed = want;
 			/* its own event: setup never ran (issue 30) */
 			agent__push(ag, json_pack("{s:s, s:s}", "type", "file_mounts",
 						 "message", why), 1);

@@ -4,7 +4,9 @@ report at once (src/agent/watch.c, agent.c loop_once).
 - A pass of the main loop that blocks (here the job's files fetch, held
   by the scripted control plane) does not stop the heartbeats: the
   watchdog thread sends keep-alives while it lasts, and names the stall
-  in the agent's log ("main loop stalled ... phase=files fetch").
+  in the agent's log ("main loop stalled ... phase=files fetch").  A
+  fetch that failed is reported once (a file_mounts event) and not
+  tried again for the same attempt.
 - An urgent event (a notice, the run's exit) is reported by the first
   attempt after it, not after the retry backoff: with a backoff of
   minutes (--retry-base/--retry-cap 300s) and spotrund failing, the
@@ -42,6 +44,16 @@ def test_heartbeats_go_on_while_the_files_fetch_blocks(tmp_path):
         p.files_gate.set()
         p.wait_for(lambda: "file_mounts" in p.types(),
                    what="the failed fetch reported")
+        # the plane still says "run attempt 1": the agent has reported
+        # why that attempt cannot run and does not fetch again (it used
+        # to retry on every reply, a storm that also pushed the stall's
+        # line out of the log's tail)
+        with p.lock:
+            n = len(p.heartbeats)
+        p.wait_for(lambda: len(p.heartbeats) >= n + 3,
+                   what="heartbeats after the failed fetch")
+        with p.lock:
+            assert p.files_asked == 1, p.files_asked
         log = p.agent_log()
         assert "main loop stalled" in log and "files fetch" in log, log
         with p.lock:
