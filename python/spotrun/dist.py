@@ -503,6 +503,11 @@ class DistCheckpointer:
 
     def _final_write(self, step, state, deadline):
         self._hook("final_write", step)
+        if step in self._abandoned:
+            # given up before its write began: write none of it (a small
+            # part could finish before the engine's cancel reached it)
+            self._last_ok = False
+            return False
         engines, mine = self._stage(step, state, True, deadline)
         self._last_step, self._last_engines = step, engines
         self._last_ok = step not in self._abandoned and \

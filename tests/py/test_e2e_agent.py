@@ -795,7 +795,8 @@ def test_agent_sleeps_while_the_workload_takes_its_final_checkpoint(tmp_path):
     # Its passes are counted by its read syscalls (each pass reads the
     # workload's progress file) and its CPU ticks over the first second
     # of a 3 s final checkpoint: at the 100 ms pace about 120 reads
-    # and a tick or two; spinning, tens of thousands and ~all of it.
+    # (1380 seen once in the CI, at 0 ticks) and a tick or two;
+    # spinning, about a million and ~all of it.
     p = Plane(tmp_path, run=FINAL_3S)
     try:
         p.start_agent()
@@ -811,7 +812,7 @@ def test_agent_sleeps_while_the_workload_takes_its_final_checkpoint(tmp_path):
         t1, r1 = _ticks_and_reads(p.proc.pid)
         assert "exit" not in p.types(), "the final checkpoint ended early"
         hz = os.sysconf("SC_CLK_TCK")
-        assert r1 - r0 < 1000 and (t1 - t0) < 0.25 * hz, (
+        assert r1 - r0 < 20000 and (t1 - t0) < 0.25 * hz, (
             "agent busy after the notice: %d reads, %d ticks in the "
             "window\n%s" % (r1 - r0, t1 - t0, p.agent_log()))
         assert p.proc.wait(timeout=60) == 0, p.agent_log()
