@@ -660,6 +660,10 @@ static int do_register(struct agent *ag)
 	return 0;
 }
 
+/* The main loop wakes at least this often: children are reaped and the
+ * notice is looked for at this pace. */
+#define LOOP_PACE_MS 100
+
 static void loop_once(struct agent *ag)
 {
 	struct pollfd pfd[3];
@@ -671,7 +675,7 @@ static void loop_once(struct agent *ag)
 	 * out (next_hb_ns stays behind), once the node is gone no report
 	 * either; a stale one here made every poll return at once, a spin
 	 * beside the workload's final checkpoint until the agent exited */
-	wake = now + 100 * MS;
+	wake = now + LOOP_PACE_MS * MS;
 	if (!ag->node_gone && ag->next_report_ns < wake)
 		wake = ag->next_report_ns;
 	if (!ag->notice_handled && !ag->node_gone && ag->next_hb_ns < wake)
@@ -683,8 +687,8 @@ static void loop_once(struct agent *ag)
 	timeout_ms = (int)((wake - now) / MS);
 	if (timeout_ms < 0)
 		timeout_ms = 0;
-	if (timeout_ms > 100)
-		timeout_ms = 100; /* children are reaped at this pace */
+	if (timeout_ms > LOOP_PACE_MS)
+		timeout_ms = LOOP_PACE_MS;
 	pfd[n++] = (struct pollfd){ ag->nw.wake_fd[0], POLLIN, 0 };
 	if (ag->w.out_fd >= 0)
 		pfd[n++] = (struct pollfd){ ag->w.out_fd, POLLIN, 0 };
