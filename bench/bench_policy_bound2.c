@@ -35,8 +35,13 @@
  * --pairs-auto with that model only where the market's own run ends
  * favour it (SIM_PAIRS_AUTO).
  *
+ * --per-window prints each window's cost over optimal for known2, spotrun
+ * and ups (a line "window SET W ..."), so two builds run on the same
+ * markets can be compared window by window (the paired difference's
+ * standard error, docs/notes/policies.md, session 22).
+ *
  *   usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]
- *          [--joint] [--in-sample] [--pairs | --pairs-auto]
+ *          [--joint] [--in-sample] [--pairs | --pairs-auto] [--per-window]
  *          (from the repo root)
  */
 #include <errno.h>
@@ -70,6 +75,7 @@ static struct sim_known2 known2_table;
 static int known2_joint;
 static int in_sample; /* --in-sample: spotrun's shipped prior */
 static int zone_pairs; /* --pairs, --pairs-auto: spotrun's SIM_PAIRS_* */
+static int per_window; /* --per-window: a line per window */
 
 struct known2_state {
 	uint8_t last[2], jlast, seen;
@@ -303,6 +309,10 @@ static int set_run(const char *inst, int windows, int ages, int wait_up, uint64_
 			goto out;
 		tally_window(t, opt, rk.cost, ks.v0, rs.cost, ru.cost,
 			     !rk.met + !rs.met + !ru.met);
+		if (per_window)
+			printf("window %s %d known2 %.6f spotrun %.6f ups %.6f misses %d\n", inst,
+			       w, rk.cost / opt, rs.cost / opt, ru.cost / opt,
+			       !rk.met + !rs.met + !ru.met);
 	}
 	rc = 0;
 out:
@@ -318,6 +328,7 @@ static int usage(int help)
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
 		"                           [--joint] [--in-sample] [--pairs | --pairs-auto]\n"
+		"                           [--per-window]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
 		"  --no-wait-up: known2 waits only with spot down in both zones (the rule of\n"
@@ -327,7 +338,8 @@ static int usage(int help)
 		"  (default: the prior of the other trace sets, bench/fold_prior.h);\n"
 		"  --pairs: spotrun plans with which zones are up together (policy_job.zone_pairs,\n"
 		"  an experiment arm, not the default); --pairs-auto: only where the market's own\n"
-		"  run ends favour that model by the evidence\n",
+		"  run ends favour that model by the evidence;\n"
+		"  --per-window: also a line per window, each policy's cost over optimal\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
 }
@@ -357,6 +369,8 @@ int main(int argc, char **argv)
 			zone_pairs = SIM_PAIRS_ON;
 		else if (!strcmp(argv[i], "--pairs-auto"))
 			zone_pairs = SIM_PAIRS_AUTO;
+		else if (!strcmp(argv[i], "--per-window"))
+			per_window = 1;
 		else if (!strcmp(argv[i], "--help"))
 			return usage(1);
 		else {

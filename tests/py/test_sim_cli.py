@@ -280,18 +280,28 @@ def test_policy_table_fold_goal(tmp_path):
 
 def test_policy_table_passes_zone_pairs(tmp_path):
     """scripts/sim-policy-table --zone-pairs M runs every `spotrun sim` with
-    that model across regions (a stand-in spotrun records its arguments)."""
+    that model across regions (a stand-in spotrun records its arguments),
+    and --json keeps each policy's cost per window, in window order."""
     script = os.path.join(ROOT, "scripts", "sim-policy-table")
     log = tmp_path / "args"
     pols = {k: v for k, v in fold_run(95).items() if isinstance(v, dict) and k != "spotrun_fold"}
+    rows = [{"policy": p, "start_tick": w, "cost": 10.0 * w + i, "met": True}
+            for w in range(2) for i, p in enumerate(pols)]
     out = tmp_path / "out.json"
-    out.write_text(json.dumps({"policies": pols}))
+    out.write_text(json.dumps({"policies": pols, "windows": rows}))
     fake = tmp_path / "spotrun"
     fake.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec cat "{out}"\n')
     fake.chmod(0o755)
+    saved = tmp_path / "res.json"
     r = subprocess.run([script, "--spotrun", str(fake), "--sets", "multi", "--settings", "52:0.2",
-                        "--windows", "2", "--jobs", "1", "--zone-pairs", "auto"],
+                        "--windows", "2", "--jobs", "1", "--zone-pairs", "auto",
+                        "--json", str(saved)],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     runs = log.read_text().splitlines()
     assert runs and all(x.startswith("sim ") and "--zone-pairs auto" in x for x in runs), runs
+    doc = json.loads(saved.read_text())
+    assert doc
+    for v in doc.values():
+        for i, p in enumerate(pols):
+            assert v[p]["costs"] == [0.0 + i, 10.0 + i], (p, v[p])
