@@ -305,3 +305,53 @@ def test_policy_table_passes_zone_pairs(tmp_path):
     for v in doc.values():
         for i, p in enumerate(pols):
             assert v[p]["costs"] == [0.0 + i, 10.0 + i], (p, v[p])
+
+
+def test_policy_paired_se(tmp_path):
+    """scripts/policy-paired-se: an arm's figure against a peer's on the
+    same windows, with the standard error of the paired per-window
+    difference; WORSE and exit 1 past max(0.005, 2 x SE); a clear error
+    when the two runs are not on the same windows."""
+    script = os.path.join(ROOT, "scripts", "policy-paired-se")
+
+    def bench_out(path, spot, fig):
+        lines = [f"window v100_1 {w} known2 1.000000 spotrun {s:.6f} ups 1.2 misses 0"
+                 for w, s in enumerate(spot)]
+        lines.append(f"  spotrun 1.0, ups 1.2; spotrun / known2 {fig:.4f}; misses 0")
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    def run(*args):
+        return subprocess.run([script, *args], capture_output=True, text=True, timeout=60)
+
+    # differences 0.00, 0.02: mean 0.01, SE = sd / sqrt(2) = 0.01
+    peer = bench_out(tmp_path / "peer.out", [1.00, 1.00], 1.0)
+    arm = bench_out(tmp_path / "arm.out", [1.00, 1.02], 1.01)
+    r = run("bench", arm, peer)
+    assert r.returncode == 0 and "diff +0.0100" in r.stdout and "SE 0.0100" in r.stdout \
+        and "bound 0.0200 ok" in r.stdout, r.stdout + r.stderr
+    # the same mean difference with no spread: over the 0.005 floor
+    arm = bench_out(tmp_path / "arm2.out", [1.01, 1.01], 1.01)
+    r = run("bench", arm, peer)
+    assert r.returncode == 1 and "SE 0.0000 bound 0.0050 WORSE" in r.stdout, r.stdout
+    short = bench_out(tmp_path / "short.out", [1.0], 1.0)
+    r = run("bench", short, peer)
+    assert r.returncode != 0 and "not the same sets and windows" in r.stderr
+
+    def folds_json(path, costs):
+        v = fold_run(95)
+        v["up"]["costs"], v["ups"]["costs"] = [100.0, 100.0], [104.0, 104.0]
+        v["spotrun_fold"]["costs"] = costs
+        v["spotrun_fold"]["mean_cost"] = sum(costs) / len(costs)
+        path.write_text(json.dumps({"multi|set a|70|0.05": v}))
+        return str(path)
+
+    peer = folds_json(tmp_path / "peer.json", [90.0, 90.0])
+    arm = folds_json(tmp_path / "arm.json", [90.0, 92.0])  # +0.01 +- 0.01 of up's $100
+    r = run("folds", arm, peer)
+    assert r.returncode == 0 and "cbl availability 1-node 2022 70:0.05" in r.stdout \
+        and "diff +0.0100 SE 0.0100 bound 0.0200 ok" in r.stdout, r.stdout + r.stderr
+    r = run("folds", str(tmp_path / "peer.json"), str(tmp_path / "peer.json"))
+    assert r.returncode == 0 and "diff +0.0000" in r.stdout
+    r = run("bench", peer)
+    assert r.returncode == 2 and "usage" in r.stderr
