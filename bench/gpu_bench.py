@@ -18,6 +18,14 @@ does) on the device and measures, `--reps` times in pairs, median kept:
                         fsync (torch copies CUDA tensors to the host itself).
   restore_s             restore into the device tensors (verified).
 
+train_overhead (--overhead-layers N, 0 = skip): a model of N square
+Linear layers (--overhead-width, 4096) and Adam trains on the device;
+rounds of --overhead-steps steps without a checkpoint, then one save and
+as many steps with the disk write in flight.  Reported: the save's stall,
+the median step time clean and while the tier-2 write runs, the write's duration, and the cost
+per 30 s checkpoint interval = (stall + extra step time during the
+write) / 30 s.  Goal < 1%.
+
 Then the bit-exact resume test on the device: a small MLP with dropout and
 Adam trains N steps straight; another run trains N/2, checkpoints, is
 thrown away, and a fresh model restored from the checkpoint trains to N.
@@ -150,6 +158,74 @@ def bench_size(torch, spotrun, nbytes, device, d, reps):
     }
 
 
+def overhead_test(torch, spotrun, device, d, layers, steps, width,
+                  rounds=3):
+    """Training throughput with a checkpoint's stall and background write
+    against the same steps without one, interleaved rounds."""
+    torch.manual_seed(3)
+    batch = 1024
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width)
+                                  for _ in range(layers)]).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x = torch.randn(batch, width, device=device)
+
+    def step():
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sync(torch, device)
+
+    for _ in range(3):
+        step()
+    state = {"model": model.state_dict(), "opt": opt.state_dict()}
+    ckdir = os.path.join(d, "overhead")
+    clean, during, after, stalls, writes = [], [], [], [], []
+    with spotrun.Checkpointer(ckdir, keep=1) as ck:
+        ck.save(0, state)               # registers, allocates the staging
+        ck.wait()
+        for r in range(rounds):
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                step()
+                clean.append(time.perf_counter() - t0)
+            done = ck.stats()["saves_committed"]
+            t0 = time.perf_counter()
+            ck.save(r + 1, state)
+            t_saved = time.perf_counter()
+            stalls.append(t_saved - t0)
+            t_write = None
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                step()
+                t1 = time.perf_counter()
+                if t_write is None:
+                    during.append(t1 - t0)
+                    if ck.stats()["saves_committed"] > done:
+                        t_write = t1 - t_saved
+                else:
+                    after.append(t1 - t0)
+            ck.wait()
+            writes.append(t_write if t_write is not None
+                          else time.perf_counter() - t_saved)
+        nbytes = ck.stats()["state_bytes"]
+    shutil.rmtree(ckdir, ignore_errors=True)
+    del model, opt, state
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    clean_s, during_s = median(clean), median(during)
+    stall, write = median(stalls), median(writes)
+    extra = max(0.0, during_s - clean_s) * len(during) / rounds
+    return {"layers": layers, "state_bytes": nbytes,
+            "step_s_clean": clean_s, "step_s_during_write": during_s,
+            "steps_during_write": len(during), "steps_clean": len(clean),
+            "stall_s": stall, "write_s": write,
+            "per_30s_interval": (stall + extra) / 30.0,
+            "goal_max": 0.01,
+            "measures": "(stall + (median step during the write - median "
+                        "clean step) x steps during one write) / 30 s"}
+
+
 def resume_test(torch, spotrun, device, d, n=40):
     """Bit-exact resume of a small MLP with dropout and Adam on device."""
     def make(seed):
@@ -238,6 +314,10 @@ def main(argv=None):
     p.add_argument("--sizes", default="1G,8G")
     p.add_argument("--dir", required=True)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--overhead-layers", type=int, default=0,
+                   help="train_overhead's model depth (0: not measured)")
+    p.add_argument("--overhead-steps", type=int, default=30)
+    p.add_argument("--overhead-width", type=int, default=4096)
     a = p.parse_args(argv)
     try:
         sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -272,6 +352,15 @@ def main(argv=None):
         except Exception as exc:  # report and go on with the next size
             out["sizes"][label] = {"error": "%s: %s" % (type(exc).__name__,
                                                         exc)}
+            ok = False
+    if a.overhead_layers > 0:
+        try:
+            out["train_overhead"] = overhead_test(
+                torch, spotrun, a.device, a.dir, a.overhead_layers,
+                a.overhead_steps, a.overhead_width)
+        except Exception as exc:
+            out["train_overhead"] = {"error": "%s: %s" % (
+                type(exc).__name__, exc)}
             ok = False
     out["resume_bit_exact"] = resume_test(torch, spotrun, a.device, a.dir)
     ok = ok and out["resume_bit_exact"]["passed"]

@@ -3,7 +3,8 @@
  *
  * libspotckpt links nothing from CUDA, so it builds and runs on machines
  * without it.  The first CUDA tensor (or spotckpt_cuda_available()) tries
- * $SPOTCKPT_CUDART, then libcudart.so, libcudart.so.12, libcudart.so.11.0,
+ * $SPOTCKPT_CUDART, then libcudart.so, libcudart.so.13, .so.12, .so.11.0
+ * (a name without a path also finds the copy a framework already loaded),
  * and resolves every entry point the engine needs; if any is missing the
  * runtime counts as absent and CUDA tensors are refused with
  * -SPOTCKPT_EUNSUPPORTED and a message naming what failed.  Tests swap in
@@ -60,8 +61,8 @@ static int load_from(void *h)
 static void try_load(void)
 {
 	const char *env = getenv("SPOTCKPT_CUDART");
-	const char *cands[] = { env, "libcudart.so", "libcudart.so.12",
-				"libcudart.so.11.0" };
+	const char *cands[] = { env, "libcudart.so", "libcudart.so.13",
+				"libcudart.so.12", "libcudart.so.11.0" };
 
 	snprintf(g_err, sizeof g_err, "libcudart not found");
 	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {

@@ -210,6 +210,10 @@ int notice_watch_error(struct notice_watch *w, int *gen, char *buf, size_t n);
  * syncer; the process's exit status. */
 int agent_dirsync_main(int argc, char **argv);
 
+/* `spotrun-agent --gpu-stat ...` (gpustat_main.c): NVML's view of the
+ * node's GPUs, as the agent reads them. */
+int agent_gpustat_main(int argc, char **argv);
+
 /* Run the agent with its node token, or (token NULL) with the one-time
  * bootstrap secret it trades for one at first contact (boot.c). */
 int agent_run(const struct agent_opts *o, const char *token,

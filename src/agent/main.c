@@ -15,6 +15,7 @@
  *   spotrun-agent --unpack DIR    (the agent runs this itself: sync.c)
  *   spotrun-agent --dirsync DIR --uri URI ...  (a bucket mount's syncer,
  *                                 run by the agent: dirsync_main.c)
+ *   spotrun-agent --gpu-stat [--json]  (what NVML says: gpustat_main.c)
  *
  * A provider starts it with the node's one-time bootstrap secret
  * (--bootstrap-file, read and removed at once, or $SPOTRUN_AGENT_BOOTSTRAP),
@@ -97,7 +98,9 @@ static void usage(FILE *f)
 		"                     (default 30s): the notice's deadline\n\n"
 		"$SPOTRUN_NODE_ADDR, when set, is the address this node's gang\n"
 		"peers reach it at (rank 0's becomes MASTER_ADDR); without it\n"
-		"spotrund takes the address the agent's requests come from.\n",
+		"spotrund takes the address the agent's requests come from.\n\n"
+		"spotrun-agent --gpu-stat [--json] prints what the agent reads of\n"
+		"this node's GPUs through NVML (--gpu-stat --help).\n",
 		IMDS_DEFAULT_URL);
 }
 
@@ -202,6 +205,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strncmp(argv[1], "--dirsync", 9))
 		return agent_dirsync_main(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "--gpu-stat"))
+		return agent_gpustat_main(argc, argv);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {

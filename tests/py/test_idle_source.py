@@ -8,6 +8,7 @@ status`, `spotrun cost` and /v1/cost (the dashboard's card)."""
 
 import csv
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -134,3 +135,40 @@ def test_nvml_gpu_at_5_percent_is_idle_at_high_cpu():
         if d:
             d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_agent_gpu_stat_reads_nvml_and_says_when_it_cannot(tmp_path):
+    """`spotrun-agent --gpu-stat`: NVML's figures as the agent reads them
+    (here the fake library's 5 % and 1 of 16 GiB), exit 3 naming the
+    library when it cannot be loaded, exit 2 on a bad option value."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the fake NVML library")
+    src, lib = tmp_path / "fake_nvml.c", tmp_path / "libfake-nvml.so"
+    src.write_text(FAKE_NVML_C)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)],
+                   check=True, env=env, timeout=60)
+    agent = bin_path("spotrun-agent")
+
+    def stat(nvml, *args):
+        return subprocess.run([agent, "--gpu-stat", *args],
+                              capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, SPOTRUN_NVML_LIB=nvml))
+
+    r = stat(str(lib), "--json", "--samples", "2", "--interval", "10ms")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(lines) == 2
+    for s in lines:
+        assert s["mean_permille"] == 50
+        assert s["gpus"] == [{"index": 0, "util_pct": 5,
+                              "mem_used": 1 << 30, "mem_total": 16 << 30}]
+    r = stat(str(lib))
+    assert r.returncode == 0 and "gpu 0: util 5%, memory 1.0 / 16.0 GiB" \
+        in r.stdout, r.stdout
+    missing = str(tmp_path / "no" / "libnvidia-ml.so.1")
+    r = stat(missing)
+    assert r.returncode == 3 and missing in r.stderr and not r.stdout, r
+    r = stat(str(lib), "--samples", "0")
+    assert r.returncode == 2 and "--samples" in r.stderr, r
