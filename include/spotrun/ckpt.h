@@ -282,6 +282,35 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 				     int64_t deadline_mono_ns,
 				     int32_t *met_deadline);
 
+/* spotckpt_save_final() with flags:
+ * SPOTCKPT_FINAL_STORE_ONLY: with tier 3 (spotckpt_set_remote) the step
+ *   goes from the staging memory straight to the store, and nothing of
+ *   it is written to tier 2 - on a preemption notice the node's disk goes
+ *   with the node, and the store's copy is the one that survives.  The
+ *   store's protocol is the uploader's (shards, then the manifest as the
+ *   commit point), run in the calling thread; the background uploads
+ *   wait meanwhile (an older one in progress is cancelled).  Requests
+ *   are retried until deadline_mono_ns (0: now + commit_timeout_ms), and
+ *   the call returns 0 only once the step is in the store, whole: then
+ *   spotckpt_remote_wait(step) returns 0 at once and
+ *   spotckpt_final_manifest() gives its manifest.  A failed, late or
+ *   abandoned upload leaves the store's previous step the newest, and
+ *   tier 2 as it was.  The step is not tier 2's: spotckpt_last_saved_step()
+ *   and the write statistics stay those of tier 2.  Without tier 3 the
+ *   flag does nothing: tier 2 is then the only durable copy. */
+#define SPOTCKPT_FINAL_STORE_ONLY 0x1u
+SPOTCKPT_API int spotckpt_save_final_ex(struct spotckpt *e, int64_t step,
+					const char *meta_json,
+					int64_t deadline_mono_ns,
+					uint32_t flags, int32_t *met_deadline);
+
+/* The manifest.json of `step` as spotckpt_save_final_ex() put it into the
+ * store with SPOTCKPT_FINAL_STORE_ONLY (the newest such step only): *out
+ * (caller frees with spotckpt_free), *len its length.  Errors:
+ * -SPOTCKPT_ENOTFOUND for any other step, -EINVAL, -ENOMEM. */
+SPOTCKPT_API int spotckpt_final_manifest(struct spotckpt *e, int64_t step,
+					 char **out, size_t *len);
+
 /* Give up checkpoint `step`, from any thread (it never waits for the
  * engine's lock): a spotckpt_save_final(step) in progress stops at its
  * next write chunk, one called later writes nothing; both return

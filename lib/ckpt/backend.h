@@ -21,7 +21,9 @@
  * the newest committed step is uploaded in the background, whole, shards
  * then manifest; a failed upload is retried with backoff until it
  * commits or a newer step replaces it.  up_flush(N, deadline) makes a
- * committed step N go first and waits for it; up_drain(deadline) waits
+ * committed step N go first and waits for it; up_put_image(N) uploads
+ * step N from staging memory instead (a final save that skips tier 2);
+ * up_drain(deadline) waits
  * until the newest committed step is in the store; up_stop() cancels
  * what is in flight and frees.  Threads: any, concurrently.
  */
@@ -62,6 +64,18 @@ struct ckpt_backend {
 	 * -SR_ENOTFOUND when tier 2 never committed `step`. */
 	int (*up_flush)(void *up, int64_t step, int64_t deadline_mono_ns,
 			int *met, struct sr_err *e);
+	/* Upload `step` from memory in the caller's thread, tier 2 never
+	 * written (a final save straight to the store): the shard files of
+	 * layout l (images at image + img_off), then the manifest mbuf as
+	 * the commit point; the background uploads wait meanwhile.
+	 * Requests retried until deadline_mono_ns (0: the retry count);
+	 * cancel (may be NULL) stops it from another thread (-ECANCELED).
+	 * 0 once the step is in the store, whole. */
+	int (*up_put_image)(void *up, int64_t step,
+			    const struct ckpt_layout *l, const uint8_t *image,
+			    const char *mbuf, size_t mlen, int64_t time_ns,
+			    int64_t deadline_mono_ns, atomic_int *cancel,
+			    struct sr_err *e);
 	/* Wait until the newest offered step is in the store (0 when there
 	 * is none), bounded by deadline_mono_ns (0: none).  The error says
 	 * which step is where. */

@@ -149,6 +149,7 @@ SPOTCKPT_API int spotckpt_open(const struct spotckpt_opts *o,
 	e->st.last_saved_step = -1;
 	atomic_init(&e->cancel, 0);
 	e->final_step = e->writing_step = -1;
+	e->stored_step = -1;
 	for (size_t i = 0; i < sizeof e->abandoned / sizeof e->abandoned[0]; i++)
 		e->abandoned[i] = -1;
 	atomic_init(&e->final_cancel, 0);
@@ -256,6 +257,7 @@ SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
 	reg_free(e);
 	free(e->reg);
 	free(e->segs);
+	free(e->stored_manifest);
 	free(e->dir);
 	pthread_mutex_destroy(&e->api);
 	pthread_mutex_destroy(&e->mu);

@@ -87,6 +87,12 @@ struct spotckpt {
 	struct spotckpt_write_profile wprof; /* last commit's, under mu */
 	int64_t skipped_step;       /* newest save dropped by back-pressure
 				     * (under mu), -1 */
+	/* the newest final save put straight into the store
+	 * (SPOTCKPT_FINAL_STORE_ONLY): its step, -1, and its manifest
+	 * (malloc'd); under mu */
+	int64_t stored_step;
+	char *stored_manifest;
+	size_t stored_mlen;
 	void *up;                   /* tier 3: the backend's uploader
 				     * (backend.h) or NULL; set under api and
 				     * mu, freed by close */
@@ -98,6 +104,12 @@ int ckpt__abandoned(const struct spotckpt *e, int64_t step);
 void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 			 const struct ckpt_commit_res *res,
 			 const struct sr_err *err);
+/* final_store.c: a final save's image (slot s, copied) into the store,
+ * tier 2 never written (api held; SPOTCKPT_FINAL_STORE_ONLY).  Fills
+ * res (stored = 1) and keeps the manifest for spotckpt_final_manifest. */
+int ckpt__final_to_store(struct spotckpt *e, struct slot *s,
+			 int64_t deadline_mono_ns, struct ckpt_commit_res *res,
+			 struct sr_err *err);
 /* prof.c: the public profile of a commit. */
 void ckpt__prof_publish(const struct ckpt_commit_res *res,
 			struct spotckpt_write_profile *out);

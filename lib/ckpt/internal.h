@@ -382,6 +382,8 @@ struct ckpt_commit_res {
 	int uring_used;
 	int preallocated;
 	int lanes;             /* lanes that wrote shards */
+	int stored;            /* 1: put into the store only, tier 2 not
+				* written (a final save, final_store.c) */
 	int64_t commit_ns;     /* start to durable commit */
 	struct ckpt_prof prof; /* phases of the write (all lanes) */
 };

@@ -8,8 +8,11 @@
  * THE GUARANTEE.  After spotckpt_remote_wait(N) returns 0, and after
  * spotckpt_close() returns 0, step N - for close, the newest step tier 2
  * committed - is in the store, whole: its manifest was put after every
- * shard was confirmed.  Only steps tier 2 committed are ever uploaded:
- * remote_wait first waits for tier 2's writes of N, and a step tier 2
+ * shard was confirmed.  The uploader only takes steps tier 2 committed
+ * (a final save with SPOTCKPT_FINAL_STORE_ONLY puts its own step into
+ * the store from memory, final_store.c; remote_wait of that step then
+ * returns 0 at once): remote_wait first waits for tier 2's writes of
+ * N, and a step tier 2
  * did not commit (skipped by back-pressure, or failed) is an error, not
  * an upload of files that are not there.
  */
@@ -127,6 +130,15 @@ SPOTCKPT_API int spotckpt_remote_wait(struct spotckpt *e, int64_t step,
 	if (!e->up)
 		return ckpt__fail(-SR_ECONFLICT, "remote_wait: no tier 3 "
 				  "(spotckpt_set_remote)");
+	pthread_mutex_lock(&e->mu);
+	saved = e->stored_step;
+	pthread_mutex_unlock(&e->mu);
+	if (step >= 0 && step == saved) {
+		/* a final save put it into the store itself (final_store.c) */
+		if (met)
+			*met = 1;
+		return 0;
+	}
 	saved = spotckpt_last_saved_step(e);
 	if (step < 0 || step > saved) {
 		/* tier 2 first: the uploader only takes committed steps */

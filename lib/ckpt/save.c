@@ -301,6 +301,11 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 		snprintf(e->last_msg, sizeof e->last_msg, "%s", sr_err_str(err, rc));
 		sr_error("ckpt", "checkpoint write failed", "dir=%s step=%" PRId64
 			 " err=\"%s\"", e->dir, s->step, e->last_msg);
+	} else if (res->stored) {
+		/* in the store only (final_store.c): not tier 2's step */
+		e->st.saves_committed++;
+		e->last_rc = 0;
+		e->last_msg[0] = '\0';
 	} else {
 		e->st.saves_committed++;
 		e->st.last_saved_step = s->step;
@@ -322,7 +327,7 @@ void ckpt__writer_finish(struct spotckpt *e, struct slot *s, int rc,
 	s->l = NULL;
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	if (rc == 0)
+	if (rc == 0 && !res->stored)
 		ckpt__progress_committed(step);
 }
 
@@ -475,10 +480,10 @@ static void preempt_writer(struct spotckpt *e)
 	pthread_mutex_unlock(&e->mu);
 }
 
-SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
-				     const char *meta_json,
-				     int64_t deadline_mono_ns,
-				     int32_t *met_deadline)
+SPOTCKPT_API int spotckpt_save_final_ex(struct spotckpt *e, int64_t step,
+					const char *meta_json,
+					int64_t deadline_mono_ns,
+					uint32_t flags, int32_t *met_deadline)
 {
 	struct ckpt_commit_opts co = { 0 };
 	struct ckpt_commit_res res = { 0 };
@@ -490,9 +495,9 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 
 	if (met_deadline)
 		*met_deadline = 0;
-	if (!e || step < 0)
-		return ckpt__fail(-EINVAL, "save_final: NULL engine or negative "
-				  "step");
+	if (!e || step < 0 || (flags & ~SPOTCKPT_FINAL_STORE_ONLY))
+		return ckpt__fail(-EINVAL, "save_final: NULL engine, negative "
+				  "step or unknown flags");
 	rc = check_meta(meta_json);
 	if (rc)
 		return rc;
@@ -534,7 +539,12 @@ SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
 	if (rc == 0 && atomic_load(&e->final_cancel))
 		rc = ckpt__fail(-ECANCELED, "save_final: step %" PRId64
 				" abandoned before its write", step);
-	if (rc == 0) {
+	if (rc == 0 && (flags & SPOTCKPT_FINAL_STORE_ONLY) && e->up) {
+		/* tier 3 alone: the node's disk goes with the node */
+		rc = ckpt__final_to_store(e, s, deadline_mono_ns, &res, &err);
+		if (rc)
+			ckpt__fail_err(&err, rc);
+	} else if (rc == 0) {
 		co.direct = e->o.direct_io == SPOTCKPT_DIO_AUTO;
 		co.cancel = &e->final_cancel;
 		co.keep = e->o.keep;
@@ -557,6 +567,15 @@ out:
 	ckpt__io_free(io);
 	pthread_mutex_unlock(&e->api);
 	return rc;
+}
+
+SPOTCKPT_API int spotckpt_save_final(struct spotckpt *e, int64_t step,
+				     const char *meta_json,
+				     int64_t deadline_mono_ns,
+				     int32_t *met_deadline)
+{
+	return spotckpt_save_final_ex(e, step, meta_json, deadline_mono_ns, 0,
+				      met_deadline);
 }
 
 int ckpt__abandoned(const struct spotckpt *e, int64_t step)

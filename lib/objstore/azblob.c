@@ -72,7 +72,7 @@ struct call {
 	size_t clen;            /* Content-Length to sign */
 	char md5[25];
 	const char *range;      /* x-ms-range value or NULL */
-	uint64_t foff;          /* body from this offset of the fd */
+	uint64_t foff;          /* body from this offset of the source */
 	objstore_sink_fn sink;  /* response body of a range, or NULL */
 	void *sink_ud;
 	int blockblob;          /* send x-ms-blob-type: BlockBlob */
@@ -189,10 +189,23 @@ static int az_put(struct objstore *s, const char *key, const void *buf,
 	return rc;
 }
 
+/* PUT n bytes of the source from c->foff: streamed from the file, or
+ * straight from memory. */
+static int put_body(struct objstore *s, struct call *c, const char *query,
+		    const char *what, const struct os_src *src, uint64_t n,
+		    struct os_resp *resp, struct sr_err *e)
+{
+	if (src->mem)
+		return do_req(s, c, "PUT", query, what, src->mem + c->foff, n,
+			      -1, NULL, 0, 0, resp, e);
+	return do_req(s, c, "PUT", query, what, NULL, n, src->fd, NULL, 0, 0,
+		      resp, e);
+}
+
 struct blocks {
 	struct objstore *s;
 	const char *key, *path;
-	int fd;
+	const struct os_src *src;
 	uint64_t size, part;
 	atomic_uint_fast64_t sent;
 };
@@ -221,8 +234,8 @@ static int put_block(void *ud, size_t i, struct sr_err *e)
 
 	if (b->s->gate)
 		b->s->gate(b->s->gate_ud);
-	/* MD5 pass, then the body streams from the file */
-	rc = os_md5_b64_fd(b->fd, off, n, c.md5);
+	/* MD5 pass, then the body streams from the source */
+	rc = os_md5_b64_src(b->src, off, n, c.md5);
 	if (rc)
 		return sr_err_set(e, rc, "%s: reading block %zu: %s", b->key, i,
 				  sr_strerror(rc));
@@ -235,8 +248,7 @@ static int put_block(void *ud, size_t i, struct sr_err *e)
 	snprintf(query, sizeof query, "comp=block&blockid=%s", eid);
 	snprintf(qsign, sizeof qsign, "\nblockid:%s\ncomp:block", id);
 	snprintf(what, sizeof what, "Put Block %s #%zu", b->key, i);
-	rc = do_req(b->s, &c, "PUT", query, what, NULL, n, b->fd, NULL, 0, 0,
-		    &resp, e);
+	rc = put_body(b->s, &c, query, what, b->src, n, &resp, e);
 	if (rc == 0)
 		atomic_fetch_add(&b->sent, n);
 out:
@@ -245,10 +257,11 @@ out:
 	return rc;
 }
 
-static int az_put_fd(struct objstore *s, const char *key, int fd,
-		     uint64_t size, uint64_t *sent, struct sr_err *e)
+static int az_put_src(struct objstore *s, const char *key,
+		      const struct os_src *src, uint64_t size, uint64_t *sent,
+		      struct sr_err *e)
 {
-	struct blocks b = { .s = s, .key = key, .fd = fd, .size = size,
+	struct blocks b = { .s = s, .key = key, .src = src, .size = size,
 			    .part = s->cfg.part_bytes };
 	struct os_resp resp = { 0 };
 	struct call c = { .qsign = "\ncomp:blocklist" };
@@ -260,18 +273,17 @@ static int az_put_fd(struct objstore *s, const char *key, int fd,
 	if (!path)
 		return -ENOMEM;
 	if (size <= s->cfg.part_bytes) {
-		/* one Put Blob, streamed from the file after its MD5 pass */
+		/* one Put Blob, streamed from the source after its MD5 pass */
 		c.path = path;
 		c.qsign = NULL;
 		c.blockblob = 1;
-		rc = os_md5_b64_fd(fd, 0, size, c.md5);
+		rc = os_md5_b64_src(src, 0, size, c.md5);
 		if (rc) {
 			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
 			goto out;
 		}
 		snprintf(what, sizeof what, "Put Blob %s", key);
-		rc = do_req(s, &c, "PUT", NULL, what, NULL, size, fd, NULL, 0, 0,
-			    &resp, e);
+		rc = put_body(s, &c, NULL, what, src, size, &resp, e);
 		if (rc == 0 && sent)
 			*sent += size;
 		goto out;
@@ -479,7 +491,7 @@ static int az_del(struct objstore *s, const char *const *keys, size_t n,
 }
 
 static const struct objstore_ops az_ops = {
-	.put = az_put, .put_fd = az_put_fd, .get_range = az_get_range,
+	.put = az_put, .put_src = az_put_src, .get_range = az_get_range,
 	.get = az_get, .list = az_list, .del = az_del, .abort_stale = NULL,
 	.free_impl = az_free,
 };

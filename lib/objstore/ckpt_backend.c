@@ -33,6 +33,15 @@ static int up_flush(void *up, int64_t step, int64_t deadline, int *met,
 	return objstore_tier3_flush(up, step, deadline, met, e);
 }
 
+static int up_put_image(void *up, int64_t step, const struct ckpt_layout *l,
+			const uint8_t *image, const char *mbuf, size_t mlen,
+			int64_t time_ns, int64_t deadline, atomic_int *cancel,
+			struct sr_err *e)
+{
+	return objstore_tier3_put_image(up, step, l, image, mbuf, mlen, time_ns,
+					deadline, cancel, e);
+}
+
 static int up_drain(void *up, int64_t deadline, struct sr_err *e)
 {
 	return objstore_tier3_drain(up, deadline, e);
@@ -110,7 +119,8 @@ static int rd_newest(const char *uri, int64_t *step, struct sr_err *e)
 const struct ckpt_backend ckpt_remote_backend = {
 	.name = "objstore",
 	.up_start = up_start, .up_offer = up_offer, .up_flush = up_flush,
-	.up_drain = up_drain, .up_stop = up_stop, .up_stats = up_stats,
+	.up_put_image = up_put_image, .up_drain = up_drain,
+	.up_stop = up_stop, .up_stats = up_stats,
 	.up_uri = up_uri, .up_newest = up_newest,
 	.rd_open = rd_open, .rd_read = rd_read, .rd_close = rd_close,
 	.rd_list = objstore_rd_list, .rd_newest = rd_newest,

@@ -157,6 +157,24 @@ out:
 	return rc;
 }
 
+int os_md5_b64_src(const struct os_src *src, uint64_t off, uint64_t len,
+		   char out[25])
+{
+	if (!src->mem)
+		return os_md5_b64_fd(src->fd, off, len, out);
+	os_md5_b64(src->mem + off, (size_t)len, out);
+	return out[0] ? 0 : -ENOMEM;
+}
+
+int os_crc32c_b64_src(const struct os_src *src, uint64_t off, uint64_t len,
+		      char out[9])
+{
+	if (!src->mem)
+		return os_crc32c_b64_fd(src->fd, off, len, out);
+	os_crc32c_b64(os_crc32c(0, src->mem + off, (size_t)len), out);
+	return 0;
+}
+
 char *os_b64_enc(const void *data, size_t len)
 {
 	char *o = malloc(4 * ((len + 2) / 3) + 1);

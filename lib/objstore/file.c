@@ -128,10 +128,11 @@ static int file_put(struct objstore *s, const char *key, const void *buf,
 	return write_obj(s, key, buf ? buf : "", -1, len, e);
 }
 
-static int file_put_fd(struct objstore *s, const char *key, int fd,
-		       uint64_t size, uint64_t *sent, struct sr_err *e)
+static int file_put_src(struct objstore *s, const char *key,
+			const struct os_src *src, uint64_t size, uint64_t *sent,
+			struct sr_err *e)
 {
-	int rc = write_obj(s, key, NULL, fd, size, e);
+	int rc = write_obj(s, key, src->mem, src->fd, size, e);
 
 	if (rc == 0 && sent)
 		*sent += size;
@@ -298,7 +299,7 @@ static int file_del(struct objstore *s, const char *const *keys, size_t n,
 }
 
 static const struct objstore_ops file_ops = {
-	.put = file_put, .put_fd = file_put_fd, .get_range = file_get_range,
+	.put = file_put, .put_src = file_put_src, .get_range = file_get_range,
 	.get = file_get, .list = file_list, .del = file_del,
 	.abort_stale = NULL, .free_impl = file_free,
 };

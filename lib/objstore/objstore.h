@@ -173,6 +173,11 @@ int objstore_put(struct objstore *s, const char *key, const void *buf,
  * accumulates the bytes confirmed. */
 int objstore_put_fd(struct objstore *s, const char *key, int fd,
 		    uint64_t size, uint64_t *sent, struct sr_err *e);
+/* objstore_put_fd() from bytes [0, size) of memory (a checkpoint's image
+ * in staging memory): the same parts, checksums and all-or-nothing
+ * visibility.  buf must stay valid and unchanged until it returns. */
+int objstore_put_mem(struct objstore *s, const char *key, const void *buf,
+		     uint64_t size, uint64_t *sent, struct sr_err *e);
 /* Read bytes [off, off+len) of an object into dst, exactly.  Errors:
  * -SR_ENOTFOUND, -SR_ECORRUPT (short object). */
 int objstore_get_range(struct objstore *s, const char *key, uint64_t off,

@@ -7,11 +7,19 @@
 #include "objstore.h"
 #include "common/http.h"
 
+/* Where an upload's bytes come from: [0, size) of fd, or of mem when mem
+ * is not NULL (objstore_put_fd / objstore_put_mem). */
+struct os_src {
+	int fd;
+	const uint8_t *mem;
+};
+
 struct objstore_ops {
 	int (*put)(struct objstore *s, const char *key, const void *buf,
 		   size_t len, struct sr_err *e);
-	int (*put_fd)(struct objstore *s, const char *key, int fd,
-		      uint64_t size, uint64_t *sent, struct sr_err *e);
+	int (*put_src)(struct objstore *s, const char *key,
+		       const struct os_src *src, uint64_t size, uint64_t *sent,
+		       struct sr_err *e);
 	int (*get_range)(struct objstore *s, const char *key, uint64_t off,
 			 uint64_t len, void *dst, objstore_sink_fn sink,
 			 void *ud, struct sr_err *e);
@@ -124,6 +132,12 @@ void os_crc32c_b64(uint32_t crc, char out[9]);
 /* CRC32C of bytes [off, off+len) of fd, base64 into out[9]; 0 or a
  * negative errno (-EIO for a short file). */
 int os_crc32c_b64_fd(int fd, uint64_t off, uint64_t len, char out[9]);
+/* The two checksums of bytes [off, off+len) of an upload's source: from
+ * memory, or as the _fd functions. */
+int os_md5_b64_src(const struct os_src *src, uint64_t off, uint64_t len,
+		   char out[25]);
+int os_crc32c_b64_src(const struct os_src *src, uint64_t off, uint64_t len,
+		      char out[9]);
 /* base64 encode / decode (malloc'd, NUL-terminated; NULL on error). */
 char *os_b64_enc(const void *data, size_t len);
 unsigned char *os_b64_dec(const char *s, size_t *len);

@@ -452,7 +452,7 @@ static int s3_del(struct objstore *s, const char *const *keys, size_t n,
 }
 
 static const struct objstore_ops s3_ops = {
-	.put = s3_put, .put_fd = objstore__s3_put_fd, .get_range = s3_get_range,
+	.put = s3_put, .put_src = objstore__s3_put_src, .get_range = s3_get_range,
 	.get = s3_get, .list = s3_list, .del = s3_del,
 	.abort_stale = objstore__s3_abort_stale, .free_impl = s3_free,
 };

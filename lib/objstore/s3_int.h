@@ -60,9 +60,10 @@ int objstore__s3_do_req(struct objstore *s, struct call *c, const char *method,
 			uint64_t foff, void *dst, size_t dlen, size_t max,
 			struct os_resp *resp, struct sr_err *e);
 
-/* s3_mpu.c: objstore_ops.put_fd and .abort_stale */
-int objstore__s3_put_fd(struct objstore *s, const char *key, int fd,
-			uint64_t size, uint64_t *sent, struct sr_err *e);
+/* s3_mpu.c: objstore_ops.put_src and .abort_stale */
+int objstore__s3_put_src(struct objstore *s, const char *key,
+			 const struct os_src *src, uint64_t size,
+			 uint64_t *sent, struct sr_err *e);
 int objstore__s3_abort_stale(struct objstore *s, const char *sub,
 			     int64_t older_ns, size_t *n, struct sr_err *e);
 

@@ -17,19 +17,32 @@
 #include "common/random.h"
 #include "common/sigv4.h"
 
-/* The checksum header of bytes [off, off+n) of fd into c. */
-static int file_checksum(const struct s3 *s3, int fd, uint64_t off,
-			 uint64_t n, struct call *c)
+/* The checksum header of bytes [off, off+n) of the source into c. */
+static int src_checksum(const struct s3 *s3, const struct os_src *src,
+			uint64_t off, uint64_t n, struct call *c)
 {
 	if (s3->crc32c)
-		return os_crc32c_b64_fd(fd, off, n, c->crc);
-	return os_md5_b64_fd(fd, off, n, c->md5);
+		return os_crc32c_b64_src(src, off, n, c->crc);
+	return os_md5_b64_src(src, off, n, c->md5);
+}
+
+/* PUT bytes [off, off+n) of the source: streamed from the file, or
+ * straight from memory. */
+static int put_body(struct objstore *s, struct call *c, const char *what,
+		    const struct os_src *src, uint64_t off, uint64_t n,
+		    struct os_resp *resp, struct sr_err *e)
+{
+	if (src->mem)
+		return objstore__s3_do_req(s, c, "PUT", what, src->mem + off, n,
+					   -1, 0, NULL, 0, 0, resp, e);
+	return objstore__s3_do_req(s, c, "PUT", what, NULL, n, src->fd, off,
+				   NULL, 0, 0, resp, e);
 }
 
 struct mpu {
 	struct objstore *s;
 	const char *fk, *path, *upload_id;
-	int fd;
+	const struct os_src *src;
 	uint64_t size, part;
 	size_t nparts;
 	char (*etags)[160];
@@ -54,15 +67,14 @@ static int upload_part(void *ud, size_t i, struct sr_err *e)
 		m->s->gate(m->s->gate_ud);
 	/* the checksum first (one pass over the file range), then the body
 	 * streams from the file: no part is held in memory */
-	rc = file_checksum(s3, m->fd, off, n, &c);
+	rc = src_checksum(s3, m->src, off, n, &c);
 	if (rc)
 		return sr_err_set(e, rc, "%s: reading part %zu: %s", m->fk, i + 1,
 				  sr_strerror(rc));
 	snprintf(query, sizeof query, "partNumber=%zu&uploadId=%s", i + 1,
 		 m->upload_id);
 	snprintf(what, sizeof what, "UploadPart %s #%zu", m->fk, i + 1);
-	rc = objstore__s3_do_req(m->s, &c, "PUT", what, NULL, n, m->fd, off,
-				 NULL, 0, 0, &resp, e);
+	rc = put_body(m->s, &c, what, m->src, off, n, &resp, e);
 	if (rc)
 		goto out;
 	if (!resp.etag[0]) {
@@ -133,8 +145,9 @@ static int completed_before(struct call *cc)
 	return rc;
 }
 
-int objstore__s3_put_fd(struct objstore *s, const char *key, int fd,
-			uint64_t size, uint64_t *sent, struct sr_err *e)
+int objstore__s3_put_src(struct objstore *s, const char *key,
+			 const struct os_src *src, uint64_t size, uint64_t *sent,
+			 struct sr_err *e)
 {
 	struct s3 *s3 = s->impl;
 	struct mpu m;
@@ -150,21 +163,20 @@ int objstore__s3_put_fd(struct objstore *s, const char *key, int fd,
 	memset(&m, 0, sizeof m);
 	fk = objstore__full_key(s, key);
 	if (fk && size <= s->cfg.part_bytes) {
-		/* one PutObject, streamed from the file after its checksum
-		 * pass */
+		/* one PutObject, streamed from the source after its
+		 * checksum pass */
 		path = objstore__s3_obj_path(s3, fk);
 		if (!path)
 			goto out;
 		c.path = path;
 		c.query = "";
-		rc = file_checksum(s3, fd, 0, size, &c);
+		rc = src_checksum(s3, src, 0, size, &c);
 		if (rc) {
 			sr_err_set(e, rc, "%s: read failed: %s", key, sr_strerror(rc));
 			goto out;
 		}
 		snprintf(what, sizeof what, "PutObject %s", fk);
-		rc = objstore__s3_do_req(s, &c, "PUT", what, NULL, size, fd, 0,
-					 NULL, 0, 0, &resp, e);
+		rc = put_body(s, &c, what, src, 0, size, &resp, e);
 		if (rc == 0 && sent)
 			*sent += size;
 		goto out;
@@ -203,7 +215,7 @@ int objstore__s3_put_fd(struct objstore *s, const char *key, int fd,
 	m.fk = fk;
 	m.path = path;
 	m.upload_id = euid;
-	m.fd = fd;
+	m.src = src;
 	m.size = size;
 	m.part = s->cfg.part_bytes;
 	m.nparts = (size_t)((size + m.part - 1) / m.part);

@@ -385,7 +385,18 @@ int objstore_put_fd(struct objstore *s, const char *key, int fd,
 {
 	int rc = keys_ok(s, &key, 1, e);
 
-	return rc ? rc : s->ops->put_fd(s, key, fd, size, sent, e);
+	const struct os_src src = { .fd = fd };
+
+	return rc ? rc : s->ops->put_src(s, key, &src, size, sent, e);
+}
+
+int objstore_put_mem(struct objstore *s, const char *key, const void *buf,
+		     uint64_t size, uint64_t *sent, struct sr_err *e)
+{
+	int rc = keys_ok(s, &key, 1, e);
+	const struct os_src src = { .fd = -1, .mem = buf };
+
+	return rc ? rc : s->ops->put_src(s, key, &src, size, sent, e);
 }
 
 int objstore_get_range(struct objstore *s, const char *key, uint64_t off,

@@ -97,6 +97,7 @@ struct objstore_tier3 {
 	int64_t local;          /* newest step tier 2 committed, -1 */
 	int64_t busy;           /* being uploaded, -1 */
 	int waiters;            /* flush/drain calls with a deadline */
+	int held;               /* put_image in progress: start nothing */
 	int dirty;              /* the recovery point file is behind */
 	/* the last offers (tier-2 commits), to count how many the store's
 	 * newest step is behind: offer k was step recent[k % RECENT] */
@@ -433,6 +434,23 @@ static void account(struct objstore_tier3 *t, int64_t step, int rc,
 	count_behind(t);
 }
 
+/* Step committed in the store, uploaded from `from` ("tier2", "memory";
+ * no lock held): retention, and the log line. */
+static void committed(struct objstore_tier3 *t, int64_t step, uint64_t bytes,
+		      const char *from)
+{
+	struct sr_err re = { 0 };
+	int rr = retention(t, step, &re);
+
+	if (rr)
+		sr_warn("objstore", "retention failed; retrying after the next "
+			"upload", "uri=%s err=\"%s\"", objstore_uri(t->s),
+			sr_err_str(&re, rr));
+	sr_info("objstore", "checkpoint uploaded", "uri=%s step=%" PRId64
+		" bytes=%" PRIu64 " from=%s", objstore_uri(t->s), step, bytes,
+		from);
+}
+
 static void *uploader(void *arg)
 {
 	struct objstore_tier3 *t = arg;
@@ -458,7 +476,7 @@ static void *uploader(void *arg)
 			continue;
 		}
 		step = target(t);
-		if (step < 0) {
+		if (step < 0 || t->held) {
 			pthread_cond_wait(&t->cv, &t->mu);
 			continue;
 		}
@@ -479,16 +497,7 @@ static void *uploader(void *arg)
 		newer = t->local > step;
 		pthread_mutex_unlock(&t->mu);
 		if (rc == 0) {
-			struct sr_err re = { 0 };
-			int rr = retention(t, step, &re);
-
-			if (rr)
-				sr_warn("objstore", "retention failed; retrying "
-					"after the next upload", "uri=%s err=\"%s\"",
-					objstore_uri(t->s), sr_err_str(&re, rr));
-			sr_info("objstore", "checkpoint uploaded", "uri=%s step=%"
-				PRId64 " bytes=%" PRIu64, objstore_uri(t->s),
-				step, bytes);
+			committed(t, step, bytes, "tier2");
 		} else if (rc == -ECANCELED) {
 			sr_info("objstore", "upload cancelled for a newer "
 				"checkpoint", "uri=%s step=%" PRId64,
@@ -697,6 +706,84 @@ int objstore_tier3_flush(struct objstore_tier3 *t, int64_t step,
 	if (rc == 0 && met)
 		*met = !deadline_mono_ns || sr_time_mono_ns() <= deadline_mono_ns;
 out:
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+/* The shards of l from their images, then the manifest: upload_step()
+ * from memory. */
+static int upload_image(struct objstore_tier3 *t, int64_t step,
+			const struct ckpt_layout *l, const uint8_t *image,
+			const char *mbuf, size_t mlen, uint64_t *bytes,
+			struct sr_err *e)
+{
+	char key[256];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < l->ns; i++) {
+		snprintf(key, sizeof key, "step-%08" PRId64 "/%s", step,
+			 l->s[i].file);
+		rc = objstore_put_mem(t->s, key, image + l->s[i].img_off,
+				      l->s[i].file_bytes, bytes, e);
+		if (rc == 0)
+			point("shard", step);
+	}
+	if (rc)
+		return rc;
+	/* every shard confirmed: commit */
+	point("manifest", step);
+	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
+	rc = objstore_put(t->s, key, mbuf, mlen, e);
+	if (rc == 0)
+		*bytes += mlen;
+	return rc;
+}
+
+int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
+			     const struct ckpt_layout *l, const uint8_t *image,
+			     const char *mbuf, size_t mlen, int64_t time_ns,
+			     int64_t deadline_mono_ns, atomic_int *cancel,
+			     struct sr_err *e)
+{
+	uint64_t bytes = 0;
+	int64_t t0;
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	t->held++;
+	if (t->busy >= 0)
+		atomic_store(&t->cancel, 1); /* this step goes first */
+	while (t->busy >= 0)
+		pthread_cond_wait(&t->cv, &t->mu);
+	t->busy = step;
+	t->st.uploading_step = step;
+	t->st.pending_step = -1;
+	waiter_enter(t, deadline_mono_ns);
+	atomic_store(&t->cancel, 0);
+	pthread_mutex_unlock(&t->mu);
+
+	/* the uploader is held: this thread alone uses the store */
+	if (cancel)
+		objstore_set_cancel(t->s, cancel);
+	t0 = sr_time_mono_ns();
+	rc = cancel && atomic_load(cancel) ?
+	     sr_err_set(e, -ECANCELED, "step %" PRId64 " given up", step) :
+	     upload_image(t, step, l, image, mbuf, mlen, &bytes, e);
+	t0 = sr_time_mono_ns() - t0;
+	objstore_set_cancel(t->s, &t->cancel);
+	if (rc == 0) {
+		committed(t, step, bytes, "memory");
+	} else {
+		sr_error("objstore", "upload from memory failed", "uri=%s step=%"
+			 PRId64 " err=\"%s\"", objstore_uri(t->s), step,
+			 sr_err_str(e, rc));
+	}
+	pthread_mutex_lock(&t->mu);
+	waiter_leave(t, deadline_mono_ns);
+	account(t, step, rc, bytes, t0, time_ns, e);
+	t->held--;
+	t->dirty = 1;
+	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->mu);
 	return rc;
 }

@@ -75,6 +75,23 @@ void objstore_tier3_offer(struct objstore_tier3 *t, int64_t step,
  * committed `step` (nothing is started). */
 int objstore_tier3_flush(struct objstore_tier3 *t, int64_t step,
 			 int64_t deadline_mono_ns, int *met, struct sr_err *e);
+/* Upload checkpoint `step` from memory instead of from tier 2 (a final
+ * save that skips the node's disk): the shard files of layout l, whose
+ * images are at image + img_off, then the manifest mbuf (mlen bytes,
+ * save time time_ns) as the commit point - the protocol of the uploads
+ * from tier 2, in the caller's thread.  The uploader is held meanwhile:
+ * an upload in progress is cancelled first and none starts until this
+ * returns.  Requests are retried until deadline_mono_ns (0: the retry
+ * count).  cancel (may be NULL), set from another thread, stops it at
+ * its next request or chunk (-ECANCELED).  0 once the manifest is in
+ * the store: the store's newest whole step is then `step` (stats,
+ * tier3.json) and retention has run; a failure is counted as a failed
+ * upload, and the store keeps what it had. */
+int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
+			     const struct ckpt_layout *l, const uint8_t *image,
+			     const char *mbuf, size_t mlen, int64_t time_ns,
+			     int64_t deadline_mono_ns, atomic_int *cancel,
+			     struct sr_err *e);
 /* Wait until the newest offered step is in the store, as flush does;
  * the error says which step is where. */
 int objstore_tier3_drain(struct objstore_tier3 *t, int64_t deadline_mono_ns,

@@ -35,6 +35,7 @@ OUTCOMES = {0: "staged", 1: "skipped", 2: "coalesced"}
 SAVE_LAZY = 0x1
 REMOTE_KEEP_ALL = -1
 REMOTE_NO_BACKFILL = 0x1
+FINAL_STORE_ONLY = 0x1
 OPEN_VERIFY = 0x1
 DEST_SCRATCH = 0x1
 NEWEST = -1
@@ -116,6 +117,10 @@ _PROTOS = {
     "spotckpt_wait": (_c.c_int, [_P]),
     "spotckpt_save_final": (_c.c_int, [_P, _i64, _c.c_char_p, _i64,
                                        _c.POINTER(_i32)]),
+    "spotckpt_save_final_ex": (_c.c_int, [_P, _i64, _c.c_char_p, _i64, _u32,
+                                          _c.POINTER(_i32)]),
+    "spotckpt_final_manifest": (_c.c_int, [_P, _i64, _c.POINTER(_P),
+                                           _c.POINTER(_c.c_size_t)]),
     "spotckpt_abandon_final": (_c.c_int, [_P, _i64]),
     "spotckpt_last_saved_step": (_i64, [_P]),
     "spotckpt_last_error": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t]),

@@ -313,14 +313,20 @@ class Checkpointer:
             _lib.check(_lib.lib().spotckpt_wait(self._h()),
                        "checkpoint write failed")
 
-    def save_final(self, step, state, deadline=None):
+    def save_final(self, step, state, deadline=None, local_copy=True):
         """Final checkpoint on a preemption notice: cancels writes in
         flight and writes `state` synchronously at full disk speed.
 
         deadline: time.time() seconds of the expected hard kill; default
         spotrun.preemption.deadline().  Returns True if the commit finished
         by the deadline (always True without one); raises CheckpointError
-        if it could not commit."""
+        if it could not commit.  local_copy=False, with a remote store:
+        the step goes from staging memory straight to the store and
+        nothing of it is written to the local directory (the node's disk
+        goes with the node); it is then committed once it is in the
+        store, whole (final_manifest(step) gives its manifest).  Without
+        a store it does nothing: the local directory is then the only
+        durable copy."""
         mono_ns = 0
         if deadline is None:
             # the notice's own deadline, already on the monotonic clock
@@ -333,13 +339,33 @@ class Checkpointer:
         with self._lock:
             meta = self._prepare(state)
             met = ctypes.c_int32(1)
-            _lib.check(_lib.lib().spotckpt_save_final(
-                self._h(), int(step), meta, mono_ns, ctypes.byref(met)),
+            flags = 0 if local_copy or self.remote is None else \
+                _lib.FINAL_STORE_ONLY
+            _lib.check(_lib.lib().spotckpt_save_final_ex(
+                self._h(), int(step), meta, mono_ns, flags,
+                ctypes.byref(met)),
                 "final checkpoint of step %d failed" % step)
             if self.remote is not None:
                 return self._remote_wait(int(step), mono_ns) and \
                     bool(met.value)
             return bool(met.value)
+
+    def final_manifest(self, step):
+        """The manifest.json bytes of `step` when save_final(...,
+        local_copy=False) put it into the store, else None."""
+        lib = _lib.lib()
+        buf, n = ctypes.c_void_p(), ctypes.c_size_t(0)
+        with self._lock:
+            rc = lib.spotckpt_final_manifest(self._h(), int(step),
+                                             ctypes.byref(buf),
+                                             ctypes.byref(n))
+        if rc == -_lib.ENOTFOUND:
+            return None
+        _lib.check(rc, "manifest of step %d" % step)
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            lib.spotckpt_free(buf)
 
     def abandon_final(self, step):
         """Give up the final checkpoint of `step` from another thread

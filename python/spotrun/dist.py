@@ -82,6 +82,7 @@ from .objects import ObjectStore
 FORMAT = "spotrun.dist/1"
 PLACEHOLDER = "__spotrun_shard__"
 log = logging.getLogger("spotrun")
+FINAL_LOCAL_COPY_ENV = "SPOTRUN_FINAL_LOCAL_COPY"
 _STEP_RE = re.compile(r"step-(\d{8,})\.commit")
 _ENGINE_STEP_RE = re.compile(r"step-(\d{8,})")
 
@@ -298,13 +299,20 @@ class DistCheckpointer:
     this rank's engines; `keep` counts globally committed steps.
     remote: an object-store URI (or give `dir` as one, with local_dir):
     the global commit runs there and `dir` is this node's own tier 2
-    (dist_remote.py); call restore() before the first save()."""
+    (dist_remote.py); call restore() before the first save().
+    final_local_copy: with an object store, save_final() sends this
+    rank's part from staging memory straight to the store and writes
+    nothing of it to `dir` (a noticed node's disk goes with it, and a
+    final part counts only once it is in the store); True (or
+    $SPOTRUN_FINAL_LOCAL_COPY=1) writes it to `dir` first and uploads it
+    from there, as before.  Peer copies (peer_replicas) also keep the
+    local write: the push to the peers reads it."""
 
     FORMAT = FORMAT
 
     def __init__(self, dir, keep=2, rank=None, world_size=None,
                  commit_timeout=120.0, remote=None, local_dir=None,
-                 peer_replicas=None, **engine_opts):
+                 peer_replicas=None, final_local_copy=None, **engine_opts):
         if _ckpt._is_remote(dir):
             if remote is not None and str(remote) != str(dir):
                 raise ValueError("two object stores given: %s and %s"
@@ -316,6 +324,9 @@ class DistCheckpointer:
         self.keep = int(keep)
         self.commit_timeout = float(commit_timeout)
         self.attempt = os.environ.get("SPOTRUN_ATTEMPT")
+        if final_local_copy is None:
+            final_local_copy = bool(_env_int([FINAL_LOCAL_COPY_ENV]))
+        self.final_local_copy = bool(final_local_copy)
         self.remote = None if remote is None else str(remote)
         self._gdir = os.path.join(self.dir, "global")
         _mkdir_durable(self.dir)
@@ -508,7 +519,17 @@ class DistCheckpointer:
             # part could finish before the engine's cancel reached it)
             self._last_ok = False
             return False
-        engines, mine = self._stage(step, state, True, deadline)
+        try:
+            engines, mine = self._stage(step, state, True, deadline)
+        except CheckpointError as exc:
+            if not self._final_store_only() or step in self._abandoned:
+                raise
+            # the part is not in the store: no marker, so the step
+            # never commits and the newest committed one stays
+            log.error("final step %d: this rank's part did not reach the "
+                      "store: %s", step, exc)
+            self._last_step, self._last_ok = step, False
+            return False
         self._last_step, self._last_engines = step, engines
         self._last_ok = step not in self._abandoned and \
             self._finish(step, engines, mine)
@@ -549,9 +570,17 @@ class DistCheckpointer:
                         "offsets": s.offsets} for n, s in shards.items()}
         return engines, mine
 
+    def _final_store_only(self):
+        """A final part goes from staging memory to the store alone: the
+        store holds the copy that survives the node (docs/distributed.md,
+        "The final part goes to the store only")."""
+        return self._rc is not None and not self.final_local_copy and \
+            self._peers is None
+
     def _engine_save(self, c, step, st, final, deadline):
         if final:
-            c.save_final(step, st, deadline=deadline)
+            c.save_final(step, st, deadline=deadline,
+                         local_copy=not self._final_store_only())
         else:
             c.save(step, st, lazy=True)
 

@@ -43,10 +43,16 @@ COMMIT PROTOCOL (per step S; no collective, so a dead rank blocks no one)
    and is never committed; the next step goes on.  Rank 0 gives a
    candidate up after commit_timeout, or when a newer step commits.
 
-   save_final(S): tier 2 in the caller's thread, then every engine's
-   upload of S is flushed (an older upload in progress is cancelled),
-   and every rank waits until the record of S exists (or the deadline /
-   commit_timeout passes): True on every rank only if S is committed.
+   save_final(S): each engine's part straight from staging memory into
+   the store, in the caller's thread (its tier 2 is not written: the
+   node's disk goes with the node; final_local_copy=True writes tier 2
+   first and flushes its upload, as a periodic step), an older upload
+   in progress cancelled; DURABLE's digest is then that of the manifest
+   the engine put (Checkpointer.final_manifest), and UPLOADED follows
+   at once; every rank waits until the record of S exists (or the
+   deadline / commit_timeout passes): True on every rank only if S is
+   committed.  A part's upload that fails or is late leaves no
+   manifest, so no marker: S is never committed.
 
 WHY A CRASH IS SAFE.  A kill -9 of any rank before rank 0's record PUT
 leaves no record: a restore never sees S, whatever parts of it are in
@@ -184,6 +190,10 @@ class RemoteCommit:
         parts = {}
         for name, c in named:
             d = local_digest(c.dir, step)
+            if d is None:
+                # a final part sent straight to the store (no tier 2)
+                m = c.final_manifest(step)
+                d = None if m is None else digest(m)
             if d is None:
                 log.error("step %d: %s has no committed step on disk; not "
                           "uploaded", step, name)

@@ -3,14 +3,18 @@
  * (tests/py/test_objstore_crash.py): saves checkpoints with a remote
  * store as fast as tier 2 allows, until killed.
  *
- *   ckpt_uploader LOCAL_DIR URI FIRST_STEP [WAIT [POINT]]
+ *   ckpt_uploader LOCAL_DIR URI FIRST_STEP [WAIT|final [POINT]]
  *
  * Three tensors: "w" 6 MiB float32 (two 5 MiB-part multipart uploads when
  * it is in a shard of its own), "b" 64 KiB int64, "s" one int64 = step.
  * Every byte is a function of the step (see fill()), so a reader can
  * check that what it restored is exactly step N's state.  With WAIT = 1
  * each save waits for its upload (more kills land mid-upload; a failed
- * upload is reported on stderr and training goes on).  Prints "ready"
+ * upload is reported on stderr and training goes on).  With WAIT =
+ * final each step is a final save straight into the store
+ * (spotckpt_save_final_ex, SPOTCKPT_FINAL_STORE_ONLY: tier 2 never
+ * written, the upload in this thread; a failed one is reported on
+ * stderr and the next step goes on).  Prints "ready"
  * once tier 3 is set, then "saved N" after each save, and "stored N"
  * whenever spotckpt_remote_stats() reports a newer step in the store.
  * With POINT ("shard": a shard confirmed, "manifest": every shard
@@ -61,15 +65,16 @@ int main(int argc, char **argv)
 	int64_t *b = malloc(B_N * sizeof *b), s = 0;
 	int64_t wshape[1] = { W_N }, bshape[1] = { B_N };
 	int64_t step, stored = -1;
-	int wait, rc;
+	int wait, final, rc;
 
 	if (argc < 4 || !w || !b) {
 		fprintf(stderr, "usage: ckpt_uploader LOCAL_DIR URI FIRST_STEP "
-			"[WAIT]\n");
+			"[WAIT|final [POINT]]\n");
 		return 2;
 	}
 	step = strtoll(argv[3], NULL, 10);
 	wait = argc > 4 && !strcmp(argv[4], "1");
+	final = argc > 4 && !strcmp(argv[4], "final");
 	if (argc > 5) {
 		g_stop_at = argv[5];
 		objstore__tier3_test_point = stop_at;
@@ -99,7 +104,17 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	for (;; step++) {
 		fill(w, b, &s, step);
-		rc = spotckpt_save(e, step, NULL, 0, NULL);
+		if (final) {
+			/* an upload that fails leaves the store's previous
+			 * step: say so and go on */
+			if (spotckpt_save_final_ex(e, step, NULL, 0,
+						   SPOTCKPT_FINAL_STORE_ONLY, NULL))
+				fprintf(stderr, "ckpt_uploader: step %lld: final: "
+					"%s\n", (long long)step, spotckpt_errmsg());
+			rc = 0;
+		} else {
+			rc = spotckpt_save(e, step, NULL, 0, NULL);
+		}
 		if (rc == 0 && wait) {
 			rc = spotckpt_wait(e);
 			/* a failed upload does not stop training: say so and go

@@ -141,6 +141,12 @@ def _kv_state(step, rank, world):
                              (3 * world,), (3 * rank,))}
 
 
+def _big_state(big, step, rank, world):
+    st = _kv_state(step, rank, world)
+    st["big"] = big + step
+    return st
+
+
 def commit_kill(rank, world, port, d, out, steps, victim, phase, kill_step):
     """Restore, then save each of `steps`; rank `victim` SIGKILLs itself at
     protocol point `phase` of step kill_step."""
@@ -187,9 +193,7 @@ def final_on_saved_step(rank, world, port, d, out):
     big = torch.zeros(1 << 20)   # 4 MiB: the upload is still running
 
     def state(step):
-        st = _kv_state(step, rank, world)
-        st["big"] = big + step
-        return st
+        return _big_state(big, step, rank, world)
     c.restore(state(0))
     c.save(1, state(1))
     c.wait()
@@ -202,6 +206,37 @@ def final_on_saved_step(rank, world, port, d, out):
                               if e.stats()["saves_requested"] != before[n])
     c.close()
     torch.save(res, os.path.join(out, "final-%d.pt" % rank))
+    dist.destroy_process_group()
+
+
+def final_store_only(rank, world, port, d, out, local_copy):
+    """save(1), then save_final(2) with a 12 MiB tensor (multipart from
+    memory at 5 MiB parts), final_local_copy=local_copy; then a fresh
+    node restores.  OUT/store-only-R.pt: what save_final() returned, the
+    restored step and whether every tensor came back bit for bit."""
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, final_local_copy=local_copy)
+    big = torch.arange(3 << 20, dtype=torch.float32)
+
+    def state(step):
+        return _big_state(big, step, rank, world)
+    c.restore(state(0))
+    c.save(1, state(1))
+    c.wait()
+    res = {"final": c.save_final(2, state(2)),
+           "last": c.last_committed_step()}
+    c.close()
+    dist.barrier()
+    local, uri, env = d
+    f = _ckpt((local + "-fresh", uri, env), rank, world)
+    got = state(-1)
+    res["restored"] = f.restore(got)
+    want = state(2)
+    res["exact"] = torch.equal(got["w"], want["w"]) and \
+        torch.equal(got["s"].tensor, want["s"].tensor) and \
+        torch.equal(got["big"], want["big"])
+    f.close()
+    torch.save(res, os.path.join(out, "store-only-%d.pt" % rank))
     dist.destroy_process_group()
 
 

@@ -10,10 +10,15 @@ store is all the ranks share.
     marker yet; or rank 0 with every marker, before the record): that
     step is never used, the previous global one is, and the next attempt
     commits it afresh.
+  * the final part after a notice goes from staging memory straight to
+    the store (nothing of it on the node's disk) and commits; with
+    final_local_copy it is on the disk too; a final upload that fails
+    leaves the previous step the newest, restored bit for bit.
 """
 
 import json
 import os
+import time
 
 import pytest
 
@@ -22,6 +27,7 @@ torch = pytest.importorskip("torch")
 import dist_workers as w  # noqa: E402
 from objstore_servers import S3rver  # noqa: E402
 from spotrun import dist as sdist  # noqa: E402
+from spotrun._lib import CheckpointError  # noqa: E402
 from spotrun import dist_remote as sdist_remote  # noqa: E402
 from spotrun.objects import ObjectStore  # noqa: E402
 
@@ -54,6 +60,16 @@ def load(out, name):
 def where(tmp_path, attempt, uri, env):
     """Node-local dirs of one attempt (fresh per attempt) + the store."""
     return (str(tmp_path / ("a%d-node{rank}" % attempt)), uri, env)
+
+
+def check_record_names_the_store(uri, step):
+    """step's global record names the manifests the store holds."""
+    with ObjectStore(uri) as st:
+        rec = json.loads(st.get(sdist_remote.record_key(step)))
+        for e in rec["ranks"]:
+            for name, dig in e["parts"].items():
+                m = st.get("%s/step-%08d/manifest.json" % (name, step))
+                assert sdist_remote.digest(m) == dig, name
 
 
 def test_ddp_on_s3_resumes_on_fresh_nodes_bitwise(tmp_path, store_env):
@@ -114,13 +130,7 @@ def test_final_on_the_step_just_saved_commits_it(tmp_path, store_env):
         assert res["final"] is True and res["last"] == 2, res
         assert res["rewritten"] == [], res
     assert sdist.committed_steps(uri)[0] == 2
-    # the record names the manifests the store holds
-    with ObjectStore(uri) as st:
-        rec = json.loads(st.get("global/step-00000002.commit"))
-        for e in rec["ranks"]:
-            for name, dig in e["parts"].items():
-                m = st.get("%s/step-00000002/manifest.json" % name)
-                assert sdist_remote.digest(m) == dig, name
+    check_record_names_the_store(uri, 2)
 
 
 @pytest.mark.parametrize("victim,phase", [(1, "uploaded"),
@@ -189,3 +199,81 @@ def test_gang_notice_deadline_bounds_the_remote_commit(tmp_path, store_env,
                     timeout=TIMEOUT) == [0, 0]
     w.check_shared_deadline(out, victim, False)
     assert sdist.committed_steps(uri) == []
+
+
+def _local_names(node, step):
+    """Files and directories of `step` under a node's tier 2."""
+    tag = "%08d" % step
+    return [os.path.join(r, n) for r, ds, fs in os.walk(node)
+            for n in ds + fs if tag in n]
+
+
+@pytest.mark.parametrize("local_copy", [False, True])
+def test_final_part_goes_straight_to_the_store(tmp_path, store_env,
+                                               local_copy):
+    """After a notice each rank's final part goes from tier 1 to the
+    store (multipart from memory, 5 MiB parts) and the step commits
+    globally; nothing of it is written to the node's tier-2 directory.
+    final_local_copy=True keeps the old way: tier 2 first, uploaded from
+    there.  Either way a fresh node restores the final step bit for
+    bit."""
+    out = str(tmp_path)
+    uri = "s3://ckpt/store-only-%d-%s" % (local_copy, tmp_path.name)
+    env = dict(store_env, SPOTRUN_OBJSTORE_PART_MB="5")
+    d = (str(tmp_path / "node{rank}"), uri, env)
+    assert w.launch(w.final_store_only, 2, d, out, local_copy,
+                    timeout=TIMEOUT) == [0, 0]
+    for r in (0, 1):
+        res = load(out, "store-only-%d.pt" % r)
+        assert res["final"] is True and res["last"] == 2, res
+        assert res["restored"] == 2 and res["exact"] is True, res
+        left = _local_names(str(tmp_path / ("node%d" % r)), 2)
+        if local_copy:
+            assert left, "final_local_copy: step 2 on node %d's disk" % r
+        else:
+            assert left == [], left
+        # step 1 (a periodic save) is on the disk either way
+        assert _local_names(str(tmp_path / ("node%d" % r)), 1)
+    assert sdist.committed_steps(uri)[0] == 2
+    check_record_names_the_store(uri, 2)
+
+
+def test_final_upload_failure_leaves_the_previous_step(tmp_path):
+    """The final part's manifest cannot be put (its key is taken by a
+    directory in the file:// store): the shards went up, the step has no
+    manifest, no marker and no record; save_final() says False, nothing
+    of it is on the node's disk, and a fresh node restores step 1 bit
+    for bit."""
+    store = tmp_path / "store"
+    uri = "file://%s" % store
+    one = torch.arange(1 << 20, dtype=torch.float32)
+    c = sdist.DistCheckpointer(str(tmp_path / "node"), remote=uri, rank=0,
+                               world_size=1, commit_timeout=10)
+    assert c.restore({"w": torch.zeros(1 << 20)}) is None
+    c.save(1, {"w": one})
+    assert c.wait() is True
+    # after restore(), which deletes this rank's leftovers newer than
+    # the step it restored
+    blocker = store / "replicated" / "step-00000002" / "manifest.json"
+    blocker.mkdir(parents=True)
+    (blocker / "x").write_bytes(b"x")
+    assert c.save_final(2, {"w": one + 1},
+                        deadline=time.time() + 20) is False
+    assert _local_names(str(tmp_path / "node"), 2) == []
+    try:
+        c.close()
+    except CheckpointError:
+        pass
+    assert sdist.committed_steps(uri) == [1]
+    with ObjectStore(uri) as st:
+        keys = st.list("")
+    assert "replicated/step-00000001/manifest.json" in keys, keys
+    assert [k for k in keys if k.startswith("replicated/step-00000002/")
+            and k.endswith(".safetensors")], keys   # shards went up
+    assert "global/step-00000002/rank-00000.json" not in keys, keys
+    f = sdist.DistCheckpointer(str(tmp_path / "fresh"), remote=uri, rank=0,
+                               world_size=1)
+    got = {"w": torch.zeros(1 << 20)}
+    assert f.restore(got) == 1
+    assert torch.equal(got["w"], one)
+    f.close()

@@ -34,6 +34,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
 import spotrun
 from spotrun import _lib
@@ -88,7 +89,11 @@ def settle(uri):
         prev = cur
 
 
-def test_kill9_uploader(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", ["save", "final"])
+def test_kill9_uploader(tmp_path, monkeypatch, mode):
+    """mode "final": every step a final save straight from memory into
+    the store (no tier 2), the upload in the saving thread; half the
+    trials."""
     lib = _lib.lib()
     srv = S3rver()
     try:
@@ -101,6 +106,8 @@ def test_kill9_uploader(tmp_path, monkeypatch):
         helper = os.path.join(BUILD, "tests", "helpers", "ckpt_uploader")
         trials = int(os.environ.get("SPOTRUN_CRASH_TRIALS",
                                     "20" if ASAN else "50"))
+        if mode == "final":
+            trials = max(1, trials // 2)
         seed = int(os.environ.get("SPOTRUN_SEED", "12"))
         print("kill9 uploader: %d trials, SPOTRUN_SEED=%d" % (trials, seed))
         rnd = random.Random(seed)
@@ -111,8 +118,9 @@ def test_kill9_uploader(tmp_path, monkeypatch):
         for trial in range(trials):
             local = tmp_path / ("n%d" % trial)  # a fresh node every time
             point = points[trial // 5 % 3] if trial % 5 == 4 else None
+            how = "final" if mode == "final" else str(trial % 2)
             p = subprocess.Popen([helper, str(local), uri, str(step),
-                                  str(trial % 2)] + ([point] if point else []),
+                                  how] + ([point] if point else []),
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=env,
                                  bufsize=0)
@@ -131,7 +139,7 @@ def test_kill9_uploader(tmp_path, monkeypatch):
                             trial, point)
                     early.append(p.stdout.readline().decode())
                     assert early[-1], "trial %d: %s" % (trial, p.stderr.read())
-            elif trial % 2:
+            elif trial % 2 or mode == "final":
                 # waiting mode: let one upload commit first, so that slow
                 # runs (ASan, a loaded box) still commit; the kill then
                 # lands in a later one

@@ -132,7 +132,7 @@ static void test_file_backend(void **state)
 	struct objstore_list l = { 0 };
 	struct sr_err e = { 0 };
 	char uri[300], path[300], buf[8], *got = NULL;
-	const char *keys[] = { "d/one", "d/two" };
+	const char *keys[] = { "d/one", "d/two", "d/three" };
 	size_t len = 0;
 	uint64_t sent = 0;
 	int fd;
@@ -148,12 +148,20 @@ static void test_file_backend(void **state)
 	assert_int_equal(objstore_put_fd(s, "d/one", fd, 6, &sent, &e), 0);
 	close(fd);
 	assert_int_equal(sent, 6);
+	/* from memory (a final checkpoint's image) */
+	assert_int_equal(objstore_put_mem(s, "d/three", "ghijklm", 7, &sent,
+					  &e), 0);
+	assert_int_equal(sent, 13);
 	assert_int_equal(objstore_list(s, "d/", &l, &e), 0);
-	assert_int_equal(l.n, 2);
+	assert_int_equal(l.n, 3);
 	assert_string_equal(l.v[0].key, "d/one");
 	assert_int_equal(l.v[0].size, 6);
-	assert_string_equal(l.v[1].key, "d/two");
+	assert_string_equal(l.v[1].key, "d/three");
+	assert_int_equal(l.v[1].size, 7);
+	assert_string_equal(l.v[2].key, "d/two");
 	objstore_list_free(&l);
+	assert_int_equal(objstore_get_range(s, "d/three", 2, 4, buf, &e), 0);
+	assert_memory_equal(buf, "ijkl", 4);
 	assert_int_equal(objstore_get_range(s, "d/two", 3, 4, buf, &e), 0);
 	assert_memory_equal(buf, "3456", 4);
 	assert_int_equal(objstore_get_range(s, "d/two", 8, 4, buf, &e),
@@ -164,7 +172,7 @@ static void test_file_backend(void **state)
 	assert_int_equal(len, 6);
 	assert_string_equal(got, "abcdef");
 	free(got);
-	assert_int_equal(objstore_del(s, keys, 2, &e), 0);
+	assert_int_equal(objstore_del(s, keys, 3, &e), 0);
 	assert_int_equal(objstore_list(s, "", &l, &e), 0);
 	assert_int_equal(l.n, 0);
 	objstore_list_free(&l);
@@ -432,6 +440,16 @@ static void test_pace_of_file_bodies(void **state)
 			      "ETag: \"e\"", "", 0);
 	assert_int_equal(objstore_put(s, "mem", data, LEN, &e), 0);
 	assert_int_equal(calls, 0);
+	/* a large object from memory: its checksum and body from there */
+	sr_testsrv_reply_hdrs(srv, "PUT", "/bucket/p/img", 200, NULL,
+			      "ETag: \"e\"", "", 0);
+	sent = 0;
+	assert_int_equal(objstore_put_mem(s, "img", data, LEN, &sent, &e), 0);
+	assert_int_equal(sent, LEN);
+	q = sr_testsrv_req(srv, sr_testsrv_nreq(srv) - 1);
+	assert_string_equal(q->path, "/bucket/p/img");
+	assert_int_equal(q->body_len, LEN);
+	assert_memory_equal(q->body, data, LEN);
 	objstore_close(s);
 	unsetenv("AWS_ENDPOINT_URL_S3");
 	sr_testsrv_stop(srv);

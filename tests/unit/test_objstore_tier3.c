@@ -13,7 +13,11 @@
  *   - a step tier 2 never committed is refused, not started;
  *   - close() returns 0 only once the newest step is in the store, and
  *     says which step is where when the store never answered;
- *   - object keys that could reach outside the prefix are refused.
+ *   - object keys that could reach outside the prefix are refused;
+ *   - a final save with SPOTCKPT_FINAL_STORE_ONLY puts its step into the
+ *     store from memory, racing a background upload, and writes nothing
+ *     of it under the engine's directory; without tier 3 the flag writes
+ *     tier 2 as a plain final save does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -314,6 +318,82 @@ static void test_close_says_where_the_step_is(void **state)
 	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
 }
 
+/* ---- a final save straight into the store ----------------------------------------- */
+static int local_has(const char *sub, int64_t step)
+{
+	char p[600];
+	struct stat st;
+
+	snprintf(p, sizeof p, "%s/%s/step-%08lld", g_dir, sub, (long long)step);
+	return stat(p, &st) == 0;
+}
+
+static void test_final_store_only(void **state)
+{
+	static float w[1 << 18];
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+	struct spotckpt_reader *r = NULL;
+	char uri[300], *m = NULL, p[600], *disk = NULL;
+	size_t mlen = 0, dlen = 0;
+	int32_t met = 0;
+	FILE *f;
+
+	(void)state;
+	e = open_engine("fin2", w, 1 << 18, 0);
+	snprintf(uri, sizeof uri, "file://%s/fin3", g_dir);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	w[0] = 1.0f;
+	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	/* step 1's upload may still be running: the final one goes first */
+	w[0] = 2.0f;
+	assert_int_equal(spotckpt_save_final_ex(e, 2, "{\"k\":1}", 0,
+						SPOTCKPT_FINAL_STORE_ONLY,
+						&met), 0);
+	assert_int_equal(met, 1);
+	assert_true(store_has("fin3", 2));
+	assert_false(local_has("fin2", 2));
+	assert_int_equal(spotckpt_last_saved_step(e), 1); /* tier 2's */
+	assert_int_equal(spotckpt_remote_wait(e, 2, 0, &met), 0);
+	assert_int_equal(met, 1);
+	assert_int_equal(spotckpt_remote_stats(e, &rs, NULL, 0), 0);
+	assert_int_equal(rs.uploaded_step, 2);
+	/* the manifest kept is the one the store holds */
+	assert_int_equal(spotckpt_final_manifest(e, 2, &m, &mlen), 0);
+	snprintf(p, sizeof p, "%s/fin3/step-00000002/manifest.json", g_dir);
+	f = fopen(p, "rb");
+	assert_non_null(f);
+	disk = calloc(1, mlen + 1);
+	dlen = fread(disk, 1, mlen + 1, f);
+	fclose(f);
+	assert_int_equal(dlen, mlen);
+	assert_memory_equal(disk, m, mlen);
+	free(disk);
+	spotckpt_free(m);
+	assert_int_equal(spotckpt_final_manifest(e, 1, &m, &mlen),
+			 -SPOTCKPT_ENOTFOUND);
+	assert_int_equal(spotckpt_save_final_ex(e, 3, NULL, 0, 0x80, NULL),
+			 -EINVAL);
+	assert_int_equal(spotckpt_close(e), 0);
+	/* the store's step 2 reads back whole, with its metadata */
+	assert_int_equal(spotckpt_reader_open(uri, SPOTCKPT_NEWEST,
+					      SPOTCKPT_NEWEST,
+					      SPOTCKPT_OPEN_VERIFY, &r), 0);
+	assert_int_equal(spotckpt_reader_step(r), 2);
+	assert_string_equal(spotckpt_reader_meta(r), "{\"k\":1}");
+	spotckpt_reader_close(r);
+
+	/* without tier 3 the flag does nothing: tier 2 is the only copy */
+	e = open_engine("fin4", w, 1 << 18, 0);
+	assert_int_equal(spotckpt_save_final_ex(e, 5, NULL, 0,
+						SPOTCKPT_FINAL_STORE_ONLY,
+						NULL), 0);
+	assert_true(local_has("fin4", 5));
+	assert_int_equal(spotckpt_last_saved_step(e), 5);
+	assert_int_equal(spotckpt_close(e), 0);
+}
+
 /* ---- keys ------------------------------------------------------------------------ */
 static void test_keys_stay_in_the_prefix(void **state)
 {
@@ -375,6 +455,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_stay_in_the_prefix,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_final_store_only, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
