@@ -90,16 +90,14 @@ def trial(torch, spotrun, a, k, rng):
     printed = [int(x.split()[1]) for x in out.splitlines()
                if x.startswith("step ")]
     last = printed[-1] if printed else 0
-    fresh = {name: torch.zeros_like(t)
-             for name, t in initial(torch, a.state_mb << 20,
-                                    a.device).items()}
+    want = initial(torch, a.state_mb << 20, a.device)
+    fresh = {name: torch.zeros_like(t) for name, t in want.items()}
     got = spotrun.restore(d, fresh)
     res = {"trial": k, "last_step_printed": last, "restored_step": got}
     bad = []
     if got is None or got > last:
         bad.append("restored step %r, last printed %d" % (got, last))
     else:
-        want = initial(torch, a.state_mb << 20, a.device)
         for name, t in want.items():
             if fresh[name].device.type != a.device:
                 bad.append("%s on %s" % (name, fresh[name].device))

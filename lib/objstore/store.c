@@ -384,7 +384,6 @@ int objstore_put_fd(struct objstore *s, const char *key, int fd,
 		    uint64_t size, uint64_t *sent, struct sr_err *e)
 {
 	int rc = keys_ok(s, &key, 1, e);
-
 	const struct os_src src = { .fd = fd };
 
 	return rc ? rc : s->ops->put_src(s, key, &src, size, sent, e);

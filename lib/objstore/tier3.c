@@ -117,13 +117,44 @@ static void point(const char *what, int64_t step)
 }
 
 /* ---- one upload ------------------------------------------------------------ */
+/* The protocol of one step: every shard file of l, from fds[i] (tier 2)
+ * or else from its image at image + img_off (staging memory), then the
+ * manifest mbuf as the commit point. */
+static int put_step(struct objstore_tier3 *t, int64_t step,
+		    const struct ckpt_layout *l, const int *fds,
+		    const uint8_t *image, const char *mbuf, size_t mlen,
+		    uint64_t *bytes, struct sr_err *e)
+{
+	char key[256];
+	int rc;
+
+	for (size_t i = 0; i < l->ns; i++) {
+		snprintf(key, sizeof key, "step-%08" PRId64 "/%s", step,
+			 l->s[i].file);
+		rc = fds ? objstore_put_fd(t->s, key, fds[i],
+					   l->s[i].file_bytes, bytes, e) :
+			   objstore_put_mem(t->s, key, image + l->s[i].img_off,
+					    l->s[i].file_bytes, bytes, e);
+		if (rc)
+			return rc;
+		point("shard", step);
+	}
+	/* every shard confirmed: commit */
+	point("manifest", step);
+	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
+	rc = objstore_put(t->s, key, mbuf, mlen, e);
+	if (rc == 0)
+		*bytes += mlen;
+	return rc;
+}
+
 /* Upload step from the local directory.  *time_ns gets its save time.
  * -ENOENT when the step's directory is gone (or never was committed). */
 static int upload_step(struct objstore_tier3 *t, int64_t step, uint64_t *bytes,
 		       int64_t *time_ns, struct sr_err *e)
 {
 	struct ckpt_manifest m = { 0 };
-	char dir[4096], path[4200], key[256], *mbuf = NULL;
+	char dir[4096], path[4200], *mbuf = NULL;
 	size_t mlen = 0;
 	int *fds = NULL, rc;
 
@@ -154,21 +185,7 @@ static int upload_step(struct objstore_tier3 *t, int64_t step, uint64_t *bytes,
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < m.l->ns; i++) {
-		snprintf(key, sizeof key, "step-%08" PRId64 "/%s", step,
-			 m.l->s[i].file);
-		rc = objstore_put_fd(t->s, key, fds[i], m.l->s[i].file_bytes,
-				     bytes, e);
-		if (rc)
-			goto out;
-		point("shard", step);
-	}
-	/* every shard confirmed: commit */
-	point("manifest", step);
-	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
-	rc = objstore_put(t->s, key, mbuf, mlen, e);
-	if (rc == 0)
-		*bytes += mlen;
+	rc = put_step(t, step, m.l, fds, NULL, mbuf, mlen, bytes, e);
 out:
 	for (size_t i = 0; fds && i < m.l->ns; i++) {
 		if (fds[i] >= 0)
@@ -710,35 +727,6 @@ out:
 	return rc;
 }
 
-/* The shards of l from their images, then the manifest: upload_step()
- * from memory. */
-static int upload_image(struct objstore_tier3 *t, int64_t step,
-			const struct ckpt_layout *l, const uint8_t *image,
-			const char *mbuf, size_t mlen, uint64_t *bytes,
-			struct sr_err *e)
-{
-	char key[256];
-	int rc = 0;
-
-	for (size_t i = 0; rc == 0 && i < l->ns; i++) {
-		snprintf(key, sizeof key, "step-%08" PRId64 "/%s", step,
-			 l->s[i].file);
-		rc = objstore_put_mem(t->s, key, image + l->s[i].img_off,
-				      l->s[i].file_bytes, bytes, e);
-		if (rc == 0)
-			point("shard", step);
-	}
-	if (rc)
-		return rc;
-	/* every shard confirmed: commit */
-	point("manifest", step);
-	snprintf(key, sizeof key, "step-%08" PRId64 "/" CKPT_MANIFEST, step);
-	rc = objstore_put(t->s, key, mbuf, mlen, e);
-	if (rc == 0)
-		*bytes += mlen;
-	return rc;
-}
-
 int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 			     const struct ckpt_layout *l, const uint8_t *image,
 			     const char *mbuf, size_t mlen, int64_t time_ns,
@@ -768,7 +756,7 @@ int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 	t0 = sr_time_mono_ns();
 	rc = cancel && atomic_load(cancel) ?
 	     sr_err_set(e, -ECANCELED, "step %" PRId64 " given up", step) :
-	     upload_image(t, step, l, image, mbuf, mlen, &bytes, e);
+	     put_step(t, step, l, NULL, image, mbuf, mlen, &bytes, e);
 	t0 = sr_time_mono_ns() - t0;
 	objstore_set_cancel(t->s, &t->cancel);
 	if (rc == 0) {
