@@ -172,8 +172,10 @@ def main(argv=None):
     args = env_args(argv)
     torch.set_num_threads(1)
     preemption.install()
-    job = Job(args.seed)
+    # the Checkpointer first: the memory its restore reads into is
+    # faulted in on a thread while the model is built (spotckpt_prefault)
     ckpt = spotrun.Checkpointer(args.ckpt_dir, keep=2)
+    job = Job(args.seed)
     st = job.state()
     resumed = ckpt.restore(st)
     if resumed is None:

@@ -243,6 +243,19 @@ SPOTCKPT_API int spotckpt_clear(struct spotckpt *e);
  * staging_bytes), -ENOMEM, -SPOTCKPT_ECONFLICT (no tensor registered). */
 SPOTCKPT_API int spotckpt_prepare(struct spotckpt *e);
 
+/* For a job's first restore: map the staging memory a restore of `step`
+ * (< 0: the newest valid checkpoint in e's directory) will read into, and
+ * fault it in on a background thread, so that a job that opens its engine
+ * before building its model does not pay the first touch of that memory
+ * inside the restore (1-2.5 CPU-s per GiB on a VM that hands freed memory
+ * back to its host; docs/checkpoint.md).  Returns at once.  The next
+ * spotckpt_reader_read_all_with(.., e, ..), spotckpt_restore, save,
+ * prepare or close stops the thread; the restore's reads fault in
+ * whatever it had not reached.  A no-op when e already has staging
+ * memory or a staging_bytes budget.  Errors: those of
+ * spotckpt_reader_open (-SPOTCKPT_ENOTFOUND: nothing to restore), -ENOMEM. */
+SPOTCKPT_API int spotckpt_prefault(struct spotckpt *e, int64_t step);
+
 /* Save the registered tensors as checkpoint `step` (>= 0, normally
  * increasing) with the user metadata `meta_json` (a JSON object as a
  * string, copied; NULL = {}).  Returns after tier 1, i.e. once the tensors

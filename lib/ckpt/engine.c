@@ -218,6 +218,9 @@ SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
 
 	if (!e)
 		return 0;
+	pthread_mutex_lock(&e->api);
+	ckpt__prefault_stop(e);
+	pthread_mutex_unlock(&e->api);
 	if (e->writer_started) {
 		pthread_mutex_lock(&e->api);
 		rc = ckpt__engine_wait_all(e);

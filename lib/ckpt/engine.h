@@ -58,6 +58,7 @@ struct spotckpt {
 	struct slot slots[CKPT_MAX_SLOTS];
 	struct ckpt_pool *pool;
 	int lazy_slot;              /* slot being copied lazily, or -1 */
+	struct ckpt_prefault *pf;   /* spotckpt_prefault's thread, or NULL */
 
 	/* writer (under mu) */
 	pthread_t writer;
@@ -119,6 +120,10 @@ int ckpt__engine_wait_staged(struct spotckpt *e);   /* api held */
  * restore faults it in; ckpt__staging_settle after it); 0 or -ENOMEM. */
 int ckpt__engine_reserve(struct spotckpt *e, uint64_t bytes);
 int ckpt__engine_wait_all(struct spotckpt *e);      /* api held */
+
+/* prefault.c: stop and join spotckpt_prefault's thread, if any (api
+ * held); the staging stays lazy where it had not reached. */
+void ckpt__prefault_stop(struct spotckpt *e);
 
 /* remote.c: tier 3 through the backend (no-ops without one) */
 void ckpt__remote_offer(struct spotckpt *e, int64_t step); /* mu held */

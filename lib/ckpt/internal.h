@@ -24,6 +24,7 @@
  *   placeall.c    a verified image copied into the destinations
  *   behind.c      ... placed tensor by tensor behind the reads
  *   restore.c     restore with fallback, verify, list
+ *   prefault.c    a coming restore's staging faulted in on a thread
  *   progress.c    the progress report for the node agent
  */
 #ifndef SPOTCKPT_INTERNAL_H

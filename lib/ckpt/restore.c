@@ -204,6 +204,7 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 	ckpt__errmsg_clear();
 	pthread_mutex_lock(&e->api);
 	ckpt__engine_wait_staged(e);
+	ckpt__prefault_stop(e);
 	buf = idle_slot(e, &nbuf);
 	if (e->nreg == 0)
 		rc = ckpt__fail(-SR_ECONFLICT, "restore: no tensor registered");
@@ -212,6 +213,7 @@ SPOTCKPT_API int spotckpt_restore(struct spotckpt *e, int64_t max_step,
 	if (rc == 0)
 		rc = ckpt__restore_loop(src, max_step, reg_lookup, reg_check, &m,
 					buf, nbuf, &got);
+	ckpt__staging_settle(&e->stg); /* prefaulted in part: the rest */
 	pthread_mutex_unlock(&e->api);
 	/* what this process resumes from, for the node agent: 0 when there
 	 * was nothing to restore (a fresh start) */
@@ -235,6 +237,7 @@ SPOTCKPT_API int spotckpt_reader_read_all_with(struct spotckpt_reader *r,
 		return spotckpt_reader_read_all(r, d, n);
 	pthread_mutex_lock(&e->api);
 	ckpt__engine_wait_staged(e);
+	ckpt__prefault_stop(e); /* the reads fault in what it left */
 	buf = idle_slot(e, &nbuf);
 	if (!buf && ckpt__engine_reserve(e, ckpt__reader_borrow_need(r)) == 0)
 		buf = idle_slot(e, &nbuf);

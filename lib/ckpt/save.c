@@ -74,8 +74,11 @@ static int ensure_staging(struct spotckpt *e)
 	uint64_t need = e->layout->image_bytes, budget = e->o.staging_bytes;
 	int want_pin = e->layout->has_cuda, n = 1, rc;
 
-	if (e->stg.base && need <= e->slot_bytes && (!want_pin || e->stg.pinned))
+	ckpt__prefault_stop(e);
+	if (e->stg.base && need <= e->slot_bytes && (!want_pin || e->stg.pinned)) {
+		ckpt__staging_settle(&e->stg); /* prefaulted, no restore came */
 		return 0;
+	}
 	if (budget && need > budget)
 		return ckpt__fail(-ENOBUFS, "save: the state needs %" PRIu64
 				  " staging bytes but the budget is %" PRIu64,

@@ -111,6 +111,7 @@ _PROTOS = {
                                      _c.POINTER(_i64), _i32]),
     "spotckpt_clear": (_c.c_int, [_P]),
     "spotckpt_prepare": (_c.c_int, [_P]),
+    "spotckpt_prefault": (_c.c_int, [_P, _i64]),
     "spotckpt_save": (_c.c_int, [_P, _i64, _c.c_char_p, _u32,
                                  _c.POINTER(_i32)]),
     "spotckpt_wait_staged": (_c.c_int, [_P]),

@@ -105,6 +105,12 @@ class Checkpointer:
                       remote_stats(), and the uploads are retried.
       commit_timeout  seconds close() waits for the newest checkpoint to
                       be in the object store (default 120)
+      prefault        when `dir` holds a checkpoint, map the memory its
+                      restore will read into and fault it in on a
+                      background thread now (spotckpt_prefault), so that
+                      a job that makes its Checkpointer before building
+                      its model does not pay for that memory inside
+                      restore() (default True)
 
     THE GUARANTEE.  After close() returns, and after remote_wait(step)
     returns True, that step - for close(), the newest one committed to
@@ -118,7 +124,7 @@ class Checkpointer:
     def __init__(self, dir, keep=2, copy_threads=0, staging_bytes=0,
                  shard_bytes=0, backpressure="coalesce", direct_io=True,
                  io_depth=0, io_chunk_bytes=0, remote=None, local_dir=None,
-                 commit_timeout=120.0, dirs=None):
+                 commit_timeout=120.0, dirs=None, prefault=True):
         lib = _lib.lib()
         dirs = [str(_local_path(d)) for d in dirs] if dirs else []
         if dir is None:
@@ -176,6 +182,8 @@ class Checkpointer:
                    "cannot open checkpoint directory %s" % self.dir)
         self._handle = h
         self._pid = os.getpid()
+        if prefault:  # best effort: nothing to restore is not an error
+            lib.spotckpt_prefault(h, -1)
         if self.remote is not None:
             uri, self.remote = self.remote, None
             try:

@@ -127,6 +127,33 @@ def test_restore_fills_in_place_and_creates_missing_optimizer_state(
         assert torch.equal(p, q)
 
 
+def test_checkpointer_prefaults_the_staging_its_restore_reads_into(
+        tmp_path):
+    """A Checkpointer made on a directory that holds a checkpoint maps the
+    memory the restore will read into at once and faults it in on a thread
+    (spotckpt_prefault); restore() and the first save use that memory as
+    it is.  On an empty directory it maps nothing."""
+    model, opt, sched = tiny_training(0)
+    step(model, opt, sched)
+    with spotrun.Checkpointer(tmp_path / "empty") as ck:
+        assert ck.stats()["staging_bytes"] == 0
+    save_and_wait(tmp_path, 1, {"model": model.state_dict(),
+                                "optimizer": opt.state_dict()})
+    model2, opt2, _ = tiny_training(1)
+    st = {"model": model2.state_dict(), "optimizer": opt2.state_dict()}
+    with spotrun.Checkpointer(tmp_path) as ck:
+        staged = ck.stats()["staging_bytes"]
+        assert staged > 0
+        assert ck.restore(st) == 1
+        assert ck.stats()["staging_bytes"] == staged
+        assert torch.equal(model2[0].weight, model[0].weight)
+        assert ck.save(2, st) == "staged"
+        ck.wait()
+        assert ck.stats()["staging_bytes"] == staged
+    # closed while the thread may still run: nothing left behind
+    spotrun.Checkpointer(tmp_path).close()
+
+
 def test_checkpointer_restore_makes_the_staging_memory_its_saves_use(
         tmp_path):
     """A job's first restore through a Checkpointer keeps the old bytes in
@@ -140,7 +167,7 @@ def test_checkpointer_restore_makes_the_staging_memory_its_saves_use(
                                 "optimizer": opt.state_dict()})
     model2, opt2, _ = tiny_training(1)
     st = {"model": model2.state_dict(), "optimizer": opt2.state_dict()}
-    with spotrun.Checkpointer(tmp_path) as ck:
+    with spotrun.Checkpointer(tmp_path, prefault=False) as ck:
         assert ck.stats()["staging_bytes"] == 0
         assert ck.restore(st) == 2
         staged = ck.stats()["staging_bytes"]

@@ -14,7 +14,8 @@
  * varies from run to run.  Every destination must hold its old bytes
  * afterwards, run after run, and a good restore must still fill them.
  * The same through an engine's staging memory reserved by a job's first
- * restore (spotckpt_reader_read_all_with), which the first save reuses.
+ * restore (spotckpt_reader_read_all_with), which the first save reuses,
+ * and faulted in beforehand on a thread (spotckpt_prefault).
  * Every way of being all or nothing runs: verify first (the default:
  * nothing written until every tensor matched), placed behind the reads
  * (SPOTCKPT_RESTORE_BEHIND=1: each tensor swapped into its destination
@@ -206,12 +207,25 @@ struct e2e {
 	uint8_t *buf[E2E_T];
 };
 
+/* Register f's tensors with e as t0, t1, ... (one shard each). */
+static void register_e2e(struct spotckpt *e, uint8_t *const *buf)
+{
+	int64_t sh[1] = { E2E_N };
+
+	for (int i = 0; i < E2E_T; i++) {
+		char name[16];
+
+		snprintf(name, sizeof name, "t%d", i);
+		assert_int_equal(spotckpt_register(e, name, buf[i], SPOTCKPT_U8,
+						   1, sh, 0), 0);
+	}
+}
+
 static int e2e_setup(void **st)
 {
 	struct e2e *f = calloc(1, sizeof *f);
 	struct spotckpt_opts o;
 	struct spotckpt *e = NULL;
-	int64_t sh[1] = { E2E_N };
 
 	assert_non_null(f);
 	f->dir = ct_tmpdir();
@@ -222,15 +236,11 @@ static int e2e_setup(void **st)
 	o.shard_bytes = E2E_N; /* a shard per tensor: a read job each */
 	assert_int_equal(spotckpt_open(&o, &e), 0);
 	for (int i = 0; i < E2E_T; i++) {
-		char name[16];
-
 		f->buf[i] = malloc(E2E_N);
 		assert_non_null(f->buf[i]);
 		fill(f->buf[i], E2E_N, (uint8_t)(10 + i));
-		snprintf(name, sizeof name, "t%d", i);
-		assert_int_equal(spotckpt_register(e, name, f->buf[i], SPOTCKPT_U8,
-						   1, sh, 0), 0);
 	}
+	register_e2e(e, f->buf);
 	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
 	assert_int_equal(spotckpt_wait(e), 0);
 	assert_int_equal(spotckpt_close(e), 0);
@@ -399,7 +409,6 @@ static void test_first_restore_reserves_the_engines_staging(void **st)
 	struct spotckpt_reader *r = NULL;
 	struct spotckpt_dest d[E2E_T];
 	struct spotckpt_stats s0, s1;
-	int64_t sh[1] = { E2E_N };
 	char *dir2 = ct_tmpdir(), p[4400];
 
 	spotckpt_opts_init(&o);
@@ -436,13 +445,7 @@ static void test_first_restore_reserves_the_engines_staging(void **st)
 	}
 
 	/* the first save of the same state: the same memory, no new one */
-	for (int i = 0; i < E2E_T; i++) {
-		char name[16];
-
-		snprintf(name, sizeof name, "t%d", i);
-		assert_int_equal(spotckpt_register(e, name, f->buf[i], SPOTCKPT_U8,
-						   1, sh, 0), 0);
-	}
+	register_e2e(e, f->buf);
 	assert_int_equal(spotckpt_save(e, 7, NULL, 0, NULL), 0);
 	assert_int_equal(spotckpt_wait(e), 0);
 	assert_int_equal(spotckpt_stats(e, &s1), 0);
@@ -455,6 +458,77 @@ static void test_first_restore_reserves_the_engines_staging(void **st)
 		assert_true(same(f->buf[i], E2E_N, (uint8_t)(52 + i)));
 	ct_rmtree(dir2);
 	free(dir2);
+}
+
+/* spotckpt_prefault: the staging of the coming restore mapped and faulted
+ * in on a thread; the restore reads into that memory (no new one), and a
+ * save, the engine's restore or close stop the thread wherever it is. */
+static void test_prefault_gives_the_restore_its_staging(void **st)
+{
+	struct e2e *f = *st;
+	struct spotckpt_opts o;
+	struct spotckpt *e = NULL;
+	struct spotckpt_reader *r = NULL;
+	struct spotckpt_dest d[E2E_T];
+	struct spotckpt_stats s0, s1;
+	int64_t got = -1;
+	char *empty = ct_tmpdir();
+
+	/* nothing to restore: says so, maps nothing */
+	spotckpt_opts_init(&o);
+	o.dir = empty;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_prefault(e, -1), -SPOTCKPT_ENOTFOUND);
+	assert_int_equal(spotckpt_stats(e, &s0), 0);
+	assert_int_equal(s0.staging_bytes, 0);
+	assert_int_equal(spotckpt_close(e), 0);
+	ct_rmtree(empty);
+	free(empty);
+
+	/* closed while it runs (or after): the thread is joined */
+	o.dir = f->dir;
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_prefault(e, -1), 0);
+	assert_int_equal(spotckpt_close(e), 0);
+
+	/* the restore through the engine: the prefaulted memory, filled */
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_prefault(e, 1), 0);
+	assert_int_equal(spotckpt_stats(e, &s0), 0);
+	assert_true(s0.staging_bytes >= (uint64_t)E2E_T * E2E_N);
+	assert_int_equal(spotckpt_prefault(e, -1), 0); /* again: a no-op */
+	for (int i = 0; i < E2E_T; i++) {
+		memset(f->buf[i], 0, E2E_N);
+		d[i] = (struct spotckpt_dest){ .index = i, .ptr = f->buf[i],
+					       .len = E2E_N };
+	}
+	assert_int_equal(spotckpt_reader_open(f->dir, -1, -1, 0, &r), 0);
+	assert_int_equal(spotckpt_reader_read_all_with(r, e, d, E2E_T), 0);
+	spotckpt_reader_close(r);
+	for (int i = 0; i < E2E_T; i++)
+		assert_true(same(f->buf[i], E2E_N, (uint8_t)(10 + i)));
+	assert_int_equal(spotckpt_stats(e, &s1), 0);
+	assert_int_equal(s1.staging_bytes, s0.staging_bytes);
+	assert_int_equal(spotckpt_close(e), 0);
+
+	/* a save first (the thread stopped part-way, the rest faulted in),
+	 * then the engine's own restore of what it saved */
+	assert_int_equal(spotckpt_open(&o, &e), 0);
+	assert_int_equal(spotckpt_prefault(e, -1), 0);
+	for (int i = 0; i < E2E_T; i++)
+		fill(f->buf[i], E2E_N, (uint8_t)(70 + i));
+	register_e2e(e, f->buf);
+	assert_int_equal(spotckpt_save(e, 2, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	assert_int_equal(spotckpt_stats(e, &s1), 0);
+	assert_int_equal(s1.staging_bytes, s0.staging_bytes);
+	for (int i = 0; i < E2E_T; i++)
+		memset(f->buf[i], 0, E2E_N);
+	assert_int_equal(spotckpt_restore(e, -1, &got), 0);
+	assert_int_equal(got, 2);
+	for (int i = 0; i < E2E_T; i++)
+		assert_true(same(f->buf[i], E2E_N, (uint8_t)(70 + i)));
+	assert_int_equal(spotckpt_close(e), 0);
 }
 
 int main(void)
@@ -470,6 +544,9 @@ int main(void)
 			e2e_setup, e2e_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_first_restore_reserves_the_engines_staging,
+			e2e_setup, e2e_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_prefault_gives_the_restore_its_staging,
 			e2e_setup, e2e_teardown),
 	};
 
