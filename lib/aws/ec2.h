@@ -187,6 +187,8 @@ struct ec2_watch_stats {
 	uint64_t describe_calls, describe_failed;
 	uint64_t price_calls, terminate_calls;
 	uint64_t fenced;             /* terminations not sent: lease gone */
+	uint64_t terminate_resent;   /* accepted, still listed running a
+					period later: sent again */
 	size_t queued_terminations;
 };
 

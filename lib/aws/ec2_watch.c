@@ -33,6 +33,15 @@
  *   cost several: 33 DescribeInstances a minute in the ASan soak, 28
  *   of them throttled).  Terminations keep their bounded retries.
  *
+ *   A termination EC2 accepted is done only when a listing shows the
+ *   instance shutting down or gone.  One that a listing taken a period
+ *   after the answer still shows running is sent again (once per
+ *   listing): EC2 answers InvalidInstanceID.NotFound for an instance it
+ *   does not list yet (eventual consistency), which the client takes for
+ *   "already gone" - and the instance then ran on, shown stopping here,
+ *   so the leak sweep never saw it (the ASan soak's leaked instance,
+ *   session 23).
+ *
  * WHAT LIST ANSWERS.  The last snapshot, plus every instance this
  * process launched that the snapshot does not show yet (EC2 lists a new
  * instance only after a short while: eventual consistency), for up to
@@ -65,6 +74,7 @@
 struct term {
 	char id[64];
 	int64_t epoch;
+	int64_t acked;   /* monotonic ns EC2 accepted it; 0: not yet */
 };
 
 struct ec2_watch {
@@ -153,6 +163,24 @@ static void forget_going(struct ec2_watch *w, const struct term *batch,
 			}
 }
 
+/* Batch's ids were accepted by EC2 at `at` (lock held). */
+static void mark_acked(struct ec2_watch *w, const struct term *batch,
+		       size_t n, int64_t at)
+{
+	for (size_t k = 0; k < n; k++)
+		for (size_t g = 0; g < w->ngoing; g++)
+			if (strcmp(w->going[g].id, batch[k].id) == 0)
+				w->going[g].acked = at;
+}
+
+static bool queued_id(const struct ec2_watch *w, const char *id)
+{
+	for (size_t k = 0; k < w->nq; k++)
+		if (strcmp(w->q[k].id, id) == 0)
+			return true;
+	return false;
+}
+
 /* ---- one round of each kind of call (the lock not held) -------------- */
 
 static void do_terminate(struct ec2_watch *w, int64_t now)
@@ -184,13 +212,16 @@ static void do_terminate(struct ec2_watch *w, int64_t now)
 	pthread_mutex_lock(&w->mu);
 	w->stats.terminate_calls++;
 	if (rc == 0 || err.cls == CLOUD_EFENCED) {
-		/* done, or never to be sent by this daemon: the leader that
-		 * holds the lease now sweeps what is left */
+		/* accepted (done once a listing shows it: do_list), or never
+		 * to be sent by this daemon: the leader that holds the lease
+		 * now sweeps what is left */
 		w->term_fails = 0;
 		w->term_due = now;
 		if (err.cls == CLOUD_EFENCED) {
 			w->stats.fenced += n;
 			forget_going(w, batch, n); /* never asked: as it was */
+		} else {
+			mark_acked(w, batch, n, sr_time_mono_ns());
 		}
 	} else {
 		for (k = 0; k < n && grow((void **)&w->q, &w->capq, w->nq,
@@ -241,17 +272,31 @@ static void do_list(struct ec2_watch *w, int64_t now)
 			i++;
 		}
 	}
-	/* terminations the listing shows done */
+	/* terminations the listing shows done; one EC2 accepted a period
+	 * before this listing was asked for that it still shows running
+	 * (a NotFound for an instance not listed yet) is sent again */
 	for (size_t i = 0; i < w->ngoing;) {
+		struct term *g = &w->going[i];
 		bool shown = false;
 
 		for (size_t k = 0; k < w->nsnap && !shown; k++)
-			shown = strcmp(w->snap[k].id, w->going[i].id) == 0 &&
+			shown = strcmp(w->snap[k].id, g->id) == 0 &&
 				w->snap[k].state >= CLOUD_INST_STOPPING;
-		if (shown || !listed_id(w, w->going[i].id))
-			w->going[i] = w->going[--w->ngoing];
-		else
-			i++;
+		if (shown || !listed_id(w, g->id)) {
+			*g = w->going[--w->ngoing];
+			continue;
+		}
+		if (g->acked && now - g->acked >= w->period_ns &&
+		    !queued_id(w, g->id) &&
+		    grow((void **)&w->q, &w->capq, w->nq, sizeof(*w->q))) {
+			g->acked = 0;
+			w->q[w->nq++] = *g;
+			w->stats.terminate_resent++;
+			sr_warn("aws", "terminated instance still running: "
+				"terminating it again", "region=%s instance=%s",
+				w->c->region, g->id);
+		}
+		i++;
 	}
 	pthread_mutex_unlock(&w->mu);
 }
@@ -549,8 +594,9 @@ int ec2_watch_terminate(struct ec2_watch *w, const char *const *ids, size_t n,
 					   "out of memory");
 			break;
 		}
+		w->q[w->nq] = (struct term){ .epoch = epoch };
 		snprintf(w->q[w->nq].id, sizeof(w->q[0].id), "%s", ids[i]);
-		w->q[w->nq++].epoch = epoch;
+		w->nq++;
 		w->going[w->ngoing++] = w->q[w->nq - 1];
 	}
 	pthread_cond_signal(&w->cv);

@@ -525,6 +525,21 @@ int ec2emu_preempt(struct ec2emu *m, const char *id)
 	return rc;
 }
 
+int ec2emu_reveal(struct ec2emu *m, const char *id)
+{
+	struct emu_inst *in;
+	int rc = -SR_ENOTFOUND;
+
+	pthread_mutex_lock(&m->mu);
+	in = inst_by_id(m, id);
+	if (in != NULL) {
+		in->visible_ns = sr_time_mono_ns();
+		rc = 0;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
 int ec2emu_reclaim_all(struct ec2emu *m)
 {
 	struct { char zone[40], type[48]; } pools[EMU_MAX_NOCAP];

@@ -128,6 +128,12 @@ const char *ec2emu_url(const struct ec2emu *m);
  * -SR_ENOTFOUND if no such running spot instance. */
 int ec2emu_preempt(struct ec2emu *m, const char *id);
 
+/* Eventual consistency over for instance `id`: DescribeInstances lists
+ * it and TerminateInstances knows it from now on (for deterministic
+ * tests of what a client does meanwhile).  -SR_ENOTFOUND if no such
+ * instance. */
+int ec2emu_reveal(struct ec2emu *m, const char *id);
+
 /* Every pool that holds a running spot instance loses its capacity now
  * (pinned to EC2EMU_NONE) and each such instance gets its notice, as
  * when the cloud reclaims the pool.  Returns the number noticed. */

@@ -112,8 +112,9 @@ struct cloud_host {
 	 * provider's configuration may override them) */
 	int64_t notice_ms, provision_ms;
 	/* Fencing (compute.h, FENCING).  lease_epoch: the epoch the daemon
-	 * leads under now, 0 when it does not lead; a side effect asked of
-	 * a provider (provision, terminate) is decided under it.  fence_ok:
+	 * leads under now (when it does not lead, one fence_ok refuses:
+	 * never 0, "not fenced"); a side effect asked of a provider
+	 * (provision, terminate) is decided under it.  fence_ok:
 	 * whether that epoch is still held - call it just before the request
 	 * leaves, and send nothing when it says no.  Both any thread; NULL
 	 * in tests that run no lease (never fenced). */

@@ -181,11 +181,14 @@ int ctl__clock_save(struct ctl *c, struct store *db, struct sr_err *e);
 bool ctl__lease_keep(struct ctl *c, struct store *db);
 int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e);
 /* Fencing beyond the database (cloud/compute.h, FENCING).  _epoch: the
- * epoch this daemon leads under, 0 when it does not.  _fence_ok: whether
+ * epoch this daemon leads under; when it does not lead, the last one it
+ * led under (or CTL_EPOCH_NEVER), which _fence_ok refuses - never 0,
+ * which a driver sends unfenced.  _fence_ok: whether
  * it still holds `epoch` - leads under it and renewed it within the
  * lease less a margin on its own monotonic clock, so a leader paused
  * past its lease (SIGSTOP, a frozen VM) sends nothing when it wakes,
  * even before its reconciler notices.  Any thread. */
+#define CTL_EPOCH_NEVER INT64_MAX /* no epoch held yet: always fenced */
 int64_t ctl__lease_epoch(struct ctl *c);
 bool ctl__lease_fence_ok(struct ctl *c, int64_t epoch);
 void ctl__lease_release(struct ctl *c, struct store *db);

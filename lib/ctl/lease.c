@@ -157,7 +157,14 @@ int ctl__lease_fence(struct store *s, void *ud, struct sr_err *e)
 
 int64_t ctl__lease_epoch(struct ctl *c)
 {
-	return atomic_load(&c->lease.leader) ? atomic_load(&c->lease.epoch) : 0;
+	int64_t epoch = atomic_load(&c->lease.epoch);
+
+	/* Not 0 when it does not lead: 0 is "not fenced" to a driver, and a
+	 * side effect decided just after a step-down (a launch's commit
+	 * fenced, then the terminate of its instance) went out unfenced.
+	 * The last epoch held, which fence_ok refuses once stepped down;
+	 * CTL_EPOCH_NEVER before it ever led. */
+	return epoch > 0 ? epoch : CTL_EPOCH_NEVER;
 }
 
 bool ctl__lease_fence_ok(struct ctl *c, int64_t epoch)

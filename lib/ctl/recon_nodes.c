@@ -459,7 +459,11 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	    (!sr_backoff_ready(&c->launch_bo, mono) ||
 	     !sr_pacer_take(&c->launch_pace, mono)))
 		return;
-	if (n->spot && !ctl__spot_open(c, n->pool)) {
+	/* a pool marked without capacity takes no new launch; one in
+	 * flight is awaited - ended here, its instance ran on unpolled, and
+	 * its entry in the launch table kept it from the leak sweep */
+	if (n->spot && !ctl__launch_pending(c, n->id) &&
+	    !ctl__spot_open(c, n->pool)) {
 		end_tx(c, db, n, "TERMINATED", "capacity", now, false);
 		return;
 	}
@@ -479,10 +483,12 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 		sr_pacer_ok(&c->launch_pace);
 		return;
 	case -ESTALE:
-		/* fenced: this daemon lost its lease, nothing was sent; the
-		 * new leader starts the node */
-		sr_warn("recon", "launch not sent: the lease is gone", "node=%"
-			PRId64, n->id);
+		/* fenced: this daemon lost its lease - before the launch
+		 * was sent, or before its instance was recorded (then the
+		 * launch is sent again under its key by whoever leads, and
+		 * the cloud answers with that instance) */
+		sr_warn("recon", "launch not done: the lease is gone", "node=%"
+			PRId64 " err=\"%s\"", n->id, sr_err_str(&e, rc));
 		return;
 	case -EINPROGRESS:
 		/* the cloud carries the launch out: QUEUED, asked again on

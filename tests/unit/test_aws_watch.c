@@ -2,7 +2,9 @@
  * thread, against the EC2 emulator: list() answers from the periodic
  * listing (the emulator counts one DescribeInstances per period, however
  * often list() is called), shows a launch EC2 does not list yet (eventual
- * consistency), shows a queued termination as stopping and sends it;
+ * consistency), shows a queued termination as stopping and sends it,
+ * and sends it again while EC2 still lists the instance running (a
+ * NotFound answered before EC2 listed it);
  * fenced calls are not sent once the lease is gone (RunInstances and
  * TerminateInstances); a throttled listing keeps the last one serving
  * and costs one request (no HTTP retries under the watch's backoff);
@@ -207,6 +209,47 @@ static void test_listing_from_cache(void **state)
 	cloud_instance_clear(&in);
 }
 
+/* EC2 answers a termination of an instance it does not list yet
+ * (eventual consistency) with InvalidInstanceID.NotFound, which the
+ * client takes for "already gone"; the instance runs on once EC2 lists
+ * it.  The watch terminates it again until a listing shows it going -
+ * it used to show it stopping for ever, so the daemon's leak sweep
+ * never saw it (the ASan soak's leaked instance, session 23). */
+static void test_terminate_before_ec2_lists_it(void **state)
+{
+	struct fx *f = *state;
+	struct cloud_instance in = { 0 };
+	struct cloud_error err = { 0 };
+	struct ec2emu_stats st;
+	struct ec2_watch_stats ws = { 0 };
+	const char *ids[1];
+	char want[96];
+
+	assert_true(wait_list(f, any, NULL));
+	assert_int_equal(launch(f, "nf-1", 7, &in, &err), 0);
+	ec2_watch_launched(f->w, &in);
+	ids[0] = in.id;
+	assert_int_equal(ec2_watch_terminate(f->w, ids, 1, 7, &err), 0);
+	for (int64_t t0 = sr_time_mono_ns(); !waited_out(t0);) {
+		ec2_watch_stats(f->w, &ws);
+		if (ws.terminate_calls >= 1)
+			break;
+		usleep(10000);
+	}
+	ec2emu_stats(f->emu, &st);
+	assert_true(st.action[EC2EMU_A_TERMINATE].not_found >= 1);
+	/* EC2 lists it now: running, whatever the first answer said */
+	assert_int_equal(ec2emu_reveal(f->emu, in.id), 0);
+	snprintf(want, sizeof(want), "%s:%d", in.id, CLOUD_INST_GONE);
+	assert_true(wait_list(f, has_state, want));
+	ec2_watch_stats(f->w, &ws);
+	assert_true(ws.terminate_resent >= 1);
+	assert_int_equal(ws.queued_terminations, 0);
+	ec2emu_stats(f->emu, &st);
+	assert_true(st.action[EC2EMU_A_TERMINATE].calls >= 2);
+	cloud_instance_clear(&in);
+}
+
 static int setup_plain(void **state)
 {
 	struct ec2emu_opts eo = { .time_scale = 1 };
@@ -347,6 +390,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_listing_from_cache,
+						setup_consistency, teardown),
+		cmocka_unit_test_setup_teardown(test_terminate_before_ec2_lists_it,
 						setup_consistency, teardown),
 		cmocka_unit_test_setup_teardown(test_terminate_and_fence,
 						setup_plain, teardown),

@@ -12,7 +12,8 @@
  * and node state (REQUESTED, QUEUED, PENDING, BOOTING, READY, TERMINATED,
  * LOST); a
  * capacity error at launch (the pool is marked and the next launch
- * goes elsewhere); throttling (backoff with jitter, one launch); an
+ * goes elsewhere; a launch in flight when its pool is marked is
+ * awaited, not abandoned); throttling (backoff with jitter, one launch); an
  * auth error (a job-level failure with the cloud's message); a launch
  * that answers on a later pass and an instance the cloud boots for ten
  * minutes (no boot timeout until it runs); a notice while booting (a
@@ -1785,6 +1786,38 @@ static void test_queued_capacity_then_pending_ready(void **state)
 	assert_int_equal(fc.launches, 1);
 }
 
+/* A spot launch still in flight when its pool is marked without
+ * capacity (another node's notice there, a capacity error): the launch
+ * is awaited and the node boots on its answer.  The node used to end
+ * "capacity" at once while its request stayed in the launch table,
+ * polled by nobody: the instance the cloud started for it ran on, kept
+ * from the leak sweep by that entry. */
+static void test_pool_marked_while_launch_in_flight(void **state)
+{
+	int64_t id, n1;
+
+	(void)state;
+	fc.async = true;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	pass(); /* RunInstances in flight */
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
+	ctl__pool_mark(ctl, node_view(id, n1).pool);
+	assert_false(ctl__spot_open(ctl, node_view(id, n1).pool));
+	pass(); /* answered: recorded, not abandoned */
+	assert_string_equal(node_view(id, n1).state, "BOOTING");
+	assert_false(ctl__launch_pending(ctl, n1));
+	assert_int_equal(fc.launches, 1);
+	agent_register(n1);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	agent_exit(n1, 1, 0, "completed");
+	pass();
+	assert_string_equal(job_state(id), "SUCCEEDED");
+	assert_int_equal(alive_instances(), 0);
+}
+
 /* POST /v1/nodes/{node}/bootstrap with bearer secret and nonce: the
  * status; *tok (may be NULL) gets the token on a 200. */
 static long exchange(int64_t node, const char *secret, const char *nonce,
@@ -2280,6 +2313,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_pool_marked_while_launch_in_flight,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_bootstrap_secret_rules,
 						fsetup, fteardown),
