@@ -338,19 +338,24 @@ def test_policy_paired_se(tmp_path):
     r = run("bench", short, peer)
     assert r.returncode != 0 and "not the same sets and windows" in r.stderr
 
-    def folds_json(path, costs):
+    def folds_json(path, costs, insample=(95.0, 95.0)):
         v = fold_run(95)
         v["up"]["costs"], v["ups"]["costs"] = [100.0, 100.0], [104.0, 104.0]
         v["spotrun_fold"]["costs"] = costs
         v["spotrun_fold"]["mean_cost"] = sum(costs) / len(costs)
+        v["spotrun"]["costs"] = list(insample)
+        v["spotrun"]["mean_cost"] = sum(insample) / len(insample)
         path.write_text(json.dumps({"multi|set a|70|0.05": v}))
         return str(path)
 
     peer = folds_json(tmp_path / "peer.json", [90.0, 90.0])
-    arm = folds_json(tmp_path / "arm.json", [90.0, 92.0])  # +0.01 +- 0.01 of up's $100
+    # held out +0.01 +- 0.01 of up's $100; in-sample +0.03 with no spread
+    arm = folds_json(tmp_path / "arm.json", [90.0, 92.0], (98.0, 98.0))
     r = run("folds", arm, peer)
-    assert r.returncode == 0 and "cbl availability 1-node 2022 70:0.05" in r.stdout \
-        and "diff +0.0100 SE 0.0100 bound 0.0200 ok" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 1 and "cbl availability 1-node 2022 70:0.05: " in r.stdout \
+        and "diff +0.0100 SE 0.0100 bound 0.0200 ok" in r.stdout \
+        and "2022 70:0.05 in-sample: arm 0.9800 peer 0.9500 diff +0.0300 SE 0.0000 " \
+            "bound 0.0050 WORSE" in r.stdout, r.stdout + r.stderr
     r = run("folds", str(tmp_path / "peer.json"), str(tmp_path / "peer.json"))
     assert r.returncode == 0 and "diff +0.0000" in r.stdout
     r = run("bench", peer)
