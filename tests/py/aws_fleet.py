@@ -388,10 +388,29 @@ def request_figures(emus, since, until):
     return out
 
 
-def assert_no_leak_or_duplicate(emus, cluster, wait_s, poll_s):
+def leak_story(emus, daemon_log, running, limit=40):
+    """What the emulators' request logs and the daemon's log say about the
+    leaked instances' ids: the evidence a CI failure keeps once pytest's
+    temporary directory is gone."""
+    keys = {i["id"] for i in running}
+    out = []
+    for e in emus:
+        if os.path.exists(e.log):
+            with open(e.log, errors="replace") as f:
+                out += ["%s: %s" % (e.region, l.rstrip()) for l in f
+                        if any(k in l for k in keys)][-limit:]
+    if daemon_log and os.path.exists(daemon_log):
+        with open(daemon_log, errors="replace") as f:
+            out += ["spotrund: " + l.rstrip() for l in f
+                    if any(k in l for k in keys)][-limit:]
+    return "\n".join(out)
+
+
+def assert_no_leak_or_duplicate(emus, cluster, wait_s, poll_s, daemon_log=None):
     """Once every job is done: within wait_s (monotonic) nothing of the
     cluster runs on any emulator, and no node got two instances.  Returns
-    the cluster's instances."""
+    the cluster's instances.  A leak's message carries the request-log and
+    daemon-log lines that name the leaked instances (leak_story)."""
     deadline = time.monotonic() + wait_s
     while True:
         insts = [i for e in emus for i in e.instances(cluster)]
@@ -399,7 +418,8 @@ def assert_no_leak_or_duplicate(emus, cluster, wait_s, poll_s):
         if not running or time.monotonic() > deadline:
             break
         time.sleep(poll_s)
-    assert not running, ("leaked", running)
+    assert not running, ("leaked", running,
+                         leak_story(emus, daemon_log, running))
     per_node = {}
     for i in insts:
         per_node.setdefault(i["node"], []).append(i["id"])

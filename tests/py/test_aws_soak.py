@@ -103,7 +103,9 @@ def test_throttling_soak(tmp_path, monkeypatch):
         assert not failed, (failed, d.log_tail())
         # once every job is done, nothing of the cluster runs any more
         cluster = af.cluster_of(os.path.join(str(tmp_path), "spotrund.log"))
-        insts = af.assert_no_leak_or_duplicate(emus, cluster, 120, 2)
+        insts = af.assert_no_leak_or_duplicate(
+            emus, cluster, 120, 2,
+            os.path.join(str(tmp_path), "spotrund.log"))
         # the daemon's requests while it ran the jobs (the leak check's
         # own listings above come after)
         figs = af.request_figures(emus, t0, t_done)
