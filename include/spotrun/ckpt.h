@@ -324,6 +324,19 @@ SPOTCKPT_API int spotckpt_save_final_ex(struct spotckpt *e, int64_t step,
 SPOTCKPT_API int spotckpt_final_manifest(struct spotckpt *e, int64_t step,
 					 char **out, size_t *len);
 
+/* Write the step spotckpt_save_final_ex() just put into the store with
+ * SPOTCKPT_FINAL_STORE_ONLY (the newest such step only) to
+ * dir/step-SSSSSSSS/ as an exact copy of the store's objects - each shard
+ * file from the staging memory, the same manifest.json bytes - for this
+ * node's next restore of that step (dir: memory, e.g. a tmpfs; a gang's
+ * kept node, docs/distributed.md).  Each file tmp, fsync, rename; the
+ * step directory renamed into place last (an older copy replaced).
+ * Errors: -SPOTCKPT_ENOTFOUND for any other step or once a later save has
+ * taken the staging memory; -EINVAL; a negative errno from the writes
+ * (nothing is left of a failed copy). */
+SPOTCKPT_API int spotckpt_final_keep(struct spotckpt *e, int64_t step,
+				     const char *dir);
+
 /* Give up checkpoint `step`, from any thread (it never waits for the
  * engine's lock): a spotckpt_save_final(step) in progress stops at its
  * next write chunk, one called later writes nothing; both return

@@ -261,6 +261,7 @@ SPOTCKPT_API int spotckpt_close_ex(struct spotckpt *e, int64_t timeout_ms)
 	free(e->reg);
 	free(e->segs);
 	free(e->stored_manifest);
+	ckpt__layout_unref(e->stored_layout);
 	free(e->dir);
 	pthread_mutex_destroy(&e->api);
 	pthread_mutex_destroy(&e->mu);

@@ -94,6 +94,11 @@ struct spotckpt {
 	int64_t stored_step;
 	char *stored_manifest;
 	size_t stored_mlen;
+	/* and its image, for spotckpt_final_keep (final_keep.c): the slot's
+	 * layout (a reference, or NULL) and seq; the image is slots[0]'s
+	 * until a later save takes that slot (its seq then differs) */
+	struct ckpt_layout *stored_layout;
+	uint64_t stored_seq;
 	void *up;                   /* tier 3: the backend's uploader
 				     * (backend.h) or NULL; set under api and
 				     * mu, freed by close */

@@ -85,6 +85,9 @@ int ckpt__final_to_store(struct spotckpt *e, struct slot *s,
 	e->stored_manifest = mbuf;
 	e->stored_mlen = mlen;
 	e->stored_step = s->step;
+	ckpt__layout_unref(e->stored_layout);
+	e->stored_layout = ckpt__layout_ref(s->l);
+	e->stored_seq = s->seq;
 	pthread_mutex_unlock(&e->mu);
 	mbuf = NULL;
 out:

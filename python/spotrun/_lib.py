@@ -122,6 +122,7 @@ _PROTOS = {
                                           _c.POINTER(_i32)]),
     "spotckpt_final_manifest": (_c.c_int, [_P, _i64, _c.POINTER(_P),
                                            _c.POINTER(_c.c_size_t)]),
+    "spotckpt_final_keep": (_c.c_int, [_P, _i64, _c.c_char_p]),
     "spotckpt_abandon_final": (_c.c_int, [_P, _i64]),
     "spotckpt_last_saved_step": (_i64, [_P]),
     "spotckpt_last_error": (_c.c_int, [_P, _c.c_char_p, _c.c_size_t]),

@@ -375,6 +375,23 @@ class Checkpointer:
         finally:
             lib.spotckpt_free(buf)
 
+    def final_keep(self, step, dir):
+        """Write the step save_final(..., local_copy=False) just put into
+        the store to dir/step-SSSSSSSS/: an exact copy of the store's
+        objects (the same manifest bytes) from the staging memory, for
+        this node's next restore of it (dir: memory, e.g. a tmpfs).
+        Raises CheckpointError (ENOTFOUND once a later save took the
+        staging memory, or for another step; an errno from the writes).
+        The engine's own lock orders it with saves; this object's lock is
+        not held while it copies, so remote_stats() from another thread
+        (a multi-rank commit's) does not wait for it: call it from the
+        thread that will close() this Checkpointer."""
+        with self._lock:
+            h = self._h()
+        _lib.check(_lib.lib().spotckpt_final_keep(h, int(step),
+                                                  os.fsencode(dir)),
+                   "local copy of final step %d" % step)
+
     def abandon_final(self, step):
         """Give up the final checkpoint of `step` from another thread
         (it takes no lock): a save_final(step) in progress stops at its

@@ -74,6 +74,7 @@ from . import _state
 from ._lib import CheckpointError
 from . import checkpoint as _ckpt
 from . import dist_final as _final
+from . import dist_keep as _keep
 from . import dist_peer as _peer
 from . import dist_remote as _remote
 from . import preemption as _preemption
@@ -306,13 +307,19 @@ class DistCheckpointer:
     final part counts only once it is in the store); True (or
     $SPOTRUN_FINAL_LOCAL_COPY=1) writes it to `dir` first and uploads it
     from there, as before.  Peer copies (peer_replicas) also keep the
-    local write: the push to the peers reads it."""
+    local write: the push to the peers reads it.
+    final_keep: with the final part straight to the store, a rank whose
+    node has no notice of its own (a kept node) also keeps an exact copy
+    of it in memory, which the next attempt on that node restores from
+    (dist_keep.py); None: under spotrun's agent unless
+    $SPOTRUN_FINAL_KEEP=0; True also outside it; False never."""
 
     FORMAT = FORMAT
 
     def __init__(self, dir, keep=2, rank=None, world_size=None,
                  commit_timeout=120.0, remote=None, local_dir=None,
-                 peer_replicas=None, final_local_copy=None, **engine_opts):
+                 peer_replicas=None, final_local_copy=None, final_keep=None,
+                 **engine_opts):
         if _ckpt._is_remote(dir):
             if remote is not None and str(remote) != str(dir):
                 raise ValueError("two object stores given: %s and %s"
@@ -327,6 +334,7 @@ class DistCheckpointer:
         if final_local_copy is None:
             final_local_copy = bool(_env_int([FINAL_LOCAL_COPY_ENV]))
         self.final_local_copy = bool(final_local_copy)
+        self._keep = _keep.enabled(final_keep)
         self.remote = None if remote is None else str(remote)
         self._gdir = os.path.join(self.dir, "global")
         _mkdir_durable(self.dir)
@@ -351,7 +359,7 @@ class DistCheckpointer:
             self._repl = _ckpt.Checkpointer(
                 os.path.join(self.dir, "replicated"), **opts)
         # peer copies (dist_peer.py): where the last restore read each
-        # part ("tier 2", "held", "peer rank N", "store")
+        # part ("kept copy", "tier 2", "held", "peer rank N", "store")
         self.restore_sources = {}
         self._peers = None
         k = _peer.replicas_from_env() if peer_replicas is None \
@@ -537,6 +545,10 @@ class DistCheckpointer:
             return False
         if self._rc is None:
             return True
+        if self._final_store_only():
+            # a kept node's copy for its next attempt, while the
+            # committer sends the marker (dist_keep.py)
+            _keep.write(self, self._named(engines), step)
         return self._rc.final(step, self._named(engines), deadline)
 
     def _attach(self):
@@ -724,6 +736,7 @@ class DistCheckpointer:
             if lo < 0:
                 found = None
                 break
+        _keep.drop(self)   # read or refused: used up either way
         if max_step is None:
             self._drop_after(found)
             # no rank saves before every rank dropped its leftovers: a

@@ -66,8 +66,9 @@ The engines' own tier-3 retention keeps every committed part
 (SPOTCKPT_REMOTE_KEEP_ALL): the records decide what lives.
 
 RESTORE on any node: the newest record (LIST global/step-), each part
-read from this node's tier 2 when it holds the same manifest (a kept
-node), else straight from the store; then every rank's leftovers newer
+read from this node's copy of its final part in memory (dist_keep.py) or
+its tier 2 when either holds the same manifest (a kept node), else
+straight from the store; then every rank's leftovers newer
 than the restored step are deleted from the store and the node's disk,
 before its engines start uploading (they are attached at the first
 save, and never re-upload what the node's disk held before).
@@ -83,6 +84,7 @@ import time
 
 from . import _lib
 from . import checkpoint as _ckpt
+from . import dist_keep as _keep
 from .objects import ObjectStore
 
 log = logging.getLogger("spotrun")
@@ -419,6 +421,10 @@ class RemoteCommit:
         (whose manifest must be that one)."""
         local = os.path.join(self.o.dir, name)
         src = self.o.restore_sources
+        if want is not None and _keep.load(self.o, name, step, holder,
+                                           want):
+            src[name] = "kept copy"   # a kept node's final part, in RAM
+            return
         if want is not None and local_digest(local, step) == want:
             try:
                 if _ckpt.restore(local, holder, step=step) == step:

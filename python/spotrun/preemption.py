@@ -274,6 +274,22 @@ def deadline_monotonic():
     return _state["deadline_mono"]
 
 
+def node_noticed():
+    """True when this node itself has a notice from the agent: its notice
+    file, with the cloud's deadline (also after the signal that followed
+    it).  False before any notice, and for a signal alone - the agent's
+    `stop` of a gang's healthy node (it keeps running) or a signal from
+    outside the agent."""
+    if _state["notice_time"] is None:
+        try:
+            _poll_notice_file(force=True)
+        except (ValueError, OSError):
+            pass   # a bad file: as in deadline(), the signal's grace
+    else:
+        _refresh_deadline()
+    return bool(_state["explicit"])
+
+
 def time_left():
     """Seconds until the deadline (may be negative), or None.  Measured on
     the monotonic clock: a wall-clock step does not change it."""

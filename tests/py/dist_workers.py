@@ -5,6 +5,7 @@ A rank writes what it saw to OUT/<name>-<rank>.pt for the test to check."""
 
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -209,13 +210,9 @@ def final_on_saved_step(rank, world, port, d, out):
     dist.destroy_process_group()
 
 
-def final_store_only(rank, world, port, d, out, local_copy):
-    """save(1), then save_final(2) with a 12 MiB tensor (multipart from
-    memory at 5 MiB parts), final_local_copy=local_copy; then a fresh
-    node restores.  OUT/store-only-R.pt: what save_final() returned, the
-    restored step and whether every tensor came back bit for bit."""
-    _group(rank, world, port)
-    c = _ckpt(d, rank, world, final_local_copy=local_copy)
+def _big_saved(c, rank, world):
+    """Restore (nothing), then step 1 of a 12 MiB state saved and
+    committed; returns the state's maker, state(step)."""
     big = torch.arange(3 << 20, dtype=torch.float32)
 
     def state(step):
@@ -223,6 +220,23 @@ def final_store_only(rank, world, port, d, out, local_copy):
     c.restore(state(0))
     c.save(1, state(1))
     c.wait()
+    return state
+
+
+def _big_equal(got, want):
+    return torch.equal(got["w"], want["w"]) and \
+        torch.equal(got["s"].tensor, want["s"].tensor) and \
+        torch.equal(got["big"], want["big"])
+
+
+def final_store_only(rank, world, port, d, out, local_copy):
+    """save(1), then save_final(2) with a 12 MiB tensor (multipart from
+    memory at 5 MiB parts), final_local_copy=local_copy; then a fresh
+    node restores.  OUT/store-only-R.pt: what save_final() returned, the
+    restored step and whether every tensor came back bit for bit."""
+    _group(rank, world, port)
+    c = _ckpt(d, rank, world, final_local_copy=local_copy)
+    state = _big_saved(c, rank, world)
     res = {"final": c.save_final(2, state(2)),
            "last": c.last_committed_step()}
     c.close()
@@ -232,11 +246,66 @@ def final_store_only(rank, world, port, d, out, local_copy):
     got = state(-1)
     res["restored"] = f.restore(got)
     want = state(2)
-    res["exact"] = torch.equal(got["w"], want["w"]) and \
-        torch.equal(got["s"].tensor, want["s"].tensor) and \
-        torch.equal(got["big"], want["big"])
+    res["exact"] = _big_equal(got, want)
     f.close()
     torch.save(res, os.path.join(out, "store-only-%d.pt" % rank))
+    dist.destroy_process_group()
+
+
+def final_kept_copy(rank, world, port, d, out, victim, spoil):
+    """save(1); rank `victim` alone gets a notice (the agent's notice
+    file: a deadline), every rank its final part of step 2 straight to
+    the store; the kept ranks also keep a copy in memory (dist_keep.py).
+    Then the next attempt: the victim's rank on a fresh node dir (the
+    replacement), the others on their own (kept nodes) - rank 2's copy
+    first removed (spoil "gone") or one byte of its shard flipped
+    ("corrupt").  OUT/kept-R.pt: save_final()'s answer, whether a copy
+    was made, the restored step, restore_sources, bitwise equality and
+    whether restore() removed the copy."""
+    from spotrun import dist_keep, preemption
+    _group(rank, world, port)
+    local, uri, env = d
+    # the agent's contract: a notice file for the noticed node (written
+    # before its signal), a signal alone for a kept node's `stop`
+    notice = os.path.join(out, "notice-%d" % rank)
+    os.environ["SPOTRUN_NOTICE_FILE"] = notice
+    c = _ckpt(d, rank, world)
+    state = _big_saved(c, rank, world)
+    if rank == victim:
+        with open(notice + ".tmp", "w") as f:
+            f.write("%.3f\n" % (time.time() + 60))
+        os.rename(notice + ".tmp", notice)
+        preemption.should_checkpoint()   # the file seen
+    else:
+        preemption.notify()              # the `stop` signal: no deadline
+    assert sdist.should_checkpoint()
+    res = {"final": c.save_final(2, state(2))}
+    c.close()
+    preemption.uninstall()   # the next attempt is a new process
+    mine = local.format(rank=rank)
+    kd = dist_keep.keep_dir(mine)
+    part = os.path.join(kd, "rank-%05d" % rank, "step-00000002")
+    res["kept"] = os.path.isfile(os.path.join(part, "manifest.json"))
+    if rank == 2 and spoil == "gone":
+        shutil.rmtree(part, ignore_errors=True)
+    elif rank == 2 and spoil == "corrupt":
+        with open(os.path.join(part, "shard-00000.safetensors"),
+                  "r+b") as f:
+            f.seek(-8, os.SEEK_END)
+            b = f.read(1)
+            f.seek(-8, os.SEEK_END)
+            f.write(bytes([b[0] ^ 0xFF]))
+    dist.barrier()
+    node = (local + "-replacement") if rank == victim else local
+    f = _ckpt((node, uri, env), rank, world)
+    got = state(-1)
+    res["restored"] = f.restore(got)
+    res["sources"] = dict(f.restore_sources)
+    want = state(2)
+    res["exact"] = _big_equal(got, want)
+    res["left"] = os.path.exists(os.path.join(kd, "rank-%05d" % rank))
+    f.close()
+    torch.save(res, os.path.join(out, "kept-%d.pt" % rank))
     dist.destroy_process_group()
 
 

@@ -13,7 +13,10 @@ store is all the ranks share.
   * the final part after a notice goes from staging memory straight to
     the store (nothing of it on the node's disk) and commits; with
     final_local_copy it is on the disk too; a final upload that fails
-    leaves the previous step the newest, restored bit for bit.
+    leaves the previous step the newest, restored bit for bit;
+  * a kept rank restores its final part from its copy in memory, the
+    noticed rank's replacement from the store; a copy removed or
+    damaged: the store.
 """
 
 import json
@@ -235,6 +238,40 @@ def test_final_part_goes_straight_to_the_store(tmp_path, store_env,
         # step 1 (a periodic save) is on the disk either way
         assert _local_names(str(tmp_path / ("node%d" % r)), 1)
     assert sdist.committed_steps(uri)[0] == 2
+    check_record_names_the_store(uri, 2)
+
+
+@pytest.mark.parametrize("spoil", ["none", "gone", "corrupt"])
+def test_kept_ranks_restore_their_final_part_from_memory(tmp_path,
+                                                         store_env, spoil):
+    """Rank 1 of 3 gets a notice; every rank's final part of step 2 goes
+    straight to the store, and the kept ranks 0 and 2 also keep an exact
+    copy of theirs in memory (dist_keep.py; rank 1, noticed, none).  The
+    next attempt: rank 1 on a fresh node reads everything from the store,
+    ranks 0 and 2 their own parts from their copies ("kept copy") - all
+    bit for bit, and each copy is gone after the restore.  Rank 2's copy
+    removed, or one byte of it flipped: rank 2 reads the store instead,
+    still bit for bit."""
+    out = str(tmp_path)
+    uri = "s3://ckpt/kept-%s-%s" % (spoil, tmp_path.name)
+    d = (str(tmp_path / "node{rank}"), uri, store_env)
+    assert w.launch(w.final_kept_copy, 3, d, out, 1, spoil,
+                    timeout=TIMEOUT) == [0, 0, 0]
+    res = [load(out, "kept-%d.pt" % r) for r in range(3)]
+    for r, x in enumerate(res):
+        assert x["final"] is True and x["restored"] == 2, (r, x)
+        assert x["exact"] is True and x["left"] is False, (r, x)
+        assert x["kept"] is (r != 1), (r, x)
+    assert res[0]["sources"] == {"replicated": "kept copy",
+                                 "rank-00000": "kept copy"}, res[0]
+    assert res[1]["sources"] == {"replicated": "store",
+                                 "rank-00001": "store"}, res[1]
+    mine = "kept copy" if spoil == "none" else "store"
+    assert res[2]["sources"] == {"replicated": "store",
+                                 "rank-00002": mine}, res[2]
+    # nothing of step 2 on any node's disk: the copies are in memory
+    for r in range(3):
+        assert _local_names(str(tmp_path / ("node%d" % r)), 2) == []
     check_record_names_the_store(uri, 2)
 
 

@@ -17,7 +17,9 @@
  *   - a final save with SPOTCKPT_FINAL_STORE_ONLY puts its step into the
  *     store from memory, racing a background upload, and writes nothing
  *     of it under the engine's directory; without tier 3 the flag writes
- *     tier 2 as a plain final save does.
+ *     tier 2 as a plain final save does; spotckpt_final_keep copies that
+ *     step byte for byte to a directory, and refuses once a later save
+ *     took the staging memory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "ckpt/internal.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "objstore/os_int.h"
 #include "spotrun/ckpt.h"
@@ -394,6 +397,77 @@ static void test_final_store_only(void **state)
 	assert_int_equal(spotckpt_close(e), 0);
 }
 
+/* Whether two files hold the same bytes. */
+static int same_file(const char *a, const char *b)
+{
+	char *x = NULL, *y = NULL;
+	size_t nx = 0, ny = 0;
+	struct sr_err err = { 0 };
+	int same;
+
+	if (sr_fs_read_file(a, 64u << 20, &x, &nx, &err) ||
+	    sr_fs_read_file(b, 64u << 20, &y, &ny, &err)) {
+		free(x);
+		return 0;
+	}
+	same = nx == ny && memcmp(x, y, nx) == 0;
+	free(x);
+	free(y);
+	return same;
+}
+
+/* spotckpt_final_keep: the step put straight into the store, copied to a
+ * directory byte for byte (shard and manifest), readable and verified
+ * there; another step, or the same once a later save took the staging
+ * memory, is refused and writes nothing. */
+static void test_final_keep(void **state)
+{
+	static float w[1 << 18];
+	static const char *files[] = { "shard-00000.safetensors",
+				       "manifest.json" };
+	struct spotckpt *e;
+	struct spotckpt_reader *r = NULL;
+	char uri[300], keep[300], a[600], b[600];
+	int32_t met = 0;
+
+	(void)state;
+	e = open_engine("keep2", w, 1 << 18, 0);
+	snprintf(uri, sizeof uri, "file://%s/keep3", g_dir);
+	snprintf(keep, sizeof keep, "%s/keepmem", g_dir);
+	assert_int_equal(sr_fs_mkdir_p(keep, 0755), 0);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	w[7] = 2.0f;
+	assert_int_equal(spotckpt_save_final_ex(e, 2, "{\"k\":2}", 0,
+						SPOTCKPT_FINAL_STORE_ONLY,
+						&met), 0);
+	assert_int_equal(spotckpt_final_keep(e, 1, keep), -SPOTCKPT_ENOTFOUND);
+	assert_int_equal(spotckpt_final_keep(e, 2, keep), 0);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(a, sizeof a, "%s/step-00000002/%s", keep, files[i]);
+		snprintf(b, sizeof b, "%s/keep3/step-00000002/%s", g_dir,
+			 files[i]);
+		assert_true(same_file(a, b));
+	}
+	/* a second copy replaces the first */
+	assert_int_equal(spotckpt_final_keep(e, 2, keep), 0);
+	assert_int_equal(spotckpt_reader_open(keep, SPOTCKPT_NEWEST,
+					      SPOTCKPT_NEWEST,
+					      SPOTCKPT_OPEN_VERIFY, &r), 0);
+	assert_int_equal(spotckpt_reader_step(r), 2);
+	assert_string_equal(spotckpt_reader_meta(r), "{\"k\":2}");
+	spotckpt_reader_close(r);
+	/* a later save takes the staging memory: no copy of step 2 then */
+	w[7] = 3.0f;
+	assert_int_equal(spotckpt_save(e, 3, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	snprintf(a, sizeof a, "%s/step-00000002", keep);
+	sr_fs_rm_tree(a);
+	assert_int_equal(spotckpt_final_keep(e, 2, keep), -SPOTCKPT_ENOTFOUND);
+	assert_false(local_has("keepmem", 2));
+	assert_int_equal(spotckpt_final_keep(NULL, 2, keep), -EINVAL);
+	assert_int_equal(spotckpt_close(e), 0);
+}
+
 /* ---- keys ------------------------------------------------------------------------ */
 static void test_keys_stay_in_the_prefix(void **state)
 {
@@ -456,6 +530,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keys_stay_in_the_prefix,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_final_store_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_final_keep, setup,
 						teardown),
 	};
 
