@@ -582,6 +582,18 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
         if not src or "=store" in src[0] or "peer rank" not in src[0]:
             raise OSError("peer: rank 1 restored %s" % (src,))
 
+    # where each rank's restore read each part (examples/demo/
+    # train_gang.py's "restored from:" line, after its "resumed" one)
+    sources = {}
+    for _ in range(20):
+        sources = {ln["rank"]: ln["line"][len("restored from: "):]
+                   for ln in lines if ln.get("attempt") == 2 and
+                   ln.get("line", "").startswith("restored from: ")}
+        if len(sources) == nodes:
+            break
+        time.sleep(0.3)
+        lines = demo.run_json(env, "logs", str(jid))["lines"]
+
     def first(ev_type):
         t = [ts(e["ts"]) for e in events if e["type"] == ev_type and
              ts(e["ts"]) >= notice]
@@ -602,6 +614,10 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
         "gang_stopped": first("stopped"),
         # every rank has a READY node: the next attempt starts
         "attempt_started": first("recovered"),
+        "restore_sources": {str(r): v for r, v in sorted(sources.items())},
+        "copy_notes": ["%s/%s: %s" % (ln.get("attempt"), ln.get("rank"),
+                                      ln["line"][:200]) for ln in lines
+                       if "copy" in ln.get("line", "")],
     })
     return finish_phases(ph, res, notice, records, final_saves(lines, 1))
 

@@ -33,8 +33,9 @@ the global commit record names, and the engine's restore verifies every
 tensor against that manifest; a copy missing, of another step or
 damaged is refused with a warning and the next source is read (the
 store).  restore() removes the node's copies at its end, whatever it
-read; each write also removes copies whose tier-2 directory is gone (a
-local-cloud node deleted before its next restore).
+read; each write also removes the copies under the default root not
+touched for a day (a node whose next attempt never came, on a machine
+that holds several: the local cloud).
 """
 
 import hashlib
@@ -42,6 +43,7 @@ import json
 import logging
 import os
 import shutil
+import time
 
 from . import _lib
 from . import checkpoint as _ckpt
@@ -53,6 +55,7 @@ ENV = "SPOTRUN_FINAL_KEEP"
 DIR_ENV = "SPOTRUN_FINAL_KEEP_DIR"
 SHM = "/dev/shm"
 OWNER = "owner"   # the tier-2 directory a KEEP belongs to
+STALE_S = 24 * 3600
 
 
 def enabled(option):
@@ -101,22 +104,27 @@ def _fits(base, need):
     return need <= free and (avail is None or 2 * need <= avail)
 
 
-def _sweep_stale():
-    """Remove the default root's copies whose tier-2 directory is gone."""
+def _sweep_stale(mine):
+    """Remove the default root's copies, other than `mine`, not touched
+    for STALE_S: left by a node whose next attempt never came (on a
+    machine that holds several nodes, the local cloud's).  Not by
+    whether their tier-2 directory exists: another node's directory may
+    be out of this workload's sight (its isolation)."""
     root = _root()
     try:
         names = os.listdir(root)
     except OSError:
         return
+    old = time.time() - STALE_S
     for n in names:
         d = os.path.join(root, n)
+        if d == mine:
+            continue
         try:
-            with open(os.path.join(d, OWNER)) as f:
-                src = f.read().strip()
+            if os.stat(os.path.join(d, OWNER)).st_mtime < old:
+                shutil.rmtree(d, ignore_errors=True)
         except OSError:
             continue
-        if src and not os.path.isdir(src):
-            shutil.rmtree(d, ignore_errors=True)
 
 
 def write(o, named, step):
@@ -132,23 +140,26 @@ def write(o, named, step):
     if base is None:
         return
     if not os.environ.get(DIR_ENV):
-        _sweep_stale()
+        _sweep_stale(base)
     try:
         os.makedirs(base, exist_ok=True)
         with open(os.path.join(base, OWNER), "w") as f:
             f.write(os.path.realpath(o.dir))
     except OSError as exc:
-        log.info("final step %d: no local copy (%s): %s", step, base, exc)
+        log.warning("final step %d: no local copy (%s): %s", step, base,
+                    exc)
         return
     for name, c in named:
         m = c.final_manifest(step)
         need = None if m is None else _part_bytes(m)
         if need is None:
-            continue   # not put straight into the store: tier 2 has it
+            log.warning("final step %d: no local copy of %s: not put "
+                        "straight into the store", step, name)
+            continue
         if not _fits(base, need):
-            log.info("final step %d: no local copy of %s (%d MiB): it does "
-                     "not fit %s and the node's memory", step, name,
-                     need >> 20, base)
+            log.warning("final step %d: no local copy of %s (%d MiB): it "
+                        "does not fit %s and the node's memory", step, name,
+                        need >> 20, base)
             continue
         d = os.path.join(base, name)
         try:
@@ -157,8 +168,8 @@ def write(o, named, step):
                 shutil.rmtree(os.path.join(d, old), ignore_errors=True)
             c.final_keep(step, d)
         except (OSError, _lib.CheckpointError) as exc:
-            log.info("final step %d: no local copy of %s: %s", step, name,
-                     exc)
+            log.warning("final step %d: no local copy of %s: %s", step,
+                        name, exc)
             shutil.rmtree(d, ignore_errors=True)
 
 
