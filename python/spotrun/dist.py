@@ -348,6 +348,12 @@ class DistCheckpointer:
         # up to two steps in flight besides the committed ones, so an
         # uncommitted step never pushes a committed one out
         opts = dict(engine_opts, keep=self.keep + 2)
+        # no prefault (spotckpt_prefault) unless asked for: a gang's
+        # restore reads its parts through readers into new tensors, not
+        # into these engines' staging, so the prefault would only move
+        # the first save's page faults into the switch, where every
+        # CPU-s counts (docs/notes/distributed.md, session 23)
+        opts.setdefault("prefault", False)
         self._own = _ckpt.Checkpointer(self._rank_dir(self.rank), **opts)
         self._repl = None
         self._pending = None     # the background commit's thread
