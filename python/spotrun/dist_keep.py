@@ -46,7 +46,6 @@ import shutil
 import time
 
 from . import _lib
-from . import checkpoint as _ckpt
 from . import preemption as _preemption
 from .dist_peer import mem_available
 
@@ -173,35 +172,15 @@ def write(o, named, step):
             shutil.rmtree(d, ignore_errors=True)
 
 
-def load(o, name, step, holder, want):
-    """Restore part `name` of step from this node's copy when its
-    manifest's digest is `want` (the commit record's).  True when it
-    was; False (a refused copy logged) otherwise."""
+def part_dir(o, name):
+    """Where this node's copy of part `name` lies (its step-SSSSSSSS
+    directories), or None when copies are off or there is no KEEP.  The
+    restore (dist_remote.RemoteCommit.load_part) reads it first, when its
+    manifest's digest is the commit record's."""
     if o._keep is False:
-        return False
+        return None
     base = keep_dir(o.dir)
-    if base is None:
-        return False
-    d = os.path.join(base, name)
-    try:
-        with open(os.path.join(d, "step-%08d" % step, "manifest.json"),
-                  "rb") as f:
-            got = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return False
-    if got != want:
-        log.warning("%s step %d: this node's copy is not the part the "
-                    "commit record names; reading the store", name, step)
-        return False
-    try:
-        if _ckpt.restore(d, holder, step=step) == step:
-            return True
-        log.warning("%s step %d: this node's copy unreadable; reading the "
-                    "store", name, step)
-    except (_lib.CheckpointError, ValueError) as exc:
-        log.warning("%s step %d: this node's copy refused (%s); reading "
-                    "the store", name, step, exc)
-    return False
+    return None if base is None else os.path.join(base, name)
 
 
 def drop(o):

@@ -416,23 +416,36 @@ class RemoteCommit:
         return json.loads(data)
 
     def load_part(self, name, step, holder, want):
-        """Restore part `name` of step into holder: from this node's disk
-        when it holds the manifest the record names, else from the store
-        (whose manifest must be that one)."""
-        local = os.path.join(self.o.dir, name)
+        """Restore part `name` of step into holder: from this node's own
+        copy (its kept copy in memory, then its tier 2) when it holds the
+        manifest the record names, else a peer's, else the store (whose
+        manifest must be that one)."""
         src = self.o.restore_sources
-        if want is not None and _keep.load(self.o, name, step, holder,
-                                           want):
-            src[name] = "kept copy"   # a kept node's final part, in RAM
-            return
-        if want is not None and local_digest(local, step) == want:
+        # this node's own copies first: a kept node's final part in RAM
+        # (dist_keep.py; one that is not the record's part is worth a
+        # warning), then its tier 2
+        for where, what, warn in ((_keep.part_dir(self.o, name),
+                                   "kept copy", True),
+                                  (os.path.join(self.o.dir, name),
+                                   "tier 2", False)):
+            if where is None or want is None:
+                continue
+            got = local_digest(where, step)
+            if got != want:
+                if got is not None and warn:
+                    log.warning("%s step %d: this node's %s is not the "
+                                "part the commit record names", name,
+                                step, what)
+                continue
             try:
-                if _ckpt.restore(local, holder, step=step) == step:
-                    src[name] = "tier 2"
+                if _ckpt.restore(where, holder, step=step) == step:
+                    src[name] = what
                     return
-            except _lib.CheckpointError as exc:
-                log.warning("%s step %d on this node unusable, reading the "
-                            "store: %s", name, step, exc)
+                log.warning("%s step %d: this node's %s unreadable, "
+                            "reading the store", name, step, what)
+            except (_lib.CheckpointError, ValueError) as exc:
+                log.warning("%s step %d: this node's %s unusable, reading "
+                            "the store: %s", name, step, what, exc)
         peers = self.o._peers   # a held copy or a peer's (dist_peer.py)
         if peers is not None and want is not None:
             got = peers.load(name, step, holder, want)
