@@ -86,12 +86,22 @@ out:
 /* Lines of fd into the job's log, as "files: LINE", the last one also
  * into last[LAST_MAX]; 0 at EOF. */
 #define LAST_MAX 512
+static void relay_flush(struct agent *ag, char *buf, size_t *have, char *last)
+{
+	agent__line(ag, "files: %s", buf);
+	snprintf(last, LAST_MAX, "%s", buf);
+	*have = 0;
+}
+
 static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap,
 		 char *last)
 {
-	ssize_t n = read(fd, buf + *have, cap - 1 - *have);
+	ssize_t n;
 	char *nl;
 
+	if (*have == cap - 1) /* a full line without its end: it goes as is */
+		relay_flush(ag, buf, have, last);
+	n = read(fd, buf + *have, cap - 1 - *have);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	*have += (size_t)n;
@@ -103,16 +113,18 @@ static int relay(struct agent *ag, int fd, char *buf, size_t *have, size_t cap,
 		*have -= (size_t)(nl + 1 - buf);
 		memmove(buf, nl + 1, *have + 1);
 	}
-	if (*have && (n == 0 || *have == cap - 1)) {
-		agent__line(ag, "files: %s", buf);
-		snprintf(last, LAST_MAX, "%s", buf);
-		*have = 0;
-	}
+	if (*have && n == 0)
+		relay_flush(ag, buf, have, last);
 	return n > 0;
 }
 
 /* Run the unpacker on archive `in`, in the workload's isolation, and
- * wait for it (at most UNPACK_LIMIT_NS). */
+ * wait for it (at most UNPACK_LIMIT_NS, its exit too).  It is a workload
+ * of its own, not ag->w: agent__line drains ag->w's pipes into the log
+ * (so the job's log keeps its order), and the unpacker's read there would
+ * reach their end behind this loop's back - the loop then waited out the
+ * whole limit for an end it had missed, and lost the unpacker's reason
+ * (session 24: the job stayed RUNNING 120 s under load). */
 static int unpack(struct agent *ag, int in, const char *home,
 		  struct sr_err *e)
 {
@@ -122,7 +134,8 @@ static int unpack(struct agent *ag, int in, const char *home,
 	char out[4096], err[4096], last[LAST_MAX] = "";
 	size_t no = 0, ne = 0, k = 1;
 	int64_t until = sr_time_mono_ns() + UNPACK_LIMIT_NS;
-	int st = 0, rc, open_fds = 2;
+	struct workload uw;
+	int rc, r = 0, st = 0;
 
 	for (int i = 0; i < 3; i++) { /* a sanitizer build's settings */
 		const char *v = getenv(san[i]);
@@ -134,40 +147,43 @@ static int unpack(struct agent *ag, int in, const char *home,
 	if (home && (size_t)snprintf(vars[3], sizeof vars[3], "SPOTRUN_UNPACK_HOME=%s",
 				     home) < sizeof vars[3])
 		envp[k++] = vars[3];
-	rc = agent__start_isolated_argv(ag, argv, in, ag->node_dir, envp, e);
+	rc = agent__start_isolated_w(ag, &uw, argv, in, ag->node_dir, envp, e);
 	if (rc < 0)
 		return rc;
-	while (open_fds && sr_time_mono_ns() < until) {
-		struct pollfd p[2] = { { ag->w.out_fd, POLLIN, 0 },
-				       { ag->w.err_fd, POLLIN, 0 } };
+	while ((uw.out_fd >= 0 || uw.err_fd >= 0) && sr_time_mono_ns() < until) {
+		struct pollfd p[2] = { { uw.out_fd, POLLIN, 0 },
+				       { uw.err_fd, POLLIN, 0 } };
 
 		if (poll(p, 2, 500) < 0 && errno != EINTR)
 			break;
-		if (p[0].revents && !relay(ag, ag->w.out_fd, out, &no, sizeof out, last)) {
-			close(ag->w.out_fd);
-			ag->w.out_fd = -1;
-			open_fds--;
+		if (p[0].revents && !relay(ag, uw.out_fd, out, &no, sizeof out, last)) {
+			close(uw.out_fd);
+			uw.out_fd = -1;
 		}
-		if (p[1].revents && !relay(ag, ag->w.err_fd, err, &ne, sizeof err, last)) {
-			close(ag->w.err_fd);
-			ag->w.err_fd = -1;
-			open_fds--;
+		if (p[1].revents && !relay(ag, uw.err_fd, err, &ne, sizeof err, last)) {
+			close(uw.err_fd);
+			uw.err_fd = -1;
 		}
 	}
-	if (open_fds)
-		workload_signal(&ag->w, SIGKILL); /* past its time */
-	workload_close_fds(&ag->w);
-	while (waitpid(ag->w.pid, &st, 0) < 0 && errno == EINTR)
-		;
-	workload_note_exit(&ag->w, ag->w.pid, st);
-	ag->w.pid = -1;
-	if (open_fds)
+	/* its output has ended: its exit, by the same limit */
+	while (uw.out_fd < 0 && uw.err_fd < 0 &&
+	       (r = workload_poll_exit(&uw)) == 0 && sr_time_mono_ns() < until)
+		usleep(10000);
+	workload_close_fds(&uw);
+	if (r < 0)
+		return sr_err_set(e, r, "unpacking the job's files: %s",
+				  sr_strerror(r));
+	if (!uw.exited) {
+		workload_signal(&uw, SIGKILL); /* past its time */
+		while (waitpid(uw.pid, &st, 0) < 0 && errno == EINTR)
+			;
 		return sr_err_set(e, -ETIMEDOUT, "unpacking the job's files took "
 				  "more than %lld s", (long long)(UNPACK_LIMIT_NS /
 								  SR_NS_PER_SEC));
-	if (ag->w.exit_code)
+	}
+	if (uw.exit_code)
 		return sr_err_set(e, -EIO, "unpacking the job's files failed "
-				  "(exit %d): %s", ag->w.exit_code, last[0] ? last :
+				  "(exit %d): %s", uw.exit_code, last[0] ? last :
 				  "no message");
 	return 0;
 }

@@ -7,6 +7,11 @@ report at once (src/agent/watch.c, agent.c loop_once).
   in the agent's log ("main loop stalled ... phase=files fetch").  A
   fetch that failed is reported once (a file_mounts event) and not
   tried again for the same attempt.
+- The job's files that cannot be put in place are reported as soon as
+  the unpacker has said why, also when it has exited before the agent
+  read a line of it (the agent's log write held on a full pipe while it
+  ran): the agent's own log line drained the unpacker's pipes to their
+  end, and the loop waiting for both to end waited its full 120 s.
 - An urgent event (a notice, the run's exit) is reported by the first
   attempt after it, not after the retry backoff: with a backoff of
   minutes (--retry-base/--retry-cap 300s) and spotrund failing, the
@@ -15,8 +20,13 @@ report at once (src/agent/watch.c, agent.c loop_once).
   would allow.
 """
 
+import fcntl
+import io
 import os
+import select
+import tarfile
 import threading
+import time
 
 from test_e2e_agent import Plane
 
@@ -117,3 +127,116 @@ def test_urgent_reports_skip_the_retry_backoff(tmp_path):
             p.proc.kill()
             p.proc.wait()
         p.srv.shutdown()
+
+
+def _archive(entries):
+    """A job's files archive (lib/bundle's ustar: uid/gid/mtime 0)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in entries:
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode, ti.mtime = len(data), 0o644, 0
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _zombie_child(pid):
+    """A child of pid that has exited and is not reaped yet."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if st[0] == "Z" and int(st[1]) == pid:
+            return True
+    return False
+
+
+def test_files_failure_reported_when_the_unpacker_ends_first(tmp_path):
+    """The unpacker has exited (its pipes at their end) before the agent
+    reads a line of it.  Forced: the agent's log is a one-page pipe the
+    test fills as it serves the files, so the agent blocks on its next
+    log line (the isolation line, after it started the unpacker) until
+    the unpacker is a zombie.  The failure must be reported at once, with
+    the unpacker's reason; it waited 120 s and said "took more than
+    120 s" before (session 24: the flake of test_sky_files)."""
+    p = Plane(tmp_path)
+    # "a" is a file, so "a/b" cannot be put in place under it
+    p.files_archive = _archive([("a", b"f1"), ("a/b", b"f2")])
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)
+    # a second open of the pipe, non-blocking, for the test's filler
+    # (O_NONBLOCK on w itself would reach the agent's copy too)
+    fill = os.open("/proc/self/fd/%d" % w, os.O_WRONLY | os.O_NONBLOCK)
+    reading = threading.Event()
+    reading.set()
+    done = threading.Event()
+    seen = {"zombie": False}
+
+    def copy():
+        with open(os.path.join(p.tmp, "agent.log"), "ab") as log:
+            while not done.is_set():
+                if not reading.is_set():
+                    time.sleep(0.01)
+                    continue
+                if select.select([r], [], [], 0.05)[0]:
+                    data = os.read(r, 65536)
+                    log.write(data.replace(b"\0", b""))
+                    log.flush()
+
+    def hold_the_log():
+        reading.clear()
+        time.sleep(0.1)  # the copier has seen it
+        try:
+            while True:
+                os.write(fill, b"\0" * 512)
+        except BlockingIOError:
+            pass
+        try:
+            while True:
+                os.write(fill, b"\0")
+        except BlockingIOError:
+            pass
+
+        def release():
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not seen["zombie"]:
+                seen["zombie"] = _zombie_child(p.proc.pid)
+                time.sleep(0.02)
+            reading.set()
+        threading.Thread(target=release, daemon=True).start()
+
+    p.files_hook = hold_the_log
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
+    try:
+        p.start_agent(out=w)
+        os.close(w)
+        w = -1
+        p.wait_for(lambda: p.files_asked >= 1, what="the files fetch")
+        p.wait_for(lambda: reading.is_set(), timeout=30,
+                   what="the log released")
+        assert seen["zombie"], ("the unpacker never ended while the agent "
+                                "was held", p.agent_log())
+        t0 = time.monotonic()
+        p.wait_for(lambda: "file_mounts" in p.types(), timeout=30,
+                   what="the files failure reported")
+        took = time.monotonic() - t0
+        with p.lock:
+            fm = [e for e in p.events if e["type"] == "file_mounts"]
+        assert "not a directory" in fm[0]["message"], (fm, took)
+        with p.lock:
+            p.directive = {"action": "exit", "attempt": 1}
+        assert p.proc.wait(60) == 0, p.agent_log()
+    finally:
+        reading.set()
+        done.set()
+        if w >= 0:
+            os.close(w)
+        os.close(fill)
+        p.close()
+        copier.join(5)
+        os.close(r)

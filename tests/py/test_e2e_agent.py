@@ -79,6 +79,10 @@ class Plane:
         # the gate, then fails (503); files_asked counts the GETs
         self.files_gate = None
         self.files_asked = 0
+        # files_archive: the job brings these archive bytes, served by GET
+        # .../files after files_hook() (when set) has returned
+        self.files_archive = None
+        self.files_hook = None
         plane = self
 
         class H(BaseHTTPRequestHandler):
@@ -86,7 +90,8 @@ class Plane:
                 pass
 
             def reply(self, status, body, ctype="application/json"):
-                data = body.encode() if isinstance(body, str) else \
+                data = body if isinstance(body, bytes) else \
+                    body.encode() if isinstance(body, str) else \
                     json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -109,6 +114,11 @@ class Plane:
                         gate = plane.files_gate
                     if gate is not None:
                         gate.wait(120)
+                    if plane.files_archive is not None:
+                        if plane.files_hook:
+                            plane.files_hook()
+                        return self.reply(200, plane.files_archive,
+                                          "application/x-tar")
                     return self.reply(503, {"error": {
                         "code": "unavailable", "message": "no files here"}})
                 if self.path == ("/imds/latest/meta-data/events/"
@@ -184,10 +194,13 @@ class Plane:
                 "envs": {"A": "x y $(id)"},
                 "workdir": self.workdir, "ckpt_dir": self.ckpt,
                 "heartbeat_ms": 200, "imds_poll_ms": 200,
-                "files": self.files_gate is not None,
+                "files": self.files_gate is not None or
+                self.files_archive is not None,
                 "directive": directive}
 
-    def start_agent(self, extra=()):
+    def start_agent(self, extra=(), out=None):
+        """out: where the agent's log goes (a pipe's write end); the
+        agent.log file by default."""
         tokf = os.path.join(self.tmp, "node.token")
         with open(tokf, "w") as f:
             f.write(TOKEN + "\n")
@@ -198,7 +211,7 @@ class Plane:
              "--node-id", str(NODE), "--token-file", tokf,
              "--workdir", self.workdir, "--imds", self.url + "/imds"]
             + list(extra),
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log if out is None else out, stderr=subprocess.STDOUT)
 
     def wait_for(self, pred, timeout=60, what="condition"):
         deadline = time.monotonic() + timeout

@@ -65,15 +65,27 @@ class Cli:
             if j["state"] in states:
                 return j
             time.sleep(0.2)
-        raise AssertionError("job %s still %s\n%s" % (jid, j["state"],
-                                                        self.log_tail()))
+        try:
+            ev = [(e["type"], e["message"]) for e in
+                  self.json("events", str(jid))["events"]][-20:]
+        except (ValueError, KeyError, subprocess.SubprocessError):
+            ev = "(no events)"
+        raise AssertionError("job %s still %s\nevents %s\n%s" % (
+            jid, j["state"], ev, self.log_tail()))
 
     def log_tail(self, n=3000):
+        """spotrund's log's tail, then each node's agent.log's (the last
+        4 nodes): a job that hangs on a node is told by its agent."""
+        out = [_tail(os.path.join(self.state, "spotrund.log"), n)]
+        nodes = os.path.join(self.state, "nodes")
         try:
-            with open(os.path.join(self.state, "spotrund.log"), "rb") as f:
-                return f.read()[-n:].decode(errors="replace")
+            ids = sorted((d for d in os.listdir(nodes) if d.isdigit()), key=int)
         except OSError:
-            return ""
+            ids = []
+        for d in ids[-4:]:
+            out.append("== node %s agent.log\n%s" % (
+                d, _tail(os.path.join(nodes, d, "agent.log"), n)))
+        return "\n".join(out)
 
     def stop(self):
         if self.started:
@@ -86,6 +98,16 @@ class Cli:
                 pass
             self.run("daemon", "stop", timeout=60)
         kill_nodes(self.state)
+
+
+def _tail(path, n):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def kill_nodes(state):
