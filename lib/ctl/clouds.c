@@ -357,6 +357,14 @@ bool ctl__launch_pending(const struct ctl *c, int64_t node)
 	return false;
 }
 
+void ctl__launch_drop(struct ctl *c, int64_t node)
+{
+	size_t k = 0;
+
+	if (inflight_of(c, node, &k))
+		inflight_drop(c, k);
+}
+
 static void launch_done(void *ud)
 {
 	ctl__wake(ud); /* the reconciler polls the request at once */
@@ -609,6 +617,10 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 			obs[j].alive = true;
 			obs[j].pending = x[q].state == CLOUD_INST_PENDING;
 			obs[j].notice_ns = x[q].notice_ns;
+			if (!(v[j].instance_id && v[j].instance_id[0]) &&
+			    !obs[j].found[0])
+				snprintf(obs[j].found, sizeof obs[j].found, "%s",
+					 x[q].id);
 		}
 	}
 	/* running instances of this cluster that no live node holds (a

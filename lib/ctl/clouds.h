@@ -61,6 +61,9 @@ struct ctl_node_obs {
 				      STOPPING at a preemption, Slurm's
 				      COMPLETING): its agent may still be
 				      sending its last reports */
+	char found[64];            /* a node with no instance recorded: the
+				      running one the cloud lists under its
+				      tag ("" none) */
 };
 
 /* A launch the reconciler started and has not committed. */
@@ -128,6 +131,9 @@ int ctl__terminate(struct ctl *c, const struct ctl_node_ref *n);
 /* A launch of node `node` is in flight (ctl__launch answered
  * -EINPROGRESS): the next ctl__launch polls it, sending nothing new. */
 bool ctl__launch_pending(const struct ctl *c, int64_t node);
+/* Stop polling node's launch in flight, if any (its instance was found
+ * otherwise: by its tag). */
+void ctl__launch_drop(struct ctl *c, int64_t node);
 int ctl__observe(struct ctl *c, const struct ctl_node_ref *v, size_t n,
 		 struct ctl_node_obs *obs);
 /* "local,aws/us-east-1": the open clouds' names (and regions). */

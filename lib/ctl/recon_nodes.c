@@ -536,6 +536,66 @@ static void start_node(struct ctl *c, struct store *db, const struct rnode *n,
 	}
 }
 
+/* A node past its launch (BOOTING, READY) with no instance recorded: its
+ * agent registered before the launch's answer was committed, and that
+ * answer never was (a commit fenced after a failover, a daemon that died
+ * in between, or a launch in flight that nobody polled once the node was
+ * READY: start_node polls only REQUESTED nodes).  Nothing recorded its
+ * instance then: the listing matched it by tag (notices), but the sweep
+ * after a crash skips a node with no instance, the launch held a slot
+ * of the in-flight table for good, and an instance the cloud never
+ * listed under the tag ran unseen for the job's whole life.  Each pass:
+ * the running instance the cloud lists under the node's tag is recorded
+ * (the launch in flight and its kept parameters dropped); else, once
+ * the node is NOINST_NS old and on a listing that worked, the node ends
+ * LOST and whatever runs under its tag is terminated (a launch in flight
+ * with it); before that, this daemon's launch still in flight is polled
+ * (its answer records the instance).
+ * The bound is the EC2 watch's FRESH_NS: longer than any cloud takes to
+ * list an instance it started.  true: ended. */
+#define NOINST_NS (600 * SR_NS_PER_SEC)
+static bool unrecorded_node(struct ctl *c, struct store *db,
+			    const struct rnode *x, const struct ctl_node_obs *o,
+			    bool listed, int64_t now)
+{
+	struct commit_ud u = { c, db, now, x->id };
+	struct ctl_node_ref p = pnode(x);
+	struct sr_err e = { 0 };
+	int rc;
+
+	if (listed && o->found[0]) {
+		rc = store_begin(db, &e);
+		if (!rc)
+			rc = store_node_instance_found(db, x->id, o->found, &e);
+		rc = store_end(db, rc < 0 ? rc : 0, &e);
+		if (rc) {
+			sr_error("recon", "cannot record a node's instance", "node=%"
+				 PRId64 " instance=%s err=\"%s\"", x->id, o->found,
+				 sr_err_str(&e, rc));
+			return false;
+		}
+		ctl__launch_drop(c, x->id);
+		ctl__launch_forget(c, x->id);
+		sr_info("recon", "instance found by the node's tag", "node=%" PRId64
+			" instance=%s", x->id, o->found);
+		return false;
+	}
+	if (!listed || now - x->created_ns < NOINST_NS) {
+		if (!ctl__launch_pending(c, x->id))
+			return false;
+		rc = ctl__launch(c, &p, commit_boot, &u, &e);
+		if (rc && rc != -EINPROGRESS)
+			sr_warn("recon", "launch of a registered node failed", "node=%"
+				PRId64 " err=\"%s\"", x->id, sr_err_str(&e, rc));
+		return false;
+	}
+	sr_warn("recon", "no instance listed for a live node: ending it", "node=%"
+		PRId64 " state=%s age_s=%" PRId64, x->id, x->state,
+		(now - x->created_ns) / SR_NS_PER_SEC);
+	end_tx(c, db, x, "LOST", "no instance listed", now, true);
+	return true;
+}
+
 /* The cloud announced node n's interruption at kill_at (its own time,
  * wall clock): that is the node's deadline, for the final checkpoint and
  * the kill. */
@@ -794,6 +854,9 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			set_phase(db, x, "BOOTING", "pending");
 		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
+		if (!x->instance[0] && strcmp(x->state, "REQUESTED") &&
+		    unrecorded_node(c, db, x, &obs[i], listed, now))
+			continue;
 		switch (recon__node_act(&c->cfg, x, &obs[i], listed, now, silent)) {
 		case NODE_START:
 			start_node(c, db, x, group_of(v, n, i), now);

@@ -554,6 +554,21 @@ int store_node_booted(struct store *s, int64_t node, const char *instance_id,
 	return run_count(st, "boot node", e);
 }
 
+int store_node_instance_found(struct store *s, int64_t node,
+			      const char *instance_id, struct sr_err *e)
+{
+	struct store_stmt *st = NULL;
+	int rc = store_prepare(s, "UPDATE nodes SET instance_id=?1 WHERE id=?2"
+			       " AND instance_id IS NULL AND state IN"
+			       " ('BOOTING','READY')", &st, e);
+
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, instance_id);
+	store_bind_i64(st, 2, node);
+	return run_count(st, "record a node's instance", e);
+}
+
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,
 		      struct sr_err *e)
 {

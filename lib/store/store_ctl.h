@@ -151,6 +151,12 @@ int store_node_end(struct store *s, int64_t node, const char *state,
 int store_node_booted(struct store *s, int64_t node, const char *instance_id,
 		      const char *blob, bool pending, int64_t now_ns,
 		      struct sr_err *e);
+/* A live node with no instance recorded (its agent registered before
+ * the launch was, and the launch's answer never came: recon_nodes.c)
+ * takes the instance the cloud lists under its tag.  State and billing
+ * stay as they are.  1 recorded, 0 the node had one or has ended. */
+int store_node_instance_found(struct store *s, int64_t node,
+			      const char *instance_id, struct sr_err *e);
 /* The message of the job's last launch_refused event into msg: 1, or 0
  * when it has none. */
 int store_job_refusal(struct store *s, int64_t job, char *msg, size_t cap,

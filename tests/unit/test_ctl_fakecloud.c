@@ -1917,6 +1917,97 @@ static void test_agent_registers_before_commit(void **state)
 	assert_string_equal(job_state(id), "RUNNING");
 }
 
+/* Whether node's row records instance id (NULL: none). */
+static bool node_instance_is(int64_t node, const char *id)
+{
+	struct sr_err e = { 0 };
+	int64_t k = -1;
+	char sql[160];
+
+	if (id)
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM nodes WHERE id=?1"
+			 " AND instance_id='%s'", id);
+	else
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM nodes WHERE id=?1"
+			 " AND instance_id IS NULL");
+	assert_int_equal(store_query_i64(ctl__store(ctl), sql, node, &k, &e), 1);
+	return k == 1;
+}
+
+/* A node READY with no instance recorded (its agent registered while
+ * the launch's answer was still out; the answer never comes): start_node
+ * polls only REQUESTED nodes, so nothing polled that launch again or
+ * recorded the instance - it stayed in flight for good.  The instance
+ * the cloud lists under the node's tag is recorded on the next pass, the
+ * launch in flight and its kept parameters dropped (session 24). */
+static void test_registered_node_gets_its_instance_by_tag(void **state)
+{
+	int64_t id, n1, kept = -1;
+	struct sr_err e = { 0 };
+
+	(void)state;
+	id = create_job(job_spot);
+	pass();
+	n1 = live_node(id);
+	fc.die_before_commit = true; /* started; its answer never comes */
+	pass();
+	assert_string_equal(node_view(id, n1).state, "QUEUED");
+	agent_register(n1);
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_true(node_instance_is(n1, NULL));
+	pass();
+	pass();
+	assert_true(node_instance_is(n1, inst_of(n1)->id));
+	assert_false(ctl__launch_pending(ctl, n1));
+	assert_int_equal(store_query_i64(ctl__store(ctl), "SELECT count(*) FROM "
+					 "node_launch WHERE node_id = ?1", n1,
+					 &kept, &e), 1);
+	assert_int_equal(kept, 0);
+	assert_string_equal(node_view(id, n1).state, "READY");
+	assert_string_equal(job_state(id), "RUNNING");
+	assert_int_equal(fc.launches, 1);
+	assert_true(inst_of(n1)->alive);
+}
+
+/* The same node, but the cloud never lists an instance under its tag:
+ * once it is 10 minutes old (the EC2 watch's bound for a launch not
+ * listed yet) it ends LOST and the job recovers on another node; before
+ * that, heart-beating, it is kept.  It ran unseen for good before. */
+static void test_registered_node_never_listed_ends(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	/* on-demand: no policy move ends the node in the 10 minutes */
+	id = create_job("name: t\nresources:\n  accelerators: V100:1\n"
+			"  use_spot: false\nrun: echo hi\nspotrun:\n"
+			"  deadline: 100h\n  work: 2h\n");
+	pass();
+	n1 = live_node(id);
+	fc.die_before_commit = true;
+	pass();
+	agent_register(n1);
+	/* listed under no cluster of ours: the listing never shows it */
+	snprintf(inst_of(n1)->cluster, sizeof inst_of(n1)->cluster, "other");
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	for (int s = 5; s < 595; s += 5) {
+		advance_ms(5000);
+		agent_heartbeat(n1, 1, s, 1000, 0);
+		pass();
+	}
+	assert_string_equal(node_view(id, n1).state, "READY");
+	advance_ms(10000);
+	agent_heartbeat(n1, 1, 600, 1000, 0);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_string_equal(node_view(id, n1).reason, "no instance listed");
+	for (int i = 0; i < 3; i++)
+		pass();
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+}
+
 /* The workload's setup exits non-zero on a running node: RUNNING ->
  * FAILED with the setup's code, every instance terminated, no restart. */
 static void test_setup_failure_fails_job(void **state)
@@ -2311,6 +2402,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_async_launch_and_slow_cloud_boot,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_agent_registers_before_commit,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_registered_node_gets_its_instance_by_tag,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_registered_node_never_listed_ends,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_queued_capacity_then_pending_ready,
 						fsetup, fteardown),
