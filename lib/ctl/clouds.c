@@ -606,12 +606,15 @@ static int observe_one(struct ctl *c, int i, const struct ctl_node_ref *v,
 	for (size_t j = 0; j < n; j++) {
 		if (own[j] != i)
 			continue;
-		obs[j] = (struct ctl_node_obs){ 0 };
+		obs[j] = (struct ctl_node_obs){ .unlisted = true };
 		for (size_t q = 0; q < nx; q++) {
 			if (!holds(&v[j], &x[q]))
 				continue;
+			obs[j].unlisted = false;
 			if (x[q].state == CLOUD_INST_STOPPING)
 				obs[j].stopping = true;
+			if (x[q].state == CLOUD_INST_GONE)
+				obs[j].gone = true;
 			if (!running(&x[q]))
 				continue;
 			obs[j].alive = true;

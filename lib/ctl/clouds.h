@@ -64,6 +64,12 @@ struct ctl_node_obs {
 	char found[64];            /* a node with no instance recorded: the
 				      running one the cloud lists under its
 				      tag ("" none) */
+	bool gone;                 /* its instance listed as terminated */
+	bool unlisted;             /* its cloud was listed, and showed
+				      nothing of its instance */
+	int64_t missing_ns;        /* how long (monotonic) the listings have
+				      shown its recorded instance absent or
+				      shutting down: the nodes pass sets it */
 };
 
 /* A launch the reconciler started and has not committed. */

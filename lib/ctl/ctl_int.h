@@ -124,6 +124,10 @@ struct ctl {
 	/* Node silence on the monotonic clock (recon_int.h; reconciler
 	 * thread only; released by ctl__silence_free). */
 	struct hbtable *hbseen;
+	/* Since when each live node's recorded instance has been missing
+	 * from the listings (absent or shutting down; the same table, keyed
+	 * 1 while missing: recon_nodes.c; released with hbseen). */
+	struct hbtable *unseen;
 
 	/* The jobs with a live spare not yet adopted, as this pass's node
 	 * list read them (recon__nodes_pass; sorted ids; reconciler thread

@@ -25,7 +25,7 @@ struct ctl_pol {
 	size_t len;
 };
 
-/* Release c->hbseen and c->spared (recon_nodes.c). */
+/* Release c->hbseen, c->unseen and c->spared (recon_nodes.c). */
 void ctl__silence_free(struct ctl *c);
 
 /* Policy state cache (polcache.c, reconciler thread only).  A policy's

@@ -151,12 +151,18 @@ bool recon__job_spared(const struct ctl *c, int64_t job);
 enum node_act {
 	NODE_KEEP, NODE_START, NODE_BILL, NODE_NOTICE, NODE_END_PREEMPTED,
 	NODE_LOST_BOOT, NODE_LOST_HB,
+	/* no notice, and the cloud lists its instance terminated (ended
+	 * outside spotrun), or has shown it absent or shutting down for
+	 * RECON_MISSING_NS (not at once: EC2 lists a new instance only after
+	 * a while) */
+	NODE_LOST_GONE, NODE_LOST_MISSING,
 	/* a noticed node whose instance the cloud lists as shutting down
 	 * before the notice deadline: ended once its agent owes no report
 	 * (recon__node_owes_exit), else kept (and billed) until it reports
 	 * or the deadline passes */
 	NODE_GOING,
 };
+#define RECON_MISSING_NS (60 * SR_NS_PER_SEC)
 /* Decide for node x: `listed` says whether the provider's list() worked
  * (when it did not, `o` is not used: nothing is ended or noticed on
  * missing information); `silent_ns` from recon__silence; times in real

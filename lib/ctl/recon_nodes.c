@@ -714,6 +714,11 @@ void ctl__silence_free(struct ctl *c)
 {
 	free(c->spared.job);
 	memset(&c->spared, 0, sizeof c->spared);
+	if (c->unseen) {
+		recon__silence_clear(c->unseen);
+		free(c->unseen);
+		c->unseen = NULL;
+	}
 	if (!c->hbseen)
 		return;
 	recon__silence_clear(c->hbseen);
@@ -754,6 +759,14 @@ enum node_act recon__node_act(const struct ctl_config *cfg,
 	}
 	if (listed && o->notice_ns)
 		return NODE_NOTICE;
+	/* its instance went without a notice: at once when the cloud says
+	 * it is terminated, not waiting out the heartbeat timeout; an
+	 * instance not listed (or shutting down) only after a while */
+	if (listed && x->instance[0] && !o->alive && o->gone)
+		return NODE_LOST_GONE;
+	if (listed && x->instance[0] && !o->alive &&
+	    o->missing_ns >= RECON_MISSING_NS)
+		return NODE_LOST_MISSING;
 	/* no boot timeout while the cloud still boots it (PENDING) */
 	if (booting && silent_ns > cfg->boot_timeout_ms * 1000000 &&
 	    !(listed ? o->pending : strcmp(x->phase, "pending") == 0))
@@ -817,6 +830,11 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 		if (!c->hbseen)
 			return -ENOMEM;
 	}
+	if (!c->unseen) {
+		c->unseen = calloc(1, sizeof *c->unseen);
+		if (!c->unseen)
+			return -ENOMEM;
+	}
 	recon__kill_pending(c, db);
 	c->spared.valid = false;
 	rc = recon__nodes_live(c, db, 0, &v, &n);
@@ -824,6 +842,7 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 		goto out;
 	spared_note(c, v, n);
 	recon__silence_prune(c->hbseen, v, n);
+	recon__silence_prune(c->unseen, v, n);
 	/* observed also with no live node: the clouds' leaks are swept */
 	pn = calloc(n + 1, sizeof *pn);
 	obs = calloc(n + 1, sizeof *obs);
@@ -854,6 +873,16 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			set_phase(db, x, "BOOTING", "pending");
 		int64_t silent = recon__silence(c->hbseen, x->id, key, mono);
 
+		/* how long its instance has been missing, on listings that
+		 * worked (a failed one changes nothing) */
+		if (listed && x->instance[0]) {
+			bool miss = !obs[i].alive && (obs[i].unlisted ||
+						      obs[i].stopping);
+			int64_t t = recon__silence(c->unseen, x->id, miss, mono);
+
+			obs[i].missing_ns = miss ? t : 0;
+		}
+
 		if (!x->instance[0] && strcmp(x->state, "REQUESTED") &&
 		    unrecorded_node(c, db, x, &obs[i], listed, now))
 			continue;
@@ -878,6 +907,17 @@ int recon__nodes_pass(struct ctl *c, struct store *db)
 			break;
 		case NODE_LOST_HB:
 			end_tx(c, db, x, "LOST", "heartbeat timeout", now, true);
+			break;
+		case NODE_LOST_GONE:
+			sr_warn("recon", "instance terminated without a notice",
+				"node=%" PRId64 " instance=%s", x->id, x->instance);
+			end_tx(c, db, x, "LOST", "instance terminated", now, true);
+			break;
+		case NODE_LOST_MISSING:
+			sr_warn("recon", "instance not running for long: ending its "
+				"node", "node=%" PRId64 " instance=%s s=%" PRId64,
+				x->id, x->instance, obs[i].missing_ns / SR_NS_PER_SEC);
+			end_tx(c, db, x, "LOST", "instance not listed", now, true);
 			break;
 		case NODE_BILL:
 			bill_tx(c, db, x, now);

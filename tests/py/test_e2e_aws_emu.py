@@ -17,6 +17,7 @@ envs: the stand-in for object storage, since a cloud node shares no disk
 with the control plane.  The test refuses an EC2 endpoint that is not on
 loopback."""
 
+import json
 import os
 import signal
 import subprocess
@@ -100,6 +101,18 @@ def job_yaml(name, infra, share, steps, spot=True):
                 "".join("  " + l + "\n" for l in run.strip().splitlines())))
 
 
+def wait_running(d, jid, step, timeout=60):
+    """The job's view once it runs past `step`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = d.job(jid)
+        if j["state"] == "RUNNING" and (j.get("step") or 0) >= step:
+            return j
+        assert j["state"] not in ("FAILED", "CANCELLED"), j["message"]
+        time.sleep(0.1)
+    raise AssertionError("never ran: %s\n%s" % (j["message"], d.log_tail()))
+
+
 def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
     emu, url = start_emulator(tmp_path)
     share = os.path.join(str(tmp_path), "share")
@@ -110,15 +123,7 @@ def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
         d.start()
         jid = d.submit(job_yaml("aws-e2e", "aws/us-east-1", share, STEPS))
         # running on an instance, past a few checkpoints
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            j = d.job(jid)
-            if j["state"] == "RUNNING" and (j.get("step") or 0) >= 5:
-                break
-            assert j["state"] not in ("FAILED", "CANCELLED"), j["message"]
-            time.sleep(0.1)
-        else:
-            raise AssertionError("never ran: %s\n%s" % (j["message"], d.log_tail()))
+        j = wait_running(d, jid, 5)
         first = [n for n in j["nodes"] if n["state"] == "READY"][0]
         emu.send_signal(signal.SIGUSR1)   # the cloud reclaims the pool
         j = d.wait([jid], 120)[0]
@@ -146,6 +151,63 @@ def test_job_through_aws_driver_and_emulator(tmp_path, monkeypatch):
         assert len(starts) >= 2, starts
         assert int(starts[-1].split()[-1]) == int(finals[-1].split()[-1]), (
             starts, finals)
+    finally:
+        d.stop()
+        emu.terminate()
+        emu.wait(timeout=20)
+
+
+def ec2_tool(url, *args):
+    """The EC2 driver's own client against the emulator (as a user's
+    AWS CLI would be): its parsed {"ok": ...} answer."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ENDPOINT_URL_EC2=url, AWS_REGION="us-east-1",
+               AWS_ACCESS_KEY_ID="AKIDEMULATOR",
+               AWS_SECRET_ACCESS_KEY="emulator-secret",
+               AWS_EC2_METADATA_DISABLED="true", SPOTRUN_LOG_LEVEL="off")
+    r = subprocess.run([os.path.join(BUILD, "conformance", "ec2_tool")] +
+                       list(args), env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return json.loads(r.stdout)["ok"]
+
+
+def test_instance_terminated_outside_spotrun(tmp_path, monkeypatch):
+    """An instance terminated by someone else (no notice: the AWS console,
+    another tool) is ended as soon as EC2 lists it terminated - not after
+    the heartbeat timeout (120 s here, longer than the test waits) - and
+    the job recovers on a new instance and completes (session 24)."""
+    emu, url = start_emulator(tmp_path)
+    share = os.path.join(str(tmp_path), "share")
+    os.makedirs(share)
+    aws_env(monkeypatch, url)
+    d = Daemon(tmp_path, os.path.join(ROOT, "data"), "--providers", "aws",
+               "--aws-image", "ami-0123456789abcdef0", "--time-scale", "60",
+               "--agent", os.path.join(BUILD, "bin", "spotrun-agent"),
+               "--heartbeat-timeout", "120s", "--boot-timeout", "60s")
+    try:
+        d.start()
+        jid = d.submit(job_yaml("outside", "aws/us-east-1", share, STEPS,
+                                spot=False))
+        j = wait_running(d, jid, 3)
+        first = [n for n in j["nodes"] if n["state"] == "READY"][0]
+        ec2_tool(url, "terminate", first["instance_id"])
+        t0 = time.time()
+        deadline = t0 + 100  # the heartbeat timeout is 120 s
+        while time.time() < deadline:
+            old = [n for n in d.job(jid)["nodes"] if n["id"] == first["id"]][0]
+            if old["state"] != "READY":
+                break
+            time.sleep(0.2)
+        print("node ended %.1f s after its instance was terminated" %
+              (time.time() - t0))
+        assert old["state"] == "LOST" and \
+            old["end_reason"] == "instance terminated", (old, d.log_tail())
+        j = d.wait([jid], 120)[0]
+        assert j["state"] == "SUCCEEDED", (j["message"], d.log_tail())
+        assert j["preemptions"] == 0 and j["recoveries"] >= 1, j
+        lost = [e for e in d.events(jid) if e["type"] == "node_lost"]
+        assert [e["node_id"] for e in lost] == [first["id"]], lost
     finally:
         d.stop()
         emu.terminate()

@@ -121,7 +121,8 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
     leak sweep leaves it be) is node 1's instance: never a second job.
     The same for a gang's one allocation: a 2-node job named by the
     group's key (its first node's), its comment naming both nodes, holds
-    both nodes' instances."""
+    both nodes' instances.  (A node holding a job that has ended is then
+    lost at once and replaced: the gang's node ids come after job 1's.)"""
     d = daemon(tmp_path, slurm)
     try:
         d.start()
@@ -144,11 +145,14 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
         assert n == "slurm-" + first, n
         assert [r[0] for r in squeue(slurm) if r[1] == key] == [first]
         d.api("POST", "/v1/jobs/%d/cancel" % jid)
-        # job 2, a gang: nodes 2 and 3, one allocation under node 2's key
-        key = "sr-%s-2-1" % cluster
+        j1 = d.wait([jid], 60)[0]
+        # job 2, a gang: the next two nodes, one allocation under the
+        # first one's key
+        g = max(x["id"] for x in j1["nodes"]) + 1
+        key = "sr-%s-%d-1" % (cluster, g)
         first = slurm.run("sbatch", "--parsable", "-p", "low", "-N", "2",
-                          "-J", key, "--comment", "spotrun:%s:2:2,3:1" %
-                          cluster, "-o", "/dev/null", "--wrap",
+                          "-J", key, "--comment", "spotrun:%s:2:%d,%d:1" %
+                          (cluster, g, g + 1), "-o", "/dev/null", "--wrap",
                           "true").stdout.strip()
         wait("the earlier allocation ended", lambda: [
             r for r in squeue(slurm) if r[0] == first and r[2] in (
@@ -158,7 +162,8 @@ def test_launch_finds_its_earlier_submission(tmp_path, slurm, no_preload):
 
         def both():
             j = d.job(jid)
-            ids = sorted(x["instance_id"] or "" for x in j["nodes"])
+            ids = sorted(x["instance_id"] or "" for x in j["nodes"]
+                         if x["id"] in (g, g + 1))
             return ids if len(ids) == 2 and all(ids) else None
         ids = wait("both nodes holding the earlier allocation", both, 60, d)
         assert ids == ["slurm-%s.0" % first, "slurm-%s.1" % first], ids

@@ -848,6 +848,70 @@ static void test_silent_node_recovers(void **state)
 	assert_true(n2 > n1);
 }
 
+/* The cloud lists a running node's instance terminated, with no notice
+ * (someone ended it outside spotrun): the node is LOST on that pass, not
+ * after the heartbeat timeout, and the job recovers (session 24). */
+static void test_instance_terminated_outside_is_lost_at_once(void **state)
+{
+	int64_t id, n1, n2;
+
+	(void)state;
+	id = create_job(job_spot);
+	n1 = to_running(id);
+	inst_of(n1)->alive = false; /* listed "terminated" from now */
+	advance_ms(1000);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_string_equal(node_view(id, n1).reason, "instance terminated");
+	assert_int_equal(job_int(id, "preemptions"), 0);
+	assert_string_equal(job_state(id), "PROVISIONING");
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+}
+
+/* Node n1's instance out of the listings for 55 s while its agent beats
+ * every 5 s (step *hb on): still READY. */
+static void unlisted_55s(int64_t id, int64_t n1, int64_t *hb)
+{
+	snprintf(inst_of(n1)->cluster, sizeof inst_of(n1)->cluster, "other");
+	for (int s = 0; s < 55; s += 5) {
+		pass();
+		advance_ms(5000);
+		agent_heartbeat(n1, 1, (int)++*hb, 1000, 0);
+	}
+	pass();
+	assert_string_equal(node_view(id, n1).state, "READY");
+}
+
+/* A recorded instance the listings do not show (eventual consistency:
+ * EC2 lists a new instance after a while; or gone from them) is kept
+ * while its agent heart-beats, for a minute; then it is LOST. */
+static void test_instance_unlisted_for_a_minute_is_lost(void **state)
+{
+	int64_t id, n1, n2, hb = 0;
+	char cluster[64];
+
+	(void)state;
+	id = create_job(job_od); /* on-demand: no policy move meanwhile */
+	n1 = to_running(id);
+	snprintf(cluster, sizeof cluster, "%s", inst_of(n1)->cluster);
+	/* not listed for 55 s, its agent beating: kept */
+	unlisted_55s(id, n1, &hb);
+	/* listed again once: the minute starts over */
+	snprintf(inst_of(n1)->cluster, sizeof inst_of(n1)->cluster, "%s", cluster);
+	pass();
+	unlisted_55s(id, n1, &hb);
+	advance_ms(6000);
+	agent_heartbeat(n1, 1, (int)++hb, 1000, 0);
+	pass();
+	assert_string_equal(node_view(id, n1).state, "LOST");
+	assert_string_equal(node_view(id, n1).reason, "instance not listed");
+	for (int i = 0; i < 3; i++)
+		pass();
+	n2 = live_node(id);
+	assert_true(n2 > n1);
+}
+
 /* A notice while the node boots: nothing runs there yet, so it goes at
  * once and another node is placed. */
 static void test_notice_while_booting(void **state)
@@ -1978,10 +2042,7 @@ static void test_registered_node_never_listed_ends(void **state)
 	int64_t id, n1, n2;
 
 	(void)state;
-	/* on-demand: no policy move ends the node in the 10 minutes */
-	id = create_job("name: t\nresources:\n  accelerators: V100:1\n"
-			"  use_spot: false\nrun: echo hi\nspotrun:\n"
-			"  deadline: 100h\n  work: 2h\n");
+	id = create_job(job_od); /* on-demand: no policy move meanwhile */
 	pass();
 	n1 = live_node(id);
 	fc.die_before_commit = true;
@@ -2353,6 +2414,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slow_boot_lost_and_replaced,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_silent_node_recovers,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_instance_terminated_outside_is_lost_at_once,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_instance_unlisted_for_a_minute_is_lost,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_notice_while_booting,
 						fsetup, fteardown),
