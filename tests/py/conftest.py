@@ -323,3 +323,21 @@ def store_rows(state, sql):
             return v
     return [tuple(val(v) for v in line.split("\t"))
             for line in p.stdout.splitlines() if line]
+
+
+def leader_write(call, timeout=60):
+    """call() -> (status, body) of a write to spotrund, as spotrun's
+    clients make it (lib/ctlclient): a 503 not_leader - under load a
+    daemon's lease can lapse between two renewals, and it takes it back
+    on its next pass (docs/store.md) - is tried again for up to
+    `timeout` s; any other answer, or the last 503, is the answer."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        st, b = call()
+        err = b.get("error") if isinstance(b, dict) else None
+        if not (st == 503 and isinstance(err, dict) and
+                err.get("code") == "not_leader") or \
+                time.monotonic() > deadline:
+            return st, b
+        time.sleep(0.1)

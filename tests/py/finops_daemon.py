@@ -10,6 +10,8 @@ import time
 import urllib.error
 import urllib.request
 
+from conftest import leader_write
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
 ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
@@ -100,6 +102,10 @@ class Daemon:
             return status, text
         return status, json.loads(text) if text else None
 
+    def write(self, method, path, body=None, timeout=60):
+        """A write that tries a 503 not_leader again (conftest)."""
+        return leader_write(lambda: self.req(method, path, body), timeout)
+
     def launch(self, name, seconds, extra_yaml="", deadline="48h"):
         work = os.path.join(self.tmp, "work-" + name)
         os.makedirs(work, exist_ok=True)
@@ -110,7 +116,8 @@ class Daemon:
                 "run: /usr/bin/python3 burn.py %s\n"
                 "spotrun:\n  deadline: %s\n  work: 4h\n%s"
                 % (name, seconds, deadline, extra_yaml))
-        status, body = self.req("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
+        status, body = self.write("POST", "/v1/jobs", {"spec_yaml": spec,
+                                                       "workdir": work})
         assert status == 201, body
         return body["job"]["id"]
 

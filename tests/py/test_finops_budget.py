@@ -57,7 +57,7 @@ def test_budget_alert_once_and_hard_refusal():
         spec = ("name: over\nresources: {accelerators: V100:1, use_spot: true}\n"
                 "run: 'true'\nspotrun:\n  work: 4h\n  team: ml\n"
                 "  project: llama\n")
-        status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec})
+        status, body = d.write("POST", "/v1/jobs", {"spec_yaml": spec})
         assert status == 403, body
         msg = body["error"]["message"] if isinstance(body.get("error"), dict) \
             else str(body)

@@ -61,7 +61,7 @@ def run_job(tmp, script, env_nvml):
         f.write(script)
     spec = ("name: idle\nresources: {accelerators: V100:1, use_spot: true}\n"
             "run: /usr/bin/python3 job.py 6\nspotrun: {work: 2h, deadline: 48h}\n")
-    st, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
+    st, body = d.write("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
     assert st == 201, body
     job = body["job"]["id"]
     d.wait_state(job, ("RUNNING",), timeout=60)

@@ -29,8 +29,8 @@ def start_job(d, tmp, name, script):
             "run: sh run.sh\n"
             "spotrun:\n  deadline: 48h\n  work: 1h\n"
             "  checkpoint: {uri: s3://no-such-bucket/jobs}\n" % name)
-    status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec,
-                                              "workdir": work})
+    status, body = d.write("POST", "/v1/jobs", {"spec_yaml": spec,
+                                                "workdir": work})
     assert status == 201, body
     return body["job"]["id"], work
 

@@ -176,21 +176,6 @@ class Store:
                          db=self.pgdb())
 
 
-def leader_write(d, method, path, body=None):
-    """A write as spotrun's clients make it (lib/ctlclient): a 503
-    not_leader - under load this daemon's 1 s lease can lapse between
-    two renewals, and it takes its own lease back on its next pass - is
-    tried again, for up to a minute; any other answer is the answer."""
-    import time
-    deadline = time.monotonic() + 60
-    while True:
-        st, b = d.api(method, path, body)
-        if not (st == 503 and b.get("error", {}).get("code") == "not_leader") \
-                or time.monotonic() > deadline:
-            return st, b
-        time.sleep(0.1)
-
-
 def test_leader_paused_past_its_lease_writes_nothing(tmp_path, request):
     import signal
     import time
@@ -206,7 +191,7 @@ def test_leader_paused_past_its_lease_writes_nothing(tmp_path, request):
                 " mv $SPOTRUN_STATUS_FILE.t $SPOTRUN_STATUS_FILE;"
                 " sleep 0.05; done\nspotrun:\n  deadline: 1000h\n"
                 "  work: 10h\n")
-        st, body = leader_write(d, "POST", "/v1/jobs",
+        st, body = d.write("POST", "/v1/jobs",
                                 {"spec_yaml": spec, "spec_name": "t.yaml"})
         assert st == 201, body
         jid = body["job"]["id"]
@@ -255,7 +240,7 @@ def test_leader_paused_past_its_lease_writes_nothing(tmp_path, request):
                 break
             time.sleep(0.1)
         assert lease["leader"], lease
-        st, body = leader_write(d, "POST", "/v1/jobs/%d/cancel" % jid)
+        st, body = d.write("POST", "/v1/jobs/%d/cancel" % jid)
         assert st in (200, 202), body
         assert d.wait([jid], 60)[0]["state"] == "CANCELLED"
     finally:

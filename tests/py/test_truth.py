@@ -64,7 +64,7 @@ def test_every_surface_agrees_through_three_preemptions():
                 "resources: {accelerators: V100:1, use_spot: true}\n"
                 "run: /usr/bin/python3 train.py\n"
                 "spotrun: {work: 2h, deadline: 48h}\n")
-        status, body = d.req("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
+        status, body = d.write("POST", "/v1/jobs", {"spec_yaml": spec, "workdir": work})
         assert status == 201, body
         job = body["job"]["id"]
         # the local cloud made its interrupts/ folder: a user only touches
