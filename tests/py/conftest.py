@@ -21,6 +21,13 @@ if PYDIR not in sys.path:
 ASAN = os.environ.get("SPOTRUN_CHECK_MODE") == "asan"
 PYTHON = "/usr/bin/python3"
 BUILD = os.environ.get("SPOTRUN_BUILD", os.path.join(ROOT, "build"))
+# The build's programs first on PATH, as scripts/run-tests puts them: a
+# test that runs `spotrun` by name (test_sim_cli, test_state, test_cli_sky,
+# test_market_cli, ...) gets this build's, also when run by hand from a
+# fresh build (/usr/bin/python3 -m pytest tests/py/test_sim_cli.py).
+_BIN = os.path.join(BUILD, "bin")
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 
 def child_env(**extra):

@@ -3,12 +3,20 @@ the JSON document's shape, window selection, and trace errors."""
 import json
 import os
 import pty
+import shutil
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKY = [f"data/traces/skynomad/v100_4node_600s/{z}_v100_1/full.json"
        for z in ("us-east-1f", "us-east-2a", "us-west-2c")]
 CBL = "data/traces/cbl/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json"
+
+
+def test_runs_the_builds_spotrun():
+    """`spotrun` by name is the build's (conftest puts its bin first on
+    PATH, as make check does), also when this file is run by hand."""
+    from conftest import BUILD
+    assert shutil.which("spotrun") == os.path.join(BUILD, "bin", "spotrun")
 
 
 def sim(*args):
