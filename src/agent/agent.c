@@ -230,10 +230,16 @@ static void heartbeat(struct agent *ag)
 	json_decref(b);
 }
 
-/* Send pending events and up to the per-report limit of log lines. */
+/* Send pending events and up to the per-report limit of log lines.  A
+ * report refused as malformed (400, or 413 too large) would fail the same
+ * way again, so it is not retried whole - nor dropped whole: one bad item
+ * took every other with it, a run's exit among them, and the job waited
+ * for an exit that never came.  Its items are sent one to a report
+ * (split_left), and only one refused alone is dropped. */
 static int report(struct agent *ag)
 {
-	size_t nev = json_array_size(ag->events);
+	size_t nev = json_array_size(ag->events),
+	       max = ag->split_left ? 1 : MAX_EVENTS_PER_REPORT;
 	json_t *all = NULL, *b = NULL, *reply = NULL;
 	int nlog, rc;
 
@@ -242,11 +248,11 @@ static int report(struct agent *ag)
 	all = json_array();
 	if (!all)
 		return -ENOMEM;
-	if (nev > MAX_EVENTS_PER_REPORT)
-		nev = MAX_EVENTS_PER_REPORT;
+	if (nev > max)
+		nev = max;
 	for (size_t i = 0; i < nev; i++)
 		json_array_append(all, json_array_get(ag->events, i));
-	nlog = logbatch_peek_json(ag->logs, MAX_EVENTS_PER_REPORT - nev, all);
+	nlog = logbatch_peek_json(ag->logs, max - nev, all);
 	if (nlog < 0) {
 		rc = nlog;
 		goto out;
@@ -258,15 +264,29 @@ static int report(struct agent *ag)
 	}
 	ag->urgent_now = 0; /* this attempt is the one that skipped the wait */
 	rc = agent__post(ag, "report", b, &reply);
+	if ((rc == -EINVAL || rc == -E2BIG) && nev + (size_t)nlog > 1) {
+		ag->split_left = nev + (size_t)nlog;
+		sr_warn("agent", "report refused: its items go one at a time",
+			"items=%zu", ag->split_left);
+		ag->urgent = ag->urgent_now = 1; /* at once, not after the backoff */
+		goto out;
+	}
 	if (rc == 0 || rc == -EINVAL || rc == -E2BIG) {
-		/* sent, or refused as malformed: retrying the same batch would
+		/* sent, or one item refused as malformed: retrying it would
 		 * fail forever, so it is dropped (the warning names why) */
+		const char *t = nev ? json_string_value(json_object_get(
+			json_array_get(ag->events, 0), "type")) : "log";
+
+		if (rc)
+			sr_warn("agent", "report item refused: dropped", "type=%s",
+				t ? t : "?");
 		for (size_t i = 0; i < nev; i++)
 			json_array_remove(ag->events, 0);
 		logbatch_ack(ag->logs, (size_t)nlog);
+		ag->split_left -= ag->split_left ? 1 : 0;
 	}
 	if (rc == 0) {
-		ag->urgent = 0;
+		ag->urgent = ag->split_left > 0; /* a split's next item at once */
 		handle_directive(ag, reply);
 	}
 out:

@@ -348,6 +348,8 @@ struct agent {
 	int urgent;
 	int urgent_now;     /* an urgent event since the last report attempt:
 			       that attempt does not wait for the backoff */
+	size_t split_left;  /* items of a report refused as malformed still
+			       to be sent one to a report (agent.c report) */
 	struct agent_watch watch;
 	struct sr_backoff retry;      /* paces calls while spotrund fails */
 	struct sr_ratelimit fail_log; /* "request failed" lines */

@@ -240,3 +240,41 @@ def test_files_failure_reported_when_the_unpacker_ends_first(tmp_path):
         p.close()
         copier.join(5)
         os.close(r)
+
+
+def test_one_refused_event_does_not_take_the_others_with_it(tmp_path):
+    """A report spotrund refuses as malformed (400: here, a daemon that
+    does not know the 'rebalance' event) is not dropped whole: each of its
+    events is sent alone, and only the refused one is dropped.  The run's
+    exit, queued behind it while spotrund was down, used to go with it,
+    and the job waited for an exit that never came (session 24)."""
+    go = os.path.join(str(tmp_path), "go")
+    p = Plane(tmp_path, run='while [ ! -e "%s" ]; do sleep 0.05; done; '
+              'exit 3\n' % go)
+    p.refuse_type = "rebalance"
+    try:
+        p.start_agent()
+        p.wait_for(lambda: any(h["workload"] == "running"
+                               for h in p.heartbeats), what="the run")
+        with p.lock:
+            p.down = True  # spotrund answers 503: the events wait
+            p.rebalance_time = "2026-11-29T14:18:00Z"
+        p.wait_for(lambda: "rebalance recommendation" in p.agent_log(),
+                   what="the rebalance recommendation seen")
+        open(go, "w").close()
+        p.wait_for(lambda: "run of attempt 1 ended" in p.agent_log(),
+                   what="the run's end")
+        with p.lock:
+            p.down = False
+        p.wait_for(lambda: "exit" in p.types(), timeout=30,
+                   what="the run's exit reported")
+        with p.lock:
+            ex = [e for e in p.events if e["type"] == "exit"]
+            assert p.refused_reports >= 1, p.refused_reports
+            assert "rebalance" not in p.types(), p.types()
+        assert ex[0]["exit_code"] == 3 and ex[0]["attempt"] == 1, ex
+        with p.lock:
+            p.directive = {"action": "exit", "attempt": 1}
+        assert p.proc.wait(60) == 0, p.agent_log()
+    finally:
+        p.close()

@@ -83,6 +83,10 @@ class Plane:
         # .../files after files_hook() (when set) has returned
         self.files_archive = None
         self.files_hook = None
+        # refuse_type: a report carrying an event of this type is answered
+        # 400 (a daemon that does not know it), counted in refused_reports
+        self.refuse_type = None
+        self.refused_reports = 0
         plane = self
 
         class H(BaseHTTPRequestHandler):
@@ -175,7 +179,15 @@ class Plane:
                     return self.reply(200, {"directive": d})
                 if self.path == "/v1/nodes/%d/report" % NODE:
                     with plane.lock:
-                        plane.events.extend(body["events"])
+                        bad = any(e["type"] == plane.refuse_type
+                                  for e in body["events"])
+                        plane.refused_reports += bad
+                        if not bad:
+                            plane.events.extend(body["events"])
+                    if bad:
+                        return self.reply(400, {"error": {
+                            "code": "bad_request", "message": "events: "
+                            "type: unknown event type"}})
                     return self.reply(200, {"accepted": len(body["events"]),
                                             "directive": d})
                 self.reply(404, {})
