@@ -408,6 +408,13 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	if (ch.hold == SIM_SPOT && (ch.region < 0 || ch.region >= p->nspot ||
 				    !avail[ch.region]))
 		ch = (struct policy_choice){ SIM_NONE, -1 };
+	/* A move of running spot nodes to a cheaper pool (spotrun's
+	 * move_region()) is not carried out live: the control plane migrates
+	 * between spot and on-demand only, and a rank replaced in another
+	 * pool would split the gang.  The held pool stays. */
+	if (ch.hold == SIM_SPOT && obs.hold == SIM_SPOT && ch.region != obs.region &&
+	    avail[obs.region])
+		ch.region = obs.region;
 	/* The deadline guard the simulator applies to every policy but
 	 * greedy: never a choice that could make the deadline unreachable
 	 * by on-demand. */

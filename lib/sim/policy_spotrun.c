@@ -33,9 +33,12 @@
  * 4. Act.  Each tick it takes the plan's action for the present state
  *    (work and slack rounded against itself), puts spot in the region with
  *    the lowest restart-amortised price p * (1 + R / mean run) plus the
- *    egress spread over a run, keeps a running spot instance where it is,
- *    and finally passes policy_guard(), so no meetable deadline is missed
- *    even where the model is wrong.
+ *    egress spread over a run, keeps a running spot instance where it is
+ *    unless a move pays (move_region(): the price gap to another region,
+ *    summed over the time it is expected to last, against the restart,
+ *    the egress and the slack the move costs), and finally passes
+ *    policy_guard(), so no meetable deadline is missed even where the
+ *    model is wrong.
  *
  * Nothing in it is tuned to a trace: its constants are the half-life,
  * the pseudo-counts, the prior's weight, the guard's bound and the
@@ -110,6 +113,11 @@ struct spotrun_state {
 	 * every tick, as the run model and as the pair model predicted it
 	 * from the counts before that tick (not decayed). */
 	double lrun, lpair;
+	/* Spot prices across regions: each region's log price less the mean
+	 * of all regions' this tick (x), the last tick's, and the decayed
+	 * sums of x(t) x(t-1) and x(t-1)^2 that estimate how much of a price
+	 * gap is left a tick later (price_persist()). */
+	double xlast[SIM_MAX_REGIONS], xx, xl;
 	uint8_t any_last, seen;
 	double unit_s;
 	int planned;
@@ -244,6 +252,8 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				s->oout[o] *= f;
 			}
 			s->lother *= f;
+			s->xx *= f;
+			s->xl *= f;
 			s->outs *= f;
 			s->oother *= f;
 			for (int o = 0; o < 2; o++) {
@@ -317,6 +327,24 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			}
 		}
 	}
+	if (job->nregions > 1) {
+		double mean = 0;
+		int ok = 1;
+
+		for (int r = 0; r < job->nregions; r++) {
+			ok &= price[r] > 0;
+			mean += ok ? log(price[r]) / job->nregions : 0;
+		}
+		for (int r = 0; r < job->nregions && ok; r++) {
+			double x = log(price[r]) - mean;
+
+			if (s->seen) {
+				s->xx += x * s->xlast[r];
+				s->xl += s->xlast[r] * s->xlast[r];
+			}
+			s->xlast[r] = x;
+		}
+	}
 	if (s->seen && any && !s->any_last) {
 		s->outs++;
 		s->oother += nup >= 2;
@@ -369,6 +397,17 @@ static double run_left_s(const struct spotrun_state *s,
 		e = (1 - q) / h + q * e;
 	}
 	return e * gap;
+}
+
+/* The share of a price gap between regions left a tick later: the
+ * regression through 0 of each region's log price, less the mean over
+ * regions, on its value a tick before (0..1); 1 where prices have not
+ * moved apart (a gap between constant prices stays). */
+static double price_persist(const struct spotrun_state *s)
+{
+	double phi = s->xl > 1e-12 ? s->xx / s->xl : 1;
+
+	return phi < 0 ? 0 : phi > 1 ? 1 : phi;
 }
 
 /* Restart-amortised $/h of spot in region r at price p, egress included. */
@@ -580,11 +619,77 @@ static int replan(struct spotrun_state *s, const struct policy_job *job,
 	return 0;
 }
 
-static struct policy_choice spotrun_decide(void *state,
-					   const struct policy_job *job,
-					   const struct policy_obs *o)
+/* The plan's age index of a spot run in region r, as spotrun_decide()
+ * reads the plan: the run's age (or its pair's), + PLAN_AGES if another
+ * region is up besides it. */
+static int run_index(const struct spotrun_state *s, const struct policy_job *job,
+		     const struct policy_obs *o, int r)
 {
-	struct spotrun_state *s = state;
+	int b = policy__plan_age(s->plan.m.pair ? s->reg[r].pair_s : s->reg[r].age_s,
+				 s->unit_s);
+
+	for (int q = 0; q < job->nregions; q++) {
+		if (q != r && o->avail[q])
+			return b + PLAN_AGES;
+	}
+	return b;
+}
+
+/* Where a spot instance running in region o->region should run this
+ * tick: there, or the region with the lowest spot price now if moving
+ * pays.  Over a horizon H - while the new region's run is expected to
+ * last (run_left_s()) and work is left - the move gains the price gap,
+ * which shrinks by price_persist() a tick, and costs its restarts: the
+ * one it makes now and H / (the new run's expected life) later, against
+ * H / (the held run's) if it stays.  A restart costs R paid at the new
+ * price and the slack it uses, priced by the plan (its expected cost with
+ * R less slack, holding spot in the new region's run); the move also
+ * pays the egress.  A move the deadline guard would refuse is not made. */
+static int move_region(const struct spotrun_state *s, const struct policy_job *job,
+		       const struct policy_obs *o)
+{
+	int a = o->region, to = -1, b;
+	double gap, left, h_s, ticks, phi, persist_h, restarts, cost, v0, v1;
+	double slack = o->time_left_s - o->work_left_s;
+
+	for (int r = 0; r < job->nregions; r++) {
+		if (r != a && o->avail[r] && (to < 0 || o->spot_price[r] < o->spot_price[to]))
+			to = r;
+	}
+	if (to < 0 || !s->planned || s->no_guard)
+		return a;
+	gap = o->spot_price[a] - o->spot_price[to];
+	if (!(gap > 0))
+		return a;
+	left = run_left_s(s, job, s->reg[to].age_s);
+	h_s = fmin(left, o->work_left_s);
+	ticks = h_s / (double)job->gap_s;
+	phi = price_persist(s);
+	persist_h = (double)job->gap_s / 3600.0 *
+		    (phi < 1 ? (1 - pow(phi, ticks)) / (1 - phi) : ticks);
+	b = run_index(s, job, o, to);
+	v0 = policy__plan_value(&s->plan, o->work_left_s, slack, SIM_SPOT, 1, b);
+	v1 = policy__plan_value(&s->plan, o->work_left_s, slack - job->restart_s,
+				SIM_SPOT, 1, b);
+	if (!isfinite(v0) || !isfinite(v1))
+		return a;
+	restarts = 1 + h_s / left - h_s / run_left_s(s, job, s->reg[a].age_s);
+	cost = (restarts > 0 ? restarts : 0) *
+	       (job->restart_s / 3600.0 * o->spot_price[to] + (v1 > v0 ? v1 - v0 : 0));
+	if (o->ckpt_region >= 0 && o->ckpt_region != to)
+		cost += job->egress_usd;
+	if (gap * persist_h <= cost ||
+	    policy_guard(job, o, (struct policy_choice){ SIM_SPOT, to }).hold != SIM_SPOT)
+		return a;
+	return to;
+}
+
+/* The choice before a move (move_region()): the plan's where the guard
+ * lets it stand, else UP's rule with failover. */
+static struct policy_choice decide(struct spotrun_state *s,
+				   const struct policy_job *job,
+				   const struct policy_obs *o)
+{
 	struct policy_choice od = { SIM_OD, job->od_region };
 	enum sim_hold want;
 	int best = -1, dear = 0, b;
@@ -619,19 +724,9 @@ static struct policy_choice spotrun_decide(void *state,
 			return od; /* out of memory: the safe choice */
 	}
 	/* The plan's age index: the spot-somewhere spell's, or with several
-	 * regions and spot up, the age of the run held or to be started (or
-	 * of the pair, if the plan uses the pair model). */
-	b = policy__plan_age(job->nregions > 1 && best >= 0 ?
-			     (s->plan.m.pair ? s->reg[best].pair_s : s->reg[best].age_s) :
-			     s->age_s, s->unit_s);
-	if (job->nregions > 1 && best >= 0) { /* and another region up besides */
-		for (int r = 0; r < job->nregions; r++) {
-			if (r != best && o->avail[r]) {
-				b += PLAN_AGES;
-				break;
-			}
-		}
-	}
+	 * regions and spot up, the run's held or to be started (run_index()). */
+	b = job->nregions > 1 && best >= 0 ? run_index(s, job, o, best) :
+	    policy__plan_age(s->age_s, s->unit_s);
 	if (s->no_guard ||
 	    !policy__plan_follows(&s->plan, o->work_left_s, o->time_left_s - o->work_left_s,
 				  o->hold, best >= 0, b)) /* UP with failover: `ups` */
@@ -652,6 +747,20 @@ static struct policy_choice spotrun_decide(void *state,
 	if (want == SIM_NONE && !dear)
 		return (struct policy_choice){ SIM_NONE, -1 };
 	return od;
+}
+
+/* The choice, with a running spot instance moved where that pays
+ * (move_region()). */
+static struct policy_choice spotrun_decide(void *state, const struct policy_job *job,
+					   const struct policy_obs *o)
+{
+	struct spotrun_state *s = state;
+	struct policy_choice c = decide(s, job, o);
+
+	if (job->nregions > 1 && c.hold == SIM_SPOT && o->hold == SIM_SPOT &&
+	    c.region == o->region)
+		c.region = move_region(s, job, o);
+	return c;
 }
 
 const struct policy_ops policy_spotrun = {

@@ -664,6 +664,16 @@ int policy__plan_follows(const struct plan *pl, double C, double S,
 	return !(pl->act[state_cell(pl, C, S, h, a, b)] & PLAN_ACT_UP);
 }
 
+double policy__plan_value(const struct plan *pl, double C, double S,
+			  enum sim_hold h, int a, int b)
+{
+	if (C <= 0)
+		return 0;
+	if (S < 0 || !pl->v)
+		return INFINITY;
+	return pl->v[state_cell(pl, C, S, h, a, b)];
+}
+
 void policy__plan_free(struct plan *pl)
 {
 	if (!pl)

@@ -134,6 +134,13 @@ int policy__plan_guard(struct plan *pl, const struct policy_job *job,
 int policy__plan_follows(const struct plan *pl, double C, double S,
 			 enum sim_hold h, int a, int b);
 
+/* The plan's expected cost to finish from work C and slack S left
+ * (held h, spot up a, age bucket b as for policy__plan_choose()), read
+ * from its table (work rounded up, slack down); 0 if C <= 0, INFINITY if
+ * S < 0 or there is no table. */
+double policy__plan_value(const struct plan *pl, double C, double S,
+			  enum sim_hold h, int a, int b);
+
 /* The step choice for work C and slack S left, holding h, spot available
  * somewhere now (a) in a spell of age bucket b (with m.multi and a = 1:
  * the region run's bucket + PLAN_AGES if another region is up besides

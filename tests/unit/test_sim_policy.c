@@ -551,6 +551,59 @@ static void test_spotrun_prices_the_run_it_starts_in(void **state)
 	}
 }
 
+/* Across regions a running spot instance moves where the price gap,
+ * over the time it is expected to last, pays for the restarts and the
+ * slack the move costs.  Two regions up for a day at constant prices (a
+ * gap between constant prices stays): held in region 0 at $2/h with
+ * region 1 at $1/h it moves; at $1.001/h against $1/h (a gain of
+ * cents over the job against a $0.20 restart) it stays; and with 0.25 h
+ * of slack, where the restart would leave on-demand out of reach if the
+ * new run were lost, it does not move. */
+static void test_spotrun_moves_when_the_gap_pays(void **state)
+{
+	const struct policy_ops *pol = policy_find("spotrun");
+	struct policy_job job = { .work_s = 48 * 3600.0, .deadline_s = 60 * 3600.0,
+				  .restart_s = 0.2 * 3600, .gap_s = 600, .nregions = 2,
+				  .od_price = 8, .od_region = 0 };
+	static const struct {
+		double p0, slack_h;
+		int moves;
+	} cases[] = { { 2.0, 10, 1 }, { 1.001, 10, 0 }, { 2.0, 0.25, 0 } };
+	uint8_t a[2] = { 1, 1 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		double price[2] = { cases[i].p0, 1.0 };
+		struct policy_obs o = { 0 };
+		struct policy_choice c;
+		void *st = calloc(1, pol->state_size);
+
+		assert_non_null(st);
+		pol->reset(st, &job);
+		for (int k = 0; k < 144; k++)
+			pol->observe(st, &job, a, price);
+		o.work_left_s = 40 * 3600.0;
+		o.work_done_s = job.work_s - o.work_left_s;
+		o.time_left_s = o.work_left_s + cases[i].slack_h * 3600;
+		o.hold = SIM_SPOT;
+		o.region = 0;
+		o.ckpt_region = 0;
+		o.avail = a;
+		o.spot_price = price;
+		c = policy_guard(&job, &o, pol->decide(st, &job, &o));
+		printf("  held at $%.3f/h, $1/h elsewhere, slack %.2f h: choice %d region %d\n",
+		       cases[i].p0, cases[i].slack_h, c.hold, c.region);
+		if (cases[i].moves) {
+			assert_int_equal(c.hold, SIM_SPOT);
+			assert_int_equal(c.region, 1);
+		} else {
+			assert_false(c.hold == SIM_SPOT && c.region == 1);
+		}
+		pol->destroy(st);
+		free(st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -562,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_spotrun_no_wait_while_spot_is_dear),
 		cmocka_unit_test(test_spotrun_no_wait_while_spot_is_up),
 		cmocka_unit_test(test_spotrun_prices_the_run_it_starts_in),
+		cmocka_unit_test(test_spotrun_moves_when_the_gap_pays),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,8 +240,9 @@ static void test_long_outage_then_recovery(void **state)
  * one zone that is up).  The issue's goal is against the better of up and
  * ups; with several zones which of the two is cheaper over two windows is
  * the home zone's luck (up and ups differ by 4% either way on the 1-node
- * 8-zone cell, where spotrun and ups make the same choices), so that is
- * measured over more windows by the bench, and printed here. */
+ * 8-zone cell, where they differ in little but which zones' prices they
+ * pay), so that is measured over more windows by the bench, and printed
+ * here. */
 static void test_spotrun_never_loses_to_up(void **state)
 {
 	static const struct {
