@@ -85,6 +85,11 @@ struct region_stats {
 	double up, downs, hops, price_sum, seen;
 	double age_s; /* age of the region's current spell (up or down) */
 	double pair_s; /* up: time since its run began or o last changed */
+	/* Ticks of exposure and ends of the region's runs by age bucket
+	 * (decayed, as the pooled rexpo and rends): how much the region's
+	 * runs end more or less often than the pooled hazard says
+	 * (region_hazard()). */
+	double rx[PLAN_AGES], re[PLAN_AGES];
 	uint8_t last;
 };
 
@@ -239,6 +244,10 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 		g->up *= f;
 		g->downs *= f;
 		g->hops *= f;
+		for (int b = 0; b < PLAN_AGES; b++) {
+			g->rx[b] *= f;
+			g->re[b] *= f;
+		}
 		if (r == 0) {
 			for (int b = 0; b < PLAN_AGES; b++) {
 				s->rexpo[b] *= f;
@@ -273,8 +282,11 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 				score_end(s, b, o, policy__plan_age(g->pair_s, s->unit_s),
 					  !avail[r]);
 			s->rexpo[b]++;
-			if (!avail[r])
+			g->rx[b]++;
+			if (!avail[r]) {
 				s->rends[b]++;
+				g->re[b]++;
+			}
 			if (avail[r]) {
 				s->oexpo[o]++;
 				if ((nup - 1 > 0) != o)
@@ -371,19 +383,52 @@ static double run_mean_s(const struct spotrun_state *s,
 	return (double)job->gap_s * (s->reg[r].up + 1) / (s->reg[r].downs + 1);
 }
 
+/* The pooled per-tick end rate of a region's run in age bucket b: the
+ * runs' ends over their exposure, with the prior's pseudo-counts. */
+static double pooled_hazard(const struct spotrun_state *s, int b)
+{
+	double x = s->rexpo[b] + s->px[1][b];
+
+	return x > 0 ? (s->rends[b] + s->pe[1][b]) / x : 0.5;
+}
+
+/* How often region r's runs end against the pooled hazard, for young
+ * runs (yo = 1: under 2 steps old, the age buckets the guard's
+ * GRP_RUN_YOUNG moves) or old ones (yo = 0): the region's ends at those
+ * ages over the ends the pooled hazard expects in its runs' exposure
+ * there, both with one pseudo-end (the posterior mean of a Gamma(1, 1)
+ * multiplier: 1 where the region has shown nothing, its own rate as its
+ * ends mount, as run_mean_s()'s one pseudo-run); *sd: that posterior's
+ * standard deviation.  Moves between regions price each run by it, so a
+ * cheaper region whose runs end more often is not taken for as steady as
+ * the rest, and a move is made only where it pays with that uncertainty
+ * (move_margin()). */
+static double region_hazard(const struct spotrun_state *s, int r, int yo, double *sd)
+{
+	double expect = 0, n = 1;
+
+	for (int b = yo ? 0 : 2; b < (yo ? 2 : PLAN_AGES); b++) {
+		expect += s->reg[r].rx[b] * pooled_hazard(s, b);
+		n += s->reg[r].re[b];
+	}
+	*sd = sqrt(n) / (expect + 1);
+	return n / (expect + 1);
+}
+
 /* Expected remaining length (s) of one region's spot run that has lasted
  * age_s, from the per-tick end rates of region runs by age bucket, pooled
- * over regions: piecewise-constant hazard h_b over the bucket's width. */
+ * over regions and scaled by th[1] under 2 steps of age, th[0] above (1:
+ * the pooled runs; region_hazard()): piecewise-constant hazard th h_b
+ * over the bucket's width. */
 static double run_left_s(const struct spotrun_state *s,
-			 const struct policy_job *job, double age_s)
+			 const struct policy_job *job, double age_s, const double th[2])
 {
 	static const double lo[PLAN_AGES] = { 0, 1, 2, 4, 8, 16 };
 	double gap = (double)job->gap_s, e = 0;
 	int b0 = policy__plan_age(age_s, s->unit_s);
 
 	for (int b = PLAN_AGES - 1; b >= b0; b--) {
-		double x = s->rexpo[b] + s->px[1][b];
-		double h = x > 0 ? (s->rends[b] + s->pe[1][b]) / x : 0.5, L, q;
+		double h = th[b < 2] * pooled_hazard(s, b), L, q;
 
 		h = h < 1e-6 ? 1e-6 : h > 1 ? 1 : h;
 		if (b == PLAN_AGES - 1) {
@@ -415,8 +460,9 @@ static double eff_price(const struct spotrun_state *s,
 			const struct policy_job *job, int ckpt_region, int r,
 			double p, int by_age)
 {
+	static const double one[2] = { 1, 1 };
 	double mu_s = by_age && job->nregions > 1 ?
-		      run_left_s(s, job, s->reg[r].age_s) : run_mean_s(s, job, r);
+		      run_left_s(s, job, s->reg[r].age_s, one) : run_mean_s(s, job, r);
 	double mu_h = mu_s / 3600.0;
 	double e = p * (1 + job->restart_s / 3600.0 / mu_h);
 
@@ -635,52 +681,103 @@ static int run_index(const struct spotrun_state *s, const struct policy_job *job
 	return b;
 }
 
-/* Where a spot instance running in region o->region should run this
- * tick: there, or the region with the lowest spot price now if moving
- * pays.  Over a horizon H - while the new region's run is expected to
- * last (run_left_s()) and work is left - the move gains the price gap,
- * which shrinks by price_persist() a tick, and costs its restarts: the
- * one it makes now and H / (the new run's expected life) later, against
- * H / (the held run's) if it stays.  A restart costs R paid at the new
- * price and the slack it uses, priced by the plan (its expected cost with
- * R less slack, holding spot in the new region's run); the move also
- * pays the egress.  A move the deadline guard would refuse is not made. */
-static int move_region(const struct spotrun_state *s, const struct policy_job *job,
-		       const struct policy_obs *o)
+/* What moving a spot instance running in region o->region to region
+ * `to` this tick is worth, $ (> 0: the move pays), with the new region's
+ * runs ending th_to times as often as the pooled runs and the held
+ * region's th_a times ([1] young runs, [0] old: region_hazard()).  Over
+ * a horizon H - while both the new region's run and the held one are
+ * expected to last (run_left_s(); once the held run would have ended,
+ * staying would have moved too) and work is left - the move gains the
+ * price gap, which shrinks by price_persist() a tick, and costs its
+ * restarts: the one it makes now and H / (the new run's expected life)
+ * later, against H / (the held run's) if it stays.  A restart costs R
+ * paid at the new price and the slack it uses, priced by the plan (its
+ * expected cost with R less slack, holding spot in the new region's
+ * run); the move also pays the egress.  -INFINITY where the plan cannot
+ * price it. */
+static double move_value(const struct spotrun_state *s, const struct policy_job *job,
+			 const struct policy_obs *o, int to, const double th_to[2],
+			 const double th_a[2])
 {
-	int a = o->region, to = -1, b;
-	double gap, left, h_s, ticks, phi, persist_h, restarts, cost, v0, v1;
+	int a = o->region, b = run_index(s, job, o, to);
+	double gap = o->spot_price[a] - o->spot_price[to];
 	double slack = o->time_left_s - o->work_left_s;
+	double left = run_left_s(s, job, s->reg[to].age_s, th_to);
+	double held = run_left_s(s, job, s->reg[a].age_s, th_a);
+	double h_s = fmin(left * held / (left + held), o->work_left_s);
+	double ticks = h_s / (double)job->gap_s;
+	double phi = price_persist(s), persist_h, restarts, cost, v0, v1;
 
-	for (int r = 0; r < job->nregions; r++) {
-		if (r != a && o->avail[r] && (to < 0 || o->spot_price[r] < o->spot_price[to]))
-			to = r;
-	}
-	if (to < 0 || !s->planned || s->no_guard)
-		return a;
-	gap = o->spot_price[a] - o->spot_price[to];
-	if (!(gap > 0))
-		return a;
-	left = run_left_s(s, job, s->reg[to].age_s);
-	h_s = fmin(left, o->work_left_s);
-	ticks = h_s / (double)job->gap_s;
-	phi = price_persist(s);
 	persist_h = (double)job->gap_s / 3600.0 *
 		    (phi < 1 ? (1 - pow(phi, ticks)) / (1 - phi) : ticks);
-	b = run_index(s, job, o, to);
 	v0 = policy__plan_value(&s->plan, o->work_left_s, slack, SIM_SPOT, 1, b);
 	v1 = policy__plan_value(&s->plan, o->work_left_s, slack - job->restart_s,
 				SIM_SPOT, 1, b);
 	if (!isfinite(v0) || !isfinite(v1))
-		return a;
-	restarts = 1 + h_s / left - h_s / run_left_s(s, job, s->reg[a].age_s);
+		return -INFINITY;
+	restarts = 1 + h_s / left - h_s / held;
 	cost = (restarts > 0 ? restarts : 0) *
 	       (job->restart_s / 3600.0 * o->spot_price[to] + (v1 > v0 ? v1 - v0 : 0));
 	if (o->ckpt_region >= 0 && o->ckpt_region != to)
 		cost += job->egress_usd;
-	if (gap * persist_h <= cost ||
-	    policy_guard(job, o, (struct policy_choice){ SIM_SPOT, to }).hold != SIM_SPOT)
+	return gap * persist_h - cost;
+}
+
+/* A move's worth less GUARD_Z standard errors of it, as the guard
+ * follows the plan: the worth at the two regions' hazard multipliers
+ * (region_hazard(), young and old runs), its standard error from the
+ * change when each multiplier moves one posterior standard deviation
+ * the way that makes the move worth less (the new region's runs ending
+ * more often, the held one's less; independent estimates: the changes'
+ * root sum of squares). */
+static double move_margin(const struct spotrun_state *s, const struct policy_job *job,
+			  const struct policy_obs *o, int to)
+{
+	double th[2][2], sd[2][2], v, var = 0;
+
+	for (int y = 0; y < 2; y++) {
+		th[0][y] = region_hazard(s, to, y, &sd[0][y]);
+		th[1][y] = region_hazard(s, o->region, y, &sd[1][y]);
+	}
+	v = move_value(s, job, o, to, th[0], th[1]);
+	if (!isfinite(v))
+		return v;
+	for (int k = 0; k < 2; k++) {
+		for (int y = 0; y < 2; y++) {
+			double t[2][2] = { { th[0][0], th[0][1] }, { th[1][0], th[1][1] } }, d;
+
+			t[k][y] = k ? fmax(t[k][y] - sd[k][y], 0) : t[k][y] + sd[k][y];
+			d = move_value(s, job, o, to, t[0], t[1]) - v;
+			var += d * d;
+		}
+	}
+	return v - GUARD_Z * sqrt(var);
+}
+
+/* Where a spot instance running in region o->region should run this
+ * tick: there, or the cheaper region up whose move has the largest
+ * margin (move_margin()) if that is above 0 and the deadline guard lets
+ * the move stand. */
+static int move_region(const struct spotrun_state *s, const struct policy_job *job,
+		       const struct policy_obs *o)
+{
+	int a = o->region, to = a;
+	double best = 0;
+
+	if (!s->planned || s->no_guard)
 		return a;
+	for (int r = 0; r < job->nregions; r++) {
+		double m;
+
+		if (r == a || !o->avail[r] || !(o->spot_price[r] < o->spot_price[a]))
+			continue;
+		m = move_margin(s, job, o, r);
+		if (m > best &&
+		    policy_guard(job, o, (struct policy_choice){ SIM_SPOT, r }).hold == SIM_SPOT) {
+			best = m;
+			to = r;
+		}
+	}
 	return to;
 }
 

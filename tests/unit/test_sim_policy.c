@@ -72,7 +72,7 @@ static size_t windows_per_set(void)
 static void test_optimal_lower_bound_and_no_misses(void **state)
 {
 	static const double settings[][2] = { { 52, 0.2 }, { 70, 0.05 } };
-	static char st[4096];
+	static char st[8192];
 
 	(void)state;
 	for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
@@ -120,7 +120,7 @@ static void test_optimal_lower_bound_and_no_misses(void **state)
 /* Random markets, tight and loose, to reach corners the traces may not. */
 static void test_random_markets(void **state)
 {
-	static char st[4096];
+	static char st[8192];
 	unsigned seed = 42;
 
 	(void)state;
@@ -174,7 +174,7 @@ static void test_random_markets(void **state)
  * online policy must decide ticks 0..k exactly as before. */
 static void test_no_look_ahead(void **state)
 {
-	static char st[4096];
+	static char st[8192];
 	struct loaded l;
 	struct sim_params p = { .work_h = 48, .deadline_h = 70, .restart_h = 0.2,
 				.history_h = 24 };
