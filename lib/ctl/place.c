@@ -408,13 +408,12 @@ int place_decide(struct ctl *c, const struct place_plan *p, const char *policy,
 	if (ch.hold == SIM_SPOT && (ch.region < 0 || ch.region >= p->nspot ||
 				    !avail[ch.region]))
 		ch = (struct policy_choice){ SIM_NONE, -1 };
-	/* A move of running spot nodes to a cheaper pool (spotrun's
-	 * move_region()) is not carried out live: the control plane migrates
-	 * between spot and on-demand only, and a rank replaced in another
-	 * pool would split the gang.  The held pool stays. */
-	if (ch.hold == SIM_SPOT && obs.hold == SIM_SPOT && ch.region != obs.region &&
-	    avail[obs.region])
-		ch.region = obs.region;
+	/* A choice of spot in another pool while the live nodes hold spot
+	 * in one that is still up is a move of the running gang to a
+	 * cheaper pool (spotrun's move_region(), where it pays): the
+	 * reconciler carries it out for the whole gang (reconcile.c
+	 * maybe_migrate) and places a missing rank beside its gang
+	 * (recon_place.c). */
 	/* The deadline guard the simulator applies to every policy but
 	 * greedy: never a choice that could make the deadline unreachable
 	 * by on-demand. */

@@ -501,6 +501,30 @@ static bool group_doomed(struct ctl *c, const struct rnode *live,
 	return false;
 }
 
+/* A rank placed while others of its gang run on spot goes to their
+ * pool, while it is up, even where the policy would move the gang to
+ * another: a gang split across pools is not what the policy planned, and
+ * a move of the gang is made whole (reconcile.c maybe_migrate). */
+static void gang_pool(struct ctl *c, const struct rnode *live, size_t nlive,
+		      struct place_choice *ch)
+{
+	struct cloud_offering o;
+	int held = -1;
+
+	if (ch->hold != SIM_SPOT)
+		return;
+	for (size_t i = 0; i < nlive && held < 0; i++) {
+		if (!live[i].notice_ns && live[i].spot)
+			held = live[i].pool;
+	}
+	if (held < 0 || held == ch->pool || ctl__describe(c, held, &o) ||
+	    !o.spot_available || !ctl__spot_open(c, held))
+		return;
+	ch->pool = held;
+	snprintf(ch->why, sizeof ch->why, "spot in pool %d, beside the rest of "
+		 "the gang", held);
+}
+
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
 int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
@@ -533,6 +557,7 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
 	if (rc)
 		goto fail;
+	gang_pool(c, live, nlive, &ch);
 	if ((ch.hold == SIM_NONE || ch.pool < 0) && recon__work_finished(j))
 		finisher(c, j, &ch);
 	if (ch.hold == SIM_NONE || ch.pool < 0) {

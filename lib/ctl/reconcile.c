@@ -568,16 +568,34 @@ static bool attempt_has_run(struct ctl *c, const struct rjob *j)
 	return ran >= j->plan.restart_s + (double)j->plan.gap_s;
 }
 
+/* Every live node of the gang holds spot in one pool, not `pool`; none
+ * is noticed (a notice's own path moves it) or a warm spare (a move
+ * would leave it behind). */
+static bool gang_in_other_pool(const struct rnode *live, size_t n, int pool)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!live[i].spot || live[i].notice_ns || live[i].spare ||
+		    live[i].pool != live[0].pool)
+			return false;
+	}
+	return live[0].pool != pool;
+}
+
 /* The policy's decision for this tick says the job should hold something
  * else than it does: spot -> on-demand when the deadline is at risk on
- * spot (the deadline guard), on-demand -> spot when the slack allows.  The
+ * spot (the deadline guard), on-demand -> spot when the slack allows,
+ * spot -> spot in another pool when the price gap pays for the move (the
+ * whole gang; spotrun's move_region(), the simulator's rule).  The
  * nodes to leave are told to checkpoint and stop (a `stop` directive), and
  * are replaced through the usual CHECKPOINTING -> RECOVERING path; this is
  * not a preemption.
  *
  * The move rule (docs/control-plane.md): a node is never stopped before
  * its workload has run (only a notice stops it earlier); a move back to
- * spot must pay for itself, with hysteresis (place_spot_pays). */
+ * spot must pay for itself, with hysteresis (place_spot_pays); a move
+ * between spot pools pays by the policy's own rule. */
 static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 			 struct rnode *live, size_t n)
 {
@@ -589,6 +607,18 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 	if (recon__policy_tick(c, db, j, live, n, false, &ch, &e) ||
 	    (ch.hold != SIM_OD && ch.hold != SIM_SPOT) || ch.pool < 0)
 		return 0;
+	if (ch.hold == SIM_SPOT && gang_in_other_pool(live, n, ch.pool)) {
+		/* the policy moves the running gang to a cheaper spot pool
+		 * (spotrun's move_region(): the price gap pays for the move) */
+		if (!attempt_has_run(c, j))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			live[i].retire = true;
+		snprintf(msg, sizeof msg, "moving %zu node(s) to spot in pool %d: "
+			 "%s", n, ch.pool, ch.why);
+		return leave_running(c, db, j, JOB_NOTICE, "migrate", msg, false,
+				     live, n);
+	}
 	for (size_t i = 0; i < n; i++) {
 		live[i].retire = ch.hold == SIM_OD ? live[i].spot : !live[i].spot;
 		k += live[i].retire;

@@ -26,7 +26,9 @@
  * fails (retried) and instances left running by a crash (swept at
  * start); a policy move of a running spot job to on-demand (NOTICE
  * "migrate" -> CHECKPOINTING -> PREEMPTED -> RECOVERING: node
- * READY -> TERMINATED "migrated", not counted as a preemption); a setup
+ * READY -> TERMINATED "migrated", not counted as a preemption), and of
+ * a running spot gang to a cheaper spot pool, whole (and none where the
+ * gap does not pay); a setup
  * that exits non-zero (RUNNING -> FAILED, and PROVISIONING -> FAILED in
  * a gang still waiting for a rank); a noticed workload that never exits
  * (killed at the notice deadline); a workload that completes while it is
@@ -111,6 +113,7 @@ struct cloud_req {
 
 static struct fcloud {
 	_Atomic bool avail[NPOOL];  /* spot capacity now (HTTP threads read it) */
+	_Atomic int64_t spot_price[NPOOL]; /* micro-$/h, 0: the pool's default */
 	int fail_launch[NPOOL];     /* the next N launches there: capacity */
 	bool die_before_commit;     /* the next launch: the daemon "dies" in it */
 	char died_token[80];        /* the secret that launch carried */
@@ -141,7 +144,8 @@ static void offering(int pool, struct cloud_offering *o)
 	snprintf(o->accelerator, sizeof o->accelerator, "V100");
 	o->accel_count = 1;
 	o->ondemand_per_h = pool == 2 ? 2500000 : 3060000;
-	o->spot_per_h = pool == 2 ? -1 : pool == 0 ? 918000 : 990000;
+	o->spot_per_h = pool == 2 ? -1 : fc.spot_price[pool] ? fc.spot_price[pool] :
+			pool == 0 ? 918000 : 990000;
 	o->reserved_per_h = -1;
 	o->hazard_per_h = 0.01;
 	o->spot_available = pool < 2 && fc.avail[pool];
@@ -2162,6 +2166,109 @@ static void test_migrate_spot_to_on_demand(void **state)
 	assert_false(inst_of(n2)->spot);
 }
 
+/* Both ranks of a gang report step `step` of attempt 1, half a cloud
+ * hour later, and a pass runs. */
+static void gang_steps(const struct nview v[2], int step)
+{
+	advance_ms(500);
+	agent_heartbeat(v[0].id, 1, step, 1000, 0);
+	agent_heartbeat(v[1].id, 1, step, 1000, 0);
+	pass();
+}
+
+/* A gang of two with 40 h of work and a 100 h deadline, placed in spot
+ * pool 1 while pool 0 has no capacity, RUNNING for two cloud hours;
+ * then pool 0 has capacity again.  v[0..1]: its nodes. */
+static int64_t gang_in_pool_1(struct nview v[4])
+{
+	int64_t id;
+
+	fc.avail[0] = false;
+	id = create_job("name: t\nnum_nodes: 2\nresources:\n"
+			"  accelerators: V100:1\n  use_spot: true\n"
+			"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 40h\n");
+	pass();
+	pass();
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	assert_int_equal(v[0].pool, 1);
+	assert_int_equal(v[1].pool, 1);
+	agent_register(v[0].id);
+	agent_register(v[1].id);
+	pass();
+	assert_string_equal(job_state(id), "RUNNING");
+	for (int i = 1; i <= 4; i++)
+		gang_steps(v, i);
+	assert_string_equal(job_state(id), "RUNNING");
+	fc.avail[0] = true;
+	return id;
+}
+
+/* A running spot gang of two in pool 1 ($1.80/h) while pool 0 has no
+ * capacity; pool 0 ($0.30/h) comes back with 40 h of work left and 57 h
+ * of slack.  The price gap over the runs' expected lives pays for the
+ * 3 h restart (the fake cloud's provisioning at its time scale) and the
+ * slack it uses, by one standard error of the runs' lives (spotrun's
+ * move_margin(), the simulator's rule): RUNNING -> NOTICE (reason
+ * "migrate") -> CHECKPOINTING for both ranks, both nodes TERMINATED
+ * "migrated", the gang placed again whole in pool 0; a move, not a
+ * preemption. */
+static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+	int n;
+
+	(void)state;
+	fc.spot_price[0] = 300000;
+	fc.spot_price[1] = 1800000;
+	id = gang_in_pool_1(v);
+	for (int i = 5; i < 13 && !strcmp(job_state(id), "RUNNING"); i++)
+		gang_steps(v, i);
+	assert_string_equal(job_state(id), "CHECKPOINTING");
+	assert_true(has_event(id, "transition", "moving 2 node(s) to spot in pool 0"));
+	agent_exit(v[0].id, 1, 0, "stopped");
+	agent_exit(v[1].id, 1, 0, "stopped");
+	advance_ms(10);
+	pass();
+	for (int k = 0; k < 2; k++) {
+		struct nview a = node_view(id, v[k].id);
+
+		assert_string_equal(a.state, "TERMINATED");
+		assert_string_equal(a.reason, "migrated");
+	}
+	pass();
+	n = nodes_of(id, v, 4);
+	assert_int_equal(n, 4);
+	for (int k = 0; k < n; k++) {
+		if (strcmp(v[k].state, "TERMINATED"))
+			assert_int_equal(v[k].pool, 0);
+	}
+	assert_int_equal(job_int(id, "moves"), 1);
+	assert_int_equal(job_int(id, "preemptions"), 0);
+}
+
+/* The same gang with pool 1 at $0.990/h and pool 0 at $0.9899/h: that
+ * gap does not pay for a 3 h restart, and the gang stays in pool 1
+ * (RUNNING, its two nodes, no move). */
+static void test_gang_stays_where_the_gap_does_not_pay(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+
+	(void)state;
+	fc.spot_price[0] = 989900;
+	id = gang_in_pool_1(v);
+	for (int i = 5; i < 13; i++) {
+		gang_steps(v, i);
+		assert_string_equal(job_state(id), "RUNNING");
+	}
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	assert_int_equal(v[0].pool, 1);
+	assert_int_equal(v[1].pool, 1);
+	assert_int_equal(job_int(id, "moves"), 0);
+	assert_false(has_event(id, "transition", "moving 2 node(s)"));
+}
+
 /* A noticed node whose workload never reports its exit: the node is
  * killed at the notice deadline (READY -> TERMINATED "preempted", its
  * instance terminated), and with its rank gone CHECKPOINTING ->
@@ -2481,6 +2588,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_setup_failure_fails_job,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_setup_failure_while_provisioning,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_migrate_gang_to_a_cheaper_spot_pool,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_gang_stays_where_the_gap_does_not_pay,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_migrate_spot_to_on_demand,
 						fsetup, fteardown),
