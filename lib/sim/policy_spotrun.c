@@ -35,8 +35,9 @@
  *    the lowest restart-amortised price p * (1 + R / mean run) plus the
  *    egress spread over a run, keeps a running spot instance where it is
  *    unless a move pays (move_region(): the price gap to another region,
- *    summed over the time it is expected to last, against the restart,
- *    the egress and the slack the move costs), and finally passes
+ *    summed over the time both runs are expected to last, each region's
+ *    by its own hazard, against the restart, the egress and the slack the
+ *    move costs, by one standard error), and finally passes
  *    policy_guard(), so no meetable deadline is missed even where the
  *    model is wrong.
  *
