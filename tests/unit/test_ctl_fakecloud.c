@@ -28,7 +28,8 @@
  * "migrate" -> CHECKPOINTING -> PREEMPTED -> RECOVERING: node
  * READY -> TERMINATED "migrated", not counted as a preemption), and of
  * a running spot gang to a cheaper spot pool, whole (and none where the
- * gap does not pay); a setup
+ * gap does not pay; a lost rank replaced beside its gang meanwhile); a
+ * setup
  * that exits non-zero (RUNNING -> FAILED, and PROVISIONING -> FAILED in
  * a gang still waiting for a rank); a noticed workload that never exits
  * (killed at the notice deadline); a workload that completes while it is
@@ -2177,9 +2178,9 @@ static void gang_steps(const struct nview v[2], int step)
 }
 
 /* A gang of two with 40 h of work and a 100 h deadline, placed in spot
- * pool 1 while pool 0 has no capacity, RUNNING for two cloud hours;
- * then pool 0 has capacity again.  v[0..1]: its nodes. */
-static int64_t gang_in_pool_1(struct nview v[4])
+ * pool 1 while pool 0 has no capacity, and RUNNING.  v[0..1]: its
+ * nodes. */
+static int64_t gang_placed_in_pool_1(struct nview v[4])
 {
 	int64_t id;
 
@@ -2196,6 +2197,15 @@ static int64_t gang_in_pool_1(struct nview v[4])
 	agent_register(v[1].id);
 	pass();
 	assert_string_equal(job_state(id), "RUNNING");
+	return id;
+}
+
+/* That gang after two cloud hours of steps in pool 1; then pool 0 has
+ * capacity again. */
+static int64_t gang_in_pool_1(struct nview v[4])
+{
+	int64_t id = gang_placed_in_pool_1(v);
+
 	for (int i = 1; i <= 4; i++)
 		gang_steps(v, i);
 	assert_string_equal(job_state(id), "RUNNING");
@@ -2267,6 +2277,40 @@ static void test_gang_stays_where_the_gap_does_not_pay(void **state)
 	assert_int_equal(v[1].pool, 1);
 	assert_int_equal(job_int(id, "moves"), 0);
 	assert_false(has_event(id, "transition", "moving 2 node(s)"));
+}
+
+/* The gang of test_migrate_gang_to_a_cheaper_spot_pool before its
+ * workload has run (no step reported, so no move yet) while the policy
+ * already prefers pool 0: rank 1's instance is ended outside spotrun
+ * (LOST), and its replacement is placed beside rank 0 in pool 1, not in
+ * the pool the policy would move the gang to - a gang is never split
+ * across pools (recon_place.c). */
+static void test_lost_rank_placed_beside_its_gang(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+	int n, in1 = 0;
+
+	(void)state;
+	fc.spot_price[0] = 300000;
+	fc.spot_price[1] = 1800000;
+	id = gang_placed_in_pool_1(v);
+	fc.avail[0] = true;
+	for (int i = 0; i < 5; i++) { /* 2.5 h: less than a restart and a tick */
+		advance_ms(500);
+		pass();
+		assert_string_equal(job_state(id), "RUNNING");
+	}
+	inst_of(v[1].id)->alive = false; /* listed "terminated" from now */
+	advance_ms(100);
+	pass();
+	assert_string_equal(node_view(id, v[1].id).state, "LOST");
+	n = nodes_of(id, v, 4);
+	assert_int_equal(n, 3);
+	for (int k = 0; k < n; k++)
+		in1 += strcmp(v[k].state, "LOST") && v[k].pool == 1;
+	assert_int_equal(in1, 2);
+	assert_true(has_event(id, NULL, "beside the rest of the gang"));
 }
 
 /* A noticed node whose workload never reports its exit: the node is
@@ -2592,6 +2636,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_gang_to_a_cheaper_spot_pool,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_stays_where_the_gap_does_not_pay,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_lost_rank_placed_beside_its_gang,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_migrate_spot_to_on_demand,
 						fsetup, fteardown),
