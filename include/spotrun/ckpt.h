@@ -452,12 +452,17 @@ SPOTCKPT_API const char *spotckpt_wphase_name(int32_t phase);
  * read_* as verify first, while each tensor that
  * matched already goes to its destination, its old bytes kept in the
  * image until the restore succeeds (put back if it fails); place_* the
- * rest, after the last read.  cpu_ns is the process's CPU over the phase
+ * rest, after the last read;
+ * SPOTCKPT_RESTORE_MAPPED (verify first for a checkpoint on a tmpfs: a
+ * node's kept copy in /dev/shm): the image is the shard files mapped
+ * read-only, no copy into fresh memory; read_* is the mapping and the
+ * checks, place_* as verify first.  cpu_ns is the process's CPU over the phase
  * (every reading and placing thread's). */
 #define SPOTCKPT_RESTORE_KEEP 0
 #define SPOTCKPT_RESTORE_VERIFY_FIRST 1
 #define SPOTCKPT_RESTORE_AS_READ 2
 #define SPOTCKPT_RESTORE_BEHIND 3
+#define SPOTCKPT_RESTORE_MAPPED 4
 struct spotckpt_restore_profile {
 	int32_t mode;             /* SPOTCKPT_RESTORE_* */
 	int32_t ok;               /* 1: the restore succeeded */

@@ -455,6 +455,16 @@ struct ckpt_place_seg {
  * when threads cannot start).  Cannot fail. */
 void ckpt__place_segs(const struct ckpt_place_seg *segs, size_t n);
 
+/* ---- mapread.c: verify first over a tmpfs checkpoint's own pages ---------- */
+/* 1 when dir is on a tmpfs (and pages are CKPT_IMG_ALIGN bytes). */
+int ckpt__on_tmpfs(const char *dir);
+/* The image of dir's checkpoint (ckpt__image_bytes(l) bytes at *img,
+ * munmap by the caller): its shard files mapped read-only in place, no
+ * copy, no fresh memory; every tensor of map[] checked against the
+ * manifest there.  0, or the failure (errmsg set; nothing left mapped). */
+int ckpt__map_verified(const char *dir, const struct ckpt_layout *l,
+		       const struct spotckpt_dest *const *map, uint8_t **img);
+
 /* ---- behind.c: a verified restore placed behind its reads ------------------ */
 struct ckpt_behind;
 /* Start placing the tensors of map[] (host memory) from the checkpoint's

@@ -771,7 +771,8 @@ static int64_t wall_now(void)
  * GiB and slowed the reads it competed with (restore_vs_raw 0.55 placed
  * behind vs 0.75 verify first, docs/notes/checkpoint.md).
  * The image is the borrowed buffer when it is large enough (the engine's
- * idle staging slot), else mapped here. */
+ * idle staging slot), else mapped here; for a checkpoint on a tmpfs (a
+ * node's kept copy), its shard files themselves, mapped (mapread.c). */
 static int read_verified(struct spotckpt_reader *r,
 			 const struct spotckpt_dest **map)
 {
@@ -779,9 +780,11 @@ static int read_verified(struct spotckpt_reader *r,
 	uint8_t *stage = NULL;
 	struct ckpt_behind *behind = NULL;
 	int64_t t0, c0;
-	int rc, mapped = 0, several = 0;
+	int rc, mapped = 0, several = 0, tmpfs = ckpt__on_tmpfs(r->dir);
 
-	if (r->buf && r->buf_bytes >= need) {
+	if (tmpfs) {
+		/* the files' own pages are the image: ckpt__map_verified */
+	} else if (r->buf && r->buf_bytes >= need) {
 		stage = r->buf;
 	} else if (need) {
 		void *p = mmap(NULL, need, PROT_READ | PROT_WRITE,
@@ -797,7 +800,8 @@ static int read_verified(struct spotckpt_reader *r,
 	}
 	r->io_buf = NULL; /* the reads go into the image */
 	r->io_buf_bytes = 0;
-	t_prof.mode = SPOTCKPT_RESTORE_VERIFY_FIRST;
+	t_prof.mode = tmpfs ? SPOTCKPT_RESTORE_MAPPED
+			    : SPOTCKPT_RESTORE_VERIFY_FIRST;
 	/* placers only when one tensor can be placed while another is read
 	 * (not for spotckpt_reader_read's one tensor: two threads for
 	 * nothing); no placer (no memory for its lists): verify first */
@@ -809,7 +813,14 @@ static int read_verified(struct spotckpt_reader *r,
 		t_prof.mode = SPOTCKPT_RESTORE_BEHIND;
 	t0 = wall_now();
 	c0 = cpu_now();
-	rc = run_shards(r, map, 0, NULL, stage, behind);
+	if (tmpfs) {
+		rc = ckpt__map_verified(r->dir, r->m.l,
+					(const struct spotckpt_dest *const *)map,
+					&stage);
+		mapped = stage != NULL;
+	} else {
+		rc = run_shards(r, map, 0, NULL, stage, behind);
+	}
 	t_prof.read_wall_ns = wall_now() - t0;
 	t_prof.read_cpu_ns = cpu_now() - c0;
 	t0 = wall_now();

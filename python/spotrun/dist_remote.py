@@ -140,6 +140,17 @@ def marker_of(o, data, step, r):
     return m
 
 
+def _offer(holder, own):
+    """holder, or (own given) a new holder whose "shards" start as own:
+    the state's tensors, for the restore to fill in place.  A restore
+    that fails leaves holder as it was."""
+    if not own:
+        return holder
+    into = dict(holder)
+    into["shards"] = dict(own)
+    return into
+
+
 class RemoteCommit:
     """The tier-3 side of one DistCheckpointer (`owner`): its engines'
     uploads, markers, records, retention and restore sources."""
@@ -415,11 +426,18 @@ class RemoteCommit:
                 self.uri, record_key(step)), "the record was deleted")
         return json.loads(data)
 
-    def load_part(self, name, step, holder, want):
+    def load_part(self, name, step, holder, want, own=None):
         """Restore part `name` of step into holder: from this node's own
         copy (its kept copy in memory, then its tier 2) when it holds the
         manifest the record names, else a peer's, else the store (whose
-        manifest must be that one)."""
+        manifest must be that one).  own: {shard name: the state's own
+        tensor} that a read of the kept copy fills in place (a tmpfs,
+        read through its files mapped, no fresh memory); the other
+        sources read into new tensors, which the caller copies in: in
+        place, their all-or-nothing needs a fresh image or undo buffer
+        as large (transparent huge pages: 0.16-1.4 CPU-s per 512 MiB from
+        the store against 0.50-0.53 into new tensors, bench/
+        part_restore.py)."""
         src = self.o.restore_sources
         # this node's own copies first: a kept node's final part in RAM
         # (dist_keep.py; one that is not the record's part is worth a
@@ -437,8 +455,10 @@ class RemoteCommit:
                                 "part the commit record names", name,
                                 step, what)
                 continue
+            into = _offer(holder, own if what == "kept copy" else None)
             try:
-                if _ckpt.restore(where, holder, step=step) == step:
+                if _ckpt.restore(where, into, step=step) == step:
+                    holder.update(into)
                     src[name] = what
                     return
                 log.warning("%s step %d: this node's %s unreadable, "

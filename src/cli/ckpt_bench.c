@@ -469,6 +469,7 @@ static void put_restore(json_t *root, const char *key, const char *what,
 	char measures[512];
 	json_t *ph = json_pack("{s:s,s:f,s:f,s:f,s:f,s:s}", "mode",
 			       pf->mode == SPOTCKPT_RESTORE_BEHIND ? "behind" :
+			       pf->mode == SPOTCKPT_RESTORE_MAPPED ? "mapped" :
 			       pf->mode == SPOTCKPT_RESTORE_VERIFY_FIRST ?
 			       "verify_first" : pf->mode == SPOTCKPT_RESTORE_KEEP ?
 			       "keep" : "as_read",

@@ -9,9 +9,15 @@ torch.distributed ranks: gloo on CPU, one process per rank (spawned),
   * resharding 4 -> 2 -> 3 ranks with uneven slices: values equal after
     each restore; a replicated-only state restores at any world size, a
     rank-local shard at another world size is a clear error.
+  * a rank's own slices are read from its kept copy straight into the
+    state's tensors (no copy); a damaged copy: the store, copied in.
 """
 
+import glob
 import os
+import shutil
+import tempfile
+import time
 
 import pytest
 
@@ -172,3 +178,91 @@ def test_one_rank_gets_the_plain_checkpointer(tmp_path, monkeypatch):
         sdist.Shard(torch.zeros(2), (4,))
     with pytest.raises(ValueError, match="outside the global size"):
         sdist.Shard(torch.zeros(3), (4,), (2,))
+
+
+
+def _flip(path):
+    with open(path, "r+b") as f:
+        f.seek(-5, 2)
+        b = f.read(1)
+        f.seek(-5, 2)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
+def test_kept_copy_restores_in_place(tmp_path, monkeypatch):
+    """One rank with a file:// store and a kept copy of its final part
+    (dist_keep.py) on a tmpfs: its exact slices (a global one and a
+    rank-local one) are read from the copy straight into the state's own
+    tensors, with no copy by _assign; bit for bit.  A byte of the copy
+    flipped: the copy is refused and the store read, into new tensors
+    copied in, bit for bit.  A periodic step from tier 2 (on the disk):
+    new tensors too."""
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
+    keep = tempfile.mkdtemp(prefix="test-keep-", dir=shm)
+    monkeypatch.setenv("SPOTRUN_FINAL_KEEP_DIR", keep)
+    d = str(tmp_path / "node")
+    remote = "file://%s" % (tmp_path / "store")
+    g = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    loc = torch.arange(1000, dtype=torch.int64)
+
+    def state(k):
+        return {"w": sdist.Shard(g + k, (8, 8), (0, 0)),
+                "loc": sdist.Shard(loc * k), "n": k}
+
+    def ckpt():
+        return sdist.DistCheckpointer(d, remote=remote, rank=0,
+                                      world_size=1, commit_timeout=30,
+                                      final_keep=True)
+
+    copied = []
+    real = sdist._assign
+    monkeypatch.setattr(sdist, "_assign",
+                        lambda dst, i, src: (copied.append(dst.shape),
+                                             real(dst, i, src)))
+    try:
+        c = ckpt()
+        assert c.restore(state(0)) is None
+        c.save(1, state(1))
+        assert c.wait() is True
+        assert c.save_final(2, state(2), deadline=time.time() + 60) is True
+        c.close()
+        for k, spoil in ((2, False), (3, True)):
+            c = ckpt()
+            st = state(0)
+            w_t, l_t = st["w"].tensor, st["loc"].tensor
+            ptrs = (w_t.data_ptr(), l_t.data_ptr())
+            del copied[:]
+            assert c.restore(st) == k and st["n"] == k
+            src = c.restore_sources
+            assert st["w"].tensor is w_t and st["loc"].tensor is l_t
+            assert (w_t.data_ptr(), l_t.data_ptr()) == ptrs
+            assert torch.equal(w_t, g + k) and torch.equal(l_t, loc * k)
+            if spoil:
+                assert src["rank-00000"] == "store", src
+                assert sorted(copied) == [torch.Size([8, 8]),
+                                          torch.Size([1000])]
+            else:
+                assert src["rank-00000"] == "kept copy", src
+                assert copied == []
+            # the next attempt's copy: step 3, damaged on the second pass
+            assert c.save_final(3, state(3),
+                                deadline=time.time() + 60) is True
+            c.close()
+            shard = glob.glob(os.path.join(keep, "rank-00000",
+                                           "step-00000003", "shard-*"))
+            assert shard, os.listdir(keep)
+            _flip(shard[0])
+        # a periodic step read from tier 2: into new tensors
+        c = ckpt()
+        c.save(4, state(4))
+        assert c.wait() is True
+        c.close()
+        c = ckpt()
+        st = state(0)
+        del copied[:]
+        assert c.restore(st) == 4
+        assert c.restore_sources["rank-00000"] in ("tier 2", "store")
+        assert torch.equal(st["w"].tensor, g + 4) and len(copied) == 2
+        c.close()
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
