@@ -148,7 +148,10 @@ seconds and the disk MiB written/read that the run's processes (its
 spotrund and every node's processes: bench/run_cpu.py) used in it, so
 the machine's share can be told from the design's; the text report
 prints the median run's, and each run records the machine's load (1
-min) at its start and end.  `resumed_x1` / `down_x1` (text: "the same
+min) at its start and end.  "final_phases" (rank -> phase -> [wall s,
+CPU s of its process]: part, marker, keep, commit) and "restore_took"
+say where each rank's final checkpoint and next restore went
+(train_gang.py's "final phases:" and "restore took:" lines).  `resumed_x1` / `down_x1` (text: "the same
 recoveries with this machine's own stretches in its real seconds") read
 the same stretches with the machine's in real seconds, not x scale:
 what the recovery takes if the nodes' own work is as fast as this
@@ -618,6 +621,15 @@ def spotrun_arm(demo, env, gang, jid, j, mode, records, nodes, setup):
         "copy_notes": ["%s/%s: %s" % (ln.get("attempt"), ln.get("rank"),
                                       ln["line"][:200]) for ln in lines
                        if "copy" in ln.get("line", "")],
+        # each rank's final checkpoint by phase, [wall s, CPU s] (its
+        # "final phases:" line), and its restore ("restore took:")
+        "final_phases": {str(ln["rank"]): json.loads(
+            ln["line"][len("final phases: "):]) for ln in lines
+            if ln.get("attempt") == 1 and
+            ln.get("line", "").startswith("final phases: ")},
+        "restore_took": {str(ln["rank"]): ln["line"][len("restore took: "):]
+                         for ln in lines if ln.get("attempt") == 2 and
+                         ln.get("line", "").startswith("restore took: ")},
     })
     return finish_phases(ph, res, notice, records, final_saves(lines, 1))
 

@@ -36,14 +36,17 @@ node's `import torch` and CUDA initialisation (a wait after this
 machine's own imports, when they took less; gang_imports.py, which a
 warm server preloads: `python3 -m spotrun.warm`).
 Flags: --reference (uninterrupted, no checkpoints), --result PATH.
-Output: "resumed step=K ..." / "start step=0 ...", "preempted: final
-checkpoint step=K ...", and on rank 0 of a finished run
+Output: "resumed step=K ..." / "start step=0 ...", "restored from: ..."
+and "restore took: ...", "preempted: final checkpoint step=K ..." and
+"final phases: {...}" (where its time went), and on rank 0 of a
+finished run
   RESULT {"steps": N, "hash": "<sha256>", "world_size": W, ...}
 Exit: 0 finished or final checkpoint taken; 75 the final checkpoint did
 not commit; 2 bad usage.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -171,7 +174,9 @@ def main():
     ckpt = spotrun.Checkpointer(ckdir, keep=2,
                                 remote=os.environ.get("SPOTRUN_CKPT_URI"))
     st = tr.state()
+    took = (time.monotonic(), time.process_time())
     resumed = ckpt.restore(st)
+    took = (time.monotonic() - took[0], time.process_time() - took[1])
     where = "attempt %s, rank %d of %d, rendezvous %s:%s" % (
         os.environ.get("SPOTRUN_ATTEMPT", "?"), rank, world,
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"])
@@ -187,6 +192,8 @@ def main():
         if src:
             print("restored from: %s" % ", ".join(
                 "%s=%s" % kv for kv in sorted(src.items())), flush=True)
+        print("restore took: %.3f s, %.3f CPU-s of this process" % took,
+              flush=True)
     committed = resumed
     status.write(tr.step, committed, resumed, force=True)
     t_start = pace = time.monotonic()
@@ -205,6 +212,10 @@ def main():
             print("preempted: final checkpoint step=%d in %.1f ms (rank %d%s)"
                   % (tr.step, ms, rank, ", committed" if ok and rank == 0
                      else ""), flush=True)
+            # where its time went (spotrun.DistCheckpointer.final_phases)
+            phases = getattr(ckpt, "final_phases", None)
+            if phases:
+                print("final phases: %s" % json.dumps(phases), flush=True)
             status.stalls.append(round(ms, 3))
             status.write(tr.step, ckpt.last_committed_step(), resumed,
                          force=True)

@@ -314,6 +314,23 @@ def _in_place(r, by_name, shards, saved_w, world_size, rank):
     return out
 
 
+class _Laps:
+    """Fills `out` with phase -> [wall s, this process's CPU s] since the
+    previous lap (DistCheckpointer.final_phases: where a final
+    checkpoint's time went)."""
+
+    def __init__(self, out):
+        out.clear()
+        self.out = out
+        self.t = (time.monotonic(), time.process_time())
+
+    def __call__(self, phase):
+        t = (time.monotonic(), time.process_time())
+        self.out[phase] = [round(t[0] - self.t[0], 3),
+                           round(t[1] - self.t[1], 3)]
+        self.t = t
+
+
 def _numel(shape):
     n = 1
     for x in shape:
@@ -400,6 +417,9 @@ class DistCheckpointer:
         # peer copies (dist_peer.py): where the last restore read each
         # part ("kept copy", "tier 2", "held", "peer rank N", "store")
         self.restore_sources = {}
+        # where the last final checkpoint's time went: phase -> [wall s,
+        # CPU s of this process] ("part", "marker", "keep", "commit")
+        self.final_phases = {}
         self._peers = None
         k = _peer.replicas_from_env() if peer_replicas is None \
             else int(peer_replicas)
@@ -566,8 +586,10 @@ class DistCheckpointer:
             # part could finish before the engine's cancel reached it)
             self._last_ok = False
             return False
+        lap = _Laps(self.final_phases)
         try:
             engines, mine = self._stage(step, state, True, deadline)
+            lap("part")   # tier 1 and the store (or tier 2) write
         except CheckpointError as exc:
             if not self._final_store_only() or step in self._abandoned:
                 raise
@@ -580,6 +602,7 @@ class DistCheckpointer:
         self._last_step, self._last_engines = step, engines
         self._last_ok = step not in self._abandoned and \
             self._finish(step, engines, mine)
+        lap("marker")   # rank 0 without a store: and the commit
         if not self._last_ok:
             return False
         if self._rc is None:
@@ -588,7 +611,10 @@ class DistCheckpointer:
             # a kept node's copy for its next attempt, while the
             # committer sends the marker (dist_keep.py)
             _keep.write(self, self._named(engines), step)
-        return self._rc.final(step, self._named(engines), deadline)
+            lap("keep")
+        ok = self._rc.final(step, self._named(engines), deadline)
+        lap("commit")   # the global record seen
+        return ok
 
     def _attach(self):
         if self._rc is not None:

@@ -225,6 +225,11 @@ def test_kept_copy_restores_in_place(tmp_path, monkeypatch):
         c.save(1, state(1))
         assert c.wait() is True
         assert c.save_final(2, state(2), deadline=time.time() + 60) is True
+        # where its time went: [wall s, CPU s] per phase
+        assert sorted(c.final_phases) == ["commit", "keep", "marker",
+                                          "part"], c.final_phases
+        assert all(w >= 0 and cpu >= 0 for w, cpu in
+                   c.final_phases.values()), c.final_phases
         c.close()
         for k, spoil in ((2, False), (3, True)):
             c = ckpt()
