@@ -26,6 +26,9 @@ struct rjob {
 	int num_nodes;
 	int64_t attempt, restarts, max_restarts;
 	int64_t step, total_steps, ckpt_step;   /* -1 unknown */
+	int64_t ckpt_store_ns;  /* when the newest checkpoint reached the
+				   job's store (tier 3), 0 never: only such a
+				   checkpoint outlives a move of every node */
 	double step_ns;                         /* measured pace; 0 unknown */
 	double est_work_s;                      /* workest.h; 0 = declared */
 	double est_pace_ns;                     /* workest.h; 0 unknown */

@@ -78,6 +78,8 @@ int recon__job_load(struct ctl *c, struct store *db, int64_t id, struct rjob *j)
 	j->step = r.step == STORE_NULL_I64 ? -1 : r.step;
 	j->total_steps = r.total_steps == STORE_NULL_I64 ? -1 : r.total_steps;
 	j->ckpt_step = r.ckpt_step == STORE_NULL_I64 ? -1 : r.ckpt_step;
+	j->ckpt_store_ns = r.ckpt_store_ns == STORE_NULL_I64 ? 0 :
+			   r.ckpt_store_ns;
 	j->sim_start_s = r.sim_start_s;
 	j->deadline_s = isnan(r.deadline_s) ? INFINITY : r.deadline_s;
 	j->work_s = r.work_s;
@@ -610,7 +612,12 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 	if (ch.hold == SIM_SPOT && gang_in_other_pool(live, n, ch.pool)) {
 		/* the policy moves the running gang to a cheaper spot pool
 		 * (spotrun's move_region(): the price gap pays for the move) */
-		if (!attempt_has_run(c, j))
+		/* A move replaces every node: the nodes' own copies (tier 2,
+		 * a kept copy, a peer's) go with them, so only a job whose
+		 * checkpoints reach a store resumes where it stopped.  The
+		 * simulator prices a move as a restart, not as the work
+		 * since the start: without a store it is not made. */
+		if (!attempt_has_run(c, j) || j->ckpt_store_ns <= 0)
 			return 0;
 		for (size_t i = 0; i < n; i++)
 			live[i].retire = true;

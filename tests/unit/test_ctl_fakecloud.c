@@ -2169,11 +2169,23 @@ static void test_migrate_spot_to_on_demand(void **state)
 
 /* Both ranks of a gang report step `step` of attempt 1, half a cloud
  * hour later, and a pass runs. */
+/* gang_store: the gang's heartbeats say its checkpoint reached a store
+ * (tier 3, ckpt_store_ns), as a job with a bucket's do. */
+static bool gang_store = true;
+
 static void gang_steps(const struct nview v[2], int step)
 {
 	advance_ms(500);
-	agent_heartbeat(v[0].id, 1, step, 1000, 0);
-	agent_heartbeat(v[1].id, 1, step, 1000, 0);
+	for (int k = 0; k < 2; k++) {
+		if (gang_store)
+			agent_post(v[k].id, "heartbeat", json_pack(
+				   "{s:s,s:i,s:i,s:i,s:i,s:I}", "workload",
+				   "running", "attempt", 1, "step", step,
+				   "total_steps", 1000, "ckpt_step", 0,
+				   "ckpt_store_ns", (json_int_t)1), 200);
+		else
+			agent_heartbeat(v[k].id, 1, step, 1000, 0);
+	}
 	pass();
 }
 
@@ -2272,6 +2284,34 @@ static void test_gang_stays_where_the_gap_does_not_pay(void **state)
 		gang_steps(v, i);
 		assert_string_equal(job_state(id), "RUNNING");
 	}
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	assert_int_equal(v[0].pool, 1);
+	assert_int_equal(v[1].pool, 1);
+	assert_int_equal(job_int(id, "moves"), 0);
+	assert_false(has_event(id, "transition", "moving 2 node(s)"));
+}
+
+/* The gang and the prices of test_migrate_gang_to_a_cheaper_spot_pool,
+ * but its checkpoints reach no store (no tier 3): a move replaces every
+ * node, and every copy of its checkpoints (tier 2, a kept copy, a peer's)
+ * goes with them, so the next attempt would start from step 0.  The
+ * gang stays RUNNING in pool 1 (a move is priced as a restart, not as
+ * all the work done). */
+static void test_gang_without_a_store_is_not_moved(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+
+	(void)state;
+	gang_store = false;
+	fc.spot_price[0] = 300000;
+	fc.spot_price[1] = 1800000;
+	id = gang_in_pool_1(v);
+	for (int i = 5; i < 13; i++) {
+		gang_steps(v, i);
+		assert_string_equal(job_state(id), "RUNNING");
+	}
+	gang_store = true;
 	assert_int_equal(nodes_of(id, v, 4), 2);
 	assert_int_equal(v[0].pool, 1);
 	assert_int_equal(v[1].pool, 1);
@@ -2636,6 +2676,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_gang_to_a_cheaper_spot_pool,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_stays_where_the_gap_does_not_pay,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_gang_without_a_store_is_not_moved,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_lost_rank_placed_beside_its_gang,
 						fsetup, fteardown),
