@@ -1,6 +1,7 @@
 /* ctl_fixture.h - a spotrund (lib/ctl) on loopback for the API tests:
  * setup/teardown start and stop it in a fresh temp state dir with
- * /bin/true as the "agent" (the test speaks for the nodes); req()/jreq()
+ * /bin/true as the "agent" unless the test sets one that stays up
+ * (the test speaks for the nodes); req()/jreq()
  * make one request and parse the reply.  Included by one test file each. */
 #ifndef SR_TEST_CTL_FIXTURE_H
 #define SR_TEST_CTL_FIXTURE_H
@@ -27,6 +28,12 @@
 static char dir[64];
 static struct ctl *ctl;
 static char base[64];
+/* The local cloud's "agent" for the nodes the daemon launches: an
+ * instance of the local cloud is that process, and one that has exited
+ * is a terminated instance (its node ends LOST at the next pass).  A
+ * test that speaks for its nodes over the API for longer than a pass
+ * sets a program that stays up (fixture_agent_stays_up()). */
+static const char *fixture_agent = "/bin/true";
 
 static const char job_od[] =
 	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
@@ -44,7 +51,7 @@ static inline int fixture_start(int manual)
 	cfg.state_dir = dir;
 	cfg.listen_port = 0;
 	cfg.data_dir = "data";
-	cfg.agent_path = "/bin/true";
+	cfg.agent_path = fixture_agent;
 	cfg.provision_ms = 0;
 	cfg.tick_ms = 20;
 	cfg.heartbeat_timeout_ms = 60000;
@@ -80,6 +87,22 @@ static inline int teardown(void **state)
 	ctl = NULL;
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd);
+}
+
+/* Make the nodes' agent a script at `path` that stays up while this
+ * test process lives (it polls our pid each second, so nothing is left
+ * behind once the test has ended); returns 0 or -1. */
+static inline int fixture_agent_stays_up(const char *path)
+{
+	struct sr_err e = { 0 };
+	char body[160];
+
+	snprintf(body, sizeof body, "#!/bin/sh\nwhile kill -0 %ld 2>/dev/null;"
+		 " do sleep 1; done\n", (long)getpid());
+	if (sr_fs_write_atomic(path, body, strlen(body), 0700, &e))
+		return -1;
+	fixture_agent = path;
+	return 0;
 }
 
 /* One request with an extra header line (may be NULL); returns status,

@@ -1,8 +1,10 @@
 /* Unit tests: spotrund's HTTP API (lib/ctl) end to end on loopback -
  * authentication, bad bodies, limits, the node API driving the job state
  * machine (the test plays the agent), and the local IMDSv2 endpoint.
- * The provider is told to start /bin/true as the "agent", so the nodes
- * are real processes that exit at once and the test speaks for them. */
+ * The provider is told to start a script that waits for this test
+ * process as the "agent" (fixture_agent_stays_up), so the nodes are real
+ * processes that live as long as the test, and the test speaks for them:
+ * an agent that exited would be a terminated instance, its node LOST. */
 #include "ctl_fixture.h"
 
 #include "common/proc.h"
@@ -494,7 +496,7 @@ static void test_imds_local_interruption(void **state)
 	/* notice_ms (5 s) after the cloud saw it, in whole seconds */
 	assert_true(at >= before / SR_NS_PER_SEC * SR_NS_PER_SEC);
 	assert_true(at <= sr_time_real_ns() + 6 * SR_NS_PER_SEC);
-	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", fixture_agent);
 }
 
 /* The fixture daemon's local compute driver (cloud/compute.h). */
@@ -586,7 +588,7 @@ static void test_local_driver_contract(void **state)
 	assert_int_equal(err.cls, CLOUD_EINVALID);
 	d->ops->req_free(d->st, q);
 	cloud_instance_clear(&a);
-	snprintf(ctl->agent_path, sizeof ctl->agent_path, "/bin/true");
+	snprintf(ctl->agent_path, sizeof ctl->agent_path, "%s", fixture_agent);
 }
 
 /* A noticed instance whose interruption time passed while the daemon was
@@ -643,6 +645,8 @@ static void test_local_cloud_takes_overdue_instances_at_open(void **state)
 
 int main(void)
 {
+	char agent[64] = "/tmp/sr-ctlapi-agent-XXXXXX";
+	int fd = mkstemp(agent), rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health_and_auth),
 		cmocka_unit_test(test_bad_requests),
@@ -654,5 +658,11 @@ int main(void)
 		cmocka_unit_test(test_local_driver_contract),
 		cmocka_unit_test(test_local_cloud_takes_overdue_instances_at_open),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	if (fd < 0 || close(fd) || fixture_agent_stays_up(agent)) {
+		fprintf(stderr, "%s: cannot write the agent script\n", agent);
+		return 1;
+	}
+	rc = cmocka_run_group_tests(tests, setup, teardown);
+	unlink(agent);
+	return rc;
 }
