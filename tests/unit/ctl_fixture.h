@@ -1,7 +1,7 @@
 /* ctl_fixture.h - a spotrund (lib/ctl) on loopback for the API tests:
- * setup/teardown start and stop it in a fresh temp state dir with
- * /bin/true as the "agent" unless the test sets one that stays up
- * (the test speaks for the nodes); req()/jreq()
+ * setup/teardown start and stop it in a fresh temp state dir with a
+ * script that waits for the test as the "agent" (the test speaks for
+ * the nodes); req()/jreq()
  * make one request and parse the reply.  Included by one test file each. */
 #ifndef SR_TEST_CTL_FIXTURE_H
 #define SR_TEST_CTL_FIXTURE_H
@@ -30,14 +30,30 @@ static struct ctl *ctl;
 static char base[64];
 /* The local cloud's "agent" for the nodes the daemon launches: an
  * instance of the local cloud is that process, and one that has exited
- * is a terminated instance (its node ends LOST at the next pass).  A
- * test that speaks for its nodes over the API for longer than a pass
- * sets a program that stays up (fixture_agent_stays_up()). */
+ * is a terminated instance (its node ends LOST at the next pass), so
+ * setup() makes it a script that stays up while the test lives
+ * (fixture_agent_stays_up()): the test speaks for its nodes. */
 static const char *fixture_agent = "/bin/true";
 
 static const char job_od[] =
 	"name: t\nresources:\n  accelerators: V100:1\n  use_spot: false\n"
 	"run: echo hi\nspotrun:\n  deadline: 100h\n  work: 2h\n";
+
+/* Make the nodes' agent a script at `path` that stays up while this
+ * test process lives (it polls our pid each second, so nothing is left
+ * behind once the test has ended); returns 0 or -1. */
+static inline int fixture_agent_stays_up(const char *path)
+{
+	struct sr_err e = { 0 };
+	char body[160];
+
+	snprintf(body, sizeof body, "#!/bin/sh\nwhile kill -0 %ld 2>/dev/null;"
+		 " do sleep 1; done\n", (long)getpid());
+	if (sr_fs_write_atomic(path, body, strlen(body), 0700, &e))
+		return -1;
+	fixture_agent = path;
+	return 0;
+}
 
 /* Start the daemon on dir (again, after a ctl_stop: a restart); manual:
  * no reconciler thread (ctl__reconcile_once drives it). */
@@ -68,12 +84,17 @@ static inline int fixture_start(int manual)
 	return 0;
 }
 
+static char fixture_agent_path[80];
+
 static inline int setup(void **state)
 {
 	(void)state;
 	sr_log_set_level(SR_LOG_WARN);
 	snprintf(dir, sizeof dir, "/tmp/sr-ctlapi-XXXXXX");
 	if (!mkdtemp(dir))
+		return -1;
+	snprintf(fixture_agent_path, sizeof fixture_agent_path, "%s.agent", dir);
+	if (fixture_agent_stays_up(fixture_agent_path))
 		return -1;
 	return fixture_start(0);
 }
@@ -85,24 +106,10 @@ static inline int teardown(void **state)
 	(void)state;
 	ctl_stop(ctl);
 	ctl = NULL;
+	unlink(fixture_agent_path);
+	fixture_agent = "/bin/true";
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd);
-}
-
-/* Make the nodes' agent a script at `path` that stays up while this
- * test process lives (it polls our pid each second, so nothing is left
- * behind once the test has ended); returns 0 or -1. */
-static inline int fixture_agent_stays_up(const char *path)
-{
-	struct sr_err e = { 0 };
-	char body[160];
-
-	snprintf(body, sizeof body, "#!/bin/sh\nwhile kill -0 %ld 2>/dev/null;"
-		 " do sleep 1; done\n", (long)getpid());
-	if (sr_fs_write_atomic(path, body, strlen(body), 0700, &e))
-		return -1;
-	fixture_agent = path;
-	return 0;
 }
 
 /* One request with an extra header line (may be NULL); returns status,

@@ -2,7 +2,7 @@
  * authentication, bad bodies, limits, the node API driving the job state
  * machine (the test plays the agent), and the local IMDSv2 endpoint.
  * The provider is told to start a script that waits for this test
- * process as the "agent" (fixture_agent_stays_up), so the nodes are real
+ * process as the "agent" (ctl_fixture.h), so the nodes are real
  * processes that live as long as the test, and the test speaks for them:
  * an agent that exited would be a terminated instance, its node LOST. */
 #include "ctl_fixture.h"
@@ -645,8 +645,6 @@ static void test_local_cloud_takes_overdue_instances_at_open(void **state)
 
 int main(void)
 {
-	char agent[64] = "/tmp/sr-ctlapi-agent-XXXXXX";
-	int fd = mkstemp(agent), rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health_and_auth),
 		cmocka_unit_test(test_bad_requests),
@@ -658,11 +656,5 @@ int main(void)
 		cmocka_unit_test(test_local_driver_contract),
 		cmocka_unit_test(test_local_cloud_takes_overdue_instances_at_open),
 	};
-	if (fd < 0 || close(fd) || fixture_agent_stays_up(agent)) {
-		fprintf(stderr, "%s: cannot write the agent script\n", agent);
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, setup, teardown);
-	unlink(agent);
-	return rc;
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
