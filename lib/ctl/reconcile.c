@@ -611,8 +611,8 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 		return 0;
 	if (ch.hold == SIM_SPOT && gang_in_other_pool(live, n, ch.pool)) {
 		/* the policy moves the running gang to a cheaper spot pool
-		 * (spotrun's move_region(): the price gap pays for the move) */
-		/* A move replaces every node: the nodes' own copies (tier 2,
+		 * (spotrun's move_region(): the price gap pays for the move).
+		 * A move replaces every node: the nodes' own copies (tier 2,
 		 * a kept copy, a peer's) go with them, so only a job whose
 		 * checkpoints reach a store resumes where it stopped.  The
 		 * simulator prices a move as a restart, not as the work

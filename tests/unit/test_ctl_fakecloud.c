@@ -463,12 +463,18 @@ static void stop_fake(void)
 	ctl = NULL;
 }
 
+/* gang_no_store: the gang's heartbeats do not say its checkpoint
+ * reached a store (tier 3, ckpt_store_ns), as a job without a bucket's;
+ * false again for each test (fsetup). */
+static bool gang_no_store;
+
 static int fsetup(void **state)
 {
 	(void)state;
 	sr_log_set_level(SR_LOG_ERROR);
 	memset(&fc, 0, sizeof fc);
 	fc.avail[0] = fc.avail[1] = true;
+	gang_no_store = false;
 	t_real = sr_time_real_ns();
 	t_mono = 1000 * 1000 * MS;
 	snprintf(dir, sizeof dir, "/tmp/sr-fakecloud-XXXXXX");
@@ -586,12 +592,19 @@ static void agent_exit(int64_t node, int attempt, int code, const char *cause)
 		   "cause", cause), 200);
 }
 
+/* A running workload's heartbeat body (the caller owns it). */
+static json_t *heartbeat_body(int attempt, int step, int total, int ckpt)
+{
+	return json_pack("{s:s,s:i,s:i,s:i,s:i}", "workload", "running",
+			 "attempt", attempt, "step", step, "total_steps", total,
+			 "ckpt_step", ckpt);
+}
+
 static void agent_heartbeat(int64_t node, int attempt, int step, int total,
 			    int ckpt)
 {
-	agent_post(node, "heartbeat", json_pack("{s:s,s:i,s:i,s:i,s:i}",
-		   "workload", "running", "attempt", attempt, "step", step,
-		   "total_steps", total, "ckpt_step", ckpt), 200);
+	agent_post(node, "heartbeat", heartbeat_body(attempt, step, total, ckpt),
+		   200);
 }
 
 static void agent_setup_done(int64_t node, int code)
@@ -2169,22 +2182,15 @@ static void test_migrate_spot_to_on_demand(void **state)
 
 /* Both ranks of a gang report step `step` of attempt 1, half a cloud
  * hour later, and a pass runs. */
-/* gang_store: the gang's heartbeats say its checkpoint reached a store
- * (tier 3, ckpt_store_ns), as a job with a bucket's do. */
-static bool gang_store = true;
-
 static void gang_steps(const struct nview v[2], int step)
 {
 	advance_ms(500);
 	for (int k = 0; k < 2; k++) {
-		if (gang_store)
-			agent_post(v[k].id, "heartbeat", json_pack(
-				   "{s:s,s:i,s:i,s:i,s:i,s:I}", "workload",
-				   "running", "attempt", 1, "step", step,
-				   "total_steps", 1000, "ckpt_step", 0,
-				   "ckpt_store_ns", (json_int_t)1), 200);
-		else
-			agent_heartbeat(v[k].id, 1, step, 1000, 0);
+		json_t *b = heartbeat_body(1, step, 1000, 0);
+
+		if (!gang_no_store)
+			json_object_set_new(b, "ckpt_store_ns", json_integer(1));
+		agent_post(v[k].id, "heartbeat", b, 200);
 	}
 	pass();
 }
@@ -2223,6 +2229,24 @@ static int64_t gang_in_pool_1(struct nview v[4])
 	assert_string_equal(job_state(id), "RUNNING");
 	fc.avail[0] = true;
 	return id;
+}
+
+/* The gang of gang_in_pool_1() runs 4 cloud hours more (steps 5-12)
+ * and stays where it is: RUNNING on its two nodes in pool 1, no move. */
+static void gang_stays_in_pool_1(void)
+{
+	struct nview v[4];
+	int64_t id = gang_in_pool_1(v);
+
+	for (int i = 5; i < 13; i++) {
+		gang_steps(v, i);
+		assert_string_equal(job_state(id), "RUNNING");
+	}
+	assert_int_equal(nodes_of(id, v, 4), 2);
+	assert_int_equal(v[0].pool, 1);
+	assert_int_equal(v[1].pool, 1);
+	assert_int_equal(job_int(id, "moves"), 0);
+	assert_false(has_event(id, "transition", "moving 2 node(s)"));
 }
 
 /* A running spot gang of two in pool 1 ($1.80/h) while pool 0 has no
@@ -2274,21 +2298,9 @@ static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
  * (RUNNING, its two nodes, no move). */
 static void test_gang_stays_where_the_gap_does_not_pay(void **state)
 {
-	struct nview v[4];
-	int64_t id;
-
 	(void)state;
 	fc.spot_price[0] = 989900;
-	id = gang_in_pool_1(v);
-	for (int i = 5; i < 13; i++) {
-		gang_steps(v, i);
-		assert_string_equal(job_state(id), "RUNNING");
-	}
-	assert_int_equal(nodes_of(id, v, 4), 2);
-	assert_int_equal(v[0].pool, 1);
-	assert_int_equal(v[1].pool, 1);
-	assert_int_equal(job_int(id, "moves"), 0);
-	assert_false(has_event(id, "transition", "moving 2 node(s)"));
+	gang_stays_in_pool_1();
 }
 
 /* The gang and the prices of test_migrate_gang_to_a_cheaper_spot_pool,
@@ -2299,24 +2311,11 @@ static void test_gang_stays_where_the_gap_does_not_pay(void **state)
  * all the work done). */
 static void test_gang_without_a_store_is_not_moved(void **state)
 {
-	struct nview v[4];
-	int64_t id;
-
 	(void)state;
-	gang_store = false;
+	gang_no_store = true;
 	fc.spot_price[0] = 300000;
 	fc.spot_price[1] = 1800000;
-	id = gang_in_pool_1(v);
-	for (int i = 5; i < 13; i++) {
-		gang_steps(v, i);
-		assert_string_equal(job_state(id), "RUNNING");
-	}
-	gang_store = true;
-	assert_int_equal(nodes_of(id, v, 4), 2);
-	assert_int_equal(v[0].pool, 1);
-	assert_int_equal(v[1].pool, 1);
-	assert_int_equal(job_int(id, "moves"), 0);
-	assert_false(has_event(id, "transition", "moving 2 node(s)"));
+	gang_stays_in_pool_1();
 }
 
 /* The gang of test_migrate_gang_to_a_cheaper_spot_pool before its
