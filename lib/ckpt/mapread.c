@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -63,9 +64,13 @@ static int map_shard(const char *dir, const struct ckpt_shard *sh,
 		return ckpt__fail(rc, "%s: cannot open: %s", path,
 				  sr_strerror(rc));
 	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != sh->file_bytes) {
-		rc = ckpt__fail(-SR_ECORRUPT, "%s: size changed since it was "
-				"opened", path);
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		ckpt__fail(rc, "%s: cannot stat: %s", path, sr_strerror(rc));
+	} else if ((uint64_t)st.st_size != sh->file_bytes) {
+		rc = ckpt__fail(-SR_ECORRUPT, "%s: %jd bytes, the manifest names "
+				"%" PRIu64, path, (intmax_t)st.st_size,
+				sh->file_bytes);
 	} else if (mmap(at, sh->file_bytes, PROT_READ,
 			MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) ==
 		   MAP_FAILED) {

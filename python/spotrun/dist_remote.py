@@ -442,10 +442,11 @@ class RemoteCommit:
         # this node's own copies first: a kept node's final part in RAM
         # (dist_keep.py; one that is not the record's part is worth a
         # warning), then its tier 2
-        for where, what, warn in ((_keep.part_dir(self.o, name),
-                                   "kept copy", True),
-                                  (os.path.join(self.o.dir, name),
-                                   "tier 2", False)):
+        # (where, what, warn when not the record's part, read in place)
+        for where, what, warn, mine in ((_keep.part_dir(self.o, name),
+                                         "kept copy", True, own),
+                                        (os.path.join(self.o.dir, name),
+                                         "tier 2", False, None)):
             if where is None or want is None:
                 continue
             got = local_digest(where, step)
@@ -455,7 +456,7 @@ class RemoteCommit:
                                 "part the commit record names", name,
                                 step, what)
                 continue
-            into = _offer(holder, own if what == "kept copy" else None)
+            into = _offer(holder, mine)
             try:
                 if _ckpt.restore(where, into, step=step) == step:
                     holder.update(into)
