@@ -11,6 +11,7 @@
 
 #include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/policy_prior.h"
@@ -30,33 +31,37 @@ static inline size_t fold_prefix(const char *path)
 	return n;
 }
 
-/* *out = the prior of every bundled trace not in `file`'s campaign.
- * Returns 0, or -1 (a trace did not load, message printed). */
+/* *out = the prior of every bundled trace not in `file`'s campaign (each
+ * trace's spells and the pair changes of each market's zones,
+ * policy_prior_fit()).  Returns 0, or -1 (a trace did not load, message
+ * printed). */
 static inline int fold_prior(const char *file, struct policy_prior *out)
 {
 	size_t n = fold_prefix(file);
+	const char **keep = NULL;
+	struct sr_err e = { 0 };
 	glob_t g;
-	int rc = 0;
+	int rc = -1, k = 0;
 
 	memset(out, 0, sizeof *out);
 	if (glob("data/traces/cbl/*/*/*/*.json", 0, NULL, &g) ||
 	    glob("data/traces/skynomad/*/*/full.json", GLOB_APPEND, NULL, &g))
 		return -1;
-	for (size_t i = 0; i < g.gl_pathc && !rc; i++) {
+	keep = calloc(g.gl_pathc + 1, sizeof *keep);
+	if (!keep)
+		goto out;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
 		const char *f = g.gl_pathv[i];
-		struct trace *t = NULL;
-		struct sr_err e = { 0 };
 
-		if (fold_prefix(f) == n && !strncmp(f, file, n))
-			continue;
-		if (trace_load(f, TRACE_FMT_AUTO, &t, &e)) {
-			fprintf(stderr, "fold prior: %s\n", e.msg);
-			rc = -1;
-		} else {
-			policy_prior_add(out, t);
-		}
-		trace_free(t);
+		if (!(fold_prefix(f) == n && !strncmp(f, file, n)))
+			keep[k++] = f;
 	}
+	if (policy_prior_fit(out, keep, k, &e))
+		fprintf(stderr, "fold prior: %s\n", e.msg);
+	else
+		rc = 0;
+out:
+	free(keep);
 	globfree(&g);
 	return rc;
 }

@@ -23,7 +23,9 @@
  *    regions is that of the pair (the run, another region up or not)
  *    and its changes are estimated by o and age (pair_fit()): always
  *    (SIM_PAIRS_ON), or only once the market's own run ends have shown
- *    the pair model predicts them better (SIM_PAIRS_AUTO, pair_chosen()).
+ *    the pair model predicts them better (SIM_PAIRS_AUTO, pair_chosen();
+ *    both models then shrunk toward priors fitted on other markets: the
+ *    run ends', the pair changes').
  * 3. Guard.  With each plan, in every state of its table: the plan's
  *    advantage over Uniform Progress and its standard error from the same
  *    evidence (policy__plan_guard(): each group of estimates moved by one
@@ -130,8 +132,11 @@ struct spotrun_state {
 	uint8_t plan_any; /* spell type when the plan was made */
 	uint8_t no_guard; /* the guard could not run (memory): UP's rule */
 	/* The prior as pseudo-counts on the plan's age buckets, in ticks:
-	 * [0] outages, [1] runs (policy_prior_buckets()). */
+	 * [0] outages, [1] runs (policy_prior_buckets()); and with
+	 * SIM_PAIRS_AUTO the prior's pair changes by o (qe, qx), or the run
+	 * prior's where it has none. */
 	double pe[2][PLAN_AGES], px[2][PLAN_AGES];
+	double qe[2][PLAN_AGES], qx[2][PLAN_AGES];
 	struct plan plan;
 	struct up_state up; /* Uniform Progress's own state */
 };
@@ -145,6 +150,18 @@ static void spotrun_reset(void *state, const struct policy_job *job)
 	for (int k = 0; k < 2; k++)
 		policy_prior_buckets(prior, k, s->unit_s, job->gap_s, PRIOR_WEIGHT,
 				     s->pe[k], s->px[k]);
+	for (int o = 0; o < 2; o++) {
+		double sum = 0;
+
+		policy_prior_buckets(prior, PRIOR_PAIR + o, s->unit_s, job->gap_s,
+				     PRIOR_WEIGHT, s->qe[o], s->qx[o]);
+		for (int b = 0; b < PLAN_AGES; b++)
+			sum += s->qe[o][b];
+		if (sum <= 0) { /* a prior fitted on single zones only */
+			memcpy(s->qe[o], s->pe[1], sizeof s->qe[o]);
+			memcpy(s->qx[o], s->px[1], sizeof s->qx[o]);
+		}
+	}
 	policy__up_reset(&s->up, job);
 	s->pair = job->nregions > 1 ? job->zone_pairs : SIM_PAIRS_OFF;
 }
@@ -156,9 +173,10 @@ static void spotrun_destroy(void *state)
 	policy__plan_free(&s->plan);
 }
 
-/* The pair model's estimates (pair_fit()): the pseudo-exposure that,
- * with the prior's pe[1][b] pseudo-changes, puts the change rate of
- * pair age bucket b for one o at the rate pooled over o; and the share
+/* The pair model's estimates (pair_fit()): with SIM_PAIRS_ON, the
+ * pseudo-exposure that, with the prior's pe[1][b] pseudo-changes, puts
+ * the change rate of pair age bucket b for one o at the rate pooled over
+ * o (SIM_PAIRS_AUTO shrinks toward the prior's pair changes); and the share
  * of the changes from o that went as outcome i (PAIR_*), shrunk toward
  * the share pooled over o with PAIR_OUT_WEIGHT pseudo-changes. */
 static double pair_px(const struct spotrun_state *s, int b)
@@ -194,26 +212,23 @@ static double log_score(double p, int hit)
  * the counts so far, per tick: the run model's end rate at b, and the
  * pair model's change rate at (o, pb) times its share of changes that
  * end the run.  Only the run's end is scored: the loss of a held
- * instance is what the plan pays for.  Both rates are shrunk toward the
- * same prior (pe, px: the bundled prior, worth PRIOR_WEIGHT spell ends),
- * not the pair model's toward the market's own pooled rate as pair_fit()
- * plans with: a prior fitted to the market would win the score on a
- * history of one-tick blips whatever the zones' structure (session 17,
- * docs/notes/policies.md).  Every tick is scored, a run's first too:
- * leaving first ticks out (session 19) took the blips' head start from
- * the run model, and the pair model, planning with estimates the blips
- * pulled down (pair_fit()), lost the 16-node 8-zone outage cells.  With
- * pair_fit() shrunk toward the bundled prior as well (session 19's
- * second arm) that cell held, but the joint-spell tuning seeds lost.
- * Both models shrunk toward a bundled prior of the pair changes
- * themselves, first ticks not scored (session 20, 12ec866), met every
- * goal on held-out data but was worse than this scoring on independent
- * seed 15 and two folds, and was reverted by the rule named before its
- * runs (docs/notes/policies.md). */
+ * instance is what the plan pays for.  Each rate is shrunk toward a
+ * prior fitted on other markets, worth PRIOR_WEIGHT spell ends: the run
+ * model's toward the prior's run ends (pe, px), the pair model's toward
+ * its pair changes by o (qe, qx), as pair_fit() plans with them under
+ * SIM_PAIRS_AUTO.  Not toward the market's own pooled rate: a prior
+ * fitted to the market would win the score on a history of one-tick
+ * blips whatever the zones' structure (session 17); nor toward the run
+ * ends' prior, a different quantity that the pair changes run 1.2-2.8x
+ * at young ages (session 19, docs/notes/policies.md).  The caller scores
+ * only ticks after a run's first: a run that ends after one tick says
+ * nothing about whether the zones fail together (session 19).  Whether a
+ * tick is left out is known before its outcome (the run's age), so both
+ * scores stay proper; the counts take every tick. */
 static void score_end(struct spotrun_state *s, int b, int o, int pb, int ended)
 {
 	double prun = (s->rends[b] + s->pe[1][b]) / (s->rexpo[b] + s->px[1][b] + 1e-12);
-	double chg = (s->pchg[o][pb] + s->pe[1][pb]) / (s->pexpo[o][pb] + s->px[1][pb] + 1e-12);
+	double chg = (s->pchg[o][pb] + s->qe[o][pb]) / (s->pexpo[o][pb] + s->qx[o][pb] + 1e-12);
 
 	s->lrun += log_score(prun, ended);
 	s->lpair += log_score((chg > 1 ? 1 : chg) * (1 - pair_share(s, o, PAIR_FLIP)), ended);
@@ -279,7 +294,8 @@ static void spotrun_observe(void *state, const struct policy_job *job,
 			int b = policy__plan_age(g->age_s, s->unit_s);
 			int o = nwas - 1 > 0; /* another up a tick before */
 
-			if (s->pair == SIM_PAIRS_AUTO)
+			/* A run's first tick is not scored (score_end()). */
+			if (s->pair == SIM_PAIRS_AUTO && g->age_s >= (double)job->gap_s)
 				score_end(s, b, o, policy__plan_age(g->pair_s, s->unit_s),
 					  !avail[r]);
 			s->rexpo[b]++;
@@ -503,7 +519,10 @@ static double z_of(int g, int k, int b)
 /* The pair model (plan_model.pair): the change rate of the pair (a
  * region's run, o) by o and pair age, each (o, age) shrunk toward the
  * rate at that age pooled over o, with the prior's weight in that
- * bucket; the pooled rate itself carries the prior of runs.  The
+ * bucket; the pooled rate itself carries the prior of runs.  With
+ * SIM_PAIRS_AUTO each (o, age) is shrunk instead toward the prior's pair
+ * changes at that o and age (qe, qx: fitted on other markets, worth
+ * PRIOR_WEIGHT changes for each o), as score_end() scores it.  The
  * outcomes of a change by o shrunk toward those pooled over o with
  * PAIR_OUT_WEIGHT pseudo-changes.  The rates move with guard group g
  * as the region-run rates do, the outage share with GRP_RHO. */
@@ -513,7 +532,10 @@ static void pair_fit(const struct spotrun_state *s, int g, double ticks,
 	m->pair = 1;
 	for (int b = 0; b < PLAN_AGES; b++) {
 		for (int o = 0; o < 2; o++)
-			m->chg[o][b] = per_step(s->pchg[o][b], s->pexpo[o][b], s->pe[1][b],
+			m->chg[o][b] = s->pair == SIM_PAIRS_AUTO ?
+				       per_step(s->pchg[o][b], s->pexpo[o][b], s->qe[o][b],
+						s->qx[o][b], ticks, z_of(g, 1, b)) :
+				       per_step(s->pchg[o][b], s->pexpo[o][b], s->pe[1][b],
 						pair_px(s, b), ticks, z_of(g, 1, b));
 	}
 	for (int o = 0; o < 2; o++) {

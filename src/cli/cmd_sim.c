@@ -278,16 +278,13 @@ static int cmd_sim(int argc, char **argv)
 	if (c < 0)
 		return p.status;
 	json = p.json;
-	for (int i = 0; i < nprior; i++) {
-		struct trace *t = NULL;
-		int r = trace_load(prior_files[i], TRACE_FMT_AUTO, &t, &e);
+	if (nprior) { /* each file's spells, and the pairs of each market's zones */
+		int r = policy_prior_fit(&prior, prior_files, nprior, &e);
 
 		if (r) {
 			fprintf(stderr, "spotrun sim: --prior-trace: %s\n", sr_err_str(&e, r));
 			return CLI_FAIL;
 		}
-		policy_prior_add(&prior, t);
-		trace_free(t);
 		o.p.prior = &prior;
 	}
 	if (!nfiles)

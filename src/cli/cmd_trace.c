@@ -23,8 +23,9 @@ static const char usage_text[] =
 	"\n"
 	"  gen     write a synthetic spot trace (below)\n"
 	"  prior   fit spotrun's prior on traces: spell ends and ticks of exposure\n"
-	"          by age, pooled over the files (docs/design/policies.md); `spotrun\n"
-	"          sim --prior-trace` uses such a fit instead of the bundled one\n"
+	"          by age, pooled over the files (docs/design/policies.md), and the\n"
+	"          pair changes of each market's zones (files named ZONE_INSTANCE);\n"
+	"          `spotrun sim --prior-trace` uses such a fit instead of the bundled one\n"
 	"\n"
 	"spotrun trace gen --out PATH [--regions N] [--nodes N]\n"
 	"                         [--up-hours H --down-hours H --tail A]\n"
@@ -209,29 +210,33 @@ static int trace_gen_cmd(int argc, char **argv)
 	return rc;
 }
 
-/* The fit as JSON: {"traces", "tick_seconds", "ends", "exposure_ticks"}. */
+/* The fit as JSON: {"traces", "tick_seconds", "ends", "exposure_ticks",
+ * "pair_changes", "pair_exposure_ticks"}; the pair arrays by o. */
 static int prior_json(const struct policy_prior *p, int nfiles)
 {
 	json_t *doc = json_object(), *ends = json_array(), *expo = json_array();
+	json_t *pchg = json_array(), *pexpo = json_array();
 	char *s = NULL;
 	int rc = CLI_FAIL;
 
-	if (!doc || !ends || !expo)
+	if (!doc || !ends || !expo || !pchg || !pexpo)
 		goto out;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < PRIOR_KINDS; k++) {
 		json_t *a = json_array(), *b = json_array();
 
 		for (int j = 0; a && b && j < PRIOR_BINS; j++) {
 			json_array_append_new(a, json_real(p->ends[k][j]));
 			json_array_append_new(b, json_real(p->expo[k][j]));
 		}
-		json_array_append_new(ends, a);
-		json_array_append_new(expo, b);
+		json_array_append_new(k < PRIOR_PAIR ? ends : pchg, a);
+		json_array_append_new(k < PRIOR_PAIR ? expo : pexpo, b);
 	}
 	json_object_set_new(doc, "traces", json_integer(nfiles));
 	json_object_set_new(doc, "tick_seconds", json_integer(PRIOR_TICK_S));
 	json_object_set(doc, "ends", ends);
 	json_object_set(doc, "exposure_ticks", expo);
+	json_object_set(doc, "pair_changes", pchg);
+	json_object_set(doc, "pair_exposure_ticks", pexpo);
 	s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	if (s) {
 		puts(s);
@@ -242,12 +247,15 @@ out:
 	json_decref(doc);
 	json_decref(ends);
 	json_decref(expo);
+	json_decref(pchg);
+	json_decref(pexpo);
 	return rc;
 }
 
 static int trace_prior_cmd(int argc, char **argv)
 {
-	static const char *const kinds[2] = { "outages", "runs" };
+	static const char *const kinds[PRIOR_KINDS] = { "outages", "runs", "pairs o=0",
+							"pairs o=1" };
 	struct cli_opts op = { .cmd = "trace", .sub = "prior", .usage = usage,
 			       .flags = CLI_OPT_JSON, .max_operands = CLI_MAX_OPERANDS };
 	struct policy_prior p = { 0 };
@@ -260,23 +268,20 @@ static int trace_prior_cmd(int argc, char **argv)
 		return op.status;
 	if (!op.n_operands)
 		return cli_opts_error(&op, "at least one trace file is needed");
-	for (int i = 0; i < op.n_operands; i++) {
-		struct trace *t = NULL;
-		int r = trace_load(op.operand[i], TRACE_FMT_AUTO, &t, &e);
+	{ /* each file's spells, and the pairs of each market's zones */
+		int r = policy_prior_fit(&p, (const char *const *)op.operand, op.n_operands, &e);
 
 		if (r) {
 			fprintf(stderr, "spotrun trace: %s\n", sr_err_str(&e, r));
 			return CLI_FAIL;
 		}
-		policy_prior_add(&p, t);
-		trace_free(t);
 	}
 	if (op.json)
 		return prior_json(&p, op.n_operands);
 	printf("prior from %d traces, resampled to %d s ticks\n"
 	       "%-8s %-12s %10s %12s %10s\n", op.n_operands, PRIOR_TICK_S, "spells",
 	       "age (ticks)", "ends", "exposure", "per tick");
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < PRIOR_KINDS; k++) {
 		for (int j = 0; j < PRIOR_BINS; j++) {
 			size_t lo = j ? (size_t)1 << (j - 1) : 0;
 			char age[32];

@@ -1,6 +1,8 @@
 /* Unit tests: spotrun's prior (lib/sim/policy_prior.c) - the counts a
  * trace adds, the resampling to 600 s, the pseudo-counts on a job's age
- * buckets, and the bundled table against a fit of the bundled traces. */
+ * buckets, the pair counts of a market's zones and the fit's grouping of
+ * files into markets, and the bundled table against a fit of the bundled
+ * traces. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,26 +102,92 @@ static void test_buckets(void **state)
 		assert_true(e[b] == 0 && x[b] == 0);
 }
 
+/* The pair counts of two zones, as spotrun_observe() counts its pairs:
+ * each zone up a tick before, by o (the other up then) and pair age, a
+ * change where it went down or o flipped; a pair whose start was not
+ * seen counts nothing. */
+static void test_pair_counts(void **state)
+{
+	static const uint8_t a[] = { 0, 1, 1, 1, 1, 0 }, b[] = { 0, 0, 1, 1, 0, 0 };
+	static const uint8_t c[] = { 1, 1, 1, 0 }, d[] = { 0, 0, 0, 0 };
+	struct policy_prior p = { 0 }, q = { 0 }, zero = { 0 };
+	struct trace *t[2] = { mk(600, a, sizeof a), mk(600, b, sizeof b) };
+	struct trace *u[2] = { mk(600, c, sizeof c), mk(600, d, sizeof d) };
+
+	(void)state;
+	policy_prior_add_pairs(&p, (const struct trace *const *)t, 2);
+	/* a alone at age 0 changes as b comes up, and as both end */
+	assert_float_equal(p.expo[PRIOR_PAIR][0], 2, 0);
+	assert_float_equal(p.ends[PRIOR_PAIR][0], 2, 0);
+	/* together: a tick at age 0 each without a change, then at age 1
+	 * both change (b goes down: a's o flips, b's run ends) */
+	assert_float_equal(p.expo[PRIOR_PAIR + 1][0], 2, 0);
+	assert_float_equal(p.ends[PRIOR_PAIR + 1][0], 0, 0);
+	assert_float_equal(p.expo[PRIOR_PAIR + 1][1], 2, 0);
+	assert_float_equal(p.ends[PRIOR_PAIR + 1][1], 2, 0);
+	/* no spell counts: those are policy_prior_add()'s */
+	assert_memory_equal(p.ends[0], zero.ends[0], sizeof p.ends[0] * PRIOR_PAIR);
+	/* c's run was up from the first tick: its pair age is unknown */
+	policy_prior_add_pairs(&q, (const struct trace *const *)u, 2);
+	assert_memory_equal(&q, &zero, sizeof q);
+	/* one zone is no market of pairs */
+	policy_prior_add_pairs(&q, (const struct trace *const *)t, 1);
+	assert_memory_equal(&q, &zero, sizeof q);
+	for (int z = 0; z < 2; z++) {
+		trace_free(t[z]);
+		trace_free(u[z]);
+	}
+}
+
+#define D "data/traces/cbl/availability/1-node/aws-10-26-2022/"
+
+/* A fit of files pairs the zones of one market (the paths that differ
+ * only in the zone) and no others; every file adds its own spells. */
+static void test_fit_pairs_by_name(void **state)
+{
+	static const char *const files[] = { D "us-west-2a_v100_1.json",
+					     D "us-west-2a_k80_1.json",
+					     D "us-west-2b_v100_1.json" };
+	struct policy_prior p = { 0 }, q = { 0 };
+	struct trace *t[3];
+	struct sr_err e = { 0 };
+
+	(void)state;
+	assert_int_equal(policy_prior_fit(&p, files, 3, &e), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(trace_load(files[i], TRACE_FMT_AUTO, &t[i], &e), 0);
+		policy_prior_add(&q, t[i]);
+	}
+	t[1] = t[2]; /* the two v100_1 zones */
+	policy_prior_add_pairs(&q, (const struct trace *const *)t, 2);
+	assert_memory_equal(&p, &q, sizeof p);
+	assert_true(p.ends[PRIOR_PAIR][0] + p.ends[PRIOR_PAIR + 1][0] > 0);
+	trace_free(t[0]);
+	trace_free(t[2]);
+	/* a file that does not load is named */
+	{
+		static const char *const bad[] = { D "us-west-2a_v100_1.json", "/nonexistent_x.json" };
+
+		assert_int_not_equal(policy_prior_fit(&p, bad, 2, &e), 0);
+		assert_non_null(strstr(e.msg, "/nonexistent_x.json"));
+	}
+}
+
 /* The table compiled in is the fit of every bundled trace. */
 static void test_bundled_is_the_fit(void **state)
 {
 	struct policy_prior p = { 0 };
+	struct sr_err e = { 0 };
 	glob_t g;
 
 	(void)state;
 	assert_int_equal(glob("data/traces/cbl/*/*/*/*.json", 0, NULL, &g), 0);
 	assert_int_equal(glob("data/traces/skynomad/*/*/full.json", GLOB_APPEND, NULL, &g), 0);
 	assert_int_equal(g.gl_pathc, 28);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		struct trace *t = NULL;
-		struct sr_err e = { 0 };
-
-		assert_int_equal(trace_load(g.gl_pathv[i], TRACE_FMT_AUTO, &t, &e), 0);
-		policy_prior_add(&p, t);
-		trace_free(t);
-	}
+	assert_int_equal(policy_prior_fit(&p, (const char *const *)g.gl_pathv,
+					  (int)g.gl_pathc, &e), 0);
 	globfree(&g);
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < PRIOR_KINDS; k++) {
 		for (int j = 0; j < PRIOR_BINS; j++) {
 			assert_float_equal(p.ends[k][j], policy_prior_bundled.ends[k][j], 0);
 			assert_float_equal(p.expo[k][j], policy_prior_bundled.expo[k][j], 0);
@@ -133,6 +201,8 @@ int main(void)
 		cmocka_unit_test(test_counts_by_age),
 		cmocka_unit_test(test_resampled_to_600s),
 		cmocka_unit_test(test_buckets),
+		cmocka_unit_test(test_pair_counts),
+		cmocka_unit_test(test_fit_pairs_by_name),
 		cmocka_unit_test(test_bundled_is_the_fit),
 	};
 
