@@ -30,10 +30,11 @@
  * would) and forgets each zone's own age; known2 then knows the joint
  * state and its age, which is all such a market tells.
  *
- * --pairs runs spotrun with the pair model (which zones are up together,
- * policy_job.zone_pairs), the experiment of docs/notes/policies.md;
- * --pairs-auto with that model only where the market's own run ends
- * favour it (SIM_PAIRS_AUTO).
+ * spotrun plans as shipped: with the pair model (which zones are up
+ * together, policy_job.zone_pairs) only where the market's own run ends
+ * favour it (SIM_PAIRS_AUTO, the default; --pairs-auto says so again);
+ * --pairs-off with each zone's run age only (the path before session 25,
+ * docs/notes/policies.md); --pairs with the pair model always.
  *
  * --per-window prints each window's cost over optimal for known2, spotrun
  * and ups (a line "window SET W ..."), so two builds run on the same
@@ -74,7 +75,7 @@ static const char *const sets[] = { "v100_1", "v100_8", "k80_1", "k80_8" };
 static struct sim_known2 known2_table;
 static int known2_joint;
 static int in_sample; /* --in-sample: spotrun's shipped prior */
-static int zone_pairs; /* --pairs, --pairs-auto: spotrun's SIM_PAIRS_* */
+static int zone_pairs; /* --pairs, --pairs-off: spotrun's SIM_PAIRS_* (0: auto) */
 static int per_window; /* --per-window: a line per window */
 
 struct known2_state {
@@ -327,7 +328,7 @@ static int usage(int help)
 {
 	fprintf(help ? stdout : stderr,
 		"usage: bench_policy_bound2 [--windows N] [--seed S] [--ages A] [--no-wait-up]\n"
-		"                           [--joint] [--in-sample] [--pairs | --pairs-auto]\n"
+		"                           [--joint] [--in-sample] [--pairs | --pairs-auto | --pairs-off]\n"
 		"                           [--per-window]\n"
 		"  from the repo root; N windows per set (default 40), seed S (default 1),\n"
 		"  spell ages counted exactly up to A - 1 steps of 720 s (2..%d, default %d);\n"
@@ -336,9 +337,10 @@ static int usage(int help)
 		"  --joint: markets of joint spells of both zones (their correlation kept);\n"
 		"  --in-sample: spotrun with the shipped prior, fitted on every bundled trace\n"
 		"  (default: the prior of the other trace sets, bench/fold_prior.h);\n"
-		"  --pairs: spotrun plans with which zones are up together (policy_job.zone_pairs,\n"
-		"  an experiment arm, not the default); --pairs-auto: only where the market's own\n"
-		"  run ends favour that model by the evidence;\n"
+		"  spotrun plans with which zones are up together (policy_job.zone_pairs) only\n"
+		"  where the market's own run ends favour that model by the evidence (the\n"
+		"  default, --pairs-auto); --pairs-off: on each zone's run age only (the path\n"
+		"  before session 25); --pairs: with which zones are up together always;\n"
 		"  --per-window: also a line per window, each policy's cost over optimal\n",
 		KNOWN2_AGES_MAX, KNOWN2_AGES_MAX);
 	return help ? 0 : 2;
@@ -369,6 +371,8 @@ int main(int argc, char **argv)
 			zone_pairs = SIM_PAIRS_ON;
 		else if (!strcmp(argv[i], "--pairs-auto"))
 			zone_pairs = SIM_PAIRS_AUTO;
+		else if (!strcmp(argv[i], "--pairs-off"))
+			zone_pairs = SIM_PAIRS_OFF;
 		else if (!strcmp(argv[i], "--per-window"))
 			per_window = 1;
 		else if (!strcmp(argv[i], "--help"))
@@ -397,7 +401,7 @@ int main(int argc, char **argv)
 	       wait_up ? "" : ", known2 waits only with spot down everywhere",
 	       in_sample ? "every bundled trace (in-sample)" : "the other trace sets (held out)",
 	       zone_pairs == SIM_PAIRS_ON ? "; spotrun with the pair model (--pairs)" :
-	       zone_pairs == SIM_PAIRS_AUTO ? "; spotrun with the pair model where the evidence favours it (--pairs-auto)" : "",
+	       zone_pairs == SIM_PAIRS_OFF ? "; spotrun on each zone's run age only (--pairs-off)" : "",
 	       "set (2 zones)", "opt $", "bound (cost)", "known2", "spotrun", "ups", "misses");
 	for (int i = 0; i < nsets; i++) {
 		struct tally t;

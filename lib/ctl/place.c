@@ -237,6 +237,8 @@ static int region_of(const struct place_plan *p, int pool)
  * never a wait without end. */
 static void job_of(const struct place_plan *p, struct policy_job *job)
 {
+	/* Zeroed: the bundled prior and, across pools, --zone-pairs auto
+	 * (SIM_PAIRS_AUTO is 0), as `spotrun sim` plans by default. */
 	memset(job, 0, sizeof *job);
 	job->work_s = p->work_s;
 	job->deadline_s = isfinite(p->deadline_s) ? p->deadline_s :

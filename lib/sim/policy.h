@@ -31,10 +31,14 @@ struct policy_prior;
 
 enum sim_hold { SIM_NONE = 0, SIM_SPOT = 1, SIM_OD = 2 };
 
-/* policy_job.zone_pairs: spotrun's model across regions - the region
- * run's age (off), the pair's (on), or the pair's once the market's own
- * run ends favour it by the evidence (auto; policy_spotrun.c). */
-enum sim_pairs { SIM_PAIRS_OFF = 0, SIM_PAIRS_ON = 1, SIM_PAIRS_AUTO = 2 };
+/* policy_job.zone_pairs: spotrun's model across regions - the pair's
+ * once the market's own run ends favour it by the evidence, both models
+ * shrunk toward a bundled prior (auto, the default: 0, so every zeroed
+ * policy_job plans with it, the simulator's and the control plane's
+ * alike), the region run's age only (off, the path before session 25),
+ * or the pair's always (on; policy_spotrun.c, docs/notes/policies.md). */
+enum sim_pairs { SIM_PAIRS_AUTO = 0, SIM_PAIRS_OFF = 1, SIM_PAIRS_ON = 2 };
+_Static_assert(SIM_PAIRS_AUTO == 0, "a zeroed policy_job plans with --zone-pairs auto");
 
 /* Constant for one job. */
 struct policy_job {
@@ -52,7 +56,7 @@ struct policy_job {
 	const struct policy_prior *prior;
 	/* SIM_PAIRS_*: does spotrun plan across regions with the pair
 	 * model (which regions are up together, policy_spotrun_plan.h)?
-	 * An experiment arm, not the default (docs/notes/policies.md). */
+	 * 0 = SIM_PAIRS_AUTO, the default (docs/notes/policies.md). */
 	int zone_pairs;
 };
 

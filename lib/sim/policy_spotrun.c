@@ -19,7 +19,7 @@
  *    expected cost of finishing by the deadline, where any outcome that
  *    could miss it costs infinity.  It replans when an outage begins or
  *    ends - the moments the estimates move - if they moved.  With
- *    job->zone_pairs (an experiment, not the default) the age across
+ *    job->zone_pairs (SIM_PAIRS_AUTO, the default, or ON) the age across
  *    regions is that of the pair (the run, another region up or not)
  *    and its changes are estimated by o and age (pair_fit()): always
  *    (SIM_PAIRS_ON), or only once the market's own run ends have shown
