@@ -18,7 +18,8 @@
  *    region run and whether another region is up besides it), the least
  *    expected cost of finishing by the deadline, where any outcome that
  *    could miss it costs infinity.  It replans when an outage begins or
- *    ends - the moments the estimates move - if they moved.  With
+ *    ends - the moments the estimates move - if they moved, and when the
+ *    model the scores favour changes (below).  With
  *    job->zone_pairs (SIM_PAIRS_AUTO, the default, or ON) the age across
  *    regions is that of the pair (the run, another region up or not)
  *    and its changes are estimated by o and age (pair_fit()): always
@@ -834,8 +835,13 @@ static struct policy_choice decide(struct spotrun_state *s,
 	else if (best >= 0 && best_e >= job->od_price)
 		dear = 1; /* spot no cheaper than on-demand after restarts */
 	/* (Re)plan at the start, and when an outage begins or ends if the
-	 * estimates have moved since the plan was made. */
-	if (!s->planned || s->plan_any != s->any_last) {
+	 * estimates have moved since the plan was made; and with
+	 * SIM_PAIRS_AUTO when the model the scores favour (pair_chosen()) is
+	 * no longer the plan's: a plan made under the pair model while it led
+	 * was kept after the scores turned, for as long as spot stayed up
+	 * somewhere (session 25, docs/notes/policies.md). */
+	if (!s->planned || s->plan_any != s->any_last ||
+	    (s->pair == SIM_PAIRS_AUTO && pair_chosen(s) != s->plan.m.pair)) {
 		struct plan_model m;
 
 		model_fit(s, job, GRP_NONE, &m);
