@@ -2249,18 +2249,19 @@ static void gang_stays_in_pool_1(void)
 	assert_false(has_event(id, "transition", "moving 2 node(s)"));
 }
 
-/* A running spot gang of two in pool 1 ($2.40/h) while pool 0 has no
+/* A running spot gang of two in pool 1 ($1.80/h) while pool 0 has no
  * capacity; pool 0 ($0.30/h) comes back with 40 h of work left and 57 h
  * of slack.  The price gap over the runs' expected lives pays for the
  * 3 h restart (the fake cloud's provisioning at its time scale) and the
  * slack it uses, by one standard error of the runs' lives (spotrun's
- * move_margin(), the simulator's rule; at $1.80/h it paid with
- * --zone-pairs off, but the pair-model plan of the default, made while
- * that model was favoured, prices the restart's slack at $1.61 against
- * off's $0.12 and the gang stayed past step 12): RUNNING -> NOTICE (reason
+ * move_margin(), the simulator's rule): RUNNING -> NOTICE (reason
  * "migrate") -> CHECKPOINTING for both ranks, both nodes TERMINATED
  * "migrated", the gang placed again whole in pool 0; a move, not a
- * preemption. */
+ * preemption.  The plan that prices the restart's slack is the one of
+ * the model the scores favour by then (the run model): a pair-model plan
+ * made earlier, while that model led, priced it at $1.61 against $0.12,
+ * and before spotrun replanned on a change of the favoured model the
+ * gang stayed past step 12 (session 25). */
 static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
 {
 	struct nview v[4];
@@ -2269,7 +2270,7 @@ static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
 
 	(void)state;
 	fc.spot_price[0] = 300000;
-	fc.spot_price[1] = 2400000;
+	fc.spot_price[1] = 1800000;
 	id = gang_in_pool_1(v);
 	for (int i = 5; i < 13 && !strcmp(job_state(id), "RUNNING"); i++)
 		gang_steps(v, i);
@@ -2317,16 +2318,18 @@ static void test_gang_without_a_store_is_not_moved(void **state)
 	(void)state;
 	gang_no_store = true;
 	fc.spot_price[0] = 300000;
-	fc.spot_price[1] = 2400000;
+	fc.spot_price[1] = 1800000;
 	gang_stays_in_pool_1();
 }
 
 /* The gang of test_migrate_gang_to_a_cheaper_spot_pool before its
  * workload has run (no step reported, so no move yet) while the policy
- * already prefers pool 0: rank 1's instance is ended outside spotrun
- * (LOST), and its replacement is placed beside rank 0 in pool 1, not in
- * the pool the policy would move the gang to - a gang is never split
- * across pools (recon_place.c). */
+ * already prefers pool 0 (pool 1 at $2.40/h: this early the pair model
+ * leads the scores, its plan is current, and at $1.80/h the move margin
+ * is still below 0 over these 2.5 h): rank 1's instance is ended
+ * outside spotrun (LOST), and its replacement is placed beside rank 0 in
+ * pool 1, not in the pool the policy would move the gang to - a gang is
+ * never split across pools (recon_place.c). */
 static void test_lost_rank_placed_beside_its_gang(void **state)
 {
 	struct nview v[4];
