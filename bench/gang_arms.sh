@@ -15,6 +15,12 @@
 # training resumed on all ranks and the training lost, in cloud seconds
 # with their spread, the CPU-s and disk MiB of each stretch, and where
 # the median recovery spent its time (bench/gang_recovery.py --timing).
+# Then arm 5 alone at x1 (GANG_ARMS_X1=0 skips it; 5 runs take about an
+# hour): cloud seconds are real seconds, so every profile delay is
+# simulated at its full length and this machine's own work (the final
+# checkpoint, the restart, the restore) counts once, as it does on a
+# real cloud, where each node has its own CPUs and disk; issue 33's
+# training-lost goal (<= 10 s) is read there and at x4.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,3 +29,8 @@ for t in aws gcp; do
 		--timing "$t" --nodes 4 --state-mb 512 --time-scale 4 \
 		--ckpt-min 2 --runs "${GANG_ARMS_RUNS:-5}"
 done
+if [[ ${GANG_ARMS_X1:-1} != 0 ]]; then
+	/usr/bin/python3 "$ROOT/bench/gang_recovery.py" --build "$ROOT/$BUILD" \
+		--timing aws --nodes 4 --state-mb 512 --time-scale 1 \
+		--ckpt-min 2 --runs "${GANG_ARMS_RUNS:-5}" --arm through
+fi

@@ -163,7 +163,9 @@ forks it, so neither a warm spare nor a kept node imports torch again);
 --start cold runs train_gang.py anew every attempt.  `make bench` runs
 
     bench/gang_arms.sh   --timing aws and gcp, 4 nodes, 512 MiB, x4,
-                         --ckpt-min 2, 5 runs of the six arms
+                         --ckpt-min 2, 5 runs of the six arms; then
+                         arm 5 alone at x1 (--time-scale 1: this
+                         machine's own work counted once), 5 runs
 
     /usr/bin/python3 bench/gang_recovery.py [--build DIR] [--runs N]
                                             [--poll-s S] [--seed N]
