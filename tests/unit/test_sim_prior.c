@@ -158,11 +158,14 @@ static void test_fit_pairs_by_name(void **state)
 		assert_int_equal(trace_load(files[i], TRACE_FMT_AUTO, &t[i], &e), 0);
 		policy_prior_add(&q, t[i]);
 	}
+	struct trace *k80 = t[1];
+
 	t[1] = t[2]; /* the two v100_1 zones */
 	policy_prior_add_pairs(&q, (const struct trace *const *)t, 2);
 	assert_memory_equal(&p, &q, sizeof p);
 	assert_true(p.ends[PRIOR_PAIR][0] + p.ends[PRIOR_PAIR + 1][0] > 0);
 	trace_free(t[0]);
+	trace_free(k80);
 	trace_free(t[2]);
 	/* a file that does not load is named */
 	{
