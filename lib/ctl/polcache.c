@@ -46,7 +46,7 @@ int ctl__pol_put(struct ctl *c, int64_t job, void *state, size_t len)
 		c->pols = n;
 		c->cappols = cap;
 	}
-	c->pols[c->npols++] = (struct ctl_pol){ job, state, len };
+	c->pols[c->npols++] = (struct ctl_pol){ job, state, len, -1 };
 	return 0;
 }
 

@@ -23,6 +23,8 @@ struct ctl_pol {
 	int64_t job;
 	void *state;
 	size_t len;
+	int move_pool; /* the spot pool a move of the gang was decided for
+			  (maybe_migrate), until its placement; -1 none */
 };
 
 /* Release c->hbseen, c->unseen and c->spared (recon_nodes.c). */

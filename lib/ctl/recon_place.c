@@ -525,6 +525,35 @@ static void gang_pool(struct ctl *c, const struct rnode *live, size_t nlive,
 		 "the gang", held);
 }
 
+/* The placement that carries out a move of the gang (reconcile.c
+ * maybe_migrate) goes to the pool the move was decided for, while it is
+ * open.  The policy ticks on while the gang takes its final checkpoint,
+ * and a later tick, deciding with the gang still in the old pool, may
+ * keep it there: placing on that decision would restart the gang where
+ * it was, for nothing (test_dist_gang's gang did, session 25).  The
+ * simulator moves at the tick it decides; this keeps the product to the
+ * same move.  Lost with the daemon's memory: after a restart the policy
+ * decides again. */
+static void move_pool(struct ctl *c, const struct rjob *j,
+		      struct place_choice *ch)
+{
+	struct ctl_pol *pol = ctl__pol_get(c, j->id);
+	int to;
+
+	if (!pol || pol->move_pool < 0)
+		return;
+	to = pol->move_pool;
+	pol->move_pool = -1;
+	if (j->state != JOB_RECOVERING ||
+	    strcmp(j->recover_reason, "migrate") != 0 || !ctl__spot_open(c, to))
+		return;
+	ch->hold = SIM_SPOT;
+	ch->pool = to;
+	ch->spot = true;
+	snprintf(ch->why, sizeof ch->why, "spot in pool %d, where the move "
+		 "was decided", to);
+}
+
 /* Create nodes for the ranks that have none, where the policy says.
  * Returns 1 if nodes were created, 0 if waiting, < 0 on error. */
 int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
@@ -557,6 +586,7 @@ int recon__place_missing(struct ctl *c, struct store *db, struct rjob *j,
 	rc = recon__policy_tick(c, db, j, live, nlive, true, &ch, &e);
 	if (rc)
 		goto fail;
+	move_pool(c, j, &ch);
 	gang_pool(c, live, nlive, &ch);
 	if ((ch.hold == SIM_NONE || ch.pool < 0) && recon__work_finished(j))
 		finisher(c, j, &ch);

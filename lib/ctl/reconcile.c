@@ -617,8 +617,13 @@ static int maybe_migrate(struct ctl *c, struct store *db, struct rjob *j,
 		 * checkpoints reach a store resumes where it stopped.  The
 		 * simulator prices a move as a restart, not as the work
 		 * since the start: without a store it is not made. */
-		if (!attempt_has_run(c, j) || j->ckpt_store_ns <= 0)
+		if (!attempt_has_run(c, j) || j->ckpt_store_ns <= 0 ||
+		    !ctl__spot_open(c, ch.pool))
 			return 0;
+		struct ctl_pol *pol = ctl__pol_get(c, j->id);
+
+		if (pol) /* its placement goes there (recon_place.c) */
+			pol->move_pool = ch.pool;
 		for (size_t i = 0; i < n; i++)
 			live[i].retire = true;
 		snprintf(msg, sizeof msg, "moving %zu node(s) to spot in pool %d: "

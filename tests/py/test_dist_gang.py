@@ -140,8 +140,12 @@ def test_gang_keeps_healthy_node_and_ends_bitwise_identical(daemon, tmp_path):
     want = reference()
     d.start()
     envs = "".join("  %s: \"%s\"\n" % kv for kv in ENVS.items())
+    # one region, one pool: the policy may move a gang between zones
+    # after a preemption (a whole-gang restart, test_ctl_fakecloud's
+    # move tests); this test counts the attempts of two recoveries
     jid = d.submit("name: gang-ddp\nnum_nodes: 2\nresources:\n"
                    "  accelerators: V100:1\n  use_spot: true\n"
+                   "  infra: azure/westus3\n"
                    "setup: echo set up\n"
                    "run: /usr/bin/python3 %s\nenvs:\n%sspotrun:\n"
                    "  deadline: 1000h\n  work: 10h\n  spares: 1\n"

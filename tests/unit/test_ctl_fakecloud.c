@@ -2262,20 +2262,25 @@ static void gang_stays_in_pool_1(void)
  * made earlier, while that model led, priced it at $1.61 against $0.12,
  * and before spotrun replanned on a change of the favoured model the
  * gang stayed past step 12 (session 25). */
-static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
+static int64_t gang_moving_to_pool_0(struct nview v[4])
 {
-	struct nview v[4];
 	int64_t id;
-	int n;
 
-	(void)state;
 	fc.spot_price[0] = 300000;
 	fc.spot_price[1] = 1800000;
 	id = gang_in_pool_1(v);
 	for (int i = 5; i < 13 && !strcmp(job_state(id), "RUNNING"); i++)
 		gang_steps(v, i);
 	assert_string_equal(job_state(id), "CHECKPOINTING");
-	assert_true(has_event(id, "transition", "moving 2 node(s) to spot in pool 0"));
+	return id;
+}
+
+/* Both ranks of the moving gang stop: its nodes end "migrated" and it is
+ * placed again whole in pool 0, one move. */
+static void gang_lands_in_pool_0(int64_t id, struct nview v[4])
+{
+	int n;
+
 	agent_exit(v[0].id, 1, 0, "stopped");
 	agent_exit(v[1].id, 1, 0, "stopped");
 	advance_ms(10);
@@ -2294,7 +2299,40 @@ static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
 			assert_int_equal(v[k].pool, 0);
 	}
 	assert_int_equal(job_int(id, "moves"), 1);
+}
+
+static void test_migrate_gang_to_a_cheaper_spot_pool(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+
+	(void)state;
+	id = gang_moving_to_pool_0(v);
+	assert_true(has_event(id, "transition", "moving 2 node(s) to spot in pool 0"));
+	gang_lands_in_pool_0(id, v);
 	assert_int_equal(job_int(id, "preemptions"), 0);
+}
+
+/* The gang of test_migrate_gang_to_a_cheaper_spot_pool decides to move
+ * to pool 0; while it takes its final checkpoint pool 0's price rises
+ * past pool 1's, so the policy's later ticks would keep the gang where it
+ * is.  The placement still goes to pool 0, where the move was decided:
+ * placed on a later tick's choice, the gang was restarted in the pool it
+ * had just left (test_dist_gang, session 25) - a restart for nothing. */
+static void test_move_is_placed_where_it_was_decided(void **state)
+{
+	struct nview v[4];
+	int64_t id;
+
+	(void)state;
+	id = gang_moving_to_pool_0(v);
+	fc.spot_price[0] = 2000000;
+	for (int i = 0; i < 3; i++) {
+		advance_ms(500);
+		pass();
+	}
+	gang_lands_in_pool_0(id, v);
+	assert_true(has_event(id, "move", "where the move was decided"));
 }
 
 /* The same gang with pool 1 at $0.990/h and pool 0 at $0.9899/h: that
@@ -2679,6 +2717,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_setup_failure_while_provisioning,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_migrate_gang_to_a_cheaper_spot_pool,
+						fsetup, fteardown),
+		cmocka_unit_test_setup_teardown(test_move_is_placed_where_it_was_decided,
 						fsetup, fteardown),
 		cmocka_unit_test_setup_teardown(test_gang_stays_where_the_gap_does_not_pay,
 						fsetup, fteardown),
