@@ -540,12 +540,13 @@ static void move_pool(struct ctl *c, const struct rjob *j,
 	struct ctl_pol *pol = ctl__pol_get(c, j->id);
 	int to;
 
-	if (!pol || pol->move_pool < 0)
+	/* only the placement after the move's stop takes (and ends) it */
+	if (!pol || pol->move_pool < 0 || j->state != JOB_RECOVERING ||
+	    strcmp(j->recover_reason, "migrate") != 0)
 		return;
 	to = pol->move_pool;
 	pol->move_pool = -1;
-	if (j->state != JOB_RECOVERING ||
-	    strcmp(j->recover_reason, "migrate") != 0 || !ctl__spot_open(c, to))
+	if (!ctl__spot_open(c, to))
 		return;
 	ch->hold = SIM_SPOT;
 	ch->pool = to;
