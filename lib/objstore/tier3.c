@@ -61,6 +61,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,7 @@ struct objstore_tier3 {
 	int64_t local;          /* newest step tier 2 committed, -1 */
 	int64_t busy;           /* being uploaded, -1 */
 	int waiters;            /* flush/drain calls with a deadline */
+	int64_t wait_deadline;  /* the latest such deadline (mono ns), 0 */
 	int held;               /* put_image in progress: start nothing */
 	int dirty;              /* the recovery point file is behind */
 	/* the last offers (tier-2 commits), to count how many the store's
@@ -411,10 +413,21 @@ static void count_behind(struct objstore_tier3 *t)
 	t->st.behind = (uint32_t)k;
 }
 
-/* After an attempt at `step` ended with rc (mu held). */
+/* The attempt that began at start_ns (mono) timed out because a waiter's
+ * deadline (objstore_set_deadline) cut it, not because the store stalled
+ * (mu held). */
+static bool cut_by_wait(const struct objstore_tier3 *t, int rc,
+			int64_t start_ns, int64_t now)
+{
+	return rc == -SR_ETIMEOUT && t->wait_deadline &&
+	       t->wait_deadline >= start_ns && t->wait_deadline <= now;
+}
+
+/* After an attempt at `step`, begun at start_ns (mono) and taking took_ns,
+ * ended with rc (mu held). */
 static void account(struct objstore_tier3 *t, int64_t step, int rc,
-		    uint64_t bytes, int64_t took_ns, int64_t time_ns,
-		    const struct sr_err *e)
+		    uint64_t bytes, int64_t start_ns, int64_t took_ns,
+		    int64_t time_ns, const struct sr_err *e)
 {
 	int64_t now = sr_time_mono_ns();
 
@@ -440,9 +453,14 @@ static void account(struct objstore_tier3 *t, int64_t step, int rc,
 	} else {
 		t->st.failed++;
 		t->st.retries++;
-		t->st.last_error = rc;
-		snprintf(t->st.last_msg, sizeof t->st.last_msg, "%s",
-			 sr_err_str(e, rc));
+		/* an attempt a waiter's deadline ran out on says nothing of
+		 * the store: its last answer (a 503, a refusal) stays the
+		 * reason given */
+		if (!cut_by_wait(t, rc, start_ns, now) || !t->st.last_msg[0]) {
+			t->st.last_error = rc;
+			snprintf(t->st.last_msg, sizeof t->st.last_msg, "%s",
+				 sr_err_str(e, rc));
+		}
 		sr_backoff_fail(&t->bo, now);
 		t->st.next_retry_ns = t->bo.next_ns;
 	}
@@ -476,7 +494,7 @@ static void *uploader(void *arg)
 	for (;;) {
 		struct sr_err e = { 0 };
 		uint64_t bytes = 0;
-		int64_t step, t0, time_ns = 0;
+		int64_t step, start, t0, time_ns = 0;
 		int rc, newer;
 
 		if (t->stop)
@@ -507,9 +525,9 @@ static void *uploader(void *arg)
 		atomic_store(&t->cancel, 0);
 		pthread_mutex_unlock(&t->mu);
 
-		t0 = sr_time_mono_ns();
+		start = sr_time_mono_ns();
 		rc = upload_step(t, step, &bytes, &time_ns, &e);
-		t0 = sr_time_mono_ns() - t0; /* upload until committed */
+		t0 = sr_time_mono_ns() - start; /* upload until committed */
 		pthread_mutex_lock(&t->mu);
 		newer = t->local > step;
 		pthread_mutex_unlock(&t->mu);
@@ -526,7 +544,7 @@ static void *uploader(void *arg)
 				 step, sr_err_str(&e, rc));
 		}
 		pthread_mutex_lock(&t->mu);
-		account(t, step, rc, bytes, t0, time_ns, &e);
+		account(t, step, rc, bytes, start, t0, time_ns, &e);
 		t->dirty = 1;
 		pthread_cond_broadcast(&t->cv);
 	}
@@ -665,8 +683,10 @@ void objstore_tier3_offer(struct objstore_tier3 *t, int64_t step,
  * the latest such deadline, and the backoff is cleared (mu held). */
 static void waiter_enter(struct objstore_tier3 *t, int64_t deadline)
 {
-	if (deadline && ++t->waiters == 1)
+	if (deadline && ++t->waiters == 1) {
 		objstore_set_deadline(t->s, deadline);
+		t->wait_deadline = deadline;
+	}
 	t->bo.next_ns = 0;
 	t->st.next_retry_ns = 0;
 	pthread_cond_broadcast(&t->cv);
@@ -734,7 +754,7 @@ int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 			     struct sr_err *e)
 {
 	uint64_t bytes = 0;
-	int64_t t0;
+	int64_t start, t0;
 	int rc;
 
 	pthread_mutex_lock(&t->mu);
@@ -753,7 +773,7 @@ int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 	/* the uploader is held: this thread alone uses the store */
 	if (cancel)
 		objstore_set_cancel(t->s, cancel);
-	t0 = sr_time_mono_ns();
+	start = t0 = sr_time_mono_ns();
 	rc = cancel && atomic_load(cancel) ?
 	     sr_err_set(e, -ECANCELED, "step %" PRId64 " given up", step) :
 	     put_step(t, step, l, NULL, image, mbuf, mlen, &bytes, e);
@@ -768,7 +788,7 @@ int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 	}
 	pthread_mutex_lock(&t->mu);
 	waiter_leave(t, deadline_mono_ns);
-	account(t, step, rc, bytes, t0, time_ns, e);
+	account(t, step, rc, bytes, start, t0, time_ns, e);
 	t->held--;
 	t->dirty = 1;
 	pthread_cond_broadcast(&t->cv);

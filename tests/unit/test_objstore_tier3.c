@@ -13,6 +13,9 @@
  *   - a step tier 2 never committed is refused, not started;
  *   - close() returns 0 only once the newest step is in the store, and
  *     says which step is where when the store never answered;
+ *   - an attempt a waiter's deadline cuts short (the store answering
+ *     503, then slowly) leaves the store's answer as the reason given,
+ *     not "timed out after 2 milliseconds";
  *   - object keys that could reach outside the prefix are refused;
  *   - a final save with SPOTCKPT_FINAL_STORE_ONLY puts its step into the
  *     store from memory, racing a background upload, and writes nothing
@@ -27,6 +30,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,7 @@
 
 #include "ckpt/internal.h"
 #include "common/fsutil.h"
+#include "common/testsrv.h"
 #include "common/timeutil.h"
 #include "objstore/os_int.h"
 #include "spotrun/ckpt.h"
@@ -321,6 +326,78 @@ static void test_close_says_where_the_step_is(void **state)
 	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
 }
 
+/* ---- a deadline that cuts an attempt short ------------------------------------ */
+static atomic_int g_slow; /* 0: answer 503 at once; 1: after 3 s */
+
+static int busy_store(void *ud, const struct sr_testsrv_req *req, int *status,
+		      char **ctype, char **body, size_t *body_len)
+{
+	(void)ud;
+	(void)req;
+	if (atomic_load(&g_slow))
+		sleep(3);
+	*status = 503;
+	*ctype = strdup("application/xml");
+	*body = strdup("<Error><Code>SlowDown</Code><Message>busy</Message>"
+		       "</Error>");
+	*body_len = strlen(*body);
+	return 0;
+}
+
+static void test_deadline_keeps_the_stores_answer(void **state)
+{
+	static float w[256];
+	struct sr_testsrv *srv = sr_testsrv_start(0);
+	struct spotckpt *e;
+	struct spotckpt_remote_stats rs;
+	char msg[512];
+	uint64_t failed;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(srv);
+	atomic_store(&g_slow, 0);
+	sr_testsrv_set_handler(srv, busy_store, NULL);
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	setenv("AWS_ENDPOINT_URL_S3", sr_testsrv_url(srv), 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("SPOTRUN_OBJSTORE_RETRIES", "0", 1);
+	e = open_engine("busy2", w, 256, 1500);
+	assert_int_equal(spotckpt_set_remote(e, "s3://bucket/jobs/busy"), 0);
+	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	t0 = sr_time_mono_ns();
+	do {
+		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+		usleep(10000);
+	} while (rs.uploads_failed == 0 &&
+		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	assert_non_null(strstr(msg, "503"));
+	/* the store now answers slower than the wait's deadline: the wait
+	 * starts an attempt at once, and the deadline ends it */
+	failed = rs.uploads_failed;
+	atomic_store(&g_slow, 1);
+	assert_int_equal(spotckpt_remote_wait(e, 4, sr_time_mono_ns() +
+					      SR_NS_PER_SEC / 2, NULL),
+			 -SPOTCKPT_ETIMEOUT);
+	t0 = sr_time_mono_ns();
+	do {
+		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
+		usleep(10000);
+	} while (rs.uploads_failed == failed &&
+		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	assert_true(rs.uploads_failed > failed);
+	assert_int_equal(rs.uploaded_step, -1);
+	if (!strstr(msg, "503"))
+		fail_msg("the reason given is '%s', not the store's 503", msg);
+	atomic_store(&g_slow, 0);
+	assert_int_equal(spotckpt_close(e), -SPOTCKPT_ETIMEOUT);
+	sr_testsrv_stop(srv);
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
+}
+
 /* ---- a final save straight into the store ----------------------------------------- */
 static int local_has(const char *sub, int64_t step)
 {
@@ -527,6 +604,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_says_where_the_step_is,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_deadline_keeps_the_stores_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_stay_in_the_prefix,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_final_store_only, setup,
