@@ -204,6 +204,20 @@ static const char *progress_until(const char *path, const char *want,
 	}
 }
 
+/* Polls the remote stats (60 s at most) until more than `failed` uploads
+ * have failed. */
+static void failed_past(struct spotckpt *e, uint64_t failed,
+			struct spotckpt_remote_stats *rs, char *msg, size_t n)
+{
+	int64_t t0 = sr_time_mono_ns();
+
+	do {
+		assert_int_equal(spotckpt_remote_stats(e, rs, msg, n), 0);
+		usleep(10000);
+	} while (rs->uploads_failed <= failed &&
+		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+}
+
 static void test_failed_upload_retried(void **state)
 {
 	static float w[4096];
@@ -213,7 +227,6 @@ static void test_failed_upload_retried(void **state)
 	const char *rep;
 	int32_t met = 0;
 	FILE *f;
-	int64_t t0;
 
 	(void)state;
 	snprintf(progress, sizeof progress, "%s/progress.json", g_dir);
@@ -228,12 +241,7 @@ static void test_failed_upload_retried(void **state)
 	fclose(f);
 	assert_int_equal(spotckpt_save(e, 1, NULL, 0, NULL), 0);
 	assert_int_equal(spotckpt_wait(e), 0);
-	t0 = sr_time_mono_ns();
-	do {
-		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
-		usleep(10000);
-	} while (rs.uploads_failed == 0 &&
-		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	failed_past(e, 0, &rs, msg, sizeof msg);
 	assert_true(rs.uploads_failed >= 1);
 	assert_int_equal(rs.uploaded_step, -1);
 	assert_true(rs.last_error != 0);
@@ -352,7 +360,6 @@ static void test_deadline_keeps_the_stores_answer(void **state)
 	struct spotckpt_remote_stats rs;
 	char msg[512];
 	uint64_t failed;
-	int64_t t0;
 
 	(void)state;
 	assert_non_null(srv);
@@ -367,12 +374,7 @@ static void test_deadline_keeps_the_stores_answer(void **state)
 	assert_int_equal(spotckpt_set_remote(e, "s3://bucket/jobs/busy"), 0);
 	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
 	assert_int_equal(spotckpt_wait(e), 0);
-	t0 = sr_time_mono_ns();
-	do {
-		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
-		usleep(10000);
-	} while (rs.uploads_failed == 0 &&
-		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	failed_past(e, 0, &rs, msg, sizeof msg);
 	assert_non_null(strstr(msg, "503"));
 	/* the store now answers slower than the wait's deadline: the wait
 	 * starts an attempt at once, and the deadline ends it */
@@ -381,12 +383,7 @@ static void test_deadline_keeps_the_stores_answer(void **state)
 	assert_int_equal(spotckpt_remote_wait(e, 4, sr_time_mono_ns() +
 					      SR_NS_PER_SEC / 2, NULL),
 			 -SPOTCKPT_ETIMEOUT);
-	t0 = sr_time_mono_ns();
-	do {
-		assert_int_equal(spotckpt_remote_stats(e, &rs, msg, sizeof msg), 0);
-		usleep(10000);
-	} while (rs.uploads_failed == failed &&
-		 sr_time_mono_ns() - t0 < 60 * SR_NS_PER_SEC);
+	failed_past(e, failed, &rs, msg, sizeof msg);
 	assert_true(rs.uploads_failed > failed);
 	assert_int_equal(rs.uploaded_step, -1);
 	if (!strstr(msg, "503"))
