@@ -78,6 +78,7 @@
  * own, shorter retries). */
 #define UPLOAD_BACKOFF_BASE_NS (500 * INT64_C(1000000))
 #define UPLOAD_BACKOFF_CAP_NS (30 * SR_NS_PER_SEC)
+#define CUT_SLACK_NS (10 * INT64_C(1000000))
 /* The listing at start: long enough for a store that is slow to answer,
  * short enough not to hold up training when it is down. */
 #define PROBE_NS (5 * SR_NS_PER_SEC)
@@ -415,12 +416,14 @@ static void count_behind(struct objstore_tier3 *t)
 
 /* The attempt that began at start_ns (mono) timed out because a waiter's
  * deadline (objstore_set_deadline) cut it, not because the store stalled
- * (mu held). */
+ * (mu held).  The request's time limit is the deadline in whole ms,
+ * rounded down (common/http.c): it may end up to a ms before it. */
 static bool cut_by_wait(const struct objstore_tier3 *t, int rc,
 			int64_t start_ns, int64_t now)
 {
 	return rc == -SR_ETIMEOUT && t->wait_deadline &&
-	       t->wait_deadline >= start_ns && t->wait_deadline <= now;
+	       t->wait_deadline >= start_ns &&
+	       t->wait_deadline <= now + CUT_SLACK_NS;
 }
 
 /* After an attempt at `step`, begun at start_ns (mono) and taking took_ns,
