@@ -776,11 +776,11 @@ int objstore_tier3_put_image(struct objstore_tier3 *t, int64_t step,
 	/* the uploader is held: this thread alone uses the store */
 	if (cancel)
 		objstore_set_cancel(t->s, cancel);
-	start = t0 = sr_time_mono_ns();
+	start = sr_time_mono_ns();
 	rc = cancel && atomic_load(cancel) ?
 	     sr_err_set(e, -ECANCELED, "step %" PRId64 " given up", step) :
 	     put_step(t, step, l, NULL, image, mbuf, mlen, &bytes, e);
-	t0 = sr_time_mono_ns() - t0;
+	t0 = sr_time_mono_ns() - start;
 	objstore_set_cancel(t->s, &t->cancel);
 	if (rc == 0) {
 		committed(t, step, bytes, "memory");

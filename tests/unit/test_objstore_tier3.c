@@ -306,6 +306,34 @@ static void test_close_waits_for_the_store(void **state)
 	assert_true(store_has("close3", 3));
 }
 
+/* An engine of 256 floats in `sub` with tier 3 at `uri` on the S3
+ * endpoint given (test credentials, SPOTRUN_OBJSTORE_RETRIES `retries`),
+ * step 4 saved and committed to tier 2; s3_env_clear() undoes the
+ * environment. */
+static struct spotckpt *step4_on_s3(const char *sub, float *w,
+				    const char *endpoint, const char *retries,
+				    const char *uri)
+{
+	struct spotckpt *e;
+
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	setenv("AWS_ENDPOINT_URL_S3", endpoint, 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("SPOTRUN_OBJSTORE_RETRIES", retries, 1);
+	e = open_engine(sub, w, 256, 1500);
+	assert_int_equal(spotckpt_set_remote(e, uri), 0);
+	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
+	assert_int_equal(spotckpt_wait(e), 0);
+	return e;
+}
+
+static void s3_env_clear(void)
+{
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
+}
+
 static void test_close_says_where_the_step_is(void **state)
 {
 	static float w[256];
@@ -313,25 +341,17 @@ static void test_close_says_where_the_step_is(void **state)
 	struct spotckpt_remote_stats rs;
 
 	(void)state;
-	/* a store that is not there: port 9 (discard) refuses */
-	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
-	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
-	setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9", 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-	setenv("SPOTRUN_OBJSTORE_RETRIES", "1", 1);
-	e = open_engine("down2", w, 256, 1500);
-	/* the start only warns: a store that does not answer is retried */
-	assert_int_equal(spotckpt_set_remote(e, "s3://bucket/jobs/down"), 0);
-	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
-	assert_int_equal(spotckpt_wait(e), 0);
+	/* a store that is not there: port 9 (discard) refuses; the start
+	 * only warns: a store that does not answer is retried */
+	e = step4_on_s3("down2", w, "http://127.0.0.1:9", "1",
+			"s3://bucket/jobs/down");
 	assert_int_equal(spotckpt_remote_stats(e, &rs, NULL, 0), 0);
 	assert_int_equal(rs.local_step, 4);
 	assert_int_equal(rs.uploaded_step, -1);
 	assert_int_equal(spotckpt_close(e), -SPOTCKPT_ETIMEOUT);
 	assert_non_null(strstr(spotckpt_errmsg(), "step 4 is in "));
 	assert_non_null(strstr(spotckpt_errmsg(), "holds no step"));
-	unsetenv("AWS_ENDPOINT_URL_S3");
-	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
+	s3_env_clear();
 }
 
 /* ---- a deadline that cuts an attempt short ------------------------------------ */
@@ -365,15 +385,8 @@ static void test_deadline_keeps_the_stores_answer(void **state)
 	assert_non_null(srv);
 	atomic_store(&g_slow, 0);
 	sr_testsrv_set_handler(srv, busy_store, NULL);
-	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
-	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
-	setenv("AWS_ENDPOINT_URL_S3", sr_testsrv_url(srv), 1);
-	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-	setenv("SPOTRUN_OBJSTORE_RETRIES", "0", 1);
-	e = open_engine("busy2", w, 256, 1500);
-	assert_int_equal(spotckpt_set_remote(e, "s3://bucket/jobs/busy"), 0);
-	assert_int_equal(spotckpt_save(e, 4, NULL, 0, NULL), 0);
-	assert_int_equal(spotckpt_wait(e), 0);
+	e = step4_on_s3("busy2", w, sr_testsrv_url(srv), "0",
+			"s3://bucket/jobs/busy");
 	failed_past(e, 0, &rs, msg, sizeof msg);
 	assert_non_null(strstr(msg, "503"));
 	/* the store now answers slower than the wait's deadline: the wait
@@ -391,8 +404,7 @@ static void test_deadline_keeps_the_stores_answer(void **state)
 	atomic_store(&g_slow, 0);
 	assert_int_equal(spotckpt_close(e), -SPOTCKPT_ETIMEOUT);
 	sr_testsrv_stop(srv);
-	unsetenv("AWS_ENDPOINT_URL_S3");
-	unsetenv("SPOTRUN_OBJSTORE_RETRIES");
+	s3_env_clear();
 }
 
 /* ---- a final save straight into the store ----------------------------------------- */
