@@ -34,7 +34,8 @@
  *   of them throttled).  Terminations keep their bounded retries.
  *
  *   A termination EC2 accepted is done only when a listing shows the
- *   instance shutting down or gone.  One that a listing taken a period
+ *   instance shutting down, or has not listed it for FRESH_NS since the
+ *   answer.  One that a listing taken a period
  *   after the answer still shows running is sent again (once per
  *   listing): EC2 answers InvalidInstanceID.NotFound for an instance it
  *   does not list yet (eventual consistency), which the client takes for
@@ -277,16 +278,20 @@ static void do_list(struct ec2_watch *w, int64_t now)
 	 * (a NotFound for an instance not listed yet) is sent again */
 	for (size_t i = 0; i < w->ngoing;) {
 		struct term *g = &w->going[i];
-		bool shown = false;
+		bool shown = false, listed = listed_id(w, g->id);
 
 		for (size_t k = 0; k < w->nsnap && !shown; k++)
 			shown = strcmp(w->snap[k].id, g->id) == 0 &&
 				w->snap[k].state >= CLOUD_INST_STOPPING;
-		if (shown || !listed_id(w, g->id)) {
+		/* not listed: gone - or not listed yet, as EC2 lists an
+		 * instance a while after its launch and answers NotFound to
+		 * its termination meanwhile; kept for as long as a launch is
+		 * waited for (FRESH_NS) after that answer */
+		if (shown || (!listed && g->acked && now - g->acked > FRESH_NS)) {
 			*g = w->going[--w->ngoing];
 			continue;
 		}
-		if (g->acked && now - g->acked >= w->period_ns &&
+		if (listed && g->acked && now - g->acked >= w->period_ns &&
 		    !queued_id(w, g->id) &&
 		    grow((void **)&w->q, &w->capq, w->nq, sizeof(*w->q))) {
 			g->acked = 0;
